@@ -1,0 +1,120 @@
+# Hearth: plain Makefile. `make` builds build/hearth; `make test` builds and
+# runs every test; `make asan` / `make ubsan` run them under sanitizers.
+# Each module is a static library; tests in tests/<module>/test_*.c link the
+# module and what it depends on (DESIGN.md layering, one direction only).
+
+BUILD ?= build
+CC ?= cc
+OPT ?= -O2
+# Installs the Debian packages we build against when they are missing.
+DEPS_STATUS := $(shell sh scripts/deps.sh >&2 && echo ok)
+PKGS := sqlite3 libical libcjson libpcre2-8
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wpointer-arith -Wvla -Wformat=2 -Werror
+CFLAGS := -std=c11 -D_GNU_SOURCE -g $(OPT) -pthread -fno-strict-aliasing \
+          -I. $(WARN) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDFLAGS := -pthread $(EXTRA_LDFLAGS)
+LDLIBS := $(PKG_LIBS) -ldl -lm
+
+MODULES := base engine sandbox memory tools lora agent
+# What each module's library needs after it on the link line.
+deps_base := base
+deps_engine := engine base
+deps_sandbox := sandbox base
+deps_memory := memory base
+deps_tools := tools sandbox engine base
+deps_lora := lora memory engine base
+deps_agent := agent tools memory lora sandbox engine base
+
+src_of = $(filter-out agent/main.c,$(wildcard $(1)/*.c $(1)/*/*.c))
+obj_of = $(patsubst %.c,$(BUILD)/%.o,$(call src_of,$(1)))
+lib_of = $(BUILD)/lib$(1).a
+libs_for = $(foreach m,$(deps_$(1)),$(call lib_of,$(m)))
+
+TEST_SRCS := $(foreach m,$(MODULES),$(wildcard tests/$(m)/test_*.c))
+TEST_BINS := $(patsubst %.c,$(BUILD)/%,$(TEST_SRCS))
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst %.c,$(BUILD)/%,$(FUZZ_SRCS))
+ALL_LIBS := $(call libs_for,agent)
+
+.PHONY: all test test-build check asan ubsan fuzz clean demo reference \
+        bench-engine bench-maskbench bench-memory
+.DEFAULT_GOAL := all
+
+all: $(BUILD)/hearth
+
+# ---- libraries ----
+define module_rules
+$(call lib_of,$(1)): $(call obj_of,$(1))
+	@mkdir -p $$(@D)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(foreach m,$(MODULES),$(eval $(call module_rules,$(m))))
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/hearth: $(BUILD)/agent/main.o $(ALL_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+
+# ---- tests: tests/<module>/test_x.c links the module's libraries ----
+define test_rules
+$(BUILD)/tests/$(1)/%: tests/$(1)/%.c $(call libs_for,$(1)) tests/test.h
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) -Itests -MMD -MP $$(LDFLAGS) -o $$@ $$< \
+	    $(call libs_for,$(1)) $$(LDLIBS)
+endef
+$(foreach m,$(MODULES),$(eval $(call test_rules,$(m))))
+
+# Fuzz targets define LLVMFuzzerTestOneInput; here they are linked with a
+# standalone driver that replays a corpus and random mutations of it, so the
+# test suite runs them briefly; `make fuzz` builds them with libFuzzer.
+$(BUILD)/tests/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $(ALL_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< tests/fuzz/driver.c \
+	    $(ALL_LIBS) $(LDLIBS)
+
+test-build: $(BUILD)/hearth $(TEST_BINS) $(FUZZ_BINS)
+
+# The llama.cpp reference (npm) used by differential tests; a failed fetch
+# only makes those tests skip.
+reference:
+	@sh scripts/fetch-reference.sh || echo "hearth: llama.cpp reference unavailable; differential tests will skip" >&2
+
+test: test-build reference
+	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS)
+
+# Sanitizer builds run the unit tests clean (separate build directories).
+asan:
+	$(MAKE) BUILD=build/asan OPT=-O1 \
+	    EXTRA_CFLAGS="-fsanitize=address -fno-omit-frame-pointer" \
+	    EXTRA_LDFLAGS="-fsanitize=address" test
+ubsan:
+	$(MAKE) BUILD=build/ubsan OPT=-O1 \
+	    EXTRA_CFLAGS="-fsanitize=undefined -fno-sanitize-recover=all" \
+	    EXTRA_LDFLAGS="-fsanitize=undefined" test
+
+# libFuzzer builds (clang), for long runs: build/fuzz/fuzz_x CORPUS_DIR
+fuzz:
+	@mkdir -p build/fuzz
+	for f in $(FUZZ_SRCS); do \
+	    n=$$(basename $$f .c); \
+	    clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -Itests $(PKG_CFLAGS) \
+	        -fsanitize=fuzzer,address,undefined $$f \
+	        $(foreach m,$(deps_agent),$(call src_of,$(m))) \
+	        -o build/fuzz/$$n $(PKG_LIBS) -ldl -lm -pthread || exit 1; \
+	done
+
+# The main job (see README): what Hearth can run today.
+demo: $(BUILD)/hearth
+	@sh scripts/demo.sh $(BUILD)/hearth
+
+clean:
+	rm -rf $(BUILD) build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

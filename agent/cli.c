@@ -1,0 +1,35 @@
+/* cli.c: helpers shared by the `hearth` verbs. */
+#include "agent/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/base.h"
+
+int cli_exit_code(int rc)
+{
+    switch (rc) {
+    case HX_OK: return HX_EXIT_OK;
+    case HX_ERR_FORMAT:
+    case HX_ERR_UNSUPPORTED: return HX_EXIT_INPUT;
+    case HX_ERR_INVALID: return HX_EXIT_USAGE;
+    case HX_ERR_DENIED: return HX_EXIT_DENIED;
+    case HX_ERR_CANCELLED: return HX_EXIT_CANCEL;
+    default: return HX_EXIT_FAIL;
+    }
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+    return 0;
+}
+
+int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("hearth 0.1.0\n");
+    return HX_EXIT_OK;
+}

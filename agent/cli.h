@@ -1,0 +1,31 @@
+/* cli.h: internal header of the `hearth` command line: one function per
+ * verb, each taking the verb's own argv (argv[0] is the verb name) and
+ * returning the process exit code (see EXIT_* below). */
+#ifndef HX_CLI_H
+#define HX_CLI_H
+
+/* Exit codes that mean something to scripts. */
+enum {
+    HX_EXIT_OK = 0,
+    HX_EXIT_FAIL = 1,    /* the operation failed (message on stderr) */
+    HX_EXIT_USAGE = 2,   /* bad command line */
+    HX_EXIT_INPUT = 3,   /* bad input file or data */
+    HX_EXIT_DENIED = 4,  /* refused by policy or the user */
+    HX_EXIT_CANCEL = 130 /* interrupted */
+};
+
+typedef struct hx_verb {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} hx_verb;
+
+/* Maps a library result code to an exit code. */
+int cli_exit_code(int rc);
+/* True if argv holds -h or --help; the verb then prints its usage. */
+int cli_wants_help(int argc, char **argv);
+
+/* verbs, one per file agent/cmd_<group>.c */
+int cmd_version(int argc, char **argv);
+
+#endif /* HX_CLI_H */

@@ -1,0 +1,41 @@
+/* main.c: the `hearth` command: finds the verb and runs it. Each verb lives
+ * in agent/cmd_<group>.c and is listed in the table below. */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/cli.h"
+
+static const hx_verb verbs[] = {
+    {"version", cmd_version, "print the version"},
+};
+#define N_VERBS (sizeof verbs / sizeof verbs[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: hearth <verb> [options]\n\n"
+               "An on-device assistant and tool-calling runtime.\n\n"
+               "verbs:\n");
+    for (size_t i = 0; i < N_VERBS; i++)
+        fprintf(f, "  %-12s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(f, "\n'hearth <verb> --help' describes a verb.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return HX_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+        !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return HX_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) return cmd_version(1, argv + 1);
+    for (size_t i = 0; i < N_VERBS; i++)
+        if (!strcmp(argv[1], verbs[i].name))
+            return verbs[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "hearth: unknown verb '%s'\n\n", argv[1]);
+    usage(stderr);
+    return HX_EXIT_USAGE;
+}

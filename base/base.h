@@ -1,0 +1,159 @@
+/* base.h: what every Hearth module shares: result codes, per-handle error
+ * messages, arenas, growable buffers, paths, time and terminal progress. */
+#ifndef HX_BASE_H
+#define HX_BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- result codes: 0 is success; the list only grows ---- */
+typedef enum hx_rc {
+    HX_OK = 0,
+    HX_ERR_NOMEM = 1,       /* an allocation failed */
+    HX_ERR_IO = 2,          /* a read, write, open or mmap failed */
+    HX_ERR_FORMAT = 3,      /* input is malformed (file, schema, message) */
+    HX_ERR_INVALID = 4,     /* a caller passed an invalid argument */
+    HX_ERR_UNSUPPORTED = 5, /* well-formed but not supported (type, arch) */
+    HX_ERR_RANGE = 6,       /* a value or size is out of its allowed range */
+    HX_ERR_FULL = 7,        /* a capacity (KV cache, memory cap) is reached */
+    HX_ERR_CANCELLED = 8,   /* stopped by the caller's cancel check */
+    HX_ERR_DENIED = 9,      /* refused by policy, sandbox or the user */
+    HX_ERR_NOTFOUND = 10,   /* a named thing does not exist */
+    HX_ERR_TIMEOUT = 11,    /* a time budget ran out */
+    HX_ERR_STATE = 12,      /* the call is not valid in the current state */
+    HX_ERR_INTERNAL = 13,   /* a bug: an invariant did not hold */
+} hx_rc;
+
+/* Static English name of a result code ("ok", "out of memory", ...). */
+const char *hx_rc_str(int rc);
+
+/* ---- per-handle error message ----
+ * Handles embed an hx_err; functions that fail fill it and return the code.
+ * The message is valid until the next failing call on the same handle. */
+typedef struct hx_err {
+    int rc;
+    char msg[512];
+} hx_err;
+
+/* Formats the message into err (if not NULL) and returns rc, so that an
+ * error path reads `return hx_err_set(&h->err, HX_ERR_FORMAT, "...", ...);`. */
+int hx_err_set(hx_err *err, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int hx_err_setv(hx_err *err, int rc, const char *fmt, va_list ap);
+/* Copies src's message into dst, prefixed with "prefix: " if prefix != NULL. */
+int hx_err_wrap(hx_err *dst, const hx_err *src, const char *prefix);
+void hx_err_clear(hx_err *err);
+
+/* Always-on assertion for states that must never happen, even in release
+ * builds; prints the location and aborts. Use for invariants only, never
+ * for anything input can cause. */
+#define HX_CHECK(cond)                                                       \
+    do {                                                                     \
+        if (!(cond)) hx_check_failed(__FILE__, __LINE__, #cond);             \
+    } while (0)
+void hx_check_failed(const char *file, int line, const char *what)
+    __attribute__((noreturn));
+
+/* ---- allocation helpers ---- */
+/* calloc/malloc that return NULL on overflow of n*size. Free with free(). */
+void *hx_calloc(size_t n, size_t size);
+void *hx_malloc_array(size_t n, size_t size);
+/* Aligned allocation (align a power of two >= sizeof(void*)); free with free(). */
+void *hx_aligned_alloc(size_t align, size_t size);
+/* strdup that returns NULL on NULL input. Free with free(). */
+char *hx_strdup(const char *s);
+char *hx_strndup(const char *s, size_t n);
+/* Overflow-checked size arithmetic: return 0 and set *out, or -1 on overflow. */
+int hx_mul_size(size_t a, size_t b, size_t *out);
+int hx_add_size(size_t a, size_t b, size_t *out);
+
+/* ---- arena: bump allocation for per-turn scratch; the error path is
+ * "drop the arena". Memory is 16-byte aligned and lives until reset/free. ---- */
+typedef struct hx_arena hx_arena;
+hx_arena *hx_arena_new(size_t chunk_size); /* chunk_size 0 = 64 KiB */
+void hx_arena_free(hx_arena *a);           /* NULL is a no-op */
+void *hx_arena_alloc(hx_arena *a, size_t size);   /* NULL on OOM */
+void *hx_arena_calloc(hx_arena *a, size_t n, size_t size);
+char *hx_arena_strdup(hx_arena *a, const char *s);
+char *hx_arena_strndup(hx_arena *a, const char *s, size_t n);
+void hx_arena_reset(hx_arena *a);          /* keeps the first chunk */
+size_t hx_arena_used(const hx_arena *a);
+
+/* ---- growable byte buffer, always NUL-terminated ---- */
+typedef struct hx_buf {
+    char *data; /* owned; NULL until the first append */
+    size_t len;
+    size_t cap;
+    int oom;    /* set once an append failed; later appends are no-ops */
+} hx_buf;
+void hx_buf_init(hx_buf *b);
+void hx_buf_free(hx_buf *b);
+int hx_buf_reserve(hx_buf *b, size_t extra);
+int hx_buf_append(hx_buf *b, const void *p, size_t n);
+int hx_buf_puts(hx_buf *b, const char *s);
+int hx_buf_putc(hx_buf *b, char c);
+int hx_buf_printf(hx_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Takes ownership of the data (caller frees); the buffer is left empty. */
+char *hx_buf_steal(hx_buf *b, size_t *len);
+
+/* ---- files ---- */
+/* Reads a whole file into a malloc'd NUL-terminated buffer (caller frees).
+ * Fails with HX_ERR_RANGE if larger than max_size (0 = no limit). */
+int hx_read_file(const char *path, size_t max_size, char **out, size_t *len,
+                 hx_err *err);
+/* Atomic replace: writes to path.tmp.PID, fsyncs, renames over path and
+ * fsyncs the directory. On failure the old file is untouched. */
+int hx_write_file_atomic(const char *path, const void *data, size_t len,
+                         hx_err *err);
+/* mkdir -p with mode 0700 for new directories. */
+int hx_mkdirs(const char *path, hx_err *err);
+
+/* ---- paths (XDG; HEARTH_HOME overrides all for tests) ----
+ * Each writes into buf (size n) and returns the length, or -1 if too small.
+ *   config: $HEARTH_HOME/config or $XDG_CONFIG_HOME/hearth or ~/.config/hearth
+ *   data:   $HEARTH_HOME/data   or $XDG_DATA_HOME/hearth   or ~/.local/share/hearth
+ *   cache:  $HEARTH_HOME/cache  or $XDG_CACHE_HOME/hearth  or ~/.cache/hearth */
+int hx_path_config(char *buf, size_t n);
+int hx_path_data(char *buf, size_t n);
+int hx_path_cache(char *buf, size_t n);
+/* Where the tests and benchmarks find ../shared/data: $HEARTH_SHARED_DATA,
+ * default "../shared/data" relative to the project root. Static string. */
+const char *hx_shared_data_dir(void);
+
+/* ---- time ---- */
+/* Monotonic seconds, for measuring. */
+double hx_time_mono(void);
+/* Wall-clock "now" as Unix seconds and the UTC offset in seconds that goes
+ * with it. HEARTH_NOW (ISO 8601 with offset, e.g. 2026-12-01T09:00:00+01:00)
+ * replaces the clock so that runs can be replayed. */
+int64_t hx_now(int *utc_offset_seconds);
+
+/* ---- progress on a terminal ----
+ * Draws "label  done/total  pct  ETA" on stderr when stderr is a terminal,
+ * at most 10 times a second; prints nothing otherwise. */
+typedef struct hx_progress {
+    const char *label;
+    double total;
+    double t_start;
+    double t_last;
+    int tty;
+    int drawn;
+} hx_progress;
+void hx_progress_start(hx_progress *p, const char *label, double total);
+void hx_progress_update(hx_progress *p, double done, const char *extra);
+void hx_progress_finish(hx_progress *p);
+
+/* ---- logging: to stderr; HEARTH_LOG=debug shows debug lines ---- */
+void hx_log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void hx_log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- half precision conversions (IEEE fp16 and bfloat16) ---- */
+float hx_fp16_to_fp32(uint16_t h);
+uint16_t hx_fp32_to_fp16(float f);
+float hx_bf16_to_fp32(uint16_t h);
+uint16_t hx_fp32_to_bf16(float f);
+
+#endif /* HX_BASE_H */

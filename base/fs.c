@@ -1,0 +1,159 @@
+/* fs.c: whole-file reads, atomic writes, mkdir -p and the XDG paths. */
+#include "base.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int hx_read_file(const char *path, size_t max_size, char **out, size_t *len,
+                 hx_err *err)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return hx_err_set(err, errno == ENOENT ? HX_ERR_NOTFOUND : HX_ERR_IO,
+                          "%s: %s", path, strerror(errno));
+    hx_buf b;
+    hx_buf_init(&b);
+    for (;;) {
+        if (hx_buf_reserve(&b, 65536)) {
+            close(fd);
+            hx_buf_free(&b);
+            return hx_err_set(err, HX_ERR_NOMEM, "%s: out of memory", path);
+        }
+        ssize_t n = read(fd, b.data + b.len, 65536);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            hx_buf_free(&b);
+            return hx_err_set(err, HX_ERR_IO, "%s: %s", path, strerror(e));
+        }
+        if (n == 0) break;
+        b.len += (size_t)n;
+        b.data[b.len] = '\0';
+        if (max_size && b.len > max_size) {
+            close(fd);
+            hx_buf_free(&b);
+            return hx_err_set(err, HX_ERR_RANGE,
+                              "%s: larger than the limit of %zu bytes", path,
+                              max_size);
+        }
+    }
+    close(fd);
+    *out = hx_buf_steal(&b, len);
+    return HX_OK;
+}
+
+static int fsync_dir_of(const char *path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) dir[1] = '\0';
+    else if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int hx_write_file_atomic(const char *path, const void *data, size_t len,
+                         hx_err *err)
+{
+    char tmp[PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
+        sizeof tmp)
+        return hx_err_set(err, HX_ERR_RANGE, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return hx_err_set(err, HX_ERR_IO, "%s: %s", tmp, strerror(errno));
+    if (write_all(fd, data, len) || fsync(fd)) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return hx_err_set(err, HX_ERR_IO, "%s: %s", tmp, strerror(e));
+    }
+    close(fd);
+    if (rename(tmp, path)) {
+        int e = errno;
+        unlink(tmp);
+        return hx_err_set(err, HX_ERR_IO, "%s: %s", path, strerror(e));
+    }
+    fsync_dir_of(path);
+    return HX_OK;
+}
+
+int hx_mkdirs(const char *path, hx_err *err)
+{
+    char p[PATH_MAX];
+    if ((size_t)snprintf(p, sizeof p, "%s", path) >= sizeof p)
+        return hx_err_set(err, HX_ERR_RANGE, "%s: path too long", path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = '\0';
+        if (mkdir(p, 0700) && errno != EEXIST)
+            return hx_err_set(err, HX_ERR_IO, "%s: %s", p, strerror(errno));
+        *s = '/';
+    }
+    if (mkdir(p, 0700) && errno != EEXIST)
+        return hx_err_set(err, HX_ERR_IO, "%s: %s", p, strerror(errno));
+    return HX_OK;
+}
+
+/* HEARTH_HOME/sub, or $XDG_VAR/hearth, or $HOME/fallback/hearth. */
+static int xdg_path(char *buf, size_t n, const char *sub, const char *xdg_var,
+                    const char *fallback)
+{
+    const char *home = getenv("HEARTH_HOME");
+    const char *xdg = getenv(xdg_var);
+    int len;
+    if (home && *home)
+        len = snprintf(buf, n, "%s/%s", home, sub);
+    else if (xdg && *xdg)
+        len = snprintf(buf, n, "%s/hearth", xdg);
+    else
+        len = snprintf(buf, n, "%s/%s/hearth",
+                       getenv("HOME") ? getenv("HOME") : "/tmp", fallback);
+    return len < 0 || (size_t)len >= n ? -1 : len;
+}
+
+int hx_path_config(char *buf, size_t n)
+{
+    return xdg_path(buf, n, "config", "XDG_CONFIG_HOME", ".config");
+}
+
+int hx_path_data(char *buf, size_t n)
+{
+    return xdg_path(buf, n, "data", "XDG_DATA_HOME", ".local/share");
+}
+
+int hx_path_cache(char *buf, size_t n)
+{
+    return xdg_path(buf, n, "cache", "XDG_CACHE_HOME", ".cache");
+}
+
+const char *hx_shared_data_dir(void)
+{
+    const char *d = getenv("HEARTH_SHARED_DATA");
+    return d && *d ? d : "../shared/data";
+}

@@ -1,0 +1,107 @@
+/* time.c: the monotonic clock, the replayable "now" (HEARTH_NOW) and the
+ * terminal progress line. */
+#include "base.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+double hx_time_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* Parses YYYY-MM-DDTHH:MM:SS followed by Z or +HH:MM / -HH:MM. */
+static int parse_now(const char *s, int64_t *t, int *off)
+{
+    int y, mo, d, h, mi, se, n = 0;
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) !=
+        6)
+        return -1;
+    const char *z = s + n;
+    int o = 0;
+    if (*z == 'Z' && !z[1]) o = 0;
+    else if ((*z == '+' || *z == '-') && strlen(z) == 6 && z[3] == ':') {
+        int oh = atoi(z + 1), om = atoi(z + 4);
+        o = (oh * 3600 + om * 60) * (*z == '-' ? -1 : 1);
+    } else
+        return -1;
+    *t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - o;
+    *off = o;
+    return 0;
+}
+
+int64_t hx_now(int *utc_offset_seconds)
+{
+    const char *env = getenv("HEARTH_NOW");
+    int64_t t;
+    int off;
+    if (env && *env && parse_now(env, &t, &off) == 0) {
+        if (utc_offset_seconds) *utc_offset_seconds = off;
+        return t;
+    }
+    time_t now = time(NULL);
+    struct tm lt;
+    localtime_r(&now, &lt);
+    if (utc_offset_seconds) *utc_offset_seconds = (int)lt.tm_gmtoff;
+    return (int64_t)now;
+}
+
+/* ---- progress ---- */
+
+void hx_progress_start(hx_progress *p, const char *label, double total)
+{
+    memset(p, 0, sizeof *p);
+    p->label = label;
+    p->total = total;
+    p->t_start = p->t_last = hx_time_mono();
+    p->tty = isatty(STDERR_FILENO);
+}
+
+static void fmt_secs(char *buf, size_t n, double s)
+{
+    if (s < 0 || s > 1e7) snprintf(buf, n, "--");
+    else if (s >= 3600)
+        snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)(s / 60) % 60);
+    else if (s >= 60) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)s % 60);
+    else snprintf(buf, n, "%.0fs", s);
+}
+
+void hx_progress_update(hx_progress *p, double done, const char *extra)
+{
+    if (!p->tty) return;
+    double now = hx_time_mono();
+    if (p->drawn && now - p->t_last < 0.1 && done < p->total) return;
+    p->t_last = now;
+    p->drawn = 1;
+    double el = now - p->t_start;
+    double frac = p->total > 0 ? done / p->total : 0;
+    char eta[32];
+    fmt_secs(eta, sizeof eta, frac > 0 ? el / frac - el : -1);
+    fprintf(stderr, "\r\033[K%s  %.0f/%.0f  %3.0f%%  ETA %s%s%s", p->label,
+            done, p->total, frac * 100, eta, extra ? "  " : "",
+            extra ? extra : "");
+    fflush(stderr);
+}
+
+void hx_progress_finish(hx_progress *p)
+{
+    if (!p->tty || !p->drawn) return;
+    char el[32];
+    fmt_secs(el, sizeof el, hx_time_mono() - p->t_start);
+    fprintf(stderr, "\r\033[K%s  done in %s\n", p->label, el);
+}

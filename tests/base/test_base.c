@@ -1,0 +1,111 @@
+/* test_base.c: unit tests of the base module. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/base.h"
+#include "test.h"
+
+static void test_err_messages(void)
+{
+    hx_err e;
+    hx_err_clear(&e);
+    EXPECT_EQ_INT(hx_err_set(&e, HX_ERR_FORMAT, "bad %d", 7), HX_ERR_FORMAT);
+    EXPECT_STR_EQ(e.msg, "bad 7");
+    EXPECT_STR_EQ(hx_rc_str(HX_ERR_NOMEM), "out of memory");
+    EXPECT_STR_EQ(hx_rc_str(999), "unknown error");
+}
+
+static void test_arena(void)
+{
+    hx_arena *a = hx_arena_new(64);
+    ASSERT(a);
+    char *s = hx_arena_strdup(a, "hello");
+    void *big = hx_arena_alloc(a, 1000); /* larger than a chunk */
+    EXPECT(big != NULL);
+    EXPECT(((uintptr_t)big & 15) == 0);
+    EXPECT_STR_EQ(s, "hello");
+    hx_arena_reset(a);
+    EXPECT_EQ_INT(hx_arena_used(a), 0);
+    hx_arena_free(a);
+    hx_arena_free(NULL);
+}
+
+static void test_buf(void)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    for (int i = 0; i < 1000; i++) hx_buf_printf(&b, "%d,", i % 10);
+    EXPECT_EQ_INT(b.len, 2000);
+    size_t n;
+    char *s = hx_buf_steal(&b, &n);
+    EXPECT_EQ_INT(n, 2000);
+    EXPECT(s[0] == '0' && s[1999] == ',');
+    free(s);
+    EXPECT(b.data == NULL);
+}
+
+static void test_checked_sizes(void)
+{
+    size_t out;
+    EXPECT_EQ_INT(hx_mul_size(SIZE_MAX / 2, 3, &out), -1);
+    EXPECT_EQ_INT(hx_add_size(SIZE_MAX, 1, &out), -1);
+    EXPECT(hx_calloc(SIZE_MAX / 2, 4) == NULL);
+}
+
+static void test_fp16_roundtrip(void)
+{
+    /* every finite half converts to float and back exactly */
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        if (((h >> 10) & 0x1f) == 0x1f) continue;
+        if (hx_fp32_to_fp16(hx_fp16_to_fp32((uint16_t)h)) != h) bad++;
+    }
+    EXPECT_EQ_INT(bad, 0);
+    EXPECT(hx_fp16_to_fp32(hx_fp32_to_fp16(1.0f)) == 1.0f);
+    EXPECT(hx_fp32_to_fp16(65520.0f) == 0x7c00); /* rounds to infinity */
+    EXPECT(hx_bf16_to_fp32(hx_fp32_to_bf16(3.0f)) == 3.0f);
+}
+
+static void test_now_override(void)
+{
+    setenv("HEARTH_NOW", "2026-12-01T09:00:00+01:00", 1);
+    int off = 0;
+    int64_t t = hx_now(&off);
+    EXPECT_EQ_INT(t, 1796112000); /* 2026-12-01T08:00:00Z */
+    EXPECT_EQ_INT(off, 3600);
+    unsetenv("HEARTH_NOW");
+}
+
+static void test_atomic_write(void)
+{
+    char dir[] = "/tmp/hx-test-XXXXXX";
+    ASSERT(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/a/b/file.txt", dir);
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/a/b", dir);
+    hx_err e;
+    EXPECT_EQ_INT(hx_mkdirs(sub, &e), HX_OK);
+    EXPECT_EQ_INT(hx_write_file_atomic(path, "abc", 3, &e), HX_OK);
+    char *data;
+    size_t n;
+    EXPECT_EQ_INT(hx_read_file(path, 0, &data, &n, &e), HX_OK);
+    EXPECT_EQ_INT(n, 3);
+    EXPECT_STR_EQ(data, "abc");
+    free(data);
+    EXPECT_EQ_INT(hx_read_file(path, 2, &data, &n, &e), HX_ERR_RANGE);
+    snprintf(path, sizeof path, "rm -rf %s", dir);
+    EXPECT(system(path) == 0);
+}
+
+int main(void)
+{
+    RUN(test_err_messages);
+    RUN(test_arena);
+    RUN(test_buf);
+    RUN(test_checked_sizes);
+    RUN(test_fp16_roundtrip);
+    RUN(test_now_override);
+    RUN(test_atomic_write);
+    return test_summary();
+}
