@@ -1,0 +1,99 @@
+/* tools.h: the tools module's public API: the user's configuration, the
+ * tool registry, and the built-in calendar, mail, files tools. Each tool is
+ * a C function taking JSON arguments valid against its JSON Schema and
+ * producing a JSON result. */
+#ifndef HX_TOOLS_H
+#define HX_TOOLS_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+/* ---- configuration ($XDG_CONFIG_HOME/hearth/config.json, or
+ * $HEARTH_HOME/config/config.json) ---- */
+#define HX_MAX_ROOTS 16
+
+typedef struct hx_config {
+    char *user_name;           /* "Alice Martin" */
+    char *user_email;          /* "alice@example.org" */
+    char *timezone;            /* IANA name, e.g. "Europe/Paris" */
+    int work_start_min;        /* working hours, minutes after midnight */
+    int work_end_min;
+    int work_days;             /* bit d set = weekday d works (0 = Sunday) */
+    char *calendars[HX_MAX_ROOTS]; /* vdir directories or .ics files */
+    int n_calendars;
+    char *calendar_default;    /* where new events go (a vdir directory) */
+    char *maildir;             /* the user's Maildir (with cur/ new/ tmp/) */
+    char *outbox;              /* Maildir for queued outgoing mail */
+    char *file_roots[HX_MAX_ROOTS];
+    int n_file_roots;
+    char *model;               /* default model path, may be NULL */
+    cJSON *raw;                /* the whole parsed file (owned), for modules
+                                  that read their own sections (policy, ...) */
+} hx_config;
+
+/* Default configuration for the environment (paths under the data dir,
+ * 09:00-17:00 Monday to Friday, TZ from $TZ or UTC). Caller frees. */
+hx_config *hx_config_default(void);
+/* Loads config.json from path (NULL: the standard location). A missing
+ * file gives the defaults; a malformed one HX_ERR_FORMAT naming the field. */
+int hx_config_load(const char *path, hx_config **out, hx_err *err);
+void hx_config_free(hx_config *c); /* NULL is a no-op */
+/* Writes a commented default config (for `hearth init`); "//" comments are
+ * allowed in the file and stripped on load. Refuses to overwrite. */
+int hx_config_write_default(const char *path, hx_err *err);
+
+/* ---- tools ---- */
+typedef enum hx_effect {
+    HX_EFFECT_READ = 0,  /* reads the user's data */
+    HX_EFFECT_WRITE = 1, /* changes the user's data */
+    HX_EFFECT_SEND = 2,  /* acts outside the device (mail, invitation) */
+} hx_effect;
+const char *hx_effect_name(int effect); /* "read", "write", "send" */
+
+typedef struct hx_tools hx_tools;
+
+/* A tool's implementation. args is valid against the tool's schema (the
+ * registry checks required fields and types before calling; the function
+ * still checks values). On success *result is a new cJSON object owned by
+ * the caller. On failure it returns an hx_rc and fills err with a message
+ * meant for the model to read (it is fed back as the tool's error). */
+typedef int (*hx_tool_fn)(hx_tools *reg, void *user, const cJSON *args,
+                          cJSON **result, hx_err *err);
+
+#define HX_TOOL_API_VERSION 1
+typedef struct hx_tool_def {
+    int api_version;         /* HX_TOOL_API_VERSION */
+    const char *name;        /* "calendar.find_slots" */
+    const char *description; /* one or two sentences for the model */
+    const char *schema_json; /* JSON Schema of the arguments (an object) */
+    int effect;              /* hx_effect */
+    hx_tool_fn call;
+    void *user;              /* passed to call; owned by the registrant */
+} hx_tool_def;
+
+/* A registry bound to a configuration (borrowed; must outlive it). */
+hx_tools *hx_tools_new(const hx_config *cfg);
+void hx_tools_free(hx_tools *reg); /* NULL is a no-op */
+const hx_config *hx_tools_config(const hx_tools *reg);
+/* Registers a tool; the def's strings are copied. A name clash or a schema
+ * that is not valid JSON gives an error and leaves the registry unchanged. */
+int hx_tools_register(hx_tools *reg, const hx_tool_def *def, hx_err *err);
+/* Registers every built-in tool (calendar.*, mail.*, files.*). */
+int hx_tools_register_builtins(hx_tools *reg, hx_err *err);
+
+int hx_tools_count(const hx_tools *reg);
+/* The i-th tool (registration order); valid while the registry lives. */
+const hx_tool_def *hx_tools_at(const hx_tools *reg, int i);
+const hx_tool_def *hx_tools_find(const hx_tools *reg, const char *name);
+
+/* Calls a tool by name with JSON arguments. *result (caller frees) is the
+ * tool's result object on HX_OK; on failure err holds the message. */
+int hx_tools_call(hx_tools *reg, const char *name, const cJSON *args,
+                  cJSON **result, hx_err *err);
+/* The tool list in the OpenAI/MCP shape: [{"type":"function","function":
+ * {"name","description","parameters"}}]. Caller frees. */
+cJSON *hx_tools_list_json(const hx_tools *reg);
+
+#endif /* HX_TOOLS_H */
