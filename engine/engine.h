@@ -6,5 +6,6 @@
 #define HX_ENGINE_H
 
 #include "engine/gguf.h"
+#include "engine/model.h"
 
 #endif /* HX_ENGINE_H */

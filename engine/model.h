@@ -1,0 +1,102 @@
+/* model.h: transformer models from GGUF files (llama, qwen2, qwen3,
+ * qwen3moe) and inference contexts (KV cache, scratch, threads). Part of
+ * engine.h, the engine's public API. */
+#ifndef HX_MODEL_H
+#define HX_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "engine/gguf.h"
+
+typedef struct hx_vocab hx_vocab; /* engine/vocab.h */
+
+/* ---- model: mapped weights, hyperparameters, vocabulary ----
+ * Weights are used in place from the read-only mapping of the file (never
+ * copied). A model is immutable after loading and may be shared by several
+ * contexts, also from several threads (one context per thread). */
+typedef struct hx_model hx_model;
+
+typedef struct hx_model_params {
+    int check_tensors; /* 1: also scan F32/F16/BF16 weights for NaN/Inf */
+    int no_vocab;      /* 1: do not load the tokenizer (hx_model_vocab = NULL) */
+} hx_model_params;
+hx_model_params hx_model_default_params(void);
+
+/* RoPE styles, numbered as llama.cpp numbers them. */
+enum { HX_ROPE_NORM = 0, HX_ROPE_NEOX = 2 };
+
+typedef struct hx_hparams {
+    char arch[32];     /* "llama", "qwen2", "qwen3", "qwen3moe" */
+    int n_vocab;       /* rows of token_embd */
+    int n_ctx_train;
+    int n_embd;        /* model width */
+    int n_layer;
+    int n_head;        /* query heads */
+    int n_head_kv;     /* key/value heads (GQA: n_head % n_head_kv == 0) */
+    int head_dim;      /* per head, for q, k and v */
+    int n_ff;          /* dense FFN width (0 for qwen3moe) */
+    int n_expert;      /* 0 for dense models */
+    int n_expert_used; /* top-k */
+    int n_ff_exp;      /* width of one expert's FFN */
+    int expert_weights_norm; /* 1: top-k router weights renormalised to sum 1 */
+    float rms_eps;
+    float rope_base;   /* rope frequency base */
+    int rope_type;     /* HX_ROPE_NORM or HX_ROPE_NEOX */
+    int tied_output;   /* 1: no output.weight, the head is token_embd */
+    int has_qk_norm;   /* qwen3/qwen3moe: RMSNorm on each q and k head */
+    int has_qkv_bias;  /* qwen2: biases on q, k, v */
+} hx_hparams;
+
+/* Loads a model from a GGUF file. Errors (with a message in err):
+ * HX_ERR_UNSUPPORTED for an unknown architecture or a tensor type Hearth
+ * cannot compute with; HX_ERR_FORMAT for a missing tensor or key (named) or
+ * a tensor of the wrong shape (named, expected and found); the GGUF reader's
+ * and tokenizer's errors otherwise. On success *out is owned by the caller:
+ * free with hx_model_free after every context on it is freed. */
+int hx_model_load(const char *path, const hx_model_params *p, hx_model **out,
+                  hx_err *err);
+void hx_model_free(hx_model *m); /* NULL is a no-op */
+
+/* Borrowed pointers, valid while the model lives. Vocab is NULL when the
+ * file has no tokenizer or no_vocab was set. */
+const hx_vocab *hx_model_vocab(const hx_model *m);
+const hx_gguf *hx_model_gguf(const hx_model *m);
+const hx_hparams *hx_model_hparams(const hx_model *m);
+size_t hx_model_size_bytes(const hx_model *m); /* bytes of all weights */
+int64_t hx_model_n_params(const hx_model *m);  /* elements of all weights */
+
+/* ---- context: KV cache (F16, as llama.cpp's default), scratch, threads ---- */
+typedef struct hx_ctx hx_ctx;
+
+typedef struct hx_ctx_params {
+    int n_ctx;     /* KV cache positions; 0 = min(n_ctx_train, 4096) */
+    int n_batch;   /* max tokens per internal pass (longer calls are split) */
+    int n_threads; /* 0 = number of online CPUs */
+} hx_ctx_params;
+hx_ctx_params hx_ctx_default_params(void);
+
+/* Creates a context on m (borrowed: m must outlive it). */
+int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err);
+void hx_ctx_free(hx_ctx *c); /* NULL is a no-op */
+
+/* Runs tokens[0..n) at positions n_past.. and appends them to the KV cache.
+ * logits_all: keep the logits of every token of this call, else only of the
+ * last. Returns HX_OK; HX_ERR_FULL if n_past + n would exceed n_ctx (nothing
+ * is run); HX_ERR_RANGE for a token id outside the vocabulary; HX_ERR_INVALID
+ * for n <= 0. The message is in hx_ctx_errmsg. */
+int hx_decode(hx_ctx *c, const int32_t *tokens, int n, int logits_all);
+/* Logits (n_vocab floats) of the i-th token of the last hx_decode call, or of
+ * its last token when i == -1; NULL if not kept. Valid until the next
+ * hx_decode on c. */
+const float *hx_ctx_logits(const hx_ctx *c, int i);
+int hx_ctx_n_past(const hx_ctx *c);  /* tokens in the KV cache */
+int hx_ctx_n_ctx(const hx_ctx *c);   /* capacity */
+/* Drops cached positions >= n_keep (prefix reuse); n_keep beyond n_past is
+ * clamped. */
+void hx_ctx_truncate(hx_ctx *c, int n_keep);
+const char *hx_ctx_errmsg(const hx_ctx *c);
+const hx_model *hx_ctx_model(const hx_ctx *c);
+
+#endif /* HX_MODEL_H */
