@@ -7,5 +7,6 @@
 
 #include "engine/gguf.h"
 #include "engine/model.h"
+#include "engine/sample.h"
 
 #endif /* HX_ENGINE_H */
