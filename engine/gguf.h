@@ -40,6 +40,9 @@ int hx_type_block_elems(int type);  /* elements per block (1 for F32) */
 int hx_type_block_bytes(int type);  /* bytes per block */
 /* Bytes of a row of n elements; 0 if n is not a multiple of the block. */
 size_t hx_type_row_bytes(int type, int64_t n);
+/* Name of any ggml type number, also of those Hearth does not implement
+ * ("IQ2_XS", "MXFP4"), for messages; "unknown" otherwise. Static string. */
+const char *hx_type_ggml_name(int type);
 
 /* Metadata value types, numbered as in the file format. */
 typedef enum hx_gguf_vtype {
@@ -57,6 +60,10 @@ typedef enum hx_gguf_vtype {
     HX_GGUF_I64 = 11,
     HX_GGUF_F64 = 12,
 } hx_gguf_vtype;
+/* "u8", "i8", ..., "string", "array"; "?" for unknown. Static string. */
+const char *hx_gguf_vtype_name(int vtype);
+/* Bytes of one value of a fixed-size type; 0 for string, array, unknown. */
+size_t hx_gguf_vtype_size(int vtype);
 
 #define HX_GGUF_MAX_DIMS 4
 
@@ -147,6 +154,11 @@ int hx_gguf_set_u64(hx_gguf_writer *w, const char *key, uint64_t v);
 int hx_gguf_set_f32(hx_gguf_writer *w, const char *key, float v);
 int hx_gguf_set_bool(hx_gguf_writer *w, const char *key, int v);
 int hx_gguf_set_str(hx_gguf_writer *w, const char *key, const char *v);
+/* Scalar of any non-array value type; v points to the value in its C type
+ * (uint8_t for U8 and BOOL, int16_t for I16, double for F64, ...); for
+ * STRING, v is the NUL-terminated string itself (copied). */
+int hx_gguf_set_val(hx_gguf_writer *w, const char *key, int vtype,
+                    const void *v);
 /* Numeric array of n elements of elem_type (copied). */
 int hx_gguf_set_arr(hx_gguf_writer *w, const char *key, int elem_type,
                     const void *data, uint64_t n);
