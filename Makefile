@@ -13,7 +13,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-        -Wpointer-arith -Wvla -Wformat=2 -Werror
+        -Wpointer-arith -Wvla -Wformat=2 -Wno-format-truncation -Werror
 CFLAGS := -std=c11 -D_GNU_SOURCE -g $(OPT) -pthread -fno-strict-aliasing \
           -I. $(WARN) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS := -pthread $(EXTRA_LDFLAGS)
