@@ -28,10 +28,11 @@ static uint8_t *slurp(const char *path, size_t *len)
 
 /* Opens size bytes of data from an exact-size heap copy, so that a read
  * past the end is caught by ASan. Returns the rc; message in err. */
-__attribute__((unused)) static int open_copy(const uint8_t *data, size_t size, hx_err *err)
+static int open_copy(const uint8_t *data, size_t size, hx_err *err)
 {
-    uint8_t *copy = malloc(size ? size : 1);
+    uint8_t *copy = calloc(1, size ? size : 1);
     hx_gguf *g = NULL;
+    if (!copy) return HX_ERR_NOMEM;
     if (size) memcpy(copy, data, size);
     int rc = hx_gguf_open_buffer(copy, size, &g, err);
     hx_gguf_close(g);
@@ -413,8 +414,425 @@ static void test_vocab_llama_spm(void)
     check_vocab("vocab/ggml-vocab-llama-spm.gguf", "llama", 32000);
 }
 
+/* ---- broken files ----
+ * Built byte by byte so that each lie is exactly where the test says. */
+
+typedef struct fb {
+    uint8_t d[4096];
+    size_t n;
+} fb;
+
+static void fb_bytes(fb *b, const void *p, size_t n)
+{
+    if (b->n + n > sizeof b->d) abort();
+    memcpy(b->d + b->n, p, n);
+    b->n += n;
+}
+static void fb_u32(fb *b, uint32_t v) { fb_bytes(b, &v, 4); }
+static void fb_u64(fb *b, uint64_t v) { fb_bytes(b, &v, 8); }
+static void fb_str(fb *b, const char *s)
+{
+    fb_u64(b, strlen(s));
+    fb_bytes(b, s, strlen(s));
+}
+static void fb_header(fb *b, uint64_t n_tensors, uint64_t n_kv)
+{
+    b->n = 0;
+    fb_bytes(b, "GGUF", 4);
+    fb_u32(b, 3);
+    fb_u64(b, n_tensors);
+    fb_u64(b, n_kv);
+}
+static void fb_kv_u32(fb *b, const char *key, uint32_t v)
+{
+    fb_str(b, key);
+    fb_u32(b, HX_GGUF_U32);
+    fb_u32(b, v);
+}
+/* A tensor info with n_dims dims from ne. */
+static void fb_tensor(fb *b, const char *name, uint32_t n_dims,
+                      const uint64_t *ne, uint32_t type, uint64_t offset)
+{
+    fb_str(b, name);
+    fb_u32(b, n_dims);
+    for (uint32_t d = 0; d < n_dims; d++) fb_u64(b, ne[d]);
+    fb_u32(b, type);
+    fb_u64(b, offset);
+}
+static void fb_pad(fb *b, size_t align)
+{
+    static const uint8_t z[64];
+    fb_bytes(b, z, (align - b->n % align) % align);
+}
+static void fb_zeros(fb *b, size_t n)
+{
+    while (n--) fb_bytes(b, "", 1);
+}
+
+/* Expects the file in b to fail with rc and a message containing want. */
+#define EXPECT_BROKEN(b, rc_, want)                                          \
+    do {                                                                     \
+        hx_err e_ = {0};                                                     \
+        int r_ = open_copy((b)->d, (b)->n, &e_);                             \
+        EXPECT_EQ_INT(r_, (rc_));                                            \
+        if (!strstr(e_.msg, (want)))                                         \
+            test_fail_at(__FILE__, __LINE__, "message \"%s\" lacks \"%s\"",  \
+                         e_.msg, (want));                                    \
+    } while (0)
+
+static void test_broken_header(void)
+{
+    fb b;
+    fb_header(&b, 0, 0);
+    EXPECT_BROKEN(&(fb){.n = 0}, HX_ERR_FORMAT, "truncated file: magic");
+    memcpy(b.d, "GGUX", 4);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "bad magic 47 47 55 58");
+    fb_header(&b, 0, 0);
+    memcpy(b.d + 4, &(uint32_t){1}, 4);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "unsupported version 1");
+    memcpy(b.d + 4, &(uint32_t){4}, 4);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "unsupported version 4");
+    memcpy(b.d + 4, &(uint32_t){0x03000000}, 4);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "big-endian");
+    fb_header(&b, 0, 0);
+    b.n = 20;
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "truncated file: key count of the header at byte 16");
+    fb_header(&b, 0, 1000);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "key count 1000 at byte 16 is larger than the file could hold");
+    fb_header(&b, (uint64_t)1 << 60, 0);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "tensor count 1152921504606846976 at byte 8 is larger");
+    fb_header(&b, 0, 0); /* an empty but valid file */
+    EXPECT_BROKEN(&b, HX_OK, "");
+    fb_header(&b, 0, 0);
+    memcpy(b.d + 4, &(uint32_t){2}, 4); /* version 2 has the same layout */
+    EXPECT_BROKEN(&b, HX_OK, "");
+}
+
+static void test_broken_metadata(void)
+{
+    fb b;
+    fb_header(&b, 0, 1);
+    fb_u64(&b, 100); /* key length past the end */
+    fb_bytes(&b, "abc", 3);
+    fb_zeros(&b, 10);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "name of key #0 at byte 24 claims 100 bytes, past the end");
+    fb_header(&b, 0, 1);
+    fb_u64(&b, 70000); /* absurd key length inside a big enough file */
+    b.n = 0;
+    {
+        static uint8_t big[70100];
+        memcpy(big, "GGUF", 4);
+        memcpy(big + 4, &(uint32_t){3}, 4);
+        memcpy(big + 8, &(uint64_t){0}, 8);
+        memcpy(big + 16, &(uint64_t){1}, 8);
+        memcpy(big + 24, &(uint64_t){70000}, 8);
+        hx_err e = {0};
+        EXPECT_EQ_INT(open_copy(big, sizeof big, &e), HX_ERR_FORMAT);
+        EXPECT(strstr(e.msg, "more than the limit of 65535") != NULL);
+    }
+    fb_header(&b, 0, 1);
+    fb_str(&b, "k");
+    fb_u32(&b, 13);
+    fb_u32(&b, 0);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "unknown value type 13 of key 'k' at byte 33");
+    fb_header(&b, 0, 1);
+    fb_str(&b, "s");
+    fb_u32(&b, HX_GGUF_STRING);
+    fb_u64(&b, 50);
+    fb_str(&b, "short");
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "string value of key 's' at byte 37 claims 50 bytes");
+    fb_header(&b, 0, 2);
+    fb_kv_u32(&b, "dup", 1);
+    fb_kv_u32(&b, "dup", 2);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "duplicate key 'dup' (entries #0 and #1)");
+    fb_header(&b, 0, 1);
+    fb_str(&b, "u");
+    fb_u32(&b, HX_GGUF_U64);
+    fb_u32(&b, 5); /* u64 value cut short */
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "truncated file: value of key 'u' at byte 37 needs 8 bytes, only 4 left");
+}
+
+static void test_broken_arrays(void)
+{
+    fb b;
+    fb_header(&b, 0, 1);
+    fb_str(&b, "nest");
+    fb_u32(&b, HX_GGUF_ARRAY);
+    fb_u32(&b, HX_GGUF_ARRAY);
+    fb_u64(&b, 1);
+    fb_u32(&b, HX_GGUF_U8);
+    fb_u64(&b, 1);
+    fb_zeros(&b, 1);
+    EXPECT_BROKEN(&b, HX_ERR_UNSUPPORTED, "key 'nest' is an array of arrays");
+    fb_header(&b, 0, 1);
+    fb_str(&b, "a");
+    fb_u32(&b, HX_GGUF_ARRAY);
+    fb_u32(&b, 99);
+    fb_u64(&b, 0);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "unknown array element type 99 of key 'a'");
+    fb_header(&b, 0, 1);
+    fb_str(&b, "a");
+    fb_u32(&b, HX_GGUF_ARRAY);
+    fb_u32(&b, HX_GGUF_U64);
+    fb_u64(&b, (uint64_t)1 << 61); /* * 8 bytes overflows 64 bits */
+    fb_zeros(&b, 16);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "array length 2305843009213693952 at byte 41 is larger than the file could hold");
+    fb_header(&b, 0, 1);
+    fb_str(&b, "a");
+    fb_u32(&b, HX_GGUF_ARRAY);
+    fb_u32(&b, HX_GGUF_STRING);
+    fb_u64(&b, UINT64_MAX);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "string array length 18446744073709551615");
+    fb_header(&b, 0, 1);
+    fb_str(&b, "a");
+    fb_u32(&b, HX_GGUF_ARRAY);
+    fb_u32(&b, HX_GGUF_STRING);
+    fb_u64(&b, 2);
+    fb_str(&b, "ok");
+    fb_u64(&b, 1000); /* second string lies */
+    fb_zeros(&b, 8);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "array string of key 'a' at byte 59 claims 1000 bytes");
+}
+
+static void test_broken_alignment(void)
+{
+    fb b;
+    fb_header(&b, 0, 1);
+    fb_kv_u32(&b, "general.alignment", 48);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "general.alignment 48 is not a power of two");
+    fb_header(&b, 0, 1);
+    fb_kv_u32(&b, "general.alignment", 0);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "general.alignment 0 is not a power of two");
+    fb_header(&b, 0, 1);
+    fb_str(&b, "general.alignment");
+    fb_u32(&b, HX_GGUF_STRING);
+    fb_str(&b, "32");
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "general.alignment has type string, expected u32");
+}
+
+/* One F32 tensor [8, 2] (64 bytes) with the given info, data and padding. */
+static void fb_one_tensor(fb *b, uint32_t n_dims, const uint64_t *ne,
+                          uint32_t type, uint64_t offset, size_t data)
+{
+    fb_header(b, 1, 0);
+    fb_tensor(b, "w", n_dims, ne, type, offset);
+    fb_pad(b, 32);
+    fb_zeros(b, data);
+}
+
+static void test_broken_tensor_shapes(void)
+{
+    fb b;
+    const uint64_t ok[2] = {8, 2}, zero[2] = {8, 0}, neg[2] = {(uint64_t)-1, 2};
+    const uint64_t huge[2] = {(uint64_t)1 << 32, (uint64_t)1 << 32};
+    const uint64_t bytes_ovf[2] = {(uint64_t)1 << 31, (uint64_t)1 << 31};
+    const uint64_t q33[1] = {33};
+    const uint64_t five[5] = {1, 1, 1, 1, 1};
+    fb_one_tensor(&b, 2, ok, HX_TYPE_F32, 0, 64);
+    EXPECT_BROKEN(&b, HX_OK, "");
+    fb_one_tensor(&b, 0, ok, HX_TYPE_F32, 0, 64);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "tensor 'w' has 0 dimensions at byte 33");
+    fb_one_tensor(&b, 5, five, HX_TYPE_F32, 0, 64);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "tensor 'w' has 5 dimensions");
+    fb_one_tensor(&b, 2, zero, HX_TYPE_F32, 0, 64);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "tensor 'w' has dimension 1 = 0");
+    fb_one_tensor(&b, 2, neg, HX_TYPE_F32, 0, 64);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "tensor 'w' has dimension 0 = -1");
+    fb_one_tensor(&b, 2, huge, HX_TYPE_F32, 0, 64);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "tensor 'w' element count overflows");
+    fb_one_tensor(&b, 2, bytes_ovf, HX_TYPE_F64, 0, 64);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "tensor 'w' byte size overflows");
+    fb_one_tensor(&b, 2, ok, 19, 0, 64);
+    EXPECT_BROKEN(&b, HX_ERR_UNSUPPORTED, "tensor 'w' has tensor type 19 (IQ1_S)");
+    fb_one_tensor(&b, 2, ok, 1000, 0, 64);
+    EXPECT_BROKEN(&b, HX_ERR_UNSUPPORTED, "type 1000 (unknown)");
+    fb_one_tensor(&b, 1, q33, HX_TYPE_Q4_0, 0, 64);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "33 elements per row, not a multiple of the Q4_0 block size 32");
+    fb_header(&b, 1, 0);
+    fb_tensor(&b, "a_name_that_is_far_too_long_for_ggml_which_allows_only_63_bytes_x",
+              2, ok, HX_TYPE_F32, 0);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "name of tensor #0 at byte 24 is 65 bytes long, more than the limit of 63");
+}
+
+static void test_broken_tensor_data(void)
+{
+    fb b;
+    const uint64_t ok[2] = {8, 2};
+    fb_one_tensor(&b, 2, ok, HX_TYPE_F32, 4, 64);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "tensor 'w' data offset 4 (at byte 57) is not a multiple of the alignment 32");
+    fb_one_tensor(&b, 2, ok, HX_TYPE_F32, 0, 63);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "tensor 'w' data (64 bytes at data offset 0, file byte 96) runs past the end of the file (size 159)");
+    fb_one_tensor(&b, 2, ok, HX_TYPE_F32, (uint64_t)1 << 63, 64);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "runs past the end of the file");
+    fb_header(&b, 1, 0);
+    fb_tensor(&b, "w", 2, ok, HX_TYPE_F32, 0);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "tensor data section would start at byte 96, past the end of the file (size 65)");
+    fb_header(&b, 2, 0);
+    fb_tensor(&b, "a", 2, ok, HX_TYPE_F32, 0);
+    fb_tensor(&b, "b", 2, ok, HX_TYPE_F32, 32);
+    fb_pad(&b, 32);
+    fb_zeros(&b, 96);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "tensors 'a' (data offset 0, 64 bytes) and 'b' (data offset 32) overlap");
+    fb_header(&b, 2, 0);
+    fb_tensor(&b, "a", 2, ok, HX_TYPE_F32, 0);
+    fb_tensor(&b, "a", 2, ok, HX_TYPE_F32, 64);
+    fb_pad(&b, 32);
+    fb_zeros(&b, 128);
+    EXPECT_BROKEN(&b, HX_ERR_FORMAT, "duplicate tensor name 'a' (tensors #0 and #1)");
+    fb_header(&b, 2, 0); /* the same two tensors placed right: valid */
+    fb_tensor(&b, "a", 2, ok, HX_TYPE_F32, 64);
+    fb_tensor(&b, "b", 2, ok, HX_TYPE_F32, 0);
+    fb_pad(&b, 32);
+    fb_zeros(&b, 128);
+    EXPECT_BROKEN(&b, HX_OK, "");
+}
+
+/* Every prefix of a valid file that cuts its header, metadata, tensor
+ * infos or tensor data fails with a clear message, never a crash. */
+static void test_broken_truncations(void)
+{
+    hx_gguf_writer *w = make_full_writer();
+    hx_gguf *g = NULL;
+    hx_err err = {0};
+    const char *path = tmp_path("trunc.gguf");
+    size_t size = 0, need;
+    uint8_t *data;
+    int bad = 0;
+    ASSERT(w);
+    ASSERT(hx_gguf_writer_write(w, path, &err) == HX_OK);
+    hx_gguf_writer_free(w);
+    data = slurp(path, &size);
+    unlink(path);
+    ASSERT(data);
+    ASSERT(hx_gguf_open_buffer(data, size, &g, &err) == HX_OK);
+    const hx_gguf_tensor *last = hx_gguf_tensor_at(g, 2);
+    need = hx_gguf_data_offset(g) + last->offset + last->nbytes;
+    hx_gguf_close(g);
+    for (size_t n = 0; n < size; n++) {
+        int rc = open_copy(data, n, &err);
+        int want = n < need ? HX_ERR_FORMAT : HX_OK;
+        int clear = rc == HX_OK || strstr(err.msg, "truncated file") ||
+                    strstr(err.msg, "could hold") ||
+                    strstr(err.msg, "past the end");
+        if ((rc != want || !clear) && bad++ < 5)
+            test_fail_at(__FILE__, __LINE__, "prefix %zu/%zu: rc %d: %s", n,
+                         size, rc, err.msg);
+    }
+    free(data);
+}
+
+/* Flipping each header byte of a real file never crashes the reader and
+ * gives either success or an error with a message. */
+static void test_broken_flips(void)
+{
+    const char *path = test_shared_file("models/stories260K.gguf");
+    size_t size = 0;
+    uint8_t *data;
+    hx_gguf *g = NULL;
+    hx_err err = {0};
+    int n_err = 0;
+    if (!path) return;
+    ASSERT((data = slurp(path, &size)));
+    ASSERT(hx_gguf_open_buffer(data, size, &g, &err) == HX_OK);
+    size_t head = hx_gguf_data_offset(g);
+    hx_gguf_close(g);
+    for (size_t i = 0; i < head; i += 7) {
+        uint8_t old = data[i];
+        data[i] ^= 0xa5;
+        err.msg[0] = '\0';
+        int rc = hx_gguf_open_buffer(data, size, &g, &err);
+        if (rc) {
+            n_err++;
+            EXPECT(rc == HX_ERR_FORMAT || rc == HX_ERR_UNSUPPORTED);
+            EXPECT(strncmp(err.msg, "gguf: ", 6) == 0);
+        }
+        hx_gguf_close(g);
+        g = NULL;
+        data[i] = old;
+    }
+    EXPECT(n_err > 0);
+    free(data);
+}
+
+static void test_open_errors(void)
+{
+    hx_gguf *g = (hx_gguf *)1;
+    hx_err err = {0};
+    const char *path = tmp_path("empty.gguf");
+    EXPECT_EQ_INT(hx_gguf_open("/nonexistent/x.gguf", &g, &err), HX_ERR_NOTFOUND);
+    EXPECT(g == NULL);
+    EXPECT(strstr(err.msg, "/nonexistent/x.gguf") != NULL);
+    ASSERT(hx_write_file_atomic(path, "", 0, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_gguf_open(path, &g, &err), HX_ERR_FORMAT);
+    EXPECT(strstr(err.msg, "is empty") != NULL);
+    ASSERT(hx_write_file_atomic(path, "GGUF\3\0\0\0", 8, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_gguf_open(path, &g, &err), HX_ERR_FORMAT);
+    EXPECT(strstr(err.msg, path) && strstr(err.msg, "truncated file: tensor count"));
+    unlink(path);
+}
+
+
+/* ---- fuzz seeds: HX_GGUF_SEED_DIR=tests/fuzz/corpus/fuzz_gguf ./test_gguf
+ * writes the small files the fuzz target starts from. ---- */
+
+static int seed_vocab(const char *path, hx_err *err)
+{
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    const char *toks[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81the", "a", "b", "ab", "\xf0\x9f\x98\x80"};
+    const char *merges[] = {"a b", "\xc4\xa0 t"};
+    float scores[8] = {0, 0, 0, -1, -2, -3, -4, -5};
+    int32_t types[8] = {2, 3, 3, 1, 1, 1, 1, 6};
+    hx_gguf_set_str(w, "general.architecture", "llama");
+    hx_gguf_set_str(w, "tokenizer.ggml.model", "llama");
+    hx_gguf_set_arr_str(w, "tokenizer.ggml.tokens", toks, NULL, 8);
+    hx_gguf_set_arr(w, "tokenizer.ggml.scores", HX_GGUF_F32, scores, 8);
+    hx_gguf_set_arr(w, "tokenizer.ggml.token_type", HX_GGUF_I32, types, 8);
+    hx_gguf_set_arr_str(w, "tokenizer.ggml.merges", merges, NULL, 2);
+    hx_gguf_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    hx_gguf_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    int rc = hx_gguf_writer_write(w, path, err);
+    hx_gguf_writer_free(w);
+    return rc;
+}
+
+static int seed_quant(const char *path, hx_err *err)
+{
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    int64_t nek[2] = {256, 1}, neq[2] = {32, 2};
+    hx_gguf_writer_set_alignment(w, 64);
+    hx_gguf_set_str(w, "general.architecture", "qwen3");
+    hx_gguf_set_u32(w, "qwen3.block_count", 1);
+    hx_gguf_add_tensor(w, "blk.0.ffn_up.weight", HX_TYPE_Q4_K, 2, nek, NULL, fill_q8, NULL);
+    hx_gguf_add_tensor(w, "blk.0.attn_q.weight", HX_TYPE_Q8_0, 2, neq, NULL, fill_q8, NULL);
+    int rc = hx_gguf_writer_write(w, path, err);
+    hx_gguf_writer_free(w);
+    return rc;
+}
+
+static int write_seeds(const char *dir)
+{
+    char path[1024];
+    hx_err err = {0};
+    hx_gguf_writer *w = make_full_writer(), *e = hx_gguf_writer_new();
+    int rc;
+    snprintf(path, sizeof path, "%s/full.gguf", dir);
+    rc = hx_gguf_writer_write(w, path, &err);
+    snprintf(path, sizeof path, "%s/empty.gguf", dir);
+    if (!rc) rc = hx_gguf_writer_write(e, path, &err);
+    snprintf(path, sizeof path, "%s/vocab.gguf", dir);
+    if (!rc) rc = seed_vocab(path, &err);
+    snprintf(path, sizeof path, "%s/quant.gguf", dir);
+    if (!rc) rc = seed_quant(path, &err);
+    hx_gguf_writer_free(w);
+    hx_gguf_writer_free(e);
+    if (rc) fprintf(stderr, "writing seeds: %s\n", err.msg);
+    return rc ? 1 : 0;
+}
+
 int main(void)
 {
+    const char *seed_dir = getenv("HX_GGUF_SEED_DIR");
+    if (seed_dir) return write_seeds(seed_dir);
     RUN(test_type_traits);
     RUN(test_roundtrip);
     RUN(test_roundtrip_align64);
@@ -424,5 +842,14 @@ int main(void)
     RUN(test_vocab_qwen2);
     RUN(test_vocab_llama_bpe);
     RUN(test_vocab_llama_spm);
+    RUN(test_broken_header);
+    RUN(test_broken_metadata);
+    RUN(test_broken_arrays);
+    RUN(test_broken_alignment);
+    RUN(test_broken_tensor_shapes);
+    RUN(test_broken_tensor_data);
+    RUN(test_broken_truncations);
+    RUN(test_broken_flips);
+    RUN(test_open_errors);
     return test_summary();
 }
