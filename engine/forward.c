@@ -1,0 +1,558 @@
+/* forward.c: inference contexts and the transformer forward pass (RMSNorm,
+ * RoPE, GQA attention over an F16 KV cache, SwiGLU or MoE), computed with
+ * llama.cpp's precision choices so that logits agree with it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "engine/kernels.h"
+#include "engine/model_int.h"
+#include "engine/threadpool.h"
+
+/* llama.cpp's CPU flash attention runs batches of at least this many
+ * queries in F32 (tiled); smaller ones round Q to F16 and accumulate V in
+ * F16. Hearth does the same so that both agree number for number. */
+#define FA_TILE_Q 64
+
+struct hx_ctx {
+    hx_model *m;
+    hx_threadpool *tp;
+    int n_ctx, n_batch, n_threads, n_past;
+    uint16_t *kc, *vc; /* (n_layer, n_head_kv, n_ctx, head_dim) fp16 */
+    /* scratch for one pass of up to n_batch (B) tokens */
+    float *x;        /* (B, n_embd) residual stream */
+    float *xb;       /* (B, n_embd) normed input of a block */
+    float *q;        /* (B, n_head*head_dim) */
+    float *k, *v;    /* (B, n_head_kv*head_dim) */
+    float *att;      /* (B, n_head*head_dim) attention output */
+    float *hb, *hb2; /* (B*n_used, n_ff or n_ff_exp) FFN hidden */
+    float *eo;       /* (B*n_used, n_embd) MoE expert outputs */
+    float *rl;       /* (B, n_expert) router probabilities */
+    int32_t *sel;    /* (B, n_used) chosen experts, best first */
+    float *selw;     /* (B, n_used) their weights */
+    int32_t *ptok;   /* (B*n_used) token of each pair, grouped by expert */
+    int32_t *pslot;  /* (B*n_used) pair index of (token, slot) */
+    int *moe_idx;    /* (3*n_expert + B*n_used) counts, offsets, identity */
+    float *scores;   /* (n_threads, scores_stride) attention scratch */
+    float *logits;   /* (n_out, n_vocab) */
+    size_t logits_cap; /* floats */
+    int n_out;       /* logits rows kept by the last hx_decode */
+    int out_first;   /* token index of logits row 0 */
+    hx_err err;
+};
+
+hx_ctx_params hx_ctx_default_params(void)
+{
+    hx_ctx_params p = {0, 512, 0};
+    return p;
+}
+
+/* ---- small ops ---- */
+
+/* o = x / rms(x) * w, as ggml: sum of squares in double, scale in float. */
+static void rmsnorm(float *o, const float *x, const float *w, int n, float eps)
+{
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int i = 0; i < n; i++) o[i] = (x[i] * scale) * w[i];
+}
+
+/* Rotates head vector x (head_dim) for position pos: NORM pairs (2i, 2i+1),
+ * NEOX pairs (i, i + d/2). Angles as ggml: theta *= base^(-2/d) per pair. */
+static void rope(float *x, int d, int pos, int type, float base, float fscale)
+{
+    const float theta_scale = powf(base, -2.0f / (float)d);
+    float theta = (float)pos;
+    for (int i0 = 0; i0 < d; i0 += 2) {
+        const float t = fscale * theta;
+        const float c = cosf(t), s = sinf(t);
+        const int a = type == HX_ROPE_NEOX ? i0 / 2 : i0;
+        const int b = type == HX_ROPE_NEOX ? i0 / 2 + d / 2 : i0 + 1;
+        const float x0 = x[a], x1 = x[b];
+        x[a] = x0 * c - x1 * s;
+        x[b] = x0 * s + x1 * c;
+        theta *= theta_scale;
+    }
+}
+
+static float silu(float x) { return x / (1.0f + expf(-x)); }
+
+static void swiglu(float *g, const float *u, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) g[i] = silu(g[i]) * u[i];
+}
+
+static void add_bias(float *y, const float *b, int rows, int n)
+{
+    if (!b) return;
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < n; i++) y[(size_t)r * n + i] += b[i];
+}
+
+static void matmul(hx_ctx *c, const hx_wmat *w, const float *x, int n,
+                   float *y)
+{
+    hx_matmul(c->tp, w->data, w->type, w->cols, w->rows, x, n, y);
+}
+
+/* ---- context ---- */
+
+static int alloc_kv(hx_ctx *c)
+{
+    const hx_hparams *hp = &c->m->hp;
+    size_t n = (size_t)hp->n_layer * hp->n_head_kv * (size_t)c->n_ctx *
+               hp->head_dim;
+    c->kc = hx_aligned_alloc(64, n * sizeof(uint16_t));
+    c->vc = hx_aligned_alloc(64, n * sizeof(uint16_t));
+    return c->kc && c->vc ? HX_OK : HX_ERR_NOMEM;
+}
+
+/* Per-thread attention scratch: n_ctx scores, then Q and the accumulator
+ * in fp16 (head_dim halves each). */
+static size_t scores_stride(const hx_ctx *c)
+{
+    return (size_t)c->n_ctx + (size_t)c->m->hp.head_dim;
+}
+
+static int alloc_scratch(hx_ctx *c)
+{
+    const hx_hparams *hp = &c->m->hp;
+    const size_t B = (size_t)c->n_batch, e = (size_t)hp->n_embd;
+    const size_t qd = (size_t)hp->n_head * hp->head_dim;
+    const size_t kvd = (size_t)hp->n_head_kv * hp->head_dim;
+    const size_t nu = hp->n_expert ? (size_t)hp->n_expert_used : 1;
+    const size_t ff = hp->n_expert ? (size_t)hp->n_ff_exp : (size_t)hp->n_ff;
+    c->x = hx_malloc_array(B * e, sizeof(float));
+    c->xb = hx_malloc_array(B * e, sizeof(float));
+    c->q = hx_malloc_array(B * qd, sizeof(float));
+    c->k = hx_malloc_array(B * kvd, sizeof(float));
+    c->v = hx_malloc_array(B * kvd, sizeof(float));
+    c->att = hx_malloc_array(B * qd, sizeof(float));
+    c->hb = hx_malloc_array(B * nu * ff, sizeof(float));
+    c->hb2 = hx_malloc_array(B * nu * ff, sizeof(float));
+    c->scores = hx_malloc_array((size_t)c->n_threads * scores_stride(c),
+                                sizeof(float));
+    if (!c->x || !c->xb || !c->q || !c->k || !c->v || !c->att || !c->hb ||
+        !c->hb2 || !c->scores)
+        return HX_ERR_NOMEM;
+    if (!hp->n_expert) return HX_OK;
+    c->eo = hx_malloc_array(B * nu * e, sizeof(float));
+    c->rl = hx_malloc_array(B * (size_t)hp->n_expert, sizeof(float));
+    c->sel = hx_malloc_array(B * nu, sizeof(int32_t));
+    c->selw = hx_malloc_array(B * nu, sizeof(float));
+    c->ptok = hx_malloc_array(B * nu, sizeof(int32_t));
+    c->pslot = hx_malloc_array(B * nu, sizeof(int32_t));
+    c->moe_idx = hx_malloc_array(3 * (size_t)hp->n_expert + B * nu, sizeof(int));
+    return c->eo && c->rl && c->sel && c->selw && c->ptok && c->pslot &&
+                   c->moe_idx ? HX_OK : HX_ERR_NOMEM;
+}
+
+static int default_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err)
+{
+    hx_ctx_params dp = hx_ctx_default_params();
+    if (!p) p = &dp;
+    *out = NULL;
+    if (!m) return hx_err_set(err, HX_ERR_INVALID, "no model");
+    if (p->n_ctx < 0 || p->n_batch < 0 || p->n_threads < 0)
+        return hx_err_set(err, HX_ERR_INVALID, "negative context parameter");
+    hx_ctx *c = hx_calloc(1, sizeof *c);
+    if (!c) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    c->m = m;
+    c->n_ctx = p->n_ctx ? p->n_ctx
+                        : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
+    c->n_batch = p->n_batch ? p->n_batch : 512;
+    c->n_threads = p->n_threads ? p->n_threads : default_threads();
+    c->tp = hx_threadpool_new(c->n_threads);
+    int rc = c->tp ? alloc_kv(c) : HX_ERR_NOMEM;
+    if (!rc) rc = alloc_scratch(c);
+    if (rc) {
+        hx_ctx_free(c);
+        return hx_err_set(err, rc, "cannot allocate a context of %d positions",
+                          p->n_ctx);
+    }
+    *out = c;
+    return HX_OK;
+}
+
+void hx_ctx_free(hx_ctx *c)
+{
+    if (!c) return;
+    hx_threadpool_free(c->tp);
+    void *bufs[] = {c->kc, c->vc, c->x, c->xb, c->q, c->k, c->v, c->att,
+                    c->hb, c->hb2, c->eo, c->rl, c->sel, c->selw, c->ptok,
+                    c->pslot, c->moe_idx, c->scores, c->logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(c);
+}
+
+int hx_ctx_n_past(const hx_ctx *c) { return c->n_past; }
+int hx_ctx_n_ctx(const hx_ctx *c) { return c->n_ctx; }
+const char *hx_ctx_errmsg(const hx_ctx *c) { return c->err.msg; }
+const hx_model *hx_ctx_model(const hx_ctx *c) { return c->m; }
+
+void hx_ctx_truncate(hx_ctx *c, int n_keep)
+{
+    if (n_keep < 0) n_keep = 0;
+    if (n_keep < c->n_past) c->n_past = n_keep;
+}
+
+const float *hx_ctx_logits(const hx_ctx *c, int i)
+{
+    if (c->n_out == 0) return NULL;
+    int row = i < 0 ? c->n_out - 1 : i - c->out_first;
+    if (row < 0 || row >= c->n_out) return NULL;
+    return c->logits + (size_t)row * c->m->hp.n_vocab;
+}
+
+/* ---- attention ---- */
+
+static float f16_table[65536];
+static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
+
+static void f16_init(void)
+{
+    for (int i = 0; i < 65536; i++) f16_table[i] = hx_fp16_to_fp32((uint16_t)i);
+}
+
+static inline float h2f(uint16_t h) { return f16_table[h]; }
+
+/* Batches of FA_TILE_Q queries or more (llama.cpp's tiled path): F32 Q,
+ * scores and softmax, F32 accumulation of V.
+ * q (d), K and V (n_kv, d) fp16, sc (n_kv) scratch, out (d). */
+static void attn_f32(const float *q, const uint16_t *K, const uint16_t *V,
+                     int n_kv, int d, float scale, float *sc, float *out)
+{
+    float M = -INFINITY;
+    for (int j = 0; j < n_kv; j++) {
+        const uint16_t *kj = K + (size_t)j * d;
+        float s = 0.0f;
+        for (int i = 0; i < d; i++) s += q[i] * h2f(kj[i]);
+        sc[j] = s * scale;
+        if (sc[j] > M) M = sc[j];
+    }
+    double S = 0.0;
+    for (int j = 0; j < n_kv; j++) {
+        sc[j] = expf(sc[j] - M);
+        S += (double)sc[j];
+    }
+    memset(out, 0, (size_t)d * sizeof(float));
+    for (int j = 0; j < n_kv; j++) {
+        const uint16_t *vj = V + (size_t)j * d;
+        for (int i = 0; i < d; i++) out[i] += sc[j] * h2f(vj[i]);
+    }
+    const float inv = 1.0f / (float)S;
+    for (int i = 0; i < d; i++) out[i] *= inv;
+}
+
+/* Smaller batches (llama.cpp's one-row path): Q rounded to fp16, online
+ * softmax, V accumulated in an fp16 vector. q16/acc16: d halves scratch. */
+static void attn_f16(const float *q, const uint16_t *K, const uint16_t *V,
+                     int n_kv, int d, float scale, uint16_t *q16,
+                     uint16_t *acc, float *out)
+{
+    for (int i = 0; i < d; i++) q16[i] = hx_fp32_to_fp16(q[i]);
+    memset(acc, 0, (size_t)d * sizeof(uint16_t));
+    float M = -INFINITY, S = 0.0f;
+    for (int j = 0; j < n_kv; j++) {
+        const uint16_t *kj = K + (size_t)j * d, *vj = V + (size_t)j * d;
+        float s = 0.0f;
+        for (int i = 0; i < d; i++) s += h2f(q16[i]) * h2f(kj[i]);
+        s *= scale;
+        float ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+            const float Mold = M;
+            M = s;
+            ms = expf(Mold - M);
+            for (int i = 0; i < d; i++) acc[i] = hx_fp32_to_fp16(h2f(acc[i]) * ms);
+        } else {
+            vs = expf(s - M);
+        }
+        for (int i = 0; i < d; i++)
+            acc[i] = hx_fp32_to_fp16(fmaf(h2f(vj[i]), vs, h2f(acc[i])));
+        S = S * ms + vs;
+    }
+    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+    for (int i = 0; i < d; i++) out[i] = h2f(acc[i]) * inv;
+}
+
+typedef struct attn_job {
+    hx_ctx *c;
+    int layer, B, pos0;
+} attn_job;
+
+/* Task t*n_head + h: query head h of token t against positions 0..pos0+t. */
+static void attn_task(void *ctx, int task, int thread)
+{
+    const attn_job *j = ctx;
+    hx_ctx *c = j->c;
+    const hx_hparams *hp = &c->m->hp;
+    const int d = hp->head_dim, t = task / hp->n_head, h = task % hp->n_head;
+    const int kvh = h / (hp->n_head / hp->n_head_kv);
+    const size_t off = (((size_t)j->layer * hp->n_head_kv + kvh) * c->n_ctx) * d;
+    const float *q = c->q + ((size_t)t * hp->n_head + h) * d;
+    float *out = c->att + ((size_t)t * hp->n_head + h) * d;
+    float *sc = c->scores + (size_t)thread * scores_stride(c);
+    const int n_kv = j->pos0 + t + 1;
+    const float scale = 1.0f / sqrtf((float)d);
+    if (j->B >= FA_TILE_Q) {
+        attn_f32(q, c->kc + off, c->vc + off, n_kv, d, scale, sc, out);
+    } else {
+        uint16_t *h16 = (uint16_t *)(sc + c->n_ctx);
+        attn_f16(q, c->kc + off, c->vc + off, n_kv, d, scale, h16, h16 + d, out);
+    }
+}
+
+/* q/k norms, RoPE, and the new K and V rows into the cache. */
+static void qk_prepare(hx_ctx *c, const hx_layer *L, int l, int B, int pos0)
+{
+    const hx_hparams *hp = &c->m->hp;
+    const int d = hp->head_dim, nh = hp->n_head, nkv = hp->n_head_kv;
+    for (int t = 0; t < B; t++) {
+        for (int h = 0; h < nh; h++) {
+            float *q = c->q + ((size_t)t * nh + h) * d;
+            if (L->q_norm) rmsnorm(q, q, L->q_norm, d, hp->rms_eps);
+            rope(q, d, pos0 + t, hp->rope_type, hp->rope_base, c->m->rope_freq_scale);
+        }
+        for (int h = 0; h < nkv; h++) {
+            float *k = c->k + ((size_t)t * nkv + h) * d;
+            const float *v = c->v + ((size_t)t * nkv + h) * d;
+            if (L->k_norm) rmsnorm(k, k, L->k_norm, d, hp->rms_eps);
+            rope(k, d, pos0 + t, hp->rope_type, hp->rope_base, c->m->rope_freq_scale);
+            size_t off = ((((size_t)l * nkv + h) * c->n_ctx) + pos0 + t) * d;
+            for (int i = 0; i < d; i++) {
+                c->kc[off + i] = hx_fp32_to_fp16(k[i]);
+                c->vc[off + i] = hx_fp32_to_fp16(v[i]);
+            }
+        }
+    }
+}
+
+static void attention_block(hx_ctx *c, int l, int B, int pos0)
+{
+    const hx_hparams *hp = &c->m->hp;
+    const hx_layer *L = &c->m->layers[l];
+    const int e = hp->n_embd;
+    const int qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
+    for (int t = 0; t < B; t++)
+        rmsnorm(c->xb + (size_t)t * e, c->x + (size_t)t * e, L->attn_norm, e,
+                hp->rms_eps);
+    matmul(c, &L->wq, c->xb, B, c->q);
+    matmul(c, &L->wk, c->xb, B, c->k);
+    matmul(c, &L->wv, c->xb, B, c->v);
+    add_bias(c->q, L->bq, B, qd);
+    add_bias(c->k, L->bk, B, kvd);
+    add_bias(c->v, L->bv, B, kvd);
+    qk_prepare(c, L, l, B, pos0);
+    attn_job j = {c, l, B, pos0};
+    hx_threadpool_run(c->tp, B * hp->n_head, attn_task, &j);
+    matmul(c, &L->wo, c->att, B, c->xb);
+    for (size_t i = 0; i < (size_t)B * e; i++) c->x[i] += c->xb[i];
+}
+
+/* ---- feed-forward ---- */
+
+static void ffn_dense(hx_ctx *c, const hx_layer *L, int B)
+{
+    const hx_hparams *hp = &c->m->hp;
+    matmul(c, &L->ffn_gate, c->xb, B, c->hb);
+    matmul(c, &L->ffn_up, c->xb, B, c->hb2);
+    swiglu(c->hb, c->hb2, (int64_t)B * hp->n_ff);
+    matmul(c, &L->ffn_down, c->hb, B, c->xb);
+}
+
+/* Router: softmax over experts, top-k (best first, ties to the lower
+ * index), weights renormalised to sum 1 (sum clamped as llama.cpp). */
+static void moe_route(hx_ctx *c, const hx_layer *L, int B)
+{
+    const hx_hparams *hp = &c->m->hp;
+    const int ne = hp->n_expert, nu = hp->n_expert_used;
+    matmul(c, &L->ffn_gate_inp, c->xb, B, c->rl);
+    for (int t = 0; t < B; t++) {
+        float *p = c->rl + (size_t)t * ne, mx = -INFINITY;
+        for (int i = 0; i < ne; i++) mx = p[i] > mx ? p[i] : mx;
+        double sum = 0.0;
+        for (int i = 0; i < ne; i++) {
+            p[i] = expf(p[i] - mx);
+            sum += (double)p[i];
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int i = 0; i < ne; i++) p[i] *= inv;
+        int32_t *sel = c->sel + (size_t)t * nu;
+        float *w = c->selw + (size_t)t * nu;
+        double ws = 0.0;
+        for (int s = 0; s < nu; s++) {
+            int best = -1;
+            for (int i = 0; i < ne; i++) {
+                int used = 0;
+                for (int u = 0; u < s; u++) used |= sel[u] == i;
+                if (!used && (best < 0 || p[i] > p[best])) best = i;
+            }
+            sel[s] = best;
+            w[s] = p[best];
+            ws += (double)w[s];
+        }
+        float wsum = (float)ws;
+        if (wsum < 6.103515625e-5f) wsum = 6.103515625e-5f;
+        if (hp->expert_weights_norm)
+            for (int s = 0; s < nu; s++) w[s] /= wsum;
+    }
+}
+
+/* Groups the (token, slot) pairs by expert (counting sort); cnt[e] pairs of
+ * expert e start at pair first[e]. */
+static void moe_group(hx_ctx *c, int B, int *cnt, int *first)
+{
+    const hx_hparams *hp = &c->m->hp;
+    const int ne = hp->n_expert, nu = hp->n_expert_used;
+    memset(cnt, 0, (size_t)ne * sizeof(int));
+    for (int i = 0; i < B * nu; i++) cnt[c->sel[i]]++;
+    for (int e = 0, acc = 0; e < ne; e++) {
+        first[e] = acc;
+        acc += cnt[e];
+    }
+    int *fill = first + ne;
+    memcpy(fill, first, (size_t)ne * sizeof(int));
+    for (int i = 0; i < B * nu; i++) {
+        int p = fill[c->sel[i]]++;
+        c->ptok[p] = i / nu;
+        c->pslot[i] = p;
+    }
+}
+
+static void ffn_moe(hx_ctx *c, const hx_layer *L, int B)
+{
+    const hx_hparams *hp = &c->m->hp;
+    const int ne = hp->n_expert, nu = hp->n_expert_used, e = hp->n_embd;
+    const int fx = hp->n_ff_exp;
+    int *cnt = c->moe_idx;
+    int *first = cnt + ne, *iota = cnt + 3 * (size_t)ne;
+    moe_route(c, L, B);
+    moe_group(c, B, cnt, first);
+    for (int i = 0; i < B * nu; i++) iota[i] = i;
+    for (int x = 0; x < ne; x++) {
+        if (!cnt[x]) continue;
+        const int32_t *tok = c->ptok + first[x];
+        float *g = c->hb + (size_t)first[x] * fx, *u = c->hb2 + (size_t)first[x] * fx;
+        hx_matmul_expert(c->tp, L->gate_exps.data, L->gate_exps.type, e, fx, x,
+                         c->xb, e, tok, cnt[x], g, fx);
+        hx_matmul_expert(c->tp, L->up_exps.data, L->up_exps.type, e, fx, x,
+                         c->xb, e, tok, cnt[x], u, fx);
+    }
+    swiglu(c->hb, c->hb2, (int64_t)B * nu * fx);
+    for (int x = 0; x < ne; x++) {
+        if (!cnt[x]) continue;
+        hx_matmul_expert(c->tp, L->down_exps.data, L->down_exps.type, fx, e, x,
+                         c->hb, fx, iota + first[x], cnt[x],
+                         c->eo + (size_t)first[x] * e, e);
+    }
+    for (int t = 0; t < B; t++) {
+        float *o = c->xb + (size_t)t * e;
+        for (int s = 0; s < nu; s++) {
+            const float w = c->selw[t * nu + s];
+            const float *y = c->eo + (size_t)c->pslot[t * nu + s] * e;
+            for (int i = 0; i < e; i++) o[i] = s ? o[i] + y[i] * w : y[i] * w;
+        }
+    }
+}
+
+static void ffn_block(hx_ctx *c, int l, int B)
+{
+    const hx_hparams *hp = &c->m->hp;
+    const hx_layer *L = &c->m->layers[l];
+    const int e = hp->n_embd;
+    for (int t = 0; t < B; t++)
+        rmsnorm(c->xb + (size_t)t * e, c->x + (size_t)t * e, L->ffn_norm, e,
+                hp->rms_eps);
+    if (hp->n_expert) ffn_moe(c, L, B);
+    else ffn_dense(c, L, B);
+    for (size_t i = 0; i < (size_t)B * e; i++) c->x[i] += c->xb[i];
+}
+
+/* ---- passes ---- */
+
+static void embed(hx_ctx *c, const int32_t *tok, int B)
+{
+    const hx_wmat *w = &c->m->tok_embd;
+    for (int t = 0; t < B; t++)
+        hx_dequantize_row(w->type, (const char *)w->data + (size_t)tok[t] * w->row_bytes,
+                          c->x + (size_t)t * w->cols, w->cols);
+}
+
+/* Final norm and output head for tokens [from, B) into logits rows. */
+static void head(hx_ctx *c, int from, int B, float *logits)
+{
+    const hx_hparams *hp = &c->m->hp;
+    const int e = hp->n_embd;
+    for (int t = from; t < B; t++)
+        rmsnorm(c->xb + (size_t)(t - from) * e, c->x + (size_t)t * e,
+                c->m->output_norm, e, hp->rms_eps);
+    matmul(c, &c->m->output, c->xb, B - from, logits);
+}
+
+/* One pass over B <= n_batch tokens at positions n_past..; logits of
+ * tokens [out_from, B) (out_from == B: none) go to logits. */
+static void forward(hx_ctx *c, const int32_t *tok, int B, int out_from,
+                    float *logits)
+{
+    pthread_once(&f16_once, f16_init);
+    embed(c, tok, B);
+    for (int l = 0; l < c->m->hp.n_layer; l++) {
+        attention_block(c, l, B, c->n_past);
+        ffn_block(c, l, B);
+    }
+    c->n_past += B;
+    if (out_from < B) head(c, out_from, B, logits);
+}
+
+static int check_decode(hx_ctx *c, const int32_t *tokens, int n)
+{
+    if (n <= 0 || !tokens)
+        return hx_err_set(&c->err, HX_ERR_INVALID, "no tokens to decode");
+    if (n > c->n_ctx - c->n_past)
+        return hx_err_set(&c->err, HX_ERR_FULL, "context full: %d cached + %d "
+                          "new tokens exceed n_ctx %d", c->n_past, n, c->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->m->hp.n_vocab)
+            return hx_err_set(&c->err, HX_ERR_RANGE, "token %d at %d is outside "
+                              "the vocabulary (%d)", tokens[i], i,
+                              c->m->hp.n_vocab);
+    return HX_OK;
+}
+
+static int reserve_logits(hx_ctx *c, size_t rows)
+{
+    size_t need = rows * (size_t)c->m->hp.n_vocab;
+    if (need <= c->logits_cap) return HX_OK;
+    float *p = hx_malloc_array(need, sizeof(float));
+    if (!p) return hx_err_set(&c->err, HX_ERR_NOMEM, "out of memory for logits");
+    free(c->logits);
+    c->logits = p;
+    c->logits_cap = need;
+    return HX_OK;
+}
+
+int hx_decode(hx_ctx *c, const int32_t *tokens, int n, int logits_all)
+{
+    int rc = check_decode(c, tokens, n);
+    if (!rc) rc = reserve_logits(c, logits_all ? (size_t)n : 1);
+    if (rc) return rc;
+    c->n_out = logits_all ? n : 1;
+    c->out_first = logits_all ? 0 : n - 1;
+    for (int off = 0; off < n; off += c->n_batch) {
+        int B = n - off < c->n_batch ? n - off : c->n_batch;
+        int from = logits_all ? 0 : (off + B == n ? B - 1 : B);
+        float *lg = c->logits + (logits_all ? (size_t)off * c->m->hp.n_vocab : 0);
+        forward(c, tokens + off, B, from, lg);
+    }
+    return HX_OK;
+}

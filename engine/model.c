@@ -1,0 +1,448 @@
+/* model.c: loading transformer models (llama, qwen2, qwen3, qwen3moe) from
+ * GGUF: hyperparameters from the metadata, weights checked and used in place. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/kernels.h"
+#include "engine/model_int.h"
+#include "engine/quant.h"
+#include "engine/vocab.h"
+
+/* What differs between the supported architectures. */
+typedef struct arch_info {
+    const char *name;
+    int rope_type;
+    int qk_norm;
+    int qkv_bias;
+    int moe; /* 1: always MoE; 0: MoE only when expert_count > 0 */
+} arch_info;
+
+static const arch_info k_archs[] = {
+    {"llama", HX_ROPE_NORM, 0, 0, 0},
+    {"qwen2", HX_ROPE_NEOX, 0, 1, 0},
+    {"qwen3", HX_ROPE_NEOX, 1, 0, 0},
+    {"qwen3moe", HX_ROPE_NEOX, 1, 0, 1},
+};
+
+static const arch_info *find_arch(const char *name)
+{
+    for (size_t i = 0; i < sizeof k_archs / sizeof k_archs[0]; i++)
+        if (strcmp(k_archs[i].name, name) == 0) return &k_archs[i];
+    return NULL;
+}
+
+hx_model_params hx_model_default_params(void)
+{
+    hx_model_params p;
+    memset(&p, 0, sizeof p);
+    return p;
+}
+
+int hx_model_type_ok(int type)
+{
+    return hx_matmul_supported(type);
+}
+
+/* ---- metadata ---- */
+
+/* Reads "<arch>.<key>" as an integer; def when absent (def < 0: required).
+ * A per-layer array is accepted when all its entries are equal. */
+static int get_int(const hx_gguf *g, const char *arch, const char *key,
+                   int64_t def, int64_t *out, hx_err *err)
+{
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", arch, key);
+    int rc = hx_gguf_get_i64(g, full, out);
+    if (rc == HX_OK) return HX_OK;
+    if (rc == HX_ERR_NOTFOUND) {
+        if (def < 0)
+            return hx_err_set(err, HX_ERR_FORMAT, "missing metadata key %s",
+                              full);
+        *out = def;
+        return HX_OK;
+    }
+    int et;
+    uint64_t n;
+    if (hx_gguf_get_arr(g, full, &et, &n) == HX_OK && n > 0) {
+        int64_t v0 = hx_gguf_arr_i64(g, full, 0);
+        for (uint64_t i = 1; i < n; i++)
+            if (hx_gguf_arr_i64(g, full, i) != v0)
+                return hx_err_set(err, HX_ERR_UNSUPPORTED,
+                                  "%s varies per layer (not supported)", full);
+        *out = v0;
+        return HX_OK;
+    }
+    return hx_err_set(err, HX_ERR_FORMAT, "metadata key %s is not an integer",
+                      full);
+}
+
+static int get_float(const hx_gguf *g, const char *arch, const char *key,
+                     float def, float *out, hx_err *err)
+{
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", arch, key);
+    int rc = hx_gguf_get_f32(g, full, out);
+    if (rc == HX_ERR_NOTFOUND) {
+        *out = def;
+        return HX_OK;
+    }
+    if (rc != HX_OK)
+        return hx_err_set(err, HX_ERR_FORMAT, "metadata key %s is not a float",
+                          full);
+    return HX_OK;
+}
+
+/* Integer hyperparameter that must lie in [lo, hi]. */
+static int get_dim(const hx_gguf *g, const char *arch, const char *key,
+                   int64_t def, int64_t lo, int64_t hi, int *out, hx_err *err)
+{
+    int64_t v;
+    int rc = get_int(g, arch, key, def, &v, err);
+    if (rc) return rc;
+    if (v < lo || v > hi)
+        return hx_err_set(err, HX_ERR_FORMAT,
+                          "metadata %s.%s = %lld out of range [%lld, %lld]",
+                          arch, key, (long long)v, (long long)lo,
+                          (long long)hi);
+    *out = (int)v;
+    return HX_OK;
+}
+
+static int load_rope(hx_model *m, const hx_gguf *g, hx_err *err)
+{
+    const char *arch = m->hp.arch;
+    char key[160];
+    const char *type = NULL;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    if (hx_gguf_get_str(g, key, &type) == HX_OK && strcmp(type, "none") &&
+        strcmp(type, "linear"))
+        return hx_err_set(err, HX_ERR_UNSUPPORTED,
+                          "rope scaling type '%s' is not supported", type);
+    float factor;
+    int rc = get_float(g, arch, "rope.scaling.factor", 0.0f, &factor, err);
+    if (!rc && factor == 0.0f)
+        rc = get_float(g, arch, "rope.scale_linear", 0.0f, &factor, err);
+    if (rc) return rc;
+    m->rope_freq_scale = factor == 0.0f ? 1.0f : 1.0f / factor;
+    if (type && strcmp(type, "none") == 0) m->rope_freq_scale = 1.0f;
+    return get_float(g, arch, "rope.freq_base", 10000.0f, &m->hp.rope_base,
+                     err);
+}
+
+static int load_experts(hx_model *m, const hx_gguf *g, const arch_info *ai,
+                        hx_err *err)
+{
+    hx_hparams *hp = &m->hp;
+    const char *arch = hp->arch;
+    int rc = get_dim(g, arch, "expert_count", ai->moe ? -1 : 0, 0, 4096,
+                     &hp->n_expert, err);
+    if (rc) return rc;
+    if (hp->n_expert == 0) return HX_OK;
+    rc = get_dim(g, arch, "expert_used_count", -1, 1, hp->n_expert,
+                 &hp->n_expert_used, err);
+    if (rc) return rc;
+    int64_t def = ai->moe ? hp->n_ff / hp->n_expert_used : hp->n_ff;
+    rc = get_dim(g, arch, "expert_feed_forward_length", def, 0, 1 << 20,
+                 &hp->n_ff_exp, err);
+    if (rc) return rc;
+    if (hp->n_ff_exp <= 0)
+        return hx_err_set(err, HX_ERR_FORMAT, "missing metadata key "
+                          "%s.expert_feed_forward_length", arch);
+    hp->expert_weights_norm = 1; /* llama.cpp: always for llama, qwen3moe */
+    return HX_OK;
+}
+
+static int load_hparams(hx_model *m, const hx_gguf *g, const arch_info *ai,
+                        hx_err *err)
+{
+    hx_hparams *hp = &m->hp;
+    const char *arch = hp->arch;
+    int rc = get_dim(g, arch, "embedding_length", -1, 1, 1 << 16,
+                     &hp->n_embd, err);
+    if (!rc) rc = get_dim(g, arch, "block_count", -1, 1, 4096, &hp->n_layer,
+                          err);
+    if (!rc) rc = get_dim(g, arch, "attention.head_count", -1, 1, 4096,
+                          &hp->n_head, err);
+    if (!rc) rc = get_dim(g, arch, "attention.head_count_kv", hp->n_head, 1,
+                          hp->n_head, &hp->n_head_kv, err);
+    if (rc) return rc;
+    if (hp->n_head % hp->n_head_kv)
+        return hx_err_set(err, HX_ERR_FORMAT, "head_count %d is not a multiple "
+                          "of head_count_kv %d", hp->n_head, hp->n_head_kv);
+    int kl = 0, vl = 0, n_rot = 0;
+    rc = get_dim(g, arch, "attention.key_length", hp->n_embd / hp->n_head, 1,
+                 1 << 14, &kl, err);
+    if (!rc) rc = get_dim(g, arch, "attention.value_length", kl, 1, 1 << 14,
+                          &vl, err);
+    if (!rc) rc = get_dim(g, arch, "rope.dimension_count", kl, 0, 1 << 14,
+                          &n_rot, err);
+    if (rc) return rc;
+    if (kl != vl || n_rot != kl)
+        return hx_err_set(err, HX_ERR_UNSUPPORTED, "key_length %d, "
+                          "value_length %d and rope dimension %d differ",
+                          kl, vl, n_rot);
+    hp->head_dim = kl;
+    rc = get_dim(g, arch, "context_length", 2048, 1, 1 << 30,
+                 &hp->n_ctx_train, err);
+    if (!rc) rc = get_dim(g, arch, "feed_forward_length", ai->moe ? 0 : -1, 0,
+                          1 << 20, &hp->n_ff, err);
+    if (!rc) rc = get_float(g, arch, "attention.layer_norm_rms_epsilon",
+                            -1.0f, &hp->rms_eps, err);
+    if (rc) return rc;
+    if (!(hp->rms_eps > 0.0f))
+        return hx_err_set(err, HX_ERR_FORMAT, "missing metadata key "
+                          "%s.attention.layer_norm_rms_epsilon", arch);
+    hp->rope_type = ai->rope_type;
+    hp->has_qk_norm = ai->qk_norm;
+    hp->has_qkv_bias = ai->qkv_bias;
+    rc = load_rope(m, g, err);
+    return rc ? rc : load_experts(m, g, ai, err);
+}
+
+/* ---- tensors ---- */
+
+static void shape_str(char *buf, size_t n, int nd, const int64_t *ne)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < nd && o < n; i++)
+        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "",
+                              (long long)ne[i]);
+    if (o < n) snprintf(buf + o, n - o, "]");
+}
+
+/* Finds a tensor and checks its shape against ne[0..nd) (ggml order). */
+static int find_checked(const hx_gguf *g, const char *name, int nd,
+                        const int64_t *ne, int required,
+                        const hx_gguf_tensor **out, hx_err *err)
+{
+    const hx_gguf_tensor *t = hx_gguf_find_tensor(g, name);
+    *out = NULL;
+    if (!t) {
+        if (!required) return HX_OK;
+        return hx_err_set(err, HX_ERR_FORMAT, "missing tensor %s", name);
+    }
+    int ok = t->n_dims <= HX_GGUF_MAX_DIMS;
+    for (int i = 0; i < HX_GGUF_MAX_DIMS && ok; i++)
+        ok = t->ne[i] == (i < nd ? ne[i] : 1);
+    if (!ok) {
+        char want[96], got[96];
+        shape_str(want, sizeof want, nd, ne);
+        shape_str(got, sizeof got, t->n_dims, t->ne);
+        return hx_err_set(err, HX_ERR_FORMAT,
+                          "tensor %s has shape %s, expected %s", name, got,
+                          want);
+    }
+    *out = t;
+    return HX_OK;
+}
+
+/* A matrix (nd = 2) or expert stack (nd = 3) the matmul can use in place. */
+static int load_mat(hx_model *m, hx_wmat *w, const char *name, int nd,
+                    int64_t cols, int64_t rows, int64_t n_mat, int required,
+                    hx_err *err)
+{
+    const int64_t ne[3] = {cols, rows, n_mat};
+    const hx_gguf_tensor *t;
+    memset(w, 0, sizeof *w);
+    int rc = find_checked(m->gguf, name, nd, ne, required, &t, err);
+    if (rc || !t) return rc;
+    if (!hx_model_type_ok(t->type))
+        return hx_err_set(err, HX_ERR_UNSUPPORTED,
+                          "tensor %s has type %s, which Hearth cannot compute "
+                          "with", name, hx_type_ggml_name(t->type));
+    w->data = t->data;
+    w->type = t->type;
+    w->cols = cols;
+    w->rows = rows;
+    w->n_mat = n_mat;
+    w->row_bytes = hx_type_row_bytes(t->type, cols);
+    m->weight_bytes += t->nbytes;
+    m->n_params += cols * rows * n_mat;
+    return HX_OK;
+}
+
+/* A vector (norm or bias) of n elements, copied to F32 at *pos in m->small. */
+static int load_vec(hx_model *m, float **out, const char *name, int64_t n,
+                    int required, size_t *pos, hx_err *err)
+{
+    const hx_gguf_tensor *t;
+    *out = NULL;
+    int rc = find_checked(m->gguf, name, 1, &n, required, &t, err);
+    if (rc || !t) return rc;
+    if (!hx_quant_supported(t->type) || hx_type_row_bytes(t->type, n) == 0)
+        return hx_err_set(err, HX_ERR_UNSUPPORTED, "tensor %s has type %s, "
+                          "which Hearth cannot read", name,
+                          hx_type_ggml_name(t->type));
+    *out = m->small + *pos;
+    hx_dequantize_row(t->type, t->data, *out, n);
+    *pos += (size_t)n;
+    m->weight_bytes += t->nbytes;
+    m->n_params += n;
+    return HX_OK;
+}
+
+static int load_attn(hx_model *m, hx_layer *L, int i, size_t *pos, hx_err *err)
+{
+    const hx_hparams *hp = &m->hp;
+    const int64_t e = hp->n_embd, q = (int64_t)hp->n_head * hp->head_dim;
+    const int64_t kv = (int64_t)hp->n_head_kv * hp->head_dim;
+    char n[8][64];
+    const char *nm[8] = {"attn_norm.weight", "attn_q.weight", "attn_k.weight",
+                         "attn_v.weight", "attn_output.weight", "attn_q.bias",
+                         "attn_k.bias", "attn_v.bias"};
+    for (int j = 0; j < 8; j++) snprintf(n[j], sizeof n[j], "blk.%d.%s", i, nm[j]);
+    int rc = load_vec(m, &L->attn_norm, n[0], e, 1, pos, err);
+    if (!rc) rc = load_mat(m, &L->wq, n[1], 2, e, q, 1, 1, err);
+    if (!rc) rc = load_mat(m, &L->wk, n[2], 2, e, kv, 1, 1, err);
+    if (!rc) rc = load_mat(m, &L->wv, n[3], 2, e, kv, 1, 1, err);
+    if (!rc) rc = load_mat(m, &L->wo, n[4], 2, q, e, 1, 1, err);
+    if (!rc) rc = load_vec(m, &L->bq, n[5], q, 0, pos, err);
+    if (!rc) rc = load_vec(m, &L->bk, n[6], kv, 0, pos, err);
+    if (!rc) rc = load_vec(m, &L->bv, n[7], kv, 0, pos, err);
+    if (rc || !hp->has_qk_norm) return rc;
+    snprintf(n[0], sizeof n[0], "blk.%d.attn_q_norm.weight", i);
+    snprintf(n[1], sizeof n[1], "blk.%d.attn_k_norm.weight", i);
+    rc = load_vec(m, &L->q_norm, n[0], hp->head_dim, 1, pos, err);
+    return rc ? rc : load_vec(m, &L->k_norm, n[1], hp->head_dim, 1, pos, err);
+}
+
+static int load_ffn(hx_model *m, hx_layer *L, int i, size_t *pos, hx_err *err)
+{
+    const hx_hparams *hp = &m->hp;
+    const int64_t e = hp->n_embd, f = hp->n_ff, fx = hp->n_ff_exp;
+    const int64_t nx = hp->n_expert;
+    char n[4][64];
+    snprintf(n[0], sizeof n[0], "blk.%d.ffn_norm.weight", i);
+    int rc = load_vec(m, &L->ffn_norm, n[0], e, 1, pos, err);
+    if (rc) return rc;
+    const char *sfx = nx ? "_exps" : "";
+    snprintf(n[0], sizeof n[0], "blk.%d.ffn_gate%s.weight", i, sfx);
+    snprintf(n[1], sizeof n[1], "blk.%d.ffn_up%s.weight", i, sfx);
+    snprintf(n[2], sizeof n[2], "blk.%d.ffn_down%s.weight", i, sfx);
+    snprintf(n[3], sizeof n[3], "blk.%d.ffn_gate_inp.weight", i);
+    if (!nx) {
+        rc = load_mat(m, &L->ffn_gate, n[0], 2, e, f, 1, 1, err);
+        if (!rc) rc = load_mat(m, &L->ffn_up, n[1], 2, e, f, 1, 1, err);
+        return rc ? rc : load_mat(m, &L->ffn_down, n[2], 2, f, e, 1, 1, err);
+    }
+    rc = load_mat(m, &L->ffn_gate_inp, n[3], 2, e, nx, 1, 1, err);
+    if (!rc) rc = load_mat(m, &L->gate_exps, n[0], 3, e, fx, nx, 1, err);
+    if (!rc) rc = load_mat(m, &L->up_exps, n[1], 3, e, fx, nx, 1, err);
+    return rc ? rc : load_mat(m, &L->down_exps, n[2], 3, fx, e, nx, 1, err);
+}
+
+/* Token embedding, output head (tied to the embedding when absent), and
+ * every layer. */
+static int load_tensors(hx_model *m, hx_err *err)
+{
+    hx_hparams *hp = &m->hp;
+    const hx_gguf_tensor *t = hx_gguf_find_tensor(m->gguf, "token_embd.weight");
+    if (!t) return hx_err_set(err, HX_ERR_FORMAT, "missing tensor token_embd.weight");
+    if (t->ne[1] < 1 || t->ne[1] > INT32_MAX)
+        return hx_err_set(err, HX_ERR_FORMAT, "token_embd.weight has %lld rows",
+                          (long long)t->ne[1]);
+    hp->n_vocab = (int)t->ne[1];
+    size_t per_layer = 2 * (size_t)hp->n_embd +
+                       (size_t)(hp->n_head + 2 * hp->n_head_kv + 2) * hp->head_dim;
+    m->small = hx_malloc_array(per_layer * hp->n_layer + hp->n_embd, sizeof(float));
+    m->layers = hx_calloc((size_t)hp->n_layer, sizeof(hx_layer));
+    if (!m->small || !m->layers) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    size_t pos = 0;
+    int rc = load_mat(m, &m->tok_embd, "token_embd.weight", 2, hp->n_embd,
+                      hp->n_vocab, 1, 1, err);
+    if (!rc) rc = load_vec(m, &m->output_norm, "output_norm.weight", hp->n_embd, 1,
+                           &pos, err);
+    if (!rc) rc = load_mat(m, &m->output, "output.weight", 2, hp->n_embd,
+                           hp->n_vocab, 1, 0, err);
+    if (rc) return rc;
+    hp->tied_output = m->output.data == NULL;
+    if (hp->tied_output) m->output = m->tok_embd;
+    for (int i = 0; i < hp->n_layer && !rc; i++) {
+        rc = load_attn(m, &m->layers[i], i, &pos, err);
+        if (!rc) rc = load_ffn(m, &m->layers[i], i, &pos, err);
+    }
+    if (!rc) hp->has_qkv_bias = m->layers[0].bq != NULL;
+    return rc;
+}
+
+/* Optional scan of float weights for NaN and infinity. */
+static int check_floats(const hx_model *m, hx_err *err)
+{
+    const hx_gguf *g = m->gguf;
+    for (int64_t i = 0; i < hx_gguf_n_tensors(g); i++) {
+        const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);
+        if (t->type != HX_TYPE_F32) continue;
+        const float *x = t->data;
+        for (size_t j = 0; j < t->nbytes / sizeof(float); j++) {
+            float v;
+            memcpy(&v, x + j, sizeof v);
+            if (v != v || v - v != 0.0f)
+                return hx_err_set(err, HX_ERR_FORMAT, "tensor %s holds a "
+                                  "NaN or infinity at element %zu", t->name, j);
+        }
+    }
+    return HX_OK;
+}
+
+/* The tokenizer, when the file has one. */
+static int load_vocab(hx_model *m, hx_err *err)
+{
+    if (hx_gguf_find_key(m->gguf, "tokenizer.ggml.model") < 0) return HX_OK;
+    return hx_vocab_load(m->gguf, &m->vocab, err);
+}
+
+static int load_model(hx_model *m, const hx_model_params *p, hx_err *err)
+{
+    const char *arch = NULL;
+    if (hx_gguf_get_str(m->gguf, "general.architecture", &arch) != HX_OK)
+        return hx_err_set(err, HX_ERR_FORMAT,
+                          "missing metadata key general.architecture");
+    const arch_info *ai = find_arch(arch);
+    if (!ai)
+        return hx_err_set(err, HX_ERR_UNSUPPORTED, "unknown architecture '%s' "
+                          "(supported: llama, qwen2, qwen3, qwen3moe)", arch);
+    snprintf(m->hp.arch, sizeof m->hp.arch, "%s", arch);
+    int rc = load_hparams(m, m->gguf, ai, err);
+    if (!rc) rc = load_tensors(m, err);
+    if (!rc && p->check_tensors) rc = check_floats(m, err);
+    if (!rc && !p->no_vocab) rc = load_vocab(m, err);
+    return rc;
+}
+
+int hx_model_load(const char *path, const hx_model_params *p, hx_model **out,
+                  hx_err *err)
+{
+    hx_model_params dp = hx_model_default_params();
+    *out = NULL;
+    hx_model *m = hx_calloc(1, sizeof *m);
+    if (!m) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    int rc = hx_gguf_open(path, &m->gguf, err);
+    if (!rc) rc = load_model(m, p ? p : &dp, err);
+    if (rc) {
+        if (m->gguf && err) {
+            hx_err e = *err;
+            hx_err_set(err, rc, "%s: %s", path, e.msg);
+        }
+        hx_model_free(m);
+        return rc;
+    }
+    *out = m;
+    return HX_OK;
+}
+
+void hx_model_free(hx_model *m)
+{
+    if (!m) return;
+    hx_vocab_free(m->vocab);
+    hx_gguf_close(m->gguf);
+    free(m->layers);
+    free(m->small);
+    free(m);
+}
+
+const hx_vocab *hx_model_vocab(const hx_model *m) { return m->vocab; }
+const hx_gguf *hx_model_gguf(const hx_model *m) { return m->gguf; }
+const hx_hparams *hx_model_hparams(const hx_model *m) { return &m->hp; }
+size_t hx_model_size_bytes(const hx_model *m) { return m->weight_bytes; }
+int64_t hx_model_n_params(const hx_model *m) { return m->n_params; }
