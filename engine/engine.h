@@ -9,5 +9,6 @@
 #include "engine/quant.h"
 #include "engine/model.h"
 #include "engine/sample.h"
+#include "engine/model_write.h"
 
 #endif /* HX_ENGINE_H */

@@ -1,0 +1,486 @@
+/* mkmodel.c: random-weight GGUF models (model_write.h): llama.cpp's
+ * metadata and tensor names, weights generated block by block in place. */
+#include "engine/model_write.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/gguf.h"
+
+/* ---- random numbers: splitmix64, one stream per tensor ---- */
+static uint64_t mix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static float unif(uint64_t *x) /* [-1, 1) */
+{
+    return (float)(mix64(x) >> 40) * 0x1.0p-23f - 1.0f;
+}
+
+static int irand(uint64_t *x, int lo, int hi) /* [lo, hi] */
+{
+    return lo + (int)(mix64(x) % (uint64_t)(hi - lo + 1));
+}
+
+static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
+
+static void rand_bytes(uint64_t *x, uint8_t *p, int n)
+{
+    for (int i = 0; i < n; i++) p[i] = (uint8_t)(mix64(x) >> 56);
+}
+
+/* ---- one block of each type, weights of standard deviation sd ----
+ * Byte offsets as in ggml-common.h (see engine/gguf_types.c for sizes). */
+#define SQRT3 1.7320508f
+#define SD_Q4 4.61f  /* sd of uniform integers 0..15 */
+#define SD_Q4_0 4.32f /* -7..7 */
+#define SD_Q5 9.23f  /* 0..31 */
+#define SD_Q6 18.47f /* 0..63 */
+
+static void block_q8_0(uint64_t *x, uint8_t *b, float sd)
+{
+    put16(b, hx_fp32_to_fp16(sd * SQRT3 / 127.0f));
+    for (int i = 0; i < 32; i++) b[2 + i] = (uint8_t)(int8_t)irand(x, -127, 127);
+}
+
+/* Quants 1..15 only, so that w = d * (q - 8) is centred. */
+static void block_q4_0(uint64_t *x, uint8_t *b, float sd)
+{
+    put16(b, hx_fp32_to_fp16(sd / SD_Q4_0));
+    for (int i = 0; i < 16; i++)
+        b[2 + i] = (uint8_t)(irand(x, 1, 15) | (irand(x, 1, 15) << 4));
+}
+
+/* Q4_K/Q5_K scales: sub-block scales sc in 32..63 and mins m chosen so
+ * that d*sc*q - dmin*m is centred (dmin = ratio*d, m = sc*mean/ratio),
+ * packed in ggml's 12-byte 6-bit layout. */
+static void kq_scales(uint64_t *x, uint8_t *s, float mean, float ratio)
+{
+    uint8_t sc[8], m[8];
+    for (int j = 0; j < 8; j++) {
+        sc[j] = (uint8_t)irand(x, 32, 63);
+        m[j] = (uint8_t)lrintf((float)sc[j] * mean / ratio);
+    }
+    memset(s, 0, 12);
+    for (int j = 0; j < 4; j++) {
+        s[j] = (uint8_t)(sc[j] | ((sc[j + 4] >> 4) << 6));
+        s[j + 4] = (uint8_t)(m[j] | ((m[j + 4] >> 4) << 6));
+        s[j + 8] = (uint8_t)((sc[j + 4] & 15) | ((m[j + 4] & 15) << 4));
+    }
+}
+
+static void block_q4_K(uint64_t *x, uint8_t *b, float sd)
+{
+    float d = sd / (47.5f * SD_Q4);
+    put16(b, hx_fp32_to_fp16(d));
+    put16(b + 2, hx_fp32_to_fp16(8.0f * d));
+    kq_scales(x, b + 4, 7.5f, 8.0f);
+    rand_bytes(x, b + 16, 128);
+}
+
+static void block_q5_K(uint64_t *x, uint8_t *b, float sd)
+{
+    float d = sd / (47.5f * SD_Q5);
+    put16(b, hx_fp32_to_fp16(d));
+    put16(b + 2, hx_fp32_to_fp16(16.0f * d));
+    kq_scales(x, b + 4, 15.5f, 16.0f);
+    rand_bytes(x, b + 16, 32 + 128);
+}
+
+static void block_q6_K(uint64_t *x, uint8_t *b, float sd)
+{
+    rand_bytes(x, b, 128 + 64);
+    for (int j = 0; j < 16; j++) {
+        int v = irand(x, 16, 63);
+        b[192 + j] = (uint8_t)(int8_t)(mix64(x) & 1 ? v : -v);
+    }
+    put16(b + 208, hx_fp32_to_fp16(sd / (39.5f * SD_Q6)));
+}
+
+/* Fills n elements of the type; for F32 with center != 0 (norm weights)
+ * the values are center + sd*sqrt(3)*u. */
+static int fill_elems(int type, void *buf, int64_t n, float sd, float center,
+                      uint64_t *x)
+{
+    uint8_t *b = buf;
+    int be = hx_type_block_elems(type), bb = hx_type_block_bytes(type);
+    float a = sd * SQRT3;
+    for (int64_t i = 0; i < n / be; i++, b += bb) {
+        switch (type) {
+        case HX_TYPE_F32: {
+            float v = center + a * unif(x);
+            memcpy(b, &v, 4);
+            break;
+        }
+        case HX_TYPE_F16: put16(b, hx_fp32_to_fp16(a * unif(x))); break;
+        case HX_TYPE_BF16: put16(b, hx_fp32_to_bf16(a * unif(x))); break;
+        case HX_TYPE_Q8_0: block_q8_0(x, b, sd); break;
+        case HX_TYPE_Q4_0: block_q4_0(x, b, sd); break;
+        case HX_TYPE_Q4_K: block_q4_K(x, b, sd); break;
+        case HX_TYPE_Q5_K: block_q5_K(x, b, sd); break;
+        case HX_TYPE_Q6_K: block_q6_K(x, b, sd); break;
+        default: return HX_ERR_UNSUPPORTED;
+        }
+    }
+    return HX_OK;
+}
+
+/* ---- the model's tensors ---- */
+typedef struct mk_tensor {
+    char name[64];
+    int type, n_dims;
+    int64_t ne[3];
+    float sd, center;
+    uint64_t seed;
+} mk_tensor;
+
+typedef struct mk {
+    hx_mkmodel_params p;
+    int base_type, mix_m; /* mix_m: the "_M" mixes */
+    int moe, qk_norm;
+    mk_tensor *t;
+    int n_t, cap_t;
+    hx_err *err;
+} mk;
+
+static int fill_tensor(void *user, const hx_gguf_tensor *t, void *buf)
+{
+    const mk_tensor *mt = user;
+    int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+    uint64_t x = mt->seed;
+    return fill_elems(t->type, buf, n, mt->sd, mt->center, &x);
+}
+
+/* llama.cpp's use_more_bits: the first and last eighth of the layers and
+ * every third layer between get more bits in the _M mixes. */
+static int more_bits(int il, int n)
+{
+    return il < n / 8 || il >= 7 * n / 8 || (il - n / 8) % 3 == 2;
+}
+
+enum role { R_NORM, R_ROUTER, R_EMBD, R_OUTPUT, R_MAT, R_V, R_DOWN };
+
+static int type_for(const mk *m, int role, int il)
+{
+    if (role == R_NORM || role == R_ROUTER) return HX_TYPE_F32;
+    if (!m->mix_m) return m->base_type;
+    if (role == R_OUTPUT) return HX_TYPE_Q6_K;
+    if ((role == R_V || role == R_DOWN) && more_bits(il, m->p.n_layer))
+        return HX_TYPE_Q6_K;
+    return m->base_type;
+}
+
+static int add(mk *m, const char *name, int role, int il, int n_dims,
+               int64_t ne0, int64_t ne1, int64_t ne2, float sd)
+{
+    if (m->n_t == m->cap_t) {
+        int cap = m->cap_t ? 2 * m->cap_t : 64;
+        mk_tensor *t = realloc(m->t, (size_t)cap * sizeof *t);
+        if (!t) return hx_err_set(m->err, HX_ERR_NOMEM, "out of memory");
+        m->t = t;
+        m->cap_t = cap;
+    }
+    mk_tensor *t = &m->t[m->n_t];
+    memset(t, 0, sizeof *t);
+    if (il >= 0) snprintf(t->name, sizeof t->name, "blk.%d.%s.weight", il, name);
+    else snprintf(t->name, sizeof t->name, "%s.weight", name);
+    t->type = type_for(m, role, il);
+    t->n_dims = n_dims;
+    t->ne[0] = ne0;
+    t->ne[1] = ne1;
+    t->ne[2] = ne2;
+    t->sd = role == R_NORM ? 0.1f : sd;
+    t->center = role == R_NORM ? 1.0f : 0.0f;
+    uint64_t s = m->p.seed ^ ((uint64_t)(m->n_t + 1) * 0xd1b54a32d192ed03ull);
+    t->seed = mix64(&s);
+    if (ne0 % hx_type_block_elems(t->type) != 0)
+        return hx_err_set(m->err, HX_ERR_INVALID,
+                          "%s: rows of %lld elements do not fit type %s "
+                          "(blocks of %d)", t->name, (long long)ne0,
+                          hx_type_name(t->type), hx_type_block_elems(t->type));
+    m->n_t++;
+    return HX_OK;
+}
+
+static float inv_sqrt(int n) { return 1.0f / sqrtf((float)n); }
+
+static int add_attention(mk *m, int il)
+{
+    const hx_mkmodel_params *p = &m->p;
+    int64_t q = (int64_t)p->n_head * p->head_dim, kv = (int64_t)p->n_head_kv * p->head_dim;
+    float s = inv_sqrt(p->n_embd);
+    int rc;
+    if ((rc = add(m, "attn_norm", R_NORM, il, 1, p->n_embd, 1, 1, 0)) ||
+        (rc = add(m, "attn_q", R_MAT, il, 2, p->n_embd, q, 1, s)) ||
+        (rc = add(m, "attn_k", R_MAT, il, 2, p->n_embd, kv, 1, s)) ||
+        (rc = add(m, "attn_v", R_V, il, 2, p->n_embd, kv, 1, s)) ||
+        (rc = add(m, "attn_output", R_MAT, il, 2, q, p->n_embd, 1,
+                  inv_sqrt((int)q))))
+        return rc;
+    if (!m->qk_norm) return HX_OK;
+    if ((rc = add(m, "attn_q_norm", R_NORM, il, 1, p->head_dim, 1, 1, 0)) ||
+        (rc = add(m, "attn_k_norm", R_NORM, il, 1, p->head_dim, 1, 1, 0)))
+        return rc;
+    return HX_OK;
+}
+
+static int add_ffn(mk *m, int il)
+{
+    const hx_mkmodel_params *p = &m->p;
+    float s = inv_sqrt(p->n_embd);
+    int rc = add(m, "ffn_norm", R_NORM, il, 1, p->n_embd, 1, 1, 0);
+    if (rc) return rc;
+    if (!m->moe) {
+        if ((rc = add(m, "ffn_gate", R_MAT, il, 2, p->n_embd, p->n_ff, 1, s)) ||
+            (rc = add(m, "ffn_down", R_DOWN, il, 2, p->n_ff, p->n_embd, 1,
+                      inv_sqrt(p->n_ff))) ||
+            (rc = add(m, "ffn_up", R_MAT, il, 2, p->n_embd, p->n_ff, 1, s)))
+            return rc;
+        return HX_OK;
+    }
+    /* a wide router keeps the top-k choice clear of near ties */
+    if ((rc = add(m, "ffn_gate_inp", R_ROUTER, il, 2, p->n_embd, p->n_expert,
+                  1, 4.0f * s)) ||
+        (rc = add(m, "ffn_gate_exps", R_MAT, il, 3, p->n_embd, p->n_ff_exp,
+                  p->n_expert, s)) ||
+        (rc = add(m, "ffn_down_exps", R_DOWN, il, 3, p->n_ff_exp, p->n_embd,
+                  p->n_expert, inv_sqrt(p->n_ff_exp))) ||
+        (rc = add(m, "ffn_up_exps", R_MAT, il, 3, p->n_embd, p->n_ff_exp,
+                  p->n_expert, s)))
+        return rc;
+    return HX_OK;
+}
+
+static int add_tensors(mk *m, int n_vocab)
+{
+    const hx_mkmodel_params *p = &m->p;
+    int rc = add(m, "token_embd", R_EMBD, -1, 2, p->n_embd, n_vocab, 1, 1.0f);
+    for (int il = 0; !rc && il < p->n_layer; il++)
+        if (!(rc = add_attention(m, il))) rc = add_ffn(m, il);
+    if (!rc) rc = add(m, "output_norm", R_NORM, -1, 1, p->n_embd, 1, 1, 0);
+    if (!rc && !p->tied_output)
+        rc = add(m, "output", R_OUTPUT, -1, 2, p->n_embd, n_vocab, 1,
+                 2.0f * inv_sqrt(p->n_embd));
+    return rc;
+}
+
+/* ---- metadata ---- */
+typedef struct ftype_info {
+    const char *name;
+    int type, mix_m, file_type; /* file_type: llama.cpp's LLAMA_FTYPE */
+} ftype_info;
+
+static const ftype_info k_ftypes[] = {
+    {"F32", HX_TYPE_F32, 0, 0},     {"F16", HX_TYPE_F16, 0, 1},
+    {"BF16", HX_TYPE_BF16, 0, 32},  {"Q8_0", HX_TYPE_Q8_0, 0, 7},
+    {"Q4_0", HX_TYPE_Q4_0, 0, 2},   {"Q4_K", HX_TYPE_Q4_K, 0, 14},
+    {"Q5_K", HX_TYPE_Q5_K, 0, 16},  {"Q6_K", HX_TYPE_Q6_K, 0, 18},
+    {"Q4_K_M", HX_TYPE_Q4_K, 1, 15}, {"Q5_K_M", HX_TYPE_Q5_K, 1, 17},
+};
+
+static const ftype_info *find_ftype(const char *name)
+{
+    for (size_t i = 0; i < sizeof k_ftypes / sizeof k_ftypes[0]; i++)
+        if (!strcmp(k_ftypes[i].name, name)) return &k_ftypes[i];
+    return NULL;
+}
+
+static int set_arch_u32(hx_gguf_writer *w, const char *arch, const char *key,
+                        uint32_t v)
+{
+    char k[128];
+    snprintf(k, sizeof k, "%s.%s", arch, key);
+    return hx_gguf_set_u32(w, k, v);
+}
+
+static int set_hparams(hx_gguf_writer *w, const mk *m, int file_type)
+{
+    const hx_mkmodel_params *p = &m->p;
+    const char *a = p->arch;
+    char k[128];
+    int rc = hx_gguf_set_str(w, "general.architecture", a);
+    rc = rc ? rc : hx_gguf_set_str(w, "general.name", "hearth random test model");
+    rc = rc ? rc : hx_gguf_set_u32(w, "general.alignment", 32);
+    rc = rc ? rc : hx_gguf_set_u32(w, "general.file_type", (uint32_t)file_type);
+    rc = rc ? rc : set_arch_u32(w, a, "block_count", (uint32_t)p->n_layer);
+    rc = rc ? rc : set_arch_u32(w, a, "context_length", (uint32_t)p->n_ctx);
+    rc = rc ? rc : set_arch_u32(w, a, "embedding_length", (uint32_t)p->n_embd);
+    rc = rc ? rc : set_arch_u32(w, a, "feed_forward_length", (uint32_t)p->n_ff);
+    rc = rc ? rc : set_arch_u32(w, a, "attention.head_count", (uint32_t)p->n_head);
+    rc = rc ? rc : set_arch_u32(w, a, "attention.head_count_kv", (uint32_t)p->n_head_kv);
+    rc = rc ? rc : set_arch_u32(w, a, "attention.key_length", (uint32_t)p->head_dim);
+    rc = rc ? rc : set_arch_u32(w, a, "attention.value_length", (uint32_t)p->head_dim);
+    rc = rc ? rc : set_arch_u32(w, a, "rope.dimension_count", (uint32_t)p->head_dim);
+    snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", a);
+    rc = rc ? rc : hx_gguf_set_f32(w, k, p->rms_eps);
+    snprintf(k, sizeof k, "%s.rope.freq_base", a);
+    rc = rc ? rc : hx_gguf_set_f32(w, k, p->rope_base);
+    if (rc || !m->moe) return rc;
+    rc = set_arch_u32(w, a, "expert_count", (uint32_t)p->n_expert);
+    rc = rc ? rc : set_arch_u32(w, a, "expert_used_count", (uint32_t)p->n_expert_used);
+    rc = rc ? rc : set_arch_u32(w, a, "expert_feed_forward_length", (uint32_t)p->n_ff_exp);
+    return rc;
+}
+
+/* Copies one key of the vocabulary file, whatever its type. */
+static int copy_key(hx_gguf_writer *w, const hx_gguf *g, int64_t i)
+{
+    const char *key = hx_gguf_key_at(g, i);
+    int vt = hx_gguf_kv_type(g, i);
+    if (vt == HX_GGUF_ARRAY) {
+        int et;
+        uint64_t n;
+        int rc = hx_gguf_get_arr(g, key, &et, &n);
+        if (rc) return rc;
+        if (et != HX_GGUF_STRING)
+            return hx_gguf_set_arr(w, key, et, hx_gguf_arr_data(g, key), n);
+        const char **s = hx_malloc_array(n ? n : 1, sizeof *s);
+        size_t *len = hx_malloc_array(n ? n : 1, sizeof *len);
+        if (!s || !len) rc = HX_ERR_NOMEM;
+        for (uint64_t j = 0; !rc && j < n; j++) s[j] = hx_gguf_arr_str(g, key, j, &len[j]);
+        if (!rc) rc = hx_gguf_set_arr_str(w, key, s, len, n);
+        free(s);
+        free(len);
+        return rc;
+    }
+    if (vt == HX_GGUF_STRING) {
+        const char *v;
+        int rc = hx_gguf_get_str(g, key, &v);
+        return rc ? rc : hx_gguf_set_str(w, key, v);
+    }
+    if (vt == HX_GGUF_F32 || vt == HX_GGUF_F64) {
+        float f;
+        int rc = hx_gguf_get_f32(g, key, &f);
+        return rc ? rc : hx_gguf_set_f32(w, key, f);
+    }
+    int64_t v;
+    int rc = hx_gguf_get_i64(g, key, &v);
+    if (rc) return rc;
+    switch (vt) { /* keep the file's type: llama.cpp checks some of them */
+    case HX_GGUF_U8: case HX_GGUF_BOOL: { uint8_t x = (uint8_t)v; return hx_gguf_set_val(w, key, vt, &x); }
+    case HX_GGUF_I8: { int8_t x = (int8_t)v; return hx_gguf_set_val(w, key, vt, &x); }
+    case HX_GGUF_U16: { uint16_t x = (uint16_t)v; return hx_gguf_set_val(w, key, vt, &x); }
+    case HX_GGUF_I16: { int16_t x = (int16_t)v; return hx_gguf_set_val(w, key, vt, &x); }
+    case HX_GGUF_U32: { uint32_t x = (uint32_t)v; return hx_gguf_set_val(w, key, vt, &x); }
+    case HX_GGUF_I32: { int32_t x = (int32_t)v; return hx_gguf_set_val(w, key, vt, &x); }
+    case HX_GGUF_U64: { uint64_t x = (uint64_t)v; return hx_gguf_set_val(w, key, vt, &x); }
+    default: return hx_gguf_set_val(w, key, vt, &v);
+    }
+}
+
+/* Copies the tokenizer.* keys; *n_vocab = the number of tokens. */
+static int copy_vocab(hx_gguf_writer *w, const char *path, int *n_vocab,
+                      hx_err *err)
+{
+    hx_gguf *g;
+    hx_err e = {0};
+    int rc = hx_gguf_open(path, &g, &e);
+    if (rc) return hx_err_wrap(err, &e, path);
+    int et;
+    uint64_t n = 0;
+    if (hx_gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &n) != HX_OK ||
+        et != HX_GGUF_STRING || n == 0 || n > INT32_MAX) {
+        hx_gguf_close(g);
+        return hx_err_set(err, HX_ERR_FORMAT,
+                          "%s: no tokenizer.ggml.tokens string array", path);
+    }
+    *n_vocab = (int)n;
+    for (int64_t i = 0; !rc && i < hx_gguf_n_kv(g); i++)
+        if (!strncmp(hx_gguf_key_at(g, i), "tokenizer.", 10))
+            rc = copy_key(w, g, i);
+    hx_gguf_close(g);
+    if (rc) return hx_err_set(err, rc, "%s: copying the tokenizer: %s", path,
+                              hx_rc_str(rc));
+    return HX_OK;
+}
+
+hx_mkmodel_params hx_mkmodel_default_params(void)
+{
+    hx_mkmodel_params p;
+    memset(&p, 0, sizeof p);
+    p.arch = "qwen3";
+    p.ftype = "F32";
+    p.n_vocab = 512;
+    p.n_ctx = 4096;
+    p.n_layer = 2;
+    p.n_embd = 256;
+    p.n_head = 4;
+    p.n_head_kv = 2;
+    p.head_dim = 64;
+    p.n_ff = 512;
+    p.n_expert = 4;
+    p.n_expert_used = 2;
+    p.n_ff_exp = 256;
+    p.rms_eps = 1e-6f;
+    p.seed = 1;
+    return p;
+}
+
+static int check_params(mk *m, hx_err *err)
+{
+    hx_mkmodel_params *p = &m->p;
+    const ftype_info *ft = p->ftype ? find_ftype(p->ftype) : NULL;
+    if (!p->arch || (strcmp(p->arch, "llama") && strcmp(p->arch, "qwen3") &&
+                     strcmp(p->arch, "qwen3moe")))
+        return hx_err_set(err, HX_ERR_INVALID,
+                          "unknown architecture '%s' (llama, qwen3, qwen3moe)",
+                          p->arch ? p->arch : "(null)");
+    if (!ft)
+        return hx_err_set(err, HX_ERR_INVALID,
+                          "unknown type '%s' (F32 F16 BF16 Q8_0 Q4_0 Q4_K "
+                          "Q5_K Q6_K Q4_K_M Q5_K_M)",
+                          p->ftype ? p->ftype : "(null)");
+    m->base_type = ft->type;
+    m->mix_m = ft->mix_m;
+    m->moe = !strcmp(p->arch, "qwen3moe");
+    m->qk_norm = strcmp(p->arch, "llama") != 0;
+    if (p->rope_base <= 0) p->rope_base = m->qk_norm ? 1e6f : 1e4f;
+    if (p->n_layer < 1 || p->n_embd < 1 || p->n_head < 1 ||
+        p->n_head_kv < 1 || p->head_dim < 1 || p->n_ctx < 1 ||
+        p->n_head % p->n_head_kv || (!m->moe && p->n_ff < 1) ||
+        (!p->vocab_path && p->n_vocab < 1) || !(p->rms_eps > 0))
+        return hx_err_set(err, HX_ERR_INVALID,
+                          "bad shape: every size must be positive and "
+                          "n_head a multiple of n_head_kv");
+    if (m->moe && (p->n_expert < 1 || p->n_expert_used < 1 ||
+                   p->n_expert_used > p->n_expert || p->n_ff_exp < 1))
+        return hx_err_set(err, HX_ERR_INVALID,
+                          "bad MoE shape: need 1 <= n_expert_used <= "
+                          "n_expert and n_ff_exp >= 1");
+    return HX_OK;
+}
+
+int hx_mkmodel_write(const hx_mkmodel_params *params, const char *path,
+                     hx_err *err)
+{
+    mk m;
+    memset(&m, 0, sizeof m);
+    m.p = params ? *params : hx_mkmodel_default_params();
+    m.err = err;
+    int rc = check_params(&m, err);
+    if (rc) return rc;
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    if (!w) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    int n_vocab = m.p.n_vocab;
+    if (m.p.vocab_path) rc = copy_vocab(w, m.p.vocab_path, &n_vocab, err);
+    const ftype_info *ft = find_ftype(m.p.ftype);
+    if (!rc && (rc = set_hparams(w, &m, ft->file_type)))
+        hx_err_set(err, rc, "writing metadata: %s", hx_rc_str(rc));
+    if (!rc) rc = add_tensors(&m, n_vocab);
+    for (int i = 0; !rc && i < m.n_t; i++) {
+        mk_tensor *t = &m.t[i];
+        rc = hx_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, NULL,
+                                fill_tensor, t);
+        if (rc) hx_err_set(err, rc, "adding tensor %s: %s", t->name, hx_rc_str(rc));
+    }
+    if (!rc) rc = hx_gguf_writer_write(w, path, err);
+    hx_gguf_writer_free(w);
+    free(m.t);
+    return rc;
+}
