@@ -178,6 +178,7 @@ int hx_buf_reserve(hx_buf *b, size_t extra)
     if (!p) return b->oom = 1, HX_ERR_NOMEM;
     b->data = p;
     b->cap = cap;
+    b->data[b->len] = '\0';
     return HX_OK;
 }
 

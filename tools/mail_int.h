@@ -1,0 +1,94 @@
+/* mail_int.h: tools-internal API of the mail tools: RFC 5322 / MIME
+ * parsing into UTF-8 text, Maildir listing and delivery, message
+ * composition, and the search index. */
+#ifndef HX_MAIL_INT_H
+#define HX_MAIL_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "tools/tools.h"
+
+/* ---- parsing (tools/mime.c) ---- */
+typedef struct hx_mail_att {
+    char *filename;     /* UTF-8, may be "" */
+    char *content_type; /* lower case, "application/pdf" */
+    size_t size;        /* decoded bytes */
+} hx_mail_att;
+
+typedef struct hx_message {
+    char *message_id, *from, *to, *cc, *subject, *in_reply_to, *references;
+    char *date_raw;
+    int64_t date;       /* Unix seconds; 0 if missing or unparsable */
+    char *text;         /* the body as UTF-8 text (text/plain preferred,
+                           else text/html reduced to text) */
+    hx_mail_att *att;
+    int n_att;
+    char *problems;     /* "" or what was wrong but recovered (broken MIME) */
+} hx_message;
+
+/* Parses a raw message (any bytes; never reads past len). Every string in
+ * the result is valid UTF-8 (invalid input bytes become U+FFFD). A message
+ * with no header/body separator or garbage is still parsed as far as it
+ * goes; only allocation failure is an error. Free with hx_message_free. */
+int hx_message_parse(const char *raw, size_t len, hx_message **out,
+                     hx_err *err);
+void hx_message_free(hx_message *m);
+
+/* Decodes an RFC 2047 header value (encoded words, folding) to UTF-8.
+ * Caller frees. */
+char *hx_mail_decode_header(const char *value, size_t len);
+/* Converts len bytes in charset to UTF-8 (iconv; unknown charsets are
+ * taken as UTF-8 then Latin-1). Caller frees. */
+char *hx_mail_to_utf8(const char *charset, const char *s, size_t len,
+                      size_t *out_len);
+/* Reduces HTML to readable text. Caller frees. */
+char *hx_mail_html_to_text(const char *html, size_t len);
+/* Parses an RFC 5322 date ("Tue, 1 Dec 2026 09:00:00 +0100"); 0 if bad. */
+int64_t hx_mail_parse_date(const char *s);
+/* Formats Unix time t at UTC offset off (seconds) as an RFC 5322 date. */
+void hx_mail_format_date(int64_t t, int off, char *buf, size_t n);
+
+/* ---- composition and delivery (tools/maildir.c) ---- */
+typedef struct hx_mail_draft {
+    const char *from, *to, *cc, *subject, *body; /* UTF-8 */
+    const char *in_reply_to, *references;        /* may be NULL */
+    /* optional extra part, e.g. an iTIP invitation */
+    const char *attach_type;     /* "text/calendar; method=REQUEST" */
+    const char *attach_name;     /* "invite.ics" */
+    const char *attach_data;
+    size_t attach_len;
+} hx_mail_draft;
+
+/* Composes an RFC 5322 message (MIME 1.0, UTF-8, encoded-word headers where
+ * needed, a fresh Message-ID, Date from hx_now). Caller frees *out. The
+ * Message-ID (without brackets) goes into msgid if not NULL. */
+int hx_mail_compose(const hx_mail_draft *d, char **out, size_t *len,
+                    char *msgid, size_t msgid_n, hx_err *err);
+/* Delivers a message into a Maildir (tmp/ written and fsynced, then linked
+ * into new/ or, with flags, cur/NAME:2,FLAGS). Creates the Maildir if
+ * needed. The unique name goes into name (>= 128 bytes) if not NULL. */
+int hx_maildir_deliver(const char *maildir, const char *msg, size_t len,
+                       const char *flags, char *name, size_t name_n,
+                       hx_err *err);
+
+/* One message file of a Maildir. */
+typedef struct hx_maildir_entry {
+    char *id;     /* unique name without the ":2,flags" suffix */
+    char *path;   /* full path */
+    char *flags;  /* "" or e.g. "RS" */
+    int64_t mtime;
+    int64_t size;
+} hx_maildir_entry;
+
+/* Lists cur/ and new/ of a Maildir. Caller frees with hx_maildir_list_free. */
+int hx_maildir_list(const char *maildir, hx_maildir_entry **out, int *n,
+                    hx_err *err);
+void hx_maildir_list_free(hx_maildir_entry *e, int n);
+
+/* ---- tool registration (tools/mail.c, tools/files.c) ---- */
+int hx_mail_register_tools(hx_tools *reg, hx_err *err);
+int hx_files_register_tools(hx_tools *reg, hx_err *err);
+
+#endif /* HX_MAIL_INT_H */
