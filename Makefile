@@ -25,7 +25,7 @@ deps_base := base
 deps_engine := engine base
 deps_sandbox := sandbox base
 deps_memory := memory base
-deps_tools := tools sandbox engine base
+deps_tools := tools sandbox base
 deps_lora := lora memory engine base
 deps_agent := agent tools memory lora sandbox engine base
 
@@ -86,7 +86,19 @@ test-build: $(BUILD)/hearth $(TEST_BINS) $(FUZZ_BINS)
 reference:
 	@sh scripts/fetch-reference.sh || echo "hearth: llama.cpp reference unavailable; differential tests will skip" >&2
 
+# The reference harness tests/ref/hxref.c (see tests/ref/ref.h): standalone,
+# linked only with -ldl; `test` builds it when the reference was fetched.
+HEARTH_REFERENCE ?= build/reference
+HXREF := $(BUILD)/tests/ref/hxref
+$(HXREF): tests/ref/hxref.c tests/ref/compat/gguf.h
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) \
+	    -isystem $(HEARTH_REFERENCE)/include -iquote tests/ref/compat \
+	    -o $@ $< -ldl
+
 test: test-build reference
+	@if [ -f $(HEARTH_REFERENCE)/include/llama.h ]; then \
+	    $(MAKE) --no-print-directory $(HXREF) || echo "hearth: hxref did not build; differential tests will skip" >&2; fi
 	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS)
 
 # Sanitizer builds run the unit tests clean (separate build directories).

@@ -1,0 +1,905 @@
+/* mail.c: the mail tools (mail.search, mail.read, mail.draft, mail.send,
+ * mail.reply) over the user's Maildir, with a SQLite FTS5 index in the
+ * cache directory that is brought up to date incrementally on each call. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tools/mail_int.h"
+
+#define INDEX_VERSION 1
+#define MAX_MAIL_BYTES (50u << 20) /* larger files are indexed by headers only */
+#define SNIPPET_CHARS 160
+#define READ_MAX_CHARS 16000
+
+typedef struct mail_index {
+    sqlite3 *db;
+    const char *maildir;
+} mail_index;
+
+/* ---- index ---- */
+
+static const char *const index_ddl =
+    "CREATE TABLE IF NOT EXISTS msg("
+    " rowid INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, folder TEXT NOT NULL,"
+    " path TEXT NOT NULL, size INTEGER, mtime INTEGER, flags TEXT, seen INTEGER,"
+    " date INTEGER, from_ TEXT, to_ TEXT, cc TEXT, subject TEXT,"
+    " message_id TEXT, snippet TEXT, n_att INTEGER);"
+    "CREATE INDEX IF NOT EXISTS msg_date ON msg(date);"
+    "CREATE VIRTUAL TABLE IF NOT EXISTS msg_fts USING fts5("
+    " subject, from_, to_, body, tokenize='unicode61 remove_diacritics 2');";
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int db_exec(sqlite3 *db, const char *sql, hx_err *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK) return HX_OK;
+    int rc = hx_err_set(err, HX_ERR_IO, "mail index: %s", msg ? msg : "?");
+    sqlite3_free(msg);
+    return rc;
+}
+
+/* Opens (creating or rebuilding when its version differs) the index of a
+ * Maildir. The index is a cache: a stale or broken one is recreated. */
+static int index_open(const char *maildir, mail_index *ix, hx_err *err)
+{
+    char dir[PATH_MAX], path[PATH_MAX + 64], real[PATH_MAX];
+    if (hx_path_cache(dir, sizeof dir) < 0)
+        return hx_err_set(err, HX_ERR_RANGE, "cache path too long");
+    int rc = hx_mkdirs(dir, err);
+    if (rc) return rc;
+    if (!realpath(maildir, real)) snprintf(real, sizeof real, "%s", maildir);
+    snprintf(path, sizeof path, "%s/mail-index-%016llx.sqlite", dir,
+             (unsigned long long)fnv1a(real));
+    ix->maildir = maildir;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (sqlite3_open(path, &ix->db) != SQLITE_OK) {
+            sqlite3_close(ix->db);
+            return hx_err_set(err, HX_ERR_IO, "%s: cannot open mail index", path);
+        }
+        sqlite3_busy_timeout(ix->db, 5000);
+        sqlite3_stmt *st = NULL;
+        int ver = -1;
+        if (sqlite3_prepare_v2(ix->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+            ver = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        if (ver == INDEX_VERSION || ver == 0) {
+            rc = db_exec(ix->db, "PRAGMA journal_mode=WAL", err);
+            if (!rc) rc = db_exec(ix->db, index_ddl, err);
+            if (!rc && ver == 0) rc = db_exec(ix->db, "PRAGMA user_version=1", err);
+            if (!rc) return HX_OK;
+        }
+        /* another version or unreadable: it is only a cache, rebuild it */
+        sqlite3_close(ix->db);
+        ix->db = NULL;
+        unlink(path);
+        char side[PATH_MAX + 80];
+        snprintf(side, sizeof side, "%s-wal", path);
+        unlink(side);
+        snprintf(side, sizeof side, "%s-shm", path);
+        unlink(side);
+    }
+    return hx_err_set(err, HX_ERR_IO, "%s: cannot create mail index", path);
+}
+
+static void index_close(mail_index *ix)
+{
+    sqlite3_close(ix->db);
+    ix->db = NULL;
+}
+
+/* A Maildir folder: the root ("INBOX") or a Maildir++ subfolder ".Name". */
+typedef struct folder_list {
+    char names[64][128];
+    char paths[64][PATH_MAX];
+    int n;
+} folder_list;
+
+static void list_folders(const char *maildir, folder_list *fl)
+{
+    fl->n = 0;
+    snprintf(fl->names[0], sizeof fl->names[0], "INBOX");
+    snprintf(fl->paths[0], sizeof fl->paths[0], "%s", maildir);
+    fl->n = 1;
+    DIR *d = opendir(maildir);
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d)) && fl->n < 64) {
+        if (de->d_name[0] != '.' || !strcmp(de->d_name, ".") ||
+            !strcmp(de->d_name, "..") || strlen(de->d_name) >= 120)
+            continue;
+        char cur[PATH_MAX];
+        struct stat st;
+        snprintf(cur, sizeof cur, "%s/%s/cur", maildir, de->d_name);
+        if (stat(cur, &st) || !S_ISDIR(st.st_mode)) continue;
+        snprintf(fl->names[fl->n], sizeof fl->names[0], "%s", de->d_name + 1);
+        snprintf(fl->paths[fl->n], sizeof fl->paths[0], "%s/%s", maildir, de->d_name);
+        fl->n++;
+    }
+    closedir(d);
+}
+
+/* Snippet: the first SNIPPET_CHARS characters of the text on one line. */
+static char *make_snippet(const char *text)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    int chars = 0, space = 0;
+    for (const char *p = text; *p && chars < SNIPPET_CHARS; p++) {
+        if (*p == '\n' || *p == '\t' || *p == ' ') {
+            space = b.len > 0;
+            continue;
+        }
+        if (space) hx_buf_putc(&b, ' '), chars++, space = 0;
+        hx_buf_putc(&b, *p);
+        if (((unsigned char)*p & 0xc0) != 0x80) chars++;
+    }
+    /* do not cut inside a UTF-8 sequence */
+    while (b.len && ((unsigned char)b.data[b.len - 1] & 0xc0) == 0x80) {
+        size_t k = b.len;
+        while (k && ((unsigned char)b.data[k - 1] & 0xc0) == 0x80) k--;
+        if (k && b.len - k + 1 < 4 && ((unsigned char)b.data[k - 1] >> 6) == 3) {
+            unsigned char lead = (unsigned char)b.data[k - 1];
+            size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+            if (b.len - k + 1 < want) b.len = k - 1;
+        }
+        break;
+    }
+    if (!b.data) hx_buf_reserve(&b, 0);
+    b.data[b.len] = '\0';
+    return hx_buf_steal(&b, NULL);
+}
+
+static int bind_text(sqlite3_stmt *st, int i, const char *s)
+{
+    return sqlite3_bind_text(st, i, s ? s : "", -1, SQLITE_TRANSIENT);
+}
+
+/* Reads and parses one message file; a file too large or unreadable is
+ * indexed with what can be read (its headers) so search still finds it. */
+static hx_message *parse_file(const char *path)
+{
+    char *raw = NULL;
+    size_t len = 0;
+    hx_err e;
+    hx_message *m = NULL;
+    int rc = hx_read_file(path, MAX_MAIL_BYTES, &raw, &len, &e);
+    if (rc == HX_ERR_RANGE) {
+        FILE *f = fopen(path, "rb");
+        raw = malloc(65536);
+        len = f && raw ? fread(raw, 1, 65536, f) : 0;
+        if (f) fclose(f);
+        rc = raw ? HX_OK : HX_ERR_NOMEM;
+    }
+    if (rc == HX_OK) hx_message_parse(raw, len, &m, &e);
+    free(raw);
+    return m;
+}
+
+static int index_insert(mail_index *ix, const hx_maildir_entry *e,
+                        const char *folder)
+{
+    hx_message *m = parse_file(e->path);
+    if (!m) return 0; /* vanished or unreadable: skipped this time */
+    char *snip = make_snippet(m->text);
+    sqlite3_stmt *st = NULL;
+    int ok = sqlite3_prepare_v2(ix->db,
+        "INSERT OR REPLACE INTO msg(id,folder,path,size,mtime,flags,seen,date,"
+        "from_,to_,cc,subject,message_id,snippet,n_att)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) == SQLITE_OK;
+    if (ok) {
+        bind_text(st, 1, e->id);
+        bind_text(st, 2, folder);
+        bind_text(st, 3, e->path);
+        sqlite3_bind_int64(st, 4, e->size);
+        sqlite3_bind_int64(st, 5, e->mtime);
+        bind_text(st, 6, e->flags);
+        sqlite3_bind_int(st, 7, strchr(e->flags, 'S') != NULL);
+        sqlite3_bind_int64(st, 8, m->date);
+        bind_text(st, 9, m->from);
+        bind_text(st, 10, m->to);
+        bind_text(st, 11, m->cc);
+        bind_text(st, 12, m->subject);
+        bind_text(st, 13, m->message_id);
+        bind_text(st, 14, snip);
+        sqlite3_bind_int(st, 15, m->n_att);
+        ok = sqlite3_step(st) == SQLITE_DONE;
+    }
+    sqlite3_finalize(st);
+    sqlite3_int64 rowid = sqlite3_last_insert_rowid(ix->db);
+    if (ok && sqlite3_prepare_v2(ix->db,
+            "INSERT INTO msg_fts(rowid,subject,from_,to_,body) VALUES(?,?,?,?,?)",
+            -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, rowid);
+        bind_text(st, 2, m->subject);
+        bind_text(st, 3, m->from);
+        bind_text(st, 4, m->to);
+        bind_text(st, 5, m->text);
+        ok = sqlite3_step(st) == SQLITE_DONE;
+        sqlite3_finalize(st);
+    }
+    free(snip);
+    hx_message_free(m);
+    return ok ? 0 : -1;
+}
+
+static void index_delete_id(mail_index *ix, const char *id)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(ix->db,
+            "DELETE FROM msg_fts WHERE rowid=(SELECT rowid FROM msg WHERE id=?)",
+            -1, &st, NULL) == SQLITE_OK) {
+        bind_text(st, 1, id);
+        sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(ix->db, "DELETE FROM msg WHERE id=?", -1, &st, NULL) ==
+        SQLITE_OK) {
+        bind_text(st, 1, id);
+        sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
+}
+
+/* Brings one listed entry up to date: 0 unchanged, 1 updated or added. */
+static int index_entry(mail_index *ix, sqlite3_stmt *look,
+                       const hx_maildir_entry *e, const char *folder)
+{
+    sqlite3_reset(look);
+    bind_text(look, 1, e->id);
+    if (sqlite3_step(look) == SQLITE_ROW) {
+        int same_file = sqlite3_column_int64(look, 1) == e->size &&
+                        sqlite3_column_int64(look, 2) == e->mtime;
+        const char *path = (const char *)sqlite3_column_text(look, 0);
+        if (same_file && path && !strcmp(path, e->path)) return 0;
+        if (same_file) { /* renamed (flags changed): no need to reparse */
+            sqlite3_stmt *st = NULL;
+            if (sqlite3_prepare_v2(ix->db,
+                    "UPDATE msg SET path=?,flags=?,seen=?,folder=? WHERE id=?",
+                    -1, &st, NULL) == SQLITE_OK) {
+                bind_text(st, 1, e->path);
+                bind_text(st, 2, e->flags);
+                sqlite3_bind_int(st, 3, strchr(e->flags, 'S') != NULL);
+                bind_text(st, 4, folder);
+                bind_text(st, 5, e->id);
+                sqlite3_step(st);
+            }
+            sqlite3_finalize(st);
+            return 1;
+        }
+        sqlite3_reset(look);
+        index_delete_id(ix, e->id);
+    }
+    sqlite3_reset(look);
+    index_insert(ix, e, folder);
+    return 1;
+}
+
+/* Removes rows whose file is no longer listed (ids kept in a temp table). */
+static void index_prune(mail_index *ix)
+{
+    sqlite3_exec(ix->db,
+        "DELETE FROM msg_fts WHERE rowid IN (SELECT rowid FROM msg WHERE id NOT IN"
+        " (SELECT id FROM temp.seen));"
+        "DELETE FROM msg WHERE id NOT IN (SELECT id FROM temp.seen);",
+        NULL, NULL, NULL);
+}
+
+static int sync_folder(mail_index *ix, const char *path, const char *folder,
+                       sqlite3_stmt *look, sqlite3_stmt *mark, hx_progress *pr,
+                       int *done, hx_err *err)
+{
+    hx_maildir_entry *es;
+    int n;
+    int rc = hx_maildir_list(path, &es, &n, err);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++) {
+        sqlite3_reset(mark);
+        bind_text(mark, 1, es[i].id);
+        sqlite3_step(mark);
+        if (index_entry(ix, look, &es[i], folder)) {
+            (*done)++;
+            hx_progress_update(pr, *done, "messages indexed");
+        }
+    }
+    hx_maildir_list_free(es, n);
+    return HX_OK;
+}
+
+/* Makes the index match the Maildir's current files. */
+static int index_sync(mail_index *ix, hx_err *err)
+{
+    folder_list *fl = malloc(sizeof *fl);
+    if (!fl) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    list_folders(ix->maildir, fl);
+    int rc = db_exec(ix->db, "CREATE TEMP TABLE IF NOT EXISTS seen(id TEXT PRIMARY KEY);"
+                             "DELETE FROM temp.seen; BEGIN", err);
+    sqlite3_stmt *look = NULL, *mark = NULL;
+    if (!rc) {
+        sqlite3_prepare_v2(ix->db, "SELECT path,size,mtime FROM msg WHERE id=?", -1,
+                           &look, NULL);
+        sqlite3_prepare_v2(ix->db, "INSERT OR IGNORE INTO temp.seen VALUES(?)", -1,
+                           &mark, NULL);
+        if (!look || !mark) rc = hx_err_set(err, HX_ERR_IO, "mail index: %s",
+                                            sqlite3_errmsg(ix->db));
+    }
+    hx_progress pr;
+    hx_progress_start(&pr, "indexing mail", 0);
+    int done = 0;
+    for (int i = 0; !rc && i < fl->n; i++)
+        rc = sync_folder(ix, fl->paths[i], fl->names[i], look, mark, &pr, &done, err);
+    sqlite3_finalize(look);
+    sqlite3_finalize(mark);
+    if (!rc) {
+        index_prune(ix);
+        rc = db_exec(ix->db, "COMMIT", err);
+    } else
+        sqlite3_exec(ix->db, "ROLLBACK", NULL, NULL, NULL);
+    if (done) hx_progress_finish(&pr);
+    free(fl);
+    return rc;
+}
+
+static int index_ready(const hx_tools *reg, mail_index *ix, hx_err *err)
+{
+    const hx_config *cfg = hx_tools_config(reg);
+    if (!cfg || !cfg->maildir || !*cfg->maildir)
+        return hx_err_set(err, HX_ERR_NOTFOUND, "no Maildir configured (\"maildir\" in config.json)");
+    int rc = index_open(cfg->maildir, ix, err);
+    if (!rc) rc = index_sync(ix, err);
+    if (rc) index_close(ix);
+    return rc;
+}
+
+/* ---- argument helpers ---- */
+
+static const char *arg_str(const cJSON *args, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
+    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+}
+
+static int arg_int(const cJSON *args, const char *name, int def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
+    return cJSON_IsNumber(v) ? (int)v->valuedouble : def;
+}
+
+static int arg_bool(const cJSON *args, const char *name)
+{
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, name));
+}
+
+/* Days since epoch for a civil date (UTC). */
+static int64_t civil_days(int y, int m, int d)
+{
+    y -= m <= 2;
+    int era = (y >= 0 ? y : y - 399) / 400;
+    int yoe = y - era * 400;
+    int doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    return (int64_t)era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+}
+
+/* ISO 8601 date or date-time (offset optional: the user's current offset)
+ * to Unix seconds; -1 if it is not one. */
+static int64_t parse_iso(const char *s)
+{
+    int y, mo, d, h = 0, mi = 0, se = 0, n = 0;
+    if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10) return -1;
+    const char *p = s + 10;
+    if (*p == 'T' || *p == ' ') {
+        int k = 0;
+        if (sscanf(p + 1, "%2d:%2d%n", &h, &mi, &k) < 2) return -1;
+        p += 1 + k;
+        if (*p == ':' && sscanf(p + 1, "%2d%n", &se, &k) == 1) p += 1 + k;
+    }
+    int off;
+    hx_now(&off);
+    if (*p == 'Z') off = 0;
+    else if ((*p == '+' || *p == '-') && strlen(p) >= 6)
+        off = (atoi(p + 1) * 3600 + atoi(p + 4) * 60) * (*p == '-' ? -1 : 1);
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59) return -1;
+    return civil_days(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
+}
+
+static void iso_time(int64_t t, char *buf, size_t n)
+{
+    int off;
+    hx_now(&off);
+    time_t tt = (time_t)(t + off);
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    int ao = off < 0 ? -off : off;
+    char base[32];
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, n, "%s%c%02d:%02d", base, off < 0 ? '-' : '+', ao / 3600 % 100,
+             ao / 60 % 60);
+}
+
+/* ---- mail.search ---- */
+
+/* FTS5 query of quoted terms: user text can never be FTS syntax. */
+static char *fts_query(const char *text)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    const unsigned char *p = (const unsigned char *)text;
+    while (*p) {
+        while (*p && *p < 0x80 && !isalnum(*p)) p++;
+        if (!*p) break;
+        if (b.len) hx_buf_putc(&b, ' ');
+        hx_buf_putc(&b, '"');
+        while (*p && (*p >= 0x80 || isalnum(*p))) hx_buf_putc(&b, (char)*p++);
+        hx_buf_putc(&b, '"');
+    }
+    if (!b.data) return NULL;
+    return hx_buf_steal(&b, NULL);
+}
+
+typedef struct search_q {
+    hx_buf sql;
+    const char *binds[8];
+    int n_binds;
+    int64_t since, until;
+} search_q;
+
+static void like_filter(search_q *q, const char *col, const char *v, char *pat,
+                        size_t n)
+{
+    if (!v) return;
+    snprintf(pat, n, "%%%s%%", v);
+    hx_buf_printf(&q->sql, " AND %s LIKE ?", col);
+    q->binds[q->n_binds++] = pat;
+}
+
+static int build_search(const cJSON *args, search_q *q, char pats[4][512],
+                        char **fts, hx_err *err)
+{
+    hx_buf_init(&q->sql);
+    q->n_binds = 0;
+    hx_buf_puts(&q->sql, "SELECT m.rowid,m.id,m.date,m.from_,m.subject,m.snippet,"
+                         "m.seen,m.folder,m.n_att FROM msg m WHERE 1");
+    const char *since = arg_str(args, "since"), *until = arg_str(args, "until");
+    q->since = since ? parse_iso(since) : 0;
+    q->until = until ? parse_iso(until) : 0;
+    if ((since && q->since < 0) || (until && q->until < 0))
+        return hx_err_set(err, HX_ERR_INVALID,
+                          "since/until must be ISO 8601 dates like 2026-12-01");
+    if (since) hx_buf_printf(&q->sql, " AND m.date >= %lld", (long long)q->since);
+    if (until) {
+        /* a bare date means the whole day */
+        int64_t u = strlen(until) == 10 ? q->until + 86400 : q->until;
+        hx_buf_printf(&q->sql, " AND m.date < %lld", (long long)u);
+    }
+    like_filter(q, "m.from_", arg_str(args, "from"), pats[0], sizeof pats[0]);
+    if (arg_str(args, "to")) {
+        snprintf(pats[1], sizeof pats[1], "%%%s%%", arg_str(args, "to"));
+        hx_buf_puts(&q->sql, " AND (m.to_ LIKE ? OR m.cc LIKE ?)");
+        q->binds[q->n_binds++] = pats[1];
+        q->binds[q->n_binds++] = pats[1];
+    }
+    like_filter(q, "m.subject", arg_str(args, "subject"), pats[2], sizeof pats[2]);
+    if (arg_str(args, "folder")) {
+        snprintf(pats[3], sizeof pats[3], "%s", arg_str(args, "folder"));
+        hx_buf_puts(&q->sql, " AND m.folder = ?");
+        q->binds[q->n_binds++] = pats[3];
+    }
+    if (arg_bool(args, "unread")) hx_buf_puts(&q->sql, " AND m.seen = 0");
+    *fts = arg_str(args, "text") ? fts_query(arg_str(args, "text")) : NULL;
+    if (*fts) {
+        hx_buf_puts(&q->sql, " AND m.rowid IN (SELECT rowid FROM msg_fts WHERE msg_fts MATCH ?)");
+        q->binds[q->n_binds++] = *fts;
+    }
+    hx_buf_puts(&q->sql, " ORDER BY m.date DESC, m.id");
+    return q->sql.oom ? hx_err_set(err, HX_ERR_NOMEM, "out of memory") : HX_OK;
+}
+
+/* Compiles the regex argument (UTF, caseless, JIT when available). */
+static pcre2_code *compile_regex(const char *re, hx_err *err)
+{
+    int ec;
+    PCRE2_SIZE off;
+    pcre2_code *code = pcre2_compile((PCRE2_SPTR)re, PCRE2_ZERO_TERMINATED,
+                                     PCRE2_UTF | PCRE2_UCP | PCRE2_CASELESS |
+                                         PCRE2_MATCH_INVALID_UTF,
+                                     &ec, &off, NULL);
+    if (!code) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(ec, msg, sizeof msg);
+        hx_err_set(err, HX_ERR_INVALID, "regex: %s at offset %zu", (char *)msg,
+                   (size_t)off);
+        return NULL;
+    }
+    pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+    return code;
+}
+
+static int regex_hit(pcre2_code *re, pcre2_match_data *md, const char *s)
+{
+    return s && pcre2_match(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
+}
+
+/* Whether the row's subject, sender or body matches the regex. */
+static int row_matches_regex(mail_index *ix, pcre2_code *re,
+                             pcre2_match_data *md, sqlite3_stmt *row)
+{
+    if (regex_hit(re, md, (const char *)sqlite3_column_text(row, 4)) ||
+        regex_hit(re, md, (const char *)sqlite3_column_text(row, 3)))
+        return 1;
+    sqlite3_stmt *st = NULL;
+    int hit = 0;
+    if (sqlite3_prepare_v2(ix->db, "SELECT body FROM msg_fts WHERE rowid=?", -1, &st,
+                           NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, sqlite3_column_int64(row, 0));
+        if (sqlite3_step(st) == SQLITE_ROW)
+            hit = regex_hit(re, md, (const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    return hit;
+}
+
+static cJSON *row_json(sqlite3_stmt *row)
+{
+    char date[64];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", (const char *)sqlite3_column_text(row, 1));
+    iso_time(sqlite3_column_int64(row, 2), date, sizeof date);
+    cJSON_AddStringToObject(o, "date", date);
+    cJSON_AddStringToObject(o, "from", (const char *)sqlite3_column_text(row, 3));
+    cJSON_AddStringToObject(o, "subject", (const char *)sqlite3_column_text(row, 4));
+    cJSON_AddStringToObject(o, "snippet", (const char *)sqlite3_column_text(row, 5));
+    cJSON_AddBoolToObject(o, "unread", !sqlite3_column_int(row, 6));
+    cJSON_AddStringToObject(o, "folder", (const char *)sqlite3_column_text(row, 7));
+    cJSON_AddNumberToObject(o, "attachments", sqlite3_column_int(row, 8));
+    return o;
+}
+
+static int run_search(mail_index *ix, search_q *q, pcre2_code *re, int limit,
+                      cJSON *out, hx_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(ix->db, q->sql.data, -1, &st, NULL) != SQLITE_OK)
+        return hx_err_set(err, HX_ERR_INTERNAL, "mail search: %s", sqlite3_errmsg(ix->db));
+    for (int i = 0; i < q->n_binds; i++) bind_text(st, i + 1, q->binds[i]);
+    pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
+    cJSON *arr = cJSON_AddArrayToObject(out, "messages");
+    int n = 0, total = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (re && !row_matches_regex(ix, re, md, st)) continue;
+        total++;
+        if (n < limit) cJSON_AddItemToArray(arr, row_json(st)), n++;
+    }
+    cJSON_AddNumberToObject(out, "total", total);
+    pcre2_match_data_free(md);
+    sqlite3_finalize(st);
+    return HX_OK;
+}
+
+static int tool_search(hx_tools *reg, void *user, const cJSON *args,
+                       cJSON **result, hx_err *err)
+{
+    (void)user;
+    mail_index ix;
+    search_q q;
+    char pats[4][512];
+    char *fts = NULL;
+    pcre2_code *re = NULL;
+    int rc = build_search(args, &q, pats, &fts, err);
+    if (!rc && arg_str(args, "regex") && !(re = compile_regex(arg_str(args, "regex"), err)))
+        rc = err->rc;
+    if (!rc) rc = index_ready(reg, &ix, err);
+    if (!rc) {
+        cJSON *out = cJSON_CreateObject();
+        rc = run_search(&ix, &q, re, arg_int(args, "limit", 20), out, err);
+        index_close(&ix);
+        if (rc) cJSON_Delete(out);
+        else *result = out;
+    }
+    pcre2_code_free(re);
+    free(fts);
+    hx_buf_free(&q.sql);
+    return rc;
+}
+
+/* ---- mail.read ---- */
+
+static int lookup_path(mail_index *ix, const char *id, char *path, size_t n,
+                       char *folder, size_t fn)
+{
+    sqlite3_stmt *st = NULL;
+    int found = 0;
+    if (sqlite3_prepare_v2(ix->db, "SELECT path,folder FROM msg WHERE id=?", -1, &st,
+                           NULL) == SQLITE_OK) {
+        bind_text(st, 1, id);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            snprintf(path, n, "%s", (const char *)sqlite3_column_text(st, 0));
+            snprintf(folder, fn, "%s", (const char *)sqlite3_column_text(st, 1));
+            found = 1;
+        }
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
+/* Parses the message with the given id; *m owned by the caller. */
+static int load_message(hx_tools *reg, const char *id, hx_message **m,
+                        char *folder, size_t fn, hx_err *err)
+{
+    mail_index ix;
+    char path[PATH_MAX];
+    int rc = index_ready(reg, &ix, err);
+    if (rc) return rc;
+    int found = lookup_path(&ix, id, path, sizeof path, folder, fn);
+    index_close(&ix);
+    if (!found) return hx_err_set(err, HX_ERR_NOTFOUND, "no message with id '%s'", id);
+    char *raw;
+    size_t len;
+    rc = hx_read_file(path, MAX_MAIL_BYTES, &raw, &len, err);
+    if (rc) return rc;
+    rc = hx_message_parse(raw, len, m, err);
+    free(raw);
+    return rc;
+}
+
+static cJSON *message_json(const hx_message *m, const char *id, const char *folder)
+{
+    cJSON *o = cJSON_CreateObject();
+    char date[64];
+    cJSON_AddStringToObject(o, "id", id);
+    cJSON_AddStringToObject(o, "folder", folder);
+    cJSON_AddStringToObject(o, "from", m->from);
+    cJSON_AddStringToObject(o, "to", m->to);
+    if (*m->cc) cJSON_AddStringToObject(o, "cc", m->cc);
+    cJSON_AddStringToObject(o, "subject", m->subject);
+    iso_time(m->date, date, sizeof date);
+    cJSON_AddStringToObject(o, "date", m->date ? date : m->date_raw);
+    cJSON_AddStringToObject(o, "message_id", m->message_id);
+    size_t len = strlen(m->text), cut = len;
+    if (cut > READ_MAX_CHARS) {
+        cut = READ_MAX_CHARS;
+        while (cut && ((unsigned char)m->text[cut] & 0xc0) == 0x80) cut--;
+    }
+    char *text = hx_strndup(m->text, cut);
+    cJSON_AddStringToObject(o, "text", text ? text : "");
+    free(text);
+    if (cut < len) cJSON_AddBoolToObject(o, "truncated", 1);
+    cJSON *atts = cJSON_AddArrayToObject(o, "attachments");
+    for (int i = 0; i < m->n_att; i++) {
+        cJSON *a = cJSON_CreateObject();
+        cJSON_AddStringToObject(a, "filename", m->att[i].filename);
+        cJSON_AddStringToObject(a, "content_type", m->att[i].content_type);
+        cJSON_AddNumberToObject(a, "size", (double)m->att[i].size);
+        cJSON_AddItemToArray(atts, a);
+    }
+    if (*m->problems) cJSON_AddStringToObject(o, "problems", m->problems);
+    return o;
+}
+
+static int tool_read(hx_tools *reg, void *user, const cJSON *args,
+                     cJSON **result, hx_err *err)
+{
+    (void)user;
+    const char *id = arg_str(args, "id");
+    if (!id) return hx_err_set(err, HX_ERR_INVALID, "mail.read needs an id");
+    hx_message *m;
+    char folder[128];
+    int rc = load_message(reg, id, &m, folder, sizeof folder, err);
+    if (rc) return rc;
+    *result = message_json(m, id, folder);
+    hx_message_free(m);
+    return HX_OK;
+}
+
+/* ---- mail.draft, mail.send, mail.reply ---- */
+
+static void user_from(const hx_config *cfg, char *buf, size_t n)
+{
+    const char *name = cfg && cfg->user_name ? cfg->user_name : "";
+    const char *addr = cfg && cfg->user_email ? cfg->user_email : "";
+    if (*name) snprintf(buf, n, "%s <%s>", name, addr);
+    else snprintf(buf, n, "%s", addr);
+}
+
+/* Composes the draft and delivers it into maildir (flags as given). */
+static int compose_into(const hx_mail_draft *d, const char *maildir,
+                        const char *flags, cJSON *out, hx_err *err)
+{
+    char *msg;
+    size_t len;
+    char msgid[256], name[256];
+    int rc = hx_mail_compose(d, &msg, &len, msgid, sizeof msgid, err);
+    if (rc) return rc;
+    rc = hx_maildir_deliver(maildir, msg, len, flags, name, sizeof name, err);
+    free(msg);
+    if (rc) return rc;
+    cJSON_AddStringToObject(out, "message_id", msgid);
+    cJSON_AddStringToObject(out, "id", name);
+    cJSON_AddStringToObject(out, "to", d->to ? d->to : "");
+    cJSON_AddStringToObject(out, "subject", d->subject ? d->subject : "");
+    return HX_OK;
+}
+
+static int fill_draft(const hx_tools *reg, const cJSON *args, hx_mail_draft *d,
+                      char *from, size_t fn, hx_err *err)
+{
+    memset(d, 0, sizeof *d);
+    user_from(hx_tools_config(reg), from, fn);
+    d->from = from;
+    d->to = arg_str(args, "to");
+    d->cc = arg_str(args, "cc");
+    d->subject = arg_str(args, "subject");
+    d->body = arg_str(args, "body");
+    if (!d->to || !strchr(d->to, '@'))
+        return hx_err_set(err, HX_ERR_INVALID, "'to' must hold at least one e-mail address");
+    if (!d->subject) d->subject = "";
+    if (!d->body) d->body = "";
+    return HX_OK;
+}
+
+static const char *outbox_of(const hx_tools *reg, hx_err *err)
+{
+    const hx_config *cfg = hx_tools_config(reg);
+    if (!cfg || !cfg->outbox || !*cfg->outbox) {
+        hx_err_set(err, HX_ERR_NOTFOUND, "no outbox configured (\"outbox\" in config.json)");
+        return NULL;
+    }
+    return cfg->outbox;
+}
+
+static int tool_draft(hx_tools *reg, void *user, const cJSON *args,
+                      cJSON **result, hx_err *err)
+{
+    (void)user;
+    hx_mail_draft d;
+    char from[512], drafts[PATH_MAX];
+    int rc = fill_draft(reg, args, &d, from, sizeof from, err);
+    if (rc) return rc;
+    const hx_config *cfg = hx_tools_config(reg);
+    if (!cfg->maildir) return hx_err_set(err, HX_ERR_NOTFOUND, "no Maildir configured");
+    snprintf(drafts, sizeof drafts, "%s/.Drafts", cfg->maildir);
+    cJSON *out = cJSON_CreateObject();
+    rc = compose_into(&d, drafts, "DS", out, err);
+    if (rc) cJSON_Delete(out);
+    else cJSON_AddStringToObject(out, "status", "saved as draft"), *result = out;
+    return rc;
+}
+
+static int tool_send(hx_tools *reg, void *user, const cJSON *args,
+                     cJSON **result, hx_err *err)
+{
+    (void)user;
+    hx_mail_draft d;
+    char from[512];
+    const char *outbox = outbox_of(reg, err);
+    if (!outbox) return err->rc;
+    int rc = fill_draft(reg, args, &d, from, sizeof from, err);
+    if (rc) return rc;
+    cJSON *out = cJSON_CreateObject();
+    rc = compose_into(&d, outbox, NULL, out, err);
+    if (rc) cJSON_Delete(out);
+    else cJSON_AddStringToObject(out, "status", "queued in the outbox"), *result = out;
+    return rc;
+}
+
+/* "> " before every line of the original text. */
+static void quote_text(hx_buf *b, const hx_message *m)
+{
+    hx_buf_printf(b, "\n\nOn %s, %s wrote:\n", m->date_raw, m->from);
+    const char *p = m->text;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        hx_buf_puts(b, "> ");
+        hx_buf_append(b, p, n);
+        hx_buf_putc(b, '\n');
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+static int tool_reply(hx_tools *reg, void *user, const cJSON *args,
+                      cJSON **result, hx_err *err)
+{
+    (void)user;
+    const char *id = arg_str(args, "id");
+    const char *outbox = outbox_of(reg, err);
+    if (!outbox) return err->rc;
+    if (!id) return hx_err_set(err, HX_ERR_INVALID, "mail.reply needs the id of the message");
+    hx_message *m;
+    char folder[128], from[512], subject[1024], refs[2048];
+    int rc = load_message(reg, id, &m, folder, sizeof folder, err);
+    if (rc) return rc;
+    hx_mail_draft d = {0};
+    user_from(hx_tools_config(reg), from, sizeof from);
+    snprintf(subject, sizeof subject, "%s%s",
+             strncasecmp(m->subject, "re:", 3) ? "Re: " : "", m->subject);
+    snprintf(refs, sizeof refs, "%s%s%s", m->references, *m->references ? " " : "",
+             m->message_id);
+    hx_buf body;
+    hx_buf_init(&body);
+    hx_buf_puts(&body, arg_str(args, "body") ? arg_str(args, "body") : "");
+    quote_text(&body, m);
+    char to[2048];
+    snprintf(to, sizeof to, "%s%s%s", m->from,
+             arg_bool(args, "reply_all") && *m->cc ? ", " : "",
+             arg_bool(args, "reply_all") ? m->cc : "");
+    d.from = from, d.to = to, d.subject = subject, d.body = body.data;
+    d.in_reply_to = m->message_id, d.references = refs;
+    cJSON *out = cJSON_CreateObject();
+    rc = compose_into(&d, outbox, NULL, out, err);
+    hx_buf_free(&body);
+    hx_message_free(m);
+    if (rc) cJSON_Delete(out);
+    else cJSON_AddStringToObject(out, "status", "reply queued in the outbox"), *result = out;
+    return rc;
+}
+
+/* ---- registration ---- */
+
+static const char schema_search[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"text\":{\"type\":\"string\",\"description\":\"words that must all appear\"},"
+    "\"from\":{\"type\":\"string\"},\"to\":{\"type\":\"string\"},"
+    "\"subject\":{\"type\":\"string\"},"
+    "\"since\":{\"type\":\"string\",\"description\":\"ISO 8601 date or date-time\"},"
+    "\"until\":{\"type\":\"string\",\"description\":\"ISO 8601 date or date-time\"},"
+    "\"unread\":{\"type\":\"boolean\"},\"folder\":{\"type\":\"string\"},"
+    "\"regex\":{\"type\":\"string\",\"description\":\"PCRE2 pattern over subject, sender and body\"},"
+    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":200}},"
+    "\"additionalProperties\":false}";
+static const char schema_read[] =
+    "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"}},"
+    "\"required\":[\"id\"],\"additionalProperties\":false}";
+static const char schema_compose[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"to\":{\"type\":\"string\"},\"cc\":{\"type\":\"string\"},"
+    "\"subject\":{\"type\":\"string\"},\"body\":{\"type\":\"string\"}},"
+    "\"required\":[\"to\",\"subject\",\"body\"],\"additionalProperties\":false}";
+static const char schema_reply[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"id\":{\"type\":\"string\"},\"body\":{\"type\":\"string\"},"
+    "\"reply_all\":{\"type\":\"boolean\"}},"
+    "\"required\":[\"id\",\"body\"],\"additionalProperties\":false}";
+
+static const hx_tool_def mail_tools[] = {
+    {HX_TOOL_API_VERSION, "mail.search",
+     "Search the user's mail by sender, recipient, subject, date range, unread "
+     "state, words or a regex; newest first, with a snippet of each.",
+     schema_search, HX_EFFECT_READ, tool_search, NULL},
+    {HX_TOOL_API_VERSION, "mail.read",
+     "Read one message: headers, text body and the list of attachments.",
+     schema_read, HX_EFFECT_READ, tool_read, NULL},
+    {HX_TOOL_API_VERSION, "mail.draft",
+     "Save a new message as a draft without sending it.", schema_compose,
+     HX_EFFECT_WRITE, tool_draft, NULL},
+    {HX_TOOL_API_VERSION, "mail.send",
+     "Send a new message (queued in the outbox until the device is online).",
+     schema_compose, HX_EFFECT_SEND, tool_send, NULL},
+    {HX_TOOL_API_VERSION, "mail.reply",
+     "Reply to a message by id, quoting it (queued in the outbox).",
+     schema_reply, HX_EFFECT_SEND, tool_reply, NULL},
+};
+
+int hx_mail_register_tools(hx_tools *reg, hx_err *err)
+{
+    for (size_t i = 0; i < sizeof mail_tools / sizeof mail_tools[0]; i++) {
+        int rc = hx_tools_register(reg, &mail_tools[i], err);
+        if (rc) return rc;
+    }
+    return HX_OK;
+}
