@@ -20,7 +20,10 @@ struct hx_ctx {
     hx_model *m;
     hx_threadpool *tp;
     int n_ctx, n_batch, n_threads, n_past;
-    uint16_t *kc, *vc; /* (n_layer, n_head_kv, n_ctx, head_dim) fp16 */
+    /* KV cache (n_layer, n_head_kv, n_ctx, head_dim): fp16, or float
+     * when kv_f32 */
+    void *kc, *vc;
+    int kv_f32;
     /* scratch for one pass of up to n_batch (B) tokens */
     float *x;        /* (B, n_embd) residual stream */
     float *xb;       /* (B, n_embd) normed input of a block */
@@ -45,7 +48,7 @@ struct hx_ctx {
 
 hx_ctx_params hx_ctx_default_params(void)
 {
-    hx_ctx_params p = {0, 512, 0};
+    hx_ctx_params p = {0, 512, 0, 0};
     return p;
 }
 
@@ -106,8 +109,9 @@ static int alloc_kv(hx_ctx *c)
     const hx_hparams *hp = &c->m->hp;
     size_t n = (size_t)hp->n_layer * hp->n_head_kv * (size_t)c->n_ctx *
                hp->head_dim;
-    c->kc = hx_aligned_alloc(64, n * sizeof(uint16_t));
-    c->vc = hx_aligned_alloc(64, n * sizeof(uint16_t));
+    size_t el = c->kv_f32 ? sizeof(float) : sizeof(uint16_t);
+    c->kc = hx_aligned_alloc(64, n * el);
+    c->vc = hx_aligned_alloc(64, n * el);
     return c->kc && c->vc ? HX_OK : HX_ERR_NOMEM;
 }
 
@@ -172,6 +176,7 @@ int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err)
                         : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
     c->n_batch = p->n_batch ? p->n_batch : 512;
     c->n_threads = p->n_threads ? p->n_threads : default_threads();
+    c->kv_f32 = p->kv_f32 != 0;
     c->tp = hx_threadpool_new(c->n_threads);
     int rc = c->tp ? alloc_kv(c) : HX_ERR_NOMEM;
     if (!rc) rc = alloc_scratch(c);
@@ -226,17 +231,24 @@ static void f16_init(void)
 
 static inline float h2f(uint16_t h) { return f16_table[h]; }
 
-/* Batches of FA_TILE_Q queries or more (llama.cpp's tiled path): F32 Q,
- * scores and softmax, F32 accumulation of V.
- * q (d), K and V (n_kv, d) fp16, sc (n_kv) scratch, out (d). */
-static void attn_f32(const float *q, const uint16_t *K, const uint16_t *V,
+/* Element i of a cache row of fp16 (f32 == 0) or float. */
+static inline float kv_at(const void *row, int i, int f32)
+{
+    return f32 ? ((const float *)row)[i] : h2f(((const uint16_t *)row)[i]);
+}
+
+/* Batches of FA_TILE_Q queries or more (llama.cpp's tiled path), and any
+ * batch over a float cache: F32 Q, scores and softmax, F32 accumulation.
+ * q (d), K and V (n_kv, d) fp16 or float, sc (n_kv) scratch, out (d). */
+static void attn_f32(const float *q, const void *K, const void *V, int f32,
                      int n_kv, int d, float scale, float *sc, float *out)
 {
+    const size_t el = f32 ? sizeof(float) : sizeof(uint16_t);
     float M = -INFINITY;
     for (int j = 0; j < n_kv; j++) {
-        const uint16_t *kj = K + (size_t)j * d;
+        const void *kj = (const char *)K + (size_t)j * d * el;
         float s = 0.0f;
-        for (int i = 0; i < d; i++) s += q[i] * h2f(kj[i]);
+        for (int i = 0; i < d; i++) s += q[i] * kv_at(kj, i, f32);
         sc[j] = s * scale;
         if (sc[j] > M) M = sc[j];
     }
@@ -247,8 +259,8 @@ static void attn_f32(const float *q, const uint16_t *K, const uint16_t *V,
     }
     memset(out, 0, (size_t)d * sizeof(float));
     for (int j = 0; j < n_kv; j++) {
-        const uint16_t *vj = V + (size_t)j * d;
-        for (int i = 0; i < d; i++) out[i] += sc[j] * h2f(vj[i]);
+        const void *vj = (const char *)V + (size_t)j * d * el;
+        for (int i = 0; i < d; i++) out[i] += sc[j] * kv_at(vj, i, f32);
     }
     const float inv = 1.0f / (float)S;
     for (int i = 0; i < d; i++) out[i] *= inv;
@@ -304,11 +316,31 @@ static void attn_task(void *ctx, int task, int thread)
     float *sc = c->scores + (size_t)thread * scores_stride(c);
     const int n_kv = j->pos0 + t + 1;
     const float scale = 1.0f / sqrtf((float)d);
-    if (j->B >= FA_TILE_Q) {
-        attn_f32(q, c->kc + off, c->vc + off, n_kv, d, scale, sc, out);
+    if (c->kv_f32) {
+        attn_f32(q, (const float *)c->kc + off, (const float *)c->vc + off, 1,
+                 n_kv, d, scale, sc, out);
+    } else if (j->B >= FA_TILE_Q) {
+        attn_f32(q, (const uint16_t *)c->kc + off, (const uint16_t *)c->vc + off,
+                 0, n_kv, d, scale, sc, out);
     } else {
         uint16_t *h16 = (uint16_t *)(sc + c->n_ctx);
-        attn_f16(q, c->kc + off, c->vc + off, n_kv, d, scale, h16, h16 + d, out);
+        attn_f16(q, (const uint16_t *)c->kc + off, (const uint16_t *)c->vc + off,
+                 n_kv, d, scale, h16, h16 + d, out);
+    }
+}
+
+static void store_kv(hx_ctx *c, size_t off, const float *k, const float *v,
+                     int d)
+{
+    if (c->kv_f32) {
+        memcpy((float *)c->kc + off, k, (size_t)d * sizeof(float));
+        memcpy((float *)c->vc + off, v, (size_t)d * sizeof(float));
+        return;
+    }
+    uint16_t *kc = (uint16_t *)c->kc + off, *vc = (uint16_t *)c->vc + off;
+    for (int i = 0; i < d; i++) {
+        kc[i] = hx_fp32_to_fp16(k[i]);
+        vc[i] = hx_fp32_to_fp16(v[i]);
     }
 }
 
@@ -329,10 +361,7 @@ static void qk_prepare(hx_ctx *c, const hx_layer *L, int l, int B, int pos0)
             if (L->k_norm) rmsnorm(k, k, L->k_norm, d, hp->rms_eps);
             rope(k, d, pos0 + t, hp->rope_type, hp->rope_base, c->m->rope_freq_scale);
             size_t off = ((((size_t)l * nkv + h) * c->n_ctx) + pos0 + t) * d;
-            for (int i = 0; i < d; i++) {
-                c->kc[off + i] = hx_fp32_to_fp16(k[i]);
-                c->vc[off + i] = hx_fp32_to_fp16(v[i]);
-            }
+            store_kv(c, off, k, v, d);
         }
     }
 }
@@ -370,42 +399,47 @@ static void ffn_dense(hx_ctx *c, const hx_layer *L, int B)
     matmul(c, &L->ffn_down, c->hb, B, c->xb);
 }
 
-/* Router: softmax over experts, top-k (best first, ties to the lower
- * index), weights renormalised to sum 1 (sum clamped as llama.cpp). */
+/* Router of one token (model_int.h): softmax over experts, top-k (best
+ * first, ties to the lower index), weights renormalised to sum 1 with the
+ * sum clamped as llama.cpp does. p (n_expert) is overwritten by the
+ * probabilities. */
+void hx_moe_route(float *p, int ne, int nu, int norm, int32_t *sel, float *w)
+{
+    float mx = -INFINITY;
+    for (int i = 0; i < ne; i++) mx = p[i] > mx ? p[i] : mx;
+    double sum = 0.0;
+    for (int i = 0; i < ne; i++) {
+        p[i] = expf(p[i] - mx);
+        sum += (double)p[i];
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int i = 0; i < ne; i++) p[i] *= inv;
+    double ws = 0.0;
+    for (int s = 0; s < nu; s++) {
+        int best = -1;
+        for (int i = 0; i < ne; i++) {
+            int used = 0;
+            for (int u = 0; u < s; u++) used |= sel[u] == i;
+            if (!used && (best < 0 || p[i] > p[best])) best = i;
+        }
+        sel[s] = best;
+        w[s] = p[best];
+        ws += (double)w[s];
+    }
+    float wsum = (float)ws;
+    if (wsum < 6.103515625e-5f) wsum = 6.103515625e-5f;
+    if (norm)
+        for (int s = 0; s < nu; s++) w[s] /= wsum;
+}
+
 static void moe_route(hx_ctx *c, const hx_layer *L, int B)
 {
     const hx_hparams *hp = &c->m->hp;
     const int ne = hp->n_expert, nu = hp->n_expert_used;
     matmul(c, &L->ffn_gate_inp, c->xb, B, c->rl);
-    for (int t = 0; t < B; t++) {
-        float *p = c->rl + (size_t)t * ne, mx = -INFINITY;
-        for (int i = 0; i < ne; i++) mx = p[i] > mx ? p[i] : mx;
-        double sum = 0.0;
-        for (int i = 0; i < ne; i++) {
-            p[i] = expf(p[i] - mx);
-            sum += (double)p[i];
-        }
-        const float inv = (float)(1.0 / sum);
-        for (int i = 0; i < ne; i++) p[i] *= inv;
-        int32_t *sel = c->sel + (size_t)t * nu;
-        float *w = c->selw + (size_t)t * nu;
-        double ws = 0.0;
-        for (int s = 0; s < nu; s++) {
-            int best = -1;
-            for (int i = 0; i < ne; i++) {
-                int used = 0;
-                for (int u = 0; u < s; u++) used |= sel[u] == i;
-                if (!used && (best < 0 || p[i] > p[best])) best = i;
-            }
-            sel[s] = best;
-            w[s] = p[best];
-            ws += (double)w[s];
-        }
-        float wsum = (float)ws;
-        if (wsum < 6.103515625e-5f) wsum = 6.103515625e-5f;
-        if (hp->expert_weights_norm)
-            for (int s = 0; s < nu; s++) w[s] /= wsum;
-    }
+    for (int t = 0; t < B; t++)
+        hx_moe_route(c->rl + (size_t)t * ne, ne, nu, hp->expert_weights_norm,
+                     c->sel + (size_t)t * nu, c->selw + (size_t)t * nu);
 }
 
 /* Groups the (token, slot) pairs by expert (counting sort); cnt[e] pairs of

@@ -67,13 +67,16 @@ const hx_hparams *hx_model_hparams(const hx_model *m);
 size_t hx_model_size_bytes(const hx_model *m); /* bytes of all weights */
 int64_t hx_model_n_params(const hx_model *m);  /* elements of all weights */
 
-/* ---- context: KV cache (F16, as llama.cpp's default), scratch, threads ---- */
+/* ---- context: KV cache (F16 as llama.cpp's default, or F32), scratch,
+ * threads ---- */
 typedef struct hx_ctx hx_ctx;
 
 typedef struct hx_ctx_params {
     int n_ctx;     /* KV cache positions; 0 = min(n_ctx_train, 4096) */
     int n_batch;   /* max tokens per internal pass (longer calls are split) */
     int n_threads; /* 0 = number of online CPUs */
+    int kv_f32;    /* 1: keep the KV cache in float (llama.cpp type_k/v F32):
+                    * twice the memory, no fp16 rounding */
 } hx_ctx_params;
 hx_ctx_params hx_ctx_default_params(void);
 

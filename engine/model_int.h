@@ -51,6 +51,12 @@ struct hx_model {
     int64_t n_params;
 };
 
+/* MoE routing of one token from its router logits p (n_expert, replaced by
+ * the softmax): the n_used best experts into sel (best first) and their
+ * weights into w, renormalised to sum 1 when norm. (forward.c) */
+void hx_moe_route(float *p, int n_expert, int n_used, int norm, int32_t *sel,
+                  float *w);
+
 /* 1 if the forward pass can multiply by a matrix of this type. */
 int hx_model_type_ok(int type);
 

@@ -1,0 +1,600 @@
+/* test_model.c: model loading (errors named), the forward pass against a
+ * naive scalar reference, batch vs token-by-token, KV truncation, routing. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "engine/model_int.h"
+#include "engine/model_write.h"
+#include "test.h"
+
+static char g_dir[256];
+
+static const char *tmp_path(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
+    return buf[k];
+}
+
+/* A tiny random model: 2 layers, width 64, 4 query heads on 2 KV heads. */
+static hx_mkmodel_params tiny(const char *arch)
+{
+    hx_mkmodel_params p = hx_mkmodel_default_params();
+    p.arch = arch;
+    p.n_vocab = 96;
+    p.n_layer = 2;
+    p.n_embd = 64;
+    p.n_head = 4;
+    p.n_head_kv = 2;
+    p.head_dim = 16;
+    p.n_ff = 96;
+    p.n_expert = 4;
+    p.n_expert_used = 2;
+    p.n_ff_exp = 32;
+    p.n_ctx = 256;
+    return p;
+}
+
+static const char *write_tiny(const char *arch, const char *name, int tied)
+{
+    hx_mkmodel_params p = tiny(arch);
+    p.tied_output = tied;
+    hx_err err = {0};
+    const char *path = tmp_path(name);
+    if (hx_mkmodel_write(&p, path, &err) != HX_OK) {
+        printf("# mkmodel: %s\n", err.msg);
+        return NULL;
+    }
+    return path;
+}
+
+/* ---- the naive reference: one token at a time, doubles, plain loops ----
+ * It follows llama.cpp's definition of the models, with the one rounding
+ * that changes results beyond float noise: K and V are stored as fp16. */
+typedef struct ref {
+    const hx_gguf *g;
+    const hx_hparams *hp;
+    float *kc, *vc; /* (layer, pos, n_head_kv*head_dim) */
+    int n_ctx;
+    int kv_f16;     /* round cached K and V to fp16 */
+} ref;
+
+__attribute__((format(printf, 2, 3))) static const float *
+W(const ref *r, const char *fmt, ...)
+{
+    char name[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    const hx_gguf_tensor *t = hx_gguf_find_tensor(r->g, name);
+    if (!t || t->type != HX_TYPE_F32) return NULL;
+    return t->data;
+}
+
+static void r_matvec(const float *w, const float *x, int rows, int cols, float *y)
+{
+    for (int i = 0; i < rows; i++) {
+        double s = 0;
+        for (int j = 0; j < cols; j++) s += (double)w[(size_t)i * cols + j] * x[j];
+        y[i] = (float)s;
+    }
+}
+
+static void r_rmsnorm(float *o, const float *x, const float *w, int n, float eps)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (double)x[i] * x[i];
+    double sc = 1.0 / sqrt(s / n + eps);
+    for (int i = 0; i < n; i++) o[i] = (float)(x[i] * sc * w[i]);
+}
+
+/* NEOX rotation with ggml's angles (theta_i = pos * base^(-2i/d), the
+ * power taken step by step in float as ggml does). */
+static void r_rope(float *x, int d, int pos, float base)
+{
+    float ts = powf(base, -2.0f / (float)d), th = (float)pos;
+    for (int i = 0; i < d / 2; i++) {
+        double c = cos(th), s = sin(th), a = x[i], b = x[i + d / 2];
+        x[i] = (float)(a * c - b * s);
+        x[i + d / 2] = (float)(a * s + b * c);
+        th *= ts;
+    }
+}
+
+static float r_kv(const ref *r, float v)
+{
+    return r->kv_f16 ? hx_fp16_to_fp32(hx_fp32_to_fp16(v)) : v;
+}
+
+static void r_attention(ref *r, int il, int pos, float *x)
+{
+    const hx_hparams *hp = r->hp;
+    const int e = hp->n_embd, d = hp->head_dim, nh = hp->n_head, nkv = hp->n_head_kv;
+    float xn[256], q[256], k[256], v[256], att[256], o[256];
+    r_rmsnorm(xn, x, W(r, "blk.%d.attn_norm.weight", il), e, hp->rms_eps);
+    r_matvec(W(r, "blk.%d.attn_q.weight", il), xn, nh * d, e, q);
+    r_matvec(W(r, "blk.%d.attn_k.weight", il), xn, nkv * d, e, k);
+    r_matvec(W(r, "blk.%d.attn_v.weight", il), xn, nkv * d, e, v);
+    for (int h = 0; h < nh; h++) {
+        r_rmsnorm(q + h * d, q + h * d, W(r, "blk.%d.attn_q_norm.weight", il), d, hp->rms_eps);
+        r_rope(q + h * d, d, pos, hp->rope_base);
+    }
+    float *kc = r->kc + ((size_t)il * r->n_ctx + pos) * nkv * d;
+    float *vc = r->vc + ((size_t)il * r->n_ctx + pos) * nkv * d;
+    for (int h = 0; h < nkv; h++) {
+        r_rmsnorm(k + h * d, k + h * d, W(r, "blk.%d.attn_k_norm.weight", il), d, hp->rms_eps);
+        r_rope(k + h * d, d, pos, hp->rope_base);
+    }
+    for (int i = 0; i < nkv * d; i++) {
+        kc[i] = r_kv(r, k[i]);
+        vc[i] = r_kv(r, v[i]);
+    }
+    for (int h = 0; h < nh; h++) {
+        int kh = h / (nh / nkv);
+        double sc[256], mx = -1e300, sum = 0;
+        for (int p = 0; p <= pos; p++) {
+            const float *kp = r->kc + ((size_t)il * r->n_ctx + p) * nkv * d + kh * d;
+            double s = 0;
+            for (int i = 0; i < d; i++) s += (double)q[h * d + i] * kp[i];
+            sc[p] = s / sqrt((double)d);
+            if (sc[p] > mx) mx = sc[p];
+        }
+        for (int p = 0; p <= pos; p++) sum += sc[p] = exp(sc[p] - mx);
+        for (int i = 0; i < d; i++) {
+            double a = 0;
+            for (int p = 0; p <= pos; p++)
+                a += sc[p] * r->vc[((size_t)il * r->n_ctx + p) * nkv * d + kh * d + i];
+            att[h * d + i] = (float)(a / sum);
+        }
+    }
+    r_matvec(W(r, "blk.%d.attn_output.weight", il), att, e, nh * d, o);
+    for (int i = 0; i < e; i++) x[i] += o[i];
+}
+
+/* SwiGLU through matrices gate/up (f, e) and down (e, f), added with weight
+ * w into out. */
+static void r_swiglu(const float *gate, const float *up, const float *down,
+                     const float *xn, int e, int f, double w, double *out)
+{
+    float g[512], u[512], y[256];
+    r_matvec(gate, xn, f, e, g);
+    r_matvec(up, xn, f, e, u);
+    for (int i = 0; i < f; i++) g[i] = (float)(g[i] / (1.0 + exp(-(double)g[i])) * u[i]);
+    r_matvec(down, g, e, f, y);
+    for (int i = 0; i < e; i++) out[i] += w * y[i];
+}
+
+static void r_ffn(ref *r, int il, float *x)
+{
+    const hx_hparams *hp = r->hp;
+    const int e = hp->n_embd;
+    float xn[256];
+    double out[256] = {0};
+    r_rmsnorm(xn, x, W(r, "blk.%d.ffn_norm.weight", il), e, hp->rms_eps);
+    if (!hp->n_expert) {
+        r_swiglu(W(r, "blk.%d.ffn_gate.weight", il), W(r, "blk.%d.ffn_up.weight", il),
+                 W(r, "blk.%d.ffn_down.weight", il), xn, e, hp->n_ff, 1.0, out);
+    } else {
+        const int ne = hp->n_expert, nu = hp->n_expert_used, f = hp->n_ff_exp;
+        float lg[64];
+        double p[64], mx = -1e300, sum = 0, wsum = 0;
+        int sel[64], used[64] = {0};
+        r_matvec(W(r, "blk.%d.ffn_gate_inp.weight", il), xn, ne, e, lg);
+        for (int i = 0; i < ne; i++) mx = lg[i] > mx ? lg[i] : mx;
+        for (int i = 0; i < ne; i++) sum += p[i] = exp(lg[i] - mx);
+        for (int s = 0; s < nu; s++) {
+            int b = -1;
+            for (int i = 0; i < ne; i++)
+                if (!used[i] && (b < 0 || p[i] > p[b])) b = i;
+            used[b] = 1;
+            sel[s] = b;
+            wsum += p[b] / sum;
+        }
+        size_t m = (size_t)f * e;
+        for (int s = 0; s < nu; s++)
+            r_swiglu(W(r, "blk.%d.ffn_gate_exps.weight", il) + sel[s] * m,
+                     W(r, "blk.%d.ffn_up_exps.weight", il) + sel[s] * m,
+                     W(r, "blk.%d.ffn_down_exps.weight", il) + sel[s] * m, xn, e, f,
+                     p[sel[s]] / sum / wsum, out);
+    }
+    for (int i = 0; i < e; i++) x[i] += (float)out[i];
+}
+
+/* Logits (n, n_vocab) of tokens tok[0..n) at positions 0..n-1. */
+static void ref_forward(const hx_model *m, const int32_t *tok, int n,
+                        int kv_f16, float *logits)
+{
+    ref r = {hx_model_gguf(m), hx_model_hparams(m), NULL, NULL, n, kv_f16};
+    const hx_hparams *hp = r.hp;
+    const int e = hp->n_embd, kvd = hp->n_head_kv * hp->head_dim;
+    r.kc = calloc((size_t)hp->n_layer * n * kvd, sizeof(float));
+    r.vc = calloc((size_t)hp->n_layer * n * kvd, sizeof(float));
+    const float *emb = W(&r, "token_embd.weight");
+    const float *out = W(&r, "output.weight");
+    if (!out) out = emb;
+    for (int t = 0; t < n; t++) {
+        float x[256], xn[256];
+        memcpy(x, emb + (size_t)tok[t] * e, (size_t)e * sizeof(float));
+        for (int il = 0; il < hp->n_layer; il++) {
+            r_attention(&r, il, t, x);
+            r_ffn(&r, il, x);
+        }
+        r_rmsnorm(xn, x, W(&r, "output_norm.weight"), e, hp->rms_eps);
+        r_matvec(out, xn, hp->n_vocab, e, logits + (size_t)t * hp->n_vocab);
+    }
+    free(r.kc);
+    free(r.vc);
+}
+
+/* ---- helpers ---- */
+
+static hx_model *load(const char *path)
+{
+    hx_err err = {0};
+    hx_model *m = NULL;
+    if (hx_model_load(path, NULL, &m, &err) != HX_OK)
+        printf("# load %s: %s\n", path, err.msg);
+    return m;
+}
+
+static hx_ctx *new_ctx_kv(hx_model *m, int n_threads, int kv_f32)
+{
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_ctx = 256;
+    cp.n_threads = n_threads;
+    cp.kv_f32 = kv_f32;
+    hx_err err = {0};
+    hx_ctx *c = NULL;
+    if (hx_ctx_new(m, &cp, &c, &err) != HX_OK) printf("# ctx: %s\n", err.msg);
+    return c;
+}
+
+static void make_tokens(int32_t *tok, int n, int n_vocab, unsigned seed)
+{
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        tok[i] = (int32_t)((seed >> 8) % (unsigned)n_vocab);
+    }
+}
+
+static hx_ctx *new_ctx(hx_model *m, int n_threads)
+{
+    return new_ctx_kv(m, n_threads, 0);
+}
+
+/* Worst NMSE over rows of two (n, nv) logits arrays. */
+static double worst_nmse(const float *a, const float *b, int n, int nv)
+{
+    double w = 0;
+    for (int i = 0; i < n; i++) {
+        double e = test_nmse(a + (size_t)i * nv, b + (size_t)i * nv, (size_t)nv);
+        if (e > w) w = e;
+    }
+    return w;
+}
+
+/* Runs tokens in pieces of `step` and gathers every position's logits. */
+static int run_pieces(hx_ctx *c, const int32_t *tok, int n, int step, float *out)
+{
+    const int nv = hx_model_hparams(hx_ctx_model(c))->n_vocab;
+    for (int off = 0; off < n; off += step) {
+        int k = n - off < step ? n - off : step;
+        int rc = hx_decode(c, tok + off, k, 1);
+        if (rc) return rc;
+        for (int i = 0; i < k; i++)
+            memcpy(out + (size_t)(off + i) * nv, hx_ctx_logits(c, i),
+                   (size_t)nv * sizeof(float));
+    }
+    return HX_OK;
+}
+
+/* ---- tests ---- */
+
+/* Runs tok through a fresh context in pieces of `step`; worst NMSE of
+ * every position's logits against want. */
+static double nmse_run(hx_model *m, int kv_f32, const int32_t *tok, int n,
+                       int step, const float *want)
+{
+    const int nv = hx_model_hparams(m)->n_vocab;
+    float *got = malloc((size_t)n * nv * sizeof(float));
+    hx_ctx *c = new_ctx_kv(m, 2, kv_f32);
+    double e = 1.0;
+    if (got && c && run_pieces(c, tok, n, step, got) == HX_OK)
+        e = worst_nmse(want, got, n, nv);
+    hx_ctx_free(c);
+    free(got);
+    return e;
+}
+
+static void check_vs_reference(const char *arch, const char *file)
+{
+    const char *path = write_tiny(arch, file, 0);
+    ASSERT(path);
+    hx_model *m = load(path);
+    ASSERT(m);
+    const int n = 72, nv = hx_model_hparams(m)->n_vocab;
+    int32_t tok[72];
+    make_tokens(tok, n, nv, 7);
+    float *want = malloc((size_t)n * nv * sizeof(float));
+    ASSERT(want);
+    /* A float KV cache: every path is F32 and equals the reference. */
+    ref_forward(m, tok, n, 0, want);
+    double e1 = nmse_run(m, 1, tok, n, n, want);
+    double e2 = nmse_run(m, 1, tok, n, 1, want);
+    printf("# %s F32 KV vs reference: batch-72 %.3g, token-by-token %.3g\n",
+           arch, e1, e2);
+    EXPECT(e1 < 1e-10);
+    EXPECT(e2 < 1e-10);
+    /* The default fp16 cache, against the reference rounding K and V the
+     * same way. A batch of >= 64 runs attention in F32 (only rare
+     * one-ulp fp16 rounding flips differ); token by token, Q and the V
+     * accumulator are fp16 as in llama.cpp: close, not identical. */
+    ref_forward(m, tok, n, 1, want);
+    e1 = nmse_run(m, 0, tok, n, n, want);
+    e2 = nmse_run(m, 0, tok, n, 1, want);
+    printf("# %s F16 KV vs reference: batch-72 %.3g, token-by-token %.3g\n",
+           arch, e1, e2);
+    EXPECT(e1 < 1e-8);
+    EXPECT(e2 < 1e-5);
+    hx_model_free(m);
+    free(want);
+}
+
+static void test_qwen3_vs_reference(void) { check_vs_reference("qwen3", "q3.gguf"); }
+static void test_qwen3moe_vs_reference(void) { check_vs_reference("qwen3moe", "q3moe.gguf"); }
+
+/* A batch of 16 (< 64: the fp16 path) against one token at a time. */
+static void test_batch_vs_single(void)
+{
+    const char *path = write_tiny("qwen3", "q3b.gguf", 1);
+    ASSERT(path);
+    hx_model *m = load(path);
+    ASSERT(m);
+    EXPECT(hx_model_hparams(m)->tied_output);
+    const int n = 40, nv = hx_model_hparams(m)->n_vocab;
+    int32_t tok[40];
+    make_tokens(tok, n, nv, 3);
+    float *a = malloc((size_t)n * nv * sizeof(float));
+    float *b = malloc((size_t)n * nv * sizeof(float));
+    hx_ctx *c = new_ctx(m, 2);
+    ASSERT(c);
+    EXPECT_EQ_INT(run_pieces(c, tok, n, 16, a), HX_OK);
+    EXPECT_EQ_INT(hx_ctx_n_past(c), n);
+    hx_ctx_truncate(c, 0);
+    EXPECT_EQ_INT(run_pieces(c, tok, n, 1, b), HX_OK);
+    double e = worst_nmse(a, b, n, nv);
+    printf("# batch-16 vs single: worst nmse %.3g\n", e);
+    EXPECT(e < 1e-10);
+    /* logits_all = 0 keeps only the last row, equal to the full run's. */
+    hx_ctx_truncate(c, 0);
+    EXPECT_EQ_INT(hx_decode(c, tok, 16, 0), HX_OK);
+    EXPECT(hx_ctx_logits(c, 0) == NULL);
+    ASSERT(hx_ctx_logits(c, -1) != NULL);
+    EXPECT(test_nmse(a + 15 * nv, hx_ctx_logits(c, -1), (size_t)nv) < 1e-10);
+    hx_ctx_free(c);
+    hx_model_free(m);
+    free(a);
+    free(b);
+}
+
+/* Truncating the cache and decoding again reproduces the logits. */
+static void test_truncate(void)
+{
+    const char *path = write_tiny("qwen3moe", "q3t.gguf", 0);
+    ASSERT(path);
+    hx_model *m = load(path);
+    ASSERT(m);
+    const int nv = hx_model_hparams(m)->n_vocab;
+    int32_t tok[30], other[10];
+    make_tokens(tok, 30, nv, 11);
+    make_tokens(other, 10, nv, 12);
+    float *a = malloc((size_t)30 * nv * sizeof(float));
+    float *b = malloc((size_t)30 * nv * sizeof(float));
+    hx_ctx *c = new_ctx(m, 1);
+    ASSERT(c);
+    EXPECT_EQ_INT(run_pieces(c, tok, 30, 30, a), HX_OK);
+    hx_ctx_truncate(c, 20);
+    EXPECT_EQ_INT(hx_ctx_n_past(c), 20);
+    EXPECT_EQ_INT(hx_decode(c, other, 10, 1), HX_OK); /* overwrite 20..29 */
+    hx_ctx_truncate(c, 20);
+    EXPECT_EQ_INT(run_pieces(c, tok + 20, 10, 10, b + (size_t)20 * nv), HX_OK);
+    double e = worst_nmse(a + (size_t)20 * nv, b + (size_t)20 * nv, 10, nv);
+    printf("# after truncate: worst nmse %.3g\n", e);
+    EXPECT(e < 1e-12);
+    hx_ctx_truncate(c, 1000); /* beyond n_past: no change */
+    EXPECT_EQ_INT(hx_ctx_n_past(c), 30);
+    hx_ctx_free(c);
+    hx_model_free(m);
+    free(a);
+    free(b);
+}
+
+static void test_decode_errors(void)
+{
+    const char *path = write_tiny("qwen3", "q3e.gguf", 0);
+    ASSERT(path);
+    hx_model *m = load(path);
+    ASSERT(m);
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_ctx = 8;
+    cp.n_threads = 1;
+    hx_err err = {0};
+    hx_ctx *c = NULL;
+    ASSERT(hx_ctx_new(m, &cp, &c, &err) == HX_OK);
+    int32_t tok[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    EXPECT_EQ_INT(hx_decode(c, tok, 9, 0), HX_ERR_FULL);
+    EXPECT(strstr(hx_ctx_errmsg(c), "n_ctx 8") != NULL);
+    EXPECT_EQ_INT(hx_ctx_n_past(c), 0);
+    int32_t bad = 96;
+    EXPECT_EQ_INT(hx_decode(c, &bad, 1, 0), HX_ERR_RANGE);
+    EXPECT_EQ_INT(hx_decode(c, tok, 0, 0), HX_ERR_INVALID);
+    EXPECT_EQ_INT(hx_decode(c, tok, 8, 0), HX_OK);
+    EXPECT_EQ_INT(hx_decode(c, tok, 1, 0), HX_ERR_FULL);
+    hx_ctx_free(c);
+    hx_model_free(m);
+}
+
+/* Routing on crafted router logits: softmax, top-k best first, weights
+ * renormalised over the chosen experts. */
+static void test_moe_route(void)
+{
+    float p[6] = {0.1f, 3.0f, -1.0f, 2.5f, 2.9f, -4.0f};
+    int32_t sel[3];
+    float w[3];
+    hx_moe_route(p, 6, 3, 1, sel, w);
+    EXPECT_EQ_INT(sel[0], 1);
+    EXPECT_EQ_INT(sel[1], 4);
+    EXPECT_EQ_INT(sel[2], 3);
+    double z = exp(3.0) + exp(2.9) + exp(2.5);
+    EXPECT(fabs(w[0] - exp(3.0) / z) < 1e-6);
+    EXPECT(fabs(w[1] - exp(2.9) / z) < 1e-6);
+    EXPECT(fabs(w[0] + w[1] + w[2] - 1.0) < 1e-6);
+    float q[4] = {0, 0, 0, 0}; /* ties go to the lower index */
+    hx_moe_route(q, 4, 2, 1, sel, w);
+    EXPECT_EQ_INT(sel[0], 0);
+    EXPECT_EQ_INT(sel[1], 1);
+    EXPECT(fabs(w[0] - 0.5) < 1e-7);
+}
+
+/* ---- load errors: rewrite a good file with one thing broken ---- */
+
+typedef struct edit {
+    const char *drop;     /* tensor left out */
+    const char *reshape;  /* tensor given a wrong shape */
+    const char *arch;     /* new general.architecture */
+} edit;
+
+static int rewrite(const char *src, const char *dst, const edit *ed)
+{
+    hx_err err = {0};
+    hx_gguf *g = NULL;
+    if (hx_gguf_open(src, &g, &err)) return -1;
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    int rc = hx_gguf_copy_kv(w, g);
+    if (ed->arch) hx_gguf_set_str(w, "general.architecture", ed->arch);
+    for (int64_t i = 0; i < hx_gguf_n_tensors(g) && !rc; i++) {
+        const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);
+        if (ed->drop && strcmp(t->name, ed->drop) == 0) continue;
+        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        if (ed->reshape && strcmp(t->name, ed->reshape) == 0) {
+            ne[0] = t->ne[1]; /* transposed */
+            ne[1] = t->ne[0];
+        }
+        rc = hx_gguf_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data, NULL, NULL);
+    }
+    if (!rc) rc = hx_gguf_writer_write(w, dst, &err);
+    hx_gguf_writer_free(w);
+    hx_gguf_close(g);
+    return rc;
+}
+
+static void expect_load_error(const char *src, const edit *ed, int want_rc,
+                              const char *want_msg)
+{
+    const char *dst = tmp_path("broken.gguf");
+    ASSERT(rewrite(src, dst, ed) == 0);
+    hx_err err = {0};
+    hx_model *m = NULL;
+    int rc = hx_model_load(dst, NULL, &m, &err);
+    EXPECT_EQ_INT(rc, want_rc);
+    EXPECT(m == NULL);
+    if (!strstr(err.msg, want_msg))
+        test_fail_at(__FILE__, __LINE__, "message '%s' lacks '%s'", err.msg, want_msg);
+}
+
+static void test_load_errors(void)
+{
+    const char *src = write_tiny("qwen3moe", "good.gguf", 0);
+    ASSERT(src);
+    edit e1 = {"blk.1.attn_k.weight", NULL, NULL};
+    expect_load_error(src, &e1, HX_ERR_FORMAT, "missing tensor blk.1.attn_k.weight");
+    edit e2 = {NULL, "blk.0.attn_k.weight", NULL};
+    expect_load_error(src, &e2, HX_ERR_FORMAT,
+                      "blk.0.attn_k.weight has shape [32, 64], expected [64, 32]");
+    edit e4 = {NULL, "blk.0.ffn_down_exps.weight", NULL};
+    expect_load_error(src, &e4, HX_ERR_FORMAT,
+                      "blk.0.ffn_down_exps.weight has shape [64, 32, 4], expected [32, 64, 4]");
+    edit e5 = {"blk.0.attn_q_norm.weight", NULL, NULL};
+    expect_load_error(src, &e5, HX_ERR_FORMAT, "missing tensor blk.0.attn_q_norm.weight");
+    edit e6 = {NULL, NULL, "gpt2"};
+    expect_load_error(src, &e6, HX_ERR_UNSUPPORTED, "unknown architecture 'gpt2'");
+    hx_err err = {0};
+    hx_model *m = NULL;
+    EXPECT(hx_model_load(tmp_path("absent.gguf"), NULL, &m, &err) != HX_OK);
+    EXPECT(m == NULL);
+    hx_model_free(NULL);
+    hx_ctx_free(NULL);
+}
+
+/* Hyperparameters come from the metadata (the writer's qwen3moe). */
+static void test_hparams(void)
+{
+    const char *path = write_tiny("qwen3moe", "hp.gguf", 0);
+    ASSERT(path);
+    hx_model *m = load(path);
+    ASSERT(m);
+    const hx_hparams *hp = hx_model_hparams(m);
+    EXPECT_STR_EQ(hp->arch, "qwen3moe");
+    EXPECT_EQ_INT(hp->n_vocab, 96);
+    EXPECT_EQ_INT(hp->n_layer, 2);
+    EXPECT_EQ_INT(hp->n_head_kv, 2);
+    EXPECT_EQ_INT(hp->head_dim, 16);
+    EXPECT_EQ_INT(hp->n_expert, 4);
+    EXPECT_EQ_INT(hp->n_expert_used, 2);
+    EXPECT_EQ_INT(hp->n_ff_exp, 32);
+    EXPECT_EQ_INT(hp->rope_type, HX_ROPE_NEOX);
+    EXPECT(hp->has_qk_norm);
+    EXPECT(!hp->tied_output);
+    EXPECT(hx_model_size_bytes(m) > (size_t)hx_model_n_params(m) * 4 - 1);
+    EXPECT(hx_model_vocab(m) == NULL);
+    hx_model_free(m);
+}
+
+/* The real stories260K (llama, SentencePiece vocabulary) loads and runs. */
+static void test_stories260k(void)
+{
+    const char *path = test_shared_file("models/stories260K.gguf");
+    if (!path) return;
+    hx_model *m = load(path);
+    ASSERT(m);
+    const hx_hparams *hp = hx_model_hparams(m);
+    EXPECT_STR_EQ(hp->arch, "llama");
+    EXPECT_EQ_INT(hp->rope_type, HX_ROPE_NORM);
+    EXPECT(hx_model_vocab(m) != NULL);
+    hx_ctx *c = new_ctx(m, 2);
+    ASSERT(c);
+    int32_t tok[4] = {1, 403, 407, 261};
+    ASSERT(hx_decode(c, tok, 4, 0) == HX_OK);
+    const float *lg = hx_ctx_logits(c, -1);
+    ASSERT(lg);
+    int finite = 1;
+    for (int i = 0; i < hp->n_vocab; i++) finite &= isfinite(lg[i]);
+    EXPECT(finite);
+    hx_ctx_free(c);
+    hx_model_free(m);
+}
+
+int main(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/hx_test_model.XXXXXX");
+    if (!mkdtemp(g_dir)) return 1;
+    RUN(test_moe_route);
+    RUN(test_hparams);
+    RUN(test_load_errors);
+    RUN(test_qwen3_vs_reference);
+    RUN(test_qwen3moe_vs_reference);
+    RUN(test_batch_vs_single);
+    RUN(test_truncate);
+    RUN(test_decode_errors);
+    RUN(test_stories260k);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (system(cmd) != 0) printf("# could not remove %s\n", g_dir);
+    return test_summary();
+}
