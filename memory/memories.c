@@ -1,0 +1,342 @@
+/* memories.c: facts and preferences: remember (with consolidation),
+ * forget, list, full-text search with the recency and use boosts. */
+#include "memory/memory_int.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ITEM_COLS                                                            \
+    "m.id, m.kind, m.text, m.episode_id, m.created_at, m.updated_at,"        \
+    " m.expires_at, m.last_used_at, m.use_count"
+#define N_ITEM_COLS 9
+#define MERGE_CANDIDATES 20
+
+/* ---- lists ---- */
+
+void hx_mem_list_free(hx_mem_list *l)
+{
+    if (!l) return;
+    free(l->items);
+    hx_arena_free(l->arena);
+    free(l);
+}
+
+static hx_mem_list *list_new(void)
+{
+    hx_mem_list *l = hx_calloc(1, sizeof *l);
+    if (l && !(l->arena = hx_arena_new(0))) {
+        free(l);
+        l = NULL;
+    }
+    return l;
+}
+
+/* Appends the row's ITEM_COLS (starting at column 0) to the list. */
+static int list_add_row(hx_mem_list *l, sqlite3_stmt *st)
+{
+    if ((l->n & (l->n - 1)) == 0) { /* grow at powers of two */
+        size_t cap = l->n ? (size_t)l->n * 2 : 1;
+        hx_mem_item *p = realloc(l->items, cap * sizeof *p);
+        if (!p) return HX_ERR_NOMEM;
+        l->items = p;
+    }
+    hx_mem_item *it = &l->items[l->n];
+    memset(it, 0, sizeof *it);
+    it->id = sqlite3_column_int64(st, 0);
+    it->kind = mem_col_text(st, 1, l->arena);
+    it->text = mem_col_text(st, 2, l->arena);
+    it->episode_id = sqlite3_column_int64(st, 3);
+    it->created_at = sqlite3_column_int64(st, 4);
+    it->updated_at = sqlite3_column_int64(st, 5);
+    it->expires_at = sqlite3_column_int64(st, 6);
+    it->last_used_at = sqlite3_column_int64(st, 7);
+    it->use_count = sqlite3_column_int64(st, 8);
+    if (!it->kind || !it->text) return HX_ERR_NOMEM;
+    l->n++;
+    return HX_OK;
+}
+
+/* Steps st to the end, collecting rows; takes ownership of st. */
+static int collect(hx_memory *m, sqlite3_stmt *st, hx_mem_list **out,
+                   hx_err *err)
+{
+    *out = NULL;
+    hx_mem_list *l = list_new();
+    int rc = l ? HX_OK : HX_ERR_NOMEM, s;
+    while (rc == HX_OK && (s = sqlite3_step(st)) == SQLITE_ROW)
+        rc = list_add_row(l, st);
+    if (rc == HX_OK && s != SQLITE_DONE) rc = mem_sql_err(m, err, "read");
+    else if (rc == HX_ERR_NOMEM)
+        hx_err_set(err, rc, "memory: out of memory");
+    sqlite3_finalize(st);
+    if (rc) {
+        hx_mem_list_free(l);
+        return rc;
+    }
+    *out = l;
+    return HX_OK;
+}
+
+/* ---- remember ---- */
+
+static int64_t find_same(hx_memory *m, const char *kind, const char *norm,
+                         hx_err *err)
+{
+    sqlite3_stmt *st = mem_prepare(
+        m, "SELECT id FROM memories WHERE kind = ?1 AND norm = ?2 LIMIT 1",
+        err);
+    if (!st) return -1;
+    sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, norm, -1, SQLITE_STATIC);
+    int64_t id = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0)
+                                                : 0;
+    sqlite3_finalize(st);
+    return id;
+}
+
+/* The memory of the same kind with the highest word overlap >= threshold
+ * among the best full-text matches, or 0. */
+static int64_t find_similar(hx_memory *m, const char *kind, const char *norm,
+                            hx_err *err)
+{
+    char *q = mem_fts_query_dup(norm);
+    if (!q || !*q) {
+        free(q);
+        return 0;
+    }
+    sqlite3_stmt *st = mem_prepare(
+        m,
+        "SELECT m.id, m.norm FROM (SELECT rowid AS rid FROM memories_fts"
+        " WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT ?2) f"
+        " JOIN memories m ON m.id = f.rid WHERE m.kind = ?3",
+        err);
+    int64_t best = 0;
+    double best_j = m->params.merge_jaccard;
+    if (st) {
+        sqlite3_bind_text(st, 1, q, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, MERGE_CANDIDATES);
+        sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            double j = hx_mem_jaccard(
+                norm, (const char *)sqlite3_column_text(st, 1));
+            if (j >= best_j) {
+                best_j = j;
+                best = sqlite3_column_int64(st, 0);
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    free(q);
+    return st ? best : -1;
+}
+
+static void bind_opt_int(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v) sqlite3_bind_int64(st, i, v);
+    else sqlite3_bind_null(st, i);
+}
+
+/* Inserts (id 0) or rewrites memory id with the new text. */
+static int write_memory(hx_memory *m, int64_t id, const hx_mem_new *n,
+                        const char *norm, int64_t *id_out, hx_err *err)
+{
+    sqlite3_stmt *st = mem_prepare(
+        m,
+        id ? "UPDATE memories SET kind = ?1, text = ?2, norm = ?3,"
+             " episode_id = coalesce(?4, episode_id), updated_at = ?5,"
+             " expires_at = ?6 WHERE id = ?7"
+           : "INSERT INTO memories(kind, text, norm, episode_id, created_at,"
+             " updated_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
+        err);
+    if (!st) return err ? err->rc : HX_ERR_INTERNAL;
+    sqlite3_bind_text(st, 1, n->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, n->text, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, norm, -1, SQLITE_STATIC);
+    bind_opt_int(st, 4, n->episode_id);
+    sqlite3_bind_int64(st, 5, hx_now(NULL));
+    bind_opt_int(st, 6, n->expires_at);
+    if (id) sqlite3_bind_int64(st, 7, id);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? HX_OK
+                                             : mem_sql_err(m, err, "remember");
+    sqlite3_finalize(st);
+    if (rc == HX_OK && id_out)
+        *id_out = id ? id : sqlite3_last_insert_rowid(m->db);
+    return rc;
+}
+
+static int validate_new(const hx_mem_new *n, const char *norm, hx_err *err)
+{
+    if (!n->kind || !*n->kind || !n->text)
+        return hx_err_set(err, HX_ERR_INVALID,
+                          "memory: a memory needs a kind and a text");
+    if (!*norm)
+        return hx_err_set(err, HX_ERR_INVALID,
+                          "memory: the text has no words to remember");
+    return HX_OK;
+}
+
+int hx_memory_remember(hx_memory *m, const hx_mem_new *n, int64_t *id_out,
+                       int *merged, hx_err *err)
+{
+    char *norm = mem_normalize_dup(n->text);
+    if (!norm) return hx_err_set(err, HX_ERR_NOMEM, "memory: out of memory");
+    int rc = validate_new(n, norm, err);
+    if (rc == HX_OK) rc = mem_tx_begin(m, err);
+    if (rc) {
+        free(norm);
+        return rc;
+    }
+    int64_t id = find_same(m, n->kind, norm, err);
+    if (id == 0) id = find_similar(m, n->kind, norm, err);
+    if (id < 0) rc = err ? err->rc : HX_ERR_INTERNAL;
+    else rc = write_memory(m, id, n, norm, id_out, err);
+    rc = mem_tx_end(m, rc, err);
+    if (rc == HX_OK && merged) *merged = id > 0;
+    free(norm);
+    return rc;
+}
+
+/* ---- forget ---- */
+
+int hx_memory_forget(hx_memory *m, int64_t id, hx_err *err)
+{
+    int rc = mem_tx_begin(m, err);
+    if (rc) return rc;
+    sqlite3_stmt *st = mem_prepare(m, "DELETE FROM memories WHERE id = ?1",
+                                   err);
+    if (!st) rc = err ? err->rc : HX_ERR_INTERNAL;
+    else {
+        sqlite3_bind_int64(st, 1, id);
+        if (sqlite3_step(st) != SQLITE_DONE) rc = mem_sql_err(m, err, "forget");
+        else if (sqlite3_changes(m->db) == 0)
+            rc = hx_err_set(err, HX_ERR_NOTFOUND, "memory %lld not found",
+                            (long long)id);
+        sqlite3_finalize(st);
+    }
+    /* The FTS5 delete only adds a tombstone; merging drops the words. */
+    if (rc == HX_OK) rc = mem_fts_optimize(m, "memories_fts", err);
+    return mem_tx_end(m, rc, err);
+}
+
+/* ---- reading ---- */
+
+int hx_memory_get(hx_memory *m, int64_t id, hx_mem_list **out, hx_err *err)
+{
+    *out = NULL;
+    sqlite3_stmt *st = mem_prepare(
+        m, "SELECT " ITEM_COLS " FROM memories m WHERE m.id = ?1", err);
+    if (!st) return err ? err->rc : HX_ERR_INTERNAL;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = collect(m, st, out, err);
+    if (rc == HX_OK && (*out)->n == 0) {
+        hx_mem_list_free(*out);
+        *out = NULL;
+        rc = hx_err_set(err, HX_ERR_NOTFOUND, "memory %lld not found",
+                        (long long)id);
+    }
+    return rc;
+}
+
+int hx_memory_list(hx_memory *m, const char *kind, int limit, int with_expired,
+                   hx_mem_list **out, hx_err *err)
+{
+    *out = NULL;
+    sqlite3_stmt *st = mem_prepare(
+        m,
+        "SELECT " ITEM_COLS " FROM memories m"
+        " WHERE (?1 IS NULL OR m.kind = ?1)"
+        " AND (?2 OR m.expires_at IS NULL OR m.expires_at > ?3)"
+        " ORDER BY m.updated_at DESC, m.id DESC LIMIT ?4",
+        err);
+    if (!st) return err ? err->rc : HX_ERR_INTERNAL;
+    if (kind) sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, with_expired != 0);
+    sqlite3_bind_int64(st, 3, hx_now(NULL));
+    sqlite3_bind_int(st, 4, limit > 0 ? limit : -1);
+    return collect(m, st, out, err);
+}
+
+int64_t hx_memory_count(hx_memory *m)
+{
+    return mem_query_int(m, "SELECT count(*) FROM memories");
+}
+
+/* ---- ranked search ---- */
+
+/* BM25 (SQLite's is negative, smaller is better) turned into a positive
+ * relevance, boosted up to 1.5x for recent use or update (half-life
+ * recency_days) and by 1 + 0.2 ln(1 + uses). */
+static double boosted(const hx_mem_item *it, double bm25, int64_t now,
+                      double half_life_days)
+{
+    int64_t last = it->last_used_at > it->updated_at ? it->last_used_at
+                                                     : it->updated_at;
+    double age_days = (double)(now - last) / 86400.0;
+    if (age_days < 0) age_days = 0;
+    double recency = exp2(-age_days / (half_life_days > 0 ? half_life_days
+                                                          : 30.0));
+    double use = log1p((double)(it->use_count > 0 ? it->use_count : 0));
+    return -bm25 * (1.0 + 0.5 * recency) * (1.0 + 0.2 * use);
+}
+
+static int by_score(const void *a, const void *b)
+{
+    const hx_mem_item *x = a, *y = b;
+    if (x->score != y->score) return x->score < y->score ? 1 : -1;
+    return x->id < y->id ? 1 : (x->id > y->id ? -1 : 0);
+}
+
+int mem_ranked(hx_memory *m, const char *query, int limit,
+               double half_life_days, hx_mem_list **out, hx_err *err)
+{
+    *out = NULL;
+    char *q = mem_fts_query_dup(query);
+    if (!q) return hx_err_set(err, HX_ERR_NOMEM, "memory: out of memory");
+    if (!*q) { /* no words: nothing matches */
+        free(q);
+        *out = list_new();
+        return *out ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    }
+    sqlite3_stmt *st = mem_prepare(
+        m,
+        "SELECT " ITEM_COLS ", f.b FROM (SELECT rowid AS rid,"
+        " bm25(memories_fts) AS b FROM memories_fts WHERE memories_fts"
+        " MATCH ?1 ORDER BY rank LIMIT ?2) f JOIN memories m ON m.id = f.rid"
+        " WHERE m.expires_at IS NULL OR m.expires_at > ?3",
+        err);
+    if (!st) {
+        free(q);
+        return err ? err->rc : HX_ERR_INTERNAL;
+    }
+    int64_t now = hx_now(NULL);
+    sqlite3_bind_text(st, 1, q, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, limit * 4 > 64 ? limit * 4 : 64);
+    sqlite3_bind_int64(st, 3, now);
+    hx_mem_list *l = list_new();
+    int rc = l ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory"), s;
+    while (rc == HX_OK && (s = sqlite3_step(st)) == SQLITE_ROW) {
+        rc = list_add_row(l, st);
+        if (rc == HX_OK)
+            l->items[l->n - 1].score =
+                boosted(&l->items[l->n - 1],
+                        sqlite3_column_double(st, N_ITEM_COLS), now,
+                        half_life_days);
+    }
+    if (rc == HX_OK && s != SQLITE_DONE) rc = mem_sql_err(m, err, "search");
+    sqlite3_finalize(st);
+    free(q);
+    if (rc) {
+        hx_mem_list_free(l);
+        return rc;
+    }
+    qsort(l->items, (size_t)l->n, sizeof *l->items, by_score);
+    if (l->n > limit) l->n = limit;
+    *out = l;
+    return HX_OK;
+}
+
+int hx_memory_search(hx_memory *m, const char *query, int limit,
+                     hx_mem_list **out, hx_err *err)
+{
+    return mem_ranked(m, query, limit > 0 ? limit : 10, 30.0, out, err);
+}

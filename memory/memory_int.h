@@ -1,0 +1,58 @@
+/* memory_int.h: internals shared by the memory module's files: the handle,
+ * the schema migrations and small SQLite helpers. Not a public header. */
+#ifndef HX_MEMORY_INT_H
+#define HX_MEMORY_INT_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "memory/memory.h"
+
+struct hx_memory {
+    sqlite3 *db;
+    char *path;
+    hx_memory_params params;
+    int in_batch; /* inside hx_memory_begin/commit */
+};
+
+/* The forward migrations: migration[i] takes schema version i to i + 1. */
+extern const char *const mem_migrations[HX_MEMORY_SCHEMA_VERSION];
+
+/* Fills err with "what: <sqlite message>" and returns rc mapped from the
+ * SQLite error (CORRUPT/NOTADB -> HX_ERR_FORMAT, BUSY -> HX_ERR_TIMEOUT). */
+int mem_sql_err(hx_memory *m, hx_err *err, const char *what);
+/* Runs SQL without results. */
+int mem_exec(hx_memory *m, const char *sql, hx_err *err);
+/* Prepares sql (on error: err filled, NULL returned). */
+sqlite3_stmt *mem_prepare(hx_memory *m, const char *sql, hx_err *err);
+/* Transactions that nest inside hx_memory_begin/commit batches. */
+int mem_tx_begin(hx_memory *m, hx_err *err);
+int mem_tx_end(hx_memory *m, int rc, hx_err *err); /* commit if rc == 0 */
+/* A scalar integer query (no parameters); -1 on error. */
+int64_t mem_query_int(hx_memory *m, const char *sql);
+/* Copies column i as text into the arena ("" for NULL unless null_ok). */
+const char *mem_col_text(sqlite3_stmt *st, int i, hx_arena *a);
+
+/* text.c */
+const char *mem_next_word(const char *s, size_t *len);
+char *mem_normalize_dup(const char *text);     /* malloc'd, NULL on OOM */
+char *mem_fts_query_dup(const char *text);     /* malloc'd, NULL on OOM */
+
+/* Memories matching user text, best first by boosted BM25, at most limit,
+ * expired ones left out (memories.c). */
+int mem_ranked(hx_memory *m, const char *query, int limit,
+               double half_life_days, hx_mem_list **out, hx_err *err);
+
+/* Steps st over episodes_full rows (EP_COLS order: see episodes.c),
+ * handing each to cb; finalizes st (episodes.c). */
+int mem_each_episode(hx_memory *m, sqlite3_stmt *st, int64_t split_at,
+                     hx_episode_cb cb, void *user, hx_err *err);
+#define MEM_EP_COLS                                                           \
+    "id, started_at, finished_at, request, messages, outcome, model,"        \
+    " adapter, verdict, corrected, verdict_at, calls"
+
+/* Merges an FTS5 table's segments so deleted rows leave no trace. */
+int mem_fts_optimize(hx_memory *m, const char *table, hx_err *err);
+
+#endif /* HX_MEMORY_INT_H */
