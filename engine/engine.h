@@ -6,6 +6,7 @@
 #define HX_ENGINE_H
 
 #include "engine/gguf.h"
+#include "engine/vocab.h"
 #include "engine/quant.h"
 #include "engine/model.h"
 #include "engine/sample.h"

@@ -1,0 +1,119 @@
+/* vocab_int.h: internal header of the tokenizers (vocab*.c): the hx_vocab
+ * struct, its hash maps, UTF-8 helpers and the merge work queue. */
+#ifndef HX_VOCAB_INT_H
+#define HX_VOCAB_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/vocab.h"
+
+/* Pre-tokenizers of byte-level BPE vocabularies. */
+enum { HX_PRE_QWEN2 = 1, HX_PRE_LLAMA3 = 2 };
+
+/* Open-addressing map from a string (or pair of strings) to an index;
+ * slots hold index + 1, 0 is empty. Keys live in the owner's arrays. */
+typedef struct vmap {
+    uint32_t *slots;
+    uint32_t mask;
+} vmap;
+
+/* A piece of text: offset and length into a blob. */
+typedef struct vspan {
+    uint32_t off;
+    uint32_t len;
+} vspan;
+
+/* Growable token list used while tokenizing. */
+typedef struct tokvec {
+    int32_t *v;
+    size_t n, cap;
+    int oom;
+} tokvec;
+
+struct hx_vocab {
+    int type;      /* HX_VOCAB_* */
+    int pre_type;  /* HX_PRE_* for BPE */
+    char pre[64];
+    int32_t n_tokens;
+    char *text;         /* every token's stored text, concatenated */
+    vspan *texts;       /* (n_tokens) into text */
+    char *piece;        /* every token's output bytes (special rendering) */
+    vspan *pieces;      /* (n_tokens) into piece */
+    float *scores;      /* (n_tokens) */
+    uint16_t *attr;     /* (n_tokens) HX_TOKEN_* */
+    uint8_t *eog;       /* (n_tokens) 1 if end of generation */
+    vmap tok_map;       /* text -> id (the last id wins, as llama.cpp) */
+    /* byte-level BPE merges: "a b" with rank = index (the first wins) */
+    char *merge_text;
+    vspan *merge_a, *merge_b;
+    uint32_t n_merges;
+    vmap merge_map;
+    void *re;           /* pcre2_code *, pre-tokenizer regex */
+    int re_jit;         /* JIT compiled */
+    /* special/added tokens matched in text, longest first */
+    int32_t *special;
+    int32_t n_special;
+    int32_t bos, eos, eot, eom, unk, pad, sep, mask;
+    int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
+    int add_bos, add_eos, add_space_prefix, ignore_merges;
+    int32_t byte_tok[256]; /* SPM byte fallback ids, -1 if none */
+};
+
+/* ---- hashing and maps (vocab.c) ---- */
+uint64_t vocab_hash(uint64_t h, const void *p, size_t n);
+#define VOCAB_HASH_SEED 1469598103934665603ULL
+int vmap_init(vmap *m, size_t n_keys);
+void vmap_free(vmap *m);
+/* Merge rank of the pair (a, b), or -1. */
+int32_t vocab_merge_rank(const hx_vocab *v, const char *a, size_t na,
+                         const char *b, size_t nb);
+
+/* ---- token lists ---- */
+int tokvec_push(tokvec *t, int32_t id);
+
+/* ---- UTF-8 ---- */
+/* Length of the UTF-8 sequence that byte c starts, from its high nibble
+ * only, as llama.cpp's unicode_len_utf8 (continuation bytes give 1). */
+int vocab_utf8_len(unsigned char c);
+/* Decodes one code point as llama.cpp does: lax (overlongs and surrogates
+ * pass), an invalid byte gives U+FFFD and advances by one. */
+uint32_t vocab_cpt_decode(const unsigned char *s, size_t n, size_t *off);
+/* Encodes cpt (<= 0x10FFFF, surrogates allowed) into out; returns bytes. */
+int vocab_cpt_encode(uint32_t cpt, char *out);
+
+/* ---- work queue of candidate merges: the lowest prio first, then the
+ * leftmost (llama.cpp's llm_bigram comparators) ---- */
+typedef struct vbigram {
+    double prio;
+    int32_t left, right;
+    uint32_t size;
+} vbigram;
+typedef struct vheap {
+    vbigram *a;
+    size_t n, cap;
+} vheap;
+int vheap_push(vheap *h, vbigram b);
+vbigram vheap_pop(vheap *h);
+void vheap_free(vheap *h);
+
+/* Symbols of the merge loops: a doubly linked list over a byte string. */
+typedef struct vsym {
+    int32_t prev, next;
+    uint32_t off, n;
+} vsym;
+
+/* ---- tokenizer halves ---- */
+/* BPE: pre-tokenizer regex (vocab_bpe.c). */
+int vocab_bpe_init(hx_vocab *v, hx_err *err);
+void vocab_bpe_free(hx_vocab *v);
+/* Tokenizes one raw-text fragment into t. HX_OK or HX_ERR_NOMEM. */
+int vocab_bpe_tokenize(const hx_vocab *v, const char *text, size_t len,
+                       tokvec *t);
+/* Decodes a byte-level BPE piece into raw bytes (appended to out). */
+int vocab_bpe_decode(const char *text, size_t len, hx_buf *out);
+/* SPM (vocab_spm.c): text already has spaces as U+2581. */
+int vocab_spm_tokenize(const hx_vocab *v, const char *text, size_t len,
+                       tokvec *t);
+
+#endif /* HX_VOCAB_INT_H */
