@@ -1,0 +1,550 @@
+/* quant.c: reference (scalar) quantization and dequantization of rows for
+ * F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and Q8_K, in ggml's layouts. */
+#include "engine/quant.h"
+
+#include <math.h>
+#include <string.h>
+
+_Static_assert(sizeof(hx_block_q4_0) == 18, "q4_0 layout");
+_Static_assert(sizeof(hx_block_q8_0) == 34, "q8_0 layout");
+_Static_assert(sizeof(hx_block_q4_K) == 144, "q4_K layout");
+_Static_assert(sizeof(hx_block_q5_K) == 176, "q5_K layout");
+_Static_assert(sizeof(hx_block_q6_K) == 210, "q6_K layout");
+_Static_assert(sizeof(hx_block_q8_K) == 292, "q8_K layout");
+
+/* Values below this are treated as an all-zero group. */
+#define GROUP_EPS 1e-15f
+
+/* ---- half and bfloat ---- */
+
+static uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+float hx_fp16_to_fp32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    if (exp == 0) { /* zero or subnormal: mant * 2^-24, exact */
+        float v = (float)mant * (1.0f / 16777216.0f);
+        return u2f(f2u(v) | sign);
+    }
+    if (exp == 31) return u2f(sign | 0x7f800000u | (mant << 13));
+    return u2f(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+uint16_t hx_fp32_to_fp16(float f)
+{
+    uint32_t x = f2u(f);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00 | ((ax >> 13) & 0x3ff));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* inf, overflow */
+    if (ax < 0x38800000u) {
+        /* Below the smallest normal half: adding 0.5 makes the float's
+         * last mantissa bits count units of 2^-24, rounded to even. */
+        float t = u2f(ax) + 0.5f;
+        return (uint16_t)(sign | (f2u(t) - 0x3f000000u));
+    }
+    /* Normal: rebias the exponent and round the 13 dropped bits to even. */
+    ax += 0xc8000fffu + ((ax >> 13) & 1);
+    return (uint16_t)(sign | (ax >> 13));
+}
+
+float hx_bf16_to_fp32(uint16_t h) { return u2f((uint32_t)h << 16); }
+
+uint16_t hx_fp32_to_bf16(float f)
+{
+    uint32_t u = f2u(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 64);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+/* Round to nearest, ties to even, for |v| < 2^22 (the float-add trick). */
+static int nearest_int(float v)
+{
+    float t = v + 12582912.0f;
+    return (int)(f2u(t) & 0x007fffffu) - 0x00400000;
+}
+
+static int clampi(int v, int lo, int hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* ---- Q8_0 and Q4_0 ---- */
+
+static void quantize_q8_0(const float *x, hx_block_q8_0 *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, x += HX_QK) {
+        float amax = 0;
+        for (int j = 0; j < HX_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        y[i].d = hx_fp32_to_fp16(d);
+        for (int j = 0; j < HX_QK; j++) y[i].qs[j] = (int8_t)roundf(x[j] * id);
+    }
+}
+
+static void quantize_q4_0(const float *x, hx_block_q4_0 *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, x += HX_QK) {
+        float amax = 0, max = 0;
+        for (int j = 0; j < HX_QK; j++)
+            if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        /* The largest magnitude maps to -8, the one value with no +8. */
+        float d = max / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
+        y[i].d = hx_fp32_to_fp16(d);
+        for (int j = 0; j < HX_QK / 2; j++) {
+            int lo = (int)(int8_t)(x[j] * id + 8.5f);
+            int hi = (int)(int8_t)(x[j + HX_QK / 2] * id + 8.5f);
+            lo = lo > 15 ? 15 : lo;
+            hi = hi > 15 ? 15 : hi;
+            y[i].qs[j] = (uint8_t)(lo | (hi << 4));
+        }
+    }
+}
+
+static void dequantize_q8_0(const hx_block_q8_0 *x, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, y += HX_QK) {
+        float d = hx_fp16_to_fp32(x[i].d);
+        for (int j = 0; j < HX_QK; j++) y[j] = x[i].qs[j] * d;
+    }
+}
+
+static void dequantize_q4_0(const hx_block_q4_0 *x, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, y += HX_QK) {
+        float d = hx_fp16_to_fp32(x[i].d);
+        for (int j = 0; j < HX_QK / 2; j++) {
+            y[j] = ((x[i].qs[j] & 0xf) - 8) * d;
+            y[j + HX_QK / 2] = ((x[i].qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+
+/* ---- Q8_K ---- */
+
+static void quantize_q8_K(const float *x, hx_block_q8_K *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, x += HX_QK_K) {
+        float amax = 0, max = 0;
+        for (int j = 0; j < HX_QK_K; j++)
+            if (fabsf(x[j]) > amax) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        memset(&y[i], 0, sizeof y[i]);
+        if (amax == 0) continue;
+        float iscale = -127.0f / max;
+        for (int j = 0; j < HX_QK_K; j++) {
+            int v = nearest_int(iscale * x[j]);
+            y[i].qs[j] = (int8_t)(v > 127 ? 127 : v);
+        }
+        for (int j = 0; j < HX_QK_K / 16; j++) {
+            int s = 0;
+            for (int l = 0; l < 16; l++) s += y[i].qs[16 * j + l];
+            y[i].bsums[j] = (int16_t)s;
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+
+static void dequantize_q8_K(const hx_block_q8_K *x, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, y += HX_QK_K)
+        for (int j = 0; j < HX_QK_K; j++) y[j] = x[i].d * x[i].qs[j];
+}
+
+/* ---- K-quant scale searches ---- */
+
+/* Asymmetric quantization of n values to 0..nmax minimising the weighted
+ * squared error: start from the min/max grid, then try nstep scales
+ * around it (iscale = (nmax + rmin + rdelta*k) / range) and keep the
+ * least-squares (scale, min) fit of the best one. Returns the scale and
+ * the (non-negative) offset in *neg_min; L gets the levels. */
+static float search_scale_min(int n, int nmax, const float *x, const float *w,
+                              uint8_t *L, float *neg_min, uint8_t *Laux,
+                              float rmin, float rdelta, int nstep)
+{
+    float min = x[0], max = x[0], sum_w = w[0], sum_x = w[0] * x[0];
+    for (int i = 1; i < n; i++) {
+        if (x[i] < min) min = x[i];
+        if (x[i] > max) max = x[i];
+        sum_w += w[i];
+        sum_x += w[i] * x[i];
+    }
+    if (min > 0) min = 0;
+    if (max == min) {
+        memset(L, 0, (size_t)n);
+        *neg_min = -min;
+        return 0;
+    }
+    float iscale = nmax / (max - min), scale = 1 / iscale, best = 0;
+    for (int i = 0; i < n; i++) {
+        L[i] = (uint8_t)clampi(nearest_int(iscale * (x[i] - min)), 0, nmax);
+        float diff = scale * L[i] + min - x[i];
+        diff = diff * diff;
+        best += w[i] * diff;
+    }
+    for (int is = 0; is <= nstep; is++) {
+        iscale = (rmin + rdelta * is + nmax) / (max - min);
+        float sl = 0, sl2 = 0, sxl = 0;
+        for (int i = 0; i < n; i++) {
+            int l = clampi(nearest_int(iscale * (x[i] - min)), 0, nmax);
+            Laux[i] = (uint8_t)l;
+            sl += w[i] * l;
+            sl2 += w[i] * l * l;
+            sxl += w[i] * l * x[i];
+        }
+        float D = sum_w * sl2 - sl * sl;
+        if (D <= 0) continue;
+        float this_scale = (sum_w * sxl - sum_x * sl) / D;
+        float this_min = (sl2 * sum_x - sl * sxl) / D;
+        if (this_min > 0) {
+            this_min = 0;
+            this_scale = sxl / sl2;
+        }
+        float err = 0;
+        for (int i = 0; i < n; i++) {
+            float diff = this_scale * Laux[i] + this_min - x[i];
+            diff = diff * diff;
+            err += w[i] * diff;
+        }
+        if (err < best) {
+            memcpy(L, Laux, (size_t)n);
+            best = err;
+            scale = this_scale;
+            min = this_min;
+        }
+    }
+    *neg_min = -min;
+    return scale;
+}
+
+/* Symmetric quantization of n values to -nmax..nmax-1 (stored + nmax in
+ * L), weights w (NULL: x^2). Tries 19 scales around -nmax/max (the value
+ * of largest magnitude maps to -nmax) and keeps the least-squares best. */
+static float search_scale_sym(int n, int nmax, const float *x, uint8_t *L,
+                              const float *w)
+{
+    float amax = 0, max = 0;
+    for (int i = 0; i < n; i++)
+        if (fabsf(x[i]) > amax) {
+            amax = fabsf(x[i]);
+            max = x[i];
+        }
+    if (amax < GROUP_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0;
+    }
+    /* The plain grid (step 0) first, then 18 neighbours. */
+    float best_scale = 0, best = 0;
+    for (int k = 0; k < 19; k++) {
+        int is = k == 0 ? 0 : k <= 9 ? k - 10 : k - 9;
+        float iscale = -(nmax + 0.1f * is) / max, slx = 0, sl2 = 0;
+        for (int i = 0; i < n; i++) {
+            int l = clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+            float wi = w ? w[i] : x[i] * x[i];
+            slx += wi * x[i] * l;
+            sl2 += wi * l * l;
+        }
+        /* Error reduction of the least-squares fit is slx^2 / sl2. */
+        if (k == 0 || (sl2 > 0 && slx * slx > best * sl2)) {
+            for (int i = 0; i < n; i++)
+                L[i] = (uint8_t)(nmax + clampi(nearest_int(iscale * x[i]),
+                                               -nmax, nmax - 1));
+            best_scale = sl2 > 0 ? slx / sl2 : 0;
+            best = best_scale * slx;
+        }
+    }
+    return best_scale;
+}
+
+/* Per-element weights of one 32-sub-block of a super-block: without an
+ * importance matrix, av + |x| (av the sub-block's rms); with one,
+ * imatrix * sqrt(sigma2 + x^2). */
+static void subblock_weights(const float *x, const float *imx, float sigma2,
+                             float *w)
+{
+    float s2 = 0;
+    for (int l = 0; l < 32; l++) s2 += x[l] * x[l];
+    float av = sqrtf(s2 / 32);
+    for (int l = 0; l < 32; l++)
+        w[l] = imx ? imx[l] * sqrtf(sigma2 + x[l] * x[l]) : av + fabsf(x[l]);
+}
+
+static float sigma2_of(const float *x)
+{
+    float s = 0;
+    for (int l = 0; l < HX_QK_K; l++) s += x[l] * x[l];
+    return 2 * s / HX_QK_K;
+}
+
+/* The 6-bit scale and min of sub-block j from Q4_K/Q5_K's packed bytes. */
+static void get_scale_min(int j, const uint8_t *q, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xf) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+static void put_scale_min(int j, uint8_t *q, int sc, int m)
+{
+    if (j < 4) {
+        q[j] = (uint8_t)sc;
+        q[j + 4] = (uint8_t)m;
+    } else {
+        q[j + 4] = (uint8_t)((sc & 0xf) | ((m & 0xf) << 4));
+        q[j - 4] |= (uint8_t)((sc >> 4) << 6);
+        q[j] |= (uint8_t)((m >> 4) << 6);
+    }
+}
+
+/* Shared by Q4_K (nmax 15) and Q5_K (nmax 31): searches the 8 sub-block
+ * scales and mins, quantizes them to 6 bits against fp16 d and dmin, then
+ * re-quantizes the values with the rounded scales. L gets 0..nmax. */
+static void quantize_kx_block(const float *x, const float *imx, int nmax,
+                              uint16_t *d_out, uint16_t *dmin_out,
+                              uint8_t *scales, uint8_t *L)
+{
+    float w[32], sc[8], mn[8], max_sc = 0, max_mn = 0;
+    float sigma2 = imx ? sigma2_of(x) : 0;
+    uint8_t Laux[32];
+    for (int j = 0; j < 8; j++) {
+        subblock_weights(x + 32 * j, imx ? imx + 32 * j : NULL, sigma2, w);
+        sc[j] = nmax == 15
+                    ? search_scale_min(32, 15, x + 32 * j, w, L + 32 * j,
+                                       &mn[j], Laux, -1.0f, 0.1f, 20)
+                    : search_scale_min(32, 31, x + 32 * j, w, L + 32 * j,
+                                       &mn[j], Laux, -0.5f, 0.1f, 15);
+        if (sc[j] > max_sc) max_sc = sc[j];
+        if (mn[j] > max_mn) max_mn = mn[j];
+    }
+    float inv_sc = max_sc > 0 ? 63 / max_sc : 0, inv_mn = max_mn > 0 ? 63 / max_mn : 0;
+    memset(scales, 0, HX_K_SCALE_BYTES);
+    for (int j = 0; j < 8; j++) {
+        int ls = nearest_int(inv_sc * sc[j]), lm = nearest_int(inv_mn * mn[j]);
+        put_scale_min(j, scales, ls > 63 ? 63 : ls, lm > 63 ? 63 : lm);
+    }
+    *d_out = hx_fp32_to_fp16(max_sc / 63);
+    *dmin_out = hx_fp32_to_fp16(max_mn / 63);
+    float d = hx_fp16_to_fp32(*d_out), dmin = hx_fp16_to_fp32(*dmin_out);
+    for (int j = 0; j < 8; j++) {
+        int is, im;
+        get_scale_min(j, scales, &is, &im);
+        float dj = d * is, mj = dmin * im;
+        if (dj == 0) continue;
+        for (int l = 0; l < 32; l++)
+            L[32 * j + l] = (uint8_t)clampi(
+                nearest_int((x[32 * j + l] + mj) / dj), 0, nmax);
+    }
+}
+
+static void quantize_q4_K(const float *x, hx_block_q4_K *y, int64_t nb,
+                          const float *imx)
+{
+    uint8_t L[HX_QK_K];
+    for (int64_t i = 0; i < nb; i++, x += HX_QK_K) {
+        quantize_kx_block(x, imx ? imx + i * HX_QK_K : NULL, 15, &y[i].d,
+                          &y[i].dmin, y[i].scales, L);
+        for (int j = 0; j < HX_QK_K; j += 64)
+            for (int l = 0; l < 32; l++)
+                y[i].qs[j / 2 + l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
+    }
+}
+
+static void quantize_q5_K(const float *x, hx_block_q5_K *y, int64_t nb,
+                          const float *imx)
+{
+    uint8_t L[HX_QK_K];
+    for (int64_t i = 0; i < nb; i++, x += HX_QK_K) {
+        quantize_kx_block(x, imx ? imx + i * HX_QK_K : NULL, 31, &y[i].d,
+                          &y[i].dmin, y[i].scales, L);
+        memset(y[i].qh, 0, sizeof y[i].qh);
+        for (int j = 0; j < HX_QK_K; j += 64)
+            for (int l = 0; l < 32; l++) {
+                int a = L[j + l], b = L[j + l + 32], bit = j / 32;
+                y[i].qh[l] |= (uint8_t)(((a >> 4) << bit) | ((b >> 4) << (bit + 1)));
+                y[i].qs[j / 2 + l] = (uint8_t)((a & 0xf) | ((b & 0xf) << 4));
+            }
+    }
+}
+
+static void pack_q6_K(const uint8_t *L, hx_block_q6_K *y)
+{
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *Lh = L + 128 * h;
+        uint8_t *ql = y->ql + 64 * h, *qh = y->qh + 32 * h;
+        for (int l = 0; l < 32; l++) {
+            ql[l] = (uint8_t)((Lh[l] & 0xf) | ((Lh[l + 64] & 0xf) << 4));
+            ql[l + 32] = (uint8_t)((Lh[l + 32] & 0xf) | ((Lh[l + 96] & 0xf) << 4));
+            qh[l] = (uint8_t)((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) |
+                              ((Lh[l + 64] >> 4) << 4) | ((Lh[l + 96] >> 4) << 6));
+        }
+    }
+}
+
+static void quantize_q6_K(const float *x, hx_block_q6_K *y, int64_t nb,
+                          const float *imx)
+{
+    uint8_t L[HX_QK_K];
+    float sc[16];
+    for (int64_t i = 0; i < nb; i++, x += HX_QK_K) {
+        float max_abs = 0, max_sc = 0;
+        for (int j = 0; j < 16; j++) {
+            sc[j] = search_scale_sym(16, 32, x + 16 * j, L + 16 * j,
+                                     imx ? imx + i * HX_QK_K + 16 * j : NULL);
+            if (fabsf(sc[j]) > max_abs) {
+                max_abs = fabsf(sc[j]);
+                max_sc = sc[j];
+            }
+        }
+        memset(&y[i], 0, sizeof y[i]);
+        if (max_abs < GROUP_EPS) continue;
+        float iscale = -128.0f / max_sc;
+        y[i].d = hx_fp32_to_fp16(1 / iscale);
+        float d = hx_fp16_to_fp32(y[i].d);
+        for (int j = 0; j < 16; j++) {
+            int s = nearest_int(iscale * sc[j]);
+            y[i].scales[j] = (int8_t)(s > 127 ? 127 : s);
+            float dj = d * y[i].scales[j];
+            if (dj == 0) continue;
+            for (int l = 0; l < 16; l++)
+                L[16 * j + l] = (uint8_t)(32 + clampi(nearest_int(x[16 * j + l] / dj), -32, 31));
+        }
+        pack_q6_K(L, &y[i]);
+    }
+}
+
+static void dequantize_q4_K(const hx_block_q4_K *x, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, y += HX_QK_K) {
+        float d = hx_fp16_to_fp32(x[i].d), dmin = hx_fp16_to_fp32(x[i].dmin);
+        for (int j = 0; j < 8; j++) {
+            int sc, m;
+            get_scale_min(j, x[i].scales, &sc, &m);
+            float dj = d * sc, mj = dmin * m;
+            const uint8_t *q = x[i].qs + 32 * (j / 2);
+            int shift = 4 * (j & 1);
+            for (int l = 0; l < 32; l++) y[32 * j + l] = dj * ((q[l] >> shift) & 0xf) - mj;
+        }
+    }
+}
+
+static void dequantize_q5_K(const hx_block_q5_K *x, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, y += HX_QK_K) {
+        float d = hx_fp16_to_fp32(x[i].d), dmin = hx_fp16_to_fp32(x[i].dmin);
+        for (int j = 0; j < 8; j++) {
+            int sc, m;
+            get_scale_min(j, x[i].scales, &sc, &m);
+            float dj = d * sc, mj = dmin * m;
+            const uint8_t *q = x[i].qs + 32 * (j / 2);
+            int shift = 4 * (j & 1);
+            for (int l = 0; l < 32; l++) {
+                int v = ((q[l] >> shift) & 0xf) | (((x[i].qh[l] >> j) & 1) << 4);
+                y[32 * j + l] = dj * v - mj;
+            }
+        }
+    }
+}
+
+static void dequantize_q6_K(const hx_block_q6_K *x, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, y += HX_QK_K) {
+        float d = hx_fp16_to_fp32(x[i].d);
+        for (int e = 0; e < HX_QK_K; e++) {
+            int h = e / 128, r = e % 128, quarter = r / 32, l = r % 32;
+            uint8_t lo = x[i].ql[64 * h + l + 32 * (quarter & 1)];
+            int q = ((quarter < 2 ? lo : lo >> 4) & 0xf) |
+                    (((x[i].qh[32 * h + l] >> (2 * quarter)) & 3) << 4);
+            y[e] = d * x[i].scales[e / 16] * (q - 32);
+        }
+    }
+}
+
+/* ---- dispatch ---- */
+
+int hx_quant_supported(int type)
+{
+    switch (type) {
+    case HX_TYPE_F32: case HX_TYPE_F16: case HX_TYPE_BF16: case HX_TYPE_Q8_0:
+    case HX_TYPE_Q4_0: case HX_TYPE_Q4_K: case HX_TYPE_Q5_K: case HX_TYPE_Q6_K:
+    case HX_TYPE_Q8_K:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void hx_quantize_row(int type, const float *x, void *y, int64_t n,
+                     const float *imatrix)
+{
+    int64_t nb = hx_type_block_elems(type) > 0 ? n / hx_type_block_elems(type) : 0;
+    switch (type) {
+    case HX_TYPE_F32: memcpy(y, x, (size_t)n * 4); break;
+    case HX_TYPE_F16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)y)[i] = hx_fp32_to_fp16(x[i]);
+        break;
+    case HX_TYPE_BF16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)y)[i] = hx_fp32_to_bf16(x[i]);
+        break;
+    case HX_TYPE_Q8_0: quantize_q8_0(x, y, nb); break;
+    case HX_TYPE_Q4_0: quantize_q4_0(x, y, nb); break;
+    case HX_TYPE_Q4_K: quantize_q4_K(x, y, nb, imatrix); break;
+    case HX_TYPE_Q5_K: quantize_q5_K(x, y, nb, imatrix); break;
+    case HX_TYPE_Q6_K: quantize_q6_K(x, y, nb, imatrix); break;
+    case HX_TYPE_Q8_K: quantize_q8_K(x, y, nb); break;
+    default: break;
+    }
+}
+
+size_t hx_quantize_rows(int type, const float *src, void *dst, int64_t nrows,
+                        int64_t ncols, const float *imatrix)
+{
+    size_t rb = hx_type_row_bytes(type, ncols);
+    if (!hx_quant_supported(type) || rb == 0 || nrows < 0) return 0;
+    for (int64_t r = 0; r < nrows; r++)
+        hx_quantize_row(type, src + r * ncols, (char *)dst + (size_t)r * rb,
+                        ncols, imatrix);
+    return rb * (size_t)nrows;
+}
+
+void hx_dequantize_row(int type, const void *x, float *y, int64_t n)
+{
+    int64_t nb = hx_type_block_elems(type) > 0 ? n / hx_type_block_elems(type) : 0;
+    switch (type) {
+    case HX_TYPE_F32: memcpy(y, x, (size_t)n * 4); break;
+    case HX_TYPE_F16:
+        for (int64_t i = 0; i < n; i++) y[i] = hx_fp16_to_fp32(((const uint16_t *)x)[i]);
+        break;
+    case HX_TYPE_BF16:
+        for (int64_t i = 0; i < n; i++) y[i] = hx_bf16_to_fp32(((const uint16_t *)x)[i]);
+        break;
+    case HX_TYPE_Q8_0: dequantize_q8_0(x, y, nb); break;
+    case HX_TYPE_Q4_0: dequantize_q4_0(x, y, nb); break;
+    case HX_TYPE_Q4_K: dequantize_q4_K(x, y, nb); break;
+    case HX_TYPE_Q5_K: dequantize_q5_K(x, y, nb); break;
+    case HX_TYPE_Q6_K: dequantize_q6_K(x, y, nb); break;
+    case HX_TYPE_Q8_K: dequantize_q8_K(x, y, nb); break;
+    default: break;
+    }
+}

@@ -1,0 +1,401 @@
+/* test_kernels.c: every SIMD dot and activation quantizer against the
+ * scalar reference, hx_matmul against a naive float matmul, the thread pool
+ * under many tiny and uneven runs. */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "engine/kernels.h"
+#include "test.h"
+
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+static float frand(void) { return (rnd() & 0xffffff) / 16777216.0f; }
+
+static float gauss(void)
+{
+    float u = frand() + 1e-7f, v = frand();
+    return sqrtf(-2 * logf(u)) * cosf(6.2831853f * v);
+}
+
+static void fill(float *x, int64_t n, float shift)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = gauss() + shift;
+}
+
+static const int k_wtypes[] = {HX_TYPE_F32, HX_TYPE_F16, HX_TYPE_BF16,
+                               HX_TYPE_Q8_0, HX_TYPE_Q4_0, HX_TYPE_Q4_K,
+                               HX_TYPE_Q5_K, HX_TYPE_Q6_K};
+#define N_WTYPES (int)(sizeof k_wtypes / sizeof k_wtypes[0])
+
+/* Tolerance of a SIMD dot against the scalar one, as NMSE over many dots.
+ * Integer paths differ only in the order of float summation over blocks
+ * (measured < 1e-13); float paths accumulate in float where the reference
+ * uses double (measured < 1e-12 for F32/F16/BF16). */
+#define DOT_NMSE_TOL 1e-10
+
+/* Quantized weight rows and activation rows for one type and size. */
+typedef struct rows {
+    int64_t n, nr;
+    size_t wb, ab;
+    char *w, *a;
+} rows;
+
+static void rows_make(rows *r, int wtype, int64_t n, int64_t nr)
+{
+    float *x = malloc(sizeof(float) * n);
+    r->n = n;
+    r->nr = nr;
+    r->wb = hx_type_row_bytes(wtype, n);
+    r->ab = hx_act_row_bytes(wtype, n);
+    r->w = malloc(r->wb * nr);
+    r->a = malloc(r->ab * nr);
+    for (int64_t i = 0; i < nr; i++) {
+        fill(x, n, i % 3 == 1 ? 0.7f : 0.0f);
+        hx_quantize_row(wtype, x, r->w + i * r->wb, n, NULL);
+        fill(x, n, 0);
+        if (i % 5 == 4) /* an activation with a large outlier */
+            x[rnd() % n] = 40;
+        hx_quantize_act(wtype, x, r->a + i * r->ab, n);
+    }
+    free(x);
+}
+
+static void rows_free(rows *r)
+{
+    free(r->w);
+    free(r->a);
+}
+
+static void test_isa(void)
+{
+    int d = hx_isa_detect();
+    printf("# detected ISA %s, current %s\n", hx_isa_name(d), hx_isa_name(hx_isa_current()));
+    EXPECT(d >= HX_ISA_SCALAR && d <= HX_ISA_AVX512);
+    EXPECT_EQ_INT(hx_isa_set(HX_ISA_SCALAR), HX_ISA_SCALAR);
+    EXPECT_EQ_INT(hx_isa_set(HX_ISA_AVX512), d);
+    EXPECT_STR_EQ(hx_isa_name(HX_ISA_AVX2), "avx2");
+    EXPECT_EQ_INT(hx_act_type(HX_TYPE_Q4_0), HX_TYPE_Q8_0);
+    EXPECT_EQ_INT(hx_act_type(HX_TYPE_Q8_0), HX_TYPE_Q8_0);
+    EXPECT_EQ_INT(hx_act_type(HX_TYPE_Q5_K), HX_TYPE_Q8_K);
+    EXPECT_EQ_INT(hx_act_type(HX_TYPE_F16), HX_TYPE_F16);
+    EXPECT_EQ_INT(hx_act_type(HX_TYPE_BF16), HX_TYPE_BF16);
+    EXPECT_EQ_INT(hx_act_type(HX_TYPE_Q2_K), -1);
+    EXPECT_EQ_INT(hx_act_row_bytes(HX_TYPE_Q4_K, 512), 2 * 292);
+}
+
+/* The scalar dot against a double-precision dot of the dequantized
+ * operands: only float rounding may differ. */
+static void test_scalar_dot_vs_dequant(void)
+{
+    for (int ti = 0; ti < N_WTYPES; ti++) {
+        int wt = k_wtypes[ti], at = hx_act_type(wt);
+        int64_t n = 1024;
+        rows r;
+        rows_make(&r, wt, n, 8);
+        float *wf = malloc(sizeof(float) * n), *af = malloc(sizeof(float) * n);
+        float ref[8], got[8];
+        for (int i = 0; i < 8; i++) {
+            hx_dequantize_row(wt, r.w + i * r.wb, wf, n);
+            if (at == HX_TYPE_Q8_0) { /* Hearth's Q8_0 activation block */
+                for (int64_t b = 0; b < n / 32; b++) {
+                    const char *blk = r.a + i * r.ab + b * 40;
+                    float d;
+                    memcpy(&d, blk, 4);
+                    for (int j = 0; j < 32; j++) af[b * 32 + j] = d * (int8_t)blk[8 + j];
+                }
+            } else {
+                hx_dequantize_row(at, r.a + i * r.ab, af, n);
+            }
+            double s = 0;
+            for (int64_t k = 0; k < n; k++) s += (double)wf[k] * af[k];
+            ref[i] = (float)s;
+            hx_vec_dot_isa(HX_ISA_SCALAR, wt, n, &got[i], r.w + i * r.wb, r.a + i * r.ab);
+        }
+        double e = test_nmse(ref, got, 8);
+        if (!(e < 1e-9))
+            test_fail_at(__FILE__, __LINE__, "%s scalar dot vs dequantized: nmse %g",
+                         hx_type_name(wt), e);
+        free(wf);
+        free(af);
+        rows_free(&r);
+    }
+}
+
+static void test_simd_dots(void)
+{
+    int best = hx_isa_detect();
+    if (best == HX_ISA_SCALAR) SKIP("no AVX2 on this CPU: only the scalar path exists");
+    static const int blocks[] = {1, 2, 3, 5, 7, 8, 9, 16, 17, 33};
+    for (int isa = HX_ISA_AVX2; isa <= best; isa++)
+        for (int ti = 0; ti < N_WTYPES; ti++) {
+            int wt = k_wtypes[ti];
+            int be = hx_type_block_elems(wt) > 1 ? hx_type_block_elems(wt) : 32;
+            double worst = 0;
+            for (int bi = 0; bi < 10; bi++) {
+                int64_t n = blocks[bi] * (int64_t)be;
+                if (be == 32 && hx_type_block_elems(wt) == 1) n += bi; /* odd float lengths */
+                rows r;
+                rows_make(&r, wt, n, 16);
+                float ref[16], got[16];
+                for (int i = 0; i < 16; i++) {
+                    hx_vec_dot_isa(HX_ISA_SCALAR, wt, n, &ref[i], r.w + i * r.wb, r.a + i * r.ab);
+                    hx_vec_dot_isa(isa, wt, n, &got[i], r.w + i * r.wb, r.a + i * r.ab);
+                }
+                double e = test_nmse(ref, got, 16);
+                if (e > worst) worst = e;
+                rows_free(&r);
+            }
+            if (getenv("HX_TEST_VERBOSE"))
+                printf("  %-6s %-5s worst nmse %.3g\n", hx_isa_name(isa), hx_type_name(wt), worst);
+            if (!(worst < DOT_NMSE_TOL))
+                test_fail_at(__FILE__, __LINE__, "%s %s dot vs scalar: nmse %g",
+                             hx_isa_name(isa), hx_type_name(wt), worst);
+        }
+}
+
+/* SIMD activation quantizers must produce the scalar bytes exactly. */
+static void test_simd_act_quant(void)
+{
+    int best = hx_isa_detect();
+    if (best == HX_ISA_SCALAR) SKIP("no AVX2 on this CPU");
+    int64_t n = 4096;
+    float *x = malloc(sizeof(float) * n);
+    fill(x, n, 0.1f);
+    x[100] = -35;
+    for (int i = 0; i < 256; i++) x[1024 + i] = 0; /* an all-zero block */
+    for (int ti = 0; ti < N_WTYPES; ti++) {
+        int wt = k_wtypes[ti];
+        size_t ab = hx_act_row_bytes(wt, n);
+        char *a0 = calloc(1, ab), *a1 = calloc(1, ab);
+        hx_isa_set(HX_ISA_SCALAR);
+        hx_quantize_act(wt, x, a0, n);
+        for (int isa = HX_ISA_AVX2; isa <= best; isa++) {
+            hx_isa_set(isa);
+            memset(a1, 0x55, ab);
+            hx_quantize_act(wt, x, a1, n);
+            if (memcmp(a0, a1, ab) != 0)
+                test_fail_at(__FILE__, __LINE__, "%s activation quantization (%s) differs",
+                             hx_type_name(wt), hx_isa_name(isa));
+        }
+        free(a0);
+        free(a1);
+    }
+    hx_isa_set(best);
+    free(x);
+}
+
+/* hx_matmul against a naive matmul of the dequantized weights and the
+ * float inputs (the difference is the activation quantization), and the
+ * results must not depend on the thread count. */
+static double mm_tol(int wt)
+{
+    switch (hx_act_type(wt)) {
+    case HX_TYPE_F32: return 1e-10;
+    case HX_TYPE_F16: return 1e-6;
+    case HX_TYPE_BF16: return 1e-4;
+    default: return 2e-3; /* 8-bit activations: measured about 1e-4 */
+    }
+}
+
+static void check_matmul(int wt, int64_t K, int64_t M, int64_t N,
+                         hx_threadpool **pools)
+{
+    size_t wb = hx_type_row_bytes(wt, K);
+    float *x = malloc(sizeof(float) * N * K), *wf = malloc(sizeof(float) * M * K);
+    float *ref = malloc(sizeof(float) * N * M), *y[3];
+    char *w = malloc(wb * M);
+    fill(x, N * K, 0);
+    for (int64_t m = 0; m < M; m++) {
+        fill(wf + m * K, K, 0);
+        hx_quantize_row(wt, wf + m * K, w + m * wb, K, NULL);
+        hx_dequantize_row(wt, w + m * wb, wf + m * K, K);
+    }
+    for (int64_t t = 0; t < N; t++)
+        for (int64_t m = 0; m < M; m++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++) s += (double)x[t * K + k] * wf[m * K + k];
+            ref[t * M + m] = (float)s;
+        }
+    for (int p = 0; p < 3; p++) {
+        y[p] = malloc(sizeof(float) * N * M);
+        for (int64_t i = 0; i < N * M; i++) y[p][i] = NAN;
+        hx_matmul(pools[p], w, wt, K, M, x, N, y[p]);
+    }
+    double e = test_nmse(ref, y[0], (size_t)(N * M));
+    if (!(e < mm_tol(wt)))
+        test_fail_at(__FILE__, __LINE__, "%s matmul K=%lld M=%lld N=%lld nmse %g",
+                     hx_type_name(wt), (long long)K, (long long)M, (long long)N, e);
+    for (int p = 1; p < 3; p++)
+        if (memcmp(y[0], y[p], sizeof(float) * N * M) != 0)
+            test_fail_at(__FILE__, __LINE__, "%s matmul with %d threads differs from 1",
+                         hx_type_name(wt), p + 1);
+    for (int p = 0; p < 3; p++) free(y[p]);
+    free(x);
+    free(wf);
+    free(ref);
+    free(w);
+}
+
+static void test_matmul(void)
+{
+    hx_threadpool *pools[3] = {hx_threadpool_new(1), hx_threadpool_new(2),
+                               hx_threadpool_new(3)};
+    ASSERT(pools[0] && pools[1] && pools[2]);
+    static const int64_t ns[] = {1, 7, 64};
+    for (int ti = 0; ti < N_WTYPES; ti++)
+        for (int ni = 0; ni < 3; ni++) {
+            int wt = k_wtypes[ti];
+            int64_t K = hx_type_block_elems(wt) == 256 ? 768 : 96;
+            check_matmul(wt, K, ns[ni] == 64 ? 40 : 133, ns[ni], pools);
+        }
+    for (int p = 0; p < 3; p++) hx_threadpool_free(pools[p]);
+}
+
+/* Jobs over pre-quantized activations with an index list, and the expert
+ * helper, against hx_matmul on the gathered rows. */
+static void test_jobs_and_experts(void)
+{
+    const int wt = HX_TYPE_Q4_K;
+    const int64_t K = 512, M = 48, E = 3, T = 10;
+    size_t wb = hx_type_row_bytes(wt, K), ab = hx_act_row_bytes(wt, K);
+    float *wf = malloc(sizeof(float) * K), *x = malloc(sizeof(float) * T * K);
+    float *y1 = malloc(sizeof(float) * T * M), *y2 = malloc(sizeof(float) * T * M);
+    float *g = malloc(sizeof(float) * T * K);
+    char *w = malloc(wb * M * E), *A = malloc(ab * T);
+    hx_threadpool *tp = hx_threadpool_new(3);
+    ASSERT(tp);
+    for (int64_t r = 0; r < M * E; r++) {
+        fill(wf, K, 0);
+        hx_quantize_row(wt, wf, w + r * wb, K, NULL);
+    }
+    fill(x, T * K, 0);
+    const int32_t tok[4] = {7, 2, 9, 2};
+    for (int i = 0; i < 4; i++) memcpy(g + i * K, x + tok[i] * K, sizeof(float) * K);
+    hx_matmul(NULL, w + 2 * M * wb, wt, K, M, g, 4, y1);
+    hx_matmul_expert(tp, w, wt, K, M, 2, x, K, tok, 4, y2, M);
+    EXPECT(memcmp(y1, y2, sizeof(float) * 4 * M) == 0);
+    /* Two jobs in one run: experts 0 and 1, rows picked by index. */
+    hx_quantize_act_rows(tp, wt, x, T, K, A);
+    float *y3 = malloc(sizeof(float) * 2 * 4 * M);
+    hx_mm_job jobs[2] = {
+        {w, wt, K, M, A, tok, 4, y3, M},
+        {w + M * wb, wt, K, M, A, tok, 4, y3 + 4 * M, M},
+    };
+    hx_matmul_jobs(tp, jobs, 2);
+    for (int e = 0; e < 2; e++) {
+        hx_matmul(NULL, w + e * M * wb, wt, K, M, g, 4, y1);
+        EXPECT(memcmp(y1, y3 + e * 4 * M, sizeof(float) * 4 * M) == 0);
+    }
+    hx_threadpool_free(tp);
+    free(wf);
+    free(x);
+    free(y1);
+    free(y2);
+    free(y3);
+    free(g);
+    free(w);
+    free(A);
+}
+
+/* ---- thread pool ---- */
+
+typedef struct count_ctx {
+    atomic_int hits[64];
+    atomic_int bad_thread;
+    int n_threads;
+} count_ctx;
+
+static void count_task(void *p, int task, int thread)
+{
+    count_ctx *c = p;
+    atomic_fetch_add(&c->hits[task], 1);
+    if (thread < 0 || thread >= c->n_threads) atomic_fetch_add(&c->bad_thread, 1);
+}
+
+typedef struct big_ctx {
+    atomic_llong sum;
+    atomic_int count;
+} big_ctx;
+
+static void big_task(void *p, int task, int thread)
+{
+    big_ctx *b = p;
+    (void)thread;
+    atomic_fetch_add(&b->sum, task);
+    atomic_fetch_add(&b->count, 1);
+}
+
+static void test_threadpool(void)
+{
+    EXPECT_EQ_INT(hx_threadpool_n_threads(NULL), 1);
+    hx_threadpool_free(NULL);
+    for (int n = 1; n <= 4; n++) {
+        hx_threadpool *tp = hx_threadpool_new(n);
+        ASSERT(tp);
+        EXPECT_EQ_INT(hx_threadpool_n_threads(tp), n);
+        count_ctx c;
+        int wrong = 0;
+        for (int run = 0; run < 2000; run++) {
+            int nt = run % 64 ? (int)(rnd() % 64) : 0; /* uneven, sometimes 0 */
+            for (int i = 0; i < 64; i++) atomic_store(&c.hits[i], 0);
+            atomic_store(&c.bad_thread, 0);
+            c.n_threads = n;
+            hx_threadpool_run(tp, nt, count_task, &c);
+            for (int i = 0; i < 64; i++)
+                wrong += atomic_load(&c.hits[i]) != (i < nt ? 1 : 0);
+            wrong += atomic_load(&c.bad_thread);
+        }
+        EXPECT_EQ_INT(wrong, 0);
+        hx_threadpool_free(tp);
+    }
+    /* More tasks than one run's state word holds: split transparently. */
+    hx_threadpool *tp = hx_threadpool_new(2);
+    ASSERT(tp);
+    big_ctx b = {0};
+    hx_threadpool_run(tp, (1 << 20) + 5, big_task, &b);
+    EXPECT_EQ_INT(atomic_load(&b.count), (1 << 20) + 5);
+    EXPECT_EQ_INT(atomic_load(&b.sum), ((int64_t)(1 << 20) + 5) * ((1 << 20) + 4) / 2);
+    hx_threadpool_free(tp);
+    /* A NULL pool runs on the caller. */
+    count_ctx c = {.n_threads = 1};
+    hx_threadpool_run(NULL, 5, count_task, &c);
+    EXPECT_EQ_INT(atomic_load(&c.hits[4]), 1);
+}
+
+/* Runs separated by pauses, so the workers fall asleep in between. */
+static void test_threadpool_sleep(void)
+{
+    hx_threadpool *tp = hx_threadpool_new(3);
+    ASSERT(tp);
+    count_ctx c = {.n_threads = 3};
+    for (int run = 0; run < 4; run++) {
+        struct timespec ts = {0, 3000000};
+        nanosleep(&ts, NULL);
+        hx_threadpool_run(tp, 10, count_task, &c);
+    }
+    EXPECT_EQ_INT(atomic_load(&c.hits[9]), 4);
+    EXPECT_EQ_INT(atomic_load(&c.hits[0]), 4);
+    hx_threadpool_free(tp);
+}
+
+int main(void)
+{
+    RUN(test_isa);
+    RUN(test_scalar_dot_vs_dequant);
+    RUN(test_simd_dots);
+    RUN(test_simd_act_quant);
+    RUN(test_matmul);
+    RUN(test_jobs_and_experts);
+    RUN(test_threadpool);
+    RUN(test_threadpool_sleep);
+    return test_summary();
+}
