@@ -74,10 +74,21 @@ $(foreach m,$(MODULES),$(eval $(call test_rules,$(m))))
 # Fuzz targets define LLVMFuzzerTestOneInput; here they are linked with a
 # standalone driver that replays a corpus and random mutations of it, so the
 # test suite runs them briefly; `make fuzz` builds them with libFuzzer.
-$(BUILD)/tests/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $(ALL_LIBS)
+# Each target links the module it exercises (fuzz_mod_<name>, default all).
+fuzz_mod_fuzz_gguf := engine
+fuzz_mod_fuzz_tokenizer := engine
+fuzz_mod_fuzz_schema := engine
+fuzz_mod_fuzz_grammar_bytes := engine
+fuzz_mod_fuzz_mail := tools
+fuzz_mod_fuzz_ics := tools
+fuzz_mod_fuzz_when := tools
+fuzz_mod_fuzz_memory_query := memory
+fuzz_libs = $(call libs_for,$(or $(fuzz_mod_$(1)),agent))
+.SECONDEXPANSION:
+$(BUILD)/tests/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $$(call fuzz_libs,$$*)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests $(LDFLAGS) -o $@ $< tests/fuzz/driver.c \
-	    $(ALL_LIBS) $(LDLIBS)
+	    $(call fuzz_libs,$*) $(LDLIBS)
 
 test-build: $(BUILD)/hearth $(TEST_BINS) $(FUZZ_BINS)
 
@@ -121,6 +132,13 @@ fuzz:
 	        $(foreach m,$(deps_agent),$(call src_of,$(m))) \
 	        -o build/fuzz/$$n $(PKG_LIBS) -ldl -lm -pthread || exit 1; \
 	done
+
+# Memory benchmark: 100k memories, 10k episodes, recall p50/p99.
+$(BUILD)/bench/memory: bench/memory.c $(call libs_for,memory)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,memory) $(LDLIBS)
+bench-memory: $(BUILD)/bench/memory
+	nice $(BUILD)/bench/memory
 
 # The main job (see README): what Hearth can run today.
 demo: $(BUILD)/hearth

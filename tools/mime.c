@@ -552,7 +552,11 @@ char *hx_mail_html_to_text(const char *s, size_t n)
     }
     char *t = tidy_text(b.data ? b.data : "", b.len);
     hx_buf_free(&b);
-    return t;
+    if (!t || is_valid_utf8(t, strlen(t))) return t;
+    hx_buf_init(&b); /* the input was not UTF-8: never pass bad bytes on */
+    put_sanitized(&b, t, strlen(t));
+    free(t);
+    return hx_buf_steal(&b, NULL);
 }
 
 /* ---- dates ---- */
@@ -730,7 +734,10 @@ static void walk_multipart(walk *w, const headers *hs, const char *body,
     if (!b || !*b || strlen(b) > 200) {
         add_problem(w, "multipart without a usable boundary; read as text");
         free(b);
-        hx_buf_append(&w->plain, body, n);
+        size_t ul;
+        char *u = hx_mail_to_utf8(NULL, body, n, &ul);
+        hx_buf_append(&w->plain, u, ul);
+        free(u);
         return;
     }
     size_t bl = strlen(b);
