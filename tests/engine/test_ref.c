@@ -1,0 +1,107 @@
+/* test_ref.c: checks the llama.cpp reference harness itself (tests/ref/ref.h
+ * and hxref) on stories260K; skips with the reason when it is absent. */
+#include <math.h>
+#include <stdint.h>
+
+#include "test.h"
+#include "ref/ref.h"
+
+static const char *g_model;
+
+/* Skips unless both the reference and the model are there. */
+static int have_ref(void)
+{
+    char why[512];
+    if (!ref_available(why, sizeof why)) {
+        test_skip("%s", why);
+        return 0;
+    }
+    g_model = test_shared_file("models/stories260K.gguf");
+    return g_model != NULL;
+}
+
+static void test_ref_tokenize(void)
+{
+    int32_t ids[32], ids_bos[32];
+    if (!have_ref()) return;
+    int n = ref_tokenize(g_model, "Once upon a time", 16, 0, 0, ids, 32);
+    int nb = ref_tokenize(g_model, "Once upon a time", 16, 0, 1, ids_bos, 32);
+    if (n < 0 || nb < 0) test_fail_at(__FILE__, __LINE__, "%s", ref_error());
+    ASSERT(n > 0 && n <= 16);
+    EXPECT_EQ_INT(nb, n + 1);
+    EXPECT_EQ_INT(ids_bos[0], 1); /* BOS of the llama vocabulary */
+    for (int i = 0; i < n; i++) {
+        EXPECT(ids[i] > 2 && ids[i] < 512);
+        EXPECT_EQ_INT(ids_bos[i + 1], ids[i]);
+    }
+    /* Round trip through detok (llama.cpp drops the space SentencePiece
+     * put before the first word). */
+    char *text = NULL;
+    size_t len = 0;
+    ASSERT(ref_detok(g_model, ids, n, 0, &text, &len) == 0);
+    EXPECT_STR_EQ(text, "Once upon a time");
+    free(text);
+}
+
+static void test_ref_generate(void)
+{
+    int32_t prompt[32], out[20], out2[20];
+    if (!have_ref()) return;
+    int n = ref_tokenize(g_model, "Once upon a time", 16, 0, 1, prompt, 32);
+    ASSERT(n > 1);
+    int k = ref_generate(g_model, prompt, n, 20, out);
+    if (k < 0) test_fail_at(__FILE__, __LINE__, "%s", ref_error());
+    EXPECT_EQ_INT(k, 20);
+    for (int i = 0; i < k; i++) EXPECT(out[i] >= 0 && out[i] < 512);
+    /* Greedy is deterministic. */
+    EXPECT_EQ_INT(ref_generate(g_model, prompt, n, 20, out2), 20);
+    EXPECT(memcmp(out, out2, sizeof out) == 0);
+}
+
+/* Logits are finite, and greedy decoding agrees with the argmax of the
+ * teacher-forced logits of prompt + generated tokens. */
+static void test_ref_logits(void)
+{
+    int32_t seq[64], gen[8];
+    float *logits = NULL;
+    int n_vocab = 0;
+    if (!have_ref()) return;
+    int n = ref_tokenize(g_model, "Once upon a time", 16, 0, 1, seq, 32);
+    ASSERT(n > 1 && ref_generate(g_model, seq, n, 8, gen) == 8);
+    memcpy(seq + n, gen, sizeof gen);
+    if (ref_logits(g_model, seq, n + 8, &logits, &n_vocab) != 0)
+        test_fail_at(__FILE__, __LINE__, "%s", ref_error());
+    ASSERT(logits);
+    EXPECT_EQ_INT(n_vocab, 512);
+    int finite = 1;
+    for (int i = 0; i < (n + 8) * n_vocab; i++) finite &= isfinite(logits[i]) != 0;
+    EXPECT(finite);
+    for (int p = n - 1; p < n + 7; p++) {
+        const float *row = logits + (size_t)p * n_vocab;
+        int best = 0;
+        for (int j = 1; j < n_vocab; j++)
+            if (row[j] > row[best]) best = j;
+        EXPECT_EQ_INT(best, seq[p + 1]);
+    }
+    free(logits);
+}
+
+static void test_ref_errors(void)
+{
+    int32_t ids[4] = {1, 99999};
+    int32_t out[4];
+    if (!have_ref()) return;
+    EXPECT_EQ_INT(ref_generate(g_model, ids, 2, 2, out), -1);
+    EXPECT(strstr(ref_error(), "token id 99999 out of range") != NULL);
+    EXPECT_EQ_INT(ref_generate("/nonexistent.gguf", ids, 1, 2, out), -1);
+    EXPECT(strstr(ref_error(), "cannot load model") != NULL);
+}
+
+int main(void)
+{
+    RUN(test_ref_tokenize);
+    RUN(test_ref_generate);
+    RUN(test_ref_logits);
+    RUN(test_ref_errors);
+    return test_summary();
+}
