@@ -10,6 +10,7 @@
 #include "engine/quant.h"
 #include "engine/model.h"
 #include "engine/sample.h"
+#include "engine/grammar/grammar.h"
 #include "engine/model_write.h"
 
 #endif /* HX_ENGINE_H */

@@ -1,0 +1,219 @@
+/* gint.h: internals of engine/grammar: hash-consed derivative regexes with
+ * call leaves (rx), the stack/config matcher and the compiler's helpers. */
+#ifndef HX_GRAMMAR_INT_H
+#define HX_GRAMMAR_INT_H
+
+#include <stdint.h>
+
+#include "base/base.h"
+#include "engine/grammar/grammar.h"
+
+/* ---- regex nodes: an id indexes rx->nodes; ids 0 and 1 are fixed ---- */
+enum {
+    RX_EMPTY = 0, /* the empty language */
+    RX_EPS,       /* the empty string */
+    RX_CLASS,     /* one byte from a 256-bit set (a = class index) */
+    RX_CALL,      /* a nonterminal (a = rule index) */
+    RX_CAT,       /* a then b (b never a CAT's left operand after simplify) */
+    RX_OR,        /* kids[a .. a+b) sorted, unique */
+    RX_AND,       /* kids[a .. a+b) sorted, unique */
+    RX_NOT,       /* complement of a (byte strings) */
+    RX_REP,       /* a repeated min..max times (max RX_INF = unbounded) */
+};
+#define RX_NONE 0u
+#define RX_NIL 1u
+#define RX_INF 0xffffffffu
+#define RX_DEAD UINT32_MAX
+
+typedef struct rx_node {
+    uint8_t kind;
+    uint8_t nullable;
+    uint8_t has_call;   /* a CALL appears somewhere below */
+    uint8_t calls_done; /* first-calls computed */
+    uint32_t a, b;
+    uint32_t min, max;
+    uint32_t hash;
+    uint32_t calls_off, n_calls; /* (rule, continuation) pairs in pool */
+    int32_t tab;                 /* index of a 256-entry step table, -1 */
+} rx_node;
+
+typedef struct hx_rx {
+    rx_node *nodes;
+    uint32_t n_nodes, cap_nodes;
+    uint32_t *kids; /* OR/AND children */
+    uint32_t n_kids, cap_kids;
+    uint32_t *cls; /* 8 words per class */
+    uint32_t n_cls, cap_cls;
+    uint32_t *htab; /* node intern table (ids+1, 0 empty) */
+    uint32_t hcap;
+    uint32_t *ctab; /* class intern table */
+    uint32_t ccap;
+    uint64_t *dkey; /* derivative cache: key = node << 8 | byte, +1 */
+    uint32_t *dval;
+    uint32_t dcap, dn;
+    uint32_t *calls; /* pairs (rule, continuation) */
+    uint32_t n_calls, cap_calls;
+    uint32_t *rules; /* rule bodies */
+    uint32_t n_rules, cap_rules;
+    int32_t *tabs;   /* step tables, 256 entries each, -1 unknown */
+    uint32_t n_tabs, cap_tabs;
+    uint32_t any_char;  /* cached rx_enc_any, 0 until built */
+    uint32_t max_nodes; /* budget; exceeding it sets oom-like failure */
+    int failed;         /* budget exceeded or out of memory */
+} hx_rx;
+
+int rx_init(hx_rx *rx);
+void rx_free(hx_rx *rx);
+uint32_t rx_class(hx_rx *rx, const uint32_t bits[8]);
+uint32_t rx_byte(hx_rx *rx, int b);
+uint32_t rx_range(hx_rx *rx, int lo, int hi);
+uint32_t rx_lit(hx_rx *rx, const char *s, size_t n);
+uint32_t rx_call(hx_rx *rx, uint32_t rule);
+uint32_t rx_cat(hx_rx *rx, uint32_t a, uint32_t b);
+uint32_t rx_cat3(hx_rx *rx, uint32_t a, uint32_t b, uint32_t c);
+uint32_t rx_or(hx_rx *rx, uint32_t a, uint32_t b);
+uint32_t rx_orv(hx_rx *rx, const uint32_t *v, uint32_t n);
+uint32_t rx_and(hx_rx *rx, uint32_t a, uint32_t b);
+uint32_t rx_not(hx_rx *rx, uint32_t a);
+uint32_t rx_rep(hx_rx *rx, uint32_t a, uint32_t min, uint32_t max);
+uint32_t rx_opt(hx_rx *rx, uint32_t a);
+/* Derivative by a byte (cached). */
+uint32_t rx_deriv(hx_rx *rx, uint32_t r, int byte);
+/* Same, through the node's 256-entry table (for hot walks). */
+uint32_t rx_step(hx_rx *rx, uint32_t r, int byte);
+/* The (rule, continuation) pairs that can start r; *n set. */
+const uint32_t *rx_first_calls(hx_rx *rx, uint32_t r, uint32_t *n);
+uint32_t rx_new_rule(hx_rx *rx);
+void rx_set_rule(hx_rx *rx, uint32_t rule, uint32_t body);
+/* 1 if the language of r (no calls) is provably empty, 0 if not empty,
+ * -1 if the search budget ran out. */
+int rx_is_empty(hx_rx *rx, uint32_t r, uint32_t budget);
+/* 1 if a and b provably share no string (calls over-approximated). */
+int rx_disjoint(hx_rx *rx, uint32_t a, uint32_t b);
+/* Schema compiler (schema.c); cJSON is forward-declared in grammar.h. */
+int hx_schema_compile_rx(hx_rx *rx, const struct cJSON *schema, int compact,
+                         uint32_t *out, hx_err *err);
+/* 1 if r matches the whole string s. */
+int rx_matches(hx_rx *rx, uint32_t r, const char *s, size_t n);
+
+static inline int rx_nullable(const hx_rx *rx, uint32_t r)
+{
+    return rx->nodes[r].nullable;
+}
+
+/* ---- JSON-string encoding of character-level regexes (rxparse.c) ---- */
+/* Code point ranges, inclusive. */
+typedef struct rx_cps {
+    uint32_t (*r)[2];
+    int n, cap;
+} rx_cps;
+/* The encoded form (inside a JSON string) of one character of the set. */
+uint32_t rx_enc_class(hx_rx *rx, const rx_cps *set);
+/* Any one character, encoded. */
+uint32_t rx_enc_any(hx_rx *rx);
+/* Compiles a Python-re pattern (search semantics) into the encoded string
+ * content regex. HX_ERR_UNSUPPORTED with a message for what it cannot. */
+int rx_pattern(hx_rx *rx, const char *pat, uint32_t *out, hx_err *err);
+/* Content regex for a JSON Schema format; 1 if known and compiled, 0 if the
+ * format is unknown to the validators (ignored), -1 known but unsupported. */
+int rx_format(hx_rx *rx, const char *fmt, uint32_t *out);
+/* The encoded content of a literal UTF-8 string (Python json.dumps). */
+uint32_t rx_enc_string(hx_rx *rx, const char *s, size_t n);
+
+/* ---- the compiled grammar ---- */
+struct hx_grammar {
+    hx_rx rx;
+    uint32_t root;  /* top regex */
+    uint32_t quote; /* the class {'"'}, for the string fast path */
+    int lazy;       /* tool-call grammar: free text until <tool_call> */
+    uint32_t open_rx, close_rx; /* literal <tool_call> / </tool_call> */
+};
+
+/* ---- vocabulary: token trie in DFS order ---- */
+typedef struct gnode {
+    uint32_t tok;   /* token id, or UINT32_MAX for inner nodes */
+    uint32_t size;  /* nodes in the subtree, this one included */
+    uint32_t parent;
+    uint8_t byte;
+    uint8_t level;  /* 1 for children of the (implicit) root */
+} gnode;
+
+typedef struct gtrie {
+    gnode *nd;
+    uint32_t n;
+} gtrie;
+
+struct hx_gvocab {
+    int32_t n_tokens;
+    uint32_t n_words;
+    char **piece;
+    uint32_t *len;
+    uint8_t *flags;
+    uint32_t *dup_next; /* next token with the same bytes, UINT32_MAX */
+    gtrie all;          /* every non-special token */
+    gtrie rest;         /* tokens that are not string-safe */
+    uint32_t *cum;      /* (max_cp + 1) bitsets: string-safe tokens with at
+                           most k code points */
+    uint32_t max_cp;
+    int32_t open_tok, close_tok; /* special <tool_call> / </tool_call> */
+};
+
+/* ---- matcher: sets of hash-consed stacks ("configs") ---- */
+typedef struct gstack {
+    uint32_t rx;
+    int32_t parent; /* -1: bottom */
+    uint32_t hash;
+} gstack;
+
+typedef struct gcfg {
+    uint32_t off, n; /* stack ids in m->pool */
+    uint32_t hash;
+    int32_t tab;     /* step table index, -1 none */
+    int8_t end;      /* -1 unknown, 0, 1 */
+} gcfg;
+
+typedef struct gmemo {
+    uint32_t rx;
+    uint32_t n_bits;   /* listed tokens (when list) */
+    uint32_t *bits;    /* bitset (n_words) or NULL */
+    uint32_t *list;    /* token ids, when sparse */
+    uint32_t *bnd;     /* boundary trie nodes (in v->all) */
+    uint32_t n_bnd;
+} gmemo;
+
+struct hx_matcher {
+    hx_grammar *g;
+    hx_rx *rx;
+    const hx_gvocab *v;
+    gstack *stk;
+    uint32_t n_stk, cap_stk;
+    uint32_t *stk_h; uint32_t stk_hcap;
+    gcfg *cfg;
+    uint32_t n_cfg, cap_cfg;
+    uint32_t *cfg_h; uint32_t cfg_hcap;
+    uint32_t *pool;
+    uint32_t n_pool, cap_pool;
+    int32_t *tabs;
+    uint32_t n_tabs, cap_tabs;
+    gmemo *memo;
+    uint32_t n_memo, cap_memo;
+    uint32_t *memo_h; uint32_t memo_hcap;
+    size_t memo_bytes;
+    uint32_t *tmp; uint32_t n_tmp, cap_tmp; /* step scratch */
+    uint32_t *stamp; uint32_t stamp_v;       /* boundary dedup per node */
+    uint32_t cur;   /* current config */
+    uint32_t start; /* start config */
+    int ended;
+    int lazy_on;    /* lazy grammars: constrained part entered */
+    uint32_t text_tail; /* lazy: how much of "<tool_call>" was just seen */
+    hx_err err;
+};
+
+/* match.c */
+int gm_init(hx_matcher *m);
+void gm_free(hx_matcher *m);
+uint32_t gm_step(hx_matcher *m, uint32_t cfg, int byte); /* 0 = dead */
+int gm_can_end(hx_matcher *m, uint32_t cfg);
+uint32_t gm_config_of(hx_matcher *m, uint32_t rx);
+
+#endif /* HX_GRAMMAR_INT_H */

@@ -1,0 +1,119 @@
+/* grammar.h: constrained decoding: JSON Schema -> grammar -> per-token
+ * masks over a vocabulary, a byte-level matcher, and the sampler stage. */
+#ifndef HX_GRAMMAR_H
+#define HX_GRAMMAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+struct cJSON;
+struct hx_vocab;
+struct hx_sampler_stage;
+
+/* A compiled grammar. Compiling is cheap; the grammar grows caches while
+ * matchers run on it, so one grammar and its matchers belong to one thread
+ * at a time. */
+typedef struct hx_grammar hx_grammar;
+/* A vocabulary prepared for masking: token bytes in a trie plus per-length
+ * tables. Immutable once built; may be shared by any number of matchers. */
+typedef struct hx_gvocab hx_gvocab;
+/* The state of one constrained generation over a grammar. */
+typedef struct hx_matcher hx_matcher;
+
+typedef struct hx_grammar_params {
+    int compact; /* 1: no whitespace between JSON tokens; default 0 (any
+                    JSON whitespace, as the JSON spec allows) */
+} hx_grammar_params;
+hx_grammar_params hx_grammar_default_params(void);
+
+/* Compiles a JSON Schema given as text (or as a parsed cJSON tree). A
+ * keyword that constrains instances and cannot be enforced is an error
+ * (HX_ERR_UNSUPPORTED) naming the keyword and its JSON path; malformed
+ * schemas give HX_ERR_FORMAT. On success *out is the caller's; free with
+ * hx_grammar_free. p may be NULL for the defaults. */
+int hx_grammar_from_schema(const char *json, size_t len,
+                           const hx_grammar_params *p, hx_grammar **out,
+                           hx_err *err);
+int hx_grammar_from_cjson(const struct cJSON *schema,
+                          const hx_grammar_params *p, hx_grammar **out,
+                          hx_err *err);
+
+/* Tool calls. Each tool: its name and its arguments schema (JSON text).
+ * HX_TOOLS_OPTIONAL: free text, or one call
+ *   <tool_call>{"name": ..., "arguments": ...}</tool_call> (then the end).
+ * HX_TOOLS_REQUIRED: exactly one call, nothing before it.
+ * HX_TOOLS_LAZY: like OPTIONAL, but nothing is constrained until the model
+ *   writes "<tool_call>" (as text or as a single special token). */
+enum { HX_TOOLS_OPTIONAL = 0, HX_TOOLS_REQUIRED = 1, HX_TOOLS_LAZY = 2 };
+typedef struct hx_tool_spec {
+    const char *name;
+    const char *schema_json; /* NULL = any JSON object */
+} hx_tool_spec;
+int hx_grammar_tool_calls(const hx_tool_spec *tools, int n_tools, int mode,
+                          const hx_grammar_params *p, hx_grammar **out,
+                          hx_err *err);
+void hx_grammar_free(hx_grammar *g); /* NULL is a no-op */
+
+/* ---- vocabularies ---- */
+enum {
+    HX_GTOK_SPECIAL = 1, /* never matched as text (control tokens) */
+    HX_GTOK_EOG = 2,     /* ends generation: allowed where the grammar may end */
+};
+/* From token byte strings (pieces[i], lens[i]) and flags[i] (HX_GTOK_*;
+ * flags may be NULL). Copies what it needs. A special token whose bytes
+ * are "<tool_call>" or "</tool_call>" is accepted by tool-call grammars in
+ * place of that text. */
+int hx_gvocab_new(int32_t n_tokens, const char *const *pieces,
+                  const size_t *lens, const uint8_t *flags,
+                  hx_gvocab **out, hx_err *err);
+/* From one of the engine's tokenizers: pieces as hx_vocab_piece gives
+ * them, control/unknown tokens special, hx_vocab_is_eog tokens EOG. Special
+ * tokens whose text is "<tool_call>" / "</tool_call>" are remembered so
+ * that tool-call grammars accept them in place of the text. */
+int hx_gvocab_from_vocab(const struct hx_vocab *v, hx_gvocab **out,
+                         hx_err *err);
+void hx_gvocab_free(hx_gvocab *v); /* NULL is a no-op */
+int32_t hx_gvocab_n_tokens(const hx_gvocab *v);
+
+/* ---- matchers ---- */
+/* A matcher over g (borrowed: g must outlive it). v may be NULL for a
+ * byte-only matcher (no masks). Free with hx_matcher_free. */
+hx_matcher *hx_matcher_new(hx_grammar *g, const hx_gvocab *v);
+void hx_matcher_free(hx_matcher *m); /* NULL is a no-op */
+/* Back to the start; caches are kept. */
+void hx_matcher_reset(hx_matcher *m);
+/* Advances by bytes; HX_ERR_STATE (state unchanged) if they leave the
+ * grammar. */
+int hx_matcher_feed(hx_matcher *m, const char *bytes, size_t n);
+/* 1 if the bytes so far form a complete sentence of the grammar. */
+int hx_matcher_can_end(hx_matcher *m);
+/* 1 if the grammar accepts more input here. */
+int hx_matcher_can_continue(hx_matcher *m);
+/* The allowed next tokens as a bitset of (n_tokens + 31) / 32 words: bit i
+ * of word i / 32 set if token i keeps the output inside the grammar; EOG
+ * tokens only where the grammar may end; special tokens never (except
+ * the tool-call markers where a tool-call grammar takes them). */
+int hx_matcher_mask(hx_matcher *m, uint32_t *mask);
+/* Advances by a token; HX_ERR_STATE (state unchanged) if not allowed. An
+ * EOG token is accepted only where the grammar may end, and ends it. */
+int hx_matcher_accept(hx_matcher *m, int32_t token);
+/* Tokens forced from here (only one continuation possible), up to max;
+ * returns how many were written. Does not advance. */
+int hx_matcher_forced(hx_matcher *m, int32_t *tokens, int max);
+/* 1 once an EOG token was accepted. */
+int hx_matcher_ended(const hx_matcher *m);
+const char *hx_matcher_error(const hx_matcher *m);
+
+/* ---- the sampler stage ----
+ * Fills *stage (struct hx_sampler_stage from engine/sample.h) with a stage
+ * owning a new matcher over g and v (both borrowed: they must outlive the
+ * sampler). HX_ERR_NOMEM. */
+int hx_grammar_stage(hx_grammar *g, const hx_gvocab *v,
+                     struct hx_sampler_stage *stage);
+
+/* Python's repr() of a float (the text json.dumps writes), into out. */
+int hx_py_float_repr(double v, char *out, size_t n);
+
+#endif /* HX_GRAMMAR_H */

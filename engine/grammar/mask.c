@@ -1,0 +1,666 @@
+/* mask.c: vocabularies as token tries, per-regex mask memos, token masks,
+ * forced tokens and the sampler stage; the public grammar constructors. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "engine/grammar/gint.h"
+#include "engine/sample.h"
+#include "engine/vocab.h"
+
+#define NO_TOK UINT32_MAX
+#define MEMO_LIST_MAX 512
+#define MEMO_BYTES_MAX ((size_t)256 << 20)
+#define MAX_TOK_LEN 255
+
+static const char OPEN_TAG[] = "<tool_call>";
+static const char CLOSE_TAG[] = "</tool_call>";
+
+/* ---- vocabulary ---- */
+static const hx_gvocab *sort_v;
+
+static int cmp_tok(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint32_t lx = sort_v->len[x], ly = sort_v->len[y];
+    int c = memcmp(sort_v->piece[x], sort_v->piece[y], lx < ly ? lx : ly);
+    if (c) return c;
+    if (lx != ly) return lx < ly ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* Builds a DFS-ordered trie of the tokens ids[0..n) (sorted). */
+static int trie_build(hx_gvocab *v, const uint32_t *ids, uint32_t n, gtrie *t)
+{
+    uint32_t cap = 1024, path[MAX_TOK_LEN + 1], depth = 0;
+    t->nd = malloc(cap * sizeof(gnode));
+    t->n = 0;
+    if (!t->nd) return -1;
+    for (uint32_t k = 0; k <= n; k++) {
+        uint32_t id = k < n ? ids[k] : NO_TOK, L = k < n ? v->len[id] : 0, lcp = 0;
+        const uint8_t *p = k < n ? (const uint8_t *)v->piece[id] : NULL;
+        while (lcp < depth && lcp < L && t->nd[path[lcp]].byte == p[lcp]) lcp++;
+        while (depth > lcp) { /* close nodes */
+            depth--;
+            t->nd[path[depth]].size = t->n - path[depth];
+        }
+        if (k == n) break;
+        for (uint32_t d = depth; d < L; d++) {
+            if (t->n == cap) {
+                void *q = realloc(t->nd, (cap *= 2) * sizeof(gnode));
+                if (!q) return -1;
+                t->nd = q;
+            }
+            t->nd[t->n] = (gnode){NO_TOK, 1, d ? path[d - 1] : NO_TOK, p[d], (uint8_t)(d + 1)};
+            path[d] = t->n++;
+        }
+        depth = L;
+        gnode *last = &t->nd[path[L - 1]];
+        if (last->tok == NO_TOK) last->tok = id;
+        else { /* same bytes: chain */
+            uint32_t x = last->tok;
+            while (v->dup_next[x] != NO_TOK) x = v->dup_next[x];
+            v->dup_next[x] = id;
+        }
+    }
+    return 0;
+}
+
+/* Code points if p is valid UTF-8 safe inside a JSON string, else -1. */
+static int string_safe_cps(const uint8_t *p, uint32_t n)
+{
+    int cps = 0;
+    for (uint32_t i = 0; i < n;) {
+        uint8_t c = p[i];
+        if (c < 0x80) {
+            if (c < 0x20 || c == '"' || c == '\\') return -1;
+            i++;
+        } else {
+            int k = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+            if (!k || c > 0xF4 || i + (uint32_t)k > n) return -1;
+            uint32_t cp = c & (0x7F >> k);
+            for (int j = 1; j < k; j++) {
+                if ((p[i + j] & 0xC0) != 0x80) return -1;
+                cp = cp << 6 | (p[i + j] & 0x3F);
+            }
+            if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+                (cp >= 0xD800 && cp <= 0xDFFF))
+                return -1;
+            i += (uint32_t)k;
+        }
+        cps++;
+    }
+    return cps;
+}
+
+static int build_tables(hx_gvocab *v)
+{
+    uint32_t *all = malloc((size_t)v->n_tokens * 4), *rest = malloc((size_t)v->n_tokens * 4);
+    int *cps = malloc((size_t)v->n_tokens * sizeof(int));
+    uint32_t na = 0, nr = 0;
+    int rc = -1;
+    if (!all || !rest || !cps) goto done;
+    v->max_cp = 0;
+    for (int32_t i = 0; i < v->n_tokens; i++) {
+        cps[i] = -1;
+        if ((v->flags[i] & HX_GTOK_SPECIAL) || v->len[i] == 0 || v->len[i] > MAX_TOK_LEN) continue;
+        all[na++] = (uint32_t)i;
+        cps[i] = string_safe_cps((const uint8_t *)v->piece[i], v->len[i]);
+        if (cps[i] < 0) rest[nr++] = (uint32_t)i;
+        else if ((uint32_t)cps[i] > v->max_cp) v->max_cp = (uint32_t)cps[i];
+    }
+    sort_v = v;
+    qsort(all, na, 4, cmp_tok);
+    qsort(rest, nr, 4, cmp_tok);
+    if (trie_build(v, all, na, &v->all)) goto done;
+    /* the rest trie must not re-chain duplicates: build with a copy */
+    uint32_t *saved = malloc((size_t)v->n_tokens * 4);
+    if (!saved) goto done;
+    memcpy(saved, v->dup_next, (size_t)v->n_tokens * 4);
+    int bad = trie_build(v, rest, nr, &v->rest);
+    memcpy(v->dup_next, saved, (size_t)v->n_tokens * 4);
+    free(saved);
+    if (bad) goto done;
+    v->cum = calloc((size_t)(v->max_cp + 1) * v->n_words, 4);
+    if (!v->cum) goto done;
+    for (int32_t i = 0; i < v->n_tokens; i++)
+        if (cps[i] >= 0) v->cum[(size_t)cps[i] * v->n_words + (uint32_t)i / 32] |= 1u << (i & 31);
+    for (uint32_t k = 1; k <= v->max_cp; k++)
+        for (uint32_t w = 0; w < v->n_words; w++)
+            v->cum[(size_t)k * v->n_words + w] |= v->cum[(size_t)(k - 1) * v->n_words + w];
+    rc = 0;
+done:
+    free(all);
+    free(rest);
+    free(cps);
+    return rc;
+}
+
+int hx_gvocab_new(int32_t n_tokens, const char *const *pieces, const size_t *lens,
+                  const uint8_t *flags, hx_gvocab **out, hx_err *err)
+{
+    *out = NULL;
+    if (n_tokens <= 0 || !pieces || !lens)
+        return hx_err_set(err, HX_ERR_INVALID, "vocabulary: no tokens");
+    hx_gvocab *v = calloc(1, sizeof *v);
+    if (!v) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    v->n_tokens = n_tokens;
+    v->n_words = ((uint32_t)n_tokens + 31) / 32;
+    v->piece = calloc((size_t)n_tokens, sizeof(char *));
+    v->len = calloc((size_t)n_tokens, 4);
+    v->flags = calloc((size_t)n_tokens, 1);
+    v->dup_next = malloc((size_t)n_tokens * 4);
+    v->open_tok = v->close_tok = -1;
+    if (!v->piece || !v->len || !v->flags || !v->dup_next) goto oom;
+    memset(v->dup_next, 0xff, (size_t)n_tokens * 4);
+    for (int32_t i = 0; i < n_tokens; i++) {
+        v->len[i] = (uint32_t)lens[i];
+        v->piece[i] = hx_strndup(pieces[i] ? pieces[i] : "", lens[i]);
+        if (!v->piece[i]) goto oom;
+        v->flags[i] = flags ? flags[i] : 0;
+        if (v->flags[i] & HX_GTOK_SPECIAL) {
+            if (lens[i] == strlen(OPEN_TAG) && !memcmp(pieces[i], OPEN_TAG, lens[i])) v->open_tok = i;
+            if (lens[i] == strlen(CLOSE_TAG) && !memcmp(pieces[i], CLOSE_TAG, lens[i])) v->close_tok = i;
+        }
+    }
+    if (build_tables(v)) goto oom;
+    *out = v;
+    return HX_OK;
+oom:
+    hx_gvocab_free(v);
+    return hx_err_set(err, HX_ERR_NOMEM, "out of memory building the token trie");
+}
+
+int hx_gvocab_from_vocab(const hx_vocab *hv, hx_gvocab **out, hx_err *err)
+{
+    int32_t n = hx_vocab_n_tokens(hv);
+    const char **p = calloc((size_t)n, sizeof *p);
+    size_t *l = calloc((size_t)n, sizeof *l);
+    uint8_t *f = calloc((size_t)n, 1);
+    int rc;
+    if (!p || !l || !f) {
+        rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    } else {
+        for (int32_t i = 0; i < n; i++) {
+            p[i] = hx_vocab_piece(hv, i, &l[i]);
+            if (!p[i]) { p[i] = ""; l[i] = 0; }
+            f[i] = (uint8_t)((hx_vocab_is_special(hv, i) ? HX_GTOK_SPECIAL : 0) |
+                             (hx_vocab_is_eog(hv, i) ? HX_GTOK_EOG : 0));
+        }
+        rc = hx_gvocab_new(n, p, l, f, out, err);
+    }
+    free(p);
+    free(l);
+    free(f);
+    return rc;
+}
+
+void hx_gvocab_free(hx_gvocab *v)
+{
+    if (!v) return;
+    for (int32_t i = 0; v->piece && i < v->n_tokens; i++) free(v->piece[i]);
+    free(v->piece);
+    free(v->len);
+    free(v->flags);
+    free(v->dup_next);
+    free(v->all.nd);
+    free(v->rest.nd);
+    free(v->cum);
+    free(v);
+}
+
+int32_t hx_gvocab_n_tokens(const hx_gvocab *v)
+{
+    return v ? v->n_tokens : 0;
+}
+
+/* ---- masks ---- */
+static inline void set_tok(const hx_gvocab *v, uint32_t *mask, uint32_t t)
+{
+    for (; t != NO_TOK; t = v->dup_next[t]) mask[t >> 5] |= 1u << (t & 31);
+}
+
+/* Walks trie t with regex steps from r, setting tokens that stay inside r
+ * and collecting boundary nodes (where a call or a pop could happen). */
+static int memo_walk(hx_matcher *m, const gtrie *t, uint32_t flag, uint32_t r, uint32_t *bits,
+                     uint32_t **bnd, uint32_t *n_bnd, uint32_t *cap_bnd)
+{
+    hx_rx *rx = m->rx;
+    uint32_t st[MAX_TOK_LEN + 1];
+    st[0] = r;
+    for (uint32_t i = 0; i < t->n;) {
+        const gnode *d = &t->nd[i];
+        uint32_t s = st[d->level - 1], nc;
+        if (rx->nodes[s].nullable || (rx->nodes[s].has_call && (rx_first_calls(rx, s, &nc), nc))) {
+            if (*n_bnd == *cap_bnd) {
+                *cap_bnd = *cap_bnd ? *cap_bnd * 2 : 64;
+                void *q = realloc(*bnd, *cap_bnd * 4);
+                if (!q) return -1;
+                *bnd = q;
+            }
+            (*bnd)[(*n_bnd)++] = i | flag;
+            i += d->size;
+            continue;
+        }
+        uint32_t x = rx_step(rx, s, d->byte);
+        if (x == RX_NONE) { i += d->size; continue; }
+        st[d->level] = x;
+        if (d->tok != NO_TOK) set_tok(m->v, bits, d->tok);
+        i++;
+    }
+    return rx->failed ? -1 : 0;
+}
+
+/* If r is (any-char){mn,mx} "..., the longest run of string-safe
+ * characters r takes; else -1. */
+static int64_t free_string_len(hx_matcher *m, uint32_t r)
+{
+    const rx_node *n = &m->rx->nodes[r];
+    if (n->kind != RX_CAT) return -1;
+    const rx_node *a = &m->rx->nodes[n->a], *b = &m->rx->nodes[n->b];
+    if (a->kind != RX_REP || a->a != rx_enc_any(m->rx)) return -1;
+    if (!(n->b == m->g->quote || (b->kind == RX_CAT && b->a == m->g->quote))) return -1;
+    return a->max == RX_INF ? INT64_MAX : a->max;
+}
+
+static void memo_free_all(hx_matcher *m)
+{
+    for (uint32_t i = 0; i < m->n_memo; i++) {
+        free(m->memo[i].bits);
+        free(m->memo[i].list);
+        free(m->memo[i].bnd);
+    }
+    m->n_memo = 0;
+    m->memo_bytes = 0;
+    if (m->memo_h) memset(m->memo_h, 0, m->memo_hcap * 4);
+}
+
+static int memo_compute(hx_matcher *m, uint32_t r, gmemo *e)
+{
+    const hx_gvocab *v = m->v;
+    uint32_t cap = 0;
+    memset(e, 0, sizeof *e);
+    e->rx = r;
+    e->bits = calloc(v->n_words, 4);
+    if (!e->bits) return -1;
+    int64_t fl = free_string_len(m, r);
+    int rc;
+    if (fl >= 0) {
+        uint32_t k = fl > (int64_t)v->max_cp ? v->max_cp : (uint32_t)fl;
+        memcpy(e->bits, v->cum + (size_t)k * v->n_words, v->n_words * 4);
+        rc = memo_walk(m, &v->rest, 1u << 31, r, e->bits, &e->bnd, &e->n_bnd, &cap);
+    } else {
+        rc = memo_walk(m, &v->all, 0, r, e->bits, &e->bnd, &e->n_bnd, &cap);
+    }
+    if (rc) return -1;
+    uint32_t cnt = 0;
+    for (uint32_t w = 0; w < v->n_words; w++) cnt += (uint32_t)__builtin_popcount(e->bits[w]);
+    if (cnt <= MEMO_LIST_MAX) {
+        e->list = malloc((cnt ? cnt : 1) * 4);
+        if (!e->list) return -1;
+        for (uint32_t w = 0; w < v->n_words; w++)
+            for (uint32_t x = e->bits[w]; x; x &= x - 1) e->list[e->n_bits++] = w * 32 + (uint32_t)__builtin_ctz(x);
+        free(e->bits);
+        e->bits = NULL;
+    }
+    m->memo_bytes += (e->bits ? v->n_words * 4 : e->n_bits * 4) + e->n_bnd * 4 + 64;
+    return 0;
+}
+
+static gmemo *memo_get(hx_matcher *m, uint32_t r)
+{
+    if (m->memo_bytes > MEMO_BYTES_MAX) memo_free_all(m);
+    if ((m->n_memo + 1) * 2 > m->memo_hcap) {
+        uint32_t nc = m->memo_hcap ? m->memo_hcap * 2 : 256;
+        uint32_t *t = calloc(nc, 4);
+        if (!t) return NULL;
+        for (uint32_t i = 0; i < m->n_memo; i++) {
+            uint32_t j = (m->memo[i].rx * 0x9e3779b1u) & (nc - 1);
+            while (t[j]) j = (j + 1) & (nc - 1);
+            t[j] = i + 1;
+        }
+        free(m->memo_h);
+        m->memo_h = t;
+        m->memo_hcap = nc;
+    }
+    uint32_t j = (r * 0x9e3779b1u) & (m->memo_hcap - 1);
+    while (m->memo_h[j]) {
+        if (m->memo[m->memo_h[j] - 1].rx == r) return &m->memo[m->memo_h[j] - 1];
+        j = (j + 1) & (m->memo_hcap - 1);
+    }
+    if (m->n_memo == m->cap_memo) {
+        uint32_t nc = m->cap_memo ? m->cap_memo * 2 : 64;
+        void *q = realloc(m->memo, nc * sizeof(gmemo));
+        if (!q) return NULL;
+        m->memo = q;
+        m->cap_memo = nc;
+    }
+    gmemo *e = &m->memo[m->n_memo];
+    if (memo_compute(m, r, e)) {
+        free(e->bits);
+        free(e->list);
+        free(e->bnd);
+        return NULL;
+    }
+    m->memo_h[j] = ++m->n_memo;
+    return e;
+}
+
+/* Walks the subtree at node b of trie t with full config steps. */
+static void walk_config(hx_matcher *m, const gtrie *t, uint32_t b, uint32_t *mask)
+{
+    uint32_t cs[MAX_TOK_LEN + 1], path[MAX_TOK_LEN + 1], np = 0;
+    for (uint32_t p = t->nd[b].parent; p != NO_TOK; p = t->nd[p].parent) path[np++] = p;
+    uint32_t c = m->cur;
+    while (np > 0 && c) c = gm_step(m, c, t->nd[path[--np]].byte);
+    if (!c) return;
+    uint32_t base = t->nd[b].level - 1;
+    cs[base] = c;
+    for (uint32_t i = b, end = b + t->nd[b].size; i < end;) {
+        const gnode *d = &t->nd[i];
+        uint32_t x = gm_step(m, cs[d->level - 1], d->byte);
+        if (!x) { i += d->size; continue; }
+        cs[d->level] = x;
+        if (d->tok != NO_TOK) set_tok(m->v, mask, d->tok);
+        i++;
+    }
+}
+
+static uint32_t feed_str(hx_matcher *m, uint32_t c, const char *s)
+{
+    for (; *s && c; s++) c = gm_step(m, c, (uint8_t)*s);
+    return c;
+}
+
+int hx_matcher_mask(hx_matcher *m, uint32_t *mask)
+{
+    const hx_gvocab *v = m->v;
+    if (!v) return hx_err_set(&m->err, HX_ERR_STATE, "matcher has no vocabulary");
+    memset(mask, 0, v->n_words * 4);
+    if (m->ended || !m->cur) return HX_OK;
+    const gcfg c = m->cfg[m->cur];
+    if (++m->stamp_v == 0) {
+        memset(m->stamp, 0, (v->all.n + v->rest.n) * 4);
+        m->stamp_v = 1;
+    }
+    for (uint32_t i = 0; i < c.n; i++) {
+        uint32_t r = m->stk[m->pool[c.off + i]].rx;
+        gmemo *e = memo_get(m, r);
+        if (!e) return hx_err_set(&m->err, HX_ERR_NOMEM, "out of memory (mask)");
+        if (e->bits) {
+            for (uint32_t w = 0; w < v->n_words; w++) mask[w] |= e->bits[w];
+        } else {
+            for (uint32_t k = 0; k < e->n_bits; k++) mask[e->list[k] >> 5] |= 1u << (e->list[k] & 31);
+        }
+        for (uint32_t k = 0; k < e->n_bnd; k++) {
+            uint32_t b = e->bnd[k], rest = b >> 31, node = b & 0x7fffffffu;
+            uint32_t sidx = node + (rest ? v->all.n : 0);
+            if (m->stamp[sidx] == m->stamp_v) continue;
+            m->stamp[sidx] = m->stamp_v;
+            walk_config(m, rest ? &v->rest : &v->all, node, mask);
+        }
+    }
+    if (gm_can_end(m, m->cur))
+        for (int32_t t = 0; t < v->n_tokens; t++)
+            if (v->flags[t] & HX_GTOK_EOG) mask[t >> 5] |= 1u << (t & 31);
+    if (v->open_tok >= 0 && feed_str(m, m->cur, OPEN_TAG)) mask[v->open_tok >> 5] |= 1u << (v->open_tok & 31);
+    if (v->close_tok >= 0 && feed_str(m, m->cur, CLOSE_TAG)) mask[v->close_tok >> 5] |= 1u << (v->close_tok & 31);
+    return m->rx->failed ? hx_err_set(&m->err, HX_ERR_RANGE, "grammar grew too large") : HX_OK;
+}
+
+/* ---- matcher lifecycle and advancing ---- */
+hx_matcher *hx_matcher_new(hx_grammar *g, const hx_gvocab *v)
+{
+    hx_matcher *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->g = g;
+    m->rx = &g->rx;
+    m->v = v;
+    if (gm_init(m)) goto fail;
+    if (v && !(m->stamp = calloc((size_t)v->all.n + v->rest.n + 1, 4))) goto fail;
+    m->start = gm_config_of(m, g->root);
+    if (!m->start) goto fail;
+    m->cur = m->start;
+    return m;
+fail:
+    hx_matcher_free(m);
+    return NULL;
+}
+
+void hx_matcher_free(hx_matcher *m)
+{
+    if (!m) return;
+    memo_free_all(m);
+    free(m->memo);
+    free(m->memo_h);
+    free(m->stamp);
+    gm_free(m);
+    free(m);
+}
+
+void hx_matcher_reset(hx_matcher *m)
+{
+    m->cur = m->start;
+    m->ended = 0;
+    hx_err_clear(&m->err);
+}
+
+int hx_matcher_feed(hx_matcher *m, const char *bytes, size_t n)
+{
+    uint32_t c = m->cur;
+    if (m->ended) return hx_err_set(&m->err, HX_ERR_STATE, "generation already ended");
+    for (size_t i = 0; i < n; i++) {
+        c = gm_step(m, c, (uint8_t)bytes[i]);
+        if (!c) {
+            if (m->rx->failed) return hx_err_set(&m->err, HX_ERR_RANGE, "grammar grew too large");
+            return hx_err_set(&m->err, HX_ERR_STATE, "byte %zu (0x%02x) not allowed by the grammar", i, (uint8_t)bytes[i]);
+        }
+    }
+    m->cur = c;
+    return HX_OK;
+}
+
+int hx_matcher_can_end(hx_matcher *m)
+{
+    return m->ended || gm_can_end(m, m->cur);
+}
+
+int hx_matcher_can_continue(hx_matcher *m)
+{
+    if (m->ended) return 0;
+    for (int c = 0; c < 256; c++)
+        if (gm_step(m, m->cur, c)) return 1;
+    return 0;
+}
+
+int hx_matcher_accept(hx_matcher *m, int32_t tok)
+{
+    const hx_gvocab *v = m->v;
+    if (!v || tok < 0 || tok >= v->n_tokens)
+        return hx_err_set(&m->err, HX_ERR_INVALID, "token %d out of range", (int)tok);
+    if (m->ended) return hx_err_set(&m->err, HX_ERR_STATE, "generation already ended");
+    if (v->flags[tok] & HX_GTOK_EOG) {
+        if (!gm_can_end(m, m->cur)) return hx_err_set(&m->err, HX_ERR_STATE, "end of output not allowed here");
+        m->ended = 1;
+        return HX_OK;
+    }
+    if (tok == v->open_tok) return hx_matcher_feed(m, OPEN_TAG, strlen(OPEN_TAG));
+    if (tok == v->close_tok) return hx_matcher_feed(m, CLOSE_TAG, strlen(CLOSE_TAG));
+    if (v->flags[tok] & HX_GTOK_SPECIAL)
+        return hx_err_set(&m->err, HX_ERR_STATE, "special token %d not allowed", (int)tok);
+    return hx_matcher_feed(m, v->piece[tok], v->len[tok]);
+}
+
+int hx_matcher_forced(hx_matcher *m, int32_t *tokens, int max)
+{
+    if (!m->v || max <= 0 || m->ended) return 0;
+    uint32_t *mask = malloc(m->v->n_words * 4);
+    int n = 0;
+    int32_t found = -1;
+    if (!mask || hx_matcher_mask(m, mask)) { free(mask); return 0; }
+    for (uint32_t w = 0; w < m->v->n_words && n < 2; w++)
+        for (uint32_t x = mask[w]; x && n < 2; x &= x - 1) { found = (int32_t)(w * 32 + (uint32_t)__builtin_ctz(x)); n++; }
+    free(mask);
+    if (n != 1) return 0;
+    tokens[0] = found;
+    return 1;
+}
+
+int hx_matcher_ended(const hx_matcher *m)
+{
+    return m->ended;
+}
+
+const char *hx_matcher_error(const hx_matcher *m)
+{
+    return m->err.msg;
+}
+
+/* ---- the sampler stage ---- */
+typedef struct gstage {
+    hx_matcher *m;
+    uint32_t *mask;
+} gstage;
+
+static int st_apply(void *ctx, float *logits, int32_t n_vocab)
+{
+    gstage *s = ctx;
+    int rc = hx_matcher_mask(s->m, s->mask);
+    if (rc) return rc;
+    int32_t nt = s->m->v->n_tokens;
+    for (int32_t i = 0; i < n_vocab; i++)
+        if (i >= nt || !((s->mask[i >> 5] >> (i & 31)) & 1)) logits[i] = -INFINITY;
+    return HX_OK;
+}
+
+static int st_accept(void *ctx, int32_t tok) { return hx_matcher_accept(((gstage *)ctx)->m, tok); }
+static int st_forced(void *ctx, int32_t *t, int32_t max) { return hx_matcher_forced(((gstage *)ctx)->m, t, max); }
+static int st_can_end(void *ctx) { return hx_matcher_can_end(((gstage *)ctx)->m); }
+static void st_free(void *ctx)
+{
+    gstage *s = ctx;
+    if (!s) return;
+    hx_matcher_free(s->m);
+    free(s->mask);
+    free(s);
+}
+
+int hx_grammar_stage(hx_grammar *g, const hx_gvocab *v, hx_sampler_stage *stage)
+{
+    gstage *s = calloc(1, sizeof *s);
+    if (!s || !v) { free(s); return HX_ERR_NOMEM; }
+    s->m = hx_matcher_new(g, v);
+    s->mask = calloc(v->n_words, 4);
+    if (!s->m || !s->mask) { st_free(s); return HX_ERR_NOMEM; }
+    memset(stage, 0, sizeof *stage);
+    stage->api_version = HX_SAMPLER_STAGE_API;
+    stage->name = "grammar";
+    stage->ctx = s;
+    stage->apply = st_apply;
+    stage->accept = st_accept;
+    stage->forced = st_forced;
+    stage->can_end = st_can_end;
+    stage->free = st_free;
+    return HX_OK;
+}
+
+/* ---- grammars ---- */
+hx_grammar_params hx_grammar_default_params(void)
+{
+    hx_grammar_params p = {0};
+    return p;
+}
+
+static hx_grammar *grammar_new(void)
+{
+    hx_grammar *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    if (rx_init(&g->rx)) { free(g); return NULL; }
+    g->quote = rx_byte(&g->rx, '"');
+    rx_enc_any(&g->rx);
+    return g;
+}
+
+void hx_grammar_free(hx_grammar *g)
+{
+    if (!g) return;
+    rx_free(&g->rx);
+    free(g);
+}
+
+int hx_grammar_from_cjson(const cJSON *schema, const hx_grammar_params *p, hx_grammar **out, hx_err *err)
+{
+    hx_grammar_params d = hx_grammar_default_params();
+    *out = NULL;
+    if (!p) p = &d;
+    hx_grammar *g = grammar_new();
+    if (!g) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    int rc = hx_schema_compile_rx(&g->rx, schema, p->compact, &g->root, err);
+    if (rc) { hx_grammar_free(g); return rc; }
+    *out = g;
+    return HX_OK;
+}
+
+int hx_grammar_from_schema(const char *json, size_t len, const hx_grammar_params *p, hx_grammar **out, hx_err *err)
+{
+    *out = NULL;
+    cJSON *s = cJSON_ParseWithLength(json, len);
+    if (!s) return hx_err_set(err, HX_ERR_FORMAT, "schema is not valid JSON");
+    int rc = hx_grammar_from_cjson(s, p, out, err);
+    cJSON_Delete(s);
+    return rc;
+}
+
+static int tool_branch(hx_grammar *g, const hx_tool_spec *t, int compact, uint32_t ws, uint32_t *out, hx_err *err)
+{
+    hx_rx *rx = &g->rx;
+    uint32_t args;
+    const char *sj = t->schema_json ? t->schema_json : "{\"type\":\"object\"}";
+    cJSON *s = cJSON_Parse(sj);
+    if (!s) return hx_err_set(err, HX_ERR_FORMAT, "tool %s: schema is not valid JSON", t->name);
+    int rc = hx_schema_compile_rx(rx, s, compact, &args, err);
+    cJSON_Delete(s);
+    if (rc) {
+        hx_err e = *err;
+        return hx_err_set(err, rc, "tool %s: %s", t->name, e.msg);
+    }
+    uint32_t colon = rx_cat3(rx, ws, rx_lit(rx, ":", 1), ws), comma = rx_cat3(rx, ws, rx_lit(rx, ",", 1), ws);
+    uint32_t name = rx_cat3(rx, rx_lit(rx, "\"", 1), rx_enc_string(rx, t->name, strlen(t->name)), rx_lit(rx, "\"", 1));
+    uint32_t body = rx_cat3(rx, rx_lit(rx, "\"name\"", 6), colon, name);
+    body = rx_cat3(rx, body, comma, rx_cat3(rx, rx_lit(rx, "\"arguments\"", 11), colon, args));
+    *out = rx_cat3(rx, rx_lit(rx, "{", 1), rx_cat3(rx, ws, body, ws), rx_lit(rx, "}", 1));
+    return HX_OK;
+}
+
+int hx_grammar_tool_calls(const hx_tool_spec *tools, int n_tools, int mode, const hx_grammar_params *p,
+                          hx_grammar **out, hx_err *err)
+{
+    hx_grammar_params d = hx_grammar_default_params();
+    *out = NULL;
+    if (!p) p = &d;
+    if (n_tools <= 0 || !tools) return hx_err_set(err, HX_ERR_INVALID, "tool-call grammar needs at least one tool");
+    hx_grammar *g = grammar_new();
+    if (!g) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    hx_rx *rx = &g->rx;
+    uint32_t ws = p->compact ? RX_NIL : rx_rep(rx, rx_class(rx, (const uint32_t[8]){0x2600, 1, 0, 0, 0, 0, 0, 0}), 0, RX_INF);
+    uint32_t calls = RX_NONE;
+    for (int i = 0; i < n_tools; i++) {
+        uint32_t b;
+        int rc = tool_branch(g, &tools[i], p->compact, ws, &b, err);
+        if (rc) { hx_grammar_free(g); return rc; }
+        calls = rx_or(rx, calls, b);
+    }
+    uint32_t open = rx_lit(rx, OPEN_TAG, strlen(OPEN_TAG)), close = rx_lit(rx, CLOSE_TAG, strlen(CLOSE_TAG));
+    uint32_t call = rx_cat3(rx, open, rx_cat3(rx, ws, calls, ws), rx_cat(rx, close, ws));
+    uint32_t all = rx_not(rx, RX_NONE);
+    uint32_t text = rx_and(rx, all, rx_not(rx, rx_cat3(rx, all, open, all)));
+    if (mode == HX_TOOLS_REQUIRED) g->root = call;
+    else if (mode == HX_TOOLS_LAZY) g->root = rx_cat(rx, text, rx_opt(rx, call));
+    else g->root = rx_or(rx, text, call);
+    if (rx->failed) { hx_grammar_free(g); return hx_err_set(err, HX_ERR_RANGE, "tool-call grammar too large"); }
+    g->lazy = mode == HX_TOOLS_LAZY;
+    *out = g;
+    return HX_OK;
+}

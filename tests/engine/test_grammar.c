@@ -1,0 +1,327 @@
+/* test_grammar.c: JSON Schema grammar: per-keyword valid and invalid
+ * instances through the byte matcher, compile errors, masks on a toy vocab. */
+#include <string.h>
+
+#include "engine/engine.h"
+#include "test.h"
+
+/* 1 accepted, 0 rejected, -1 compile error. */
+static int run(const char *schema, const char *inst)
+{
+    hx_grammar *g;
+    hx_err err = {0};
+    if (hx_grammar_from_schema(schema, strlen(schema), NULL, &g, &err)) return -1;
+    hx_matcher *m = hx_matcher_new(g, NULL);
+    int ok = m && hx_matcher_feed(m, inst, strlen(inst)) == HX_OK && hx_matcher_can_end(m);
+    hx_matcher_free(m);
+    hx_grammar_free(g);
+    return ok;
+}
+
+#define YES(s, i) EXPECT_EQ_INT(run(s, i), 1)
+#define NO(s, i) EXPECT_EQ_INT(run(s, i), 0)
+#define BAD(s) EXPECT_EQ_INT(run(s, "{}"), -1)
+
+static void test_types(void)
+{
+    YES("{\"type\":\"null\"}", "null");
+    NO("{\"type\":\"null\"}", "nul");
+    YES("{\"type\":\"boolean\"}", "true");
+    NO("{\"type\":\"boolean\"}", "1");
+    YES("{\"type\":[\"string\",\"null\"]}", "null");
+    YES("{\"type\":[\"string\",\"null\"]}", "\"x\"");
+    NO("{\"type\":[\"string\",\"null\"]}", "1");
+    YES("{\"type\":\"number\"}", "-1.5e-06");
+    YES("{\"type\":\"number\"}", "100000.0");
+    NO("{\"type\":\"number\"}", "01");
+    YES("{\"type\":\"integer\"}", "-12");
+    NO("{\"type\":\"integer\"}", "1.5");
+    YES("{\"type\":\"integer\"}", "3.0"); /* draft 2020: an integer */
+    NO("{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\"}", "3.0");
+    YES("{}", "{\"a\": [1, {\"b\": null}], \"c\": \"\\u0001\"}");
+    YES("true", "[]");
+    EXPECT_EQ_INT(run("false", "1"), -1); /* unsatisfiable */
+}
+
+static void test_objects(void)
+{
+    const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},"
+                    "\"b\":{\"type\":\"string\"}},\"required\":[\"b\"],\"additionalProperties\":false}";
+    YES(s, "{\"b\": \"x\"}");
+    YES(s, "{\"a\": 1, \"b\": \"x\"}");
+    YES(s, "{ \"a\" : 1 ,\n\t\"b\":\"x\" }");
+    NO(s, "{\"a\": 1}");
+    NO(s, "{\"b\": \"x\", \"c\": 1}");
+    NO(s, "{\"a\": \"1\", \"b\": \"x\"}");
+    const char *t = "{\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":{\"type\":\"string\"}}";
+    YES(t, "{\"a\": 1, \"z\": \"q\"}");
+    NO(t, "{\"a\": 1, \"z\": 2}");
+    NO(t, "{\"z\": \"q\", \"a\": \"no\"}");
+    NO(t, "{\"a\": \"x\"}");
+    const char *pp = "{\"type\":\"object\",\"patternProperties\":{\"^x-\":{\"type\":\"integer\"}},\"additionalProperties\":false}";
+    YES(pp, "{\"x-a\": 1}");
+    NO(pp, "{\"x-a\": \"s\"}");
+    NO(pp, "{\"y\": 1}");
+    YES("{\"type\":\"object\",\"minProperties\":1,\"required\":[\"a\"]}", "{\"a\": 1}");
+    BAD("{\"type\":\"object\",\"minProperties\":2}");
+}
+
+static void test_arrays(void)
+{
+    const char *s = "{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":3}";
+    YES(s, "[1]");
+    YES(s, "[1, 2, 3]");
+    NO(s, "[]");
+    NO(s, "[1, 2, 3, 4]");
+    NO(s, "[1, \"a\"]");
+    const char *p = "{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"integer\"}],\"items\":false}";
+    YES(p, "[\"a\", 1]");
+    YES(p, "[\"a\"]");
+    NO(p, "[\"a\", 1, 2]");
+    NO(p, "[1]");
+    const char *d4 = "{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"items\":[{\"type\":\"string\"}],"
+                     "\"additionalItems\":{\"type\":\"boolean\"}}";
+    YES(d4, "[\"a\", true, false]");
+    NO(d4, "[\"a\", 1]");
+    BAD("{\"type\":\"array\",\"uniqueItems\":true}");
+    BAD("{\"type\":\"array\",\"contains\":{\"type\":\"string\"}}");
+}
+
+static void test_strings(void)
+{
+    const char *s = "{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}";
+    YES(s, "\"ab\"");
+    YES(s, "\"\xc3\xa9\\n\"");
+    NO(s, "\"\\u00e9\\n\""); /* only json.dumps escapes, by design */
+    YES(s, "\"\xc3\xa9\xc3\xa9\"");
+    NO(s, "\"a\"");
+    NO(s, "\"abcd\"");
+    const char *p = "{\"type\":\"string\",\"pattern\":\"^[a-z]+\\\\d{2}$\"}";
+    YES(p, "\"ab12\"");
+    NO(p, "\"ab1\"");
+    NO(p, "\"Ab12\"");
+    YES("{\"type\":\"string\",\"pattern\":\"foo\"}", "\"xx foo yy\"");
+    NO("{\"type\":\"string\",\"pattern\":\"foo\"}", "\"xx fo yy\"");
+    YES("{\"pattern\":\"^a\\\"b$\",\"type\":\"string\"}", "\"a\\\"b\"");
+    BAD("{\"type\":\"string\",\"pattern\":\"(?=a)\"}");
+    BAD("{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}");
+}
+
+static void test_formats(void)
+{
+    YES("{\"type\":\"string\",\"format\":\"date-time\"}", "\"2024-02-29T10:00:00Z\"");
+    NO("{\"type\":\"string\",\"format\":\"date-time\"}", "\"2023-02-29T10:00:00Z\"");
+    YES("{\"type\":\"string\",\"format\":\"date\"}", "\"2000-02-29\"");
+    NO("{\"type\":\"string\",\"format\":\"date\"}", "\"1900-02-29\"");
+    YES("{\"type\":\"string\",\"format\":\"time\"}", "\"10:00:00+01:00\"");
+    YES("{\"type\":\"string\",\"format\":\"email\"}", "\"a@b\"");
+    NO("{\"type\":\"string\",\"format\":\"email\"}", "\"ab\"");
+    YES("{\"type\":\"string\",\"format\":\"uuid\"}", "\"123e4567-e89b-12d3-a456-426614174000\"");
+    NO("{\"type\":\"string\",\"format\":\"uuid\"}", "\"123e4567e89b-12d3-a456-426614174000\"");
+    YES("{\"type\":\"string\",\"format\":\"uri\"}", "\"https://example.com/a?b=c#d\"");
+    NO("{\"type\":\"string\",\"format\":\"uri\"}", "\"not a uri\"");
+    YES("{\"type\":\"string\",\"format\":\"ipv4\"}", "\"192.168.0.1\"");
+    NO("{\"type\":\"string\",\"format\":\"ipv4\"}", "\"256.1.1.1\"");
+    YES("{\"type\":\"string\",\"format\":\"my-own\"}", "\"anything\"");
+    BAD("{\"type\":\"string\",\"format\":\"hostname\"}");
+}
+
+static void test_numbers(void)
+{
+    const char *s = "{\"type\":\"integer\",\"minimum\":-5,\"maximum\":120}";
+    YES(s, "-5");
+    YES(s, "0");
+    YES(s, "120");
+    YES(s, "99");
+    NO(s, "121");
+    NO(s, "-6");
+    NO(s, "1000");
+    const char *e = "{\"type\":\"integer\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":10}";
+    YES(e, "1");
+    YES(e, "9");
+    NO(e, "0");
+    NO(e, "10");
+    const char *n = "{\"type\":\"number\",\"minimum\":0,\"maximum\":1}";
+    YES(n, "0.5");
+    YES(n, "1.0");
+    YES(n, "0");
+    NO(n, "1.5");
+    NO(n, "-0.5");
+    const char *x = "{\"type\":\"number\",\"exclusiveMinimum\":0}";
+    YES(x, "0.001");
+    NO(x, "0");
+    NO(x, "0.0");
+    NO(x, "-1");
+    BAD("{\"type\":\"number\",\"multipleOf\":0.5}");
+}
+
+static void test_enum_const_combinators(void)
+{
+    const char *en = "{\"enum\":[\"a\",1,null,{\"k\":[true]}]}";
+    YES(en, "\"a\"");
+    YES(en, "1");
+    YES(en, "1.0");
+    YES(en, "null");
+    YES(en, "{\"k\": [true]}");
+    NO(en, "\"b\"");
+    NO(en, "2");
+    YES("{\"const\":\"x\"}", "\"x\"");
+    NO("{\"const\":\"x\"}", "\"y\"");
+    NO("{\"type\":\"string\",\"enum\":[\"a\",1]}", "1");
+    const char *any = "{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}";
+    YES(any, "\"s\"");
+    YES(any, "5");
+    NO(any, "null");
+    const char *one = "{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}";
+    YES(one, "5");
+    BAD("{\"oneOf\":[{\"type\":\"number\"},{\"type\":\"integer\"}]}");
+    const char *all = "{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},\"required\":[\"a\"]},"
+                      "{\"properties\":{\"b\":{\"type\":\"integer\"}},\"required\":[\"b\"]}]}";
+    YES(all, "{\"a\": \"x\", \"b\": 1}");
+    NO(all, "{\"a\": \"x\"}");
+    NO(all, "{\"a\": \"x\", \"b\": \"y\"}");
+    const char *closed = "{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},"
+                         "{\"properties\":{\"b\":{}}}]}";
+    YES(closed, "{\"a\": 1}");
+    NO(closed, "{\"b\": 1}");
+    BAD("{\"not\":{\"type\":\"string\"}}");
+    BAD("{\"if\":{\"type\":\"string\"},\"then\":{\"minLength\":1}}");
+}
+
+static void test_refs(void)
+{
+    const char *s = "{\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"integer\"},"
+                    "\"next\":{\"anyOf\":[{\"$ref\":\"#/$defs/node\"},{\"type\":\"null\"}]}},"
+                    "\"required\":[\"v\"],\"additionalProperties\":false}},\"$ref\":\"#/$defs/node\"}";
+    YES(s, "{\"v\": 1}");
+    YES(s, "{\"v\": 1, \"next\": {\"v\": 2, \"next\": {\"v\": 3, \"next\": null}}}");
+    NO(s, "{\"v\": 1, \"next\": {\"v\": \"x\"}}");
+    NO(s, "{\"v\": 1, \"next\": {}}");
+    const char *d = "{\"definitions\":{\"s\":{\"type\":\"string\"}},\"properties\":{\"a\":{\"$ref\":\"#/definitions/s\"}}}";
+    YES(d, "{\"a\": \"x\"}");
+    NO(d, "{\"a\": 1}");
+    EXPECT_EQ_INT(run("{\"$ref\":\"http://x/y.json\"}", "{}"), -1);
+}
+
+static void test_errors_name_path(void)
+{
+    hx_grammar *g = NULL;
+    hx_err err = {0};
+    const char *s = "{\"properties\":{\"a\":{\"not\":{}}}}";
+    EXPECT_EQ_INT(hx_grammar_from_schema(s, strlen(s), NULL, &g, &err), HX_ERR_UNSUPPORTED);
+    EXPECT(strstr(err.msg, "not") != NULL);
+    EXPECT(strstr(err.msg, "/properties/a") != NULL);
+    EXPECT(hx_grammar_from_schema("{", 1, NULL, &g, &err) == HX_ERR_FORMAT);
+    EXPECT(g == NULL);
+}
+
+static void test_compact(void)
+{
+    hx_grammar_params p = hx_grammar_default_params();
+    hx_grammar *g;
+    hx_err err = {0};
+    const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}";
+    p.compact = 1;
+    ASSERT(hx_grammar_from_schema(s, strlen(s), &p, &g, &err) == HX_OK);
+    hx_matcher *m = hx_matcher_new(g, NULL);
+    EXPECT(hx_matcher_feed(m, "{\"a\":1}", 7) == HX_OK && hx_matcher_can_end(m));
+    hx_matcher_reset(m);
+    EXPECT(hx_matcher_feed(m, "{\"a\": 1}", 8) != HX_OK);
+    hx_matcher_free(m);
+    hx_grammar_free(g);
+}
+
+/* A toy vocabulary: masks, EOG only at the end, forced tokens. */
+static void test_masks(void)
+{
+    const char *pieces[] = {"{", "}", "\"", "\"a\"", ":", " ", "1", "12", "x", "\"}", "<eos>", "\": "};
+    size_t lens[12];
+    uint8_t flags[12] = {0};
+    for (int i = 0; i < 12; i++) lens[i] = strlen(pieces[i]);
+    flags[10] = HX_GTOK_SPECIAL | HX_GTOK_EOG;
+    hx_gvocab *v;
+    hx_grammar *g;
+    hx_err err = {0};
+    ASSERT(hx_gvocab_new(12, pieces, lens, flags, &v, &err) == HX_OK);
+    const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"],"
+                    "\"additionalProperties\":false}";
+    ASSERT(hx_grammar_from_schema(s, strlen(s), NULL, &g, &err) == HX_OK);
+    hx_matcher *m = hx_matcher_new(g, v);
+    uint32_t mask[1];
+    ASSERT(m);
+    ASSERT(hx_matcher_mask(m, mask) == HX_OK);
+    EXPECT_EQ_INT(mask[0], 1u << 0); /* "{" */
+    int32_t f[2];
+    EXPECT_EQ_INT(hx_matcher_forced(m, f, 2), 1);
+    EXPECT_EQ_INT(f[0], 0);
+    EXPECT(hx_matcher_accept(m, 0) == HX_OK);
+    ASSERT(hx_matcher_mask(m, mask) == HX_OK);
+    EXPECT(mask[0] & (1u << 3)); /* "a" */
+    EXPECT(mask[0] & (1u << 2)); /* " alone */
+    EXPECT(!(mask[0] & (1u << 9)));
+    EXPECT(hx_matcher_accept(m, 3) == HX_OK);
+    EXPECT(hx_matcher_accept(m, 4) == HX_OK);
+    EXPECT(hx_matcher_accept(m, 7) == HX_OK);
+    ASSERT(hx_matcher_mask(m, mask) == HX_OK);
+    EXPECT(mask[0] & (1u << 1));
+    EXPECT(mask[0] & (1u << 6));
+    EXPECT(!(mask[0] & (1u << 10))); /* cannot end yet */
+    EXPECT(hx_matcher_accept(m, 10) != HX_OK);
+    EXPECT(hx_matcher_accept(m, 8) != HX_OK);
+    EXPECT(hx_matcher_accept(m, 1) == HX_OK);
+    ASSERT(hx_matcher_mask(m, mask) == HX_OK);
+    EXPECT(mask[0] & (1u << 10));
+    EXPECT(hx_matcher_accept(m, 10) == HX_OK);
+    EXPECT(hx_matcher_ended(m));
+    hx_matcher_free(m);
+    hx_grammar_free(g);
+    hx_gvocab_free(v);
+}
+
+static void test_tool_calls(void)
+{
+    hx_tool_spec t[2] = {{"get_time", "{\"type\":\"object\",\"properties\":{\"tz\":{\"type\":\"string\"}},"
+                                      "\"required\":[\"tz\"],\"additionalProperties\":false}"},
+                         {"noop", NULL}};
+    hx_grammar *g;
+    hx_err err = {0};
+    for (int mode = 0; mode < 3; mode++) {
+        ASSERT(hx_grammar_tool_calls(t, 2, mode, NULL, &g, &err) == HX_OK);
+        hx_matcher *m = hx_matcher_new(g, NULL);
+        const char *call = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"UTC\"}}\n</tool_call>";
+        EXPECT(hx_matcher_feed(m, call, strlen(call)) == HX_OK && hx_matcher_can_end(m));
+        hx_matcher_reset(m);
+        const char *bad = "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>";
+        EXPECT(!(hx_matcher_feed(m, bad, strlen(bad)) == HX_OK && hx_matcher_can_end(m)));
+        hx_matcher_reset(m);
+        const char *unknown = "<tool_call>{\"name\": \"rm\", ";
+        EXPECT(hx_matcher_feed(m, unknown, strlen(unknown)) != HX_OK);
+        hx_matcher_reset(m);
+        const char *text = "Hello there.";
+        int ok = hx_matcher_feed(m, text, strlen(text)) == HX_OK && hx_matcher_can_end(m);
+        EXPECT_EQ_INT(ok, mode != HX_TOOLS_REQUIRED);
+        hx_matcher_reset(m);
+        const char *lazy = "Let me check. <tool_call>{\"name\": \"noop\", \"arguments\": {}}</tool_call>";
+        ok = hx_matcher_feed(m, lazy, strlen(lazy)) == HX_OK && hx_matcher_can_end(m);
+        EXPECT_EQ_INT(ok, mode == HX_TOOLS_LAZY);
+        hx_matcher_free(m);
+        hx_grammar_free(g);
+    }
+}
+
+int main(void)
+{
+    RUN(test_types);
+    RUN(test_objects);
+    RUN(test_arrays);
+    RUN(test_strings);
+    RUN(test_formats);
+    RUN(test_numbers);
+    RUN(test_enum_const_combinators);
+    RUN(test_refs);
+    RUN(test_errors_name_path);
+    RUN(test_compact);
+    RUN(test_masks);
+    RUN(test_tool_calls);
+    return test_summary();
+}
