@@ -38,6 +38,9 @@ struct hx_ctx {
     int32_t *ptok;   /* (B*n_used) token of each pair, grouped by expert */
     int32_t *pslot;  /* (B*n_used) pair index of (token, slot) */
     int *moe_idx;    /* (3*n_expert + B*n_used) counts, offsets, identity */
+    void *act;       /* (B*n_used, act_row) activations quantized for a matmul */
+    size_t act_row;  /* bytes per activation row, enough for every type */
+    hx_mm_job *jobs; /* (2*n_expert + 3) one pool run of several matmuls */
     float *scores;   /* (n_threads, scores_stride) attention scratch */
     float *logits;   /* (n_out, n_vocab) */
     size_t logits_cap; /* floats */
@@ -96,10 +99,45 @@ static void add_bias(float *y, const float *b, int rows, int n)
         for (int i = 0; i < n; i++) y[(size_t)r * n + i] += b[i];
 }
 
+/* Quantizes B rows of K floats for weights of wtype into c->act. */
+static void quantize(hx_ctx *c, int wtype, const float *x, int B, int64_t K)
+{
+    HX_CHECK(hx_act_row_bytes(wtype, K) <= c->act_row);
+    if (hx_act_type(wtype) == HX_TYPE_F32)
+        memcpy(c->act, x, (size_t)B * (size_t)K * sizeof(float));
+    else
+        hx_quantize_act_rows(c->tp, wtype, x, B, K, c->act);
+}
+
+static hx_mm_job job(const hx_ctx *c, const hx_wmat *w, const void *W,
+                     const int32_t *idx, int n, float *y)
+{
+    hx_mm_job j = {W, w->type, w->cols, w->rows, c->act, idx, n, y, w->rows};
+    return j;
+}
+
+/* y[i] (B, w[i]->rows) = x (B, cols) . w[i]^T for n matrices sharing their
+ * input: one quantization and one pool run when their activation types
+ * agree (Q, K, V; gate and up), else one matmul each. */
+static void matmul_n(hx_ctx *c, const hx_wmat *const *w, float *const *y,
+                     int n, const float *x, int B)
+{
+    int same = 1;
+    for (int i = 1; i < n; i++)
+        same &= hx_act_type(w[i]->type) == hx_act_type(w[0]->type);
+    if (!same) {
+        for (int i = 0; i < n; i++) matmul_n(c, &w[i], &y[i], 1, x, B);
+        return;
+    }
+    quantize(c, w[0]->type, x, B, w[0]->cols);
+    for (int i = 0; i < n; i++) c->jobs[i] = job(c, w[i], w[i]->data, NULL, B, y[i]);
+    hx_matmul_jobs(c->tp, c->jobs, n);
+}
+
 static void matmul(hx_ctx *c, const hx_wmat *w, const float *x, int n,
                    float *y)
 {
-    hx_matmul(c->tp, w->data, w->type, w->cols, w->rows, x, n, y);
+    matmul_n(c, &w, &y, 1, x, n);
 }
 
 /* ---- context ---- */
@@ -140,8 +178,13 @@ static int alloc_scratch(hx_ctx *c)
     c->hb2 = hx_malloc_array(B * nu * ff, sizeof(float));
     c->scores = hx_malloc_array((size_t)c->n_threads * scores_stride(c),
                                 sizeof(float));
+    size_t kmax = e > ff ? e : ff;
+    if ((size_t)hp->n_head * hp->head_dim > kmax) kmax = (size_t)hp->n_head * hp->head_dim;
+    c->act_row = hx_act_row_bytes(HX_TYPE_F32, (int64_t)kmax) + 64;
+    c->act = hx_aligned_alloc(64, B * nu * c->act_row);
+    c->jobs = hx_malloc_array(2 * (size_t)hp->n_expert + 3, sizeof(hx_mm_job));
     if (!c->x || !c->xb || !c->q || !c->k || !c->v || !c->att || !c->hb ||
-        !c->hb2 || !c->scores)
+        !c->hb2 || !c->scores || !c->act || !c->jobs)
         return HX_ERR_NOMEM;
     if (!hp->n_expert) return HX_OK;
     c->eo = hx_malloc_array(B * nu * e, sizeof(float));
@@ -195,7 +238,8 @@ void hx_ctx_free(hx_ctx *c)
     hx_threadpool_free(c->tp);
     void *bufs[] = {c->kc, c->vc, c->x, c->xb, c->q, c->k, c->v, c->att,
                     c->hb, c->hb2, c->eo, c->rl, c->sel, c->selw, c->ptok,
-                    c->pslot, c->moe_idx, c->scores, c->logits};
+                    c->pslot, c->moe_idx, c->act, c->jobs, c->scores,
+                    c->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }
@@ -375,9 +419,9 @@ static void attention_block(hx_ctx *c, int l, int B, int pos0)
     for (int t = 0; t < B; t++)
         rmsnorm(c->xb + (size_t)t * e, c->x + (size_t)t * e, L->attn_norm, e,
                 hp->rms_eps);
-    matmul(c, &L->wq, c->xb, B, c->q);
-    matmul(c, &L->wk, c->xb, B, c->k);
-    matmul(c, &L->wv, c->xb, B, c->v);
+    const hx_wmat *w[3] = {&L->wq, &L->wk, &L->wv};
+    float *y[3] = {c->q, c->k, c->v};
+    matmul_n(c, w, y, 3, c->xb, B);
     add_bias(c->q, L->bq, B, qd);
     add_bias(c->k, L->bk, B, kvd);
     add_bias(c->v, L->bv, B, kvd);
@@ -393,8 +437,9 @@ static void attention_block(hx_ctx *c, int l, int B, int pos0)
 static void ffn_dense(hx_ctx *c, const hx_layer *L, int B)
 {
     const hx_hparams *hp = &c->m->hp;
-    matmul(c, &L->ffn_gate, c->xb, B, c->hb);
-    matmul(c, &L->ffn_up, c->xb, B, c->hb2);
+    const hx_wmat *w[2] = {&L->ffn_gate, &L->ffn_up};
+    float *y[2] = {c->hb, c->hb2};
+    matmul_n(c, w, y, 2, c->xb, B);
     swiglu(c->hb, c->hb2, (int64_t)B * hp->n_ff);
     matmul(c, &L->ffn_down, c->hb, B, c->xb);
 }
@@ -463,6 +508,55 @@ static void moe_group(hx_ctx *c, int B, int *cnt, int *first)
     }
 }
 
+/* Gate and up of every used expert on its tokens, one pool run:
+ * pair rows [first[x], first[x] + cnt[x]) of hb and hb2. */
+static void moe_up(hx_ctx *c, const hx_layer *L, int B, const int *cnt,
+                   const int *first)
+{
+    const int fx = c->m->hp.n_ff_exp;
+    int nj = 0;
+    if (hx_act_type(L->gate_exps.type) != hx_act_type(L->up_exps.type)) {
+        for (int x = 0; x < c->m->hp.n_expert; x++) {
+            if (!cnt[x]) continue;
+            hx_matmul_expert(c->tp, L->gate_exps.data, L->gate_exps.type,
+                             L->gate_exps.cols, fx, x, c->xb, L->gate_exps.cols,
+                             c->ptok + first[x], cnt[x],
+                             c->hb + (size_t)first[x] * fx, fx);
+            hx_matmul_expert(c->tp, L->up_exps.data, L->up_exps.type,
+                             L->up_exps.cols, fx, x, c->xb, L->up_exps.cols,
+                             c->ptok + first[x], cnt[x],
+                             c->hb2 + (size_t)first[x] * fx, fx);
+        }
+        return;
+    }
+    quantize(c, L->gate_exps.type, c->xb, B, L->gate_exps.cols);
+    for (int x = 0; x < c->m->hp.n_expert; x++) {
+        if (!cnt[x]) continue;
+        const int32_t *tok = c->ptok + first[x];
+        c->jobs[nj++] = job(c, &L->gate_exps, hx_wmat_at(&L->gate_exps, x), tok,
+                            cnt[x], c->hb + (size_t)first[x] * fx);
+        c->jobs[nj++] = job(c, &L->up_exps, hx_wmat_at(&L->up_exps, x), tok,
+                            cnt[x], c->hb2 + (size_t)first[x] * fx);
+    }
+    hx_matmul_jobs(c->tp, c->jobs, nj);
+}
+
+/* Down projection of every pair row of hb into eo, one pool run. */
+static void moe_down(hx_ctx *c, const hx_layer *L, int B, const int *cnt,
+                     const int *first, const int32_t *iota)
+{
+    const hx_hparams *hp = &c->m->hp;
+    int nj = 0;
+    quantize(c, L->down_exps.type, c->hb, B * hp->n_expert_used, hp->n_ff_exp);
+    for (int x = 0; x < hp->n_expert; x++) {
+        if (!cnt[x]) continue;
+        c->jobs[nj++] = job(c, &L->down_exps, hx_wmat_at(&L->down_exps, x),
+                            iota + first[x], cnt[x],
+                            c->eo + (size_t)first[x] * hp->n_embd);
+    }
+    hx_matmul_jobs(c->tp, c->jobs, nj);
+}
+
 static void ffn_moe(hx_ctx *c, const hx_layer *L, int B)
 {
     const hx_hparams *hp = &c->m->hp;
@@ -473,22 +567,9 @@ static void ffn_moe(hx_ctx *c, const hx_layer *L, int B)
     moe_route(c, L, B);
     moe_group(c, B, cnt, first);
     for (int i = 0; i < B * nu; i++) iota[i] = i;
-    for (int x = 0; x < ne; x++) {
-        if (!cnt[x]) continue;
-        const int32_t *tok = c->ptok + first[x];
-        float *g = c->hb + (size_t)first[x] * fx, *u = c->hb2 + (size_t)first[x] * fx;
-        hx_matmul_expert(c->tp, L->gate_exps.data, L->gate_exps.type, e, fx, x,
-                         c->xb, e, tok, cnt[x], g, fx);
-        hx_matmul_expert(c->tp, L->up_exps.data, L->up_exps.type, e, fx, x,
-                         c->xb, e, tok, cnt[x], u, fx);
-    }
+    moe_up(c, L, B, cnt, first);
     swiglu(c->hb, c->hb2, (int64_t)B * nu * fx);
-    for (int x = 0; x < ne; x++) {
-        if (!cnt[x]) continue;
-        hx_matmul_expert(c->tp, L->down_exps.data, L->down_exps.type, fx, e, x,
-                         c->hb, fx, iota + first[x], cnt[x],
-                         c->eo + (size_t)first[x] * e, e);
-    }
+    moe_down(c, L, B, cnt, first, iota);
     for (int t = 0; t < B; t++) {
         float *o = c->xb + (size_t)t * e;
         for (int s = 0; s < nu; s++) {
