@@ -96,4 +96,33 @@ int hx_tools_call(hx_tools *reg, const char *name, const cJSON *args,
  * {"name","description","parameters"}}]. Caller frees. */
 cJSON *hx_tools_list_json(const hx_tools *reg);
 
+/* ---- time expressions (tools/when.c) ----
+ * A deterministic reader of the times people type ("tomorrow", "next
+ * Tuesday afternoon", "Dec 3 at 2pm", "in two hours", "between 9 and 11
+ * tomorrow", "2026-12-03T14:00:00+01:00"), resolved in an IANA time zone
+ * (libical's copy of the system tzdata; no process-global TZ). The choices
+ * (morning 08-12, afternoon 12-17, "next Tuesday" = the first Tuesday after
+ * today, ...) are listed at the top of tools/when.c. */
+typedef struct hx_when_range {
+    int64_t start;  /* Unix seconds, inclusive */
+    int64_t end;    /* exclusive; == start for a point */
+    int is_point;   /* 1: a moment ("at 3pm"); 0: a period ("tomorrow") */
+    int whole_days; /* 1: the period is whole local days ("Dec 3", "next week") */
+} hx_when_range;
+
+/* Parses expr relative to now (Unix seconds, usually hx_now()) in time zone
+ * tz (IANA name; NULL or "" = UTC). HX_ERR_FORMAT with a message quoting
+ * the part not understood; HX_ERR_NOTFOUND for an unknown time zone. */
+int hx_when_parse(const char *expr, int64_t now, const char *tz,
+                  hx_when_range *out, hx_err *err);
+/* Formats t as ISO 8601 in tz: "2026-12-03T14:00:00+01:00", or with
+ * date_only "2026-12-03". Returns the length, or -1 if tz is unknown or
+ * buf (n bytes, 32 is enough) is too small. */
+int hx_when_format(int64_t t, const char *tz, int date_only, char *buf,
+                   size_t n);
+/* UTC offset in seconds of tz at t; 0 for an unknown zone. */
+int hx_when_utc_offset(const char *tz, int64_t t);
+/* True if tz names a time zone hx_when_* knows. */
+int hx_when_tz_known(const char *tz);
+
 #endif /* HX_TOOLS_H */

@@ -1,0 +1,56 @@
+/* tools_int.h: tools-internal helpers shared by the built-in tools: civil
+ * dates and time zones (tz.c), JSON argument helpers (args.c). */
+#ifndef HX_TOOLS_INT_H
+#define HX_TOOLS_INT_H
+
+#include <libical/ical.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "tools/tools.h"
+
+/* ---- civil dates and time zones (tools/tz.c) ---- */
+typedef struct hx_civil {
+    int year, month, day; /* month 1..12, day 1..31 */
+    int hour, min, sec;
+} hx_civil;
+
+/* Days since 1970-01-01 of a proleptic Gregorian date, and back. */
+int64_t hx_days_from_civil(int64_t y, int m, int d);
+void hx_civil_from_days(int64_t days, int *y, int *m, int *d);
+int hx_days_in_month(int y, int m);
+/* Day of the week of a day number: 0 = Sunday. */
+int hx_weekday(int64_t days);
+
+/* The libical zone for an IANA name ("UTC", "Etc/UTC" and NULL/"" give
+ * UTC); NULL if unknown. Zones are owned by libical and live for the
+ * process. */
+icaltimezone *hx_tz_find(const char *name);
+/* Local civil time in zone z -> Unix seconds. A time in a DST gap or
+ * overlap is resolved as libical does (see when.c's notes). */
+int64_t hx_tz_to_utc(icaltimezone *z, const hx_civil *c);
+/* Unix seconds -> local civil time in z; *off gets the UTC offset. */
+void hx_tz_from_utc(icaltimezone *z, int64_t t, hx_civil *c, int *off);
+/* Local day number (days since 1970-01-01 in z's calendar) of t. */
+int64_t hx_tz_local_day(icaltimezone *z, int64_t t);
+/* Unix seconds of local midnight starting day number `day` in z. */
+int64_t hx_tz_day_start(icaltimezone *z, int64_t day);
+/* ISO 8601 in z ("2026-12-03T14:00:00+01:00" or "2026-12-03"). */
+void hx_tz_format(icaltimezone *z, int64_t t, int date_only, char *buf,
+                  size_t n);
+
+/* ---- JSON arguments (tools/args.c) ---- */
+/* The string member `key` of args, or NULL if absent. */
+const char *hx_arg_str(const cJSON *args, const char *key);
+/* The number member `key` as an int, or dflt if absent. */
+int hx_arg_int(const cJSON *args, const char *key, int dflt);
+int hx_arg_bool(const cJSON *args, const char *key, int dflt);
+/* Reads a time argument: ISO 8601 or a time expression (hx_when_parse) in
+ * the configured time zone, now from hx_now(). The error names the key. */
+int hx_arg_when(const hx_tools *reg, const cJSON *args, const char *key,
+                hx_when_range *out, hx_err *err);
+/* The configured time zone's libical zone (UTC if unset or unknown). */
+icaltimezone *hx_tools_tz(const hx_tools *reg);
+
+#endif /* HX_TOOLS_INT_H */
