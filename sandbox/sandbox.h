@@ -1,0 +1,107 @@
+/* sandbox.h: the sandbox module's public API: running tool processes
+ * confined by everything the kernel offers (Landlock, PID and network
+ * namespaces, seccomp-bpf, no_new_privs, rlimits, a wall-clock timeout and
+ * an output cap), and the permission policy that decides whether a tool
+ * call may run. */
+#ifndef HX_SANDBOX_H
+#define HX_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+/* ---- confinement ---- */
+
+/* What was applied to a child, as bits of hx_sandbox_result.applied. */
+enum {
+    HX_SB_LANDLOCK = 1 << 0,   /* file system confined to the listed paths */
+    HX_SB_LANDLOCK_NET = 1 << 1, /* Landlock TCP bind/connect denied (ABI >= 4) */
+    HX_SB_NETNS = 1 << 2,      /* a new, empty network namespace */
+    HX_SB_PIDNS = 1 << 3,      /* a new PID namespace: killing it kills all */
+    HX_SB_USERNS = 1 << 4,     /* a new user namespace (unprivileged caller) */
+    HX_SB_SECCOMP = 1 << 5,    /* the seccomp-bpf deny list */
+    HX_SB_NO_NEW_PRIVS = 1 << 6,
+    HX_SB_RLIMITS = 1 << 7,
+    HX_SB_DROPPED_ROOT = 1 << 8, /* ran as nobody because Hearth runs as root */
+};
+
+#define HX_SANDBOX_MAX_PATHS 32
+
+typedef struct hx_sandbox_params {
+    const char *const *argv;   /* argv[0] is a path or a name found in PATH */
+    const char *const *env;    /* NULL-terminated "K=V" list added to the
+                                  minimal environment (PATH, HOME, LANG) */
+    const char *cwd;           /* NULL: the first write path, else "/" */
+    const char *read_paths[HX_SANDBOX_MAX_PATHS];  /* readable trees */
+    int n_read;
+    const char *write_paths[HX_SANDBOX_MAX_PATHS]; /* readable and writable */
+    int n_write;
+    int allow_network;         /* 0: no network at all (default) */
+    double timeout_s;          /* wall clock; the whole process tree is killed */
+    double cpu_s;              /* RLIMIT_CPU */
+    size_t max_memory;         /* RLIMIT_AS, bytes */
+    size_t max_file_size;      /* RLIMIT_FSIZE, bytes */
+    int max_open_files;        /* RLIMIT_NOFILE */
+    int max_procs;             /* RLIMIT_NPROC (in its own user namespace) */
+    size_t max_output;         /* stdout bytes kept; more kills the child */
+    size_t max_stderr;         /* stderr bytes kept (the rest is dropped) */
+} hx_sandbox_params;
+
+/* Defaults: no network, 10 s wall, 10 s CPU, 1 GiB address space, 64 MiB
+ * files, 64 open files, 32 processes, 4 MiB of output, 64 KiB of stderr. */
+hx_sandbox_params hx_sandbox_default_params(void);
+
+typedef struct hx_sandbox_result {
+    int exited;             /* 1: exited normally with exit_code */
+    int exit_code;
+    int term_signal;        /* signal that ended it, 0 if none */
+    int timed_out;          /* killed by the wall-clock timeout */
+    int output_exceeded;    /* killed for writing more than max_output */
+    char *out;              /* stdout (owned; NUL-terminated) */
+    size_t out_len;
+    char *err;              /* stderr, capped (owned; NUL-terminated) */
+    size_t err_len;
+    unsigned applied;       /* HX_SB_* bits */
+    double wall_s;
+} hx_sandbox_result;
+
+/* Runs argv confined, feeding input on stdin, and waits for it (or kills
+ * it: timeout, output cap). Returns HX_OK when the process ran, whatever
+ * its exit (see r); an error only if it could not be started. Free r's
+ * buffers with hx_sandbox_result_free. */
+int hx_sandbox_run(const hx_sandbox_params *p, const void *input,
+                   size_t input_len, hx_sandbox_result *r, hx_err *err);
+void hx_sandbox_result_free(hx_sandbox_result *r);
+
+/* A long-lived confined child speaking over pipes (MCP servers). */
+typedef struct hx_sandbox_proc hx_sandbox_proc;
+int hx_sandbox_spawn(const hx_sandbox_params *p, hx_sandbox_proc **out,
+                     hx_err *err);
+/* Writes all of data to the child's stdin within timeout_ms. */
+int hx_sandbox_proc_write(hx_sandbox_proc *c, const void *data, size_t len,
+                          int timeout_ms, hx_err *err);
+/* Reads one line (without the newline) into line; HX_ERR_TIMEOUT if none
+ * within timeout_ms, HX_ERR_RANGE if longer than max, HX_ERR_IO at EOF. */
+int hx_sandbox_proc_read_line(hx_sandbox_proc *c, hx_buf *line, size_t max,
+                              int timeout_ms, hx_err *err);
+/* Kills the child's whole tree (if running), reaps it and frees c. */
+void hx_sandbox_proc_free(hx_sandbox_proc *c);
+unsigned hx_sandbox_proc_applied(const hx_sandbox_proc *c);
+/* The child's stderr so far (capped); valid until the next call on c. */
+const char *hx_sandbox_proc_stderr(hx_sandbox_proc *c);
+
+/* Describes the applied bits ("landlock(abi 7), netns, pidns, seccomp,
+ * no_new_privs, rlimits") into buf; returns buf. */
+const char *hx_sandbox_describe(unsigned applied, char *buf, size_t n);
+/* What this kernel and process can apply (probed once, cached). */
+unsigned hx_sandbox_available(void);
+/* The Landlock ABI version, or 0 if Landlock is unavailable. */
+int hx_sandbox_landlock_abi(void);
+
+/* Installs the seccomp deny list on the calling process (used by Hearth to
+ * prove it opens no network socket itself): after it, socket() of any
+ * family but AF_UNIX fails with EACCES. Irreversible. */
+int hx_sandbox_confine_self_no_network(hx_err *err);
+
+#endif /* HX_SANDBOX_H */
