@@ -27,5 +27,6 @@ int cli_wants_help(int argc, char **argv);
 
 /* verbs, one per file agent/cmd_<group>.c */
 int cmd_version(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv); /* cmd_tokenize.c */
 
 #endif /* HX_CLI_H */

@@ -2,6 +2,8 @@
  * length, type and offset before use, and indexes keys and tensors. */
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -685,14 +687,32 @@ int hx_gguf_get_u32(const hx_gguf *g, const char *key, uint32_t *out)
     return HX_OK;
 }
 
+/* double to float without the undefined behaviour of an out-of-range
+ * conversion: -1 (and +-inf in *out) if a finite d does not fit. */
+static int to_float(double d, float *out)
+{
+    if (d > FLT_MAX || d < -FLT_MAX) {
+        *out = d > 0 ? INFINITY : -INFINITY;
+        return d == *out ? 0 : -1;
+    }
+    *out = (float)d;
+    return 0;
+}
+
 int hx_gguf_get_f32(const hx_gguf *g, const char *key, float *out)
 {
     const gg_kv *kv = kv_get(g, key);
     double d;
     if (!kv) return HX_ERR_NOTFOUND;
     if (float_value(kv->type, kv->raw, &d)) return HX_ERR_FORMAT;
-    *out = (float)d;
-    return HX_OK;
+    return to_float(d, out) ? HX_ERR_RANGE : HX_OK;
+}
+
+int hx_gguf_get_f64(const hx_gguf *g, const char *key, double *out)
+{
+    const gg_kv *kv = kv_get(g, key);
+    if (!kv) return HX_ERR_NOTFOUND;
+    return float_value(kv->type, kv->raw, out) ? HX_ERR_FORMAT : HX_OK;
 }
 
 int hx_gguf_get_bool(const hx_gguf *g, const char *key, int *out)
@@ -765,14 +785,19 @@ int64_t hx_gguf_arr_i64(const hx_gguf *g, const char *key, uint64_t i)
     return v;
 }
 
-/* Element i of a float array (F32, F64; integers converted); 0 if absent. */
+/* Element i of a float array (F32, F64, out of range F64 as +-inf;
+ * integers converted); 0 if absent. */
 float hx_gguf_arr_f32(const hx_gguf *g, const char *key, uint64_t i)
 {
     const gg_kv *kv = arr_get(g, key, 0, i);
     double d;
     if (!kv) return 0.0f;
     const uint8_t *p = kv->arr + i * k_vtypes[kv->elem_type].size;
-    if (float_value(kv->elem_type, p, &d) == 0) return (float)d;
+    float f;
+    if (float_value(kv->elem_type, p, &d) == 0) {
+        to_float(d, &f);
+        return f;
+    }
     return (float)hx_gguf_arr_i64(g, key, i);
 }
 

@@ -109,10 +109,12 @@ int hx_gguf_kv_type(const hx_gguf *g, int64_t i); /* hx_gguf_vtype */
 
 /* Typed getters by key. Integer getters accept any integer (and bool)
  * value type whose value fits; float getters accept F32/F64. Return HX_OK,
- * HX_ERR_NOTFOUND if the key is absent, HX_ERR_FORMAT if of another type. */
+ * HX_ERR_NOTFOUND if the key is absent, HX_ERR_FORMAT if of another type,
+ * HX_ERR_RANGE if the value does not fit (e.g. an F64 beyond FLT_MAX). */
 int hx_gguf_get_i64(const hx_gguf *g, const char *key, int64_t *out);
 int hx_gguf_get_u32(const hx_gguf *g, const char *key, uint32_t *out);
 int hx_gguf_get_f32(const hx_gguf *g, const char *key, float *out);
+int hx_gguf_get_f64(const hx_gguf *g, const char *key, double *out);
 int hx_gguf_get_bool(const hx_gguf *g, const char *key, int *out);
 int hx_gguf_get_str(const hx_gguf *g, const char *key, const char **out);
 

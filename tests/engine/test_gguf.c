@@ -169,8 +169,13 @@ static void check_full_scalars(const hx_gguf *g)
     EXPECT_EQ_INT(hx_gguf_get_i64(g, "k.u64", &v), HX_ERR_RANGE);
     EXPECT_EQ_INT(hx_gguf_get_i64(g, "k.i64", &v), HX_OK);
     EXPECT_EQ_INT(v, -(1ll << 40));
-    EXPECT_EQ_INT(hx_gguf_get_f32(g, "k.f64", &f), HX_OK);
-    EXPECT(f == (float)3.25e100);
+    EXPECT_EQ_INT(hx_gguf_get_f32(g, "k.f64", &f), HX_ERR_RANGE); /* > FLT_MAX */
+    double d = 0;
+    EXPECT_EQ_INT(hx_gguf_get_f64(g, "k.f64", &d), HX_OK);
+    EXPECT(d == 3.25e100);
+    EXPECT_EQ_INT(hx_gguf_get_f64(g, "k.f32", &d), HX_OK);
+    EXPECT(d == 1.5);
+    EXPECT(hx_gguf_arr_f32(g, "a.f64", 1) == -INFINITY);
     EXPECT_EQ_INT(hx_gguf_get_str(g, "k.str", &s), HX_OK);
     EXPECT_STR_EQ(s, "hello, world");
     EXPECT_EQ_INT(hx_gguf_get_str(g, "k.u8", &s), HX_ERR_FORMAT);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "engine/engine.h"
 #include "test.h"
 #include "ref/ref.h"
 
@@ -97,11 +98,62 @@ static void test_ref_errors(void)
     EXPECT(strstr(ref_error(), "cannot load model") != NULL);
 }
 
+/* Rewrites stories260K with Hearth's GGUF writer (metadata copied, tensors
+ * re-added, alignment 32 or 64) into path. */
+static int rewrite_model(const char *src, const char *path, size_t align)
+{
+    hx_gguf *g = NULL;
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    hx_err err = {0};
+    int rc = hx_gguf_open(src, &g, &err);
+    if (!rc) rc = hx_gguf_copy_kv(w, g);
+    if (align != 32) hx_gguf_writer_set_alignment(w, align);
+    for (int64_t i = 0; !rc && i < hx_gguf_n_tensors(g); i++) {
+        const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);
+        rc = hx_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne,
+                                t->data, NULL, NULL);
+    }
+    if (!rc) rc = hx_gguf_writer_write(w, path, &err);
+    if (rc) printf("# rewrite: %s\n", err.msg);
+    hx_gguf_writer_free(w);
+    hx_gguf_close(g);
+    return rc;
+}
+
+/* llama.cpp reads files written by Hearth's writer and computes the same
+ * logits from them as from the original, bit for bit. */
+static void test_ref_reads_our_writer(void)
+{
+    int32_t seq[32];
+    float *a = NULL, *b = NULL;
+    int nva = 0, nvb = 0;
+    char path[512];
+    if (!have_ref()) return;
+    int n = ref_tokenize(g_model, "Once upon a time", 16, 0, 1, seq, 32);
+    ASSERT(n > 1 && ref_logits(g_model, seq, n, &a, &nva) == 0);
+    for (size_t align = 32; align <= 64; align *= 2) {
+        snprintf(path, sizeof path, "%s/hx_test_ref_%ld_%zu.gguf",
+                 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid(),
+                 align);
+        ASSERT(rewrite_model(g_model, path, align) == 0);
+        if (ref_logits(path, seq, n, &b, &nvb) != 0)
+            test_fail_at(__FILE__, __LINE__, "align %zu: %s", align, ref_error());
+        unlink(path);
+        ASSERT(b);
+        EXPECT_EQ_INT(nvb, nva);
+        EXPECT(memcmp(a, b, sizeof *a * (size_t)n * (size_t)nva) == 0);
+        free(b);
+        b = NULL;
+    }
+    free(a);
+}
+
 int main(void)
 {
     RUN(test_ref_tokenize);
     RUN(test_ref_generate);
     RUN(test_ref_logits);
     RUN(test_ref_errors);
+    RUN(test_ref_reads_our_writer);
     return test_summary();
 }

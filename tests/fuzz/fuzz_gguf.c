@@ -29,9 +29,12 @@ static void walk_array(const hx_gguf *g, const char *key)
     size_t es = hx_gguf_vtype_size(et);
     if (!p || es == 0) abort();
     if (n) g_sink += p[n * es - 1];
-    for (uint64_t i = 0; i < n && i < 64; i++)
-        g_sink += (uint64_t)hx_gguf_arr_i64(g, key, i) +
-                  (uint64_t)hx_gguf_arr_f32(g, key, i);
+    for (uint64_t i = 0; i < n && i < 64; i++) {
+        float f = hx_gguf_arr_f32(g, key, i);
+        uint32_t bits;
+        memcpy(&bits, &f, 4);
+        g_sink += (uint64_t)hx_gguf_arr_i64(g, key, i) + bits;
+    }
 }
 
 static void walk_kv(const hx_gguf *g, int64_t i)
@@ -49,7 +52,7 @@ static void walk_kv(const hx_gguf *g, int64_t i)
     case HX_GGUF_ARRAY: walk_array(g, key); break;
     case HX_GGUF_F32:
     case HX_GGUF_F64:
-        if (hx_gguf_get_f32(g, key, &f) != HX_OK) abort();
+        if (hx_gguf_get_f32(g, key, &f) == HX_ERR_FORMAT) abort();
         g_sink += (uint64_t)(f == f);
         break;
     case HX_GGUF_BOOL:
