@@ -1,0 +1,324 @@
+/* test_mail_tools.c: the mail.* and files.* tools through the registry, on
+ * copies of the project's fixtures: search filters, reading, sending into
+ * the outbox, replies, the incremental index, and confinement of files.*
+ * (escapes by .., absolute paths and symlinks; binary and huge files). */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "tools/mail_int.h"
+
+static char home[PATH_MAX], maildir[PATH_MAX], outbox[PATH_MAX], files[PATH_MAX];
+static hx_config cfg;
+static hx_tools *reg;
+
+__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
+{
+    char cmd[3 * PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return system(cmd);
+}
+
+static int setup(void)
+{
+    snprintf(home, sizeof home, "/tmp/hx-mailtools-XXXXXX");
+    if (!mkdtemp(home)) return -1;
+    setenv("HEARTH_HOME", home, 1);
+    setenv("HEARTH_NOW", "2026-12-01T09:00:00+01:00", 1);
+    snprintf(maildir, sizeof maildir, "%s/Mail", home);
+    snprintf(outbox, sizeof outbox, "%s/Outbox", home);
+    snprintf(files, sizeof files, "%s/Documents", home);
+    if (sh("cp -r tests/fixtures/world/mail %s && mkdir -p %s", maildir, files)) return -1;
+    cfg.user_name = "Alice Martin";
+    cfg.user_email = "alice@example.org";
+    cfg.maildir = maildir;
+    cfg.outbox = outbox;
+    cfg.file_roots[0] = files;
+    cfg.n_file_roots = 1;
+    reg = hx_tools_new(&cfg);
+    hx_err e;
+    if (!reg || hx_mail_register_tools(reg, &e) || hx_files_register_tools(reg, &e))
+        return -1;
+    return 0;
+}
+
+/* Calls a tool with JSON text; returns the result (caller frees) or NULL
+ * with the error code in *rc. */
+static cJSON *call(const char *name, const char *json, int *rc, hx_err *e)
+{
+    cJSON *args = cJSON_Parse(json), *res = NULL;
+    *rc = hx_tools_call(reg, name, args, &res, e);
+    cJSON_Delete(args);
+    return *rc ? NULL : res;
+}
+
+static int count(cJSON *res, const char *arr)
+{
+    return cJSON_GetArraySize(cJSON_GetObjectItem(res, arr));
+}
+
+static const char *str_at(cJSON *res, const char *arr, int i, const char *key)
+{
+    cJSON *o = cJSON_GetArrayItem(cJSON_GetObjectItem(res, arr), i);
+    cJSON *v = cJSON_GetObjectItem(o, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static void test_search_filters(void)
+{
+    int rc;
+    hx_err e;
+    cJSON *r = call("mail.search", "{\"from\":\"bob\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 1);
+    EXPECT_STR_EQ(str_at(r, "messages", 0, "subject"), "Q1 budget review");
+    cJSON_Delete(r);
+    r = call("mail.search", "{\"unread\":true}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 3); /* the three in new/ */
+    cJSON_Delete(r);
+    r = call("mail.search", "{\"text\":\"invoice attached\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 1);
+    cJSON_Delete(r);
+    r = call("mail.search", "{\"regex\":\"comit[e\xc3\xa9]\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 1);
+    cJSON_Delete(r);
+    r = call("mail.search", "{\"since\":\"2026-11-26\",\"until\":\"2026-11-27\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 2); /* Dan's move (26th), Kenji's (27th 00:00Z) */
+    cJSON_Delete(r);
+    r = call("mail.search", "{\"folder\":\"Sent\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 1);
+    cJSON_Delete(r);
+    r = call("mail.search", "{\"text\":\"\\\" OR * NEAR(\"}", &rc, &e); /* FTS syntax is quoted */
+    EXPECT(r != NULL);
+    cJSON_Delete(r);
+}
+
+static void test_search_errors(void)
+{
+    int rc;
+    hx_err e;
+    EXPECT(call("mail.search", "{\"regex\":\"(unclosed\"}", &rc, &e) == NULL);
+    EXPECT(strstr(e.msg, "regex") != NULL);
+    EXPECT(call("mail.search", "{\"since\":\"last blue moon\"}", &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_INVALID);
+}
+
+static void test_read_message(void)
+{
+    int rc;
+    hx_err e;
+    cJSON *r = call("mail.search", "{\"subject\":\"invoice\"}", &rc, &e);
+    ASSERT(r && count(r, "messages") == 1);
+    char json[512];
+    snprintf(json, sizeof json, "{\"id\":\"%s\"}", str_at(r, "messages", 0, "id"));
+    cJSON_Delete(r);
+    r = call("mail.read", json, &rc, &e);
+    ASSERT(r);
+    EXPECT(strstr(cJSON_GetObjectItem(r, "text")->valuestring, "November invoice") != NULL);
+    EXPECT_EQ_INT(count(r, "attachments"), 1);
+    cJSON_Delete(r);
+    EXPECT(call("mail.read", "{\"id\":\"no-such-id\"}", &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_NOTFOUND);
+}
+
+static int files_in(const char *dir)
+{
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "ls %s 2>/dev/null | wc -l", dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    if (p && fscanf(p, "%d", &n) != 1) n = -1;
+    if (p) pclose(p);
+    return n;
+}
+
+static void test_send_and_reply(void)
+{
+    int rc;
+    hx_err e;
+    cJSON *r = call("mail.send", "{\"to\":\"bob@example.org\",\"subject\":\"Budget\","
+                                 "\"body\":\"Tuesday at 14:00?\"}", &rc, &e);
+    ASSERT(r);
+    cJSON_Delete(r);
+    char newdir[PATH_MAX + 8];
+    snprintf(newdir, sizeof newdir, "%s/new", outbox);
+    EXPECT_EQ_INT(files_in(newdir), 1);
+    r = call("mail.search", "{\"from\":\"bob\"}", &rc, &e);
+    ASSERT(r);
+    char json[512];
+    snprintf(json, sizeof json, "{\"id\":\"%s\",\"body\":\"Yes.\"}", str_at(r, "messages", 0, "id"));
+    cJSON_Delete(r);
+    r = call("mail.reply", json, &rc, &e);
+    ASSERT(r);
+    cJSON_Delete(r);
+    EXPECT_EQ_INT(files_in(newdir), 2);
+    /* the reply threads: In-Reply-To names the original */
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "grep -l 'In-Reply-To: <budget-1@example.org>' %s/* >/dev/null", newdir);
+    EXPECT(system(cmd) == 0);
+    EXPECT(call("mail.send", "{\"to\":\"nobody\",\"subject\":\"x\",\"body\":\"y\"}", &rc, &e) == NULL);
+}
+
+static void test_index_follows_maildir(void)
+{
+    int rc;
+    hx_err e;
+    char src[PATH_MAX + 64], dst[PATH_MAX + 64];
+    snprintf(src, sizeof src, "%s/new/1795000004.M4P100.alice-phone", maildir);
+    snprintf(dst, sizeof dst, "%s/cur/1795000004.M4P100.alice-phone:2,S", maildir);
+    ASSERT(rename(src, dst) == 0); /* marked read by another client */
+    cJSON *r = call("mail.search", "{\"unread\":true}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 2);
+    cJSON_Delete(r);
+    ASSERT(unlink(dst) == 0); /* deleted elsewhere */
+    r = call("mail.search", "{\"from\":\"dan\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 0);
+    cJSON_Delete(r);
+    hx_err e2;
+    ASSERT(hx_maildir_deliver(maildir, "From: Fay <fay@example.org>\nSubject: new one\n\nhello\n",
+                              52, NULL, NULL, 0, &e2) == HX_OK);
+    r = call("mail.search", "{\"from\":\"fay\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 1);
+    cJSON_Delete(r);
+}
+
+static void write_file(const char *rel, const char *text)
+{
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/%s", files, rel);
+    FILE *f = fopen(p, "w");
+    if (f) fputs(text, f), fclose(f);
+}
+
+static void test_files_confined(void)
+{
+    int rc;
+    hx_err e;
+    char secret[PATH_MAX + 16], link[PATH_MAX + 16];
+    snprintf(secret, sizeof secret, "%s/secret.txt", home);
+    FILE *f = fopen(secret, "w");
+    ASSERT(f);
+    fputs("top secret\n", f);
+    fclose(f);
+    snprintf(link, sizeof link, "%s/escape", files);
+    ASSERT(symlink(secret, link) == 0);
+    EXPECT(call("files.read", "{\"path\":\"../secret.txt\"}", &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_DENIED);
+    char json[PATH_MAX + 32];
+    snprintf(json, sizeof json, "{\"path\":\"%s\"}", secret);
+    EXPECT(call("files.read", json, &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_DENIED);
+    EXPECT(call("files.read", "{\"path\":\"escape\"}", &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_DENIED);
+    EXPECT(call("files.read", "{\"path\":\"/etc/passwd\"}", &rc, &e) == NULL);
+    cJSON *r = call("files.search", "{\"content\":\"secret\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "files"), 0); /* the link out is not followed */
+    cJSON_Delete(r);
+}
+
+static void test_files_read_search_list(void)
+{
+    int rc;
+    hx_err e;
+    char sub[PATH_MAX + 16];
+    snprintf(sub, sizeof sub, "%s/projects", files);
+    ASSERT(mkdir(sub, 0755) == 0);
+    write_file("projects/budget-2027.md", "# Budget 2027\n\nTravel: 12 000\nHardware: 30 000\n");
+    write_file("notes.txt", "Call Bob about the budget.\n");
+    write_file("blob.bin", "");
+    char bin[PATH_MAX + 16];
+    snprintf(bin, sizeof bin, "%s/blob.bin", files);
+    FILE *f = fopen(bin, "wb");
+    ASSERT(f);
+    fwrite("\x7f" "ELF\0\0\1\2budget", 1, 14, f);
+    fclose(f);
+    cJSON *r = call("files.search", "{\"content\":\"budget\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "files"), 2); /* the binary one is skipped */
+    cJSON_Delete(r);
+    r = call("files.search", "{\"name\":\"*.MD\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "files"), 1);
+    cJSON_Delete(r);
+    r = call("files.read", "{\"path\":\"projects/budget-2027.md\",\"offset\":2,\"length\":6}", &rc, &e);
+    ASSERT(r);
+    EXPECT_STR_EQ(cJSON_GetObjectItem(r, "text")->valuestring, "Budget");
+    EXPECT(cJSON_IsTrue(cJSON_GetObjectItem(r, "truncated")));
+    cJSON_Delete(r);
+    EXPECT(call("files.read", "{\"path\":\"blob.bin\"}", &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_UNSUPPORTED);
+    r = call("files.list", "{\"path\":\"projects\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "entries"), 1);
+    cJSON_Delete(r);
+}
+
+static void test_huge_file_capped(void)
+{
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof p, "%s/huge.log", files);
+    int fd = open(p, O_WRONLY | O_CREAT, 0644);
+    ASSERT(fd >= 0);
+    ASSERT(ftruncate(fd, (off_t)4 << 30) == 0); /* 4 GiB, sparse */
+    ASSERT(pwrite(fd, "hello", 5, 0) == 5);
+    close(fd);
+    int rc;
+    hx_err e;
+    cJSON *r = call("files.read", "{\"path\":\"huge.log\",\"length\":5}", &rc, &e);
+    ASSERT(r);
+    EXPECT_STR_EQ(cJSON_GetObjectItem(r, "text")->valuestring, "hello");
+    EXPECT(cJSON_IsTrue(cJSON_GetObjectItem(r, "truncated")));
+    cJSON_Delete(r);
+    r = call("files.search", "{\"content\":\"hello\"}", &rc, &e); /* over max_size: skipped */
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "files"), 0);
+    cJSON_Delete(r);
+    unlink(p);
+}
+
+static void test_reads_leave_data_untouched(void)
+{
+    /* the read tools never change the user's Maildir */
+    char cmd[2 * PATH_MAX + 64];
+    /* one message was renamed and removed above on purpose; the others match */
+    snprintf(cmd, sizeof cmd,
+             "cmp -s tests/fixtures/world/mail/cur/1795000001.M1P100.alice-phone:2,S "
+             "%s/cur/1795000001.M1P100.alice-phone:2,S", maildir);
+    EXPECT(system(cmd) == 0);
+}
+
+int main(void)
+{
+    if (setup()) {
+        printf("FAIL setup\n");
+        return 1;
+    }
+    RUN(test_search_filters);
+    RUN(test_search_errors);
+    RUN(test_read_message);
+    RUN(test_send_and_reply);
+    RUN(test_index_follows_maildir);
+    RUN(test_files_confined);
+    RUN(test_files_read_search_list);
+    RUN(test_huge_file_capped);
+    RUN(test_reads_leave_data_untouched);
+    hx_tools_free(reg);
+    sh("rm -rf %s", home);
+    return test_summary();
+}
