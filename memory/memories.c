@@ -2,14 +2,9 @@
  * forget, list, full-text search with the recency and use boosts. */
 #include "memory/memory_int.h"
 
-#include <math.h>
 #include <string.h>
 
-#define ITEM_COLS                                                            \
-    "m.id, m.kind, m.text, m.episode_id, m.created_at, m.updated_at,"        \
-    " m.expires_at, m.last_used_at, m.use_count"
-#define N_ITEM_COLS 9
-#define MERGE_CANDIDATES 20
+#define ITEM_COLS MEM_ITEM_COLS
 
 /* ---- lists ---- */
 
@@ -21,7 +16,7 @@ void hx_mem_list_free(hx_mem_list *l)
     free(l);
 }
 
-static hx_mem_list *list_new(void)
+hx_mem_list *mem_list_new(void)
 {
     hx_mem_list *l = hx_calloc(1, sizeof *l);
     if (l && !(l->arena = hx_arena_new(0))) {
@@ -32,7 +27,7 @@ static hx_mem_list *list_new(void)
 }
 
 /* Appends the row's ITEM_COLS (starting at column 0) to the list. */
-static int list_add_row(hx_mem_list *l, sqlite3_stmt *st)
+int mem_list_add_row(hx_mem_list *l, sqlite3_stmt *st)
 {
     if ((l->n & (l->n - 1)) == 0) { /* grow at powers of two */
         size_t cap = l->n ? (size_t)l->n * 2 : 1;
@@ -61,10 +56,10 @@ static int collect(hx_memory *m, sqlite3_stmt *st, hx_mem_list **out,
                    hx_err *err)
 {
     *out = NULL;
-    hx_mem_list *l = list_new();
+    hx_mem_list *l = mem_list_new();
     int rc = l ? HX_OK : HX_ERR_NOMEM, s;
     while (rc == HX_OK && (s = sqlite3_step(st)) == SQLITE_ROW)
-        rc = list_add_row(l, st);
+        rc = mem_list_add_row(l, st);
     if (rc == HX_OK && s != SQLITE_DONE) rc = mem_sql_err(m, err, "read");
     else if (rc == HX_ERR_NOMEM)
         hx_err_set(err, rc, "memory: out of memory");
@@ -95,39 +90,24 @@ static int64_t find_same(hx_memory *m, const char *kind, const char *norm,
 }
 
 /* The memory of the same kind with the highest word overlap >= threshold
- * among the best full-text matches, or 0. */
+ * among those sharing a word with norm, or 0; -1 on error. */
 static int64_t find_similar(hx_memory *m, const char *kind, const char *norm,
                             hx_err *err)
 {
-    char *q = mem_fts_query_dup(norm);
-    if (!q || !*q) {
-        free(q);
-        return 0;
-    }
-    sqlite3_stmt *st = mem_prepare(
-        m,
-        "SELECT m.id, m.norm FROM (SELECT rowid AS rid FROM memories_fts"
-        " WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT ?2) f"
-        " JOIN memories m ON m.id = f.rid WHERE m.kind = ?3",
-        err);
+    hx_mem_list *l = NULL;
+    const char **norms = NULL;
+    if (mem_candidates(m, norm, kind, &l, &norms, err)) return -1;
     int64_t best = 0;
     double best_j = m->params.merge_jaccard;
-    if (st) {
-        sqlite3_bind_text(st, 1, q, -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 2, MERGE_CANDIDATES);
-        sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            double j = hx_mem_jaccard(
-                norm, (const char *)sqlite3_column_text(st, 1));
-            if (j >= best_j) {
-                best_j = j;
-                best = sqlite3_column_int64(st, 0);
-            }
+    for (int i = 0; i < l->n; i++) {
+        double j = hx_mem_jaccard(norm, norms[i]);
+        if (j >= best_j) {
+            best_j = j;
+            best = l->items[i].id;
         }
     }
-    sqlite3_finalize(st);
-    free(q);
-    return st ? best : -1;
+    hx_mem_list_free(l);
+    return best;
 }
 
 static void bind_opt_int(sqlite3_stmt *st, int i, int64_t v)
@@ -261,79 +241,7 @@ int64_t hx_memory_count(hx_memory *m)
     return mem_query_int(m, "SELECT count(*) FROM memories");
 }
 
-/* ---- ranked search ---- */
-
-/* BM25 (SQLite's is negative, smaller is better) turned into a positive
- * relevance, boosted up to 1.5x for recent use or update (half-life
- * recency_days) and by 1 + 0.2 ln(1 + uses). */
-static double boosted(const hx_mem_item *it, double bm25, int64_t now,
-                      double half_life_days)
-{
-    int64_t last = it->last_used_at > it->updated_at ? it->last_used_at
-                                                     : it->updated_at;
-    double age_days = (double)(now - last) / 86400.0;
-    if (age_days < 0) age_days = 0;
-    double recency = exp2(-age_days / (half_life_days > 0 ? half_life_days
-                                                          : 30.0));
-    double use = log1p((double)(it->use_count > 0 ? it->use_count : 0));
-    return -bm25 * (1.0 + 0.5 * recency) * (1.0 + 0.2 * use);
-}
-
-static int by_score(const void *a, const void *b)
-{
-    const hx_mem_item *x = a, *y = b;
-    if (x->score != y->score) return x->score < y->score ? 1 : -1;
-    return x->id < y->id ? 1 : (x->id > y->id ? -1 : 0);
-}
-
-int mem_ranked(hx_memory *m, const char *query, int limit,
-               double half_life_days, hx_mem_list **out, hx_err *err)
-{
-    *out = NULL;
-    char *q = mem_fts_query_dup(query);
-    if (!q) return hx_err_set(err, HX_ERR_NOMEM, "memory: out of memory");
-    if (!*q) { /* no words: nothing matches */
-        free(q);
-        *out = list_new();
-        return *out ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    }
-    sqlite3_stmt *st = mem_prepare(
-        m,
-        "SELECT " ITEM_COLS ", f.b FROM (SELECT rowid AS rid,"
-        " bm25(memories_fts) AS b FROM memories_fts WHERE memories_fts"
-        " MATCH ?1 ORDER BY rank LIMIT ?2) f JOIN memories m ON m.id = f.rid"
-        " WHERE m.expires_at IS NULL OR m.expires_at > ?3",
-        err);
-    if (!st) {
-        free(q);
-        return err ? err->rc : HX_ERR_INTERNAL;
-    }
-    int64_t now = hx_now(NULL);
-    sqlite3_bind_text(st, 1, q, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 2, limit * 4 > 64 ? limit * 4 : 64);
-    sqlite3_bind_int64(st, 3, now);
-    hx_mem_list *l = list_new();
-    int rc = l ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory"), s;
-    while (rc == HX_OK && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        rc = list_add_row(l, st);
-        if (rc == HX_OK)
-            l->items[l->n - 1].score =
-                boosted(&l->items[l->n - 1],
-                        sqlite3_column_double(st, N_ITEM_COLS), now,
-                        half_life_days);
-    }
-    if (rc == HX_OK && s != SQLITE_DONE) rc = mem_sql_err(m, err, "search");
-    sqlite3_finalize(st);
-    free(q);
-    if (rc) {
-        hx_mem_list_free(l);
-        return rc;
-    }
-    qsort(l->items, (size_t)l->n, sizeof *l->items, by_score);
-    if (l->n > limit) l->n = limit;
-    *out = l;
-    return HX_OK;
-}
+/* ---- ranked search (rank.c) ---- */
 
 int hx_memory_search(hx_memory *m, const char *query, int limit,
                      hx_mem_list **out, hx_err *err)

@@ -35,14 +35,40 @@ int64_t mem_query_int(hx_memory *m, const char *sql);
 const char *mem_col_text(sqlite3_stmt *st, int i, hx_arena *a);
 
 /* text.c */
+#define MEM_WORD_MAX 64
+/* The query words of user text (lower-cased, stop words dropped unless
+ * nothing else is left, distinct), at most max; returns how many. */
+int mem_query_words(const char *text, char words[][MEM_WORD_MAX + 1],
+                    int max);
+/* A light suffix stripper (-ing, -ed, plural -s) used to count term
+ * frequencies when scoring; modifies w in place. */
+void mem_light_stem(char *w);
 const char *mem_next_word(const char *s, size_t *len);
 char *mem_normalize_dup(const char *text);     /* malloc'd, NULL on OOM */
 char *mem_fts_query_dup(const char *text);     /* malloc'd, NULL on OOM */
 
+/* memories.c: lists of memories. ITEM_COLS are the columns a row must
+ * start with for mem_list_add_row. */
+#define MEM_ITEM_COLS                                                        \
+    "m.id, m.kind, m.text, m.episode_id, m.created_at, m.updated_at,"        \
+    " m.expires_at, m.last_used_at, m.use_count"
+#define MEM_N_ITEM_COLS 9
+hx_mem_list *mem_list_new(void);
+int mem_list_add_row(hx_mem_list *l, sqlite3_stmt *st);
+
+/* rank.c: candidate retrieval and scoring. */
 /* Memories matching user text, best first by boosted BM25, at most limit,
- * expired ones left out (memories.c). */
+ * expired ones left out. */
 int mem_ranked(hx_memory *m, const char *query, int limit,
                double half_life_days, hx_mem_list **out, hx_err *err);
+/* The memories of kind (NULL: any) that share a word with text: for each
+ * query word its newest MEM_MERGE_CAP matches (expired ones included).
+ * Each item's score field is 0; *norms (parallel to items, in the list's arena) gets the normalised
+ * texts. */
+#define MEM_TERM_CAP 64
+#define MEM_MERGE_CAP 32
+int mem_candidates(hx_memory *m, const char *text, const char *kind,
+                   hx_mem_list **out, const char ***norms, hx_err *err);
 
 /* Steps st over episodes_full rows (EP_COLS order: see episodes.c),
  * handing each to cb; finalizes st (episodes.c). */

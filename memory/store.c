@@ -219,7 +219,8 @@ static int set_pragmas(hx_memory *m, hx_err *err)
     char sql[256];
     snprintf(sql, sizeof sql,
              "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
-             "PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON;",
+             "PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON;"
+             "PRAGMA cache_size=-16384;",
              m->params.sync_full ? "FULL" : "NORMAL");
     int rc = mem_exec(m, sql, err);
     if (rc) return rc;

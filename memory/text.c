@@ -5,7 +5,7 @@
 #include <string.h>
 
 #define MAX_QUERY_WORDS 32
-#define MAX_QUERY_WORD 64
+#define MAX_QUERY_WORD MEM_WORD_MAX
 #define MAX_SET_WORDS 256
 
 static int is_word_byte(unsigned char c)
@@ -167,6 +167,28 @@ static void query_words(const char *text, int keep_stop, word_set *s)
         }
         w += len;
     }
+}
+
+int mem_query_words(const char *text, char words[][MEM_WORD_MAX + 1],
+                    int max)
+{
+    static _Thread_local word_set s;
+    query_words(text, 0, &s);
+    if (!s.n) query_words(text, 1, &s);
+    int n = s.n < max ? s.n : max;
+    for (int i = 0; i < n; i++) {
+        for (size_t j = 0; j < s.len[i]; j++) words[i][j] = lower(s.w[i][j]);
+        words[i][s.len[i]] = '\0';
+    }
+    return n;
+}
+
+void mem_light_stem(char *w)
+{
+    size_t n = strlen(w);
+    if (n > 5 && !strcmp(w + n - 3, "ing")) w[n - 3] = '\0';
+    else if (n > 4 && !strcmp(w + n - 2, "ed")) w[n - 2] = '\0';
+    else if (n > 3 && w[n - 1] == 's' && w[n - 2] != 's') w[n - 1] = '\0';
 }
 
 int hx_mem_fts_query(const char *text, char *buf, size_t n)
