@@ -4,9 +4,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <pthread.h>
 #include <unistd.h>
 
+#include "engine/attn.h"
 #include "engine/kernels.h"
 #include "engine/model_int.h"
 #include "engine/threadpool.h"
@@ -24,6 +24,7 @@ struct hx_ctx {
      * when kv_f32 */
     void *kc, *vc;
     int kv_f32;
+    const hx_attn_ops *ao; /* attention primitives for this CPU */
     /* scratch for one pass of up to n_batch (B) tokens */
     float *x;        /* (B, n_embd) residual stream */
     float *xb;       /* (B, n_embd) normed input of a block */
@@ -220,6 +221,7 @@ int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err)
     c->n_batch = p->n_batch ? p->n_batch : 512;
     c->n_threads = p->n_threads ? p->n_threads : default_threads();
     c->kv_f32 = p->kv_f32 != 0;
+    c->ao = hx_attn_ops_get();
     c->tp = hx_threadpool_new(c->n_threads);
     int rc = c->tp ? alloc_kv(c) : HX_ERR_NOMEM;
     if (!rc) rc = alloc_scratch(c);
@@ -265,34 +267,19 @@ const float *hx_ctx_logits(const hx_ctx *c, int i)
 
 /* ---- attention ---- */
 
-static float f16_table[65536];
-static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
-
-static void f16_init(void)
-{
-    for (int i = 0; i < 65536; i++) f16_table[i] = hx_fp16_to_fp32((uint16_t)i);
-}
-
-static inline float h2f(uint16_t h) { return f16_table[h]; }
-
-/* Element i of a cache row of fp16 (f32 == 0) or float. */
-static inline float kv_at(const void *row, int i, int f32)
-{
-    return f32 ? ((const float *)row)[i] : h2f(((const uint16_t *)row)[i]);
-}
-
 /* Batches of FA_TILE_Q queries or more (llama.cpp's tiled path), and any
  * batch over a float cache: F32 Q, scores and softmax, F32 accumulation.
  * q (d), K and V (n_kv, d) fp16 or float, sc (n_kv) scratch, out (d). */
-static void attn_f32(const float *q, const void *K, const void *V, int f32,
-                     int n_kv, int d, float scale, float *sc, float *out)
+static void attn_f32(const hx_attn_ops *op, const float *q, const void *K,
+                     const void *V, int f32, int n_kv, int d, float scale,
+                     float *sc, float *out)
 {
-    const size_t el = f32 ? sizeof(float) : sizeof(uint16_t);
+    const uint16_t *K16 = K, *V16 = V;
+    const float *K32 = K, *V32 = V;
     float M = -INFINITY;
     for (int j = 0; j < n_kv; j++) {
-        const void *kj = (const char *)K + (size_t)j * d * el;
-        float s = 0.0f;
-        for (int i = 0; i < d; i++) s += q[i] * kv_at(kj, i, f32);
+        const size_t o = (size_t)j * d;
+        float s = f32 ? op->dot_f32(q, K32 + o, d) : op->dot_f16(q, K16 + o, d);
         sc[j] = s * scale;
         if (sc[j] > M) M = sc[j];
     }
@@ -303,42 +290,40 @@ static void attn_f32(const float *q, const void *K, const void *V, int f32,
     }
     memset(out, 0, (size_t)d * sizeof(float));
     for (int j = 0; j < n_kv; j++) {
-        const void *vj = (const char *)V + (size_t)j * d * el;
-        for (int i = 0; i < d; i++) out[i] += sc[j] * kv_at(vj, i, f32);
+        const size_t o = (size_t)j * d;
+        if (f32) op->axpy_f32(out, V32 + o, sc[j], d);
+        else op->axpy_f16(out, V16 + o, sc[j], d);
     }
     const float inv = 1.0f / (float)S;
     for (int i = 0; i < d; i++) out[i] *= inv;
 }
 
 /* Smaller batches (llama.cpp's one-row path): Q rounded to fp16, online
- * softmax, V accumulated in an fp16 vector. q16/acc16: d halves scratch. */
-static void attn_f16(const float *q, const uint16_t *K, const uint16_t *V,
-                     int n_kv, int d, float scale, uint16_t *q16,
-                     uint16_t *acc, float *out)
+ * softmax, V accumulated in an fp16 vector. q16/acc: d halves scratch. */
+static void attn_f16(const hx_attn_ops *op, const float *q, const uint16_t *K,
+                     const uint16_t *V, int n_kv, int d, float scale,
+                     uint16_t *q16, uint16_t *acc, float *out)
 {
-    for (int i = 0; i < d; i++) q16[i] = hx_fp32_to_fp16(q[i]);
+    op->to_f16(q16, q, d);
     memset(acc, 0, (size_t)d * sizeof(uint16_t));
     float M = -INFINITY, S = 0.0f;
     for (int j = 0; j < n_kv; j++) {
-        const uint16_t *kj = K + (size_t)j * d, *vj = V + (size_t)j * d;
-        float s = 0.0f;
-        for (int i = 0; i < d; i++) s += h2f(q16[i]) * h2f(kj[i]);
-        s *= scale;
+        const float s = op->dot_hh(q16, K + (size_t)j * d, d) * scale;
         float ms = 1.0f, vs = 1.0f;
         if (s > M) {
             const float Mold = M;
             M = s;
             ms = expf(Mold - M);
-            for (int i = 0; i < d; i++) acc[i] = hx_fp32_to_fp16(h2f(acc[i]) * ms);
+            op->scale_h(acc, ms, d);
         } else {
             vs = expf(s - M);
         }
-        for (int i = 0; i < d; i++)
-            acc[i] = hx_fp32_to_fp16(fmaf(h2f(vj[i]), vs, h2f(acc[i])));
+        op->mad_h(acc, V + (size_t)j * d, vs, d);
         S = S * ms + vs;
     }
     const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-    for (int i = 0; i < d; i++) out[i] = h2f(acc[i]) * inv;
+    op->from_f16(out, acc, d);
+    for (int i = 0; i < d; i++) out[i] *= inv;
 }
 
 typedef struct attn_job {
@@ -361,15 +346,15 @@ static void attn_task(void *ctx, int task, int thread)
     const int n_kv = j->pos0 + t + 1;
     const float scale = 1.0f / sqrtf((float)d);
     if (c->kv_f32) {
-        attn_f32(q, (const float *)c->kc + off, (const float *)c->vc + off, 1,
-                 n_kv, d, scale, sc, out);
+        attn_f32(c->ao, q, (const float *)c->kc + off, (const float *)c->vc + off,
+                 1, n_kv, d, scale, sc, out);
     } else if (j->B >= FA_TILE_Q) {
-        attn_f32(q, (const uint16_t *)c->kc + off, (const uint16_t *)c->vc + off,
-                 0, n_kv, d, scale, sc, out);
+        attn_f32(c->ao, q, (const uint16_t *)c->kc + off,
+                 (const uint16_t *)c->vc + off, 0, n_kv, d, scale, sc, out);
     } else {
         uint16_t *h16 = (uint16_t *)(sc + c->n_ctx);
-        attn_f16(q, (const uint16_t *)c->kc + off, (const uint16_t *)c->vc + off,
-                 n_kv, d, scale, h16, h16 + d, out);
+        attn_f16(c->ao, q, (const uint16_t *)c->kc + off,
+                 (const uint16_t *)c->vc + off, n_kv, d, scale, h16, h16 + d, out);
     }
 }
 
@@ -381,11 +366,8 @@ static void store_kv(hx_ctx *c, size_t off, const float *k, const float *v,
         memcpy((float *)c->vc + off, v, (size_t)d * sizeof(float));
         return;
     }
-    uint16_t *kc = (uint16_t *)c->kc + off, *vc = (uint16_t *)c->vc + off;
-    for (int i = 0; i < d; i++) {
-        kc[i] = hx_fp32_to_fp16(k[i]);
-        vc[i] = hx_fp32_to_fp16(v[i]);
-    }
+    c->ao->to_f16((uint16_t *)c->kc + off, k, d);
+    c->ao->to_f16((uint16_t *)c->vc + off, v, d);
 }
 
 /* q/k norms, RoPE, and the new K and V rows into the cache. */
@@ -619,7 +601,6 @@ static void head(hx_ctx *c, int from, int B, float *logits)
 static void forward(hx_ctx *c, const int32_t *tok, int B, int out_from,
                     float *logits)
 {
-    pthread_once(&f16_once, f16_init);
     embed(c, tok, B);
     for (int l = 0; l < c->m->hp.n_layer; l++) {
         attention_block(c, l, B, c->n_past);

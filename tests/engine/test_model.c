@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/attn.h"
 #include "engine/engine.h"
 #include "engine/model_int.h"
 #include "engine/model_write.h"
@@ -462,6 +463,40 @@ static void test_moe_route(void)
     EXPECT(fabs(w[0] - 0.5) < 1e-7);
 }
 
+/* The SIMD attention primitives against the scalar ones: elementwise fp16
+ * updates bit for bit, dot products to float rounding. */
+static void test_attn_ops(void)
+{
+    const hx_attn_ops *v = hx_attn_ops_get(), *r = hx_attn_ops_scalar();
+    enum { D = 45 }; /* 5 vectors of 8 and a tail */
+    float q[D], k32[D], o1[D], o2[D];
+    uint16_t k[D], a1[D], a2[D], h1[D], h2[D];
+    for (int i = 0; i < D; i++) {
+        q[i] = sinf((float)i * 0.7f) * 3.0f;
+        k32[i] = cosf((float)i * 1.3f);
+        k[i] = hx_fp32_to_fp16(k32[i]);
+        a1[i] = a2[i] = hx_fp32_to_fp16(q[i] * 0.37f);
+    }
+    EXPECT(fabsf(v->dot_f16(q, k, D) - r->dot_f16(q, k, D)) < 1e-4f);
+    EXPECT(fabsf(v->dot_f32(q, k32, D) - r->dot_f32(q, k32, D)) < 1e-4f);
+    EXPECT(fabsf(v->dot_hh(k, a1, D) - r->dot_hh(k, a1, D)) < 1e-4f);
+    v->mad_h(a1, k, 0.731f, D);
+    r->mad_h(a2, k, 0.731f, D);
+    v->scale_h(a1, 0.377f, D);
+    r->scale_h(a2, 0.377f, D);
+    EXPECT(memcmp(a1, a2, sizeof a1) == 0);
+    v->to_f16(h1, q, D);
+    r->to_f16(h2, q, D);
+    EXPECT(memcmp(h1, h2, sizeof h1) == 0);
+    v->from_f16(o1, h1, D);
+    r->from_f16(o2, h2, D);
+    EXPECT(memcmp(o1, o2, sizeof o1) == 0);
+    memcpy(o2, o1, sizeof o1);
+    v->axpy_f16(o1, k, 1.5f, D);
+    r->axpy_f16(o2, k, 1.5f, D);
+    for (int i = 0; i < D; i++) EXPECT(fabsf(o1[i] - o2[i]) < 1e-5f);
+}
+
 /* ---- load errors: rewrite a good file with one thing broken ---- */
 
 typedef struct edit {
@@ -585,6 +620,7 @@ int main(void)
     snprintf(g_dir, sizeof g_dir, "/tmp/hx_test_model.XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
     RUN(test_moe_route);
+    RUN(test_attn_ops);
     RUN(test_hparams);
     RUN(test_load_errors);
     RUN(test_qwen3_vs_reference);

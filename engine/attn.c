@@ -1,0 +1,193 @@
+/* attn.c: attention's vector primitives (attn.h): dot products and
+ * updates of rows of the F16 or F32 KV cache, scalar and AVX2/F16C. */
+#include "engine/attn.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <pthread.h>
+
+#include "base/base.h"
+#include "engine/kernels.h"
+
+/* ---- scalar reference ---- */
+
+static float f16_table[65536];
+static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
+
+static void f16_init(void)
+{
+    for (int i = 0; i < 65536; i++) f16_table[i] = hx_fp16_to_fp32((uint16_t)i);
+}
+
+static inline float h2f(uint16_t h) { return f16_table[h]; }
+
+static float dot_f16_s(const float *q, const uint16_t *k, int d)
+{
+    float s = 0.0f;
+    for (int i = 0; i < d; i++) s += q[i] * h2f(k[i]);
+    return s;
+}
+
+static float dot_f32_s(const float *q, const float *k, int d)
+{
+    float s = 0.0f;
+    for (int i = 0; i < d; i++) s += q[i] * k[i];
+    return s;
+}
+
+static float dot_hh_s(const uint16_t *q, const uint16_t *k, int d)
+{
+    float s = 0.0f;
+    for (int i = 0; i < d; i++) s += h2f(q[i]) * h2f(k[i]);
+    return s;
+}
+
+static void axpy_f16_s(float *o, const uint16_t *v, float a, int d)
+{
+    for (int i = 0; i < d; i++) o[i] += a * h2f(v[i]);
+}
+
+static void axpy_f32_s(float *o, const float *v, float a, int d)
+{
+    for (int i = 0; i < d; i++) o[i] += a * v[i];
+}
+
+static void mad_h_s(uint16_t *acc, const uint16_t *v, float a, int d)
+{
+    for (int i = 0; i < d; i++)
+        acc[i] = hx_fp32_to_fp16(fmaf(h2f(v[i]), a, h2f(acc[i])));
+}
+
+static void scale_h_s(uint16_t *acc, float s, int d)
+{
+    for (int i = 0; i < d; i++) acc[i] = hx_fp32_to_fp16(h2f(acc[i]) * s);
+}
+
+static void to_f16_s(uint16_t *o, const float *x, int d)
+{
+    for (int i = 0; i < d; i++) o[i] = hx_fp32_to_fp16(x[i]);
+}
+
+static void from_f16_s(float *o, const uint16_t *x, int d)
+{
+    for (int i = 0; i < d; i++) o[i] = h2f(x[i]);
+}
+
+static const hx_attn_ops k_scalar = {dot_f16_s, dot_f32_s, dot_hh_s, axpy_f16_s,
+                                     axpy_f32_s, mad_h_s, scale_h_s, to_f16_s,
+                                     from_f16_s};
+
+/* ---- AVX2 + FMA + F16C: 8 lanes, the tail through the scalar code ---- */
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+AVX2 static inline __m256 ld_h(const uint16_t *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+AVX2 static inline void st_h(uint16_t *p, __m256 v)
+{
+    _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+AVX2 static inline float hsum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2 static float dot_f16_v(const float *q, const uint16_t *k, int d)
+{
+    __m256 acc = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= d; i += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), ld_h(k + i), acc);
+    return hsum(acc) + dot_f16_s(q + i, k + i, d - i);
+}
+
+AVX2 static float dot_f32_v(const float *q, const float *k, int d)
+{
+    __m256 acc = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= d; i += 8)
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), acc);
+    return hsum(acc) + dot_f32_s(q + i, k + i, d - i);
+}
+
+AVX2 static float dot_hh_v(const uint16_t *q, const uint16_t *k, int d)
+{
+    __m256 acc = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= d; i += 8) acc = _mm256_fmadd_ps(ld_h(q + i), ld_h(k + i), acc);
+    return hsum(acc) + dot_hh_s(q + i, k + i, d - i);
+}
+
+AVX2 static void axpy_f16_v(float *o, const uint16_t *v, float a, int d)
+{
+    const __m256 va = _mm256_set1_ps(a);
+    int i = 0;
+    for (; i + 8 <= d; i += 8)
+        _mm256_storeu_ps(o + i, _mm256_fmadd_ps(va, ld_h(v + i), _mm256_loadu_ps(o + i)));
+    axpy_f16_s(o + i, v + i, a, d - i);
+}
+
+AVX2 static void axpy_f32_v(float *o, const float *v, float a, int d)
+{
+    const __m256 va = _mm256_set1_ps(a);
+    int i = 0;
+    for (; i + 8 <= d; i += 8)
+        _mm256_storeu_ps(o + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(v + i),
+                                                _mm256_loadu_ps(o + i)));
+    axpy_f32_s(o + i, v + i, a, d - i);
+}
+
+AVX2 static void mad_h_v(uint16_t *acc, const uint16_t *v, float a, int d)
+{
+    const __m256 va = _mm256_set1_ps(a);
+    int i = 0;
+    for (; i + 8 <= d; i += 8)
+        st_h(acc + i, _mm256_fmadd_ps(ld_h(v + i), va, ld_h(acc + i)));
+    mad_h_s(acc + i, v + i, a, d - i);
+}
+
+AVX2 static void scale_h_v(uint16_t *acc, float s, int d)
+{
+    const __m256 vs = _mm256_set1_ps(s);
+    int i = 0;
+    for (; i + 8 <= d; i += 8) st_h(acc + i, _mm256_mul_ps(ld_h(acc + i), vs));
+    scale_h_s(acc + i, s, d - i);
+}
+
+AVX2 static void to_f16_v(uint16_t *o, const float *x, int d)
+{
+    int i = 0;
+    for (; i + 8 <= d; i += 8) st_h(o + i, _mm256_loadu_ps(x + i));
+    to_f16_s(o + i, x + i, d - i);
+}
+
+AVX2 static void from_f16_v(float *o, const uint16_t *x, int d)
+{
+    int i = 0;
+    for (; i + 8 <= d; i += 8) _mm256_storeu_ps(o + i, ld_h(x + i));
+    from_f16_s(o + i, x + i, d - i);
+}
+
+static const hx_attn_ops k_avx2 = {dot_f16_v, dot_f32_v, dot_hh_v, axpy_f16_v,
+                                   axpy_f32_v, mad_h_v, scale_h_v, to_f16_v,
+                                   from_f16_v};
+
+const hx_attn_ops *hx_attn_ops_scalar(void)
+{
+    pthread_once(&f16_once, f16_init);
+    return &k_scalar;
+}
+
+const hx_attn_ops *hx_attn_ops_get(void)
+{
+    pthread_once(&f16_once, f16_init);
+    int ok = hx_isa_current() >= HX_ISA_AVX2 && __builtin_cpu_supports("avx2") &&
+             __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    return ok ? &k_avx2 : &k_scalar;
+}
