@@ -366,21 +366,39 @@ static int load_tensors(hx_model *m, hx_err *err)
     return rc;
 }
 
-/* Optional scan of float weights for NaN and infinity. */
+/* Index of the first NaN or infinity among n elements of a float type,
+ * or -1. */
+static int64_t first_nonfinite(int type, const void *data, int64_t n)
+{
+    const uint8_t *p = data;
+    for (int64_t j = 0; j < n; j++) {
+        uint32_t f;
+        uint16_t h;
+        if (type == HX_TYPE_F32) {
+            memcpy(&f, p + 4 * j, 4);
+            if ((f & 0x7f800000u) == 0x7f800000u) return j;
+            continue;
+        }
+        memcpy(&h, p + 2 * j, 2);
+        uint16_t m = type == HX_TYPE_F16 ? 0x7c00 : 0x7f80;
+        if ((h & m) == m) return j;
+    }
+    return -1;
+}
+
+/* Optional scan of F32, F16 and BF16 tensors for NaN and infinity. */
 static int check_floats(const hx_model *m, hx_err *err)
 {
     const hx_gguf *g = m->gguf;
     for (int64_t i = 0; i < hx_gguf_n_tensors(g); i++) {
         const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);
-        if (t->type != HX_TYPE_F32) continue;
-        const float *x = t->data;
-        for (size_t j = 0; j < t->nbytes / sizeof(float); j++) {
-            float v;
-            memcpy(&v, x + j, sizeof v);
-            if (v != v || v - v != 0.0f)
-                return hx_err_set(err, HX_ERR_FORMAT, "tensor %s holds a "
-                                  "NaN or infinity at element %zu", t->name, j);
-        }
+        int es = t->type == HX_TYPE_F32 ? 4
+                 : t->type == HX_TYPE_F16 || t->type == HX_TYPE_BF16 ? 2 : 0;
+        if (!es) continue;
+        int64_t j = first_nonfinite(t->type, t->data, (int64_t)(t->nbytes / es));
+        if (j >= 0)
+            return hx_err_set(err, HX_ERR_FORMAT, "tensor %s holds a NaN or "
+                              "infinity at element %lld", t->name, (long long)j);
     }
     return HX_OK;
 }

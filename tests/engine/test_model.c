@@ -95,17 +95,25 @@ static void r_rmsnorm(float *o, const float *x, const float *w, int n, float eps
     for (int i = 0; i < n; i++) o[i] = (float)(x[i] * sc * w[i]);
 }
 
-/* NEOX rotation with ggml's angles (theta_i = pos * base^(-2i/d), the
- * power taken step by step in float as ggml does). */
-static void r_rope(float *x, int d, int pos, float base)
+/* Rotation of pairs (i, i + d/2) (NEOX) or (2i, 2i+1) (NORM) with
+ * ggml's angles (theta_i = pos * base^(-2i/d), the power taken step by
+ * step in float as ggml does). */
+static void r_rope(float *x, int d, int pos, float base, int neox)
 {
     float ts = powf(base, -2.0f / (float)d), th = (float)pos;
     for (int i = 0; i < d / 2; i++) {
-        double c = cos(th), s = sin(th), a = x[i], b = x[i + d / 2];
-        x[i] = (float)(a * c - b * s);
-        x[i + d / 2] = (float)(a * s + b * c);
+        int ia = neox ? i : 2 * i, ib = neox ? i + d / 2 : 2 * i + 1;
+        double c = cos(th), s = sin(th), a = x[ia], b = x[ib];
+        x[ia] = (float)(a * c - b * s);
+        x[ib] = (float)(a * s + b * c);
         th *= ts;
     }
+}
+
+/* y += b when the bias exists. */
+static void r_bias(float *y, const float *b, int n)
+{
+    for (int i = 0; b && i < n; i++) y[i] += b[i];
 }
 
 static float r_kv(const ref *r, float v)
@@ -122,15 +130,21 @@ static void r_attention(ref *r, int il, int pos, float *x)
     r_matvec(W(r, "blk.%d.attn_q.weight", il), xn, nh * d, e, q);
     r_matvec(W(r, "blk.%d.attn_k.weight", il), xn, nkv * d, e, k);
     r_matvec(W(r, "blk.%d.attn_v.weight", il), xn, nkv * d, e, v);
+    r_bias(q, W(r, "blk.%d.attn_q.bias", il), nh * d);
+    r_bias(k, W(r, "blk.%d.attn_k.bias", il), nkv * d);
+    r_bias(v, W(r, "blk.%d.attn_v.bias", il), nkv * d);
+    const float *qn = W(r, "blk.%d.attn_q_norm.weight", il);
+    const float *kn = W(r, "blk.%d.attn_k_norm.weight", il);
+    const int neox = strcmp(hp->arch, "llama") != 0;
     for (int h = 0; h < nh; h++) {
-        r_rmsnorm(q + h * d, q + h * d, W(r, "blk.%d.attn_q_norm.weight", il), d, hp->rms_eps);
-        r_rope(q + h * d, d, pos, hp->rope_base);
+        if (qn) r_rmsnorm(q + h * d, q + h * d, qn, d, hp->rms_eps);
+        r_rope(q + h * d, d, pos, hp->rope_base, neox);
     }
     float *kc = r->kc + ((size_t)il * r->n_ctx + pos) * nkv * d;
     float *vc = r->vc + ((size_t)il * r->n_ctx + pos) * nkv * d;
     for (int h = 0; h < nkv; h++) {
-        r_rmsnorm(k + h * d, k + h * d, W(r, "blk.%d.attn_k_norm.weight", il), d, hp->rms_eps);
-        r_rope(k + h * d, d, pos, hp->rope_base);
+        if (kn) r_rmsnorm(k + h * d, k + h * d, kn, d, hp->rms_eps);
+        r_rope(k + h * d, d, pos, hp->rope_base, neox);
     }
     for (int i = 0; i < nkv * d; i++) {
         kc[i] = r_kv(r, k[i]);
@@ -313,10 +327,17 @@ static double nmse_run(hx_model *m, int kv_f32, const int32_t *tok, int n,
     return e;
 }
 
+static int rewrite_qwen2(const char *src, const char *dst);
+
 static void check_vs_reference(const char *arch, const char *file)
 {
-    const char *path = write_tiny(arch, file, 0);
+    const char *path = write_tiny(strcmp(arch, "qwen2") ? arch : "llama", file, 0);
     ASSERT(path);
+    if (strcmp(arch, "qwen2") == 0) {
+        const char *q2 = tmp_path("qwen2.gguf");
+        ASSERT(rewrite_qwen2(path, q2) == 0);
+        path = q2;
+    }
     hx_model *m = load(path);
     ASSERT(m);
     const int n = 72, nv = hx_model_hparams(m)->n_vocab;
@@ -349,6 +370,8 @@ static void check_vs_reference(const char *arch, const char *file)
 
 static void test_qwen3_vs_reference(void) { check_vs_reference("qwen3", "q3.gguf"); }
 static void test_qwen3moe_vs_reference(void) { check_vs_reference("qwen3moe", "q3moe.gguf"); }
+static void test_llama_vs_reference(void) { check_vs_reference("llama", "ll.gguf"); }
+static void test_qwen2_vs_reference(void) { check_vs_reference("qwen2", "ll2.gguf"); }
 
 /* A batch of 16 (< 64: the fp16 path) against one token at a time. */
 static void test_batch_vs_single(void)
@@ -529,6 +552,49 @@ static int rewrite(const char *src, const char *dst, const edit *ed)
     return rc;
 }
 
+/* A qwen2 model from a llama one: the arch and its keys renamed, biases
+ * added to q, k and v. */
+static int rewrite_qwen2(const char *src, const char *dst)
+{
+    hx_err err = {0};
+    hx_gguf *g = NULL;
+    if (hx_gguf_open(src, &g, &err)) return -1;
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    int rc = hx_gguf_copy_kv(w, g);
+    hx_gguf_set_str(w, "general.architecture", "qwen2");
+    for (int64_t i = 0; i < hx_gguf_n_kv(g) && !rc; i++) {
+        const char *k = hx_gguf_key_at(g, i);
+        char nk[160];
+        if (strncmp(k, "llama.", 6) != 0) continue;
+        snprintf(nk, sizeof nk, "qwen2.%s", k + 6);
+        float f;
+        int64_t v;
+        if (hx_gguf_kv_type(g, i) == HX_GGUF_F32 && !hx_gguf_get_f32(g, k, &f))
+            rc = hx_gguf_set_f32(w, nk, f);
+        else if (!hx_gguf_get_i64(g, k, &v))
+            rc = hx_gguf_set_u32(w, nk, (uint32_t)v);
+    }
+    float *bias = malloc(4096 * sizeof(float));
+    for (int j = 0; j < 4096; j++) bias[j] = 0.5f * sinf((float)j * 1.7f);
+    for (int64_t i = 0; i < hx_gguf_n_tensors(g) && !rc; i++) {
+        const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);
+        rc = hx_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, NULL, NULL);
+        const char *dot = strstr(t->name, ".weight");
+        if (rc || !dot || !(strstr(t->name, "attn_q.") || strstr(t->name, "attn_k.") ||
+                            strstr(t->name, "attn_v.")))
+            continue;
+        char bn[96];
+        snprintf(bn, sizeof bn, "%.*s.bias", (int)(dot - t->name), t->name);
+        int64_t n = t->ne[1];
+        rc = hx_gguf_add_tensor(w, bn, HX_TYPE_F32, 1, &n, bias + (i % 7), NULL, NULL);
+    }
+    if (!rc) rc = hx_gguf_writer_write(w, dst, &err);
+    free(bias);
+    hx_gguf_writer_free(w);
+    hx_gguf_close(g);
+    return rc;
+}
+
 static void expect_load_error(const char *src, const edit *ed, int want_rc,
                               const char *want_msg)
 {
@@ -565,6 +631,44 @@ static void test_load_errors(void)
     EXPECT(m == NULL);
     hx_model_free(NULL);
     hx_ctx_free(NULL);
+}
+
+/* check_tensors finds a NaN planted in a weight; without it the model
+ * loads (the check costs a full read of the file). */
+static void test_check_tensors(void)
+{
+    const char *src = write_tiny("qwen3", "nan.gguf", 0);
+    ASSERT(src);
+    hx_err err = {0};
+    hx_gguf *g = NULL;
+    ASSERT(hx_gguf_open(src, &g, &err) == HX_OK);
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    EXPECT_EQ_INT(hx_gguf_copy_kv(w, g), HX_OK);
+    float *bad = NULL;
+    for (int64_t i = 0; i < hx_gguf_n_tensors(g); i++) {
+        const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);
+        const void *data = t->data;
+        if (strcmp(t->name, "blk.1.ffn_up.weight") == 0) {
+            bad = malloc(t->nbytes);
+            memcpy(bad, t->data, t->nbytes);
+            bad[77] = NAN;
+            data = bad;
+        }
+        hx_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, data, NULL, NULL);
+    }
+    const char *dst = tmp_path("nan2.gguf");
+    EXPECT_EQ_INT(hx_gguf_writer_write(w, dst, &err), HX_OK);
+    hx_gguf_writer_free(w);
+    hx_gguf_close(g);
+    free(bad);
+    hx_model_params mp = hx_model_default_params();
+    hx_model *m = NULL;
+    EXPECT_EQ_INT(hx_model_load(dst, &mp, &m, &err), HX_OK);
+    hx_model_free(m);
+    mp.check_tensors = 1;
+    m = NULL;
+    EXPECT_EQ_INT(hx_model_load(dst, &mp, &m, &err), HX_ERR_FORMAT);
+    EXPECT(strstr(err.msg, "blk.1.ffn_up.weight holds a NaN or infinity at element 77") != NULL);
 }
 
 /* Hyperparameters come from the metadata (the writer's qwen3moe). */
@@ -623,8 +727,11 @@ int main(void)
     RUN(test_attn_ops);
     RUN(test_hparams);
     RUN(test_load_errors);
+    RUN(test_check_tensors);
     RUN(test_qwen3_vs_reference);
     RUN(test_qwen3moe_vs_reference);
+    RUN(test_llama_vs_reference);
+    RUN(test_qwen2_vs_reference);
     RUN(test_batch_vs_single);
     RUN(test_truncate);
     RUN(test_decode_errors);
