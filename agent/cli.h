@@ -27,6 +27,7 @@ int cli_wants_help(int argc, char **argv);
 
 /* verbs, one per file agent/cmd_<group>.c */
 int cmd_version(int argc, char **argv);
+int cmd_memory(int argc, char **argv); /* cmd_memory.c */
 int cmd_tokenize(int argc, char **argv); /* cmd_tokenize.c */
 
 #endif /* HX_CLI_H */

@@ -7,6 +7,7 @@
 
 static const hx_verb verbs[] = {
     {"version", cmd_version, "print the version"},
+    {"memory", cmd_memory, "list, search, show, forget, export memories"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
 };
 #define N_VERBS (sizeof verbs / sizeof verbs[0])

@@ -1,0 +1,341 @@
+/* cmd_memory.c: `hearth memory list|search|show|forget|export|vacuum`: the
+ * user's view of what the assistant remembers, and the means to remove it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/cli.h"
+#include "memory/memory.h"
+
+static void memory_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: hearth memory <command> [options]\n\n"
+        "What the assistant remembers about you, and the record of its past\n"
+        "runs (episodes). The data is yours: look at it, take it, delete it.\n\n"
+        "commands:\n"
+        "  list [--kind K] [--limit N] [--all]   memories, newest first\n"
+        "                                        (--all: with expired ones)\n"
+        "  search TEXT [--limit N] [--episodes]  best matches for TEXT\n"
+        "  show ID | show --episode ID           one memory or episode\n"
+        "  forget ID... | forget --episode ID... delete for good\n"
+        "  export [-o FILE]                      everything as JSON\n"
+        "  vacuum                                drop expired memories, purge\n"
+        "                                        deleted text, check the file\n\n"
+        "options:\n"
+        "  --db FILE   the database (default: the data directory's memory.db)\n"
+        "  --json      machine-readable output (list, search, show)\n");
+}
+
+typedef struct mem_args {
+    const char *cmd, *db, *kind, *out;
+    const char *pos[64]; /* positional arguments after the command */
+    int n_pos, limit, all, json, episodes;
+} mem_args;
+
+static int need_value(int argc, char **argv, int *i, const char **v)
+{
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "hearth memory: %s needs a value\n", argv[*i]);
+        return HX_EXIT_USAGE;
+    }
+    *v = argv[++*i];
+    return 0;
+}
+
+/* Options that take a value; returns -1 if s is not one of them. */
+static int value_option(int argc, char **argv, int *i, mem_args *a)
+{
+    const char *s = argv[*i], *v = NULL;
+    const char **dst = !strcmp(s, "--db")                       ? &a->db
+                       : !strcmp(s, "--kind")                   ? &a->kind
+                       : !strcmp(s, "-o") || !strcmp(s, "--output") ? &a->out
+                       : !strcmp(s, "--limit")                  ? &v
+                                                                : NULL;
+    if (!dst) return -1;
+    if (need_value(argc, argv, i, dst)) return HX_EXIT_USAGE;
+    if (dst == &v && ((a->limit = atoi(v)) <= 0)) {
+        fprintf(stderr, "hearth memory: --limit wants a positive number\n");
+        return HX_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int parse_mem_args(int argc, char **argv, mem_args *a)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        int r = value_option(argc, argv, &i, a);
+        if (r >= 0) {
+            if (r) return r;
+        } else if (!strcmp(s, "--json")) a->json = 1;
+        else if (!strcmp(s, "--all")) a->all = 1;
+        else if (!strcmp(s, "--episode") || !strcmp(s, "--episodes"))
+            a->episodes = 1;
+        else if (s[0] == '-' && s[1]) {
+            fprintf(stderr, "hearth memory: unknown option '%s' (see --help)\n",
+                    s);
+            return HX_EXIT_USAGE;
+        } else if (!a->cmd) a->cmd = s;
+        else if (a->n_pos < 64) a->pos[a->n_pos++] = s;
+    }
+    if (!a->cmd) {
+        memory_usage(stderr);
+        return HX_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static void fmt_time(char *buf, size_t n, int64_t t)
+{
+    if (!t) {
+        snprintf(buf, n, "never");
+        return;
+    }
+    time_t tt = (time_t)t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int fail(int rc, const hx_err *err)
+{
+    fprintf(stderr, "hearth memory: %s\n", err->msg[0] ? err->msg
+                                                       : hx_rc_str(rc));
+    return cli_exit_code(rc);
+}
+
+/* Prints a list as text lines or as a JSON array. */
+static void print_list(const hx_mem_list *l, int json)
+{
+    if (json) printf("[");
+    for (int i = 0; i < l->n; i++) {
+        const hx_mem_item *it = &l->items[i];
+        if (json) {
+            char *s = hx_mem_item_to_json(it, 0);
+            printf("%s\n  %s", i ? "," : "", s ? s : "null");
+            free(s);
+            continue;
+        }
+        char upd[32];
+        fmt_time(upd, sizeof upd, it->updated_at);
+        printf("#%-6lld %-11s %s  (updated %s, used %lldx)\n",
+               (long long)it->id, it->kind, it->text, upd,
+               (long long)it->use_count);
+    }
+    if (json) printf("%s]\n", l->n ? "\n" : "");
+}
+
+static int parse_id(const char *s, int64_t *id)
+{
+    char *end;
+    long long v = strtoll(s ? s : "", &end, 10);
+    if (!s || !*s || *end || v <= 0) {
+        fprintf(stderr, "hearth memory: '%s' is not an id\n", s ? s : "");
+        return HX_EXIT_USAGE;
+    }
+    *id = v;
+    return 0;
+}
+
+/* ---- commands ---- */
+
+static int do_list(hx_memory *m, const mem_args *a, hx_err *err)
+{
+    hx_mem_list *l = NULL;
+    int rc = hx_memory_list(m, a->kind, a->limit, a->all, &l, err);
+    if (rc) return fail(rc, err);
+    print_list(l, a->json);
+    hx_mem_list_free(l);
+    return HX_EXIT_OK;
+}
+
+static void join_pos(const mem_args *a, char *buf, size_t n)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < a->n_pos && len + 1 < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? " " : "",
+                                a->pos[i]);
+}
+
+static int search_episodes(hx_memory *m, const mem_args *a, const char *q,
+                           hx_err *err)
+{
+    int64_t *ids = NULL;
+    int n = 0;
+    int rc = hx_memory_episode_search(m, q, a->limit, &ids, &n, err);
+    if (rc) return fail(rc, err);
+    if (a->json) printf("[");
+    for (int i = 0; i < n; i++) {
+        hx_episode *ep = NULL;
+        if (hx_memory_episode_get(m, ids[i], &ep, err)) continue;
+        if (a->json) {
+            char *s = hx_episode_to_json(ep, 0);
+            printf("%s\n  %s", i ? "," : "", s ? s : "null");
+            free(s);
+        } else
+            printf("episode %-6lld %-9s %s\n", (long long)ep->id,
+                   hx_verdict_name(ep->verdict), ep->request);
+        hx_episode_free(ep);
+    }
+    if (a->json) printf("%s]\n", n ? "\n" : "");
+    free(ids);
+    return HX_EXIT_OK;
+}
+
+static int do_search(hx_memory *m, const mem_args *a, hx_err *err)
+{
+    char q[4096];
+    join_pos(a, q, sizeof q);
+    if (!*q) {
+        fprintf(stderr, "hearth memory search: what to search for?\n");
+        return HX_EXIT_USAGE;
+    }
+    if (a->episodes) return search_episodes(m, a, q, err);
+    hx_mem_list *l = NULL;
+    int rc = hx_memory_search(m, q, a->limit, &l, err);
+    if (rc) return fail(rc, err);
+    print_list(l, a->json);
+    hx_mem_list_free(l);
+    return HX_EXIT_OK;
+}
+
+static void print_episode_text(const hx_episode *ep)
+{
+    char t0[32], t1[32];
+    fmt_time(t0, sizeof t0, ep->started_at);
+    fmt_time(t1, sizeof t1, ep->finished_at);
+    printf("episode %lld  %s .. %s\nrequest: %s\nmodel:   %s%s%s\n",
+           (long long)ep->id, t0, t1, ep->request, ep->model ? ep->model : "-",
+           ep->adapter ? " + " : "", ep->adapter ? ep->adapter : "");
+    for (int i = 0; i < ep->n_calls; i++)
+        printf("call %d:  %s %s -> %s%s\n", i + 1, ep->calls[i].name,
+               ep->calls[i].arguments,
+               ep->calls[i].result ? ep->calls[i].result : "(no result)",
+               ep->calls[i].confirmed ? " [confirmed]" : "");
+    printf("outcome: %s\nverdict: %s%s%s\n", ep->outcome ? ep->outcome : "-",
+           hx_verdict_name(ep->verdict), ep->corrected ? ": " : "",
+           ep->corrected ? ep->corrected : "");
+}
+
+static int do_show(hx_memory *m, const mem_args *a, hx_err *err)
+{
+    int64_t id;
+    if (a->n_pos != 1) {
+        fprintf(stderr, "hearth memory show: give one id\n");
+        return HX_EXIT_USAGE;
+    }
+    if (parse_id(a->pos[0], &id)) return HX_EXIT_USAGE;
+    if (a->episodes) {
+        hx_episode *ep = NULL;
+        int rc = hx_memory_episode_get(m, id, &ep, err);
+        if (rc) return fail(rc, err);
+        char *s = a->json ? hx_episode_to_json(ep, 1) : NULL;
+        if (a->json) printf("%s\n", s ? s : "null");
+        else print_episode_text(ep);
+        free(s);
+        hx_episode_free(ep);
+        return HX_EXIT_OK;
+    }
+    hx_mem_list *l = NULL;
+    int rc = hx_memory_get(m, id, &l, err);
+    if (rc) return fail(rc, err);
+    char *s = hx_mem_item_to_json(&l->items[0], 1);
+    if (a->json) printf("%s\n", s ? s : "null");
+    else print_list(l, 0);
+    free(s);
+    hx_mem_list_free(l);
+    return HX_EXIT_OK;
+}
+
+static int do_forget(hx_memory *m, const mem_args *a, hx_err *err)
+{
+    if (!a->n_pos) {
+        fprintf(stderr, "hearth memory forget: which id?\n");
+        return HX_EXIT_USAGE;
+    }
+    int64_t id;
+    for (int i = 0; i < a->n_pos; i++)
+        if (parse_id(a->pos[i], &id)) return HX_EXIT_USAGE;
+    for (int i = 0; i < a->n_pos; i++) {
+        parse_id(a->pos[i], &id);
+        int rc = a->episodes ? hx_memory_episode_forget(m, id, err)
+                             : hx_memory_forget(m, id, err);
+        if (rc) return fail(rc, err);
+        printf("forgot %s %lld\n", a->episodes ? "episode" : "memory",
+               (long long)id);
+    }
+    return HX_EXIT_OK;
+}
+
+static int do_export(hx_memory *m, const mem_args *a, hx_err *err)
+{
+    if (!a->out) {
+        int rc = hx_memory_export(m, stdout, err);
+        return rc ? fail(rc, err) : HX_EXIT_OK;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return fail(HX_ERR_NOMEM, err);
+    int rc = hx_memory_export(m, f, err);
+    fclose(f);
+    if (rc == HX_OK) rc = hx_write_file_atomic(a->out, buf, len, err);
+    free(buf);
+    if (rc) return fail(rc, err);
+    fprintf(stderr, "hearth memory: exported to %s\n", a->out);
+    return HX_EXIT_OK;
+}
+
+static int do_vacuum(hx_memory *m, hx_err *err)
+{
+    int rc = hx_memory_vacuum(m, err);
+    if (rc == HX_OK) rc = hx_memory_check(m, err);
+    if (rc) return fail(rc, err);
+    printf("vacuumed %s: %lld memories, %lld episodes, integrity ok\n",
+           hx_memory_path(m), (long long)hx_memory_count(m),
+           (long long)hx_memory_episode_count(m));
+    return HX_EXIT_OK;
+}
+
+static int run(hx_memory *m, const mem_args *a, hx_err *err)
+{
+    if (!strcmp(a->cmd, "list")) return do_list(m, a, err);
+    if (!strcmp(a->cmd, "search")) return do_search(m, a, err);
+    if (!strcmp(a->cmd, "show")) return do_show(m, a, err);
+    if (!strcmp(a->cmd, "forget")) return do_forget(m, a, err);
+    if (!strcmp(a->cmd, "export")) return do_export(m, a, err);
+    return do_vacuum(m, err);
+}
+
+int cmd_memory(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) {
+        memory_usage(stdout);
+        return HX_EXIT_OK;
+    }
+    mem_args a = {0};
+    int r = parse_mem_args(argc, argv, &a);
+    if (r) return r;
+    static const char *const cmds[] = {"list", "search", "show", "forget",
+                                       "export", "vacuum"};
+    int known = 0;
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+        known |= !strcmp(a.cmd, cmds[i]);
+    if (!known) {
+        fprintf(stderr, "hearth memory: unknown command '%s'\n\n", a.cmd);
+        memory_usage(stderr);
+        return HX_EXIT_USAGE;
+    }
+    hx_memory_params p = hx_memory_default_params();
+    p.path = a.db;
+    hx_memory *m = NULL;
+    hx_err err = {0};
+    int rc = hx_memory_open(&p, &m, &err);
+    if (rc) return fail(rc, &err);
+    r = run(m, &a, &err);
+    hx_memory_close(m);
+    return r;
+}
