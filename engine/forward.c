@@ -43,6 +43,7 @@ struct hx_ctx {
     size_t act_row;  /* bytes per activation row, enough for every type */
     hx_mm_job *jobs; /* (2*n_expert + 3) one pool run of several matmuls */
     float *scores;   /* (n_threads, scores_stride) attention scratch */
+    float *rope_cs;  /* (B, head_dim) cos and sin of each pair's angle */
     float *logits;   /* (n_out, n_vocab) */
     size_t logits_cap; /* floats */
     int n_out;       /* logits rows kept by the last hx_decode */
@@ -70,27 +71,52 @@ static void rmsnorm(float *o, const float *x, const float *w, int n, float eps)
 
 /* Rotates head vector x (head_dim) for position pos: NORM pairs (2i, 2i+1),
  * NEOX pairs (i, i + d/2). Angles as ggml: theta *= base^(-2/d) per pair. */
-static void rope(float *x, int d, int pos, int type, float base, float fscale)
+static void rope_angles(float *cs, int d, int pos, float base, float fscale)
 {
     const float theta_scale = powf(base, -2.0f / (float)d);
     float theta = (float)pos;
     for (int i0 = 0; i0 < d; i0 += 2) {
-        const float t = fscale * theta;
-        const float c = cosf(t), s = sinf(t);
+        cs[i0] = cosf(fscale * theta);
+        cs[i0 + 1] = sinf(fscale * theta);
+        theta *= theta_scale;
+    }
+}
+
+/* Rotates head vector x (d) by the angles cs (cos, sin per pair, from
+ * rope_angles): NORM pairs (2i, 2i+1), NEOX pairs (i, i + d/2). */
+static void rope(float *x, int d, const float *cs, int type)
+{
+    for (int i0 = 0; i0 < d; i0 += 2) {
+        const float c = cs[i0], s = cs[i0 + 1];
         const int a = type == HX_ROPE_NEOX ? i0 / 2 : i0;
         const int b = type == HX_ROPE_NEOX ? i0 / 2 + d / 2 : i0 + 1;
         const float x0 = x[a], x1 = x[b];
         x[a] = x0 * c - x1 * s;
         x[b] = x0 * s + x1 * c;
-        theta *= theta_scale;
     }
 }
 
 static float silu(float x) { return x / (1.0f + expf(-x)); }
 
-static void swiglu(float *g, const float *u, int64_t n)
+typedef struct swiglu_job {
+    float *g;
+    const float *u;
+    int64_t n, chunk;
+} swiglu_job;
+
+static void swiglu_task(void *ctx, int task, int thread)
 {
-    for (int64_t i = 0; i < n; i++) g[i] = silu(g[i]) * u[i];
+    const swiglu_job *j = ctx;
+    (void)thread;
+    int64_t i1 = (task + 1) * j->chunk < j->n ? (task + 1) * j->chunk : j->n;
+    for (int64_t i = task * j->chunk; i < i1; i++) j->g[i] = silu(j->g[i]) * j->u[i];
+}
+
+/* g = silu(g) * u over n elements, split across the pool when large. */
+static void swiglu(hx_threadpool *tp, float *g, const float *u, int64_t n)
+{
+    swiglu_job j = {g, u, n, 16384};
+    hx_threadpool_run(tp, (int)((n + j.chunk - 1) / j.chunk), swiglu_task, &j);
 }
 
 static void add_bias(float *y, const float *b, int rows, int n)
@@ -184,8 +210,10 @@ static int alloc_scratch(hx_ctx *c)
     c->act_row = hx_act_row_bytes(HX_TYPE_F32, (int64_t)kmax) + 64;
     c->act = hx_aligned_alloc(64, B * nu * c->act_row);
     c->jobs = hx_malloc_array(2 * (size_t)hp->n_expert + 3, sizeof(hx_mm_job));
+    c->rope_cs = hx_malloc_array(B * (size_t)hp->head_dim, sizeof(float));
     if (!c->x || !c->xb || !c->q || !c->k || !c->v || !c->att || !c->hb ||
-        !c->hb2 || !c->scores || !c->act || !c->jobs)
+        !c->hb2 || !c->scores || !c->act || !c->jobs ||
+        !c->rope_cs)
         return HX_ERR_NOMEM;
     if (!hp->n_expert) return HX_OK;
     c->eo = hx_malloc_array(B * nu * e, sizeof(float));
@@ -241,7 +269,7 @@ void hx_ctx_free(hx_ctx *c)
     void *bufs[] = {c->kc, c->vc, c->x, c->xb, c->q, c->k, c->v, c->att,
                     c->hb, c->hb2, c->eo, c->rl, c->sel, c->selw, c->ptok,
                     c->pslot, c->moe_idx, c->act, c->jobs, c->scores,
-                    c->logits};
+                    c->rope_cs, c->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }
@@ -371,25 +399,40 @@ static void store_kv(hx_ctx *c, size_t off, const float *k, const float *v,
 }
 
 /* q/k norms, RoPE, and the new K and V rows into the cache. */
-static void qk_prepare(hx_ctx *c, const hx_layer *L, int l, int B, int pos0)
+typedef struct qk_job {
+    hx_ctx *c;
+    const hx_layer *L;
+    int layer, pos0;
+} qk_job;
+
+/* Token t: q/k norms, RoPE, and its K and V rows into the cache. */
+static void qk_task(void *ctx, int t, int thread)
 {
+    const qk_job *j = ctx;
+    hx_ctx *c = j->c;
     const hx_hparams *hp = &c->m->hp;
     const int d = hp->head_dim, nh = hp->n_head, nkv = hp->n_head_kv;
-    for (int t = 0; t < B; t++) {
-        for (int h = 0; h < nh; h++) {
-            float *q = c->q + ((size_t)t * nh + h) * d;
-            if (L->q_norm) rmsnorm(q, q, L->q_norm, d, hp->rms_eps);
-            rope(q, d, pos0 + t, hp->rope_type, hp->rope_base, c->m->rope_freq_scale);
-        }
-        for (int h = 0; h < nkv; h++) {
-            float *k = c->k + ((size_t)t * nkv + h) * d;
-            const float *v = c->v + ((size_t)t * nkv + h) * d;
-            if (L->k_norm) rmsnorm(k, k, L->k_norm, d, hp->rms_eps);
-            rope(k, d, pos0 + t, hp->rope_type, hp->rope_base, c->m->rope_freq_scale);
-            size_t off = ((((size_t)l * nkv + h) * c->n_ctx) + pos0 + t) * d;
-            store_kv(c, off, k, v, d);
-        }
+    const float *cs = c->rope_cs + (size_t)t * d;
+    (void)thread;
+    for (int h = 0; h < nh; h++) {
+        float *q = c->q + ((size_t)t * nh + h) * d;
+        if (j->L->q_norm) rmsnorm(q, q, j->L->q_norm, d, hp->rms_eps);
+        rope(q, d, cs, hp->rope_type);
     }
+    for (int h = 0; h < nkv; h++) {
+        float *k = c->k + ((size_t)t * nkv + h) * d;
+        const float *v = c->v + ((size_t)t * nkv + h) * d;
+        if (j->L->k_norm) rmsnorm(k, k, j->L->k_norm, d, hp->rms_eps);
+        rope(k, d, cs, hp->rope_type);
+        size_t off = ((((size_t)j->layer * nkv + h) * c->n_ctx) + j->pos0 + t) * d;
+        store_kv(c, off, k, v, d);
+    }
+}
+
+static void qk_prepare(hx_ctx *c, const hx_layer *L, int l, int B, int pos0)
+{
+    qk_job j = {c, L, l, pos0};
+    hx_threadpool_run(c->tp, B, qk_task, &j);
 }
 
 static void attention_block(hx_ctx *c, int l, int B, int pos0)
@@ -422,7 +465,7 @@ static void ffn_dense(hx_ctx *c, const hx_layer *L, int B)
     const hx_wmat *w[2] = {&L->ffn_gate, &L->ffn_up};
     float *y[2] = {c->hb, c->hb2};
     matmul_n(c, w, y, 2, c->xb, B);
-    swiglu(c->hb, c->hb2, (int64_t)B * hp->n_ff);
+    swiglu(c->tp, c->hb, c->hb2, (int64_t)B * hp->n_ff);
     matmul(c, &L->ffn_down, c->hb, B, c->xb);
 }
 
@@ -550,7 +593,7 @@ static void ffn_moe(hx_ctx *c, const hx_layer *L, int B)
     moe_group(c, B, cnt, first);
     for (int i = 0; i < B * nu; i++) iota[i] = i;
     moe_up(c, L, B, cnt, first);
-    swiglu(c->hb, c->hb2, (int64_t)B * nu * fx);
+    swiglu(c->tp, c->hb, c->hb2, (int64_t)B * nu * fx);
     moe_down(c, L, B, cnt, first, iota);
     for (int t = 0; t < B; t++) {
         float *o = c->xb + (size_t)t * e;
@@ -602,6 +645,10 @@ static void forward(hx_ctx *c, const int32_t *tok, int B, int out_from,
                     float *logits)
 {
     embed(c, tok, B);
+    const hx_hparams *hp = &c->m->hp;
+    for (int t = 0; t < B; t++)
+        rope_angles(c->rope_cs + (size_t)t * hp->head_dim, hp->head_dim,
+                    c->n_past + t, hp->rope_base, c->m->rope_freq_scale);
     for (int l = 0; l < c->m->hp.n_layer; l++) {
         attention_block(c, l, B, c->n_past);
         ffn_block(c, l, B);
