@@ -163,9 +163,9 @@ static int rd_u64(rd *r, uint64_t *v, const char *what)
     return rd_bytes(r, v, 8, what);
 }
 
-/* A length-prefixed string, at most max bytes, copied NUL-terminated. */
-static int rd_str(rd *r, hx_arena *a, size_t max, gg_str *out,
-                  const char *what)
+/* A length-prefixed string of at most max bytes, left in the file:
+ * out->s points into it (not NUL-terminated). */
+static int rd_str_ref(rd *r, size_t max, gg_str *out, const char *what)
 {
     uint64_t len;
     size_t at = r->pos;
@@ -183,9 +183,19 @@ static int rd_str(rd *r, hx_arena *a, size_t max, gg_str *out,
                           "more than the limit of %zu",
                           what, r->where, at, (unsigned long long)len, max);
     out->len = (size_t)len;
-    out->s = hx_arena_strndup(a, (const char *)r->p + r->pos, out->len);
-    if (!out->s) return hx_err_set(r->err, HX_ERR_NOMEM, "gguf: out of memory");
+    out->s = (const char *)r->p + r->pos;
     r->pos += out->len;
+    return HX_OK;
+}
+
+/* The same, copied NUL-terminated into the arena. */
+static int rd_str(rd *r, hx_arena *a, size_t max, gg_str *out,
+                  const char *what)
+{
+    int rc = rd_str_ref(r, max, out, what);
+    if (rc) return rc;
+    out->s = hx_arena_strndup(a, out->s, out->len);
+    if (!out->s) return hx_err_set(r->err, HX_ERR_NOMEM, "gguf: out of memory");
     return HX_OK;
 }
 
@@ -230,6 +240,31 @@ static int check_count(rd *r, uint64_t n, size_t min_item, const char *what,
 
 /* ---- metadata ---- */
 
+/* A string array: validated in place, then copied NUL-terminated into one
+ * block (vocabularies hold hundreds of thousands of short strings). */
+static int parse_str_arr(hx_gguf *g, rd *r, gg_kv *kv)
+{
+    size_t total = 0;
+    char *blob;
+    int rc;
+    kv->strs = hx_arena_calloc(g->arena, kv->n ? kv->n : 1, sizeof *kv->strs);
+    if (!kv->strs) return hx_err_set(r->err, HX_ERR_NOMEM, "gguf: out of memory");
+    for (uint64_t i = 0; i < kv->n; i++) {
+        if ((rc = rd_str_ref(r, r->size, &kv->strs[i], "array string")))
+            return rc;
+        total += kv->strs[i].len + 1; /* <= file size: no overflow */
+    }
+    if (!(blob = hx_arena_alloc(g->arena, total ? total : 1)))
+        return hx_err_set(r->err, HX_ERR_NOMEM, "gguf: out of memory");
+    for (uint64_t i = 0; i < kv->n; i++) {
+        memcpy(blob, kv->strs[i].s, kv->strs[i].len);
+        blob[kv->strs[i].len] = '\0';
+        kv->strs[i].s = blob;
+        blob += kv->strs[i].len + 1;
+    }
+    return HX_OK;
+}
+
 static int parse_arr(hx_gguf *g, rd *r, gg_kv *kv)
 {
     uint32_t et;
@@ -251,14 +286,7 @@ static int parse_arr(hx_gguf *g, rd *r, gg_kv *kv)
     if (et == HX_GGUF_STRING) {
         if ((rc = check_count(r, kv->n, 8, "string array length", at)))
             return rc;
-        kv->strs = hx_arena_calloc(g->arena, kv->n ? kv->n : 1,
-                                   sizeof *kv->strs);
-        if (!kv->strs) return hx_err_set(r->err, HX_ERR_NOMEM, "gguf: out of memory");
-        for (uint64_t i = 0; i < kv->n; i++)
-            if ((rc = rd_str(r, g->arena, r->size, &kv->strs[i],
-                             "array string")))
-                return rc;
-        return HX_OK;
+        return parse_str_arr(g, r, kv);
     }
     if ((rc = check_count(r, kv->n, k_vtypes[et].size, "array length", at)))
         return rc;
