@@ -24,12 +24,14 @@ enum {
 #define RX_NIL 1u
 #define RX_INF 0xffffffffu
 #define RX_DEAD UINT32_MAX
+enum { RXI_BND_KNOWN = 1, RXI_BND = 2, RXI_FIN_KNOWN = 4, RXI_FIN = 8 };
 
 typedef struct rx_node {
     uint8_t kind;
     uint8_t nullable;
     uint8_t has_call;   /* a CALL appears somewhere below */
     uint8_t calls_done; /* first-calls computed */
+    uint8_t info;       /* RXI_* lazily computed facts */
     uint32_t a, b;
     uint32_t min, max;
     uint32_t hash;
@@ -95,6 +97,7 @@ int hx_schema_compile_rx(hx_rx *rx, const struct cJSON *schema, int compact,
                          uint32_t *out, hx_err *err);
 /* 1 if r matches the whole string s. */
 int rx_matches(hx_rx *rx, uint32_t r, const char *s, size_t n);
+void rx_dump(const hx_rx *rx, uint32_t r, int depth, FILE *f);
 
 static inline int rx_nullable(const hx_rx *rx, uint32_t r)
 {

@@ -222,6 +222,8 @@ static inline void set_tok(const hx_gvocab *v, uint32_t *mask, uint32_t t)
     for (; t != NO_TOK; t = v->dup_next[t]) mask[t >> 5] |= 1u << (t & 31);
 }
 
+static int is_boundary(hx_rx *rx, uint32_t s);
+
 /* Walks trie t with regex steps from r, setting tokens that stay inside r
  * and collecting boundary nodes (where a call or a pop could happen). */
 static int memo_walk(hx_matcher *m, const gtrie *t, uint32_t flag, uint32_t r, uint32_t *bits,
@@ -232,8 +234,8 @@ static int memo_walk(hx_matcher *m, const gtrie *t, uint32_t flag, uint32_t r, u
     st[0] = r;
     for (uint32_t i = 0; i < t->n;) {
         const gnode *d = &t->nd[i];
-        uint32_t s = st[d->level - 1], nc;
-        if (rx->nodes[s].nullable || (rx->nodes[s].has_call && (rx_first_calls(rx, s, &nc), nc))) {
+        uint32_t s = st[d->level - 1];
+        if (is_boundary(rx, s)) {
             if (*n_bnd == *cap_bnd) {
                 *cap_bnd = *cap_bnd ? *cap_bnd * 2 : 64;
                 void *q = realloc(*bnd, *cap_bnd * 4);
@@ -253,16 +255,108 @@ static int memo_walk(hx_matcher *m, const gtrie *t, uint32_t flag, uint32_t r, u
     return rx->failed ? -1 : 0;
 }
 
-/* If r is (any-char){mn,mx} "..., the longest run of string-safe
- * characters r takes; else -1. */
-static int64_t free_string_len(hx_matcher *m, uint32_t r)
+/* A boundary state: the frame may end (pop) or call a rule here. */
+static int is_boundary(hx_rx *rx, uint32_t s)
+{
+    rx_node *n = &rx->nodes[s];
+    if (!(n->info & RXI_BND_KNOWN)) {
+        uint32_t nc = 0;
+        int b = n->nullable || (n->has_call && (rx_first_calls(rx, s, &nc), nc));
+        n = &rx->nodes[s];
+        n->info |= RXI_BND_KNOWN | (b ? RXI_BND : 0);
+    }
+    return (n->info & RXI_BND) != 0;
+}
+
+/* Finite language (no unbounded repetition, no complement, no call). */
+static int is_finite(hx_rx *rx, uint32_t r, int depth)
+{
+    rx_node *n = &rx->nodes[r];
+    if (n->info & RXI_FIN_KNOWN) return (n->info & RXI_FIN) != 0;
+    int f;
+    switch (n->kind) {
+    case RX_EMPTY: case RX_EPS: case RX_CLASS: f = 1; break;
+    case RX_CAT: f = depth < 200 && is_finite(rx, n->a, depth + 1) && is_finite(rx, n->b, depth + 1); break;
+    case RX_REP: f = n->max != RX_INF && depth < 200 && is_finite(rx, n->a, depth + 1); break;
+    case RX_OR: case RX_AND:
+        f = depth < 200;
+        for (uint32_t i = 0; f && i < n->b; i++) f = is_finite(rx, rx->kids[rx->nodes[r].a + i], depth + 1);
+        break;
+    default: f = 0;
+    }
+    rx->nodes[r].info |= RXI_FIN_KNOWN | (f ? RXI_FIN : 0);
+    return f;
+}
+
+#define FS_INF INT64_MAX
+
+/* Accepts every string of characters (the content's universal set). */
+static int is_universal(hx_matcher *m, uint32_t r, int depth)
 {
     const rx_node *n = &m->rx->nodes[r];
-    if (n->kind != RX_CAT) return -1;
-    const rx_node *a = &m->rx->nodes[n->a], *b = &m->rx->nodes[n->b];
-    if (a->kind != RX_REP || a->a != rx_enc_any(m->rx)) return -1;
-    if (!(n->b == m->g->quote || (b->kind == RX_CAT && b->a == m->g->quote))) return -1;
-    return a->max == RX_INF ? INT64_MAX : a->max;
+    uint32_t any = m->rx->any_char;
+    if (depth > 16) return 0;
+    if (n->kind == RX_REP) return n->a == any && n->min == 0 && n->max == RX_INF;
+    if (n->kind == RX_CAT)
+        return (is_universal(m, n->a, depth + 1) && m->rx->nodes[n->b].nullable) ||
+               (m->rx->nodes[n->a].nullable && is_universal(m, n->b, depth + 1));
+    if (n->kind == RX_OR)
+        for (uint32_t i = 0; i < n->b; i++)
+            if (is_universal(m, m->rx->kids[n->a + i], depth + 1)) return 1;
+    return 0;
+}
+
+/* How many string-safe characters every prefix-continuation of content
+ * regex a allows (FS_INF unbounded), -1 if not of a known shape. */
+static int64_t content_len(hx_matcher *m, uint32_t a, int depth)
+{
+    const rx_node *n = &m->rx->nodes[a];
+    if (depth > 16) return -1;
+    if (is_universal(m, a, depth)) return FS_INF;
+    if (n->kind == RX_REP && n->a == m->rx->any_char) return n->max == RX_INF ? FS_INF : n->max;
+    if (n->kind == RX_AND) {
+        int64_t L = -1;
+        for (uint32_t i = 0; i < n->b; i++) {
+            uint32_t k = m->rx->kids[n->a + i];
+            if (is_universal(m, k, depth + 1)) continue;
+            if (L >= 0) return -1; /* two constrained kids: unknown */
+            L = content_len(m, k, depth + 1);
+            if (L < 0) return -1;
+        }
+        return L < 0 ? FS_INF : L;
+    }
+    return -1;
+}
+
+/* If every string-safe token of at most L characters stays inside the
+ * string that r is in (and longer ones do not), L; else -1. */
+static int64_t free_string_len(hx_matcher *m, uint32_t r, int depth)
+{
+    hx_rx *rx = m->rx;
+    const rx_node *n = &rx->nodes[r];
+    if (depth > 16) return -1;
+    if (n->kind == RX_CAT) {
+        const rx_node *b = &rx->nodes[n->b];
+        if (n->b == m->g->quote || (b->kind == RX_CAT && b->a == m->g->quote))
+            return content_len(m, n->a, depth + 1);
+        /* a quoted string inside a: string-safe tokens never get past it */
+        return free_string_len(m, n->a, depth + 1) == FS_INF ? FS_INF : -1;
+    }
+    if (n->kind == RX_AND) { /* a free string minus finitely many keys */
+        int free_kid = 0;
+        for (uint32_t i = 0; i < n->b; i++) {
+            uint32_t k = rx->kids[n->a + i];
+            if (rx->nodes[k].kind == RX_NOT && is_finite(rx, rx->nodes[k].a, 0)) continue;
+            if (free_string_len(m, k, depth + 1) != FS_INF) return -1;
+            free_kid = 1;
+        }
+        return free_kid ? FS_INF : -1;
+    }
+    if (n->kind == RX_OR) { /* the union holds every string-safe token */
+        for (uint32_t i = 0; i < n->b; i++)
+            if (free_string_len(m, rx->kids[n->a + i], depth + 1) == FS_INF) return FS_INF;
+    }
+    return -1;
 }
 
 static void memo_free_all(hx_matcher *m)
@@ -285,7 +379,8 @@ static int memo_compute(hx_matcher *m, uint32_t r, gmemo *e)
     e->rx = r;
     e->bits = calloc(v->n_words, 4);
     if (!e->bits) return -1;
-    int64_t fl = free_string_len(m, r);
+    int64_t fl = free_string_len(m, r, 0);
+    if (getenv("HX_GDEBUG")) { fprintf(stderr, "memo fl=%lld any=%u: ", (long long)fl, m->rx->any_char); rx_dump(m->rx, r, 0, stderr); fprintf(stderr, "\n"); }
     int rc;
     if (fl >= 0) {
         uint32_t k = fl > (int64_t)v->max_cp ? v->max_cp : (uint32_t)fl;

@@ -630,3 +630,30 @@ int rx_disjoint(hx_rx *rx, uint32_t a, uint32_t b)
     uint32_t x = rx_and(rx, approx_calls(rx, a, 0), approx_calls(rx, b, 0));
     return rx_is_empty(rx, x, 2000) == 1;
 }
+
+void rx_dump(const hx_rx *rx, uint32_t r, int depth, FILE *f)
+{
+    const rx_node *n = &rx->nodes[r];
+    if (depth > 6) { fprintf(f, "…"); return; }
+    switch (n->kind) {
+    case RX_EMPTY: fprintf(f, "∅"); break;
+    case RX_EPS: fprintf(f, "ε"); break;
+    case RX_CLASS: {
+        int cnt = 0, first = -1;
+        for (int c = 0; c < 256; c++)
+            if ((rx->cls[8 * n->a + c / 32] >> (c % 32)) & 1) { cnt++; if (first < 0) first = c; }
+        if (cnt == 1 && first >= 32 && first < 127) fprintf(f, "%c", first);
+        else fprintf(f, "[#%d:%d]", (int)n->a, cnt);
+        break;
+    }
+    case RX_CALL: fprintf(f, "CALL%u", n->a); break;
+    case RX_CAT: fprintf(f, "("); rx_dump(rx, n->a, depth + 1, f); fprintf(f, " . "); rx_dump(rx, n->b, depth + 1, f); fprintf(f, ")"); break;
+    case RX_OR: case RX_AND:
+        fprintf(f, n->kind == RX_OR ? "OR{" : "AND{");
+        for (uint32_t i = 0; i < n->b; i++) { if (i) fprintf(f, " | "); rx_dump(rx, rx->kids[n->a + i], depth + 1, f); }
+        fprintf(f, "}");
+        break;
+    case RX_NOT: fprintf(f, "NOT("); rx_dump(rx, n->a, depth + 1, f); fprintf(f, ")"); break;
+    case RX_REP: fprintf(f, "REP#%u(", r); rx_dump(rx, n->a, depth + 1, f); fprintf(f, "){%u,%d}", n->min, n->max == RX_INF ? -1 : (int)n->max); break;
+    }
+}

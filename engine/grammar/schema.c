@@ -567,7 +567,7 @@ static int add_pattern(sc *c, const char *pat, uint32_t *content)
         snprintf(msg, sizeof msg, "%s", c->err->msg);
         return sc_fail(c, rc, "pattern: %s", msg);
     }
-    *content = rx_and(c->rx, *content, r);
+    *content = *content == RX_NIL ? r : rx_and(c->rx, *content, r);
     return HX_OK;
 }
 
@@ -579,7 +579,8 @@ static int sc_string_content(sc *c, const cJSON *s, uint32_t *out)
     if (!rc) rc = get_count(c, s, "maxLength", RX_INF, &mx);
     if (rc) return rc;
     if (mx != RX_INF && mx > 100000) mx = RX_INF, mn = mn > 100000 ? 100000 : mn;
-    content = rx_rep(rx, rx_enc_any(rx), mn, mx);
+    /* RX_NIL stands for "no constraint yet" (any string) */
+    content = mn == 0 && mx == RX_INF ? RX_NIL : rx_rep(rx, rx_enc_any(rx), mn, mx);
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(s, "pattern");
     if (p) {
         if (!cJSON_IsString(p)) return sc_fail(c, HX_ERR_FORMAT, "%s must be a string", "pattern");
@@ -593,9 +594,9 @@ static int sc_string_content(sc *c, const cJSON *s, uint32_t *out)
         uint32_t fr;
         int k = rx_format(rx, f->valuestring, &fr);
         if (k < 0) return sc_fail(c, HX_ERR_UNSUPPORTED, "unsupported format \"%s\"", f->valuestring);
-        if (k > 0) content = rx_and(rx, content, fr);
+        if (k > 0) content = content == RX_NIL ? fr : rx_and(rx, content, fr);
     }
-    *out = content;
+    *out = content == RX_NIL ? rx_rep(rx, rx_enc_any(rx), 0, RX_INF) : content;
     return HX_OK;
 }
 
@@ -706,7 +707,7 @@ static int sc_extra(sc *c, const cJSON *s, const prop *P, int n, uint32_t *out)
     for (int i = 0; i < n; i++) listed = rx_or(rx, listed, key_lit(c, P[i].name));
     uint32_t free_key = listed == RX_NONE ? key_any : rx_and(rx, key_any, rx_not(rx, listed));
     for (const cJSON *e = pp ? pp->child : NULL; e; e = e->next) {
-        uint32_t content = rx_rep(rx, rx_enc_any(rx), 0, RX_INF), v;
+        uint32_t content = RX_NIL, v;
         if (np >= 32) return sc_fail(c, HX_ERR_UNSUPPORTED, "too many %s", "patternProperties");
         size_t old = path_push(c, "patternProperties", e->string);
         rc = add_pattern(c, e->string, &content);
