@@ -140,6 +140,13 @@ $(BUILD)/bench/memory: bench/memory.c $(call libs_for,memory)
 bench-memory: $(BUILD)/bench/memory
 	nice $(BUILD)/bench/memory
 
+# MaskBench: every schema in $HEARTH_SHARED_DATA/maskbench (single thread).
+$(BUILD)/bench/maskbench: bench/maskbench.c $(call libs_for,engine)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
+bench-maskbench: $(BUILD)/bench/maskbench
+	nice $(BUILD)/bench/maskbench
+
 # The main job (see README): what Hearth can run today.
 demo: $(BUILD)/hearth
 	@sh scripts/demo.sh $(BUILD)/hearth
