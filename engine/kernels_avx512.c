@@ -2,8 +2,311 @@
  * compiled per function with target attributes, picked at run time. */
 #include "engine/kernels_impl.h"
 
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define AVX512 \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define AVX512BF16 \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c")))
+
+AVX512 static inline float half_to_float(uint16_t h)
+{
+    return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h)));
+}
+
+AVX512 static inline float hsum256_ps(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* ---- float rows: 16 lanes, 4 accumulators ---- */
+
+AVX512 static void dot_f32_avx512(int64_t n, float *out, const void *w, const void *a)
+{
+    const float *x = w, *y = a;
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int k = 0; k < 4; k++)
+            acc[k] = _mm512_fmadd_ps(_mm512_loadu_ps(x + i + 16 * k),
+                                     _mm512_loadu_ps(y + i + 16 * k), acc[k]);
+    for (; i + 16 <= n; i += 16)
+        acc[0] = _mm512_fmadd_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i), acc[0]);
+    if (i < n) { /* masked tail */
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        acc[1] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i), acc[1]);
+    }
+    *out = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
+                                              _mm512_add_ps(acc[2], acc[3])));
+}
+
+AVX512 static inline __m512 load_f16x16(const uint16_t *p, __mmask16 m)
+{
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+AVX512 static void dot_f16_avx512(int64_t n, float *out, const void *w, const void *a)
+{
+    const uint16_t *x = w, *y = a;
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int k = 0; k < 4; k++)
+            acc[k] = _mm512_fmadd_ps(load_f16x16(x + i + 16 * k, 0xffff),
+                                     load_f16x16(y + i + 16 * k, 0xffff), acc[k]);
+    for (; i + 16 <= n; i += 16)
+        acc[0] = _mm512_fmadd_ps(load_f16x16(x + i, 0xffff), load_f16x16(y + i, 0xffff), acc[0]);
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        acc[1] = _mm512_fmadd_ps(load_f16x16(x + i, m), load_f16x16(y + i, m), acc[1]);
+    }
+    *out = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
+                                              _mm512_add_ps(acc[2], acc[3])));
+}
+
+AVX512 static inline __m512 load_bf16x16(const uint16_t *p, __mmask16 m)
+{
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+}
+
+/* Widening bf16 to fp32 and FMA: exact products, as the scalar path. */
+AVX512 static void dot_bf16_avx512(int64_t n, float *out, const void *w, const void *a)
+{
+    const uint16_t *x = w, *y = a;
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 2; k++)
+            acc[k] = _mm512_fmadd_ps(load_bf16x16(x + i + 16 * k, 0xffff),
+                                     load_bf16x16(y + i + 16 * k, 0xffff), acc[k]);
+    for (; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+        acc[1] = _mm512_fmadd_ps(load_bf16x16(x + i, m), load_bf16x16(y + i, m), acc[1]);
+    }
+    *out = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+}
+
+/* With AVX512_BF16: vdpbf16ps multiplies bf16 pairs and accumulates in
+ * fp32 (products are exact in fp32, so only the summation differs). */
+AVX512BF16 static void dot_bf16_avx512bf16(int64_t n, float *out, const void *w,
+                                           const void *a)
+{
+    const uint16_t *x = w, *y = a;
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int k = 0; k < 2; k++) {
+            __m512i xv = _mm512_loadu_si512((const void *)(x + i + 32 * k));
+            __m512i yv = _mm512_loadu_si512((const void *)(y + i + 32 * k));
+            acc[k] = _mm512_dpbf16_ps(acc[k], (__m512bh)xv, (__m512bh)yv);
+        }
+    for (; i < n; i += 32) {
+        __mmask32 m = n - i >= 32 ? 0xffffffffu : (__mmask32)((1u << (n - i)) - 1);
+        __m512i xv = _mm512_maskz_loadu_epi16(m, x + i);
+        __m512i yv = _mm512_maskz_loadu_epi16(m, y + i);
+        acc[1] = _mm512_dpbf16_ps(acc[1], (__m512bh)xv, (__m512bh)yv);
+    }
+    *out = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+}
+
+/* ---- Q8_0 activations: vpdpbusd with unsigned weights ---- */
+
+AVX512 static void dot_q8_0_avx512(int64_t n, float *out, const void *w, const void *a)
+{
+    const hx_block_q8_0 *x = w;
+    const hx_block_q8a *y = a;
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    __m256 acc = _mm256_setzero_ps();
+    float corr = 0;
+    for (int64_t i = 0; i < n / HX_QK; i++) {
+        /* (x + 128) as unsigned bytes; the 128 * sum(y) comes off below. */
+        __m256i xu = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[i].qs), bias);
+        __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), xu, yv);
+        float d = half_to_float(x[i].d) * y[i].d;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc);
+        corr += d * (float)y[i].s;
+    }
+    *out = hsum256_ps(acc) - 128 * corr;
+}
+
+AVX512 static void dot_q4_0_avx512(int64_t n, float *out, const void *w, const void *a)
+{
+    const hx_block_q4_0 *x = w;
+    const hx_block_q8a *y = a;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc = _mm256_setzero_ps();
+    float corr = 0;
+    for (int64_t i = 0; i < n / HX_QK; i++) {
+        __m128i raw = _mm_loadu_si128((const __m128i *)x[i].qs);
+        __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), m4);
+        __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
+        __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, yv);
+        float d = half_to_float(x[i].d) * y[i].d;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc);
+        corr += d * (float)y[i].s;
+    }
+    *out = hsum256_ps(acc) - 8 * corr;
+}
+
+/* ---- K-quants ---- */
+
+/* Q4_K/Q5_K's 12 packed bytes to 8 scales (bytes 0-7) and 8 mins (8-15). */
+static void k_unpack(const uint8_t *q, uint8_t out[16])
+{
+    uint32_t u[3], r[4];
+    memcpy(u, q, 12);
+    r[0] = u[0] & 0x3f3f3f3fu;                                            /* sc 0-3 */
+    r[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);     /* sc 4-7 */
+    r[2] = u[1] & 0x3f3f3f3fu;                                            /* m 0-3 */
+    r[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4); /* m 4-7 */
+    memcpy(out, r, 16);
+}
+
+/* sum_j m_j * (bsums[2j] + bsums[2j+1]) */
+AVX512 static inline int k_min_term(const uint8_t *m, const int16_t *bsums)
+{
+    __m256i b = _mm256_loadu_si256((const __m256i *)bsums);
+    __m128i mv = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)m));
+    /* each min twice, to meet both bsums of its 32 values */
+    __m256i m2 = _mm256_permutexvar_epi16(
+        _mm256_setr_epi16(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
+        _mm256_castsi128_si256(mv));
+    __m256i p = _mm256_madd_epi16(b, m2);
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* acc += scale * (sum of products of unsigned q and signed y, in pairs) */
+AVX512 static inline __m256i sub_dot(__m256i acc, __m256i q, __m256i yv, int scale)
+{
+    return _mm256_dpwssd_epi32(acc, _mm256_maddubs_epi16(q, yv), _mm256_set1_epi16((short)scale));
+}
+
+AVX512 static void dot_q4_K_avx512(int64_t n, float *out, const void *w, const void *a)
+{
+    const hx_block_q4_K *x = w;
+    const hx_block_q8_K *y = a;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0;
+    for (int64_t i = 0; i < n / HX_QK_K; i++) {
+        uint8_t sm[16];
+        k_unpack(x[i].scales, sm);
+        __m256i isum = _mm256_setzero_si256();
+        for (int jp = 0; jp < 4; jp++) {
+            __m256i raw = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * jp));
+            const int8_t *yq = y[i].qs + 64 * jp;
+            isum = sub_dot(isum, _mm256_and_si256(raw, m4),
+                           _mm256_loadu_si256((const __m256i *)yq), sm[2 * jp]);
+            isum = sub_dot(isum, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
+                           _mm256_loadu_si256((const __m256i *)(yq + 32)), sm[2 * jp + 1]);
+        }
+        float d = half_to_float(x[i].d) * y[i].d;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
+        mins += half_to_float(x[i].dmin) * y[i].d * (float)k_min_term(sm + 8, y[i].bsums);
+    }
+    *out = hsum256_ps(acc) - mins;
+}
+
+AVX512 static void dot_q5_K_avx512(int64_t n, float *out, const void *w, const void *a)
+{
+    const hx_block_q5_K *x = w;
+    const hx_block_q8_K *y = a;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
+    __m256 acc = _mm256_setzero_ps();
+    float mins = 0;
+    for (int64_t i = 0; i < n / HX_QK_K; i++) {
+        uint8_t sm[16];
+        k_unpack(x[i].scales, sm);
+        __m256i hb = _mm256_loadu_si256((const __m256i *)x[i].qh);
+        __m256i isum = _mm256_setzero_si256();
+        for (int jp = 0; jp < 4; jp++) {
+            __m256i raw = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * jp));
+            /* fifth bits of sub-blocks 2jp and 2jp+1 as 0x10 bytes */
+            __mmask32 k0 = _mm256_test_epi8_mask(hb, _mm256_set1_epi8((char)(1 << (2 * jp))));
+            __mmask32 k1 = _mm256_test_epi8_mask(hb, _mm256_set1_epi8((char)(2 << (2 * jp))));
+            __m256i lo = _mm256_and_si256(raw, m4);
+            lo = _mm256_mask_add_epi8(lo, k0, lo, b4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+            hi = _mm256_mask_add_epi8(hi, k1, hi, b4);
+            const int8_t *yq = y[i].qs + 64 * jp;
+            isum = sub_dot(isum, lo, _mm256_loadu_si256((const __m256i *)yq), sm[2 * jp]);
+            isum = sub_dot(isum, hi, _mm256_loadu_si256((const __m256i *)(yq + 32)), sm[2 * jp + 1]);
+        }
+        float d = half_to_float(x[i].d) * y[i].d;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
+        mins += half_to_float(x[i].dmin) * y[i].d * (float)k_min_term(sm + 8, y[i].bsums);
+    }
+    *out = hsum256_ps(acc) - mins;
+}
+
+AVX512 static void dot_q6_K_avx512(int64_t n, float *out, const void *w, const void *a)
+{
+    const hx_block_q6_K *x = w;
+    const hx_block_q8_K *y = a;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / HX_QK_K; i++) {
+        __m256i isum = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = x[i].ql + 64 * h;
+            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i hb = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h));
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m2));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m2));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m2));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_and_si256(_mm256_srli_epi16(hb, 2), m2));
+            for (int k = 0; k < 4; k++) {
+                const int8_t *sc = x[i].scales + 8 * h + 2 * k;
+                __m256i yv = _mm256_loadu_si256((const __m256i *)(y[i].qs + 128 * h + 32 * k));
+                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
+                isum = _mm256_dpwssd_epi32(isum, _mm256_maddubs_epi16(q[k], yv), scv);
+            }
+        }
+        /* The -32 offset: 32 * sum_j sc_j * bsum_j. */
+        __m256i scs = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
+        __m256i b = _mm256_loadu_si256((const __m256i *)y[i].bsums);
+        __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scs, b), 5);
+        isum = _mm256_sub_epi32(isum, off);
+        float d = half_to_float(x[i].d) * y[i].d;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
+    }
+    *out = hsum256_ps(acc);
+}
+
+void hx_kernels_fill_avx512(hx_kernels *k, int has_bf16)
+{
+    k->dot[HX_TYPE_F32] = dot_f32_avx512;
+    k->dot[HX_TYPE_F16] = dot_f16_avx512;
+    k->dot[HX_TYPE_BF16] = has_bf16 ? dot_bf16_avx512bf16 : dot_bf16_avx512;
+    k->dot[HX_TYPE_Q8_0] = dot_q8_0_avx512;
+    k->dot[HX_TYPE_Q4_0] = dot_q4_0_avx512;
+    k->dot[HX_TYPE_Q4_K] = dot_q4_K_avx512;
+    k->dot[HX_TYPE_Q5_K] = dot_q5_K_avx512;
+    k->dot[HX_TYPE_Q6_K] = dot_q6_K_avx512;
+}
+
+#else /* not x86-64: the scalar table stays */
+
 void hx_kernels_fill_avx512(hx_kernels *k, int has_bf16)
 {
     (void)k;
     (void)has_bf16;
 }
+
+#endif
