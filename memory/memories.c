@@ -19,7 +19,7 @@ void hx_mem_list_free(hx_mem_list *l)
 hx_mem_list *mem_list_new(void)
 {
     hx_mem_list *l = hx_calloc(1, sizeof *l);
-    if (l && !(l->arena = hx_arena_new(0))) {
+    if (l && !(l->arena = hx_arena_new(16384))) {
         free(l);
         l = NULL;
     }

@@ -82,8 +82,9 @@ static int candidates(hx_memory *m, terms *t, const char *kind, int cap,
                       int with_expired, hx_mem_list *l, const char **norms,
                       hx_err *err)
 {
-    idset seen = {hx_calloc(4 * MAX_TERMS * MEM_TERM_CAP, sizeof(int64_t)),
-                  4 * MAX_TERMS * MEM_TERM_CAP};
+    size_t slots = 64; /* a power of two, at least twice the rows */
+    while (slots < 2 * (size_t)(t->n * cap)) slots *= 2;
+    idset seen = {hx_calloc(slots, sizeof(int64_t)), slots};
     sqlite3_stmt *st = mem_prepare(m, cand_sql, err);
     int rc = !seen.slot ? hx_err_set(err, HX_ERR_NOMEM, "out of memory")
              : !st      ? (err ? err->rc : HX_ERR_INTERNAL)
