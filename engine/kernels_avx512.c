@@ -118,44 +118,54 @@ AVX512BF16 static void dot_bf16_avx512bf16(int64_t n, float *out, const void *w,
     *out = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
 }
 
-/* ---- Q8_0 activations: vpdpbusd with unsigned weights ---- */
+/* ---- Q8_0 activations: vpdpbusd with unsigned weights ----
+ * The offset correction (-128 sum(y) for Q8_0 stored as x+128, -8 sum(y)
+ * for Q4_0's nibbles) starts the integer accumulator, so each block's sum
+ * is exact before it meets its scale; 4 independent float accumulators
+ * hide the FMA latency. */
+
+AVX512 static inline __m256 q8_0_block(const hx_block_q8_0 *x, const hx_block_q8a *y)
+{
+    __m256i xu = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs),
+                                  _mm256_set1_epi8((char)0x80));
+    __m256i yv = _mm256_loadu_si256((const __m256i *)y->qs);
+    __m256i p = _mm256_dpbusd_epi32(_mm256_zextsi128_si256(_mm_cvtsi32_si128(-128 * y->s)), xu, yv);
+    return _mm256_mul_ps(_mm256_set1_ps(half_to_float(x->d) * y->d), _mm256_cvtepi32_ps(p));
+}
+
+AVX512 static inline __m256 q4_0_block(const hx_block_q4_0 *x, const hx_block_q8a *y)
+{
+    __m128i raw = _mm_loadu_si128((const __m128i *)x->qs);
+    __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw),
+                                 _mm256_set1_epi8(0x0f));
+    __m256i yv = _mm256_loadu_si256((const __m256i *)y->qs);
+    __m256i p = _mm256_dpbusd_epi32(_mm256_zextsi128_si256(_mm_cvtsi32_si128(-8 * y->s)), q, yv);
+    return _mm256_mul_ps(_mm256_set1_ps(half_to_float(x->d) * y->d), _mm256_cvtepi32_ps(p));
+}
+
+#define DOT_BLOCKS4(BLOCK_FN, XT)                                              \
+    const XT *x = w;                                                           \
+    const hx_block_q8a *y = a;                                                 \
+    int64_t nb = n / HX_QK, i = 0;                                             \
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();             \
+    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();             \
+    for (; i + 4 <= nb; i += 4) {                                              \
+        acc0 = _mm256_add_ps(acc0, BLOCK_FN(x + i, y + i));                    \
+        acc1 = _mm256_add_ps(acc1, BLOCK_FN(x + i + 1, y + i + 1));            \
+        acc2 = _mm256_add_ps(acc2, BLOCK_FN(x + i + 2, y + i + 2));            \
+        acc3 = _mm256_add_ps(acc3, BLOCK_FN(x + i + 3, y + i + 3));            \
+    }                                                                          \
+    for (; i < nb; i++) acc0 = _mm256_add_ps(acc0, BLOCK_FN(x + i, y + i));    \
+    *out = hsum256_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)))
 
 AVX512 static void dot_q8_0_avx512(int64_t n, float *out, const void *w, const void *a)
 {
-    const hx_block_q8_0 *x = w;
-    const hx_block_q8a *y = a;
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
-    __m256 acc = _mm256_setzero_ps();
-    float corr = 0;
-    for (int64_t i = 0; i < n / HX_QK; i++) {
-        /* (x + 128) as unsigned bytes; the 128 * sum(y) comes off below. */
-        __m256i xu = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[i].qs), bias);
-        __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
-        __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), xu, yv);
-        float d = half_to_float(x[i].d) * y[i].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc);
-        corr += d * (float)y[i].s;
-    }
-    *out = hsum256_ps(acc) - 128 * corr;
+    DOT_BLOCKS4(q8_0_block, hx_block_q8_0);
 }
 
 AVX512 static void dot_q4_0_avx512(int64_t n, float *out, const void *w, const void *a)
 {
-    const hx_block_q4_0 *x = w;
-    const hx_block_q8a *y = a;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc = _mm256_setzero_ps();
-    float corr = 0;
-    for (int64_t i = 0; i < n / HX_QK; i++) {
-        __m128i raw = _mm_loadu_si128((const __m128i *)x[i].qs);
-        __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), m4);
-        __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);
-        __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q, yv);
-        float d = half_to_float(x[i].d) * y[i].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(p), acc);
-        corr += d * (float)y[i].s;
-    }
-    *out = hsum256_ps(acc) - 8 * corr;
+    DOT_BLOCKS4(q4_0_block, hx_block_q4_0);
 }
 
 /* ---- K-quants ---- */
