@@ -147,6 +147,14 @@ $(BUILD)/bench/maskbench: bench/maskbench.c $(call libs_for,engine)
 bench-maskbench: $(BUILD)/bench/maskbench
 	nice $(BUILD)/bench/maskbench
 
+# Kernel micro benchmark: GEMV GB/s and GEMM GMAC/s per tensor type
+# (THREADS=n; HEARTH_ISA=scalar|avx2|avx512 caps the ISA).
+$(BUILD)/bench/kernels: bench/kernels.c $(call libs_for,engine)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
+bench-kernels: $(BUILD)/bench/kernels
+	nice $(BUILD)/bench/kernels $(or $(THREADS),1)
+
 # The main job (see README): what Hearth can run today.
 demo: $(BUILD)/hearth
 	@sh scripts/demo.sh $(BUILD)/hearth
