@@ -311,6 +311,16 @@ static void test_invalid_utf8(void)
         EXPECT(n > 0);
         for (int i = 0; i < n; i++)
             EXPECT(ids[i] >= 0 && ids[i] < hx_vocab_n_tokens(v));
+        if (hx_vocab_type(v) == HX_VOCAB_BPE) {
+            /* invalid bytes read as U+FFFD, as llama.cpp does; above
+             * U+10FFFF (where llama.cpp throws) too */
+            int32_t a[16], b[16];
+            int na = hx_tokenize(v, "a\xff" "b", 3, a, 16, 0, 0);
+            int nb = hx_tokenize(v, "a\xef\xbf\xbd" "b", 5, b, 16, 0, 0);
+            EXPECT(na == nb && !memcmp(a, b, (size_t)na * sizeof *a));
+            na = hx_tokenize(v, "a\xf4\x90\x80\x80" "b", 6, a, 16, 0, 0);
+            EXPECT(na == nb && !memcmp(a, b, (size_t)na * sizeof *a));
+        }
         hx_vocab_free(v);
     }
 }
