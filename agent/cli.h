@@ -29,5 +29,7 @@ int cli_wants_help(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_memory(int argc, char **argv); /* cmd_memory.c */
 int cmd_tokenize(int argc, char **argv); /* cmd_tokenize.c */
+int cmd_tools(int argc, char **argv); /* cmd_tools.c */
+int cmd_init(int argc, char **argv);
 
 #endif /* HX_CLI_H */

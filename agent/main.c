@@ -9,6 +9,8 @@ static const hx_verb verbs[] = {
     {"version", cmd_version, "print the version"},
     {"memory", cmd_memory, "list, search, show, forget, export memories"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
+    {"tools", cmd_tools, "list the tools, or call one with JSON arguments"},
+    {"init", cmd_init, "write a commented default config.json"},
 };
 #define N_VERBS (sizeof verbs / sizeof verbs[0])
 

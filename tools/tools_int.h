@@ -40,6 +40,15 @@ int64_t hx_tz_day_start(icaltimezone *z, int64_t day);
 void hx_tz_format(icaltimezone *z, int64_t t, int date_only, char *buf,
                   size_t n);
 
+/* ---- argument checking (tools/schema.c) ---- */
+/* Checks args (must be an object) against the JSON Schema subset the
+ * built-in tools use; HX_ERR_INVALID with a message naming the argument. */
+int hx_schema_check(const cJSON *schema, const cJSON *args, hx_err *err);
+
+/* ---- built-in tool groups, each registered by hx_tools_register_builtins
+ * (tools/builtins.c) ---- */
+int hx_cal_register(hx_tools *reg, hx_err *err); /* calendar.* */
+
 /* ---- JSON arguments (tools/args.c) ---- */
 /* The string member `key` of args, or NULL if absent. */
 const char *hx_arg_str(const cJSON *args, const char *key);

@@ -1,0 +1,144 @@
+/* cmd_tools.c: `hearth tools list [--json]`, `hearth tools call NAME JSON`
+ * and `hearth init` (writes the commented default configuration). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/cli.h"
+#include "tools/tools.h"
+
+static void tools_usage(FILE *f)
+{
+    fprintf(f, "usage: hearth tools list [--json] [--config PATH]\n"
+               "       hearth tools call NAME 'JSON' [--config PATH]\n\n"
+               "Lists the built-in tools (with --json, in the OpenAI/MCP tool shape\n"
+               "with their JSON Schemas), or calls one with JSON arguments and prints\n"
+               "its JSON result. Errors go to stderr; the exit code says what failed\n"
+               "(1 failure, 2 bad command line or arguments, 3 bad input data).\n");
+}
+
+/* Removes "--config PATH" from argv; returns the path or NULL. */
+static const char *take_config(int *argc, char **argv)
+{
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--config") || i + 1 >= *argc) continue;
+        const char *p = argv[i + 1];
+        for (int k = i; k + 2 <= *argc; k++) argv[k] = argv[k + 2];
+        *argc -= 2;
+        return p;
+    }
+    return NULL;
+}
+
+/* Loads the configuration and a registry with the built-in tools. */
+static int open_tools(const char *cfg_path, hx_config **cfg, hx_tools **reg)
+{
+    hx_err err = {0};
+    int rc = hx_config_load(cfg_path, cfg, &err);
+    if (rc) {
+        fprintf(stderr, "hearth: %s\n", err.msg);
+        return cli_exit_code(rc);
+    }
+    *reg = hx_tools_new(*cfg);
+    if (!*reg || (rc = hx_tools_register_builtins(*reg, &err))) {
+        fprintf(stderr, "hearth: %s\n", *reg ? err.msg : "out of memory");
+        hx_tools_free(*reg);
+        hx_config_free(*cfg);
+        return HX_EXIT_FAIL;
+    }
+    return HX_EXIT_OK;
+}
+
+static int print_json(cJSON *j)
+{
+    char *s = cJSON_Print(j);
+    if (!s) return HX_EXIT_FAIL;
+    printf("%s\n", s);
+    cJSON_free(s);
+    return HX_EXIT_OK;
+}
+
+static int tools_list(hx_tools *reg, int json)
+{
+    if (json) {
+        cJSON *l = hx_tools_list_json(reg);
+        int rc = print_json(l);
+        cJSON_Delete(l);
+        return rc;
+    }
+    for (int i = 0; i < hx_tools_count(reg); i++) {
+        const hx_tool_def *d = hx_tools_at(reg, i);
+        printf("%-24s %-5s  %s\n", d->name, hx_effect_name(d->effect), d->description);
+    }
+    return HX_EXIT_OK;
+}
+
+static int tools_call(hx_tools *reg, const char *name, const char *json)
+{
+    cJSON *args = cJSON_Parse(json), *res = NULL;
+    hx_err err = {0};
+    if (!args) {
+        fprintf(stderr, "hearth: the arguments are not valid JSON: %s\n", json);
+        return HX_EXIT_USAGE;
+    }
+    int rc = hx_tools_call(reg, name, args, &res, &err);
+    cJSON_Delete(args);
+    if (rc) {
+        fprintf(stderr, "hearth: %s: %s\n", name, err.msg);
+        return rc == HX_ERR_NOTFOUND && !hx_tools_find(reg, name) ? HX_EXIT_USAGE
+                                                                   : cli_exit_code(rc);
+    }
+    rc = print_json(res);
+    cJSON_Delete(res);
+    return rc;
+}
+
+int cmd_tools(int argc, char **argv)
+{
+    const char *cfg_path = take_config(&argc, argv);
+    if (cli_wants_help(argc, argv)) {
+        tools_usage(stdout);
+        return HX_EXIT_OK;
+    }
+    int is_list = argc >= 2 && !strcmp(argv[1], "list");
+    int json = argc == 3 && !strcmp(argv[2], "--json");
+    if (!(is_list && (argc == 2 || json)) &&
+        !(argc == 4 && !strcmp(argv[1], "call"))) {
+        tools_usage(stderr);
+        return HX_EXIT_USAGE;
+    }
+    hx_config *cfg;
+    hx_tools *reg;
+    int rc = open_tools(cfg_path, &cfg, &reg);
+    if (rc) return rc;
+    rc = is_list ? tools_list(reg, json) : tools_call(reg, argv[2], argv[3]);
+    hx_tools_free(reg);
+    hx_config_free(cfg);
+    return rc;
+}
+
+int cmd_init(int argc, char **argv)
+{
+    const char *path = take_config(&argc, argv);
+    if (cli_wants_help(argc, argv) || argc != 1) {
+        fprintf(argc != 1 ? stderr : stdout,
+                "usage: hearth init [--config PATH]\n\n"
+                "Writes a commented default configuration (by default\n"
+                "$XDG_CONFIG_HOME/hearth/config.json, or $HEARTH_HOME/config/config.json);\n"
+                "never overwrites an existing one.\n");
+        return argc != 1 ? HX_EXIT_USAGE : HX_EXIT_OK;
+    }
+    hx_err err = {0};
+    char std[4096];
+    if (!path && hx_path_config(std, sizeof std - 16) >= 0) {
+        strcat(std, "/config.json");
+        path = std;
+    }
+    int rc = hx_config_write_default(path, &err);
+    if (rc) {
+        fprintf(stderr, "hearth: %s\n", err.msg);
+        return cli_exit_code(rc);
+    }
+    printf("wrote %s\n", path);
+    return HX_EXIT_OK;
+}

@@ -1,0 +1,389 @@
+/* cal_tools.c: the calendar tools (calendar.list_events, create_event,
+ * update_event, cancel_event; free_busy and find_slots are in
+ * cal_slots.c) and their registration. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tools/calendar_int.h"
+
+#define MAX_RANGE_DAYS 400
+
+int hx_cal_tool_open(hx_tools *reg, hx_cal **c, hx_err *err)
+{
+    return hx_cal_load(hx_tools_config(reg), hx_tools_tz(reg), c, err);
+}
+
+/* The query range from "range", or "start"/"end", or dflt. */
+int hx_cal_arg_range(hx_tools *reg, const cJSON *args, const char *dflt, int64_t *from,
+                     int64_t *to, hx_err *err)
+{
+    hx_when_range r, e;
+    int rc;
+    cJSON *d = NULL;
+    const char *key = hx_arg_str(args, "range") ? "range" : hx_arg_str(args, "start") ? "start" : NULL;
+    if (!key) {
+        d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "range", dflt);
+        args = d;
+        key = "range";
+    }
+    rc = hx_arg_when(reg, args, key, &r, err);
+    cJSON_Delete(d);
+    if (rc) return rc;
+    *from = r.start;
+    *to = r.is_point ? r.start + (strcmp(key, "range") ? 86400 : 1) : r.end;
+    if (!strcmp(key, "start") && hx_arg_str(args, "end")) {
+        if ((rc = hx_arg_when(reg, args, "end", &e, err))) return rc;
+        *to = e.is_point ? e.start : e.end;
+    }
+    if (*to <= *from) return hx_err_set(err, HX_ERR_INVALID, "the range ends before it starts");
+    if (*to - *from > (int64_t)MAX_RANGE_DAYS * 86400)
+        return hx_err_set(err, HX_ERR_RANGE, "the range is longer than %d days", MAX_RANGE_DAYS);
+    return HX_OK;
+}
+
+cJSON *hx_cal_range_json(hx_cal *c, int64_t from, int64_t to)
+{
+    char a[40], b[40];
+    hx_tz_format(c->tz, from, 0, a, sizeof a);
+    hx_tz_format(c->tz, to, 0, b, sizeof b);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "start", a);
+    cJSON_AddStringToObject(o, "end", b);
+    return o;
+}
+
+void hx_cal_add_problems(hx_cal *c, cJSON *result)
+{
+    if (cJSON_GetArraySize(c->problems))
+        cJSON_AddItemToObject(result, "problems", cJSON_Duplicate(c->problems, 1));
+}
+
+/* ---- calendar.list_events ---- */
+
+static int has_text(const char *hay, const char *needle)
+{
+    return hay && strcasestr(hay, needle);
+}
+
+static int occ_matches(const hx_cal_occ *o, const char *cal, const char *query)
+{
+    if (cal && strcmp(o->file->calendar, cal)) return 0;
+    if (!query || !*query) return 1;
+    return has_text(icalcomponent_get_summary(o->ev), query) ||
+           has_text(icalcomponent_get_location(o->ev), query) ||
+           has_text(icalcomponent_get_description(o->ev), query);
+}
+
+static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **result,
+                       hx_err *err)
+{
+    (void)user;
+    hx_cal *c;
+    hx_cal_occ *occ = NULL;
+    int64_t from, to;
+    int n = 0, rc = hx_cal_tool_open(reg, &c, err);
+    if (rc) return rc;
+    if ((rc = hx_cal_arg_range(reg, args, "today", &from, &to, err)) ||
+        (rc = hx_cal_occurrences(c, from, to, &occ, &n, err))) {
+        hx_cal_free(c);
+        return rc;
+    }
+    int limit = hx_arg_int(args, "limit", 100), shown = 0, total = 0;
+    const char *cal = hx_arg_str(args, "calendar"), *q = hx_arg_str(args, "query");
+    cJSON *res = cJSON_CreateObject();
+    cJSON_AddItemToObject(res, "range", hx_cal_range_json(c, from, to));
+    cJSON *evs = cJSON_AddArrayToObject(res, "events");
+    for (int i = 0; i < n; i++) {
+        if (!occ_matches(&occ[i], cal, q)) continue;
+        total++;
+        if (shown < limit) cJSON_AddItemToArray(evs, hx_cal_occ_json(c, &occ[i])), shown++;
+    }
+    cJSON_AddNumberToObject(res, "count", total);
+    if (total > shown) cJSON_AddBoolToObject(res, "truncated", 1);
+    hx_cal_add_problems(c, res);
+    free(occ);
+    hx_cal_free(c);
+    *result = res;
+    return HX_OK;
+}
+
+/* ---- times of new or changed events ---- */
+
+typedef struct ev_times {
+    int64_t start, end;
+    int all_day;
+} ev_times;
+
+static int period_err(hx_err *err, const char *key, const char *v)
+{
+    return hx_err_set(err, HX_ERR_INVALID,
+                      "argument '%s': '%s' names a whole day or more, not a time; give a "
+                      "time like 'tomorrow at 10am', or set all_day",
+                      key, v);
+}
+
+/* all-day: whole local days from start's day to end's day (inclusive). */
+static int all_day_times(hx_tools *reg, hx_cal *c, const cJSON *args, const hx_when_range *s,
+                         ev_times *t, hx_err *err)
+{
+    int64_t d0 = hx_tz_local_day(c->tz, s->start), d1 = hx_tz_local_day(c->tz, s->end - 1);
+    if (s->is_point) d1 = d0;
+    if (hx_arg_str(args, "end")) {
+        hx_when_range e;
+        int rc = hx_arg_when(reg, args, "end", &e, err);
+        if (rc) return rc;
+        d1 = hx_tz_local_day(c->tz, e.is_point ? e.start : e.end - 1);
+    }
+    if (d1 < d0) return hx_err_set(err, HX_ERR_INVALID, "argument 'end': before the start");
+    t->start = hx_tz_day_start(c->tz, d0);
+    t->end = hx_tz_day_start(c->tz, d1 + 1);
+    t->all_day = 1;
+    return HX_OK;
+}
+
+/* Start and end from "start", "end" / "duration_minutes"; old (may be NULL)
+ * gives what is kept when only some are given. */
+static int event_times(hx_tools *reg, hx_cal *c, const cJSON *args, const ev_times *old,
+                       ev_times *t, hx_err *err)
+{
+    hx_when_range s = {0}, e;
+    int rc, has_start = hx_arg_str(args, "start") != NULL;
+    int all_day = hx_arg_bool(args, "all_day", old ? old->all_day : 0);
+    if (has_start && (rc = hx_arg_when(reg, args, "start", &s, err))) return rc;
+    if (!has_start) s.start = old->start, s.end = old->all_day ? old->end : old->start, s.is_point = !old->all_day;
+    if (all_day) return all_day_times(reg, c, args, &s, t, err);
+    int dur = hx_arg_int(args, "duration_minutes", -1);
+    t->all_day = 0;
+    t->start = s.start;
+    if (!s.is_point && s.whole_days) return period_err(err, "start", hx_arg_str(args, "start"));
+    if (dur > 0) t->end = s.start + (int64_t)dur * 60;
+    else if (hx_arg_str(args, "end")) {
+        if ((rc = hx_arg_when(reg, args, "end", &e, err))) return rc;
+        if (!e.is_point) return period_err(err, "end", hx_arg_str(args, "end"));
+        t->end = e.start;
+    } else if (!s.is_point) t->end = s.end; /* "from 2pm to 4pm" */
+    else if (old) t->end = s.start + (old->end - old->start);
+    else t->end = s.start + 3600;
+    if (t->end <= t->start) return hx_err_set(err, HX_ERR_INVALID, "the event ends before it starts");
+    return HX_OK;
+}
+
+/* ---- calendar.create_event ---- */
+
+static void edit_from_args(const cJSON *args, hx_cal_edit *e)
+{
+    memset(e, 0, sizeof *e);
+    e->title = hx_arg_str(args, "title");
+    e->location = hx_arg_str(args, "location");
+    e->description = hx_arg_str(args, "description");
+    e->attendees = cJSON_GetObjectItemCaseSensitive(args, "attendees");
+    int rem = hx_arg_int(args, "reminder_minutes", HX_CAL_KEEP_ALARM);
+    e->reminder_min = rem < 0 ? (rem == HX_CAL_KEEP_ALARM ? rem : HX_CAL_NO_ALARM) : rem;
+}
+
+static cJSON *write_result(hx_cal *c, hx_cal_file *f, icalcomponent *ev, const char *key,
+                           const char *mail)
+{
+    hx_cal_occ o = {ev, f, 0, 0, 0, 0, 0};
+    hx_cal_event_times(c, f, ev, &o.start, &o.end, &o.all_day);
+    o.recurring = icalcomponent_get_first_property(ev, ICAL_RRULE_PROPERTY) != NULL;
+    o.rid = o.start;
+    cJSON *res = cJSON_CreateObject();
+    cJSON_AddItemToObject(res, key, hx_cal_occ_json(c, &o));
+    cJSON_AddStringToObject(res, "file", f->path);
+    if (mail && *mail) cJSON_AddStringToObject(res, "invitation_queued", mail);
+    return res;
+}
+
+static int create_event(hx_tools *reg, void *user, const cJSON *args, cJSON **result,
+                        hx_err *err)
+{
+    (void)user;
+    hx_cal *c;
+    ev_times t;
+    hx_cal_edit e;
+    icalcomponent *root = NULL;
+    hx_cal_file *f = NULL;
+    char uid[64], mail[256] = "";
+    int rc = hx_cal_tool_open(reg, &c, err);
+    if (rc) return rc;
+    if ((rc = event_times(reg, c, args, NULL, &t, err))) goto out;
+    edit_from_args(args, &e);
+    e.has_times = 1, e.start = t.start, e.end = t.end, e.all_day = t.all_day;
+    hx_cal_new_uid(uid, sizeof uid);
+    icalcomponent *ev = hx_cal_new_event(c, uid, &root);
+    if ((rc = hx_cal_apply_edit(c, root, ev, &e, err)) ||
+        (rc = hx_cal_add_file(c, c->cfg->calendar_default, uid, root, &f, err)))
+        goto out;
+    root = NULL; /* owned by c now */
+    rc = hx_cal_itip_queue(c, f, ev, "REQUEST", mail, sizeof mail, err);
+    if (rc) hx_err_set(err, rc, "the event was saved in %s but the invitation was not queued: %s",
+                       f->path, err->msg);
+    else *result = write_result(c, f, ev, "created", mail);
+out:
+    if (root) icalcomponent_free(root);
+    hx_cal_free(c);
+    return rc;
+}
+
+/* ---- calendar.update_event ---- */
+
+static int find_event(hx_cal *c, const cJSON *args, hx_cal_file **f, icalcomponent **ev,
+                      hx_err *err)
+{
+    const char *uid = hx_arg_str(args, "uid");
+    *ev = hx_cal_find_uid(c, uid, f);
+    if (!*ev)
+        return hx_err_set(err, HX_ERR_NOTFOUND,
+                          "no event with uid '%s' (calendar.list_events shows uids)", uid);
+    return HX_OK;
+}
+
+static int has_attendees(icalcomponent *ev)
+{
+    return icalcomponent_get_first_property(ev, ICAL_ATTENDEE_PROPERTY) != NULL;
+}
+
+static int update_event(hx_tools *reg, void *user, const cJSON *args, cJSON **result,
+                        hx_err *err)
+{
+    (void)user;
+    hx_cal *c;
+    hx_cal_file *f;
+    icalcomponent *ev;
+    hx_cal_edit e;
+    ev_times old, t;
+    char mail[256] = "";
+    int rc = hx_cal_tool_open(reg, &c, err);
+    if (rc) return rc;
+    if ((rc = find_event(c, args, &f, &ev, err))) goto out;
+    hx_cal_event_times(c, f, ev, &old.start, &old.end, &old.all_day);
+    t = old;
+    edit_from_args(args, &e);
+    e.has_times = hx_arg_str(args, "start") || hx_arg_str(args, "end") ||
+                  cJSON_GetObjectItemCaseSensitive(args, "duration_minutes") ||
+                  cJSON_GetObjectItemCaseSensitive(args, "all_day");
+    if (e.has_times && (rc = event_times(reg, c, args, &old, &t, err))) goto out;
+    e.start = t.start, e.end = t.end, e.all_day = t.all_day;
+    e.bump_sequence = 1;
+    int invited = has_attendees(ev);
+    if ((rc = hx_cal_apply_edit(c, f->root, ev, &e, err)) || (rc = hx_cal_save(c, f, err)))
+        goto out;
+    if (invited || has_attendees(ev))
+        rc = hx_cal_itip_queue(c, f, ev, "REQUEST", mail, sizeof mail, err);
+    if (rc) hx_err_set(err, rc, "the change was saved but the update was not queued: %s", err->msg);
+    else *result = write_result(c, f, ev, "updated", mail);
+out:
+    hx_cal_free(c);
+    return rc;
+}
+
+/* ---- calendar.cancel_event ---- */
+
+static int cancel_event(hx_tools *reg, void *user, const cJSON *args, cJSON **result,
+                        hx_err *err)
+{
+    (void)user;
+    hx_cal *c;
+    hx_cal_file *f;
+    icalcomponent *ev;
+    hx_cal_edit e;
+    char mail[256] = "";
+    int rc = hx_cal_tool_open(reg, &c, err);
+    if (rc) return rc;
+    if ((rc = find_event(c, args, &f, &ev, err))) goto out;
+    if (hx_arg_str(args, "occurrence")) {
+        rc = hx_cal_cancel_occurrence(reg, c, f, ev, args, result, err);
+        goto out;
+    }
+    memset(&e, 0, sizeof e);
+    e.reminder_min = HX_CAL_KEEP_ALARM;
+    e.cancel = 1;
+    e.bump_sequence = 1;
+    if ((rc = hx_cal_apply_edit(c, f->root, ev, &e, err)) || (rc = hx_cal_save(c, f, err)))
+        goto out;
+    rc = hx_cal_itip_queue(c, f, ev, "CANCEL", mail, sizeof mail, err);
+    if (rc) hx_err_set(err, rc, "the event was cancelled but the notice was not queued: %s", err->msg);
+    else *result = write_result(c, f, ev, "cancelled", mail);
+out:
+    hx_cal_free(c);
+    return rc;
+}
+
+/* ---- registration ---- */
+
+#define RANGE_PROPS                                                                    \
+    "\"range\":{\"type\":\"string\",\"description\":\"a period: 'today', 'next week', " \
+    "'Dec 3', 'tomorrow afternoon', or ISO 8601\"},"                                    \
+    "\"start\":{\"type\":\"string\",\"description\":\"ISO 8601 or an expression\"},"    \
+    "\"end\":{\"type\":\"string\",\"description\":\"ISO 8601 or an expression\"}"
+
+#define EVENT_PROPS                                                                    \
+    "\"title\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":500},"                \
+    "\"start\":{\"type\":\"string\",\"description\":\"'tomorrow at 10am', "             \
+    "'2026-12-03T14:00', ...\"},"                                                       \
+    "\"end\":{\"type\":\"string\"},"                                                    \
+    "\"duration_minutes\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":20160},"      \
+    "\"all_day\":{\"type\":\"boolean\"},"                                               \
+    "\"attendees\":{\"type\":\"array\",\"maxItems\":100,\"items\":{\"type\":\"string\"," \
+    "\"description\":\"bob@example.org or Bob <bob@example.org>\"}},"                   \
+    "\"location\":{\"type\":\"string\",\"maxLength\":1000},"                            \
+    "\"description\":{\"type\":\"string\",\"maxLength\":20000},"                        \
+    "\"reminder_minutes\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":40320}"
+
+static const hx_tool_def cal_tools[] = {
+    {HX_TOOL_API_VERSION, "calendar.list_events",
+     "List the events of the user's calendars in a period (default today), recurring "
+     "events expanded. Times are ISO 8601 in the user's time zone.",
+     "{\"type\":\"object\",\"properties\":{" RANGE_PROPS ","
+     "\"calendar\":{\"type\":\"string\"},\"query\":{\"type\":\"string\"},"
+     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":500}},"
+     "\"additionalProperties\":false}",
+     HX_EFFECT_READ, list_events, NULL},
+    {HX_TOOL_API_VERSION, "calendar.free_busy",
+     "When the user, and attendees where their events are known, are busy in a period.",
+     "{\"type\":\"object\",\"properties\":{" RANGE_PROPS ","
+     "\"attendees\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\"}}},"
+     "\"additionalProperties\":false}",
+     HX_EFFECT_READ, hx_cal_free_busy, NULL},
+    {HX_TOOL_API_VERSION, "calendar.find_slots",
+     "Find free slots of a given length for the user and attendees in a period, within "
+     "working hours, earliest first.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"duration_minutes\":{\"type\":\"integer\",\"minimum\":5,\"maximum\":1440},"
+     RANGE_PROPS ","
+     "\"attendees\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\"}},"
+     "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50},"
+     "\"working_hours_only\":{\"type\":\"boolean\"}},"
+     "\"required\":[\"duration_minutes\"],\"additionalProperties\":false}",
+     HX_EFFECT_READ, hx_cal_find_slots, NULL},
+    {HX_TOOL_API_VERSION, "calendar.create_event",
+     "Create an event in the user's calendar; with attendees, an invitation is queued in "
+     "the outbox. Default length one hour.",
+     "{\"type\":\"object\",\"properties\":{" EVENT_PROPS "},"
+     "\"required\":[\"title\",\"start\"],\"additionalProperties\":false}",
+     HX_EFFECT_SEND, create_event, NULL},
+    {HX_TOOL_API_VERSION, "calendar.update_event",
+     "Change an event by uid (only the fields given); attendees get an update.",
+     "{\"type\":\"object\",\"properties\":{\"uid\":{\"type\":\"string\",\"minLength\":1},"
+     EVENT_PROPS "},\"required\":[\"uid\"],\"additionalProperties\":false}",
+     HX_EFFECT_SEND, update_event, NULL},
+    {HX_TOOL_API_VERSION, "calendar.cancel_event",
+     "Cancel an event by uid, or one occurrence of a recurring event; attendees get a "
+     "cancellation.",
+     "{\"type\":\"object\",\"properties\":{\"uid\":{\"type\":\"string\",\"minLength\":1},"
+     "\"occurrence\":{\"type\":\"string\",\"description\":\"start of the one occurrence "
+     "to cancel\"}},\"required\":[\"uid\"],\"additionalProperties\":false}",
+     HX_EFFECT_SEND, cancel_event, NULL},
+};
+
+int hx_cal_register(hx_tools *reg, hx_err *err)
+{
+    for (size_t i = 0; i < sizeof cal_tools / sizeof cal_tools[0]; i++) {
+        int rc = hx_tools_register(reg, &cal_tools[i], err);
+        if (rc) return rc;
+    }
+    return HX_OK;
+}

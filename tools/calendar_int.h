@@ -1,0 +1,145 @@
+/* calendar_int.h: tools-internal API of the calendar: loading vdir
+ * directories and .ics files (cal_store.c), expanding occurrences
+ * (cal_expand.c), writing events (cal_write.c) and iTIP mail (cal_itip.c). */
+#ifndef HX_CALENDAR_INT_H
+#define HX_CALENDAR_INT_H
+
+#include <sys/types.h>
+
+#include "tools/tools_int.h"
+
+#define HX_CAL_MAX_FILE (4u << 20) /* bytes per .ics file; larger ones are skipped */
+#define HX_CAL_MAX_FILES 20000     /* .ics files per calendar directory */
+#define HX_CAL_MAX_ITER 20000      /* recurrence steps per rule */
+#define HX_CAL_MAX_OCC 5000        /* occurrences per query */
+
+typedef struct hx_cal_file {
+    char *path;          /* the .ics file */
+    char *calendar;      /* calendar name: the directory's or file's base name */
+    int is_vdir;         /* 1: a file of a vdir directory */
+    icalcomponent *root; /* VCALENDAR, owned */
+    off_t size;          /* size and mtime at load, to detect changes */
+    int64_t mtime_ns;
+    int warned_tzid;     /* an unknown TZID was reported for this file */
+} hx_cal_file;
+
+typedef struct hx_cal {
+    const hx_config *cfg; /* borrowed */
+    icaltimezone *tz;     /* the user's zone (floating and all-day times) */
+    hx_cal_file *files;
+    int n_files, cap_files;
+    cJSON *problems;      /* [{"file","error"}]: files skipped or read in part */
+} hx_cal;
+
+/* Loads every configured calendar. Files that cannot be read or parsed are
+ * listed in problems and skipped; only allocation failure is an error. */
+int hx_cal_load(const hx_config *cfg, icaltimezone *tz, hx_cal **out, hx_err *err);
+void hx_cal_free(hx_cal *c); /* NULL is a no-op */
+void hx_cal_problem(hx_cal *c, const char *file, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Parses one file's text into f->root; HX_ERR_FORMAT names the problem. */
+int hx_cal_parse(const char *text, icalcomponent **root, hx_err *err);
+
+/* The Unix time of a date or date-time value of property p (DTSTART, ...)
+ * of file f: UTC, TZID (the file's VTIMEZONE, else the IANA zone of that
+ * name), floating and dates in the user's zone. */
+int64_t hx_cal_prop_time(hx_cal *c, hx_cal_file *f, icalproperty *p,
+                         struct icaltimetype t);
+/* The zone a value of p is in (as above). */
+icaltimezone *hx_cal_prop_zone(hx_cal *c, hx_cal_file *f, icalproperty *p,
+                               struct icaltimetype t);
+/* Local civil time of t in zone z as a libical time (no zone attached). */
+struct icaltimetype hx_cal_ical_time(icaltimezone *z, int64_t t, int is_date);
+
+/* The master VEVENT with this UID (not a RECURRENCE-ID override) and the
+ * file holding it, or NULL. */
+icalcomponent *hx_cal_find_uid(hx_cal *c, const char *uid, hx_cal_file **file);
+
+/* ---- occurrences ---- */
+typedef struct hx_cal_occ {
+    icalcomponent *ev;  /* the VEVENT (master or override); borrowed */
+    hx_cal_file *file;  /* borrowed */
+    int64_t start, end; /* Unix seconds, end exclusive */
+    int all_day;
+    int recurring;      /* part of a recurring series */
+    int64_t rid;        /* the occurrence's RECURRENCE-ID (start), if recurring */
+} hx_cal_occ;
+
+/* The occurrences overlapping [from, to), sorted by start (*out: caller
+ * frees). HX_ERR_FULL if more than HX_CAL_MAX_OCC. */
+int hx_cal_occurrences(hx_cal *c, int64_t from, int64_t to, hx_cal_occ **out,
+                       int *n, hx_err *err);
+/* An occurrence as the tools' JSON (uid, title, start, end, ...). */
+cJSON *hx_cal_occ_json(hx_cal *c, const hx_cal_occ *o);
+/* True if o blocks time (not cancelled, not TRANSPARENT). */
+int hx_cal_occ_busy(const hx_cal_occ *o);
+/* True if email (no "mailto:") organizes or attends o without declining. */
+int hx_cal_occ_involves(const hx_cal_occ *o, const char *email);
+
+/* ---- writing (cal_write.c) ---- */
+/* Serializes f->root and replaces the file atomically after checking that
+ * it did not change on disk since it was loaded and that the new text
+ * parses back with the same events. */
+int hx_cal_save(hx_cal *c, hx_cal_file *f, hx_err *err);
+/* A fresh unique UID ("<32 hex>@hearth"). */
+void hx_cal_new_uid(char *buf, size_t n);
+/* Writes root (taken over by c on success) as DIR/UID.ics, a new file of
+ * a vdir, and adds it to c (*out). Refuses to replace an existing file. */
+int hx_cal_add_file(hx_cal *c, const char *dir, const char *uid, icalcomponent *root,
+                    hx_cal_file **out, hx_err *err);
+/* A new VCALENDAR (*root, caller owns) holding one VEVENT with uid,
+ * returned (owned by *root). */
+icalcomponent *hx_cal_new_event(hx_cal *c, const char *uid, icalcomponent **root);
+
+#define HX_CAL_KEEP_ALARM (-1) /* reminder_min: leave alarms as they are */
+#define HX_CAL_NO_ALARM (-2)   /* reminder_min: remove alarms */
+/* A change to an event; NULL / 0 fields are left as they are. */
+typedef struct hx_cal_edit {
+    const char *title, *location, *description; /* "" clears location/description */
+    int has_times;         /* set start and end */
+    int64_t start, end;
+    int all_day;
+    const cJSON *attendees; /* array of "bob@x" / "Bob <bob@x>"; replaces all */
+    int reminder_min;       /* minutes before; or HX_CAL_KEEP/NO_ALARM */
+    int cancel;             /* STATUS:CANCELLED */
+    int bump_sequence;      /* SEQUENCE + 1 (a change attendees must see) */
+} hx_cal_edit;
+/* Applies e to ev (in root: a VTIMEZONE for the user's zone is added when
+ * times are written), and stamps DTSTAMP / LAST-MODIFIED with hx_now.
+ * Unknown properties of ev are kept. */
+int hx_cal_apply_edit(hx_cal *c, icalcomponent *root, icalcomponent *ev,
+                      const hx_cal_edit *e, hx_err *err);
+/* The start, end and all-day flag of an event's first occurrence. */
+void hx_cal_event_times(hx_cal *c, hx_cal_file *f, icalcomponent *ev, int64_t *start,
+                        int64_t *end, int *all_day);
+
+/* ---- iTIP (cal_itip.c) ---- */
+/* Queues an iTIP message (method "REQUEST" or "CANCEL") for ev's
+ * attendees as a MIME mail in the outbox Maildir. The file name under
+ * new/ goes into name if not NULL. Does nothing (HX_OK, name "") if ev
+ * has no attendees other than the user. */
+int hx_cal_itip_queue(hx_cal *c, hx_cal_file *f, icalcomponent *ev,
+                      const char *method, char *name, size_t name_n,
+                      hx_err *err);
+
+/* ---- tool helpers (cal_tools.c) ---- */
+int hx_cal_tool_open(hx_tools *reg, hx_cal **c, hx_err *err);
+/* The period of the "range" argument, or "start"/"end", or of the
+ * expression dflt; at most 400 days. */
+int hx_cal_arg_range(hx_tools *reg, const cJSON *args, const char *dflt, int64_t *from,
+                     int64_t *to, hx_err *err);
+cJSON *hx_cal_range_json(hx_cal *c, int64_t from, int64_t to);
+/* Adds "problems" (files skipped or read in part) to a result if any. */
+void hx_cal_add_problems(hx_cal *c, cJSON *result);
+
+/* Tool functions (hx_tool_fn) of cal_slots.c and cal_cancel.c. */
+int hx_cal_free_busy(hx_tools *reg, void *user, const cJSON *args, cJSON **result,
+                     hx_err *err);
+int hx_cal_find_slots(hx_tools *reg, void *user, const cJSON *args, cJSON **result,
+                      hx_err *err);
+/* Cancels the one occurrence of ev named by args' "occurrence": an EXDATE
+ * on the series and an iTIP CANCEL with its RECURRENCE-ID. */
+int hx_cal_cancel_occurrence(hx_tools *reg, hx_cal *c, hx_cal_file *f, icalcomponent *ev,
+                             const cJSON *args, cJSON **result, hx_err *err);
+
+#endif /* HX_CALENDAR_INT_H */

@@ -1,0 +1,165 @@
+/* registry.c: the tool registry: tools registered with a JSON Schema for
+ * their arguments, called by name with the arguments checked first. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/tools_int.h"
+
+typedef struct tool {
+    hx_tool_def def; /* strings owned (copies) */
+    cJSON *schema;   /* parsed schema_json, owned */
+} tool;
+
+struct hx_tools {
+    const hx_config *cfg; /* borrowed */
+    tool *tools;
+    int n, cap;
+};
+
+const char *hx_effect_name(int effect)
+{
+    switch (effect) {
+    case HX_EFFECT_READ: return "read";
+    case HX_EFFECT_WRITE: return "write";
+    case HX_EFFECT_SEND: return "send";
+    default: return "unknown";
+    }
+}
+
+hx_tools *hx_tools_new(const hx_config *cfg)
+{
+    hx_tools *r = calloc(1, sizeof *r);
+    if (r) r->cfg = cfg;
+    return r;
+}
+
+static void tool_free(tool *t)
+{
+    free((char *)t->def.name);
+    free((char *)t->def.description);
+    free((char *)t->def.schema_json);
+    cJSON_Delete(t->schema);
+}
+
+void hx_tools_free(hx_tools *reg)
+{
+    if (!reg) return;
+    for (int i = 0; i < reg->n; i++) tool_free(&reg->tools[i]);
+    free(reg->tools);
+    free(reg);
+}
+
+const hx_config *hx_tools_config(const hx_tools *reg) { return reg->cfg; }
+
+static int check_def(const hx_tools *reg, const hx_tool_def *def, cJSON **schema,
+                     hx_err *err)
+{
+    if (!def || !def->name || !*def->name || !def->call)
+        return hx_err_set(err, HX_ERR_INVALID, "tool definition without a name or function");
+    if (def->api_version != HX_TOOL_API_VERSION)
+        return hx_err_set(err, HX_ERR_UNSUPPORTED, "tool '%s': api_version %d, expected %d",
+                          def->name, def->api_version, HX_TOOL_API_VERSION);
+    if (hx_tools_find(reg, def->name))
+        return hx_err_set(err, HX_ERR_STATE, "tool '%s' is already registered", def->name);
+    *schema = cJSON_Parse(def->schema_json ? def->schema_json : "");
+    if (!cJSON_IsObject(*schema)) {
+        cJSON_Delete(*schema);
+        return hx_err_set(err, HX_ERR_FORMAT, "tool '%s': the schema is not a JSON object",
+                          def->name);
+    }
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(*schema, "type");
+    if (t && !(cJSON_IsString(t) && !strcmp(t->valuestring, "object"))) {
+        cJSON_Delete(*schema);
+        return hx_err_set(err, HX_ERR_FORMAT,
+                          "tool '%s': the schema's type must be \"object\"", def->name);
+    }
+    return HX_OK;
+}
+
+int hx_tools_register(hx_tools *reg, const hx_tool_def *def, hx_err *err)
+{
+    cJSON *schema = NULL;
+    int rc = check_def(reg, def, &schema, err);
+    if (rc) return rc;
+    if (reg->n == reg->cap) {
+        int cap = reg->cap ? reg->cap * 2 : 16;
+        tool *nt = realloc(reg->tools, (size_t)cap * sizeof *nt);
+        if (!nt) {
+            cJSON_Delete(schema);
+            return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+        }
+        reg->tools = nt;
+        reg->cap = cap;
+    }
+    tool *t = &reg->tools[reg->n];
+    t->def = *def;
+    t->def.name = hx_strdup(def->name);
+    t->def.description = hx_strdup(def->description ? def->description : "");
+    t->def.schema_json = hx_strdup(def->schema_json);
+    t->schema = schema;
+    if (!t->def.name || !t->def.description || !t->def.schema_json) {
+        tool_free(t);
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    }
+    reg->n++;
+    return HX_OK;
+}
+
+int hx_tools_count(const hx_tools *reg) { return reg ? reg->n : 0; }
+
+const hx_tool_def *hx_tools_at(const hx_tools *reg, int i)
+{
+    return reg && i >= 0 && i < reg->n ? &reg->tools[i].def : NULL;
+}
+
+static tool *find(const hx_tools *reg, const char *name)
+{
+    for (int i = 0; reg && name && i < reg->n; i++)
+        if (!strcmp(reg->tools[i].def.name, name)) return &reg->tools[i];
+    return NULL;
+}
+
+const hx_tool_def *hx_tools_find(const hx_tools *reg, const char *name)
+{
+    tool *t = find(reg, name);
+    return t ? &t->def : NULL;
+}
+
+int hx_tools_call(hx_tools *reg, const char *name, const cJSON *args,
+                  cJSON **result, hx_err *err)
+{
+    *result = NULL;
+    tool *t = find(reg, name);
+    if (!t) return hx_err_set(err, HX_ERR_NOTFOUND, "no tool named '%s'", name ? name : "");
+    cJSON *empty = NULL;
+    if (!args) args = empty = cJSON_CreateObject();
+    int rc = hx_schema_check(t->schema, args, err);
+    if (rc == HX_OK) rc = t->def.call(reg, t->def.user, args, result, err);
+    cJSON_Delete(empty);
+    if (rc == HX_OK && !cJSON_IsObject(*result)) {
+        cJSON_Delete(*result);
+        *result = NULL;
+        rc = hx_err_set(err, HX_ERR_INTERNAL, "tool '%s' returned no result object", name);
+    }
+    if (rc != HX_OK) {
+        cJSON_Delete(*result);
+        *result = NULL;
+    }
+    return rc;
+}
+
+cJSON *hx_tools_list_json(const hx_tools *reg)
+{
+    cJSON *list = cJSON_CreateArray();
+    for (int i = 0; list && i < hx_tools_count(reg); i++) {
+        const tool *t = &reg->tools[i];
+        cJSON *item = cJSON_CreateObject(), *fn = cJSON_CreateObject();
+        cJSON_AddStringToObject(item, "type", "function");
+        cJSON_AddStringToObject(fn, "name", t->def.name);
+        cJSON_AddStringToObject(fn, "description", t->def.description);
+        cJSON_AddItemToObject(fn, "parameters", cJSON_Duplicate(t->schema, 1));
+        cJSON_AddItemToObject(item, "function", fn);
+        cJSON_AddItemToArray(list, item);
+    }
+    return list;
+}
