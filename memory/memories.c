@@ -89,6 +89,13 @@ static int64_t find_same(hx_memory *m, const char *kind, const char *norm,
     return id;
 }
 
+static int word_count(const char *norm)
+{
+    int n = *norm != '\0';
+    for (; *norm; norm++) n += *norm == ' ';
+    return n;
+}
+
 /* The memory of the same kind with the highest word overlap >= threshold
  * among those sharing a word with norm, or 0; -1 on error. */
 static int64_t find_similar(hx_memory *m, const char *kind, const char *norm,
@@ -99,7 +106,12 @@ static int64_t find_similar(hx_memory *m, const char *kind, const char *norm,
     if (mem_candidates(m, norm, kind, &l, &norms, err)) return -1;
     int64_t best = 0;
     double best_j = m->params.merge_jaccard;
+    int n_words = word_count(norm);
     for (int i = 0; i < l->n; i++) {
+        /* |A n B| / |A u B| >= t needs t|A| <= |B| <= |A|/t (word counts
+         * with repeats bound the set sizes loosely; only a cheap filter). */
+        int nb = word_count(norms[i]);
+        if (nb < best_j * n_words / 2 || nb * best_j > 2 * n_words) continue;
         double j = hx_mem_jaccard(norm, norms[i]);
         if (j >= best_j) {
             best_j = j;

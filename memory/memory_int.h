@@ -66,7 +66,7 @@ int mem_ranked(hx_memory *m, const char *query, int limit,
  * Each item's score field is 0; *norms (parallel to items, in the list's arena) gets the normalised
  * texts. */
 #define MEM_TERM_CAP 64
-#define MEM_MERGE_CAP 32
+#define MEM_MERGE_CAP 16
 int mem_candidates(hx_memory *m, const char *text, const char *kind,
                    hx_mem_list **out, const char ***norms, hx_err *err);
 

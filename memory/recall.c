@@ -63,9 +63,9 @@ static int render(const hx_mem_list *l, const hx_recall_params *p,
     return rc ? rc : (out->oom ? HX_ERR_NOMEM : HX_OK);
 }
 
-static int mark_used(hx_memory *m, const hx_mem_list *l, int n, hx_err *err)
+static int mark_used_tx(hx_memory *m, const hx_mem_list *l, int n,
+                        hx_err *err)
 {
-    if (n == 0) return HX_OK;
     int rc = mem_tx_begin(m, err);
     if (rc) return rc;
     sqlite3_stmt *st = mem_prepare(
@@ -83,6 +83,19 @@ static int mark_used(hx_memory *m, const hx_mem_list *l, int n, hx_err *err)
     }
     sqlite3_finalize(st);
     return mem_tx_end(m, rc, err);
+}
+
+/* Use counts are bookkeeping, not the user's data: their commit skips the
+ * fsync (a later synced commit makes them durable), which keeps recall
+ * fast; a power cut may lose the last few bumps, never corrupt. */
+static int mark_used(hx_memory *m, const hx_mem_list *l, int n, hx_err *err)
+{
+    if (n == 0) return HX_OK;
+    int relax = m->params.sync_full && !m->in_batch;
+    if (relax) mem_exec(m, "PRAGMA synchronous=NORMAL", NULL);
+    int rc = mark_used_tx(m, l, n, err);
+    if (relax) mem_exec(m, "PRAGMA synchronous=FULL", NULL);
+    return rc;
 }
 
 int hx_memory_recall(hx_memory *m, const char *request,

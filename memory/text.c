@@ -148,8 +148,11 @@ static const char *const stop_words[] = {
 
 static int is_stop(const char *w, size_t len)
 {
+    if (len > 6) return 0; /* the longest stop word is 6 bytes */
     for (size_t i = 0; i < sizeof stop_words / sizeof *stop_words; i++)
-        if (ieq(stop_words[i], strlen(stop_words[i]), w, len)) return 1;
+        if (stop_words[i][0] == lower(w[0]) &&
+            strnlen(stop_words[i], 7) == len && ieq(stop_words[i], len, w, len))
+            return 1;
     return 0;
 }
 
