@@ -85,6 +85,7 @@ static cJSON *occ_result(hx_cal *c, hx_cal_file *f, const hx_cal_occ *o, const c
     cJSON *j = hx_cal_occ_json(c, o);
     cJSON_DeleteItemFromObject(j, "status");
     cJSON_AddStringToObject(j, "status", "cancelled");
+    cJSON_ReplaceItemInObject(j, "busy", cJSON_CreateFalse());
     cJSON_AddItemToObject(res, "cancelled_occurrence", j);
     cJSON_AddStringToObject(res, "file", f->path);
     if (mail && *mail) cJSON_AddStringToObject(res, "invitation_queued", mail);

@@ -241,6 +241,21 @@ static int find_event(hx_cal *c, const cJSON *args, hx_cal_file **f, icalcompone
     return HX_OK;
 }
 
+/* Only the organizer changes or cancels a meeting others were invited to
+ * (RFC 5546); an attendee declines instead. */
+static int check_organizer(hx_cal *c, icalcomponent *ev, hx_err *err)
+{
+    icalproperty *o = icalcomponent_get_first_property(ev, ICAL_ORGANIZER_PROPERTY);
+    const char *v = o ? icalproperty_get_value_as_string(o) : NULL;
+    const char *me = c->cfg->user_email ? c->cfg->user_email : "";
+    if (v && !strncasecmp(v, "mailto:", 7)) v += 7;
+    if (!v || !icalcomponent_get_first_property(ev, ICAL_ATTENDEE_PROPERTY) || !strcasecmp(v, me))
+        return HX_OK;
+    return hx_err_set(err, HX_ERR_DENIED,
+                      "'%s' is organized by %s; only the organizer can change or cancel it",
+                      icalcomponent_get_summary(ev) ? icalcomponent_get_summary(ev) : "the event", v);
+}
+
 static int has_attendees(icalcomponent *ev)
 {
     return icalcomponent_get_first_property(ev, ICAL_ATTENDEE_PROPERTY) != NULL;
@@ -258,7 +273,7 @@ static int update_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     char mail[256] = "";
     int rc = hx_cal_tool_open(reg, &c, err);
     if (rc) return rc;
-    if ((rc = find_event(c, args, &f, &ev, err))) goto out;
+    if ((rc = find_event(c, args, &f, &ev, err)) || (rc = check_organizer(c, ev, err))) goto out;
     hx_cal_event_times(c, f, ev, &old.start, &old.end, &old.all_day);
     t = old;
     edit_from_args(args, &e);
@@ -293,7 +308,7 @@ static int cancel_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     char mail[256] = "";
     int rc = hx_cal_tool_open(reg, &c, err);
     if (rc) return rc;
-    if ((rc = find_event(c, args, &f, &ev, err))) goto out;
+    if ((rc = find_event(c, args, &f, &ev, err)) || (rc = check_organizer(c, ev, err))) goto out;
     if (hx_arg_str(args, "occurrence")) {
         rc = hx_cal_cancel_occurrence(reg, c, f, ev, args, result, err);
         goto out;

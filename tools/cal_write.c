@@ -259,8 +259,8 @@ static void stamp(icalcomponent *ev, int64_t now, int bump)
     remove_props(ev, ICAL_LASTMODIFIED_PROPERTY);
     icalcomponent_add_property(ev, icalproperty_new_dtstamp(t));
     icalcomponent_add_property(ev, icalproperty_new_lastmodified(t));
-    if (!icalcomponent_get_first_property(ev, ICAL_CREATED_PROPERTY))
-        icalcomponent_add_property(ev, icalproperty_new_created(t));
+    if (!bump && !icalcomponent_get_first_property(ev, ICAL_CREATED_PROPERTY))
+        icalcomponent_add_property(ev, icalproperty_new_created(t)); /* a new event */
     icalproperty *sq = icalcomponent_get_first_property(ev, ICAL_SEQUENCE_PROPERTY);
     int seq = sq ? icalproperty_get_sequence(sq) : 0;
     if (!sq) icalcomponent_add_property(ev, sq = icalproperty_new_sequence(0));
