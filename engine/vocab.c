@@ -100,6 +100,7 @@ static int load_tokens(hx_vocab *v, const hx_gguf *g, hx_err *err)
     v->n_tokens = (int32_t)n;
     hx_buf b;
     hx_buf_init(&b);
+    hx_buf_reserve(&b, (size_t)n * 8); /* a guess; it grows if needed */
     v->texts = hx_calloc(n, sizeof *v->texts);
     if (!v->texts) return hx_err_set(err, HX_ERR_NOMEM, "vocab: out of memory");
     for (uint64_t i = 0; i < n; i++) {
@@ -211,6 +212,7 @@ static int load_merges(hx_vocab *v, const hx_gguf *g, hx_err *err)
                           (unsigned long long)n);
     hx_buf b;
     hx_buf_init(&b);
+    hx_buf_reserve(&b, (size_t)n * 8);
     v->merge_a = hx_calloc(n + 1, sizeof *v->merge_a);
     v->merge_b = hx_calloc(n + 1, sizeof *v->merge_b);
     if (!v->merge_a || !v->merge_b || vmap_init(&v->merge_map, n))
@@ -454,6 +456,7 @@ static int build_pieces(hx_vocab *v, hx_err *err)
 {
     hx_buf b;
     hx_buf_init(&b);
+    hx_buf_reserve(&b, (size_t)v->texts[v->n_tokens - 1].off + 64);
     v->pieces = hx_calloc((size_t)v->n_tokens, sizeof *v->pieces);
     if (!v->pieces) return hx_err_set(err, HX_ERR_NOMEM, "vocab: out of memory");
     for (int32_t i = 0; i < v->n_tokens; i++) {
@@ -542,16 +545,16 @@ static int valid_id(const hx_vocab *v, int32_t id)
     return v && id >= 0 && id < v->n_tokens;
 }
 
-int hx_vocab_type(const hx_vocab *v) { return v->type; }
-const char *hx_vocab_pre(const hx_vocab *v) { return v->pre; }
+int hx_vocab_type(const hx_vocab *v) { return v ? v->type : 0; }
+const char *hx_vocab_pre(const hx_vocab *v) { return v ? v->pre : ""; }
 int32_t hx_vocab_n_tokens(const hx_vocab *v) { return v ? v->n_tokens : 0; }
-int32_t hx_vocab_bos(const hx_vocab *v) { return v->bos; }
-int32_t hx_vocab_eos(const hx_vocab *v) { return v->eos; }
-int32_t hx_vocab_eot(const hx_vocab *v) { return v->eot; }
-int32_t hx_vocab_pad(const hx_vocab *v) { return v->pad; }
-int32_t hx_vocab_unk(const hx_vocab *v) { return v->unk; }
-int hx_vocab_add_bos(const hx_vocab *v) { return v->add_bos; }
-int hx_vocab_add_eos(const hx_vocab *v) { return v->add_eos; }
+int32_t hx_vocab_bos(const hx_vocab *v) { return v ? v->bos : -1; }
+int32_t hx_vocab_eos(const hx_vocab *v) { return v ? v->eos : -1; }
+int32_t hx_vocab_eot(const hx_vocab *v) { return v ? v->eot : -1; }
+int32_t hx_vocab_pad(const hx_vocab *v) { return v ? v->pad : -1; }
+int32_t hx_vocab_unk(const hx_vocab *v) { return v ? v->unk : -1; }
+int hx_vocab_add_bos(const hx_vocab *v) { return v ? v->add_bos : 0; }
+int hx_vocab_add_eos(const hx_vocab *v) { return v ? v->add_eos : 0; }
 
 const char *hx_vocab_text(const hx_vocab *v, int32_t id, size_t *len)
 {

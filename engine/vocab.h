@@ -74,8 +74,10 @@ int32_t hx_vocab_find(const hx_vocab *v, const char *text, size_t len);
  * control tokens (<|im_start|>...) in the text; user-defined added tokens
  * (<tool_call> in Qwen vocabularies) are always recognised, as llama.cpp
  * does. Returns the number of tokens, or -(number needed) if n_max is too
- * small (out then holds the first n_max). Any bytes are accepted: invalid
- * UTF-8 tokenizes as llama.cpp does (as U+FFFD for byte-level BPE). */
+ * small (out then holds the first n_max; out may be NULL if n_max is 0),
+ * or INT32_MIN if memory ran out. Any bytes are accepted: invalid UTF-8
+ * tokenizes as llama.cpp does (as U+FFFD for byte-level BPE; sequences
+ * above U+10FFFF, where llama.cpp throws, as U+FFFD too). */
 int32_t hx_tokenize(const hx_vocab *v, const char *text, size_t len,
                     int32_t *out, int32_t n_max, int add_bos,
                     int parse_special);
