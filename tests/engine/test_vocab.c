@@ -410,6 +410,59 @@ static void test_broken_metadata(void)
     unlink(path);
 }
 
+/* Writes a small byte-level BPE vocabulary with a user-defined token <t>
+ * (as Qwen's <tool_call>) and a control token <c>, and loads it. */
+static hx_vocab *tiny_vocab(const char *path)
+{
+    const char *toks[] = {"a", "b", "c", "<", ">", "t", "<t>", "<c>", "ab"};
+    int32_t types[] = {1, 1, 1, 1, 1, 1, 4, 3, 1};
+    const char *merges[] = {"a b"};
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    hx_err err = {0};
+    hx_gguf *g = NULL;
+    hx_vocab *v = NULL;
+    hx_gguf_set_str(w, "tokenizer.ggml.model", "gpt2");
+    hx_gguf_set_str(w, "tokenizer.ggml.pre", "qwen2");
+    hx_gguf_set_arr_str(w, "tokenizer.ggml.tokens", toks, NULL, 9);
+    hx_gguf_set_arr(w, "tokenizer.ggml.token_type", HX_GGUF_I32, types, 9);
+    hx_gguf_set_arr_str(w, "tokenizer.ggml.merges", merges, NULL, 1);
+    if (hx_gguf_writer_write(w, path, &err) == HX_OK &&
+        hx_gguf_open(path, &g, &err) == HX_OK)
+        hx_vocab_load(g, &v, &err);
+    hx_gguf_close(g);
+    hx_gguf_writer_free(w);
+    return v;
+}
+
+/* As llama.cpp: user-defined tokens are matched in text even without
+ * parse_special and always rendered; control tokens only when asked. */
+static void test_user_defined(void)
+{
+    char path[] = "/tmp/hx_vocab_ud_XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT(fd >= 0);
+    close(fd);
+    hx_vocab *v = tiny_vocab(path);
+    unlink(path);
+    ASSERT(v != NULL);
+    int32_t ids[16];
+    int n = hx_tokenize(v, "ab<t>a<c>", 9, ids, 16, 0, 0);
+    ASSERT(n == 6);
+    EXPECT_EQ_INT(ids[0], 8); /* "ab" merged */
+    EXPECT_EQ_INT(ids[1], 6); /* <t> */
+    EXPECT_EQ_INT(ids[2], 0);
+    EXPECT_EQ_INT(ids[3], 3); /* "<" "c" ">" as text */
+    n = hx_tokenize(v, "ab<t>a<c>", 9, ids, 16, 0, 1);
+    ASSERT(n == 4);
+    EXPECT_EQ_INT(ids[3], 7); /* <c> */
+    char piece[8];
+    EXPECT_EQ_INT(hx_token_to_piece(v, 6, piece, 8, 0), 3);
+    EXPECT_EQ_INT(hx_token_to_piece(v, 7, piece, 8, 0), 0);
+    EXPECT_EQ_INT(hx_token_to_piece(v, 7, piece, 8, 1), 3);
+    EXPECT(!hx_vocab_is_special(v, 6) && hx_vocab_is_special(v, 7));
+    hx_vocab_free(v);
+}
+
 int main(void)
 {
     RUN(test_vectors_qwen2);
@@ -422,5 +475,6 @@ int main(void)
     RUN(test_invalid_utf8);
     RUN(test_long_text);
     RUN(test_broken_metadata);
+    RUN(test_user_defined);
     return test_summary();
 }
