@@ -41,7 +41,7 @@ FUZZ_BINS := $(patsubst %.c,$(BUILD)/%,$(FUZZ_SRCS))
 ALL_LIBS := $(call libs_for,agent)
 
 .PHONY: all test test-build check asan ubsan fuzz clean demo reference \
-        bench-engine bench-maskbench bench-memory
+        bench-engine bench-maskbench bench-memory bench-mail
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/hearth
@@ -132,6 +132,13 @@ fuzz:
 	        $(foreach m,$(deps_agent),$(call src_of,$(m))) \
 	        -o build/fuzz/$$n $(PKG_LIBS) -ldl -lm -pthread || exit 1; \
 	done
+
+# Mail benchmark: mail.search over 10,000 generated messages.
+$(BUILD)/bench/mail: bench/mail.c $(call libs_for,tools)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,tools) $(LDLIBS)
+bench-mail: $(BUILD)/bench/mail
+	nice $(BUILD)/bench/mail
 
 # Memory benchmark: 100k memories, 10k episodes, recall p50/p99.
 $(BUILD)/bench/memory: bench/memory.c $(call libs_for,memory)

@@ -36,7 +36,8 @@ static const char *const index_ddl =
     " message_id TEXT, snippet TEXT, n_att INTEGER);"
     "CREATE INDEX IF NOT EXISTS msg_date ON msg(date);"
     "CREATE VIRTUAL TABLE IF NOT EXISTS msg_fts USING fts5("
-    " subject, from_, to_, body, tokenize='unicode61 remove_diacritics 2');";
+    " subject, from_, to_, body, tokenize='unicode61 remove_diacritics 2');"
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);";
 
 static uint64_t fnv1a(const char *s)
 {
@@ -80,7 +81,9 @@ static int index_open(const char *maildir, mail_index *ix, hx_err *err)
             ver = sqlite3_column_int(st, 0);
         sqlite3_finalize(st);
         if (ver == INDEX_VERSION || ver == 0) {
-            rc = db_exec(ix->db, "PRAGMA journal_mode=WAL", err);
+            /* each call opens the index anew: map it rather than read it
+             * page by page into an empty cache */
+            rc = db_exec(ix->db, "PRAGMA journal_mode=WAL; PRAGMA mmap_size=1073741824", err);
             if (!rc) rc = db_exec(ix->db, index_ddl, err);
             if (!rc && ver == 0) rc = db_exec(ix->db, "PRAGMA user_version=1", err);
             if (!rc) return HX_OK;
@@ -322,12 +325,71 @@ static int sync_folder(mail_index *ix, const char *path, const char *folder,
     return HX_OK;
 }
 
-/* Makes the index match the Maildir's current files. */
+/* The state of the Maildir as its directories' modification times: every
+ * delivery, flag change (a rename) or deletion changes cur/ or new/. */
+static void folder_signature(const folder_list *fl, const char *maildir, hx_buf *sig)
+{
+    static const char *const subs[] = {"", "/cur", "/new"};
+    for (int i = 0; i <= fl->n; i++)
+        for (int k = 0; k < 3; k++) {
+            char p[PATH_MAX + 8];
+            struct stat st;
+            if (i == fl->n && k) break;
+            snprintf(p, sizeof p, "%s%s", i == fl->n ? maildir : fl->paths[i],
+                     i == fl->n ? "" : subs[k]);
+            if (stat(p, &st)) continue;
+            hx_buf_printf(sig, "%s:%lld.%09ld;", p, (long long)st.st_mtim.tv_sec,
+                          st.st_mtim.tv_nsec);
+        }
+}
+
+static int signature_unchanged(mail_index *ix, const char *sig)
+{
+    sqlite3_stmt *st = NULL;
+    int same = 0;
+    if (sqlite3_prepare_v2(ix->db, "SELECT value FROM meta WHERE key='signature'", -1,
+                           &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        same = !strcmp((const char *)sqlite3_column_text(st, 0), sig);
+    sqlite3_finalize(st);
+    return same;
+}
+
+static void store_signature(mail_index *ix, const char *sig)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(ix->db, "INSERT OR REPLACE INTO meta VALUES('signature',?)",
+                           -1, &st, NULL) == SQLITE_OK) {
+        bind_text(st, 1, sig);
+        sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
+}
+
+static int index_rescan(mail_index *ix, folder_list *fl, hx_err *err);
+
+/* Makes the index match the Maildir's current files; a rescan only when
+ * the directories changed since the last one. */
 static int index_sync(mail_index *ix, hx_err *err)
 {
     folder_list *fl = malloc(sizeof *fl);
     if (!fl) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     list_folders(ix->maildir, fl);
+    hx_buf sig;
+    hx_buf_init(&sig);
+    folder_signature(fl, ix->maildir, &sig); /* before listing: races rescan next time */
+    int rc = HX_OK;
+    if (!sig.data || !signature_unchanged(ix, sig.data)) {
+        rc = index_rescan(ix, fl, err);
+        if (!rc && sig.data) store_signature(ix, sig.data);
+    }
+    hx_buf_free(&sig);
+    free(fl);
+    return rc;
+}
+
+static int index_rescan(mail_index *ix, folder_list *fl, hx_err *err)
+{
     int rc = db_exec(ix->db, "CREATE TEMP TABLE IF NOT EXISTS seen(id TEXT PRIMARY KEY);"
                              "DELETE FROM temp.seen; BEGIN", err);
     sqlite3_stmt *look = NULL, *mark = NULL;
@@ -352,7 +414,6 @@ static int index_sync(mail_index *ix, hx_err *err)
     } else
         sqlite3_exec(ix->db, "ROLLBACK", NULL, NULL, NULL);
     if (done) hx_progress_finish(&pr);
-    free(fl);
     return rc;
 }
 
@@ -473,8 +534,11 @@ static int build_search(const cJSON *args, search_q *q, char pats[4][512],
 {
     hx_buf_init(&q->sql);
     q->n_binds = 0;
-    hx_buf_puts(&q->sql, "SELECT m.rowid,m.id,m.date,m.from_,m.subject,m.snippet,"
-                         "m.seen,m.folder,m.n_att FROM msg m WHERE 1");
+    int regex = arg_str(args, "regex") != NULL;
+    hx_buf_printf(&q->sql, "SELECT m.rowid,m.id,m.date,m.from_,m.subject,m.snippet,"
+                           "m.seen,m.folder,m.n_att%s FROM msg m%s WHERE 1",
+                  regex ? ",f.body" : "",
+                  regex ? " JOIN msg_fts f ON f.rowid = m.rowid" : "");
     const char *since = arg_str(args, "since"), *until = arg_str(args, "until");
     q->since = since ? parse_iso(since) : 0;
     q->until = until ? parse_iso(until) : 0;
@@ -516,8 +580,7 @@ static pcre2_code *compile_regex(const char *re, hx_err *err)
     int ec;
     PCRE2_SIZE off;
     pcre2_code *code = pcre2_compile((PCRE2_SPTR)re, PCRE2_ZERO_TERMINATED,
-                                     PCRE2_UTF | PCRE2_UCP | PCRE2_CASELESS |
-                                         PCRE2_MATCH_INVALID_UTF,
+                                     PCRE2_UTF | PCRE2_UCP | PCRE2_CASELESS,
                                      &ec, &off, NULL);
     if (!code) {
         PCRE2_UCHAR msg[256];
@@ -532,26 +595,17 @@ static pcre2_code *compile_regex(const char *re, hx_err *err)
 
 static int regex_hit(pcre2_code *re, pcre2_match_data *md, const char *s)
 {
-    return s && pcre2_match(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
+    /* the index holds only valid UTF-8 (the parser guarantees it) */
+    return s && pcre2_match(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0,
+                            PCRE2_NO_UTF_CHECK, md, NULL) >= 0;
 }
 
-/* Whether the row's subject, sender or body matches the regex. */
-static int row_matches_regex(mail_index *ix, pcre2_code *re,
-                             pcre2_match_data *md, sqlite3_stmt *row)
+/* Whether the row's subject, sender or body (column 9) matches. */
+static int row_matches_regex(pcre2_code *re, pcre2_match_data *md, sqlite3_stmt *row)
 {
-    if (regex_hit(re, md, (const char *)sqlite3_column_text(row, 4)) ||
-        regex_hit(re, md, (const char *)sqlite3_column_text(row, 3)))
-        return 1;
-    sqlite3_stmt *st = NULL;
-    int hit = 0;
-    if (sqlite3_prepare_v2(ix->db, "SELECT body FROM msg_fts WHERE rowid=?", -1, &st,
-                           NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, sqlite3_column_int64(row, 0));
-        if (sqlite3_step(st) == SQLITE_ROW)
-            hit = regex_hit(re, md, (const char *)sqlite3_column_text(st, 0));
-    }
-    sqlite3_finalize(st);
-    return hit;
+    return regex_hit(re, md, (const char *)sqlite3_column_text(row, 4)) ||
+           regex_hit(re, md, (const char *)sqlite3_column_text(row, 3)) ||
+           regex_hit(re, md, (const char *)sqlite3_column_text(row, 9));
 }
 
 static cJSON *row_json(sqlite3_stmt *row)
@@ -581,7 +635,7 @@ static int run_search(mail_index *ix, search_q *q, pcre2_code *re, int limit,
     cJSON *arr = cJSON_AddArrayToObject(out, "messages");
     int n = 0, total = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        if (re && !row_matches_regex(ix, re, md, st)) continue;
+        if (re && !row_matches_regex(re, md, st)) continue;
         total++;
         if (n < limit) cJSON_AddItemToArray(arr, row_json(st)), n++;
     }
@@ -603,10 +657,14 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
     int rc = build_search(args, &q, pats, &fts, err);
     if (!rc && arg_str(args, "regex") && !(re = compile_regex(arg_str(args, "regex"), err)))
         rc = err->rc;
+    double t0 = hx_time_mono();
     if (!rc) rc = index_ready(reg, &ix, err);
     if (!rc) {
+        double t1 = hx_time_mono();
         cJSON *out = cJSON_CreateObject();
         rc = run_search(&ix, &q, re, arg_int(args, "limit", 20), out, err);
+        hx_log_debug("mail.search: index %.1f ms, query %.1f ms", (t1 - t0) * 1e3,
+                     (hx_time_mono() - t1) * 1e3);
         index_close(&ix);
         if (rc) cJSON_Delete(out);
         else *result = out;
