@@ -100,9 +100,9 @@ static int load_tokens(hx_vocab *v, const hx_gguf *g, hx_err *err)
     v->n_tokens = (int32_t)n;
     hx_buf b;
     hx_buf_init(&b);
-    hx_buf_reserve(&b, (size_t)n * 8); /* a guess; it grows if needed */
     v->texts = hx_calloc(n, sizeof *v->texts);
     if (!v->texts) return hx_err_set(err, HX_ERR_NOMEM, "vocab: out of memory");
+    hx_buf_reserve(&b, (size_t)n * 8); /* a guess; it grows if needed */
     for (uint64_t i = 0; i < n; i++) {
         size_t len = 0;
         const char *s = hx_gguf_arr_str(g, KP "tokens", i, &len);
@@ -212,11 +212,11 @@ static int load_merges(hx_vocab *v, const hx_gguf *g, hx_err *err)
                           (unsigned long long)n);
     hx_buf b;
     hx_buf_init(&b);
-    hx_buf_reserve(&b, (size_t)n * 8);
     v->merge_a = hx_calloc(n + 1, sizeof *v->merge_a);
     v->merge_b = hx_calloc(n + 1, sizeof *v->merge_b);
     if (!v->merge_a || !v->merge_b || vmap_init(&v->merge_map, n))
         return hx_err_set(err, HX_ERR_NOMEM, "vocab: out of memory");
+    hx_buf_reserve(&b, (size_t)n * 8);
     for (uint64_t i = 0; i < n; i++) {
         size_t len = 0;
         const char *s = hx_gguf_arr_str(g, KP "merges", i, &len);
@@ -456,9 +456,9 @@ static int build_pieces(hx_vocab *v, hx_err *err)
 {
     hx_buf b;
     hx_buf_init(&b);
-    hx_buf_reserve(&b, (size_t)v->texts[v->n_tokens - 1].off + 64);
     v->pieces = hx_calloc((size_t)v->n_tokens, sizeof *v->pieces);
     if (!v->pieces) return hx_err_set(err, HX_ERR_NOMEM, "vocab: out of memory");
+    hx_buf_reserve(&b, (size_t)v->texts[v->n_tokens - 1].off + 64);
     for (int32_t i = 0; i < v->n_tokens; i++) {
         v->pieces[i].off = (uint32_t)b.len;
         render_piece(v, i, &b);
