@@ -59,6 +59,8 @@ typedef struct hx_rx {
     uint32_t n_rules, cap_rules;
     int32_t *tabs;   /* step tables, 256 entries each, -1 unknown */
     uint32_t n_tabs, cap_tabs;
+    uint32_t *tab_owner; /* node of each table */
+    uint32_t cap_owner;
     uint32_t any_char;  /* cached rx_enc_any, 0 until built */
     uint32_t max_nodes; /* budget; exceeding it sets oom-like failure */
     int failed;         /* budget exceeded or out of memory */
@@ -81,6 +83,13 @@ uint32_t rx_rep(hx_rx *rx, uint32_t a, uint32_t min, uint32_t max);
 uint32_t rx_opt(hx_rx *rx, uint32_t a);
 /* Derivative by a byte (cached). */
 uint32_t rx_deriv(hx_rx *rx, uint32_t r, int byte);
+/* The node's 256-entry step table index (allocated on first use), -1 on
+ * OOM; entries are -1 until computed. */
+int32_t rx_tab(hx_rx *rx, uint32_t r);
+static inline uint32_t rx_tab_owner(const hx_rx *rx, int32_t t)
+{
+    return rx->tab_owner[t];
+}
 /* Same, through the node's 256-entry table (for hot walks). */
 uint32_t rx_step(hx_rx *rx, uint32_t r, int byte);
 /* The (rule, continuation) pairs that can start r; *n set. */

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -230,12 +231,16 @@ static int memo_walk(hx_matcher *m, const gtrie *t, uint32_t flag, uint32_t r, u
                      uint32_t **bnd, uint32_t *n_bnd, uint32_t *cap_bnd)
 {
     hx_rx *rx = m->rx;
-    uint32_t st[MAX_TOK_LEN + 1];
-    st[0] = r;
+    int32_t tab[MAX_TOK_LEN + 1];
+    uint8_t bflag[MAX_TOK_LEN + 1];
+    const gnode *nd = t->nd;
+    tab[0] = rx_tab(rx, r);
+    bflag[0] = (uint8_t)is_boundary(rx, r);
+    if (tab[0] < 0) return -1;
     for (uint32_t i = 0; i < t->n;) {
-        const gnode *d = &t->nd[i];
-        uint32_t s = st[d->level - 1];
-        if (is_boundary(rx, s)) {
+        const gnode *d = &nd[i];
+        uint32_t L = d->level;
+        if (bflag[L - 1]) {
             if (*n_bnd == *cap_bnd) {
                 *cap_bnd = *cap_bnd ? *cap_bnd * 2 : 64;
                 void *q = realloc(*bnd, *cap_bnd * 4);
@@ -246,9 +251,17 @@ static int memo_walk(hx_matcher *m, const gtrie *t, uint32_t flag, uint32_t r, u
             i += d->size;
             continue;
         }
-        uint32_t x = rx_step(rx, s, d->byte);
+        int32_t x = rx->tabs[(size_t)tab[L - 1] * 256 + d->byte];
+        if (x < 0) {
+            x = (int32_t)rx_deriv(rx, rx_tab_owner(rx, tab[L - 1]), d->byte);
+            rx->tabs[(size_t)tab[L - 1] * 256 + d->byte] = x;
+        }
         if (x == RX_NONE) { i += d->size; continue; }
-        st[d->level] = x;
+        if (d->size > 1) {
+            tab[L] = rx_tab(rx, (uint32_t)x);
+            if (tab[L] < 0) return -1;
+            bflag[L] = (uint8_t)is_boundary(rx, (uint32_t)x);
+        }
         if (d->tok != NO_TOK) set_tok(m->v, bits, d->tok);
         i++;
     }
@@ -380,7 +393,11 @@ static int memo_compute(hx_matcher *m, uint32_t r, gmemo *e)
     e->bits = calloc(v->n_words, 4);
     if (!e->bits) return -1;
     int64_t fl = free_string_len(m, r, 0);
-    if (getenv("HX_GDEBUG")) { fprintf(stderr, "memo fl=%lld any=%u: ", (long long)fl, m->rx->any_char); rx_dump(m->rx, r, 0, stderr); fprintf(stderr, "\n"); }
+    static int dbg = -1;
+    if (dbg < 0) dbg = getenv("HX_GDEBUG") != NULL;
+    struct timespec ts0, ts1;
+    if (dbg) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts0);
+    uint32_t tabs0 = m->rx->n_tabs, nodes0 = m->rx->n_nodes;
     int rc;
     if (fl >= 0) {
         uint32_t k = fl > (int64_t)v->max_cp ? v->max_cp : (uint32_t)fl;
@@ -388,6 +405,12 @@ static int memo_compute(hx_matcher *m, uint32_t r, gmemo *e)
         rc = memo_walk(m, &v->rest, 1u << 31, r, e->bits, &e->bnd, &e->n_bnd, &cap);
     } else {
         rc = memo_walk(m, &v->all, 0, r, e->bits, &e->bnd, &e->n_bnd, &cap);
+    }
+    if (dbg) {
+        fprintf(stderr, "memo fl=%lld %.3f ms new tabs=%u new nodes=%u bnd=%u: ", (long long)fl,
+                (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts1), (double)(ts1.tv_sec - ts0.tv_sec) * 1e3 + (double)(ts1.tv_nsec - ts0.tv_nsec) / 1e6), m->rx->n_tabs - tabs0, m->rx->n_nodes - nodes0, e->n_bnd);
+        rx_dump(m->rx, r, 0, stderr);
+        fprintf(stderr, "\n");
     }
     if (rc) return -1;
     uint32_t cnt = 0;

@@ -154,6 +154,7 @@ void rx_free(hx_rx *rx)
     free(rx->calls);
     free(rx->rules);
     free(rx->tabs);
+    free(rx->tab_owner);
     memset(rx, 0, sizeof *rx);
 }
 
@@ -252,19 +253,21 @@ static int cmp_u32(const void *x, const void *y)
 }
 
 /* Flattens, sorts and dedups children of kind; returns the count. */
+#define FLAT_BUF 64
 static uint32_t *flatten(hx_rx *rx, uint8_t kind, const uint32_t *v,
-                         uint32_t n, uint32_t *out_n)
+                         uint32_t n, uint32_t *out_n, uint32_t *buf)
 {
-    uint32_t cap = n + 8, m = 0;
-    uint32_t *o = malloc(cap * 4);
-    if (!o) return NULL;
+    uint32_t cap = FLAT_BUF, m = 0;
+    uint32_t *o = buf;
     for (uint32_t i = 0; i < n; i++) {
         const rx_node *k = &rx->nodes[v[i]];
         uint32_t cnt = k->kind == kind ? k->b : 1;
         if (m + cnt > cap) {
             cap = (m + cnt) * 2;
-            uint32_t *q = realloc(o, cap * 4);
-            if (!q) { free(o); return NULL; }
+            uint32_t *q = malloc(cap * 4);
+            if (!q) { if (o != buf) free(o); return NULL; }
+            memcpy(q, o, m * 4);
+            if (o != buf) free(o);
             o = q;
         }
         if (k->kind == kind) {
@@ -274,7 +277,15 @@ static uint32_t *flatten(hx_rx *rx, uint8_t kind, const uint32_t *v,
             o[m++] = v[i];
         }
     }
-    qsort(o, m, 4, cmp_u32);
+    if (m <= 16) { /* insertion sort: the common small case */
+        for (uint32_t i = 1; i < m; i++) {
+            uint32_t x = o[i], j = i;
+            while (j > 0 && o[j - 1] > x) { o[j] = o[j - 1]; j--; }
+            o[j] = x;
+        }
+    } else {
+        qsort(o, m, 4, cmp_u32);
+    }
     uint32_t w = 0;
     for (uint32_t i = 0; i < m; i++)
         if (!w || o[w - 1] != o[i]) o[w++] = o[i];
@@ -303,9 +314,9 @@ static uint32_t merge_classes(hx_rx *rx, uint32_t *o, uint32_t m)
 
 uint32_t rx_orv(hx_rx *rx, const uint32_t *v, uint32_t n)
 {
-    uint32_t m;
+    uint32_t m, buf[FLAT_BUF];
     if (rx->failed) return RX_NONE;
-    uint32_t *o = flatten(rx, RX_OR, v, n, &m);
+    uint32_t *o = flatten(rx, RX_OR, v, n, &m, buf);
     if (!o) { rx->failed = 1; return RX_NONE; }
     uint32_t w = 0, all = 0;
     for (uint32_t i = 0; i < m; i++) {
@@ -317,7 +328,7 @@ uint32_t rx_orv(hx_rx *rx, const uint32_t *v, uint32_t n)
     w = merge_classes(rx, o, w);
     uint32_t r = all ? all : w == 0 ? RX_NONE : w == 1 ? o[0]
                : intern(rx, RX_OR, 0, 0, 0, 0, o, w);
-    free(o);
+    if (o != buf) free(o);
     return r;
 }
 
@@ -332,17 +343,17 @@ uint32_t rx_or(hx_rx *rx, uint32_t a, uint32_t b)
 
 uint32_t rx_and(hx_rx *rx, uint32_t a, uint32_t b)
 {
-    uint32_t v[2] = {a, b}, m;
+    uint32_t v[2] = {a, b}, m, buf[FLAT_BUF];
     if (a == b) return a;
     if (a == RX_NONE || b == RX_NONE || rx->failed) return RX_NONE;
-    uint32_t *o = flatten(rx, RX_AND, v, 2, &m);
+    uint32_t *o = flatten(rx, RX_AND, v, 2, &m, buf);
     if (!o) { rx->failed = 1; return RX_NONE; }
     uint32_t w = 0, r;
     int has_eps = 0, all_null = 1;
     for (uint32_t i = 0; i < m; i++) {
         const rx_node *k = &rx->nodes[o[i]];
         if (k->kind == RX_NOT && k->a == RX_NONE) continue; /* universe */
-        if (o[i] == RX_NONE) { free(o); return RX_NONE; }
+        if (o[i] == RX_NONE) { if (o != buf) free(o); return RX_NONE; }
         if (o[i] == RX_NIL) has_eps = 1;
         all_null &= k->nullable;
         o[w++] = o[i];
@@ -351,7 +362,7 @@ uint32_t rx_and(hx_rx *rx, uint32_t a, uint32_t b)
     else if (w == 0) r = rx_not(rx, RX_NONE);
     else if (w == 1) r = o[0];
     else r = intern(rx, RX_AND, 0, 0, 0, 0, o, w);
-    free(o);
+    if (o != buf) free(o);
     return r;
 }
 
@@ -452,18 +463,27 @@ uint32_t rx_deriv(hx_rx *rx, uint32_t r, int c)
     return d;
 }
 
-uint32_t rx_step(hx_rx *rx, uint32_t r, int c)
+int32_t rx_tab(hx_rx *rx, uint32_t r)
 {
     int32_t t = rx->nodes[r].tab;
     if (t < 0) {
-        if (grow((void **)&rx->tabs, &rx->cap_tabs, (rx->n_tabs + 1) * 256, 4)) {
+        if (grow((void **)&rx->tabs, &rx->cap_tabs, (rx->n_tabs + 1) * 256, 4) ||
+            grow((void **)&rx->tab_owner, &rx->cap_owner, rx->n_tabs + 1, 4)) {
             rx->failed = 1;
-            return RX_NONE;
+            return -1;
         }
+        rx->tab_owner[rx->n_tabs] = r;
         t = (int32_t)rx->n_tabs++;
         memset(rx->tabs + (size_t)t * 256, 0xff, 256 * 4);
         rx->nodes[r].tab = t;
     }
+    return t;
+}
+
+uint32_t rx_step(hx_rx *rx, uint32_t r, int c)
+{
+    int32_t t = rx_tab(rx, r);
+    if (t < 0) return RX_NONE;
     int32_t *e = &rx->tabs[(size_t)t * 256 + c];
     if (*e < 0) {
         uint32_t d = rx_deriv(rx, r, c);
@@ -628,7 +648,7 @@ int rx_disjoint(hx_rx *rx, uint32_t a, uint32_t b)
     for (int i = 0; i < 8; i++) inter |= fa[i] & fb[i];
     if (!inter && !rx->nodes[a].nullable && !rx->nodes[b].nullable) return 1;
     uint32_t x = rx_and(rx, approx_calls(rx, a, 0), approx_calls(rx, b, 0));
-    return rx_is_empty(rx, x, 2000) == 1;
+    return rx_is_empty(rx, x, 600) == 1;
 }
 
 void rx_dump(const hx_rx *rx, uint32_t r, int depth, FILE *f)

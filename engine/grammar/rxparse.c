@@ -153,19 +153,42 @@ static int esc_of(uint32_t c, char *o)
     }
 }
 
+/* Escapes factored as \\ (short | u00 (0 lo0 | 1 lo1)) so that
+ * derivatives stay small. */
+static uint32_t enc_escapes(hx_rx *rx, const uint8_t *need)
+{
+    static const char hx[] = "0123456789abcdef";
+    uint32_t shortb[8] = {0}, lo[2][8] = {{0}, {0}};
+    int any = 0;
+    char e[8];
+    for (int c = 0; c < 0x80; c++) {
+        if (!need[c]) continue;
+        int n = esc_of((uint32_t)c, e);
+        any = 1;
+        if (n == 2) shortb[(uint8_t)e[1] >> 5] |= 1u << ((uint8_t)e[1] & 31);
+        else lo[c >> 4][(uint8_t)hx[c & 15] >> 5] |= 1u << ((uint8_t)hx[c & 15] & 31);
+    }
+    if (!any) return RX_NONE;
+    uint32_t u = rx_or(rx, rx_cat(rx, rx_byte(rx, '0'), rx_class(rx, lo[0])),
+                       rx_cat(rx, rx_byte(rx, '1'), rx_class(rx, lo[1])));
+    uint32_t tail = rx_or(rx, rx_class(rx, shortb), rx_cat(rx, rx_lit(rx, "u00", 3), u));
+    return rx_cat(rx, rx_byte(rx, '\\'), tail);
+}
+
 uint32_t rx_enc_class(hx_rx *rx, const rx_cps *set)
 {
     uint32_t bits[8] = {0}, r = RX_NONE;
+    uint8_t need[0x80] = {0};
     char e[8];
     for (int i = 0; i < set->n; i++) {
         uint32_t lo = set->r[i][0], hi = set->r[i][1];
         for (uint32_t c = lo; c <= hi && c < 0x80; c++) {
-            int n = esc_of(c, e);
-            if (n) r = rx_or(rx, r, rx_lit(rx, e, (size_t)n));
+            if (esc_of(c, e)) need[c] = 1;
             else bits[c >> 5] |= 1u << (c & 31);
         }
         if (hi >= 0x80) r = rx_or(rx, r, utf8_ranges(rx, lo < 0x80 ? 0x80 : lo, hi));
     }
+    r = rx_or(rx, r, enc_escapes(rx, need));
     return rx_or(rx, r, rx_class(rx, bits));
 }
 

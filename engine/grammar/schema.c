@@ -11,6 +11,7 @@
 
 #define MAX_DEPTH 64
 #define MAX_BRANCHES 256
+#define COMPILE_BUDGET_S 2
 
 typedef struct refent {
     char *ptr;
@@ -31,6 +32,7 @@ typedef struct sc {
     cJSON **tmps; /* merged schemas we own */
     int n_tmps, cap_tmps;
     int depth;
+    double deadline; /* compile budget (monotonic seconds) */
     char path[768];
     size_t plen;
 } sc;
@@ -397,6 +399,9 @@ static uint32_t same_len(sc *c, const char *a, const char *b, int n)
     hx_rx *rx = c->rx;
     if (n == 0) return RX_NIL;
     if (a[0] == b[0]) return rx_cat(rx, rx_byte(rx, a[0]), same_len(c, a + 1, b + 1, n - 1));
+    int full = 1;
+    for (int i = 1; i < n; i++) full &= a[i] == '0' && b[i] == '9';
+    if (full) return rx_cat(rx, rx_range(rx, a[0], b[0]), digits(c, (uint32_t)n - 1, (uint32_t)n - 1));
     char nines[24], zeros[24];
     memset(nines, '9', (size_t)n);
     memset(zeros, '0', (size_t)n);
@@ -722,7 +727,7 @@ static int sc_extra(sc *c, const cJSON *s, const prop *P, int n, uint32_t *out)
                 return sc_fail(c, HX_ERR_UNSUPPORTED, "property \"%s\" also matches patternProperties", nm);
         }
         for (int j = 0; j < np; j++)
-            if (rx_is_empty(rx, rx_and(rx, pats[j], key), 20000) != 1)
+            if (rx_is_empty(rx, rx_and(rx, pats[j], key), 2000) != 1)
                 return sc_fail(c, HX_ERR_UNSUPPORTED, "overlapping patternProperties%s", "");
         pats[np++] = key;
         not_pats = rx_and(rx, not_pats, rx_not(rx, key));
@@ -1030,7 +1035,7 @@ static int sc_branches(sc *c, const cJSON *s, const char *key, const cJSON *list
     if (one) {
         for (int i = 0; i < n; i++)
             for (int j = i + 1; j < n; j++) {
-                int e = rx_disjoint(rx, br[i], br[j]);
+                int e = hx_time_mono() < c->deadline && rx_disjoint(rx, br[i], br[j]);
                 if (e != 1) return sc_fail(c, HX_ERR_UNSUPPORTED, "oneOf branches not provably disjoint%s", "");
             }
     }
@@ -1161,6 +1166,10 @@ static int sc_value(sc *c, const cJSON *s, uint32_t *out)
     if (cJSON_IsFalse(s)) { *out = RX_NONE; return HX_OK; }
     if (!cJSON_IsObject(s)) return sc_fail(c, HX_ERR_FORMAT, "schema must be an object or a boolean%s", "");
     if (++c->depth > MAX_DEPTH) { c->depth--; return sc_fail(c, HX_ERR_RANGE, "schema nested too deeply%s", ""); }
+    if (hx_time_mono() > c->deadline) {
+        c->depth--;
+        return sc_fail(c, HX_ERR_RANGE, "schema too complex: compile budget of %d s exceeded", COMPILE_BUDGET_S);
+    }
     rc = sc_object_schema(c, s, out);
     c->depth--;
     if (!rc && c->rx->failed) rc = hx_err_set(c->err, HX_ERR_RANGE, "grammar too large");
@@ -1187,6 +1196,7 @@ int hx_schema_compile_rx(hx_rx *rx, const cJSON *schema, int compact, uint32_t *
     c.root = schema;
     c.err = err;
     c.draft = cJSON_IsObject(schema) ? detect_draft(schema) : 2020;
+    c.deadline = hx_time_mono() + COMPILE_BUDGET_S;
     c.ws = compact ? RX_NIL : rx_rep(rx, rx_class(rx, (const uint32_t[8]){0x2600, 1, 0, 0, 0, 0, 0, 0}), 0, RX_INF);
     c.comma = rx_cat3(rx, c.ws, lit(&c, ","), c.ws);
     c.colon = rx_cat3(rx, c.ws, lit(&c, ":"), c.ws);
