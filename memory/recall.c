@@ -25,14 +25,20 @@ static int approx_tokens(void *user, const char *text)
     return n > (size_t)INT32_MAX - 3 ? INT32_MAX : (int)((n + 3) / 4);
 }
 
-/* "- [kind #id] text\n" with line breaks in the text turned into spaces. */
+static void put_one_line(hx_buf *b, const char *s)
+{
+    for (; *s; s++) hx_buf_putc(b, (*s == '\n' || *s == '\r') ? ' ' : *s);
+}
+
+/* "- [kind #id] text\n" with line breaks inside turned into spaces. */
 static int render_line(hx_buf *line, const hx_mem_item *it)
 {
     line->len = 0;
     if (line->data) line->data[0] = '\0';
-    hx_buf_printf(line, "- [%s #%lld] ", it->kind, (long long)it->id);
-    for (const char *s = it->text; *s; s++)
-        hx_buf_putc(line, (*s == '\n' || *s == '\r') ? ' ' : *s);
+    hx_buf_puts(line, "- [");
+    put_one_line(line, it->kind);
+    hx_buf_printf(line, " #%lld] ", (long long)it->id);
+    put_one_line(line, it->text);
     hx_buf_putc(line, '\n');
     return line->oom ? HX_ERR_NOMEM : HX_OK;
 }
