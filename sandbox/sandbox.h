@@ -104,4 +104,71 @@ int hx_sandbox_landlock_abi(void);
  * family but AF_UNIX fails with EACCES. Irreversible. */
 int hx_sandbox_confine_self_no_network(hx_err *err);
 
+/* ---- permission policy ----
+ * Each tool has an effect class (0 read, 1 write, 2 send: the numbers of
+ * hx_effect in tools.h). The policy maps tools (exact names or "prefix.*")
+ * and classes to allow / ask / deny; default: read allow, write and send
+ * ask. The taint rule: once content from outside the user (a mail body, a
+ * file, a registered tool's result) is in the conversation, a send always
+ * asks, whatever the policy says (deny stays deny). */
+typedef enum hx_decision {
+    HX_ALLOW = 0,
+    HX_ASK = 1,
+    HX_DENY = 2,
+} hx_decision;
+
+typedef struct hx_policy hx_policy;
+
+/* Builds a policy from the "policy" object of config.json (NULL: the
+ * defaults): {"read": "allow", "write": "ask", "send": "ask",
+ *  "tools": {"mail.send": "deny", "calendar.*": "allow"}}.
+ * A bad value is HX_ERR_FORMAT naming it. Free with hx_policy_free. */
+int hx_policy_new(const char *policy_json, hx_policy **out, hx_err *err);
+void hx_policy_free(hx_policy *p);
+
+typedef struct hx_verdict {
+    hx_decision decision;
+    int forced_by_taint;   /* the taint rule turned allow into ask */
+    char rule[96];         /* what decided: "tool mail.send", "class send" */
+} hx_verdict;
+hx_verdict hx_policy_decide(const hx_policy *p, const char *tool, int effect,
+                            int tainted);
+
+/* How a question is answered when the policy says ask. */
+typedef struct hx_consent {
+    int yes;                  /* --yes: answers ordinary questions yes */
+    int no;                   /* --no: answers every question no */
+    int allow_tainted_send;   /* the explicit option for the taint rule */
+    int interactive;          /* a terminal to ask on */
+    /* asks the user; returns 'y', 'n' or 'a' (always: allow for the rest
+     * of the session); NULL where there is no terminal */
+    int (*ask)(void *user, const char *tool, const char *args_json,
+               const char *why);
+    void *user;
+} hx_consent;
+
+/* Resolves a verdict into allowed (1) or refused (0); *by says who
+ * decided ("policy", "user", "--yes", "--no", "taint rule", "no terminal",
+ * "--allow-tainted-send"). "always" answers are remembered in p for the
+ * tool (not for taint-forced questions). */
+int hx_policy_resolve(hx_policy *p, const hx_verdict *v, const char *tool,
+                      const char *args_json, const hx_consent *c,
+                      const char **by);
+
+/* ---- audit log ----
+ * One JSON object per line, appended and flushed to disk per record:
+ * {"time","tool","effect","args","decision","by","status","detail",
+ *  "sandbox"}. */
+typedef struct hx_audit hx_audit;
+/* Opens (creating) the log at path (NULL: data dir/audit.jsonl). */
+int hx_audit_open(const char *path, hx_audit **out, hx_err *err);
+void hx_audit_close(hx_audit *a);
+typedef struct hx_audit_rec {
+    const char *tool, *effect, *args_json, *decision, *by;
+    const char *status;  /* "ok", "error", "refused", "timeout", "killed" */
+    const char *detail;  /* error message, signal, what was stopped */
+    unsigned sandbox;    /* HX_SB_* applied, 0 for in-process tools */
+} hx_audit_rec;
+int hx_audit_write(hx_audit *a, const hx_audit_rec *r, hx_err *err);
+
 #endif /* HX_SANDBOX_H */
