@@ -262,7 +262,7 @@ int mem_ranked(hx_memory *m, const char *query, int limit,
     }
     hx_mem_list *l = *out;
     score_all(m, &t, l, norms, half_life_days);
-    qsort(l->items, (size_t)l->n, sizeof *l->items, by_score);
+    if (l->n > 1) qsort(l->items, (size_t)l->n, sizeof *l->items, by_score);
     if (l->n > limit) l->n = limit;
     return HX_OK;
 }

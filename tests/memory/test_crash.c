@@ -103,8 +103,12 @@ static int intact(hx_memory *m, const report *r)
     return ok;
 }
 
-/* Runs one child for a random time, kills it, collects its reports. */
-static int round_run(int64_t k0, report *rep, int *n_rep, unsigned *seed)
+/* Runs one child, kills it at a random moment, collects its reports. With
+ * wait_first the moment is after its first commit (so that every such round
+ * kills a writing loop whatever the machine's speed); without, it may fall
+ * anywhere, opening and migrating included. */
+static int round_run(int64_t k0, int wait_first, report *rep, int *n_rep,
+                     unsigned *seed)
 {
     int fds[2];
     if (pipe(fds)) return -1;
@@ -116,12 +120,15 @@ static int round_run(int64_t k0, report *rep, int *n_rep, unsigned *seed)
         child(fds[1], k0);
     }
     close(fds[1]);
+    report r;
+    if (wait_first && read(fds[0], &r, sizeof r) == (ssize_t)sizeof r &&
+        *n_rep < MAX_REPORTED)
+        rep[(*n_rep)++] = r;
     struct timespec ts = {0, (long)(rand_r(seed) % 150) * 1000000L};
     nanosleep(&ts, NULL);
     kill(pid, SIGKILL);
     int status;
     waitpid(pid, &status, 0);
-    report r;
     while (read(fds[0], &r, sizeof r) == (ssize_t)sizeof r)
         if (*n_rep < MAX_REPORTED) rep[(*n_rep)++] = r;
     close(fds[0]);
@@ -135,10 +142,10 @@ static void test_sigkill_loses_nothing(void)
     int n_rep = 0, failed_children = 0;
     unsigned seed = 12345;
     for (int round = 0; round < ROUNDS; round++)
-        if (round_run((int64_t)round * 100000, rep, &n_rep, &seed))
+        if (round_run((int64_t)round * 100000, round & 1, rep, &n_rep, &seed))
             failed_children++;
     EXPECT_EQ_INT(failed_children, 0);
-    ASSERT(n_rep > ROUNDS); /* the kills did land among commits */
+    ASSERT(n_rep >= ROUNDS / 2); /* half the kills landed among commits */
     hx_memory_params p = hx_memory_default_params();
     p.path = dbpath;
     hx_memory *m = NULL;
