@@ -33,6 +33,11 @@ static uint32_t node_hash(uint8_t kind, uint32_t a, uint32_t b, uint32_t mn,
     } else {
         h = mix(mix(h, b), mix(mn, mx));
     }
+    h ^= h >> 16; /* murmur3 finalizer: the table uses the low bits */
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
     return h ? h : 1;
 }
 
@@ -163,6 +168,9 @@ static uint32_t cls_hash(const uint32_t *b)
 {
     uint32_t h = 7;
     for (int i = 0; i < 8; i++) h = mix(h, b[i]);
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
     return h ? h : 1;
 }
 
@@ -568,9 +576,10 @@ int rx_is_empty(hx_rx *rx, uint32_t r, uint32_t budget)
     uint8_t *seen = NULL;
     int res = 1;
     if (!q) return -1;
-    uint32_t seen_cap = 0;
+    uint32_t seen_cap = 0, nodes0 = rx->n_nodes;
     q[nq++] = r;
     while (head < nq) {
+        if (rx->n_nodes - nodes0 > 100000) { res = -1; break; }
         uint32_t s = q[head++];
         if (s == RX_NONE) continue;
         if (rx->nodes[s].has_call) { res = -1; break; }
@@ -606,49 +615,62 @@ int rx_matches(hx_rx *rx, uint32_t r, const char *s, size_t n)
     return r != RX_NONE && rx->nodes[r].nullable;
 }
 
-/* r with every call replaced by "any bytes": a superset of r's language. */
-static uint32_t approx_calls(hx_rx *rx, uint32_t r, int depth)
+/* r with every call replaced by "any bytes": a superset of r's language.
+ * memo[id] caches results for the nodes that existed at the start. */
+static uint32_t approx_calls(hx_rx *rx, uint32_t r, uint32_t *memo, uint32_t n_memo, int depth)
 {
     const rx_node n = rx->nodes[r];
     if (!n.has_call || rx->failed) return r;
+    if (r < n_memo && memo[r]) return memo[r] - 1;
+    uint32_t out;
     if (depth > 200) return rx_not(rx, RX_NONE);
     switch (n.kind) {
-    case RX_CALL: return rx_not(rx, RX_NONE);
     case RX_CAT:
-        return rx_cat(rx, approx_calls(rx, n.a, depth + 1), approx_calls(rx, n.b, depth + 1));
-    case RX_REP: return rx_rep(rx, approx_calls(rx, n.a, depth + 1), n.min, n.max);
-    case RX_OR: {
-        uint32_t acc = RX_NONE;
+        out = rx_cat(rx, approx_calls(rx, n.a, memo, n_memo, depth + 1), approx_calls(rx, n.b, memo, n_memo, depth + 1));
+        break;
+    case RX_REP: out = rx_rep(rx, approx_calls(rx, n.a, memo, n_memo, depth + 1), n.min, n.max); break;
+    case RX_OR:
+        out = RX_NONE;
         for (uint32_t i = 0; i < n.b; i++)
-            acc = rx_or(rx, acc, approx_calls(rx, rx->kids[n.a + i], depth + 1));
-        return acc;
+            out = rx_or(rx, out, approx_calls(rx, rx->kids[n.a + i], memo, n_memo, depth + 1));
+        break;
+    default: out = rx_not(rx, RX_NONE);
     }
-    default: return rx_not(rx, RX_NONE);
-    }
+    if (r < n_memo) memo[r] = out + 1;
+    return out;
 }
 
-static void first_bytes(hx_rx *rx, uint32_t r, uint32_t *bits, int depth)
+static void first_bytes(hx_rx *rx, uint32_t r, uint32_t *bits, uint8_t *seen_rules, int depth)
 {
     uint32_t nc;
     if (depth > 32) { memset(bits, 0xff, 32); return; }
     for (int c = 0; c < 256; c++)
         if (rx_deriv(rx, r, c) != RX_NONE) bits[c >> 5] |= 1u << (c & 31);
     const uint32_t *calls = rx_first_calls(rx, r, &nc);
+    size_t off = calls ? (size_t)(calls - rx->calls) : 0;
     for (uint32_t i = 0; i < nc; i++) {
-        uint32_t rule = rx->calls[(size_t)(calls - rx->calls) + 2 * i];
-        first_bytes(rx, rx->rules[rule], bits, depth + 1);
+        uint32_t rule = rx->calls[off + 2 * i];
+        if (seen_rules[rule]) continue;
+        seen_rules[rule] = 1;
+        first_bytes(rx, rx->rules[rule], bits, seen_rules, depth + 1);
     }
 }
 
 int rx_disjoint(hx_rx *rx, uint32_t a, uint32_t b)
 {
     uint32_t fa[8] = {0}, fb[8] = {0}, inter = 0;
-    first_bytes(rx, a, fa, 0);
-    first_bytes(rx, b, fb, 0);
+    uint8_t *seen = calloc(rx->n_rules + 1, 2);
+    if (!seen) return 0;
+    first_bytes(rx, a, fa, seen, 0);
+    first_bytes(rx, b, fb, seen + rx->n_rules + 1, 0);
+    free(seen);
     for (int i = 0; i < 8; i++) inter |= fa[i] & fb[i];
     if (!inter && !rx->nodes[a].nullable && !rx->nodes[b].nullable) return 1;
-    uint32_t x = rx_and(rx, approx_calls(rx, a, 0), approx_calls(rx, b, 0));
-    return rx_is_empty(rx, x, 600) == 1;
+    uint32_t n0 = rx->n_nodes, *memo = calloc(n0, 4);
+    if (!memo) return 0;
+    uint32_t x = rx_and(rx, approx_calls(rx, a, memo, n0, 0), approx_calls(rx, b, memo, n0, 0));
+    free(memo);
+    return rx_is_empty(rx, x, 300) == 1;
 }
 
 void rx_dump(const hx_rx *rx, uint32_t r, int depth, FILE *f)
