@@ -120,10 +120,9 @@ int main(int argc, char **argv)
         corpus_add(&c, dir);
     }
     if (!c.n) {
-        static uint8_t empty[1];
         c.data = malloc(sizeof *c.data);
         c.size = malloc(sizeof *c.size);
-        c.data[0] = empty;
+        c.data[0] = malloc(1);
         c.size[0] = 0;
         c.n = 1;
     }
@@ -140,6 +139,9 @@ int main(int argc, char **argv)
         free(copy);
     }
     free(buf);
+    for (size_t i = 0; i < c.n; i++) free(c.data[i]);
+    free(c.data);
+    free(c.size);
     printf("ok   fuzz %zu seeds + %ld mutations\n", c.n, iters);
     printf("# 1 passed, 0 failed, 0 skipped\n");
     return 0;
