@@ -5,7 +5,8 @@
  * It links only -ldl: no Hearth code, so no symbol clashes. Usage: hxref -h.
  *
  * Environment: HEARTH_REFERENCE (default build/reference) holds bins/ and
- * include/; HXREF_VERBOSE=1 shows llama.cpp's log; HXREF_THREADS (default 1);
+ * include/; HXREF_VERBOSE=1 shows llama.cpp's log; HXREF_THREADS (default 1;
+ * more is much slower on an oversubscribed machine, as ggml's threads spin);
  * HXREF_KV=f16 uses llama.cpp's default F16 KV cache (default here: f32, the
  * exact reference); HXREF_FLASH=1 enables flash attention (default off). */
 #include <dlfcn.h>

@@ -12,7 +12,12 @@
  * holds hxref's message. Numbers are computed with F32 KV cache and without
  * flash attention (hxref's defaults; set HXREF_KV=f16 for llama.cpp's default
  * F16 cache), one thread (HXREF_THREADS). Logits are n_ids * n_vocab floats,
- * row i the logits after ids[0..i]. */
+ * row i the logits after ids[0..i].
+ * Keep HXREF_THREADS at 1 on a shared machine: ggml's workers spin at every
+ * node barrier, so with more busy threads than cores 2 threads are far
+ * slower (greedy 200 tokens on stories260K: 0.47 s with 1 thread, 5.9 s with
+ * 2, minutes under heavier load); the numbers are bit-identical for any
+ * thread count. */
 #ifndef HX_TESTS_REF_H
 #define HX_TESTS_REF_H
 
