@@ -148,6 +148,61 @@ static void test_ref_reads_our_writer(void)
     free(a);
 }
 
+/* A LoRA adapter for stories260K's blk.0.attn_q.weight (64 x 64), rank 4,
+ * in llama.cpp's layout: lora_a [64 in, 4], lora_b [4, 64 out]. */
+static int write_adapter(const char *path, float b_value)
+{
+    static float a[64 * 4], b[4 * 64];
+    int64_t ne_a[2] = {64, 4}, ne_b[2] = {4, 64};
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    hx_err err = {0};
+    for (int i = 0; i < 256; i++) {
+        a[i] = (float)((i * 37) % 17 - 8) / 16.0f;
+        b[i] = b_value * (float)((i * 11) % 7 - 3);
+    }
+    hx_gguf_set_str(w, "general.architecture", "llama");
+    hx_gguf_set_str(w, "general.type", "adapter");
+    hx_gguf_set_str(w, "adapter.type", "lora");
+    hx_gguf_set_f32(w, "adapter.lora.alpha", 4.0f);
+    hx_gguf_add_tensor(w, "blk.0.attn_q.weight.lora_a", HX_TYPE_F32, 2, ne_a, a, NULL, NULL);
+    hx_gguf_add_tensor(w, "blk.0.attn_q.weight.lora_b", HX_TYPE_F32, 2, ne_b, b, NULL, NULL);
+    int rc = hx_gguf_writer_write(w, path, &err);
+    hx_gguf_writer_free(w);
+    return rc;
+}
+
+/* The lora subcommand: scale 0 changes nothing, a real delta changes the
+ * logits (and they stay finite). */
+static void test_ref_lora(void)
+{
+    int32_t seq[32];
+    float *base = NULL, *zero = NULL, *on = NULL;
+    int nv = 0, nv0 = 0, nv1 = 0;
+    char path[512];
+    if (!have_ref()) return;
+    snprintf(path, sizeof path, "%s/hx_test_ref_lora_%ld.gguf",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
+    ASSERT(write_adapter(path, 0.05f) == 0);
+    int n = ref_tokenize(g_model, "Once upon a time", 16, 0, 1, seq, 32);
+    ASSERT(n > 1 && ref_logits(g_model, seq, n, &base, &nv) == 0);
+    if (ref_lora_logits(g_model, path, 0.0f, seq, n, &zero, &nv0) != 0 ||
+        ref_lora_logits(g_model, path, 1.0f, seq, n, &on, &nv1) != 0)
+        test_fail_at(__FILE__, __LINE__, "%s", ref_error());
+    unlink(path);
+    ASSERT(base && zero && on);
+    EXPECT_EQ_INT(nv0, nv);
+    EXPECT_EQ_INT(nv1, nv);
+    size_t count = (size_t)n * (size_t)nv;
+    EXPECT(memcmp(base, zero, count * sizeof *base) == 0);
+    double diff = 0;
+    for (size_t i = 0; i < count; i++) diff += fabs((double)on[i] - base[i]);
+    EXPECT(diff > 1e-3);
+    EXPECT(isfinite(diff));
+    free(base);
+    free(zero);
+    free(on);
+}
+
 int main(void)
 {
     RUN(test_ref_tokenize);
@@ -155,5 +210,6 @@ int main(void)
     RUN(test_ref_logits);
     RUN(test_ref_errors);
     RUN(test_ref_reads_our_writer);
+    RUN(test_ref_lora);
     return test_summary();
 }
