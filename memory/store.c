@@ -240,6 +240,9 @@ static int migrate(hx_memory *m, hx_err *err)
     int rc = mem_exec(m, "BEGIN IMMEDIATE", err);
     if (rc) return rc;
     int ver = (int)mem_query_int(m, "PRAGMA user_version");
+    if (ver < 0 || ver > HX_MEMORY_SCHEMA_VERSION) /* changed under us */
+        rc = hx_err_set(err, HX_ERR_UNSUPPORTED,
+                        "%s: unexpected schema version %d", m->path, ver);
     for (int v = ver; rc == HX_OK && v < HX_MEMORY_SCHEMA_VERSION; v++) {
         if (sqlite3_exec(m->db, mem_migrations[v], NULL, NULL, NULL)) {
             rc = hx_err_set(err, HX_ERR_INTERNAL,

@@ -238,6 +238,24 @@ static void test_migrate_from_v1(void)
     hx_memory_close(m);
 }
 
+/* The agent and `hearth memory` may hold the file at the same time. */
+static void test_two_handles(void)
+{
+    const char *path = tmp_path("shared.db");
+    hx_memory *a = open_at(path), *b = open_at(path);
+    ASSERT(a && b);
+    int64_t id = remember(a, "fact", "the boiler was serviced in March", NULL);
+    hx_mem_list *l = NULL;
+    hx_err err = {0};
+    ASSERT(hx_memory_search(b, "boiler", 5, &l, &err) == HX_OK);
+    EXPECT_EQ_INT(l->n, 1);
+    hx_mem_list_free(l);
+    ASSERT(hx_memory_forget(b, id, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_memory_get(a, id, &l, &err), HX_ERR_NOTFOUND);
+    hx_memory_close(a);
+    hx_memory_close(b);
+}
+
 static void test_newer_refused(void)
 {
     const char *path = tmp_path("newer.db");
@@ -790,6 +808,7 @@ int main(void)
     unsetenv("HEARTH_NOW");
     RUN(test_create_default_path);
     RUN(test_migrate_from_v1);
+    RUN(test_two_handles);
     RUN(test_newer_refused);
     RUN(test_not_sqlite_refused);
     RUN(test_corrupt_refused);
