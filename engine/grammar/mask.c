@@ -158,8 +158,10 @@ int hx_gvocab_new(int32_t n_tokens, const char *const *pieces, const size_t *len
     memset(v->dup_next, 0xff, (size_t)n_tokens * 4);
     for (int32_t i = 0; i < n_tokens; i++) {
         v->len[i] = (uint32_t)lens[i];
-        v->piece[i] = hx_strndup(pieces[i] ? pieces[i] : "", lens[i]);
+        v->piece[i] = malloc(lens[i] + 1); /* pieces may hold NUL bytes */
         if (!v->piece[i]) goto oom;
+        if (lens[i]) memcpy(v->piece[i], pieces[i], lens[i]);
+        v->piece[i][lens[i]] = 0;
         v->flags[i] = flags ? flags[i] : 0;
         if (v->flags[i] & HX_GTOK_SPECIAL) {
             if (lens[i] == strlen(OPEN_TAG) && !memcmp(pieces[i], OPEN_TAG, lens[i])) v->open_tok = i;
