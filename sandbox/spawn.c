@@ -7,6 +7,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -344,6 +345,25 @@ static int ms_left(double deadline)
     return left <= 0 ? 0 : (int)(left * 1000) + 1;
 }
 
+/* write() to a pipe whose reader died raises SIGPIPE, which would kill
+ * Hearth: block it for the call and swallow a pending one. */
+static ssize_t write_nosigpipe(int fd, const void *p, size_t n)
+{
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    ssize_t w = write(fd, p, n);
+    int e = errno;
+    if (w < 0 && e == EPIPE) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return w;
+}
+
 int hx_sandbox_proc_write(hx_sandbox_proc *c, const void *data, size_t len,
                           int timeout_ms, hx_err *err)
 {
@@ -355,7 +375,7 @@ int hx_sandbox_proc_write(hx_sandbox_proc *c, const void *data, size_t len,
         int t = ms_left(deadline);
         if (!t || poll(&pf, 1, t) == 0)
             return hx_err_set(err, HX_ERR_TIMEOUT, "tool did not read its input in time");
-        ssize_t n = write(c->in_fd, p, len);
+        ssize_t n = write_nosigpipe(c->in_fd, p, len);
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
         if (n < 0) {
             close_fd(&c->in_fd);
@@ -448,7 +468,7 @@ static void pump(run_state *s, int timeout_ms)
     if (c->err_fd >= 0) ie = n, pf[n++] = (struct pollfd){c->err_fd, POLLIN, 0};
     if (!n || poll(pf, (nfds_t)n, timeout_ms) <= 0) return;
     if (ii >= 0 && pf[ii].revents) {
-        ssize_t w = s->in_left ? write(c->in_fd, s->in, s->in_left) : 0;
+        ssize_t w = s->in_left ? write_nosigpipe(c->in_fd, s->in, s->in_left) : 0;
         if (w > 0) s->in += w, s->in_left -= (size_t)w;
         if (!s->in_left || (w < 0 && errno != EAGAIN)) close_fd(&c->in_fd);
     }

@@ -125,4 +125,40 @@ int hx_when_utc_offset(const char *tz, int64_t t);
 /* True if tz names a time zone hx_when_* knows. */
 int hx_when_tz_known(const char *tz);
 
+/* ---- registered tools: manifests in tools.d (tools/extools.c, mcp.c) ----
+ * A manifest is a JSON file naming a plain command or an MCP server:
+ *   {"name": "weather.forecast", "description": "...",
+ *    "input_schema": {JSON Schema}, "command": ["/usr/bin/forecast"],
+ *    "effect": "read", "read_paths": ["~/weather"], "write_paths": [],
+ *    "timeout_s": 10, "max_memory_mb": 1024}
+ *   {"name": "notes", "mcp": {"command": ["/usr/bin/notes-mcp"]},
+ *    "effect": "write", "read_paths": [...], "write_paths": [...]}
+ * A command gets the arguments as JSON on stdin and answers a JSON object
+ * on stdout; an MCP server's tools appear as "<name>.<tool>". Every one
+ * runs confined by the sandbox with only its manifest's paths. */
+typedef struct hx_extools hx_extools;
+
+/* Loads every *.json of dir (NULL: <config>/tools.d) into reg. A broken
+ * manifest, a name clash or a server that fails or answers garbage is
+ * reported as one line in problems (may be NULL) and skipped; the others
+ * load. *out owns what the registered tools use: free it after the last
+ * call through reg (hx_extools_free(NULL) is a no-op). */
+int hx_extools_load(hx_tools *reg, const char *dir, hx_extools **out,
+                    hx_buf *problems, hx_err *err);
+void hx_extools_free(hx_extools *x);
+/* Validates a manifest file without running anything; its name goes into
+ * name (n bytes). Errors name the field. */
+int hx_manifest_check(const char *path, char *name, size_t n, hx_err *err);
+/* Validates and installs a manifest into dir (NULL: <config>/tools.d) as
+ * NAME.json, atomically; an existing one is replaced only with replace. */
+int hx_manifest_install(const char *path, const char *dir, int replace,
+                        hx_err *err);
+/* Whether the results of a tool carry content from outside the user (mail,
+ * files, registered tools and MCP servers): the taint rule applies after
+ * them. x may be NULL. */
+int hx_tools_untrusted_output(const hx_extools *x, const char *name);
+/* The sandbox bits (HX_SB_*) applied to the last call of an external tool
+ * by this name, 0 for in-process tools. */
+unsigned hx_extools_last_sandbox(const hx_extools *x, const char *name);
+
 #endif /* HX_TOOLS_H */
