@@ -82,7 +82,9 @@ static int parse_command(const cJSON *cmd, const char *field, ext_manifest *m,
         const cJSON *a = cJSON_IsArray(cmd) ? cJSON_GetArrayItem(cmd, i) : cmd;
         if (!cJSON_IsString(a) || !a->valuestring[0])
             return hx_err_set(err, HX_ERR_FORMAT, "%s[%d]: expected a non-empty string", field, i);
-        m->command[i] = hx_strdup(a->valuestring);
+        /* "~/..." in any argument is the user's home, like in the paths */
+        const char *v = a->valuestring;
+        m->command[i] = v[0] == '~' && v[1] == '/' ? expand_path(v) : hx_strdup(v);
     }
     char *exe = expand_path(m->command[0]);
     if (!exe || access(exe, X_OK)) {

@@ -299,6 +299,46 @@ static void test_check_and_install(void)
     EXPECT(strstr(e.msg, "/nonexistent/bin") != NULL);
 }
 
+/* The complete example of the README's guide for tool authors, installed
+ * as a user would (manifest paths under ~) and called through Hearth. */
+static void test_documented_example(void)
+{
+    if (access("/usr/bin/python3", X_OK)) SKIP("/usr/bin/python3 not installed");
+    char home[PATH_MAX + 16], cmd[4 * PATH_MAX], inst[PATH_MAX + 16];
+    snprintf(home, sizeof home, "%s/home", dir);
+    snprintf(inst, sizeof inst, "%s/example.d", dir);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/.local/bin %s/Notes && chmod -R 755 %s && "
+             "cp examples/tools/notes_search.py %s/.local/bin/ && "
+             "printf '# Budget\nQ1 budget is 12k\n' > %s/Notes/q1.md && "
+             "printf 'call Bob\nbudget review Tuesday\n' > %s/Notes/todo.txt && "
+             "chmod 644 %s/Notes/*",
+             home, home, home, home, home, home, home);
+    ASSERT(system(cmd) == 0);
+    char *old_home = getenv("HOME") ? hx_strdup(getenv("HOME")) : NULL;
+    setenv("HOME", home, 1);
+    hx_err e;
+    EXPECT_EQ_INT(hx_manifest_install("examples/tools/notes_search.json", inst, 0, &e), HX_OK);
+    hx_tools *r2 = hx_tools_new(NULL);
+    hx_extools *x2 = NULL;
+    hx_buf probs;
+    hx_buf_init(&probs);
+    EXPECT_EQ_INT(hx_extools_load(r2, inst, &x2, &probs, &e), HX_OK);
+    if (old_home) setenv("HOME", old_home, 1);
+    free(old_home);
+    EXPECT(probs.len == 0);
+    cJSON *args = cJSON_Parse("{\"word\":\"budget\"}"), *res = NULL;
+    int rc = hx_tools_call(r2, "notes.search", args, &res, &e);
+    if (rc) printf("     notes.search: %s\n", e.msg);
+    EXPECT_EQ_INT(rc, HX_OK);
+    EXPECT(res && cJSON_GetObjectItem(res, "total")->valuedouble == 3);
+    cJSON_Delete(res);
+    cJSON_Delete(args);
+    hx_extools_free(x2);
+    hx_tools_free(r2);
+    hx_buf_free(&probs);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3 && !strcmp(argv[1], "--tool")) return tool_main(argv[2]);
@@ -314,6 +354,7 @@ int main(int argc, char **argv)
     RUN(test_command_tools);
     RUN(test_mcp_tools);
     RUN(test_check_and_install);
+    RUN(test_documented_example);
     hx_extools_free(ext);
     hx_tools_free(reg);
     hx_buf_free(&problems);
