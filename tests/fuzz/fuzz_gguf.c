@@ -51,17 +51,23 @@ static void walk_kv(const hx_gguf *g, int64_t i)
         break;
     case HX_GGUF_ARRAY: walk_array(g, key); break;
     case HX_GGUF_F32:
-    case HX_GGUF_F64:
+    case HX_GGUF_F64: {
+        double d;
         if (hx_gguf_get_f32(g, key, &f) == HX_ERR_FORMAT) abort();
-        g_sink += (uint64_t)(f == f);
+        if (hx_gguf_get_f64(g, key, &d) != HX_OK) abort();
+        g_sink += (uint64_t)(f == f) + (uint64_t)(d == d);
         break;
+    }
     case HX_GGUF_BOOL:
         if (hx_gguf_get_bool(g, key, &b) != HX_OK) abort();
         g_sink += (uint64_t)b;
         break;
-    default:
+    default: {
+        uint32_t u = 0;
         if (hx_gguf_get_i64(g, key, &v) == HX_ERR_FORMAT) abort();
-        g_sink += (uint64_t)v;
+        if (hx_gguf_get_u32(g, key, &u) == HX_ERR_FORMAT) abort();
+        g_sink += (uint64_t)v + u;
+    }
     }
 }
 
@@ -91,6 +97,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     for (int64_t i = 0; i < hx_gguf_n_kv(g); i++) walk_kv(g, i);
     walk_tensors(g);
+    /* Everything accepted can be copied into a writer. */
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    if (w && hx_gguf_copy_kv(w, g) != HX_OK) abort();
+    hx_gguf_writer_free(w);
     hx_gguf_close(g);
     return 0;
 }
