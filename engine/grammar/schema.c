@@ -776,7 +776,11 @@ static int sc_object(sc *c, const cJSON *s, uint32_t *out)
         for (; e; e = e->next) {
             const char *name = pass == 0 ? e->string : e->valuestring;
             uint32_t v;
-            if (!name) continue;
+            if (!name) {
+                rc = sc_fail(c, pass ? HX_ERR_FORMAT : HX_ERR_INTERNAL, "%s",
+                             pass ? "required names must be strings" : "unnamed property");
+                goto done;
+            }
             int dup = 0;
             for (int i = 0; i < n; i++) dup |= !strcmp(P[i].name, name);
             if (dup) continue;
@@ -879,6 +883,16 @@ static void append_list(cJSON *dst, const char *key, const cJSON *item)
 
 static const cJSON *deref(sc *c, const cJSON *s, int *rc);
 
+/* Replaces member old of object o by item, under old's name (cJSON's
+ * ReplaceItemViaPointer would leave the new member nameless). */
+static void replace_prop(cJSON *o, cJSON *old, cJSON *item)
+{
+    char *name = hx_strdup(old->string);
+    if (name && item) cJSON_ReplaceItemInObjectCaseSensitive(o, name, item);
+    else cJSON_Delete(item);
+    free(name);
+}
+
 /* Merges b into the merged object m (a copy we own). */
 static int merge_into(sc *c, cJSON *m, const cJSON *b)
 {
@@ -950,11 +964,11 @@ static int merge_into(sc *c, cJSON *m, const cJSON *b)
             for (cJSON *p = mp->child, *nx; p; p = nx) {
                 nx = p->next;
                 if (!cJSON_GetObjectItemCaseSensitive(bp, p->string) && bap && !cJSON_IsTrue(bap))
-                    cJSON_ReplaceItemViaPointer(mp, p, mk_allof2(p, bap));
+                    replace_prop(mp, p, mk_allof2(p, bap));
             }
             for (const cJSON *p = bp ? bp->child : NULL; p; p = p->next) {
                 cJSON *q = cJSON_GetObjectItemCaseSensitive(mp, p->string);
-                if (q) cJSON_ReplaceItemViaPointer(mp, q, mk_allof2(q, p));
+                if (q) replace_prop(mp, q, mk_allof2(q, p));
                 else if (map && !cJSON_IsTrue(map)) cJSON_AddItemToObject(mp, p->string, mk_allof2(p, map));
                 else cJSON_AddItemToObject(mp, p->string, cJSON_Duplicate(p, 1));
             }

@@ -184,6 +184,15 @@ static void test_enum_const_combinators(void)
                          "{\"properties\":{\"b\":{}}}]}";
     YES(closed, "{\"a\": 1}");
     NO(closed, "{\"b\": 1}");
+    /* anyOf branches merged with sibling properties keep every property
+     * (a merged property once lost its name and became unconstrained) */
+    const char *br = "{\"type\":\"object\",\"properties\":{\"type\":{\"enum\":[\"CALL\",\"WILD\"]}},"
+                     "\"anyOf\":[{\"properties\":{\"type\":{\"enum\":[\"CALL\"]},\"data\":{\"type\":\"string\",\"minLength\":1}}},"
+                     "{\"properties\":{\"type\":{\"enum\":[\"WILD\"]}}}]}";
+    NO(br, "{\"type\": \"CALL\", \"data\": \"\"}");
+    YES(br, "{\"type\": \"CALL\", \"data\": \"x\"}");
+    YES(br, "{\"type\": \"WILD\", \"data\": \"\"}");
+    NO(br, "{\"type\": \"OTHER\"}");
     BAD("{\"not\":{\"type\":\"string\"}}");
     BAD("{\"if\":{\"type\":\"string\"},\"then\":{\"minLength\":1}}");
 }
