@@ -132,13 +132,13 @@ static int add_episode(hx_memory *m)
 }
 
 /* Inserts n items in transactions of batch (1: one commit each); returns
- * items per second. */
+ * items per second of wall time, and in *per_cpu per second of CPU time. */
 static double fill(hx_memory *m, int n, int batch, int (*add)(hx_memory *),
-                   const char *label)
+                   const char *label, double *per_cpu)
 {
     hx_progress pr;
     hx_progress_start(&pr, label, n);
-    double t0 = now();
+    double t0 = now(), c0 = cpu_now();
     for (int i = 0; i < n; i++) {
         if (batch > 1 && i % batch == 0) hx_memory_begin(m, NULL);
         if (add(m)) exit(1);
@@ -147,6 +147,7 @@ static double fill(hx_memory *m, int n, int batch, int (*add)(hx_memory *),
         if (i % 256 == 0) hx_progress_update(&pr, i, NULL);
     }
     hx_progress_finish(&pr);
+    *per_cpu = n / (cpu_now() - c0);
     return n / (now() - t0);
 }
 
@@ -229,14 +230,17 @@ int main(int argc, char **argv)
     }
     printf("memory bench: %d memories, %d episodes, %d recall queries "
            "(synchronous=FULL, WAL)\n", n_mem, n_ep, n_q);
-    double mem_b = fill(m, n_mem, 1000, add_memory, "memories");
-    double ep_b = fill(m, n_ep, 1000, add_episode, "episodes");
-    double mem_1 = fill(m, 500, 1, add_memory, "memories, 1/commit");
-    double ep_1 = fill(m, 200, 1, add_episode, "episodes, 1/commit");
+    double cb[2], c1[2];
+    double mem_b = fill(m, n_mem, 1000, add_memory, "memories", &cb[0]);
+    double ep_b = fill(m, n_ep, 1000, add_episode, "episodes", &cb[1]);
+    double mem_1 = fill(m, 500, 1, add_memory, "memories, 1/commit", &c1[0]);
+    double ep_1 = fill(m, 200, 1, add_episode, "episodes, 1/commit", &c1[1]);
     printf("insert, 1000 per transaction: %.0f memories/s (with consolidation"
-           " check), %.0f episodes/s\n", mem_b, ep_b);
+           " check), %.0f episodes/s wall;  %.0f and %.0f per CPU second\n",
+           mem_b, ep_b, cb[0], cb[1]);
     printf("insert, one commit each (fsync): %.0f memories/s, %.0f "
-           "episodes/s\n", mem_1, ep_1);
+           "episodes/s wall;  %.0f and %.0f per CPU second\n", mem_1, ep_1,
+           c1[0], c1[1]);
     lat r;
     recall_latency(m, n_q, 0, &r);
     print_lat("recall, read only", &r);

@@ -65,7 +65,8 @@ int mem_ranked(hx_memory *m, const char *query, int limit,
  * query word its newest MEM_MERGE_CAP matches (expired ones included).
  * Each item's score field is 0; *norms (parallel to items, in the list's arena) gets the normalised
  * texts. */
-#define MEM_TERM_CAP 64
+#define MEM_TERM_CAP 64   /* matches per word for recall, at most */
+#define MEM_RECALL_ROWS 320 /* candidate rows per recall, about */
 #define MEM_MERGE_CAP 16
 int mem_candidates(hx_memory *m, const char *text, const char *kind,
                    hx_mem_list **out, const char ***norms, hx_err *err);

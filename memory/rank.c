@@ -253,8 +253,10 @@ int mem_ranked(hx_memory *m, const char *query, int limit,
     terms_init(&t, query);
     const char **norms = NULL;
     int rc = cand_alloc(out, &norms, err);
-    if (rc == HX_OK)
-        rc = candidates(m, &t, NULL, MEM_TERM_CAP, 0, *out, norms, err);
+    /* At most about MEM_RECALL_ROWS rows whatever the query's length. */
+    int cap = t.n ? MEM_RECALL_ROWS / t.n : MEM_TERM_CAP;
+    cap = cap > MEM_TERM_CAP ? MEM_TERM_CAP : cap < 16 ? 16 : cap;
+    if (rc == HX_OK) rc = candidates(m, &t, NULL, cap, 0, *out, norms, err);
     if (rc) {
         hx_mem_list_free(*out);
         *out = NULL;

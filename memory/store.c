@@ -220,7 +220,7 @@ static int set_pragmas(hx_memory *m, hx_err *err)
     snprintf(sql, sizeof sql,
              "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
              "PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON;"
-             "PRAGMA cache_size=-16384;",
+             "PRAGMA cache_size=-16384; PRAGMA mmap_size=268435456;",
              m->params.sync_full ? "FULL" : "NORMAL");
     int rc = mem_exec(m, sql, err);
     if (rc) return rc;
