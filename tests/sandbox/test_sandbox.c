@@ -242,6 +242,44 @@ static void test_ptrace_and_mount_stopped(void)
     hx_sandbox_result_free(&r);
 }
 
+/* Without Landlock, namespaces and seccomp (old kernels), tools still run
+ * with what is left, the result says what was applied, and Hearth warns
+ * once per process. */
+static void test_degrades_and_says_so_once(void)
+{
+    char log[] = "/tmp/hx-sb-warn-XXXXXX";
+    int fd = mkstemp(log), saved = dup(2);
+    ASSERT(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    dup2(fd, 2);
+    setenv("HEARTH_SANDBOX_DISABLE", "landlock,namespaces,seccomp", 1);
+    hx_sandbox_result r1, r2;
+    hx_sandbox_params p = params_for("good", work_dir);
+    hx_err e1;
+    int rc1 = hx_sandbox_run(&p, "1", 1, &r1, &e1), rc2 = hx_sandbox_run(&p, "2", 1, &r2, &e1);
+    unsetenv("HEARTH_SANDBOX_DISABLE");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    close(fd);
+    ASSERT(rc1 == HX_OK && rc2 == HX_OK);
+    EXPECT(r1.exited && r1.exit_code == 0);
+    EXPECT(!(r1.applied & (HX_SB_LANDLOCK | HX_SB_NETNS | HX_SB_PIDNS | HX_SB_SECCOMP)));
+    EXPECT(r1.applied & HX_SB_NO_NEW_PRIVS);
+    EXPECT(r1.applied & HX_SB_RLIMITS);
+    hx_sandbox_result_free(&r1);
+    hx_sandbox_result_free(&r2);
+    char *text;
+    size_t n;
+    hx_err e;
+    ASSERT(hx_read_file(log, 0, &text, &n, &e) == HX_OK);
+    char *first = strstr(text, "sandbox is partial");
+    EXPECT(first != NULL);
+    EXPECT(first && strstr(first + 1, "sandbox is partial") == NULL);
+    free(text);
+    unlink(log);
+}
+
 static void test_missing_command(void)
 {
     const char *argv[] = {"/nonexistent/tool", NULL};
@@ -316,6 +354,7 @@ int main(int argc, char **argv)
     RUN(test_flood_capped);
     RUN(test_ptrace_and_mount_stopped);
     RUN(test_missing_command);
+    RUN(test_degrades_and_says_so_once);
     RUN(test_self_no_network);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root_dir);
