@@ -1,11 +1,13 @@
 /* test_kernels.c: every SIMD dot and activation quantizer against the
  * scalar reference, hx_matmul against a naive float matmul, the thread pool
  * under many tiny and uneven runs. */
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
 #include "engine/kernels.h"
+#include "engine/kernels_impl.h"
 #include "test.h"
 
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
@@ -191,6 +193,106 @@ static void test_simd_act_quant(void)
     }
     hx_isa_set(best);
     free(x);
+}
+
+/* ---- against ggml's CPU backend (llama.cpp reference build) ----
+ * ggml_get_type_traits_cpu gives, per weight type, the activation type its
+ * vec_dot uses, the activation quantizer (from_float) and vec_dot itself.
+ * Hearth must pick the same activation types, quantize activations to the
+ * same bytes, and compute the same dots up to float summation order. The
+ * haswell (AVX2) variant is used: it runs on any AVX2 CPU, and its x86
+ * quantizers are the ones llama.cpp uses on AVX2 and AVX-512 machines. */
+typedef struct ggml_cpu_traits {
+    void (*from_float)(const float *x, void *y, int64_t k);
+    void (*vec_dot)(int n, float *s, size_t bs, const void *x, size_t bx,
+                    const void *y, size_t by, int nrc);
+    int vec_dot_type;
+    int64_t nrows;
+} ggml_cpu_traits;
+
+/* Relative tolerance of a dot against ggml's vec_dot: both sum exact
+ * integer block sums in float in different orders (measured <= 3e-7). */
+#define GGML_DOT_TOL 1e-5
+
+/* One weight row against ggml: activation bytes, then the dot. */
+static void check_vs_ggml(int isa, int wt, const ggml_cpu_traits *tw,
+                          const float *x, const char *w, const char *ag,
+                          char *ah, int64_t n)
+{
+    int same = 1;
+    hx_isa_set(isa);
+    hx_quantize_act(wt, x, ah, n);
+    if (hx_act_type(wt) == HX_TYPE_Q8_0) { /* Hearth's block adds a sum */
+        for (int64_t b = 0; b < n / HX_QK; b++) {
+            const hx_block_q8_0 *g = (const hx_block_q8_0 *)ag + b;
+            const hx_block_q8a *h = (const hx_block_q8a *)ah + b;
+            same &= hx_fp16_to_fp32(g->d) == h->d && !memcmp(g->qs, h->qs, HX_QK);
+        }
+    } else {
+        same = !memcmp(ag, ah, hx_act_row_bytes(wt, n));
+    }
+    if (!same)
+        test_fail_at(__FILE__, __LINE__, "%s %s: activations differ from ggml's",
+                     hx_isa_name(isa), hx_type_name(wt));
+    float sg = 0, sh = 0;
+    tw->vec_dot((int)n, &sg, 0, w, 0, ag, 0, 1);
+    hx_vec_dot(wt, n, &sh, w, ah);
+    double rel = fabs((double)sg - sh) / (fabs(sg) + 1e-30);
+    if (getenv("HX_TEST_VERBOSE"))
+        printf("  %-6s %-5s ggml %.9g hearth %.9g rel %.2g\n", hx_isa_name(isa),
+               hx_type_name(wt), sg, sh, rel);
+    if (!(rel < GGML_DOT_TOL))
+        test_fail_at(__FILE__, __LINE__, "%s %s: dot %.9g vs ggml's %.9g",
+                     hx_isa_name(isa), hx_type_name(wt), sh, sg);
+}
+
+static void test_vs_ggml_cpu(void)
+{
+    if (hx_isa_detect() < HX_ISA_AVX2) SKIP("no AVX2: ggml's haswell backend cannot run here");
+    const char *ref = getenv("HEARTH_REFERENCE");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bins/libggml-cpu-haswell.so", ref && *ref ? ref : "build/reference");
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) SKIP("llama.cpp reference not found (%s); run make reference or set HEARTH_REFERENCE", path);
+    void (*init)(void);
+    const ggml_cpu_traits *(*traits)(int);
+    *(void **)&init = dlsym(lib, "ggml_cpu_init");
+    *(void **)&traits = dlsym(lib, "ggml_get_type_traits_cpu");
+    if (!init || !traits) {
+        dlclose(lib);
+        ASSERT(!"ggml_cpu_init / ggml_get_type_traits_cpu missing");
+    }
+    init();
+    const int64_t n = 4096;
+    float *x = malloc(sizeof(float) * n), *wf = malloc(sizeof(float) * n);
+    char *w = malloc(hx_type_row_bytes(HX_TYPE_F32, n));
+    char *ag = malloc(hx_type_row_bytes(HX_TYPE_F32, n)), *ah = malloc(hx_type_row_bytes(HX_TYPE_F32, n));
+    for (int ti = 0; ti < N_WTYPES; ti++) {
+        int wt = k_wtypes[ti], at = hx_act_type(wt);
+        const ggml_cpu_traits *tw = traits(wt), *ta = traits(at);
+        if (!tw || !ta || !tw->vec_dot || !ta->from_float) {
+            test_fail_at(__FILE__, __LINE__, "%s: no ggml CPU traits", hx_type_name(wt));
+            continue;
+        }
+        EXPECT_EQ_INT(tw->vec_dot_type, at);
+        for (int rep = 0; rep < 4; rep++) {
+            fill(wf, n, rep == 1 ? 0.5f : 0.0f);
+            fill(x, n, 0);
+            if (rep == 3) x[17] = 60; /* an outlier */
+            hx_quantize_row(wt, wf, w, n, NULL);
+            memset(ag, 0, hx_type_row_bytes(HX_TYPE_F32, n));
+            ta->from_float(x, ag, n);
+            for (int isa = HX_ISA_SCALAR; isa <= hx_isa_detect(); isa++)
+                check_vs_ggml(isa, wt, tw, x, w, ag, ah, n);
+        }
+    }
+    free(x);
+    free(wf);
+    free(w);
+    free(ag);
+    free(ah);
+    hx_isa_set(HX_ISA_AVX512);
+    dlclose(lib);
 }
 
 /* hx_matmul against a naive matmul of the dequantized weights and the
@@ -393,6 +495,7 @@ int main(void)
     RUN(test_scalar_dot_vs_dequant);
     RUN(test_simd_dots);
     RUN(test_simd_act_quant);
+    RUN(test_vs_ggml_cpu);
     RUN(test_matmul);
     RUN(test_jobs_and_experts);
     RUN(test_threadpool);
