@@ -166,7 +166,12 @@ int hx_memory_get(hx_memory *m, int64_t id, hx_mem_list **out, hx_err *err);
 int hx_memory_list(hx_memory *m, const char *kind, int limit, int with_expired,
                    hx_mem_list **out, hx_err *err);
 /* Full-text search over memories (user text; never a syntax error), best
- * first by BM25 with the recency and use boosts; expired ones left out. */
+ * first by BM25 with the recency and use boosts; expired ones left out.
+ * To bound the time on large stores, the candidates are each query word's
+ * newest matches (16 to 64 per word, about 320 rows in all), scored with
+ * BM25 in C (plural/-ed/-ing folded; N and average length from the FTS5
+ * index). A matching memory older than a frequent word's newest matches
+ * is found only through the query's rarer words. */
 int hx_memory_search(hx_memory *m, const char *query, int limit,
                      hx_mem_list **out, hx_err *err);
 /* Full-text search over episodes' request, outcome and corrected text;
