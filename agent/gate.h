@@ -1,0 +1,32 @@
+/* gate.h: internal header of the agent's door to the sandbox module (policy
+ * and audit log), usable next to memory/memory.h. Not public. */
+#ifndef HX_AGENT_GATE_H
+#define HX_AGENT_GATE_H
+
+/* sandbox/sandbox.h cannot be included next to memory/memory.h (both
+ * declare a type hx_verdict), so the agent reaches the sandbox through
+ * agent/gate.c, which includes only sandbox.h, and these handles. */
+struct hx_policy;
+struct hx_audit;
+struct hx_consent;
+
+/* ---- the sandbox gate (agent/gate.c) ---- */
+typedef struct hx_gate {
+    int allowed;          /* 1: run the call */
+    int confirmed;        /* the policy said ask and the answer was yes */
+    int forced_by_taint;  /* the taint rule made it ask */
+    const char *decision; /* "allow", "ask", "deny" (static) */
+    const char *by;       /* who decided (static, see hx_policy_resolve) */
+    char rule[96];
+} hx_gate;
+/* Decides a call: the policy's verdict for tool/effect with the taint,
+ * resolved with consent c. */
+void hx_gate_decide(struct hx_policy *p, const char *tool, int effect,
+                    int tainted, const char *args_json,
+                    const struct hx_consent *c, hx_gate *out);
+/* Appends an audit record; errors are logged, not returned. a may be NULL. */
+void hx_gate_audit(struct hx_audit *a, const char *tool, const char *effect,
+                   const char *args_json, const char *decision, const char *by,
+                   const char *status, const char *detail, unsigned sandbox);
+
+#endif /* HX_AGENT_GATE_H */

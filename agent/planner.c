@@ -1,0 +1,526 @@
+/* planner.c: the agent loop: render the prompt, let the source write a turn,
+ * run its tool calls under the policy, feed results back, until an answer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent_int.h"
+
+#define OPEN_TAG "<tool_call>"
+#define CLOSE_TAG "</tool_call>"
+
+struct hx_planner {
+    hx_planner_deps d;
+    hx_planner_params p;
+    cJSON *msgs;  /* the conversation; [0] is the system message */
+    cJSON *tools; /* the tool list in the OpenAI shape */
+    int tainted;  /* untrusted content entered the conversation */
+    int *starts;  /* index of each request's user message, for undo */
+    int n_starts, cap_starts;
+};
+
+/* One request's run. */
+typedef struct run {
+    hx_planner *pl;
+    const hx_planner_io *io;
+    cJSON *calls;   /* trace records */
+    double t0;
+    int tokens, prompt_tokens, steps;
+    hx_buf answer;
+    const char *status;
+} run;
+
+hx_planner_params hx_planner_default_params(void)
+{
+    hx_planner_params p = {8, 1024, 300.0, HX_TPL_QWEN3, HX_CHOICE_AUTO,
+                           NULL, NULL, 1, 256};
+    return p;
+}
+
+hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p)
+{
+    hx_planner_params dp = hx_planner_default_params();
+    hx_planner *pl = hx_calloc(1, sizeof *pl);
+    if (!pl) return NULL;
+    pl->d = *d;
+    pl->p = p ? *p : dp;
+    pl->msgs = cJSON_CreateArray();
+    pl->tools = hx_tools_list_json(d->reg);
+    if (!pl->msgs || !pl->tools) {
+        hx_planner_free(pl);
+        return NULL;
+    }
+    return pl;
+}
+
+void hx_planner_free(hx_planner *pl)
+{
+    if (!pl) return;
+    cJSON_Delete(pl->msgs);
+    cJSON_Delete(pl->tools);
+    free(pl->starts);
+    free(pl);
+}
+
+const cJSON *hx_planner_messages(const hx_planner *pl) { return pl->msgs; }
+
+int hx_planner_undo(hx_planner *pl)
+{
+    if (!pl->n_starts) return 0;
+    int from = pl->starts[--pl->n_starts];
+    while (cJSON_GetArraySize(pl->msgs) > from)
+        cJSON_DeleteItemFromArray(pl->msgs, from);
+    return 1;
+}
+
+static cJSON *add_msg(cJSON *msgs, const char *role, const char *content)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", role);
+    cJSON_AddStringToObject(m, "content", content ? content : "");
+    cJSON_AddItemToArray(msgs, m);
+    return m;
+}
+
+/* ---- the system message: who, when, recalled memories ---- */
+static void system_text(hx_planner *pl, const char *request, hx_buf *b)
+{
+    const hx_config *cfg = hx_tools_config(pl->d.reg);
+    char when[64] = "";
+    hx_when_format(hx_now(NULL), cfg ? cfg->timezone : NULL, 0, when, sizeof when);
+    if (pl->p.system) hx_buf_puts(b, pl->p.system);
+    else
+        hx_buf_puts(b, "You are Hearth, an assistant running on the user's own "
+                       "device. Use the tools to read and change the user's "
+                       "calendar, mail and files; when you are done, answer "
+                       "in plain text.");
+    hx_buf_printf(b, "\nNow: %s", when);
+    if (cfg && cfg->timezone) hx_buf_printf(b, " (%s)", cfg->timezone);
+    if (cfg && cfg->user_name)
+        hx_buf_printf(b, "\nUser: %s <%s>", cfg->user_name,
+                      cfg->user_email ? cfg->user_email : "");
+    if (!pl->d.mem || pl->p.recall_budget <= 0) return;
+    hx_recall_params rp = hx_recall_default_params();
+    rp.budget_tokens = pl->p.recall_budget;
+    if (pl->d.src->count) {
+        rp.count_tokens = (hx_count_tokens_fn)pl->d.src->count;
+        rp.count_user = pl->d.src->ctx;
+    }
+    char *section = NULL;
+    hx_err err = {0};
+    if (hx_memory_recall(pl->d.mem, request, &rp, &section, NULL, &err) == HX_OK &&
+        section && *section)
+        hx_buf_printf(b, "\n\n%s", section);
+    free(section);
+}
+
+static void set_system(hx_planner *pl, const char *request)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    system_text(pl, request, &b);
+    cJSON *m = cJSON_GetArrayItem(pl->msgs, 0);
+    if (!m) m = add_msg(pl->msgs, "system", "");
+    cJSON_ReplaceItemInObject(m, "content", cJSON_CreateString(b.data ? b.data : ""));
+    hx_buf_free(&b);
+}
+
+/* ---- limits ---- */
+static int check_limits(run *r, hx_err *err)
+{
+    const hx_planner_params *p = &r->pl->p;
+    if (r->io && r->io->cancelled && r->io->cancelled(r->io->user)) {
+        r->status = "cancelled";
+        return hx_err_set(err, HX_ERR_CANCELLED, "cancelled");
+    }
+    if (r->tokens >= p->max_tokens) {
+        r->status = "token budget";
+        return hx_err_set(err, HX_ERR_RANGE, "stopped: the budget of %d generated "
+                          "tokens ran out before an answer (--max-tokens)",
+                          p->max_tokens);
+    }
+    if (hx_time_mono() - r->t0 >= p->timeout_s) {
+        r->status = "time budget";
+        return hx_err_set(err, HX_ERR_TIMEOUT, "stopped: the time budget of %g s "
+                          "ran out before an answer (--timeout)", p->timeout_s);
+    }
+    return HX_OK;
+}
+
+/* ---- streaming the answer: text up to "<tool_call>", holding back a
+ * tail that may be the start of it ---- */
+static size_t held_tail(const char *s, size_t n)
+{
+    size_t k = strlen(OPEN_TAG) - 1;
+    for (k = k < n ? k : n; k > 0; k--)
+        if (!memcmp(s + n - k, OPEN_TAG, k)) return k;
+    return 0;
+}
+
+static void stream(run *r, const hx_buf *text, size_t *done, int *in_call, int final)
+{
+    if (*in_call || !text->data) return;
+    const char *tag = strstr(text->data + *done, OPEN_TAG);
+    size_t upto = tag ? (size_t)(tag - text->data)
+                      : text->len - (final ? 0 : held_tail(text->data, text->len));
+    if (upto > *done) {
+        hx_buf_append(&r->answer, text->data + *done, upto - *done);
+        if (r->io && r->io->on_text) r->io->on_text(r->io->user, text->data + *done, upto - *done);
+        *done = upto;
+    }
+    if (tag) *in_call = 1;
+}
+
+/* Lets the source write one assistant turn into text. */
+static int gen_turn(run *r, const char *prompt, int choice, hx_buf *text, hx_err *err)
+{
+    hx_source *src = r->pl->d.src;
+    int n_prompt = 0, end = 0, in_call = 0, rc;
+    size_t done = 0;
+    if ((rc = check_limits(r, err))) return rc;
+    if ((rc = src->begin(src->ctx, prompt, choice, &n_prompt, err))) return rc;
+    r->prompt_tokens += n_prompt;
+    while (!(rc = check_limits(r, err))) {
+        if ((rc = src->next(src->ctx, text, &end, err))) return rc;
+        if (end) break;
+        r->tokens++;
+        stream(r, text, &done, &in_call, 0);
+    }
+    stream(r, text, &done, &in_call, 1);
+    return rc;
+}
+
+/* ---- parsing the turn ---- */
+typedef struct pcall {
+    cJSON *fn;         /* {"name","arguments"} or NULL if malformed */
+    char error[256];   /* why it is malformed */
+    char name[128];    /* the name if one could be read */
+} pcall;
+
+static char *trimmed(const char *s, size_t n)
+{
+    while (n && (*s == ' ' || *s == '\n' || *s == '\r' || *s == '\t')) s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == '\t')) n--;
+    return hx_strndup(s, n);
+}
+
+static void parse_one(const char *body, size_t n, pcall *c)
+{
+    char *t = trimmed(body, n);
+    cJSON *j = t ? cJSON_Parse(t) : NULL;
+    free(t);
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
+    cJSON *args = cJSON_GetObjectItemCaseSensitive(j, "arguments");
+    if (!args) args = cJSON_GetObjectItemCaseSensitive(j, "parameters");
+    if (cJSON_IsString(name)) snprintf(c->name, sizeof c->name, "%s", name->valuestring);
+    if (!j) snprintf(c->error, sizeof c->error, "the call is not valid JSON");
+    else if (!cJSON_IsString(name)) snprintf(c->error, sizeof c->error, "the call has no \"name\" string");
+    else if (!cJSON_IsObject(args)) snprintf(c->error, sizeof c->error, "the call has no \"arguments\" object");
+    if (c->error[0]) {
+        cJSON_Delete(j);
+        return;
+    }
+    c->fn = cJSON_CreateObject();
+    cJSON_AddStringToObject(c->fn, "name", name->valuestring);
+    cJSON_AddItemToObject(c->fn, "arguments", cJSON_Duplicate(args, 1));
+    cJSON_Delete(j);
+}
+
+/* Splits text into the content before the first call and the calls. */
+static int parse_turn(const char *text, char **content, pcall *calls, int max)
+{
+    const char *open = strstr(text, OPEN_TAG);
+    int n = 0;
+    *content = trimmed(text, open ? (size_t)(open - text) : strlen(text));
+    while (open && n < max) {
+        const char *body = open + strlen(OPEN_TAG);
+        const char *close = strstr(body, CLOSE_TAG);
+        pcall *c = &calls[n++];
+        memset(c, 0, sizeof *c);
+        parse_one(body, close ? (size_t)(close - body) : strlen(body), c);
+        if (!close && !c->error[0]) {
+            snprintf(c->error, sizeof c->error, "the call has no closing </tool_call>");
+            cJSON_Delete(c->fn);
+            c->fn = NULL;
+        }
+        open = close ? strstr(close, OPEN_TAG) : NULL;
+    }
+    return n;
+}
+
+/* ---- running one call ---- */
+typedef struct call_outcome {
+    const char *status;    /* ok, error, refused, malformed */
+    const char *decision;  /* allow, ask, deny, "" */
+    const char *by;
+    int confirmed;
+    cJSON *result;         /* owned */
+    char detail[600];
+} call_outcome;
+
+static void exec_call(run *r, const char *name, const cJSON *args,
+                      const char *args_json, call_outcome *o)
+{
+    hx_planner *pl = r->pl;
+    const hx_tool_def *def = hx_tools_find(pl->d.reg, name);
+    hx_err err = {0};
+    if (!def) {
+        o->status = "error";
+        snprintf(o->detail, sizeof o->detail, "unknown tool %s", name);
+        return;
+    }
+    hx_gate g;
+    hx_gate_decide(pl->d.policy, name, def->effect, pl->tainted, args_json,
+                   pl->d.consent, &g);
+    o->decision = g.decision;
+    o->by = g.by;
+    o->confirmed = g.confirmed;
+    if (!g.allowed) {
+        o->status = "refused";
+        snprintf(o->detail, sizeof o->detail, "refused (%s; decided by %s)%s", g.rule,
+                 g.by, g.forced_by_taint ? ": untrusted content is in this conversation" : "");
+        return;
+    }
+    int rc = hx_tools_call(pl->d.reg, name, args, &o->result, &err);
+    o->status = rc ? "error" : "ok";
+    if (rc) snprintf(o->detail, sizeof o->detail, "%s", err.msg);
+    if (!rc && hx_tools_untrusted_output(pl->d.x, name)) pl->tainted = 1;
+}
+
+static void audit(run *r, const char *name, const char *args_json, const call_outcome *o)
+{
+    hx_planner *pl = r->pl;
+    const hx_tool_def *def = hx_tools_find(pl->d.reg, name);
+    hx_gate_audit(pl->d.audit, name, def ? hx_effect_name(def->effect) : "unknown",
+                  args_json, o->decision, o->by ? o->by : "", o->status, o->detail,
+                  hx_extools_last_sandbox(pl->d.x, name));
+}
+
+/* The tool message's content: the result, or {"error": detail}. */
+static char *feedback_text(const call_outcome *o)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    if (o->result) {
+        hx_json_py(o->result, 0, &b);
+    } else {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "error", o->detail);
+        hx_json_py(e, 0, &b);
+        cJSON_Delete(e);
+    }
+    return hx_buf_steal(&b, NULL);
+}
+
+static void record_call(run *r, const char *name, const cJSON *args, const call_outcome *o,
+                        const char *fed)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "name", name);
+    cJSON_AddItemToObject(c, "arguments", args ? cJSON_Duplicate(args, 1) : cJSON_CreateNull());
+    cJSON_AddStringToObject(c, "status", o->status);
+    cJSON_AddStringToObject(c, "decision", o->decision);
+    cJSON_AddStringToObject(c, "by", o->by ? o->by : "");
+    cJSON_AddBoolToObject(c, "confirmed", o->confirmed);
+    cJSON_AddStringToObject(c, "result", fed ? fed : "");
+    cJSON_AddNumberToObject(c, "step", r->steps);
+    cJSON_AddItemToArray(r->calls, c);
+}
+
+static void handle_call(run *r, const pcall *c)
+{
+    call_outcome o = {"malformed", "", "", 0, NULL, ""};
+    const char *name = c->fn ? cJSON_GetObjectItem(c->fn, "name")->valuestring
+                             : (c->name[0] ? c->name : "(malformed)");
+    const cJSON *args = c->fn ? cJSON_GetObjectItem(c->fn, "arguments") : NULL;
+    char *args_json = args ? cJSON_PrintUnformatted(args) : hx_strdup("");
+    if (r->io && r->io->on_call) r->io->on_call(r->io->user, name, args_json ? args_json : "");
+    if (c->fn) exec_call(r, name, args, args_json ? args_json : "{}", &o);
+    else snprintf(o.detail, sizeof o.detail, "malformed tool call: %s; write "
+                  "<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>",
+                  c->error);
+    audit(r, name, args_json ? args_json : "", &o);
+    char *fed = feedback_text(&o);
+    if (r->io && r->io->on_result)
+        r->io->on_result(r->io->user, name, o.status, fed ? fed : o.detail);
+    cJSON *m = add_msg(r->pl->msgs, "tool", fed ? fed : "{}");
+    cJSON_AddStringToObject(m, "name", name);
+    record_call(r, name, args, &o, fed);
+    free(fed);
+    free(args_json);
+    cJSON_Delete(o.result);
+}
+
+/* Adds the assistant's turn: its text and the well-formed calls (a
+ * malformed call stays in the text, as the model wrote it). */
+static void add_assistant(run *r, const char *text, const char *content,
+                          const pcall *calls, int n)
+{
+    int malformed = 0;
+    for (int i = 0; i < n; i++) malformed |= !calls[i].fn;
+    cJSON *m = add_msg(r->pl->msgs, "assistant", malformed ? text : content);
+    if (!n || malformed) return;
+    cJSON *tc = cJSON_AddArrayToObject(m, "tool_calls");
+    for (int i = 0; i < n; i++) {
+        cJSON *w = cJSON_CreateObject();
+        cJSON_AddStringToObject(w, "type", "function");
+        cJSON_AddItemToObject(w, "function", cJSON_Duplicate(calls[i].fn, 1));
+        cJSON_AddItemToArray(tc, w);
+    }
+}
+
+#define MAX_CALLS 8
+
+/* One model turn and its calls; *answered = 1 on a plain-text answer. */
+static int step(run *r, int choice, int *answered, hx_err *err)
+{
+    hx_planner *pl = r->pl;
+    hx_buf prompt, text;
+    hx_buf_init(&prompt);
+    hx_buf_init(&text);
+    hx_tpl_opts o = hx_tpl_default_opts();
+    o.no_think = pl->p.no_think;
+    int rc = hx_tpl_render(pl->p.family, pl->msgs, pl->tools, &o, &prompt);
+    if (rc) hx_err_set(err, rc, "cannot render the prompt");
+    if (!rc) rc = gen_turn(r, prompt.data, choice, &text, err);
+    hx_buf_free(&prompt);
+    if (rc) {
+        hx_buf_free(&text);
+        return rc;
+    }
+    pcall calls[MAX_CALLS];
+    char *content = NULL;
+    const char *t = text.data ? text.data : "";
+    int n = parse_turn(t, &content, calls, MAX_CALLS);
+    add_assistant(r, t, content ? content : "", calls, n);
+    *answered = n == 0;
+    for (int i = 0; i < n; i++) {
+        if (!rc) rc = check_limits(r, err);
+        if (!rc) handle_call(r, &calls[i]);
+        cJSON_Delete(calls[i].fn);
+    }
+    free(content);
+    hx_buf_free(&text);
+    return rc;
+}
+
+/* ---- the episode and the trace ---- */
+static void fill_calls(const cJSON *calls, hx_tool_call_rec *out)
+{
+    int i = 0;
+    for (const cJSON *c = calls->child; c; c = c->next, i++) {
+        const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
+        out[i].name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
+        out[i].arguments = cJSON_PrintUnformatted(cJSON_GetObjectItem(c, "arguments"));
+        out[i].result = cJSON_GetStringValue(cJSON_GetObjectItem(c, "result"));
+        out[i].status = !strcmp(st, "ok") ? HX_CALL_OK
+                        : !strcmp(st, "refused") ? HX_CALL_DENIED : HX_CALL_ERROR;
+        out[i].confirmed = cJSON_IsTrue(cJSON_GetObjectItem(c, "confirmed"));
+    }
+}
+
+static int64_t record_episode(run *r, const char *request, const char *outcome,
+                              const cJSON *msgs, int64_t started)
+{
+    hx_planner *pl = r->pl;
+    if (!pl->d.mem) return 0;
+    int n = cJSON_GetArraySize(r->calls);
+    hx_tool_call_rec *calls = hx_calloc((size_t)(n ? n : 1), sizeof *calls);
+    char *mj = cJSON_PrintUnformatted(msgs);
+    int64_t id = 0;
+    if (calls && mj) {
+        fill_calls(r->calls, calls);
+        hx_episode ep = {0};
+        ep.started_at = started;
+        ep.request = (char *)request;
+        ep.messages = mj;
+        ep.outcome = (char *)outcome;
+        ep.model = (char *)pl->p.model;
+        ep.calls = calls;
+        ep.n_calls = n;
+        hx_err err = {0};
+        if (hx_memory_episode_add(pl->d.mem, &ep, &id, &err))
+            hx_log_warn("memory: the episode was not recorded: %s", err.msg);
+        for (int i = 0; i < n; i++) cJSON_free(calls[i].arguments);
+    }
+    free(calls);
+    cJSON_free(mj);
+    return id;
+}
+
+static cJSON *make_trace(run *r, const char *request, const char *outcome,
+                         const cJSON *msgs)
+{
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "request", request);
+    cJSON_AddStringToObject(t, "answer", r->answer.data ? r->answer.data : "");
+    cJSON_AddStringToObject(t, "status", r->status);
+    cJSON_AddStringToObject(t, "outcome", outcome);
+    cJSON_AddNumberToObject(t, "steps", r->steps);
+    cJSON_AddNumberToObject(t, "tokens", r->tokens);
+    cJSON_AddNumberToObject(t, "prompt_tokens", r->prompt_tokens);
+    cJSON_AddNumberToObject(t, "seconds", hx_time_mono() - r->t0);
+    cJSON_AddItemToObject(t, "calls", r->calls);
+    r->calls = NULL;
+    cJSON_AddItemToObject(t, "messages", cJSON_Duplicate(msgs, 1));
+    return t;
+}
+
+static int push_start(hx_planner *pl, int at)
+{
+    if (pl->n_starts == pl->cap_starts) {
+        int cap = pl->cap_starts * 2 + 8;
+        int *s = realloc(pl->starts, (size_t)cap * sizeof *s);
+        if (!s) return HX_ERR_NOMEM;
+        pl->starts = s;
+        pl->cap_starts = cap;
+    }
+    pl->starts[pl->n_starts++] = at;
+    return HX_OK;
+}
+
+static int loop(run *r, hx_err *err)
+{
+    const hx_planner_params *p = &r->pl->p;
+    for (;;) {
+        if (r->steps >= p->max_steps) {
+            r->status = "step limit";
+            return hx_err_set(err, HX_ERR_RANGE, "stopped: %d model turns "
+                              "(--max-steps) without an answer", p->max_steps);
+        }
+        int choice = r->steps == 0 ? p->tool_choice
+                     : p->tool_choice == HX_CHOICE_NONE ? HX_CHOICE_NONE
+                                                        : HX_CHOICE_AUTO;
+        int answered = 0;
+        r->steps++;
+        int rc = step(r, choice, &answered, err);
+        if (rc || answered) return rc;
+    }
+}
+
+int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
+                   cJSON **trace, hx_err *err)
+{
+    run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, "answered"};
+    int64_t started = hx_now(NULL);
+    int n0 = cJSON_GetArraySize(pl->msgs);
+    *trace = NULL;
+    if (!r.calls || push_start(pl, n0 ? n0 : 1))
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    set_system(pl, request);
+    add_msg(pl->msgs, "user", request);
+    int rc = loop(&r, err);
+    if (rc && !strcmp(r.status, "answered")) r.status = "error";
+    const char *outcome = rc ? err->msg : (r.answer.data ? r.answer.data : "");
+    /* the episode keeps this request's messages after the system text */
+    cJSON *ep_msgs = cJSON_CreateArray();
+    for (int i = 0; i < cJSON_GetArraySize(pl->msgs); i++)
+        if (i == 0 || i >= (n0 ? n0 : 1))
+            cJSON_AddItemToArray(ep_msgs, cJSON_Duplicate(cJSON_GetArrayItem(pl->msgs, i), 1));
+    int64_t id = record_episode(&r, request, outcome, ep_msgs, started);
+    *trace = make_trace(&r, request, outcome, ep_msgs);
+    if (*trace) cJSON_AddNumberToObject(*trace, "episode", (double)id);
+    cJSON_Delete(ep_msgs);
+    cJSON_Delete(r.calls);
+    hx_buf_free(&r.answer);
+    return rc;
+}

@@ -1,0 +1,228 @@
+/* source.c: the engine as the planner's token source: tokenizes the prompt,
+ * reuses the KV cache's common prefix, samples under the tool-call grammar. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent_int.h"
+
+typedef struct eng_src {
+    hx_model *m;
+    const hx_vocab *v;
+    hx_ctx *ctx;
+    hx_gvocab *gv;
+    hx_grammar *g[2];     /* [0] lazy, [1] required; compiled on first use */
+    hx_tool_spec *specs;  /* owned copies */
+    int n_specs;
+    hx_sampler_params sp;
+    hx_sampler *s;        /* the current turn's */
+    int32_t *cache;       /* tokens whose keys/values are in ctx */
+    int n_cache, cap;
+    hx_detok dt;
+    int ended;
+} eng_src;
+
+void hx_source_free(hx_source *s)
+{
+    if (s && s->free) s->free(s->ctx);
+    if (s) s->ctx = NULL;
+}
+
+hx_engine_source_params hx_engine_source_default_params(void)
+{
+    hx_engine_source_params p;
+    memset(&p, 0, sizeof p);
+    p.sp = hx_sampler_default_params();
+    p.sp.temp = 0;
+    return p;
+}
+
+static void eng_free(void *ctx)
+{
+    eng_src *e = ctx;
+    if (!e) return;
+    hx_sampler_free(e->s);
+    hx_grammar_free(e->g[0]);
+    hx_grammar_free(e->g[1]);
+    hx_gvocab_free(e->gv);
+    hx_ctx_free(e->ctx);
+    for (int i = 0; i < e->n_specs; i++) {
+        free((char *)e->specs[i].name);
+        free((char *)e->specs[i].schema_json);
+    }
+    free(e->specs);
+    free(e->cache);
+    free(e);
+}
+
+static int eng_count(void *ctx, const char *text)
+{
+    eng_src *e = ctx;
+    int32_t n = hx_tokenize(e->v, text, strlen(text), NULL, 0, 0, 1);
+    return n < 0 && n != INT32_MIN ? -n : (int)(strlen(text) / 4);
+}
+
+/* Tokenizes prompt into *out (caller frees); the count, or -rc. */
+static int tokenize_prompt(eng_src *e, const char *prompt, int32_t **out,
+                           hx_err *err)
+{
+    size_t len = strlen(prompt);
+    int add_bos = hx_vocab_add_bos(e->v) && strncmp(prompt, "<|begin_of_text|>", 17);
+    int32_t n = hx_tokenize(e->v, prompt, len, NULL, 0, add_bos, 1);
+    if (n == INT32_MIN) return -hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    n = n < 0 ? -n : n;
+    int32_t *t = hx_malloc_array((size_t)n + 1, sizeof *t);
+    if (!t) return -hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    n = hx_tokenize(e->v, prompt, len, t, n, add_bos, 1);
+    *out = t;
+    return n;
+}
+
+/* The grammar for a turn's choice, compiled once (NULL for NONE). */
+static int turn_grammar(eng_src *e, int choice, hx_grammar **g, hx_err *err)
+{
+    *g = NULL;
+    if (choice == HX_CHOICE_NONE || e->n_specs == 0) return HX_OK;
+    int k = choice == HX_CHOICE_REQUIRED;
+    if (!e->g[k]) {
+        int rc = hx_grammar_tool_calls(e->specs, e->n_specs,
+                                       k ? HX_TOOLS_REQUIRED : HX_TOOLS_LAZY,
+                                       NULL, &e->g[k], err);
+        if (rc) return rc;
+    }
+    *g = e->g[k];
+    return HX_OK;
+}
+
+static int new_sampler(eng_src *e, int choice, hx_err *err)
+{
+    hx_grammar *g;
+    int rc = turn_grammar(e, choice, &g, err);
+    if (rc) return rc;
+    hx_sampler_free(e->s);
+    e->s = hx_sampler_new(&e->sp);
+    if (!e->s) return hx_err_set(err, HX_ERR_INVALID, "bad sampler parameters");
+    if (!g) return HX_OK;
+    hx_sampler_stage st;
+    if ((rc = hx_grammar_stage(g, e->gv, &st)) ||
+        (rc = hx_sampler_add_stage(e->s, &st)))
+        return hx_err_set(err, rc, "cannot set up the tool-call grammar");
+    return HX_OK;
+}
+
+static int decode(eng_src *e, const int32_t *t, int n, hx_err *err)
+{
+    int rc = hx_decode(e->ctx, t, n, 0);
+    if (rc == HX_ERR_FULL)
+        return hx_err_set(err, rc, "the context is full (%d tokens); start a "
+                          "new conversation or use a larger --ctx",
+                          hx_ctx_n_ctx(e->ctx));
+    if (rc) return hx_err_set(err, rc, "decode: %s", hx_ctx_errmsg(e->ctx));
+    return HX_OK;
+}
+
+/* Keeps the common prefix of the cache and the new prompt, decodes the
+ * rest (at least the last token, for its logits). */
+static int eng_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
+                     hx_err *err)
+{
+    eng_src *e = ctx;
+    int32_t *t = NULL;
+    int n = tokenize_prompt(e, prompt, &t, err);
+    if (n < 0) return -n;
+    if (n == 0) {
+        free(t);
+        return hx_err_set(err, HX_ERR_INVALID, "empty prompt");
+    }
+    int keep = 0;
+    while (keep < n && keep < e->n_cache && e->cache[keep] == t[keep]) keep++;
+    if (keep == n) keep--;
+    hx_ctx_truncate(e->ctx, keep);
+    free(e->cache);
+    e->cache = t;
+    e->n_cache = keep;
+    e->cap = n + 1;
+    int rc = decode(e, t + keep, n - keep, err);
+    if (rc) return rc;
+    e->n_cache = n;
+    *n_prompt = n;
+    e->ended = 0;
+    hx_detok_init(&e->dt);
+    hx_log_debug("source: prompt %d tokens, %d reused from the cache", n, keep);
+    return new_sampler(e, choice, err);
+}
+
+static int push_cache(eng_src *e, int32_t tok)
+{
+    if (e->n_cache >= e->cap) {
+        int cap = e->cap * 2 + 16;
+        int32_t *c = realloc(e->cache, (size_t)cap * sizeof *c);
+        if (!c) return HX_ERR_NOMEM;
+        e->cache = c;
+        e->cap = cap;
+    }
+    e->cache[e->n_cache++] = tok;
+    return HX_OK;
+}
+
+static int eng_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
+{
+    eng_src *e = ctx;
+    *end = 0;
+    if (e->ended) return *end = 1, HX_OK;
+    int32_t nv = hx_model_hparams(e->m)->n_vocab;
+    int32_t tok = hx_sampler_sample(e->s, hx_ctx_logits(e->ctx, -1), nv);
+    if (tok < 0)
+        return hx_err_set(err, HX_ERR_STATE, "the grammar allows no next token");
+    if (hx_sampler_accept(e->s, tok))
+        return hx_err_set(err, HX_ERR_STATE, "the grammar rejected token %d", tok);
+    if (hx_vocab_is_eog(e->v, tok)) {
+        e->ended = *end = 1;
+        return hx_detok_flush(&e->dt, piece);
+    }
+    int rc = hx_detok_push(&e->dt, e->v, tok, 1, piece);
+    if (!rc) rc = push_cache(e, tok);
+    if (rc) return hx_err_set(err, rc, "out of memory");
+    return decode(e, &tok, 1, err);
+}
+
+static int copy_specs(eng_src *e, const hx_tool_spec *tools, int n)
+{
+    e->specs = hx_calloc((size_t)(n ? n : 1), sizeof *e->specs);
+    if (!e->specs) return HX_ERR_NOMEM;
+    for (int i = 0; i < n; i++, e->n_specs++) {
+        e->specs[i].name = hx_strdup(tools[i].name);
+        e->specs[i].schema_json = hx_strdup(tools[i].schema_json);
+        if (!e->specs[i].name) return HX_ERR_NOMEM;
+    }
+    return HX_OK;
+}
+
+int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
+                         const hx_engine_source_params *p, hx_source *out,
+                         hx_err *err)
+{
+    hx_engine_source_params d = hx_engine_source_default_params();
+    if (!p) p = &d;
+    memset(out, 0, sizeof *out);
+    if (!hx_model_vocab(m))
+        return hx_err_set(err, HX_ERR_UNSUPPORTED, "the model has no tokenizer");
+    eng_src *e = hx_calloc(1, sizeof *e);
+    if (!e) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    e->m = m;
+    e->v = hx_model_vocab(m);
+    e->sp = p->sp;
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_ctx = p->n_ctx;
+    cp.n_threads = p->n_threads;
+    int rc = copy_specs(e, tools, n_tools);
+    if (rc) hx_err_set(err, rc, "out of memory");
+    if (!rc) rc = hx_ctx_new(m, &cp, &e->ctx, err);
+    if (!rc) rc = hx_gvocab_from_vocab(e->v, &e->gv, err);
+    if (rc) {
+        eng_free(e);
+        return rc;
+    }
+    *out = (hx_source){HX_SOURCE_API, "engine", e, eng_begin, eng_next,
+                       eng_count, eng_free};
+    return HX_OK;
+}

@@ -1,0 +1,474 @@
+/* template.c: chat prompts in C, one renderer per template family (Qwen3,
+ * Qwen2.5/Hermes ChatML, Llama 3.1, a compact style for small models). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent_int.h"
+
+static const char *const tpl_names[] = {"", "qwen3", "chatml", "llama3",
+                                        "compact"};
+
+const char *hx_tpl_name(int family)
+{
+    return family >= HX_TPL_QWEN3 && family <= HX_TPL_COMPACT ? tpl_names[family]
+                                                              : "unknown";
+}
+
+int hx_tpl_parse_name(const char *name)
+{
+    for (int f = HX_TPL_QWEN3; f <= HX_TPL_COMPACT; f++)
+        if (name && !strcmp(name, tpl_names[f])) return f;
+    return -1;
+}
+
+/* ---- JSON as Python's json.dumps (and @huggingface/jinja's tojson) ---- */
+static void json_str(const char *s, hx_buf *out)
+{
+    hx_buf_putc(out, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': hx_buf_puts(out, "\\\""); break;
+        case '\\': hx_buf_puts(out, "\\\\"); break;
+        case '\b': hx_buf_puts(out, "\\b"); break;
+        case '\f': hx_buf_puts(out, "\\f"); break;
+        case '\n': hx_buf_puts(out, "\\n"); break;
+        case '\r': hx_buf_puts(out, "\\r"); break;
+        case '\t': hx_buf_puts(out, "\\t"); break;
+        default:
+            if (*p < 0x20) hx_buf_printf(out, "\\u%04x", *p);
+            else hx_buf_putc(out, (char)*p);
+        }
+    }
+    hx_buf_putc(out, '"');
+}
+
+static void json_num(double v, hx_buf *out)
+{
+    char b[64];
+    if (v == floor(v) && fabs(v) < 1e15) hx_buf_printf(out, "%.0f", v);
+    else if (hx_py_float_repr(v, b, sizeof b) >= 0) hx_buf_puts(out, b);
+    else hx_buf_puts(out, "null");
+}
+
+static void json_indent(int indent, int depth, hx_buf *out)
+{
+    hx_buf_putc(out, '\n');
+    for (int i = 0; i < indent * depth; i++) hx_buf_putc(out, ' ');
+}
+
+static void json_py(const cJSON *j, int indent, int depth, hx_buf *out)
+{
+    if (cJSON_IsString(j)) return json_str(j->valuestring, out);
+    if (cJSON_IsNumber(j)) return json_num(j->valuedouble, out);
+    if (cJSON_IsTrue(j)) return (void)hx_buf_puts(out, "true");
+    if (cJSON_IsFalse(j)) return (void)hx_buf_puts(out, "false");
+    if (!cJSON_IsArray(j) && !cJSON_IsObject(j))
+        return (void)hx_buf_puts(out, "null");
+    int obj = cJSON_IsObject(j);
+    hx_buf_putc(out, obj ? '{' : '[');
+    for (const cJSON *c = j->child; c; c = c->next) {
+        if (c != j->child) hx_buf_puts(out, indent ? "," : ", ");
+        if (indent) json_indent(indent, depth + 1, out);
+        if (obj) {
+            json_str(c->string ? c->string : "", out);
+            hx_buf_puts(out, ": ");
+        }
+        json_py(c, indent, depth + 1, out);
+    }
+    if (indent && j->child) json_indent(indent, depth, out);
+    hx_buf_putc(out, obj ? '}' : ']');
+}
+
+int hx_json_py(const cJSON *j, int indent, hx_buf *out)
+{
+    json_py(j, indent, 0, out);
+    return out->oom ? HX_ERR_NOMEM : HX_OK;
+}
+
+/* ---- message accessors ---- */
+static const char *m_str(const cJSON *m, const char *key)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, key));
+    return s ? s : "";
+}
+
+static int m_is(const cJSON *m, const char *role)
+{
+    return m && !strcmp(m_str(m, "role"), role);
+}
+
+/* The call's function object ({"name","arguments"}), unwrapping
+ * {"type":"function","function":{...}} as the templates do. */
+static const cJSON *call_fn(const cJSON *call)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(call, "function");
+    return f ? f : call;
+}
+
+/* Arguments as the templates print them: a string as is, else tojson. */
+static void call_args(const cJSON *fn, int indent, hx_buf *out)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+    if (cJSON_IsString(a)) hx_buf_puts(out, a->valuestring);
+    else json_py(a, indent, 0, out);
+}
+
+static void tools_lines(const cJSON *tools, hx_buf *out)
+{
+    for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next) {
+        hx_buf_putc(out, '\n');
+        json_py(t, 0, 0, out);
+    }
+}
+
+/* ---- Qwen3 and Qwen2.5/Hermes ChatML ---- */
+static const char chatml_tools_head[] =
+    "# Tools\n\nYou may call one or more functions to assist with the user "
+    "query.\n\nYou are provided with function signatures within "
+    "<tools></tools> XML tags:\n<tools>";
+static const char chatml_tools_tail[] =
+    "\n</tools>\n\nFor each function call, return a json object with function "
+    "name and arguments within <tool_call></tool_call> XML tags:\n"
+    "<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+    "<args-json-object>}\n</tool_call><|im_end|>\n";
+
+static void chatml_system(const cJSON *msgs, const cJSON *tools, hx_buf *out)
+{
+    const cJSON *m0 = cJSON_GetArrayItem(msgs, 0);
+    int has_tools = cJSON_GetArraySize(tools) > 0;
+    if (has_tools) {
+        hx_buf_puts(out, "<|im_start|>system\n");
+        if (m_is(m0, "system")) {
+            hx_buf_puts(out, m_str(m0, "content"));
+            hx_buf_puts(out, "\n\n");
+        }
+        hx_buf_puts(out, chatml_tools_head);
+        tools_lines(tools, out);
+        hx_buf_puts(out, chatml_tools_tail);
+    } else if (m_is(m0, "system")) {
+        hx_buf_printf(out, "<|im_start|>system\n%s<|im_end|>\n", m_str(m0, "content"));
+    }
+}
+
+/* Qwen3's last_query_index: the last user message that is not a wrapped
+ * tool response. */
+static int last_query_index(const cJSON *msgs)
+{
+    int n = cJSON_GetArraySize(msgs);
+    for (int i = n - 1; i >= 0; i--) {
+        const cJSON *m = cJSON_GetArrayItem(msgs, i);
+        const char *c = m_str(m, "content");
+        size_t l = strlen(c);
+        int wrapped = !strncmp(c, "<tool_response>", 15) && l >= 16 &&
+                      !strcmp(c + l - 16, "</tool_response>");
+        if (m_is(m, "user") && !wrapped) return i;
+    }
+    return n - 1;
+}
+
+static const char *skip_nl(const char *s)
+{
+    while (*s == '\n') s++;
+    return s;
+}
+
+/* Appends s[0..n) without leading/trailing newlines as selected. */
+static void put_trim(hx_buf *out, const char *s, size_t n, int lead, int trail)
+{
+    while (lead && n && *s == '\n') s++, n--;
+    while (trail && n && s[n - 1] == '\n') n--;
+    hx_buf_append(out, s, n);
+}
+
+static const char *last_strstr(const char *s, const char *pat)
+{
+    const char *r = NULL;
+    for (const char *p = strstr(s, pat); p; p = strstr(p + 1, pat)) r = p;
+    return r;
+}
+
+/* Qwen3: splits content at the last </think> into reasoning and answer. */
+static void qwen3_assistant_head(const cJSON *m, int think_block, hx_buf *out,
+                                 const char **content)
+{
+    const char *c = m_str(m, "content");
+    const cJSON *rc = cJSON_GetObjectItemCaseSensitive(m, "reasoning_content");
+    hx_buf reason;
+    hx_buf_init(&reason);
+    if (cJSON_IsString(rc)) {
+        hx_buf_puts(&reason, rc->valuestring);
+    } else if (strstr(c, "</think>")) {
+        /* split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') */
+        const char *end = strstr(c, "</think>");
+        hx_buf tmp;
+        hx_buf_init(&tmp);
+        put_trim(&tmp, c, (size_t)(end - c), 0, 1);
+        const char *t = tmp.data ? tmp.data : "";
+        const char *o = last_strstr(t, "<think>");
+        put_trim(&reason, o ? o + 7 : t, strlen(o ? o + 7 : t), 1, 0);
+        hx_buf_free(&tmp);
+        c = skip_nl(last_strstr(c, "</think>") + 8);
+    }
+    const char *r = reason.data ? reason.data : "";
+    hx_buf_puts(out, "<|im_start|>assistant\n");
+    if (think_block || *r) {
+        hx_buf_puts(out, "<think>\n");
+        put_trim(out, r, strlen(r), 1, 1);
+        hx_buf_puts(out, "\n</think>\n\n");
+        c = skip_nl(c);
+    }
+    hx_buf_free(&reason);
+    *content = c;
+}
+
+static void chatml_calls(const cJSON *m, int nl_first, hx_buf *out)
+{
+    const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+    for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) {
+        if (c != calls->child || nl_first) hx_buf_putc(out, '\n');
+        const cJSON *fn = call_fn(c);
+        hx_buf_printf(out, "<tool_call>\n{\"name\": \"%s\", \"arguments\": ",
+                      m_str(fn, "name"));
+        call_args(fn, 0, out);
+        hx_buf_puts(out, "}\n</tool_call>");
+    }
+}
+
+static void chatml_assistant(int family, const cJSON *m, int i, int last,
+                             int lqi, hx_buf *out)
+{
+    const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+    int has_calls = cJSON_GetArraySize(calls) > 0;
+    const char *content = m_str(m, "content");
+    if (family == HX_TPL_QWEN3) {
+        if (i > lqi) qwen3_assistant_head(m, last, out, &content);
+        else hx_buf_puts(out, "<|im_start|>assistant\n");
+        if (i <= lqi && strstr(content, "</think>"))
+            content = skip_nl(last_strstr(content, "</think>") + 8);
+        hx_buf_puts(out, content);
+        chatml_calls(m, *content != 0, out);
+    } else if (!has_calls) {
+        hx_buf_printf(out, "<|im_start|>assistant\n%s", content);
+    } else {
+        hx_buf_puts(out, "<|im_start|>assistant");
+        if (*content) hx_buf_printf(out, "\n%s", content);
+        chatml_calls(m, 1, out);
+    }
+    hx_buf_puts(out, "<|im_end|>\n");
+}
+
+static void chatml_tool(const cJSON *msgs, int i, int n, hx_buf *out)
+{
+    const cJSON *m = cJSON_GetArrayItem(msgs, i);
+    if (i == 0 || !m_is(cJSON_GetArrayItem(msgs, i - 1), "tool"))
+        hx_buf_puts(out, "<|im_start|>user");
+    hx_buf_printf(out, "\n<tool_response>\n%s\n</tool_response>", m_str(m, "content"));
+    if (i == n - 1 || !m_is(cJSON_GetArrayItem(msgs, i + 1), "tool"))
+        hx_buf_puts(out, "<|im_end|>\n");
+}
+
+static void render_chatml(int family, const cJSON *msgs, const cJSON *tools,
+                          const hx_tpl_opts *o, hx_buf *out)
+{
+    int n = cJSON_GetArraySize(msgs), lqi = last_query_index(msgs);
+    chatml_system(msgs, tools, out);
+    for (int i = 0; i < n; i++) {
+        const cJSON *m = cJSON_GetArrayItem(msgs, i);
+        if (m_is(m, "user") || (m_is(m, "system") && i > 0))
+            hx_buf_printf(out, "<|im_start|>%s\n%s<|im_end|>\n", m_str(m, "role"),
+                          m_str(m, "content"));
+        else if (m_is(m, "assistant"))
+            chatml_assistant(family, m, i, i == n - 1, lqi, out);
+        else if (m_is(m, "tool"))
+            chatml_tool(msgs, i, n, out);
+    }
+    if (o->add_generation_prompt) {
+        hx_buf_puts(out, "<|im_start|>assistant\n");
+        if (family == HX_TPL_QWEN3 && o->no_think)
+            hx_buf_puts(out, "<think>\n\n</think>\n\n");
+    }
+}
+
+/* ---- Llama 3.1 (tools in the first user message, its default) ---- */
+static void llama_head(hx_buf *out, const char *role)
+{
+    hx_buf_printf(out, "<|start_header_id|>%s<|end_header_id|>\n\n", role);
+}
+
+static void llama_system(const cJSON *msgs, const cJSON *tools,
+                         const hx_tpl_opts *o, hx_buf *out)
+{
+    const cJSON *m0 = cJSON_GetArrayItem(msgs, 0);
+    hx_buf_puts(out, "<|begin_of_text|>");
+    llama_head(out, "system");
+    if (cJSON_GetArraySize(tools) > 0) hx_buf_puts(out, "Environment: ipython\n");
+    hx_buf_printf(out, "Cutting Knowledge Date: December 2023\nToday Date: %s\n\n",
+                  o->date && *o->date ? o->date : "26 Jul 2024");
+    if (m_is(m0, "system")) {
+        const char *c = m_str(m0, "content");
+        while (*c == ' ' || *c == '\n' || *c == '\t') c++;
+        size_t l = strlen(c);
+        while (l && (c[l - 1] == ' ' || c[l - 1] == '\n' || c[l - 1] == '\t')) l--;
+        hx_buf_append(out, c, l);
+    }
+    hx_buf_puts(out, "<|eot_id|>");
+}
+
+static void llama_first_user(const cJSON *m, const cJSON *tools, hx_buf *out)
+{
+    llama_head(out, "user");
+    hx_buf_puts(out,
+        "Given the following functions, please respond with a JSON for a "
+        "function call with its proper arguments that best answers the given "
+        "prompt.\n\nRespond in the format {\"name\": function name, "
+        "\"parameters\": dictionary of argument name and its value}.Do not use "
+        "variables.\n\n");
+    for (const cJSON *t = tools->child; t; t = t->next) {
+        json_py(t, 4, 0, out);
+        hx_buf_puts(out, "\n\n");
+    }
+    const char *c = m_str(m, "content");
+    size_t l = strlen(c);
+    while (*c == ' ' || *c == '\n') c++, l--;
+    while (l && (c[l - 1] == ' ' || c[l - 1] == '\n')) l--;
+    hx_buf_append(out, c, l);
+    hx_buf_puts(out, "<|eot_id|>");
+}
+
+static void llama_assistant(const cJSON *m, hx_buf *out)
+{
+    const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+    llama_head(out, "assistant");
+    if (cJSON_GetArraySize(calls) > 0) {
+        const cJSON *fn = call_fn(calls->child);
+        hx_buf_printf(out, "{\"name\": \"%s\", \"parameters\": ", m_str(fn, "name"));
+        call_args(fn, 0, out);
+        hx_buf_puts(out, "}<|eot_id|>");
+        return;
+    }
+    const char *c = m_str(m, "content");
+    size_t l = strlen(c);
+    while (*c == ' ' || *c == '\n') c++, l--;
+    while (l && (c[l - 1] == ' ' || c[l - 1] == '\n')) l--;
+    hx_buf_append(out, c, l);
+    hx_buf_puts(out, "<|eot_id|>");
+}
+
+static void render_llama3(const cJSON *msgs, const cJSON *tools,
+                          const hx_tpl_opts *o, hx_buf *out)
+{
+    int n = cJSON_GetArraySize(msgs), i = 0, has_tools = cJSON_GetArraySize(tools) > 0;
+    llama_system(msgs, tools, o, out);
+    if (m_is(cJSON_GetArrayItem(msgs, 0), "system")) i = 1;
+    if (has_tools && i < n) llama_first_user(cJSON_GetArrayItem(msgs, i++), tools, out);
+    for (; i < n; i++) {
+        const cJSON *m = cJSON_GetArrayItem(msgs, i);
+        if (m_is(m, "assistant")) {
+            llama_assistant(m, out);
+        } else {
+            llama_head(out, m_is(m, "tool") ? "ipython" : m_str(m, "role"));
+            const char *c = m_str(m, "content");
+            size_t l = strlen(c);
+            if (m_is(m, "tool")) {
+                json_str(c, out); /* a string "is iterable": the template's tojson */
+                hx_buf_puts(out, "<|eot_id|>");
+                continue;
+            }
+            while (*c == ' ' || *c == '\n') c++, l--;
+            while (l && (c[l - 1] == ' ' || c[l - 1] == '\n')) l--;
+            hx_buf_append(out, c, l);
+            hx_buf_puts(out, "<|eot_id|>");
+        }
+    }
+    if (o->add_generation_prompt) llama_head(out, "assistant");
+}
+
+/* ---- compact: plain-text markers and one line per tool ---- */
+static void compact_tool(const cJSON *t, hx_buf *out)
+{
+    const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(fn, "parameters"), "properties");
+    hx_buf_printf(out, "- %s(", m_str(fn, "name"));
+    for (const cJSON *p = props ? props->child : NULL; p; p = p->next)
+        hx_buf_printf(out, "%s%s: %s", p == props->child ? "" : ", ", p->string,
+                      m_str(p, "type")[0] ? m_str(p, "type") : "any");
+    hx_buf_printf(out, "): %s\n", m_str(fn, "description"));
+}
+
+static void render_compact(const cJSON *msgs, const cJSON *tools,
+                           const hx_tpl_opts *o, hx_buf *out)
+{
+    int n = cJSON_GetArraySize(msgs);
+    for (int i = 0; i < n; i++) {
+        const cJSON *m = cJSON_GetArrayItem(msgs, i);
+        if (m_is(m, "tool")) {
+            hx_buf_printf(out, "Tool: <tool_response>%s</tool_response>\n",
+                          m_str(m, "content"));
+            continue;
+        }
+        const char *role = m_is(m, "system") ? "System" : m_is(m, "user") ? "User" : "Assistant";
+        hx_buf_printf(out, "%s: %s", role, m_str(m, "content"));
+        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+        for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) {
+            const cJSON *fn = call_fn(c);
+            hx_buf_printf(out, "<tool_call>{\"name\": \"%s\", \"arguments\": ", m_str(fn, "name"));
+            call_args(fn, 0, out);
+            hx_buf_puts(out, "}</tool_call>");
+        }
+        hx_buf_putc(out, '\n');
+        if (i == 0 && cJSON_GetArraySize(tools) > 0) {
+            hx_buf_puts(out, "Tools (call one as <tool_call>{\"name\": ..., "
+                             "\"arguments\": {...}}</tool_call>):\n");
+            for (const cJSON *t = tools->child; t; t = t->next) compact_tool(t, out);
+        }
+    }
+    if (o->add_generation_prompt) hx_buf_puts(out, "Assistant:");
+}
+
+hx_tpl_opts hx_tpl_default_opts(void)
+{
+    hx_tpl_opts o = {1, 0, NULL};
+    return o;
+}
+
+int hx_tpl_render(int family, const cJSON *messages, const cJSON *tools,
+                  const hx_tpl_opts *o, hx_buf *out)
+{
+    hx_tpl_opts d = hx_tpl_default_opts();
+    if (!o) o = &d;
+    if (!cJSON_IsArray(messages)) return HX_ERR_INVALID;
+    switch (family) {
+    case HX_TPL_QWEN3:
+    case HX_TPL_CHATML: render_chatml(family, messages, tools, o, out); break;
+    case HX_TPL_LLAMA3: render_llama3(messages, tools, o, out); break;
+    case HX_TPL_COMPACT: render_compact(messages, tools, o, out); break;
+    default: return HX_ERR_INVALID;
+    }
+    return out->oom ? HX_ERR_NOMEM : HX_OK;
+}
+
+/* ---- detection ---- */
+static int has_token(const hx_vocab *v, const char *t)
+{
+    return v && hx_vocab_find(v, t, strlen(t)) >= 0;
+}
+
+int hx_tpl_detect(const hx_gguf *g, const hx_vocab *v)
+{
+    const char *style = NULL, *tpl = NULL;
+    if (g && hx_gguf_get_str(g, "hearth.prompt_style", &style) == HX_OK) {
+        int f = hx_tpl_parse_name(style);
+        if (f > 0) return f;
+    }
+    if (g) hx_gguf_get_str(g, "tokenizer.chat_template", &tpl);
+    if (has_token(v, "<|im_start|>") && has_token(v, "<|im_end|>")) {
+        if (tpl && strstr(tpl, "<think>")) return HX_TPL_QWEN3;
+        return tpl && strstr(tpl, "<tool_call>") ? HX_TPL_CHATML
+               : tpl ? HX_TPL_CHATML : HX_TPL_QWEN3;
+    }
+    if (has_token(v, "<|start_header_id|>") && has_token(v, "<|eot_id|>"))
+        return HX_TPL_LLAMA3;
+    return HX_TPL_COMPACT;
+}

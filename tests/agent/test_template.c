@@ -1,0 +1,252 @@
+/* test_template.c: Hearth's C chat-template renderers against the real Jinja
+ * templates rendered by @huggingface/jinja (node), text and token ids. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "test.h"
+
+static const char *tools_json =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"calendar.find_slots\", "
+    "\"description\": \"Free slots of a given length in a period (caf\xc3\xa9 hours count).\", "
+    "\"parameters\": {\"type\": \"object\", \"properties\": {"
+    "\"duration_min\": {\"type\": \"integer\", \"minimum\": 5}, "
+    "\"when\": {\"type\": \"string\", \"description\": \"e.g. \\\"next Tuesday afternoon\\\"\"}, "
+    "\"attendees\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}}, "
+    "\"required\": [\"duration_min\", \"when\"]}}}, "
+    "{\"type\": \"function\", \"function\": {\"name\": \"mail.send\", "
+    "\"description\": \"Queues a mail.\\nIt is sent when online.\", "
+    "\"parameters\": {\"type\": \"object\", \"properties\": {"
+    "\"to\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}, "
+    "\"subject\": {\"type\": \"string\", \"maxLength\": 200}, \"body\": {\"type\": \"string\"}, "
+    "\"urgent\": {\"type\": \"boolean\"}}, \"required\": [\"to\", \"subject\", \"body\"], "
+    "\"additionalProperties\": false}}}]";
+
+/* The known conversation: system, user, a tool call, its result, answer. */
+static const char *conv_json =
+    "[{\"role\": \"system\", \"content\": \"You are Hearth, an assistant on the user's device.\"},"
+    "{\"role\": \"user\", \"content\": \"Find 30 minutes with Bob next Tuesday afternoon.\"},"
+    "{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"type\": \"function\", "
+    "\"function\": {\"name\": \"calendar.find_slots\", \"arguments\": {\"duration_min\": 30, "
+    "\"when\": \"next Tuesday afternoon\", \"attendees\": [\"bob@example.org\"]}}}]},"
+    "{\"role\": \"tool\", \"name\": \"calendar.find_slots\", \"content\": "
+    "\"{\\\"slots\\\": [{\\\"start\\\": \\\"2026-12-08T14:00:00+01:00\\\", \\\"end\\\": "
+    "\\\"2026-12-08T14:30:00+01:00\\\"}]}\"},"
+    "{\"role\": \"assistant\", \"content\": \"You are both free on Tuesday 8 December, "
+    "14:00\xe2\x80\x93" "14:30.\"}]";
+
+/* Two calls in one turn after some text, two results, then the prompt. */
+static const char *multi_json =
+    "[{\"role\": \"system\", \"content\": \"Be brief.\"},"
+    "{\"role\": \"user\", \"content\": \"Tell Bob and Kenji the budget meeting moved.\"},"
+    "{\"role\": \"assistant\", \"content\": \"<think>\\nTwo mails.\\n</think>\\n\\nSending both.\", "
+    "\"tool_calls\": [{\"type\": \"function\", \"function\": {\"name\": \"mail.send\", \"arguments\": "
+    "{\"to\": [\"bob@example.org\"], \"subject\": \"Budget\", \"body\": \"Moved to 3pm.\\nSorry!\"}}},"
+    "{\"type\": \"function\", \"function\": {\"name\": \"mail.send\", \"arguments\": "
+    "{\"to\": [\"kenji@example.org\"], \"subject\": \"Budget \\\"v2\\\"\", \"body\": \"Moved.\", "
+    "\"urgent\": true}}}]},"
+    "{\"role\": \"tool\", \"content\": \"{\\\"queued\\\": true}\"},"
+    "{\"role\": \"tool\", \"content\": \"{\\\"error\\\": \\\"refused by the user\\\"}\"}]";
+
+static const char *no_tools_json =
+    "[{\"role\": \"system\", \"content\": \"Plain.\"},"
+    "{\"role\": \"user\", \"content\": \"Hi\"},"
+    "{\"role\": \"assistant\", \"content\": \"Hello!\"},"
+    "{\"role\": \"user\", \"content\": \"What can you do?\"}]";
+
+static char g_jinja[1024];
+
+/* The reference renderer, installed on first use; 0 with the test skipped
+ * when node or npm is missing. */
+static int have_jinja(void)
+{
+    const char *b = getenv("HEARTH_BUILD");
+    const char *j = getenv("HEARTH_JINJA");
+    if (j && *j) snprintf(g_jinja, sizeof g_jinja, "%s", j);
+    else snprintf(g_jinja, sizeof g_jinja, "%s/jinja", b && *b ? b : "build");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "HEARTH_JINJA='%s' sh scripts/fetch-jinja.sh", g_jinja);
+    if (system(cmd) != 0) {
+        test_skip("@huggingface/jinja unavailable (node/npm missing or offline)");
+        return 0;
+    }
+    return 1;
+}
+
+/* Renders template tpl with node into *out (caller frees). */
+static int jinja_render(const char *tpl, const cJSON *msgs, const cJSON *tools,
+                        int add_gen, char **out)
+{
+    char ctxp[] = "/tmp/hx_tpl_ctx_XXXXXX", outp[] = "/tmp/hx_tpl_out_XXXXXX";
+    int fc = mkstemp(ctxp), fo = mkstemp(outp);
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddItemToObject(c, "messages", cJSON_Duplicate(msgs, 1));
+    if (tools) cJSON_AddItemToObject(c, "tools", cJSON_Duplicate(tools, 1));
+    cJSON_AddBoolToObject(c, "add_generation_prompt", add_gen);
+    char *s = cJSON_PrintUnformatted(c);
+    int ok = write(fc, s, strlen(s)) == (ssize_t)strlen(s);
+    cJSON_free(s);
+    cJSON_Delete(c);
+    close(fc);
+    close(fo);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "node tests/agent/jinja/render.cjs '%s' '%s' '%s' > '%s'",
+             g_jinja, tpl, ctxp, outp);
+    ok = ok && system(cmd) == 0;
+    size_t n;
+    ok = ok && hx_read_file(outp, 0, out, &n, NULL) == HX_OK;
+    unlink(ctxp);
+    unlink(outp);
+    return ok;
+}
+
+static const hx_vocab *qwen_vocab(void)
+{
+    static hx_vocab *v;
+    if (v) return v;
+    const char *p = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    hx_gguf *g = NULL;
+    if (!p || hx_gguf_open(p, &g, NULL)) return NULL;
+    hx_vocab_load(g, &v, NULL);
+    hx_gguf_close(g);
+    return v;
+}
+
+static void expect_same_ids(const hx_vocab *v, const char *a, const char *b)
+{
+    int32_t ta[8192], tb[8192];
+    int32_t na = hx_tokenize(v, a, strlen(a), ta, 8192, 0, 1);
+    int32_t nb = hx_tokenize(v, b, strlen(b), tb, 8192, 0, 1);
+    EXPECT(na > 0);
+    EXPECT_EQ_INT(na, nb);
+    int same = na == nb;
+    for (int i = 0; same && i < na; i++) same = ta[i] == tb[i];
+    EXPECT(same);
+    /* the markers are single special tokens, as the model was trained */
+    int32_t im = hx_vocab_find(v, "<|im_start|>", 12);
+    int n_im = 0;
+    for (int i = 0; i < na; i++) n_im += ta[i] == im;
+    EXPECT(im >= 0 && n_im >= 2);
+}
+
+/* Renders conv with Hearth and with the template; they must be equal. */
+static void compare(int family, const char *tpl_file, const char *conv,
+                    int with_tools, int add_gen)
+{
+    char tpl_rel[256];
+    snprintf(tpl_rel, sizeof tpl_rel, "templates/%s", tpl_file);
+    const char *tp = test_shared_file(tpl_rel);
+    if (!tp) return;
+    char tpl[4096];
+    snprintf(tpl, sizeof tpl, "%s", tp);
+    const hx_vocab *v = qwen_vocab();
+    if (!v || !have_jinja()) return;
+    cJSON *msgs = cJSON_Parse(conv), *tools = with_tools ? cJSON_Parse(tools_json) : NULL;
+    ASSERT(msgs && (!with_tools || tools));
+    hx_buf mine;
+    hx_buf_init(&mine);
+    hx_tpl_opts o = hx_tpl_default_opts();
+    o.add_generation_prompt = add_gen;
+    ASSERT(hx_tpl_render(family, msgs, tools, &o, &mine) == HX_OK);
+    char *ref = NULL;
+    EXPECT(jinja_render(tpl, msgs, tools, add_gen, &ref));
+    if (ref) {
+        EXPECT_STR_EQ(mine.data, ref);
+        if (family != HX_TPL_LLAMA3) expect_same_ids(v, mine.data, ref);
+    }
+    free(ref);
+    hx_buf_free(&mine);
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+}
+
+static void test_qwen3_known_conversation(void)
+{
+    compare(HX_TPL_QWEN3, "Qwen-Qwen3-0.6B.jinja", conv_json, 1, 0);
+}
+
+static void test_qwen3_multi_call_prompt(void)
+{
+    compare(HX_TPL_QWEN3, "Qwen-Qwen3-0.6B.jinja", multi_json, 1, 1);
+}
+
+static void test_qwen3_no_tools(void)
+{
+    compare(HX_TPL_QWEN3, "Qwen-Qwen3-0.6B.jinja", no_tools_json, 0, 1);
+}
+
+static void test_qwen25_chatml(void)
+{
+    compare(HX_TPL_CHATML, "Qwen-Qwen2.5-7B-Instruct.jinja", conv_json, 1, 0);
+    compare(HX_TPL_CHATML, "Qwen-Qwen2.5-7B-Instruct.jinja", no_tools_json, 0, 1);
+}
+
+static void test_llama31(void)
+{
+    compare(HX_TPL_LLAMA3, "meta-llama-Llama-3.1-8B-Instruct.jinja", conv_json, 1, 0);
+    compare(HX_TPL_LLAMA3, "meta-llama-Llama-3.1-8B-Instruct.jinja", no_tools_json, 0, 1);
+}
+
+/* Python's json.dumps spacing, escapes, non-ASCII kept, indent. */
+static void test_json_py(void)
+{
+    cJSON *j = cJSON_Parse("{\"a\":[1,2.5,\"x\\ty\\u0001\\\"\"],\"b\":{},\"c\":null,"
+                           "\"d\":true,\"\xc3\xa9\":-3}");
+    hx_buf b;
+    hx_buf_init(&b);
+    ASSERT(j && hx_json_py(j, 0, &b) == HX_OK);
+    EXPECT_STR_EQ(b.data, "{\"a\": [1, 2.5, \"x\\ty\\u0001\\\"\"], \"b\": {}, \"c\": null, "
+                          "\"d\": true, \"\xc3\xa9\": -3}");
+    hx_buf_free(&b);
+    hx_buf_init(&b);
+    cJSON *k = cJSON_Parse("{\"a\":[1],\"b\":[]}");
+    hx_json_py(k, 4, &b);
+    EXPECT_STR_EQ(b.data, "{\n    \"a\": [\n        1\n    ],\n    \"b\": []\n}");
+    hx_buf_free(&b);
+    cJSON_Delete(j);
+    cJSON_Delete(k);
+}
+
+static void test_detect(void)
+{
+    EXPECT_EQ_INT(hx_tpl_detect(NULL, NULL), HX_TPL_COMPACT);
+    const hx_vocab *v = qwen_vocab();
+    if (!v) return;
+    EXPECT_EQ_INT(hx_tpl_detect(NULL, v), HX_TPL_QWEN3);
+    EXPECT_EQ_INT(hx_tpl_parse_name("compact"), HX_TPL_COMPACT);
+    EXPECT_EQ_INT(hx_tpl_parse_name("jinja"), -1);
+    EXPECT_STR_EQ(hx_tpl_name(HX_TPL_LLAMA3), "llama3");
+}
+
+/* The compact style: one line per tool, plain role markers. */
+static void test_compact(void)
+{
+    cJSON *msgs = cJSON_Parse(conv_json), *tools = cJSON_Parse(tools_json);
+    hx_buf b;
+    hx_buf_init(&b);
+    ASSERT(hx_tpl_render(HX_TPL_COMPACT, msgs, tools, NULL, &b) == HX_OK);
+    EXPECT(strstr(b.data, "- calendar.find_slots(duration_min: integer, when: string, "
+                          "attendees: array): Free slots") != NULL);
+    EXPECT(strstr(b.data, "Assistant: <tool_call>{\"name\": \"calendar.find_slots\", "
+                          "\"arguments\": {\"duration_min\": 30") != NULL);
+    EXPECT(strstr(b.data, "Tool: <tool_response>{\"slots\"") != NULL);
+    size_t n = strlen(b.data);
+    EXPECT(n > 10 && !strcmp(b.data + n - 10, "Assistant:"));
+    EXPECT_EQ_INT(hx_tpl_render(99, msgs, tools, NULL, &b), HX_ERR_INVALID);
+    hx_buf_free(&b);
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+}
+
+int main(void)
+{
+    RUN(test_json_py);
+    RUN(test_detect);
+    RUN(test_compact);
+    RUN(test_qwen3_known_conversation);
+    RUN(test_qwen3_multi_call_prompt);
+    RUN(test_qwen3_no_tools);
+    RUN(test_qwen25_chatml);
+    RUN(test_llama31);
+    return test_summary();
+}
