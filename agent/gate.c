@@ -1,6 +1,8 @@
 /* gate.c: the agent's only door to the sandbox module's policy and audit
  * log (kept apart: sandbox.h and memory.h both declare hx_verdict). */
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent/gate.h"
@@ -34,3 +36,37 @@ void hx_gate_audit(hx_audit *a, const char *tool, const char *effect,
     hx_err err = {0};
     if (hx_audit_write(a, &r, &err)) hx_log_warn("audit: %s", err.msg);
 }
+
+int hx_gate_open(const void *policy_cjson, const char *audit_path, hx_policy **p,
+                 hx_audit **a, hx_err *err)
+{
+    char *pj = policy_cjson ? cJSON_PrintUnformatted(policy_cjson) : NULL;
+    *p = NULL;
+    *a = NULL;
+    int rc = hx_policy_new(pj, p, err);
+    cJSON_free(pj);
+    if (!rc && audit_path) rc = hx_audit_open(*audit_path ? audit_path : NULL, a, err);
+    if (rc) {
+        hx_gate_close(*p, *a);
+        *p = NULL;
+        *a = NULL;
+    }
+    return rc;
+}
+
+void hx_gate_close(hx_policy *p, hx_audit *a)
+{
+    hx_policy_free(p);
+    hx_audit_close(a);
+}
+
+hx_consent *hx_gate_consent_new(int yes, int no, int allow_tainted_send,
+                                hx_gate_ask_fn ask, void *user)
+{
+    hx_consent *c = hx_calloc(1, sizeof *c);
+    if (!c) return NULL;
+    *c = (hx_consent){yes, no, allow_tainted_send, ask != NULL, ask, user};
+    return c;
+}
+
+int hx_gate_no_network(hx_err *err) { return hx_sandbox_confine_self_no_network(err); }

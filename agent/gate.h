@@ -3,6 +3,8 @@
 #ifndef HX_AGENT_GATE_H
 #define HX_AGENT_GATE_H
 
+#include "base/base.h"
+
 /* sandbox/sandbox.h cannot be included next to memory/memory.h (both
  * declare a type hx_verdict), so the agent reaches the sandbox through
  * agent/gate.c, which includes only sandbox.h, and these handles. */
@@ -28,5 +30,20 @@ void hx_gate_decide(struct hx_policy *p, const char *tool, int effect,
 void hx_gate_audit(struct hx_audit *a, const char *tool, const char *effect,
                    const char *args_json, const char *decision, const char *by,
                    const char *status, const char *detail, unsigned sandbox);
+
+/* Opens the policy from the config's "policy" object (a cJSON tree, NULL:
+ * the defaults) and, if audit_path is not NULL ("" = the data dir's
+ * audit.jsonl), the audit log. Free both with hx_gate_close. */
+int hx_gate_open(const void *policy_cjson, const char *audit_path,
+                 struct hx_policy **p, struct hx_audit **a, hx_err *err);
+void hx_gate_close(struct hx_policy *p, struct hx_audit *a);
+/* How "ask" is answered; ask may be NULL (no terminal). Caller frees the
+ * result with free(). */
+typedef int (*hx_gate_ask_fn)(void *user, const char *tool,
+                              const char *args_json, const char *why);
+struct hx_consent *hx_gate_consent_new(int yes, int no, int allow_tainted_send,
+                                       hx_gate_ask_fn ask, void *user);
+/* Hearth confines itself: from here on only AF_UNIX sockets open. */
+int hx_gate_no_network(hx_err *err);
 
 #endif /* HX_AGENT_GATE_H */

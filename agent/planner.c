@@ -25,7 +25,8 @@ typedef struct run {
     cJSON *calls;   /* trace records */
     double t0;
     int tokens, prompt_tokens, steps;
-    hx_buf answer;
+    hx_buf answer;  /* everything streamed */
+    char *final;    /* the plain-text answer turn (owned) */
     const char *status;
 } run;
 
@@ -237,7 +238,7 @@ static int parse_turn(const char *text, char **content, pcall *calls, int max)
         pcall *c = &calls[n++];
         memset(c, 0, sizeof *c);
         parse_one(body, close ? (size_t)(close - body) : strlen(body), c);
-        if (!close && !c->error[0]) {
+        if (!close) {
             snprintf(c->error, sizeof c->error, "the call has no closing </tool_call>");
             cJSON_Delete(c->fn);
             c->fn = NULL;
@@ -393,6 +394,7 @@ static int step(run *r, int choice, int *answered, hx_err *err)
     int n = parse_turn(t, &content, calls, MAX_CALLS);
     add_assistant(r, t, content ? content : "", calls, n);
     *answered = n == 0;
+    if (!n) r->final = hx_strdup(content ? content : "");
     for (int i = 0; i < n; i++) {
         if (!rc) rc = check_limits(r, err);
         if (!rc) handle_call(r, &calls[i]);
@@ -452,7 +454,8 @@ static cJSON *make_trace(run *r, const char *request, const char *outcome,
 {
     cJSON *t = cJSON_CreateObject();
     cJSON_AddStringToObject(t, "request", request);
-    cJSON_AddStringToObject(t, "answer", r->answer.data ? r->answer.data : "");
+    cJSON_AddStringToObject(t, "answer", r->final ? r->final : "");
+    cJSON_AddStringToObject(t, "streamed", r->answer.data ? r->answer.data : "");
     cJSON_AddStringToObject(t, "status", r->status);
     cJSON_AddStringToObject(t, "outcome", outcome);
     cJSON_AddNumberToObject(t, "steps", r->steps);
@@ -500,7 +503,7 @@ static int loop(run *r, hx_err *err)
 int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
                    cJSON **trace, hx_err *err)
 {
-    run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, "answered"};
+    run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, NULL, "answered"};
     int64_t started = hx_now(NULL);
     int n0 = cJSON_GetArraySize(pl->msgs);
     *trace = NULL;
@@ -510,7 +513,7 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
     add_msg(pl->msgs, "user", request);
     int rc = loop(&r, err);
     if (rc && !strcmp(r.status, "answered")) r.status = "error";
-    const char *outcome = rc ? err->msg : (r.answer.data ? r.answer.data : "");
+    const char *outcome = rc ? err->msg : (r.final ? r.final : "");
     /* the episode keeps this request's messages after the system text */
     cJSON *ep_msgs = cJSON_CreateArray();
     for (int i = 0; i < cJSON_GetArraySize(pl->msgs); i++)
@@ -522,5 +525,6 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
     cJSON_Delete(ep_msgs);
     cJSON_Delete(r.calls);
     hx_buf_free(&r.answer);
+    free(r.final);
     return rc;
 }

@@ -1,0 +1,88 @@
+/* agent_world.h: shared set-up for the agent's tests: a copy of the fixture
+ * world (calendar, mail, config) in a temporary HEARTH_HOME, with the tool
+ * registry, policy, audit log and memory open on it. */
+#ifndef HX_TEST_AGENT_WORLD_H
+#define HX_TEST_AGENT_WORLD_H
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+
+typedef struct world {
+    char dir[256];   /* the temporary HEARTH_HOME */
+    char audit[300]; /* audit log path */
+    hx_config *cfg;
+    hx_tools *reg;
+    hx_memory *mem;
+    struct hx_policy *policy;
+    struct hx_audit *log;
+    struct hx_consent *consent;
+} world;
+
+/* Copies tests/fixtures/world into a fresh directory and opens it all.
+ * yes/no/allow_tainted: the non-interactive consent. 0 on failure. */
+static int world_open(world *w, int yes, int no, int allow_tainted)
+{
+    memset(w, 0, sizeof *w);
+    snprintf(w->dir, sizeof w->dir, "/tmp/hx_agent_XXXXXX");
+    if (!mkdtemp(w->dir)) return 0;
+    setenv("HEARTH_HOME", w->dir, 1);
+    setenv("HEARTH_NOW", "2026-12-01T09:00:00+01:00", 1);
+    char cmd[600], cfg[300], db[300];
+    snprintf(cmd, sizeof cmd, "cp -r tests/fixtures/world '%s/world' && mkdir -p '%s/world/files'",
+             w->dir, w->dir);
+    if (system(cmd) != 0) return 0;
+    snprintf(cfg, sizeof cfg, "%s/world/config.json", w->dir);
+    snprintf(db, sizeof db, "%s/memory.db", w->dir);
+    snprintf(w->audit, sizeof w->audit, "%s/audit.jsonl", w->dir);
+    hx_err err = {0};
+    hx_memory_params mp = hx_memory_default_params();
+    mp.path = db;
+    mp.sync_full = 0;
+    if (hx_config_load(cfg, &w->cfg, &err) || !(w->reg = hx_tools_new(w->cfg)) ||
+        hx_tools_register_builtins(w->reg, &err) || hx_memory_open(&mp, &w->mem, &err) ||
+        hx_agent_register_memory_tools(w->reg, w->mem, &err) ||
+        hx_gate_open(cJSON_GetObjectItem(w->cfg->raw, "policy"), w->audit, &w->policy,
+                     &w->log, &err)) {
+        printf("# world: %s\n", err.msg);
+        return 0;
+    }
+    w->consent = hx_gate_consent_new(yes, no, allow_tainted, NULL, NULL);
+    return w->consent != NULL;
+}
+
+static void world_close(world *w)
+{
+    char cmd[400];
+    hx_gate_close(w->policy, w->log);
+    free(w->consent);
+    hx_memory_close(w->mem);
+    hx_tools_free(w->reg);
+    hx_config_free(w->cfg);
+    if (w->dir[0]) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", w->dir);
+        if (system(cmd)) {}
+    }
+}
+
+static hx_planner_deps world_deps(world *w, hx_source *src)
+{
+    hx_planner_deps d = {src, w->reg, NULL, w->policy, w->log, w->mem, w->consent};
+    return d;
+}
+
+/* Counts the lines of a file that contain all of a and b (b may be NULL). */
+static int count_lines(const char *path, const char *a, const char *b)
+{
+    char *s = NULL;
+    size_t n;
+    int c = 0;
+    if (hx_read_file(path, 0, &s, &n, NULL)) return 0;
+    for (char *l = strtok(s, "\n"); l; l = strtok(NULL, "\n"))
+        c += strstr(l, a) && (!b || strstr(l, b));
+    free(s);
+    return c;
+}
+
+#endif
