@@ -39,7 +39,8 @@ typedef struct gg_kv {
 /* Open-addressing index of names: slot holds index + 1, 0 when empty. */
 typedef struct gg_index {
     size_t *slot;
-    size_t cap; /* power of two */
+    size_t cap;    /* power of two */
+    uint64_t seed; /* of the hash, random per index */
 } gg_index;
 
 struct hx_gguf {
@@ -90,15 +91,22 @@ size_t hx_gguf_vtype_size(int vtype)
 
 /* ---- name index ---- */
 
-static uint64_t hash_name(const char *s)
+/* FNV-1a from a per-index random basis, then a final mix: a hostile file
+ * cannot precompute names that all land in one slot (which would make
+ * indexing quadratic). */
+static uint64_t hash_name(const char *s, uint64_t seed)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 1469598103934665603ull ^ seed;
     for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
 }
 
 static int index_init(gg_index *ix, hx_arena *a, size_t n)
 {
+    ix->seed = (uint64_t)(uintptr_t)ix ^ (uint64_t)(hx_time_mono() * 1e9) ^
+               ((uint64_t)getpid() << 40);
     ix->cap = 16;
     while (ix->cap < 2 * n) ix->cap *= 2;
     ix->slot = hx_arena_calloc(a, ix->cap, sizeof *ix->slot);
@@ -110,7 +118,7 @@ static size_t index_slot(const gg_index *ix, const char *name,
                          const char *(*name_at)(const void *, size_t),
                          const void *ctx)
 {
-    size_t i = (size_t)hash_name(name) & (ix->cap - 1);
+    size_t i = (size_t)hash_name(name, ix->seed) & (ix->cap - 1);
     while (ix->slot[i] && strcmp(name_at(ctx, ix->slot[i] - 1), name) != 0)
         i = (i + 1) & (ix->cap - 1);
     return i;
