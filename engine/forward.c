@@ -192,11 +192,13 @@ static void matmul(hx_ctx *c, const hx_wmat *w, const float *x, int n,
 static int alloc_kv(hx_ctx *c)
 {
     const hx_hparams *hp = &c->m->hp;
-    size_t n = (size_t)hp->n_layer * hp->n_head_kv * (size_t)c->n_ctx *
-               hp->head_dim;
+    size_t n = (size_t)hp->n_layer * (size_t)hp->n_head_kv, bytes;
     size_t el = c->kv_f32 ? sizeof(float) : sizeof(uint16_t);
-    c->kc = hx_aligned_alloc(64, n * el);
-    c->vc = hx_aligned_alloc(64, n * el);
+    if (hx_mul_size(n, (size_t)c->n_ctx, &n) || hx_mul_size(n, (size_t)hp->head_dim, &n) ||
+        hx_mul_size(n, el, &bytes))
+        return HX_ERR_NOMEM;
+    c->kc = hx_aligned_alloc(64, bytes);
+    c->vc = hx_aligned_alloc(64, bytes);
     return c->kc && c->vc ? HX_OK : HX_ERR_NOMEM;
 }
 
@@ -274,9 +276,10 @@ int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err)
     int rc = c->tp ? alloc_kv(c) : HX_ERR_NOMEM;
     if (!rc) rc = alloc_scratch(c);
     if (rc) {
+        int n_ctx = c->n_ctx;
         hx_ctx_free(c);
         return hx_err_set(err, rc, "cannot allocate a context of %d positions",
-                          p->n_ctx);
+                          n_ctx);
     }
     *out = c;
     return HX_OK;

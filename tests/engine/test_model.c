@@ -461,6 +461,14 @@ static void test_decode_errors(void)
     EXPECT_EQ_INT(hx_decode(c, tok, 8, 0), HX_OK);
     EXPECT_EQ_INT(hx_decode(c, tok, 1, 0), HX_ERR_FULL);
     hx_ctx_free(c);
+    /* An impossible size is an error, not a crash. */
+    cp.n_ctx = 2000000000;
+    c = NULL;
+    EXPECT_EQ_INT(hx_ctx_new(m, &cp, &c, &err), HX_ERR_NOMEM);
+    EXPECT(c == NULL);
+    EXPECT(strstr(err.msg, "2000000000 positions") != NULL);
+    cp.n_ctx = -1;
+    EXPECT_EQ_INT(hx_ctx_new(m, &cp, &c, &err), HX_ERR_INVALID);
     hx_model_free(m);
 }
 
