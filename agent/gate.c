@@ -18,7 +18,7 @@ void hx_gate_decide(hx_policy *p, const char *tool, int effect, int tainted,
                     const char *args_json, const hx_consent *c, hx_gate *out)
 {
     static const hx_consent none = {0};
-    hx_verdict v = hx_policy_decide(p, tool, effect, tainted);
+    hx_policy_verdict v = hx_policy_decide(p, tool, effect, tainted);
     memset(out, 0, sizeof *out);
     out->decision = decision_name(v.decision);
     out->forced_by_taint = v.forced_by_taint;

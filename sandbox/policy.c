@@ -124,10 +124,10 @@ static int is_always(const hx_policy *p, const char *tool)
     return 0;
 }
 
-hx_verdict hx_policy_decide(const hx_policy *p, const char *tool, int effect,
+hx_policy_verdict hx_policy_decide(const hx_policy *p, const char *tool, int effect,
                             int tainted)
 {
-    hx_verdict v = {0};
+    hx_policy_verdict v = {0};
     if (effect < 0 || effect > 2) effect = 2; /* unknown: treat as the riskiest */
     const rule *r = match_rule(p, tool);
     if (r) {
@@ -159,7 +159,7 @@ static void remember_always(hx_policy *p, const char *tool)
     if ((a[p->n_always] = hx_strdup(tool))) p->n_always++;
 }
 
-int hx_policy_resolve(hx_policy *p, const hx_verdict *v, const char *tool,
+int hx_policy_resolve(hx_policy *p, const hx_policy_verdict *v, const char *tool,
                       const char *args_json, const hx_consent *c, const char **by)
 {
     if (v->decision == HX_ALLOW) return *by = "policy", 1;

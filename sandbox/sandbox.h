@@ -126,12 +126,12 @@ typedef struct hx_policy hx_policy;
 int hx_policy_new(const char *policy_json, hx_policy **out, hx_err *err);
 void hx_policy_free(hx_policy *p);
 
-typedef struct hx_verdict {
+typedef struct hx_policy_verdict {
     hx_decision decision;
     int forced_by_taint;   /* the taint rule turned allow into ask */
     char rule[96];         /* what decided: "tool mail.send", "class send" */
-} hx_verdict;
-hx_verdict hx_policy_decide(const hx_policy *p, const char *tool, int effect,
+} hx_policy_verdict;
+hx_policy_verdict hx_policy_decide(const hx_policy *p, const char *tool, int effect,
                             int tainted);
 
 /* How a question is answered when the policy says ask. */
@@ -151,7 +151,7 @@ typedef struct hx_consent {
  * decided ("policy", "user", "--yes", "--no", "taint rule", "no terminal",
  * "--allow-tainted-send"). "always" answers are remembered in p for the
  * tool (not for taint-forced questions). */
-int hx_policy_resolve(hx_policy *p, const hx_verdict *v, const char *tool,
+int hx_policy_resolve(hx_policy *p, const hx_policy_verdict *v, const char *tool,
                       const char *args_json, const hx_consent *c,
                       const char **by);
 

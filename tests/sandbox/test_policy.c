@@ -56,7 +56,7 @@ static void test_taint_rule(void)
     hx_policy *p;
     hx_err e;
     ASSERT(hx_policy_new("{\"tools\":{\"mail.send\":\"allow\"}}", &p, &e) == HX_OK);
-    hx_verdict v = hx_policy_decide(p, "mail.send", 2, 1);
+    hx_policy_verdict v = hx_policy_decide(p, "mail.send", 2, 1);
     EXPECT_EQ_INT(v.decision, HX_ASK);
     EXPECT(v.forced_by_taint);
     const char *by;
@@ -89,7 +89,7 @@ static void test_consent_answers(void)
     hx_err e;
     const char *by;
     ASSERT(hx_policy_new(NULL, &p, &e) == HX_OK);
-    hx_verdict v = hx_policy_decide(p, "calendar.create_event", 1, 0);
+    hx_policy_verdict v = hx_policy_decide(p, "calendar.create_event", 1, 0);
     hx_consent none = {0}, yes = {.yes = 1}, no = {.no = 1, .yes = 1};
     EXPECT_EQ_INT(hx_policy_resolve(p, &v, "calendar.create_event", "{}", &none, &by), 0);
     EXPECT_STR_EQ(by, "no terminal");
