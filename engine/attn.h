@@ -19,6 +19,13 @@ typedef struct hx_attn_ops {
     void (*scale_h)(uint16_t *acc, float s, int d);
     void (*to_f16)(uint16_t *o, const float *x, int d);
     void (*from_f16)(float *o, const uint16_t *x, int d);
+    /* Tiles, for nr <= 4 query rows (row r at q + r*ldq) against nk keys
+     * K (nk, d): s[r*lds + j] = scale * q_r . K_j. */
+    void (*scores4)(const float *q, int ldq, int nr, const float *K, int nk,
+                    int d, float scale, float *s, int lds);
+    /* acc[r*lda + i] += sum over j < nk of p[r*ldp + j] * V[j*d + i]. */
+    void (*pv4)(float *acc, int lda, int nr, const float *p, int ldp,
+                const float *V, int nk, int d);
 } hx_attn_ops;
 
 /* The best set for the CPU and the engine's ISA cap (hx_isa_current). */

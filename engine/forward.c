@@ -202,11 +202,32 @@ static int alloc_kv(hx_ctx *c)
     return c->kc && c->vc ? HX_OK : HX_ERR_NOMEM;
 }
 
-/* Per-thread attention scratch: n_ctx scores, then Q and the accumulator
- * in fp16 (head_dim halves each). */
+/* Tiled attention: a task takes the G query heads of one KV head for up to
+ * att_tq tokens (R = G * tokens <= att_rows rows), keys in tiles of ATT_TK. */
+#define ATT_TK 64
+
+static int att_group(const hx_ctx *c)
+{
+    return c->m->hp.n_head / c->m->hp.n_head_kv;
+}
+
+static int att_tq(const hx_ctx *c)
+{
+    int tq = 64 / att_group(c);
+    return tq < 1 ? 1 : tq;
+}
+
+static size_t att_rows(const hx_ctx *c)
+{
+    return (size_t)att_tq(c) * (size_t)att_group(c);
+}
+
+/* Per-thread attention scratch, in floats: Q rows, accumulators, scores,
+ * a K and a V tile, running max and sum (R each). */
 static size_t scores_stride(const hx_ctx *c)
 {
-    return (size_t)c->n_ctx + (size_t)c->m->hp.head_dim;
+    const size_t d = (size_t)c->m->hp.head_dim, R = att_rows(c);
+    return 2 * R * d + R * ATT_TK + 2 * ATT_TK * d + 2 * R + 16;
 }
 
 static int alloc_scratch(hx_ctx *c)
@@ -318,37 +339,6 @@ const float *hx_ctx_logits(const hx_ctx *c, int i)
 
 /* ---- attention ---- */
 
-/* Batches of FA_TILE_Q queries or more (llama.cpp's tiled path), and any
- * batch over a float cache: F32 Q, scores and softmax, F32 accumulation.
- * q (d), K and V (n_kv, d) fp16 or float, sc (n_kv) scratch, out (d). */
-static void attn_f32(const hx_attn_ops *op, const float *q, const void *K,
-                     const void *V, int f32, int n_kv, int d, float scale,
-                     float *sc, float *out)
-{
-    const uint16_t *K16 = K, *V16 = V;
-    const float *K32 = K, *V32 = V;
-    float M = -INFINITY;
-    for (int j = 0; j < n_kv; j++) {
-        const size_t o = (size_t)j * d;
-        float s = f32 ? op->dot_f32(q, K32 + o, d) : op->dot_f16(q, K16 + o, d);
-        sc[j] = s * scale;
-        if (sc[j] > M) M = sc[j];
-    }
-    double S = 0.0;
-    for (int j = 0; j < n_kv; j++) {
-        sc[j] = expf(sc[j] - M);
-        S += (double)sc[j];
-    }
-    memset(out, 0, (size_t)d * sizeof(float));
-    for (int j = 0; j < n_kv; j++) {
-        const size_t o = (size_t)j * d;
-        if (f32) op->axpy_f32(out, V32 + o, sc[j], d);
-        else op->axpy_f16(out, V16 + o, sc[j], d);
-    }
-    const float inv = 1.0f / (float)S;
-    for (int i = 0; i < d; i++) out[i] *= inv;
-}
-
 /* Smaller batches (llama.cpp's one-row path): Q rounded to fp16, online
  * softmax, V accumulated in an fp16 vector. q16/acc: d halves scratch. */
 static void attn_f16(const hx_attn_ops *op, const float *q, const uint16_t *K,
@@ -382,30 +372,123 @@ typedef struct attn_job {
     int layer, B, pos0;
 } attn_job;
 
-/* Task t*n_head + h: query head h of token t against positions 0..pos0+t. */
-static void attn_task(void *ctx, int task, int thread)
+/* Task t*n_head + h of llama.cpp's one-query path (fp16 Q and
+ * accumulator): query head h of token t against positions 0..pos0+t. */
+static void attn_task_f16(void *ctx, int task, int thread)
 {
     const attn_job *j = ctx;
     hx_ctx *c = j->c;
     const hx_hparams *hp = &c->m->hp;
     const int d = hp->head_dim, t = task / hp->n_head, h = task % hp->n_head;
-    const int kvh = h / (hp->n_head / hp->n_head_kv);
+    const int kvh = h / att_group(c);
     const size_t off = (((size_t)j->layer * hp->n_head_kv + kvh) * c->n_ctx) * d;
     const float *q = c->q + ((size_t)t * hp->n_head + h) * d;
     float *out = c->att + ((size_t)t * hp->n_head + h) * d;
-    float *sc = c->scores + (size_t)thread * scores_stride(c);
-    const int n_kv = j->pos0 + t + 1;
+    uint16_t *h16 = (uint16_t *)(c->scores + (size_t)thread * scores_stride(c));
+    attn_f16(c->ao, q, (const uint16_t *)c->kc + off, (const uint16_t *)c->vc + off,
+             j->pos0 + t + 1, d, 1.0f / sqrtf((float)d), h16, h16 + d, out);
+}
+
+/* The scratch of one tiled task (see scores_stride). */
+typedef struct att_tile {
+    float *q, *acc, *s, *kt, *vt, *m, *l;
+    int R, G, d, t0, nt;
+} att_tile;
+
+/* Key tile [j0, j0+nk) into F32 (pointing into a float cache directly). */
+static const float *kv_tile(const hx_ctx *c, const void *base, int j0, int nk,
+                            int d, float *buf)
+{
+    if (c->kv_f32) return (const float *)base + (size_t)j0 * d;
+    c->ao->from_f16(buf, (const uint16_t *)base + (size_t)j0 * d, nk * d);
+    return buf;
+}
+
+/* Online softmax over one key tile for row r whose keys end at lim:
+ * rescales the row when its maximum grows, turns scores into weights. */
+static void tile_softmax(att_tile *a, int r, int j0, int nk, int lim)
+{
+    float *s = a->s + (size_t)r * ATT_TK, mt = -INFINITY;
+    for (int j = 0; j < nk; j++) {
+        if (j0 + j >= lim) s[j] = -INFINITY;
+        if (s[j] > mt) mt = s[j];
+    }
+    if (mt == -INFINITY) {
+        for (int j = 0; j < nk; j++) s[j] = 0.0f;
+        return;
+    }
+    if (mt > a->m[r]) {
+        const float ms = expf(a->m[r] - mt);
+        for (int i = 0; i < a->d; i++) a->acc[(size_t)r * a->d + i] *= ms;
+        a->l[r] *= ms;
+        a->m[r] = mt;
+    }
+    double sum = 0.0;
+    for (int j = 0; j < nk; j++) {
+        s[j] = expf(s[j] - a->m[r]);
+        sum += (double)s[j];
+    }
+    a->l[r] += (float)sum;
+}
+
+/* Rows r = i*G + g: token t0+i, query head kvh*G + g. */
+static void att_rows_run(hx_ctx *c, att_tile *a, const void *K, const void *V,
+                         int pos0)
+{
+    const int d = a->d, n_keys = pos0 + a->t0 + a->nt;
     const float scale = 1.0f / sqrtf((float)d);
-    if (c->kv_f32) {
-        attn_f32(c->ao, q, (const float *)c->kc + off, (const float *)c->vc + off,
-                 1, n_kv, d, scale, sc, out);
-    } else if (j->B >= FA_TILE_Q) {
-        attn_f32(c->ao, q, (const uint16_t *)c->kc + off,
-                 (const uint16_t *)c->vc + off, 0, n_kv, d, scale, sc, out);
-    } else {
-        uint16_t *h16 = (uint16_t *)(sc + c->n_ctx);
-        attn_f16(c->ao, q, (const uint16_t *)c->kc + off,
-                 (const uint16_t *)c->vc + off, n_kv, d, scale, h16, h16 + d, out);
+    for (int j0 = 0; j0 < n_keys; j0 += ATT_TK) {
+        const int nk = n_keys - j0 < ATT_TK ? n_keys - j0 : ATT_TK;
+        const float *kt = kv_tile(c, K, j0, nk, d, a->kt);
+        const float *vt = kv_tile(c, V, j0, nk, d, a->vt);
+        for (int r = 0; r < a->R; r += 4) {
+            const int nr = a->R - r < 4 ? a->R - r : 4;
+            c->ao->scores4(a->q + (size_t)r * d, d, nr, kt, nk, d, scale,
+                           a->s + (size_t)r * ATT_TK, ATT_TK);
+        }
+        for (int r = 0; r < a->R; r++)
+            tile_softmax(a, r, j0, nk, pos0 + a->t0 + r / a->G + 1);
+        for (int r = 0; r < a->R; r += 4) {
+            const int nr = a->R - r < 4 ? a->R - r : 4;
+            c->ao->pv4(a->acc + (size_t)r * d, d, nr, a->s + (size_t)r * ATT_TK,
+                       ATT_TK, vt, nk, d);
+        }
+    }
+}
+
+/* Task kvh * n_tb + tb: the query heads of KV head kvh for tokens of block
+ * tb, in F32 (llama.cpp's tiled path, and any batch over a float cache). */
+static void attn_task_tiled(void *ctx, int task, int thread)
+{
+    const attn_job *j = ctx;
+    hx_ctx *c = j->c;
+    const hx_hparams *hp = &c->m->hp;
+    const int d = hp->head_dim, G = att_group(c), tq = att_tq(c);
+    const int n_tb = (j->B + tq - 1) / tq, kvh = task / n_tb, tb = task % n_tb;
+    float *w = c->scores + (size_t)thread * scores_stride(c);
+    const size_t R = att_rows(c);
+    att_tile a = {w, w + R * d, w + 2 * R * d, w + 2 * R * d + R * ATT_TK,
+                  w + 2 * R * d + R * ATT_TK + (size_t)ATT_TK * d,
+                  w + 2 * R * d + R * ATT_TK + 2 * (size_t)ATT_TK * d, NULL,
+                  0, G, d, tb * tq, 0};
+    a.l = a.m + R;
+    a.nt = j->B - a.t0 < tq ? j->B - a.t0 : tq;
+    a.R = a.nt * G;
+    for (int r = 0; r < a.R; r++) {
+        const float *q = c->q + ((size_t)(a.t0 + r / G) * hp->n_head + kvh * G + r % G) * d;
+        memcpy(a.q + (size_t)r * d, q, (size_t)d * sizeof(float));
+        memset(a.acc + (size_t)r * d, 0, (size_t)d * sizeof(float));
+        a.m[r] = -INFINITY;
+        a.l[r] = 0.0f;
+    }
+    const size_t off = (((size_t)j->layer * hp->n_head_kv + kvh) * c->n_ctx) * d;
+    const size_t el = c->kv_f32 ? sizeof(float) : sizeof(uint16_t);
+    att_rows_run(c, &a, (const char *)c->kc + off * el, (const char *)c->vc + off * el,
+                 j->pos0);
+    for (int r = 0; r < a.R; r++) {
+        float *out = c->att + ((size_t)(a.t0 + r / G) * hp->n_head + kvh * G + r % G) * d;
+        const float inv = a.l[r] == 0.0f ? 0.0f : 1.0f / a.l[r];
+        for (int i = 0; i < d; i++) out[i] = a.acc[(size_t)r * d + i] * inv;
     }
 }
 
@@ -475,7 +558,11 @@ static void attention_block(hx_ctx *c, int l, int B, int pos0)
     add_bias(c->v, L->bv, B, kvd);
     qk_prepare(c, L, l, B, pos0);
     attn_job j = {c, l, B, pos0};
-    hx_threadpool_run(c->tp, B * hp->n_head, attn_task, &j);
+    if (!c->kv_f32 && B < FA_TILE_Q)
+        hx_threadpool_run(c->tp, B * hp->n_head, attn_task_f16, &j);
+    else
+        hx_threadpool_run(c->tp, hp->n_head_kv * ((B + att_tq(c) - 1) / att_tq(c)),
+                          attn_task_tiled, &j);
     matmul(c, &L->wo, c->att, B, c->xb);
     for (size_t i = 0; i < (size_t)B * e; i++) c->x[i] += c->xb[i];
 }
