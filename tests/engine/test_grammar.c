@@ -175,6 +175,18 @@ static void test_enum_const_combinators(void)
     const char *one = "{\"oneOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}";
     YES(one, "5");
     BAD("{\"oneOf\":[{\"type\":\"number\"},{\"type\":\"integer\"}]}");
+    /* objects with different required keys overlap ({"a":1,"b":2} is in
+     * both), whatever the grammar's property order says */
+    BAD("{\"oneOf\":[{\"type\":\"object\",\"required\":[\"a\"]},{\"type\":\"object\",\"required\":[\"b\"]}]}");
+    /* a discriminator needs objects only: "x" satisfies both branches here */
+    BAD("{\"oneOf\":[{\"properties\":{\"k\":{\"const\":1}},\"required\":[\"k\"]},"
+        "{\"properties\":{\"k\":{\"const\":2}},\"required\":[\"k\"]}]}");
+    const char *disc = "{\"type\":\"object\",\"oneOf\":[{\"properties\":{\"k\":{\"const\":\"a\"},\"v\":{\"type\":\"integer\"}},"
+                       "\"required\":[\"k\"]},{\"properties\":{\"k\":{\"enum\":[\"b\",\"c\"]}},\"required\":[\"k\"]}]}";
+    YES(disc, "{\"k\": \"a\", \"v\": 1}");
+    YES(disc, "{\"k\": \"c\", \"v\": \"s\"}");
+    NO(disc, "{\"k\": \"a\", \"v\": \"s\"}");
+    NO(disc, "{\"k\": \"d\"}");
     const char *all = "{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\"}},\"required\":[\"a\"]},"
                       "{\"properties\":{\"b\":{\"type\":\"integer\"}},\"required\":[\"b\"]}]}";
     YES(all, "{\"a\": \"x\", \"b\": 1}");
