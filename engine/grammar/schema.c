@@ -32,6 +32,7 @@ typedef struct sc {
     cJSON **tmps; /* merged schemas we own */
     int n_tmps, cap_tmps;
     int depth;
+    int int_exact;   /* number literals as integers only (draft 4 integer) */
     double deadline; /* compile budget (monotonic seconds) */
     char path[768];
     size_t plen;
@@ -358,7 +359,8 @@ static uint32_t number_literal(sc *c, double v)
     char b[64];
     if (v == floor(v) && fabs(v) < 1e15) {
         snprintf(b, sizeof b, "%.0f", fabs(v));
-        uint32_t r = rx_cat(c->rx, lit(c, b), zero_frac(c));
+        /* 1.0 equals 1, but is no "integer" before draft 6 */
+        uint32_t r = rx_cat(c->rx, lit(c, b), c->int_exact ? RX_NIL : zero_frac(c));
         if (v < 0) return rx_cat(c->rx, lit(c, "-"), r);
         if (v == 0) return rx_cat(c->rx, rx_opt(c->rx, lit(c, "-")), r);
         return r;
@@ -1155,12 +1157,16 @@ static int type_of_value(const cJSON *v)
 static uint32_t enum_regex(sc *c, const cJSON *e, int types)
 {
     uint32_t r = RX_NONE;
+    c->int_exact = c->draft < 6 && !(types & T_NUM) && (types & T_INT);
     if (cJSON_IsArray(e) && e->string && !strcmp(e->string, "enum")) {
         for (const cJSON *v = e->child; v; v = v->next)
             if (type_of_value(v) & types) r = rx_or(c->rx, r, json_literal(c, v));
+        c->int_exact = 0;
         return r;
     }
-    return (type_of_value(e) & types) ? json_literal(c, e) : RX_NONE;
+    r = (type_of_value(e) & types) ? json_literal(c, e) : RX_NONE;
+    c->int_exact = 0;
+    return r;
 }
 
 /* ---- main dispatch ---- */

@@ -166,6 +166,8 @@ static void test_enum_const_combinators(void)
     NO(en, "\"b\"");
     NO(en, "2");
     YES("{\"const\":\"x\"}", "\"x\"");
+    NO("{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\",\"enum\":[1,2]}", "1.0");
+    YES("{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"type\":\"integer\",\"enum\":[1,2]}", "2");
     NO("{\"const\":\"x\"}", "\"y\"");
     NO("{\"type\":\"string\",\"enum\":[\"a\",1]}", "1");
     const char *any = "{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\"}]}";
