@@ -14,6 +14,7 @@ struct hx_memory {
     char *path;
     hx_memory_params params;
     int in_batch; /* inside hx_memory_begin/commit */
+    int light;    /* the commit under way is bookkeeping (use counts) */
 };
 
 /* The forward migrations: migration[i] takes schema version i to i + 1. */

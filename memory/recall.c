@@ -99,7 +99,9 @@ static int mark_used(hx_memory *m, const hx_mem_list *l, int n, hx_err *err)
     if (n == 0) return HX_OK;
     int relax = m->params.sync_full && !m->in_batch;
     if (relax) mem_exec(m, "PRAGMA synchronous=NORMAL", NULL);
+    m->light = 1;
     int rc = mark_used_tx(m, l, n, err);
+    m->light = 0;
     if (relax) mem_exec(m, "PRAGMA synchronous=FULL", NULL);
     return rc;
 }

@@ -234,6 +234,19 @@ static int set_pragmas(hx_memory *m, hx_err *err)
     return HX_OK;
 }
 
+/* Checkpoints the WAL into the database after a commit once it holds 1000
+ * pages (SQLite's default), but after a bookkeeping commit (recall's use
+ * counts) only past 4000, so that recall seldom pays for a checkpoint and
+ * the next write of the user's data does. */
+static int wal_hook(void *user, sqlite3 *db, const char *name, int pages)
+{
+    hx_memory *m = user;
+    if (pages >= (m->light ? 4000 : 1000))
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL,
+                                  NULL);
+    return SQLITE_OK;
+}
+
 /* Runs every migration from the stored version up, in one transaction. */
 static int migrate(hx_memory *m, hx_err *err)
 {
@@ -276,6 +289,7 @@ static int open_db(hx_memory *m, hx_err *err)
     if (ver > 0 && ver < HX_MEMORY_SCHEMA_VERSION && (rc = quick_check(m, err)))
         return rc;
     if ((rc = set_pragmas(m, err))) return rc;
+    sqlite3_wal_hook(m->db, wal_hook, m);
     return migrate(m, err);
 }
 
