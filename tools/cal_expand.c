@@ -108,6 +108,19 @@ void hx_cal_event_times(hx_cal *c, hx_cal_file *f, icalcomponent *ev, int64_t *s
 
 /* ---- overrides and exclusions ---- */
 
+#define MAX_PROPS 256 /* RRULE / RDATE / EXDATE properties read per event */
+
+/* The properties of a kind, collected first: libical components have one
+ * property cursor, which any nested lookup would move. */
+static int props_of(icalcomponent *ev, icalproperty_kind kind, icalproperty **out)
+{
+    int n = 0;
+    for (icalproperty *p = icalcomponent_get_first_property(ev, kind); p && n < MAX_PROPS;
+         p = icalcomponent_get_next_property(ev, kind))
+        out[n++] = p;
+    return n;
+}
+
 static int same_instant(int64_t a, int64_t b, int by_day, icaltimezone *z)
 {
     return by_day ? hx_tz_local_day(z, a) == hx_tz_local_day(z, b) : a == b;
@@ -124,8 +137,10 @@ static int overridden(query *q, const char *uid, int64_t s)
 
 static int excluded(query *q, hx_cal_file *f, icalcomponent *ev, int64_t s)
 {
-    for (icalproperty *p = icalcomponent_get_first_property(ev, ICAL_EXDATE_PROPERTY); p;
-         p = icalcomponent_get_next_property(ev, ICAL_EXDATE_PROPERTY)) {
+    icalproperty *ps[MAX_PROPS];
+    int n = props_of(ev, ICAL_EXDATE_PROPERTY, ps);
+    for (int i = 0; i < n; i++) {
+        icalproperty *p = ps[i];
         struct icaltimetype t = icalproperty_get_exdate(p);
         if (icaltime_is_null_time(t)) continue;
         if (same_instant(hx_cal_prop_time(q->c, f, p, t), s, t.is_date, q->c->tz)) return 1;
@@ -136,6 +151,7 @@ static int excluded(query *q, hx_cal_file *f, icalcomponent *ev, int64_t s)
 static void consider(query *q, hx_cal_file *f, icalcomponent *ev, int64_t s, const span *sp)
 {
     const char *uid = icalcomponent_get_uid(ev);
+    if (!uid) uid = "";
     if (excluded(q, f, ev, s) || overridden(q, uid, s)) return;
     push(q, ev, f, s, end_of(q, s, sp), sp, 1);
 }
@@ -172,8 +188,10 @@ static void expand_rrule(query *q, hx_cal_file *f, icalcomponent *ev, icalproper
 
 static void expand_rdates(query *q, hx_cal_file *f, icalcomponent *ev, const span *sp)
 {
-    for (icalproperty *p = icalcomponent_get_first_property(ev, ICAL_RDATE_PROPERTY); p;
-         p = icalcomponent_get_next_property(ev, ICAL_RDATE_PROPERTY)) {
+    icalproperty *ps[MAX_PROPS];
+    int n = props_of(ev, ICAL_RDATE_PROPERTY, ps);
+    for (int i = 0; i < n; i++) {
+        icalproperty *p = ps[i];
         struct icaldatetimeperiodtype dp = icalproperty_get_rdate(p);
         struct icaltimetype t = icaltime_is_null_time(dp.time) ? dp.period.start : dp.time;
         if (icaltime_is_null_time(t) || !icaltime_is_valid_time(t)) continue;
@@ -199,8 +217,9 @@ static void expand_event(query *q, hx_cal_file *f, icalcomponent *ev)
         push(q, ev, f, start, end_of(q, start, &sp), &sp, 0);
         return;
     }
-    for (icalproperty *p = rrule; p; p = icalcomponent_get_next_property(ev, ICAL_RRULE_PROPERTY))
-        expand_rrule(q, f, ev, p, &sp);
+    icalproperty *rules[MAX_PROPS];
+    int n = props_of(ev, ICAL_RRULE_PROPERTY, rules);
+    for (int i = 0; i < n; i++) expand_rrule(q, f, ev, rules[i], &sp);
     if (!rrule) consider(q, f, ev, start, &sp);
     expand_rdates(q, f, ev, &sp);
 }
@@ -222,7 +241,8 @@ static void collect_overrides(query *q)
                 q->ovrs = no;
             }
             struct icaltimetype t = icalproperty_get_recurrenceid(p);
-            ovr o = {icalcomponent_get_uid(k), hx_cal_prop_time(c, &c->files[i], p, t),
+            const char *uid = icalcomponent_get_uid(k);
+            ovr o = {uid ? uid : "", hx_cal_prop_time(c, &c->files[i], p, t),
                      t.is_date};
             q->ovrs[q->n_ovr++] = o;
         }

@@ -61,26 +61,6 @@ static int count_events(icalcomponent *root)
     return n;
 }
 
-int hx_cal_parse(const char *text, icalcomponent **root, hx_err *err)
-{
-    *root = NULL;
-    if (!strstr(text, "BEGIN:VCALENDAR"))
-        return hx_err_set(err, HX_ERR_FORMAT, "not an iCalendar file (no BEGIN:VCALENDAR)");
-    icalcomponent *r = icalparser_parse_string(text);
-    icalerror_clear_errno();
-    if (!r || icalcomponent_isa(r) != ICAL_VCALENDAR_COMPONENT) {
-        if (r) icalcomponent_free(r);
-        return hx_err_set(err, HX_ERR_FORMAT, "not a well-formed VCALENDAR");
-    }
-    if (!count_events(r)) {
-        hx_err_set(err, HX_ERR_FORMAT, "no VEVENT or VTODO in it");
-        icalcomponent_free(r);
-        return HX_ERR_FORMAT;
-    }
-    *root = r;
-    return HX_OK;
-}
-
 /* Checks that every VEVENT has a UID and a DTSTART we can read. */
 static int check_events(icalcomponent *root, hx_err *err)
 {
@@ -96,6 +76,26 @@ static int check_events(icalcomponent *root, hx_err *err)
     return HX_OK;
 }
 
+int hx_cal_parse(const char *text, icalcomponent **root, hx_err *err)
+{
+    *root = NULL;
+    if (!strstr(text, "BEGIN:VCALENDAR"))
+        return hx_err_set(err, HX_ERR_FORMAT, "not an iCalendar file (no BEGIN:VCALENDAR)");
+    icalcomponent *r = icalparser_parse_string(text);
+    icalerror_clear_errno();
+    if (!r || icalcomponent_isa(r) != ICAL_VCALENDAR_COMPONENT) {
+        if (r) icalcomponent_free(r);
+        return hx_err_set(err, HX_ERR_FORMAT, "not a well-formed VCALENDAR");
+    }
+    if (!count_events(r)) hx_err_set(err, HX_ERR_FORMAT, "no VEVENT or VTODO in it");
+    else if (check_events(r, err) == HX_OK) {
+        *root = r;
+        return HX_OK;
+    }
+    icalcomponent_free(r);
+    return HX_ERR_FORMAT;
+}
+
 static int add_file(hx_cal *c, const char *path, const char *calname, int is_vdir)
 {
     char *text = NULL;
@@ -104,7 +104,7 @@ static int add_file(hx_cal *c, const char *path, const char *calname, int is_vdi
     icalcomponent *root = NULL;
     struct stat st;
     if (stat(path, &st) || hx_read_file(path, HX_CAL_MAX_FILE, &text, &len, &e) ||
-        hx_cal_parse(text, &root, &e) || check_events(root, &e)) {
+        hx_cal_parse(text, &root, &e)) {
         hx_cal_problem(c, path, "skipped: %s", e.msg[0] ? e.msg : "cannot read it");
         if (root) icalcomponent_free(root);
         free(text);
