@@ -1,0 +1,217 @@
+/* test_registry.c: the tool registry: registration (copies, clashes, bad
+ * schemas), argument checking against the schema subset before a call,
+ * error messages naming the argument, and the OpenAI/MCP list shape. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+#include "tools/tools.h"
+
+static int n_calls;
+
+/* Echoes its arguments back. */
+static int echo(hx_tools *reg, void *user, const cJSON *args, cJSON **result, hx_err *err)
+{
+    (void)reg;
+    (void)err;
+    n_calls++;
+    *result = cJSON_CreateObject();
+    cJSON_AddItemToObject(*result, "args", cJSON_Duplicate(args, 1));
+    cJSON_AddNumberToObject(*result, "user", user ? *(int *)user : -1);
+    return HX_OK;
+}
+
+static int fails(hx_tools *reg, void *user, const cJSON *args, cJSON **result, hx_err *err)
+{
+    (void)reg, (void)user, (void)args, (void)result;
+    return hx_err_set(err, HX_ERR_NOTFOUND, "nothing called 'x'");
+}
+
+static int returns_nothing(hx_tools *reg, void *user, const cJSON *args, cJSON **result,
+                           hx_err *err)
+{
+    (void)reg, (void)user, (void)args, (void)err;
+    *result = cJSON_CreateString("not an object");
+    return HX_OK;
+}
+
+static const char *schema =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"title\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":10},"
+    "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5},"
+    "\"ratio\":{\"type\":\"number\"},"
+    "\"mode\":{\"type\":\"string\",\"enum\":[\"fast\",\"slow\"]},"
+    "\"flag\":{\"type\":\"boolean\"},"
+    "\"tags\":{\"type\":\"array\",\"maxItems\":3,\"items\":{\"type\":\"string\"}},"
+    "\"who\":{\"type\":\"object\",\"properties\":{\"email\":{\"type\":\"string\"}},"
+    "\"required\":[\"email\"],\"additionalProperties\":false},"
+    "\"maybe\":{\"type\":[\"string\",\"null\"]}},"
+    "\"required\":[\"title\"],\"additionalProperties\":false}";
+
+static hx_tools *make(int *user)
+{
+    hx_tools *reg = hx_tools_new(NULL);
+    hx_err e = {0};
+    char name[32], desc[32];
+    /* the def's strings are copied: change them after registering */
+    snprintf(name, sizeof name, "test.echo");
+    snprintf(desc, sizeof desc, "Echoes.");
+    hx_tool_def d = {HX_TOOL_API_VERSION, name, desc, schema, HX_EFFECT_READ, echo, user};
+    if (hx_tools_register(reg, &d, &e)) printf("# %s\n", e.msg);
+    memset(name, 'x', sizeof name - 1);
+    hx_tool_def f = {HX_TOOL_API_VERSION, "test.fails", "Fails.", "{\"type\":\"object\"}",
+                     HX_EFFECT_WRITE, fails, NULL};
+    hx_tool_def n = {HX_TOOL_API_VERSION, "test.bad", "Bad.", "{}", HX_EFFECT_SEND,
+                     returns_nothing, NULL};
+    hx_tools_register(reg, &f, &e);
+    hx_tools_register(reg, &n, &e);
+    return reg;
+}
+
+static void test_register(void)
+{
+    int user = 7;
+    hx_tools *reg = make(&user);
+    hx_err e = {0};
+    ASSERT(reg);
+    EXPECT_EQ_INT(hx_tools_count(reg), 3);
+    EXPECT_STR_EQ(hx_tools_at(reg, 0)->name, "test.echo");
+    EXPECT_STR_EQ(hx_tools_find(reg, "test.echo")->description, "Echoes.");
+    EXPECT(hx_tools_find(reg, "nope") == NULL);
+    EXPECT(hx_tools_at(reg, 3) == NULL);
+    /* clash, bad schema, wrong version: errors, registry unchanged */
+    hx_tool_def d = {HX_TOOL_API_VERSION, "test.echo", "", "{}", 0, echo, NULL};
+    EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_ERR_STATE);
+    EXPECT(strstr(e.msg, "already registered") != NULL);
+    d.name = "test.other";
+    d.schema_json = "{\"type\":\"object\",";
+    EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_ERR_FORMAT);
+    EXPECT(strstr(e.msg, "test.other") && strstr(e.msg, "not a JSON object"));
+    d.schema_json = "{\"type\":\"string\"}";
+    EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_ERR_FORMAT);
+    d.schema_json = "{}";
+    d.api_version = 99;
+    EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_ERR_UNSUPPORTED);
+    EXPECT_EQ_INT(hx_tools_count(reg), 3);
+    EXPECT_STR_EQ(hx_effect_name(HX_EFFECT_SEND), "send");
+    hx_tools_free(reg);
+    hx_tools_free(NULL);
+}
+
+/* Calls test.echo with args; returns the rc and leaves the message in e. */
+static int call_echo(hx_tools *reg, const char *json, hx_err *e)
+{
+    cJSON *args = cJSON_Parse(json), *res = NULL;
+    int rc = hx_tools_call(reg, "test.echo", args, &res, e);
+    if (rc == HX_OK) EXPECT(cJSON_IsObject(res));
+    else EXPECT(res == NULL);
+    cJSON_Delete(res);
+    cJSON_Delete(args);
+    return rc;
+}
+
+static void expect_bad(hx_tools *reg, const char *json, const char *needle)
+{
+    hx_err e = {0};
+    int before = n_calls;
+    int rc = call_echo(reg, json, &e);
+    if (rc != HX_ERR_INVALID || !strstr(e.msg, needle))
+        test_fail_at(__FILE__, __LINE__, "%s: rc %d '%s', want '%s'", json, rc, e.msg, needle);
+    EXPECT_EQ_INT(n_calls, before); /* the tool never ran */
+}
+
+static void test_argument_checks(void)
+{
+    int user = 7;
+    hx_tools *reg = make(&user);
+    hx_err e = {0};
+    EXPECT_EQ_INT(call_echo(reg, "{\"title\":\"hi\",\"count\":3,\"ratio\":0.5,\"mode\":\"fast\","
+                                 "\"flag\":true,\"tags\":[\"a\"],\"who\":{\"email\":\"a@b\"},"
+                                 "\"maybe\":null}", &e), HX_OK);
+    expect_bad(reg, "{}", "missing required argument 'title'");
+    expect_bad(reg, "{\"title\":5}", "argument 'title': expected string, got an integer");
+    expect_bad(reg, "{\"title\":\"\"}", "argument 'title': must be at least 1 characters");
+    expect_bad(reg, "{\"title\":\"much too long\"}", "at most 10 characters");
+    expect_bad(reg, "{\"title\":\"a\",\"count\":2.5}", "argument 'count': expected integer, got a number");
+    expect_bad(reg, "{\"title\":\"a\",\"count\":9}", "argument 'count': must be at most 5");
+    expect_bad(reg, "{\"title\":\"a\",\"count\":0}", "must be at least 1");
+    expect_bad(reg, "{\"title\":\"a\",\"mode\":\"medium\"}", "argument 'mode': must be one of [\"fast\",\"slow\"]");
+    expect_bad(reg, "{\"title\":\"a\",\"flag\":\"yes\"}", "argument 'flag': expected boolean");
+    expect_bad(reg, "{\"title\":\"a\",\"tags\":[\"x\",2]}", "argument 'tags[1]': expected string");
+    expect_bad(reg, "{\"title\":\"a\",\"tags\":[\"1\",\"2\",\"3\",\"4\"]}", "at most 3 items");
+    expect_bad(reg, "{\"title\":\"a\",\"who\":{}}", "missing required argument 'who.email'");
+    expect_bad(reg, "{\"title\":\"a\",\"who\":{\"email\":\"x\",\"age\":3}}", "unknown argument 'who.age'");
+    expect_bad(reg, "{\"title\":\"a\",\"colour\":\"red\"}", "unknown argument 'colour'");
+    expect_bad(reg, "{\"title\":\"a\",\"maybe\":3}", "argument 'maybe'");
+    expect_bad(reg, "[1,2]", "must be a JSON object, got an array");
+    /* NULL arguments are an empty object */
+    cJSON *res = NULL;
+    EXPECT_EQ_INT(hx_tools_call(reg, "test.echo", NULL, &res, &e), HX_ERR_INVALID);
+    EXPECT(strstr(e.msg, "'title'") != NULL);
+    hx_tools_free(reg);
+}
+
+static void test_calls(void)
+{
+    int user = 7;
+    hx_tools *reg = make(&user);
+    hx_err e = {0};
+    cJSON *args = cJSON_Parse("{\"title\":\"hi\"}"), *res = NULL;
+    ASSERT(hx_tools_call(reg, "test.echo", args, &res, &e) == HX_OK);
+    EXPECT_EQ_INT(cJSON_GetObjectItem(res, "user")->valueint, 7);
+    EXPECT_STR_EQ(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "args"), "title")->valuestring, "hi");
+    cJSON_Delete(res);
+    EXPECT_EQ_INT(hx_tools_call(reg, "no.such", args, &res, &e), HX_ERR_NOTFOUND);
+    EXPECT(strstr(e.msg, "no tool named 'no.such'") != NULL);
+    EXPECT_EQ_INT(hx_tools_call(reg, "test.fails", args, &res, &e), HX_ERR_NOTFOUND);
+    EXPECT_STR_EQ(e.msg, "nothing called 'x'");
+    EXPECT(res == NULL);
+    EXPECT_EQ_INT(hx_tools_call(reg, "test.bad", args, &res, &e), HX_ERR_INTERNAL);
+    EXPECT(res == NULL);
+    cJSON_Delete(args);
+    hx_tools_free(reg);
+}
+
+static void test_list_json(void)
+{
+    hx_tools *reg = make(NULL);
+    cJSON *l = hx_tools_list_json(reg);
+    ASSERT(cJSON_IsArray(l));
+    EXPECT_EQ_INT(cJSON_GetArraySize(l), 3);
+    cJSON *t = cJSON_GetArrayItem(l, 0), *fn = cJSON_GetObjectItem(t, "function");
+    EXPECT_STR_EQ(cJSON_GetObjectItem(t, "type")->valuestring, "function");
+    EXPECT_STR_EQ(cJSON_GetObjectItem(fn, "name")->valuestring, "test.echo");
+    EXPECT_STR_EQ(cJSON_GetObjectItem(fn, "description")->valuestring, "Echoes.");
+    cJSON *want = cJSON_Parse(schema);
+    EXPECT(cJSON_Compare(cJSON_GetObjectItem(fn, "parameters"), want, 1));
+    cJSON_Delete(want);
+    cJSON_Delete(l);
+    hx_tools_free(reg);
+}
+
+/* Every built-in tool's schema is accepted and lists. */
+static void test_builtins(void)
+{
+    hx_config *cfg = hx_config_default();
+    hx_tools *reg = hx_tools_new(cfg);
+    hx_err e = {0};
+    ASSERT(hx_tools_register_builtins(reg, &e) == HX_OK);
+    EXPECT(hx_tools_count(reg) >= 6);
+    EXPECT(hx_tools_find(reg, "calendar.list_events") != NULL);
+    EXPECT_EQ_INT(hx_tools_register_builtins(reg, &e), HX_ERR_STATE); /* twice: clash */
+    cJSON *l = hx_tools_list_json(reg);
+    EXPECT_EQ_INT(cJSON_GetArraySize(l), hx_tools_count(reg));
+    cJSON_Delete(l);
+    hx_tools_free(reg);
+    hx_config_free(cfg);
+}
+
+int main(void)
+{
+    RUN(test_register);
+    RUN(test_argument_checks);
+    RUN(test_calls);
+    RUN(test_list_json);
+    RUN(test_builtins);
+    return test_summary();
+}
