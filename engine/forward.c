@@ -339,32 +339,46 @@ const float *hx_ctx_logits(const hx_ctx *c, int i)
 
 /* ---- attention ---- */
 
-/* Smaller batches (llama.cpp's one-row path): Q rounded to fp16, online
- * softmax, V accumulated in an fp16 vector. q16/acc: d halves scratch. */
-static void attn_f16(const hx_attn_ops *op, const float *q, const uint16_t *K,
-                     const uint16_t *V, int n_kv, int d, float scale,
-                     uint16_t *q16, uint16_t *acc, float *out)
+/* Smaller batches (llama.cpp's one-row path) for the G query heads of
+ * one KV head: each head's Q rounded to fp16, its own online softmax and
+ * fp16 accumulator of V, exactly as when run alone; every K and V row is
+ * read once for all G heads. q (G, d) with row stride ldq; out likewise;
+ * q16 and acc: G*d halves of scratch each, M: 2*G floats. */
+static void attn_f16(const hx_attn_ops *op, const float *q, int ldq, int G,
+                     const uint16_t *K, const uint16_t *V, int n_kv, int d,
+                     float scale, uint16_t *q16, uint16_t *acc, float *M,
+                     float *out)
 {
-    op->to_f16(q16, q, d);
-    memset(acc, 0, (size_t)d * sizeof(uint16_t));
-    float M = -INFINITY, S = 0.0f;
-    for (int j = 0; j < n_kv; j++) {
-        const float s = op->dot_hh(q16, K + (size_t)j * d, d) * scale;
-        float ms = 1.0f, vs = 1.0f;
-        if (s > M) {
-            const float Mold = M;
-            M = s;
-            ms = expf(Mold - M);
-            op->scale_h(acc, ms, d);
-        } else {
-            vs = expf(s - M);
-        }
-        op->mad_h(acc, V + (size_t)j * d, vs, d);
-        S = S * ms + vs;
+    float *S = M + G;
+    for (int g = 0; g < G; g++) {
+        op->to_f16(q16 + (size_t)g * d, q + (size_t)g * ldq, d);
+        M[g] = -INFINITY;
+        S[g] = 0.0f;
     }
-    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-    op->from_f16(out, acc, d);
-    for (int i = 0; i < d; i++) out[i] *= inv;
+    memset(acc, 0, (size_t)G * d * sizeof(uint16_t));
+    for (int j = 0; j < n_kv; j++) {
+        const uint16_t *kj = K + (size_t)j * d, *vj = V + (size_t)j * d;
+        for (int g = 0; g < G; g++) {
+            uint16_t *ag = acc + (size_t)g * d;
+            const float sc = op->dot_hh(q16 + (size_t)g * d, kj, d) * scale;
+            float ms = 1.0f, vs = 1.0f;
+            if (sc > M[g]) {
+                ms = expf(M[g] - sc);
+                M[g] = sc;
+                op->scale_h(ag, ms, d);
+            } else {
+                vs = expf(sc - M[g]);
+            }
+            op->mad_h(ag, vj, vs, d);
+            S[g] = S[g] * ms + vs;
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        float *o = out + (size_t)g * ldq;
+        const float inv = S[g] == 0.0f ? 0.0f : 1.0f / S[g];
+        op->from_f16(o, acc + (size_t)g * d, d);
+        for (int i = 0; i < d; i++) o[i] *= inv;
+    }
 }
 
 typedef struct attn_job {
@@ -372,21 +386,24 @@ typedef struct attn_job {
     int layer, B, pos0;
 } attn_job;
 
-/* Task t*n_head + h of llama.cpp's one-query path (fp16 Q and
- * accumulator): query head h of token t against positions 0..pos0+t. */
+/* Task t*n_head_kv + kvh of llama.cpp's one-query path (fp16 Q and
+ * accumulator): the query heads of KV head kvh for token t, against
+ * positions 0..pos0+t. */
 static void attn_task_f16(void *ctx, int task, int thread)
 {
     const attn_job *j = ctx;
     hx_ctx *c = j->c;
     const hx_hparams *hp = &c->m->hp;
-    const int d = hp->head_dim, t = task / hp->n_head, h = task % hp->n_head;
-    const int kvh = h / att_group(c);
+    const int d = hp->head_dim, G = att_group(c);
+    const int t = task / hp->n_head_kv, kvh = task % hp->n_head_kv;
     const size_t off = (((size_t)j->layer * hp->n_head_kv + kvh) * c->n_ctx) * d;
-    const float *q = c->q + ((size_t)t * hp->n_head + h) * d;
-    float *out = c->att + ((size_t)t * hp->n_head + h) * d;
-    uint16_t *h16 = (uint16_t *)(c->scores + (size_t)thread * scores_stride(c));
-    attn_f16(c->ao, q, (const uint16_t *)c->kc + off, (const uint16_t *)c->vc + off,
-             j->pos0 + t + 1, d, 1.0f / sqrtf((float)d), h16, h16 + d, out);
+    const size_t qo = ((size_t)t * hp->n_head + (size_t)kvh * G) * d;
+    float *w = c->scores + (size_t)thread * scores_stride(c);
+    uint16_t *h16 = (uint16_t *)w;
+    attn_f16(c->ao, c->q + qo, d, G, (const uint16_t *)c->kc + off,
+             (const uint16_t *)c->vc + off, j->pos0 + t + 1, d,
+             1.0f / sqrtf((float)d), h16, h16 + (size_t)G * d, w + (size_t)G * d,
+             c->att + qo);
 }
 
 /* The scratch of one tiled task (see scores_stride). */
@@ -559,7 +576,7 @@ static void attention_block(hx_ctx *c, int l, int B, int pos0)
     qk_prepare(c, L, l, B, pos0);
     attn_job j = {c, l, B, pos0};
     if (!c->kv_f32 && B < FA_TILE_Q)
-        hx_threadpool_run(c->tp, B * hp->n_head, attn_task_f16, &j);
+        hx_threadpool_run(c->tp, B * hp->n_head_kv, attn_task_f16, &j);
     else
         hx_threadpool_run(c->tp, hp->n_head_kv * ((B + att_tq(c) - 1) / att_tq(c)),
                           attn_task_tiled, &j);
