@@ -423,6 +423,33 @@ static void test_update_keeps_unknown_properties(void)
     cJSON_Delete(r);
 }
 
+/* An event in a multi-event file: the other events and the calendar's
+ * own properties survive the rewrite. */
+static void test_update_in_shared_file(void)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/calendars/family.ics", world);
+    cJSON *r = call_ok("calendar.update_event",
+                       "{\"uid\":\"dinner-chloe@family\",\"start\":\"Dec 5 at 8pm\",\"all_day\":false}");
+    ASSERT(r);
+    EXPECT_STR_EQ(str(cJSON_GetObjectItemCaseSensitive(r, "updated"), "end"),
+                  "2026-12-05T23:00:00+01:00");
+    cJSON_Delete(r);
+    char *text = slurp(path);
+    ASSERT(text);
+    icalcomponent *root = icalparser_parse_string(text);
+    ASSERT(root);
+    EXPECT_EQ_INT(icalcomponent_count_components(root, ICAL_VEVENT_COMPONENT), 4);
+    EXPECT(strstr(text, "X-WR-CALNAME:Family") != NULL);
+    EXPECT(strstr(text, "RDATE;TZID=Europe/Paris:20261212T100000") != NULL);
+    icalcomponent_free(root);
+    free(text);
+    r = call_ok("calendar.list_events", "{\"range\":\"Dec 12\"}");
+    ASSERT(r);
+    EXPECT(find_ev(r, "Piano lesson (L\xc3\xa9" "a)", "2026-12-12T10:00:00+01:00"));
+    cJSON_Delete(r);
+}
+
 static void test_update_and_cancel_occurrence(void)
 {
     setup_or_die();
@@ -589,6 +616,7 @@ int main(void)
     RUN(test_create_with_invitation);
     RUN(test_create_errors);
     RUN(test_update_keeps_unknown_properties);
+    RUN(test_update_in_shared_file);
     RUN(test_update_and_cancel_occurrence);
     RUN(test_cancel_whole_event);
     RUN(test_broken_files);
