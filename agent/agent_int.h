@@ -79,6 +79,10 @@ typedef struct hx_engine_source_params {
     hx_sampler_params sp; /* default: hx_sampler_default_params, temp 0 */
     int n_ctx;            /* 0: min(n_ctx_train, 4096) */
     int n_threads;        /* 0: all cores */
+    int compact_json;     /* 1: for small models: no whitespace inside
+                             calls, strings of at most 40 characters,
+                             numbers from a few round values (calls still
+                             valid against the real schemas); default 0 */
 } hx_engine_source_params;
 hx_engine_source_params hx_engine_source_default_params(void);
 /* A source over model m (borrowed; must outlive the source) whose sampler's
@@ -101,7 +105,11 @@ typedef struct hx_planner_params {
     const char *model;  /* model identity recorded in episodes */
     int no_think;       /* Qwen3: empty think block; default 1 */
     int recall_budget;  /* tokens of recalled memories; 0: none; 256 */
+    const char *tools;  /* offered tools: comma-separated names or
+                           "prefix.*"; NULL: all registered */
 } hx_planner_params;
+/* Whether filter (as hx_planner_params.tools) offers the tool name. */
+int hx_agent_tool_offered(const char *filter, const char *name);
 hx_planner_params hx_planner_default_params(void);
 
 /* What the planner tells its caller as it goes (all optional). */

@@ -31,5 +31,8 @@ int cmd_memory(int argc, char **argv); /* cmd_memory.c */
 int cmd_tokenize(int argc, char **argv); /* cmd_tokenize.c */
 int cmd_tools(int argc, char **argv); /* cmd_tools.c */
 int cmd_init(int argc, char **argv);
+int cmd_ask(int argc, char **argv); /* cmd_ask.c */
+int cmd_chat(int argc, char **argv);
+int cmd_feedback(int argc, char **argv);
 
 #endif /* HX_CLI_H */

@@ -10,6 +10,9 @@ static const hx_verb verbs[] = {
     {"memory", cmd_memory, "list, search, show, forget, export memories"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"tools", cmd_tools, "list the tools, or call one with JSON arguments"},
+    {"ask", cmd_ask, "ask the assistant: plan, call tools, answer"},
+    {"chat", cmd_chat, "a session with the assistant, with history"},
+    {"feedback", cmd_feedback, "accept, correct or reject the last answer"},
     {"init", cmd_init, "write a commented default config.json"},
 };
 #define N_VERBS (sizeof verbs / sizeof verbs[0])

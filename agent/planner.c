@@ -27,14 +27,42 @@ typedef struct run {
     int tokens, prompt_tokens, steps;
     hx_buf answer;  /* everything streamed */
     char *final;    /* the plain-text answer turn (owned) */
+    char *partial;  /* the turn a limit cut short (owned), not kept */
     const char *status;
 } run;
 
 hx_planner_params hx_planner_default_params(void)
 {
     hx_planner_params p = {8, 1024, 300.0, HX_TPL_QWEN3, HX_CHOICE_AUTO,
-                           NULL, NULL, 1, 256};
+                           NULL, NULL, 1, 256, NULL};
     return p;
+}
+
+int hx_agent_tool_offered(const char *filter, const char *name)
+{
+    if (!filter || !*filter) return 1;
+    size_t n = strlen(name);
+    for (const char *f = filter; *f;) {
+        size_t l = strcspn(f, ",");
+        if (l >= 2 && f[l - 1] == '*' && f[l - 2] == '.' && !strncmp(f, name, l - 1)) return 1;
+        if (l == n && !strncmp(f, name, n)) return 1;
+        f += l + (f[l] == ',');
+    }
+    return 0;
+}
+
+/* The registry's tool list, less the tools the filter does not offer. */
+static cJSON *offered_tools(const hx_tools *reg, const char *filter)
+{
+    cJSON *all = hx_tools_list_json(reg);
+    for (cJSON *t = all ? all->child : NULL, *next; t; t = next) {
+        next = t->next;
+        const cJSON *fn = cJSON_GetObjectItem(t, "function");
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(fn, "name"));
+        if (!name || !hx_agent_tool_offered(filter, name))
+            cJSON_Delete(cJSON_DetachItemViaPointer(all, t));
+    }
+    return all;
 }
 
 hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p)
@@ -45,7 +73,7 @@ hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p)
     pl->d = *d;
     pl->p = p ? *p : dp;
     pl->msgs = cJSON_CreateArray();
-    pl->tools = hx_tools_list_json(d->reg);
+    pl->tools = offered_tools(d->reg, pl->p.tools);
     if (!pl->msgs || !pl->tools) {
         hx_planner_free(pl);
         return NULL;
@@ -264,7 +292,7 @@ static void exec_call(run *r, const char *name, const cJSON *args,
     hx_planner *pl = r->pl;
     const hx_tool_def *def = hx_tools_find(pl->d.reg, name);
     hx_err err = {0};
-    if (!def) {
+    if (!def || !hx_agent_tool_offered(pl->p.tools, name)) {
         o->status = "error";
         snprintf(o->detail, sizeof o->detail, "unknown tool %s", name);
         return;
@@ -385,7 +413,8 @@ static int step(run *r, int choice, int *answered, hx_err *err)
     if (!rc) rc = gen_turn(r, prompt.data, choice, &text, err);
     hx_buf_free(&prompt);
     if (rc) {
-        hx_buf_free(&text);
+        free(r->partial);
+        r->partial = hx_buf_steal(&text, NULL);
         return rc;
     }
     pcall calls[MAX_CALLS];
@@ -456,6 +485,7 @@ static cJSON *make_trace(run *r, const char *request, const char *outcome,
     cJSON_AddStringToObject(t, "request", request);
     cJSON_AddStringToObject(t, "answer", r->final ? r->final : "");
     cJSON_AddStringToObject(t, "streamed", r->answer.data ? r->answer.data : "");
+    if (r->partial) cJSON_AddStringToObject(t, "partial_turn", r->partial);
     cJSON_AddStringToObject(t, "status", r->status);
     cJSON_AddStringToObject(t, "outcome", outcome);
     cJSON_AddNumberToObject(t, "steps", r->steps);
@@ -503,7 +533,7 @@ static int loop(run *r, hx_err *err)
 int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
                    cJSON **trace, hx_err *err)
 {
-    run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, NULL, "answered"};
+    run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, NULL, NULL, "answered"};
     int64_t started = hx_now(NULL);
     int n0 = cJSON_GetArraySize(pl->msgs);
     *trace = NULL;
@@ -526,5 +556,6 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
     cJSON_Delete(r.calls);
     hx_buf_free(&r.answer);
     free(r.final);
+    free(r.partial);
     return rc;
 }

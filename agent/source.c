@@ -1,5 +1,6 @@
 /* source.c: the engine as the planner's token source: tokenizes the prompt,
  * reuses the KV cache's common prefix, samples under the tool-call grammar. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ typedef struct eng_src {
     int n_cache, cap;
     hx_detok dt;
     int ended;
+    int compact;
 } eng_src;
 
 void hx_source_free(hx_source *s)
@@ -84,13 +86,52 @@ static int turn_grammar(eng_src *e, int choice, hx_grammar **g, hx_err *err)
     if (choice == HX_CHOICE_NONE || e->n_specs == 0) return HX_OK;
     int k = choice == HX_CHOICE_REQUIRED;
     if (!e->g[k]) {
+        hx_grammar_params gp = hx_grammar_default_params();
+        gp.compact = e->compact;
         int rc = hx_grammar_tool_calls(e->specs, e->n_specs,
                                        k ? HX_TOOLS_REQUIRED : HX_TOOLS_LAZY,
-                                       NULL, &e->g[k], err);
+                                       &gp, &e->g[k], err);
         if (rc) return rc;
     }
     *g = e->g[k];
     return HX_OK;
+}
+
+/* Compact mode's second stage: a token may not repeat more than
+ * MAX_REPEAT times in a row (small models loop on "0" or spaces, which the
+ * JSON grammar allows without end). */
+#define MAX_REPEAT 4
+typedef struct norepeat {
+    int32_t last;
+    int run;
+} norepeat;
+
+static int norepeat_apply(void *ctx, float *logits, int32_t n_vocab)
+{
+    norepeat *r = ctx;
+    if (r->run >= MAX_REPEAT && r->last >= 0 && r->last < n_vocab)
+        logits[r->last] = -INFINITY;
+    return HX_OK;
+}
+
+static int norepeat_accept(void *ctx, int32_t token)
+{
+    norepeat *r = ctx;
+    r->run = token == r->last ? r->run + 1 : 1;
+    r->last = token;
+    return HX_OK;
+}
+
+static int add_norepeat(hx_sampler *s)
+{
+    norepeat *r = hx_calloc(1, sizeof *r);
+    if (!r) return HX_ERR_NOMEM;
+    r->last = -1;
+    hx_sampler_stage st = {HX_SAMPLER_STAGE_API, "no-repeat", r, norepeat_apply,
+                           norepeat_accept, NULL, NULL, free};
+    int rc = hx_sampler_add_stage(s, &st);
+    if (rc) free(r);
+    return rc;
 }
 
 static int new_sampler(eng_src *e, int choice, hx_err *err)
@@ -106,6 +147,8 @@ static int new_sampler(eng_src *e, int choice, hx_err *err)
     if ((rc = hx_grammar_stage(g, e->gv, &st)) ||
         (rc = hx_sampler_add_stage(e->s, &st)))
         return hx_err_set(err, rc, "cannot set up the tool-call grammar");
+    if (e->compact && (rc = add_norepeat(e->s)))
+        return hx_err_set(err, rc, "out of memory");
     return HX_OK;
 }
 
@@ -185,13 +228,79 @@ static int eng_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
     return decode(e, &tok, 1, err);
 }
 
+/* Compact mode, for small models that rarely close a string and loop on
+ * digits: every string gets maxLength <= COMPACT_MAX_STRING, every number
+ * an enum of a few round values inside its bounds, every array at most
+ * COMPACT_MAX_ITEMS items. A call is still valid
+ * against the tool's real schema; it just has fewer ways to go on. */
+#define COMPACT_MAX_STRING 40
+#define COMPACT_MAX_ITEMS 3
+static const double round_values[] = {0, 1, 2, 3, 5, 10, 15, 20, 30, 45, 60, 90, 120};
+
+static double num_or(const cJSON *j, const char *k, double dflt)
+{
+    const cJSON *v = cJSON_GetObjectItem(j, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static void bound_number(cJSON *j)
+{
+    double lo = num_or(j, "minimum", -1e300), hi = num_or(j, "maximum", 1e300);
+    cJSON *e = cJSON_CreateArray();
+    for (size_t i = 0; i < sizeof round_values / sizeof *round_values; i++)
+        if (round_values[i] >= lo && round_values[i] <= hi)
+            cJSON_AddItemToArray(e, cJSON_CreateNumber(round_values[i]));
+    if (!e->child && lo > -1e300) cJSON_AddItemToArray(e, cJSON_CreateNumber(ceil(lo)));
+    if (!e->child || cJSON_GetObjectItem(j, "multipleOf")) {
+        cJSON_Delete(e);
+        return;
+    }
+    cJSON_AddItemToObject(j, "enum", e);
+}
+
+static void bound_values(cJSON *j)
+{
+    if (!j) return;
+    const char *t = cJSON_GetStringValue(cJSON_GetObjectItem(j, "type"));
+    int free_value = cJSON_IsObject(j) && t && !cJSON_GetObjectItem(j, "enum") &&
+                     !cJSON_GetObjectItem(j, "const");
+    if (free_value && !strcmp(t, "string")) {
+        double max = num_or(j, "maxLength", 1e300);
+        if (max > COMPACT_MAX_STRING && num_or(j, "minLength", 0) <= COMPACT_MAX_STRING) {
+            cJSON_DeleteItemFromObject(j, "maxLength");
+            cJSON_AddNumberToObject(j, "maxLength", COMPACT_MAX_STRING);
+        }
+    } else if (free_value && (!strcmp(t, "integer") || !strcmp(t, "number"))) {
+        bound_number(j);
+    } else if (free_value && !strcmp(t, "array") &&
+               num_or(j, "maxItems", 1e300) > COMPACT_MAX_ITEMS &&
+               num_or(j, "minItems", 0) <= COMPACT_MAX_ITEMS) {
+        cJSON_DeleteItemFromObject(j, "maxItems");
+        cJSON_AddNumberToObject(j, "maxItems", COMPACT_MAX_ITEMS);
+    }
+    for (cJSON *c = j->child; c; c = c->next) bound_values(c);
+}
+
+static char *spec_schema(const char *schema, int compact)
+{
+    if (!compact || !schema) return hx_strdup(schema);
+    cJSON *j = cJSON_Parse(schema);
+    if (!j) return hx_strdup(schema);
+    bound_values(j);
+    char *s = cJSON_PrintUnformatted(j);
+    char *r = hx_strdup(s);
+    cJSON_free(s);
+    cJSON_Delete(j);
+    return r;
+}
+
 static int copy_specs(eng_src *e, const hx_tool_spec *tools, int n)
 {
     e->specs = hx_calloc((size_t)(n ? n : 1), sizeof *e->specs);
     if (!e->specs) return HX_ERR_NOMEM;
     for (int i = 0; i < n; i++, e->n_specs++) {
         e->specs[i].name = hx_strdup(tools[i].name);
-        e->specs[i].schema_json = hx_strdup(tools[i].schema_json);
+        e->specs[i].schema_json = spec_schema(tools[i].schema_json, e->compact);
         if (!e->specs[i].name) return HX_ERR_NOMEM;
     }
     return HX_OK;
@@ -211,6 +320,7 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     e->m = m;
     e->v = hx_model_vocab(m);
     e->sp = p->sp;
+    e->compact = p->compact_json;
     hx_ctx_params cp = hx_ctx_default_params();
     cp.n_ctx = p->n_ctx;
     cp.n_threads = p->n_threads;

@@ -394,7 +394,9 @@ static void compact_tool(const cJSON *t, hx_buf *out)
     for (const cJSON *p = props ? props->child : NULL; p; p = p->next)
         hx_buf_printf(out, "%s%s: %s", p == props->child ? "" : ", ", p->string,
                       m_str(p, "type")[0] ? m_str(p, "type") : "any");
-    hx_buf_printf(out, "): %s\n", m_str(fn, "description"));
+    const char *d = m_str(fn, "description");
+    size_t n = strcspn(d, ".\n");
+    hx_buf_printf(out, "): %.*s\n", (int)(n < 80 ? n : 80), d);
 }
 
 static void render_compact(const cJSON *msgs, const cJSON *tools,

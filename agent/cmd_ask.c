@@ -1,0 +1,508 @@
+/* cmd_ask.c: the assistant's verbs: `hearth ask TEXT` (one request),
+ * `hearth chat` (a session with history) and `hearth feedback`. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "agent/cli.h"
+
+#define DEFAULT_MODEL "models/hearth-tiny.gguf"
+
+typedef struct ask_opts {
+    const char *model, *config, *style, *choice, *tools;
+    int yes, no, allow_tainted, json, n_ctx, n_threads, no_memory;
+    hx_planner_params pp;
+    hx_engine_source_params ep;
+    const char *text; /* ask: the request */
+} ask_opts;
+
+static void ask_usage(FILE *f, const char *verb)
+{
+    if (!strcmp(verb, "chat"))
+        fprintf(f, "usage: hearth chat [options]\n\n"
+                   "A session with history: type a request per line. Commands: /tools\n"
+                   "(the tools), /memory (what is remembered), /undo (forget the last\n"
+                   "exchange), /quit.\n\n");
+    else
+        fprintf(f, "usage: hearth ask TEXT [options]\n\n"
+                   "Plans with the local model, calls tools (each shown as\n"
+                   "'-> name {arguments}' with its result status on stderr) and streams\n"
+                   "the answer to stdout. The run is recorded in memory as an episode\n"
+                   "(see 'hearth feedback').\n\n");
+    fprintf(f,
+        "  -m, --model FILE        GGUF model (default: the config's \"model\", then\n"
+        "                          " DEFAULT_MODEL ")\n"
+        "      --config FILE       config.json (default: the standard location)\n"
+        "  -y, --yes               answer yes where the policy asks (not for sends\n"
+        "                          after untrusted content: see below)\n"
+        "      --no                answer no to every question\n"
+        "      --allow-tainted-send  allow sends after a mail, a file or a\n"
+        "                          registered tool's output entered the conversation\n"
+        "      --json              print the whole trace as JSON (no streaming)\n"
+        "      --max-steps N       model turns per request (default 8)\n"
+        "      --max-tokens N      generated tokens per request (default 1024)\n"
+        "      --timeout S         wall-clock seconds per request (default 300)\n"
+        "      --temp T            sampling temperature; 0 = greedy (default 0)\n"
+        "      --seed S            sampling seed\n"
+        "      --tool-choice C     auto (default), required (the first turn must\n"
+        "                          call a tool) or none\n"
+        "      --tools LIST        offer only these tools: names or prefix.*,\n"
+        "                          comma-separated (default: all)\n"
+        "      --style S           prompt style: qwen3, chatml, llama3, compact\n"
+        "                          (default: from the model)\n"
+        "  -c, --ctx N             context size (default min(trained, 4096))\n"
+        "  -t, --threads N         0 = all cores (default)\n"
+        "      --no-memory         neither recall nor record\n\n"
+        "Hearth confines itself before it starts: it can open no network socket.\n"
+        "Exit codes: 0 answered, 1 failed or a limit was reached, 2 bad command\n"
+        "line, 3 bad model or data, 4 refused, 130 interrupted.\n");
+}
+
+/* ---- option parsing ---- */
+static int num_opt(const char *verb, const char *name, const char *v, double lo,
+                   double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = v ? strtod(v, &end) : 0;
+    if (!v || errno || end == v || *end || !(d >= lo && d <= hi)) {
+        fprintf(stderr, "hearth %s: %s needs a number in %g..%g\n", verb, name, lo, hi);
+        return 0;
+    }
+    *out = d;
+    return 1;
+}
+
+/* Options that take a value; returns 1 if matched (ok set to 0 on error). */
+static int value_opt(ask_opts *o, const char *verb, const char *a, const char *v, int *ok)
+{
+    double d = 0;
+#define NUM(lo, hi) (*ok = num_opt(verb, a, v, lo, hi, &d))
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+    else if (!strcmp(a, "--config")) o->config = v;
+    else if (!strcmp(a, "--style")) o->style = v;
+    else if (!strcmp(a, "--tool-choice")) o->choice = v;
+    else if (!strcmp(a, "--tools")) o->tools = v;
+    else if (!strcmp(a, "--max-steps") && NUM(1, 1000)) o->pp.max_steps = (int)d;
+    else if (!strcmp(a, "--max-tokens") && NUM(1, 1e7)) o->pp.max_tokens = (int)d;
+    else if (!strcmp(a, "--timeout") && NUM(0, 1e6)) o->pp.timeout_s = d;
+    else if (!strcmp(a, "--temp") && NUM(0, 100)) o->ep.sp.temp = (float)d;
+    else if (!strcmp(a, "--seed") && NUM(0, 1.8e19)) o->ep.sp.seed = (uint64_t)d;
+    else if ((!strcmp(a, "-c") || !strcmp(a, "--ctx")) && NUM(16, 1 << 20)) o->n_ctx = (int)d;
+    else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && NUM(0, 1024)) o->n_threads = (int)d;
+    else return 0;
+#undef NUM
+    if (!v) {
+        fprintf(stderr, "hearth %s: %s needs a value\n", verb, a);
+        *ok = 0;
+    }
+    return 1;
+}
+
+static int flag_opt(ask_opts *o, const char *a)
+{
+    if (!strcmp(a, "-y") || !strcmp(a, "--yes")) o->yes = 1;
+    else if (!strcmp(a, "--no")) o->no = 1;
+    else if (!strcmp(a, "--allow-tainted-send")) o->allow_tainted = 1;
+    else if (!strcmp(a, "--json")) o->json = 1;
+    else if (!strcmp(a, "--no-memory")) o->no_memory = 1;
+    else return 0;
+    return 1;
+}
+
+static int parse_ask(int argc, char **argv, ask_opts *o)
+{
+    const char *verb = argv[0];
+    memset(o, 0, sizeof *o);
+    o->pp = hx_planner_default_params();
+    o->ep = hx_engine_source_default_params();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int ok = 1;
+        if (flag_opt(o, a)) continue;
+        if (a[0] == '-' && a[1] && value_opt(o, verb, a, i + 1 < argc ? argv[i + 1] : NULL, &ok)) {
+            if (!ok) return HX_EXIT_USAGE;
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "hearth %s: unknown option '%s' (see --help)\n", verb, a);
+            return HX_EXIT_USAGE;
+        } else if (!strcmp(verb, "ask") && !o->text) {
+            o->text = a;
+        } else {
+            fprintf(stderr, "hearth %s: unexpected argument '%s'\n", verb, a);
+            return HX_EXIT_USAGE;
+        }
+    }
+    if (!strcmp(verb, "ask") && (!o->text || !*o->text)) {
+        fprintf(stderr, "hearth ask: what should I do? usage: hearth ask TEXT\n");
+        return HX_EXIT_USAGE;
+    }
+    if (o->yes && o->no) {
+        fprintf(stderr, "hearth %s: --yes and --no contradict each other\n", verb);
+        return HX_EXIT_USAGE;
+    }
+    o->pp.tool_choice = !o->choice || !strcmp(o->choice, "auto") ? HX_CHOICE_AUTO
+                        : !strcmp(o->choice, "required")         ? HX_CHOICE_REQUIRED
+                        : !strcmp(o->choice, "none")             ? HX_CHOICE_NONE : -1;
+    if (o->pp.tool_choice < 0) {
+        fprintf(stderr, "hearth %s: --tool-choice is auto, required or none\n", verb);
+        return HX_EXIT_USAGE;
+    }
+    if (o->style && hx_tpl_parse_name(o->style) < 0) {
+        fprintf(stderr, "hearth %s: --style is qwen3, chatml, llama3 or compact\n", verb);
+        return HX_EXIT_USAGE;
+    }
+    return HX_EXIT_OK;
+}
+
+/* ---- the session: everything a run needs, opened once ---- */
+typedef struct session {
+    hx_config *cfg;
+    hx_tools *reg;
+    hx_extools *x;
+    hx_memory *mem;
+    struct hx_policy *policy;
+    struct hx_audit *audit;
+    struct hx_consent *consent;
+    hx_model *model;
+    hx_source src;
+    hx_planner *pl;
+    hx_tool_spec *specs;
+    char model_name[256];
+} session;
+
+static void session_close(session *s)
+{
+    hx_planner_free(s->pl);
+    hx_source_free(&s->src);
+    hx_model_free(s->model);
+    free(s->specs);
+    free(s->consent);
+    hx_gate_close(s->policy, s->audit);
+    hx_memory_close(s->mem);
+    hx_tools_free(s->reg);
+    hx_extools_free(s->x);
+    hx_config_free(s->cfg);
+}
+
+static int fail(hx_err *err, const char *what)
+{
+    fprintf(stderr, "hearth: %s%s%s\n", what ? what : "", what ? ": " : "", err->msg);
+    return cli_exit_code(err->rc ? err->rc : HX_ERR_INTERNAL);
+}
+
+static int file_exists(const char *p) { return p && access(p, R_OK) == 0; }
+
+/* --model, the config's "model", the project's default model. */
+static const char *find_model(const ask_opts *o, const hx_config *cfg)
+{
+    if (o->model) return o->model;
+    if (cfg->model && *cfg->model) return cfg->model;
+    if (file_exists(DEFAULT_MODEL)) return DEFAULT_MODEL;
+    return NULL;
+}
+
+static int ask_tty(void *user, const char *tool, const char *args, const char *why)
+{
+    (void)user;
+    FILE *tty = fopen("/dev/tty", "r+");
+    if (!tty) return 'n';
+    fprintf(tty, "\nhearth wants to run %s %s\n  (%s)\nallow? [y]es / [n]o / [a]lways: ",
+            tool, args, why);
+    fflush(tty);
+    char line[32] = "";
+    if (!fgets(line, sizeof line, tty)) line[0] = 'n';
+    fclose(tty);
+    return line[0] == 'y' || line[0] == 'Y' ? 'y' : line[0] == 'a' || line[0] == 'A' ? 'a' : 'n';
+}
+
+static int open_tools(session *s, const ask_opts *o, hx_err *err)
+{
+    int rc = hx_config_load(o->config, &s->cfg, err);
+    if (rc) return rc;
+    if (!(s->reg = hx_tools_new(s->cfg))) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    if ((rc = hx_tools_register_builtins(s->reg, err))) return rc;
+    if (!o->no_memory) {
+        hx_memory_params mp = hx_memory_default_params();
+        if ((rc = hx_memory_open(&mp, &s->mem, err)) ||
+            (rc = hx_agent_register_memory_tools(s->reg, s->mem, err)))
+            return rc;
+    }
+    hx_buf problems;
+    hx_buf_init(&problems);
+    rc = hx_extools_load(s->reg, NULL, &s->x, &problems, err);
+    if (problems.len) fprintf(stderr, "hearth: registered tools skipped:\n%s", problems.data);
+    hx_buf_free(&problems);
+    if (rc) return rc;
+    rc = hx_gate_open(cJSON_GetObjectItem(s->cfg->raw, "policy"), "", &s->policy, &s->audit, err);
+    if (rc) return rc;
+    int tty = isatty(0) && isatty(2) && !o->json;
+    s->consent = hx_gate_consent_new(o->yes, o->no, o->allow_tainted, tty ? ask_tty : NULL, NULL);
+    return s->consent ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+}
+
+static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
+{
+    const char *path = find_model(o, s->cfg);
+    if (!path)
+        return hx_err_set(err, HX_ERR_NOTFOUND,
+                          "no model: Hearth's own default model (" DEFAULT_MODEL ") does "
+                          "not exist yet; pass one with --model FILE.gguf or set \"model\" "
+                          "in config.json");
+    hx_model_params mp = hx_model_default_params();
+    int rc = hx_model_load(path, &mp, &s->model, err);
+    if (rc) return rc;
+    const char *slash = strrchr(path, '/');
+    snprintf(s->model_name, sizeof s->model_name, "%s", slash ? slash + 1 : path);
+    int n = hx_tools_count(s->reg);
+    if (!(s->specs = hx_calloc((size_t)n + 1, sizeof *s->specs)))
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const hx_tool_def *d = hx_tools_at(s->reg, i);
+        if (hx_agent_tool_offered(o->tools, d->name))
+            s->specs[k++] = (hx_tool_spec){d->name, d->schema_json};
+    }
+    if (!k) return hx_err_set(err, HX_ERR_INVALID, "--tools %s offers no tool", o->tools);
+    *family = o->style ? hx_tpl_parse_name(o->style)
+                       : hx_tpl_detect(hx_model_gguf(s->model), hx_model_vocab(s->model));
+    hx_engine_source_params ep = o->ep;
+    ep.compact_json = *family == HX_TPL_COMPACT;
+    if (ep.compact_json && ep.sp.repeat_penalty == 1.0f)
+        ep.sp.repeat_penalty = 1.3f; /* small models loop on digits */
+    ep.n_ctx = o->n_ctx ? o->n_ctx : ep.compact_json ? 8192 : 0; /* small models:
+                  cheap KV, long prompts in a 512-token vocabulary */
+    ep.n_threads = o->n_threads;
+    return hx_engine_source_new(s->model, s->specs, k, &ep, &s->src, err);
+}
+
+static int session_open(session *s, const ask_opts *o, hx_err *err)
+{
+    memset(s, 0, sizeof *s);
+    int rc = hx_gate_no_network(err);
+    if (rc) return rc;
+    hx_planner_params pp = o->pp;
+    if ((rc = open_tools(s, o, err)) || (rc = open_model(s, o, &pp.family, err))) return rc;
+    pp.model = s->model_name;
+    pp.tools = o->tools;
+    if (o->no_memory) pp.recall_budget = 0;
+    hx_planner_deps d = {&s->src, s->reg, s->x, s->policy, s->audit, s->mem, s->consent};
+    s->pl = hx_planner_new(&d, &pp);
+    if (!s->pl) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    hx_log_debug("ask: model %s, prompt style %s", s->model_name, hx_tpl_name(pp.family));
+    return HX_OK;
+}
+
+/* ---- Ctrl-C: the first stops generation, the second kills ---- */
+static volatile sig_atomic_t g_sigint;
+static void on_sigint(int sig)
+{
+    (void)sig;
+    g_sigint = 1;
+}
+static void catch_sigint(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND; /* the second Ctrl-C gets the default */
+    sigaction(SIGINT, &sa, NULL);
+    g_sigint = 0;
+}
+static int cancelled(void *user)
+{
+    (void)user;
+    return g_sigint;
+}
+
+/* ---- what the user sees ---- */
+static void show_text(void *user, const char *s, size_t n)
+{
+    (void)user;
+    fwrite(s, 1, n, stdout);
+    fflush(stdout);
+}
+static void show_call(void *user, const char *name, const char *args)
+{
+    (void)user;
+    fflush(stdout);
+    fprintf(stderr, "-> %s %s\n", name, args);
+}
+static void show_result(void *user, const char *name, const char *status, const char *detail)
+{
+    (void)user;
+    (void)name;
+    if (!strcmp(status, "ok")) fprintf(stderr, "   ok (%zu bytes of result)\n", strlen(detail));
+    else fprintf(stderr, "   %s: %.300s\n", status, detail);
+}
+
+static void remember_last(int64_t id)
+{
+    char dir[4096], path[4200], txt[32];
+    if (id <= 0 || hx_path_data(dir, sizeof dir) < 0) return;
+    snprintf(path, sizeof path, "%s/last-episode", dir);
+    int n = snprintf(txt, sizeof txt, "%lld\n", (long long)id);
+    hx_err err = {0};
+    if (!hx_mkdirs(dir, &err)) hx_write_file_atomic(path, txt, (size_t)n, &err);
+}
+
+static int run_one(session *s, const ask_opts *o, const char *text)
+{
+    hx_planner_io io = {NULL, show_text, show_call, show_result, cancelled};
+    hx_planner_io quiet = {NULL, NULL, NULL, NULL, cancelled};
+    cJSON *trace = NULL;
+    hx_err err = {0};
+    catch_sigint();
+    int rc = hx_planner_run(s->pl, text, o->json ? &quiet : &io, &trace, &err);
+    signal(SIGINT, SIG_DFL);
+    if (trace) remember_last((int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "episode")));
+    if (o->json && trace) {
+        char *j = cJSON_Print(trace);
+        if (j) printf("%s\n", j);
+        cJSON_free(j);
+    } else {
+        printf("\n");
+    }
+    if (rc) fprintf(stderr, "hearth: %s\n", err.msg);
+    cJSON_Delete(trace);
+    return rc;
+}
+
+int cmd_ask(int argc, char **argv)
+{
+    ask_opts o;
+    if (cli_wants_help(argc, argv)) {
+        ask_usage(stdout, "ask");
+        return HX_EXIT_OK;
+    }
+    int ex = parse_ask(argc, argv, &o);
+    if (ex) return ex;
+    session s;
+    hx_err err = {0};
+    int rc = session_open(&s, &o, &err);
+    if (rc) {
+        session_close(&s);
+        return fail(&err, NULL);
+    }
+    rc = run_one(&s, &o, o.text);
+    session_close(&s);
+    return cli_exit_code(rc);
+}
+
+/* ---- chat ---- */
+static void chat_memory(session *s)
+{
+    hx_mem_list *l = NULL;
+    hx_err err = {0};
+    if (!s->mem || hx_memory_list(s->mem, NULL, 20, 0, &l, &err)) {
+        printf("(no memory%s%s)\n", err.msg[0] ? ": " : "", err.msg);
+        return;
+    }
+    if (!l->n) printf("(nothing remembered yet)\n");
+    for (int i = 0; i < l->n; i++)
+        printf("#%lld [%s] %s\n", (long long)l->items[i].id, l->items[i].kind, l->items[i].text);
+    hx_mem_list_free(l);
+}
+
+static int chat_command(session *s, const char *line)
+{
+    if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) return 1;
+    if (!strcmp(line, "/tools"))
+        for (int i = 0; i < hx_tools_count(s->reg); i++)
+            printf("%-24s %s\n", hx_tools_at(s->reg, i)->name,
+                   hx_effect_name(hx_tools_at(s->reg, i)->effect));
+    else if (!strcmp(line, "/memory")) chat_memory(s);
+    else if (!strcmp(line, "/undo"))
+        printf(hx_planner_undo(s->pl) ? "(forgot the last exchange)\n" : "(nothing to undo)\n");
+    else printf("commands: /tools /memory /undo /quit\n");
+    return 0;
+}
+
+int cmd_chat(int argc, char **argv)
+{
+    ask_opts o;
+    if (cli_wants_help(argc, argv)) {
+        ask_usage(stdout, "chat");
+        return HX_EXIT_OK;
+    }
+    int ex = parse_ask(argc, argv, &o);
+    if (ex) return ex;
+    session s;
+    hx_err err = {0};
+    int rc = session_open(&s, &o, &err);
+    if (rc) {
+        session_close(&s);
+        return fail(&err, NULL);
+    }
+    int tty = isatty(0);
+    char line[8192];
+    for (;;) {
+        if (tty) fputs("> ", stdout), fflush(stdout);
+        if (!fgets(line, sizeof line, stdin)) break;
+        line[strcspn(line, "\n")] = 0;
+        if (!line[0]) continue;
+        if (line[0] == '/') {
+            if (chat_command(&s, line)) break;
+            continue;
+        }
+        rc = run_one(&s, &o, line);
+    }
+    session_close(&s);
+    return rc == HX_ERR_CANCELLED ? HX_EXIT_CANCEL : HX_EXIT_OK;
+}
+
+/* ---- feedback ---- */
+static int64_t last_episode(void)
+{
+    char dir[4096], path[4200], *s = NULL;
+    size_t n;
+    if (hx_path_data(dir, sizeof dir) < 0) return 0;
+    snprintf(path, sizeof path, "%s/last-episode", dir);
+    if (hx_read_file(path, 64, &s, &n, NULL)) return 0;
+    int64_t id = strtoll(s, NULL, 10);
+    free(s);
+    return id;
+}
+
+static void feedback_usage(FILE *f)
+{
+    fprintf(f, "usage: hearth feedback [EPISODE] --accept | --correct TEXT | --reject\n\n"
+               "Marks the last episode (or the given one) accepted, corrected with the\n"
+               "right answer, or rejected. Accepted and corrected episodes are what the\n"
+               "nightly fine-tuning learns from.\n");
+}
+
+int cmd_feedback(int argc, char **argv)
+{
+    int verdict = -1;
+    const char *corrected = NULL;
+    int64_t id = 0;
+    if (cli_wants_help(argc, argv)) return feedback_usage(stdout), HX_EXIT_OK;
+    for (int i = 1; i < argc; i++) {
+        char *end;
+        if (!strcmp(argv[i], "--accept")) verdict = HX_VERDICT_ACCEPTED;
+        else if (!strcmp(argv[i], "--reject")) verdict = HX_VERDICT_REJECTED;
+        else if (!strcmp(argv[i], "--correct") && i + 1 < argc)
+            verdict = HX_VERDICT_CORRECTED, corrected = argv[++i];
+        else if (argv[i][0] != '-' && !id && (id = strtoll(argv[i], &end, 10)) > 0 && !*end) {}
+        else return feedback_usage(stderr), HX_EXIT_USAGE;
+    }
+    if (verdict < 0) return feedback_usage(stderr), HX_EXIT_USAGE;
+    if (!id && !(id = last_episode())) {
+        fprintf(stderr, "hearth feedback: no episode yet (run 'hearth ask' first)\n");
+        return HX_EXIT_FAIL;
+    }
+    hx_memory *m = NULL;
+    hx_memory_params mp = hx_memory_default_params();
+    hx_err err = {0};
+    int rc = hx_memory_open(&mp, &m, &err);
+    if (!rc) rc = hx_memory_episode_set_verdict(m, id, verdict, corrected, &err);
+    hx_memory_close(m);
+    if (rc) return fail(&err, "feedback");
+    printf("episode %lld: %s\n", (long long)id, hx_verdict_name(verdict));
+    return HX_EXIT_OK;
+}

@@ -1,0 +1,196 @@
+/* test_agent_e2e.c: the planner through the real engine (stories260K) and the
+ * tool-call grammar over the fixture world; `hearth ask` opens no network. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "agent/cli.h"
+#include "test.h"
+#include "agent_world.h"
+
+#define TOOLS "calendar.*,mail.search,memory.search"
+
+static hx_model *load_stories(void)
+{
+    const char *p = test_shared_file("models/stories260K.gguf");
+    hx_model *m = NULL;
+    if (p && hx_model_load(p, NULL, &m, NULL)) m = NULL;
+    return m;
+}
+
+/* Arguments valid against the tool's real schema (not the compact one). */
+static int args_valid(hx_tools *reg, const char *name, const cJSON *args)
+{
+    const hx_tool_def *d = hx_tools_find(reg, name);
+    hx_grammar *g = NULL;
+    if (!d || hx_grammar_from_schema(d->schema_json, strlen(d->schema_json), NULL, &g, NULL))
+        return 0;
+    hx_matcher *m = hx_matcher_new(g, NULL);
+    char *s = cJSON_PrintUnformatted(args);
+    int ok = m && s && hx_matcher_feed(m, s, strlen(s)) == HX_OK && hx_matcher_can_end(m);
+    cJSON_free(s);
+    hx_matcher_free(m);
+    hx_grammar_free(g);
+    return ok;
+}
+
+static int count_role(const cJSON *msgs, const char *role)
+{
+    int n = 0;
+    for (const cJSON *m = msgs ? msgs->child : NULL; m; m = m->next)
+        n += !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(m, "role")), role);
+    return n;
+}
+
+/* Checks one finished run: a known status, every call well-formed and
+ * valid, every result fed back as a tool message, the episode recorded. */
+static void check_run(world *w, const cJSON *t, int *n_calls, int *n_answered)
+{
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(t, "status"));
+    EXPECT(st && (!strcmp(st, "answered") || !strcmp(st, "token budget") ||
+                  !strcmp(st, "step limit")));
+    *n_answered += st && !strcmp(st, "answered");
+    const cJSON *calls = cJSON_GetObjectItem(t, "calls");
+    EXPECT(cJSON_GetArraySize(calls) >= 1); /* the first turn must call */
+    for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
+        const char *cs = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
+        EXPECT(strcmp(cs, "malformed") != 0);
+        EXPECT(hx_agent_tool_offered(TOOLS, name));
+        EXPECT(args_valid(w->reg, name, cJSON_GetObjectItem(c, "arguments")));
+        (*n_calls)++;
+    }
+    EXPECT_EQ_INT(count_role(cJSON_GetObjectItem(t, "messages"), "tool"),
+                  cJSON_GetArraySize(calls));
+    int64_t id = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "episode"));
+    hx_episode *ep = NULL;
+    EXPECT(id > 0 && hx_memory_episode_get(w->mem, id, &ep, NULL) == HX_OK);
+    if (ep) EXPECT_EQ_INT(ep->n_calls, cJSON_GetArraySize(calls));
+    hx_episode_free(ep);
+}
+
+static const char *requests[] = {
+    "Schedule a 30-minute meeting with Bob next Tuesday afternoon about the budget",
+    "What is on my calendar tomorrow?",
+    "Find an hour for the design review next week",
+    "Did Kenji write about the offsite?",
+    "Cancel the dentist",
+    "When am I free on Friday?",
+};
+
+static void test_requests_through_engine(void)
+{
+    hx_model *m = load_stories();
+    if (!m) return;
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    hx_tool_spec specs[32];
+    int n = 0;
+    for (int i = 0; i < hx_tools_count(w.reg) && n < 32; i++) {
+        const hx_tool_def *d = hx_tools_at(w.reg, i);
+        if (hx_agent_tool_offered(TOOLS, d->name))
+            specs[n++] = (hx_tool_spec){d->name, d->schema_json};
+    }
+    hx_engine_source_params ep = hx_engine_source_default_params();
+    ep.compact_json = 1;
+    ep.n_ctx = 8192;
+    ep.n_threads = 1;
+    ep.sp.temp = 0.8f;
+    hx_source src;
+    hx_err err = {0};
+    ASSERT(hx_engine_source_new(m, specs, n, &ep, &src, &err) == HX_OK);
+    int n_calls = 0, n_answered = 0, n_runs = (int)(sizeof requests / sizeof *requests);
+    for (int i = 0; i < n_runs; i++) {
+        hx_planner_params pp = hx_planner_default_params();
+        pp.family = HX_TPL_COMPACT;
+        pp.tool_choice = HX_CHOICE_REQUIRED;
+        pp.max_steps = 2;
+        pp.max_tokens = 250;
+        pp.tools = TOOLS;
+        hx_planner_deps d = world_deps(&w, &src);
+        hx_planner *pl = hx_planner_new(&d, &pp);
+        cJSON *t = NULL;
+        hx_planner_run(pl, requests[i], NULL, &t, &err);
+        ASSERT(t);
+        check_run(&w, t, &n_calls, &n_answered);
+        cJSON_Delete(t);
+        hx_planner_free(pl);
+    }
+    printf("# %d requests, %d calls (all valid), %d answered in plain text\n", n_runs,
+           n_calls, n_answered);
+    EXPECT(n_calls >= n_runs);
+    EXPECT_EQ_INT(hx_memory_episode_count(w.mem), n_runs);
+    EXPECT(count_lines(w.audit, "\"tool\"", NULL) == n_calls);
+    hx_source_free(&src);
+    world_close(&w);
+    hx_model_free(m);
+}
+
+/* `hearth ask` confines itself: after a run in a child, opening an
+ * AF_INET socket fails with EACCES (the seccomp filter); AF_UNIX works. */
+static void test_ask_opens_no_network(void)
+{
+    const char *model = test_shared_file("models/stories260K.gguf");
+    if (!model) return;
+    world w;
+    ASSERT(world_open(&w, 0, 1, 0));
+    char cfg[400];
+    snprintf(cfg, sizeof cfg, "%s/world/config.json", w.dir);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *argv[] = {"ask", "What is on tomorrow?", "--model", (char *)model,
+                        "--config", cfg, "--max-tokens", "30", "--no",
+                        "--tools", "calendar.list_events", "--json", NULL};
+        int fd = open("/dev/null", O_WRONLY);
+        dup2(fd, 1), dup2(fd, 2);
+        int rc = cmd_ask(12, argv);
+        int in = socket(AF_INET, SOCK_STREAM, 0), in_errno = errno;
+        int un = socket(AF_UNIX, SOCK_STREAM, 0);
+        _exit(rc > 1 ? 10 : in >= 0 ? 11 : in_errno != EACCES ? 12 : un < 0 ? 13 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT(WIFEXITED(status));
+    EXPECT_EQ_INT(WEXITSTATUS(status), 0);
+    world_close(&w);
+}
+
+/* The same, watched from outside: strace sees no socket but AF_UNIX. */
+static void test_ask_under_strace(void)
+{
+    const char *model = test_shared_file("models/stories260K.gguf");
+    if (!model) return;
+    const char *b = getenv("HEARTH_BUILD");
+    char hearth[512], cmd[2048], log[300];
+    snprintf(hearth, sizeof hearth, "%s/hearth", b && *b ? b : "build");
+    if (access(hearth, X_OK)) SKIP("%s not built", hearth);
+    if (system("strace -V >/dev/null 2>&1")) SKIP("strace is not installed");
+    world w;
+    ASSERT(world_open(&w, 0, 1, 0));
+    snprintf(log, sizeof log, "%s/strace.log", w.dir);
+    snprintf(cmd, sizeof cmd,
+             "strace -f -qq -e trace=socket,connect -o '%s' '%s' ask 'What is on tomorrow?' "
+             "--model '%s' --config '%s/world/config.json' --max-tokens 30 --no "
+             "--tools calendar.list_events >/dev/null 2>&1",
+             log, hearth, model, w.dir);
+    int rc = system(cmd);
+    if (rc != 0 && count_lines(log, "PTRACE", NULL) + count_lines(log, "ptrace", NULL) > 0)
+        SKIP("strace cannot trace here");
+    char *s = NULL;
+    size_t n;
+    if (hx_read_file(log, 0, &s, &n, NULL)) SKIP("strace wrote no log (ptrace not permitted?)");
+    EXPECT(strstr(s, "AF_INET") == NULL);
+    EXPECT(strstr(s, "AF_INET6") == NULL);
+    free(s);
+    world_close(&w);
+}
+
+int main(void)
+{
+    RUN(test_requests_through_engine);
+    RUN(test_ask_opens_no_network);
+    RUN(test_ask_under_strace);
+    return test_summary();
+}
