@@ -402,6 +402,24 @@ static void test_batch_vs_single(void)
     ASSERT(hx_ctx_logits(c, -1) != NULL);
     EXPECT(test_nmse(a + 15 * nv, hx_ctx_logits(c, -1), (size_t)nv) < 1e-10);
     hx_ctx_free(c);
+    /* A call longer than n_batch runs as several passes; every row kept. */
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_batch = 16;
+    cp.n_threads = 2;
+    hx_err err = {0};
+    ASSERT(hx_ctx_new(m, &cp, &c, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_decode(c, tok, n, 1), HX_OK);
+    double w = 0;
+    for (int i = 0; i < n; i++) {
+        const float *lg = hx_ctx_logits(c, i);
+        ASSERT(lg != NULL);
+        double ei = test_nmse(b + (size_t)i * nv, lg, (size_t)nv);
+        w = ei > w ? ei : w;
+    }
+    printf("# one call in passes of 16 vs single: worst nmse %.3g\n", w);
+    EXPECT(w < 1e-10);
+    EXPECT(hx_ctx_logits(c, n) == NULL);
+    hx_ctx_free(c);
     hx_model_free(m);
     free(a);
     free(b);
