@@ -292,6 +292,11 @@ static int load_attn(hx_model *m, hx_layer *L, int i, size_t *pos, hx_err *err)
                          "attn_v.weight", "attn_output.weight", "attn_q.bias",
                          "attn_k.bias", "attn_v.bias"};
     for (int j = 0; j < 8; j++) snprintf(n[j], sizeof n[j], "blk.%d.%s", i, nm[j]);
+    char fused[64];
+    snprintf(fused, sizeof fused, "blk.%d.attn_qkv.weight", i);
+    if (hx_gguf_find_tensor(m->gguf, fused) && !hx_gguf_find_tensor(m->gguf, n[1]))
+        return hx_err_set(err, HX_ERR_UNSUPPORTED, "tensor %s: fused Q/K/V "
+                          "weights are not supported", fused);
     int rc = load_vec(m, &L->attn_norm, n[0], e, 1, pos, err);
     if (!rc) rc = load_mat(m, &L->wq, n[1], 2, e, q, 1, 1, err);
     if (!rc) rc = load_mat(m, &L->wk, n[2], 2, e, kv, 1, 1, err);

@@ -552,6 +552,8 @@ typedef struct edit {
     const char *drop;     /* tensor left out */
     const char *reshape;  /* tensor given a wrong shape */
     const char *arch;     /* new general.architecture */
+    const char *q5_0;     /* tensor relabelled Q5_0 (a type with no matmul) */
+    const char *rename;   /* tensor renamed to blk.0.attn_qkv.weight */
 } edit;
 
 static int rewrite(const char *src, const char *dst, const edit *ed)
@@ -570,7 +572,13 @@ static int rewrite(const char *src, const char *dst, const edit *ed)
             ne[0] = t->ne[1]; /* transposed */
             ne[1] = t->ne[0];
         }
-        rc = hx_gguf_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data, NULL, NULL);
+        int type = t->type;
+        const char *name = t->name;
+        if (ed->q5_0 && strcmp(t->name, ed->q5_0) == 0) {
+            type = HX_TYPE_Q5_0; /* 22 bytes per 32 F32 values: fits in the data */
+        }
+        if (ed->rename && strcmp(t->name, ed->rename) == 0) name = "blk.0.attn_qkv.weight";
+        rc = hx_gguf_add_tensor(w, name, type, t->n_dims, ne, t->data, NULL, NULL);
     }
     if (!rc) rc = hx_gguf_writer_write(w, dst, &err);
     hx_gguf_writer_free(w);
@@ -637,19 +645,27 @@ static void expect_load_error(const char *src, const edit *ed, int want_rc,
 
 static void test_load_errors(void)
 {
-    const char *src = write_tiny("qwen3moe", "good.gguf", 0);
-    ASSERT(src);
-    edit e1 = {"blk.1.attn_k.weight", NULL, NULL};
+    const char *good = write_tiny("qwen3moe", "good.gguf", 0);
+    ASSERT(good);
+    char src[512]; /* tmp_path's buffers are reused */
+    snprintf(src, sizeof src, "%s", good);
+    edit e1 = {"blk.1.attn_k.weight", NULL, NULL, NULL, NULL};
     expect_load_error(src, &e1, HX_ERR_FORMAT, "missing tensor blk.1.attn_k.weight");
-    edit e2 = {NULL, "blk.0.attn_k.weight", NULL};
+    edit e2 = {NULL, "blk.0.attn_k.weight", NULL, NULL, NULL};
     expect_load_error(src, &e2, HX_ERR_FORMAT,
                       "blk.0.attn_k.weight has shape [32, 64], expected [64, 32]");
-    edit e4 = {NULL, "blk.0.ffn_down_exps.weight", NULL};
+    edit e4 = {NULL, "blk.0.ffn_down_exps.weight", NULL, NULL, NULL};
     expect_load_error(src, &e4, HX_ERR_FORMAT,
                       "blk.0.ffn_down_exps.weight has shape [64, 32, 4], expected [32, 64, 4]");
-    edit e5 = {"blk.0.attn_q_norm.weight", NULL, NULL};
+    edit e5 = {"blk.0.attn_q_norm.weight", NULL, NULL, NULL, NULL};
     expect_load_error(src, &e5, HX_ERR_FORMAT, "missing tensor blk.0.attn_q_norm.weight");
-    edit e6 = {NULL, NULL, "gpt2"};
+    edit e7 = {NULL, NULL, NULL, "blk.1.ffn_gate_exps.weight", NULL};
+    expect_load_error(src, &e7, HX_ERR_UNSUPPORTED,
+                      "blk.1.ffn_gate_exps.weight has type Q5_0, which Hearth cannot compute with");
+    edit e8 = {NULL, NULL, NULL, NULL, "blk.0.attn_q.weight"};
+    expect_load_error(src, &e8, HX_ERR_UNSUPPORTED,
+                      "blk.0.attn_qkv.weight: fused Q/K/V weights are not supported");
+    edit e6 = {NULL, NULL, "gpt2", NULL, NULL};
     expect_load_error(src, &e6, HX_ERR_UNSUPPORTED, "unknown architecture 'gpt2'");
     hx_err err = {0};
     hx_model *m = NULL;
