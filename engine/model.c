@@ -247,7 +247,7 @@ static int load_mat(hx_model *m, hx_wmat *w, const char *name, int nd,
     memset(w, 0, sizeof *w);
     int rc = find_checked(m->gguf, name, nd, ne, required, &t, err);
     if (rc || !t) return rc;
-    if (!hx_model_type_ok(t->type))
+    if (!hx_model_type_ok(t->type) || hx_type_row_bytes(t->type, cols) == 0)
         return hx_err_set(err, HX_ERR_UNSUPPORTED,
                           "tensor %s has type %s, which Hearth cannot compute "
                           "with", name, hx_type_ggml_name(t->type));
