@@ -24,7 +24,7 @@ enum {
 #define RX_NIL 1u
 #define RX_INF 0xffffffffu
 #define RX_DEAD UINT32_MAX
-enum { RXI_BND_KNOWN = 1, RXI_BND = 2, RXI_FIN_KNOWN = 4, RXI_FIN = 8 };
+enum { RXI_BND_KNOWN = 1, RXI_BND = 2, RXI_FIN_KNOWN = 4, RXI_FIN = 8, RXI_UNS_KNOWN = 16, RXI_UNS = 32 };
 
 typedef struct rx_node {
     uint8_t kind;
@@ -193,8 +193,18 @@ typedef struct gmemo {
     uint32_t n_bnd;
 } gmemo;
 
+/* String-safe tokens made only of the bytes of one ASCII class, by length
+ * (for masks inside strings restricted to a class, e.g. [a-z0-9_]{1,64}). */
+typedef struct gclass_toks {
+    uint32_t bits[8];
+    uint32_t *toks;     /* sorted by length */
+    uint32_t *by_len;   /* by_len[k] = tokens of length <= k (k <= 256) */
+} gclass_toks;
+
 struct hx_matcher {
     hx_grammar *g;
+    gclass_toks *ctoks;
+    uint32_t n_ctoks;
     hx_rx *rx;
     const hx_gvocab *v;
     gstack *stk;

@@ -321,57 +321,154 @@ static int is_universal(hx_matcher *m, uint32_t r, int depth)
     return 0;
 }
 
-/* How many string-safe characters every prefix-continuation of content
- * regex a allows (FS_INF unbounded), -1 if not of a known shape. */
-static int64_t content_len(hx_matcher *m, uint32_t a, int depth)
+/* What string-safe tokens a state inside a string accepts: those of at
+ * most L characters, all of them (any) or only those made of the bytes of
+ * an ASCII class. */
+typedef struct sclass {
+    int any;
+    uint32_t bits[8];
+    int64_t L;
+    int64_t min; /* largest lower bound among intersected parts */
+} sclass;
+
+static int is_raw_ascii(const uint32_t *b)
 {
-    const rx_node *n = &m->rx->nodes[a];
-    if (depth > 16) return -1;
-    if (is_universal(m, a, depth)) return FS_INF;
-    if (n->kind == RX_REP && n->a == m->rx->any_char) return n->max == RX_INF ? FS_INF : n->max;
-    if (n->kind == RX_AND) {
-        int64_t L = -1;
-        for (uint32_t i = 0; i < n->b; i++) {
-            uint32_t k = m->rx->kids[n->a + i];
-            if (is_universal(m, k, depth + 1)) continue;
-            if (L >= 0) return -1; /* two constrained kids: unknown */
-            L = content_len(m, k, depth + 1);
-            if (L < 0) return -1;
-        }
-        return L < 0 ? FS_INF : L;
-    }
-    return -1;
+    /* only printable ASCII other than '"' and '\\' (raw in JSON strings) */
+    static const uint32_t ok[8] = {0, 0xfffffffbu, 0xefffffffu, 0xffffffffu, 0, 0, 0, 0};
+    for (int i = 0; i < 8; i++)
+        if (b[i] & ~ok[i]) return 0;
+    return 1;
 }
 
-/* If every string-safe token of at most L characters stays inside the
- * string that r is in (and longer ones do not), L; else -1. */
-static int64_t free_string_len(hx_matcher *m, uint32_t r, int depth)
+/* No string-safe byte can start r (so string-safe tokens never enter it). */
+static int starts_unsafe(hx_rx *rx, uint32_t r)
+{
+    rx_node *n = &rx->nodes[r];
+    if (n->info & RXI_UNS_KNOWN) return (n->info & RXI_UNS) != 0;
+    int u = !n->has_call;
+    for (int c = 0x20; u && c < 256; c++) {
+        if (c == '"' || c == '\\') continue;
+        u = rx_deriv(rx, r, c) == RX_NONE;
+    }
+    rx->nodes[r].info |= RXI_UNS_KNOWN | (u ? RXI_UNS : 0);
+    return u;
+}
+
+static int content_class(hx_matcher *m, uint32_t a, int depth, sclass *o)
+{
+    hx_rx *rx = m->rx;
+    const rx_node *n = &rx->nodes[a];
+    memset(o, 0, sizeof *o);
+    if (depth > 16) return 0;
+    if (is_universal(m, a, depth)) { o->any = 1; o->L = FS_INF; return 1; }
+    if (n->kind == RX_REP) {
+        o->L = n->max == RX_INF ? FS_INF : n->max;
+        o->min = n->min;
+        if (n->a == rx->any_char) { o->any = 1; return 1; }
+        const rx_node *k = &rx->nodes[n->a];
+        if (k->kind != RX_CLASS || !is_raw_ascii(rx->cls + 8 * k->a)) return 0;
+        memcpy(o->bits, rx->cls + 8 * k->a, 32);
+        return 1;
+    }
+    if (n->kind == RX_CAT) /* e.g. C{1,9} then the (\n)? of a final $ */
+        return starts_unsafe(rx, n->b) && content_class(m, n->a, depth + 1, o);
+    if (n->kind == RX_AND) {
+        sclass k;
+        o->any = 1;
+        o->L = FS_INF;
+        for (uint32_t i = 0; i < n->b; i++) {
+            if (!content_class(m, rx->kids[n->a + i], depth + 1, &k)) return 0;
+            if (!k.any) {
+                if (o->any) memcpy(o->bits, k.bits, 32);
+                else for (int w = 0; w < 8; w++) o->bits[w] &= k.bits[w];
+                o->any = 0;
+            }
+            if (k.L < o->L) o->L = k.L;
+            if (k.min > o->min) o->min = k.min;
+        }
+        if (o->min > o->L) return 0; /* no common length: not this shape */
+        if (!o->any) {
+            uint32_t nz = 0;
+            for (int w = 0; w < 8; w++) nz |= o->bits[w];
+            if (!nz) return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* The string-safe behaviour of state r inside a string, if known. */
+static int free_string(hx_matcher *m, uint32_t r, int depth, sclass *o)
 {
     hx_rx *rx = m->rx;
     const rx_node *n = &rx->nodes[r];
-    if (depth > 16) return -1;
+    memset(o, 0, sizeof *o);
+    if (depth > 16) return 0;
     if (n->kind == RX_CAT) {
         const rx_node *b = &rx->nodes[n->b];
-        if (n->b == m->g->quote || (b->kind == RX_CAT && b->a == m->g->quote))
-            return content_len(m, n->a, depth + 1);
+        if (n->b == m->g->quote || (b->kind == RX_CAT && b->a == m->g->quote) ||
+            (!b->nullable && starts_unsafe(rx, n->b)))
+            return content_class(m, n->a, depth + 1, o);
         /* a quoted string inside a: string-safe tokens never get past it */
-        return free_string_len(m, n->a, depth + 1) == FS_INF ? FS_INF : -1;
+        return free_string(m, n->a, depth + 1, o) && o->any && o->L == FS_INF;
     }
     if (n->kind == RX_AND) { /* a free string minus finitely many keys */
         int free_kid = 0;
+        sclass k;
         for (uint32_t i = 0; i < n->b; i++) {
-            uint32_t k = rx->kids[n->a + i];
-            if (rx->nodes[k].kind == RX_NOT && is_finite(rx, rx->nodes[k].a, 0)) continue;
-            if (free_string_len(m, k, depth + 1) != FS_INF) return -1;
+            uint32_t kid = rx->kids[n->a + i];
+            if (rx->nodes[kid].kind == RX_NOT && is_finite(rx, rx->nodes[kid].a, 0)) continue;
+            if (!free_string(m, kid, depth + 1, &k) || !k.any || k.L != FS_INF) return 0;
             free_kid = 1;
         }
-        return free_kid ? FS_INF : -1;
+        o->any = 1;
+        o->L = FS_INF;
+        return free_kid;
     }
     if (n->kind == RX_OR) { /* the union holds every string-safe token */
+        sclass k;
         for (uint32_t i = 0; i < n->b; i++)
-            if (free_string_len(m, rx->kids[n->a + i], depth + 1) == FS_INF) return FS_INF;
+            if (free_string(m, rx->kids[n->a + i], depth + 1, &k) && k.any && k.L == FS_INF) {
+                *o = k;
+                return 1;
+            }
     }
-    return -1;
+    return 0;
+}
+
+/* Tokens made only of class bytes, by length (cached per class). */
+static const gclass_toks *class_toks(hx_matcher *m, const uint32_t *bits)
+{
+    const hx_gvocab *v = m->v;
+    for (uint32_t i = 0; i < m->n_ctoks; i++)
+        if (!memcmp(m->ctoks[i].bits, bits, 32)) return &m->ctoks[i];
+    void *q = realloc(m->ctoks, (m->n_ctoks + 1) * sizeof *m->ctoks);
+    if (!q) return NULL;
+    m->ctoks = q;
+    gclass_toks *c = &m->ctoks[m->n_ctoks];
+    memcpy(c->bits, bits, 32);
+    c->by_len = calloc(258, 4);
+    uint32_t cnt[257] = {0}, n = 0;
+    for (int32_t t = 0; t < v->n_tokens; t++) {
+        uint32_t l = v->len[t], k = 0;
+        if (!l || l > 256 || (v->flags[t] & HX_GTOK_SPECIAL)) continue;
+        const uint8_t *p = (const uint8_t *)v->piece[t];
+        while (k < l && ((bits[p[k] >> 5] >> (p[k] & 31)) & 1)) k++;
+        if (k == l) { cnt[l]++; n++; }
+    }
+    c->toks = malloc((n ? n : 1) * 4);
+    if (!c->by_len || !c->toks) { free(c->by_len); free(c->toks); return NULL; }
+    uint32_t pos[257], acc = 0;
+    for (int l = 0; l <= 256; l++) { pos[l] = acc; acc += cnt[l]; c->by_len[l] = acc; }
+    for (int32_t t = 0; t < v->n_tokens; t++) {
+        uint32_t l = v->len[t], k = 0;
+        if (!l || l > 256 || (v->flags[t] & HX_GTOK_SPECIAL)) continue;
+        const uint8_t *p = (const uint8_t *)v->piece[t];
+        while (k < l && ((bits[p[k] >> 5] >> (p[k] & 31)) & 1)) k++;
+        if (k == l) c->toks[pos[l]++] = (uint32_t)t;
+    }
+    m->n_ctoks++;
+    return c;
 }
 
 static void memo_free_all(hx_matcher *m)
@@ -394,16 +491,23 @@ static int memo_compute(hx_matcher *m, uint32_t r, gmemo *e)
     e->rx = r;
     e->bits = calloc(v->n_words, 4);
     if (!e->bits) return -1;
-    int64_t fl = free_string_len(m, r, 0);
+    sclass sc;
+    int known = free_string(m, r, 0, &sc);
+    int64_t fl = known ? sc.L : -1;
     static int dbg = -1;
     if (dbg < 0) dbg = getenv("HX_GDEBUG") != NULL;
     struct timespec ts0, ts1;
     if (dbg) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts0);
     uint32_t tabs0 = m->rx->n_tabs, nodes0 = m->rx->n_nodes;
     int rc;
-    if (fl >= 0) {
+    const gclass_toks *ct = known && !sc.any ? class_toks(m, sc.bits) : NULL;
+    if (known && sc.any) {
         uint32_t k = fl > (int64_t)v->max_cp ? v->max_cp : (uint32_t)fl;
         memcpy(e->bits, v->cum + (size_t)k * v->n_words, v->n_words * 4);
+        rc = memo_walk(m, &v->rest, 1u << 31, r, e->bits, &e->bnd, &e->n_bnd, &cap);
+    } else if (ct) {
+        uint32_t k = fl > 256 ? ct->by_len[256] : ct->by_len[fl];
+        for (uint32_t i = 0; i < k; i++) set_tok(v, e->bits, ct->toks[i]);
         rc = memo_walk(m, &v->rest, 1u << 31, r, e->bits, &e->bnd, &e->n_bnd, &cap);
     } else {
         rc = memo_walk(m, &v->all, 0, r, e->bits, &e->bnd, &e->n_bnd, &cap);
@@ -553,6 +657,8 @@ void hx_matcher_free(hx_matcher *m)
 {
     if (!m) return;
     memo_free_all(m);
+    for (uint32_t i = 0; i < m->n_ctoks; i++) { free(m->ctoks[i].toks); free(m->ctoks[i].by_len); }
+    free(m->ctoks);
     free(m->memo);
     free(m->memo_h);
     free(m->stamp);

@@ -301,6 +301,66 @@ static void test_masks(void)
     hx_gvocab_free(v);
 }
 
+/* Masks equal brute force (accept each token after the same prefix) on a
+ * vocabulary of short strings, over schemas that take the fast paths
+ * (free strings, class-restricted strings, keys minus listed names). */
+static void test_masks_exact(void)
+{
+    static const char alpha[] = "ab_Z9 \"\\:,{}[]-.\xc3\xa9";
+    enum { NA = sizeof alpha - 1 };
+    static char store[NA + NA * NA + NA * NA * NA][4];
+    const char *pieces[4096];
+    size_t lens[4096];
+    int n = 0;
+    for (int i = 0; i < NA; i++) { store[n][0] = alpha[i]; pieces[n] = store[n]; lens[n++] = 1; }
+    for (int i = 0; i < NA; i++)
+        for (int j = 0; j < NA; j++) {
+            store[n][0] = alpha[i]; store[n][1] = alpha[j]; pieces[n] = store[n]; lens[n++] = 2;
+        }
+    for (int i = 0; i < NA; i += 2)
+        for (int j = 0; j < NA; j += 3)
+            for (int k = 0; k < NA; k++) {
+                store[n][0] = alpha[i]; store[n][1] = alpha[j]; store[n][2] = alpha[k];
+                pieces[n] = store[n]; lens[n++] = 3;
+            }
+    hx_gvocab *v;
+    hx_err err = {0};
+    ASSERT(hx_gvocab_new(n, pieces, lens, NULL, &v, &err) == HX_OK);
+    static const char *const cases[][2] = {
+        {"{\"type\":\"string\",\"pattern\":\"^[a-b_]{1,4}$\"}", "\"a"},
+        {"{\"type\":\"string\",\"pattern\":\"^[a-b_]{1,4}$\",\"maxLength\":3}", "\"ab"},
+        {"{\"type\":\"string\",\"maxLength\":2}", "\""},
+        {"{\"type\":\"string\",\"minLength\":2,\"maxLength\":5}", "\"\xc3\xa9"},
+        {"{\"type\":\"object\",\"properties\":{\"ab\":{\"type\":\"integer\"}}}", "{\"a"},
+        {"{\"type\":\"object\",\"properties\":{\"ab\":{\"type\":\"integer\"}}}", "{\"ab"},
+        {"{\"type\":\"object\",\"properties\":{\"ab\":{\"type\":\"integer\"}}}", "{\"ab\": 9"},
+        {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^Z+$\"}}", "[\"Z"},
+        {"{\"type\":\"string\",\"format\":\"email\"}", "\"a"},
+        {"{}", "{\"a\": [\"b"},
+    };
+    uint32_t mask[(4096 + 31) / 32];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        hx_grammar *g;
+        ASSERT(hx_grammar_from_schema(cases[c][0], strlen(cases[c][0]), NULL, &g, &err) == HX_OK);
+        hx_matcher *m = hx_matcher_new(g, v);
+        ASSERT(m && hx_matcher_feed(m, cases[c][1], strlen(cases[c][1])) == HX_OK);
+        ASSERT(hx_matcher_mask(m, mask) == HX_OK);
+        int bad = 0;
+        for (int t = 0; t < n; t++) {
+            hx_matcher_reset(m);
+            hx_matcher_feed(m, cases[c][1], strlen(cases[c][1]));
+            int ok = hx_matcher_accept(m, t) == HX_OK;
+            if (ok != (int)((mask[t >> 5] >> (t & 31)) & 1) && bad++ < 3)
+                printf("     case %zu token '%.*s': mask %d, accept %d\n", c, (int)lens[t], pieces[t],
+                       (int)((mask[t >> 5] >> (t & 31)) & 1), ok);
+        }
+        EXPECT_EQ_INT(bad, 0);
+        hx_matcher_free(m);
+        hx_grammar_free(g);
+    }
+    hx_gvocab_free(v);
+}
+
 static void test_tool_calls(void)
 {
     hx_tool_spec t[2] = {{"get_time", "{\"type\":\"object\",\"properties\":{\"tz\":{\"type\":\"string\"}},"
@@ -345,6 +405,7 @@ int main(void)
     RUN(test_errors_name_path);
     RUN(test_compact);
     RUN(test_masks);
+    RUN(test_masks_exact);
     RUN(test_tool_calls);
     return test_summary();
 }
