@@ -166,8 +166,8 @@ static int iso_offset(const char *s, int *off)
 /* "HH:MM[:SS[.frac]]" at s into c; returns chars used or -1. */
 static int iso_clock(const char *s, hx_civil *c)
 {
-    int h = digits(s, 2), m = digits(s + 3, 2), sec = 0, k = 5;
-    if (h < 0 || s[2] != ':' || m < 0 || h > 24 || m > 59) return -1;
+    int h = digits(s, 2), m, sec = 0, k = 5;
+    if (h < 0 || s[2] != ':' || (m = digits(s + 3, 2)) < 0 || h > 24 || m > 59) return -1;
     if (s[5] == ':') {
         if ((sec = digits(s + 6, 2)) < 0 || sec > 60) return -1;
         k = 8;
@@ -196,7 +196,7 @@ static int lex_iso(parser *p, const char *s, tok *k)
         return bad(p, "the date (no such day)"), -1;
     int used = 10;
     if ((s[10] == 'T' || s[10] == 't' || s[10] == ' ') &&
-        isdigit((unsigned char)s[11]) && s[13] == ':') {
+        isdigit((unsigned char)s[11]) && isdigit((unsigned char)s[12]) && s[13] == ':') {
         int n = iso_clock(s + 11, &c), off = 0;
         if (n < 0) return bad(p, "the clock time of the ISO date"), -1;
         used = 11 + n;
