@@ -66,14 +66,14 @@ static void world_close(world *w)
     }
 }
 
-static hx_planner_deps world_deps(world *w, hx_source *src)
+__attribute__((unused)) static hx_planner_deps world_deps(world *w, hx_source *src)
 {
     hx_planner_deps d = {src, w->reg, NULL, w->policy, w->log, w->mem, w->consent};
     return d;
 }
 
 /* Counts the lines of a file that contain all of a and b (b may be NULL). */
-static int count_lines(const char *path, const char *a, const char *b)
+__attribute__((unused)) static int count_lines(const char *path, const char *a, const char *b)
 {
     char *s = NULL;
     size_t n;
