@@ -433,17 +433,19 @@ static int load_model(hx_model *m, const hx_model_params *p, hx_err *err)
     return rc;
 }
 
-int hx_model_load(const char *path, const hx_model_params *p, hx_model **out,
-                  hx_err *err)
+/* Opens the file (path) or the buffer, then loads; errors name the path. */
+static int load_from(const char *path, const void *data, size_t size,
+                     const hx_model_params *p, hx_model **out, hx_err *err)
 {
     hx_model_params dp = hx_model_default_params();
     *out = NULL;
     hx_model *m = hx_calloc(1, sizeof *m);
     if (!m) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    int rc = hx_gguf_open(path, &m->gguf, err);
+    int rc = path ? hx_gguf_open(path, &m->gguf, err)
+                  : hx_gguf_open_buffer(data, size, &m->gguf, err);
     if (!rc) rc = load_model(m, p ? p : &dp, err);
     if (rc) {
-        if (m->gguf && err) {
+        if (m->gguf && err && path) {
             hx_err e = *err;
             hx_err_set(err, rc, "%s: %s", path, e.msg);
         }
@@ -452,6 +454,18 @@ int hx_model_load(const char *path, const hx_model_params *p, hx_model **out,
     }
     *out = m;
     return HX_OK;
+}
+
+int hx_model_load(const char *path, const hx_model_params *p, hx_model **out,
+                  hx_err *err)
+{
+    return load_from(path, NULL, 0, p, out, err);
+}
+
+int hx_model_load_buffer(const void *data, size_t size,
+                         const hx_model_params *p, hx_model **out, hx_err *err)
+{
+    return load_from(NULL, data, size, p, out, err);
 }
 
 void hx_model_free(hx_model *m)

@@ -57,6 +57,10 @@ typedef struct hx_hparams {
  * free with hx_model_free after every context on it is freed. */
 int hx_model_load(const char *path, const hx_model_params *p, hx_model **out,
                   hx_err *err);
+/* The same over a GGUF image in memory (not copied: it must outlive the
+ * model); for tests and the fuzzer. */
+int hx_model_load_buffer(const void *data, size_t size,
+                         const hx_model_params *p, hx_model **out, hx_err *err);
 void hx_model_free(hx_model *m); /* NULL is a no-op */
 
 /* Borrowed pointers, valid while the model lives. Vocab is NULL when the
