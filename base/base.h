@@ -156,4 +156,21 @@ uint16_t hx_fp32_to_fp16(float f);
 float hx_bf16_to_fp32(uint16_t h);
 uint16_t hx_fp32_to_bf16(float f);
 
+/* ---- SHA-256 (FIPS 180-4), for file identities and integrity ---- */
+typedef struct hx_sha256 {
+    uint32_t h[8];
+    uint64_t len;       /* bytes so far */
+    unsigned char buf[64];
+    size_t n;           /* bytes in buf */
+} hx_sha256;
+void hx_sha256_init(hx_sha256 *s);
+void hx_sha256_update(hx_sha256 *s, const void *data, size_t n);
+void hx_sha256_final(hx_sha256 *s, unsigned char out[32]);
+/* Lower-case hex of a digest into out (65 bytes). */
+void hx_sha256_hex(const unsigned char d[32], char out[65]);
+/* Hashes a whole file (read in chunks; progress on a tty with label when
+ * label != NULL). */
+int hx_sha256_file(const char *path, const char *label, char out_hex[65],
+                   hx_err *err);
+
 #endif /* HX_BASE_H */

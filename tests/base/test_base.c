@@ -1,6 +1,7 @@
 /* test_base.c: unit tests of the base module. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/base.h"
 #include "test.h"
@@ -98,6 +99,45 @@ static void test_atomic_write(void)
     EXPECT(system(path) == 0);
 }
 
+static const char *sha_hex(const char *msg, size_t n)
+{
+    static char hex[65];
+    unsigned char d[32];
+    hx_sha256 s;
+    hx_sha256_init(&s);
+    for (size_t i = 0; i < n; i++) hx_sha256_update(&s, msg + i, 1); /* byte by byte */
+    hx_sha256_final(&s, d);
+    hx_sha256_hex(d, hex);
+    return hex;
+}
+
+/* FIPS 180-4 test vectors, and a million 'a's through unaligned chunks. */
+static void test_sha256(void)
+{
+    EXPECT_STR_EQ(sha_hex("", 0),
+                  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    EXPECT_STR_EQ(sha_hex("abc", 3),
+                  "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    EXPECT_STR_EQ(sha_hex(m, strlen(m)),
+                  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    static char a[1000000];
+    memset(a, 'a', sizeof a);
+    hx_sha256 s;
+    unsigned char d[32];
+    char hex[65];
+    hx_sha256_init(&s);
+    for (size_t i = 0; i < sizeof a;) {
+        size_t k = (i * 7 + 13) % 997 + 1;
+        if (k > sizeof a - i) k = sizeof a - i;
+        hx_sha256_update(&s, a + i, k);
+        i += k;
+    }
+    hx_sha256_final(&s, d);
+    hx_sha256_hex(d, hex);
+    EXPECT_STR_EQ(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
 int main(void)
 {
     RUN(test_err_messages);
@@ -107,5 +147,6 @@ int main(void)
     RUN(test_fp16_roundtrip);
     RUN(test_now_override);
     RUN(test_atomic_write);
+    RUN(test_sha256);
     return test_summary();
 }
