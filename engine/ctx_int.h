@@ -1,0 +1,77 @@
+/* ctx_int.h: engine-internal layout of an inference context and the
+ * functions its parts (ctx.c, forward.c, attention.c, moe.c) share. */
+#ifndef HX_CTX_INT_H
+#define HX_CTX_INT_H
+
+#include "engine/attn.h"
+#include "engine/kernels.h"
+#include "engine/model_int.h"
+#include "engine/threadpool.h"
+
+/* llama.cpp's CPU flash attention runs batches of at least this many
+ * queries in F32 (tiled); smaller ones round Q to F16 and accumulate V in
+ * F16. Hearth does the same so that both agree number for number. */
+#define FA_TILE_Q 64
+
+struct hx_ctx {
+    hx_model *m;
+    hx_threadpool *tp;
+    int n_ctx, n_batch, n_threads, n_past;
+    /* KV cache (n_layer, n_head_kv, n_ctx, head_dim): fp16, or float
+     * when kv_f32 */
+    void *kc, *vc;
+    int kv_f32;
+    const hx_attn_ops *ao; /* attention primitives for this CPU */
+    /* scratch for one pass of up to n_batch (B) tokens */
+    float *x;        /* (B, n_embd) residual stream */
+    float *xb;       /* (B, n_embd) normed input of a block */
+    float *q;        /* (B, n_head*head_dim) */
+    float *k, *v;    /* (B, n_head_kv*head_dim) */
+    float *att;      /* (B, n_head*head_dim) attention output */
+    float *hb, *hb2; /* (B*n_used, n_ff or n_ff_exp) FFN hidden */
+    float *eo;       /* (B*n_used, n_embd) MoE expert outputs */
+    float *rl;       /* (B, n_expert) router probabilities */
+    int32_t *sel;    /* (B, n_used) chosen experts, best first */
+    float *selw;     /* (B, n_used) their weights */
+    int32_t *ptok;   /* (B*n_used) token of each pair, grouped by expert */
+    int32_t *pslot;  /* (B*n_used) pair index of (token, slot) */
+    int *moe_idx;    /* (3*n_expert + B*n_used) counts, offsets, identity */
+    void *act;       /* (B*n_used, act_row) activations quantized for a matmul */
+    size_t act_row;  /* bytes per activation row, enough for every type */
+    hx_mm_job *jobs; /* (2*n_expert + 3) one pool run of several matmuls */
+    float *scores;   /* (n_threads, scores_stride) attention scratch */
+    float *rope_cs;  /* (B, head_dim) cos and sin of each pair's angle */
+    float *logits;   /* (n_out, n_vocab) */
+    size_t logits_cap; /* floats */
+    int n_out;       /* logits rows kept by the last hx_decode */
+    int out_first;   /* token index of logits row 0 */
+    hx_err err;
+};
+
+/* forward.c */
+/* One pass over B <= n_batch tokens at positions n_past..; logits of
+ * tokens [out_from, B) (none when out_from == B) go to logits. */
+void hx_forward_pass(hx_ctx *c, const int32_t *tok, int B, int out_from,
+                     float *logits);
+/* Quantizes B rows of K floats for weights of wtype into c->act. */
+void hx_fwd_quantize(hx_ctx *c, int wtype, const float *x, int B, int64_t K);
+/* A job over c->act for matrix W of w's shape and type (rows idx or 0..n-1). */
+hx_mm_job hx_fwd_job(const hx_ctx *c, const hx_wmat *w, const void *W,
+                     const int32_t *idx, int n, float *y);
+/* y (n, w->rows) = x (n, w->cols) . w^T */
+void hx_fwd_matmul(hx_ctx *c, const hx_wmat *w, const float *x, int n, float *y);
+/* g = silu(g) * u over n elements, split across the pool when large. */
+void hx_fwd_swiglu(hx_threadpool *tp, float *g, const float *u, int64_t n);
+
+/* attention.c */
+/* Floats of per-thread attention scratch. */
+size_t hx_attn_scratch(const hx_ctx *c);
+/* Attention of layer l for the pass's B tokens at pos0..: c->q and the
+ * cache into c->att. */
+void hx_attention(hx_ctx *c, int l, int B, int pos0);
+
+/* moe.c */
+/* The MoE FFN of layer L on c->xb (B, n_embd), result into c->xb. */
+void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B);
+
+#endif /* HX_CTX_INT_H */
