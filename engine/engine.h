@@ -12,5 +12,6 @@
 #include "engine/sample.h"
 #include "engine/grammar/grammar.h"
 #include "engine/model_write.h"
+#include "engine/delta.h"
 
 #endif /* HX_ENGINE_H */
