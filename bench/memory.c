@@ -1,6 +1,7 @@
 /* memory.c (bench): fills a memory database with 100,000 memories and
  * 10,000 episodes of synthetic text and reports insert throughput and
- * recall latency (p50/p99). Usage: memory [N_MEMORIES N_EPISODES N_QUERIES] */
+ * recall latency (p50/p99).
+ * Usage: memory [N_MEMORIES N_EPISODES N_QUERIES [KEEP_DB]] */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -211,25 +212,8 @@ static double forget_ms(hx_memory *m, int n)
     return ms;
 }
 
-int main(int argc, char **argv)
+static void fill_all(hx_memory *m, int n_mem, int n_ep)
 {
-    int n_mem = argc > 1 ? atoi(argv[1]) : 100000;
-    int n_ep = argc > 2 ? atoi(argv[2]) : 10000;
-    int n_q = argc > 3 ? atoi(argv[3]) : 2000;
-    char dir[] = "/tmp/hx_bench_memory_XXXXXX", path[128];
-    if (!mkdtemp(dir)) return 1;
-    snprintf(path, sizeof path, "%s/memory.db", dir);
-    vocab_init();
-    hx_memory_params p = hx_memory_default_params();
-    p.path = path;
-    hx_memory *m = NULL;
-    hx_err err = {0};
-    if (hx_memory_open(&p, &m, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
-    }
-    printf("memory bench: %d memories, %d episodes, %d recall queries "
-           "(synchronous=FULL, WAL)\n", n_mem, n_ep, n_q);
     double cb[2], c1[2];
     double mem_b = fill(m, n_mem, 1000, add_memory, "memories", &cb[0]);
     double ep_b = fill(m, n_ep, 1000, add_episode, "episodes", &cb[1]);
@@ -241,19 +225,49 @@ int main(int argc, char **argv)
     printf("insert, one commit each (fsync): %.0f memories/s, %.0f "
            "episodes/s wall;  %.0f and %.0f per CPU second\n", mem_1, ep_1,
            c1[0], c1[1]);
+}
+
+/* With KEEP_DB the database is kept there, and reused (no filling, no
+ * forgets) when it already exists: recall can be re-measured quickly. */
+int main(int argc, char **argv)
+{
+    int n_mem = argc > 1 ? atoi(argv[1]) : 100000;
+    int n_ep = argc > 2 ? atoi(argv[2]) : 10000;
+    int n_q = argc > 3 ? atoi(argv[3]) : 2000;
+    const char *keep = argc > 4 ? argv[4] : NULL;
+    char dir[] = "/tmp/hx_bench_memory_XXXXXX", path[512];
+    struct stat st;
+    int reuse = keep && stat(keep, &st) == 0;
+    if (keep) snprintf(path, sizeof path, "%s", keep);
+    else if (!mkdtemp(dir)) return 1;
+    else snprintf(path, sizeof path, "%s/memory.db", dir);
+    vocab_init();
+    hx_memory_params p = hx_memory_default_params();
+    p.path = path;
+    hx_memory *m = NULL;
+    hx_err err = {0};
+    if (hx_memory_open(&p, &m, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    printf("memory bench: %d memories, %d episodes, %d recall queries "
+           "(synchronous=FULL, WAL)%s\n", n_mem, n_ep, n_q,
+           reuse ? ", reusing the database" : "");
+    if (!reuse) fill_all(m, n_mem, n_ep);
     lat r;
     recall_latency(m, n_q, 0, &r);
     print_lat("recall, read only", &r);
     recall_latency(m, n_q, 1, &r);
     print_lat("recall, marking use (default)", &r);
     printf("load average at the end: %s\n", loadavg());
-    printf("forget (incl. FTS merge): %.1f ms each\n", forget_ms(m, 10));
-    struct stat st;
+    if (!reuse)
+        printf("forget (incl. FTS merge): %.1f ms each\n", forget_ms(m, 10));
     if (stat(path, &st) == 0)
         printf("database: %.1f MB (%lld memories, %lld episodes)\n",
                st.st_size / 1e6, (long long)hx_memory_count(m),
                (long long)hx_memory_episode_count(m));
     hx_memory_close(m);
+    if (keep) return 0;
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     return system(cmd) ? 1 : 0;
