@@ -446,6 +446,29 @@ static void test_stream_holds_partial_tag(void)
     world_close(&w);
 }
 
+/* Recalled memories go into the system text of the prompt. */
+static void test_recall_in_prompt(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    hx_mem_new mn = {"preference", "Alice prefers meetings in the afternoon", 0, 0};
+    ASSERT(hx_memory_remember(w.mem, &mn, NULL, NULL, NULL) == HX_OK);
+    const char *turns[] = {"Noted."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 1, "schedule meetings in the afternoon", NULL, &s, &t,
+                             &ss), HX_OK);
+    ASSERT(ss.n_prompts == 1);
+    const char *sys_end = strstr(ss.prompts[0], "<|im_end|>");
+    const char *mem = strstr(ss.prompts[0], "prefers meetings in the afternoon");
+    EXPECT(mem && sys_end && mem < sys_end);
+    EXPECT(strstr(ss.prompts[0], "Now: 2026-12-01T09:00:00+01:00") != NULL);
+    EXPECT(strstr(ss.prompts[0], "User: Alice Martin <alice@example.org>") != NULL);
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 int main(void)
 {
     RUN(test_multi_call_turn);
@@ -458,5 +481,6 @@ int main(void)
     RUN(test_limits);
     RUN(test_chat_history_and_undo);
     RUN(test_stream_holds_partial_tag);
+    RUN(test_recall_in_prompt);
     return test_summary();
 }
