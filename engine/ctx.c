@@ -85,6 +85,7 @@ int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err)
     c->n_ctx = p->n_ctx ? p->n_ctx
                         : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
     c->n_batch = p->n_batch ? p->n_batch : 512;
+    if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx; /* a pass never holds more */
     c->n_threads = p->n_threads ? p->n_threads : default_threads();
     c->kv_f32 = p->kv_f32 != 0;
     c->ao = hx_attn_ops_get();

@@ -77,7 +77,8 @@ typedef struct hx_ctx hx_ctx;
 
 typedef struct hx_ctx_params {
     int n_ctx;     /* KV cache positions; 0 = min(n_ctx_train, 4096) */
-    int n_batch;   /* max tokens per internal pass (longer calls are split) */
+    int n_batch;   /* max tokens per internal pass (longer calls are split);
+                    * 0 = 512, at most n_ctx */
     int n_threads; /* 0 = number of online CPUs */
     int kv_f32;    /* 1: keep the KV cache in float (llama.cpp type_k/v F32):
                     * twice the memory, no fp16 rounding */
