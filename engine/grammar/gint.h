@@ -191,6 +191,7 @@ typedef struct gmemo {
     uint32_t *list;    /* token ids, when sparse */
     uint32_t *bnd;     /* boundary trie nodes (in v->all) */
     uint32_t n_bnd;
+    int alias;         /* shares another entry's arrays (not freed here) */
 } gmemo;
 
 /* String-safe tokens made only of the bytes of one ASCII class, by length

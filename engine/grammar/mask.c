@@ -474,6 +474,7 @@ static const gclass_toks *class_toks(hx_matcher *m, const uint32_t *bits)
 static void memo_free_all(hx_matcher *m)
 {
     for (uint32_t i = 0; i < m->n_memo; i++) {
+        if (m->memo[i].alias) continue;
         free(m->memo[i].bits);
         free(m->memo[i].list);
         free(m->memo[i].bnd);
@@ -533,7 +534,56 @@ static int memo_compute(hx_matcher *m, uint32_t r, gmemo *e)
     return 0;
 }
 
+/* A token holds at most MAX_TOK_LEN characters, so repetition bounds
+ * beyond that cannot change which tokens a state accepts: clamping them
+ * (at the front of r, where a token is read) lets states that differ only
+ * in a large counter share one memo. */
+#define CLAMP_MIN 256u
+#define CLAMP_MAX 512u
+static uint32_t canon_front(hx_rx *rx, uint32_t r, int depth)
+{
+    const rx_node n = rx->nodes[r];
+    if (depth > 24 || rx->failed) return r;
+    switch (n.kind) {
+    case RX_REP: {
+        uint32_t mn = n.min > CLAMP_MIN ? CLAMP_MIN : n.min;
+        uint32_t mx = n.max != RX_INF && n.max >= CLAMP_MAX ? RX_INF : n.max;
+        if (mn == n.min && mx == n.max) return r;
+        return rx_rep(rx, n.a, mn, mx);
+    }
+    case RX_CAT: {
+        uint32_t a = canon_front(rx, n.a, depth + 1);
+        uint32_t b = rx->nodes[n.a].nullable ? canon_front(rx, n.b, depth + 1) : n.b;
+        return a == n.a && b == n.b ? r : rx_cat(rx, a, b);
+    }
+    case RX_AND:
+    case RX_OR: {
+        uint32_t k[16];
+        int changed = 0;
+        if (n.b > 16) return r;
+        for (uint32_t i = 0; i < n.b; i++) {
+            uint32_t kid = rx->kids[n.a + i];
+            k[i] = canon_front(rx, kid, depth + 1);
+            changed |= k[i] != kid;
+        }
+        if (!changed) return r;
+        uint32_t acc = k[0];
+        for (uint32_t i = 1; i < n.b; i++) acc = n.kind == RX_OR ? rx_or(rx, acc, k[i]) : rx_and(rx, acc, k[i]);
+        return acc;
+    }
+    default: return r;
+    }
+}
+
+static gmemo *memo_get_raw(hx_matcher *m, uint32_t r);
+
 static gmemo *memo_get(hx_matcher *m, uint32_t r)
+{
+    if (m->memo_bytes > MEMO_BYTES_MAX) memo_free_all(m);
+    return memo_get_raw(m, r);
+}
+
+static gmemo *memo_get_raw(hx_matcher *m, uint32_t r)
 {
     if (m->memo_bytes > MEMO_BYTES_MAX) memo_free_all(m);
     if ((m->n_memo + 1) * 2 > m->memo_hcap) {
@@ -560,6 +610,26 @@ static gmemo *memo_get(hx_matcher *m, uint32_t r)
         if (!q) return NULL;
         m->memo = q;
         m->cap_memo = nc;
+    }
+    uint32_t c = canon_front(m->rx, r, 0);
+    if (c != r && c != RX_NONE) {
+        gmemo *t = memo_get_raw(m, c); /* may move m->memo */
+        if (!t) return NULL;
+        gmemo copy = *t;
+        j = (r * 0x9e3779b1u) & (m->memo_hcap - 1); /* the table may have grown */
+        while (m->memo_h[j]) j = (j + 1) & (m->memo_hcap - 1);
+        if (m->n_memo == m->cap_memo) {
+            uint32_t nc = m->cap_memo * 2;
+            void *q = realloc(m->memo, nc * sizeof(gmemo));
+            if (!q) return NULL;
+            m->memo = q;
+            m->cap_memo = nc;
+        }
+        copy.rx = r;
+        copy.alias = 1;
+        m->memo[m->n_memo] = copy;
+        m->memo_h[j] = ++m->n_memo;
+        return &m->memo[m->n_memo - 1];
     }
     gmemo *e = &m->memo[m->n_memo];
     if (memo_compute(m, r, e)) {
