@@ -274,6 +274,7 @@ static int load_vec(hx_model *m, float **out, const char *name, int64_t n,
         return hx_err_set(err, HX_ERR_UNSUPPORTED, "tensor %s has type %s, "
                           "which Hearth cannot read", name,
                           hx_type_ggml_name(t->type));
+    HX_CHECK(*pos + (size_t)n <= m->small_cap); /* distinct 1-D tensors */
     *out = m->small + *pos;
     hx_dequantize_row(t->type, t->data, *out, n);
     *pos += (size_t)n;
@@ -348,9 +349,13 @@ static int load_tensors(hx_model *m, hx_err *err)
         return hx_err_set(err, HX_ERR_FORMAT, "token_embd.weight has %lld rows",
                           (long long)t->ne[1]);
     hp->n_vocab = (int)t->ne[1];
-    size_t per_layer = 2 * (size_t)hp->n_embd +
-                       (size_t)(hp->n_head + 2 * hp->n_head_kv + 2) * hp->head_dim;
-    m->small = hx_malloc_array(per_layer * hp->n_layer + hp->n_embd, sizeof(float));
+    /* Room for every 1-D tensor of the file: bounded by the file, not by
+     * what its metadata claims. */
+    for (int64_t i = 0; i < hx_gguf_n_tensors(m->gguf); i++) {
+        const hx_gguf_tensor *v = hx_gguf_tensor_at(m->gguf, i);
+        if (v->n_dims == 1) m->small_cap += (size_t)v->ne[0];
+    }
+    m->small = hx_malloc_array(m->small_cap + 1, sizeof(float));
     m->layers = hx_calloc((size_t)hp->n_layer, sizeof(hx_layer));
     if (!m->small || !m->layers) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     size_t pos = 0;

@@ -47,6 +47,7 @@ struct hx_model {
     hx_wmat output;       /* (n_vocab, n_embd); == tok_embd when tied */
     hx_layer *layers;     /* n_layer */
     float *small;         /* owned F32 copies of all norms and biases */
+    size_t small_cap;     /* floats in small */
     size_t weight_bytes;
     int64_t n_params;
 };
