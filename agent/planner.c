@@ -517,8 +517,9 @@ static int loop(run *r, hx_err *err)
     for (;;) {
         if (r->steps >= p->max_steps) {
             r->status = "step limit";
-            return hx_err_set(err, HX_ERR_RANGE, "stopped: %d model turns "
-                              "(--max-steps) without an answer", p->max_steps);
+            return hx_err_set(err, HX_ERR_RANGE, "stopped: no answer after %d "
+                              "model turn%s (--max-steps)", p->max_steps,
+                              p->max_steps == 1 ? "" : "s");
         }
         int choice = r->steps == 0 ? p->tool_choice
                      : p->tool_choice == HX_CHOICE_NONE ? HX_CHOICE_NONE

@@ -168,6 +168,24 @@ static void test_ctrl_c(void)
     }
 }
 
+/* On a terminal, the policy's "ask" is a y/n/always question; "n" refuses
+ * the call and the refusal is fed back. (script(1) gives it a terminal.) */
+static void test_tty_question(void)
+{
+    if (!setup()) return;
+    const char *rel = test_shared_file("models/stories260K.gguf");
+    char model[4096], args[8192];
+    if (!rel || !realpath(rel, model)) return;
+    if (system("script -V >/dev/null 2>&1")) SKIP("script(1) is not installed");
+    snprintf(args, sizeof args, "--version >/dev/null && script -qec \"'%s' ask 'Schedule a meeting' "
+             "--model '%s' --tool-choice required --tools calendar.create_event "
+             "--max-tokens 300 --max-steps 1\" /dev/null", g_hearth, model);
+    /* hearth() runs "'HEARTH' ARGS": here HEARTH --version is a no-op, then script */
+    hearth(args, "n\n");
+    EXPECT(strstr(g_out, "allow? [y]es / [n]o / [a]lways") != NULL);
+    EXPECT(strstr(g_out, "decided by user") != NULL);
+}
+
 int main(void)
 {
     RUN(test_usage_errors);
@@ -175,6 +193,7 @@ int main(void)
     RUN(test_json_trace_and_feedback);
     RUN(test_chat_commands);
     RUN(test_ctrl_c);
+    RUN(test_tty_question);
     if (g_ok) world_close(&g_w);
     return test_summary();
 }
