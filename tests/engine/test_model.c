@@ -7,6 +7,7 @@
 
 #include "engine/attn.h"
 #include "engine/engine.h"
+#include "engine/kernels.h"
 #include "engine/model_int.h"
 #include "engine/model_write.h"
 #include "test.h"
@@ -432,6 +433,51 @@ static void test_batch_vs_single(void)
     free(b);
 }
 
+/* The scalar reference code paths (kernels and attention) against the
+ * best ISA of this CPU, on a MoE model, both attention paths. F32 weights:
+ * with 8-bit activations a one-ulp difference can flip a rounding and the
+ * comparison would measure that, not the code (see forward.c). */
+static void test_scalar_vs_simd(void)
+{
+    hx_mkmodel_params p = tiny("qwen3moe");
+    hx_err err = {0};
+    const char *path = tmp_path("isa.gguf");
+    ASSERT(hx_mkmodel_write(&p, path, &err) == HX_OK);
+    hx_model *m = load(path);
+    ASSERT(m);
+    const int n = 70, nv = hx_model_hparams(m)->n_vocab;
+    int32_t tok[70];
+    make_tokens(tok, n, nv, 5);
+    if (hx_isa_detect() == HX_ISA_SCALAR) {
+        hx_model_free(m);
+        SKIP("this CPU has no SIMD path to compare");
+    }
+    float *a = malloc((size_t)n * nv * sizeof(float));
+    float *b = malloc((size_t)n * nv * sizeof(float));
+    int best = hx_isa_current();
+    for (int run = 0; run < 4; run++) {
+        const int step = run % 2 ? n : 1, kv_f32 = run / 2;
+        hx_isa_set(HX_ISA_SCALAR);
+        hx_ctx *c = new_ctx_kv(m, 2, kv_f32);
+        if (c) EXPECT_EQ_INT(run_pieces(c, tok, n, step, a), HX_OK);
+        hx_ctx_free(c);
+        hx_isa_set(best);
+        ASSERT(c);
+        c = new_ctx_kv(m, 2, kv_f32);
+        ASSERT(c);
+        EXPECT_EQ_INT(run_pieces(c, tok, n, step, b), HX_OK);
+        hx_ctx_free(c);
+        double e = worst_nmse(a, b, n, nv);
+        printf("# scalar vs %s, %s KV, passes of %d: worst nmse %.3g\n",
+               hx_isa_name(best), kv_f32 ? "F32" : "F16", step, e);
+        /* an fp16 cache adds rare one-ulp rounding flips */
+        EXPECT(e < (kv_f32 ? 1e-10 : 1e-6));
+    }
+    hx_model_free(m);
+    free(a);
+    free(b);
+}
+
 /* Truncating the cache and decoding again reproduces the logits. */
 static void test_truncate(void)
 {
@@ -782,6 +828,7 @@ int main(void)
     RUN(test_llama_vs_reference);
     RUN(test_qwen2_vs_reference);
     RUN(test_batch_vs_single);
+    RUN(test_scalar_vs_simd);
     RUN(test_truncate);
     RUN(test_decode_errors);
     RUN(test_stories260k);
