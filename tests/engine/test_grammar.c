@@ -392,6 +392,46 @@ static void test_tool_calls(void)
     }
 }
 
+/* <tool_call> as one special token (Qwen) and as plain text pieces. */
+static void test_tool_call_tokens(void)
+{
+    const char *pieces[] = {"<tool_call>", "</tool_call>", "<", "tool", "_call", ">", "Hi", "{\"", "name",
+                            "\":\"", "noop", "\",\"", "arguments", "\":{", "}}", "</", "<eos>"};
+    size_t lens[17];
+    uint8_t flags[17] = {HX_GTOK_SPECIAL, HX_GTOK_SPECIAL};
+    flags[16] = HX_GTOK_SPECIAL | HX_GTOK_EOG;
+    for (int i = 0; i < 17; i++) lens[i] = strlen(pieces[i]);
+    hx_gvocab *v;
+    hx_grammar *g;
+    hx_err err = {0};
+    hx_tool_spec t = {"noop", NULL};
+    hx_grammar_params p = hx_grammar_default_params();
+    p.compact = 1;
+    ASSERT(hx_gvocab_new(17, pieces, lens, flags, &v, &err) == HX_OK);
+    ASSERT(hx_grammar_tool_calls(&t, 1, HX_TOOLS_LAZY, &p, &g, &err) == HX_OK);
+    hx_matcher *m = hx_matcher_new(g, v);
+    uint32_t mask[1];
+    ASSERT(m && hx_matcher_mask(m, mask) == HX_OK);
+    EXPECT(mask[0] & 1u);          /* the special <tool_call> opens a call */
+    EXPECT(mask[0] & (1u << 6));   /* free text */
+    EXPECT(mask[0] & (1u << 16));  /* may end: free text is complete */
+    int32_t seq[] = {6, 0, 7, 8, 9, 10, 11, 12, 13, 14};
+    for (int i = 0; i < 10; i++) EXPECT(hx_matcher_accept(m, seq[i]) == HX_OK);
+    ASSERT(hx_matcher_mask(m, mask) == HX_OK);
+    EXPECT(mask[0] & 2u);           /* now the closing special token */
+    EXPECT(!(mask[0] & (1u << 16))); /* and not the end yet */
+    EXPECT(hx_matcher_accept(m, 1) == HX_OK);
+    EXPECT(hx_matcher_accept(m, 16) == HX_OK);
+    /* the same call spelled as text pieces */
+    hx_matcher_reset(m);
+    int32_t txt[] = {2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 3, 4, 5, 16};
+    for (int i = 0; i < 17; i++) EXPECT(hx_matcher_accept(m, txt[i]) == HX_OK);
+    EXPECT(hx_matcher_ended(m));
+    hx_matcher_free(m);
+    hx_grammar_free(g);
+    hx_gvocab_free(v);
+}
+
 int main(void)
 {
     RUN(test_types);
@@ -407,5 +447,6 @@ int main(void)
     RUN(test_masks);
     RUN(test_masks_exact);
     RUN(test_tool_calls);
+    RUN(test_tool_call_tokens);
     return test_summary();
 }
