@@ -19,6 +19,7 @@ static const char *const k_schemas[] = {
 };
 #define N_SCHEMAS (int)(sizeof k_schemas / sizeof k_schemas[0])
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static hx_gvocab *v;

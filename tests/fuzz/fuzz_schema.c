@@ -10,6 +10,7 @@ static const char *const k_pieces[] = {"{", "}", "[", "]", "\"", ",", ":", " ", 
                                        "-", ".", "e", "true", "null", "x", "\\", "\\n", "\xc3\xa9", "\": "};
 #define N_PIECES (int)(sizeof k_pieces / sizeof k_pieces[0])
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static hx_gvocab *v;
