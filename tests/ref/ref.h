@@ -79,43 +79,66 @@ __attribute__((unused)) static int ref_tmpfile(char *path, size_t n)
     return mkstemp(path);
 }
 
-__attribute__((unused)) static void ref_set_err_from(const char *errpath, const char *what)
+/* An unnamed temporary file (created and unlinked at once, so that nothing
+ * is left behind even if the test is killed). Returns the fd or -1. */
+__attribute__((unused)) static int ref_anon_tmp(void)
 {
-    FILE *f = fopen(errpath, "rb");
-    size_t k = 0;
-    int off = snprintf(ref_err_buf, sizeof ref_err_buf, "%s: ", what);
-    if (f) {
-        k = fread(ref_err_buf + off, 1, sizeof ref_err_buf - (size_t)off - 1, f);
-        fclose(f);
-    }
-    ref_err_buf[off + (int)k] = '\0';
-    while (k > 0 && ref_err_buf[off + (int)k - 1] == '\n')
-        ref_err_buf[off + (int)--k] = '\0';
+    char path[512];
+    int fd = ref_tmpfile(path, sizeof path);
+    if (fd >= 0) unlink(path);
+    return fd;
 }
 
-/* Runs hxref with args (NULL-terminated), stdin from in[0..in_len) (or
- * /dev/null when in is NULL); its stdout into a malloc'd NUL-terminated
- * *out (caller frees). Returns 0, or -1 with ref_error() set. */
-__attribute__((unused)) static int ref_run(const char *const *args, const char *in, size_t in_len,
-                   char **out, size_t *out_len)
+/* ref_error() = what + ": " + the text in fd (hxref's stderr). */
+__attribute__((unused)) static void ref_set_err_fd(int fd, const char *what)
 {
-    char inpath[512], errpath[512];
-    int pipefd[2], status = 0, infd, errfd;
+    int off = snprintf(ref_err_buf, sizeof ref_err_buf, "%s: ", what);
+    ssize_t k = pread(fd, ref_err_buf + off,
+                      sizeof ref_err_buf - (size_t)off - 1, 0);
+    if (k < 0) k = 0;
+    ref_err_buf[off + k] = '\0';
+    while (k > 0 && ref_err_buf[off + k - 1] == '\n') ref_err_buf[off + --k] = '\0';
+}
+
+/* Reads fd to its end into a malloc'd NUL-terminated buffer, or NULL. */
+__attribute__((unused)) static char *ref_read_all(int fd, size_t *len)
+{
+    size_t n = 0, cap = 4096;
+    char *buf = malloc(cap);
+    for (ssize_t k; buf && (k = read(fd, buf + n, cap - n - 1)) > 0;) {
+        n += (size_t)k;
+        if (n + 1 == cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) free(buf);
+            buf = nb;
+        }
+    }
+    if (buf) buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* Runs hxref with args (NULL-terminated), stdin from in[0..in_len) (empty
+ * when in is NULL); its stdout into a malloc'd NUL-terminated *out (caller
+ * frees). Returns 0, or -1 with ref_error() set. */
+__attribute__((unused)) static int ref_run(const char *const *args,
+                                           const char *in, size_t in_len,
+                                           char **out, size_t *out_len)
+{
     const char *argv[256];
-    size_t na = 0, len = 0, cap = 4096;
-    char *buf;
+    int pipefd[2] = {-1, -1}, status = 0;
+    int infd = ref_anon_tmp(), errfd = ref_anon_tmp();
+    size_t na = 0, len = 0;
     argv[na++] = ref_hxref_path();
     while (*args && na < 255) argv[na++] = *args++;
     argv[na] = NULL;
-    if ((infd = ref_tmpfile(inpath, sizeof inpath)) < 0) goto fail_tmp;
-    if ((errfd = ref_tmpfile(errpath, sizeof errpath)) < 0) {
-        close(infd);
-        unlink(inpath);
-        goto fail_tmp;
+    if (infd < 0 || errfd < 0 || pipe(pipefd) != 0 ||
+        (in && in_len && write(infd, in, in_len) != (ssize_t)in_len)) {
+        snprintf(ref_err_buf, sizeof ref_err_buf, "cannot set up hxref's I/O");
+        close(infd), close(errfd), close(pipefd[0]), close(pipefd[1]);
+        return -1;
     }
-    if (in && in_len && write(infd, in, in_len) != (ssize_t)in_len) in_len = 0;
     lseek(infd, 0, SEEK_SET);
-    if (pipe(pipefd) != 0) goto fail_tmp;
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
@@ -129,34 +152,19 @@ __attribute__((unused)) static int ref_run(const char *const *args, const char *
     }
     close(pipefd[1]);
     close(infd);
-    close(errfd);
-    buf = malloc(cap);
-    for (ssize_t k; buf && (k = read(pipefd[0], buf + len, cap - len - 1)) > 0;) {
-        len += (size_t)k;
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) free(buf);
-            buf = nb;
-        }
-    }
+    char *buf = pid > 0 ? ref_read_all(pipefd[0], &len) : NULL;
     close(pipefd[0]);
     if (pid > 0) waitpid(pid, &status, 0);
-    if (pid < 0 || !buf || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        ref_set_err_from(errpath, "hxref failed");
+    if (!buf || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        ref_set_err_fd(errfd, "hxref failed");
         free(buf);
-        unlink(inpath);
-        unlink(errpath);
+        close(errfd);
         return -1;
     }
-    unlink(inpath);
-    unlink(errpath);
-    buf[len] = '\0';
+    close(errfd);
     *out = buf;
     if (out_len) *out_len = len;
     return 0;
-fail_tmp:
-    snprintf(ref_err_buf, sizeof ref_err_buf, "cannot create temp files");
-    return -1;
 }
 
 /* Parses up to max space-separated ids; returns the count or -1. */
