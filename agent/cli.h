@@ -28,6 +28,9 @@ int cli_wants_help(int argc, char **argv);
 /* verbs, one per file agent/cmd_<group>.c */
 int cmd_version(int argc, char **argv);
 int cmd_memory(int argc, char **argv); /* cmd_memory.c */
+int cmd_generate(int argc, char **argv); /* cmd_engine.c */
+int cmd_info(int argc, char **argv);
+int cmd_mkmodel(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv); /* cmd_tokenize.c */
 int cmd_tools(int argc, char **argv); /* cmd_tools.c */
 int cmd_init(int argc, char **argv);

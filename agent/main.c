@@ -8,7 +8,10 @@
 static const hx_verb verbs[] = {
     {"version", cmd_version, "print the version"},
     {"memory", cmd_memory, "list, search, show, forget, export memories"},
+    {"generate", cmd_generate, "stream a model's continuation of a prompt"},
+    {"info", cmd_info, "describe a GGUF model"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
+    {"mkmodel", cmd_mkmodel, "write a random-weight test model (dev tool)"},
     {"tools", cmd_tools, "list the tools, or call one with JSON arguments"},
     {"ask", cmd_ask, "ask the assistant: plan, call tools, answer"},
     {"chat", cmd_chat, "a session with the assistant, with history"},

@@ -1,0 +1,509 @@
+/* cmd_engine.c: the engine's verbs: `hearth generate` (stream a
+ * continuation), `hearth info` (what a GGUF model is) and `hearth mkmodel`. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/cli.h"
+#include "engine/engine.h"
+#include "engine/vocab.h"
+
+/* ---- option parsing: "--name VALUE" or "--name=VALUE" ---- */
+typedef struct opts {
+    int argc, i;
+    char **argv;
+    const char *verb;
+    const char *val; /* the value of the option just matched */
+    int bad;         /* a usage error was printed */
+} opts;
+
+/* Matches argv[i] against a value option; consumes its value. */
+static int opt_val(opts *o, const char *shrt, const char *lng)
+{
+    const char *a = o->argv[o->i];
+    size_t n = strlen(lng);
+    if (!strncmp(a, lng, n) && a[n] == '=') {
+        o->val = a + n + 1;
+        return 1;
+    }
+    if (strcmp(a, lng) && (!shrt || strcmp(a, shrt))) return 0;
+    if (o->i + 1 >= o->argc) {
+        fprintf(stderr, "hearth %s: %s needs a value\n", o->verb, a);
+        o->bad = 1;
+        o->val = "";
+        return 1;
+    }
+    o->val = o->argv[++o->i];
+    return 1;
+}
+
+static int opt_flag(opts *o, const char *lng) { return !strcmp(o->argv[o->i], lng); }
+
+static long opt_long(opts *o, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(o->val, &end, 10);
+    if (o->bad) return lo;
+    if (errno || end == o->val || *end || v < lo || v > hi) {
+        fprintf(stderr, "hearth %s: %s: '%s' is not an integer in %ld..%ld\n",
+                o->verb, o->argv[o->i - (o->val == o->argv[o->i] ? 1 : 0)],
+                o->val, lo, hi);
+        o->bad = 1;
+        return lo;
+    }
+    return v;
+}
+
+static float opt_float(opts *o, double lo, double hi)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(o->val, &end);
+    if (o->bad) return (float)lo;
+    if (errno || end == o->val || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "hearth %s: '%s' is not a number in %g..%g\n", o->verb,
+                o->val, lo, hi);
+        o->bad = 1;
+        return (float)lo;
+    }
+    return (float)v;
+}
+
+static int unknown_option(opts *o)
+{
+    fprintf(stderr, "hearth %s: unknown option '%s' (see --help)\n", o->verb,
+            o->argv[o->i]);
+    return HX_EXIT_USAGE;
+}
+
+static int load_model(const char *path, int no_vocab, hx_model **m)
+{
+    hx_model_params mp = hx_model_default_params();
+    mp.no_vocab = no_vocab;
+    hx_err err = {0};
+    int rc = hx_model_load(path, &mp, m, &err);
+    if (rc) fprintf(stderr, "hearth: %s\n", err.msg); /* names the file */
+    return rc;
+}
+
+/* ---- generate ---- */
+static volatile sig_atomic_t g_interrupted;
+static void on_sigint(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+}
+
+typedef struct gen_opts {
+    const char *model, *prompt;
+    int n_predict, n_threads, n_ctx;
+    hx_sampler_params sp;
+} gen_opts;
+
+static void generate_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: hearth generate -m MODEL -p TEXT [options]\n\n"
+        "Streams the model's continuation of TEXT to stdout; stops after N\n"
+        "tokens or at an end-of-generation token. Speed goes to stderr.\n\n"
+        "  -m, --model FILE        GGUF model\n"
+        "  -p, --prompt TEXT       the text to continue (BOS added if the\n"
+        "                          model wants it; <|special|> tokens parsed)\n"
+        "  -n, --n-predict N       tokens to generate (default 128)\n"
+        "      --temp T            temperature; 0 = greedy (default 0.8)\n"
+        "      --top-k K           0 = off (default 40)\n"
+        "      --top-p P           1 = off (default 0.95)\n"
+        "      --min-p P           0 = off (default 0.05)\n"
+        "      --repeat-penalty R  1 = off (default 1.0)\n"
+        "      --repeat-last-n N   penalty window (default 64)\n"
+        "      --presence-penalty P, --frequency-penalty P (default 0)\n"
+        "      --seed S            sampling seed (default: random, printed)\n"
+        "  -t, --threads N         0 = all cores (default)\n"
+        "  -c, --ctx N             context size (default: prompt + N)\n");
+}
+
+/* 0 ok, else an exit code (usage printed). */
+static int parse_generate(int argc, char **argv, gen_opts *g)
+{
+    opts o = {argc, 1, argv, "generate", NULL, 0};
+    memset(g, 0, sizeof *g);
+    g->n_predict = 128;
+    g->sp = hx_sampler_default_params();
+    for (; o.i < argc && !o.bad; o.i++) {
+        hx_sampler_params *s = &g->sp;
+        if (opt_val(&o, "-m", "--model")) g->model = o.val;
+        else if (opt_val(&o, "-p", "--prompt")) g->prompt = o.val;
+        else if (opt_val(&o, "-n", "--n-predict")) g->n_predict = (int)opt_long(&o, 0, 1 << 24);
+        else if (opt_val(&o, NULL, "--temp")) s->temp = opt_float(&o, 0, 1e6);
+        else if (opt_val(&o, NULL, "--top-k")) s->top_k = (int)opt_long(&o, 0, 1 << 30);
+        else if (opt_val(&o, NULL, "--top-p")) s->top_p = opt_float(&o, 0, 1);
+        else if (opt_val(&o, NULL, "--min-p")) s->min_p = opt_float(&o, 0, 1);
+        else if (opt_val(&o, NULL, "--repeat-penalty")) s->repeat_penalty = opt_float(&o, 0, 1e6);
+        else if (opt_val(&o, NULL, "--repeat-last-n")) s->repeat_last_n = (int)opt_long(&o, 0, 1 << 20);
+        else if (opt_val(&o, NULL, "--presence-penalty")) s->presence_penalty = opt_float(&o, -1e6, 1e6);
+        else if (opt_val(&o, NULL, "--frequency-penalty")) s->frequency_penalty = opt_float(&o, -1e6, 1e6);
+        else if (opt_val(&o, NULL, "--seed")) s->seed = (uint64_t)opt_long(&o, 0, 0x7fffffffL);
+        else if (opt_val(&o, "-t", "--threads")) g->n_threads = (int)opt_long(&o, 0, 1024);
+        else if (opt_val(&o, "-c", "--ctx")) g->n_ctx = (int)opt_long(&o, 1, 1 << 24);
+        else return unknown_option(&o);
+    }
+    if (o.bad) return HX_EXIT_USAGE;
+    if (!g->model || !g->prompt) {
+        fprintf(stderr, "hearth generate: -m MODEL and -p TEXT are required\n\n");
+        generate_usage(stderr);
+        return HX_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* Tokenizes the prompt (BOS as the model wants, special tokens parsed). */
+static int tokenize_prompt(const hx_vocab *v, const char *text, int32_t **out,
+                           int32_t *n)
+{
+    size_t len = strlen(text);
+    int32_t need = hx_tokenize(v, text, len, NULL, 0, 1, 1);
+    if (need < 0) need = -need;
+    *out = hx_malloc_array((size_t)need + 1, sizeof **out);
+    if (!*out) return HX_ERR_NOMEM;
+    *n = hx_tokenize(v, text, len, *out, need + 1, 1, 1);
+    return *n < 0 ? HX_ERR_INTERNAL : HX_OK;
+}
+
+static int emit(hx_detok *d, const hx_vocab *v, int32_t tok, hx_buf *b)
+{
+    b->len = 0;
+    int rc = tok < 0 ? hx_detok_flush(d, b) : hx_detok_push(d, v, tok, 0, b);
+    if (rc) return rc;
+    if (b->len) {
+        fwrite(b->data, 1, b->len, stdout);
+        fflush(stdout);
+    }
+    return HX_OK;
+}
+
+typedef struct gen_stats {
+    int n_prompt, n_gen;
+    double t_prompt, t_gen;
+} gen_stats;
+
+/* The decode loop: prompt, then sample / accept / decode one at a time. */
+static int run_generation(hx_ctx *c, const hx_vocab *v, hx_sampler *s,
+                          const int32_t *prompt, int n_prompt, int n_predict,
+                          gen_stats *st)
+{
+    double t0 = hx_time_mono();
+    int rc = hx_decode(c, prompt, n_prompt, 0);
+    st->t_prompt = hx_time_mono() - t0;
+    st->n_prompt = n_prompt;
+    if (rc) return rc;
+    for (int i = 0; i < n_prompt; i++) hx_sampler_note(s, prompt[i]);
+    hx_detok d;
+    hx_detok_init(&d);
+    hx_buf out;
+    hx_buf_init(&out);
+    int32_t n_vocab = hx_model_hparams(hx_ctx_model(c))->n_vocab;
+    t0 = hx_time_mono();
+    for (int i = 0; i < n_predict && !rc && !g_interrupted; i++) {
+        int32_t tok = hx_sampler_sample(s, hx_ctx_logits(c, -1), n_vocab);
+        if (tok < 0) {
+            rc = HX_ERR_INTERNAL;
+            break;
+        }
+        hx_sampler_accept(s, tok);
+        if (hx_vocab_is_eog(v, tok)) break;
+        st->n_gen++;
+        rc = emit(&d, v, tok, &out);
+        if (!rc && i + 1 < n_predict) rc = hx_decode(c, &tok, 1, 0);
+    }
+    st->t_gen = hx_time_mono() - t0;
+    if (!rc) rc = emit(&d, v, -1, &out);
+    hx_buf_free(&out);
+    if (g_interrupted && !rc) rc = HX_ERR_CANCELLED;
+    return rc;
+}
+
+static void print_speed(const gen_stats *st, uint64_t seed, double temp)
+{
+    fprintf(stderr, "\n[prompt %d tok, %.1f tok/s | generated %d tok, %.1f tok/s",
+            st->n_prompt, st->t_prompt > 0 ? st->n_prompt / st->t_prompt : 0.0,
+            st->n_gen, st->t_gen > 0 ? st->n_gen / st->t_gen : 0.0);
+    if (temp > 0) fprintf(stderr, " | seed %llu", (unsigned long long)seed);
+    fprintf(stderr, "]\n");
+}
+
+static int generate_with(hx_model *m, const gen_opts *g)
+{
+    const hx_vocab *v = hx_model_vocab(m);
+    if (!v) {
+        fprintf(stderr, "hearth generate: %s has no tokenizer\n", g->model);
+        return HX_EXIT_INPUT;
+    }
+    int32_t *prompt = NULL, n_prompt = 0;
+    if (tokenize_prompt(v, g->prompt, &prompt, &n_prompt) || n_prompt == 0) {
+        fprintf(stderr, "hearth generate: the prompt gives no tokens\n");
+        free(prompt);
+        return HX_EXIT_USAGE;
+    }
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_threads = g->n_threads;
+    cp.n_ctx = g->n_ctx ? g->n_ctx : n_prompt + g->n_predict;
+    int n_predict = g->n_predict;
+    if (n_prompt > cp.n_ctx) {
+        fprintf(stderr, "hearth generate: the prompt (%d tokens) does not fit "
+                "the context (%d)\n", n_prompt, cp.n_ctx);
+        free(prompt);
+        return HX_EXIT_USAGE;
+    }
+    if (n_prompt + n_predict > cp.n_ctx) n_predict = cp.n_ctx - n_prompt;
+    hx_ctx *c = NULL;
+    hx_err err = {0};
+    hx_sampler *s = hx_sampler_new(&g->sp);
+    int rc = s ? hx_ctx_new(m, &cp, &c, &err) : HX_ERR_NOMEM;
+    gen_stats st = {0};
+    if (!rc) rc = run_generation(c, v, s, prompt, n_prompt, n_predict, &st);
+    if (rc && c) fprintf(stderr, "\nhearth generate: %s\n",
+                         rc == HX_ERR_CANCELLED ? "interrupted" : hx_ctx_errmsg(c));
+    else if (rc) fprintf(stderr, "hearth generate: %s\n",
+                         err.msg[0] ? err.msg : hx_rc_str(rc));
+    else print_speed(&st, hx_sampler_seed(s), g->sp.temp);
+    hx_ctx_free(c);
+    hx_sampler_free(s);
+    free(prompt);
+    return cli_exit_code(rc);
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) {
+        generate_usage(stdout);
+        return HX_EXIT_OK;
+    }
+    gen_opts g;
+    int ex = parse_generate(argc, argv, &g);
+    if (ex) return ex;
+    hx_model *m = NULL;
+    int rc = load_model(g.model, 0, &m);
+    if (rc) return cli_exit_code(rc);
+    g_interrupted = 0;
+    void (*old)(int) = signal(SIGINT, on_sigint);
+    ex = generate_with(m, &g);
+    signal(SIGINT, old);
+    hx_model_free(m);
+    return ex;
+}
+
+/* ---- info ---- */
+static void info_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: hearth info -m MODEL [--ctx N]\n\n"
+        "Describes a GGUF model: architecture and shapes, tokenizer, tensors\n"
+        "by type, file size and an estimate of the memory a run needs.\n\n"
+        "  -m, --model FILE   GGUF model\n"
+        "  -c, --ctx N        context size for the memory estimate (default\n"
+        "                     min(training context, 4096))\n");
+}
+
+static void human(double b, char *buf, size_t n)
+{
+    static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (b >= 1024 && i < 4) {
+        b /= 1024;
+        i++;
+    }
+    snprintf(buf, n, i ? "%.2f %s" : "%.0f %s", b, u[i]);
+}
+
+static void print_tensor_types(const hx_gguf *g)
+{
+    int64_t count[HX_TYPE_COUNT] = {0};
+    double bytes[HX_TYPE_COUNT] = {0};
+    for (int64_t i = 0; i < hx_gguf_n_tensors(g); i++) {
+        const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);
+        if (t->type < 0 || t->type >= HX_TYPE_COUNT) continue;
+        count[t->type]++;
+        bytes[t->type] += (double)t->nbytes;
+    }
+    printf("tensors        %lld\n", (long long)hx_gguf_n_tensors(g));
+    printf("  %-6s %7s %12s\n", "type", "count", "bytes");
+    for (int ty = 0; ty < HX_TYPE_COUNT; ty++) {
+        if (!count[ty]) continue;
+        char h[32];
+        human(bytes[ty], h, sizeof h);
+        printf("  %-6s %7lld %12s\n", hx_type_ggml_name(ty), (long long)count[ty], h);
+    }
+}
+
+static void print_hparams(const hx_hparams *h)
+{
+    printf("architecture   %s\n", h->arch);
+    printf("layers         %d\n", h->n_layer);
+    printf("embedding      %d\n", h->n_embd);
+    printf("heads          %d (kv %d, head dim %d)\n", h->n_head, h->n_head_kv,
+           h->head_dim);
+    if (h->n_expert)
+        printf("experts        %d, %d used, ffn %d each\n", h->n_expert,
+               h->n_expert_used, h->n_ff_exp);
+    else printf("ffn            %d\n", h->n_ff);
+    printf("context train  %d\n", h->n_ctx_train);
+    printf("rope           %s, base %g\n",
+           h->rope_type == HX_ROPE_NEOX ? "neox" : "normal", h->rope_base);
+    printf("rms eps        %g\n", h->rms_eps);
+    printf("output         %s\n", h->tied_output ? "tied to token_embd" : "separate");
+}
+
+static void print_vocab(const hx_vocab *v)
+{
+    if (!v) {
+        printf("vocab          none\n");
+        return;
+    }
+    int32_t bos = hx_vocab_bos(v), eos = hx_vocab_eos(v);
+    printf("vocab          %d tokens, %s", hx_vocab_n_tokens(v),
+           hx_vocab_type(v) == HX_VOCAB_BPE ? "byte-level BPE" : "SentencePiece");
+    if (hx_vocab_pre(v)[0]) printf(" (pre %s)", hx_vocab_pre(v));
+    printf(", bos %d%s, eos %d\n", bos, hx_vocab_add_bos(v) ? " (added)" : "", eos);
+}
+
+/* Weights are mapped (paged in on use); the KV cache is F16 K and V per
+ * layer; scratch is a rough allowance for a 512-token batch's activations,
+ * the logits and the attention scores. */
+static void print_memory(const hx_model *m, int n_ctx)
+{
+    const hx_hparams *h = hx_model_hparams(m);
+    if (n_ctx <= 0) n_ctx = h->n_ctx_train < 4096 ? h->n_ctx_train : 4096;
+    double kv = 2.0 * h->n_layer * (double)n_ctx * h->n_head_kv * h->head_dim * 2;
+    int ff = h->n_expert ? h->n_ff_exp * h->n_expert_used : h->n_ff;
+    double scratch = 4.0 * (512.0 * (6.0 * h->n_embd + 3.0 * ff) +
+                            2.0 * h->n_vocab + 2.0 * h->n_head * n_ctx);
+    char a[32], b[32], c[32], d[32];
+    human((double)hx_model_size_bytes(m), a, sizeof a);
+    human(kv, b, sizeof b);
+    human(scratch, c, sizeof c);
+    human((double)hx_model_size_bytes(m) + kv + scratch, d, sizeof d);
+    printf("parameters     %.2f M\n", (double)hx_model_n_params(m) / 1e6);
+    printf("memory (est.)  %s = weights %s (mapped) + KV cache %s (ctx %d, F16)"
+           " + scratch ~%s\n", d, a, b, n_ctx, c);
+}
+
+int cmd_info(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) {
+        info_usage(stdout);
+        return HX_EXIT_OK;
+    }
+    opts o = {argc, 1, argv, "info", NULL, 0};
+    const char *path = NULL;
+    int n_ctx = 0;
+    for (; o.i < argc && !o.bad; o.i++) {
+        if (opt_val(&o, "-m", "--model")) path = o.val;
+        else if (opt_val(&o, "-c", "--ctx")) n_ctx = (int)opt_long(&o, 1, 1 << 24);
+        else return unknown_option(&o);
+    }
+    if (o.bad) return HX_EXIT_USAGE;
+    if (!path) {
+        fprintf(stderr, "hearth info: -m MODEL is required\n\n");
+        info_usage(stderr);
+        return HX_EXIT_USAGE;
+    }
+    hx_model *m = NULL;
+    int rc = load_model(path, 0, &m);
+    if (rc) return cli_exit_code(rc);
+    const hx_gguf *g = hx_model_gguf(m);
+    char sz[32];
+    human((double)hx_gguf_file_size(g), sz, sizeof sz);
+    printf("file           %s\n", path);
+    printf("size           %s (%zu bytes), GGUF v%u\n", sz, hx_gguf_file_size(g),
+           hx_gguf_version(g));
+    print_hparams(hx_model_hparams(m));
+    print_vocab(hx_model_vocab(m));
+    print_tensor_types(g);
+    print_memory(m, n_ctx);
+    hx_model_free(m);
+    return HX_EXIT_OK;
+}
+
+/* ---- mkmodel ---- */
+static void mkmodel_usage(FILE *f)
+{
+    hx_mkmodel_params d = hx_mkmodel_default_params();
+    fprintf(f,
+        "usage: hearth mkmodel -o FILE [options]\n\n"
+        "Developer tool: writes a GGUF model with random weights (seeded),\n"
+        "laid out as llama.cpp expects, for tests and benchmarks.\n\n"
+        "  -o, --output FILE     the GGUF to write\n"
+        "      --arch A          llama, qwen3, qwen3moe (default %s)\n"
+        "      --type T          F32 F16 BF16 Q8_0 Q4_0 Q4_K Q5_K Q6_K, or the\n"
+        "                        mixes Q4_K_M Q5_K_M (default %s)\n"
+        "      --vocab FILE      copy the tokenizer of this GGUF (sets n_vocab)\n"
+        "      --n-vocab N       vocabulary size without --vocab (default %d)\n"
+        "      --layers N        (default %d)\n"
+        "      --embd N          (default %d)\n"
+        "      --heads N         (default %d)\n"
+        "      --heads-kv N      (default %d)\n"
+        "      --head-dim N      (default %d)\n"
+        "      --ff N            dense FFN width (default %d)\n"
+        "      --experts N       qwen3moe (default %d)\n"
+        "      --experts-used N  qwen3moe (default %d)\n"
+        "      --ff-exp N        qwen3moe expert FFN width (default %d)\n"
+        "      --ctx N           training context written (default %d)\n"
+        "      --tied            no output.weight (tied to token_embd)\n"
+        "      --seed S          (default %llu)\n",
+        d.arch, d.ftype, d.n_vocab, d.n_layer, d.n_embd, d.n_head, d.n_head_kv,
+        d.head_dim, d.n_ff, d.n_expert, d.n_expert_used, d.n_ff_exp, d.n_ctx,
+        (unsigned long long)d.seed);
+}
+
+static int mk_int(opts *o, const char *name, int *dst)
+{
+    if (!opt_val(o, NULL, name)) return 0;
+    *dst = (int)opt_long(o, 1, 1 << 30);
+    return 1;
+}
+
+int cmd_mkmodel(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) {
+        mkmodel_usage(stdout);
+        return HX_EXIT_OK;
+    }
+    opts o = {argc, 1, argv, "mkmodel", NULL, 0};
+    hx_mkmodel_params p = hx_mkmodel_default_params();
+    const char *out = NULL;
+    for (; o.i < argc && !o.bad; o.i++) {
+        if (opt_val(&o, "-o", "--output")) out = o.val;
+        else if (opt_val(&o, NULL, "--arch")) p.arch = o.val;
+        else if (opt_val(&o, NULL, "--type")) p.ftype = o.val;
+        else if (opt_val(&o, NULL, "--vocab")) p.vocab_path = o.val;
+        else if (opt_val(&o, NULL, "--seed")) p.seed = (uint64_t)opt_long(&o, 0, 0x7fffffffL);
+        else if (opt_flag(&o, "--tied")) p.tied_output = 1;
+        else if (mk_int(&o, "--n-vocab", &p.n_vocab) || mk_int(&o, "--layers", &p.n_layer) ||
+                 mk_int(&o, "--embd", &p.n_embd) || mk_int(&o, "--heads", &p.n_head) ||
+                 mk_int(&o, "--heads-kv", &p.n_head_kv) ||
+                 mk_int(&o, "--head-dim", &p.head_dim) || mk_int(&o, "--ff", &p.n_ff) ||
+                 mk_int(&o, "--experts", &p.n_expert) ||
+                 mk_int(&o, "--experts-used", &p.n_expert_used) ||
+                 mk_int(&o, "--ff-exp", &p.n_ff_exp) || mk_int(&o, "--ctx", &p.n_ctx))
+            continue;
+        else return unknown_option(&o);
+    }
+    if (o.bad) return HX_EXIT_USAGE;
+    if (!out) {
+        fprintf(stderr, "hearth mkmodel: -o FILE is required\n\n");
+        mkmodel_usage(stderr);
+        return HX_EXIT_USAGE;
+    }
+    hx_err err = {0};
+    int rc = hx_mkmodel_write(&p, out, &err);
+    if (rc) {
+        fprintf(stderr, "hearth mkmodel: %s\n", err.msg);
+        return cli_exit_code(rc);
+    }
+    fprintf(stderr, "hearth mkmodel: wrote %s (%s, %s)\n", out, p.arch, p.ftype);
+    return HX_EXIT_OK;
+}
