@@ -15,59 +15,11 @@ _Static_assert(sizeof(hx_block_q8_K) == 292, "q8_K layout");
 /* Values below this are treated as an all-zero group. */
 #define GROUP_EPS 1e-15f
 
-/* ---- half and bfloat ---- */
-
 static uint32_t f2u(float f)
 {
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
-}
-
-static float u2f(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-float hx_fp16_to_fp32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    if (exp == 0) { /* zero or subnormal: mant * 2^-24, exact */
-        float v = (float)mant * (1.0f / 16777216.0f);
-        return u2f(f2u(v) | sign);
-    }
-    if (exp == 31) return u2f(sign | 0x7f800000u | (mant << 13));
-    return u2f(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-uint16_t hx_fp32_to_fp16(float f)
-{
-    uint32_t x = f2u(f);
-    uint32_t sign = (x >> 16) & 0x8000;
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00 | ((ax >> 13) & 0x3ff));
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* inf, overflow */
-    if (ax < 0x38800000u) {
-        /* Below the smallest normal half: adding 0.5 makes the float's
-         * last mantissa bits count units of 2^-24, rounded to even. */
-        float t = u2f(ax) + 0.5f;
-        return (uint16_t)(sign | (f2u(t) - 0x3f000000u));
-    }
-    /* Normal: rebias the exponent and round the 13 dropped bits to even. */
-    ax += 0xc8000fffu + ((ax >> 13) & 1);
-    return (uint16_t)(sign | (ax >> 13));
-}
-
-float hx_bf16_to_fp32(uint16_t h) { return u2f((uint32_t)h << 16); }
-
-uint16_t hx_fp32_to_bf16(float f)
-{
-    uint32_t u = f2u(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 64);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
 }
 
 /* Round to nearest, ties to even, for |v| < 2^22 (the float-add trick). */

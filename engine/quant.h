@@ -1,6 +1,6 @@
 /* quant.h: tensor block layouts (byte for byte as ggml stores them in GGUF
- * files), half/bfloat conversions, reference quantization and
- * dequantization of rows. Part of engine.h, the engine's public API. */
+ * files), reference quantization and dequantization of rows. Part of
+ * engine.h, the engine's public API. */
 #ifndef HX_QUANT_H
 #define HX_QUANT_H
 
@@ -65,11 +65,7 @@ typedef struct hx_block_q8_K {
     int16_t bsums[HX_QK_K / 16];
 } hx_block_q8_K;
 
-/* ---- scalar conversions (round to nearest even, as ggml) ---- */
-float hx_fp16_to_fp32(uint16_t h);
-uint16_t hx_fp32_to_fp16(float f);
-float hx_bf16_to_fp32(uint16_t h);
-uint16_t hx_fp32_to_bf16(float f); /* NaN stays a (quiet) NaN */
+/* fp16/bf16 scalar conversions: hx_fp16_to_fp32 and friends in base.h. */
 
 /* 1 if hx_quantize_row supports the type (F32, F16, BF16, Q8_0, Q4_0,
  * Q4_K, Q5_K, Q6_K, Q8_K), else 0. hx_dequantize_row supports the same. */

@@ -1,5 +1,6 @@
-/* test_quant.c: quantization round trips per type, half/bfloat conversion,
- * and byte-for-byte agreement with ggml's own reference code (dlopen'd). */
+/* test_quant.c: quantization round trips per type, half/bfloat conversion
+ * (base.h's, which the quantizers use), and byte-for-byte agreement with
+ * ggml's own reference code (dlopen'd). */
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
