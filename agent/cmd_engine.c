@@ -440,6 +440,8 @@ static void mkmodel_usage(FILE *f)
         "      --arch A          llama, qwen3, qwen3moe (default %s)\n"
         "      --type T          F32 F16 BF16 Q8_0 Q4_0 Q4_K Q5_K Q6_K, or the\n"
         "                        mixes Q4_K_M Q5_K_M (default %s)\n"
+        "      --tensor-types L  per-tensor types after --type, e.g.\n"
+        "                        ffn_down=Q8_0,output=F32\n"
         "      --vocab FILE      copy the tokenizer of this GGUF (sets n_vocab)\n"
         "      --n-vocab N       vocabulary size without --vocab (default %d)\n"
         "      --layers N        (default %d)\n"
@@ -480,6 +482,7 @@ int cmd_mkmodel(int argc, char **argv)
         else if (opt_val(&o, NULL, "--arch")) p.arch = o.val;
         else if (opt_val(&o, NULL, "--type")) p.ftype = o.val;
         else if (opt_val(&o, NULL, "--vocab")) p.vocab_path = o.val;
+        else if (opt_val(&o, NULL, "--tensor-types")) p.tensor_types = o.val;
         else if (opt_val(&o, NULL, "--seed")) p.seed = (uint64_t)opt_long(&o, 0, 0x7fffffffL);
         else if (opt_flag(&o, "--tied")) p.tied_output = 1;
         else if (mk_int(&o, "--n-vocab", &p.n_vocab) || mk_int(&o, "--layers", &p.n_layer) ||

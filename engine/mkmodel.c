@@ -176,6 +176,26 @@ static int type_for(const mk *m, int role, int il)
     return m->base_type;
 }
 
+/* The type tensor_types gives the role name, or -1 (none or not valid;
+ * check_params has validated the list). */
+static int override_type(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *eq = strchr(p, '='), *end = strchr(p, ',');
+        if (!end) end = p + strlen(p);
+        if (eq && eq < end && (size_t)(eq - p) == n && !strncmp(p, name, n)) {
+            for (int t = 0; t < HX_TYPE_COUNT; t++)
+                if (strlen(hx_type_name(t)) == (size_t)(end - eq - 1) &&
+                    !strncmp(eq + 1, hx_type_name(t), (size_t)(end - eq - 1)))
+                    return t;
+            return -1;
+        }
+        p = *end ? end + 1 : end;
+    }
+    return -1;
+}
+
 static int add(mk *m, const char *name, int role, int il, int n_dims,
                int64_t ne0, int64_t ne1, int64_t ne2, float sd)
 {
@@ -191,6 +211,8 @@ static int add(mk *m, const char *name, int role, int il, int n_dims,
     if (il >= 0) snprintf(t->name, sizeof t->name, "blk.%d.%s.weight", il, name);
     else snprintf(t->name, sizeof t->name, "%s.weight", name);
     t->type = type_for(m, role, il);
+    int ov = override_type(m->p.tensor_types, name);
+    if (ov >= 0) t->type = ov;
     t->n_dims = n_dims;
     t->ne[0] = ne0;
     t->ne[1] = ne1;
@@ -422,6 +444,22 @@ hx_mkmodel_params hx_mkmodel_default_params(void)
     return p;
 }
 
+/* "NAME=TYPE,..." with non-empty names and single (not mixed) types. */
+static int overrides_valid(const char *list)
+{
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        if (!end) end = p + strlen(p);
+        char one[64];
+        snprintf(one, sizeof one, "%.*s", (int)(end - p), p);
+        char *eq = strchr(one, '=');
+        const ftype_info *f = eq && eq > one ? find_ftype(eq + 1) : NULL;
+        if (!f || f->mix_m) return 0;
+        p = *end ? end + 1 : end;
+    }
+    return 1;
+}
+
 static int check_params(mk *m, hx_err *err)
 {
     hx_mkmodel_params *p = &m->p;
@@ -436,6 +474,11 @@ static int check_params(mk *m, hx_err *err)
                           "unknown type '%s' (F32 F16 BF16 Q8_0 Q4_0 Q4_K "
                           "Q5_K Q6_K Q4_K_M Q5_K_M)",
                           p->ftype ? p->ftype : "(null)");
+    if (!overrides_valid(p->tensor_types))
+        return hx_err_set(err, HX_ERR_INVALID,
+                          "bad tensor type overrides '%s' (NAME=TYPE,...; "
+                          "TYPE one of F32 F16 BF16 Q8_0 Q4_0 Q4_K Q5_K Q6_K)",
+                          p->tensor_types);
     m->base_type = ft->type;
     m->mix_m = ft->mix_m;
     m->moe = !strcmp(p->arch, "qwen3moe");

@@ -41,6 +41,11 @@ typedef struct hx_mkmodel_params {
     float rope_base;   /* default 1e6 (qwen3), 1e4 (llama) if 0 */
     int tied_output;   /* 1: no output.weight (the head is token_embd) */
     uint64_t seed;     /* default 1 */
+    /* Per-tensor overrides after the ftype, as llama-quantize's
+     * --tensor-type: "NAME=TYPE,NAME=TYPE" where NAME is a tensor name
+     * without "blk.N." and ".weight" (attn_v, ffn_down_exps, output,
+     * token_embd) and TYPE one of the single types above. NULL: none. */
+    const char *tensor_types;
 } hx_mkmodel_params;
 
 hx_mkmodel_params hx_mkmodel_default_params(void);
