@@ -15,15 +15,18 @@
  *   order only). With an F16 cache, rare one-ulp fp16 rounding flips of
  *   K/V values give up to ~1e-8.
  * - With quantized weights, activations are rounded to 8 bits (or fp16 /
- *   bf16) before each matmul. A float difference of one ulp anywhere
- *   upstream (SIMD summation order, ggml's vectorised expf in SiLU and
- *   softmax) occasionally moves a value across a rounding boundary; that
- *   one flip shifts later activations by a whole quantum and the two
- *   engines then differ by NMSE 1e-6..3e-4 on the following positions.
- *   Roughly one such event per 30 tokens on these models; which token it
- *   hits changes with any ulp-level change on either side, so it is not a
- *   fixable bug but a property of comparing two float pipelines through
- *   8-bit rounding. Tolerances for quantized types must allow it. */
+ *   bf16) before each matmul. A float difference of one ulp upstream
+ *   occasionally moves a value across a rounding boundary; that one flip
+ *   shifts later activations by a whole quantum and the two engines then
+ *   differ by NMSE 1e-6..3e-4 on the following positions (on these models
+ *   roughly one flip per 30 tokens; which token it hits moves with any
+ *   ulp-level change). The ulps come from SiLU and softmax, where ggml uses
+ *   its own vectorised expf approximation (Hearth uses libm's expf), and
+ *   from summation order in attention. llama.cpp itself is bit-stable
+ *   across its CPU variants (zen4 vs haswell: identical logits on a Q8_0
+ *   model), so only reproducing those approximations bit for bit would
+ *   remove the flips; Hearth does not copy that code. Tolerances for
+ *   quantized types must allow the flips. */
 
 /* ---- small ops ---- */
 
