@@ -402,9 +402,20 @@ static void test_forget_means_gone(void)
         snprintf(text, sizeof text, "another later fact %d about boats", i);
         remember(m, "fact", text, NULL);
     }
+    hx_episode ep = {0};
+    ep.request = "ask the plumbwizzard about the leak";
+    ep.messages = "[{\"role\":\"user\",\"content\":\"plumbwizzard\"}]";
+    hx_tool_call_rec call = {"mail.search", "{\"q\":\"plumbwizzard\"}",
+                             NULL, HX_CALL_OK, 0};
+    ep.calls = &call;
+    ep.n_calls = 1;
+    int64_t eid = 0;
     hx_err err = {0};
+    ASSERT(hx_memory_episode_add(m, &ep, &eid, &err) == HX_OK);
     ASSERT(hx_memory_vacuum(m, &err) == HX_OK);
     EXPECT(file_contains(path, "quixotrazzle")); /* the probe works */
+    EXPECT(file_contains(path, "plumbwizzard"));
+    ASSERT(hx_memory_episode_forget(m, eid, &err) == HX_OK);
     EXPECT_EQ_INT(vocab_has(path, "quixotrazzl"), 1); /* porter stem */
     ASSERT(hx_memory_forget(m, id, &err) == HX_OK);
     EXPECT_EQ_INT(hx_memory_forget(m, id, &err), HX_ERR_NOTFOUND);
@@ -429,6 +440,8 @@ static void test_forget_means_gone(void)
     char wal[600];
     snprintf(wal, sizeof wal, "%s-wal", path);
     EXPECT(!file_contains(wal, "quixotrazzl"));
+    EXPECT(!file_contains(path, "plumbwizzard"));
+    EXPECT(!file_contains(path, "plumbwizz"));
     EXPECT(file_contains(path, "gardens"));
 }
 
