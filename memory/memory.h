@@ -157,7 +157,8 @@ int hx_memory_remember(hx_memory *m, const hx_mem_new *mem, int64_t *id_out,
                        int *merged, hx_err *err);
 /* Deletes a memory for good: the row, its FTS index entries (the index is
  * merged so no trace of the words stays) and, with secure_delete, the
- * freed pages' bytes. HX_ERR_NOTFOUND if there is no such memory. */
+ * freed pages' bytes. HX_ERR_NOTFOUND if there is no such memory. The
+ * merge rewrites the memories' index: ~0.3 s at 100,000 memories. */
 int hx_memory_forget(hx_memory *m, int64_t id, hx_err *err);
 /* One memory (*out freed with hx_mem_list_free, one item). */
 int hx_memory_get(hx_memory *m, int64_t id, hx_mem_list **out, hx_err *err);
