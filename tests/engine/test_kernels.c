@@ -362,6 +362,47 @@ static void test_matmul(void)
     for (int p = 0; p < 3; p++) hx_threadpool_free(pools[p]);
 }
 
+/* The multi-token kernels must give each token exactly its single dot, so
+ * that a batch computes the same numbers as one token at a time. */
+static void test_gemm_equals_dot(void)
+{
+    static const int64_t ns[] = {1, 3, 4, 5, 9, 13};
+    for (int isa = HX_ISA_SCALAR; isa <= hx_isa_detect(); isa++) {
+        hx_isa_set(isa);
+        for (int ti = 0; ti < N_WTYPES; ti++) {
+            int wt = k_wtypes[ti];
+            int64_t K = hx_type_block_elems(wt) == 256 ? 768 : 160, M = 37, N = 13;
+            size_t wb = hx_type_row_bytes(wt, K), ab = hx_act_row_bytes(wt, K);
+            float *x = malloc(sizeof(float) * N * K), *y = malloc(sizeof(float) * N * M);
+            char *w = malloc(wb * M), *A = malloc(ab * N);
+            for (int64_t m = 0; m < M; m++) {
+                fill(x, K, 0);
+                hx_quantize_row(wt, x, w + m * wb, K, NULL);
+            }
+            fill(x, N * K, 0);
+            hx_quantize_act_rows(NULL, wt, x, N, K, A);
+            int bad = 0;
+            for (int ni = 0; ni < 6; ni++) {
+                hx_matmul(NULL, w, wt, K, M, x, ns[ni], y);
+                for (int64_t t = 0; t < ns[ni]; t++)
+                    for (int64_t m = 0; m < M; m++) {
+                        float d;
+                        hx_vec_dot(wt, K, &d, w + m * wb, A + t * ab);
+                        bad += memcmp(&d, &y[t * M + m], sizeof d) != 0;
+                    }
+            }
+            if (bad)
+                test_fail_at(__FILE__, __LINE__, "%s %s: %d matmul outputs differ from the dot",
+                             hx_isa_name(isa), hx_type_name(wt), bad);
+            free(x);
+            free(y);
+            free(w);
+            free(A);
+        }
+    }
+    hx_isa_set(HX_ISA_AVX512);
+}
+
 /* Jobs over pre-quantized activations with an index list, and the expert
  * helper, against hx_matmul on the gathered rows. */
 static void test_jobs_and_experts(void)
@@ -497,6 +538,7 @@ int main(void)
     RUN(test_simd_act_quant);
     RUN(test_vs_ggml_cpu);
     RUN(test_matmul);
+    RUN(test_gemm_equals_dot);
     RUN(test_jobs_and_experts);
     RUN(test_threadpool);
     RUN(test_threadpool_sleep);
