@@ -21,6 +21,9 @@ typedef struct eng_src {
     hx_detok dt;
     int ended;
     int compact;
+    uint32_t *ws;         /* whitespace-only tokens (bitset) */
+    uint32_t *ws_long;    /* those longer than MAX_WS_BYTES */
+    int32_t n_ws;
 } eng_src;
 
 void hx_source_free(hx_source *s)
@@ -53,6 +56,8 @@ static void eng_free(void *ctx)
     }
     free(e->specs);
     free(e->cache);
+    free(e->ws);
+    free(e->ws_long);
     free(e);
 }
 
@@ -97,41 +102,98 @@ static int turn_grammar(eng_src *e, int choice, hx_grammar **g, hx_err *err)
     return HX_OK;
 }
 
-/* Compact mode's second stage: a token may not repeat more than
- * MAX_REPEAT times in a row (small models loop on "0" or spaces, which the
- * JSON grammar allows without end). */
+/* The loop guard, a stage after the grammar. Models loop where JSON lets
+ * them: on whitespace between tokens (random or small models write
+ * thousands of spaces and newlines) and, in compact mode, on one token
+ * ("5.0000..."). Inside a call it allows at most MAX_WS_RUN whitespace-only
+ * tokens in a row, none longer than MAX_WS_BYTES (Qwen writes one "\n"
+ * after <tool_call>); in compact mode no token more than MAX_REPEAT times
+ * in a row. */
 #define MAX_REPEAT 4
-typedef struct norepeat {
+#define MAX_WS_RUN 2
+#define MAX_WS_BYTES 2
+typedef struct guard {
+    const uint32_t *ws;  /* bitset of whitespace-only tokens (the source's) */
+    const uint32_t *ws_long; /* those longer than MAX_WS_BYTES */
+    int32_t n_ws;        /* tokens covered by ws */
+    int compact;
     int32_t last;
-    int run;
-} norepeat;
+    int run, ws_run, in_call;
+    char tail[16];       /* the last bytes written, to see "<tool_call>" */
+    const hx_vocab *v;
+} guard;
 
-static int norepeat_apply(void *ctx, float *logits, int32_t n_vocab)
+static int bit(const uint32_t *set, int32_t n, int32_t t)
 {
-    norepeat *r = ctx;
-    if (r->run >= MAX_REPEAT && r->last >= 0 && r->last < n_vocab)
-        logits[r->last] = -INFINITY;
+    return t >= 0 && t < n && (set[t >> 5] >> (t & 31) & 1);
+}
+
+static int is_ws_tok(const guard *g, int32_t t) { return bit(g->ws, g->n_ws, t); }
+
+static int guard_apply(void *ctx, float *logits, int32_t n_vocab)
+{
+    guard *g = ctx;
+    if (g->compact && g->run >= MAX_REPEAT && g->last >= 0 && g->last < n_vocab)
+        logits[g->last] = -INFINITY;
+    if (!g->in_call) return HX_OK;
+    const uint32_t *ban = g->ws_run >= MAX_WS_RUN ? g->ws : g->ws_long;
+    for (int32_t t = 0; t < n_vocab && t < g->n_ws; t++)
+        if (bit(ban, g->n_ws, t)) logits[t] = -INFINITY;
     return HX_OK;
 }
 
-static int norepeat_accept(void *ctx, int32_t token)
+static void guard_tail(guard *g, int32_t token)
 {
-    norepeat *r = ctx;
-    r->run = token == r->last ? r->run + 1 : 1;
-    r->last = token;
+    size_t n = 0;
+    const char *p = hx_vocab_piece(g->v, token, &n);
+    char buf[64];
+    int m = snprintf(buf, sizeof buf, "%s%.*s", g->tail, (int)(n < 40 ? n : 40), p ? p : "");
+    if (m > 0 && strstr(buf, "<tool_call>")) g->in_call = 1;
+    if (m > 0 && strstr(buf, "</tool_call>")) g->in_call = 0;
+    size_t len = strlen(buf), keep = sizeof g->tail - 1;
+    snprintf(g->tail, sizeof g->tail, "%s", buf + (len > keep ? len - keep : 0));
+}
+
+static int guard_accept(void *ctx, int32_t token)
+{
+    guard *g = ctx;
+    g->run = token == g->last ? g->run + 1 : 1;
+    g->last = token;
+    g->ws_run = is_ws_tok(g, token) ? g->ws_run + 1 : 0;
+    guard_tail(g, token);
     return HX_OK;
 }
 
-static int add_norepeat(hx_sampler *s)
+static int add_guard(eng_src *e, hx_sampler *s)
 {
-    norepeat *r = hx_calloc(1, sizeof *r);
-    if (!r) return HX_ERR_NOMEM;
-    r->last = -1;
-    hx_sampler_stage st = {HX_SAMPLER_STAGE_API, "no-repeat", r, norepeat_apply,
-                           norepeat_accept, NULL, NULL, free};
+    guard *g = hx_calloc(1, sizeof *g);
+    if (!g) return HX_ERR_NOMEM;
+    *g = (guard){e->ws, e->ws_long, e->n_ws, e->compact, -1, 0, 0, 0, "", e->v};
+    hx_sampler_stage st = {HX_SAMPLER_STAGE_API, "loop guard", g, guard_apply,
+                           guard_accept, NULL, NULL, free};
     int rc = hx_sampler_add_stage(s, &st);
-    if (rc) free(r);
+    if (rc) free(g);
     return rc;
+}
+
+/* The whitespace-only tokens of the vocabulary, as a bitset. */
+static int find_ws_tokens(eng_src *e)
+{
+    int32_t n = hx_vocab_n_tokens(e->v);
+    e->ws = hx_calloc((size_t)(n + 31) / 32, sizeof *e->ws);
+    e->ws_long = hx_calloc((size_t)(n + 31) / 32, sizeof *e->ws);
+    if (!e->ws || !e->ws_long) return HX_ERR_NOMEM;
+    e->n_ws = n;
+    for (int32_t t = 0; t < n; t++) {
+        size_t len = 0;
+        const char *p = hx_vocab_piece(e->v, t, &len);
+        int ws = p && len > 0 && !hx_vocab_is_special(e->v, t);
+        for (size_t i = 0; ws && i < len; i++)
+            ws = p[i] == ' ' || p[i] == '\n' || p[i] == '\t' || p[i] == '\r';
+        if (ws) e->ws[t >> 5] |= 1u << (t & 31);
+        if (ws && len > MAX_WS_BYTES) e->ws_long[t >> 5] |= 1u << (t & 31);
+    }
+    return HX_OK;
 }
 
 static int new_sampler(eng_src *e, int choice, hx_err *err)
@@ -147,7 +209,7 @@ static int new_sampler(eng_src *e, int choice, hx_err *err)
     if ((rc = hx_grammar_stage(g, e->gv, &st)) ||
         (rc = hx_sampler_add_stage(e->s, &st)))
         return hx_err_set(err, rc, "cannot set up the tool-call grammar");
-    if (e->compact && (rc = add_norepeat(e->s)))
+    if ((rc = add_guard(e, e->s)))
         return hx_err_set(err, rc, "out of memory");
     return HX_OK;
 }
@@ -328,6 +390,7 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     if (rc) hx_err_set(err, rc, "out of memory");
     if (!rc) rc = hx_ctx_new(m, &cp, &e->ctx, err);
     if (!rc) rc = hx_gvocab_from_vocab(e->v, &e->gv, err);
+    if (!rc && (rc = find_ws_tokens(e))) hx_err_set(err, rc, "out of memory");
     if (rc) {
         eng_free(e);
         return rc;
