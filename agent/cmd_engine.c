@@ -9,7 +9,6 @@
 
 #include "agent/cli.h"
 #include "engine/engine.h"
-#include "engine/vocab.h"
 
 /* ---- option parsing: "--name VALUE" or "--name=VALUE" ---- */
 typedef struct opts {
@@ -100,6 +99,7 @@ static void on_sigint(int sig)
 
 typedef struct gen_opts {
     const char *model, *prompt;
+    const char *json_schema; /* --json-schema FILE, or NULL */
     int n_predict, n_threads, n_ctx;
     hx_sampler_params sp;
 } gen_opts;
@@ -123,7 +123,9 @@ static void generate_usage(FILE *f)
         "      --presence-penalty P, --frequency-penalty P (default 0)\n"
         "      --seed S            sampling seed (default: random, printed)\n"
         "  -t, --threads N         0 = all cores (default)\n"
-        "  -c, --ctx N             context size (default: prompt + N)\n");
+        "  -c, --ctx N             context size (default: prompt + N)\n"
+        "      --json-schema FILE  constrain the output to JSON valid against\n"
+        "                          the JSON Schema in FILE\n");
 }
 
 /* 0 ok, else an exit code (usage printed). */
@@ -149,6 +151,7 @@ static int parse_generate(int argc, char **argv, gen_opts *g)
         else if (opt_val(&o, NULL, "--seed")) s->seed = (uint64_t)opt_long(&o, 0, 0x7fffffffL);
         else if (opt_val(&o, "-t", "--threads")) g->n_threads = (int)opt_long(&o, 0, 1024);
         else if (opt_val(&o, "-c", "--ctx")) g->n_ctx = (int)opt_long(&o, 1, 1 << 24);
+        else if (opt_val(&o, NULL, "--json-schema")) g->json_schema = o.val;
         else return unknown_option(&o);
     }
     if (o.bad) return HX_EXIT_USAGE;
@@ -209,11 +212,12 @@ static int run_generation(hx_ctx *c, const hx_vocab *v, hx_sampler *s,
     t0 = hx_time_mono();
     for (int i = 0; i < n_predict && !rc && !g_interrupted; i++) {
         int32_t tok = hx_sampler_sample(s, hx_ctx_logits(c, -1), n_vocab);
-        if (tok < 0) {
-            rc = HX_ERR_INTERNAL;
+        if (tok < 0 || hx_sampler_accept(s, tok) != HX_OK) {
+            fprintf(stderr, "\nhearth generate: no token may follow here "
+                    "(every token masked or refused by the constraint)\n");
+            rc = HX_ERR_STATE;
             break;
         }
-        hx_sampler_accept(s, tok);
         if (hx_vocab_is_eog(v, tok)) break;
         st->n_gen++;
         rc = emit(&d, v, tok, &out);
@@ -233,6 +237,27 @@ static void print_speed(const gen_stats *st, uint64_t seed, double temp)
             st->n_gen, st->t_gen > 0 ? st->n_gen / st->t_gen : 0.0);
     if (temp > 0) fprintf(stderr, " | seed %llu", (unsigned long long)seed);
     fprintf(stderr, "]\n");
+}
+
+/* The JSON-Schema grammar as the sampler's first stage. *gram and *gv
+ * must outlive the sampler (the stage borrows them). */
+static int add_schema_stage(hx_sampler *s, const hx_vocab *v, const char *path,
+                            hx_grammar **gram, hx_gvocab **gv)
+{
+    char *txt = NULL;
+    size_t len = 0;
+    hx_err err = {0};
+    hx_sampler_stage stage;
+    int rc = hx_read_file(path, 1 << 24, &txt, &len, &err);
+    if (!rc) rc = hx_grammar_from_schema(txt, len, NULL, gram, &err);
+    if (!rc) rc = hx_gvocab_from_vocab(v, gv, &err);
+    if (!rc && !(rc = hx_grammar_stage(*gram, *gv, &stage)) &&
+        (rc = hx_sampler_add_stage(s, &stage)) && stage.free)
+        stage.free(stage.ctx);
+    free(txt);
+    if (rc) fprintf(stderr, "hearth generate: %s: %s\n", path,
+                    err.msg[0] ? err.msg : hx_rc_str(rc));
+    return rc;
 }
 
 static int generate_with(hx_model *m, const gen_opts *g)
@@ -262,16 +287,24 @@ static int generate_with(hx_model *m, const gen_opts *g)
     hx_ctx *c = NULL;
     hx_err err = {0};
     hx_sampler *s = hx_sampler_new(&g->sp);
-    int rc = s ? hx_ctx_new(m, &cp, &c, &err) : HX_ERR_NOMEM;
+    hx_grammar *gram = NULL;
+    hx_gvocab *gv = NULL;
+    int rc = s ? HX_OK : HX_ERR_NOMEM, schema_rc = HX_OK;
+    if (!rc && g->json_schema)
+        rc = schema_rc = add_schema_stage(s, v, g->json_schema, &gram, &gv);
+    if (!rc) rc = hx_ctx_new(m, &cp, &c, &err);
     gen_stats st = {0};
     if (!rc) rc = run_generation(c, v, s, prompt, n_prompt, n_predict, &st);
-    if (rc && c) fprintf(stderr, "\nhearth generate: %s\n",
-                         rc == HX_ERR_CANCELLED ? "interrupted" : hx_ctx_errmsg(c));
-    else if (rc) fprintf(stderr, "hearth generate: %s\n",
-                         err.msg[0] ? err.msg : hx_rc_str(rc));
-    else print_speed(&st, hx_sampler_seed(s), g->sp.temp);
+    if (rc == HX_ERR_STATE) { /* reported by run_generation */
+    } else if (rc && c) fprintf(stderr, "\nhearth generate: %s\n",
+                              rc == HX_ERR_CANCELLED ? "interrupted" : hx_ctx_errmsg(c));
+    else if (rc && !schema_rc) fprintf(stderr, "hearth generate: %s\n",
+                                       err.msg[0] ? err.msg : hx_rc_str(rc));
+    else if (!rc) print_speed(&st, hx_sampler_seed(s), g->sp.temp);
     hx_ctx_free(c);
-    hx_sampler_free(s);
+    hx_sampler_free(s); /* before the grammar its stage borrows */
+    hx_grammar_free(gram);
+    hx_gvocab_free(gv);
     free(prompt);
     return cli_exit_code(rc);
 }
