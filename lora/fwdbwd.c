@@ -1,0 +1,371 @@
+/* fwdbwd.c: the whole-model training forward (saving activations) and
+ * backward of a qwen3 model, with masked cross-entropy on a tied head. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lora/train_int.h"
+
+/* ---- batch geometry ---- */
+
+static int check_batch(const hx_trainer *tr, const hx_batch *b, hx_err *err)
+{
+    if (!b || b->n_seq < 1 || b->n_tok < 1 || !b->tokens)
+        return hx_err_set(err, HX_ERR_INVALID, "train: empty batch");
+    if (b->n_tok > tr->hp.n_ctx_train)
+        return hx_err_set(err, HX_ERR_RANGE, "train: sequence of %d tokens "
+                          "exceeds the context of %d", b->n_tok, tr->hp.n_ctx_train);
+    const int n = b->n_seq * b->n_tok;
+    for (int i = 0; i < n; i++) {
+        if (b->tokens[i] < 0 || b->tokens[i] >= tr->hp.n_vocab ||
+            (b->targets && (b->targets[i] < 0 || b->targets[i] >= tr->hp.n_vocab)))
+            return hx_err_set(err, HX_ERR_RANGE, "train: token id at %d "
+                              "outside the vocabulary of %d", i, tr->hp.n_vocab);
+    }
+    return HX_OK;
+}
+
+/* start[i]: first token (in its sequence) token i attends to; pos[i]. */
+static void geometry(hx_trainer *tr, const hx_batch *b)
+{
+    for (int s = 0; s < b->n_seq; s++) {
+        int ds = 0;
+        for (int i = 0; i < b->n_tok; i++) {
+            const int t = s * b->n_tok + i;
+            if (b->doc && i > 0 && b->doc[t] != b->doc[t - 1]) ds = i;
+            tr->start[t] = ds;
+            tr->pos[t] = i - ds;
+        }
+    }
+}
+
+/* ---- attention on the pool: tasks are (sequence, head) ---- */
+typedef struct attn_job {
+    hx_trainer *tr;
+    const tr_acts *A;
+    int n_seq, T;
+    float *dout, *dq, *dk, *dv;
+} attn_job;
+
+static tr_attn attn_of(const attn_job *j, int s)
+{
+    const hx_hparams *hp = &j->tr->hp;
+    tr_attn a = {j->T, hp->n_head, hp->n_head_kv, hp->head_dim,
+                 j->tr->start + (size_t)s * j->T};
+    return a;
+}
+
+static void attn_fwd_task(void *ctx, int task, int thread)
+{
+    const attn_job *j = ctx;
+    const hx_hparams *hp = &j->tr->hp;
+    const int s = task / hp->n_head, h = task % hp->n_head;
+    const size_t qo = (size_t)s * j->T * hp->n_head * hp->head_dim;
+    const size_t ko = (size_t)s * j->T * hp->n_head_kv * hp->head_dim;
+    tr_attn a = attn_of(j, s);
+    tr_attn_fwd_head(&a, h, j->A->q + qo, j->A->k + ko, j->A->v + ko,
+                     j->A->o + qo, j->A->lse + (size_t)s * j->T * hp->n_head,
+                     j->tr->scratch + (size_t)thread * j->tr->scratch_n);
+}
+
+static void attn_bwd_task(void *ctx, int task, int thread)
+{
+    const attn_job *j = ctx;
+    const hx_hparams *hp = &j->tr->hp;
+    const int s = task / hp->n_head_kv, g = task % hp->n_head_kv;
+    const size_t qo = (size_t)s * j->T * hp->n_head * hp->head_dim;
+    const size_t ko = (size_t)s * j->T * hp->n_head_kv * hp->head_dim;
+    tr_attn a = attn_of(j, s);
+    tr_attn_bwd_group(&a, g, j->A->q + qo, j->A->k + ko, j->A->v + ko,
+                      j->A->o + qo, j->A->lse + (size_t)s * j->T * hp->n_head,
+                      j->dout + qo, j->dq + qo, j->dk + ko, j->dv + ko,
+                      j->tr->scratch + (size_t)thread * j->tr->scratch_n);
+}
+
+/* ---- one layer ---- */
+
+/* Backward temporaries (in tr->mem after the activations). */
+typedef struct bw {
+    float *dres, *dn, *dq, *dk, *dv, *dqp, *dkp, *dox, *da, *db, *dsw, *du;
+} bw;
+
+/* q/k norm and RoPE of each head of n tokens: dst = rope(norm(src)). */
+static void qk_fwd(const hx_trainer *tr, float *dst, float *r, const float *src,
+                   const float *g, int n, int nh)
+{
+    const int d = tr->hp.head_dim;
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < nh; h++) {
+            const size_t o = ((size_t)t * nh + h) * d;
+            if (g) tr_rmsnorm_fwd(dst + o, &r[(size_t)t * nh + h], src + o, g, d, tr->hp.rms_eps);
+            else memcpy(dst + o, src + o, (size_t)d * sizeof(float));
+            tr_rope_fwd(dst + o, tr->rope_cs + (size_t)tr->pos[t] * d, d);
+        }
+}
+
+/* Inverse: dsrc += norm'(rope^-1(ddst)) (ddst is rotated in place). */
+static void qk_bwd(const hx_trainer *tr, float *dsrc, float *dg, float *ddst,
+                   const float *r, const float *src, const float *g, int n,
+                   int nh)
+{
+    const int d = tr->hp.head_dim;
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < nh; h++) {
+            const size_t o = ((size_t)t * nh + h) * d;
+            tr_rope_bwd(ddst + o, tr->rope_cs + (size_t)tr->pos[t] * d, d);
+            if (!g) {
+                for (int e = 0; e < d; e++) dsrc[o + e] += ddst[o + e];
+                continue;
+            }
+            tr_rmsnorm_bwd(dsrc + o, dg, ddst + o, src + o, r[(size_t)t * nh + h], g, d);
+        }
+}
+
+static void norm_rows(const hx_trainer *tr, float *y, float *r, const float *x,
+                      const float *g, int n)
+{
+    const int C = tr->hp.n_embd;
+    for (int t = 0; t < n; t++)
+        tr_rmsnorm_fwd(y + (size_t)t * C, &r[t], x + (size_t)t * C, g, C, tr->hp.rms_eps);
+}
+
+static void layer_fwd(hx_trainer *tr, int l, const hx_batch *b, float *xout,
+                      float *tmp)
+{
+    const hx_hparams *hp = &tr->hp;
+    const tr_acts *A = &tr->acts[l];
+    const tr_layer *L = &tr->layers[l];
+    const int n = b->n_seq * b->n_tok, C = hp->n_embd;
+    float *sc = tr->scratch;
+    norm_rows(tr, A->n1, A->r1, A->x, L->attn_norm, n);
+    tr_lin_fwd(tr->tp, &L->lin[L_Q], A->n1, n, A->qp, A->u[L_Q], sc);
+    tr_lin_fwd(tr->tp, &L->lin[L_K], A->n1, n, A->kp, A->u[L_K], sc);
+    tr_lin_fwd(tr->tp, &L->lin[L_V], A->n1, n, A->v, A->u[L_V], sc);
+    qk_fwd(tr, A->q, A->rq, A->qp, L->q_norm, n, hp->n_head);
+    qk_fwd(tr, A->k, A->rk, A->kp, L->k_norm, n, hp->n_head_kv);
+    attn_job j = {tr, A, b->n_seq, b->n_tok, NULL, NULL, NULL, NULL};
+    hx_threadpool_run(tr->tp, b->n_seq * hp->n_head, attn_fwd_task, &j);
+    tr_lin_fwd(tr->tp, &L->lin[L_O], A->o, n, tmp, A->u[L_O], sc);
+    for (size_t i = 0; i < (size_t)n * C; i++) A->h[i] = A->x[i] + tmp[i];
+    norm_rows(tr, A->n2, A->r2, A->h, L->ffn_norm, n);
+    tr_lin_fwd(tr->tp, &L->lin[L_GATE], A->n2, n, A->a, A->u[L_GATE], sc);
+    tr_lin_fwd(tr->tp, &L->lin[L_UP], A->n2, n, A->b, A->u[L_UP], sc);
+    tr_swiglu_fwd(A->s, A->a, A->b, (size_t)n * hp->n_ff);
+    tr_lin_fwd(tr->tp, &L->lin[L_DOWN], A->s, n, tmp, A->u[L_DOWN], sc);
+    for (size_t i = 0; i < (size_t)n * C; i++) xout[i] = A->h[i] + tmp[i];
+}
+
+static void zero(float *p, size_t n) { memset(p, 0, n * sizeof(float)); }
+
+static void norm_rows_bwd(const hx_trainer *tr, float *dx, float *dg,
+                          const float *dy, const float *x, const float *r,
+                          const float *g, int n)
+{
+    const int C = tr->hp.n_embd;
+    for (int t = 0; t < n; t++)
+        tr_rmsnorm_bwd(dx + (size_t)t * C, dg, dy + (size_t)t * C,
+                       x + (size_t)t * C, r[t], g, C);
+}
+
+/* Backward of the FFN half: w->dres holds d(out) and becomes d(h). */
+static void ffn_bwd(hx_trainer *tr, int l, int n, const bw *w)
+{
+    const hx_hparams *hp = &tr->hp;
+    const tr_acts *A = &tr->acts[l];
+    const tr_layer *L = &tr->layers[l];
+    const size_t nf = (size_t)n * hp->n_ff;
+    float *sc = tr->scratch;
+    zero(w->dsw, nf);
+    tr_lin_bwd(tr->tp, &L->lin[L_DOWN], A->s, A->u[L_DOWN], w->dres, n, w->dsw, w->du, sc);
+    zero(w->da, nf);
+    zero(w->db, nf);
+    tr_swiglu_bwd(w->da, w->db, w->dsw, A->a, A->b, nf);
+    zero(w->dn, (size_t)n * hp->n_embd);
+    tr_lin_bwd(tr->tp, &L->lin[L_GATE], A->n2, A->u[L_GATE], w->da, n, w->dn, w->du, sc);
+    tr_lin_bwd(tr->tp, &L->lin[L_UP], A->n2, A->u[L_UP], w->db, n, w->dn, w->du, sc);
+    norm_rows_bwd(tr, w->dres, L->d_ffn_norm, w->dn, A->h, A->r2, L->ffn_norm, n);
+}
+
+/* Backward of the attention half: w->dres d(h) becomes d(x). */
+static void attn_bwd(hx_trainer *tr, int l, const hx_batch *b, const bw *w)
+{
+    const hx_hparams *hp = &tr->hp;
+    const tr_acts *A = &tr->acts[l];
+    const tr_layer *L = &tr->layers[l];
+    const int n = b->n_seq * b->n_tok;
+    const size_t nq = (size_t)n * hp->n_head * hp->head_dim;
+    const size_t nk = (size_t)n * hp->n_head_kv * hp->head_dim;
+    float *sc = tr->scratch;
+    zero(w->dox, nq);
+    tr_lin_bwd(tr->tp, &L->lin[L_O], A->o, A->u[L_O], w->dres, n, w->dox, w->du, sc);
+    zero(w->dq, nq);
+    zero(w->dk, nk);
+    zero(w->dv, nk);
+    attn_job j = {tr, A, b->n_seq, b->n_tok, w->dox, w->dq, w->dk, w->dv};
+    hx_threadpool_run(tr->tp, b->n_seq * hp->n_head_kv, attn_bwd_task, &j);
+    zero(w->dqp, nq);
+    zero(w->dkp, nk);
+    qk_bwd(tr, w->dqp, L->d_q_norm, w->dq, A->rq, A->qp, L->q_norm, n, hp->n_head);
+    qk_bwd(tr, w->dkp, L->d_k_norm, w->dk, A->rk, A->kp, L->k_norm, n, hp->n_head_kv);
+    zero(w->dn, (size_t)n * hp->n_embd);
+    tr_lin_bwd(tr->tp, &L->lin[L_Q], A->n1, A->u[L_Q], w->dqp, n, w->dn, w->du, sc);
+    tr_lin_bwd(tr->tp, &L->lin[L_K], A->n1, A->u[L_K], w->dkp, n, w->dn, w->du, sc);
+    tr_lin_bwd(tr->tp, &L->lin[L_V], A->n1, A->u[L_V], w->dv, n, w->dn, w->du, sc);
+    norm_rows_bwd(tr, w->dres, L->d_attn_norm, w->dn, A->x, A->r1, L->attn_norm, n);
+}
+
+/* ---- head, loss, embedding ---- */
+
+static void embed(hx_trainer *tr, const int32_t *tok, int n, float *x)
+{
+    const int C = tr->hp.n_embd;
+    for (int t = 0; t < n; t++) {
+        float *row = x + (size_t)t * C;
+        if (tr->embd.f) memcpy(row, tr->embd.f + (size_t)tok[t] * C, (size_t)C * sizeof(float));
+        else hx_dequantize_row(tr->embd.q->type, (const char *)tr->embd.q->data +
+                               (size_t)tok[t] * tr->embd.q->row_bytes, row, C);
+    }
+}
+
+/* Carves the backward temporaries out of the block after the
+ * activations; see tr_reserve for the sizes. */
+static bw bw_of(hx_trainer *tr, int n);
+
+/* Masked loss (and dz, d(head), d(nf) -> dres when backward) over the
+ * positions with a target; the rows are gathered so masked-out positions
+ * cost nothing in the head. */
+static double head_loss(hx_trainer *tr, const hx_batch *b, int backward,
+                        double norm, int *n_count, const bw *w)
+{
+    const hx_hparams *hp = &tr->hp;
+    const int n = b->n_seq * b->n_tok, C = hp->n_embd, V = hp->n_vocab;
+    float *g = w->dn, *dg = w->dox; /* gathered nf rows, their gradients */
+    float *z = tr->scratch_z, *dz = tr->scratch_dz;
+    int m = 0;
+    for (int t = 0; t < n; t++) {
+        if (!b->targets || (b->mask && !b->mask[t])) continue;
+        memcpy(g + (size_t)m * C, tr->nf + (size_t)t * C, (size_t)C * sizeof(float));
+        tr->gather[m++] = t;
+    }
+    *n_count = m;
+    if (!m) return 0.0;
+    tr_mm_fwd(tr->tp, &tr->head.w, g, m, z, 1.0f, 0, tr->scratch);
+    if (backward) zero(dz, (size_t)m * V);
+    double loss = 0.0;
+    for (int i = 0; i < m; i++)
+        loss += tr_xent(z + (size_t)i * V, V, b->targets[tr->gather[i]],
+                        (float)(1.0 / norm), backward ? dz + (size_t)i * V : NULL);
+    if (!backward) return loss;
+    zero(dg, (size_t)m * C);
+    tr_lin_bwd(tr->tp, &tr->head, g, NULL, dz, m, dg, NULL, tr->scratch);
+    zero(w->dsw, (size_t)n * C); /* d(nf), scattered */
+    for (int i = 0; i < m; i++)
+        memcpy(w->dsw + (size_t)tr->gather[i] * C, dg + (size_t)i * C, (size_t)C * sizeof(float));
+    zero(w->dres, (size_t)n * C);
+    norm_rows_bwd(tr, w->dres, tr->d_out_norm, w->dsw, tr->xf, tr->rf, tr->out_norm, n);
+    return loss;
+}
+
+int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
+               double *loss_sum, int *n_count, int backward, double norm,
+               hx_err *err)
+{
+    int rc = check_batch(tr, b, err);
+    const int n = b->n_seq * b->n_tok, L = tr->hp.n_layer, C = tr->hp.n_embd;
+    if (rc || (rc = tr_reserve(tr, n, err))) return rc;
+    geometry(tr, b);
+    bw w = bw_of(tr, n);
+    embed(tr, b->tokens, n, tr->acts[0].x);
+    for (int l = 0; l < L; l++)
+        layer_fwd(tr, l, b, l + 1 < L ? tr->acts[l + 1].x : tr->xf, w.dres);
+    norm_rows(tr, tr->nf, tr->rf, tr->xf, tr->out_norm, n);
+    if (logits) tr_mm_fwd(tr->tp, &tr->head.w, tr->nf, n, logits, 1.0f, 0, tr->scratch);
+    int cnt = 0;
+    double loss = head_loss(tr, b, backward, norm, &cnt, &w);
+    if (loss_sum) *loss_sum = loss;
+    if (n_count) *n_count = cnt;
+    if (!backward) return HX_OK;
+    for (int l = L - 1; l >= 0; l--) {
+        ffn_bwd(tr, l, n, &w);
+        attn_bwd(tr, l, b, &w);
+    }
+    if (tr->d_embd)
+        for (int t = 0; t < n; t++) {
+            float *d = tr->d_embd + (size_t)b->tokens[t] * C;
+            const float *s = w.dres + (size_t)t * C;
+            for (int i = 0; i < C; i++) d[i] += s[i];
+        }
+    return HX_OK;
+}
+
+/* ---- activation memory ---- */
+
+/* Floats per token of each saved or temporary array, in carving order. */
+static size_t carve(hx_trainer *tr, int n, float *base)
+{
+    const hx_hparams *hp = &tr->hp;
+    const size_t C = hp->n_embd, Q = (size_t)hp->n_head * hp->head_dim;
+    const size_t K = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff;
+    const size_t H = hp->n_head, Hk = hp->n_head_kv, N = (size_t)n;
+    size_t off = 0;
+#define TAKE(ptr, cnt) do { if (base) (ptr) = base + off; off += (cnt); } while (0)
+    for (int l = 0; l < hp->n_layer; l++) {
+        tr_acts *A = &tr->acts[l];
+        TAKE(A->x, N * C); TAKE(A->r1, N); TAKE(A->n1, N * C);
+        TAKE(A->qp, N * Q); TAKE(A->rq, N * H); TAKE(A->kp, N * K);
+        TAKE(A->rk, N * Hk); TAKE(A->q, N * Q); TAKE(A->k, N * K);
+        TAKE(A->v, N * K); TAKE(A->lse, N * H); TAKE(A->o, N * Q);
+        TAKE(A->h, N * C); TAKE(A->r2, N); TAKE(A->n2, N * C);
+        TAKE(A->a, N * F); TAKE(A->b, N * F); TAKE(A->s, N * F);
+        for (int i = 0; i < 7; i++) {
+            const tr_lin *li = &tr->layers[l].lin[i];
+            if (li->a) TAKE(A->u[i], N * li->r);
+            else if (base) A->u[i] = NULL;
+        }
+    }
+    TAKE(tr->xf, N * C); TAKE(tr->rf, N); TAKE(tr->nf, N * C);
+    /* backward temporaries: dres dn dq dk dv dqp dkp dox da db dsw du */
+    size_t big = C > Q ? C : Q;
+    big = big > F ? big : F;
+    const size_t R = tr->rank > 0 ? (size_t)tr->rank : 1;
+    const size_t sizes[12] = {C, C, Q, K, K, Q, K, big, F, F, big, R};
+    for (int i = 0; i < 12; i++) {
+        if (base) tr->bw[i] = base + off;
+        off += N * sizes[i];
+    }
+    TAKE(tr->scratch_z, N * (size_t)hp->n_vocab);
+    TAKE(tr->scratch_dz, N * (size_t)hp->n_vocab);
+#undef TAKE
+    return off;
+}
+
+static bw bw_of(hx_trainer *tr, int n)
+{
+    (void)n;
+    bw w = {tr->bw[0], tr->bw[1], tr->bw[2], tr->bw[3], tr->bw[4], tr->bw[5],
+            tr->bw[6], tr->bw[7], tr->bw[8], tr->bw[9], tr->bw[10], tr->bw[11]};
+    return w;
+}
+
+int tr_reserve(hx_trainer *tr, int n, hx_err *err)
+{
+    if (n <= tr->cap) return HX_OK;
+    const size_t total = carve(tr, n, NULL);
+    float *mem = hx_malloc_array(total, sizeof(float));
+    int32_t *idx = hx_malloc_array((size_t)n * 3, sizeof(int32_t));
+    if (!mem || !idx) {
+        free(mem);
+        free(idx);
+        return hx_err_set(err, HX_ERR_NOMEM, "train: %zu MB of activations "
+                          "for %d tokens", total * sizeof(float) >> 20, n);
+    }
+    free(tr->mem);
+    free(tr->start);
+    tr->mem = mem;
+    tr->start = idx;
+    tr->pos = idx + n;
+    tr->gather = idx + 2 * (size_t)n;
+    carve(tr, n, mem);
+    tr->cap = n;
+    return HX_OK;
+}

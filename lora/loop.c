@@ -1,0 +1,183 @@
+/* loop.c: the training loop (random windows of a token stream, gradient
+ * accumulation, AdamW, checkpoints, progress) and the loss-curve SVG. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lora/train_int.h"
+
+hx_train_params hx_train_default_params(void)
+{
+    hx_train_params p;
+    memset(&p, 0, sizeof p);
+    p.opt = hx_opt_default_params();
+    p.seq_len = 64;
+    p.n_seq = 4;
+    p.accum = 1;
+    p.seed = 1;
+    return p;
+}
+
+/* The micro-batches of one step: windows drawn with the trainer's RNG. */
+typedef struct step_data {
+    int32_t *tok, *tgt;
+    uint8_t *mask;
+    int n_win, T;
+} step_data;
+
+/* Draws the step's windows; returns the count of masked targets. */
+static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s)
+{
+    long cnt = 0;
+    const size_t span = d->n - (size_t)s->T;
+    for (int w = 0; w < s->n_win; w++) {
+        const size_t off = (size_t)(tr_rng_next(&tr->rng) % span);
+        tr->data_pos++;
+        for (int i = 0; i < s->T; i++) {
+            const size_t k = (size_t)w * s->T + i;
+            s->tok[k] = d->tokens[off + i];
+            s->tgt[k] = d->tokens[off + i + 1];
+            s->mask[k] = d->mask ? d->mask[off + i + 1] != 0 : 1;
+            cnt += s->mask[k];
+        }
+    }
+    return cnt;
+}
+
+static int one_step(hx_trainer *tr, const hx_train_data *d,
+                    const hx_train_params *p, step_data *s, double *loss,
+                    double *gnorm, hx_err *err)
+{
+    const long cnt = draw_step(tr, d, s);
+    const double norm = cnt > 0 ? (double)cnt : 1.0;
+    const size_t per = (size_t)p->n_seq * s->T;
+    double total = 0.0;
+    hx_trainer_zero_grad(tr);
+    for (int a = 0; a < p->accum; a++) {
+        hx_batch b = {p->n_seq, s->T, s->tok + a * per, s->tgt + a * per,
+                      s->mask + a * per, NULL};
+        double l = 0.0;
+        int rc = hx_trainer_grad(tr, &b, norm, &l, err);
+        if (rc) return rc;
+        total += l;
+    }
+    *loss = total / norm;
+    int rc = hx_trainer_step(tr, &p->opt, gnorm);
+    if (rc == HX_ERR_RANGE && p->log)
+        fprintf(p->log, "step %d: non-finite gradient norm, update skipped\n", tr->step);
+    if (tr_push_loss(tr, (float)*loss))
+        return hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
+    return HX_OK;
+}
+
+static int check_params(const hx_trainer *tr, const hx_train_data *d,
+                        const hx_train_params *p, hx_err *err)
+{
+    if (p->seq_len < 1 || p->n_seq < 1 || p->accum < 1 || p->opt.n_steps < 1)
+        return hx_err_set(err, HX_ERR_INVALID, "train: seq_len %d, n_seq %d, "
+                          "accum %d, steps %d", p->seq_len, p->n_seq, p->accum,
+                          p->opt.n_steps);
+    if (p->seq_len > tr->hp.n_ctx_train)
+        return hx_err_set(err, HX_ERR_RANGE, "train: seq_len %d beyond the "
+                          "context of %d", p->seq_len, tr->hp.n_ctx_train);
+    if (!d || !d->tokens || d->n < (size_t)p->seq_len + 2)
+        return hx_err_set(err, HX_ERR_INVALID, "train: %zu tokens of data is "
+                          "too few for windows of %d", d ? d->n : 0, p->seq_len + 1);
+    for (size_t i = 0; i < d->n; i++)
+        if (d->tokens[i] < 0 || d->tokens[i] >= tr->hp.n_vocab)
+            return hx_err_set(err, HX_ERR_RANGE, "train: data token %d at %zu "
+                              "outside the vocabulary of %d", d->tokens[i], i,
+                              tr->hp.n_vocab);
+    return HX_OK;
+}
+
+static void report(hx_trainer *tr, const hx_train_params *p, hx_progress *pg,
+                   double loss, double gnorm, double tps)
+{
+    char extra[96];
+    snprintf(extra, sizeof extra, "loss %.4f  %.0f tok/s", loss, tps);
+    if (p->progress) hx_progress_update(pg, tr->step, extra);
+    if (p->log)
+        fprintf(p->log, "step %d loss %.6f lr %.3g gnorm %.4f tok/s %.0f\n",
+                tr->step, loss, hx_opt_lr(&p->opt, tr->step - 1), gnorm, tps);
+}
+
+int hx_train_run(hx_trainer *tr, const hx_train_data *d,
+                 const hx_train_params *p, hx_err *err)
+{
+    int rc = check_params(tr, d, p, err);
+    if (rc) return rc;
+    step_data s = {0};
+    s.T = p->seq_len;
+    s.n_win = p->n_seq * p->accum;
+    const size_t n = (size_t)s.n_win * s.T;
+    s.tok = hx_malloc_array(n, sizeof(int32_t));
+    s.tgt = hx_malloc_array(n, sizeof(int32_t));
+    s.mask = hx_malloc_array(n, 1);
+    if (!s.tok || !s.tgt || !s.mask) rc = hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
+    if (tr->step == 0 && tr->data_pos == 0) tr->rng ^= p->seed * 0x9e3779b97f4a7c15ull;
+    hx_progress pg;
+    if (p->progress) hx_progress_start(&pg, "train", p->opt.n_steps);
+    const double t0 = hx_time_mono();
+    int done_here = 0;
+    while (!rc && tr->step < p->opt.n_steps) {
+        double loss = 0, gnorm = 0;
+        if ((rc = one_step(tr, d, p, &s, &loss, &gnorm, err))) break;
+        done_here++;
+        const double el = hx_time_mono() - t0;
+        report(tr, p, &pg, loss, gnorm, el > 0 ? (double)done_here * n / el : 0);
+        const int last = tr->step == p->opt.n_steps ||
+                         (p->stop_after > 0 && done_here >= p->stop_after);
+        if (p->ckpt_path && (last || (p->ckpt_every > 0 && tr->step % p->ckpt_every == 0)))
+            rc = hx_trainer_save(tr, p->ckpt_path, err);
+        if (last) break;
+    }
+    if (p->progress) hx_progress_finish(&pg);
+    if (!rc && p->svg_path && tr->step == p->opt.n_steps)
+        rc = hx_write_loss_svg(p->svg_path, tr->losses, tr->step, err);
+    free(s.tok);
+    free(s.tgt);
+    free(s.mask);
+    return rc;
+}
+
+/* ---- loss curve ---- */
+
+int hx_write_loss_svg(const char *path, const float *loss, int n, hx_err *err)
+{
+    const double W = 640, H = 360, L = 60, R = 20, T = 20, B = 40;
+    float lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (isfinite(loss[i])) {
+            lo = loss[i] < lo ? loss[i] : lo;
+            hi = loss[i] > hi ? loss[i] : hi;
+        }
+    if (!(hi >= lo)) lo = 0, hi = 1;
+    if (hi - lo < 1e-6f) hi = lo + 1e-6f;
+    hx_buf b;
+    hx_buf_init(&b);
+    hx_buf_printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" "
+                  "height=\"%g\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                  "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+                  "<path d=\"M%g %g V%g H%g\" stroke=\"black\" fill=\"none\"/>\n",
+                  W, H, L, T, H - B, W - R);
+    hx_buf_printf(&b, "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">%.3f</text>\n"
+                  "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">%.3f</text>\n"
+                  "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">step (%d)</text>\n"
+                  "<text x=\"12\" y=\"%g\" transform=\"rotate(-90 12 %g)\" "
+                  "text-anchor=\"middle\">loss</text>\n<polyline fill=\"none\" "
+                  "stroke=\"#1f5fbf\" stroke-width=\"1.5\" points=\"",
+                  L - 4, T + 4, hi, L - 4, H - B, lo, (L + W - R) / 2, H - 10, n,
+                  (T + H - B) / 2, (T + H - B) / 2);
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(loss[i])) continue;
+        const double x = L + (n > 1 ? (double)i / (n - 1) : 0.5) * (W - L - R);
+        const double y = T + (hi - loss[i]) / (hi - lo) * (H - T - B);
+        hx_buf_printf(&b, "%.1f,%.1f ", x, y);
+    }
+    hx_buf_puts(&b, "\"/>\n</svg>\n");
+    int rc = b.oom ? hx_err_set(err, HX_ERR_NOMEM, "svg: out of memory")
+                   : hx_write_file_atomic(path, b.data, b.len, err);
+    hx_buf_free(&b);
+    return rc;
+}

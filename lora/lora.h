@@ -1,0 +1,161 @@
+/* lora.h: the training engine: F32 forward with saved activations and
+ * backward for qwen3 models, full training or LoRA over frozen (possibly
+ * quantized) weights, AdamW, checkpoints, GGUF output. lora uses engine. */
+#ifndef HX_LORA_H
+#define HX_LORA_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/base.h"
+#include "engine/engine.h"
+
+/* ---- model shape for training from scratch (architecture qwen3, tied
+ * output, q/k norms, NEOX RoPE) ---- */
+typedef struct hx_train_config {
+    int n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
+    float rms_eps;   /* default 1e-6 */
+    float rope_base; /* default 1e6 */
+} hx_train_config;
+hx_train_config hx_train_default_config(void); /* a 2-layer toy model */
+
+/* ---- LoRA: y = W x + (alpha/rank) B (A x) on the target matrices ---- */
+enum {
+    HX_LORA_Q = 1, HX_LORA_K = 2, HX_LORA_V = 4, HX_LORA_O = 8,
+    HX_LORA_GATE = 16, HX_LORA_UP = 32, HX_LORA_DOWN = 64,
+    HX_LORA_ALL = 127
+};
+typedef struct hx_lora_params {
+    int rank;         /* default 8 */
+    float alpha;      /* default 8 */
+    unsigned targets; /* HX_LORA_* bits; default Q|K|V|O */
+    float init_b;     /* std of B at init; 0 (default) = the standard no-op
+                       * start; tests set it nonzero so dA is not zero */
+    uint64_t seed;    /* A ~ N(0, 1/rank), default 1 */
+} hx_lora_params;
+hx_lora_params hx_lora_default_params(void);
+
+/* ---- trainer: parameters, gradients, optimizer state, activations ----
+ * Full mode: every weight is an F32 trainable parameter. LoRA mode: the
+ * base model's weights stay frozen in its file's types (dequantized tile by
+ * tile when used) and only the A and B matrices have gradients; no
+ * full-size gradient is ever allocated. */
+typedef struct hx_trainer hx_trainer;
+
+/* A new model with N(0, 0.02) weights (Wo, Wd scaled by 1/sqrt(2L)), gains
+ * 1. n_threads 0 = online CPUs. */
+int hx_trainer_new_scratch(const hx_train_config *c, uint64_t seed,
+                           int n_threads, hx_trainer **out, hx_err *err);
+/* A qwen3 (or llama/qwen2 without biases) dense GGUF model. lora NULL:
+ * full training (weights dequantized to F32). Else LoRA over the frozen
+ * model, which the trainer keeps mapped. */
+int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
+                        int n_threads, hx_trainer **out, hx_err *err);
+void hx_trainer_free(hx_trainer *tr); /* NULL is a no-op */
+
+/* Shape of the model being trained (hparams as the engine names them). */
+const hx_hparams *hx_trainer_hparams(const hx_trainer *tr);
+int hx_trainer_is_lora(const hx_trainer *tr);
+/* Trainable parameters: count, and the flat F32 buffers (borrowed; the
+ * layout is that of hx_trainer_tensor). grads has the same layout. */
+size_t hx_trainer_n_params(const hx_trainer *tr);
+float *hx_trainer_params(hx_trainer *tr);
+float *hx_trainer_grads(hx_trainer *tr);
+/* Trainable tensor i (0 <= i < hx_trainer_n_tensors): GGUF name, offset
+ * and element count in the flat buffers; NULL past the end. */
+int hx_trainer_n_tensors(const hx_trainer *tr);
+const char *hx_trainer_tensor(const hx_trainer *tr, int i, size_t *off,
+                              size_t *n);
+
+/* One micro-batch: n_seq sequences of n_tok tokens, back to back.
+ * targets[i] is the token to predict after tokens[i]; mask[i] != 0 makes it
+ * count in the loss (NULL: all count). doc[i] (NULL: one document per
+ * sequence) packs documents: a token attends only to earlier tokens of the
+ * same doc id within its sequence, and positions restart at each doc. */
+typedef struct hx_batch {
+    int n_seq, n_tok;
+    const int32_t *tokens, *targets;
+    const uint8_t *mask;
+    const int32_t *doc;
+} hx_batch;
+
+/* Forward only. logits (n_seq*n_tok*n_vocab, or NULL) gets every
+ * position's logits; *loss_sum (or NULL) the summed masked cross-entropy
+ * and *n_count the masked positions. */
+int hx_trainer_forward(hx_trainer *tr, const hx_batch *b, float *logits,
+                       double *loss_sum, int *n_count, hx_err *err);
+/* Forward and backward: gradients ACCUMULATE (scaled by 1/norm, where norm
+ * is normally the masked-token count of the whole optimizer step);
+ * *loss_sum gets the summed masked cross-entropy. */
+int hx_trainer_grad(hx_trainer *tr, const hx_batch *b, double norm,
+                    double *loss_sum, hx_err *err);
+void hx_trainer_zero_grad(hx_trainer *tr);
+
+/* ---- optimizer ---- */
+typedef struct hx_opt_params {
+    float lr;          /* peak; default 1e-3 */
+    float lr_min_frac; /* cosine floor as a fraction of lr; default 0.1 */
+    int warmup;        /* linear warmup steps; default 0 */
+    int n_steps;       /* schedule length; default 100 */
+    float beta1, beta2, eps; /* default 0.9, 0.95, 1e-8 */
+    float wd;          /* decoupled weight decay on matrices; default 0.1 */
+    float clip;        /* global gradient L2 norm clip; 0 = none; default 1 */
+} hx_opt_params;
+hx_opt_params hx_opt_default_params(void);
+/* Learning rate at step (0-based): linear warmup then cosine to the floor. */
+double hx_opt_lr(const hx_opt_params *o, int step);
+/* One AdamW update from the accumulated gradients (clipped first) at the
+ * trainer's step, which then advances. *gnorm (or NULL) gets the norm
+ * before clipping. A non-finite norm skips the update and returns
+ * HX_ERR_RANGE (the step still advances, so schedules stay aligned). */
+int hx_trainer_step(hx_trainer *tr, const hx_opt_params *o, double *gnorm);
+int hx_trainer_steps_done(const hx_trainer *tr);
+
+/* ---- the training loop over a token stream ---- */
+typedef struct hx_train_data {
+    const int32_t *tokens; /* n */
+    const uint8_t *mask;   /* n, or NULL: every token is a target */
+    size_t n;
+} hx_train_data;
+
+typedef struct hx_train_params {
+    hx_opt_params opt;
+    int seq_len;    /* tokens per sequence; default 64 */
+    int n_seq;      /* sequences per micro-batch; default 4 */
+    int accum;      /* micro-batches per step; default 1 */
+    uint64_t seed;  /* data sampling; default 1 */
+    const char *ckpt_path; /* NULL: no checkpoints */
+    int ckpt_every; /* steps between checkpoints (and at the end) */
+    int stop_after; /* > 0: return after this many steps of this call
+                     * (checkpointing first), as if killed */
+    const char *svg_path; /* loss curve at the end; NULL: none */
+    FILE *log;      /* one line per step, or NULL */
+    int progress;   /* 1: hx_progress on stderr (silent when not a tty) */
+} hx_train_params;
+hx_train_params hx_train_default_params(void);
+
+/* Trains from the trainer's current step to opt.n_steps: random windows of
+ * seq_len + 1 tokens from data (drawn with the trainer's RNG). Resumes from
+ * a checkpoint loaded with hx_trainer_load. */
+int hx_train_run(hx_trainer *tr, const hx_train_data *d,
+                 const hx_train_params *p, hx_err *err);
+/* Mean masked loss of each step so far (borrowed, hx_trainer_steps_done
+ * entries). */
+const float *hx_trainer_losses(const hx_trainer *tr);
+
+/* ---- files ---- */
+/* Checkpoint: trainable parameters, AdamW moments, step, RNG, data
+ * position, losses, in a versioned file written atomically. Load checks the
+ * shapes match the trainer's. */
+int hx_trainer_save(hx_trainer *tr, const char *path, hx_err *err);
+int hx_trainer_load(hx_trainer *tr, const char *path, hx_err *err);
+/* Writes the model (full mode) as a qwen3 GGUF with llama.cpp's tensor
+ * names, F32; vocab_gguf (or NULL) is a GGUF whose tokenizer.* keys are
+ * copied. In LoRA mode writes a llama.cpp LoRA adapter GGUF. */
+int hx_trainer_write_gguf(hx_trainer *tr, const char *path,
+                          const char *vocab_gguf, hx_err *err);
+/* The loss curve as an SVG line chart. */
+int hx_write_loss_svg(const char *path, const float *loss, int n,
+                      hx_err *err);
+
+#endif /* HX_LORA_H */

@@ -1,0 +1,159 @@
+/* matmul.c: F32 matrix products of training (forward, input gradient,
+ * weight gradient) on the engine's pool, and linear layers with LoRA. */
+#include <string.h>
+
+#include "lora/train_int.h"
+
+/* Rows per tile: frozen quantized weights are dequantized a tile at a time
+ * into per-thread scratch. Each task owns its outputs and sums in a fixed
+ * order, so results do not depend on the thread count. */
+#define TILE 16
+
+size_t tr_mm_scratch(int cols) { return (size_t)TILE * (size_t)cols; }
+
+/* Rows [r0, r0+n) of w as F32: in place, or dequantized into buf. */
+static const float *rows_of(const tr_w *w, int r0, int n, float *buf)
+{
+    if (w->f) return w->f + (size_t)r0 * w->cols;
+    const hx_wmat *q = w->q;
+    if (q->type == HX_TYPE_F32)
+        return (const float *)q->data + (size_t)r0 * w->cols;
+    for (int i = 0; i < n; i++)
+        hx_dequantize_row(q->type, (const char *)q->data + (size_t)(r0 + i) * q->row_bytes,
+                          buf + (size_t)i * w->cols, w->cols);
+    return buf;
+}
+
+/* Eight partial sums, so the compiler can vectorize without -ffast-math. */
+static float dot8(const float *a, const float *b, int n)
+{
+    float s[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) s[l] += a[i + l] * b[i + l];
+    float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+    for (; i < n; i++) t += a[i] * b[i];
+    return t;
+}
+
+static void axpy(float *y, float a, const float *x, int n)
+{
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+typedef struct mm_job {
+    const tr_w *w;
+    const float *x, *dy;
+    float *y, *dw;
+    int n, rows, cols, acc, per;
+    float alpha;
+    float *scratch;
+    size_t scratch_n;
+} mm_job;
+
+static void fwd_task(void *ctx, int task, int thread)
+{
+    const mm_job *j = ctx;
+    const int r0 = task * TILE, nr = j->rows - r0 < TILE ? j->rows - r0 : TILE;
+    const float *W = rows_of(j->w, r0, nr, j->scratch + (size_t)thread * j->scratch_n);
+    for (int t = 0; t < j->n; t++) {
+        float *y = j->y + (size_t)t * j->rows + r0;
+        const float *x = j->x + (size_t)t * j->cols;
+        for (int r = 0; r < nr; r++) {
+            const float v = j->alpha * dot8(x, W + (size_t)r * j->cols, j->cols);
+            y[r] = j->acc ? y[r] + v : v;
+        }
+    }
+}
+
+void tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
+               float *y, float alpha, int acc, float *scratch)
+{
+    mm_job j = {w, x, NULL, y, NULL, n, w->rows, w->cols, acc, 0, alpha,
+                scratch, tr_mm_scratch(w->cols)};
+    hx_threadpool_run(tp, (w->rows + TILE - 1) / TILE, fwd_task, &j);
+}
+
+/* Tokens [task*per, ...): dx += alpha dy W, W walked tile by tile. */
+static void bwd_x_task(void *ctx, int task, int thread)
+{
+    const mm_job *j = ctx;
+    const int t0 = task * j->per, t1 = t0 + j->per < j->n ? t0 + j->per : j->n;
+    float *buf = j->scratch + (size_t)thread * j->scratch_n;
+    for (int r0 = 0; r0 < j->rows; r0 += TILE) {
+        const int nr = j->rows - r0 < TILE ? j->rows - r0 : TILE;
+        const float *W = rows_of(j->w, r0, nr, buf);
+        for (int t = t0; t < t1; t++) {
+            const float *dy = j->dy + (size_t)t * j->rows + r0;
+            float *dx = j->y + (size_t)t * j->cols;
+            for (int r = 0; r < nr; r++)
+                if (dy[r] != 0.0f) axpy(dx, j->alpha * dy[r], W + (size_t)r * j->cols, j->cols);
+        }
+    }
+}
+
+void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
+                 float *dx, float alpha, float *scratch)
+{
+    const int nt = hx_threadpool_n_threads(tp);
+    const int tasks = n < nt ? n : nt;
+    if (tasks < 1) return;
+    mm_job j = {w, NULL, dy, dx, NULL, n, w->rows, w->cols, 0,
+                (n + tasks - 1) / tasks, alpha, scratch, tr_mm_scratch(w->cols)};
+    hx_threadpool_run(tp, (n + j.per - 1) / j.per, bwd_x_task, &j);
+}
+
+static void bwd_w_task(void *ctx, int task, int thread)
+{
+    const mm_job *j = ctx;
+    const int r0 = task * TILE, r1 = r0 + TILE < j->rows ? r0 + TILE : j->rows;
+    (void)thread;
+    for (int r = r0; r < r1; r++) {
+        float *dw = j->dw + (size_t)r * j->cols;
+        for (int t = 0; t < j->n; t++) {
+            const float g = j->dy[(size_t)t * j->rows + r];
+            if (g != 0.0f) axpy(dw, j->alpha * g, j->x + (size_t)t * j->cols, j->cols);
+        }
+    }
+}
+
+void tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
+                 const float *dy, const float *x, int n, float alpha)
+{
+    mm_job j = {NULL, x, dy, NULL, dw, n, rows, cols, 0, 0, alpha, NULL, 0};
+    hx_threadpool_run(tp, (rows + TILE - 1) / TILE, bwd_w_task, &j);
+}
+
+/* ---- linear layers ---- */
+
+static tr_w lora_w(const float *f, int rows, int cols)
+{
+    tr_w w = {f, NULL, rows, cols};
+    return w;
+}
+
+void tr_lin_fwd(hx_threadpool *tp, const tr_lin *l, const float *x, int n,
+                float *y, float *u, float *scratch)
+{
+    tr_mm_fwd(tp, &l->w, x, n, y, 1.0f, 0, scratch);
+    if (!l->a) return;
+    tr_w A = lora_w(l->a, l->r, l->w.cols), B = lora_w(l->b, l->w.rows, l->r);
+    tr_mm_fwd(tp, &A, x, n, u, 1.0f, 0, scratch);
+    tr_mm_fwd(tp, &B, u, n, y, l->s, 1, scratch);
+}
+
+void tr_lin_bwd(hx_threadpool *tp, const tr_lin *l, const float *x,
+                const float *u, const float *dy, int n, float *dx, float *du,
+                float *scratch)
+{
+    const int in = l->w.cols, out = l->w.rows;
+    if (l->dw) tr_mm_bwd_w(tp, l->dw, out, in, dy, x, n, 1.0f);
+    if (dx) tr_mm_bwd_x(tp, &l->w, dy, n, dx, 1.0f, scratch);
+    if (!l->a) return;
+    tr_w A = lora_w(l->a, l->r, in), B = lora_w(l->b, out, l->r);
+    tr_mm_bwd_w(tp, l->db, out, l->r, dy, u, n, l->s);
+    memset(du, 0, (size_t)n * l->r * sizeof(float));
+    tr_mm_bwd_x(tp, &B, dy, n, du, l->s, scratch);
+    tr_mm_bwd_w(tp, l->da, l->r, in, du, x, n, 1.0f);
+    if (dx) tr_mm_bwd_x(tp, &A, du, n, dx, 1.0f, scratch);
+}

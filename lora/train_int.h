@@ -1,0 +1,162 @@
+/* train_int.h: lora-internal layout of the trainer (parameters, linear
+ * layers, saved activations) and the forward/backward ops, for the tests. */
+#ifndef HX_TRAIN_INT_H
+#define HX_TRAIN_INT_H
+
+#include "engine/model_int.h"
+#include "engine/threadpool.h"
+#include "lora/lora.h"
+
+/* ---- ops (ops.c): every backward ACCUMULATES (+=) into its outputs ---- */
+
+/* y = x * r * g with r = 1/sqrt(mean(x^2) + eps) as the engine computes
+ * it; *r saved for the backward. */
+void tr_rmsnorm_fwd(float *y, float *r, const float *x, const float *g, int n,
+                    float eps);
+/* dx += r (u - x^ mean(u x^)), u = g dy, x^ = r x; dg += dy x^ (dg may be
+ * NULL for a frozen gain). */
+void tr_rmsnorm_bwd(float *dx, float *dg, const float *dy, const float *x,
+                    float r, const float *g, int n);
+/* NEOX RoPE of x (d) by the (cos, sin) pairs cs; backward rotates by -phi
+ * (in place on dy). */
+void tr_rope_fwd(float *x, const float *cs, int d);
+void tr_rope_bwd(float *dy, const float *cs, int d);
+/* Table of (cos, sin) pairs for positions 0..n_pos, d per position, with
+ * the engine's float recurrence (so training matches inference). */
+void tr_rope_table(float *cs, int n_pos, int d, float base);
+/* s = silu(a) * b; backward: da += ds b silu'(a), db += ds silu(a). */
+void tr_swiglu_fwd(float *s, const float *a, const float *b, size_t n);
+void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
+                   const float *b, size_t n);
+/* Cross-entropy of one row of logits z (V) against target y: returns
+ * lse(z) - z[y]; with dz != NULL adds scale * (softmax(z) - onehot(y)). */
+double tr_xent(const float *z, int V, int y, float scale, float *dz);
+
+/* Attention over one sequence of T tokens. q (T, H, d), k and v (T, Hk,
+ * d), o (T, H, d), lse (T, H); start[i] = first key token index token i may
+ * see (causal from there to i). */
+typedef struct tr_attn {
+    int T, H, Hk, d;
+    const int32_t *start;
+} tr_attn;
+void tr_attn_fwd_head(const tr_attn *a, int h, const float *q, const float *k,
+                      const float *v, float *o, float *lse, float *scratch);
+/* Backward of the n_rep query heads of KV head g: dq of those heads, dk and
+ * dv of g accumulate. */
+void tr_attn_bwd_group(const tr_attn *a, int g, const float *q,
+                       const float *k, const float *v, const float *o,
+                       const float *lse, const float *dout, float *dq,
+                       float *dk, float *dv, float *scratch);
+
+/* ---- matrices (matmul.c) ---- */
+/* Rows of a weight: F32 in memory, or a frozen hx_wmat in its own type. */
+typedef struct tr_w {
+    const float *f;    /* rows x cols F32, or NULL */
+    const hx_wmat *q;  /* used when f is NULL */
+    int rows, cols;
+} tr_w;
+
+/* y (n, rows) = alpha * x (n, cols) . W^T, or += when acc. */
+void tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
+               float *y, float alpha, int acc, float *scratch);
+/* dx (n, cols) += alpha * dy (n, rows) . W */
+void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
+                 float *dx, float alpha, float *scratch);
+/* dW (rows, cols) += alpha * dy^T . x */
+void tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
+                 const float *dy, const float *x, int n, float alpha);
+/* Floats of per-thread scratch tr_mm_* need for a matrix of cols. */
+size_t tr_mm_scratch(int cols);
+
+/* A linear layer: base W (trainable when dw != NULL) plus optional LoRA. */
+typedef struct tr_lin {
+    tr_w w;
+    float *dw;
+    float *a, *b, *da, *db; /* (r, in), (out, r) or NULL */
+    int r;
+    float s;
+} tr_lin;
+
+/* y = W x + s B (A x); u (n, r) saved when LoRA. */
+void tr_lin_fwd(hx_threadpool *tp, const tr_lin *l, const float *x, int n,
+                float *y, float *u, float *scratch);
+/* Backward: weight grads += and dx += (dx may be NULL); du: (n, r) temp. */
+void tr_lin_bwd(hx_threadpool *tp, const tr_lin *l, const float *x,
+                const float *u, const float *dy, int n, float *dx, float *du,
+                float *scratch);
+
+/* ---- the trainer ---- */
+typedef struct tr_tensor {
+    char name[80];
+    int n_dims;
+    int64_t ne[2];  /* GGUF order: ne[0] = columns */
+    size_t off, n;  /* in the flat buffers */
+    int decay;      /* AdamW weight decay applies */
+} tr_tensor;
+
+typedef struct tr_layer {
+    const float *attn_norm, *q_norm, *k_norm, *ffn_norm;
+    float *d_attn_norm, *d_q_norm, *d_k_norm, *d_ffn_norm; /* or NULL */
+    tr_lin lin[7]; /* q, k, v, o, gate, up, down (HX_LORA_* bit order) */
+} tr_layer;
+enum { L_Q, L_K, L_V, L_O, L_GATE, L_UP, L_DOWN };
+
+/* Saved activations of one layer for n tokens. */
+typedef struct tr_acts {
+    float *x, *r1, *n1, *qp, *rq, *kp, *rk, *q, *k, *v, *lse, *o, *h, *r2,
+        *n2, *a, *b, *s;
+    float *u[7]; /* LoRA A x per linear, or NULL */
+} tr_acts;
+
+struct hx_trainer {
+    hx_hparams hp;
+    int lora;
+    hx_model *base;        /* LoRA mode: the frozen model; NULL otherwise */
+    hx_threadpool *tp;
+    int n_threads;
+    /* trainable state, flat */
+    size_t n_params;
+    float *params, *grads, *m, *v;
+    tr_tensor *tensors;
+    int n_tensors;
+    /* model view */
+    tr_w embd;             /* token_embd (n_vocab, n_embd) */
+    float *d_embd;         /* or NULL */
+    const float *out_norm;
+    float *d_out_norm;
+    tr_lin head;           /* output, or token_embd when tied */
+    tr_layer *layers;
+    float *rope_cs;        /* (n_ctx, head_dim) */
+    /* activations for up to cap tokens */
+    int cap;
+    tr_acts *acts;         /* n_layer */
+    float *xf, *rf, *nf;   /* final residual, its norm */
+    float *mem;            /* one allocation for all the above */
+    float *bw[12];         /* backward temporaries (fwdbwd.c) */
+    float *scratch_z, *scratch_dz; /* logits of the gathered positions */
+    float *scratch;        /* per thread */
+    size_t scratch_n;      /* floats per thread */
+    int32_t *start, *pos, *gather;
+    int rank;              /* LoRA rank, 0 in full mode */
+    /* training state */
+    int step;
+    uint64_t rng;
+    uint64_t data_pos;
+    float *losses;
+    int losses_cap;
+    hx_err err;
+};
+
+/* Allocates activations for n tokens (no-op when they fit). */
+int tr_reserve(hx_trainer *tr, int n, hx_err *err);
+/* Whole model forward (fwdbwd.c): saves activations; logits of every token
+ * to logits when non-NULL. Loss and backward by tr_backward. */
+int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
+               double *loss_sum, int *n_count, int backward, double norm,
+               hx_err *err);
+uint64_t tr_rng_next(uint64_t *s);
+double tr_rng_normal(uint64_t *s);
+/* Appends a step's loss to the history. */
+int tr_push_loss(hx_trainer *tr, float loss);
+
+#endif /* HX_TRAIN_INT_H */

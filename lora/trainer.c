@@ -1,0 +1,447 @@
+/* trainer.c: creating trainers (from scratch, from a GGUF for full
+ * training, or LoRA over a frozen GGUF): parameter layout, init, wiring. */
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lora/train_int.h"
+
+static const char *const k_lin_names[7] = {
+    "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+
+hx_train_config hx_train_default_config(void)
+{
+    hx_train_config c = {256, 256, 64, 2, 4, 2, 16, 128, 1e-6f, 1e6f};
+    return c;
+}
+
+hx_lora_params hx_lora_default_params(void)
+{
+    hx_lora_params p = {8, 8.0f, HX_LORA_Q | HX_LORA_K | HX_LORA_V | HX_LORA_O,
+                        0.0f, 1};
+    return p;
+}
+
+uint64_t tr_rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double tr_rng_normal(uint64_t *s)
+{
+    const double u1 = ((tr_rng_next(s) >> 11) + 1.0) / 9007199254740993.0;
+    const double u2 = (tr_rng_next(s) >> 11) / 9007199254740992.0;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* ---- parameter layout ---- */
+
+static int add_tensor(hx_trainer *tr, const char *name, int64_t ne0,
+                      int64_t ne1, int decay)
+{
+    tr_tensor *t = realloc(tr->tensors, (size_t)(tr->n_tensors + 1) * sizeof *t);
+    if (!t) return HX_ERR_NOMEM;
+    tr->tensors = t;
+    t += tr->n_tensors++;
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->n_dims = ne1 > 1 ? 2 : 1;
+    t->ne[0] = ne0;
+    t->ne[1] = ne1;
+    t->off = tr->n_params;
+    t->n = (size_t)(ne0 * ne1);
+    t->decay = decay;
+    tr->n_params += t->n;
+    return HX_OK;
+}
+
+/* Input and output widths of linear i of a layer. */
+static void lin_shape(const hx_hparams *hp, int i, int *in, int *out)
+{
+    const int C = hp->n_embd, Q = hp->n_head * hp->head_dim;
+    const int K = hp->n_head_kv * hp->head_dim, F = hp->n_ff;
+    const int ins[7] = {C, C, C, Q, C, C, F}, outs[7] = {Q, K, K, C, F, F, C};
+    *in = ins[i];
+    *out = outs[i];
+}
+
+/* Full mode: every weight, in llama.cpp's order. */
+static int layout_full(hx_trainer *tr, int has_output)
+{
+    const hx_hparams *hp = &tr->hp;
+    char nm[80];
+    int rc = add_tensor(tr, "token_embd.weight", hp->n_embd, hp->n_vocab, 0);
+    for (int l = 0; !rc && l < hp->n_layer; l++) {
+        int in, out;
+        snprintf(nm, sizeof nm, "blk.%d.attn_norm.weight", l);
+        rc = add_tensor(tr, nm, hp->n_embd, 1, 0);
+        for (int i = 0; !rc && i < 4; i++) {
+            lin_shape(hp, i, &in, &out);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, k_lin_names[i]);
+            rc = add_tensor(tr, nm, in, out, 1);
+        }
+        snprintf(nm, sizeof nm, "blk.%d.attn_q_norm.weight", l);
+        if (!rc) rc = add_tensor(tr, nm, hp->head_dim, 1, 0);
+        snprintf(nm, sizeof nm, "blk.%d.attn_k_norm.weight", l);
+        if (!rc) rc = add_tensor(tr, nm, hp->head_dim, 1, 0);
+        snprintf(nm, sizeof nm, "blk.%d.ffn_norm.weight", l);
+        if (!rc) rc = add_tensor(tr, nm, hp->n_embd, 1, 0);
+        for (int i = 4; !rc && i < 7; i++) {
+            lin_shape(hp, i, &in, &out);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, k_lin_names[i]);
+            rc = add_tensor(tr, nm, in, out, 1);
+        }
+    }
+    if (!rc) rc = add_tensor(tr, "output_norm.weight", hp->n_embd, 1, 0);
+    if (!rc && has_output) rc = add_tensor(tr, "output.weight", hp->n_embd, hp->n_vocab, 1);
+    return rc;
+}
+
+/* LoRA mode: A (ne [in, r]) and B (ne [r, out]) per target. */
+static int layout_lora(hx_trainer *tr, const hx_lora_params *lp)
+{
+    char nm[80];
+    int rc = HX_OK;
+    for (int l = 0; !rc && l < tr->hp.n_layer; l++)
+        for (int i = 0; !rc && i < 7; i++) {
+            if (!(lp->targets & (1u << i))) continue;
+            int in, out;
+            lin_shape(&tr->hp, i, &in, &out);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight.lora_a", l, k_lin_names[i]);
+            rc = add_tensor(tr, nm, in, lp->rank, 1);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight.lora_b", l, k_lin_names[i]);
+            if (!rc) rc = add_tensor(tr, nm, lp->rank, out, 1);
+        }
+    return rc;
+}
+
+static const tr_tensor *find(const hx_trainer *tr, const char *name)
+{
+    for (int i = 0; i < tr->n_tensors; i++)
+        if (!strcmp(tr->tensors[i].name, name)) return &tr->tensors[i];
+    return NULL;
+}
+
+/* Parameter / gradient pointers of a tensor by name (NULL if absent). */
+static float *P(const hx_trainer *tr, const char *name, float **grad)
+{
+    const tr_tensor *t = find(tr, name);
+    if (grad) *grad = t ? tr->grads + t->off : NULL;
+    return t ? tr->params + t->off : NULL;
+}
+
+static float *Pl(const hx_trainer *tr, int l, const char *what, float **grad)
+{
+    char nm[80];
+    snprintf(nm, sizeof nm, "blk.%d.%s.weight", l, what);
+    return P(tr, nm, grad);
+}
+
+static int alloc_state(hx_trainer *tr)
+{
+    tr->params = hx_calloc(tr->n_params, sizeof(float));
+    tr->grads = hx_calloc(tr->n_params, sizeof(float));
+    tr->m = hx_calloc(tr->n_params, sizeof(float));
+    tr->v = hx_calloc(tr->n_params, sizeof(float));
+    return tr->params && tr->grads && tr->m && tr->v ? HX_OK : HX_ERR_NOMEM;
+}
+
+/* Full mode wiring: every pointer into params / grads. */
+static void wire_full(hx_trainer *tr)
+{
+    const hx_hparams *hp = &tr->hp;
+    float *g;
+    tr->embd = (tr_w){P(tr, "token_embd.weight", &tr->d_embd), NULL, hp->n_vocab, hp->n_embd};
+    tr->out_norm = P(tr, "output_norm.weight", &tr->d_out_norm);
+    const float *o = P(tr, "output.weight", &g);
+    tr->head.w = o ? (tr_w){o, NULL, hp->n_vocab, hp->n_embd} : tr->embd;
+    tr->head.dw = o ? g : tr->d_embd;
+    for (int l = 0; l < hp->n_layer; l++) {
+        tr_layer *L = &tr->layers[l];
+        L->attn_norm = Pl(tr, l, "attn_norm", &L->d_attn_norm);
+        L->q_norm = Pl(tr, l, "attn_q_norm", &L->d_q_norm);
+        L->k_norm = Pl(tr, l, "attn_k_norm", &L->d_k_norm);
+        L->ffn_norm = Pl(tr, l, "ffn_norm", &L->d_ffn_norm);
+        for (int i = 0; i < 7; i++) {
+            int in, out;
+            lin_shape(hp, i, &in, &out);
+            L->lin[i].w = (tr_w){Pl(tr, l, k_lin_names[i], &L->lin[i].dw), NULL, out, in};
+        }
+    }
+}
+
+/* LoRA mode wiring: frozen base from the model, A and B from params. */
+static void wire_lora(hx_trainer *tr, const hx_lora_params *lp)
+{
+    const hx_model *m = tr->base;
+    const hx_hparams *hp = &tr->hp;
+    tr->embd = (tr_w){NULL, &m->tok_embd, hp->n_vocab, hp->n_embd};
+    tr->out_norm = m->output_norm;
+    tr->head.w = (tr_w){NULL, &m->output, hp->n_vocab, hp->n_embd};
+    for (int l = 0; l < hp->n_layer; l++) {
+        const hx_layer *B = &m->layers[l];
+        tr_layer *L = &tr->layers[l];
+        const hx_wmat *w[7] = {&B->wq, &B->wk, &B->wv, &B->wo, &B->ffn_gate,
+                               &B->ffn_up, &B->ffn_down};
+        L->attn_norm = B->attn_norm;
+        L->q_norm = B->q_norm;
+        L->k_norm = B->k_norm;
+        L->ffn_norm = B->ffn_norm;
+        for (int i = 0; i < 7; i++) {
+            tr_lin *li = &L->lin[i];
+            li->w = (tr_w){NULL, w[i], (int)w[i]->rows, (int)w[i]->cols};
+            if (!(lp->targets & (1u << i))) continue;
+            char nm[80];
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight.lora_a", l, k_lin_names[i]);
+            li->a = P(tr, nm, &li->da);
+            snprintf(nm, sizeof nm, "blk.%d.%s.weight.lora_b", l, k_lin_names[i]);
+            li->b = P(tr, nm, &li->db);
+            li->r = lp->rank;
+            li->s = lp->alpha / (float)lp->rank;
+        }
+    }
+}
+
+/* Pool, per-thread scratch, RoPE table, layers. */
+static int setup_common(hx_trainer *tr, int n_threads)
+{
+    const hx_hparams *hp = &tr->hp;
+    if (n_threads <= 0) n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    tr->n_threads = n_threads < 1 ? 1 : n_threads;
+    tr->tp = hx_threadpool_new(tr->n_threads);
+    int cols = hp->n_embd;
+    if (hp->n_head * hp->head_dim > cols) cols = hp->n_head * hp->head_dim;
+    if (hp->n_ff > cols) cols = hp->n_ff;
+    tr->scratch_n = tr_mm_scratch(cols);
+    if ((size_t)hp->n_ctx_train > tr->scratch_n) tr->scratch_n = (size_t)hp->n_ctx_train;
+    tr->scratch = hx_malloc_array(tr->scratch_n * (size_t)tr->n_threads, sizeof(float));
+    tr->rope_cs = hx_malloc_array((size_t)hp->n_ctx_train * hp->head_dim, sizeof(float));
+    tr->layers = hx_calloc((size_t)hp->n_layer, sizeof(tr_layer));
+    tr->acts = hx_calloc((size_t)hp->n_layer, sizeof(tr_acts));
+    if (!tr->tp || !tr->scratch || !tr->rope_cs || !tr->layers || !tr->acts)
+        return HX_ERR_NOMEM;
+    tr_rope_table(tr->rope_cs, hp->n_ctx_train, hp->head_dim, hp->rope_base);
+    return HX_OK;
+}
+
+static int check_shape(const hx_hparams *hp, hx_err *err)
+{
+    if (hp->n_vocab < 2 || hp->n_embd < 1 || hp->n_layer < 1 || hp->n_head < 1 ||
+        hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv || hp->head_dim < 2 ||
+        hp->head_dim % 2 || hp->n_ff < 1 || hp->n_ctx_train < 1)
+        return hx_err_set(err, HX_ERR_INVALID, "train: bad model shape (vocab %d, "
+                          "embd %d, layers %d, heads %d/%d of %d, ff %d, ctx %d)",
+                          hp->n_vocab, hp->n_embd, hp->n_layer, hp->n_head,
+                          hp->n_head_kv, hp->head_dim, hp->n_ff, hp->n_ctx_train);
+    return HX_OK;
+}
+
+static int finish(hx_trainer *tr, int rc, hx_trainer **out, hx_err *err)
+{
+    if (rc) {
+        if (rc == HX_ERR_NOMEM) hx_err_set(err, rc, "train: out of memory");
+        hx_trainer_free(tr);
+        return rc;
+    }
+    tr->rng = 0x5eed;
+    *out = tr;
+    return HX_OK;
+}
+
+static void init_scratch(hx_trainer *tr, uint64_t seed)
+{
+    uint64_t s = seed;
+    const float proj = 1.0f / sqrtf(2.0f * (float)tr->hp.n_layer);
+    for (int i = 0; i < tr->n_tensors; i++) {
+        const tr_tensor *t = &tr->tensors[i];
+        float *p = tr->params + t->off;
+        const int gain = strstr(t->name, "norm") != NULL;
+        const float sc = strstr(t->name, "attn_output") || strstr(t->name, "ffn_down")
+                             ? 0.02f * proj : 0.02f;
+        for (size_t k = 0; k < t->n; k++) p[k] = gain ? 1.0f : sc * (float)tr_rng_normal(&s);
+    }
+}
+
+int hx_trainer_new_scratch(const hx_train_config *c, uint64_t seed,
+                           int n_threads, hx_trainer **out, hx_err *err)
+{
+    *out = NULL;
+    hx_trainer *tr = hx_calloc(1, sizeof *tr);
+    if (!tr) return hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
+    hx_hparams *hp = &tr->hp;
+    snprintf(hp->arch, sizeof hp->arch, "qwen3");
+    hp->n_vocab = c->n_vocab;
+    hp->n_ctx_train = c->n_ctx;
+    hp->n_embd = c->n_embd;
+    hp->n_layer = c->n_layer;
+    hp->n_head = c->n_head;
+    hp->n_head_kv = c->n_head_kv;
+    hp->head_dim = c->head_dim;
+    hp->n_ff = c->n_ff;
+    hp->rms_eps = c->rms_eps;
+    hp->rope_base = c->rope_base;
+    hp->rope_type = HX_ROPE_NEOX;
+    hp->tied_output = 1;
+    hp->has_qk_norm = 1;
+    int rc = check_shape(hp, err);
+    if (rc) {
+        free(tr);
+        return rc;
+    }
+    rc = setup_common(tr, n_threads);
+    if (!rc) rc = layout_full(tr, 0);
+    if (!rc) rc = alloc_state(tr);
+    if (!rc) {
+        wire_full(tr);
+        init_scratch(tr, seed);
+    }
+    return finish(tr, rc, out, err);
+}
+
+static int check_base(const hx_model *m, hx_err *err)
+{
+    const hx_hparams *hp = hx_model_hparams(m);
+    if (hp->n_expert || hp->has_qkv_bias || hp->rope_type != HX_ROPE_NEOX ||
+        m->rope_freq_scale != 1.0f)
+        return hx_err_set(err, HX_ERR_UNSUPPORTED, "train: %s models are not "
+                          "supported (dense qwen3 only: no MoE, no biases, NEOX "
+                          "RoPE, no rope scaling)", hp->arch);
+    return check_shape(hp, err);
+}
+
+/* Full mode from a file: every weight dequantized into params. */
+static void copy_weights(hx_trainer *tr, const hx_model *m)
+{
+    const hx_gguf *g = hx_model_gguf(m);
+    for (int i = 0; i < tr->n_tensors; i++) {
+        const tr_tensor *t = &tr->tensors[i];
+        const hx_gguf_tensor *gt = hx_gguf_find_tensor(g, t->name);
+        float *p = tr->params + t->off;
+        if (!gt) { /* q/k norm absent (llama): identity gains */
+            for (size_t k = 0; k < t->n; k++) p[k] = 1.0f;
+            continue;
+        }
+        const size_t rb = hx_type_row_bytes(gt->type, t->ne[0]);
+        for (int64_t r = 0; r < t->ne[1]; r++)
+            hx_dequantize_row(gt->type, (const char *)gt->data + (size_t)r * rb,
+                              p + (size_t)r * t->ne[0], t->ne[0]);
+    }
+}
+
+static void init_lora(hx_trainer *tr, const hx_lora_params *lp)
+{
+    uint64_t s = lp->seed;
+    for (int i = 0; i < tr->n_tensors; i++) {
+        const tr_tensor *t = &tr->tensors[i];
+        const int is_b = strstr(t->name, "lora_b") != NULL;
+        const double sd = is_b ? lp->init_b : 1.0 / sqrt((double)lp->rank);
+        for (size_t k = 0; k < t->n; k++)
+            tr->params[t->off + k] = (float)(sd * tr_rng_normal(&s));
+    }
+}
+
+int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
+                        int n_threads, hx_trainer **out, hx_err *err)
+{
+    *out = NULL;
+    hx_model_params mp = hx_model_default_params();
+    mp.no_vocab = 1;
+    hx_model *m = NULL;
+    int rc = hx_model_load(path, &mp, &m, err);
+    if (rc) return rc;
+    if ((rc = check_base(m, err))) {
+        hx_model_free(m);
+        return rc;
+    }
+    if (lora && (lora->rank < 1 || !(lora->targets & HX_LORA_ALL))) {
+        hx_model_free(m);
+        return hx_err_set(err, HX_ERR_INVALID, "train: LoRA rank %d and "
+                          "targets 0x%x", lora->rank, lora->targets);
+    }
+    hx_trainer *tr = hx_calloc(1, sizeof *tr);
+    if (!tr) {
+        hx_model_free(m);
+        return hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
+    }
+    tr->hp = *hx_model_hparams(m);
+    rc = setup_common(tr, n_threads);
+    if (lora) {
+        tr->lora = 1;
+        tr->base = m;
+        tr->rank = lora->rank;
+        if (!rc) rc = layout_lora(tr, lora);
+        if (!rc) rc = alloc_state(tr);
+        if (!rc) {
+            wire_lora(tr, lora);
+            init_lora(tr, lora);
+        }
+        return finish(tr, rc, out, err);
+    }
+    if (!rc) rc = layout_full(tr, !tr->hp.tied_output);
+    if (!rc) rc = alloc_state(tr);
+    if (!rc) {
+        wire_full(tr);
+        copy_weights(tr, m);
+    }
+    hx_model_free(m);
+    return finish(tr, rc, out, err);
+}
+
+void hx_trainer_free(hx_trainer *tr)
+{
+    if (!tr) return;
+    hx_threadpool_free(tr->tp);
+    hx_model_free(tr->base);
+    free(tr->params);
+    free(tr->grads);
+    free(tr->m);
+    free(tr->v);
+    free(tr->tensors);
+    free(tr->layers);
+    free(tr->acts);
+    free(tr->rope_cs);
+    free(tr->mem);
+    free(tr->scratch);
+    free(tr->start);
+    free(tr->losses);
+    free(tr);
+}
+
+const hx_hparams *hx_trainer_hparams(const hx_trainer *tr) { return &tr->hp; }
+int hx_trainer_is_lora(const hx_trainer *tr) { return tr->lora; }
+size_t hx_trainer_n_params(const hx_trainer *tr) { return tr->n_params; }
+float *hx_trainer_params(hx_trainer *tr) { return tr->params; }
+float *hx_trainer_grads(hx_trainer *tr) { return tr->grads; }
+int hx_trainer_n_tensors(const hx_trainer *tr) { return tr->n_tensors; }
+
+const char *hx_trainer_tensor(const hx_trainer *tr, int i, size_t *off,
+                              size_t *n)
+{
+    if (i < 0 || i >= tr->n_tensors) return NULL;
+    if (off) *off = tr->tensors[i].off;
+    if (n) *n = tr->tensors[i].n;
+    return tr->tensors[i].name;
+}
+
+void hx_trainer_zero_grad(hx_trainer *tr)
+{
+    memset(tr->grads, 0, tr->n_params * sizeof(float));
+}
+
+int hx_trainer_forward(hx_trainer *tr, const hx_batch *b, float *logits,
+                       double *loss_sum, int *n_count, hx_err *err)
+{
+    return tr_forward(tr, b, logits, loss_sum, n_count, 0, 1.0, err);
+}
+
+int hx_trainer_grad(hx_trainer *tr, const hx_batch *b, double norm,
+                    double *loss_sum, hx_err *err)
+{
+    if (!(norm > 0)) return hx_err_set(err, HX_ERR_INVALID, "train: norm %g", norm);
+    return tr_forward(tr, b, NULL, loss_sum, NULL, 1, norm, err);
+}

@@ -1,0 +1,141 @@
+/* write.c: the trained model as a qwen3 GGUF (llama.cpp's names and keys),
+ * or a LoRA adapter GGUF in llama.cpp's adapter format. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lora/train_int.h"
+
+static int set_u32(hx_gguf_writer *w, const char *arch, const char *key,
+                   uint32_t v)
+{
+    char k[128];
+    snprintf(k, sizeof k, "%s.%s", arch, key);
+    return hx_gguf_set_u32(w, k, v);
+}
+
+static int set_hparams(hx_gguf_writer *w, const hx_hparams *hp)
+{
+    const char *a = hp->arch;
+    char k[128];
+    int rc = hx_gguf_set_str(w, "general.architecture", a);
+    rc = rc ? rc : hx_gguf_set_str(w, "general.name", "hearth trained model");
+    rc = rc ? rc : hx_gguf_set_u32(w, "general.file_type", 0);
+    rc = rc ? rc : set_u32(w, a, "block_count", (uint32_t)hp->n_layer);
+    rc = rc ? rc : set_u32(w, a, "context_length", (uint32_t)hp->n_ctx_train);
+    rc = rc ? rc : set_u32(w, a, "embedding_length", (uint32_t)hp->n_embd);
+    rc = rc ? rc : set_u32(w, a, "feed_forward_length", (uint32_t)hp->n_ff);
+    rc = rc ? rc : set_u32(w, a, "attention.head_count", (uint32_t)hp->n_head);
+    rc = rc ? rc : set_u32(w, a, "attention.head_count_kv", (uint32_t)hp->n_head_kv);
+    rc = rc ? rc : set_u32(w, a, "attention.key_length", (uint32_t)hp->head_dim);
+    rc = rc ? rc : set_u32(w, a, "attention.value_length", (uint32_t)hp->head_dim);
+    rc = rc ? rc : set_u32(w, a, "rope.dimension_count", (uint32_t)hp->head_dim);
+    snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", a);
+    rc = rc ? rc : hx_gguf_set_f32(w, k, hp->rms_eps);
+    snprintf(k, sizeof k, "%s.rope.freq_base", a);
+    return rc ? rc : hx_gguf_set_f32(w, k, hp->rope_base);
+}
+
+/* One tokenizer.* array key. */
+static int copy_arr(hx_gguf_writer *w, const hx_gguf *g, const char *key)
+{
+    int et;
+    uint64_t n;
+    int rc = hx_gguf_get_arr(g, key, &et, &n);
+    if (rc) return rc;
+    if (et != HX_GGUF_STRING) return hx_gguf_set_arr(w, key, et, hx_gguf_arr_data(g, key), n);
+    const char **s = hx_malloc_array(n ? n : 1, sizeof *s);
+    size_t *len = hx_malloc_array(n ? n : 1, sizeof *len);
+    if (!s || !len) rc = HX_ERR_NOMEM;
+    for (uint64_t i = 0; !rc && i < n; i++) s[i] = hx_gguf_arr_str(g, key, i, &len[i]);
+    if (!rc) rc = hx_gguf_set_arr_str(w, key, s, len, n);
+    free(s);
+    free(len);
+    return rc;
+}
+
+/* One tokenizer.* scalar key, in its own type. */
+static int copy_scalar(hx_gguf_writer *w, const hx_gguf *g, const char *key,
+                       int vt)
+{
+    int64_t v = 0;
+    float f;
+    const char *str;
+    int b;
+    switch (vt) {
+    case HX_GGUF_STRING:
+        return hx_gguf_get_str(g, key, &str) ? HX_ERR_FORMAT : hx_gguf_set_str(w, key, str);
+    case HX_GGUF_F32:
+        return hx_gguf_get_f32(g, key, &f) ? HX_ERR_FORMAT : hx_gguf_set_f32(w, key, f);
+    case HX_GGUF_BOOL:
+        return hx_gguf_get_bool(g, key, &b) ? HX_ERR_FORMAT : hx_gguf_set_bool(w, key, b);
+    case HX_GGUF_U32: case HX_GGUF_I32: case HX_GGUF_U64: case HX_GGUF_I64:
+        if (hx_gguf_get_i64(g, key, &v)) return HX_ERR_FORMAT;
+        if (vt == HX_GGUF_U32) return hx_gguf_set_u32(w, key, (uint32_t)v);
+        if (vt == HX_GGUF_I32) return hx_gguf_set_i32(w, key, (int32_t)v);
+        return hx_gguf_set_u64(w, key, (uint64_t)v);
+    default:
+        return HX_OK; /* no tokenizer key of another type is known */
+    }
+}
+
+static int copy_tokenizer(hx_gguf_writer *w, const char *path, int n_vocab,
+                          hx_err *err)
+{
+    hx_gguf *g = NULL;
+    int rc = hx_gguf_open(path, &g, err);
+    if (rc) return rc;
+    int et;
+    uint64_t n = 0;
+    if (hx_gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &n) || n != (uint64_t)n_vocab)
+        rc = hx_err_set(err, HX_ERR_INVALID, "%s: %llu tokens, but the model "
+                        "has a vocabulary of %d", path, (unsigned long long)n, n_vocab);
+    for (int64_t i = 0; !rc && i < hx_gguf_n_kv(g); i++) {
+        const char *key = hx_gguf_key_at(g, i);
+        if (strncmp(key, "tokenizer.", 10)) continue;
+        const int vt = hx_gguf_kv_type(g, i);
+        rc = vt == HX_GGUF_ARRAY ? copy_arr(w, g, key) : copy_scalar(w, g, key, vt);
+        if (rc) rc = hx_err_set(err, rc, "%s: copying %s", path, key);
+    }
+    hx_gguf_close(g);
+    return rc;
+}
+
+static int add_tensors(hx_gguf_writer *w, const hx_trainer *tr)
+{
+    int rc = HX_OK;
+    for (int i = 0; !rc && i < tr->n_tensors; i++) {
+        const tr_tensor *t = &tr->tensors[i];
+        rc = hx_gguf_add_tensor(w, t->name, HX_TYPE_F32, t->n_dims, t->ne,
+                                tr->params + t->off, NULL, NULL);
+    }
+    return rc;
+}
+
+/* LoRA adapter keys as llama.cpp reads them. */
+static int set_adapter(hx_gguf_writer *w, const hx_trainer *tr)
+{
+    const tr_lin *l = NULL;
+    for (int i = 0; !l && i < 7; i++)
+        if (tr->layers[0].lin[i].a) l = &tr->layers[0].lin[i];
+    const float alpha = l ? l->s * (float)l->r : 0.0f;
+    int rc = hx_gguf_set_str(w, "general.architecture", tr->hp.arch);
+    rc = rc ? rc : hx_gguf_set_str(w, "general.type", "adapter");
+    rc = rc ? rc : hx_gguf_set_str(w, "general.name", "hearth LoRA adapter");
+    rc = rc ? rc : hx_gguf_set_str(w, "adapter.type", "lora");
+    return rc ? rc : hx_gguf_set_f32(w, "adapter.lora.alpha", alpha);
+}
+
+int hx_trainer_write_gguf(hx_trainer *tr, const char *path,
+                          const char *vocab_gguf, hx_err *err)
+{
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    if (!w) return hx_err_set(err, HX_ERR_NOMEM, "write: out of memory");
+    int rc = tr->lora ? set_adapter(w, tr) : set_hparams(w, &tr->hp);
+    if (!rc) hx_gguf_set_u32(w, "general.alignment", 32);
+    if (rc) rc = hx_err_set(err, rc, "write %s: metadata", path);
+    if (!rc && vocab_gguf && !tr->lora) rc = copy_tokenizer(w, vocab_gguf, tr->hp.n_vocab, err);
+    if (!rc && (rc = add_tensors(w, tr))) rc = hx_err_set(err, rc, "write %s: tensors", path);
+    if (!rc) rc = hx_gguf_writer_write(w, path, err);
+    hx_gguf_writer_free(w);
+    return rc;
+}
