@@ -1,0 +1,378 @@
+/* test_train.c: the training loop: exact resume after a kill, real
+ * learning on a tiny dataset, gradient accumulation, the schedule,
+ * checkpoint and SVG files, and the trained model as a GGUF that Hearth's
+ * engine and llama.cpp load with the same logits. */
+#include <stdint.h>
+#include <unistd.h>
+
+#include "lora/lora.h"
+#include "ref/ref.h"
+#include "test.h"
+
+static char tmpdir[256];
+
+static hx_train_config tiny(int V)
+{
+    hx_train_config c = hx_train_default_config();
+    c.n_vocab = V;
+    c.n_ctx = 32;
+    c.n_embd = 32;
+    c.n_layer = 2;
+    c.n_head = 4;
+    c.n_head_kv = 2;
+    c.n_ff = 64;
+    c.head_dim = 8;
+    return c;
+}
+
+/* A repeated "sentence" of 24 tokens over a vocabulary of 32: learnable
+ * (each token determines the next but one has two successors), with the
+ * loss mask off on every fourth token. */
+enum { DN = 24 * 40 };
+static int32_t data_tok[DN];
+static uint8_t data_mask[DN];
+
+static hx_train_data make_data(void)
+{
+    static const int32_t s[24] = {1, 5, 9, 2, 7, 7, 3, 11, 4, 20, 13, 6,
+                                  1, 5, 9, 8, 30, 14, 2, 25, 17, 0, 19, 31};
+    for (int i = 0; i < DN; i++) {
+        data_tok[i] = s[i % 24];
+        data_mask[i] = (uint8_t)(i % 4 != 3);
+    }
+    hx_train_data d = {data_tok, data_mask, DN};
+    return d;
+}
+
+static hx_train_params params(int steps)
+{
+    hx_train_params p = hx_train_default_params();
+    p.opt.n_steps = steps;
+    p.opt.lr = 3e-3f;
+    p.opt.warmup = 2;
+    p.seq_len = 16;
+    p.n_seq = 2;
+    p.accum = 2;
+    return p;
+}
+
+static void test_resume_exact(void)
+{
+    hx_train_config c = tiny(32);
+    hx_train_data d = make_data();
+    hx_err err = {0};
+    char ck[512];
+    snprintf(ck, sizeof ck, "%s/run.ckpt", tmpdir);
+    enum { N = 8 };
+    /* straight */
+    hx_trainer *a = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 11, 2, &a, &err) == HX_OK);
+    hx_train_params p = params(N);
+    ASSERT(hx_train_run(a, &d, &p, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_steps_done(a), N);
+    /* half, "killed" (trainer freed), reloaded into a differently
+     * initialised trainer, other half */
+    hx_trainer *b = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 11, 2, &b, &err) == HX_OK);
+    p.ckpt_path = ck;
+    p.stop_after = N / 2;
+    ASSERT(hx_train_run(b, &d, &p, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_steps_done(b), N / 2);
+    hx_trainer_free(b);
+    b = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 999, 1, &b, &err) == HX_OK);
+    ASSERT(hx_trainer_load(b, ck, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_steps_done(b), N / 2);
+    p.stop_after = 0;
+    ASSERT(hx_train_run(b, &d, &p, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_steps_done(b), N);
+    EXPECT(memcmp(hx_trainer_losses(a), hx_trainer_losses(b), N * sizeof(float)) == 0);
+    EXPECT(memcmp(hx_trainer_params(a), hx_trainer_params(b),
+                  hx_trainer_n_params(a) * sizeof(float)) == 0);
+    for (int i = 0; i < N; i++)
+        printf("#   step %d loss %.6f / %.6f\n", i + 1, hx_trainer_losses(a)[i],
+               hx_trainer_losses(b)[i]);
+    hx_trainer_free(a);
+    hx_trainer_free(b);
+    unlink(ck);
+}
+
+static void test_learns(void)
+{
+    hx_train_config c = tiny(32);
+    hx_train_data d = make_data();
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 2, &tr, &err) == HX_OK);
+    hx_train_params p = params(60);
+    char svg[512];
+    snprintf(svg, sizeof svg, "%s/loss.svg", tmpdir);
+    p.svg_path = svg;
+    p.progress = 1; /* silent when stderr is not a terminal */
+    ASSERT(hx_train_run(tr, &d, &p, &err) == HX_OK);
+    const float *l = hx_trainer_losses(tr);
+    printf("#   loss %.4f -> %.4f (ln 32 = %.4f)\n", l[0], l[59], log(32.0));
+    EXPECT(fabs(l[0] - log(32.0)) < 0.2); /* starts at chance */
+    /* the floor is ln 2 / 24 per token (one ambiguous successor) ~ 0.03 */
+    EXPECT(l[59] < 0.35 * l[0]);
+    char *s = NULL;
+    size_t n = 0;
+    ASSERT(hx_read_file(svg, 0, &s, &n, &err) == HX_OK);
+    EXPECT(strstr(s, "<svg") && strstr(s, "<polyline") && strstr(s, "</svg>"));
+    free(s);
+    unlink(svg);
+    hx_trainer_free(tr);
+}
+
+/* One micro-batch of 2 sequences == two accumulated micro-batches of 1. */
+static void test_accumulation(void)
+{
+    hx_train_config c = tiny(32);
+    hx_train_data d = make_data();
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 2, &tr, &err) == HX_OK);
+    const size_t np = hx_trainer_n_params(tr);
+    float *g1 = malloc(np * sizeof(float));
+    hx_batch b2 = {2, 16, d.tokens, d.tokens + 1, d.mask + 1, NULL};
+    int32_t tg[32];
+    uint8_t mk[32];
+    int cnt = 0;
+    for (int i = 0; i < 32; i++) cnt += d.mask[i + 1];
+    memcpy(tg, d.tokens + 1, sizeof tg);
+    memcpy(mk, d.mask + 1, sizeof mk);
+    hx_batch a1 = {1, 16, d.tokens, tg, mk, NULL};
+    hx_batch a2 = {1, 16, d.tokens + 16, tg + 16, mk + 16, NULL};
+    double l = 0, la = 0, lb = 0;
+    hx_trainer_zero_grad(tr);
+    ASSERT(hx_trainer_grad(tr, &b2, cnt, &l, &err) == HX_OK);
+    memcpy(g1, hx_trainer_grads(tr), np * sizeof(float));
+    hx_trainer_zero_grad(tr);
+    ASSERT(hx_trainer_grad(tr, &a1, cnt, &la, &err) == HX_OK);
+    ASSERT(hx_trainer_grad(tr, &a2, cnt, &lb, &err) == HX_OK);
+    EXPECT(fabs(l - (la + lb)) < 1e-9 * l);
+    EXPECT(test_nmse(g1, hx_trainer_grads(tr), np) < 1e-12);
+    free(g1);
+    hx_trainer_free(tr);
+}
+
+static void test_schedule(void)
+{
+    hx_opt_params o = hx_opt_default_params();
+    o.lr = 1.0f;
+    o.warmup = 10;
+    o.n_steps = 110;
+    o.lr_min_frac = 0.1f;
+    EXPECT(fabs(hx_opt_lr(&o, 0) - 0.1) < 1e-9);
+    EXPECT(fabs(hx_opt_lr(&o, 9) - 1.0) < 1e-9);
+    EXPECT(fabs(hx_opt_lr(&o, 10) - 1.0) < 1e-9);
+    EXPECT(fabs(hx_opt_lr(&o, 109) - 0.1) < 1e-6);
+    EXPECT(hx_opt_lr(&o, 60) < 0.6 && hx_opt_lr(&o, 60) > 0.5);
+}
+
+/* Clipping and decoupled decay on a hand-made gradient. */
+static void test_adamw_step(void)
+{
+    hx_train_config c = tiny(32);
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 1, &tr, &err) == HX_OK);
+    const size_t np = hx_trainer_n_params(tr);
+    float *p0 = malloc(np * sizeof(float));
+    memcpy(p0, hx_trainer_params(tr), np * sizeof(float));
+    hx_trainer_zero_grad(tr);
+    float *g = hx_trainer_grads(tr);
+    for (size_t i = 0; i < np; i++) g[i] = 3.0f;
+    hx_opt_params o = hx_opt_default_params();
+    o.lr = 0.01f;
+    o.wd = 0.5f;
+    double gn = 0;
+    EXPECT(hx_trainer_step(tr, &o, &gn) == HX_OK);
+    EXPECT(fabs(gn - 3.0 * sqrt((double)np)) < 1e-3 * gn);
+    /* first Adam step moves every parameter by lr * sign(g) (+ decay) */
+    size_t off, n;
+    const char *name = hx_trainer_tensor(tr, 1, &off, &n); /* attn_norm: no decay */
+    EXPECT(strstr(name, "attn_norm") != NULL);
+    EXPECT(fabsf(hx_trainer_params(tr)[off] - (p0[off] - 0.01f)) < 1e-6f);
+    name = hx_trainer_tensor(tr, 2, &off, &n); /* attn_q: decays */
+    EXPECT(strstr(name, "attn_q") != NULL);
+    EXPECT(fabsf(hx_trainer_params(tr)[off] - (p0[off] - 0.01f * (1.0f + 0.5f * p0[off]))) < 1e-6f);
+    g[0] = NAN;
+    EXPECT_EQ_INT(hx_trainer_step(tr, &o, &gn), HX_ERR_RANGE);
+    free(p0);
+    hx_trainer_free(tr);
+}
+
+static void test_checkpoint_errors(void)
+{
+    hx_train_config c = tiny(32);
+    hx_err err = {0};
+    hx_trainer *tr = NULL, *other = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 1, &tr, &err) == HX_OK);
+    char ck[512];
+    snprintf(ck, sizeof ck, "%s/e.ckpt", tmpdir);
+    ASSERT(hx_trainer_save(tr, ck, &err) == HX_OK);
+    c.n_ff = 96;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 1, &other, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_load(other, ck, &err), HX_ERR_FORMAT);
+    EXPECT(strstr(err.msg, "shape") != NULL);
+    char *s = NULL;
+    size_t n = 0;
+    ASSERT(hx_read_file(ck, 0, &s, &n, &err) == HX_OK);
+    s[n / 2] ^= 1; /* a flipped bit */
+    ASSERT(hx_write_file_atomic(ck, s, n, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_load(tr, ck, &err), HX_ERR_FORMAT);
+    EXPECT(strstr(err.msg, "checksum") != NULL);
+    ASSERT(hx_write_file_atomic(ck, s, n - 100, &err) == HX_OK); /* truncated */
+    EXPECT_EQ_INT(hx_trainer_load(tr, ck, &err), HX_ERR_FORMAT);
+    ASSERT(hx_write_file_atomic(ck, "hello", 5, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_load(tr, ck, &err), HX_ERR_FORMAT);
+    EXPECT(strstr(err.msg, "not a Hearth") != NULL);
+    free(s);
+    unlink(ck);
+    hx_trainer_free(tr);
+    hx_trainer_free(other);
+}
+
+/* hx_decode logits of ids on a GGUF; n*V floats, caller frees. */
+static float *decode_logits(const char *path, const int32_t *ids, int n, int *V)
+{
+    hx_model_params mp = hx_model_default_params();
+    mp.no_vocab = 1;
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.kv_f32 = 1;
+    cp.n_ctx = 32;
+    cp.n_threads = 1;
+    hx_model *m = NULL;
+    hx_ctx *ctx = NULL;
+    hx_err err = {0};
+    float *out = NULL;
+    if (!hx_model_load(path, &mp, &m, &err) && !hx_ctx_new(m, &cp, &ctx, &err) &&
+        !hx_decode(ctx, ids, n, 1)) {
+        *V = hx_model_hparams(m)->n_vocab;
+        out = malloc((size_t)n * *V * sizeof(float));
+        for (int i = 0; i < n; i++)
+            memcpy(out + (size_t)i * *V, hx_ctx_logits(ctx, i), (size_t)*V * sizeof(float));
+    } else {
+        printf("# decode %s: %s %s\n", path, err.msg, ctx ? hx_ctx_errmsg(ctx) : "");
+    }
+    hx_ctx_free(ctx);
+    hx_model_free(m);
+    return out;
+}
+
+static void test_write_gguf(void)
+{
+    hx_train_config c = tiny(32);
+    hx_train_data d = make_data();
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 2, &tr, &err) == HX_OK);
+    hx_train_params p = params(5);
+    ASSERT(hx_train_run(tr, &d, &p, &err) == HX_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/trained.gguf", tmpdir);
+    ASSERT(hx_trainer_write_gguf(tr, path, NULL, &err) == HX_OK);
+    enum { N = 12 };
+    float *mine = malloc((size_t)N * 32 * sizeof(float));
+    hx_batch b = {1, N, data_tok, NULL, NULL, NULL};
+    ASSERT(hx_trainer_forward(tr, &b, mine, NULL, NULL, &err) == HX_OK);
+    int V = 0;
+    float *dec = decode_logits(path, data_tok, N, &V);
+    ASSERT(dec && V == 32);
+    const double e = test_nmse(dec, mine, (size_t)N * 32);
+    printf("#   trained model: hx_decode vs trainer nmse %.2e\n", e);
+    EXPECT(e < 1e-10);
+    /* the file reloads for full training with the same weights */
+    hx_trainer *again = NULL;
+    ASSERT(hx_trainer_new_gguf(path, NULL, 1, &again, &err) == HX_OK);
+    EXPECT(hx_trainer_n_params(again) == hx_trainer_n_params(tr));
+    EXPECT(memcmp(hx_trainer_params(again), hx_trainer_params(tr),
+                  hx_trainer_n_params(tr) * sizeof(float)) == 0);
+    free(dec);
+    free(mine);
+    hx_trainer_free(again);
+    hx_trainer_free(tr);
+    unlink(path);
+}
+
+/* With the Qwen2 vocabulary (llama.cpp needs one): trained a few steps,
+ * written, and run by llama.cpp and by Hearth. */
+static void test_llama_cpp_loads_it(void)
+{
+    char why[256];
+    if (!ref_available(why, sizeof why)) SKIP("%s", why);
+    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    if (!vocab) return;
+    hx_train_config c = tiny(151936);
+    c.n_embd = 16;
+    c.n_head = 2;
+    c.n_head_kv = 1;
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 2, &tr, &err) == HX_OK);
+    hx_train_data d = make_data();
+    for (int i = 0; i < DN; i++) data_tok[i] = data_tok[i] * 4001 + 17;
+    hx_train_params p = params(3);
+    p.accum = 1;
+    ASSERT(hx_train_run(tr, &d, &p, &err) == HX_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/trained-qwen2vocab.gguf", tmpdir);
+    ASSERT(hx_trainer_write_gguf(tr, path, vocab, &err) == HX_OK);
+    enum { N = 10 };
+    float *ref = NULL;
+    int V = 0, Vh = 0;
+    ASSERT(ref_logits(path, data_tok, N, &ref, &V) == 0);
+    float *mine = decode_logits(path, data_tok, N, &Vh);
+    ASSERT(mine && V == Vh && V == 151936);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        double e = test_nmse(ref + (size_t)i * V, mine + (size_t)i * V, (size_t)V);
+        if (!(e <= worst)) worst = e;
+    }
+    printf("#   llama.cpp vs Hearth on the trained model: worst nmse %.2e\n", worst);
+    EXPECT(worst < 1e-6);
+    free(ref);
+    free(mine);
+    hx_trainer_free(tr);
+    unlink(path);
+}
+
+static void test_bad_params(void)
+{
+    hx_train_config c = tiny(32);
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 1, &tr, &err) == HX_OK);
+    hx_train_data d = make_data();
+    hx_train_params p = params(2);
+    p.seq_len = 64; /* beyond n_ctx 32 */
+    EXPECT_EQ_INT(hx_train_run(tr, &d, &p, &err), HX_ERR_RANGE);
+    p.seq_len = 16;
+    hx_train_data tiny_d = {data_tok, NULL, 10};
+    EXPECT_EQ_INT(hx_train_run(tr, &tiny_d, &p, &err), HX_ERR_INVALID);
+    int32_t bad[40] = {0};
+    bad[7] = 32;
+    hx_train_data bd = {bad, NULL, 40};
+    EXPECT_EQ_INT(hx_train_run(tr, &bd, &p, &err), HX_ERR_RANGE);
+    EXPECT(strstr(err.msg, "vocabulary") != NULL);
+    hx_trainer_free(tr);
+}
+
+int main(void)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/hx_test_train.XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(tmpdir)) return 1;
+    RUN(test_resume_exact);
+    RUN(test_learns);
+    RUN(test_accumulation);
+    RUN(test_schedule);
+    RUN(test_adamw_step);
+    RUN(test_checkpoint_errors);
+    RUN(test_write_gguf);
+    RUN(test_llama_cpp_loads_it);
+    RUN(test_bad_params);
+    rmdir(tmpdir);
+    return test_summary();
+}
