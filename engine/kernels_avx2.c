@@ -144,22 +144,12 @@ AVX2 static void dot_q4_0_avx2(int64_t n, float *out, const void *w, const void 
 
 /* ---- K-quants (Q8_K activations) ---- */
 
-static void k_scales(const uint8_t *q, int16_t *sc, int16_t *m)
-{
-    for (int j = 0; j < 4; j++) {
-        sc[j] = q[j] & 63;
-        m[j] = q[j + 4] & 63;
-        sc[j + 4] = (int16_t)((q[j + 8] & 0xf) | ((q[j] >> 6) << 4));
-        m[j + 4] = (int16_t)((q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4));
-    }
-}
-
 /* sum_j m_j * (bsums[2j] + bsums[2j+1]) */
-AVX2 static inline int k_min_term(const int16_t *m, const int16_t *bsums)
+AVX2 static inline int k_min_term(uint64_t m, const int16_t *bsums)
 {
     __m256i b = _mm256_loadu_si256((const __m256i *)bsums);
     __m256i pairs = _mm256_madd_epi16(b, _mm256_set1_epi16(1)); /* 8 int32 */
-    __m256i mv = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)m));
+    __m256i mv = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)m));
     return hsum_i32(_mm256_mullo_epi32(pairs, mv));
 }
 
@@ -171,8 +161,8 @@ AVX2 static void dot_q4_K_avx2(int64_t n, float *out, const void *w, const void 
     __m256 acc = _mm256_setzero_ps();
     float mins = 0;
     for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        int16_t sc[8], m[8];
-        k_scales(x[i].scales, sc, m);
+        uint64_t sc, mn;
+        hx_k_unpack(x[i].scales, &sc, &mn);
         __m256i isum = _mm256_setzero_si256();
         for (int jp = 0; jp < 4; jp++) {
             __m256i raw = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * jp));
@@ -180,13 +170,13 @@ AVX2 static void dot_q4_K_avx2(int64_t n, float *out, const void *w, const void 
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
             __m256i y0 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * jp));
             __m256i y1 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * jp + 32));
-            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16(sc[2 * jp]));
-            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16(sc[2 * jp + 1]));
+            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16((short)HX_K_BYTE(sc, 2 * jp)));
+            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16((short)HX_K_BYTE(sc, 2 * jp + 1)));
             isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
         }
         float d = half_to_float(x[i].d) * y[i].d;
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
-        mins += half_to_float(x[i].dmin) * y[i].d * (float)k_min_term(m, y[i].bsums);
+        mins += half_to_float(x[i].dmin) * y[i].d * (float)k_min_term(mn, y[i].bsums);
     }
     *out = hsum_ps(acc) - mins;
 }
@@ -199,8 +189,8 @@ AVX2 static void dot_q5_K_avx2(int64_t n, float *out, const void *w, const void 
     __m256 acc = _mm256_setzero_ps();
     float mins = 0;
     for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        int16_t sc[8], m[8];
-        k_scales(x[i].scales, sc, m);
+        uint64_t sc, mn;
+        hx_k_unpack(x[i].scales, &sc, &mn);
         __m256i hb = _mm256_loadu_si256((const __m256i *)x[i].qh);
         __m256i isum = _mm256_setzero_si256();
         for (int jp = 0; jp < 4; jp++) {
@@ -213,13 +203,13 @@ AVX2 static void dot_q5_K_avx2(int64_t n, float *out, const void *w, const void 
             __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), h1);
             __m256i y0 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * jp));
             __m256i y1 = _mm256_loadu_si256((const __m256i *)(y[i].qs + 64 * jp + 32));
-            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16(sc[2 * jp]));
-            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16(sc[2 * jp + 1]));
+            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16((short)HX_K_BYTE(sc, 2 * jp)));
+            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16((short)HX_K_BYTE(sc, 2 * jp + 1)));
             isum = _mm256_add_epi32(isum, _mm256_add_epi32(p0, p1));
         }
         float d = half_to_float(x[i].d) * y[i].d;
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
-        mins += half_to_float(x[i].dmin) * y[i].d * (float)k_min_term(m, y[i].bsums);
+        mins += half_to_float(x[i].dmin) * y[i].d * (float)k_min_term(mn, y[i].bsums);
     }
     *out = hsum_ps(acc) - mins;
 }

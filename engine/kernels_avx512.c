@@ -170,23 +170,11 @@ AVX512 static void dot_q4_0_avx512(int64_t n, float *out, const void *w, const v
 
 /* ---- K-quants ---- */
 
-/* Q4_K/Q5_K's 12 packed bytes to 8 scales (bytes 0-7) and 8 mins (8-15). */
-static void k_unpack(const uint8_t *q, uint8_t out[16])
-{
-    uint32_t u[3], r[4];
-    memcpy(u, q, 12);
-    r[0] = u[0] & 0x3f3f3f3fu;                                            /* sc 0-3 */
-    r[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);     /* sc 4-7 */
-    r[2] = u[1] & 0x3f3f3f3fu;                                            /* m 0-3 */
-    r[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4); /* m 4-7 */
-    memcpy(out, r, 16);
-}
-
 /* sum_j m_j * (bsums[2j] + bsums[2j+1]) */
-AVX512 static inline int k_min_term(const uint8_t *m, const int16_t *bsums)
+AVX512 static inline int k_min_term(uint64_t m, const int16_t *bsums)
 {
     __m256i b = _mm256_loadu_si256((const __m256i *)bsums);
-    __m128i mv = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)m));
+    __m128i mv = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)m));
     /* each min twice, to meet both bsums of its 32 values */
     __m256i m2 = _mm256_permutexvar_epi16(
         _mm256_setr_epi16(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7),
@@ -212,20 +200,23 @@ AVX512 static void dot_q4_K_avx512(int64_t n, float *out, const void *w, const v
     __m256 acc = _mm256_setzero_ps();
     float mins = 0;
     for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        uint8_t sm[16];
-        k_unpack(x[i].scales, sm);
-        __m256i isum = _mm256_setzero_si256();
+        uint64_t sc, mn;
+        hx_k_unpack(x[i].scales, &sc, &mn);
+        /* two integer chains (vpdpwssd latency); integer sums are exact,
+         * so the split changes no result */
+        __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
         for (int jp = 0; jp < 4; jp++) {
             __m256i raw = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * jp));
             const int8_t *yq = y[i].qs + 64 * jp;
-            isum = sub_dot(isum, _mm256_and_si256(raw, m4),
-                           _mm256_loadu_si256((const __m256i *)yq), sm[2 * jp]);
-            isum = sub_dot(isum, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
-                           _mm256_loadu_si256((const __m256i *)(yq + 32)), sm[2 * jp + 1]);
+            is0 = sub_dot(is0, _mm256_and_si256(raw, m4),
+                          _mm256_loadu_si256((const __m256i *)yq), HX_K_BYTE(sc, 2 * jp));
+            is1 = sub_dot(is1, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
+                          _mm256_loadu_si256((const __m256i *)(yq + 32)), HX_K_BYTE(sc, 2 * jp + 1));
         }
+        __m256i isum = _mm256_add_epi32(is0, is1);
         float d = half_to_float(x[i].d) * y[i].d;
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
-        mins += half_to_float(x[i].dmin) * y[i].d * (float)k_min_term(sm + 8, y[i].bsums);
+        mins += half_to_float(x[i].dmin) * y[i].d * (float)k_min_term(mn, y[i].bsums);
     }
     *out = hsum256_ps(acc) - mins;
 }
@@ -238,10 +229,10 @@ AVX512 static void dot_q5_K_avx512(int64_t n, float *out, const void *w, const v
     __m256 acc = _mm256_setzero_ps();
     float mins = 0;
     for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        uint8_t sm[16];
-        k_unpack(x[i].scales, sm);
+        uint64_t sc, mn;
+        hx_k_unpack(x[i].scales, &sc, &mn);
         __m256i hb = _mm256_loadu_si256((const __m256i *)x[i].qh);
-        __m256i isum = _mm256_setzero_si256();
+        __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
         for (int jp = 0; jp < 4; jp++) {
             __m256i raw = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * jp));
             /* fifth bits of sub-blocks 2jp and 2jp+1 as 0x10 bytes */
@@ -252,12 +243,13 @@ AVX512 static void dot_q5_K_avx512(int64_t n, float *out, const void *w, const v
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
             hi = _mm256_mask_add_epi8(hi, k1, hi, b4);
             const int8_t *yq = y[i].qs + 64 * jp;
-            isum = sub_dot(isum, lo, _mm256_loadu_si256((const __m256i *)yq), sm[2 * jp]);
-            isum = sub_dot(isum, hi, _mm256_loadu_si256((const __m256i *)(yq + 32)), sm[2 * jp + 1]);
+            is0 = sub_dot(is0, lo, _mm256_loadu_si256((const __m256i *)yq), HX_K_BYTE(sc, 2 * jp));
+            is1 = sub_dot(is1, hi, _mm256_loadu_si256((const __m256i *)(yq + 32)), HX_K_BYTE(sc, 2 * jp + 1));
         }
+        __m256i isum = _mm256_add_epi32(is0, is1);
         float d = half_to_float(x[i].d) * y[i].d;
         acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
-        mins += half_to_float(x[i].dmin) * y[i].d * (float)k_min_term(sm + 8, y[i].bsums);
+        mins += half_to_float(x[i].dmin) * y[i].d * (float)k_min_term(mn, y[i].bsums);
     }
     *out = hsum256_ps(acc) - mins;
 }
@@ -269,7 +261,7 @@ AVX512 static void dot_q6_K_avx512(int64_t n, float *out, const void *w, const v
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        __m256i isum = _mm256_setzero_si256();
+        __m256i is2[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = x[i].ql + 64 * h;
             __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
@@ -285,9 +277,10 @@ AVX512 static void dot_q6_K_avx512(int64_t n, float *out, const void *w, const v
                 const int8_t *sc = x[i].scales + 8 * h + 2 * k;
                 __m256i yv = _mm256_loadu_si256((const __m256i *)(y[i].qs + 128 * h + 32 * k));
                 __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
-                isum = _mm256_dpwssd_epi32(isum, _mm256_maddubs_epi16(q[k], yv), scv);
+                is2[k & 1] = _mm256_dpwssd_epi32(is2[k & 1], _mm256_maddubs_epi16(q[k], yv), scv);
             }
         }
+        __m256i isum = _mm256_add_epi32(is2[0], is2[1]);
         /* The -32 offset: 32 * sum_j sc_j * bsum_j. */
         __m256i scs = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
         __m256i b = _mm256_loadu_si256((const __m256i *)y[i].bsums);
@@ -316,26 +309,27 @@ AVX512 static void q4_K_x4(int64_t n, const hx_block_q4_K *x, const hx_block_q8_
         mins[t] = 0;
     }
     for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        uint8_t sm[16];
-        k_unpack(x[i].scales, sm);
-        __m256i isum[NT];
-        for (int t = 0; t < NT; t++) isum[t] = _mm256_setzero_si256();
+        uint64_t sc, mn;
+        hx_k_unpack(x[i].scales, &sc, &mn);
+        __m256i isum[NT], ish[NT];
+        for (int t = 0; t < NT; t++) isum[t] = ish[t] = _mm256_setzero_si256();
         for (int jp = 0; jp < 4; jp++) {
             __m256i raw = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * jp));
             __m256i lo = _mm256_and_si256(raw, m4);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
             for (int t = 0; t < NT; t++) {
                 const int8_t *yq = y[t][i].qs + 64 * jp;
-                isum[t] = sub_dot(isum[t], lo, _mm256_loadu_si256((const __m256i *)yq), sm[2 * jp]);
-                isum[t] = sub_dot(isum[t], hi, _mm256_loadu_si256((const __m256i *)(yq + 32)),
-                                  sm[2 * jp + 1]);
+                isum[t] = sub_dot(isum[t], lo, _mm256_loadu_si256((const __m256i *)yq), HX_K_BYTE(sc, 2 * jp));
+                ish[t] = sub_dot(ish[t], hi, _mm256_loadu_si256((const __m256i *)(yq + 32)),
+                                 HX_K_BYTE(sc, 2 * jp + 1));
             }
         }
+        for (int t = 0; t < NT; t++) isum[t] = _mm256_add_epi32(isum[t], ish[t]);
         float dw = half_to_float(x[i].d), dmw = half_to_float(x[i].dmin);
         for (int t = 0; t < NT; t++) {
             float d = dw * y[t][i].d;
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum[t]), acc[t]);
-            mins[t] += dmw * y[t][i].d * (float)k_min_term(sm + 8, y[t][i].bsums);
+            mins[t] += dmw * y[t][i].d * (float)k_min_term(mn, y[t][i].bsums);
         }
     }
     for (int t = 0; t < NT; t++) out[t * ldo] = hsum256_ps(acc[t]) - mins[t];
@@ -479,26 +473,27 @@ AVX512 static void q4_K_x4(int64_t n, const hx_block_q4_K *x, const hx_block_q8_
         mins[t] = 0;
     }
     for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        uint8_t sm[16];
-        k_unpack(x[i].scales, sm);
-        __m256i isum[NT];
-        for (int t = 0; t < NT; t++) isum[t] = _mm256_setzero_si256();
+        uint64_t sc, mn;
+        hx_k_unpack(x[i].scales, &sc, &mn);
+        __m256i isum[NT], ish[NT];
+        for (int t = 0; t < NT; t++) isum[t] = ish[t] = _mm256_setzero_si256();
         for (int jp = 0; jp < 4; jp++) {
             __m256i raw = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * jp));
             __m256i lo = _mm256_and_si256(raw, m4);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
             for (int t = 0; t < NT; t++) {
                 const int8_t *yq = y[t][i].qs + 64 * jp;
-                isum[t] = sub_dot(isum[t], lo, _mm256_loadu_si256((const __m256i *)yq), sm[2 * jp]);
-                isum[t] = sub_dot(isum[t], hi, _mm256_loadu_si256((const __m256i *)(yq + 32)),
-                                  sm[2 * jp + 1]);
+                isum[t] = sub_dot(isum[t], lo, _mm256_loadu_si256((const __m256i *)yq), HX_K_BYTE(sc, 2 * jp));
+                ish[t] = sub_dot(ish[t], hi, _mm256_loadu_si256((const __m256i *)(yq + 32)),
+                                 HX_K_BYTE(sc, 2 * jp + 1));
             }
         }
+        for (int t = 0; t < NT; t++) isum[t] = _mm256_add_epi32(isum[t], ish[t]);
         float dw = half_to_float(x[i].d), dmw = half_to_float(x[i].dmin);
         for (int t = 0; t < NT; t++) {
             float d = dw * y[t][i].d;
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum[t]), acc[t]);
-            mins[t] += dmw * y[t][i].d * (float)k_min_term(sm + 8, y[t][i].bsums);
+            mins[t] += dmw * y[t][i].d * (float)k_min_term(mn, y[t][i].bsums);
         }
     }
     for (int t = 0; t < NT; t++) out[t * ldo] = hsum256_ps(acc[t]) - mins[t];

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "engine/kernels.h"
 
@@ -40,6 +41,26 @@ typedef struct hx_kernels {
 void hx_kernels_fill_scalar(hx_kernels *k);
 void hx_kernels_fill_avx2(hx_kernels *k);
 void hx_kernels_fill_avx512(hx_kernels *k, int has_bf16);
+
+/* Q4_K/Q5_K's 12 packed bytes as 8 6-bit scales (byte j of *sc) and 8
+ * mins (byte j of *m), kept in registers: byte arrays read back as vectors
+ * would defeat store forwarding. */
+static inline void hx_k_unpack(const uint8_t *q, uint64_t *sc, uint64_t *m)
+{
+    uint32_t u0, u1, u2;
+    memcpy(&u0, q, 4);
+    memcpy(&u1, q + 4, 4);
+    memcpy(&u2, q + 8, 4);
+    uint32_t s_lo = u0 & 0x3f3f3f3fu;
+    uint32_t s_hi = (u2 & 0x0f0f0f0fu) | (((u0 >> 6) & 0x03030303u) << 4);
+    uint32_t m_lo = u1 & 0x3f3f3f3fu;
+    uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0fu) | (((u1 >> 6) & 0x03030303u) << 4);
+    *sc = (uint64_t)s_hi << 32 | s_lo;
+    *m = (uint64_t)m_hi << 32 | m_lo;
+}
+
+/* byte j of a packed scale word */
+#define HX_K_BYTE(v, j) ((int)(((v) >> (8 * (j))) & 0xff))
 
 /* The table for an ISA (built once, clamped to the CPU's). */
 const hx_kernels *hx_kernels_for(int isa);
