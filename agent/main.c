@@ -12,6 +12,7 @@ static const hx_verb verbs[] = {
     {"info", cmd_info, "describe a GGUF model"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"mkmodel", cmd_mkmodel, "write a random-weight test model (dev tool)"},
+    {"quantize", cmd_quantize, "quantize a GGUF model (presets, overrides, calibration)"},
     {"tools", cmd_tools, "list the tools, or call one with JSON arguments"},
     {"ask", cmd_ask, "ask the assistant: plan, call tools, answer"},
     {"chat", cmd_chat, "a session with the assistant, with history"},

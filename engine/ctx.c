@@ -8,7 +8,7 @@
 
 hx_ctx_params hx_ctx_default_params(void)
 {
-    hx_ctx_params p = {0, 512, 0, 0};
+    hx_ctx_params p = {0, 512, 0, 0, NULL, NULL};
     return p;
 }
 
@@ -88,6 +88,8 @@ int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err)
     if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx; /* a pass never holds more */
     c->n_threads = p->n_threads ? p->n_threads : default_threads();
     c->kv_f32 = p->kv_f32 != 0;
+    c->act_hook = p->act_hook;
+    c->act_hook_user = p->act_hook_user;
     c->ao = hx_attn_ops_get();
     c->tp = hx_threadpool_new(c->n_threads);
     int rc = c->tp ? alloc_kv(c) : HX_ERR_NOMEM;

@@ -21,6 +21,10 @@ struct hx_ctx {
      * when kv_f32 */
     void *kc, *vc;
     int kv_f32;
+    /* hx_ctx_params.act_hook and its user pointer (NULL: none) */
+    void (*act_hook)(void *user, const char *tensor, const float *x,
+                     int n_tokens, int64_t n_cols);
+    void *act_hook_user;
     const hx_attn_ops *ao; /* attention primitives for this CPU */
     /* scratch for one pass of up to n_batch (B) tokens */
     float *x;        /* (B, n_embd) residual stream */

@@ -13,5 +13,6 @@
 #include "engine/grammar/grammar.h"
 #include "engine/model_write.h"
 #include "engine/delta.h"
+#include "engine/quantize.h"
 
 #endif /* HX_ENGINE_H */

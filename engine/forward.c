@@ -114,6 +114,22 @@ hx_mm_job hx_fwd_job(const hx_ctx *c, const hx_wmat *w, const void *W,
     return j;
 }
 
+/* Shows x (B, cols), the input of the n matrices w, to the context's
+ * act_hook under each weight's tensor name (found by its data pointer:
+ * a scan, paid only when a hook is set). */
+static void report_act(hx_ctx *c, const hx_wmat *const *w, int n,
+                       const float *x, int B)
+{
+    const hx_gguf *g = c->m->gguf;
+    for (int i = 0; i < n; i++)
+        for (int64_t t = 0; t < hx_gguf_n_tensors(g); t++)
+            if (hx_gguf_tensor_at(g, t)->data == w[i]->data) {
+                c->act_hook(c->act_hook_user, hx_gguf_tensor_at(g, t)->name,
+                            x, B, w[i]->cols);
+                break;
+            }
+}
+
 /* y[i] (B, w[i]->rows) = x (B, cols) . w[i]^T for n matrices sharing their
  * input: one quantization and one pool run when their activation types
  * agree (Q, K, V; gate and up), else one matmul each. */
@@ -127,6 +143,7 @@ static void matmul_n(hx_ctx *c, const hx_wmat *const *w, float *const *y,
         for (int i = 0; i < n; i++) matmul_n(c, &w[i], &y[i], 1, x, B);
         return;
     }
+    if (c->act_hook) report_act(c, w, n, x, B);
     hx_fwd_quantize(c, w[0]->type, x, B, w[0]->cols);
     for (int i = 0; i < n; i++) c->jobs[i] = hx_fwd_job(c, w[i], w[i]->data, NULL, B, y[i]);
     hx_matmul_jobs(c->tp, c->jobs, n);

@@ -82,6 +82,14 @@ typedef struct hx_ctx_params {
     int n_threads; /* 0 = number of online CPUs */
     int kv_f32;    /* 1: keep the KV cache in float (llama.cpp type_k/v F32):
                     * twice the memory, no fp16 rounding */
+    /* Optional observer of matmul inputs (calibration: hearth quantize
+     * --calibrate). When set, called on the decoding thread before each
+     * matmul with the weight's GGUF tensor name and its input x: n_tokens
+     * rows of n_cols floats. MoE expert matmuls are not reported. NULL
+     * (the default) costs nothing. */
+    void (*act_hook)(void *user, const char *tensor, const float *x,
+                     int n_tokens, int64_t n_cols);
+    void *act_hook_user;
 } hx_ctx_params;
 hx_ctx_params hx_ctx_default_params(void);
 

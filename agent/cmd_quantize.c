@@ -1,0 +1,173 @@
+/* cmd_quantize.c: `hearth quantize`: mixed-precision quantization of a
+ * GGUF model, optionally calibrated on the user's own text (imatrix). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/cli.h"
+#include "engine/engine.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hearth quantize IN.gguf OUT.gguf --type TYPE [options]\n\n"
+            "TYPE          Q4_K_M Q5_K_M (llama.cpp mixes) or Q8_0 Q4_0 Q4_K Q5_K Q6_K\n"
+            "--override 'GLOB=TYPE'  type for tensors whose name matches (repeatable,\n"
+            "              applied last, later wins), e.g. '*attn_output*=Q8_0';\n"
+            "              TYPE one of F32 F16 BF16 Q8_0 Q4_0 Q4_K Q5_K Q6_K\n"
+            "--imatrix FILE          importance matrix to weight the rounding error\n"
+            "--calibrate FILES...    collect one by running IN over these text files\n"
+            "--imatrix-out FILE      save the collected importance matrix\n"
+            "--threads N\n");
+}
+
+typedef struct qargs {
+    const char *in, *out, *type, *imatrix, *imatrix_out;
+    const char **overrides, **calib;
+    int n_overrides, n_calib, threads;
+} qargs;
+
+static int parse(int argc, char **argv, qargs *a)
+{
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(s, "--calibrate")) {
+            while (i + 1 < argc && argv[i + 1][0] != '-') a->calib[a->n_calib++] = argv[++i];
+            if (!a->n_calib) return -1;
+        } else if (s[0] == '-' && !v) {
+            return -1;
+        } else if (!strcmp(s, "--type")) a->type = argv[++i];
+        else if (!strcmp(s, "--override")) a->overrides[a->n_overrides++] = argv[++i];
+        else if (!strcmp(s, "--imatrix")) a->imatrix = argv[++i];
+        else if (!strcmp(s, "--imatrix-out")) a->imatrix_out = argv[++i];
+        else if (!strcmp(s, "--threads")) a->threads = atoi(argv[++i]);
+        else if (s[0] == '-') return -1;
+        else if (npos == 0) a->in = s, npos++;
+        else if (npos == 1) a->out = s, npos++;
+        else return -1;
+    }
+    if (!a->in || !a->out || !a->type) return -1;
+    if (a->imatrix && a->n_calib) return -1;
+    return 0;
+}
+
+typedef struct prog {
+    hx_progress bar;
+    int warned;
+} prog;
+
+static void on_tensor(void *user, int i, int n, const char *name, int tin,
+                      int tout)
+{
+    prog *p = user;
+    if (tin != tout && hx_type_block_elems(tin) > 1 && !p->warned) {
+        fprintf(stderr, "hearth: quantize: warning: %s is already %s; "
+                        "requantizing through F32 loses accuracy\n",
+                name, hx_type_name(tin));
+        p->warned = 1;
+    }
+    char extra[160];
+    snprintf(extra, sizeof extra, "%s -> %s", name, hx_type_name(tout));
+    p->bar.total = n;
+    hx_progress_update(&p->bar, i, extra);
+}
+
+static void on_chunk(void *user, int64_t done, int64_t total)
+{
+    hx_progress *bar = user;
+    bar->total = (double)total;
+    hx_progress_update(bar, (double)done, NULL);
+}
+
+static void print_table(const hx_quantize_stats *st)
+{
+    printf("%-6s %8s %12s %12s %6s\n", "type", "tensors", "params", "MiB", "bpw");
+    for (int t = 0; t < HX_TYPE_COUNT; t++) {
+        if (!st->count[t]) continue;
+        printf("%-6s %8d %12lld %12.2f %6.2f\n", hx_type_name(t), st->count[t],
+               (long long)st->elems[t], st->bytes[t] / 1048576.0,
+               8.0 * (double)st->bytes[t] / (double)st->elems[t]);
+    }
+    printf("%-6s %8d %12lld %12.2f %6.2f\n", "total", st->n_tensors,
+           (long long)st->n_elems, st->bytes_out / 1048576.0,
+           8.0 * (double)st->bytes_out / (double)st->n_elems);
+    printf("input %.2f MiB -> output file %.2f MiB", st->bytes_in / 1048576.0,
+           st->file_bytes / 1048576.0);
+    if (st->n_imatrix) printf("; %d tensors with importances", st->n_imatrix);
+    if (st->n_fallback) printf("; %d tensors in a wider type (rows not a multiple of the block)", st->n_fallback);
+    printf("\n");
+}
+
+/* Loads --imatrix or runs --calibrate (saving to --imatrix-out). */
+static int get_imatrix(const qargs *a, hx_imatrix **im)
+{
+    hx_err e = {0};
+    int rc = HX_OK;
+    if (a->imatrix) rc = hx_imatrix_load(a->imatrix, im, &e);
+    else if (a->n_calib) {
+        hx_calib_params cp = hx_calib_default_params();
+        hx_progress bar;
+        hx_progress_start(&bar, "calibrating", 1);
+        cp.n_threads = a->threads;
+        cp.progress = on_chunk;
+        cp.progress_user = &bar;
+        rc = hx_imatrix_calibrate(a->in, a->calib, a->n_calib, &cp, im, &e);
+        hx_progress_finish(&bar);
+        if (!rc)
+            printf("calibrated on %lld tokens: %d matrices\n",
+                   (long long)hx_imatrix_n_tokens(*im), hx_imatrix_n_entries(*im));
+        if (!rc && a->imatrix_out) rc = hx_imatrix_save(*im, a->imatrix_out, &e);
+    }
+    if (rc) fprintf(stderr, "hearth: quantize: %s\n", e.msg);
+    return rc;
+}
+
+int cmd_quantize(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return HX_EXIT_OK;
+    }
+    qargs a;
+    memset(&a, 0, sizeof a);
+    a.overrides = calloc((size_t)argc, sizeof *a.overrides);
+    a.calib = calloc((size_t)argc, sizeof *a.calib);
+    int code = HX_EXIT_OK;
+    hx_imatrix *im = NULL;
+    if (!a.overrides || !a.calib || parse(argc, argv, &a)) {
+        usage(stderr);
+        code = HX_EXIT_USAGE;
+    } else if (hx_quantize_ftype_number(a.type) < 0) {
+        fprintf(stderr, "hearth: quantize: unknown type '%s' (Q4_K_M Q5_K_M "
+                        "Q8_0 Q4_0 Q4_K Q5_K Q6_K)\n", a.type);
+        code = HX_EXIT_USAGE;
+    } else if (get_imatrix(&a, &im)) {
+        code = HX_EXIT_INPUT;
+    } else {
+        hx_quantize_params p = hx_quantize_default_params();
+        prog pg = {{0}, 0};
+        hx_quantize_stats st;
+        hx_err e = {0};
+        p.ftype = a.type;
+        p.overrides = a.overrides;
+        p.n_overrides = a.n_overrides;
+        p.imatrix = im;
+        p.n_threads = a.threads;
+        p.progress = on_tensor;
+        p.progress_user = &pg;
+        hx_progress_start(&pg.bar, "quantizing", 1);
+        int rc = hx_quantize_model(a.in, a.out, &p, &st, &e);
+        hx_progress_finish(&pg.bar);
+        if (rc) {
+            fprintf(stderr, "hearth: quantize: %s\n", e.msg);
+            code = cli_exit_code(rc);
+        } else {
+            print_table(&st);
+        }
+    }
+    hx_imatrix_free(im);
+    free(a.overrides);
+    free(a.calib);
+    return code;
+}
