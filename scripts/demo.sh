@@ -71,5 +71,6 @@ echo
 echo "== audit log ($home/data/audit.jsonl)"
 cat "$home/data/audit.jsonl" 2>/dev/null || echo "   (empty)"
 echo
-echo "== episodes in memory (what 'hearth feedback' marks for fine-tuning)"
+echo "== hearth feedback --reject (each run is an episode in memory; accepted"
+echo "   and corrected ones are what the nightly fine-tuning learns from)"
 "$hearth" feedback --reject
