@@ -185,18 +185,21 @@ static void dot_q6_K_scalar(int64_t n, float *out, const void *w, const void *a)
     const hx_block_q8_K *y = a;
     float s = 0;
     for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        int isum = 0;
-        for (int e0 = 0; e0 < HX_QK_K; e0 += 16) {
-            int sub = 0;
-            for (int e = e0; e < e0 + 16; e++) {
-                int h = e / 128, r = e % 128, quarter = r / 32, l = r % 32;
-                uint8_t lo = x[i].ql[64 * h + l + 32 * (quarter & 1)];
-                int q = ((quarter < 2 ? lo : lo >> 4) & 0xf) |
-                        (((x[i].qh[32 * h + l] >> (2 * quarter)) & 3) << 4);
-                sub += (q - 32) * y[i].qs[e];
+        int sub[16] = {0}, isum = 0;
+        for (int h = 0; h < 2; h++) { /* halves of 128: 4 quarters of 32 */
+            const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
+            const int8_t *yy = y[i].qs + 128 * h;
+            int *sb = sub + 8 * h;
+            for (int l = 0; l < 32; l++) {
+                int is = l / 16;
+                sb[is] += ((ql[l] & 0xf) | ((qh[l] & 3) << 4)) * yy[l];
+                sb[is + 2] += ((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) * yy[l + 32];
+                sb[is + 4] += ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) * yy[l + 64];
+                sb[is + 6] += ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) * yy[l + 96];
             }
-            isum += x[i].scales[e0 / 16] * sub;
         }
+        for (int j = 0; j < 16; j++) /* q - 32: the offset through bsums */
+            isum += x[i].scales[j] * (sub[j] - 32 * y[i].bsums[j]);
         s += hx_fp16_to_fp32(x[i].d) * y[i].d * (float)isum;
     }
     *out = s;
