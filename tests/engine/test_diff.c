@@ -122,9 +122,8 @@ typedef struct type_case {
 /* Tolerances on the max over the 64 positions of NMSE(llama.cpp, Hearth),
  * F32 KV cache on both sides. Measured on this tree (qwen3 / qwen3moe, max):
  *   F32 2e-13: equal up to summation order.
- *   F16 2e-7: systematic; llama.cpp multiplies F16 weights with F32
- *     activations (llamafile sgemm on x86), Hearth rounds them to F16.
- *   BF16 1e-5: systematic, cause not yet pinned down.
+ *   F16 2e-7, BF16 1e-5: systematic at every position; cause open (F32
+ *     instead of F16 activations for F16 weights was tried: no better).
  *   8-bit and K-quant activations: mostly 1e-13 up to the first rounding
  *     flip of a quantized activation (ulp-level differences in SiLU/softmax
  *     expf and attention summation move a value across a boundary); from
