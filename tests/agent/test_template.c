@@ -100,19 +100,31 @@ static int jinja_render(const char *tpl, const cJSON *msgs, const cJSON *tools,
     return ok;
 }
 
+static const hx_vocab *load_vocab(const char *rel, hx_vocab **v)
+{
+    if (*v) return *v;
+    const char *p = test_shared_file(rel);
+    hx_gguf *g = NULL;
+    if (!p || hx_gguf_open(p, &g, NULL)) return NULL;
+    hx_vocab_load(g, v, NULL);
+    hx_gguf_close(g);
+    return *v;
+}
+
 static const hx_vocab *qwen_vocab(void)
 {
     static hx_vocab *v;
-    if (v) return v;
-    const char *p = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
-    hx_gguf *g = NULL;
-    if (!p || hx_gguf_open(p, &g, NULL)) return NULL;
-    hx_vocab_load(g, &v, NULL);
-    hx_gguf_close(g);
-    return v;
+    return load_vocab("vocab/ggml-vocab-qwen2.gguf", &v);
 }
 
-static void expect_same_ids(const hx_vocab *v, const char *a, const char *b)
+static const hx_vocab *llama_vocab(void)
+{
+    static hx_vocab *v;
+    return load_vocab("vocab/ggml-vocab-llama-bpe.gguf", &v);
+}
+
+static void expect_same_ids(const hx_vocab *v, const char *a, const char *b,
+                            const char *marker)
 {
     int32_t ta[8192], tb[8192];
     int32_t na = hx_tokenize(v, a, strlen(a), ta, 8192, 0, 1);
@@ -123,7 +135,7 @@ static void expect_same_ids(const hx_vocab *v, const char *a, const char *b)
     for (int i = 0; same && i < na; i++) same = ta[i] == tb[i];
     EXPECT(same);
     /* the markers are single special tokens, as the model was trained */
-    int32_t im = hx_vocab_find(v, "<|im_start|>", 12);
+    int32_t im = hx_vocab_find(v, marker, strlen(marker));
     int n_im = 0;
     for (int i = 0; i < na; i++) n_im += ta[i] == im;
     EXPECT(im >= 0 && n_im >= 2);
@@ -139,7 +151,8 @@ static void compare(int family, const char *tpl_file, const char *conv,
     if (!tp) return;
     char tpl[4096];
     snprintf(tpl, sizeof tpl, "%s", tp);
-    const hx_vocab *v = qwen_vocab();
+    int llama = family == HX_TPL_LLAMA3;
+    const hx_vocab *v = llama ? llama_vocab() : qwen_vocab();
     if (!v || !have_jinja()) return;
     cJSON *msgs = cJSON_Parse(conv), *tools = with_tools ? cJSON_Parse(tools_json) : NULL;
     ASSERT(msgs && (!with_tools || tools));
@@ -152,7 +165,7 @@ static void compare(int family, const char *tpl_file, const char *conv,
     EXPECT(jinja_render(tpl, msgs, tools, add_gen, &ref));
     if (ref) {
         EXPECT_STR_EQ(mine.data, ref);
-        if (family != HX_TPL_LLAMA3) expect_same_ids(v, mine.data, ref);
+        expect_same_ids(v, mine.data, ref, llama ? "<|start_header_id|>" : "<|im_start|>");
     }
     free(ref);
     hx_buf_free(&mine);
