@@ -1,7 +1,9 @@
 /* matmul.c: F32 matrix products of training (forward, input gradient,
  * weight gradient) on the engine's pool, and linear layers with LoRA. */
+#include <stdlib.h>
 #include <string.h>
 
+#include "engine/kernels.h"
 #include "lora/train_int.h"
 
 /* Rows per tile: frozen quantized weights are dequantized a tile at a time
@@ -41,6 +43,65 @@ static void axpy(float *y, float a, const float *x, int n)
     for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
+/* The weight's F32 rows when it has them (trainable or an F32 file). */
+static const float *f32_of(const tr_w *w)
+{
+    if (w->f) return w->f;
+    return w->q->type == HX_TYPE_F32 ? (const float *)w->q->data : NULL;
+}
+
+/* dst (cols, rows) = src (rows, cols)^T */
+static void transpose(float *dst, const float *src, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
+}
+
+/* y += alpha * t over n floats. */
+static void add_scaled(float *y, const float *t, size_t n, float alpha)
+{
+    for (size_t i = 0; i < n; i++) y[i] += alpha * t[i];
+}
+
+/* F32 products through the engine's SIMD matmul (Y = X W^T, one fixed-order
+ * dot per output, so independent of the thread count); the transposed
+ * operands are copied first. 0 when they do not apply or memory is short
+ * (the portable loops below then run). */
+static int fast_bwd_x(hx_threadpool *tp, const float *W, int rows, int cols,
+                      const float *dy, int n, float *dx, float alpha)
+{
+    float *wt = malloc((size_t)rows * cols * sizeof(float));
+    float *t = malloc((size_t)n * cols * sizeof(float));
+    const int ok = wt && t;
+    if (ok) {
+        transpose(wt, W, rows, cols);
+        hx_matmul(tp, wt, HX_TYPE_F32, rows, cols, dy, n, t);
+        add_scaled(dx, t, (size_t)n * cols, alpha);
+    }
+    free(wt);
+    free(t);
+    return ok;
+}
+
+static int fast_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
+                      const float *dy, const float *x, int n, float alpha)
+{
+    float *dyt = malloc((size_t)rows * n * sizeof(float));
+    float *xt = malloc((size_t)cols * n * sizeof(float));
+    float *t = malloc((size_t)rows * cols * sizeof(float));
+    const int ok = dyt && xt && t;
+    if (ok) {
+        transpose(dyt, dy, n, rows);
+        transpose(xt, x, n, cols);
+        hx_matmul(tp, xt, HX_TYPE_F32, n, cols, dyt, rows, t);
+        add_scaled(dw, t, (size_t)rows * cols, alpha);
+    }
+    free(dyt);
+    free(xt);
+    free(t);
+    return ok;
+}
+
 typedef struct mm_job {
     const tr_w *w;
     const float *x, *dy;
@@ -69,6 +130,11 @@ static void fwd_task(void *ctx, int task, int thread)
 void tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
                float *y, float alpha, int acc, float *scratch)
 {
+    const float *f = f32_of(w);
+    if (f && !acc && alpha == 1.0f) {
+        hx_matmul(tp, f, HX_TYPE_F32, w->cols, w->rows, x, n, y);
+        return;
+    }
     mm_job j = {w, x, NULL, y, NULL, n, w->rows, w->cols, acc, 0, alpha,
                 scratch, tr_mm_scratch(w->cols)};
     hx_threadpool_run(tp, (w->rows + TILE - 1) / TILE, fwd_task, &j);
@@ -95,6 +161,8 @@ static void bwd_x_task(void *ctx, int task, int thread)
 void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
                  float *dx, float alpha, float *scratch)
 {
+    const float *f = f32_of(w);
+    if (f && fast_bwd_x(tp, f, w->rows, w->cols, dy, n, dx, alpha)) return;
     const int nt = hx_threadpool_n_threads(tp);
     const int tasks = n < nt ? n : nt;
     if (tasks < 1) return;
@@ -120,6 +188,7 @@ static void bwd_w_task(void *ctx, int task, int thread)
 void tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
                  const float *dy, const float *x, int n, float alpha)
 {
+    if (fast_bwd_w(tp, dw, rows, cols, dy, x, n, alpha)) return;
     mm_job j = {NULL, x, dy, NULL, dw, n, rows, cols, 0, 0, alpha, NULL, 0};
     hx_threadpool_run(tp, (rows + TILE - 1) / TILE, bwd_w_task, &j);
 }
