@@ -199,6 +199,21 @@ static void stream(run *r, const hx_buf *text, size_t *done, int *in_call, int f
     if (tag) *in_call = 1;
 }
 
+/* The compact style has one line per message: a plain-text turn ends at
+ * its first newline after some text (small models never stop otherwise).
+ * Cuts text there and returns 1. */
+static int compact_line_end(const run *r, hx_buf *text)
+{
+    if (r->pl->p.family != HX_TPL_COMPACT || !text->data) return 0;
+    const char *s = text->data;
+    while (*s == ' ' || *s == '\n') s++;
+    const char *nl = strchr(s, '\n'), *call = strstr(text->data, OPEN_TAG);
+    if (!nl || (call && call < nl)) return 0;
+    text->len = (size_t)(nl - text->data);
+    text->data[text->len] = 0;
+    return 1;
+}
+
 /* Lets the source write one assistant turn into text. */
 static int gen_turn(run *r, const char *prompt, int choice, hx_buf *text, hx_err *err)
 {
@@ -212,6 +227,7 @@ static int gen_turn(run *r, const char *prompt, int choice, hx_buf *text, hx_err
         if ((rc = src->next(src->ctx, text, &end, err))) return rc;
         if (end) break;
         r->tokens++;
+        if (compact_line_end(r, text)) break;
         stream(r, text, &done, &in_call, 0);
     }
     stream(r, text, &done, &in_call, 1);

@@ -50,7 +50,11 @@ static void check_run(world *w, const cJSON *t, int *n_calls, int *n_answered)
     const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(t, "status"));
     EXPECT(st && (!strcmp(st, "answered") || !strcmp(st, "token budget") ||
                   !strcmp(st, "step limit")));
-    *n_answered += st && !strcmp(st, "answered");
+    if (st && !strcmp(st, "answered")) {
+        const char *a = cJSON_GetStringValue(cJSON_GetObjectItem(t, "answer"));
+        EXPECT(a && *a && !strchr(a, '\n')); /* compact: one line */
+        (*n_answered)++;
+    }
     const cJSON *calls = cJSON_GetObjectItem(t, "calls");
     /* the first turn must call; only the token budget may cut it short */
     EXPECT(cJSON_GetArraySize(calls) >= 1 || (st && !strcmp(st, "token budget")));
@@ -122,6 +126,7 @@ static void test_requests_through_engine(void)
     printf("# %d requests, %d calls (all valid), %d answered in plain text\n", n_runs,
            n_calls, n_answered);
     EXPECT(n_calls >= n_runs / 2);
+    EXPECT(n_answered >= n_runs / 2);
     EXPECT_EQ_INT(hx_memory_episode_count(w.mem), n_runs);
     EXPECT(count_lines(w.audit, "\"tool\"", NULL) == n_calls);
     hx_source_free(&src);

@@ -469,6 +469,25 @@ static void test_recall_in_prompt(void)
     world_close(&w);
 }
 
+/* The compact style: a plain-text turn ends at its first line. */
+static void test_compact_answer_is_one_line(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {" \nFirst line.\nSecond line that is never read"};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    hx_planner_params p = hx_planner_default_params();
+    p.family = HX_TPL_COMPACT;
+    EXPECT_EQ_INT(run_script(&w, turns, 1, "hi", &p, &s, &t, &ss), HX_OK);
+    EXPECT_STR_EQ(tstr(t, "answer"), "First line.");
+    EXPECT(strstr(s.text.data, "Second") == NULL);
+    EXPECT(strstr(ss.prompts[0], "User: hi\nAssistant:") != NULL);
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 int main(void)
 {
     RUN(test_multi_call_turn);
@@ -482,5 +501,6 @@ int main(void)
     RUN(test_chat_history_and_undo);
     RUN(test_stream_holds_partial_tag);
     RUN(test_recall_in_prompt);
+    RUN(test_compact_answer_is_one_line);
     return test_summary();
 }
