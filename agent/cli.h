@@ -38,5 +38,6 @@ int cmd_ask(int argc, char **argv); /* cmd_ask.c */
 int cmd_chat(int argc, char **argv);
 int cmd_feedback(int argc, char **argv);
 int cmd_quantize(int argc, char **argv); /* cmd_quantize.c */
+int cmd_train(int argc, char **argv); /* cmd_train.c */
 
 #endif /* HX_CLI_H */

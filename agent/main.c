@@ -13,6 +13,7 @@ static const hx_verb verbs[] = {
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"mkmodel", cmd_mkmodel, "write a random-weight test model (dev tool)"},
     {"quantize", cmd_quantize, "quantize a GGUF model (presets, overrides, calibration)"},
+    {"train", cmd_train, "train a small model or a LoRA adapter on a text file (dev tool)"},
     {"tools", cmd_tools, "list the tools, or call one with JSON arguments"},
     {"ask", cmd_ask, "ask the assistant: plan, call tools, answer"},
     {"chat", cmd_chat, "a session with the assistant, with history"},

@@ -1,0 +1,210 @@
+/* cmd_train.c: `hearth train` (developer verb): trains a qwen3 model from
+ * scratch, fully fine-tunes one, or trains a LoRA adapter, on a text file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/cli.h"
+#include "engine/engine.h"
+#include "lora/lora.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hearth train DATA.txt --out OUT.gguf [options]\n\n"
+            "Trains on every token of DATA (random windows). Without --base a new\n"
+            "qwen3 model is trained from scratch.\n\n"
+            "--vocab GGUF     tokenize with this file's tokenizer and copy it into OUT\n"
+            "                 (default: bytes, a vocabulary of 256, no tokenizer)\n"
+            "--base GGUF      start from this model (its tokenizer is used)\n"
+            "--lora-rank R    train a LoRA adapter of rank R over the frozen --base\n"
+            "                 (OUT is then the adapter); --lora-alpha A (default R),\n"
+            "                 --lora-targets qkvo|all (default qkvo)\n"
+            "model:  --layers 2 --embd 64 --heads 4 --kv-heads 2 --head-dim 16\n"
+            "        --ff 128 --ctx 256\n"
+            "train:  --steps 100 --seq 64 --batch 4 --accum 1 --lr 1e-3 --warmup 0\n"
+            "        --wd 0.1 --clip 1 --seed 1 --threads N\n"
+            "--ckpt FILE      checkpoint every --ckpt-every N steps (default 50) and\n"
+            "                 at the end; --resume continues from it\n"
+            "--svg FILE       loss curve (default OUT.svg); --log prints each step\n");
+}
+
+typedef struct targs {
+    const char *data, *out, *vocab, *base, *ckpt, *svg, *targets;
+    int resume, log, threads, lora_rank;
+    float lora_alpha;
+    hx_train_config cfg;
+    hx_train_params tp;
+} targs;
+
+/* Numeric option s with value v into a; 1 if s was one, -1 if bad. */
+static int parse_num(targs *a, const char *s, const char *v)
+{
+    static const char *const ints[] = {"--layers", "--embd", "--heads", "--kv-heads",
+                                       "--head-dim", "--ff", "--ctx", "--steps",
+                                       "--seq", "--batch", "--accum", "--warmup",
+                                       "--threads", "--lora-rank", "--ckpt-every"};
+    int *const iptr[] = {&a->cfg.n_layer, &a->cfg.n_embd, &a->cfg.n_head,
+                         &a->cfg.n_head_kv, &a->cfg.head_dim, &a->cfg.n_ff,
+                         &a->cfg.n_ctx, &a->tp.opt.n_steps, &a->tp.seq_len,
+                         &a->tp.n_seq, &a->tp.accum, &a->tp.opt.warmup,
+                         &a->threads, &a->lora_rank, &a->tp.ckpt_every};
+    static const char *const flts[] = {"--lr", "--wd", "--clip", "--lora-alpha"};
+    float *const fptr[] = {&a->tp.opt.lr, &a->tp.opt.wd, &a->tp.opt.clip, &a->lora_alpha};
+    char *end;
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (!strcmp(s, ints[i])) {
+            long x = strtol(v, &end, 10);
+            if (*end || x < 0 || x > 1 << 30) return -1;
+            *iptr[i] = (int)x;
+            return 1;
+        }
+    for (size_t i = 0; i < sizeof flts / sizeof flts[0]; i++)
+        if (!strcmp(s, flts[i])) {
+            *fptr[i] = strtof(v, &end);
+            return *end ? -1 : 1;
+        }
+    if (!strcmp(s, "--seed")) {
+        a->tp.seed = strtoull(v, &end, 10);
+        return *end ? -1 : 1;
+    }
+    return 0;
+}
+
+static int parse(int argc, char **argv, targs *a)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(s, "--resume")) a->resume = 1;
+        else if (!strcmp(s, "--log")) a->log = 1;
+        else if (s[0] == '-' && !v) return -1;
+        else if (!strcmp(s, "--out")) a->out = argv[++i];
+        else if (!strcmp(s, "--vocab")) a->vocab = argv[++i];
+        else if (!strcmp(s, "--base")) a->base = argv[++i];
+        else if (!strcmp(s, "--ckpt")) a->ckpt = argv[++i];
+        else if (!strcmp(s, "--svg")) a->svg = argv[++i];
+        else if (!strcmp(s, "--lora-targets")) a->targets = argv[++i];
+        else if (s[0] == '-') {
+            int r = parse_num(a, s, v);
+            if (r <= 0) return -1;
+            i++;
+        } else if (!a->data) a->data = s;
+        else return -1;
+    }
+    if (!a->data || !a->out || (a->resume && !a->ckpt)) return -1;
+    if (a->lora_rank && !a->base) return -1;
+    return 0;
+}
+
+/* Tokens of the data file: with the vocabulary in vocab_path, or bytes. */
+static int load_tokens(const char *path, const char *vocab_path,
+                       int32_t **out, size_t *n, hx_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = hx_read_file(path, 0, &text, &len, err);
+    if (rc) return rc;
+    *out = hx_malloc_array(len ? len : 1, sizeof(int32_t));
+    if (!*out) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    hx_gguf *g = NULL;
+    hx_vocab *v = NULL;
+    if (!rc && vocab_path && !(rc = hx_gguf_open(vocab_path, &g, err)))
+        rc = hx_vocab_load(g, &v, err);
+    if (!rc && v) {
+        int32_t k = hx_tokenize(v, text, len, *out, (int32_t)len, 0, 0);
+        if (k < 0) rc = hx_err_set(err, HX_ERR_NOMEM, "%s: tokenizing failed", path);
+        *n = k < 0 ? 0 : (size_t)k;
+    } else if (!rc) {
+        for (size_t i = 0; i < len; i++) (*out)[i] = (unsigned char)text[i];
+        *n = len;
+    }
+    hx_vocab_free(v);
+    hx_gguf_close(g);
+    free(text);
+    return rc;
+}
+
+static int make_trainer(const targs *a, hx_trainer **tr, hx_err *err)
+{
+    if (!a->base) return hx_trainer_new_scratch(&a->cfg, a->tp.seed, a->threads, tr, err);
+    if (!a->lora_rank) return hx_trainer_new_gguf(a->base, NULL, a->threads, tr, err);
+    hx_lora_params lp = hx_lora_default_params();
+    lp.rank = a->lora_rank;
+    lp.alpha = a->lora_alpha > 0 ? a->lora_alpha : (float)a->lora_rank;
+    lp.seed = a->tp.seed;
+    if (a->targets && !strcmp(a->targets, "all")) lp.targets = HX_LORA_ALL;
+    return hx_trainer_new_gguf(a->base, &lp, a->threads, tr, err);
+}
+
+static int run(targs *a, hx_err *err)
+{
+    int32_t *tok = NULL;
+    size_t n = 0;
+    const char *vocab = a->base ? a->base : a->vocab;
+    hx_trainer *tr = NULL;
+    int rc = load_tokens(a->data, vocab, &tok, &n, err);
+    if (!rc && !a->base) {
+        if (!a->vocab) a->cfg.n_vocab = 256;
+        else {
+            int32_t mx = 0;
+            hx_gguf *g = NULL;
+            uint64_t nt = 0;
+            int et;
+            if (!(rc = hx_gguf_open(a->vocab, &g, err)) &&
+                !hx_gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &nt))
+                mx = (int32_t)nt;
+            hx_gguf_close(g);
+            a->cfg.n_vocab = mx;
+        }
+    }
+    if (!rc) rc = make_trainer(a, &tr, err);
+    if (!rc && a->resume) rc = hx_trainer_load(tr, a->ckpt, err);
+    char svg[4096];
+    snprintf(svg, sizeof svg, "%s.svg", a->out);
+    a->tp.svg_path = a->svg ? a->svg : svg;
+    a->tp.ckpt_path = a->ckpt;
+    a->tp.log = a->log ? stdout : NULL;
+    a->tp.progress = 1;
+    hx_train_data d = {tok, NULL, n};
+    const double t0 = hx_time_mono();
+    const int s0 = tr ? hx_trainer_steps_done(tr) : 0;
+    if (!rc) rc = hx_train_run(tr, &d, &a->tp, err);
+    if (!rc) rc = hx_trainer_write_gguf(tr, a->out, a->base ? NULL : a->vocab, err);
+    if (!rc) {
+        const int s = hx_trainer_steps_done(tr);
+        const double el = hx_time_mono() - t0;
+        const double toks = (double)(s - s0) * a->tp.seq_len * a->tp.n_seq * a->tp.accum;
+        printf("trained %d steps (%zu parameters%s) on %zu tokens: loss %.4f -> "
+               "%.4f, %.0f tokens/s\nwrote %s and %s\n", s, hx_trainer_n_params(tr),
+               hx_trainer_is_lora(tr) ? ", LoRA" : "", n,
+               s ? hx_trainer_losses(tr)[0] : 0.0, s ? hx_trainer_losses(tr)[s - 1] : 0.0,
+               el > 0 ? toks / el : 0.0, a->out, a->tp.svg_path);
+    }
+    hx_trainer_free(tr);
+    free(tok);
+    return rc;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return HX_EXIT_OK;
+    }
+    targs a;
+    memset(&a, 0, sizeof a);
+    a.cfg = hx_train_default_config();
+    a.tp = hx_train_default_params();
+    a.tp.ckpt_every = 50;
+    if (parse(argc, argv, &a)) {
+        usage(stderr);
+        return HX_EXIT_USAGE;
+    }
+    hx_err err = {0};
+    int rc = run(&a, &err);
+    if (rc) {
+        fprintf(stderr, "hearth: train: %s\n", err.msg[0] ? err.msg : hx_rc_str(rc));
+        return cli_exit_code(rc);
+    }
+    return HX_EXIT_OK;
+}
