@@ -104,17 +104,18 @@ static void test_learns(void)
     hx_err err = {0};
     hx_trainer *tr = NULL;
     ASSERT(hx_trainer_new_scratch(&c, 5, 2, &tr, &err) == HX_OK);
-    hx_train_params p = params(60);
+    hx_train_params p = params(150);
     char svg[512];
     snprintf(svg, sizeof svg, "%s/loss.svg", tmpdir);
     p.svg_path = svg;
     p.progress = 1; /* silent when stderr is not a terminal */
     ASSERT(hx_train_run(tr, &d, &p, &err) == HX_OK);
     const float *l = hx_trainer_losses(tr);
-    printf("#   loss %.4f -> %.4f (ln 32 = %.4f)\n", l[0], l[59], log(32.0));
+    printf("#   loss %.4f -> %.4f (ln 32 = %.4f)\n", l[0], l[149], log(32.0));
     EXPECT(fabs(l[0] - log(32.0)) < 0.2); /* starts at chance */
-    /* the floor is ln 2 / 24 per token (one ambiguous successor) ~ 0.03 */
-    EXPECT(l[59] < 0.35 * l[0]);
+    /* the data is deterministic given a few tokens of context: the loss
+     * must fall by more than 10x (measured: 3.48 -> 0.034) */
+    EXPECT(l[149] < 0.1 * l[0]);
     char *s = NULL;
     size_t n = 0;
     ASSERT(hx_read_file(svg, 0, &s, &n, &err) == HX_OK);
