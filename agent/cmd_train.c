@@ -16,7 +16,7 @@ static void usage(FILE *f)
             "qwen3 model is trained from scratch.\n\n"
             "--vocab GGUF     tokenize with this file's tokenizer and copy it into OUT\n"
             "                 (default: bytes, a vocabulary of 256, no tokenizer)\n"
-            "--base GGUF      start from this model (its tokenizer is used)\n"
+            "--base GGUF      start from this model (its tokenizer is used; bytes if none)\n"
             "--lora-rank R    train a LoRA adapter of rank R over the frozen --base\n"
             "                 (OUT is then the adapter); --lora-alpha A (default R),\n"
             "                 --lora-targets qkvo|all (default qkvo)\n"
@@ -108,7 +108,8 @@ static int load_tokens(const char *path, const char *vocab_path,
     if (!*out) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     hx_gguf *g = NULL;
     hx_vocab *v = NULL;
-    if (!rc && vocab_path && !(rc = hx_gguf_open(vocab_path, &g, err)))
+    if (!rc && vocab_path && !(rc = hx_gguf_open(vocab_path, &g, err)) &&
+        hx_gguf_find_key(g, "tokenizer.ggml.model") >= 0) /* else bytes */
         rc = hx_vocab_load(g, &v, err);
     if (!rc && v) {
         int32_t k = hx_tokenize(v, text, len, *out, (int32_t)len, 0, 0);

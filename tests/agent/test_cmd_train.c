@@ -1,0 +1,139 @@
+/* test_cmd_train.c: `hearth train`: trains a byte-level model on a text
+ * file, resumes from its checkpoint, writes a loadable GGUF and an SVG,
+ * trains a LoRA adapter over it, and rejects bad command lines. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "agent/cli.h"
+#include "engine/engine.h"
+#include "test.h"
+
+static char g_out[65536], g_errbuf[4096], dir[256];
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = 0;
+    if (f) fclose(f);
+    unlink(path);
+}
+
+/* Runs cmd_train with args (NULL-terminated); output in g_out, g_errbuf. */
+static int run(const char *const *args)
+{
+    char po[300], pe[300];
+    snprintf(po, sizeof po, "%s/out", dir);
+    snprintf(pe, sizeof pe, "%s/err", dir);
+    char *argv[48];
+    int argc = 0;
+    argv[argc++] = (char *)"train";
+    while (*args && argc < 47) argv[argc++] = (char *)*args++;
+    argv[argc] = NULL;
+    int fo = open(po, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    int fe = open(pe, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    fflush(stdout);
+    fflush(stderr);
+    int so = dup(1), se = dup(2);
+    dup2(fo, 1), dup2(fe, 2);
+    int rc = cmd_train(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(so, 1), dup2(se, 2);
+    close(so), close(se), close(fo), close(fe);
+    slurp(po, g_out, sizeof g_out);
+    slurp(pe, g_errbuf, sizeof g_errbuf);
+    return rc;
+}
+
+static char data[300], model[300], ckpt[300], svg[300], adapter[300];
+
+#define SMALL "--layers", "1", "--embd", "32", "--heads", "2", "--kv-heads", "1", \
+              "--head-dim", "16", "--ff", "64", "--ctx", "64", "--seq", "32",  \
+              "--batch", "2", "--lr", "3e-3", "--threads", "1"
+
+static void test_train_resume_write(void)
+{
+    FILE *f = fopen(data, "w");
+    ASSERT(f);
+    for (int i = 0; i < 40; i++) fputs("the cat sat on the mat. ", f);
+    fclose(f);
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", model, "--steps", "30", "--ckpt",
+                                       ckpt, SMALL, NULL}), 0);
+    EXPECT(strstr(g_out, "trained 30 steps") != NULL);
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", model, "--steps", "60", "--ckpt",
+                                       ckpt, "--resume", SMALL, NULL}), 0);
+    EXPECT(strstr(g_out, "trained 60 steps") != NULL);
+    float l0 = 0, l1 = 0;
+    const char *p = strstr(g_out, "loss ");
+    ASSERT(p && sscanf(p, "loss %f -> %f", &l0, &l1) == 2);
+    EXPECT(l0 > 5.0f && l1 < 0.5f * l0); /* ln 256 = 5.55 at the start */
+    hx_model_params mp = hx_model_default_params();
+    hx_model *m = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(model, &mp, &m, &err) == HX_OK);
+    EXPECT_STR_EQ(hx_model_hparams(m)->arch, "qwen3");
+    EXPECT_EQ_INT(hx_model_hparams(m)->n_vocab, 256);
+    hx_model_free(m);
+    char *s = NULL;
+    size_t n = 0;
+    ASSERT(hx_read_file(svg, 0, &s, &n, &err) == HX_OK);
+    EXPECT(strstr(s, "<polyline") != NULL);
+    free(s);
+    /* a LoRA adapter over the model just written */
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", adapter, "--base", model,
+                                       "--lora-rank", "4", "--steps", "3", "--seq",
+                                       "32", "--batch", "2", NULL}), 0);
+    EXPECT(strstr(g_out, "LoRA") != NULL);
+    hx_gguf *g = NULL;
+    const char *t = NULL;
+    ASSERT(hx_gguf_open(adapter, &g, &err) == HX_OK);
+    EXPECT(hx_gguf_get_str(g, "general.type", &t) == HX_OK && t && !strcmp(t, "adapter"));
+    EXPECT(hx_gguf_find_tensor(g, "blk.0.attn_q.weight.lora_a") != NULL);
+    hx_gguf_close(g);
+    char as[320];
+    snprintf(as, sizeof as, "%s.svg", adapter);
+    unlink(adapter);
+    unlink(as);
+}
+
+static void test_usage(void)
+{
+    EXPECT_EQ_INT(run((const char *[]){"--help", NULL}), HX_EXIT_OK);
+    EXPECT(strstr(g_out, "usage: hearth train") != NULL);
+    EXPECT_EQ_INT(run((const char *[]){data, NULL}), HX_EXIT_USAGE); /* no --out */
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", model, "--lora-rank", "4", NULL}),
+                  HX_EXIT_USAGE); /* LoRA needs --base */
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", model, "--steps", "x", NULL}),
+                  HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", model, "--resume", NULL}),
+                  HX_EXIT_USAGE); /* --resume needs --ckpt */
+    char missing[320];
+    snprintf(missing, sizeof missing, "%s/none.txt", dir);
+    EXPECT(run((const char *[]){missing, "--out", model, NULL}) != 0);
+    EXPECT(strstr(g_errbuf, "none.txt") != NULL);
+    EXPECT(run((const char *[]){data, "--out", model, "--heads", "3", "--kv-heads",
+                                "2", NULL}) != 0);
+    EXPECT(strstr(g_errbuf, "shape") != NULL);
+}
+
+int main(void)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/hx_test_cmd_train.XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(dir)) return 1;
+    snprintf(data, sizeof data, "%s/data.txt", dir);
+    snprintf(model, sizeof model, "%s/m.gguf", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/m.ckpt", dir);
+    snprintf(svg, sizeof svg, "%s/m.gguf.svg", dir);
+    snprintf(adapter, sizeof adapter, "%s/a.gguf", dir);
+    RUN(test_train_resume_write);
+    RUN(test_usage);
+    unlink(data);
+    unlink(model);
+    unlink(ckpt);
+    unlink(svg);
+    rmdir(dir);
+    return test_summary();
+}
