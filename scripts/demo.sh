@@ -43,7 +43,7 @@ if [ "$standin" = 1 ]; then
     echo "   Stand-in: stories260K, a 260K-parameter story model. It cannot plan:"
     echo "   its words are nonsense. What the demo shows is the machinery: each"
     echo "   call is forced valid by the tool-call grammar, checked by the policy,"
-    echo "   run, audited, fed back; the run ends at a limit with a clear message."
+    echo "   run, audited and fed back; the model then answers in one line."
     opts="--tool-choice required --tools calendar.find_slots,calendar.create_event,calendar.list_events --temp 0.8 --seed 7 --max-steps 3 --max-tokens 400"
 else
     opts="--max-steps 8 --max-tokens 1024"
