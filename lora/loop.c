@@ -63,6 +63,7 @@ static int one_step(hx_trainer *tr, const hx_train_data *d,
     }
     *loss = total / norm;
     int rc = hx_trainer_step(tr, &p->opt, gnorm);
+    if (rc && rc != HX_ERR_RANGE) return hx_err_set(err, rc, "train: optimizer step failed");
     if (rc == HX_ERR_RANGE && p->log)
         fprintf(p->log, "step %d: non-finite gradient norm, update skipped\n", tr->step);
     if (tr_push_loss(tr, (float)*loss))
