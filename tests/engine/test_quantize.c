@@ -309,6 +309,22 @@ static void test_llama_loads(void)
         snprintf(what, sizeof what, "qwen3 %s", types[i]);
         compare_with_llama(out, what, N_NORMAL);
     }
+    /* MoE: 3-D expert tensors quantized matrix by matrix; router F32 */
+    hx_mkmodel_params mp = hx_mkmodel_default_params();
+    mp.arch = "qwen3moe";
+    mp.ftype = "F16";
+    mp.tied_output = 1;
+    mp.vocab_path = vocab;
+    hx_err err = {0};
+    ASSERT(hx_mkmodel_write(&mp, in, &err) == HX_OK);
+    ASSERT(quantize(in, out, "Q4_K_M", NULL, 0, NULL, NULL, &err) == HX_OK);
+    static const want w[] = {{"blk.0.ffn_gate_inp.weight", HX_TYPE_F32},
+                             {"blk.0.ffn_gate_exps.weight", HX_TYPE_Q4_K},
+                             {"blk.0.ffn_down_exps.weight", HX_TYPE_Q4_K},
+                             {"blk.1.ffn_down_exps.weight", HX_TYPE_Q6_K},
+                             {"blk.1.attn_v.weight", HX_TYPE_Q6_K}};
+    check_types(out, w, 5);
+    compare_with_llama(out, "qwen3moe Q4_K_M", N_NORMAL);
     const char *st = tmp("stories-q4km.gguf");
     if (access(st, F_OK) == 0) compare_with_llama(st, "stories260K Q4_K_M (Q8_0 fallback)", 512);
     unlink(out);
