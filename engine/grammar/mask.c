@@ -3,7 +3,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -495,11 +494,6 @@ static int memo_compute(hx_matcher *m, uint32_t r, gmemo *e)
     sclass sc;
     int known = free_string(m, r, 0, &sc);
     int64_t fl = known ? sc.L : -1;
-    static int dbg = -1;
-    if (dbg < 0) dbg = getenv("HX_GDEBUG") != NULL;
-    struct timespec ts0, ts1;
-    if (dbg) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts0);
-    uint32_t tabs0 = m->rx->n_tabs, nodes0 = m->rx->n_nodes;
     int rc;
     const gclass_toks *ct = known && !sc.any ? class_toks(m, sc.bits) : NULL;
     if (known && sc.any) {
@@ -512,12 +506,6 @@ static int memo_compute(hx_matcher *m, uint32_t r, gmemo *e)
         rc = memo_walk(m, &v->rest, 1u << 31, r, e->bits, &e->bnd, &e->n_bnd, &cap);
     } else {
         rc = memo_walk(m, &v->all, 0, r, e->bits, &e->bnd, &e->n_bnd, &cap);
-    }
-    if (dbg) {
-        fprintf(stderr, "memo fl=%lld %.3f ms new tabs=%u new nodes=%u bnd=%u: ", (long long)fl,
-                (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts1), (double)(ts1.tv_sec - ts0.tv_sec) * 1e3 + (double)(ts1.tv_nsec - ts0.tv_nsec) / 1e6), m->rx->n_tabs - tabs0, m->rx->n_nodes - nodes0, e->n_bnd);
-        rx_dump(m->rx, r, 0, stderr);
-        fprintf(stderr, "\n");
     }
     if (rc) return -1;
     uint32_t cnt = 0;
