@@ -166,7 +166,7 @@ static int run(targs *a, hx_err *err)
     a->tp.ckpt_path = a->ckpt;
     a->tp.log = a->log ? stdout : NULL;
     a->tp.progress = 1;
-    hx_train_data d = {tok, NULL, n};
+    hx_train_data d = {tok, NULL, n, NULL};
     const double t0 = hx_time_mono();
     const int s0 = tr ? hx_trainer_steps_done(tr) : 0;
     if (!rc) rc = hx_train_run(tr, &d, &a->tp, err);

@@ -20,7 +20,7 @@ hx_train_params hx_train_default_params(void)
 
 /* The micro-batches of one step: windows drawn with the trainer's RNG. */
 typedef struct step_data {
-    int32_t *tok, *tgt;
+    int32_t *tok, *tgt, *doc;
     uint8_t *mask;
     int n_win, T;
 } step_data;
@@ -38,6 +38,9 @@ static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s)
             s->tok[k] = d->tokens[off + i];
             s->tgt[k] = d->tokens[off + i + 1];
             s->mask[k] = d->mask ? d->mask[off + i + 1] != 0 : 1;
+            s->doc[k] = d->doc ? d->doc[off + i] : 0;
+            /* the last token of a document predicts nothing */
+            if (d->doc && d->doc[off + i + 1] != d->doc[off + i]) s->mask[k] = 0;
             cnt += s->mask[k];
         }
     }
@@ -55,7 +58,7 @@ static int one_step(hx_trainer *tr, const hx_train_data *d,
     hx_trainer_zero_grad(tr);
     for (int a = 0; a < p->accum; a++) {
         hx_batch b = {p->n_seq, s->T, s->tok + a * per, s->tgt + a * per,
-                      s->mask + a * per, NULL};
+                      s->mask + a * per, d->doc ? s->doc + a * per : NULL};
         double l = 0.0;
         int rc = hx_trainer_grad(tr, &b, norm, &l, err);
         if (rc) return rc;
@@ -115,7 +118,8 @@ int hx_train_run(hx_trainer *tr, const hx_train_data *d,
     s.tok = hx_malloc_array(n, sizeof(int32_t));
     s.tgt = hx_malloc_array(n, sizeof(int32_t));
     s.mask = hx_malloc_array(n, 1);
-    if (!s.tok || !s.tgt || !s.mask) rc = hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
+    s.doc = hx_malloc_array(n, sizeof(int32_t));
+    if (!s.tok || !s.tgt || !s.mask || !s.doc) rc = hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
     if (tr->step == 0 && tr->data_pos == 0) tr->rng ^= p->seed * 0x9e3779b97f4a7c15ull;
     hx_progress pg;
     if (p->progress) hx_progress_start(&pg, "train", p->opt.n_steps);
@@ -139,6 +143,7 @@ int hx_train_run(hx_trainer *tr, const hx_train_data *d,
     free(s.tok);
     free(s.tgt);
     free(s.mask);
+    free(s.doc);
     return rc;
 }
 

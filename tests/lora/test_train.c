@@ -40,7 +40,7 @@ static hx_train_data make_data(void)
         data_tok[i] = s[i % 24];
         data_mask[i] = (uint8_t)(i % 4 != 3);
     }
-    hx_train_data d = {data_tok, data_mask, DN};
+    hx_train_data d = {data_tok, data_mask, DN, NULL};
     return d;
 }
 
@@ -403,6 +403,25 @@ static void test_llama_cpp_applies_adapter(void)
     unlink(ad);
 }
 
+/* Packed documents in the stream: training runs and still learns. */
+static void test_packed_data(void)
+{
+    hx_train_config c = tiny(32);
+    hx_train_data d = make_data();
+    static int32_t doc[DN];
+    for (int i = 0; i < DN; i++) doc[i] = i / 24; /* one sentence per doc */
+    d.doc = doc;
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 2, &tr, &err) == HX_OK);
+    hx_train_params p = params(60);
+    ASSERT(hx_train_run(tr, &d, &p, &err) == HX_OK);
+    const float *l = hx_trainer_losses(tr);
+    printf("#   packed: loss %.4f -> %.4f\n", l[0], l[59]);
+    EXPECT(l[59] < 0.5 * l[0]);
+    hx_trainer_free(tr);
+}
+
 static void test_bad_params(void)
 {
     hx_train_config c = tiny(32);
@@ -414,11 +433,11 @@ static void test_bad_params(void)
     p.seq_len = 64; /* beyond n_ctx 32 */
     EXPECT_EQ_INT(hx_train_run(tr, &d, &p, &err), HX_ERR_RANGE);
     p.seq_len = 16;
-    hx_train_data tiny_d = {data_tok, NULL, 10};
+    hx_train_data tiny_d = {data_tok, NULL, 10, NULL};
     EXPECT_EQ_INT(hx_train_run(tr, &tiny_d, &p, &err), HX_ERR_INVALID);
     int32_t bad[40] = {0};
     bad[7] = 32;
-    hx_train_data bd = {bad, NULL, 40};
+    hx_train_data bd = {bad, NULL, 40, NULL};
     EXPECT_EQ_INT(hx_train_run(tr, &bd, &p, &err), HX_ERR_RANGE);
     EXPECT(strstr(err.msg, "vocabulary") != NULL);
     hx_trainer_free(tr);
@@ -438,6 +457,7 @@ int main(void)
     RUN(test_write_gguf);
     RUN(test_llama_cpp_loads_it);
     RUN(test_llama_cpp_applies_adapter);
+    RUN(test_packed_data);
     RUN(test_bad_params);
     rmdir(tmpdir);
     return test_summary();
