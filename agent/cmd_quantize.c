@@ -58,7 +58,7 @@ typedef struct prog {
 } prog;
 
 static void on_tensor(void *user, int i, int n, const char *name, int tin,
-                      int tout)
+                      int tout, int64_t done, int64_t total)
 {
     prog *p = user;
     if (tin != tout && hx_type_block_elems(tin) > 1 && !p->warned) {
@@ -68,9 +68,10 @@ static void on_tensor(void *user, int i, int n, const char *name, int tin,
         p->warned = 1;
     }
     char extra[160];
-    snprintf(extra, sizeof extra, "%s -> %s", name, hx_type_name(tout));
-    p->bar.total = n;
-    hx_progress_update(&p->bar, i, extra);
+    snprintf(extra, sizeof extra, "tensor %d/%d %s -> %s", i + 1, n, name,
+             hx_type_name(tout));
+    p->bar.total = (double)total;
+    hx_progress_update(&p->bar, (double)done, extra);
 }
 
 static void on_chunk(void *user, int64_t done, int64_t total)

@@ -71,7 +71,7 @@ typedef struct qz {
     int *type_out; /* per input tensor */
     hx_quantize_stats *st;
     hx_err *err;
-    int i_next; /* progress */
+    int64_t elems_done, elems_total; /* progress */
 } qz;
 
 /* llama.cpp's use_more_bits: the first and last eighth of the layers and
@@ -246,7 +246,8 @@ static int fill(void *user, const hx_gguf_tensor *out, void *buf)
     if (q->p->progress)
         q->p->progress(q->p->progress_user, (int)qj->index,
                        (int)hx_gguf_n_tensors(q->g), src->name, src->type,
-                       out->type);
+                       out->type, q->elems_done, q->elems_total);
+    q->elems_done += src->ne[0] * src->ne[1] * src->ne[2] * src->ne[3];
     if (out->type == src->type) {
         memcpy(buf, src->data, out->nbytes);
     } else {
@@ -309,6 +310,7 @@ static int write_all(qz *q, const char *out_path, qjob *jobs)
                                 NULL, fill, &jobs[i]);
         if (rc) hx_err_set(q->err, rc, "adding tensor %s: %s", t->name, hx_rc_str(rc));
     }
+    q->elems_total = q->st->n_elems;
     if (!rc) rc = hx_gguf_writer_write(w, out_path, q->err);
     hx_gguf_writer_free(w);
     return rc;

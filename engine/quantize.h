@@ -68,9 +68,11 @@ typedef struct hx_quantize_params {
     int n_overrides;
     const hx_imatrix *imatrix; /* borrowed, may be NULL */
     int n_threads;             /* 0 = number of online CPUs */
-    /* Called before each tensor is written (may be NULL). */
+    /* Called before each tensor is written (may be NULL): tensor i of n,
+     * and the elements of the tensors before it out of all (for an ETA). */
     void (*progress)(void *user, int i, int n, const char *name,
-                     int type_in, int type_out);
+                     int type_in, int type_out, int64_t elems_done,
+                     int64_t elems_total);
     void *progress_user;
 } hx_quantize_params;
 hx_quantize_params hx_quantize_default_params(void);
