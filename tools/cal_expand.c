@@ -229,9 +229,8 @@ static void collect_overrides(query *q)
     hx_cal *c = q->c;
     int cap = 0;
     for (int i = 0; i < c->n_files; i++) {
-        icalcomponent *root = c->files[i].root;
-        for (icalcomponent *k = icalcomponent_get_first_component(root, ICAL_VEVENT_COMPONENT);
-             k; k = icalcomponent_get_next_component(root, ICAL_VEVENT_COMPONENT)) {
+        for (int j = 0; j < c->files[i].n_events; j++) {
+            icalcomponent *k = c->files[i].events[j];
             icalproperty *p = icalcomponent_get_first_property(k, ICAL_RECURRENCEID_PROPERTY);
             if (!p) continue;
             if (q->n_ovr == cap) {
@@ -275,12 +274,9 @@ int hx_cal_occurrences(hx_cal *c, int64_t from, int64_t to, hx_cal_occ **out,
     *out = NULL;
     *n = 0;
     collect_overrides(&q);
-    for (int i = 0; i < c->n_files && !q.out.full; i++) {
-        icalcomponent *root = c->files[i].root;
-        for (icalcomponent *k = icalcomponent_get_first_component(root, ICAL_VEVENT_COMPONENT);
-             k && !q.out.full; k = icalcomponent_get_next_component(root, ICAL_VEVENT_COMPONENT))
-            expand_event(&q, &c->files[i], k);
-    }
+    for (int i = 0; i < c->n_files && !q.out.full; i++)
+        for (int j = 0; j < c->files[i].n_events && !q.out.full; j++)
+            expand_event(&q, &c->files[i], c->files[i].events[j]);
     free(q.ovrs);
     if (q.out.full) {
         free(q.out.v);

@@ -78,10 +78,8 @@ static void busy_of(hx_cal *c, const hx_cal_occ *occ, int n, const char *email, 
 static int known_person(hx_cal *c, const char *email)
 {
     for (int i = 0; i < c->n_files; i++) {
-        icalcomponent *root = c->files[i].root;
-        for (icalcomponent *k = icalcomponent_get_first_component(root, ICAL_VEVENT_COMPONENT);
-             k; k = icalcomponent_get_next_component(root, ICAL_VEVENT_COMPONENT)) {
-            hx_cal_occ o = {k, &c->files[i], 0, 0, 0, 0, 0};
+        for (int j = 0; j < c->files[i].n_events; j++) {
+            hx_cal_occ o = {c->files[i].events[j], &c->files[i], 0, 0, 0, 0, 0};
             if (hx_cal_occ_involves(&o, email)) return 1;
         }
     }

@@ -29,6 +29,7 @@ void hx_cal_free(hx_cal *c)
         free(c->files[i].path);
         free(c->files[i].calendar);
         icalcomponent_free(c->files[i].root);
+        free(c->files[i].events);
     }
     free(c->files);
     cJSON_Delete(c->problems);
@@ -131,7 +132,21 @@ static int add_file(hx_cal *c, const char *path, const char *calname, int is_vdi
     f->root = root;
     f->size = st.st_size;
     f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    return f->path && f->calendar ? HX_OK : HX_ERR_NOMEM;
+    return f->path && f->calendar ? hx_cal_file_index(f) : HX_ERR_NOMEM;
+}
+
+int hx_cal_file_index(hx_cal_file *f)
+{
+    int n = icalcomponent_count_components(f->root, ICAL_VEVENT_COMPONENT), i = 0;
+    free(f->events);
+    f->events = calloc((size_t)(n ? n : 1), sizeof *f->events);
+    f->n_events = 0;
+    if (!f->events) return HX_ERR_NOMEM;
+    for (icalcomponent *k = icalcomponent_get_first_component(f->root, ICAL_VEVENT_COMPONENT);
+         k && i < n; k = icalcomponent_get_next_component(f->root, ICAL_VEVENT_COMPONENT))
+        f->events[i++] = k;
+    f->n_events = i;
+    return HX_OK;
 }
 
 static int by_name(const void *a, const void *b)
@@ -280,10 +295,9 @@ struct icaltimetype hx_cal_ical_time(icaltimezone *z, int64_t t, int is_date)
 
 icalcomponent *hx_cal_find_uid(hx_cal *c, const char *uid, hx_cal_file **file)
 {
-    for (int i = 0; i < c->n_files; i++) {
-        icalcomponent *root = c->files[i].root;
-        for (icalcomponent *k = icalcomponent_get_first_component(root, ICAL_VEVENT_COMPONENT);
-             k; k = icalcomponent_get_next_component(root, ICAL_VEVENT_COMPONENT)) {
+    for (int i = 0; i < c->n_files; i++)
+        for (int j = 0; j < c->files[i].n_events; j++) {
+            icalcomponent *k = c->files[i].events[j];
             const char *u = icalcomponent_get_uid(k);
             if (u && !strcmp(u, uid) &&
                 !icalcomponent_get_first_property(k, ICAL_RECURRENCEID_PROPERTY)) {
@@ -291,6 +305,5 @@ icalcomponent *hx_cal_find_uid(hx_cal *c, const char *uid, hx_cal_file **file)
                 return k;
             }
         }
-    }
     return NULL;
 }

@@ -110,6 +110,7 @@ int hx_cal_add_file(hx_cal *c, const char *dir, const char *uid, icalcomponent *
     f->root = root;
     if (!stat(path, &st)) f->size = st.st_size, f->mtime_ns = mtime_ns(&st);
     *out = f;
+    if (hx_cal_file_index(f)) return hx_err_set(err, HX_ERR_NOMEM, "out of memory (the event was written)");
     return HX_OK;
 }
 

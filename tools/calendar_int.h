@@ -21,6 +21,11 @@ typedef struct hx_cal_file {
     off_t size;          /* size and mtime at load, to detect changes */
     int64_t mtime_ns;
     int warned_tzid;     /* an unknown TZID was reported for this file */
+    icalcomponent **events; /* the VEVENTs of root (owned array, borrowed
+                               items): libical has one child cursor per
+                               component, which nested lookups move, so
+                               loops walk this instead */
+    int n_events;
 } hx_cal_file;
 
 typedef struct hx_cal {
@@ -37,6 +42,8 @@ int hx_cal_load(const hx_config *cfg, icaltimezone *tz, hx_cal **out, hx_err *er
 void hx_cal_free(hx_cal *c); /* NULL is a no-op */
 void hx_cal_problem(hx_cal *c, const char *file, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Fills f->events from f->root; HX_ERR_NOMEM on failure. */
+int hx_cal_file_index(hx_cal_file *f);
 /* Parses one file's text into f->root; HX_ERR_FORMAT names the problem. */
 int hx_cal_parse(const char *text, icalcomponent **root, hx_err *err);
 

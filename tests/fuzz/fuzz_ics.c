@@ -29,6 +29,10 @@ static void expand(icalcomponent *root)
     f->root = root;
     c->files = f;
     c->n_files = c->cap_files = 1;
+    if (hx_cal_file_index(f)) {
+        hx_cal_free(c);
+        return;
+    }
     hx_cal_occ *occ = NULL;
     int n = 0;
     hx_err err;
