@@ -26,6 +26,7 @@ int cli_exit_code(int rc);
 int cli_wants_help(int argc, char **argv);
 
 /* verbs, one per file agent/cmd_<group>.c */
+int cmd_model(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_memory(int argc, char **argv); /* cmd_memory.c */
 int cmd_generate(int argc, char **argv); /* cmd_engine.c */

@@ -12,6 +12,7 @@ static const hx_verb verbs[] = {
     {"info", cmd_info, "describe a GGUF model"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"mkmodel", cmd_mkmodel, "write a random-weight test model (dev tool)"},
+    {"model", cmd_model, "update a model file by a delta of changed tensors (diff, patch)"},
     {"quantize", cmd_quantize, "quantize a GGUF model (presets, overrides, calibration)"},
     {"train", cmd_train, "train a small model or a LoRA adapter on a text file (dev tool)"},
     {"tools", cmd_tools, "list the tools, or call one with JSON arguments"},
