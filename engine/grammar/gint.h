@@ -102,8 +102,11 @@ int rx_is_empty(hx_rx *rx, uint32_t r, uint32_t budget);
 /* 1 if a and b provably share no string (calls over-approximated). */
 int rx_disjoint(hx_rx *rx, uint32_t a, uint32_t b);
 /* Schema compiler (schema.c); cJSON is forward-declared in grammar.h. */
-int hx_schema_compile_rx(hx_rx *rx, const struct cJSON *schema, int compact,
-                         uint32_t *out, hx_err *err);
+int hx_schema_compile_rx(hx_rx *rx, const struct cJSON *schema,
+                         const hx_grammar_params *p, uint32_t *out,
+                         hx_err *err);
+/* JSON whitespace as the params ask: none, bounded or unbounded. */
+uint32_t hx_json_ws(hx_rx *rx, const hx_grammar_params *p);
 /* 1 if r matches the whole string s. */
 int rx_matches(hx_rx *rx, uint32_t r, const char *s, size_t n);
 void rx_dump(const hx_rx *rx, uint32_t r, int depth, FILE *f);

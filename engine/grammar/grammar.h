@@ -25,6 +25,9 @@ typedef struct hx_matcher hx_matcher;
 typedef struct hx_grammar_params {
     int compact; /* 1: no whitespace between JSON tokens; default 0 (any
                     JSON whitespace, as the JSON spec allows) */
+    int ws_max;  /* > 0: at most this many whitespace bytes in a row (for
+                    generation, where a model can loop on whitespace);
+                    default 0 = unbounded. Ignored when compact. */
 } hx_grammar_params;
 hx_grammar_params hx_grammar_default_params(void);
 

@@ -881,7 +881,7 @@ int hx_grammar_from_cjson(const cJSON *schema, const hx_grammar_params *p, hx_gr
     if (!p) p = &d;
     hx_grammar *g = grammar_new();
     if (!g) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    int rc = hx_schema_compile_rx(&g->rx, schema, p->compact, &g->root, err);
+    int rc = hx_schema_compile_rx(&g->rx, schema, p, &g->root, err);
     if (rc) { hx_grammar_free(g); return rc; }
     *out = g;
     return HX_OK;
@@ -897,14 +897,15 @@ int hx_grammar_from_schema(const char *json, size_t len, const hx_grammar_params
     return rc;
 }
 
-static int tool_branch(hx_grammar *g, const hx_tool_spec *t, int compact, uint32_t ws, uint32_t *out, hx_err *err)
+static int tool_branch(hx_grammar *g, const hx_tool_spec *t, const hx_grammar_params *p, uint32_t ws,
+                       uint32_t *out, hx_err *err)
 {
     hx_rx *rx = &g->rx;
     uint32_t args;
     const char *sj = t->schema_json ? t->schema_json : "{\"type\":\"object\"}";
     cJSON *s = cJSON_Parse(sj);
     if (!s) return hx_err_set(err, HX_ERR_FORMAT, "tool %s: schema is not valid JSON", t->name);
-    int rc = hx_schema_compile_rx(rx, s, compact, &args, err);
+    int rc = hx_schema_compile_rx(rx, s, p, &args, err);
     cJSON_Delete(s);
     if (rc) {
         hx_err e = *err;
@@ -928,11 +929,11 @@ int hx_grammar_tool_calls(const hx_tool_spec *tools, int n_tools, int mode, cons
     hx_grammar *g = grammar_new();
     if (!g) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     hx_rx *rx = &g->rx;
-    uint32_t ws = p->compact ? RX_NIL : rx_rep(rx, rx_class(rx, (const uint32_t[8]){0x2600, 1, 0, 0, 0, 0, 0, 0}), 0, RX_INF);
+    uint32_t ws = hx_json_ws(rx, p);
     uint32_t calls = RX_NONE;
     for (int i = 0; i < n_tools; i++) {
         uint32_t b;
-        int rc = tool_branch(g, &tools[i], p->compact, ws, &b, err);
+        int rc = tool_branch(g, &tools[i], p, ws, &b, err);
         if (rc) { hx_grammar_free(g); return rc; }
         calls = rx_or(rx, calls, b);
     }

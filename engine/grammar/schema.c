@@ -1293,7 +1293,15 @@ static int detect_draft(const cJSON *root)
     return 2020;
 }
 
-int hx_schema_compile_rx(hx_rx *rx, const cJSON *schema, int compact, uint32_t *out, hx_err *err)
+uint32_t hx_json_ws(hx_rx *rx, const hx_grammar_params *p)
+{
+    static const uint32_t ws_bits[8] = {0x2600, 1, 0, 0, 0, 0, 0, 0}; /* \t \n \r space */
+    if (p->compact) return RX_NIL;
+    return rx_rep(rx, rx_class(rx, ws_bits), 0, p->ws_max > 0 ? (uint32_t)p->ws_max : RX_INF);
+}
+
+int hx_schema_compile_rx(hx_rx *rx, const cJSON *schema, const hx_grammar_params *p, uint32_t *out,
+                         hx_err *err)
 {
     sc c;
     memset(&c, 0, sizeof c);
@@ -1302,7 +1310,7 @@ int hx_schema_compile_rx(hx_rx *rx, const cJSON *schema, int compact, uint32_t *
     c.err = err;
     c.draft = cJSON_IsObject(schema) ? detect_draft(schema) : 2020;
     c.deadline = hx_time_mono() + COMPILE_BUDGET_S;
-    c.ws = compact ? RX_NIL : rx_rep(rx, rx_class(rx, (const uint32_t[8]){0x2600, 1, 0, 0, 0, 0, 0, 0}), 0, RX_INF);
+    c.ws = hx_json_ws(rx, p);
     c.comma = rx_cat3(rx, c.ws, lit(&c, ","), c.ws);
     c.colon = rx_cat3(rx, c.ws, lit(&c, ":"), c.ws);
     c.str_any = json_string_any(&c);

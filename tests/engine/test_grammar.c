@@ -252,6 +252,16 @@ static void test_compact(void)
     EXPECT(hx_matcher_feed(m, "{\"a\": 1}", 8) != HX_OK);
     hx_matcher_free(m);
     hx_grammar_free(g);
+    p.compact = 0;
+    p.ws_max = 2;
+    ASSERT(hx_grammar_from_schema(s, strlen(s), &p, &g, &err) == HX_OK);
+    m = hx_matcher_new(g, NULL);
+    const char *two = "{ \"a\":\n 1}", *three = "{\"a\":   1}";
+    EXPECT(hx_matcher_feed(m, two, strlen(two)) == HX_OK && hx_matcher_can_end(m));
+    hx_matcher_reset(m);
+    EXPECT(hx_matcher_feed(m, three, strlen(three)) != HX_OK);
+    hx_matcher_free(m);
+    hx_grammar_free(g);
 }
 
 /* A toy vocabulary: masks, EOG only at the end, forced tokens. */
