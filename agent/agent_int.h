@@ -154,4 +154,8 @@ int hx_planner_undo(hx_planner *pl);
 /* The conversation so far (borrowed). */
 const cJSON *hx_planner_messages(const hx_planner *pl);
 
+/* HX_OK if the grammar can enforce the schema (JSON text; NULL = any
+ * object); otherwise the compiler's error naming the keyword and path. */
+int hx_agent_schema_usable(const char *schema_json, hx_err *err);
+
 #endif /* HX_AGENT_INT_H */

@@ -264,8 +264,14 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     int k = 0;
     for (int i = 0; i < n; i++) {
         const hx_tool_def *d = hx_tools_at(s->reg, i);
-        if (hx_agent_tool_offered(o->tools, d->name))
-            s->specs[k++] = (hx_tool_spec){d->name, d->schema_json};
+        hx_err e2;
+        if (!hx_agent_tool_offered(o->tools, d->name)) continue;
+        if (hx_agent_schema_usable(d->schema_json, &e2)) {
+            fprintf(stderr, "hearth: tool %s left out: the grammar cannot use its schema: %s\n",
+                    d->name, e2.msg);
+            continue;
+        }
+        s->specs[k++] = (hx_tool_spec){d->name, d->schema_json};
     }
     if (!k) return hx_err_set(err, HX_ERR_INVALID, "--tools %s offers no tool", o->tools);
     *family = o->style ? hx_tpl_parse_name(o->style)

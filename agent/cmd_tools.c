@@ -1,20 +1,27 @@
-/* cmd_tools.c: `hearth tools list [--json]`, `hearth tools call NAME JSON`
- * and `hearth init` (writes the commented default configuration). */
+/* cmd_tools.c: `hearth tools list [--json]`, `hearth tools call NAME JSON`,
+ * `hearth tools add MANIFEST` and `hearth init` (writes the commented
+ * default configuration). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent_int.h"
 #include "agent/cli.h"
+#include "sandbox/sandbox.h"
 #include "tools/tools.h"
 
 static void tools_usage(FILE *f)
 {
     fprintf(f, "usage: hearth tools list [--json] [--config PATH]\n"
-               "       hearth tools call NAME 'JSON' [--config PATH]\n\n"
-               "Lists the built-in tools (with --json, in the OpenAI/MCP tool shape\n"
-               "with their JSON Schemas), or calls one with JSON arguments and prints\n"
-               "its JSON result. Errors go to stderr; the exit code says what failed\n"
-               "(1 failure, 2 bad command line or arguments, 3 bad input data).\n");
+               "       hearth tools call NAME 'JSON' [--config PATH]\n"
+               "       hearth tools add MANIFEST.json [--replace]\n\n"
+               "Lists the built-in and registered tools (with --json, in the OpenAI/MCP\n"
+               "tool shape with their JSON Schemas), calls one with JSON arguments and\n"
+               "prints its JSON result, or validates a tool manifest and installs it in\n"
+               "tools.d (see the README's guide for tool authors). Broken manifests and\n"
+               "schemas the grammar cannot use are reported and skipped. Errors go to\n"
+               "stderr; the exit code says what failed (1 failure, 2 bad command line or\n"
+               "arguments, 3 bad input data).\n");
 }
 
 /* Removes "--config PATH" from argv; returns the path or NULL. */
@@ -30,8 +37,10 @@ static const char *take_config(int *argc, char **argv)
     return NULL;
 }
 
-/* Loads the configuration and a registry with the built-in tools. */
-static int open_tools(const char *cfg_path, hx_config **cfg, hx_tools **reg)
+/* Loads the configuration and a registry with the built-in tools and the
+ * registered ones (tools.d); broken registrations are reported on stderr. */
+static int open_tools(const char *cfg_path, hx_config **cfg, hx_tools **reg,
+                      hx_extools **x)
 {
     hx_err err = {0};
     int rc = hx_config_load(cfg_path, cfg, &err);
@@ -40,13 +49,30 @@ static int open_tools(const char *cfg_path, hx_config **cfg, hx_tools **reg)
         return cli_exit_code(rc);
     }
     *reg = hx_tools_new(*cfg);
-    if (!*reg || (rc = hx_tools_register_builtins(*reg, &err))) {
+    *x = NULL;
+    hx_buf problems;
+    hx_buf_init(&problems);
+    if (!*reg || (rc = hx_tools_register_builtins(*reg, &err)) ||
+        (rc = hx_extools_load(*reg, NULL, x, &problems, &err))) {
         fprintf(stderr, "hearth: %s\n", *reg ? err.msg : "out of memory");
+        hx_buf_free(&problems);
         hx_tools_free(*reg);
         hx_config_free(*cfg);
         return HX_EXIT_FAIL;
     }
+    if (problems.len) fprintf(stderr, "hearth: registered tools skipped:\n%s", problems.data);
+    hx_buf_free(&problems);
     return HX_EXIT_OK;
+}
+
+static void print_sandbox_status(void)
+{
+    char buf[256];
+    int abi = hx_sandbox_landlock_abi();
+    printf("\nregistered tools run confined: %s",
+           hx_sandbox_describe(hx_sandbox_available(), buf, sizeof buf));
+    if (abi) printf(" (Landlock ABI %d)", abi);
+    printf(", plus PID and network namespaces where the kernel allows\n");
 }
 
 static int print_json(cJSON *j)
@@ -68,8 +94,42 @@ static int tools_list(hx_tools *reg, int json)
     }
     for (int i = 0; i < hx_tools_count(reg); i++) {
         const hx_tool_def *d = hx_tools_at(reg, i);
+        hx_err e;
         printf("%-24s %-5s  %s\n", d->name, hx_effect_name(d->effect), d->description);
+        if (hx_agent_schema_usable(d->schema_json, &e))
+            printf("%-24s        unusable by the model: %s\n", "", e.msg);
     }
+    print_sandbox_status();
+    return HX_EXIT_OK;
+}
+
+/* Validates a manifest (fields, command, schema usable by the grammar) and
+ * installs it into tools.d. */
+static int tools_add(const char *path, int replace)
+{
+    char name[96];
+    hx_err e;
+    int rc = hx_manifest_check(path, name, sizeof name, &e);
+    char *text = NULL;
+    size_t len;
+    cJSON *m = NULL;
+    if (!rc && !(rc = hx_read_file(path, 1 << 20, &text, &len, &e)))
+        m = cJSON_Parse(text);
+    const cJSON *schema = cJSON_GetObjectItem(m, "input_schema");
+    if (!schema) schema = cJSON_GetObjectItem(m, "inputSchema");
+    if (!schema) schema = cJSON_GetObjectItem(m, "parameters");
+    char *sj = schema ? cJSON_PrintUnformatted(schema) : NULL;
+    if (!rc && sj && hx_agent_schema_usable(sj, &e))
+        rc = e.rc ? e.rc : HX_ERR_UNSUPPORTED;
+    free(sj);
+    cJSON_Delete(m);
+    free(text);
+    if (!rc) rc = hx_manifest_install(path, NULL, replace, &e);
+    if (rc) {
+        fprintf(stderr, "hearth: tools add: %s\n", e.msg);
+        return cli_exit_code(rc);
+    }
+    printf("installed %s\n", name);
     return HX_EXIT_OK;
 }
 
@@ -102,6 +162,10 @@ int cmd_tools(int argc, char **argv)
     }
     int is_list = argc >= 2 && !strcmp(argv[1], "list");
     int json = argc == 3 && !strcmp(argv[2], "--json");
+    if (argc >= 3 && !strcmp(argv[1], "add")) {
+        int replace = argc == 4 && !strcmp(argv[3], "--replace");
+        if (argc == 3 || replace) return tools_add(argv[2], replace);
+    }
     if (!(is_list && (argc == 2 || json)) &&
         !(argc == 4 && !strcmp(argv[1], "call"))) {
         tools_usage(stderr);
@@ -109,10 +173,12 @@ int cmd_tools(int argc, char **argv)
     }
     hx_config *cfg;
     hx_tools *reg;
-    int rc = open_tools(cfg_path, &cfg, &reg);
+    hx_extools *x;
+    int rc = open_tools(cfg_path, &cfg, &reg, &x);
     if (rc) return rc;
     rc = is_list ? tools_list(reg, json) : tools_call(reg, argv[2], argv[3]);
     hx_tools_free(reg);
+    hx_extools_free(x);
     hx_config_free(cfg);
     return rc;
 }
