@@ -210,7 +210,7 @@ typedef struct rows_job {
     int type;
     void *dst;
     const float *imat;
-    int64_t nrows, chunk;
+    int64_t row0, row1, chunk; /* this slice: rows [row0, row1) */
     float *scratch; /* per thread, ncols floats */
 } rows_job;
 
@@ -221,21 +221,43 @@ static void rows_task(void *ctx, int task, int thread)
     size_t in_rb = hx_type_row_bytes(j->src->type, ncols);
     size_t out_rb = hx_type_row_bytes(j->type, ncols);
     float *x = j->scratch + (size_t)thread * (size_t)ncols;
-    int64_t r1 = (task + 1) * j->chunk < j->nrows ? (task + 1) * j->chunk : j->nrows;
-    for (int64_t r = task * j->chunk; r < r1; r++) {
+    int64_t r0 = j->row0 + task * j->chunk;
+    int64_t r1 = r0 + j->chunk < j->row1 ? r0 + j->chunk : j->row1;
+    for (int64_t r = r0; r < r1; r++) {
         hx_dequantize_row(j->src->type, (const char *)j->src->data + r * in_rb, x, ncols);
         hx_quantize_row(j->type, x, (char *)j->dst + r * out_rb, ncols, j->imat);
     }
 }
 
-/* Lets the kernel drop the input tensor's pages (the mapping is read
+/* Lets the kernel drop the input pages of [p, p + n) (the mapping is read
  * only: they come back from the file if touched again). */
-static void drop_pages(const hx_gguf_tensor *t)
+static void drop_pages(const void *p, size_t n)
 {
     long ps = sysconf(_SC_PAGESIZE);
-    uintptr_t a = (uintptr_t)t->data & ~(uintptr_t)(ps - 1);
-    uintptr_t b = (uintptr_t)t->data + t->nbytes;
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ps - 1), b = (uintptr_t)p + n;
     if (ps > 0 && b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+#define SLICE_BYTES (16u << 20) /* input read between two page drops */
+
+/* Converts (or copies) the tensor slice by slice, dropping each slice's
+ * input pages after use, so the resident input stays near SLICE_BYTES
+ * even for a 300 MB embedding. */
+static void convert(qz *q, rows_job *j, int copy)
+{
+    int64_t ncols = j->src->ne[0], nrows = j->src->nbytes / hx_type_row_bytes(j->src->type, ncols);
+    size_t in_rb = hx_type_row_bytes(j->src->type, ncols);
+    int64_t slice = (int64_t)(SLICE_BYTES / in_rb) > j->chunk ? (int64_t)(SLICE_BYTES / in_rb) : j->chunk;
+    int drop = hx_gguf_path(q->g)[0] != 0; /* a file, not a caller's buffer */
+    for (int64_t r = 0; r < nrows; r += slice) {
+        j->row0 = r;
+        j->row1 = r + slice < nrows ? r + slice : nrows;
+        const char *in = (const char *)j->src->data + r * in_rb;
+        size_t n = (size_t)(j->row1 - r) * in_rb;
+        if (copy) memcpy((char *)j->dst + r * in_rb, in, n);
+        else hx_threadpool_run(q->tp, (int)((j->row1 - r + j->chunk - 1) / j->chunk), rows_task, j);
+        if (drop) drop_pages(in, n);
+    }
 }
 
 static int fill(void *user, const hx_gguf_tensor *out, void *buf)
@@ -248,23 +270,20 @@ static int fill(void *user, const hx_gguf_tensor *out, void *buf)
                        (int)hx_gguf_n_tensors(q->g), src->name, src->type,
                        out->type, q->elems_done, q->elems_total);
     q->elems_done += src->ne[0] * src->ne[1] * src->ne[2] * src->ne[3];
+    rows_job j = {src, out->type, buf, NULL, 0, 0, 16, NULL};
     if (out->type == src->type) {
-        memcpy(buf, src->data, out->nbytes);
-    } else {
-        int64_t ncols = src->ne[0];
-        int nth = hx_threadpool_n_threads(q->tp);
-        rows_job j = {src, out->type, buf, NULL, out->nbytes / hx_type_row_bytes(out->type, ncols),
-                      16, NULL};
-        if (q->p->imatrix && is_matrix(src))
-            j.imat = hx_imatrix_find(q->p->imatrix, src->name, ncols);
-        q->st->n_imatrix += j.imat != NULL;
-        q->st->n_requant += hx_type_block_elems(src->type) > 1;
-        j.scratch = hx_malloc_array((size_t)nth * (size_t)ncols, sizeof(float));
-        if (!j.scratch) return HX_ERR_NOMEM;
-        hx_threadpool_run(q->tp, (int)((j.nrows + j.chunk - 1) / j.chunk), rows_task, &j);
-        free(j.scratch);
+        convert(q, &j, 1);
+        return HX_OK;
     }
-    if (hx_gguf_path(q->g)[0]) drop_pages(src);
+    if (q->p->imatrix && is_matrix(src))
+        j.imat = hx_imatrix_find(q->p->imatrix, src->name, src->ne[0]);
+    q->st->n_imatrix += j.imat != NULL;
+    q->st->n_requant += hx_type_block_elems(src->type) > 1;
+    j.scratch = hx_malloc_array((size_t)hx_threadpool_n_threads(q->tp) * (size_t)src->ne[0],
+                                sizeof(float));
+    if (!j.scratch) return HX_ERR_NOMEM;
+    convert(q, &j, 0);
+    free(j.scratch);
     return HX_OK;
 }
 
