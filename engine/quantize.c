@@ -275,7 +275,9 @@ static int fill(void *user, const hx_gguf_tensor *out, void *buf)
         convert(q, &j, 1);
         return HX_OK;
     }
-    if (q->p->imatrix && is_matrix(src))
+    int kq = out->type == HX_TYPE_Q4_K || out->type == HX_TYPE_Q5_K ||
+             out->type == HX_TYPE_Q6_K; /* the types that use importances */
+    if (q->p->imatrix && is_matrix(src) && kq)
         j.imat = hx_imatrix_find(q->p->imatrix, src->name, src->ne[0]);
     q->st->n_imatrix += j.imat != NULL;
     q->st->n_requant += hx_type_block_elems(src->type) > 1;

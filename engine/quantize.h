@@ -87,7 +87,8 @@ typedef struct hx_quantize_stats {
     int64_t n_elems;
     int n_requant;  /* tensors already quantized, requantized through F32 */
     int n_fallback; /* rows not a multiple of the block: a wider type */
-    int n_imatrix;  /* tensors quantized with importances */
+    int n_imatrix;  /* tensors quantized with importances (K-quants; the
+                     * other types' rounding does not use them) */
 } hx_quantize_stats;
 
 /* Quantizes in_path into out_path (written atomically), streaming one
