@@ -122,8 +122,9 @@ typedef struct type_case {
 /* Tolerances on the max over the 64 positions of NMSE(llama.cpp, Hearth),
  * F32 KV cache on both sides. Measured on this tree (qwen3 / qwen3moe, max):
  *   F32 2e-13: equal up to summation order.
- *   F16 2e-7, BF16 1e-5: systematic at every position; cause open (F32
- *     instead of F16 activations for F16 weights was tried: no better).
+ *   F16 2e-7, BF16 1e-5: at every position, but ulp-level: one role in
+ *     F16 on an F32 model gives 1e-10..5e-9, and F32 instead of F16/BF16
+ *     activations (tried) is further from llama.cpp, not closer.
  *   8-bit and K-quant activations: mostly 1e-13 up to the first rounding
  *     flip of a quantized activation (ulp-level differences in SiLU/softmax
  *     expf and attention summation move a value across a boundary); from
