@@ -33,45 +33,108 @@ size_t hx_attn_scratch(const hx_ctx *c)
     return 2 * R * d + R * ATT_TK + 2 * ATT_TK * d + 2 * R + 16;
 }
 
-/* Smaller batches (llama.cpp's one-row path) for the G query heads of
- * one KV head: each head's Q rounded to fp16, its own online softmax and
- * fp16 accumulator of V, exactly as when run alone; every K and V row is
- * read once for all G heads. q (G, d) with row stride ldq; out likewise;
- * q16 and acc: G*d halves of scratch each, M: 2*G floats. */
-static void attn_f16(const hx_attn_ops *op, const float *q, int ldq, int G,
-                     const uint16_t *K, const uint16_t *V, int n_kv, int d,
-                     float scale, uint16_t *q16, uint16_t *acc, float *M,
-                     float *out)
+/* The fp16 one-query path (llama.cpp's for small passes) for the G query
+ * heads of one KV head: each head has its Q rounded to fp16, its own
+ * online softmax and fp16 accumulator of V, exactly as when run alone;
+ * every K and V row is read once for all G heads. */
+typedef struct f16_heads {
+    const hx_attn_ops *op;
+    const uint16_t *K, *V; /* (n_ctx, d) rows of this KV head */
+    int G, d;
+    float scale;
+    uint16_t *q16, *acc;   /* (G, d) halves each */
+    float *M, *S;          /* (G) running max and sum */
+    float *fin, *tmp;      /* (G, d) merged chunks, (d) one converted row */
+    float *Mf, *Sf;        /* (G) merged max and sum */
+} f16_heads;
+
+/* Online softmax over keys [j0, j1) from a fresh state into M, S, acc. */
+static void f16_chunk(f16_heads *h, int j0, int j1)
 {
-    float *S = M + G;
+    const int G = h->G, d = h->d;
     for (int g = 0; g < G; g++) {
-        op->to_f16(q16 + (size_t)g * d, q + (size_t)g * ldq, d);
-        M[g] = -INFINITY;
-        S[g] = 0.0f;
+        h->M[g] = -INFINITY;
+        h->S[g] = 0.0f;
     }
-    memset(acc, 0, (size_t)G * d * sizeof(uint16_t));
-    for (int j = 0; j < n_kv; j++) {
-        const uint16_t *kj = K + (size_t)j * d, *vj = V + (size_t)j * d;
+    memset(h->acc, 0, (size_t)G * d * sizeof(uint16_t));
+    for (int j = j0; j < j1; j++) {
+        const uint16_t *kj = h->K + (size_t)j * d, *vj = h->V + (size_t)j * d;
         for (int g = 0; g < G; g++) {
-            uint16_t *ag = acc + (size_t)g * d;
-            const float sc = op->dot_hh(q16 + (size_t)g * d, kj, d) * scale;
+            uint16_t *ag = h->acc + (size_t)g * d;
+            const float sc = h->op->dot_hh(h->q16 + (size_t)g * d, kj, d) * h->scale;
             float ms = 1.0f, vs = 1.0f;
-            if (sc > M[g]) {
-                ms = expf(M[g] - sc);
-                M[g] = sc;
-                op->scale_h(ag, ms, d);
+            if (sc > h->M[g]) {
+                ms = expf(h->M[g] - sc);
+                h->M[g] = sc;
+                h->op->scale_h(ag, ms, d);
             } else {
-                vs = expf(sc - M[g]);
+                vs = expf(sc - h->M[g]);
             }
-            op->mad_h(ag, vj, vs, d);
-            S[g] = S[g] * ms + vs;
+            h->op->mad_h(ag, vj, vs, d);
+            h->S[g] = h->S[g] * ms + vs;
         }
     }
-    for (int g = 0; g < G; g++) {
-        float *o = out + (size_t)g * ldq;
-        const float inv = S[g] == 0.0f ? 0.0f : 1.0f / S[g];
-        op->from_f16(o, acc + (size_t)g * d, d);
-        for (int i = 0; i < d; i++) o[i] *= inv;
+}
+
+/* Merges the chunk just computed into fin/Mf/Sf (F32, as llama.cpp's
+ * reduction of its split-KV partials). */
+static void f16_merge(f16_heads *h)
+{
+    for (int g = 0; g < h->G; g++) {
+        if (h->S[g] == 0.0f) continue;
+        const float Mn = fmaxf(h->Mf[g], h->M[g]);
+        const float so = expf(h->Mf[g] - Mn), sn = expf(h->M[g] - Mn);
+        float *f = h->fin + (size_t)g * h->d;
+        h->op->from_f16(h->tmp, h->acc + (size_t)g * h->d, h->d);
+        for (int i = 0; i < h->d; i++) f[i] = f[i] * so + h->tmp[i] * sn;
+        h->Sf[g] = h->Sf[g] * so + h->S[g] * sn;
+        h->Mf[g] = Mn;
+    }
+}
+
+/* llama.cpp runs a single query over a cache view of 512 or more cells
+ * (the used cells rounded up to 256) in nth chunks, one per thread, each
+ * with its own fp16 accumulator, merged in F32. Same here with nth =
+ * Hearth's thread count (equal results when both use as many threads). */
+static void f16_split(f16_heads *h, int n_kv, int nth, float *out, int ldo)
+{
+    const int view = n_kv <= 256 ? 256 : (n_kv + 255) / 256 * 256;
+    const int cs = (view + nth - 1) / nth;
+    for (int g = 0; g < h->G; g++) {
+        h->Mf[g] = -INFINITY;
+        h->Sf[g] = 0.0f;
+    }
+    memset(h->fin, 0, (size_t)h->G * h->d * sizeof(float));
+    for (int i = 0; i < nth; i++) {
+        const int a = i * cs, b = a + cs < n_kv ? a + cs : n_kv;
+        if (a >= b) continue; /* every cell masked: S = 0, skipped */
+        f16_chunk(h, a, b);
+        f16_merge(h);
+    }
+    for (int g = 0; g < h->G; g++) {
+        float *o = out + (size_t)g * ldo, *f = h->fin + (size_t)g * h->d;
+        const float inv = h->Sf[g] != 0.0f ? 1.0f / h->Sf[g] : 1.0f;
+        for (int i = 0; i < h->d; i++) o[i] = f[i] * inv;
+    }
+}
+
+/* Queries q (G, d; row stride ldo as out) against keys [0, n_kv). */
+static void attn_f16(f16_heads *h, const float *q, int n_kv, int split_nth,
+                     float *out, int ldo)
+{
+    for (int g = 0; g < h->G; g++)
+        h->op->to_f16(h->q16 + (size_t)g * h->d, q + (size_t)g * ldo, h->d);
+    const int view = n_kv <= 256 ? 256 : (n_kv + 255) / 256 * 256;
+    if (split_nth > 0 && view >= 512) {
+        f16_split(h, n_kv, split_nth, out, ldo);
+        return;
+    }
+    f16_chunk(h, 0, n_kv);
+    for (int g = 0; g < h->G; g++) {
+        float *o = out + (size_t)g * ldo;
+        const float inv = h->S[g] == 0.0f ? 0.0f : 1.0f / h->S[g];
+        h->op->from_f16(o, h->acc + (size_t)g * h->d, h->d);
+        for (int i = 0; i < h->d; i++) o[i] *= inv;
     }
 }
 
@@ -80,9 +143,9 @@ typedef struct attn_job {
     int layer, B, pos0;
 } attn_job;
 
-/* Task t*n_head_kv + kvh of llama.cpp's one-query path (fp16 Q and
- * accumulator): the query heads of KV head kvh for token t, against
- * positions 0..pos0+t. */
+/* Task t*n_head_kv + kvh of the one-query path: the query heads of KV head
+ * kvh for token t, against positions 0..pos0+t. A pass of one token
+ * splits long caches as llama.cpp does. */
 static void attn_task_f16(void *ctx, int task, int thread)
 {
     const attn_job *j = ctx;
@@ -93,11 +156,13 @@ static void attn_task_f16(void *ctx, int task, int thread)
     const size_t off = (((size_t)j->layer * hp->n_head_kv + kvh) * c->n_ctx) * d;
     const size_t qo = ((size_t)t * hp->n_head + (size_t)kvh * G) * d;
     float *w = c->scores + (size_t)thread * hx_attn_scratch(c);
-    uint16_t *h16 = (uint16_t *)w;
-    attn_f16(c->ao, c->q + qo, d, G, (const uint16_t *)c->kc + off,
-             (const uint16_t *)c->vc + off, j->pos0 + t + 1, d,
-             1.0f / sqrtf((float)d), h16, h16 + (size_t)G * d, w + (size_t)G * d,
-             c->att + qo);
+    const size_t Gd = (size_t)G * d;
+    f16_heads h = {c->ao, (const uint16_t *)c->kc + off, (const uint16_t *)c->vc + off,
+                   G, d, 1.0f / sqrtf((float)d), (uint16_t *)w, (uint16_t *)w + Gd,
+                   w + Gd, w + Gd + G, w + Gd + 2 * G, w + 2 * Gd + 2 * G,
+                   w + 2 * Gd + 2 * G + d, w + 2 * Gd + 3 * G + d};
+    attn_f16(&h, c->q + qo, j->pos0 + t + 1, j->B == 1 ? c->n_threads : 0,
+             c->att + qo, d);
 }
 
 /* The scratch of one tiled task (see scores_stride). */

@@ -160,7 +160,7 @@ static void r_attention(ref *r, int il, int pos, float *x)
     }
     for (int h = 0; h < nh; h++) {
         int kh = h / (nh / nkv);
-        double sc[256], mx = -1e300, sum = 0;
+        double sc[1024], mx = -1e300, sum = 0;
         for (int p = 0; p <= pos; p++) {
             const float *kp = r->kc + ((size_t)il * r->n_ctx + p) * nkv * d + kh * d;
             double s = 0;
@@ -431,6 +431,41 @@ static void test_batch_vs_single(void)
     hx_model_free(m);
     free(a);
     free(b);
+}
+
+/* Single-token passes over a cache view of 512 or more cells take
+ * llama.cpp's split-KV form (one fp16 accumulator per thread's chunk,
+ * merged in F32); with one thread or two, still the reference's numbers. */
+static void test_long_context_split(void)
+{
+    const char *path = write_tiny("qwen3", "long.gguf", 0);
+    ASSERT(path);
+    hx_model *m = load(path);
+    ASSERT(m);
+    const int n = 600, nv = hx_model_hparams(m)->n_vocab;
+    int32_t *tok = malloc((size_t)n * sizeof *tok);
+    float *want = malloc((size_t)n * nv * sizeof(float));
+    float *got = malloc((size_t)n * nv * sizeof(float));
+    ASSERT(tok && want && got);
+    make_tokens(tok, n, nv, 9);
+    ref_forward(m, tok, n, 1, want);
+    for (int nth = 1; nth <= 2; nth++) {
+        hx_ctx_params cp = hx_ctx_default_params();
+        cp.n_ctx = 1024;
+        cp.n_threads = nth;
+        hx_err err = {0};
+        hx_ctx *c = NULL;
+        ASSERT(hx_ctx_new(m, &cp, &c, &err) == HX_OK);
+        EXPECT_EQ_INT(run_pieces(c, tok, n, 1, got), HX_OK);
+        double e = worst_nmse(want + (size_t)300 * nv, got + (size_t)300 * nv, n - 300, nv);
+        printf("# positions 300..599, %d thread(s): worst nmse %.3g\n", nth, e);
+        EXPECT(e < 1e-5);
+        hx_ctx_free(c);
+    }
+    hx_model_free(m);
+    free(tok);
+    free(want);
+    free(got);
 }
 
 /* The scalar reference code paths (kernels and attention) against the
@@ -829,6 +864,7 @@ int main(void)
     RUN(test_qwen2_vs_reference);
     RUN(test_batch_vs_single);
     RUN(test_scalar_vs_simd);
+    RUN(test_long_context_split);
     RUN(test_truncate);
     RUN(test_decode_errors);
     RUN(test_stories260k);
