@@ -100,7 +100,9 @@ void hx_ctx_free(hx_ctx *c); /* NULL is a no-op */
 /* Runs tokens[0..n) at positions n_past.. and appends them to the KV cache.
  * Precision follows llama.cpp's CPU defaults (F16 cache, flash attention):
  * passes of >= 64 tokens compute attention in F32; smaller ones round Q to
- * fp16 and accumulate V in fp16, as llama.cpp's one-query path does. With
+ * fp16 and accumulate V in fp16, as llama.cpp's one-query path does (a
+ * single-token pass over 512+ cached cells is split per thread as there:
+ * same numbers when both use the same thread count). With
  * kv_f32 every pass is F32 (llama.cpp with type_k/v F32, no flash attn).
  * Calls longer than n_batch run as several passes of n_batch.
  * logits_all: keep the logits of every token of this call, else only of the
