@@ -10,8 +10,10 @@ for bin in "$@"; do
     [ -x "$bin" ] || continue
     name=${bin##*/tests/}
     echo "== $name"
+    t0=$(date +%s%N)
     out=$(timeout -k 10 "$timeout_s" "$bin" 2>&1)
     rc=$?
+    ms=$((($(date +%s%N) - t0) / 1000000))
     printf '%s\n' "$out" | grep -v '^# [0-9]* passed' 
     p=$(printf '%s\n' "$out" | grep -c '^ok ')
     f=$(printf '%s\n' "$out" | grep -c '^FAIL ')
@@ -24,6 +26,7 @@ for bin in "$@"; do
         fi
         f=1
     fi
+    printf '   (%s: %d.%d s)\n' "$name" $((ms / 1000)) $((ms % 1000 / 100))
     pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 done
 echo "$pass passed, $fail failed, $skip skipped"
