@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tools/mail_int.h"
+#include "tools/tools_int.h"
 
 #define READ_DEFAULT (64u << 10)
 #define READ_MAX (1u << 20)
@@ -72,12 +73,6 @@ static int resolve(const roots *r, const char *p, char *real, hx_err *err)
     return hx_err_set(err, HX_ERR_NOTFOUND, "'%s' does not exist", p);
 }
 
-static const char *arg_str(const cJSON *args, const char *name)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
-    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
-}
-
 static double arg_num(const cJSON *args, const char *name, double def)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
@@ -132,7 +127,7 @@ static int tool_read(hx_tools *reg, void *user, const cJSON *args,
     (void)user;
     roots r;
     char real[PATH_MAX];
-    const char *p = arg_str(args, "path");
+    const char *p = hx_arg_str(args, "path");
     if (!p) return hx_err_set(err, HX_ERR_INVALID, "files.read needs a path");
     int rc = load_roots(reg, &r, err);
     if (!rc) rc = resolve(&r, p, real, err);
@@ -213,7 +208,7 @@ static int tool_list(hx_tools *reg, void *user, const cJSON *args,
     cJSON *o = cJSON_CreateObject();
     cJSON *arr = cJSON_AddArrayToObject(o, "entries");
     int truncated = 0;
-    const char *p = arg_str(args, "path");
+    const char *p = hx_arg_str(args, "path");
     if (p) {
         rc = resolve(&r, p, real, err);
         if (!rc) rc = list_dir(real, arr, &truncated, err);
@@ -325,9 +320,9 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
     roots r;
     int rc = load_roots(reg, &r, err);
     if (rc) return rc;
-    search s = {.r = &r, .glob = arg_str(args, "name"), .limit = (int)arg_num(args, "limit", 50),
+    search s = {.r = &r, .glob = hx_arg_str(args, "name"), .limit = (int)arg_num(args, "limit", 50),
                 .max_size = (size_t)arg_num(args, "max_size", SEARCH_MAX_FILE)};
-    const char *content = arg_str(args, "content");
+    const char *content = hx_arg_str(args, "content");
     if (!s.glob && !content)
         return hx_err_set(err, HX_ERR_INVALID, "files.search needs a name pattern or a content regex");
     if (content) {
@@ -346,7 +341,7 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
         s.md = pcre2_match_data_create_from_pattern(s.re, NULL);
     }
     char real[PATH_MAX];
-    const char *under = arg_str(args, "path");
+    const char *under = hx_arg_str(args, "path");
     if (under) rc = resolve(&r, under, real, err);
     cJSON *o = cJSON_CreateObject();
     s.results = cJSON_AddArrayToObject(o, "files");

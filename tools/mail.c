@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tools/mail_int.h"
+#include "tools/tools_int.h"
 
 #define INDEX_VERSION 1
 #define MAX_MAIL_BYTES (50u << 20) /* larger files are indexed by headers only */
@@ -428,69 +429,10 @@ static int index_ready(const hx_tools *reg, mail_index *ix, hx_err *err)
     return rc;
 }
 
-/* ---- argument helpers ---- */
-
-static const char *arg_str(const cJSON *args, const char *name)
+/* Dates in results: ISO 8601 in the user's time zone. */
+static void iso_time(icaltimezone *z, int64_t t, char *buf, size_t n)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
-    return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
-}
-
-static int arg_int(const cJSON *args, const char *name, int def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
-    return cJSON_IsNumber(v) ? (int)v->valuedouble : def;
-}
-
-static int arg_bool(const cJSON *args, const char *name)
-{
-    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(args, name));
-}
-
-/* Days since epoch for a civil date (UTC). */
-static int64_t civil_days(int y, int m, int d)
-{
-    y -= m <= 2;
-    int era = (y >= 0 ? y : y - 399) / 400;
-    int yoe = y - era * 400;
-    int doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    return (int64_t)era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
-}
-
-/* ISO 8601 date or date-time (offset optional: the user's current offset)
- * to Unix seconds; -1 if it is not one. */
-static int64_t parse_iso(const char *s)
-{
-    int y, mo, d, h = 0, mi = 0, se = 0, n = 0;
-    if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10) return -1;
-    const char *p = s + 10;
-    if (*p == 'T' || *p == ' ') {
-        int k = 0;
-        if (sscanf(p + 1, "%2d:%2d%n", &h, &mi, &k) < 2) return -1;
-        p += 1 + k;
-        if (*p == ':' && sscanf(p + 1, "%2d%n", &se, &k) == 1) p += 1 + k;
-    }
-    int off;
-    hx_now(&off);
-    if (*p == 'Z') off = 0;
-    else if ((*p == '+' || *p == '-') && strlen(p) >= 6)
-        off = (atoi(p + 1) * 3600 + atoi(p + 4) * 60) * (*p == '-' ? -1 : 1);
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59) return -1;
-    return civil_days(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
-}
-
-static void iso_time(int64_t t, char *buf, size_t n)
-{
-    int off;
-    hx_now(&off);
-    time_t tt = (time_t)(t + off);
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    int ao = off < 0 ? -off : off;
-    char base[32];
-    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, n, "%s%c%02d:%02d", base, off < 0 ? '-' : '+', ao / 3600 % 100,
-             ao / 60 % 60);
+    hx_tz_format(z, t, 0, buf, n);
 }
 
 /* ---- mail.search ---- */
@@ -529,43 +471,50 @@ static void like_filter(search_q *q, const char *col, const char *v, char *pat,
     q->binds[q->n_binds++] = pat;
 }
 
-static int build_search(const cJSON *args, search_q *q, char pats[4][512],
-                        char **fts, hx_err *err)
+/* since/until: ISO 8601 or a time expression ("last week", "yesterday");
+ * since takes the start of its range, until the end. */
+static int time_filter(const hx_tools *reg, const cJSON *args, const char *key,
+                       int upper, int64_t *out, hx_err *err)
+{
+    hx_when_range r;
+    int rc = hx_arg_when(reg, args, key, &r, err);
+    if (rc) return hx_err_set(err, HX_ERR_INVALID, "%s", err->msg);
+    *out = upper && !r.is_point ? r.end : r.start;
+    return HX_OK;
+}
+
+static int build_search(const hx_tools *reg, const cJSON *args, search_q *q,
+                        char pats[4][512], char **fts, hx_err *err)
 {
     hx_buf_init(&q->sql);
     q->n_binds = 0;
-    int regex = arg_str(args, "regex") != NULL;
+    int regex = hx_arg_str(args, "regex") != NULL;
     hx_buf_printf(&q->sql, "SELECT m.rowid,m.id,m.date,m.from_,m.subject,m.snippet,"
                            "m.seen,m.folder,m.n_att%s FROM msg m%s WHERE 1",
                   regex ? ",f.body" : "",
                   regex ? " JOIN msg_fts f ON f.rowid = m.rowid" : "");
-    const char *since = arg_str(args, "since"), *until = arg_str(args, "until");
-    q->since = since ? parse_iso(since) : 0;
-    q->until = until ? parse_iso(until) : 0;
-    if ((since && q->since < 0) || (until && q->until < 0))
-        return hx_err_set(err, HX_ERR_INVALID,
-                          "since/until must be ISO 8601 dates like 2026-12-01");
-    if (since) hx_buf_printf(&q->sql, " AND m.date >= %lld", (long long)q->since);
-    if (until) {
-        /* a bare date means the whole day */
-        int64_t u = strlen(until) == 10 ? q->until + 86400 : q->until;
-        hx_buf_printf(&q->sql, " AND m.date < %lld", (long long)u);
-    }
-    like_filter(q, "m.from_", arg_str(args, "from"), pats[0], sizeof pats[0]);
-    if (arg_str(args, "to")) {
-        snprintf(pats[1], sizeof pats[1], "%%%s%%", arg_str(args, "to"));
+    int rc = HX_OK;
+    if (hx_arg_str(args, "since") && !(rc = time_filter(reg, args, "since", 0, &q->since, err)))
+        hx_buf_printf(&q->sql, " AND m.date >= %lld", (long long)q->since);
+    if (!rc && hx_arg_str(args, "until") &&
+        !(rc = time_filter(reg, args, "until", 1, &q->until, err)))
+        hx_buf_printf(&q->sql, " AND m.date < %lld", (long long)q->until);
+    if (rc) return rc;
+    like_filter(q, "m.from_", hx_arg_str(args, "from"), pats[0], sizeof pats[0]);
+    if (hx_arg_str(args, "to")) {
+        snprintf(pats[1], sizeof pats[1], "%%%s%%", hx_arg_str(args, "to"));
         hx_buf_puts(&q->sql, " AND (m.to_ LIKE ? OR m.cc LIKE ?)");
         q->binds[q->n_binds++] = pats[1];
         q->binds[q->n_binds++] = pats[1];
     }
-    like_filter(q, "m.subject", arg_str(args, "subject"), pats[2], sizeof pats[2]);
-    if (arg_str(args, "folder")) {
-        snprintf(pats[3], sizeof pats[3], "%s", arg_str(args, "folder"));
+    like_filter(q, "m.subject", hx_arg_str(args, "subject"), pats[2], sizeof pats[2]);
+    if (hx_arg_str(args, "folder")) {
+        snprintf(pats[3], sizeof pats[3], "%s", hx_arg_str(args, "folder"));
         hx_buf_puts(&q->sql, " AND m.folder = ?");
         q->binds[q->n_binds++] = pats[3];
     }
-    if (arg_bool(args, "unread")) hx_buf_puts(&q->sql, " AND m.seen = 0");
-    *fts = arg_str(args, "text") ? fts_query(arg_str(args, "text")) : NULL;
+    if (hx_arg_bool(args, "unread", 0)) hx_buf_puts(&q->sql, " AND m.seen = 0");
+    *fts = hx_arg_str(args, "text") ? fts_query(hx_arg_str(args, "text")) : NULL;
     if (*fts) {
         hx_buf_puts(&q->sql, " AND m.rowid IN (SELECT rowid FROM msg_fts WHERE msg_fts MATCH ?)");
         q->binds[q->n_binds++] = *fts;
@@ -608,12 +557,12 @@ static int row_matches_regex(pcre2_code *re, pcre2_match_data *md, sqlite3_stmt 
            regex_hit(re, md, (const char *)sqlite3_column_text(row, 9));
 }
 
-static cJSON *row_json(sqlite3_stmt *row)
+static cJSON *row_json(icaltimezone *z, sqlite3_stmt *row)
 {
     char date[64];
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", (const char *)sqlite3_column_text(row, 1));
-    iso_time(sqlite3_column_int64(row, 2), date, sizeof date);
+    iso_time(z, sqlite3_column_int64(row, 2), date, sizeof date);
     cJSON_AddStringToObject(o, "date", date);
     cJSON_AddStringToObject(o, "from", (const char *)sqlite3_column_text(row, 3));
     cJSON_AddStringToObject(o, "subject", (const char *)sqlite3_column_text(row, 4));
@@ -624,7 +573,7 @@ static cJSON *row_json(sqlite3_stmt *row)
     return o;
 }
 
-static int run_search(mail_index *ix, search_q *q, pcre2_code *re, int limit,
+static int run_search(mail_index *ix, search_q *q, pcre2_code *re, icaltimezone *z, int limit,
                       cJSON *out, hx_err *err)
 {
     sqlite3_stmt *st = NULL;
@@ -637,7 +586,7 @@ static int run_search(mail_index *ix, search_q *q, pcre2_code *re, int limit,
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (re && !row_matches_regex(re, md, st)) continue;
         total++;
-        if (n < limit) cJSON_AddItemToArray(arr, row_json(st)), n++;
+        if (n < limit) cJSON_AddItemToArray(arr, row_json(z, st)), n++;
     }
     cJSON_AddNumberToObject(out, "total", total);
     pcre2_match_data_free(md);
@@ -654,15 +603,15 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
     char pats[4][512];
     char *fts = NULL;
     pcre2_code *re = NULL;
-    int rc = build_search(args, &q, pats, &fts, err);
-    if (!rc && arg_str(args, "regex") && !(re = compile_regex(arg_str(args, "regex"), err)))
+    int rc = build_search(reg, args, &q, pats, &fts, err);
+    if (!rc && hx_arg_str(args, "regex") && !(re = compile_regex(hx_arg_str(args, "regex"), err)))
         rc = err->rc;
     double t0 = hx_time_mono();
     if (!rc) rc = index_ready(reg, &ix, err);
     if (!rc) {
         double t1 = hx_time_mono();
         cJSON *out = cJSON_CreateObject();
-        rc = run_search(&ix, &q, re, arg_int(args, "limit", 20), out, err);
+        rc = run_search(&ix, &q, re, hx_tools_tz(reg), hx_arg_int(args, "limit", 20), out, err);
         hx_log_debug("mail.search: index %.1f ms, query %.1f ms", (t1 - t0) * 1e3,
                      (hx_time_mono() - t1) * 1e3);
         index_close(&ix);
@@ -715,7 +664,8 @@ static int load_message(hx_tools *reg, const char *id, hx_message **m,
     return rc;
 }
 
-static cJSON *message_json(const hx_message *m, const char *id, const char *folder)
+static cJSON *message_json(icaltimezone *z, const hx_message *m, const char *id,
+                           const char *folder)
 {
     cJSON *o = cJSON_CreateObject();
     char date[64];
@@ -725,7 +675,7 @@ static cJSON *message_json(const hx_message *m, const char *id, const char *fold
     cJSON_AddStringToObject(o, "to", m->to);
     if (*m->cc) cJSON_AddStringToObject(o, "cc", m->cc);
     cJSON_AddStringToObject(o, "subject", m->subject);
-    iso_time(m->date, date, sizeof date);
+    iso_time(z, m->date, date, sizeof date);
     cJSON_AddStringToObject(o, "date", m->date ? date : m->date_raw);
     cJSON_AddStringToObject(o, "message_id", m->message_id);
     size_t len = strlen(m->text), cut = len;
@@ -753,13 +703,13 @@ static int tool_read(hx_tools *reg, void *user, const cJSON *args,
                      cJSON **result, hx_err *err)
 {
     (void)user;
-    const char *id = arg_str(args, "id");
+    const char *id = hx_arg_str(args, "id");
     if (!id) return hx_err_set(err, HX_ERR_INVALID, "mail.read needs an id");
     hx_message *m;
     char folder[128];
     int rc = load_message(reg, id, &m, folder, sizeof folder, err);
     if (rc) return rc;
-    *result = message_json(m, id, folder);
+    *result = message_json(hx_tools_tz(reg), m, id, folder);
     hx_message_free(m);
     return HX_OK;
 }
@@ -799,10 +749,10 @@ static int fill_draft(const hx_tools *reg, const cJSON *args, hx_mail_draft *d,
     memset(d, 0, sizeof *d);
     user_from(hx_tools_config(reg), from, fn);
     d->from = from;
-    d->to = arg_str(args, "to");
-    d->cc = arg_str(args, "cc");
-    d->subject = arg_str(args, "subject");
-    d->body = arg_str(args, "body");
+    d->to = hx_arg_str(args, "to");
+    d->cc = hx_arg_str(args, "cc");
+    d->subject = hx_arg_str(args, "subject");
+    d->body = hx_arg_str(args, "body");
     if (!d->to || !strchr(d->to, '@'))
         return hx_err_set(err, HX_ERR_INVALID, "'to' must hold at least one e-mail address");
     if (!d->subject) d->subject = "";
@@ -874,7 +824,7 @@ static int tool_reply(hx_tools *reg, void *user, const cJSON *args,
                       cJSON **result, hx_err *err)
 {
     (void)user;
-    const char *id = arg_str(args, "id");
+    const char *id = hx_arg_str(args, "id");
     const char *outbox = outbox_of(reg, err);
     if (!outbox) return err->rc;
     if (!id) return hx_err_set(err, HX_ERR_INVALID, "mail.reply needs the id of the message");
@@ -890,12 +840,12 @@ static int tool_reply(hx_tools *reg, void *user, const cJSON *args,
              m->message_id);
     hx_buf body;
     hx_buf_init(&body);
-    hx_buf_puts(&body, arg_str(args, "body") ? arg_str(args, "body") : "");
+    hx_buf_puts(&body, hx_arg_str(args, "body") ? hx_arg_str(args, "body") : "");
     quote_text(&body, m);
     char to[2048];
     snprintf(to, sizeof to, "%s%s%s", m->from,
-             arg_bool(args, "reply_all") && *m->cc ? ", " : "",
-             arg_bool(args, "reply_all") ? m->cc : "");
+             hx_arg_bool(args, "reply_all", 0) && *m->cc ? ", " : "",
+             hx_arg_bool(args, "reply_all", 0) ? m->cc : "");
     d.from = from, d.to = to, d.subject = subject, d.body = body.data;
     d.in_reply_to = m->message_id, d.references = refs;
     cJSON *out = cJSON_CreateObject();
@@ -914,8 +864,8 @@ static const char schema_search[] =
     "\"text\":{\"type\":\"string\",\"description\":\"words that must all appear\"},"
     "\"from\":{\"type\":\"string\"},\"to\":{\"type\":\"string\"},"
     "\"subject\":{\"type\":\"string\"},"
-    "\"since\":{\"type\":\"string\",\"description\":\"ISO 8601 date or date-time\"},"
-    "\"until\":{\"type\":\"string\",\"description\":\"ISO 8601 date or date-time\"},"
+    "\"since\":{\"type\":\"string\",\"description\":\"ISO 8601 or words like last week\"},"
+    "\"until\":{\"type\":\"string\",\"description\":\"ISO 8601 or words like yesterday\"},"
     "\"unread\":{\"type\":\"boolean\"},\"folder\":{\"type\":\"string\"},"
     "\"regex\":{\"type\":\"string\",\"description\":\"PCRE2 pattern over subject, sender and body\"},"
     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":200}},"

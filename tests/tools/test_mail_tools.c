@@ -96,6 +96,10 @@ static void test_search_filters(void)
     ASSERT(r);
     EXPECT_EQ_INT(count(r, "messages"), 2); /* Dan's move (26th), Kenji's (27th 00:00Z) */
     cJSON_Delete(r);
+    r = call("mail.search", "{\"since\":\"last week\"}", &rc, &e); /* a time expression */
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 8); /* Nov 23-29: all, Sent included */
+    cJSON_Delete(r);
     r = call("mail.search", "{\"folder\":\"Sent\"}", &rc, &e);
     ASSERT(r);
     EXPECT_EQ_INT(count(r, "messages"), 1);
