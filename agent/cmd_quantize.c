@@ -49,6 +49,7 @@ static int parse(int argc, char **argv, qargs *a)
     }
     if (!a->in || !a->out || !a->type) return -1;
     if (a->imatrix && a->n_calib) return -1;
+    if (a->imatrix_out && !a->n_calib) return -1;
     return 0;
 }
 
@@ -96,6 +97,9 @@ static void print_table(const hx_quantize_stats *st)
     printf("input %.2f MiB -> output file %.2f MiB", st->bytes_in / 1048576.0,
            st->file_bytes / 1048576.0);
     if (st->n_imatrix) printf("; %d tensors with importances", st->n_imatrix);
+    if (st->n_imatrix_missing)
+        printf("; %d K-quant tensors had no importances in the imatrix",
+               st->n_imatrix_missing);
     if (st->n_fallback) printf("; %d tensors in a wider type (rows not a multiple of the block)", st->n_fallback);
     printf("\n");
 }

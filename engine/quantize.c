@@ -280,6 +280,7 @@ static int fill(void *user, const hx_gguf_tensor *out, void *buf)
     if (q->p->imatrix && is_matrix(src) && kq)
         j.imat = hx_imatrix_find(q->p->imatrix, src->name, src->ne[0]);
     q->st->n_imatrix += j.imat != NULL;
+    q->st->n_imatrix_missing += q->p->imatrix && is_matrix(src) && kq && !j.imat;
     q->st->n_requant += hx_type_block_elems(src->type) > 1;
     j.scratch = hx_malloc_array((size_t)hx_threadpool_n_threads(q->tp) * (size_t)src->ne[0],
                                 sizeof(float));

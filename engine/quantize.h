@@ -89,6 +89,8 @@ typedef struct hx_quantize_stats {
     int n_fallback; /* rows not a multiple of the block: a wider type */
     int n_imatrix;  /* tensors quantized with importances (K-quants; the
                      * other types' rounding does not use them) */
+    int n_imatrix_missing; /* K-quant matrices the imatrix has no entry
+                            * of that width for (e.g. MoE experts) */
 } hx_quantize_stats;
 
 /* Quantizes in_path into out_path (written atomically), streaming one

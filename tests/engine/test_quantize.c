@@ -476,6 +476,7 @@ static void test_imatrix_helps(void)
     ASSERT(quantize(in, a, "Q4_K_M", ov, 1, NULL, NULL, &err) == HX_OK);
     ASSERT(quantize(in, b, "Q4_K_M", ov, 1, g_im, &st, &err) == HX_OK);
     EXPECT_EQ_INT(st.n_imatrix, 14);
+    EXPECT_EQ_INT(st.n_imatrix_missing, 1); /* the tied head: not collected */
     hx_gguf *gf = NULL, *ga = NULL, *gb = NULL;
     ASSERT(hx_gguf_open(in, &gf, &err) == HX_OK);
     ASSERT(hx_gguf_open(a, &ga, &err) == HX_OK);
@@ -579,6 +580,37 @@ static void test_imatrix_file(void)
     EXPECT_EQ_INT(hx_imatrix_load(bad, &back, &err), HX_ERR_UNSUPPORTED);
     EXPECT(strstr(err.msg, "version") != NULL);
     EXPECT(back == NULL);
+    /* an entry that is not a 1-D F32 vector is refused */
+    w = hx_gguf_writer_new();
+    int64_t ne2[2] = {2, 2};
+    hx_gguf_set_str(w, "general.type", "imatrix");
+    hx_gguf_set_u32(w, "hearth.imatrix.version", HX_IMATRIX_VERSION);
+    hx_gguf_add_tensor(w, "blk.0.attn_q.weight", HX_TYPE_F32, 2, ne2, v, NULL, NULL);
+    ASSERT(hx_gguf_writer_write(w, bad, &err) == HX_OK);
+    hx_gguf_writer_free(w);
+    EXPECT_EQ_INT(hx_imatrix_load(bad, &back, &err), HX_ERR_FORMAT);
+    EXPECT(strstr(err.msg, "blk.0.attn_q.weight") != NULL);
+    /* an imatrix of another model: nothing matches, and the stats say so */
+    hx_gguf *gm = NULL;
+    if (hx_gguf_open(tmp("p8.gguf"), &gm, &err) == HX_OK) {
+        hx_gguf_close(gm);
+        hx_quantize_stats st;
+        w = hx_gguf_writer_new();
+        int64_t ne1 = 4;
+        hx_gguf_set_str(w, "general.type", "imatrix");
+        hx_gguf_set_u32(w, "hearth.imatrix.version", HX_IMATRIX_VERSION);
+        hx_gguf_add_tensor(w, "blk.0.attn_q.weight", HX_TYPE_F32, 1, &ne1, v, NULL, NULL);
+        ASSERT(hx_gguf_writer_write(w, bad, &err) == HX_OK);
+        hx_gguf_writer_free(w);
+        ASSERT(hx_imatrix_load(bad, &back, &err) == HX_OK);
+        ASSERT(quantize(tmp("p8.gguf"), tmp("p8-x.gguf"), "Q4_K_M", NULL, 0, back,
+                        &st, &err) == HX_OK);
+        EXPECT_EQ_INT(st.n_imatrix, 0);
+        EXPECT_EQ_INT(st.n_imatrix_missing, 58); /* 8 x 7 + token_embd, output */
+        hx_imatrix_free(back);
+        back = NULL;
+        unlink(tmp("p8-x.gguf"));
+    }
     /* a model is not an imatrix */
     EXPECT_EQ_INT(hx_imatrix_load(tmp("c.gguf"), &back, &err), HX_ERR_FORMAT);
     EXPECT(strstr(err.msg, "not a Hearth imatrix") != NULL);
