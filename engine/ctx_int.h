@@ -22,8 +22,8 @@ struct hx_ctx {
     void *kc, *vc;
     int kv_f32;
     /* hx_ctx_params.act_hook and its user pointer (NULL: none) */
-    void (*act_hook)(void *user, const char *tensor, const float *x,
-                     int n_tokens, int64_t n_cols);
+    void (*act_hook)(void *user, const char *tensor, int expert,
+                     const float *x, int n_tokens, int64_t n_cols);
     void *act_hook_user;
     const hx_attn_ops *ao; /* attention primitives for this CPU */
     /* scratch for one pass of up to n_batch (B) tokens */
@@ -64,6 +64,12 @@ hx_mm_job hx_fwd_job(const hx_ctx *c, const hx_wmat *w, const void *W,
                      const int32_t *idx, int n, float *y);
 /* y (n, w->rows) = x (n, w->cols) . w^T */
 void hx_fwd_matmul(hx_ctx *c, const hx_wmat *w, const float *x, int n, float *y);
+/* Shows the act_hook the input rows of each used expert of the 3-D tensor
+ * w: pair p of expert e (first[e] <= p < first[e] + cnt[e]) multiplies
+ * row rows[p] of x (w->cols floats per row). Only when c->act_hook. */
+void hx_fwd_report_experts(hx_ctx *c, const hx_wmat *w, const float *x,
+                           const int32_t *rows, const int *cnt,
+                           const int *first);
 /* g = silu(g) * u over n elements, split across the pool when large. */
 void hx_fwd_swiglu(hx_threadpool *tp, float *g, const float *u, int64_t n);
 

@@ -114,20 +114,36 @@ hx_mm_job hx_fwd_job(const hx_ctx *c, const hx_wmat *w, const void *W,
     return j;
 }
 
-/* Shows x (B, cols), the input of the n matrices w, to the context's
- * act_hook under each weight's tensor name (found by its data pointer:
- * a scan, paid only when a hook is set). */
+/* The GGUF name of a weight, found by its data pointer (a scan, paid
+ * only when an act_hook is set), or NULL. */
+static const char *wmat_name(const hx_ctx *c, const hx_wmat *w)
+{
+    const hx_gguf *g = c->m->gguf;
+    for (int64_t t = 0; t < hx_gguf_n_tensors(g); t++)
+        if (hx_gguf_tensor_at(g, t)->data == w->data)
+            return hx_gguf_tensor_at(g, t)->name;
+    return NULL;
+}
+
+/* Shows x (B, cols), the input of the n matrices w, to the act_hook. */
 static void report_act(hx_ctx *c, const hx_wmat *const *w, int n,
                        const float *x, int B)
 {
-    const hx_gguf *g = c->m->gguf;
-    for (int i = 0; i < n; i++)
-        for (int64_t t = 0; t < hx_gguf_n_tensors(g); t++)
-            if (hx_gguf_tensor_at(g, t)->data == w[i]->data) {
-                c->act_hook(c->act_hook_user, hx_gguf_tensor_at(g, t)->name,
-                            x, B, w[i]->cols);
-                break;
-            }
+    for (int i = 0; i < n; i++) {
+        const char *name = wmat_name(c, w[i]);
+        if (name) c->act_hook(c->act_hook_user, name, -1, x, B, w[i]->cols);
+    }
+}
+
+void hx_fwd_report_experts(hx_ctx *c, const hx_wmat *w, const float *x,
+                           const int32_t *rows, const int *cnt,
+                           const int *first)
+{
+    const char *name = wmat_name(c, w);
+    for (int e = 0; name && e < (int)w->n_mat; e++)
+        for (int p = first[e]; p < first[e] + cnt[e]; p++)
+            c->act_hook(c->act_hook_user, name, e,
+                        x + (size_t)rows[p] * (size_t)w->cols, 1, w->cols);
 }
 
 /* y[i] (B, w[i]->rows) = x (B, cols) . w[i]^T for n matrices sharing their

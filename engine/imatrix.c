@@ -9,12 +9,16 @@
 #include "engine/quantize.h"
 #include "engine/vocab.h"
 
+/* One weight: n_cols importances, or for a 3-D MoE expert tensor n_exp
+ * blocks of ne[0] (expert e's matrix at e * ne[0]), n_cols = ne[0]*n_exp. */
 typedef struct im_entry {
     char *name;
     int64_t n_cols;
     double *sum2;  /* collecting: sums of squares; loaded: unused */
     float *mean;   /* mean of squares (filled on save/load) */
-    int64_t count; /* tokens seen */
+    int64_t count; /* tokens seen (for experts: routed tokens, all experts) */
+    int n_exp;     /* collecting: experts (0: a plain matrix) */
+    int64_t *ecount; /* collecting, experts: tokens routed to each */
 } im_entry;
 
 struct hx_imatrix {
@@ -33,6 +37,7 @@ void hx_imatrix_free(hx_imatrix *m)
         free(m->e[i].name);
         free(m->e[i].sum2);
         free(m->e[i].mean);
+        free(m->e[i].ecount);
     }
     for (int i = 0; i < m->n_datasets; i++) free(m->datasets[i]);
     free(m->datasets);
@@ -83,27 +88,45 @@ static im_entry *add_entry(hx_imatrix *m, const char *name, int64_t n_cols)
 /* ---- collection ---- */
 typedef struct collector {
     hx_imatrix *m;
-    int failed; /* out of memory or inconsistent widths */
+    int n_expert; /* the model's */
+    int failed;   /* out of memory or inconsistent widths */
 } collector;
 
-static void on_act(void *user, const char *tensor, const float *x,
-                   int n_tokens, int64_t n_cols)
+/* The entry of a tensor, created on first sight. */
+static im_entry *entry_for(collector *c, const char *tensor, int expert,
+                           int64_t n_cols)
+{
+    int n_exp = expert >= 0 ? c->n_expert : 0;
+    int64_t width = n_cols * (n_exp ? n_exp : 1);
+    im_entry *e = find(c->m, tensor);
+    if (!e) {
+        if (!(e = add_entry(c->m, tensor, width))) return NULL;
+        e->n_exp = n_exp;
+        e->sum2 = hx_calloc((size_t)width, sizeof *e->sum2);
+        e->ecount = n_exp ? hx_calloc((size_t)n_exp, sizeof *e->ecount) : NULL;
+        if (!e->sum2 || (n_exp && !e->ecount)) return NULL;
+    }
+    if (e->n_cols != width || e->n_exp != n_exp || expert >= c->n_expert) return NULL;
+    return e;
+}
+
+static void on_act(void *user, const char *tensor, int expert,
+                   const float *x, int n_tokens, int64_t n_cols)
 {
     collector *c = user;
-    im_entry *e = find(c->m, tensor);
-    if (!e && (e = add_entry(c->m, tensor, n_cols)) &&
-        !(e->sum2 = hx_calloc((size_t)n_cols, sizeof *e->sum2)))
-        e = NULL;
-    if (!e || e->n_cols != n_cols) {
+    im_entry *e = entry_for(c, tensor, expert, n_cols);
+    if (!e) {
         c->failed = 1;
         return;
     }
+    double *s = e->sum2 + (expert > 0 ? (size_t)expert * (size_t)n_cols : 0);
     for (int t = 0; t < n_tokens; t++)
         for (int64_t j = 0; j < n_cols; j++) {
             double v = x[(size_t)t * (size_t)n_cols + (size_t)j];
-            e->sum2[j] += v * v;
+            s[j] += v * v;
         }
     e->count += n_tokens;
+    if (expert >= 0) e->ecount[expert] += n_tokens;
 }
 
 hx_calib_params hx_calib_default_params(void)
@@ -162,28 +185,36 @@ static int run_chunks(hx_model *model, const int32_t *ids, int64_t n,
         col->m->n_chunks++;
         col->m->n_tokens += len;
         if (!rc && col->failed)
-            rc = hx_err_set(err, HX_ERR_NOMEM, "calibration: out of memory");
+            rc = hx_err_set(err, HX_ERR_NOMEM, "calibration: out of memory "
+                            "or inconsistent matrix widths");
         if (!rc && p->progress) p->progress(p->progress_user, at + len, n);
     }
     hx_ctx_free(c);
     return rc;
 }
 
-/* Means of the entries that saw every token; the others (the output
- * head) are dropped. */
+/* Means of the entries that saw every token (experts: per expert; one
+ * that got no token has importances 1, no preference); the others (the
+ * output head) are dropped. */
 static void finish_means(hx_imatrix *m)
 {
     int k = 0;
     for (int i = 0; i < m->n; i++) {
         im_entry *e = &m->e[i];
-        if (e->count != m->n_tokens) {
+        if (!e->n_exp && e->count != m->n_tokens) {
             free(e->name);
             free(e->sum2);
             free(e->mean);
+            free(e->ecount);
             continue;
         }
-        for (int64_t j = 0; j < e->n_cols; j++)
-            e->mean[j] = (float)(e->sum2[j] / (double)e->count);
+        int nb = e->n_exp ? e->n_exp : 1;
+        int64_t w = e->n_cols / nb;
+        for (int b = 0; b < nb; b++) {
+            int64_t n = e->n_exp ? e->ecount[b] : e->count;
+            for (int64_t j = b * w; j < (b + 1) * w; j++)
+                e->mean[j] = n ? (float)(e->sum2[j] / (double)n) : 1.0f;
+        }
         m->e[k++] = *e;
     }
     m->n = k;
@@ -200,7 +231,7 @@ int hx_imatrix_calibrate(const char *model_path, const char *const *files,
     int rc = hx_model_load(model_path, NULL, &model, err);
     if (rc) return rc;
     hx_imatrix *m = hx_calloc(1, sizeof *m);
-    collector col = {m, 0};
+    collector col = {m, hx_model_hparams(model)->n_expert, 0};
     int32_t *ids = NULL;
     int64_t n = 0;
     if (!m) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");

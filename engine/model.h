@@ -85,10 +85,11 @@ typedef struct hx_ctx_params {
     /* Optional observer of matmul inputs (calibration: hearth quantize
      * --calibrate). When set, called on the decoding thread before each
      * matmul with the weight's GGUF tensor name and its input x: n_tokens
-     * rows of n_cols floats. MoE expert matmuls are not reported. NULL
-     * (the default) costs nothing. */
-    void (*act_hook)(void *user, const char *tensor, const float *x,
-                     int n_tokens, int64_t n_cols);
+     * rows of n_cols floats. expert is -1 for a plain matrix; for a 3-D
+     * MoE expert tensor it is the expert whose matrix multiplies x (one
+     * call per routed token). NULL (the default) costs nothing. */
+    void (*act_hook)(void *user, const char *tensor, int expert,
+                     const float *x, int n_tokens, int64_t n_cols);
     void *act_hook_user;
 } hx_ctx_params;
 hx_ctx_params hx_ctx_default_params(void);

@@ -128,8 +128,13 @@ void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B)
     moe_route(c, L, B);
     moe_group(c, B, cnt, first);
     for (int i = 0; i < B * nu; i++) iota[i] = i;
+    if (c->act_hook) { /* calibration: the experts' inputs */
+        hx_fwd_report_experts(c, &L->gate_exps, c->xb, c->ptok, cnt, first);
+        hx_fwd_report_experts(c, &L->up_exps, c->xb, c->ptok, cnt, first);
+    }
     moe_up(c, L, B, cnt, first);
     hx_fwd_swiglu(c->tp, c->hb, c->hb2, (int64_t)B * nu * fx);
+    if (c->act_hook) hx_fwd_report_experts(c, &L->down_exps, c->hb, iota, cnt, first);
     moe_down(c, L, B, cnt, first, iota);
     for (int t = 0; t < B; t++) {
         float *o = c->xb + (size_t)t * e;

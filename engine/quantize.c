@@ -224,8 +224,10 @@ static void rows_task(void *ctx, int task, int thread)
     int64_t r0 = j->row0 + task * j->chunk;
     int64_t r1 = r0 + j->chunk < j->row1 ? r0 + j->chunk : j->row1;
     for (int64_t r = r0; r < r1; r++) {
+        /* experts: row r belongs to matrix r / ne[1], with its importances */
+        const float *im = j->imat ? j->imat + (r / j->src->ne[1]) * ncols : NULL;
         hx_dequantize_row(j->src->type, (const char *)j->src->data + r * in_rb, x, ncols);
-        hx_quantize_row(j->type, x, (char *)j->dst + r * out_rb, ncols, j->imat);
+        hx_quantize_row(j->type, x, (char *)j->dst + r * out_rb, ncols, im);
     }
 }
 
@@ -278,7 +280,7 @@ static int fill(void *user, const hx_gguf_tensor *out, void *buf)
     int kq = out->type == HX_TYPE_Q4_K || out->type == HX_TYPE_Q5_K ||
              out->type == HX_TYPE_Q6_K; /* the types that use importances */
     if (q->p->imatrix && is_matrix(src) && kq)
-        j.imat = hx_imatrix_find(q->p->imatrix, src->name, src->ne[0]);
+        j.imat = hx_imatrix_find(q->p->imatrix, src->name, src->ne[0] * src->ne[2]);
     q->st->n_imatrix += j.imat != NULL;
     q->st->n_imatrix_missing += q->p->imatrix && is_matrix(src) && kq && !j.imat;
     q->st->n_requant += hx_type_block_elems(src->type) > 1;

@@ -12,8 +12,10 @@
 
 /* ---- importance matrices ----
  * Per weight matrix, the mean of the squared input activations of each
- * column (llama.cpp's imatrix), collected over calibration text. Stored as
- * a GGUF file: one F32 tensor per weight, named like it (length n_cols),
+ * column (llama.cpp's imatrix), collected over calibration text; for a
+ * 3-D MoE expert tensor, one such vector per expert (over the tokens
+ * routed to it), back to back. Stored as a GGUF file: one F32 tensor per
+ * weight, named like it (length ne[0], times n_expert for experts),
  * and metadata general.type = "imatrix", hearth.imatrix.version,
  * .n_tokens, .n_chunks, .dataset_bytes, .datasets (file names),
  * .counts (tokens seen by each tensor, in tensor order). */
@@ -27,8 +29,8 @@ int hx_imatrix_load(const char *path, hx_imatrix **out, hx_err *err);
 /* Writes it atomically. */
 int hx_imatrix_save(const hx_imatrix *m, const char *path, hx_err *err);
 void hx_imatrix_free(hx_imatrix *m); /* NULL is a no-op */
-/* The n_cols importances of a weight, or NULL when absent or of another
- * width. Borrowed, valid while m lives. */
+/* The n_cols importances of a weight (ne[0] * n_expert for experts), or
+ * NULL when absent or of another width. Borrowed, valid while m lives. */
 const float *hx_imatrix_find(const hx_imatrix *m, const char *tensor,
                              int64_t n_cols);
 int hx_imatrix_n_entries(const hx_imatrix *m);
@@ -45,7 +47,8 @@ hx_calib_params hx_calib_default_params(void);
 
 /* Runs the model at model_path over the text files (tokenized with the
  * model's vocabulary, cut in chunks) and collects the importance matrix
- * of every matrix the forward pass multiplies by (not MoE experts).
+ * of every matrix the forward pass multiplies by, MoE experts included
+ * (the output head, which sees only the chunks' last tokens, is left out).
  * Errors: the model's, a file's (named), HX_ERR_INVALID for no text.
  * *out is owned by the caller. */
 int hx_imatrix_calibrate(const char *model_path, const char *const *files,
@@ -90,7 +93,7 @@ typedef struct hx_quantize_stats {
     int n_imatrix;  /* tensors quantized with importances (K-quants; the
                      * other types' rounding does not use them) */
     int n_imatrix_missing; /* K-quant matrices the imatrix has no entry
-                            * of that width for (e.g. MoE experts) */
+                            * of that width for (e.g. the head) */
 } hx_quantize_stats;
 
 /* Quantizes in_path into out_path (written atomically), streaming one

@@ -353,22 +353,23 @@ static int write_text(const char *path, uint64_t seed, int n_words)
 }
 
 /* Sum over rows and columns of imat[c] * (a - b)^2 of a Q tensor against
- * the F32 original. */
+ * the F32 original (3-D experts: matrix e weighted by its own block). */
 static double weighted_err(const hx_gguf *f32, const hx_gguf *q,
                            const char *name, const float *imat)
 {
     const hx_gguf_tensor *a = hx_gguf_find_tensor(f32, name);
     const hx_gguf_tensor *b = hx_gguf_find_tensor(q, name);
-    int64_t nc = a->ne[0], nr = a->ne[1];
+    int64_t nc = a->ne[0], nr = a->ne[1] * a->ne[2];
     float *row = malloc((size_t)nc * sizeof *row);
     double s = 0;
     size_t rb = hx_type_row_bytes(b->type, nc);
     for (int64_t r = 0; row && r < nr; r++) {
         hx_dequantize_row(b->type, (const char *)b->data + r * rb, row, nc);
         const float *w = (const float *)a->data + r * nc;
+        const float *im = imat + (r / a->ne[1]) * nc;
         for (int64_t c = 0; c < nc; c++) {
             double d = (double)w[c] - row[c];
-            s += imat[c] * d * d;
+            s += im[c] * d * d;
         }
     }
     free(row);
@@ -551,6 +552,66 @@ static void test_q8_0_near_f32(void)
     unlink(out);
 }
 
+/* MoE: the experts' inputs are collected per expert (the tokens routed
+ * to each), and used for each expert's matrix. */
+static void test_calibrate_moe(void)
+{
+    const char *vocab = test_shared_file(VOCAB);
+    if (!vocab) return;
+    const char *raw = tmp("moe-raw.gguf"), *in = tmp("moe.gguf");
+    const char *a = tmp("moe-a.gguf"), *b = tmp("moe-b.gguf");
+    hx_mkmodel_params mp = hx_mkmodel_default_params();
+    mp.arch = "qwen3moe";
+    mp.tied_output = 1;
+    mp.vocab_path = vocab;
+    hx_err err = {0};
+    ASSERT(hx_mkmodel_write(&mp, raw, &err) == HX_OK);
+    ASSERT(spread_norms(raw, in) == 0);
+    unlink(raw);
+    const char *files[] = {tmp("mail1.txt")};
+    hx_calib_params cp = hx_calib_default_params();
+    cp.n_chunk = 256;
+    cp.n_threads = 2;
+    hx_imatrix *im = NULL;
+    int rc = hx_imatrix_calibrate(in, files, 1, &cp, &im, &err);
+    if (rc) printf("     %s\n", err.msg);
+    ASSERT(rc == HX_OK);
+    /* per layer: q k v output, router, 3 expert tensors */
+    EXPECT_EQ_INT(hx_imatrix_n_entries(im), 16);
+    EXPECT(hx_imatrix_find(im, "blk.0.ffn_gate_inp.weight", 256) != NULL);
+    EXPECT(hx_imatrix_find(im, "blk.0.ffn_gate_exps.weight", 256 * 4) != NULL);
+    EXPECT(hx_imatrix_find(im, "blk.1.ffn_down_exps.weight", 256 * 4) != NULL);
+    hx_quantize_stats st;
+    const char *ov[] = {"*=Q4_K"};
+    ASSERT(quantize(in, a, "Q4_K_M", ov, 1, NULL, NULL, &err) == HX_OK);
+    ASSERT(quantize(in, b, "Q4_K_M", ov, 1, im, &st, &err) == HX_OK);
+    EXPECT_EQ_INT(st.n_imatrix_missing, 1); /* the tied head */
+    hx_gguf *gf = NULL, *ga = NULL, *gb = NULL;
+    ASSERT(hx_gguf_open(in, &gf, &err) == HX_OK);
+    ASSERT(hx_gguf_open(a, &ga, &err) == HX_OK);
+    ASSERT(hx_gguf_open(b, &gb, &err) == HX_OK);
+    static const char *exps[] = {"blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight",
+                                 "blk.0.ffn_down_exps.weight", "blk.1.ffn_down_exps.weight"};
+    for (int i = 0; i < 4; i++) {
+        const hx_gguf_tensor *t = hx_gguf_find_tensor(gb, exps[i]);
+        const float *v = t ? hx_imatrix_find(im, exps[i], t->ne[0] * t->ne[2]) : NULL;
+        if (!v) {
+            test_fail_at(__FILE__, __LINE__, "%s: no importances", exps[i]);
+            continue;
+        }
+        double ea = weighted_err(gf, ga, exps[i], v), eb = weighted_err(gf, gb, exps[i], v);
+        printf("# %s weighted err %.4e without, %.4e with imatrix\n", exps[i], ea, eb);
+        EXPECT(eb <= ea);
+    }
+    hx_gguf_close(gf);
+    hx_gguf_close(ga);
+    hx_gguf_close(gb);
+    hx_imatrix_free(im);
+    unlink(a);
+    unlink(b);
+    unlink(in);
+}
+
 /* ---- imatrix files ---- */
 static void test_imatrix_file(void)
 {
@@ -694,6 +755,7 @@ int main(void)
     RUN(test_calibrate);
     RUN(test_imatrix_helps);
     RUN(test_q8_0_near_f32);
+    RUN(test_calibrate_moe);
     RUN(test_imatrix_file);
     RUN(test_requantize);
     RUN(test_bad_inputs);
