@@ -1,5 +1,6 @@
 /* gemm.c: the F32 matrix product of training, Y (=|+=) alpha A B, register
  * blocked (4 rows x 32 columns) with GCC vector types, AVX-512 when present. */
+#include <immintrin.h>
 #include <string.h>
 
 #include "lora/train_int.h"
@@ -42,11 +43,30 @@ typedef float v16 __attribute__((vector_size(64)));
         ST(Y + (size_t)(t0 + i) * M + c + 16, s[i][1]);                       \
     }
 
+/* The same tile with fused multiply-adds (-std=c11 turns contraction off). */
 __attribute__((target("avx512f"))) static void
 tile_avx512(const float *A, const float *B, float *Y, int K, int M, int t0,
             int c, float alpha, int acc)
 {
-    KERNEL_BODY
+    __m512 s[4][2];
+    for (int i = 0; i < 4; i++) s[i][0] = s[i][1] = _mm512_setzero_ps();
+    for (int k = 0; k < K; k++) {
+        const __m512 b0 = _mm512_loadu_ps(B + (size_t)k * M + c);
+        const __m512 b1 = _mm512_loadu_ps(B + (size_t)k * M + c + 16);
+        for (int i = 0; i < 4; i++) {
+            const __m512 a = _mm512_set1_ps(A[(size_t)(t0 + i) * K + k]);
+            s[i][0] = _mm512_fmadd_ps(a, b0, s[i][0]);
+            s[i][1] = _mm512_fmadd_ps(a, b1, s[i][1]);
+        }
+    }
+    const __m512 al = _mm512_set1_ps(alpha);
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++) {
+            float *y = Y + (size_t)(t0 + i) * M + c + 16 * h;
+            __m512 o = _mm512_mul_ps(s[i][h], al);
+            if (acc) o = _mm512_add_ps(o, _mm512_loadu_ps(y));
+            _mm512_storeu_ps(y, o);
+        }
 }
 
 static void tile_generic(const float *A, const float *B, float *Y, int K,
