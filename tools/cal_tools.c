@@ -261,9 +261,50 @@ static int has_attendees(icalcomponent *ev)
     return icalcomponent_get_first_property(ev, ICAL_ATTENDEE_PROPERTY) != NULL;
 }
 
+static const char *attendee_addr(icalproperty *p)
+{
+    const char *v = icalproperty_get_value_as_string(p);
+    if (v && !strncasecmp(v, "mailto:", 7)) v += 7;
+    return v ? v : "";
+}
+
+static int attends(icalcomponent *ev, const char *addr)
+{
+    for (icalproperty *p = icalcomponent_get_first_property(ev, ICAL_ATTENDEE_PROPERTY); p;
+         p = icalcomponent_get_next_property(ev, ICAL_ATTENDEE_PROPERTY))
+        if (!strcasecmp(attendee_addr(p), addr)) return 1;
+    return 0;
+}
+
+/* Attendees of old that ev no longer lists get a CANCEL (RFC 5546 3.2.5). */
+static int cancel_removed(hx_cal *c, hx_cal_file *f, icalcomponent *old, icalcomponent *ev,
+                          hx_err *err)
+{
+    icalproperty *keep[256], *p;
+    int n = 0, removed = 0;
+    for (p = icalcomponent_get_first_property(old, ICAL_ATTENDEE_PROPERTY); p && n < 256;
+         p = icalcomponent_get_next_property(old, ICAL_ATTENDEE_PROPERTY))
+        keep[n++] = p;
+    for (int i = 0; i < n; i++) {
+        if (!attends(ev, attendee_addr(keep[i]))) {
+            removed++;
+            continue;
+        }
+        icalcomponent_remove_property(old, keep[i]);
+        icalproperty_free(keep[i]);
+    }
+    if (!removed) return HX_OK;
+    icalproperty *st = icalcomponent_get_first_property(old, ICAL_STATUS_PROPERTY);
+    if (st) icalcomponent_remove_property(old, st), icalproperty_free(st);
+    icalcomponent_add_property(old, icalproperty_new_status(ICAL_STATUS_CANCELLED));
+    icalcomponent_set_sequence(old, icalcomponent_get_sequence(ev));
+    return hx_cal_itip_queue(c, f, old, "CANCEL", NULL, 0, err);
+}
+
 static int update_event(hx_tools *reg, void *user, const cJSON *args, cJSON **result,
                         hx_err *err)
 {
+    icalcomponent *before = NULL;
     (void)user;
     hx_cal *c;
     hx_cal_file *f;
@@ -284,13 +325,15 @@ static int update_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     e.start = t.start, e.end = t.end, e.all_day = t.all_day;
     e.bump_sequence = 1;
     int invited = has_attendees(ev);
+    if (e.attendees && invited) before = icalcomponent_new_clone(ev);
     if ((rc = hx_cal_apply_edit(c, f->root, ev, &e, err)) || (rc = hx_cal_save(c, f, err)))
         goto out;
-    if (invited || has_attendees(ev))
-        rc = hx_cal_itip_queue(c, f, ev, "REQUEST", mail, sizeof mail, err);
+    if (has_attendees(ev)) rc = hx_cal_itip_queue(c, f, ev, "REQUEST", mail, sizeof mail, err);
+    if (rc == HX_OK && before) rc = cancel_removed(c, f, before, ev, err);
     if (rc) hx_err_set(err, rc, "the change was saved but the update was not queued: %s", err->msg);
     else *result = write_result(c, f, ev, "updated", mail);
 out:
+    if (before) icalcomponent_free(before);
     hx_cal_free(c);
     return rc;
 }

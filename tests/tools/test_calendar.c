@@ -486,6 +486,29 @@ static void test_update_and_cancel_occurrence(void)
     free(m);
 }
 
+/* Replacing the attendees: the new list gets a REQUEST, the removed a CANCEL. */
+static void test_update_removes_attendee(void)
+{
+    sh("rm -f %s/outbox/new/*", world);
+    cJSON *r = call_ok("calendar.create_event",
+                       "{\"title\":\"Review\",\"start\":\"Dec 10 at 15:00\","
+                       "\"attendees\":[\"bob@example.org\",\"dan@example.org\"]}");
+    ASSERT(r);
+    char json[256];
+    snprintf(json, sizeof json, "{\"uid\":\"%s\",\"attendees\":[\"bob@example.org\"]}",
+             str(cJSON_GetObjectItemCaseSensitive(r, "created"), "uid"));
+    cJSON_Delete(r);
+    sh("rm -f %s/outbox/new/*", world);
+    r = call_ok("calendar.update_event", json);
+    ASSERT(r);
+    cJSON_Delete(r);
+    int n;
+    outbox_mail(&n);
+    EXPECT_EQ_INT(n, 2);
+    EXPECT_EQ_INT(sh("grep -l '^To: dan@example.org' %s/outbox/new/* | xargs grep -q 'method=CANCEL'", world), 0);
+    EXPECT_EQ_INT(sh("grep -l '^To: bob@example.org' %s/outbox/new/* | xargs grep -q 'method=REQUEST'", world), 0);
+}
+
 static void test_cancel_whole_event(void)
 {
     cJSON *r = call_ok("calendar.create_event",
@@ -618,6 +641,7 @@ int main(void)
     RUN(test_update_keeps_unknown_properties);
     RUN(test_update_in_shared_file);
     RUN(test_update_and_cancel_occurrence);
+    RUN(test_update_removes_attendee);
     RUN(test_cancel_whole_event);
     RUN(test_broken_files);
     RUN(test_changed_on_disk);
