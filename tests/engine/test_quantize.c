@@ -644,7 +644,16 @@ static void test_imatrix_file(void)
     const float *y = hx_imatrix_find(back, "blk.0.attn_q.weight", 256);
     ASSERT(x && y);
     EXPECT(memcmp(x, y, 256 * sizeof *x) == 0);
+    /* a loaded imatrix saves again (e.g. copied between machines) */
+    const char *again = tmp("im2.gguf");
+    EXPECT(hx_imatrix_save(back, again, &err) == HX_OK);
     hx_imatrix_free(back);
+    back = NULL;
+    EXPECT(hx_imatrix_load(again, &back, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_imatrix_n_entries(back), hx_imatrix_n_entries(g_im));
+    hx_imatrix_free(back);
+    back = NULL;
+    unlink(again);
     /* a file of another version is refused */
     hx_gguf_writer *w = hx_gguf_writer_new();
     float v[4] = {1, 2, 3, 4};
