@@ -150,6 +150,15 @@ static void test_tied_and_q8_0(void)
     static const want w3[] = {{"token_embd.weight", HX_TYPE_Q6_K},
                               {"blk.0.ffn_down.weight", HX_TYPE_Q4_0}};
     check_types(out, w3, 2);
+    /* BF16 input */
+    ASSERT(make_model(in, "BF16", 2, 1, NULL) == HX_OK);
+    hx_quantize_stats st;
+    ASSERT(quantize(in, out, "Q4_K_M", NULL, 0, NULL, &st, &err) == HX_OK);
+    check_types(out, w1, 3);
+    EXPECT_EQ_INT(st.n_requant, 0);
+    hx_model *m = NULL;
+    EXPECT(hx_model_load(out, NULL, &m, &err) == HX_OK);
+    hx_model_free(m);
     unlink(out);
     unlink(in);
 }
