@@ -1,4 +1,4 @@
-/* cmd_memory.c: `hearth memory list|search|show|forget|export|vacuum`: the
+/* cmd_memory.c: `hearth memory list|search|show|forget|export|vacuum|audit`: the
  * user's view of what the assistant remembers, and the means to remove it. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +21,8 @@ static void memory_usage(FILE *f)
         "  show ID | show --episode ID           one memory or episode\n"
         "  forget ID... | forget --episode ID... delete for good\n"
         "  export [-o FILE]                      everything as JSON\n"
+        "  audit [--limit N]                     the tool calls, newest first\n"
+        "                                        (JSON: decision, who, outcome)\n"
         "  vacuum                                drop expired memories, purge\n"
         "                                        deleted text, check the file\n\n"
         "options:\n"
@@ -300,8 +302,19 @@ static int do_vacuum(hx_memory *m, hx_err *err)
     return HX_EXIT_OK;
 }
 
+static int do_audit(hx_memory *m, const mem_args *a, hx_err *err)
+{
+    char *j = NULL;
+    int rc = hx_memory_audit_json(m, a->limit ? a->limit : 50, &j, err);
+    if (rc) return fail(rc, err);
+    printf("%s\n", j);
+    free(j);
+    return HX_EXIT_OK;
+}
+
 static int run(hx_memory *m, const mem_args *a, hx_err *err)
 {
+    if (!strcmp(a->cmd, "audit")) return do_audit(m, a, err);
     if (!strcmp(a->cmd, "list")) return do_list(m, a, err);
     if (!strcmp(a->cmd, "search")) return do_search(m, a, err);
     if (!strcmp(a->cmd, "show")) return do_show(m, a, err);
@@ -320,7 +333,7 @@ int cmd_memory(int argc, char **argv)
     int r = parse_mem_args(argc, argv, &a);
     if (r) return r;
     static const char *const cmds[] = {"list", "search", "show", "forget",
-                                       "export", "vacuum"};
+                                       "export", "vacuum", "audit"};
     int known = 0;
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
         known |= !strcmp(a.cmd, cmds[i]);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "agent/agent_int.h"
+#include "sandbox/sandbox.h"
 
 #define OPEN_TAG "<tool_call>"
 #define CLOSE_TAG "</tool_call>"
@@ -331,13 +332,23 @@ static void exec_call(run *r, const char *name, const cJSON *args,
     if (!rc && hx_tools_untrusted_output(pl->d.x, name)) pl->tainted = 1;
 }
 
+/* Every call goes to the audit trail: the memory database when there is
+ * one, and the JSON-lines log when it is open. */
 static void audit(run *r, const char *name, const char *args_json, const call_outcome *o)
 {
     hx_planner *pl = r->pl;
     const hx_tool_def *def = hx_tools_find(pl->d.reg, name);
-    hx_gate_audit(pl->d.audit, name, def ? hx_effect_name(def->effect) : "unknown",
-                  args_json, o->decision, o->by ? o->by : "", o->status, o->detail,
-                  hx_extools_last_sandbox(pl->d.x, name));
+    const char *effect = def ? hx_effect_name(def->effect) : "unknown";
+    unsigned sb = hx_extools_last_sandbox(pl->d.x, name);
+    hx_gate_audit(pl->d.audit, name, effect, args_json, o->decision, o->by ? o->by : "",
+                  o->status, o->detail, sb);
+    if (!pl->d.mem) return;
+    char sbs[256];
+    hx_audit_row row = {hx_now(NULL), name, effect, args_json, o->decision,
+                        o->by ? o->by : "", o->status, o->detail[0] ? o->detail : NULL,
+                        sb ? hx_sandbox_describe(sb, sbs, sizeof sbs) : NULL};
+    hx_err e;
+    if (hx_memory_audit_add(pl->d.mem, &row, &e)) hx_log_warn("audit trail: %s", e.msg);
 }
 
 /* The tool message's content: the result, or {"error": detail}. */

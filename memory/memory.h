@@ -14,7 +14,7 @@
  *   2  memory expiry (memories.expires_at), verdict time
  *      (episodes.verdict_at), the episodes_full / training_episodes views
  * Older databases are migrated forward on open; newer ones are refused. */
-#define HX_MEMORY_SCHEMA_VERSION 2
+#define HX_MEMORY_SCHEMA_VERSION 3
 /* PRAGMA application_id of a Hearth memory database ("Hrth"). */
 #define HX_MEMORY_APP_ID 0x48727468
 
@@ -180,6 +180,16 @@ int hx_memory_search(hx_memory *m, const char *query, int limit,
 int hx_memory_episode_search(hx_memory *m, const char *query, int limit,
                              int64_t **ids, int *n, hx_err *err);
 int64_t hx_memory_count(hx_memory *m);
+
+/* ---- the audit trail of tool calls ---- */
+typedef struct hx_audit_row {
+    int64_t at;          /* Unix seconds (hx_now) */
+    const char *tool, *effect, *args, *decision, *by, *status, *detail, *sandbox;
+} hx_audit_row;
+/* Appends one record (strings copied; any may be NULL but tool). */
+int hx_memory_audit_add(hx_memory *m, const hx_audit_row *r, hx_err *err);
+/* The newest records as a JSON array text (caller frees), at most limit. */
+int hx_memory_audit_json(hx_memory *m, int limit, char **out, hx_err *err);
 
 /* ---- recall into the system prompt ---- */
 /* Counts tokens of text with the engine's tokenizer. */

@@ -84,4 +84,13 @@ static const char v2[] =
     "CREATE VIEW training_episodes AS"
     "  SELECT * FROM episodes_full WHERE verdict IN (1, 2);";
 
-const char *const mem_migrations[HX_MEMORY_SCHEMA_VERSION] = {v1, v2};
+/* 2 -> 3: the audit trail of tool calls (every call, its arguments, the
+ * policy's decision and who made it, how it ended), which lived only in a
+ * JSON-lines file before the memory database existed. */
+static const char v3[] =
+    "CREATE TABLE audit(id INTEGER PRIMARY KEY, at INTEGER NOT NULL,"
+    "  tool TEXT NOT NULL, effect TEXT, args TEXT, decision TEXT, by TEXT,"
+    "  status TEXT, detail TEXT, sandbox TEXT);"
+    "CREATE INDEX audit_at ON audit(at);";
+
+const char *const mem_migrations[HX_MEMORY_SCHEMA_VERSION] = {v1, v2, v3};

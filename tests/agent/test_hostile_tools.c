@@ -159,6 +159,12 @@ static void test_agent_survives_hostile_tools(void)
     EXPECT_EQ_INT(count_lines(w.audit, "evil.forkbomb", "limit"), 1);
     EXPECT_EQ_INT(count_lines(w.audit, "evil.ptrace", "forbidden system call"), 1);
     EXPECT_EQ_INT(count_lines(w.audit, "evil.read", "landlock"), 1);
+    /* the same trail is in the memory database */
+    char *trail = NULL;
+    ASSERT(hx_memory_audit_json(w.mem, 100, &trail, &err) == HX_OK);
+    EXPECT(strstr(trail, "evil.ptrace") && strstr(trail, "forbidden system call"));
+    EXPECT(strstr(trail, "evil.flood") && strstr(trail, "output limit"));
+    free(trail);
     /* what the read and the socket achieved, as the tools reported it */
     const cJSON *calls = cJSON_GetObjectItem(trace, "calls");
     int escapes = 0;

@@ -212,7 +212,7 @@ static void test_migrate_from_v1(void)
     EXPECT_EQ_INT(sql_int(path, "PRAGMA user_version"), 1);
     hx_memory *m = open_at(path);
     ASSERT(m);
-    EXPECT_EQ_INT(sql_int(path, "PRAGMA user_version"), 2);
+    EXPECT_EQ_INT(sql_int(path, "PRAGMA user_version"), HX_MEMORY_SCHEMA_VERSION);
     /* The v1 rows survive and work with the v2 features. */
     hx_mem_list *l = NULL;
     hx_err err = {0};
@@ -234,6 +234,61 @@ static void test_migrate_from_v1(void)
     hx_episode_free(ep);
     hx_mem_new n = {"fact", "the dentist visit is temporary", 0, 99999};
     EXPECT_EQ_INT(hx_memory_remember(m, &n, NULL, NULL, &err), HX_OK);
+    EXPECT_EQ_INT(hx_memory_check(m, &err), HX_OK);
+    hx_memory_close(m);
+}
+
+/* Version 2 as it was released (kept here verbatim, like v1_ddl): a file
+ * of that version migrates to the audit table of version 3. */
+static const char v2_ddl[] =
+    "ALTER TABLE memories ADD COLUMN expires_at INTEGER;"
+    "ALTER TABLE episodes ADD COLUMN verdict_at INTEGER;"
+    "CREATE INDEX memories_expires ON memories(expires_at)"
+    "  WHERE expires_at IS NOT NULL;"
+    "CREATE INDEX episodes_training ON episodes(verdict, finished_at);"
+    "CREATE VIEW episodes_full AS SELECT e.id, e.started_at, e.finished_at,"
+    "  e.request, e.messages, e.outcome, e.model, e.adapter, e.verdict,"
+    "  e.corrected, e.verdict_at,"
+    "  (SELECT json_group_array(json_object('name', c.name,"
+    "     'arguments', c.arguments, 'result', c.result, 'status', c.status,"
+    "     'confirmed', c.confirmed))"
+    "   FROM tool_calls c WHERE c.episode_id = e.id) AS calls"
+    "  FROM episodes e;"
+    "CREATE VIEW training_episodes AS"
+    "  SELECT * FROM episodes_full WHERE verdict IN (1, 2);"
+    "PRAGMA user_version=2;";
+
+static void test_migrate_from_v2_and_audit(void)
+{
+    const char *path = tmp_path("v2.db");
+    ASSERT(sql_exec(path, v1_ddl) == 0 && sql_exec(path, v2_ddl) == 0);
+    ASSERT(sql_exec(path, "INSERT INTO memories(kind, text, norm, created_at, updated_at,"
+                          " expires_at) VALUES ('fact', 'the office code is 4417',"
+                          " 'the office code is 4417', 10, 10, NULL);") == 0);
+    EXPECT_EQ_INT(sql_int(path, "PRAGMA user_version"), 2);
+    hx_memory *m = open_at(path);
+    ASSERT(m);
+    EXPECT_EQ_INT(sql_int(path, "PRAGMA user_version"), HX_MEMORY_SCHEMA_VERSION);
+    hx_err err = {0};
+    hx_audit_row r = {1796112000, "mail.send", "send", "{\"to\":\"x@y\"}", "ask",
+                      "taint rule (no terminal to ask)", "refused", NULL, NULL};
+    EXPECT_EQ_INT(hx_memory_audit_add(m, &r, &err), HX_OK);
+    r.tool = "evil.spin", r.status = "error", r.detail = "ran past its 2 s limit";
+    r.sandbox = "landlock, seccomp";
+    EXPECT_EQ_INT(hx_memory_audit_add(m, &r, &err), HX_OK);
+    char *j = NULL;
+    ASSERT(hx_memory_audit_json(m, 10, &j, &err) == HX_OK);
+    cJSON *a = cJSON_Parse(j);
+    ASSERT(cJSON_GetArraySize(a) == 2);
+    EXPECT_STR_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(a, 0), "tool")->valuestring, "evil.spin");
+    EXPECT_STR_EQ(cJSON_GetObjectItem(cJSON_GetArrayItem(a, 1), "by")->valuestring,
+                  "taint rule (no terminal to ask)");
+    cJSON_Delete(a);
+    free(j);
+    hx_mem_list *l = NULL;
+    ASSERT(hx_memory_search(m, "office code", 5, &l, &err) == HX_OK);
+    EXPECT_EQ_INT(l->n, 1);
+    hx_mem_list_free(l);
     EXPECT_EQ_INT(hx_memory_check(m, &err), HX_OK);
     hx_memory_close(m);
 }
@@ -821,6 +876,7 @@ int main(void)
     unsetenv("HEARTH_NOW");
     RUN(test_create_default_path);
     RUN(test_migrate_from_v1);
+    RUN(test_migrate_from_v2_and_audit);
     RUN(test_two_handles);
     RUN(test_newer_refused);
     RUN(test_not_sqlite_refused);
