@@ -131,6 +131,11 @@ double hx_time_mono(void);
  * replaces the clock so that runs can be replayed. */
 int64_t hx_now(int *utc_offset_seconds);
 
+/* Days since 1970-01-01 of a proleptic Gregorian date, and back
+ * (month 1..12, day 1..31). */
+int64_t hx_days_from_civil(int64_t y, int m, int d);
+void hx_civil_from_days(int64_t days, int *y, int *m, int *d);
+
 /* ---- progress on a terminal ----
  * Draws "label  done/total  pct  ETA" on stderr when stderr is a terminal,
  * at most 10 times a second; prints nothing otherwise. */

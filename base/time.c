@@ -14,8 +14,7 @@ double hx_time_mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date. */
-static int64_t days_from_civil(int64_t y, int m, int d)
+int64_t hx_days_from_civil(int64_t y, int m, int d)
 {
     y -= m <= 2;
     int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -23,6 +22,19 @@ static int64_t days_from_civil(int64_t y, int m, int d)
     int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
     int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     return era * 146097 + doe - 719468;
+}
+
+void hx_civil_from_days(int64_t z, int *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = (int)(yoe + era * 400 + (*m <= 2));
 }
 
 /* Parses YYYY-MM-DDTHH:MM:SS followed by Z or +HH:MM / -HH:MM. */
@@ -40,7 +52,7 @@ static int parse_now(const char *s, int64_t *t, int *off)
         o = (oh * 3600 + om * 60) * (*z == '-' ? -1 : 1);
     } else
         return -1;
-    *t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - o;
+    *t = hx_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - o;
     *off = o;
     return 0;
 }

@@ -561,15 +561,6 @@ char *hx_mail_html_to_text(const char *s, size_t n)
 
 /* ---- dates ---- */
 
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
-}
-
 static const char *const months[] = {"jan", "feb", "mar", "apr", "may", "jun",
                                      "jul", "aug", "sep", "oct", "nov", "dec"};
 
@@ -597,7 +588,7 @@ int64_t hx_mail_parse_date(const char *s)
         int z = atoi(zone + 1);
         off = ((z / 100) * 3600 + (z % 100) * 60) * (zone[0] == '-' ? -1 : 1);
     }
-    return days_from_civil(y, m, d) * 86400 + h * 3600 + mi * 60 + se - off;
+    return hx_days_from_civil(y, m, d) * 86400 + h * 3600 + mi * 60 + se - off;
 }
 
 void hx_mail_format_date(int64_t t, int off, char *buf, size_t n)
@@ -608,16 +599,8 @@ void hx_mail_format_date(int64_t t, int off, char *buf, size_t n)
     int64_t lt = t + off;
     int64_t days = lt >= 0 ? lt / 86400 : (lt - 86399) / 86400;
     int64_t secs = lt - days * 86400;
-    /* civil from days (Howard Hinnant's algorithm) */
-    int64_t z = days + 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    int d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    int m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    int64_t y = yoe + era * 400 + (m <= 2);
+    int y, m, d;
+    hx_civil_from_days(days, &y, &m, &d);
     int ao = off < 0 ? -off : off;
     snprintf(buf, n, "%s, %d %s %lld %02d:%02d:%02d %c%02d%02d",
              wd[((days % 7) + 7) % 7], d, mn[m - 1], (long long)y,

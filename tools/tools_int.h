@@ -16,9 +16,7 @@ typedef struct hx_civil {
     int hour, min, sec;
 } hx_civil;
 
-/* Days since 1970-01-01 of a proleptic Gregorian date, and back. */
-int64_t hx_days_from_civil(int64_t y, int m, int d);
-void hx_civil_from_days(int64_t days, int *y, int *m, int *d);
+/* (hx_days_from_civil and hx_civil_from_days are in base.h.) */
 int hx_days_in_month(int y, int m);
 /* Day of the week of a day number: 0 = Sunday. */
 int hx_weekday(int64_t days);
