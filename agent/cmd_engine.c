@@ -248,8 +248,12 @@ static int add_schema_stage(hx_sampler *s, const hx_vocab *v, const char *path,
     size_t len = 0;
     hx_err err = {0};
     hx_sampler_stage stage;
+    /* at most one whitespace byte in a row: JSON allows any run, and models
+     * (small ones above all) can spend every token on spaces */
+    hx_grammar_params gp = hx_grammar_default_params();
+    gp.ws_max = 1;
     int rc = hx_read_file(path, 1 << 24, &txt, &len, &err);
-    if (!rc) rc = hx_grammar_from_schema(txt, len, NULL, gram, &err);
+    if (!rc) rc = hx_grammar_from_schema(txt, len, &gp, gram, &err);
     if (!rc) rc = hx_gvocab_from_vocab(v, gv, &err);
     if (!rc && !(rc = hx_grammar_stage(*gram, *gv, &stage)) &&
         (rc = hx_sampler_add_stage(s, &stage)) && stage.free)
