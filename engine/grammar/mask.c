@@ -356,7 +356,8 @@ static int starts_unsafe(hx_rx *rx, uint32_t r)
 static int content_class(hx_matcher *m, uint32_t a, int depth, sclass *o)
 {
     hx_rx *rx = m->rx;
-    const rx_node *n = &rx->nodes[a];
+    /* a copy: the calls below may intern nodes and move rx->nodes */
+    const rx_node nd = rx->nodes[a], *n = &nd;
     memset(o, 0, sizeof *o);
     if (depth > 16) return 0;
     if (is_universal(m, a, depth)) { o->any = 1; o->L = FS_INF; return 1; }
@@ -400,7 +401,8 @@ static int content_class(hx_matcher *m, uint32_t a, int depth, sclass *o)
 static int free_string(hx_matcher *m, uint32_t r, int depth, sclass *o)
 {
     hx_rx *rx = m->rx;
-    const rx_node *n = &rx->nodes[r];
+    /* a copy: the calls below may intern nodes and move rx->nodes */
+    const rx_node nd = rx->nodes[r], *n = &nd;
     memset(o, 0, sizeof *o);
     if (depth > 16) return 0;
     if (n->kind == RX_CAT) {
