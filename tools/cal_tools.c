@@ -439,9 +439,5 @@ static const hx_tool_def cal_tools[] = {
 
 int hx_cal_register(hx_tools *reg, hx_err *err)
 {
-    for (size_t i = 0; i < sizeof cal_tools / sizeof cal_tools[0]; i++) {
-        int rc = hx_tools_register(reg, &cal_tools[i], err);
-        if (rc) return rc;
-    }
-    return HX_OK;
+    return hx_tools_register_all(reg, cal_tools, sizeof cal_tools / sizeof cal_tools[0], err);
 }

@@ -392,9 +392,5 @@ static const hx_tool_def file_tools[] = {
 
 int hx_files_register_tools(hx_tools *reg, hx_err *err)
 {
-    for (size_t i = 0; i < sizeof file_tools / sizeof file_tools[0]; i++) {
-        int rc = hx_tools_register(reg, &file_tools[i], err);
-        if (rc) return rc;
-    }
-    return HX_OK;
+    return hx_tools_register_all(reg, file_tools, sizeof file_tools / sizeof file_tools[0], err);
 }

@@ -905,9 +905,5 @@ static const hx_tool_def mail_tools[] = {
 
 int hx_mail_register_tools(hx_tools *reg, hx_err *err)
 {
-    for (size_t i = 0; i < sizeof mail_tools / sizeof mail_tools[0]; i++) {
-        int rc = hx_tools_register(reg, &mail_tools[i], err);
-        if (rc) return rc;
-    }
-    return HX_OK;
+    return hx_tools_register_all(reg, mail_tools, sizeof mail_tools / sizeof mail_tools[0], err);
 }

@@ -105,6 +105,15 @@ int hx_tools_register(hx_tools *reg, const hx_tool_def *def, hx_err *err)
     return HX_OK;
 }
 
+int hx_tools_register_all(hx_tools *reg, const hx_tool_def *defs, size_t n, hx_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = hx_tools_register(reg, &defs[i], err);
+        if (rc) return rc;
+    }
+    return HX_OK;
+}
+
 int hx_tools_count(const hx_tools *reg) { return reg ? reg->n : 0; }
 
 const hx_tool_def *hx_tools_at(const hx_tools *reg, int i)

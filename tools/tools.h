@@ -80,6 +80,9 @@ const hx_config *hx_tools_config(const hx_tools *reg);
 /* Registers a tool; the def's strings are copied. A name clash or a schema
  * that is not valid JSON gives an error and leaves the registry unchanged. */
 int hx_tools_register(hx_tools *reg, const hx_tool_def *def, hx_err *err);
+/* Registers n definitions in order; stops at the first error. */
+int hx_tools_register_all(hx_tools *reg, const hx_tool_def *defs, size_t n,
+                          hx_err *err);
 /* Registers every built-in tool (calendar.*, mail.*, files.*). */
 int hx_tools_register_builtins(hx_tools *reg, hx_err *err);
 
