@@ -858,9 +858,16 @@ static int copy_str_arr(hx_gguf_writer *w, const gg_kv *kv)
 
 int hx_gguf_copy_kv(hx_gguf_writer *w, const hx_gguf *src)
 {
+    return hx_gguf_copy_kv_prefix(w, src, "");
+}
+
+int hx_gguf_copy_kv_prefix(hx_gguf_writer *w, const hx_gguf *src, const char *prefix)
+{
     int rc = HX_OK;
+    size_t pl = strlen(prefix);
     for (int64_t i = 0; i < src->n_kv && !rc; i++) {
         const gg_kv *kv = &src->kv[i];
+        if (strncmp(kv->key, prefix, pl)) continue;
         if (kv->type == HX_GGUF_STRING)
             rc = hx_gguf_set_val(w, kv->key, kv->type, kv->str.s);
         else if (kv->type != HX_GGUF_ARRAY)

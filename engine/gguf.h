@@ -170,6 +170,9 @@ int hx_gguf_set_arr_str(hx_gguf_writer *w, const char *key,
                         uint64_t n);
 /* Copies every metadata pair of an open file (e.g. to rewrite a model). */
 int hx_gguf_copy_kv(hx_gguf_writer *w, const hx_gguf *src);
+/* The same for the keys that start with prefix (e.g. "tokenizer."). */
+int hx_gguf_copy_kv_prefix(hx_gguf_writer *w, const hx_gguf *src,
+                           const char *prefix);
 /* Adds a tensor; ne has n_dims entries. Exactly one of data / fill. */
 int hx_gguf_add_tensor(hx_gguf_writer *w, const char *name, int type,
                        int n_dims, const int64_t *ne, const void *data,

@@ -350,52 +350,6 @@ static int set_hparams(hx_gguf_writer *w, const mk *m, int file_type)
     return rc;
 }
 
-/* Copies one key of the vocabulary file, whatever its type. */
-static int copy_key(hx_gguf_writer *w, const hx_gguf *g, int64_t i)
-{
-    const char *key = hx_gguf_key_at(g, i);
-    int vt = hx_gguf_kv_type(g, i);
-    if (vt == HX_GGUF_ARRAY) {
-        int et;
-        uint64_t n;
-        int rc = hx_gguf_get_arr(g, key, &et, &n);
-        if (rc) return rc;
-        if (et != HX_GGUF_STRING)
-            return hx_gguf_set_arr(w, key, et, hx_gguf_arr_data(g, key), n);
-        const char **s = hx_malloc_array(n ? n : 1, sizeof *s);
-        size_t *len = hx_malloc_array(n ? n : 1, sizeof *len);
-        if (!s || !len) rc = HX_ERR_NOMEM;
-        for (uint64_t j = 0; !rc && j < n; j++) s[j] = hx_gguf_arr_str(g, key, j, &len[j]);
-        if (!rc) rc = hx_gguf_set_arr_str(w, key, s, len, n);
-        free(s);
-        free(len);
-        return rc;
-    }
-    if (vt == HX_GGUF_STRING) {
-        const char *v;
-        int rc = hx_gguf_get_str(g, key, &v);
-        return rc ? rc : hx_gguf_set_str(w, key, v);
-    }
-    if (vt == HX_GGUF_F32 || vt == HX_GGUF_F64) {
-        float f;
-        int rc = hx_gguf_get_f32(g, key, &f);
-        return rc ? rc : hx_gguf_set_f32(w, key, f);
-    }
-    int64_t v;
-    int rc = hx_gguf_get_i64(g, key, &v);
-    if (rc) return rc;
-    switch (vt) { /* keep the file's type: llama.cpp checks some of them */
-    case HX_GGUF_U8: case HX_GGUF_BOOL: { uint8_t x = (uint8_t)v; return hx_gguf_set_val(w, key, vt, &x); }
-    case HX_GGUF_I8: { int8_t x = (int8_t)v; return hx_gguf_set_val(w, key, vt, &x); }
-    case HX_GGUF_U16: { uint16_t x = (uint16_t)v; return hx_gguf_set_val(w, key, vt, &x); }
-    case HX_GGUF_I16: { int16_t x = (int16_t)v; return hx_gguf_set_val(w, key, vt, &x); }
-    case HX_GGUF_U32: { uint32_t x = (uint32_t)v; return hx_gguf_set_val(w, key, vt, &x); }
-    case HX_GGUF_I32: { int32_t x = (int32_t)v; return hx_gguf_set_val(w, key, vt, &x); }
-    case HX_GGUF_U64: { uint64_t x = (uint64_t)v; return hx_gguf_set_val(w, key, vt, &x); }
-    default: return hx_gguf_set_val(w, key, vt, &v);
-    }
-}
-
 /* Copies the tokenizer.* keys; *n_vocab = the number of tokens. */
 static int copy_vocab(hx_gguf_writer *w, const char *path, int *n_vocab,
                       hx_err *err)
@@ -413,9 +367,7 @@ static int copy_vocab(hx_gguf_writer *w, const char *path, int *n_vocab,
                           "%s: no tokenizer.ggml.tokens string array", path);
     }
     *n_vocab = (int)n;
-    for (int64_t i = 0; !rc && i < hx_gguf_n_kv(g); i++)
-        if (!strncmp(hx_gguf_key_at(g, i), "tokenizer.", 10))
-            rc = copy_key(w, g, i);
+    rc = hx_gguf_copy_kv_prefix(w, g, "tokenizer.");
     hx_gguf_close(g);
     if (rc) return hx_err_set(err, rc, "%s: copying the tokenizer: %s", path,
                               hx_rc_str(rc));

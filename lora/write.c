@@ -35,49 +35,6 @@ static int set_hparams(hx_gguf_writer *w, const hx_hparams *hp)
     return rc ? rc : hx_gguf_set_f32(w, k, hp->rope_base);
 }
 
-/* One tokenizer.* array key. */
-static int copy_arr(hx_gguf_writer *w, const hx_gguf *g, const char *key)
-{
-    int et;
-    uint64_t n;
-    int rc = hx_gguf_get_arr(g, key, &et, &n);
-    if (rc) return rc;
-    if (et != HX_GGUF_STRING) return hx_gguf_set_arr(w, key, et, hx_gguf_arr_data(g, key), n);
-    const char **s = hx_malloc_array(n ? n : 1, sizeof *s);
-    size_t *len = hx_malloc_array(n ? n : 1, sizeof *len);
-    if (!s || !len) rc = HX_ERR_NOMEM;
-    for (uint64_t i = 0; !rc && i < n; i++) s[i] = hx_gguf_arr_str(g, key, i, &len[i]);
-    if (!rc) rc = hx_gguf_set_arr_str(w, key, s, len, n);
-    free(s);
-    free(len);
-    return rc;
-}
-
-/* One tokenizer.* scalar key, in its own type. */
-static int copy_scalar(hx_gguf_writer *w, const hx_gguf *g, const char *key,
-                       int vt)
-{
-    int64_t v = 0;
-    float f;
-    const char *str;
-    int b;
-    switch (vt) {
-    case HX_GGUF_STRING:
-        return hx_gguf_get_str(g, key, &str) ? HX_ERR_FORMAT : hx_gguf_set_str(w, key, str);
-    case HX_GGUF_F32:
-        return hx_gguf_get_f32(g, key, &f) ? HX_ERR_FORMAT : hx_gguf_set_f32(w, key, f);
-    case HX_GGUF_BOOL:
-        return hx_gguf_get_bool(g, key, &b) ? HX_ERR_FORMAT : hx_gguf_set_bool(w, key, b);
-    case HX_GGUF_U32: case HX_GGUF_I32: case HX_GGUF_U64: case HX_GGUF_I64:
-        if (hx_gguf_get_i64(g, key, &v)) return HX_ERR_FORMAT;
-        if (vt == HX_GGUF_U32) return hx_gguf_set_u32(w, key, (uint32_t)v);
-        if (vt == HX_GGUF_I32) return hx_gguf_set_i32(w, key, (int32_t)v);
-        return hx_gguf_set_u64(w, key, (uint64_t)v);
-    default:
-        return HX_OK; /* no tokenizer key of another type is known */
-    }
-}
-
 static int copy_tokenizer(hx_gguf_writer *w, const char *path, int n_vocab,
                           hx_err *err)
 {
@@ -89,13 +46,8 @@ static int copy_tokenizer(hx_gguf_writer *w, const char *path, int n_vocab,
     if (hx_gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &n) || n != (uint64_t)n_vocab)
         rc = hx_err_set(err, HX_ERR_INVALID, "%s: %llu tokens, but the model "
                         "has a vocabulary of %d", path, (unsigned long long)n, n_vocab);
-    for (int64_t i = 0; !rc && i < hx_gguf_n_kv(g); i++) {
-        const char *key = hx_gguf_key_at(g, i);
-        if (strncmp(key, "tokenizer.", 10)) continue;
-        const int vt = hx_gguf_kv_type(g, i);
-        rc = vt == HX_GGUF_ARRAY ? copy_arr(w, g, key) : copy_scalar(w, g, key, vt);
-        if (rc) rc = hx_err_set(err, rc, "%s: copying %s", path, key);
-    }
+    if (!rc && (rc = hx_gguf_copy_kv_prefix(w, g, "tokenizer.")))
+        rc = hx_err_set(err, rc, "%s: copying the tokenizer: %s", path, hx_rc_str(rc));
     hx_gguf_close(g);
     return rc;
 }
