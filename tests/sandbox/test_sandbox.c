@@ -203,14 +203,19 @@ static void test_no_network(void)
 static void test_fork_bomb_contained(void)
 {
     hx_sandbox_result r;
-    double t0 = hx_time_mono();
     ASSERT(run_mode("forkbomb", "", &r) == HX_OK);
-    EXPECT(!r.exited || r.exit_code != ESCAPED);
-    EXPECT(hx_time_mono() - t0 < 30); /* bounded by the timeout, not a hang */
+    /* it never ends by itself: the wall-clock timeout (or the CPU limit)
+     * ends it, and the whole tree goes with the PID namespace */
+    EXPECT(r.timed_out || r.term_signal == SIGKILL || r.term_signal == SIGXCPU);
+    EXPECT(!r.exited);
     hx_sandbox_result_free(&r);
-    /* nothing of the tree survives */
-    usleep(200000);
-    EXPECT(system("test -z \"$(pgrep -f -- '[-]-hostile forkbomb')\"") == 0);
+    /* nothing of the tree survives (the kernel tears it down right after) */
+    int left = 1;
+    for (int i = 0; i < 50 && left; i++) {
+        left = system("test -z \"$(pgrep -f -- '[-]-hostile forkbomb')\"") != 0;
+        if (left) usleep(100000);
+    }
+    EXPECT(!left);
 }
 
 static void test_spin_killed_by_timeout(void)
