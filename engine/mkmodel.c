@@ -321,33 +321,48 @@ static int set_arch_u32(hx_gguf_writer *w, const char *arch, const char *key,
     return hx_gguf_set_u32(w, k, v);
 }
 
+int hx_model_set_hparams(hx_gguf_writer *w, const hx_hparams *hp, const char *name)
+{
+    const char *a = hp->arch;
+    char k[128];
+    int rc = hx_gguf_set_str(w, "general.architecture", a);
+    rc = rc ? rc : hx_gguf_set_str(w, "general.name", name);
+    rc = rc ? rc : set_arch_u32(w, a, "block_count", (uint32_t)hp->n_layer);
+    rc = rc ? rc : set_arch_u32(w, a, "context_length", (uint32_t)hp->n_ctx_train);
+    rc = rc ? rc : set_arch_u32(w, a, "embedding_length", (uint32_t)hp->n_embd);
+    rc = rc ? rc : set_arch_u32(w, a, "feed_forward_length", (uint32_t)hp->n_ff);
+    rc = rc ? rc : set_arch_u32(w, a, "attention.head_count", (uint32_t)hp->n_head);
+    rc = rc ? rc : set_arch_u32(w, a, "attention.head_count_kv", (uint32_t)hp->n_head_kv);
+    rc = rc ? rc : set_arch_u32(w, a, "attention.key_length", (uint32_t)hp->head_dim);
+    rc = rc ? rc : set_arch_u32(w, a, "attention.value_length", (uint32_t)hp->head_dim);
+    rc = rc ? rc : set_arch_u32(w, a, "rope.dimension_count", (uint32_t)hp->head_dim);
+    snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", a);
+    rc = rc ? rc : hx_gguf_set_f32(w, k, hp->rms_eps);
+    snprintf(k, sizeof k, "%s.rope.freq_base", a);
+    rc = rc ? rc : hx_gguf_set_f32(w, k, hp->rope_base);
+    if (rc || !hp->n_expert) return rc;
+    rc = set_arch_u32(w, a, "expert_count", (uint32_t)hp->n_expert);
+    rc = rc ? rc : set_arch_u32(w, a, "expert_used_count", (uint32_t)hp->n_expert_used);
+    rc = rc ? rc : set_arch_u32(w, a, "expert_feed_forward_length", (uint32_t)hp->n_ff_exp);
+    return rc;
+}
+
 static int set_hparams(hx_gguf_writer *w, const mk *m, int file_type)
 {
     const hx_mkmodel_params *p = &m->p;
-    const char *a = p->arch;
-    char k[128];
-    int rc = hx_gguf_set_str(w, "general.architecture", a);
-    rc = rc ? rc : hx_gguf_set_str(w, "general.name", "hearth random test model");
+    hx_hparams hp;
+    memset(&hp, 0, sizeof hp);
+    snprintf(hp.arch, sizeof hp.arch, "%s", p->arch);
+    hp.n_layer = p->n_layer, hp.n_ctx_train = p->n_ctx, hp.n_embd = p->n_embd;
+    hp.n_ff = p->n_ff, hp.n_head = p->n_head, hp.n_head_kv = p->n_head_kv;
+    hp.head_dim = p->head_dim, hp.rms_eps = p->rms_eps, hp.rope_base = p->rope_base;
+    if (m->moe) {
+        hp.n_expert = p->n_expert, hp.n_expert_used = p->n_expert_used;
+        hp.n_ff_exp = p->n_ff_exp;
+    }
+    int rc = hx_model_set_hparams(w, &hp, "hearth random test model");
     rc = rc ? rc : hx_gguf_set_u32(w, "general.alignment", 32);
-    rc = rc ? rc : hx_gguf_set_u32(w, "general.file_type", (uint32_t)file_type);
-    rc = rc ? rc : set_arch_u32(w, a, "block_count", (uint32_t)p->n_layer);
-    rc = rc ? rc : set_arch_u32(w, a, "context_length", (uint32_t)p->n_ctx);
-    rc = rc ? rc : set_arch_u32(w, a, "embedding_length", (uint32_t)p->n_embd);
-    rc = rc ? rc : set_arch_u32(w, a, "feed_forward_length", (uint32_t)p->n_ff);
-    rc = rc ? rc : set_arch_u32(w, a, "attention.head_count", (uint32_t)p->n_head);
-    rc = rc ? rc : set_arch_u32(w, a, "attention.head_count_kv", (uint32_t)p->n_head_kv);
-    rc = rc ? rc : set_arch_u32(w, a, "attention.key_length", (uint32_t)p->head_dim);
-    rc = rc ? rc : set_arch_u32(w, a, "attention.value_length", (uint32_t)p->head_dim);
-    rc = rc ? rc : set_arch_u32(w, a, "rope.dimension_count", (uint32_t)p->head_dim);
-    snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", a);
-    rc = rc ? rc : hx_gguf_set_f32(w, k, p->rms_eps);
-    snprintf(k, sizeof k, "%s.rope.freq_base", a);
-    rc = rc ? rc : hx_gguf_set_f32(w, k, p->rope_base);
-    if (rc || !m->moe) return rc;
-    rc = set_arch_u32(w, a, "expert_count", (uint32_t)p->n_expert);
-    rc = rc ? rc : set_arch_u32(w, a, "expert_used_count", (uint32_t)p->n_expert_used);
-    rc = rc ? rc : set_arch_u32(w, a, "expert_feed_forward_length", (uint32_t)p->n_ff_exp);
-    return rc;
+    return rc ? rc : hx_gguf_set_u32(w, "general.file_type", (uint32_t)file_type);
 }
 
 /* Copies the tokenizer.* keys; *n_vocab = the number of tokens. */

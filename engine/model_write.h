@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "engine/gguf.h"
+#include "engine/model.h"
 
 /* Shapes and types of a random model. Weights are uniform random with a
  * standard deviation of 1/sqrt(fan_in) (logits of a few units, not
@@ -56,5 +58,10 @@ hx_mkmodel_params hx_mkmodel_default_params(void);
  * and the writer's errors otherwise; message in err. */
 int hx_mkmodel_write(const hx_mkmodel_params *p, const char *path,
                      hx_err *err);
+
+/* Writes general.architecture, general.name and the architecture's
+ * hyperparameter keys (llama.cpp's names; the expert keys when
+ * hp->n_expert > 0) into w. */
+int hx_model_set_hparams(hx_gguf_writer *w, const hx_hparams *hp, const char *name);
 
 #endif /* HX_MODEL_WRITE_H */
