@@ -151,21 +151,7 @@ int hx_memory_episode_set_verdict(hx_memory *m, int64_t id, int verdict,
 
 int hx_memory_episode_forget(hx_memory *m, int64_t id, hx_err *err)
 {
-    int rc = mem_tx_begin(m, err);
-    if (rc) return rc;
-    sqlite3_stmt *st = mem_prepare(m, "DELETE FROM episodes WHERE id = ?1",
-                                   err);
-    if (!st) rc = err ? err->rc : HX_ERR_INTERNAL;
-    else {
-        sqlite3_bind_int64(st, 1, id);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = mem_sql_err(m, err, "forget");
-        else if (sqlite3_changes(m->db) == 0)
-            rc = hx_err_set(err, HX_ERR_NOTFOUND, "episode %lld not found",
-                            (long long)id);
-        sqlite3_finalize(st);
-    }
-    if (rc == HX_OK) rc = mem_fts_optimize(m, "episodes_fts", err);
-    return mem_tx_end(m, rc, err);
+    return mem_forget_row(m, "episodes", "episode", id, err);
 }
 
 int64_t hx_memory_episode_count(hx_memory *m)

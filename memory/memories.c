@@ -192,22 +192,7 @@ int hx_memory_remember(hx_memory *m, const hx_mem_new *n, int64_t *id_out,
 
 int hx_memory_forget(hx_memory *m, int64_t id, hx_err *err)
 {
-    int rc = mem_tx_begin(m, err);
-    if (rc) return rc;
-    sqlite3_stmt *st = mem_prepare(m, "DELETE FROM memories WHERE id = ?1",
-                                   err);
-    if (!st) rc = err ? err->rc : HX_ERR_INTERNAL;
-    else {
-        sqlite3_bind_int64(st, 1, id);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = mem_sql_err(m, err, "forget");
-        else if (sqlite3_changes(m->db) == 0)
-            rc = hx_err_set(err, HX_ERR_NOTFOUND, "memory %lld not found",
-                            (long long)id);
-        sqlite3_finalize(st);
-    }
-    /* The FTS5 delete only adds a tombstone; merging drops the words. */
-    if (rc == HX_OK) rc = mem_fts_optimize(m, "memories_fts", err);
-    return mem_tx_end(m, rc, err);
+    return mem_forget_row(m, "memories", "memory", id, err);
 }
 
 /* ---- reading ---- */

@@ -82,5 +82,10 @@ int mem_each_episode(hx_memory *m, sqlite3_stmt *st, int64_t split_at,
 
 /* Merges an FTS5 table's segments so deleted rows leave no trace. */
 int mem_fts_optimize(hx_memory *m, const char *table, hx_err *err);
+/* Deletes row id of table ("memories" or "episodes") for good, then merges
+ * its FTS index (table "_fts") so no trace of the words stays; one
+ * transaction. what names the row in a not-found error ("memory"). */
+int mem_forget_row(hx_memory *m, const char *table, const char *what, int64_t id,
+                   hx_err *err);
 
 #endif /* HX_MEMORY_INT_H */

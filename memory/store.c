@@ -382,3 +382,26 @@ int hx_memory_vacuum(hx_memory *m, hx_err *err)
     if (!rc) rc = mem_exec(m, "PRAGMA wal_checkpoint(TRUNCATE)", err);
     return rc;
 }
+
+int mem_forget_row(hx_memory *m, const char *table, const char *what, int64_t id,
+                   hx_err *err)
+{
+    char sql[64], fts[48];
+    snprintf(sql, sizeof sql, "DELETE FROM %s WHERE id = ?1", table);
+    snprintf(fts, sizeof fts, "%s_fts", table);
+    int rc = mem_tx_begin(m, err);
+    if (rc) return rc;
+    sqlite3_stmt *st = mem_prepare(m, sql, err);
+    if (!st) rc = err ? err->rc : HX_ERR_INTERNAL;
+    else {
+        sqlite3_bind_int64(st, 1, id);
+        if (sqlite3_step(st) != SQLITE_DONE) rc = mem_sql_err(m, err, "forget");
+        else if (sqlite3_changes(m->db) == 0)
+            rc = hx_err_set(err, HX_ERR_NOTFOUND, "%s %lld not found", what,
+                            (long long)id);
+        sqlite3_finalize(st);
+    }
+    /* The FTS5 delete only adds a tombstone; merging drops the words. */
+    if (rc == HX_OK) rc = mem_fts_optimize(m, fts, err);
+    return mem_tx_end(m, rc, err);
+}
