@@ -132,25 +132,36 @@ static int kq_min_sum(const int *m, const int16_t *bsums)
     return s;
 }
 
+/* One Q4_K / Q5_K super-block against its Q8_K activations; qh (the fifth
+ * bits) is NULL for Q4_K. */
+static float kq45_block(uint16_t d16, uint16_t dmin16, const uint8_t *scales,
+                        const uint8_t *qs, const uint8_t *qh, const hx_block_q8_K *y)
+{
+    int sc[8], m[8], isum = 0;
+    unpack_scales(scales, sc, m);
+    for (int j = 0; j < 8; j++) {
+        const uint8_t *q = qs + 32 * (j / 2);
+        const int8_t *yy = y->qs + 32 * j;
+        int shift = 4 * (j & 1), sub = 0;
+        for (int l = 0; l < 32; l++) {
+            int v = (q[l] >> shift) & 0xf;
+            if (qh) v |= ((qh[l] >> j) & 1) << 4;
+            sub += v * yy[l];
+        }
+        isum += sc[j] * sub;
+    }
+    float d = hx_fp16_to_fp32(d16) * y->d;
+    float dmin = hx_fp16_to_fp32(dmin16) * y->d;
+    return d * (float)isum - dmin * (float)kq_min_sum(m, y->bsums);
+}
+
 static void dot_q4_K_scalar(int64_t n, float *out, const void *w, const void *a)
 {
     const hx_block_q4_K *x = w;
     const hx_block_q8_K *y = a;
     float s = 0;
-    for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        int sc[8], m[8], isum = 0;
-        unpack_scales(x[i].scales, sc, m);
-        for (int j = 0; j < 8; j++) {
-            const uint8_t *q = x[i].qs + 32 * (j / 2);
-            const int8_t *yy = y[i].qs + 32 * j;
-            int shift = 4 * (j & 1), sub = 0;
-            for (int l = 0; l < 32; l++) sub += ((q[l] >> shift) & 0xf) * yy[l];
-            isum += sc[j] * sub;
-        }
-        float d = hx_fp16_to_fp32(x[i].d) * y[i].d;
-        float dmin = hx_fp16_to_fp32(x[i].dmin) * y[i].d;
-        s += d * (float)isum - dmin * (float)kq_min_sum(m, y[i].bsums);
-    }
+    for (int64_t i = 0; i < n / HX_QK_K; i++)
+        s += kq45_block(x[i].d, x[i].dmin, x[i].scales, x[i].qs, NULL, &y[i]);
     *out = s;
 }
 
@@ -159,23 +170,8 @@ static void dot_q5_K_scalar(int64_t n, float *out, const void *w, const void *a)
     const hx_block_q5_K *x = w;
     const hx_block_q8_K *y = a;
     float s = 0;
-    for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        int sc[8], m[8], isum = 0;
-        unpack_scales(x[i].scales, sc, m);
-        for (int j = 0; j < 8; j++) {
-            const uint8_t *q = x[i].qs + 32 * (j / 2);
-            const int8_t *yy = y[i].qs + 32 * j;
-            int shift = 4 * (j & 1), sub = 0;
-            for (int l = 0; l < 32; l++) {
-                int v = ((q[l] >> shift) & 0xf) | (((x[i].qh[l] >> j) & 1) << 4);
-                sub += v * yy[l];
-            }
-            isum += sc[j] * sub;
-        }
-        float d = hx_fp16_to_fp32(x[i].d) * y[i].d;
-        float dmin = hx_fp16_to_fp32(x[i].dmin) * y[i].d;
-        s += d * (float)isum - dmin * (float)kq_min_sum(m, y[i].bsums);
-    }
+    for (int64_t i = 0; i < n / HX_QK_K; i++)
+        s += kq45_block(x[i].d, x[i].dmin, x[i].scales, x[i].qs, x[i].qh, &y[i]);
     *out = s;
 }
 
