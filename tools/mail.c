@@ -145,28 +145,17 @@ static char *make_snippet(const char *text)
     hx_buf b;
     hx_buf_init(&b);
     int chars = 0, space = 0;
-    for (const char *p = text; *p && chars < SNIPPET_CHARS; p++) {
+    for (const char *p = text; *p; p++) {
+        int cont = ((unsigned char)*p & 0xc0) == 0x80; /* inside a character */
+        if (!cont && chars >= SNIPPET_CHARS) break;    /* never cut one in two */
         if (*p == '\n' || *p == '\t' || *p == ' ') {
             space = b.len > 0;
             continue;
         }
         if (space) hx_buf_putc(&b, ' '), chars++, space = 0;
         hx_buf_putc(&b, *p);
-        if (((unsigned char)*p & 0xc0) != 0x80) chars++;
+        chars += !cont;
     }
-    /* do not cut inside a UTF-8 sequence */
-    while (b.len && ((unsigned char)b.data[b.len - 1] & 0xc0) == 0x80) {
-        size_t k = b.len;
-        while (k && ((unsigned char)b.data[k - 1] & 0xc0) == 0x80) k--;
-        if (k && b.len - k + 1 < 4 && ((unsigned char)b.data[k - 1] >> 6) == 3) {
-            unsigned char lead = (unsigned char)b.data[k - 1];
-            size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
-            if (b.len - k + 1 < want) b.len = k - 1;
-        }
-        break;
-    }
-    if (!b.data) hx_buf_reserve(&b, 0);
-    b.data[b.len] = '\0';
     return hx_buf_steal(&b, NULL);
 }
 

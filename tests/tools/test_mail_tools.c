@@ -201,6 +201,32 @@ static void test_index_follows_maildir(void)
     cJSON_Delete(r);
 }
 
+/* The snippet keeps whole characters: 160 of them, valid UTF-8. */
+static void test_snippet_utf8(void)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    hx_buf_puts(&b, "From: Ana <ana@example.org>\nSubject: accents\n"
+                    "Content-Type: text/plain; charset=utf-8\n\n");
+    for (int i = 0; i < 300; i++) hx_buf_puts(&b, i % 3 ? "\xc3\xa9" : "\xe2\x82\xac");
+    hx_err e;
+    ASSERT(hx_maildir_deliver(maildir, b.data, b.len, NULL, NULL, 0, &e) == HX_OK);
+    hx_buf_free(&b);
+    int rc;
+    cJSON *r = call("mail.search", "{\"from\":\"ana\"}", &rc, &e);
+    ASSERT(r && count(r, "messages") == 1);
+    const unsigned char *sn = (const unsigned char *)str_at(r, "messages", 0, "snippet");
+    int chars = 0, ok = 1;
+    for (const unsigned char *p = sn; *p;) {
+        int k = *p < 0x80 ? 1 : *p >= 0xf0 ? 4 : *p >= 0xe0 ? 3 : 2;
+        for (int j = 1; j < k; j++) ok &= (p[j] & 0xc0) == 0x80;
+        p += k, chars++;
+    }
+    EXPECT(ok);
+    EXPECT_EQ_INT(chars, 160);
+    cJSON_Delete(r);
+}
+
 static void write_file(const char *rel, const char *text)
 {
     char p[PATH_MAX + 64];
@@ -318,6 +344,7 @@ int main(void)
     RUN(test_read_message);
     RUN(test_send_and_reply);
     RUN(test_index_follows_maildir);
+    RUN(test_snippet_utf8);
     RUN(test_files_confined);
     RUN(test_files_read_search_list);
     RUN(test_huge_file_capped);
