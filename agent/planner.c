@@ -329,7 +329,7 @@ static void exec_call(run *r, const char *name, const cJSON *args,
     int rc = hx_tools_call(pl->d.reg, name, args, &o->result, &err);
     o->status = rc ? "error" : "ok";
     if (rc) snprintf(o->detail, sizeof o->detail, "%s", err.msg);
-    if (!rc && hx_tools_untrusted_output(pl->d.x, name)) pl->tainted = 1;
+    if (!rc && hx_tools_untrusted_output(pl->d.reg, name)) pl->tainted = 1;
 }
 
 /* Every call goes to the audit trail: the memory database when there is

@@ -399,13 +399,13 @@ static const hx_tool_def cal_tools[] = {
      "\"calendar\":{\"type\":\"string\"},\"query\":{\"type\":\"string\"},"
      "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":500}},"
      "\"additionalProperties\":false}",
-     HX_EFFECT_READ, list_events, NULL},
+     HX_EFFECT_READ, list_events, NULL, 0},
     {HX_TOOL_API_VERSION, "calendar.free_busy",
      "When the user, and attendees where their events are known, are busy in a period.",
      "{\"type\":\"object\",\"properties\":{" RANGE_PROPS ","
      "\"attendees\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\"}}},"
      "\"additionalProperties\":false}",
-     HX_EFFECT_READ, hx_cal_free_busy, NULL},
+     HX_EFFECT_READ, hx_cal_free_busy, NULL, 0},
     {HX_TOOL_API_VERSION, "calendar.find_slots",
      "Find free slots of a given length for the user and attendees in a period, within "
      "working hours, earliest first.",
@@ -416,25 +416,25 @@ static const hx_tool_def cal_tools[] = {
      "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50},"
      "\"working_hours_only\":{\"type\":\"boolean\"}},"
      "\"required\":[\"duration_minutes\"],\"additionalProperties\":false}",
-     HX_EFFECT_READ, hx_cal_find_slots, NULL},
+     HX_EFFECT_READ, hx_cal_find_slots, NULL, 0},
     {HX_TOOL_API_VERSION, "calendar.create_event",
      "Create an event in the user's calendar; with attendees, an invitation is queued in "
      "the outbox. Default length one hour.",
      "{\"type\":\"object\",\"properties\":{" EVENT_PROPS "},"
      "\"required\":[\"title\",\"start\"],\"additionalProperties\":false}",
-     HX_EFFECT_SEND, create_event, NULL},
+     HX_EFFECT_SEND, create_event, NULL, 0},
     {HX_TOOL_API_VERSION, "calendar.update_event",
      "Change an event by uid (only the fields given); attendees get an update.",
      "{\"type\":\"object\",\"properties\":{\"uid\":{\"type\":\"string\",\"minLength\":1},"
      EVENT_PROPS "},\"required\":[\"uid\"],\"additionalProperties\":false}",
-     HX_EFFECT_SEND, update_event, NULL},
+     HX_EFFECT_SEND, update_event, NULL, 0},
     {HX_TOOL_API_VERSION, "calendar.cancel_event",
      "Cancel an event by uid, or one occurrence of a recurring event; attendees get a "
      "cancellation.",
      "{\"type\":\"object\",\"properties\":{\"uid\":{\"type\":\"string\",\"minLength\":1},"
      "\"occurrence\":{\"type\":\"string\",\"description\":\"start of the one occurrence "
      "to cancel\"}},\"required\":[\"uid\"],\"additionalProperties\":false}",
-     HX_EFFECT_SEND, cancel_event, NULL},
+     HX_EFFECT_SEND, cancel_event, NULL, 0},
 };
 
 int hx_cal_register(hx_tools *reg, hx_err *err)

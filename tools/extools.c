@@ -317,7 +317,8 @@ int ext_add_tool(hx_extools *x, ext_manifest *m, mcp_conn *conn, const char *nam
     snprintf(t->name, sizeof t->name, "%s", name);
     snprintf(t->remote, sizeof t->remote, "%s", remote ? remote : "");
     t->m = m, t->conn = conn, t->owner = x;
-    hx_tool_def def = {HX_TOOL_API_VERSION, t->name, description, schema_json, effect, call, t};
+    hx_tool_def def = {HX_TOOL_API_VERSION, t->name, description, schema_json, effect,
+                       call, t, HX_TOOL_UNTRUSTED};
     int rc = hx_tools_register(x->reg, &def, err);
     if (rc) {
         free(t);
@@ -429,15 +430,6 @@ static const ext_tool *find_ext(const hx_extools *x, const char *name)
     for (int i = 0; x && i < x->n_tools; i++)
         if (!strcmp(x->tools[i]->name, name)) return x->tools[i];
     return NULL;
-}
-
-int hx_tools_untrusted_output(const hx_extools *x, const char *name)
-{
-    static const char *const builtin[] = {"mail.search", "mail.read", "files.read",
-                                          "files.search"};
-    for (size_t i = 0; i < sizeof builtin / sizeof *builtin; i++)
-        if (!strcmp(name, builtin[i])) return 1;
-    return find_ext(x, name) != NULL;
 }
 
 unsigned hx_extools_last_sandbox(const hx_extools *x, const char *name)

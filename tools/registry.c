@@ -134,6 +134,12 @@ const hx_tool_def *hx_tools_find(const hx_tools *reg, const char *name)
     return t ? &t->def : NULL;
 }
 
+int hx_tools_untrusted_output(const hx_tools *reg, const char *name)
+{
+    tool *t = find(reg, name);
+    return t && (t->def.flags & HX_TOOL_UNTRUSTED);
+}
+
 int hx_tools_call(hx_tools *reg, const char *name, const cJSON *args,
                   cJSON **result, hx_err *err)
 {

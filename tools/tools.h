@@ -71,7 +71,13 @@ typedef struct hx_tool_def {
     int effect;              /* hx_effect */
     hx_tool_fn call;
     void *user;              /* passed to call; owned by the registrant */
+    unsigned flags;          /* HX_TOOL_* bits */
 } hx_tool_def;
+
+/* hx_tool_def.flags: HX_TOOL_UNTRUSTED: the tool's results carry content
+ * from outside the user (a mail, a file, a registered tool or MCP server's
+ * output), so the policy's taint rule applies after them. */
+enum { HX_TOOL_UNTRUSTED = 1 };
 
 /* A registry bound to a configuration (borrowed; must outlive it). */
 hx_tools *hx_tools_new(const hx_config *cfg);
@@ -156,10 +162,9 @@ int hx_manifest_check(const char *path, char *name, size_t n, hx_err *err);
  * NAME.json, atomically; an existing one is replaced only with replace. */
 int hx_manifest_install(const char *path, const char *dir, int replace,
                         hx_err *err);
-/* Whether the results of a tool carry content from outside the user (mail,
- * files, registered tools and MCP servers): the taint rule applies after
- * them. x may be NULL. */
-int hx_tools_untrusted_output(const hx_extools *x, const char *name);
+/* Whether the registered tool's results carry untrusted content
+ * (HX_TOOL_UNTRUSTED); 0 for an unknown name. */
+int hx_tools_untrusted_output(const hx_tools *reg, const char *name);
 /* The sandbox bits (HX_SB_*) applied to the last call of an external tool
  * by this name, 0 for in-process tools. */
 unsigned hx_extools_last_sandbox(const hx_extools *x, const char *name);

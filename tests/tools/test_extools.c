@@ -272,9 +272,15 @@ static void test_mcp_tools(void)
     EXPECT(rc != HX_OK && strstr(e.msg, "could not do it"));
     cJSON_Delete(r);
     EXPECT(hx_tools_find(reg, "calc.extra") != NULL);
-    EXPECT(hx_tools_untrusted_output(ext, "calc.add"));
-    EXPECT(hx_tools_untrusted_output(ext, "mail.read"));
-    EXPECT(!hx_tools_untrusted_output(ext, "calendar.list_events"));
+    /* an MCP server's output is outside content; so is a mail, not an event */
+    EXPECT(hx_tools_untrusted_output(reg, "calc.add"));
+    hx_tools *b = hx_tools_new(NULL);
+    ASSERT(b && hx_tools_register_builtins(b, &e) == HX_OK);
+    EXPECT(hx_tools_untrusted_output(b, "mail.read"));
+    EXPECT(hx_tools_untrusted_output(b, "files.search"));
+    EXPECT(!hx_tools_untrusted_output(b, "calendar.list_events"));
+    EXPECT(!hx_tools_untrusted_output(b, "no.such_tool"));
+    hx_tools_free(b);
 }
 
 static void test_check_and_install(void)

@@ -56,13 +56,13 @@ static hx_tools *make(int *user)
     /* the def's strings are copied: change them after registering */
     snprintf(name, sizeof name, "test.echo");
     snprintf(desc, sizeof desc, "Echoes.");
-    hx_tool_def d = {HX_TOOL_API_VERSION, name, desc, schema, HX_EFFECT_READ, echo, user};
+    hx_tool_def d = {HX_TOOL_API_VERSION, name, desc, schema, HX_EFFECT_READ, echo, user, 0};
     if (hx_tools_register(reg, &d, &e)) printf("# %s\n", e.msg);
     memset(name, 'x', sizeof name - 1);
     hx_tool_def f = {HX_TOOL_API_VERSION, "test.fails", "Fails.", "{\"type\":\"object\"}",
-                     HX_EFFECT_WRITE, fails, NULL};
+                     HX_EFFECT_WRITE, fails, NULL, 0};
     hx_tool_def n = {HX_TOOL_API_VERSION, "test.bad", "Bad.", "{}", HX_EFFECT_SEND,
-                     returns_nothing, NULL};
+                     returns_nothing, NULL, 0};
     hx_tools_register(reg, &f, &e);
     hx_tools_register(reg, &n, &e);
     return reg;
@@ -80,7 +80,7 @@ static void test_register(void)
     EXPECT(hx_tools_find(reg, "nope") == NULL);
     EXPECT(hx_tools_at(reg, 3) == NULL);
     /* clash, bad schema, wrong version: errors, registry unchanged */
-    hx_tool_def d = {HX_TOOL_API_VERSION, "test.echo", "", "{}", 0, echo, NULL};
+    hx_tool_def d = {HX_TOOL_API_VERSION, "test.echo", "", "{}", 0, echo, NULL, 0};
     EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_ERR_STATE);
     EXPECT(strstr(e.msg, "already registered") != NULL);
     d.name = "test.other";
