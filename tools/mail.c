@@ -25,6 +25,7 @@
 typedef struct mail_index {
     sqlite3 *db;
     const char *maildir;
+    sqlite3_stmt *ins_msg, *ins_fts; /* prepared once per open, owned */
 } mail_index;
 
 /* ---- index ---- */
@@ -69,6 +70,7 @@ static int index_open(const char *maildir, mail_index *ix, hx_err *err)
     snprintf(path, sizeof path, "%s/mail-index-%016llx.sqlite", dir,
              (unsigned long long)fnv1a(real));
     ix->maildir = maildir;
+    ix->ins_msg = ix->ins_fts = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
         if (sqlite3_open(path, &ix->db) != SQLITE_OK) {
             sqlite3_close(ix->db);
@@ -104,6 +106,9 @@ static int index_open(const char *maildir, mail_index *ix, hx_err *err)
 
 static void index_close(mail_index *ix)
 {
+    sqlite3_finalize(ix->ins_msg);
+    sqlite3_finalize(ix->ins_fts);
+    ix->ins_msg = ix->ins_fts = NULL;
     sqlite3_close(ix->db);
     ix->db = NULL;
 }
@@ -185,17 +190,31 @@ static hx_message *parse_file(const char *path)
     return m;
 }
 
+/* A cached statement, prepared on first use; reset for the next use. */
+static sqlite3_stmt *index_stmt(mail_index *ix, sqlite3_stmt **slot, const char *sql)
+{
+    if (*slot) {
+        sqlite3_reset(*slot);
+        sqlite3_clear_bindings(*slot);
+    } else if (sqlite3_prepare_v3(ix->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot,
+                                  NULL) != SQLITE_OK) {
+        sqlite3_finalize(*slot);
+        *slot = NULL;
+    }
+    return *slot;
+}
+
 static int index_insert(mail_index *ix, const hx_maildir_entry *e,
                         const char *folder)
 {
     hx_message *m = parse_file(e->path);
     if (!m) return 0; /* vanished or unreadable: skipped this time */
     char *snip = make_snippet(m->text);
-    sqlite3_stmt *st = NULL;
-    int ok = sqlite3_prepare_v2(ix->db,
+    sqlite3_stmt *st = index_stmt(ix, &ix->ins_msg,
         "INSERT OR REPLACE INTO msg(id,folder,path,size,mtime,flags,seen,date,"
         "from_,to_,cc,subject,message_id,snippet,n_att)"
-        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &st, NULL) == SQLITE_OK;
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    int ok = st != NULL;
     if (ok) {
         bind_text(st, 1, e->id);
         bind_text(st, 2, folder);
@@ -213,19 +232,18 @@ static int index_insert(mail_index *ix, const hx_maildir_entry *e,
         bind_text(st, 14, snip);
         sqlite3_bind_int(st, 15, m->n_att);
         ok = sqlite3_step(st) == SQLITE_DONE;
+        sqlite3_reset(st); /* not left active between messages */
     }
-    sqlite3_finalize(st);
     sqlite3_int64 rowid = sqlite3_last_insert_rowid(ix->db);
-    if (ok && sqlite3_prepare_v2(ix->db,
-            "INSERT INTO msg_fts(rowid,subject,from_,to_,body) VALUES(?,?,?,?,?)",
-            -1, &st, NULL) == SQLITE_OK) {
+    if (ok && (st = index_stmt(ix, &ix->ins_fts,
+            "INSERT INTO msg_fts(rowid,subject,from_,to_,body) VALUES(?,?,?,?,?)"))) {
         sqlite3_bind_int64(st, 1, rowid);
         bind_text(st, 2, m->subject);
         bind_text(st, 3, m->from);
         bind_text(st, 4, m->to);
         bind_text(st, 5, m->text);
         ok = sqlite3_step(st) == SQLITE_DONE;
-        sqlite3_finalize(st);
+        sqlite3_reset(st);
     }
     free(snip);
     hx_message_free(m);
