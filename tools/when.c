@@ -16,7 +16,9 @@
  *   noon/midday 12:00, midnight 24:00 (the end of that day), "end of day"
  *   (eod, close of business) 17:00, "end of week" Friday 17:00.
  * - A time without a day ("at 3pm") is today, even if already past.
- *   "Dec 3" without a year is the next Dec 3 (today included).
+ *   "Dec 3" without a year is the nearest Dec 3, before or after today
+ *   (on Dec 1, "Nov 27" is four days ago: "what did Bob send on Nov 27"),
+ *   the later one on a tie.
  * - An hour without am/pm: 1..7 means the afternoon (13:00..19:00), other
  *   hours as written, and in "from 11 to 1pm" the first hour takes the
  *   meridiem that keeps it before the second; after "afternoon"/"evening"
@@ -485,17 +487,33 @@ static int opt_year(parser *p)
     return t->num;
 }
 
+/* The day m/d nearest to today (ties: the later); Feb 29 may be up to
+ * four years ahead. -1 if there is no such day. */
+static int64_t nearest_month_day(int64_t today, int m, int d)
+{
+    int ty, tm, td;
+    hx_civil_from_days(today, &ty, &tm, &td);
+    int64_t best = -1, best_dist = 0;
+    for (int y = ty - 1; y <= ty + 4; y++) {
+        if (d > hx_days_in_month(y, m)) continue;
+        int64_t day = hx_days_from_civil(y, m, d);
+        int64_t dist = day < today ? today - day : day - today;
+        if (best < 0 || dist <= best_dist) best = day, best_dist = dist;
+    }
+    return best;
+}
+
 static int month_day(parser *p, int m, int d)
 {
-    int y = opt_year(p), ty, tm, td;
-    hx_civil_from_days(p->today, &ty, &tm, &td);
-    int explicit_year = y != 0;
-    if (!y) y = ty;
-    if (d < 1 || d > hx_days_in_month(y, m + 1))
+    int y = opt_year(p);
+    int64_t day;
+    if (y) {
+        if (d < 1 || d > hx_days_in_month(y, m + 1))
+            return fail(p, "the day of the month (no such day)");
+        day = hx_days_from_civil(y, m + 1, d);
+    } else if (d < 1 || d > 31 || (day = nearest_month_day(p->today, m + 1, d)) < 0) {
         return fail(p, "the day of the month (no such day)");
-    int64_t day = hx_days_from_civil(y, m + 1, d);
-    if (!explicit_year && day < p->today)
-        day = hx_days_from_civil(y + 1, m + 1, d);
+    }
     return set_day(p, day, 0);
 }
 
