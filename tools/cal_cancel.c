@@ -1,6 +1,7 @@
-/* cal_cancel.c: cancelling one occurrence of a recurring event: an EXDATE
- * on the series (or STATUS:CANCELLED on its override) and an iTIP CANCEL
- * carrying the occurrence's RECURRENCE-ID. */
+/* cal_cancel.c: one occurrence of a recurring event: cancelling it (an
+ * EXDATE on the series, or STATUS:CANCELLED on its override, and an iTIP
+ * CANCEL carrying its RECURRENCE-ID), or detaching it as an override that
+ * an update changes alone. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,9 +37,10 @@ static void drop(icalcomponent *ev, icalproperty_kind kind)
     }
 }
 
-/* The iTIP CANCEL event for one occurrence [s, e) of master. Caller frees. */
-static icalcomponent *cancel_instance(hx_cal *c, hx_cal_file *f, icalcomponent *master,
-                                      int64_t s, int64_t e)
+/* A copy of master standing for its one occurrence [s, e): no recurrence,
+ * RECURRENCE-ID s, no status. Caller frees. */
+static icalcomponent *instance_of(hx_cal *c, hx_cal_file *f, icalcomponent *master,
+                                  int64_t s, int64_t e)
 {
     icalcomponent *k = icalcomponent_new_clone(master);
     icalproperty *ps = icalcomponent_get_first_property(master, ICAL_DTSTART_PROPERTY);
@@ -51,6 +53,14 @@ static icalcomponent *cancel_instance(hx_cal *c, hx_cal_file *f, icalcomponent *
     icalcomponent_add_property(k, time_prop_like(ICAL_DTEND_PROPERTY, ps, like_dtstart(c, f, ps, e)));
     icalcomponent_add_property(k, time_prop_like(ICAL_RECURRENCEID_PROPERTY, ps,
                                                  like_dtstart(c, f, ps, s)));
+    return k;
+}
+
+/* The iTIP CANCEL event for one occurrence [s, e) of master. Caller frees. */
+static icalcomponent *cancel_instance(hx_cal *c, hx_cal_file *f, icalcomponent *master,
+                                      int64_t s, int64_t e)
+{
+    icalcomponent *k = instance_of(c, f, master, s, e);
     icalcomponent_add_property(k, icalproperty_new_status(ICAL_STATUS_CANCELLED));
     return k;
 }
@@ -92,6 +102,32 @@ static cJSON *occ_result(hx_cal *c, hx_cal_file *f, const hx_cal_occ *o, const c
     return res;
 }
 
+static int check_repeats(icalcomponent *ev, const char *verb, hx_err *err)
+{
+    if (icalcomponent_get_first_property(ev, ICAL_RRULE_PROPERTY) ||
+        icalcomponent_get_first_property(ev, ICAL_RDATE_PROPERTY))
+        return HX_OK;
+    return hx_err_set(err, HX_ERR_INVALID, "event '%s' does not repeat; %s it without 'occurrence'",
+                      icalcomponent_get_uid(ev), verb);
+}
+
+int hx_cal_detach_occurrence(hx_tools *reg, hx_cal *c, hx_cal_file **f, icalcomponent **ev,
+                             const cJSON *args, hx_err *err)
+{
+    hx_cal_occ o;
+    int rc = check_repeats(*ev, "change", err);
+    if (!rc) rc = find_occurrence(reg, c, icalcomponent_get_uid(*ev), args, &o, err);
+    if (rc) return rc;
+    if (o.ev != *ev) { /* already an override: change it where it is */
+        *f = o.file, *ev = o.ev;
+        return HX_OK;
+    }
+    icalcomponent *k = instance_of(c, *f, *ev, o.start, o.end);
+    icalcomponent_add_component((*f)->root, k);
+    *ev = k;
+    return HX_OK;
+}
+
 int hx_cal_cancel_occurrence(hx_tools *reg, hx_cal *c, hx_cal_file *f, icalcomponent *ev,
                              const cJSON *args, cJSON **result, hx_err *err)
 {
@@ -99,11 +135,8 @@ int hx_cal_cancel_occurrence(hx_tools *reg, hx_cal *c, hx_cal_file *f, icalcompo
     hx_cal_occ o;
     hx_cal_edit e;
     char mail[256] = "";
-    if (!icalcomponent_get_first_property(ev, ICAL_RRULE_PROPERTY) &&
-        !icalcomponent_get_first_property(ev, ICAL_RDATE_PROPERTY))
-        return hx_err_set(err, HX_ERR_INVALID,
-                          "event '%s' does not repeat; cancel it without 'occurrence'", uid);
-    int rc = find_occurrence(reg, c, uid, args, &o, err);
+    int rc = check_repeats(ev, "cancel", err);
+    if (!rc) rc = find_occurrence(reg, c, uid, args, &o, err);
     if (rc) return rc;
     memset(&e, 0, sizeof e);
     e.reminder_min = HX_CAL_KEEP_ALARM;

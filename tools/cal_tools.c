@@ -315,6 +315,9 @@ static int update_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     int rc = hx_cal_tool_open(reg, &c, err);
     if (rc) return rc;
     if ((rc = find_event(c, args, &f, &ev, err)) || (rc = check_organizer(c, ev, err))) goto out;
+    if (hx_arg_str(args, "occurrence") &&
+        (rc = hx_cal_detach_occurrence(reg, c, &f, &ev, args, err)))
+        goto out;
     hx_cal_event_times(c, f, ev, &old.start, &old.end, &old.all_day);
     t = old;
     edit_from_args(args, &e);
@@ -424,9 +427,11 @@ static const hx_tool_def cal_tools[] = {
      "\"required\":[\"title\",\"start\"],\"additionalProperties\":false}",
      HX_EFFECT_SEND, create_event, NULL, 0},
     {HX_TOOL_API_VERSION, "calendar.update_event",
-     "Change an event by uid (only the fields given); attendees get an update.",
+     "Change an event by uid (only the fields given), or one occurrence of a recurring "
+     "event; attendees get an update.",
      "{\"type\":\"object\",\"properties\":{\"uid\":{\"type\":\"string\",\"minLength\":1},"
-     EVENT_PROPS "},\"required\":[\"uid\"],\"additionalProperties\":false}",
+     "\"occurrence\":{\"type\":\"string\",\"description\":\"start of the one occurrence "
+     "to change\"}," EVENT_PROPS "},\"required\":[\"uid\"],\"additionalProperties\":false}",
      HX_EFFECT_SEND, update_event, NULL, 0},
     {HX_TOOL_API_VERSION, "calendar.cancel_event",
      "Cancel an event by uid, or one occurrence of a recurring event; attendees get a "

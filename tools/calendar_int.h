@@ -148,5 +148,10 @@ int hx_cal_find_slots(hx_tools *reg, void *user, const cJSON *args, cJSON **resu
  * on the series and an iTIP CANCEL with its RECURRENCE-ID. */
 int hx_cal_cancel_occurrence(hx_tools *reg, hx_cal *c, hx_cal_file *f, icalcomponent *ev,
                              const cJSON *args, cJSON **result, hx_err *err);
+/* For an update of the one occurrence args' "occurrence" names: *ev (a
+ * recurring event in *f) becomes that occurrence's override, made (in the
+ * series' file, not yet saved) if there is none. */
+int hx_cal_detach_occurrence(hx_tools *reg, hx_cal *c, hx_cal_file **f, icalcomponent **ev,
+                             const cJSON *args, hx_err *err);
 
 #endif /* HX_CALENDAR_INT_H */

@@ -486,6 +486,52 @@ static void test_update_and_cancel_occurrence(void)
     free(m);
 }
 
+/* Changing one occurrence of a series: an override with its RECURRENCE-ID,
+ * the other occurrences untouched; a second change edits the override. */
+static void test_update_one_occurrence(void)
+{
+    sh("rm -f %s/outbox/new/*", world);
+    cJSON *r = call_ok("calendar.update_event",
+                       "{\"uid\":\"1on1-alice-bob@example.org\",\"occurrence\":\"Dec 22 at 2pm\","
+                       "\"start\":\"Dec 22 at 4pm\",\"title\":\"1:1 (moved)\"}");
+    ASSERT(r);
+    cJSON_Delete(r);
+    r = call_ok("calendar.list_events", "{\"start\":\"Dec 21\",\"end\":\"Jan 20\",\"query\":\"1:1\"}");
+    ASSERT(r);
+    EXPECT(find_ev(r, "1:1 (moved)", "2026-12-22T16:00:00+01:00"));
+    EXPECT(!find_ev(r, "1:1 Alice / Bob", "2026-12-22T14:00:00+01:00"));
+    EXPECT(find_ev(r, "1:1 Alice / Bob", "2027-01-05T14:00:00+01:00"));
+    cJSON_Delete(r);
+    int n;
+    const char *mail = outbox_mail(&n);
+    EXPECT_EQ_INT(n, 1);
+    char *m = mail ? slurp(mail) : NULL, *ics = m ? itip_part(m) : NULL;
+    EXPECT(ics && strstr(ics, "METHOD:REQUEST") &&
+           strstr(ics, "RECURRENCE-ID;TZID=Europe/Paris:20261222T140000") &&
+           !strstr(ics, "RRULE:FREQ=WEEKLY"));
+    free(ics);
+    free(m);
+    /* the override is found by its new start or its original one */
+    r = call_ok("calendar.update_event",
+                "{\"uid\":\"1on1-alice-bob@example.org\",\"occurrence\":\"Dec 22 at 4pm\","
+                "\"location\":\"Room 2\"}");
+    ASSERT(r);
+    cJSON_Delete(r);
+    r = call_ok("calendar.list_events", "{\"range\":\"Dec 22\",\"query\":\"1:1\"}");
+    ASSERT(r);
+    EXPECT_EQ_INT(n_events(r), 1);
+    EXPECT(find_ev(r, "1:1 (moved)", "2026-12-22T16:00:00+01:00"));
+    cJSON_Delete(r);
+    /* no such occurrence; not a series */
+    hx_err e;
+    int rc;
+    r = call("calendar.update_event",
+             "{\"uid\":\"1on1-alice-bob@example.org\",\"occurrence\":\"Dec 23 at 2pm\",\"title\":\"x\"}",
+             &rc, &e);
+    EXPECT(rc == HX_ERR_NOTFOUND && strstr(e.msg, "no occurrence"));
+    cJSON_Delete(r);
+}
+
 /* Replacing the attendees: the new list gets a REQUEST, the removed a CANCEL. */
 static void test_update_removes_attendee(void)
 {
@@ -641,6 +687,7 @@ int main(void)
     RUN(test_update_keeps_unknown_properties);
     RUN(test_update_in_shared_file);
     RUN(test_update_and_cancel_occurrence);
+    RUN(test_update_one_occurrence);
     RUN(test_update_removes_attendee);
     RUN(test_cancel_whole_event);
     RUN(test_broken_files);
