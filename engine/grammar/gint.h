@@ -170,8 +170,12 @@ struct hx_gvocab {
     uint32_t *cum;      /* (max_cp + 1) bitsets: string-safe tokens with at
                            most k code points */
     uint32_t max_cp;
-    int32_t open_tok, close_tok; /* special <tool_call> / </tool_call> */
+    int32_t mark_tok[3]; /* special tokens spelling MARK_TEXT[i]
+                            (<tool_call>, </tool_call>, <|python_tag|>),
+                            -1 if none */
 };
+enum { N_MARKS = 3 };
+extern const char *const hx_gmark_text[N_MARKS];
 
 /* ---- matcher: sets of hash-consed stacks ("configs") ---- */
 typedef struct gstack {

@@ -28,7 +28,22 @@ typedef struct hx_grammar_params {
     int ws_max;  /* > 0: at most this many whitespace bytes in a row (for
                     generation, where a model can loop on whitespace);
                     default 0 = unbounded. Ignored when compact. */
+    /* 1: bounds for generating JSON, not for validating it (a valid value
+     * such as 1e300 or 1.0000001 may be refused): integers without a
+     * fraction or an exponent ("5", never "5.0"); at most
+     * HX_GEN_INT_DIGITS integer digits, HX_GEN_FRAC_DIGITS fraction digits
+     * and HX_GEN_EXP_DIGITS exponent digits; and, unless ws_max says
+     * otherwise, at most HX_GEN_WS whitespace bytes in a row. Models loop
+     * where JSON lets them ("5.000000...", endless spaces). Default 0. */
+    int generation;
+    /* Tool-call grammars: the most calls in one turn (0 = no limit;
+     * default 0). Ignored by schema grammars. */
+    int max_calls;
+    /* Tool-call grammars: HX_CALLS_TAGGED (default) or HX_CALLS_LLAMA. */
+    int call_style;
 } hx_grammar_params;
+enum { HX_GEN_INT_DIGITS = 16, HX_GEN_FRAC_DIGITS = 8, HX_GEN_EXP_DIGITS = 3,
+       HX_GEN_WS = 8 };
 hx_grammar_params hx_grammar_default_params(void);
 
 /* Compiles a JSON Schema given as text (or as a parsed cJSON tree). A
@@ -44,12 +59,21 @@ int hx_grammar_from_cjson(const struct cJSON *schema,
                           hx_err *err);
 
 /* Tool calls. Each tool: its name and its arguments schema (JSON text).
- * HX_TOOLS_OPTIONAL: free text, or one call
- *   <tool_call>{"name": ..., "arguments": ...}</tool_call> (then the end).
- * HX_TOOLS_REQUIRED: exactly one call, nothing before it.
- * HX_TOOLS_LAZY: like OPTIONAL, but nothing is constrained until the model
- *   writes "<tool_call>" (as text or as a single special token). */
+ * Call styles (hx_grammar_params.call_style):
+ * HX_CALLS_TAGGED (Qwen, Hermes): a turn's calls are one or more (up to
+ *   max_calls) <tool_call>{"name": ..., "arguments": ...}</tool_call>,
+ *   whitespace between and after them, then the end.
+ * HX_CALLS_LLAMA (Llama 3.1): one bare {"name": ..., "parameters": ...},
+ *   optionally after <|python_tag|> (the Llama 3.1 template renders one
+ *   call per turn, so one is allowed), then the end.
+ * Modes:
+ * HX_TOOLS_OPTIONAL: free text, or the calls.
+ * HX_TOOLS_REQUIRED: the calls, nothing before them.
+ * HX_TOOLS_LAZY: free text until the model writes "<tool_call>" (tagged:
+ *   as text or as a single special token), or until a leading "{" or
+ *   "<|python_tag|>" anywhere (Llama); then the calls. */
 enum { HX_TOOLS_OPTIONAL = 0, HX_TOOLS_REQUIRED = 1, HX_TOOLS_LAZY = 2 };
+enum { HX_CALLS_TAGGED = 0, HX_CALLS_LLAMA = 1 };
 typedef struct hx_tool_spec {
     const char *name;
     const char *schema_json; /* NULL = any JSON object */
@@ -66,8 +90,8 @@ enum {
 };
 /* From token byte strings (pieces[i], lens[i]) and flags[i] (HX_GTOK_*;
  * flags may be NULL). Copies what it needs. A special token whose bytes
- * are "<tool_call>" or "</tool_call>" is accepted by tool-call grammars in
- * place of that text. */
+ * are "<tool_call>", "</tool_call>" or "<|python_tag|>" is accepted by
+ * tool-call grammars in place of that text. */
 int hx_gvocab_new(int32_t n_tokens, const char *const *pieces,
                   const size_t *lens, const uint8_t *flags,
                   hx_gvocab **out, hx_err *err);

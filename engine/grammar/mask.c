@@ -17,6 +17,9 @@
 
 static const char OPEN_TAG[] = "<tool_call>";
 static const char CLOSE_TAG[] = "</tool_call>";
+static const char PY_TAG[] = "<|python_tag|>";
+/* Special tokens that tool-call grammars take in place of their text. */
+const char *const hx_gmark_text[N_MARKS] = {OPEN_TAG, CLOSE_TAG, PY_TAG};
 
 /* ---- vocabulary ---- */
 static const hx_gvocab *sort_v;
@@ -152,7 +155,7 @@ int hx_gvocab_new(int32_t n_tokens, const char *const *pieces, const size_t *len
     v->len = calloc((size_t)n_tokens, 4);
     v->flags = calloc((size_t)n_tokens, 1);
     v->dup_next = malloc((size_t)n_tokens * 4);
-    v->open_tok = v->close_tok = -1;
+    for (int k = 0; k < N_MARKS; k++) v->mark_tok[k] = -1;
     if (!v->piece || !v->len || !v->flags || !v->dup_next) goto oom;
     memset(v->dup_next, 0xff, (size_t)n_tokens * 4);
     for (int32_t i = 0; i < n_tokens; i++) {
@@ -162,10 +165,9 @@ int hx_gvocab_new(int32_t n_tokens, const char *const *pieces, const size_t *len
         if (lens[i]) memcpy(v->piece[i], pieces[i], lens[i]);
         v->piece[i][lens[i]] = 0;
         v->flags[i] = flags ? flags[i] : 0;
-        if (v->flags[i] & HX_GTOK_SPECIAL) {
-            if (lens[i] == strlen(OPEN_TAG) && !memcmp(pieces[i], OPEN_TAG, lens[i])) v->open_tok = i;
-            if (lens[i] == strlen(CLOSE_TAG) && !memcmp(pieces[i], CLOSE_TAG, lens[i])) v->close_tok = i;
-        }
+        for (int k = 0; k < N_MARKS && (v->flags[i] & HX_GTOK_SPECIAL); k++)
+            if (lens[i] == strlen(hx_gmark_text[k]) && !memcmp(pieces[i], hx_gmark_text[k], lens[i]))
+                v->mark_tok[k] = i;
     }
     if (build_tables(v)) goto oom;
     *out = v;
@@ -689,8 +691,10 @@ int hx_matcher_mask(hx_matcher *m, uint32_t *mask)
     if (gm_can_end(m, m->cur))
         for (int32_t t = 0; t < v->n_tokens; t++)
             if (v->flags[t] & HX_GTOK_EOG) mask[t >> 5] |= 1u << (t & 31);
-    if (v->open_tok >= 0 && feed_str(m, m->cur, OPEN_TAG)) mask[v->open_tok >> 5] |= 1u << (v->open_tok & 31);
-    if (v->close_tok >= 0 && feed_str(m, m->cur, CLOSE_TAG)) mask[v->close_tok >> 5] |= 1u << (v->close_tok & 31);
+    for (int k = 0; k < N_MARKS; k++) {
+        int32_t t = v->mark_tok[k];
+        if (t >= 0 && feed_str(m, m->cur, hx_gmark_text[k])) mask[t >> 5] |= 1u << (t & 31);
+    }
     return m->rx->failed ? hx_err_set(&m->err, HX_ERR_RANGE, "grammar grew too large") : HX_OK;
 }
 
@@ -772,8 +776,8 @@ int hx_matcher_accept(hx_matcher *m, int32_t tok)
         m->ended = 1;
         return HX_OK;
     }
-    if (tok == v->open_tok) return hx_matcher_feed(m, OPEN_TAG, strlen(OPEN_TAG));
-    if (tok == v->close_tok) return hx_matcher_feed(m, CLOSE_TAG, strlen(CLOSE_TAG));
+    for (int k = 0; k < N_MARKS; k++)
+        if (tok == v->mark_tok[k]) return hx_matcher_feed(m, hx_gmark_text[k], strlen(hx_gmark_text[k]));
     if (v->flags[tok] & HX_GTOK_SPECIAL)
         return hx_err_set(&m->err, HX_ERR_STATE, "special token %d not allowed", (int)tok);
     return hx_matcher_feed(m, v->piece[tok], v->len[tok]);
@@ -899,12 +903,14 @@ int hx_grammar_from_schema(const char *json, size_t len, const hx_grammar_params
     return rc;
 }
 
+/* {"name": "NAME", "arguments"|"parameters": ARGS} for one tool. */
 static int tool_branch(hx_grammar *g, const hx_tool_spec *t, const hx_grammar_params *p, uint32_t ws,
                        uint32_t *out, hx_err *err)
 {
     hx_rx *rx = &g->rx;
     uint32_t args;
     const char *sj = t->schema_json ? t->schema_json : "{\"type\":\"object\"}";
+    const char *key = p->call_style == HX_CALLS_LLAMA ? "\"parameters\"" : "\"arguments\"";
     cJSON *s = cJSON_Parse(sj);
     if (!s) return hx_err_set(err, HX_ERR_FORMAT, "tool %s: schema is not valid JSON", t->name);
     int rc = hx_schema_compile_rx(rx, s, p, &args, err);
@@ -916,9 +922,44 @@ static int tool_branch(hx_grammar *g, const hx_tool_spec *t, const hx_grammar_pa
     uint32_t colon = rx_cat3(rx, ws, rx_lit(rx, ":", 1), ws), comma = rx_cat3(rx, ws, rx_lit(rx, ",", 1), ws);
     uint32_t name = rx_cat3(rx, rx_lit(rx, "\"", 1), rx_enc_string(rx, t->name, strlen(t->name)), rx_lit(rx, "\"", 1));
     uint32_t body = rx_cat3(rx, rx_lit(rx, "\"name\"", 6), colon, name);
-    body = rx_cat3(rx, body, comma, rx_cat3(rx, rx_lit(rx, "\"arguments\"", 11), colon, args));
+    body = rx_cat3(rx, body, comma, rx_cat3(rx, rx_lit(rx, key, strlen(key)), colon, args));
     *out = rx_cat3(rx, rx_lit(rx, "{", 1), rx_cat3(rx, ws, body, ws), rx_lit(rx, "}", 1));
     return HX_OK;
+}
+
+/* Any byte string that does not contain the literal r. */
+static uint32_t without_lit(hx_rx *rx, uint32_t r)
+{
+    uint32_t all = rx_not(rx, RX_NONE);
+    return rx_and(rx, all, rx_not(rx, rx_cat3(rx, all, r, all)));
+}
+
+/* Tagged (Qwen, Hermes): (<tool_call> ws CALL ws </tool_call> ws){1,max};
+ * free text is anything without "<tool_call>". */
+static void tagged_root(hx_grammar *g, uint32_t calls, uint32_t ws, int mode, int max)
+{
+    hx_rx *rx = &g->rx;
+    uint32_t open = rx_lit(rx, OPEN_TAG, strlen(OPEN_TAG)), close = rx_lit(rx, CLOSE_TAG, strlen(CLOSE_TAG));
+    uint32_t call = rx_cat3(rx, open, rx_cat3(rx, ws, calls, ws), rx_cat(rx, close, ws));
+    uint32_t seq = rx_rep(rx, call, 1, max > 0 ? (uint32_t)max : RX_INF);
+    uint32_t text = without_lit(rx, open);
+    if (mode == HX_TOOLS_REQUIRED) g->root = seq;
+    else if (mode == HX_TOOLS_LAZY) g->root = rx_cat(rx, text, rx_opt(rx, seq));
+    else g->root = rx_or(rx, text, seq);
+}
+
+/* Llama 3.1: ws CALL ws, or <|python_tag|> ws CALL ws; free text neither
+ * starts with ws "{" nor holds "<|python_tag|>" (lazy: the tag may
+ * follow text). */
+static void llama_root(hx_grammar *g, uint32_t calls, uint32_t ws, int mode)
+{
+    hx_rx *rx = &g->rx;
+    uint32_t all = rx_not(rx, RX_NONE), py = rx_lit(rx, PY_TAG, strlen(PY_TAG));
+    uint32_t call = rx_cat3(rx, ws, calls, ws), tagged = rx_cat(rx, py, call);
+    uint32_t text = rx_and(rx, without_lit(rx, py), rx_not(rx, rx_cat3(rx, ws, rx_lit(rx, "{", 1), all)));
+    if (mode == HX_TOOLS_REQUIRED) g->root = rx_or(rx, call, tagged);
+    else if (mode == HX_TOOLS_LAZY) g->root = rx_or(rx, call, rx_cat(rx, text, rx_opt(rx, tagged)));
+    else g->root = rx_orv(rx, (uint32_t[]){text, call, tagged}, 3);
 }
 
 int hx_grammar_tool_calls(const hx_tool_spec *tools, int n_tools, int mode, const hx_grammar_params *p,
@@ -928,6 +969,8 @@ int hx_grammar_tool_calls(const hx_tool_spec *tools, int n_tools, int mode, cons
     *out = NULL;
     if (!p) p = &d;
     if (n_tools <= 0 || !tools) return hx_err_set(err, HX_ERR_INVALID, "tool-call grammar needs at least one tool");
+    if (p->call_style != HX_CALLS_TAGGED && p->call_style != HX_CALLS_LLAMA)
+        return hx_err_set(err, HX_ERR_INVALID, "unknown tool-call style %d", p->call_style);
     hx_grammar *g = grammar_new();
     if (!g) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     hx_rx *rx = &g->rx;
@@ -939,13 +982,8 @@ int hx_grammar_tool_calls(const hx_tool_spec *tools, int n_tools, int mode, cons
         if (rc) { hx_grammar_free(g); return rc; }
         calls = rx_or(rx, calls, b);
     }
-    uint32_t open = rx_lit(rx, OPEN_TAG, strlen(OPEN_TAG)), close = rx_lit(rx, CLOSE_TAG, strlen(CLOSE_TAG));
-    uint32_t call = rx_cat3(rx, open, rx_cat3(rx, ws, calls, ws), rx_cat(rx, close, ws));
-    uint32_t all = rx_not(rx, RX_NONE);
-    uint32_t text = rx_and(rx, all, rx_not(rx, rx_cat3(rx, all, open, all)));
-    if (mode == HX_TOOLS_REQUIRED) g->root = call;
-    else if (mode == HX_TOOLS_LAZY) g->root = rx_cat(rx, text, rx_opt(rx, call));
-    else g->root = rx_or(rx, text, call);
+    if (p->call_style == HX_CALLS_LLAMA) llama_root(g, calls, ws, mode);
+    else tagged_root(g, calls, ws, mode, p->max_calls);
     if (rx->failed) { hx_grammar_free(g); return hx_err_set(err, HX_ERR_RANGE, "tool-call grammar too large"); }
     g->lazy = mode == HX_TOOLS_LAZY;
     *out = g;

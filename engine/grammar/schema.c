@@ -33,6 +33,7 @@ typedef struct sc {
     int n_tmps, cap_tmps;
     int depth;
     int int_exact;   /* number literals as integers only (draft 4 integer) */
+    int gen;         /* hx_grammar_params.generation: bounded numbers */
     double deadline; /* compile budget (monotonic seconds) */
     char path[768];
     size_t plen;
@@ -260,21 +261,29 @@ static uint32_t digits(sc *c, uint32_t mn, uint32_t mx)
     return rx_rep(c->rx, rx_range(c->rx, '0', '9'), mn, mx);
 }
 
+/* Digit counts: unbounded, or the generation bounds (grammar.h). */
+static uint32_t gen_max(const sc *c, uint32_t bound)
+{
+    return c->gen ? bound : RX_INF;
+}
+
 static uint32_t nat_any(sc *c) /* 0 | [1-9][0-9]* */
 {
-    return rx_or(c->rx, lit(c, "0"), rx_cat(c->rx, rx_range(c->rx, '1', '9'), digits(c, 0, RX_INF)));
+    uint32_t more = digits(c, 0, gen_max(c, HX_GEN_INT_DIGITS - 1));
+    return rx_or(c->rx, lit(c, "0"), rx_cat(c->rx, rx_range(c->rx, '1', '9'), more));
 }
 
 static uint32_t frac_any(sc *c)
 {
-    return rx_opt(c->rx, rx_cat(c->rx, lit(c, "."), digits(c, 1, RX_INF)));
+    return rx_opt(c->rx, rx_cat(c->rx, lit(c, "."), digits(c, 1, gen_max(c, HX_GEN_FRAC_DIGITS))));
 }
 
 static uint32_t exp_part(sc *c)
 {
     hx_rx *rx = c->rx;
     return rx_opt(rx, rx_cat3(rx, rx_or(rx, lit(c, "e"), lit(c, "E")),
-                              rx_opt(rx, rx_or(rx, lit(c, "+"), lit(c, "-"))), digits(c, 1, RX_INF)));
+                              rx_opt(rx, rx_or(rx, lit(c, "+"), lit(c, "-"))),
+                              digits(c, 1, gen_max(c, HX_GEN_EXP_DIGITS))));
 }
 
 static uint32_t number_any(sc *c)
@@ -349,8 +358,10 @@ int hx_py_float_repr(double v, char *out, size_t n)
     return snprintf(out, n, "%s", buf);
 }
 
+/* ".0", ".00", ... after an integer value; generation writes none. */
 static uint32_t zero_frac(sc *c)
 {
+    if (c->gen) return RX_NIL;
     return rx_opt(c->rx, rx_cat(c->rx, lit(c, "."), rx_rep(c->rx, lit(c, "0"), 1, RX_INF)));
 }
 
@@ -549,6 +560,8 @@ static int sc_number(sc *c, const cJSON *s, int integer, uint32_t *out)
         if (integer && ex) { H -= 1; ex = 0; }
         r = rx_and(rx, r, num_upper(c, (int64_t)H, ex, fa, fz, fnz, mag_all));
     }
+    /* the range regexes allow any number of digits past the bounds */
+    if (c->gen) r = rx_and(rx, r, integer ? rx_cat(rx, rx_opt(rx, lit(c, "-")), nat_any(c)) : number_any(c));
     *out = r;
     return HX_OK;
 }
@@ -1297,7 +1310,8 @@ uint32_t hx_json_ws(hx_rx *rx, const hx_grammar_params *p)
 {
     static const uint32_t ws_bits[8] = {0x2600, 1, 0, 0, 0, 0, 0, 0}; /* \t \n \r space */
     if (p->compact) return RX_NIL;
-    return rx_rep(rx, rx_class(rx, ws_bits), 0, p->ws_max > 0 ? (uint32_t)p->ws_max : RX_INF);
+    uint32_t max = p->ws_max > 0 ? (uint32_t)p->ws_max : p->generation ? HX_GEN_WS : RX_INF;
+    return rx_rep(rx, rx_class(rx, ws_bits), 0, max);
 }
 
 int hx_schema_compile_rx(hx_rx *rx, const cJSON *schema, const hx_grammar_params *p, uint32_t *out,
@@ -1310,6 +1324,7 @@ int hx_schema_compile_rx(hx_rx *rx, const cJSON *schema, const hx_grammar_params
     c.err = err;
     c.draft = cJSON_IsObject(schema) ? detect_draft(schema) : 2020;
     c.deadline = hx_time_mono() + COMPILE_BUDGET_S;
+    c.gen = p->generation != 0;
     c.ws = hx_json_ws(rx, p);
     c.comma = rx_cat3(rx, c.ws, lit(&c, ","), c.ws);
     c.colon = rx_cat3(rx, c.ws, lit(&c, ":"), c.ws);

@@ -397,9 +397,177 @@ static void test_tool_calls(void)
         const char *lazy = "Let me check. <tool_call>{\"name\": \"noop\", \"arguments\": {}}</tool_call>";
         ok = hx_matcher_feed(m, lazy, strlen(lazy)) == HX_OK && hx_matcher_can_end(m);
         EXPECT_EQ_INT(ok, mode == HX_TOOLS_LAZY);
+        hx_matcher_reset(m);
+        /* several calls in one turn, whitespace between and after them */
+        const char *two = "<tool_call>\n{\"name\": \"noop\", \"arguments\": {}}\n</tool_call>\n"
+                          "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n</tool_call>\n";
+        EXPECT(hx_matcher_feed(m, two, strlen(two)) == HX_OK && hx_matcher_can_end(m));
+        /* but no text after a call */
+        EXPECT(hx_matcher_feed(m, "Done.", 5) != HX_OK);
         hx_matcher_free(m);
         hx_grammar_free(g);
     }
+}
+
+/* At most max_calls calls. */
+static void test_tool_calls_max(void)
+{
+    hx_tool_spec t = {"noop", NULL};
+    hx_grammar_params p = hx_grammar_default_params();
+    hx_grammar *g;
+    hx_err err = {0};
+    p.compact = 1;
+    p.max_calls = 2;
+    ASSERT(hx_grammar_tool_calls(&t, 1, HX_TOOLS_REQUIRED, &p, &g, &err) == HX_OK);
+    hx_matcher *m = hx_matcher_new(g, NULL);
+    const char *call = "<tool_call>{\"name\":\"noop\",\"arguments\":{}}</tool_call>";
+    for (int i = 0; i < 2; i++)
+        EXPECT(hx_matcher_feed(m, call, strlen(call)) == HX_OK && hx_matcher_can_end(m));
+    EXPECT(hx_matcher_feed(m, "<", 1) != HX_OK);
+    hx_matcher_free(m);
+    hx_grammar_free(g);
+    p.call_style = 7;
+    EXPECT(hx_grammar_tool_calls(&t, 1, HX_TOOLS_REQUIRED, &p, &g, &err) == HX_ERR_INVALID);
+    EXPECT(strstr(err.msg, "style") != NULL);
+}
+
+/* 1 if s is a complete sentence of g. */
+static int whole(hx_grammar *g, const char *s)
+{
+    hx_matcher *m = hx_matcher_new(g, NULL);
+    int ok = m && hx_matcher_feed(m, s, strlen(s)) == HX_OK && hx_matcher_can_end(m);
+    hx_matcher_free(m);
+    return ok;
+}
+
+/* Llama 3.1: a bare {"name", "parameters"} call, optionally after
+ * <|python_tag|>; in the lazy form a leading "{" starts it. */
+static void test_tool_calls_llama(void)
+{
+    hx_tool_spec t[2] = {{"get_time", "{\"type\":\"object\",\"properties\":{\"tz\":{\"type\":\"string\"}},"
+                                      "\"required\":[\"tz\"],\"additionalProperties\":false}"},
+                         {"noop", NULL}};
+    hx_grammar_params p = hx_grammar_default_params();
+    p.call_style = HX_CALLS_LLAMA;
+    const char *call = "{\"name\": \"get_time\", \"parameters\": {\"tz\": \"UTC\"}}";
+    const char *tagged = "<|python_tag|>{\"name\": \"noop\", \"parameters\": {}}";
+    for (int mode = 0; mode < 3; mode++) {
+        hx_grammar *g;
+        hx_err err = {0};
+        ASSERT(hx_grammar_tool_calls(t, 2, mode, &p, &g, &err) == HX_OK);
+        EXPECT_EQ_INT(whole(g, call), 1);
+        EXPECT_EQ_INT(whole(g, tagged), 1);
+        EXPECT_EQ_INT(whole(g, "\n{\"name\": \"noop\", \"parameters\": {}}\n"), 1);
+        EXPECT_EQ_INT(whole(g, "{\"name\": \"noop\", \"arguments\": {}}"), 0);
+        EXPECT_EQ_INT(whole(g, "{\"name\": \"get_time\", \"parameters\": {}}"), 0);
+        /* one call per turn (the Llama 3.1 template renders one) */
+        EXPECT_EQ_INT(whole(g, "{\"name\": \"noop\", \"parameters\": {}} {\"name\": \"noop\", \"parameters\": {}}"), 0);
+        EXPECT_EQ_INT(whole(g, "Hello there."), mode != HX_TOOLS_REQUIRED);
+        EXPECT_EQ_INT(whole(g, "Sets {a} and {b}."), mode != HX_TOOLS_REQUIRED);
+        /* a leading "{" is a call, never text */
+        EXPECT_EQ_INT(whole(g, "{hello}"), 0);
+        EXPECT_EQ_INT(whole(g, " {\"name\": 1}"), 0);
+        EXPECT_EQ_INT(whole(g, "Let me see. <|python_tag|>{\"name\": \"noop\", \"parameters\": {}}"),
+                      mode == HX_TOOLS_LAZY);
+        EXPECT_EQ_INT(whole(g, "Hi <|python_tag|> there"), 0);
+        hx_grammar_free(g);
+    }
+}
+
+/* <|python_tag|> as one special token, and EOG after the call. */
+static void test_tool_calls_llama_tokens(void)
+{
+    const char *pieces[] = {"<|python_tag|>", "{\"", "name", "\":\"", "noop", "\",\"", "parameters",
+                            "\":{", "}}", "Hi", "<|eot_id|>", "{"};
+    enum { N = 12 };
+    size_t lens[N];
+    uint8_t flags[N] = {HX_GTOK_SPECIAL};
+    flags[10] = HX_GTOK_SPECIAL | HX_GTOK_EOG;
+    for (int i = 0; i < N; i++) lens[i] = strlen(pieces[i]);
+    hx_gvocab *v;
+    hx_grammar *g;
+    hx_err err = {0};
+    hx_tool_spec t = {"noop", NULL};
+    hx_grammar_params p = hx_grammar_default_params();
+    p.compact = 1;
+    p.call_style = HX_CALLS_LLAMA;
+    ASSERT(hx_gvocab_new(N, pieces, lens, flags, &v, &err) == HX_OK);
+    ASSERT(hx_grammar_tool_calls(&t, 1, HX_TOOLS_LAZY, &p, &g, &err) == HX_OK);
+    hx_matcher *m = hx_matcher_new(g, v);
+    uint32_t mask[1];
+    ASSERT(m && hx_matcher_mask(m, mask) == HX_OK);
+    EXPECT(mask[0] & 1u);           /* <|python_tag|> */
+    EXPECT(mask[0] & (1u << 1));    /* {" starts a call */
+    EXPECT(mask[0] & (1u << 9));    /* free text */
+    EXPECT(mask[0] & (1u << 10));   /* the end */
+    int32_t seq[] = {0, 1, 2, 3, 4, 5, 6, 7};
+    for (int i = 0; i < 8; i++) EXPECT(hx_matcher_accept(m, seq[i]) == HX_OK);
+    ASSERT(hx_matcher_mask(m, mask) == HX_OK);
+    EXPECT(mask[0] & (1u << 8));     /* "}}" closes the arguments, */
+    EXPECT(!(mask[0] & (1u << 10))); /* and the end must wait */
+    EXPECT(hx_matcher_accept(m, 8) == HX_OK);
+    ASSERT(hx_matcher_mask(m, mask) == HX_OK);
+    EXPECT_EQ_INT(mask[0], 1u << 10); /* then only the end */
+    EXPECT(hx_matcher_accept(m, 10) == HX_OK && hx_matcher_ended(m));
+    /* after text, a "{" is text again; the tag is not */
+    hx_matcher_reset(m);
+    EXPECT(hx_matcher_accept(m, 9) == HX_OK && hx_matcher_accept(m, 11) == HX_OK);
+    EXPECT(hx_matcher_accept(m, 10) == HX_OK);
+    hx_matcher_free(m);
+    hx_grammar_free(g);
+    hx_gvocab_free(v);
+}
+
+/* 1 accepted, 0 rejected, -1 compile error: with generation bounds. */
+static int run_gen(const char *schema, const char *inst)
+{
+    hx_grammar_params p = hx_grammar_default_params();
+    hx_grammar *g;
+    hx_err err = {0};
+    p.generation = 1;
+    if (hx_grammar_from_schema(schema, strlen(schema), &p, &g, &err)) return -1;
+    int ok = whole(g, inst);
+    hx_grammar_free(g);
+    return ok;
+}
+
+/* Generation bounds: no "5.0" for integers, bounded digits and
+ * whitespace runs; validation (the default) keeps accepting them. */
+static void test_generation_bounds(void)
+{
+    const char *ie = "{\"type\":\"integer\",\"enum\":[5,10]}";
+    const char *imin = "{\"type\":\"integer\",\"minimum\":0}";
+    const char *i = "{\"type\":\"integer\"}", *n = "{\"type\":\"number\"}";
+    const char *nr = "{\"type\":\"number\",\"minimum\":0,\"maximum\":10}";
+    const char *obj = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}";
+    EXPECT_EQ_INT(run(ie, "5.0"), 1);
+    EXPECT_EQ_INT(run_gen(ie, "5.0"), 0);
+    EXPECT_EQ_INT(run_gen(ie, "10"), 1);
+    EXPECT_EQ_INT(run(imin, "-0.0"), 1);
+    EXPECT_EQ_INT(run_gen(imin, "-0.0"), 0);
+    EXPECT_EQ_INT(run_gen(imin, "0"), 1);
+    EXPECT_EQ_INT(run_gen(imin, "1234567890123456"), 1);
+    EXPECT_EQ_INT(run_gen(imin, "12345678901234567"), 0);
+    EXPECT_EQ_INT(run(i, "1e3"), 0);
+    EXPECT_EQ_INT(run(i, "3.0"), 1);
+    EXPECT_EQ_INT(run_gen(i, "3.0"), 0);
+    EXPECT_EQ_INT(run_gen(i, "-42"), 1);
+    EXPECT_EQ_INT(run_gen(n, "1.12345678"), 1);
+    EXPECT_EQ_INT(run_gen(n, "1.123456789"), 0);
+    EXPECT_EQ_INT(run(n, "1.123456789"), 1);
+    EXPECT_EQ_INT(run_gen(n, "1e-06"), 1);
+    EXPECT_EQ_INT(run_gen(n, "1e1234"), 0);
+    EXPECT_EQ_INT(run_gen(nr, "9.5"), 1);
+    EXPECT_EQ_INT(run_gen(nr, "9.000000001"), 0);
+    EXPECT_EQ_INT(run_gen(nr, "10"), 1);
+    EXPECT_EQ_INT(run_gen(nr, "10.0"), 0); /* integral values as integers */
+    EXPECT_EQ_INT(run_gen(nr, "10.5"), 0);
+    EXPECT_EQ_INT(run_gen(obj, "{\"a\": 1}"), 1);
+    EXPECT_EQ_INT(run_gen(obj, "{\n    \"a\": 1\n}"), 1);
+    EXPECT_EQ_INT(run_gen(obj, "{\"a\":         1}"), 0); /* 9 spaces */
+    EXPECT_EQ_INT(run(obj, "{\"a\":      1}"), 1);
+    EXPECT_EQ_INT(run_gen("true", "[1.5, {\"x\": 2}]"), 1);
+    EXPECT_EQ_INT(run_gen("true", "[1.1234567891]"), 0);
 }
 
 /* <tool_call> as one special token (Qwen) and as plain text pieces. */
@@ -458,5 +626,9 @@ int main(void)
     RUN(test_masks_exact);
     RUN(test_tool_calls);
     RUN(test_tool_call_tokens);
+    RUN(test_tool_calls_max);
+    RUN(test_tool_calls_llama);
+    RUN(test_tool_calls_llama_tokens);
+    RUN(test_generation_bounds);
     return test_summary();
 }
