@@ -133,6 +133,18 @@ fuzz:
 	        -o build/fuzz/$$n $(PKG_LIBS) -ldl -lm -pthread || exit 1; \
 	done
 
+# Engine benchmark: Hearth against llama.cpp (pp512 / tg128 at 1 and 2
+# threads, peak RSS, decode against read bandwidth) on random-weight models
+# of real shapes cached in ~/.cache/hearth/bench-models; rewrites its section
+# of bench/README.md. ARGS=--big adds the 30B-A3B row (an 18.6 GB file).
+$(BUILD)/bench/engine: bench/engine.c $(call libs_for,engine)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
+bench-engine: $(BUILD)/bench/engine reference
+	@if [ -f $(HEARTH_REFERENCE)/include/llama.h ]; then \
+	    $(MAKE) --no-print-directory $(HXREF) || echo "hearth: hxref did not build; Hearth only" >&2; fi
+	HEARTH_BUILD=$(BUILD) nice $(BUILD)/bench/engine $(ARGS)
+
 # Mail benchmark: mail.search over 10,000 generated messages.
 $(BUILD)/bench/mail: bench/mail.c $(call libs_for,tools)
 	@mkdir -p $(@D)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "llama.h"
 #include "ggml-backend.h"
@@ -28,7 +29,8 @@
     X(llama_model_get_vocab) X(llama_vocab_n_tokens) X(llama_tokenize)       \
     X(llama_detokenize) X(llama_batch_init) X(llama_batch_free)              \
     X(llama_decode) X(llama_get_logits_ith) X(llama_vocab_is_eog)            \
-    X(llama_adapter_lora_init) X(llama_set_adapters_lora)
+    X(llama_adapter_lora_init) X(llama_set_adapters_lora)                   \
+    X(llama_get_memory) X(llama_memory_clear)
 
 #define DECLARE_FN(name) static __typeof__(&name) p_##name;
 HXREF_FUNCS(DECLARE_FN)
@@ -334,6 +336,64 @@ static int cmd_generate(int argc, char **argv)
     return 0;
 }
 
+/* ---- bench: llama.cpp's speed for bench/engine.c ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Seconds for one pass over n pseudo-random ids at positions 0.. (one
+ * batch when batch, else one decode per token), from an empty cache. */
+static double bench_run(struct llama_context *ctx, int n_vocab, int n,
+                        int batch, unsigned seed)
+{
+    llama_token *ids = malloc(sizeof *ids * (size_t)n);
+    if (!ids) die("out of memory");
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        ids[i] = (llama_token)((seed >> 8) % (unsigned)n_vocab);
+    }
+    p_llama_memory_clear(p_llama_get_memory(ctx), true);
+    double t0 = now_s();
+    if (batch) decode(ctx, ids, n, 0, 0);
+    else
+        for (int i = 0; i < n; i++) decode(ctx, &ids[i], 1, i, 0);
+    double t = now_s() - t0;
+    free(ids);
+    return t;
+}
+
+/* llama.cpp's default context settings (F16 cache, its flash-attention
+ * choice), THREADS threads, a cache of PP + TG positions; a warm-up pass,
+ * then prints "pp_seconds tg_seconds". */
+static int cmd_bench(int argc, char **argv)
+{
+    if (argc != 4) die("usage: hxref bench MODEL THREADS PP TG");
+    int nth = atoi(argv[1]), pp = atoi(argv[2]), tg = atoi(argv[3]);
+    if (nth < 1 || pp < 1 || tg < 1) die("bad bench arguments");
+    struct llama_model *m = load_model(argv[0], 0);
+    int n_vocab = p_llama_vocab_n_tokens(p_llama_model_get_vocab(m));
+    struct llama_context_params cp = p_llama_context_default_params();
+    cp.n_ctx = (uint32_t)((pp + tg + 255) / 256 * 256);
+    cp.n_batch = cp.n_ubatch = (uint32_t)pp;
+    cp.n_seq_max = 1;
+    cp.n_threads = cp.n_threads_batch = nth;
+    cp.no_perf = true;
+    struct llama_context *ctx = p_llama_init_from_model(m, cp);
+    if (!ctx) die("cannot create a context of %u tokens", cp.n_ctx);
+    bench_run(ctx, n_vocab, 16, 1, 7);
+    bench_run(ctx, n_vocab, 2, 0, 7);
+    double t_pp = bench_run(ctx, n_vocab, pp, 1, 1);
+    double t_tg = bench_run(ctx, n_vocab, tg, 0, 2);
+    printf("%.6f %.6f\n", t_pp, t_tg);
+    p_llama_free(ctx);
+    p_llama_model_free(m);
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -342,6 +402,7 @@ static void usage(FILE *f)
             "       hxref logits MODEL OUT.bin ID...\n"
             "       hxref generate MODEL N [--stop-eog] ID...\n"
             "       hxref lora MODEL ADAPTER SCALE OUT.bin ID...\n"
+            "       hxref bench MODEL THREADS PP TG\n"
             "logits/lora write n_ids * n_vocab float32 (little-endian);\n"
             "the others print ids separated by spaces, or the bytes.\n"
             "env: HEARTH_REFERENCE HXREF_VERBOSE HXREF_THREADS HXREF_KV=f16 "
@@ -355,7 +416,7 @@ int main(int argc, char **argv)
         int (*fn)(int, char **);
     } cmds[] = {{"tokenize", cmd_tokenize}, {"detok", cmd_detok},
                 {"logits", cmd_logits},     {"generate", cmd_generate},
-                {"lora", cmd_lora}};
+                {"lora", cmd_lora},         {"bench", cmd_bench}};
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
