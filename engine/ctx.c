@@ -108,6 +108,7 @@ void hx_ctx_free(hx_ctx *c)
 {
     if (!c) return;
     hx_threadpool_free(c->tp);
+    hx_lora_set_free(c->lora);
     void *bufs[] = {c->kc, c->vc, c->x, c->xb, c->q, c->k, c->v, c->att,
                     c->hb, c->hb2, c->eo, c->rl, c->sel, c->selw, c->ptok,
                     c->pslot, c->moe_idx, c->act, c->jobs, c->scores,

@@ -25,6 +25,8 @@ struct hx_ctx {
     void (*act_hook)(void *user, const char *tensor, int expert,
                      const float *x, int n_tokens, int64_t n_cols);
     void *act_hook_user;
+    /* attached LoRA adapters (adapter.c); NULL until the first attach */
+    struct hx_lora_set *lora;
     const hx_attn_ops *ao; /* attention primitives for this CPU */
     /* scratch for one pass of up to n_batch (B) tokens */
     float *x;        /* (B, n_embd) residual stream */
@@ -72,6 +74,13 @@ void hx_fwd_report_experts(hx_ctx *c, const hx_wmat *w, const float *x,
                            const int *first);
 /* g = silu(g) * u over n elements, split across the pool when large. */
 void hx_fwd_swiglu(hx_threadpool *tp, float *g, const float *u, int64_t n);
+
+/* adapter.c */
+/* Adds the attached adapters' scaled B (A x) to y (B, w->rows), the
+ * product of x (B, w->cols) by w; nothing when no adapter adapts w. */
+void hx_lora_apply(hx_ctx *c, const hx_wmat *w, const float *x, int B,
+                   float *y);
+void hx_lora_set_free(struct hx_lora_set *s); /* NULL is a no-op */
 
 /* attention.c */
 /* Floats of per-thread attention scratch. */

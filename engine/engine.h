@@ -14,5 +14,6 @@
 #include "engine/model_write.h"
 #include "engine/delta.h"
 #include "engine/quantize.h"
+#include "engine/adapter.h"
 
 #endif /* HX_ENGINE_H */

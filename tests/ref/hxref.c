@@ -7,8 +7,9 @@
  * Environment: HEARTH_REFERENCE (default build/reference) holds bins/ and
  * include/; HXREF_VERBOSE=1 shows llama.cpp's log; HXREF_THREADS (default 1;
  * more is much slower on an oversubscribed machine, as ggml's threads spin);
- * HXREF_KV=f16 uses llama.cpp's default F16 KV cache (default here: f32, the
- * exact reference); HXREF_FLASH=1 enables flash attention (default off). */
+ * HXREF_KV=f16 uses llama.cpp's default F16 KV cache, HXREF_KV=q8_0 its
+ * 8-bit one (needs HXREF_FLASH=1) (default here: f32, the exact
+ * reference); HXREF_FLASH=1 enables flash attention (default off). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -119,7 +120,8 @@ static struct llama_context *new_context(struct llama_model *m, int n)
     cp.flash_attn_type = env_int("HXREF_FLASH", 0)
                              ? LLAMA_FLASH_ATTN_TYPE_ENABLED
                              : LLAMA_FLASH_ATTN_TYPE_DISABLED;
-    if (!kv || strcmp(kv, "f16") != 0) cp.type_k = cp.type_v = GGML_TYPE_F32;
+    if (kv && !strcmp(kv, "q8_0")) cp.type_k = cp.type_v = GGML_TYPE_Q8_0;
+    else if (!kv || strcmp(kv, "f16") != 0) cp.type_k = cp.type_v = GGML_TYPE_F32;
     cp.no_perf = true;
     struct llama_context *ctx = p_llama_init_from_model(m, cp);
     if (!ctx) die("cannot create a context of %u tokens", n_ctx);
@@ -257,8 +259,33 @@ static void write_logits(struct llama_context *ctx, int n_vocab, int n,
     if (fclose(f)) die("writing %s: %s", out, strerror(errno));
 }
 
-/* Teacher-forced logits of ids, with an optional LoRA adapter. */
-static int run_logits(const char *model, const char *adapter, float scale,
+/* Applies the adapters of a comma-separated list with the scales of
+ * another (same count, at most 8). */
+static void set_adapters(struct llama_model *m, struct llama_context *ctx,
+                         const char *adapters, const char *scales)
+{
+    struct llama_adapter_lora *a[8];
+    float sc[8];
+    char list[4096], *save = NULL, *end;
+    int n = 0, k = 0;
+    snprintf(list, sizeof list, "%s", adapters);
+    for (char *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (n == 8) die("at most 8 adapters");
+        if (!(a[n++] = p_llama_adapter_lora_init(m, p)))
+            die("cannot load LoRA adapter %s (HXREF_VERBOSE=1 shows why)", p);
+    }
+    for (const char *p = scales; k < 8; p = end + 1) {
+        sc[k++] = strtof(p, &end);
+        if (end == p || (*end && *end != ',')) die("bad scale list '%s'", scales);
+        if (!*end) break;
+    }
+    if (k != n) die("%d adapters but %d scales", n, k);
+    if (p_llama_set_adapters_lora(ctx, a, (size_t)n, sc) != 0)
+        die("cannot apply LoRA adapters %s", adapters);
+}
+
+/* Teacher-forced logits of ids, with optional LoRA adapters. */
+static int run_logits(const char *model, const char *adapter, const char *scale,
                       const char *out, int argc, char **argv)
 {
     llama_token *ids;
@@ -268,13 +295,7 @@ static int run_logits(const char *model, const char *adapter, float scale,
     const struct llama_vocab *vocab = p_llama_model_get_vocab(m);
     check_ids(vocab, ids, n);
     struct llama_context *ctx = new_context(m, n);
-    if (adapter) {
-        struct llama_adapter_lora *a = p_llama_adapter_lora_init(m, adapter);
-        if (!a) die("cannot load LoRA adapter %s (HXREF_VERBOSE=1 shows why)",
-                    adapter);
-        if (p_llama_set_adapters_lora(ctx, &a, 1, &scale) != 0)
-            die("cannot apply LoRA adapter %s", adapter);
-    }
+    if (adapter) set_adapters(m, ctx, adapter, scale);
     decode(ctx, ids, n, 0, 1);
     write_logits(ctx, p_llama_vocab_n_tokens(vocab), n, out);
     free(ids);
@@ -286,16 +307,13 @@ static int run_logits(const char *model, const char *adapter, float scale,
 static int cmd_logits(int argc, char **argv)
 {
     if (argc < 3) die("usage: hxref logits MODEL OUT.bin ID...");
-    return run_logits(argv[0], NULL, 0, argv[1], argc - 2, argv + 2);
+    return run_logits(argv[0], NULL, NULL, argv[1], argc - 2, argv + 2);
 }
 
 static int cmd_lora(int argc, char **argv)
 {
-    char *end;
     if (argc < 5) die("usage: hxref lora MODEL ADAPTER SCALE OUT.bin ID...");
-    float scale = strtof(argv[2], &end);
-    if (*end || end == argv[2]) die("bad scale '%s'", argv[2]);
-    return run_logits(argv[0], argv[1], scale, argv[3], argc - 4, argv + 4);
+    return run_logits(argv[0], argv[1], argv[2], argv[3], argc - 4, argv + 4);
 }
 
 /* First index of the largest logit, as llama.cpp's greedy sampler picks. */
@@ -402,6 +420,7 @@ static void usage(FILE *f)
             "       hxref logits MODEL OUT.bin ID...\n"
             "       hxref generate MODEL N [--stop-eog] ID...\n"
             "       hxref lora MODEL ADAPTER SCALE OUT.bin ID...\n"
+            "  (ADAPTER and SCALE may be comma-separated lists: several at once)\n"
             "       hxref bench MODEL THREADS PP TG\n"
             "logits/lora write n_ids * n_vocab float32 (little-endian);\n"
             "the others print ids separated by spaces, or the bytes.\n"

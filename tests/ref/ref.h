@@ -313,6 +313,18 @@ __attribute__((unused)) static int ref_lora_logits(const char *model,
     return ref_logits_run(fixed, 4, ids, n, out, n_vocab);
 }
 
+/* The same with several adapters at once: adapters and scales are
+ * comma-separated lists of the same length ("a.gguf,b.gguf", "1,0.5"). */
+__attribute__((unused)) static int ref_loras_logits(const char *model,
+                                                    const char *adapters,
+                                                    const char *scales,
+                                                    const int32_t *ids, int n,
+                                                    float **out, int *n_vocab)
+{
+    const char *fixed[8] = {"lora", model, adapters, scales, "OUT", NULL};
+    return ref_logits_run(fixed, 4, ids, n, out, n_vocab);
+}
+
 /* Greedy decoding (argmax, first on ties) of n_gen tokens after the prompt
  * ids; out holds n_gen ids. Returns the count (n_gen) or -1. */
 __attribute__((unused)) static int ref_generate(const char *model,
