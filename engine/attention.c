@@ -1,5 +1,6 @@
-/* attention.c: attention over the KV cache with llama.cpp's two CPU
- * flash-attention paths: tiled F32 for large passes, fp16 one-query. */
+/* attention.c: attention over the paged KV cache with llama.cpp's CPU
+ * flash-attention paths: tiled F32 for large passes, fp16 one-query, and
+ * the one-query path of a Q8_0 cache. */
 #include <math.h>
 #include <string.h>
 
@@ -9,27 +10,28 @@
  * att_tq tokens (R = G * tokens <= att_rows rows), keys in tiles of ATT_TK. */
 #define ATT_TK 64
 
-static int att_group(const hx_ctx *c)
-{
-    return c->m->hp.n_head / c->m->hp.n_head_kv;
-}
+static int att_group_hp(const hx_hparams *hp) { return hp->n_head / hp->n_head_kv; }
+static int att_group(const hx_ctx *c) { return att_group_hp(&c->m->hp); }
 
-static int att_tq(const hx_ctx *c)
+static int att_tq_hp(const hx_hparams *hp)
 {
-    int tq = 64 / att_group(c);
+    int tq = 64 / att_group_hp(hp);
     return tq < 1 ? 1 : tq;
 }
+static int att_tq(const hx_ctx *c) { return att_tq_hp(&c->m->hp); }
 
-static size_t att_rows(const hx_ctx *c)
+static size_t att_rows_hp(const hx_hparams *hp)
 {
-    return (size_t)att_tq(c) * (size_t)att_group(c);
+    return (size_t)att_tq_hp(hp) * (size_t)att_group_hp(hp);
 }
+static size_t att_rows(const hx_ctx *c) { return att_rows_hp(&c->m->hp); }
 
 /* Per-thread attention scratch, in floats: Q rows, accumulators, scores,
- * a K and a V tile, running max and sum (R each). */
-size_t hx_attn_scratch(const hx_ctx *c)
+ * a K and a V tile, running max and sum (R each). The one-query paths
+ * use less (G <= R rows). */
+size_t hx_attn_scratch(const hx_hparams *hp)
 {
-    const size_t d = (size_t)c->m->hp.head_dim, R = att_rows(c);
+    const size_t d = (size_t)hp->head_dim, R = att_rows_hp(hp);
     return 2 * R * d + R * ATT_TK + 2 * ATT_TK * d + 2 * R + 16;
 }
 
@@ -39,7 +41,8 @@ size_t hx_attn_scratch(const hx_ctx *c)
  * every K and V row is read once for all G heads. */
 typedef struct f16_heads {
     const hx_attn_ops *op;
-    const uint16_t *K, *V; /* (n_ctx, d) rows of this KV head */
+    const hx_ctx *c;       /* the cache: rows of KV head kvh of layer l */
+    int l, kvh;
     int G, d;
     float scale;
     uint16_t *q16, *acc;   /* (G, d) halves each */
@@ -58,7 +61,8 @@ static void f16_chunk(f16_heads *h, int j0, int j1)
     }
     memset(h->acc, 0, (size_t)G * d * sizeof(uint16_t));
     for (int j = j0; j < j1; j++) {
-        const uint16_t *kj = h->K + (size_t)j * d, *vj = h->V + (size_t)j * d;
+        const uint16_t *kj = (const uint16_t *)hx_kv_row(h->c, 0, h->l, h->kvh, j);
+        const uint16_t *vj = (const uint16_t *)hx_kv_row(h->c, 1, h->l, h->kvh, j);
         for (int g = 0; g < G; g++) {
             uint16_t *ag = h->acc + (size_t)g * d;
             const float sc = h->op->dot_hh(h->q16 + (size_t)g * d, kj, d) * h->scale;
@@ -153,32 +157,76 @@ static void attn_task_f16(void *ctx, int task, int thread)
     const hx_hparams *hp = &c->m->hp;
     const int d = hp->head_dim, G = att_group(c);
     const int t = task / hp->n_head_kv, kvh = task % hp->n_head_kv;
-    const size_t off = (((size_t)j->layer * hp->n_head_kv + kvh) * c->n_ctx) * d;
     const size_t qo = ((size_t)t * hp->n_head + (size_t)kvh * G) * d;
-    float *w = c->scores + (size_t)thread * hx_attn_scratch(c);
+    float *w = c->scores + (size_t)thread * hx_attn_scratch(hp);
     const size_t Gd = (size_t)G * d;
-    f16_heads h = {c->ao, (const uint16_t *)c->kc + off, (const uint16_t *)c->vc + off,
-                   G, d, 1.0f / sqrtf((float)d), (uint16_t *)w, (uint16_t *)w + Gd,
+    f16_heads h = {c->ao, c, j->layer, kvh, G, d, 1.0f / sqrtf((float)d), (uint16_t *)w, (uint16_t *)w + Gd,
                    w + Gd, w + Gd + G, w + Gd + 2 * G, w + 2 * Gd + 2 * G,
                    w + 2 * Gd + 2 * G + d, w + 2 * Gd + 3 * G + d};
     attn_f16(&h, c->q + qo, j->pos0 + t + 1, j->B == 1 ? c->n_threads : 0,
              c->att + qo, d);
 }
 
-/* The scratch of one tiled task (see scores_stride). */
+/* llama.cpp's one-query path over a quantized cache, for the G query heads
+ * of KV head kvh at token t: Q quantized to Q8_0 as for a Q8_0 matmul, K.Q
+ * as Q8_0 dot products, V rows dequantized and accumulated in F32 with an
+ * online softmax. Scratch w: G quantized Q rows, (G, d) accumulators, G
+ * maxima and sums, one V row. */
+static void attn_q8(hx_ctx *c, int l, int kvh, const float *q, int n_kv,
+                    float *out, float *w)
+{
+    const int G = att_group(c), d = c->m->hp.head_dim;
+    const size_t ab = hx_act_row_bytes(HX_TYPE_Q8_0, d), Gd = (size_t)G * d;
+    char *qa = (char *)w; /* G * ab <= G * d floats */
+    float *acc = w + Gd, *M = acc + Gd, *S = M + G, *vt = S + G;
+    const float scale = 1.0f / sqrtf((float)d);
+    for (int g = 0; g < G; g++) {
+        hx_quantize_act(HX_TYPE_Q8_0, q + (size_t)g * d, qa + (size_t)g * ab, d);
+        M[g] = -INFINITY;
+        S[g] = 0.0f;
+    }
+    memset(acc, 0, Gd * sizeof(float));
+    for (int j = 0; j < n_kv; j++) {
+        const char *kj = hx_kv_row(c, 0, l, kvh, j);
+        hx_dequantize_row(HX_TYPE_Q8_0, hx_kv_row(c, 1, l, kvh, j), vt, d);
+        for (int g = 0; g < G; g++) {
+            float sc, ms = 1.0f, vs = 1.0f, *ag = acc + (size_t)g * d;
+            hx_vec_dot(HX_TYPE_Q8_0, d, &sc, kj, qa + (size_t)g * ab);
+            sc *= scale;
+            if (sc > M[g]) {
+                ms = expf(M[g] - sc);
+                M[g] = sc;
+                for (int i = 0; i < d; i++) ag[i] *= ms;
+            } else {
+                vs = expf(sc - M[g]);
+            }
+            c->ao->axpy_f32(ag, vt, vs, d);
+            S[g] = S[g] * ms + vs;
+        }
+    }
+    for (int g = 0; g < G; g++) {
+        const float inv = S[g] == 0.0f ? 0.0f : 1.0f / S[g];
+        for (int i = 0; i < d; i++) out[(size_t)g * d + i] = acc[(size_t)g * d + i] * inv;
+    }
+}
+
+static void attn_task_q8(void *ctx, int task, int thread)
+{
+    const attn_job *j = ctx;
+    hx_ctx *c = j->c;
+    const hx_hparams *hp = &c->m->hp;
+    const int t = task / hp->n_head_kv, kvh = task % hp->n_head_kv;
+    const size_t qo = ((size_t)t * hp->n_head + (size_t)kvh * att_group(c)) * hp->head_dim;
+    attn_q8(c, j->layer, kvh, c->q + qo, j->pos0 + t + 1, c->att + qo,
+            c->scores + (size_t)thread * hx_attn_scratch(hp));
+}
+
+/* The scratch of one tiled task (see hx_attn_scratch). */
 typedef struct att_tile {
     float *q, *acc, *s, *kt, *vt, *m, *l;
     int R, G, d, t0, nt;
 } att_tile;
 
-/* Key tile [j0, j0+nk) into F32 (pointing into a float cache directly). */
-static const float *kv_tile(const hx_ctx *c, const void *base, int j0, int nk,
-                            int d, float *buf)
-{
-    if (c->kv_f32) return (const float *)base + (size_t)j0 * d;
-    c->ao->from_f16(buf, (const uint16_t *)base + (size_t)j0 * d, nk * d);
-    return buf;
-}
 
 /* Online softmax over one key tile for row r whose keys end at lim:
  * rescales the row when its maximum grows, turns scores into weights. */
@@ -208,15 +256,14 @@ static void tile_softmax(att_tile *a, int r, int j0, int nk, int lim)
 }
 
 /* Rows r = i*G + g: token t0+i, query head kvh*G + g. */
-static void att_rows_run(hx_ctx *c, att_tile *a, const void *K, const void *V,
-                         int pos0)
+static void att_rows_run(hx_ctx *c, att_tile *a, int l, int kvh, int pos0)
 {
     const int d = a->d, n_keys = pos0 + a->t0 + a->nt;
     const float scale = 1.0f / sqrtf((float)d);
     for (int j0 = 0; j0 < n_keys; j0 += ATT_TK) {
         const int nk = n_keys - j0 < ATT_TK ? n_keys - j0 : ATT_TK;
-        const float *kt = kv_tile(c, K, j0, nk, d, a->kt);
-        const float *vt = kv_tile(c, V, j0, nk, d, a->vt);
+        const float *kt = hx_kv_rows_f32(c, 0, l, kvh, j0, nk, a->kt);
+        const float *vt = hx_kv_rows_f32(c, 1, l, kvh, j0, nk, a->vt);
         for (int r = 0; r < a->R; r += 4) {
             const int nr = a->R - r < 4 ? a->R - r : 4;
             c->ao->scores4(a->q + (size_t)r * d, d, nr, kt, nk, d, scale,
@@ -241,7 +288,7 @@ static void attn_task_tiled(void *ctx, int task, int thread)
     const hx_hparams *hp = &c->m->hp;
     const int d = hp->head_dim, G = att_group(c), tq = att_tq(c);
     const int n_tb = (j->B + tq - 1) / tq, kvh = task / n_tb, tb = task % n_tb;
-    float *w = c->scores + (size_t)thread * hx_attn_scratch(c);
+    float *w = c->scores + (size_t)thread * hx_attn_scratch(hp);
     const size_t R = att_rows(c);
     att_tile a = {w, w + R * d, w + 2 * R * d, w + 2 * R * d + R * ATT_TK,
                   w + 2 * R * d + R * ATT_TK + (size_t)ATT_TK * d,
@@ -257,10 +304,7 @@ static void attn_task_tiled(void *ctx, int task, int thread)
         a.m[r] = -INFINITY;
         a.l[r] = 0.0f;
     }
-    const size_t off = (((size_t)j->layer * hp->n_head_kv + kvh) * c->n_ctx) * d;
-    const size_t el = c->kv_f32 ? sizeof(float) : sizeof(uint16_t);
-    att_rows_run(c, &a, (const char *)c->kc + off * el, (const char *)c->vc + off * el,
-                 j->pos0);
+    att_rows_run(c, &a, j->layer, kvh, j->pos0);
     for (int r = 0; r < a.R; r++) {
         float *out = c->att + ((size_t)(a.t0 + r / G) * hp->n_head + kvh * G + r % G) * d;
         const float inv = a.l[r] == 0.0f ? 0.0f : 1.0f / a.l[r];
@@ -268,11 +312,16 @@ static void attn_task_tiled(void *ctx, int task, int thread)
     }
 }
 
+/* Paths as llama.cpp's CPU flash attention picks them: an 8-bit cache
+ * always takes its one-query path; F16 takes the fp16 one-query path below
+ * FA_TILE_Q tokens, F32 tiles from there (and always for an F32 cache). */
 void hx_attention(hx_ctx *c, int l, int B, int pos0)
 {
     const hx_hparams *hp = &c->m->hp;
     attn_job j = {c, l, B, pos0};
-    if (!c->kv_f32 && B < FA_TILE_Q)
+    if (c->kv_type == HX_KV_Q8) /* llama.cpp: one-query path at any size */
+        hx_threadpool_run(c->tp, B * hp->n_head_kv, attn_task_q8, &j);
+    else if (c->kv_type == HX_KV_F16 && B < FA_TILE_Q)
         hx_threadpool_run(c->tp, B * hp->n_head_kv, attn_task_f16, &j);
     else
         hx_threadpool_run(c->tp, hp->n_head_kv * ((B + att_tq(c) - 1) / att_tq(c)),

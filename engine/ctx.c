@@ -8,67 +8,122 @@
 
 hx_ctx_params hx_ctx_default_params(void)
 {
-    hx_ctx_params p = {0, 512, 0, 0, NULL, NULL};
+    hx_ctx_params p = {0, 512, 0, 0, NULL, NULL, 0, 0, 0};
     return p;
 }
 
-static int alloc_kv(hx_ctx *c)
+/* The scratch buffers of a pass of B tokens, in bytes, in the order of
+ * the pointers scratch_slots lists; one formula for allocation and
+ * estimates. Returns the number of buffers (dense models need fewer). */
+enum { N_SCRATCH = 20 };
+
+/* Bytes per activation row, enough for every matmul input width. */
+static size_t act_row_bytes(const hx_hparams *hp)
 {
-    const hx_hparams *hp = &c->m->hp;
-    size_t n = (size_t)hp->n_layer * (size_t)hp->n_head_kv, bytes;
-    size_t el = c->kv_f32 ? sizeof(float) : sizeof(uint16_t);
-    if (hx_mul_size(n, (size_t)c->n_ctx, &n) || hx_mul_size(n, (size_t)hp->head_dim, &n) ||
-        hx_mul_size(n, el, &bytes))
-        return HX_ERR_NOMEM;
-    c->kc = hx_aligned_alloc(64, bytes);
-    c->vc = hx_aligned_alloc(64, bytes);
-    return c->kc && c->vc ? HX_OK : HX_ERR_NOMEM;
+    const size_t qd = (size_t)hp->n_head * hp->head_dim;
+    size_t kmax = (size_t)(hp->n_expert ? hp->n_ff_exp : hp->n_ff);
+    if ((size_t)hp->n_embd > kmax) kmax = (size_t)hp->n_embd;
+    if (qd > kmax) kmax = qd;
+    return hx_act_row_bytes(HX_TYPE_F32, (int64_t)kmax) + 64;
+}
+static int scratch_sizes(const hx_hparams *hp, size_t B, size_t nth,
+                         size_t attn_floats, size_t sz[N_SCRATCH])
+{
+    const size_t e = (size_t)hp->n_embd, f = sizeof(float);
+    const size_t qd = (size_t)hp->n_head * hp->head_dim;
+    const size_t kvd = (size_t)hp->n_head_kv * hp->head_dim;
+    const size_t nu = hp->n_expert ? (size_t)hp->n_expert_used : 1;
+    const size_t ff = hp->n_expert ? (size_t)hp->n_ff_exp : (size_t)hp->n_ff;
+    const size_t act_row = act_row_bytes(hp);
+    const size_t fixed[] = {
+        B * e * f, B * e * f, B * qd * f, B * kvd * f, B * kvd * f, B * qd * f,
+        B * nu * ff * f, B * nu * ff * f, nth * attn_floats * f,
+        B * nu * act_row, (2 * (size_t)hp->n_expert + 3) * sizeof(hx_mm_job),
+        B * (size_t)hp->head_dim * f};
+    int n = (int)(sizeof fixed / sizeof fixed[0]);
+    memcpy(sz, fixed, sizeof fixed);
+    if (!hp->n_expert) return n;
+    const size_t moe[] = {
+        B * nu * e * f, B * (size_t)hp->n_expert * f, B * nu * sizeof(int32_t),
+        B * nu * f, B * nu * sizeof(int32_t), B * nu * sizeof(int32_t),
+        (3 * (size_t)hp->n_expert + B * nu) * sizeof(int)};
+    memcpy(sz + n, moe, sizeof moe);
+    return n + (int)(sizeof moe / sizeof moe[0]);
 }
 
 static int alloc_scratch(hx_ctx *c)
 {
     const hx_hparams *hp = &c->m->hp;
-    const size_t B = (size_t)c->n_batch, e = (size_t)hp->n_embd;
-    const size_t qd = (size_t)hp->n_head * hp->head_dim;
-    const size_t kvd = (size_t)hp->n_head_kv * hp->head_dim;
-    const size_t nu = hp->n_expert ? (size_t)hp->n_expert_used : 1;
-    const size_t ff = hp->n_expert ? (size_t)hp->n_ff_exp : (size_t)hp->n_ff;
-    c->x = hx_malloc_array(B * e, sizeof(float));
-    c->xb = hx_malloc_array(B * e, sizeof(float));
-    c->q = hx_malloc_array(B * qd, sizeof(float));
-    c->k = hx_malloc_array(B * kvd, sizeof(float));
-    c->v = hx_malloc_array(B * kvd, sizeof(float));
-    c->att = hx_malloc_array(B * qd, sizeof(float));
-    c->hb = hx_malloc_array(B * nu * ff, sizeof(float));
-    c->hb2 = hx_malloc_array(B * nu * ff, sizeof(float));
-    c->scores = hx_malloc_array((size_t)c->n_threads * hx_attn_scratch(c),
-                                sizeof(float));
-    size_t kmax = e > ff ? e : ff;
-    if ((size_t)hp->n_head * hp->head_dim > kmax) kmax = (size_t)hp->n_head * hp->head_dim;
-    c->act_row = hx_act_row_bytes(HX_TYPE_F32, (int64_t)kmax) + 64;
-    c->act = hx_aligned_alloc(64, B * nu * c->act_row);
-    c->jobs = hx_malloc_array(2 * (size_t)hp->n_expert + 3, sizeof(hx_mm_job));
-    c->rope_cs = hx_malloc_array(B * (size_t)hp->head_dim, sizeof(float));
-    if (!c->x || !c->xb || !c->q || !c->k || !c->v || !c->att || !c->hb ||
-        !c->hb2 || !c->scores || !c->act || !c->jobs ||
-        !c->rope_cs)
-        return HX_ERR_NOMEM;
-    if (!hp->n_expert) return HX_OK;
-    c->eo = hx_malloc_array(B * nu * e, sizeof(float));
-    c->rl = hx_malloc_array(B * (size_t)hp->n_expert, sizeof(float));
-    c->sel = hx_malloc_array(B * nu, sizeof(int32_t));
-    c->selw = hx_malloc_array(B * nu, sizeof(float));
-    c->ptok = hx_malloc_array(B * nu, sizeof(int32_t));
-    c->pslot = hx_malloc_array(B * nu, sizeof(int32_t));
-    c->moe_idx = hx_malloc_array(3 * (size_t)hp->n_expert + B * nu, sizeof(int));
-    return c->eo && c->rl && c->sel && c->selw && c->ptok && c->pslot &&
-                   c->moe_idx ? HX_OK : HX_ERR_NOMEM;
+    void **slot[N_SCRATCH] = {
+        (void **)&c->x, (void **)&c->xb, (void **)&c->q, (void **)&c->k,
+        (void **)&c->v, (void **)&c->att, (void **)&c->hb, (void **)&c->hb2,
+        (void **)&c->scores, &c->act, (void **)&c->jobs, (void **)&c->rope_cs,
+        (void **)&c->eo, (void **)&c->rl, (void **)&c->sel, (void **)&c->selw,
+        (void **)&c->ptok, (void **)&c->pslot, (void **)&c->moe_idx};
+    size_t sz[N_SCRATCH];
+    int n = scratch_sizes(hp, (size_t)c->n_batch, (size_t)c->n_threads,
+                          hx_attn_scratch(hp), sz);
+    c->act_row = act_row_bytes(hp);
+    for (int i = 0; i < n; i++) {
+        *slot[i] = hx_aligned_alloc(64, sz[i] ? sz[i] : 64);
+        if (!*slot[i]) return HX_ERR_NOMEM;
+    }
+    return HX_OK;
 }
 
 static int default_threads(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* n_ctx, n_batch and n_threads after defaults. */
+static void sizes_of(const hx_model *m, const hx_ctx_params *p, int *n_ctx,
+                     int *n_batch, int *n_threads)
+{
+    *n_ctx = p->n_ctx ? p->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
+    *n_batch = p->n_batch ? p->n_batch : 512;
+    if (*n_batch > *n_ctx) *n_batch = *n_ctx; /* a pass never holds more */
+    *n_threads = p->n_threads ? p->n_threads : default_threads();
+}
+
+static size_t scratch_total(const hx_model *m, int n_batch, int n_threads)
+{
+    size_t sz[N_SCRATCH], t = (size_t)m->hp.n_vocab * sizeof(float);
+    int n = scratch_sizes(&m->hp, (size_t)n_batch, (size_t)n_threads,
+                          hx_attn_scratch(&m->hp), sz);
+    for (int i = 0; i < n; i++) t += sz[i];
+    return t;
+}
+
+int hx_ctx_memory(const hx_model *m, const hx_ctx_params *p, hx_ctx_mem *out,
+                  hx_err *err)
+{
+    hx_ctx_params dp = hx_ctx_default_params();
+    if (!p) p = &dp;
+    int n_batch, n_threads;
+    memset(out, 0, sizeof *out);
+    sizes_of(m, p, &out->n_ctx, &n_batch, &n_threads);
+    hx_kv_geometry(&m->hp, p, &out->kv_per_token, &out->kv_page);
+    out->weights = m->weight_bytes;
+    out->scratch = scratch_total(m, n_batch, n_threads);
+    size_t pages = ((size_t)out->n_ctx + HX_KV_PAGE - 1) / HX_KV_PAGE, cap = SIZE_MAX;
+    if (p->kv_max_bytes) cap = p->kv_max_bytes;
+    if (p->max_bytes) {
+        size_t fixed = out->weights + out->scratch;
+        if (p->max_bytes < fixed + out->kv_page)
+            return hx_err_set(err, HX_ERR_RANGE, "a memory cap of %zu MiB leaves no room "
+                              "for the KV cache: weights %zu MiB + scratch %zu MiB + "
+                              "one KV page %zu MiB", p->max_bytes >> 20,
+                              out->weights >> 20, out->scratch >> 20, out->kv_page >> 20);
+        if (p->max_bytes - fixed < cap) cap = p->max_bytes - fixed;
+    }
+    if (out->kv_page && cap / out->kv_page < pages) pages = cap / out->kv_page;
+    out->kv_total = pages * out->kv_page;
+    out->n_ctx_fit = (int)(pages * HX_KV_PAGE < (size_t)out->n_ctx ? pages * HX_KV_PAGE
+                                                                     : (size_t)out->n_ctx);
+    out->total = out->weights + out->kv_total + out->scratch;
+    return HX_OK;
 }
 
 int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err)
@@ -79,21 +134,25 @@ int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err)
     if (!m) return hx_err_set(err, HX_ERR_INVALID, "no model");
     if (p->n_ctx < 0 || p->n_batch < 0 || p->n_threads < 0)
         return hx_err_set(err, HX_ERR_INVALID, "negative context parameter");
+    hx_ctx_mem mem;
+    int rc = hx_ctx_memory(m, p, &mem, err);
+    if (rc) return rc;
+    hx_ctx_params kp = *p;
+    kp.kv_max_bytes = mem.kv_total ? mem.kv_total : 1; /* the cap after max_bytes */
+    if (!p->kv_max_bytes && !p->max_bytes) kp.kv_max_bytes = 0;
     hx_ctx *c = hx_calloc(1, sizeof *c);
     if (!c) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     c->m = m;
-    c->n_ctx = p->n_ctx ? p->n_ctx
-                        : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
-    c->n_batch = p->n_batch ? p->n_batch : 512;
-    if (c->n_batch > c->n_ctx) c->n_batch = c->n_ctx; /* a pass never holds more */
-    c->n_threads = p->n_threads ? p->n_threads : default_threads();
-    c->kv_f32 = p->kv_f32 != 0;
+    sizes_of(m, p, &c->n_ctx, &c->n_batch, &c->n_threads);
     c->act_hook = p->act_hook;
     c->act_hook_user = p->act_hook_user;
     c->ao = hx_attn_ops_get();
+    if ((rc = hx_kv_init(c, &kp, err))) {
+        hx_ctx_free(c);
+        return rc;
+    }
     c->tp = hx_threadpool_new(c->n_threads);
-    int rc = c->tp ? alloc_kv(c) : HX_ERR_NOMEM;
-    if (!rc) rc = alloc_scratch(c);
+    rc = c->tp ? alloc_scratch(c) : HX_ERR_NOMEM;
     if (rc) {
         int n_ctx = c->n_ctx;
         hx_ctx_free(c);
@@ -109,7 +168,8 @@ void hx_ctx_free(hx_ctx *c)
     if (!c) return;
     hx_threadpool_free(c->tp);
     hx_lora_set_free(c->lora);
-    void *bufs[] = {c->kc, c->vc, c->x, c->xb, c->q, c->k, c->v, c->att,
+    hx_kv_free(c);
+    void *bufs[] = {c->x, c->xb, c->q, c->k, c->v, c->att,
                     c->hb, c->hb2, c->eo, c->rl, c->sel, c->selw, c->ptok,
                     c->pslot, c->moe_idx, c->act, c->jobs, c->scores,
                     c->rope_cs, c->logits};
@@ -148,7 +208,7 @@ static int check_decode(hx_ctx *c, const int32_t *tokens, int n)
             return hx_err_set(&c->err, HX_ERR_RANGE, "token %d at %d is outside "
                               "the vocabulary (%d)", tokens[i], i,
                               c->m->hp.n_vocab);
-    return HX_OK;
+    return hx_kv_reserve(c, c->n_past + n);
 }
 
 static int reserve_logits(hx_ctx *c, size_t rows)
@@ -163,18 +223,62 @@ static int reserve_logits(hx_ctx *c, size_t rows)
     return HX_OK;
 }
 
+/* Passes of at most `slice` tokens over tokens[off, end) of a call of n
+ * (logits as hx_decode's logits_all says); stops early when the budget
+ * or cancel of p says so. Returns the index reached. */
+static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
+                      int logits_all, const hx_prefill_params *p, int *cancelled)
+{
+    const int slice = p && p->slice > 0 && p->slice < c->n_batch ? p->slice : c->n_batch;
+    const int end = p && p->max_tokens > 0 && n - off > p->max_tokens ? off + p->max_tokens : n;
+    const double t0 = hx_time_mono();
+    while (off < end) {
+        if (p && p->cancel && p->cancel(p->cancel_user)) {
+            *cancelled = 1;
+            break;
+        }
+        int B = end - off < slice ? end - off : slice;
+        int from = logits_all ? 0 : (off + B == n ? B - 1 : B);
+        float *lg = c->logits + (logits_all ? (size_t)off * c->m->hp.n_vocab : 0);
+        hx_forward_pass(c, tokens + off, B, from, lg);
+        off += B;
+        if (p && p->max_ms > 0 && (hx_time_mono() - t0) * 1e3 >= p->max_ms) break;
+    }
+    return off;
+}
+
 int hx_decode(hx_ctx *c, const int32_t *tokens, int n, int logits_all)
 {
-    int rc = check_decode(c, tokens, n);
+    int rc = check_decode(c, tokens, n), cancelled = 0;
     if (!rc) rc = reserve_logits(c, logits_all ? (size_t)n : 1);
     if (rc) return rc;
     c->n_out = logits_all ? n : 1;
     c->out_first = logits_all ? 0 : n - 1;
-    for (int off = 0; off < n; off += c->n_batch) {
-        int B = n - off < c->n_batch ? n - off : c->n_batch;
-        int from = logits_all ? 0 : (off + B == n ? B - 1 : B);
-        float *lg = c->logits + (logits_all ? (size_t)off * c->m->hp.n_vocab : 0);
-        hx_forward_pass(c, tokens + off, B, from, lg);
+    run_passes(c, tokens, n, 0, logits_all, NULL, &cancelled);
+    return HX_OK;
+}
+
+hx_prefill_params hx_prefill_default_params(void)
+{
+    hx_prefill_params p = {0, 0, 0.0, NULL, NULL};
+    return p;
+}
+
+int hx_prefill(hx_ctx *c, const int32_t *tokens, int n,
+               const hx_prefill_params *p, int *n_done)
+{
+    *n_done = 0;
+    int rc = check_decode(c, tokens, n), cancelled = 0;
+    if (!rc) rc = reserve_logits(c, 1);
+    if (rc) return rc;
+    c->n_out = 0;
+    *n_done = run_passes(c, tokens, n, 0, 0, p, &cancelled);
+    if (*n_done == n) {
+        c->n_out = 1;
+        c->out_first = n - 1;
     }
+    if (cancelled)
+        return hx_err_set(&c->err, HX_ERR_CANCELLED, "prefill cancelled after %d "
+                          "of %d tokens", *n_done, n);
     return HX_OK;
 }

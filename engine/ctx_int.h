@@ -13,14 +13,31 @@
  * F16. Hearth does the same so that both agree number for number. */
 #define FA_TILE_Q 64
 
+/* KV cache pages: page p holds positions [p*HX_KV_PAGE, (p+1)*HX_KV_PAGE)
+ * of every layer: K rows (n_layer, n_head_kv, HX_KV_PAGE) then V rows the
+ * same, each row head_dim values of the cache type. A multiple of the
+ * attention tile, so that a key tile never crosses a page. */
+#define HX_KV_PAGE HX_KV_PAGE_POSITIONS
+/* Cache row types (hx_ctx.kv_type). Q8 rows are Q8_0 blocks. */
+enum { HX_KV_F16 = 0, HX_KV_F32 = 1, HX_KV_Q8 = 2 };
+
 struct hx_ctx {
     hx_model *m;
     hx_threadpool *tp;
     int n_ctx, n_batch, n_threads, n_past;
-    /* KV cache (n_layer, n_head_kv, n_ctx, head_dim): fp16, or float
-     * when kv_f32 */
-    void *kc, *vc;
-    int kv_f32;
+    /* paged KV cache (kv.c): pages[0, n_pages) allocated on demand, at
+     * most max_pages (the byte cap); each page_bytes, K half then V half */
+    char **pages;     /* (ceil(n_ctx / HX_KV_PAGE)) owned, NULL until used */
+    int n_pages, max_pages;
+    int kv_type;      /* HX_KV_* */
+    size_t kv_row;    /* bytes of one head row */
+    size_t page_bytes;
+    int kv_f32;       /* kv_type == HX_KV_F32 */
+    /* Adapter-set key: part of the prefix cache's key so that caches made
+     * under other adapters never match. "" = no adapters. Whoever attaches
+     * adapters to this context writes a stable description here (names
+     * and content hashes, scales). */
+    char adapter_key[256];
     /* hx_ctx_params.act_hook and its user pointer (NULL: none) */
     void (*act_hook)(void *user, const char *tensor, int expert,
                      const float *x, int n_tokens, int64_t n_cols);
@@ -75,6 +92,33 @@ void hx_fwd_report_experts(hx_ctx *c, const hx_wmat *w, const float *x,
 /* g = silu(g) * u over n elements, split across the pool when large. */
 void hx_fwd_swiglu(hx_threadpool *tp, float *g, const float *u, int64_t n);
 
+/* kv.c */
+/* Row of head h of layer l at position pos: K (v == 0) or V (v == 1). The
+ * page must be allocated (hx_kv_reserve). */
+static inline char *hx_kv_row(const hx_ctx *c, int v, int l, int h, int pos)
+{
+    const size_t i = ((size_t)l * (size_t)c->m->hp.n_head_kv + (size_t)h) *
+                         HX_KV_PAGE + (size_t)(pos % HX_KV_PAGE);
+    return c->pages[pos / HX_KV_PAGE] + (v ? c->page_bytes / 2 : 0) + i * c->kv_row;
+}
+/* Sets the cache geometry from the type and the caps (hx_ctx_new). */
+int hx_kv_init(hx_ctx *c, const hx_ctx_params *p, hx_err *err);
+/* Allocates the pages that positions [0, n_pos) need: HX_ERR_FULL (message
+ * in c->err) when the cap does not allow them, HX_ERR_NOMEM. */
+int hx_kv_reserve(hx_ctx *c, int n_pos);
+void hx_kv_free(hx_ctx *c);
+/* Bytes of K + V for one position and for one page under params p. */
+void hx_kv_geometry(const hx_hparams *hp, const hx_ctx_params *p,
+                    size_t *per_token, size_t *page);
+/* Stores the K and V rows (d floats each) of head h, layer l, at pos. */
+void hx_kv_store(hx_ctx *c, int l, int h, int pos, const float *k,
+                 const float *v);
+/* Key or value rows [j0, j0+nk) of head h, layer l, as floats: a pointer
+ * into an F32 cache, or converted into buf (nk*d floats). The rows must not
+ * cross a page. */
+const float *hx_kv_rows_f32(const hx_ctx *c, int v, int l, int h, int j0,
+                            int nk, float *buf);
+
 /* adapter.c */
 /* Adds the attached adapters' scaled B (A x) to y (B, w->rows), the
  * product of x (B, w->cols) by w; nothing when no adapter adapts w. */
@@ -83,8 +127,8 @@ void hx_lora_apply(hx_ctx *c, const hx_wmat *w, const float *x, int B,
 void hx_lora_set_free(struct hx_lora_set *s); /* NULL is a no-op */
 
 /* attention.c */
-/* Floats of per-thread attention scratch. */
-size_t hx_attn_scratch(const hx_ctx *c);
+/* Floats of per-thread attention scratch for a model's shape. */
+size_t hx_attn_scratch(const hx_hparams *hp);
 /* Attention of layer l for the pass's B tokens at pos0..: c->q and the
  * cache into c->att. */
 void hx_attention(hx_ctx *c, int l, int B, int pos0);

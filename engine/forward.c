@@ -173,18 +173,6 @@ void hx_fwd_matmul(hx_ctx *c, const hx_wmat *w, const float *x, int n,
     matmul_n(c, &w, &y, 1, x, n);
 }
 
-static void store_kv(hx_ctx *c, size_t off, const float *k, const float *v,
-                     int d)
-{
-    if (c->kv_f32) {
-        memcpy((float *)c->kc + off, k, (size_t)d * sizeof(float));
-        memcpy((float *)c->vc + off, v, (size_t)d * sizeof(float));
-        return;
-    }
-    c->ao->to_f16((uint16_t *)c->kc + off, k, d);
-    c->ao->to_f16((uint16_t *)c->vc + off, v, d);
-}
-
 /* q/k norms, RoPE, and the new K and V rows into the cache. */
 typedef struct qk_job {
     hx_ctx *c;
@@ -211,8 +199,7 @@ static void qk_task(void *ctx, int t, int thread)
         const float *v = c->v + ((size_t)t * nkv + h) * d;
         if (j->L->k_norm) rmsnorm(k, k, j->L->k_norm, d, hp->rms_eps);
         rope(k, d, cs, hp->rope_type);
-        size_t off = ((((size_t)j->layer * nkv + h) * c->n_ctx) + j->pos0 + t) * d;
-        store_kv(c, off, k, v, d);
+        hx_kv_store(c, j->layer, h, j->pos0 + t, k, v);
     }
 }
 

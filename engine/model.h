@@ -91,8 +91,79 @@ typedef struct hx_ctx_params {
     void (*act_hook)(void *user, const char *tensor, int expert,
                      const float *x, int n_tokens, int64_t n_cols);
     void *act_hook_user;
+    /* The KV cache lives in pages of HX_KV_PAGE_POSITIONS positions (all
+     * layers), allocated as the context fills. */
+    int kv_q8;          /* 1: 8-bit KV cache: Q8_0 blocks (32 values, fp16
+                         * scale), llama.cpp's type_k/v q8_0; 0.53x the bytes
+                         * of F16; head_dim must be a multiple of 32 */
+    size_t kv_max_bytes; /* cap on KV cache bytes; 0 = none but n_ctx. When
+                         * reached, hx_decode returns HX_ERR_FULL */
+    size_t max_bytes;   /* cap on everything: mapped weights + KV cache +
+                         * scratch (hearth --max-memory); the KV cache gets
+                         * what is left; 0 = none */
 } hx_ctx_params;
 hx_ctx_params hx_ctx_default_params(void);
+#define HX_KV_PAGE_POSITIONS 64
+
+/* Memory a context would use (bytes), from the same formulas hx_ctx_new
+ * allocates by. kv_total is for the whole n_ctx (or the cap, whichever is
+ * less), rounded up to pages. */
+typedef struct hx_ctx_mem {
+    size_t weights;       /* mapped tensor data (hx_model_size_bytes) */
+    size_t kv_per_token;  /* K + V of one position, all layers */
+    size_t kv_page;       /* one page */
+    size_t kv_total;      /* what the KV cache may grow to */
+    size_t scratch;       /* activations, attention scratch, one logits row */
+    size_t total;         /* weights + kv_total + scratch */
+    int n_ctx;            /* positions, after defaults */
+    int n_ctx_fit;        /* positions the KV cap leaves room for */
+} hx_ctx_mem;
+/* Fills *out for model m and params p (NULL: defaults). HX_ERR_RANGE (with
+ * a message) when max_bytes leaves no room for one KV page. */
+int hx_ctx_memory(const hx_model *m, const hx_ctx_params *p, hx_ctx_mem *out,
+                  hx_err *err);
+/* Bytes of KV cache in use (allocated pages). */
+size_t hx_ctx_kv_bytes(const hx_ctx *c);
+
+/* ---- prefill in slices: bounded work per call, cancellable ---- */
+typedef struct hx_prefill_params {
+    int slice;          /* tokens per pass; 0 = n_batch */
+    int max_tokens;     /* at most this many tokens per call; 0 = all */
+    double max_ms;      /* return after the slice that passes this many
+                         * milliseconds; 0 = no limit */
+    int (*cancel)(void *user); /* checked before each slice: nonzero stops */
+    void *cancel_user;
+} hx_prefill_params;
+hx_prefill_params hx_prefill_default_params(void);
+/* Decodes a prefix of tokens[0..n) in slices as hx_decode would (the
+ * tokens done stay in the cache; *n_done says how many): HX_OK when all n
+ * are done (then the logits of the last token are kept) or a budget
+ * (max_tokens, max_ms) stopped it with *n_done < n: call again with the
+ * rest. HX_ERR_CANCELLED when cancel said stop; hx_decode's errors
+ * (HX_ERR_FULL is checked for all n tokens before anything runs). */
+int hx_prefill(hx_ctx *c, const int32_t *tokens, int n,
+               const hx_prefill_params *p, int *n_done);
+
+/* ---- prefix caches on disk ----
+ * Files of cached positions (K and V of every layer) keyed by the model's
+ * identity (a hash of its GGUF header and samples of every tensor), the
+ * context's adapter set and the token ids, in dir (NULL:
+ * $XDG_CACHE_HOME/hearth/prefix). Versioned header and checksum; a file
+ * that is corrupt, of another version, model, adapter set or cache type
+ * is ignored. */
+/* Loads the cached file sharing the longest token prefix with tokens[0..n)
+ * into an empty context (n_past == 0), at most max_pos positions; *n_loaded
+ * gets the positions now cached (0 when nothing matched: not an error).
+ * Errors only for a bad call (HX_ERR_STATE when n_past != 0). */
+int hx_ctx_prefix_load(hx_ctx *c, const char *dir, const int32_t *tokens,
+                       int n, int max_pos, int *n_loaded);
+/* Saves cached positions [0, n) (n <= n_past; tokens their ids) unless a
+ * file with exactly these tokens exists, atomically (temporary file,
+ * fsync, rename); then evicts the least recently used files until the
+ * directory holds at most max_bytes (0: 1 GiB). Message in
+ * hx_ctx_errmsg on failure. */
+int hx_ctx_prefix_save(hx_ctx *c, const char *dir, const int32_t *tokens,
+                       int n, size_t max_bytes);
 
 /* Creates a context on m (borrowed: m must outlive it). */
 int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err);
@@ -107,8 +178,8 @@ void hx_ctx_free(hx_ctx *c); /* NULL is a no-op */
  * kv_f32 every pass is F32 (llama.cpp with type_k/v F32, no flash attn).
  * Calls longer than n_batch run as several passes of n_batch.
  * logits_all: keep the logits of every token of this call, else only of the
- * last. Returns HX_OK; HX_ERR_FULL if n_past + n would exceed n_ctx (nothing
- * is run); HX_ERR_RANGE for a token id outside the vocabulary; HX_ERR_INVALID
+ * last. Returns HX_OK; HX_ERR_FULL if n_past + n would exceed n_ctx or the
+ * KV cache's byte cap (nothing is run); HX_ERR_RANGE for a token id outside the vocabulary; HX_ERR_INVALID
  * for n <= 0. The message is in hx_ctx_errmsg. */
 int hx_decode(hx_ctx *c, const int32_t *tokens, int n, int logits_all);
 /* Logits (n_vocab floats) of the i-th token of the last hx_decode call, or of

@@ -1,0 +1,327 @@
+/* test_kv.c: the paged KV cache (pages on demand, byte caps, HX_ERR_FULL,
+ * memory estimates), the 8-bit cache against F32 and llama.cpp, prefill in
+ * slices with a cancel check, prefix caches on disk. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "ref/ref.h"
+#include "test.h"
+
+static char g_dir[256];
+
+static const char *tmp_path(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
+    return buf[k];
+}
+
+/* A small random qwen3 with head_dim 32 (one Q8_0 block per row half). */
+static const char *write_model_v(const char *name, uint64_t seed, int head_dim,
+                                 const char *vocab)
+{
+    hx_mkmodel_params p = hx_mkmodel_default_params();
+    p.vocab_path = vocab; /* llama.cpp loads only models with a tokenizer */
+    p.tied_output = 1;
+    p.arch = "qwen3";
+    p.n_vocab = 128;
+    p.n_layer = 2;
+    p.n_embd = 128;
+    p.n_head = 4;
+    p.n_head_kv = 2;
+    p.head_dim = head_dim;
+    p.n_ff = 192;
+    p.n_ctx = 1024;
+    p.seed = seed;
+    const char *path = tmp_path(name);
+    hx_err err = {0};
+    if (hx_mkmodel_write(&p, path, &err)) {
+        printf("# mkmodel: %s\n", err.msg);
+        return NULL;
+    }
+    return path;
+}
+
+static const char *write_model(const char *name, uint64_t seed, int head_dim)
+{
+    return write_model_v(name, seed, head_dim, NULL);
+}
+
+static hx_model *load(const char *path)
+{
+    hx_model_params mp = hx_model_default_params();
+    hx_model *m = NULL;
+    hx_err err = {0};
+    if (!path || hx_model_load(path, &mp, &m, &err)) printf("# load: %s\n", err.msg);
+    return m;
+}
+
+static hx_ctx *new_ctx(hx_model *m, int kv_f32, int kv_q8, size_t cap)
+{
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_ctx = 512;
+    cp.n_threads = 2;
+    cp.kv_f32 = kv_f32;
+    cp.kv_q8 = kv_q8;
+    cp.kv_max_bytes = cap;
+    hx_ctx *c = NULL;
+    hx_err err = {0};
+    if (hx_ctx_new(m, &cp, &c, &err)) printf("# ctx: %s\n", err.msg);
+    return c;
+}
+
+static void tokens(int32_t *t, int n, int n_vocab, unsigned seed)
+{
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        t[i] = (int32_t)((seed >> 8) % (unsigned)n_vocab);
+    }
+}
+
+/* Logits of every position of t: one call (batched) or token by token. */
+static float *run_all(hx_ctx *c, const int32_t *t, int n, int by_token)
+{
+    const int nv = hx_model_hparams(hx_ctx_model(c))->n_vocab;
+    float *out = malloc((size_t)n * nv * sizeof(float));
+    if (!out) return NULL;
+    if (!by_token) {
+        if (hx_decode(c, t, n, 1)) return free(out), NULL;
+        for (int i = 0; i < n; i++)
+            memcpy(out + (size_t)i * nv, hx_ctx_logits(c, i), nv * sizeof(float));
+        return out;
+    }
+    for (int i = 0; i < n; i++) {
+        if (hx_decode(c, t + i, 1, 0)) return free(out), NULL;
+        memcpy(out + (size_t)i * nv, hx_ctx_logits(c, -1), nv * sizeof(float));
+    }
+    return out;
+}
+
+static double worst_nmse(const float *a, const float *b, int n, int nv)
+{
+    double w = 0;
+    for (int i = 0; i < n; i++) {
+        double e = test_nmse(a + (size_t)i * nv, b + (size_t)i * nv, (size_t)nv);
+        if (e > w) w = e;
+    }
+    return w;
+}
+
+/* The 8-bit cache stays close to the exact F32 one, in both attention
+ * paths (tiled batch of 100, one-query token by token). Tolerance 1e-3:
+ * Q8_0 rounds each K/V value to 1/254 of its block's largest magnitude. */
+static void test_q8_vs_f32(void)
+{
+    hx_model *m = load(write_model("q8.gguf", 7, 32));
+    ASSERT(m);
+    int32_t t[100];
+    const int nv = hx_model_hparams(m)->n_vocab;
+    tokens(t, 100, nv, 3);
+    for (int by_token = 0; by_token < 2; by_token++) {
+        hx_ctx *a = new_ctx(m, 1, 0, 0), *b = new_ctx(m, 0, 1, 0);
+        ASSERT(a && b);
+        float *la = run_all(a, t, 100, by_token), *lb = run_all(b, t, 100, by_token);
+        ASSERT(la && lb);
+        double e = worst_nmse(la, lb, 100, nv);
+        printf("# q8 KV vs F32 KV, %s: worst nmse %.3g (tolerance 1e-3)\n",
+               by_token ? "token by token" : "batch of 100", e);
+        EXPECT(e < 1e-3);
+        EXPECT(e > 0); /* it really is quantized */
+        EXPECT(hx_ctx_kv_bytes(b) < hx_ctx_kv_bytes(a) * 3 / 10);
+        free(la);
+        free(lb);
+        hx_ctx_free(a);
+        hx_ctx_free(b);
+    }
+    hx_model_free(m);
+}
+
+/* Against llama.cpp with type_k = type_v = q8_0 (flash attention on, as
+ * its quantized V needs), batches of 40 and 100: both run the one-query
+ * path (Q quantized to Q8_0, Q8_0 dots, F32 V accumulation) at any batch
+ * size, so they agree up to summation order (measured 9e-14). */
+static void test_q8_vs_llama(void)
+{
+    char why[512];
+    if (!ref_available(why, sizeof why)) SKIP("%s", why);
+    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    if (!vocab) return;
+    const char *path = write_model_v("q8ref.gguf", 11, 32, vocab);
+    hx_model *m = load(path);
+    ASSERT(m);
+    const int nv = hx_model_hparams(m)->n_vocab;
+    int32_t t[100];
+    tokens(t, 100, 151643, 5); /* ordinary tokens, below the special ones */
+    setenv("HXREF_KV", "q8_0", 1);
+    setenv("HXREF_FLASH", "1", 1);
+    const int lens[2] = {40, 100};
+    for (int k = 0; k < 2; k++) {
+        float *ref = NULL;
+        int rv = 0;
+        int rc = ref_logits(path, t, lens[k], &ref, &rv);
+        if (rc) printf("# hxref: %s\n", ref_error());
+        ASSERT(rc == 0 && rv == nv);
+        hx_ctx *c = new_ctx(m, 0, 1, 0);
+        ASSERT(c);
+        float *got = run_all(c, t, lens[k], 0);
+        ASSERT(got);
+        double e = worst_nmse(ref, got, lens[k], nv);
+        printf("# q8 KV vs llama.cpp q8_0 KV, batch of %d: worst nmse %.3g "
+               "(tolerance 1e-9)\n", lens[k], e);
+        EXPECT(e < 1e-9);
+        free(ref);
+        free(got);
+        hx_ctx_free(c);
+    }
+    unsetenv("HXREF_KV");
+    unsetenv("HXREF_FLASH");
+    hx_model_free(m);
+}
+
+/* Pages come as positions fill; the cap gives HX_ERR_FULL, not a crash,
+ * and nothing is run. */
+static void test_pages_and_cap(void)
+{
+    hx_model *m = load(write_model("cap.gguf", 1, 32));
+    ASSERT(m);
+    hx_ctx_mem mem;
+    hx_err err = {0};
+    ASSERT(hx_ctx_memory(m, NULL, &mem, &err) == HX_OK);
+    /* 2 layers, 2 KV heads, K and V, 32 fp16 values */
+    EXPECT_EQ_INT(mem.kv_per_token, 2 * 2 * 2 * 32 * 2);
+    EXPECT_EQ_INT(mem.kv_page, mem.kv_per_token * HX_KV_PAGE_POSITIONS);
+    hx_ctx *c = new_ctx(m, 0, 0, 2 * mem.kv_page + 100);
+    ASSERT(c);
+    EXPECT_EQ_INT(hx_ctx_kv_bytes(c), 0);
+    int32_t t[200];
+    tokens(t, 200, hx_model_hparams(m)->n_vocab, 9);
+    ASSERT(hx_decode(c, t, 1, 0) == HX_OK);
+    EXPECT_EQ_INT(hx_ctx_kv_bytes(c), mem.kv_page);
+    ASSERT(hx_decode(c, t + 1, 127, 0) == HX_OK);
+    EXPECT_EQ_INT(hx_ctx_kv_bytes(c), 2 * mem.kv_page);
+    EXPECT_EQ_INT(hx_decode(c, t + 128, 1, 0), HX_ERR_FULL);
+    EXPECT(strstr(hx_ctx_errmsg(c), "KV cache full") != NULL);
+    EXPECT_EQ_INT(hx_ctx_n_past(c), 128);
+    /* dropping old positions makes room again */
+    hx_ctx_truncate(c, 64);
+    EXPECT_EQ_INT(hx_decode(c, t + 128, 64, 0), HX_OK);
+    hx_ctx_free(c);
+    /* a cap below one page is refused up front */
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.kv_max_bytes = mem.kv_page - 1;
+    EXPECT_EQ_INT(hx_ctx_new(m, &cp, &c, &err), HX_ERR_RANGE);
+    /* q8 needs whole blocks */
+    hx_model_free(m);
+    m = load(write_model("hd16.gguf", 1, 16));
+    ASSERT(m);
+    cp = hx_ctx_default_params();
+    cp.kv_q8 = 1;
+    EXPECT_EQ_INT(hx_ctx_new(m, &cp, &c, &err), HX_ERR_UNSUPPORTED);
+    EXPECT(strstr(err.msg, "multiple of 32") != NULL);
+    hx_model_free(m);
+}
+
+/* max_bytes bounds weights + scratch + KV: the KV cache gets the rest. */
+static void test_max_bytes(void)
+{
+    hx_model *m = load(write_model("mb.gguf", 1, 32));
+    ASSERT(m);
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_ctx = 1024;
+    cp.n_threads = 2;
+    hx_ctx_mem mem, capped;
+    hx_err err = {0};
+    ASSERT(hx_ctx_memory(m, &cp, &mem, &err) == HX_OK);
+    EXPECT_EQ_INT(mem.weights, hx_model_size_bytes(m));
+    EXPECT_EQ_INT(mem.kv_total, 1024 * mem.kv_per_token);
+    EXPECT_EQ_INT(mem.total, mem.weights + mem.scratch + mem.kv_total);
+    EXPECT_EQ_INT(mem.n_ctx_fit, 1024);
+    cp.max_bytes = mem.weights + mem.scratch + 3 * mem.kv_page + 10;
+    ASSERT(hx_ctx_memory(m, &cp, &capped, &err) == HX_OK);
+    EXPECT_EQ_INT(capped.n_ctx_fit, 3 * HX_KV_PAGE_POSITIONS);
+    EXPECT(capped.total <= cp.max_bytes);
+    hx_ctx *c = NULL;
+    ASSERT(hx_ctx_new(m, &cp, &c, &err) == HX_OK);
+    int32_t t[200];
+    tokens(t, 200, hx_model_hparams(m)->n_vocab, 2);
+    EXPECT_EQ_INT(hx_decode(c, t, 192, 0), HX_OK);
+    EXPECT_EQ_INT(hx_decode(c, t, 1, 0), HX_ERR_FULL);
+    hx_ctx_free(c);
+    cp.max_bytes = mem.weights + mem.scratch;
+    EXPECT_EQ_INT(hx_ctx_new(m, &cp, &c, &err), HX_ERR_RANGE);
+    EXPECT(strstr(err.msg, "no room for the KV cache") != NULL);
+    hx_model_free(m);
+}
+
+static int g_polls, g_stop_after;
+static int stop_after(void *user)
+{
+    (void)user;
+    return ++g_polls > g_stop_after;
+}
+
+/* Prefill in slices: a cancel between slices stops at once with the
+ * slices done cached; resuming gives the same logits as an uncancelled
+ * run in the same slices; a token budget returns early with HX_OK. */
+static void test_prefill_slices(void)
+{
+    hx_model *m = load(write_model("pf.gguf", 4, 32));
+    ASSERT(m);
+    const int nv = hx_model_hparams(m)->n_vocab, n = 300;
+    int32_t t[300];
+    tokens(t, n, nv, 8);
+    hx_prefill_params pp = hx_prefill_default_params();
+    pp.slice = 64;
+    int done = -1;
+    hx_ctx *a = new_ctx(m, 0, 0, 0), *b = new_ctx(m, 0, 0, 0);
+    ASSERT(a && b);
+    ASSERT(hx_prefill(a, t, n, &pp, &done) == HX_OK);
+    EXPECT_EQ_INT(done, n);
+    ASSERT(hx_ctx_logits(a, -1));
+    pp.cancel = stop_after;
+    g_polls = 0;
+    g_stop_after = 2;
+    EXPECT_EQ_INT(hx_prefill(b, t, n, &pp, &done), HX_ERR_CANCELLED);
+    EXPECT_EQ_INT(done, 128);
+    EXPECT_EQ_INT(hx_ctx_n_past(b), 128);
+    EXPECT(hx_ctx_logits(b, -1) == NULL);
+    EXPECT(strstr(hx_ctx_errmsg(b), "cancelled") != NULL);
+    pp.cancel = NULL;
+    pp.max_tokens = 128;
+    EXPECT_EQ_INT(hx_prefill(b, t + 128, n - 128, &pp, &done), HX_OK);
+    EXPECT_EQ_INT(done, 128); /* the budget returns early, not an error */
+    EXPECT(hx_ctx_logits(b, -1) == NULL);
+    pp.max_tokens = 0;
+    EXPECT_EQ_INT(hx_prefill(b, t + 256, n - 256, &pp, &done), HX_OK);
+    EXPECT_EQ_INT(done, n - 256);
+    EXPECT_EQ_INT(hx_ctx_n_past(b), n);
+    const float *la = hx_ctx_logits(a, -1), *lb = hx_ctx_logits(b, -1);
+    ASSERT(la && lb);
+    double e = test_nmse(la, lb, (size_t)nv);
+    printf("# cancelled and resumed vs one run, same slices: nmse %.3g\n", e);
+    EXPECT(e == 0);
+    hx_ctx_free(a);
+    hx_ctx_free(b);
+    hx_model_free(m);
+}
+
+int main(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/hx_test_kv_%d", (int)getpid());
+    mkdir(g_dir, 0700);
+    RUN(test_q8_vs_f32);
+    RUN(test_q8_vs_llama);
+    RUN(test_pages_and_cap);
+    RUN(test_max_bytes);
+    RUN(test_prefill_slices);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+    if (system(cmd)) {}
+    return test_summary();
+}
