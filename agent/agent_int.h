@@ -92,6 +92,12 @@ hx_engine_source_params hx_engine_source_default_params(void);
 int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                          const hx_engine_source_params *p, hx_source *out,
                          hx_err *err);
+/* The prompt's tokens exactly as the engine source feeds them to the model
+ * (special tokens parsed, BOS if the vocabulary asks for it): *out is
+ * malloc'd (caller frees); returns the count, or -rc with err set. Chat
+ * training data (agent/chatdata.c) tokenizes with it too. */
+int hx_source_tokenize(const hx_vocab *v, const char *prompt, int32_t **out,
+                       hx_err *err);
 
 /* ---- the planner loop (agent/planner.c) ---- */
 typedef struct hx_planner_params {

@@ -40,5 +40,6 @@ int cmd_chat(int argc, char **argv);
 int cmd_feedback(int argc, char **argv);
 int cmd_quantize(int argc, char **argv); /* cmd_quantize.c */
 int cmd_train(int argc, char **argv); /* cmd_train.c */
+int cmd_vocab(int argc, char **argv); /* cmd_vocab.c */
 
 #endif /* HX_CLI_H */

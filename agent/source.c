@@ -68,18 +68,17 @@ static int eng_count(void *ctx, const char *text)
     return n < 0 && n != INT32_MIN ? -n : (int)(strlen(text) / 4);
 }
 
-/* Tokenizes prompt into *out (caller frees); the count, or -rc. */
-static int tokenize_prompt(eng_src *e, const char *prompt, int32_t **out,
-                           hx_err *err)
+int hx_source_tokenize(const hx_vocab *v, const char *prompt, int32_t **out,
+                       hx_err *err)
 {
     size_t len = strlen(prompt);
-    int add_bos = hx_vocab_add_bos(e->v) && strncmp(prompt, "<|begin_of_text|>", 17);
-    int32_t n = hx_tokenize(e->v, prompt, len, NULL, 0, add_bos, 1);
+    int add_bos = hx_vocab_add_bos(v) && strncmp(prompt, "<|begin_of_text|>", 17);
+    int32_t n = hx_tokenize(v, prompt, len, NULL, 0, add_bos, 1);
     if (n == INT32_MIN) return -hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     n = n < 0 ? -n : n;
     int32_t *t = hx_malloc_array((size_t)n + 1, sizeof *t);
     if (!t) return -hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    n = hx_tokenize(e->v, prompt, len, t, n, add_bos, 1);
+    n = hx_tokenize(v, prompt, len, t, n, add_bos, 1);
     *out = t;
     return n;
 }
@@ -232,7 +231,7 @@ static int eng_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
 {
     eng_src *e = ctx;
     int32_t *t = NULL;
-    int n = tokenize_prompt(e, prompt, &t, err);
+    int n = hx_source_tokenize(e->v, prompt, &t, err);
     if (n < 0) return -n;
     if (n == 0) {
         free(t);

@@ -38,7 +38,6 @@ typedef struct hx_lora_set {
     float scales[HX_ADAPTER_MAX];
     float *u, *t;     /* scratch: (n_batch, max r), (n_batch, max out) */
     size_t u_cap, t_cap;
-    char key[HX_ADAPTER_MAX * 160 + 1];
 } hx_lora_set;
 
 static hx_wmat *slot_wmat(const hx_model *m, int slot)
@@ -387,14 +386,28 @@ static int reserve_scratch(hx_ctx *c, hx_lora_set *s)
     return s->u_cap >= rmax && s->t_cap >= omax ? HX_OK : HX_ERR_NOMEM;
 }
 
-static void make_key(hx_lora_set *s)
+/* c->adapter_key (the prefix cache's part of its key) from the set; a
+ * description too long for it is replaced by its SHA-256. */
+static void make_key(hx_ctx *c, const hx_lora_set *s)
 {
+    char key[HX_ADAPTER_MAX * 160 + 1];
     size_t off = 0;
-    s->key[0] = '\0';
+    key[0] = '\0';
     for (int i = 0; i < s->n; i++)
-        off += (size_t)snprintf(s->key + off, sizeof s->key - off, "%s%.100s#%.16s*%.9g",
+        off += (size_t)snprintf(key + off, sizeof key - off, "%s%.100s#%.16s*%.9g",
                                 i ? ";" : "", s->ads[i]->name, s->ads[i]->hash,
                                 (double)s->scales[i]);
+    if (off < sizeof c->adapter_key) {
+        memcpy(c->adapter_key, key, off + 1);
+        return;
+    }
+    unsigned char dig[32];
+    hx_sha256 sh;
+    hx_sha256_init(&sh);
+    hx_sha256_update(&sh, key, off);
+    hx_sha256_final(&sh, dig);
+    memcpy(c->adapter_key, "sha256:", 7);
+    hx_sha256_hex(dig, c->adapter_key + 7);
 }
 
 int hx_ctx_set_adapters(hx_ctx *c, hx_adapter *const *ads, const float *scales,
@@ -424,7 +437,7 @@ int hx_ctx_set_adapters(hx_ctx *c, hx_adapter *const *ads, const float *scales,
         memcpy(s->scales, old.scales, sizeof s->scales);
         return hx_err_set(&c->err, HX_ERR_NOMEM, "out of memory for adapters");
     }
-    make_key(s);
+    make_key(c, s);
     hx_ctx_truncate(c, 0);
     return HX_OK;
 }
@@ -457,10 +470,7 @@ int hx_ctx_detach_adapter(hx_ctx *c, const hx_adapter *a)
 
 int hx_ctx_n_adapters(const hx_ctx *c) { return c->lora ? c->lora->n : 0; }
 
-const char *hx_ctx_adapter_key(const hx_ctx *c)
-{
-    return c->lora ? c->lora->key : "";
-}
+const char *hx_ctx_adapter_key(const hx_ctx *c) { return c->adapter_key; }
 
 /* ---- the forward hook ---- */
 

@@ -7,6 +7,7 @@
 
 #include "engine/gguf.h"
 #include "engine/vocab.h"
+#include "engine/vocab_train.h"
 #include "engine/quant.h"
 #include "engine/model.h"
 #include "engine/sample.h"

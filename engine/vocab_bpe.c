@@ -23,9 +23,14 @@
 static const char k_re_qwen2[] = PRE_REGEX("\\p{N}");
 static const char k_re_llama3[] = PRE_REGEX("\\p{N}{1,3}");
 
+const char *vocab_bpe_regex(int pre_type)
+{
+    return pre_type == HX_PRE_QWEN2 ? k_re_qwen2 : k_re_llama3;
+}
+
 int vocab_bpe_init(hx_vocab *v, hx_err *err)
 {
-    const char *pat = v->pre_type == HX_PRE_QWEN2 ? k_re_qwen2 : k_re_llama3;
+    const char *pat = vocab_bpe_regex(v->pre_type);
     int ec;
     PCRE2_SIZE eo;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
@@ -51,7 +56,7 @@ void vocab_bpe_free(hx_vocab *v)
 
 /* ---- GPT-2's byte <-> unicode alphabet ---- */
 
-static uint32_t byte_to_cpt(unsigned char b)
+uint32_t vocab_byte_to_cpt(unsigned char b)
 {
     if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174) return b;
     if (b <= 32) return 256u + b;
@@ -211,7 +216,7 @@ static long encode_word(bpe_work *w, size_t c0, size_t c1)
         }
         for (int k = 0; k < n; k++) {
             char e[4];
-            int m = vocab_cpt_encode(byte_to_cpt((unsigned char)u[k]), e);
+            int m = vocab_cpt_encode(vocab_byte_to_cpt((unsigned char)u[k]), e);
             w->sym[n_sym] = (vsym){(int32_t)n_sym - 1, (int32_t)n_sym + 1,
                                    (uint32_t)w->word.len, (uint32_t)m};
             hx_buf_append(&w->word, e, (size_t)m);

@@ -110,6 +110,11 @@ void vocab_bpe_free(hx_vocab *v);
 /* Tokenizes one raw-text fragment into t. HX_OK or HX_ERR_NOMEM. */
 int vocab_bpe_tokenize(const hx_vocab *v, const char *text, size_t len,
                        tokvec *t);
+/* The pre-tokenizer regex of a HX_PRE_* (PCRE2 syntax, UTF and UCP), also
+ * used by the BPE trainer (vocab_train.c) so both split text alike. */
+const char *vocab_bpe_regex(int pre_type);
+/* GPT-2's byte alphabet: the code point that stands for raw byte b. */
+uint32_t vocab_byte_to_cpt(unsigned char b);
 /* Decodes a byte-level BPE piece into raw bytes (appended to out). */
 int vocab_bpe_decode(const char *text, size_t len, hx_buf *out);
 /* SPM (vocab_spm.c): text already has spaces as U+2581. */

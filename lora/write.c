@@ -50,6 +50,10 @@ static int set_adapter(hx_gguf_writer *w, const hx_trainer *tr)
     rc = rc ? rc : hx_gguf_set_str(w, "general.type", "adapter");
     rc = rc ? rc : hx_gguf_set_str(w, "general.name", "hearth LoRA adapter");
     rc = rc ? rc : hx_gguf_set_str(w, "adapter.type", "lora");
+    /* the base's identity: the engine refuses the adapter on another base */
+    char id[65];
+    hx_model_identity(tr->base, id);
+    rc = rc ? rc : hx_gguf_set_str(w, HX_ADAPTER_BASE_KEY, id);
     return rc ? rc : hx_gguf_set_f32(w, "adapter.lora.alpha", alpha);
 }
 

@@ -1,0 +1,177 @@
+/* cmd_vocab.c: `hearth vocab train`: learns a byte-level BPE vocabulary
+ * (engine/vocab_train.h) from chat JSONL rendered as the agent renders it
+ * and from plain text files, and writes it as a GGUF. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent_int.h"
+#include "agent/chatdata.h"
+#include "agent/cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hearth vocab train --size N -o VOCAB.gguf [--chat FILE.jsonl]...\n"
+            "                          [--style STYLE] [TEXTFILE]...\n\n"
+            "Learns a byte-level BPE vocabulary (gpt2 model, qwen2 pre-tokenizer with\n"
+            "single digits) of N tokens: 256 bytes, the merges, then the special\n"
+            "tokens <|endoftext|> <tool_call> </tool_call> <tool_response>\n"
+            "</tool_response> <|im_start|> <|im_end|> <tools> </tools>.\n\n"
+            "  --size N          tokens in all (default 4096)\n"
+            "  -o, --out FILE    the GGUF vocabulary to write\n"
+            "  --chat FILE       conversations, one JSON object a line ({\"messages\",\n"
+            "                    \"tools\", \"style\"}), rendered as the agent renders them\n"
+            "  --style STYLE     render every --chat file in STYLE (compact, qwen3,\n"
+            "                    chatml, llama3) instead of each line's \"style\"\n"
+            "  --min-count C     stop when the best pair occurs fewer times (default 2)\n"
+            "  TEXTFILE          plain text (e.g. name and word lists), one document each\n");
+}
+
+typedef struct vargs {
+    const char *out;
+    const char **chats, **texts;
+    int n_chats, n_texts, style;
+    hx_bpe_params bp;
+} vargs;
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long x = strtol(s, &end, 10);
+    if (!*s || *end || x < lo || x > hi) return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse(int argc, char **argv, vargs *a)
+{
+    for (int i = 2; i < argc; i++) {
+        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long x;
+        if (s[0] == '-' && s[1] && !v) {
+            fprintf(stderr, "hearth vocab train: %s needs a value\n", s);
+            return -1;
+        }
+        if (!strcmp(s, "-o") || !strcmp(s, "--out")) a->out = argv[++i];
+        else if (!strcmp(s, "--chat")) a->chats[a->n_chats++] = argv[++i];
+        else if (!strcmp(s, "--style")) {
+            a->style = hx_tpl_parse_name(argv[++i]);
+            if (a->style <= 0) {
+                fprintf(stderr, "hearth vocab train: unknown style '%s'\n", argv[i]);
+                return -1;
+            }
+        } else if (!strcmp(s, "--size") || !strcmp(s, "--min-count")) {
+            if (parse_int(argv[++i], 1, 1 << 24, &x)) {
+                fprintf(stderr, "hearth vocab train: bad %s '%s'\n", s, argv[i]);
+                return -1;
+            }
+            if (s[2] == 's') a->bp.vocab_size = (int32_t)x;
+            else a->bp.min_count = x;
+        } else if (s[0] == '-' && s[1]) {
+            fprintf(stderr, "hearth vocab train: unknown option '%s'\n", s);
+            return -1;
+        } else a->texts[a->n_texts++] = s;
+    }
+    if (!a->out) fprintf(stderr, "hearth vocab train: no output (-o VOCAB.gguf)\n");
+    else if (!a->n_chats && !a->n_texts) fprintf(stderr, "hearth vocab train: no data\n");
+    return !a->out || (!a->n_chats && !a->n_texts) ? -1 : 0;
+}
+
+typedef struct add_ctx {
+    hx_bpe *b;
+    hx_buf text;
+    long docs;
+} add_ctx;
+
+static int add_conv(void *user, const hx_chat_doc *d, hx_err *err)
+{
+    add_ctx *c = user;
+    c->text.len = 0;
+    int rc = hx_chat_render(d, &c->text, NULL, NULL, err);
+    if (!rc) rc = hx_bpe_add_text(c->b, c->text.data, c->text.len, err);
+    c->docs++;
+    return rc;
+}
+
+static int add_all(const vargs *a, add_ctx *c, hx_err *err)
+{
+    int rc = HX_OK;
+    for (int i = 0; !rc && i < a->n_chats; i++)
+        rc = hx_chat_each(a->chats[i], a->style, add_conv, c, err);
+    for (int i = 0; !rc && i < a->n_texts; i++) {
+        char *t = NULL;
+        size_t n = 0;
+        rc = hx_read_file(a->texts[i], 0, &t, &n, err);
+        if (!rc) rc = hx_bpe_add_text(c->b, t, n, err);
+        c->docs++;
+        free(t);
+    }
+    return rc;
+}
+
+static void report(const vargs *a, const hx_bpe *b, long docs, double secs)
+{
+    hx_bpe_stats s;
+    hx_bpe_get_stats(b, &s);
+    printf("vocabulary of %d tokens (%d merges) from %ld documents: %llu bytes, "
+           "%llu chunks (%llu unique)\n"
+           "training text -> %llu tokens, %.2f bytes/token; merges %.1f s, "
+           "total %.1f s\nwrote %s\n", s.n_tokens, s.n_merges, docs,
+           (unsigned long long)s.bytes, (unsigned long long)s.chunks,
+           (unsigned long long)s.unique_chunks, (unsigned long long)s.tokens,
+           s.tokens ? (double)s.bytes / (double)s.tokens : 0.0, s.train_seconds,
+           secs, a->out);
+    if (s.n_tokens < a->bp.vocab_size)
+        printf("note: fewer tokens than --size %d: no pair occurs %lld times or "
+               "more (add data or lower --min-count)\n", a->bp.vocab_size,
+               (long long)a->bp.min_count);
+}
+
+static int vocab_train(int argc, char **argv)
+{
+    vargs a;
+    memset(&a, 0, sizeof a);
+    a.bp = hx_bpe_default_params();
+    a.bp.progress = 1;
+    a.chats = calloc((size_t)argc, sizeof *a.chats);
+    a.texts = calloc((size_t)argc, sizeof *a.texts);
+    if (!a.chats || !a.texts || parse(argc, argv, &a)) {
+        free(a.chats);
+        free(a.texts);
+        if (a.chats && a.texts) usage(stderr);
+        return a.chats && a.texts ? HX_EXIT_USAGE : HX_EXIT_FAIL;
+    }
+    hx_err err = {0};
+    double t0 = hx_time_mono();
+    add_ctx c = {NULL, {0}, 0};
+    hx_buf_init(&c.text);
+    int rc = hx_bpe_new(&a.bp, &c.b, &err);
+    if (!rc) rc = add_all(&a, &c, &err);
+    if (!rc) rc = hx_bpe_train(c.b, &err);
+    if (!rc) rc = hx_bpe_write_gguf(c.b, a.out, &err);
+    if (!rc) report(&a, c.b, c.docs, hx_time_mono() - t0);
+    else fprintf(stderr, "hearth vocab train: %s\n", err.msg[0] ? err.msg : hx_rc_str(rc));
+    hx_bpe_free(c.b);
+    hx_buf_free(&c.text);
+    free(a.chats);
+    free(a.texts);
+    return cli_exit_code(rc);
+}
+
+int cmd_vocab(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? HX_EXIT_USAGE : HX_EXIT_OK;
+    }
+    if (!strcmp(argv[1], "train")) {
+        if (cli_wants_help(argc, argv)) {
+            usage(stdout);
+            return HX_EXIT_OK;
+        }
+        return vocab_train(argc, argv);
+    }
+    fprintf(stderr, "hearth vocab: unknown command '%s' (see --help)\n", argv[1]);
+    return HX_EXIT_USAGE;
+}
