@@ -83,7 +83,17 @@ typedef struct hx_engine_source_params {
                              calls, strings of at most 40 characters,
                              numbers from a few round values (calls still
                              valid against the real schemas); default 0 */
+    int call_style;       /* HX_CALLS_TAGGED (<tool_call>, default) or
+                             HX_CALLS_LLAMA (Llama 3.1's bare JSON call);
+                             see hx_agent_call_style */
+    int max_calls;        /* most calls in one turn; 0: HX_AGENT_MAX_CALLS
+                             (small models call until the budget ends) */
 } hx_engine_source_params;
+/* The most tool calls the planner runs from one turn (the grammar allows
+ * no more). */
+#define HX_AGENT_MAX_CALLS 8
+/* The tool-call style (HX_CALLS_*) of a template family (HX_TPL_*). */
+int hx_agent_call_style(int family);
 hx_engine_source_params hx_engine_source_default_params(void);
 /* A source over model m (borrowed; must outlive the source) whose sampler's
  * first stage is the tool-call grammar for the given tools (names and

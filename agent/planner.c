@@ -8,6 +8,7 @@
 
 #define OPEN_TAG "<tool_call>"
 #define CLOSE_TAG "</tool_call>"
+#define PY_TAG "<|python_tag|>"
 
 struct hx_planner {
     hx_planner_deps d;
@@ -176,22 +177,35 @@ static int check_limits(run *r, hx_err *err)
     return HX_OK;
 }
 
-/* ---- streaming the answer: text up to "<tool_call>", holding back a
- * tail that may be the start of it ---- */
-static size_t held_tail(const char *s, size_t n)
+/* ---- streaming the answer: text up to the calls, holding back a tail
+ * that may be the start of them ---- */
+static int is_llama(const run *r) { return r->pl->p.family == HX_TPL_LLAMA3; }
+
+/* Where a turn's calls start: "<tool_call>"; in the Llama style a
+ * leading "{" or "<|python_tag|>". NULL if none (yet). */
+static const char *calls_start(int llama, const char *s)
 {
-    size_t k = strlen(OPEN_TAG) - 1;
+    if (!llama) return strstr(s, OPEN_TAG);
+    const char *p = s + strspn(s, " \t\r\n");
+    return *p == '{' ? p : strstr(s, PY_TAG);
+}
+
+static size_t held_tail(int llama, const char *s, size_t n)
+{
+    const char *tag = llama ? PY_TAG : OPEN_TAG;
+    if (llama && strspn(s, " \t\r\n") == n) return n; /* "{" may come */
+    size_t k = strlen(tag) - 1;
     for (k = k < n ? k : n; k > 0; k--)
-        if (!memcmp(s + n - k, OPEN_TAG, k)) return k;
+        if (!memcmp(s + n - k, tag, k)) return k;
     return 0;
 }
 
 static void stream(run *r, const hx_buf *text, size_t *done, int *in_call, int final)
 {
     if (*in_call || !text->data) return;
-    const char *tag = strstr(text->data + *done, OPEN_TAG);
+    const char *tag = calls_start(is_llama(r), text->data);
     size_t upto = tag ? (size_t)(tag - text->data)
-                      : text->len - (final ? 0 : held_tail(text->data, text->len));
+                      : text->len - (final ? 0 : held_tail(is_llama(r), text->data, text->len));
     if (upto > *done) {
         hx_buf_append(&r->answer, text->data + *done, upto - *done);
         if (r->io && r->io->on_text) r->io->on_text(r->io->user, text->data + *done, upto - *done);
@@ -202,7 +216,9 @@ static void stream(run *r, const hx_buf *text, size_t *done, int *in_call, int f
 
 /* The compact style has one line per message: a plain-text turn ends at
  * its first newline after some text (small models never stop otherwise).
- * Cuts text there and returns 1. */
+ * Cuts text there and returns 1. A turn whose calls began before any
+ * newline is not cut: it may hold several calls, and the grammar ends it
+ * after them. */
 static int compact_line_end(const run *r, hx_buf *text)
 {
     if (r->pl->p.family != HX_TPL_COMPACT || !text->data) return 0;
@@ -271,9 +287,23 @@ static void parse_one(const char *body, size_t n, pcall *c)
     cJSON_Delete(j);
 }
 
-/* Splits text into the content before the first call and the calls. */
-static int parse_turn(const char *text, char **content, pcall *calls, int max)
+/* Llama: the content before the call and the one call (its template
+ * renders one per turn). */
+static int parse_llama(const char *text, char **content, pcall *c)
 {
+    const char *start = calls_start(1, text);
+    *content = trimmed(text, start ? (size_t)(start - text) : strlen(text));
+    if (!start) return 0;
+    if (!strncmp(start, PY_TAG, strlen(PY_TAG))) start += strlen(PY_TAG);
+    memset(c, 0, sizeof *c);
+    parse_one(start, strlen(start), c);
+    return 1;
+}
+
+/* Splits text into the content before the first call and the calls. */
+static int parse_turn(int llama, const char *text, char **content, pcall *calls, int max)
+{
+    if (llama) return parse_llama(text, content, calls);
     const char *open = strstr(text, OPEN_TAG);
     int n = 0;
     *content = trimmed(text, open ? (size_t)(open - text) : strlen(text));
@@ -391,9 +421,9 @@ static void handle_call(run *r, const pcall *c)
     char *args_json = args ? cJSON_PrintUnformatted(args) : hx_strdup("");
     if (r->io && r->io->on_call) r->io->on_call(r->io->user, name, args_json ? args_json : "");
     if (c->fn) exec_call(r, name, args, args_json ? args_json : "{}", &o);
-    else snprintf(o.detail, sizeof o.detail, "malformed tool call: %s; write "
-                  "<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>",
-                  c->error);
+    else snprintf(o.detail, sizeof o.detail, "malformed tool call: %s; write %s", c->error,
+                  is_llama(r) ? "{\"name\": ..., \"parameters\": {...}}"
+                              : "<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>");
     audit(r, name, args_json ? args_json : "", &o);
     char *fed = feedback_text(&o);
     if (r->io && r->io->on_result)
@@ -424,8 +454,6 @@ static void add_assistant(run *r, const char *text, const char *content,
     }
 }
 
-#define MAX_CALLS 8
-
 /* One model turn and its calls; *answered = 1 on a plain-text answer. */
 static int step(run *r, int choice, int *answered, hx_err *err)
 {
@@ -444,10 +472,10 @@ static int step(run *r, int choice, int *answered, hx_err *err)
         r->partial = hx_buf_steal(&text, NULL);
         return rc;
     }
-    pcall calls[MAX_CALLS];
+    pcall calls[HX_AGENT_MAX_CALLS];
     char *content = NULL;
     const char *t = text.data ? text.data : "";
-    int n = parse_turn(t, &content, calls, MAX_CALLS);
+    int n = parse_turn(is_llama(r), t, &content, calls, HX_AGENT_MAX_CALLS);
     add_assistant(r, t, content ? content : "", calls, n);
     *answered = n == 0;
     if (!n) r->final = hx_strdup(content ? content : "");

@@ -21,6 +21,8 @@ typedef struct eng_src {
     hx_detok dt;
     int ended;
     int compact;
+    int call_style;       /* HX_CALLS_* */
+    int max_calls;        /* per turn */
     uint32_t *ws;         /* whitespace-only tokens (bitset) */
     uint32_t *ws_long;    /* those longer than MAX_WS_BYTES */
     int32_t n_ws;
@@ -92,6 +94,9 @@ static int turn_grammar(eng_src *e, int choice, hx_grammar **g, hx_err *err)
     if (!e->g[k]) {
         hx_grammar_params gp = hx_grammar_default_params();
         gp.compact = e->compact;
+        gp.generation = 1;
+        gp.max_calls = e->max_calls;
+        gp.call_style = e->call_style;
         int rc = hx_grammar_tool_calls(e->specs, e->n_specs,
                                        k ? HX_TOOLS_REQUIRED : HX_TOOLS_LAZY,
                                        &gp, &e->g[k], err);
@@ -102,12 +107,14 @@ static int turn_grammar(eng_src *e, int choice, hx_grammar **g, hx_err *err)
 }
 
 /* The loop guard, a stage after the grammar. Models loop where JSON lets
- * them: on whitespace between tokens (random or small models write
- * thousands of spaces and newlines) and, in compact mode, on one token
- * ("5.0000..."). Inside a call it allows at most MAX_WS_RUN whitespace-only
- * tokens in a row, none longer than MAX_WS_BYTES (Qwen writes one "\n"
- * after <tool_call>); in compact mode no token more than MAX_REPEAT times
- * in a row. */
+ * them: the grammar's generation bounds stop "5.0000..." and long
+ * whitespace runs, but not a run of whitespace tokens between JSON tokens
+ * of a long value, nor one token repeated in a string. Inside a call it
+ * allows at most MAX_WS_RUN whitespace-only tokens in a row, none longer
+ * than MAX_WS_BYTES (Qwen writes one "\n" after <tool_call>); in compact
+ * mode no token more than MAX_REPEAT times in a row. A call starts at
+ * "<tool_call>" or, in the Llama style, at a leading "{" or at
+ * "<|python_tag|>". */
 #define MAX_REPEAT 4
 #define MAX_WS_RUN 2
 #define MAX_WS_BYTES 2
@@ -120,6 +127,8 @@ typedef struct guard {
     int run, ws_run, in_call;
     char tail[16];       /* the last bytes written, to see "<tool_call>" */
     const hx_vocab *v;
+    int llama;           /* HX_CALLS_LLAMA */
+    int wrote;           /* a byte other than whitespace was written */
 } guard;
 
 static int bit(const uint32_t *set, int32_t n, int32_t t)
@@ -147,6 +156,9 @@ static void guard_tail(guard *g, int32_t token)
     const char *p = hx_vocab_piece(g->v, token, &n);
     char buf[64];
     int m = snprintf(buf, sizeof buf, "%s%.*s", g->tail, (int)(n < 40 ? n : 40), p ? p : "");
+    const char *lead = p && !g->wrote ? p + strspn(p, " \n\t\r") : "";
+    if (g->llama && (*lead == '{' || (m > 0 && strstr(buf, "<|python_tag|>")))) g->in_call = 1;
+    if (*lead) g->wrote = 1;
     if (m > 0 && strstr(buf, "<tool_call>")) g->in_call = 1;
     if (m > 0 && strstr(buf, "</tool_call>")) g->in_call = 0;
     size_t len = strlen(buf), keep = sizeof g->tail - 1;
@@ -167,7 +179,8 @@ static int add_guard(eng_src *e, hx_sampler *s)
 {
     guard *g = hx_calloc(1, sizeof *g);
     if (!g) return HX_ERR_NOMEM;
-    *g = (guard){e->ws, e->ws_long, e->n_ws, e->compact, -1, 0, 0, 0, "", e->v};
+    *g = (guard){e->ws, e->ws_long, e->n_ws, e->compact, -1, 0, 0, 0, "", e->v,
+                 e->call_style == HX_CALLS_LLAMA, 0};
     hx_sampler_stage st = {HX_SAMPLER_STAGE_API, "loop guard", g, guard_apply,
                            guard_accept, NULL, NULL, free};
     int rc = hx_sampler_add_stage(s, &st);
@@ -382,6 +395,9 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     e->v = hx_model_vocab(m);
     e->sp = p->sp;
     e->compact = p->compact_json;
+    e->call_style = p->call_style;
+    e->max_calls = p->max_calls > 0 && p->max_calls < HX_AGENT_MAX_CALLS ? p->max_calls
+                                                                        : HX_AGENT_MAX_CALLS;
     hx_ctx_params cp = hx_ctx_default_params();
     cp.n_ctx = p->n_ctx;
     cp.n_threads = p->n_threads;

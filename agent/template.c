@@ -421,7 +421,7 @@ static void render_compact(const cJSON *msgs, const cJSON *tools,
         }
         hx_buf_putc(out, '\n');
         if (i == 0 && cJSON_GetArraySize(tools) > 0) {
-            hx_buf_puts(out, "Tools (call one as <tool_call>{\"name\": ..., "
+            hx_buf_puts(out, "Tools (call one or more as <tool_call>{\"name\": ..., "
                              "\"arguments\": {...}}</tool_call>):\n");
             for (const cJSON *t = tools->child; t; t = t->next) compact_tool(t, out);
         }
@@ -449,6 +449,11 @@ int hx_tpl_render(int family, const cJSON *messages, const cJSON *tools,
     default: return HX_ERR_INVALID;
     }
     return out->oom ? HX_ERR_NOMEM : HX_OK;
+}
+
+int hx_agent_call_style(int family)
+{
+    return family == HX_TPL_LLAMA3 ? HX_CALLS_LLAMA : HX_CALLS_TAGGED;
 }
 
 /* ---- detection ---- */

@@ -43,9 +43,29 @@ static int count_role(const cJSON *msgs, const char *role)
     return n;
 }
 
+/* Every assistant turn with k calls is followed by k tool messages for
+ * the same tools in the same order (the calls ran in order); returns the
+ * number of turns that held more than one call. */
+static int check_call_order(const cJSON *msgs)
+{
+    int multi = 0;
+    for (const cJSON *m = msgs ? msgs->child : NULL; m; m = m->next) {
+        const cJSON *tc = cJSON_GetObjectItem(m, "tool_calls");
+        const cJSON *r = m->next;
+        multi += cJSON_GetArraySize(tc) > 1;
+        for (const cJSON *c = tc ? tc->child : NULL; c; c = c->next, r = r ? r->next : NULL) {
+            const char *name = cJSON_GetStringValue(
+                cJSON_GetObjectItem(cJSON_GetObjectItem(c, "function"), "name"));
+            EXPECT(r && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(r, "role")), "tool"));
+            EXPECT(r && name && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(r, "name")), name));
+        }
+    }
+    return multi;
+}
+
 /* Checks one finished run: a known status, every call well-formed and
  * valid, every result fed back as a tool message, the episode recorded. */
-static void check_run(world *w, const cJSON *t, int *n_calls, int *n_answered)
+static void check_run(world *w, const cJSON *t, int *n_calls, int *n_answered, int *n_multi)
 {
     const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(t, "status"));
     EXPECT(st && (!strcmp(st, "answered") || !strcmp(st, "token budget") ||
@@ -68,6 +88,7 @@ static void check_run(world *w, const cJSON *t, int *n_calls, int *n_answered)
     }
     EXPECT_EQ_INT(count_role(cJSON_GetObjectItem(t, "messages"), "tool"),
                   cJSON_GetArraySize(calls));
+    *n_multi += check_call_order(cJSON_GetObjectItem(t, "messages"));
     int64_t id = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "episode"));
     hx_episode *ep = NULL;
     EXPECT(id > 0 && hx_memory_episode_get(w->mem, id, &ep, NULL) == HX_OK);
@@ -103,29 +124,31 @@ static void test_requests_through_engine(void)
     ep.n_threads = 1;
     ep.sp.temp = 0.8f;
     ep.sp.seed = 42;
+    ep.max_calls = 2; /* the tiny model calls until the budget otherwise */
     hx_source src;
     hx_err err = {0};
     ASSERT(hx_engine_source_new(m, specs, n, &ep, &src, &err) == HX_OK);
-    int n_calls = 0, n_answered = 0, n_runs = (int)(sizeof requests / sizeof *requests);
+    int n_calls = 0, n_answered = 0, n_multi = 0, n_runs = (int)(sizeof requests / sizeof *requests);
     for (int i = 0; i < n_runs; i++) {
         hx_planner_params pp = hx_planner_default_params();
         pp.family = HX_TPL_COMPACT;
         pp.tool_choice = HX_CHOICE_REQUIRED;
         pp.max_steps = 2;
-        pp.max_tokens = 300;
+        pp.max_tokens = 500;
         pp.tools = TOOLS;
         hx_planner_deps d = world_deps(&w, &src);
         hx_planner *pl = hx_planner_new(&d, &pp);
         cJSON *t = NULL;
         hx_planner_run(pl, requests[i], NULL, &t, &err);
         ASSERT(t);
-        check_run(&w, t, &n_calls, &n_answered);
+        check_run(&w, t, &n_calls, &n_answered, &n_multi);
         cJSON_Delete(t);
         hx_planner_free(pl);
     }
-    printf("# %d requests, %d calls (all valid), %d answered in plain text\n", n_runs,
-           n_calls, n_answered);
+    printf("# %d requests, %d calls (all valid), %d answered in plain text, %d turns with "
+           "two calls\n", n_runs, n_calls, n_answered, n_multi);
     EXPECT(n_calls >= n_runs / 2);
+    EXPECT(n_multi >= 1); /* a turn held two calls, and both ran in order */
     EXPECT(n_answered >= n_runs / 2);
     EXPECT_EQ_INT(hx_memory_episode_count(w.mem), n_runs);
     EXPECT(count_lines(w.audit, "\"tool\"", NULL) == n_calls);

@@ -488,6 +488,88 @@ static void test_compact_answer_is_one_line(void)
     world_close(&w);
 }
 
+/* Llama 3.1: a bare {"name", "parameters"} turn is a call, never
+ * streamed as the answer; its result comes back as an ipython turn. */
+static void test_llama_call(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {
+        "{\"name\": \"calendar.list_events\", \"parameters\": {\"range\": \"tomorrow\"}}",
+        "Let me also look. <|python_tag|>{\"name\": \"calendar.find_slots\", \"parameters\": "
+        "{\"duration_minutes\": 30, \"range\": \"next Tuesday afternoon\"}}",
+        "You are free on Tuesday at 14:00."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    hx_planner_params p = hx_planner_default_params();
+    p.family = HX_TPL_LLAMA3;
+    EXPECT_EQ_INT(run_script(&w, turns, 3, "find 30 minutes", &p, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(tstr(t, "status"), "answered");
+    EXPECT_STR_EQ(s.text.data, "Let me also look. You are free on Tuesday at 14:00.");
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    EXPECT_STR_EQ(call_status(t, 1), "ok");
+    EXPECT(strstr(s.calls, "calendar.list_events {\"range\":\"tomorrow\"};calendar.find_slots") == s.calls);
+    ASSERT(ss.n_prompts == 3);
+    EXPECT(strstr(ss.prompts[1], "<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": "
+                                 "\"calendar.list_events\", \"parameters\": {\"range\": \"tomorrow\"}}"
+                                 "<|eot_id|><|start_header_id|>ipython<|end_header_id|>\n\n\"") != NULL);
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
+/* Llama: a malformed call is fed back with the Llama form to write. */
+static void test_llama_malformed(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {"{\"name\": \"calendar.list_events\"}", "Sorry."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    hx_planner_params p = hx_planner_default_params();
+    p.family = HX_TPL_LLAMA3;
+    EXPECT_EQ_INT(run_script(&w, turns, 2, "x", &p, &s, &t, &ss), HX_OK);
+    EXPECT_STR_EQ(call_status(t, 0), "malformed");
+    ASSERT(ss.n_prompts == 2);
+    const char *fb = strstr(ss.prompts[1], "malformed tool call: the call has no");
+    EXPECT(fb && strstr(fb, "parameters") && !strstr(fb, "<tool_call>"));
+    EXPECT_STR_EQ(s.text.data, "Sorry.");
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
+/* The compact style: two calls in one turn run in order. */
+static void test_compact_two_calls(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": \"tomorrow\"}}"
+        "</tool_call><tool_call>{\"name\": \"calendar.find_slots\", \"arguments\": "
+        "{\"duration_minutes\": 30, \"range\": \"tomorrow\"}}</tool_call>",
+        "Done.\nnot read"};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    hx_planner_params p = hx_planner_default_params();
+    p.family = HX_TPL_COMPACT;
+    EXPECT_EQ_INT(run_script(&w, turns, 2, "hi", &p, &s, &t, &ss), HX_OK);
+    EXPECT_STR_EQ(tstr(t, "answer"), "Done.");
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    EXPECT_STR_EQ(call_status(t, 1), "ok");
+    EXPECT(strstr(s.calls, "calendar.list_events {\"range\":\"tomorrow\"};calendar.find_slots") == s.calls);
+    ASSERT(ss.n_prompts == 2);
+    const char *a = strstr(ss.prompts[1], "Assistant: <tool_call>{\"name\": \"calendar.list_events\"");
+    const char *r1 = a ? strstr(a, "\nTool: <tool_response>") : NULL;
+    EXPECT(a && strstr(a, "</tool_call><tool_call>{\"name\": \"calendar.find_slots\"") != NULL);
+    EXPECT(r1 && strstr(r1 + 1, "\nTool: <tool_response>") != NULL);
+    EXPECT(strstr(ss.prompts[0], "call one or more as <tool_call>") != NULL);
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 int main(void)
 {
     RUN(test_multi_call_turn);
@@ -502,5 +584,8 @@ int main(void)
     RUN(test_stream_holds_partial_tag);
     RUN(test_recall_in_prompt);
     RUN(test_compact_answer_is_one_line);
+    RUN(test_llama_call);
+    RUN(test_llama_malformed);
+    RUN(test_compact_two_calls);
     return test_summary();
 }
