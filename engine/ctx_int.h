@@ -38,6 +38,7 @@ struct hx_ctx {
      * adapters to this context writes a stable description here (names
      * and content hashes, scales). */
     char adapter_key[256];
+    char model_id[65]; /* prefix.c: model key, computed on first use */
     /* hx_ctx_params.act_hook and its user pointer (NULL: none) */
     void (*act_hook)(void *user, const char *tensor, int expert,
                      const float *x, int n_tokens, int64_t n_cols);

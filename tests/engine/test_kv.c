@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "engine/ctx_int.h"
 #include "engine/engine.h"
 #include "ref/ref.h"
 #include "test.h"
@@ -311,6 +312,189 @@ static void test_prefill_slices(void)
     hx_model_free(m);
 }
 
+/* Number of cache files in dir. */
+static int count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strstr(e->d_name, ".kv") != NULL;
+    closedir(d);
+    return n;
+}
+
+/* Cold: decode the prompt in two calls (a prefix, then the rest); warm: a
+ * new context loads the prefix from disk and decodes only the rest. The
+ * same passes run on the same KV rows: the logits are bitwise equal. */
+static void warm_vs_cold(hx_model *m, int kv_q8, const char *dir)
+{
+    const int n = 300, pre = 200, nv = hx_model_hparams(m)->n_vocab;
+    int32_t t[300];
+    tokens(t, n, nv, 21);
+    hx_ctx *a = new_ctx(m, 0, kv_q8, 0), *b = new_ctx(m, 0, kv_q8, 0);
+    ASSERT(a && b);
+    ASSERT(hx_decode(a, t, pre, 0) == HX_OK);
+    ASSERT(hx_ctx_prefix_save(a, dir, t, pre, 0) == HX_OK);
+    ASSERT(hx_decode(a, t + pre, n - pre, 0) == HX_OK);
+    int got = -1;
+    ASSERT(hx_ctx_prefix_load(b, dir, t, n, n - 1, &got) == HX_OK);
+    EXPECT_EQ_INT(got, pre);
+    EXPECT_EQ_INT(hx_ctx_n_past(b), pre);
+    ASSERT(hx_decode(b, t + pre, n - pre, 0) == HX_OK);
+    const float *la = hx_ctx_logits(a, -1), *lb = hx_ctx_logits(b, -1);
+    ASSERT(la && lb);
+    EXPECT(memcmp(la, lb, (size_t)nv * sizeof(float)) == 0);
+    /* a prompt that leaves the cached prefix at 150 reuses 150 */
+    hx_ctx_free(b);
+    b = new_ctx(m, 0, kv_q8, 0);
+    ASSERT(b);
+    t[150] = (t[150] + 1) % nv;
+    ASSERT(hx_ctx_prefix_load(b, dir, t, n, n - 1, &got) == HX_OK);
+    EXPECT_EQ_INT(got, 150);
+    /* loading twice is a caller error */
+    EXPECT_EQ_INT(hx_ctx_prefix_load(b, dir, t, n, n - 1, &got), HX_ERR_STATE);
+    hx_ctx_free(a);
+    hx_ctx_free(b);
+}
+
+static void test_prefix_warm_equals_cold(void)
+{
+    hx_model *m = load(write_model("pfx.gguf", 5, 32));
+    ASSERT(m);
+    warm_vs_cold(m, 0, tmp_path("pfx-f16"));
+    warm_vs_cold(m, 1, tmp_path("pfx-q8"));
+    hx_model_free(m);
+}
+
+/* Writes n cached positions of t to dir from a fresh context. */
+static int save_prefix(hx_model *m, const char *dir, const int32_t *t, int n)
+{
+    hx_ctx *c = new_ctx(m, 0, 0, 0);
+    int rc = c ? hx_decode(c, t, n, 0) : HX_ERR_NOMEM;
+    if (!rc) rc = hx_ctx_prefix_save(c, dir, t, n, 0);
+    hx_ctx_free(c);
+    return rc;
+}
+
+/* What a new context loads from dir for t (n tokens). */
+static int loaded(hx_model *m, const char *dir, const int32_t *t, int n,
+                  int kv_q8, const char *adapter_key)
+{
+    hx_ctx *c = new_ctx(m, 0, kv_q8, 0);
+    int got = -1;
+    if (!c) return -1;
+    snprintf(c->adapter_key, sizeof c->adapter_key, "%s", adapter_key);
+    if (hx_ctx_prefix_load(c, dir, t, n, n - 1, &got)) got = -2;
+    hx_ctx_free(c);
+    return got;
+}
+
+static void corrupt(const char *dir, long at, int truncate_to)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (!strstr(e->d_name, ".kv")) continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r+b");
+        if (!f) continue;
+        if (truncate_to >= 0) {
+            if (ftruncate(fileno(f), truncate_to)) {}
+        } else {
+            fseek(f, at, at < 0 ? SEEK_END : SEEK_SET);
+            int ch = fgetc(f);
+            fseek(f, -1, SEEK_CUR);
+            fputc(ch ^ 0x5a, f);
+        }
+        fclose(f);
+    }
+    if (d) closedir(d);
+}
+
+/* Keys: another adapter set, cache type or model misses; a corrupt,
+ * truncated or foreign file is ignored without an error. */
+static void test_prefix_keys_and_corruption(void)
+{
+    hx_model *m = load(write_model("pk.gguf", 6, 32));
+    hx_model *m2 = load(write_model("pk2.gguf", 7, 32)); /* same shape */
+    ASSERT(m && m2);
+    const char *dir = tmp_path("pk");
+    int32_t t[100];
+    tokens(t, 100, hx_model_hparams(m)->n_vocab, 4);
+    ASSERT(save_prefix(m, dir, t, 80) == HX_OK);
+    EXPECT_EQ_INT(loaded(m, dir, t, 100, 0, ""), 80);
+    EXPECT_EQ_INT(loaded(m, dir, t, 100, 0, "lora:a.gguf@1.0"), 0);
+    EXPECT_EQ_INT(loaded(m, dir, t, 100, 1, ""), 0);
+    EXPECT_EQ_INT(loaded(m2, dir, t, 100, 0, ""), 0);
+    EXPECT_EQ_INT(loaded(m, dir, t, 50, 0, ""), 49); /* keeps one to decode */
+    corrupt(dir, -100, -1); /* a flipped byte in the rows */
+    EXPECT_EQ_INT(loaded(m, dir, t, 100, 0, ""), 0);
+    EXPECT_EQ_INT(count_files(dir), 0); /* the damaged file was removed */
+    ASSERT(save_prefix(m, dir, t, 80) == HX_OK);
+    EXPECT_EQ_INT(loaded(m, dir, t, 100, 0, ""), 80);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -f %s/*.kv", dir);
+    if (system(cmd)) {}
+    ASSERT(save_prefix(m, dir, t, 80) == HX_OK);
+    EXPECT_EQ_INT(loaded(m, dir, t, 100, 0, ""), 80);
+    corrupt(dir, 0, 300); /* truncated inside the header */
+    EXPECT_EQ_INT(loaded(m, dir, t, 100, 0, ""), 0);
+    if (system(cmd)) {}
+    ASSERT(save_prefix(m, dir, t, 80) == HX_OK);
+    corrupt(dir, 8, -1); /* the version */
+    EXPECT_EQ_INT(loaded(m, dir, t, 100, 0, ""), 0);
+    char junk[600];
+    snprintf(junk, sizeof junk, "%s/junk.kv", dir);
+    hx_err err = {0};
+    ASSERT(hx_write_file_atomic(junk, "not a cache", 11, &err) == HX_OK);
+    EXPECT_EQ_INT(loaded(m, dir, t, 100, 0, ""), 0);
+    hx_model_free(m);
+    hx_model_free(m2);
+}
+
+/* The directory stays under its byte bound: the least recently used
+ * files go first. */
+static void test_prefix_eviction(void)
+{
+    hx_model *m = load(write_model("pe.gguf", 8, 32));
+    ASSERT(m);
+    const char *dir = tmp_path("pe");
+    int32_t a[64], b[64], c[64];
+    const int nv = hx_model_hparams(m)->n_vocab;
+    tokens(a, 64, nv, 1);
+    tokens(b, 64, nv, 2);
+    tokens(c, 64, nv, 3);
+    hx_ctx *x = new_ctx(m, 0, 0, 0);
+    ASSERT(x);
+    ASSERT(hx_decode(x, a, 64, 0) == HX_OK);
+    ASSERT(hx_ctx_prefix_save(x, dir, a, 64, 0) == HX_OK);
+    struct stat st;
+    DIR *d = opendir(dir);
+    ASSERT(d);
+    char one[1024] = "";
+    for (struct dirent *e; (e = readdir(d));)
+        if (strstr(e->d_name, ".kv")) snprintf(one, sizeof one, "%s/%s", dir, e->d_name);
+    closedir(d);
+    ASSERT(stat(one, &st) == 0);
+    const size_t fsz = (size_t)st.st_size;
+    hx_ctx_free(x);
+    usleep(20000);
+    ASSERT(save_prefix(m, dir, b, 64) == HX_OK);
+    usleep(20000);
+    EXPECT_EQ_INT(loaded(m, dir, a, 64, 0, ""), 63); /* a is now the most recent */
+    usleep(20000);
+    x = new_ctx(m, 0, 0, 0);
+    ASSERT(x && hx_decode(x, c, 64, 0) == HX_OK);
+    ASSERT(hx_ctx_prefix_save(x, dir, c, 64, 2 * fsz) == HX_OK);
+    hx_ctx_free(x);
+    EXPECT_EQ_INT(count_files(dir), 2);
+    EXPECT_EQ_INT(loaded(m, dir, b, 64, 0, ""), 0); /* b was evicted */
+    EXPECT_EQ_INT(loaded(m, dir, a, 64, 0, ""), 63);
+    EXPECT_EQ_INT(loaded(m, dir, c, 64, 0, ""), 63);
+    hx_model_free(m);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/hx_test_kv_%d", (int)getpid());
@@ -320,6 +504,9 @@ int main(void)
     RUN(test_pages_and_cap);
     RUN(test_max_bytes);
     RUN(test_prefill_slices);
+    RUN(test_prefix_warm_equals_cold);
+    RUN(test_prefix_keys_and_corruption);
+    RUN(test_prefix_eviction);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
     if (system(cmd)) {}
