@@ -15,6 +15,7 @@
 #include "engine/model_write.h"
 #include "engine/delta.h"
 #include "engine/quantize.h"
+#include "engine/spec.h"
 #include "engine/adapter.h"
 
 #endif /* HX_ENGINE_H */

@@ -1,0 +1,200 @@
+/* spec.c: batched forced runs and speculative decoding with n-gram drafts,
+ * verified by the sampler itself on the logits of one batched pass. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/model.h"
+#include "engine/sample.h"
+#include "engine/spec.h"
+#include "engine/vocab.h"
+
+/* A pass of at most this many tokens stays on attention's one-query path
+ * (ctx_int.h FA_TILE_Q is 64), whose rows match one-token passes. */
+#define SPEC_MAX_BATCH 48
+
+struct hx_spec {
+    hx_ctx *c;
+    const hx_vocab *v;
+    hx_spec_params p;
+    int32_t n_vocab;
+    float *zeros;    /* (n_vocab) logits that prefer nothing */
+    int32_t *batch;  /* (max_batch) tokens of the next pass */
+    int32_t *seq;    /* hist followed by the batch, for the lookup */
+    int seq_cap;
+    hx_spec_stats st;
+};
+
+hx_spec_params hx_spec_default_params(void)
+{
+    hx_spec_params p = {16, 8, 2, 4};
+    return p;
+}
+
+static int clamp(int x, int lo, int hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+hx_spec *hx_spec_new(hx_ctx *c, const hx_vocab *v, const hx_spec_params *p)
+{
+    hx_spec_params d = hx_spec_default_params();
+    hx_spec *sp = c && v ? hx_calloc(1, sizeof *sp) : NULL;
+    if (!sp) return NULL;
+    sp->c = c;
+    sp->v = v;
+    sp->p = p ? *p : d;
+    sp->p.max_batch = clamp(sp->p.max_batch, 1, SPEC_MAX_BATCH);
+    sp->p.max_draft = clamp(sp->p.max_draft, 0, sp->p.max_batch - 1);
+    sp->p.ngram_min = clamp(sp->p.ngram_min, 1, 16);
+    sp->p.ngram_max = clamp(sp->p.ngram_max, sp->p.ngram_min, 16);
+    sp->n_vocab = hx_model_hparams(hx_ctx_model(c))->n_vocab;
+    sp->zeros = hx_calloc((size_t)sp->n_vocab, sizeof *sp->zeros);
+    sp->batch = hx_malloc_array((size_t)sp->p.max_batch, sizeof *sp->batch);
+    if (!sp->zeros || !sp->batch) {
+        hx_spec_free(sp);
+        return NULL;
+    }
+    return sp;
+}
+
+void hx_spec_free(hx_spec *sp)
+{
+    if (!sp) return;
+    free(sp->zeros);
+    free(sp->batch);
+    free(sp->seq);
+    free(sp);
+}
+
+hx_spec_stats hx_spec_get_stats(const hx_spec *sp) { return sp->st; }
+
+/* The token the stages force next, or -1. The forced token is confirmed by
+ * sampling it from logits that prefer nothing: every stage (a loop guard
+ * may still ban it) and, when sampling, the one random draw a plain step
+ * makes, so the generator's stream stays the same. */
+static int32_t forced_next(hx_spec *sp, hx_sampler *s)
+{
+    int32_t t;
+    if (hx_sampler_forced(s, &t, 1) != 1) return -1;
+    int32_t x = hx_sampler_sample(s, sp->zeros, sp->n_vocab);
+    return x == t ? t : -1;
+}
+
+/* Samples from logits and accepts; the token, or -rc. */
+static int32_t choose(hx_sampler *s, const float *logits, int32_t nv,
+                      hx_err *err)
+{
+    int32_t t = logits ? hx_sampler_sample(s, logits, nv) : -1;
+    if (t < 0)
+        return -hx_err_set(err, HX_ERR_STATE, "the sampler allows no next token");
+    if (hx_sampler_accept(s, t))
+        return -hx_err_set(err, HX_ERR_STATE, "the sampler rejected token %d", t);
+    return t;
+}
+
+/* Up to max tokens that followed the most recent earlier occurrence of
+ * the longest suffix of seq[0, n) (ngram_max down to ngram_min tokens)
+ * into d; how many. */
+static int ngram_draft(const hx_spec *sp, const int32_t *seq, int n,
+                       int32_t *d, int max)
+{
+    for (int k = sp->p.ngram_max; k >= sp->p.ngram_min && max > 0; k--) {
+        if (k >= n) continue;
+        const int32_t *key = seq + n - k;
+        for (int j = n - k - 1; j >= 0; j--) {
+            if (seq[j] != key[0] || memcmp(seq + j, key, (size_t)k * sizeof *key))
+                continue;
+            int m = 0;
+            while (m < max && j + k + m < n) d[m] = seq[j + k + m], m++;
+            return m;
+        }
+    }
+    return 0;
+}
+
+/* Drafts after hist[0, n_hist) followed by batch[pend, nb) into batch[nb..). */
+static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
+                 int nb, int max)
+{
+    if (max <= 0) return 0;
+    int n = n_hist + nb - pend;
+    if (n > sp->seq_cap) {
+        int cap = n * 2 + 64;
+        int32_t *q = realloc(sp->seq, (size_t)cap * sizeof *q);
+        if (!q) return 0; /* no drafts, still correct */
+        sp->seq = q;
+        sp->seq_cap = cap;
+    }
+    memcpy(sp->seq, hist, (size_t)n_hist * sizeof *hist);
+    memcpy(sp->seq + n_hist, sp->batch + pend, (size_t)(nb - pend) * sizeof *hist);
+    return ngram_draft(sp, sp->seq, n, sp->batch + nb, max);
+}
+
+static int run(hx_spec *sp, int n, int logits_all, hx_err *err)
+{
+    int rc = hx_decode(sp->c, sp->batch, n, logits_all);
+    if (rc == HX_ERR_FULL)
+        return hx_err_set(err, rc, "the context is full (%d tokens)",
+                          hx_ctx_n_ctx(sp->c));
+    if (rc) return hx_err_set(err, rc, "decode: %s", hx_ctx_errmsg(sp->c));
+    sp->st.passes++;
+    return HX_OK;
+}
+
+/* Verifies drafts batch[nb, nb + nd) against the logits of the pass over
+ * batch[0, nb + nd): row nb - 1 + i gives the token after draft i - 1.
+ * Appends the chosen tokens to out; drops the cache rows of the drafts
+ * that were not chosen. Returns the count appended, or -rc. */
+static int verify(hx_spec *sp, hx_sampler *s, int n_past, int nb, int nd,
+                  int32_t *out, hx_err *err)
+{
+    int i = 0, n = 0;
+    for (;; i++) {
+        const float *lg = hx_ctx_logits(sp->c, nd ? nb - 1 + i : -1);
+        int32_t t = choose(s, lg, sp->n_vocab, err);
+        if (t < 0) return t;
+        out[n++] = t;
+        if (i == nd || t != sp->batch[nb + i] || hx_vocab_is_eog(sp->v, t)) break;
+    }
+    sp->st.accepted += i;
+    hx_ctx_truncate(sp->c, n_past + nb + i);
+    return n;
+}
+
+int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
+                 int32_t *out, hx_err *err)
+{
+    const int n_past = hx_ctx_n_past(sp->c), pend = n_hist - n_past;
+    if (pend < 0 || pend > sp->p.max_batch)
+        return -hx_err_set(err, HX_ERR_INVALID, "the context holds %d tokens, "
+                           "the history %d", n_past, n_hist);
+    memcpy(sp->batch, hist + n_past, (size_t)pend * sizeof *hist);
+    int nb = pend, n_out = 0;
+    int32_t t = 0;
+    if (pend == 0) { /* the context's last logits are the next token's */
+        if ((t = choose(s, hx_ctx_logits(sp->c, -1), sp->n_vocab, err)) < 0) return t;
+        out[n_out++] = t;
+        if (hx_vocab_is_eog(sp->v, t)) return sp->st.tokens++, 1;
+        sp->batch[nb++] = t;
+    }
+    while (nb < sp->p.max_batch && (t = forced_next(sp, s)) >= 0) {
+        if (hx_sampler_accept(s, t))
+            return -hx_err_set(err, HX_ERR_STATE, "the sampler rejected forced token %d", t);
+        out[n_out++] = t;
+        sp->st.forced++;
+        if (hx_vocab_is_eog(sp->v, t)) break;
+        sp->batch[nb++] = t;
+    }
+    int ended = n_out > 0 && hx_vocab_is_eog(sp->v, out[n_out - 1]);
+    int room = hx_ctx_n_ctx(sp->c) - n_past - nb, max = sp->p.max_batch - nb;
+    if (max > sp->p.max_draft) max = sp->p.max_draft;
+    if (max > room) max = room;
+    int nd = ended ? 0 : draft(sp, hist, n_hist, pend, nb, max);
+    sp->st.drafted += nd;
+    int rc = nb + nd > 0 ? run(sp, nb + nd, nd > 0, err) : HX_OK;
+    if (rc) return -rc;
+    if (!ended) {
+        int n = verify(sp, s, n_past, nb, nd, out + n_out, err);
+        if (n < 0) return n;
+        n_out += n;
+    }
+    sp->st.tokens += n_out;
+    return n_out;
+}

@@ -1,0 +1,70 @@
+/* spec.h: faster than one token per forward pass: tokens the sampler's
+ * stages force (a grammar mask of one token) go through the model as one
+ * batch, and speculative drafts (n-gram lookup in the context: arguments
+ * are often copied from the prompt) are verified in the same batched pass.
+ * Part of engine.h, the engine's public API.
+ *
+ * The output is what the sampler would have produced one token per pass:
+ * every produced token is chosen by hx_sampler_sample on the same logits,
+ * in the same order, with the same number of random draws; a draft only
+ * saves the pass that would have computed its logits. The logits of a
+ * batched pass equal those of one-token passes bit for bit as long as the
+ * kernels are batch-invariant (tests/engine/test_spec.c checks it); see
+ * hx_spec_params.max_batch. */
+#ifndef HX_SPEC_H
+#define HX_SPEC_H
+
+#include <stdint.h>
+
+#include "base/base.h"
+
+typedef struct hx_ctx hx_ctx;         /* engine/model.h */
+typedef struct hx_sampler hx_sampler; /* engine/sample.h */
+typedef struct hx_vocab hx_vocab;     /* engine/vocab.h */
+
+typedef struct hx_spec_params {
+    int max_batch; /* tokens per pass (pending + forced + drafts); default
+                      16, clamped to [1, 48]: below the tiled-attention
+                      batch (64), so a pass uses the one-query path as a
+                      one-token pass does. 1: plain decoding */
+    int max_draft; /* draft tokens per pass; 0: no drafts (forced runs
+                      only); default 8 */
+    int ngram_min; /* shortest context suffix looked up; default 2 */
+    int ngram_max; /* longest, tried first; default 4 */
+} hx_spec_params;
+hx_spec_params hx_spec_default_params(void);
+
+/* Counters since hx_spec_new. */
+typedef struct hx_spec_stats {
+    int64_t passes;   /* forward passes run */
+    int64_t tokens;   /* tokens produced */
+    int64_t forced;   /* of which forced by the stages (no logits needed) */
+    int64_t drafted;  /* draft tokens fed to the model */
+    int64_t accepted; /* drafts the sampler chose too */
+} hx_spec_stats;
+
+typedef struct hx_spec hx_spec;
+
+/* A decoder over context c and vocabulary v (both borrowed: they must
+ * outlive it); p NULL for the defaults. NULL on out of memory. */
+hx_spec *hx_spec_new(hx_ctx *c, const hx_vocab *v, const hx_spec_params *p);
+void hx_spec_free(hx_spec *sp); /* NULL is a no-op */
+
+/* One step of generation with sampler s (borrowed). hist[0, n_hist) is the
+ * whole sequence so far: the prompt and every token produced before (but
+ * no end-of-generation token). The context must hold a prefix of it,
+ * hist[0, n_past): either all of it, its last token's logits kept by the
+ * last hx_decode (as after decoding the prompt), or all but the tokens
+ * still pending (those of hist[n_past, n_hist), as this function leaves
+ * them). Writes the tokens produced (already accepted by s) to out
+ * (room for max_batch + 1), in order, and returns how many (>= 1), or
+ * -rc: HX_ERR_STATE when the sampler allows no token or rejects one (the
+ * message in err), the context's errors (HX_ERR_FULL, ...). An
+ * end-of-generation token, if any, is the last one produced and is not
+ * fed to the context. The caller appends the others to hist. */
+int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
+                 int32_t *out, hx_err *err);
+
+hx_spec_stats hx_spec_get_stats(const hx_spec *sp);
+
+#endif /* HX_SPEC_H */

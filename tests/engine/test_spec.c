@@ -1,0 +1,276 @@
+/* test_spec.c: speculative decoding (engine/spec.c) produces exactly the
+ * tokens of plain one-token-per-pass decoding: greedy and seeded sampling,
+ * with and without the tool-call grammar, on random-weight models and on
+ * stories260K, over many prompts; and it takes fewer passes than tokens. */
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "test.h"
+
+#define MAX_GEN 48
+
+static const char WEATHER[] =
+    "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\",\"maxLength\":12},"
+    "\"days\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":7},"
+    "\"unit\":{\"enum\":[\"celsius\",\"fahrenheit\"]}},\"required\":[\"city\",\"days\"],"
+    "\"additionalProperties\":false}";
+static const char MEET[] =
+    "{\"type\":\"object\",\"properties\":{\"title\":{\"type\":\"string\",\"maxLength\":24},"
+    "\"attendees\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":16},"
+    "\"maxItems\":3},\"minutes\":{\"enum\":[15,30,60]}},\"required\":[\"title\",\"minutes\"],"
+    "\"additionalProperties\":false}";
+
+static const char *const PROMPTS[] = {
+    "Once upon a time",
+    "Schedule a meeting with Bob about the budget. Schedule a meeting with Bob",
+    "What is the weather in Paris for the next 3 days? The weather in Paris",
+    "Lily and Tom went to the park. Lily and Tom went to the",
+    "<tool_call>{\"name\": \"weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call> again:",
+    "The cat sat on the mat. The dog sat on the log. The cat sat on the",
+    "Remind me: meeting with Alice, Bob and Carol on Monday.",
+    "One day, a little girl named Sue found a big red ball.",
+    "1 2 3 4 5 6 7 8 9 10 1 2 3 4 5",
+    "He said hello. She said hello. They said",
+    "Call weather for Berlin, 2 days, celsius.",
+    "Tim had a toy car. Tim loved his toy car. Tim",
+};
+#define N_PROMPTS (int)(sizeof PROMPTS / sizeof *PROMPTS)
+
+/* One generation setting: grammar mode (-1: none) and sampling. */
+typedef struct setting {
+    int mode, compact;
+    float temp;
+    uint64_t seed;
+} setting;
+
+typedef struct rig {
+    hx_model *m;
+    const hx_vocab *v;
+    hx_gvocab *gv;
+    hx_grammar *g[3]; /* by HX_TOOLS_* */
+    hx_grammar *gc[3]; /* compact */
+} rig;
+
+static hx_sampler *new_sampler(rig *r, const setting *st)
+{
+    hx_sampler_params sp = hx_sampler_default_params();
+    sp.temp = st->temp;
+    sp.seed = st->seed;
+    hx_sampler *s = hx_sampler_new(&sp);
+    if (!s || st->mode < 0) return s;
+    hx_grammar *g = (st->compact ? r->gc : r->g)[st->mode];
+    hx_sampler_stage stage;
+    if (hx_grammar_stage(g, r->gv, &stage) || hx_sampler_add_stage(s, &stage)) {
+        hx_sampler_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int tokenize(const hx_vocab *v, const char *text, int32_t *t, int max)
+{
+    return hx_tokenize(v, text, strlen(text), t, max, hx_vocab_add_bos(v), 0);
+}
+
+/* Plain decoding: one sample and one pass per token. Returns the count
+ * (an end-of-generation token included), -1 on error. */
+static int gen_plain(rig *r, hx_ctx *c, const setting *st, const int32_t *p,
+                     int np, int32_t *out)
+{
+    hx_sampler *s = new_sampler(r, st);
+    int n = 0, nv = hx_model_hparams(r->m)->n_vocab;
+    hx_ctx_truncate(c, 0);
+    if (!s || hx_decode(c, p, np, 0)) n = -1;
+    while (n >= 0 && n < MAX_GEN) {
+        int32_t t = hx_sampler_sample(s, hx_ctx_logits(c, -1), nv);
+        if (t < 0 || hx_sampler_accept(s, t)) { n = -1; break; }
+        out[n++] = t;
+        if (hx_vocab_is_eog(r->v, t) || n == MAX_GEN) break;
+        if (hx_decode(c, &t, 1, 0)) n = -1;
+    }
+    hx_sampler_free(s);
+    return n;
+}
+
+/* The same with hx_spec_step; adds the decoder's counters to *stats. */
+static int gen_spec(rig *r, hx_ctx *c, const setting *st, const int32_t *p,
+                    int np, int32_t *out, const hx_spec_params *sp,
+                    hx_spec_stats *stats)
+{
+    hx_sampler *s = new_sampler(r, st);
+    hx_spec *spec = hx_spec_new(c, r->v, sp);
+    int32_t hist[512 + MAX_GEN], step[64];
+    memcpy(hist, p, (size_t)np * sizeof *p);
+    int n = 0, nh = np;
+    hx_err err = {0};
+    hx_ctx_truncate(c, 0);
+    if (!s || !spec || hx_decode(c, p, np, 0)) n = -1;
+    while (n >= 0 && n < MAX_GEN) {
+        int k = hx_spec_step(spec, s, hist, nh, step, &err);
+        if (k <= 0) { printf("     spec: %s\n", err.msg); n = -1; break; }
+        int end = 0;
+        for (int i = 0; i < k && n < MAX_GEN && !end; i++) {
+            out[n++] = step[i];
+            end = hx_vocab_is_eog(r->v, step[i]);
+            if (!end) hist[nh++] = step[i];
+        }
+        if (end) break;
+    }
+    if (spec) {
+        hx_spec_stats a = hx_spec_get_stats(spec);
+        stats->passes += a.passes, stats->tokens += a.tokens;
+        stats->forced += a.forced, stats->drafted += a.drafted;
+        stats->accepted += a.accepted;
+    }
+    hx_spec_free(spec);
+    hx_sampler_free(s);
+    return n;
+}
+
+static void print_tokens(const char *what, const int32_t *t, int n)
+{
+    printf("     %s:", what);
+    for (int i = 0; i < n; i++) printf(" %d", t[i]);
+    printf("\n");
+}
+
+/* Every prompt under every setting: spec output == plain output. */
+static int check_all(rig *r, hx_ctx *c, const setting *sets, int n_sets,
+                     int n_prompts, hx_spec_stats *stats)
+{
+    int fails = 0;
+    hx_spec_params sp = hx_spec_default_params();
+    for (int k = 0; k < n_sets; k++)
+        for (int i = 0; i < n_prompts; i++) {
+            int32_t p[256], a[MAX_GEN], b[MAX_GEN];
+            int np = tokenize(r->v, PROMPTS[i], p, 256);
+            if (np <= 0) return -1;
+            int na = gen_plain(r, c, &sets[k], p, np, a);
+            int nb = gen_spec(r, c, &sets[k], p, np, b, &sp, stats);
+            if (na > 0 && na == nb && !memcmp(a, b, (size_t)na * sizeof *a)) continue;
+            printf("     setting %d prompt %d differs (%d vs %d tokens)\n", k, i, na, nb);
+            print_tokens("plain", a, na);
+            print_tokens("spec ", b, nb);
+            fails++;
+        }
+    return fails;
+}
+
+static const setting SETTINGS[] = {
+    {-1, 0, 0.0f, 1},                  /* free text, greedy */
+    {HX_TOOLS_REQUIRED, 1, 0.0f, 1},   /* one call, compact, greedy */
+    {HX_TOOLS_REQUIRED, 0, 0.0f, 1},   /* any whitespace */
+    {HX_TOOLS_LAZY, 0, 0.0f, 1},
+    {HX_TOOLS_REQUIRED, 1, 0.8f, 7},   /* seeded sampling */
+    {-1, 0, 0.8f, 11},
+};
+#define N_SETTINGS (int)(sizeof SETTINGS / sizeof *SETTINGS)
+
+static int rig_open(rig *r, const char *path)
+{
+    memset(r, 0, sizeof *r);
+    hx_err err = {0};
+    if (hx_model_load(path, NULL, &r->m, &err)) return printf("     %s\n", err.msg), -1;
+    r->v = hx_model_vocab(r->m);
+    if (!r->v || hx_gvocab_from_vocab(r->v, &r->gv, &err)) return -1;
+    hx_tool_spec tools[2] = {{"weather", WEATHER}, {"meet", MEET}};
+    hx_grammar_params gp = hx_grammar_default_params();
+    for (int mode = 0; mode < 3; mode++) {
+        gp.compact = 0;
+        if (hx_grammar_tool_calls(tools, 2, mode, &gp, &r->g[mode], &err)) return -1;
+        gp.compact = 1;
+        if (hx_grammar_tool_calls(tools, 2, mode, &gp, &r->gc[mode], &err)) return -1;
+    }
+    return 0;
+}
+
+static void rig_close(rig *r)
+{
+    for (int i = 0; i < 3; i++) hx_grammar_free(r->g[i]), hx_grammar_free(r->gc[i]);
+    hx_gvocab_free(r->gv);
+    hx_model_free(r->m);
+}
+
+static void run_model(const char *path, int n_threads, int n_prompts,
+                      int want_accepts)
+{
+    rig r;
+    ASSERT(rig_open(&r, path) == 0);
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_ctx = 512;
+    cp.n_threads = n_threads;
+    hx_ctx *c = NULL;
+    hx_err err = {0};
+    ASSERT(hx_ctx_new(r.m, &cp, &c, &err) == HX_OK);
+    hx_spec_stats st = {0};
+    int fails = check_all(&r, c, SETTINGS, N_SETTINGS, n_prompts, &st);
+    printf("     %d prompts x %d settings: %lld tokens in %lld passes "
+           "(%lld forced, %lld of %lld drafts accepted)\n", n_prompts, N_SETTINGS,
+           (long long)st.tokens, (long long)st.passes, (long long)st.forced,
+           (long long)st.accepted, (long long)st.drafted);
+    EXPECT_EQ_INT(fails, 0);
+    EXPECT(st.passes < st.tokens);
+    EXPECT(st.forced > 0);
+    if (want_accepts) EXPECT(st.accepted > 0);
+    hx_ctx_free(c);
+    rig_close(&r);
+}
+
+static int shared_path(char *buf, size_t n, const char *rel)
+{
+    snprintf(buf, n, "%s/%s", hx_shared_data_dir(), rel);
+    return access(buf, R_OK) == 0;
+}
+
+/* A random-weight qwen3 model with a real tokenizer, written to a
+ * temporary file. */
+static int random_model(char *out, size_t n, const char *vocab, const char *type,
+                        int embd)
+{
+    hx_mkmodel_params p = hx_mkmodel_default_params();
+    p.vocab_path = vocab;
+    p.ftype = type;
+    p.n_embd = embd;
+    p.n_ff = 2 * embd;
+    p.head_dim = 32;
+    p.n_head = embd / 32;
+    p.n_head_kv = embd / 64;
+    p.tied_output = 1;
+    snprintf(out, n, "/tmp/hearth_test_spec_%d_%s.gguf", (int)getpid(), type);
+    hx_err err = {0};
+    return hx_mkmodel_write(&p, out, &err) == HX_OK;
+}
+
+static void test_identity_stories260k(void)
+{
+    char path[1024];
+    if (!shared_path(path, sizeof path, "models/stories260K.gguf")) SKIP("%s not found", path);
+    run_model(path, 2, N_PROMPTS, 1);
+}
+
+static void test_identity_random_qwen_vocab(void)
+{
+    char vocab[1024], path[1100];
+    if (!shared_path(vocab, sizeof vocab, "vocab/ggml-vocab-qwen2.gguf")) SKIP("%s not found", vocab);
+    ASSERT(random_model(path, sizeof path, vocab, "Q8_0", 64));
+    run_model(path, 1, 4, 0); /* the 151936-row head dominates: few prompts */
+    unlink(path);
+}
+
+static void test_identity_random_llama_vocab(void)
+{
+    char vocab[1024], path[1100];
+    if (!shared_path(vocab, sizeof vocab, "models/stories260K.gguf")) SKIP("%s not found", vocab);
+    ASSERT(random_model(path, sizeof path, vocab, "Q4_K_M", 256));
+    run_model(path, 1, N_PROMPTS, 0);
+    unlink(path);
+}
+
+int main(void)
+{
+    RUN(test_identity_stories260k);
+    RUN(test_identity_random_qwen_vocab);
+    RUN(test_identity_random_llama_vocab);
+    return test_summary();
+}
