@@ -174,6 +174,16 @@ $(BUILD)/bench/kernels: bench/kernels.c $(call libs_for,engine)
 bench-kernels: $(BUILD)/bench/kernels
 	nice $(BUILD)/bench/kernels $(or $(THREADS),1)
 
+# Training throughput: optimizer steps of the hearth-tiny recipe (6 x 256,
+# micro-batch 4 x 1024 packed tokens); tok/s (wall and CPU), load, peak RSS.
+# STEPS=n THREADS=n; HX_BENCH_* override the shape (bench/train.c).
+$(BUILD)/bench/train: bench/train.c $(call libs_for,lora)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,lora) $(LDLIBS)
+.PHONY: bench-train
+bench-train: $(BUILD)/bench/train
+	nice $(BUILD)/bench/train $(or $(STEPS),3) $(or $(THREADS),2)
+
 # The main job (see README): what Hearth can run today.
 demo: $(BUILD)/hearth
 	@sh scripts/demo.sh $(BUILD)/hearth

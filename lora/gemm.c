@@ -1,120 +1,266 @@
-/* gemm.c: the F32 matrix product of training, Y (=|+=) alpha A B, register
- * blocked (4 rows x 32 columns) with GCC vector types, AVX-512 when present. */
+/* gemm.c: the F32 matrix product of training, C (=|+=) alpha op(A) op(B):
+ * operands packed into zero-padded panels, register-blocked micro-kernels
+ * (AVX-512 12x32, AVX2 6x16, scalar 4x16), threads over output tiles. */
 #include <immintrin.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "engine/kernels.h"
 #include "lora/train_int.h"
 
-typedef float v16 __attribute__((vector_size(64)));
+/* Every output is alpha times one sum over k in increasing order (plus C
+ * when accumulating), whatever the thread count or tile a thread takes, so
+ * training is bit-reproducible across thread counts on one ISA. */
 
-/* Columns per task; each task owns them, and every output sums over k in
- * order, so results do not depend on the thread count. */
-#define NB 64
+typedef void (*kernel_fn)(int k, const float *ap, const float *bp, float *c,
+                          int ldc, int mr, int nr, float alpha, int acc);
 
-/* Unaligned load and store (macros: vectors of 64 bytes must not cross a
- * function boundary compiled without AVX-512). */
-#define LD(v, p) memcpy(&(v), (p), sizeof(v16))
-#define ST(p, v)                                                              \
-    do {                                                                      \
-        v16 o_ = (v) * alpha, y_;                                             \
-        if (acc) {                                                            \
-            LD(y_, p);                                                        \
-            o_ += y_;                                                         \
-        }                                                                     \
-        memcpy((p), &o_, sizeof(v16));                                        \
-    } while (0)
+/* ---- micro-kernels: ap is k x MR (k-major), bp k x NR; the mr x nr
+ * corner of the tile is stored ---- */
 
-/* Rows [t0, t0+4) x columns [c, c+32): a full tile. */
-#define KERNEL_BODY                                                           \
-    v16 s[4][2];                                                              \
-    memset(s, 0, sizeof s);                                                   \
-    for (int k = 0; k < K; k++) {                                             \
-        v16 b0, b1;                                                           \
-        LD(b0, B + (size_t)k * M + c);                                        \
-        LD(b1, B + (size_t)k * M + c + 16);                                   \
-        for (int i = 0; i < 4; i++) {                                         \
-            const float a = A[(size_t)(t0 + i) * K + k];                      \
-            s[i][0] += a * b0;                                                \
-            s[i][1] += a * b1;                                                \
-        }                                                                     \
-    }                                                                         \
-    for (int i = 0; i < 4; i++) {                                             \
-        ST(Y + (size_t)(t0 + i) * M + c, s[i][0]);                            \
-        ST(Y + (size_t)(t0 + i) * M + c + 16, s[i][1]);                       \
-    }
-
-/* The same tile with fused multiply-adds (-std=c11 turns contraction off). */
 __attribute__((target("avx512f"))) static void
-tile_avx512(const float *A, const float *B, float *Y, int K, int M, int t0,
-            int c, float alpha, int acc)
+kern_avx512(int k, const float *ap, const float *bp, float *c, int ldc, int mr,
+            int nr, float alpha, int acc)
 {
-    __m512 s[4][2];
-    for (int i = 0; i < 4; i++) s[i][0] = s[i][1] = _mm512_setzero_ps();
-    for (int k = 0; k < K; k++) {
-        const __m512 b0 = _mm512_loadu_ps(B + (size_t)k * M + c);
-        const __m512 b1 = _mm512_loadu_ps(B + (size_t)k * M + c + 16);
-        for (int i = 0; i < 4; i++) {
-            const __m512 a = _mm512_set1_ps(A[(size_t)(t0 + i) * K + k]);
+    __m512 s[12][2];
+    for (int i = 0; i < 12; i++) s[i][0] = s[i][1] = _mm512_setzero_ps();
+    for (int p = 0; p < k; p++, ap += 12, bp += 32) {
+        const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) {
+            const __m512 a = _mm512_set1_ps(ap[i]);
             s[i][0] = _mm512_fmadd_ps(a, b0, s[i][0]);
             s[i][1] = _mm512_fmadd_ps(a, b1, s[i][1]);
         }
     }
     const __m512 al = _mm512_set1_ps(alpha);
-    for (int i = 0; i < 4; i++)
-        for (int h = 0; h < 2; h++) {
-            float *y = Y + (size_t)(t0 + i) * M + c + 16 * h;
-            __m512 o = _mm512_mul_ps(s[i][h], al);
-            if (acc) o = _mm512_add_ps(o, _mm512_loadu_ps(y));
-            _mm512_storeu_ps(y, o);
+    const __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
+    const __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+    for (int i = 0; i < mr; i++) {
+        float *y = c + (size_t)i * ldc;
+        __m512 o0 = _mm512_mul_ps(s[i][0], al), o1 = _mm512_mul_ps(s[i][1], al);
+        if (acc) {
+            o0 = _mm512_add_ps(o0, _mm512_maskz_loadu_ps(m0, y));
+            o1 = _mm512_add_ps(o1, _mm512_maskz_loadu_ps(m1, y + 16));
+        }
+        _mm512_mask_storeu_ps(y, m0, o0);
+        _mm512_mask_storeu_ps(y + 16, m1, o1);
+    }
+}
+
+/* Stores the corner of a tile held in an array (AVX2 and scalar). */
+static void store_tile(const float *t, int NR, float *c, int ldc, int mr,
+                       int nr, float alpha, int acc)
+{
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) {
+            float *y = c + (size_t)i * ldc + j;
+            const float v = t[i * NR + j] * alpha;
+            *y = acc ? *y + v : v;
         }
 }
 
-static void tile_generic(const float *A, const float *B, float *Y, int K,
-                         int M, int t0, int c, float alpha, int acc)
+__attribute__((target("avx2,fma"))) static void
+kern_avx2(int k, const float *ap, const float *bp, float *c, int ldc, int mr,
+          int nr, float alpha, int acc)
 {
-    KERNEL_BODY
+    __m256 s[6][2];
+    for (int i = 0; i < 6; i++) s[i][0] = s[i][1] = _mm256_setzero_ps();
+    for (int p = 0; p < k; p++, ap += 6, bp += 16) {
+        const __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; i++) {
+            const __m256 a = _mm256_broadcast_ss(ap + i);
+            s[i][0] = _mm256_fmadd_ps(a, b0, s[i][0]);
+            s[i][1] = _mm256_fmadd_ps(a, b1, s[i][1]);
+        }
+    }
+    float t[6 * 16] __attribute__((aligned(32)));
+    for (int i = 0; i < 6; i++) {
+        _mm256_store_ps(t + i * 16, s[i][0]);
+        _mm256_store_ps(t + i * 16 + 8, s[i][1]);
+    }
+    store_tile(t, 16, c, ldc, mr, nr, alpha, acc);
 }
 
-/* Any rows x columns remainder, one output at a time (k in order). */
-static void edge(const float *A, const float *B, float *Y, int K, int M,
-                 int t0, int t1, int c0, int c1, float alpha, int acc)
+static void kern_scalar(int k, const float *ap, const float *bp, float *c,
+                        int ldc, int mr, int nr, float alpha, int acc)
 {
-    for (int t = t0; t < t1; t++)
-        for (int c = c0; c < c1; c++) {
-            float s = 0.0f;
-            for (int k = 0; k < K; k++) s += A[(size_t)t * K + k] * B[(size_t)k * M + c];
-            float *y = Y + (size_t)t * M + c;
-            *y = acc ? *y + alpha * s : alpha * s;
-        }
+    float s[4 * 16] = {0};
+    for (int p = 0; p < k; p++, ap += 4, bp += 16)
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 16; j++) s[i * 16 + j] += ap[i] * bp[j];
+    store_tile(s, 16, c, ldc, mr, nr, alpha, acc);
 }
+
+typedef struct isa_kern {
+    int MR, NR;
+    kernel_fn fn;
+} isa_kern;
+
+static const isa_kern k_kerns[3] = {
+    {4, 16, kern_scalar}, {6, 16, kern_avx2}, {12, 32, kern_avx512}};
+
+/* ---- packing ---- */
+
+/* A (m x k; element (i, p) at a[i*lda + p], or a[p*lda + i] when ta) rows
+ * [i0, i0+MR) into ap (k x MR), zero past m. */
+static void pack_a(float *ap, const float *a, int lda, int ta, int m, int k,
+                   int i0, int MR)
+{
+    const int mr = m - i0 < MR ? m - i0 : MR;
+    if (ta) {
+        for (int p = 0; p < k; p++) {
+            const float *src = a + (size_t)p * lda + i0;
+            float *dst = ap + (size_t)p * MR;
+            memcpy(dst, src, (size_t)mr * sizeof(float));
+            for (int i = mr; i < MR; i++) dst[i] = 0.0f;
+        }
+        return;
+    }
+    for (int i = 0; i < MR; i++) {
+        if (i >= mr) {
+            for (int p = 0; p < k; p++) ap[(size_t)p * MR + i] = 0.0f;
+            continue;
+        }
+        const float *src = a + (size_t)(i0 + i) * lda;
+        for (int p = 0; p < k; p++) ap[(size_t)p * MR + i] = src[p];
+    }
+}
+
+/* B (k x n; element (p, j) at b[p*ldb + j], or b[j*ldb + p] when tb)
+ * columns [j0, j0+NR) into bp (k x NR), zero past n. */
+static void pack_b(float *bp, const float *b, int ldb, int tb, int n, int k,
+                   int j0, int NR)
+{
+    pack_a(bp, b, ldb, !tb, n, k, j0, NR);
+}
+
+/* ---- the product on the pool ---- */
+
+/* Panels per task: rows of MR and columns of NR. */
+#define ROW_PANELS 8
+#define COL_PANELS 4
+#define PACK_PANELS 8
 
 typedef struct gemm_job {
-    const float *A, *B;
-    float *Y;
-    int n, K, M, acc, avx512;
+    const isa_kern *kn;
+    int m, n, k, lda, ldb, ldc, ta, tb, acc;
+    int mp, np, n_rb, n_cb; /* panels; row and column blocks */
+    const float *a, *b;
+    float *c, *ap, *bp;
     float alpha;
 } gemm_job;
 
-static void gemm_task(void *ctx, int task, int thread)
+static void pack_task(void *ctx, int task, int thread)
 {
     const gemm_job *j = ctx;
-    const int c0 = task * NB, c1 = c0 + NB < j->M ? c0 + NB : j->M;
-    const int cf = c0 + (c1 - c0) / 32 * 32, tf = j->n / 4 * 4;
+    const int MR = j->kn->MR, NR = j->kn->NR;
+    const int na = (j->mp + PACK_PANELS - 1) / PACK_PANELS;
     (void)thread;
-    for (int t0 = 0; t0 < tf; t0 += 4)
-        for (int c = c0; c < cf; c += 32) {
-            if (j->avx512) tile_avx512(j->A, j->B, j->Y, j->K, j->M, t0, c, j->alpha, j->acc);
-            else tile_generic(j->A, j->B, j->Y, j->K, j->M, t0, c, j->alpha, j->acc);
+    if (task < na) {
+        const int p1 = (task + 1) * PACK_PANELS < j->mp ? (task + 1) * PACK_PANELS : j->mp;
+        for (int p = task * PACK_PANELS; p < p1; p++)
+            pack_a(j->ap + (size_t)p * MR * j->k, j->a, j->lda, j->ta, j->m, j->k, p * MR, MR);
+        return;
+    }
+    task -= na;
+    const int p1 = (task + 1) * PACK_PANELS < j->np ? (task + 1) * PACK_PANELS : j->np;
+    for (int p = task * PACK_PANELS; p < p1; p++)
+        pack_b(j->bp + (size_t)p * NR * j->k, j->b, j->ldb, j->tb, j->n, j->k, p * NR, NR);
+}
+
+static void tile_task(void *ctx, int task, int thread)
+{
+    const gemm_job *j = ctx;
+    const int MR = j->kn->MR, NR = j->kn->NR;
+    const int rb = task % j->n_rb, cb = task / j->n_rb;
+    const int i0 = rb * ROW_PANELS, i1 = i0 + ROW_PANELS < j->mp ? i0 + ROW_PANELS : j->mp;
+    const int c0 = cb * COL_PANELS, c1 = c0 + COL_PANELS < j->np ? c0 + COL_PANELS : j->np;
+    (void)thread;
+    for (int jp = c0; jp < c1; jp++) {
+        const int nr = j->n - jp * NR < NR ? j->n - jp * NR : NR;
+        for (int ip = i0; ip < i1; ip++) {
+            const int mr = j->m - ip * MR < MR ? j->m - ip * MR : MR;
+            j->kn->fn(j->k, j->ap + (size_t)ip * MR * j->k, j->bp + (size_t)jp * NR * j->k,
+                      j->c + (size_t)ip * MR * j->ldc + (size_t)jp * NR, j->ldc, mr, nr,
+                      j->alpha, j->acc);
         }
-    edge(j->A, j->B, j->Y, j->K, j->M, 0, tf, cf, c1, j->alpha, j->acc);
-    edge(j->A, j->B, j->Y, j->K, j->M, tf, j->n, c0, c1, j->alpha, j->acc);
+    }
+}
+
+/* The packing buffer: grows as needed, held until tr_gemm_release; the
+ * lock serializes products from different trainers. */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static float *g_buf;
+static size_t g_cap;
+
+void tr_gemm_release(void)
+{
+    pthread_mutex_lock(&g_mu);
+    free(g_buf);
+    g_buf = NULL;
+    g_cap = 0;
+    pthread_mutex_unlock(&g_mu);
+}
+
+int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
+               const float *a, int lda, int ta, const float *b, int ldb, int tb,
+               float *c, int ldc, int acc)
+{
+    if (m <= 0 || n <= 0) return 0;
+    if (k <= 0) {
+        for (int i = 0; i < m && !acc; i++) memset(c + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
+        return 0;
+    }
+    const int isa = hx_isa_current();
+    gemm_job j = {&k_kerns[isa < 0 ? 0 : isa > 2 ? 2 : isa], m, n, k, lda, ldb, ldc, ta, tb, acc,
+                  0, 0, 0, 0, a, b, c, NULL, NULL, alpha};
+    const int MR = j.kn->MR, NR = j.kn->NR;
+    j.mp = (m + MR - 1) / MR;
+    j.np = (n + NR - 1) / NR;
+    j.n_rb = (j.mp + ROW_PANELS - 1) / ROW_PANELS;
+    j.n_cb = (j.np + COL_PANELS - 1) / COL_PANELS;
+    const size_t na = (size_t)j.mp * MR * k, need = na + (size_t)j.np * NR * k + 16;
+    pthread_mutex_lock(&g_mu);
+    if (need > g_cap) {
+        free(g_buf);
+        g_buf = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
+        g_cap = g_buf ? need : 0;
+    }
+    if (!g_buf) {
+        pthread_mutex_unlock(&g_mu);
+        return -1;
+    }
+    j.ap = g_buf;
+    j.bp = g_buf + (na + 15) / 16 * 16;
+    const int n_pack = (j.mp + PACK_PANELS - 1) / PACK_PANELS + (j.np + PACK_PANELS - 1) / PACK_PANELS;
+    hx_threadpool_run(tp, n_pack, pack_task, &j);
+    hx_threadpool_run(tp, j.n_rb * j.n_cb, tile_task, &j);
+    pthread_mutex_unlock(&g_mu);
+    return 0;
+}
+
+/* Scalar reference for the tests: one double sum per output. */
+void tr_gemm_ref(int m, int n, int k, float alpha, const float *a, int lda,
+                 int ta, const float *b, int ldb, int tb, float *c, int ldc,
+                 int acc)
+{
+    for (int i = 0; i < m; i++)
+        for (int jj = 0; jj < n; jj++) {
+            double s = 0;
+            for (int p = 0; p < k; p++)
+                s += (double)(ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p]) *
+                     (tb ? b[(size_t)jj * ldb + p] : b[(size_t)p * ldb + jj]);
+            float *y = c + (size_t)i * ldc + jj;
+            *y = (float)(alpha * s + (acc ? *y : 0.0));
+        }
 }
 
 void tr_gemm(hx_threadpool *tp, const float *A, int n, int K, const float *B,
              int M, float *Y, float alpha, int acc)
 {
-    static int have_avx512 = -1;
-    if (have_avx512 < 0) have_avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
-    gemm_job j = {A, B, Y, n, K, M, acc, have_avx512, alpha};
-    hx_threadpool_run(tp, (M + NB - 1) / NB, gemm_task, &j);
+    if (tr_gemm_ex(tp, n, M, K, alpha, A, K, 0, B, M, 0, Y, M, acc))
+        tr_gemm_ref(n, M, K, alpha, A, K, 0, B, M, 0, Y, M, acc);
 }

@@ -49,36 +49,19 @@ static const float *f32_of(const tr_w *w)
     return w->q->type == HX_TYPE_F32 ? (const float *)w->q->data : NULL;
 }
 
-/* dst (cols, rows) = src (rows, cols)^T */
-static void transpose(float *dst, const float *src, int rows, int cols)
-{
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++) dst[(size_t)c * rows + r] = src[(size_t)r * cols + c];
-}
-
-/* F32 products as tr_gemm calls (register-blocked, one fixed-order sum per
- * output, so independent of the thread count); a transposed operand is
- * copied first. 0 when memory is short (the portable loops below run). */
+/* F32 products through the packed GEMM (one fixed-order sum per output,
+ * independent of the thread count); 0 when its buffer could not be had
+ * (the portable loops below run). */
 static int fast_fwd(hx_threadpool *tp, const float *W, int rows, int cols,
                     const float *x, int n, float *y, float alpha, int acc)
 {
-    float *wt = malloc((size_t)rows * cols * sizeof(float));
-    if (!wt) return 0;
-    transpose(wt, W, rows, cols);
-    tr_gemm(tp, x, n, cols, wt, rows, y, alpha, acc);
-    free(wt);
-    return 1;
+    return tr_gemm_ex(tp, n, rows, cols, alpha, x, cols, 0, W, cols, 1, y, rows, acc) == 0;
 }
 
 static int fast_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
                       const float *dy, const float *x, int n, float alpha)
 {
-    float *dyt = malloc((size_t)rows * n * sizeof(float));
-    if (!dyt) return 0;
-    transpose(dyt, dy, n, rows);
-    tr_gemm(tp, dyt, rows, n, x, cols, dw, alpha, 1);
-    free(dyt);
-    return 1;
+    return tr_gemm_ex(tp, rows, cols, n, alpha, dy, rows, 1, x, cols, 0, dw, cols, 1) == 0;
 }
 
 typedef struct mm_job {
@@ -138,10 +121,9 @@ void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
                  float *dx, float alpha, float *scratch)
 {
     const float *f = f32_of(w);
-    if (f) {
-        tr_gemm(tp, dy, n, w->rows, f, w->cols, dx, alpha, 1);
+    if (f && tr_gemm_ex(tp, n, w->cols, w->rows, alpha, dy, w->rows, 0, f, w->cols, 0,
+                        dx, w->cols, 1) == 0)
         return;
-    }
     const int nt = hx_threadpool_n_threads(tp);
     const int tasks = n < nt ? n : nt;
     if (tasks < 1) return;

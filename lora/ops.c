@@ -1,8 +1,10 @@
 /* ops.c: forward and backward of the element-wise and attention ops of a
  * qwen3 block (RMSNorm, NEOX RoPE, SwiGLU, causal GQA attention, xent). */
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
+#include "engine/kernels.h"
 #include "lora/train_int.h"
 
 void tr_rmsnorm_fwd(float *y, float *r, const float *x, const float *g, int n,
@@ -116,8 +118,9 @@ static float dot(const float *a, const float *b, int n)
     return t;
 }
 
-void tr_attn_fwd_head(const tr_attn *a, int h, const float *q, const float *k,
-                      const float *v, float *o, float *lse, float *sc)
+static void attn_fwd_scalar(const tr_attn *a, int h, const float *q,
+                            const float *k, const float *v, float *o,
+                            float *lse, float *sc)
 {
     const int d = a->d, g = h / (a->H / a->Hk);
     const float scale = 1.0f / sqrtf((float)d);
@@ -168,13 +171,288 @@ static void attn_bwd_head(const tr_attn *a, int h, int g, const float *q,
     }
 }
 
+/* ---- blocked AVX-512 attention (head_dim a multiple of 64) ----
+ * Blocks of QB query rows against all the keys any of them sees: scores
+ * S = Q K^T with the keys in vector lanes (K transposed once per task into
+ * scratch), P = exp(S - lse) with P recomputed in the backward from the
+ * saved row logsumexp, then O, dQ, dK, dV as outer products. Masked
+ * entries get P = dS = 0 exactly. Every sum has a fixed order. */
+#define QB 8
+
+/* Keys per transposed row: T rounded up, plus a zero tail the 32-wide
+ * score tiles may read. */
+static int attn_ld(int T) { return (T + 31) / 32 * 32 + 32; }
+
+size_t tr_attn_scratch(int T, int d)
+{
+    return (size_t)(2 * d + 3 * QB) * (size_t)attn_ld(T);
+}
+
+static int attn_fast(const tr_attn *a)
+{
+    return a->d % 64 == 0 && hx_isa_current() >= HX_ISA_AVX512;
+}
+
+/* Pointers of the QB query rows from i0 (rows past T repeat the last). */
+typedef struct qblk {
+    int i0, nq, jlo, nk; /* rows, first key, keys */
+} qblk;
+
+static qblk block_of(const tr_attn *a, int i0)
+{
+    qblk b = {i0, a->T - i0 < QB ? a->T - i0 : QB, i0, 0};
+    for (int r = 0; r < b.nq; r++) b.jlo = a->start[i0 + r] < b.jlo ? a->start[i0 + r] : b.jlo;
+    b.nk = i0 + b.nq - b.jlo;
+    return b;
+}
+
+/* dst (d x ld) = rows of src (stride elements apart, d each), transposed;
+ * columns T..ld zero. */
+static void transpose_rows(float *dst, int ld, const float *src, size_t stride,
+                           int T, int d)
+{
+    for (int j = 0; j < T; j++)
+        for (int e = 0; e < d; e++) dst[(size_t)e * ld + j] = src[(size_t)j * stride + e];
+    for (int e = 0; e < d; e++) memset(dst + (size_t)e * ld + T, 0, (size_t)(ld - T) * sizeof(float));
+}
+
+__attribute__((target("avx512f"))) static inline __m512 exp512(__m512 x)
+{
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* S[r][jj] (ld apart) = scale * rows[r] . key (b.jlo + jj), jj < nk
+ * rounded up to 32; xt is the transposed key (or value) matrix. */
+__attribute__((target("avx512f"))) static void
+scores(const qblk *b, const float *rows, size_t stride, const float *xt,
+       int ldx, int d, float scale, float *S, int ld)
+{
+    const float *q[QB];
+    for (int r = 0; r < QB; r++) q[r] = rows + (size_t)(b->i0 + (r < b->nq ? r : b->nq - 1)) * stride;
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (int jc = 0; jc < b->nk; jc += 32) {
+        __m512 s[QB][2];
+        for (int r = 0; r < QB; r++) s[r][0] = s[r][1] = _mm512_setzero_ps();
+        const float *x = xt + b->jlo + jc;
+        for (int e = 0; e < d; e++, x += ldx) {
+            const __m512 k0 = _mm512_loadu_ps(x), k1 = _mm512_loadu_ps(x + 16);
+#pragma GCC unroll 8
+            for (int r = 0; r < QB; r++) {
+                const __m512 qv = _mm512_set1_ps(q[r][e]);
+                s[r][0] = _mm512_fmadd_ps(qv, k0, s[r][0]);
+                s[r][1] = _mm512_fmadd_ps(qv, k1, s[r][1]);
+            }
+        }
+        for (int r = 0; r < QB; r++) {
+            _mm512_storeu_ps(S + (size_t)r * ld + jc, _mm512_mul_ps(s[r][0], sc));
+            _mm512_storeu_ps(S + (size_t)r * ld + jc + 16, _mm512_mul_ps(s[r][1], sc));
+        }
+    }
+}
+
+/* Lanes of keys jj..jj+15 that row r (query i0 + r) sees. */
+__attribute__((target("avx512f"))) static __mmask16
+row_mask(const tr_attn *a, const qblk *b, int r, int jj)
+{
+    const int i = b->i0 + (r < b->nq ? r : b->nq - 1);
+    const int lo = a->start[i] - b->jlo - jj, hi = i - b->jlo - jj; /* lanes lo..hi */
+    if (hi < 0 || lo > 15) return 0;
+    const unsigned from = lo < 0 ? 0 : (unsigned)lo, to = hi > 15 ? 15 : (unsigned)hi;
+    return (__mmask16)(((2u << to) - 1) & ~((1u << from) - 1));
+}
+
+/* P = exp(S - lse) in place (0 where masked), for the block's rows. */
+__attribute__((target("avx512f"))) static void
+probs(const tr_attn *a, const qblk *b, float *S, int ld, const float *lse)
+{
+    for (int r = 0; r < QB; r++) {
+        const __m512 l = _mm512_set1_ps(lse[r < b->nq ? r : b->nq - 1]);
+        for (int jj = 0; jj < b->nk; jj += 16) {
+            float *p = S + (size_t)r * ld + jj;
+            const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(p), l));
+            _mm512_storeu_ps(p, _mm512_maskz_mov_ps(row_mask(a, b, r, jj), e));
+        }
+    }
+}
+
+/* out rows (r < nq; += when acc) = sum over jj < nk of W[r][jj] x_(jlo+jj),
+ * x rows stride apart, d wide. */
+__attribute__((target("avx512f"))) static void
+mix_rows(const qblk *b, const float *W, int ld, const float *x, size_t stride,
+         int d, float *out, size_t ostride, int acc)
+{
+    for (int r0 = 0; r0 < b->nq; r0 += 4)
+        for (int ec = 0; ec < d; ec += 64) {
+            __m512 s[4][4];
+            for (int r = 0; r < 4; r++)
+                for (int u = 0; u < 4; u++) s[r][u] = _mm512_setzero_ps();
+            const int nr = b->nq - r0 < 4 ? b->nq - r0 : 4;
+            for (int jj = 0; jj < b->nk; jj++) {
+                const float *xr = x + (size_t)(b->jlo + jj) * stride + ec;
+                const __m512 x0 = _mm512_loadu_ps(xr), x1 = _mm512_loadu_ps(xr + 16);
+                const __m512 x2 = _mm512_loadu_ps(xr + 32), x3 = _mm512_loadu_ps(xr + 48);
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) {
+                    const __m512 w = _mm512_set1_ps(W[(size_t)(r0 + (r < nr ? r : 0)) * ld + jj]);
+                    s[r][0] = _mm512_fmadd_ps(w, x0, s[r][0]);
+                    s[r][1] = _mm512_fmadd_ps(w, x1, s[r][1]);
+                    s[r][2] = _mm512_fmadd_ps(w, x2, s[r][2]);
+                    s[r][3] = _mm512_fmadd_ps(w, x3, s[r][3]);
+                }
+            }
+            for (int r = 0; r < nr; r++)
+                for (int u = 0; u < 4; u++) {
+                    float *y = out + (size_t)(b->i0 + r0 + r) * ostride + ec + 16 * u;
+                    __m512 v = s[r][u];
+                    if (acc) v = _mm512_add_ps(v, _mm512_loadu_ps(y));
+                    _mm512_storeu_ps(y, v);
+                }
+        }
+}
+
+/* dx (key rows jlo + jj) += sum over r < nq of W[r][jj] rows[i0 + r]. */
+__attribute__((target("avx512f"))) static void
+scatter_rows(const qblk *b, const float *W, int ld, const float *rows,
+             size_t stride, int d, float *dx, size_t xstride)
+{
+    int jj = 0;
+    for (; jj + 4 <= b->nk; jj += 4)
+        for (int ec = 0; ec < d; ec += 64) {
+            __m512 s[4][4];
+            for (int t = 0; t < 4; t++)
+                for (int u = 0; u < 4; u++)
+                    s[t][u] = _mm512_loadu_ps(dx + (size_t)(b->jlo + jj + t) * xstride + ec + 16 * u);
+            for (int r = 0; r < b->nq; r++) {
+                const float *q = rows + (size_t)(b->i0 + r) * stride + ec;
+                const __m512 q0 = _mm512_loadu_ps(q), q1 = _mm512_loadu_ps(q + 16);
+                const __m512 q2 = _mm512_loadu_ps(q + 32), q3 = _mm512_loadu_ps(q + 48);
+#pragma GCC unroll 4
+                for (int t = 0; t < 4; t++) {
+                    const __m512 w = _mm512_set1_ps(W[(size_t)r * ld + jj + t]);
+                    s[t][0] = _mm512_fmadd_ps(w, q0, s[t][0]);
+                    s[t][1] = _mm512_fmadd_ps(w, q1, s[t][1]);
+                    s[t][2] = _mm512_fmadd_ps(w, q2, s[t][2]);
+                    s[t][3] = _mm512_fmadd_ps(w, q3, s[t][3]);
+                }
+            }
+            for (int t = 0; t < 4; t++)
+                for (int u = 0; u < 4; u++)
+                    _mm512_storeu_ps(dx + (size_t)(b->jlo + jj + t) * xstride + ec + 16 * u, s[t][u]);
+        }
+    for (; jj < b->nk; jj++) {
+        float *y = dx + (size_t)(b->jlo + jj) * xstride;
+        for (int ec = 0; ec < d; ec += 16) {
+            __m512 s = _mm512_loadu_ps(y + ec);
+            for (int r = 0; r < b->nq; r++)
+                s = _mm512_fmadd_ps(_mm512_set1_ps(W[(size_t)r * ld + jj]),
+                                    _mm512_loadu_ps(rows + (size_t)(b->i0 + r) * stride + ec), s);
+            _mm512_storeu_ps(y + ec, s);
+        }
+    }
+}
+
+__attribute__((target("avx512f"))) static void
+attn_fwd_fast(const tr_attn *a, int h, const float *q, const float *k,
+              const float *v, float *o, float *lse, float *sc)
+{
+    const int d = a->d, g = h / (a->H / a->Hk), ld = attn_ld(a->T);
+    const size_t qs = (size_t)a->H * d, ks = (size_t)a->Hk * d;
+    float *kt = sc, *S = sc + 2 * (size_t)d * ld;
+    transpose_rows(kt, ld, k + (size_t)g * d, ks, a->T, d);
+    for (int i0 = 0; i0 < a->T; i0 += QB) {
+        const qblk b = block_of(a, i0);
+        scores(&b, q + (size_t)h * d, qs, kt, ld, d, 1.0f / sqrtf((float)d), S, ld);
+        float l[QB];
+        for (int r = 0; r < b.nq; r++) {
+            const float *s = S + (size_t)r * ld;
+            __m512 mx = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
+            for (int jj = 0; jj < b.nk; jj += 16)
+                mx = _mm512_mask_max_ps(mx, row_mask(a, &b, r, jj), mx, _mm512_loadu_ps(s + jj));
+            const float m = _mm512_reduce_max_ps(mx);
+            for (int jj = 0; jj < b.nk; jj += 16) {
+                const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + jj), _mm512_set1_ps(m)));
+                sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(row_mask(a, &b, r, jj), e));
+            }
+            l[r] = m + logf(_mm512_reduce_add_ps(sum));
+            lse[(size_t)(i0 + r) * a->H + h] = l[r];
+        }
+        probs(a, &b, S, ld, l);
+        mix_rows(&b, S, ld, v + (size_t)g * d, ks, d, o + (size_t)h * d, qs, 0);
+    }
+}
+
+__attribute__((target("avx512f"))) static void
+attn_bwd_fast(const tr_attn *a, int g, const float *q, const float *k,
+              const float *v, const float *o, const float *lse,
+              const float *dout, float *dq, float *dk, float *dv, float *sc)
+{
+    const int d = a->d, rep = a->H / a->Hk, ld = attn_ld(a->T);
+    const size_t qs = (size_t)a->H * d, ks = (size_t)a->Hk * d;
+    const float scale = 1.0f / sqrtf((float)d);
+    float *kt = sc, *vt = sc + (size_t)d * ld, *P = vt + (size_t)d * ld;
+    float *dP = P + (size_t)QB * ld;
+    transpose_rows(kt, ld, k + (size_t)g * d, ks, a->T, d);
+    transpose_rows(vt, ld, v + (size_t)g * d, ks, a->T, d);
+    for (int h = g * rep; h < (g + 1) * rep; h++) {
+        const float *qh = q + (size_t)h * d, *doh = dout + (size_t)h * d;
+        for (int i0 = 0; i0 < a->T; i0 += QB) {
+            const qblk b = block_of(a, i0);
+            float l[QB], D[QB];
+            for (int r = 0; r < b.nq; r++) {
+                l[r] = lse[(size_t)(i0 + r) * a->H + h];
+                D[r] = dot(doh + (size_t)(i0 + r) * qs, o + (size_t)(i0 + r) * qs + (size_t)h * d, d);
+            }
+            scores(&b, qh, qs, kt, ld, d, scale, P, ld);
+            probs(a, &b, P, ld, l);
+            scores(&b, doh, qs, vt, ld, d, 1.0f, dP, ld);
+            /* dP becomes dS = P (dP - D) scale */
+            for (int r = 0; r < b.nq; r++) {
+                const __m512 Dr = _mm512_set1_ps(D[r]), sv = _mm512_set1_ps(scale);
+                for (int jj = 0; jj < b.nk; jj += 16) {
+                    float *x = dP + (size_t)r * ld + jj;
+                    const __m512 p = _mm512_loadu_ps(P + (size_t)r * ld + jj);
+                    const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(p, _mm512_sub_ps(_mm512_loadu_ps(x), Dr)), sv);
+                    _mm512_storeu_ps(x, _mm512_maskz_mov_ps(row_mask(a, &b, r, jj), ds));
+                }
+            }
+            mix_rows(&b, dP, ld, k + (size_t)g * d, ks, d, dq + (size_t)h * d, qs, 1);
+            scatter_rows(&b, dP, ld, qh, qs, d, dk + (size_t)g * d, ks);
+            scatter_rows(&b, P, ld, doh, qs, d, dv + (size_t)g * d, ks);
+        }
+    }
+}
+
+void tr_attn_fwd_head(const tr_attn *a, int h, const float *q, const float *k,
+                      const float *v, float *o, float *lse, float *sc)
+{
+    if (attn_fast(a)) attn_fwd_fast(a, h, q, k, v, o, lse, sc);
+    else attn_fwd_scalar(a, h, q, k, v, o, lse, sc);
+}
+
 void tr_attn_bwd_group(const tr_attn *a, int g, const float *q,
                        const float *k, const float *v, const float *o,
                        const float *lse, const float *dout, float *dq,
                        float *dk, float *dv, float *scratch)
 {
     const int rep = a->H / a->Hk;
-    (void)scratch;
+    if (attn_fast(a)) {
+        attn_bwd_fast(a, g, q, k, v, o, lse, dout, dq, dk, dv, scratch);
+        return;
+    }
     for (int h = g * rep; h < (g + 1) * rep; h++)
         attn_bwd_head(a, h, g, q, k, v, o, lse, dout, dq, dk, dv);
 }

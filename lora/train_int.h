@@ -39,6 +39,9 @@ typedef struct tr_attn {
     int T, H, Hk, d;
     const int32_t *start;
 } tr_attn;
+/* Floats of per-thread scratch the attention ops need for T tokens of
+ * head dimension d. */
+size_t tr_attn_scratch(int T, int d);
 void tr_attn_fwd_head(const tr_attn *a, int h, const float *q, const float *k,
                       const float *v, float *o, float *lse, float *scratch);
 /* Backward of the n_rep query heads of KV head g: dq of those heads, dk and
@@ -68,6 +71,19 @@ void tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
 /* Y (n, M) = alpha * A (n, K) . B (K, M), or += when acc (gemm.c). */
 void tr_gemm(hx_threadpool *tp, const float *A, int n, int K, const float *B,
              int M, float *Y, float alpha, int acc);
+/* C (m, n) = alpha * op(A) (m, k) . op(B) (k, n), or += when acc: A(i, p)
+ * is a[i*lda + p], or a[p*lda + i] when ta; B(p, j) is b[p*ldb + j], or
+ * b[j*ldb + p] when tb. Packed, register-blocked, on the pool; every
+ * output one sum over k in order. -1 (nothing done) when out of memory. */
+int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
+               const float *a, int lda, int ta, const float *b, int ldb, int tb,
+               float *c, int ldc, int acc);
+/* The same product by a plain double-accumulating loop (tests, fallback). */
+void tr_gemm_ref(int m, int n, int k, float alpha, const float *a, int lda,
+                 int ta, const float *b, int ldb, int tb, float *c, int ldc,
+                 int acc);
+/* Frees tr_gemm_ex's packing buffer (it is kept between products). */
+void tr_gemm_release(void);
 /* Floats of per-thread scratch tr_mm_* need for a matrix of cols. */
 size_t tr_mm_scratch(int cols);
 

@@ -218,7 +218,8 @@ static int setup_common(hx_trainer *tr, int n_threads)
     if (hp->n_head * hp->head_dim > cols) cols = hp->n_head * hp->head_dim;
     if (hp->n_ff > cols) cols = hp->n_ff;
     tr->scratch_n = tr_mm_scratch(cols);
-    if ((size_t)hp->n_ctx_train > tr->scratch_n) tr->scratch_n = (size_t)hp->n_ctx_train;
+    const size_t as = tr_attn_scratch(hp->n_ctx_train, hp->head_dim);
+    if (as > tr->scratch_n) tr->scratch_n = as;
     tr->scratch = hx_malloc_array(tr->scratch_n * (size_t)tr->n_threads, sizeof(float));
     tr->rope_cs = hx_malloc_array((size_t)hp->n_ctx_train * hp->head_dim, sizeof(float));
     tr->layers = hx_calloc((size_t)hp->n_layer, sizeof(tr_layer));
@@ -395,6 +396,7 @@ int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
 void hx_trainer_free(hx_trainer *tr)
 {
     if (!tr) return;
+    tr_gemm_release();
     hx_threadpool_free(tr->tp);
     hx_model_free(tr->base);
     free(tr->params);

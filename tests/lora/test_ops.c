@@ -3,6 +3,7 @@
  * causal, packed docs), q/k norm, SwiGLU, masked cross-entropy, LoRA. */
 #include <stdint.h>
 
+#include "engine/kernels.h"
 #include "lora/train_int.h"
 #include "test.h"
 
@@ -290,6 +291,106 @@ static void test_attention(void)
         }
 }
 
+/* ---- the packed GEMM against a double reference, on odd shapes, every
+ * transpose combination, leading dimensions wider than the rows, every ISA
+ * the CPU has; one thread and two give the same bits ---- */
+static void test_gemm_shapes(void)
+{
+    static const int shapes[][3] = {{1, 1, 1},  {13, 37, 29}, {25, 33, 70},
+                                    {12, 32, 64}, {50, 17, 3}, {7, 100, 257},
+                                    {37, 65, 1}};
+    hx_threadpool *tp = hx_threadpool_new(2);
+    ASSERT(tp);
+    const int isa0 = hx_isa_current();
+    double worst = 0;
+    int same = 1, runs = 0;
+    for (int isa = HX_ISA_SCALAR; isa <= hx_isa_detect(); isa++) {
+        hx_isa_set(isa);
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (int mode = 0; mode < 8; mode++) {
+                const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+                const int ta = mode & 1, tb = mode >> 1 & 1, acc = mode >> 2;
+                const int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 2;
+                const size_t na = (size_t)(ta ? k : m) * lda, nb = (size_t)(tb ? n : k) * ldb;
+                const size_t nc = (size_t)m * ldc;
+                float *a = malloc(na * 4), *b = malloc(nb * 4), *c0 = malloc(nc * 4);
+                float *c1 = malloc(nc * 4), *c2 = malloc(nc * 4);
+                ASSERT(a && b && c0 && c1 && c2);
+                fill(a, na, 1.0f);
+                fill(b, nb, 1.0f);
+                fill(c0, nc, 1.0f);
+                memcpy(c1, c0, nc * 4);
+                memcpy(c2, c0, nc * 4);
+                tr_gemm_ref(m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c0, ldc, acc);
+                EXPECT(tr_gemm_ex(NULL, m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c1, ldc, acc) == 0);
+                EXPECT(tr_gemm_ex(tp, m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c2, ldc, acc) == 0);
+                const double e = test_nmse(c0, c1, nc);
+                worst = e > worst ? e : worst;
+                same &= memcmp(c1, c2, nc * 4) == 0;
+                runs++;
+                free(a);
+                free(b);
+                free(c0);
+                free(c1);
+                free(c2);
+            }
+    }
+    hx_isa_set(isa0);
+    hx_threadpool_free(tp);
+    tr_gemm_release();
+    printf("#   gemm: %d products, worst nmse %.1e vs the double reference\n", runs, worst);
+    EXPECT(worst < 1e-10);
+    EXPECT(same);
+}
+
+/* ---- the blocked AVX-512 attention (head dim 64) against the scalar one,
+ * with a document boundary inside a query block ---- */
+enum { FT = 45, FH = 4, FK = 2, FD = 64 };
+static float ft_q[FT * FH * FD], ft_k[FT * FK * FD], ft_v[FT * FK * FD], ft_do[FT * FH * FD];
+
+static void attn_run(float *o, float *lse, float *dq, float *dk, float *dv)
+{
+    int32_t start[FT];
+    for (int i = 0; i < FT; i++) start[i] = i < 19 ? 0 : 19;
+    const tr_attn a = {FT, FH, FK, FD, start};
+    float *sc = malloc(tr_attn_scratch(FT, FD) * sizeof(float));
+    ASSERT(sc);
+    memset(dq, 0, sizeof ft_q);
+    memset(dk, 0, sizeof ft_k);
+    memset(dv, 0, sizeof ft_v);
+    for (int h = 0; h < FH; h++) tr_attn_fwd_head(&a, h, ft_q, ft_k, ft_v, o, lse, sc);
+    for (int g = 0; g < FK; g++)
+        tr_attn_bwd_group(&a, g, ft_q, ft_k, ft_v, o, lse, ft_do, dq, dk, dv, sc);
+    free(sc);
+}
+
+static void test_attention_blocked(void)
+{
+    if (hx_isa_detect() < HX_ISA_AVX512) {
+        SKIP("no AVX-512: the blocked attention is not used here");
+    }
+    fill(ft_q, sizeof ft_q / 4, 2.0f);
+    fill(ft_k, sizeof ft_k / 4, 2.0f);
+    fill(ft_v, sizeof ft_v / 4, 1.0f);
+    fill(ft_do, sizeof ft_do / 4, 1.0f);
+    static float o[2][FT * FH * FD], lse[2][FT * FH], dq[2][FT * FH * FD];
+    static float dk[2][FT * FK * FD], dv[2][FT * FK * FD];
+    const int isa0 = hx_isa_current();
+    for (int r = 0; r < 2; r++) {
+        hx_isa_set(r ? HX_ISA_AVX2 : HX_ISA_AVX512); /* AVX2: the scalar ops */
+        attn_run(o[r], lse[r], dq[r], dk[r], dv[r]);
+    }
+    hx_isa_set(isa0);
+    const double eo = test_nmse(o[1], o[0], sizeof o[0] / 4);
+    const double el = test_nmse(lse[1], lse[0], sizeof lse[0] / 4);
+    const double eq = test_nmse(dq[1], dq[0], sizeof dq[0] / 4);
+    const double ek = test_nmse(dk[1], dk[0], sizeof dk[0] / 4);
+    const double ev = test_nmse(dv[1], dv[0], sizeof dv[0] / 4);
+    printf("#   blocked vs scalar nmse: o %.1e lse %.1e dq %.1e dk %.1e dv %.1e\n",
+           eo, el, eq, ek, ev);
+    EXPECT(eo < 1e-10 && el < 1e-10 && eq < 1e-10 && ek < 1e-10 && ev < 1e-10);
+}
+
 int main(void)
 {
     RUN(test_rmsnorm);
@@ -299,5 +400,7 @@ int main(void)
     RUN(test_matmul);
     RUN(test_lora_linear);
     RUN(test_attention);
+    RUN(test_gemm_shapes);
+    RUN(test_attention_blocked);
     return test_summary();
 }

@@ -1,0 +1,123 @@
+/* train.c: training throughput benchmark: optimizer steps of the tiny-model
+ * recipe (or a given shape) on random packed documents; tok/s, CPU, RSS.
+ * Usage: bench/train [steps] [threads]; see main for the environment knobs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "base/base.h"
+#include "lora/lora.h"
+
+static double cpu_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double load1(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+static int env_int(const char *name, int def)
+{
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : def;
+}
+
+/* Documents of 64..1087 tokens; about half of each (its second half, as
+ * an assistant reply would be) counts in the loss. */
+static void fill_batch(uint64_t *s, int32_t *tok, int32_t *tgt, uint8_t *mask,
+                       int32_t *doc, int n, int T, int V)
+{
+    int id = 0, left = 0, len = 0;
+    for (int i = 0; i < n; i++) {
+        if (i % T == 0 || left == 0) {
+            *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+            len = left = 64 + (int)((*s >> 33) % 1024);
+            id++;
+        }
+        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+        tok[i] = (int32_t)((*s >> 33) % (uint64_t)V);
+        tgt[i] = (int32_t)((*s >> 13) % (uint64_t)V);
+        mask[i] = left <= len / 2 && left > 1;
+        doc[i] = id;
+        left--;
+    }
+}
+
+/* Environment: HX_BENCH_LAYERS, _EMBD, _HEADS, _KV, _HDIM, _FF, _VOCAB,
+ * _SEQ (tokens per sequence), _NSEQ (sequences per micro-batch) override
+ * the recipe (6 x 256, 4/2 heads of 64, F 768, V 4096, 4 x 1024). */
+int main(int argc, char **argv)
+{
+    const int steps = argc > 1 ? atoi(argv[1]) : 3;
+    const int nth = argc > 2 ? atoi(argv[2]) : 2;
+    hx_train_config c = hx_train_default_config();
+    c.n_layer = env_int("HX_BENCH_LAYERS", 6);
+    c.n_embd = env_int("HX_BENCH_EMBD", 256);
+    c.n_head = env_int("HX_BENCH_HEADS", 4);
+    c.n_head_kv = env_int("HX_BENCH_KV", 2);
+    c.head_dim = env_int("HX_BENCH_HDIM", 64);
+    c.n_ff = env_int("HX_BENCH_FF", 768);
+    c.n_vocab = env_int("HX_BENCH_VOCAB", 4096);
+    const int T = env_int("HX_BENCH_SEQ", 1024), ns = env_int("HX_BENCH_NSEQ", 4);
+    c.n_ctx = T;
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    if (steps < 1 || hx_trainer_new_scratch(&c, 1, nth, &tr, &err)) {
+        fprintf(stderr, "bench/train: %s\n", err.msg[0] ? err.msg : "usage: train [steps] [threads]");
+        return 1;
+    }
+    const int n = T * ns;
+    int32_t *tok = malloc((size_t)n * 4), *tgt = malloc((size_t)n * 4), *doc = malloc((size_t)n * 4);
+    uint8_t *mask = malloc((size_t)n);
+    if (!tok || !tgt || !doc || !mask) return 1;
+    uint64_t s = 7;
+    hx_opt_params o = hx_opt_default_params();
+    o.n_steps = steps + 1;
+    printf("train bench: %d layers, C %d, heads %d/%d x %d, F %d, V %d; %zu "
+           "parameters; micro-batch %d x %d tokens; %d threads\n", c.n_layer,
+           c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.n_vocab,
+           hx_trainer_n_params(tr), ns, T, nth);
+    double wall = 0, cpu = 0, l0 = load1();
+    /* step 0 warms up (allocations, page faults) and is not counted */
+    for (int i = 0; i <= steps; i++) {
+        fill_batch(&s, tok, tgt, mask, doc, n, T, c.n_vocab);
+        int cnt = 0;
+        for (int k = 0; k < n; k++) cnt += mask[k];
+        hx_batch b = {ns, T, tok, tgt, mask, doc};
+        const double w0 = hx_time_mono(), c0 = cpu_time();
+        double loss = 0;
+        hx_trainer_zero_grad(tr);
+        if (hx_trainer_grad(tr, &b, cnt, &loss, &err)) {
+            fprintf(stderr, "bench/train: %s\n", err.msg);
+            return 1;
+        }
+        hx_trainer_step(tr, &o, NULL);
+        const double dw = hx_time_mono() - w0, dc = cpu_time() - c0;
+        printf("step %d: loss %.4f  %.2f s wall  %.2f s cpu  %.0f tok/s\n", i,
+               loss / cnt, dw, dc, n / dw);
+        if (i > 0) wall += dw, cpu += dc;
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("tok/s %.0f (wall)  %.0f (cpu/threads)  cpu/wall %.2f  load %.2f -> "
+           "%.2f  peak RSS %ld MB\n", (double)n * steps / wall,
+           (double)n * steps / (cpu / nth), cpu / wall, l0, load1(), ru.ru_maxrss / 1024);
+    hx_trainer_free(tr);
+    free(tok);
+    free(tgt);
+    free(doc);
+    free(mask);
+    return 0;
+}
