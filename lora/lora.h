@@ -156,8 +156,67 @@ int hx_trainer_load(hx_trainer *tr, const char *path, hx_err *err);
  * copied. In LoRA mode writes a llama.cpp LoRA adapter GGUF. */
 int hx_trainer_write_gguf(hx_trainer *tr, const char *path,
                           const char *vocab_gguf, hx_err *err);
+/* The same with extra string metadata: kv is a NULL-terminated list of
+ * key, value pairs (e.g. {"hearth.prompt_style", "compact", NULL}). */
+int hx_trainer_write_gguf_kv(hx_trainer *tr, const char *path,
+                             const char *vocab_gguf, const char *const *kv,
+                             hx_err *err);
 /* The loss curve as an SVG line chart. */
 int hx_write_loss_svg(const char *path, const float *loss, int n,
                       hx_err *err);
+
+/* ---- the adapter store: $XDG_DATA_HOME/hearth/adapters/ ----
+ * Stored adapters NAME.gguf (never modified once stored) and a pointer
+ * file, active.json, naming the active set with scales and up to 16
+ * earlier sets for rollback. Every change writes a temporary file, fsyncs
+ * it, renames it into place and fsyncs the directory, so a crash at any
+ * moment leaves the previous state or the new one, never a mix. */
+typedef struct hx_lora_store hx_lora_store;
+typedef struct hx_lora_use {
+    char name[96]; /* stored name, e.g. "nightly-20261201-031500.gguf" */
+    float scale;
+} hx_lora_use;
+
+/* Opens (creating) the store in dir; NULL: the user's data directory's
+ * adapters/. Free with hx_lora_store_free. */
+int hx_lora_store_open(const char *dir, hx_lora_store **out, hx_err *err);
+void hx_lora_store_free(hx_lora_store *s); /* NULL is a no-op */
+const char *hx_lora_store_dir(const hx_lora_store *s);
+/* Path of a stored adapter into buf; returns snprintf's length. */
+int hx_lora_store_path(const hx_lora_store *s, const char *name, char *buf,
+                       size_t n);
+/* Stored adapter names, sorted (*names malloc'd: hx_lora_names_free). */
+int hx_lora_store_list(hx_lora_store *s, char ***names, int *n, hx_err *err);
+void hx_lora_names_free(char **names, int n);
+/* The active set: out holds HX_ADAPTER_MAX entries; *n 0 = none.
+ * HX_ERR_FORMAT when the pointer file is damaged. */
+int hx_lora_store_active(hx_lora_store *s, hx_lora_use *out, int *n,
+                         hx_err *err);
+/* How many earlier sets rollback can return to. */
+int hx_lora_store_history(hx_lora_store *s, int *depth, hx_err *err);
+/* Copies the adapter file src into the store as name (letters, digits,
+ * '.', '_', '-', ending in .gguf); does not activate it. HX_ERR_FORMAT if
+ * src is not an adapter GGUF, HX_ERR_STATE if the name is taken. */
+int hx_lora_store_add(hx_lora_store *s, const char *src, const char *name,
+                      hx_err *err);
+/* Makes uses[0..n) (stored names; n = 0: no adapter) the active set; the
+ * set it replaces is kept for rollback. HX_ERR_NOTFOUND for a name not
+ * stored. */
+int hx_lora_store_use(hx_lora_store *s, const hx_lora_use *uses, int n,
+                      hx_err *err);
+/* Back to the set before the last use/adopt/rollback. HX_ERR_NOTFOUND when
+ * there is none. */
+int hx_lora_store_rollback(hx_lora_store *s, hx_err *err);
+/* Adoption: add, then use it alone at scale. The adapter is written and
+ * fsynced before the pointer moves. */
+int hx_lora_store_adopt(hx_lora_store *s, const char *src, const char *name,
+                        float scale, hx_err *err);
+/* Loads the active set for model m into ads[0..*n) (HX_ADAPTER_MAX
+ * entries; the caller frees each with hx_adapter_free) and their scales.
+ * hx_adapter_load's errors, e.g. HX_ERR_INVALID for an adapter of another
+ * base; then nothing is loaded. */
+int hx_lora_store_load_active(hx_lora_store *s, const hx_model *m,
+                              hx_adapter **ads, float *scales, int *n,
+                              hx_err *err);
 
 #endif /* HX_LORA_H */
