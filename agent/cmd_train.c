@@ -1,9 +1,12 @@
 /* cmd_train.c: `hearth train` (developer verb): trains a qwen3 model from
- * scratch, fully fine-tunes one, or trains a LoRA adapter, on a text file. */
+ * scratch, fully fine-tunes one, or trains a LoRA adapter, on a text file
+ * or on chat conversations (loss on the assistant's tokens only). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent_int.h"
+#include "agent/chatdata.h"
 #include "agent/cli.h"
 #include "engine/engine.h"
 #include "lora/lora.h"
@@ -11,9 +14,16 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: hearth train DATA.txt --out OUT.gguf [options]\n\n"
+            "usage: hearth train DATA.txt --out OUT.gguf [options]\n"
+            "       hearth train --chat FILE.jsonl --vocab GGUF --out OUT.gguf [options]\n\n"
             "Trains on every token of DATA (random windows). Without --base a new\n"
             "qwen3 model is trained from scratch.\n\n"
+            "--chat FILE      conversations, one JSON object a line ({\"messages\",\n"
+            "                 \"tools\", \"style\"}), rendered as the agent renders\n"
+            "                 them; the loss counts only the tokens the assistant\n"
+            "                 writes; conversations are packed documents. Tokens are\n"
+            "                 cached in FILE.tok. OUT gets hearth.prompt_style\n"
+            "--style STYLE    render --chat in STYLE instead of each line's \"style\"\n"
             "--vocab GGUF     tokenize with this file's tokenizer and copy it into OUT\n"
             "                 (default: bytes, a vocabulary of 256, no tokenizer)\n"
             "--base GGUF      start from this model (its tokenizer is used; bytes if none)\n"
@@ -30,8 +40,8 @@ static void usage(FILE *f)
 }
 
 typedef struct targs {
-    const char *data, *out, *vocab, *base, *ckpt, *svg, *targets;
-    int resume, log, threads, lora_rank;
+    const char *data, *out, *vocab, *base, *ckpt, *svg, *targets, *chat;
+    int resume, log, threads, lora_rank, style;
     float lora_alpha;
     hx_train_config cfg;
     hx_train_params tp;
@@ -84,6 +94,10 @@ static int parse(int argc, char **argv, targs *a)
         else if (!strcmp(s, "--ckpt")) a->ckpt = argv[++i];
         else if (!strcmp(s, "--svg")) a->svg = argv[++i];
         else if (!strcmp(s, "--lora-targets")) a->targets = argv[++i];
+        else if (!strcmp(s, "--chat")) a->chat = argv[++i];
+        else if (!strcmp(s, "--style")) {
+            if ((a->style = hx_tpl_parse_name(argv[++i])) <= 0) return -1;
+        }
         else if (s[0] == '-') {
             int r = parse_num(a, s, v);
             if (r <= 0) return -1;
@@ -91,7 +105,8 @@ static int parse(int argc, char **argv, targs *a)
         } else if (!a->data) a->data = s;
         else return -1;
     }
-    if (!a->data || !a->out || (a->resume && !a->ckpt)) return -1;
+    if (!a->data == !a->chat || !a->out || (a->resume && !a->ckpt)) return -1;
+    if (a->chat && !a->vocab && !a->base) return -1;
     if (a->lora_rank && !a->base) return -1;
     return 0;
 }
@@ -137,26 +152,59 @@ static int make_trainer(const targs *a, hx_trainer **tr, hx_err *err)
     return hx_trainer_new_gguf(a->base, &lp, a->threads, tr, err);
 }
 
+/* The token stream: the text file's tokens (no mask), or the chat file's
+ * with the assistant mask and document ids. *family: the chat style. */
+static int load_data(const targs *a, hx_chat_tokens *t, int *family, hx_err *err)
+{
+    const char *vocab = a->base ? a->base : a->vocab;
+    memset(t, 0, sizeof *t);
+    *family = 0;
+    if (a->chat) {
+        int rc = hx_chat_load(a->chat, a->style, vocab, 1, t, family, err);
+        if (!rc)
+            printf("%s: %d conversations, %zu tokens (%.0f per conversation, "
+                   "%.2f bytes/token), %zu in assistant turns%s\n", a->chat,
+                   t->n_docs, t->n, (double)t->n / t->n_docs,
+                   (double)t->bytes / (double)(t->n ? t->n : 1), t->n_masked,
+                   t->from_cache ? " (cached)" : "");
+        return rc;
+    }
+    return load_tokens(a->data, vocab, &t->tokens, &t->n, err);
+}
+
+/* The vocabulary size of a GGUF's tokenizer (0 if none). */
+static int32_t vocab_size(const char *path, hx_err *err)
+{
+    hx_gguf *g = NULL;
+    uint64_t nt = 0;
+    int et;
+    if (hx_gguf_open(path, &g, err)) return -1;
+    if (hx_gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &nt)) nt = 0;
+    hx_gguf_close(g);
+    return (int32_t)nt;
+}
+
+static void report(const targs *a, hx_trainer *tr, size_t n, double el, int s0)
+{
+    const int s = hx_trainer_steps_done(tr);
+    const double toks = (double)(s - s0) * a->tp.seq_len * a->tp.n_seq * a->tp.accum;
+    printf("trained %d steps (%zu parameters%s) on %zu tokens: loss %.4f -> "
+           "%.4f, %.0f tokens/s\nwrote %s and %s\n", s, hx_trainer_n_params(tr),
+           hx_trainer_is_lora(tr) ? ", LoRA" : "", n,
+           s ? hx_trainer_losses(tr)[0] : 0.0, s ? hx_trainer_losses(tr)[s - 1] : 0.0,
+           el > 0 ? toks / el : 0.0, a->out, a->tp.svg_path);
+}
+
 static int run(targs *a, hx_err *err)
 {
-    int32_t *tok = NULL;
-    size_t n = 0;
-    const char *vocab = a->base ? a->base : a->vocab;
+    hx_chat_tokens t;
+    int family = 0;
     hx_trainer *tr = NULL;
-    int rc = load_tokens(a->data, vocab, &tok, &n, err);
+    int rc = load_data(a, &t, &family, err);
     if (!rc && !a->base) {
-        if (!a->vocab) a->cfg.n_vocab = 256;
-        else {
-            int32_t mx = 0;
-            hx_gguf *g = NULL;
-            uint64_t nt = 0;
-            int et;
-            if (!(rc = hx_gguf_open(a->vocab, &g, err)) &&
-                !hx_gguf_get_arr(g, "tokenizer.ggml.tokens", &et, &nt))
-                mx = (int32_t)nt;
-            hx_gguf_close(g);
-            a->cfg.n_vocab = mx;
-        }
+        int32_t nv = a->vocab ? vocab_size(a->vocab, err) : 256;
+        if (nv < 0) rc = err->rc ? err->rc : HX_ERR_IO;
+        a->cfg.n_vocab = nv;
     }
     if (!rc) rc = make_trainer(a, &tr, err);
     if (!rc && a->resume) rc = hx_trainer_load(tr, a->ckpt, err);
@@ -166,23 +214,15 @@ static int run(targs *a, hx_err *err)
     a->tp.ckpt_path = a->ckpt;
     a->tp.log = a->log ? stdout : NULL;
     a->tp.progress = 1;
-    hx_train_data d = {tok, NULL, n, NULL};
+    hx_train_data d = {t.tokens, t.mask, t.n, t.doc};
     const double t0 = hx_time_mono();
     const int s0 = tr ? hx_trainer_steps_done(tr) : 0;
+    const char *kv[] = {"hearth.prompt_style", family ? hx_tpl_name(family) : NULL, NULL};
     if (!rc) rc = hx_train_run(tr, &d, &a->tp, err);
-    if (!rc) rc = hx_trainer_write_gguf(tr, a->out, a->base ? NULL : a->vocab, err);
-    if (!rc) {
-        const int s = hx_trainer_steps_done(tr);
-        const double el = hx_time_mono() - t0;
-        const double toks = (double)(s - s0) * a->tp.seq_len * a->tp.n_seq * a->tp.accum;
-        printf("trained %d steps (%zu parameters%s) on %zu tokens: loss %.4f -> "
-               "%.4f, %.0f tokens/s\nwrote %s and %s\n", s, hx_trainer_n_params(tr),
-               hx_trainer_is_lora(tr) ? ", LoRA" : "", n,
-               s ? hx_trainer_losses(tr)[0] : 0.0, s ? hx_trainer_losses(tr)[s - 1] : 0.0,
-               el > 0 ? toks / el : 0.0, a->out, a->tp.svg_path);
-    }
+    if (!rc) rc = hx_trainer_write_gguf_kv(tr, a->out, a->base ? NULL : a->vocab, kv, err);
+    if (!rc) report(a, tr, t.n, hx_time_mono() - t0, s0);
     hx_trainer_free(tr);
-    free(tok);
+    hx_chat_tokens_free(&t);
     return rc;
 }
 

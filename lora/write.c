@@ -60,9 +60,24 @@ static int set_adapter(hx_gguf_writer *w, const hx_trainer *tr)
 int hx_trainer_write_gguf(hx_trainer *tr, const char *path,
                           const char *vocab_gguf, hx_err *err)
 {
+    return hx_trainer_write_gguf_kv(tr, path, vocab_gguf, NULL, err);
+}
+
+static int set_extra(hx_gguf_writer *w, const char *const *kv)
+{
+    int rc = HX_OK;
+    for (; !rc && kv && kv[0] && kv[1]; kv += 2) rc = hx_gguf_set_str(w, kv[0], kv[1]);
+    return rc;
+}
+
+int hx_trainer_write_gguf_kv(hx_trainer *tr, const char *path,
+                             const char *vocab_gguf, const char *const *kv,
+                             hx_err *err)
+{
     hx_gguf_writer *w = hx_gguf_writer_new();
     if (!w) return hx_err_set(err, HX_ERR_NOMEM, "write: out of memory");
     int rc = tr->lora ? set_adapter(w, tr) : set_hparams(w, &tr->hp);
+    if (!rc) rc = set_extra(w, kv);
     if (!rc) hx_gguf_set_u32(w, "general.alignment", 32);
     if (rc) rc = hx_err_set(err, rc, "write %s: metadata", path);
     if (!rc && vocab_gguf && !tr->lora) rc = copy_tokenizer(w, vocab_gguf, tr->hp.n_vocab, err);
