@@ -82,6 +82,7 @@ fuzz_mod_fuzz_grammar_bytes := engine
 fuzz_mod_fuzz_mail := tools
 fuzz_mod_fuzz_ics := tools
 fuzz_mod_fuzz_when := tools
+fuzz_mod_fuzz_governor := engine
 fuzz_mod_fuzz_memory_query := memory
 fuzz_libs = $(call libs_for,$(or $(fuzz_mod_$(1)),agent))
 .SECONDEXPANSION:

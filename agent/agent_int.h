@@ -88,6 +88,17 @@ typedef struct hx_engine_source_params {
                              see hx_agent_call_style */
     int max_calls;        /* most calls in one turn; 0: HX_AGENT_MAX_CALLS
                              (small models call until the budget ends) */
+    /* Memory and latency (issue 9); all 0 by default. */
+    int kv_q8;            /* 1: 8-bit KV cache */
+    size_t max_bytes;     /* weights + KV + scratch (--max-memory); 0: none */
+    int prefill_slice;    /* tokens per prefill pass, the cancel check
+                             between passes; 0: 64 */
+    int (*cancelled)(void *user); /* nonzero: stop the prefill (Ctrl-C) */
+    void *cancel_user;
+    int prefix_cache;     /* 1: the system message's KV (system text and
+                             tool list) is loaded from and saved to disk */
+    const char *prefix_dir; /* NULL: $XDG_CACHE_HOME/hearth/prefix */
+    size_t prefix_max_bytes; /* bound on that directory; 0: 1 GiB */
 } hx_engine_source_params;
 /* The most tool calls the planner runs from one turn (the grammar allows
  * no more). */

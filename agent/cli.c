@@ -1,7 +1,9 @@
 /* cli.c: helpers shared by the `hearth` verbs. */
 #include "agent/cli.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
@@ -23,6 +25,27 @@ int cli_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+    return 0;
+}
+
+int cli_parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : -1;
+    if (!s || errno || end == s || !(v >= 0)) return -1;
+    static const char *units[] = {"", "K", "M", "G", "T"};
+    int u = -1;
+    for (int i = 0; i < 5 && u < 0; i++) {
+        size_t n = strlen(units[i]);
+        if (!strncmp(end, units[i], n) &&
+            (!end[n] || !strcmp(end + n, "B") || (i && !strcmp(end + n, "iB"))))
+            u = i;
+    }
+    if (u < 0) return -1;
+    for (int i = 0; i < u; i++) v *= 1024;
+    if (v > 1.8e19) return -1;
+    *out = (size_t)v;
     return 0;
 }
 

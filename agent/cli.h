@@ -4,6 +4,8 @@
 #ifndef HX_CLI_H
 #define HX_CLI_H
 
+#include <stddef.h>
+
 /* Exit codes that mean something to scripts. */
 enum {
     HX_EXIT_OK = 0,
@@ -24,6 +26,9 @@ typedef struct hx_verb {
 int cli_exit_code(int rc);
 /* True if argv holds -h or --help; the verb then prints its usage. */
 int cli_wants_help(int argc, char **argv);
+/* A byte size: "1500000", "512M", "2G", "2GiB", "1.5GB" (K, M, G, T are
+ * powers of 1024). 0 and *out set, or -1 if malformed. */
+int cli_parse_size(const char *s, size_t *out);
 
 /* verbs, one per file agent/cmd_<group>.c */
 int cmd_model(int argc, char **argv);

@@ -56,7 +56,13 @@ static void ask_usage(FILE *f, const char *verb)
         "                          (default: from the model)\n"
         "  -c, --ctx N             context size (default min(trained, 4096))\n"
         "  -t, --threads N         0 = all cores (default)\n"
-        "      --no-memory         neither recall nor record\n\n"
+        "      --no-memory         neither recall nor record\n"
+        "      --max-memory SIZE   bound on weights (mapped) + KV cache + scratch,\n"
+        "                          e.g. 2G; when the KV cache is full, the oldest\n"
+        "                          exchanges are dropped from the conversation\n"
+        "      --kv q8             8-bit KV cache (half the memory of f16)\n"
+        "      --no-prefix-cache   do not keep the system prompt's and tool list's\n"
+        "                          KV cache on disk ($XDG_CACHE_HOME/hearth/prefix)\n\n"
         "Hearth confines itself before it starts: it can open no network socket.\n"
         "Exit codes: 0 answered, 1 failed or a limit was reached, 2 bad command\n"
         "line, 3 bad model or data, 4 refused, 130 interrupted.\n");
@@ -77,6 +83,21 @@ static int num_opt(const char *verb, const char *name, const char *v, double lo,
     return 1;
 }
 
+static int size_opt(const char *verb, const char *name, const char *v, size_t *out)
+{
+    if (v && !cli_parse_size(v, out)) return 1;
+    fprintf(stderr, "hearth %s: %s needs a size such as 2G or 1500M\n", verb, name);
+    return 0;
+}
+
+static int kv_opt(const char *verb, const char *v, int *q8)
+{
+    *q8 = v && (!strcmp(v, "q8") || !strcmp(v, "q8_0"));
+    if (*q8 || (v && !strcmp(v, "f16"))) return 1;
+    fprintf(stderr, "hearth %s: --kv is f16 or q8\n", verb);
+    return 0;
+}
+
 /* Options that take a value; returns 1 if matched (ok set to 0 on error). */
 static int value_opt(ask_opts *o, const char *verb, const char *a, const char *v, int *ok)
 {
@@ -94,6 +115,8 @@ static int value_opt(ask_opts *o, const char *verb, const char *a, const char *v
     else if (!strcmp(a, "--seed") && NUM(0, 1.8e19)) o->ep.sp.seed = (uint64_t)d;
     else if ((!strcmp(a, "-c") || !strcmp(a, "--ctx")) && NUM(16, 1 << 20)) o->n_ctx = (int)d;
     else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && NUM(0, 1024)) o->n_threads = (int)d;
+    else if (!strcmp(a, "--max-memory")) *ok = size_opt(verb, a, v, &o->ep.max_bytes);
+    else if (!strcmp(a, "--kv")) *ok = kv_opt(verb, v, &o->ep.kv_q8);
     else return 0;
 #undef NUM
     if (!v) {
@@ -110,6 +133,7 @@ static int flag_opt(ask_opts *o, const char *a)
     else if (!strcmp(a, "--allow-tainted-send")) o->allow_tainted = 1;
     else if (!strcmp(a, "--json")) o->json = 1;
     else if (!strcmp(a, "--no-memory")) o->no_memory = 1;
+    else if (!strcmp(a, "--no-prefix-cache")) o->ep.prefix_cache = 0;
     else return 0;
     return 1;
 }
@@ -120,6 +144,7 @@ static int parse_ask(int argc, char **argv, ask_opts *o)
     memset(o, 0, sizeof *o);
     o->pp = hx_planner_default_params();
     o->ep = hx_engine_source_default_params();
+    o->ep.prefix_cache = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int ok = 1;
@@ -245,6 +270,8 @@ static int open_tools(session *s, const ask_opts *o, hx_err *err)
     return s->consent ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
 }
 
+static int cancelled(void *user);
+
 static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
 {
     const char *path = find_model(o, s->cfg);
@@ -284,6 +311,7 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     ep.n_ctx = o->n_ctx ? o->n_ctx : ep.compact_json ? 8192 : 0; /* small models:
                   cheap KV, long prompts in a 512-token vocabulary */
     ep.n_threads = o->n_threads;
+    ep.cancelled = cancelled; /* Ctrl-C during a long prefill */
     return hx_engine_source_new(s->model, s->specs, k, &ep, &s->src, err);
 }
 

@@ -72,6 +72,33 @@ static float opt_float(opts *o, double lo, double hi)
     return (float)v;
 }
 
+/* --kv f16|f32|q8 and --max-memory SIZE into p; 1 if argv[i] was one. */
+static int opt_memory(opts *o, hx_ctx_params *p)
+{
+    if (opt_val(o, NULL, "--kv")) {
+        p->kv_f32 = !strcmp(o->val, "f32");
+        p->kv_q8 = !strcmp(o->val, "q8") || !strcmp(o->val, "q8_0");
+        if (!p->kv_f32 && !p->kv_q8 && strcmp(o->val, "f16") && !o->bad) {
+            fprintf(stderr, "hearth %s: --kv is f16, f32 or q8\n", o->verb);
+            o->bad = 1;
+        }
+        return 1;
+    }
+    if (!opt_val(o, NULL, "--max-memory")) return 0;
+    if (!o->bad && cli_parse_size(o->val, &p->max_bytes)) {
+        fprintf(stderr, "hearth %s: --max-memory needs a size such as 2G or "
+                "1500M, not '%s'\n", o->verb, o->val);
+        o->bad = 1;
+    }
+    return 1;
+}
+
+#define MEMORY_HELP                                                           \
+    "      --kv TYPE           KV cache: f16 (default), q8 (half the memory)\n" \
+    "                          or f32\n"                                       \
+    "      --max-memory SIZE   bound on weights (mapped) + KV cache + scratch,\n"\
+    "                          e.g. 2G; the KV cache gets what is left\n"
+
 static int unknown_option(opts *o)
 {
     fprintf(stderr, "hearth %s: unknown option '%s' (see --help)\n", o->verb,
@@ -100,8 +127,11 @@ static void on_sigint(int sig)
 typedef struct gen_opts {
     const char *model, *prompt;
     const char *json_schema; /* --json-schema FILE, or NULL */
+    const char *adapters[HX_ADAPTER_MAX]; /* --adapter FILE[:SCALE] */
+    int n_adapters;
     int n_predict, n_threads, n_ctx;
     hx_sampler_params sp;
+    hx_ctx_params cp; /* --kv, --max-memory */
 } gen_opts;
 
 static void generate_usage(FILE *f)
@@ -124,8 +154,11 @@ static void generate_usage(FILE *f)
         "      --seed S            sampling seed (default: random, printed)\n"
         "  -t, --threads N         0 = all cores (default)\n"
         "  -c, --ctx N             context size (default: prompt + N)\n"
+        "      --adapter FILE[:SCALE]  apply a LoRA adapter at SCALE (default\n"
+        "                          1); repeat for several\n"
         "      --json-schema FILE  constrain the output to JSON valid against\n"
-        "                          the JSON Schema in FILE\n");
+        "                          the JSON Schema in FILE\n"
+        MEMORY_HELP);
 }
 
 /* 0 ok, else an exit code (usage printed). */
@@ -135,6 +168,7 @@ static int parse_generate(int argc, char **argv, gen_opts *g)
     memset(g, 0, sizeof *g);
     g->n_predict = 128;
     g->sp = hx_sampler_default_params();
+    g->cp = hx_ctx_default_params();
     for (; o.i < argc && !o.bad; o.i++) {
         hx_sampler_params *s = &g->sp;
         if (opt_val(&o, "-m", "--model")) g->model = o.val;
@@ -152,6 +186,11 @@ static int parse_generate(int argc, char **argv, gen_opts *g)
         else if (opt_val(&o, "-t", "--threads")) g->n_threads = (int)opt_long(&o, 0, 1024);
         else if (opt_val(&o, "-c", "--ctx")) g->n_ctx = (int)opt_long(&o, 1, 1 << 24);
         else if (opt_val(&o, NULL, "--json-schema")) g->json_schema = o.val;
+        else if (opt_val(&o, NULL, "--adapter")) {
+            if (g->n_adapters == HX_ADAPTER_MAX) o.bad = 1;
+            else g->adapters[g->n_adapters++] = o.val;
+        }
+        else if (opt_memory(&o, &g->cp)) continue;
         else return unknown_option(&o);
     }
     if (o.bad) return HX_EXIT_USAGE;
@@ -188,6 +227,12 @@ static int emit(hx_detok *d, const hx_vocab *v, int32_t tok, hx_buf *b)
     return HX_OK;
 }
 
+static int interrupted(void *user)
+{
+    (void)user;
+    return g_interrupted;
+}
+
 typedef struct gen_stats {
     int n_prompt, n_gen;
     double t_prompt, t_gen;
@@ -199,7 +244,10 @@ static int run_generation(hx_ctx *c, const hx_vocab *v, hx_sampler *s,
                           gen_stats *st)
 {
     double t0 = hx_time_mono();
-    int rc = hx_decode(c, prompt, n_prompt, 0);
+    hx_prefill_params pp = hx_prefill_default_params();
+    pp.slice = 64; /* Ctrl-C is seen between slices */
+    pp.cancel = interrupted;
+    int done = 0, rc = hx_prefill(c, prompt, n_prompt, &pp, &done);
     st->t_prompt = hx_time_mono() - t0;
     st->n_prompt = n_prompt;
     if (rc) return rc;
@@ -277,7 +325,7 @@ static int generate_with(hx_model *m, const gen_opts *g)
         free(prompt);
         return HX_EXIT_USAGE;
     }
-    hx_ctx_params cp = hx_ctx_default_params();
+    hx_ctx_params cp = g->cp;
     cp.n_threads = g->n_threads;
     cp.n_ctx = g->n_ctx ? g->n_ctx : n_prompt + g->n_predict;
     int n_predict = g->n_predict;
@@ -296,7 +344,12 @@ static int generate_with(hx_model *m, const gen_opts *g)
     int rc = s ? HX_OK : HX_ERR_NOMEM, schema_rc = HX_OK;
     if (!rc && g->json_schema)
         rc = schema_rc = add_schema_stage(s, v, g->json_schema, &gram, &gv);
+    hx_adapter *ads[HX_ADAPTER_MAX];
+    float ascale[HX_ADAPTER_MAX];
+    int n_ads = 0;
+    if (!rc) rc = cli_load_adapters(m, g->adapters, g->n_adapters, 0, ads, ascale, &n_ads, &err);
     if (!rc) rc = hx_ctx_new(m, &cp, &c, &err);
+    if (!rc && n_ads) rc = hx_ctx_set_adapters(c, ads, ascale, n_ads);
     gen_stats st = {0};
     if (!rc) rc = run_generation(c, v, s, prompt, n_prompt, n_predict, &st);
     if (rc == HX_ERR_STATE) { /* reported by run_generation */
@@ -306,6 +359,7 @@ static int generate_with(hx_model *m, const gen_opts *g)
                                        err.msg[0] ? err.msg : hx_rc_str(rc));
     else if (!rc) print_speed(&st, hx_sampler_seed(s), g->sp.temp);
     hx_ctx_free(c);
+    for (int i = 0; i < n_ads; i++) hx_adapter_free(ads[i]);
     hx_sampler_free(s); /* before the grammar its stage borrows */
     hx_grammar_free(gram);
     hx_gvocab_free(gv);
@@ -337,12 +391,15 @@ int cmd_generate(int argc, char **argv)
 static void info_usage(FILE *f)
 {
     fprintf(f,
-        "usage: hearth info -m MODEL [--ctx N]\n\n"
+        "usage: hearth info -m MODEL [--ctx N] [--kv TYPE] [--max-memory SIZE]\n\n"
         "Describes a GGUF model: architecture and shapes, tokenizer, tensors\n"
-        "by type, file size and an estimate of the memory a run needs.\n\n"
-        "  -m, --model FILE   GGUF model\n"
-        "  -c, --ctx N        context size for the memory estimate (default\n"
-        "                     min(training context, 4096))\n");
+        "by type, file size and the memory a run needs (the engine's own\n"
+        "allocation formulas, 2 threads' scratch by default).\n\n"
+        "  -m, --model FILE        GGUF model\n"
+        "  -c, --ctx N             context size for the memory estimate (default\n"
+        "                          min(training context, 4096))\n"
+        "  -t, --threads N         threads (scratch per thread; default all)\n"
+        MEMORY_HELP);
 }
 
 static void human(double b, char *buf, size_t n)
@@ -407,25 +464,31 @@ static void print_vocab(const hx_vocab *v)
     printf(", bos %d%s, eos %d\n", bos, hx_vocab_add_bos(v) ? " (added)" : "", eos);
 }
 
-/* Weights are mapped (paged in on use); the KV cache is F16 K and V per
- * layer; scratch is a rough allowance for a 512-token batch's activations,
- * the logits and the attention scores. */
-static void print_memory(const hx_model *m, int n_ctx)
+/* What hx_ctx_new would allocate for these parameters: weights are
+ * mapped (paged in on use), the KV cache grows a page at a time up to the
+ * context or the cap, scratch is a 512-token batch's activations. */
+static int print_memory(const hx_model *m, const hx_ctx_params *p)
 {
-    const hx_hparams *h = hx_model_hparams(m);
-    if (n_ctx <= 0) n_ctx = h->n_ctx_train < 4096 ? h->n_ctx_train : 4096;
-    double kv = 2.0 * h->n_layer * (double)n_ctx * h->n_head_kv * h->head_dim * 2;
-    int ff = h->n_expert ? h->n_ff_exp * h->n_expert_used : h->n_ff;
-    double scratch = 4.0 * (512.0 * (6.0 * h->n_embd + 3.0 * ff) +
-                            2.0 * h->n_vocab + 2.0 * h->n_head * n_ctx);
-    char a[32], b[32], c[32], d[32];
-    human((double)hx_model_size_bytes(m), a, sizeof a);
-    human(kv, b, sizeof b);
-    human(scratch, c, sizeof c);
-    human((double)hx_model_size_bytes(m) + kv + scratch, d, sizeof d);
+    hx_ctx_mem mem;
+    hx_err err = {0};
+    if (hx_ctx_memory(m, p, &mem, &err)) {
+        fprintf(stderr, "hearth info: %s\n", err.msg);
+        return HX_EXIT_USAGE;
+    }
+    char a[32], b[32], c[32], d[32], t[32];
+    human((double)mem.weights, a, sizeof a);
+    human((double)mem.kv_total, b, sizeof b);
+    human((double)mem.scratch, c, sizeof c);
+    human((double)mem.total, d, sizeof d);
+    human((double)mem.kv_per_token, t, sizeof t);
     printf("parameters     %.2f M\n", (double)hx_model_n_params(m) / 1e6);
-    printf("memory (est.)  %s = weights %s (mapped) + KV cache %s (ctx %d, F16)"
-           " + scratch ~%s\n", d, a, b, n_ctx, c);
+    printf("memory (est.)  %s = weights %s (mapped) + KV cache %s (ctx %d, %s, "
+           "%s per token) + scratch %s\n", d, a, b, mem.n_ctx_fit,
+           p->kv_f32 ? "F32" : p->kv_q8 ? "Q8_0" : "F16", t, c);
+    if (mem.n_ctx_fit < mem.n_ctx)
+        printf("               --max-memory leaves room for %d of %d positions\n",
+               mem.n_ctx_fit, mem.n_ctx);
+    return HX_EXIT_OK;
 }
 
 int cmd_info(int argc, char **argv)
@@ -436,10 +499,12 @@ int cmd_info(int argc, char **argv)
     }
     opts o = {argc, 1, argv, "info", NULL, 0};
     const char *path = NULL;
-    int n_ctx = 0;
+    hx_ctx_params cp = hx_ctx_default_params();
     for (; o.i < argc && !o.bad; o.i++) {
         if (opt_val(&o, "-m", "--model")) path = o.val;
-        else if (opt_val(&o, "-c", "--ctx")) n_ctx = (int)opt_long(&o, 1, 1 << 24);
+        else if (opt_val(&o, "-c", "--ctx")) cp.n_ctx = (int)opt_long(&o, 1, 1 << 24);
+        else if (opt_val(&o, "-t", "--threads")) cp.n_threads = (int)opt_long(&o, 0, 1024);
+        else if (opt_memory(&o, &cp)) continue;
         else return unknown_option(&o);
     }
     if (o.bad) return HX_EXIT_USAGE;
@@ -460,9 +525,9 @@ int cmd_info(int argc, char **argv)
     print_hparams(hx_model_hparams(m));
     print_vocab(hx_model_vocab(m));
     print_tensor_types(g);
-    print_memory(m, n_ctx);
+    int ex = print_memory(m, &cp);
     hx_model_free(m);
-    return HX_EXIT_OK;
+    return ex;
 }
 
 /* ---- mkmodel ---- */

@@ -454,6 +454,34 @@ static void add_assistant(run *r, const char *text, const char *content,
     }
 }
 
+/* Forgets the oldest exchange (a request and its turns) to make room; 0
+ * when only the current request is left. */
+static int drop_oldest(hx_planner *pl)
+{
+    if (pl->n_starts < 2) return 0;
+    const int from = pl->starts[0], k = pl->starts[1] - from;
+    for (int i = 0; i < k; i++) cJSON_DeleteItemFromArray(pl->msgs, from);
+    for (int i = 1; i < pl->n_starts; i++) pl->starts[i - 1] = pl->starts[i] - k;
+    pl->n_starts--;
+    return 1;
+}
+
+/* gen_turn; when the prompt does not fit the KV cache (HX_ERR_FULL before
+ * anything was generated), drops the oldest exchanges and tries again. */
+static int gen_fitting(run *r, int choice, const hx_tpl_opts *o, hx_buf *prompt,
+                       hx_buf *text, hx_err *err)
+{
+    int rc = gen_turn(r, prompt->data, choice, text, err);
+    while (rc == HX_ERR_FULL && text->len == 0 && drop_oldest(r->pl)) {
+        hx_log_warn("the context is full: the oldest exchange is dropped");
+        prompt->len = 0;
+        rc = hx_tpl_render(r->pl->p.family, r->pl->msgs, r->pl->tools, o, prompt);
+        if (rc) return hx_err_set(err, rc, "cannot render the prompt");
+        rc = gen_turn(r, prompt->data, choice, text, err);
+    }
+    return rc;
+}
+
 /* One model turn and its calls; *answered = 1 on a plain-text answer. */
 static int step(run *r, int choice, int *answered, hx_err *err)
 {
@@ -465,7 +493,7 @@ static int step(run *r, int choice, int *answered, hx_err *err)
     o.no_think = pl->p.no_think;
     int rc = hx_tpl_render(pl->p.family, pl->msgs, pl->tools, &o, &prompt);
     if (rc) hx_err_set(err, rc, "cannot render the prompt");
-    if (!rc) rc = gen_turn(r, prompt.data, choice, &text, err);
+    if (!rc) rc = gen_fitting(r, choice, &o, &prompt, &text, err);
     hx_buf_free(&prompt);
     if (rc) {
         free(r->partial);
@@ -598,12 +626,13 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
     set_system(pl, request);
     add_msg(pl->msgs, "user", request);
     int rc = loop(&r, err);
-    if (rc && !strcmp(r.status, "answered")) r.status = "error";
+    if (rc && !strcmp(r.status, "answered"))
+        r.status = rc == HX_ERR_CANCELLED ? "cancelled" : "error";
     const char *outcome = rc ? err->msg : (r.final ? r.final : "");
     /* the episode keeps this request's messages after the system text */
     cJSON *ep_msgs = cJSON_CreateArray();
     for (int i = 0; i < cJSON_GetArraySize(pl->msgs); i++)
-        if (i == 0 || i >= (n0 ? n0 : 1))
+        if (i == 0 || i >= pl->starts[pl->n_starts - 1]) /* moves if old ones were dropped */
             cJSON_AddItemToArray(ep_msgs, cJSON_Duplicate(cJSON_GetArrayItem(pl->msgs, i), 1));
     int64_t id = record_episode(&r, request, outcome, ep_msgs, started);
     *trace = make_trace(&r, request, outcome, ep_msgs);

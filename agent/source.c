@@ -26,6 +26,13 @@ typedef struct eng_src {
     uint32_t *ws;         /* whitespace-only tokens (bitset) */
     uint32_t *ws_long;    /* those longer than MAX_WS_BYTES */
     int32_t n_ws;
+    /* prefill in slices with a cancel check; prefix caches on disk */
+    int slice;
+    int (*cancelled)(void *user);
+    void *cancel_user;
+    int prefix_cache;
+    char *prefix_dir;     /* owned; NULL: the default */
+    size_t prefix_max;
 } eng_src;
 
 void hx_source_free(hx_source *s)
@@ -60,6 +67,7 @@ static void eng_free(void *ctx)
     free(e->cache);
     free(e->ws);
     free(e->ws_long);
+    free(e->prefix_dir);
     free(e);
 }
 
@@ -226,15 +234,51 @@ static int new_sampler(eng_src *e, int choice, hx_err *err)
     return HX_OK;
 }
 
+/* Decodes t in slices, checking the cancel callback between them (a
+ * long prompt stops at once on Ctrl-C; the slices done stay cached). */
 static int decode(eng_src *e, const int32_t *t, int n, hx_err *err)
 {
-    int rc = hx_decode(e->ctx, t, n, 0);
+    hx_prefill_params pp = hx_prefill_default_params();
+    pp.slice = e->slice;
+    pp.cancel = e->cancelled;
+    pp.cancel_user = e->cancel_user;
+    int done = 0, rc = hx_prefill(e->ctx, t, n, &pp, &done);
     if (rc == HX_ERR_FULL)
-        return hx_err_set(err, rc, "the context is full (%d tokens); start a "
-                          "new conversation or use a larger --ctx",
-                          hx_ctx_n_ctx(e->ctx));
+        return hx_err_set(err, rc, "the context is full (%d positions; %s); start "
+                          "a new conversation or allow more (--ctx, --max-memory)",
+                          hx_ctx_n_ctx(e->ctx), hx_ctx_errmsg(e->ctx));
+    if (rc == HX_ERR_CANCELLED) return hx_err_set(err, rc, "cancelled");
     if (rc) return hx_err_set(err, rc, "decode: %s", hx_ctx_errmsg(e->ctx));
     return HX_OK;
+}
+
+/* The prompt's stable head: up to and including its first end-of-turn
+ * token (the system message with the tool list), or 0 if none. */
+static int stable_head(const eng_src *e, const int32_t *t, int n)
+{
+    for (int i = 0; i < n - 1; i++)
+        if (hx_vocab_is_eog(e->v, t[i])) return i + 1;
+    return 0;
+}
+
+/* With nothing in memory, the longest prefix cached on disk. */
+static int load_prefix(eng_src *e, const int32_t *t, int n)
+{
+    int got = 0;
+    if (!e->prefix_cache) return 0;
+    hx_ctx_truncate(e->ctx, 0);
+    hx_ctx_prefix_load(e->ctx, e->prefix_dir, t, n, n - 1, &got);
+    return got;
+}
+
+/* Saves the stable head when the disk had less of it; a failure only
+ * costs the next process its warm start. */
+static void save_prefix(eng_src *e, const int32_t *t, int n, int loaded)
+{
+    int head = e->prefix_cache ? stable_head(e, t, n) : 0;
+    if (head <= loaded || head < 16) return;
+    if (hx_ctx_prefix_save(e->ctx, e->prefix_dir, t, head, e->prefix_max))
+        hx_log_warn("prefix cache: %s", hx_ctx_errmsg(e->ctx));
 }
 
 /* Keeps the common prefix of the cache and the new prompt, decodes the
@@ -250,16 +294,19 @@ static int eng_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
         free(t);
         return hx_err_set(err, HX_ERR_INVALID, "empty prompt");
     }
-    int keep = 0;
+    int keep = 0, loaded = 0;
     while (keep < n && keep < e->n_cache && e->cache[keep] == t[keep]) keep++;
     if (keep == n) keep--;
+    if (keep == 0) keep = loaded = load_prefix(e, t, n);
     hx_ctx_truncate(e->ctx, keep);
     free(e->cache);
     e->cache = t;
     e->n_cache = keep;
     e->cap = n + 1;
     int rc = decode(e, t + keep, n - keep, err);
+    e->n_cache = hx_ctx_n_past(e->ctx); /* what a cancelled prefill left */
     if (rc) return rc;
+    if (keep == loaded) save_prefix(e, t, n, loaded);
     e->n_cache = n;
     *n_prompt = n;
     e->ended = 0;
@@ -401,6 +448,14 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     hx_ctx_params cp = hx_ctx_default_params();
     cp.n_ctx = p->n_ctx;
     cp.n_threads = p->n_threads;
+    cp.kv_q8 = p->kv_q8;
+    cp.max_bytes = p->max_bytes;
+    e->slice = p->prefill_slice > 0 ? p->prefill_slice : 64;
+    e->cancelled = p->cancelled;
+    e->cancel_user = p->cancel_user;
+    e->prefix_cache = p->prefix_cache;
+    e->prefix_dir = hx_strdup(p->prefix_dir);
+    e->prefix_max = p->prefix_max_bytes;
     int rc = copy_specs(e, tools, n_tools);
     if (rc) hx_err_set(err, rc, "out of memory");
     if (!rc) rc = hx_ctx_new(m, &cp, &e->ctx, err);

@@ -16,6 +16,7 @@
 #include "engine/delta.h"
 #include "engine/quantize.h"
 #include "engine/spec.h"
+#include "engine/governor.h"
 #include "engine/adapter.h"
 
 #endif /* HX_ENGINE_H */

@@ -1,0 +1,269 @@
+/* test_kv_agent.c: the agent's side of the KV cache work: the planner
+ * drops the oldest exchanges when the cache is full, the engine source
+ * stops a long prefill at a cancel, and warms its first prompt from the
+ * prefix cache on disk. */
+#include <dirent.h>
+
+#include "test.h"
+#include "agent_world.h"
+#include "engine/engine.h"
+
+/* ---- a test double that is full beyond a prompt size ---- */
+typedef struct small_source {
+    size_t limit;     /* prompts longer than this get HX_ERR_FULL */
+    int n_full, n_begin;
+    size_t last_len;  /* of the last prompt that fitted */
+    const char *left; /* the turn being written */
+} small_source;
+
+static int small_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
+                       hx_err *err)
+{
+    small_source *s = ctx;
+    (void)choice;
+    s->n_begin++;
+    *n_prompt = (int)strlen(prompt) / 4;
+    if (strlen(prompt) > s->limit) {
+        s->n_full++;
+        return hx_err_set(err, HX_ERR_FULL, "the context is full (test double)");
+    }
+    s->last_len = strlen(prompt);
+    s->left = "Done.";
+    return HX_OK;
+}
+
+static int small_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
+{
+    small_source *s = ctx;
+    (void)err;
+    *end = !*s->left;
+    if (*end) return HX_OK;
+    hx_buf_putc(piece, *s->left++);
+    return HX_OK;
+}
+
+static void small_free(void *ctx) { (void)ctx; }
+
+static int ask(hx_planner *pl, const char *req, cJSON **trace)
+{
+    hx_err err = {0};
+    *trace = NULL;
+    int rc = hx_planner_run(pl, req, NULL, trace, &err);
+    if (rc) printf("# %s: %s\n", req, err.msg);
+    return rc;
+}
+
+static int has_user(const cJSON *msgs, const char *text)
+{
+    for (const cJSON *m = msgs->child; m; m = m->next)
+        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(m, "content")), text)) return 1;
+    return 0;
+}
+
+/* When the prompt no longer fits, the oldest exchanges go, the current
+ * request stays; a request that cannot fit alone ends with the error. */
+static void test_planner_drops_old_exchanges(void)
+{
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    small_source s = {1u << 30, 0, 0, 0, ""};
+    hx_source src = {HX_SOURCE_API, "small (test double)", &s, small_begin, small_next,
+                     NULL, small_free};
+    hx_planner_deps d = world_deps(&w, &src);
+    hx_planner_params pp = hx_planner_default_params();
+    pp.recall_budget = 0;
+    hx_planner *pl = hx_planner_new(&d, &pp);
+    ASSERT(pl);
+    cJSON *t = NULL;
+    ASSERT(ask(pl, "first request", &t) == HX_OK);
+    cJSON_Delete(t);
+    ASSERT(ask(pl, "second request", &t) == HX_OK);
+    cJSON_Delete(t);
+    ASSERT(ask(pl, "third request", &t) == HX_OK);
+    cJSON_Delete(t);
+    int before = cJSON_GetArraySize(hx_planner_messages(pl));
+    EXPECT_EQ_INT(before, 7); /* system + 3 x (user, assistant) */
+    /* the fourth prompt, with three exchanges before it, no longer fits;
+     * with the oldest dropped it does */
+    s.limit = s.last_len + 10;
+    s.n_full = 0;
+    ASSERT(ask(pl, "fourth request", &t) == HX_OK);
+    EXPECT(s.n_full >= 1);
+    const cJSON *msgs = hx_planner_messages(pl);
+    EXPECT(!has_user(msgs, "first request"));
+    EXPECT(has_user(msgs, "fourth request"));
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(t, "status")), "answered");
+    /* the episode holds this request's messages, not a shifted slice */
+    const cJSON *em = cJSON_GetObjectItem(t, "messages");
+    EXPECT(has_user(em, "fourth request"));
+    EXPECT(!has_user(em, "third request"));
+    cJSON_Delete(t);
+    /* undo still forgets exactly the last request */
+    EXPECT(hx_planner_undo(pl));
+    EXPECT(!has_user(hx_planner_messages(pl), "fourth request"));
+    /* a request that cannot fit even alone: the clear error */
+    s.limit = 10;
+    EXPECT_EQ_INT(ask(pl, "fifth", &t), HX_ERR_FULL);
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(t, "status")), "error");
+    cJSON_Delete(t);
+    hx_planner_free(pl);
+    world_close(&w);
+}
+
+/* ---- the engine source on a random-weight model with a real tokenizer ---- */
+static const char *g_model;
+
+static const char *model_path(void)
+{
+    if (g_model) return g_model;
+    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    if (!vocab) return NULL;
+    static char path[256];
+    snprintf(path, sizeof path, "/tmp/hx_test_kv_agent_%d.gguf", (int)getpid());
+    hx_mkmodel_params p = hx_mkmodel_default_params();
+    p.arch = "qwen3";
+    p.ftype = "Q8_0";
+    p.vocab_path = vocab;
+    p.n_layer = 2;
+    p.n_embd = 64;
+    p.n_head = 2;
+    p.n_head_kv = 1;
+    p.head_dim = 32;
+    p.n_ff = 128;
+    p.tied_output = 1;
+    hx_err err = {0};
+    if (hx_mkmodel_write(&p, path, &err)) {
+        printf("# mkmodel: %s\n", err.msg);
+        return NULL;
+    }
+    return g_model = path;
+}
+
+static int g_polls, g_stop_after;
+static int stop_after(void *user)
+{
+    (void)user;
+    return ++g_polls > g_stop_after;
+}
+
+static hx_source engine_source(hx_model *m, int prefix_cache, int (*cancel)(void *))
+{
+    hx_engine_source_params ep = hx_engine_source_default_params();
+    ep.n_ctx = 8192;
+    ep.n_threads = 2;
+    ep.prefix_cache = prefix_cache;
+    ep.cancelled = cancel;
+    hx_source src;
+    hx_err err = {0};
+    if (hx_engine_source_new(m, NULL, 0, &ep, &src, &err)) {
+        printf("# source: %s\n", err.msg);
+        memset(&src, 0, sizeof src);
+    }
+    return src;
+}
+
+/* A long prompt (thousands of tokens) is cancelled between slices: the
+ * source stops after the slices the cancel allowed, no more. */
+static void test_cancel_long_prefill(void)
+{
+    const char *path = model_path();
+    if (!path) return;
+    hx_model_params mp = hx_model_default_params();
+    hx_model *m = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
+    hx_source src = engine_source(m, 0, stop_after);
+    ASSERT(src.ctx);
+    hx_buf p;
+    hx_buf_init(&p);
+    for (int i = 0; i < 600; i++) hx_buf_printf(&p, "word%d and ", i);
+    g_polls = 0;
+    g_stop_after = 3;
+    int n = 0;
+    EXPECT_EQ_INT(src.begin(src.ctx, p.data, HX_CHOICE_NONE, &n, &err), HX_ERR_CANCELLED);
+    EXPECT_EQ_INT(g_polls, 4); /* checked before each slice: stopped at the 4th */
+    EXPECT(strstr(err.msg, "cancelled") != NULL);
+    /* the next turn goes on from the 3 slices cached */
+    g_stop_after = 1 << 30;
+    g_polls = 0;
+    EXPECT_EQ_INT(src.begin(src.ctx, p.data, HX_CHOICE_NONE, &n, &err), HX_OK);
+    EXPECT(n > 2000);
+    EXPECT_EQ_INT(g_polls, (n - 192 + 63) / 64);
+    hx_buf_free(&p);
+    hx_source_free(&src);
+    hx_model_free(m);
+}
+
+/* Greedy text of a turn after prompt (n tokens at most). */
+static int greedy(hx_source *src, const char *prompt, int n, hx_buf *out)
+{
+    hx_err err = {0};
+    int np = 0, end = 0;
+    int rc = src->begin(src->ctx, prompt, HX_CHOICE_NONE, &np, &err);
+    for (int i = 0; i < n && !rc && !end; i++) rc = src->next(src->ctx, out, &end, &err);
+    if (rc) printf("# greedy: %s\n", err.msg);
+    return rc;
+}
+
+static int cache_files(const char *home)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/cache/prefix", home);
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) n += strstr(e->d_name, ".kv") != NULL;
+    if (d) closedir(d);
+    return n;
+}
+
+#define SYS "<|im_start|>system\nYou are Hearth. Tools: calendar.find_free, mail.search, " \
+            "files.search, memory.remember, and a longer description of each.<|im_end|>\n"
+
+/* The first prompt of a process saves the system message's KV to disk;
+ * a new source (a new process) loads it and writes the same text as a
+ * cold one. */
+static void test_prefix_cache_across_sources(void)
+{
+    const char *path = model_path();
+    if (!path) return;
+    world w; /* a HEARTH_HOME: the cache goes to its cache/prefix */
+    ASSERT(world_open(&w, 1, 0, 0));
+    hx_model_params mp = hx_model_default_params();
+    hx_model *m = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
+    const char *p1 = SYS "<|im_start|>user\nfind a slot<|im_end|>\n<|im_start|>assistant\n";
+    const char *p2 = SYS "<|im_start|>user\nsearch my mail<|im_end|>\n<|im_start|>assistant\n";
+    hx_buf a, b, c;
+    hx_buf_init(&a);
+    hx_buf_init(&b);
+    hx_buf_init(&c);
+    hx_source s1 = engine_source(m, 1, NULL);
+    ASSERT(s1.ctx);
+    ASSERT(greedy(&s1, p1, 8, &a) == HX_OK);
+    hx_source_free(&s1);
+    EXPECT_EQ_INT(cache_files(w.dir), 1);
+    hx_source warm = engine_source(m, 1, NULL), cold = engine_source(m, 0, NULL);
+    ASSERT(warm.ctx && cold.ctx);
+    ASSERT(greedy(&warm, p2, 8, &b) == HX_OK);
+    ASSERT(greedy(&cold, p2, 8, &c) == HX_OK);
+    EXPECT(b.len > 0);
+    EXPECT_STR_EQ(b.data, c.data);
+    EXPECT_EQ_INT(cache_files(w.dir), 1); /* the same head: not written again */
+    hx_source_free(&warm);
+    hx_source_free(&cold);
+    hx_buf_free(&a);
+    hx_buf_free(&b);
+    hx_buf_free(&c);
+    hx_model_free(m);
+    world_close(&w);
+}
+
+int main(void)
+{
+    RUN(test_planner_drops_old_exchanges);
+    RUN(test_cancel_long_prefill);
+    RUN(test_prefix_cache_across_sources);
+    if (g_model) unlink(g_model);
+    return test_summary();
+}
