@@ -36,14 +36,11 @@ static int doc_from_json(const char *path, long line, const cJSON *j, int style,
     return HX_OK;
 }
 
-int hx_chat_each(const char *path, int style, hx_chat_fn fn, void *user,
-                 hx_err *err)
+int hx_chat_each_buf(const char *path, const char *text, size_t len, int style,
+                     hx_chat_fn fn, void *user, hx_err *err)
 {
-    char *text = NULL;
-    size_t len = 0;
-    int rc = hx_read_file(path, 0, &text, &len, err);
-    if (rc) return rc;
     long line = 0;
+    int rc = HX_OK;
     for (size_t pos = 0; !rc && pos < len;) {
         const char *nl = memchr(text + pos, '\n', len - pos);
         size_t end = nl ? (size_t)(nl - text) : len, n = end - pos;
@@ -59,6 +56,16 @@ int hx_chat_each(const char *path, int style, hx_chat_fn fn, void *user,
             rc = fn(user, &d, err);
         cJSON_Delete(j);
     }
+    return rc;
+}
+
+int hx_chat_each(const char *path, int style, hx_chat_fn fn, void *user,
+                 hx_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = hx_read_file(path, 0, &text, &len, err);
+    if (!rc) rc = hx_chat_each_buf(path, text, len, style, fn, user, err);
     free(text);
     return rc;
 }

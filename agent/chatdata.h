@@ -30,6 +30,9 @@ typedef struct hx_chat_doc {
 typedef int (*hx_chat_fn)(void *user, const hx_chat_doc *d, hx_err *err);
 int hx_chat_each(const char *path, int style, hx_chat_fn fn, void *user,
                  hx_err *err);
+/* The same over len bytes of JSONL in memory; path names it in errors. */
+int hx_chat_each_buf(const char *path, const char *text, size_t len, int style,
+                     hx_chat_fn fn, void *user, hx_err *err);
 
 /* A byte range [start, end) of a rendered conversation. */
 typedef struct hx_chat_span {
