@@ -39,6 +39,33 @@ static void geometry(hx_trainer *tr, const hx_batch *b)
     }
 }
 
+/* ---- token-wise ops on the pool: chunks of tokens, each chunk's output
+ * rows its own (sums over tokens, the gain gradients, stay serial and in
+ * order, so results do not depend on the thread count) ---- */
+#define ROW_CHUNK 64
+
+typedef void (*rows_fn)(const hx_trainer *tr, const void *ctx, int t0, int t1);
+typedef struct rows_job {
+    const hx_trainer *tr;
+    const void *ctx;
+    rows_fn fn;
+    int n;
+} rows_job;
+
+static void rows_task(void *ctx, int task, int thread)
+{
+    const rows_job *j = ctx;
+    const int t0 = task * ROW_CHUNK, t1 = t0 + ROW_CHUNK < j->n ? t0 + ROW_CHUNK : j->n;
+    (void)thread;
+    j->fn(j->tr, j->ctx, t0, t1);
+}
+
+static void par_rows(const hx_trainer *tr, int n, rows_fn fn, const void *ctx)
+{
+    rows_job j = {tr, ctx, fn, n};
+    hx_threadpool_run(tr->tp, (n + ROW_CHUNK - 1) / ROW_CHUNK, rows_task, &j);
+}
+
 /* ---- attention on the pool: tasks are (sequence, head) ---- */
 typedef struct attn_job {
     hx_trainer *tr;
@@ -89,18 +116,57 @@ typedef struct bw {
     float *dres, *dn, *dq, *dk, *dv, *dqp, *dkp, *dox, *da, *db, *dsw, *du;
 } bw;
 
-/* q/k norm and RoPE of each head of n tokens: dst = rope(norm(src)). */
+/* Arguments of the token-wise ops below. */
+typedef struct rows_args {
+    float *dst, *r, *dx, *dy;
+    const float *src, *g, *x, *rr;
+    int nh;
+} rows_args;
+
+/* q/k norm and RoPE of each head: dst = rope(norm(src)). */
+static void qk_fwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
+{
+    const rows_args *a = ctx;
+    const int d = tr->hp.head_dim, nh = a->nh;
+    for (int t = t0; t < t1; t++)
+        for (int h = 0; h < nh; h++) {
+            const size_t o = ((size_t)t * nh + h) * d;
+            if (a->g) tr_rmsnorm_fwd(a->dst + o, &a->r[(size_t)t * nh + h], a->src + o, a->g, d, tr->hp.rms_eps);
+            else memcpy(a->dst + o, a->src + o, (size_t)d * sizeof(float));
+            tr_rope_fwd(a->dst + o, tr->rope_cs + (size_t)tr->pos[t] * d, d);
+        }
+}
+
 static void qk_fwd(const hx_trainer *tr, float *dst, float *r, const float *src,
                    const float *g, int n, int nh)
 {
-    const int d = tr->hp.head_dim;
-    for (int t = 0; t < n; t++)
+    rows_args a = {dst, r, NULL, NULL, src, g, NULL, NULL, nh};
+    par_rows(tr, n, qk_fwd_rows, &a);
+}
+
+/* dsrc += norm'(rope^-1(ddst)) without the gain gradient (ddst is rotated
+ * in place). */
+static void qk_bwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
+{
+    const rows_args *a = ctx;
+    const int d = tr->hp.head_dim, nh = a->nh;
+    for (int t = t0; t < t1; t++)
         for (int h = 0; h < nh; h++) {
             const size_t o = ((size_t)t * nh + h) * d;
-            if (g) tr_rmsnorm_fwd(dst + o, &r[(size_t)t * nh + h], src + o, g, d, tr->hp.rms_eps);
-            else memcpy(dst + o, src + o, (size_t)d * sizeof(float));
-            tr_rope_fwd(dst + o, tr->rope_cs + (size_t)tr->pos[t] * d, d);
+            tr_rope_bwd(a->dy + o, tr->rope_cs + (size_t)tr->pos[t] * d, d);
+            if (!a->g)
+                for (int e = 0; e < d; e++) a->dx[o + e] += a->dy[o + e];
+            else
+                tr_rmsnorm_bwd(a->dx + o, NULL, a->dy + o, a->src + o, a->rr[(size_t)t * nh + h], a->g, d);
         }
+}
+
+/* dg += dy x^ over rows of n (x^ = r x), in token order. */
+static void gain_grad(float *dg, const float *dy, const float *x, const float *r,
+                      size_t rows, int n)
+{
+    for (size_t t = 0; t < rows; t++)
+        for (int i = 0; i < n; i++) dg[i] += dy[t * n + i] * (x[t * n + i] * r[t]);
 }
 
 /* Inverse: dsrc += norm'(rope^-1(ddst)) (ddst is rotated in place). */
@@ -108,25 +174,55 @@ static void qk_bwd(const hx_trainer *tr, float *dsrc, float *dg, float *ddst,
                    const float *r, const float *src, const float *g, int n,
                    int nh)
 {
-    const int d = tr->hp.head_dim;
-    for (int t = 0; t < n; t++)
-        for (int h = 0; h < nh; h++) {
-            const size_t o = ((size_t)t * nh + h) * d;
-            tr_rope_bwd(ddst + o, tr->rope_cs + (size_t)tr->pos[t] * d, d);
-            if (!g) {
-                for (int e = 0; e < d; e++) dsrc[o + e] += ddst[o + e];
-                continue;
-            }
-            tr_rmsnorm_bwd(dsrc + o, dg, ddst + o, src + o, r[(size_t)t * nh + h], g, d);
-        }
+    rows_args a = {NULL, NULL, dsrc, ddst, src, g, NULL, r, nh};
+    par_rows(tr, n, qk_bwd_rows, &a);
+    if (g && dg) gain_grad(dg, ddst, src, r, (size_t)n * nh, tr->hp.head_dim);
+}
+
+static void norm_fwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
+{
+    const rows_args *a = ctx;
+    const int C = tr->hp.n_embd;
+    for (int t = t0; t < t1; t++)
+        tr_rmsnorm_fwd(a->dst + (size_t)t * C, &a->r[t], a->src + (size_t)t * C, a->g, C, tr->hp.rms_eps);
 }
 
 static void norm_rows(const hx_trainer *tr, float *y, float *r, const float *x,
                       const float *g, int n)
 {
-    const int C = tr->hp.n_embd;
-    for (int t = 0; t < n; t++)
-        tr_rmsnorm_fwd(y + (size_t)t * C, &r[t], x + (size_t)t * C, g, C, tr->hp.rms_eps);
+    rows_args a = {y, r, NULL, NULL, x, g, NULL, NULL, 1};
+    par_rows(tr, n, norm_fwd_rows, &a);
+}
+
+/* dst = src + x (residual), dst may be src. */
+static void add_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
+{
+    const rows_args *a = ctx;
+    const size_t C = (size_t)tr->hp.n_embd;
+    for (size_t i = (size_t)t0 * C; i < (size_t)t1 * C; i++) a->dst[i] = a->src[i] + a->x[i];
+}
+
+static void residual(const hx_trainer *tr, float *dst, const float *src,
+                     const float *x, int n)
+{
+    rows_args a = {dst, NULL, NULL, NULL, src, NULL, x, NULL, 1};
+    par_rows(tr, n, add_rows, &a);
+}
+
+/* s = swiglu(a, b) and its backward, F per token. */
+static void swiglu_fwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
+{
+    const rows_args *a = ctx;
+    const size_t F = (size_t)tr->hp.n_ff;
+    tr_swiglu_fwd(a->dst + t0 * F, a->src + t0 * F, a->x + t0 * F, (size_t)(t1 - t0) * F);
+}
+
+static void swiglu_bwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
+{
+    const rows_args *a = ctx;
+    const size_t F = (size_t)tr->hp.n_ff;
+    tr_swiglu_bwd(a->dx + t0 * F, a->dst + t0 * F, a->dy + t0 * F, a->src + t0 * F,
+                  a->x + t0 * F, (size_t)(t1 - t0) * F);
 }
 
 static void layer_fwd(hx_trainer *tr, int l, const hx_batch *b, float *xout,
@@ -135,7 +231,7 @@ static void layer_fwd(hx_trainer *tr, int l, const hx_batch *b, float *xout,
     const hx_hparams *hp = &tr->hp;
     const tr_acts *A = &tr->acts[l];
     const tr_layer *L = &tr->layers[l];
-    const int n = b->n_seq * b->n_tok, C = hp->n_embd;
+    const int n = b->n_seq * b->n_tok;
     float *sc = tr->scratch;
     norm_rows(tr, A->n1, A->r1, A->x, L->attn_norm, n);
     tr_lin_fwd(tr->tp, &L->lin[L_Q], A->n1, n, A->qp, A->u[L_Q], sc);
@@ -146,25 +242,34 @@ static void layer_fwd(hx_trainer *tr, int l, const hx_batch *b, float *xout,
     attn_job j = {tr, A, b->n_seq, b->n_tok, NULL, NULL, NULL, NULL};
     hx_threadpool_run(tr->tp, b->n_seq * hp->n_head, attn_fwd_task, &j);
     tr_lin_fwd(tr->tp, &L->lin[L_O], A->o, n, tmp, A->u[L_O], sc);
-    for (size_t i = 0; i < (size_t)n * C; i++) A->h[i] = A->x[i] + tmp[i];
+    residual(tr, A->h, A->x, tmp, n);
     norm_rows(tr, A->n2, A->r2, A->h, L->ffn_norm, n);
     tr_lin_fwd(tr->tp, &L->lin[L_GATE], A->n2, n, A->a, A->u[L_GATE], sc);
     tr_lin_fwd(tr->tp, &L->lin[L_UP], A->n2, n, A->b, A->u[L_UP], sc);
-    tr_swiglu_fwd(A->s, A->a, A->b, (size_t)n * hp->n_ff);
+    rows_args sw = {A->s, NULL, NULL, NULL, A->a, NULL, A->b, NULL, 1};
+    par_rows(tr, n, swiglu_fwd_rows, &sw);
     tr_lin_fwd(tr->tp, &L->lin[L_DOWN], A->s, n, tmp, A->u[L_DOWN], sc);
-    for (size_t i = 0; i < (size_t)n * C; i++) xout[i] = A->h[i] + tmp[i];
+    residual(tr, xout, A->h, tmp, n);
 }
 
 static void zero(float *p, size_t n) { memset(p, 0, n * sizeof(float)); }
+
+static void norm_bwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
+{
+    const rows_args *a = ctx;
+    const int C = tr->hp.n_embd;
+    for (int t = t0; t < t1; t++)
+        tr_rmsnorm_bwd(a->dx + (size_t)t * C, NULL, a->dy + (size_t)t * C,
+                       a->src + (size_t)t * C, a->rr[t], a->g, C);
+}
 
 static void norm_rows_bwd(const hx_trainer *tr, float *dx, float *dg,
                           const float *dy, const float *x, const float *r,
                           const float *g, int n)
 {
-    const int C = tr->hp.n_embd;
-    for (int t = 0; t < n; t++)
-        tr_rmsnorm_bwd(dx + (size_t)t * C, dg, dy + (size_t)t * C,
-                       x + (size_t)t * C, r[t], g, C);
+    rows_args a = {NULL, NULL, dx, (float *)dy, x, g, NULL, r, 1};
+    par_rows(tr, n, norm_bwd_rows, &a);
+    if (dg) gain_grad(dg, dy, x, r, (size_t)n, tr->hp.n_embd);
 }
 
 /* Backward of the FFN half: w->dres holds d(out) and becomes d(h). */
@@ -179,7 +284,8 @@ static void ffn_bwd(hx_trainer *tr, int l, int n, const bw *w)
     tr_lin_bwd(tr->tp, &L->lin[L_DOWN], A->s, A->u[L_DOWN], w->dres, n, w->dsw, w->du, sc);
     zero(w->da, nf);
     zero(w->db, nf);
-    tr_swiglu_bwd(w->da, w->db, w->dsw, A->a, A->b, nf);
+    rows_args sw = {w->db, NULL, w->da, w->dsw, A->a, NULL, A->b, NULL, 1};
+    par_rows(tr, n, swiglu_bwd_rows, &sw);
     zero(w->dn, (size_t)n * hp->n_embd);
     tr_lin_bwd(tr->tp, &L->lin[L_GATE], A->n2, A->u[L_GATE], w->da, n, w->dn, w->du, sc);
     tr_lin_bwd(tr->tp, &L->lin[L_UP], A->n2, A->u[L_UP], w->db, n, w->dn, w->du, sc);
@@ -231,6 +337,28 @@ static void embed(hx_trainer *tr, const int32_t *tok, int n, float *x)
  * activations; see tr_reserve for the sizes. */
 static bw bw_of(hx_trainer *tr, int n);
 
+/* Per-row loss (and gradient in place of the logits) of gathered rows. */
+typedef struct xent_job {
+    const hx_trainer *tr;
+    const hx_batch *b;
+    float *z;
+    double *loss;
+    float scale;
+    int backward, m;
+} xent_job;
+
+static void xent_task(void *ctx, int task, int thread)
+{
+    const xent_job *j = ctx;
+    const int V = j->tr->hp.n_vocab, i1 = (task + 1) * ROW_CHUNK < j->m ? (task + 1) * ROW_CHUNK : j->m;
+    (void)thread;
+    for (int i = task * ROW_CHUNK; i < i1; i++) {
+        float *zi = j->z + (size_t)i * V;
+        j->loss[i] = tr_xent(zi, V, j->b->targets[j->tr->gather[i]], j->scale,
+                             j->backward ? zi : NULL);
+    }
+}
+
 /* Masked loss (and dz, d(head), d(nf) -> dres when backward) over the
  * positions with a target; the rows are gathered so masked-out positions
  * cost nothing in the head. */
@@ -240,7 +368,7 @@ static double head_loss(hx_trainer *tr, const hx_batch *b, int backward,
     const hx_hparams *hp = &tr->hp;
     const int n = b->n_seq * b->n_tok, C = hp->n_embd, V = hp->n_vocab;
     float *g = w->dn, *dg = w->dox; /* gathered nf rows, their gradients */
-    float *z = tr->scratch_z, *dz = tr->scratch_dz;
+    float *z = tr->scratch_z, *dz = z; /* the gradient replaces the logits */
     int m = 0;
     for (int t = 0; t < n; t++) {
         if (!b->targets || (b->mask && !b->mask[t])) continue;
@@ -250,11 +378,14 @@ static double head_loss(hx_trainer *tr, const hx_batch *b, int backward,
     *n_count = m;
     if (!m) return 0.0;
     tr_mm_fwd(tr->tp, &tr->head.w, g, m, z, 1.0f, 0, tr->scratch);
-    if (backward) zero(dz, (size_t)m * V);
+    double *rl = hx_malloc_array((size_t)m, sizeof(double));
+    xent_job xj = {tr, b, z, rl, (float)(1.0 / norm), backward, m};
+    if (rl) hx_threadpool_run(tr->tp, (m + ROW_CHUNK - 1) / ROW_CHUNK, xent_task, &xj);
     double loss = 0.0;
-    for (int i = 0; i < m; i++)
-        loss += tr_xent(z + (size_t)i * V, V, b->targets[tr->gather[i]],
-                        (float)(1.0 / norm), backward ? dz + (size_t)i * V : NULL);
+    for (int i = 0; i < m; i++) /* in order; serially when memory is short */
+        loss += rl ? rl[i] : tr_xent(z + (size_t)i * V, V, b->targets[tr->gather[i]],
+                                     xj.scale, backward ? z + (size_t)i * V : NULL);
+    free(rl);
     if (!backward) return loss;
     zero(dg, (size_t)m * C);
     tr_lin_bwd(tr->tp, &tr->head, g, NULL, dz, m, dg, NULL, tr->scratch);
@@ -334,7 +465,6 @@ static size_t carve(hx_trainer *tr, int n, float *base)
         off += N * sizes[i];
     }
     TAKE(tr->scratch_z, N * (size_t)hp->n_vocab);
-    TAKE(tr->scratch_dz, N * (size_t)hp->n_vocab);
 #undef TAKE
     return off;
 }

@@ -114,8 +114,7 @@ static void pack_a(float *ap, const float *a, int lda, int ta, int m, int k,
         for (int p = 0; p < k; p++) {
             const float *src = a + (size_t)p * lda + i0;
             float *dst = ap + (size_t)p * MR;
-            memcpy(dst, src, (size_t)mr * sizeof(float));
-            for (int i = mr; i < MR; i++) dst[i] = 0.0f;
+            for (int i = 0; i < MR; i++) dst[i] = i < mr ? src[i] : 0.0f;
         }
         return;
     }

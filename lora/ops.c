@@ -76,13 +76,13 @@ static float sigmoid(float x)
     return e / (1.0f + e);
 }
 
-void tr_swiglu_fwd(float *s, const float *a, const float *b, size_t n)
+static void swiglu_fwd_scalar(float *s, const float *a, const float *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) s[i] = silu(a[i]) * b[i];
 }
 
-void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
-                   const float *b, size_t n)
+static void swiglu_bwd_scalar(float *da, float *db, const float *ds,
+                              const float *a, const float *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         const float sg = sigmoid(a[i]);
@@ -91,19 +91,90 @@ void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
     }
 }
 
+__attribute__((target("avx512f"))) static inline __m512 exp512(__m512 x)
+{
+    /* e^x = 2^n e^r, |r| <= ln2/2, degree-7 polynomial: ~1 ulp */
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* sigma(a) = 1 / (1 + e^-a), 16 lanes. */
+__attribute__((target("avx512f"))) static inline __m512 sigmoid512(__m512 a)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_div_ps(one, _mm512_add_ps(one, exp512(_mm512_sub_ps(_mm512_setzero_ps(), a))));
+}
+
+__attribute__((target("avx512f"))) static void
+swiglu_fwd_avx512(float *s, const float *a, const float *b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 x = _mm512_loadu_ps(a + i);
+        _mm512_storeu_ps(s + i, _mm512_mul_ps(_mm512_mul_ps(x, sigmoid512(x)), _mm512_loadu_ps(b + i)));
+    }
+    swiglu_fwd_scalar(s + i, a + i, b + i, n - i);
+}
+
+__attribute__((target("avx512f"))) static void
+swiglu_bwd_avx512(float *da, float *db, const float *ds, const float *a,
+                  const float *b, size_t n)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 x = _mm512_loadu_ps(a + i), g = _mm512_loadu_ps(ds + i);
+        const __m512 sg = sigmoid512(x);
+        const __m512 d = _mm512_mul_ps(sg, _mm512_fmadd_ps(x, _mm512_sub_ps(one, sg), one));
+        _mm512_storeu_ps(da + i, _mm512_fmadd_ps(_mm512_mul_ps(g, _mm512_loadu_ps(b + i)), d,
+                                                 _mm512_loadu_ps(da + i)));
+        _mm512_storeu_ps(db + i, _mm512_fmadd_ps(g, _mm512_mul_ps(x, sg), _mm512_loadu_ps(db + i)));
+    }
+    swiglu_bwd_scalar(da + i, db + i, ds + i, a + i, b + i, n - i);
+}
+
+void tr_swiglu_fwd(float *s, const float *a, const float *b, size_t n)
+{
+    if (hx_isa_current() >= HX_ISA_AVX512) swiglu_fwd_avx512(s, a, b, n);
+    else swiglu_fwd_scalar(s, a, b, n);
+}
+
+void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
+                   const float *b, size_t n)
+{
+    if (hx_isa_current() >= HX_ISA_AVX512) swiglu_bwd_avx512(da, db, ds, a, b, n);
+    else swiglu_bwd_scalar(da, db, ds, a, b, n);
+}
+
 double tr_xent(const float *z, int V, int y, float scale, float *dz)
 {
     float mx = z[0];
     for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
     double sum = 0.0;
     for (int i = 0; i < V; i++) sum += exp((double)z[i] - mx);
-    const double lse = mx + log(sum);
+    const double lse = mx + log(sum), loss = lse - z[y];
     if (dz) {
-        for (int i = 0; i < V; i++)
-            dz[i] += scale * (float)exp((double)z[i] - lse);
+        const int inplace = dz == z;
+        for (int i = 0; i < V; i++) {
+            const float p = scale * (float)exp((double)z[i] - lse);
+            dz[i] = inplace ? p : dz[i] + p;
+        }
         dz[y] -= scale;
     }
-    return lse - z[y];
+    return loss;
 }
 
 /* Eight partial sums, so the compiler can vectorize without -ffast-math. */
@@ -216,24 +287,6 @@ static void transpose_rows(float *dst, int ld, const float *src, size_t stride,
     for (int e = 0; e < d; e++) memset(dst + (size_t)e * ld + T, 0, (size_t)(ld - T) * sizeof(float));
 }
 
-__attribute__((target("avx512f"))) static inline __m512 exp512(__m512 x)
-{
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-    x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
 
 /* S[r][jj] (ld apart) = scale * rows[r] . key (b.jlo + jj), jj < nk
  * rounded up to 32; xt is the transposed key (or value) matrix. */

@@ -29,7 +29,8 @@ void tr_swiglu_fwd(float *s, const float *a, const float *b, size_t n);
 void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
                    const float *b, size_t n);
 /* Cross-entropy of one row of logits z (V) against target y: returns
- * lse(z) - z[y]; with dz != NULL adds scale * (softmax(z) - onehot(y)). */
+ * lse(z) - z[y]; with dz != NULL adds scale * (softmax(z) - onehot(y)) to
+ * dz, or stores it when dz == z (the logits are then overwritten). */
 double tr_xent(const float *z, int V, int y, float scale, float *dz);
 
 /* Attention over one sequence of T tokens. q (T, H, d), k and v (T, Hk,
@@ -152,7 +153,7 @@ struct hx_trainer {
     float *xf, *rf, *nf;   /* final residual, its norm */
     float *mem;            /* one allocation for all the above */
     float *bw[12];         /* backward temporaries (fwdbwd.c) */
-    float *scratch_z, *scratch_dz; /* logits of the gathered positions */
+    float *scratch_z;      /* logits of the gathered positions, then dz */
     float *scratch;        /* per thread */
     size_t scratch_n;      /* floats per thread */
     int32_t *start, *pos, *gather;
