@@ -231,12 +231,14 @@ int hx_chat_tokens_add(hx_chat_tokens *t, const hx_vocab *v, const char *text,
 
 /* ---- the whole file, with the cache ---- */
 
-#define CACHE_MAGIC "HXCHTOK1"
+#define CACHE_MAGIC "HXCHTOK2"
 typedef struct cache_hdr {
     char magic[8];
     int32_t style, family;       /* as asked, as used */
-    char sha_data[65], sha_vocab[65];
-    char pad[6];
+    /* the data file, the vocabulary file, and the rendering of the first
+     * conversation (so that a change of the templates' code is seen) */
+    char sha_data[65], sha_vocab[65], sha_tpl[65];
+    char pad[5];
     uint64_t n, n_masked, bytes;
     int32_t n_docs, pad2;
 } cache_hdr;
@@ -253,6 +255,7 @@ static int cache_read(const char *cpath, const cache_hdr *want, hx_chat_tokens *
     if (ok) memcpy(&h, buf, sizeof h);
     ok = ok && !memcmp(h.magic, CACHE_MAGIC, 8) && h.style == want->style &&
          !strcmp(h.sha_data, want->sha_data) && !strcmp(h.sha_vocab, want->sha_vocab) &&
+         !strcmp(h.sha_tpl, want->sha_tpl) &&
          h.n < ((uint64_t)1 << 40) && len == sizeof h + h.n * 9;
     if (ok) {
         memset(t, 0, sizeof *t);
@@ -328,16 +331,11 @@ static int load_one(void *user, const hx_chat_doc *d, hx_err *err)
     return rc;
 }
 
-static long count_lines(const char *path)
+static long count_lines(const char *text, size_t len)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    hx_err e = {0};
-    if (hx_read_file(path, 0, &buf, &len, &e)) return 0;
-    long n = 0;
-    for (const char *p = buf; (p = memchr(p, '\n', len - (size_t)(p - buf))); p++) n++;
-    free(buf);
-    return n + 1;
+    long n = 1;
+    for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text))); p++) n++;
+    return n;
 }
 
 static int load_vocab(const char *path, hx_vocab **v, hx_err *err)
@@ -353,8 +351,9 @@ static int load_vocab(const char *path, hx_vocab **v, hx_err *err)
     return rc;
 }
 
-static int tokenize_file(const char *path, int style, const char *vocab_path,
-                         int progress, hx_chat_tokens *out, int *family, hx_err *err)
+static int tokenize_file(const char *path, const char *text, size_t len, int style,
+                         const char *vocab_path, int progress, hx_chat_tokens *out,
+                         int *family, hx_err *err)
 {
     load_ctx c;
     memset(&c, 0, sizeof c);
@@ -363,9 +362,9 @@ static int tokenize_file(const char *path, int style, const char *vocab_path,
     hx_vocab *v = NULL;
     int rc = load_vocab(vocab_path, &v, err);
     c.v = v;
-    hx_progress_start(&c.pr, "tokenizing", progress ? (double)count_lines(path) : 1);
+    hx_progress_start(&c.pr, "tokenizing", progress ? (double)count_lines(text, len) : 1);
     c.pr.tty = c.pr.tty && progress;
-    if (!rc) rc = hx_chat_each(path, style, load_one, &c, err);
+    if (!rc) rc = hx_chat_each_buf(path, text, len, style, load_one, &c, err);
     hx_progress_finish(&c.pr);
     if (!rc && !out->n_docs)
         rc = hx_err_set(err, HX_ERR_FORMAT, "%s: no conversations", path);
@@ -375,22 +374,58 @@ static int tokenize_file(const char *path, int style, const char *vocab_path,
     return rc;
 }
 
+/* Stops the walk at the first conversation, its rendering hashed. */
+static int first_sha(void *user, const hx_chat_doc *d, hx_err *err)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    int rc = hx_chat_render(d, &b, NULL, NULL, err);
+    unsigned char dg[32];
+    hx_sha256 s;
+    hx_sha256_init(&s);
+    hx_sha256_update(&s, b.data ? b.data : "", b.len);
+    hx_sha256_final(&s, dg);
+    hx_sha256_hex(dg, user);
+    hx_buf_free(&b);
+    return rc ? rc : HX_ERR_CANCELLED;
+}
+
+/* The cache key of the data in text. */
+static int cache_key(const char *path, const char *text, size_t len, int style,
+                     const char *vocab_path, cache_hdr *h, hx_err *err)
+{
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, CACHE_MAGIC, 8);
+    h->style = style;
+    unsigned char dg[32];
+    hx_sha256 s;
+    hx_sha256_init(&s);
+    hx_sha256_update(&s, text, len);
+    hx_sha256_final(&s, dg);
+    hx_sha256_hex(dg, h->sha_data);
+    int rc = hx_chat_each_buf(path, text, len, style, first_sha, h->sha_tpl, err);
+    if (rc == HX_ERR_CANCELLED) rc = HX_OK;
+    return rc ? rc : hx_sha256_file(vocab_path, NULL, h->sha_vocab, err);
+}
+
 int hx_chat_load(const char *path, int style, const char *vocab_path,
                  int progress, hx_chat_tokens *out, int *family, hx_err *err)
 {
     memset(out, 0, sizeof *out);
-    cache_hdr h;
-    memset(&h, 0, sizeof h);
-    memcpy(h.magic, CACHE_MAGIC, 8);
-    h.style = style;
-    int rc = hx_sha256_file(path, NULL, h.sha_data, err);
-    if (!rc) rc = hx_sha256_file(vocab_path, NULL, h.sha_vocab, err);
-    if (rc) return rc;
-    char cpath[4096];
+    char cpath[4096], *text = NULL;
+    size_t len = 0;
     if (snprintf(cpath, sizeof cpath, "%s.tok", path) >= (int)sizeof cpath)
         return hx_err_set(err, HX_ERR_RANGE, "%s: path too long", path);
-    if (!cache_read(cpath, &h, out, family)) return HX_OK;
-    rc = tokenize_file(path, style, vocab_path, progress, out, family, err);
+    cache_hdr h;
+    int rc = hx_read_file(path, 0, &text, &len, err);
+    if (!rc) rc = cache_key(path, text, len, style, vocab_path, &h, err);
+    if (!rc && cache_read(cpath, &h, out, family))
+        rc = tokenize_file(path, text, len, style, vocab_path, progress, out, family, err);
+    else if (!rc) {
+        free(text);
+        return HX_OK;
+    }
+    free(text);
     if (rc) {
         hx_chat_tokens_free(out);
         return rc;
