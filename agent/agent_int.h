@@ -88,6 +88,9 @@ typedef struct hx_engine_source_params {
                              see hx_agent_call_style */
     int max_calls;        /* most calls in one turn; 0: HX_AGENT_MAX_CALLS
                              (small models call until the budget ends) */
+    int plain_decode;     /* 1: one token per forward pass (no batched
+                             forced runs, no drafts); for comparisons.
+                             The output is the same; default 0 */
     /* Memory and latency (issue 9); all 0 by default. */
     int kv_q8;            /* 1: 8-bit KV cache */
     size_t max_bytes;     /* weights + KV + scratch (--max-memory); 0: none */

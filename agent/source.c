@@ -23,6 +23,7 @@ typedef struct eng_src {
     int compact;
     int call_style;       /* HX_CALLS_* */
     int max_calls;        /* per turn */
+    hx_spec *spec;        /* batched forced runs and drafts (engine/spec.h) */
     uint32_t *ws;         /* whitespace-only tokens (bitset) */
     uint32_t *ws_long;    /* those longer than MAX_WS_BYTES */
     int32_t n_ws;
@@ -55,6 +56,7 @@ static void eng_free(void *ctx)
     eng_src *e = ctx;
     if (!e) return;
     hx_sampler_free(e->s);
+    hx_spec_free(e->spec);
     hx_grammar_free(e->g[0]);
     hx_grammar_free(e->g[1]);
     hx_gvocab_free(e->gv);
@@ -297,6 +299,8 @@ static int eng_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
     int keep = 0, loaded = 0;
     while (keep < n && keep < e->n_cache && e->cache[keep] == t[keep]) keep++;
     if (keep == n) keep--;
+    if (keep > hx_ctx_n_past(e->ctx)) keep = hx_ctx_n_past(e->ctx); /* a pending token */
+    hx_spec_reset(e->spec);
     if (keep == 0) keep = loaded = load_prefix(e, t, n);
     hx_ctx_truncate(e->ctx, keep);
     free(e->cache);
@@ -333,20 +337,16 @@ static int eng_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
     eng_src *e = ctx;
     *end = 0;
     if (e->ended) return *end = 1, HX_OK;
-    int32_t nv = hx_model_hparams(e->m)->n_vocab;
-    int32_t tok = hx_sampler_sample(e->s, hx_ctx_logits(e->ctx, -1), nv);
-    if (tok < 0)
-        return hx_err_set(err, HX_ERR_STATE, "the grammar allows no next token");
-    if (hx_sampler_accept(e->s, tok))
-        return hx_err_set(err, HX_ERR_STATE, "the grammar rejected token %d", tok);
+    int32_t tok;
+    int rc = hx_spec_next(e->spec, e->s, e->cache, e->n_cache, &tok, err);
+    if (rc) return rc;
     if (hx_vocab_is_eog(e->v, tok)) {
         e->ended = *end = 1;
         return hx_detok_flush(&e->dt, piece);
     }
-    int rc = hx_detok_push(&e->dt, e->v, tok, 1, piece);
+    rc = hx_detok_push(&e->dt, e->v, tok, 1, piece);
     if (!rc) rc = push_cache(e, tok);
-    if (rc) return hx_err_set(err, rc, "out of memory");
-    return decode(e, &tok, 1, err);
+    return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
 }
 
 /* Compact mode, for small models that rarely close a string and loop on
@@ -427,6 +427,16 @@ static int copy_specs(eng_src *e, const hx_tool_spec *tools, int n)
     return HX_OK;
 }
 
+/* Tokens go through the model in batches where the grammar forces them,
+ * and drafts from the context are verified in one pass; the output is
+ * that of one token per pass (engine/spec.h). plain_decode: one per pass. */
+static hx_spec *new_spec(eng_src *e, const hx_engine_source_params *p)
+{
+    hx_spec_params sp = hx_spec_default_params();
+    if (p->plain_decode) sp.max_batch = 1;
+    return hx_spec_new(e->ctx, e->v, &sp);
+}
+
 int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                          const hx_engine_source_params *p, hx_source *out,
                          hx_err *err)
@@ -459,6 +469,7 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     int rc = copy_specs(e, tools, n_tools);
     if (rc) hx_err_set(err, rc, "out of memory");
     if (!rc) rc = hx_ctx_new(m, &cp, &e->ctx, err);
+    if (!rc && !(e->spec = new_spec(e, p))) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if (!rc) rc = hx_gvocab_from_vocab(e->v, &e->gv, err);
     if (!rc && (rc = find_ws_tokens(e))) hx_err_set(err, rc, "out of memory");
     if (rc) {

@@ -20,6 +20,8 @@ struct hx_spec {
     float *zeros;    /* (n_vocab) logits that prefer nothing */
     int32_t *batch;  /* (max_batch) tokens of the next pass */
     int32_t *seq;    /* hist followed by the batch, for the lookup */
+    int32_t *q;      /* (max_batch + 1) the last step's output ... */
+    int qn, qi;      /* ... its count, and how many hx_spec_next gave */
     int seq_cap;
     hx_spec_stats st;
 };
@@ -47,7 +49,8 @@ hx_spec *hx_spec_new(hx_ctx *c, const hx_vocab *v, const hx_spec_params *p)
     sp->n_vocab = hx_model_hparams(hx_ctx_model(c))->n_vocab;
     sp->zeros = hx_calloc((size_t)sp->n_vocab, sizeof *sp->zeros);
     sp->batch = hx_malloc_array((size_t)sp->p.max_batch, sizeof *sp->batch);
-    if (!sp->zeros || !sp->batch) {
+    sp->q = hx_malloc_array((size_t)sp->p.max_batch + 1, sizeof *sp->q);
+    if (!sp->zeros || !sp->batch || !sp->q) {
         hx_spec_free(sp);
         return NULL;
     }
@@ -60,6 +63,7 @@ void hx_spec_free(hx_spec *sp)
     free(sp->zeros);
     free(sp->batch);
     free(sp->seq);
+    free(sp->q);
     free(sp);
 }
 
@@ -197,4 +201,22 @@ int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
     }
     sp->st.tokens += n_out;
     return n_out;
+}
+
+int hx_spec_next(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
+                 int32_t *tok, hx_err *err)
+{
+    if (sp->qi == sp->qn) {
+        int n = hx_spec_step(sp, s, hist, n_hist, sp->q, err);
+        if (n < 0) return -n;
+        sp->qn = n;
+        sp->qi = 0;
+    }
+    *tok = sp->q[sp->qi++];
+    return HX_OK;
+}
+
+void hx_spec_reset(hx_spec *sp)
+{
+    if (sp) sp->qn = sp->qi = 0;
 }

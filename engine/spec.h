@@ -65,6 +65,17 @@ void hx_spec_free(hx_spec *sp); /* NULL is a no-op */
 int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
                  int32_t *out, hx_err *err);
 
+/* The same one token at a time, for callers that hand out tokens singly:
+ * *tok is the next token of the current step's output, a new step runs
+ * when none is left. hist as above: it must include every token this
+ * function gave before (but no end-of-generation token). HX_OK or rc. */
+int hx_spec_next(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
+                 int32_t *tok, hx_err *err);
+/* Forgets the tokens of the last step not given yet (a new turn; they
+ * were accepted by that turn's sampler and may sit in the context: the
+ * caller truncates it to what it keeps). */
+void hx_spec_reset(hx_spec *sp);
+
 hx_spec_stats hx_spec_get_stats(const hx_spec *sp);
 
 #endif /* HX_SPEC_H */
