@@ -188,4 +188,193 @@ const cJSON *hx_planner_messages(const hx_planner *pl);
  * object); otherwise the compiler's error naming the keyword and path. */
 int hx_agent_schema_usable(const char *schema_json, hx_err *err);
 
+/* ---- synthetic worlds (agent/world.c): a sample user's calendars,
+ * mailbox, files, config and memories, generated from (seed, split), for
+ * training data (hearth datagen) and the agent evaluation. The held-out
+ * split draws names, topics, rooms and its year of dates from pools
+ * disjoint from the training split's. ---- */
+enum { HX_SPLIT_TRAIN = 0, HX_SPLIT_HELDOUT = 1 };
+
+/* A small deterministic random generator (splitmix64). */
+typedef struct hx_rng {
+    uint64_t s;
+} hx_rng;
+void hx_rng_seed(hx_rng *r, uint64_t seed, uint64_t stream);
+uint64_t hx_rng_next(hx_rng *r);
+int hx_rng_below(hx_rng *r, int n); /* uniform in [0, n); 0 if n <= 0 */
+int hx_rng_chance(hx_rng *r, double p);
+
+#define HX_W_PEOPLE 8
+#define HX_W_EVENTS 20
+#define HX_W_MAILS 12
+#define HX_W_FILES 10
+#define HX_W_MEMS 4
+
+typedef struct hx_wperson {
+    char first[24], last[24], name[50], email[48];
+} hx_wperson;
+
+typedef struct hx_wevent {
+    char uid[48], title[48], location[40];
+    int64_t day;       /* local day number (days since 1970-01-01) */
+    int start_min;     /* minutes after local midnight */
+    int dur_min;
+    int recur;         /* 0 once, 1 weekly, 2 every two weeks, 3 weekdays */
+    int organizer;     /* -1: the user; else a people[] index */
+    int att[3], n_att; /* people[] indexes */
+    int personal;      /* 1: in calendars/personal.ics, 0: the work vdir */
+} hx_wevent;
+
+typedef struct hx_wmail {
+    char id[48];       /* the Maildir name without flags (mail.search's id) */
+    char subject[64], topic[32], fact[96];
+    int from;          /* people[] index */
+    int64_t t;         /* Unix seconds */
+    int unread;
+} hx_wmail;
+
+typedef struct hx_wfile {
+    char folder[16], name[40], topic[32], fact[96];
+} hx_wfile;
+
+typedef struct hx_wmem {
+    char kind[16], text[96];
+} hx_wmem;
+
+typedef struct hx_world {
+    uint64_t seed;
+    int split;
+    hx_wperson user;
+    char tz[40];
+    int work_start, work_end; /* minutes after midnight, Monday to Friday */
+    int64_t now;              /* Unix seconds */
+    int64_t today;            /* local day number of now */
+    char now_iso[40];         /* for HEARTH_NOW */
+    hx_wperson people[HX_W_PEOPLE];
+    int n_people;
+    hx_wevent events[HX_W_EVENTS];
+    int n_events;
+    hx_wmail mails[HX_W_MAILS];
+    int n_mails;
+    hx_wfile files[HX_W_FILES];
+    int n_files;
+    hx_wmem mems[HX_W_MEMS];
+    int n_mems;
+} hx_world;
+
+/* Fills w from (seed, split); the same arguments give the same world. */
+int hx_world_generate(uint64_t seed, int split, hx_world *w, hx_err *err);
+/* Writes w as a HEARTH_HOME at home (emptied first): home/config/
+ * config.json, calendars/work/ (one .ics per event) and personal.ics,
+ * mail/ (Maildir), files/<folder>/, outbox/. Memories are not written
+ * (hx_world_seed_memory does that once the database is open). */
+int hx_world_write(const hx_world *w, const char *home, hx_err *err);
+/* Stores w's memories in mem. */
+int hx_world_seed_memory(const hx_world *w, hx_memory *mem, hx_err *err);
+/* Removes a directory tree (no symlinks followed); a missing one is ok. */
+int hx_world_rmtree(const char *dir, hx_err *err);
+
+/* Pools (for requests and tests): a person, a topic ("budget review"), a
+ * room, a pronounceable word, a city; each drawn only from split's pool. */
+void hx_world_person(hx_rng *r, int split, hx_wperson *p);
+void hx_world_topic(hx_rng *r, int split, char *buf, size_t n);
+void hx_world_room(hx_rng *r, int split, char *buf, size_t n);
+void hx_world_word(hx_rng *r, int split, char *buf, size_t n);
+const char *hx_world_city(hx_rng *r, int split);
+/* The split a generated word belongs to (pronounceable words are split by
+ * a hash of their letters). */
+int hx_world_word_split(const char *word);
+/* Local day number and minutes -> Unix seconds in w's zone. */
+int64_t hx_world_local(const hx_world *w, int64_t day, int minutes);
+/* Local "YYYY-MM-DD" / "HH:MM" of a Unix time in w's zone. */
+void hx_world_date(const hx_world *w, int64_t t, char *buf, size_t n);
+void hx_world_hhmm(const hx_world *w, int64_t t, char *buf, size_t n);
+/* A phrase naming local day `day` relative to w's today that hx_when_parse
+ * resolves to that day ("tomorrow", "on Friday", "Dec 3", ...); checked. */
+void hx_world_day_phrase(const hx_world *w, hx_rng *r, int64_t day, char *buf, size_t n);
+
+/* ---- trajectories and evaluation tasks (agent/datagen.c) ----
+ * A task is a JSON object {"id", "split", "world_seed", "now", "category",
+ * "kind", "request", "template" (its phrasing's index; i % 5 == 4 only in
+ * the held-out split), "consent" ("yes"|"no"), "policy" (object or null),
+ * "slots": {what the oracle copies}}. The oracle is an hx_source that
+ * writes the intended assistant turns, looking at the planner's messages
+ * so far; the real planner and tools run it in the task's world. */
+enum { HX_CAT_SINGLE, HX_CAT_MULTI, HX_CAT_NONE, HX_CAT_REFUSAL, HX_CAT_ERROR,
+       HX_CAT_MEMORY, HX_CAT_COUNT };
+const char *hx_dg_category_name(int cat); /* "single", ...; static */
+int hx_dg_category_parse(const char *name); /* -1 if unknown */
+
+/* A world opened for runs: written at home, its config, tools (built-ins
+ * and memory tools, as `hearth ask` registers them) and memory open.
+ * Sets HEARTH_HOME and HEARTH_NOW in the environment (not thread-safe). */
+typedef struct hx_dg_world {
+    hx_world w;
+    char home[512];
+    hx_config *cfg;
+    hx_tools *reg;
+    hx_memory *mem;
+} hx_dg_world;
+int hx_dg_world_open(uint64_t seed, int split, const char *home, hx_dg_world *dw,
+                     hx_err *err);
+void hx_dg_world_close(hx_dg_world *dw);
+
+/* A new task for world w (its category cat, or any with cat < 0), drawn
+ * with r; used marks targets already taken in this world (may be NULL).
+ * Caller frees with cJSON_Delete. NULL if none fits (try again). */
+cJSON *hx_dg_task_new(const hx_world *w, hx_rng *r, int cat, unsigned *used);
+
+/* The oracle source for task over planner *pl (set *pl before running);
+ * reg gives the schemas (arguments are written in their order).
+ * hx_dg_oracle_failed tells whether the oracle gave up (and why). */
+int hx_dg_oracle_new(const cJSON *task, const hx_world *w, const hx_tools *reg,
+                     hx_planner **pl, hx_source *out);
+const char *hx_dg_oracle_failed(const hx_source *s);
+/* The prompts the planner gave the oracle, in order (borrowed). */
+int hx_dg_oracle_prompts(const hx_source *s, const char ***prompts);
+
+/* Runs task in dw with src (the oracle, or a model's source): policy and
+ * consent from the task, a fresh planner in compact style. *trace as
+ * hx_planner_run's. *plp, if not NULL, gets the planner (set before the
+ * run, for the oracle); freed here. */
+int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **plp,
+              int family, cJSON **trace, hx_err *err);
+
+/* Validates calls against the tools' schemas (tools: hx_tools_list_json's
+ * shape, copied) and against what compact-style decoding can write
+ * (strings of at most 40 bytes, a few round numbers, at most 3 items). */
+typedef struct hx_dg_validator hx_dg_validator;
+hx_dg_validator *hx_dg_validator_new(const cJSON *tools, hx_err *err);
+void hx_dg_validator_free(hx_dg_validator *v); /* NULL is a no-op */
+/* 1 if the call is valid, else 0 with why. */
+int hx_dg_call_valid(hx_dg_validator *v, const char *name, const cJSON *args, char *why,
+                     size_t n);
+
+/* Checks an oracle trajectory: answered, every call valid (v), statuses
+ * as the category expects, and the compact rendering of the conversation
+ * extends every prompt the planner gave the oracle. 1 if good, else 0
+ * with why. */
+int hx_dg_verify(const cJSON *task, const cJSON *trace, const hx_source *oracle,
+                 hx_dg_validator *v, const cJSON *tools, char *why, size_t n);
+
+typedef struct hx_dg_params {
+    int split;          /* HX_SPLIT_* */
+    uint64_t seed;
+    long n;             /* trajectories (or tasks) to write */
+    int per_world;      /* requests per world (trajectories); default 8 */
+    int category;       /* -1: the default mix; else only this one */
+    int tasks;          /* 1: evaluation tasks, each in a fresh world */
+    const char *home;   /* work directory for worlds; NULL: a temporary one */
+} hx_dg_params;
+hx_dg_params hx_dg_default_params(void);
+
+typedef struct hx_dg_stats {
+    long written, rejected, per_cat[HX_CAT_COUNT], calls, chars, worlds;
+    double seconds;
+    char last_reject[256];
+} hx_dg_stats;
+/* Writes p->n JSON lines to out: trajectories {"id", "split", "category",
+ * "kind", "messages", "tools", "style": "compact"} or tasks. */
+int hx_datagen_run(const hx_dg_params *p, FILE *out, hx_dg_stats *st, hx_err *err);
+
 #endif /* HX_AGENT_INT_H */

@@ -1,0 +1,780 @@
+/* datagen.c: requests in many phrasings over generated worlds, and the
+ * oracle that answers them through the real planner and tools (training
+ * trajectories for hearth-tiny, and the tasks of the agent evaluation). */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "agent/agent_int.h"
+
+static const char *const cat_names[HX_CAT_COUNT] = {"single", "multi", "none",
+                                                    "refusal", "error", "memory"};
+
+const char *hx_dg_category_name(int cat)
+{
+    return cat >= 0 && cat < HX_CAT_COUNT ? cat_names[cat] : "unknown";
+}
+
+int hx_dg_category_parse(const char *name)
+{
+    for (int i = 0; i < HX_CAT_COUNT; i++)
+        if (name && !strcmp(name, cat_names[i])) return i;
+    return -1;
+}
+
+/* ---- phrasing: templates with {slot}s, crossed with style ---- */
+
+/* Template i of a kind is held out when i % 5 == 4. */
+static int pick_template(hx_rng *r, int split, int n)
+{
+    for (;;) {
+        int i = hx_rng_below(r, n);
+        if ((i % 5 == 4) == (split == HX_SPLIT_HELDOUT) || n < 5) return i;
+    }
+}
+
+/* One typo in a literal word of at least 5 letters: two letters swapped
+ * or one dropped. */
+static void typo(hx_rng *r, char *s)
+{
+    size_t n = strlen(s);
+    for (int tries = 0; tries < 6; tries++) {
+        size_t i = (size_t)hx_rng_below(r, (int)n), j = i;
+        while (j < n && s[j] >= 'a' && s[j] <= 'z') j++;
+        if (j - i < 5 || (i && s[i - 1] != ' ')) continue;
+        size_t k = i + 1 + (size_t)hx_rng_below(r, (int)(j - i - 2));
+        if (hx_rng_chance(r, 0.5)) {
+            char c = s[k];
+            s[k] = s[k + 1];
+            s[k + 1] = c;
+        } else {
+            memmove(s + k, s + k + 1, n - k);
+        }
+        return;
+    }
+}
+
+/* Expands {name} from slots; literal text may get a typo (never a slot). */
+static void expand(hx_rng *r, const char *tpl, const cJSON *slots, int typos, hx_buf *out)
+{
+    char lit[512];
+    size_t nl = 0;
+    for (const char *p = tpl;; p++) {
+        if (*p && *p != '{' && nl + 1 < sizeof lit) {
+            lit[nl++] = *p;
+            continue;
+        }
+        lit[nl] = 0;
+        if (typos && nl >= 5 && hx_rng_chance(r, 0.5)) typo(r, lit), typos--;
+        hx_buf_puts(out, lit);
+        nl = 0;
+        if (!*p) break;
+        const char *e = strchr(p, '}');
+        if (!e) break;
+        char key[32];
+        snprintf(key, sizeof key, "%.*s", (int)(e - p - 1), p + 1);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(slots, key);
+        if (cJSON_IsString(v)) hx_buf_puts(out, v->valuestring);
+        else if (cJSON_IsNumber(v)) hx_buf_printf(out, "%d", v->valueint);
+        p = e;
+    }
+}
+
+static const char *const prefixes[] = {"Please ", "Could you ", "Can you ", "Hey, ",
+                                       "Quick one: ", "Hi! ", "I need you to "};
+static const char *const contexts[] = {"I'm swamped this week. ", "Before I forget: ",
+                                       "For the team: ", "Small favour. ", "Busy day. "};
+static const char *const suffixes[] = {" please", ", thanks", " thx", ", thank you"};
+
+/* The request: a template, the slots and a style (politeness, extra
+ * context, lower case, typos, end punctuation). */
+static void phrase(hx_rng *r, const char *tpl, const cJSON *slots, char *buf, size_t n)
+{
+    hx_buf body, out;
+    hx_buf_init(&body);
+    hx_buf_init(&out);
+    expand(r, tpl, slots, hx_rng_chance(r, 0.15), &body);
+    char *s = body.data ? body.data : "";
+    size_t l = strlen(s);
+    int question = l && s[l - 1] == '?';
+    if (l && (s[l - 1] == '?' || s[l - 1] == '.')) s[--l] = 0;
+    if (hx_rng_chance(r, 0.12)) hx_buf_puts(&out, contexts[hx_rng_below(r, 5)]);
+    int pre = !question && hx_rng_chance(r, 0.3);
+    if (pre) hx_buf_puts(&out, prefixes[hx_rng_below(r, 7)]);
+    if ((pre || hx_rng_chance(r, 0.2)) && s[0] >= 'A' && s[0] <= 'Z' && (s[1] < 'A' || s[1] > 'Z'))
+        s[0] = (char)(s[0] + 32);
+    hx_buf_puts(&out, s);
+    if (!question && hx_rng_chance(r, 0.2)) hx_buf_puts(&out, suffixes[hx_rng_below(r, 4)]);
+    int end = hx_rng_below(r, 4);
+    if (question) hx_buf_puts(&out, "?");
+    else if (end == 1) hx_buf_puts(&out, ".");
+    else if (end == 2) hx_buf_puts(&out, "!");
+    char *o = out.data ? out.data : "";
+    if (hx_rng_chance(r, 0.5) && o[0] >= 'a' && o[0] <= 'z') o[0] = (char)(o[0] - 32);
+    snprintf(buf, n, "%s", o);
+    hx_buf_free(&body);
+    hx_buf_free(&out);
+}
+
+/* ---- time phrases, each checked with the reader the tools use ---- */
+static int when_ok(const hx_world *w, const char *p, int point)
+{
+    hx_when_range rg;
+    if (hx_when_parse(p, w->now, w->tz, &rg, NULL)) return 0;
+    return point ? rg.is_point : !rg.is_point;
+}
+
+static int64_t future_weekday(const hx_world *w, hx_rng *r, int lo, int hi)
+{
+    for (;;) {
+        int64_t d = w->today + lo + hx_rng_below(r, hi - lo + 1);
+        int wd = (int)(((d + 4) % 7 + 7) % 7);
+        if (wd != 0 && wd != 6) return d;
+    }
+}
+
+/* A period on day (or this/next week): "tomorrow afternoon", "on Friday". */
+static void range_phrase(const hx_world *w, hx_rng *r, int64_t day, char *buf, size_t n)
+{
+    static const char *const parts[] = {" morning", " afternoon"};
+    char d[40], p[64];
+    hx_world_day_phrase(w, r, day, d, sizeof d);
+    if (hx_rng_chance(r, 0.4)) {
+        snprintf(p, sizeof p, "%s%s", d, parts[hx_rng_below(r, 2)]);
+        if (when_ok(w, p, 0)) {
+            snprintf(buf, n, "%s", p);
+            return;
+        }
+    }
+    snprintf(buf, n, "%s", d);
+}
+
+/* A moment on day inside working hours: "tomorrow at 10am". */
+static void point_phrase(const hx_world *w, hx_rng *r, int64_t day, char *buf, size_t n, int *minutes)
+{
+    char d[40], p[64], t[16];
+    hx_world_day_phrase(w, r, day, d, sizeof d);
+    for (int tries = 0; tries < 10; tries++) {
+        int m = w->work_start + 30 * hx_rng_below(r, (w->work_end - w->work_start) / 30 - 1);
+        int h = m / 60, mm = m % 60, h12 = h > 12 ? h - 12 : h;
+        switch (hx_rng_below(r, 3)) {
+        case 0: snprintf(t, sizeof t, "%02d:%02d", h, mm); break;
+        case 1:
+            if (mm) snprintf(t, sizeof t, "%d:%02d%s", h12, mm, h >= 12 ? "pm" : "am");
+            else snprintf(t, sizeof t, "%d%s", h12, h >= 12 ? "pm" : "am");
+            break;
+        default: snprintf(t, sizeof t, "%d:%02d", h, mm);
+        }
+        snprintf(p, sizeof p, "%s at %s", strncmp(d, "on ", 3) ? d : d + 3, t);
+        hx_when_range rg;
+        if (!hx_when_parse(p, w->now, w->tz, &rg, NULL) && rg.is_point &&
+            rg.start == hx_world_local(w, day, m)) {
+            snprintf(buf, n, "%s", p);
+            *minutes = m;
+            return;
+        }
+    }
+    int y, mo, dd;
+    hx_civil_from_days(day, &y, &mo, &dd);
+    *minutes = w->work_start;
+    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d", y, mo, dd, *minutes / 60, *minutes % 60);
+}
+
+static const int durs[] = {15, 20, 30, 45, 60, 90, 120};
+
+static void dur_phrases(hx_rng *r, int dur, cJSON *slots)
+{
+    char adj[32], noun[32];
+    int v = hx_rng_below(r, 2);
+    if (dur == 60) snprintf(adj, sizeof adj, v ? "one-hour" : "60-minute"), snprintf(noun, sizeof noun, v ? "an hour" : "60 minutes");
+    else if (dur == 120) snprintf(adj, sizeof adj, v ? "two-hour" : "2-hour"), snprintf(noun, sizeof noun, "2 hours");
+    else if (dur == 30 && v) snprintf(adj, sizeof adj, "half-hour"), snprintf(noun, sizeof noun, "half an hour");
+    else snprintf(adj, sizeof adj, "%d-minute", dur), snprintf(noun, sizeof noun, "%d %s", dur, v ? "min" : "minutes");
+    cJSON_AddNumberToObject(slots, "dur", dur);
+    cJSON_AddStringToObject(slots, "durp", adj);
+    cJSON_AddStringToObject(slots, "durn", noun);
+}
+
+/* ---- the kinds of request: templates and slot builders ----
+ * A builder fills slots from the world (and marks targets in used); it
+ * returns 0 when the world has nothing that fits. */
+typedef int (*build_fn)(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used);
+
+typedef struct kind_def {
+    const char *name;
+    int cat;
+    double weight; /* within its category */
+    const char *const *tpl;
+    int n_tpl;
+    build_fn build;
+} kind_def;
+
+#define TPL(...) (const char *const[]){__VA_ARGS__}, (int)(sizeof (const char *const[]){__VA_ARGS__} / sizeof(const char *))
+
+static void add_str(cJSON *o, const char *k, const char *v) { cJSON_AddStringToObject(o, k, v); }
+
+static void add_day(const hx_world *w, cJSON *slots, const char *key, int64_t t)
+{
+    char d[16];
+    hx_world_date(w, t, d, sizeof d);
+    add_str(slots, key, d);
+}
+
+static int b_list(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    char p[64];
+    if (hx_rng_chance(r, 0.15)) snprintf(p, sizeof p, "%s", hx_rng_chance(r, 0.5) ? "this week" : "next week");
+    else range_phrase(w, r, w->today + hx_rng_below(r, 9) - 1, p, sizeof p);
+    add_str(slots, "when", p);
+    return 1;
+}
+
+static int b_slots(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    char p[64];
+    range_phrase(w, r, future_weekday(w, r, 1, 9), p, sizeof p);
+    add_str(slots, "when", p);
+    dur_phrases(r, durs[hx_rng_below(r, 7)], slots);
+    return 1;
+}
+
+static void title_for(hx_rng *r, const char *topic, char *buf, size_t n)
+{
+    static const char *const forms[] = {"%s review", "%s sync", "%s", "%s workshop", "%s prep"};
+    const char *f = forms[hx_rng_below(r, 5)];
+    const char *at = strstr(f, "%s");
+    snprintf(buf, n, "%.*s%s%s", (int)(at - f), f, topic, at + 2);
+    if (buf[0] >= 'a' && buf[0] <= 'z' && hx_rng_chance(r, 0.5)) buf[0] = (char)(buf[0] - 32);
+}
+
+static int b_create(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    char p[64], topic[32], title[48];
+    int m;
+    point_phrase(w, r, future_weekday(w, r, 1, 12), p, sizeof p, &m);
+    hx_world_topic(r, w->split, topic, sizeof topic);
+    title_for(r, topic, title, sizeof title);
+    add_str(slots, "at", p);
+    add_str(slots, "title", title);
+    dur_phrases(r, durs[2 + hx_rng_below(r, 5)], slots);
+    return 1;
+}
+
+static const hx_wperson *mail_person(const hx_world *w, const hx_wmail *m) { return &w->people[m->from]; }
+
+/* A mail not used yet in this world. */
+static int pick_mail(const hx_world *w, hx_rng *r, unsigned *used)
+{
+    for (int tries = 0; tries < 10; tries++) {
+        int i = hx_rng_below(r, w->n_mails);
+        if (!used || !(used[1] >> i & 1)) {
+            if (used) used[1] |= 1u << i;
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Who wrote it, as the request names them: full name, first name or address. */
+static void who_slots(hx_rng *r, const hx_wperson *p, cJSON *slots)
+{
+    int v = hx_rng_below(r, 3);
+    add_str(slots, "who", v == 0 ? p->name : v == 1 ? p->first : p->email);
+}
+
+static int b_mail_search(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    int i = pick_mail(w, r, used);
+    if (i < 0) return 0;
+    const hx_wmail *m = &w->mails[i];
+    who_slots(r, mail_person(w, m), slots);
+    if (hx_rng_chance(r, 0.2)) { /* a topic they did not write about */
+        char t[32];
+        hx_world_topic(r, w->split, t, sizeof t);
+        add_str(slots, "topic", t);
+    } else {
+        add_str(slots, "topic", m->topic);
+    }
+    add_str(slots, "mail_id", m->id);
+    return 1;
+}
+
+static int b_plain(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)w, (void)r, (void)slots, (void)used;
+    return 1;
+}
+
+static int pick_file(const hx_world *w, hx_rng *r, unsigned *used)
+{
+    int i = hx_rng_below(r, w->n_files);
+    if (used) used[2] |= 1u << i;
+    return i;
+}
+
+static void file_slots(const hx_world *w, int i, cJSON *slots)
+{
+    char rel[64];
+    snprintf(rel, sizeof rel, "%s/%s", w->files[i].folder, w->files[i].name);
+    add_str(slots, "topic", w->files[i].topic);
+    add_str(slots, "path", rel);
+    add_str(slots, "folder", w->files[i].folder);
+    add_str(slots, "fact", w->files[i].fact);
+}
+
+static int b_file(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    file_slots(w, pick_file(w, r, used), slots);
+    return 1;
+}
+
+static const char *const short_msgs[] = {
+    "I'll be ten minutes late", "the draft is ready", "please call me back", "see you there",
+    "can we move it to Friday?", "thanks for the notes", "the slides are attached", "I'm out today",
+    "let's keep it short", "I booked the room", "running late, start without me",
+    "the numbers look good", "please review by Monday", "lunch is on me",
+};
+
+static int b_send(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    char t[32];
+    const hx_wperson *p = &w->people[hx_rng_below(r, w->n_people)];
+    hx_world_topic(r, w->split, t, sizeof t);
+    add_str(slots, "email", p->email);
+    add_str(slots, "topic", t);
+    if (hx_rng_chance(r, 0.3)) {
+        char room[40], msg[48];
+        hx_world_room(r, w->split, room, sizeof room);
+        snprintf(msg, sizeof msg, "we meet in %s", room);
+        add_str(slots, "msg", msg);
+    } else {
+        add_str(slots, "msg", short_msgs[hx_rng_below(r, (int)(sizeof short_msgs / sizeof *short_msgs))]);
+    }
+    return 1;
+}
+
+/* Attendees: 1 to 3 people, named as "Name <addr>", "addr", "Name (addr)"
+ * or, when a memory holds the address, by first name only. */
+static int b_schedule(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    char p[64], topic[32];
+    int n = 1 + (hx_rng_chance(r, 0.3) ? 1 + hx_rng_chance(r, 0.3) : 0), who[3];
+    hx_buf b;
+    hx_buf_init(&b);
+    cJSON *emails = cJSON_AddArrayToObject(slots, "emails");
+    for (int i = 0; i < n; i++) {
+        who[i] = hx_rng_below(r, w->n_people);
+        for (int j = 0; j < i; j++)
+            if (who[j] == who[i]) who[i--] = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const hx_wperson *q = &w->people[who[i]];
+        char mem[96];
+        snprintf(mem, sizeof mem, "%s's email is %s", q->first, q->email);
+        int by_memory = 0;
+        for (int k = 0; k < w->n_mems; k++) by_memory |= !strcmp(w->mems[k].text, mem);
+        if (i) hx_buf_puts(&b, i == n - 1 ? " and " : ", ");
+        int v = hx_rng_below(r, 3);
+        if (by_memory && hx_rng_chance(r, 0.7)) hx_buf_puts(&b, q->first);
+        else if (v == 0) hx_buf_printf(&b, "%s <%s>", q->name, q->email);
+        else if (v == 1) hx_buf_puts(&b, q->email);
+        else hx_buf_printf(&b, "%s (%s)", q->first, q->email);
+        cJSON_AddItemToArray(emails, cJSON_CreateString(q->email));
+    }
+    add_str(slots, "who", b.data);
+    hx_buf_free(&b);
+    range_phrase(w, r, future_weekday(w, r, 1, 9), p, sizeof p);
+    add_str(slots, "when", p);
+    hx_world_topic(r, w->split, topic, sizeof topic);
+    add_str(slots, "topic", topic);
+    dur_phrases(r, durs[2 + hx_rng_below(r, 4)], slots);
+    return 1;
+}
+
+static int b_mail_read(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    int i = pick_mail(w, r, used);
+    if (i < 0) return 0;
+    const hx_wmail *m = &w->mails[i];
+    who_slots(r, mail_person(w, m), slots);
+    add_str(slots, "topic", m->topic);
+    add_str(slots, "mail_id", m->id);
+    add_str(slots, "fact", m->fact);
+    return 1;
+}
+
+/* An event of the world not used yet; mine: organized by the user (or
+ * without attendees); once: not recurring. */
+static int pick_event(const hx_world *w, hx_rng *r, unsigned *used, int mine, int once, int future)
+{
+    for (int tries = 0; tries < 30; tries++) {
+        int i = hx_rng_below(r, w->n_events);
+        const hx_wevent *e = &w->events[i];
+        if (used && (used[0] >> i & 1)) continue;
+        if ((mine == 1 && e->organizer >= 0) || (mine == 0 && e->organizer < 0)) continue;
+        if ((once && e->recur) || (future && !e->recur && e->day <= w->today)) continue;
+        if (used) used[0] |= 1u << i;
+        return i;
+    }
+    return -1;
+}
+
+/* The day of event e's occurrence to act on: its day, or for a recurring
+ * one an occurrence in the coming days. */
+static int64_t event_day(const hx_world *w, hx_rng *r, const hx_wevent *e)
+{
+    if (!e->recur) return e->day;
+    int step = e->recur == 2 ? 14 : 7;
+    int64_t d = e->day;
+    while (d <= w->today) d += step;
+    if (e->recur == 3) {
+        d = future_weekday(w, r, 1, 6);
+    }
+    return d;
+}
+
+static void event_slots(const hx_world *w, hx_rng *r, int i, cJSON *slots)
+{
+    const hx_wevent *e = &w->events[i];
+    char p[64];
+    int64_t day = event_day(w, r, e);
+    hx_world_day_phrase(w, r, day, p, sizeof p);
+    add_str(slots, "title", e->title);
+    add_str(slots, "when", p);
+    add_str(slots, "uid", e->uid);
+    add_day(w, slots, "date", hx_world_local(w, day, e->start_min));
+    cJSON_AddBoolToObject(slots, "recurring", e->recur != 0);
+    if (e->organizer >= 0) add_str(slots, "organizer", w->people[e->organizer].email);
+}
+
+static int b_cancel(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    int i = pick_event(w, r, used, 1, 0, 1);
+    if (i < 0) return 0;
+    event_slots(w, r, i, slots);
+    return 1;
+}
+
+static int b_move(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    int i = pick_event(w, r, used, 1, 1, 1), m;
+    if (i < 0) return 0;
+    event_slots(w, r, i, slots);
+    char p[64];
+    point_phrase(w, r, future_weekday(w, r, 1, 12), p, sizeof p, &m);
+    add_str(slots, "at", p);
+    return 1;
+}
+
+static int b_not_organizer(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    int i = pick_event(w, r, used, 0, 0, 1);
+    if (i < 0) return 0;
+    event_slots(w, r, i, slots);
+    return 1;
+}
+
+static int b_city(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    add_str(slots, "city", hx_world_city(r, w->split));
+    return 1;
+}
+
+static int b_reply(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    if (!b_mail_read(w, r, slots, used)) return 0;
+    add_str(slots, "msg", short_msgs[hx_rng_below(r, (int)(sizeof short_msgs / sizeof *short_msgs))]);
+    return 1;
+}
+
+static int b_file_missing(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    int i = pick_file(w, r, used);
+    file_slots(w, i, slots);
+    const hx_wfile *f = &w->files[i];
+    char stem[40], wrong[64];
+    snprintf(stem, sizeof stem, "%.*s", (int)strcspn(f->name, "."), f->name);
+    snprintf(wrong, sizeof wrong, "%s/%s%s", f->folder, stem, strstr(f->name, ".md") ? ".txt" : ".md");
+    add_str(slots, "wrong", wrong);
+    add_str(slots, "stem", stem);
+    return 1;
+}
+
+static int b_bad_when(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    static const char *const bad[] = {"sometime soon", "after the holidays", "at teatime",
+                                      "whenever works", "around the usual time", "later-ish",
+                                      "the day after the offsite", "in a bit"};
+    (void)used;
+    const char *p = bad[hx_rng_below(r, 8)];
+    if (when_ok(w, p, 0) || when_ok(w, p, 1)) return 0;
+    add_str(slots, "when", p);
+    return 1;
+}
+
+static int b_remember(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    char fact[64], room[40];
+    const hx_wperson *p = &w->people[hx_rng_below(r, w->n_people)];
+    const char *kind = "fact";
+    switch (hx_rng_below(r, 6)) {
+    case 0:
+        snprintf(fact, sizeof fact, "I prefer %s meetings", hx_rng_chance(r, 0.5) ? "morning" : "afternoon");
+        kind = "preference";
+        break;
+    case 1: snprintf(fact, sizeof fact, "%s is my manager", p->first), kind = "person"; break;
+    case 2:
+        hx_world_room(r, w->split, room, sizeof room);
+        snprintf(fact, sizeof fact, "my desk is in %s", room), kind = "place";
+        break;
+    case 3: snprintf(fact, sizeof fact, "my badge number is %d", 1000 + hx_rng_below(r, 9000)); break;
+    case 4: snprintf(fact, sizeof fact, "%s's email is %s", p->first, p->email), kind = "person"; break;
+    default: snprintf(fact, sizeof fact, "I park on level %d", 1 + hx_rng_below(r, 6));
+    }
+    if (strlen(fact) > 40) return 0;
+    add_str(slots, "fact", fact);
+    add_str(slots, "kind", kind);
+    return 1;
+}
+
+static int b_recall(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    if (w->n_mems && hx_rng_chance(r, 0.8)) {
+        const hx_wmem *m = &w->mems[hx_rng_below(r, w->n_mems)];
+        const char *x = strstr(m->text, "meetings") ? "meetings" : strstr(m->text, "desk") ? "my desk"
+                        : NULL;
+        char first[24];
+        if (!x) {
+            snprintf(first, sizeof first, "%.*s", (int)strcspn(m->text, " '"), m->text);
+            x = first;
+        }
+        add_str(slots, "x", x);
+        return 1;
+    }
+    hx_wperson p;
+    hx_world_person(r, w->split, &p);
+    add_str(slots, "x", p.first);
+    return 1;
+}
+
+static int b_forget(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    if (!w->n_mems) return 0;
+    int i = hx_rng_below(r, w->n_mems);
+    if (used && (used[3] >> i & 1)) return 0;
+    if (used) used[3] |= 1u << i;
+    add_str(slots, "fact", w->mems[i].text);
+    return 1;
+}
+
+static const kind_def kinds[] = {
+    /* single */
+    {"list_events", HX_CAT_SINGLE, 1.0,
+     TPL("What's on my calendar {when}?", "What do I have {when}?", "Show me my events {when}",
+         "List my meetings {when}", "Anything on my schedule {when}?", "Do I have meetings {when}?",
+         "Check my calendar for {when}", "What's planned {when}?"),
+     b_list},
+    {"find_slots", HX_CAT_SINGLE, 1.0,
+     TPL("Find a {durp} slot {when}", "When am I free for {durn} {when}?",
+         "Find me {durn} of free time {when}", "Look for a free {durp} window {when}",
+         "Can I fit a {durp} meeting {when}?", "Suggest a {durp} slot {when}",
+         "Where do I have {durn} free {when}?"),
+     b_slots},
+    {"free_busy", HX_CAT_SINGLE, 0.6,
+     TPL("Am I free {when}?", "Am I busy {when}?", "How busy am I {when}?",
+         "Is my calendar free {when}?", "Do I have any free time {when}?", "When am I busy {when}?"),
+     b_list},
+    {"create_event", HX_CAT_SINGLE, 1.0,
+     TPL("Add \"{title}\" to my calendar {at} for {durn}", "Put {title} in my calendar {at}, {durn}",
+         "Block {durn} {at} for {title}", "Create an event \"{title}\" {at} lasting {durn}",
+         "Schedule {title} {at} for {durn}", "New event: {title}, {at}, {durn}",
+         "Add a {durp} event called {title} {at}"),
+     b_create},
+    {"mail_search", HX_CAT_SINGLE, 1.0,
+     TPL("Did {who} email me about {topic}?", "Find the mail from {who} about {topic}",
+         "Search my mail for {topic} from {who}", "Any messages from {who} about {topic}?",
+         "Look up {who}'s email about {topic}", "Is there a mail from {who} on {topic}?"),
+     b_mail_search},
+    {"unread_mail", HX_CAT_SINGLE, 0.5,
+     TPL("Do I have unread mail?", "Any new messages?", "What's unread in my inbox?",
+         "Show my unread emails", "Check for new mail", "Anything new in my mailbox?"),
+     b_plain},
+    {"file_search", HX_CAT_SINGLE, 0.8,
+     TPL("Where is my file about {topic}?", "Find my {topic} file", "Search my files for {topic}",
+         "Which file has the {topic} notes?", "Locate the {topic} document",
+         "Do I have a file on {topic}?"),
+     b_file},
+    {"files_list", HX_CAT_SINGLE, 0.5,
+     TPL("What's in my {folder} folder?", "List the files in {folder}", "Show me my {folder} files",
+         "What files do I have in {folder}?", "Open my {folder} folder", "List {folder}"),
+     b_file},
+    {"send_mail", HX_CAT_SINGLE, 0.8,
+     TPL("Email {email} about {topic}: {msg}", "Send {email} a mail about {topic} saying {msg}",
+         "Write to {email}, subject {topic}: {msg}", "Mail {email} re {topic}: {msg}",
+         "Tell {email} by email about {topic}: {msg}", "Send a message to {email} about {topic}: {msg}"),
+     b_send},
+    /* multi */
+    {"schedule", HX_CAT_MULTI, 2.0,
+     TPL("Schedule a {durp} meeting with {who} {when} about {topic}",
+         "Set up {durn} with {who} {when} to discuss {topic}",
+         "Book a {durp} call with {who} {when} about {topic}",
+         "Find time {when} for a {durp} meeting with {who} about {topic}",
+         "Arrange a {durp} meeting about {topic} with {who} {when}",
+         "Plan a {durp} chat with {who} about {topic} {when}",
+         "Meet {who} {when} for {durn} about {topic}"),
+     b_schedule},
+    {"mail_read", HX_CAT_MULTI, 1.0,
+     TPL("What did {who} say about {topic}?", "Read me {who}'s mail about {topic}",
+         "Open the email from {who} about {topic}", "What's in {who}'s message about {topic}?",
+         "Summarize {who}'s email on {topic}", "What did {who} write about {topic}?"),
+     b_mail_read},
+    {"file_read", HX_CAT_MULTI, 0.8,
+     TPL("What does my {topic} file say?", "Read my notes on {topic}", "Open the {topic} file",
+         "What's written in my {topic} document?", "Show me the contents of my {topic} file",
+         "Read the {topic} file to me"),
+     b_file},
+    {"cancel_event", HX_CAT_MULTI, 0.8,
+     TPL("Cancel {title} {when}", "Remove {title} from my calendar {when}",
+         "Call off the {title} {when}", "Delete my {title} event {when}", "Drop {title} {when}",
+         "Cancel the {title} meeting {when}"),
+     b_cancel},
+    {"move_event", HX_CAT_MULTI, 0.8,
+     TPL("Move {title} {when} to {at}", "Reschedule {title} {when} to {at}",
+         "Push {title} {when} to {at}", "Change {title} {when} so it starts {at}",
+         "Shift my {title} {when} to {at}", "Move the {title} meeting {when} to {at}"),
+     b_move},
+    /* none */
+    {"chat", HX_CAT_NONE, 1.0,
+     TPL("Thanks!", "Hello", "Who are you?", "Good morning", "Thank you, that's all",
+         "What can you do?", "Hi there"),
+     b_plain},
+    {"no_tool", HX_CAT_NONE, 1.0,
+     TPL("What's the weather in {city}?", "Book me a flight to {city}", "Order a taxi to {city} station",
+         "What's the news in {city} today?", "Find a hotel in {city}",
+         "Translate this into the language of {city}", "How far is {city} from here?"),
+     b_city},
+    {"now", HX_CAT_NONE, 0.6,
+     TPL("What's today's date?", "What time is it?", "Which time zone am I in?",
+         "What day is it today?", "What's the date?", "What's my time zone?"),
+     b_plain},
+    /* refusal */
+    {"declined_send", HX_CAT_REFUSAL, 1.0,
+     TPL("Email {email} about {topic}: {msg}", "Send {email} a mail about {topic} saying {msg}",
+         "Write to {email}, subject {topic}: {msg}", "Mail {email} re {topic}: {msg}",
+         "Tell {email} by email about {topic}: {msg}", "Send a message to {email} about {topic}: {msg}"),
+     b_send},
+    {"declined_create", HX_CAT_REFUSAL, 0.7,
+     TPL("Add \"{title}\" to my calendar {at} for {durn}", "Put {title} in my calendar {at}, {durn}",
+         "Block {durn} {at} for {title}", "Create an event \"{title}\" {at} lasting {durn}",
+         "Schedule {title} {at} for {durn}", "New event: {title}, {at}, {durn}"),
+     b_create},
+    {"taint_reply", HX_CAT_REFUSAL, 1.0,
+     TPL("Reply to {who}'s mail about {topic}: {msg}", "Answer {who}'s email on {topic} saying {msg}",
+         "Respond to {who} about {topic}: {msg}", "Reply to the {topic} mail from {who}: {msg}",
+         "Write back to {who} on {topic}: {msg}", "Send {who} a reply about {topic}: {msg}"),
+     b_reply},
+    {"policy_deny", HX_CAT_REFUSAL, 0.7,
+     TPL("Email {email} about {topic}: {msg}", "Send {email} a mail about {topic} saying {msg}",
+         "Write to {email}, subject {topic}: {msg}", "Mail {email} re {topic}: {msg}",
+         "Tell {email} by email about {topic}: {msg}", "Send a message to {email} about {topic}: {msg}"),
+     b_send},
+    /* error */
+    {"file_missing", HX_CAT_ERROR, 1.0,
+     TPL("Read {wrong}", "Open {wrong} for me", "What does {wrong} say?", "Show me {wrong}",
+         "Read the file {wrong}", "Print {wrong}"),
+     b_file_missing},
+    {"not_organizer", HX_CAT_ERROR, 1.0,
+     TPL("Cancel {title} {when}", "Remove {title} from my calendar {when}",
+         "Call off the {title} {when}", "Delete my {title} event {when}", "Drop {title} {when}",
+         "Cancel the {title} meeting {when}"),
+     b_not_organizer},
+    {"bad_when", HX_CAT_ERROR, 0.8,
+     TPL("What's on my calendar {when}?", "What do I have {when}?", "Show me my events {when}",
+         "List my meetings {when}", "Anything on my schedule {when}?", "Check my calendar {when}"),
+     b_bad_when},
+    /* memory */
+    {"remember", HX_CAT_MEMORY, 1.0,
+     TPL("Remember that {fact}", "Please note: {fact}", "Don't forget that {fact}",
+         "Keep in mind that {fact}", "Make a note that {fact}", "Remember this: {fact}"),
+     b_remember},
+    {"recall", HX_CAT_MEMORY, 0.8,
+     TPL("What do you remember about {x}?", "What do you know about {x}?",
+         "Do you remember anything about {x}?", "What did I tell you about {x}?",
+         "Remind me what you know about {x}", "Search your memory for {x}"),
+     b_recall},
+    {"forget", HX_CAT_MEMORY, 0.5,
+     TPL("Forget that {fact}", "Please forget this: {fact}", "Delete the memory that {fact}",
+         "Stop remembering that {fact}", "Erase the note that {fact}", "Forget the fact that {fact}"),
+     b_forget},
+};
+#define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
+
+/* Default mix: ~45% single, 30% multi, 8% none, 6% refusal, 5% error, 6% memory. */
+static const double cat_mix[HX_CAT_COUNT] = {0.45, 0.30, 0.08, 0.06, 0.05, 0.06};
+
+static int pick_cat(hx_rng *r)
+{
+    double u = (double)(hx_rng_next(r) >> 11) / 9007199254740992.0, acc = 0;
+    for (int c = 0; c < HX_CAT_COUNT; c++)
+        if (u < (acc += cat_mix[c])) return c;
+    return HX_CAT_SINGLE;
+}
+
+static const kind_def *pick_kind(hx_rng *r, int cat)
+{
+    double total = 0, acc = 0;
+    for (int i = 0; i < N_KINDS; i++) total += kinds[i].cat == cat ? kinds[i].weight : 0;
+    double u = (double)(hx_rng_next(r) >> 11) / 9007199254740992.0 * total;
+    for (int i = 0; i < N_KINDS; i++)
+        if (kinds[i].cat == cat && u < (acc += kinds[i].weight)) return &kinds[i];
+    for (int i = N_KINDS - 1; i >= 0; i--)
+        if (kinds[i].cat == cat) return &kinds[i];
+    return &kinds[0];
+}
+
+cJSON *hx_dg_task_new(const hx_world *w, hx_rng *r, int cat, unsigned *used)
+{
+    const kind_def *k = pick_kind(r, cat < 0 ? pick_cat(r) : cat);
+    cJSON *t = cJSON_CreateObject(), *slots = cJSON_CreateObject();
+    if (!t || !slots || !k->build(w, r, slots, used)) {
+        cJSON_Delete(t);
+        cJSON_Delete(slots);
+        return NULL;
+    }
+    char req[512];
+    int ti = pick_template(r, w->split, k->n_tpl);
+    const char *tpl = k->tpl[ti];
+    if (k->cat == HX_CAT_NONE && k->build == b_plain) { /* small talk: as written */
+        hx_buf b;
+        hx_buf_init(&b);
+        expand(r, tpl, slots, 0, &b);
+        snprintf(req, sizeof req, "%s", b.data ? b.data : "");
+        hx_buf_free(&b);
+    } else {
+        phrase(r, tpl, slots, req, sizeof req);
+    }
+    add_str(t, "split", w->split == HX_SPLIT_TRAIN ? "train" : "heldout");
+    cJSON_AddNumberToObject(t, "world_seed", (double)w->seed);
+    add_str(t, "now", w->now_iso);
+    add_str(t, "category", hx_dg_category_name(k->cat));
+    add_str(t, "kind", k->name);
+    add_str(t, "request", req);
+    cJSON_AddNumberToObject(t, "template", ti);
+    add_str(t, "consent", strncmp(k->name, "declined", 8) ? "yes" : "no");
+    if (!strcmp(k->name, "policy_deny")) {
+        cJSON *pol = cJSON_AddObjectToObject(t, "policy"), *tools = cJSON_AddObjectToObject(pol, "tools");
+        add_str(tools, "mail.send", "deny");
+    } else {
+        cJSON_AddNullToObject(t, "policy");
+    }
+    cJSON_AddItemToObject(t, "slots", slots);
+    return t;
+}

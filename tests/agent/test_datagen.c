@@ -1,0 +1,330 @@
+/* test_datagen.c: generated worlds and trajectories: determinism from the
+ * seed, disjoint held-out pools, every trajectory valid, the rendering the
+ * same as the planner's prompts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "test.h"
+
+static char g_dir[64];
+
+static const char *dir(void)
+{
+    if (!g_dir[0]) {
+        /* worlds are rewritten often: in memory where there is /dev/shm */
+        snprintf(g_dir, sizeof g_dir, "%s/hx_datagen_XXXXXX",
+                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+        if (!mkdtemp(g_dir)) g_dir[0] = 0;
+    }
+    return g_dir;
+}
+
+static char *slurp(const char *path)
+{
+    char *s = NULL;
+    size_t n;
+    return hx_read_file(path, 0, &s, &n, NULL) ? NULL : s;
+}
+
+static void test_world_deterministic(void)
+{
+    hx_world a, b, c;
+    ASSERT(hx_world_generate(42, HX_SPLIT_TRAIN, &a, NULL) == HX_OK);
+    ASSERT(hx_world_generate(42, HX_SPLIT_TRAIN, &b, NULL) == HX_OK);
+    ASSERT(hx_world_generate(43, HX_SPLIT_TRAIN, &c, NULL) == HX_OK);
+    EXPECT(!memcmp(&a, &b, sizeof a));
+    EXPECT(memcmp(&a, &c, sizeof a) != 0);
+    EXPECT(a.n_people >= 5 && a.n_events >= 8 && a.n_mails >= 6 && a.n_files >= 4);
+    int recurring = 0;
+    for (int i = 0; i < a.n_events; i++) recurring += a.events[i].recur != 0;
+    EXPECT(recurring >= 2);
+    char h1[128], h2[128], p1[200], p2[200];
+    snprintf(h1, sizeof h1, "%s/w1", dir());
+    snprintf(h2, sizeof h2, "%s/w2", dir());
+    ASSERT(hx_world_write(&a, h1, NULL) == HX_OK && hx_world_write(&b, h2, NULL) == HX_OK);
+    const char *files[] = {"config.json", "calendars/personal.ics"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(p1, sizeof p1, "%s/config/%s", h1, files[i]);
+        snprintf(p2, sizeof p2, "%s/config/%s", h2, files[i]);
+        char *s1 = slurp(p1), *s2 = slurp(p2);
+        EXPECT(s1 && s2 && !strcmp(s1, s2));
+        free(s1);
+        free(s2);
+    }
+    /* the world is what the tools read: config and calendar load */
+    hx_dg_world dw;
+    hx_err err = {0};
+    ASSERT(hx_dg_world_open(42, HX_SPLIT_TRAIN, h1, &dw, &err) == HX_OK);
+    cJSON *args = cJSON_Parse("{\"range\":\"next week\"}"), *res = NULL;
+    EXPECT(hx_tools_call(dw.reg, "calendar.list_events", args, &res, &err) == HX_OK);
+    EXPECT(cJSON_GetNumberValue(cJSON_GetObjectItem(res, "count")) >= 1);
+    EXPECT(!cJSON_GetObjectItem(res, "problems"));
+    cJSON_Delete(res);
+    cJSON_Delete(args);
+    args = cJSON_Parse("{\"limit\":50}");
+    EXPECT(hx_tools_call(dw.reg, "mail.search", args, &res, &err) == HX_OK);
+    EXPECT_EQ_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(res, "total")), dw.w.n_mails);
+    cJSON_Delete(res);
+    cJSON_Delete(args);
+    hx_dg_world_close(&dw);
+}
+
+/* Names drawn from one split never come from the other. */
+static void test_pools_disjoint(void)
+{
+    enum { N = 1500 };
+    static hx_wperson tr[N], ho[N];
+    static char ttr[N][32], tho[N][32];
+    hx_rng r;
+    hx_rng_seed(&r, 7, 0);
+    for (int i = 0; i < N; i++) {
+        hx_world_person(&r, HX_SPLIT_TRAIN, &tr[i]);
+        hx_world_person(&r, HX_SPLIT_HELDOUT, &ho[i]);
+        hx_world_topic(&r, HX_SPLIT_TRAIN, ttr[i], 32);
+        hx_world_topic(&r, HX_SPLIT_HELDOUT, tho[i], 32);
+    }
+    int clash = 0, distinct = 0;
+    for (int i = 0; i < N; i++) {
+        for (int j = 0; j < N; j++) {
+            clash += !strcmp(tr[i].first, ho[j].first) || !strcmp(tr[i].last, ho[j].last) ||
+                     !strcmp(ttr[i], tho[j]);
+        }
+        distinct += i == 0 || strcmp(tr[i].name, tr[i - 1].name);
+    }
+    EXPECT_EQ_INT(clash, 0);
+    EXPECT(distinct > N * 9 / 10);
+    for (int s = 0; s < 40; s++) {
+        hx_world w;
+        hx_world_generate((uint64_t)s, s & 1, &w, NULL);
+        int y, m, d;
+        hx_civil_from_days(w.today, &y, &m, &d);
+        EXPECT((y == 2028) == (w.split == HX_SPLIT_HELDOUT));
+    }
+}
+
+/* Held-out tasks use only the held-out fifth of the phrasings. */
+static void test_heldout_templates(void)
+{
+    for (int split = 0; split < 2; split++) {
+        hx_world w;
+        hx_world_generate(5, split, &w, NULL);
+        int n = 0, bad = 0;
+        for (int i = 0; i < 300; i++) {
+            hx_rng r;
+            hx_rng_seed(&r, 11, (uint64_t)i);
+            cJSON *t = hx_dg_task_new(&w, &r, -1, NULL);
+            if (!t) continue;
+            int ti = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "template"));
+            bad += (ti % 5 == 4) != (split == HX_SPLIT_HELDOUT);
+            n++;
+            cJSON_Delete(t);
+        }
+        EXPECT(n > 250);
+        EXPECT_EQ_INT(bad, 0);
+    }
+}
+
+static void test_validator(void)
+{
+    hx_config *cfg = hx_config_default();
+    hx_tools *reg = hx_tools_new(cfg);
+    hx_err err = {0};
+    ASSERT(hx_tools_register_builtins(reg, &err) == HX_OK);
+    cJSON *tools = hx_tools_list_json(reg);
+    hx_dg_validator *v = hx_dg_validator_new(tools, &err);
+    ASSERT(v);
+    char why[256];
+    const char *good = "{\"text\":\"budget\",\"from\":\"Bob\"}";
+    const char *bad[] = {
+        "{\"from\":\"Bob\",\"text\":\"budget\"}",    /* not the schema's order */
+        "{\"text\":\"budget\",\"frm\":\"Bob\"}",     /* unknown property */
+        "{\"text\":\"a string of more than forty bytes, too long\"}",
+        "{\"limit\":7}",                            /* not a round value */
+    };
+    cJSON *a = cJSON_Parse(good);
+    EXPECT(hx_dg_call_valid(v, "mail.search", a, why, sizeof why));
+    cJSON_Delete(a);
+    for (int i = 0; i < 4; i++) {
+        a = cJSON_Parse(bad[i]);
+        why[0] = 0;
+        EXPECT(!hx_dg_call_valid(v, "mail.search", a, why, sizeof why));
+        EXPECT(why[0] != 0);
+        cJSON_Delete(a);
+    }
+    a = cJSON_Parse("{\"title\":\"x\"}"); /* start is required */
+    EXPECT(!hx_dg_call_valid(v, "calendar.create_event", a, why, sizeof why));
+    cJSON_Delete(a);
+    hx_dg_validator_free(v);
+    cJSON_Delete(tools);
+    hx_tools_free(reg);
+    hx_config_free(cfg);
+}
+
+/* Masks the values the tools make at random or from the process id (event
+ * uids, outbox names "<time>.P<pid>Q<count>.<random>.hearth"). */
+static void mask_random(char *s)
+{
+    for (char *p = s; *p; p++) {
+        size_t n = strspn(p, "0123456789abcdef");
+        if (n >= 16) memset(p, 'x', n);
+        if (*p == 'P' && p > s && p[-1] == '.') {
+            size_t d = strspn(p + 1, "0123456789");
+            size_t q = d && p[1 + d] == 'Q' ? strspn(p + 2 + d, "0123456789") : 0;
+            if (q) memset(p + 1, 'x', d + 1 + q); /* pid and the process's counter */
+        }
+        p += n ? n - 1 : 0;
+    }
+}
+
+static char *run_datagen(long n, uint64_t seed, int split, const char *sub, hx_dg_stats *st)
+{
+    char *buf = NULL, home[128];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    hx_dg_params p = hx_dg_default_params();
+    snprintf(home, sizeof home, "%s/%s", dir(), sub);
+    p.n = n;
+    p.seed = seed;
+    p.split = split;
+    p.home = home;
+    hx_err err = {0};
+    int rc = hx_datagen_run(&p, f, st, &err);
+    fclose(f);
+    if (rc) printf("# datagen: %s\n", err.msg);
+    return rc ? (free(buf), NULL) : buf;
+}
+
+static void test_datagen_deterministic(void)
+{
+    hx_dg_stats s1, s2;
+    char *a = run_datagen(24, 9, HX_SPLIT_TRAIN, "d", &s1);
+    char *b = run_datagen(24, 9, HX_SPLIT_TRAIN, "d", &s2);
+    char *c = run_datagen(24, 10, HX_SPLIT_TRAIN, "d", &s2);
+    ASSERT(a && b && c);
+    mask_random(a);
+    mask_random(b);
+    mask_random(c);
+    EXPECT(!strcmp(a, b));
+    if (strcmp(a, b)) {
+        size_t i = 0;
+        while (a[i] == b[i]) i++;
+        printf("# differ at %zu: ...%.200s\n#  vs ...%.200s\n", i, a + (i > 100 ? i - 100 : 0),
+               b + (i > 100 ? i - 100 : 0));
+    }
+    EXPECT(strcmp(a, c) != 0);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* Every line: the plan's fields, the compact style, calls valid against
+ * the tools it lists, one-line answers, every category present. */
+static void test_every_trajectory_valid(void)
+{
+    hx_dg_stats st;
+    char *out = run_datagen(240, 3, HX_SPLIT_HELDOUT, "v", &st);
+    ASSERT(out);
+    EXPECT_EQ_INT(st.written, 240);
+    for (int c = 0; c < HX_CAT_COUNT; c++) EXPECT(st.per_cat[c] > 0);
+    hx_dg_validator *v = NULL;
+    int lines = 0, calls = 0, bad = 0;
+    char why[256];
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        cJSON *j = cJSON_Parse(line);
+        ASSERT(j);
+        const cJSON *msgs = cJSON_GetObjectItem(j, "messages"), *m;
+        EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(j, "style")), "compact");
+        EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(j, "split")), "heldout");
+        EXPECT(hx_dg_category_parse(cJSON_GetStringValue(cJSON_GetObjectItem(j, "category"))) >= 0);
+        if (!v) v = hx_dg_validator_new(cJSON_GetObjectItem(j, "tools"), NULL);
+        ASSERT(v);
+        EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 0), "role")), "system");
+        cJSON_ArrayForEach(m, msgs)
+        {
+            const cJSON *tc, *calls_j = cJSON_GetObjectItem(m, "tool_calls");
+            cJSON_ArrayForEach(tc, calls_j)
+            {
+                const cJSON *fn = cJSON_GetObjectItem(tc, "function");
+                calls++;
+                if (!hx_dg_call_valid(v, cJSON_GetStringValue(cJSON_GetObjectItem(fn, "name")),
+                                      cJSON_GetObjectItem(fn, "arguments"), why, sizeof why)) {
+                    if (!bad++) printf("# %s\n", why);
+                }
+            }
+        }
+        const cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
+        const char *ans = cJSON_GetStringValue(cJSON_GetObjectItem(last, "content"));
+        EXPECT(ans && *ans && !strchr(ans, '\n') && !cJSON_GetObjectItem(last, "tool_calls"));
+        cJSON_Delete(j);
+    }
+    EXPECT_EQ_INT(lines, 240);
+    EXPECT(calls > 240);
+    EXPECT_EQ_INT(bad, 0);
+    hx_dg_validator_free(v);
+    free(out);
+}
+
+/* The oracle's run: what the planner rendered for each turn is a prefix
+ * of the compact rendering of the finished conversation; a changed
+ * message breaks it. */
+static void test_rendering_identity(void)
+{
+    char home[128];
+    snprintf(home, sizeof home, "%s/r", dir());
+    hx_dg_world dw;
+    hx_err err = {0};
+    ASSERT(hx_dg_world_open(77, HX_SPLIT_TRAIN, home, &dw, &err) == HX_OK);
+    cJSON *tools = hx_tools_list_json(dw.reg);
+    hx_dg_validator *v = hx_dg_validator_new(tools, &err);
+    int checked = 0;
+    for (int i = 0; i < 20 && v; i++) {
+        hx_rng r;
+        hx_rng_seed(&r, 77, (uint64_t)i);
+        cJSON *task = hx_dg_task_new(&dw.w, &r, HX_CAT_MULTI, NULL), *trace = NULL;
+        if (!task) continue;
+        hx_source src;
+        hx_planner *pl = NULL;
+        char why[256] = "";
+        ASSERT(hx_dg_oracle_new(task, &dw.w, dw.reg, &pl, &src) == HX_OK);
+        hx_dg_run(&dw, task, &src, &pl, HX_TPL_COMPACT, &trace, &err);
+        ASSERT(trace);
+        const char **prompts;
+        int np = hx_dg_oracle_prompts(&src, &prompts);
+        if (hx_dg_verify(task, trace, &src, v, tools, why, sizeof why)) {
+            EXPECT(np >= 2);
+            EXPECT(!strncmp(prompts[np - 1], "System: You are Hearth", 22));
+            EXPECT(strstr(prompts[0], "Tools (call") != NULL);
+            cJSON *msgs = cJSON_GetObjectItem(trace, "messages");
+            cJSON *u = cJSON_GetArrayItem(msgs, 1);
+            cJSON_ReplaceItemInObject(u, "content", cJSON_CreateString("something else"));
+            EXPECT(!hx_dg_verify(task, trace, &src, v, tools, why, sizeof why));
+            EXPECT(strstr(why, "does not extend") != NULL);
+            checked++;
+        } else {
+            printf("# rejected: %s\n", why);
+        }
+        cJSON_Delete(trace);
+        cJSON_Delete(task);
+        hx_source_free(&src);
+    }
+    EXPECT(checked >= 15);
+    hx_dg_validator_free(v);
+    cJSON_Delete(tools);
+    hx_dg_world_close(&dw);
+}
+
+int main(void)
+{
+    RUN(test_world_deterministic);
+    RUN(test_pools_disjoint);
+    RUN(test_heldout_templates);
+    RUN(test_validator);
+    RUN(test_datagen_deterministic);
+    RUN(test_every_trajectory_valid);
+    RUN(test_rendering_identity);
+    if (g_dir[0]) hx_world_rmtree(g_dir, NULL);
+    return test_summary();
+}
