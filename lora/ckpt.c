@@ -1,5 +1,6 @@
 /* ckpt.c: training checkpoints (parameters, AdamW moments, step, RNG, data
  * position, loss history) in a versioned, checksummed file, atomically. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,15 +9,24 @@
 /* Layout, little-endian host order (checkpoints are not meant to move
  * between machines): magic "HXTRCKPT", u32 version, then the header fields
  * below, the loss history, params, m, v, and an FNV-1a 64 of all bytes
- * before it. */
+ * before it. Version 2 adds the fixed schedule length (in version 1's pad
+ * word) and the training seconds so far (time budgets); version 1 files
+ * load with both 0. */
 #define CK_MAGIC "HXTRCKPT"
-#define CK_VERSION 1u
+#define CK_VERSION 2u
 
 typedef struct ck_head {
-    uint32_t version, lora, n_losses, pad;
+    uint32_t version, lora, n_losses, sched_steps;
     uint64_t n_params, rng, data_pos;
     int32_t step, shape[9]; /* vocab embd layer head head_kv head_dim ff rank tensors */
+    double train_seconds;   /* version 2 */
 } ck_head;
+
+/* Header bytes of a version. */
+static size_t head_size(uint32_t version)
+{
+    return version == 1 ? offsetof(ck_head, train_seconds) : sizeof(ck_head);
+}
 
 static uint64_t fnv(const void *p, size_t n)
 {
@@ -38,6 +48,8 @@ static ck_head head_of(const hx_trainer *tr)
     h.rng = tr->rng;
     h.data_pos = tr->data_pos;
     h.step = tr->step;
+    h.sched_steps = (uint32_t)tr->sched_steps;
+    h.train_seconds = tr->train_seconds;
     const int32_t s[9] = {hp->n_vocab, hp->n_embd, hp->n_layer, hp->n_head,
                           hp->n_head_kv, hp->head_dim, hp->n_ff, tr->rank,
                           tr->n_tensors};
@@ -89,16 +101,16 @@ static int check_head(const hx_trainer *tr, const ck_head *h, size_t len,
                       const char *path, hx_err *err)
 {
     const ck_head want = head_of(tr);
-    if (h->version != CK_VERSION)
+    if (h->version != CK_VERSION && h->version != 1)
         return hx_err_set(err, HX_ERR_UNSUPPORTED, "%s: checkpoint version "
-                          "%u (this build reads %u)", path, h->version, CK_VERSION);
+                          "%u (this build reads 1 to %u)", path, h->version, CK_VERSION);
     if (h->lora != want.lora || h->n_params != want.n_params ||
         memcmp(h->shape, want.shape, sizeof h->shape))
         return hx_err_set(err, HX_ERR_FORMAT, "%s: checkpoint of another model "
                           "shape (%llu parameters, lora %u; this trainer %llu, "
                           "lora %u)", path, (unsigned long long)h->n_params, h->lora,
                           (unsigned long long)want.n_params, want.lora);
-    const size_t need = 8 + sizeof *h + (size_t)h->n_losses * 4 +
+    const size_t need = 8 + head_size(h->version) + (size_t)h->n_losses * 4 +
                         3 * (size_t)h->n_params * 4 + 8;
     if (h->step < 0 || (uint32_t)h->step != h->n_losses || len != need)
         return hx_err_set(err, HX_ERR_FORMAT, "%s: checkpoint truncated or "
@@ -114,16 +126,18 @@ int hx_trainer_load(hx_trainer *tr, const char *path, hx_err *err)
     if (rc) return rc;
     ck_head h;
     uint64_t sum;
-    if (len < 8 + sizeof h + 8 || memcmp(d, CK_MAGIC, 8)) {
+    if (len < 8 + head_size(1) + 8 || memcmp(d, CK_MAGIC, 8)) {
         free(d);
         return hx_err_set(err, HX_ERR_FORMAT, "%s: not a Hearth training checkpoint", path);
     }
-    memcpy(&h, d + 8, sizeof h);
+    memset(&h, 0, sizeof h);
+    memcpy(&h, d + 8, head_size(1));
+    if (h.version != 1 && len >= 8 + sizeof h + 8) memcpy(&h, d + 8, sizeof h);
     memcpy(&sum, d + len - 8, 8);
     if (!(rc = check_head(tr, &h, len, path, err)) && fnv(d, len - 8) != sum)
         rc = hx_err_set(err, HX_ERR_FORMAT, "%s: checkpoint checksum mismatch", path);
     if (!rc) {
-        const char *p = d + 8 + sizeof h;
+        const char *p = d + 8 + head_size(h.version);
         const size_t np = tr->n_params * sizeof(float);
         tr->step = 0;
         for (uint32_t i = 0; !rc && i < h.n_losses; i++) {
@@ -141,6 +155,8 @@ int hx_trainer_load(hx_trainer *tr, const char *path, hx_err *err)
             tr->step = h.step;
             tr->rng = h.rng;
             tr->data_pos = h.data_pos;
+            tr->sched_steps = h.version == 1 ? 0 : (int)h.sched_steps;
+            tr->train_seconds = h.version == 1 ? 0.0 : h.train_seconds;
         }
     }
     free(d);

@@ -48,8 +48,8 @@ static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s)
 }
 
 static int one_step(hx_trainer *tr, const hx_train_data *d,
-                    const hx_train_params *p, step_data *s, double *loss,
-                    double *gnorm, hx_err *err)
+                    const hx_train_params *p, const hx_opt_params *o,
+                    step_data *s, double *loss, double *gnorm, hx_err *err)
 {
     const long cnt = draw_step(tr, d, s);
     const double norm = cnt > 0 ? (double)cnt : 1.0;
@@ -65,7 +65,7 @@ static int one_step(hx_trainer *tr, const hx_train_data *d,
         total += l;
     }
     *loss = total / norm;
-    int rc = hx_trainer_step(tr, &p->opt, gnorm);
+    int rc = hx_trainer_step(tr, o, gnorm);
     if (rc && rc != HX_ERR_RANGE) return hx_err_set(err, rc, "train: optimizer step failed");
     if (rc == HX_ERR_RANGE && p->log)
         fprintf(p->log, "step %d: non-finite gradient norm, update skipped\n", tr->step);
@@ -95,15 +95,36 @@ static int check_params(const hx_trainer *tr, const hx_train_data *d,
     return HX_OK;
 }
 
-static void report(hx_trainer *tr, const hx_train_params *p, hx_progress *pg,
-                   double loss, double gnorm, double tps)
+static void report(hx_trainer *tr, const hx_train_params *p,
+                   const hx_opt_params *o, hx_progress *pg, double loss,
+                   double gnorm, double tps)
 {
     char extra[96];
     snprintf(extra, sizeof extra, "loss %.4f  %.0f tok/s", loss, tps);
     if (p->progress) hx_progress_update(pg, tr->step, extra);
     if (p->log)
         fprintf(p->log, "step %d loss %.6f lr %.3g gnorm %.4f tok/s %.0f\n",
-                tr->step, loss, hx_opt_lr(&p->opt, tr->step - 1), gnorm, tps);
+                tr->step, loss, hx_opt_lr(o, tr->step - 1), gnorm, tps);
+}
+
+/* The schedule length: opt.n_steps, or the steps a time budget allows at
+ * the rate measured in this call (done steps in el seconds), fixed in
+ * the trainer (and so in checkpoints) once steps already taken depend on
+ * it: when a WSD decay starts, or after the warmup (at least 5 steps) of
+ * a cosine schedule. */
+static int sched_len(hx_trainer *tr, const hx_train_params *p, int done,
+                     double el)
+{
+    if (tr->sched_steps > 0) return tr->sched_steps;
+    if (p->time_budget <= 0 || done == 0) return p->opt.n_steps;
+    const double left = p->time_budget - tr->train_seconds;
+    const double fit = left > 0 ? left / (el / done) : 0;
+    hx_opt_params o = p->opt;
+    o.n_steps = fit < (double)(p->opt.n_steps - tr->step) ? tr->step + (int)fit : p->opt.n_steps;
+    if (o.n_steps < 1) o.n_steps = 1;
+    const int fixed_at = o.wsd ? tr_wsd_decay_start(&o) : (o.warmup > 5 ? o.warmup : 5);
+    if (tr->step >= fixed_at) tr->sched_steps = o.n_steps;
+    return o.n_steps;
 }
 
 int hx_train_run(hx_trainer *tr, const hx_train_data *d,
@@ -121,24 +142,29 @@ int hx_train_run(hx_trainer *tr, const hx_train_data *d,
     s.doc = hx_malloc_array(n, sizeof(int32_t));
     if (!s.tok || !s.tgt || !s.mask || !s.doc) rc = hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
     if (tr->step == 0 && tr->data_pos == 0) tr->rng ^= p->seed * 0x9e3779b97f4a7c15ull;
+    const double t0 = hx_time_mono(), base = tr->train_seconds;
+    int done_here = 0, end = sched_len(tr, p, 0, 0.0);
     hx_progress pg;
-    if (p->progress) hx_progress_start(&pg, "train", p->opt.n_steps);
-    const double t0 = hx_time_mono();
-    int done_here = 0;
-    while (!rc && tr->step < p->opt.n_steps) {
+    if (p->progress) hx_progress_start(&pg, "train", end);
+    while (!rc && tr->step < end) {
+        hx_opt_params o = p->opt;
+        o.n_steps = end;
         double loss = 0, gnorm = 0;
-        if ((rc = one_step(tr, d, p, &s, &loss, &gnorm, err))) break;
+        if ((rc = one_step(tr, d, p, &o, &s, &loss, &gnorm, err))) break;
         done_here++;
         const double el = hx_time_mono() - t0;
-        report(tr, p, &pg, loss, gnorm, el > 0 ? (double)done_here * n / el : 0);
-        const int last = tr->step == p->opt.n_steps ||
+        tr->train_seconds = base + el;
+        end = sched_len(tr, p, done_here, el);
+        pg.total = end;
+        report(tr, p, &o, &pg, loss, gnorm, el > 0 ? (double)done_here * n / el : 0);
+        const int last = tr->step >= end ||
                          (p->stop_after > 0 && done_here >= p->stop_after);
         if (p->ckpt_path && (last || (p->ckpt_every > 0 && tr->step % p->ckpt_every == 0)))
             rc = hx_trainer_save(tr, p->ckpt_path, err);
         if (last) break;
     }
     if (p->progress) hx_progress_finish(&pg);
-    if (!rc && p->svg_path && tr->step == p->opt.n_steps)
+    if (!rc && p->svg_path && tr->step >= end)
         rc = hx_write_loss_svg(p->svg_path, tr->losses, tr->step, err);
     free(s.tok);
     free(s.tgt);

@@ -100,9 +100,14 @@ typedef struct hx_opt_params {
     float beta1, beta2, eps; /* default 0.9, 0.95, 1e-8 */
     float wd;          /* decoupled weight decay on matrices; default 0.1 */
     float clip;        /* global gradient L2 norm clip; 0 = none; default 1 */
+    int wsd;           /* 1: warmup-stable-decay: the peak rate until the
+                        * last decay_frac of the steps, then linear to the
+                        * floor; 0 (default): cosine after the warmup */
+    float decay_frac;  /* WSD decay share of the schedule; default 0.2 */
 } hx_opt_params;
 hx_opt_params hx_opt_default_params(void);
-/* Learning rate at step (0-based): linear warmup then cosine to the floor. */
+/* Learning rate at step (0-based): linear warmup then cosine to the floor
+ * (or constant then linear to the floor over the last decay_frac, WSD). */
 double hx_opt_lr(const hx_opt_params *o, int step);
 /* One AdamW update from the accumulated gradients (clipped first) at the
  * trainer's step, which then advances. *gnorm (or NULL) gets the norm
@@ -133,6 +138,13 @@ typedef struct hx_train_params {
     const char *svg_path; /* loss curve at the end; NULL: none */
     FILE *log;      /* one line per step, or NULL */
     int progress;   /* 1: hx_progress on stderr (silent when not a tty) */
+    double time_budget; /* > 0: seconds of training in all (resumed runs
+                     * included): the schedule length becomes the steps
+                     * that fit, re-estimated from the measured step time
+                     * until it is fixed (WSD: when the decay starts, which
+                     * a budget suits; cosine: after the warmup or 5
+                     * steps), then kept in checkpoints; opt.n_steps is
+                     * the upper bound */
 } hx_train_params;
 hx_train_params hx_train_default_params(void);
 

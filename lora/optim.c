@@ -7,19 +7,31 @@
 
 hx_opt_params hx_opt_default_params(void)
 {
-    hx_opt_params o = {1e-3f, 0.1f, 0, 100, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f};
+    hx_opt_params o = {1e-3f, 0.1f, 0, 100, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0, 0.2f};
     return o;
+}
+
+int tr_wsd_decay_start(const hx_opt_params *o)
+{
+    const int nd = (int)ceil((double)o->n_steps * o->decay_frac - 1e-6);
+    return o->n_steps - (nd < 1 ? 1 : nd);
 }
 
 double hx_opt_lr(const hx_opt_params *o, int step)
 {
     if (o->warmup > 0 && step < o->warmup)
         return o->lr * (double)(step + 1) / (double)o->warmup;
+    const double floor = o->lr * o->lr_min_frac;
+    if (o->wsd) {
+        const int d0 = tr_wsd_decay_start(o);
+        if (step < d0) return o->lr;
+        const double p = o->n_steps - 1 > d0 ? (double)(step - d0) / (o->n_steps - 1 - d0) : 1.0;
+        return o->lr + (floor - o->lr) * (p > 1 ? 1 : p);
+    }
     const int span = o->n_steps - o->warmup;
     if (span <= 1) return o->lr;
     double p = (double)(step - o->warmup) / (double)(span - 1);
     p = p < 0 ? 0 : p > 1 ? 1 : p;
-    const double floor = o->lr * o->lr_min_frac;
     return floor + (o->lr - floor) * 0.5 * (1.0 + cos(M_PI * p));
 }
 

@@ -162,6 +162,8 @@ struct hx_trainer {
     int step;
     uint64_t rng;
     uint64_t data_pos;
+    int sched_steps;       /* schedule length fixed by a time budget, or 0 */
+    double train_seconds;  /* wall seconds of hx_train_run so far */
     float *losses;
     int losses_cap;
     hx_err err;
@@ -174,6 +176,9 @@ int tr_reserve(hx_trainer *tr, int n, hx_err *err);
 int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
                double *loss_sum, int *n_count, int backward, double norm,
                hx_err *err);
+/* First step of a WSD schedule's decay: the last decay_frac of n_steps
+ * (at least one step). */
+int tr_wsd_decay_start(const hx_opt_params *o);
 uint64_t tr_rng_next(uint64_t *s);
 double tr_rng_normal(uint64_t *s);
 /* Appends a step's loss to the history. */

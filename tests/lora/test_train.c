@@ -172,6 +172,96 @@ static void test_schedule(void)
 }
 
 /* Clipping and decoupled decay on a hand-made gradient. */
+static void test_schedule_wsd(void)
+{
+    hx_opt_params o = hx_opt_default_params();
+    o.lr = 1.0f;
+    o.warmup = 10;
+    o.n_steps = 110;
+    o.lr_min_frac = 0.1f;
+    o.wsd = 1; /* decay over the last 22 steps: 88..109 */
+    EXPECT(fabs(hx_opt_lr(&o, 0) - 0.1) < 1e-9);
+    EXPECT(fabs(hx_opt_lr(&o, 50) - 1.0) < 1e-9);
+    EXPECT(fabs(hx_opt_lr(&o, 87) - 1.0) < 1e-9);
+    EXPECT(hx_opt_lr(&o, 88) <= 1.0 && hx_opt_lr(&o, 89) < 1.0);
+    EXPECT(fabs(hx_opt_lr(&o, 98) - (1.0 - 0.9 * 10.0 / 21.0)) < 1e-6);
+    EXPECT(fabs(hx_opt_lr(&o, 109) - 0.1) < 1e-6);
+    o.n_steps = 1; /* degenerate: the one step is the decay */
+    EXPECT(fabs(hx_opt_lr(&o, 0) - 0.1) < 1e-6);
+}
+
+/* A time budget too small for more than a step: the schedule shrinks to
+ * what fits, becomes fixed, is kept in the checkpoint (a resumed run with
+ * the same budget does nothing more) and the run finishes (loss curve). */
+static void test_time_budget(void)
+{
+    hx_train_config c = tiny(32);
+    hx_train_data d = make_data();
+    hx_err err = {0};
+    char ck[512], svg[512];
+    snprintf(ck, sizeof ck, "%s/budget.ckpt", tmpdir);
+    snprintf(svg, sizeof svg, "%s/budget.svg", tmpdir);
+    hx_trainer *a = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 3, 1, &a, &err) == HX_OK);
+    hx_train_params p = params(1000);
+    p.opt.wsd = 1;
+    p.time_budget = 1e-9;
+    p.ckpt_path = ck;
+    p.svg_path = svg;
+    ASSERT(hx_train_run(a, &d, &p, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_steps_done(a), 1);
+    EXPECT(access(svg, F_OK) == 0);
+    hx_trainer *b = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 3, 1, &b, &err) == HX_OK);
+    ASSERT(hx_trainer_load(b, ck, &err) == HX_OK);
+    ASSERT(hx_train_run(b, &d, &p, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_steps_done(b), 1);
+    /* a generous budget: opt.n_steps bounds the run */
+    hx_trainer_free(b);
+    b = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 3, 1, &b, &err) == HX_OK);
+    p = params(6);
+    p.opt.wsd = 1;
+    p.time_budget = 1e6;
+    ASSERT(hx_train_run(b, &d, &p, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_steps_done(b), 6);
+    hx_trainer_free(a);
+    hx_trainer_free(b);
+    unlink(ck);
+    unlink(svg);
+}
+
+/* A version-1 checkpoint (no schedule fields) still loads. */
+static void test_checkpoint_v1(void)
+{
+    hx_train_config c = tiny(32);
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 1, &tr, &err) == HX_OK);
+    char ck[512];
+    snprintf(ck, sizeof ck, "%s/v1.ckpt", tmpdir);
+    ASSERT(hx_trainer_save(tr, ck, &err) == HX_OK);
+    char *s = NULL;
+    size_t n = 0;
+    ASSERT(hx_read_file(ck, 0, &s, &n, &err) == HX_OK);
+    /* v2 header = v1 header + 8 bytes of seconds: cut them, fix version,
+     * re-sum (FNV-1a 64 of all bytes before the sum) */
+    const size_t h1 = 80;
+    ASSERT(n > 8 + h1 + 16);
+    memmove(s + 8 + h1, s + 8 + h1 + 8, n - (8 + h1 + 8));
+    n -= 8;
+    const uint32_t v1 = 1;
+    memcpy(s + 8, &v1, 4);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n - 8; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    memcpy(s + n - 8, &h, 8);
+    ASSERT(hx_write_file_atomic(ck, s, n, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_load(tr, ck, &err), HX_OK);
+    free(s);
+    unlink(ck);
+    hx_trainer_free(tr);
+}
+
 static void test_adamw_step(void)
 {
     hx_train_config c = tiny(32);
@@ -452,6 +542,9 @@ int main(void)
     RUN(test_learns);
     RUN(test_accumulation);
     RUN(test_schedule);
+    RUN(test_schedule_wsd);
+    RUN(test_time_budget);
+    RUN(test_checkpoint_v1);
     RUN(test_adamw_step);
     RUN(test_checkpoint_errors);
     RUN(test_write_gguf);
