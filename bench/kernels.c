@@ -1,6 +1,7 @@
 /* kernels.c: micro benchmark of the matmul kernels: GEMV (one token) GB/s
  * of weights streamed per type, and GEMM (N tokens) GMAC/s, per ISA.
- * Usage: bench/kernels [threads] [type-name ...]; HEARTH_ISA caps the ISA. */
+ * Usage: bench/kernels [threads] [type-name ...]; HEARTH_ISA caps the ISA,
+ * HX_BENCH_N sets the GEMM's token count (default 64). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,9 +72,11 @@ static void bench_type(hx_threadpool *tp, int wtype)
     size_t rb = hx_type_row_bytes(wtype, K);
     int64_t M = (int64_t)(64u << 20) / (int64_t)rb;
     M -= M % 64;
+    const char *ne = getenv("HX_BENCH_N"); /* GEMM tokens, default 64 */
+    int64_t N = ne && atoi(ne) > 0 ? atoi(ne) : 64;
     char *W = malloc(rb * (size_t)M);
-    float *row = malloc(sizeof(float) * K), *X = malloc(sizeof(float) * K * 64);
-    float *Y = malloc(sizeof(float) * M * 64);
+    float *row = malloc(sizeof(float) * K), *X = malloc(sizeof(float) * K * (size_t)N);
+    float *Y = malloc(sizeof(float) * (size_t)M * (size_t)N);
     uint32_t s = 1;
     if (!W || !row || !X || !Y) {
         fprintf(stderr, "out of memory\n");
@@ -84,19 +87,19 @@ static void bench_type(hx_threadpool *tp, int wtype)
         hx_quantize_row(wtype, row, W + (size_t)m * rb, K, NULL);
         if (m >= 64) memcpy(W + (size_t)m * rb, W + (size_t)(m % 64) * rb, rb);
     }
-    for (int64_t i = 0; i < K * 64; i++) X[i] = frand(&s);
+    for (int64_t i = 0; i < K * N; i++) X[i] = frand(&s);
     run_arg r = {tp, W, wtype, K, M, 1, X, Y, 3};
     run_mm(&r); /* warm up (page faults) */
     double t = time_median(run_mm, &r) / r.reps;
     double gbs = (double)rb * M / t / 1e9;
-    /* GEMM: 64 tokens over the first 1024 rows (4 MB-ish, cache-resident). */
-    run_arg g = {tp, W, wtype, K, 1024, 64, X, Y, 2};
+    /* GEMM: N tokens over the first 1024 rows (4 MB-ish, cache-resident). */
+    run_arg g = {tp, W, wtype, K, 1024, N, X, Y, 2};
     run_mm(&g);
     double tg = time_median(run_mm, &g) / g.reps;
-    double gmac = (double)K * 1024 * 64 / tg / 1e9;
-    printf("%-5s %-6s gemv %7.2f GB/s (%6.2f ms for %lld x %lld)   gemm N=64 %7.1f GMAC/s\n",
+    double gmac = (double)K * 1024 * (double)N / tg / 1e9;
+    printf("%-5s %-6s gemv %7.2f GB/s (%6.2f ms for %lld x %lld)   gemm N=%lld %7.1f GMAC/s\n",
            hx_type_name(wtype), hx_isa_name(hx_isa_current()), gbs, t * 1e3,
-           (long long)M, (long long)K, gmac);
+           (long long)M, (long long)K, (long long)N, gmac);
     free(W);
     free(row);
     free(X);

@@ -252,7 +252,10 @@ static void init_once(void)
     g_tables[HX_ISA_AVX2] = g_tables[HX_ISA_SCALAR];
     if (isa >= HX_ISA_AVX2) hx_kernels_fill_avx2(&g_tables[HX_ISA_AVX2]);
     g_tables[HX_ISA_AVX512] = g_tables[HX_ISA_AVX2];
-    if (isa >= HX_ISA_AVX512) hx_kernels_fill_avx512(&g_tables[HX_ISA_AVX512], g_has_bf16);
+    if (isa >= HX_ISA_AVX512) {
+        hx_kernels_fill_avx512(&g_tables[HX_ISA_AVX512], g_has_bf16);
+        hx_kernels_fill_avx512_panel(&g_tables[HX_ISA_AVX512]);
+    }
     int want = parse_isa_env();
     g_current = want < isa ? want : isa;
 }
@@ -393,10 +396,35 @@ static void gemm_by_dot(hx_dot_fn dot, int64_t n, const void *w, size_t ws,
             dot(n, out + (size_t)r * ldo + t, (const char *)w + (size_t)r * ws, a[t]);
 }
 
+/* Tokens from which the panel kernels pay for unpacking the rows. */
+#define TILE_MIN_TOKENS 16
+
+/* Rows [r0, r1) of one job against all its tokens through the panel
+ * kernel, TILE_BATCH tokens at a time; 0 if it could not run. */
+#define TILE_BATCH 512
+static int mm_rows_tile(const hx_kernels *k, const hx_mm_job *j, int64_t r0, int64_t r1)
+{
+    size_t ws = hx_type_row_bytes(j->wtype, j->K);
+    size_t ab = hx_act_row_bytes(j->wtype, j->K);
+    const void *a[TILE_BATCH];
+    for (int64_t t0 = 0; t0 < j->N; t0 += TILE_BATCH) {
+        int nt = (int)(j->N - t0 < TILE_BATCH ? j->N - t0 : TILE_BATCH);
+        for (int t = 0; t < nt; t++) {
+            int64_t row = j->a_idx ? j->a_idx[t0 + t] : t0 + t;
+            a[t] = (const char *)j->A + (size_t)row * ab;
+        }
+        if (!k->tile[j->wtype](j->K, (const char *)j->W + (size_t)r0 * ws, ws, (int)(r1 - r0), a,
+                               nt, j->Y + t0 * j->ldy + r0, (size_t)j->ldy))
+            return 0;
+    }
+    return 1;
+}
+
 /* Rows [r0, r1) of one job against all its tokens. */
 static void mm_rows(const hx_kernels *k, const hx_mm_job *j, int64_t r0,
                     int64_t r1)
 {
+    if (k->tile[j->wtype] && j->N >= TILE_MIN_TOKENS && mm_rows_tile(k, j, r0, r1)) return;
     size_t ws = hx_type_row_bytes(j->wtype, j->K);
     size_t ab = hx_act_row_bytes(j->wtype, j->K);
     const void *a[TOKEN_TILE];

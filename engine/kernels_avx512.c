@@ -120,52 +120,62 @@ AVX512BF16 static void dot_bf16_avx512bf16(int64_t n, float *out, const void *w,
 
 /* ---- Q8_0 activations: vpdpbusd with unsigned weights ----
  * The offset correction (-128 sum(y) for Q8_0 stored as x+128, -8 sum(y)
- * for Q4_0's nibbles) starts the integer accumulator, so each block's sum
- * is exact before it meets its scale; 4 independent float accumulators
- * hide the FMA latency. */
+ * for Q4_0's nibbles) makes each block's integer sum exact; the float
+ * arithmetic is kernels_impl.h's HX_CANON_Q8A, shared with the panel
+ * kernels (two chains, even and odd blocks). */
 
-AVX512 static inline __m256 q8_0_block(const hx_block_q8_0 *x, const hx_block_q8a *y)
+AVX512 static inline int hsum_epi32_256(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* fmaf(a, b, c), one rounding */
+AVX512 static inline float fma1(float a, float b, float c)
+{
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+}
+
+AVX512 static inline int q8_0_isum(const hx_block_q8_0 *x, const hx_block_q8a *y)
 {
     __m256i xu = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs),
                                   _mm256_set1_epi8((char)0x80));
     __m256i yv = _mm256_loadu_si256((const __m256i *)y->qs);
-    __m256i p = _mm256_dpbusd_epi32(_mm256_zextsi128_si256(_mm_cvtsi32_si128(-128 * y->s)), xu, yv);
-    return _mm256_mul_ps(_mm256_set1_ps(half_to_float(x->d) * y->d), _mm256_cvtepi32_ps(p));
+    return hsum_epi32_256(_mm256_dpbusd_epi32(_mm256_setzero_si256(), xu, yv)) - 128 * y->s;
 }
 
-AVX512 static inline __m256 q4_0_block(const hx_block_q4_0 *x, const hx_block_q8a *y)
+AVX512 static inline int q4_0_isum(const hx_block_q4_0 *x, const hx_block_q8a *y)
 {
     __m128i raw = _mm_loadu_si128((const __m128i *)x->qs);
     __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw),
                                  _mm256_set1_epi8(0x0f));
     __m256i yv = _mm256_loadu_si256((const __m256i *)y->qs);
-    __m256i p = _mm256_dpbusd_epi32(_mm256_zextsi128_si256(_mm_cvtsi32_si128(-8 * y->s)), q, yv);
-    return _mm256_mul_ps(_mm256_set1_ps(half_to_float(x->d) * y->d), _mm256_cvtepi32_ps(p));
+    return hsum_epi32_256(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q, yv)) - 8 * y->s;
 }
 
-#define DOT_BLOCKS4(BLOCK_FN, XT)                                              \
+#define DOT_Q8A(ISUM, XT)                                                      \
     const XT *x = w;                                                           \
     const hx_block_q8a *y = a;                                                 \
     int64_t nb = n / HX_QK, i = 0;                                             \
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();             \
-    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();             \
-    for (; i + 4 <= nb; i += 4) {                                              \
-        acc0 = _mm256_add_ps(acc0, BLOCK_FN(x + i, y + i));                    \
-        acc1 = _mm256_add_ps(acc1, BLOCK_FN(x + i + 1, y + i + 1));            \
-        acc2 = _mm256_add_ps(acc2, BLOCK_FN(x + i + 2, y + i + 2));            \
-        acc3 = _mm256_add_ps(acc3, BLOCK_FN(x + i + 3, y + i + 3));            \
+    float acc0 = 0, acc1 = 0;                                                  \
+    for (; i + 2 <= nb; i += 2) {                                              \
+        acc0 = fma1((float)ISUM(x + i, y + i), half_to_float(x[i].d) * y[i].d, acc0); \
+        acc1 = fma1((float)ISUM(x + i + 1, y + i + 1),                         \
+                    half_to_float(x[i + 1].d) * y[i + 1].d, acc1);             \
     }                                                                          \
-    for (; i < nb; i++) acc0 = _mm256_add_ps(acc0, BLOCK_FN(x + i, y + i));    \
-    *out = hsum256_ps(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)))
+    if (i < nb) acc0 = fma1((float)ISUM(x + i, y + i), half_to_float(x[i].d) * y[i].d, acc0); \
+    *out = acc0 + acc1
 
 AVX512 static void dot_q8_0_avx512(int64_t n, float *out, const void *w, const void *a)
 {
-    DOT_BLOCKS4(q8_0_block, hx_block_q8_0);
+    DOT_Q8A(q8_0_isum, hx_block_q8_0);
 }
 
 AVX512 static void dot_q4_0_avx512(int64_t n, float *out, const void *w, const void *a)
 {
-    DOT_BLOCKS4(q4_0_block, hx_block_q4_0);
+    DOT_Q8A(q4_0_isum, hx_block_q4_0);
 }
 
 /* ---- K-quants ---- */
@@ -197,8 +207,7 @@ AVX512 static void dot_q4_K_avx512(int64_t n, float *out, const void *w, const v
     const hx_block_q4_K *x = w;
     const hx_block_q8_K *y = a;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0;
+    float acc = 0;
     for (int64_t i = 0; i < n / HX_QK_K; i++) {
         uint64_t sc, mn;
         hx_k_unpack(x[i].scales, &sc, &mn);
@@ -213,12 +222,12 @@ AVX512 static void dot_q4_K_avx512(int64_t n, float *out, const void *w, const v
             is1 = sub_dot(is1, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
                           _mm256_loadu_si256((const __m256i *)(yq + 32)), HX_K_BYTE(sc, 2 * jp + 1));
         }
-        __m256i isum = _mm256_add_epi32(is0, is1);
-        float d = half_to_float(x[i].d) * y[i].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
-        mins += half_to_float(x[i].dmin) * y[i].d * (float)k_min_term(mn, y[i].bsums);
+        /* HX_CANON Q4_K */
+        int isum = hsum_epi32_256(_mm256_add_epi32(is0, is1));
+        acc = fma1((float)isum, half_to_float(x[i].d) * y[i].d, acc);
+        acc = fma1((float)k_min_term(mn, y[i].bsums), -half_to_float(x[i].dmin) * y[i].d, acc);
     }
-    *out = hsum256_ps(acc) - mins;
+    *out = acc;
 }
 
 AVX512 static void dot_q5_K_avx512(int64_t n, float *out, const void *w, const void *a)
@@ -259,7 +268,7 @@ AVX512 static void dot_q6_K_avx512(int64_t n, float *out, const void *w, const v
     const hx_block_q6_K *x = w;
     const hx_block_q8_K *y = a;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
-    __m256 acc = _mm256_setzero_ps();
+    float acc = 0;
     for (int64_t i = 0; i < n / HX_QK_K; i++) {
         __m256i is2[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
         for (int h = 0; h < 2; h++) {
@@ -286,158 +295,15 @@ AVX512 static void dot_q6_K_avx512(int64_t n, float *out, const void *w, const v
         __m256i b = _mm256_loadu_si256((const __m256i *)y[i].bsums);
         __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scs, b), 5);
         isum = _mm256_sub_epi32(isum, off);
-        float d = half_to_float(x[i].d) * y[i].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
+        /* HX_CANON Q6_K */
+        acc = fma1((float)hsum_epi32_256(isum), half_to_float(x[i].d) * y[i].d, acc);
     }
-    *out = hsum256_ps(acc);
+    *out = acc;
 }
 
-/* ---- several tokens per weight row ----
- * The weights are unpacked once and used against 4 tokens; each token's
- * arithmetic is the single dot's, operation for operation, so results do
- * not depend on how tokens are grouped (a batch equals single steps). */
-#define NT 4
 
-AVX512 static void q4_K_x4(int64_t n, const hx_block_q4_K *x, const hx_block_q8_K *const *y,
-                           float *out, size_t ldo)
-{
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc[NT];
-    float mins[NT];
-    for (int t = 0; t < NT; t++) {
-        acc[t] = _mm256_setzero_ps();
-        mins[t] = 0;
-    }
-    for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        uint64_t sc, mn;
-        hx_k_unpack(x[i].scales, &sc, &mn);
-        __m256i isum[NT], ish[NT];
-        for (int t = 0; t < NT; t++) isum[t] = ish[t] = _mm256_setzero_si256();
-        for (int jp = 0; jp < 4; jp++) {
-            __m256i raw = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * jp));
-            __m256i lo = _mm256_and_si256(raw, m4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-            for (int t = 0; t < NT; t++) {
-                const int8_t *yq = y[t][i].qs + 64 * jp;
-                isum[t] = sub_dot(isum[t], lo, _mm256_loadu_si256((const __m256i *)yq), HX_K_BYTE(sc, 2 * jp));
-                ish[t] = sub_dot(ish[t], hi, _mm256_loadu_si256((const __m256i *)(yq + 32)),
-                                 HX_K_BYTE(sc, 2 * jp + 1));
-            }
-        }
-        for (int t = 0; t < NT; t++) isum[t] = _mm256_add_epi32(isum[t], ish[t]);
-        float dw = half_to_float(x[i].d), dmw = half_to_float(x[i].dmin);
-        for (int t = 0; t < NT; t++) {
-            float d = dw * y[t][i].d;
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum[t]), acc[t]);
-            mins[t] += dmw * y[t][i].d * (float)k_min_term(mn, y[t][i].bsums);
-        }
-    }
-    for (int t = 0; t < NT; t++) out[t * ldo] = hsum256_ps(acc[t]) - mins[t];
-}
-
-AVX512 static void q6_K_x4(int64_t n, const hx_block_q6_K *x, const hx_block_q8_K *const *y,
-                           float *out, size_t ldo)
-{
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
-    __m256 acc[NT];
-    for (int t = 0; t < NT; t++) acc[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        __m256i isum[NT];
-        for (int t = 0; t < NT; t++) isum[t] = _mm256_setzero_si256();
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = x[i].ql + 64 * h;
-            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
-            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            __m256i hb = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h));
-            __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m2));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m2));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m2));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_and_si256(_mm256_srli_epi16(hb, 2), m2));
-            for (int k = 0; k < 4; k++) {
-                const int8_t *sc = x[i].scales + 8 * h + 2 * k;
-                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
-                for (int t = 0; t < NT; t++) {
-                    __m256i yv = _mm256_loadu_si256((const __m256i *)(y[t][i].qs + 128 * h + 32 * k));
-                    isum[t] = _mm256_dpwssd_epi32(isum[t], _mm256_maddubs_epi16(q[k], yv), scv);
-                }
-            }
-        }
-        __m256i scs = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
-        float dw = half_to_float(x[i].d);
-        for (int t = 0; t < NT; t++) {
-            __m256i b = _mm256_loadu_si256((const __m256i *)y[t][i].bsums);
-            __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scs, b), 5);
-            __m256i is = _mm256_sub_epi32(isum[t], off);
-            float d = dw * y[t][i].d;
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(is), acc[t]);
-        }
-    }
-    for (int t = 0; t < NT; t++) out[t * ldo] = hsum256_ps(acc[t]);
-}
-
-/* Q8_0 / Q4_0 against 4 tokens: the weight bytes and scale once, the
- * single dot's 4 interleaved accumulators per token. */
-#define Q8A_X4(NAME, XT, WVEC, OFFSET)                                          \
-    AVX512 static void NAME(int64_t n, const XT *x, const hx_block_q8a *const *y, \
-                            float *out, size_t ldo)                            \
-    {                                                                          \
-        __m256 acc[NT][4];                                                     \
-        for (int t = 0; t < NT; t++)                                           \
-            for (int k = 0; k < 4; k++) acc[t][k] = _mm256_setzero_ps();       \
-        int64_t nb = n / HX_QK;                                                \
-        for (int64_t i = 0; i < nb; i++) {                                     \
-            int k = i < nb / 4 * 4 ? (int)(i & 3) : 0;                         \
-            __m256i wv = WVEC(&x[i]);                                          \
-            float dw = half_to_float(x[i].d);                                  \
-            for (int t = 0; t < NT; t++) {                                     \
-                const hx_block_q8a *yb = &y[t][i];                             \
-                __m256i yv = _mm256_loadu_si256((const __m256i *)yb->qs);      \
-                __m256i p = _mm256_dpbusd_epi32(                               \
-                    _mm256_zextsi128_si256(_mm_cvtsi32_si128(OFFSET * yb->s)), wv, yv); \
-                __m256 v = _mm256_mul_ps(_mm256_set1_ps(dw * yb->d), _mm256_cvtepi32_ps(p)); \
-                acc[t][k] = _mm256_add_ps(acc[t][k], v);                       \
-            }                                                                  \
-        }                                                                      \
-        for (int t = 0; t < NT; t++)                                           \
-            out[t * ldo] = hsum256_ps(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), \
-                                                    _mm256_add_ps(acc[t][2], acc[t][3]))); \
-    }
-
-AVX512 static inline __m256i q8_0_wvec(const hx_block_q8_0 *x)
-{
-    return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80));
-}
-
-AVX512 static inline __m256i q4_0_wvec(const hx_block_q4_0 *x)
-{
-    __m128i raw = _mm_loadu_si128((const __m128i *)x->qs);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
-}
-
-Q8A_X4(q8_0_x4, hx_block_q8_0, q8_0_wvec, -128)
-Q8A_X4(q4_0_x4, hx_block_q4_0, q4_0_wvec, -8)
-
-/* rows x tokens through an x4 kernel, leftover tokens through the dot */
-#define GEMM_X4(NAME, X4, DOT, XT, YT)                                          \
-    AVX512 static void NAME(int64_t n, const void *w, size_t ws, int nr,        \
-                            const void *const *a, int nt, float *out, size_t ldo) \
-    {                                                                          \
-        for (int r = 0; r < nr; r++) {                                         \
-            const XT *x = (const XT *)((const char *)w + (size_t)r * ws);      \
-            float *o = out + (size_t)r * ldo;                                  \
-            int t = 0;                                                         \
-            for (; t + NT <= nt; t += NT) X4(n, x, (const YT *const *)(a + t), o + t, 1); \
-            for (; t < nt; t++) DOT(n, o + t, x, a[t]);                        \
-        }                                                                      \
-    }
-
-GEMM_X4(gemm_q4_K_avx512, q4_K_x4, dot_q4_K_avx512, hx_block_q4_K, hx_block_q8_K)
-GEMM_X4(gemm_q6_K_avx512, q6_K_x4, dot_q6_K_avx512, hx_block_q6_K, hx_block_q8_K)
-GEMM_X4(gemm_q8_0_avx512, q8_0_x4, dot_q8_0_avx512, hx_block_q8_0, hx_block_q8a)
-GEMM_X4(gemm_q4_0_avx512, q4_0_x4, dot_q4_0_avx512, hx_block_q4_0, hx_block_q8a)
-
+/* The multi-token paths of Q4_0, Q8_0, Q4_K and Q6_K are the panel kernels
+ * (kernels_panel.c); below TILE_MIN_TOKENS tokens the dots run per row. */
 void hx_kernels_fill_avx512(hx_kernels *k, int has_bf16)
 {
     k->dot[HX_TYPE_F32] = dot_f32_avx512;
@@ -448,10 +314,10 @@ void hx_kernels_fill_avx512(hx_kernels *k, int has_bf16)
     k->dot[HX_TYPE_Q4_K] = dot_q4_K_avx512;
     k->dot[HX_TYPE_Q5_K] = dot_q5_K_avx512;
     k->dot[HX_TYPE_Q6_K] = dot_q6_K_avx512;
-    k->gemm[HX_TYPE_Q4_K] = gemm_q4_K_avx512;
-    k->gemm[HX_TYPE_Q6_K] = gemm_q6_K_avx512;
-    k->gemm[HX_TYPE_Q8_0] = gemm_q8_0_avx512;
-    k->gemm[HX_TYPE_Q4_0] = gemm_q4_0_avx512;
+    k->gemm[HX_TYPE_Q4_K] = NULL;
+    k->gemm[HX_TYPE_Q6_K] = NULL;
+    k->gemm[HX_TYPE_Q8_0] = NULL;
+    k->gemm[HX_TYPE_Q4_0] = NULL;
 }
 
 #else /* not x86-64: the scalar table stays */

@@ -29,11 +29,30 @@ typedef void (*hx_gemm_fn)(int64_t n, const void *w, size_t ws, int nr,
                            size_t ldo);
 /* One row of n floats to the activation type. */
 typedef void (*hx_quant_fn)(const float *x, void *a, int64_t n);
+/* y[t*ldy + r] = dot(w + r*ws, a[t]) for r < nr, t < nt: many tokens
+ * against rows unpacked once (kernels_panel.c); each output must equal the
+ * ISA's dot bit for bit. Returns 0 (nothing written) when it cannot run. */
+typedef int (*hx_tile_fn)(int64_t n, const void *w, size_t ws, int nr,
+                          const void *const *a, int nt, float *y, size_t ldy);
+
+/* The AVX-512 arithmetic per (row, token) that its dots and the panel
+ * kernels share, so that a batch gives exactly one token's numbers. Block
+ * and sub-block integer sums are exact; then, with dy the activation
+ * scale and fp32 products and fmaf:
+ *   HX_CANON_Q8A (Q4_0, Q8_0): isum_b = sum(q*y) (Q4_0: q - 8 through
+ *     -8*sum(y)); even blocks acc0 = fmaf(isum_b, d_b*dy_b, acc0), odd
+ *     blocks the same into acc1; result acc0 + acc1.
+ *   Q4_K: per super-block isum = sum_j sc_j*sum(q*y), msum = sum_j m_j *
+ *     (bsums[2j] + bsums[2j+1]); acc = fmaf(isum, d*dy, acc); acc =
+ *     fmaf(msum, (-dmin)*dy, acc).
+ *   Q6_K: isum = sum_j sc_j*(sum(q*y) - 32*bsums[j]); acc = fmaf(isum,
+ *     d*dy, acc). */
 
 typedef struct hx_kernels {
     hx_dot_fn dot[HX_TYPE_COUNT];   /* per weight type */
     hx_gemm_fn gemm[HX_TYPE_COUNT]; /* NULL: loops over dot */
     hx_quant_fn quant[HX_TYPE_COUNT]; /* per activation type */
+    hx_tile_fn tile[HX_TYPE_COUNT]; /* NULL: gemm (for many tokens) */
 } hx_kernels;
 
 /* Each fills the entries it implements and leaves the others alone, so
@@ -41,6 +60,7 @@ typedef struct hx_kernels {
 void hx_kernels_fill_scalar(hx_kernels *k);
 void hx_kernels_fill_avx2(hx_kernels *k);
 void hx_kernels_fill_avx512(hx_kernels *k, int has_bf16);
+void hx_kernels_fill_avx512_panel(hx_kernels *k); /* kernels_panel.c */
 
 /* Q4_K/Q5_K's 12 packed bytes as 8 6-bit scales (byte j of *sc) and 8
  * mins (byte j of *m), kept in registers: byte arrays read back as vectors

@@ -366,12 +366,13 @@ static void test_matmul(void)
  * that a batch computes the same numbers as one token at a time. */
 static void test_gemm_equals_dot(void)
 {
-    static const int64_t ns[] = {1, 3, 4, 5, 9, 13};
+    /* 17 and 40 tokens run the panel kernels (kernels_panel.c) */
+    static const int64_t ns[] = {1, 3, 4, 5, 9, 13, 17, 40};
     for (int isa = HX_ISA_SCALAR; isa <= hx_isa_detect(); isa++) {
         hx_isa_set(isa);
         for (int ti = 0; ti < N_WTYPES; ti++) {
             int wt = k_wtypes[ti];
-            int64_t K = hx_type_block_elems(wt) == 256 ? 768 : 160, M = 37, N = 13;
+            int64_t K = hx_type_block_elems(wt) == 256 ? 768 : 160, M = 37, N = 40;
             size_t wb = hx_type_row_bytes(wt, K), ab = hx_act_row_bytes(wt, K);
             float *x = malloc(sizeof(float) * N * K), *y = malloc(sizeof(float) * N * M);
             char *w = malloc(wb * M), *A = malloc(ab * N);
@@ -382,7 +383,7 @@ static void test_gemm_equals_dot(void)
             fill(x, N * K, 0);
             hx_quantize_act_rows(NULL, wt, x, N, K, A);
             int bad = 0;
-            for (int ni = 0; ni < 6; ni++) {
+            for (int ni = 0; ni < 8; ni++) {
                 hx_matmul(NULL, w, wt, K, M, x, ns[ni], y);
                 for (int64_t t = 0; t < ns[ni]; t++)
                     for (int64_t m = 0; m < M; m++) {
