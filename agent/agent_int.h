@@ -102,6 +102,10 @@ typedef struct hx_engine_source_params {
                              tool list) is loaded from and saved to disk */
     const char *prefix_dir; /* NULL: $XDG_CACHE_HOME/hearth/prefix */
     size_t prefix_max_bytes; /* bound on that directory; 0: 1 GiB */
+    hx_adapter *const *adapters; /* LoRA adapters attached to the context
+                              (borrowed: must outlive the source) */
+    const float *adapter_scales;
+    int n_adapters;
 } hx_engine_source_params;
 /* The most tool calls the planner runs from one turn (the grammar allows
  * no more). */

@@ -45,6 +45,17 @@ int cmd_chat(int argc, char **argv);
 int cmd_feedback(int argc, char **argv);
 int cmd_quantize(int argc, char **argv); /* cmd_quantize.c */
 int cmd_train(int argc, char **argv); /* cmd_train.c */
+int cmd_lora(int argc, char **argv); /* cmd_lora.c */
+/* Loads the adapters of --adapter FILE[:SCALE] options (n_specs) for m
+ * into ads[0..*n) and scales (HX_ADAPTER_MAX entries each; the caller
+ * frees each adapter); with no option and active != 0, the adapter
+ * store's active set. hx_adapter_load's errors (e.g. another base). */
+struct hx_model;
+struct hx_adapter;
+struct hx_err;
+int cli_load_adapters(const struct hx_model *m, const char *const *specs,
+                      int n_specs, int active, struct hx_adapter **ads,
+                      float *scales, int *n, struct hx_err *err);
 int cmd_datagen(int argc, char **argv); /* cmd_datagen.c */
 int cmd_vocab(int argc, char **argv); /* cmd_vocab.c */
 

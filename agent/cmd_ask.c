@@ -15,6 +15,8 @@
 typedef struct ask_opts {
     const char *model, *config, *style, *choice, *tools;
     int yes, no, allow_tainted, json, n_ctx, n_threads, no_memory;
+    const char *adapters[HX_ADAPTER_MAX]; /* --adapter FILE[:SCALE] */
+    int n_adapters, no_adapter;
     hx_planner_params pp;
     hx_engine_source_params ep;
     const char *text; /* ask: the request */
@@ -56,6 +58,9 @@ static void ask_usage(FILE *f, const char *verb)
         "                          (default: from the model)\n"
         "  -c, --ctx N             context size (default min(trained, 4096))\n"
         "  -t, --threads N         0 = all cores (default)\n"
+        "      --adapter FILE[:SCALE]  apply this LoRA adapter (repeatable)\n"
+        "                          instead of the active ones (hearth lora)\n"
+        "      --no-adapter        apply no adapter\n"
         "      --no-memory         neither recall nor record\n"
         "      --max-memory SIZE   bound on weights (mapped) + KV cache + scratch,\n"
         "                          e.g. 2G; when the KV cache is full, the oldest\n"
@@ -108,6 +113,8 @@ static int value_opt(ask_opts *o, const char *verb, const char *a, const char *v
     else if (!strcmp(a, "--style")) o->style = v;
     else if (!strcmp(a, "--tool-choice")) o->choice = v;
     else if (!strcmp(a, "--tools")) o->tools = v;
+    else if (!strcmp(a, "--adapter") && (*ok = o->n_adapters < HX_ADAPTER_MAX))
+        o->adapters[o->n_adapters++] = v;
     else if (!strcmp(a, "--max-steps") && NUM(1, 1000)) o->pp.max_steps = (int)d;
     else if (!strcmp(a, "--max-tokens") && NUM(1, 1e7)) o->pp.max_tokens = (int)d;
     else if (!strcmp(a, "--timeout") && NUM(0, 1e6)) o->pp.timeout_s = d;
@@ -133,6 +140,7 @@ static int flag_opt(ask_opts *o, const char *a)
     else if (!strcmp(a, "--allow-tainted-send")) o->allow_tainted = 1;
     else if (!strcmp(a, "--json")) o->json = 1;
     else if (!strcmp(a, "--no-memory")) o->no_memory = 1;
+    else if (!strcmp(a, "--no-adapter")) o->no_adapter = 1;
     else if (!strcmp(a, "--no-prefix-cache")) o->ep.prefix_cache = 0;
     else return 0;
     return 1;
@@ -198,12 +206,16 @@ typedef struct session {
     hx_planner *pl;
     hx_tool_spec *specs;
     char model_name[256];
+    hx_adapter *ads[HX_ADAPTER_MAX]; /* attached to the source's context */
+    float ascale[HX_ADAPTER_MAX];
+    int n_ads;
 } session;
 
 static void session_close(session *s)
 {
     hx_planner_free(s->pl);
     hx_source_free(&s->src);
+    for (int i = 0; i < s->n_ads; i++) hx_adapter_free(s->ads[i]);
     hx_model_free(s->model);
     free(s->specs);
     free(s->consent);
@@ -312,6 +324,12 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
                   cheap KV, long prompts in a 512-token vocabulary */
     ep.n_threads = o->n_threads;
     ep.cancelled = cancelled; /* Ctrl-C during a long prefill */
+    int arc = cli_load_adapters(s->model, o->adapters, o->n_adapters, !o->no_adapter,
+                                s->ads, s->ascale, &s->n_ads, err);
+    if (arc) return arc;
+    ep.adapters = s->ads;
+    ep.adapter_scales = s->ascale;
+    ep.n_adapters = s->n_ads;
     return hx_engine_source_new(s->model, s->specs, k, &ep, &s->src, err);
 }
 

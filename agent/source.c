@@ -469,6 +469,9 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     int rc = copy_specs(e, tools, n_tools);
     if (rc) hx_err_set(err, rc, "out of memory");
     if (!rc) rc = hx_ctx_new(m, &cp, &e->ctx, err);
+    if (!rc && p->n_adapters &&
+        (rc = hx_ctx_set_adapters(e->ctx, p->adapters, p->adapter_scales, p->n_adapters)))
+        hx_err_set(err, rc, "%s", hx_ctx_errmsg(e->ctx));
     if (!rc && !(e->spec = new_spec(e, p))) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if (!rc) rc = hx_gvocab_from_vocab(e->v, &e->gv, err);
     if (!rc && (rc = find_ws_tokens(e))) hx_err_set(err, rc, "out of memory");

@@ -1,0 +1,181 @@
+/* test_cmd_lora.c: `hearth lora list|show|use|rollback` in a temporary
+ * HEARTH_HOME, `use --model` refusing an adapter of another base, and
+ * `hearth generate --adapter` applying an adapter (and refusing a wrong
+ * one). */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "agent/cli.h"
+#include "engine/engine.h"
+#include "test.h"
+
+static char g_out[65536], g_errbuf[8192], dir[256];
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = 0;
+    if (f) fclose(f);
+    unlink(path);
+}
+
+/* Runs fn with args (NULL-terminated, args[0] the verb); output in g_out,
+ * g_errbuf. */
+static int run(int (*fn)(int, char **), const char *const *args)
+{
+    char po[300], pe[300];
+    snprintf(po, sizeof po, "%s/out", dir);
+    snprintf(pe, sizeof pe, "%s/err", dir);
+    char *argv[48];
+    int argc = 0;
+    while (*args && argc < 47) argv[argc++] = (char *)*args++;
+    argv[argc] = NULL;
+    int fo = open(po, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    int fe = open(pe, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    fflush(stdout);
+    fflush(stderr);
+    int so = dup(1), se = dup(2);
+    dup2(fo, 1), dup2(fe, 2);
+    int rc = fn(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(so, 1), dup2(se, 2);
+    close(so), close(se), close(fo), close(fe);
+    slurp(po, g_out, sizeof g_out);
+    slurp(pe, g_errbuf, sizeof g_errbuf);
+    return rc;
+}
+
+static int make_model(const char *path, uint64_t seed, const char *vocab)
+{
+    hx_mkmodel_params p = hx_mkmodel_default_params();
+    p.vocab_path = vocab;
+    p.n_layer = 1, p.n_vocab = 16, p.n_embd = 32, p.n_head = 2;
+    p.n_head_kv = 1, p.head_dim = 16, p.n_ff = 32, p.n_ctx = 64, p.seed = seed;
+    p.tied_output = 1;
+    hx_err err = {0};
+    return hx_mkmodel_write(&p, path, &err);
+}
+
+/* An adapter on blk.0's attn_q and ffn_up of the model at base (rank 2),
+ * recording its identity. */
+static int make_adapter(const char *base, const char *path, float v)
+{
+    hx_model *m = NULL;
+    hx_err err = {0};
+    if (hx_model_load(base, NULL, &m, &err)) return -1;
+    char id[65];
+    hx_model_identity(m, id);
+    hx_model_free(m);
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    hx_gguf_set_str(w, "general.architecture", "qwen3");
+    hx_gguf_set_str(w, "general.type", "adapter");
+    hx_gguf_set_str(w, "adapter.type", "lora");
+    hx_gguf_set_f32(w, "adapter.lora.alpha", 2.0f);
+    hx_gguf_set_str(w, HX_ADAPTER_BASE_KEY, id);
+    static float d[64];
+    for (int i = 0; i < 64; i++) d[i] = v * (float)((i * 7) % 5 - 2);
+    int64_t na[2] = {32, 2}, nb[2] = {2, 32};
+    hx_gguf_add_tensor(w, "blk.0.attn_q.weight.lora_a", HX_TYPE_F32, 2, na, d, NULL, NULL);
+    hx_gguf_add_tensor(w, "blk.0.attn_q.weight.lora_b", HX_TYPE_F32, 2, nb, d, NULL, NULL);
+    hx_gguf_add_tensor(w, "blk.0.ffn_up.weight.lora_a", HX_TYPE_F32, 2, na, d, NULL, NULL);
+    hx_gguf_add_tensor(w, "blk.0.ffn_up.weight.lora_b", HX_TYPE_F32, 2, nb, d, NULL, NULL);
+    int rc = hx_gguf_writer_write(w, path, &err);
+    hx_gguf_writer_free(w);
+    return rc;
+}
+
+static char m1[300], m2[300], a1[300], a2[300];
+
+static void test_list_use_show_rollback(void)
+{
+    ASSERT(make_model(m1, 1, NULL) == 0 && make_model(m2, 2, NULL) == 0);
+    ASSERT(make_adapter(m1, a1, 0.1f) == 0 && make_adapter(m2, a2, 0.2f) == 0);
+    const char *list[] = {"lora", "list", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, list), 0);
+    EXPECT(strstr(g_out, "no adapters") != NULL);
+    const char *use1[] = {"lora", "use", a1, "--model", m1, NULL};
+    EXPECT_EQ_INT(run(cmd_lora, use1), 0);
+    EXPECT(strstr(g_out, "active: a1.gguf (scale 1)") != NULL);
+    /* another base's adapter is refused by `use --model` and not activated */
+    char spec[320];
+    snprintf(spec, sizeof spec, "%s:0.5", a2);
+    const char *use2[] = {"lora", "use", spec, "--model", m1, NULL};
+    EXPECT(run(cmd_lora, use2) != 0);
+    EXPECT(strstr(g_errbuf, "another base model") != NULL);
+    EXPECT_EQ_INT(run(cmd_lora, list), 0);
+    EXPECT(strstr(g_out, "* a1.gguf") && strstr(g_out, "  a2.gguf"));
+    const char *use3[] = {"lora", "use", "a2.gguf:0.5", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, use3), 0);
+    EXPECT_EQ_INT(run(cmd_lora, list), 0);
+    EXPECT(strstr(g_out, "* a2.gguf") && strstr(g_out, "scale 0.5"));
+    const char *show[] = {"lora", "show", "a2.gguf", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, show), 0);
+    EXPECT(strstr(g_out, "rank:       2") && strstr(g_out, "matrices:   2"));
+    const char *rb[] = {"lora", "rollback", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, rb), 0);
+    EXPECT(strstr(g_out, "rolled back: a1.gguf") != NULL);
+    EXPECT_EQ_INT(run(cmd_lora, rb), 0);
+    EXPECT(strstr(g_out, "no adapter active") != NULL);
+    EXPECT(run(cmd_lora, rb) != 0);
+    EXPECT(strstr(g_errbuf, "nothing to roll back") != NULL);
+    const char *bad[] = {"lora", "use", "missing.gguf", NULL};
+    EXPECT(run(cmd_lora, bad) != 0);
+    EXPECT(strstr(g_errbuf, "missing.gguf") != NULL);
+    const char *usage[] = {"lora", "frobnicate", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, usage), HX_EXIT_USAGE);
+}
+
+/* generate --adapter: applied (the greedy output changes with a strong
+ * adapter), refused for another base. */
+static void test_generate_adapter(void)
+{
+    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    if (!vocab) return;
+    char mv[300], av[300], strong[320];
+    snprintf(mv, sizeof mv, "%s/mv.gguf", dir);
+    snprintf(av, sizeof av, "%s/av.gguf", dir);
+    ASSERT(make_model(mv, 3, vocab) == 0 && make_adapter(mv, av, 3.0f) == 0);
+    snprintf(strong, sizeof strong, "%s:4", av);
+    const char *plain[] = {"generate", "-m", mv, "-p", "Hello", "-n", "6", "--temp", "0",
+                           "-t", "1", NULL};
+    const char *with[] = {"generate", "-m", mv, "-p", "Hello", "-n", "6", "--temp", "0",
+                          "-t", "1", "--adapter", strong, NULL};
+    const char *zero[] = {"generate", "-m", mv, "-p", "Hello", "-n", "6", "--temp", "0",
+                          "-t", "1", "--adapter", NULL, NULL};
+    char zspec[320];
+    snprintf(zspec, sizeof zspec, "%s:0", av);
+    zero[12] = zspec;
+    ASSERT(run(cmd_generate, plain) == 0);
+    char base_out[4096];
+    snprintf(base_out, sizeof base_out, "%s", g_out);
+    ASSERT(run(cmd_generate, with) == 0);
+    EXPECT(strcmp(base_out, g_out) != 0);
+    ASSERT(run(cmd_generate, zero) == 0);
+    EXPECT_STR_EQ(base_out, g_out);
+    const char *wrong[] = {"generate", "-m", mv, "-p", "Hello", "-n", "2", "--adapter", a1,
+                           NULL};
+    EXPECT(run(cmd_generate, wrong) != 0);
+    EXPECT(strstr(g_errbuf, "adapter") != NULL);
+    unlink(mv), unlink(av);
+}
+
+int main(void)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/hx_test_cmd_lora.XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(dir)) return 1;
+    setenv("HEARTH_HOME", dir, 1);
+    snprintf(m1, sizeof m1, "%s/m1.gguf", dir);
+    snprintf(m2, sizeof m2, "%s/m2.gguf", dir);
+    snprintf(a1, sizeof a1, "%s/a1.gguf", dir);
+    snprintf(a2, sizeof a2, "%s/a2.gguf", dir);
+    RUN(test_list_use_show_rollback);
+    RUN(test_generate_adapter);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) printf("# could not remove %s\n", dir);
+    return test_summary();
+}
