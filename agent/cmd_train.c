@@ -34,6 +34,10 @@ static void usage(FILE *f)
             "        --ff 128 --ctx 256\n"
             "train:  --steps 100 --seq 64 --batch 4 --accum 1 --lr 1e-3 --warmup 0\n"
             "        --wd 0.1 --clip 1 --seed 1 --threads N\n"
+            "--wsd            warmup, constant rate, then linear decay to 0.1x over\n"
+            "                 the last 20%% of the steps (default: cosine)\n"
+            "--time-budget S  train for about S seconds in all (resumes included):\n"
+            "                 the steps that fit, at most --steps\n"
             "--ckpt FILE      checkpoint every --ckpt-every N steps (default 50) and\n"
             "                 at the end; --resume continues from it\n"
             "--svg FILE       loss curve (default OUT.svg); --log prints each step\n");
@@ -78,6 +82,10 @@ static int parse_num(targs *a, const char *s, const char *v)
         a->tp.seed = strtoull(v, &end, 10);
         return *end ? -1 : 1;
     }
+    if (!strcmp(s, "--time-budget")) {
+        a->tp.time_budget = strtod(v, &end);
+        return *end || a->tp.time_budget < 0 ? -1 : 1;
+    }
     return 0;
 }
 
@@ -87,6 +95,7 @@ static int parse(int argc, char **argv, targs *a)
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(s, "--resume")) a->resume = 1;
         else if (!strcmp(s, "--log")) a->log = 1;
+        else if (!strcmp(s, "--wsd")) a->tp.opt.wsd = 1;
         else if (s[0] == '-' && !v) return -1;
         else if (!strcmp(s, "--out")) a->out = argv[++i];
         else if (!strcmp(s, "--vocab")) a->vocab = argv[++i];

@@ -23,7 +23,23 @@ typedef struct step_data {
     int32_t *tok, *tgt, *doc;
     uint8_t *mask;
     int n_win, T;
+    size_t *starts; /* packed documents: where those a window can start at
+                     * begin (so no window cuts a document's head off) */
+    size_t n_starts;
 } step_data;
+
+/* The document starts a window of T + 1 tokens fits after; 0 when memory
+ * is short or none fits (windows then start anywhere). */
+static void find_starts(const hx_train_data *d, step_data *s)
+{
+    const size_t span = d->n - (size_t)s->T;
+    size_t n = 0;
+    for (size_t i = 0; i < span; i++) n += i == 0 || d->doc[i] != d->doc[i - 1];
+    s->starts = hx_malloc_array(n ? n : 1, sizeof(size_t));
+    if (!s->starts) return;
+    for (size_t i = 0; i < span; i++)
+        if (i == 0 || d->doc[i] != d->doc[i - 1]) s->starts[s->n_starts++] = i;
+}
 
 /* Draws the step's windows; returns the count of masked targets. */
 static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s)
@@ -31,7 +47,8 @@ static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s)
     long cnt = 0;
     const size_t span = d->n - (size_t)s->T;
     for (int w = 0; w < s->n_win; w++) {
-        const size_t off = (size_t)(tr_rng_next(&tr->rng) % span);
+        const uint64_t r = tr_rng_next(&tr->rng);
+        const size_t off = s->n_starts ? s->starts[r % s->n_starts] : (size_t)(r % span);
         tr->data_pos++;
         for (int i = 0; i < s->T; i++) {
             const size_t k = (size_t)w * s->T + i;
@@ -141,6 +158,7 @@ int hx_train_run(hx_trainer *tr, const hx_train_data *d,
     s.mask = hx_malloc_array(n, 1);
     s.doc = hx_malloc_array(n, sizeof(int32_t));
     if (!s.tok || !s.tgt || !s.mask || !s.doc) rc = hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
+    if (!rc && d->doc) find_starts(d, &s);
     if (tr->step == 0 && tr->data_pos == 0) tr->rng ^= p->seed * 0x9e3779b97f4a7c15ull;
     const double t0 = hx_time_mono(), base = tr->train_seconds;
     int done_here = 0, end = sched_len(tr, p, 0, 0.0);
@@ -170,6 +188,7 @@ int hx_train_run(hx_trainer *tr, const hx_train_data *d,
     free(s.tgt);
     free(s.mask);
     free(s.doc);
+    free(s.starts);
     return rc;
 }
 

@@ -122,7 +122,8 @@ typedef struct hx_train_data {
     const uint8_t *mask;   /* n, or NULL: every token is a target */
     size_t n;
     const int32_t *doc;    /* n document ids (packed documents: attention
-                            * and positions restart at each), or NULL */
+                            * and positions restart at each; every window
+                            * starts at a document's first token), or NULL */
 } hx_train_data;
 
 typedef struct hx_train_params {
