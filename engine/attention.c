@@ -163,7 +163,8 @@ static void attn_task_f16(void *ctx, int task, int thread)
     f16_heads h = {c->ao, c, j->layer, kvh, G, d, 1.0f / sqrtf((float)d), (uint16_t *)w, (uint16_t *)w + Gd,
                    w + Gd, w + Gd + G, w + Gd + 2 * G, w + 2 * Gd + 2 * G,
                    w + 2 * Gd + 2 * G + d, w + 2 * Gd + 3 * G + d};
-    attn_f16(&h, c->q + qo, j->pos0 + t + 1, j->B == 1 ? c->n_threads : 0,
+    const int split = j->B == 1 || c->split_rows ? c->n_threads : 0;
+    attn_f16(&h, c->q + qo, j->pos0 + t + 1, split,
              c->att + qo, d);
 }
 

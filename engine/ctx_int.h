@@ -25,6 +25,11 @@ struct hx_ctx {
     hx_model *m;
     hx_threadpool *tp;
     int n_ctx, n_batch, n_threads, n_past;
+    /* 1: every row of a one-query-path pass (B < FA_TILE_Q) splits a long
+     * cache as a one-token pass does, so each row's numbers equal that
+     * pass's bit for bit (engine/spec.c sets it around its passes); 0:
+     * llama.cpp's rule, only B == 1 splits */
+    int split_rows;
     /* paged KV cache (kv.c): pages[0, n_pages) allocated on demand, at
      * most max_pages (the byte cap); each page_bytes, K half then V half */
     char **pages;     /* (ceil(n_ctx / HX_KV_PAGE)) owned, NULL until used */

@@ -3,14 +3,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/model.h"
+#include "engine/ctx_int.h"
 #include "engine/sample.h"
 #include "engine/spec.h"
 #include "engine/vocab.h"
 
 /* A pass of at most this many tokens stays on attention's one-query path
- * (ctx_int.h FA_TILE_Q is 64), whose rows match one-token passes. */
+ * (below FA_TILE_Q), whose rows (with split_rows) match one-token passes. */
 #define SPEC_MAX_BATCH 48
+_Static_assert(SPEC_MAX_BATCH < FA_TILE_Q, "spec passes must stay on the one-query path");
 
 struct hx_spec {
     hx_ctx *c;
@@ -133,7 +134,9 @@ static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
 
 static int run(hx_spec *sp, int n, int logits_all, hx_err *err)
 {
+    sp->c->split_rows = 1; /* each row as a one-token pass computes it */
     int rc = hx_decode(sp->c, sp->batch, n, logits_all);
+    sp->c->split_rows = 0;
     if (rc == HX_ERR_FULL)
         return hx_err_set(err, rc, "the context is full (%d tokens)",
                           hx_ctx_n_ctx(sp->c));

@@ -34,6 +34,16 @@ static const char *const PROMPTS[] = {
     "He said hello. She said hello. They said",
     "Call weather for Berlin, 2 days, celsius.",
     "Tim had a toy car. Tim loved his toy car. Tim",
+    /* past 256 cached cells a one-token pass splits attention per thread:
+     * batched rows must do the same (ctx split_rows) */
+    "You can call weather with city and days, or meet with title, attendees and minutes. "
+    "You can call weather with city and days, or meet with title, attendees and minutes. "
+    "You can call weather with city and days, or meet with title, attendees and minutes. "
+    "You can call weather with city and days, or meet with title, attendees and minutes. "
+    "You can call weather with city and days, or meet with title, attendees and minutes. "
+    "You can call weather with city and days, or meet with title, attendees and minutes. "
+    "You can call weather with city and days, or meet with title, attendees and minutes. "
+    "Lily wanted to meet Tom and Sue at the park. She said: meet with Tom and Sue",
 };
 #define N_PROMPTS (int)(sizeof PROMPTS / sizeof *PROMPTS)
 
@@ -100,7 +110,7 @@ static int gen_spec(rig *r, hx_ctx *c, const setting *st, const int32_t *p,
 {
     hx_sampler *s = new_sampler(r, st);
     hx_spec *spec = hx_spec_new(c, r->v, sp);
-    int32_t hist[512 + MAX_GEN], step[64];
+    int32_t hist[1024 + MAX_GEN], step[64];
     memcpy(hist, p, (size_t)np * sizeof *p);
     int n = 0, nh = np;
     hx_err err = {0};
@@ -143,8 +153,8 @@ static int check_all(rig *r, hx_ctx *c, const setting *sets, int n_sets,
     hx_spec_params sp = hx_spec_default_params();
     for (int k = 0; k < n_sets; k++)
         for (int i = 0; i < n_prompts; i++) {
-            int32_t p[256], a[MAX_GEN], b[MAX_GEN];
-            int np = tokenize(r->v, PROMPTS[i], p, 256);
+            int32_t p[1024], a[MAX_GEN], b[MAX_GEN];
+            int np = tokenize(r->v, PROMPTS[i], p, 1024);
             if (np <= 0) return -1;
             int na = gen_plain(r, c, &sets[k], p, np, a);
             int nb = gen_spec(r, c, &sets[k], p, np, b, &sp, stats);
@@ -198,7 +208,7 @@ static void run_model(const char *path, int n_threads, int n_prompts,
     rig r;
     ASSERT(rig_open(&r, path) == 0);
     hx_ctx_params cp = hx_ctx_default_params();
-    cp.n_ctx = 512;
+    cp.n_ctx = 1024;
     cp.n_threads = n_threads;
     hx_ctx *c = NULL;
     hx_err err = {0};
