@@ -178,6 +178,79 @@ AVX512 static void dot_q4_0_avx512(int64_t n, float *out, const void *w, const v
     DOT_Q8A(q4_0_isum, hx_block_q4_0);
 }
 
+/* Four rows against one token, a row per lane: the activation block is
+ * loaded once, the four block sums are reduced together, and each lane
+ * keeps the dot's two chains (HX_CANON_Q8A), so every lane equals the dot
+ * of its row bit for bit. */
+#define Q8A_ROWS4(NAME, XT, WVEC, OFF)                                          \
+    AVX512 static inline __attribute__((always_inline)) __m128 NAME##_blk(     \
+        const XT *const *x, const hx_block_q8a *y, int64_t i, __m128 acc)      \
+    {                                                                          \
+        __m256i yv = _mm256_loadu_si256((const __m256i *)y[i].qs);             \
+        __m256i z = _mm256_setzero_si256();                                    \
+        __m256i p0 = _mm256_dpbusd_epi32(z, WVEC(&x[0][i]), yv);               \
+        __m256i p1 = _mm256_dpbusd_epi32(z, WVEC(&x[1][i]), yv);               \
+        __m256i p2 = _mm256_dpbusd_epi32(z, WVEC(&x[2][i]), yv);               \
+        __m256i p3 = _mm256_dpbusd_epi32(z, WVEC(&x[3][i]), yv);               \
+        __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3)); \
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)); \
+        s = _mm_sub_epi32(s, _mm_set1_epi32(OFF * y[i].s));                   \
+        __m128i dh = _mm_setr_epi16((short)x[0][i].d, (short)x[1][i].d, (short)x[2][i].d, \
+                                    (short)x[3][i].d, 0, 0, 0, 0);             \
+        __m128 dd = _mm_mul_ps(_mm_cvtph_ps(dh), _mm_set1_ps(y[i].d));         \
+        return _mm_fmadd_ps(_mm_cvtepi32_ps(s), dd, acc);                      \
+    }                                                                          \
+    AVX512 static void NAME(int64_t n, const XT *const *x, const hx_block_q8a *y, \
+                            float *out, size_t ldo)                            \
+    {                                                                          \
+        __m128 acc0 = _mm_setzero_ps(), acc1 = _mm_setzero_ps();               \
+        int64_t nb = n / HX_QK, i = 0;                                         \
+        for (; i + 2 <= nb; i += 2) {                                          \
+            acc0 = NAME##_blk(x, y, i, acc0);                                  \
+            acc1 = NAME##_blk(x, y, i + 1, acc1);                              \
+        }                                                                      \
+        if (i < nb) acc0 = NAME##_blk(x, y, i, acc0);                          \
+        float r[4];                                                            \
+        _mm_storeu_ps(r, _mm_add_ps(acc0, acc1));                              \
+        for (int k = 0; k < 4; k++) out[k * ldo] = r[k];                       \
+    }
+
+AVX512 static inline __m256i q8_0_wvec(const hx_block_q8_0 *x)
+{
+    return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80));
+}
+
+AVX512 static inline __m256i q4_0_wvec(const hx_block_q4_0 *x)
+{
+    __m128i raw = _mm_loadu_si128((const __m128i *)x->qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
+}
+
+Q8A_ROWS4(q8_0_rows4, hx_block_q8_0, q8_0_wvec, 128)
+Q8A_ROWS4(q4_0_rows4, hx_block_q4_0, q4_0_wvec, 8)
+
+/* rows x tokens below the panel kernels' token count: four rows at a time
+ * per token, leftover rows through the dot */
+#define GEMM_ROWS4(NAME, ROWS4, DOT, XT)                                        \
+    AVX512 static void NAME(int64_t n, const void *w, size_t ws, int nr,        \
+                            const void *const *a, int nt, float *out, size_t ldo) \
+    {                                                                          \
+        for (int t = 0; t < nt; t++) {                                         \
+            int r = 0;                                                         \
+            for (; r + 4 <= nr; r += 4) {                                      \
+                const XT *x[4];                                                \
+                for (int k = 0; k < 4; k++)                                    \
+                    x[k] = (const XT *)((const char *)w + (size_t)(r + k) * ws); \
+                ROWS4(n, x, a[t], out + (size_t)r * ldo + t, ldo);             \
+            }                                                                  \
+            for (; r < nr; r++)                                                \
+                DOT(n, out + (size_t)r * ldo + t, (const char *)w + (size_t)r * ws, a[t]); \
+        }                                                                      \
+    }
+
+GEMM_ROWS4(gemm_q8_0_avx512, q8_0_rows4, dot_q8_0_avx512, hx_block_q8_0)
+GEMM_ROWS4(gemm_q4_0_avx512, q4_0_rows4, dot_q4_0_avx512, hx_block_q4_0)
+
 /* ---- K-quants ---- */
 
 /* sum_j m_j * (bsums[2j] + bsums[2j+1]) */
@@ -199,7 +272,8 @@ AVX512 static inline int k_min_term(uint64_t m, const int16_t *bsums)
 /* acc += scale * (sum of products of unsigned q and signed y, in pairs) */
 AVX512 static inline __m256i sub_dot(__m256i acc, __m256i q, __m256i yv, int scale)
 {
-    return _mm256_dpwssd_epi32(acc, _mm256_maddubs_epi16(q, yv), _mm256_set1_epi16((short)scale));
+    /* vpmaddwd + add rather than vpdpwssd: no long accumulator chain */
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(q, yv), _mm256_set1_epi16((short)scale)));
 }
 
 AVX512 static void dot_q4_K_avx512(int64_t n, float *out, const void *w, const void *a)
@@ -270,7 +344,7 @@ AVX512 static void dot_q6_K_avx512(int64_t n, float *out, const void *w, const v
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
     float acc = 0;
     for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        __m256i is2[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        __m256i isum = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const uint8_t *ql = x[i].ql + 64 * h;
             __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
@@ -286,10 +360,9 @@ AVX512 static void dot_q6_K_avx512(int64_t n, float *out, const void *w, const v
                 const int8_t *sc = x[i].scales + 8 * h + 2 * k;
                 __m256i yv = _mm256_loadu_si256((const __m256i *)(y[i].qs + 128 * h + 32 * k));
                 __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
-                is2[k & 1] = _mm256_dpwssd_epi32(is2[k & 1], _mm256_maddubs_epi16(q[k], yv), scv);
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(q[k], yv), scv));
             }
         }
-        __m256i isum = _mm256_add_epi32(is2[0], is2[1]);
         /* The -32 offset: 32 * sum_j sc_j * bsum_j. */
         __m256i scs = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
         __m256i b = _mm256_loadu_si256((const __m256i *)y[i].bsums);
@@ -316,8 +389,8 @@ void hx_kernels_fill_avx512(hx_kernels *k, int has_bf16)
     k->dot[HX_TYPE_Q6_K] = dot_q6_K_avx512;
     k->gemm[HX_TYPE_Q4_K] = NULL;
     k->gemm[HX_TYPE_Q6_K] = NULL;
-    k->gemm[HX_TYPE_Q8_0] = NULL;
-    k->gemm[HX_TYPE_Q4_0] = NULL;
+    k->gemm[HX_TYPE_Q8_0] = gemm_q8_0_avx512;
+    k->gemm[HX_TYPE_Q4_0] = gemm_q4_0_avx512;
 }
 
 #else /* not x86-64: the scalar table stays */
