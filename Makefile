@@ -146,6 +146,15 @@ bench-engine: $(BUILD)/bench/engine reference
 	    $(MAKE) --no-print-directory $(HXREF) || echo "hearth: hxref did not build; Hearth only" >&2; fi
 	HEARTH_BUILD=$(BUILD) nice $(BUILD)/bench/engine $(ARGS)
 
+# Time to first token of an agent turn with the full tool list: cold, warm
+# from the prefix cache on disk, warm in-process (ARGS="--reps 5 --kv q8").
+.PHONY: bench-ttft
+$(BUILD)/bench/ttft: bench/ttft.c $(ALL_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+bench-ttft: $(BUILD)/bench/ttft
+	nice $(BUILD)/bench/ttft $(ARGS)
+
 # Mail benchmark: mail.search over 10,000 generated messages.
 $(BUILD)/bench/mail: bench/mail.c $(call libs_for,tools)
 	@mkdir -p $(@D)

@@ -238,6 +238,10 @@ static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
             break;
         }
         int B = end - off < slice ? end - off : slice;
+        /* a short tail rides with this slice: a pass under FA_TILE_Q takes
+         * the fp16 attention path, so a prompt prefilled in slices gets the
+         * numbers of one pass */
+        if (end - off - B < FA_TILE_Q && end - off <= c->n_batch) B = end - off;
         int from = logits_all ? 0 : (off + B == n ? B - 1 : B);
         float *lg = c->logits + (logits_all ? (size_t)off * c->m->hp.n_vocab : 0);
         hx_forward_pass(c, tokens + off, B, from, lg);

@@ -188,7 +188,7 @@ static void test_cancel_long_prefill(void)
     g_polls = 0;
     EXPECT_EQ_INT(src.begin(src.ctx, p.data, HX_CHOICE_NONE, &n, &err), HX_OK);
     EXPECT(n > 2000);
-    EXPECT_EQ_INT(g_polls, (n - 192 + 63) / 64);
+    EXPECT_EQ_INT(g_polls, (n - 192) / 64); /* a short tail rides with the last slice */
     hx_buf_free(&p);
     hx_source_free(&src);
     hx_model_free(m);

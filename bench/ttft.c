@@ -1,0 +1,288 @@
+/* ttft.c: time to first token of an agent turn with the full built-in tool
+ * list, cold vs warm (in-process and from the prefix cache on disk), on a
+ * random-weight Qwen3-0.6B-shaped model. `make bench-ttft`.
+ *
+ * usage: ttft [--model FILE] [--reps N] [--threads N] [--kv q8]
+ * Without --model the Q4_0 file of bench/engine (Q6_K tied embedding) is
+ * used from $XDG_CACHE_HOME/hearth/bench-models, written if missing. The
+ * prefix cache goes to a temporary HEARTH_HOME, removed at the end. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+
+typedef struct opts {
+    char model[1024];
+    int reps, threads, kv_q8;
+} opts;
+
+static int parse(int argc, char **argv, opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->reps = 3;
+    o->threads = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--kv") && v) o->kv_q8 = !strcmp(v, "q8"), i++;
+        else if (!strcmp(a, "--model") && v) snprintf(o->model, sizeof o->model, "%s", v), i++;
+        else if (!strcmp(a, "--reps") && v) o->reps = atoi(v), i++;
+        else if (!strcmp(a, "--threads") && v) o->threads = atoi(v), i++;
+        else {
+            fprintf(stderr, "usage: ttft [--model FILE] [--reps N] [--threads N] [--kv q8]\n");
+            return -1;
+        }
+    }
+    return o->reps > 0 ? 0 : -1;
+}
+
+/* bench/engine's qwen3-0.6b-q4_0 file, written when missing. */
+static int ensure_model(opts *o)
+{
+    if (o->model[0]) return 0;
+    char dir[900];
+    if (hx_path_cache(dir, sizeof dir) < 0) return -1;
+    strcat(dir, "/bench-models");
+    snprintf(o->model, sizeof o->model, "%s/qwen3-0.6b-q4_0-v1.gguf", dir);
+    struct stat st;
+    if (stat(o->model, &st) == 0 && st.st_size > 0) return 0;
+    hx_err err = {0};
+    static char vocab[1024];
+    snprintf(vocab, sizeof vocab, "%s/vocab/ggml-vocab-qwen2.gguf", hx_shared_data_dir());
+    hx_mkmodel_params p = hx_mkmodel_default_params();
+    p.arch = "qwen3";
+    p.ftype = "Q4_0";
+    p.tensor_types = "token_embd=Q6_K";
+    p.vocab_path = vocab;
+    p.n_ctx = 40960;
+    p.n_layer = 28;
+    p.n_embd = 1024;
+    p.n_head = 16;
+    p.n_head_kv = 8;
+    p.head_dim = 128;
+    p.n_ff = 3072;
+    p.tied_output = 1;
+    fprintf(stderr, "ttft: writing %s ...\n", o->model);
+    if (hx_mkdirs(dir, &err) || hx_mkmodel_write(&p, o->model, &err)) {
+        fprintf(stderr, "ttft: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The tools `hearth ask` offers: built-ins and the memory tools. */
+typedef struct toolset {
+    hx_config *cfg;
+    hx_tools *reg;
+    hx_memory *mem;
+    hx_tool_spec *specs;
+    int n;
+    cJSON *json;
+} toolset;
+
+static int open_tools(toolset *t)
+{
+    hx_err err = {0};
+    hx_memory_params mp = hx_memory_default_params();
+    memset(t, 0, sizeof *t);
+    if (hx_config_load(NULL, &t->cfg, &err) || !(t->reg = hx_tools_new(t->cfg)) ||
+        hx_tools_register_builtins(t->reg, &err) || hx_memory_open(&mp, &t->mem, &err) ||
+        hx_agent_register_memory_tools(t->reg, t->mem, &err)) {
+        fprintf(stderr, "ttft: tools: %s\n", err.msg);
+        return -1;
+    }
+    t->n = hx_tools_count(t->reg);
+    t->specs = hx_calloc((size_t)t->n, sizeof *t->specs);
+    for (int i = 0; t->specs && i < t->n; i++)
+        t->specs[i] = (hx_tool_spec){hx_tools_at(t->reg, i)->name,
+                                     hx_tools_at(t->reg, i)->schema_json};
+    t->json = hx_tools_list_json(t->reg);
+    return t->specs && t->json ? 0 : -1;
+}
+
+static void close_tools(toolset *t)
+{
+    cJSON_Delete(t->json);
+    free(t->specs);
+    hx_memory_close(t->mem);
+    hx_tools_free(t->reg);
+    hx_config_free(t->cfg);
+}
+
+/* An agent turn: the system text, the tool list, the request. */
+static char *render(const toolset *t, const char *request)
+{
+    cJSON *msgs = cJSON_CreateArray();
+    cJSON *s = cJSON_CreateObject(), *u = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "role", "system");
+    cJSON_AddStringToObject(s, "content",
+                            "You are Hearth, an assistant running on the user's own device. "
+                            "Use the tools to read and change the user's calendar, mail and "
+                            "files; when you are done, answer in plain text.");
+    cJSON_AddStringToObject(u, "role", "user");
+    cJSON_AddStringToObject(u, "content", request);
+    cJSON_AddItemToArray(msgs, s);
+    cJSON_AddItemToArray(msgs, u);
+    hx_buf b;
+    hx_buf_init(&b);
+    hx_tpl_opts o = hx_tpl_default_opts();
+    o.no_think = 1;
+    int rc = hx_tpl_render(HX_TPL_QWEN3, msgs, t->json, &o, &b);
+    cJSON_Delete(msgs);
+    if (rc) hx_buf_free(&b);
+    return rc ? NULL : hx_buf_steal(&b, NULL);
+}
+
+static int new_source(hx_model *m, const toolset *t, const opts *o, int prefix,
+                      hx_source *src)
+{
+    hx_engine_source_params ep = hx_engine_source_default_params();
+    ep.n_ctx = 8192;
+    ep.n_threads = o->threads;
+    ep.kv_q8 = o->kv_q8;
+    ep.prefix_cache = prefix;
+    hx_err err = {0};
+    int rc = hx_engine_source_new(m, t->specs, t->n, &ep, src, &err);
+    if (rc) fprintf(stderr, "ttft: source: %s\n", err.msg);
+    return rc;
+}
+
+/* Seconds from the prompt to the first generated token's text. */
+static double first_token(hx_source *s, const char *prompt, int *n_prompt)
+{
+    hx_err err = {0};
+    hx_buf piece;
+    hx_buf_init(&piece);
+    int end = 0;
+    double t0 = hx_time_mono();
+    int rc = s->begin(s->ctx, prompt, HX_CHOICE_AUTO, n_prompt, &err);
+    if (!rc) rc = s->next(s->ctx, &piece, &end, &err);
+    double t = hx_time_mono() - t0;
+    hx_buf_free(&piece);
+    if (rc) fprintf(stderr, "ttft: %s\n", err.msg);
+    return rc ? -1 : t;
+}
+
+static double median(double *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (v[j] < v[i]) {
+                double x = v[i];
+                v[i] = v[j], v[j] = x;
+            }
+    return v[n / 2];
+}
+
+static void loadavg(const char *when)
+{
+    char *s = NULL;
+    size_t n = 0;
+    if (hx_read_file("/proc/loadavg", 256, &s, &n, NULL) == HX_OK)
+        printf("load average %s: %.*s\n", when, (int)strcspn(s, "\n"), s);
+    free(s);
+}
+
+static const char *requests[] = {
+    "Find 30 minutes with Bob next Tuesday afternoon about the budget.",
+    "Did Alice answer my mail about the offsite?",
+    "Which of my files mention the quarterly report?",
+    "Move my dentist appointment to Friday morning.",
+};
+
+typedef struct results {
+    double cold[16], disk[16], mem[16], save;
+    int n_prompt, n_head;
+} results;
+
+/* One repetition: a cold source; a new source warmed from disk; the same
+ * source warm in memory for the next request. */
+static int rep(hx_model *m, const toolset *t, const opts *o, char **prompts, int r,
+               results *res)
+{
+    hx_source cold, warm;
+    int n = 0;
+    if (new_source(m, t, o, 0, &cold)) return -1;
+    res->cold[r] = first_token(&cold, prompts[r % 4], &res->n_prompt);
+    hx_source_free(&cold);
+    if (new_source(m, t, o, 1, &warm)) return -1;
+    res->disk[r] = first_token(&warm, prompts[(r + 1) % 4], &n);
+    res->mem[r] = first_token(&warm, prompts[(r + 2) % 4], &n);
+    hx_source_free(&warm);
+    return res->cold[r] < 0 || res->disk[r] < 0 || res->mem[r] < 0 ? -1 : 0;
+}
+
+/* Tokens of the system message (the cached head) of prompt. */
+static int head_tokens(const hx_model *m, const char *prompt)
+{
+    const char *end = strstr(prompt, "<|im_end|>");
+    if (!end) return 0;
+    end += strlen("<|im_end|>");
+    int32_t n = hx_tokenize(hx_model_vocab(m), prompt, (size_t)(end - prompt), NULL, 0, 0, 1);
+    return n < 0 ? -n : n;
+}
+
+static int run(const opts *o, hx_model *m)
+{
+    toolset t;
+    if (open_tools(&t)) return 1;
+    char *prompts[4];
+    for (int i = 0; i < 4; i++) prompts[i] = render(&t, requests[i]);
+    results res = {0};
+    int n = 0, rc = 0;
+    res.n_head = head_tokens(m, prompts[0]);
+    hx_source prime;
+    /* the first process: cold, and it writes the prefix cache */
+    if (new_source(m, &t, o, 1, &prime)) return 1;
+    res.save = first_token(&prime, prompts[3], &n);
+    hx_source_free(&prime);
+    for (int r = 0; r < o->reps && !rc; r++) rc = rep(m, &t, o, prompts, r, &res);
+    if (rc) return 1;
+    double c = median(res.cold, o->reps), d = median(res.disk, o->reps);
+    double w = median(res.mem, o->reps);
+    const double per_tok = c / res.n_prompt;
+    printf("prompt %d tokens (system text + %d tools: %d cached; request and "
+           "generation prompt: %d)\n", res.n_prompt, t.n, res.n_head,
+           res.n_prompt - res.n_head);
+    printf("time to first token, median of %d, %d threads, %s KV:\n", o->reps,
+           o->threads, o->kv_q8 ? "Q8_0" : "F16");
+    printf("  cold (nothing cached)            %8.3f s\n", c);
+    printf("  cold + writing the prefix cache  %8.3f s (first run of all)\n", res.save);
+    printf("  warm from the disk cache         %8.3f s   cold/warm %.1fx\n", d, c / d);
+    printf("  warm in-process (next request)   %8.3f s   cold/warm %.1fx\n", w, c / w);
+    printf("  the uncached tokens alone, at the cold rate: %.3f s "
+           "(warm disk / that %.2f, warm in-process / that %.2f)\n",
+           per_tok * (res.n_prompt - res.n_head),
+           d / (per_tok * (res.n_prompt - res.n_head)),
+           w / (per_tok * (res.n_prompt - res.n_head)));
+    for (int i = 0; i < 4; i++) free(prompts[i]);
+    close_tools(&t);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    if (parse(argc, argv, &o) || ensure_model(&o)) return 2;
+    char home[] = "/tmp/hx_ttft_XXXXXX";
+    if (!mkdtemp(home)) return 1;
+    setenv("HEARTH_HOME", home, 1);
+    hx_model_params mp = hx_model_default_params();
+    hx_model *m = NULL;
+    hx_err err = {0};
+    if (hx_model_load(o.model, &mp, &m, &err)) {
+        fprintf(stderr, "ttft: %s\n", err.msg);
+        return 1;
+    }
+    printf("model %s (%.0f MB)\n", o.model, hx_model_size_bytes(m) / 1e6);
+    loadavg("before");
+    int rc = run(&o, m);
+    loadavg("after");
+    hx_model_free(m);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", home);
+    if (system(cmd)) {}
+    return rc;
+}
