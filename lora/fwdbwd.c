@@ -376,7 +376,10 @@ static double head_loss(hx_trainer *tr, const hx_batch *b, int backward,
         tr->gather[m++] = t;
     }
     *n_count = m;
-    if (!m) return 0.0;
+    if (!m) { /* nothing to predict: no gradient flows back */
+        if (backward) zero(w->dres, (size_t)n * C);
+        return 0.0;
+    }
     tr_mm_fwd(tr->tp, &tr->head.w, g, m, z, 1.0f, 0, tr->scratch);
     double *rl = hx_malloc_array((size_t)m, sizeof(double));
     xent_job xj = {tr, b, z, rl, (float)(1.0 / norm), backward, m};

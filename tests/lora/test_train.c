@@ -262,6 +262,31 @@ static void test_checkpoint_v1(void)
     hx_trainer_free(tr);
 }
 
+/* A micro-batch with nothing to predict (a window holding only prompt
+ * tokens) gives exactly zero gradients, also after other batches left
+ * their temporaries behind. */
+static void test_no_targets(void)
+{
+    hx_train_config c = tiny(32);
+    hx_train_data d = make_data();
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 4, 2, &tr, &err) == HX_OK);
+    uint8_t none[16] = {0};
+    hx_batch b = {1, 16, d.tokens, d.tokens + 1, d.mask, NULL};
+    double loss = 0;
+    ASSERT(hx_trainer_grad(tr, &b, 10.0, &loss, &err) == HX_OK);
+    hx_trainer_zero_grad(tr);
+    b.mask = none;
+    ASSERT(hx_trainer_grad(tr, &b, 1.0, &loss, &err) == HX_OK);
+    EXPECT(loss == 0.0);
+    const float *g = hx_trainer_grads(tr);
+    size_t nz = 0;
+    for (size_t i = 0; i < hx_trainer_n_params(tr); i++) nz += g[i] != 0.0f;
+    EXPECT_EQ_INT((int)nz, 0);
+    hx_trainer_free(tr);
+}
+
 static void test_adamw_step(void)
 {
     hx_train_config c = tiny(32);
@@ -543,6 +568,7 @@ int main(void)
     RUN(test_accumulation);
     RUN(test_schedule);
     RUN(test_schedule_wsd);
+    RUN(test_no_targets);
     RUN(test_time_budget);
     RUN(test_checkpoint_v1);
     RUN(test_adamw_step);

@@ -1,0 +1,193 @@
+#!/bin/sh
+# tiny-model.sh: builds models/hearth-tiny.gguf from nothing (generated
+# conversations, a BPE vocabulary, a 6 x 256 qwen3 trained from scratch on 2
+# threads, Q8_0) and writes models/README.md with the recipe and figures.
+#
+# Usage: scripts/tiny-model.sh [HEARTH_BINARY]   (make tiny-model)
+# Every stage writes into $TINY_DIR (build/tiny) and is skipped when its
+# output exists; training checkpoints every few steps and resumes after a
+# kill (run the script again). Remove $TINY_DIR/<file> to redo a stage.
+# Knobs (environment): TINY_DIR, TINY_OUT (models/hearth-tiny.gguf),
+# TINY_N_TRAIN (conversations, 20000), TINY_N_HELDOUT (1000), TINY_N_TASKS
+# (500), TINY_SEED (1), TINY_THREADS (2), TINY_BUDGET (training seconds,
+# 6000), TINY_STEPS (upper bound, 100000), TINY_SEQ (2048), TINY_BATCH (2),
+# TINY_ACCUM (2), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
+# TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
+# TINY_FF (768), TINY_VOCAB (4096), TINY_QUANT (Q8_0).
+set -eu
+
+HEARTH=${1:-build/hearth}
+DIR=${TINY_DIR:-build/tiny}
+OUT=${TINY_OUT:-models/hearth-tiny.gguf}
+N_TRAIN=${TINY_N_TRAIN:-20000}
+N_HELDOUT=${TINY_N_HELDOUT:-1000}
+N_TASKS=${TINY_N_TASKS:-500}
+SEED=${TINY_SEED:-1}
+THREADS=${TINY_THREADS:-2}
+BUDGET=${TINY_BUDGET:-6000}
+STEPS=${TINY_STEPS:-100000}
+SEQ=${TINY_SEQ:-2048}
+BATCH=${TINY_BATCH:-2}
+ACCUM=${TINY_ACCUM:-2}
+LR=${TINY_LR:-1e-3}
+WARMUP=${TINY_WARMUP:-100}
+LAYERS=${TINY_LAYERS:-6}
+EMBD=${TINY_EMBD:-256}
+HEADS=${TINY_HEADS:-4}
+KV=${TINY_KV:-2}
+HEAD_DIM=${TINY_HEAD_DIM:-64}
+FF=${TINY_FF:-768}
+VOCAB=${TINY_VOCAB:-4096}
+QUANT=${TINY_QUANT:-Q8_0}
+BUILD_DIR=$(dirname "$HEARTH")
+
+[ -x "$HEARTH" ] || { echo "tiny-model: $HEARTH not built (make)" >&2; exit 1; }
+mkdir -p "$DIR"
+T_ALL=$(date +%s)
+
+# One line per stage: [tiny k/7] name: what, then its time when done.
+stage_start() {
+    STAGE="$1"
+    STAGE_T=$(date +%s)
+    printf '[tiny %s] %s\n' "$1" "$2" >&2
+}
+stage_done() {
+    printf '[tiny %s] done in %ss%s\n' "$STAGE" $(($(date +%s) - STAGE_T)) "${1:+: $1}" >&2
+}
+skip() { printf '[tiny %s] skipped: %s exists\n' "$1" "$2" >&2; }
+
+# $1 output, then the command writing "$1.tmp": the output appears only
+# once complete, so a killed stage reruns.
+make_file() {
+    out=$1
+    shift
+    rm -f "$out.tmp"
+    "$@"
+    mv "$out.tmp" "$out"
+}
+
+# 1. conversations (the real planner and tools, compact style)
+if [ -s "$DIR/train.jsonl" ]; then skip 1/7 "$DIR/train.jsonl"; else
+    stage_start 1/7 "datagen: $N_TRAIN training conversations, $N_HELDOUT held-out, $N_TASKS tasks"
+    make_file "$DIR/heldout.jsonl" nice "$HEARTH" datagen --split heldout --n "$N_HELDOUT" \
+        --seed $((SEED + 1000)) -o "$DIR/heldout.jsonl.tmp" 2>>"$DIR/datagen.log"
+    make_file "$DIR/tasks.jsonl" nice "$HEARTH" datagen --tasks --split heldout --n "$N_TASKS" \
+        --seed $((SEED + 2000)) -o "$DIR/tasks.jsonl.tmp" 2>>"$DIR/datagen.log"
+    make_file "$DIR/train.jsonl" nice "$HEARTH" datagen --split train --n "$N_TRAIN" \
+        --seed "$SEED" -o "$DIR/train.jsonl.tmp" 2>>"$DIR/datagen.log"
+    stage_done "$(grep trajectories "$DIR/datagen.log" | tail -1)"
+fi
+
+# 2. vocabulary: byte-level BPE over the rendered training conversations
+if [ -s "$DIR/vocab.gguf" ]; then skip 2/7 "$DIR/vocab.gguf"; else
+    stage_start 2/7 "vocab: $VOCAB-token BPE on the training conversations"
+    make_file "$DIR/vocab.gguf" nice "$HEARTH" vocab train --size "$VOCAB" \
+        -o "$DIR/vocab.gguf.tmp" --chat "$DIR/train.jsonl" --style compact \
+        >"$DIR/vocab.log" 2>&1
+    stage_done "$(grep 'bytes/token' "$DIR/vocab.log" | tail -1)"
+fi
+
+# 3. training, resumable: the checkpoint carries the step, the data
+# position and the schedule fixed by the time budget
+if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
+    RESUME=
+    [ -s "$DIR/train.ckpt" ] && RESUME=--resume
+    stage_start 3/7 "train: ${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, budget ${BUDGET}s, $THREADS threads${RESUME:+ (resuming)}"
+    make_file "$DIR/model-f32.gguf" nice "$HEARTH" train --chat "$DIR/train.jsonl" \
+        --vocab "$DIR/vocab.gguf" --out "$DIR/model-f32.gguf.tmp" --svg "$DIR/loss.svg" \
+        --layers "$LAYERS" --embd "$EMBD" --heads "$HEADS" --kv-heads "$KV" \
+        --head-dim "$HEAD_DIM" --ff "$FF" --ctx "$SEQ" --seq "$SEQ" --batch "$BATCH" \
+        --accum "$ACCUM" --lr "$LR" --warmup "$WARMUP" --steps "$STEPS" --wsd \
+        --time-budget "$BUDGET" --threads "$THREADS" --seed "$SEED" \
+        --ckpt "$DIR/train.ckpt" --ckpt-every 20 $RESUME --log >>"$DIR/train.log"
+    stage_done "$(grep '^trained' "$DIR/train.log" | tail -1)"
+fi
+
+# 4. quantize
+if [ -s "$DIR/hearth-tiny.gguf" ]; then skip 4/7 "$DIR/hearth-tiny.gguf"; else
+    stage_start 4/7 "quantize: $QUANT"
+    make_file "$DIR/hearth-tiny.gguf" nice "$HEARTH" quantize "$DIR/model-f32.gguf" \
+        "$DIR/hearth-tiny.gguf.tmp" --type "$QUANT" >"$DIR/quantize.log" 2>&1
+    stage_done "$(tail -1 "$DIR/quantize.log")"
+fi
+
+# 5. checks: the prompt style key, Hearth's loader, llama.cpp's loader
+stage_start 5/7 "check: hearth.prompt_style, hearth info, llama.cpp"
+LC_ALL=C grep -a -q 'hearth.prompt_style' "$DIR/hearth-tiny.gguf" ||
+    { echo "tiny-model: $DIR/hearth-tiny.gguf lacks hearth.prompt_style" >&2; exit 1; }
+"$HEARTH" info -m "$DIR/hearth-tiny.gguf" >"$DIR/info.txt"
+LLAMA="not checked (no llama.cpp reference: make reference, then build $BUILD_DIR/tests/ref/hxref)"
+if [ -x "$BUILD_DIR/tests/ref/hxref" ]; then
+    if "$BUILD_DIR/tests/ref/hxref" generate "$DIR/hearth-tiny.gguf" 4 1 2 3 >"$DIR/llama.txt" 2>&1; then
+        LLAMA="loads and generates in llama.cpp ($(cat "${HEARTH_REFERENCE:-build/reference}/commit" 2>/dev/null || echo reference))"
+    else
+        echo "tiny-model: llama.cpp did not load $DIR/hearth-tiny.gguf (see $DIR/llama.txt)" >&2
+        exit 1
+    fi
+fi
+stage_done "$LLAMA"
+
+# 6. evaluation on held-out tasks, when the agent evaluation is built
+EVAL="not run (no $BUILD_DIR/bench/agent-eval)"
+if [ -x "$BUILD_DIR/bench/agent-eval" ]; then
+    stage_start 6/7 "agent-eval: $N_TASKS held-out tasks"
+    nice "$BUILD_DIR/bench/agent-eval" --model "$DIR/hearth-tiny.gguf" \
+        --tasks "$DIR/tasks.jsonl" >"$DIR/eval.txt" 2>&1 || true
+    EVAL=$(cat "$DIR/eval.txt")
+    stage_done
+else
+    skip 6/7 "no agent-eval binary; evaluation"
+fi
+
+# 7. install and describe
+stage_start 7/7 "install: $OUT and $(dirname "$OUT")/README.md"
+mkdir -p "$(dirname "$OUT")"
+cp "$DIR/hearth-tiny.gguf" "$OUT.tmp"
+mv "$OUT.tmp" "$OUT"
+STEPS_DONE=$(grep -c '^step [0-9]* loss' "$DIR/train.log" || true)
+LAST=$(grep '^step [0-9]* loss' "$DIR/train.log" | tail -1)
+FIRST=$(grep '^step [0-9]* loss' "$DIR/train.log" | head -1)
+SIZE=$(wc -c <"$OUT")
+cat >"$(dirname "$OUT")/README.md" <<EOF
+# hearth-tiny
+
+The default model of \`hearth ask\`, \`hearth chat\` and \`make demo\`: a
+demonstration-size qwen3 model trained from scratch on this machine by
+\`make tiny-model\` (scripts/tiny-model.sh) on conversations the project
+generates with its real planner and tools. It plans and calls Hearth's tools
+in the compact prompt style and knows nothing else; for real use point Hearth
+at Qwen3-30B-A3B or another GGUF of a supported architecture.
+
+## Recipe
+
+| item | value |
+|---|---|
+| architecture | qwen3, tied embeddings, q/k RMSNorm, NEOX RoPE base 1e6 |
+| shape | $LAYERS layers, C = $EMBD, $HEADS query heads x $HEAD_DIM, $KV KV heads, FFN $FF |
+| vocabulary | $VOCAB byte-level BPE (\`hearth vocab train\` on the training conversations) |
+| data | $N_TRAIN generated conversations (\`hearth datagen --split train --seed $SEED\`), compact style; loss on the assistant's tokens only |
+| context | $SEQ tokens, packed conversations, each window starting at a conversation |
+| batch | $BATCH x $SEQ tokens x $ACCUM micro-batches per step |
+| optimizer | AdamW 0.9/0.95, wd 0.1 on matrices, clip 1.0 |
+| schedule | peak $LR, $WARMUP warmup steps, constant, linear to 0.1x over the last 20% (WSD); length fixed by a ${BUDGET} s budget |
+| threads | $THREADS |
+| file | $QUANT, $SIZE bytes, \`hearth.prompt_style = compact\` |
+
+## Figures
+
+- steps: $STEPS_DONE
+- first: $FIRST
+- last: $LAST
+- $(grep '^trained' "$DIR/train.log" | tail -1)
+- llama.cpp: $LLAMA
+- loss curve: $DIR/loss.svg (not committed)
+
+## Held-out evaluation (bench/agent-eval)
+
+\`\`\`
+$EVAL
+\`\`\`
+
+Rebuild: \`rm -rf $DIR && make tiny-model\` (about two hours on 2 cores).
+EOF
+stage_done "$(wc -c <"$OUT") bytes; total $(($(date +%s) - T_ALL))s"
