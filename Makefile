@@ -194,6 +194,16 @@ $(BUILD)/bench/train: bench/train.c $(call libs_for,lora)
 bench-train: $(BUILD)/bench/train
 	nice $(BUILD)/bench/train $(or $(STEPS),3) $(or $(THREADS),2)
 
+# LoRA adapters applied unmerged: prefill and decode ms/token of MODEL
+# alone and with a random rank-RANK adapter on q/k/v/o (alternating runs,
+# medians). MODEL=file.gguf RANK=16 THREADS=2 TOKENS=64.
+$(BUILD)/bench/lora: bench/lora.c $(call libs_for,engine)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
+.PHONY: bench-lora
+bench-lora: $(BUILD)/bench/lora
+	nice $(BUILD)/bench/lora $(MODEL) $(or $(RANK),16) $(or $(THREADS),2) $(or $(TOKENS),64)
+
 # The main job (see README): what Hearth can run today.
 demo: $(BUILD)/hearth
 	@sh scripts/demo.sh $(BUILD)/hearth
