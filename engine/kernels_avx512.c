@@ -276,32 +276,68 @@ AVX512 static inline __m256i sub_dot(__m256i acc, __m256i q, __m256i yv, int sca
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(q, yv), _mm256_set1_epi16((short)scale)));
 }
 
+/* One Q4_K super-block's integer sum sum_j sc_j*sum(q*y) over 8 lanes, the
+ * scales broadcast by vpermw from one vector; *msum gets the min term. */
+AVX512 static inline __attribute__((always_inline)) __m256i q4_K_isum(
+    const hx_block_q4_K *x, const hx_block_q8_K *y, int *msum)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    uint64_t sc, mn;
+    hx_k_unpack(x->scales, &sc, &mn);
+    __m256i scs = _mm256_cvtepu8_epi16(_mm_cvtsi64_si128((long long)sc));
+    __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int jp = 0; jp < 4; jp++) {
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * jp));
+        const int8_t *yq = y->qs + 64 * jp;
+        __m256i p0 = _mm256_maddubs_epi16(_mm256_and_si256(raw, m4), _mm256_loadu_si256((const __m256i *)yq));
+        __m256i p1 = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
+                                          _mm256_loadu_si256((const __m256i *)(yq + 32)));
+        is0 = _mm256_add_epi32(is0, _mm256_madd_epi16(p0, _mm256_permutexvar_epi16(
+                                                               _mm256_set1_epi16((short)(2 * jp)), scs)));
+        is1 = _mm256_add_epi32(is1, _mm256_madd_epi16(p1, _mm256_permutexvar_epi16(
+                                                               _mm256_set1_epi16((short)(2 * jp + 1)), scs)));
+    }
+    *msum = k_min_term(mn, y->bsums);
+    return _mm256_add_epi32(is0, is1);
+}
+
 AVX512 static void dot_q4_K_avx512(int64_t n, float *out, const void *w, const void *a)
 {
     const hx_block_q4_K *x = w;
     const hx_block_q8_K *y = a;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
     float acc = 0;
-    for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        uint64_t sc, mn;
-        hx_k_unpack(x[i].scales, &sc, &mn);
-        /* two integer chains (vpdpwssd latency); integer sums are exact,
-         * so the split changes no result */
-        __m256i is0 = _mm256_setzero_si256(), is1 = _mm256_setzero_si256();
-        for (int jp = 0; jp < 4; jp++) {
-            __m256i raw = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * jp));
-            const int8_t *yq = y[i].qs + 64 * jp;
-            is0 = sub_dot(is0, _mm256_and_si256(raw, m4),
-                          _mm256_loadu_si256((const __m256i *)yq), HX_K_BYTE(sc, 2 * jp));
-            is1 = sub_dot(is1, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4),
-                          _mm256_loadu_si256((const __m256i *)(yq + 32)), HX_K_BYTE(sc, 2 * jp + 1));
-        }
-        /* HX_CANON Q4_K */
-        int isum = hsum_epi32_256(_mm256_add_epi32(is0, is1));
+    for (int64_t i = 0; i < n / HX_QK_K; i++) { /* HX_CANON Q4_K */
+        int msum;
+        int isum = hsum_epi32_256(q4_K_isum(&x[i], &y[i], &msum));
         acc = fma1((float)isum, half_to_float(x[i].d) * y[i].d, acc);
-        acc = fma1((float)k_min_term(mn, y[i].bsums), -half_to_float(x[i].dmin) * y[i].d, acc);
+        acc = fma1((float)msum, -half_to_float(x[i].dmin) * y[i].d, acc);
     }
     *out = acc;
+}
+
+/* Four Q4_K rows against one token, a row per lane (as Q8A_ROWS4). */
+AVX512 static void q4_K_rows4(int64_t n, const hx_block_q4_K *const *x, const hx_block_q8_K *y,
+                              float *out, size_t ldo)
+{
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / HX_QK_K; i++) {
+        int m0, m1, m2, m3;
+        __m256i p0 = q4_K_isum(&x[0][i], &y[i], &m0), p1 = q4_K_isum(&x[1][i], &y[i], &m1);
+        __m256i p2 = q4_K_isum(&x[2][i], &y[i], &m2), p3 = q4_K_isum(&x[3][i], &y[i], &m3);
+        __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        __m128i dh = _mm_setr_epi16((short)x[0][i].d, (short)x[1][i].d, (short)x[2][i].d,
+                                    (short)x[3][i].d, (short)x[0][i].dmin, (short)x[1][i].dmin,
+                                    (short)x[2][i].dmin, (short)x[3][i].dmin);
+        __m256 dv = _mm256_mul_ps(_mm256_cvtph_ps(dh), _mm256_set1_ps(y[i].d));
+        __m128 nm = _mm_xor_ps(_mm256_extractf128_ps(dv, 1), _mm_set1_ps(-0.0f)); /* -(dmin*dy) */
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(s), _mm256_castps256_ps128(dv), acc);
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_setr_epi32(m0, m1, m2, m3)), nm, acc);
+    }
+    float r[4];
+    _mm_storeu_ps(r, acc);
+    for (int k = 0; k < 4; k++) out[k * ldo] = r[k];
 }
 
 AVX512 static void dot_q5_K_avx512(int64_t n, float *out, const void *w, const void *a)
@@ -337,46 +373,75 @@ AVX512 static void dot_q5_K_avx512(int64_t n, float *out, const void *w, const v
     *out = hsum256_ps(acc) - mins;
 }
 
+/* One Q6_K super-block's integer sum sum_j sc_j*(sum(q*y) - 32*bsums[j])
+ * spread over 8 lanes; the sub-block scales come from one vector of the 16
+ * by vpermw. */
+AVX512 static inline __attribute__((always_inline)) __m256i q6_K_isum(
+    const hx_block_q6_K *x, const hx_block_q8_K *y)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
+    __m256i scs = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+    __m256i isum = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = x->ql + 64 * h;
+        __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+        __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+        __m256i hb = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
+        __m256i q[4];
+        q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m2));
+        q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m2));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m2));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                               _mm256_and_si256(_mm256_srli_epi16(hb, 2), m2));
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            short j = (short)(8 * h + 2 * k);
+            __m256i idx = _mm256_set_m128i(_mm_set1_epi16((short)(j + 1)), _mm_set1_epi16(j));
+            __m256i yv = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * h + 32 * k));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(q[k], yv),
+                                                            _mm256_permutexvar_epi16(idx, scs)));
+        }
+    }
+    /* The -32 offset: 32 * sum_j sc_j * bsum_j. */
+    __m256i b = _mm256_loadu_si256((const __m256i *)y->bsums);
+    return _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(scs, b), 5));
+}
+
 AVX512 static void dot_q6_K_avx512(int64_t n, float *out, const void *w, const void *a)
 {
     const hx_block_q6_K *x = w;
     const hx_block_q8_K *y = a;
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
     float acc = 0;
-    for (int64_t i = 0; i < n / HX_QK_K; i++) {
-        __m256i isum = _mm256_setzero_si256();
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = x[i].ql + 64 * h;
-            __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
-            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            __m256i hb = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h));
-            __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m2));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m2));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m2));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_and_si256(_mm256_srli_epi16(hb, 2), m2));
-            for (int k = 0; k < 4; k++) {
-                const int8_t *sc = x[i].scales + 8 * h + 2 * k;
-                __m256i yv = _mm256_loadu_si256((const __m256i *)(y[i].qs + 128 * h + 32 * k));
-                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(q[k], yv), scv));
-            }
-        }
-        /* The -32 offset: 32 * sum_j sc_j * bsum_j. */
-        __m256i scs = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
-        __m256i b = _mm256_loadu_si256((const __m256i *)y[i].bsums);
-        __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scs, b), 5);
-        isum = _mm256_sub_epi32(isum, off);
-        /* HX_CANON Q6_K */
-        acc = fma1((float)hsum_epi32_256(isum), half_to_float(x[i].d) * y[i].d, acc);
-    }
+    for (int64_t i = 0; i < n / HX_QK_K; i++) /* HX_CANON Q6_K */
+        acc = fma1((float)hsum_epi32_256(q6_K_isum(&x[i], &y[i])), half_to_float(x[i].d) * y[i].d, acc);
     *out = acc;
 }
 
+/* Four Q6_K rows against one token, a row per lane (as Q8A_ROWS4). */
+AVX512 static void q6_K_rows4(int64_t n, const hx_block_q6_K *const *x, const hx_block_q8_K *y,
+                              float *out, size_t ldo)
+{
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / HX_QK_K; i++) {
+        __m256i p0 = q6_K_isum(&x[0][i], &y[i]), p1 = q6_K_isum(&x[1][i], &y[i]);
+        __m256i p2 = q6_K_isum(&x[2][i], &y[i]), p3 = q6_K_isum(&x[3][i], &y[i]);
+        __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        __m128i dh = _mm_setr_epi16((short)x[0][i].d, (short)x[1][i].d, (short)x[2][i].d,
+                                    (short)x[3][i].d, 0, 0, 0, 0);
+        __m128 dd = _mm_mul_ps(_mm_cvtph_ps(dh), _mm_set1_ps(y[i].d));
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(s), dd, acc);
+    }
+    float r[4];
+    _mm_storeu_ps(r, acc);
+    for (int k = 0; k < 4; k++) out[k * ldo] = r[k];
+}
 
-/* The multi-token paths of Q4_0, Q8_0, Q4_K and Q6_K are the panel kernels
- * (kernels_panel.c); below TILE_MIN_TOKENS tokens the dots run per row. */
+GEMM_ROWS4(gemm_q6_K_avx512, q6_K_rows4, dot_q6_K_avx512, hx_block_q6_K)
+GEMM_ROWS4(gemm_q4_K_avx512, q4_K_rows4, dot_q4_K_avx512, hx_block_q4_K)
+
+/* From TILE_MIN_TOKENS tokens Q4_0, Q8_0, Q4_K and Q6_K run the panel
+ * kernels (kernels_panel.c); below, the four-row GEMVs or the dots. */
 void hx_kernels_fill_avx512(hx_kernels *k, int has_bf16)
 {
     k->dot[HX_TYPE_F32] = dot_f32_avx512;
@@ -387,8 +452,8 @@ void hx_kernels_fill_avx512(hx_kernels *k, int has_bf16)
     k->dot[HX_TYPE_Q4_K] = dot_q4_K_avx512;
     k->dot[HX_TYPE_Q5_K] = dot_q5_K_avx512;
     k->dot[HX_TYPE_Q6_K] = dot_q6_K_avx512;
-    k->gemm[HX_TYPE_Q4_K] = NULL;
-    k->gemm[HX_TYPE_Q6_K] = NULL;
+    k->gemm[HX_TYPE_Q4_K] = gemm_q4_K_avx512;
+    k->gemm[HX_TYPE_Q6_K] = gemm_q6_K_avx512;
     k->gemm[HX_TYPE_Q8_0] = gemm_q8_0_avx512;
     k->gemm[HX_TYPE_Q4_0] = gemm_q4_0_avx512;
 }
