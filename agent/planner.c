@@ -112,23 +112,31 @@ static cJSON *add_msg(cJSON *msgs, const char *role, const char *content)
     return m;
 }
 
-/* ---- the system message: who, when, recalled memories ---- */
-static void system_text(hx_planner *pl, const char *request, hx_buf *b)
+/* ---- the system message: who (the same at every request, so that its KV
+ * cache and the tool list's after it are reused, also by the next process
+ * through the prefix cache on disk); then before each request a system
+ * message of its own: when, recalled memories ---- */
+static void system_text(hx_planner *pl, hx_buf *b)
 {
     const hx_config *cfg = hx_tools_config(pl->d.reg);
-    char when[64] = "";
-    hx_when_format(hx_now(NULL), cfg ? cfg->timezone : NULL, 0, when, sizeof when);
     if (pl->p.system) hx_buf_puts(b, pl->p.system);
     else
         hx_buf_puts(b, "You are Hearth, an assistant running on the user's own "
                        "device. Use the tools to read and change the user's "
                        "calendar, mail and files; when you are done, answer "
                        "in plain text.");
-    hx_buf_printf(b, "\nNow: %s", when);
-    if (cfg && cfg->timezone) hx_buf_printf(b, " (%s)", cfg->timezone);
     if (cfg && cfg->user_name)
         hx_buf_printf(b, "\nUser: %s <%s>", cfg->user_name,
                       cfg->user_email ? cfg->user_email : "");
+}
+
+static void context_text(hx_planner *pl, const char *request, hx_buf *b)
+{
+    const hx_config *cfg = hx_tools_config(pl->d.reg);
+    char when[64] = "";
+    hx_when_format(hx_now(NULL), cfg ? cfg->timezone : NULL, 0, when, sizeof when);
+    hx_buf_printf(b, "Now: %s", when);
+    if (cfg && cfg->timezone) hx_buf_printf(b, " (%s)", cfg->timezone);
     if (!pl->d.mem || pl->p.recall_budget <= 0) return;
     hx_recall_params rp = hx_recall_default_params();
     rp.budget_tokens = pl->p.recall_budget;
@@ -148,10 +156,13 @@ static void set_system(hx_planner *pl, const char *request)
 {
     hx_buf b;
     hx_buf_init(&b);
-    system_text(pl, request, &b);
+    system_text(pl, &b);
     cJSON *m = cJSON_GetArrayItem(pl->msgs, 0);
     if (!m) m = add_msg(pl->msgs, "system", "");
     cJSON_ReplaceItemInObject(m, "content", cJSON_CreateString(b.data ? b.data : ""));
+    b.len = 0;
+    context_text(pl, request, &b);
+    add_msg(pl->msgs, "system", b.data ? b.data : "");
     hx_buf_free(&b);
 }
 

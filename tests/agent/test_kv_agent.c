@@ -82,7 +82,7 @@ static void test_planner_drops_old_exchanges(void)
     ASSERT(ask(pl, "third request", &t) == HX_OK);
     cJSON_Delete(t);
     int before = cJSON_GetArraySize(hx_planner_messages(pl));
-    EXPECT_EQ_INT(before, 7); /* system + 3 x (user, assistant) */
+    EXPECT_EQ_INT(before, 10); /* system + 3 x (context, user, assistant) */
     /* the fourth prompt, with three exchanges before it, no longer fits;
      * with the oldest dropped it does */
     s.limit = s.last_len + 10;

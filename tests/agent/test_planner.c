@@ -416,9 +416,10 @@ static void test_chat_history_and_undo(void)
     EXPECT_EQ_INT(hx_planner_run(pl, "two", &io, &t, &err), HX_OK);
     cJSON_Delete(t);
     EXPECT(strstr(ss.prompts[1], "First answer.") != NULL);
-    EXPECT_EQ_INT(cJSON_GetArraySize(hx_planner_messages(pl)), 5);
+    /* system, then per request: its context (a system message), user, assistant */
+    EXPECT_EQ_INT(cJSON_GetArraySize(hx_planner_messages(pl)), 7);
     EXPECT_EQ_INT(hx_planner_undo(pl), 1);
-    EXPECT_EQ_INT(cJSON_GetArraySize(hx_planner_messages(pl)), 3);
+    EXPECT_EQ_INT(cJSON_GetArraySize(hx_planner_messages(pl)), 4);
     EXPECT_EQ_INT(hx_planner_run(pl, "three", &io, &t, &err), HX_OK);
     EXPECT(strstr(ss.prompts[2], "two") == NULL && strstr(ss.prompts[2], "one") != NULL);
     cJSON_Delete(t);
@@ -460,11 +461,16 @@ static void test_recall_in_prompt(void)
     EXPECT_EQ_INT(run_script(&w, turns, 1, "schedule meetings in the afternoon", NULL, &s, &t,
                              &ss), HX_OK);
     ASSERT(ss.n_prompts == 1);
+    /* who in the system message (the same every request: its KV cache is
+     * reused); when and the recalled memories in the request's context */
     const char *sys_end = strstr(ss.prompts[0], "<|im_end|>");
+    const char *user = strstr(ss.prompts[0], "<|im_start|>user");
     const char *mem = strstr(ss.prompts[0], "prefers meetings in the afternoon");
-    EXPECT(mem && sys_end && mem < sys_end);
-    EXPECT(strstr(ss.prompts[0], "Now: 2026-12-01T09:00:00+01:00") != NULL);
-    EXPECT(strstr(ss.prompts[0], "User: Alice Martin <alice@example.org>") != NULL);
+    const char *now = strstr(ss.prompts[0], "Now: 2026-12-01T09:00:00+01:00");
+    const char *who = strstr(ss.prompts[0], "User: Alice Martin <alice@example.org>");
+    EXPECT(mem && sys_end && user && mem > sys_end && mem < user);
+    EXPECT(now && now > sys_end && now < user);
+    EXPECT(who && who < sys_end);
     done(&s, t, &ss);
     world_close(&w);
 }
