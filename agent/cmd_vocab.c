@@ -82,6 +82,7 @@ typedef struct add_ctx {
     hx_bpe *b;
     hx_buf text;
     long docs;
+    hx_progress pr;
 } add_ctx;
 
 static int add_conv(void *user, const hx_chat_doc *d, hx_err *err)
@@ -91,6 +92,23 @@ static int add_conv(void *user, const hx_chat_doc *d, hx_err *err)
     int rc = hx_chat_render(d, &c->text, NULL, NULL, err);
     if (!rc) rc = hx_bpe_add_text(c->b, c->text.data, c->text.len, err);
     c->docs++;
+    hx_progress_update(&c->pr, (double)d->line, NULL);
+    return rc;
+}
+
+/* One chat file, with its lines as progress on a terminal. */
+static int add_chat(const char *path, int style, add_ctx *c, hx_err *err)
+{
+    char *t = NULL;
+    size_t n = 0;
+    int rc = hx_read_file(path, 0, &t, &n, err);
+    if (rc) return rc;
+    long lines = 1;
+    for (const char *p = t; (p = memchr(p, '\n', n - (size_t)(p - t))); p++) lines++;
+    hx_progress_start(&c->pr, path, (double)lines);
+    rc = hx_chat_each_buf(path, t, n, style, add_conv, c, err);
+    hx_progress_finish(&c->pr);
+    free(t);
     return rc;
 }
 
@@ -98,7 +116,7 @@ static int add_all(const vargs *a, add_ctx *c, hx_err *err)
 {
     int rc = HX_OK;
     for (int i = 0; !rc && i < a->n_chats; i++)
-        rc = hx_chat_each(a->chats[i], a->style, add_conv, c, err);
+        rc = add_chat(a->chats[i], a->style, c, err);
     for (int i = 0; !rc && i < a->n_texts; i++) {
         char *t = NULL;
         size_t n = 0;
@@ -144,7 +162,8 @@ static int vocab_train(int argc, char **argv)
     }
     hx_err err = {0};
     double t0 = hx_time_mono();
-    add_ctx c = {NULL, {0}, 0};
+    add_ctx c;
+    memset(&c, 0, sizeof c);
     hx_buf_init(&c.text);
     int rc = hx_bpe_new(&a.bp, &c.b, &err);
     if (!rc) rc = add_all(&a, &c, &err);

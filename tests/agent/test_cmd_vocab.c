@@ -1,0 +1,153 @@
+/* test_cmd_vocab.c: `hearth vocab train`: learns a vocabulary from chat
+ * JSONL and text files, writes a GGUF the engine loads, and rejects bad
+ * command lines and broken inputs with clear messages. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "agent/cli.h"
+#include "engine/engine.h"
+#include "test.h"
+
+static char g_out[8192], g_errbuf[8192], dir[256], chat[300], text[300], vocab[300];
+
+static void slurp(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
+    buf[n] = 0;
+    if (f) fclose(f);
+    unlink(path);
+}
+
+/* Runs cmd_vocab with args (NULL-terminated); output in g_out, g_errbuf. */
+static int run(const char *const *args)
+{
+    char po[300], pe[300];
+    snprintf(po, sizeof po, "%s/out", dir);
+    snprintf(pe, sizeof pe, "%s/err", dir);
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = (char *)"vocab";
+    while (*args && argc < 31) argv[argc++] = (char *)*args++;
+    argv[argc] = NULL;
+    int fo = open(po, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    int fe = open(pe, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    fflush(stdout);
+    fflush(stderr);
+    int so = dup(1), se = dup(2);
+    dup2(fo, 1), dup2(fe, 2);
+    int rc = cmd_vocab(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(so, 1), dup2(se, 2);
+    close(so), close(se), close(fo), close(fe);
+    slurp(po, g_out, sizeof g_out);
+    slurp(pe, g_errbuf, sizeof g_errbuf);
+    return rc;
+}
+
+static void put(const char *path, const char *s)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fputs(s, f);
+    fclose(f);
+}
+
+static const char k_line[] =
+    "{\"style\": \"compact\", \"messages\": [{\"role\": \"user\", \"content\": \"Find the "
+    "report from Ilse Varga\"}, {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": "
+    "[{\"type\": \"function\", \"function\": {\"name\": \"files.search\", \"arguments\": "
+    "{\"name\": \"report\"}}}]}, {\"role\": \"tool\", \"content\": \"[]\"}, {\"role\": "
+    "\"assistant\", \"content\": \"No report found.\"}], \"tools\": [{\"type\": \"function\", "
+    "\"function\": {\"name\": \"files.search\", \"description\": \"Find files.\", "
+    "\"parameters\": {\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"}}}}}]}\n";
+
+static void test_train_chat_and_text(void)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    for (int i = 0; i < 50; i++) hx_buf_puts(&b, k_line);
+    put(chat, b.data);
+    hx_buf_free(&b);
+    put(text, "Ilse Varga\nAmadou Keita\nSigrun Halvorsen\nreport quarterly budget\n");
+    EXPECT_EQ_INT(run((const char *[]){"train", "--size", "400", "-o", vocab, "--chat", chat,
+                                       text, NULL}), HX_EXIT_OK);
+    /* every word of this small data gets merged whole before 400 */
+    EXPECT(strstr(g_out, "note: fewer tokens than --size 400") != NULL);
+    EXPECT(strstr(g_out, "from 51 documents") != NULL);
+    EXPECT(strstr(g_out, "bytes/token") != NULL);
+    hx_gguf *g = NULL;
+    hx_vocab *v = NULL;
+    hx_err err = {0};
+    ASSERT(hx_gguf_open(vocab, &g, &err) == HX_OK);
+    ASSERT(hx_vocab_load(g, &v, &err) == HX_OK);
+    hx_gguf_close(g);
+    EXPECT(hx_vocab_n_tokens(v) > 300 && hx_vocab_n_tokens(v) < 400);
+    /* the rendered chat was learned: "Assistant" is one token */
+    int32_t ids[8];
+    EXPECT_EQ_INT(hx_tokenize(v, "Assistant", 9, ids, 8, 0, 1), 1);
+    int32_t call = hx_vocab_find(v, "<tool_call>", 11);
+    EXPECT(call > 0 && hx_vocab_is_special(v, call));
+    hx_vocab_free(v);
+    /* a size the data reaches */
+    EXPECT_EQ_INT(run((const char *[]){"train", "--size", "280", "-o", vocab, "--chat", chat,
+                                       NULL}), HX_EXIT_OK);
+    EXPECT(strstr(g_out, "vocabulary of 280 tokens") != NULL);
+    EXPECT(strstr(g_out, "note:") == NULL);
+}
+
+static void test_bad_inputs(void)
+{
+    EXPECT_EQ_INT(run((const char *[]){"train", text, NULL}), HX_EXIT_USAGE);
+    EXPECT(strstr(g_errbuf, "no output") != NULL);
+    EXPECT_EQ_INT(run((const char *[]){"train", "-o", vocab, NULL}), HX_EXIT_USAGE);
+    EXPECT(strstr(g_errbuf, "no data") != NULL);
+    EXPECT_EQ_INT(run((const char *[]){"train", "-o", vocab, "--size", "12x", text, NULL}),
+                  HX_EXIT_USAGE);
+    EXPECT(strstr(g_errbuf, "bad --size '12x'") != NULL);
+    EXPECT_EQ_INT(run((const char *[]){"train", "-o", vocab, "--size", "100", text, NULL}),
+                  HX_EXIT_FAIL);
+    EXPECT(strstr(g_errbuf, "vocabulary size 100 out of range") != NULL);
+    EXPECT_EQ_INT(run((const char *[]){"train", "-o", vocab, "--style", "fancy", text, NULL}),
+                  HX_EXIT_USAGE);
+    EXPECT(strstr(g_errbuf, "unknown style 'fancy'") != NULL);
+    EXPECT_EQ_INT(run((const char *[]){"train", "-o", vocab, "--bogus", "1", text, NULL}),
+                  HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run((const char *[]){"frobnicate", NULL}), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run((const char *[]){"train", "-o", vocab, "/nonexistent/x.txt", NULL}),
+                  HX_EXIT_FAIL);
+    EXPECT(strstr(g_errbuf, "/nonexistent/x.txt") != NULL);
+    put(chat, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"style\": \"compact\"}\n"
+              "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]\n");
+    EXPECT_EQ_INT(run((const char *[]){"train", "-o", vocab, "--chat", chat, NULL}),
+                  HX_EXIT_INPUT);
+    EXPECT(strstr(g_errbuf, "chat.jsonl:2: not valid JSON") != NULL);
+    put(chat, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n");
+    EXPECT_EQ_INT(run((const char *[]){"train", "-o", vocab, "--chat", chat, NULL}),
+                  HX_EXIT_INPUT);
+    EXPECT(strstr(g_errbuf, "no \"style\"") != NULL);
+    /* --style gives the style the lines lack */
+    EXPECT_EQ_INT(run((const char *[]){"train", "-o", vocab, "--size", "265", "--chat", chat,
+                                       "--style", "compact", NULL}), HX_EXIT_OK);
+    EXPECT_EQ_INT(run((const char *[]){"--help", NULL}), HX_EXIT_OK);
+    EXPECT(strstr(g_out, "usage: hearth vocab train") != NULL);
+}
+
+int main(void)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/hx_cmdvocab_XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(dir)) return 1;
+    snprintf(chat, sizeof chat, "%s/chat.jsonl", dir);
+    snprintf(text, sizeof text, "%s/names.txt", dir);
+    snprintf(vocab, sizeof vocab, "%s/vocab.gguf", dir);
+    RUN(test_train_chat_and_text);
+    RUN(test_bad_inputs);
+    unlink(chat);
+    unlink(text);
+    unlink(vocab);
+    rmdir(dir);
+    return test_summary();
+}
