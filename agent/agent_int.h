@@ -86,8 +86,9 @@ typedef struct hx_engine_source_params {
     int call_style;       /* HX_CALLS_TAGGED (<tool_call>, default) or
                              HX_CALLS_LLAMA (Llama 3.1's bare JSON call);
                              see hx_agent_call_style */
-    int max_calls;        /* most calls in one turn; 0: HX_AGENT_MAX_CALLS
-                             (small models call until the budget ends) */
+    int max_calls;        /* most calls in one turn; 0: HX_AGENT_MAX_CALLS,
+                             or 1 with compact_json (small models call
+                             until the budget ends) */
     int plain_decode;     /* 1: one token per forward pass (no batched
                              forced runs, no drafts); for comparisons.
                              The output is the same; default 0 */

@@ -356,6 +356,10 @@ static int eng_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
  * against the tool's real schema; it just has fewer ways to go on. */
 #define COMPACT_MAX_STRING 40
 #define COMPACT_MAX_ITEMS 3
+/* Calls per turn in compact mode unless the caller asks for more: a small
+ * model that may call again calls until the token budget ends (stories260K:
+ * two calls of ~150 tokens each overrun `hearth ask --max-tokens 300`). */
+#define COMPACT_MAX_CALLS 1
 static const double round_values[] = {0, 1, 2, 3, 5, 10, 15, 20, 30, 45, 60, 90, 120};
 
 static double num_or(const cJSON *j, const char *k, double dflt)
@@ -454,7 +458,7 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     e->compact = p->compact_json;
     e->call_style = p->call_style;
     e->max_calls = p->max_calls > 0 && p->max_calls < HX_AGENT_MAX_CALLS ? p->max_calls
-                                                                        : HX_AGENT_MAX_CALLS;
+                   : e->compact ? COMPACT_MAX_CALLS : HX_AGENT_MAX_CALLS;
     hx_ctx_params cp = hx_ctx_default_params();
     cp.n_ctx = p->n_ctx;
     cp.n_threads = p->n_threads;
@@ -473,7 +477,7 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
         (rc = hx_ctx_set_adapters(e->ctx, p->adapters, p->adapter_scales, p->n_adapters)))
         hx_err_set(err, rc, "%s", hx_ctx_errmsg(e->ctx));
     if (!rc && !(e->spec = new_spec(e, p))) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    if (!rc) rc = hx_gvocab_from_vocab(e->v, &e->gv, err);
+    if (!rc) rc = hx_gvocab_from_vocab_cached(e->v, NULL, &e->gv, NULL, err);
     if (!rc && (rc = find_ws_tokens(e))) hx_err_set(err, rc, "out of memory");
     if (rc) {
         eng_free(e);

@@ -9,6 +9,7 @@
 
 #include "base/base.h"
 #include "engine/engine.h"
+#include "memory/memory.h"
 
 /* ---- model shape for training from scratch (architecture qwen3, tied
  * output, q/k norms, NEOX RoPE) ---- */
@@ -231,5 +232,68 @@ int hx_lora_store_adopt(hx_lora_store *s, const char *src, const char *name,
 int hx_lora_store_load_active(hx_lora_store *s, const hx_model *m,
                               hx_adapter **ads, float *scales, int *n,
                               hx_err *err);
+
+/* ---- nightly fine-tuning (nightly.c) ----
+ * From the memory's judged episodes: accepted ones as they were,
+ * corrected ones with the correction as the last assistant turn, rejected
+ * ones left out; the latest heldout_frac (by finish time) held out. Each
+ * episode is rendered as ChatML (tool calls as <tool_call> JSON) and the
+ * loss counts the assistant's tokens only. */
+typedef struct hx_nightly_data {
+    int32_t *tokens;  /* n, episodes back to back */
+    uint8_t *mask;    /* n: 1 on the assistant's tokens */
+    int32_t *doc;     /* n: episode index */
+    size_t *ends;     /* n_docs: end of each episode */
+    size_t n, cap;
+    int n_docs;
+    int64_t split_at; /* held-out set: finish time of its first episode */
+} hx_nightly_data;
+int hx_nightly_dataset(const hx_vocab *v, hx_memory *mem, double heldout_frac,
+                       hx_nightly_data *train, hx_nightly_data *heldout,
+                       hx_err *err);
+void hx_nightly_data_free(hx_nightly_data *d);
+
+typedef struct hx_nightly_params {
+    const char *model;     /* the base GGUF (required) */
+    hx_memory *memory;     /* the episodes (borrowed, required) */
+    hx_lora_store *store;  /* where a passing adapter is adopted (borrowed) */
+    const char *work_dir;  /* checkpoint, run key, candidate (required) */
+    hx_lora_params lora;   /* default rank 16, alpha 16, q/k/v/o */
+    hx_train_params train; /* default lr 2e-4, 2 warmup steps, no weight
+                            * decay, 4 x 256 tokens; opt.n_steps 0: from
+                            * epochs */
+    int epochs;            /* passes over the training tokens; default 2 */
+    double heldout_frac;   /* default 0.2 */
+    int min_train;         /* fewest training episodes; default 4 */
+    double min_gain;       /* the held-out loss must drop by this fraction;
+                            * default 0.01 */
+    int chunk;             /* steps between governor checks (checkpointed);
+                            * default 8 */
+    int force;             /* 1: do not ask the governor */
+    int n_threads;         /* 0: online CPUs */
+    FILE *log;             /* one line per step, or NULL */
+} hx_nightly_params;
+hx_nightly_params hx_nightly_default_params(void);
+
+typedef struct hx_nightly_report {
+    int n_train, n_heldout;
+    int64_t train_tokens, heldout_tokens;
+    int steps;
+    double loss_before, loss_after; /* mean held-out loss per target token */
+    int adopted;
+    char adapter[96];  /* the stored name when adopted */
+    char reason[256];  /* adopted, discarded (why) or not run (why) */
+} hx_nightly_report;
+
+/* One nightly run: asks the governor (idle, charging, cool) unless force,
+ * builds the dataset, trains (resuming a checkpoint of the same base, data
+ * and parameters), measures the held-out loss before (the base) and after,
+ * and adopts the adapter through the store only if it dropped by
+ * min_gain; otherwise the adapter is discarded and r->reason says why.
+ * HX_OK when it ran (adopted or not); HX_ERR_STATE when the governor says
+ * not now; HX_ERR_CANCELLED when it stopped between chunks (checkpointed;
+ * the next run resumes); HX_ERR_NOTFOUND when there are too few episodes. */
+int hx_nightly_run(const hx_nightly_params *p, hx_nightly_report *r,
+                   hx_err *err);
 
 #endif /* HX_LORA_H */

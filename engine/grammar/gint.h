@@ -161,7 +161,8 @@ typedef struct gtrie {
 struct hx_gvocab {
     int32_t n_tokens;
     uint32_t n_words;
-    char **piece;
+    char **piece;       /* into text */
+    char *text;         /* every piece, each NUL-terminated */
     uint32_t *len;
     uint8_t *flags;
     uint32_t *dup_next; /* next token with the same bytes, UINT32_MAX */
@@ -170,12 +171,17 @@ struct hx_gvocab {
     uint32_t *cum;      /* (max_cp + 1) bitsets: string-safe tokens with at
                            most k code points */
     uint32_t max_cp;
+    void *map;           /* a mapped cache file that len, flags, dup_next,
+                            text, the tries and cum point into, or NULL */
+    size_t map_len;
     int32_t mark_tok[3]; /* special tokens spelling MARK_TEXT[i]
                             (<tool_call>, </tool_call>, <|python_tag|>),
                             -1 if none */
 };
 enum { N_MARKS = 3 };
 extern const char *const hx_gmark_text[N_MARKS];
+/* gvcache.c: unmaps v->map. */
+void hx_gvocab_unmap(hx_gvocab *v);
 
 /* ---- matcher: sets of hash-consed stacks ("configs") ---- */
 typedef struct gstack {

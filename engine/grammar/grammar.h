@@ -101,6 +101,14 @@ int hx_gvocab_new(int32_t n_tokens, const char *const *pieces,
  * that tool-call grammars accept them in place of the text. */
 int hx_gvocab_from_vocab(const struct hx_vocab *v, hx_gvocab **out,
                          hx_err *err);
+/* The same through a cache file in dir (NULL: hx_path_cache's directory,
+ * $XDG_CACHE_HOME/hearth) named by a hash of the tokens. The file is used
+ * only if its version, sizes and checksum hold and its tokens equal v's
+ * byte for byte; otherwise (missing, stale, damaged) the vocabulary is
+ * built as above and the file written atomically, with no error: the
+ * cache only saves time. *from_cache (may be NULL) is 1 if it was used. */
+int hx_gvocab_from_vocab_cached(const struct hx_vocab *v, const char *dir,
+                                hx_gvocab **out, int *from_cache, hx_err *err);
 void hx_gvocab_free(hx_gvocab *v); /* NULL is a no-op */
 int32_t hx_gvocab_n_tokens(const hx_gvocab *v);
 

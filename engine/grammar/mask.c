@@ -8,7 +8,6 @@
 
 #include "engine/grammar/gint.h"
 #include "engine/sample.h"
-#include "engine/vocab.h"
 
 #define NO_TOK UINT32_MAX
 #define MEMO_LIST_MAX 512
@@ -22,28 +21,52 @@ static const char PY_TAG[] = "<|python_tag|>";
 const char *const hx_gmark_text[N_MARKS] = {OPEN_TAG, CLOSE_TAG, PY_TAG};
 
 /* ---- vocabulary ---- */
-static const hx_gvocab *sort_v;
+/* A token to sort: its first 8 bytes as a big-endian key (zero padded, so
+ * key order agrees with byte order), then the rest, the length, the id. */
+typedef struct tkey {
+    uint64_t key;
+    const uint8_t *p;
+    uint32_t len, id;
+} tkey;
 
-static int cmp_tok(const void *a, const void *b)
+static int cmp_key(const void *a, const void *b)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    uint32_t lx = sort_v->len[x], ly = sort_v->len[y];
-    int c = memcmp(sort_v->piece[x], sort_v->piece[y], lx < ly ? lx : ly);
+    const tkey *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    uint32_t n = x->len < y->len ? x->len : y->len;
+    int c = n > 8 ? memcmp(x->p + 8, y->p + 8, n - 8) : 0;
     if (c) return c;
-    if (lx != ly) return lx < ly ? -1 : 1;
-    return x < y ? -1 : x > y;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Builds a DFS-ordered trie of the tokens ids[0..n) (sorted). */
-static int trie_build(hx_gvocab *v, const uint32_t *ids, uint32_t n, gtrie *t)
+/* The tokens ids[0..n) sorted by their bytes (ties: shorter, then lower
+ * id); caller frees. */
+static tkey *sort_tokens(const hx_gvocab *v, const uint32_t *ids, uint32_t n)
+{
+    tkey *k = malloc((n ? n : 1) * sizeof *k);
+    if (!k) return NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *p = (const uint8_t *)v->piece[ids[i]];
+        uint32_t len = v->len[ids[i]];
+        uint64_t key = 0;
+        for (uint32_t j = 0; j < 8; j++) key = key << 8 | (j < len ? p[j] : 0);
+        k[i] = (tkey){key, p, len, ids[i]};
+    }
+    qsort(k, n, sizeof *k, cmp_key);
+    return k;
+}
+
+/* Builds a DFS-ordered trie of the sorted tokens k[0..n). */
+static int trie_build(hx_gvocab *v, const tkey *tk, uint32_t n, gtrie *t)
 {
     uint32_t cap = 1024, path[MAX_TOK_LEN + 1], depth = 0;
     t->nd = malloc(cap * sizeof(gnode));
     t->n = 0;
     if (!t->nd) return -1;
     for (uint32_t k = 0; k <= n; k++) {
-        uint32_t id = k < n ? ids[k] : NO_TOK, L = k < n ? v->len[id] : 0, lcp = 0;
-        const uint8_t *p = k < n ? (const uint8_t *)v->piece[id] : NULL;
+        uint32_t id = k < n ? tk[k].id : NO_TOK, L = k < n ? tk[k].len : 0, lcp = 0;
+        const uint8_t *p = k < n ? tk[k].p : NULL;
         while (lcp < depth && lcp < L && t->nd[path[lcp]].byte == p[lcp]) lcp++;
         while (depth > lcp) { /* close nodes */
             depth--;
@@ -100,29 +123,31 @@ static int string_safe_cps(const uint8_t *p, uint32_t n)
 
 static int build_tables(hx_gvocab *v)
 {
-    uint32_t *all = malloc((size_t)v->n_tokens * 4), *rest = malloc((size_t)v->n_tokens * 4);
+    uint32_t *all = malloc((size_t)v->n_tokens * 4);
     int *cps = malloc((size_t)v->n_tokens * sizeof(int));
+    tkey *ka = NULL, *kr = NULL;
     uint32_t na = 0, nr = 0;
     int rc = -1;
-    if (!all || !rest || !cps) goto done;
+    if (!all || !cps) goto done;
     v->max_cp = 0;
     for (int32_t i = 0; i < v->n_tokens; i++) {
         cps[i] = -1;
         if ((v->flags[i] & HX_GTOK_SPECIAL) || v->len[i] == 0 || v->len[i] > MAX_TOK_LEN) continue;
         all[na++] = (uint32_t)i;
         cps[i] = string_safe_cps((const uint8_t *)v->piece[i], v->len[i]);
-        if (cps[i] < 0) rest[nr++] = (uint32_t)i;
+        if (cps[i] < 0) nr++;
         else if ((uint32_t)cps[i] > v->max_cp) v->max_cp = (uint32_t)cps[i];
     }
-    sort_v = v;
-    qsort(all, na, 4, cmp_tok);
-    qsort(rest, nr, 4, cmp_tok);
-    if (trie_build(v, all, na, &v->all)) goto done;
+    if (!(ka = sort_tokens(v, all, na)) || !(kr = malloc((nr ? nr : 1) * sizeof *kr))) goto done;
+    nr = 0; /* the tokens that are not string-safe, in the same order */
+    for (uint32_t i = 0; i < na; i++)
+        if (cps[ka[i].id] < 0) kr[nr++] = ka[i];
+    if (trie_build(v, ka, na, &v->all)) goto done;
     /* the rest trie must not re-chain duplicates: build with a copy */
     uint32_t *saved = malloc((size_t)v->n_tokens * 4);
     if (!saved) goto done;
     memcpy(saved, v->dup_next, (size_t)v->n_tokens * 4);
-    int bad = trie_build(v, rest, nr, &v->rest);
+    int bad = trie_build(v, kr, nr, &v->rest);
     memcpy(v->dup_next, saved, (size_t)v->n_tokens * 4);
     free(saved);
     if (bad) goto done;
@@ -136,7 +161,8 @@ static int build_tables(hx_gvocab *v)
     rc = 0;
 done:
     free(all);
-    free(rest);
+    free(ka);
+    free(kr);
     free(cps);
     return rc;
 }
@@ -155,19 +181,21 @@ int hx_gvocab_new(int32_t n_tokens, const char *const *pieces, const size_t *len
     v->len = calloc((size_t)n_tokens, 4);
     v->flags = calloc((size_t)n_tokens, 1);
     v->dup_next = malloc((size_t)n_tokens * 4);
+    size_t total = (size_t)n_tokens; /* one NUL each: pieces may hold NUL bytes */
+    for (int32_t i = 0; i < n_tokens; i++) total += lens[i];
+    v->text = malloc(total);
     for (int k = 0; k < N_MARKS; k++) v->mark_tok[k] = -1;
-    if (!v->piece || !v->len || !v->flags || !v->dup_next) goto oom;
+    if (!v->piece || !v->len || !v->flags || !v->dup_next || !v->text) goto oom;
     memset(v->dup_next, 0xff, (size_t)n_tokens * 4);
-    for (int32_t i = 0; i < n_tokens; i++) {
+    for (size_t i = 0, off = 0; i < (size_t)n_tokens; off += lens[i++] + 1) {
         v->len[i] = (uint32_t)lens[i];
-        v->piece[i] = malloc(lens[i] + 1); /* pieces may hold NUL bytes */
-        if (!v->piece[i]) goto oom;
+        v->piece[i] = v->text + off;
         if (lens[i]) memcpy(v->piece[i], pieces[i], lens[i]);
         v->piece[i][lens[i]] = 0;
         v->flags[i] = flags ? flags[i] : 0;
         for (int k = 0; k < N_MARKS && (v->flags[i] & HX_GTOK_SPECIAL); k++)
             if (lens[i] == strlen(hx_gmark_text[k]) && !memcmp(pieces[i], hx_gmark_text[k], lens[i]))
-                v->mark_tok[k] = i;
+                v->mark_tok[k] = (int32_t)i;
     }
     if (build_tables(v)) goto oom;
     *out = v;
@@ -177,35 +205,16 @@ oom:
     return hx_err_set(err, HX_ERR_NOMEM, "out of memory building the token trie");
 }
 
-int hx_gvocab_from_vocab(const hx_vocab *hv, hx_gvocab **out, hx_err *err)
-{
-    int32_t n = hx_vocab_n_tokens(hv);
-    const char **p = calloc((size_t)n, sizeof *p);
-    size_t *l = calloc((size_t)n, sizeof *l);
-    uint8_t *f = calloc((size_t)n, 1);
-    int rc;
-    if (!p || !l || !f) {
-        rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    } else {
-        for (int32_t i = 0; i < n; i++) {
-            p[i] = hx_vocab_piece(hv, i, &l[i]);
-            if (!p[i]) { p[i] = ""; l[i] = 0; }
-            f[i] = (uint8_t)((hx_vocab_is_special(hv, i) ? HX_GTOK_SPECIAL : 0) |
-                             (hx_vocab_is_eog(hv, i) ? HX_GTOK_EOG : 0));
-        }
-        rc = hx_gvocab_new(n, p, l, f, out, err);
-    }
-    free(p);
-    free(l);
-    free(f);
-    return rc;
-}
-
 void hx_gvocab_free(hx_gvocab *v)
 {
     if (!v) return;
-    for (int32_t i = 0; v->piece && i < v->n_tokens; i++) free(v->piece[i]);
     free(v->piece);
+    if (v->map) { /* the tables point into a cache file (gvcache.c) */
+        hx_gvocab_unmap(v);
+        free(v);
+        return;
+    }
+    free(v->text);
     free(v->len);
     free(v->flags);
     free(v->dup_next);

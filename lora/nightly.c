@@ -1,0 +1,441 @@
+/* nightly.c: the nightly fine-tuning job: a dataset from the user's judged
+ * episodes (accepted as they were, corrected with the correction as the
+ * target, rejected left out; the latest held out), a LoRA adapter trained
+ * over the frozen base in governor-checked chunks with checkpoints, an
+ * evaluation gate on held-out loss, and adoption through the store. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lora/lora.h"
+
+#define MAX_EP_TOKENS 2048 /* an episode longer than this is cut */
+
+hx_nightly_params hx_nightly_default_params(void)
+{
+    hx_nightly_params p;
+    memset(&p, 0, sizeof p);
+    p.lora = hx_lora_default_params();
+    p.lora.rank = 16;
+    p.lora.alpha = 16;
+    p.train = hx_train_default_params();
+    p.train.opt.lr = 2e-4f;
+    p.train.opt.warmup = 2;
+    p.train.opt.wd = 0.0f;
+    p.train.seq_len = 256;
+    p.train.n_seq = 4;
+    p.epochs = 2;
+    p.heldout_frac = 0.2;
+    p.min_train = 4;
+    p.min_gain = 0.01;
+    p.chunk = 8;
+    return p;
+}
+
+/* ---- the dataset ---- */
+
+void hx_nightly_data_free(hx_nightly_data *d)
+{
+    if (!d) return;
+    free(d->tokens), free(d->mask), free(d->doc), free(d->ends);
+    memset(d, 0, sizeof *d);
+}
+
+static int data_push(hx_nightly_data *d, const int32_t *t, const uint8_t *m,
+                     size_t n)
+{
+    size_t need = d->n + n;
+    if (need > d->cap) {
+        size_t cap = need > 2 * d->cap ? need : 2 * d->cap;
+        int32_t *nt = realloc(d->tokens, cap * sizeof *nt);
+        if (nt) d->tokens = nt;
+        uint8_t *nm = realloc(d->mask, cap);
+        if (nm) d->mask = nm;
+        int32_t *nd = realloc(d->doc, cap * sizeof *nd);
+        if (nd) d->doc = nd;
+        if (!nt || !nm || !nd) return HX_ERR_NOMEM;
+        d->cap = cap;
+    }
+    size_t *ne = realloc(d->ends, (size_t)(d->n_docs + 1) * sizeof *ne);
+    if (!ne) return HX_ERR_NOMEM;
+    d->ends = ne;
+    memcpy(d->tokens + d->n, t, n * sizeof *t);
+    memcpy(d->mask + d->n, m, n);
+    for (size_t i = 0; i < n; i++) d->doc[d->n + i] = d->n_docs;
+    d->n += n;
+    d->ends[d->n_docs++] = d->n;
+    return HX_OK;
+}
+
+/* One rendered episode: text pieces, each a target (assistant) or not. */
+typedef struct render {
+    hx_buf text;
+    size_t spans[256][2]; /* byte ranges of targets */
+    int n_spans;
+} render;
+
+static void put(render *r, const char *s, int target)
+{
+    size_t from = r->text.len;
+    hx_buf_puts(&r->text, s);
+    if (target && r->n_spans < 256 && r->text.len > from) {
+        r->spans[r->n_spans][0] = from;
+        r->spans[r->n_spans++][1] = r->text.len;
+    }
+}
+
+/* An assistant message's text: its content, then its tool calls as Qwen3
+ * writes them (<tool_call>{"name", "arguments"}</tool_call>). */
+static void put_assistant(render *r, const cJSON *msg, const char *override)
+{
+    put(r, "<|im_start|>assistant\n", 0);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(msg, "content");
+    if (override) {
+        put(r, override, 1);
+    } else {
+        if (cJSON_IsString(c)) put(r, c->valuestring, 1);
+        const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"), *w;
+        cJSON_ArrayForEach(w, tc) {
+            const cJSON *fn = cJSON_GetObjectItemCaseSensitive(w, "function");
+            char *js = fn ? cJSON_PrintUnformatted(fn) : NULL;
+            if (!js) continue;
+            put(r, "<tool_call>\n", 1);
+            put(r, js, 1);
+            put(r, "\n</tool_call>", 1);
+            cJSON_free(js);
+        }
+    }
+    put(r, "<|im_end|>", 1); /* the model learns to stop */
+    put(r, "\n", 0);
+}
+
+/* ChatML text of an episode's messages; for a corrected episode the last
+ * assistant turn is replaced by the correction. */
+static int render_episode(const hx_episode *ep, render *r)
+{
+    cJSON *msgs = ep->messages ? cJSON_Parse(ep->messages) : NULL;
+    int last = -1, i = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (cJSON_IsString(role) && !strcmp(role->valuestring, "assistant")) last = i;
+        i++;
+    }
+    const int corrected = ep->verdict == HX_VERDICT_CORRECTED && ep->corrected;
+    if (!cJSON_IsArray(msgs) || i == 0) { /* only the request and answer */
+        put(r, "<|im_start|>user\n", 0);
+        put(r, ep->request, 0);
+        put(r, "<|im_end|>\n", 0);
+        cJSON tmp;
+        memset(&tmp, 0, sizeof tmp);
+        put_assistant(r, &tmp, corrected ? ep->corrected : ep->outcome ? ep->outcome : "");
+        cJSON_Delete(msgs);
+        return HX_OK;
+    }
+    i = 0;
+    cJSON_ArrayForEach(m, msgs) {
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
+        const char *rs = cJSON_IsString(role) ? role->valuestring : "user";
+        if (!strcmp(rs, "assistant")) {
+            put_assistant(r, m, corrected && i == last ? ep->corrected : NULL);
+        } else if (strcmp(rs, "system")) { /* the system text changes; not learnt */
+            put(r, "<|im_start|>", 0);
+            put(r, !strcmp(rs, "tool") ? "user\n<tool_response>\n" : "user\n", 0);
+            char *js = cJSON_IsString(c) ? NULL : cJSON_PrintUnformatted(c);
+            put(r, cJSON_IsString(c) ? c->valuestring : js ? js : "", 0);
+            cJSON_free(js);
+            put(r, !strcmp(rs, "tool") ? "\n</tool_response><|im_end|>\n" : "<|im_end|>\n", 0);
+        }
+        if (corrected && i == last) break; /* the correction ends it */
+        i++;
+    }
+    cJSON_Delete(msgs);
+    return r->text.oom ? HX_ERR_NOMEM : HX_OK;
+}
+
+/* Tokenizes r piece by piece so that target spans map to tokens. */
+static int tokenize_render(const hx_vocab *v, const render *r, hx_nightly_data *d)
+{
+    int32_t *tok = hx_malloc_array(MAX_EP_TOKENS, sizeof *tok);
+    uint8_t *mask = hx_calloc(MAX_EP_TOKENS, 1);
+    size_t n = 0, pos = 0;
+    int rc = tok && mask ? HX_OK : HX_ERR_NOMEM;
+    for (int s = 0; !rc && s <= r->n_spans && n < MAX_EP_TOKENS; s++) {
+        /* the text before span s (not a target), then span s (a target) */
+        size_t cut[2] = {s < r->n_spans ? r->spans[s][0] : r->text.len,
+                         s < r->n_spans ? r->spans[s][1] : r->text.len};
+        for (int k = 0; k < 2 && n < MAX_EP_TOKENS; k++) {
+            size_t len = cut[k] - pos;
+            if (!len) continue;
+            int32_t got = hx_tokenize(v, r->text.data + pos, len, tok + n,
+                                      (int32_t)(MAX_EP_TOKENS - n), 0, 1);
+            if (got < 0) got = 0; /* cut: the episode is too long */
+            memset(mask + n, k, (size_t)got);
+            n += (size_t)got;
+            pos = cut[k];
+        }
+    }
+    if (!rc && n > 1) rc = data_push(d, tok, mask, n);
+    free(tok), free(mask);
+    return rc;
+}
+
+typedef struct collect {
+    const hx_vocab *v;
+    hx_nightly_data all;
+    int64_t *finished;
+    int err;
+} collect;
+
+static int collect_cb(void *user, const hx_episode *ep, int heldout)
+{
+    collect *c = user;
+    render r;
+    (void)heldout;
+    memset(&r, 0, sizeof r);
+    hx_buf_init(&r.text);
+    int before = c->all.n_docs;
+    int rc = render_episode(ep, &r);
+    if (!rc) rc = tokenize_render(c->v, &r, &c->all);
+    hx_buf_free(&r.text);
+    if (!rc && c->all.n_docs > before) {
+        int64_t *nf = realloc(c->finished, (size_t)c->all.n_docs * sizeof *nf);
+        if (!nf) rc = HX_ERR_NOMEM;
+        else (c->finished = nf)[before] = ep->finished_at;
+    }
+    return c->err = rc;
+}
+
+/* Documents [from, to) of src into dst, renumbered. */
+static int copy_docs(const hx_nightly_data *src, int from, int to,
+                     hx_nightly_data *dst)
+{
+    int rc = HX_OK;
+    for (int i = from; !rc && i < to; i++) {
+        size_t a = i ? src->ends[i - 1] : 0, b = src->ends[i];
+        rc = data_push(dst, src->tokens + a, src->mask + a, b - a);
+    }
+    return rc;
+}
+
+int hx_nightly_dataset(const hx_vocab *v, hx_memory *mem, double heldout_frac,
+                       hx_nightly_data *train, hx_nightly_data *held,
+                       hx_err *err)
+{
+    memset(train, 0, sizeof *train);
+    memset(held, 0, sizeof *held);
+    collect c;
+    memset(&c, 0, sizeof c);
+    c.v = v;
+    hx_training_query q = {0, 0, 0};
+    int rc = hx_memory_training_episodes(mem, &q, collect_cb, &c, err);
+    if (rc && c.err) rc = hx_err_set(err, c.err, "building the dataset: %s",
+                                     hx_rc_str(c.err));
+    /* episodes come oldest first: the latest heldout_frac are held out */
+    int n = c.all.n_docs;
+    int n_held = (int)ceil(heldout_frac * n);
+    if (n_held > n) n_held = n;
+    if (!rc) rc = copy_docs(&c.all, 0, n - n_held, train);
+    if (!rc) rc = copy_docs(&c.all, n - n_held, n, held);
+    if (rc && !err->msg[0]) hx_err_set(err, rc, "building the dataset: out of memory");
+    if (!rc && n_held > 0) held->split_at = c.finished[n - n_held];
+    hx_nightly_data_free(&c.all);
+    free(c.finished);
+    if (rc) hx_nightly_data_free(train), hx_nightly_data_free(held);
+    return rc;
+}
+
+/* ---- evaluation ---- */
+
+/* Mean loss per target token of the held-out documents. */
+static int heldout_loss(hx_trainer *tr, const hx_nightly_data *d, double *out,
+                        hx_err *err)
+{
+    double sum = 0;
+    long count = 0;
+    int rc = HX_OK;
+    for (int i = 0; !rc && i < d->n_docs; i++) {
+        size_t a = i ? d->ends[i - 1] : 0, n = d->ends[i] - a - 1;
+        const int32_t *t = d->tokens + a;
+        hx_batch b = {1, (int)n, t, t + 1, d->mask + a + 1, NULL};
+        double ls = 0;
+        int nc = 0;
+        rc = hx_trainer_forward(tr, &b, NULL, &ls, &nc, err);
+        sum += ls, count += nc;
+    }
+    *out = count ? sum / (double)count : NAN;
+    return rc;
+}
+
+/* ---- the run ---- */
+
+/* 1 if the governor allows training now (or force); else the reason. */
+static int may_run(const hx_nightly_params *p, char *why, size_t n)
+{
+    if (p->force) return 1;
+    hx_power pw;
+    hx_gov_decision d;
+    hx_power_read(NULL, NULL, &pw);
+    hx_governor *g = hx_governor_new(NULL);
+    if (!g) return snprintf(why, n, "out of memory"), 0;
+    hx_governor_update(g, &pw, &d);
+    hx_governor_free(g);
+    if (!d.nightly_ok) snprintf(why, n, "not now: %s (--force to override)", d.why);
+    return d.nightly_ok;
+}
+
+/* The key of a training run: base, data and parameters; a checkpoint
+ * resumes only under the same key. */
+static void run_key(const hx_nightly_params *p, const char *base_id,
+                    const hx_nightly_data *d, char out[65])
+{
+    hx_sha256 s;
+    unsigned char dig[32];
+    hx_sha256_init(&s);
+    hx_sha256_update(&s, base_id, 64);
+    hx_sha256_update(&s, d->tokens, d->n * sizeof *d->tokens);
+    hx_sha256_update(&s, d->mask, d->n);
+    hx_sha256_update(&s, &p->lora, sizeof p->lora);
+    hx_sha256_update(&s, &p->train.opt, sizeof p->train.opt);
+    hx_sha256_final(&s, dig);
+    hx_sha256_hex(dig, out);
+}
+
+/* Loads the checkpoint when its key file matches; writes the key. */
+static int resume(hx_trainer *tr, const char *dir, const char *key, FILE *log,
+                  hx_err *err)
+{
+    char kp[4200], cp[4200], *old = NULL;
+    size_t len = 0;
+    hx_err e2 = {0};
+    snprintf(kp, sizeof kp, "%s/nightly.key", dir);
+    snprintf(cp, sizeof cp, "%s/nightly.ckpt", dir);
+    if (!hx_read_file(kp, 4096, &old, &len, &e2) && len == 64 && !memcmp(old, key, 64) &&
+        !hx_trainer_load(tr, cp, &e2)) {
+        if (log) fprintf(log, "nightly: resuming at step %d\n", hx_trainer_steps_done(tr));
+    } else {
+        remove(cp);
+    }
+    free(old);
+    return hx_write_file_atomic(kp, key, 64, err);
+}
+
+static int train_chunks(hx_trainer *tr, const hx_nightly_params *p,
+                        const hx_nightly_data *d, const char *ckpt,
+                        hx_nightly_report *r, hx_err *err)
+{
+    hx_train_data td = {d->tokens, d->mask, d->n, d->doc};
+    hx_train_params tp = p->train;
+    tp.ckpt_path = ckpt;
+    tp.stop_after = p->chunk > 0 ? p->chunk : 0;
+    tp.ckpt_every = tp.stop_after;
+    tp.log = p->log;
+    if ((size_t)tp.seq_len + 1 > d->n) tp.seq_len = (int)d->n - 1;
+    if (tp.opt.n_steps <= 0) {
+        double per = (double)tp.seq_len * tp.n_seq * (tp.accum > 0 ? tp.accum : 1);
+        tp.opt.n_steps = (int)ceil(p->epochs * (double)d->n / per);
+        if (tp.opt.n_steps < 1) tp.opt.n_steps = 1;
+    }
+    int rc = HX_OK;
+    while (!rc && hx_trainer_steps_done(tr) < tp.opt.n_steps) {
+        if (!may_run(p, r->reason, sizeof r->reason))
+            return HX_ERR_CANCELLED; /* checkpointed: the next run resumes */
+        rc = hx_train_run(tr, &td, &tp, err);
+    }
+    r->steps = hx_trainer_steps_done(tr);
+    return rc;
+}
+
+/* Writes the candidate and adopts it when it passed the gate. */
+static int gate_and_adopt(hx_trainer *tr, const hx_nightly_params *p,
+                          const char *dir, hx_nightly_report *r, hx_err *err)
+{
+    const double gain = (r->loss_before - r->loss_after) / r->loss_before;
+    if (!(gain >= p->min_gain)) {
+        snprintf(r->reason, sizeof r->reason, "discarded: held-out loss %.4f -> "
+                 "%.4f (needs a drop of %.1f%%)", r->loss_before, r->loss_after,
+                 100 * p->min_gain);
+        return HX_OK;
+    }
+    char cand[4200];
+    snprintf(cand, sizeof cand, "%s/candidate.gguf", dir);
+    int rc = hx_trainer_write_gguf(tr, cand, NULL, err);
+    int off = 0;
+    int64_t now = hx_now(&off) + off;
+    int64_t days = now >= 0 ? now / 86400 : (now - 86399) / 86400, sec = now - days * 86400;
+    int y, mo, dd;
+    hx_civil_from_days(days, &y, &mo, &dd);
+    snprintf(r->adapter, sizeof r->adapter, "nightly-%04d%02d%02d-%02d%02d%02d.gguf", y, mo,
+             dd, (int)(sec / 3600), (int)(sec / 60 % 60), (int)(sec % 60));
+    if (!rc) rc = hx_lora_store_adopt(p->store, cand, r->adapter, 1.0f, err);
+    if (rc) return rc;
+    remove(cand);
+    r->adopted = 1;
+    snprintf(r->reason, sizeof r->reason, "adopted %s: held-out loss %.4f -> %.4f",
+             r->adapter, r->loss_before, r->loss_after);
+    return HX_OK;
+}
+
+static int run_with_data(const hx_nightly_params *p, hx_nightly_data *tr_d,
+                         hx_nightly_data *ho, hx_nightly_report *r, hx_err *err)
+{
+    hx_trainer *tr = NULL;
+    int rc = hx_trainer_new_gguf(p->model, &p->lora, p->n_threads, &tr, err);
+    char base_id[65], key[65], ckpt[4200];
+    if (rc) return rc;
+    rc = hx_mkdirs(p->work_dir, err);
+    snprintf(ckpt, sizeof ckpt, "%s/nightly.ckpt", p->work_dir);
+    if (!rc) rc = heldout_loss(tr, ho, &r->loss_before, err); /* B = 0: the base */
+    if (!rc) {
+        hx_model *m = NULL;
+        hx_model_params mp = hx_model_default_params();
+        mp.no_vocab = 1;
+        rc = hx_model_load(p->model, &mp, &m, err);
+        if (!rc) hx_model_identity(m, base_id);
+        hx_model_free(m);
+    }
+    if (!rc) run_key(p, base_id, tr_d, key);
+    if (!rc) rc = resume(tr, p->work_dir, key, p->log, err);
+    if (!rc) rc = train_chunks(tr, p, tr_d, ckpt, r, err);
+    if (!rc) rc = heldout_loss(tr, ho, &r->loss_after, err);
+    if (!rc) rc = gate_and_adopt(tr, p, p->work_dir, r, err);
+    if (!rc) remove(ckpt); /* done: the next night starts afresh */
+    hx_trainer_free(tr);
+    return rc;
+}
+
+int hx_nightly_run(const hx_nightly_params *p, hx_nightly_report *r,
+                   hx_err *err)
+{
+    memset(r, 0, sizeof *r);
+    if (!p->model || !p->memory || !p->store || !p->work_dir)
+        return hx_err_set(err, HX_ERR_INVALID, "nightly: model, memory, store "
+                          "and work_dir are required");
+    if (!may_run(p, r->reason, sizeof r->reason))
+        return hx_err_set(err, HX_ERR_STATE, "%s", r->reason);
+    hx_model *m = NULL;
+    int rc = hx_model_load(p->model, NULL, &m, err);
+    if (!rc && !hx_model_vocab(m))
+        rc = hx_err_set(err, HX_ERR_FORMAT, "%s has no tokenizer", p->model);
+    hx_nightly_data tr_d, ho;
+    memset(&tr_d, 0, sizeof tr_d), memset(&ho, 0, sizeof ho);
+    if (!rc) rc = hx_nightly_dataset(hx_model_vocab(m), p->memory, p->heldout_frac,
+                                     &tr_d, &ho, err);
+    hx_model_free(m);
+    if (!rc) {
+        r->n_train = tr_d.n_docs, r->n_heldout = ho.n_docs;
+        r->train_tokens = (int64_t)tr_d.n, r->heldout_tokens = (int64_t)ho.n;
+        if (tr_d.n_docs < p->min_train || ho.n_docs < 1)
+            rc = hx_err_set(err, HX_ERR_NOTFOUND, "nightly: %d training and %d "
+                            "held-out episodes; needs at least %d and 1", tr_d.n_docs,
+                            ho.n_docs, p->min_train);
+    }
+    if (!rc) rc = run_with_data(p, &tr_d, &ho, r, err);
+    if (rc == HX_ERR_CANCELLED) hx_err_set(err, rc, "nightly: paused, %s", r->reason);
+    hx_nightly_data_free(&tr_d);
+    hx_nightly_data_free(&ho);
+    return rc;
+}

@@ -1,0 +1,220 @@
+/* test_nightly.c: the nightly job: the dataset (accepted as they were,
+ * corrected with the correction as target, rejected and unjudged left
+ * out, the latest held out), a forced run that trains, passes the held-out
+ * gate and adopts through the store, a run whose gate discards the
+ * adapter, and the governor refusing on battery. */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lora/lora.h"
+#include "test.h"
+
+static char tmpdir[256], model[300], vocab_path[4096];
+static hx_memory *mem;
+
+static int64_t add_episode(int i, const char *request, const char *answer,
+                           int verdict, const char *corrected)
+{
+    char msgs[2048];
+    snprintf(msgs, sizeof msgs,
+             "[{\"role\":\"user\",\"content\":\"%s\"},"
+             "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"type\":"
+             "\"function\",\"function\":{\"name\":\"calendar.create_event\","
+             "\"arguments\":{\"room\":\"4B\",\"minutes\":45}}}]},"
+             "{\"role\":\"tool\",\"content\":\"{\\\"ok\\\":true}\"},"
+             "{\"role\":\"assistant\",\"content\":\"%s\"}]", request, answer);
+    hx_episode ep;
+    memset(&ep, 0, sizeof ep);
+    ep.started_at = 1790000000 + i * 3600;
+    ep.finished_at = ep.started_at + 60;
+    ep.request = (char *)request;
+    ep.messages = msgs;
+    ep.outcome = (char *)answer;
+    int64_t id = 0;
+    hx_err err = {0};
+    if (hx_memory_episode_add(mem, &ep, &id, &err)) printf("# add: %s\n", err.msg);
+    if (verdict && hx_memory_episode_set_verdict(mem, id, verdict, corrected, &err))
+        printf("# verdict: %s\n", err.msg);
+    return id;
+}
+
+/* Text of the tokens of d (only the masked ones if masked). */
+static void detok(const hx_vocab *v, const hx_nightly_data *d, int masked, hx_buf *out)
+{
+    char piece[256];
+    for (size_t i = 0; i < d->n; i++) {
+        if (masked && !d->mask[i]) continue;
+        int32_t k = hx_token_to_piece(v, d->tokens[i], piece, sizeof piece, 1);
+        if (k > 0) hx_buf_append(out, piece, (size_t)k);
+    }
+}
+
+static void fill_memory(void)
+{
+    static const char *const who[] = {"Bobby", "Kenji", "Ana", "Lee"};
+    for (int i = 0; i < 10; i++) {
+        char req[256], ans[256];
+        snprintf(req, sizeof req, "Set up a meeting with %s about the budget", who[i % 4]);
+        snprintf(ans, sizeof ans, "Booked Room %s for %d minutes with %s.",
+                 i == 3 ? "9Z" : "4B", i == 3 ? 30 : 45, who[i % 4]);
+        add_episode(i, req, ans, i == 3 ? HX_VERDICT_CORRECTED : HX_VERDICT_ACCEPTED,
+                    i == 3 ? "Booked Room 4B for 45 minutes with Lee, as usual." : NULL);
+    }
+    add_episode(20, "Delete all my mail", "Deleted everything.", HX_VERDICT_REJECTED, NULL);
+    add_episode(21, "What is unjudged", "Nobody said.", HX_VERDICT_NONE, NULL);
+}
+
+static void test_dataset(void)
+{
+    hx_model *m = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
+    hx_nightly_data tr, ho;
+    ASSERT(hx_nightly_dataset(hx_model_vocab(m), mem, 0.2, &tr, &ho, &err) == HX_OK);
+    EXPECT_EQ_INT(tr.n_docs, 8);
+    EXPECT_EQ_INT(ho.n_docs, 2); /* the latest two accepted ones */
+    EXPECT(ho.split_at == 1790000000 + 8 * 3600 + 60);
+    hx_buf all, targets;
+    hx_buf_init(&all), hx_buf_init(&targets);
+    detok(hx_model_vocab(m), &tr, 0, &all);
+    detok(hx_model_vocab(m), &tr, 1, &targets);
+    ASSERT(all.data && targets.data);
+    EXPECT(strstr(all.data, "Delete all my mail") == NULL);  /* rejected */
+    EXPECT(strstr(all.data, "What is unjudged") == NULL);    /* no verdict */
+    EXPECT(strstr(all.data, "<|im_start|>user\nSet up a meeting with Bobby") != NULL);
+    /* the correction is the target; the corrected answer is gone */
+    EXPECT(strstr(targets.data, "with Lee, as usual.<|im_end|>") != NULL);
+    EXPECT(strstr(all.data, "Room 9Z") == NULL);
+    /* the assistant's calls and answers are targets, the requests are not */
+    EXPECT(strstr(targets.data, "\"room\":\"4B\"") != NULL);
+    EXPECT(strstr(targets.data, "Set up a meeting") == NULL);
+    hx_buf_free(&all), hx_buf_free(&targets);
+    hx_nightly_data_free(&tr), hx_nightly_data_free(&ho);
+    hx_model_free(m);
+}
+
+static hx_nightly_params params(hx_lora_store *st, const char *work)
+{
+    hx_nightly_params p = hx_nightly_default_params();
+    p.model = model;
+    p.memory = mem;
+    p.store = st;
+    p.work_dir = work;
+    p.lora.rank = 4;
+    p.lora.alpha = 8;
+    p.train.opt.lr = 1e-2f;
+    p.train.opt.n_steps = 12;
+    p.train.seq_len = 32;
+    p.train.n_seq = 2;
+    p.chunk = 5;
+    p.force = 1;
+    p.n_threads = 2;
+    return p;
+}
+
+static void test_run_adopts_and_gate_discards(void)
+{
+    char sd[300], work[300];
+    snprintf(sd, sizeof sd, "%s/adapters", tmpdir);
+    snprintf(work, sizeof work, "%s/work", tmpdir);
+    hx_lora_store *st = NULL;
+    hx_err err = {0};
+    ASSERT(hx_lora_store_open(sd, &st, &err) == HX_OK);
+    hx_nightly_params p = params(st, work);
+    hx_nightly_report r;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    printf("# nightly: %d train / %d held-out episodes (%lld / %lld tokens), %d "
+           "steps: %s\n", r.n_train, r.n_heldout, (long long)r.train_tokens,
+           (long long)r.heldout_tokens, r.steps, r.reason);
+    EXPECT(r.adopted && r.loss_after < r.loss_before);
+    EXPECT_EQ_INT(r.steps, 12);
+    hx_lora_use act[HX_ADAPTER_MAX];
+    int n = 0;
+    ASSERT(hx_lora_store_active(st, act, &n, &err) == HX_OK);
+    EXPECT(n == 1 && !strcmp(act[0].name, r.adapter) && !strncmp(r.adapter, "nightly-", 8));
+    /* the adopted adapter loads on its base */
+    hx_model *m = NULL;
+    hx_adapter *ads[HX_ADAPTER_MAX];
+    float sc[HX_ADAPTER_MAX];
+    int na = 0;
+    ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
+    EXPECT(hx_lora_store_load_active(st, m, ads, sc, &na, &err) == HX_OK && na == 1);
+    for (int i = 0; i < na; i++) hx_adapter_free(ads[i]);
+    hx_model_free(m);
+    /* an impossible gate: discarded, the active adapter unchanged */
+    char adopted[96];
+    snprintf(adopted, sizeof adopted, "%s", r.adapter);
+    p.min_gain = 2.0;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    EXPECT(!r.adopted && strstr(r.reason, "discarded") != NULL);
+    printf("# %s\n", r.reason);
+    ASSERT(hx_lora_store_active(st, act, &n, &err) == HX_OK);
+    EXPECT(n == 1 && !strcmp(act[0].name, adopted));
+    hx_lora_store_free(st);
+}
+
+/* On battery (a fake sysfs), the governor says no unless forced. */
+static void test_governor_refuses(void)
+{
+    char bat[400], f[460];
+    snprintf(bat, sizeof bat, "%s/sys/class/power_supply/BAT0", tmpdir);
+    hx_err err = {0};
+    ASSERT(hx_mkdirs(bat, &err) == HX_OK);
+    static const char *const files[][2] = {{"type", "Battery\n"}, {"scope", "System\n"},
+        {"capacity", "80\n"}, {"status", "Discharging\n"}};
+    for (int i = 0; i < 4; i++) {
+        snprintf(f, sizeof f, "%s/%s", bat, files[i][0]);
+        ASSERT(hx_write_file_atomic(f, files[i][1], strlen(files[i][1]), &err) == HX_OK);
+    }
+    char sys[300];
+    snprintf(sys, sizeof sys, "%s/sys", tmpdir);
+    setenv("HEARTH_SYSFS", sys, 1);
+    char sd[300], work[300];
+    snprintf(sd, sizeof sd, "%s/adapters2", tmpdir);
+    snprintf(work, sizeof work, "%s/work2", tmpdir);
+    hx_lora_store *st = NULL;
+    ASSERT(hx_lora_store_open(sd, &st, &err) == HX_OK);
+    hx_nightly_params p = params(st, work);
+    p.force = 0;
+    hx_nightly_report r;
+    EXPECT(hx_nightly_run(&p, &r, &err) == HX_ERR_STATE);
+    EXPECT(strstr(err.msg, "not now") != NULL);
+    printf("# %s\n", err.msg);
+    unsetenv("HEARTH_SYSFS");
+    hx_lora_store_free(st);
+}
+
+int main(void)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/hx_test_nightly.XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(tmpdir)) return 1;
+    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    if (vocab) {
+        snprintf(vocab_path, sizeof vocab_path, "%s", vocab);
+        snprintf(model, sizeof model, "%s/base.gguf", tmpdir);
+        hx_mkmodel_params mp = hx_mkmodel_default_params();
+        mp.vocab_path = vocab_path;
+        mp.n_layer = 2, mp.n_embd = 32, mp.n_head = 2, mp.n_head_kv = 1;
+        mp.head_dim = 16, mp.n_ff = 64, mp.n_ctx = 256, mp.tied_output = 1;
+        hx_err err = {0};
+        char db[300];
+        snprintf(db, sizeof db, "%s/memory.db", tmpdir);
+        hx_memory_params pm = hx_memory_default_params();
+        pm.path = db;
+        if (hx_mkmodel_write(&mp, model, &err) || hx_memory_open(&pm, &mem, &err)) {
+            printf("FAIL setup: %s\n", err.msg);
+            return 1;
+        }
+        fill_memory();
+        RUN(test_dataset);
+        RUN(test_run_adopts_and_gate_discards);
+        RUN(test_governor_refuses);
+        hx_memory_close(mem);
+    }
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd)) printf("# could not remove %s\n", tmpdir);
+    return test_summary();
+}
