@@ -5,6 +5,7 @@
 #define HX_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Exit codes that mean something to scripts. */
 enum {
@@ -56,6 +57,18 @@ struct hx_err;
 int cli_load_adapters(const struct hx_model *m, const char *const *specs,
                       int n_specs, int active, struct hx_adapter **ads,
                       float *scales, int *n, struct hx_err *err);
+/* The governor (cli_power.c): reads the device once and decides threads
+ * and context cap under the policy in cfg (config.json's "governor"
+ * object, NULL: defaults; "enabled": false turns it off). pw may be NULL.
+ * Prints a malformed reading's problem on stderr. */
+struct cJSON;
+struct hx_power;
+struct hx_gov_decision;
+void cli_governor(const struct cJSON *cfg, struct hx_gov_decision *d,
+                  struct hx_power *pw);
+/* The "power" and "governor" lines of `hearth info`. */
+void cli_print_power(FILE *f, const struct hx_power *pw,
+                     const struct hx_gov_decision *d);
 int cmd_datagen(int argc, char **argv); /* cmd_datagen.c */
 int cmd_vocab(int argc, char **argv); /* cmd_vocab.c */
 

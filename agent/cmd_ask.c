@@ -284,6 +284,19 @@ static int open_tools(session *s, const ask_opts *o, hx_err *err)
 
 static int cancelled(void *user);
 
+/* Threads and context under the governor (battery, heat: engine/governor.h). */
+static void govern(session *s, hx_engine_source_params *ep)
+{
+    hx_gov_decision d;
+    cli_governor(cJSON_GetObjectItem(s->cfg->raw, "governor"), &d, NULL);
+    int train = hx_model_hparams(s->model)->n_ctx_train;
+    ep->n_threads = hx_gov_threads(&d, ep->n_threads);
+    ep->n_ctx = hx_gov_cap_ctx(&d, ep->n_ctx, train < 4096 ? train : 4096);
+    if (d.level != HX_GOV_NORMAL)
+        fprintf(stderr, "hearth: %s: %d threads, context %d\n", d.why, ep->n_threads,
+                ep->n_ctx);
+}
+
 static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
 {
     const char *path = find_model(o, s->cfg);
@@ -323,6 +336,7 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     ep.n_ctx = o->n_ctx ? o->n_ctx : ep.compact_json ? 8192 : 0; /* small models:
                   cheap KV, long prompts in a 512-token vocabulary */
     ep.n_threads = o->n_threads;
+    govern(s, &ep);
     ep.cancelled = cancelled; /* Ctrl-C during a long prefill */
     int arc = cli_load_adapters(s->model, o->adapters, o->n_adapters, !o->no_adapter,
                                 s->ads, s->ascale, &s->n_ads, err);

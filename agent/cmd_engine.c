@@ -526,6 +526,10 @@ int cmd_info(int argc, char **argv)
     print_vocab(hx_model_vocab(m));
     print_tensor_types(g);
     int ex = print_memory(m, &cp);
+    hx_power pw;
+    hx_gov_decision gd;
+    cli_governor(NULL, &gd, &pw);
+    cli_print_power(stdout, &pw, &gd);
     hx_model_free(m);
     return ex;
 }
