@@ -25,11 +25,13 @@ struct hx_spec {
     int qn, qi;      /* ... its count, and how many hx_spec_next gave */
     int seq_cap;
     hx_spec_stats st;
+    double tried, taken; /* decaying counts of drafts fed and accepted */
+    int idle;            /* steps since the last draft */
 };
 
 hx_spec_params hx_spec_default_params(void)
 {
-    hx_spec_params p = {16, 8, 2, 4};
+    hx_spec_params p = {16, 8, 2, 4, 0.3};
     return p;
 }
 
@@ -47,6 +49,7 @@ hx_spec *hx_spec_new(hx_ctx *c, const hx_vocab *v, const hx_spec_params *p)
     sp->p.max_draft = clamp(sp->p.max_draft, 0, sp->p.max_batch - 1);
     sp->p.ngram_min = clamp(sp->p.ngram_min, 1, 16);
     sp->p.ngram_max = clamp(sp->p.ngram_max, sp->p.ngram_min, 16);
+    sp->tried = 2, sp->taken = 1; /* a prior of one in two */
     sp->n_vocab = hx_model_hparams(hx_ctx_model(c))->n_vocab;
     sp->zeros = hx_calloc((size_t)sp->n_vocab, sizeof *sp->zeros);
     sp->batch = hx_malloc_array((size_t)sp->p.max_batch, sizeof *sp->batch);
@@ -114,6 +117,30 @@ static int ngram_draft(const hx_spec *sp, const int32_t *seq, int n,
     return 0;
 }
 
+/* How many drafts are worth a try: the longest run whose last token is
+ * still accepted with probability >= min_accept, if drafts are accepted
+ * independently at the observed rate a: a^k >= min_accept. None when the
+ * rate is too low, but one every PROBE_EVERY steps so it can recover. */
+#define PROBE_EVERY 16
+static int draft_budget(hx_spec *sp)
+{
+    double a = sp->taken / sp->tried, lim = sp->p.min_accept;
+    int k = 0;
+    for (double q = a; k < sp->p.max_draft && q >= lim && lim > 0; q *= a) k++;
+    if (lim <= 0) k = sp->p.max_draft;
+    if (k == 0 && ++sp->idle >= PROBE_EVERY) k = 1;
+    if (k > 0) sp->idle = 0;
+    return k;
+}
+
+/* Feeds the outcome of nd drafts, i accepted, to the decaying rate. */
+static void draft_outcome(hx_spec *sp, int nd, int i)
+{
+    if (nd == 0) return;
+    sp->tried = sp->tried * 0.9 + nd;
+    sp->taken = sp->taken * 0.9 + i;
+}
+
 /* Drafts after hist[0, n_hist) followed by batch[pend, nb) into batch[nb..). */
 static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
                  int nb, int max)
@@ -161,6 +188,7 @@ static int verify(hx_spec *sp, hx_sampler *s, int n_past, int nb, int nd,
         if (i == nd || t != sp->batch[nb + i] || hx_vocab_is_eog(sp->v, t)) break;
     }
     sp->st.accepted += i;
+    draft_outcome(sp, nd, i);
     hx_ctx_truncate(sp->c, n_past + nb + i);
     return n;
 }
@@ -191,7 +219,8 @@ int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
     }
     int ended = n_out > 0 && hx_vocab_is_eog(sp->v, out[n_out - 1]);
     int room = hx_ctx_n_ctx(sp->c) - n_past - nb, max = sp->p.max_batch - nb;
-    if (max > sp->p.max_draft) max = sp->p.max_draft;
+    int budget = ended ? 0 : draft_budget(sp);
+    if (max > budget) max = budget;
     if (max > room) max = room;
     int nd = ended ? 0 : draft(sp, hist, n_hist, pend, nb, max);
     sp->st.drafted += nd;
