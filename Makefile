@@ -204,6 +204,17 @@ $(BUILD)/bench/lora: bench/lora.c $(call libs_for,engine)
 bench-lora: $(BUILD)/bench/lora
 	nice $(BUILD)/bench/lora $(MODEL) $(or $(RANK),16) $(or $(THREADS),2) $(or $(TOKENS),64)
 
+# Agent evaluation: the full agent on held-out generated tasks in fresh
+# sample worlds, final state checked; success per category, schema-valid
+# calls, per-task reasons in build/agent-eval.jsonl.
+# ARGS="--model FILE --n 200 --seed 1 --threads 2" (or --tasks FILE, --oracle).
+$(BUILD)/bench/agent-eval: bench/agent_eval.c $(ALL_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+.PHONY: bench-agent-eval
+bench-agent-eval: $(BUILD)/bench/agent-eval
+	nice $(BUILD)/bench/agent-eval $(ARGS)
+
 # The main job (see README): what Hearth can run today.
 demo: $(BUILD)/hearth
 	@sh scripts/demo.sh $(BUILD)/hearth

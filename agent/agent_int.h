@@ -339,11 +339,14 @@ const char *hx_dg_oracle_failed(const hx_source *s);
 int hx_dg_oracle_prompts(const hx_source *s, const char ***prompts);
 
 /* Runs task in dw with src (the oracle, or a model's source): policy and
- * consent from the task, a fresh planner in compact style. *trace as
- * hx_planner_run's. *plp, if not NULL, gets the planner (set before the
- * run, for the oracle); freed here. */
+ * consent from the task, a fresh planner with params (NULL:
+ * hx_dg_planner_params(HX_TPL_COMPACT)). *trace as hx_planner_run's.
+ * *plp, if not NULL, gets the planner (set before the run, for the
+ * oracle); freed here. */
 int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **plp,
-              int family, cJSON **trace, hx_err *err);
+              const hx_planner_params *params, cJSON **trace, hx_err *err);
+/* The planner's parameters as `hearth ask` sets them, in style family. */
+hx_planner_params hx_dg_planner_params(int family);
 
 /* Validates calls against the tools' schemas (tools: hx_tools_list_json's
  * shape, copied) and against what compact-style decoding can write
@@ -361,6 +364,30 @@ int hx_dg_call_valid(hx_dg_validator *v, const char *name, const cJSON *args, ch
  * with why. */
 int hx_dg_verify(const cJSON *task, const cJSON *trace, const hx_source *oracle,
                  hx_dg_validator *v, const cJSON *tools, char *why, size_t n);
+
+/* ---- the evaluation's checker (agent/evalcheck.c): final state, not
+ * wording. task is a --tasks line (with "expect", the oracle's calls). */
+/* What the check needs from the world before the run (outbox, busy times
+ * in the asked period). Caller frees. */
+cJSON *hx_dg_check_before(const cJSON *task, hx_dg_world *dw);
+/* 1 if the run (trace) reached the task's expected final state in dw,
+ * else 0; why gets the reason ("ok" on success). Adds the run's calls
+ * valid against their schemas to *n_valid and all its calls to *n_calls
+ * (both may be NULL). */
+int hx_dg_check(const cJSON *task, const cJSON *before, const cJSON *trace, hx_dg_world *dw,
+                hx_dg_validator *v, int *n_valid, int *n_calls, char *why, size_t n);
+
+/* Opens the task's world (its world_seed and split) at home. */
+int hx_dg_task_world(const cJSON *task, const char *home, hx_dg_world *dw, hx_err *err);
+/* A source over model m for reg's tools as `hearth ask` makes it for the
+ * prompt style family (compact: bounded values, repeat penalty 1.3, 8192
+ * context). Free with hx_source_free. */
+int hx_dg_engine_source(hx_model *m, const hx_tools *reg, int family, int n_threads,
+                        hx_source *out, hx_err *err);
+/* The evaluation log's line for a run: {"id", "category", "kind",
+ * "request", "pass", "reason", "calls": [{"name", "arguments", "status"}],
+ * "answer", "status", "steps", "tokens", "seconds"}. Caller frees. */
+cJSON *hx_dg_eval_record(const cJSON *task, const cJSON *trace, int pass, const char *why);
 
 typedef struct hx_dg_params {
     int split;          /* HX_SPLIT_* */

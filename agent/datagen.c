@@ -215,7 +215,7 @@ static void add_str(cJSON *o, const char *k, const char *v) { cJSON_AddStringToO
 
 static void add_day(const hx_world *w, cJSON *slots, const char *key, int64_t t)
 {
-    char d[16];
+    char d[40];
     hx_world_date(w, t, d, sizeof d);
     add_str(slots, key, d);
 }
@@ -762,7 +762,9 @@ cJSON *hx_dg_task_new(const hx_world *w, hx_rng *r, int cat, unsigned *used)
         phrase(r, tpl, slots, req, sizeof req);
     }
     add_str(t, "split", w->split == HX_SPLIT_TRAIN ? "train" : "heldout");
-    cJSON_AddNumberToObject(t, "world_seed", (double)w->seed);
+    char seed[32]; /* a string: JSON numbers are doubles, seeds are 64 bits */
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)w->seed);
+    add_str(t, "world_seed", seed);
     add_str(t, "now", w->now_iso);
     add_str(t, "category", hx_dg_category_name(k->cat));
     add_str(t, "kind", k->name);

@@ -40,8 +40,8 @@ void hx_dg_world_close(hx_dg_world *dw)
     dw->cfg = NULL;
 }
 
-int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **plp, int family,
-              cJSON **trace, hx_err *err)
+int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **plp,
+              const hx_planner_params *params, cJSON **trace, hx_err *err)
 {
     struct hx_policy *policy = NULL;
     struct hx_audit *audit = NULL;
@@ -54,8 +54,7 @@ int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **p
     if (rc) return rc;
     int no = consent && !strcmp(consent, "no");
     struct hx_consent *c = hx_gate_consent_new(!no, no, 0, NULL, NULL);
-    hx_planner_params pp = hx_planner_default_params();
-    pp.family = family;
+    hx_planner_params pp = params ? *params : hx_dg_planner_params(HX_TPL_COMPACT);
     pp.model = src->name;
     hx_planner_deps d = {src, dw->reg, NULL, policy, audit, dw->mem, c};
     hx_planner *pl = c ? hx_planner_new(&d, &pp) : NULL;
@@ -68,6 +67,68 @@ int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **p
     free(c);
     hx_gate_close(policy, audit);
     return rc;
+}
+
+/* ---- a model's source, as hearth ask makes it (agent/cmd_ask.c
+ * open_model: compact bounds, repeat penalty and context for the compact
+ * style) ---- */
+int hx_dg_engine_source(hx_model *m, const hx_tools *reg, int family, int n_threads,
+                        hx_source *out, hx_err *err)
+{
+    int n = hx_tools_count(reg), k = 0;
+    hx_tool_spec *specs = hx_calloc((size_t)n + 1, sizeof *specs);
+    if (!specs) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const hx_tool_def *d = hx_tools_at(reg, i);
+        if (hx_agent_schema_usable(d->schema_json, NULL) == HX_OK)
+            specs[k++] = (hx_tool_spec){d->name, d->schema_json};
+    }
+    hx_engine_source_params ep = hx_engine_source_default_params();
+    ep.compact_json = family == HX_TPL_COMPACT;
+    ep.call_style = hx_agent_call_style(family);
+    if (ep.compact_json) ep.sp.repeat_penalty = 1.3f;
+    ep.n_ctx = ep.compact_json ? 8192 : 0;
+    ep.n_threads = n_threads;
+    int rc = hx_engine_source_new(m, specs, k, &ep, out, err);
+    free(specs);
+    return rc;
+}
+
+int hx_dg_task_world(const cJSON *task, const char *home, hx_dg_world *dw, hx_err *err)
+{
+    const char *seed = cJSON_GetStringValue(cJSON_GetObjectItem(task, "world_seed"));
+    const char *split = cJSON_GetStringValue(cJSON_GetObjectItem(task, "split"));
+    if (!seed || !split) return hx_err_set(err, HX_ERR_FORMAT, "the task has no world_seed or split");
+    return hx_dg_world_open(strtoull(seed, NULL, 10),
+                            strcmp(split, "heldout") ? HX_SPLIT_TRAIN : HX_SPLIT_HELDOUT, home, dw, err);
+}
+
+cJSON *hx_dg_eval_record(const cJSON *task, const cJSON *trace, int pass, const char *why)
+{
+    cJSON *r = cJSON_CreateObject(), *calls = cJSON_CreateArray();
+    const char *keys[] = {"id", "category", "kind", "request"};
+    for (int i = 0; i < 4; i++) cJSON_AddItemToObject(r, keys[i], cJSON_Duplicate(cJSON_GetObjectItem(task, keys[i]), 1));
+    cJSON_AddBoolToObject(r, "pass", pass);
+    cJSON_AddStringToObject(r, "reason", why);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(trace, "calls"))
+    {
+        cJSON *o = cJSON_CreateObject();
+        const char *k2[] = {"name", "arguments", "status"};
+        for (int i = 0; i < 3; i++) cJSON_AddItemToObject(o, k2[i], cJSON_Duplicate(cJSON_GetObjectItem(c, k2[i]), 1));
+        cJSON_AddItemToArray(calls, o);
+    }
+    cJSON_AddItemToObject(r, "calls", calls);
+    const char *k3[] = {"answer", "status", "steps", "tokens", "seconds"};
+    for (int i = 0; i < 5; i++) cJSON_AddItemToObject(r, k3[i], cJSON_Duplicate(cJSON_GetObjectItem(trace, k3[i]), 1));
+    return r;
+}
+
+hx_planner_params hx_dg_planner_params(int family)
+{
+    hx_planner_params pp = hx_planner_default_params();
+    pp.family = family;
+    return pp;
 }
 
 /* ---- call validation ---- */
@@ -263,7 +324,7 @@ static int one(const hx_dg_params *p, hx_dg_world *dw, cJSON *task, const cJSON 
     hx_err err = {0};
     char why[256] = "";
     if (hx_dg_oracle_new(task, &dw->w, dw->reg, &pl, &src)) return HX_ERR_NOMEM;
-    int rc = hx_dg_run(dw, task, &src, &pl, HX_TPL_COMPACT, &trace, &err);
+    int rc = hx_dg_run(dw, task, &src, &pl, NULL, &trace, &err);
     int good = trace && hx_dg_verify(task, trace, &src, v, tools, why, sizeof why);
     if (!trace) snprintf(why, sizeof why, "%s", err.msg);
     if (good) {
@@ -295,7 +356,8 @@ static int world_block(const hx_dg_params *p, const char *home, long wi, hx_dg_v
     if (!rc && !*tools) *tools = hx_tools_list_json(dw.reg);
     if (!rc && !*v && !(*v = hx_dg_validator_new(*tools, err))) rc = err->rc ? err->rc : HX_ERR_NOMEM;
     unsigned used[4] = {0};
-    int want = p->tasks ? 1 : p->per_world, tries = want * 3;
+    /* a task's world must be as generated: one attempt per world */
+    int want = p->tasks ? 1 : p->per_world, tries = p->tasks ? 1 : want * 3;
     for (int k = 0; !rc && k < tries && want > 0 && st->written < p->n; k++) {
         hx_rng r;
         hx_rng_seed(&r, wseed, (uint64_t)k + 7);

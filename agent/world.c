@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -224,7 +225,9 @@ static int64_t local_day(const hx_world *w, int64_t t)
 
 void hx_world_date(const hx_world *w, int64_t t, char *buf, size_t n)
 {
-    hx_when_format(t, w->tz, 1, buf, n);
+    char d[40]; /* hx_when_format wants room for a whole timestamp */
+    hx_when_format(t, w->tz, 1, d, sizeof d);
+    snprintf(buf, n, "%s", d);
 }
 
 void hx_world_hhmm(const hx_world *w, int64_t t, char *buf, size_t n)
@@ -395,6 +398,12 @@ static void gen_events(hx_world *w, hx_rng *r)
         memset(e, 0, sizeof *e);
         if (i < n_rec) gen_recurring(w, r, e);
         else gen_once(w, r, e);
+        int dup = 0; /* titles name events in requests: one event per title */
+        for (int j = 0; j < i; j++) dup |= !strcasecmp(w->events[j].title, e->title);
+        if (dup) {
+            i--;
+            continue;
+        }
         if (hx_rng_chance(r, 0.5)) hx_world_room(r, w->split, e->location, sizeof e->location);
         event_uid(w, r, e, i);
     }

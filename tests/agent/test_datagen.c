@@ -289,7 +289,7 @@ static void test_rendering_identity(void)
         hx_planner *pl = NULL;
         char why[256] = "";
         ASSERT(hx_dg_oracle_new(task, &dw.w, dw.reg, &pl, &src) == HX_OK);
-        hx_dg_run(&dw, task, &src, &pl, HX_TPL_COMPACT, &trace, &err);
+        hx_dg_run(&dw, task, &src, &pl, NULL, &trace, &err);
         ASSERT(trace);
         const char **prompts;
         int np = hx_dg_oracle_prompts(&src, &prompts);

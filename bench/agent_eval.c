@@ -1,0 +1,187 @@
+/* agent_eval.c: the agent evaluation: runs the full agent (engine, grammar,
+ * tools, memory) on held-out generated tasks, each in a fresh sample world,
+ * and checks the final state; success per category and schema-valid calls.
+ *
+ *   build/bench/agent-eval [--model FILE] [--tasks FILE | --n N --seed S]
+ *                          [--log FILE] [--threads T] [--oracle]
+ * --oracle runs the oracle instead of a model (checks the checker). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+
+typedef struct opts {
+    const char *model, *tasks, *log, *dir;
+    long n;
+    uint64_t seed;
+    int threads, oracle;
+} opts;
+
+typedef struct tally {
+    int n[HX_CAT_COUNT], pass[HX_CAT_COUNT];
+    int sched_n, sched_pass, calls, valid;
+} tally;
+
+static int parse(int argc, char **argv, opts *o)
+{
+    *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, 200, 1, 0, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--oracle")) { o->oracle = 1; continue; }
+        if (!v) return 0;
+        i++;
+        if (!strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "--tasks")) o->tasks = v;
+        else if (!strcmp(a, "--log")) o->log = v;
+        else if (!strcmp(a, "--dir")) o->dir = v;
+        else if (!strcmp(a, "--n")) o->n = atol(v);
+        else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--threads")) o->threads = atoi(v);
+        else return 0;
+    }
+    return o->n > 0;
+}
+
+/* The tasks: read from a file, or generated (held-out split). */
+static cJSON *load_tasks(const opts *o, hx_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (o->tasks) {
+        if (hx_read_file(o->tasks, 0, &text, &len, err)) return NULL;
+    } else {
+        FILE *f = open_memstream(&text, &len);
+        hx_dg_params p = hx_dg_default_params();
+        hx_dg_stats st;
+        p.split = HX_SPLIT_HELDOUT;
+        p.tasks = 1;
+        p.n = o->n;
+        p.seed = o->seed;
+        int rc = f ? hx_datagen_run(&p, f, &st, err) : HX_ERR_NOMEM;
+        if (f) fclose(f);
+        if (rc) return free(text), NULL;
+    }
+    cJSON *all = cJSON_CreateArray();
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *t = cJSON_Parse(line);
+        if (t) cJSON_AddItemToArray(all, t);
+    }
+    free(text);
+    return all;
+}
+
+/* One task in a fresh world: before, run, check, log. */
+static int run_task(const opts *o, const cJSON *task, hx_model *m, int family, const char *home,
+                    hx_dg_validator **v, FILE *log, tally *t, hx_err *err)
+{
+    hx_dg_world dw;
+    hx_source src = {0};
+    hx_planner *pl = NULL;
+    cJSON *trace = NULL;
+    char why[300];
+    int rc = hx_dg_task_world(task, home, &dw, err);
+    if (!rc && !*v) {
+        cJSON *tools = hx_tools_list_json(dw.reg);
+        if (!(*v = hx_dg_validator_new(tools, err))) rc = HX_ERR_INTERNAL;
+        cJSON_Delete(tools);
+    }
+    if (!rc) rc = o->oracle ? hx_dg_oracle_new(task, &dw.w, dw.reg, &pl, &src)
+                            : hx_dg_engine_source(m, dw.reg, family, o->threads, &src, err);
+    cJSON *before = rc ? NULL : hx_dg_check_before(task, &dw);
+    if (!rc) {
+        hx_err e2 = {0};
+        hx_planner_params pp = hx_dg_planner_params(family);
+        hx_dg_run(&dw, task, &src, &pl, &pp, &trace, &e2);
+    }
+    if (trace) {
+        int c = hx_dg_category_parse(cJSON_GetStringValue(cJSON_GetObjectItem(task, "category")));
+        int pass = hx_dg_check(task, before, trace, &dw, *v, &t->valid, &t->calls, why, sizeof why);
+        int sched = !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(task, "kind")), "schedule");
+        if (c >= 0) t->n[c]++, t->pass[c] += pass;
+        t->sched_n += sched;
+        t->sched_pass += sched && pass;
+        cJSON *r = hx_dg_eval_record(task, trace, pass, why);
+        char *s = cJSON_PrintUnformatted(r);
+        if (s && log) fprintf(log, "%s\n", s);
+        cJSON_free(s);
+        cJSON_Delete(r);
+    }
+    cJSON_Delete(trace);
+    cJSON_Delete(before);
+    hx_source_free(&src);
+    hx_dg_world_close(&dw);
+    hx_world_rmtree(home, NULL);
+    return rc;
+}
+
+static void report(const tally *t, double secs, int n_tasks)
+{
+    int all = 0, pass = 0;
+    printf("agent-eval: %d tasks in %.0f s\n", n_tasks, secs);
+    for (int c = 0; c < HX_CAT_COUNT; c++) {
+        if (!t->n[c]) continue;
+        printf("  %-8s %4d/%-4d %5.1f%%\n", hx_dg_category_name(c), t->pass[c], t->n[c],
+               100.0 * t->pass[c] / t->n[c]);
+        all += t->n[c];
+        pass += t->pass[c];
+    }
+    if (t->sched_n)
+        printf("  multi-call scheduling %d/%d %.1f%%\n", t->sched_pass, t->sched_n,
+               100.0 * t->sched_pass / t->sched_n);
+    printf("  all      %4d/%-4d %5.1f%%\n", pass, all, all ? 100.0 * pass / all : 0.0);
+    printf("  schema-valid calls %d/%d %.1f%%\n", t->valid, t->calls,
+           t->calls ? 100.0 * t->valid / t->calls : 100.0);
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    hx_err err = {0};
+    if (!parse(argc, argv, &o)) {
+        fprintf(stderr, "usage: agent-eval [--model FILE] [--tasks FILE | --n N --seed S] "
+                        "[--log FILE] [--threads T] [--dir DIR] [--oracle]\n");
+        return 2;
+    }
+    hx_model *m = NULL;
+    int family = HX_TPL_COMPACT;
+    if (!o.oracle) {
+        hx_model_params mp = hx_model_default_params();
+        if (hx_model_load(o.model, &mp, &m, &err)) {
+            fprintf(stderr, "agent-eval: %s: %s\n", o.model, err.msg);
+            return 1;
+        }
+        family = hx_tpl_detect(hx_model_gguf(m), hx_model_vocab(m));
+    }
+    char base[256], home[300];
+    snprintf(base, sizeof base, "%s/hearth-eval-XXXXXX",
+             o.dir ? o.dir : access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+    cJSON *tasks = mkdtemp(base) ? load_tasks(&o, &err) : NULL;
+    FILE *log = tasks ? fopen(o.log, "w") : NULL;
+    if (!tasks || !log) {
+        fprintf(stderr, "agent-eval: %s\n", tasks ? o.log : err.msg);
+        return 1;
+    }
+    snprintf(home, sizeof home, "%s/world", base);
+    tally t = {0};
+    hx_dg_validator *v = NULL;
+    hx_progress pr;
+    double t0 = hx_time_mono();
+    int i = 0;
+    hx_progress_start(&pr, "agent-eval", cJSON_GetArraySize(tasks));
+    for (const cJSON *task = tasks->child; task; task = task->next, i++) {
+        if (run_task(&o, task, m, family, home, &v, log, &t, &err))
+            fprintf(stderr, "agent-eval: task %d: %s\n", i, err.msg);
+        hx_progress_update(&pr, i + 1, NULL);
+    }
+    hx_progress_finish(&pr);
+    fclose(log);
+    report(&t, hx_time_mono() - t0, i);
+    printf("  per-task results: %s\n", o.log);
+    hx_dg_validator_free(v);
+    cJSON_Delete(tasks);
+    hx_model_free(m);
+    hx_world_rmtree(base, NULL);
+    return 0;
+}

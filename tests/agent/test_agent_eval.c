@@ -1,0 +1,298 @@
+/* test_agent_eval.c: the agent evaluation's checker, proven on scripted
+ * runs: the oracle's run of every held-out task passes; deliberately wrong
+ * runs (wrong attendee, outside working hours, wrong title, a call where
+ * none is needed, nothing remembered, no answer) fail with the right
+ * reason; and a small fixed sample through a real model (hearth-tiny if
+ * built, else stories260K) yields only schema-valid calls. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "test.h"
+
+static char g_dir[64];
+
+static const char *dir(void)
+{
+    if (!g_dir[0]) {
+        snprintf(g_dir, sizeof g_dir, "%s/hx_eval_XXXXXX",
+                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+        if (!mkdtemp(g_dir)) g_dir[0] = 0;
+    }
+    return g_dir;
+}
+
+/* n held-out tasks of a category (-1: the mix), with the oracle's calls. */
+static cJSON *tasks(long n, uint64_t seed, int cat)
+{
+    char *buf = NULL, home[128];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    hx_dg_params p = hx_dg_default_params();
+    hx_dg_stats st;
+    hx_err err = {0};
+    snprintf(home, sizeof home, "%s/gen", dir());
+    p.split = HX_SPLIT_HELDOUT;
+    p.tasks = 1;
+    p.n = n;
+    p.seed = seed;
+    p.category = cat;
+    p.home = home;
+    int rc = hx_datagen_run(&p, f, &st, &err);
+    fclose(f);
+    cJSON *all = cJSON_CreateArray();
+    for (char *l = rc ? NULL : strtok(buf, "\n"); l; l = strtok(NULL, "\n"))
+        cJSON_AddItemToArray(all, cJSON_Parse(l));
+    free(buf);
+    return all;
+}
+
+/* ---- a wrong run: the oracle's turns, rewritten ---- */
+typedef struct wrong {
+    hx_source inner;
+    void (*edit)(struct wrong *w, int turn, hx_buf *text);
+    const cJSON *task;
+    int turn, sent;
+    hx_buf text;
+} wrong;
+
+static void replace(hx_buf *b, const char *from, const char *to)
+{
+    char *at = b->data ? strstr(b->data, from) : NULL;
+    if (!at) return;
+    hx_buf out;
+    hx_buf_init(&out);
+    hx_buf_append(&out, b->data, (size_t)(at - b->data));
+    hx_buf_puts(&out, to);
+    hx_buf_puts(&out, at + strlen(from));
+    hx_buf_free(b);
+    *b = out;
+}
+
+static int w_begin(void *ctx, const char *prompt, int choice, int *n, hx_err *err)
+{
+    wrong *w = ctx;
+    int end = 0, rc = w->inner.begin(w->inner.ctx, prompt, choice, n, err);
+    hx_buf_free(&w->text);
+    hx_buf_init(&w->text);
+    while (!rc && !end) rc = w->inner.next(w->inner.ctx, &w->text, &end, err);
+    if (w->edit) w->edit(w, w->turn, &w->text);
+    w->turn++;
+    w->sent = 0;
+    return rc;
+}
+
+static int w_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
+{
+    wrong *w = ctx;
+    (void)err;
+    *end = w->sent;
+    if (!w->sent && w->text.data) hx_buf_puts(piece, w->text.data);
+    w->sent = 1;
+    return HX_OK;
+}
+
+static const char *slot(const cJSON *task, const char *k)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(task, "slots"), k));
+}
+
+/* Runs task in a fresh world with the oracle (edited by edit, if any) and
+ * checks it; returns pass, why gets the reason. */
+static int run_checked(const cJSON *task, void (*edit)(wrong *, int, hx_buf *), char *why, size_t n,
+                       int *valid, int *calls)
+{
+    char home[128];
+    snprintf(home, sizeof home, "%s/run", dir());
+    hx_dg_world dw;
+    hx_err err = {0};
+    if (hx_dg_task_world(task, home, &dw, &err)) {
+        snprintf(why, n, "world: %s", err.msg);
+        return 0;
+    }
+    cJSON *tools = hx_tools_list_json(dw.reg), *trace = NULL;
+    hx_dg_validator *v = hx_dg_validator_new(tools, &err);
+    hx_planner *pl = NULL;
+    wrong w = {{0}, edit, task, 0, 0, {0}};
+    hx_dg_oracle_new(task, &dw.w, dw.reg, &pl, &w.inner);
+    hx_source src = {HX_SOURCE_API, "wrong (test double)", &w, w_begin, w_next, NULL, NULL};
+    cJSON *before = hx_dg_check_before(task, &dw);
+    hx_dg_run(&dw, task, &src, &pl, NULL, &trace, &err);
+    int pass = trace && hx_dg_check(task, before, trace, &dw, v, valid, calls, why, n);
+    if (!trace) snprintf(why, n, "no trace: %s", err.msg);
+    cJSON_Delete(trace);
+    cJSON_Delete(before);
+    hx_source_free(&w.inner);
+    hx_buf_free(&w.text);
+    hx_dg_validator_free(v);
+    cJSON_Delete(tools);
+    hx_dg_world_close(&dw);
+    hx_world_rmtree(home, NULL);
+    return pass;
+}
+
+static void test_oracle_passes(void)
+{
+    cJSON *all = tasks(36, 21, -1), *t;
+    int n = 0, pass = 0, valid = 0, calls = 0, cats[HX_CAT_COUNT] = {0};
+    char why[300];
+    cJSON_ArrayForEach(t, all)
+    {
+        n++;
+        cats[hx_dg_category_parse(cJSON_GetStringValue(cJSON_GetObjectItem(t, "category")))]++;
+        if (run_checked(t, NULL, why, sizeof why, &valid, &calls)) pass++;
+        else printf("# %s: %s\n", cJSON_GetStringValue(cJSON_GetObjectItem(t, "request")), why);
+    }
+    EXPECT_EQ_INT(n, 36);
+    EXPECT_EQ_INT(pass, n);
+    EXPECT(calls > n);
+    EXPECT_EQ_INT(valid, calls);
+    for (int c = 0; c < HX_CAT_COUNT; c++) EXPECT(cats[c] > 0);
+    cJSON_Delete(all);
+}
+
+/* ---- the deliberate mistakes ---- */
+static void e_attendee(wrong *w, int turn, hx_buf *t)
+{
+    const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(w->task, "slots"), "emails"), 0);
+    if (turn == 1) replace(t, e->valuestring, "someone@else.example");
+}
+
+static void e_midnight(wrong *w, int turn, hx_buf *t)
+{
+    (void)w;
+    char *s = turn == 1 && t->data ? strstr(t->data, "\"start\":\"") : NULL;
+    if (s && strlen(s) > 32) memcpy(s + 20, "00:00", 5); /* "start":"YYYY-MM-DDT|HH:MM */
+}
+
+static void e_title(wrong *w, int turn, hx_buf *t)
+{
+    if (turn == 0) replace(t, slot(w->task, "title"), "Something else");
+}
+
+static void e_call(wrong *w, int turn, hx_buf *t)
+{
+    (void)w;
+    hx_buf_free(t);
+    hx_buf_init(t);
+    hx_buf_puts(t, turn == 0 ? "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {}}</tool_call>"
+                             : "Done.");
+}
+
+static void e_no_call(wrong *w, int turn, hx_buf *t)
+{
+    (void)w, (void)turn;
+    hx_buf_free(t);
+    hx_buf_init(t);
+    hx_buf_puts(t, "Noted.");
+}
+
+static void e_loop(wrong *w, int turn, hx_buf *t)
+{
+    (void)w, (void)turn;
+    hx_buf_free(t);
+    hx_buf_init(t);
+    hx_buf_puts(t, "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {}}</tool_call>");
+}
+
+static void e_other_mail(wrong *w, int turn, hx_buf *t)
+{
+    (void)w;
+    char *id = turn == 1 && t->data ? strstr(t->data, "\"id\":\"") : NULL;
+    if (id) id[6] = id[6] == '9' ? '8' : '9';
+}
+
+static void expect_fail(int cat, const char *kind, void (*edit)(wrong *, int, hx_buf *), const char *reason)
+{
+    static cJSON *by_cat[HX_CAT_COUNT];
+    if (!by_cat[cat]) by_cat[cat] = tasks(16, 33, cat);
+    cJSON *all = by_cat[cat], *t;
+    int tried = 0;
+    char why[300];
+    cJSON_ArrayForEach(t, all)
+    {
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(t, "kind")), kind) || tried >= 2) continue;
+        tried++;
+        EXPECT(run_checked(t, NULL, why, sizeof why, NULL, NULL));
+        EXPECT(!run_checked(t, edit, why, sizeof why, NULL, NULL));
+        if (!strstr(why, reason)) printf("# %s: got \"%s\", wanted \"%s\"\n", kind, why, reason);
+        EXPECT(strstr(why, reason) != NULL);
+    }
+    if (!tried) printf("# no %s task in the sample\n", kind);
+    EXPECT(tried > 0);
+}
+
+static void test_wrong_runs_fail(void)
+{
+    expect_fail(HX_CAT_MULTI, "schedule", e_attendee, "attendees are not the asked people");
+    expect_fail(HX_CAT_MULTI, "schedule", e_midnight, "outside working hours");
+    expect_fail(HX_CAT_MULTI, "mail_read", e_other_mail, "was not read");
+    expect_fail(HX_CAT_SINGLE, "create_event", e_title, "the new event is not");
+    expect_fail(HX_CAT_NONE, "no_tool", e_call, "a tool was called");
+    expect_fail(HX_CAT_MEMORY, "remember", e_no_call, "is not remembered");
+    expect_fail(HX_CAT_SINGLE, "list_events", e_loop, "no answer (step limit)");
+}
+
+/* A small fixed sample through a real model and the grammar: whatever it
+ * decides, every call it makes is valid against the schemas. */
+static void test_model_sample(void)
+{
+    const char *path = "models/hearth-tiny.gguf";
+    if (access(path, R_OK) != 0 && !(path = test_shared_file("models/stories260K.gguf"))) return;
+    hx_model *m = NULL;
+    hx_model_params mp = hx_model_default_params();
+    hx_err err = {0};
+    ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
+    int tiny = strstr(path, "hearth-tiny") != NULL;
+    int family = tiny ? hx_tpl_detect(hx_model_gguf(m), hx_model_vocab(m)) : HX_TPL_COMPACT;
+    cJSON *all = tasks(3, 5, -1), *t;
+    int n = 0, pass = 0, valid = 0, calls = 0;
+    char home[128], why[300];
+    snprintf(home, sizeof home, "%s/model", dir());
+    cJSON_ArrayForEach(t, all)
+    {
+        hx_dg_world dw;
+        hx_source src;
+        cJSON *trace = NULL, *tools;
+        ASSERT(hx_dg_task_world(t, home, &dw, &err) == HX_OK);
+        tools = hx_tools_list_json(dw.reg);
+        hx_dg_validator *v = hx_dg_validator_new(tools, &err);
+        ASSERT(v && hx_dg_engine_source(m, dw.reg, family, 1, &src, &err) == HX_OK);
+        cJSON *before = hx_dg_check_before(t, &dw);
+        /* stories260K never calls on its own: its first turn must call,
+         * and its nonsense is cut short */
+        hx_planner_params pp = hx_dg_planner_params(family);
+        if (!tiny) pp.tool_choice = HX_CHOICE_REQUIRED, pp.max_steps = 2, pp.max_tokens = 400;
+        hx_dg_run(&dw, t, &src, NULL, &pp, &trace, &err);
+        ASSERT(trace);
+        pass += hx_dg_check(t, before, trace, &dw, v, &valid, &calls, why, sizeof why);
+        cJSON *rec = hx_dg_eval_record(t, trace, 0, why);
+        EXPECT(cJSON_GetObjectItem(rec, "reason") && cJSON_GetObjectItem(rec, "calls"));
+        cJSON_Delete(rec);
+        n++;
+        cJSON_Delete(before);
+        cJSON_Delete(trace);
+        hx_source_free(&src);
+        hx_dg_validator_free(v);
+        cJSON_Delete(tools);
+        hx_dg_world_close(&dw);
+        hx_world_rmtree(home, NULL);
+    }
+    printf("# %s: %d/%d tasks passed, %d/%d calls schema-valid\n", path, pass, n, valid, calls);
+    EXPECT_EQ_INT(n, 3);
+    EXPECT(tiny || calls >= n);
+    EXPECT_EQ_INT(valid, calls);
+    cJSON_Delete(all);
+    hx_model_free(m);
+}
+
+int main(void)
+{
+    RUN(test_oracle_passes);
+    RUN(test_wrong_runs_fail);
+    RUN(test_model_sample);
+    if (g_dir[0]) hx_world_rmtree(g_dir, NULL);
+    return test_summary();
+}
