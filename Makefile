@@ -184,6 +184,26 @@ $(BUILD)/bench/kernels: bench/kernels.c $(call libs_for,engine)
 bench-kernels: $(BUILD)/bench/kernels
 	nice $(BUILD)/bench/kernels $(or $(THREADS),1)
 
+# Tool-call generation, engine/spec (forced runs and drafts in batched
+# passes) against one token per pass on the same model and prompts, output
+# checked identical: stories260K and a random-weight Qwen3-0.6B-shaped
+# Q8_0 model with the Qwen2 tokenizer (written once into $(BUILD)/models).
+SPEC_QWEN := $(BUILD)/models/qwen3-0.6b-shape-q8_0.gguf
+$(BUILD)/bench/spec: bench/spec.c $(call libs_for,engine)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
+$(SPEC_QWEN): | $(BUILD)/hearth
+	@mkdir -p $(@D)
+	nice $(BUILD)/hearth mkmodel -o $@ --type Q8_0 --layers 28 --embd 1024 \
+	    --heads 16 --heads-kv 8 --head-dim 128 --ff 3072 --tied \
+	    --vocab $(or $(HEARTH_SHARED_DATA),../shared/data)/vocab/ggml-vocab-qwen2.gguf
+.PHONY: bench-spec
+bench-spec: $(BUILD)/bench/spec $(SPEC_QWEN)
+	nice $(BUILD)/bench/spec $(or $(HEARTH_SHARED_DATA),../shared/data)/models/stories260K.gguf 1 $(or $(THREADS),2) $(or $(REPS),2)
+	nice $(BUILD)/bench/spec $(or $(HEARTH_SHARED_DATA),../shared/data)/models/stories260K.gguf 0 $(or $(THREADS),2) $(or $(REPS),2)
+	nice $(BUILD)/bench/spec $(SPEC_QWEN) 0 $(or $(THREADS),2) $(or $(REPS),1)
+	nice $(BUILD)/bench/spec $(SPEC_QWEN) 1 $(or $(THREADS),2) $(or $(REPS),1)
+
 # Training throughput: optimizer steps of the hearth-tiny recipe (6 x 256,
 # micro-batch 4 x 1024 packed tokens); tok/s (wall and CPU), load, peak RSS.
 # STEPS=n THREADS=n; HX_BENCH_* override the shape (bench/train.c).
