@@ -305,7 +305,8 @@ static int best_file(hx_ctx *c, const char *dir, const int32_t *tok, int n,
 }
 
 /* Checks the mapped file (size, checksum) and copies the rows of
- * positions [0, use) into the cache. 0 or -1. */
+ * positions [0, use) into the cache. 0; -1 if the file is damaged; -2 if
+ * the pages cannot be had (the file is fine). */
 static int copy_rows(hx_ctx *c, const unsigned char *p, size_t size, int use)
 {
     pfx_header h;
@@ -318,7 +319,8 @@ static int copy_rows(hx_ctx *c, const unsigned char *p, size_t size, int use)
     cks_init(&k);
     cks_update(&k, p, size - 8);
     memcpy(&sum, p + size - 8, 8);
-    if (cks_final(&k) != sum || hx_kv_reserve(c, use)) return -1;
+    if (cks_final(&k) != sum) return -1;
+    if (hx_kv_reserve(c, use)) return -2;
     const hx_hparams *hp = &c->m->hp;
     const unsigned char *r = p + rows_at;
     for (int l = 0; l < hp->n_layer; l++)
@@ -336,9 +338,11 @@ static int load_file(hx_ctx *c, const char *path, int use)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
     struct stat st;
-    if (fd < 0) return -1;
-    if (!fstat(fd, &st) && (size_t)st.st_size > sizeof(pfx_header) + 8) {
+    if (fd < 0) return -2;
+    if (fstat(fd, &st)) rc = -2;
+    else if ((size_t)st.st_size > sizeof(pfx_header) + 8) {
         void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        rc = -2;
         if (p != MAP_FAILED) {
             rc = copy_rows(c, p, (size_t)st.st_size, use);
             munmap(p, (size_t)st.st_size);
@@ -363,11 +367,12 @@ int hx_ctx_prefix_load(hx_ctx *c, const char *dir, const int32_t *tokens,
     if (k > c->max_pages * HX_KV_PAGE) k = c->max_pages * HX_KV_PAGE;
     if (k > c->n_ctx) k = c->n_ctx;
     if (k <= 0) return HX_OK;
-    if (load_file(c, best, k)) {
-        hx_log_debug("prefix cache: %s is corrupt: removed", best);
+    int rc = load_file(c, best, k);
+    if (rc == -1) {
+        hx_log_debug("prefix cache: %s is damaged: removed", best);
         unlink(best); /* its header matched: ours, damaged; the next save rewrites it */
-        return HX_OK;
     }
+    if (rc) return HX_OK;
     c->n_past = k;
     *n_loaded = k;
     hx_log_debug("prefix cache: %d positions from %s", k, best);
