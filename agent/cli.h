@@ -47,6 +47,7 @@ int cmd_feedback(int argc, char **argv);
 int cmd_quantize(int argc, char **argv); /* cmd_quantize.c */
 int cmd_train(int argc, char **argv); /* cmd_train.c */
 int cmd_lora(int argc, char **argv); /* cmd_lora.c */
+int cmd_nightly(int argc, char **argv); /* cmd_nightly.c */
 /* Loads the adapters of --adapter FILE[:SCALE] options (n_specs) for m
  * into ads[0..*n) and scales (HX_ADAPTER_MAX entries each; the caller
  * frees each adapter); with no option and active != 0, the adapter

@@ -16,6 +16,7 @@ static const hx_verb verbs[] = {
     {"quantize", cmd_quantize, "quantize a GGUF model (presets, overrides, calibration)"},
     {"train", cmd_train, "train a small model or a LoRA adapter on a text file (dev tool)"},
     {"lora", cmd_lora, "list, show, switch or roll back LoRA adapters"},
+    {"nightly", cmd_nightly, "fine-tune a LoRA adapter on accepted episodes (when idle)"},
     {"datagen", cmd_datagen, "generate agent trajectories or evaluation tasks (dev tool)"},
     {"vocab", cmd_vocab, "train a byte-level BPE vocabulary (dev tool)"},
     {"tools", cmd_tools, "list the tools, or call one with JSON arguments"},

@@ -230,7 +230,7 @@ int hx_nightly_dataset(const hx_vocab *v, hx_memory *mem, double heldout_frac,
     collect c;
     memset(&c, 0, sizeof c);
     c.v = v;
-    hx_training_query q = {0, 0, 0};
+    hx_training_query q = {.since = 0};
     int rc = hx_memory_training_episodes(mem, &q, collect_cb, &c, err);
     if (rc && c.err) rc = hx_err_set(err, c.err, "building the dataset: %s",
                                      hx_rc_str(c.err));
@@ -257,10 +257,13 @@ static int heldout_loss(hx_trainer *tr, const hx_nightly_data *d, double *out,
     double sum = 0;
     long count = 0;
     int rc = HX_OK;
+    const size_t n_ctx = (size_t)hx_trainer_hparams(tr)->n_ctx_train;
     for (int i = 0; !rc && i < d->n_docs; i++) {
         size_t a = i ? d->ends[i - 1] : 0, n = d->ends[i] - a - 1;
+        if (n > n_ctx) n = n_ctx; /* the start of a long episode */
         const int32_t *t = d->tokens + a;
-        hx_batch b = {1, (int)n, t, t + 1, d->mask + a + 1, NULL};
+        hx_batch b = {.n_seq = 1, .n_tok = (int)n, .tokens = t, .targets = t + 1,
+                      .mask = d->mask + a + 1};
         double ls = 0;
         int nc = 0;
         rc = hx_trainer_forward(tr, &b, NULL, &ls, &nc, err);
@@ -327,12 +330,14 @@ static int train_chunks(hx_trainer *tr, const hx_nightly_params *p,
                         const hx_nightly_data *d, const char *ckpt,
                         hx_nightly_report *r, hx_err *err)
 {
-    hx_train_data td = {d->tokens, d->mask, d->n, d->doc};
+    hx_train_data td = {.tokens = d->tokens, .mask = d->mask, .n = d->n, .doc = d->doc};
     hx_train_params tp = p->train;
     tp.ckpt_path = ckpt;
     tp.stop_after = p->chunk > 0 ? p->chunk : 0;
     tp.ckpt_every = tp.stop_after;
     tp.log = p->log;
+    const int n_ctx = hx_trainer_hparams(tr)->n_ctx_train;
+    if (tp.seq_len > n_ctx) tp.seq_len = n_ctx;
     if ((size_t)tp.seq_len + 1 > d->n) tp.seq_len = (int)d->n - 1;
     if (tp.opt.n_steps <= 0) {
         double per = (double)tp.seq_len * tp.n_seq * (tp.accum > 0 ? tp.accum : 1);

@@ -1,13 +1,14 @@
 /* test_cmd_lora.c: `hearth lora list|show|use|rollback` in a temporary
  * HEARTH_HOME, `use --model` refusing an adapter of another base, and
  * `hearth generate --adapter` applying an adapter (and refusing a wrong
- * one). */
+ * one), `hearth nightly --force` training on the memory's episodes. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "agent/cli.h"
 #include "engine/engine.h"
+#include "memory/memory.h"
 #include "test.h"
 
 static char g_out[65536], g_errbuf[8192], dir[256];
@@ -162,6 +163,44 @@ static void test_generate_adapter(void)
     unlink(mv), unlink(av);
 }
 
+/* hearth nightly --force on a few accepted episodes: trains and reports
+ * the held-out gate's decision; without --force on this busy machine the
+ * governor may say "not now", which is no failure. */
+static void test_nightly_cli(void)
+{
+    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    if (!vocab) return;
+    char mv[300];
+    snprintf(mv, sizeof mv, "%s/nb.gguf", dir);
+    ASSERT(make_model(mv, 4, vocab) == 0);
+    hx_memory *mem = NULL;
+    hx_err err = {0};
+    ASSERT(hx_memory_open(NULL, &mem, &err) == HX_OK);
+    for (int i = 0; i < 6; i++) {
+        hx_episode ep;
+        memset(&ep, 0, sizeof ep);
+        ep.started_at = 1790000000 + i * 600;
+        ep.finished_at = ep.started_at + 30;
+        ep.request = (char *)"Book the usual room";
+        ep.messages = (char *)"[{\"role\":\"user\",\"content\":\"Book the usual room\"},"
+                      "{\"role\":\"assistant\",\"content\":\"Room 4B, 45 minutes.\"}]";
+        int64_t id = 0;
+        ASSERT(hx_memory_episode_add(mem, &ep, &id, &err) == HX_OK);
+        ASSERT(hx_memory_episode_set_verdict(mem, id, HX_VERDICT_ACCEPTED, NULL, &err) == HX_OK);
+    }
+    hx_memory_close(mem);
+    const char *args[] = {"nightly", "--force", "-m", mv, "--steps", "3", "--rank", "2",
+                          "--lr", "0.01", "-t", "1", NULL};
+    EXPECT_EQ_INT(run(cmd_nightly, args), 0);
+    EXPECT(strstr(g_out, "episodes: 4 training") != NULL);
+    EXPECT(strstr(g_out, "adopted nightly-") || strstr(g_out, "discarded"));
+    printf("# %s%s", g_out, g_errbuf);
+    const char *inst[] = {"nightly", "--install", NULL};
+    EXPECT_EQ_INT(run(cmd_nightly, inst), 0);
+    EXPECT(strstr(g_out, "hearth nightly") != NULL);
+    unlink(mv);
+}
+
 int main(void)
 {
     const char *t = getenv("TMPDIR");
@@ -174,6 +213,7 @@ int main(void)
     snprintf(a2, sizeof a2, "%s/a2.gguf", dir);
     RUN(test_list_use_show_rollback);
     RUN(test_generate_adapter);
+    RUN(test_nightly_cli);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) printf("# could not remove %s\n", dir);
