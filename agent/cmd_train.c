@@ -40,7 +40,11 @@ static void usage(FILE *f)
             "                 the steps that fit, at most --steps\n"
             "--ckpt FILE      checkpoint every --ckpt-every N steps (default 50) and\n"
             "                 at the end; --resume continues from it\n"
-            "--svg FILE       loss curve (default OUT.svg); --log prints each step\n");
+            "--svg FILE       loss curve (default OUT.svg); --log prints each step\n"
+            "--share-prefix N with --chat: a conversation whose first N or more\n"
+            "                 tokens equal those of its window's first one (the\n"
+            "                 same system prompt and tool list) is packed without\n"
+            "                 them and attends to that copy (default 32; 0: off)\n");
 }
 
 typedef struct targs {
@@ -81,6 +85,10 @@ static int parse_num(targs *a, const char *s, const char *v)
     if (!strcmp(s, "--seed")) {
         a->tp.seed = strtoull(v, &end, 10);
         return *end ? -1 : 1;
+    }
+    if (!strcmp(s, "--share-prefix")) {
+        a->tp.share_prefix = (int)strtol(v, &end, 10);
+        return *end || a->tp.share_prefix < 0 ? -1 : 1;
     }
     if (!strcmp(s, "--time-budget")) {
         a->tp.time_budget = strtod(v, &end);
@@ -246,10 +254,12 @@ int cmd_train(int argc, char **argv)
     a.cfg = hx_train_default_config();
     a.tp = hx_train_default_params();
     a.tp.ckpt_every = 50;
+    a.tp.share_prefix = -1; /* unset */
     if (parse(argc, argv, &a)) {
         usage(stderr);
         return HX_EXIT_USAGE;
     }
+    if (a.tp.share_prefix < 0) a.tp.share_prefix = a.chat ? 32 : 0;
     hx_err err = {0};
     int rc = run(&a, &err);
     if (rc) {

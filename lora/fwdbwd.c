@@ -25,7 +25,8 @@ static int check_batch(const hx_trainer *tr, const hx_batch *b, hx_err *err)
     return HX_OK;
 }
 
-/* start[i]: first token (in its sequence) token i attends to; pos[i]. */
+/* start[i]: first token of i's document (in its sequence); pre[i]: its
+ * shared prefix; pos[i]. */
 static void geometry(hx_trainer *tr, const hx_batch *b)
 {
     for (int s = 0; s < b->n_seq; s++) {
@@ -33,8 +34,10 @@ static void geometry(hx_trainer *tr, const hx_batch *b)
         for (int i = 0; i < b->n_tok; i++) {
             const int t = s * b->n_tok + i;
             if (b->doc && i > 0 && b->doc[t] != b->doc[t - 1]) ds = i;
+            const int pre = b->pre && b->pre[t] > 0 && b->pre[t] <= ds ? b->pre[t] : 0;
             tr->start[t] = ds;
-            tr->pos[t] = i - ds;
+            tr->pre[t] = pre;
+            tr->pos[t] = pre + i - ds;
         }
     }
 }
@@ -78,7 +81,7 @@ static tr_attn attn_of(const attn_job *j, int s)
 {
     const hx_hparams *hp = &j->tr->hp;
     tr_attn a = {j->T, hp->n_head, hp->n_head_kv, hp->head_dim,
-                 j->tr->start + (size_t)s * j->T};
+                 j->tr->start + (size_t)s * j->T, j->tr->pre + (size_t)s * j->T};
     return a;
 }
 
@@ -485,7 +488,7 @@ int tr_reserve(hx_trainer *tr, int n, hx_err *err)
     if (n <= tr->cap) return HX_OK;
     const size_t total = carve(tr, n, NULL);
     float *mem = hx_malloc_array(total, sizeof(float));
-    int32_t *idx = hx_malloc_array((size_t)n * 3, sizeof(int32_t));
+    int32_t *idx = hx_malloc_array((size_t)n * 4, sizeof(int32_t));
     if (!mem || !idx) {
         free(mem);
         free(idx);
@@ -498,6 +501,7 @@ int tr_reserve(hx_trainer *tr, int n, hx_err *err)
     tr->start = idx;
     tr->pos = idx + n;
     tr->gather = idx + 2 * (size_t)n;
+    tr->pre = idx + 3 * (size_t)n;
     carve(tr, n, mem);
     tr->cap = n;
     return HX_OK;

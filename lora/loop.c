@@ -20,7 +20,7 @@ hx_train_params hx_train_default_params(void)
 
 /* The micro-batches of one step: windows drawn with the trainer's RNG. */
 typedef struct step_data {
-    int32_t *tok, *tgt, *doc;
+    int32_t *tok, *tgt, *doc, *pre;
     uint8_t *mask;
     int n_win, T;
     size_t *starts; /* packed documents: where those a window can start at
@@ -41,8 +41,56 @@ static void find_starts(const hx_train_data *d, step_data *s)
         if (i == 0 || d->doc[i] != d->doc[i - 1]) s->starts[s->n_starts++] = i;
 }
 
+/* One past the last token of the document holding token x. */
+static size_t doc_end(const hx_train_data *d, size_t x)
+{
+    while (x + 1 < d->n && d->doc[x + 1] == d->doc[x]) x++;
+    return x + 1;
+}
+
+/* How many leading tokens the documents at a and b (a's ends at a_end)
+ * share, if at least min and short of b's end; else 0. */
+static size_t shared_len(const hx_train_data *d, size_t a, size_t a_end, size_t b,
+                         int min)
+{
+    const size_t b_end = doc_end(d, b);
+    size_t n = 0;
+    while (a + n < a_end && b + n < b_end && d->tokens[a + n] == d->tokens[b + n]) n++;
+    return n >= (size_t)min && b + n < b_end ? n : 0;
+}
+
+/* Window w from the document at off, packing later documents that share
+ * its head without their copy of it; returns the count of masked targets. */
+static long draw_shared(const hx_train_data *d, step_data *s, int min, int w, size_t off)
+{
+    long cnt = 0;
+    const size_t head_end = doc_end(d, off);
+    size_t x = off;
+    int32_t seg = 0, pre = 0;
+    for (int i = 0; i < s->T; i++) {
+        const size_t k = (size_t)w * s->T + i;
+        if (x + 1 >= d->n) { /* out of data: padding that predicts nothing */
+            s->tok[k] = s->tgt[k] = d->tokens[d->n - 1];
+            s->mask[k] = 0, s->doc[k] = seg + 1, s->pre[k] = 0;
+            continue;
+        }
+        s->tok[k] = d->tokens[x];
+        s->tgt[k] = d->tokens[x + 1];
+        s->doc[k] = seg, s->pre[k] = pre;
+        const int last = d->doc[x + 1] != d->doc[x];
+        s->mask[k] = !last && (d->mask ? d->mask[x + 1] != 0 : 1);
+        cnt += s->mask[k];
+        x++;
+        if (!last) continue;
+        seg++;
+        const size_t n = i + 1 >= (int)(head_end - off) ? shared_len(d, off, head_end, x, min) : 0;
+        x += n, pre = (int32_t)n;
+    }
+    return cnt;
+}
+
 /* Draws the step's windows; returns the count of masked targets. */
-static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s)
+static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s, int share)
 {
     long cnt = 0;
     const size_t span = d->n - (size_t)s->T;
@@ -50,6 +98,10 @@ static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s)
         const uint64_t r = tr_rng_next(&tr->rng);
         const size_t off = s->n_starts ? s->starts[r % s->n_starts] : (size_t)(r % span);
         tr->data_pos++;
+        if (share > 0 && d->doc) {
+            cnt += draw_shared(d, s, share, w, off);
+            continue;
+        }
         for (int i = 0; i < s->T; i++) {
             const size_t k = (size_t)w * s->T + i;
             s->tok[k] = d->tokens[off + i];
@@ -68,14 +120,16 @@ static int one_step(hx_trainer *tr, const hx_train_data *d,
                     const hx_train_params *p, const hx_opt_params *o,
                     step_data *s, double *loss, double *gnorm, hx_err *err)
 {
-    const long cnt = draw_step(tr, d, s);
+    const int share = p->share_prefix > 0 && d->doc ? p->share_prefix : 0;
+    const long cnt = draw_step(tr, d, s, share);
     const double norm = cnt > 0 ? (double)cnt : 1.0;
     const size_t per = (size_t)p->n_seq * s->T;
     double total = 0.0;
     hx_trainer_zero_grad(tr);
     for (int a = 0; a < p->accum; a++) {
         hx_batch b = {p->n_seq, s->T, s->tok + a * per, s->tgt + a * per,
-                      s->mask + a * per, d->doc ? s->doc + a * per : NULL};
+                      s->mask + a * per, d->doc ? s->doc + a * per : NULL,
+                      share ? s->pre + a * per : NULL};
         double l = 0.0;
         int rc = hx_trainer_grad(tr, &b, norm, &l, err);
         if (rc) return rc;
@@ -157,7 +211,8 @@ int hx_train_run(hx_trainer *tr, const hx_train_data *d,
     s.tgt = hx_malloc_array(n, sizeof(int32_t));
     s.mask = hx_malloc_array(n, 1);
     s.doc = hx_malloc_array(n, sizeof(int32_t));
-    if (!s.tok || !s.tgt || !s.mask || !s.doc) rc = hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
+    s.pre = hx_malloc_array(n, sizeof(int32_t));
+    if (!s.tok || !s.tgt || !s.mask || !s.doc || !s.pre) rc = hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
     if (!rc && d->doc) find_starts(d, &s);
     if (tr->step == 0 && tr->data_pos == 0) tr->rng ^= p->seed * 0x9e3779b97f4a7c15ull;
     const double t0 = hx_time_mono(), base = tr->train_seconds;
@@ -188,6 +243,7 @@ int hx_train_run(hx_trainer *tr, const hx_train_data *d,
     free(s.tgt);
     free(s.mask);
     free(s.doc);
+    free(s.pre);
     free(s.starts);
     return rc;
 }

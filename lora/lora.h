@@ -72,12 +72,18 @@ const char *hx_trainer_tensor(const hx_trainer *tr, int i, size_t *off,
  * targets[i] is the token to predict after tokens[i]; mask[i] != 0 makes it
  * count in the loss (NULL: all count). doc[i] (NULL: one document per
  * sequence) packs documents: a token attends only to earlier tokens of the
- * same doc id within its sequence, and positions restart at each doc. */
+ * same doc id within its sequence, and positions restart at each doc.
+ * pre[i] (NULL: all 0) shares a prefix: token i also attends to the first
+ * pre[i] tokens of its sequence (which must end before its doc starts),
+ * and its position continues from pre[i]; so conversations with the same
+ * system prompt and tool list are packed after one copy of it, as if each
+ * had its own. */
 typedef struct hx_batch {
     int n_seq, n_tok;
     const int32_t *tokens, *targets;
     const uint8_t *mask;
     const int32_t *doc;
+    const int32_t *pre;
 } hx_batch;
 
 /* Forward only. logits (n_seq*n_tok*n_vocab, or NULL) gets every
@@ -147,6 +153,12 @@ typedef struct hx_train_params {
                      * a budget suits; cosine: after the warmup or 5
                      * steps), then kept in checkpoints; opt.n_steps is
                      * the upper bound */
+    int share_prefix; /* > 0, with packed documents: a document whose
+                     * first share_prefix or more tokens equal those of its
+                     * window's first document is packed without them and
+                     * sees that document's copy (hx_batch.pre): the same
+                     * system prompt and tool list cost once per window.
+                     * 0 (default): plain packing */
 } hx_train_params;
 hx_train_params hx_train_default_params(void);
 

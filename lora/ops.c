@@ -189,6 +189,17 @@ static float dot(const float *a, const float *b, int n)
     return t;
 }
 
+/* The keys token i sees, in order: [0, pre[i]) then [start[i], i]. */
+static int first_key(const tr_attn *a, int i)
+{
+    return a->pre && a->pre[i] > 0 ? 0 : a->start[i];
+}
+
+static int next_key(const tr_attn *a, int i, int j)
+{
+    return a->pre && j + 1 == a->pre[i] ? a->start[i] : j + 1;
+}
+
 static void attn_fwd_scalar(const tr_attn *a, int h, const float *q,
                             const float *k, const float *v, float *o,
                             float *lse, float *sc)
@@ -198,18 +209,18 @@ static void attn_fwd_scalar(const tr_attn *a, int h, const float *q,
     for (int i = 0; i < a->T; i++) {
         const float *qi = q + ((size_t)i * a->H + h) * d;
         float *oi = o + ((size_t)i * a->H + h) * d;
-        const int j0 = a->start[i];
+        const int j0 = first_key(a, i);
         float mx = -INFINITY;
-        for (int j = j0; j <= i; j++) {
+        for (int j = j0; j <= i; j = next_key(a, i, j)) {
             sc[j] = dot(qi, k + ((size_t)j * a->Hk + g) * d, d) * scale;
             mx = sc[j] > mx ? sc[j] : mx;
         }
         double sum = 0.0;
-        for (int j = j0; j <= i; j++) sum += exp((double)(sc[j] - mx));
+        for (int j = j0; j <= i; j = next_key(a, i, j)) sum += exp((double)(sc[j] - mx));
         const float l = mx + (float)log(sum);
         lse[(size_t)i * a->H + h] = l;
         memset(oi, 0, (size_t)d * sizeof(float));
-        for (int j = j0; j <= i; j++) {
+        for (int j = j0; j <= i; j = next_key(a, i, j)) {
             const float p = expf(sc[j] - l);
             const float *vj = v + ((size_t)j * a->Hk + g) * d;
             for (int e = 0; e < d; e++) oi[e] += p * vj[e];
@@ -229,7 +240,7 @@ static void attn_bwd_head(const tr_attn *a, int h, int g, const float *q,
         const size_t qi = ((size_t)i * a->H + h) * d;
         const float l = lse[(size_t)i * a->H + h];
         const float D = dot(dout + qi, o + qi, d);
-        for (int j = a->start[i]; j <= i; j++) {
+        for (int j = first_key(a, i); j <= i; j = next_key(a, i, j)) {
             const size_t kj = ((size_t)j * a->Hk + g) * d;
             const float p = expf(dot(q + qi, k + kj, d) * scale - l);
             const float ds = p * (dot(dout + qi, v + kj, d) - D) * scale;
@@ -264,17 +275,33 @@ static int attn_fast(const tr_attn *a)
     return a->d % 64 == 0 && hx_isa_current() >= HX_ISA_AVX512;
 }
 
-/* Pointers of the QB query rows from i0 (rows past T repeat the last). */
+/* QB query rows from i0 (rows past T repeat the last) and the keys any of
+ * them sees, as score columns: a shared prefix's keys [0, pa) in columns
+ * [0, pa), then keys [jlo, jlo + nk) from column off (pa rounded up to 32,
+ * so no 32-wide tile mixes the two; 0 without a separate prefix). */
 typedef struct qblk {
-    int i0, nq, jlo, nk; /* rows, first key, keys */
+    int i0, nq, jlo, nk, pa, off;
 } qblk;
 
 static qblk block_of(const tr_attn *a, int i0)
 {
-    qblk b = {i0, a->T - i0 < QB ? a->T - i0 : QB, i0, 0};
-    for (int r = 0; r < b.nq; r++) b.jlo = a->start[i0 + r] < b.jlo ? a->start[i0 + r] : b.jlo;
+    qblk b = {i0, a->T - i0 < QB ? a->T - i0 : QB, i0, 0, 0, 0};
+    int pa = 0;
+    for (int r = 0; r < b.nq; r++) {
+        b.jlo = a->start[i0 + r] < b.jlo ? a->start[i0 + r] : b.jlo;
+        if (a->pre && a->pre[i0 + r] > pa) pa = a->pre[i0 + r];
+    }
+    if (pa > 0 && pa < b.jlo) b.pa = pa, b.off = (pa + 31) / 32 * 32;
+    else if (pa > 0) b.jlo = 0; /* the prefix is among the columns already */
     b.nk = i0 + b.nq - b.jlo;
     return b;
+}
+
+static int n_cols(const qblk *b) { return b->off + b->nk; }
+
+static int key_of(const qblk *b, int jj)
+{
+    return jj < b->off ? jj : b->jlo + jj - b->off;
 }
 
 /* dst (d x ld) = rows of src (stride elements apart, d each), transposed;
@@ -297,10 +324,10 @@ scores(const qblk *b, const float *rows, size_t stride, const float *xt,
     const float *q[QB];
     for (int r = 0; r < QB; r++) q[r] = rows + (size_t)(b->i0 + (r < b->nq ? r : b->nq - 1)) * stride;
     const __m512 sc = _mm512_set1_ps(scale);
-    for (int jc = 0; jc < b->nk; jc += 32) {
+    for (int jc = 0; jc < n_cols(b); jc += 32) {
         __m512 s[QB][2];
         for (int r = 0; r < QB; r++) s[r][0] = s[r][1] = _mm512_setzero_ps();
-        const float *x = xt + b->jlo + jc;
+        const float *x = xt + key_of(b, jc);
         for (int e = 0; e < d; e++, x += ldx) {
             const __m512 k0 = _mm512_loadu_ps(x), k1 = _mm512_loadu_ps(x + 16);
 #pragma GCC unroll 8
@@ -317,15 +344,24 @@ scores(const qblk *b, const float *rows, size_t stride, const float *xt,
     }
 }
 
-/* Lanes of keys jj..jj+15 that row r (query i0 + r) sees. */
+/* Lanes lo..hi of 16. */
+static __mmask16 lanes(int lo, int hi)
+{
+    if (hi < 0 || lo > 15 || hi < lo) return 0;
+    const unsigned from = lo < 0 ? 0 : (unsigned)lo, to = hi > 15 ? 15 : (unsigned)hi;
+    return (__mmask16)(((2u << to) - 1) & ~((1u << from) - 1));
+}
+
+/* Lanes of columns jj..jj+15 (never across off) that row r (query i0 + r)
+ * sees: keys below its prefix length, and its document's up to itself. */
 __attribute__((target("avx512f"))) static __mmask16
 row_mask(const tr_attn *a, const qblk *b, int r, int jj)
 {
     const int i = b->i0 + (r < b->nq ? r : b->nq - 1);
-    const int lo = a->start[i] - b->jlo - jj, hi = i - b->jlo - jj; /* lanes lo..hi */
-    if (hi < 0 || lo > 15) return 0;
-    const unsigned from = lo < 0 ? 0 : (unsigned)lo, to = hi > 15 ? 15 : (unsigned)hi;
-    return (__mmask16)(((2u << to) - 1) & ~((1u << from) - 1));
+    const int pre = a->pre ? a->pre[i] : 0;
+    if (jj < b->off) return lanes(0, (pre < b->pa ? pre : b->pa) - 1 - jj);
+    const int k0 = b->jlo + jj - b->off;
+    return lanes(a->start[i] - k0, i - k0) | lanes(0, pre - 1 - k0);
 }
 
 /* P = exp(S - lse) in place (0 where masked), for the block's rows. */
@@ -334,7 +370,7 @@ probs(const tr_attn *a, const qblk *b, float *S, int ld, const float *lse)
 {
     for (int r = 0; r < QB; r++) {
         const __m512 l = _mm512_set1_ps(lse[r < b->nq ? r : b->nq - 1]);
-        for (int jj = 0; jj < b->nk; jj += 16) {
+        for (int jj = 0; jj < n_cols(b); jj += 16) {
             float *p = S + (size_t)r * ld + jj;
             const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(p), l));
             _mm512_storeu_ps(p, _mm512_maskz_mov_ps(row_mask(a, b, r, jj), e));
@@ -354,8 +390,8 @@ mix_rows(const qblk *b, const float *W, int ld, const float *x, size_t stride,
             for (int r = 0; r < 4; r++)
                 for (int u = 0; u < 4; u++) s[r][u] = _mm512_setzero_ps();
             const int nr = b->nq - r0 < 4 ? b->nq - r0 : 4;
-            for (int jj = 0; jj < b->nk; jj++) {
-                const float *xr = x + (size_t)(b->jlo + jj) * stride + ec;
+            for (int jj = b->pa > 0 ? 0 : b->off; jj < n_cols(b); jj = jj + 1 == b->pa ? b->off : jj + 1) {
+                const float *xr = x + (size_t)key_of(b, jj) * stride + ec;
                 const __m512 x0 = _mm512_loadu_ps(xr), x1 = _mm512_loadu_ps(xr + 16);
                 const __m512 x2 = _mm512_loadu_ps(xr + 32), x3 = _mm512_loadu_ps(xr + 48);
 #pragma GCC unroll 4
@@ -377,18 +413,19 @@ mix_rows(const qblk *b, const float *W, int ld, const float *x, size_t stride,
         }
 }
 
-/* dx (key rows jlo + jj) += sum over r < nq of W[r][jj] rows[i0 + r]. */
+/* dx (key rows k0 + jj) += sum over r < nq of W[r][jj] rows[i0 + r], for
+ * the nk columns of W from its first. */
 __attribute__((target("avx512f"))) static void
-scatter_rows(const qblk *b, const float *W, int ld, const float *rows,
-             size_t stride, int d, float *dx, size_t xstride)
+scatter_range(const qblk *b, const float *W, int ld, int k0, int nk,
+              const float *rows, size_t stride, int d, float *dx, size_t xstride)
 {
     int jj = 0;
-    for (; jj + 4 <= b->nk; jj += 4)
+    for (; jj + 4 <= nk; jj += 4)
         for (int ec = 0; ec < d; ec += 64) {
             __m512 s[4][4];
             for (int t = 0; t < 4; t++)
                 for (int u = 0; u < 4; u++)
-                    s[t][u] = _mm512_loadu_ps(dx + (size_t)(b->jlo + jj + t) * xstride + ec + 16 * u);
+                    s[t][u] = _mm512_loadu_ps(dx + (size_t)(k0 + jj + t) * xstride + ec + 16 * u);
             for (int r = 0; r < b->nq; r++) {
                 const float *q = rows + (size_t)(b->i0 + r) * stride + ec;
                 const __m512 q0 = _mm512_loadu_ps(q), q1 = _mm512_loadu_ps(q + 16);
@@ -404,10 +441,10 @@ scatter_rows(const qblk *b, const float *W, int ld, const float *rows,
             }
             for (int t = 0; t < 4; t++)
                 for (int u = 0; u < 4; u++)
-                    _mm512_storeu_ps(dx + (size_t)(b->jlo + jj + t) * xstride + ec + 16 * u, s[t][u]);
+                    _mm512_storeu_ps(dx + (size_t)(k0 + jj + t) * xstride + ec + 16 * u, s[t][u]);
         }
-    for (; jj < b->nk; jj++) {
-        float *y = dx + (size_t)(b->jlo + jj) * xstride;
+    for (; jj < nk; jj++) {
+        float *y = dx + (size_t)(k0 + jj) * xstride;
         for (int ec = 0; ec < d; ec += 16) {
             __m512 s = _mm512_loadu_ps(y + ec);
             for (int r = 0; r < b->nq; r++)
@@ -416,6 +453,14 @@ scatter_rows(const qblk *b, const float *W, int ld, const float *rows,
             _mm512_storeu_ps(y + ec, s);
         }
     }
+}
+
+/* dx (the block's key rows) += sum over r < nq of W[r][col] rows[i0 + r]. */
+static void scatter_rows(const qblk *b, const float *W, int ld, const float *rows,
+                         size_t stride, int d, float *dx, size_t xstride)
+{
+    if (b->pa > 0) scatter_range(b, W, ld, 0, b->pa, rows, stride, d, dx, xstride);
+    scatter_range(b, W + b->off, ld, b->jlo, b->nk, rows, stride, d, dx, xstride);
 }
 
 __attribute__((target("avx512f"))) static void
@@ -433,10 +478,10 @@ attn_fwd_fast(const tr_attn *a, int h, const float *q, const float *k,
         for (int r = 0; r < b.nq; r++) {
             const float *s = S + (size_t)r * ld;
             __m512 mx = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
-            for (int jj = 0; jj < b.nk; jj += 16)
+            for (int jj = 0; jj < n_cols(&b); jj += 16)
                 mx = _mm512_mask_max_ps(mx, row_mask(a, &b, r, jj), mx, _mm512_loadu_ps(s + jj));
             const float m = _mm512_reduce_max_ps(mx);
-            for (int jj = 0; jj < b.nk; jj += 16) {
+            for (int jj = 0; jj < n_cols(&b); jj += 16) {
                 const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + jj), _mm512_set1_ps(m)));
                 sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(row_mask(a, &b, r, jj), e));
             }
@@ -475,7 +520,7 @@ attn_bwd_fast(const tr_attn *a, int g, const float *q, const float *k,
             /* dP becomes dS = P (dP - D) scale */
             for (int r = 0; r < b.nq; r++) {
                 const __m512 Dr = _mm512_set1_ps(D[r]), sv = _mm512_set1_ps(scale);
-                for (int jj = 0; jj < b.nk; jj += 16) {
+                for (int jj = 0; jj < n_cols(&b); jj += 16) {
                     float *x = dP + (size_t)r * ld + jj;
                     const __m512 p = _mm512_loadu_ps(P + (size_t)r * ld + jj);
                     const __m512 ds = _mm512_mul_ps(_mm512_mul_ps(p, _mm512_sub_ps(_mm512_loadu_ps(x), Dr)), sv);

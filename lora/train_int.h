@@ -34,11 +34,11 @@ void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
 double tr_xent(const float *z, int V, int y, float scale, float *dz);
 
 /* Attention over one sequence of T tokens. q (T, H, d), k and v (T, Hk,
- * d), o (T, H, d), lse (T, H); start[i] = first key token index token i may
- * see (causal from there to i). */
+ * d), o (T, H, d), lse (T, H); token i sees keys [0, pre[i]) (a shared
+ * prefix; pre[i] <= start[i]) and [start[i], i]. */
 typedef struct tr_attn {
     int T, H, Hk, d;
-    const int32_t *start;
+    const int32_t *start, *pre;
 } tr_attn;
 /* Floats of per-thread scratch the attention ops need for T tokens of
  * head dimension d. */
@@ -85,6 +85,9 @@ void tr_gemm_ref(int m, int n, int k, float alpha, const float *a, int lda,
                  int acc);
 /* Frees tr_gemm_ex's packing buffer (it is kept between products). */
 void tr_gemm_release(void);
+/* Frees the buffers tr_mm_* keep between products (dequantized blocks of
+ * frozen weights, and tr_gemm_release's). */
+void tr_mm_release(void);
 /* Floats of per-thread scratch tr_mm_* need for a matrix of cols. */
 size_t tr_mm_scratch(int cols);
 
@@ -156,7 +159,7 @@ struct hx_trainer {
     float *scratch_z;      /* logits of the gathered positions, then dz */
     float *scratch;        /* per thread */
     size_t scratch_n;      /* floats per thread */
-    int32_t *start, *pos, *gather;
+    int32_t *start, *pre, *pos, *gather;
     int rank;              /* LoRA rank, 0 in full mode */
     /* training state */
     int step;

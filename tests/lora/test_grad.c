@@ -151,7 +151,7 @@ static hx_batch make_batch(int V)
         mask[i] = (uint8_t)(i % 5 != 2);
         docs[i] = i < 7 ? 0 : (i < 10 ? 1 : 2);
     }
-    hx_batch b = {2, 7, toks, tgts, mask, docs};
+    hx_batch b = {2, 7, toks, tgts, mask, docs, NULL};
     return b;
 }
 
@@ -399,7 +399,7 @@ static double logits_nmse(const char *path, const hx_lora_params *lp)
     int32_t ids[N];
     for (int i = 0; i < N; i++) ids[i] = (i * 7 + 3) % 32;
     float *got = malloc((size_t)N * 32 * sizeof(float));
-    hx_batch b = {1, N, ids, NULL, NULL, NULL};
+    hx_batch b = {1, N, ids, NULL, NULL, NULL, NULL};
     if (!hx_model_load(path, &mp, &m, &err) && !hx_ctx_new(m, &cp, &ctx, &err) &&
         !hx_decode(ctx, ids, N, 1) &&
         !hx_trainer_forward(tr, &b, got, NULL, NULL, &err)) {
@@ -456,9 +456,9 @@ static void test_packing(void)
     const int32_t tok[9] = {3, 9, 27, 1, 5, 5, 30, 2, 11};
     const int32_t doc[9] = {0, 0, 0, 0, 7, 7, 7, 7, 7};
     float packed[9 * 32], alone[9 * 32];
-    hx_batch b = {1, 9, tok, NULL, NULL, doc};
+    hx_batch b = {1, 9, tok, NULL, NULL, doc, NULL};
     ASSERT(hx_trainer_forward(tr, &b, packed, NULL, NULL, &err) == HX_OK);
-    hx_batch a = {1, 4, tok, NULL, NULL, NULL}, bb = {1, 5, tok + 4, NULL, NULL, NULL};
+    hx_batch a = {1, 4, tok, NULL, NULL, NULL, NULL}, bb = {1, 5, tok + 4, NULL, NULL, NULL, NULL};
     ASSERT(hx_trainer_forward(tr, &a, alone, NULL, NULL, &err) == HX_OK);
     ASSERT(hx_trainer_forward(tr, &bb, alone + 4 * 32, NULL, NULL, &err) == HX_OK);
     EXPECT(memcmp(packed, alone, sizeof packed) == 0);
@@ -470,6 +470,70 @@ static void test_packing(void)
     hx_trainer_free(tr);
 }
 
+/* A shared prefix: [P A | B'] where B' (B without its copy of P) sees P
+ * through pre gives B's logits and, masks aside, the gradients of [P A]
+ * and [P B] run apart. Head dims 8 (scalar attention) and 64 (the blocked
+ * AVX-512 kernel where the CPU has it; P spans a partial 32-key tile). */
+static void shared_prefix_case(int head_dim)
+{
+    enum { NP = 37, NA = 9, NB = 11, T = NP + NA + NB };
+    hx_train_config c = tiny();
+    c.n_ctx = 64, c.head_dim = head_dim, c.n_embd = 2 * head_dim, c.n_ff = 48;
+    hx_trainer *tr = NULL;
+    hx_err err = {0};
+    ASSERT(hx_trainer_new_scratch(&c, 5, 2, &tr, &err) == HX_OK);
+    randomize(tr, 0.6f);
+    int32_t pa[NP + NA + 1], pb[NP + NB + 1], sh[T + 1], doc[T], pre[T];
+    uint8_t ma[NP + NA], mb[NP + NB], ms[T];
+    uint64_t r = 11;
+    for (int i = 0; i < NP + NB + 1; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        pb[i] = (int32_t)((r >> 33) % 32);
+        if (i < NP + NA + 1) pa[i] = i < NP ? pb[i] : (int32_t)((r >> 45) % 32);
+    }
+    for (int i = 0; i < NP + NA; i++) ma[i] = i >= NP - 1 && i % 3 != 1;
+    for (int i = 0; i < NP + NB; i++) mb[i] = i >= NP && i % 4 != 2; /* P-1's target lost */
+    ma[NP + NA - 1] = 0; /* the end of a packed document predicts nothing */
+    for (int i = 0; i < T; i++) {
+        const int in_a = i < NP + NA;
+        sh[i] = in_a ? pa[i] : pb[i - NA];
+        ms[i] = in_a ? ma[i] : mb[i - NA];
+        doc[i] = in_a ? 0 : 1;
+        pre[i] = in_a ? 0 : NP;
+    }
+    int32_t tgs[T];
+    for (int i = 0; i < T; i++) tgs[i] = i == NP + NA - 1 ? 0 : (i < NP + NA ? pa[i + 1] : pb[i - NA + 1]);
+    ms[NP + NA - 1] = 0;
+    hx_batch bs = {1, T, sh, tgs, ms, doc, pre};
+    hx_batch ba = {1, NP + NA, pa, pa + 1, ma, NULL, NULL};
+    hx_batch bb = {1, NP + NB, pb, pb + 1, mb, NULL, NULL};
+    static float lsh[T * 32], lb[(NP + NB) * 32];
+    ASSERT(hx_trainer_forward(tr, &bs, lsh, NULL, NULL, &err) == HX_OK);
+    ASSERT(hx_trainer_forward(tr, &bb, lb, NULL, NULL, &err) == HX_OK);
+    EXPECT(test_nmse(lsh + (NP + NA) * 32, lb + NP * 32, NB * 32) < 1e-10);
+    const size_t n = hx_trainer_n_params(tr);
+    float *g1 = malloc(n * sizeof *g1);
+    ASSERT(g1);
+    double l1 = 0, l2 = 0, l3 = 0;
+    hx_trainer_zero_grad(tr);
+    ASSERT(hx_trainer_grad(tr, &bs, 1.0, &l1, &err) == HX_OK);
+    memcpy(g1, hx_trainer_grads(tr), n * sizeof *g1);
+    hx_trainer_zero_grad(tr);
+    ASSERT(hx_trainer_grad(tr, &ba, 1.0, &l2, &err) == HX_OK);
+    ASSERT(hx_trainer_grad(tr, &bb, 1.0, &l3, &err) == HX_OK);
+    /* float sums in another order (the prefix's keys are a tile of their own) */
+    EXPECT(fabs(l1 - (l2 + l3)) < 1e-6 * fabs(l1));
+    EXPECT(test_nmse(g1, hx_trainer_grads(tr), n) < 1e-10);
+    free(g1);
+    hx_trainer_free(tr);
+}
+
+static void test_shared_prefix(void)
+{
+    shared_prefix_case(8);
+    shared_prefix_case(64);
+}
+
 static void test_bad_batch(void)
 {
     hx_train_config c = tiny();
@@ -477,10 +541,10 @@ static void test_bad_batch(void)
     hx_err err = {0};
     ASSERT(hx_trainer_new_scratch(&c, 3, 1, &tr, &err) == HX_OK);
     int32_t t[4] = {1, 2, 99, 3};
-    hx_batch b = {1, 4, t, t, NULL, NULL};
+    hx_batch b = {1, 4, t, t, NULL, NULL, NULL};
     EXPECT_EQ_INT(hx_trainer_forward(tr, &b, NULL, NULL, NULL, &err), HX_ERR_RANGE);
     EXPECT(strstr(err.msg, "vocabulary") != NULL);
-    hx_batch b2 = {1, 40, t, t, NULL, NULL};
+    hx_batch b2 = {1, 40, t, t, NULL, NULL, NULL};
     EXPECT_EQ_INT(hx_trainer_forward(tr, &b2, NULL, NULL, NULL, &err), HX_ERR_RANGE);
     hx_trainer_free(tr);
     c.n_head_kv = 3;
@@ -503,6 +567,7 @@ int main(void)
     RUN(test_lora_vs_full_q8_0);
     RUN(test_logits_match_decode);
     RUN(test_packing);
+    RUN(test_shared_prefix);
     RUN(test_bad_batch);
     rmdir(tmpdir);
     return test_summary();

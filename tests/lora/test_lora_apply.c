@@ -122,7 +122,7 @@ static void trained_on(const char *ftype, double tol)
     EXPECT_EQ_INT(hx_adapter_get_info(a)->n_pairs, 14);
     const int V = hx_model_hparams(m)->n_vocab;
     float *mine = malloc((size_t)N * V * sizeof(float));
-    hx_batch b = {1, N, data_tok, NULL, NULL, NULL};
+    hx_batch b = {1, N, data_tok, NULL, NULL, NULL, NULL};
     ASSERT(hx_trainer_forward(tr, &b, mine, NULL, NULL, &err) == HX_OK);
     float *h1 = hearth_logits(m, a, 1.0f), *h05 = hearth_logits(m, a, 0.5f);
     float *plain = hearth_logits(m, NULL, 0.0f), *r1 = NULL, *r05 = NULL;

@@ -135,15 +135,15 @@ static void test_accumulation(void)
     ASSERT(hx_trainer_new_scratch(&c, 5, 2, &tr, &err) == HX_OK);
     const size_t np = hx_trainer_n_params(tr);
     float *g1 = malloc(np * sizeof(float));
-    hx_batch b2 = {2, 16, d.tokens, d.tokens + 1, d.mask + 1, NULL};
+    hx_batch b2 = {2, 16, d.tokens, d.tokens + 1, d.mask + 1, NULL, NULL};
     int32_t tg[32];
     uint8_t mk[32];
     int cnt = 0;
     for (int i = 0; i < 32; i++) cnt += d.mask[i + 1];
     memcpy(tg, d.tokens + 1, sizeof tg);
     memcpy(mk, d.mask + 1, sizeof mk);
-    hx_batch a1 = {1, 16, d.tokens, tg, mk, NULL};
-    hx_batch a2 = {1, 16, d.tokens + 16, tg + 16, mk + 16, NULL};
+    hx_batch a1 = {1, 16, d.tokens, tg, mk, NULL, NULL};
+    hx_batch a2 = {1, 16, d.tokens + 16, tg + 16, mk + 16, NULL, NULL};
     double l = 0, la = 0, lb = 0;
     hx_trainer_zero_grad(tr);
     ASSERT(hx_trainer_grad(tr, &b2, cnt, &l, &err) == HX_OK);
@@ -273,7 +273,7 @@ static void test_no_targets(void)
     hx_trainer *tr = NULL;
     ASSERT(hx_trainer_new_scratch(&c, 4, 2, &tr, &err) == HX_OK);
     uint8_t none[16] = {0};
-    hx_batch b = {1, 16, d.tokens, d.tokens + 1, d.mask, NULL};
+    hx_batch b = {1, 16, d.tokens, d.tokens + 1, d.mask, NULL, NULL};
     double loss = 0;
     ASSERT(hx_trainer_grad(tr, &b, 10.0, &loss, &err) == HX_OK);
     hx_trainer_zero_grad(tr);
@@ -391,7 +391,7 @@ static void test_write_gguf(void)
     ASSERT(hx_trainer_write_gguf(tr, path, NULL, &err) == HX_OK);
     enum { N = 12 };
     float *mine = malloc((size_t)N * 32 * sizeof(float));
-    hx_batch b = {1, N, data_tok, NULL, NULL, NULL};
+    hx_batch b = {1, N, data_tok, NULL, NULL, NULL, NULL};
     ASSERT(hx_trainer_forward(tr, &b, mine, NULL, NULL, &err) == HX_OK);
     int V = 0;
     float *dec = decode_logits(path, data_tok, N, &V);
@@ -494,7 +494,7 @@ static void test_llama_cpp_applies_adapter(void)
     enum { N = 10 };
     const int V = 151936;
     float *mine = malloc((size_t)N * V * sizeof(float)), *ref = NULL, *plain = NULL;
-    hx_batch b = {1, N, data_tok, NULL, NULL, NULL};
+    hx_batch b = {1, N, data_tok, NULL, NULL, NULL, NULL};
     ASSERT(hx_trainer_forward(tr, &b, mine, NULL, NULL, &err) == HX_OK);
     int nv = 0;
     ASSERT(ref_lora_logits(base, ad, 1.0f, data_tok, N, &ref, &nv) == 0 && nv == V);
