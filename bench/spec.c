@@ -76,6 +76,7 @@ static int generate(hx_ctx *c, const hx_vocab *v, hx_grammar *g, hx_gvocab *gv,
 {
     hx_sampler *s = new_sampler(g, gv);
     hx_spec *spec = hx_spec_new(c, v, sp);
+    if (spec && sp->max_batch > 1 && hx_spec_set_grammar(spec, g, gv)) return -1;
     int32_t hist[4096 + MAX_GEN], step[64];
     hx_err err = {0};
     int n = 0, nh = np, rc = !s || !spec;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "engine/ctx_int.h"
+#include "engine/grammar/gint.h"
 #include "engine/sample.h"
 #include "engine/spec.h"
 #include "engine/vocab.h"
@@ -25,8 +26,17 @@ struct hx_spec {
     int qn, qi;      /* ... its count, and how many hx_spec_next gave */
     int seq_cap;
     hx_spec_stats st;
-    double tried, taken; /* decaying counts of drafts fed and accepted */
-    int idle;            /* steps since the last draft */
+    /* per draft source (0 n-gram, 1 grammar): decaying counts of drafts
+     * fed and accepted, steps since the last draft */
+    double tried[2], taken[2];
+    int idle[2], src;
+    /* optional grammar drafts: a shadow matcher fed every produced token,
+     * and the vocabulary's pieces by first byte, longest first */
+    hx_matcher *gm;
+    const hx_gvocab *gv;
+    int g_off;           /* the shadow lost track this turn */
+    int32_t *by_byte;    /* token ids grouped by first byte ... */
+    int32_t first[257];  /* ... group b is by_byte[first[b], first[b+1]) */
 };
 
 hx_spec_params hx_spec_default_params(void)
@@ -49,7 +59,7 @@ hx_spec *hx_spec_new(hx_ctx *c, const hx_vocab *v, const hx_spec_params *p)
     sp->p.max_draft = clamp(sp->p.max_draft, 0, sp->p.max_batch - 1);
     sp->p.ngram_min = clamp(sp->p.ngram_min, 1, 16);
     sp->p.ngram_max = clamp(sp->p.ngram_max, sp->p.ngram_min, 16);
-    sp->tried = 2, sp->taken = 1; /* a prior of one in two */
+    for (int i = 0; i < 2; i++) sp->tried[i] = 2, sp->taken[i] = 1; /* 1 in 2 */
     sp->n_vocab = hx_model_hparams(hx_ctx_model(c))->n_vocab;
     sp->zeros = hx_calloc((size_t)sp->n_vocab, sizeof *sp->zeros);
     sp->batch = hx_malloc_array((size_t)sp->p.max_batch, sizeof *sp->batch);
@@ -68,6 +78,8 @@ void hx_spec_free(hx_spec *sp)
     free(sp->batch);
     free(sp->seq);
     free(sp->q);
+    hx_matcher_free(sp->gm);
+    free(sp->by_byte);
     free(sp);
 }
 
@@ -122,14 +134,14 @@ static int ngram_draft(const hx_spec *sp, const int32_t *seq, int n,
  * independently at the observed rate a: a^k >= min_accept. None when the
  * rate is too low, but one every PROBE_EVERY steps so it can recover. */
 #define PROBE_EVERY 16
-static int draft_budget(hx_spec *sp)
+static int draft_budget(hx_spec *sp, int src)
 {
-    double a = sp->taken / sp->tried, lim = sp->p.min_accept;
+    double a = sp->taken[src] / sp->tried[src], lim = sp->p.min_accept;
     int k = 0;
     for (double q = a; k < sp->p.max_draft && q >= lim && lim > 0; q *= a) k++;
     if (lim <= 0) k = sp->p.max_draft;
-    if (k == 0 && ++sp->idle >= PROBE_EVERY) k = 1;
-    if (k > 0) sp->idle = 0;
+    if (k == 0 && ++sp->idle[src] >= PROBE_EVERY) k = 1;
+    if (k > 0) sp->idle[src] = 0;
     return k;
 }
 
@@ -137,14 +149,135 @@ static int draft_budget(hx_spec *sp)
 static void draft_outcome(hx_spec *sp, int nd, int i)
 {
     if (nd == 0) return;
-    sp->tried = sp->tried * 0.9 + nd;
-    sp->taken = sp->taken * 0.9 + i;
+    sp->tried[sp->src] = sp->tried[sp->src] * 0.9 + nd;
+    sp->taken[sp->src] = sp->taken[sp->src] * 0.9 + i;
+}
+
+/* ---- grammar drafts ---- */
+
+static int is_ws(int b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }
+
+/* The bytes the grammar allows next from config c when they are one byte
+ * b, or b and optional whitespace (skipped: a guess, verified anyway);
+ * -1 otherwise. */
+static int only_byte(hx_matcher *m, uint32_t c)
+{
+    int only = -1;
+    for (int b = 0; b < 256; b++) {
+        if (!gm_step(m, c, b) || is_ws(b)) continue;
+        if (only >= 0) return -1;
+        only = b;
+    }
+    return only;
+}
+
+/* The grammar's one continuation from the shadow's state, up to max bytes
+ * (stopping where it may end). */
+static int forced_bytes(hx_spec *sp, char *out, int max)
+{
+    hx_matcher *m = sp->gm;
+    uint32_t c = m->cur;
+    int n = 0, b;
+    while (n < max && c && !gm_can_end(m, c) && (b = only_byte(m, c)) >= 0) {
+        out[n++] = (char)b;
+        c = gm_step(m, c, b);
+    }
+    return n;
+}
+
+/* The longest piece that starts bytes s[0, n), or -1. */
+static int32_t longest_piece(const hx_spec *sp, const char *s, int n)
+{
+    int b = (uint8_t)s[0];
+    for (int32_t i = sp->first[b]; i < sp->first[b + 1]; i++) {
+        int32_t t = sp->by_byte[i];
+        if ((int)sp->gv->len[t] <= n && !memcmp(sp->gv->piece[t], s, sp->gv->len[t]))
+            return t;
+    }
+    return -1;
+}
+
+/* Drafts the grammar's forced bytes, split greedily into the longest
+ * vocabulary pieces; how many tokens (at most max). */
+static int grammar_draft(hx_spec *sp, int32_t *d, int max)
+{
+    char bytes[128];
+    if (!sp->gm || sp->g_off || sp->gm->ended) return 0;
+    int n = forced_bytes(sp, bytes, (int)sizeof bytes), k = 0;
+    for (int at = 0; at < n && k < max;) {
+        int32_t t = longest_piece(sp, bytes + at, n - at);
+        if (t < 0) break;
+        d[k++] = t;
+        at += (int)sp->gv->len[t];
+    }
+    return k;
+}
+
+static int cmp_len_desc(const void *a, const void *b, void *v)
+{
+    const hx_gvocab *gv = v;
+    uint32_t la = gv->len[*(const int32_t *)a], lb = gv->len[*(const int32_t *)b];
+    /* equal bytes: the higher id, not a byte-fallback token (SPM's come first) */
+    return la < lb ? 1 : la > lb ? -1 : *(const int32_t *)b - *(const int32_t *)a;
+}
+
+/* The text tokens of gv grouped by first byte, longest first. */
+static int index_pieces(hx_spec *sp, const hx_gvocab *gv)
+{
+    int32_t n = gv->n_tokens;
+    sp->by_byte = hx_malloc_array((size_t)n + 1, sizeof *sp->by_byte);
+    if (!sp->by_byte) return HX_ERR_NOMEM;
+    memset(sp->first, 0, sizeof sp->first);
+    for (int32_t t = 0; t < n; t++)
+        if (gv->len[t] && !(gv->flags[t] & (HX_GTOK_SPECIAL | HX_GTOK_EOG)))
+            sp->first[(uint8_t)gv->piece[t][0] + 1]++;
+    for (int b = 0; b < 256; b++) sp->first[b + 1] += sp->first[b];
+    int32_t fill[256];
+    memcpy(fill, sp->first, sizeof fill);
+    for (int32_t t = 0; t < n; t++)
+        if (gv->len[t] && !(gv->flags[t] & (HX_GTOK_SPECIAL | HX_GTOK_EOG)))
+            sp->by_byte[fill[(uint8_t)gv->piece[t][0]]++] = t;
+    for (int b = 0; b < 256; b++)
+        qsort_r(sp->by_byte + sp->first[b], (size_t)(sp->first[b + 1] - sp->first[b]),
+                sizeof *sp->by_byte, cmp_len_desc, (void *)gv);
+    return HX_OK;
+}
+
+int hx_spec_set_grammar(hx_spec *sp, hx_grammar *g, const hx_gvocab *gv)
+{
+    if (sp->gm && sp->gm->g == g && sp->gv == gv) return HX_OK;
+    hx_matcher_free(sp->gm);
+    sp->gm = NULL;
+    if (!g) return HX_OK;
+    if (!gv) return HX_ERR_INVALID;
+    if (sp->gv != gv) {
+        free(sp->by_byte);
+        sp->by_byte = NULL;
+        sp->gv = gv;
+        int rc = index_pieces(sp, gv);
+        if (rc) return rc;
+    }
+    return (sp->gm = hx_matcher_new(g, gv)) ? HX_OK : HX_ERR_NOMEM;
+}
+
+/* Keeps the shadow matcher in step with the sampler's grammar. */
+static void produced(hx_spec *sp, int32_t t)
+{
+    if (sp->gm && !sp->g_off && hx_matcher_accept(sp->gm, t)) sp->g_off = 1;
 }
 
 /* Drafts after hist[0, n_hist) followed by batch[pend, nb) into batch[nb..). */
 static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
                  int nb, int max)
 {
+    if (max <= 0) return 0;
+    int k = grammar_draft(sp, sp->batch + nb, max), budget = 0;
+    if (k > 0 && (budget = draft_budget(sp, 1)) > 0) {
+        sp->src = 1;
+        return k < budget ? k : budget;
+    }
+    sp->src = 0;
+    if ((budget = draft_budget(sp, 0)) < max) max = budget;
     if (max <= 0) return 0;
     int n = n_hist + nb - pend;
     if (n > sp->seq_cap) {
@@ -185,6 +318,7 @@ static int verify(hx_spec *sp, hx_sampler *s, int n_past, int nb, int nd,
         int32_t t = choose(s, lg, sp->n_vocab, err);
         if (t < 0) return t;
         out[n++] = t;
+        produced(sp, t);
         if (i == nd || t != sp->batch[nb + i] || hx_vocab_is_eog(sp->v, t)) break;
     }
     sp->st.accepted += i;
@@ -203,9 +337,12 @@ int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
     memcpy(sp->batch, hist + n_past, (size_t)pend * sizeof *hist);
     int nb = pend, n_out = 0;
     int32_t t = 0;
-    if (pend == 0) { /* the context's last logits are the next token's */
+    if (pend == 0) { /* a turn starts: the context's last logits are next */
+        if (sp->gm) hx_matcher_reset(sp->gm);
+        sp->g_off = 0;
         if ((t = choose(s, hx_ctx_logits(sp->c, -1), sp->n_vocab, err)) < 0) return t;
         out[n_out++] = t;
+        produced(sp, t);
         if (hx_vocab_is_eog(sp->v, t)) return sp->st.tokens++, 1;
         sp->batch[nb++] = t;
     }
@@ -213,14 +350,13 @@ int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
         if (hx_sampler_accept(s, t))
             return -hx_err_set(err, HX_ERR_STATE, "the sampler rejected forced token %d", t);
         out[n_out++] = t;
+        produced(sp, t);
         sp->st.forced++;
         if (hx_vocab_is_eog(sp->v, t)) break;
         sp->batch[nb++] = t;
     }
     int ended = n_out > 0 && hx_vocab_is_eog(sp->v, out[n_out - 1]);
     int room = hx_ctx_n_ctx(sp->c) - n_past - nb, max = sp->p.max_batch - nb;
-    int budget = ended ? 0 : draft_budget(sp);
-    if (max > budget) max = budget;
     if (max > room) max = room;
     int nd = ended ? 0 : draft(sp, hist, n_hist, pend, nb, max);
     sp->st.drafted += nd;

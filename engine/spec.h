@@ -55,6 +55,17 @@ typedef struct hx_spec hx_spec;
 hx_spec *hx_spec_new(hx_ctx *c, const hx_vocab *v, const hx_spec_params *p);
 void hx_spec_free(hx_spec *sp); /* NULL is a no-op */
 
+/* Optional drafts from the grammar: where it allows one byte sequence
+ * next (optional whitespace skipped), that sequence split into the longest
+ * vocabulary pieces. g and gv (borrowed, must outlive sp or the next call)
+ * must be what the sampler's grammar stage enforces, set before a turn's
+ * first step; a shadow matcher follows the produced tokens from there.
+ * g NULL: no grammar drafts. HX_ERR_INVALID (gv NULL), HX_ERR_NOMEM. */
+struct hx_grammar;
+struct hx_gvocab;
+int hx_spec_set_grammar(hx_spec *sp, struct hx_grammar *g,
+                        const struct hx_gvocab *gv);
+
 /* One step of generation with sampler s (borrowed). hist[0, n_hist) is the
  * whole sequence so far: the prompt and every token produced before (but
  * no end-of-generation token). The context must hold a prefix of it,

@@ -108,11 +108,15 @@ static int gen_spec(rig *r, hx_ctx *c, const setting *st, const int32_t *p,
                     int np, int32_t *out, const hx_spec_params *sp,
                     hx_spec_stats *stats)
 {
+    int n = 0;
     hx_sampler *s = new_sampler(r, st);
     hx_spec *spec = hx_spec_new(c, r->v, sp);
+    if (spec && st->mode >= 0 &&
+        hx_spec_set_grammar(spec, (st->compact ? r->gc : r->g)[st->mode], r->gv))
+        n = -1;
     int32_t hist[1024 + MAX_GEN], step[64];
     memcpy(hist, p, (size_t)np * sizeof *p);
-    int n = 0, nh = np;
+    int nh = np;
     hx_err err = {0};
     hx_ctx_truncate(c, 0);
     if (!s || !spec || hx_decode(c, p, np, 0)) n = -1;
