@@ -99,6 +99,10 @@ int hx_dg_task_world(const cJSON *task, const char *home, hx_dg_world *dw, hx_er
     const char *seed = cJSON_GetStringValue(cJSON_GetObjectItem(task, "world_seed"));
     const char *split = cJSON_GetStringValue(cJSON_GetObjectItem(task, "split"));
     if (!seed || !split) return hx_err_set(err, HX_ERR_FORMAT, "the task has no world_seed or split");
+    if (!*seed || strspn(seed, "0123456789") != strlen(seed))
+        return hx_err_set(err, HX_ERR_FORMAT, "the task's world_seed '%.40s' is not a decimal number", seed);
+    if (strcmp(split, "train") && strcmp(split, "heldout"))
+        return hx_err_set(err, HX_ERR_FORMAT, "the task's split '%.40s' is not train or heldout", split);
     return hx_dg_world_open(strtoull(seed, NULL, 10),
                             strcmp(split, "heldout") ? HX_SPLIT_TRAIN : HX_SPLIT_HELDOUT, home, dw, err);
 }

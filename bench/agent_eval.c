@@ -64,10 +64,14 @@ static cJSON *load_tasks(const opts *o, hx_err *err)
         if (rc) return free(text), NULL;
     }
     cJSON *all = cJSON_CreateArray();
+    long n = 0, bad = 0;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         cJSON *t = cJSON_Parse(line);
+        n++;
         if (t) cJSON_AddItemToArray(all, t);
+        else if (!bad++) fprintf(stderr, "agent-eval: %s: line %ld is not JSON; skipped\n", o->tasks, n);
     }
+    if (bad > 1) fprintf(stderr, "agent-eval: %ld lines skipped in all\n", bad);
     free(text);
     return all;
 }

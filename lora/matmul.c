@@ -1,5 +1,6 @@
 /* matmul.c: F32 matrix products of training (forward, input gradient,
  * weight gradient) on the engine's pool, and linear layers with LoRA. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,72 @@ static int fast_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
     return tr_gemm_ex(tp, rows, cols, n, alpha, dy, rows, 1, x, cols, 0, dw, cols, 1) == 0;
 }
 
+/* Frozen quantized weights through the packed GEMM: blocks of QROWS rows
+ * dequantized on the pool into a buffer kept between calls, then one
+ * product per block (the input gradient sums block after block: block
+ * boundaries are fixed, so the order is too). */
+#define QROWS 128
+
+static pthread_mutex_t g_qmu = PTHREAD_MUTEX_INITIALIZER;
+static float *g_qbuf;
+static size_t g_qcap;
+
+void tr_mm_release(void)
+{
+    pthread_mutex_lock(&g_qmu);
+    free(g_qbuf);
+    g_qbuf = NULL;
+    g_qcap = 0;
+    pthread_mutex_unlock(&g_qmu);
+    tr_gemm_release();
+}
+
+typedef struct deq_job {
+    const tr_w *w;
+    int r0, nr;
+    float *dst;
+} deq_job;
+
+static void deq_task(void *ctx, int task, int thread)
+{
+    const deq_job *j = ctx;
+    const int i1 = (task + 1) * 8 < j->nr ? (task + 1) * 8 : j->nr;
+    (void)thread;
+    for (int i = task * 8; i < i1; i++)
+        hx_dequantize_row(j->w->q->type,
+                          (const char *)j->w->q->data + (size_t)(j->r0 + i) * j->w->q->row_bytes,
+                          j->dst + (size_t)i * j->w->cols, j->w->cols);
+}
+
+/* The product over the blocks of w: fwd y (n, rows) (+)= alpha x W^T, or
+ * (bwd) dx (n, cols) += alpha dy W. 0 when memory is short, which can
+ * only happen at the first (largest) block, before any output is written. */
+static int quant_mm(hx_threadpool *tp, const tr_w *w, const float *in, int n,
+                    float *out, float alpha, int acc, int bwd)
+{
+    const size_t need = (size_t)QROWS * w->cols;
+    pthread_mutex_lock(&g_qmu);
+    if (need > g_qcap) {
+        free(g_qbuf);
+        g_qbuf = hx_malloc_array(need, sizeof(float));
+        g_qcap = g_qbuf ? need : 0;
+    }
+    int ok = g_qbuf != NULL;
+    for (int r0 = 0; ok && r0 < w->rows; r0 += QROWS) {
+        const int nr = w->rows - r0 < QROWS ? w->rows - r0 : QROWS;
+        deq_job dj = {w, r0, nr, g_qbuf};
+        hx_threadpool_run(tp, (nr + 7) / 8, deq_task, &dj);
+        if (!bwd)
+            ok = tr_gemm_ex(tp, n, nr, w->cols, alpha, in, w->cols, 0, g_qbuf, w->cols, 1,
+                            out + r0, w->rows, acc) == 0;
+        else
+            ok = tr_gemm_ex(tp, n, w->cols, nr, alpha, in + r0, w->rows, 0, g_qbuf, w->cols, 0,
+                            out, w->cols, 1) == 0;
+    }
+    pthread_mutex_unlock(&g_qmu);
+    return ok;
+}
+
 typedef struct mm_job {
     const tr_w *w;
     const float *x, *dy;
@@ -94,6 +161,7 @@ void tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
 {
     const float *f = f32_of(w);
     if (f && fast_fwd(tp, f, w->rows, w->cols, x, n, y, alpha, acc)) return;
+    if (!f && n >= 8 && quant_mm(tp, w, x, n, y, alpha, acc, 0)) return;
     mm_job j = {w, x, NULL, y, NULL, n, w->rows, w->cols, acc, 0, alpha,
                 scratch, tr_mm_scratch(w->cols)};
     hx_threadpool_run(tp, (w->rows + TILE - 1) / TILE, fwd_task, &j);
@@ -124,6 +192,7 @@ void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
     if (f && tr_gemm_ex(tp, n, w->cols, w->rows, alpha, dy, w->rows, 0, f, w->cols, 0,
                         dx, w->cols, 1) == 0)
         return;
+    if (!f && n >= 8 && quant_mm(tp, w, dy, n, dx, alpha, 1, 1)) return;
     const int nt = hx_threadpool_n_threads(tp);
     const int tasks = n < nt ? n : nt;
     if (tasks < 1) return;

@@ -396,7 +396,7 @@ int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
 void hx_trainer_free(hx_trainer *tr)
 {
     if (!tr) return;
-    tr_gemm_release();
+    tr_mm_release();
     hx_threadpool_free(tr->tp);
     hx_model_free(tr->base);
     free(tr->params);

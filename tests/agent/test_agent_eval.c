@@ -288,10 +288,63 @@ static void test_model_sample(void)
     hx_model_free(m);
 }
 
+/* Broken tasks: a clear error or a failed check with a reason, never a
+ * crash. */
+static void test_broken_tasks(void)
+{
+    static const char *const bad_worlds[] = {
+        "{}", "{\"world_seed\": 5, \"split\": \"train\"}",
+        "{\"world_seed\": \"12x\", \"split\": \"train\"}",
+        "{\"world_seed\": \"12\", \"split\": \"test\"}",
+    };
+    char home[128], why[300];
+    hx_err err = {0};
+    hx_dg_world dw;
+    snprintf(home, sizeof home, "%s/broken", dir());
+    for (int i = 0; i < 4; i++) {
+        cJSON *t = cJSON_Parse(bad_worlds[i]);
+        memset(&err, 0, sizeof err);
+        EXPECT_EQ_INT(hx_dg_task_world(t, home, &dw, &err), HX_ERR_FORMAT);
+        EXPECT(strstr(err.msg, "world_seed") || strstr(err.msg, "split"));
+        cJSON_Delete(t);
+    }
+    static const char *const kinds[] = {
+        "list_events", "find_slots", "free_busy", "create_event", "mail_search", "unread_mail",
+        "file_search", "files_list", "send_mail", "schedule", "mail_read", "file_read",
+        "cancel_event", "move_event", "chat", "no_tool", "now", "declined_send",
+        "declined_create", "taint_reply", "policy_deny", "file_missing", "not_organizer",
+        "bad_when", "remember", "recall", "forget", "no_such_kind"};
+    cJSON *t0 = cJSON_Parse("{\"world_seed\": \"3\", \"split\": \"heldout\"}");
+    ASSERT(hx_dg_task_world(t0, home, &dw, &err) == HX_OK);
+    cJSON *tools = hx_tools_list_json(dw.reg);
+    hx_dg_validator *v = hx_dg_validator_new(tools, &err);
+    cJSON *trace = cJSON_Parse("{\"status\": \"answered\", \"answer\": \"x\", \"calls\": "
+                               "[{\"name\": \"mail.read\", \"arguments\": 7, \"status\": \"ok\"}, {}]}");
+    int fails = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        cJSON *t = cJSON_Duplicate(t0, 1);
+        cJSON_AddStringToObject(t, "kind", kinds[i]);
+        cJSON_AddStringToObject(t, "slots", "not an object");
+        cJSON *before = hx_dg_check_before(t, &dw);
+        int ok = hx_dg_check(t, before, trace, &dw, v, NULL, NULL, why, sizeof why);
+        fails += !ok;
+        EXPECT(ok || why[0]);
+        cJSON_Delete(before);
+        cJSON_Delete(t);
+    }
+    EXPECT(fails > 20);
+    cJSON_Delete(trace);
+    hx_dg_validator_free(v);
+    cJSON_Delete(tools);
+    cJSON_Delete(t0);
+    hx_dg_world_close(&dw);
+}
+
 int main(void)
 {
     RUN(test_oracle_passes);
     RUN(test_wrong_runs_fail);
+    RUN(test_broken_tasks);
     RUN(test_model_sample);
     if (g_dir[0]) hx_world_rmtree(g_dir, NULL);
     return test_summary();
