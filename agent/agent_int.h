@@ -35,6 +35,10 @@ int hx_tpl_parse_name(const char *name); /* -1 if unknown */
 /* The family for a model: the GGUF key hearth.prompt_style if set, else
  * from tokenizer.chat_template and the token set. g, v may be NULL. */
 int hx_tpl_detect(const hx_gguf *g, const hx_vocab *v);
+/* Whether the model declares its style (hearth.prompt_style): it was
+ * trained on that format, so it needs none of the crutches given to
+ * models that only fall back to the compact style (compact_json). */
+int hx_tpl_declared(const hx_gguf *g);
 
 typedef struct hx_tpl_opts {
     int add_generation_prompt; /* default 1 */
@@ -86,6 +90,9 @@ typedef struct hx_engine_source_params {
     int call_style;       /* HX_CALLS_TAGGED (<tool_call>, default) or
                              HX_CALLS_LLAMA (Llama 3.1's bare JSON call);
                              see hx_agent_call_style */
+    int line_turn;        /* 1: a turn is one line: calls end it, or the
+                             newline after them (the compact prompt
+                             style); default 0 */
     int max_calls;        /* most calls in one turn; 0: HX_AGENT_MAX_CALLS,
                              or 1 with compact_json (small models call
                              until the budget ends) */
@@ -118,6 +125,12 @@ hx_engine_source_params hx_engine_source_default_params(void);
  * first stage is the tool-call grammar for the given tools (names and
  * argument schemas, copied). Keeps the KV cache between turns and reuses
  * its longest common prefix with the next prompt. */
+/* Sets what the prompt family asks of the source: the call style, one-line
+ * turns for the compact style, and for a model that only falls back to it
+ * (hx_tpl_declared false) compact_json, a repeat penalty (small models loop
+ * on digits; unless sp already has one) and an 8192 context (cheap KV, long
+ * prompts in a small vocabulary). */
+void hx_engine_source_style(hx_engine_source_params *ep, int family, const hx_model *m);
 int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                          const hx_engine_source_params *p, hx_source *out,
                          hx_err *err);

@@ -329,12 +329,8 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     *family = o->style ? hx_tpl_parse_name(o->style)
                        : hx_tpl_detect(hx_model_gguf(s->model), hx_model_vocab(s->model));
     hx_engine_source_params ep = o->ep;
-    ep.compact_json = *family == HX_TPL_COMPACT;
-    ep.call_style = hx_agent_call_style(*family);
-    if (ep.compact_json && ep.sp.repeat_penalty == 1.0f)
-        ep.sp.repeat_penalty = 1.3f; /* small models loop on digits */
-    ep.n_ctx = o->n_ctx ? o->n_ctx : ep.compact_json ? 8192 : 0; /* small models:
-                  cheap KV, long prompts in a 512-token vocabulary */
+    hx_engine_source_style(&ep, *family, s->model);
+    if (o->n_ctx) ep.n_ctx = o->n_ctx;
     ep.n_threads = o->n_threads;
     govern(s, &ep);
     ep.cancelled = cancelled; /* Ctrl-C during a long prefill */

@@ -84,10 +84,7 @@ int hx_dg_engine_source(hx_model *m, const hx_tools *reg, int family, int n_thre
             specs[k++] = (hx_tool_spec){d->name, d->schema_json};
     }
     hx_engine_source_params ep = hx_engine_source_default_params();
-    ep.compact_json = family == HX_TPL_COMPACT;
-    ep.call_style = hx_agent_call_style(family);
-    if (ep.compact_json) ep.sp.repeat_penalty = 1.3f;
-    ep.n_ctx = ep.compact_json ? 8192 : 0;
+    hx_engine_source_style(&ep, family, m);
     ep.n_threads = n_threads;
     int rc = hx_engine_source_new(m, specs, k, &ep, out, err);
     free(specs);

@@ -21,6 +21,7 @@ typedef struct eng_src {
     hx_detok dt;
     int ended;
     int compact;
+    int line_turn;
     int call_style;       /* HX_CALLS_* */
     int max_calls;        /* per turn */
     hx_spec *spec;        /* batched forced runs and drafts (engine/spec.h) */
@@ -40,6 +41,15 @@ void hx_source_free(hx_source *s)
 {
     if (s && s->free) s->free(s->ctx);
     if (s) s->ctx = NULL;
+}
+
+void hx_engine_source_style(hx_engine_source_params *ep, int family, const hx_model *m)
+{
+    ep->call_style = hx_agent_call_style(family);
+    ep->line_turn = family == HX_TPL_COMPACT;
+    ep->compact_json = family == HX_TPL_COMPACT && !hx_tpl_declared(hx_model_gguf(m));
+    if (ep->compact_json && ep->sp.repeat_penalty == 1.0f) ep->sp.repeat_penalty = 1.3f;
+    if (ep->line_turn && !ep->n_ctx) ep->n_ctx = 8192;
 }
 
 hx_engine_source_params hx_engine_source_default_params(void)
@@ -104,6 +114,7 @@ static int turn_grammar(eng_src *e, int choice, hx_grammar **g, hx_err *err)
     if (!e->g[k]) {
         hx_grammar_params gp = hx_grammar_default_params();
         gp.compact = e->compact;
+        gp.line_turn = e->line_turn;
         gp.generation = 1;
         gp.max_calls = e->max_calls;
         gp.call_style = e->call_style;
@@ -456,6 +467,7 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     e->v = hx_model_vocab(m);
     e->sp = p->sp;
     e->compact = p->compact_json;
+    e->line_turn = p->line_turn;
     e->call_style = p->call_style;
     e->max_calls = p->max_calls > 0 && p->max_calls < HX_AGENT_MAX_CALLS ? p->max_calls
                    : e->compact ? COMPACT_MAX_CALLS : HX_AGENT_MAX_CALLS;

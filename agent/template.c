@@ -457,6 +457,13 @@ int hx_agent_call_style(int family)
 }
 
 /* ---- detection ---- */
+int hx_tpl_declared(const hx_gguf *g)
+{
+    const char *style = NULL;
+    return g && hx_gguf_get_str(g, "hearth.prompt_style", &style) == HX_OK &&
+           hx_tpl_parse_name(style) > 0;
+}
+
 static int has_token(const hx_vocab *v, const char *t)
 {
     return v && hx_vocab_find(v, t, strlen(t)) >= 0;

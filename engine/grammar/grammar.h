@@ -25,6 +25,10 @@ typedef struct hx_matcher hx_matcher;
 typedef struct hx_grammar_params {
     int compact; /* 1: no whitespace between JSON tokens; default 0 (any
                     JSON whitespace, as the JSON spec allows) */
+    int line_turn; /* 1: tool calls (HX_CALLS_TAGGED) are followed by
+                    nothing or by one newline, which ends the turn: a
+                    turn is one line (the compact prompt style); default 0:
+                    whitespace may follow each call */
     int ws_max;  /* > 0: at most this many whitespace bytes in a row (for
                     generation, where a model can loop on whitespace);
                     default 0 = unbounded. Ignored when compact. */

@@ -945,12 +945,16 @@ static uint32_t without_lit(hx_rx *rx, uint32_t r)
 
 /* Tagged (Qwen, Hermes): (<tool_call> ws CALL ws </tool_call> ws){1,max};
  * free text is anything without "<tool_call>". */
-static void tagged_root(hx_grammar *g, uint32_t calls, uint32_t ws, int mode, int max)
+static void tagged_root(hx_grammar *g, uint32_t calls, uint32_t ws, int mode,
+                        const hx_grammar_params *p)
 {
     hx_rx *rx = &g->rx;
+    const int max = p->max_calls;
     uint32_t open = rx_lit(rx, OPEN_TAG, strlen(OPEN_TAG)), close = rx_lit(rx, CLOSE_TAG, strlen(CLOSE_TAG));
-    uint32_t call = rx_cat3(rx, open, rx_cat3(rx, ws, calls, ws), rx_cat(rx, close, ws));
+    uint32_t after = p->line_turn ? RX_NIL : ws;
+    uint32_t call = rx_cat3(rx, open, rx_cat3(rx, ws, calls, ws), rx_cat(rx, close, after));
     uint32_t seq = rx_rep(rx, call, 1, max > 0 ? (uint32_t)max : RX_INF);
+    if (p->line_turn) seq = rx_cat(rx, seq, rx_opt(rx, rx_lit(rx, "\n", 1)));
     uint32_t text = without_lit(rx, open);
     if (mode == HX_TOOLS_REQUIRED) g->root = seq;
     else if (mode == HX_TOOLS_LAZY) g->root = rx_cat(rx, text, rx_opt(rx, seq));
@@ -992,7 +996,7 @@ int hx_grammar_tool_calls(const hx_tool_spec *tools, int n_tools, int mode, cons
         calls = rx_or(rx, calls, b);
     }
     if (p->call_style == HX_CALLS_LLAMA) llama_root(g, calls, ws, mode);
-    else tagged_root(g, calls, ws, mode, p->max_calls);
+    else tagged_root(g, calls, ws, mode, p);
     if (rx->failed) { hx_grammar_free(g); return hx_err_set(err, HX_ERR_RANGE, "tool-call grammar too large"); }
     g->lazy = mode == HX_TOOLS_LAZY;
     *out = g;

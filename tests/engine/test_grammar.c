@@ -426,6 +426,23 @@ static void test_tool_calls_max(void)
     EXPECT(hx_matcher_feed(m, "<", 1) != HX_OK);
     hx_matcher_free(m);
     hx_grammar_free(g);
+    /* one-line turns: calls as json.dumps writes them, then the newline
+     * that ends the turn, after which nothing may follow */
+    p.compact = 0;
+    p.line_turn = 1;
+    ASSERT(hx_grammar_tool_calls(&t, 1, HX_TOOLS_REQUIRED, &p, &g, &err) == HX_OK);
+    m = hx_matcher_new(g, NULL);
+    const char *spaced = "<tool_call>{\"name\": \"noop\", \"arguments\": {}}</tool_call>";
+    EXPECT(hx_matcher_feed(m, spaced, strlen(spaced)) == HX_OK && hx_matcher_can_end(m));
+    EXPECT(hx_matcher_feed(m, spaced, strlen(spaced)) == HX_OK);
+    EXPECT(hx_matcher_feed(m, "\n", 1) == HX_OK && hx_matcher_can_end(m));
+    EXPECT(hx_matcher_feed(m, "\n", 1) != HX_OK);
+    hx_matcher_reset(m);
+    EXPECT(hx_matcher_feed(m, spaced, strlen(spaced)) == HX_OK);
+    EXPECT(hx_matcher_feed(m, " ", 1) != HX_OK); /* no whitespace between calls */
+    hx_matcher_free(m);
+    hx_grammar_free(g);
+    p.line_turn = 0;
     p.call_style = 7;
     EXPECT(hx_grammar_tool_calls(&t, 1, HX_TOOLS_REQUIRED, &p, &g, &err) == HX_ERR_INVALID);
     EXPECT(strstr(err.msg, "style") != NULL);
