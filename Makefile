@@ -79,6 +79,7 @@ fuzz_mod_fuzz_gguf := engine
 fuzz_mod_fuzz_tokenizer := engine
 fuzz_mod_fuzz_schema := engine
 fuzz_mod_fuzz_grammar_bytes := engine
+fuzz_mod_fuzz_gvcache := engine
 fuzz_mod_fuzz_mail := tools
 fuzz_mod_fuzz_ics := tools
 fuzz_mod_fuzz_when := tools

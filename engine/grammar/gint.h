@@ -182,6 +182,13 @@ enum { N_MARKS = 3 };
 extern const char *const hx_gmark_text[N_MARKS];
 /* gvcache.c: unmaps v->map. */
 void hx_gvocab_unmap(hx_gvocab *v);
+/* For tests: recomputes the checksum of a cache file image, so that a
+ * deliberately damaged file reaches the structural checks. */
+int hx_gvcache_reseal(char *data, size_t len);
+/* For tests: the cache file at path for v, or NULL if it is missing,
+ * stale or damaged (nothing is rebuilt or written). */
+struct hx_vocab;
+hx_gvocab *hx_gvcache_load(const struct hx_vocab *v, const char *path);
 
 /* ---- matcher: sets of hash-consed stacks ("configs") ---- */
 typedef struct gstack {

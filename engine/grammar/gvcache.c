@@ -17,6 +17,7 @@
 #define GV_VERSION 1u
 #define GV_MAX_FILE ((size_t)1 << 30)
 #define NO_TOK UINT32_MAX
+#define MAX_LEVELS 256 /* a token holds at most 255 bytes */
 
 typedef struct gv_header {
     uint32_t magic, version, node_size, n_tokens;
@@ -161,15 +162,31 @@ static void cache_write(const hx_gvocab *v, uint64_t key, const char *path)
     hx_buf_free(&b);
 }
 
+int hx_gvcache_reseal(char *data, size_t len)
+{
+    gv_header h;
+    if (len < sizeof h) return -1;
+    memcpy(&h, data, sizeof h);
+    h.sum = hash_bytes(1, data + sizeof h, len - sizeof h);
+    memcpy(data, &h, sizeof h);
+    return 0;
+}
+
 /* ---- loading: every check fails quietly (the caller rebuilds) ---- */
+/* A DFS-ordered trie whose sizes, levels and parents agree (the walks in
+ * mask.c index their state by level and skip subtrees by size). */
 static int trie_ok(const gnode *nd, uint32_t n, int32_t n_tokens)
 {
+    uint32_t stk[MAX_LEVELS], depth = 0;
     for (uint32_t i = 0; i < n; i++) {
         const gnode *d = &nd[i];
+        while (depth && stk[depth - 1] + nd[stk[depth - 1]].size <= i) depth--;
+        uint32_t up = depth ? stk[depth - 1] : NO_TOK;
         if ((d->tok != NO_TOK && d->tok >= (uint32_t)n_tokens) || d->size == 0 ||
-            d->size > n - i || d->level == 0 || (d->level == 1 && d->parent != NO_TOK) ||
-            (d->level > 1 && (d->parent >= i || nd[d->parent].level + 1 != d->level)))
+            d->size > n - i || d->level != depth + 1 || d->parent != up ||
+            (depth && d->size > up + nd[up].size - i) || depth + 1 >= MAX_LEVELS)
             return 0;
+        stk[depth++] = i;
     }
     return 1;
 }
@@ -179,7 +196,8 @@ static int tables_ok(const hx_gvocab *v, const gv_src *s)
     for (int32_t i = 0; i < v->n_tokens; i++) {
         if (v->len[i] != s->l[i] || v->flags[i] != s->f[i] ||
             memcmp(v->piece[i], s->p[i], s->l[i]) || v->piece[i][s->l[i]] ||
-            (v->dup_next[i] != NO_TOK && v->dup_next[i] >= (uint32_t)v->n_tokens))
+            (v->dup_next[i] != NO_TOK && /* chains go up: no cycle */
+             (v->dup_next[i] >= (uint32_t)v->n_tokens || v->dup_next[i] <= (uint32_t)i)))
             return 0;
     }
     for (int k = 0; k < N_MARKS; k++)
@@ -275,6 +293,16 @@ bad:
     if (v) hx_gvocab_free(v); /* unmaps */
     else munmap(data, len);
     return NULL;
+}
+
+hx_gvocab *hx_gvcache_load(const hx_vocab *hv, const char *path)
+{
+    gv_src s;
+    hx_err err = {0};
+    if (src_gather(hv, &s, &err)) return NULL;
+    hx_gvocab *v = cache_load(path, &s, src_key(&s));
+    src_free(&s);
+    return v;
 }
 
 int hx_gvocab_from_vocab_cached(const hx_vocab *hv, const char *dir, hx_gvocab **out,
