@@ -224,7 +224,8 @@ static int b_list(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     (void)used;
     char p[64];
-    if (hx_rng_chance(r, 0.15)) snprintf(p, sizeof p, "%s", hx_rng_chance(r, 0.5) ? "this week" : "next week");
+    /* a week lists many events: rare, the context is short */
+    if (hx_rng_chance(r, 0.05)) snprintf(p, sizeof p, "%s", hx_rng_chance(r, 0.5) ? "this week" : "next week");
     else range_phrase(w, r, w->today + hx_rng_below(r, 9) - 1, p, sizeof p);
     add_str(slots, "when", p);
     return 1;

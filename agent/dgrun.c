@@ -386,7 +386,7 @@ int hx_datagen_run(const hx_dg_params *p, FILE *out, hx_dg_stats *st, hx_err *er
     if (!p->home) { /* worlds are rewritten often: a memory file system when there is one */
         const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm"
                            : getenv("TMPDIR")          ? getenv("TMPDIR") : "/tmp";
-        snprintf(tmp, sizeof tmp, "%s/hearth-datagen-XXXXXX", base);
+        snprintf(tmp, sizeof tmp, "%s/hd-XXXXXX", base); /* short: paths are in results */
         if (!mkdtemp(tmp)) return hx_err_set(err, HX_ERR_IO, "cannot make a temporary directory");
     }
     hx_dg_validator *v = NULL;

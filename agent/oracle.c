@@ -247,7 +247,7 @@ static void t_unread(oracle *o, const cJSON *res, hx_buf *out)
     if (o->step == 0) {
         cJSON *a = obj();
         cJSON_AddBoolToObject(a, "unread", 1);
-        return call(o, out, "mail.search", put_n(a, "limit", 5));
+        return call(o, out, "mail.search", put_n(a, "limit", 3));
     }
     if (*tool_error(res)) return fail(o, tool_error(res), out);
     const cJSON *ms = jarr(res, "messages"), *m;

@@ -340,7 +340,8 @@ static void subst(char *buf, size_t n, const char *form, const char *arg)
 
 static void event_people(hx_world *w, hx_rng *r, hx_wevent *e, int max)
 {
-    e->n_att = hx_rng_below(r, max + 1);
+    /* few attendees: each one lengthens every listing of the event */
+    e->n_att = hx_rng_chance(r, 0.5) ? 0 : 1 + hx_rng_below(r, max);
     for (int i = 0; i < e->n_att; i++) {
         e->att[i] = hx_rng_below(r, w->n_people);
         for (int j = 0; j < i; j++)
@@ -378,7 +379,7 @@ static void gen_once(hx_world *w, hx_rng *r, hx_wevent *e)
     char topic[32];
     hx_world_topic(r, w->split, topic, sizeof topic);
     int f = hx_rng_below(r, N_OF(forms));
-    event_people(w, r, e, 2);
+    event_people(w, r, e, 1);
     subst(e->title, sizeof e->title, forms[f], f == 5 ? w->people[hx_rng_below(r, w->n_people)].first : topic);
     title_case(e->title);
     e->day = w->today - 2 + hx_rng_below(r, 19);
@@ -391,7 +392,7 @@ static void gen_once(hx_world *w, hx_rng *r, hx_wevent *e)
 
 static void gen_events(hx_world *w, hx_rng *r)
 {
-    int n_rec = 2 + hx_rng_below(r, 3), n = n_rec + 6 + hx_rng_below(r, 9);
+    int n_rec = 2 + hx_rng_below(r, 2), n = n_rec + 5 + hx_rng_below(r, 7);
     if (n > HX_W_EVENTS) n = HX_W_EVENTS;
     for (int i = 0; i < n; i++) {
         hx_wevent *e = &w->events[i];
