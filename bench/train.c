@@ -57,7 +57,9 @@ static void fill_batch(uint64_t *s, int32_t *tok, int32_t *tgt, uint8_t *mask,
 
 /* Environment: HX_BENCH_LAYERS, _EMBD, _HEADS, _KV, _HDIM, _FF, _VOCAB,
  * _SEQ (tokens per sequence), _NSEQ (sequences per micro-batch) override
- * the recipe (6 x 256, 4/2 heads of 64, F 768, V 4096, 4 x 1024). */
+ * the recipe (6 x 256, 4/2 heads of 64, F 768, V 4096, 4 x 1024).
+ * HX_BENCH_BASE=model.gguf trains a LoRA (rank HX_BENCH_RANK, default 16,
+ * on q k v o) over that frozen model instead. */
 int main(int argc, char **argv)
 {
     const int steps = argc > 1 ? atoi(argv[1]) : 3;
@@ -74,7 +76,22 @@ int main(int argc, char **argv)
     c.n_ctx = T;
     hx_err err = {0};
     hx_trainer *tr = NULL;
-    if (steps < 1 || hx_trainer_new_scratch(&c, 1, nth, &tr, &err)) {
+    const char *base = getenv("HX_BENCH_BASE");
+    hx_lora_params lp = hx_lora_default_params();
+    lp.rank = env_int("HX_BENCH_RANK", 16);
+    lp.alpha = (float)lp.rank;
+    int bad = steps < 1;
+    if (!bad && base && *base) {
+        bad = hx_trainer_new_gguf(base, &lp, nth, &tr, &err) != HX_OK;
+        if (!bad) { /* the model's shape */
+            const hx_hparams *hp = hx_trainer_hparams(tr);
+            c.n_layer = hp->n_layer, c.n_embd = hp->n_embd, c.n_head = hp->n_head;
+            c.n_head_kv = hp->n_head_kv, c.head_dim = hp->head_dim, c.n_ff = hp->n_ff;
+            c.n_vocab = hp->n_vocab;
+        }
+    } else if (!bad)
+        bad = hx_trainer_new_scratch(&c, 1, nth, &tr, &err) != HX_OK;
+    if (bad) {
         fprintf(stderr, "bench/train: %s\n", err.msg[0] ? err.msg : "usage: train [steps] [threads]");
         return 1;
     }
@@ -85,8 +102,9 @@ int main(int argc, char **argv)
     uint64_t s = 7;
     hx_opt_params o = hx_opt_default_params();
     o.n_steps = steps + 1;
-    printf("train bench: %d layers, C %d, heads %d/%d x %d, F %d, V %d; %zu "
-           "parameters; micro-batch %d x %d tokens; %d threads\n", c.n_layer,
+    printf("train bench: %s%d layers, C %d, heads %d/%d x %d, F %d, V %d; %zu "
+           "trainable parameters; micro-batch %d x %d tokens; %d threads\n",
+           hx_trainer_is_lora(tr) ? "LoRA over " : "", c.n_layer,
            c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.n_vocab,
            hx_trainer_n_params(tr), ns, T, nth);
     double wall = 0, cpu = 0, l0 = load1();
@@ -95,7 +113,7 @@ int main(int argc, char **argv)
         fill_batch(&s, tok, tgt, mask, doc, n, T, c.n_vocab);
         int cnt = 0;
         for (int k = 0; k < n; k++) cnt += mask[k];
-        hx_batch b = {ns, T, tok, tgt, mask, doc, NULL};
+        hx_batch b = {ns, T, tok, tgt, mask, doc};
         const double w0 = hx_time_mono(), c0 = cpu_time();
         double loss = 0;
         hx_trainer_zero_grad(tr);

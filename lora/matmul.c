@@ -65,11 +65,16 @@ static int fast_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
     return tr_gemm_ex(tp, rows, cols, n, alpha, dy, rows, 1, x, cols, 0, dw, cols, 1) == 0;
 }
 
-/* Frozen quantized weights through the packed GEMM: blocks of QROWS rows
- * dequantized on the pool into a buffer kept between calls, then one
- * product per block (the input gradient sums block after block: block
- * boundaries are fixed, so the order is too). */
-#define QROWS 128
+/* Frozen quantized weights through the packed GEMM: blocks of about 4 MB
+ * of rows (a multiple of 32, at least 128) dequantized on the pool into a
+ * buffer kept between calls, then one product per block (the input
+ * gradient sums block after block: block boundaries depend only on the
+ * shape, so the order is fixed). */
+static int qrows(int cols)
+{
+    const int r = (1 << 20) / (cols > 0 ? cols : 1) / 32 * 32;
+    return r < 128 ? 128 : r;
+}
 
 static pthread_mutex_t g_qmu = PTHREAD_MUTEX_INITIALIZER;
 static float *g_qbuf;
@@ -108,6 +113,7 @@ static void deq_task(void *ctx, int task, int thread)
 static int quant_mm(hx_threadpool *tp, const tr_w *w, const float *in, int n,
                     float *out, float alpha, int acc, int bwd)
 {
+    const int QROWS = qrows(w->cols);
     const size_t need = (size_t)QROWS * w->cols;
     pthread_mutex_lock(&g_qmu);
     if (need > g_qcap) {
