@@ -233,6 +233,8 @@ static int new_sampler(eng_src *e, int choice, hx_err *err)
 {
     hx_grammar *g;
     int rc = turn_grammar(e, choice, &g, err);
+    if (!rc && (rc = hx_spec_set_grammar(e->spec, g, e->gv))) /* drafts */
+        hx_err_set(err, rc, "out of memory");
     if (rc) return rc;
     hx_sampler_free(e->s);
     e->s = hx_sampler_new(&e->sp);
