@@ -47,7 +47,7 @@ static hx_trainer *train(const char *base, const char *out)
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         data_tok[i] = (int32_t)((x >> 33) % 2000) * 61 + 5;
     }
-    hx_train_data d = {data_tok, NULL, DN, NULL};
+    hx_train_data d = {.tokens = data_tok, .n = DN};
     hx_train_params p = hx_train_default_params();
     p.opt.n_steps = 4;
     p.opt.lr = 2e-2f; /* B moves well away from 0 */
@@ -122,7 +122,7 @@ static void trained_on(const char *ftype, double tol)
     EXPECT_EQ_INT(hx_adapter_get_info(a)->n_pairs, 14);
     const int V = hx_model_hparams(m)->n_vocab;
     float *mine = malloc((size_t)N * V * sizeof(float));
-    hx_batch b = {1, N, data_tok, NULL, NULL, NULL, NULL};
+    hx_batch b = {.n_seq = 1, .n_tok = N, .tokens = data_tok};
     ASSERT(hx_trainer_forward(tr, &b, mine, NULL, NULL, &err) == HX_OK);
     float *h1 = hearth_logits(m, a, 1.0f), *h05 = hearth_logits(m, a, 0.5f);
     float *plain = hearth_logits(m, NULL, 0.0f), *r1 = NULL, *r05 = NULL;
