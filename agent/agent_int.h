@@ -362,14 +362,18 @@ int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **p
 hx_planner_params hx_dg_planner_params(int family);
 
 /* Validates calls against the tools' schemas (tools: hx_tools_list_json's
- * shape, copied) and against what compact-style decoding can write
- * (strings of at most 40 bytes, a few round numbers, at most 3 items). */
+ * shape, copied), members in the schema's order as the grammar writes
+ * them. */
 typedef struct hx_dg_validator hx_dg_validator;
 hx_dg_validator *hx_dg_validator_new(const cJSON *tools, hx_err *err);
 void hx_dg_validator_free(hx_dg_validator *v); /* NULL is a no-op */
-/* 1 if the call is valid, else 0 with why. */
+/* 1 if the call is valid against its schema, else 0 with why. */
 int hx_dg_call_valid(hx_dg_validator *v, const char *name, const cJSON *args, char *why,
                      size_t n);
+/* 1 if compact_json decoding (models without a declared style) could
+ * write args too: strings of at most 40 bytes, a few round numbers, at
+ * most 3 items; else 0 with why. Training data keeps to it. */
+int hx_dg_call_compact(const cJSON *args, char *why, size_t n);
 
 /* Checks an oracle trajectory: answered, every call valid (v), statuses
  * as the category expects, and the compact rendering of the conversation

@@ -147,10 +147,12 @@ static void test_validator(void)
     cJSON *a = cJSON_Parse(good);
     EXPECT(hx_dg_call_valid(v, "mail.search", a, why, sizeof why));
     cJSON_Delete(a);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4; i++) { /* the last two: valid, but not compact */
         a = cJSON_Parse(bad[i]);
         why[0] = 0;
-        EXPECT(!hx_dg_call_valid(v, "mail.search", a, why, sizeof why));
+        EXPECT(i < 2 ? !hx_dg_call_valid(v, "mail.search", a, why, sizeof why)
+                     : hx_dg_call_valid(v, "mail.search", a, why, sizeof why) &&
+                           !hx_dg_call_compact(a, why, sizeof why));
         EXPECT(why[0] != 0);
         cJSON_Delete(a);
     }
@@ -249,8 +251,10 @@ static void test_every_trajectory_valid(void)
             {
                 const cJSON *fn = cJSON_GetObjectItem(tc, "function");
                 calls++;
-                if (!hx_dg_call_valid(v, cJSON_GetStringValue(cJSON_GetObjectItem(fn, "name")),
-                                      cJSON_GetObjectItem(fn, "arguments"), why, sizeof why)) {
+                const cJSON *args = cJSON_GetObjectItem(fn, "arguments");
+                if (!hx_dg_call_valid(v, cJSON_GetStringValue(cJSON_GetObjectItem(fn, "name")), args,
+                                      why, sizeof why) ||
+                    !hx_dg_call_compact(args, why, sizeof why)) {
                     if (!bad++) printf("# %s\n", why);
                 }
             }
