@@ -1,12 +1,14 @@
 /* test_datagen.c: generated worlds and trajectories: determinism from the
  * seed, disjoint held-out pools, every trajectory valid, the rendering the
  * same as the planner's prompts. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "agent/cli.h"
 #include "test.h"
 
 static char g_dir[64];
@@ -320,6 +322,58 @@ static void test_rendering_identity(void)
     hx_dg_world_close(&dw);
 }
 
+/* Runs `hearth datagen` with args (NULL-terminated), its stderr muted. */
+static int datagen_cli(const char *const *args)
+{
+    char *argv[20];
+    int argc = 0;
+    argv[argc++] = (char *)"datagen";
+    while (*args && argc < 19) argv[argc++] = (char *)*args++;
+    argv[argc] = NULL;
+    fflush(stderr);
+    int se = dup(2), dn = open("/dev/null", O_WRONLY);
+    dup2(dn, 2);
+    int rc = cmd_datagen(argc, argv);
+    fflush(stderr);
+    dup2(se, 2);
+    close(se);
+    close(dn);
+    return rc;
+}
+
+static int count_lines_with(const char *path, const char *needle)
+{
+    char *s = slurp(path);
+    int n = 0;
+    for (char *l = s ? strtok(s, "\n") : NULL; l; l = strtok(NULL, "\n")) n += strstr(l, needle) != NULL;
+    free(s);
+    return n;
+}
+
+static void test_cmd_datagen(void)
+{
+    char out[128], tasks[128], home[128];
+    snprintf(out, sizeof out, "%s/cli.jsonl", dir());
+    snprintf(tasks, sizeof tasks, "%s/tasks.jsonl", dir());
+    snprintf(home, sizeof home, "%s/cli", dir());
+    const char *a1[] = {"--n", "5", "--seed", "2", "-o", out, "--dir", home, NULL};
+    EXPECT_EQ_INT(datagen_cli(a1), HX_EXIT_OK);
+    EXPECT_EQ_INT(count_lines_with(out, "\"style\":\"compact\""), 5);
+    const char *a2[] = {"--tasks", "--split", "heldout", "--n", "3", "-o", tasks, "--dir", home, NULL};
+    EXPECT_EQ_INT(datagen_cli(a2), HX_EXIT_OK);
+    EXPECT_EQ_INT(count_lines_with(tasks, "\"expect\":"), 3);
+    EXPECT_EQ_INT(count_lines_with(tasks, "\"split\":\"heldout\""), 3);
+    const char *b1[] = {"--split", "test", NULL}, *b2[] = {"--n", NULL}, *b3[] = {"--n", "0", NULL};
+    const char *b4[] = {"--category", "gossip", NULL}, *b5[] = {"--frobnicate", "1", NULL};
+    EXPECT_EQ_INT(datagen_cli(b1), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(datagen_cli(b2), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(datagen_cli(b3), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(datagen_cli(b4), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(datagen_cli(b5), HX_EXIT_USAGE);
+    const char *b6[] = {"--n", "1", "-o", "/nonexistent-dir/x.jsonl", NULL};
+    EXPECT_EQ_INT(datagen_cli(b6), HX_EXIT_FAIL);
+}
+
 int main(void)
 {
     RUN(test_world_deterministic);
@@ -329,6 +383,7 @@ int main(void)
     RUN(test_datagen_deterministic);
     RUN(test_every_trajectory_valid);
     RUN(test_rendering_identity);
+    RUN(test_cmd_datagen);
     if (g_dir[0]) hx_world_rmtree(g_dir, NULL);
     return test_summary();
 }
