@@ -113,7 +113,7 @@ int main(int argc, char **argv)
         fill_batch(&s, tok, tgt, mask, doc, n, T, c.n_vocab);
         int cnt = 0;
         for (int k = 0; k < n; k++) cnt += mask[k];
-        hx_batch b = {ns, T, tok, tgt, mask, doc};
+        hx_batch b = {ns, T, tok, tgt, mask, doc, NULL};
         const double w0 = hx_time_mono(), c0 = cpu_time();
         double loss = 0;
         hx_trainer_zero_grad(tr);

@@ -254,7 +254,7 @@ enum { AT = 6, AH = 4, AK = 2, AD = 8 };
 static float at_q[AT * AH * AD], at_k[AT * AK * AD], at_v[AT * AK * AD];
 static float at_w[AT * AH * AD];
 static const int32_t at_start[AT] = {0, 0, 0, 3, 3, 3};
-static const tr_attn at_a = {AT, AH, AK, AD, at_start};
+static const tr_attn at_a = {AT, AH, AK, AD, at_start, NULL};
 
 static void at_fwd(op_case *c, float *out)
 {
@@ -352,7 +352,7 @@ static void attn_run(float *o, float *lse, float *dq, float *dk, float *dv)
 {
     int32_t start[FT];
     for (int i = 0; i < FT; i++) start[i] = i < 19 ? 0 : 19;
-    const tr_attn a = {FT, FH, FK, FD, start};
+    const tr_attn a = {FT, FH, FK, FD, start, NULL};
     float *sc = malloc(tr_attn_scratch(FT, FD) * sizeof(float));
     ASSERT(sc);
     memset(dq, 0, sizeof ft_q);
