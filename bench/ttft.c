@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent_int.h"
@@ -149,17 +150,28 @@ static int new_source(hx_model *m, const toolset *t, const opts *o, int prefix,
     return rc;
 }
 
-/* Seconds from the prompt to the first generated token's text. */
-static double first_token(hx_source *s, const char *prompt, int *n_prompt)
+/* CPU seconds of the whole process (all threads): on a loaded machine
+ * the wall time mostly measures the wait for a core, this the work. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Seconds from the prompt to the first generated token's text; *cpu gets
+ * the CPU seconds it took. */
+static double first_token(hx_source *s, const char *prompt, int *n_prompt, double *cpu)
 {
     hx_err err = {0};
     hx_buf piece;
     hx_buf_init(&piece);
     int end = 0;
-    double t0 = hx_time_mono();
+    double t0 = hx_time_mono(), c0 = cpu_now();
     int rc = s->begin(s->ctx, prompt, HX_CHOICE_AUTO, n_prompt, &err);
     if (!rc) rc = s->next(s->ctx, &piece, &end, &err);
     double t = hx_time_mono() - t0;
+    *cpu = cpu_now() - c0;
     hx_buf_free(&piece);
     if (rc) fprintf(stderr, "ttft: %s\n", err.msg);
     return rc ? -1 : t;
@@ -193,7 +205,8 @@ static const char *requests[] = {
 };
 
 typedef struct results {
-    double cold[16], disk[16], mem[16], save;
+    double cold[16], disk[16], mem[16], save;          /* wall seconds */
+    double ccold[16], cdisk[16], cmem[16], csave;      /* CPU seconds */
     int n_prompt, n_head;
 } results;
 
@@ -205,11 +218,13 @@ static int rep(hx_model *m, const toolset *t, const opts *o, char **prompts, int
     hx_source cold, warm;
     int n = 0;
     if (new_source(m, t, o, 0, &cold)) return -1;
-    res->cold[r] = first_token(&cold, prompts[r % 4], &res->n_prompt);
+    res->cold[r] = first_token(&cold, prompts[r % 4], &res->n_prompt, &res->ccold[r]);
     hx_source_free(&cold);
     if (new_source(m, t, o, 1, &warm)) return -1;
-    res->disk[r] = first_token(&warm, prompts[(r + 1) % 4], &n);
-    res->mem[r] = first_token(&warm, prompts[(r + 2) % 4], &n);
+    res->disk[r] = first_token(&warm, prompts[(r + 1) % 4], &n, &res->cdisk[r]);
+    res->mem[r] = first_token(&warm, prompts[(r + 2) % 4], &n, &res->cmem[r]);
+    fprintf(stderr, "ttft: rep %d: cold %.2f s, disk %.2f s, in-process %.2f s\n", r + 1,
+            res->cold[r], res->disk[r], res->mem[r]);
     hx_source_free(&warm);
     return res->cold[r] < 0 || res->disk[r] < 0 || res->mem[r] < 0 ? -1 : 0;
 }
@@ -236,27 +251,30 @@ static int run(const opts *o, hx_model *m)
     hx_source prime;
     /* the first process: cold, and it writes the prefix cache */
     if (new_source(m, &t, o, 1, &prime)) return 1;
-    res.save = first_token(&prime, prompts[3], &n);
+    res.save = first_token(&prime, prompts[3], &n, &res.csave);
     hx_source_free(&prime);
     for (int r = 0; r < o->reps && !rc; r++) rc = rep(m, &t, o, prompts, r, &res);
     if (rc) return 1;
-    double c = median(res.cold, o->reps), d = median(res.disk, o->reps);
-    double w = median(res.mem, o->reps);
-    const double per_tok = c / res.n_prompt;
+    const int unc = res.n_prompt - res.n_head;
     printf("prompt %d tokens (system text + %d tools: %d cached; request and "
-           "generation prompt: %d)\n", res.n_prompt, t.n, res.n_head,
-           res.n_prompt - res.n_head);
-    printf("time to first token, median of %d, %d threads, %s KV:\n", o->reps,
-           o->threads, o->kv_q8 ? "Q8_0" : "F16");
-    printf("  cold (nothing cached)            %8.3f s\n", c);
-    printf("  cold + writing the prefix cache  %8.3f s (first run of all)\n", res.save);
-    printf("  warm from the disk cache         %8.3f s   cold/warm %.1fx\n", d, c / d);
-    printf("  warm in-process (next request)   %8.3f s   cold/warm %.1fx\n", w, c / w);
-    printf("  the uncached tokens alone, at the cold rate: %.3f s "
-           "(warm disk / that %.2f, warm in-process / that %.2f)\n",
-           per_tok * (res.n_prompt - res.n_head),
-           d / (per_tok * (res.n_prompt - res.n_head)),
-           w / (per_tok * (res.n_prompt - res.n_head)));
+           "generation prompt: %d)\n", res.n_prompt, t.n, res.n_head, unc);
+    printf("time to first token, median of %d, %d threads, %s KV "
+           "(wall s / CPU s of all threads):\n", o->reps, o->threads,
+           o->kv_q8 ? "Q8_0" : "F16");
+    const double c = median(res.cold, o->reps), cc = median(res.ccold, o->reps);
+    const double d = median(res.disk, o->reps), cd = median(res.cdisk, o->reps);
+    const double w = median(res.mem, o->reps), cw = median(res.cmem, o->reps);
+    printf("  cold (nothing cached)            %8.3f / %8.3f\n", c, cc);
+    printf("  cold + writing the prefix cache  %8.3f / %8.3f (the first run of all)\n",
+           res.save, res.csave);
+    printf("  warm from the disk cache         %8.3f / %8.3f   cold/warm %.1fx wall, "
+           "%.1fx CPU\n", d, cd, c / d, cc / cd);
+    printf("  warm in-process (next request)   %8.3f / %8.3f   cold/warm %.1fx wall, "
+           "%.1fx CPU\n", w, cw, c / w, cc / cw);
+    printf("  the %d uncached tokens at the cold rate: %.3f / %.3f; warm from disk "
+           "costs %.2fx that (CPU), warm in-process %.2fx\n", unc,
+           c * unc / res.n_prompt, cc * unc / res.n_prompt,
+           cd / (cc * unc / res.n_prompt), cw / (cc * unc / res.n_prompt));
     for (int i = 0; i < 4; i++) free(prompts[i]);
     close_tools(&t);
     return 0;
