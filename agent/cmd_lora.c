@@ -61,11 +61,15 @@ int cli_load_adapters(const hx_model *m, const char *const *specs, int n_specs,
         return err->rc ? err->rc : HX_ERR_INVALID;
     }
     if (n_specs || !active) return HX_OK;
+    /* the active set: one that does not fit this model (another base, a
+     * damaged store) is left out with a warning; the request goes on */
     hx_lora_store *s = NULL;
     int rc = hx_lora_store_open(NULL, &s, err);
     if (!rc) rc = hx_lora_store_load_active(s, m, ads, scales, n, err);
     hx_lora_store_free(s);
-    return rc;
+    if (rc) fprintf(stderr, "hearth: not applying the active adapters "
+                    "(hearth lora list): %s\n", err->msg);
+    return HX_OK;
 }
 
 static int fail(int rc, const hx_err *err)

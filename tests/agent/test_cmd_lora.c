@@ -122,6 +122,26 @@ static void test_list_use_show_rollback(void)
     EXPECT(strstr(g_out, "no adapter active") != NULL);
     EXPECT(run(cmd_lora, rb) != 0);
     EXPECT(strstr(g_errbuf, "nothing to roll back") != NULL);
+    /* ask/chat on another base: the active set is skipped with a warning */
+    {
+        const char *use_a1[] = {"lora", "use", "a1.gguf", NULL};
+        EXPECT_EQ_INT(run(cmd_lora, use_a1), 0);
+        hx_model *mo = NULL;
+        hx_err err = {0};
+        ASSERT(hx_model_load(m2, NULL, &mo, &err) == HX_OK);
+        hx_adapter *ads[HX_ADAPTER_MAX];
+        float sc[HX_ADAPTER_MAX];
+        int na = -1;
+        EXPECT(cli_load_adapters(mo, NULL, 0, 1, ads, sc, &na, &err) == HX_OK);
+        EXPECT_EQ_INT(na, 0);
+        const char *one[] = {a2};
+        EXPECT(cli_load_adapters(mo, one, 1, 1, ads, sc, &na, &err) == HX_OK && na == 1);
+        for (int i = 0; i < na; i++) hx_adapter_free(ads[i]);
+        const char *wrong[] = {a1};
+        EXPECT(cli_load_adapters(mo, wrong, 1, 1, ads, sc, &na, &err) == HX_ERR_INVALID);
+        EXPECT(na == 0 && strstr(err.msg, "another base model"));
+        hx_model_free(mo);
+    }
     const char *bad[] = {"lora", "use", "missing.gguf", NULL};
     EXPECT(run(cmd_lora, bad) != 0);
     EXPECT(strstr(g_errbuf, "missing.gguf") != NULL);
