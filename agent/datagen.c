@@ -570,6 +570,7 @@ static int b_forget(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     if (!w->n_mems) return 0;
     int i = hx_rng_below(r, w->n_mems);
+    if (strlen(w->mems[i].text) > 40) return 0; /* the query copies it: compact strings */
     if (used && (used[3] >> i & 1)) return 0;
     if (used) used[3] |= 1u << i;
     add_str(slots, "fact", w->mems[i].text);

@@ -320,15 +320,23 @@ static void t_send(oracle *o, const cJSON *res, hx_buf *out)
     hx_buf_printf(out, "Sent to %s: \"%s\" is queued in the outbox.", S(o, "email"), S(o, "topic"));
 }
 
+/* Whether a system message so far (who, when, recalled memories) holds s. */
+static int in_system_text(const oracle *o, const char *s)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, hx_planner_messages(*o->pl))
+        if (!strcmp(jstr(m, "role"), "system") && strstr(jstr(m, "content"), s)) return 1;
+    return 0;
+}
+
 static void t_schedule(oracle *o, const cJSON *res, hx_buf *out)
 {
     const cJSON *emails = jarr(o->slots, "emails"), *e;
     int dur = N(o, "dur");
     if (o->step == 0) {
-        const cJSON *sys = cJSON_GetArrayItem(hx_planner_messages(*o->pl), 0);
         const char *who = S(o, "who");
         cJSON_ArrayForEach(e, emails) /* named by first name: the memory must show it */
-            if (!strstr(who, e->valuestring) && !strstr(jstr(sys, "content"), e->valuestring))
+            if (!strstr(who, e->valuestring) && !in_system_text(o, e->valuestring))
                 return fail(o, "an attendee's address is neither in the request nor recalled", out);
         cJSON *a = put_n(put(put_n(obj(), "duration_minutes", dur), "range", S(o, "when")), "count", 3);
         cJSON_AddItemToObject(a, "attendees", cJSON_Duplicate(emails, 1));
