@@ -59,18 +59,6 @@ struct hx_err;
 int cli_load_adapters(const struct hx_model *m, const char *const *specs,
                       int n_specs, int active, struct hx_adapter **ads,
                       float *scales, int *n, struct hx_err *err);
-int cmd_lora(int argc, char **argv); /* cmd_lora.c */
-int cmd_nightly(int argc, char **argv); /* cmd_nightly.c */
-/* Loads the adapters of --adapter FILE[:SCALE] options (n_specs) for m
- * into ads[0..*n) and scales (HX_ADAPTER_MAX entries each; the caller
- * frees each adapter); with no option and active != 0, the adapter
- * store's active set. hx_adapter_load's errors (e.g. another base). */
-struct hx_model;
-struct hx_adapter;
-struct hx_err;
-int cli_load_adapters(const struct hx_model *m, const char *const *specs,
-                      int n_specs, int active, struct hx_adapter **ads,
-                      float *scales, int *n, struct hx_err *err);
 /* The governor (cli_power.c): reads the device once and decides threads
  * and context cap under the policy in cfg (config.json's "governor"
  * object, NULL: defaults; "enabled": false turns it off). pw may be NULL.
