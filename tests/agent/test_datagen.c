@@ -1,6 +1,6 @@
-/* test_datagen.c: generated worlds and trajectories: determinism from the
- * seed, disjoint held-out pools, every trajectory valid, the rendering the
- * same as the planner's prompts. */
+/* test_datagen.c: generated trajectories: held-out phrasings, determinism
+ * from the seed, every trajectory valid, the rendering the same as the
+ * planner's prompts, the command line. (Worlds: test_world.c.) */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,82 +29,6 @@ static char *slurp(const char *path)
     char *s = NULL;
     size_t n;
     return hx_read_file(path, 0, &s, &n, NULL) ? NULL : s;
-}
-
-static void test_world_deterministic(void)
-{
-    hx_world a, b, c;
-    ASSERT(hx_world_generate(42, HX_SPLIT_TRAIN, &a, NULL) == HX_OK);
-    ASSERT(hx_world_generate(42, HX_SPLIT_TRAIN, &b, NULL) == HX_OK);
-    ASSERT(hx_world_generate(43, HX_SPLIT_TRAIN, &c, NULL) == HX_OK);
-    EXPECT(!memcmp(&a, &b, sizeof a));
-    EXPECT(memcmp(&a, &c, sizeof a) != 0);
-    EXPECT(a.n_people >= 5 && a.n_events >= 8 && a.n_mails >= 6 && a.n_files >= 4);
-    int recurring = 0;
-    for (int i = 0; i < a.n_events; i++) recurring += a.events[i].recur != 0;
-    EXPECT(recurring >= 2);
-    char h1[128], h2[128], p1[200], p2[200];
-    snprintf(h1, sizeof h1, "%s/w1", dir());
-    snprintf(h2, sizeof h2, "%s/w2", dir());
-    ASSERT(hx_world_write(&a, h1, NULL) == HX_OK && hx_world_write(&b, h2, NULL) == HX_OK);
-    const char *files[] = {"config.json", "calendars/personal.ics"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(p1, sizeof p1, "%s/config/%s", h1, files[i]);
-        snprintf(p2, sizeof p2, "%s/config/%s", h2, files[i]);
-        char *s1 = slurp(p1), *s2 = slurp(p2);
-        EXPECT(s1 && s2 && !strcmp(s1, s2));
-        free(s1);
-        free(s2);
-    }
-    /* the world is what the tools read: config and calendar load */
-    hx_dg_world dw;
-    hx_err err = {0};
-    ASSERT(hx_dg_world_open(42, HX_SPLIT_TRAIN, h1, &dw, &err) == HX_OK);
-    cJSON *args = cJSON_Parse("{\"range\":\"next week\"}"), *res = NULL;
-    EXPECT(hx_tools_call(dw.reg, "calendar.list_events", args, &res, &err) == HX_OK);
-    EXPECT(cJSON_GetNumberValue(cJSON_GetObjectItem(res, "count")) >= 1);
-    EXPECT(!cJSON_GetObjectItem(res, "problems"));
-    cJSON_Delete(res);
-    cJSON_Delete(args);
-    args = cJSON_Parse("{\"limit\":50}");
-    EXPECT(hx_tools_call(dw.reg, "mail.search", args, &res, &err) == HX_OK);
-    EXPECT_EQ_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(res, "total")), dw.w.n_mails);
-    cJSON_Delete(res);
-    cJSON_Delete(args);
-    hx_dg_world_close(&dw);
-}
-
-/* Names drawn from one split never come from the other. */
-static void test_pools_disjoint(void)
-{
-    enum { N = 1500 };
-    static hx_wperson tr[N], ho[N];
-    static char ttr[N][32], tho[N][32];
-    hx_rng r;
-    hx_rng_seed(&r, 7, 0);
-    for (int i = 0; i < N; i++) {
-        hx_world_person(&r, HX_SPLIT_TRAIN, &tr[i]);
-        hx_world_person(&r, HX_SPLIT_HELDOUT, &ho[i]);
-        hx_world_topic(&r, HX_SPLIT_TRAIN, ttr[i], 32);
-        hx_world_topic(&r, HX_SPLIT_HELDOUT, tho[i], 32);
-    }
-    int clash = 0, distinct = 0;
-    for (int i = 0; i < N; i++) {
-        for (int j = 0; j < N; j++) {
-            clash += !strcmp(tr[i].first, ho[j].first) || !strcmp(tr[i].last, ho[j].last) ||
-                     !strcmp(ttr[i], tho[j]);
-        }
-        distinct += i == 0 || strcmp(tr[i].name, tr[i - 1].name);
-    }
-    EXPECT_EQ_INT(clash, 0);
-    EXPECT(distinct > N * 9 / 10);
-    for (int s = 0; s < 40; s++) {
-        hx_world w;
-        hx_world_generate((uint64_t)s, s & 1, &w, NULL);
-        int y, m, d;
-        hx_civil_from_days(w.today, &y, &m, &d);
-        EXPECT((y == 2028) == (w.split == HX_SPLIT_HELDOUT));
-    }
 }
 
 /* Held-out tasks use only the held-out fifth of the phrasings. */
@@ -376,8 +300,6 @@ static void test_cmd_datagen(void)
 
 int main(void)
 {
-    RUN(test_world_deterministic);
-    RUN(test_pools_disjoint);
     RUN(test_heldout_templates);
     RUN(test_validator);
     RUN(test_datagen_deterministic);

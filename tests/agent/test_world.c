@@ -1,0 +1,203 @@
+/* test_world.c: generated sample worlds: the same seed gives the same
+ * world and files, the tools read them cleanly, held-out pools are
+ * disjoint from training's, dates spread over many years. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "test.h"
+
+static char g_dir[64];
+
+static const char *dir(void)
+{
+    if (!g_dir[0]) {
+        snprintf(g_dir, sizeof g_dir, "%s/hx_world_XXXXXX",
+                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+        if (!mkdtemp(g_dir)) g_dir[0] = 0;
+    }
+    return g_dir;
+}
+
+static char *slurp(const char *path)
+{
+    char *s = NULL;
+    size_t n;
+    return hx_read_file(path, 0, &s, &n, NULL) ? NULL : s;
+}
+
+static void test_world_deterministic(void)
+{
+    hx_world a, b, c;
+    ASSERT(hx_world_generate(42, HX_SPLIT_TRAIN, &a, NULL) == HX_OK);
+    ASSERT(hx_world_generate(42, HX_SPLIT_TRAIN, &b, NULL) == HX_OK);
+    ASSERT(hx_world_generate(43, HX_SPLIT_TRAIN, &c, NULL) == HX_OK);
+    EXPECT(!memcmp(&a, &b, sizeof a));
+    EXPECT(memcmp(&a, &c, sizeof a) != 0);
+    EXPECT(a.n_people >= 5 && a.n_events >= 8 && a.n_mails >= 6 && a.n_files >= 4);
+    int recurring = 0;
+    for (int i = 0; i < a.n_events; i++) recurring += a.events[i].recur != 0;
+    EXPECT(recurring >= 2);
+    char h1[128], h2[128], p1[200], p2[200];
+    snprintf(h1, sizeof h1, "%s/w1", dir());
+    snprintf(h2, sizeof h2, "%s/w2", dir());
+    ASSERT(hx_world_write(&a, h1, NULL) == HX_OK && hx_world_write(&b, h2, NULL) == HX_OK);
+    const char *files[] = {"config.json", "calendars/personal.ics"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(p1, sizeof p1, "%s/config/%s", h1, files[i]);
+        snprintf(p2, sizeof p2, "%s/config/%s", h2, files[i]);
+        char *s1 = slurp(p1), *s2 = slurp(p2);
+        EXPECT(s1 && s2 && !strcmp(s1, s2));
+        free(s1);
+        free(s2);
+    }
+    /* the world is what the tools read: config and calendar load */
+    hx_dg_world dw;
+    hx_err err = {0};
+    ASSERT(hx_dg_world_open(42, HX_SPLIT_TRAIN, h1, &dw, &err) == HX_OK);
+    cJSON *args = cJSON_Parse("{\"range\":\"next week\"}"), *res = NULL;
+    EXPECT(hx_tools_call(dw.reg, "calendar.list_events", args, &res, &err) == HX_OK);
+    EXPECT(cJSON_GetNumberValue(cJSON_GetObjectItem(res, "count")) >= 1);
+    EXPECT(!cJSON_GetObjectItem(res, "problems"));
+    cJSON_Delete(res);
+    cJSON_Delete(args);
+    args = cJSON_Parse("{\"limit\":50}");
+    EXPECT(hx_tools_call(dw.reg, "mail.search", args, &res, &err) == HX_OK);
+    EXPECT_EQ_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(res, "total")), dw.w.n_mails);
+    cJSON_Delete(res);
+    cJSON_Delete(args);
+    hx_dg_world_close(&dw);
+}
+
+/* Names drawn from one split never come from the other. */
+static void test_pools_disjoint(void)
+{
+    enum { N = 1500 };
+    static hx_wperson tr[N], ho[N];
+    static char ttr[N][32], tho[N][32];
+    hx_rng r;
+    hx_rng_seed(&r, 7, 0);
+    for (int i = 0; i < N; i++) {
+        hx_world_person(&r, HX_SPLIT_TRAIN, &tr[i]);
+        hx_world_person(&r, HX_SPLIT_HELDOUT, &ho[i]);
+        hx_world_topic(&r, HX_SPLIT_TRAIN, ttr[i], 32);
+        hx_world_topic(&r, HX_SPLIT_HELDOUT, tho[i], 32);
+    }
+    int clash = 0, distinct = 0;
+    for (int i = 0; i < N; i++) {
+        for (int j = 0; j < N; j++) {
+            clash += !strcmp(tr[i].first, ho[j].first) || !strcmp(tr[i].last, ho[j].last) ||
+                     !strcmp(ttr[i], tho[j]);
+        }
+        distinct += i == 0 || strcmp(tr[i].name, tr[i - 1].name);
+    }
+    EXPECT_EQ_INT(clash, 0);
+    EXPECT(distinct > N * 9 / 10);
+    for (int s = 0; s < 40; s++) {
+        hx_world w;
+        hx_world_generate((uint64_t)s, s & 1, &w, NULL);
+        int y, m, d;
+        hx_civil_from_days(w.today, &y, &m, &d);
+        EXPECT((y == 2028) == (w.split == HX_SPLIT_HELDOUT));
+    }
+}
+
+/* What the world holds, as the agent's tools see it: recurring meetings
+ * in the calendar files, a Maildir with unread mail, files under folders. */
+static void test_world_layout(void)
+{
+    hx_world w;
+    char home[128], p[256];
+    ASSERT(hx_world_generate(8, HX_SPLIT_HELDOUT, &w, NULL) == HX_OK);
+    snprintf(home, sizeof home, "%s/layout", dir());
+    ASSERT(hx_world_write(&w, home, NULL) == HX_OK);
+    int rrules = 0;
+    for (int i = 0; i < w.n_events; i++) {
+        if (w.events[i].personal) continue;
+        snprintf(p, sizeof p, "%s/config/calendars/work/%.*s.ics", home,
+                 (int)strcspn(w.events[i].uid, "@"), w.events[i].uid);
+        char *s = slurp(p);
+        EXPECT(s && strstr(s, w.events[i].uid) && strstr(s, "BEGIN:VEVENT"));
+        rrules += s && strstr(s, "RRULE:FREQ=WEEKLY") != NULL;
+        free(s);
+    }
+    EXPECT(rrules >= 1);
+    int unread = 0;
+    for (int i = 0; i < w.n_mails; i++) {
+        snprintf(p, sizeof p, "%s/config/mail/%s/%s%s", home, w.mails[i].unread ? "new" : "cur",
+                 w.mails[i].id, w.mails[i].unread ? "" : ":2,S");
+        char *s = slurp(p);
+        EXPECT(s && strstr(s, w.mails[i].fact) && strstr(s, "Subject: "));
+        unread += w.mails[i].unread;
+        free(s);
+    }
+    for (int i = 0; i < w.n_files; i++) {
+        snprintf(p, sizeof p, "%s/config/files/%s/%s", home, w.files[i].folder, w.files[i].name);
+        EXPECT(access(p, R_OK) == 0);
+    }
+    snprintf(p, sizeof p, "%s/config/config.json", home);
+    hx_config *cfg = NULL;
+    ASSERT(hx_config_load(p, &cfg, NULL) == HX_OK);
+    EXPECT_STR_EQ(cfg->user_email, w.user.email);
+    EXPECT_STR_EQ(cfg->timezone, w.tz);
+    EXPECT_EQ_INT(cfg->work_start_min, w.work_start);
+    EXPECT_EQ_INT(cfg->n_calendars, 2);
+    hx_config_free(cfg);
+    /* written again over the old one: nothing of it is left */
+    hx_world w2;
+    hx_world_generate(9, HX_SPLIT_HELDOUT, &w2, NULL);
+    ASSERT(hx_world_write(&w2, home, NULL) == HX_OK);
+    snprintf(p, sizeof p, "%s/config/files/%s/%s", home, w.files[0].folder, w.files[0].name);
+    int same = 0;
+    for (int i = 0; i < w2.n_files; i++) same |= !strcmp(w2.files[i].name, w.files[0].name);
+    EXPECT(same || access(p, F_OK) != 0);
+}
+
+/* The training split's dates spread over many years, never 2028. */
+static void test_years(void)
+{
+    int seen[40] = {0}, distinct = 0;
+    for (int s = 0; s < 200; s++) {
+        hx_world w;
+        int y, m, d;
+        hx_world_generate((uint64_t)s * 7919, HX_SPLIT_TRAIN, &w, NULL);
+        hx_civil_from_days(w.today, &y, &m, &d);
+        EXPECT(y != 2028 && y >= 2021 && y <= 2035);
+        if (y >= 2000 && y < 2040 && !seen[y - 2000]++) distinct++;
+    }
+    EXPECT(distinct >= 12);
+}
+
+/* A day phrase reads back, through the tools' time reader, as that day. */
+static void test_day_phrases(void)
+{
+    hx_world w;
+    hx_world_generate(4, HX_SPLIT_TRAIN, &w, NULL);
+    hx_rng r;
+    hx_rng_seed(&r, 1, 2);
+    for (int64_t d = w.today - 7; d <= w.today + 30; d++)
+        for (int k = 0; k < 4; k++) {
+            char p[64];
+            hx_when_range rg;
+            hx_world_day_phrase(&w, &r, d, p, sizeof p);
+            ASSERT(hx_when_parse(p, w.now, w.tz, &rg, NULL) == HX_OK);
+            char want[40], got[40];
+            hx_world_date(&w, hx_world_local(&w, d, 720), want, sizeof want);
+            hx_world_date(&w, rg.start, got, sizeof got);
+            if (strcmp(want, got)) printf("# '%s' read as %s, not %s\n", p, got, want);
+            EXPECT_STR_EQ(got, want);
+        }
+}
+
+int main(void)
+{
+    RUN(test_world_deterministic);
+    RUN(test_pools_disjoint);
+    RUN(test_world_layout);
+    RUN(test_years);
+    RUN(test_day_phrases);
+    if (g_dir[0]) hx_world_rmtree(g_dir, NULL);
+    return test_summary();
+}
