@@ -132,7 +132,8 @@ EVAL="not run (no $BUILD_DIR/bench/agent-eval)"
 if [ -x "$BUILD_DIR/bench/agent-eval" ]; then
     stage_start 6/7 "agent-eval: $N_TASKS held-out tasks"
     nice "$BUILD_DIR/bench/agent-eval" --model "$DIR/hearth-tiny.gguf" \
-        --tasks "$DIR/tasks.jsonl" >"$DIR/eval.txt" 2>&1 || true
+        --tasks "$DIR/tasks.jsonl" --log "$DIR/agent-eval.jsonl" --threads "$THREADS" \
+        >"$DIR/eval.txt" 2>&1 || true
     EVAL=$(cat "$DIR/eval.txt")
     stage_done
 else
