@@ -229,6 +229,14 @@ AVX512 static inline __m256i q4_0_wvec(const hx_block_q4_0 *x)
 Q8A_ROWS4(q8_0_rows4, hx_block_q8_0, q8_0_wvec, 128)
 Q8A_ROWS4(q4_0_rows4, hx_block_q4_0, q4_0_wvec, 8)
 
+/* Asks for the bytes [p, p + n) in the cache, a line at a time: the next
+ * four rows while these four are computed (each row is only a few lines,
+ * too short a stream for the hardware prefetcher to ramp up). */
+AVX512 static inline void prefetch_bytes(const char *p, size_t n)
+{
+    for (size_t o = 0; o < n; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+}
+
 /* rows x tokens below the panel kernels' token count: four rows at a time
  * per token, leftover rows through the dot */
 #define GEMM_ROWS4(NAME, ROWS4, DOT, XT)                                        \
@@ -241,6 +249,8 @@ Q8A_ROWS4(q4_0_rows4, hx_block_q4_0, q4_0_wvec, 8)
                 const XT *x[4];                                                \
                 for (int k = 0; k < 4; k++)                                    \
                     x[k] = (const XT *)((const char *)w + (size_t)(r + k) * ws); \
+                if (t == 0 && r + 8 <= nr)                                     \
+                    prefetch_bytes((const char *)w + (size_t)(r + 4) * ws, 4 * ws); \
                 ROWS4(n, x, a[t], out + (size_t)r * ldo + t, ldo);             \
             }                                                                  \
             for (; r < nr; r++)                                                \
