@@ -282,6 +282,8 @@ typedef struct hx_nightly_params {
     int chunk;             /* steps between governor checks (checkpointed);
                             * default 8 */
     int force;             /* 1: do not ask the governor */
+    int stop_after_chunks; /* > 0: stop after this many chunks as if the
+                            * governor said so (tests) */
     int n_threads;         /* 0: online CPUs */
     FILE *log;             /* one line per step, or NULL */
 } hx_nightly_params;
@@ -291,6 +293,7 @@ typedef struct hx_nightly_report {
     int n_train, n_heldout;
     int64_t train_tokens, heldout_tokens;
     int steps;
+    int resumed_at;    /* the step a checkpoint resumed from (0: none) */
     double loss_before, loss_after; /* mean held-out loss per target token */
     int adopted;
     char adapter[96];  /* the stored name when adopted */

@@ -308,8 +308,8 @@ static void run_key(const hx_nightly_params *p, const char *base_id,
 }
 
 /* Loads the checkpoint when its key file matches; writes the key. */
-static int resume(hx_trainer *tr, const char *dir, const char *key, FILE *log,
-                  hx_err *err)
+static int resume(hx_trainer *tr, const char *dir, const char *key,
+                  hx_nightly_report *r, FILE *log, hx_err *err)
 {
     char kp[4200], cp[4200], *old = NULL;
     size_t len = 0;
@@ -318,7 +318,8 @@ static int resume(hx_trainer *tr, const char *dir, const char *key, FILE *log,
     snprintf(cp, sizeof cp, "%s/nightly.ckpt", dir);
     if (!hx_read_file(kp, 4096, &old, &len, &e2) && len == 64 && !memcmp(old, key, 64) &&
         !hx_trainer_load(tr, cp, &e2)) {
-        if (log) fprintf(log, "nightly: resuming at step %d\n", hx_trainer_steps_done(tr));
+        r->resumed_at = hx_trainer_steps_done(tr);
+        if (log) fprintf(log, "nightly: resuming at step %d\n", r->resumed_at);
     } else {
         remove(cp);
     }
@@ -344,11 +345,18 @@ static int train_chunks(hx_trainer *tr, const hx_nightly_params *p,
         tp.opt.n_steps = (int)ceil(p->epochs * (double)d->n / per);
         if (tp.opt.n_steps < 1) tp.opt.n_steps = 1;
     }
-    int rc = HX_OK;
+    int rc = HX_OK, chunks = 0;
     while (!rc && hx_trainer_steps_done(tr) < tp.opt.n_steps) {
-        if (!may_run(p, r->reason, sizeof r->reason))
+        if (p->stop_after_chunks > 0 && chunks == p->stop_after_chunks)
+            snprintf(r->reason, sizeof r->reason, "stopped after %d chunks", chunks);
+        else if (may_run(p, r->reason, sizeof r->reason))
+            r->reason[0] = '\0';
+        if (r->reason[0]) {
+            r->steps = hx_trainer_steps_done(tr);
             return HX_ERR_CANCELLED; /* checkpointed: the next run resumes */
+        }
         rc = hx_train_run(tr, &td, &tp, err);
+        chunks++;
     }
     r->steps = hx_trainer_steps_done(tr);
     return rc;
@@ -403,7 +411,7 @@ static int run_with_data(const hx_nightly_params *p, hx_nightly_data *tr_d,
         hx_model_free(m);
     }
     if (!rc) run_key(p, base_id, tr_d, key);
-    if (!rc) rc = resume(tr, p->work_dir, key, p->log, err);
+    if (!rc) rc = resume(tr, p->work_dir, key, r, p->log, err);
     if (!rc) rc = train_chunks(tr, p, tr_d, ckpt, r, err);
     if (!rc) rc = heldout_loss(tr, ho, &r->loss_after, err);
     if (!rc) rc = gate_and_adopt(tr, p, p->work_dir, r, err);

@@ -2,7 +2,8 @@
  * corrected with the correction as target, rejected and unjudged left
  * out, the latest held out), a forced run that trains, passes the held-out
  * gate and adopts through the store, a run whose gate discards the
- * adapter, and the governor refusing on battery. */
+ * adapter, a run stopped between chunks that resumes to the same result,
+ * and the governor refusing on battery. */
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -154,6 +155,42 @@ static void test_run_adopts_and_gate_discards(void)
     hx_lora_store_free(st);
 }
 
+/* Stopped after one chunk (as the governor would stop it), then run again:
+ * it resumes from the checkpoint and ends where an uninterrupted run ends. */
+static void test_stop_and_resume(void)
+{
+    char sd[300], work[300], sd2[300], work2[300];
+    snprintf(sd, sizeof sd, "%s/adapters3", tmpdir);
+    snprintf(work, sizeof work, "%s/work3", tmpdir);
+    snprintf(sd2, sizeof sd2, "%s/adapters4", tmpdir);
+    snprintf(work2, sizeof work2, "%s/work4", tmpdir);
+    hx_lora_store *st = NULL, *st2 = NULL;
+    hx_err err = {0};
+    ASSERT(hx_lora_store_open(sd, &st, &err) == HX_OK);
+    ASSERT(hx_lora_store_open(sd2, &st2, &err) == HX_OK);
+    hx_nightly_params p = params(st, work);
+    hx_nightly_report r, whole;
+    p.stop_after_chunks = 1;
+    EXPECT(hx_nightly_run(&p, &r, &err) == HX_ERR_CANCELLED);
+    EXPECT_EQ_INT(r.steps, 5);
+    hx_lora_use act[HX_ADAPTER_MAX];
+    int n = -1;
+    ASSERT(hx_lora_store_active(st, act, &n, &err) == HX_OK);
+    EXPECT_EQ_INT(n, 0); /* nothing adopted by a stopped run */
+    p.stop_after_chunks = 0;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    EXPECT_EQ_INT(r.resumed_at, 5);
+    EXPECT_EQ_INT(r.steps, 12);
+    hx_nightly_params q = params(st2, work2);
+    ASSERT(hx_nightly_run(&q, &whole, &err) == HX_OK);
+    EXPECT_EQ_INT(whole.resumed_at, 0);
+    printf("# stopped at 5, resumed: held-out loss %.6f; uninterrupted %.6f\n",
+           r.loss_after, whole.loss_after);
+    EXPECT(r.loss_after == whole.loss_after);
+    EXPECT(r.adopted == whole.adopted);
+    hx_lora_store_free(st), hx_lora_store_free(st2);
+}
+
 /* On battery (a fake sysfs), the governor says no unless forced. */
 static void test_governor_refuses(void)
 {
@@ -210,6 +247,7 @@ int main(void)
         fill_memory();
         RUN(test_dataset);
         RUN(test_run_adopts_and_gate_discards);
+        RUN(test_stop_and_resume);
         RUN(test_governor_refuses);
         hx_memory_close(mem);
     }
