@@ -2,8 +2,8 @@
  * tools, memory) on held-out generated tasks, each in a fresh sample world,
  * and checks the final state; success per category and schema-valid calls.
  *
- *   build/bench/agent-eval [--model FILE] [--tasks FILE | --n N --seed S]
- *                          [--log FILE] [--threads T] [--oracle]
+ *   build/bench/agent-eval [--model FILE] [--tasks FILE | --n N --seed S
+ *                          [--category C]] [--log FILE] [--threads T] [--oracle]
  * --oracle runs the oracle instead of a model (checks the checker). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@ typedef struct opts {
     const char *model, *tasks, *log, *dir;
     long n;
     uint64_t seed;
-    int threads, oracle;
+    int threads, oracle, category;
 } opts;
 
 typedef struct tally {
@@ -26,7 +26,7 @@ typedef struct tally {
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, 200, 1, 0, 0};
+    *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, 200, 1, 0, 0, -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--oracle")) { o->oracle = 1; continue; }
@@ -39,6 +39,7 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--n")) o->n = atol(v);
         else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
+        else if (!strcmp(a, "--category") && hx_dg_category_parse(v) >= 0) o->category = hx_dg_category_parse(v);
         else return 0;
     }
     return o->n > 0;
@@ -59,6 +60,7 @@ static cJSON *load_tasks(const opts *o, hx_err *err)
         p.tasks = 1;
         p.n = o->n;
         p.seed = o->seed;
+        p.category = o->category;
         int rc = f ? hx_datagen_run(&p, f, &st, err) : HX_ERR_NOMEM;
         if (f) fclose(f);
         if (rc) return free(text), NULL;
@@ -145,7 +147,7 @@ int main(int argc, char **argv)
     hx_err err = {0};
     if (!parse(argc, argv, &o)) {
         fprintf(stderr, "usage: agent-eval [--model FILE] [--tasks FILE | --n N --seed S] "
-                        "[--log FILE] [--threads T] [--dir DIR] [--oracle]\n");
+                        "[--category C] [--log FILE] [--threads T] [--dir DIR] [--oracle]\n");
         return 2;
     }
     hx_model *m = NULL;
