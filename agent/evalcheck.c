@@ -185,8 +185,16 @@ static int same_answer_data(check *c, const char *tool, const char *key)
     return ok;
 }
 
-static int k_list(check *c) { return same_answer_data(c, "calendar.list_events", "range"); }
-static int k_free_busy(check *c) { return same_answer_data(c, "calendar.free_busy", "range"); }
+static int k_list(check *c)
+{
+    return same_answer_data(c, "calendar.list_events", "range") &&
+           same_answer_data(c, "calendar.list_events", "count");
+}
+static int k_free_busy(check *c)
+{
+    return same_answer_data(c, "calendar.free_busy", "range") &&
+           same_answer_data(c, "calendar.free_busy", "busy");
+}
 static int k_slots(check *c)
 {
     return same_answer_data(c, "calendar.find_slots", "range") &&
