@@ -663,6 +663,7 @@ int main(int argc, char **argv)
     for (int ti = 0; ti < o.n_threads; ti++) {
         R.bw[ti] = read_bandwidth(o.threads[ti]);
         printf("read bandwidth, %d thread(s): %.1f GB/s\n", o.threads[ti], R.bw[ti] / 1e9);
+        fflush(stdout);
     }
     run_all(&R, paths);
     loadavg(R.load1, sizeof R.load1);

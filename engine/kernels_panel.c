@@ -3,6 +3,7 @@
  * every token of the job, 8 tokens at a time held in registers. */
 #include "engine/kernels_impl.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -333,17 +334,43 @@ static const panel_type *panel_type_of(int wtype)
 }
 
 /* The thread's panel buffer (grown as needed, kept for the thread's life:
- * tens to a few hundred KB). */
-static _Thread_local uint8_t *t_panel;
-static _Thread_local size_t t_panel_size;
+ * tens to a few hundred KB; freed by the key's destructor when the thread
+ * exits). */
+typedef struct panel_buf {
+    uint8_t *p;
+    size_t size;
+} panel_buf;
+
+static pthread_key_t g_panel_key;
+static pthread_once_t g_panel_once = PTHREAD_ONCE_INIT;
+static int g_panel_key_ok;
+
+static void panel_buf_free(void *v)
+{
+    panel_buf *b = v;
+    if (b) free(b->p);
+    free(b);
+}
+
+static void panel_key_init(void) { g_panel_key_ok = pthread_key_create(&g_panel_key, panel_buf_free) == 0; }
 
 static uint8_t *panel_buffer(size_t size)
 {
-    if (size <= t_panel_size) return t_panel;
-    free(t_panel);
-    t_panel = hx_aligned_alloc(64, size);
-    t_panel_size = t_panel ? size : 0;
-    return t_panel;
+    pthread_once(&g_panel_once, panel_key_init);
+    if (!g_panel_key_ok) return NULL;
+    panel_buf *b = pthread_getspecific(g_panel_key);
+    if (!b) {
+        if (!(b = calloc(1, sizeof *b))) return NULL;
+        if (pthread_setspecific(g_panel_key, b) != 0) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (size <= b->size) return b->p;
+    free(b->p);
+    b->p = hx_aligned_alloc(64, size);
+    b->size = b->p ? size : 0;
+    return b->p;
 }
 
 /* y[t*ldy + r] = dot(row r of w, a[t]) for r < nr, t < nt, one panel of 16
