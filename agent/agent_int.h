@@ -197,7 +197,8 @@ void hx_planner_free(hx_planner *pl); /* NULL is a no-op */
  * HX_ERR_CANCELLED, or the source's error; err holds the message. */
 int hx_planner_run(hx_planner *pl, const char *request,
                    const hx_planner_io *io, cJSON **trace, hx_err *err);
-/* Forgets the last request and everything after it; 0 if there was none. */
+/* Forgets the last request and everything after it; 0 if there was none.
+ * Its episode stays in memory, marked rejected (never trained on). */
 int hx_planner_undo(hx_planner *pl);
 /* The conversation so far (borrowed). */
 const cJSON *hx_planner_messages(const hx_planner *pl);

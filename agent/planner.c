@@ -17,6 +17,7 @@ struct hx_planner {
     cJSON *tools; /* the tool list in the OpenAI shape */
     int tainted;  /* untrusted content entered the conversation */
     int *starts;  /* index of each request's user message, for undo */
+    int64_t *episodes; /* each request's episode id (0: none), for undo */
     int n_starts, cap_starts;
 };
 
@@ -89,6 +90,7 @@ void hx_planner_free(hx_planner *pl)
     cJSON_Delete(pl->msgs);
     cJSON_Delete(pl->tools);
     free(pl->starts);
+    free(pl->episodes);
     free(pl);
 }
 
@@ -100,6 +102,13 @@ int hx_planner_undo(hx_planner *pl)
     int from = pl->starts[--pl->n_starts];
     while (cJSON_GetArraySize(pl->msgs) > from)
         cJSON_DeleteItemFromArray(pl->msgs, from);
+    /* the record stays (the tools did run), but nightly training must not
+     * learn from an exchange the user took back */
+    hx_err err = {0};
+    const int64_t ep = pl->episodes[pl->n_starts];
+    if (ep > 0 && pl->d.mem &&
+        hx_memory_episode_set_verdict(pl->d.mem, ep, HX_VERDICT_REJECTED, NULL, &err))
+        hx_log_warn("memory: episode %lld not marked rejected: %s", (long long)ep, err.msg);
     return 1;
 }
 
@@ -472,7 +481,10 @@ static int drop_oldest(hx_planner *pl)
     if (pl->n_starts < 2) return 0;
     const int from = pl->starts[0], k = pl->starts[1] - from;
     for (int i = 0; i < k; i++) cJSON_DeleteItemFromArray(pl->msgs, from);
-    for (int i = 1; i < pl->n_starts; i++) pl->starts[i - 1] = pl->starts[i] - k;
+    for (int i = 1; i < pl->n_starts; i++) {
+        pl->starts[i - 1] = pl->starts[i] - k;
+        pl->episodes[i - 1] = pl->episodes[i];
+    }
     pl->n_starts--;
     return 1;
 }
@@ -597,10 +609,13 @@ static int push_start(hx_planner *pl, int at)
     if (pl->n_starts == pl->cap_starts) {
         int cap = pl->cap_starts * 2 + 8;
         int *s = realloc(pl->starts, (size_t)cap * sizeof *s);
-        if (!s) return HX_ERR_NOMEM;
-        pl->starts = s;
+        if (s) pl->starts = s;
+        int64_t *e = realloc(pl->episodes, (size_t)cap * sizeof *e);
+        if (e) pl->episodes = e;
+        if (!s || !e) return HX_ERR_NOMEM;
         pl->cap_starts = cap;
     }
+    pl->episodes[pl->n_starts] = 0;
     pl->starts[pl->n_starts++] = at;
     return HX_OK;
 }
@@ -646,6 +661,7 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
         if (i == 0 || i >= pl->starts[pl->n_starts - 1]) /* moves if old ones were dropped */
             cJSON_AddItemToArray(ep_msgs, cJSON_Duplicate(cJSON_GetArrayItem(pl->msgs, i), 1));
     int64_t id = record_episode(&r, request, outcome, ep_msgs, started);
+    pl->episodes[pl->n_starts - 1] = id;
     *trace = make_trace(&r, request, outcome, ep_msgs);
     if (*trace) cJSON_AddNumberToObject(*trace, "episode", (double)id);
     cJSON_Delete(ep_msgs);

@@ -414,12 +414,19 @@ static void test_chat_history_and_undo(void)
     EXPECT_EQ_INT(hx_planner_run(pl, "one", &io, &t, &err), HX_OK);
     cJSON_Delete(t);
     EXPECT_EQ_INT(hx_planner_run(pl, "two", &io, &t, &err), HX_OK);
+    const int64_t ep2 = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "episode"));
     cJSON_Delete(t);
     EXPECT(strstr(ss.prompts[1], "First answer.") != NULL);
     /* system, then per request: its context (a system message), user, assistant */
     EXPECT_EQ_INT(cJSON_GetArraySize(hx_planner_messages(pl)), 7);
     EXPECT_EQ_INT(hx_planner_undo(pl), 1);
     EXPECT_EQ_INT(cJSON_GetArraySize(hx_planner_messages(pl)), 4);
+    /* the undone exchange's episode stays on record, rejected: nightly
+     * training leaves it out */
+    hx_episode *ep = NULL;
+    ASSERT(ep2 > 0 && hx_memory_episode_get(w.mem, ep2, &ep, &err) == HX_OK);
+    EXPECT_EQ_INT(ep->verdict, HX_VERDICT_REJECTED);
+    hx_episode_free(ep);
     EXPECT_EQ_INT(hx_planner_run(pl, "three", &io, &t, &err), HX_OK);
     EXPECT(strstr(ss.prompts[2], "two") == NULL && strstr(ss.prompts[2], "one") != NULL);
     cJSON_Delete(t);
