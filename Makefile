@@ -237,6 +237,19 @@ $(BUILD)/bench/agent-eval: bench/agent_eval.c $(ALL_LIBS)
 bench-agent-eval: $(BUILD)/bench/agent-eval
 	nice $(BUILD)/bench/agent-eval $(ARGS)
 
+# Issue 11's proof table on the project's own model: F32, Q8_0, Q4_K_M with
+# and without calibration: size, bits/weight, held-out loss, logits vs
+# llama.cpp, agent-evaluation success (scripts/quant-table.sh; needs
+# build/tiny from make tiny-model).
+$(BUILD)/bench/quant-table: bench/quant_table.c $(ALL_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+.PHONY: bench-quant
+bench-quant: $(BUILD)/hearth $(BUILD)/bench/quant-table $(BUILD)/bench/agent-eval
+	@if [ -f $(HEARTH_REFERENCE)/include/llama.h ]; then \
+	    $(MAKE) --no-print-directory $(HXREF) || true; fi
+	sh scripts/quant-table.sh $(BUILD)
+
 # The main job (see README): what Hearth can run today.
 demo: $(BUILD)/hearth
 	@sh scripts/demo.sh $(BUILD)/hearth
