@@ -13,7 +13,8 @@
 # 6000), TINY_STEPS (upper bound, 100000), TINY_SEQ (2048), TINY_BATCH (2),
 # TINY_ACCUM (2), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
 # TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
-# TINY_FF (768), TINY_VOCAB (4096), TINY_QUANT (Q8_0).
+# TINY_FF (768), TINY_VOCAB (4096), TINY_QUANT (Q8_0), TINY_CKPT_EVERY (10
+# steps between checkpoints).
 set -eu
 
 HEARTH=${1:-build/hearth}
@@ -39,6 +40,7 @@ HEAD_DIM=${TINY_HEAD_DIM:-64}
 FF=${TINY_FF:-768}
 VOCAB=${TINY_VOCAB:-4096}
 QUANT=${TINY_QUANT:-Q8_0}
+CKPT_EVERY=${TINY_CKPT_EVERY:-10}
 BUILD_DIR=$(dirname "$HEARTH")
 
 [ -x "$HEARTH" ] || { echo "tiny-model: $HEARTH not built (make)" >&2; exit 1; }
@@ -93,13 +95,16 @@ if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
     RESUME=
     [ -s "$DIR/train.ckpt" ] && RESUME=--resume
     stage_start 3/7 "train: ${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, budget ${BUDGET}s, $THREADS threads${RESUME:+ (resuming)}"
-    make_file "$DIR/model-f32.gguf" nice "$HEARTH" train --chat "$DIR/train.jsonl" \
+    # the per-step log line by line, so a kill loses none of it
+    LINEBUF=
+    command -v stdbuf >/dev/null 2>&1 && LINEBUF="stdbuf -oL"
+    make_file "$DIR/model-f32.gguf" $LINEBUF nice "$HEARTH" train --chat "$DIR/train.jsonl" \
         --vocab "$DIR/vocab.gguf" --out "$DIR/model-f32.gguf.tmp" --svg "$DIR/loss.svg" \
         --layers "$LAYERS" --embd "$EMBD" --heads "$HEADS" --kv-heads "$KV" \
         --head-dim "$HEAD_DIM" --ff "$FF" --ctx "$SEQ" --seq "$SEQ" --batch "$BATCH" \
         --accum "$ACCUM" --lr "$LR" --warmup "$WARMUP" --steps "$STEPS" --wsd \
         --time-budget "$BUDGET" --threads "$THREADS" --seed "$SEED" \
-        --ckpt "$DIR/train.ckpt" --ckpt-every 20 $RESUME --log >>"$DIR/train.log"
+        --ckpt "$DIR/train.ckpt" --ckpt-every "$CKPT_EVERY" $RESUME --log >>"$DIR/train.log"
     stage_done "$(grep '^trained' "$DIR/train.log" | tail -1)"
 fi
 
@@ -145,7 +150,9 @@ stage_start 7/7 "install: $OUT and $(dirname "$OUT")/README.md"
 mkdir -p "$(dirname "$OUT")"
 cp "$DIR/hearth-tiny.gguf" "$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
-STEPS_DONE=$(grep -c '^step [0-9]* loss' "$DIR/train.log" || true)
+# (a resumed run repeats the steps after the last checkpoint: the last line
+# has the step count)
+STEPS_DONE=$(grep '^step [0-9]* loss' "$DIR/train.log" | tail -1 | cut -d' ' -f2)
 LAST=$(grep '^step [0-9]* loss' "$DIR/train.log" | tail -1)
 FIRST=$(grep '^step [0-9]* loss' "$DIR/train.log" | head -1)
 SIZE=$(wc -c <"$OUT")
