@@ -30,6 +30,8 @@ struct hx_spec {
      * fed and accepted, steps since the last draft */
     double tried[2], taken[2];
     int idle[2], src;
+    /* pass time t against tokens B, decaying sums for t ~ a + b B */
+    double s1, sB, sBB, sT, sBT;
     /* optional grammar drafts: a shadow matcher fed every produced token,
      * and the vocabulary's pieces by first byte, longest first */
     hx_matcher *gm;
@@ -129,6 +131,31 @@ static int ngram_draft(const hx_spec *sp, const int32_t *seq, int n,
     return 0;
 }
 
+/* The share of a one-token pass that one more row of a pass costs, b / (a
+ * + b) for pass times t ~ a + b B measured so far; 0 until known. A draft
+ * pays when its chance of acceptance is above it: accepted, it saves a
+ * whole pass (a + b); rejected, it cost a row (b). On a small model whose
+ * passes are mostly attention, rows cost nearly a pass each. */
+static double row_share(const hx_spec *sp)
+{
+    double var = sp->s1 * sp->sBB - sp->sB * sp->sB;
+    if (sp->s1 < 8 || var <= 1e-9 * sp->s1 * sp->s1) return 0;
+    double b = (sp->s1 * sp->sBT - sp->sB * sp->sT) / var;
+    double a = (sp->sT - b * sp->sB) / sp->s1;
+    if (b <= 0) return 0;
+    return a <= 0 ? 1 : b / (a + b);
+}
+
+static void note_pass(hx_spec *sp, int B, double t)
+{
+    const double k = 0.98;
+    sp->s1 = sp->s1 * k + 1;
+    sp->sB = sp->sB * k + B;
+    sp->sBB = sp->sBB * k + (double)B * B;
+    sp->sT = sp->sT * k + t;
+    sp->sBT = sp->sBT * k + B * t;
+}
+
 /* How many drafts are worth a try: the longest run whose last token is
  * still accepted with probability >= min_accept, if drafts are accepted
  * independently at the observed rate a: a^k >= min_accept. None when the
@@ -137,6 +164,8 @@ static int ngram_draft(const hx_spec *sp, const int32_t *seq, int n,
 static int draft_budget(hx_spec *sp, int src)
 {
     double a = sp->taken[src] / sp->tried[src], lim = sp->p.min_accept;
+    double row = row_share(sp);
+    if (lim > 0 && row > lim) lim = row;
     int k = 0;
     for (double q = a; k < sp->p.max_draft && q >= lim && lim > 0; q *= a) k++;
     if (lim <= 0) k = sp->p.max_draft;
@@ -295,7 +324,9 @@ static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
 static int run(hx_spec *sp, int n, int logits_all, hx_err *err)
 {
     sp->c->split_rows = 1; /* each row as a one-token pass computes it */
+    double t0 = hx_time_mono();
     int rc = hx_decode(sp->c, sp->batch, n, logits_all);
+    note_pass(sp, n, hx_time_mono() - t0);
     sp->c->split_rows = 0;
     if (rc == HX_ERR_FULL)
         return hx_err_set(err, rc, "the context is full (%d tokens)",
