@@ -1,6 +1,7 @@
 /* cmd_ask.c: the assistant's verbs: `hearth ask TEXT` (one request),
  * `hearth chat` (a session with history) and `hearth feedback`. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,13 +235,35 @@ static int fail(hx_err *err, const char *what)
 
 static int file_exists(const char *p) { return p && access(p, R_OK) == 0; }
 
+/* The project's default model: $HEARTH_DEFAULT_MODEL when set (empty:
+ * none), else in the working directory (a checkout), or beside the
+ * program: <dir>/../models or <dir>/../../models (build/hearth,
+ * build/<name>/hearth). buf holds the path found. */
+static const char *default_model(char *buf, size_t n)
+{
+    const char *env = getenv("HEARTH_DEFAULT_MODEL");
+    if (env) return *env && file_exists(env) ? env : NULL;
+    if (file_exists(DEFAULT_MODEL)) return DEFAULT_MODEL;
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return NULL;
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash) return NULL;
+    *slash = 0;
+    for (int up = 1; up <= 2; up++) {
+        snprintf(buf, n, "%s/%s%s", exe, up == 1 ? "../" : "../../", DEFAULT_MODEL);
+        if (file_exists(buf)) return buf;
+    }
+    return NULL;
+}
+
 /* --model, the config's "model", the project's default model. */
-static const char *find_model(const ask_opts *o, const hx_config *cfg)
+static const char *find_model(const ask_opts *o, const hx_config *cfg, char *buf, size_t n)
 {
     if (o->model) return o->model;
     if (cfg->model && *cfg->model) return cfg->model;
-    if (file_exists(DEFAULT_MODEL)) return DEFAULT_MODEL;
-    return NULL;
+    return default_model(buf, n);
 }
 
 static int ask_tty(void *user, const char *tool, const char *args, const char *why)
@@ -299,12 +322,14 @@ static void govern(session *s, hx_engine_source_params *ep)
 
 static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
 {
-    const char *path = find_model(o, s->cfg);
+    char buf[PATH_MAX + 64];
+    const char *path = find_model(o, s->cfg, buf, sizeof buf);
     if (!path)
         return hx_err_set(err, HX_ERR_NOTFOUND,
-                          "no model: Hearth's own default model (" DEFAULT_MODEL ") does "
-                          "not exist yet; pass one with --model FILE.gguf or set \"model\" "
-                          "in config.json");
+                          "no model: Hearth's own default model (" DEFAULT_MODEL ") is not "
+                          "in this directory or beside the program (make tiny-model builds "
+                          "it); pass one with --model FILE.gguf or set \"model\" in "
+                          "config.json");
     hx_model_params mp = hx_model_default_params();
     int rc = hx_model_load(path, &mp, &s->model, err);
     if (rc) return rc;

@@ -72,12 +72,14 @@ static void test_usage_errors(void)
     EXPECT_EQ_INT(hearth("feedback --accept --bogus", NULL), 2);
 }
 
-/* No --model, no "model" in the config, no default model file yet. */
+/* No --model, no "model" in the config, no default model file. */
 static void test_no_model_says_how(void)
 {
     if (!setup()) return;
+    setenv("HEARTH_DEFAULT_MODEL", "", 1);
     EXPECT_EQ_INT(hearth("ask 'what is on tomorrow?'", NULL), 1);
-    EXPECT(strstr(g_out, "does not exist yet") != NULL);
+    unsetenv("HEARTH_DEFAULT_MODEL");
+    EXPECT(strstr(g_out, "make tiny-model") != NULL);
     EXPECT(strstr(g_out, "--model") != NULL);
     EXPECT_EQ_INT(hearth("ask hi --model /nonexistent.gguf", NULL) != 0, 1);
     EXPECT(strstr(g_out, "nonexistent.gguf") != NULL);
