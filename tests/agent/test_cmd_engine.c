@@ -8,35 +8,18 @@
 #include "agent/cli.h"
 #include "engine/engine.h"
 #include "test.h"
+#include "cli_capture.h"
 
 static char tmpdir[256];
 
 /* Runs a verb with stdout (and stderr) captured into *out (caller frees). */
 static int run_verb(int (*fn)(int, char **), char **argv, char **out)
 {
-    char path[512], errpath[512];
-    snprintf(path, sizeof path, "%s/out", tmpdir);
-    snprintf(errpath, sizeof errpath, "%s/err", tmpdir);
-    int argc = 0;
-    while (argv[argc]) argc++;
-    fflush(stdout);
-    fflush(stderr);
-    int save1 = dup(1), save2 = dup(2);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int efd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fd, 1);
-    dup2(efd, 2);
-    int rc = fn(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(save1, 1);
-    dup2(save2, 2);
-    close(fd);
-    close(efd);
-    close(save1);
-    close(save2);
+    char path[512];
+    int rc = cli_capture(fn, argv, tmpdir);
     size_t len;
     hx_err err;
+    snprintf(path, sizeof path, "%s/out", tmpdir);
     if (hx_read_file(path, 0, out, &len, &err) != HX_OK) *out = NULL;
     return rc;
 }

@@ -10,43 +10,15 @@
 #include "engine/engine.h"
 #include "memory/memory.h"
 #include "test.h"
+#include "cli_capture.h"
 
 static char g_out[65536], g_errbuf[8192], dir[256];
-
-static void slurp(const char *path, char *buf, size_t size)
-{
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-    buf[n] = 0;
-    if (f) fclose(f);
-    unlink(path);
-}
 
 /* Runs fn with args (NULL-terminated, args[0] the verb); output in g_out,
  * g_errbuf. */
 static int run(int (*fn)(int, char **), const char *const *args)
 {
-    char po[300], pe[300];
-    snprintf(po, sizeof po, "%s/out", dir);
-    snprintf(pe, sizeof pe, "%s/err", dir);
-    char *argv[48];
-    int argc = 0;
-    while (*args && argc < 47) argv[argc++] = (char *)*args++;
-    argv[argc] = NULL;
-    int fo = open(po, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-    int fe = open(pe, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-    fflush(stdout);
-    fflush(stderr);
-    int so = dup(1), se = dup(2);
-    dup2(fo, 1), dup2(fe, 2);
-    int rc = fn(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1), dup2(se, 2);
-    close(so), close(se), close(fo), close(fe);
-    slurp(po, g_out, sizeof g_out);
-    slurp(pe, g_errbuf, sizeof g_errbuf);
-    return rc;
+    return cli_run(fn, args, dir, g_out, sizeof g_out, g_errbuf, sizeof g_errbuf);
 }
 
 static int make_model(const char *path, uint64_t seed, const char *vocab)

@@ -8,43 +8,16 @@
 #include "agent/cli.h"
 #include "engine/engine.h"
 #include "test.h"
+#include "cli_capture.h"
 
 static char g_out[8192], g_errbuf[8192], dir[256], chat[300], text[300], vocab[300];
-
-static void slurp(const char *path, char *buf, size_t size)
-{
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(buf, 1, size - 1, f) : 0;
-    buf[n] = 0;
-    if (f) fclose(f);
-    unlink(path);
-}
 
 /* Runs cmd_vocab with args (NULL-terminated); output in g_out, g_errbuf. */
 static int run(const char *const *args)
 {
-    char po[300], pe[300];
-    snprintf(po, sizeof po, "%s/out", dir);
-    snprintf(pe, sizeof pe, "%s/err", dir);
-    char *argv[32];
-    int argc = 0;
-    argv[argc++] = (char *)"vocab";
-    while (*args && argc < 31) argv[argc++] = (char *)*args++;
-    argv[argc] = NULL;
-    int fo = open(po, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-    int fe = open(pe, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-    fflush(stdout);
-    fflush(stderr);
-    int so = dup(1), se = dup(2);
-    dup2(fo, 1), dup2(fe, 2);
-    int rc = cmd_vocab(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1), dup2(se, 2);
-    close(so), close(se), close(fo), close(fe);
-    slurp(po, g_out, sizeof g_out);
-    slurp(pe, g_errbuf, sizeof g_errbuf);
-    return rc;
+    const char *all[48] = {"vocab"};
+    for (int i = 0; args[i] && i < 46; i++) all[i + 1] = args[i];
+    return cli_run(cmd_vocab, all, dir, g_out, sizeof g_out, g_errbuf, sizeof g_errbuf);
 }
 
 static void put(const char *path, const char *s)
