@@ -506,3 +506,12 @@ int tr_reserve(hx_trainer *tr, int n, hx_err *err)
     tr->cap = n;
     return HX_OK;
 }
+
+size_t hx_trainer_memory_estimate(const hx_trainer *tr, int n_tok)
+{
+    /* carve with no base only counts (it writes nothing) */
+    size_t floats = carve((hx_trainer *)tr, n_tok, NULL) + (size_t)n_tok * 4;
+    floats += 4 * tr->n_params + tr->scratch_n * (size_t)tr->n_threads;
+    floats += (size_t)tr->hp.n_ctx_train * tr->hp.head_dim; /* RoPE table */
+    return floats * sizeof(float) + (tr->base ? hx_model_size_bytes(tr->base) : 0);
+}

@@ -187,6 +187,13 @@ int hx_trainer_write_gguf(hx_trainer *tr, const char *path,
 int hx_trainer_write_gguf_kv(hx_trainer *tr, const char *path,
                              const char *vocab_gguf, const char *const *kv,
                              hx_err *err);
+/* Memory a training run of n_tok tokens per micro-batch needs: saved
+ * activations and backward temporaries, trainable state (parameters,
+ * gradients, two AdamW moments), per-thread scratch, and the base file
+ * (mapped; LoRA mode) or nothing (full mode: its F32 weights are the
+ * parameters). */
+size_t hx_trainer_memory_estimate(const hx_trainer *tr, int n_tok);
+
 /* The loss curve as an SVG line chart. */
 int hx_write_loss_svg(const char *path, const float *loss, int n,
                       hx_err *err);
@@ -249,8 +256,18 @@ int hx_lora_store_load_active(hx_lora_store *s, const hx_model *m,
  * From the memory's judged episodes: accepted ones as they were,
  * corrected ones with the correction as the last assistant turn, rejected
  * ones left out; the latest heldout_frac (by finish time) held out. Each
- * episode is rendered as ChatML (tool calls as <tool_call> JSON) and the
- * loss counts the assistant's tokens only. */
+ * episode's conversation is rendered by a render callback (the agent's
+ * templates: agent/nightly_agent.c), else as ChatML (tool calls as
+ * <tool_call> JSON), and the loss counts the assistant's tokens only. */
+struct cJSON;
+/* Renders one episode's messages (a JSON array as the planner keeps them,
+ * system message first; a corrected episode ends with the correction as
+ * the last assistant message) into the tokens the agent feeds the model
+ * and a mask, 1 on the tokens the assistant wrote. *tokens and *mask are
+ * malloc'd (the caller frees); *n their length. */
+typedef int (*hx_nightly_render_fn)(void *user, const struct cJSON *messages,
+                                    int32_t **tokens, uint8_t **mask,
+                                    size_t *n, hx_err *err);
 typedef struct hx_nightly_data {
     int32_t *tokens;  /* n, episodes back to back */
     uint8_t *mask;    /* n: 1 on the assistant's tokens */
@@ -260,9 +277,17 @@ typedef struct hx_nightly_data {
     int n_docs;
     int64_t split_at; /* held-out set: finish time of its first episode */
 } hx_nightly_data;
+/* render NULL: ChatML tokenized with v. */
 int hx_nightly_dataset(const hx_vocab *v, hx_memory *mem, double heldout_frac,
+                       hx_nightly_render_fn render, void *render_user,
                        hx_nightly_data *train, hx_nightly_data *heldout,
                        hx_err *err);
+
+/* The generic evaluation of the gate: runs n_tasks fixed held-out agent
+ * tasks on the base model with the adapter file adapter (NULL: the base
+ * alone) and puts how many succeeded in *passed. */
+typedef int (*hx_nightly_eval_fn)(void *user, const char *adapter, int n_tasks,
+                                  int *passed, hx_err *err);
 void hx_nightly_data_free(hx_nightly_data *d);
 
 typedef struct hx_nightly_params {
@@ -286,6 +311,15 @@ typedef struct hx_nightly_params {
                             * governor said so (tests) */
     int n_threads;         /* 0: online CPUs */
     FILE *log;             /* one line per step, or NULL */
+    hx_nightly_render_fn render; /* NULL: ChatML */
+    void *render_user;
+    hx_nightly_eval_fn eval;     /* NULL: no generic-task gate */
+    void *eval_user;
+    int eval_tasks;        /* tasks in the generic sample; default 20 */
+    double eval_margin;    /* refused when the success rate drops by more
+                            * than this (0.02: 2 points); default 0.02 */
+    size_t max_bytes;      /* > 0: refuse to train when the memory estimate
+                            * (hx_trainer_memory_estimate) exceeds it */
 } hx_nightly_params;
 hx_nightly_params hx_nightly_default_params(void);
 
@@ -297,6 +331,11 @@ typedef struct hx_nightly_report {
     double loss_before, loss_after; /* mean held-out loss per target token */
     int adopted;
     char adapter[96];  /* the stored name when adopted */
+    int eval_n;        /* generic tasks run with and without (0: none) */
+    int eval_base, eval_adapter; /* how many succeeded */
+    size_t mem_estimate; /* bytes: activations + adapter state + base */
+    long peak_rss_kb;  /* the process's peak RSS after training
+                        * (getrusage ru_maxrss) */
     char reason[256];  /* adopted, discarded (why) or not run (why) */
 } hx_nightly_report;
 

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "lora/lora.h"
@@ -31,6 +32,8 @@ hx_nightly_params hx_nightly_default_params(void)
     p.min_train = 4;
     p.min_gain = 0.01;
     p.chunk = 8;
+    p.eval_tasks = 20;
+    p.eval_margin = 0.02;
     return p;
 }
 
@@ -88,34 +91,45 @@ static void put(render *r, const char *s, int target)
 
 /* An assistant message's text: its content, then its tool calls as Qwen3
  * writes them (<tool_call>{"name", "arguments"}</tool_call>). */
-static void put_assistant(render *r, const cJSON *msg, const char *override)
+static void put_assistant(render *r, const cJSON *msg)
 {
     put(r, "<|im_start|>assistant\n", 0);
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(msg, "content");
-    if (override) {
-        put(r, override, 1);
-    } else {
-        if (cJSON_IsString(c)) put(r, c->valuestring, 1);
-        const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"), *w;
-        cJSON_ArrayForEach(w, tc) {
-            const cJSON *fn = cJSON_GetObjectItemCaseSensitive(w, "function");
-            char *js = fn ? cJSON_PrintUnformatted(fn) : NULL;
-            if (!js) continue;
-            put(r, "<tool_call>\n", 1);
-            put(r, js, 1);
-            put(r, "\n</tool_call>", 1);
-            cJSON_free(js);
-        }
+    if (cJSON_IsString(c)) put(r, c->valuestring, 1);
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls"), *w;
+    cJSON_ArrayForEach(w, tc) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(w, "function");
+        char *js = fn ? cJSON_PrintUnformatted(fn) : NULL;
+        if (!js) continue;
+        put(r, "<tool_call>\n", 1);
+        put(r, js, 1);
+        put(r, "\n</tool_call>", 1);
+        cJSON_free(js);
     }
     put(r, "<|im_end|>", 1); /* the model learns to stop */
     put(r, "\n", 0);
 }
 
-/* ChatML text of an episode's messages; for a corrected episode the last
- * assistant turn is replaced by the correction. */
-static int render_episode(const hx_episode *ep, render *r)
+/* The conversation to learn from: the episode's messages (or its request
+ * and answer when it has none); for a corrected episode the last assistant
+ * turn is replaced by the correction, which ends it. Caller frees. */
+static cJSON *episode_messages(const hx_episode *ep)
 {
     cJSON *msgs = ep->messages ? cJSON_Parse(ep->messages) : NULL;
+    const int corrected = ep->verdict == HX_VERDICT_CORRECTED && ep->corrected;
+    if (!cJSON_IsArray(msgs) || !cJSON_GetArraySize(msgs)) {
+        cJSON_Delete(msgs);
+        msgs = cJSON_CreateArray();
+        cJSON *u = cJSON_CreateObject(), *a = cJSON_CreateObject();
+        cJSON_AddItemToArray(msgs, u), cJSON_AddItemToArray(msgs, a);
+        cJSON_AddStringToObject(u, "role", "user");
+        cJSON_AddStringToObject(u, "content", ep->request ? ep->request : "");
+        cJSON_AddStringToObject(a, "role", "assistant");
+        cJSON_AddStringToObject(a, "content", corrected ? ep->corrected
+                                : ep->outcome ? ep->outcome : "");
+        return msgs;
+    }
+    if (!corrected) return msgs;
     int last = -1, i = 0;
     const cJSON *m;
     cJSON_ArrayForEach(m, msgs) {
@@ -123,24 +137,25 @@ static int render_episode(const hx_episode *ep, render *r)
         if (cJSON_IsString(role) && !strcmp(role->valuestring, "assistant")) last = i;
         i++;
     }
-    const int corrected = ep->verdict == HX_VERDICT_CORRECTED && ep->corrected;
-    if (!cJSON_IsArray(msgs) || i == 0) { /* only the request and answer */
-        put(r, "<|im_start|>user\n", 0);
-        put(r, ep->request, 0);
-        put(r, "<|im_end|>\n", 0);
-        cJSON tmp;
-        memset(&tmp, 0, sizeof tmp);
-        put_assistant(r, &tmp, corrected ? ep->corrected : ep->outcome ? ep->outcome : "");
-        cJSON_Delete(msgs);
-        return HX_OK;
-    }
-    i = 0;
+    while (cJSON_GetArraySize(msgs) > last + 1) cJSON_DeleteItemFromArray(msgs, last + 1);
+    cJSON *fix = cJSON_CreateObject();
+    cJSON_AddStringToObject(fix, "role", "assistant");
+    cJSON_AddStringToObject(fix, "content", ep->corrected);
+    if (last >= 0) cJSON_ReplaceItemInArray(msgs, last, fix);
+    else cJSON_AddItemToArray(msgs, fix);
+    return msgs;
+}
+
+/* ChatML text of a conversation (the fallback without a render callback). */
+static int render_chatml(const cJSON *msgs, render *r)
+{
+    const cJSON *m;
     cJSON_ArrayForEach(m, msgs) {
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
         const char *rs = cJSON_IsString(role) ? role->valuestring : "user";
         if (!strcmp(rs, "assistant")) {
-            put_assistant(r, m, corrected && i == last ? ep->corrected : NULL);
+            put_assistant(r, m);
         } else if (strcmp(rs, "system")) { /* the system text changes; not learnt */
             put(r, "<|im_start|>", 0);
             put(r, !strcmp(rs, "tool") ? "user\n<tool_response>\n" : "user\n", 0);
@@ -149,10 +164,7 @@ static int render_episode(const hx_episode *ep, render *r)
             cJSON_free(js);
             put(r, !strcmp(rs, "tool") ? "\n</tool_response><|im_end|>\n" : "<|im_end|>\n", 0);
         }
-        if (corrected && i == last) break; /* the correction ends it */
-        i++;
     }
-    cJSON_Delete(msgs);
     return r->text.oom ? HX_ERR_NOMEM : HX_OK;
 }
 
@@ -185,22 +197,45 @@ static int tokenize_render(const hx_vocab *v, const render *r, hx_nightly_data *
 
 typedef struct collect {
     const hx_vocab *v;
+    hx_nightly_render_fn render;
+    void *render_user;
+    hx_err *err_out;
     hx_nightly_data all;
     int64_t *finished;
     int err;
 } collect;
 
+/* One episode through the render callback, or ChatML and v. */
+static int episode_tokens(collect *c, const hx_episode *ep)
+{
+    cJSON *msgs = episode_messages(ep);
+    if (!msgs) return HX_ERR_NOMEM;
+    int rc;
+    if (c->render) {
+        int32_t *tok = NULL;
+        uint8_t *mask = NULL;
+        size_t n = 0;
+        rc = c->render(c->render_user, msgs, &tok, &mask, &n, c->err_out);
+        if (!rc && n > 1) rc = data_push(&c->all, tok, mask, n);
+        free(tok), free(mask);
+    } else {
+        render r;
+        memset(&r, 0, sizeof r);
+        hx_buf_init(&r.text);
+        rc = render_chatml(msgs, &r);
+        if (!rc) rc = tokenize_render(c->v, &r, &c->all);
+        hx_buf_free(&r.text);
+    }
+    cJSON_Delete(msgs);
+    return rc;
+}
+
 static int collect_cb(void *user, const hx_episode *ep, int heldout)
 {
     collect *c = user;
-    render r;
     (void)heldout;
-    memset(&r, 0, sizeof r);
-    hx_buf_init(&r.text);
     int before = c->all.n_docs;
-    int rc = render_episode(ep, &r);
-    if (!rc) rc = tokenize_render(c->v, &r, &c->all);
-    hx_buf_free(&r.text);
+    int rc = episode_tokens(c, ep);
     if (!rc && c->all.n_docs > before) {
         int64_t *nf = realloc(c->finished, (size_t)c->all.n_docs * sizeof *nf);
         if (!nf) rc = HX_ERR_NOMEM;
@@ -222,6 +257,7 @@ static int copy_docs(const hx_nightly_data *src, int from, int to,
 }
 
 int hx_nightly_dataset(const hx_vocab *v, hx_memory *mem, double heldout_frac,
+                       hx_nightly_render_fn render_fn, void *render_user,
                        hx_nightly_data *train, hx_nightly_data *held,
                        hx_err *err)
 {
@@ -230,10 +266,12 @@ int hx_nightly_dataset(const hx_vocab *v, hx_memory *mem, double heldout_frac,
     collect c;
     memset(&c, 0, sizeof c);
     c.v = v;
+    c.render = render_fn, c.render_user = render_user, c.err_out = err;
     hx_training_query q = {.since = 0};
     int rc = hx_memory_training_episodes(mem, &q, collect_cb, &c, err);
-    if (rc && c.err) rc = hx_err_set(err, c.err, "building the dataset: %s",
-                                     hx_rc_str(c.err));
+    if (rc && c.err && !err->msg[0])
+        rc = hx_err_set(err, c.err, "building the dataset: %s", hx_rc_str(c.err));
+    else if (rc && c.err) rc = c.err;
     /* episodes come oldest first: the latest heldout_frac are held out */
     int n = c.all.n_docs;
     int n_held = (int)ceil(heldout_frac * n);
@@ -362,6 +400,26 @@ static int train_chunks(hx_trainer *tr, const hx_nightly_params *p,
     return rc;
 }
 
+/* The gate's second half: the generic tasks with and without the
+ * candidate; a drop of more than eval_margin (a share of the tasks) sets
+ * r->reason (discarded). */
+static int generic_gate(const hx_nightly_params *p, const char *cand,
+                        hx_nightly_report *r, hx_err *err)
+{
+    if (!p->eval || p->eval_tasks <= 0) return HX_OK;
+    int rc = p->eval(p->eval_user, NULL, p->eval_tasks, &r->eval_base, err);
+    if (!rc) rc = p->eval(p->eval_user, cand, p->eval_tasks, &r->eval_adapter, err);
+    if (rc) return rc;
+    r->eval_n = p->eval_tasks;
+    const double drop = (double)(r->eval_base - r->eval_adapter) / p->eval_tasks;
+    if (drop > p->eval_margin + 1e-12)
+        snprintf(r->reason, sizeof r->reason, "discarded: generic tasks %d/%d -> "
+                 "%d/%d with the adapter (a drop of %.1f points; at most %.1f allowed)",
+                 r->eval_base, p->eval_tasks, r->eval_adapter, p->eval_tasks,
+                 100 * drop, 100 * p->eval_margin);
+    return HX_OK;
+}
+
 /* Writes the candidate and adopts it when it passed the gate. */
 static int gate_and_adopt(hx_trainer *tr, const hx_nightly_params *p,
                           const char *dir, hx_nightly_report *r, hx_err *err)
@@ -376,6 +434,11 @@ static int gate_and_adopt(hx_trainer *tr, const hx_nightly_params *p,
     char cand[4200];
     snprintf(cand, sizeof cand, "%s/candidate.gguf", dir);
     int rc = hx_trainer_write_gguf(tr, cand, NULL, err);
+    if (!rc) rc = generic_gate(p, cand, r, err);
+    if (rc || r->reason[0]) {
+        remove(cand);
+        return rc;
+    }
     int off = 0;
     int64_t now = hx_now(&off) + off;
     int64_t days = now >= 0 ? now / 86400 : (now - 86399) / 86400, sec = now - days * 86400;
@@ -389,6 +452,40 @@ static int gate_and_adopt(hx_trainer *tr, const hx_nightly_params *p,
     r->adopted = 1;
     snprintf(r->reason, sizeof r->reason, "adopted %s: held-out loss %.4f -> %.4f",
              r->adapter, r->loss_before, r->loss_after);
+    size_t len = strlen(r->reason);
+    if (r->eval_n)
+        snprintf(r->reason + len, sizeof r->reason - len, "; generic tasks %d/%d -> %d/%d",
+                 r->eval_base, r->eval_n, r->eval_adapter, r->eval_n);
+    return HX_OK;
+}
+
+/* Tokens per forward: a micro-batch, or the longest held-out episode (cut
+ * to the context as heldout_loss cuts it). */
+static int peak_tokens(const hx_trainer *tr, const hx_nightly_params *p,
+                       const hx_nightly_data *ho)
+{
+    const size_t n_ctx = (size_t)hx_trainer_hparams(tr)->n_ctx_train;
+    size_t n = (size_t)(p->train.seq_len < (int)n_ctx ? p->train.seq_len : (int)n_ctx) *
+               (size_t)(p->train.n_seq > 0 ? p->train.n_seq : 1);
+    for (int i = 0; i < ho->n_docs; i++) {
+        size_t len = ho->ends[i] - (i ? ho->ends[i - 1] : 0);
+        if (len > n_ctx) len = n_ctx;
+        if (len > n) n = len;
+    }
+    return (int)n;
+}
+
+/* Estimates the run's memory into r; HX_ERR_RANGE over p->max_bytes. */
+static int check_memory(const hx_trainer *tr, const hx_nightly_params *p,
+                        const hx_nightly_data *ho, hx_nightly_report *r, hx_err *err)
+{
+    r->mem_estimate = hx_trainer_memory_estimate(tr, peak_tokens(tr, p, ho));
+    if (p->max_bytes && r->mem_estimate > p->max_bytes) {
+        snprintf(r->reason, sizeof r->reason, "not started: training needs about "
+                 "%.1f MiB (activations, adapter state, mapped base), over the bound "
+                 "of %.1f MiB", r->mem_estimate / 1048576.0, p->max_bytes / 1048576.0);
+        return hx_err_set(err, HX_ERR_RANGE, "nightly: %s", r->reason);
+    }
     return HX_OK;
 }
 
@@ -399,7 +496,8 @@ static int run_with_data(const hx_nightly_params *p, hx_nightly_data *tr_d,
     int rc = hx_trainer_new_gguf(p->model, &p->lora, p->n_threads, &tr, err);
     char base_id[65], key[65], ckpt[4200];
     if (rc) return rc;
-    rc = hx_mkdirs(p->work_dir, err);
+    rc = check_memory(tr, p, ho, r, err);
+    if (!rc) rc = hx_mkdirs(p->work_dir, err);
     snprintf(ckpt, sizeof ckpt, "%s/nightly.ckpt", p->work_dir);
     if (!rc) rc = heldout_loss(tr, ho, &r->loss_before, err); /* B = 0: the base */
     if (!rc) {
@@ -414,6 +512,8 @@ static int run_with_data(const hx_nightly_params *p, hx_nightly_data *tr_d,
     if (!rc) rc = resume(tr, p->work_dir, key, r, p->log, err);
     if (!rc) rc = train_chunks(tr, p, tr_d, ckpt, r, err);
     if (!rc) rc = heldout_loss(tr, ho, &r->loss_after, err);
+    struct rusage ru;
+    if (!getrusage(RUSAGE_SELF, &ru)) r->peak_rss_kb = ru.ru_maxrss;
     if (!rc) rc = gate_and_adopt(tr, p, p->work_dir, r, err);
     if (!rc) remove(ckpt); /* done: the next night starts afresh */
     hx_trainer_free(tr);
@@ -436,7 +536,7 @@ int hx_nightly_run(const hx_nightly_params *p, hx_nightly_report *r,
     hx_nightly_data tr_d, ho;
     memset(&tr_d, 0, sizeof tr_d), memset(&ho, 0, sizeof ho);
     if (!rc) rc = hx_nightly_dataset(hx_model_vocab(m), p->memory, p->heldout_frac,
-                                     &tr_d, &ho, err);
+                                     p->render, p->render_user, &tr_d, &ho, err);
     hx_model_free(m);
     if (!rc) {
         r->n_train = tr_d.n_docs, r->n_heldout = ho.n_docs;
@@ -448,6 +548,7 @@ int hx_nightly_run(const hx_nightly_params *p, hx_nightly_report *r,
     }
     if (!rc) rc = run_with_data(p, &tr_d, &ho, r, err);
     if (rc == HX_ERR_CANCELLED) hx_err_set(err, rc, "nightly: paused, %s", r->reason);
+    if (p->log && r->reason[0]) fprintf(p->log, "nightly: %s\n", r->reason);
     hx_nightly_data_free(&tr_d);
     hx_nightly_data_free(&ho);
     return rc;

@@ -3,7 +3,8 @@
  * out, the latest held out), a forced run that trains, passes the held-out
  * gate and adopts through the store, a run whose gate discards the
  * adapter, a run stopped between chunks that resumes to the same result,
- * and the governor refusing on battery. */
+ * the generic-task gate (a stand-in evaluation), the memory bound, and the
+ * governor refusing on battery. */
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -72,7 +73,7 @@ static void test_dataset(void)
     hx_err err = {0};
     ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
     hx_nightly_data tr, ho;
-    ASSERT(hx_nightly_dataset(hx_model_vocab(m), mem, 0.2, &tr, &ho, &err) == HX_OK);
+    ASSERT(hx_nightly_dataset(hx_model_vocab(m), mem, 0.2, NULL, NULL, &tr, &ho, &err) == HX_OK);
     EXPECT_EQ_INT(tr.n_docs, 8);
     EXPECT_EQ_INT(ho.n_docs, 2); /* the latest two accepted ones */
     EXPECT(ho.split_at == 1790000000 + 8 * 3600 + 60);
@@ -152,6 +153,106 @@ static void test_run_adopts_and_gate_discards(void)
     printf("# %s\n", r.reason);
     ASSERT(hx_lora_store_active(st, act, &n, &err) == HX_OK);
     EXPECT(n == 1 && !strcmp(act[0].name, adopted));
+    hx_lora_store_free(st);
+}
+
+/* A stand-in for the agent's generic evaluation (agent/nightly_agent.c
+ * runs the real one; tests/agent/test_nightly_agent.c): the base passes
+ * base_pass tasks, an adapter adapter_pass. Records what it was asked. */
+typedef struct stub_eval {
+    int base_pass, adapter_pass, calls, with_adapter, n_asked;
+} stub_eval;
+
+static int stub_eval_fn(void *user, const char *adapter, int n, int *passed, hx_err *err)
+{
+    stub_eval *s = user;
+    (void)err;
+    s->calls++;
+    s->n_asked = n;
+    if (adapter) {
+        struct stat st;
+        s->with_adapter += stat(adapter, &st) == 0; /* the candidate exists */
+    }
+    *passed = adapter ? s->adapter_pass : s->base_pass;
+    return HX_OK;
+}
+
+/* The gate's second half: a drop over the margin on the generic tasks
+ * discards an adapter that lowered the held-out loss; a drop within it
+ * adopts; the peak RSS and the memory estimate are reported. */
+static void test_generic_gate(void)
+{
+    char sd[300], work[300];
+    snprintf(sd, sizeof sd, "%s/adapters5", tmpdir);
+    snprintf(work, sizeof work, "%s/work5", tmpdir);
+    hx_lora_store *st = NULL;
+    hx_err err = {0};
+    ASSERT(hx_lora_store_open(sd, &st, &err) == HX_OK);
+    hx_nightly_params p = params(st, work);
+    stub_eval se = {.base_pass = 10, .adapter_pass = 9};
+    char logbuf[4096] = "";
+    FILE *log = fmemopen(logbuf, sizeof logbuf - 1, "w");
+    ASSERT(log != NULL);
+    p.eval = stub_eval_fn, p.eval_user = &se, p.eval_tasks = 20, p.eval_margin = 0.02;
+    p.log = log;
+    hx_nightly_report r;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    fflush(log);
+    printf("# %s\n", r.reason);
+    EXPECT(r.loss_after < r.loss_before);  /* the loss half passed */
+    EXPECT(!r.adopted && strstr(r.reason, "generic tasks 10/20 -> 9/20") != NULL);
+    EXPECT(strstr(logbuf, "nightly: discarded: generic tasks") != NULL);
+    EXPECT_EQ_INT(se.calls, 2);
+    EXPECT_EQ_INT(se.with_adapter, 1);
+    EXPECT_EQ_INT(se.n_asked, 20);
+    EXPECT_EQ_INT(r.eval_n, 20);
+    char cand[400];
+    struct stat sst;
+    snprintf(cand, sizeof cand, "%s/candidate.gguf", work);
+    EXPECT(stat(cand, &sst) != 0); /* the discarded candidate is removed */
+    hx_lora_use act[HX_ADAPTER_MAX];
+    int n = -1;
+    ASSERT(hx_lora_store_active(st, act, &n, &err) == HX_OK);
+    EXPECT_EQ_INT(n, 0);
+    /* a drop within the margin (5 points of 5 allowed): adopted */
+    p.eval_margin = 0.05;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    printf("# %s\n", r.reason);
+    EXPECT(r.adopted && strstr(r.reason, "generic tasks 10/20 -> 9/20") != NULL);
+    EXPECT(r.peak_rss_kb > 0);
+    EXPECT(r.mem_estimate > 0);
+    printf("# memory estimate %.2f MiB, peak RSS %.1f MiB\n", r.mem_estimate / 1048576.0,
+           r.peak_rss_kb / 1024.0);
+    fclose(log);
+    hx_lora_store_free(st);
+}
+
+/* The memory bound: an estimate over it refuses to start, naming both. */
+static void test_memory_bound(void)
+{
+    char sd[300], work[300];
+    snprintf(sd, sizeof sd, "%s/adapters6", tmpdir);
+    snprintf(work, sizeof work, "%s/work6", tmpdir);
+    hx_lora_store *st = NULL;
+    hx_err err = {0};
+    ASSERT(hx_lora_store_open(sd, &st, &err) == HX_OK);
+    hx_nightly_params p = params(st, work);
+    p.max_bytes = 4096;
+    hx_nightly_report r;
+    EXPECT(hx_nightly_run(&p, &r, &err) == HX_ERR_RANGE);
+    printf("# %s\n", err.msg);
+    EXPECT(strstr(err.msg, "over the bound") != NULL && r.steps == 0);
+    EXPECT(r.mem_estimate > 4096);
+    /* the estimate counts the mapped base and grows with the batch */
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_gguf(model, &p.lora, 1, &tr, &err) == HX_OK);
+    size_t e1 = hx_trainer_memory_estimate(tr, 64), e2 = hx_trainer_memory_estimate(tr, 128);
+    struct stat sst;
+    ASSERT(stat(model, &sst) == 0);
+    EXPECT(e2 > e1 && e1 > (size_t)hx_trainer_n_params(tr) * 16);
+    hx_trainer_free(tr);
+    p.max_bytes = (size_t)1 << 34; /* 16 GiB: starts */
+    EXPECT(hx_nightly_run(&p, &r, &err) == HX_OK && r.steps == 12);
     hx_lora_store_free(st);
 }
 
@@ -248,6 +349,8 @@ int main(void)
         RUN(test_dataset);
         RUN(test_run_adopts_and_gate_discards);
         RUN(test_stop_and_resume);
+        RUN(test_generic_gate);
+        RUN(test_memory_bound);
         RUN(test_governor_refuses);
         hx_memory_close(mem);
     }
