@@ -402,6 +402,10 @@ int hx_dg_task_world(const cJSON *task, const char *home, hx_dg_world *dw, hx_er
  * context). Free with hx_source_free. */
 int hx_dg_engine_source(hx_model *m, const hx_tools *reg, int family, int n_threads,
                         hx_source *out, hx_err *err);
+/* The same with LoRA adapters attached (borrowed: must outlive the source). */
+int hx_dg_engine_source_with(hx_model *m, const hx_tools *reg, int family, int n_threads,
+                             hx_adapter *const *adapters, const float *scales,
+                             int n_adapters, hx_source *out, hx_err *err);
 /* The evaluation log's line for a run: {"id", "category", "kind",
  * "request", "pass", "reason", "calls": [{"name", "arguments", "status"}],
  * "answer", "status", "steps", "tokens", "seconds"}. Caller frees. */
@@ -426,5 +430,52 @@ typedef struct hx_dg_stats {
 /* Writes p->n JSON lines to out: trajectories {"id", "split", "category",
  * "kind", "messages", "tools", "style": "compact"} or tasks. */
 int hx_datagen_run(const hx_dg_params *p, FILE *out, hx_dg_stats *st, hx_err *err);
+
+/* ---- the evaluation's runs (agent/nightly_agent.c; bench/agent_eval.c
+ * and the nightly gate share them) ---- */
+/* n held-out evaluation tasks (category -1: the default mix) from seed, as
+ * a JSON array (caller frees); NULL with err set. */
+cJSON *hx_dg_eval_tasks(long n, uint64_t seed, int category, hx_err *err);
+typedef struct hx_dg_eval_run {
+    hx_model *model;             /* NULL with oracle */
+    int family, n_threads, oracle;
+    hx_adapter *const *adapters; /* attached to the model's context */
+    const float *scales;
+    int n_adapters;
+} hx_dg_eval_run;
+/* One task in a fresh world at home (removed after): the state before, the
+ * run (the model or the oracle), the check. *pass 1 if it succeeded; *v
+ * the schema validator (made on first use; caller frees); the run's calls
+ * added to *n_valid, *n_calls (may be NULL); *record (or NULL) its log
+ * line (hx_dg_eval_record; caller frees). */
+int hx_dg_eval_task(const hx_dg_eval_run *o, const cJSON *task, const char *home,
+                    hx_dg_validator **v, int *pass, int *n_valid, int *n_calls,
+                    cJSON **record, hx_err *err);
+
+/* ---- what the agent gives lora/nightly (agent/nightly_agent.c) ---- */
+/* hx_nightly_render_fn over an hx_agent_render: the episode rendered in
+ * the model's style with the tools offered at inference, tokenized as the
+ * engine source feeds it, the assistant's spans masked (agent/chatdata.c). */
+typedef struct hx_agent_render {
+    const hx_vocab *v;
+    int family;         /* HX_TPL_* (hx_tpl_detect) */
+    const cJSON *tools; /* hx_tools_list_json of the registry, or NULL */
+} hx_agent_render;
+int hx_agent_nightly_render(void *user, const cJSON *messages, int32_t **tokens,
+                            uint8_t **mask, size_t *n, hx_err *err);
+/* hx_nightly_eval_fn over an hx_agent_eval: a fixed sample of held-out
+ * tasks (generated from seed on first use) run as the agent-eval bench
+ * runs them, with the adapter file at scale 1 or without. */
+typedef struct hx_agent_eval {
+    hx_model *model;  /* the base, with its vocabulary (borrowed) */
+    int family, n_threads;
+    int oracle;       /* 1: the oracle instead of the model (tests) */
+    uint64_t seed;
+    const char *dir;  /* worlds; NULL: /dev/shm or /tmp */
+    cJSON *tasks;     /* the sample; free with hx_agent_eval_free_tasks */
+} hx_agent_eval;
+int hx_agent_nightly_eval(void *user, const char *adapter, int n_tasks, int *passed,
+                          hx_err *err);
+void hx_agent_eval_free_tasks(hx_agent_eval *ae);
 
 #endif /* HX_AGENT_INT_H */

@@ -48,6 +48,9 @@ int cmd_quantize(int argc, char **argv); /* cmd_quantize.c */
 int cmd_train(int argc, char **argv); /* cmd_train.c */
 int cmd_lora(int argc, char **argv); /* cmd_lora.c */
 int cmd_nightly(int argc, char **argv); /* cmd_nightly.c */
+/* The nightly run's options and run for verb ("nightly", or "lora train"
+ * with force: no governor check); an exit code. */
+int cli_nightly_run(int argc, char **argv, const char *verb, int force);
 /* Loads the adapters of --adapter FILE[:SCALE] options (n_specs) for m
  * into ads[0..*n) and scales (HX_ADAPTER_MAX entries each; the caller
  * frees each adapter); with no option and active != 0, the adapter

@@ -1,5 +1,6 @@
-/* cmd_lora.c: `hearth lora list|show|use|rollback` over the adapter store,
- * and the --adapter FILE[:SCALE] option that ask, chat and generate share. */
+/* cmd_lora.c: `hearth lora list|show|use|rollback|train` over the adapter
+ * store (train: the nightly run now, agent/cmd_nightly.c), and the
+ * --adapter FILE[:SCALE] option that ask, chat and generate share. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,12 +15,15 @@ static void lora_usage(FILE *f)
         "       hearth lora show NAME|FILE\n"
         "       hearth lora use NAME|FILE[:SCALE]... [--model FILE]\n"
         "       hearth lora use --none\n"
-        "       hearth lora rollback\n\n"
+        "       hearth lora rollback\n"
+        "       hearth lora train [options]   (hearth lora train --help)\n\n"
         "LoRA adapters in the store ($XDG_DATA_HOME/hearth/adapters). The\n"
         "active set (ask and chat apply it) is changed atomically; earlier\n"
         "sets are kept for rollback. `use` stores a FILE first (under its\n"
         "base name); with --model it refuses adapters of another base model.\n"
-        "SCALE defaults to 1.\n");
+        "SCALE defaults to 1. `train` trains and adopts an adapter from your\n"
+        "accepted episodes now, as hearth nightly does without waiting for an\n"
+        "idle, charging device.\n");
 }
 
 /* "NAME[:SCALE]" into name and *scale; 0 ok. */
@@ -225,6 +229,8 @@ static int lora_rollback(hx_lora_store *s)
 
 int cmd_lora(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "train"))
+        return cli_nightly_run(argc - 1, argv + 1, "lora train", 1);
     if (cli_wants_help(argc, argv)) return lora_usage(stdout), HX_EXIT_OK;
     if (argc < 2) return lora_usage(stderr), HX_EXIT_USAGE;
     const char *sub = argv[1];

@@ -1,47 +1,93 @@
-/* cmd_nightly.c: `hearth nightly`: fine-tunes a LoRA adapter on the
- * user's judged episodes when the governor allows (lora/nightly.c) and
- * adopts it if it lowers the held-out loss; --install prints a cron line. */
+/* cmd_nightly.c: `hearth nightly` (and `hearth lora train`, the same run
+ * without the governor): fine-tunes a LoRA adapter on the user's judged
+ * episodes rendered as the agent prompts the model (lora/nightly.c,
+ * agent/nightly_agent.c) and adopts it if it lowers the held-out loss and
+ * keeps the generic tasks' success; --install prints a cron line and a
+ * systemd user timer. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent_int.h"
 #include "agent/cli.h"
 #include "lora/lora.h"
 #include "tools/tools.h"
 
-static void nightly_usage(FILE *f)
+static void nightly_usage(FILE *f, const char *verb)
 {
+    const int nightly = !strcmp(verb, "nightly");
+    fprintf(f, "usage: hearth %s [options]\n", verb);
+    if (nightly) fprintf(f, "       hearth nightly --install\n");
     fprintf(f,
-        "usage: hearth nightly [options]\n"
-        "       hearth nightly --install\n\n"
-        "Trains a LoRA adapter on the episodes you accepted (as they were) and\n"
-        "corrected (with your correction), the latest 20%% held out, when the\n"
-        "device is idle, charging and cool; adopts it (hearth lora) only if it\n"
-        "lowers the held-out loss. Stopped runs resume from their checkpoint.\n\n"
-        "  -m, --model FILE   base model (default: the config's \"model\")\n"
-        "      --force        run whatever the governor says\n"
-        "      --steps N      optimizer steps (default: 2 epochs)\n"
-        "      --rank R       LoRA rank (default 16; alpha = rank)\n"
-        "      --lr LR        learning rate (default 2e-4)\n"
-        "  -t, --threads N    0 = all cores (default)\n"
-        "      --install      print a crontab line that runs this every night\n");
+        "\nTrains a LoRA adapter on the episodes you accepted (as they were) and\n"
+        "corrected (with your correction), rendered as the agent prompts the\n"
+        "model, the latest 20%% held out%s; adopts it (hearth lora) only if it\n"
+        "lowers the held-out loss and does not lower the success on a sample\n"
+        "of generic agent tasks by more than the margin. Stopped runs resume\n"
+        "from their checkpoint.\n\n"
+        "  -m, --model FILE     base model (default: the config's \"model\")\n",
+        nightly ? ", when the device is idle, charging and cool" : "");
+    if (nightly) fprintf(f, "      --force          run whatever the governor says\n");
+    fprintf(f,
+        "      --steps N        optimizer steps (default: 2 epochs)\n"
+        "      --rank R         LoRA rank (default 16; alpha = rank)\n"
+        "      --lr LR          learning rate (default 2e-4)\n"
+        "      --eval-tasks N   generic tasks run with and without the adapter\n"
+        "                       (default 20; 0: no such check)\n"
+        "      --eval-margin P  largest allowed drop, in points (default 2)\n"
+        "      --max-memory SIZE  refuse to start when the estimate (activations,\n"
+        "                       adapter state, mapped base) exceeds it (e.g. 2G;\n"
+        "                       default: config nightly.max_memory, else none)\n"
+        "  -t, --threads N      0 = all cores (default)\n");
+    if (nightly) fprintf(f, "      --install        print a crontab line and a systemd user timer\n");
 }
 
-static int parse(int argc, char **argv, hx_nightly_params *p, const char **model,
-                 int *install)
+static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
+                 const char **model, int *install)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--force")) p->force = 1;
-        else if (!strcmp(a, "--install")) *install = 1;
+        double d;
+        if (nightly && !strcmp(a, "--force")) p->force = 1;
+        else if (nightly && !strcmp(a, "--install")) *install = 1;
         else if (!v) return -1;
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) *model = v, i++;
         else if (!strcmp(a, "--steps")) p->train.opt.n_steps = atoi(v), i++;
         else if (!strcmp(a, "--rank")) p->lora.rank = atoi(v), p->lora.alpha = (float)atoi(v), i++;
         else if (!strcmp(a, "--lr")) p->train.opt.lr = strtof(v, NULL), i++;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) p->n_threads = atoi(v), i++;
+        else if (!strcmp(a, "--eval-tasks")) p->eval_tasks = atoi(v), i++;
+        else if (!strcmp(a, "--eval-margin") && (d = atof(v)) >= 0) p->eval_margin = d / 100, i++;
+        else if (!strcmp(a, "--max-memory") && !cli_parse_size(v, &p->max_bytes)) i++;
         else return -1;
     }
-    return p->lora.rank > 0 && p->train.opt.n_steps >= 0 && p->train.opt.lr > 0 ? 0 : -1;
+    return p->lora.rank > 0 && p->train.opt.n_steps >= 0 && p->train.opt.lr > 0 &&
+           p->eval_tasks >= 0 ? 0 : -1;
+}
+
+static void print_install(void)
+{
+    printf("# cron: hearth nightly at 03:15 (crontab -e); it waits for the governor\n"
+           "15 3 * * * hearth nightly >> \"${XDG_STATE_HOME:-$HOME/.local/state}"
+           "/hearth-nightly.log\" 2>&1\n\n"
+           "# or systemd: ~/.config/systemd/user/hearth-nightly.service\n"
+           "[Unit]\n"
+           "Description=Hearth nightly LoRA fine-tuning on accepted episodes\n\n"
+           "[Service]\n"
+           "Type=oneshot\n"
+           "ExecStart=%%h/.local/bin/hearth nightly\n"
+           "Nice=19\n"
+           "IOSchedulingClass=idle\n\n"
+           "# ~/.config/systemd/user/hearth-nightly.timer\n"
+           "[Unit]\n"
+           "Description=Run hearth nightly every night\n\n"
+           "[Timer]\n"
+           "OnCalendar=*-*-* 03:15:00\n"
+           "RandomizedDelaySec=15min\n"
+           "Persistent=true\n\n"
+           "[Install]\n"
+           "WantedBy=timers.target\n\n"
+           "# then: systemctl --user daemon-reload && "
+           "systemctl --user enable --now hearth-nightly.timer\n");
 }
 
 static void print_report(const hx_nightly_report *r)
@@ -51,47 +97,123 @@ static void print_report(const hx_nightly_report *r)
            (long long)r->heldout_tokens);
     if (r->steps) printf("steps: %d; held-out loss %.4f -> %.4f\n", r->steps,
                          r->loss_before, r->loss_after);
+    if (r->eval_n) printf("generic tasks: %d/%d without the adapter, %d/%d with it\n",
+                          r->eval_base, r->eval_n, r->eval_adapter, r->eval_n);
+    if (r->mem_estimate) printf("memory: estimate %.1f MiB", r->mem_estimate / 1048576.0);
+    if (r->peak_rss_kb) printf(", peak RSS %.1f MiB", r->peak_rss_kb / 1024.0);
+    if (r->mem_estimate) printf("\n");
     printf("%s\n", r->reason);
 }
 
-int cmd_nightly(int argc, char **argv)
+/* What the run needs from the agent: the model (vocabulary, style), the
+ * tools offered at inference, the memory, the store. */
+typedef struct nightly_env {
+    hx_config *cfg;
+    hx_memory *mem;
+    hx_lora_store *st;
+    hx_model *model;
+    hx_tools *reg;
+    hx_extools *x;
+    cJSON *tools;
+    hx_agent_render ar;
+    hx_agent_eval ae;
+} nightly_env;
+
+static int open_env(nightly_env *e, const char *model, hx_nightly_params *p, hx_err *err)
 {
-    if (cli_wants_help(argc, argv)) return nightly_usage(stdout), HX_EXIT_OK;
+    int rc = hx_memory_open(NULL, &e->mem, err);
+    if (!rc) rc = hx_lora_store_open(NULL, &e->st, err);
+    if (!rc) rc = hx_model_load(model, NULL, &e->model, err);
+    if (!rc && !hx_model_vocab(e->model))
+        rc = hx_err_set(err, HX_ERR_FORMAT, "%s has no tokenizer", model);
+    if (!rc && !(e->reg = hx_tools_new(e->cfg))) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    if (!rc) rc = hx_tools_register_builtins(e->reg, err);
+    if (!rc) rc = hx_agent_register_memory_tools(e->reg, e->mem, err);
+    if (!rc) {
+        hx_buf problems;
+        hx_buf_init(&problems);
+        rc = hx_extools_load(e->reg, NULL, &e->x, &problems, err);
+        hx_buf_free(&problems);
+    }
+    if (!rc && !(e->tools = hx_tools_list_json(e->reg)))
+        rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    if (rc) return rc;
+    const int family = hx_tpl_detect(hx_model_gguf(e->model), hx_model_vocab(e->model));
+    e->ar = (hx_agent_render){hx_model_vocab(e->model), family, e->tools};
+    e->ae = (hx_agent_eval){e->model, family, p->n_threads, 0, 1, NULL, NULL};
+    p->render = hx_agent_nightly_render, p->render_user = &e->ar;
+    p->eval = hx_agent_nightly_eval, p->eval_user = &e->ae;
+    /* an episode carries the system text and tool list: a window must
+     * reach past them, and episodes sharing them are packed after one copy */
+    const int n_ctx = hx_model_hparams(e->model)->n_ctx_train;
+    p->train.seq_len = n_ctx < 1024 ? n_ctx : 1024;
+    p->train.n_seq = 1;
+    p->train.share_prefix = 32;
+    return HX_OK;
+}
+
+static void close_env(nightly_env *e)
+{
+    hx_agent_eval_free_tasks(&e->ae);
+    cJSON_Delete(e->tools);
+    hx_extools_free(e->x);
+    hx_tools_free(e->reg);
+    hx_model_free(e->model);
+    hx_lora_store_free(e->st);
+    hx_memory_close(e->mem);
+    hx_config_free(e->cfg);
+}
+
+/* The config's nightly.max_memory ("2G" or bytes) unless given. */
+static int config_bound(const hx_config *cfg, hx_nightly_params *p, hx_err *err)
+{
+    const cJSON *n = cJSON_GetObjectItem(cJSON_GetObjectItem(cfg->raw, "nightly"), "max_memory");
+    if (p->max_bytes || !n) return HX_OK;
+    if (cJSON_IsNumber(n) && n->valuedouble >= 0) p->max_bytes = (size_t)n->valuedouble;
+    else if (!cJSON_IsString(n) || cli_parse_size(n->valuestring, &p->max_bytes))
+        return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly.max_memory is not a size");
+    return HX_OK;
+}
+
+int cli_nightly_run(int argc, char **argv, const char *verb, int force)
+{
+    const int nightly = !strcmp(verb, "nightly");
+    if (cli_wants_help(argc, argv)) return nightly_usage(stdout, verb), HX_EXIT_OK;
     hx_nightly_params p = hx_nightly_default_params();
     const char *model = NULL;
     int install = 0;
-    if (parse(argc, argv, &p, &model, &install)) return nightly_usage(stderr), HX_EXIT_USAGE;
-    if (install) {
-        printf("# hearth nightly at 03:15 (crontab -e); it waits for the governor\n"
-               "15 3 * * * hearth nightly >> \"${XDG_STATE_HOME:-$HOME/.local/state}"
-               "/hearth-nightly.log\" 2>&1\n");
-        return HX_EXIT_OK;
-    }
+    if (parse(argc, argv, nightly, &p, &model, &install))
+        return nightly_usage(stderr, verb), HX_EXIT_USAGE;
+    if (install) return print_install(), HX_EXIT_OK;
+    p.force |= force;
     hx_err err = {0};
-    hx_config *cfg = NULL;
-    hx_memory *mem = NULL;
-    hx_lora_store *st = NULL;
+    nightly_env e;
+    memset(&e, 0, sizeof e);
     char work[4096];
-    int rc = hx_config_load(NULL, &cfg, &err);
-    if (!rc && !model) model = cfg->model;
+    int rc = hx_config_load(NULL, &e.cfg, &err);
+    if (!rc && !model) model = e.cfg->model;
     if (!rc && !model) rc = hx_err_set(&err, HX_ERR_INVALID, "no model: pass --model "
                                        "FILE or set \"model\" in config.json");
-    if (!rc) rc = hx_memory_open(NULL, &mem, &err);
-    if (!rc) rc = hx_lora_store_open(NULL, &st, &err);
+    if (!rc) rc = config_bound(e.cfg, &p, &err);
+    if (!rc) rc = open_env(&e, model, &p, &err);
     if (!rc && hx_path_cache(work, sizeof work - 16) < 0)
         rc = hx_err_set(&err, HX_ERR_RANGE, "cache path too long");
     hx_nightly_report r;
     memset(&r, 0, sizeof r);
     if (!rc) {
         strcat(work, "/nightly");
-        p.model = model, p.memory = mem, p.store = st, p.work_dir = work;
+        p.model = model, p.memory = e.mem, p.store = e.st, p.work_dir = work;
         p.train.progress = 1;
+        p.log = stderr;
         rc = hx_nightly_run(&p, &r, &err);
     }
-    if (!rc || rc == HX_ERR_CANCELLED) print_report(&r);
-    if (rc) fprintf(stderr, "hearth nightly: %s\n", err.msg[0] ? err.msg : hx_rc_str(rc));
-    hx_lora_store_free(st);
-    hx_memory_close(mem);
-    hx_config_free(cfg);
+    if (!rc || rc == HX_ERR_CANCELLED || rc == HX_ERR_RANGE) print_report(&r);
+    if (rc) fprintf(stderr, "hearth %s: %s\n", verb, err.msg[0] ? err.msg : hx_rc_str(rc));
+    close_env(&e);
     return rc == HX_ERR_STATE ? HX_EXIT_OK : cli_exit_code(rc); /* not now is no failure */
+}
+
+int cmd_nightly(int argc, char **argv)
+{
+    return cli_nightly_run(argc, argv, "nightly", 0);
 }

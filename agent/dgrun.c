@@ -75,6 +75,13 @@ int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **p
 int hx_dg_engine_source(hx_model *m, const hx_tools *reg, int family, int n_threads,
                         hx_source *out, hx_err *err)
 {
+    return hx_dg_engine_source_with(m, reg, family, n_threads, NULL, NULL, 0, out, err);
+}
+
+int hx_dg_engine_source_with(hx_model *m, const hx_tools *reg, int family, int n_threads,
+                             hx_adapter *const *adapters, const float *scales,
+                             int n_adapters, hx_source *out, hx_err *err)
+{
     int n = hx_tools_count(reg), k = 0;
     hx_tool_spec *specs = hx_calloc((size_t)n + 1, sizeof *specs);
     if (!specs) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
@@ -86,6 +93,7 @@ int hx_dg_engine_source(hx_model *m, const hx_tools *reg, int family, int n_thre
     hx_engine_source_params ep = hx_engine_source_default_params();
     hx_engine_source_style(&ep, family, m);
     ep.n_threads = n_threads;
+    ep.adapters = adapters, ep.adapter_scales = scales, ep.n_adapters = n_adapters;
     int rc = hx_engine_source_new(m, specs, k, &ep, out, err);
     free(specs);
     return rc;

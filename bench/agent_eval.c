@@ -50,21 +50,8 @@ static cJSON *load_tasks(const opts *o, hx_err *err)
 {
     char *text = NULL;
     size_t len = 0;
-    if (o->tasks) {
-        if (hx_read_file(o->tasks, 0, &text, &len, err)) return NULL;
-    } else {
-        FILE *f = open_memstream(&text, &len);
-        hx_dg_params p = hx_dg_default_params();
-        hx_dg_stats st;
-        p.split = HX_SPLIT_HELDOUT;
-        p.tasks = 1;
-        p.n = o->n;
-        p.seed = o->seed;
-        p.category = o->category;
-        int rc = f ? hx_datagen_run(&p, f, &st, err) : HX_ERR_NOMEM;
-        if (f) fclose(f);
-        if (rc) return free(text), NULL;
-    }
+    if (!o->tasks) return hx_dg_eval_tasks(o->n, o->seed, o->category, err);
+    if (hx_read_file(o->tasks, 0, &text, &len, err)) return NULL;
     cJSON *all = cJSON_CreateArray();
     long n = 0, bad = 0;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
@@ -78,47 +65,26 @@ static cJSON *load_tasks(const opts *o, hx_err *err)
     return all;
 }
 
-/* One task in a fresh world: before, run, check, log. */
+/* One task in a fresh world: before, run, check (agent/nightly_agent.c),
+ * then the tally and the log. */
 static int run_task(const opts *o, const cJSON *task, hx_model *m, int family, const char *home,
                     hx_dg_validator **v, FILE *log, tally *t, hx_err *err)
 {
-    hx_dg_world dw;
-    hx_source src = {0};
-    hx_planner *pl = NULL;
-    cJSON *trace = NULL;
-    char why[300];
-    int rc = hx_dg_task_world(task, home, &dw, err);
-    if (!rc && !*v) {
-        cJSON *tools = hx_tools_list_json(dw.reg);
-        if (!(*v = hx_dg_validator_new(tools, err))) rc = HX_ERR_INTERNAL;
-        cJSON_Delete(tools);
-    }
-    if (!rc) rc = o->oracle ? hx_dg_oracle_new(task, &dw.w, dw.reg, &pl, &src)
-                            : hx_dg_engine_source(m, dw.reg, family, o->threads, &src, err);
-    cJSON *before = rc ? NULL : hx_dg_check_before(task, &dw);
-    if (!rc) {
-        hx_err e2 = {0};
-        hx_planner_params pp = hx_dg_planner_params(family);
-        hx_dg_run(&dw, task, &src, &pl, &pp, &trace, &e2);
-    }
-    if (trace) {
+    hx_dg_eval_run er = {m, family, o->threads, o->oracle, NULL, NULL, 0};
+    cJSON *r = NULL;
+    int pass = 0;
+    int rc = hx_dg_eval_task(&er, task, home, v, &pass, &t->valid, &t->calls, &r, err);
+    if (r) {
         int c = hx_dg_category_parse(cJSON_GetStringValue(cJSON_GetObjectItem(task, "category")));
-        int pass = hx_dg_check(task, before, trace, &dw, *v, &t->valid, &t->calls, why, sizeof why);
         int sched = !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(task, "kind")), "schedule");
         if (c >= 0) t->n[c]++, t->pass[c] += pass;
         t->sched_n += sched;
         t->sched_pass += sched && pass;
-        cJSON *r = hx_dg_eval_record(task, trace, pass, why);
         char *s = cJSON_PrintUnformatted(r);
         if (s && log) fprintf(log, "%s\n", s);
         cJSON_free(s);
         cJSON_Delete(r);
     }
-    cJSON_Delete(trace);
-    cJSON_Delete(before);
-    hx_source_free(&src);
-    hx_dg_world_close(&dw);
-    hx_world_rmtree(home, NULL);
     return rc;
 }
 
