@@ -1,0 +1,234 @@
+/* test_nightly_agent.c: what the agent gives the nightly job: episodes of
+ * a model declaring the compact style rendered and tokenized exactly as
+ * the agent feeds them at inference, with the assistant's spans as the
+ * only targets; the generic evaluation's fixed sample run through the
+ * bench's path with and without an adapter (the oracle: both the same). */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "lora/lora.h"
+#include "test.h"
+
+static char tmpdir[256], model[300];
+
+/* A conversation as the planner keeps it: system text, request, a call,
+ * its result, the answer. */
+static char *conversation(int i, const char *who)
+{
+    char buf[2048];
+    snprintf(buf, sizeof buf,
+             "[{\"role\":\"system\",\"content\":\"You are Hearth, Alice's assistant.\"},"
+             "{\"role\":\"user\",\"content\":\"Set up a meeting with %s about item %d\"},"
+             "{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"type\":"
+             "\"function\",\"function\":{\"name\":\"calendar.create_event\","
+             "\"arguments\":{\"title\":\"Item %d\",\"location\":\"Room 4B\","
+             "\"minutes\":45}}}]},"
+             "{\"role\":\"tool\",\"content\":\"{\\\"ok\\\":true,\\\"uid\\\":\\\"e%d\\\"}\"},"
+             "{\"role\":\"assistant\",\"content\":\"Booked Room 4B for 45 minutes with %s.\"}]",
+             who, i, i, i, who);
+    return strdup(buf);
+}
+
+/* Two of the registry's tools, as the planner would offer them. */
+static cJSON *some_tools(void)
+{
+    hx_config *cfg = hx_config_default();
+    hx_tools *reg = cfg ? hx_tools_new(cfg) : NULL;
+    hx_err err = {0};
+    cJSON *all = reg && !hx_tools_register_builtins(reg, &err) ? hx_tools_list_json(reg) : NULL;
+    cJSON *keep = cJSON_CreateArray();
+    for (cJSON *t = all ? all->child : NULL; t; t = t->next) {
+        const char *n = cJSON_GetStringValue(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(t, "function"), "name"));
+        if (n && (!strcmp(n, "calendar.create_event") || !strcmp(n, "calendar.list_events")))
+            cJSON_AddItemToArray(keep, cJSON_Duplicate(t, 1));
+    }
+    cJSON_Delete(all);
+    hx_tools_free(reg);
+    hx_config_free(cfg);
+    return keep;
+}
+
+static int same_tokens(const int32_t *a, const int32_t *b, size_t n)
+{
+    return !memcmp(a, b, n * sizeof *a);
+}
+
+/* The prompt the planner renders before assistant message i, tokenized as
+ * the engine source feeds it; *n its length. */
+static int32_t *inference_prompt(const hx_vocab *v, int family, const cJSON *msgs, int i,
+                                 const cJSON *tools, int gen, int *n)
+{
+    cJSON *a = cJSON_CreateArray();
+    const cJSON *m = msgs->child;
+    for (int k = 0; k < i && m; k++, m = m->next) cJSON_AddItemToArray(a, cJSON_Duplicate(m, 1));
+    hx_tpl_opts o = hx_tpl_default_opts();
+    o.add_generation_prompt = gen;
+    o.no_think = hx_planner_default_params().no_think;
+    hx_buf b;
+    hx_buf_init(&b);
+    int32_t *ids = NULL;
+    hx_err err = {0};
+    *n = hx_tpl_render(family, a, tools, &o, &b) ? -1
+         : hx_source_tokenize(v, b.data ? b.data : "", &ids, &err);
+    hx_buf_free(&b);
+    cJSON_Delete(a);
+    return ids;
+}
+
+static void test_render_equals_inference(void)
+{
+    hx_model *m = NULL;
+    hx_memory *mem = NULL;
+    hx_err err = {0};
+    char db[300];
+    snprintf(db, sizeof db, "%s/memory.db", tmpdir);
+    hx_memory_params pm = hx_memory_default_params();
+    pm.path = db;
+    ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
+    ASSERT(hx_memory_open(&pm, &mem, &err) == HX_OK);
+    const hx_vocab *v = hx_model_vocab(m);
+    const int family = hx_tpl_detect(hx_model_gguf(m), v);
+    EXPECT_EQ_INT(family, HX_TPL_COMPACT);
+    static const char *const who[] = {"Bobby", "Kenji", "Ana", "Lee", "Mo"};
+    for (int i = 0; i < 5; i++) {
+        hx_episode ep;
+        memset(&ep, 0, sizeof ep);
+        char *msgs = conversation(i, who[i]);
+        ep.started_at = 1790000000 + i * 3600;
+        ep.finished_at = ep.started_at + 60;
+        ep.request = "Set up a meeting";
+        ep.messages = msgs;
+        ep.outcome = "Booked.";
+        int64_t id = 0;
+        EXPECT(hx_memory_episode_add(mem, &ep, &id, &err) == HX_OK);
+        int corrected = i == 3;
+        EXPECT(hx_memory_episode_set_verdict(mem, id, corrected ? HX_VERDICT_CORRECTED
+                                             : HX_VERDICT_ACCEPTED,
+                                             corrected ? "Booked Room 4B, 45 minutes, with Lee as usual." : NULL,
+                                             &err) == HX_OK);
+        free(msgs);
+    }
+    cJSON *tools = some_tools();
+    ASSERT(cJSON_GetArraySize(tools) == 2);
+    hx_agent_render ar = {v, family, tools};
+    hx_nightly_data tr, ho;
+    ASSERT(hx_nightly_dataset(v, mem, 0.2, hx_agent_nightly_render, &ar, &tr, &ho, &err) == HX_OK);
+    EXPECT_EQ_INT(tr.n_docs, 4);
+    EXPECT_EQ_INT(ho.n_docs, 1);
+    /* episode 0: the whole conversation's tokens are the agent's, and
+     * before each assistant turn the dataset holds exactly the prompt the
+     * agent fed for it, none of it a target, the turn's first token one */
+    char *text = conversation(0, who[0]);
+    cJSON *msgs = cJSON_Parse(text);
+    free(text);
+    int n_full = 0, checked = 0;
+    int32_t *full = inference_prompt(v, family, msgs, 5, tools, 0, &n_full);
+    ASSERT(full && n_full > 0);
+    EXPECT_EQ_INT((int)tr.ends[0], n_full);
+    EXPECT(same_tokens(tr.tokens, full, (size_t)n_full));
+    printf("# episode 0: %d tokens in the compact style with 2 tools\n", n_full);
+    /* the prompts for the two assistant turns, and the end of the first */
+    int np2 = 0, ne3 = 0, np4 = 0;
+    int32_t *p2 = inference_prompt(v, family, msgs, 2, tools, 1, &np2);
+    int32_t *e3 = inference_prompt(v, family, msgs, 3, tools, 0, &ne3);
+    int32_t *p4 = inference_prompt(v, family, msgs, 4, tools, 1, &np4);
+    ASSERT(p2 && e3 && p4 && np2 < ne3 && ne3 < np4 && np4 < n_full);
+    EXPECT(same_tokens(tr.tokens, p2, (size_t)np2));
+    EXPECT(same_tokens(tr.tokens, e3, (size_t)ne3));
+    EXPECT(same_tokens(tr.tokens, p4, (size_t)np4));
+    for (int k = 0; k < n_full; k++) {
+        const int want = (k >= np2 && k < ne3) || k >= np4; /* the two turns */
+        if (tr.mask[k] != want) {
+            printf("# token %d: mask %d, want %d\n", k, tr.mask[k], want);
+            break;
+        }
+        checked++;
+    }
+    EXPECT_EQ_INT(checked, n_full);
+    free(p2), free(e3), free(p4);
+    /* the correction is the last target of episode 3 */
+    char piece[64];
+    hx_buf tgt;
+    hx_buf_init(&tgt);
+    for (size_t k = tr.ends[2]; k < tr.ends[3]; k++) {
+        if (!tr.mask[k]) continue;
+        int32_t l = hx_token_to_piece(v, tr.tokens[k], piece, sizeof piece, 1);
+        if (l > 0) hx_buf_append(&tgt, piece, (size_t)l);
+    }
+    ASSERT(tgt.data != NULL);
+    EXPECT(strstr(tgt.data, "with Lee as usual.") != NULL);
+    EXPECT(strstr(tgt.data, "Booked Room 4B for 45 minutes with Lee.") == NULL);
+    EXPECT(strstr(tgt.data, "Set up a meeting") == NULL);
+    hx_buf_free(&tgt);
+    free(full);
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+    hx_nightly_data_free(&tr), hx_nightly_data_free(&ho);
+    hx_memory_close(mem);
+    hx_model_free(m);
+}
+
+/* The generic evaluation: a fixed sample run as the bench runs it; the
+ * oracle passes the same tasks with or without an adapter argument. */
+static void test_eval_sample(void)
+{
+    hx_agent_eval ae = {NULL, HX_TPL_COMPACT, 1, 1, 7, tmpdir, NULL};
+    int base = -1, with = -1;
+    hx_err err = {0};
+    ASSERT(hx_agent_nightly_eval(&ae, NULL, 3, &base, &err) == HX_OK);
+    const cJSON *first = ae.tasks;
+    char *ids = cJSON_PrintUnformatted(ae.tasks);
+    ASSERT(hx_agent_nightly_eval(&ae, "unused-by-the-oracle.gguf", 3, &with, &err) == HX_OK);
+    char *ids2 = cJSON_PrintUnformatted(ae.tasks);
+    EXPECT(ae.tasks == first && ids && ids2 && !strcmp(ids, ids2)); /* the same sample */
+    printf("# oracle: %d/3 without, %d/3 with\n", base, with);
+    EXPECT_EQ_INT(base, 3);
+    EXPECT_EQ_INT(with, base);
+    EXPECT_EQ_INT(cJSON_GetArraySize(ae.tasks), 3);
+    cJSON_free(ids), cJSON_free(ids2);
+    hx_agent_eval_free_tasks(&ae);
+    EXPECT(ae.tasks == NULL);
+}
+
+int main(void)
+{
+    const char *t = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/hx_test_nightly_agent.XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(tmpdir)) return 1;
+    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    if (vocab) {
+        /* a random-weight model declaring the compact style, written the
+         * way hearth train writes hearth-tiny (hx_trainer_write_gguf_kv) */
+        hx_err err = {0};
+        hx_gguf *g = NULL;
+        hx_vocab *v = NULL;
+        if (hx_gguf_open(vocab, &g, &err) || hx_vocab_load(g, &v, &err)) {
+            printf("FAIL vocab: %s\n", err.msg);
+            return 1;
+        }
+        hx_train_config c = hx_train_default_config();
+        c.n_vocab = hx_vocab_n_tokens(v);
+        c.n_embd = 8, c.n_layer = 1, c.n_head = 1, c.n_head_kv = 1, c.head_dim = 8;
+        c.n_ff = 8, c.n_ctx = 1024;
+        hx_vocab_free(v);
+        hx_gguf_close(g);
+        hx_trainer *tr = NULL;
+        static const char *const kv[] = {"hearth.prompt_style", "compact", NULL};
+        snprintf(model, sizeof model, "%s/base.gguf", tmpdir);
+        if (hx_trainer_new_scratch(&c, 1, 1, &tr, &err) ||
+            hx_trainer_write_gguf_kv(tr, model, vocab, kv, &err)) {
+            printf("FAIL model: %s\n", err.msg);
+            return 1;
+        }
+        hx_trainer_free(tr);
+        RUN(test_render_equals_inference);
+    }
+    RUN(test_eval_sample);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd)) printf("# could not remove %s\n", tmpdir);
+    return test_summary();
+}
