@@ -425,6 +425,13 @@ static int gate_and_adopt(hx_trainer *tr, const hx_nightly_params *p,
                           const char *dir, hx_nightly_report *r, hx_err *err)
 {
     const double gain = (r->loss_before - r->loss_after) / r->loss_before;
+    if (isnan(r->loss_before)) {
+        snprintf(r->reason, sizeof r->reason, "discarded: no held-out target token "
+                 "within the model's first %d tokens of an episode (the rendered "
+                 "episodes are longer than its context)",
+                 hx_trainer_hparams(tr)->n_ctx_train);
+        return HX_OK;
+    }
     if (!(gain >= p->min_gain)) {
         snprintf(r->reason, sizeof r->reason, "discarded: held-out loss %.4f -> "
                  "%.4f (needs a drop of %.1f%%)", r->loss_before, r->loss_after,

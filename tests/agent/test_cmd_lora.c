@@ -181,15 +181,32 @@ static void test_nightly_cli(void)
         ASSERT(hx_memory_episode_set_verdict(mem, id, HX_VERDICT_ACCEPTED, NULL, &err) == HX_OK);
     }
     hx_memory_close(mem);
+    /* a memory bound below the estimate: refused before training */
+    const char *small[] = {"nightly", "--force", "-m", mv, "--max-memory", "1M",
+                           "--eval-tasks", "0", "-t", "1", NULL};
+    EXPECT(run(cmd_nightly, small) != 0);
+    EXPECT(strstr(g_errbuf, "over the bound of 1.0 MiB") != NULL);
+    EXPECT(strstr(g_out, "memory: estimate") != NULL);
     const char *args[] = {"nightly", "--force", "-m", mv, "--steps", "3", "--rank", "2",
-                          "--lr", "0.01", "-t", "1", NULL};
+                          "--lr", "0.01", "-t", "1", "--eval-tasks", "0", NULL};
     EXPECT_EQ_INT(run(cmd_nightly, args), 0);
     EXPECT(strstr(g_out, "episodes: 4 training") != NULL);
     EXPECT(strstr(g_out, "adopted nightly-") || strstr(g_out, "discarded"));
-    printf("# %s%s", g_out, g_errbuf);
+    EXPECT(strstr(g_out, "peak RSS") != NULL);
+    printf("# %s", g_out);
+    /* hearth lora train: the same run, no governor, no --force needed */
+    const char *train[] = {"lora", "train", "-m", mv, "--steps", "2", "--rank", "2",
+                           "--lr", "0.01", "-t", "1", "--eval-tasks", "0", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, train), 0);
+    EXPECT(strstr(g_out, "steps: 2;") != NULL);
+    const char *forced[] = {"lora", "train", "--force", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, forced), HX_EXIT_USAGE); /* not an option of train */
     const char *inst[] = {"nightly", "--install", NULL};
     EXPECT_EQ_INT(run(cmd_nightly, inst), 0);
-    EXPECT(strstr(g_out, "hearth nightly") != NULL);
+    EXPECT(strstr(g_out, "15 3 * * * hearth nightly") != NULL);
+    EXPECT(strstr(g_out, "[Timer]\nOnCalendar=*-*-* 03:15:00") != NULL);
+    EXPECT(strstr(g_out, "ExecStart=%h/.local/bin/hearth nightly") != NULL);
+    EXPECT(strstr(g_out, "WantedBy=timers.target") != NULL);
     unlink(mv);
 }
 
