@@ -236,7 +236,11 @@ static int run(targs *a, hx_err *err)
     const int s0 = tr ? hx_trainer_steps_done(tr) : 0;
     const char *kv[] = {"hearth.prompt_style", family ? hx_tpl_name(family) : NULL, NULL};
     if (!rc) rc = hx_train_run(tr, &d, &a->tp, err);
-    if (!rc) rc = hx_trainer_write_gguf_kv(tr, a->out, a->base ? NULL : a->vocab, kv, err);
+    /* the tokenizer: --vocab's, else a full-mode base's own (if it has one) */
+    hx_err e2 = {0};
+    const char *tok = a->vocab ? a->vocab
+                      : a->base && vocab_size(a->base, &e2) > 0 ? a->base : NULL;
+    if (!rc) rc = hx_trainer_write_gguf_kv(tr, a->out, tok, kv, err);
     if (!rc) report(a, tr, t.n, hx_time_mono() - t0, s0);
     hx_trainer_free(tr);
     hx_chat_tokens_free(&t);

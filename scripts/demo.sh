@@ -46,7 +46,7 @@ if [ "$standin" = 1 ]; then
     echo "   run, audited and fed back; the model then answers in one line."
     opts="--tool-choice required --tools calendar.find_slots,calendar.create_event,calendar.list_events --temp 0.8 --seed 7 --max-steps 3 --max-tokens 400"
 else
-    opts="--max-steps 8 --max-tokens 1024"
+    opts="--max-steps 8 --max-tokens 400"
 fi
 
 ask() {
