@@ -34,13 +34,15 @@ say "held-out loss and llama.cpp logits"
 HEARTH_BUILD=$B nice "$B/bench/quant-table" --heldout "$D/heldout.jsonl" --n "$LOSS_N" \
     F32="$F32" Q8_0="$D/qt-Q8_0.gguf" Q4_K_M="$D/qt-Q4_K_M.gguf" \
     Q4_K_M+calibration="$D/qt-Q4_K_M-cal.gguf" >"$OUT"
-printf '\nAgent evaluation (%s held-out tasks, greedy):\n\n' "$TASKS_N" >>"$OUT"
+printf '\nAgent evaluation (held-out tasks, greedy):\n\n' >>"$OUT"
 for m in "F32 $F32" "Q8_0 $D/qt-Q8_0.gguf" "Q4_K_M $D/qt-Q4_K_M.gguf" \
          "Q4_K_M+calibration $D/qt-Q4_K_M-cal.gguf"; do
     set -- $m
     say "agent-eval $1"
-    nice "$B/bench/agent-eval" --model "$2" --tasks "$D/tasks.jsonl" --n "$TASKS_N" \
+    head -n "$TASKS_N" "$D/tasks.jsonl" >"$D/qt-tasks.jsonl"
+    nice "$B/bench/agent-eval" --model "$2" --tasks "$D/qt-tasks.jsonl" \
         >"$D/qt-eval-$1.txt" 2>&1 || true
-    printf -- '- %s: %s\n' "$1" "$(grep -i 'overall\|success' "$D/qt-eval-$1.txt" | head -1)" >>"$OUT"
+    printf -- '- %s: %s\n' "$1" "$(grep -E '^ +(all|single|multi-call|schema)' \
+        "$D/qt-eval-$1.txt" | tr -s ' ' | paste -sd ';' -)" >>"$OUT"
 done
 cat "$OUT"
