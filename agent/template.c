@@ -402,6 +402,14 @@ static void compact_tool(const cJSON *t, hx_buf *out)
 static void render_compact(const cJSON *msgs, const cJSON *tools,
                            const hx_tpl_opts *o, hx_buf *out)
 {
+    /* The tool list first: it is the same for every user and request, so
+     * prompts share it as a prefix (the prefix cache, and packed training
+     * windows computing it once for many conversations). */
+    if (cJSON_GetArraySize(tools) > 0) {
+        hx_buf_puts(out, "Tools (call one or more as <tool_call>{\"name\": ..., "
+                         "\"arguments\": {...}}</tool_call>):\n");
+        for (const cJSON *t = tools->child; t; t = t->next) compact_tool(t, out);
+    }
     int n = cJSON_GetArraySize(msgs);
     for (int i = 0; i < n; i++) {
         const cJSON *m = cJSON_GetArrayItem(msgs, i);
@@ -420,11 +428,6 @@ static void render_compact(const cJSON *msgs, const cJSON *tools,
             hx_buf_puts(out, "}</tool_call>");
         }
         hx_buf_putc(out, '\n');
-        if (i == 0 && cJSON_GetArraySize(tools) > 0) {
-            hx_buf_puts(out, "Tools (call one or more as <tool_call>{\"name\": ..., "
-                             "\"arguments\": {...}}</tool_call>):\n");
-            for (const cJSON *t = tools->child; t; t = t->next) compact_tool(t, out);
-        }
     }
     if (o->add_generation_prompt) hx_buf_puts(out, "Assistant:");
 }

@@ -225,8 +225,9 @@ static void test_rendering_identity(void)
         int np = hx_dg_oracle_prompts(&src, &prompts);
         if (hx_dg_verify(task, trace, &src, v, tools, why, sizeof why)) {
             EXPECT(np >= 2);
-            EXPECT(!strncmp(prompts[np - 1], "System: You are Hearth", 22));
-            EXPECT(strstr(prompts[0], "Tools (call") != NULL);
+            /* the tool list first (a prefix shared by every user), then the system message */
+            EXPECT(!strncmp(prompts[np - 1], "Tools (call", 11));
+            EXPECT(strstr(prompts[0], "\nSystem: You are Hearth") != NULL);
             cJSON *msgs = cJSON_GetObjectItem(trace, "messages");
             cJSON *u = cJSON_GetArrayItem(msgs, 1);
             cJSON_ReplaceItemInObject(u, "content", cJSON_CreateString("something else"));
