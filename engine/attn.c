@@ -2,7 +2,6 @@
  * updates of rows of the F16 or F32 KV cache, scalar and AVX2/F16C. */
 #include "engine/attn.h"
 
-#include <immintrin.h>
 #include <math.h>
 #include <pthread.h>
 
@@ -94,6 +93,9 @@ static const hx_attn_ops k_scalar = {dot_f16_s, dot_f32_s, dot_hh_s, axpy_f16_s,
                                      from_f16_s, scores4_s, pv4_s};
 
 /* ---- AVX2 + FMA + F16C: 8 lanes, the tail through the scalar code ---- */
+#if defined(__x86_64__)
+#include <immintrin.h>
+
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 
 AVX2 static inline __m256 ld_h(const uint16_t *p)
@@ -246,6 +248,7 @@ AVX2 static void pv4_v(float *acc, int lda, int nr, const float *p, int ldp,
 static const hx_attn_ops k_avx2 = {dot_f16_v, dot_f32_v, dot_hh_v, axpy_f16_v,
                                    axpy_f32_v, mad_h_v, scale_h_v, to_f16_v,
                                    from_f16_v, scores4_v, pv4_v};
+#endif /* x86-64 */
 
 const hx_attn_ops *hx_attn_ops_scalar(void)
 {
@@ -256,7 +259,11 @@ const hx_attn_ops *hx_attn_ops_scalar(void)
 const hx_attn_ops *hx_attn_ops_get(void)
 {
     pthread_once(&f16_once, f16_init);
+#if defined(__x86_64__)
     int ok = hx_isa_current() >= HX_ISA_AVX2 && __builtin_cpu_supports("avx2") &&
              __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     return ok ? &k_avx2 : &k_scalar;
+#else
+    return &k_scalar;
+#endif
 }

@@ -10,6 +10,10 @@
 #include "base/base.h"
 #include "engine/kernels_impl.h"
 
+#if defined(__aarch64__)
+#include <sys/auxv.h> /* getauxval, HWCAP_ASIMD, HWCAP_ASIMDDP */
+#endif
+
 /* ---- activation quantization (scalar; as ggml's x86 CPU backend) ---- */
 
 /* Q8_0 activations: d = amax/127 rounded to fp16, values x*127/amax
@@ -229,7 +233,7 @@ static int parse_isa_env(void)
     const char *e = getenv("HEARTH_ISA");
     if (!e || !*e) return HX_ISA_AVX512;
     if (!strcmp(e, "scalar")) return HX_ISA_SCALAR;
-    if (!strcmp(e, "avx2")) return HX_ISA_AVX2;
+    if (!strcmp(e, "avx2") || !strcmp(e, "neon")) return HX_ISA_AVX2;
     return HX_ISA_AVX512;
 }
 
@@ -246,15 +250,24 @@ static void init_once(void)
         __builtin_cpu_supports("avx512vnni"))
         isa = HX_ISA_AVX512;
     g_has_bf16 = isa == HX_ISA_AVX512 && __builtin_cpu_supports("avx512bf16");
+#elif defined(__aarch64__)
+    unsigned long hw = getauxval(AT_HWCAP);
+    if (hw & HWCAP_ASIMD) isa = HX_ISA_NEON;
+    if (isa == HX_ISA_NEON && (hw & HWCAP_ASIMDDP)) isa = HX_ISA_DOTPROD;
 #endif
     g_detected = isa;
+    /* The fill functions of the other architecture are empty stubs. */
     hx_kernels_fill_scalar(&g_tables[HX_ISA_SCALAR]);
     g_tables[HX_ISA_AVX2] = g_tables[HX_ISA_SCALAR];
-    if (isa >= HX_ISA_AVX2) hx_kernels_fill_avx2(&g_tables[HX_ISA_AVX2]);
+    if (isa >= HX_ISA_AVX2) {
+        hx_kernels_fill_avx2(&g_tables[HX_ISA_AVX2]);
+        hx_kernels_fill_neon(&g_tables[HX_ISA_NEON]);
+    }
     g_tables[HX_ISA_AVX512] = g_tables[HX_ISA_AVX2];
     if (isa >= HX_ISA_AVX512) {
         hx_kernels_fill_avx512(&g_tables[HX_ISA_AVX512], g_has_bf16);
         hx_kernels_fill_avx512_panel(&g_tables[HX_ISA_AVX512]);
+        hx_kernels_fill_dotprod(&g_tables[HX_ISA_DOTPROD]);
     }
     int want = parse_isa_env();
     g_current = want < isa ? want : isa;
@@ -284,8 +297,13 @@ const char *hx_isa_name(int isa)
 {
     switch (isa) {
     case HX_ISA_SCALAR: return "scalar";
+#if defined(__aarch64__)
+    case HX_ISA_NEON: return "neon";
+    case HX_ISA_DOTPROD: return "dotprod";
+#else
     case HX_ISA_AVX2: return "avx2";
     case HX_ISA_AVX512: return "avx512";
+#endif
     default: return "?";
     }
 }

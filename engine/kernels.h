@@ -13,11 +13,16 @@
  * Every kernel has a scalar reference that always builds; AVX2 (+FMA,
  * F16C) and AVX-512 (F, BW, VL, VNNI; BF16 where present) versions are
  * compiled per function and picked at run time. HEARTH_ISA=scalar|avx2|
- * avx512 in the environment caps the choice (for tests and benchmarks). */
+ * avx512 in the environment caps the choice (for tests and benchmarks).
+ * On aarch64 the same three levels are scalar, NEON (ARMv8.0 Advanced
+ * SIMD) and dotprod (NEON plus SDOT, when getauxval(AT_HWCAP) reports
+ * ASIMDDP); HEARTH_ISA=neon|dotprod there. */
 typedef enum hx_isa {
     HX_ISA_SCALAR = 0,
     HX_ISA_AVX2 = 1,
     HX_ISA_AVX512 = 2,
+    HX_ISA_NEON = 1,    /* aarch64 */
+    HX_ISA_DOTPROD = 2, /* aarch64 */
 } hx_isa;
 int hx_isa_detect(void);  /* best the CPU supports */
 int hx_isa_current(void); /* in use: min(detected, HEARTH_ISA) */
@@ -25,7 +30,8 @@ int hx_isa_current(void); /* in use: min(detected, HEARTH_ISA) */
  * effect. For tests and benchmarks; not thread-safe against running
  * kernels. */
 int hx_isa_set(int isa);
-const char *hx_isa_name(int isa); /* "scalar", "avx2", "avx512" */
+/* "scalar", "avx2", "avx512"; on aarch64 "scalar", "neon", "dotprod" */
+const char *hx_isa_name(int isa);
 
 /* ---- activations ----
  * A weight type's dot multiplies it with activations of another type, as

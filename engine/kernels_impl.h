@@ -1,5 +1,6 @@
 /* kernels_impl.h: what kernels.c shares with the per-ISA kernel files
- * (kernels_avx2.c, kernels_avx512.c): activation block, dispatch table. */
+ * (kernels_avx2.c, kernels_avx512.c, kernels_neon.c, kernels_dotprod.c):
+ * activation block, dispatch table. */
 #ifndef HX_KERNELS_IMPL_H
 #define HX_KERNELS_IMPL_H
 
@@ -61,6 +62,9 @@ void hx_kernels_fill_scalar(hx_kernels *k);
 void hx_kernels_fill_avx2(hx_kernels *k);
 void hx_kernels_fill_avx512(hx_kernels *k, int has_bf16);
 void hx_kernels_fill_avx512_panel(hx_kernels *k); /* kernels_panel.c */
+/* aarch64 (stubs elsewhere): level 1 NEON, level 2 adds SDOT. */
+void hx_kernels_fill_neon(hx_kernels *k);    /* kernels_neon.c */
+void hx_kernels_fill_dotprod(hx_kernels *k); /* kernels_dotprod.c */
 
 /* Q4_K/Q5_K's 12 packed bytes as 8 6-bit scales (byte j of *sc) and 8
  * mins (byte j of *m), kept in registers: byte arrays read back as vectors

@@ -990,7 +990,7 @@ int hx_grammar_tool_calls(const hx_tool_spec *tools, int n_tools, int mode, cons
     uint32_t ws = hx_json_ws(rx, p);
     uint32_t calls = RX_NONE;
     for (int i = 0; i < n_tools; i++) {
-        uint32_t b;
+        uint32_t b = RX_NONE; /* set by tool_branch; gcc (aarch64) cannot tell */
         int rc = tool_branch(g, &tools[i], p, ws, &b, err);
         if (rc) { hx_grammar_free(g); return rc; }
         calls = rx_or(rx, calls, b);

@@ -84,7 +84,27 @@ static void test_isa(void)
     EXPECT(d >= HX_ISA_SCALAR && d <= HX_ISA_AVX512);
     EXPECT_EQ_INT(hx_isa_set(HX_ISA_SCALAR), HX_ISA_SCALAR);
     EXPECT_EQ_INT(hx_isa_set(HX_ISA_AVX512), d);
+#if defined(__aarch64__)
+    EXPECT_STR_EQ(hx_isa_name(HX_ISA_NEON), "neon");
+    EXPECT_STR_EQ(hx_isa_name(HX_ISA_DOTPROD), "dotprod");
+#else
     EXPECT_STR_EQ(hx_isa_name(HX_ISA_AVX2), "avx2");
+#endif
+    /* make test-aarch64 names the set qemu's -cpu must give (dotprod
+     * for -cpu max, neon for cortex-a53), so the SIMD paths really run */
+    const char *want = getenv("HX_TEST_EXPECT_ISA");
+    if (want && *want) EXPECT_STR_EQ(hx_isa_name(d), want);
+    /* and the tables hold that level's own kernels */
+    static const int simd_types[] = {HX_TYPE_Q8_0, HX_TYPE_Q4_0, HX_TYPE_Q4_K, HX_TYPE_Q6_K};
+    for (int i = 0; i < 4; i++) {
+        int wt = simd_types[i];
+        if (d >= HX_ISA_AVX2)
+            EXPECT(hx_kernels_for(HX_ISA_AVX2)->dot[wt] != hx_kernels_for(HX_ISA_SCALAR)->dot[wt]);
+#if defined(__aarch64__)
+        if (d >= HX_ISA_DOTPROD)
+            EXPECT(hx_kernels_for(HX_ISA_DOTPROD)->dot[wt] != hx_kernels_for(HX_ISA_NEON)->dot[wt]);
+#endif
+    }
     EXPECT_EQ_INT(hx_act_type(HX_TYPE_Q4_0), HX_TYPE_Q8_0);
     EXPECT_EQ_INT(hx_act_type(HX_TYPE_Q8_0), HX_TYPE_Q8_0);
     EXPECT_EQ_INT(hx_act_type(HX_TYPE_Q5_K), HX_TYPE_Q8_K);
@@ -248,6 +268,9 @@ static void check_vs_ggml(int isa, int wt, const ggml_cpu_traits *tw,
 
 static void test_vs_ggml_cpu(void)
 {
+#if !defined(__x86_64__)
+    SKIP("ggml's haswell backend is x86-64 code: not on this architecture");
+#endif
     if (hx_isa_detect() < HX_ISA_AVX2) SKIP("no AVX2: ggml's haswell backend cannot run here");
     const char *ref = getenv("HEARTH_REFERENCE");
     char path[4096];

@@ -1,0 +1,192 @@
+/* kernels_arm.h: the quantized dots shared by kernels_neon.c (NEON
+ * widening multiplies) and kernels_dotprod.c (SDOT), aarch64 only. */
+#ifndef HX_KERNELS_ARM_H
+#define HX_KERNELS_ARM_H
+
+#if defined(__aarch64__)
+#include <arm_neon.h>
+
+#include "engine/kernels_impl.h"
+
+/* sum_j m_j * (bsums[2j] + bsums[2j+1]): the min term of Q4_K / Q5_K. */
+static inline int hx_neon_k_min_term(uint64_t m, const int16_t *bsums)
+{
+    int32x4_t pairs_lo = vpaddlq_s16(vld1q_s16(bsums));
+    int32x4_t pairs_hi = vpaddlq_s16(vld1q_s16(bsums + 8));
+    int16x8_t mv = vreinterpretq_s16_u16(vmovl_u8(vcreate_u8(m)));
+    int32x4_t s = vmulq_s32(pairs_lo, vmovl_s16(vget_low_s16(mv)));
+    s = vmlaq_s32(s, pairs_hi, vmovl_s16(vget_high_s16(mv)));
+    return vaddvq_s32(s);
+}
+
+/* 32 * sum_j sc_j * bsums[j]: Q6_K's -32 offset. */
+static inline int hx_neon_q6_offset(const int8_t *scales, const int16_t *bsums)
+{
+    int16x8_t s0 = vmovl_s8(vld1_s8(scales)), s1 = vmovl_s8(vld1_s8(scales + 8));
+    int16x8_t b0 = vld1q_s16(bsums), b1 = vld1q_s16(bsums + 8);
+    int32x4_t p = vmull_s16(vget_low_s16(s0), vget_low_s16(b0));
+    p = vmlal_high_s16(p, s0, b0);
+    p = vmlal_s16(p, vget_low_s16(s1), vget_low_s16(b1));
+    p = vmlal_high_s16(p, s1, b1);
+    return 32 * vaddvq_s32(p);
+}
+
+/* Sub-blocks 2jp and 2jp+1 of a Q4_K / Q5_K super-block as bytes 0..31:
+ * q[0], q[1] the 32 values of sub-block 2jp, q[2], q[3] of 2jp+1. qh (the
+ * fifth bits, bit j of byte l for sub-block j) is NULL for Q4_K. */
+static inline void hx_neon_kq45_bytes(const uint8_t *qs, const uint8_t *qh, int jp,
+                                      int8x16_t q[4])
+{
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    uint8x16_t r0 = vld1q_u8(qs + 32 * jp), r1 = vld1q_u8(qs + 32 * jp + 16);
+    uint8x16_t b[4] = {vandq_u8(r0, m4), vandq_u8(r1, m4), vshrq_n_u8(r0, 4),
+                       vshrq_n_u8(r1, 4)};
+    if (qh) {
+        const uint8x16_t b4 = vdupq_n_u8(0x10);
+        uint8x16_t h0 = vld1q_u8(qh), h1 = vld1q_u8(qh + 16);
+        uint8x16_t bl = vdupq_n_u8((uint8_t)(1u << (2 * jp)));
+        uint8x16_t bh = vdupq_n_u8((uint8_t)(1u << (2 * jp + 1)));
+        b[0] = vorrq_u8(b[0], vandq_u8(vtstq_u8(h0, bl), b4));
+        b[1] = vorrq_u8(b[1], vandq_u8(vtstq_u8(h1, bl), b4));
+        b[2] = vorrq_u8(b[2], vandq_u8(vtstq_u8(h0, bh), b4));
+        b[3] = vorrq_u8(b[3], vandq_u8(vtstq_u8(h1, bh), b4));
+    }
+    for (int k = 0; k < 4; k++) q[k] = vreinterpretq_s8_u8(b[k]);
+}
+
+/* Elements [16*half, 16*half + 16) of the four 32-value quarters of one
+ * Q6_K half (ql 64 bytes, qh 32) as bytes 0..63: q[k] goes with
+ * activations 32k + 16*half and scale 2k + half of that half. */
+static inline void hx_neon_q6_bytes(const uint8_t *ql, const uint8_t *qh, int half,
+                                    int8x16_t q[4])
+{
+    const uint8x16_t m4 = vdupq_n_u8(0x0f), m3 = vdupq_n_u8(0x03);
+    uint8x16_t l0 = vld1q_u8(ql + 16 * half), l1 = vld1q_u8(ql + 32 + 16 * half);
+    uint8x16_t hb = vld1q_u8(qh + 16 * half);
+    q[0] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(l0, m4), vshlq_n_u8(vandq_u8(hb, m3), 4)));
+    q[1] = vreinterpretq_s8_u8(
+        vorrq_u8(vandq_u8(l1, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 2), m3), 4)));
+    q[2] = vreinterpretq_s8_u8(
+        vorrq_u8(vshrq_n_u8(l0, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(hb, 4), m3), 4)));
+    q[3] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(l1, 4), vshlq_n_u8(vshrq_n_u8(hb, 6), 4)));
+}
+
+/* ---- whole dots, generic in the 16-byte product instruction ----
+ * dot16(acc, a, b) adds the 16 products a[i]*b[i] into acc's lanes (any
+ * lane each; every use sums the lanes or scales them alike). Integer sums
+ * are exact, so each dot has the scalar reference's block sums; only the
+ * float summation order differs from it. The callers pass a static inline
+ * function, inlined here: one body serves NEON and SDOT. */
+typedef int32x4_t (*hx_neon_dot16_fn)(int32x4_t acc, int8x16_t a, int8x16_t b);
+#define HX_NEON_INLINE static inline __attribute__((always_inline))
+
+HX_NEON_INLINE int32x4_t hx_neon_dot32(hx_neon_dot16_fn dot16, int8x16_t a0,
+                                       int8x16_t a1, const int8_t *y)
+{
+    return dot16(dot16(vdupq_n_s32(0), a0, vld1q_s8(y)), a1, vld1q_s8(y + 16));
+}
+
+HX_NEON_INLINE void hx_neon_dot_q8_0(int64_t n, float *out, const void *w,
+                                     const void *a, hx_neon_dot16_fn dot16)
+{
+    const hx_block_q8_0 *x = w;
+    const hx_block_q8a *y = a;
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
+    int64_t nb = n / HX_QK, i = 0;
+    for (; i + 2 <= nb; i += 2) { /* two independent chains */
+        int32x4_t p0 = hx_neon_dot32(dot16, vld1q_s8(x[i].qs), vld1q_s8(x[i].qs + 16), y[i].qs);
+        int32x4_t p1 = hx_neon_dot32(dot16, vld1q_s8(x[i + 1].qs), vld1q_s8(x[i + 1].qs + 16),
+                                     y[i + 1].qs);
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(p0), hx_fp16_to_fp32(x[i].d) * y[i].d);
+        acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(p1), hx_fp16_to_fp32(x[i + 1].d) * y[i + 1].d);
+    }
+    for (; i < nb; i++) {
+        int32x4_t p = hx_neon_dot32(dot16, vld1q_s8(x[i].qs), vld1q_s8(x[i].qs + 16), y[i].qs);
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(p), hx_fp16_to_fp32(x[i].d) * y[i].d);
+    }
+    *out = vaddvq_f32(vaddq_f32(acc0, acc1));
+}
+
+HX_NEON_INLINE void hx_neon_dot_q4_0(int64_t n, float *out, const void *w,
+                                     const void *a, hx_neon_dot16_fn dot16)
+{
+    const hx_block_q4_0 *x = w;
+    const hx_block_q8a *y = a;
+    const uint8x16_t m4 = vdupq_n_u8(0x0f);
+    float32x4_t acc = vdupq_n_f32(0);
+    for (int64_t i = 0; i < n / HX_QK; i++) {
+        uint8x16_t raw = vld1q_u8(x[i].qs); /* nibbles 0..15 as they are */
+        int32x4_t p = hx_neon_dot32(dot16, vreinterpretq_s8_u8(vandq_u8(raw, m4)),
+                                    vreinterpretq_s8_u8(vshrq_n_u8(raw, 4)), y[i].qs);
+        /* the -8 offset through the activations' sum, in lane 0 */
+        p = vsetq_lane_s32(vgetq_lane_s32(p, 0) - 8 * y[i].s, p, 0);
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), hx_fp16_to_fp32(x[i].d) * y[i].d);
+    }
+    *out = vaddvq_f32(acc);
+}
+
+/* sum_j sc_j * sum(q*y) of one Q4_K / Q5_K super-block (qh NULL: Q4_K). */
+HX_NEON_INLINE int hx_neon_kq45_isum(const uint8_t *qs, const uint8_t *qh, uint64_t sc,
+                                     const int8_t *y, hx_neon_dot16_fn dot16)
+{
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int jp = 0; jp < 4; jp++) {
+        int8x16_t q[4];
+        hx_neon_kq45_bytes(qs, qh, jp, q);
+        int32x4_t p0 = hx_neon_dot32(dot16, q[0], q[1], y + 64 * jp);
+        int32x4_t p1 = hx_neon_dot32(dot16, q[2], q[3], y + 64 * jp + 32);
+        isum = vmlaq_n_s32(isum, p0, HX_K_BYTE(sc, 2 * jp));
+        isum = vmlaq_n_s32(isum, p1, HX_K_BYTE(sc, 2 * jp + 1));
+    }
+    return vaddvq_s32(isum);
+}
+
+/* Q4_K (q5 = 0) or Q5_K (q5 = 1) row against Q8_K activations. */
+HX_NEON_INLINE void hx_neon_dot_kq45(int64_t n, float *out, const void *w, const void *a,
+                                     int q5, hx_neon_dot16_fn dot16)
+{
+    const hx_block_q8_K *y = a;
+    const size_t bs = q5 ? sizeof(hx_block_q5_K) : sizeof(hx_block_q4_K);
+    float s = 0;
+    for (int64_t i = 0; i < n / HX_QK_K; i++) {
+        const char *blk = (const char *)w + (size_t)i * bs;
+        const hx_block_q4_K *b4 = (const hx_block_q4_K *)blk;
+        const hx_block_q5_K *b5 = (const hx_block_q5_K *)blk;
+        uint64_t sc, mn;
+        hx_k_unpack(q5 ? b5->scales : b4->scales, &sc, &mn);
+        int isum = q5 ? hx_neon_kq45_isum(b5->qs, b5->qh, sc, y[i].qs, dot16)
+                      : hx_neon_kq45_isum(b4->qs, NULL, sc, y[i].qs, dot16);
+        float d = hx_fp16_to_fp32(q5 ? b5->d : b4->d) * y[i].d;
+        float dmin = hx_fp16_to_fp32(q5 ? b5->dmin : b4->dmin) * y[i].d;
+        s += d * (float)isum - dmin * (float)hx_neon_k_min_term(mn, y[i].bsums);
+    }
+    *out = s;
+}
+
+HX_NEON_INLINE void hx_neon_dot_q6_K(int64_t n, float *out, const void *w,
+                                     const void *a, hx_neon_dot16_fn dot16)
+{
+    const hx_block_q6_K *x = w;
+    const hx_block_q8_K *y = a;
+    float s = 0;
+    for (int64_t i = 0; i < n / HX_QK_K; i++) {
+        int32x4_t isum = vdupq_n_s32(0);
+        for (int h = 0; h < 2; h++) {
+            const int8_t *yy = y[i].qs + 128 * h, *sc = x[i].scales + 8 * h;
+            for (int half = 0; half < 2; half++) { /* 16 values per scale */
+                int8x16_t q[4];
+                hx_neon_q6_bytes(x[i].ql + 64 * h, x[i].qh + 32 * h, half, q);
+                for (int k = 0; k < 4; k++) {
+                    int32x4_t p = dot16(vdupq_n_s32(0), q[k], vld1q_s8(yy + 32 * k + 16 * half));
+                    isum = vmlaq_n_s32(isum, p, sc[2 * k + half]);
+                }
+            }
+        }
+        int is = vaddvq_s32(isum) - hx_neon_q6_offset(x[i].scales, y[i].bsums);
+        s += hx_fp16_to_fp32(x[i].d) * y[i].d * (float)is;
+    }
+    *out = s;
+}
+
+#endif /* __aarch64__ */
+#endif /* HX_KERNELS_ARM_H */
