@@ -455,17 +455,22 @@ int hx_dg_eval_task(const hx_dg_eval_run *o, const cJSON *task, const char *home
 /* ---- what the agent gives lora/nightly (agent/nightly_agent.c) ---- */
 /* hx_nightly_render_fn over an hx_agent_render: the episode rendered in
  * the model's style with the tools offered at inference, tokenized as the
- * engine source feeds it, the assistant's spans masked (agent/chatdata.c). */
+ * engine source feeds it, the assistant's spans masked (agent/chatdata.c):
+ * before each assistant turn exactly the prompt the planner fed for it
+ * (its generation prompt and no_think included), so a Qwen3 episode of
+ * several turns gives a document per turn after a tool response (the
+ * template drops earlier turns' empty think blocks). */
 typedef struct hx_agent_render {
     const hx_vocab *v;
     int family;         /* HX_TPL_* (hx_tpl_detect) */
     const cJSON *tools; /* hx_tools_list_json of the registry, or NULL */
 } hx_agent_render;
-int hx_agent_nightly_render(void *user, const cJSON *messages, int32_t **tokens,
-                            uint8_t **mask, size_t *n, hx_err *err);
+struct hx_nightly_data;
+int hx_agent_nightly_render(void *user, const cJSON *messages,
+                            struct hx_nightly_data *out, hx_err *err);
 /* hx_nightly_eval_fn over an hx_agent_eval: a fixed sample of held-out
  * tasks (generated from seed on first use) run as the agent-eval bench
- * runs them, with the adapter file at scale 1 or without. */
+ * runs them, with the adapter files at their scales, or the base alone. */
 typedef struct hx_agent_eval {
     hx_model *model;  /* the base, with its vocabulary (borrowed) */
     int family, n_threads;
@@ -474,8 +479,8 @@ typedef struct hx_agent_eval {
     const char *dir;  /* worlds; NULL: /dev/shm or /tmp */
     cJSON *tasks;     /* the sample; free with hx_agent_eval_free_tasks */
 } hx_agent_eval;
-int hx_agent_nightly_eval(void *user, const char *adapter, int n_tasks, int *passed,
-                          hx_err *err);
+int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *scales,
+                          int n_adapters, int n_tasks, int *passed, hx_err *err);
 void hx_agent_eval_free_tasks(hx_agent_eval *ae);
 
 #endif /* HX_AGENT_INT_H */

@@ -97,8 +97,8 @@ static void print_report(const hx_nightly_report *r)
            (long long)r->heldout_tokens);
     if (r->steps) printf("steps: %d; held-out loss %.4f -> %.4f\n", r->steps,
                          r->loss_before, r->loss_after);
-    if (r->eval_n) printf("generic tasks: %d/%d without the adapter, %d/%d with it\n",
-                          r->eval_base, r->eval_n, r->eval_adapter, r->eval_n);
+    if (r->eval_n) printf("generic tasks: %d/%d with %s, %d/%d with the new adapter\n",
+                          r->eval_base, r->eval_n, r->eval_ref, r->eval_adapter, r->eval_n);
     if (r->mem_estimate) printf("memory: estimate %.1f MiB", r->mem_estimate / 1048576.0);
     if (r->peak_rss_kb) printf(", peak RSS %.1f MiB", r->peak_rss_kb / 1024.0);
     if (r->mem_estimate) printf("\n");

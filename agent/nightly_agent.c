@@ -8,29 +8,100 @@
 
 #include "agent/agent_int.h"
 #include "agent/chatdata.h"
+#include "lora/lora.h"
 
 /* ---- rendering ---- */
 
-int hx_agent_nightly_render(void *user, const cJSON *messages, int32_t **tokens,
-                            uint8_t **mask, size_t *n, hx_err *err)
+/* The first n messages (references) in ar's style; gen: with the
+ * generation prompt, as planner.c's step() renders a turn's prompt. */
+static int render_upto(const hx_agent_render *ar, const cJSON *msgs, int n, int gen,
+                       hx_buf *out)
 {
-    const hx_agent_render *ar = user;
-    hx_chat_doc d = {"episode", 0, messages, ar->tools, ar->family};
+    cJSON *a = cJSON_CreateArray();
+    if (!a) return HX_ERR_NOMEM;
+    const cJSON *m = msgs->child;
+    for (int i = 0; i < n && m; i++, m = m->next) cJSON_AddItemReferenceToArray(a, (cJSON *)m);
+    hx_tpl_opts o = hx_tpl_default_opts();
+    o.add_generation_prompt = gen;
+    o.no_think = hx_planner_default_params().no_think;
+    int rc = hx_tpl_render(ar->family, a, ar->tools, &o, out);
+    cJSON_Delete(a);
+    return rc;
+}
+
+/* A document in the making: its text and the assistant's spans in it. */
+typedef struct episode_doc {
     hx_buf text;
-    hx_buf_init(&text);
-    hx_chat_span *spans = NULL;
-    int n_spans = 0;
+    hx_chat_span *spans;
+    int n_spans, cap;
+} episode_doc;
+
+/* Tokenizes the document into out and starts the next one empty. */
+static int doc_flush(const hx_agent_render *ar, episode_doc *d, hx_nightly_data *out,
+                     hx_err *err)
+{
     hx_chat_tokens t;
     memset(&t, 0, sizeof t);
-    int rc = hx_chat_render(&d, &text, &spans, &n_spans, err);
-    if (!rc) rc = hx_chat_tokens_add(&t, ar->v, text.data ? text.data : "", text.len,
-                                     spans, n_spans, err);
-    free(spans);
-    hx_buf_free(&text);
-    if (rc) return hx_chat_tokens_free(&t), rc;
-    *tokens = t.tokens, *mask = t.mask, *n = t.n;
-    free(t.doc);
-    return HX_OK;
+    int rc = d->n_spans ? hx_chat_tokens_add(&t, ar->v, d->text.data, d->text.len,
+                                             d->spans, d->n_spans, err) : HX_OK;
+    if (!rc && t.n > 1 && hx_nightly_data_add(out, t.tokens, t.mask, t.n))
+        rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    hx_chat_tokens_free(&t);
+    d->n_spans = 0;
+    d->text.len = 0;
+    if (d->text.data) d->text.data[0] = '\0';
+    return rc;
+}
+
+/* Assistant message i: the prompt the planner fed for it, then what it
+ * wrote (to the end of its turn in the rendering that ends with it). The
+ * document goes on when that prompt extends it; else (Qwen3 renders an
+ * earlier turn without the empty think block it was written after) the
+ * document is closed and the turn starts the next one. */
+static int add_turn(const hx_agent_render *ar, const cJSON *msgs, int i, episode_doc *d,
+                    hx_nightly_data *out, hx_err *err)
+{
+    hx_buf p, f;
+    hx_buf_init(&p), hx_buf_init(&f);
+    int rc = render_upto(ar, msgs, i, 1, &p);
+    if (!rc) rc = render_upto(ar, msgs, i + 1, 0, &f);
+    if (rc) rc = hx_err_set(err, rc, "episode: cannot render in style %s", hx_tpl_name(ar->family));
+    else if (f.len < p.len || (p.len && memcmp(f.data, p.data, p.len)))
+        rc = hx_err_set(err, HX_ERR_FORMAT, "episode: message %d does not continue its "
+                        "prompt in style %s", i, hx_tpl_name(ar->family));
+    if (!rc && (d->text.len > p.len || (d->text.len && memcmp(d->text.data, p.data, d->text.len))))
+        rc = doc_flush(ar, d, out, err);
+    if (!rc && d->n_spans == d->cap) {
+        hx_chat_span *ns = realloc(d->spans, (size_t)(d->cap * 2 + 4) * sizeof *ns);
+        if (!ns) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+        else d->spans = ns, d->cap = d->cap * 2 + 4;
+    }
+    if (!rc) {
+        hx_buf_append(&d->text, p.data + d->text.len, p.len - d->text.len);
+        hx_buf_append(&d->text, f.data + p.len, f.len - p.len);
+        d->spans[d->n_spans++] = (hx_chat_span){p.len, f.len};
+        if (d->text.oom) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    }
+    hx_buf_free(&p), hx_buf_free(&f);
+    return rc;
+}
+
+int hx_agent_nightly_render(void *user, const cJSON *messages, hx_nightly_data *out,
+                            hx_err *err)
+{
+    const hx_agent_render *ar = user;
+    episode_doc d;
+    memset(&d, 0, sizeof d);
+    hx_buf_init(&d.text);
+    int rc = HX_OK, i = 0;
+    for (const cJSON *m = messages->child; !rc && m; m = m->next, i++) {
+        const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "role"));
+        if (role && !strcmp(role, "assistant")) rc = add_turn(ar, messages, i, &d, out, err);
+    }
+    if (!rc) rc = doc_flush(ar, &d, out, err);
+    hx_buf_free(&d.text);
+    free(d.spans);
+    return rc;
 }
 
 /* ---- the evaluation ---- */
@@ -110,15 +181,17 @@ static int eval_sample(hx_agent_eval *ae, int n_tasks, hx_err *err)
     return HX_OK;
 }
 
-int hx_agent_nightly_eval(void *user, const char *adapter, int n_tasks, int *passed,
-                          hx_err *err)
+int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *scales,
+                          int n_adapters, int n_tasks, int *passed, hx_err *err)
 {
     hx_agent_eval *ae = user;
-    hx_adapter *ad = NULL;
-    const float scale = 1.0f;
+    hx_adapter *ads[HX_ADAPTER_MAX];
+    int na = 0;
     *passed = 0;
-    int rc = eval_sample(ae, n_tasks, err);
-    if (!rc && adapter && !ae->oracle) rc = hx_adapter_load(ae->model, adapter, &ad, err);
+    int rc = n_adapters <= HX_ADAPTER_MAX ? eval_sample(ae, n_tasks, err)
+             : hx_err_set(err, HX_ERR_INVALID, "at most %d adapters", HX_ADAPTER_MAX);
+    for (; !rc && !ae->oracle && na < n_adapters; na++)
+        if ((rc = hx_adapter_load(ae->model, adapters[na], &ads[na], err))) break;
     char base[300], home[320];
     const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(base, sizeof base, "%s/hearth-nightly-eval-XXXXXX", ae->dir ? ae->dir : tmp);
@@ -126,7 +199,7 @@ int hx_agent_nightly_eval(void *user, const char *adapter, int n_tasks, int *pas
     if (!rc && !made) rc = hx_err_set(err, HX_ERR_IO, "cannot create %s", base);
     snprintf(home, sizeof home, "%s/world", base);
     hx_dg_eval_run o = {ae->model, ae->family, ae->n_threads, ae->oracle,
-                        ad ? &ad : NULL, ad ? &scale : NULL, ad ? 1 : 0};
+                        na ? ads : NULL, na ? scales : NULL, na};
     hx_dg_validator *v = NULL;
     for (const cJSON *t = rc ? NULL : ae->tasks->child; t && !rc; t = t->next) {
         int pass = 0;
@@ -135,7 +208,7 @@ int hx_agent_nightly_eval(void *user, const char *adapter, int n_tasks, int *pas
     }
     if (made) hx_world_rmtree(base, NULL);
     hx_dg_validator_free(v);
-    hx_adapter_free(ad);
+    for (int i = 0; i < na; i++) hx_adapter_free(ads[i]);
     return rc;
 }
 

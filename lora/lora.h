@@ -260,35 +260,55 @@ int hx_lora_store_load_active(hx_lora_store *s, const hx_model *m,
  * templates: agent/nightly_agent.c), else as ChatML (tool calls as
  * <tool_call> JSON), and the loss counts the assistant's tokens only. */
 struct cJSON;
-/* Renders one episode's messages (a JSON array as the planner keeps them,
- * system message first; a corrected episode ends with the correction as
- * the last assistant message) into the tokens the agent feeds the model
- * and a mask, 1 on the tokens the assistant wrote. *tokens and *mask are
- * malloc'd (the caller frees); *n their length. */
-typedef int (*hx_nightly_render_fn)(void *user, const struct cJSON *messages,
-                                    int32_t **tokens, uint8_t **mask,
-                                    size_t *n, hx_err *err);
 typedef struct hx_nightly_data {
-    int32_t *tokens;  /* n, episodes back to back */
+    int32_t *tokens;  /* n, documents back to back */
     uint8_t *mask;    /* n: 1 on the assistant's tokens */
-    int32_t *doc;     /* n: episode index */
-    size_t *ends;     /* n_docs: end of each episode */
+    int32_t *doc;     /* n: document index */
+    size_t *ends;     /* n_docs: end of each document */
     size_t n, cap;
     int n_docs;
+    int n_episodes;   /* episodes the documents came from (an episode
+                       * gives one or more documents) */
     int64_t split_at; /* held-out set: finish time of its first episode */
 } hx_nightly_data;
-/* render NULL: ChatML tokenized with v. */
+/* Appends one document (n tokens and their mask) to d; HX_ERR_NOMEM. */
+int hx_nightly_data_add(hx_nightly_data *d, const int32_t *tokens,
+                        const uint8_t *mask, size_t n);
+void hx_nightly_data_free(hx_nightly_data *d);
+
+/* Renders one episode's messages (a JSON array as the planner keeps them,
+ * system message first; a corrected episode ends with the correction as
+ * the last assistant message) into out (hx_nightly_data_add): one or more
+ * documents of the tokens the agent feeds the model, with a mask, 1 on
+ * the tokens the assistant wrote. Several documents when a later turn's
+ * prompt does not continue an earlier turn as it was generated (Qwen3
+ * drops the empty think block of earlier turns). */
+typedef int (*hx_nightly_render_fn)(void *user, const struct cJSON *messages,
+                                    hx_nightly_data *out, hx_err *err);
+/* render NULL: ChatML tokenized with v. train->n_episodes and
+ * held->n_episodes count episodes. */
 int hx_nightly_dataset(const hx_vocab *v, hx_memory *mem, double heldout_frac,
                        hx_nightly_render_fn render, void *render_user,
                        hx_nightly_data *train, hx_nightly_data *heldout,
                        hx_err *err);
+/* Fits src's documents into windows of `window` tokens (the training
+ * sequence plus its last target) as dst: a document that fits is copied;
+ * a longer one becomes several, each its head (the tokens before its
+ * first target: tool list, system text, request; at most 3/4 of the
+ * window) followed by a contiguous slice that ends on a target, taken
+ * from the end back, so that every target token is a target in exactly
+ * one window, with as much of its preceding context as fits. A document
+ * without targets is left out. dst->n_episodes = src->n_episodes. */
+int hx_nightly_windows(const hx_nightly_data *src, int window,
+                       hx_nightly_data *dst, hx_err *err);
 
 /* The generic evaluation of the gate: runs n_tasks fixed held-out agent
- * tasks on the base model with the adapter file adapter (NULL: the base
- * alone) and puts how many succeeded in *passed. */
-typedef int (*hx_nightly_eval_fn)(void *user, const char *adapter, int n_tasks,
-                                  int *passed, hx_err *err);
-void hx_nightly_data_free(hx_nightly_data *d);
+ * tasks on the base model with the adapter files adapters[0..n_adapters)
+ * at scales (n_adapters 0: the base alone) and puts how many succeeded in
+ * *passed. */
+typedef int (*hx_nightly_eval_fn)(void *user, const char *const *adapters,
+                                  const float *scales, int n_adapters,
+                                  int n_tasks, int *passed, hx_err *err);
 
 typedef struct hx_nightly_params {
     const char *model;     /* the base GGUF (required) */
@@ -332,18 +352,25 @@ typedef struct hx_nightly_report {
     int adopted;
     char adapter[96];  /* the stored name when adopted */
     int eval_n;        /* generic tasks run with and without (0: none) */
-    int eval_base, eval_adapter; /* how many succeeded */
+    int eval_base, eval_adapter; /* how many succeeded: with what the user
+                        * runs now (eval_ref), and with the candidate */
+    char eval_ref[160]; /* what eval_base ran: "the base" or "the active
+                        * adapter NAME" (or set "A, B") */
     size_t mem_estimate; /* bytes: activations + adapter state + base */
     long peak_rss_kb;  /* the process's peak RSS after training
                         * (getrusage ru_maxrss) */
-    char reason[256];  /* adopted, discarded (why) or not run (why) */
+    char reason[512];  /* adopted, discarded (why) or not run (why) */
 } hx_nightly_report;
 
 /* One nightly run: asks the governor (idle, charging, cool) unless force,
  * builds the dataset, trains (resuming a checkpoint of the same base, data
  * and parameters), measures the held-out loss before (the base) and after,
  * and adopts the adapter through the store only if it dropped by
- * min_gain; otherwise the adapter is discarded and r->reason says why.
+ * min_gain and, with eval, the generic tasks do not drop by more than
+ * eval_margin against what the user runs now: the store's active set, or
+ * the base when none is active or it does not load on this base (as ask
+ * and chat then run the base); otherwise the adapter is discarded and
+ * r->reason says why.
  * HX_OK when it ran (adopted or not); HX_ERR_STATE when the governor says
  * not now; HX_ERR_CANCELLED when it stopped between chunks (checkpointed;
  * the next run resumes); HX_ERR_NOTFOUND when there are too few episodes. */

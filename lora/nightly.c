@@ -12,7 +12,7 @@
 
 #include "lora/lora.h"
 
-#define MAX_EP_TOKENS 2048 /* an episode longer than this is cut */
+#define MAX_EP_TOKENS 16384 /* ChatML fallback: an episode longer than this is cut */
 
 hx_nightly_params hx_nightly_default_params(void)
 {
@@ -46,8 +46,8 @@ void hx_nightly_data_free(hx_nightly_data *d)
     memset(d, 0, sizeof *d);
 }
 
-static int data_push(hx_nightly_data *d, const int32_t *t, const uint8_t *m,
-                     size_t n)
+int hx_nightly_data_add(hx_nightly_data *d, const int32_t *t, const uint8_t *m,
+                        size_t n)
 {
     size_t need = d->n + n;
     if (need > d->cap) {
@@ -190,7 +190,7 @@ static int tokenize_render(const hx_vocab *v, const render *r, hx_nightly_data *
             pos = cut[k];
         }
     }
-    if (!rc && n > 1) rc = data_push(d, tok, mask, n);
+    if (!rc && n > 1) rc = hx_nightly_data_add(d, tok, mask, n);
     free(tok), free(mask);
     return rc;
 }
@@ -201,7 +201,9 @@ typedef struct collect {
     void *render_user;
     hx_err *err_out;
     hx_nightly_data all;
-    int64_t *finished;
+    int *first_doc;    /* per episode: its first document */
+    int64_t *finished; /* per episode */
+    int n_ep;
     int err;
 } collect;
 
@@ -212,12 +214,7 @@ static int episode_tokens(collect *c, const hx_episode *ep)
     if (!msgs) return HX_ERR_NOMEM;
     int rc;
     if (c->render) {
-        int32_t *tok = NULL;
-        uint8_t *mask = NULL;
-        size_t n = 0;
-        rc = c->render(c->render_user, msgs, &tok, &mask, &n, c->err_out);
-        if (!rc && n > 1) rc = data_push(&c->all, tok, mask, n);
-        free(tok), free(mask);
+        rc = c->render(c->render_user, msgs, &c->all, c->err_out);
     } else {
         render r;
         memset(&r, 0, sizeof r);
@@ -237,9 +234,12 @@ static int collect_cb(void *user, const hx_episode *ep, int heldout)
     int before = c->all.n_docs;
     int rc = episode_tokens(c, ep);
     if (!rc && c->all.n_docs > before) {
-        int64_t *nf = realloc(c->finished, (size_t)c->all.n_docs * sizeof *nf);
-        if (!nf) rc = HX_ERR_NOMEM;
-        else (c->finished = nf)[before] = ep->finished_at;
+        int64_t *nf = realloc(c->finished, (size_t)(c->n_ep + 1) * sizeof *nf);
+        if (nf) c->finished = nf;
+        int *nd = realloc(c->first_doc, (size_t)(c->n_ep + 1) * sizeof *nd);
+        if (nd) c->first_doc = nd;
+        if (!nf || !nd) rc = HX_ERR_NOMEM;
+        else c->finished[c->n_ep] = ep->finished_at, c->first_doc[c->n_ep++] = before;
     }
     return c->err = rc;
 }
@@ -251,7 +251,7 @@ static int copy_docs(const hx_nightly_data *src, int from, int to,
     int rc = HX_OK;
     for (int i = from; !rc && i < to; i++) {
         size_t a = i ? src->ends[i - 1] : 0, b = src->ends[i];
-        rc = data_push(dst, src->tokens + a, src->mask + a, b - a);
+        rc = hx_nightly_data_add(dst, src->tokens + a, src->mask + a, b - a);
     }
     return rc;
 }
@@ -273,17 +273,95 @@ int hx_nightly_dataset(const hx_vocab *v, hx_memory *mem, double heldout_frac,
         rc = hx_err_set(err, c.err, "building the dataset: %s", hx_rc_str(c.err));
     else if (rc && c.err) rc = c.err;
     /* episodes come oldest first: the latest heldout_frac are held out */
-    int n = c.all.n_docs;
+    int n = c.n_ep;
     int n_held = (int)ceil(heldout_frac * n);
     if (n_held > n) n_held = n;
-    if (!rc) rc = copy_docs(&c.all, 0, n - n_held, train);
-    if (!rc) rc = copy_docs(&c.all, n - n_held, n, held);
+    const int split = n_held ? c.first_doc[n - n_held] : c.all.n_docs;
+    if (!rc) rc = copy_docs(&c.all, 0, split, train);
+    if (!rc) rc = copy_docs(&c.all, split, c.all.n_docs, held);
     if (rc && !err->msg[0]) hx_err_set(err, rc, "building the dataset: out of memory");
+    train->n_episodes = n - n_held, held->n_episodes = n_held;
     if (!rc && n_held > 0) held->split_at = c.finished[n - n_held];
     hx_nightly_data_free(&c.all);
     free(c.finished);
+    free(c.first_doc);
     if (rc) hx_nightly_data_free(train), hx_nightly_data_free(held);
     return rc;
+}
+
+/* ---- windows ---- */
+
+/* Window [0, h) + [s, e) of the document t, m (s <= h: [0, e), nothing
+ * cut); the slice's first token is no target there, its predecessor
+ * being cut off. tok, mask: scratch of the window's size. */
+static int add_window(hx_nightly_data *dst, const int32_t *t, const uint8_t *m,
+                      size_t h, size_t s, size_t e, int32_t *tok, uint8_t *mask)
+{
+    if (s <= h) s = h;
+    memcpy(tok, t, h * sizeof *t), memcpy(mask, m, h);
+    memcpy(tok + h, t + s, (e - s) * sizeof *t), memcpy(mask + h, m + s, e - s);
+    if (s > h) mask[h] = 0;
+    return hx_nightly_data_add(dst, tok, mask, h + (e - s));
+}
+
+/* The windows of a document of L > W tokens, from its last target back:
+ * each ends on the last target not yet covered and reaches back as far as
+ * W allows after the head. win gets (s, e) pairs, last window first. */
+static int plan_windows(const uint8_t *m, size_t L, size_t W, size_t *h_out,
+                        size_t (*win)[2])
+{
+    size_t H = 1, x = L - 1;
+    while (H < L && !m[H]) H++;
+    if (H == L) return 0; /* no target */
+    const size_t hmax = W - (W / 4 > 2 ? W / 4 : 2);
+    const size_t h = H < hmax ? H : hmax;
+    int nw = 0;
+    while (!m[x]) x--;
+    for (;;) {
+        const size_t e = x + 1, s = e > W - h ? e - (W - h) : 0;
+        win[nw][0] = s, win[nw++][1] = e;
+        if (s <= h) break; /* from the start: every earlier target is in */
+        for (x = s; x >= H && !m[x];) x--;
+        if (x < H) break;
+    }
+    *h_out = h;
+    return nw;
+}
+
+int hx_nightly_windows(const hx_nightly_data *src, int window,
+                       hx_nightly_data *dst, hx_err *err)
+{
+    memset(dst, 0, sizeof *dst);
+    if (window < 3) return hx_err_set(err, HX_ERR_INVALID, "nightly: windows of %d tokens", window);
+    const size_t W = (size_t)window;
+    size_t longest = 0;
+    for (int i = 0; i < src->n_docs; i++) {
+        const size_t len = src->ends[i] - (i ? src->ends[i - 1] : 0);
+        longest = len > longest ? len : longest;
+    }
+    size_t(*win)[2] = hx_malloc_array(longest ? longest : 1, sizeof *win);
+    int32_t *tok = hx_malloc_array(W, sizeof *tok);
+    uint8_t *mask = hx_malloc_array(W, 1);
+    int rc = win && tok && mask ? HX_OK : HX_ERR_NOMEM;
+    for (int i = 0; !rc && i < src->n_docs; i++) {
+        const size_t a = i ? src->ends[i - 1] : 0, L = src->ends[i] - a;
+        const int32_t *t = src->tokens + a;
+        const uint8_t *m = src->mask + a;
+        if (L <= W) {
+            rc = hx_nightly_data_add(dst, t, m, L);
+            continue;
+        }
+        size_t h = 0;
+        for (int k = plan_windows(m, L, W, &h, win); !rc && k-- > 0;)
+            rc = add_window(dst, t, m, h, win[k][0], win[k][1], tok, mask);
+    }
+    free(win), free(tok), free(mask);
+    dst->n_episodes = src->n_episodes, dst->split_at = src->split_at;
+    if (rc) {
+        hx_nightly_data_free(dst);
+        return hx_err_set(err, rc, "nightly: windows: out of memory");
+    }
+    return HX_OK;
 }
 
 /* ---- evaluation ---- */
@@ -400,23 +478,70 @@ static int train_chunks(hx_trainer *tr, const hx_nightly_params *p,
     return rc;
 }
 
-/* The gate's second half: the generic tasks with and without the
- * candidate; a drop of more than eval_margin (a share of the tasks) sets
- * r->reason (discarded). */
+/* What the user runs now, which the generic tasks compare against: the
+ * store's active set when it loads on this base, else the base (ask and
+ * chat leave out a set that does not load). Paths and scales into
+ * paths/scales, *n of them; r->eval_ref names it, p->log says why. */
+static void current_set(const hx_nightly_params *p, char (*paths)[4352], float *scales,
+                        int *n, hx_nightly_report *r)
+{
+    hx_lora_use u[HX_ADAPTER_MAX];
+    hx_adapter *ads[HX_ADAPTER_MAX];
+    float sc[HX_ADAPTER_MAX];
+    hx_model *m = NULL;
+    hx_model_params mp = hx_model_default_params();
+    hx_err e2 = {0};
+    int na = 0, nl = 0;
+    *n = 0;
+    snprintf(r->eval_ref, sizeof r->eval_ref, "the base");
+    mp.no_vocab = 1;
+    int rc = hx_lora_store_active(p->store, u, &na, &e2);
+    if (!rc && na) rc = hx_model_load(p->model, &mp, &m, &e2);
+    if (!rc && na) rc = hx_lora_store_load_active(p->store, m, ads, sc, &nl, &e2);
+    for (int i = 0; i < nl; i++) hx_adapter_free(ads[i]);
+    hx_model_free(m);
+    if (rc && p->log)
+        fprintf(p->log, "nightly: the active adapters are not what ask and chat run "
+                "(%s); the generic tasks compare against the base\n", e2.msg);
+    if (rc || !na) return;
+    size_t len = (size_t)snprintf(r->eval_ref, sizeof r->eval_ref, "the active %s ",
+                                  na > 1 ? "set" : "adapter");
+    for (int i = 0; i < na; i++) {
+        hx_lora_store_path(p->store, u[i].name, paths[i], sizeof paths[i]);
+        scales[i] = u[i].scale;
+        if (len < sizeof r->eval_ref)
+            len += (size_t)snprintf(r->eval_ref + len, sizeof r->eval_ref - len, "%s%s",
+                                    i ? ", " : "", u[i].name);
+    }
+    *n = na;
+}
+
+/* The gate's second half: the generic tasks with what the user runs now
+ * and with the candidate; a drop of more than eval_margin (a share of the
+ * tasks) sets r->reason (discarded). */
 static int generic_gate(const hx_nightly_params *p, const char *cand,
                         hx_nightly_report *r, hx_err *err)
 {
     if (!p->eval || p->eval_tasks <= 0) return HX_OK;
-    int rc = p->eval(p->eval_user, NULL, p->eval_tasks, &r->eval_base, err);
-    if (!rc) rc = p->eval(p->eval_user, cand, p->eval_tasks, &r->eval_adapter, err);
+    char paths[HX_ADAPTER_MAX][4352];
+    const char *cur[HX_ADAPTER_MAX];
+    float sc[HX_ADAPTER_MAX];
+    const float one = 1.0f;
+    int n = 0;
+    current_set(p, paths, sc, &n, r);
+    for (int i = 0; i < n; i++) cur[i] = paths[i];
+    if (p->log) fprintf(p->log, "nightly: generic tasks: %s against the new adapter\n",
+                        r->eval_ref);
+    int rc = p->eval(p->eval_user, cur, sc, n, p->eval_tasks, &r->eval_base, err);
+    if (!rc) rc = p->eval(p->eval_user, &cand, &one, 1, p->eval_tasks, &r->eval_adapter, err);
     if (rc) return rc;
     r->eval_n = p->eval_tasks;
     const double drop = (double)(r->eval_base - r->eval_adapter) / p->eval_tasks;
     if (drop > p->eval_margin + 1e-12)
-        snprintf(r->reason, sizeof r->reason, "discarded: generic tasks %d/%d -> "
-                 "%d/%d with the adapter (a drop of %.1f points; at most %.1f allowed)",
-                 r->eval_base, p->eval_tasks, r->eval_adapter, p->eval_tasks,
-                 100 * drop, 100 * p->eval_margin);
+        snprintf(r->reason, sizeof r->reason, "discarded: generic tasks %d/%d with %s "
+                 "-> %d/%d with the new adapter (a drop of %.1f points; at most %.1f "
+                 "allowed)", r->eval_base, p->eval_tasks, r->eval_ref, r->eval_adapter,
+                 p->eval_tasks, 100 * drop, 100 * p->eval_margin);
     return HX_OK;
 }
 
@@ -426,10 +551,8 @@ static int gate_and_adopt(hx_trainer *tr, const hx_nightly_params *p,
 {
     const double gain = (r->loss_before - r->loss_after) / r->loss_before;
     if (isnan(r->loss_before)) {
-        snprintf(r->reason, sizeof r->reason, "discarded: no held-out target token "
-                 "within the model's first %d tokens of an episode (the rendered "
-                 "episodes are longer than its context)",
-                 hx_trainer_hparams(tr)->n_ctx_train);
+        snprintf(r->reason, sizeof r->reason, "discarded: the held-out episodes have "
+                 "no assistant token to measure the loss on");
         return HX_OK;
     }
     if (!(gain >= p->min_gain)) {
@@ -461,8 +584,8 @@ static int gate_and_adopt(hx_trainer *tr, const hx_nightly_params *p,
              r->adapter, r->loss_before, r->loss_after);
     size_t len = strlen(r->reason);
     if (r->eval_n)
-        snprintf(r->reason + len, sizeof r->reason - len, "; generic tasks %d/%d -> %d/%d",
-                 r->eval_base, r->eval_n, r->eval_adapter, r->eval_n);
+        snprintf(r->reason + len, sizeof r->reason - len, "; generic tasks %d/%d with %s "
+                 "-> %d/%d", r->eval_base, r->eval_n, r->eval_ref, r->eval_adapter, r->eval_n);
     return HX_OK;
 }
 
@@ -496,14 +619,12 @@ static int check_memory(const hx_trainer *tr, const hx_nightly_params *p,
     return HX_OK;
 }
 
-static int run_with_data(const hx_nightly_params *p, hx_nightly_data *tr_d,
-                         hx_nightly_data *ho, hx_nightly_report *r, hx_err *err)
+static int train_and_gate(hx_trainer *tr, const hx_nightly_params *p,
+                          const hx_nightly_data *tr_d, const hx_nightly_data *ho,
+                          hx_nightly_report *r, hx_err *err)
 {
-    hx_trainer *tr = NULL;
-    int rc = hx_trainer_new_gguf(p->model, &p->lora, p->n_threads, &tr, err);
     char base_id[65], key[65], ckpt[4200];
-    if (rc) return rc;
-    rc = check_memory(tr, p, ho, r, err);
+    int rc = check_memory(tr, p, ho, r, err);
     if (!rc) rc = hx_mkdirs(p->work_dir, err);
     snprintf(ckpt, sizeof ckpt, "%s/nightly.ckpt", p->work_dir);
     if (!rc) rc = heldout_loss(tr, ho, &r->loss_before, err); /* B = 0: the base */
@@ -523,6 +644,32 @@ static int run_with_data(const hx_nightly_params *p, hx_nightly_data *tr_d,
     if (!getrusage(RUSAGE_SELF, &ru)) r->peak_rss_kb = ru.ru_maxrss;
     if (!rc) rc = gate_and_adopt(tr, p, p->work_dir, r, err);
     if (!rc) remove(ckpt); /* done: the next night starts afresh */
+    return rc;
+}
+
+/* Trains on the episodes fitted into the training windows (a long
+ * episode's assistant turns each in a window with its head). */
+static int run_with_data(const hx_nightly_params *p, const hx_nightly_data *tr_d,
+                         const hx_nightly_data *ho, hx_nightly_report *r, hx_err *err)
+{
+    hx_trainer *tr = NULL;
+    hx_nightly_data wt, wh;
+    memset(&wt, 0, sizeof wt), memset(&wh, 0, sizeof wh);
+    int rc = hx_trainer_new_gguf(p->model, &p->lora, p->n_threads, &tr, err);
+    if (rc) return rc;
+    const int n_ctx = hx_trainer_hparams(tr)->n_ctx_train;
+    const int window = (p->train.seq_len < n_ctx ? p->train.seq_len : n_ctx) + 1;
+    rc = hx_nightly_windows(tr_d, window, &wt, err);
+    if (!rc) rc = hx_nightly_windows(ho, window, &wh, err);
+    if (!rc && (wt.n < 2 || !wh.n_docs))
+        rc = hx_err_set(err, HX_ERR_NOTFOUND, "nightly: no assistant turn to learn from "
+                        "or to measure in the episodes");
+    if (!rc && (wt.n_docs > tr_d->n_docs || wh.n_docs > ho->n_docs) && p->log)
+        fprintf(p->log, "nightly: windows of %d tokens: %d + %d documents (training + "
+                "held out) become %d + %d, the longer ones cut at their assistant turns\n",
+                window, tr_d->n_docs, ho->n_docs, wt.n_docs, wh.n_docs);
+    if (!rc) rc = train_and_gate(tr, p, &wt, &wh, r, err);
+    hx_nightly_data_free(&wt), hx_nightly_data_free(&wh);
     hx_trainer_free(tr);
     return rc;
 }
@@ -546,12 +693,12 @@ int hx_nightly_run(const hx_nightly_params *p, hx_nightly_report *r,
                                      p->render, p->render_user, &tr_d, &ho, err);
     hx_model_free(m);
     if (!rc) {
-        r->n_train = tr_d.n_docs, r->n_heldout = ho.n_docs;
+        r->n_train = tr_d.n_episodes, r->n_heldout = ho.n_episodes;
         r->train_tokens = (int64_t)tr_d.n, r->heldout_tokens = (int64_t)ho.n;
-        if (tr_d.n_docs < p->min_train || ho.n_docs < 1)
+        if (tr_d.n_episodes < p->min_train || ho.n_episodes < 1)
             rc = hx_err_set(err, HX_ERR_NOTFOUND, "nightly: %d training and %d "
-                            "held-out episodes; needs at least %d and 1", tr_d.n_docs,
-                            ho.n_docs, p->min_train);
+                            "held-out episodes; needs at least %d and 1", tr_d.n_episodes,
+                            ho.n_episodes, p->min_train);
     }
     if (!rc) rc = run_with_data(p, &tr_d, &ho, r, err);
     if (rc == HX_ERR_CANCELLED) hx_err_set(err, rc, "nightly: paused, %s", r->reason);

@@ -171,6 +171,99 @@ static void test_render_equals_inference(void)
     hx_model_free(m);
 }
 
+/* Two exchanges as the planner keeps them: a call, its result and an
+ * answer, then a second request answered directly. */
+static cJSON *two_exchanges(void)
+{
+    char *text = conversation(7, "Kenji");
+    cJSON *msgs = cJSON_Parse(text);
+    free(text);
+    cJSON *u = cJSON_CreateObject(), *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(u, "role", "user");
+    cJSON_AddStringToObject(u, "content", "And which room was it?");
+    cJSON_AddStringToObject(a, "role", "assistant");
+    cJSON_AddStringToObject(a, "content", "Room 4B, as usual.");
+    cJSON_AddItemToArray(msgs, u), cJSON_AddItemToArray(msgs, a);
+    return msgs;
+}
+
+/* Index of the document of d holding want[0..n) at its start, or -1. */
+static int doc_starting_with(const hx_nightly_data *d, const int32_t *want, int n)
+{
+    for (int k = 0; k < d->n_docs; k++) {
+        size_t a = k ? d->ends[k - 1] : 0;
+        if (d->ends[k] - a >= (size_t)n && same_tokens(d->tokens + a, want, (size_t)n)) return k;
+    }
+    return -1;
+}
+
+/* For every template family: before each assistant turn the nightly data
+ * holds exactly the tokens the planner feeds the model for that turn (its
+ * generation prompt, Qwen3's empty think block included), then the turn
+ * itself, the only targets, each turn trained once. Qwen3 renders earlier
+ * turns without the think block they were written after, so its episode
+ * gives a document per turn; the other families one. */
+static void test_render_every_family(void)
+{
+    static const int fam[] = {HX_TPL_QWEN3, HX_TPL_CHATML, HX_TPL_LLAMA3, HX_TPL_COMPACT};
+    static const int want_docs[] = {3, 1, 1, 1};
+    cJSON *msgs = two_exchanges(), *tools = some_tools();
+    const int n_msgs = cJSON_GetArraySize(msgs);
+    for (int f = 0; f < 4; f++) {
+        const char *vf = test_shared_file(fam[f] == HX_TPL_LLAMA3 ? "vocab/ggml-vocab-llama-bpe.gguf"
+                                                                 : "vocab/ggml-vocab-qwen2.gguf");
+        if (!vf) break;
+        hx_err err = {0};
+        hx_gguf *g = NULL;
+        hx_vocab *v = NULL;
+        ASSERT(hx_gguf_open(vf, &g, &err) == HX_OK && hx_vocab_load(g, &v, &err) == HX_OK);
+        hx_agent_render ar = {v, fam[f], tools};
+        hx_nightly_data d;
+        memset(&d, 0, sizeof d);
+        EXPECT(hx_agent_nightly_render(&ar, msgs, &d, &err) == HX_OK);
+        printf("# %s: %d documents, %zu tokens\n", hx_tpl_name(fam[f]), d.n_docs, d.n);
+        EXPECT_EQ_INT(d.n_docs, want_docs[f]);
+        size_t masked = 0, want_masked = 0;
+        for (size_t k = 0; k < d.n; k++) masked += d.mask[k];
+        int i = 0, turns = 0;
+        for (const cJSON *m = msgs->child; m; m = m->next, i++) {
+            if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(m, "role")), "assistant")) continue;
+            int np = 0, nf = 0;
+            int32_t *p = inference_prompt(v, fam[f], msgs, i, tools, 1, &np);
+            int32_t *full = inference_prompt(v, fam[f], msgs, i + 1, tools, 0, &nf);
+            ASSERT(p && full && np > 0 && nf > np);
+            EXPECT(same_tokens(full, p, (size_t)np));
+            const int k = doc_starting_with(&d, full, nf);
+            EXPECT(k >= 0); /* the prompt fed, then the turn */
+            size_t a = k > 0 ? d.ends[k - 1] : 0, ones = 0;
+            for (int t = np; k >= 0 && t < nf; t++) ones += d.mask[a + (size_t)t];
+            EXPECT_EQ_INT(ones, nf - np); /* the turn: all targets */
+            want_masked += (size_t)(nf - np);
+            if (fam[f] == HX_TPL_QWEN3 && k >= 0) { /* the think block is in the prompt */
+                char piece[64];
+                hx_buf tail;
+                hx_buf_init(&tail);
+                for (int t = np > 6 ? np - 6 : 0; t < np; t++) {
+                    int32_t l = hx_token_to_piece(v, d.tokens[a + (size_t)t], piece, sizeof piece, 1);
+                    if (l > 0) hx_buf_append(&tail, piece, (size_t)l);
+                }
+                EXPECT(tail.data && strstr(tail.data, "<think>\n\n</think>\n\n") != NULL);
+                hx_buf_free(&tail);
+            }
+            turns++;
+            free(p), free(full);
+        }
+        EXPECT_EQ_INT(turns, 3);
+        EXPECT_EQ_INT(masked, want_masked); /* nothing else is a target; no turn twice */
+        EXPECT(n_msgs == 7);
+        hx_nightly_data_free(&d);
+        hx_vocab_free(v);
+        hx_gguf_close(g);
+    }
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+}
+
 /* The generic evaluation: a fixed sample run as the bench runs it; the
  * oracle passes the same tasks with or without an adapter argument. */
 static void test_eval_sample(void)
@@ -178,10 +271,12 @@ static void test_eval_sample(void)
     hx_agent_eval ae = {NULL, HX_TPL_COMPACT, 1, 1, 7, tmpdir, NULL};
     int base = -1, with = -1;
     hx_err err = {0};
-    ASSERT(hx_agent_nightly_eval(&ae, NULL, 3, &base, &err) == HX_OK);
+    ASSERT(hx_agent_nightly_eval(&ae, NULL, NULL, 0, 3, &base, &err) == HX_OK);
     const cJSON *first = ae.tasks;
     char *ids = cJSON_PrintUnformatted(ae.tasks);
-    ASSERT(hx_agent_nightly_eval(&ae, "unused-by-the-oracle.gguf", 3, &with, &err) == HX_OK);
+    const char *ads[] = {"unused-by-the-oracle.gguf"};
+    const float one[] = {1.0f};
+    ASSERT(hx_agent_nightly_eval(&ae, ads, one, 1, 3, &with, &err) == HX_OK);
     char *ids2 = cJSON_PrintUnformatted(ae.tasks);
     EXPECT(ae.tasks == first && ids && ids2 && !strcmp(ids, ids2)); /* the same sample */
     printf("# oracle: %d/3 without, %d/3 with\n", base, with);
@@ -225,6 +320,7 @@ int main(void)
         }
         hx_trainer_free(tr);
         RUN(test_render_equals_inference);
+        RUN(test_render_every_family);
     }
     RUN(test_eval_sample);
     char cmd[600];

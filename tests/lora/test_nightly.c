@@ -158,22 +158,34 @@ static void test_run_adopts_and_gate_discards(void)
 
 /* A stand-in for the agent's generic evaluation (agent/nightly_agent.c
  * runs the real one; tests/agent/test_nightly_agent.c): the base passes
- * base_pass tasks, an adapter adapter_pass. Records what it was asked. */
+ * base_pass tasks, the candidate adapter_pass, any other adapter set
+ * active_pass. Records what it was asked. */
 typedef struct stub_eval {
-    int base_pass, adapter_pass, calls, with_adapter, n_asked;
+    int base_pass, adapter_pass, active_pass, calls, with_adapter, n_asked;
+    char last_set[4][512]; /* per call: "base" or the adapters' file names */
 } stub_eval;
 
-static int stub_eval_fn(void *user, const char *adapter, int n, int *passed, hx_err *err)
+static int stub_eval_fn(void *user, const char *const *ads, const float *scales, int n_ads,
+                        int n, int *passed, hx_err *err)
 {
     stub_eval *s = user;
     (void)err;
+    char *set = s->last_set[s->calls & 3];
+    snprintf(set, 512, "%s", n_ads ? "" : "base");
+    for (int i = 0; i < n_ads; i++) {
+        const char *b = strrchr(ads[i], '/');
+        size_t l = strlen(set);
+        snprintf(set + l, 512 - l, "%s%s:%g", i ? "," : "", b ? b + 1 : ads[i],
+                 (double)scales[i]);
+    }
     s->calls++;
     s->n_asked = n;
-    if (adapter) {
+    const int cand = n_ads == 1 && strstr(ads[0], "candidate.gguf") != NULL;
+    if (cand) {
         struct stat st;
-        s->with_adapter += stat(adapter, &st) == 0; /* the candidate exists */
+        s->with_adapter += stat(ads[0], &st) == 0; /* the candidate exists */
     }
-    *passed = adapter ? s->adapter_pass : s->base_pass;
+    *passed = cand ? s->adapter_pass : n_ads ? s->active_pass : s->base_pass;
     return HX_OK;
 }
 
@@ -200,8 +212,12 @@ static void test_generic_gate(void)
     fflush(log);
     printf("# %s\n", r.reason);
     EXPECT(r.loss_after < r.loss_before);  /* the loss half passed */
-    EXPECT(!r.adopted && strstr(r.reason, "generic tasks 10/20 -> 9/20") != NULL);
+    EXPECT(!r.adopted && strstr(r.reason, "generic tasks 10/20 with the base -> "
+                                       "9/20 with the new adapter") != NULL);
     EXPECT(strstr(logbuf, "nightly: discarded: generic tasks") != NULL);
+    EXPECT(strstr(logbuf, "nightly: generic tasks: the base against the new adapter") != NULL);
+    EXPECT_STR_EQ(se.last_set[0], "base"); /* nothing active: the base */
+    EXPECT_STR_EQ(se.last_set[1], "candidate.gguf:1");
     EXPECT_EQ_INT(se.calls, 2);
     EXPECT_EQ_INT(se.with_adapter, 1);
     EXPECT_EQ_INT(se.n_asked, 20);
@@ -218,11 +234,91 @@ static void test_generic_gate(void)
     p.eval_margin = 0.05;
     ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
     printf("# %s\n", r.reason);
-    EXPECT(r.adopted && strstr(r.reason, "generic tasks 10/20 -> 9/20") != NULL);
+    EXPECT(r.adopted && strstr(r.reason, "generic tasks 10/20 with the base -> 9/20") != NULL);
     EXPECT(r.peak_rss_kb > 0);
     EXPECT(r.mem_estimate > 0);
     printf("# memory estimate %.2f MiB, peak RSS %.1f MiB\n", r.mem_estimate / 1048576.0,
            r.peak_rss_kb / 1024.0);
+    fclose(log);
+    hx_lora_store_free(st);
+}
+
+static void set_now(int night)
+{
+    char b[64];
+    snprintf(b, sizeof b, "2026-12-%02dT03:15:00+00:00", night);
+    setenv("HEARTH_NOW", b, 1);
+}
+
+/* The generic tasks compare against what the user runs now: the active
+ * adapter once one is adopted (a candidate better than the base but worse
+ * than the active one is discarded, the reason naming it), and the base
+ * again when the active adapter belongs to another base model. */
+static void test_gate_against_active(void)
+{
+    char sd[300], work[300], other[300], oad[300];
+    snprintf(sd, sizeof sd, "%s/adapters7", tmpdir);
+    snprintf(work, sizeof work, "%s/work7", tmpdir);
+    hx_lora_store *st = NULL;
+    hx_err err = {0};
+    ASSERT(hx_lora_store_open(sd, &st, &err) == HX_OK);
+    hx_nightly_params p = params(st, work);
+    p.train.opt.n_steps = 4;
+    stub_eval se = {.base_pass = 10, .adapter_pass = 12, .active_pass = 15};
+    char logbuf[8192] = "";
+    FILE *log = fmemopen(logbuf, sizeof logbuf - 1, "w");
+    ASSERT(log != NULL);
+    p.eval = stub_eval_fn, p.eval_user = &se, p.eval_tasks = 20, p.eval_margin = 0.02;
+    p.log = log;
+    hx_nightly_report r;
+    set_now(1); /* adopted names carry the time: one adoption per "night" */
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK); /* 10 -> 12 against the base */
+    EXPECT(r.adopted);
+    EXPECT_STR_EQ(r.eval_ref, "the base");
+    char first[96];
+    snprintf(first, sizeof first, "%s", r.adapter);
+    /* now the active adapter passes 15: a candidate passing 12 is a drop */
+    set_now(2);
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    fflush(log);
+    printf("# %s\n", r.reason);
+    char want[200];
+    snprintf(want, sizeof want, "the active adapter %s", first);
+    EXPECT_STR_EQ(r.eval_ref, want);
+    EXPECT(!r.adopted && strstr(r.reason, "generic tasks 15/20 with the active adapter") != NULL);
+    EXPECT(strstr(r.reason, first) != NULL);
+    snprintf(want, sizeof want, "nightly: generic tasks: the active adapter %s against", first);
+    EXPECT(strstr(logbuf, want) != NULL);
+    snprintf(want, sizeof want, "%s:1", first);
+    EXPECT_STR_EQ(se.last_set[2], want); /* the active file at its scale */
+    hx_lora_use act[HX_ADAPTER_MAX];
+    int n = 0;
+    ASSERT(hx_lora_store_active(st, act, &n, &err) == HX_OK);
+    EXPECT(n == 1 && !strcmp(act[0].name, first)); /* unchanged */
+    /* an active adapter of another base: ask and chat run the base, so
+     * does the comparison (10 -> 12: adopted) */
+    snprintf(other, sizeof other, "%s/other.gguf", tmpdir);
+    snprintf(oad, sizeof oad, "%s/other-adapter.gguf", tmpdir);
+    hx_mkmodel_params mp = hx_mkmodel_default_params();
+    mp.vocab_path = vocab_path;
+    mp.n_layer = 2, mp.n_embd = 32, mp.n_head = 2, mp.n_head_kv = 1;
+    mp.head_dim = 16, mp.n_ff = 64, mp.n_ctx = 256, mp.tied_output = 1, mp.seed = 99;
+    hx_trainer *tr = NULL;
+    ASSERT(hx_mkmodel_write(&mp, other, &err) == HX_OK);
+    ASSERT(hx_trainer_new_gguf(other, &p.lora, 1, &tr, &err) == HX_OK);
+    ASSERT(hx_trainer_write_gguf(tr, oad, NULL, &err) == HX_OK);
+    hx_trainer_free(tr);
+    hx_lora_use u = {"other-adapter.gguf", 1.0f};
+    ASSERT(hx_lora_store_add(st, oad, u.name, &err) == HX_OK);
+    ASSERT(hx_lora_store_use(st, &u, 1, &err) == HX_OK);
+    set_now(3);
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    fflush(log);
+    printf("# %s\n", r.reason);
+    EXPECT_STR_EQ(r.eval_ref, "the base");
+    EXPECT(r.adopted && strstr(r.reason, "generic tasks 10/20 with the base -> 12/20") != NULL);
+    EXPECT(strstr(logbuf, "not what ask and chat run") != NULL);
+    unsetenv("HEARTH_NOW");
     fclose(log);
     hx_lora_store_free(st);
 }
@@ -350,6 +446,7 @@ int main(void)
         RUN(test_run_adopts_and_gate_discards);
         RUN(test_stop_and_resume);
         RUN(test_generic_gate);
+        RUN(test_gate_against_active);
         RUN(test_memory_bound);
         RUN(test_governor_refuses);
         hx_memory_close(mem);
