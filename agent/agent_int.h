@@ -206,6 +206,13 @@ const cJSON *hx_planner_messages(const hx_planner *pl);
 /* HX_OK if the grammar can enforce the schema (JSON text; NULL = any
  * object); otherwise the compiler's error naming the keyword and path. */
 int hx_agent_schema_usable(const char *schema_json, hx_err *err);
+/* The specs (names and schemas borrowed from reg) of the tools that filter
+ * offers (as hx_planner_params.tools; NULL: all) and whose schemas the
+ * grammar can use; each tool left out for its schema is named on warn
+ * (NULL: silently). *out is malloc'd with one spare entry (caller frees,
+ * also on failure); returns the count, or -1 on out of memory. */
+int hx_agent_tool_specs(const hx_tools *reg, const char *filter, FILE *warn,
+                        hx_tool_spec **out);
 
 /* ---- synthetic worlds (agent/world.c): a sample user's calendars,
  * mailbox, files, config and memories, generated from (seed, split), for

@@ -335,21 +335,8 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     if (rc) return rc;
     const char *slash = strrchr(path, '/');
     snprintf(s->model_name, sizeof s->model_name, "%s", slash ? slash + 1 : path);
-    int n = hx_tools_count(s->reg);
-    if (!(s->specs = hx_calloc((size_t)n + 1, sizeof *s->specs)))
-        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        const hx_tool_def *d = hx_tools_at(s->reg, i);
-        hx_err e2;
-        if (!hx_agent_tool_offered(o->tools, d->name)) continue;
-        if (hx_agent_schema_usable(d->schema_json, &e2)) {
-            fprintf(stderr, "hearth: tool %s left out: the grammar cannot use its schema: %s\n",
-                    d->name, e2.msg);
-            continue;
-        }
-        s->specs[k++] = (hx_tool_spec){d->name, d->schema_json};
-    }
+    int k = hx_agent_tool_specs(s->reg, o->tools, stderr, &s->specs);
+    if (k < 0) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if (!k) return hx_err_set(err, HX_ERR_INVALID, "--tools %s offers no tool", o->tools);
     *family = o->style ? hx_tpl_parse_name(o->style)
                        : hx_tpl_detect(hx_model_gguf(s->model), hx_model_vocab(s->model));

@@ -82,13 +82,11 @@ int hx_dg_engine_source_with(hx_model *m, const hx_tools *reg, int family, int n
                              hx_adapter *const *adapters, const float *scales,
                              int n_adapters, hx_source *out, hx_err *err)
 {
-    int n = hx_tools_count(reg), k = 0;
-    hx_tool_spec *specs = hx_calloc((size_t)n + 1, sizeof *specs);
-    if (!specs) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n; i++) {
-        const hx_tool_def *d = hx_tools_at(reg, i);
-        if (hx_agent_schema_usable(d->schema_json, NULL) == HX_OK)
-            specs[k++] = (hx_tool_spec){d->name, d->schema_json};
+    hx_tool_spec *specs;
+    int k = hx_agent_tool_specs(reg, NULL, NULL, &specs);
+    if (k < 0) {
+        free(specs);
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     }
     hx_engine_source_params ep = hx_engine_source_default_params();
     hx_engine_source_style(&ep, family, m);
