@@ -5,6 +5,7 @@
  * adapter, a run stopped between chunks that resumes to the same result,
  * the generic-task gate (a stand-in evaluation), the memory bound, and the
  * governor refusing on battery. */
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -323,6 +324,127 @@ static void test_gate_against_active(void)
     hx_lora_store_free(st);
 }
 
+/* Documents longer than the window: each becomes windows of its head and
+ * a slice ending on a target; every target is a target in exactly one
+ * window, after its real predecessor; the windows are full. Tokens are
+ * 1000 * (document) + their position, so a window shows where it came
+ * from. */
+static void test_windows_cover_targets(void)
+{
+    enum { W = 33, L = 100 };
+    static const int heads[] = {25, 10}; /* capped at 3/4 W; a short one */
+    static const int spans[2][3][2] = {{{30, 40}, {60, 65}, {90, 100}},
+                                       {{10, 14}, {40, 78}, {0, 0}}};
+    hx_nightly_data src, dst;
+    memset(&src, 0, sizeof src);
+    int32_t t[L];
+    uint8_t m[L], want[2][L];
+    hx_err err = {0};
+    memset(want, 0, sizeof want);
+    for (int i = 0; i < L; i++) t[i] = 900 + i;
+    memset(m, 0, sizeof m); /* a short document: copied as it is */
+    m[5] = m[6] = 1;
+    ASSERT(hx_nightly_data_add(&src, t, m, 10) == HX_OK);
+    for (int d = 0; d < 2; d++) {
+        for (int i = 0; i < L; i++) t[i] = 1000 * (d + 1) + i;
+        for (int k = 0; k < 3; k++)
+            for (int i = spans[d][k][0]; i < spans[d][k][1]; i++) want[d][i] = 1;
+        ASSERT(hx_nightly_data_add(&src, t, want[d], d ? 80 : L) == HX_OK);
+    }
+    memset(m, 0, sizeof m); /* long, no target: left out */
+    ASSERT(hx_nightly_data_add(&src, t, m, 50) == HX_OK);
+    src.n_episodes = 3;
+    ASSERT(hx_nightly_windows(&src, W, &dst, &err) == HX_OK);
+    EXPECT_EQ_INT(dst.n_episodes, 3);
+    ASSERT(dst.n_docs > 3);
+    EXPECT_EQ_INT(dst.ends[0], 10);
+    int covered[2][L], bad = 0;
+    memset(covered, 0, sizeof covered);
+    for (int k = 1; k < dst.n_docs; k++) {
+        const size_t a = dst.ends[k - 1], n = dst.ends[k] - a;
+        const int32_t *w = dst.tokens + a;
+        const uint8_t *wm = dst.mask + a;
+        const int d = w[0] / 1000 - 1, base = 1000 * (d + 1);
+        ASSERT(d == 0 || d == 1);
+        bad += n > W || !wm[n - 1];            /* at most W, ends on a target */
+        bad += n < W && w[n - 1] - base >= W;  /* full unless from the start */
+        for (int j = 0; j < heads[d] && j < (int)n; j++) bad += w[j] != base + j;
+        for (size_t j = 1; j < n; j++) {
+            if (!wm[j]) continue;
+            bad += w[j - 1] != w[j] - 1; /* after its real predecessor */
+            covered[d][w[j] - base]++;
+        }
+    }
+    EXPECT_EQ_INT(bad, 0);
+    int wrong = 0, n_t = 0;
+    for (int d = 0; d < 2; d++)
+        for (int x = 1; x < L; x++) wrong += covered[d][x] != want[d][x], n_t += covered[d][x];
+    printf("# %d windows of at most %d tokens; %d targets, each once\n", dst.n_docs - 1, W, n_t);
+    EXPECT_EQ_INT(wrong, 0);
+    hx_nightly_data_free(&dst);
+    EXPECT(hx_nightly_windows(&src, 2, &dst, &err) == HX_ERR_INVALID);
+    hx_nightly_data_free(&src);
+}
+
+/* Episodes whose assistant turns all lie past the model's context (256)
+ * and far past the window (32): before, no held-out target was in reach
+ * and the run discarded its adapter; now the turns are trained on in
+ * windows and the held-out loss is measured on all of them. */
+static void test_long_episodes(void)
+{
+    char db[300], sd[300], work[300];
+    snprintf(db, sizeof db, "%s/long.db", tmpdir);
+    snprintf(sd, sizeof sd, "%s/adapters8", tmpdir);
+    snprintf(work, sizeof work, "%s/work8", tmpdir);
+    hx_memory_params pm = hx_memory_default_params();
+    pm.path = db;
+    hx_memory *m2 = NULL;
+    hx_lora_store *st = NULL;
+    hx_err err = {0};
+    ASSERT(hx_memory_open(&pm, &m2, &err) == HX_OK);
+    ASSERT(hx_lora_store_open(sd, &st, &err) == HX_OK);
+    hx_buf mail;
+    hx_buf_init(&mail);
+    for (int w = 0; w < 160; w++) hx_buf_printf(&mail, "line %d of the pasted minutes; ", w);
+    for (int i = 0; i < 8; i++) {
+        char req[64], ans[128];
+        snprintf(req, sizeof req, "Set up a meeting with person %d about these minutes", i);
+        snprintf(ans, sizeof ans, "Booked Room 4B for 45 minutes with person %d.", i);
+        hx_buf msgs;
+        hx_buf_init(&msgs);
+        hx_buf_printf(&msgs, "[{\"role\":\"user\",\"content\":\"%s: %s\"},"
+                      "{\"role\":\"assistant\",\"content\":\"%s\"}]", req, mail.data, ans);
+        hx_episode ep;
+        memset(&ep, 0, sizeof ep);
+        ep.started_at = 1790000000 + i * 3600;
+        ep.finished_at = ep.started_at + 60;
+        ep.request = req, ep.messages = msgs.data, ep.outcome = ans;
+        int64_t id = 0;
+        EXPECT(hx_memory_episode_add(m2, &ep, &id, &err) == HX_OK);
+        EXPECT(hx_memory_episode_set_verdict(m2, id, HX_VERDICT_ACCEPTED, NULL, &err) == HX_OK);
+        hx_buf_free(&msgs);
+    }
+    hx_buf_free(&mail);
+    hx_nightly_params p = params(st, work);
+    p.memory = m2;
+    char logbuf[8192] = "";
+    FILE *log = fmemopen(logbuf, sizeof logbuf - 1, "w");
+    ASSERT(log != NULL);
+    p.log = log;
+    hx_nightly_report r;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    fflush(log);
+    printf("# %d + %d episodes of %lld + %lld tokens: %s\n", r.n_train, r.n_heldout,
+           (long long)r.train_tokens, (long long)r.heldout_tokens, r.reason);
+    EXPECT(r.train_tokens > 8 * 256 / 2 && r.heldout_tokens > 256);
+    EXPECT(isfinite(r.loss_before) && r.loss_after < r.loss_before);
+    EXPECT(r.adopted);
+    EXPECT(strstr(logbuf, "nightly: windows of 33 tokens: 6 + 2 documents") != NULL);
+    fclose(log);
+    hx_lora_store_free(st);
+    hx_memory_close(m2);
+}
+
 /* The memory bound: an estimate over it refuses to start, naming both. */
 static void test_memory_bound(void)
 {
@@ -447,6 +569,8 @@ int main(void)
         RUN(test_stop_and_resume);
         RUN(test_generic_gate);
         RUN(test_gate_against_active);
+        RUN(test_windows_cover_targets);
+        RUN(test_long_episodes);
         RUN(test_memory_bound);
         RUN(test_governor_refuses);
         hx_memory_close(mem);
