@@ -374,6 +374,8 @@ hx_planner_params hx_dg_planner_params(int family);
  * them. */
 typedef struct hx_dg_validator hx_dg_validator;
 hx_dg_validator *hx_dg_validator_new(const cJSON *tools, hx_err *err);
+/* The same over tool specs (as hx_agent_tool_specs gives; copied). */
+hx_dg_validator *hx_dg_validator_for(const hx_tool_spec *specs, int n, hx_err *err);
 void hx_dg_validator_free(hx_dg_validator *v); /* NULL is a no-op */
 /* 1 if the call is valid against its schema, else 0 with why. */
 int hx_dg_call_valid(hx_dg_validator *v, const char *name, const cJSON *args, char *why,

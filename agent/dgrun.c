@@ -144,12 +144,25 @@ struct hx_dg_validator {
     hx_matcher *m;
 };
 
+hx_dg_validator *hx_dg_validator_for(const hx_tool_spec *specs, int n, hx_err *err)
+{
+    hx_dg_validator *v = hx_calloc(1, sizeof *v);
+    hx_grammar_params gp = hx_grammar_default_params();
+    int rc = !v ? hx_err_set(err, HX_ERR_NOMEM, "out of memory")
+                : hx_grammar_tool_calls(specs, n, HX_TOOLS_REQUIRED, &gp, &v->g, err);
+    if (!rc && !(v->m = hx_matcher_new(v->g, NULL))) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    if (rc) {
+        hx_dg_validator_free(v);
+        return NULL;
+    }
+    return v;
+}
+
 hx_dg_validator *hx_dg_validator_new(const cJSON *tools, hx_err *err)
 {
     int n = cJSON_GetArraySize(tools), k = 0;
     hx_tool_spec *specs = hx_calloc((size_t)(n ? n : 1), sizeof *specs);
     char **schemas = hx_calloc((size_t)(n ? n : 1), sizeof *schemas);
-    hx_dg_validator *v = hx_calloc(1, sizeof *v);
     const cJSON *t;
     cJSON_ArrayForEach(t, tools)
     {
@@ -159,17 +172,12 @@ hx_dg_validator *hx_dg_validator_new(const cJSON *tools, hx_err *err)
         specs[k] = (hx_tool_spec){cJSON_GetStringValue(cJSON_GetObjectItem(fn, "name")), schemas[k]};
         k++;
     }
-    hx_grammar_params gp = hx_grammar_default_params();
-    int rc = !v || !specs || !schemas ? hx_err_set(err, HX_ERR_NOMEM, "out of memory")
-             : hx_grammar_tool_calls(specs, k, HX_TOOLS_REQUIRED, &gp, &v->g, err);
-    if (!rc && !(v->m = hx_matcher_new(v->g, NULL))) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    hx_dg_validator *v = NULL;
+    if (!specs || !schemas) hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    else v = hx_dg_validator_for(specs, k, err);
     for (int i = 0; i < k; i++) cJSON_free(schemas[i]);
     free(schemas);
     free(specs);
-    if (rc) {
-        hx_dg_validator_free(v);
-        return NULL;
-    }
     return v;
 }
 

@@ -18,6 +18,7 @@ typedef struct world {
     struct hx_policy *policy;
     struct hx_audit *log;
     struct hx_consent *consent;
+    hx_dg_validator *valid; /* world_args_valid's, made on first use */
 } world;
 
 /* Copies tests/fixtures/world into a fresh directory and opens it all.
@@ -56,6 +57,7 @@ static void world_close(world *w)
 {
     char cmd[400];
     hx_gate_close(w->policy, w->log);
+    hx_dg_validator_free(w->valid);
     free(w->consent);
     hx_memory_close(w->mem);
     hx_tools_free(w->reg);
@@ -64,6 +66,24 @@ static void world_close(world *w)
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", w->dir);
         if (system(cmd)) {}
     }
+}
+
+/* Whether args are valid for the tool name against its real schema (not
+ * the compact one): the datagen validator (agent/dgrun.c) over the world's
+ * tools. */
+__attribute__((unused)) static int world_args_valid(world *w, const char *name,
+                                                    const cJSON *args)
+{
+    char why[300];
+    if (!w->valid) {
+        hx_tool_spec *specs;
+        hx_err err = {0};
+        int n = hx_agent_tool_specs(w->reg, NULL, NULL, &specs);
+        w->valid = n < 0 ? NULL : hx_dg_validator_for(specs, n, &err);
+        free(specs);
+        if (!w->valid) printf("# validator: %s\n", err.msg);
+    }
+    return w->valid && hx_dg_call_valid(w->valid, name, args, why, sizeof why);
 }
 
 __attribute__((unused)) static hx_planner_deps world_deps(world *w, hx_source *src)

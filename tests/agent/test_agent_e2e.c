@@ -19,22 +19,6 @@ static hx_model *load_stories(void)
     return m;
 }
 
-/* Arguments valid against the tool's real schema (not the compact one). */
-static int args_valid(hx_tools *reg, const char *name, const cJSON *args)
-{
-    const hx_tool_def *d = hx_tools_find(reg, name);
-    hx_grammar *g = NULL;
-    if (!d || hx_grammar_from_schema(d->schema_json, strlen(d->schema_json), NULL, &g, NULL))
-        return 0;
-    hx_matcher *m = hx_matcher_new(g, NULL);
-    char *s = cJSON_PrintUnformatted(args);
-    int ok = m && s && hx_matcher_feed(m, s, strlen(s)) == HX_OK && hx_matcher_can_end(m);
-    cJSON_free(s);
-    hx_matcher_free(m);
-    hx_grammar_free(g);
-    return ok;
-}
-
 static int count_role(const cJSON *msgs, const char *role)
 {
     int n = 0;
@@ -83,7 +67,7 @@ static void check_run(world *w, const cJSON *t, int *n_calls, int *n_answered, i
         const char *cs = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
         EXPECT(strcmp(cs, "malformed") != 0);
         EXPECT(hx_agent_tool_offered(TOOLS, name));
-        EXPECT(args_valid(w->reg, name, cJSON_GetObjectItem(c, "arguments")));
+        EXPECT(world_args_valid(w, name, cJSON_GetObjectItem(c, "arguments")));
         (*n_calls)++;
     }
     EXPECT_EQ_INT(count_role(cJSON_GetObjectItem(t, "messages"), "tool"),
@@ -111,13 +95,8 @@ static void test_requests_through_engine(void)
     if (!m) return;
     world w;
     ASSERT(world_open(&w, 1, 0, 0));
-    hx_tool_spec specs[32];
-    int n = 0;
-    for (int i = 0; i < hx_tools_count(w.reg) && n < 32; i++) {
-        const hx_tool_def *d = hx_tools_at(w.reg, i);
-        if (hx_agent_tool_offered(TOOLS, d->name))
-            specs[n++] = (hx_tool_spec){d->name, d->schema_json};
-    }
+    hx_tool_spec *specs;
+    int n = hx_agent_tool_specs(w.reg, TOOLS, NULL, &specs);
     hx_engine_source_params ep = hx_engine_source_default_params();
     ep.compact_json = 1;
     ep.n_ctx = 8192;
@@ -128,6 +107,7 @@ static void test_requests_through_engine(void)
     hx_source src;
     hx_err err = {0};
     ASSERT(hx_engine_source_new(m, specs, n, &ep, &src, &err) == HX_OK);
+    free(specs); /* the source copied them */
     int n_calls = 0, n_answered = 0, n_multi = 0, n_runs = (int)(sizeof requests / sizeof *requests);
     for (int i = 0; i < n_runs; i++) {
         hx_planner_params pp = hx_planner_default_params();

@@ -45,32 +45,6 @@ static void remove_model(void)
     if (slash) *slash = 0, rmdir(model_path);
 }
 
-/* Arguments valid against the tool's real schema. */
-static int args_valid(hx_tools *reg, const char *name, const cJSON *args)
-{
-    const hx_tool_def *d = hx_tools_find(reg, name);
-    hx_grammar *g = NULL;
-    if (!d || hx_grammar_from_schema(d->schema_json, strlen(d->schema_json), NULL, &g, NULL))
-        return 0;
-    hx_matcher *m = hx_matcher_new(g, NULL);
-    char *s = cJSON_PrintUnformatted(args);
-    int ok = m && s && hx_matcher_feed(m, s, strlen(s)) == HX_OK && hx_matcher_can_end(m);
-    cJSON_free(s);
-    hx_matcher_free(m);
-    hx_grammar_free(g);
-    return ok;
-}
-
-static int n_specs(world *w, hx_tool_spec *specs, int max)
-{
-    int n = 0;
-    for (int i = 0; i < hx_tools_count(w->reg) && n < max; i++) {
-        const hx_tool_def *d = hx_tools_at(w->reg, i);
-        if (hx_agent_tool_offered(TOOLS, d->name)) specs[n++] = (hx_tool_spec){d->name, d->schema_json};
-    }
-    return n;
-}
-
 /* Runs requests with the given first-turn choice; counts the calls (every
  * one well-formed and valid) and the turns that were plain text. */
 static void run_requests(world *w, hx_source *src, int choice, int n_runs, int max_tokens,
@@ -100,7 +74,7 @@ static void run_requests(world *w, hx_source *src, int choice, int n_runs, int m
             const char *cs = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
             EXPECT(cs && strcmp(cs, "malformed") != 0);
             EXPECT(name && hx_agent_tool_offered(TOOLS, name));
-            EXPECT(name && args_valid(w->reg, name, cJSON_GetObjectItem(c, "arguments")));
+            EXPECT(name && world_args_valid(w, name, cJSON_GetObjectItem(c, "arguments")));
             (*n_calls)++;
         }
         if (st && !strcmp(st, "answered")) (*n_text)++;
@@ -118,8 +92,8 @@ static void test_llama_calls_random_model(void)
     if (!m) SKIP("vocab/ggml-vocab-llama-bpe.gguf not available");
     world w;
     ASSERT(world_open(&w, 1, 0, 0));
-    hx_tool_spec specs[32];
-    int n = n_specs(&w, specs, 32);
+    hx_tool_spec *specs;
+    int n = hx_agent_tool_specs(w.reg, TOOLS, NULL, &specs);
     hx_engine_source_params ep = hx_engine_source_default_params();
     ep.call_style = hx_agent_call_style(HX_TPL_LLAMA3);
     ep.compact_json = 1; /* random weights: short strings, round numbers */
@@ -130,6 +104,7 @@ static void test_llama_calls_random_model(void)
     hx_source src;
     hx_err err = {0};
     ASSERT(hx_engine_source_new(m, specs, n, &ep, &src, &err) == HX_OK);
+    free(specs); /* the source copied them */
     int calls = 0, text = 0, lazy_calls = 0, lazy_text = 0;
     run_requests(&w, &src, HX_CHOICE_REQUIRED, 5, 160, &calls, &text);
     /* lazy: random text rarely ends; what matters is that nothing the
