@@ -343,12 +343,25 @@ typedef struct hx_dg_world {
 } hx_dg_world;
 int hx_dg_world_open(uint64_t seed, int split, const char *home, hx_dg_world *dw,
                      hx_err *err);
+/* The same for a world already generated (and maybe changed: a persona). */
+int hx_dg_world_open_w(const hx_world *w, const char *home, hx_dg_world *dw, hx_err *err);
 void hx_dg_world_close(hx_dg_world *dw);
 
 /* A new task for world w (its category cat, or any with cat < 0), drawn
  * with r; used marks targets already taken in this world (may be NULL).
  * Caller frees with cJSON_Delete. NULL if none fits (try again). */
 cJSON *hx_dg_task_new(const hx_world *w, hx_rng *r, int cat, unsigned *used);
+/* A task object for w (its seed, split and now) with the given request;
+ * takes slots. NULL on out of memory. */
+cJSON *hx_dg_task_make(const hx_world *w, int cat, const char *kind, const char *request,
+                       int template_i, cJSON *slots);
+/* The request for template tpl ({slot}s from slots) in a drawn style:
+ * politeness, extra context, case, a typo, end punctuation. */
+void hx_dg_phrase(hx_rng *r, const char *tpl, const cJSON *slots, char *buf, size_t n);
+/* A period on day that the tools read: "tomorrow afternoon", "on Friday". */
+void hx_dg_range_phrase(const hx_world *w, hx_rng *r, int64_t day, char *buf, size_t n);
+/* A weekday between lo and hi days after w's today. */
+int64_t hx_dg_future_weekday(const hx_world *w, hx_rng *r, int lo, int hi);
 
 /* The oracle source for task over planner *pl (set *pl before running);
  * reg gives the schemas (arguments are written in their order).
@@ -491,5 +504,51 @@ typedef struct hx_agent_eval {
 int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *scales,
                           int n_adapters, int n_tasks, int *passed, hx_err *err);
 void hx_agent_eval_free_tasks(hx_agent_eval *ae);
+
+/* ---- a persona (agent/persona.c): a sample user with habits no base
+ * model can know, for issue 10's personalization proof. Their meetings
+ * are in one room, last 45 minutes unless said otherwise, and one
+ * colleague (people[0] of the world, "Robert Keller" <rkeller@...>) is
+ * called by a nickname ("Bobby") that only the user's accepted episodes
+ * tie to that address. Requests name the nickname and never the length,
+ * the room, the colleague's name or address. ---- */
+enum { HX_HABIT_ROOM = 1, HX_HABIT_MINUTES = 2, HX_HABIT_NICKNAME = 4, HX_HABIT_ALL = 7 };
+typedef struct hx_persona {
+    hx_world w;        /* the user's world (held-out pools); people[0] is the colleague */
+    char nickname[24]; /* what the user calls people[0] */
+    char room[40];     /* where the user's meetings are */
+    int minutes;       /* their usual length: 45 */
+    int first_day;     /* local day of the first episode (w.today) */
+} hx_persona;
+/* Fills p from seed; the same seed gives the same persona. */
+int hx_persona_generate(uint64_t seed, hx_persona *p, hx_err *err);
+/* n meeting requests of p, request i on the i-th weekday from day0 (a
+ * local day; the task's "now" is then): split HX_SPLIT_TRAIN draws the
+ * episodes' phrasings and topics, HX_SPLIT_HELDOUT others (pools
+ * disjoint). Kind "persona_meeting": the oracle finds a slot and books
+ * it with the habits. A JSON array (caller frees); NULL on out of memory. */
+cJSON *hx_persona_requests(const hx_persona *p, int split, int n, int64_t day0, uint64_t seed);
+/* Runs the training requests through the oracle, the real planner and
+ * tools in p's world written at home (emptied first), its memory at
+ * home/data/memory.db where `hearth nightly` with HEARTH_HOME=home finds
+ * it: each verified run (hx_dg_verify, a booking made) is the planner's
+ * episode marked accepted, as `hearth feedback --accept` does; others are
+ * marked rejected. *n_accepted (may be NULL) gets how many were accepted. */
+int hx_persona_write_episodes(const hx_persona *p, const cJSON *requests, const char *home,
+                              int *n_accepted, hx_err *err);
+/* Which habits (HX_HABIT_* bits) a run's calls (a trace's "calls":
+ * name, arguments, status, result) got right, judged on its last
+ * calendar.create_event call: location the room; length the usual
+ * minutes (the created event's end - start, else duration_minutes); the
+ * attendees exactly the colleague's address. 0 without such a call. why
+ * gets the first miss ("ok" when all three are right). */
+int hx_persona_check(const hx_persona *p, const cJSON *calls, char *why, size_t n);
+/* One request in p's world freshly written at home (removed after), run
+ * by o (a model with its adapters, or the oracle) as the agent-eval runs
+ * tasks: *habits gets hx_persona_check's bits, *booked 1 if a
+ * create_event call succeeded; *record (or NULL) the hx_dg_eval_record
+ * line with "habits" added (caller frees). */
+int hx_persona_eval(const hx_persona *p, const hx_dg_eval_run *o, const cJSON *request,
+                    const char *home, int *habits, int *booked, cJSON **record, hx_err *err);
 
 #endif /* HX_AGENT_INT_H */

@@ -88,7 +88,7 @@ static const char *const suffixes[] = {" please", ", thanks", " thx", ", thank y
 
 /* The request: a template, the slots and a style (politeness, extra
  * context, lower case, typos, end punctuation). */
-static void phrase(hx_rng *r, const char *tpl, const cJSON *slots, char *buf, size_t n)
+void hx_dg_phrase(hx_rng *r, const char *tpl, const cJSON *slots, char *buf, size_t n)
 {
     hx_buf body, out;
     hx_buf_init(&body);
@@ -124,7 +124,7 @@ static int when_ok(const hx_world *w, const char *p, int point)
     return point ? rg.is_point : !rg.is_point;
 }
 
-static int64_t future_weekday(const hx_world *w, hx_rng *r, int lo, int hi)
+int64_t hx_dg_future_weekday(const hx_world *w, hx_rng *r, int lo, int hi)
 {
     for (;;) {
         int64_t d = w->today + lo + hx_rng_below(r, hi - lo + 1);
@@ -134,7 +134,7 @@ static int64_t future_weekday(const hx_world *w, hx_rng *r, int lo, int hi)
 }
 
 /* A period on day (or this/next week): "tomorrow afternoon", "on Friday". */
-static void range_phrase(const hx_world *w, hx_rng *r, int64_t day, char *buf, size_t n)
+void hx_dg_range_phrase(const hx_world *w, hx_rng *r, int64_t day, char *buf, size_t n)
 {
     static const char *const parts[] = {" morning", " afternoon"};
     char d[40], p[64];
@@ -226,7 +226,7 @@ static int b_list(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
     char p[64];
     /* a week lists many events: rare, the context is short */
     if (hx_rng_chance(r, 0.05)) snprintf(p, sizeof p, "%s", hx_rng_chance(r, 0.5) ? "this week" : "next week");
-    else range_phrase(w, r, w->today + hx_rng_below(r, 9) - 1, p, sizeof p);
+    else hx_dg_range_phrase(w, r, w->today + hx_rng_below(r, 9) - 1, p, sizeof p);
     add_str(slots, "when", p);
     return 1;
 }
@@ -235,7 +235,7 @@ static int b_slots(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     (void)used;
     char p[64];
-    range_phrase(w, r, future_weekday(w, r, 1, 9), p, sizeof p);
+    hx_dg_range_phrase(w, r, hx_dg_future_weekday(w, r, 1, 9), p, sizeof p);
     add_str(slots, "when", p);
     dur_phrases(r, durs[hx_rng_below(r, 7)], slots);
     return 1;
@@ -255,7 +255,7 @@ static int b_create(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
     (void)used;
     char p[64], topic[32], title[48];
     int m;
-    point_phrase(w, r, future_weekday(w, r, 1, 12), p, sizeof p, &m);
+    point_phrase(w, r, hx_dg_future_weekday(w, r, 1, 12), p, sizeof p, &m);
     hx_world_topic(r, w->split, topic, sizeof topic);
     title_for(r, topic, title, sizeof title);
     add_str(slots, "at", p);
@@ -389,7 +389,7 @@ static int b_schedule(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used
     }
     add_str(slots, "who", b.data);
     hx_buf_free(&b);
-    range_phrase(w, r, future_weekday(w, r, 1, 9), p, sizeof p);
+    hx_dg_range_phrase(w, r, hx_dg_future_weekday(w, r, 1, 9), p, sizeof p);
     add_str(slots, "when", p);
     hx_world_topic(r, w->split, topic, sizeof topic);
     add_str(slots, "topic", topic);
@@ -434,7 +434,7 @@ static int64_t event_day(const hx_world *w, hx_rng *r, const hx_wevent *e)
     int64_t d = e->day;
     while (d <= w->today) d += step;
     if (e->recur == 3) {
-        d = future_weekday(w, r, 1, 6);
+        d = hx_dg_future_weekday(w, r, 1, 6);
     }
     return d;
 }
@@ -467,7 +467,7 @@ static int b_move(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
     if (i < 0) return 0;
     event_slots(w, r, i, slots);
     char p[64];
-    point_phrase(w, r, future_weekday(w, r, 1, 12), p, sizeof p, &m);
+    point_phrase(w, r, hx_dg_future_weekday(w, r, 1, 12), p, sizeof p, &m);
     add_str(slots, "at", p);
     return 1;
 }
@@ -745,9 +745,8 @@ static const kind_def *pick_kind(hx_rng *r, int cat)
 cJSON *hx_dg_task_new(const hx_world *w, hx_rng *r, int cat, unsigned *used)
 {
     const kind_def *k = pick_kind(r, cat < 0 ? pick_cat(r) : cat);
-    cJSON *t = cJSON_CreateObject(), *slots = cJSON_CreateObject();
-    if (!t || !slots || !k->build(w, r, slots, used)) {
-        cJSON_Delete(t);
+    cJSON *slots = cJSON_CreateObject();
+    if (!slots || !k->build(w, r, slots, used)) {
         cJSON_Delete(slots);
         return NULL;
     }
@@ -761,19 +760,27 @@ cJSON *hx_dg_task_new(const hx_world *w, hx_rng *r, int cat, unsigned *used)
         snprintf(req, sizeof req, "%s", b.data ? b.data : "");
         hx_buf_free(&b);
     } else {
-        phrase(r, tpl, slots, req, sizeof req);
+        hx_dg_phrase(r, tpl, slots, req, sizeof req);
     }
+    return hx_dg_task_make(w, k->cat, k->name, req, ti, slots);
+}
+
+cJSON *hx_dg_task_make(const hx_world *w, int cat, const char *kind, const char *request,
+                       int template_i, cJSON *slots)
+{
+    cJSON *t = cJSON_CreateObject();
+    if (!t) return cJSON_Delete(slots), NULL;
     add_str(t, "split", w->split == HX_SPLIT_TRAIN ? "train" : "heldout");
     char seed[32]; /* a string: JSON numbers are doubles, seeds are 64 bits */
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)w->seed);
     add_str(t, "world_seed", seed);
     add_str(t, "now", w->now_iso);
-    add_str(t, "category", hx_dg_category_name(k->cat));
-    add_str(t, "kind", k->name);
-    add_str(t, "request", req);
-    cJSON_AddNumberToObject(t, "template", ti);
-    add_str(t, "consent", strncmp(k->name, "declined", 8) ? "yes" : "no");
-    if (!strcmp(k->name, "policy_deny")) {
+    add_str(t, "category", hx_dg_category_name(cat));
+    add_str(t, "kind", kind);
+    add_str(t, "request", request);
+    cJSON_AddNumberToObject(t, "template", template_i);
+    add_str(t, "consent", strncmp(kind, "declined", 8) ? "yes" : "no");
+    if (!strcmp(kind, "policy_deny")) {
         cJSON *pol = cJSON_AddObjectToObject(t, "policy"), *tools = cJSON_AddObjectToObject(pol, "tools");
         add_str(tools, "mail.send", "deny");
     } else {

@@ -9,11 +9,22 @@
 /* ---- worlds opened for runs ---- */
 int hx_dg_world_open(uint64_t seed, int split, const char *home, hx_dg_world *dw, hx_err *err)
 {
+    hx_world *w = hx_calloc(1, sizeof *w);
+    if (!w) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    int rc = hx_world_generate(seed, split, w, err);
+    if (!rc) rc = hx_dg_world_open_w(w, home, dw, err);
+    else memset(dw, 0, sizeof *dw);
+    free(w);
+    return rc;
+}
+
+int hx_dg_world_open_w(const hx_world *w, const char *home, hx_dg_world *dw, hx_err *err)
+{
     char cfg[600], db[600];
     memset(dw, 0, sizeof *dw);
     snprintf(dw->home, sizeof dw->home, "%s", home);
-    int rc = hx_world_generate(seed, split, &dw->w, err);
-    if (!rc) rc = hx_world_write(&dw->w, home, err);
+    dw->w = *w;
+    int rc = hx_world_write(&dw->w, home, err);
     if (rc) return rc;
     setenv("HEARTH_HOME", home, 1);
     setenv("HEARTH_NOW", dw->w.now_iso, 1);

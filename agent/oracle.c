@@ -335,8 +335,10 @@ static void t_schedule(oracle *o, const cJSON *res, hx_buf *out)
     int dur = N(o, "dur");
     if (o->step == 0) {
         const char *who = S(o, "who");
-        cJSON_ArrayForEach(e, emails) /* named by first name: the memory must show it */
-            if (!strstr(who, e->valuestring) && !in_system_text(o, e->valuestring))
+        cJSON_ArrayForEach(e, emails) /* named by first name: the memory must show it; by
+                                         a nickname (a persona): the user's habit does */
+            if (!strstr(who, e->valuestring) && !in_system_text(o, e->valuestring) &&
+                !*S(o, "nickname"))
                 return fail(o, "an attendee's address is neither in the request nor recalled", out);
         cJSON *a = put_n(put(put_n(obj(), "duration_minutes", dur), "range", S(o, "when")), "count", 3);
         cJSON_AddItemToObject(a, "attendees", cJSON_Duplicate(emails, 1));
@@ -351,6 +353,7 @@ static void t_schedule(oracle *o, const cJSON *res, hx_buf *out)
         cJSON *a = put(put(obj(), "title", S(o, "topic")), "start", jstr(s, "start"));
         put_n(a, "duration_minutes", dur);
         cJSON_AddItemToObject(a, "attendees", cJSON_Duplicate(emails, 1));
+        if (*S(o, "location")) put(a, "location", S(o, "location")); /* a persona's room */
         return call(o, out, "calendar.create_event", a);
     }
     const cJSON *c = jarr(res, "created");
@@ -595,6 +598,7 @@ static const struct {
     {"declined_create", t_create}, {"taint_reply", t_reply},     {"policy_deny", t_send},
     {"file_missing", t_file_missing}, {"not_organizer", t_cancel}, {"bad_when", t_bad_when},
     {"remember", t_remember},    {"recall", t_recall},           {"forget", t_forget},
+    {"persona_meeting", t_schedule},
 };
 
 /* ---- the source ---- */

@@ -1,0 +1,265 @@
+/* persona.c: issue 10's personalization proof in one command: a persona's
+ * accepted episodes, held-out requests before and after `hearth nightly
+ * --force` (the real command, on a fresh data directory), and the generic
+ * agent evaluation before and after, as a table (make bench-persona).
+ *
+ *   build/bench/persona [--model FILE] [--hearth FILE] [--seed S]
+ *       [--episodes N] [--heldout N] [--generic N] [--generic-seed S]
+ *       [--threads T] [--dir DIR] [--log FILE] [--nightly "ARGS"] [--keep] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "lora/lora.h"
+
+typedef struct opts {
+    const char *model, *hearth, *dir, *log, *nightly;
+    uint64_t seed, generic_seed;
+    int episodes, heldout, generic, threads, keep;
+} opts;
+
+/* Successes of one configuration (base, or base + adopted adapter). */
+typedef struct score {
+    int n, room, minutes, nickname, all, booked;
+    int generic_n, generic_pass;
+} score;
+
+static int parse(int argc, char **argv, opts *o)
+{
+    *o = (opts){"models/hearth-tiny.gguf", "build/hearth", NULL, "build/persona.jsonl", "", 1, 1,
+                48, 30, 100, 2, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--keep")) { o->keep = 1; continue; }
+        if (!v) return 0;
+        i++;
+        if (!strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "--hearth")) o->hearth = v;
+        else if (!strcmp(a, "--dir")) o->dir = v;
+        else if (!strcmp(a, "--log")) o->log = v;
+        else if (!strcmp(a, "--nightly")) o->nightly = v;
+        else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--generic-seed")) o->generic_seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--episodes")) o->episodes = atoi(v);
+        else if (!strcmp(a, "--heldout")) o->heldout = atoi(v);
+        else if (!strcmp(a, "--generic")) o->generic = atoi(v);
+        else if (!strcmp(a, "--threads")) o->threads = atoi(v);
+        else return 0;
+    }
+    return o->episodes >= 5 && o->heldout > 0 && o->generic >= 0;
+}
+
+/* Held-out requests the oracle books with all three habits (so that the
+ * right calls need them), n of them, after the training days. */
+static cJSON *heldout_requests(const hx_persona *p, const opts *o, const char *home, hx_err *err)
+{
+    const int64_t day0 = p->w.today + o->episodes * 7 / 5 + 3;
+    cJSON *cand = hx_persona_requests(p, HX_SPLIT_HELDOUT, o->heldout * 2, day0, o->seed);
+    cJSON *keep = cJSON_CreateArray();
+    hx_dg_eval_run orc = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0};
+    for (cJSON *t = cand ? cand->child : NULL; t && cJSON_GetArraySize(keep) < o->heldout; t = t->next) {
+        int habits = 0, booked = 0;
+        if (hx_persona_eval(p, &orc, t, home, &habits, &booked, NULL, err)) break;
+        if (habits == HX_HABIT_ALL && booked) cJSON_AddItemToArray(keep, cJSON_Duplicate(t, 1));
+    }
+    cJSON_Delete(cand);
+    if (cJSON_GetArraySize(keep) < o->heldout)
+        fprintf(stderr, "persona: only %d held-out requests the oracle books\n", cJSON_GetArraySize(keep));
+    return keep;
+}
+
+static void log_line(FILE *log, const char *phase, cJSON *rec)
+{
+    if (!rec) return;
+    cJSON_AddStringToObject(rec, "phase", phase);
+    char *s = cJSON_PrintUnformatted(rec);
+    if (s && log) fprintf(log, "%s\n", s);
+    cJSON_free(s);
+    cJSON_Delete(rec);
+}
+
+/* The held-out requests and the generic sample with run r. */
+static int measure(const hx_persona *p, const hx_dg_eval_run *r, const cJSON *heldout,
+                   const cJSON *generic, const char *home, const char *phase, FILE *log,
+                   score *s, hx_err *err)
+{
+    hx_progress pr;
+    int rc = HX_OK, i = 0;
+    memset(s, 0, sizeof *s);
+    hx_progress_start(&pr, phase, cJSON_GetArraySize(heldout) + cJSON_GetArraySize(generic));
+    for (const cJSON *t = heldout->child; t && !rc; t = t->next) {
+        int habits = 0, booked = 0;
+        cJSON *rec = NULL;
+        rc = hx_persona_eval(p, r, t, home, &habits, &booked, &rec, err);
+        s->n++;
+        s->room += !!(habits & HX_HABIT_ROOM);
+        s->minutes += !!(habits & HX_HABIT_MINUTES);
+        s->nickname += !!(habits & HX_HABIT_NICKNAME);
+        s->all += habits == HX_HABIT_ALL;
+        s->booked += booked;
+        log_line(log, phase, rec);
+        hx_progress_update(&pr, ++i, NULL);
+    }
+    hx_dg_validator *v = NULL;
+    for (const cJSON *t = generic ? generic->child : NULL; t && !rc; t = t->next) {
+        int pass = 0;
+        cJSON *rec = NULL;
+        rc = hx_dg_eval_task(r, t, home, &v, &pass, NULL, NULL, &rec, err);
+        s->generic_n++;
+        s->generic_pass += pass;
+        log_line(log, phase, rec);
+        hx_progress_update(&pr, ++i, NULL);
+    }
+    hx_progress_finish(&pr);
+    hx_dg_validator_free(v);
+    return rc;
+}
+
+/* `hearth nightly --force` on the persona's data (HEARTH_HOME=home: its
+ * memory.db, a fresh adapters/ store); output in log_path. */
+static int run_nightly(const opts *o, const char *home, const char *log_path)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "env -u HEARTH_NOW HEARTH_HOME='%s' nice '%s' nightly --force -m '%s' -t %d %s "
+             "> '%s' 2>&1", home, o->hearth, o->model, o->threads, o->nightly, log_path);
+    printf("persona: %s\n", cmd);
+    fflush(stdout);
+    return system(cmd);
+}
+
+/* Prints the nightly run's report lines (its stdout) from the log. */
+static void show_nightly(const char *log_path)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (hx_read_file(log_path, 1 << 24, &text, &len, NULL)) return;
+    for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
+        if (!strncmp(l, "episodes:", 9) || !strncmp(l, "steps:", 6) || !strncmp(l, "generic tasks:", 14) ||
+            !strncmp(l, "memory:", 7) || !strncmp(l, "adopted", 7) || !strncmp(l, "discarded", 9) ||
+            !strncmp(l, "not started", 11) || !strncmp(l, "hearth nightly:", 15) ||
+            !strncmp(l, "nightly: ", 9))
+            printf("  | %s\n", l);
+    free(text);
+}
+
+static void row(const char *name, int a, int an, int b, int bn, int have_after)
+{
+    printf("  %-28s %3d/%-3d %5.1f%%", name, a, an, an ? 100.0 * a / an : 0.0);
+    if (have_after) printf("   %3d/%-3d %5.1f%%", b, bn, bn ? 100.0 * b / bn : 0.0);
+    printf("\n");
+}
+
+static void table(const hx_persona *p, const score *b, const score *a, int adopted)
+{
+    char nick[80];
+    snprintf(nick, sizeof nick, "%s -> %s", p->nickname, p->w.people[0].email);
+    printf("\n  %-28s %-16s   %s\n", "held-out requests", "before (base)",
+           adopted ? "after (adopted adapter)" : "after: no adapter adopted");
+    row("room (location)", b->room, b->n, a->room, a->n, adopted);
+    row("45 minutes", b->minutes, b->n, a->minutes, a->n, adopted);
+    row(nick, b->nickname, b->n, a->nickname, a->n, adopted);
+    row("all three habits", b->all, b->n, a->all, a->n, adopted);
+    row("an event was created", b->booked, b->n, a->booked, a->n, adopted);
+    if (b->generic_n) row("generic agent-eval", b->generic_pass, b->generic_n, a->generic_pass, a->generic_n, adopted);
+}
+
+static int verdict(const score *b, const score *a, int adopted)
+{
+    const double need = 0.8 * a->n;
+    const int habits = adopted && a->room >= need && a->minutes >= need && a->nickname >= need;
+    const double drop = b->generic_n ? 100.0 * (b->generic_pass - a->generic_pass) / b->generic_n : 0;
+    printf("\n  each habit right in >= 80%% of held-out requests after: %s\n", habits ? "yes" : "no");
+    if (b->generic_n)
+        printf("  generic drop %.1f points (at most 2 allowed): %s\n", drop, drop <= 2.0 + 1e-9 ? "yes" : "no");
+    const int ok = habits && drop <= 2.0 + 1e-9;
+    printf("persona proof: %s\n", ok ? "PASS" : "FAIL");
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    hx_err err = {0};
+    if (!parse(argc, argv, &o)) {
+        fprintf(stderr, "usage: persona [--model FILE] [--hearth FILE] [--seed S] [--episodes N>=5] "
+                        "[--heldout N] [--generic N] [--generic-seed S] [--threads T] [--dir DIR] "
+                        "[--log FILE] [--nightly \"ARGS\"] [--keep]\n");
+        return 2;
+    }
+    static hx_persona p;
+    char base[512], home[600], world[600], nlog[600], adir[700];
+    snprintf(base, sizeof base, "%s/hearth-persona-XXXXXX",
+             o.dir ? o.dir : access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+    if (!mkdtemp(base) || hx_persona_generate(o.seed, &p, &err)) {
+        fprintf(stderr, "persona: %s\n", err.msg[0] ? err.msg : "cannot create a work directory");
+        return 1;
+    }
+    snprintf(home, sizeof home, "%s/home", base);
+    snprintf(world, sizeof world, "%s/eval", base);
+    snprintf(nlog, sizeof nlog, "%s/nightly.log", base);
+    snprintf(adir, sizeof adir, "%s/data/adapters", home);
+    printf("persona: %s, who calls %s \"%s\"; meetings in %s, %d minutes; model %s\n", p.w.user.name,
+           p.w.people[0].name, p.nickname, p.room, p.minutes, o.model);
+
+    /* the user's accepted episodes */
+    cJSON *train = hx_persona_requests(&p, HX_SPLIT_TRAIN, o.episodes, p.w.today, o.seed);
+    int n_acc = 0;
+    if (!train || hx_persona_write_episodes(&p, train, home, &n_acc, &err)) {
+        fprintf(stderr, "persona: episodes: %s\n", err.msg);
+        return 1;
+    }
+    printf("persona: %d accepted episodes in %s/data/memory.db (e.g. \"%s\")\n", n_acc, home,
+           cJSON_GetStringValue(cJSON_GetObjectItem(train->child, "request")));
+
+    /* held-out requests, the generic sample, the base model */
+    cJSON *held = heldout_requests(&p, &o, world, &err);
+    cJSON *generic = o.generic ? hx_dg_eval_tasks(o.generic, o.generic_seed, -1, &err) : cJSON_CreateArray();
+    hx_model *m = NULL;
+    if (!generic || hx_model_load(o.model, NULL, &m, &err)) {
+        fprintf(stderr, "persona: %s\n", err.msg);
+        return 1;
+    }
+    printf("persona: %d held-out requests (e.g. \"%s\"), %d generic tasks (seed %llu)\n",
+           cJSON_GetArraySize(held), cJSON_GetStringValue(cJSON_GetObjectItem(held->child, "request")),
+           cJSON_GetArraySize(generic), (unsigned long long)o.generic_seed);
+    FILE *log = fopen(o.log, "w");
+    const int family = hx_tpl_detect(hx_model_gguf(m), hx_model_vocab(m));
+    hx_dg_eval_run run = {m, family, o.threads, 0, NULL, NULL, 0};
+    score before, after;
+    memset(&after, 0, sizeof after);
+    if (measure(&p, &run, held, generic, world, "before", log, &before, &err)) {
+        fprintf(stderr, "persona: %s\n", err.msg);
+        return 1;
+    }
+
+    /* the real nightly run, then its adopted adapter, if any */
+    const int nrc = run_nightly(&o, home, nlog);
+    printf("persona: hearth nightly exited with %d; its report:\n", WEXITSTATUS(nrc));
+    show_nightly(nlog);
+    hx_lora_store *st = NULL;
+    hx_adapter *ads[HX_ADAPTER_MAX];
+    float scales[HX_ADAPTER_MAX];
+    int n_ads = 0;
+    if (hx_lora_store_open(adir, &st, &err) ||
+        hx_lora_store_load_active(st, m, ads, scales, &n_ads, &err))
+        fprintf(stderr, "persona: adapters: %s\n", err.msg);
+    if (n_ads) {
+        run.adapters = ads, run.scales = scales, run.n_adapters = n_ads;
+        if (measure(&p, &run, held, generic, world, "after", log, &after, &err))
+            fprintf(stderr, "persona: %s\n", err.msg);
+    }
+    if (log) fclose(log);
+    table(&p, &before, &after, n_ads > 0);
+    const int ok = verdict(&before, &after, n_ads > 0);
+    printf("  per-request results: %s; nightly log: %s\n", o.log, o.keep ? nlog : "(removed; --keep)");
+    for (int i = 0; i < n_ads; i++) hx_adapter_free(ads[i]);
+    hx_lora_store_free(st);
+    hx_model_free(m);
+    cJSON_Delete(train), cJSON_Delete(held), cJSON_Delete(generic);
+    if (!o.keep) hx_world_rmtree(base, NULL);
+    return ok ? 0 : 3;
+}
