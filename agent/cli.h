@@ -74,6 +74,14 @@ void cli_governor(const struct cJSON *cfg, struct hx_gov_decision *d,
 /* The "power" and "governor" lines of `hearth info`. */
 void cli_print_power(FILE *f, const struct hx_power *pw,
                      const struct hx_gov_decision *d);
+/* The model to load under decision d: path (the one chosen, may be NULL),
+ * or cfg's governor.small_model when set, readable and d's level is at
+ * least governor.small_model_level ("saving", the default, or
+ * "critical"); a switch, or a small model that cannot be read, is said
+ * on stderr. Borrowed from path or cfg. */
+struct hx_config;
+const char *cli_gov_model(const struct hx_config *cfg,
+                          const struct hx_gov_decision *d, const char *path);
 int cmd_datagen(int argc, char **argv); /* cmd_datagen.c */
 int cmd_vocab(int argc, char **argv); /* cmd_vocab.c */
 

@@ -1,13 +1,17 @@
 /* cli_power.c: the governor for the command line: its policy from
  * config.json's "governor" object, one reading of the device (battery,
- * heat, load), and the lines `hearth info` prints about it. */
+ * heat, load), the small model it switches to, and the lines `hearth info`
+ * prints about it. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "agent/cli.h"
 #include "engine/engine.h"
+#include "tools/tools.h"
 
 /* config "governor": {"enabled": true, "low_battery": 20, ...}; a key of
  * the wrong type or range is reported and its default kept. */
@@ -69,4 +73,32 @@ void cli_print_power(FILE *f, const hx_power *pw, const hx_gov_decision *d)
     fprintf(f, "; nightly job %s", d->nightly_ok ? "may run" : "waits");
     if (pw->load1 >= 0) fprintf(f, " (load %.2f on %d CPUs)", pw->load1, pw->n_cpus);
     fprintf(f, "\n");
+}
+
+/* governor.small_model_level: "saving" (the default) or "critical". */
+static int small_model_level(const cJSON *o)
+{
+    const cJSON *j = cJSON_GetObjectItem(o, "small_model_level");
+    const char *s = cJSON_GetStringValue(j);
+    if (!j || (s && !strcmp(s, "saving"))) return HX_GOV_SAVING;
+    if (s && !strcmp(s, "critical")) return HX_GOV_CRITICAL;
+    fprintf(stderr, "hearth: config governor.small_model_level must be \"saving\" or "
+                    "\"critical\"; using \"saving\"\n");
+    return HX_GOV_SAVING;
+}
+
+const char *cli_gov_model(const hx_config *cfg, const hx_gov_decision *d, const char *path)
+{
+    const char *small = cfg ? cfg->small_model : NULL;
+    if (!small || !*small || (path && !strcmp(path, small))) return path;
+    if (d->level < small_model_level(cJSON_GetObjectItem(cfg->raw, "governor"))) return path;
+    if (access(small, R_OK)) {
+        fprintf(stderr, "hearth: governor: %s, but the small model %s cannot be read (%s); "
+                        "keeping %s\n", d->why, small, strerror(errno), path ? path : "none");
+        return path;
+    }
+    fprintf(stderr, "hearth: governor: %s: using the small model %s%s%s (config "
+                    "governor.small_model)\n", d->why, small, path ? " instead of " : "",
+            path ? path : "");
+    return small;
 }

@@ -39,6 +39,8 @@ static void ask_usage(FILE *f, const char *verb)
     fprintf(f,
         "  -m, --model FILE        GGUF model (default: the config's \"model\", then\n"
         "                          " DEFAULT_MODEL ")\n"
+        "                          (on low battery or heat the governor may load\n"
+        "                          the config's governor.small_model instead)\n"
         "      --config FILE       config.json (default: the standard location)\n"
         "  -y, --yes               answer yes where the policy asks (not for sends\n"
         "                          after untrusted content: see below)\n"
@@ -307,23 +309,41 @@ static int open_tools(session *s, const ask_opts *o, hx_err *err)
 
 static int cancelled(void *user);
 
-/* Threads and context under the governor (battery, heat: engine/governor.h). */
-static void govern(session *s, hx_engine_source_params *ep)
+/* Threads and context under the governor's decision d (battery, heat:
+ * engine/governor.h). */
+static void govern(session *s, const hx_gov_decision *d, hx_engine_source_params *ep)
 {
-    hx_gov_decision d;
-    cli_governor(cJSON_GetObjectItem(s->cfg->raw, "governor"), &d, NULL);
     int train = hx_model_hparams(s->model)->n_ctx_train;
-    ep->n_threads = hx_gov_threads(&d, ep->n_threads);
-    ep->n_ctx = hx_gov_cap_ctx(&d, ep->n_ctx, train < 4096 ? train : 4096);
-    if (d.level != HX_GOV_NORMAL)
-        fprintf(stderr, "hearth: %s: %d threads, context %d\n", d.why, ep->n_threads,
+    ep->n_threads = hx_gov_threads(d, ep->n_threads);
+    ep->n_ctx = hx_gov_cap_ctx(d, ep->n_ctx, train < 4096 ? train : 4096);
+    if (d->level != HX_GOV_NORMAL)
+        fprintf(stderr, "hearth: %s: %d threads, context %d\n", d->why, ep->n_threads,
                 ep->n_ctx);
+}
+
+/* --adapter's adapters (not for the governor's small model: they were
+ * named for the other), else the active set when it fits the model. */
+static int load_adapters(session *s, const ask_opts *o, int small,
+                         hx_engine_source_params *ep, hx_err *err)
+{
+    int n_given = small ? 0 : o->n_adapters;
+    if (n_given < o->n_adapters)
+        fprintf(stderr, "hearth: governor: --adapter left out with the small model\n");
+    int rc = cli_load_adapters(s->model, o->adapters, n_given, !o->no_adapter, s->ads,
+                               s->ascale, &s->n_ads, err);
+    ep->adapters = s->ads;
+    ep->adapter_scales = s->ascale;
+    ep->n_adapters = s->n_ads;
+    return rc;
 }
 
 static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
 {
     char buf[PATH_MAX + 64];
-    const char *path = find_model(o, s->cfg, buf, sizeof buf);
+    hx_gov_decision gd;
+    cli_governor(cJSON_GetObjectItem(s->cfg->raw, "governor"), &gd, NULL);
+    const char *chosen = find_model(o, s->cfg, buf, sizeof buf);
+    const char *path = cli_gov_model(s->cfg, &gd, chosen);
     if (!path)
         return hx_err_set(err, HX_ERR_NOTFOUND,
                           "no model: Hearth's own default model (" DEFAULT_MODEL ") is not "
@@ -344,14 +364,10 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     hx_engine_source_style(&ep, *family, s->model);
     if (o->n_ctx) ep.n_ctx = o->n_ctx;
     ep.n_threads = o->n_threads;
-    govern(s, &ep);
+    govern(s, &gd, &ep);
     ep.cancelled = cancelled; /* Ctrl-C during a long prefill */
-    int arc = cli_load_adapters(s->model, o->adapters, o->n_adapters, !o->no_adapter,
-                                s->ads, s->ascale, &s->n_ads, err);
+    int arc = load_adapters(s, o, path != chosen, &ep, err);
     if (arc) return arc;
-    ep.adapters = s->ads;
-    ep.adapter_scales = s->ascale;
-    ep.n_adapters = s->n_ads;
     return hx_engine_source_new(s->model, s->specs, k, &ep, &s->src, err);
 }
 

@@ -26,6 +26,7 @@ void hx_config_free(hx_config *c)
     free(c->outbox);
     for (int i = 0; i < c->n_file_roots; i++) free(c->file_roots[i]);
     free(c->model);
+    free(c->small_model);
     cJSON_Delete(c->raw);
     free(c);
 }
@@ -260,7 +261,9 @@ static int load_fields(loader *l, const cJSON *root)
         (rc = get_str(l, root, "maildir", "maildir", 1, &c->maildir)) ||
         (rc = get_str(l, root, "outbox", "outbox", 1, &c->outbox)) ||
         (rc = get_paths(l, root, "file_roots", c->file_roots, &c->n_file_roots)) ||
-        (rc = get_str(l, root, "model", "model", 1, &c->model)))
+        (rc = get_str(l, root, "model", "model", 1, &c->model)) ||
+        (rc = get_str(l, cJSON_GetObjectItemCaseSensitive(root, "governor"), "small_model",
+                      "governor.small_model", 1, &c->small_model)))
         return rc;
     /* With calendars but no explicit default, new events go to the first. */
     if (!cJSON_GetObjectItemCaseSensitive(root, "calendar_default") && c->n_calendars) {

@@ -31,6 +31,9 @@ typedef struct hx_config {
     char *model;               /* default model path, may be NULL */
     cJSON *raw;                /* the whole parsed file (owned), for modules
                                   that read their own sections (policy, ...) */
+    char *small_model;         /* "governor": {"small_model"}: the model the
+                                  governor switches to on low battery or
+                                  heat (path resolved), may be NULL */
 } hx_config;
 
 /* Default configuration for the environment (paths under the data dir,

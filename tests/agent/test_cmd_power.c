@@ -1,9 +1,11 @@
 /* test_cmd_power.c: the governor on the command line: `hearth info` shows
  * the power state and the decision for a fake sysfs tree (HEARTH_SYSFS),
- * and the config.json "governor" policy (thresholds, off, bad values). */
+ * the config.json "governor" policy (thresholds, off, bad values), and
+ * `hearth ask` switching to the configured small model. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -144,13 +146,148 @@ static void test_config_policy(void)
     free(err);
 }
 
+/* run_verb in a child (hearth ask confines its process: no network). */
+static int run_forked(int (*fn)(int, char **), char **argv, char **out, char **err_out)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *o = NULL, *e = NULL;
+        _exit(run_verb(fn, argv, &o, &e));
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char path[512];
+    size_t len;
+    hx_err err;
+    snprintf(path, sizeof path, "%s/out", tmpdir);
+    if (hx_read_file(path, 0, out, &len, &err)) *out = NULL;
+    snprintf(path, sizeof path, "%s/err", tmpdir);
+    if (hx_read_file(path, 0, err_out, &len, &err)) *err_out = NULL;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* `hearth mkmodel` writes a random llama of width embd with stories260K's
+ * tokenizer into tmpdir/name. */
+static int mkmodel(const char *name, const char *embd, const char *vocab, char *path, size_t n)
+{
+    snprintf(path, n, "%s/%s", tmpdir, name);
+    char *argv[] = {"mkmodel", "-o", path, "--arch", "llama", "--vocab", (char *)vocab,
+                    "--layers", "1", "--embd", (char *)embd, "--heads", "2", "--heads-kv",
+                    "1", "--head-dim", "16", "--ff", "64", "--ctx", "2048", NULL};
+    char *out = NULL, *err = NULL;
+    int rc = run_verb(cmd_mkmodel, argv, &out, &err);
+    free(out), free(err);
+    return rc;
+}
+
+/* Runs `hearth ask` on big with config.json holding governor (a JSON
+ * object's text); its stderr into *err (caller frees). */
+static int ask_with(const char *governor, const char *big, char **err)
+{
+    char cfg[600], text[2000], *out = NULL;
+    snprintf(cfg, sizeof cfg, "%s/config.json", tmpdir);
+    snprintf(text, sizeof text, "{\"governor\": %s}\n", governor);
+    hx_err e = {0};
+    if (hx_write_file_atomic(cfg, text, strlen(text), &e)) return -1;
+    char *argv[] = {"ask", "What is on tomorrow?", "--model", (char *)big, "--config", cfg,
+                    "--tool-choice", "none", "--max-tokens", "2", "--max-steps", "1",
+                    "--no-memory", "--no-prefix-cache", "--no", NULL};
+    int rc = run_forked(cmd_ask, argv, &out, err);
+    free(out);
+    return rc;
+}
+
+/* The model `hearth ask` ran ("ask: model NAME" at HEARTH_LOG=debug). */
+static int ran(const char *err, const char *name)
+{
+    char want[128];
+    snprintf(want, sizeof want, "ask: model %s,", name);
+    return err && strstr(err, want) != NULL;
+}
+
+static void test_ask_switches_to_small_model(void)
+{
+    const char *vocab = test_shared_file("models/stories260K.gguf");
+    if (!vocab) return;
+    char big[600], small[600], gov[1400], *err = NULL;
+    ASSERT(mkmodel("big.gguf", "64", vocab, big, sizeof big) == HX_EXIT_OK);
+    ASSERT(mkmodel("small.gguf", "32", vocab, small, sizeof small) == HX_EXIT_OK);
+    setenv("HEARTH_LOG", "debug", 1);
+    snprintf(gov, sizeof gov, "{\"small_model\": \"%s\"}", small);
+    tree("15\n", "Discharging\n"); /* saving: low battery */
+    int rc = ask_with(gov, big, &err);
+    EXPECT(rc == HX_EXIT_OK || rc == HX_EXIT_FAIL); /* answered, or the 2-token budget */
+    EXPECT(ran(err, "small.gguf"));
+    EXPECT(err && strstr(err, "hearth: governor: saving (battery 15% discharging"));
+    EXPECT(err && strstr(err, "using the small model"));
+    free(err);
+    tree("90\n", "Discharging\n"); /* normal: the model asked for */
+    ask_with(gov, big, &err);
+    EXPECT(ran(err, "big.gguf"));
+    EXPECT(err && !strstr(err, "small model"));
+    free(err);
+    /* only when critical */
+    snprintf(gov, sizeof gov, "{\"small_model\": \"%s\", \"small_model_level\": "
+             "\"critical\"}", small);
+    tree("15\n", "Discharging\n");
+    ask_with(gov, big, &err);
+    EXPECT(ran(err, "big.gguf"));
+    free(err);
+    tree("5\n", "Discharging\n");
+    ask_with(gov, big, &err);
+    EXPECT(ran(err, "small.gguf"));
+    free(err);
+    /* the governor off: no switch */
+    snprintf(gov, sizeof gov, "{\"enabled\": false, \"small_model\": \"%s\"}", small);
+    ask_with(gov, big, &err);
+    EXPECT(ran(err, "big.gguf"));
+    free(err);
+    unsetenv("HEARTH_LOG");
+}
+
+/* A missing small model keeps the model asked for; bad keys are named. */
+static void test_small_model_problems(void)
+{
+    const char *vocab = test_shared_file("models/stories260K.gguf");
+    if (!vocab) return;
+    char big[600], *err = NULL;
+    ASSERT(mkmodel("big.gguf", "64", vocab, big, sizeof big) == HX_EXIT_OK);
+    setenv("HEARTH_LOG", "debug", 1);
+    tree("5\n", "Discharging\n");
+    ask_with("{\"small_model\": \"/nonexistent/small.gguf\"}", big, &err);
+    EXPECT(ran(err, "big.gguf"));
+    EXPECT(err && strstr(err, "the small model /nonexistent/small.gguf cannot be read"));
+    free(err);
+    char gov[1400];
+    snprintf(gov, sizeof gov, "{\"small_model\": \"%s\", \"small_model_level\": \"hot\"}",
+             big);
+    ask_with(gov, big, &err); /* the same model: no switch to say */
+    EXPECT(err && !strstr(err, "using the small model"));
+    free(err);
+    snprintf(gov, sizeof gov, "{\"small_model\": \"%s/other.gguf\", "
+             "\"small_model_level\": \"hot\"}", tmpdir);
+    ask_with(gov, big, &err);
+    EXPECT(err && strstr(err, "governor.small_model_level must be \"saving\" or \"critical\""));
+    free(err);
+    EXPECT_EQ_INT(ask_with("{\"small_model\": 7}", big, &err), HX_EXIT_INPUT);
+    EXPECT(err && strstr(err, "'governor.small_model' must be a string"));
+    free(err);
+    unsetenv("HEARTH_LOG");
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hearth_test_cmd_power_%d", (int)getpid());
     hx_err e = {0};
     if (hx_mkdirs(tmpdir, &e)) return 1;
+    char home[400];
+    snprintf(home, sizeof home, "%s/home", tmpdir);
+    setenv("HEARTH_HOME", home, 1); /* ask's data, audit log and cache */
     RUN(test_info_shows_power);
     RUN(test_config_policy);
+    RUN(test_ask_switches_to_small_model);
+    RUN(test_small_model_problems);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("cleanup failed\n");
