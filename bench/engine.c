@@ -3,7 +3,7 @@
  *
  * Usage: bench/engine [--big] [--reps N] [--threads 1,2] [--rows a,b]
  *                     [--pp N] [--tg N] [--cache DIR] [--hxref PATH]
- *                     [--readme FILE | --no-readme]
+ *                     [--readme FILE | --no-readme] [--cpu]
  * Models are written once by the project's GGUF writer (hx_mkmodel_write)
  * into the cache directory (default $XDG_CACHE_HOME/hearth/bench-models).
  * Every measurement runs in a fresh child process (Hearth: this program
@@ -64,6 +64,7 @@ static const row ROWS[] = {
 
 typedef struct opts {
     int big, reps, pp, tg, readme;
+    int cpu;              /* rates from CPU seconds instead of wall seconds */
     int threads[4], n_threads;
     const char *rows;     /* comma list of row ids, or NULL: the default set */
     char cache[1024], hxref[1024], readme_path[1024];
@@ -73,7 +74,9 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: bench/engine [--big] [--reps N] [--threads 1,2] [--rows ID,...]\n"
                "                    [--pp N] [--tg N] [--cache DIR] [--hxref PATH]\n"
-               "                    [--readme FILE | --no-readme]\n"
+               "                    [--readme FILE | --no-readme] [--cpu]\n"
+               "--cpu: tokens per CPU second (user + system, all threads) instead of per\n"
+               "       wall second, for a busy machine (implies --no-readme)\n"
                "rows:");
     for (int i = 0; i < N_ROWS; i++) fprintf(f, " %s%s", ROWS[i].id, ROWS[i].big ? " (--big)" : "");
     fprintf(f, "\n");
@@ -92,6 +95,7 @@ static int parse_opts(int argc, char **argv, opts *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--big")) o->big = 1;
+        else if (!strcmp(a, "--cpu")) o->cpu = 1;
         else if (!strcmp(a, "--no-readme")) o->readme = 0;
         else if (!v) return -1;
         else if (!strcmp(a, "--reps")) o->reps = atoi(v), i++;
@@ -108,6 +112,7 @@ static int parse_opts(int argc, char **argv, opts *o)
             i++;
         } else return -1;
     }
+    if (o->cpu) o->readme = 0; /* the README table is wall-clock */
     if (o->reps < 1 || o->pp < 1 || o->tg < 1 || o->n_threads < 1) return -1;
     for (int i = 0; i < o->n_threads; i++)
         if (o->threads[i] < 1) return -1;
@@ -130,6 +135,14 @@ static int row_selected(const opts *o, const row *r)
 
 static double now_s(void) { return hx_time_mono(); }
 
+/* CPU seconds (user + system, all threads) of this process so far. */
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void rand_ids(int32_t *ids, int n, int n_vocab, unsigned seed)
 {
     for (int i = 0; i < n; i++) {
@@ -139,19 +152,20 @@ static void rand_ids(int32_t *ids, int n, int n_vocab, unsigned seed)
 }
 
 /* Seconds for n tokens from an empty cache: one call (batch) or one
- * call per token. */
-static double hearth_run(hx_ctx *c, int n_vocab, int n, int batch, unsigned seed)
+ * call per token; the CPU seconds spent into *cpu when not NULL. */
+static double hearth_run(hx_ctx *c, int n_vocab, int n, int batch, unsigned seed, double *cpu)
 {
     int32_t *ids = malloc(sizeof *ids * (size_t)n);
     HX_CHECK(ids != NULL);
     rand_ids(ids, n, n_vocab, seed);
     hx_ctx_truncate(c, 0);
-    double t0 = now_s();
+    double c0 = cpu_s(), t0 = now_s();
     int rc = HX_OK;
     if (batch) rc = hx_decode(c, ids, n, 0);
     else
         for (int i = 0; i < n && rc == HX_OK; i++) rc = hx_decode(c, &ids[i], 1, 0);
     double t = now_s() - t0;
+    if (cpu) *cpu = cpu_s() - c0;
     free(ids);
     if (rc != HX_OK) {
         fprintf(stderr, "bench/engine: hx_decode: %s\n", hx_ctx_errmsg(c));
@@ -161,7 +175,8 @@ static double hearth_run(hx_ctx *c, int n_vocab, int n, int batch, unsigned seed
 }
 
 /* The Hearth side of a measurement, as `hxref bench` does for llama.cpp:
- * a cache of pp + tg positions, a warm-up, then "pp_s tg_s" on stdout. */
+ * a cache of pp + tg positions, a warm-up, then "pp_s tg_s pp_cpu_s
+ * tg_cpu_s" on stdout (wall, then process CPU seconds). */
 static int child_hearth(const char *path, int nth, int pp, int tg)
 {
     hx_err err = {0};
@@ -182,11 +197,12 @@ static int child_hearth(const char *path, int nth, int pp, int tg)
         return 1;
     }
     int nv = hx_model_hparams(m)->n_vocab;
-    hearth_run(c, nv, 16, 1, 7);
-    hearth_run(c, nv, 2, 0, 7);
-    double t_pp = hearth_run(c, nv, pp, 1, 1);
-    double t_tg = hearth_run(c, nv, tg, 0, 2);
-    printf("%.6f %.6f\n", t_pp, t_tg);
+    double c_pp, c_tg;
+    hearth_run(c, nv, 16, 1, 7, NULL);
+    hearth_run(c, nv, 2, 0, 7, NULL);
+    double t_pp = hearth_run(c, nv, pp, 1, 1, &c_pp);
+    double t_tg = hearth_run(c, nv, tg, 0, 2, &c_tg);
+    printf("%.6f %.6f %.6f %.6f\n", t_pp, t_tg, c_pp, c_tg);
     hx_ctx_free(c);
     hx_model_free(m);
     return 0;
@@ -194,6 +210,7 @@ static int child_hearth(const char *path, int nth, int pp, int tg)
 
 typedef struct result {
     double pp_s, tg_s;   /* seconds */
+    double pp_cpu, tg_cpu; /* CPU seconds (user + system), 0 if not reported */
     double rss;          /* peak RSS, bytes */
     int ok;
 } result;
@@ -230,7 +247,8 @@ static result run_child(char *const argv[], int limit_s)
     int st = 0;
     struct rusage ru;
     while (wait4(pid, &st, 0, &ru) < 0 && errno == EINTR) {}
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && sscanf(buf, "%lf %lf", &r.pp_s, &r.tg_s) == 2) {
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+        sscanf(buf, "%lf %lf %lf %lf", &r.pp_s, &r.tg_s, &r.pp_cpu, &r.tg_cpu) >= 2) {
         r.ok = 1;
         r.rss = (double)ru.ru_maxrss * 1024.0;
     } else {
@@ -607,8 +625,13 @@ static void run_all(report *R, char paths[][1024])
                     result r = measure(R, e, paths[ri], o->threads[ti]);
                     done += R->mi[ri].file_bytes / o->threads[ti];
                     if (!r.ok) continue;
-                    pp[e][n[e]] = o->pp / r.pp_s;
-                    tg[e][n[e]] = o->tg / r.tg_s;
+                    if (o->cpu && (r.pp_cpu <= 0 || r.tg_cpu <= 0)) {
+                        fprintf(stderr, "bench/engine: %s reported no CPU time\n",
+                                e ? "hxref" : "hearth");
+                        continue;
+                    }
+                    pp[e][n[e]] = o->pp / (o->cpu ? r.pp_cpu : r.pp_s);
+                    tg[e][n[e]] = o->tg / (o->cpu ? r.tg_cpu : r.tg_s);
                     rss[e][n[e]++] = r.rss;
                 }
             cell *c = &R->cells[ri][ti];
@@ -619,9 +642,9 @@ static void run_all(report *R, char paths[][1024])
                 c->rss[e] = median(rss[e], n[e]);
             }
             hx_progress_update(&pg, done, NULL);
-            printf("%-22s %dT  pp%d %7.1f vs %7.1f (%.2f)  tg%d %6.1f vs %6.1f (%.2f)  "
+            printf("%-22s %dT %s pp%d %7.1f vs %7.1f (%.2f)  tg%d %6.1f vs %6.1f (%.2f)  "
                    "RSS %5.0f vs %5.0f MiB\n",
-                   R->rows[ri]->id, o->threads[ti], o->pp, c->pp[0], c->pp[1],
+                   R->rows[ri]->id, o->threads[ti], o->cpu ? "CPU-time" : "wall", o->pp, c->pp[0], c->pp[1],
                    c->pp[1] > 0 ? c->pp[0] / c->pp[1] : 0, o->tg, c->tg[0], c->tg[1],
                    c->tg[1] > 0 ? c->tg[0] / c->tg[1] : 0, c->rss[0] / 1048576.0,
                    c->rss[1] / 1048576.0);

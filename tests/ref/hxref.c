@@ -363,10 +363,18 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static double cpu_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Seconds for one pass over n pseudo-random ids at positions 0.. (one
- * batch when batch, else one decode per token), from an empty cache. */
+ * batch when batch, else one decode per token), from an empty cache; the
+ * process CPU seconds spent into *cpu when not NULL. */
 static double bench_run(struct llama_context *ctx, int n_vocab, int n,
-                        int batch, unsigned seed)
+                        int batch, unsigned seed, double *cpu)
 {
     llama_token *ids = malloc(sizeof *ids * (size_t)n);
     if (!ids) die("out of memory");
@@ -375,18 +383,19 @@ static double bench_run(struct llama_context *ctx, int n_vocab, int n,
         ids[i] = (llama_token)((seed >> 8) % (unsigned)n_vocab);
     }
     p_llama_memory_clear(p_llama_get_memory(ctx), true);
-    double t0 = now_s();
+    double c0 = cpu_now_s(), t0 = now_s();
     if (batch) decode(ctx, ids, n, 0, 0);
     else
         for (int i = 0; i < n; i++) decode(ctx, &ids[i], 1, i, 0);
     double t = now_s() - t0;
+    if (cpu) *cpu = cpu_now_s() - c0;
     free(ids);
     return t;
 }
 
 /* llama.cpp's default context settings (F16 cache, its flash-attention
  * choice), THREADS threads, a cache of PP + TG positions; a warm-up pass,
- * then prints "pp_seconds tg_seconds". */
+ * then prints "pp_seconds tg_seconds pp_cpu_seconds tg_cpu_seconds". */
 static int cmd_bench(int argc, char **argv)
 {
     if (argc != 4) die("usage: hxref bench MODEL THREADS PP TG");
@@ -402,11 +411,12 @@ static int cmd_bench(int argc, char **argv)
     cp.no_perf = true;
     struct llama_context *ctx = p_llama_init_from_model(m, cp);
     if (!ctx) die("cannot create a context of %u tokens", cp.n_ctx);
-    bench_run(ctx, n_vocab, 16, 1, 7);
-    bench_run(ctx, n_vocab, 2, 0, 7);
-    double t_pp = bench_run(ctx, n_vocab, pp, 1, 1);
-    double t_tg = bench_run(ctx, n_vocab, tg, 0, 2);
-    printf("%.6f %.6f\n", t_pp, t_tg);
+    double c_pp, c_tg;
+    bench_run(ctx, n_vocab, 16, 1, 7, NULL);
+    bench_run(ctx, n_vocab, 2, 0, 7, NULL);
+    double t_pp = bench_run(ctx, n_vocab, pp, 1, 1, &c_pp);
+    double t_tg = bench_run(ctx, n_vocab, tg, 0, 2, &c_tg);
+    printf("%.6f %.6f %.6f %.6f\n", t_pp, t_tg, c_pp, c_tg);
     p_llama_free(ctx);
     p_llama_model_free(m);
     return 0;
