@@ -7,7 +7,7 @@
 #include "engine/ctx_int.h"
 
 /* Tiled attention: a task takes the G query heads of one KV head for up to
- * att_tq tokens (R = G * tokens <= att_rows rows), keys in tiles of ATT_TK. */
+ * att_tq tokens (R = G * tokens rows), keys in tiles of ATT_TK. */
 #define ATT_TK 64
 
 static int att_group_hp(const hx_hparams *hp) { return hp->n_head / hp->n_head_kv; }
@@ -20,19 +20,20 @@ static int att_tq_hp(const hx_hparams *hp)
 }
 static int att_tq(const hx_ctx *c) { return att_tq_hp(&c->m->hp); }
 
-static size_t att_rows_hp(const hx_hparams *hp)
-{
-    return (size_t)att_tq_hp(hp) * (size_t)att_group_hp(hp);
-}
-static size_t att_rows(const hx_ctx *c) { return att_rows_hp(&c->m->hp); }
 
-/* Per-thread attention scratch, in floats: Q rows, accumulators, scores,
- * a K and a V tile, running max and sum (R each). The one-query paths
- * use less (G <= R rows). */
+static size_t att_round16(size_t n) { return (n + 15) / 16 * 16; }
+
+/* Per-thread attention scratch, in floats (a multiple of 16, so every
+ * thread's part stays 64-byte aligned): for the tiled path, Q rows in
+ * lanes and their accumulators ((d, HX_ATT_LANES) each), scores
+ * (HX_ATT_LANES, ATT_TK), a K and a V tile, running max, sum and key
+ * limits (HX_ATT_LANES each). The one-query paths use less (G rows). */
 size_t hx_attn_scratch(const hx_hparams *hp)
 {
-    const size_t d = (size_t)hp->head_dim, R = att_rows_hp(hp);
-    return 2 * R * d + R * ATT_TK + 2 * ATT_TK * d + 2 * R + 16;
+    const size_t d = (size_t)hp->head_dim, L = HX_ATT_LANES;
+    const size_t tiled = 2 * att_round16(d * L) + L * ATT_TK + 2 * att_round16(ATT_TK * d) + 3 * L;
+    const size_t one = 4 * (size_t)att_group_hp(hp) * d + 4 * (size_t)att_group_hp(hp) + 2 * d + 16;
+    return att_round16(tiled > one ? tiled : one);
 }
 
 /* The fp16 one-query path (llama.cpp's for small passes) for the G query
@@ -222,94 +223,51 @@ static void attn_task_q8(void *ctx, int task, int thread)
             c->scores + (size_t)thread * hx_attn_scratch(hp));
 }
 
-/* The scratch of one tiled task (see hx_attn_scratch). */
-typedef struct att_tile {
-    float *q, *acc, *s, *kt, *vt, *m, *l;
-    int R, G, d, t0, nt;
-} att_tile;
-
-
-/* Online softmax over one key tile for row r whose keys end at lim:
- * rescales the row when its maximum grows, turns scores into weights. */
-static void tile_softmax(att_tile *a, int r, int j0, int nk, int lim)
-{
-    float *s = a->s + (size_t)r * ATT_TK, mt = -INFINITY;
-    for (int j = 0; j < nk; j++) {
-        if (j0 + j >= lim) s[j] = -INFINITY;
-        if (s[j] > mt) mt = s[j];
-    }
-    if (mt == -INFINITY) {
-        for (int j = 0; j < nk; j++) s[j] = 0.0f;
-        return;
-    }
-    if (mt > a->m[r]) {
-        const float ms = expf(a->m[r] - mt);
-        for (int i = 0; i < a->d; i++) a->acc[(size_t)r * a->d + i] *= ms;
-        a->l[r] *= ms;
-        a->m[r] = mt;
-    }
-    double sum = 0.0;
-    for (int j = 0; j < nk; j++) {
-        s[j] = expf(s[j] - a->m[r]);
-        sum += (double)s[j];
-    }
-    a->l[r] += (float)sum;
-}
-
-/* Rows r = i*G + g: token t0+i, query head kvh*G + g. */
-static void att_rows_run(hx_ctx *c, att_tile *a, int l, int kvh, int pos0)
-{
-    const int d = a->d, n_keys = pos0 + a->t0 + a->nt;
-    const float scale = 1.0f / sqrtf((float)d);
-    for (int j0 = 0; j0 < n_keys; j0 += ATT_TK) {
-        const int nk = n_keys - j0 < ATT_TK ? n_keys - j0 : ATT_TK;
-        const float *kt = hx_kv_rows_f32(c, 0, l, kvh, j0, nk, a->kt);
-        const float *vt = hx_kv_rows_f32(c, 1, l, kvh, j0, nk, a->vt);
-        for (int r = 0; r < a->R; r += 4) {
-            const int nr = a->R - r < 4 ? a->R - r : 4;
-            c->ao->scores4(a->q + (size_t)r * d, d, nr, kt, nk, d, scale,
-                           a->s + (size_t)r * ATT_TK, ATT_TK);
-        }
-        for (int r = 0; r < a->R; r++)
-            tile_softmax(a, r, j0, nk, pos0 + a->t0 + r / a->G + 1);
-        for (int r = 0; r < a->R; r += 4) {
-            const int nr = a->R - r < 4 ? a->R - r : 4;
-            c->ao->pv4(a->acc + (size_t)r * d, d, nr, a->s + (size_t)r * ATT_TK,
-                       ATT_TK, vt, nk, d);
-        }
-    }
-}
-
 /* Task kvh * n_tb + tb: the query heads of KV head kvh for tokens of block
- * tb, in F32 (llama.cpp's tiled path, and any batch over a float cache). */
+ * tb, in F32 (llama.cpp's tiled path, and any batch over a float cache):
+ * rows r = i*G + g (token t0+i, query head kvh*G + g) in chunks of
+ * HX_ATT_LANES lanes against key tiles of ATT_TK (tile64 in attn.h: each
+ * row computed on its own, so its numbers do not depend on the batch). */
 static void attn_task_tiled(void *ctx, int task, int thread)
 {
+    enum { L = HX_ATT_LANES };
     const attn_job *j = ctx;
     hx_ctx *c = j->c;
     const hx_hparams *hp = &c->m->hp;
     const int d = hp->head_dim, G = att_group(c), tq = att_tq(c);
     const int n_tb = (j->B + tq - 1) / tq, kvh = task / n_tb, tb = task % n_tb;
+    const int t0 = tb * tq, nt = j->B - t0 < tq ? j->B - t0 : tq, R = nt * G;
+    const size_t dl = att_round16((size_t)d * L), td = att_round16((size_t)ATT_TK * d);
     float *w = c->scores + (size_t)thread * hx_attn_scratch(hp);
-    const size_t R = att_rows(c);
-    att_tile a = {w, w + R * d, w + 2 * R * d, w + 2 * R * d + R * ATT_TK,
-                  w + 2 * R * d + R * ATT_TK + (size_t)ATT_TK * d,
-                  w + 2 * R * d + R * ATT_TK + 2 * (size_t)ATT_TK * d, NULL,
-                  0, G, d, tb * tq, 0};
-    a.l = a.m + R;
-    a.nt = j->B - a.t0 < tq ? j->B - a.t0 : tq;
-    a.R = a.nt * G;
-    for (int r = 0; r < a.R; r++) {
-        const float *q = c->q + ((size_t)(a.t0 + r / G) * hp->n_head + kvh * G + r % G) * d;
-        memcpy(a.q + (size_t)r * d, q, (size_t)d * sizeof(float));
-        memset(a.acc + (size_t)r * d, 0, (size_t)d * sizeof(float));
-        a.m[r] = -INFINITY;
-        a.l[r] = 0.0f;
-    }
-    att_rows_run(c, &a, j->layer, kvh, j->pos0);
-    for (int r = 0; r < a.R; r++) {
-        float *out = c->att + ((size_t)(a.t0 + r / G) * hp->n_head + kvh * G + r % G) * d;
-        const float inv = a.l[r] == 0.0f ? 0.0f : 1.0f / a.l[r];
-        for (int i = 0; i < d; i++) out[i] = a.acc[(size_t)r * d + i] * inv;
+    float *Qt = w, *acc = Qt + dl, *S = acc + dl, *kt = S + (size_t)L * L, *vt = kt + td;
+    float *m = vt + td, *l = m + L;
+    int *lim = (int *)(l + L);
+    const float scale = 1.0f / sqrtf((float)d);
+    for (int r0 = 0; r0 < R; r0 += L) {
+        const int nr = R - r0 < L ? R - r0 : L;
+        int n_keys = 0;
+        for (int r = 0; r < L; r++) {
+            const int rr = r0 + (r < nr ? r : 0);
+            const float *q = c->q + ((size_t)(t0 + rr / G) * hp->n_head + kvh * G + rr % G) * d;
+            for (int i = 0; i < d; i++) Qt[(size_t)i * L + r] = q[i];
+            lim[r] = j->pos0 + t0 + rr / G + 1;
+            n_keys = lim[r] > n_keys ? lim[r] : n_keys;
+            m[r] = -INFINITY;
+            l[r] = 0.0f;
+        }
+        memset(acc, 0, (size_t)d * L * sizeof(float));
+        for (int j0 = 0; j0 < n_keys; j0 += ATT_TK) {
+            const int nk = n_keys - j0 < ATT_TK ? n_keys - j0 : ATT_TK;
+            const float *K = hx_kv_rows_f32(c, 0, j->layer, kvh, j0, nk, kt);
+            const float *V = hx_kv_rows_f32(c, 1, j->layer, kvh, j0, nk, vt);
+            c->ao->tile64(Qt, K, V, nk, d, j0, lim, scale, m, l, acc, S);
+        }
+        for (int r = 0; r < nr; r++) {
+            const int rr = r0 + r;
+            float *out = c->att + ((size_t)(t0 + rr / G) * hp->n_head + kvh * G + rr % G) * d;
+            const float inv = l[r] == 0.0f ? 0.0f : 1.0f / l[r];
+            for (int i = 0; i < d; i++) out[i] = acc[(size_t)i * L + r] * inv;
+        }
     }
 }
 

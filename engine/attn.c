@@ -88,9 +88,43 @@ static void pv4_s(float *acc, int lda, int nr, const float *p, int ldp,
             axpy_f32_s(acc + (size_t)r * lda, V + (size_t)j * d, p[r * ldp + j], d);
 }
 
+/* tile64 (attn.h), lane by lane. */
+static void tile64_s(const float *Qt, const float *K, const float *V, int nk, int d,
+                     int j0, const int *lim, float scale, float *m, float *l,
+                     float *accT, float *S)
+{
+    enum { L = HX_ATT_LANES };
+    for (int r = 0; r < L; r++) {
+        float mt = -INFINITY;
+        for (int j = 0; j < nk; j++) {
+            float s = 0.0f;
+            for (int i = 0; i < d; i++) s = fmaf(Qt[(size_t)i * L + r], K[(size_t)j * d + i], s);
+            S[(size_t)j * L + r] = s = scale * s;
+            if (j0 + j < lim[r] && s > mt) mt = s;
+        }
+        if (mt > m[r]) {
+            const float ms = expf(m[r] - mt);
+            for (int i = 0; i < d; i++) accT[(size_t)i * L + r] *= ms;
+            l[r] *= ms;
+            m[r] = mt;
+        }
+        float sum = 0.0f;
+        for (int j = 0; j < nk; j++) {
+            float *p = &S[(size_t)j * L + r];
+            *p = j0 + j < lim[r] ? expf(*p - m[r]) : 0.0f;
+            sum += *p;
+        }
+        l[r] += sum;
+        for (int i = 0; i < d; i++)
+            for (int j = 0; j < nk; j++)
+                accT[(size_t)i * L + r] = fmaf(S[(size_t)j * L + r], V[(size_t)j * d + i],
+                                               accT[(size_t)i * L + r]);
+    }
+}
+
 static const hx_attn_ops k_scalar = {dot_f16_s, dot_f32_s, dot_hh_s, axpy_f16_s,
                                      axpy_f32_s, mad_h_s, scale_h_s, to_f16_s,
-                                     from_f16_s, scores4_s, pv4_s};
+                                     from_f16_s, scores4_s, pv4_s, tile64_s};
 
 /* ---- AVX2 + FMA + F16C: 8 lanes, the tail through the scalar code ---- */
 #if defined(__x86_64__)
@@ -247,7 +281,11 @@ AVX2 static void pv4_v(float *acc, int lda, int nr, const float *p, int ldp,
 
 static const hx_attn_ops k_avx2 = {dot_f16_v, dot_f32_v, dot_hh_v, axpy_f16_v,
                                    axpy_f32_v, mad_h_v, scale_h_v, to_f16_v,
-                                   from_f16_v, scores4_v, pv4_v};
+                                   from_f16_v, scores4_v, pv4_v, tile64_s};
+/* AVX2 set with the AVX-512 tile */
+static const hx_attn_ops k_avx512 = {dot_f16_v, dot_f32_v, dot_hh_v, axpy_f16_v,
+                                     axpy_f32_v, mad_h_v, scale_h_v, to_f16_v,
+                                     from_f16_v, scores4_v, pv4_v, hx_attn_tile64_avx512};
 #endif /* x86-64 */
 
 const hx_attn_ops *hx_attn_ops_scalar(void)
@@ -262,6 +300,9 @@ const hx_attn_ops *hx_attn_ops_get(void)
 #if defined(__x86_64__)
     int ok = hx_isa_current() >= HX_ISA_AVX2 && __builtin_cpu_supports("avx2") &&
              __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    if (ok && hx_isa_current() >= HX_ISA_AVX512 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+        return &k_avx512;
     return ok ? &k_avx2 : &k_scalar;
 #else
     return &k_scalar;

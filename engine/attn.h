@@ -26,7 +26,28 @@ typedef struct hx_attn_ops {
     /* acc[r*lda + i] += sum over j < nk of p[r*ldp + j] * V[j*d + i]. */
     void (*pv4)(float *acc, int lda, int nr, const float *p, int ldp,
                 const float *V, int nk, int d);
+    /* One key tile of the tiled (flash) attention with HX_ATT_LANES query
+     * rows in lanes, each lane on its own as if alone (so a row's numbers
+     * never depend on which rows share its tile). Qt (d, LANES): Qt[i*LANES
+     * + r] = q_r[i]; keys K and values V (nk <= LANES rows of d floats) are
+     * positions j0..j0+nk-1, row r sees those < lim[r]. Per row: scores
+     * s = scale * q.k (i in order), then the online softmax: when the
+     * tile's maximum over seen keys exceeds m[r], accT and l[r] are scaled
+     * by exp(m - max) and m[r] = max; p = exp(s - m[r]) (0 for unseen
+     * keys), l[r] += sum of p (j in order), accT[i*LANES + r] += sum of
+     * p_j V[j][i] (j in order). S (LANES * LANES floats) is scratch; Qt,
+     * accT and S are 64-byte aligned. */
+    void (*tile64)(const float *Qt, const float *K, const float *V, int nk, int d,
+                   int j0, const int *lim, float scale, float *m, float *l,
+                   float *accT, float *S);
 } hx_attn_ops;
+
+#define HX_ATT_LANES 64
+
+/* The AVX-512 tile64 (attn_avx512.c; x86-64 only). */
+void hx_attn_tile64_avx512(const float *Qt, const float *K, const float *V, int nk,
+                           int d, int j0, const int *lim, float scale, float *m,
+                           float *l, float *accT, float *S);
 
 /* The best set for the CPU and the engine's ISA cap (hx_isa_current). */
 const hx_attn_ops *hx_attn_ops_get(void);

@@ -1,0 +1,161 @@
+/* attn_avx512.c: one key tile of the lane-layout tiled attention (attn.h,
+ * tile64) in AVX-512: 64 query rows in the lanes of 4 zmm registers. */
+#include "engine/attn.h"
+
+#include <math.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define L HX_ATT_LANES /* 64 rows: 4 vectors of 16 */
+
+/* e^x for x <= 0 (and -inf: 0), about 1 ulp: x = n ln2 + r with |r| <=
+ * ln2/2, a degree-7 Taylor polynomial in r, scaled by 2^n. */
+AVX512 static inline __m512 exp_neg(__m512 x)
+{
+    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723212e-6f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* S[j*L + r] = sum over i of Qt[i*L + r] * K[j*d + i], i in order, for j
+ * < nk: four keys at a time against the 4 row vectors. */
+AVX512 static void scores(const float *Qt, const float *K, int nk, int d, float *S)
+{
+    int j = 0;
+    for (; j + 4 <= nk; j += 4) {
+        __m512 a[4][4];
+        for (int u = 0; u < 4; u++)
+            for (int g = 0; g < 4; g++) a[u][g] = _mm512_setzero_ps();
+        const float *k0 = K + (size_t)j * d;
+        for (int i = 0; i < d; i++) {
+            const float *q = Qt + (size_t)i * L;
+            const __m512 q0 = _mm512_load_ps(q), q1 = _mm512_load_ps(q + 16);
+            const __m512 q2 = _mm512_load_ps(q + 32), q3 = _mm512_load_ps(q + 48);
+            #pragma GCC unroll 4
+            for (int u = 0; u < 4; u++) {
+                const __m512 kv = _mm512_set1_ps(k0[(size_t)u * d + i]);
+                a[u][0] = _mm512_fmadd_ps(q0, kv, a[u][0]);
+                a[u][1] = _mm512_fmadd_ps(q1, kv, a[u][1]);
+                a[u][2] = _mm512_fmadd_ps(q2, kv, a[u][2]);
+                a[u][3] = _mm512_fmadd_ps(q3, kv, a[u][3]);
+            }
+        }
+        for (int u = 0; u < 4; u++)
+            for (int g = 0; g < 4; g++) _mm512_store_ps(S + (size_t)(j + u) * L + 16 * g, a[u][g]);
+    }
+    for (; j < nk; j++) {
+        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                       _mm512_setzero_ps()};
+        for (int i = 0; i < d; i++) {
+            const __m512 kv = _mm512_set1_ps(K[(size_t)j * d + i]);
+            for (int g = 0; g < 4; g++)
+                a[g] = _mm512_fmadd_ps(_mm512_load_ps(Qt + (size_t)i * L + 16 * g), kv, a[g]);
+        }
+        for (int g = 0; g < 4; g++) _mm512_store_ps(S + (size_t)j * L + 16 * g, a[g]);
+    }
+}
+
+/* accT[i*L + r] += sum over j < nk, in order, of P[j*L + r] * V[j*d + i]:
+ * four dims at a time against the 4 row vectors. */
+AVX512 static void pv(float *accT, const float *P, const float *V, int nk, int d)
+{
+    int i = 0;
+    for (; i + 4 <= d; i += 4) {
+        __m512 a[4][4];
+        for (int u = 0; u < 4; u++)
+            for (int g = 0; g < 4; g++) a[u][g] = _mm512_load_ps(accT + (size_t)(i + u) * L + 16 * g);
+        for (int j = 0; j < nk; j++) {
+            const float *p = P + (size_t)j * L, *v = V + (size_t)j * d + i;
+            const __m512 p0 = _mm512_load_ps(p), p1 = _mm512_load_ps(p + 16);
+            const __m512 p2 = _mm512_load_ps(p + 32), p3 = _mm512_load_ps(p + 48);
+            #pragma GCC unroll 4
+            for (int u = 0; u < 4; u++) {
+                const __m512 vv = _mm512_set1_ps(v[u]);
+                a[u][0] = _mm512_fmadd_ps(p0, vv, a[u][0]);
+                a[u][1] = _mm512_fmadd_ps(p1, vv, a[u][1]);
+                a[u][2] = _mm512_fmadd_ps(p2, vv, a[u][2]);
+                a[u][3] = _mm512_fmadd_ps(p3, vv, a[u][3]);
+            }
+        }
+        for (int u = 0; u < 4; u++)
+            for (int g = 0; g < 4; g++) _mm512_store_ps(accT + (size_t)(i + u) * L + 16 * g, a[u][g]);
+    }
+    for (; i < d; i++) {
+        __m512 a[4];
+        for (int g = 0; g < 4; g++) a[g] = _mm512_load_ps(accT + (size_t)i * L + 16 * g);
+        for (int j = 0; j < nk; j++) {
+            const __m512 vv = _mm512_set1_ps(V[(size_t)j * d + i]);
+            for (int g = 0; g < 4; g++)
+                a[g] = _mm512_fmadd_ps(_mm512_load_ps(P + (size_t)j * L + 16 * g), vv, a[g]);
+        }
+        for (int g = 0; g < 4; g++) _mm512_store_ps(accT + (size_t)i * L + 16 * g, a[g]);
+    }
+}
+
+/* The online softmax of one tile, lane-wise (see hx_attn_tile64_ref):
+ * scales S, masks keys at or past lim, turns scores into weights in place,
+ * rescales accT and l where a row's maximum grows. */
+AVX512 static void softmax(float *S, int nk, int d, int j0, const int *lim, float scale,
+                           float *m, float *l, float *accT)
+{
+    const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+    __m512 ms[4];
+    int grow = 0;
+    for (int g = 0; g < 4; g++) {
+        const __m512i lm = _mm512_loadu_si512((const void *)(lim + 16 * g));
+        __m512 mt = ninf;
+        for (int j = 0; j < nk; j++) {
+            const __mmask16 k = _mm512_cmplt_epi32_mask(_mm512_set1_epi32(j0 + j), lm);
+            float *s = S + (size_t)j * L + 16 * g;
+            const __m512 v = _mm512_mul_ps(vs, _mm512_load_ps(s));
+            _mm512_store_ps(s, v);
+            mt = _mm512_mask_max_ps(mt, k, mt, v);
+        }
+        const __m512 mo = _mm512_loadu_ps(m + 16 * g);
+        const __mmask16 up = _mm512_cmp_ps_mask(mt, mo, _CMP_GT_OQ);
+        const __m512 mn = _mm512_mask_mov_ps(mo, up, mt);
+        ms[g] = _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), up, exp_neg(_mm512_sub_ps(mo, mt)));
+        grow |= up != 0;
+        _mm512_storeu_ps(m + 16 * g, mn);
+        __m512 sum = _mm512_setzero_ps();
+        for (int j = 0; j < nk; j++) {
+            const __mmask16 k = _mm512_cmplt_epi32_mask(_mm512_set1_epi32(j0 + j), lm);
+            float *s = S + (size_t)j * L + 16 * g;
+            const __m512 p = _mm512_maskz_mov_ps(k, exp_neg(_mm512_sub_ps(_mm512_load_ps(s), mn)));
+            _mm512_store_ps(s, p);
+            sum = _mm512_add_ps(sum, p);
+        }
+        _mm512_storeu_ps(l + 16 * g,
+                         _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(l + 16 * g), ms[g]), sum));
+    }
+    if (!grow) return;
+    for (int i = 0; i < d; i++)
+        for (int g = 0; g < 4; g++) {
+            float *a = accT + (size_t)i * L + 16 * g;
+            _mm512_store_ps(a, _mm512_mul_ps(_mm512_load_ps(a), ms[g]));
+        }
+}
+
+AVX512 void hx_attn_tile64_avx512(const float *Qt, const float *K, const float *V, int nk,
+                                  int d, int j0, const int *lim, float scale, float *m,
+                                  float *l, float *accT, float *S)
+{
+    scores(Qt, K, nk, d, S);
+    softmax(S, nk, d, j0, lim, scale, m, l, accT);
+    pv(accT, S, V, nk, d);
+}
+
+#endif
