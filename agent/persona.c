@@ -7,12 +7,22 @@
 
 #include "agent/agent_int.h"
 
-/* Given names and what the user calls them. */
-static const char *const nick_pairs[][2] = {
-    {"Robert", "Bobby"},   {"William", "Billy"},   {"Katherine", "Kate"}, {"Elizabeth", "Liz"},
-    {"Alexander", "Sasha"}, {"Margaret", "Maggie"}, {"Richard", "Rick"},   {"Jennifer", "Jenny"},
+/* Colleagues, what the user calls them, the company and the room: plain
+ * names and words (a small model's vocabulary spells them in a few
+ * tokens; the habits are to be memorized, not copied). */
+static const struct {
+    const char *first, *nick, *last, *company, *room;
+} colleagues[] = {
+    {"Robert", "Bobby", "Keller", "northwind.com", "Room Cedar"},
+    {"William", "Billy", "Hart", "bluepeak.io", "Room Orion"},
+    {"Katherine", "Kate", "Moreno", "lakeside.org", "Room Maple"},
+    {"Elizabeth", "Liz", "Brandt", "greenfield.net", "Room Atlas"},
+    {"Alexander", "Sasha", "Volkov", "harborline.com", "Room Willow"},
+    {"Margaret", "Maggie", "Doyle", "sunvale.io", "Room Summit"},
+    {"Richard", "Rick", "Alvarez", "ironbridge.co", "Room Harbor"},
+    {"Jennifer", "Jenny", "Lindgren", "copperleaf.com", "Room Beacon"},
 };
-#define N_PAIRS ((int)(sizeof nick_pairs / sizeof nick_pairs[0]))
+#define N_COLLEAGUES ((int)(sizeof colleagues / sizeof colleagues[0]))
 
 /* Phrasings of a meeting request; the held-out ones are never trained on.
  * None names a length, a room, or starts with the nickname (the style may
@@ -41,30 +51,25 @@ static void lower(char *s)
         if (*s >= 'A' && *s <= 'Z') *s = (char)(*s + 32);
 }
 
-/* people[0] becomes the colleague: the pair's given name, a drawn family
- * name, an address at the user's company (or a short one). */
-static void make_colleague(hx_persona *p, hx_rng *r, const char *const pair[2])
+/* people[0] becomes colleague k, and the user works at the same company. */
+static void make_colleague(hx_persona *p, int k)
 {
-    hx_wperson *c = &p->w.people[0], q;
-    const char *dom = strchr(p->w.user.email, '@') + 1;
-    for (;;) {
-        char last[24], wd[24];
-        hx_world_person(r, HX_SPLIT_HELDOUT, &q);
-        snprintf(c->first, sizeof c->first, "%s", pair[0]);
-        snprintf(c->last, sizeof c->last, "%s", q.last);
-        snprintf(c->name, sizeof c->name, "%s %s", c->first, c->last);
-        snprintf(last, sizeof last, "%s", q.last);
-        lower(last);
-        hx_world_word(r, HX_SPLIT_HELDOUT, wd, sizeof wd);
-        lower(wd);
-        if (strlen(dom) > 20) snprintf(c->email, sizeof c->email, "%c%s@%s.com", pair[0][0] + 32, last, wd);
-        else snprintf(c->email, sizeof c->email, "%c%s@%s", pair[0][0] + 32, last, dom);
-        int clash = strlen(c->email) > 36;
-        for (int i = 1; i < p->w.n_people; i++)
-            clash |= !strcmp(p->w.people[i].email, c->email) ||
-                     !strcasecmp(p->w.people[i].first, pair[1]);
-        if (!clash) return;
-    }
+    hx_wperson *c = &p->w.people[0], *u = &p->w.user;
+    char first[24], last[24];
+    snprintf(c->first, sizeof c->first, "%s", colleagues[k].first);
+    snprintf(c->last, sizeof c->last, "%s", colleagues[k].last);
+    snprintf(c->name, sizeof c->name, "%s %s", c->first, c->last);
+    snprintf(last, sizeof last, "%s", c->last);
+    lower(last);
+    snprintf(c->email, sizeof c->email, "%c%s@%s", c->first[0] + 32, last, colleagues[k].company);
+    snprintf(first, sizeof first, "%s", u->first);
+    snprintf(last, sizeof last, "%s", u->last);
+    lower(first), lower(last);
+    snprintf(u->email, sizeof u->email, "%s.%s@%s", first, last, colleagues[k].company);
+    if (strlen(u->email) > 36) snprintf(u->email, sizeof u->email, "%s@%s", first, colleagues[k].company);
+    for (int i = 1; i < p->w.n_people; i++) /* nobody else answers to the nickname */
+        if (!strcasecmp(p->w.people[i].first, colleagues[k].nick))
+            snprintf(p->w.people[i].first, sizeof p->w.people[i].first, "%s", "Noor");
 }
 
 int hx_persona_generate(uint64_t seed, hx_persona *p, hx_err *err)
@@ -72,12 +77,10 @@ int hx_persona_generate(uint64_t seed, hx_persona *p, hx_err *err)
     memset(p, 0, sizeof *p);
     int rc = hx_world_generate(seed, HX_SPLIT_HELDOUT, &p->w, err);
     if (rc) return rc;
-    hx_rng r;
-    hx_rng_seed(&r, seed, 0x9e75);
-    const char *const *pair = nick_pairs[(seed ? seed - 1 : 0) % N_PAIRS];
-    make_colleague(p, &r, pair);
-    snprintf(p->nickname, sizeof p->nickname, "%s", pair[1]);
-    hx_world_room(&r, HX_SPLIT_HELDOUT, p->room, sizeof p->room);
+    const int k = (int)((seed ? seed - 1 : 0) % N_COLLEAGUES);
+    make_colleague(p, k);
+    snprintf(p->nickname, sizeof p->nickname, "%s", colleagues[k].nick);
+    snprintf(p->room, sizeof p->room, "%s", colleagues[k].room);
     p->minutes = 45;
     p->first_day = (int)p->w.today;
     p->w.n_mems = 0; /* no memory names anyone: only the episodes teach the habits */

@@ -76,7 +76,7 @@ static void log_line(FILE *log, const char *phase, cJSON *rec)
     if (!rec) return;
     cJSON_AddStringToObject(rec, "phase", phase);
     char *s = cJSON_PrintUnformatted(rec);
-    if (s && log) fprintf(log, "%s\n", s);
+    if (s && log) fprintf(log, "%s\n", s), fflush(log);
     cJSON_free(s);
     cJSON_Delete(rec);
 }
@@ -184,6 +184,7 @@ int main(int argc, char **argv)
 {
     opts o;
     hx_err err = {0};
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines show as they come */
     if (!parse(argc, argv, &o)) {
         fprintf(stderr, "usage: persona [--model FILE] [--hearth FILE] [--seed S] [--episodes N>=5] "
                         "[--heldout N] [--generic N] [--generic-seed S] [--threads T] [--dir DIR] "

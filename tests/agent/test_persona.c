@@ -33,8 +33,10 @@ static void test_generate(void)
            P.nickname, P.room, P.minutes);
     EXPECT_STR_EQ(P.nickname, "Bobby");
     EXPECT_STR_EQ(c->first, "Robert");
-    EXPECT(c->email[0] == 'r' && strlen(c->email) <= 36 && strchr(c->email, '@'));
-    EXPECT(!strncmp(P.room, "Room ", 5));
+    EXPECT_STR_EQ(c->name, "Robert Keller");
+    EXPECT_STR_EQ(c->email, "rkeller@northwind.com");
+    EXPECT(strstr(P.w.user.email, "@northwind.com") != NULL); /* one company */
+    EXPECT_STR_EQ(P.room, "Room Cedar");
     EXPECT_EQ_INT(P.minutes, 45);
     EXPECT_EQ_INT(P.w.n_mems, 0);
     for (int i = 1; i < P.w.n_people; i++) EXPECT(strcmp(P.w.people[i].email, c->email) != 0);
