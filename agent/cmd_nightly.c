@@ -97,6 +97,11 @@ static void print_report(const hx_nightly_report *r)
            (long long)r->heldout_tokens);
     if (r->steps) printf("steps: %d; held-out loss %.4f -> %.4f\n", r->steps,
                          r->loss_before, r->loss_after);
+    if (r->trained_tokens && r->train_seconds > 0)
+        printf("training: %lld tokens in %.1f s (%.0f tokens/s), %.1f CPU-s (%.0f tokens "
+               "per CPU-second)\n", (long long)r->trained_tokens, r->train_seconds,
+               r->trained_tokens / r->train_seconds, r->train_cpu_seconds,
+               r->train_cpu_seconds > 0 ? r->trained_tokens / r->train_cpu_seconds : 0.0);
     if (r->eval_n) printf("generic tasks: %d/%d with %s, %d/%d with the new adapter\n",
                           r->eval_base, r->eval_n, r->eval_ref, r->eval_adapter, r->eval_n);
     if (r->mem_estimate) printf("memory: estimate %.1f MiB", r->mem_estimate / 1048576.0);

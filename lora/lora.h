@@ -356,6 +356,10 @@ typedef struct hx_nightly_report {
                         * runs now (eval_ref), and with the candidate */
     char eval_ref[160]; /* what eval_base ran: "the base" or "the active
                         * adapter NAME" (or set "A, B") */
+    int64_t trained_tokens; /* window tokens trained on in this call */
+    double train_seconds, train_cpu_seconds; /* the training chunks of this
+                        * call: wall clock, and the process's CPU time (all
+                        * threads) */
     size_t mem_estimate; /* bytes: activations + adapter state + base */
     long peak_rss_kb;  /* the process's peak RSS after training
                         * (getrusage ru_maxrss) */

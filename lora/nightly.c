@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "lora/lora.h"
 
@@ -443,6 +444,13 @@ static int resume(hx_trainer *tr, const char *dir, const char *key,
     return hx_write_file_atomic(kp, key, 64, err);
 }
 
+/* CPU time of the process (all threads), seconds. */
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) ? 0 : ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static int train_chunks(hx_trainer *tr, const hx_nightly_params *p,
                         const hx_nightly_data *d, const char *ckpt,
                         hx_nightly_report *r, hx_err *err)
@@ -462,6 +470,8 @@ static int train_chunks(hx_trainer *tr, const hx_nightly_params *p,
         if (tp.opt.n_steps < 1) tp.opt.n_steps = 1;
     }
     int rc = HX_OK, chunks = 0;
+    const int from = hx_trainer_steps_done(tr);
+    const double t0 = hx_time_mono(), c0 = cpu_seconds();
     while (!rc && hx_trainer_steps_done(tr) < tp.opt.n_steps) {
         if (p->stop_after_chunks > 0 && chunks == p->stop_after_chunks)
             snprintf(r->reason, sizeof r->reason, "stopped after %d chunks", chunks);
@@ -473,6 +483,9 @@ static int train_chunks(hx_trainer *tr, const hx_nightly_params *p,
         }
         rc = hx_train_run(tr, &td, &tp, err);
         chunks++;
+        r->train_seconds = hx_time_mono() - t0, r->train_cpu_seconds = cpu_seconds() - c0;
+        r->trained_tokens = (int64_t)(hx_trainer_steps_done(tr) - from) * tp.seq_len *
+                            tp.n_seq * (tp.accum > 0 ? tp.accum : 1);
     }
     r->steps = hx_trainer_steps_done(tr);
     return rc;

@@ -132,6 +132,8 @@ static void test_run_adopts_and_gate_discards(void)
            (long long)r.heldout_tokens, r.steps, r.reason);
     EXPECT(r.adopted && r.loss_after < r.loss_before);
     EXPECT_EQ_INT(r.steps, 12);
+    EXPECT_EQ_INT(r.trained_tokens, 12 * 32 * 2); /* steps x window x sequences */
+    EXPECT(r.train_seconds > 0 && r.train_cpu_seconds > 0);
     hx_lora_use act[HX_ADAPTER_MAX];
     int n = 0;
     ASSERT(hx_lora_store_active(st, act, &n, &err) == HX_OK);
