@@ -37,12 +37,13 @@ enum {
 
 /* ---- packing: one row's units into its lane ---- */
 
-/* The 8 dwords of v (32 values, k = 4g..4g+3 in dword g) into lane r of
- * the 32-value block blk. */
-AVX512 static inline void put32(uint8_t *blk, int r, __m256i v)
+/* The 32 unsigned values of block b of a unit (dword g: k = 4g..4g+3)
+ * into the row's stage st: pack_panel then moves them into lane r of
+ * the panel's block, 16 rows at a time (a transposition in registers;
+ * a scatter per row and block cost as much as a third of the GEMM). */
+AVX512 static inline void put32(uint8_t *st, int b, __m256i v)
 {
-    const __m256i idx = _mm256_setr_epi32(0, 64, 128, 192, 256, 320, 384, 448);
-    _mm256_i32scatter_epi32(blk + 4 * r, idx, v, 1);
+    _mm256_storeu_si256((__m256i *)(st + 32 * b), v);
 }
 
 static inline void put_i32(uint8_t *vec, int r, int32_t x) { memcpy(vec + 4 * r, &x, 4); }
@@ -58,37 +59,37 @@ AVX512 static inline __m256i nibbles(__m128i raw)
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
 }
 
-AVX512 static void pack_q4_0(uint8_t *p, size_t ub, int r, const void *row, int64_t nu)
+AVX512 static void pack_q4_0(uint8_t *p, size_t ub, uint8_t *st, int r, const void *row, int64_t nu)
 {
     const hx_block_q4_0 *x = row;
-    for (int64_t i = 0; i < nu; i++, p += ub) {
-        put32(p, r, nibbles(_mm_loadu_si128((const __m128i *)x[i].qs)));
+    for (int64_t i = 0; i < nu; i++, p += ub, st += 32) {
+        put32(st, 0, nibbles(_mm_loadu_si128((const __m128i *)x[i].qs)));
         put_h(p + VALS32, r, x[i].d);
     }
 }
 
-AVX512 static void pack_q8_0(uint8_t *p, size_t ub, int r, const void *row, int64_t nu)
+AVX512 static void pack_q8_0(uint8_t *p, size_t ub, uint8_t *st, int r, const void *row, int64_t nu)
 {
     const hx_block_q8_0 *x = row;
-    for (int64_t i = 0; i < nu; i++, p += ub) {
-        put32(p, r, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[i].qs),
+    for (int64_t i = 0; i < nu; i++, p += ub, st += 32) {
+        put32(st, 0, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[i].qs),
                                      _mm256_set1_epi8((char)0x80)));
         put_h(p + VALS32, r, x[i].d);
     }
 }
 
-AVX512 static void pack_q4_K(uint8_t *p, size_t ub, int r, const void *row, int64_t nu)
+AVX512 static void pack_q4_K(uint8_t *p, size_t ub, uint8_t *st, int r, const void *row, int64_t nu)
 {
     const hx_block_q4_K *x = row;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    for (int64_t i = 0; i < nu; i++, p += ub) {
+    for (int64_t i = 0; i < nu; i++, p += ub, st += 256) {
         uint64_t sc, mn;
         hx_k_unpack(x[i].scales, &sc, &mn);
         uint8_t *sv = p + 8 * VALS32, *mv = sv + 8 * 64, *dv = mv + 8 * 64;
         for (int jp = 0; jp < 4; jp++) {
             __m256i raw = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * jp));
-            put32(p + 2 * jp * VALS32, r, _mm256_and_si256(raw, m4));
-            put32(p + (2 * jp + 1) * VALS32, r, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+            put32(st, 2 * jp, _mm256_and_si256(raw, m4));
+            put32(st, 2 * jp + 1, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
         }
         for (int j = 0; j < 8; j++) {
             put_i32(sv + j * 64, r, HX_K_BYTE(sc, j));
@@ -102,24 +103,24 @@ AVX512 static void pack_q4_K(uint8_t *p, size_t ub, int r, const void *row, int6
     }
 }
 
-AVX512 static void pack_q6_K(uint8_t *p, size_t ub, int r, const void *row, int64_t nu)
+AVX512 static void pack_q6_K(uint8_t *p, size_t ub, uint8_t *st, int r, const void *row, int64_t nu)
 {
     const hx_block_q6_K *x = row;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
-    for (int64_t i = 0; i < nu; i++, p += ub) {
+    for (int64_t i = 0; i < nu; i++, p += ub, st += 256) {
         for (int h = 0; h < 2; h++) { /* values 128h + 32k + l in block 4h + k */
             const uint8_t *ql = x[i].ql + 64 * h;
             __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
             __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
             __m256i hb = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h));
-            uint8_t *b = p + 4 * h * VALS32;
-            put32(b, r, _mm256_or_si256(_mm256_and_si256(l0, m4),
-                                        _mm256_and_si256(_mm256_slli_epi16(hb, 4), m2)));
-            put32(b + VALS32, r, _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                                 _mm256_and_si256(_mm256_slli_epi16(hb, 2), m2)));
-            put32(b + 2 * VALS32, r, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                                     _mm256_and_si256(hb, m2)));
-            put32(b + 3 * VALS32, r,
+            const int b = 4 * h;
+            put32(st, b, _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                         _mm256_and_si256(_mm256_slli_epi16(hb, 4), m2)));
+            put32(st, b + 1, _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                             _mm256_and_si256(_mm256_slli_epi16(hb, 2), m2)));
+            put32(st, b + 2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                             _mm256_and_si256(hb, m2)));
+            put32(st, b + 3,
                   _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                   _mm256_and_si256(_mm256_srli_epi16(hb, 2), m2)));
         }
@@ -133,15 +134,58 @@ AVX512 static void pack_q6_K(uint8_t *p, size_t ub, int r, const void *row, int6
     }
 }
 
-/* all n_units units of one row into lane r of the panel p (unit bytes ub) */
-typedef void (*pack_fn)(uint8_t *p, size_t ub, int r, const void *row, int64_t n_units);
+/* all n_units units of one row: the per-lane scalars into lane r of the
+ * panel p (unit bytes ub), the values into the row's stage st (n bytes) */
+typedef void (*pack_fn)(uint8_t *p, size_t ub, uint8_t *st, int r, const void *row,
+                        int64_t n_units);
 
-/* Rows [0, nr) of w (stride ws) into the panel p; lanes nr..15 zero. */
-static void pack_panel(uint8_t *p, size_t ub, pack_fn fn, const void *w, size_t ws, int nr,
-                       int64_t n_units)
+/* One 32-value block of 16 rows: dword g of row r's 32 bytes at
+ * st + r * sst to bytes 4r.. of group g of blk (64 * 8 bytes). */
+AVX512 static void transpose16(uint8_t *blk, const uint8_t *st, size_t sst)
 {
-    if (nr < LANES) memset(p, 0, ub * (size_t)n_units);
-    for (int r = 0; r < nr; r++) fn(p, ub, r, (const char *)w + (size_t)r * ws, n_units);
+    __m512i z[8], t[8], u[8];
+    #pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) /* rows k and k + 8 */
+        z[k] = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(st + (size_t)k * sst))),
+            _mm256_loadu_si256((const __m256i *)(st + (size_t)(k + 8) * sst)), 1);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm512_unpacklo_epi32(z[k], z[k + 1]);
+        t[k + 1] = _mm512_unpackhi_epi32(z[k], z[k + 1]);
+    }
+    /* per 128-bit lane of u[4a + c]: dword c (lanes 0, 2) or 4 + c (lanes
+     * 1, 3) of rows 4a..4a+3 (lanes 0, 1) and 8+4a.. (lanes 2, 3) */
+    #pragma GCC unroll 2
+    for (int a = 0; a < 2; a++) {
+        u[4 * a] = _mm512_unpacklo_epi64(t[4 * a], t[4 * a + 2]);
+        u[4 * a + 1] = _mm512_unpackhi_epi64(t[4 * a], t[4 * a + 2]);
+        u[4 * a + 2] = _mm512_unpacklo_epi64(t[4 * a + 1], t[4 * a + 3]);
+        u[4 * a + 3] = _mm512_unpackhi_epi64(t[4 * a + 1], t[4 * a + 3]);
+    }
+    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+    const __m512i hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    #pragma GCC unroll 4
+    for (int c = 0; c < 4; c++) {
+        _mm512_store_si512((void *)(blk + 64 * c), _mm512_permutex2var_epi64(u[c], lo, u[4 + c]));
+        _mm512_store_si512((void *)(blk + 64 * (4 + c)), _mm512_permutex2var_epi64(u[c], hi, u[4 + c]));
+    }
+}
+
+/* Rows [0, nr) of w (stride ws) into the panel p; lanes nr..15 zero. st:
+ * 16 rows of n bytes of staged values. */
+static void pack_panel(uint8_t *p, size_t ub, pack_fn fn, const void *w, size_t ws, int nr,
+                       int64_t n_units, int unit, uint8_t *st)
+{
+    const size_t n = (size_t)unit * (size_t)n_units;
+    if (nr < LANES) {
+        memset(p, 0, ub * (size_t)n_units);
+        memset(st + (size_t)nr * n, 0, (size_t)(LANES - nr) * n);
+    }
+    for (int r = 0; r < nr; r++) fn(p, ub, st + (size_t)r * n, r, (const char *)w + (size_t)r * ws, n_units);
+    for (int64_t i = 0; i < n_units; i++)
+        for (int b = 0; b < unit / 32; b++)
+            transpose16(p + (size_t)i * ub + (size_t)b * VALS32, st + (size_t)i * unit + 32 * (size_t)b, n);
 }
 
 /* ---- micro-kernels: one panel against 8 tokens ----
@@ -333,6 +377,15 @@ static const panel_type *panel_type_of(int wtype)
     }
 }
 
+/* y[t*ldy + r] = res[16t + r] for t < tn, r < rn: one 64-byte store per
+ * token (memcpy's pieces stalled on the output's cache misses). */
+AVX512 static void store_res(float *y, size_t ldy, const float *res, int tn, int rn)
+{
+    const __mmask16 k = (__mmask16)((1u << rn) - 1);
+    for (int t = 0; t < tn; t++)
+        _mm512_mask_storeu_ps(y + (size_t)t * ldy, k, _mm512_loadu_ps(res + LANES * t));
+}
+
 /* The thread's panel buffer (grown as needed, kept for the thread's life:
  * tens to a few hundred KB; freed by the key's destructor when the thread
  * exits). */
@@ -380,19 +433,31 @@ static int tile_generic(const panel_type *pt, int64_t n, const void *w, size_t w
                         const void *const *a, int nt, float *y, size_t ldy)
 {
     int64_t n_units = n / pt->unit;
-    uint8_t *p = panel_buffer(pt->ub * (size_t)n_units);
+    size_t pb = pt->ub * (size_t)n_units;
+    uint8_t *p = panel_buffer(pb + LANES * (size_t)n);
     if (!p) return 0;
     float res[NTOK * LANES];
+    const size_t n_groups = (size_t)(nt + NTOK - 1) / NTOK;
     for (int r0 = 0; r0 < nr; r0 += LANES) {
         int rn = nr - r0 < LANES ? nr - r0 : LANES;
-        pack_panel(p, pt->ub, pt->pack, (const char *)w + (size_t)r0 * ws, ws, rn, n_units);
+        pack_panel(p, pt->ub, pt->pack, (const char *)w + (size_t)r0 * ws, ws, rn, n_units, pt->unit,
+                   p + pb);
+        /* the next panel's rows (contiguous) are fetched while this one
+         * computes, a share per token group: read row by row at unpacking,
+         * short runs the hardware prefetcher does not catch in time */
+        const int rnext = nr - r0 - rn < LANES ? nr - r0 - rn : LANES;
+        const char *next = (const char *)w + (size_t)(r0 + rn) * ws;
+        const size_t lines = rnext > 0 ? ((size_t)rnext * ws + 63) / 64 : 0;
+        const size_t per = (lines + n_groups - 1) / n_groups;
         for (int t0 = 0; t0 < nt; t0 += NTOK) {
             int tn = nt - t0 < NTOK ? nt - t0 : NTOK;
+            const size_t l0 = (size_t)(t0 / NTOK) * per;
+            for (size_t li = l0; li < l0 + per && li < lines; li++)
+                __builtin_prefetch(next + 64 * li, 0, 2);
             const void *yt[NTOK];
             for (int t = 0; t < NTOK; t++) yt[t] = a[t0 + (t < tn ? t : tn - 1)];
             pt->mk(p, n, yt, res);
-            for (int t = 0; t < tn; t++)
-                memcpy(y + (size_t)(t0 + t) * ldy + r0, res + LANES * t, sizeof(float) * (size_t)rn);
+            store_res(y + (size_t)t0 * ldy + r0, ldy, res, tn, rn);
         }
     }
     return 1;
