@@ -65,7 +65,7 @@ static int alloc_scratch(hx_ctx *c)
                           hx_attn_scratch(hp), sz);
     c->act_row = act_row_bytes(hp);
     for (int i = 0; i < n; i++) {
-        *slot[i] = hx_aligned_alloc(64, sz[i] ? sz[i] : 64);
+        *slot[i] = hx_huge_alloc(sz[i] ? sz[i] : 64);
         if (!*slot[i]) return HX_ERR_NOMEM;
     }
     return HX_OK;
@@ -224,10 +224,10 @@ static int reserve_logits(hx_ctx *c, size_t rows)
 }
 
 /* Passes of at most `slice` tokens over tokens[off, end) of a call of n
- * (logits as hx_decode's logits_all says); stops early when the budget
- * or cancel of p says so. Returns the index reached. */
+ * (logits of tokens [out_from, n) into c->logits from row 0); stops early
+ * when the budget or cancel of p says so. Returns the index reached. */
 static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
-                      int logits_all, const hx_prefill_params *p, int *cancelled)
+                      int out_from, const hx_prefill_params *p, int *cancelled)
 {
     const int slice = p && p->slice > 0 && p->slice < c->n_batch ? p->slice : c->n_batch;
     const int end = p && p->max_tokens > 0 && n - off > p->max_tokens ? off + p->max_tokens : n;
@@ -242,8 +242,8 @@ static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
          * the fp16 attention path, so a prompt prefilled in slices gets the
          * numbers of one pass */
         if (end - off - B < FA_TILE_Q && end - off <= c->n_batch) B = end - off;
-        int from = logits_all ? 0 : (off + B == n ? B - 1 : B);
-        float *lg = c->logits + (logits_all ? (size_t)off * c->m->hp.n_vocab : 0);
+        int from = out_from - off < 0 ? 0 : out_from - off > B ? B : out_from - off;
+        float *lg = c->logits + (size_t)(off + from - out_from) * c->m->hp.n_vocab;
         hx_forward_pass(c, tokens + off, B, from, lg);
         off += B;
         if (p && p->max_ms > 0 && (hx_time_mono() - t0) * 1e3 >= p->max_ms) break;
@@ -251,15 +251,22 @@ static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
     return off;
 }
 
-int hx_decode(hx_ctx *c, const int32_t *tokens, int n, int logits_all)
+int hx_decode_rows(hx_ctx *c, const int32_t *tokens, int n, int out_from)
 {
     int rc = check_decode(c, tokens, n), cancelled = 0;
-    if (!rc) rc = reserve_logits(c, logits_all ? (size_t)n : 1);
+    if (!rc && (out_from < 0 || out_from >= n))
+        rc = hx_err_set(&c->err, HX_ERR_INVALID, "logits from token %d of %d", out_from, n);
+    if (!rc) rc = reserve_logits(c, (size_t)(n - out_from));
     if (rc) return rc;
-    c->n_out = logits_all ? n : 1;
-    c->out_first = logits_all ? 0 : n - 1;
-    run_passes(c, tokens, n, 0, logits_all, NULL, &cancelled);
+    c->n_out = n - out_from;
+    c->out_first = out_from;
+    run_passes(c, tokens, n, 0, out_from, NULL, &cancelled);
     return HX_OK;
+}
+
+int hx_decode(hx_ctx *c, const int32_t *tokens, int n, int logits_all)
+{
+    return hx_decode_rows(c, tokens, n, logits_all ? 0 : n - 1);
 }
 
 hx_prefill_params hx_prefill_default_params(void)
@@ -276,7 +283,7 @@ int hx_prefill(hx_ctx *c, const int32_t *tokens, int n,
     if (!rc) rc = reserve_logits(c, 1);
     if (rc) return rc;
     c->n_out = 0;
-    *n_done = run_passes(c, tokens, n, 0, 0, p, &cancelled);
+    *n_done = run_passes(c, tokens, n, 0, n - 1, p, &cancelled);
     if (*n_done == n) {
         c->n_out = 1;
         c->out_first = n - 1;

@@ -143,4 +143,15 @@ void hx_attention(hx_ctx *c, int l, int B, int pos0);
 /* The MoE FFN of layer L on c->xb (B, n_embd), result into c->xb. */
 void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B);
 
+/* hx_decode keeping the logits of tokens [out_from, n) only (the output
+ * head runs for those rows alone); hx_ctx_logits(c, i) for i >= out_from.
+ * n > 0 checked as hx_decode; out_from in [0, n) or HX_ERR_INVALID. */
+int hx_decode_rows(hx_ctx *c, const int32_t *tokens, int n, int out_from);
+
+/* kv.c: bytes (64-byte aligned, freed with free()); from 2 MiB up in
+ * transparent huge pages where the system offers them, so that the KV
+ * pages and the pass scratch cost a few page faults and TLB entries
+ * instead of one per 4 KiB. */
+void *hx_huge_alloc(size_t bytes);
+
 #endif /* HX_CTX_INT_H */

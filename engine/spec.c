@@ -321,11 +321,13 @@ static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
     return ngram_draft(sp, sp->seq, n, sp->batch + nb, max);
 }
 
-static int run(hx_spec *sp, int n, int logits_all, hx_err *err)
+/* One pass over batch[0, n) keeping the logits of rows [out_from, n):
+ * the forced rows before the first that is sampled need none. */
+static int run(hx_spec *sp, int n, int out_from, hx_err *err)
 {
     sp->c->split_rows = 1; /* each row as a one-token pass computes it */
     double t0 = hx_time_mono();
-    int rc = hx_decode(sp->c, sp->batch, n, logits_all);
+    int rc = hx_decode_rows(sp->c, sp->batch, n, out_from);
     note_pass(sp, n, hx_time_mono() - t0);
     sp->c->split_rows = 0;
     if (rc == HX_ERR_FULL)
@@ -391,7 +393,9 @@ int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
     if (max > room) max = room;
     int nd = ended ? 0 : draft(sp, hist, n_hist, pend, nb, max);
     sp->st.drafted += nd;
-    int rc = nb + nd > 0 ? run(sp, nb + nd, nd > 0, err) : HX_OK;
+    /* logits needed: row nb - 1 (after the last forced or pending token)
+     * and the drafts' rows */
+    int rc = nb + nd > 0 ? run(sp, nb + nd, nb > 0 ? nb - 1 : 0, err) : HX_OK;
     if (rc) return -rc;
     if (!ended) {
         int n = verify(sp, s, n_past, nb, nd, out + n_out, err);
