@@ -88,6 +88,20 @@ static void hash_tensor_info(hx_sha256 *s, const hx_gguf_tensor *t)
     hx_sha256_update(s, t->ne, sizeof t->ne);
 }
 
+/* What the computation depends on that the tensors do not show: head
+ * counts, experts used, norms' epsilon, rope base, type and scaling, each
+ * as 32 bits (floats by their bits) in a fixed order; new ones go last. */
+static void hash_hparams(hx_sha256 *s, const hx_model *m)
+{
+    const hx_hparams *hp = &m->hp;
+    const float f[3] = {hp->rms_eps, hp->rope_base, m->rope_freq_scale};
+    uint32_t v[10] = {(uint32_t)hp->n_head, (uint32_t)hp->n_head_kv, (uint32_t)hp->head_dim,
+                      (uint32_t)hp->n_expert, (uint32_t)hp->n_expert_used,
+                      (uint32_t)hp->expert_weights_norm, (uint32_t)hp->rope_type};
+    memcpy(v + 7, f, sizeof f);
+    hx_sha256_update(s, v, sizeof v);
+}
+
 void hx_model_identity(const hx_model *m, char out[65])
 {
     enum { PIECES = 16, PIECE = 256 };
@@ -95,6 +109,7 @@ void hx_model_identity(const hx_model *m, char out[65])
     hx_sha256 s;
     hx_sha256_init(&s);
     hx_sha256_update(&s, m->hp.arch, strlen(m->hp.arch) + 1);
+    hash_hparams(&s, m);
     for (int64_t i = 0; i < hx_gguf_n_tensors(g); i++) {
         const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);
         hash_tensor_info(&s, t);

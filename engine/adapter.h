@@ -15,11 +15,14 @@
 /* Most adapters attached to one context at a time. */
 #define HX_ADAPTER_MAX 8
 
-/* Identity of a model's weights: SHA-256 (lower-case hex) over the
- * architecture, every tensor's name, type and shape, and a sample of each
- * tensor's bytes (16 evenly spaced 256-byte pieces; all of a smaller
- * tensor). Any retraining, requantization or reshaping changes it; it costs
- * a few thousand page reads, not a pass over the file. */
+/* Identity of a model: SHA-256 (lower-case hex) over the architecture,
+ * the hyperparameters the computation depends on that the tensors do not
+ * show (heads, experts used, norm epsilon, rope base, type and scaling),
+ * every tensor's name, type and shape, and a sample of each tensor's bytes
+ * (16 evenly spaced 256-byte pieces; all of a smaller tensor). Any
+ * retraining, requantization, reshaping or change of those keys changes
+ * it; it costs a few thousand page reads, not a pass over the file. It
+ * keys adapters' bases and the prefix caches on disk alike. */
 void hx_model_identity(const hx_model *m, char out[65]);
 
 /* ---- adapters ---- */

@@ -25,7 +25,7 @@ typedef struct pfx_header {
     char magic[8];
     uint32_t version, kv_type, n_layer, n_head_kv, head_dim, kv_row;
     uint32_t n_tokens, reserved;
-    char model_id[64];     /* hex of model identity and shape (key_model) */
+    char model_id[64];     /* hex of hx_model_identity (key_model) */
     char adapter_key[256]; /* hx_ctx.adapter_key, NUL-padded */
 } pfx_header;
 _Static_assert(sizeof(pfx_header) == 360, "pfx_header is packed by layout");
@@ -83,21 +83,11 @@ static uint64_t cks_final(cks *c)
 }
 
 /* ---- keys ---- */
-/* The model part of the key: its weights' identity and the hyperparameters
- * the cached rows depend on, computed once per context. */
+/* The model part of the key: hx_model_identity (weights and the
+ * hyperparameters the cached rows depend on), computed once per context. */
 static const char *key_model(hx_ctx *c)
 {
-    if (c->model_id[0]) return c->model_id;
-    char id[65];
-    unsigned char d[32];
-    hx_model_identity(c->m, id);
-    hx_sha256 s;
-    hx_sha256_init(&s);
-    hx_sha256_update(&s, id, 64);
-    hx_sha256_update(&s, &c->m->hp, sizeof c->m->hp);
-    hx_sha256_update(&s, &c->m->rope_freq_scale, sizeof(float));
-    hx_sha256_final(&s, d);
-    hx_sha256_hex(d, c->model_id);
+    if (!c->model_id[0]) hx_model_identity(c->m, c->model_id);
     return c->model_id;
 }
 

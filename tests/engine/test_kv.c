@@ -24,10 +24,13 @@ static const char *tmp_path(const char *name)
 }
 
 /* A small random qwen3 with head_dim 32 (one Q8_0 block per row half). */
+static float g_rope_base; /* write_model's rope base; 0: mkmodel's default */
+
 static const char *write_model_v(const char *name, uint64_t seed, int head_dim,
                                  const char *vocab)
 {
     hx_mkmodel_params p = hx_mkmodel_default_params();
+    p.rope_base = g_rope_base;
     p.vocab_path = vocab; /* llama.cpp loads only models with a tokenizer */
     p.tied_output = 1;
     p.arch = "qwen3";
@@ -470,6 +473,34 @@ static void test_prefix_keys_and_corruption(void)
     hx_model_free(m2);
 }
 
+/* The cache's model key is hx_model_identity itself, and both see a
+ * change that the tensors do not show: the same weights under another
+ * rope base are another model (their cached rows would be wrong). */
+static void test_prefix_key_is_model_identity(void)
+{
+    hx_model *m = load(write_model("pi.gguf", 8, 32));
+    g_rope_base = 5e5f;
+    hx_model *mr = load(write_model("pi-rope.gguf", 8, 32)); /* same tensors */
+    g_rope_base = 0;
+    ASSERT(m && mr);
+    char id[65], idr[65];
+    hx_model_identity(m, id);
+    hx_model_identity(mr, idr);
+    EXPECT(strcmp(id, idr) != 0);
+    const char *dir = tmp_path("pi");
+    int32_t t[64];
+    tokens(t, 64, hx_model_hparams(m)->n_vocab, 9);
+    hx_ctx *c = new_ctx(m, 0, 0, 0);
+    ASSERT(c);
+    EXPECT(hx_decode(c, t, 40, 0) == HX_OK && hx_ctx_prefix_save(c, dir, t, 40, 0) == HX_OK);
+    EXPECT_STR_EQ(c->model_id, id);
+    hx_ctx_free(c);
+    EXPECT_EQ_INT(loaded(m, dir, t, 64, 0, ""), 40);
+    EXPECT_EQ_INT(loaded(mr, dir, t, 64, 0, ""), 0);
+    hx_model_free(m);
+    hx_model_free(mr);
+}
+
 /* The directory stays under its byte bound: the least recently used
  * files go first. */
 static void test_prefix_eviction(void)
@@ -524,6 +555,7 @@ int main(void)
     RUN(test_prefix_warm_equals_cold);
     RUN(test_prefix_keys_and_corruption);
     RUN(test_prefix_eviction);
+    RUN(test_prefix_key_is_model_identity);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
     if (system(cmd)) {}
