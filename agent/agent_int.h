@@ -134,6 +134,16 @@ void hx_engine_source_style(hx_engine_source_params *ep, int family, const hx_mo
 int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                          const hx_engine_source_params *p, hx_source *out,
                          hx_err *err);
+/* Switches an engine source's LoRA adapters between requests without
+ * reloading the model: ads[0..n) with their scales (borrowed: they must
+ * outlive the source or the next switch; n = 0: none). What the source
+ * kept from earlier turns (the KV rows, its token cache, the drafts'
+ * state) was computed under the old set and is dropped: the next request
+ * prefills anew, or from a prefix cache on disk made under the new set.
+ * Errors: hx_ctx_set_adapters's (the set is unchanged then);
+ * HX_ERR_INVALID for a source that is not an engine source. */
+int hx_engine_source_set_adapters(hx_source *s, hx_adapter *const *ads,
+                                  const float *scales, int n, hx_err *err);
 /* The prompt's tokens exactly as the engine source feeds them to the model
  * (special tokens parsed, BOS if the vocabulary asks for it): *out is
  * malloc'd (caller frees); returns the count, or -rc with err set. Chat

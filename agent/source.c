@@ -501,3 +501,17 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                        eng_count, eng_free};
     return HX_OK;
 }
+
+int hx_engine_source_set_adapters(hx_source *s, hx_adapter *const *ads,
+                                  const float *scales, int n, hx_err *err)
+{
+    if (!s || s->begin != eng_begin || !s->ctx)
+        return hx_err_set(err, HX_ERR_INVALID, "not an engine source");
+    eng_src *e = s->ctx;
+    int rc = hx_ctx_set_adapters(e->ctx, ads, scales, n); /* drops the KV rows */
+    if (rc) return hx_err_set(err, rc, "%s", hx_ctx_errmsg(e->ctx));
+    e->n_cache = 0; /* no token of the old set's is reused */
+    e->ended = 1;   /* a turn begun under the old set is over */
+    hx_spec_reset(e->spec);
+    return HX_OK;
+}

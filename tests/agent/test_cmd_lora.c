@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "agent/agent_int.h"
 #include "agent/cli.h"
 #include "engine/engine.h"
 #include "memory/memory.h"
@@ -155,6 +156,61 @@ static void test_generate_adapter(void)
     unlink(mv), unlink(av);
 }
 
+/* n greedy tokens of a free-text turn after prompt from src, into out. */
+static int src_text(hx_source *src, const char *prompt, int n, char *out, size_t size)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    hx_err err = {0};
+    int np = 0, end = 0, rc = src->begin(src->ctx, prompt, HX_CHOICE_NONE, &np, &err);
+    for (int i = 0; !rc && !end && i < n; i++) rc = src->next(src->ctx, &b, &end, &err);
+    snprintf(out, size, "%s", b.data ? b.data : "");
+    hx_buf_free(&b);
+    if (rc) printf("# source: %s\n", err.msg);
+    return rc;
+}
+
+/* An engine source switched to an adapter between requests writes what a
+ * fresh source made with it writes, and back to none what it wrote at
+ * first: nothing computed under the old set is reused. */
+static void test_source_adapter_switch(void)
+{
+    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    if (!vocab) return;
+    char mv[300], av[300], base[512], with[512], got[512];
+    snprintf(mv, sizeof mv, "%s/ms.gguf", dir);
+    snprintf(av, sizeof av, "%s/as.gguf", dir);
+    ASSERT(make_model(mv, 5, vocab) == 0 && make_adapter(mv, av, 3.0f) == 0);
+    hx_model *m = NULL;
+    hx_adapter *a = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(mv, NULL, &m, &err) == HX_OK);
+    ASSERT(hx_adapter_load(m, av, &a, &err) == HX_OK);
+    float scale = 4.0f;
+    hx_engine_source_params ep = hx_engine_source_default_params();
+    ep.n_threads = 1;
+    hx_source plain, fresh;
+    ASSERT(hx_engine_source_new(m, NULL, 0, &ep, &plain, &err) == HX_OK);
+    ep.adapters = &a, ep.adapter_scales = &scale, ep.n_adapters = 1;
+    ASSERT(hx_engine_source_new(m, NULL, 0, &ep, &fresh, &err) == HX_OK);
+    const char *prompt = "Hello there, how are";
+    EXPECT(src_text(&plain, prompt, 8, base, sizeof base) == HX_OK);
+    EXPECT(src_text(&fresh, prompt, 8, with, sizeof with) == HX_OK);
+    EXPECT(strcmp(base, with) != 0); /* the adapter changes the text */
+    EXPECT(hx_engine_source_set_adapters(&plain, &a, &scale, 1, &err) == HX_OK);
+    EXPECT(src_text(&plain, prompt, 8, got, sizeof got) == HX_OK);
+    EXPECT_STR_EQ(got, with);
+    EXPECT(hx_engine_source_set_adapters(&plain, NULL, NULL, 0, &err) == HX_OK);
+    EXPECT(src_text(&plain, prompt, 8, got, sizeof got) == HX_OK);
+    EXPECT_STR_EQ(got, base);
+    hx_source none = {0};
+    EXPECT_EQ_INT(hx_engine_source_set_adapters(&none, NULL, NULL, 0, &err), HX_ERR_INVALID);
+    hx_source_free(&plain), hx_source_free(&fresh);
+    hx_adapter_free(a);
+    hx_model_free(m);
+    unlink(mv), unlink(av);
+}
+
 /* hearth nightly --force on a few accepted episodes: trains and reports
  * the held-out gate's decision; without --force on this busy machine the
  * governor may say "not now", which is no failure. */
@@ -222,6 +278,7 @@ int main(void)
     snprintf(a2, sizeof a2, "%s/a2.gguf", dir);
     RUN(test_list_use_show_rollback);
     RUN(test_generate_adapter);
+    RUN(test_source_adapter_switch);
     RUN(test_nightly_cli);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
