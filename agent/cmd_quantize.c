@@ -18,13 +18,16 @@ static void usage(FILE *f)
             "--imatrix FILE          importance matrix to weight the rounding error\n"
             "--calibrate FILES...    collect one by running IN over these text files\n"
             "--imatrix-out FILE      save the collected importance matrix\n"
+            "--calib-special         the calibration text holds the model's control\n"
+            "              tokens (<|im_start|>..., e.g. chats rendered with its\n"
+            "              template): read them as such, not as plain text\n"
             "--threads N\n");
 }
 
 typedef struct qargs {
     const char *in, *out, *type, *imatrix, *imatrix_out;
     const char **overrides, **calib;
-    int n_overrides, n_calib, threads;
+    int n_overrides, n_calib, threads, calib_special;
 } qargs;
 
 static int parse(int argc, char **argv, qargs *a)
@@ -35,6 +38,8 @@ static int parse(int argc, char **argv, qargs *a)
         if (!strcmp(s, "--calibrate")) {
             while (i + 1 < argc && argv[i + 1][0] != '-') a->calib[a->n_calib++] = argv[++i];
             if (!a->n_calib) return -1;
+        } else if (!strcmp(s, "--calib-special")) {
+            a->calib_special = 1;
         } else if (s[0] == '-' && !v) {
             return -1;
         } else if (!strcmp(s, "--type")) a->type = argv[++i];
@@ -49,7 +54,7 @@ static int parse(int argc, char **argv, qargs *a)
     }
     if (!a->in || !a->out || !a->type) return -1;
     if (a->imatrix && a->n_calib) return -1;
-    if (a->imatrix_out && !a->n_calib) return -1;
+    if ((a->imatrix_out || a->calib_special) && !a->n_calib) return -1;
     return 0;
 }
 
@@ -115,6 +120,7 @@ static int get_imatrix(const qargs *a, hx_imatrix **im)
         hx_progress bar;
         hx_progress_start(&bar, "calibrating", 1);
         cp.n_threads = a->threads;
+        cp.parse_special = a->calib_special;
         cp.progress = on_chunk;
         cp.progress_user = &bar;
         rc = hx_imatrix_calibrate(a->in, a->calib, a->n_calib, &cp, im, &e);

@@ -137,20 +137,21 @@ hx_calib_params hx_calib_default_params(void)
     return p;
 }
 
-/* Appends the tokens of one file to *ids. */
-static int tokenize_file(const hx_vocab *v, const char *path, int32_t **ids,
-                         int64_t *n, hx_imatrix *m, hx_err *err)
+/* Appends the tokens of one file to *ids (special: control tokens in the
+ * text are recognised). */
+static int tokenize_file(const hx_vocab *v, const char *path, int special,
+                         int32_t **ids, int64_t *n, hx_imatrix *m, hx_err *err)
 {
     char *text = NULL;
     size_t len = 0;
     hx_err e = {0};
     int rc = hx_read_file(path, 0, &text, &len, &e);
     if (rc) return hx_err_wrap(err, &e, path);
-    int32_t need = -hx_tokenize(v, text, len, NULL, 0, 0, 0);
+    int32_t need = -hx_tokenize(v, text, len, NULL, 0, 0, special);
     int32_t *p = need > 0 ? realloc(*ids, (size_t)(*n + need) * sizeof **ids) : *ids;
     if (need > 0 && p) {
         *ids = p;
-        *n += hx_tokenize(v, text, len, p + *n, need, 0, 0);
+        *n += hx_tokenize(v, text, len, p + *n, need, 0, special);
     }
     free(text);
     if (need > 0 && !p) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
@@ -163,13 +164,19 @@ static int tokenize_file(const hx_vocab *v, const char *path, int32_t **ids,
     return HX_OK;
 }
 
-/* Runs the chunks of ids through a context hooked to the collector. Only
- * the last token of a chunk gets logits, so the output head sees few
- * tokens; finish_means drops it (llama.cpp's imatrix skips it too). */
+/* Logits floats one decode call of calibration may keep (64 MiB). */
+#define CALIB_LOGITS (16 << 20)
+
+/* Runs the chunks of ids through a context hooked to the collector. Every
+ * position's logits are computed, so the output head sees every token like
+ * the other matrices (in calls of at most CALIB_LOGITS / n_vocab tokens,
+ * continuing the chunk in the cache, to bound the logits buffer). */
 static int run_chunks(hx_model *model, const int32_t *ids, int64_t n,
                       const hx_calib_params *p, collector *col, hx_err *err)
 {
     int chunk = p->n_chunk > 0 ? p->n_chunk : 512;
+    int64_t nv = hx_model_hparams(model)->n_vocab;
+    int sub = nv > 0 && CALIB_LOGITS / nv < chunk ? (int)(CALIB_LOGITS / nv) : chunk;
     hx_ctx_params cp = hx_ctx_default_params();
     cp.n_ctx = chunk;
     cp.n_threads = p->n_threads;
@@ -180,8 +187,9 @@ static int run_chunks(hx_model *model, const int32_t *ids, int64_t n,
     for (int64_t at = 0; !rc && at < n; at += chunk) {
         int len = n - at < chunk ? (int)(n - at) : chunk;
         hx_ctx_truncate(c, 0);
-        if ((rc = hx_decode(c, ids + at, len, 0)))
-            hx_err_set(err, rc, "calibration: %s", hx_ctx_errmsg(c));
+        for (int k = 0; !rc && k < len; k += sub)
+            if ((rc = hx_decode(c, ids + at + k, len - k < sub ? len - k : sub, 1)))
+                hx_err_set(err, rc, "calibration: %s", hx_ctx_errmsg(c));
         col->m->n_chunks++;
         col->m->n_tokens += len;
         if (!rc && col->failed)
@@ -194,8 +202,8 @@ static int run_chunks(hx_model *model, const int32_t *ids, int64_t n,
 }
 
 /* Means of the entries that saw every token (experts: per expert; one
- * that got no token has importances 1, no preference); the others (the
- * output head) are dropped. */
+ * that got no token has importances 1, no preference); the others (none
+ * in a full run) are dropped. */
 static void finish_means(hx_imatrix *m)
 {
     int k = 0;
@@ -239,7 +247,8 @@ int hx_imatrix_calibrate(const char *model_path, const char *const *files,
         rc = hx_err_set(err, HX_ERR_INVALID, "%s: the model has no tokenizer "
                         "to read calibration text with", model_path);
     for (int i = 0; !rc && i < n_files; i++)
-        rc = tokenize_file(hx_model_vocab(model), files[i], &ids, &n, m, err);
+        rc = tokenize_file(hx_model_vocab(model), files[i], p->parse_special,
+                           &ids, &n, m, err);
     if (!rc && n < 1)
         rc = hx_err_set(err, HX_ERR_INVALID, "no calibration text (0 tokens)");
     if (!rc) rc = run_chunks(model, ids, n, p, &col, err);

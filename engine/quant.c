@@ -34,11 +34,100 @@ static int clampi(int v, int lo, int hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* ---- Q8_0 and Q4_0 ---- */
+/* ---- importance-weighted symmetric search ---- */
 
-static void quantize_q8_0(const float *x, hx_block_q8_0 *y, int64_t nb)
+/* Weights of n values for an importance-weighted search: the importance,
+ * tempered by the value's own size against the spread sigma2 of its
+ * block (imx * sqrt(sigma2 + x^2), llama.cpp's mix). */
+static void mix_weights(int n, const float *x, const float *imx, float sigma2,
+                        float *w)
+{
+    for (int i = 0; i < n; i++) w[i] = imx[i] * sqrtf(sigma2 + x[i] * x[i]);
+}
+
+/* Twice the mean square of n values (the sigma2 above). */
+static float spread(int n, const float *x)
+{
+    float s = 0;
+    for (int i = 0; i < n; i++) s += x[i] * x[i];
+    return 2 * s / (float)n;
+}
+
+/* Levels of x at inverse scale iscale, clamped to lo..hi, and the sums
+ * sum w x l and sum w l^2 of the least-squares scale fit (sxl / sl2, which
+ * lowers the weighted error by sxl^2 / sl2). l may be NULL. */
+static void sym_fit(int n, int lo, int hi, const float *x, const float *w,
+                    float iscale, int8_t *l, float *sxl, float *sl2)
+{
+    float a = 0, b = 0;
+    for (int i = 0; i < n; i++) {
+        int q = clampi(nearest_int(iscale * x[i]), lo, hi);
+        if (l) l[i] = (int8_t)q;
+        a += w[i] * x[i] * q;
+        b += w[i] * (float)(q * q);
+    }
+    *sxl = a;
+    *sl2 = b;
+}
+
+/* Symmetric quantization of n values to levels lo..hi (lo = -hi or
+ * -hi - 1) minimising sum w (x - s l)^2: tries 2 nstep + 1 inverse scales,
+ * step levels apart, around the one mapping the value of largest
+ * magnitude to lo, takes the least-squares scale of the best, then
+ * re-rounds at that scale and refits while the error falls. Returns the
+ * scale (0 for an all-zero group); the caller rounds x / scale again. */
+static float search_sym_w(int n, int lo, int hi, const float *x, const float *w,
+                          int nstep, float step)
+{
+    float amax = 0, max = 0, sxl, sl2, s = 0, gain = 0;
+    for (int i = 0; i < n; i++)
+        if (fabsf(x[i]) > amax) {
+            amax = fabsf(x[i]);
+            max = x[i];
+        }
+    if (amax < GROUP_EPS) return 0;
+    for (int k = -nstep; k <= nstep; k++) {
+        sym_fit(n, lo, hi, x, w, ((float)lo - step * (float)k) / max, NULL, &sxl, &sl2);
+        if (sl2 > 0 && sxl * sxl > gain * sl2) {
+            gain = sxl * sxl / sl2;
+            s = sxl / sl2;
+        }
+    }
+    for (int it = 0; it < 4 && s != 0; it++) {
+        sym_fit(n, lo, hi, x, w, 1 / s, NULL, &sxl, &sl2);
+        if (!(sl2 > 0 && sxl * sxl > gain * sl2 * 1.000001f)) break;
+        gain = sxl * sxl / sl2;
+        s = sxl / sl2;
+    }
+    return s;
+}
+
+/* One 32-block of Q8_0 (lo -127) or Q4_0 (lo -8) with importances: the
+ * weighted search, the scale rounded to fp16, the levels rounded to it.
+ * Returns the fp16 scale; q gets the levels. */
+static uint16_t sym_block_w(const float *x, const float *imx, int lo, int hi,
+                            int nstep, float step, int8_t *q)
+{
+    float w[HX_QK];
+    mix_weights(HX_QK, x, imx, spread(HX_QK, x), w);
+    uint16_t dh = hx_fp32_to_fp16(search_sym_w(HX_QK, lo, hi, x, w, nstep, step));
+    float d = hx_fp16_to_fp32(dh), id = d != 0 ? 1 / d : 0;
+    for (int j = 0; j < HX_QK; j++) q[j] = (int8_t)clampi(nearest_int(x[j] * id), lo, hi);
+    return dh;
+}
+
+/* ---- Q8_0 and Q4_0 ----
+ * Without importances, ggml's reference rounding (bit for bit); with
+ * them, the weighted search above. */
+
+static void quantize_q8_0(const float *x, hx_block_q8_0 *y, int64_t nb,
+                          const float *imx)
 {
     for (int64_t i = 0; i < nb; i++, x += HX_QK) {
+        if (imx) {
+            y[i].d = sym_block_w(x, imx + i * HX_QK, -127, 127, 8, 1.0f, y[i].qs);
+            continue;
+        }
         float amax = 0;
         for (int j = 0; j < HX_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
         float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
@@ -47,9 +136,17 @@ static void quantize_q8_0(const float *x, hx_block_q8_0 *y, int64_t nb)
     }
 }
 
-static void quantize_q4_0(const float *x, hx_block_q4_0 *y, int64_t nb)
+static void quantize_q4_0(const float *x, hx_block_q4_0 *y, int64_t nb,
+                          const float *imx)
 {
+    int8_t q[HX_QK];
     for (int64_t i = 0; i < nb; i++, x += HX_QK) {
+        if (imx) {
+            y[i].d = sym_block_w(x, imx + i * HX_QK, -8, 7, 15, 0.1f, q);
+            for (int j = 0; j < HX_QK / 2; j++)
+                y[i].qs[j] = (uint8_t)((q[j] + 8) | ((q[j + HX_QK / 2] + 8) << 4));
+            continue;
+        }
         float amax = 0, max = 0;
         for (int j = 0; j < HX_QK; j++)
             if (fabsf(x[j]) > amax) {
@@ -188,10 +285,10 @@ static float search_scale_min(int n, int nmax, const float *x, const float *w,
 }
 
 /* Symmetric quantization of n values to -nmax..nmax-1 (stored + nmax in
- * L), weights w (NULL: x^2). Tries 19 scales around -nmax/max (the value
- * of largest magnitude maps to -nmax) and keeps the least-squares best. */
-static float search_scale_sym(int n, int nmax, const float *x, uint8_t *L,
-                              const float *w)
+ * L), weights x^2 (ggml's reference for Q6_K without importances). Tries
+ * 19 scales around -nmax/max (the value of largest magnitude maps to
+ * -nmax) and keeps the least-squares best. */
+static float search_scale_sym(int n, int nmax, const float *x, uint8_t *L)
 {
     float amax = 0, max = 0;
     for (int i = 0; i < n; i++)
@@ -210,7 +307,7 @@ static float search_scale_sym(int n, int nmax, const float *x, uint8_t *L,
         float iscale = -(nmax + 0.1f * is) / max, slx = 0, sl2 = 0;
         for (int i = 0; i < n; i++) {
             int l = clampi(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-            float wi = w ? w[i] : x[i] * x[i];
+            float wi = x[i] * x[i];
             slx += wi * x[i] * l;
             sl2 += wi * l * l;
         }
@@ -227,23 +324,19 @@ static float search_scale_sym(int n, int nmax, const float *x, uint8_t *L,
 }
 
 /* Per-element weights of one 32-sub-block of a super-block: without an
- * importance matrix, av + |x| (av the sub-block's rms); with one,
- * imatrix * sqrt(sigma2 + x^2). */
+ * importance matrix, av + |x| (av the sub-block's rms, ggml's reference);
+ * with one, mix_weights against the super-block's spread sigma2. */
 static void subblock_weights(const float *x, const float *imx, float sigma2,
                              float *w)
 {
+    if (imx) {
+        mix_weights(32, x, imx, sigma2, w);
+        return;
+    }
     float s2 = 0;
     for (int l = 0; l < 32; l++) s2 += x[l] * x[l];
     float av = sqrtf(s2 / 32);
-    for (int l = 0; l < 32; l++)
-        w[l] = imx ? imx[l] * sqrtf(sigma2 + x[l] * x[l]) : av + fabsf(x[l]);
-}
-
-static float sigma2_of(const float *x)
-{
-    float s = 0;
-    for (int l = 0; l < HX_QK_K; l++) s += x[l] * x[l];
-    return 2 * s / HX_QK_K;
+    for (int l = 0; l < 32; l++) w[l] = av + fabsf(x[l]);
 }
 
 /* The 6-bit scale and min of sub-block j from Q4_K/Q5_K's packed bytes. */
@@ -270,39 +363,110 @@ static void put_scale_min(int j, uint8_t *q, int sc, int m)
     }
 }
 
+/* 6-bit levels of the 8 sub-block scales (or mins) v at step d. */
+static void six_bit(const float *v, float d, int *q)
+{
+    for (int j = 0; j < 8; j++) q[j] = d > 0 ? clampi(nearest_int(v[j] / d), 0, 63) : 0;
+}
+
+static float fp16_round(float v)
+{
+    return hx_fp16_to_fp32(hx_fp32_to_fp16(v));
+}
+
+/* Weighted error of a super-block whose sub-block j has scale d ls[j] and
+ * min dmin lm[j], each value at its nearest level 0..nmax. */
+static float kx_err(const float *x, const float *w, int nmax, float d,
+                    float dmin, const int *ls, const int *lm)
+{
+    float err = 0;
+    for (int j = 0; j < 8; j++) {
+        float dj = d * (float)ls[j], mj = dmin * (float)lm[j];
+        float id = dj != 0 ? 1 / dj : 0;
+        for (int l = 32 * j; l < 32 * j + 32; l++) {
+            float diff = dj * (float)clampi(nearest_int((x[l] + mj) * id), 0, nmax) - mj - x[l];
+            err += w[l] * diff * diff;
+        }
+    }
+    return err;
+}
+
+/* With importances: the super-block steps d (of the scales sc) and dmin
+ * (of the mins mn), fp16, chosen by the weighted error of the whole block
+ * rather than by max / 63 (rounding every sub-block's scale to 6 bits
+ * alone ignores which sub-blocks matter): 17 candidates within 12% for d,
+ * then for dmin. ls and lm get the 6-bit levels. */
+static void search_kx_steps(const float *x, const float *w, int nmax,
+                            const float *sc, const float *mn, float *d,
+                            float *dmin, int *ls, int *lm)
+{
+    float d0 = *d, m0 = *dmin;
+    int tl[8];
+    six_bit(sc, *d, ls);
+    six_bit(mn, *dmin, lm);
+    float best = kx_err(x, w, nmax, *d, *dmin, ls, lm);
+    for (int pass = 0; pass < 2; pass++) {
+        float base = pass ? m0 : d0;
+        for (int k = -8; base > 0 && k <= 8; k++) {
+            float c = fp16_round(base * (1 + 0.015f * (float)k));
+            six_bit(pass ? mn : sc, c, tl);
+            float e = pass ? kx_err(x, w, nmax, *d, c, ls, tl)
+                           : kx_err(x, w, nmax, c, *dmin, tl, lm);
+            if (!(e < best)) continue;
+            best = e;
+            *(pass ? dmin : d) = c;
+            memcpy(pass ? lm : ls, tl, sizeof tl);
+        }
+    }
+}
+
 /* Shared by Q4_K (nmax 15) and Q5_K (nmax 31): searches the 8 sub-block
  * scales and mins, quantizes them to 6 bits against fp16 d and dmin, then
- * re-quantizes the values with the rounded scales. L gets 0..nmax. */
+ * re-quantizes the values with the rounded scales. L gets 0..nmax.
+ * Without importances this is ggml's reference, bit for bit; with them,
+ * a finer first search and search_kx_steps. */
 static void quantize_kx_block(const float *x, const float *imx, int nmax,
                               uint16_t *d_out, uint16_t *dmin_out,
                               uint8_t *scales, uint8_t *L)
 {
-    float w[32], sc[8], mn[8], max_sc = 0, max_mn = 0;
-    float sigma2 = imx ? sigma2_of(x) : 0;
+    float w[HX_QK_K], sc[8], mn[8], max_sc = 0, max_mn = 0;
+    float sigma2 = imx ? spread(HX_QK_K, x) : 0;
     uint8_t Laux[32];
     for (int j = 0; j < 8; j++) {
-        subblock_weights(x + 32 * j, imx ? imx + 32 * j : NULL, sigma2, w);
-        sc[j] = nmax == 15
-                    ? search_scale_min(32, 15, x + 32 * j, w, L + 32 * j,
-                                       &mn[j], Laux, -1.0f, 0.1f, 20)
-                    : search_scale_min(32, 31, x + 32 * j, w, L + 32 * j,
-                                       &mn[j], Laux, -0.5f, 0.1f, 15);
+        const float *xj = x + 32 * j;
+        float *wj = w + 32 * j;
+        subblock_weights(xj, imx ? imx + 32 * j : NULL, sigma2, wj);
+        if (imx) /* half the step, twice the range of levels */
+            sc[j] = search_scale_min(32, nmax, xj, wj, L + 32 * j, &mn[j], Laux,
+                                     nmax == 15 ? -1.0f : -0.5f, 0.05f,
+                                     nmax == 15 ? 40 : 20);
+        else
+            sc[j] = nmax == 15
+                        ? search_scale_min(32, 15, xj, wj, L + 32 * j, &mn[j],
+                                           Laux, -1.0f, 0.1f, 20)
+                        : search_scale_min(32, 31, xj, wj, L + 32 * j, &mn[j],
+                                           Laux, -0.5f, 0.1f, 15);
         if (sc[j] > max_sc) max_sc = sc[j];
         if (mn[j] > max_mn) max_mn = mn[j];
     }
     float inv_sc = max_sc > 0 ? 63 / max_sc : 0, inv_mn = max_mn > 0 ? 63 / max_mn : 0;
-    memset(scales, 0, HX_K_SCALE_BYTES);
+    int ls[8], lm[8];
     for (int j = 0; j < 8; j++) {
-        int ls = nearest_int(inv_sc * sc[j]), lm = nearest_int(inv_mn * mn[j]);
-        put_scale_min(j, scales, ls > 63 ? 63 : ls, lm > 63 ? 63 : lm);
+        ls[j] = clampi(nearest_int(inv_sc * sc[j]), 0, 63);
+        lm[j] = clampi(nearest_int(inv_mn * mn[j]), 0, 63);
     }
     *d_out = hx_fp32_to_fp16(max_sc / 63);
     *dmin_out = hx_fp32_to_fp16(max_mn / 63);
     float d = hx_fp16_to_fp32(*d_out), dmin = hx_fp16_to_fp32(*dmin_out);
+    if (imx) {
+        search_kx_steps(x, w, nmax, sc, mn, &d, &dmin, ls, lm);
+        *d_out = hx_fp32_to_fp16(d);
+        *dmin_out = hx_fp32_to_fp16(dmin);
+    }
+    memset(scales, 0, HX_K_SCALE_BYTES);
+    for (int j = 0; j < 8; j++) put_scale_min(j, scales, ls[j], lm[j]);
     for (int j = 0; j < 8; j++) {
-        int is, im;
-        get_scale_min(j, scales, &is, &im);
-        float dj = d * is, mj = dmin * im;
+        float dj = d * (float)ls[j], mj = dmin * (float)lm[j];
         if (dj == 0) continue;
         for (int l = 0; l < 32; l++)
             L[32 * j + l] = (uint8_t)clampi(
@@ -360,10 +524,16 @@ static void quantize_q6_K(const float *x, hx_block_q6_K *y, int64_t nb,
     uint8_t L[HX_QK_K];
     float sc[16];
     for (int64_t i = 0; i < nb; i++, x += HX_QK_K) {
-        float max_abs = 0, max_sc = 0;
+        float max_abs = 0, max_sc = 0, w[16];
+        float sigma2 = imx ? spread(HX_QK_K, x) : 0;
         for (int j = 0; j < 16; j++) {
-            sc[j] = search_scale_sym(16, 32, x + 16 * j, L + 16 * j,
-                                     imx ? imx + i * HX_QK_K + 16 * j : NULL);
+            if (imx) { /* the weighted search; levels re-rounded below */
+                mix_weights(16, x + 16 * j, imx + i * HX_QK_K + 16 * j, sigma2, w);
+                sc[j] = search_sym_w(16, -32, 31, x + 16 * j, w, 9, 0.1f);
+                memset(L + 16 * j, 32, 16);
+            } else {
+                sc[j] = search_scale_sym(16, 32, x + 16 * j, L + 16 * j);
+            }
             if (fabsf(sc[j]) > max_abs) {
                 max_abs = fabsf(sc[j]);
                 max_sc = sc[j];
@@ -459,8 +629,8 @@ void hx_quantize_row(int type, const float *x, void *y, int64_t n,
     case HX_TYPE_BF16:
         for (int64_t i = 0; i < n; i++) ((uint16_t *)y)[i] = hx_fp32_to_bf16(x[i]);
         break;
-    case HX_TYPE_Q8_0: quantize_q8_0(x, y, nb); break;
-    case HX_TYPE_Q4_0: quantize_q4_0(x, y, nb); break;
+    case HX_TYPE_Q8_0: quantize_q8_0(x, y, nb, imatrix); break;
+    case HX_TYPE_Q4_0: quantize_q4_0(x, y, nb, imatrix); break;
     case HX_TYPE_Q4_K: quantize_q4_K(x, y, nb, imatrix); break;
     case HX_TYPE_Q5_K: quantize_q5_K(x, y, nb, imatrix); break;
     case HX_TYPE_Q6_K: quantize_q6_K(x, y, nb, imatrix); break;

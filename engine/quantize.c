@@ -278,7 +278,8 @@ static int fill(void *user, const hx_gguf_tensor *out, void *buf)
         return HX_OK;
     }
     int kq = out->type == HX_TYPE_Q4_K || out->type == HX_TYPE_Q5_K ||
-             out->type == HX_TYPE_Q6_K; /* the types that use importances */
+             out->type == HX_TYPE_Q6_K || out->type == HX_TYPE_Q4_0 ||
+             out->type == HX_TYPE_Q8_0; /* the types that use importances */
     if (q->p->imatrix && is_matrix(src) && kq)
         j.imat = hx_imatrix_find(q->p->imatrix, src->name, src->ne[0] * src->ne[2]);
     q->st->n_imatrix += j.imat != NULL;

@@ -39,6 +39,10 @@ int64_t hx_imatrix_n_tokens(const hx_imatrix *m);
 typedef struct hx_calib_params {
     int n_chunk;   /* tokens per chunk (KV cache reset between); 0 = 512 */
     int n_threads; /* 0 = number of online CPUs */
+    /* 1: the text holds the model's control tokens (<|im_start|>...) to
+     * be read as such, e.g. conversations rendered with its chat
+     * template; 0 (default): plain text, read literally. */
+    int parse_special;
     /* Called after each chunk (may be NULL). */
     void (*progress)(void *user, int64_t tokens_done, int64_t tokens_total);
     void *progress_user;
@@ -47,8 +51,10 @@ hx_calib_params hx_calib_default_params(void);
 
 /* Runs the model at model_path over the text files (tokenized with the
  * model's vocabulary, cut in chunks) and collects the importance matrix
- * of every matrix the forward pass multiplies by, MoE experts included
- * (the output head, which sees only the chunks' last tokens, is left out).
+ * of every matrix the forward pass multiplies by, MoE experts and the
+ * output head included (a tied head under token_embd.weight's name); each
+ * from that matrix's own input (attn_output: the attention output,
+ * ffn_down: the SwiGLU output, the head: the final-normed state).
  * Errors: the model's, a file's (named), HX_ERR_INVALID for no text.
  * *out is owned by the caller. */
 int hx_imatrix_calibrate(const char *model_path, const char *const *files,
@@ -90,10 +96,10 @@ typedef struct hx_quantize_stats {
     int64_t n_elems;
     int n_requant;  /* tensors already quantized, requantized through F32 */
     int n_fallback; /* rows not a multiple of the block: a wider type */
-    int n_imatrix;  /* tensors quantized with importances (K-quants; the
-                     * other types' rounding does not use them) */
-    int n_imatrix_missing; /* K-quant matrices the imatrix has no entry
-                            * of that width for (e.g. the head) */
+    int n_imatrix;  /* tensors quantized with importances (the quantized
+                     * types; F16/BF16 rounding does not use them) */
+    int n_imatrix_missing; /* quantized matrices the imatrix has no entry
+                            * of that width for */
 } hx_quantize_stats;
 
 /* Quantizes in_path into out_path (written atomically), streaming one

@@ -370,3 +370,12 @@ int hx_sampler_can_end(hx_sampler *s)
             return 0;
     return 1;
 }
+
+double hx_logsumexp(const float *z, int32_t n)
+{
+    float mx = z[0];
+    for (int32_t i = 1; i < n; i++) mx = z[i] > mx ? z[i] : mx;
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i++) sum += exp((double)z[i] - mx);
+    return mx + log(sum);
+}

@@ -91,4 +91,9 @@ int hx_sampler_forced(hx_sampler *s, int32_t *tokens, int32_t max);
 /* Non-zero if every stage allows ending here (1 without stages). */
 int hx_sampler_can_end(hx_sampler *s);
 
+/* log(sum_i exp(z[i])) over n logits, computed stably (the max first), in
+ * double. A token's negative log-likelihood (cross-entropy) under logits z
+ * is hx_logsumexp(z, n) - z[token]. */
+double hx_logsumexp(const float *z, int32_t n);
+
 #endif /* HX_SAMPLE_H */

@@ -161,11 +161,7 @@ void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
 
 double tr_xent(const float *z, int V, int y, float scale, float *dz)
 {
-    float mx = z[0];
-    for (int i = 1; i < V; i++) mx = z[i] > mx ? z[i] : mx;
-    double sum = 0.0;
-    for (int i = 0; i < V; i++) sum += exp((double)z[i] - mx);
-    const double lse = mx + log(sum), loss = lse - z[y];
+    const double lse = hx_logsumexp(z, V), loss = lse - z[y];
     if (dz) {
         const int inplace = dz == z;
         for (int i = 0; i < V; i++) {

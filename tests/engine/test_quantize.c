@@ -462,13 +462,14 @@ static void test_calibrate(void)
     int rc = hx_imatrix_calibrate(in, files, 2, &cp, &g_im, &err);
     if (rc) printf("     %s\n", err.msg);
     ASSERT(rc == HX_OK);
-    /* 2 layers x (q, k, v, output, gate, up, down); the head is dropped */
-    EXPECT_EQ_INT(hx_imatrix_n_entries(g_im), 14);
+    /* 2 layers x (q, k, v, output, gate, up, down), and the tied head
+     * (token_embd.weight, its input the final-normed state of every token) */
+    EXPECT_EQ_INT(hx_imatrix_n_entries(g_im), 15);
     EXPECT(hx_imatrix_n_tokens(g_im) > 500);
     const float *v = hx_imatrix_find(g_im, "blk.1.ffn_down.weight", 512);
     ASSERT(v != NULL);
     EXPECT(hx_imatrix_find(g_im, "blk.1.ffn_down.weight", 256) == NULL);
-    EXPECT(hx_imatrix_find(g_im, "token_embd.weight", 256) == NULL);
+    EXPECT(hx_imatrix_find(g_im, "token_embd.weight", 256) != NULL);
     int pos = 1;
     for (int j = 0; j < 512; j++) pos &= v[j] >= 0 && isfinite(v[j]);
     EXPECT(pos);
@@ -485,8 +486,8 @@ static void test_imatrix_helps(void)
     const char *ov[] = {"*=Q4_K"}; /* every matrix, to see each one */
     ASSERT(quantize(in, a, "Q4_K_M", ov, 1, NULL, NULL, &err) == HX_OK);
     ASSERT(quantize(in, b, "Q4_K_M", ov, 1, g_im, &st, &err) == HX_OK);
-    EXPECT_EQ_INT(st.n_imatrix, 14);
-    EXPECT_EQ_INT(st.n_imatrix_missing, 1); /* the tied head: not collected */
+    EXPECT_EQ_INT(st.n_imatrix, 15);
+    EXPECT_EQ_INT(st.n_imatrix_missing, 0);
     hx_gguf *gf = NULL, *ga = NULL, *gb = NULL;
     ASSERT(hx_gguf_open(in, &gf, &err) == HX_OK);
     ASSERT(hx_gguf_open(a, &ga, &err) == HX_OK);
@@ -506,7 +507,7 @@ static void test_imatrix_helps(void)
         if (getenv("HX_TEST_VERBOSE"))
             printf("#   %-26s weighted err %.4e -> %.4e\n", t->name, ea, eb);
     }
-    printf("# weighted reconstruction error, 14 Q4_K tensors: %.4e without, "
+    printf("# weighted reconstruction error, 15 Q4_K tensors: %.4e without, "
            "%.4e with imatrix (%.1f%%); %d tensors worse\n", sum_a, sum_b,
            100.0 * (sum_b - sum_a) / sum_a, worse);
     EXPECT(sum_b <= sum_a);
@@ -602,8 +603,8 @@ static void test_calibrate_moe(void)
     int rc = hx_imatrix_calibrate(in, files, 1, &cp, &im, &err);
     if (rc) printf("     %s\n", err.msg);
     ASSERT(rc == HX_OK);
-    /* per layer: q k v output, router, 3 expert tensors */
-    EXPECT_EQ_INT(hx_imatrix_n_entries(im), 16);
+    /* per layer: q k v output, router, 3 expert tensors; the tied head */
+    EXPECT_EQ_INT(hx_imatrix_n_entries(im), 17);
     EXPECT(hx_imatrix_find(im, "blk.0.ffn_gate_inp.weight", 256) != NULL);
     EXPECT(hx_imatrix_find(im, "blk.0.ffn_gate_exps.weight", 256 * 4) != NULL);
     EXPECT(hx_imatrix_find(im, "blk.1.ffn_down_exps.weight", 256 * 4) != NULL);
@@ -611,7 +612,7 @@ static void test_calibrate_moe(void)
     const char *ov[] = {"*=Q4_K"};
     ASSERT(quantize(in, a, "Q4_K_M", ov, 1, NULL, NULL, &err) == HX_OK);
     ASSERT(quantize(in, b, "Q4_K_M", ov, 1, im, &st, &err) == HX_OK);
-    EXPECT_EQ_INT(st.n_imatrix_missing, 1); /* the tied head */
+    EXPECT_EQ_INT(st.n_imatrix_missing, 0);
     hx_gguf *gf = NULL, *ga = NULL, *gb = NULL;
     ASSERT(hx_gguf_open(in, &gf, &err) == HX_OK);
     ASSERT(hx_gguf_open(a, &ga, &err) == HX_OK);
