@@ -550,8 +550,9 @@ int hx_persona_write_episodes(const hx_persona *p, const cJSON *requests, const 
  * name, arguments, status, result) got right, judged on its last
  * calendar.create_event call: location the room; length the usual
  * minutes (the created event's end - start, else duration_minutes); the
- * attendees exactly the colleague's address. 0 without such a call. why
- * gets the first miss ("ok" when all three are right). */
+ * attendees exactly the colleague's address. Without one, on its last
+ * calendar.find_slots call (length and attendees; the room is missed);
+ * 0 without either. why gets the first miss ("ok" when all are right). */
 int hx_persona_check(const hx_persona *p, const cJSON *calls, char *why, size_t n);
 /* One request in p's world freshly written at home (removed after), run
  * by o (a model with its adapters, or the oracle) as the agent-eval runs

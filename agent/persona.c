@@ -61,7 +61,9 @@ static void make_colleague(hx_persona *p, int k)
     snprintf(c->name, sizeof c->name, "%s %s", c->first, c->last);
     snprintf(last, sizeof last, "%s", c->last);
     lower(last);
-    snprintf(c->email, sizeof c->email, "%c%s@%s", c->first[0] + 32, last, colleagues[k].company);
+    snprintf(first, sizeof first, "%s", c->first);
+    lower(first);
+    snprintf(c->email, sizeof c->email, "%s.%s@%s", first, last, colleagues[k].company);
     snprintf(first, sizeof first, "%s", u->first);
     snprintf(last, sizeof last, "%s", u->last);
     lower(first), lower(last);
@@ -184,10 +186,23 @@ static int only_colleague(const hx_persona *p, const cJSON *att)
 
 int hx_persona_check(const hx_persona *p, const cJSON *calls, char *why, size_t n)
 {
-    const cJSON *last = NULL, *c;
+    const cJSON *last = NULL, *slots = NULL, *c;
     cJSON_ArrayForEach(c, calls)
+    {
         if (!strcmp(js(c, "name"), "calendar.create_event")) last = c;
-    if (!last) return snprintf(why, n, "no calendar.create_event call"), 0;
+        if (!strcmp(js(c, "name"), "calendar.find_slots")) slots = c;
+    }
+    if (!last && !slots) return snprintf(why, n, "no calendar.create_event or find_slots call"), 0;
+    if (!last) { /* no booking: the search's length and attendees, no room */
+        const cJSON *a = cJSON_GetObjectItem(slots, "arguments");
+        const cJSON *d = cJSON_GetObjectItem(a, "duration_minutes");
+        int bits = (cJSON_IsNumber(d) && d->valueint == p->minutes ? HX_HABIT_MINUTES : 0) |
+                   (only_colleague(p, cJSON_GetObjectItem(a, "attendees")) ? HX_HABIT_NICKNAME : 0);
+        snprintf(why, n, "no calendar.create_event call (find_slots: %d minutes, %s)",
+                 cJSON_IsNumber(d) ? d->valueint : 0,
+                 bits & HX_HABIT_NICKNAME ? "the colleague" : "not the colleague alone");
+        return bits;
+    }
     const cJSON *args = cJSON_GetObjectItem(last, "arguments");
     const cJSON *att = cJSON_GetObjectItem(args, "attendees");
     const int minutes = call_minutes(last);

@@ -34,7 +34,7 @@ static void test_generate(void)
     EXPECT_STR_EQ(P.nickname, "Bobby");
     EXPECT_STR_EQ(c->first, "Robert");
     EXPECT_STR_EQ(c->name, "Robert Keller");
-    EXPECT_STR_EQ(c->email, "rkeller@northwind.com");
+    EXPECT_STR_EQ(c->email, "robert.keller@northwind.com");
     EXPECT(strstr(P.w.user.email, "@northwind.com") != NULL); /* one company */
     EXPECT_STR_EQ(P.room, "Room Cedar");
     EXPECT_EQ_INT(P.minutes, 45);
@@ -238,6 +238,16 @@ static void test_check(void)
     EXPECT_EQ_INT(hx_persona_check(&P, none, why, sizeof why), 0);
     EXPECT(strstr(why, "no calendar.create_event") != NULL);
     cJSON_Delete(none);
+    /* no booking: the search's arguments count, the room cannot */
+    cJSON *search = calls_with(P.room, 45, me, 45);
+    cJSON_DeleteItemFromArray(search, 1);
+    cJSON *fa = cJSON_GetObjectItem(cJSON_GetArrayItem(search, 0), "arguments");
+    cJSON_AddNumberToObject(fa, "duration_minutes", 45);
+    cJSON_AddItemToObject(fa, "attendees", cJSON_Parse(me));
+    EXPECT_EQ_INT(hx_persona_check(&P, search, why, sizeof why), HX_HABIT_MINUTES | HX_HABIT_NICKNAME);
+    cJSON_ReplaceItemInObject(fa, "duration_minutes", cJSON_CreateNumber(60));
+    EXPECT_EQ_INT(hx_persona_check(&P, search, why, sizeof why), HX_HABIT_NICKNAME);
+    cJSON_Delete(search);
     /* the oracle on the held-out requests: every booking has all three */
     ASSERT(held != NULL);
     hx_dg_eval_run orc = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0};
