@@ -491,12 +491,14 @@ static void gen_mems(hx_world *w, hx_rng *r)
     w->n_mems = hx_rng_below(r, HX_W_MEMS + 1);
     for (int i = 0; i < w->n_mems; i++) {
         hx_wmem *m = &w->mems[i];
-        const hx_wperson *p = &w->people[hx_rng_below(r, w->n_people)];
+        /* a copy: gcc's -Wrestrict (under -fsanitize=undefined) takes a
+         * pointer into w for one that may overlap m->text */
+        const hx_wperson p = w->people[hx_rng_below(r, w->n_people)];
         char room[40];
         switch (hx_rng_below(r, 4)) {
         case 0:
             snprintf(m->kind, sizeof m->kind, "person");
-            snprintf(m->text, sizeof m->text, "%s's email is %s", p->first, p->email);
+            snprintf(m->text, sizeof m->text, "%s's email is %s", p.first, p.email);
             break;
         case 1:
             snprintf(m->kind, sizeof m->kind, "preference");
@@ -505,7 +507,7 @@ static void gen_mems(hx_world *w, hx_rng *r)
             break;
         case 2:
             snprintf(m->kind, sizeof m->kind, "person");
-            snprintf(m->text, sizeof m->text, "%s is the user's manager", p->name);
+            snprintf(m->text, sizeof m->text, "%s is the user's manager", p.name);
             break;
         default:
             hx_world_room(r, w->split, room, sizeof room);
