@@ -72,22 +72,6 @@ static void from_f16_s(float *o, const uint16_t *x, int d)
     for (int i = 0; i < d; i++) o[i] = h2f(x[i]);
 }
 
-static void scores4_s(const float *q, int ldq, int nr, const float *K, int nk,
-                      int d, float scale, float *s, int lds)
-{
-    for (int r = 0; r < nr; r++)
-        for (int j = 0; j < nk; j++)
-            s[r * lds + j] = scale * dot_f32_s(q + (size_t)r * ldq, K + (size_t)j * d, d);
-}
-
-static void pv4_s(float *acc, int lda, int nr, const float *p, int ldp,
-                  const float *V, int nk, int d)
-{
-    for (int r = 0; r < nr; r++)
-        for (int j = 0; j < nk; j++)
-            axpy_f32_s(acc + (size_t)r * lda, V + (size_t)j * d, p[r * ldp + j], d);
-}
-
 /* tile64 (attn.h), lane by lane. */
 static void tile64_s(const float *Qt, const float *K, const float *V, int nk, int d,
                      int j0, const int *lim, float scale, float *m, float *l,
@@ -124,7 +108,7 @@ static void tile64_s(const float *Qt, const float *K, const float *V, int nk, in
 
 static const hx_attn_ops k_scalar = {dot_f16_s, dot_f32_s, dot_hh_s, axpy_f16_s,
                                      axpy_f32_s, mad_h_s, scale_h_s, to_f16_s,
-                                     from_f16_s, scores4_s, pv4_s, tile64_s};
+                                     from_f16_s, tile64_s};
 
 /* ---- AVX2 + FMA + F16C: 8 lanes, the tail through the scalar code ---- */
 #if defined(__x86_64__)
@@ -226,66 +210,13 @@ AVX2 static void from_f16_v(float *o, const uint16_t *x, int d)
     from_f16_s(o + i, x + i, d - i);
 }
 
-/* Four query rows against one key at a time: the key is loaded once for
- * all rows. */
-AVX2 static void scores4_v(const float *q, int ldq, int nr, const float *K,
-                           int nk, int d, float scale, float *s, int lds)
-{
-    if (nr != 4 || d % 8) {
-        scores4_s(q, ldq, nr, K, nk, d, scale, s, lds);
-        return;
-    }
-    const float *q0 = q, *q1 = q + ldq, *q2 = q + 2 * ldq, *q3 = q + 3 * ldq;
-    for (int j = 0; j < nk; j++) {
-        const float *k = K + (size_t)j * d;
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int i = 0; i < d; i += 8) {
-            const __m256 kv = _mm256_loadu_ps(k + i);
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q0 + i), kv, a0);
-            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q1 + i), kv, a1);
-            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q2 + i), kv, a2);
-            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q3 + i), kv, a3);
-        }
-        s[j] = scale * hsum(a0);
-        s[lds + j] = scale * hsum(a1);
-        s[2 * lds + j] = scale * hsum(a2);
-        s[3 * lds + j] = scale * hsum(a3);
-    }
-}
-
-/* Eight columns of four accumulator rows stay in registers over all keys. */
-AVX2 static void pv4_v(float *acc, int lda, int nr, const float *p, int ldp,
-                       const float *V, int nk, int d)
-{
-    if (nr != 4 || d % 8) {
-        pv4_s(acc, lda, nr, p, ldp, V, nk, d);
-        return;
-    }
-    for (int i = 0; i < d; i += 8) {
-        __m256 a0 = _mm256_loadu_ps(acc + i), a1 = _mm256_loadu_ps(acc + lda + i);
-        __m256 a2 = _mm256_loadu_ps(acc + 2 * lda + i);
-        __m256 a3 = _mm256_loadu_ps(acc + 3 * lda + i);
-        for (int j = 0; j < nk; j++) {
-            const __m256 v = _mm256_loadu_ps(V + (size_t)j * d + i);
-            a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), v, a0);
-            a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + ldp + j), v, a1);
-            a2 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 2 * ldp + j), v, a2);
-            a3 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 3 * ldp + j), v, a3);
-        }
-        _mm256_storeu_ps(acc + i, a0);
-        _mm256_storeu_ps(acc + lda + i, a1);
-        _mm256_storeu_ps(acc + 2 * lda + i, a2);
-        _mm256_storeu_ps(acc + 3 * lda + i, a3);
-    }
-}
-
 static const hx_attn_ops k_avx2 = {dot_f16_v, dot_f32_v, dot_hh_v, axpy_f16_v,
                                    axpy_f32_v, mad_h_v, scale_h_v, to_f16_v,
-                                   from_f16_v, scores4_v, pv4_v, tile64_s};
+                                   from_f16_v, tile64_s};
 /* AVX2 set with the AVX-512 tile */
 static const hx_attn_ops k_avx512 = {dot_f16_v, dot_f32_v, dot_hh_v, axpy_f16_v,
                                      axpy_f32_v, mad_h_v, scale_h_v, to_f16_v,
-                                     from_f16_v, scores4_v, pv4_v, hx_attn_tile64_avx512};
+                                     from_f16_v, hx_attn_tile64_avx512};
 #endif /* x86-64 */
 
 const hx_attn_ops *hx_attn_ops_scalar(void)

@@ -19,13 +19,6 @@ typedef struct hx_attn_ops {
     void (*scale_h)(uint16_t *acc, float s, int d);
     void (*to_f16)(uint16_t *o, const float *x, int d);
     void (*from_f16)(float *o, const uint16_t *x, int d);
-    /* Tiles, for nr <= 4 query rows (row r at q + r*ldq) against nk keys
-     * K (nk, d): s[r*lds + j] = scale * q_r . K_j. */
-    void (*scores4)(const float *q, int ldq, int nr, const float *K, int nk,
-                    int d, float scale, float *s, int lds);
-    /* acc[r*lda + i] += sum over j < nk of p[r*ldp + j] * V[j*d + i]. */
-    void (*pv4)(float *acc, int lda, int nr, const float *p, int ldp,
-                const float *V, int nk, int d);
     /* One key tile of the tiled (flash) attention with HX_ATT_LANES query
      * rows in lanes, each lane on its own as if alone (so a row's numbers
      * never depend on which rows share its tile). Qt (d, LANES): Qt[i*LANES
