@@ -36,21 +36,19 @@ static int clampi(int v, int lo, int hi)
 
 /* ---- importance-weighted symmetric search ---- */
 
-/* Weights of n values for an importance-weighted search: the importance,
- * tempered by the value's own size against the spread sigma2 of its
- * block (imx * sqrt(sigma2 + x^2), llama.cpp's mix). */
-static void mix_weights(int n, const float *x, const float *imx, float sigma2,
-                        float *w)
+/* Weights of n values for an importance-weighted search: the importances
+ * themselves (the search then minimises sum imx (x - q)^2, the expected
+ * squared output error over the calibration activations), floored at 1%
+ * of their mean so a channel that was silent in calibration still counts
+ * a little; plain least squares when the group saw no activation at all.
+ * (llama.cpp tempers them with sqrt(sigma2 + x^2); on hearth-tiny and on
+ * test_quant's layers the plain importances gave the lower error.) */
+static void imx_weights(int n, const float *imx, float *w)
 {
-    for (int i = 0; i < n; i++) w[i] = imx[i] * sqrtf(sigma2 + x[i] * x[i]);
-}
-
-/* Twice the mean square of n values (the sigma2 above). */
-static float spread(int n, const float *x)
-{
-    float s = 0;
-    for (int i = 0; i < n; i++) s += x[i] * x[i];
-    return 2 * s / (float)n;
+    float m = 0;
+    for (int i = 0; i < n; i++) m += imx[i];
+    m /= (float)n;
+    for (int i = 0; i < n; i++) w[i] = m > 0 ? imx[i] + 0.01f * m : 1.0f;
 }
 
 /* Levels of x at inverse scale iscale, clamped to lo..hi, and the sums
@@ -109,7 +107,7 @@ static uint16_t sym_block_w(const float *x, const float *imx, int lo, int hi,
                             int nstep, float step, int8_t *q)
 {
     float w[HX_QK];
-    mix_weights(HX_QK, x, imx, spread(HX_QK, x), w);
+    imx_weights(HX_QK, imx, w);
     uint16_t dh = hx_fp32_to_fp16(search_sym_w(HX_QK, lo, hi, x, w, nstep, step));
     float d = hx_fp16_to_fp32(dh), id = d != 0 ? 1 / d : 0;
     for (int j = 0; j < HX_QK; j++) q[j] = (int8_t)clampi(nearest_int(x[j] * id), lo, hi);
@@ -325,12 +323,11 @@ static float search_scale_sym(int n, int nmax, const float *x, uint8_t *L)
 
 /* Per-element weights of one 32-sub-block of a super-block: without an
  * importance matrix, av + |x| (av the sub-block's rms, ggml's reference);
- * with one, mix_weights against the super-block's spread sigma2. */
-static void subblock_weights(const float *x, const float *imx, float sigma2,
-                             float *w)
+ * with one, imx_weights. */
+static void subblock_weights(const float *x, const float *imx, float *w)
 {
     if (imx) {
-        mix_weights(32, x, imx, sigma2, w);
+        imx_weights(32, imx, w);
         return;
     }
     float s2 = 0;
@@ -430,12 +427,11 @@ static void quantize_kx_block(const float *x, const float *imx, int nmax,
                               uint8_t *scales, uint8_t *L)
 {
     float w[HX_QK_K], sc[8], mn[8], max_sc = 0, max_mn = 0;
-    float sigma2 = imx ? spread(HX_QK_K, x) : 0;
     uint8_t Laux[32];
     for (int j = 0; j < 8; j++) {
         const float *xj = x + 32 * j;
         float *wj = w + 32 * j;
-        subblock_weights(xj, imx ? imx + 32 * j : NULL, sigma2, wj);
+        subblock_weights(xj, imx ? imx + 32 * j : NULL, wj);
         if (imx) /* half the step, twice the range of levels */
             sc[j] = search_scale_min(32, nmax, xj, wj, L + 32 * j, &mn[j], Laux,
                                      nmax == 15 ? -1.0f : -0.5f, 0.05f,
@@ -525,10 +521,9 @@ static void quantize_q6_K(const float *x, hx_block_q6_K *y, int64_t nb,
     float sc[16];
     for (int64_t i = 0; i < nb; i++, x += HX_QK_K) {
         float max_abs = 0, max_sc = 0, w[16];
-        float sigma2 = imx ? spread(HX_QK_K, x) : 0;
         for (int j = 0; j < 16; j++) {
             if (imx) { /* the weighted search; levels re-rounded below */
-                mix_weights(16, x + 16 * j, imx + i * HX_QK_K + 16 * j, sigma2, w);
+                imx_weights(16, imx + i * HX_QK_K + 16 * j, w);
                 sc[j] = search_sym_w(16, -32, 31, x + 16 * j, w, 9, 0.1f);
                 memset(L + 16 * j, 32, 16);
             } else {
