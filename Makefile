@@ -284,10 +284,11 @@ $(BUILD)/bench/persona: bench/persona.c $(ALL_LIBS)
 bench-persona: $(BUILD)/bench/persona $(BUILD)/hearth
 	nice $(BUILD)/bench/persona --hearth $(BUILD)/hearth $(ARGS)
 
-# Issue 11's proof table on the project's own model: F32, Q8_0, Q4_K_M with
-# and without calibration: size, bits/weight, held-out loss, logits vs
-# llama.cpp, agent-evaluation success (scripts/quant-table.sh; needs
-# build/tiny from make tiny-model).
+# Issue 11's proof table on the project's own model: F32, Q8_0, Q4_K_M and
+# Q4_0 with and without calibration: size, bits/weight, held-out loss with
+# paired differences and standard errors, logits vs llama.cpp,
+# agent-evaluation success (scripts/quant-table.sh; needs build/tiny from
+# make tiny-model; TINY_DIR, QT_MODEL=F32.gguf and the other QT_* knobs).
 $(BUILD)/bench/quant-table: bench/quant_table.c $(ALL_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
@@ -296,6 +297,11 @@ bench-quant: $(BUILD)/hearth $(BUILD)/bench/quant-table $(BUILD)/bench/agent-eva
 	@if [ -f $(HEARTH_REFERENCE)/include/llama.h ]; then \
 	    $(MAKE) --no-print-directory $(HXREF) || true; fi
 	sh scripts/quant-table.sh $(BUILD)
+# Quantizing a random Qwen3-0.6B-shaped F16 model to Q4_K_M, plain and
+# calibrated: CPU and wall time, peak RSS (scripts/quantize-big.sh).
+.PHONY: bench-quantize-big
+bench-quantize-big: $(BUILD)/hearth
+	sh scripts/quantize-big.sh $(BUILD)
 
 # The main job (see README): what Hearth can run today.
 demo: $(BUILD)/hearth
