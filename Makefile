@@ -113,7 +113,45 @@ $(HXREF): tests/ref/hxref.c tests/ref/compat/gguf.h
 test: test-build reference
 	@if [ -f $(HEARTH_REFERENCE)/include/llama.h ]; then \
 	    $(MAKE) --no-print-directory $(HXREF) || echo "hearth: hxref did not build; differential tests will skip" >&2; fi
-	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS)
+	@$(MAKE) --no-print-directory aarch64-build T="$(AARCH64_QUICK)"
+	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS) \
+	    $(call aarch64_runs,$(AARCH64_QUICK))
+
+# ---- aarch64 (phones): the engine cross-built with Debian's
+# gcc-aarch64-linux-gnu into $(BUILD)/aarch64, its kernel and differential
+# tests run under qemu-user twice: -cpu max (NEON + SDOT: the dotprod
+# kernels) and -cpu cortex-a53 (ARMv8.0: NEON only); each run checks that
+# the kernel set it expects was the one picked (HX_TEST_EXPECT_ISA).
+# `make test` runs the quick ones when the tools could be installed
+# (scripts/deps.sh aarch64); `make test-aarch64` runs them all.
+AARCH64_CC ?= aarch64-linux-gnu-gcc
+AARCH64 := $(BUILD)/aarch64
+AARCH64_TESTS := kernels quant model
+AARCH64_QUICK := kernels quant
+AARCH64_CPUS := max:dotprod cortex-a53:neon
+# Tests of a binary too slow under emulation (scalar float forward passes).
+AARCH64_SKIP_model := test_qwen3_vs_reference test_qwen3moe_vs_reference \
+    test_llama_vs_reference test_qwen2_vs_reference test_batch_vs_single \
+    test_long_context_split test_truncate test_stories260k
+aarch64_runs = $(foreach c,$(AARCH64_CPUS),$(foreach t,$(1),\
+    $(AARCH64)/tests/engine/test_$(t)@$(firstword $(subst :, ,$(c)))))
+# One wrapper: test $(1) under -cpu $(2), expecting kernel set $(3).
+aarch64_wrap = w=$(AARCH64)/tests/engine/test_$(1)@$(2); \
+    printf '\043!/bin/sh\n\043 test_$(1) on aarch64 under qemu-user -cpu $(2) ($(3) kernels)\nHX_TEST_EXPECT_ISA=$(3) HX_TEST_SKIP="$(AARCH64_SKIP_$(1))" exec qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu $(2) $(abspath $(AARCH64))/tests/engine/test_$(1) "$$@"\n' > $$w && chmod +x $$w;
+.PHONY: aarch64-build test-aarch64
+# Cross-builds the tests of $(T) and writes one qemu wrapper per test and
+# -cpu (test_x@max, test_x@cortex-a53), which tests/run.sh runs.
+aarch64-build:
+	@if ! sh scripts/deps.sh aarch64 || ! command -v $(AARCH64_CC) >/dev/null; then \
+	    echo "hearth: no aarch64 cross compiler or qemu-user; aarch64 tests skipped" >&2; exit 0; fi; \
+	$(MAKE) --no-print-directory BUILD=$(AARCH64) CC=$(AARCH64_CC) \
+	    AR=aarch64-linux-gnu-ar PKG_CFLAGS= PKG_LIBS=-lpcre2-8 \
+	    $(foreach t,$(T),$(AARCH64)/tests/engine/test_$(t)) || exit 1; \
+	$(foreach c,$(AARCH64_CPUS),$(foreach t,$(T),$(call aarch64_wrap,$(t),$(word 1,$(subst :, ,$(c))),$(word 2,$(subst :, ,$(c))))))
+test-aarch64:
+	@$(MAKE) --no-print-directory aarch64-build T="$(AARCH64_TESTS)"
+	@command -v $(AARCH64_CC) >/dev/null || { echo "hearth: $(AARCH64_CC) missing" >&2; exit 1; }
+	@HEARTH_BUILD=$(AARCH64) tests/run.sh $(call aarch64_runs,$(AARCH64_TESTS))
 
 # Sanitizer builds run the unit tests clean (separate build directories).
 asan:
