@@ -145,7 +145,8 @@ aarch64-build:
 	@if ! sh scripts/deps.sh aarch64 || ! command -v $(AARCH64_CC) >/dev/null; then \
 	    echo "hearth: no aarch64 cross compiler or qemu-user; aarch64 tests skipped" >&2; exit 0; fi; \
 	$(MAKE) --no-print-directory BUILD=$(AARCH64) CC=$(AARCH64_CC) \
-	    AR=aarch64-linux-gnu-ar PKG_CFLAGS= PKG_LIBS=-lpcre2-8 \
+	    AR=aarch64-linux-gnu-ar PKG_CFLAGS= PKG_LIBS=-lpcre2-8 OPT=-O2 \
+	    EXTRA_CFLAGS= EXTRA_LDFLAGS= \
 	    $(foreach t,$(T),$(AARCH64)/tests/engine/test_$(t)) || exit 1; \
 	$(foreach c,$(AARCH64_CPUS),$(foreach t,$(T),$(call aarch64_wrap,$(t),$(word 1,$(subst :, ,$(c))),$(word 2,$(subst :, ,$(c))))))
 test-aarch64:
