@@ -518,10 +518,11 @@ void hx_agent_eval_free_tasks(hx_agent_eval *ae);
 /* ---- a persona (agent/persona.c): a sample user with habits no base
  * model can know, for issue 10's personalization proof. Their meetings
  * are in one room, last 45 minutes unless said otherwise, and one
- * colleague (people[0] of the world, "Robert Keller" <rkeller@...>) is
- * called by a nickname ("Bobby") that only the user's accepted episodes
- * tie to that address. Requests name the nickname and never the length,
- * the room, the colleague's name or address. ---- */
+ * colleague (people[0] of the world; for seed 1 Robert Keller,
+ * robert.keller@northwind.com) is called by a nickname ("Bobby") that
+ * only the user's accepted episodes tie to that address. Requests name
+ * the nickname and never the length, the room, the colleague's name or
+ * address. ---- */
 enum { HX_HABIT_ROOM = 1, HX_HABIT_MINUTES = 2, HX_HABIT_NICKNAME = 4, HX_HABIT_ALL = 7 };
 typedef struct hx_persona {
     hx_world w;        /* the user's world (held-out pools); people[0] is the colleague */
