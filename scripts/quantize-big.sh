@@ -13,6 +13,7 @@ V=${HEARTH_SHARED_DATA:-../shared/data}/vocab/ggml-vocab-qwen2.gguf
 IN=$T/hx-q06-f16.gguf
 [ -s "$V" ] || { echo "quantize-big: $V missing (set HEARTH_SHARED_DATA)" >&2; exit 1; }
 say() { printf '[quantize-big] %s\n' "$*" >&2; }
+mkdir -p "$T"
 
 [ -s "$IN" ] || { say "writing $IN"; nice "$B/hearth" mkmodel -o "$IN" --type F16 \
     --layers 28 --embd 1024 --heads 16 --heads-kv 8 --head-dim 128 --ff 3072 \
