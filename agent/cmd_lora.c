@@ -143,8 +143,9 @@ static int lora_show(hx_lora_store *s, const char *what)
            "alpha:      %g\nrank:       %d\nmatrices:   %d\nparameters: %lld\n"
            "base model: %s\n", p, type, name, arch, (double)alpha, rank, pairs,
            (long long)params, base);
+    int adapter = !strcmp(type, "adapter"); /* type lives in g */
     hx_gguf_close(g);
-    if (strcmp(type, "adapter")) {
+    if (!adapter) {
         fprintf(stderr, "hearth lora: %s is not an adapter\n", p);
         return HX_EXIT_INPUT;
     }
