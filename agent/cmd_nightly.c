@@ -22,8 +22,10 @@ static void nightly_usage(FILE *f, const char *verb)
         "corrected (with your correction), rendered as the agent prompts the\n"
         "model, the latest 20%% held out%s; adopts it (hearth lora) only if it\n"
         "lowers the held-out loss and does not lower the success on a sample\n"
-        "of generic agent tasks by more than the margin. Stopped runs resume\n"
-        "from their checkpoint.\n\n"
+        "of generic agent tasks by more than the margin, against the adapters\n"
+        "active now (or the base model when none is). Episodes longer than the\n"
+        "training window are trained on in windows that end on the assistant's\n"
+        "turns. Stopped runs resume from their checkpoint.\n\n"
         "  -m, --model FILE     base model (default: the config's \"model\")\n",
         nightly ? ", when the device is idle, charging and cool" : "");
     if (nightly) fprintf(f, "      --force          run whatever the governor says\n");

@@ -271,7 +271,8 @@ typedef struct hx_nightly_data {
                        * gives one or more documents) */
     int64_t split_at; /* held-out set: finish time of its first episode */
 } hx_nightly_data;
-/* Appends one document (n tokens and their mask) to d; HX_ERR_NOMEM. */
+/* Appends one document (n tokens and their mask) to d; one of fewer than
+ * 2 tokens (nothing to predict) is skipped. HX_ERR_NOMEM. */
 int hx_nightly_data_add(hx_nightly_data *d, const int32_t *tokens,
                         const uint8_t *mask, size_t n);
 void hx_nightly_data_free(hx_nightly_data *d);

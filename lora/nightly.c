@@ -50,6 +50,7 @@ void hx_nightly_data_free(hx_nightly_data *d)
 int hx_nightly_data_add(hx_nightly_data *d, const int32_t *t, const uint8_t *m,
                         size_t n)
 {
+    if (n < 2) return HX_OK; /* nothing to predict */
     size_t need = d->n + n;
     if (need > d->cap) {
         size_t cap = need > 2 * d->cap ? need : 2 * d->cap;
