@@ -174,7 +174,8 @@ static int verdict(const score *b, const score *a, int adopted)
 {
     const double need = 0.8 * a->n;
     const int habits = adopted && a->room >= need && a->minutes >= need && a->nickname >= need;
-    const double drop = b->generic_n ? 100.0 * (b->generic_pass - a->generic_pass) / b->generic_n : 0;
+    /* no adapter adopted: the user keeps the base, nothing dropped */
+    const double drop = b->generic_n && adopted ? 100.0 * (b->generic_pass - a->generic_pass) / b->generic_n : 0;
     printf("\n  each habit right in >= 80%% of held-out requests after: %s\n", habits ? "yes" : "no");
     if (b->generic_n)
         printf("  generic drop %.1f points (at most 2 allowed): %s\n", drop, drop <= 2.0 + 1e-9 ? "yes" : "no");
