@@ -129,10 +129,11 @@ AARCH64 := $(BUILD)/aarch64
 AARCH64_TESTS := kernels quant model
 AARCH64_QUICK := kernels quant
 AARCH64_CPUS := max:dotprod cortex-a53:neon
-# Tests of a binary too slow under emulation (scalar float forward passes).
+# Tests of a binary too slow under emulation: the scalar float forward
+# passes (test_scalar_vs_simd: over 170 CPU-s under qemu, unfinished).
 AARCH64_SKIP_model := test_qwen3_vs_reference test_qwen3moe_vs_reference \
     test_llama_vs_reference test_qwen2_vs_reference test_batch_vs_single \
-    test_long_context_split test_truncate test_stories260k
+    test_long_context_split test_truncate test_stories260k test_scalar_vs_simd
 aarch64_runs = $(foreach c,$(AARCH64_CPUS),$(foreach t,$(1),\
     $(AARCH64)/tests/engine/test_$(t)@$(firstword $(subst :, ,$(c)))))
 # One wrapper: test $(1) under -cpu $(2), expecting kernel set $(3).
