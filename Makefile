@@ -284,24 +284,6 @@ bench-nightly: $(BUILD)/bench/nightly $(NIGHTLY_QWEN)
 	nice $(BUILD)/bench/nightly models/hearth-tiny.gguf $(or $(STEPS),3) $(or $(THREADS),2)
 	nice $(BUILD)/bench/nightly $(NIGHTLY_QWEN) $(or $(STEPS),3) $(or $(THREADS),2)
 
-# The nightly LoRA run (`hearth nightly --force` on generated accepted
-# episodes): training tokens/s wall and per CPU-second, peak RSS, for
-# hearth-tiny and a random-weight Qwen3-0.6B-shaped Q4_K_M base with the
-# Qwen2 tokenizer (written once into $(BUILD)/models). STEPS=3 THREADS=2.
-NIGHTLY_QWEN := $(BUILD)/models/qwen3-0.6b-shape-q4_k_m.gguf
-$(NIGHTLY_QWEN): | $(BUILD)/hearth
-	@mkdir -p $(@D)
-	nice $(BUILD)/hearth mkmodel -o $@ --type Q4_K_M --tensor-types token_embd=Q6_K \
-	    --layers 28 --embd 1024 --heads 16 --heads-kv 8 --head-dim 128 --ff 3072 --tied \
-	    --vocab $(or $(HEARTH_SHARED_DATA),../shared/data)/vocab/ggml-vocab-qwen2.gguf
-$(BUILD)/bench/nightly: bench/nightly.c $(ALL_LIBS)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
-.PHONY: bench-nightly
-bench-nightly: $(BUILD)/bench/nightly $(NIGHTLY_QWEN)
-	nice $(BUILD)/bench/nightly models/hearth-tiny.gguf $(or $(STEPS),3) $(or $(THREADS),2)
-	nice $(BUILD)/bench/nightly $(NIGHTLY_QWEN) $(or $(STEPS),3) $(or $(THREADS),2)
-
 # Agent evaluation: the full agent on held-out generated tasks in fresh
 # sample worlds, final state checked; success per category, schema-valid
 # calls, per-task reasons in build/agent-eval.jsonl.
