@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -588,8 +589,16 @@ static int gate_and_adopt(hx_trainer *tr, const hx_nightly_params *p,
     int64_t days = now >= 0 ? now / 86400 : (now - 86399) / 86400, sec = now - days * 86400;
     int y, mo, dd;
     hx_civil_from_days(days, &y, &mo, &dd);
-    snprintf(r->adapter, sizeof r->adapter, "nightly-%04d%02d%02d-%02d%02d%02d.gguf", y, mo,
-             dd, (int)(sec / 3600), (int)(sec / 60 % 60), (int)(sec % 60));
+    /* a second adoption within the same second gets -2, -3, ...: never the
+     * name of an adapter the store already holds */
+    for (int k = 1; k < 100; k++) {
+        char suffix[8] = "", path[4352];
+        if (k > 1) snprintf(suffix, sizeof suffix, "-%d", k);
+        snprintf(r->adapter, sizeof r->adapter, "nightly-%04d%02d%02d-%02d%02d%02d%s.gguf", y,
+                 mo, dd, (int)(sec / 3600), (int)(sec / 60 % 60), (int)(sec % 60), suffix);
+        hx_lora_store_path(p->store, r->adapter, path, sizeof path);
+        if (access(path, F_OK) != 0) break;
+    }
     if (!rc) rc = hx_lora_store_adopt(p->store, cand, r->adapter, 1.0f, err);
     if (rc) return rc;
     remove(cand);

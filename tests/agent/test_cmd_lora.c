@@ -243,6 +243,8 @@ static void test_nightly_cli(void)
     EXPECT(run(cmd_nightly, small) != 0);
     EXPECT(strstr(g_errbuf, "over the bound of 1.0 MiB") != NULL);
     EXPECT(strstr(g_out, "memory: estimate") != NULL);
+    /* both adoptions below in the same second: the second gets its own name */
+    setenv("HEARTH_NOW", "2026-11-29T20:00:00Z", 1);
     const char *args[] = {"nightly", "--force", "-m", mv, "--steps", "3", "--rank", "2",
                           "--lr", "0.01", "-t", "1", "--eval-tasks", "0", NULL};
     EXPECT_EQ_INT(run(cmd_nightly, args), 0);
@@ -255,6 +257,8 @@ static void test_nightly_cli(void)
                            "--lr", "0.01", "-t", "1", "--eval-tasks", "0", NULL};
     EXPECT_EQ_INT(run(cmd_lora, train), 0);
     EXPECT(strstr(g_out, "steps: 2;") != NULL);
+    EXPECT(strstr(g_out, "adopted nightly-20261129-200000-2.gguf") != NULL);
+    unsetenv("HEARTH_NOW");
     const char *forced[] = {"lora", "train", "--force", NULL};
     EXPECT_EQ_INT(run(cmd_lora, forced), HX_EXIT_USAGE); /* not an option of train */
     const char *inst[] = {"nightly", "--install", NULL};
