@@ -114,7 +114,7 @@ static void test_requests_through_engine(void)
         pp.family = HX_TPL_COMPACT;
         pp.tool_choice = HX_CHOICE_REQUIRED;
         pp.max_steps = 2;
-        pp.max_tokens = 500;
+        pp.max_tokens = 1000;
         pp.tools = TOOLS;
         hx_planner_deps d = world_deps(&w, &src);
         hx_planner *pl = hx_planner_new(&d, &pp);

@@ -190,9 +190,10 @@ static void test_tty_question(void)
     if (system("script -V >/dev/null 2>&1")) SKIP("script(1) is not installed");
     snprintf(args, sizeof args, "--version >/dev/null && script -qec \"'%s' ask 'Schedule a meeting' "
              "--model '%s' --tool-choice required --tools calendar.create_event "
-             "--max-tokens 300 --max-steps 1\" /dev/null", g_hearth, model);
+             "--max-tokens 1000 --max-steps 1\" /dev/null", g_hearth, model);
     /* hearth() runs "'HEARTH' ARGS": here HEARTH --version is a no-op, then script */
     hearth(args, "n\n");
+    if (!strstr(g_out, "allow? [y]es / [n]o / [a]lways")) printf("# output:\n%s\n", g_out);
     EXPECT(strstr(g_out, "allow? [y]es / [n]o / [a]lways") != NULL);
     EXPECT(strstr(g_out, "decided by user") != NULL);
 }
