@@ -113,21 +113,18 @@ $(HXREF): tests/ref/hxref.c tests/ref/compat/gguf.h
 test: test-build reference
 	@if [ -f $(HEARTH_REFERENCE)/include/llama.h ]; then \
 	    $(MAKE) --no-print-directory $(HXREF) || echo "hearth: hxref did not build; differential tests will skip" >&2; fi
-	@$(MAKE) --no-print-directory aarch64-build T="$(AARCH64_QUICK)"
-	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS) \
-	    $(call aarch64_runs,$(AARCH64_QUICK))
+	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS)
 
 # ---- aarch64 (phones): the engine cross-built with Debian's
 # gcc-aarch64-linux-gnu into $(BUILD)/aarch64, its kernel and differential
 # tests run under qemu-user twice: -cpu max (NEON + SDOT: the dotprod
 # kernels) and -cpu cortex-a53 (ARMv8.0: NEON only); each run checks that
 # the kernel set it expects was the one picked (HX_TEST_EXPECT_ISA).
-# `make test` runs the quick ones when the tools could be installed
-# (scripts/deps.sh aarch64); `make test-aarch64` runs them all.
+# `make test-aarch64` runs them (scripts/deps.sh aarch64 installs the
+# tools); not part of `make test`, whose time they would double.
 AARCH64_CC ?= aarch64-linux-gnu-gcc
 AARCH64 := $(BUILD)/aarch64
 AARCH64_TESTS := kernels quant model
-AARCH64_QUICK := kernels quant
 AARCH64_CPUS := max:dotprod cortex-a53:neon
 # Tests of a binary too slow under emulation: the scalar float forward
 # passes (test_scalar_vs_simd: over 170 CPU-s under qemu, unfinished).
