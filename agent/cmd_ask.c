@@ -463,23 +463,32 @@ static int run_one(session *s, const ask_opts *o, const char *text)
     return rc;
 }
 
+/* The start `hearth ask` and `hearth chat` share: help, options, session.
+ * Returns -1 with *s open (the caller closes it), else the exit code. */
+static int ask_start(int argc, char **argv, const char *verb, ask_opts *o,
+                     session *s)
+{
+    if (cli_wants_help(argc, argv)) {
+        ask_usage(stdout, verb);
+        return HX_EXIT_OK;
+    }
+    int ex = parse_ask(argc, argv, o);
+    if (ex) return ex;
+    hx_err err = {0};
+    if (session_open(s, o, &err)) {
+        session_close(s);
+        return fail(&err, NULL);
+    }
+    return -1;
+}
+
 int cmd_ask(int argc, char **argv)
 {
     ask_opts o;
-    if (cli_wants_help(argc, argv)) {
-        ask_usage(stdout, "ask");
-        return HX_EXIT_OK;
-    }
-    int ex = parse_ask(argc, argv, &o);
-    if (ex) return ex;
     session s;
-    hx_err err = {0};
-    int rc = session_open(&s, &o, &err);
-    if (rc) {
-        session_close(&s);
-        return fail(&err, NULL);
-    }
-    rc = run_one(&s, &o, o.text);
+    int ex = ask_start(argc, argv, "ask", &o, &s);
+    if (ex >= 0) return ex;
+    int rc = run_one(&s, &o, o.text);
     session_close(&s);
     return cli_exit_code(rc);
 }
@@ -516,20 +525,10 @@ static int chat_command(session *s, const char *line)
 int cmd_chat(int argc, char **argv)
 {
     ask_opts o;
-    if (cli_wants_help(argc, argv)) {
-        ask_usage(stdout, "chat");
-        return HX_EXIT_OK;
-    }
-    int ex = parse_ask(argc, argv, &o);
-    if (ex) return ex;
     session s;
-    hx_err err = {0};
-    int rc = session_open(&s, &o, &err);
-    if (rc) {
-        session_close(&s);
-        return fail(&err, NULL);
-    }
-    int tty = isatty(0);
+    int ex = ask_start(argc, argv, "chat", &o, &s);
+    if (ex >= 0) return ex;
+    int rc = 0, tty = isatty(0);
     char line[8192];
     for (;;) {
         if (tty) fputs("> ", stdout), fflush(stdout);
