@@ -146,35 +146,14 @@ static int work_decode(bpe_work *w, const char *text, size_t len)
 
 /* ---- the merge loop over one word ---- */
 
-static int add_bigram(const hx_vocab *v, bpe_work *w, int32_t l, int32_t r)
+/* Byte-level BPE merges by the merge list's rank (the first wins). */
+static int bpe_prio(const hx_vocab *v, const char *text, vsym L, vsym R,
+                    double *prio)
 {
-    if (l < 0 || r < 0) return HX_OK;
-    const char *b = w->word.data;
-    vsym L = w->sym[l], R = w->sym[r];
-    int32_t rank = vocab_merge_rank(v, b + L.off, L.n, b + R.off, R.n);
-    if (rank < 0) return HX_OK;
-    vbigram g = {(double)rank, l, r, L.n + R.n};
-    return vheap_push(&w->heap, g);
-}
-
-static int merge_word(const hx_vocab *v, bpe_work *w, size_t n_sym)
-{
-    int rc = HX_OK;
-    w->heap.n = 0;
-    for (size_t i = 1; !rc && i < n_sym; i++)
-        rc = add_bigram(v, w, (int32_t)i - 1, (int32_t)i);
-    while (!rc && w->heap.n) {
-        vbigram g = vheap_pop(&w->heap);
-        vsym *L = &w->sym[g.left], *R = &w->sym[g.right];
-        if (!L->n || !R->n || L->n + R->n != g.size) continue; /* stale */
-        L->n += R->n;
-        R->n = 0;
-        L->next = R->next;
-        if (R->next >= 0) w->sym[R->next].prev = g.left;
-        rc = add_bigram(v, w, L->prev, g.left);
-        if (!rc) rc = add_bigram(v, w, g.left, L->next);
-    }
-    return rc;
+    int32_t rank = vocab_merge_rank(v, text + L.off, L.n, text + R.off, R.n);
+    if (rank < 0) return 0;
+    *prio = (double)rank;
+    return 1;
 }
 
 /* Emits the word's symbols; one not in the vocabulary goes byte by byte,
@@ -237,7 +216,8 @@ static int bpe_word(const hx_vocab *v, bpe_work *w, size_t c0, size_t c1,
         int32_t id = hx_vocab_find(v, w->word.data, w->word.len);
         if (id >= 0) return tokvec_push(t, id);
     }
-    int rc = merge_word(v, w, (size_t)n_sym);
+    int rc = vocab_merge(v, w->word.data, w->sym, (size_t)n_sym, &w->heap,
+                         bpe_prio);
     return rc ? rc : emit_word(v, w, (size_t)n_sym, t);
 }
 

@@ -102,6 +102,16 @@ typedef struct vsym {
     int32_t prev, next;
     uint32_t off, n;
 } vsym;
+/* The priority (lower merges first) of merging neighbours L and R over
+ * text: 1 with *prio set if they merge, 0 if not. */
+typedef int (*vmerge_prio)(const hx_vocab *v, const char *text, vsym L,
+                           vsym R, double *prio);
+/* The merge loop BPE and SPM share: merges the n_sym linked symbols over
+ * text, the lowest priority first, then the leftmost, until no neighbours
+ * merge. heap is the caller's scratch (emptied first, freed by the caller).
+ * HX_OK or HX_ERR_NOMEM. */
+int vocab_merge(const hx_vocab *v, const char *text, vsym *sym, size_t n_sym,
+                vheap *heap, vmerge_prio prio);
 
 /* ---- tokenizer halves ---- */
 /* BPE: pre-tokenizer regex (vocab_bpe.c). */

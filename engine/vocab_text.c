@@ -138,6 +138,39 @@ void vheap_free(vheap *h)
     h->n = h->cap = 0;
 }
 
+/* ---- the merge loop over linked symbols (BPE and SPM) ---- */
+
+/* Queues the merge of symbols l and r if prio says they merge. */
+static int queue_merge(const hx_vocab *v, const char *text, vsym *sym,
+                       vheap *heap, vmerge_prio prio, int32_t l, int32_t r)
+{
+    double p;
+    if (l < 0 || r < 0 || !prio(v, text, sym[l], sym[r], &p)) return HX_OK;
+    vbigram g = {p, l, r, sym[l].n + sym[r].n};
+    return vheap_push(heap, g);
+}
+
+int vocab_merge(const hx_vocab *v, const char *text, vsym *sym, size_t n_sym,
+                vheap *heap, vmerge_prio prio)
+{
+    int rc = HX_OK;
+    heap->n = 0;
+    for (size_t i = 1; !rc && i < n_sym; i++)
+        rc = queue_merge(v, text, sym, heap, prio, (int32_t)i - 1, (int32_t)i);
+    while (!rc && heap->n) {
+        vbigram g = vheap_pop(heap);
+        vsym *L = &sym[g.left], *R = &sym[g.right];
+        if (!L->n || !R->n || L->n + R->n != g.size) continue; /* stale */
+        L->n += R->n;
+        R->n = 0;
+        L->next = R->next;
+        if (R->next >= 0) sym[R->next].prev = g.left;
+        rc = queue_merge(v, text, sym, heap, prio, L->prev, g.left);
+        if (!rc) rc = queue_merge(v, text, sym, heap, prio, g.left, L->next);
+    }
+    return rc;
+}
+
 /* ---- special-token partition (llama.cpp's tokenizer_st_partition) ----
  * The text becomes a list of fragments, each raw text or one token. Each
  * special token, longest first, is searched in the raw fragments left. */
