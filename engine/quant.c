@@ -551,37 +551,38 @@ static void quantize_q6_K(const float *x, hx_block_q6_K *y, int64_t nb,
     }
 }
 
-static void dequantize_q4_K(const hx_block_q4_K *x, float *y, int64_t nb)
+/* One Q4_K or Q5_K super-block (the same layout but for Q5_K's fifth
+ * bits): w = d*sc_j * q - dmin*m_j, q the nibble plus, for Q5_K, bit j of
+ * qh[l] as its fifth bit (qh NULL for Q4_K). */
+static void dequantize_kx_block(uint16_t d16, uint16_t dmin16,
+                                const uint8_t *scales, const uint8_t *qs,
+                                const uint8_t *qh, float *y)
 {
-    for (int64_t i = 0; i < nb; i++, y += HX_QK_K) {
-        float d = hx_fp16_to_fp32(x[i].d), dmin = hx_fp16_to_fp32(x[i].dmin);
-        for (int j = 0; j < 8; j++) {
-            int sc, m;
-            get_scale_min(j, x[i].scales, &sc, &m);
-            float dj = d * sc, mj = dmin * m;
-            const uint8_t *q = x[i].qs + 32 * (j / 2);
-            int shift = 4 * (j & 1);
-            for (int l = 0; l < 32; l++) y[32 * j + l] = dj * ((q[l] >> shift) & 0xf) - mj;
+    float d = hx_fp16_to_fp32(d16), dmin = hx_fp16_to_fp32(dmin16);
+    for (int j = 0; j < 8; j++) {
+        int sc, m;
+        get_scale_min(j, scales, &sc, &m);
+        float dj = d * sc, mj = dmin * m;
+        const uint8_t *q = qs + 32 * (j / 2);
+        int shift = 4 * (j & 1);
+        for (int l = 0; l < 32; l++) {
+            int v = (q[l] >> shift) & 0xf;
+            if (qh) v |= ((qh[l] >> j) & 1) << 4;
+            y[32 * j + l] = dj * v - mj;
         }
     }
 }
 
+static void dequantize_q4_K(const hx_block_q4_K *x, float *y, int64_t nb)
+{
+    for (int64_t i = 0; i < nb; i++, y += HX_QK_K)
+        dequantize_kx_block(x[i].d, x[i].dmin, x[i].scales, x[i].qs, NULL, y);
+}
+
 static void dequantize_q5_K(const hx_block_q5_K *x, float *y, int64_t nb)
 {
-    for (int64_t i = 0; i < nb; i++, y += HX_QK_K) {
-        float d = hx_fp16_to_fp32(x[i].d), dmin = hx_fp16_to_fp32(x[i].dmin);
-        for (int j = 0; j < 8; j++) {
-            int sc, m;
-            get_scale_min(j, x[i].scales, &sc, &m);
-            float dj = d * sc, mj = dmin * m;
-            const uint8_t *q = x[i].qs + 32 * (j / 2);
-            int shift = 4 * (j & 1);
-            for (int l = 0; l < 32; l++) {
-                int v = ((q[l] >> shift) & 0xf) | (((x[i].qh[l] >> j) & 1) << 4);
-                y[32 * j + l] = dj * v - mj;
-            }
-        }
-    }
+    for (int64_t i = 0; i < nb; i++, y += HX_QK_K)
+        dequantize_kx_block(x[i].d, x[i].dmin, x[i].scales, x[i].qs, x[i].qh, y);
 }
 
 static void dequantize_q6_K(const hx_block_q6_K *x, float *y, int64_t nb)
