@@ -513,6 +513,68 @@ static void test_scalar_vs_simd(void)
     free(b);
 }
 
+/* The forward pass on quantized weights, scalar kernels against the best
+ * set of this CPU (HEARTH_ISA's levels through hx_isa_set): Q8_0, Q4_0
+ * and Q4_K_M (Q4_K with Q6_K attn_v, ffn_down and output) on a small
+ * qwen3, prefill in one batch and token by token. Integer block sums are
+ * exact in both; only the float order of summing blocks differs, so now
+ * and then a next layer's 8-bit activation rounds one step apart. Such a
+ * flip in K or V reaches every later position: on this random model one
+ * flip costs about 1e-4 NMSE (measured worst: Q4_K_M 3.6e-4 on AVX-512;
+ * Q4_0 1.1e-4 with SDOT, 9.9e-5 with NEON under qemu; with no flip 1e-14
+ * or less). A wrong block, scale or row in a
+ * kernel moves every logit and is caught by far; the kernels themselves
+ * are compared to 1e-10 in test_kernels. */
+#define QUANT_ISA_NMSE_TOL 2e-3
+
+static void check_quant_isa(const char *ftype, int n_embd)
+{
+    hx_mkmodel_params p = tiny("qwen3");
+    p.ftype = ftype;
+    p.n_embd = p.n_ff = n_embd;
+    p.head_dim = n_embd / p.n_head;
+    hx_err err = {0};
+    const char *path = tmp_path("qisa.gguf");
+    ASSERT(hx_mkmodel_write(&p, path, &err) == HX_OK);
+    hx_model *m = load(path);
+    ASSERT(m);
+    const int n = 24, nv = hx_model_hparams(m)->n_vocab, best = hx_isa_current();
+    int32_t tok[24];
+    make_tokens(tok, n, nv, 11);
+    float *a = malloc((size_t)n * nv * sizeof(float));
+    float *b = malloc((size_t)n * nv * sizeof(float));
+    ASSERT(a && b);
+    for (int step = 1; step <= n; step += n - 1) {
+        hx_isa_set(HX_ISA_SCALAR);
+        hx_ctx *c = new_ctx(m, 2);
+        int rc = c ? run_pieces(c, tok, n, step, a) : -1;
+        hx_ctx_free(c);
+        hx_isa_set(best);
+        EXPECT_EQ_INT(rc, HX_OK);
+        c = new_ctx(m, 2);
+        rc = c ? run_pieces(c, tok, n, step, b) : -1;
+        hx_ctx_free(c);
+        EXPECT_EQ_INT(rc, HX_OK);
+        double e = worst_nmse(a, b, n, nv);
+        printf("# %s: scalar vs %s, passes of %d: worst nmse %.3g\n", ftype,
+               hx_isa_name(best), step, e);
+        if (!(e < QUANT_ISA_NMSE_TOL))
+            test_fail_at(__FILE__, __LINE__, "%s scalar vs %s: nmse %g", ftype,
+                         hx_isa_name(best), e);
+    }
+    hx_model_free(m);
+    free(a);
+    free(b);
+}
+
+static void test_quant_scalar_vs_simd(void)
+{
+    if (hx_isa_detect() == HX_ISA_SCALAR) SKIP("this CPU has no SIMD path to compare");
+    check_quant_isa("Q8_0", 64);
+    check_quant_isa("Q4_0", 64);
+    check_quant_isa("Q4_K_M", 256); /* K-quant rows are multiples of 256 */
+}
+
 /* Truncating the cache and decoding again reproduces the logits. */
 static void test_truncate(void)
 {
@@ -915,6 +977,7 @@ int main(void)
     RUN(test_qwen2_vs_reference);
     RUN(test_batch_vs_single);
     RUN(test_scalar_vs_simd);
+    RUN(test_quant_scalar_vs_simd);
     RUN(test_long_context_split);
     RUN(test_truncate);
     RUN(test_decode_errors);
