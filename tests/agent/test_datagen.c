@@ -9,27 +9,8 @@
 
 #include "agent/agent_int.h"
 #include "agent/cli.h"
+#include "scratch.h"
 #include "test.h"
-
-static char g_dir[64];
-
-static const char *dir(void)
-{
-    if (!g_dir[0]) {
-        /* worlds are rewritten often: in memory where there is /dev/shm */
-        snprintf(g_dir, sizeof g_dir, "%s/hx_datagen_XXXXXX",
-                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
-        if (!mkdtemp(g_dir)) g_dir[0] = 0;
-    }
-    return g_dir;
-}
-
-static char *slurp(const char *path)
-{
-    char *s = NULL;
-    size_t n;
-    return hx_read_file(path, 0, &s, &n, NULL) ? NULL : s;
-}
 
 /* Held-out tasks use only the held-out fifth of the phrasings. */
 static void test_heldout_templates(void)
@@ -113,7 +94,7 @@ static char *run_datagen(long n, uint64_t seed, int split, const char *sub, hx_d
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     hx_dg_params p = hx_dg_default_params();
-    snprintf(home, sizeof home, "%s/%s", dir(), sub);
+    snprintf(home, sizeof home, "%s/%s", scratch_dir(), sub);
     p.n = n;
     p.seed = seed;
     p.split = split;
@@ -203,7 +184,7 @@ static void test_every_trajectory_valid(void)
 static void test_rendering_identity(void)
 {
     char home[128];
-    snprintf(home, sizeof home, "%s/r", dir());
+    snprintf(home, sizeof home, "%s/r", scratch_dir());
     hx_dg_world dw;
     hx_err err = {0};
     ASSERT(hx_dg_world_open(77, HX_SPLIT_TRAIN, home, &dw, &err) == HX_OK);
@@ -278,9 +259,9 @@ static int count_lines_with(const char *path, const char *needle)
 static void test_cmd_datagen(void)
 {
     char out[128], tasks[128], home[128];
-    snprintf(out, sizeof out, "%s/cli.jsonl", dir());
-    snprintf(tasks, sizeof tasks, "%s/tasks.jsonl", dir());
-    snprintf(home, sizeof home, "%s/cli", dir());
+    snprintf(out, sizeof out, "%s/cli.jsonl", scratch_dir());
+    snprintf(tasks, sizeof tasks, "%s/tasks.jsonl", scratch_dir());
+    snprintf(home, sizeof home, "%s/cli", scratch_dir());
     const char *a1[] = {"--n", "5", "--seed", "2", "-o", out, "--dir", home, NULL};
     EXPECT_EQ_INT(datagen_cli(a1), HX_EXIT_OK);
     EXPECT_EQ_INT(count_lines_with(out, "\"style\":\"compact\""), 5);
@@ -307,6 +288,6 @@ int main(void)
     RUN(test_every_trajectory_valid);
     RUN(test_rendering_identity);
     RUN(test_cmd_datagen);
-    if (g_dir[0]) hx_world_rmtree(g_dir, NULL);
+    scratch_remove();
     return test_summary();
 }

@@ -7,26 +7,8 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "scratch.h"
 #include "test.h"
-
-static char g_dir[64];
-
-static const char *dir(void)
-{
-    if (!g_dir[0]) {
-        snprintf(g_dir, sizeof g_dir, "%s/hx_world_XXXXXX",
-                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
-        if (!mkdtemp(g_dir)) g_dir[0] = 0;
-    }
-    return g_dir;
-}
-
-static char *slurp(const char *path)
-{
-    char *s = NULL;
-    size_t n;
-    return hx_read_file(path, 0, &s, &n, NULL) ? NULL : s;
-}
 
 static void test_world_deterministic(void)
 {
@@ -41,8 +23,8 @@ static void test_world_deterministic(void)
     for (int i = 0; i < a.n_events; i++) recurring += a.events[i].recur != 0;
     EXPECT(recurring >= 2);
     char h1[128], h2[128], p1[200], p2[200];
-    snprintf(h1, sizeof h1, "%s/w1", dir());
-    snprintf(h2, sizeof h2, "%s/w2", dir());
+    snprintf(h1, sizeof h1, "%s/w1", scratch_dir());
+    snprintf(h2, sizeof h2, "%s/w2", scratch_dir());
     ASSERT(hx_world_write(&a, h1, NULL) == HX_OK && hx_world_write(&b, h2, NULL) == HX_OK);
     const char *files[] = {"config.json", "calendars/personal.ics"};
     for (int i = 0; i < 2; i++) {
@@ -111,7 +93,7 @@ static void test_world_layout(void)
     hx_world w;
     char home[128], p[256];
     ASSERT(hx_world_generate(8, HX_SPLIT_HELDOUT, &w, NULL) == HX_OK);
-    snprintf(home, sizeof home, "%s/layout", dir());
+    snprintf(home, sizeof home, "%s/layout", scratch_dir());
     ASSERT(hx_world_write(&w, home, NULL) == HX_OK);
     int rrules = 0;
     for (int i = 0; i < w.n_events; i++) {
@@ -198,6 +180,6 @@ int main(void)
     RUN(test_world_layout);
     RUN(test_years);
     RUN(test_day_phrases);
-    if (g_dir[0]) hx_world_rmtree(g_dir, NULL);
+    scratch_remove();
     return test_summary();
 }
