@@ -512,7 +512,7 @@ typedef struct hx_agent_eval {
     cJSON *tasks;     /* the sample; free with hx_agent_eval_free_tasks */
 } hx_agent_eval;
 int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *scales,
-                          int n_adapters, int n_tasks, int *passed, hx_err *err);
+                          int n_adapters, int n_tasks, uint8_t *pass, hx_err *err);
 void hx_agent_eval_free_tasks(hx_agent_eval *ae);
 
 /* ---- a persona (agent/persona.c): a sample user with habits no base

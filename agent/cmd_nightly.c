@@ -12,6 +12,10 @@
 #include "lora/lora.h"
 #include "tools/tools.h"
 
+/* The longest training sequence: a conversation longer than this (or the
+ * model's context) is trained in windows, each turn after its head. */
+#define NIGHTLY_MAX_SEQ 4096
+
 static void nightly_usage(FILE *f, const char *verb)
 {
     const int nightly = !strcmp(verb, "nightly");
@@ -33,9 +37,12 @@ static void nightly_usage(FILE *f, const char *verb)
         "      --steps N        optimizer steps (default: 2 epochs)\n"
         "      --rank R         LoRA rank (default 16; alpha = rank)\n"
         "      --lr LR          learning rate (default 2e-4)\n"
-        "      --eval-tasks N   generic tasks run with and without the adapter\n"
-        "                       (default 20; 0: no such check)\n"
-        "      --eval-margin P  largest allowed drop, in points (default 2)\n"
+        "      --eval-tasks N   the generic suite: the same N held-out agent tasks\n"
+        "                       run with what you run now and with the new adapter,\n"
+        "                       compared task by task (default 100: one task is a\n"
+        "                       point; 0: no such check)\n"
+        "      --eval-margin P  largest allowed drop, in points: tasks lost minus\n"
+        "                       tasks gained, over N (default 2)\n"
         "      --max-memory SIZE  refuse to start when the estimate (activations,\n"
         "                       adapter state, mapped base) exceeds it (e.g. 2G;\n"
         "                       default: config nightly.max_memory, else none)\n"
@@ -97,6 +104,9 @@ static void print_report(const hx_nightly_report *r)
     printf("episodes: %d training (%lld tokens), %d held out (%lld tokens)\n",
            r->n_train, (long long)r->train_tokens, r->n_heldout,
            (long long)r->heldout_tokens);
+    if (r->seq_len) printf("sequences: %d tokens; %s\n", r->seq_len, r->docs_cut ?
+                           "some conversations longer, trained in windows" :
+                           "every conversation whole");
     if (r->steps) printf("steps: %d; held-out loss %.4f -> %.4f\n", r->steps,
                          r->loss_before, r->loss_after);
     if (r->trained_tokens && r->train_seconds > 0)
@@ -104,8 +114,10 @@ static void print_report(const hx_nightly_report *r)
                "per CPU-second)\n", (long long)r->trained_tokens, r->train_seconds,
                r->trained_tokens / r->train_seconds, r->train_cpu_seconds,
                r->train_cpu_seconds > 0 ? r->trained_tokens / r->train_cpu_seconds : 0.0);
-    if (r->eval_n) printf("generic tasks: %d/%d with %s, %d/%d with the new adapter\n",
-                          r->eval_base, r->eval_n, r->eval_ref, r->eval_adapter, r->eval_n);
+    if (r->eval_n) printf("generic tasks: %d/%d with %s, %d/%d with the new adapter (%d lost, "
+                          "%d gained; %.0f s)\n", r->eval_base, r->eval_n, r->eval_ref,
+                          r->eval_adapter, r->eval_n, r->eval_lost, r->eval_gained,
+                          r->eval_seconds);
     if (r->mem_estimate) printf("memory: estimate %.1f MiB", r->mem_estimate / 1048576.0);
     if (r->peak_rss_kb) printf(", peak RSS %.1f MiB", r->peak_rss_kb / 1024.0);
     if (r->mem_estimate) printf("\n");
@@ -150,10 +162,12 @@ static int open_env(nightly_env *e, const char *model, hx_nightly_params *p, hx_
     e->ae = (hx_agent_eval){e->model, family, p->n_threads, 0, 1, NULL, NULL};
     p->render = hx_agent_nightly_render, p->render_user = &e->ar;
     p->eval = hx_agent_nightly_eval, p->eval_user = &e->ae;
-    /* an episode carries the system text and tool list: a window must
-     * reach past them, and episodes sharing them are packed after one copy */
+    /* an episode carries the system text and tool list: a sequence holds
+     * a whole conversation where the context allows (nightly shortens it
+     * to the longest one), and episodes sharing them are packed after one
+     * copy */
     const int n_ctx = hx_model_hparams(e->model)->n_ctx_train;
-    p->train.seq_len = n_ctx < 1024 ? n_ctx : 1024;
+    p->train.seq_len = n_ctx < NIGHTLY_MAX_SEQ ? n_ctx : NIGHTLY_MAX_SEQ;
     p->train.n_seq = 1;
     p->train.share_prefix = 32;
     return HX_OK;

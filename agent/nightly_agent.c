@@ -182,12 +182,12 @@ static int eval_sample(hx_agent_eval *ae, int n_tasks, hx_err *err)
 }
 
 int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *scales,
-                          int n_adapters, int n_tasks, int *passed, hx_err *err)
+                          int n_adapters, int n_tasks, uint8_t *pass, hx_err *err)
 {
     hx_agent_eval *ae = user;
     hx_adapter *ads[HX_ADAPTER_MAX];
-    int na = 0;
-    *passed = 0;
+    int na = 0, i = 0;
+    memset(pass, 0, (size_t)(n_tasks > 0 ? n_tasks : 0));
     int rc = n_adapters <= HX_ADAPTER_MAX ? eval_sample(ae, n_tasks, err)
              : hx_err_set(err, HX_ERR_INVALID, "at most %d adapters", HX_ADAPTER_MAX);
     for (; !rc && !ae->oracle && na < n_adapters; na++)
@@ -201,14 +201,14 @@ int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *
     hx_dg_eval_run o = {ae->model, ae->family, ae->n_threads, ae->oracle,
                         na ? ads : NULL, na ? scales : NULL, na};
     hx_dg_validator *v = NULL;
-    for (const cJSON *t = rc ? NULL : ae->tasks->child; t && !rc; t = t->next) {
-        int pass = 0;
-        rc = hx_dg_eval_task(&o, t, home, &v, &pass, NULL, NULL, NULL, err);
-        *passed += pass;
+    for (const cJSON *t = rc ? NULL : ae->tasks->child; t && !rc && i < n_tasks; t = t->next) {
+        int ok = 0;
+        rc = hx_dg_eval_task(&o, t, home, &v, &ok, NULL, NULL, NULL, err);
+        pass[i++] = ok != 0;
     }
     if (made) hx_world_rmtree(base, NULL);
     hx_dg_validator_free(v);
-    for (int i = 0; i < na; i++) hx_adapter_free(ads[i]);
+    for (int k = 0; k < na; k++) hx_adapter_free(ads[k]);
     return rc;
 }
 

@@ -303,13 +303,14 @@ int hx_nightly_dataset(const hx_vocab *v, hx_memory *mem, double heldout_frac,
 int hx_nightly_windows(const hx_nightly_data *src, int window,
                        hx_nightly_data *dst, hx_err *err);
 
-/* The generic evaluation of the gate: runs n_tasks fixed held-out agent
- * tasks on the base model with the adapter files adapters[0..n_adapters)
- * at scales (n_adapters 0: the base alone) and puts how many succeeded in
- * *passed. */
+/* The generic evaluation of the gate: runs the same n_tasks held-out agent
+ * tasks every time on the base model with the adapter files
+ * adapters[0..n_adapters) at scales (n_adapters 0: the base alone) and
+ * sets pass[i] to 1 if task i succeeded, else 0 (the gate compares the
+ * two runs task by task). */
 typedef int (*hx_nightly_eval_fn)(void *user, const char *const *adapters,
                                   const float *scales, int n_adapters,
-                                  int n_tasks, int *passed, hx_err *err);
+                                  int n_tasks, uint8_t *pass, hx_err *err);
 
 typedef struct hx_nightly_params {
     const char *model;     /* the base GGUF (required) */
@@ -318,8 +319,9 @@ typedef struct hx_nightly_params {
     const char *work_dir;  /* checkpoint, run key, candidate (required) */
     hx_lora_params lora;   /* default rank 16, alpha 16, q/k/v/o */
     hx_train_params train; /* default lr 2e-4, 2 warmup steps, no weight
-                            * decay, 4 x 256 tokens; opt.n_steps 0: from
-                            * epochs */
+                            * decay, 4 x 256 tokens (seq_len: the most; a
+                            * run uses what its longest document needs);
+                            * opt.n_steps 0: from epochs */
     int epochs;            /* passes over the training tokens; default 2 */
     double heldout_frac;   /* default 0.2 */
     int min_train;         /* fewest training episodes; default 4 */
@@ -336,9 +338,12 @@ typedef struct hx_nightly_params {
     void *render_user;
     hx_nightly_eval_fn eval;     /* NULL: no generic-task gate */
     void *eval_user;
-    int eval_tasks;        /* tasks in the generic sample; default 20 */
-    double eval_margin;    /* refused when the success rate drops by more
-                            * than this (0.02: 2 points); default 0.02 */
+    int eval_tasks;        /* tasks of the generic suite; default 100 (one
+                            * task is 1 point: finer than the margin) */
+    double eval_margin;    /* refused when the suite's success drops by
+                            * more than this, counted task by task (net
+                            * tasks lost / eval_tasks; 0.02: 2 points);
+                            * default 0.02 */
     size_t max_bytes;      /* > 0: refuse to train when the memory estimate
                             * (hx_trainer_memory_estimate) exceeds it */
 } hx_nightly_params;
@@ -355,8 +360,14 @@ typedef struct hx_nightly_report {
     int eval_n;        /* generic tasks run with and without (0: none) */
     int eval_base, eval_adapter; /* how many succeeded: with what the user
                         * runs now (eval_ref), and with the candidate */
+    int eval_lost, eval_gained; /* tasks eval_ref passes and the candidate
+                        * fails, and the reverse */
+    double eval_seconds; /* wall time of the generic runs */
     char eval_ref[160]; /* what eval_base ran: "the base" or "the active
                         * adapter NAME" (or set "A, B") */
+    int seq_len;       /* the training sequence: train.seq_len shortened to
+                        * what the longest document needs */
+    int docs_cut;      /* documents longer than it, trained in windows */
     int64_t trained_tokens; /* window tokens trained on in this call */
     double train_seconds, train_cpu_seconds; /* the training chunks of this
                         * call: wall clock, and the process's CPU time (all

@@ -269,14 +269,16 @@ static void test_render_every_family(void)
 static void test_eval_sample(void)
 {
     hx_agent_eval ae = {NULL, HX_TPL_COMPACT, 1, 1, 7, tmpdir, NULL};
-    int base = -1, with = -1;
+    uint8_t pb[3] = {9, 9, 9}, pw[3] = {9, 9, 9};
     hx_err err = {0};
-    ASSERT(hx_agent_nightly_eval(&ae, NULL, NULL, 0, 3, &base, &err) == HX_OK);
+    ASSERT(hx_agent_nightly_eval(&ae, NULL, NULL, 0, 3, pb, &err) == HX_OK);
     const cJSON *first = ae.tasks;
     char *ids = cJSON_PrintUnformatted(ae.tasks);
     const char *ads[] = {"unused-by-the-oracle.gguf"};
     const float one[] = {1.0f};
-    ASSERT(hx_agent_nightly_eval(&ae, ads, one, 1, 3, &with, &err) == HX_OK);
+    ASSERT(hx_agent_nightly_eval(&ae, ads, one, 1, 3, pw, &err) == HX_OK);
+    const int base = pb[0] + pb[1] + pb[2], with = pw[0] + pw[1] + pw[2];
+    for (int i = 0; i < 3; i++) EXPECT(pb[i] <= 1 && pb[i] == pw[i]); /* task by task */
     char *ids2 = cJSON_PrintUnformatted(ae.tasks);
     EXPECT(ae.tasks == first && ids && ids2 && !strcmp(ids, ids2)); /* the same sample */
     printf("# oracle: %d/3 without, %d/3 with\n", base, with);

@@ -270,8 +270,9 @@ static void test_check(void)
 
 /* hearth nightly --force on the persona's database (HEARTH_HOME: its data
  * directory, with no adapter yet): a small random model with hearth-tiny's
- * vocabulary declaring the compact style trains two steps, then adopts or
- * says why it discarded the adapter; the store agrees. */
+ * vocabulary declaring the compact style trains two steps on whole
+ * conversations, then adopts or says why it discarded the adapter; the
+ * store agrees. */
 static void test_nightly(void)
 {
     const char *vocab = "models/hearth-tiny.gguf";
@@ -304,6 +305,11 @@ static void test_nightly(void)
     printf("# %s", out);
     EXPECT(strstr(out, "episodes: ") && strstr(out, "training"));
     EXPECT(strstr(out, "steps: 2") != NULL);
+    /* each conversation is trained whole, every turn after the prompt the
+     * planner fed for it: 1,024-token windows cut the persona's request and
+     * first call off its create_event turn, and the room (decided there)
+     * was learned only without them */
+    EXPECT(strstr(out, "every conversation whole") != NULL);
     const int adopted = strstr(out, "adopted nightly-") != NULL;
     EXPECT(adopted || strstr(out, "discarded: ") != NULL); /* the reason is logged */
     hx_lora_store *st = NULL;

@@ -169,7 +169,7 @@ typedef struct stub_eval {
 } stub_eval;
 
 static int stub_eval_fn(void *user, const char *const *ads, const float *scales, int n_ads,
-                        int n, int *passed, hx_err *err)
+                        int n, uint8_t *pass, hx_err *err)
 {
     stub_eval *s = user;
     (void)err;
@@ -188,7 +188,8 @@ static int stub_eval_fn(void *user, const char *const *ads, const float *scales,
         struct stat st;
         s->with_adapter += stat(ads[0], &st) == 0; /* the candidate exists */
     }
-    *passed = cand ? s->adapter_pass : n_ads ? s->active_pass : s->base_pass;
+    const int k = cand ? s->adapter_pass : n_ads ? s->active_pass : s->base_pass;
+    for (int i = 0; i < n; i++) pass[i] = i < k; /* the first k tasks */
     return HX_OK;
 }
 
@@ -441,7 +442,10 @@ static void test_long_episodes(void)
     EXPECT(r.train_tokens > 8 * 256 / 2 && r.heldout_tokens > 256);
     EXPECT(isfinite(r.loss_before) && r.loss_after < r.loss_before);
     EXPECT(r.adopted);
-    EXPECT(strstr(logbuf, "nightly: windows of 33 tokens: 6 + 2 documents") != NULL);
+    EXPECT(strstr(logbuf, "nightly: sequences of 32 tokens: 6 + 2 documents (training + "
+                          "held out), 8 of them longer") != NULL);
+    EXPECT_EQ_INT(r.seq_len, 32);
+    EXPECT_EQ_INT(r.docs_cut, 8);
     fclose(log);
     hx_lora_store_free(st);
     hx_memory_close(m2);
