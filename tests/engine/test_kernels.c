@@ -9,24 +9,8 @@
 #include "engine/kernels.h"
 #include "engine/kernels_impl.h"
 #include "test.h"
-
-static uint64_t rng_state = 0x243f6a8885a308d3ull;
-
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static float frand(void) { return (rnd() & 0xffffff) / 16777216.0f; }
-
-static float gauss(void)
-{
-    float u = frand() + 1e-7f, v = frand();
-    return sqrtf(-2 * logf(u)) * cosf(6.2831853f * v);
-}
+#define TEST_RNG_SEED 0x243f6a8885a308d3ull
+#include "rng.h"
 
 static void fill(float *x, int64_t n, float shift)
 {

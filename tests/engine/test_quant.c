@@ -7,24 +7,7 @@
 
 #include "engine/engine.h"
 #include "test.h"
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint32_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 16);
-}
-
-static float frand(void) { return (rnd() & 0xffffff) / 16777216.0f; }
-
-static float gauss(void)
-{
-    float u = frand() + 1e-7f, v = frand();
-    return sqrtf(-2 * logf(u)) * cosf(6.2831853f * v);
-}
+#include "rng.h"
 
 /* Mixed test data: mostly gaussian, some rows shifted positive (exercises
  * the K-quant mins), a few outliers, and one all-zero block per row of
