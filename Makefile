@@ -113,15 +113,19 @@ $(HXREF): tests/ref/hxref.c tests/ref/compat/gguf.h
 test: test-build reference
 	@if [ -f $(HEARTH_REFERENCE)/include/llama.h ]; then \
 	    $(MAKE) --no-print-directory $(HXREF) || echo "hearth: hxref did not build; differential tests will skip" >&2; fi
-	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS)
+	@$(MAKE) --no-print-directory aarch64-build T="$(AARCH64_TESTS)"
+	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS) \
+	    $(call aarch64_runs,$(AARCH64_TESTS))
 
 # ---- aarch64 (phones): the engine cross-built with Debian's
 # gcc-aarch64-linux-gnu into $(BUILD)/aarch64, its kernel and differential
 # tests run under qemu-user twice: -cpu max (NEON + SDOT: the dotprod
 # kernels) and -cpu cortex-a53 (ARMv8.0: NEON only); each run checks that
 # the kernel set it expects was the one picked (HX_TEST_EXPECT_ISA).
-# `make test-aarch64` runs them (scripts/deps.sh aarch64 installs the
-# tools); not part of `make test`, whose time they would double.
+# `make test` runs them after the x86 tests (about 25 CPU-s of cross
+# build and 25 of qemu; scripts/deps.sh aarch64 installs the tools, and
+# without them each run reports a skip saying so); `make test-aarch64`
+# runs only them and fails without the tools.
 AARCH64_CC ?= aarch64-linux-gnu-gcc
 AARCH64 := $(BUILD)/aarch64
 AARCH64_TESTS := kernels quant model
@@ -130,6 +134,9 @@ AARCH64_CPUS := max:dotprod cortex-a53:neon
 # reference (about 5 CPU-s under qemu; the split-KV path it checks is the
 # scalar attention code, compiled alike on both architectures).
 AARCH64_SKIP_model := test_long_context_split
+# The quantizers' calibration quality: scalar float code, no kernels
+# (about 3.7 CPU-s under qemu).
+AARCH64_SKIP_quant := test_imatrix_output
 aarch64_runs = $(foreach c,$(AARCH64_CPUS),$(foreach t,$(1),\
     $(AARCH64)/tests/engine/test_$(t)@$(firstword $(subst :, ,$(c)))))
 # The loader and libc must come from one glibc build: -L alone takes the
@@ -142,11 +149,19 @@ QEMU_AARCH64 := qemu-aarch64 -L /usr/aarch64-linux-gnu \
 aarch64_wrap = w=$(AARCH64)/tests/engine/test_$(1)@$(2); \
     printf '\043!/bin/sh\n\043 test_$(1) on aarch64 under qemu-user -cpu $(2) ($(3) kernels)\nHX_TEST_EXPECT_ISA=$(3) HX_TEST_SKIP="$(AARCH64_SKIP_$(1))" exec $(QEMU_AARCH64) -cpu $(2) $(abspath $(AARCH64))/tests/engine/test_$(1) "$$@"\n' > $$w && chmod +x $$w;
 .PHONY: aarch64-build test-aarch64
+# Without the tools, a wrapper that reports the run skipped and why.
+AARCH64_NOTOOLS := no aarch64 cross compiler or qemu-user (scripts/deps.sh aarch64 installs them, as root)
+aarch64_skip = w=$(AARCH64)/tests/engine/test_$(1)@$(2); \
+    printf '\043!/bin/sh\necho "skip test_$(1)@$(2): $(AARCH64_NOTOOLS)"\n' > $$w && chmod +x $$w;
 # Cross-builds the tests of $(T) and writes one qemu wrapper per test and
 # -cpu (test_x@max, test_x@cortex-a53), which tests/run.sh runs.
 aarch64-build:
-	@if ! sh scripts/deps.sh aarch64 || ! command -v $(AARCH64_CC) >/dev/null; then \
-	    echo "hearth: no aarch64 cross compiler or qemu-user; aarch64 tests skipped" >&2; exit 0; fi; \
+	@if ! sh scripts/deps.sh aarch64 || ! command -v $(AARCH64_CC) >/dev/null || \
+	    ! command -v qemu-aarch64 >/dev/null; then \
+	    echo "hearth: $(AARCH64_NOTOOLS); aarch64 tests skipped" >&2; \
+	    mkdir -p $(AARCH64)/tests/engine; \
+	    $(foreach c,$(AARCH64_CPUS),$(foreach t,$(T),$(call aarch64_skip,$(t),$(word 1,$(subst :, ,$(c)))))) \
+	    exit 0; fi; \
 	$(MAKE) --no-print-directory BUILD=$(AARCH64) CC=$(AARCH64_CC) \
 	    AR=aarch64-linux-gnu-ar PKG_CFLAGS= PKG_LIBS=-lpcre2-8 OPT=-O2 \
 	    EXTRA_CFLAGS= EXTRA_LDFLAGS= \
