@@ -1,5 +1,6 @@
-/* fwdbwd.c: the whole-model training forward (saving activations) and
- * backward of a qwen3 model, with masked cross-entropy on a tied head. */
+/* fwdbwd.c: the whole-model training forward and backward of a qwen3
+ * model (activations saved or recomputed per layer; actmem.c lays them
+ * out), with masked cross-entropy on a tied head in chunks of rows. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,93 +337,128 @@ static void embed(hx_trainer *tr, const int32_t *tok, int n, float *x)
     }
 }
 
-/* Carves the backward temporaries out of the block after the
- * activations; see tr_reserve for the sizes. */
-static bw bw_of(hx_trainer *tr, int n);
+/* The backward temporaries tr_reserve carved (actmem.c). */
+static bw bw_of(const hx_trainer *tr)
+{
+    bw w = {tr->bw[0], tr->bw[1], tr->bw[2], tr->bw[3], tr->bw[4], tr->bw[5],
+            tr->bw[6], tr->bw[7], tr->bw[8], tr->bw[9], tr->bw[10], tr->bw[11]};
+    return w;
+}
 
-/* Per-row loss (and gradient in place of the logits) of gathered rows. */
+/* Per-row loss (and gradient in place of the logits) of a chunk of
+ * gathered rows. */
 typedef struct xent_job {
-    const hx_trainer *tr;
     const hx_batch *b;
+    const int32_t *rows; /* positions of the chunk's rows */
     float *z;
     double *loss;
     float scale;
-    int backward, m;
+    int backward, m, V;
 } xent_job;
 
 static void xent_task(void *ctx, int task, int thread)
 {
     const xent_job *j = ctx;
-    const int V = j->tr->hp.n_vocab, i1 = (task + 1) * ROW_CHUNK < j->m ? (task + 1) * ROW_CHUNK : j->m;
+    const int i1 = (task + 1) * ROW_CHUNK < j->m ? (task + 1) * ROW_CHUNK : j->m;
     (void)thread;
     for (int i = task * ROW_CHUNK; i < i1; i++) {
-        float *zi = j->z + (size_t)i * V;
-        j->loss[i] = tr_xent(zi, V, j->b->targets[j->tr->gather[i]], j->scale,
+        float *zi = j->z + (size_t)i * j->V;
+        j->loss[i] = tr_xent(zi, j->V, j->b->targets[j->rows[i]], j->scale,
                              j->backward ? zi : NULL);
     }
 }
 
-/* Masked loss (and dz, d(head), d(nf) -> dres when backward) over the
- * positions with a target; the rows are gathered so masked-out positions
- * cost nothing in the head. */
-static double head_loss(hx_trainer *tr, const hx_batch *b, int backward,
-                        double norm, int *n_count, const bw *w)
+/* Gathered rows [i0, i1) through the head: their losses added in order to
+ * *loss and, with dnf, their d(nf) rows stored there (at their
+ * positions). */
+static void head_chunk(hx_trainer *tr, const hx_batch *b, int i0, int i1,
+                       float scale, float *dnf, double *loss)
 {
-    const hx_hparams *hp = &tr->hp;
-    const int n = b->n_seq * b->n_tok, C = hp->n_embd, V = hp->n_vocab;
-    float *g = w->dn, *dg = w->dox; /* gathered nf rows, their gradients */
-    float *z = tr->scratch_z, *dz = z; /* the gradient replaces the logits */
+    const int C = tr->hp.n_embd, V = tr->hp.n_vocab, m = i1 - i0;
+    const int32_t *rows = tr->gather + i0;
+    float *z = tr->hz; /* the gradient replaces the logits */
+    for (int i = 0; i < m; i++)
+        memcpy(tr->hg + (size_t)i * C, tr->nf + (size_t)rows[i] * C, (size_t)C * sizeof(float));
+    tr_mm_fwd(tr->tp, &tr->head.w, tr->hg, m, z, 1.0f, 0, tr->scratch);
+    double *rl = hx_malloc_array((size_t)m, sizeof(double));
+    xent_job xj = {b, rows, z, rl, scale, dnf != NULL, m, V};
+    if (rl) hx_threadpool_run(tr->tp, (m + ROW_CHUNK - 1) / ROW_CHUNK, xent_task, &xj);
+    for (int i = 0; i < m; i++) /* in order; serially when memory is short */
+        *loss += rl ? rl[i] : tr_xent(z + (size_t)i * V, V, b->targets[rows[i]], scale,
+                                      dnf ? z + (size_t)i * V : NULL);
+    free(rl);
+    if (!dnf) return;
+    zero(tr->hdg, (size_t)m * C);
+    tr_lin_bwd(tr->tp, &tr->head, tr->hg, NULL, z, m, tr->hdg, NULL, tr->scratch);
+    for (int i = 0; i < m; i++)
+        memcpy(dnf + (size_t)rows[i] * C, tr->hdg + (size_t)i * C, (size_t)C * sizeof(float));
+}
+
+/* Masked loss (and dz, d(head), d(nf) -> dres when w, the backward) over
+ * the positions with a target; the rows are gathered so masked-out
+ * positions cost nothing in the head, and go through it head_chunk rows
+ * at a time (the logits of a chunk, not of the window, are held; a chunk
+ * never leaves fewer than 8 rows behind, so each row takes the same
+ * product path and gets the same bits as in one product of all). */
+static double head_loss(hx_trainer *tr, const hx_batch *b, const bw *w,
+                        double norm, int *n_count)
+{
+    const int n = b->n_seq * b->n_tok, C = tr->hp.n_embd, R = tr->head_chunk;
     int m = 0;
-    for (int t = 0; t < n; t++) {
-        if (!b->targets || (b->mask && !b->mask[t])) continue;
-        memcpy(g + (size_t)m * C, tr->nf + (size_t)t * C, (size_t)C * sizeof(float));
-        tr->gather[m++] = t;
-    }
+    for (int t = 0; t < n; t++)
+        if (b->targets && (!b->mask || b->mask[t])) tr->gather[m++] = t;
     *n_count = m;
     if (!m) { /* nothing to predict: no gradient flows back */
-        if (backward) zero(w->dres, (size_t)n * C);
+        if (w) zero(w->dres, (size_t)n * C);
         return 0.0;
     }
-    tr_mm_fwd(tr->tp, &tr->head.w, g, m, z, 1.0f, 0, tr->scratch);
-    double *rl = hx_malloc_array((size_t)m, sizeof(double));
-    xent_job xj = {tr, b, z, rl, (float)(1.0 / norm), backward, m};
-    if (rl) hx_threadpool_run(tr->tp, (m + ROW_CHUNK - 1) / ROW_CHUNK, xent_task, &xj);
+    float *dnf = w ? w->dsw : NULL; /* d(nf), scattered */
+    if (dnf) zero(dnf, (size_t)n * C);
     double loss = 0.0;
-    for (int i = 0; i < m; i++) /* in order; serially when memory is short */
-        loss += rl ? rl[i] : tr_xent(z + (size_t)i * V, V, b->targets[tr->gather[i]],
-                                     xj.scale, backward ? z + (size_t)i * V : NULL);
-    free(rl);
-    if (!backward) return loss;
-    zero(dg, (size_t)m * C);
-    tr_lin_bwd(tr->tp, &tr->head, g, NULL, dz, m, dg, NULL, tr->scratch);
-    zero(w->dsw, (size_t)n * C); /* d(nf), scattered */
-    for (int i = 0; i < m; i++)
-        memcpy(w->dsw + (size_t)tr->gather[i] * C, dg + (size_t)i * C, (size_t)C * sizeof(float));
+    for (int i0 = 0, i1; i0 < m; i0 = i1) {
+        i1 = m - i0 - R < 8 ? m : i0 + R;
+        head_chunk(tr, b, i0, i1, (float)(1.0 / norm), dnf, &loss);
+    }
+    if (!w) return loss;
     zero(w->dres, (size_t)n * C);
-    norm_rows_bwd(tr, w->dres, tr->d_out_norm, w->dsw, tr->xf, tr->rf, tr->out_norm, n);
+    norm_rows_bwd(tr, w->dres, tr->d_out_norm, dnf, tr->xf, tr->rf, tr->out_norm, n);
     return loss;
 }
 
+/* Training keeps tr_layout's activations: all of them (TR_SAVE), or
+ * each layer's input only (TR_CKPT), when the backward first runs the
+ * layer's forward again from it into the one workspace. That is a second
+ * forward of every layer but the last: ~+30% compute per step (a forward
+ * is about a third of forward + backward), for activation memory of one
+ * layer plus the n_layer inputs instead of n_layer layers. The recomputed
+ * activations are the same bits (same ops, same order, thread-count
+ * independent), so the gradients are too. A forward-only pass (TR_FWD)
+ * saves nothing: one layer's activations at a time. */
 int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
                double *loss_sum, int *n_count, int backward, double norm,
                hx_err *err)
 {
     int rc = check_batch(tr, b, err);
+    if (rc) return rc;
     const int n = b->n_seq * b->n_tok, L = tr->hp.n_layer, C = tr->hp.n_embd;
-    if (rc || (rc = tr_reserve(tr, n, err))) return rc;
+    const int layout = backward ? tr_layout(tr, n) : TR_FWD;
+    if ((rc = tr_reserve(tr, n, b->n_tok, layout, err))) return rc;
     geometry(tr, b);
-    bw w = bw_of(tr, n);
     embed(tr, b->tokens, n, tr->acts[0].x);
     for (int l = 0; l < L; l++)
-        layer_fwd(tr, l, b, l + 1 < L ? tr->acts[l + 1].x : tr->xf, w.dres);
+        layer_fwd(tr, l, b, l + 1 < L ? tr->acts[l + 1].x : tr->xf, tr->tmp);
     norm_rows(tr, tr->nf, tr->rf, tr->xf, tr->out_norm, n);
     if (logits) tr_mm_fwd(tr->tp, &tr->head.w, tr->nf, n, logits, 1.0f, 0, tr->scratch);
+    const bw w = bw_of(tr);
     int cnt = 0;
-    double loss = head_loss(tr, b, backward, norm, &cnt, &w);
+    double loss = head_loss(tr, b, backward ? &w : NULL, norm, &cnt);
     if (loss_sum) *loss_sum = loss;
     if (n_count) *n_count = cnt;
     if (!backward) return HX_OK;
     for (int l = L - 1; l >= 0; l--) {
+        /* the last layer's activations are still in the workspace; the
+         * output of a recomputation is not needed (dn is free here) */
+        if (layout == TR_CKPT && l < L - 1) layer_fwd(tr, l, b, w.dn, w.dn);
         ffn_bwd(tr, l, n, &w);
         attn_bwd(tr, l, b, &w);
     }
@@ -433,85 +469,4 @@ int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
             for (int i = 0; i < C; i++) d[i] += s[i];
         }
     return HX_OK;
-}
-
-/* ---- activation memory ---- */
-
-/* Floats per token of each saved or temporary array, in carving order. */
-static size_t carve(hx_trainer *tr, int n, float *base)
-{
-    const hx_hparams *hp = &tr->hp;
-    const size_t C = hp->n_embd, Q = (size_t)hp->n_head * hp->head_dim;
-    const size_t K = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff;
-    const size_t H = hp->n_head, Hk = hp->n_head_kv, N = (size_t)n;
-    size_t off = 0;
-#define TAKE(ptr, cnt) do { if (base) (ptr) = base + off; off += (cnt); } while (0)
-    for (int l = 0; l < hp->n_layer; l++) {
-        tr_acts *A = &tr->acts[l];
-        TAKE(A->x, N * C); TAKE(A->r1, N); TAKE(A->n1, N * C);
-        TAKE(A->qp, N * Q); TAKE(A->rq, N * H); TAKE(A->kp, N * K);
-        TAKE(A->rk, N * Hk); TAKE(A->q, N * Q); TAKE(A->k, N * K);
-        TAKE(A->v, N * K); TAKE(A->lse, N * H); TAKE(A->o, N * Q);
-        TAKE(A->h, N * C); TAKE(A->r2, N); TAKE(A->n2, N * C);
-        TAKE(A->a, N * F); TAKE(A->b, N * F); TAKE(A->s, N * F);
-        for (int i = 0; i < 7; i++) {
-            const tr_lin *li = &tr->layers[l].lin[i];
-            if (li->a) TAKE(A->u[i], N * li->r);
-            else if (base) A->u[i] = NULL;
-        }
-    }
-    TAKE(tr->xf, N * C); TAKE(tr->rf, N); TAKE(tr->nf, N * C);
-    /* backward temporaries: dres dn dq dk dv dqp dkp dox da db dsw du */
-    size_t big = C > Q ? C : Q;
-    big = big > F ? big : F;
-    const size_t R = tr->rank > 0 ? (size_t)tr->rank : 1;
-    const size_t sizes[12] = {C, C, Q, K, K, Q, K, big, F, F, big, R};
-    for (int i = 0; i < 12; i++) {
-        if (base) tr->bw[i] = base + off;
-        off += N * sizes[i];
-    }
-    TAKE(tr->scratch_z, N * (size_t)hp->n_vocab);
-#undef TAKE
-    return off;
-}
-
-static bw bw_of(hx_trainer *tr, int n)
-{
-    (void)n;
-    bw w = {tr->bw[0], tr->bw[1], tr->bw[2], tr->bw[3], tr->bw[4], tr->bw[5],
-            tr->bw[6], tr->bw[7], tr->bw[8], tr->bw[9], tr->bw[10], tr->bw[11]};
-    return w;
-}
-
-int tr_reserve(hx_trainer *tr, int n, hx_err *err)
-{
-    if (n <= tr->cap) return HX_OK;
-    const size_t total = carve(tr, n, NULL);
-    float *mem = hx_malloc_array(total, sizeof(float));
-    int32_t *idx = hx_malloc_array((size_t)n * 4, sizeof(int32_t));
-    if (!mem || !idx) {
-        free(mem);
-        free(idx);
-        return hx_err_set(err, HX_ERR_NOMEM, "train: %zu MB of activations "
-                          "for %d tokens", total * sizeof(float) >> 20, n);
-    }
-    free(tr->mem);
-    free(tr->start);
-    tr->mem = mem;
-    tr->start = idx;
-    tr->pos = idx + n;
-    tr->gather = idx + 2 * (size_t)n;
-    tr->pre = idx + 3 * (size_t)n;
-    carve(tr, n, mem);
-    tr->cap = n;
-    return HX_OK;
-}
-
-size_t hx_trainer_memory_estimate(const hx_trainer *tr, int n_tok)
-{
-    /* carve with no base only counts (it writes nothing) */
-    size_t floats = carve((hx_trainer *)tr, n_tok, NULL) + (size_t)n_tok * 4;
-    floats += 4 * tr->n_params + tr->scratch_n * (size_t)tr->n_threads;
-    floats += (size_t)tr->hp.n_ctx_train * tr->hp.head_dim; /* RoPE table */
-    return floats * sizeof(float) + (tr->base ? hx_model_size_bytes(tr->base) : 0);
 }

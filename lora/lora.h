@@ -188,11 +188,24 @@ int hx_trainer_write_gguf_kv(hx_trainer *tr, const char *path,
                              const char *vocab_gguf, const char *const *kv,
                              hx_err *err);
 /* Memory a training run of n_tok tokens per micro-batch needs: saved
- * activations and backward temporaries, trainable state (parameters,
- * gradients, two AdamW moments), per-thread scratch, and the base file
- * (mapped; LoRA mode) or nothing (full mode: its F32 weights are the
- * parameters). */
+ * activations and backward temporaries, the loss head's logits chunk,
+ * trainable state (parameters, gradients, two AdamW moments), per-thread
+ * scratch, the matrix products' buffers, and the base file (mapped; LoRA
+ * mode) or nothing (full mode: its F32 weights are the parameters). */
 size_t hx_trainer_memory_estimate(const hx_trainer *tr, int n_tok);
+/* The same for a forward-only pass (hx_trainer_forward without logits:
+ * held-out loss, evaluation), which keeps one layer's activations at a
+ * time; never more than hx_trainer_memory_estimate. */
+size_t hx_trainer_forward_memory_estimate(const hx_trainer *tr, int n_tok);
+
+/* Activation checkpointing of hx_trainer_grad. AUTO (the default): on for
+ * LoRA (a frozen base), and for full training when saving every layer's
+ * activations would take over 1 GiB. ON keeps each layer's input only and
+ * recomputes the layer's activations in the backward, one layer at a
+ * time: about one more forward pass of compute (~+30% per step) for
+ * activation memory of ~1/n_layer; the gradients are bit-identical. */
+enum { HX_RECOMPUTE_AUTO = 0, HX_RECOMPUTE_OFF = 1, HX_RECOMPUTE_ON = 2 };
+void hx_trainer_set_recompute(hx_trainer *tr, int mode);
 
 /* The loss curve as an SVG line chart. */
 int hx_write_loss_svg(const char *path, const float *loss, int n,

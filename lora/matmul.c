@@ -137,6 +137,8 @@ static int quant_mm(hx_threadpool *tp, const tr_w *w, const float *in, int n,
     return ok;
 }
 
+int tr_mm_block_rows(const tr_w *w) { return f32_of(w) ? 0 : qrows(w->cols); }
+
 typedef struct mm_job {
     const tr_w *w;
     const float *x, *dy;

@@ -88,6 +88,9 @@ void tr_gemm_release(void);
 /* Frees the buffers tr_mm_* keep between products (dequantized blocks of
  * frozen weights, and tr_gemm_release's). */
 void tr_mm_release(void);
+/* Rows of a frozen quantized weight tr_mm_* dequantize per product (into
+ * a buffer of that many rows kept between calls); 0 for F32 weights. */
+int tr_mm_block_rows(const tr_w *w);
 /* Floats of per-thread scratch tr_mm_* need for a matrix of cols. */
 size_t tr_mm_scratch(int cols);
 
@@ -124,7 +127,8 @@ typedef struct tr_layer {
 } tr_layer;
 enum { L_Q, L_K, L_V, L_O, L_GATE, L_UP, L_DOWN };
 
-/* Saved activations of one layer for n tokens. */
+/* Activations of one layer for n tokens (all saved, or a workspace that
+ * layers share: see tr_layout). */
 typedef struct tr_acts {
     float *x, *r1, *n1, *qp, *rq, *kp, *rk, *q, *k, *v, *lse, *o, *h, *r2,
         *n2, *a, *b, *s;
@@ -150,16 +154,22 @@ struct hx_trainer {
     tr_lin head;           /* output, or token_embd when tied */
     tr_layer *layers;
     float *rope_cs;        /* (n_ctx, head_dim) */
-    /* activations for up to cap tokens */
-    int cap;
+    /* activations of the current pass, carved by tr_reserve (actmem.c) */
     tr_acts *acts;         /* n_layer */
     float *xf, *rf, *nf;   /* final residual, its norm */
-    float *mem;            /* one allocation for all the above */
+    float *tmp;            /* (n, C) temporary of the forward */
     float *bw[12];         /* backward temporaries (fwdbwd.c) */
-    float *scratch_z;      /* logits of the gathered positions, then dz */
+    float *hg, *hz, *hdg;  /* head chunk: gathered nf rows, their logits
+                            * then dz, and d(rows) (training only) */
+    int head_chunk;        /* rows per head chunk (tr_head_rows) */
+    float *mem;            /* one allocation for all the above */
+    size_t mem_floats;     /* its size */
+    int recompute;         /* HX_RECOMPUTE_* (hx_trainer_set_recompute) */
+    int head_rows;         /* > 0: rows per head chunk (tests); 0: auto */
     float *scratch;        /* per thread */
     size_t scratch_n;      /* floats per thread */
     int32_t *start, *pre, *pos, *gather;
+    int idx_cap;           /* tokens the four index arrays above hold */
     int rank;              /* LoRA rank, 0 in full mode */
     /* training state */
     int step;
@@ -172,8 +182,26 @@ struct hx_trainer {
     hx_err err;
 };
 
-/* Allocates activations for n tokens (no-op when they fit). */
-int tr_reserve(hx_trainer *tr, int n, hx_err *err);
+/* How a pass keeps its activations (actmem.c). */
+enum {
+    TR_FWD,  /* forward only: one layer's activations at a time, the
+              * residual stream overwritten in place */
+    TR_SAVE, /* training: every layer's activations saved */
+    TR_CKPT  /* training: each layer's input saved; one layer's workspace,
+              * its activations recomputed in the backward */
+};
+/* The training layout for n tokens per micro-batch: TR_CKPT for LoRA (a
+ * frozen base), or when saving everything would exceed TR_SAVE_BUDGET
+ * bytes; hx_trainer_set_recompute overrides. */
+#define TR_SAVE_BUDGET ((size_t)1 << 30)
+int tr_layout(const hx_trainer *tr, int n);
+/* Rows per chunk of the loss head: logits of at most
+ * min(n, rows + 7) rows at a time (a chunk never leaves fewer than 8 rows
+ * behind, so every chunk takes the same product path as the whole). */
+int tr_head_rows(const hx_trainer *tr);
+/* Carves activations of a pass of n tokens (n_seq sequences of T) in
+ * layout, growing the block when needed. */
+int tr_reserve(hx_trainer *tr, int n, int T, int layout, hx_err *err);
 /* Whole model forward (fwdbwd.c): saves activations; logits of every token
  * to logits when non-NULL. Loss and backward by tr_backward. */
 int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,

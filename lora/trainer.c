@@ -207,24 +207,18 @@ static void wire_lora(hx_trainer *tr, const hx_lora_params *lp)
     }
 }
 
-/* Pool, per-thread scratch, RoPE table, layers. */
+/* Pool, RoPE table, layers (per-thread scratch and activations come
+ * with the first pass: tr_reserve). */
 static int setup_common(hx_trainer *tr, int n_threads)
 {
     const hx_hparams *hp = &tr->hp;
     if (n_threads <= 0) n_threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     tr->n_threads = n_threads < 1 ? 1 : n_threads;
     tr->tp = hx_threadpool_new(tr->n_threads);
-    int cols = hp->n_embd;
-    if (hp->n_head * hp->head_dim > cols) cols = hp->n_head * hp->head_dim;
-    if (hp->n_ff > cols) cols = hp->n_ff;
-    tr->scratch_n = tr_mm_scratch(cols);
-    const size_t as = tr_attn_scratch(hp->n_ctx_train, hp->head_dim);
-    if (as > tr->scratch_n) tr->scratch_n = as;
-    tr->scratch = hx_malloc_array(tr->scratch_n * (size_t)tr->n_threads, sizeof(float));
     tr->rope_cs = hx_malloc_array((size_t)hp->n_ctx_train * hp->head_dim, sizeof(float));
     tr->layers = hx_calloc((size_t)hp->n_layer, sizeof(tr_layer));
     tr->acts = hx_calloc((size_t)hp->n_layer, sizeof(tr_acts));
-    if (!tr->tp || !tr->scratch || !tr->rope_cs || !tr->layers || !tr->acts)
+    if (!tr->tp || !tr->rope_cs || !tr->layers || !tr->acts)
         return HX_ERR_NOMEM;
     tr_rope_table(tr->rope_cs, hp->n_ctx_train, hp->head_dim, hp->rope_base);
     return HX_OK;

@@ -1,0 +1,227 @@
+/* actmem.c: the activation memory of a training pass (forward-only,
+ * everything saved, or checkpointed layer by layer), and the estimate. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lora/train_int.h"
+
+/* Logits the loss head holds at a time: 16M floats (64 MiB), so a
+ * 151,936-word vocabulary takes 110 rows per chunk, not the window. */
+#define HEAD_FLOATS ((size_t)1 << 24)
+
+void hx_trainer_set_recompute(hx_trainer *tr, int mode)
+{
+    tr->recompute = mode == HX_RECOMPUTE_ON || mode == HX_RECOMPUTE_OFF ? mode
+                                                                         : HX_RECOMPUTE_AUTO;
+}
+
+int tr_head_rows(const hx_trainer *tr)
+{
+    if (tr->head_rows > 0) return tr->head_rows < 8 ? 8 : tr->head_rows;
+    const size_t r = HEAD_FLOATS / (size_t)tr->hp.n_vocab;
+    return r < 64 ? 64 : r > INT_MAX / 2 ? INT_MAX / 2 : (int)r;
+}
+
+#define TAKE(ptr, cnt) do { if (base) (ptr) = base + off; off += (cnt); } while (0)
+
+/* One layer's activations but its input x, from off; the new offset. */
+static size_t carve_layer(const hx_hparams *hp, const tr_layer *ly, tr_acts *A,
+                          size_t N, float *base, size_t off)
+{
+    const size_t C = hp->n_embd, Q = (size_t)hp->n_head * hp->head_dim;
+    const size_t K = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff;
+    const size_t H = hp->n_head, Hk = hp->n_head_kv;
+    TAKE(A->r1, N); TAKE(A->n1, N * C);
+    TAKE(A->qp, N * Q); TAKE(A->rq, N * H); TAKE(A->kp, N * K);
+    TAKE(A->rk, N * Hk); TAKE(A->q, N * Q); TAKE(A->k, N * K);
+    TAKE(A->v, N * K); TAKE(A->lse, N * H); TAKE(A->o, N * Q);
+    TAKE(A->h, N * C); TAKE(A->r2, N); TAKE(A->n2, N * C);
+    TAKE(A->a, N * F); TAKE(A->b, N * F); TAKE(A->s, N * F);
+    for (int i = 0; i < 7; i++) {
+        if (ly->lin[i].a) TAKE(A->u[i], N * ly->lin[i].r);
+        else if (base) A->u[i] = NULL;
+    }
+    return off;
+}
+
+/* The backward temporaries dres dn dq dk dv dqp dkp dox da db dsw du
+ * (bw_of in fwdbwd.c names them), from off. */
+static size_t carve_bw(hx_trainer *tr, size_t N, float *base, size_t off)
+{
+    const hx_hparams *hp = &tr->hp;
+    const size_t C = hp->n_embd, Q = (size_t)hp->n_head * hp->head_dim;
+    const size_t K = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff;
+    size_t big = C > Q ? C : Q;
+    big = big > F ? big : F;
+    const size_t R = tr->rank > 0 ? (size_t)tr->rank : 1;
+    const size_t sizes[12] = {C, C, Q, K, K, Q, K, big, F, F, big, R};
+    for (int i = 0; i < 12; i++) TAKE(tr->bw[i], N * sizes[i]);
+    return off;
+}
+
+/* Floats of the layout for n tokens; with base, sets every pointer.
+ * TR_SAVE: each layer its own activations. TR_CKPT: each layer its own
+ * input x, the rest one workspace the layers share (every layer has the
+ * same linears, so the same LoRA widths). TR_FWD: one workspace, x too
+ * (a layer's output overwrites its input), the final residual in it. */
+static size_t carve(hx_trainer *tr, int n, int layout, float *base)
+{
+    const hx_hparams *hp = &tr->hp;
+    const size_t N = (size_t)n, C = hp->n_embd;
+    size_t off = 0;
+    for (int l = 0; l < hp->n_layer; l++) {
+        tr_acts *A = &tr->acts[l];
+        if (l == 0 || layout == TR_SAVE)
+            off = carve_layer(hp, &tr->layers[l], A, N, base, off);
+        else if (base)
+            *A = tr->acts[0];
+        if (l == 0 || layout != TR_FWD) TAKE(A->x, N * C);
+    }
+    if (layout != TR_FWD) TAKE(tr->xf, N * C);
+    else if (base) tr->xf = tr->acts[0].x;
+    TAKE(tr->rf, N); TAKE(tr->nf, N * C);
+    if (layout == TR_FWD) TAKE(tr->tmp, N * C);
+    else off = carve_bw(tr, N, base, off);
+    if (base && layout != TR_FWD) tr->tmp = tr->bw[0];
+    const int rows = tr_head_rows(tr);
+    const size_t R = N < (size_t)rows + 7 ? N : (size_t)rows + 7;
+    TAKE(tr->hg, R * C); TAKE(tr->hz, R * (size_t)hp->n_vocab);
+    if (layout != TR_FWD) TAKE(tr->hdg, R * C);
+    else if (base) tr->hdg = NULL;
+    if (base) tr->head_chunk = rows;
+    return off;
+}
+#undef TAKE
+
+int tr_layout(const hx_trainer *tr, int n)
+{
+    if (tr->recompute == HX_RECOMPUTE_ON) return TR_CKPT;
+    if (tr->recompute == HX_RECOMPUTE_OFF) return TR_SAVE;
+    if (tr->lora) return TR_CKPT;
+    /* carve without a base only counts */
+    const size_t saved = carve((hx_trainer *)tr, n, TR_SAVE, NULL) * sizeof(float);
+    return saved > TR_SAVE_BUDGET ? TR_CKPT : TR_SAVE;
+}
+
+/* Per-thread scratch floats: a tile of the widest matrix, or attention
+ * over sequences of T tokens. */
+static size_t scratch_floats(const hx_trainer *tr, int T)
+{
+    const hx_hparams *hp = &tr->hp;
+    int cols = hp->n_embd;
+    if (hp->n_head * hp->head_dim > cols) cols = hp->n_head * hp->head_dim;
+    if (hp->n_ff > cols) cols = hp->n_ff;
+    const size_t mm = tr_mm_scratch(cols), at = tr_attn_scratch(T, hp->head_dim);
+    return mm > at ? mm : at;
+}
+
+/* Grows a buffer of cap elements to need (its contents are dead: freed
+ * first, so the peak is the larger one alone). */
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap) return HX_OK;
+    free(*p);
+    *p = hx_malloc_array(need, size);
+    *cap = *p ? need : 0;
+    return *p ? HX_OK : HX_ERR_NOMEM;
+}
+
+int tr_reserve(hx_trainer *tr, int n, int T, int layout, hx_err *err)
+{
+    const size_t total = carve(tr, n, layout, NULL), sn = scratch_floats(tr, T);
+    const size_t nt = (size_t)tr->n_threads;
+    int rc = grow((void **)&tr->mem, &tr->mem_floats, total, sizeof(float));
+    if (!rc && sn > tr->scratch_n) {
+        size_t cap = tr->scratch_n * nt;
+        rc = grow((void **)&tr->scratch, &cap, sn * nt, sizeof(float));
+        tr->scratch_n = cap / nt;
+    }
+    if (!rc && n > tr->idx_cap) {
+        size_t cap = (size_t)tr->idx_cap * 4;
+        rc = grow((void **)&tr->start, &cap, (size_t)n * 4, sizeof(int32_t));
+        tr->idx_cap = (int)(cap / 4);
+    }
+    if (rc)
+        return hx_err_set(err, HX_ERR_NOMEM, "train: %zu MB of activations for %d "
+                          "tokens", total * sizeof(float) >> 20, n);
+    tr->pos = tr->start + tr->idx_cap;
+    tr->gather = tr->start + 2 * (size_t)tr->idx_cap;
+    tr->pre = tr->start + 3 * (size_t)tr->idx_cap;
+    carve(tr, n, layout, tr->mem);
+    return HX_OK;
+}
+
+/* ---- the estimate ---- */
+
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Floats tr_gemm_ex packs for an (m, n, k) product at most: both operands
+ * in panels of up to 32 rows, and an alignment tail. */
+static size_t pack_bound(int m, int n, int k)
+{
+    return ((size_t)(m + 31) / 32 + (size_t)(n + 31) / 32) * 32 * (size_t)k + 16;
+}
+
+/* Packing floats of tr_mm_fwd / tr_mm_bwd_x of n rows through w (a
+ * quantized weight a block of rows at a time), and its block (*deq). */
+static size_t w_bound(const tr_w *w, int n, size_t *deq)
+{
+    const int br = tr_mm_block_rows(w), nr = br && br < w->rows ? br : w->rows;
+    *deq = (size_t)br * (size_t)w->cols;
+    return max_sz(pack_bound(n, nr, w->cols), pack_bound(n, w->cols, nr));
+}
+
+/* Floats of the buffers the matrix products keep (packing, and the
+ * dequantized block of a frozen weight) for a pass of n tokens: the
+ * largest product of any linear (every layer has the same shapes), its
+ * LoRA factors, the weight gradients (training), and the head over a
+ * chunk of rows. */
+static size_t mm_floats(const hx_trainer *tr, int n, int rows, int layout)
+{
+    size_t pack = 0, deq = 0, d = 0;
+    const int train = layout != TR_FWD;
+    for (int i = 0; i < 7; i++) {
+        const tr_lin *l = &tr->layers[0].lin[i];
+        pack = max_sz(pack, w_bound(&l->w, n, &d));
+        deq = max_sz(deq, d);
+        if (train && l->dw) pack = max_sz(pack, pack_bound(l->w.rows, l->w.cols, n));
+        if (!l->a) continue;
+        const tr_w A = {l->a, NULL, l->r, l->w.cols}, B = {l->b, NULL, l->w.rows, l->r};
+        pack = max_sz(pack, max_sz(w_bound(&A, n, &d), w_bound(&B, n, &d)));
+        if (train) pack = max_sz(pack, max_sz(pack_bound(l->r, l->w.cols, n),
+                                              pack_bound(l->w.rows, l->r, n)));
+    }
+    pack = max_sz(pack, w_bound(&tr->head.w, rows, &d));
+    deq = max_sz(deq, d);
+    if (train && tr->head.dw)
+        pack = max_sz(pack, pack_bound(tr->head.w.rows, tr->head.w.cols, rows));
+    return pack + deq;
+}
+
+/* Bytes of a pass of n tokens in layout: carved activations, index
+ * arrays, per-thread scratch, RoPE table, product buffers, trainable
+ * state (parameters, gradients, moments, and a checkpoint's image of
+ * three of them while it is written), and the mapped base. */
+static size_t estimate(const hx_trainer *tr, int n, int layout)
+{
+    const hx_hparams *hp = &tr->hp;
+    const int T = n < hp->n_ctx_train ? n : hp->n_ctx_train;
+    const int rows = tr_head_rows(tr);
+    size_t floats = carve((hx_trainer *)tr, n, layout, NULL) + (size_t)n * 4;
+    floats += scratch_floats(tr, T) * (size_t)tr->n_threads;
+    floats += (size_t)hp->n_ctx_train * hp->head_dim;
+    floats += mm_floats(tr, n, n < rows + 7 ? n : rows + 7, layout);
+    floats += 7 * tr->n_params;
+    return floats * sizeof(float) + (tr->base ? hx_model_size_bytes(tr->base) : 0);
+}
+
+size_t hx_trainer_memory_estimate(const hx_trainer *tr, int n_tok)
+{
+    return estimate(tr, n_tok, tr_layout(tr, n_tok));
+}
+
+size_t hx_trainer_forward_memory_estimate(const hx_trainer *tr, int n_tok)
+{
+    return estimate(tr, n_tok, TR_FWD);
+}
