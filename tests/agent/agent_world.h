@@ -1,6 +1,6 @@
 /* agent_world.h: shared set-up for the agent's tests: a copy of the fixture
  * world (calendar, mail, config) in a temporary HEARTH_HOME, with the tool
- * registry, policy, audit log and memory open on it. */
+ * registry, policy, audit log and memory open on it; a tiny model's shape. */
 #ifndef HX_TEST_AGENT_WORLD_H
 #define HX_TEST_AGENT_WORLD_H
 
@@ -90,6 +90,26 @@ __attribute__((unused)) static hx_planner_deps world_deps(world *w, hx_source *s
 {
     hx_planner_deps d = {src, w->reg, NULL, w->policy, w->log, w->mem, w->consent};
     return d;
+}
+
+/* The shape of the agent tests' tiny random models (hx_mkmodel_write):
+ * n_layer layers 64 wide, two heads of 32 sharing one KV head, an FFN of
+ * 128, the output tied to the embeddings, over the vocabulary file vocab. */
+__attribute__((unused)) static hx_mkmodel_params tiny_model_params(const char *arch,
+                                                                   const char *vocab,
+                                                                   int n_layer)
+{
+    hx_mkmodel_params p = hx_mkmodel_default_params();
+    p.arch = arch;
+    p.vocab_path = vocab;
+    p.n_layer = n_layer;
+    p.n_embd = 64;
+    p.n_head = 2;
+    p.n_head_kv = 1;
+    p.head_dim = 32;
+    p.n_ff = 128;
+    p.tied_output = 1;
+    return p;
 }
 
 /* Counts the lines of a file that contain all of a and b (b may be NULL). */

@@ -120,17 +120,8 @@ static const char *model_path(void)
     if (!vocab) return NULL;
     static char path[256];
     snprintf(path, sizeof path, "/tmp/hx_test_kv_agent_%d.gguf", (int)getpid());
-    hx_mkmodel_params p = hx_mkmodel_default_params();
-    p.arch = "qwen3";
+    hx_mkmodel_params p = tiny_model_params("qwen3", vocab, 2);
     p.ftype = "Q8_0";
-    p.vocab_path = vocab;
-    p.n_layer = 2;
-    p.n_embd = 64;
-    p.n_head = 2;
-    p.n_head_kv = 1;
-    p.head_dim = 32;
-    p.n_ff = 128;
-    p.tied_output = 1;
     hx_err err = {0};
     if (hx_mkmodel_write(&p, path, &err)) {
         printf("# mkmodel: %s\n", err.msg);

@@ -18,16 +18,7 @@ static hx_model *random_llama(void)
     char dir[] = "/tmp/hx_llama_XXXXXX";
     if (!mkdtemp(dir)) return NULL;
     snprintf(model_path, sizeof model_path, "%s/llama.gguf", dir);
-    hx_mkmodel_params p = hx_mkmodel_default_params();
-    p.arch = "llama";
-    p.vocab_path = vocab;
-    p.n_layer = 1;
-    p.n_embd = 64;
-    p.n_head = 2;
-    p.n_head_kv = 1;
-    p.head_dim = 32;
-    p.n_ff = 128;
-    p.tied_output = 1;
+    hx_mkmodel_params p = tiny_model_params("llama", vocab, 1);
     p.seed = 7;
     hx_err err = {0};
     hx_model *m = NULL;
