@@ -11,23 +11,7 @@
 
 #include "agent/agent_int.h"
 #include "agent/cli.h"
-
-static double load1(void)
-{
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1) l = -1;
-        fclose(f);
-    }
-    return l;
-}
-
-static double cpu_of(const struct rusage *ru)
-{
-    return ru->ru_utime.tv_sec + ru->ru_utime.tv_usec * 1e-6 + ru->ru_stime.tv_sec +
-           ru->ru_stime.tv_usec * 1e-6;
-}
+#include "bench/bench.h"
 
 /* n accepted episodes as the planner records them: a request, a calendar
  * call, its result, the answer; names, topics and rooms vary. */
@@ -87,15 +71,13 @@ int main(int argc, char **argv)
     fflush(stdout);
     char *args[] = {"nightly", "--force", "-m", argv[1], "--steps", (char *)steps,
                     "--eval-tasks", "0", "-t", (char *)threads, NULL};
-    struct rusage r0, r1;
-    getrusage(RUSAGE_SELF, &r0);
-    const double l0 = load1(), t0 = hx_time_mono();
+    const double l0 = bench_load1(), t0 = hx_time_mono(), c0 = bench_cpu_seconds();
     const int ex = cli_nightly_run(10, args, "nightly", 1);
-    const double wall = hx_time_mono() - t0;
-    getrusage(RUSAGE_SELF, &r1);
+    const double wall = hx_time_mono() - t0, cpu = bench_cpu_seconds() - c0;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
     printf("whole run: %.1f s wall, %.1f CPU-s; peak RSS %.1f MiB; load %.2f -> %.2f; "
-           "exit %d\n", wall, cpu_of(&r1) - cpu_of(&r0), r1.ru_maxrss / 1024.0, l0, load1(),
-           ex);
+           "exit %d\n", wall, cpu, ru.ru_maxrss / 1024.0, l0, bench_load1(), ex);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", home);
     if (system(cmd)) fprintf(stderr, "bench/nightly: could not remove %s\n", home);

@@ -8,25 +8,8 @@
 #include <time.h>
 
 #include "base/base.h"
+#include "bench/bench.h"
 #include "lora/lora.h"
-
-static double cpu_time(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double load1(void)
-{
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1) l = -1;
-        fclose(f);
-    }
-    return l;
-}
 
 static int env_int(const char *name, int def)
 {
@@ -107,14 +90,14 @@ int main(int argc, char **argv)
            hx_trainer_is_lora(tr) ? "LoRA over " : "", c.n_layer,
            c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.n_vocab,
            hx_trainer_n_params(tr), ns, T, nth);
-    double wall = 0, cpu = 0, l0 = load1();
+    double wall = 0, cpu = 0, l0 = bench_load1();
     /* step 0 warms up (allocations, page faults) and is not counted */
     for (int i = 0; i <= steps; i++) {
         fill_batch(&s, tok, tgt, mask, doc, n, T, c.n_vocab);
         int cnt = 0;
         for (int k = 0; k < n; k++) cnt += mask[k];
         hx_batch b = {ns, T, tok, tgt, mask, doc, NULL};
-        const double w0 = hx_time_mono(), c0 = cpu_time();
+        const double w0 = hx_time_mono(), c0 = bench_cpu_seconds();
         double loss = 0;
         hx_trainer_zero_grad(tr);
         if (hx_trainer_grad(tr, &b, cnt, &loss, &err)) {
@@ -122,7 +105,7 @@ int main(int argc, char **argv)
             return 1;
         }
         hx_trainer_step(tr, &o, NULL);
-        const double dw = hx_time_mono() - w0, dc = cpu_time() - c0;
+        const double dw = hx_time_mono() - w0, dc = bench_cpu_seconds() - c0;
         printf("step %d: loss %.4f  %.2f s wall  %.2f s cpu  %.0f tok/s\n", i,
                loss / cnt, dw, dc, n / dw);
         if (i > 0) wall += dw, cpu += dc;
@@ -131,7 +114,7 @@ int main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &ru);
     printf("tok/s %.0f (wall)  %.0f (cpu/threads)  cpu/wall %.2f  load %.2f -> "
            "%.2f  peak RSS %ld MB\n", (double)n * steps / wall,
-           (double)n * steps / (cpu / nth), cpu / wall, l0, load1(), ru.ru_maxrss / 1024);
+           (double)n * steps / (cpu / nth), cpu / wall, l0, bench_load1(), ru.ru_maxrss / 1024);
     hx_trainer_free(tr);
     free(tok);
     free(tgt);
