@@ -1,11 +1,19 @@
 /* ops.c: forward and backward of the element-wise and attention ops of a
  * qwen3 block (RMSNorm, NEOX RoPE, SwiGLU, causal GQA attention, xent). */
-#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
 #include "engine/kernels.h"
 #include "lora/train_int.h"
+
+/* The AVX-512 paths are x86-64 code; elsewhere they are compiled out (on
+ * aarch64 the level numbered HX_ISA_AVX512 is SDOT, not AVX-512). */
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define TR_AVX512 1
+#else
+#define TR_AVX512 0
+#endif
 
 void tr_rmsnorm_fwd(float *y, float *r, const float *x, const float *g, int n,
                     float eps)
@@ -91,6 +99,7 @@ static void swiglu_bwd_scalar(float *da, float *db, const float *ds,
     }
 }
 
+#if TR_AVX512
 __attribute__((target("avx512f"))) static inline __m512 exp512(__m512 x)
 {
     /* e^x = 2^n e^r, |r| <= ln2/2, degree-7 polynomial: ~1 ulp */
@@ -146,17 +155,29 @@ swiglu_bwd_avx512(float *da, float *db, const float *ds, const float *a,
     swiglu_bwd_scalar(da + i, db + i, ds + i, a + i, b + i, n - i);
 }
 
+#endif /* TR_AVX512 */
+
 void tr_swiglu_fwd(float *s, const float *a, const float *b, size_t n)
 {
-    if (hx_isa_current() >= HX_ISA_AVX512) swiglu_fwd_avx512(s, a, b, n);
-    else swiglu_fwd_scalar(s, a, b, n);
+#if TR_AVX512
+    if (hx_isa_current() >= HX_ISA_AVX512) {
+        swiglu_fwd_avx512(s, a, b, n);
+        return;
+    }
+#endif
+    swiglu_fwd_scalar(s, a, b, n);
 }
 
 void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
                    const float *b, size_t n)
 {
-    if (hx_isa_current() >= HX_ISA_AVX512) swiglu_bwd_avx512(da, db, ds, a, b, n);
-    else swiglu_bwd_scalar(da, db, ds, a, b, n);
+#if TR_AVX512
+    if (hx_isa_current() >= HX_ISA_AVX512) {
+        swiglu_bwd_avx512(da, db, ds, a, b, n);
+        return;
+    }
+#endif
+    swiglu_bwd_scalar(da, db, ds, a, b, n);
 }
 
 double tr_xent(const float *z, int V, int y, float scale, float *dz)
@@ -266,6 +287,7 @@ size_t tr_attn_scratch(int T, int d)
     return (size_t)(2 * d + 3 * QB) * (size_t)attn_ld(T);
 }
 
+#if TR_AVX512
 static int attn_fast(const tr_attn *a)
 {
     return a->d % 64 == 0 && hx_isa_current() >= HX_ISA_AVX512;
@@ -530,11 +552,18 @@ attn_bwd_fast(const tr_attn *a, int g, const float *q, const float *k,
     }
 }
 
+#endif /* TR_AVX512 */
+
 void tr_attn_fwd_head(const tr_attn *a, int h, const float *q, const float *k,
                       const float *v, float *o, float *lse, float *sc)
 {
-    if (attn_fast(a)) attn_fwd_fast(a, h, q, k, v, o, lse, sc);
-    else attn_fwd_scalar(a, h, q, k, v, o, lse, sc);
+#if TR_AVX512
+    if (attn_fast(a)) {
+        attn_fwd_fast(a, h, q, k, v, o, lse, sc);
+        return;
+    }
+#endif
+    attn_fwd_scalar(a, h, q, k, v, o, lse, sc);
 }
 
 void tr_attn_bwd_group(const tr_attn *a, int g, const float *q,
@@ -543,10 +572,14 @@ void tr_attn_bwd_group(const tr_attn *a, int g, const float *q,
                        float *dk, float *dv, float *scratch)
 {
     const int rep = a->H / a->Hk;
+#if TR_AVX512
     if (attn_fast(a)) {
         attn_bwd_fast(a, g, q, k, v, o, lse, dout, dq, dk, dv, scratch);
         return;
     }
+#else
+    (void)scratch;
+#endif
     for (int h = g * rep; h < (g + 1) * rep; h++)
         attn_bwd_head(a, h, g, q, k, v, o, lse, dout, dq, dk, dv);
 }
