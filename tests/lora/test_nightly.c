@@ -10,10 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lora/lora.h"
-#include "test.h"
+#include "nightly_fixture.h"
 
-static char tmpdir[256], model[300], vocab_path[4096];
 static hx_memory *mem;
 
 static int64_t add_episode(int i, const char *request, const char *answer,
@@ -99,19 +97,9 @@ static void test_dataset(void)
 
 static hx_nightly_params params(hx_lora_store *st, const char *work)
 {
-    hx_nightly_params p = hx_nightly_default_params();
-    p.model = model;
-    p.memory = mem;
-    p.store = st;
-    p.work_dir = work;
-    p.lora.rank = 4;
-    p.lora.alpha = 8;
-    p.train.opt.lr = 1e-2f;
+    hx_nightly_params p = fixture_params(mem, st, work);
     p.train.opt.n_steps = 12;
-    p.train.seq_len = 32;
-    p.train.n_seq = 2;
     p.chunk = 5;
-    p.force = 1;
     p.n_threads = 2;
     return p;
 }
@@ -549,23 +537,13 @@ static void test_governor_refuses(void)
 
 int main(void)
 {
-    const char *t = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/hx_test_nightly.XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(tmpdir)) return 1;
-    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
-    if (vocab) {
-        snprintf(vocab_path, sizeof vocab_path, "%s", vocab);
-        snprintf(model, sizeof model, "%s/base.gguf", tmpdir);
-        hx_mkmodel_params mp = hx_mkmodel_default_params();
-        mp.vocab_path = vocab_path;
-        mp.n_layer = 2, mp.n_embd = 32, mp.n_head = 2, mp.n_head_kv = 1;
-        mp.head_dim = 16, mp.n_ff = 64, mp.n_ctx = 256, mp.tied_output = 1;
+    const int ready = fixture_open("hx_test_nightly");
+    if (ready < 0) return 1;
+    if (ready) {
         hx_err err = {0};
-        char db[300];
-        snprintf(db, sizeof db, "%s/memory.db", tmpdir);
         hx_memory_params pm = hx_memory_default_params();
-        pm.path = db;
-        if (hx_mkmodel_write(&mp, model, &err) || hx_memory_open(&pm, &mem, &err)) {
+        pm.path = memdb;
+        if (hx_memory_open(&pm, &mem, &err)) {
             printf("FAIL setup: %s\n", err.msg);
             return 1;
         }
@@ -581,8 +559,6 @@ int main(void)
         RUN(test_governor_refuses);
         hx_memory_close(mem);
     }
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd)) printf("# could not remove %s\n", tmpdir);
+    fixture_remove();
     return test_summary();
 }

@@ -11,10 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lora/lora.h"
-#include "test.h"
-
-static char tmpdir[256], model[300], vocab_path[4096], db[300];
+#include "nightly_fixture.h"
 
 enum { N_STEPS = 14, N_KILLS = 4 };
 
@@ -22,7 +19,7 @@ static void fill_memory(void)
 {
     static const char *const who[] = {"Bobby", "Kenji", "Ana", "Lee"};
     hx_memory_params pm = hx_memory_default_params();
-    pm.path = db;
+    pm.path = memdb;
     hx_memory *mem = NULL;
     hx_err err = {0};
     if (hx_memory_open(&pm, &mem, &err)) return (void)printf("# memory: %s\n", err.msg);
@@ -52,18 +49,15 @@ static int run_nightly(const char *sd, const char *work, FILE *log, hx_nightly_r
                        hx_err *err)
 {
     hx_memory_params pm = hx_memory_default_params();
-    pm.path = db;
+    pm.path = memdb;
     hx_memory *mem = NULL;
     hx_lora_store *st = NULL;
     int rc = hx_memory_open(&pm, &mem, err);
     if (!rc) rc = hx_lora_store_open(sd, &st, err);
-    hx_nightly_params p = hx_nightly_default_params();
-    p.model = model, p.memory = mem, p.store = st, p.work_dir = work;
-    p.lora.rank = 4, p.lora.alpha = 8;
-    p.train.opt.lr = 1e-2f, p.train.opt.n_steps = N_STEPS;
-    p.train.seq_len = 32, p.train.n_seq = 2;
+    hx_nightly_params p = fixture_params(mem, st, work);
+    p.train.opt.n_steps = N_STEPS;
     p.chunk = 1; /* a checkpoint after every step: kills land in its writing too */
-    p.force = 1, p.n_threads = 1, p.log = log;
+    p.n_threads = 1, p.log = log;
     if (!rc) rc = hx_nightly_run(&p, r, err);
     hx_lora_store_free(st);
     hx_memory_close(mem);
@@ -229,28 +223,12 @@ static void test_kill_during_training(void)
 
 int main(void)
 {
-    const char *t = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/hx_test_nightly_kill.XXXXXX", t && *t ? t : "/tmp");
-    if (!mkdtemp(tmpdir)) return 1;
-    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
-    if (vocab) {
-        snprintf(vocab_path, sizeof vocab_path, "%s", vocab);
-        snprintf(model, sizeof model, "%s/base.gguf", tmpdir);
-        snprintf(db, sizeof db, "%s/memory.db", tmpdir);
-        hx_mkmodel_params mp = hx_mkmodel_default_params();
-        mp.vocab_path = vocab_path;
-        mp.n_layer = 2, mp.n_embd = 32, mp.n_head = 2, mp.n_head_kv = 1;
-        mp.head_dim = 16, mp.n_ff = 64, mp.n_ctx = 256, mp.tied_output = 1;
-        hx_err err = {0};
-        if (hx_mkmodel_write(&mp, model, &err)) {
-            printf("FAIL setup: %s\n", err.msg);
-            return 1;
-        }
+    const int ready = fixture_open("hx_test_nightly_kill");
+    if (ready < 0) return 1;
+    if (ready) {
         fill_memory();
         RUN(test_kill_during_training);
     }
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd)) printf("# could not remove %s\n", tmpdir);
+    fixture_remove();
     return test_summary();
 }
