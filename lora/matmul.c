@@ -26,18 +26,6 @@ static const float *rows_of(const tr_w *w, int r0, int n, float *buf)
     return buf;
 }
 
-/* Eight partial sums, so the compiler can vectorize without -ffast-math. */
-static float dot8(const float *a, const float *b, int n)
-{
-    float s[8] = {0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) s[l] += a[i + l] * b[i + l];
-    float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-    for (; i < n; i++) t += a[i] * b[i];
-    return t;
-}
-
 static void axpy(float *y, float a, const float *x, int n)
 {
     for (int i = 0; i < n; i++) y[i] += a * x[i];
@@ -158,7 +146,7 @@ static void fwd_task(void *ctx, int task, int thread)
         float *y = j->y + (size_t)t * j->rows + r0;
         const float *x = j->x + (size_t)t * j->cols;
         for (int r = 0; r < nr; r++) {
-            const float v = j->alpha * dot8(x, W + (size_t)r * j->cols, j->cols);
+            const float v = j->alpha * tr_dot(x, W + (size_t)r * j->cols, j->cols);
             y[r] = j->acc ? y[r] + v : v;
         }
     }

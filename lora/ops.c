@@ -194,18 +194,6 @@ double tr_xent(const float *z, int V, int y, float scale, float *dz)
     return loss;
 }
 
-/* Eight partial sums, so the compiler can vectorize without -ffast-math. */
-static float dot(const float *a, const float *b, int n)
-{
-    float s[8] = {0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) s[l] += a[i + l] * b[i + l];
-    float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
-    for (; i < n; i++) t += a[i] * b[i];
-    return t;
-}
-
 /* The keys token i sees, in order: [0, pre[i]) then [start[i], i]. */
 static int first_key(const tr_attn *a, int i)
 {
@@ -229,7 +217,7 @@ static void attn_fwd_scalar(const tr_attn *a, int h, const float *q,
         const int j0 = first_key(a, i);
         float mx = -INFINITY;
         for (int j = j0; j <= i; j = next_key(a, i, j)) {
-            sc[j] = dot(qi, k + ((size_t)j * a->Hk + g) * d, d) * scale;
+            sc[j] = tr_dot(qi, k + ((size_t)j * a->Hk + g) * d, d) * scale;
             mx = sc[j] > mx ? sc[j] : mx;
         }
         double sum = 0.0;
@@ -256,11 +244,11 @@ static void attn_bwd_head(const tr_attn *a, int h, int g, const float *q,
     for (int i = 0; i < a->T; i++) {
         const size_t qi = ((size_t)i * a->H + h) * d;
         const float l = lse[(size_t)i * a->H + h];
-        const float D = dot(dout + qi, o + qi, d);
+        const float D = tr_dot(dout + qi, o + qi, d);
         for (int j = first_key(a, i); j <= i; j = next_key(a, i, j)) {
             const size_t kj = ((size_t)j * a->Hk + g) * d;
-            const float p = expf(dot(q + qi, k + kj, d) * scale - l);
-            const float ds = p * (dot(dout + qi, v + kj, d) - D) * scale;
+            const float p = expf(tr_dot(q + qi, k + kj, d) * scale - l);
+            const float ds = p * (tr_dot(dout + qi, v + kj, d) - D) * scale;
             for (int e = 0; e < d; e++) {
                 dq[qi + e] += ds * k[kj + e];
                 dk[kj + e] += ds * q[qi + e];
@@ -530,7 +518,7 @@ attn_bwd_fast(const tr_attn *a, int g, const float *q, const float *k,
             float l[QB], D[QB];
             for (int r = 0; r < b.nq; r++) {
                 l[r] = lse[(size_t)(i0 + r) * a->H + h];
-                D[r] = dot(doh + (size_t)(i0 + r) * qs, o + (size_t)(i0 + r) * qs + (size_t)h * d, d);
+                D[r] = tr_dot(doh + (size_t)(i0 + r) * qs, o + (size_t)(i0 + r) * qs + (size_t)h * d, d);
             }
             scores(&b, qh, qs, kt, ld, d, scale, P, ld);
             probs(a, &b, P, ld, l);

@@ -32,6 +32,19 @@ void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
  * lse(z) - z[y]; with dz != NULL adds scale * (softmax(z) - onehot(y)) to
  * dz, or stores it when dz == z (the logits are then overwritten). */
 double tr_xent(const float *z, int V, int y, float scale, float *dz);
+/* sum of a[i] b[i] over n in eight partial sums, so the compiler can
+ * vectorize it without -ffast-math, always in the same order (the scalar
+ * dot of matmul.c and ops.c). */
+static inline float tr_dot(const float *a, const float *b, int n)
+{
+    float s[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++) s[l] += a[i + l] * b[i + l];
+    float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+    for (; i < n; i++) t += a[i] * b[i];
+    return t;
+}
 
 /* Attention over one sequence of T tokens. q (T, H, d), k and v (T, Hk,
  * d), o (T, H, d), lse (T, H); token i sees keys [0, pre[i]) (a shared
