@@ -34,9 +34,9 @@ static void nightly_usage(FILE *f, const char *verb)
         nightly ? ", when the device is idle, charging and cool" : "");
     if (nightly) fprintf(f, "      --force          run whatever the governor says\n");
     fprintf(f,
-        "      --steps N        optimizer steps (default: 2 epochs)\n"
+        "      --steps N        optimizer steps (default: 3 epochs)\n"
         "      --rank R         LoRA rank (default 16; alpha = rank)\n"
-        "      --lr LR          learning rate (default 2e-4)\n"
+        "      --lr LR          learning rate (default 2e-3)\n"
         "      --eval-tasks N   the generic suite: the same N held-out agent tasks\n"
         "                       run with what you run now and with the new adapter,\n"
         "                       compared task by task (default 100: one task is a\n"

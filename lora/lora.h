@@ -331,11 +331,11 @@ typedef struct hx_nightly_params {
     hx_lora_store *store;  /* where a passing adapter is adopted (borrowed) */
     const char *work_dir;  /* checkpoint, run key, candidate (required) */
     hx_lora_params lora;   /* default rank 16, alpha 16, q/k/v/o */
-    hx_train_params train; /* default lr 2e-4, 2 warmup steps, no weight
+    hx_train_params train; /* default lr 2e-3, 2 warmup steps, no weight
                             * decay, 4 x 256 tokens (seq_len: the most; a
                             * run uses what its longest document needs);
                             * opt.n_steps 0: from epochs */
-    int epochs;            /* passes over the training tokens; default 2 */
+    int epochs;            /* passes over the training tokens; default 3 */
     double heldout_frac;   /* default 0.2 */
     int min_train;         /* fewest training episodes; default 4 */
     double min_gain;       /* the held-out loss must drop by this fraction;
