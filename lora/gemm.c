@@ -1,8 +1,9 @@
 /* gemm.c: the F32 matrix product of training, C (=|+=) alpha op(A) op(B):
- * operands packed into zero-padded panels, register-blocked micro-kernels
- * (AVX-512 12x32, AVX2 6x16, scalar 4x16), threads over output tiles. */
+ * operands read in place or packed into zero-padded panels, register-blocked
+ * micro-kernels (AVX-512 12x32, AVX2 6x16, scalar 4x16), threads over tiles. */
 #include <immintrin.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,28 +12,51 @@
 
 /* Every output is alpha times one sum over k in increasing order (plus C
  * when accumulating), whatever the thread count or tile a thread takes, so
- * training is bit-reproducible across thread counts on one ISA. */
+ * training is bit-reproducible across thread counts on one ISA. Operands
+ * are read in place where their layout allows (a transposed A, an
+ * untransposed B, and on AVX-512 A's rows directly); only the rest, and
+ * the ragged last panels, are packed. */
 
-typedef void (*kernel_fn)(int k, const float *ap, const float *bp, float *c,
-                          int ldc, int mr, int nr, float alpha, int acc);
+/* A micro-kernel's operands: A(i, p) at a[i*ra + p*sa], B(p, j) at
+ * b[p*sb + j] (NR contiguous); the mr x nr corner of the tile is stored. */
+typedef struct kop {
+    const float *a, *b;
+    ptrdiff_t ra, sa, sb;
+} kop;
 
-/* ---- micro-kernels: ap is k x MR (k-major), bp k x NR; the mr x nr
- * corner of the tile is stored ---- */
+/* k steps of one output tile. Long products run in blocks of k: the raw
+ * sums then carry between blocks through t (the tile's MR x NR floats,
+ * exact), loaded unless first, stored there unless last; the last block
+ * stores the mr x nr corner of alpha sum (+ C). */
+typedef struct kstep {
+    float *t;
+    int first, last;
+} kstep;
 
-__attribute__((target("avx512f"))) static void
-kern_avx512(int k, const float *ap, const float *bp, float *c, int ldc, int mr,
-            int nr, float alpha, int acc)
+typedef void (*kernel_fn)(int k, const kop *o, float *c, int ldc, int mr,
+                          int nr, float alpha, int acc, kstep ks);
+
+/* ---- micro-kernels ---- */
+
+__attribute__((target("avx512f"))) static inline void
+init512(__m512 s[12][2], kstep ks)
 {
-    __m512 s[12][2];
-    for (int i = 0; i < 12; i++) s[i][0] = s[i][1] = _mm512_setzero_ps();
-    for (int p = 0; p < k; p++, ap += 12, bp += 32) {
-        const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
-#pragma GCC unroll 12
+    for (int i = 0; i < 12; i++) {
+        s[i][0] = ks.first ? _mm512_setzero_ps() : _mm512_loadu_ps(ks.t + 32 * i);
+        s[i][1] = ks.first ? _mm512_setzero_ps() : _mm512_loadu_ps(ks.t + 32 * i + 16);
+    }
+}
+
+__attribute__((target("avx512f"))) static inline void
+store512(__m512 s[12][2], float *c, int ldc, int mr, int nr, float alpha, int acc,
+         kstep ks)
+{
+    if (!ks.last) {
         for (int i = 0; i < 12; i++) {
-            const __m512 a = _mm512_set1_ps(ap[i]);
-            s[i][0] = _mm512_fmadd_ps(a, b0, s[i][0]);
-            s[i][1] = _mm512_fmadd_ps(a, b1, s[i][1]);
+            _mm512_storeu_ps(ks.t + 32 * i, s[i][0]);
+            _mm512_storeu_ps(ks.t + 32 * i + 16, s[i][1]);
         }
+        return;
     }
     const __m512 al = _mm512_set1_ps(alpha);
     const __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
@@ -49,10 +73,59 @@ kern_avx512(int k, const float *ap, const float *bp, float *c, int ldc, int mr,
     }
 }
 
-/* Stores the corner of a tile held in an array (AVX2 and scalar). */
-static void store_tile(const float *t, int NR, float *c, int ldc, int mr,
-                       int nr, float alpha, int acc)
+/* A's 12 values of step p contiguous (ra == 1), sa apart. */
+__attribute__((target("avx512f"))) static void
+kern_avx512(int k, const kop *o, float *c, int ldc, int mr, int nr,
+            float alpha, int acc, kstep ks)
 {
+    __m512 s[12][2];
+    init512(s, ks);
+    const float *ap = o->a, *bp = o->b;
+    const ptrdiff_t sa = o->sa, sb = o->sb;
+    for (int p = 0; p < k; p++, ap += sa, bp += sb) {
+        const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) {
+            const __m512 a = _mm512_set1_ps(ap[i]);
+            s[i][0] = _mm512_fmadd_ps(a, b0, s[i][0]);
+            s[i][1] = _mm512_fmadd_ps(a, b1, s[i][1]);
+        }
+    }
+    store512(s, c, ldc, mr, nr, alpha, acc, ks);
+}
+
+/* A's 12 rows in place (sa == 1, rows ra apart), all 12 inside A. */
+__attribute__((target("avx512f"))) static void
+kern_avx512_rows(int k, const kop *o, float *c, int ldc, int mr, int nr,
+                 float alpha, int acc, kstep ks)
+{
+    __m512 s[12][2];
+    init512(s, ks);
+    const ptrdiff_t L = o->ra, sb = o->sb;
+    const float *a0 = o->a, *a4 = a0 + 4 * L, *a8 = a0 + 8 * L, *bp = o->b;
+    for (int p = 0; p < k; p++, a0++, a4++, a8++, bp += sb) {
+        const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bp + 16);
+        const float av[12] = {a0[0], a0[L], a0[2 * L], a0[3 * L], a4[0], a4[L],
+                              a4[2 * L], a4[3 * L], a8[0], a8[L], a8[2 * L], a8[3 * L]};
+#pragma GCC unroll 12
+        for (int i = 0; i < 12; i++) {
+            const __m512 a = _mm512_set1_ps(av[i]);
+            s[i][0] = _mm512_fmadd_ps(a, b0, s[i][0]);
+            s[i][1] = _mm512_fmadd_ps(a, b1, s[i][1]);
+        }
+    }
+    store512(s, c, ldc, mr, nr, alpha, acc, ks);
+}
+
+/* Stores the corner of a tile held in an array (AVX2 and scalar), or the
+ * whole tile to ks.t when not the last block. */
+static void store_tile(const float *t, int MR, int NR, float *c, int ldc,
+                       int mr, int nr, float alpha, int acc, kstep ks)
+{
+    if (!ks.last) {
+        memcpy(ks.t, t, (size_t)MR * NR * sizeof(float));
+        return;
+    }
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++) {
             float *y = c + (size_t)i * ldc + j;
@@ -62,13 +135,17 @@ static void store_tile(const float *t, int NR, float *c, int ldc, int mr,
 }
 
 __attribute__((target("avx2,fma"))) static void
-kern_avx2(int k, const float *ap, const float *bp, float *c, int ldc, int mr,
-          int nr, float alpha, int acc)
+kern_avx2(int k, const kop *o, float *c, int ldc, int mr, int nr, float alpha,
+          int acc, kstep ks)
 {
     __m256 s[6][2];
-    for (int i = 0; i < 6; i++) s[i][0] = s[i][1] = _mm256_setzero_ps();
-    for (int p = 0; p < k; p++, ap += 6, bp += 16) {
-        const __m256 b0 = _mm256_load_ps(bp), b1 = _mm256_load_ps(bp + 8);
+    for (int i = 0; i < 6; i++) {
+        s[i][0] = ks.first ? _mm256_setzero_ps() : _mm256_loadu_ps(ks.t + 16 * i);
+        s[i][1] = ks.first ? _mm256_setzero_ps() : _mm256_loadu_ps(ks.t + 16 * i + 8);
+    }
+    const float *ap = o->a, *bp = o->b;
+    for (int p = 0; p < k; p++, ap += o->sa, bp += o->sb) {
+        const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
 #pragma GCC unroll 6
         for (int i = 0; i < 6; i++) {
             const __m256 a = _mm256_broadcast_ss(ap + i);
@@ -81,26 +158,30 @@ kern_avx2(int k, const float *ap, const float *bp, float *c, int ldc, int mr,
         _mm256_store_ps(t + i * 16, s[i][0]);
         _mm256_store_ps(t + i * 16 + 8, s[i][1]);
     }
-    store_tile(t, 16, c, ldc, mr, nr, alpha, acc);
+    store_tile(t, 6, 16, c, ldc, mr, nr, alpha, acc, ks);
 }
 
-static void kern_scalar(int k, const float *ap, const float *bp, float *c,
-                        int ldc, int mr, int nr, float alpha, int acc)
+static void kern_scalar(int k, const kop *o, float *c, int ldc, int mr, int nr,
+                        float alpha, int acc, kstep ks)
 {
     float s[4 * 16] = {0};
-    for (int p = 0; p < k; p++, ap += 4, bp += 16)
+    if (!ks.first) memcpy(s, ks.t, sizeof s);
+    const float *ap = o->a, *bp = o->b;
+    for (int p = 0; p < k; p++, ap += o->sa, bp += o->sb)
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 16; j++) s[i * 16 + j] += ap[i] * bp[j];
-    store_tile(s, 16, c, ldc, mr, nr, alpha, acc);
+    store_tile(s, 4, 16, c, ldc, mr, nr, alpha, acc, ks);
 }
 
 typedef struct isa_kern {
     int MR, NR;
     kernel_fn fn;
+    kernel_fn rows; /* A read by rows in place, or NULL (A packed) */
 } isa_kern;
 
-static const isa_kern k_kerns[3] = {
-    {4, 16, kern_scalar}, {6, 16, kern_avx2}, {12, 32, kern_avx512}};
+static const isa_kern k_kerns[3] = {{4, 16, kern_scalar, NULL},
+                                    {6, 16, kern_avx2, NULL},
+                                    {12, 32, kern_avx512, kern_avx512_rows}};
 
 /* ---- packing ---- */
 
@@ -147,8 +228,10 @@ typedef struct gemm_job {
     const isa_kern *kn;
     int m, n, k, lda, ldb, ldc, ta, tb, acc;
     int mp, np, n_rb, n_cb; /* panels; row and column blocks */
+    int pa0, pb0;           /* panels from these on are packed */
     const float *a, *b;
     float *c, *ap, *bp;
+    float *carry;           /* per thread, CARRY tiles */
     float alpha;
 } gemm_job;
 
@@ -156,19 +239,25 @@ static void pack_task(void *ctx, int task, int thread)
 {
     const gemm_job *j = ctx;
     const int MR = j->kn->MR, NR = j->kn->NR;
-    const int na = (j->mp + PACK_PANELS - 1) / PACK_PANELS;
+    const int na = (j->mp - j->pa0 + PACK_PANELS - 1) / PACK_PANELS;
     (void)thread;
     if (task < na) {
-        const int p1 = (task + 1) * PACK_PANELS < j->mp ? (task + 1) * PACK_PANELS : j->mp;
-        for (int p = task * PACK_PANELS; p < p1; p++)
-            pack_a(j->ap + (size_t)p * MR * j->k, j->a, j->lda, j->ta, j->m, j->k, p * MR, MR);
+        const int p0 = j->pa0 + task * PACK_PANELS;
+        const int p1 = p0 + PACK_PANELS < j->mp ? p0 + PACK_PANELS : j->mp;
+        for (int p = p0; p < p1; p++)
+            pack_a(j->ap + (size_t)(p - j->pa0) * MR * j->k, j->a, j->lda, j->ta, j->m, j->k, p * MR, MR);
         return;
     }
-    task -= na;
-    const int p1 = (task + 1) * PACK_PANELS < j->np ? (task + 1) * PACK_PANELS : j->np;
-    for (int p = task * PACK_PANELS; p < p1; p++)
-        pack_b(j->bp + (size_t)p * NR * j->k, j->b, j->ldb, j->tb, j->n, j->k, p * NR, NR);
+    const int p0 = j->pb0 + (task - na) * PACK_PANELS;
+    const int p1 = p0 + PACK_PANELS < j->np ? p0 + PACK_PANELS : j->np;
+    for (int p = p0; p < p1; p++)
+        pack_b(j->bp + (size_t)(p - j->pb0) * NR * j->k, j->b, j->ldb, j->tb, j->n, j->k, p * NR, NR);
 }
+
+/* Steps of k per block: a block's panels stay in cache across the tiles
+ * of a task. Block boundaries depend only on k. */
+#define KC 256
+#define CARRY (ROW_PANELS * COL_PANELS)
 
 static void tile_task(void *ctx, int task, int thread)
 {
@@ -177,15 +266,29 @@ static void tile_task(void *ctx, int task, int thread)
     const int rb = task % j->n_rb, cb = task / j->n_rb;
     const int i0 = rb * ROW_PANELS, i1 = i0 + ROW_PANELS < j->mp ? i0 + ROW_PANELS : j->mp;
     const int c0 = cb * COL_PANELS, c1 = c0 + COL_PANELS < j->np ? c0 + COL_PANELS : j->np;
-    (void)thread;
-    for (int jp = c0; jp < c1; jp++) {
-        const int nr = j->n - jp * NR < NR ? j->n - jp * NR : NR;
-        for (int ip = i0; ip < i1; ip++) {
-            const int mr = j->m - ip * MR < MR ? j->m - ip * MR : MR;
-            j->kn->fn(j->k, j->ap + (size_t)ip * MR * j->k, j->bp + (size_t)jp * NR * j->k,
-                      j->c + (size_t)ip * MR * j->ldc + (size_t)jp * NR, j->ldc, mr, nr,
-                      j->alpha, j->acc);
+    const ptrdiff_t lda = j->lda, ldb = j->ldb;
+    for (int kb = 0; kb < j->k; kb += KC) {
+        const int kc = j->k - kb <= KC + KC / 2 ? j->k - kb : KC;
+        kstep ks = {NULL, kb == 0, kb + kc == j->k};
+        for (int jp = c0; jp < c1; jp++) {
+            const int nr = j->n - jp * NR < NR ? j->n - jp * NR : NR;
+            kop o = {NULL, j->b + kb * ldb + (ptrdiff_t)jp * NR, 1, MR, ldb};
+            if (jp >= j->pb0) o.b = j->bp + ((size_t)(jp - j->pb0) * j->k + kb) * NR, o.sb = NR;
+            for (int ip = i0; ip < i1; ip++) {
+                const int mr = j->m - ip * MR < MR ? j->m - ip * MR : MR;
+                kernel_fn fn = j->kn->fn;
+                if (ip >= j->pa0)
+                    o.a = j->ap + ((size_t)(ip - j->pa0) * j->k + kb) * MR, o.ra = 1, o.sa = MR;
+                else if (j->ta)
+                    o.a = j->a + kb * lda + (ptrdiff_t)ip * MR, o.ra = 1, o.sa = lda;
+                else
+                    o.a = j->a + (ptrdiff_t)ip * MR * lda + kb, o.ra = lda, o.sa = 1, fn = j->kn->rows;
+                ks.t = j->carry + ((size_t)thread * CARRY + (size_t)(jp - c0) * ROW_PANELS + (ip - i0)) * MR * NR;
+                fn(kc, &o, j->c + (size_t)ip * MR * j->ldc + (size_t)jp * NR, j->ldc, mr, nr,
+                   j->alpha, j->acc, ks);
+            }
         }
+        if (ks.last) break;
     }
 }
 
@@ -215,13 +318,19 @@ int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
     }
     const int isa = hx_isa_current();
     gemm_job j = {&k_kerns[isa < 0 ? 0 : isa > 2 ? 2 : isa], m, n, k, lda, ldb, ldc, ta, tb, acc,
-                  0, 0, 0, 0, a, b, c, NULL, NULL, alpha};
+                  0, 0, 0, 0, 0, 0, a, b, c, NULL, NULL, NULL, alpha};
     const int MR = j.kn->MR, NR = j.kn->NR;
     j.mp = (m + MR - 1) / MR;
     j.np = (n + NR - 1) / NR;
     j.n_rb = (j.mp + ROW_PANELS - 1) / ROW_PANELS;
     j.n_cb = (j.np + COL_PANELS - 1) / COL_PANELS;
-    const size_t na = (size_t)j.mp * MR * k, need = na + (size_t)j.np * NR * k + 16;
+    /* full panels in place when the layout allows; ragged ones packed */
+    j.pa0 = ta || j.kn->rows ? m / MR : 0;
+    j.pb0 = tb ? 0 : n / NR;
+    /* only the packed panels (from pa0 and pb0 on) take room */
+    const size_t na = (size_t)(j.mp - j.pa0) * MR * k, nb = (size_t)(j.np - j.pb0) * NR * k;
+    const size_t nc = (size_t)hx_threadpool_n_threads(tp) * CARRY * MR * NR;
+    const size_t need = (na + 15) / 16 * 16 + (nb + 15) / 16 * 16 + nc;
     pthread_mutex_lock(&g_mu);
     if (need > g_cap) {
         free(g_buf);
@@ -234,8 +343,10 @@ int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
     }
     j.ap = g_buf;
     j.bp = g_buf + (na + 15) / 16 * 16;
-    const int n_pack = (j.mp + PACK_PANELS - 1) / PACK_PANELS + (j.np + PACK_PANELS - 1) / PACK_PANELS;
-    hx_threadpool_run(tp, n_pack, pack_task, &j);
+    j.carry = j.bp + (nb + 15) / 16 * 16;
+    const int n_pack = (j.mp - j.pa0 + PACK_PANELS - 1) / PACK_PANELS +
+                       (j.np - j.pb0 + PACK_PANELS - 1) / PACK_PANELS;
+    if (n_pack) hx_threadpool_run(tp, n_pack, pack_task, &j);
     hx_threadpool_run(tp, j.n_rb * j.n_cb, tile_task, &j);
     pthread_mutex_unlock(&g_mu);
     return 0;

@@ -291,14 +291,15 @@ static void test_attention(void)
         }
 }
 
-/* ---- the packed GEMM against a double reference, on odd shapes, every
- * transpose combination, leading dimensions wider than the rows, every ISA
- * the CPU has; one thread and two give the same bits ---- */
+/* ---- the packed GEMM against a double reference, on odd shapes (one
+ * long enough in k to run in blocks), every transpose combination, leading
+ * dimensions wider than the rows, every ISA the CPU has; one thread and two
+ * give the same bits ---- */
 static void test_gemm_shapes(void)
 {
     static const int shapes[][3] = {{1, 1, 1},  {13, 37, 29}, {25, 33, 70},
                                     {12, 32, 64}, {50, 17, 3}, {7, 100, 257},
-                                    {37, 65, 1}};
+                                    {37, 65, 1}, {13, 37, 530}};
     hx_threadpool *tp = hx_threadpool_new(2);
     ASSERT(tp);
     const int isa0 = hx_isa_current();
