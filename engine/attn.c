@@ -1,5 +1,5 @@
 /* attn.c: attention's vector primitives (attn.h): dot products and
- * updates of rows of the F16 or F32 KV cache, scalar and AVX2/F16C. */
+ * updates of rows of the F16 or F32 KV cache, scalar, AVX2/F16C and NEON. */
 #include "engine/attn.h"
 
 #include <math.h>
@@ -219,6 +219,107 @@ static const hx_attn_ops k_avx512 = {dot_f16_v, dot_f32_v, dot_hh_v, axpy_f16_v,
                                      from_f16_v, hx_attn_tile64_avx512};
 #endif /* x86-64 */
 
+/* ---- aarch64 NEON (ARMv8.0: FMA and the f16 conversions are base
+ * ASIMD; conversions round to nearest even, as the scalar code): 8 per
+ * step in two accumulators, the tail through the scalar code. Only the
+ * dots sum in another order; the element-wise ops give the scalar bits
+ * (axpy multiplies then adds, as the scalar C without contraction). ---- */
+#if defined(__aarch64__)
+#include <arm_neon.h>
+
+static inline float32x4_t ld_h4(const uint16_t *p)
+{
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p)));
+}
+
+static inline void st_h4(uint16_t *p, float32x4_t v)
+{
+    vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v)));
+}
+
+static float dot_f16_n(const float *q, const uint16_t *k, int d)
+{
+    float32x4_t a0 = vdupq_n_f32(0), a1 = a0;
+    int i = 0;
+    for (; i + 8 <= d; i += 8) {
+        a0 = vfmaq_f32(a0, vld1q_f32(q + i), ld_h4(k + i));
+        a1 = vfmaq_f32(a1, vld1q_f32(q + i + 4), ld_h4(k + i + 4));
+    }
+    return vaddvq_f32(vaddq_f32(a0, a1)) + dot_f16_s(q + i, k + i, d - i);
+}
+
+static float dot_f32_n(const float *q, const float *k, int d)
+{
+    float32x4_t a0 = vdupq_n_f32(0), a1 = a0;
+    int i = 0;
+    for (; i + 8 <= d; i += 8) {
+        a0 = vfmaq_f32(a0, vld1q_f32(q + i), vld1q_f32(k + i));
+        a1 = vfmaq_f32(a1, vld1q_f32(q + i + 4), vld1q_f32(k + i + 4));
+    }
+    return vaddvq_f32(vaddq_f32(a0, a1)) + dot_f32_s(q + i, k + i, d - i);
+}
+
+static float dot_hh_n(const uint16_t *q, const uint16_t *k, int d)
+{
+    float32x4_t a0 = vdupq_n_f32(0), a1 = a0;
+    int i = 0;
+    for (; i + 8 <= d; i += 8) {
+        a0 = vfmaq_f32(a0, ld_h4(q + i), ld_h4(k + i));
+        a1 = vfmaq_f32(a1, ld_h4(q + i + 4), ld_h4(k + i + 4));
+    }
+    return vaddvq_f32(vaddq_f32(a0, a1)) + dot_hh_s(q + i, k + i, d - i);
+}
+
+static void axpy_f16_n(float *o, const uint16_t *v, float a, int d)
+{
+    int i = 0;
+    for (; i + 4 <= d; i += 4)
+        vst1q_f32(o + i, vaddq_f32(vld1q_f32(o + i), vmulq_n_f32(ld_h4(v + i), a)));
+    axpy_f16_s(o + i, v + i, a, d - i);
+}
+
+static void axpy_f32_n(float *o, const float *v, float a, int d)
+{
+    int i = 0;
+    for (; i + 4 <= d; i += 4)
+        vst1q_f32(o + i, vaddq_f32(vld1q_f32(o + i), vmulq_n_f32(vld1q_f32(v + i), a)));
+    axpy_f32_s(o + i, v + i, a, d - i);
+}
+
+static void mad_h_n(uint16_t *acc, const uint16_t *v, float a, int d)
+{
+    const float32x4_t va = vdupq_n_f32(a);
+    int i = 0;
+    for (; i + 4 <= d; i += 4) st_h4(acc + i, vfmaq_f32(ld_h4(acc + i), ld_h4(v + i), va));
+    mad_h_s(acc + i, v + i, a, d - i);
+}
+
+static void scale_h_n(uint16_t *acc, float s, int d)
+{
+    int i = 0;
+    for (; i + 4 <= d; i += 4) st_h4(acc + i, vmulq_n_f32(ld_h4(acc + i), s));
+    scale_h_s(acc + i, s, d - i);
+}
+
+static void to_f16_n(uint16_t *o, const float *x, int d)
+{
+    int i = 0;
+    for (; i + 4 <= d; i += 4) st_h4(o + i, vld1q_f32(x + i));
+    to_f16_s(o + i, x + i, d - i);
+}
+
+static void from_f16_n(float *o, const uint16_t *x, int d)
+{
+    int i = 0;
+    for (; i + 4 <= d; i += 4) vst1q_f32(o + i, ld_h4(x + i));
+    from_f16_s(o + i, x + i, d - i);
+}
+
+static const hx_attn_ops k_neon = {dot_f16_n, dot_f32_n, dot_hh_n, axpy_f16_n,
+                                   axpy_f32_n, mad_h_n, scale_h_n, to_f16_n,
+                                   from_f16_n, tile64_s};
+#endif /* aarch64 */
+
 const hx_attn_ops *hx_attn_ops_scalar(void)
 {
     pthread_once(&f16_once, f16_init);
@@ -235,6 +336,8 @@ const hx_attn_ops *hx_attn_ops_get(void)
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
         return &k_avx512;
     return ok ? &k_avx2 : &k_scalar;
+#elif defined(__aarch64__)
+    return hx_isa_current() >= HX_ISA_NEON ? &k_neon : &k_scalar;
 #else
     return &k_scalar;
 #endif

@@ -1,5 +1,5 @@
 /* attn.h: the vector primitives of attention over the KV cache
- * (engine-internal): scalar reference and AVX2/F16C versions. */
+ * (engine-internal): scalar reference, AVX2/F16C and NEON versions. */
 #ifndef HX_ATTN_H
 #define HX_ATTN_H
 

@@ -667,6 +667,8 @@ static void test_moe_route(void)
 static void test_attn_ops(void)
 {
     const hx_attn_ops *v = hx_attn_ops_get(), *r = hx_attn_ops_scalar();
+    /* a SIMD level has its own set (AVX2/F16C, NEON), not the scalar one */
+    if (hx_isa_current() > HX_ISA_SCALAR) EXPECT(v != r);
     enum { D = 45 }; /* 5 vectors of 8 and a tail */
     float q[D], k32[D], o1[D], o2[D];
     uint16_t k[D], a1[D], a2[D], h1[D], h2[D];
@@ -694,6 +696,54 @@ static void test_attn_ops(void)
     v->axpy_f16(o1, k, 1.5f, D);
     r->axpy_f16(o2, k, 1.5f, D);
     for (int i = 0; i < D; i++) EXPECT(fabsf(o1[i] - o2[i]) < 1e-5f);
+    memcpy(o2, o1, sizeof o1);
+    v->axpy_f32(o1, k32, -0.6f, D);
+    r->axpy_f32(o2, k32, -0.6f, D);
+    for (int i = 0; i < D; i++) EXPECT(fabsf(o1[i] - o2[i]) < 1e-5f);
+}
+
+/* The element-wise f16 ops of this CPU's set give the scalar bits over
+ * the whole range: every half widened; floats from below the smallest
+ * subnormal half to past the largest half (ties to even, overflow to
+ * infinity) narrowed, accumulated and scaled. NaNs are left out. */
+static void test_attn_ops_f16_exact(void)
+{
+    const hx_attn_ops *v = hx_attn_ops_get(), *r = hx_attn_ops_scalar();
+    enum { NH = 65536, NF = 4099 }; /* odd: the vector ops' tails run too */
+    uint16_t *h = malloc(NH * sizeof *h), *c1 = malloc(NF * sizeof *c1),
+             *c2 = malloc(NF * sizeof *c2);
+    float *f1 = malloc(NH * sizeof *f1), *f2 = malloc(NH * sizeof *f2);
+    ASSERT(h && c1 && c2 && f1 && f2);
+    int n = 0;
+    for (uint32_t i = 0; i < NH; i++)
+        if ((i & 0x7c00) != 0x7c00 || (i & 0x3ff) == 0) h[n++] = (uint16_t)i; /* no NaN */
+    v->from_f16(f1, h, n);
+    r->from_f16(f2, h, n);
+    EXPECT(memcmp(f1, f2, (size_t)n * sizeof *f1) == 0);
+    uint32_t seed = 12345;
+    for (int i = 0; i < NF; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        uint32_t exp = 100 + (seed >> 8) % 46, man = (seed >> 3) & 0x7fffff;
+        if (i % 7 == 0) man = (man & ~0x1fffu) | 0x1000u; /* a tie at f16 precision */
+        uint32_t bits = (seed >> 31) << 31 | exp << 23 | man;
+        memcpy(&f1[i], &bits, sizeof bits);
+    }
+    v->to_f16(c1, f1, NF);
+    r->to_f16(c2, f1, NF);
+    EXPECT(memcmp(c1, c2, NF * sizeof *c1) == 0);
+    /* acc = f16(fma(v, a, acc)), then acc = f16(acc * s) */
+    memcpy(c2, c1, NF * sizeof *c1);
+    v->mad_h(c1, h + 1000, 0.731f, NF);
+    r->mad_h(c2, h + 1000, 0.731f, NF);
+    EXPECT(memcmp(c1, c2, NF * sizeof *c1) == 0);
+    v->scale_h(c1, 1.377f, NF);
+    r->scale_h(c2, 1.377f, NF);
+    EXPECT(memcmp(c1, c2, NF * sizeof *c1) == 0);
+    free(h);
+    free(c1);
+    free(c2);
+    free(f1);
+    free(f2);
 }
 
 /* The tiled attention's key tile (tile64) for this CPU against the scalar
@@ -967,6 +1017,7 @@ int main(void)
     if (!mkdtemp(g_dir)) return 1;
     RUN(test_moe_route);
     RUN(test_attn_ops);
+    RUN(test_attn_ops_f16_exact);
     RUN(test_attn_tile);
     RUN(test_hparams);
     RUN(test_load_errors);
