@@ -313,9 +313,10 @@ bench-agent-eval: $(BUILD)/bench/agent-eval
 	nice $(BUILD)/bench/agent-eval $(ARGS)
 
 # Issue 10's personalization proof (bench/persona.c): a persona's accepted
-# episodes, held-out requests and the generic agent-eval sample before and
-# after `hearth nightly --force` on a fresh data directory, as a table.
-# ARGS="--model FILE --episodes 48 --heldout 30 --generic 100 --nightly '--steps 60'"
+# episodes and held-out requests before and after `hearth nightly --force`
+# (its defaults, its gates) on a fresh data directory, and its generic gate's
+# paired suite, as a table.
+# ARGS="--model FILE --episodes 48 --heldout 20 --generic 30 --nightly '--steps 60'"
 $(BUILD)/bench/persona: bench/persona.c $(ALL_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
