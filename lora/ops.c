@@ -264,7 +264,8 @@ static void attn_bwd_head(const tr_attn *a, int h, int g, const float *q,
  * scratch), P = exp(S - lse) with P recomputed in the backward from the
  * saved row logsumexp, then O, dQ, dK, dV as outer products. Masked
  * entries get P = dS = 0 exactly. Every sum has a fixed order. */
-#define QB 8
+#define QB 32 /* dK and dV rows are loaded and stored once per block */
+#define SG 8  /* score rows per register tile */
 
 /* Keys per transposed row: T rounded up, plus a zero tail the 32-wide
  * score tiles may read. */
@@ -305,6 +306,12 @@ static qblk block_of(const tr_attn *a, int i0)
 
 static int n_cols(const qblk *b) { return b->off + b->nk; }
 
+/* Columns rows [0, r1) of the block can see (a query sees no later key). */
+static int cols_upto(const qblk *b, int r1)
+{
+    return b->off + b->i0 + r1 - b->jlo;
+}
+
 static int key_of(const qblk *b, int jj)
 {
     return jj < b->off ? jj : b->jlo + jj - b->off;
@@ -321,31 +328,38 @@ static void transpose_rows(float *dst, int ld, const float *src, size_t stride,
 }
 
 
-/* S[r][jj] (ld apart) = scale * rows[r] . key (b.jlo + jj), jj < nk
- * rounded up to 32; xt is the transposed key (or value) matrix. */
+/* S[r][jj] (ld apart) = scale * rows[r] . key (b.jlo + jj) for r < nq
+ * rounded up to SG, jj < nk rounded up to 32, but not past the columns
+ * the SG rows can see (the rest stays unset: masked later); xt is the
+ * transposed key (or value) matrix. */
 __attribute__((target("avx512f"))) static void
 scores(const qblk *b, const float *rows, size_t stride, const float *xt,
        int ldx, int d, float scale, float *S, int ld)
 {
-    const float *q[QB];
-    for (int r = 0; r < QB; r++) q[r] = rows + (size_t)(b->i0 + (r < b->nq ? r : b->nq - 1)) * stride;
     const __m512 sc = _mm512_set1_ps(scale);
-    for (int jc = 0; jc < n_cols(b); jc += 32) {
-        __m512 s[QB][2];
-        for (int r = 0; r < QB; r++) s[r][0] = s[r][1] = _mm512_setzero_ps();
-        const float *x = xt + key_of(b, jc);
-        for (int e = 0; e < d; e++, x += ldx) {
-            const __m512 k0 = _mm512_loadu_ps(x), k1 = _mm512_loadu_ps(x + 16);
+    for (int r0 = 0; r0 < b->nq; r0 += SG) {
+        const float *q[SG];
+        for (int r = 0; r < SG; r++)
+            q[r] = rows + (size_t)(b->i0 + (r0 + r < b->nq ? r0 + r : b->nq - 1)) * stride;
+        const int nc = cols_upto(b, r0 + SG < b->nq ? r0 + SG : b->nq);
+        for (int jc = 0; jc < nc; jc += 32) {
+            __m512 s[SG][2];
+            for (int r = 0; r < SG; r++) s[r][0] = s[r][1] = _mm512_setzero_ps();
+            const float *x = xt + key_of(b, jc);
+            for (int e = 0; e < d; e++, x += ldx) {
+                const __m512 k0 = _mm512_loadu_ps(x), k1 = _mm512_loadu_ps(x + 16);
 #pragma GCC unroll 8
-            for (int r = 0; r < QB; r++) {
-                const __m512 qv = _mm512_set1_ps(q[r][e]);
-                s[r][0] = _mm512_fmadd_ps(qv, k0, s[r][0]);
-                s[r][1] = _mm512_fmadd_ps(qv, k1, s[r][1]);
+                for (int r = 0; r < SG; r++) {
+                    const __m512 qv = _mm512_set1_ps(q[r][e]);
+                    s[r][0] = _mm512_fmadd_ps(qv, k0, s[r][0]);
+                    s[r][1] = _mm512_fmadd_ps(qv, k1, s[r][1]);
+                }
             }
-        }
-        for (int r = 0; r < QB; r++) {
-            _mm512_storeu_ps(S + (size_t)r * ld + jc, _mm512_mul_ps(s[r][0], sc));
-            _mm512_storeu_ps(S + (size_t)r * ld + jc + 16, _mm512_mul_ps(s[r][1], sc));
+            for (int r = 0; r < SG; r++) {
+                float *y = S + (size_t)(r0 + r) * ld + jc;
+                _mm512_storeu_ps(y, _mm512_mul_ps(s[r][0], sc));
+                _mm512_storeu_ps(y + 16, _mm512_mul_ps(s[r][1], sc));
+            }
         }
     }
 }
@@ -374,8 +388,8 @@ row_mask(const tr_attn *a, const qblk *b, int r, int jj)
 __attribute__((target("avx512f"))) static void
 probs(const tr_attn *a, const qblk *b, float *S, int ld, const float *lse)
 {
-    for (int r = 0; r < QB; r++) {
-        const __m512 l = _mm512_set1_ps(lse[r < b->nq ? r : b->nq - 1]);
+    for (int r = 0; r < b->nq; r++) {
+        const __m512 l = _mm512_set1_ps(lse[r]);
         for (int jj = 0; jj < n_cols(b); jj += 16) {
             float *p = S + (size_t)r * ld + jj;
             const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(p), l));
@@ -384,8 +398,8 @@ probs(const tr_attn *a, const qblk *b, float *S, int ld, const float *lse)
     }
 }
 
-/* out rows (r < nq; += when acc) = sum over jj < nk of W[r][jj] x_(jlo+jj),
- * x rows stride apart, d wide. */
+/* out rows (r < nq; += when acc) = sum over jj < nk of W[r][jj] x_(jlo+jj)
+ * (up to the last column the rows can see), x rows stride apart, d wide. */
 __attribute__((target("avx512f"))) static void
 mix_rows(const qblk *b, const float *W, int ld, const float *x, size_t stride,
          int d, float *out, size_t ostride, int acc)
@@ -395,8 +409,8 @@ mix_rows(const qblk *b, const float *W, int ld, const float *x, size_t stride,
             __m512 s[4][4];
             for (int r = 0; r < 4; r++)
                 for (int u = 0; u < 4; u++) s[r][u] = _mm512_setzero_ps();
-            const int nr = b->nq - r0 < 4 ? b->nq - r0 : 4;
-            for (int jj = b->pa > 0 ? 0 : b->off; jj < n_cols(b); jj = jj + 1 == b->pa ? b->off : jj + 1) {
+            const int nr = b->nq - r0 < 4 ? b->nq - r0 : 4, nc = cols_upto(b, r0 + nr);
+            for (int jj = b->pa > 0 ? 0 : b->off; jj < nc; jj = jj + 1 == b->pa ? b->off : jj + 1) {
                 const float *xr = x + (size_t)key_of(b, jj) * stride + ec;
                 const __m512 x0 = _mm512_loadu_ps(xr), x1 = _mm512_loadu_ps(xr + 16);
                 const __m512 x2 = _mm512_loadu_ps(xr + 32), x3 = _mm512_loadu_ps(xr + 48);

@@ -345,15 +345,16 @@ static void test_gemm_shapes(void)
 }
 
 /* ---- the blocked AVX-512 attention (head dim 64) against the scalar one,
- * with a document boundary inside a query block ---- */
-enum { FT = 45, FH = 4, FK = 2, FD = 64 };
+ * over three query blocks, with a document boundary inside one and a
+ * shared prefix (its own columns in the last block) ---- */
+enum { FT = 77, FH = 4, FK = 2, FD = 64 };
 static float ft_q[FT * FH * FD], ft_k[FT * FK * FD], ft_v[FT * FK * FD], ft_do[FT * FH * FD];
 
 static void attn_run(float *o, float *lse, float *dq, float *dk, float *dv)
 {
-    int32_t start[FT];
-    for (int i = 0; i < FT; i++) start[i] = i < 19 ? 0 : 19;
-    const tr_attn a = {FT, FH, FK, FD, start, NULL};
+    int32_t start[FT], pre[FT]; /* the second document sees the first 7 tokens */
+    for (int i = 0; i < FT; i++) start[i] = i < 19 ? 0 : 19, pre[i] = i < 19 ? 0 : 7;
+    const tr_attn a = {FT, FH, FK, FD, start, pre};
     float *sc = malloc(tr_attn_scratch(FT, FD) * sizeof(float));
     ASSERT(sc);
     memset(dq, 0, sizeof ft_q);
