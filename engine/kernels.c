@@ -449,6 +449,14 @@ static void mm_rows(const hx_kernels *k, const hx_mm_job *j, int64_t r0,
     size_t ab = hx_act_row_bytes(j->wtype, j->K);
     const void *a[TOKEN_TILE];
     float tmp[64 * TOKEN_TILE];
+    if (j->N == 1 && k->gemm[j->wtype]) {
+        /* One token (decode): the whole range in one call, straight into Y,
+         * so the GEMV's row prefetch streams on across it. */
+        a[0] = (const char *)j->A + (size_t)(j->a_idx ? j->a_idx[0] : 0) * ab;
+        k->gemm[j->wtype](j->K, (const char *)j->W + (size_t)r0 * ws, ws, (int)(r1 - r0), a, 1,
+                          j->Y + r0, 1);
+        return;
+    }
     for (int64_t t0 = 0; t0 < j->N; t0 += TOKEN_TILE) {
         int nt = (int)(j->N - t0 < TOKEN_TILE ? j->N - t0 : TOKEN_TILE);
         for (int t = 0; t < nt; t++) {
