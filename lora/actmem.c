@@ -46,7 +46,9 @@ static size_t carve_layer(const hx_hparams *hp, const tr_layer *ly, tr_acts *A,
 }
 
 /* The backward temporaries dres dn dq dk dv dqp dkp dox da db dsw du
- * (bw_of in fwdbwd.c names them), from off. */
+ * (bw_of in fwdbwd.c names them), from off: the attention half's dq ..
+ * dox and the FFN half's da db dsw share their floats (a layer's halves
+ * run one after the other; the head's d(nf) in dsw is consumed before). */
 static size_t carve_bw(hx_trainer *tr, size_t N, float *base, size_t off)
 {
     const hx_hparams *hp = &tr->hp;
@@ -56,7 +58,13 @@ static size_t carve_bw(hx_trainer *tr, size_t N, float *base, size_t off)
     big = big > F ? big : F;
     const size_t R = tr->rank > 0 ? (size_t)tr->rank : 1;
     const size_t sizes[12] = {C, C, Q, K, K, Q, K, big, F, F, big, R};
-    for (int i = 0; i < 12; i++) TAKE(tr->bw[i], N * sizes[i]);
+    size_t shared = 0, attn_end = 0;
+    for (int i = 0; i < 12; i++) {
+        if (i == 2) shared = off;
+        if (i == 8) attn_end = off, off = shared;
+        if (i == 11 && attn_end > off) off = attn_end;
+        TAKE(tr->bw[i], N * sizes[i]);
+    }
     return off;
 }
 
