@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "bench/bench.h"
 #include "engine/engine.h"
 #include "engine/kernels.h"
 
@@ -135,14 +136,6 @@ static int row_selected(const opts *o, const row *r)
 
 static double now_s(void) { return hx_time_mono(); }
 
-/* CPU seconds (user + system, all threads) of this process so far. */
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void rand_ids(int32_t *ids, int n, int n_vocab, unsigned seed)
 {
     for (int i = 0; i < n; i++) {
@@ -159,13 +152,13 @@ static double hearth_run(hx_ctx *c, int n_vocab, int n, int batch, unsigned seed
     HX_CHECK(ids != NULL);
     rand_ids(ids, n, n_vocab, seed);
     hx_ctx_truncate(c, 0);
-    double c0 = cpu_s(), t0 = now_s();
+    double c0 = bench_cpu_seconds(), t0 = now_s();
     int rc = HX_OK;
     if (batch) rc = hx_decode(c, ids, n, 0);
     else
         for (int i = 0; i < n && rc == HX_OK; i++) rc = hx_decode(c, &ids[i], 1, 0);
     double t = now_s() - t0;
-    if (cpu) *cpu = cpu_s() - c0;
+    if (cpu) *cpu = bench_cpu_seconds() - c0;
     free(ids);
     if (rc != HX_OK) {
         fprintf(stderr, "bench/engine: hx_decode: %s\n", hx_ctx_errmsg(c));

@@ -8,22 +8,13 @@
 #include <time.h>
 
 #include "base/base.h"
+#include "bench/bench.h"
 #include "engine/kernels.h"
 
 static float frand(uint32_t *s)
 {
     *s = *s * 1664525u + 1013904223u;
     return ((int32_t)*s) / 2147483648.0f;
-}
-
-/* Process CPU seconds: on a shared machine, wall time mostly measures the
- * other tenants; CPU time divided by the thread count is what the kernel
- * costs (spinning workers included). */
-static double cpu_time(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int g_use_cpu = 1, g_nth = 1;
@@ -34,9 +25,9 @@ static double time_median(void (*f)(void *), void *arg)
 {
     double t[5];
     for (int i = 0; i < 5; i++) {
-        double t0 = g_use_cpu ? cpu_time() : hx_time_mono();
+        double t0 = g_use_cpu ? bench_cpu_seconds() : hx_time_mono();
         f(arg);
-        t[i] = (g_use_cpu ? (cpu_time() - t0) / g_nth : hx_time_mono() - t0);
+        t[i] = (g_use_cpu ? (bench_cpu_seconds() - t0) / g_nth : hx_time_mono() - t0);
     }
     for (int i = 0; i < 5; i++)
         for (int j = i + 1; j < 5; j++)

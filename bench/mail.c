@@ -3,11 +3,11 @@
  * searches of each kind, median and worst of repeated runs.
  * Usage: bench/mail [N]. Writes the Maildir under a temporary HEARTH_HOME. */
 #include <limits.h>
-#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "tools/mail_int.h"
 
 static const char *const people[] = {"Bob Lee", "Chloe Dubois", "Dan Wright", "Erin Park",
@@ -75,23 +75,15 @@ static int fill(const char *md, int n)
     return 0;
 }
 
-static double cpu_now(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-}
-
 /* Wall seconds of one search; its CPU seconds go into *cpu. */
 static double time_call(hx_tools *reg, const char *json, int *hits, double *cpu)
 {
     cJSON *args = cJSON_Parse(json), *res = NULL;
     hx_err e;
-    double c0 = cpu_now(), t0 = hx_time_mono();
+    double c0 = bench_cpu_seconds(), t0 = hx_time_mono();
     int rc = hx_tools_call(reg, "mail.search", args, &res, &e);
     double dt = hx_time_mono() - t0;
-    *cpu = cpu_now() - c0;
+    *cpu = bench_cpu_seconds() - c0;
     *hits = rc ? -1 : (int)cJSON_GetObjectItem(res, "total")->valuedouble;
     if (rc) fprintf(stderr, "bench: %s\n", e.msg);
     cJSON_Delete(res);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "bench/bench.h"
 
 typedef struct opts {
     char model[1024];
@@ -150,15 +151,6 @@ static int new_source(hx_model *m, const toolset *t, const opts *o, int prefix,
     return rc;
 }
 
-/* CPU seconds of the whole process (all threads): on a loaded machine
- * the wall time mostly measures the wait for a core, this the work. */
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Seconds from the prompt to the first generated token's text; *cpu gets
  * the CPU seconds it took. */
 static double first_token(hx_source *s, const char *prompt, int *n_prompt, double *cpu)
@@ -167,11 +159,11 @@ static double first_token(hx_source *s, const char *prompt, int *n_prompt, doubl
     hx_buf piece;
     hx_buf_init(&piece);
     int end = 0;
-    double t0 = hx_time_mono(), c0 = cpu_now();
+    double t0 = hx_time_mono(), c0 = bench_cpu_seconds();
     int rc = s->begin(s->ctx, prompt, HX_CHOICE_AUTO, n_prompt, &err);
     if (!rc) rc = s->next(s->ctx, &piece, &end, &err);
     double t = hx_time_mono() - t0;
-    *cpu = cpu_now() - c0;
+    *cpu = bench_cpu_seconds() - c0;
     hx_buf_free(&piece);
     if (rc) fprintf(stderr, "ttft: %s\n", err.msg);
     return rc ? -1 : t;
