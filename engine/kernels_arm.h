@@ -1,5 +1,6 @@
-/* kernels_arm.h: the quantized dots shared by kernels_neon.c (NEON
- * widening multiplies) and kernels_dotprod.c (SDOT), aarch64 only. */
+/* kernels_arm.h: the quantized dots and the Q8_0/Q4_0 two-by-two GEMM
+ * shared by kernels_neon.c (NEON widening multiplies) and
+ * kernels_dotprod.c (SDOT), aarch64 only. */
 #ifndef HX_KERNELS_ARM_H
 #define HX_KERNELS_ARM_H
 
@@ -186,6 +187,98 @@ HX_NEON_INLINE void hx_neon_dot_q6_K(int64_t n, float *out, const void *w,
         s += hx_fp16_to_fp32(x[i].d) * y[i].d * (float)is;
     }
     *out = s;
+}
+
+/* ---- two rows by two tokens (prefill) ----
+ * Each weight block is loaded once for both tokens and each activation
+ * block once for both rows. Every (row, token) keeps the accumulators and
+ * operation order of its dot above, so a batch gives exactly one token's
+ * numbers. Q8_0 (q4 = 0) and Q4_0 (q4 = 1). */
+
+/* Block i of row x as the two 16-byte halves the dot multiplies. */
+HX_NEON_INLINE void hx_neon_q80_q40_bytes(const char *x, int64_t i, int q4, int8x16_t w[2])
+{
+    if (q4) {
+        const hx_block_q4_0 *b = (const hx_block_q4_0 *)x + i;
+        uint8x16_t raw = vld1q_u8(b->qs);
+        w[0] = vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0f)));
+        w[1] = vreinterpretq_s8_u8(vshrq_n_u8(raw, 4));
+    } else {
+        const hx_block_q8_0 *b = (const hx_block_q8_0 *)x + i;
+        w[0] = vld1q_s8(b->qs);
+        w[1] = vld1q_s8(b->qs + 16);
+    }
+}
+
+HX_NEON_INLINE float hx_neon_q80_q40_d(const char *x, int64_t i, int q4)
+{
+    return hx_fp16_to_fp32(q4 ? ((const hx_block_q4_0 *)x)[i].d : ((const hx_block_q8_0 *)x)[i].d);
+}
+
+/* acc[r][t] += the products of block i (the dots' per-block step). */
+HX_NEON_INLINE void hx_neon_q80_q40_blk2x2(const char *const x[2], const hx_block_q8a *const y[2],
+                                           int64_t i, int q4, float32x4_t acc[2][2],
+                                           hx_neon_dot16_fn dot16)
+{
+    for (int r = 0; r < 2; r++) {
+        int8x16_t w[2];
+        hx_neon_q80_q40_bytes(x[r], i, q4, w);
+        const float d = hx_neon_q80_q40_d(x[r], i, q4);
+        for (int t = 0; t < 2; t++) {
+            int32x4_t p = hx_neon_dot32(dot16, w[0], w[1], y[t][i].qs);
+            if (q4) p = vsetq_lane_s32(vgetq_lane_s32(p, 0) - 8 * y[t][i].s, p, 0);
+            acc[r][t] = vfmaq_n_f32(acc[r][t], vcvtq_f32_s32(p), d * y[t][i].d);
+        }
+    }
+}
+
+/* out[r*ldo + t] for two rows and two tokens. */
+HX_NEON_INLINE void hx_neon_q80_q40_2x2(int64_t n, const char *const x[2],
+                                        const hx_block_q8a *const y[2], int q4, float *out,
+                                        size_t ldo, hx_neon_dot16_fn dot16)
+{
+    float32x4_t a0[2][2], a1[2][2];
+    for (int r = 0; r < 2; r++)
+        for (int t = 0; t < 2; t++) a0[r][t] = a1[r][t] = vdupq_n_f32(0);
+    int64_t nb = n / HX_QK, i = 0;
+    if (q4) { /* the Q4_0 dot: one chain */
+        for (; i < nb; i++) hx_neon_q80_q40_blk2x2(x, y, i, 1, a0, dot16);
+    } else { /* the Q8_0 dot: even blocks in one chain, odd in another */
+        for (; i + 2 <= nb; i += 2) {
+            hx_neon_q80_q40_blk2x2(x, y, i, 0, a0, dot16);
+            hx_neon_q80_q40_blk2x2(x, y, i + 1, 0, a1, dot16);
+        }
+        if (i < nb) hx_neon_q80_q40_blk2x2(x, y, i, 0, a0, dot16);
+    }
+    for (int r = 0; r < 2; r++)
+        for (int t = 0; t < 2; t++)
+            out[(size_t)r * ldo + t] =
+                q4 ? vaddvq_f32(a0[r][t]) : vaddvq_f32(vaddq_f32(a0[r][t], a1[r][t]));
+}
+
+/* The gemm (kernels_impl.h) over pairs of rows and tokens; a last odd row
+ * or token goes through the level's own dot. */
+HX_NEON_INLINE void hx_neon_gemm_q80_q40(int64_t n, const void *w, size_t ws, int nr,
+                                         const void *const *a, int nt, float *out,
+                                         size_t ldo, int q4, hx_dot_fn dot,
+                                         hx_neon_dot16_fn dot16)
+{
+    int t = 0;
+    for (; t + 2 <= nt; t += 2) {
+        const hx_block_q8a *y[2] = {a[t], a[t + 1]};
+        int r = 0;
+        for (; r + 2 <= nr; r += 2) {
+            const char *x[2] = {(const char *)w + (size_t)r * ws,
+                                (const char *)w + (size_t)(r + 1) * ws};
+            hx_neon_q80_q40_2x2(n, x, y, q4, out + (size_t)r * ldo + t, ldo, dot16);
+        }
+        for (; r < nr; r++)
+            for (int k = 0; k < 2; k++)
+                dot(n, out + (size_t)r * ldo + t + k, (const char *)w + (size_t)r * ws, a[t + k]);
+    }
+    for (; t < nt; t++)
+        for (int r = 0; r < nr; r++)
+            dot(n, out + (size_t)r * ldo + t, (const char *)w + (size_t)r * ws, a[t]);
 }
 
 #endif /* __aarch64__ */

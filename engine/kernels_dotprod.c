@@ -41,6 +41,18 @@ static void dot_q6_K_dp(int64_t n, float *out, const void *w, const void *a)
     hx_neon_dot_q6_K(n, out, w, a, sdot16);
 }
 
+static void gemm_q8_0_dp(int64_t n, const void *w, size_t ws, int nr,
+                         const void *const *a, int nt, float *out, size_t ldo)
+{
+    hx_neon_gemm_q80_q40(n, w, ws, nr, a, nt, out, ldo, 0, dot_q8_0_dp, sdot16);
+}
+
+static void gemm_q4_0_dp(int64_t n, const void *w, size_t ws, int nr,
+                         const void *const *a, int nt, float *out, size_t ldo)
+{
+    hx_neon_gemm_q80_q40(n, w, ws, nr, a, nt, out, ldo, 1, dot_q4_0_dp, sdot16);
+}
+
 void hx_kernels_fill_dotprod(hx_kernels *k)
 {
     k->dot[HX_TYPE_Q8_0] = dot_q8_0_dp;
@@ -48,6 +60,8 @@ void hx_kernels_fill_dotprod(hx_kernels *k)
     k->dot[HX_TYPE_Q4_K] = dot_q4_K_dp;
     k->dot[HX_TYPE_Q5_K] = dot_q5_K_dp;
     k->dot[HX_TYPE_Q6_K] = dot_q6_K_dp;
+    k->gemm[HX_TYPE_Q8_0] = gemm_q8_0_dp;
+    k->gemm[HX_TYPE_Q4_0] = gemm_q4_0_dp;
 }
 
 #else /* not aarch64 */
