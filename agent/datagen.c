@@ -585,7 +585,7 @@ static const kind_def kinds[] = {
          "Check my calendar for {when}", "What's planned {when}?",
          "Tell me what I have on {when}", "Do I have anything {when}?", "My agenda {when}?",
          "Give me my schedule {when}", "Which meetings are {when}?", "Read me my calendar {when}",
-         "Is anything booked {when}?"),
+         "What meetings do I have {when}?"),
      b_list},
     {"find_slots", HX_CAT_SINGLE, 1.0,
      TPL("Find a {durp} slot {when}", "When am I free for {durn} {when}?",
