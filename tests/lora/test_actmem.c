@@ -6,6 +6,7 @@
 
 #include "lora/train_int.h"
 #include "test.h"
+#include "trainer_fill.h"
 
 static char tmpdir[256];
 
@@ -64,16 +65,6 @@ static double worst_nmse(const hx_trainer *tr, const float *ref, const float *go
         if (e > worst) worst = e;
     }
     return worst;
-}
-
-static void randomize(hx_trainer *tr, float scale)
-{
-    uint64_t s = 99;
-    float *P = hx_trainer_params(tr);
-    for (size_t i = 0; i < hx_trainer_n_params(tr); i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        P[i] += scale * (((s >> 40) / 16777216.0f) - 0.5f);
-    }
 }
 
 /* Full training: recomputed layers give the saved-activation gradients

@@ -6,6 +6,7 @@
 
 #include "lora/lora.h"
 #include "test.h"
+#include "trainer_fill.h"
 
 static char tmpdir[256];
 
@@ -167,18 +168,6 @@ static hx_train_config tiny(void)
     c.head_dim = 8;
     c.n_ff = 32;
     return c;
-}
-
-/* Gains of 1 and N(0, 0.02) weights give tiny gradients for the deep
- * parameters; larger random weights exercise every path. */
-static void randomize(hx_trainer *tr, float scale)
-{
-    uint64_t s = 99;
-    float *P = hx_trainer_params(tr);
-    for (size_t i = 0; i < hx_trainer_n_params(tr); i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        P[i] += scale * (((s >> 40) / 16777216.0f) - 0.5f);
-    }
 }
 
 static void test_full_model(void)
