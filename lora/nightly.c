@@ -683,23 +683,16 @@ static int check_memory(const hx_trainer *tr, const hx_nightly_params *p,
     return HX_OK;
 }
 
-static int train_and_gate(hx_trainer *tr, const hx_nightly_params *p,
+/* base_id: hx_model_identity of p->model, taken where it was loaded. */
+static int train_and_gate(hx_trainer *tr, const hx_nightly_params *p, const char *base_id,
                           const hx_nightly_data *tr_d, const hx_nightly_data *ho,
                           hx_nightly_report *r, hx_err *err)
 {
-    char base_id[65], key[65], ckpt[4200];
+    char key[65], ckpt[4200];
     int rc = check_memory(tr, p, ho, r, err);
     if (!rc) rc = hx_mkdirs(p->work_dir, err);
     snprintf(ckpt, sizeof ckpt, "%s/nightly.ckpt", p->work_dir);
     if (!rc) rc = heldout_loss(tr, ho, &r->loss_before, err); /* B = 0: the base */
-    if (!rc) {
-        hx_model *m = NULL;
-        hx_model_params mp = hx_model_default_params();
-        mp.no_vocab = 1;
-        rc = hx_model_load(p->model, &mp, &m, err);
-        if (!rc) hx_model_identity(m, base_id);
-        hx_model_free(m);
-    }
     if (!rc) run_key(p, base_id, tr_d, key);
     if (!rc) rc = resume(tr, p->work_dir, key, r, p->log, err);
     if (!rc) rc = train_chunks(tr, p, tr_d, ckpt, r, err);
@@ -745,8 +738,9 @@ static int fit_seq_len(const hx_nightly_params *p, int n_ctx, const hx_nightly_d
 
 /* Trains on the episodes fitted into the training windows (a long
  * episode's assistant turns each in a window with its head). */
-static int run_with_data(const hx_nightly_params *p, const hx_nightly_data *tr_d,
-                         const hx_nightly_data *ho, hx_nightly_report *r, hx_err *err)
+static int run_with_data(const hx_nightly_params *p, const char *base_id,
+                         const hx_nightly_data *tr_d, const hx_nightly_data *ho,
+                         hx_nightly_report *r, hx_err *err)
 {
     hx_trainer *tr = NULL;
     hx_nightly_data wt, wh;
@@ -768,7 +762,7 @@ static int run_with_data(const hx_nightly_params *p, const hx_nightly_data *tr_d
                 "held out), %d of them longer, cut into windows at their assistant turns "
                 "(%d + %d)\n", q.train.seq_len, tr_d->n_docs, ho->n_docs, r->docs_cut,
                 wt.n_docs, wh.n_docs);
-    if (!rc) rc = train_and_gate(tr, &q, &wt, &wh, r, err);
+    if (!rc) rc = train_and_gate(tr, &q, base_id, &wt, &wh, r, err);
     hx_nightly_data_free(&wt), hx_nightly_data_free(&wh);
     hx_trainer_free(tr);
     return rc;
@@ -784,7 +778,9 @@ int hx_nightly_run(const hx_nightly_params *p, hx_nightly_report *r,
     if (!may_run(p, r->reason, sizeof r->reason))
         return hx_err_set(err, HX_ERR_STATE, "%s", r->reason);
     hx_model *m = NULL;
+    char base_id[65] = "";
     int rc = hx_model_load(p->model, NULL, &m, err);
+    if (!rc) hx_model_identity(m, base_id);
     if (!rc && !hx_model_vocab(m))
         rc = hx_err_set(err, HX_ERR_FORMAT, "%s has no tokenizer", p->model);
     hx_nightly_data tr_d, ho;
@@ -800,7 +796,7 @@ int hx_nightly_run(const hx_nightly_params *p, hx_nightly_report *r,
                             "held-out episodes; needs at least %d and 1", tr_d.n_episodes,
                             ho.n_episodes, p->min_train);
     }
-    if (!rc) rc = run_with_data(p, &tr_d, &ho, r, err);
+    if (!rc) rc = run_with_data(p, base_id, &tr_d, &ho, r, err);
     if (rc == HX_ERR_CANCELLED) hx_err_set(err, rc, "nightly: paused, %s", r->reason);
     if (p->log && r->reason[0]) fprintf(p->log, "nightly: %s\n", r->reason);
     hx_nightly_data_free(&tr_d);
