@@ -187,10 +187,47 @@ void hx_world_person(hx_rng *r, int split, hx_wperson *p)
     }
 }
 
+/* Whether s is an entry of the topic list (of either split). */
+static int is_list_topic(const char *s)
+{
+    for (int i = 0; i < N_OF(topics); i++)
+        if (!strcmp(topics[i], s)) return 1;
+    return 0;
+}
+
+/* A training topic of another shape than "<word> project": two made-up
+ * words, or the first word of one training topic with the last of
+ * another ("security shoot"), never a list entry. Held-out topics are
+ * list entries or "<word> project", so a model that only ever copied
+ * "<word> project" turns "legal review" into "legal plan". */
+static void mixed_topic(hx_rng *r, char *buf, size_t n)
+{
+    char a[24], b[24];
+    do {
+        if (hx_rng_chance(r, 0.5)) {
+            hx_world_word(r, HX_SPLIT_TRAIN, a, sizeof a);
+            hx_world_word(r, HX_SPLIT_TRAIN, b, sizeof b);
+        } else {
+            const char *x = pick_split(r, topics, N_OF(topics), HX_SPLIT_TRAIN);
+            const char *y = pick_split(r, topics, N_OF(topics), HX_SPLIT_TRAIN);
+            const char *sp = strchr(x, ' '), *yl = strrchr(y, ' ');
+            snprintf(a, sizeof a, "%.*s", sp ? (int)(sp - x) : (int)strlen(x), x);
+            snprintf(b, sizeof b, "%s", yl ? yl + 1 : y);
+        }
+        lower_ascii(a);
+        lower_ascii(b);
+        snprintf(buf, n, "%s %s", a, b);
+    } while (is_list_topic(buf) || !strcmp(a, b));
+}
+
 void hx_world_topic(hx_rng *r, int split, char *buf, size_t n)
 {
     if (hx_rng_chance(r, list_share(split) + 0.1)) {
         snprintf(buf, n, "%s", pick_split(r, topics, N_OF(topics), split));
+        return;
+    }
+    if (split == HX_SPLIT_TRAIN && hx_rng_chance(r, 0.5)) {
+        mixed_topic(r, buf, n);
         return;
     }
     char w[24];
