@@ -118,6 +118,11 @@ int main(int argc, char **argv)
         name = name ? name + 1 : argv[0];
         snprintf(dir, sizeof dir, "tests/fuzz/corpus/%s", name);
         corpus_add(&c, dir);
+        if (!c.n) {
+            /* a run that silently fuzzes one empty input checks nothing */
+            printf("FAIL fuzz: no seed files in %s (run from the repository root)\n", dir);
+            return 1;
+        }
     }
     if (!c.n) {
         c.data = malloc(sizeof *c.data);
