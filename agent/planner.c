@@ -320,6 +320,25 @@ static int parse_llama(const char *text, char **content, pcall *c)
     return 1;
 }
 
+/* Where a tagged call's body ends: *close at its closing tag, or NULL.
+ * The grammar's call is a JSON value, whitespace, then "</tool_call>", so
+ * a "</tool_call>" inside a JSON string is text: the body runs to the end
+ * of the value when the tag follows it. Only a body that is not JSON
+ * (malformed anyway) ends at the first closing tag. */
+static size_t call_body(const char *body, const char **close)
+{
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithOpts(body, &end, 0);
+    const char *after = j ? end + strspn(end, " \t\r\n") : NULL;
+    cJSON_Delete(j);
+    if (after && !strncmp(after, CLOSE_TAG, strlen(CLOSE_TAG))) {
+        *close = after;
+        return (size_t)(end - body);
+    }
+    *close = strstr(body, CLOSE_TAG);
+    return *close ? (size_t)(*close - body) : strlen(body);
+}
+
 /* Splits text into the content before the first call and the calls. */
 static int parse_turn(int llama, const char *text, char **content, pcall *calls, int max)
 {
@@ -328,11 +347,11 @@ static int parse_turn(int llama, const char *text, char **content, pcall *calls,
     int n = 0;
     *content = trimmed(text, open ? (size_t)(open - text) : strlen(text));
     while (open && n < max) {
-        const char *body = open + strlen(OPEN_TAG);
-        const char *close = strstr(body, CLOSE_TAG);
+        const char *body = open + strlen(OPEN_TAG), *close = NULL;
+        size_t len = call_body(body, &close);
         pcall *c = &calls[n++];
         memset(c, 0, sizeof *c);
-        parse_one(body, close ? (size_t)(close - body) : strlen(body), c);
+        parse_one(body, len, c);
         if (!close) {
             snprintf(c->error, sizeof c->error, "the call has no closing </tool_call>");
             cJSON_Delete(c->fn);

@@ -198,6 +198,62 @@ static void test_malformed_call(void)
     world_close(&w);
 }
 
+/* Regression (agent-eval, hearth-tiny: 329/330 and 325/327 schema-valid):
+ * the model wrote "}}</tool_call>" inside a string value. The tool-call
+ * grammar allows that (it is string text), but the planner cut the call at
+ * the first "</tool_call>" and counted a malformed call. Whatever the
+ * grammar accepts, the planner must read as the call the grammar saw. */
+static void test_close_tag_inside_string(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *call =
+        "<tool_call>{\"name\": \"calendar.find_slots\", \"arguments\": {\"duration_minutes\": "
+        "60, \"range\": \"on Monday morning\", \"attendees\": [\"dveragner@shoufy.eu\", \"pe: "
+        "0}}</tool_call></tool_call> listing\", \"shaiklufun@tyshain.com\"], \"count\": "
+        "3}}</tool_call>";
+    /* the grammar the agent decodes with accepts the text as one call */
+    hx_tool_spec *specs = NULL;
+    int n = hx_agent_tool_specs(w.reg, NULL, NULL, &specs);
+    hx_grammar_params gp = hx_grammar_default_params();
+    gp.generation = 1;
+    hx_grammar *g = NULL;
+    hx_err err = {0};
+    ASSERT(n > 0 && hx_grammar_tool_calls(specs, n, HX_TOOLS_LAZY, &gp, &g, &err) == HX_OK);
+    hx_matcher *m = hx_matcher_new(g, NULL);
+    ASSERT(m);
+    EXPECT_EQ_INT(hx_matcher_feed(m, call, strlen(call)), HX_OK);
+    EXPECT(hx_matcher_can_end(m));
+    hx_matcher_free(m);
+    hx_grammar_free(g);
+    free(specs);
+    /* so the planner runs it, with the string whole, and it is valid */
+    const char *turns[] = {call, "Done."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 2, "find an hour on Monday", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "calls"), 0);
+    const cJSON *args = cJSON_GetObjectItem(c0, "arguments");
+    const cJSON *att = cJSON_GetObjectItem(args, "attendees");
+    EXPECT_EQ_INT(cJSON_GetArraySize(att), 3);
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetArrayItem(att, 1)),
+                  "pe: 0}}</tool_call></tool_call> listing");
+    EXPECT(world_args_valid(&w, "calendar.find_slots", args));
+    EXPECT_STR_EQ(tstr(t, "answer"), "Done.");
+    done(&s, t, &ss);
+    /* a body that is not JSON still ends at the first closing tag */
+    const char *bad[] = {"<tool_call>{\"name\": \"x\", </tool_call> \"y\"}</tool_call>", "Sorry."};
+    EXPECT_EQ_INT(run_script(&w, bad, 2, "what is on?", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(call_status(t, 0), "malformed");
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "calls")), 1);
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 /* A tool's error is fed back; the model retries with other arguments; an
  * unknown tool is an error too. */
 static void test_tool_error_then_retry(void)
@@ -587,6 +643,7 @@ int main(void)
 {
     RUN(test_multi_call_turn);
     RUN(test_malformed_call);
+    RUN(test_close_tag_inside_string);
     RUN(test_tool_error_then_retry);
     RUN(test_refusal);
     RUN(test_yes_writes);
