@@ -9,7 +9,10 @@
  * more is much slower on an oversubscribed machine, as ggml's threads spin);
  * HXREF_KV=f16 uses llama.cpp's default F16 KV cache, HXREF_KV=q8_0 its
  * 8-bit one (needs HXREF_FLASH=1) (default here: f32, the exact
- * reference); HXREF_FLASH=1 enables flash attention (default off). */
+ * reference); HXREF_FLASH=1 enables flash attention (default off);
+ * HXREF_REPACK=0 turns off llama.cpp's load-time weight repacking (its
+ * extra buffer types), which keeps a second copy of most weights: for
+ * checking a model near the machine's memory size (default on). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -89,21 +92,22 @@ static void load_reference(void)
     p_llama_backend_init();
 }
 
+static int env_int(const char *name, int def)
+{
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : def;
+}
+
 /* vocab_only for tokenizing: the vocab GGUF files have no tensors. */
 static struct llama_model *load_model(const char *path, int vocab_only)
 {
     struct llama_model_params mp = p_llama_model_default_params();
     mp.n_gpu_layers = 0;
     mp.vocab_only = vocab_only != 0;
+    mp.use_extra_bufts = env_int("HXREF_REPACK", 1) != 0;
     struct llama_model *m = p_llama_model_load_from_file(path, mp);
     if (!m) die("cannot load model %s (HXREF_VERBOSE=1 shows why)", path);
     return m;
-}
-
-static int env_int(const char *name, int def)
-{
-    const char *v = getenv(name);
-    return v && *v ? atoi(v) : def;
 }
 
 /* A context for n tokens, all in one batch. */
