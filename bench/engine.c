@@ -69,6 +69,7 @@ typedef struct opts {
     int threads[4], n_threads;
     const char *rows;     /* comma list of row ids, or NULL: the default set */
     char cache[1024], hxref[1024], readme_path[1024];
+    char args[1024];      /* the arguments as given, for the report's command line */
 } opts;
 
 static void usage(FILE *f)
@@ -93,6 +94,10 @@ static int parse_opts(int argc, char **argv, opts *o)
     snprintf(o->readme_path, sizeof o->readme_path, "bench/README.md");
     if (hx_path_cache(o->cache, sizeof o->cache - 32) < 0) return -1;
     strcat(o->cache, "/bench-models");
+    for (int i = 1; i < argc; i++) {
+        size_t k = strlen(o->args);
+        snprintf(o->args + k, sizeof o->args - k, " %s", argv[i]);
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--big")) o->big = 1;
@@ -545,10 +550,11 @@ static void write_report(const report *R, hx_buf *b)
                           rp >= 1.2 ? "pass" : "FAIL", rp, rss_ok ? "pass" : "FAIL");
         }
     }
-    hx_buf_printf(b, "\nCommand: `make bench-engine` (`nice build/bench/engine --reps %d%s`; "
+    hx_buf_printf(b, "\nCommand: `make bench-engine%s%s%s` (`nice build/bench/engine%s`; "
                      "--big adds the 30B-A3B row, an 18.6 GB file).\n"
                      "<!-- bench-engine:end -->\n",
-                  o->reps, o->big ? " --big" : "");
+                  *o->args ? " ARGS=\"" : "", *o->args ? o->args + 1 : "", *o->args ? "\"" : "",
+                  o->args);
 }
 
 /* Replaces the generated section of the README (or appends it). */
