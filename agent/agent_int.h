@@ -202,7 +202,11 @@ void hx_planner_free(hx_planner *pl); /* NULL is a no-op */
  * cJSON_Delete; may be NULL on out of memory) holds {"request", "answer",
  * "status" ("answered", "step limit", "token budget", "time budget",
  * "cancelled", "error"), "outcome", "steps", "tokens", "prompt_tokens",
- * "seconds", "calls": [...], "messages": [...], "episode"}. Returns HX_OK
+ * "seconds", "calls": [...], "not_run": [...], "messages": [...],
+ * "episode"}. "calls" are the calls run, refused or malformed; "not_run"
+ * those a limit stopped before they ran, never sent to a tool: {"name",
+ * "arguments"} of a complete one, or "text" of one cut mid-way, with
+ * "reason" ("cut", "not started") and "limit" (the status). Returns HX_OK
  * when answered, HX_ERR_RANGE (steps, tokens), HX_ERR_TIMEOUT,
  * HX_ERR_CANCELLED, or the source's error; err holds the message. */
 int hx_planner_run(hx_planner *pl, const char *request,
@@ -440,6 +444,7 @@ int hx_dg_engine_source_with(hx_model *m, const hx_tools *reg, int family, int n
                              int n_adapters, hx_source *out, hx_err *err);
 /* The evaluation log's line for a run: {"id", "category", "kind",
  * "request", "pass", "reason", "calls": [{"name", "arguments", "status"}],
+ * "not_run" (the trace's),
  * "answer", "status", "steps", "tokens", "seconds"}. Caller frees. */
 cJSON *hx_dg_eval_record(const cJSON *task, const cJSON *trace, int pass, const char *why);
 

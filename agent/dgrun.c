@@ -137,6 +137,7 @@ cJSON *hx_dg_eval_record(const cJSON *task, const cJSON *trace, int pass, const 
         cJSON_AddItemToArray(calls, o);
     }
     cJSON_AddItemToObject(r, "calls", calls);
+    cJSON_AddItemToObject(r, "not_run", cJSON_Duplicate(cJSON_GetObjectItem(trace, "not_run"), 1));
     const char *k3[] = {"answer", "status", "steps", "tokens", "seconds"};
     for (int i = 0; i < 5; i++) cJSON_AddItemToObject(r, k3[i], cJSON_Duplicate(cJSON_GetObjectItem(trace, k3[i]), 1));
     return r;

@@ -32,6 +32,7 @@ typedef struct run {
     char *final;    /* the plain-text answer turn (owned) */
     char *partial;  /* the turn a limit cut short (owned), not kept */
     const char *status;
+    cJSON *not_run; /* calls a limit stopped before they ran (trace) */
 } run;
 
 hx_planner_params hx_planner_default_params(void)
@@ -524,6 +525,26 @@ static int gen_fitting(run *r, int choice, const hx_tpl_opts *o, hx_buf *prompt,
     return rc;
 }
 
+/* A call a limit stopped before it ran: a complete one (c) after an
+ * earlier call of its turn, or one cut mid-way (the turn's text from its
+ * start). It never reaches the policy, the tool or the audit trail, and is
+ * not among the trace's "calls" (those the agent ran or refused, and the
+ * malformed ones); the trace lists it under "not_run", with the limit. */
+static void not_run(run *r, const pcall *c, const char *cut)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (c && c->fn) {
+        cJSON_AddStringToObject(o, "name", cJSON_GetObjectItem(c->fn, "name")->valuestring);
+        cJSON_AddItemToObject(o, "arguments", cJSON_Duplicate(cJSON_GetObjectItem(c->fn, "arguments"), 1));
+    } else if (c) {
+        cJSON_AddStringToObject(o, "name", c->name[0] ? c->name : "(malformed)");
+    }
+    if (cut) cJSON_AddStringToObject(o, "text", cut);
+    cJSON_AddStringToObject(o, "reason", cut ? "cut" : "not started");
+    cJSON_AddStringToObject(o, "limit", strcmp(r->status, "answered") ? r->status : "error");
+    cJSON_AddItemToArray(r->not_run, o);
+}
+
 /* One model turn and its calls; *answered = 1 on a plain-text answer. */
 static int step(run *r, int choice, int *answered, hx_err *err)
 {
@@ -540,6 +561,8 @@ static int step(run *r, int choice, int *answered, hx_err *err)
     if (rc) {
         free(r->partial);
         r->partial = hx_buf_steal(&text, NULL);
+        const char *call = r->partial ? calls_start(is_llama(r), r->partial) : NULL;
+        if (call) not_run(r, NULL, call);
         return rc;
     }
     pcall calls[HX_AGENT_MAX_CALLS];
@@ -552,6 +575,7 @@ static int step(run *r, int choice, int *answered, hx_err *err)
     for (int i = 0; i < n; i++) {
         if (!rc) rc = check_limits(r, err);
         if (!rc) handle_call(r, &calls[i]);
+        else not_run(r, &calls[i], NULL);
         cJSON_Delete(calls[i].fn);
     }
     free(content);
@@ -619,6 +643,8 @@ static cJSON *make_trace(run *r, const char *request, const char *outcome,
     cJSON_AddNumberToObject(t, "seconds", hx_time_mono() - r->t0);
     cJSON_AddItemToObject(t, "calls", r->calls);
     r->calls = NULL;
+    cJSON_AddItemToObject(t, "not_run", r->not_run);
+    r->not_run = NULL;
     cJSON_AddItemToObject(t, "messages", cJSON_Duplicate(msgs, 1));
     return t;
 }
@@ -662,12 +688,16 @@ static int loop(run *r, hx_err *err)
 int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
                    cJSON **trace, hx_err *err)
 {
-    run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, NULL, NULL, "answered"};
+    run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, NULL, NULL, "answered",
+             cJSON_CreateArray()};
     int64_t started = hx_now(NULL);
     int n0 = cJSON_GetArraySize(pl->msgs);
     *trace = NULL;
-    if (!r.calls || push_start(pl, n0 ? n0 : 1))
+    if (!r.calls || !r.not_run || push_start(pl, n0 ? n0 : 1)) {
+        cJSON_Delete(r.calls);
+        cJSON_Delete(r.not_run);
         return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    }
     set_system(pl, request);
     add_msg(pl->msgs, "user", request);
     int rc = loop(&r, err);
@@ -685,6 +715,7 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
     if (*trace) cJSON_AddNumberToObject(*trace, "episode", (double)id);
     cJSON_Delete(ep_msgs);
     cJSON_Delete(r.calls);
+    cJSON_Delete(r.not_run);
     hx_buf_free(&r.answer);
     free(r.final);
     free(r.partial);

@@ -24,6 +24,7 @@ typedef struct opts {
 typedef struct tally {
     int n[HX_CAT_COUNT], pass[HX_CAT_COUNT];
     int sched_n, sched_pass, calls, valid;
+    int not_run; /* calls a budget cut or stopped: never sent, not in calls */
     int fail_tool, fail_args; /* failed tasks by kind of failure */
 } tally;
 
@@ -99,6 +100,7 @@ static int run_task(const opts *o, const cJSON *task, hx_model *m, int family, c
         if (c >= 0) t->n[c]++, t->pass[c] += pass;
         t->sched_n += sched;
         t->sched_pass += sched && pass;
+        t->not_run += cJSON_GetArraySize(cJSON_GetObjectItem(r, "not_run"));
         if (!pass && same_tools(task, r)) t->fail_args++;
         else if (!pass) t->fail_tool++;
         char *s = cJSON_PrintUnformatted(r);
@@ -137,6 +139,8 @@ static void report(const tally *t, double secs, int n_tasks)
     printf("  all      %4d/%-4d %5.1f%%\n", pass, all, all ? 100.0 * pass / all : 0.0);
     printf("  schema-valid calls %d/%d %.1f%%\n", t->valid, t->calls,
            t->calls ? 100.0 * t->valid / t->calls : 100.0);
+    printf("  calls not run: %d (cut mid-way or stopped by a budget: never sent to a tool, "
+           "not counted above)\n", t->not_run);
     printf("  failed: %d with other tools than the oracle's, %d with the same tools "
            "(arguments or answer wrong)\n", t->fail_tool, t->fail_args);
 }

@@ -254,6 +254,51 @@ static void test_close_tag_inside_string(void)
     world_close(&w);
 }
 
+/* A call the token budget cuts mid-way is never sent: no tool run, no
+ * audit line, not among the trace's calls (so not counted valid or
+ * invalid), but listed under "not_run" with the limit and its text. */
+static void test_budget_cuts_call(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {"Looking.<tool_call>{\"name\": \"calendar.create_event\", \"arguments\": "
+                           "{\"title\": \"Budget review\", \"start\": \"tomorrow 10:00\", "
+                           "\"duration_minutes\": 30}}</tool_call>"};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    hx_planner_params p = hx_planner_default_params();
+    p.max_tokens = 12; /* 3 bytes a token: the budget ends inside the call */
+    EXPECT_EQ_INT(run_script(&w, turns, 1, "book it", &p, &s, &t, &ss), HX_ERR_RANGE);
+    ASSERT(t);
+    EXPECT_STR_EQ(tstr(t, "status"), "token budget");
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "calls")), 0);
+    EXPECT_STR_EQ(s.calls, "");
+    EXPECT_EQ_INT(s.n_results, 0);
+    EXPECT_EQ_INT(count_lines(w.audit, "calendar.create_event", NULL), 0);
+    const cJSON *nr = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "not_run"), 0);
+    ASSERT(nr);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "not_run")), 1);
+    EXPECT_STR_EQ(tstr(nr, "reason"), "cut");
+    EXPECT_STR_EQ(tstr(nr, "limit"), "token budget");
+    EXPECT(tstr(nr, "text") && strstr(tstr(nr, "text"), "<tool_call>{\"name\": \"cal") == tstr(nr, "text"));
+    /* the eval's log line carries it; its call count does not */
+    cJSON *rec = hx_dg_eval_record(t, t, 0, "x");
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(rec, "not_run")), 1);
+    cJSON_Delete(rec);
+    done(&s, t, &ss);
+
+    /* a run that finishes its calls lists none */
+    const char *ok[] = {"<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {}}</tool_call>",
+                        "Nothing."};
+    EXPECT_EQ_INT(run_script(&w, ok, 2, "what is on?", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "not_run")), 0);
+    EXPECT(cJSON_IsArray(cJSON_GetObjectItem(t, "not_run")));
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 /* A tool's error is fed back; the model retries with other arguments; an
  * unknown tool is an error too. */
 static void test_tool_error_then_retry(void)
@@ -644,6 +689,7 @@ int main(void)
     RUN(test_multi_call_turn);
     RUN(test_malformed_call);
     RUN(test_close_tag_inside_string);
+    RUN(test_budget_cuts_call);
     RUN(test_tool_error_then_retry);
     RUN(test_refusal);
     RUN(test_yes_writes);
