@@ -517,9 +517,13 @@ AVX512 static inline __attribute__((always_inline)) __m256i q6_K_isum(
     const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
     __m256i scs = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
     __m256i isum = _mm256_setzero_si256();
+    /* both halves' scales up front: vpermq needs an immediate, which
+     * "h ? 0xee : 0x44" is only once the loop is unrolled (not at -O1) */
+    const __m256i scbs[2] = {_mm256_permute4x64_epi64(scs, 0x44),
+                             _mm256_permute4x64_epi64(scs, 0xee)};
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
-        __m256i scb = _mm256_permute4x64_epi64(scs, h ? 0xee : 0x44);
+        __m256i scb = scbs[h];
         const uint8_t *ql = x->ql + 64 * h;
         __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
         __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
