@@ -1,7 +1,7 @@
 /* gemm.c: the F32 matrix product of training, C (=|+=) alpha op(A) op(B):
  * operands read in place or packed into zero-padded panels, register-blocked
- * micro-kernels (AVX-512 12x32, AVX2 6x16, scalar 4x16), threads over tiles. */
-#include <immintrin.h>
+ * micro-kernels (AVX-512 12x32, AVX2 6x16, NEON 8x12, scalar 4x16), threads
+ * over tiles. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -9,6 +9,15 @@
 
 #include "engine/kernels.h"
 #include "lora/train_int.h"
+
+/* The AVX kernels are x86-64 code, the NEON kernel aarch64 code; each
+ * architecture compiles only its own (the ISA levels 1 and 2 mean AVX2 and
+ * AVX-512 on x86-64, NEON and NEON+SDOT on aarch64). */
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
 
 /* Every output is alpha times one sum over k in increasing order (plus C
  * when accumulating), whatever the thread count or tile a thread takes, so
@@ -38,6 +47,24 @@ typedef void (*kernel_fn)(int k, const kop *o, float *c, int ldc, int mr,
 
 /* ---- micro-kernels ---- */
 
+/* Stores the corner of a tile held in an array (AVX2, NEON and scalar), or
+ * the whole tile to ks.t when not the last block. */
+static void store_tile(const float *t, int MR, int NR, float *c, int ldc,
+                       int mr, int nr, float alpha, int acc, kstep ks)
+{
+    if (!ks.last) {
+        memcpy(ks.t, t, (size_t)MR * NR * sizeof(float));
+        return;
+    }
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) {
+            float *y = c + (size_t)i * ldc + j;
+            const float v = t[i * NR + j] * alpha;
+            *y = acc ? *y + v : v;
+        }
+}
+
+#if defined(__x86_64__)
 __attribute__((target("avx512f"))) static inline void
 init512(__m512 s[12][2], kstep ks)
 {
@@ -117,23 +144,6 @@ kern_avx512_rows(int k, const kop *o, float *c, int ldc, int mr, int nr,
     store512(s, c, ldc, mr, nr, alpha, acc, ks);
 }
 
-/* Stores the corner of a tile held in an array (AVX2 and scalar), or the
- * whole tile to ks.t when not the last block. */
-static void store_tile(const float *t, int MR, int NR, float *c, int ldc,
-                       int mr, int nr, float alpha, int acc, kstep ks)
-{
-    if (!ks.last) {
-        memcpy(ks.t, t, (size_t)MR * NR * sizeof(float));
-        return;
-    }
-    for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++) {
-            float *y = c + (size_t)i * ldc + j;
-            const float v = t[i * NR + j] * alpha;
-            *y = acc ? *y + v : v;
-        }
-}
-
 __attribute__((target("avx2,fma"))) static void
 kern_avx2(int k, const kop *o, float *c, int ldc, int mr, int nr, float alpha,
           int acc, kstep ks)
@@ -160,6 +170,36 @@ kern_avx2(int k, const kop *o, float *c, int ldc, int mr, int nr, float alpha,
     }
     store_tile(t, 6, 16, c, ldc, mr, nr, alpha, acc, ks);
 }
+#endif /* __x86_64__ */
+
+#if defined(__aarch64__)
+/* 8 rows x 12 columns: 24 accumulators, A's 8 values of a step in two
+ * vectors (ra == 1), each multiplied by lane into B's three. */
+static void kern_neon(int k, const kop *o, float *c, int ldc, int mr, int nr,
+                      float alpha, int acc, kstep ks)
+{
+    float32x4_t s[8][3];
+    for (int i = 0; i < 8; i++)
+        for (int v = 0; v < 3; v++)
+            s[i][v] = ks.first ? vdupq_n_f32(0) : vld1q_f32(ks.t + 12 * i + 4 * v);
+    const float *ap = o->a, *bp = o->b;
+    for (int p = 0; p < k; p++, ap += o->sa, bp += o->sb) {
+        const float32x4_t b0 = vld1q_f32(bp), b1 = vld1q_f32(bp + 4), b2 = vld1q_f32(bp + 8);
+        const float32x4_t a0 = vld1q_f32(ap), a4 = vld1q_f32(ap + 4);
+#define HX_NEON_ROW(i, av, l)                            \
+    s[i][0] = vfmaq_laneq_f32(s[i][0], b0, av, l);       \
+    s[i][1] = vfmaq_laneq_f32(s[i][1], b1, av, l);       \
+    s[i][2] = vfmaq_laneq_f32(s[i][2], b2, av, l);
+        HX_NEON_ROW(0, a0, 0) HX_NEON_ROW(1, a0, 1) HX_NEON_ROW(2, a0, 2) HX_NEON_ROW(3, a0, 3)
+        HX_NEON_ROW(4, a4, 0) HX_NEON_ROW(5, a4, 1) HX_NEON_ROW(6, a4, 2) HX_NEON_ROW(7, a4, 3)
+#undef HX_NEON_ROW
+    }
+    float t[8 * 12];
+    for (int i = 0; i < 8; i++)
+        for (int v = 0; v < 3; v++) vst1q_f32(t + 12 * i + 4 * v, s[i][v]);
+    store_tile(t, 8, 12, c, ldc, mr, nr, alpha, acc, ks);
+}
+#endif /* __aarch64__ */
 
 static void kern_scalar(int k, const kop *o, float *c, int ldc, int mr, int nr,
                         float alpha, int acc, kstep ks)
@@ -179,9 +219,21 @@ typedef struct isa_kern {
     kernel_fn rows; /* A read by rows in place, or NULL (A packed) */
 } isa_kern;
 
+/* Per ISA level (engine/kernels.h): on aarch64 NEON and NEON+SDOT alike
+ * (a float product has no use for SDOT). */
+#if defined(__x86_64__)
 static const isa_kern k_kerns[3] = {{4, 16, kern_scalar, NULL},
                                     {6, 16, kern_avx2, NULL},
                                     {12, 32, kern_avx512, kern_avx512_rows}};
+#elif defined(__aarch64__)
+static const isa_kern k_kerns[3] = {{4, 16, kern_scalar, NULL},
+                                    {8, 12, kern_neon, NULL},
+                                    {8, 12, kern_neon, NULL}};
+#else
+static const isa_kern k_kerns[3] = {{4, 16, kern_scalar, NULL},
+                                    {4, 16, kern_scalar, NULL},
+                                    {4, 16, kern_scalar, NULL}};
+#endif
 
 /* ---- packing ---- */
 

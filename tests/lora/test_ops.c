@@ -368,6 +368,9 @@ static void attn_run(float *o, float *lse, float *dq, float *dk, float *dv)
 
 static void test_attention_blocked(void)
 {
+#if !defined(__x86_64__)
+    SKIP("not x86-64: the blocked attention is AVX-512 code");
+#endif
     if (hx_isa_detect() < HX_ISA_AVX512) {
         SKIP("no AVX-512: the blocked attention is not used here");
     }
