@@ -1,6 +1,6 @@
-/* kernels_arm.h: the quantized dots and the Q8_0/Q4_0 two-by-two GEMM
- * shared by kernels_neon.c (NEON widening multiplies) and
- * kernels_dotprod.c (SDOT), aarch64 only. */
+/* kernels_arm.h: the quantized dots and the two-rows-by-two-tokens GEMM
+ * (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) shared by kernels_neon.c (NEON widening
+ * multiplies) and kernels_dotprod.c (SDOT), aarch64 only. */
 #ifndef HX_KERNELS_ARM_H
 #define HX_KERNELS_ARM_H
 
@@ -142,6 +142,21 @@ HX_NEON_INLINE int hx_neon_kq45_isum(const uint8_t *qs, const uint8_t *qh, uint6
     return vaddvq_s32(isum);
 }
 
+/* One Q4_K / Q5_K super-block's float step from its exact integer sums
+ * (dw, dminw the block's scales, dy the activations'); the dot and the
+ * GEMM both take it, so a batch gives exactly one token's numbers. */
+HX_NEON_INLINE float hx_neon_kq45_term(float dw, float dminw, float dy, int isum, int msum)
+{
+    const float d = dw * dy, dmin = dminw * dy;
+    return d * (float)isum - dmin * (float)msum;
+}
+
+/* Q6_K's: the block sum minus the -32 offset, times the scales. */
+HX_NEON_INLINE float hx_neon_q6_term(float dw, float dy, int isum, int offset)
+{
+    return dw * dy * (float)(isum - offset);
+}
+
 /* Q4_K (q5 = 0) or Q5_K (q5 = 1) row against Q8_K activations. */
 HX_NEON_INLINE void hx_neon_dot_kq45(int64_t n, float *out, const void *w, const void *a,
                                      int q5, hx_neon_dot16_fn dot16)
@@ -157,9 +172,9 @@ HX_NEON_INLINE void hx_neon_dot_kq45(int64_t n, float *out, const void *w, const
         hx_k_unpack(q5 ? b5->scales : b4->scales, &sc, &mn);
         int isum = q5 ? hx_neon_kq45_isum(b5->qs, b5->qh, sc, y[i].qs, dot16)
                       : hx_neon_kq45_isum(b4->qs, NULL, sc, y[i].qs, dot16);
-        float d = hx_fp16_to_fp32(q5 ? b5->d : b4->d) * y[i].d;
-        float dmin = hx_fp16_to_fp32(q5 ? b5->dmin : b4->dmin) * y[i].d;
-        s += d * (float)isum - dmin * (float)hx_neon_k_min_term(mn, y[i].bsums);
+        s += hx_neon_kq45_term(hx_fp16_to_fp32(q5 ? b5->d : b4->d),
+                               hx_fp16_to_fp32(q5 ? b5->dmin : b4->dmin), y[i].d, isum,
+                               hx_neon_k_min_term(mn, y[i].bsums));
     }
     *out = s;
 }
@@ -183,8 +198,8 @@ HX_NEON_INLINE void hx_neon_dot_q6_K(int64_t n, float *out, const void *w,
                 }
             }
         }
-        int is = vaddvq_s32(isum) - hx_neon_q6_offset(x[i].scales, y[i].bsums);
-        s += hx_fp16_to_fp32(x[i].d) * y[i].d * (float)is;
+        s += hx_neon_q6_term(hx_fp16_to_fp32(x[i].d), y[i].d, vaddvq_s32(isum),
+                             hx_neon_q6_offset(x[i].scales, y[i].bsums));
     }
     *out = s;
 }
@@ -256,21 +271,108 @@ HX_NEON_INLINE void hx_neon_q80_q40_2x2(int64_t n, const char *const x[2],
                 q4 ? vaddvq_f32(a0[r][t]) : vaddvq_f32(vaddq_f32(a0[r][t], a1[r][t]));
 }
 
-/* The gemm (kernels_impl.h) over pairs of rows and tokens; a last odd row
- * or token goes through the level's own dot. */
-HX_NEON_INLINE void hx_neon_gemm_q80_q40(int64_t n, const void *w, size_t ws, int nr,
-                                         const void *const *a, int nt, float *out,
-                                         size_t ldo, int q4, hx_dot_fn dot,
-                                         hx_neon_dot16_fn dot16)
+/* Q4_K (q5 = 0) or Q5_K (q5 = 1): two rows by two tokens. Each row's
+ * super-block is unpacked once (scales, nibbles, fifth bits) for both
+ * tokens; the integer sums are exact and the float step is the dot's
+ * (hx_neon_kq45_term), so every output equals the dot bit for bit. */
+HX_NEON_INLINE void hx_neon_kq45_2x2(int64_t n, const char *const x[2],
+                                     const hx_block_q8_K *const y[2], int q5, float *out,
+                                     size_t ldo, hx_neon_dot16_fn dot16)
+{
+    const size_t bs = q5 ? sizeof(hx_block_q5_K) : sizeof(hx_block_q4_K);
+    float s[2][2] = {{0, 0}, {0, 0}};
+    for (int64_t i = 0; i < n / HX_QK_K; i++)
+        for (int r = 0; r < 2; r++) {
+            const char *blk = x[r] + (size_t)i * bs;
+            const hx_block_q4_K *b4 = (const hx_block_q4_K *)blk;
+            const hx_block_q5_K *b5 = (const hx_block_q5_K *)blk;
+            uint64_t sc, mn;
+            hx_k_unpack(q5 ? b5->scales : b4->scales, &sc, &mn);
+            int32x4_t is[2] = {vdupq_n_s32(0), vdupq_n_s32(0)};
+            for (int jp = 0; jp < 4; jp++) {
+                int8x16_t q[4];
+                hx_neon_kq45_bytes(q5 ? b5->qs : b4->qs, q5 ? b5->qh : NULL, jp, q);
+                for (int t = 0; t < 2; t++) {
+                    const int8_t *yy = y[t][i].qs + 64 * jp;
+                    is[t] = vmlaq_n_s32(is[t], hx_neon_dot32(dot16, q[0], q[1], yy),
+                                        HX_K_BYTE(sc, 2 * jp));
+                    is[t] = vmlaq_n_s32(is[t], hx_neon_dot32(dot16, q[2], q[3], yy + 32),
+                                        HX_K_BYTE(sc, 2 * jp + 1));
+                }
+            }
+            const float dw = hx_fp16_to_fp32(q5 ? b5->d : b4->d);
+            const float dminw = hx_fp16_to_fp32(q5 ? b5->dmin : b4->dmin);
+            for (int t = 0; t < 2; t++)
+                s[r][t] += hx_neon_kq45_term(dw, dminw, y[t][i].d, vaddvq_s32(is[t]),
+                                             hx_neon_k_min_term(mn, y[t][i].bsums));
+        }
+    for (int r = 0; r < 2; r++)
+        for (int t = 0; t < 2; t++) out[(size_t)r * ldo + t] = s[r][t];
+}
+
+/* Q6_K: two rows by two tokens, each row's bits unpacked once for both. */
+HX_NEON_INLINE void hx_neon_q6_K_2x2(int64_t n, const char *const x[2],
+                                     const hx_block_q8_K *const y[2], float *out, size_t ldo,
+                                     hx_neon_dot16_fn dot16)
+{
+    float s[2][2] = {{0, 0}, {0, 0}};
+    for (int64_t i = 0; i < n / HX_QK_K; i++)
+        for (int r = 0; r < 2; r++) {
+            const hx_block_q6_K *xb = (const hx_block_q6_K *)x[r] + i;
+            int32x4_t is[2] = {vdupq_n_s32(0), vdupq_n_s32(0)};
+            for (int h = 0; h < 2; h++) {
+                const int8_t *sc = xb->scales + 8 * h;
+                for (int half = 0; half < 2; half++) {
+                    int8x16_t q[4];
+                    hx_neon_q6_bytes(xb->ql + 64 * h, xb->qh + 32 * h, half, q);
+                    for (int k = 0; k < 4; k++)
+                        for (int t = 0; t < 2; t++) {
+                            const int8_t *yy = y[t][i].qs + 128 * h + 32 * k + 16 * half;
+                            int32x4_t p = dot16(vdupq_n_s32(0), q[k], vld1q_s8(yy));
+                            is[t] = vmlaq_n_s32(is[t], p, sc[2 * k + half]);
+                        }
+                }
+            }
+            const float dw = hx_fp16_to_fp32(xb->d);
+            for (int t = 0; t < 2; t++)
+                s[r][t] += hx_neon_q6_term(dw, y[t][i].d, vaddvq_s32(is[t]),
+                                           hx_neon_q6_offset(xb->scales, y[t][i].bsums));
+        }
+    for (int r = 0; r < 2; r++)
+        for (int t = 0; t < 2; t++) out[(size_t)r * ldo + t] = s[r][t];
+}
+
+/* Two rows x[0..1] by two tokens a[0..1] of weight type wtype into
+ * out[r*ldo + t] (wtype a constant after inlining: one kernel each). */
+HX_NEON_INLINE void hx_neon_2x2(int wtype, int64_t n, const char *const x[2],
+                                const void *const a[2], float *out, size_t ldo,
+                                hx_neon_dot16_fn dot16)
+{
+    if (wtype == HX_TYPE_Q8_0 || wtype == HX_TYPE_Q4_0) {
+        const hx_block_q8a *y[2] = {a[0], a[1]};
+        hx_neon_q80_q40_2x2(n, x, y, wtype == HX_TYPE_Q4_0, out, ldo, dot16);
+        return;
+    }
+    const hx_block_q8_K *y[2] = {a[0], a[1]};
+    if (wtype == HX_TYPE_Q6_K)
+        hx_neon_q6_K_2x2(n, x, y, out, ldo, dot16);
+    else
+        hx_neon_kq45_2x2(n, x, y, wtype == HX_TYPE_Q5_K, out, ldo, dot16);
+}
+
+/* The gemm (kernels_impl.h) of wtype over pairs of rows and tokens; a last
+ * odd row or token goes through the level's own dot. */
+HX_NEON_INLINE void hx_neon_gemm(int wtype, int64_t n, const void *w, size_t ws, int nr,
+                                 const void *const *a, int nt, float *out, size_t ldo,
+                                 hx_dot_fn dot, hx_neon_dot16_fn dot16)
 {
     int t = 0;
     for (; t + 2 <= nt; t += 2) {
-        const hx_block_q8a *y[2] = {a[t], a[t + 1]};
         int r = 0;
         for (; r + 2 <= nr; r += 2) {
             const char *x[2] = {(const char *)w + (size_t)r * ws,
                                 (const char *)w + (size_t)(r + 1) * ws};
-            hx_neon_q80_q40_2x2(n, x, y, q4, out + (size_t)r * ldo + t, ldo, dot16);
+            hx_neon_2x2(wtype, n, x, a + t, out + (size_t)r * ldo + t, ldo, dot16);
         }
         for (; r < nr; r++)
             for (int k = 0; k < 2; k++)

@@ -44,13 +44,31 @@ static void dot_q6_K_dp(int64_t n, float *out, const void *w, const void *a)
 static void gemm_q8_0_dp(int64_t n, const void *w, size_t ws, int nr,
                          const void *const *a, int nt, float *out, size_t ldo)
 {
-    hx_neon_gemm_q80_q40(n, w, ws, nr, a, nt, out, ldo, 0, dot_q8_0_dp, sdot16);
+    hx_neon_gemm(HX_TYPE_Q8_0, n, w, ws, nr, a, nt, out, ldo, dot_q8_0_dp, sdot16);
 }
 
 static void gemm_q4_0_dp(int64_t n, const void *w, size_t ws, int nr,
                          const void *const *a, int nt, float *out, size_t ldo)
 {
-    hx_neon_gemm_q80_q40(n, w, ws, nr, a, nt, out, ldo, 1, dot_q4_0_dp, sdot16);
+    hx_neon_gemm(HX_TYPE_Q4_0, n, w, ws, nr, a, nt, out, ldo, dot_q4_0_dp, sdot16);
+}
+
+static void gemm_q4_K_dp(int64_t n, const void *w, size_t ws, int nr,
+                         const void *const *a, int nt, float *out, size_t ldo)
+{
+    hx_neon_gemm(HX_TYPE_Q4_K, n, w, ws, nr, a, nt, out, ldo, dot_q4_K_dp, sdot16);
+}
+
+static void gemm_q5_K_dp(int64_t n, const void *w, size_t ws, int nr,
+                         const void *const *a, int nt, float *out, size_t ldo)
+{
+    hx_neon_gemm(HX_TYPE_Q5_K, n, w, ws, nr, a, nt, out, ldo, dot_q5_K_dp, sdot16);
+}
+
+static void gemm_q6_K_dp(int64_t n, const void *w, size_t ws, int nr,
+                         const void *const *a, int nt, float *out, size_t ldo)
+{
+    hx_neon_gemm(HX_TYPE_Q6_K, n, w, ws, nr, a, nt, out, ldo, dot_q6_K_dp, sdot16);
 }
 
 void hx_kernels_fill_dotprod(hx_kernels *k)
@@ -62,6 +80,9 @@ void hx_kernels_fill_dotprod(hx_kernels *k)
     k->dot[HX_TYPE_Q6_K] = dot_q6_K_dp;
     k->gemm[HX_TYPE_Q8_0] = gemm_q8_0_dp;
     k->gemm[HX_TYPE_Q4_0] = gemm_q4_0_dp;
+    k->gemm[HX_TYPE_Q4_K] = gemm_q4_K_dp;
+    k->gemm[HX_TYPE_Q5_K] = gemm_q5_K_dp;
+    k->gemm[HX_TYPE_Q6_K] = gemm_q6_K_dp;
 }
 
 #else /* not aarch64 */

@@ -171,13 +171,31 @@ static void quant_f16_neon(const float *x, void *out, int64_t n)
 static void gemm_q8_0_neon(int64_t n, const void *w, size_t ws, int nr,
                            const void *const *a, int nt, float *out, size_t ldo)
 {
-    hx_neon_gemm_q80_q40(n, w, ws, nr, a, nt, out, ldo, 0, dot_q8_0_neon, mac16);
+    hx_neon_gemm(HX_TYPE_Q8_0, n, w, ws, nr, a, nt, out, ldo, dot_q8_0_neon, mac16);
 }
 
 static void gemm_q4_0_neon(int64_t n, const void *w, size_t ws, int nr,
                            const void *const *a, int nt, float *out, size_t ldo)
 {
-    hx_neon_gemm_q80_q40(n, w, ws, nr, a, nt, out, ldo, 1, dot_q4_0_neon, mac16);
+    hx_neon_gemm(HX_TYPE_Q4_0, n, w, ws, nr, a, nt, out, ldo, dot_q4_0_neon, mac16);
+}
+
+static void gemm_q4_K_neon(int64_t n, const void *w, size_t ws, int nr,
+                           const void *const *a, int nt, float *out, size_t ldo)
+{
+    hx_neon_gemm(HX_TYPE_Q4_K, n, w, ws, nr, a, nt, out, ldo, dot_q4_K_neon, mac16);
+}
+
+static void gemm_q5_K_neon(int64_t n, const void *w, size_t ws, int nr,
+                           const void *const *a, int nt, float *out, size_t ldo)
+{
+    hx_neon_gemm(HX_TYPE_Q5_K, n, w, ws, nr, a, nt, out, ldo, dot_q5_K_neon, mac16);
+}
+
+static void gemm_q6_K_neon(int64_t n, const void *w, size_t ws, int nr,
+                           const void *const *a, int nt, float *out, size_t ldo)
+{
+    hx_neon_gemm(HX_TYPE_Q6_K, n, w, ws, nr, a, nt, out, ldo, dot_q6_K_neon, mac16);
 }
 
 void hx_kernels_fill_neon(hx_kernels *k)
@@ -192,6 +210,9 @@ void hx_kernels_fill_neon(hx_kernels *k)
     k->dot[HX_TYPE_Q6_K] = dot_q6_K_neon;
     k->gemm[HX_TYPE_Q8_0] = gemm_q8_0_neon;
     k->gemm[HX_TYPE_Q4_0] = gemm_q4_0_neon;
+    k->gemm[HX_TYPE_Q4_K] = gemm_q4_K_neon;
+    k->gemm[HX_TYPE_Q5_K] = gemm_q5_K_neon;
+    k->gemm[HX_TYPE_Q6_K] = gemm_q6_K_neon;
     k->quant[HX_TYPE_Q8_0] = quant_q8a_neon;
     k->quant[HX_TYPE_Q8_K] = quant_q8K_neon;
     k->quant[HX_TYPE_F16] = quant_f16_neon;

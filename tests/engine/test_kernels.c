@@ -421,6 +421,58 @@ static void test_gemm_equals_dot(void)
     hx_isa_set(HX_ISA_AVX512);
 }
 
+/* Multi-token matmul (prefill) at every SIMD level against the scalar
+ * level's, by NMSE: the integer block sums are exact, only the order of
+ * the float summation differs (as DOT_NMSE_TOL). An odd row count and an
+ * odd token count take the kernels' edge paths. On aarch64 the quantized
+ * types must have a multi-token kernel (NEON, and SDOT with dotprod)
+ * rather than one dot per row and token. */
+static void test_matmul_simd_vs_scalar(void)
+{
+    int best = hx_isa_detect();
+    if (best == HX_ISA_SCALAR) SKIP("no SIMD on this CPU: only the scalar path exists");
+    static const int wts[] = {HX_TYPE_Q4_K, HX_TYPE_Q5_K, HX_TYPE_Q6_K, HX_TYPE_Q4_0,
+                              HX_TYPE_Q8_0};
+    const int64_t M = 33, N = 9;
+    for (size_t ti = 0; ti < sizeof wts / sizeof wts[0]; ti++) {
+        int wt = wts[ti];
+        int64_t K = hx_type_block_elems(wt) == 256 ? 1024 : 320;
+        size_t wb = hx_type_row_bytes(wt, K);
+        float *x = malloc(sizeof(float) * N * K), *ref = malloc(sizeof(float) * N * M);
+        float *y = malloc(sizeof(float) * N * M);
+        char *w = malloc(wb * M);
+        for (int64_t m = 0; m < M; m++) {
+            fill(x, K, m % 3 == 1 ? 0.7f : 0.0f);
+            hx_quantize_row(wt, x, w + m * wb, K, NULL);
+        }
+        fill(x, N * K, 0);
+        x[5 * K + 17] = 40; /* an activation outlier */
+        hx_isa_set(HX_ISA_SCALAR);
+        hx_matmul(NULL, w, wt, K, M, x, N, ref);
+        for (int isa = HX_ISA_AVX2; isa <= best; isa++) {
+#if defined(__aarch64__)
+            if (!hx_kernels_for(isa)->gemm[wt])
+                test_fail_at(__FILE__, __LINE__, "%s %s: no multi-token kernel",
+                             hx_isa_name(isa), hx_type_name(wt));
+#endif
+            hx_isa_set(isa);
+            hx_matmul(NULL, w, wt, K, M, x, N, y);
+            double e = test_nmse(ref, y, (size_t)(N * M));
+            printf("#   %-7s %-4s matmul K=%lld M=%lld N=%lld vs scalar: nmse %.2g\n",
+                   hx_isa_name(isa), hx_type_name(wt), (long long)K, (long long)M,
+                   (long long)N, e);
+            if (!(e < DOT_NMSE_TOL))
+                test_fail_at(__FILE__, __LINE__, "%s %s matmul vs scalar: nmse %g",
+                             hx_isa_name(isa), hx_type_name(wt), e);
+        }
+        free(x);
+        free(ref);
+        free(y);
+        free(w);
+    }
+    hx_isa_set(HX_ISA_AVX512);
+}
+
 /* Jobs over pre-quantized activations with an index list, and the expert
  * helper, against hx_matmul on the gathered rows. */
 static void test_jobs_and_experts(void)
@@ -557,6 +609,7 @@ int main(void)
     RUN(test_vs_ggml_cpu);
     RUN(test_matmul);
     RUN(test_gemm_equals_dot);
+    RUN(test_matmul_simd_vs_scalar);
     RUN(test_jobs_and_experts);
     RUN(test_threadpool);
     RUN(test_threadpool_sleep);
