@@ -64,6 +64,7 @@ typedef struct hx_rx {
     uint32_t any_char;  /* cached rx_enc_any, 0 until built */
     uint32_t max_nodes; /* budget; exceeding it sets oom-like failure */
     int failed;         /* budget exceeded or out of memory */
+    int no_nul;         /* encoded strings never hold U+0000 (generation) */
 } hx_rx;
 
 int rx_init(hx_rx *rx);

@@ -38,7 +38,11 @@ typedef struct hx_grammar_params {
      * HX_GEN_INT_DIGITS integer digits, HX_GEN_FRAC_DIGITS fraction digits
      * and HX_GEN_EXP_DIGITS exponent digits; and, unless ws_max says
      * otherwise, at most HX_GEN_WS whitespace bytes in a row. Models loop
-     * where JSON lets them ("5.000000...", endless spaces). Default 0. */
+     * where JSON lets them ("5.000000...", endless spaces). Also what a
+     * double and a C string hold, since the agent parses calls into cJSON
+     * (doubles, NUL-terminated strings) and the tools get that: 15
+     * integer digits stay exact (2^53 has 16), 2 exponent digits never
+     * overflow to inf, and strings never hold U+0000. Default 0. */
     int generation;
     /* Tool-call grammars: the most calls in one turn (0 = no limit;
      * default 0). Ignored by schema grammars. */
@@ -46,7 +50,7 @@ typedef struct hx_grammar_params {
     /* Tool-call grammars: HX_CALLS_TAGGED (default) or HX_CALLS_LLAMA. */
     int call_style;
 } hx_grammar_params;
-enum { HX_GEN_INT_DIGITS = 16, HX_GEN_FRAC_DIGITS = 8, HX_GEN_EXP_DIGITS = 3,
+enum { HX_GEN_INT_DIGITS = 15, HX_GEN_FRAC_DIGITS = 8, HX_GEN_EXP_DIGITS = 2,
        HX_GEN_WS = 8 };
 hx_grammar_params hx_grammar_default_params(void);
 

@@ -872,11 +872,12 @@ hx_grammar_params hx_grammar_default_params(void)
     return p;
 }
 
-static hx_grammar *grammar_new(void)
+static hx_grammar *grammar_new(const hx_grammar_params *p)
 {
     hx_grammar *g = calloc(1, sizeof *g);
     if (!g) return NULL;
     if (rx_init(&g->rx)) { free(g); return NULL; }
+    g->rx.no_nul = p->generation != 0; /* before any string class (grammar.h) */
     g->quote = rx_byte(&g->rx, '"');
     rx_enc_any(&g->rx);
     return g;
@@ -894,7 +895,7 @@ int hx_grammar_from_cjson(const cJSON *schema, const hx_grammar_params *p, hx_gr
     hx_grammar_params d = hx_grammar_default_params();
     *out = NULL;
     if (!p) p = &d;
-    hx_grammar *g = grammar_new();
+    hx_grammar *g = grammar_new(p);
     if (!g) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     int rc = hx_schema_compile_rx(&g->rx, schema, p, &g->root, err);
     if (rc) { hx_grammar_free(g); return rc; }
@@ -984,7 +985,7 @@ int hx_grammar_tool_calls(const hx_tool_spec *tools, int n_tools, int mode, cons
     if (n_tools <= 0 || !tools) return hx_err_set(err, HX_ERR_INVALID, "tool-call grammar needs at least one tool");
     if (p->call_style != HX_CALLS_TAGGED && p->call_style != HX_CALLS_LLAMA)
         return hx_err_set(err, HX_ERR_INVALID, "unknown tool-call style %d", p->call_style);
-    hx_grammar *g = grammar_new();
+    hx_grammar *g = grammar_new(p);
     if (!g) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     hx_rx *rx = &g->rx;
     uint32_t ws = hx_json_ws(rx, p);

@@ -183,6 +183,7 @@ uint32_t rx_enc_class(hx_rx *rx, const rx_cps *set)
     for (int i = 0; i < set->n; i++) {
         uint32_t lo = set->r[i][0], hi = set->r[i][1];
         for (uint32_t c = lo; c <= hi && c < 0x80; c++) {
+            if (c == 0 && rx->no_nul) continue;
             if (esc_of(c, e)) need[c] = 1;
             else bits[c >> 5] |= 1u << (c & 31);
         }

@@ -563,8 +563,11 @@ static void test_generation_bounds(void)
     EXPECT_EQ_INT(run(imin, "-0.0"), 1);
     EXPECT_EQ_INT(run_gen(imin, "-0.0"), 0);
     EXPECT_EQ_INT(run_gen(imin, "0"), 1);
-    EXPECT_EQ_INT(run_gen(imin, "1234567890123456"), 1);
-    EXPECT_EQ_INT(run_gen(imin, "12345678901234567"), 0);
+    EXPECT_EQ_INT(run_gen(imin, "123456789012345"), 1);
+    /* 16 digits may pass 2^53: cJSON would read 9999999999999999 as 1e16,
+     * and the tool (and the validator) would get "1e+16", not an integer */
+    EXPECT_EQ_INT(run_gen(imin, "9999999999999999"), 0);
+    EXPECT_EQ_INT(run(imin, "9999999999999999"), 1);
     EXPECT_EQ_INT(run(i, "1e3"), 0);
     EXPECT_EQ_INT(run(i, "3.0"), 1);
     EXPECT_EQ_INT(run_gen(i, "3.0"), 0);
@@ -574,6 +577,9 @@ static void test_generation_bounds(void)
     EXPECT_EQ_INT(run(n, "1.123456789"), 1);
     EXPECT_EQ_INT(run_gen(n, "1e-06"), 1);
     EXPECT_EQ_INT(run_gen(n, "1e1234"), 0);
+    EXPECT_EQ_INT(run_gen(n, "1e99"), 1);
+    EXPECT_EQ_INT(run_gen(n, "1e999"), 0); /* a double's inf */
+    EXPECT_EQ_INT(run(n, "1e999"), 1);
     EXPECT_EQ_INT(run_gen(nr, "9.5"), 1);
     EXPECT_EQ_INT(run_gen(nr, "9.000000001"), 0);
     EXPECT_EQ_INT(run_gen(nr, "10"), 1);
@@ -585,6 +591,15 @@ static void test_generation_bounds(void)
     EXPECT_EQ_INT(run(obj, "{\"a\":      1}"), 1);
     EXPECT_EQ_INT(run_gen("true", "[1.5, {\"x\": 2}]"), 1);
     EXPECT_EQ_INT(run_gen("true", "[1.1234567891]"), 0);
+    /* no U+0000: a C string ends there, so "\u0000" (1 character) would
+     * reach the tool as "" and fail minLength 1 */
+    const char *s1 = "{\"type\":\"string\",\"minLength\":1}";
+    EXPECT_EQ_INT(run(s1, "\"\\u0000\""), 1);
+    EXPECT_EQ_INT(run_gen(s1, "\"\\u0000\""), 0);
+    EXPECT_EQ_INT(run_gen(s1, "\"a\\u0000\""), 0);
+    EXPECT_EQ_INT(run_gen(s1, "\"\\u0001\\n\""), 1);
+    EXPECT_EQ_INT(run_gen("{\"type\":\"string\",\"pattern\":\"^.$\"}", "\"\\u0000\""), 0);
+    EXPECT_EQ_INT(run_gen("true", "{\"\\u0000\": 1}"), 0);
 }
 
 /* <tool_call> as one special token (Qwen) and as plain text pieces. */
