@@ -283,6 +283,8 @@ typedef struct hx_nightly_data {
     int n_episodes;   /* episodes the documents came from (an episode
                        * gives one or more documents) */
     int64_t split_at; /* held-out set: finish time of its first episode */
+    int n_replay;     /* generic replay conversations mixed in
+                       * (hx_nightly_mix; not counted in n_episodes) */
 } hx_nightly_data;
 /* Appends one document (n tokens and their mask) to d; one of fewer than
  * 2 tokens (nothing to predict) is skipped. HX_ERR_NOMEM. */
@@ -325,6 +327,22 @@ typedef int (*hx_nightly_eval_fn)(void *user, const char *const *adapters,
                                   const float *scales, int n_adapters,
                                   int n_tasks, uint8_t *pass, hx_err *err);
 
+/* Replay against forgetting: appends n generic conversations (not the
+ * user's, never any held-out data: the agent makes them with hearth
+ * datagen's generator, training split, seed) to out as documents rendered
+ * and masked as the render callback renders episodes; out->n_episodes
+ * gets the conversations added (one may give several documents). */
+typedef int (*hx_nightly_replay_fn)(void *user, int n, uint64_t seed,
+                                    hx_nightly_data *out, hx_err *err);
+/* The replay conversations for n_episodes training episodes at ratio
+ * (conversations per episode, rounded to nearest; ratio <= 0: none). */
+int hx_nightly_replay_count(double ratio, int n_episodes);
+/* Mixes replay's documents into train (the user's training split; the
+ * held-out split is never touched), spread evenly so that every stretch
+ * of the data holds both in the ratio of their document counts;
+ * train->n_replay gets replay->n_episodes. HX_ERR_NOMEM. */
+int hx_nightly_mix(hx_nightly_data *train, const hx_nightly_data *replay, hx_err *err);
+
 typedef struct hx_nightly_params {
     const char *model;     /* the base GGUF (required) */
     hx_memory *memory;     /* the episodes (borrowed, required) */
@@ -335,7 +353,8 @@ typedef struct hx_nightly_params {
                             * decay, 4 x 256 tokens (seq_len: the most; a
                             * run uses what its longest document needs);
                             * opt.n_steps 0: from epochs */
-    int epochs;            /* passes over the training tokens; default 3 */
+    int epochs;            /* passes over the training tokens (the user's
+                            * and the replay); default 2 */
     double heldout_frac;   /* default 0.2 */
     int min_train;         /* fewest training episodes; default 4 */
     double min_gain;       /* the held-out loss must drop by this fraction;
@@ -349,6 +368,12 @@ typedef struct hx_nightly_params {
     FILE *log;             /* one line per step, or NULL */
     hx_nightly_render_fn render; /* NULL: ChatML */
     void *render_user;
+    hx_nightly_replay_fn replay; /* NULL: no replay */
+    void *replay_user;
+    double replay_ratio;   /* generic replay conversations per training
+                            * episode, mixed into the training split only;
+                            * default 1 (0: none) */
+    uint64_t replay_seed;  /* default 1: the same conversations each night */
     hx_nightly_eval_fn eval;     /* NULL: no generic-task gate */
     void *eval_user;
     int eval_tasks;        /* tasks of the generic suite; default 100 (one
@@ -365,6 +390,8 @@ hx_nightly_params hx_nightly_default_params(void);
 typedef struct hx_nightly_report {
     int n_train, n_heldout;
     int64_t train_tokens, heldout_tokens;
+    int n_replay;      /* replay conversations mixed into training */
+    int64_t replay_tokens;
     int steps;
     int resumed_at;    /* the step a checkpoint resumed from (0: none) */
     double loss_before, loss_after; /* mean held-out loss per target token */

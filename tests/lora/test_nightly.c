@@ -2,7 +2,9 @@
  * corrected with the correction as target, rejected and unjudged left
  * out, the latest held out), a forced run that trains, passes the held-out
  * gate and adopts through the store, a run whose gate discards the
- * adapter, a run stopped between chunks that resumes to the same result,
+ * adapter, replay conversations mixed into the training split in their
+ * ratio (a stand-in replay), a run stopped between chunks that resumes
+ * to the same result,
  * the generic-task gate (a stand-in evaluation), the memory bound, and the
  * governor refusing on battery. */
 #include <math.h>
@@ -95,6 +97,82 @@ static void test_dataset(void)
     hx_model_free(m);
 }
 
+/* A stand-in for the agent's replay (hx_agent_nightly_replay, tested in
+ * tests/agent/test_nightly_agent.c): conversation k is one document of
+ * tokens 7, 7, k, 9 (all targets), marked by its leading 7s. */
+typedef struct stub_replay {
+    int calls, asked;
+    uint64_t seed;
+} stub_replay;
+
+static int stub_replay_fn(void *user, int n, uint64_t seed, hx_nightly_data *out, hx_err *err)
+{
+    stub_replay *s = user;
+    (void)err;
+    s->calls++, s->asked = n, s->seed = seed;
+    for (int k = 0; k < n; k++) {
+        const int32_t t[4] = {7, 7, 100 + k, 9};
+        const uint8_t m[4] = {1, 1, 1, 1};
+        if (hx_nightly_data_add(out, t, m, 4)) return HX_ERR_NOMEM;
+        out->n_episodes++;
+    }
+    return HX_OK;
+}
+
+static int is_replay_doc(const hx_nightly_data *d, int i)
+{
+    const size_t a = i ? d->ends[i - 1] : 0;
+    return d->ends[i] - a == 4 && d->tokens[a] == 7 && d->tokens[a + 1] == 7;
+}
+
+/* Replay: the ratio's count of generic conversations mixed into the
+ * training split, spread through it; the held-out split untouched. */
+static void test_replay_mix(void)
+{
+    EXPECT_EQ_INT(hx_nightly_replay_count(1.0, 8), 8);
+    EXPECT_EQ_INT(hx_nightly_replay_count(0.5, 8), 4);
+    EXPECT_EQ_INT(hx_nightly_replay_count(0.3, 8), 2);  /* 2.4 */
+    EXPECT_EQ_INT(hx_nightly_replay_count(0.0, 8), 0);
+    EXPECT_EQ_INT(hx_nightly_replay_count(-1.0, 8), 0);
+    EXPECT_EQ_INT(hx_nightly_replay_count(2.0, 0), 0);
+    hx_model *m = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
+    hx_nightly_data tr, ho;
+    ASSERT(hx_nightly_dataset(hx_model_vocab(m), mem, 0.2, NULL, NULL, &tr, &ho, &err) == HX_OK);
+    hx_model_free(m);
+    const size_t user_tokens = tr.n, held_tokens = ho.n;
+    const int user_docs = tr.n_docs;
+    ASSERT(user_docs == 8);
+    stub_replay sr = {0};
+    hx_nightly_data rep;
+    memset(&rep, 0, sizeof rep);
+    ASSERT(stub_replay_fn(&sr, hx_nightly_replay_count(0.5, tr.n_episodes), 1, &rep, &err) == HX_OK);
+    ASSERT(hx_nightly_mix(&tr, &rep, &err) == HX_OK);
+    EXPECT_EQ_INT(tr.n_docs, 12);
+    EXPECT_EQ_INT(tr.n_episodes, 8); /* the user's episodes still count alone */
+    EXPECT_EQ_INT(tr.n_replay, 4);
+    EXPECT(tr.n == user_tokens + 16);
+    int n_rep = 0, run = 0, longest_run = 0, first = -1;
+    for (int i = 0; i < tr.n_docs; i++) {
+        const int r = is_replay_doc(&tr, i);
+        n_rep += r;
+        if (r && first < 0) first = i;
+        run = r ? 0 : run + 1;
+        longest_run = run > longest_run ? run : longest_run;
+        for (size_t k = i ? tr.ends[i - 1] : 0; k < tr.ends[i]; k++)
+            if (tr.doc[k] != i) { EXPECT(tr.doc[k] == i); break; }
+    }
+    EXPECT_EQ_INT(n_rep, 4); /* 1 replay conversation per 2 episodes */
+    EXPECT(first >= 0 && first <= 2);
+    EXPECT(longest_run <= 2); /* spread: never more than 2 user documents in a row */
+    /* nothing of the replay in the held-out split, which stays as it was */
+    EXPECT(ho.n == held_tokens);
+    for (int i = 0; i < ho.n_docs; i++) EXPECT(!is_replay_doc(&ho, i));
+    hx_nightly_data_free(&rep);
+    hx_nightly_data_free(&tr), hx_nightly_data_free(&ho);
+}
+
 static hx_nightly_params params(hx_lora_store *st, const char *work)
 {
     hx_nightly_params p = fixture_params(mem, st, work);
@@ -139,8 +217,14 @@ static void test_run_adopts_and_gate_discards(void)
     char adopted[96];
     snprintf(adopted, sizeof adopted, "%s", r.adapter);
     p.min_gain = 2.0;
+    /* with replay: asked for the ratio's count, reported; the user's
+     * episodes still counted alone */
+    stub_replay sr = {0};
+    p.replay = stub_replay_fn, p.replay_user = &sr, p.replay_ratio = 0.5;
     ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
     EXPECT(!r.adopted && strstr(r.reason, "discarded") != NULL);
+    EXPECT(sr.calls == 1 && sr.asked == 4 && sr.seed == 1);
+    EXPECT(r.n_train == 8 && r.n_replay == 4 && r.replay_tokens == 16);
     printf("# %s\n", r.reason);
     ASSERT(hx_lora_store_active(st, act, &n, &err) == HX_OK);
     EXPECT(n == 1 && !strcmp(act[0].name, adopted));
@@ -549,6 +633,7 @@ int main(void)
         }
         fill_memory();
         RUN(test_dataset);
+        RUN(test_replay_mix);
         RUN(test_run_adopts_and_gate_discards);
         RUN(test_stop_and_resume);
         RUN(test_generic_gate);
