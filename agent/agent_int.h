@@ -505,6 +505,14 @@ typedef struct hx_agent_render {
 struct hx_nightly_data;
 int hx_agent_nightly_render(void *user, const cJSON *messages,
                             struct hx_nightly_data *out, hx_err *err);
+/* hx_nightly_replay_fn over an hx_agent_render (its tools unused): n
+ * trajectories of hearth datagen's training split from seed (the oracle
+ * through the real planner and tools, on the device), each rendered as
+ * hx_agent_nightly_render renders an episode, with the tools its world
+ * offered. The held-out split, whose pools the generic suite draws, is
+ * never used. */
+int hx_agent_nightly_replay(void *user, int n, uint64_t seed,
+                            struct hx_nightly_data *out, hx_err *err);
 /* hx_nightly_eval_fn over an hx_agent_eval: a fixed sample of held-out
  * tasks (generated from seed on first use) run as the agent-eval bench
  * runs them, with the adapter files at their scales, or the base alone. */

@@ -37,6 +37,14 @@ static void nightly_usage(FILE *f, const char *verb)
         "      --steps N        optimizer steps (default: 3 epochs)\n"
         "      --rank R         LoRA rank (default 16; alpha = rank)\n"
         "      --lr LR          learning rate (default 2e-3)\n"
+        "      --epochs N       passes over the training data (default 2)\n"
+        "      --targets LIST   adapted matrices, of q,k,v,o,gate,up,down\n"
+        "                       (default q,k,v,o)\n"
+        "      --replay R       generic conversations mixed into the training data\n"
+        "                       per episode of yours, against forgetting: made on\n"
+        "                       the device by hearth datagen's generator (its\n"
+        "                       training split, never the generic suite's tasks)\n"
+        "                       and rendered as your episodes are (default 1; 0: none)\n"
         "      --eval-tasks N   the generic suite: the same N held-out agent tasks\n"
         "                       run with what you run now and with the new adapter,\n"
         "                       compared task by task (default 100: one task is a\n"
@@ -46,8 +54,28 @@ static void nightly_usage(FILE *f, const char *verb)
         "      --max-memory SIZE  refuse to start when the estimate (activations,\n"
         "                       adapter state, mapped base) exceeds it (e.g. 2G;\n"
         "                       default: config nightly.max_memory, else none)\n"
-        "  -t, --threads N      0 = all cores (default)\n");
+        "  -t, --threads N      0 = all cores (default)\n\n"
+        "config.json's \"nightly\" object sets the defaults of these: \"rank\",\n"
+        "\"lr\", \"epochs\", \"steps\", \"targets\" (\"q,k,v,o\"), \"replay\",\n"
+        "\"eval_tasks\", \"max_memory\"; the options override it.\n");
     if (nightly) fprintf(f, "      --install        print a crontab line and a systemd user timer\n");
+}
+
+/* "q,k,v,o,gate,up,down" (any of them, comma-separated) as HX_LORA_*
+ * bits; 0 if empty or unknown. */
+static unsigned parse_targets(const char *s)
+{
+    static const char *const names[] = {"q", "k", "v", "o", "gate", "up", "down"};
+    unsigned bits = 0;
+    while (s && *s) {
+        const size_t n = strcspn(s, ",");
+        int k = 0;
+        while (k < 7 && (strlen(names[k]) != n || strncmp(names[k], s, n))) k++;
+        if (k == 7) return 0;
+        bits |= 1u << k;
+        s += n + (s[n] == ',');
+    }
+    return bits;
 }
 
 static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
@@ -65,12 +93,15 @@ static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
         else if (!strcmp(a, "--lr")) p->train.opt.lr = strtof(v, NULL), i++;
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) p->n_threads = atoi(v), i++;
         else if (!strcmp(a, "--eval-tasks")) p->eval_tasks = atoi(v), i++;
+        else if (!strcmp(a, "--epochs")) p->epochs = atoi(v), i++;
+        else if (!strcmp(a, "--targets") && parse_targets(v)) p->lora.targets = parse_targets(v), i++;
+        else if (!strcmp(a, "--replay") && (d = atof(v)) >= 0) p->replay_ratio = d, i++;
         else if (!strcmp(a, "--eval-margin") && (d = atof(v)) >= 0) p->eval_margin = d / 100, i++;
         else if (!strcmp(a, "--max-memory") && !cli_parse_size(v, &p->max_bytes)) i++;
         else return -1;
     }
     return p->lora.rank > 0 && p->train.opt.n_steps >= 0 && p->train.opt.lr > 0 &&
-           p->eval_tasks >= 0 ? 0 : -1;
+           p->eval_tasks >= 0 && p->epochs > 0 && p->replay_ratio >= 0 ? 0 : -1;
 }
 
 static void print_install(void)
@@ -104,6 +135,8 @@ static void print_report(const hx_nightly_report *r)
     printf("episodes: %d training (%lld tokens), %d held out (%lld tokens)\n",
            r->n_train, (long long)r->train_tokens, r->n_heldout,
            (long long)r->heldout_tokens);
+    if (r->n_replay) printf("replay: %d generic conversations (%lld tokens) mixed into "
+                            "training\n", r->n_replay, (long long)r->replay_tokens);
     if (r->seq_len) printf("sequences: %d tokens; %s\n", r->seq_len, r->docs_cut ?
                            "some conversations longer, trained in windows" :
                            "every conversation whole");
@@ -162,6 +195,7 @@ static int open_env(nightly_env *e, const char *model, hx_nightly_params *p, hx_
     e->ae = (hx_agent_eval){e->model, family, p->n_threads, 0, 1, NULL, NULL};
     p->render = hx_agent_nightly_render, p->render_user = &e->ar;
     p->eval = hx_agent_nightly_eval, p->eval_user = &e->ae;
+    p->replay = hx_agent_nightly_replay, p->replay_user = &e->ar;
     /* an episode carries the system text and tool list: a sequence holds
      * a whole conversation where the context allows (nightly shortens it
      * to the longest one), and episodes sharing them are packed after one
@@ -185,11 +219,44 @@ static void close_env(nightly_env *e)
     hx_config_free(e->cfg);
 }
 
-/* The config's nightly.max_memory ("2G" or bytes) unless given. */
-static int config_bound(const hx_config *cfg, hx_nightly_params *p, hx_err *err)
+/* The config's nightly.KEY as a number in [lo, hi] into *out; absent: kept. */
+static int config_number(const cJSON *night, const char *key, double lo, double hi,
+                         double *out, hx_err *err)
 {
-    const cJSON *n = cJSON_GetObjectItem(cJSON_GetObjectItem(cfg->raw, "nightly"), "max_memory");
-    if (p->max_bytes || !n) return HX_OK;
+    const cJSON *n = cJSON_GetObjectItem(night, key);
+    if (!n) return HX_OK;
+    if (!cJSON_IsNumber(n) || !(n->valuedouble >= lo && n->valuedouble <= hi))
+        return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly.%s is not a number "
+                          "from %g to %g", key, lo, hi);
+    *out = n->valuedouble;
+    return HX_OK;
+}
+
+/* The config's "nightly" object into p (the options, parsed after, win):
+ * rank, lr, epochs, steps, targets, replay, eval_tasks, max_memory ("2G"
+ * or bytes). */
+static int config_nightly(const hx_config *cfg, hx_nightly_params *p, hx_err *err)
+{
+    const cJSON *night = cJSON_GetObjectItem(cfg->raw, "nightly");
+    if (!night) return HX_OK;
+    if (!cJSON_IsObject(night)) return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly is not an object");
+    double rank = p->lora.rank, lr = p->train.opt.lr, ep = p->epochs, st = p->train.opt.n_steps;
+    double et = p->eval_tasks;
+    int rc = config_number(night, "rank", 1, 1024, &rank, err);
+    if (!rc) rc = config_number(night, "lr", 1e-9, 1, &lr, err);
+    if (!rc) rc = config_number(night, "epochs", 1, 1000, &ep, err);
+    if (!rc) rc = config_number(night, "steps", 0, 1e7, &st, err);
+    if (!rc) rc = config_number(night, "replay", 0, 100, &p->replay_ratio, err);
+    if (!rc) rc = config_number(night, "eval_tasks", 0, 1e5, &et, err);
+    if (rc) return rc;
+    p->lora.rank = (int)rank, p->lora.alpha = (float)(int)rank, p->train.opt.lr = (float)lr;
+    p->epochs = (int)ep, p->train.opt.n_steps = (int)st, p->eval_tasks = (int)et;
+    const cJSON *t = cJSON_GetObjectItem(night, "targets");
+    if (t && !(cJSON_IsString(t) && (p->lora.targets = parse_targets(t->valuestring))))
+        return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly.targets is not a list "
+                          "of q,k,v,o,gate,up,down");
+    const cJSON *n = cJSON_GetObjectItem(night, "max_memory");
+    if (!n) return HX_OK;
     if (cJSON_IsNumber(n) && n->valuedouble >= 0) p->max_bytes = (size_t)n->valuedouble;
     else if (!cJSON_IsString(n) || cli_parse_size(n->valuestring, &p->max_bytes))
         return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly.max_memory is not a size");
@@ -215,7 +282,9 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
     if (!rc && !model) model = e.cfg->model;
     if (!rc && !model) rc = hx_err_set(&err, HX_ERR_INVALID, "no model: pass --model "
                                        "FILE or set \"model\" in config.json");
-    if (!rc) rc = config_bound(e.cfg, &p, &err);
+    if (!rc) rc = config_nightly(e.cfg, &p, &err);
+    if (!rc && parse(argc, argv, nightly, &p, &model, &install)) /* over the config */
+        rc = hx_err_set(&err, HX_ERR_INVALID, "bad options");
     if (!rc) rc = open_env(&e, model, &p, &err);
     if (!rc && hx_path_cache(work, sizeof work - 16) < 0)
         rc = hx_err_set(&err, HX_ERR_RANGE, "cache path too long");

@@ -1,6 +1,7 @@
 /* nightly_agent.c: what the agent gives lora/nightly: episodes rendered
- * and masked as `hearth train --chat` does (agent/chatdata.c), and the
- * generic evaluation (the agent-eval bench's per-task path) with and
+ * and masked as `hearth train --chat` does (agent/chatdata.c), generic
+ * replay conversations from hearth datagen's generator rendered alike, and
+ * the generic evaluation (the agent-eval bench's per-task path) with and
  * without a candidate adapter. */
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,75 @@ int hx_agent_nightly_render(void *user, const cJSON *messages, hx_nightly_data *
     return rc;
 }
 
+/* ---- the caller's environment ---- */
+
+/* Sample worlds set HEARTH_HOME and HEARTH_NOW for their tools
+ * (agent/dgrun.c); the nightly run goes on in the user's home and time
+ * after them, so they are put back as they were. */
+typedef struct saved_env {
+    char *home, *now;
+} saved_env;
+
+static saved_env env_save(void)
+{
+    const char *h = getenv("HEARTH_HOME"), *n = getenv("HEARTH_NOW");
+    return (saved_env){h ? strdup(h) : NULL, n ? strdup(n) : NULL};
+}
+
+static void env_put(const char *name, char *value)
+{
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+    free(value);
+}
+
+static void env_restore(saved_env *e)
+{
+    env_put("HEARTH_HOME", e->home), env_put("HEARTH_NOW", e->now);
+    e->home = e->now = NULL;
+}
+
+/* ---- replay ---- */
+
+typedef struct replay_ctx {
+    const hx_agent_render *ar;
+    hx_nightly_data *out;
+} replay_ctx;
+
+/* One generated conversation rendered as an episode is, with the tools
+ * its world offered (as the generic tasks' worlds offer theirs). */
+static int replay_one(void *user, const hx_chat_doc *d, hx_err *err)
+{
+    replay_ctx *c = user;
+    hx_agent_render ar = {c->ar->v, c->ar->family, d->tools};
+    const int before = c->out->n_docs;
+    int rc = hx_agent_nightly_render(&ar, d->messages, c->out, err);
+    c->out->n_episodes += !rc && c->out->n_docs > before;
+    return rc;
+}
+
+int hx_agent_nightly_replay(void *user, int n, uint64_t seed, hx_nightly_data *out,
+                            hx_err *err)
+{
+    const hx_agent_render *ar = user;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    hx_dg_params p = hx_dg_default_params();
+    hx_dg_stats st;
+    p.split = HX_SPLIT_TRAIN; /* never the held-out pools the generic suite draws */
+    p.n = n;
+    p.seed = seed;
+    saved_env env = env_save();
+    int rc = f ? hx_datagen_run(&p, f, &st, err) : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    env_restore(&env);
+    if (f) fclose(f);
+    replay_ctx c = {ar, out};
+    if (!rc) rc = hx_chat_each_buf("replay", text ? text : "", len, ar->family, replay_one, &c, err);
+    free(text);
+    return rc;
+}
+
 /* ---- the evaluation ---- */
 
 cJSON *hx_dg_eval_tasks(long n, uint64_t seed, int category, hx_err *err)
@@ -187,6 +257,7 @@ int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *
     hx_agent_eval *ae = user;
     hx_adapter *ads[HX_ADAPTER_MAX];
     int na = 0, i = 0;
+    saved_env env = env_save();
     memset(pass, 0, (size_t)(n_tasks > 0 ? n_tasks : 0));
     int rc = n_adapters <= HX_ADAPTER_MAX ? eval_sample(ae, n_tasks, err)
              : hx_err_set(err, HX_ERR_INVALID, "at most %d adapters", HX_ADAPTER_MAX);
@@ -206,6 +277,7 @@ int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *
         rc = hx_dg_eval_task(&o, t, home, &v, &ok, NULL, NULL, NULL, err);
         pass[i++] = ok != 0;
     }
+    env_restore(&env);
     if (made) hx_world_rmtree(base, NULL);
     hx_dg_validator_free(v);
     for (int k = 0; k < na; k++) hx_adapter_free(ads[k]);

@@ -159,7 +159,7 @@ static void show_nightly(const char *log_path, gate_line *g)
              sscanf(cand, "%d/%*d with the new adapter (%d lost, %d gained", &g->cand,
                     &g->lost, &g->gained) != 3))
             memset(g, 0, sizeof *g);
-        if (!strncmp(l, "episodes:", 9) || !strncmp(l, "steps:", 6) || !strncmp(l, "sequences:", 10) || !strncmp(l, "generic tasks:", 14) ||
+        if (!strncmp(l, "episodes:", 9) || !strncmp(l, "replay:", 7) || !strncmp(l, "steps:", 6) || !strncmp(l, "sequences:", 10) || !strncmp(l, "generic tasks:", 14) ||
             !strncmp(l, "memory:", 7) || !strncmp(l, "adopted", 7) || !strncmp(l, "discarded", 9) ||
             !strncmp(l, "not started", 11) || !strncmp(l, "hearth nightly:", 15) ||
             !strncmp(l, "nightly: ", 9))

@@ -245,16 +245,18 @@ static void test_nightly_cli(void)
     EXPECT(strstr(g_out, "memory: estimate") != NULL);
     /* both adoptions below in the same second: the second gets its own name */
     setenv("HEARTH_NOW", "2026-11-29T20:00:00Z", 1);
+    /* no replay: 3 steps of mechanics (replay: test_persona.c, test_nightly_agent.c) */
     const char *args[] = {"nightly", "--force", "-m", mv, "--steps", "3", "--rank", "2",
-                          "--lr", "0.01", "-t", "1", "--eval-tasks", "0", NULL};
+                          "--lr", "0.01", "-t", "1", "--eval-tasks", "0", "--replay", "0", NULL};
     EXPECT_EQ_INT(run(cmd_nightly, args), 0);
     EXPECT(strstr(g_out, "episodes: 4 training") != NULL);
     EXPECT(strstr(g_out, "adopted nightly-") || strstr(g_out, "discarded"));
     EXPECT(strstr(g_out, "peak RSS") != NULL);
+    EXPECT(strstr(g_out, "replay:") == NULL);
     printf("# %s", g_out);
     /* hearth lora train: the same run, no governor, no --force needed */
     const char *train[] = {"lora", "train", "-m", mv, "--steps", "2", "--rank", "2",
-                           "--lr", "0.01", "-t", "1", "--eval-tasks", "0", NULL};
+                           "--lr", "0.01", "-t", "1", "--eval-tasks", "0", "--replay", "0", NULL};
     EXPECT_EQ_INT(run(cmd_lora, train), 0);
     EXPECT(strstr(g_out, "steps: 2;") != NULL);
     EXPECT(strstr(g_out, "adopted nightly-20261129-200000-2.gguf") != NULL);

@@ -1,7 +1,8 @@
 /* test_nightly_agent.c: what the agent gives the nightly job: episodes of
  * a model declaring the compact style rendered and tokenized exactly as
  * the agent feeds them at inference, with the assistant's spans as the
- * only targets; the generic evaluation's fixed sample run through the
+ * only targets; generic replay conversations rendered alike, none of
+ * them a task of the generic suite; the generic evaluation's fixed sample run through the
  * bench's path with and without an adapter (the oracle: both the same). */
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -264,6 +265,65 @@ static void test_render_every_family(void)
     cJSON_Delete(tools);
 }
 
+/* Replay: n conversations of hearth datagen's training split, each
+ * rendered as an episode is (the prompt the planner feeds before every
+ * assistant turn, the turn the only target), with the tools of its world;
+ * never a request of the gate's generic suite (datagen's held-out split,
+ * seed 1 as cmd_nightly.c sets it), whatever the replay seed. */
+static void test_replay(void)
+{
+    hx_model *m = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
+    const hx_vocab *v = hx_model_vocab(m);
+    hx_agent_render ar = {v, HX_TPL_COMPACT, NULL};
+    cJSON *suite = hx_dg_eval_tasks(100, 1, -1, &err);
+    ASSERT(suite && cJSON_GetArraySize(suite) == 100);
+    for (uint64_t seed = 1; seed <= 2; seed++) {
+        hx_nightly_data d;
+        memset(&d, 0, sizeof d);
+        /* the sample worlds' HEARTH_HOME and HEARTH_NOW do not stay behind:
+         * the nightly run goes on in the user's home and time */
+        setenv("HEARTH_HOME", "/the/user/home", 1);
+        if (seed == 1) unsetenv("HEARTH_NOW");
+        else setenv("HEARTH_NOW", "2026-11-29T20:00:00Z", 1);
+        ASSERT(hx_agent_nightly_replay(&ar, 24, seed, &d, &err) == HX_OK);
+        EXPECT_STR_EQ(getenv("HEARTH_HOME"), "/the/user/home");
+        if (seed == 1) EXPECT(getenv("HEARTH_NOW") == NULL);
+        else EXPECT_STR_EQ(getenv("HEARTH_NOW"), "2026-11-29T20:00:00Z");
+        unsetenv("HEARTH_HOME"), unsetenv("HEARTH_NOW");
+        EXPECT_EQ_INT(d.n_episodes, 24);
+        EXPECT(d.n_docs >= 24);
+        size_t targets = 0;
+        for (size_t i = 0; i < d.n; i++) targets += d.mask[i];
+        EXPECT(targets > 0 && targets < d.n / 2); /* the assistant's turns only */
+        hx_buf all;
+        hx_buf_init(&all);
+        char piece[256];
+        for (size_t i = 0; i < d.n; i++) {
+            int32_t k = hx_token_to_piece(v, d.tokens[i], piece, sizeof piece, 1);
+            if (k > 0) hx_buf_append(&all, piece, (size_t)k);
+        }
+        ASSERT(all.data);
+        int leaks = 0, checked = 0;
+        for (const cJSON *t = suite->child; t; t = t->next) {
+            const char *req = cJSON_GetStringValue(cJSON_GetObjectItem(t, "request"));
+            if (!req) continue;
+            checked++;
+            leaks += strstr(all.data, req) != NULL;
+        }
+        EXPECT_EQ_INT(checked, 100);
+        EXPECT_EQ_INT(leaks, 0);
+        printf("# replay seed %llu: %d conversations, %d documents, %zu tokens (%zu "
+               "targets); none of the 100 suite requests in them\n",
+               (unsigned long long)seed, d.n_episodes, d.n_docs, d.n, targets);
+        hx_buf_free(&all);
+        hx_nightly_data_free(&d);
+    }
+    cJSON_Delete(suite);
+    hx_model_free(m);
+}
+
 /* The generic evaluation: a fixed sample run as the bench runs it; the
  * oracle passes the same tasks with or without an adapter argument. */
 static void test_eval_sample(void)
@@ -271,7 +331,9 @@ static void test_eval_sample(void)
     hx_agent_eval ae = {NULL, HX_TPL_COMPACT, 1, 1, 7, tmpdir, NULL};
     uint8_t pb[3] = {9, 9, 9}, pw[3] = {9, 9, 9};
     hx_err err = {0};
+    unsetenv("HEARTH_HOME"), unsetenv("HEARTH_NOW");
     ASSERT(hx_agent_nightly_eval(&ae, NULL, NULL, 0, 3, pb, &err) == HX_OK);
+    EXPECT(getenv("HEARTH_HOME") == NULL && getenv("HEARTH_NOW") == NULL); /* put back */
     const cJSON *first = ae.tasks;
     char *ids = cJSON_PrintUnformatted(ae.tasks);
     const char *ads[] = {"unused-by-the-oracle.gguf"};
@@ -323,6 +385,7 @@ int main(void)
         hx_trainer_free(tr);
         RUN(test_render_equals_inference);
         RUN(test_render_every_family);
+        RUN(test_replay);
     }
     RUN(test_eval_sample);
     char cmd[600];
