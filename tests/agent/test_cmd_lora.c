@@ -4,6 +4,7 @@
  * one), `hearth nightly --force` training on the memory's episodes. */
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/agent_int.h"
@@ -261,6 +262,27 @@ static void test_nightly_cli(void)
     EXPECT(strstr(g_out, "steps: 2;") != NULL);
     EXPECT(strstr(g_out, "adopted nightly-20261129-200000-2.gguf") != NULL);
     unsetenv("HEARTH_NOW");
+    /* config.json's nightly object sets the defaults (the options win);
+     * a bad value is named */
+    char cfg[400];
+    snprintf(cfg, sizeof cfg, "%s/config", dir);
+    mkdir(cfg, 0700);
+    snprintf(cfg, sizeof cfg, "%s/config/config.json", dir);
+    static const char good[] = "{\"nightly\": {\"replay\": 0, \"steps\": 2, \"rank\": 2, "
+                               "\"lr\": 0.01, \"eval_tasks\": 0, \"targets\": \"q,v\"}}";
+    ASSERT(hx_write_file_atomic(cfg, good, sizeof good - 1, NULL) == HX_OK);
+    const char *bycfg[] = {"lora", "train", "-m", mv, "-t", "1", "--steps", "1", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, bycfg), 0);
+    EXPECT(strstr(g_out, "steps: 1;") != NULL && strstr(g_out, "replay:") == NULL);
+    static const char bad[] = "{\"nightly\": {\"replay\": -1}}";
+    ASSERT(hx_write_file_atomic(cfg, bad, sizeof bad - 1, NULL) == HX_OK);
+    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(strstr(g_errbuf, "nightly.replay is not a number") != NULL);
+    static const char badt[] = "{\"nightly\": {\"targets\": \"q,x\"}}";
+    ASSERT(hx_write_file_atomic(cfg, badt, sizeof badt - 1, NULL) == HX_OK);
+    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(strstr(g_errbuf, "nightly.targets") != NULL);
+    unlink(cfg);
     const char *forced[] = {"lora", "train", "--force", NULL};
     EXPECT_EQ_INT(run(cmd_lora, forced), HX_EXIT_USAGE); /* not an option of train */
     const char *inst[] = {"nightly", "--install", NULL};
