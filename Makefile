@@ -117,18 +117,20 @@ test: test-build reference
 	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS) \
 	    $(call aarch64_runs,$(AARCH64_TESTS))
 
-# ---- aarch64 (phones): the engine cross-built with Debian's
-# gcc-aarch64-linux-gnu into $(BUILD)/aarch64, its kernel and differential
-# tests run under qemu-user twice: -cpu max (NEON + SDOT: the dotprod
-# kernels) and -cpu cortex-a53 (ARMv8.0: NEON only); each run checks that
-# the kernel set it expects was the one picked (HX_TEST_EXPECT_ISA).
-# `make test` runs them after the x86 tests (about 25 CPU-s of cross
-# build and 25 of qemu; scripts/deps.sh aarch64 installs the tools, and
+# ---- aarch64 (phones): the engine and the training engine (lora)
+# cross-built with Debian's gcc-aarch64-linux-gnu into $(BUILD)/aarch64,
+# their kernel, differential and gradient tests run under qemu-user twice:
+# -cpu max (NEON + SDOT: the dotprod kernels) and -cpu cortex-a53 (ARMv8.0:
+# NEON only); test_kernels checks that the kernel set it expects was the one
+# picked (HX_TEST_EXPECT_ISA).
+# `make test` runs them after the x86 tests (about 40 CPU-s of cross
+# build and 35 of qemu; scripts/deps.sh aarch64 installs the tools, and
 # without them each run reports a skip saying so); `make test-aarch64`
 # runs only them and fails without the tools.
 AARCH64_CC ?= aarch64-linux-gnu-gcc
 AARCH64 := $(BUILD)/aarch64
-AARCH64_TESTS := kernels quant model
+# module/name of each test run under qemu
+AARCH64_TESTS := engine/kernels engine/quant engine/model lora/ops lora/grad lora/actmem
 AARCH64_CPUS := max:dotprod cortex-a53:neon
 # Tests of a binary too slow under emulation: a 600-token double-precision
 # reference (about 5 CPU-s under qemu; the split-KV path it checks is the
@@ -137,8 +139,19 @@ AARCH64_SKIP_model := test_long_context_split
 # The quantizers' calibration quality: scalar float code, no kernels
 # (about 3.7 CPU-s under qemu).
 AARCH64_SKIP_quant := test_imatrix_output
+# The central-difference gradient checks: thousands of forward passes each
+# (22 to 36 CPU-s each under qemu; they pass there, run by hand). The
+# training forward against the engine's decode, packing and the shared
+# prefix stay; the float GEMM is covered by lora/ops' test_gemm_shapes.
+AARCH64_SKIP_grad := test_full_model test_untied_from_gguf test_lora_f32 \
+    test_lora_q8_0 test_lora_vs_full_f32 test_lora_vs_full_q8_0
+# The 256-wide Q4_K_M model (10.8 CPU-s under qemu; passes there): the
+# Q8_0 one checks the same recomputation, test_kernels the Q4_K kernels.
+AARCH64_SKIP_actmem := test_lora_recompute_exact_q4_k
+# the cross-built binary of module/name $(1)
+aarch64_bin = $(AARCH64)/tests/$(dir $(1))test_$(notdir $(1))
 aarch64_runs = $(foreach c,$(AARCH64_CPUS),$(foreach t,$(1),\
-    $(AARCH64)/tests/engine/test_$(t)@$(firstword $(subst :, ,$(c)))))
+    $(call aarch64_bin,$(t))@$(firstword $(subst :, ,$(c)))))
 # The loader and libc must come from one glibc build: -L alone takes the
 # cross package's ld.so but, through the host's ld.so.cache, the multiarch
 # libc6:arm64 that libpcre2-dev:arm64 installs, and that mix spins forever
@@ -146,26 +159,26 @@ aarch64_runs = $(foreach c,$(AARCH64_CPUS),$(foreach t,$(1),\
 QEMU_AARCH64 := qemu-aarch64 -L /usr/aarch64-linux-gnu \
     -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib
 # One wrapper: test $(1) under -cpu $(2), expecting kernel set $(3).
-aarch64_wrap = w=$(AARCH64)/tests/engine/test_$(1)@$(2); \
-    printf '\043!/bin/sh\n\043 test_$(1) on aarch64 under qemu-user -cpu $(2) ($(3) kernels)\nHX_TEST_EXPECT_ISA=$(3) HX_TEST_SKIP="$(AARCH64_SKIP_$(1))" exec $(QEMU_AARCH64) -cpu $(2) $(abspath $(AARCH64))/tests/engine/test_$(1) "$$@"\n' > $$w && chmod +x $$w;
+aarch64_wrap = w=$(call aarch64_bin,$(1))@$(2); \
+    printf '\043!/bin/sh\n\043 $(1) on aarch64 under qemu-user -cpu $(2) ($(3) kernels)\nHX_TEST_EXPECT_ISA=$(3) HX_TEST_SKIP="$(AARCH64_SKIP_$(notdir $(1)))" exec $(QEMU_AARCH64) -cpu $(2) $(abspath $(call aarch64_bin,$(1))) "$$@"\n' > $$w && chmod +x $$w;
 .PHONY: aarch64-build test-aarch64
 # Without the tools, a wrapper that reports the run skipped and why.
 AARCH64_NOTOOLS := no aarch64 cross compiler or qemu-user (scripts/deps.sh aarch64 installs them, as root)
-aarch64_skip = w=$(AARCH64)/tests/engine/test_$(1)@$(2); \
-    printf '\043!/bin/sh\necho "skip test_$(1)@$(2): $(AARCH64_NOTOOLS)"\n' > $$w && chmod +x $$w;
+aarch64_skip = w=$(call aarch64_bin,$(1))@$(2); \
+    printf '\043!/bin/sh\necho "skip $(1)@$(2): $(AARCH64_NOTOOLS)"\n' > $$w && chmod +x $$w;
 # Cross-builds the tests of $(T) and writes one qemu wrapper per test and
 # -cpu (test_x@max, test_x@cortex-a53), which tests/run.sh runs.
 aarch64-build:
 	@if ! sh scripts/deps.sh aarch64 || ! command -v $(AARCH64_CC) >/dev/null || \
 	    ! command -v qemu-aarch64 >/dev/null; then \
 	    echo "hearth: $(AARCH64_NOTOOLS); aarch64 tests skipped" >&2; \
-	    mkdir -p $(AARCH64)/tests/engine; \
+	    mkdir -p $(addprefix $(AARCH64)/tests/,$(sort $(dir $(T)))); \
 	    $(foreach c,$(AARCH64_CPUS),$(foreach t,$(T),$(call aarch64_skip,$(t),$(word 1,$(subst :, ,$(c)))))) \
 	    exit 0; fi; \
 	$(MAKE) --no-print-directory BUILD=$(AARCH64) CC=$(AARCH64_CC) \
 	    AR=aarch64-linux-gnu-ar PKG_CFLAGS= PKG_LIBS=-lpcre2-8 OPT=-O2 \
 	    EXTRA_CFLAGS= EXTRA_LDFLAGS= \
-	    $(foreach t,$(T),$(AARCH64)/tests/engine/test_$(t)) || exit 1; \
+	    $(foreach t,$(T),$(call aarch64_bin,$(t))) || exit 1; \
 	$(foreach c,$(AARCH64_CPUS),$(foreach t,$(T),$(call aarch64_wrap,$(t),$(word 1,$(subst :, ,$(c))),$(word 2,$(subst :, ,$(c))))))
 test-aarch64:
 	@$(MAKE) --no-print-directory aarch64-build T="$(AARCH64_TESTS)"
