@@ -17,18 +17,23 @@
 /* ---- activation quantization (scalar; as ggml's x86 CPU backend) ---- */
 
 /* Q8_0 activations: d = amax/127 rounded to fp16, values x*127/amax
- * rounded to nearest even (ggml's AVX quantize_row_q8_0). */
+ * rounded to nearest even (ggml's AVX quantize_row_q8_0). NaNs are left
+ * out of amax and quantize to 0 (as NEON's conversion does), so every value
+ * stays within +-127, s is the sum of qs, and the dots' "-128 * s" cannot
+ * overflow. */
 static void quant_q8a_scalar(const float *x, void *out, int64_t n)
 {
     hx_block_q8a *y = out;
     for (int64_t i = 0; i < n / HX_QK; i++, x += HX_QK) {
         float amax = 0;
-        for (int j = 0; j < HX_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        for (int j = 0; j < HX_QK; j++) /* NaNs skipped (fmaxf returns NaN for a signaling one) */
+            amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
         float id = amax != 0 ? 127.0f / amax : 0.0f;
         int s = 0;
         y[i].d = hx_fp16_to_fp32(hx_fp32_to_fp16(amax / 127.0f));
         for (int j = 0; j < HX_QK; j++) {
-            float v = x[j] * id + 12582912.0f; /* round to nearest even */
+            float v = x[j] * id;
+            v = (v == v ? v : 0.0f) + 12582912.0f; /* NaN gives 0; round to nearest even */
             int q;
             memcpy(&q, &v, 4);
             q = (q & 0x007fffff) - 0x00400000;

@@ -275,6 +275,7 @@ AVX2 static inline void round_pack32(const float *x, __m256 scale, int8_t *q, __
 {
     for (int k = 0; k < 4; k++) {
         __m256 f = _mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), scale);
+        f = _mm256_and_ps(f, _mm256_cmp_ps(f, f, _CMP_ORD_Q)); /* NaN -> 0, as scalar */
         v[k] = _mm256_cvtps_epi32(_mm256_round_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
     __m256i p01 = _mm256_packs_epi32(v[0], v[1]), p23 = _mm256_packs_epi32(v[2], v[3]);
@@ -289,8 +290,8 @@ AVX2 static void quant_q8a_avx2(const float *x, void *out, int64_t n)
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     for (int64_t i = 0; i < n / HX_QK; i++, x += HX_QK) {
         __m256 mx = _mm256_setzero_ps();
-        for (int k = 0; k < 4; k++)
-            mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_loadu_ps(x + 8 * k), absmask));
+        for (int k = 0; k < 4; k++) /* maxps returns its second operand for a NaN: skipped */
+            mx = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + 8 * k), absmask), mx);
         float amax = hmax_ps(mx);
         float id = amax != 0 ? 127.0f / amax : 0.0f;
         y[i].d = hx_fp16_to_fp32(hx_fp32_to_fp16(amax / 127.0f));
