@@ -4,9 +4,24 @@
 #define HX_GRAMMAR_INT_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "base/base.h"
 #include "engine/grammar/grammar.h"
+
+/* Grows *p (an array of elt-byte items with capacity *cap) to hold at least
+ * need items, doubling from 64; 0, or -1 (out of memory, *p unchanged). */
+static inline int gint_grow(void **p, uint32_t *cap, uint32_t need, size_t elt)
+{
+    if (need <= *cap) return 0;
+    uint32_t nc = *cap ? *cap : 64;
+    while (nc < need) nc *= 2;
+    void *q = realloc(*p, (size_t)nc * elt);
+    if (!q) return -1;
+    *p = q;
+    *cap = nc;
+    return 0;
+}
 
 /* ---- regex nodes: an id indexes rx->nodes; ids 0 and 1 are fixed ---- */
 enum {

@@ -16,18 +16,6 @@ static uint32_t hmix(uint32_t a, uint32_t b)
     return h ? h : 1;
 }
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elt)
-{
-    if (need <= *cap) return 0;
-    uint32_t nc = *cap ? *cap : 64;
-    while (nc < need) nc *= 2;
-    void *q = realloc(*p, (size_t)nc * elt);
-    if (!q) return -1;
-    *p = q;
-    *cap = nc;
-    return 0;
-}
-
 static int rehash(uint32_t **tab, uint32_t *cap, uint32_t n, uint32_t (*hash_of)(hx_matcher *, uint32_t), hx_matcher *m)
 {
     uint32_t nc = *cap ? *cap * 2 : 1024;
@@ -60,7 +48,7 @@ static int32_t stack_of(hx_matcher *m, uint32_t rx, int32_t parent)
         if (s->hash == h && s->rx == rx && s->parent == parent) return (int32_t)m->stk_h[j] - 1;
         j = (j + 1) & (m->stk_hcap - 1);
     }
-    if (grow((void **)&m->stk, &m->cap_stk, m->n_stk + 1, sizeof(gstack))) return -1;
+    if (gint_grow((void **)&m->stk, &m->cap_stk, m->n_stk + 1, sizeof(gstack))) return -1;
     m->stk[m->n_stk] = (gstack){rx, parent, h};
     m->stk_h[j] = ++m->n_stk;
     return (int32_t)m->n_stk - 1;
@@ -95,8 +83,8 @@ static uint32_t config_of(hx_matcher *m, uint32_t *v, uint32_t n)
             return m->cfg_h[j] - 1;
         j = (j + 1) & (m->cfg_hcap - 1);
     }
-    if (grow((void **)&m->cfg, &m->cap_cfg, m->n_cfg + 1, sizeof(gcfg)) ||
-        grow((void **)&m->pool, &m->cap_pool, m->n_pool + n, 4))
+    if (gint_grow((void **)&m->cfg, &m->cap_cfg, m->n_cfg + 1, sizeof(gcfg)) ||
+        gint_grow((void **)&m->pool, &m->cap_pool, m->n_pool + n, 4))
         return 0;
     memcpy(m->pool + m->n_pool, v, n * 4);
     m->cfg[m->n_cfg] = (gcfg){m->n_pool, n, h, -1, -1};
@@ -108,7 +96,7 @@ static uint32_t config_of(hx_matcher *m, uint32_t *v, uint32_t n)
 int gm_init(hx_matcher *m)
 {
     /* config 0: the empty set (dead) */
-    if (grow((void **)&m->cfg, &m->cap_cfg, 1, sizeof(gcfg))) return HX_ERR_NOMEM;
+    if (gint_grow((void **)&m->cfg, &m->cap_cfg, 1, sizeof(gcfg))) return HX_ERR_NOMEM;
     m->cfg[0] = (gcfg){0, 0, 0, -1, 0};
     m->n_cfg = 1;
     if (rehash(&m->cfg_h, &m->cfg_hcap, m->n_cfg, cfg_hash_of, m)) return HX_ERR_NOMEM;
@@ -128,7 +116,7 @@ void gm_free(hx_matcher *m)
 
 static int tmp_push(hx_matcher *m, uint32_t s)
 {
-    if (grow((void **)&m->tmp, &m->cap_tmp, m->n_tmp + 1, 4)) return -1;
+    if (gint_grow((void **)&m->tmp, &m->cap_tmp, m->n_tmp + 1, 4)) return -1;
     m->tmp[m->n_tmp++] = s;
     return 0;
 }
@@ -164,7 +152,7 @@ uint32_t gm_step(hx_matcher *m, uint32_t cfg, int c)
     int32_t t = m->cfg[cfg].tab;
     if (t >= 0 && m->tabs[(size_t)t * 256 + c] >= 0) return (uint32_t)m->tabs[(size_t)t * 256 + c];
     if (t < 0) {
-        if (grow((void **)&m->tabs, &m->cap_tabs, (m->n_tabs + 1) * 256, 4)) return 0;
+        if (gint_grow((void **)&m->tabs, &m->cap_tabs, (m->n_tabs + 1) * 256, 4)) return 0;
         t = (int32_t)m->n_tabs++;
         memset(m->tabs + (size_t)t * 256, 0xff, 1024);
         m->cfg[cfg].tab = t;

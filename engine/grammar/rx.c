@@ -11,18 +11,6 @@ static uint32_t mix(uint32_t h, uint32_t v)
     return h;
 }
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elt)
-{
-    if (need <= *cap) return 0;
-    uint32_t nc = *cap ? *cap : 64;
-    while (nc < need) nc *= 2;
-    void *q = realloc(*p, (size_t)nc * elt);
-    if (!q) return -1;
-    *p = q;
-    *cap = nc;
-    return 0;
-}
-
 static uint32_t node_hash(uint8_t kind, uint32_t a, uint32_t b, uint32_t mn,
                           uint32_t mx, const uint32_t *k, uint32_t nk)
 {
@@ -109,11 +97,11 @@ static uint32_t intern(hx_rx *rx, uint8_t kind, uint32_t a, uint32_t b,
         j = (j + 1) & (rx->hcap - 1);
     }
     if (rx->n_nodes >= rx->max_nodes) goto oom;
-    if (grow((void **)&rx->nodes, &rx->cap_nodes, rx->n_nodes + 1,
-             sizeof(rx_node)))
+    if (gint_grow((void **)&rx->nodes, &rx->cap_nodes, rx->n_nodes + 1,
+                  sizeof(rx_node)))
         goto oom;
     if (k) {
-        if (grow((void **)&rx->kids, &rx->cap_kids, rx->n_kids + nk, 4))
+        if (gint_grow((void **)&rx->kids, &rx->cap_kids, rx->n_kids + nk, 4))
             goto oom;
         memcpy(rx->kids + rx->n_kids, k, nk * 4);
         a = rx->n_kids;
@@ -202,7 +190,7 @@ uint32_t rx_class(hx_rx *rx, const uint32_t bits[8])
             return intern(rx, RX_CLASS, rx->ctab[j] - 1, 0, 0, 0, NULL, 0);
         j = (j + 1) & (rx->ccap - 1);
     }
-    if (grow((void **)&rx->cls, &rx->cap_cls, (rx->n_cls + 1) * 8, 4))
+    if (gint_grow((void **)&rx->cls, &rx->cap_cls, (rx->n_cls + 1) * 8, 4))
         goto oom;
     memcpy(rx->cls + 8 * rx->n_cls, bits, 32);
     rx->ctab[j] = ++rx->n_cls;
@@ -475,8 +463,8 @@ int32_t rx_tab(hx_rx *rx, uint32_t r)
 {
     int32_t t = rx->nodes[r].tab;
     if (t < 0) {
-        if (grow((void **)&rx->tabs, &rx->cap_tabs, (rx->n_tabs + 1) * 256, 4) ||
-            grow((void **)&rx->tab_owner, &rx->cap_owner, rx->n_tabs + 1, 4)) {
+        if (gint_grow((void **)&rx->tabs, &rx->cap_tabs, (rx->n_tabs + 1) * 256, 4) ||
+            gint_grow((void **)&rx->tab_owner, &rx->cap_owner, rx->n_tabs + 1, 4)) {
             rx->failed = 1;
             return -1;
         }
@@ -505,7 +493,7 @@ uint32_t rx_step(hx_rx *rx, uint32_t r, int c)
 static int push_call(hx_rx *rx, uint32_t rule, uint32_t cont)
 {
     if (cont == RX_NONE) return 0;
-    if (grow((void **)&rx->calls, &rx->cap_calls, rx->n_calls + 2, 4))
+    if (gint_grow((void **)&rx->calls, &rx->cap_calls, rx->n_calls + 2, 4))
         return -1;
     rx->calls[rx->n_calls++] = rule;
     rx->calls[rx->n_calls++] = cont;
@@ -556,7 +544,7 @@ const uint32_t *rx_first_calls(hx_rx *rx, uint32_t r, uint32_t *n)
 
 uint32_t rx_new_rule(hx_rx *rx)
 {
-    if (grow((void **)&rx->rules, &rx->cap_rules, rx->n_rules + 1, 4)) {
+    if (gint_grow((void **)&rx->rules, &rx->cap_rules, rx->n_rules + 1, 4)) {
         rx->failed = 1;
         return 0;
     }
