@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/ftype_int.h"
 #include "engine/gguf.h"
 
 /* ---- random numbers: splitmix64, one stream per tensor ---- */
@@ -157,13 +158,6 @@ static int fill_tensor(void *user, const hx_gguf_tensor *t, void *buf)
     return fill_elems(t->type, buf, n, mt->sd, mt->center, &x);
 }
 
-/* llama.cpp's use_more_bits: the first and last eighth of the layers and
- * every third layer between get more bits in the _M mixes. */
-static int more_bits(int il, int n)
-{
-    return il < n / 8 || il >= 7 * n / 8 || (il - n / 8) % 3 == 2;
-}
-
 enum role { R_NORM, R_ROUTER, R_EMBD, R_OUTPUT, R_MAT, R_V, R_DOWN };
 
 static int type_for(const mk *m, int role, int il)
@@ -171,7 +165,7 @@ static int type_for(const mk *m, int role, int il)
     if (role == R_NORM || role == R_ROUTER) return HX_TYPE_F32;
     if (!m->mix_m) return m->base_type;
     if (role == R_OUTPUT) return HX_TYPE_Q6_K;
-    if ((role == R_V || role == R_DOWN) && more_bits(il, m->p.n_layer))
+    if ((role == R_V || role == R_DOWN) && hx_ftype_more_bits(il, m->p.n_layer))
         return HX_TYPE_Q6_K;
     return m->base_type;
 }
@@ -293,26 +287,6 @@ static int add_tensors(mk *m, int n_vocab)
 }
 
 /* ---- metadata ---- */
-typedef struct ftype_info {
-    const char *name;
-    int type, mix_m, file_type; /* file_type: llama.cpp's LLAMA_FTYPE */
-} ftype_info;
-
-static const ftype_info k_ftypes[] = {
-    {"F32", HX_TYPE_F32, 0, 0},     {"F16", HX_TYPE_F16, 0, 1},
-    {"BF16", HX_TYPE_BF16, 0, 32},  {"Q8_0", HX_TYPE_Q8_0, 0, 7},
-    {"Q4_0", HX_TYPE_Q4_0, 0, 2},   {"Q4_K", HX_TYPE_Q4_K, 0, 14},
-    {"Q5_K", HX_TYPE_Q5_K, 0, 16},  {"Q6_K", HX_TYPE_Q6_K, 0, 18},
-    {"Q4_K_M", HX_TYPE_Q4_K, 1, 15}, {"Q5_K_M", HX_TYPE_Q5_K, 1, 17},
-};
-
-static const ftype_info *find_ftype(const char *name)
-{
-    for (size_t i = 0; i < sizeof k_ftypes / sizeof k_ftypes[0]; i++)
-        if (!strcmp(k_ftypes[i].name, name)) return &k_ftypes[i];
-    return NULL;
-}
-
 static int set_arch_u32(hx_gguf_writer *w, const char *arch, const char *key,
                         uint32_t v)
 {
@@ -420,7 +394,7 @@ static int overrides_valid(const char *list)
         char one[64];
         snprintf(one, sizeof one, "%.*s", (int)(end - p), p);
         char *eq = strchr(one, '=');
-        const ftype_info *f = eq && eq > one ? find_ftype(eq + 1) : NULL;
+        const hx_ftype_info *f = eq && eq > one ? hx_ftype_find(eq + 1) : NULL;
         if (!f || f->mix_m) return 0;
         p = *end ? end + 1 : end;
     }
@@ -430,7 +404,7 @@ static int overrides_valid(const char *list)
 static int check_params(mk *m, hx_err *err)
 {
     hx_mkmodel_params *p = &m->p;
-    const ftype_info *ft = p->ftype ? find_ftype(p->ftype) : NULL;
+    const hx_ftype_info *ft = p->ftype ? hx_ftype_find(p->ftype) : NULL;
     if (!p->arch || (strcmp(p->arch, "llama") && strcmp(p->arch, "qwen3") &&
                      strcmp(p->arch, "qwen3moe")))
         return hx_err_set(err, HX_ERR_INVALID,
@@ -479,7 +453,7 @@ int hx_mkmodel_write(const hx_mkmodel_params *params, const char *path,
     if (!w) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     int n_vocab = m.p.n_vocab;
     if (m.p.vocab_path) rc = copy_vocab(w, m.p.vocab_path, &n_vocab, err);
-    const ftype_info *ft = find_ftype(m.p.ftype);
+    const hx_ftype_info *ft = hx_ftype_find(m.p.ftype);
     if (!rc && (rc = set_hparams(w, &m, ft->file_type)))
         hx_err_set(err, rc, "writing metadata: %s", hx_rc_str(rc));
     if (!rc) rc = add_tensors(&m, n_vocab);

@@ -10,35 +10,38 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "engine/ftype_int.h"
 #include "engine/quant.h"
 #include "engine/threadpool.h"
 
 /* ---- presets ---- */
-typedef struct preset {
-    const char *name;
-    int type, mix_m, file_type; /* file_type: llama.cpp's LLAMA_FTYPE */
-} preset;
-
-static const preset k_presets[] = {
-    {"Q4_K_M", HX_TYPE_Q4_K, 1, 15}, {"Q5_K_M", HX_TYPE_Q5_K, 1, 17},
-    {"Q8_0", HX_TYPE_Q8_0, 0, 7},    {"Q4_0", HX_TYPE_Q4_0, 0, 2},
-    {"Q4_K", HX_TYPE_Q4_K, 0, 14},   {"Q5_K", HX_TYPE_Q5_K, 0, 16},
-    {"Q6_K", HX_TYPE_Q6_K, 0, 18},
+static const hx_ftype_info k_ftypes[] = {
+    {"F32", HX_TYPE_F32, 0, 0, 0},      {"F16", HX_TYPE_F16, 0, 1, 0},
+    {"BF16", HX_TYPE_BF16, 0, 32, 0},   {"Q8_0", HX_TYPE_Q8_0, 0, 7, 1},
+    {"Q4_0", HX_TYPE_Q4_0, 0, 2, 1},    {"Q4_K", HX_TYPE_Q4_K, 0, 14, 1},
+    {"Q5_K", HX_TYPE_Q5_K, 0, 16, 1},   {"Q6_K", HX_TYPE_Q6_K, 0, 18, 1},
+    {"Q4_K_M", HX_TYPE_Q4_K, 1, 15, 1}, {"Q5_K_M", HX_TYPE_Q5_K, 1, 17, 1},
 };
-#define N_PRESETS (int)(sizeof k_presets / sizeof k_presets[0])
+
+const hx_ftype_info *hx_ftype_find(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof k_ftypes / sizeof k_ftypes[0]; i++)
+        if (!strcmp(k_ftypes[i].name, name)) return &k_ftypes[i];
+    return NULL;
+}
+
 #define PRESET_NAMES "Q4_K_M Q5_K_M Q8_0 Q4_0 Q4_K Q5_K Q6_K"
 #define OVERRIDE_NAMES "F32 F16 BF16 Q8_0 Q4_0 Q4_K Q5_K Q6_K"
 
-static const preset *find_preset(const char *name)
+static const hx_ftype_info *find_preset(const char *name)
 {
-    for (int i = 0; name && i < N_PRESETS; i++)
-        if (!strcmp(k_presets[i].name, name)) return &k_presets[i];
-    return NULL;
+    const hx_ftype_info *f = hx_ftype_find(name);
+    return f && f->preset ? f : NULL;
 }
 
 int hx_quantize_ftype_number(const char *ftype)
 {
-    const preset *p = find_preset(ftype);
+    const hx_ftype_info *p = find_preset(ftype);
     return p ? p->file_type : -1;
 }
 
@@ -64,7 +67,7 @@ hx_quantize_params hx_quantize_default_params(void)
 /* ---- the plan: one output type per tensor ---- */
 typedef struct qz {
     const hx_quantize_params *p;
-    const preset *pre;
+    const hx_ftype_info *pre;
     const hx_gguf *g;
     hx_threadpool *tp;
     int n_layer, n_expert, has_output;
@@ -73,13 +76,6 @@ typedef struct qz {
     hx_err *err;
     int64_t elems_done, elems_total; /* progress */
 } qz;
-
-/* llama.cpp's use_more_bits: the first and last eighth of the layers and
- * every third layer between get more bits in the _M mixes. */
-static int more_bits(int il, int n)
-{
-    return il < n / 8 || il >= 7 * n / 8 || (il - n / 8) % 3 == 2;
-}
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -104,7 +100,7 @@ static int layer_of(const char *name)
 /* The preset's choice for a matrix, before overrides. */
 static int preset_type(const qz *q, const char *name)
 {
-    const preset *pr = q->pre;
+    const hx_ftype_info *pr = q->pre;
     int il = layer_of(name), base = pr->type;
     int is_output = !strcmp(name, "output.weight") ||
                     (!q->has_output && !strcmp(name, "token_embd.weight"));
@@ -113,7 +109,7 @@ static int preset_type(const qz *q, const char *name)
         return HX_TYPE_Q8_0; /* llama.cpp: cheap for 8-expert models */
     if (!pr->mix_m || il < 0) return base;
     if ((strstr(name, "attn_v.") || strstr(name, "ffn_down")) &&
-        more_bits(il, q->n_layer))
+        hx_ftype_more_bits(il, q->n_layer))
         return HX_TYPE_Q6_K;
     if (strstr(name, "attn_qkv."))
         return base == HX_TYPE_Q4_K ? HX_TYPE_Q5_K : HX_TYPE_Q6_K;
