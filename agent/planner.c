@@ -286,11 +286,10 @@ static char *trimmed(const char *s, size_t n)
     return hx_strndup(s, n);
 }
 
-static void parse_one(const char *body, size_t n, pcall *c)
+/* Fills c from the parsed call j (owned: freed here; NULL when the body
+ * was not JSON). */
+static void call_from_json(cJSON *j, pcall *c)
 {
-    char *t = trimmed(body, n);
-    cJSON *j = t ? cJSON_Parse(t) : NULL;
-    free(t);
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
     cJSON *args = cJSON_GetObjectItemCaseSensitive(j, "arguments");
     if (!args) args = cJSON_GetObjectItemCaseSensitive(j, "parameters");
@@ -308,6 +307,14 @@ static void parse_one(const char *body, size_t n, pcall *c)
     cJSON_Delete(j);
 }
 
+static void parse_one(const char *body, size_t n, pcall *c)
+{
+    char *t = trimmed(body, n);
+    cJSON *j = t ? cJSON_Parse(t) : NULL;
+    free(t);
+    call_from_json(j, c);
+}
+
 /* Llama: the content before the call and the one call (its template
  * renders one per turn). */
 static int parse_llama(const char *text, char **content, pcall *c)
@@ -321,23 +328,24 @@ static int parse_llama(const char *text, char **content, pcall *c)
     return 1;
 }
 
-/* Where a tagged call's body ends: *close at its closing tag, or NULL.
- * The grammar's call is a JSON value, whitespace, then "</tool_call>", so
- * a "</tool_call>" inside a JSON string is text: the body runs to the end
- * of the value when the tag follows it. Only a body that is not JSON
- * (malformed anyway) ends at the first closing tag. */
-static size_t call_body(const char *body, const char **close)
+/* One tagged call into c; returns its closing tag, or NULL. The
+ * grammar's call is a JSON value, whitespace, then "</tool_call>", so a
+ * "</tool_call>" inside a JSON string is text: the body runs to the end of
+ * the value when the tag follows it, and that parse is the call's. Only a
+ * body that is not JSON (malformed anyway) ends at the first closing tag. */
+static const char *parse_tagged(const char *body, pcall *c)
 {
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithOpts(body, &end, 0);
     const char *after = j ? end + strspn(end, " \t\r\n") : NULL;
-    cJSON_Delete(j);
     if (after && !strncmp(after, CLOSE_TAG, strlen(CLOSE_TAG))) {
-        *close = after;
-        return (size_t)(end - body);
+        call_from_json(j, c);
+        return after;
     }
-    *close = strstr(body, CLOSE_TAG);
-    return *close ? (size_t)(*close - body) : strlen(body);
+    cJSON_Delete(j);
+    const char *close = strstr(body, CLOSE_TAG);
+    parse_one(body, close ? (size_t)(close - body) : strlen(body), c);
+    return close;
 }
 
 /* Splits text into the content before the first call and the calls. */
@@ -348,11 +356,9 @@ static int parse_turn(int llama, const char *text, char **content, pcall *calls,
     int n = 0;
     *content = trimmed(text, open ? (size_t)(open - text) : strlen(text));
     while (open && n < max) {
-        const char *body = open + strlen(OPEN_TAG), *close = NULL;
-        size_t len = call_body(body, &close);
         pcall *c = &calls[n++];
         memset(c, 0, sizeof *c);
-        parse_one(body, len, c);
+        const char *close = parse_tagged(open + strlen(OPEN_TAG), c);
         if (!close) {
             snprintf(c->error, sizeof c->error, "the call has no closing </tool_call>");
             cJSON_Delete(c->fn);
