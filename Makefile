@@ -186,12 +186,17 @@ test-aarch64:
 	@HEARTH_BUILD=$(AARCH64) tests/run.sh $(call aarch64_runs,$(AARCH64_TESTS))
 
 # Sanitizer builds run the unit tests clean (separate build directories).
+# HX_TEST_SANITIZER tells the heaviest tests to run their code paths on
+# fewer positions or repetitions (tests/test.h test_sanitized); each test
+# binary gets 30 minutes (instrumented code on a shared machine) unless
+# HX_TEST_TIMEOUT says otherwise.
+SAN_ENV = HX_TEST_SANITIZER=$(1) HX_TEST_TIMEOUT=$${HX_TEST_TIMEOUT:-1800}
 asan:
-	$(MAKE) BUILD=build/asan OPT=-O1 \
+	$(call SAN_ENV,address) $(MAKE) BUILD=build/asan OPT=-O1 \
 	    EXTRA_CFLAGS="-fsanitize=address -fno-omit-frame-pointer" \
 	    EXTRA_LDFLAGS="-fsanitize=address" test
 ubsan:
-	$(MAKE) BUILD=build/ubsan OPT=-O1 \
+	$(call SAN_ENV,undefined) $(MAKE) BUILD=build/ubsan OPT=-O1 \
 	    EXTRA_CFLAGS="-fsanitize=undefined -fno-sanitize-recover=all" \
 	    EXTRA_LDFLAGS="-fsanitize=undefined" test
 

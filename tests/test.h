@@ -91,6 +91,15 @@ __attribute__((unused)) static int test_listed_skip(const char *name)
     return 0;
 }
 
+/* 1 under make asan / make ubsan (HX_TEST_SANITIZER set, e.g. "address"):
+ * the heaviest tests then run the same code paths on fewer positions or
+ * repetitions; plain make test always runs them in full. */
+__attribute__((unused)) static int test_sanitized(void)
+{
+    const char *s = getenv("HX_TEST_SANITIZER");
+    return s && *s;
+}
+
 __attribute__((unused)) static void test_run(const char *name, void (*fn)(void))
 {
     test_cur_name = name;
