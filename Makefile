@@ -223,6 +223,16 @@ bench-engine: $(BUILD)/bench/engine reference
 	    $(MAKE) --no-print-directory $(HXREF) || echo "hearth: hxref did not build; Hearth only" >&2; fi
 	HEARTH_BUILD=$(BUILD) nice $(BUILD)/bench/engine $(ARGS)
 
+# Logits error by depth on the 30B-A3B layer shape: Hearth and llama.cpp
+# (repack off / on) against the exact double reference (bench/depth.c).
+$(BUILD)/bench/depth: bench/depth.c $(call libs_for,engine)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
+.PHONY: bench-depth
+bench-depth: $(BUILD)/bench/depth reference
+	$(MAKE) --no-print-directory $(HXREF)
+	HEARTH_BUILD=$(BUILD) nice $(BUILD)/bench/depth $(ARGS)
+
 # Time to first token of an agent turn with the full tool list: cold, warm
 # from the prefix cache on disk, warm in-process (ARGS="--reps 5 --kv q8").
 .PHONY: bench-ttft
