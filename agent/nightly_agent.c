@@ -105,34 +105,6 @@ int hx_agent_nightly_render(void *user, const cJSON *messages, hx_nightly_data *
     return rc;
 }
 
-/* ---- the caller's environment ---- */
-
-/* Sample worlds set HEARTH_HOME and HEARTH_NOW for their tools
- * (agent/dgrun.c); the nightly run goes on in the user's home and time
- * after them, so they are put back as they were. */
-typedef struct saved_env {
-    char *home, *now;
-} saved_env;
-
-static saved_env env_save(void)
-{
-    const char *h = getenv("HEARTH_HOME"), *n = getenv("HEARTH_NOW");
-    return (saved_env){h ? strdup(h) : NULL, n ? strdup(n) : NULL};
-}
-
-static void env_put(const char *name, char *value)
-{
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-    free(value);
-}
-
-static void env_restore(saved_env *e)
-{
-    env_put("HEARTH_HOME", e->home), env_put("HEARTH_NOW", e->now);
-    e->home = e->now = NULL;
-}
-
 /* ---- replay ---- */
 
 typedef struct replay_ctx {
@@ -164,9 +136,9 @@ int hx_agent_nightly_replay(void *user, int n, uint64_t seed, hx_nightly_data *o
     p.split = HX_SPLIT_TRAIN; /* never the held-out pools the generic suite draws */
     p.n = n;
     p.seed = seed;
-    saved_env env = env_save();
+    /* each sample world puts the caller's HEARTH_HOME and HEARTH_NOW back
+     * when it closes (hx_dg_world_close) */
     int rc = f ? hx_datagen_run(&p, f, &st, err) : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    env_restore(&env);
     if (f) fclose(f);
     replay_ctx c = {ar, out};
     if (!rc) rc = hx_chat_each_buf("replay", text ? text : "", len, ar->family, replay_one, &c, err);
@@ -257,7 +229,6 @@ int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *
     hx_agent_eval *ae = user;
     hx_adapter *ads[HX_ADAPTER_MAX];
     int na = 0, i = 0;
-    saved_env env = env_save();
     memset(pass, 0, (size_t)(n_tasks > 0 ? n_tasks : 0));
     int rc = n_adapters <= HX_ADAPTER_MAX ? eval_sample(ae, n_tasks, err)
              : hx_err_set(err, HX_ERR_INVALID, "at most %d adapters", HX_ADAPTER_MAX);
@@ -277,7 +248,6 @@ int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *
         rc = hx_dg_eval_task(&o, t, home, &v, &ok, NULL, NULL, NULL, err);
         pass[i++] = ok != 0;
     }
-    env_restore(&env);
     if (made) hx_world_rmtree(base, NULL);
     hx_dg_validator_free(v);
     for (int k = 0; k < na; k++) hx_adapter_free(ads[k]);

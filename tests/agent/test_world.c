@@ -1,6 +1,7 @@
 /* test_world.c: generated sample worlds: the same seed gives the same
  * world and files, the tools read them cleanly, held-out pools are
- * disjoint from training's, dates spread over many years. */
+ * disjoint from training's, dates spread over many years, and an opened
+ * world leaves the environment as it found it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,93 @@ static void test_day_phrases(void)
         }
 }
 
+/* The whole environment as one string, a NAME=VALUE line each. */
+extern char **environ;
+static char *env_text(void)
+{
+    size_t n = 1;
+    for (char **e = environ; *e; e++) n += strlen(*e) + 1;
+    char *s = malloc(n), *p = s;
+    if (!s) abort();
+    for (char **e = environ; *e; e++) p += sprintf(p, "%s\n", *e);
+    *p = 0;
+    return s;
+}
+
+/* One open and close with HEARTH_HOME and HEARTH_NOW as given (NULL:
+ * unset): inside, the world's; after close, each as before, and no other
+ * variable touched. */
+static void world_env_round(const char *home_before, const char *now_before)
+{
+    char h[160];
+    snprintf(h, sizeof h, "%s/wenv", scratch_dir());
+    if (home_before) setenv("HEARTH_HOME", home_before, 1);
+    else unsetenv("HEARTH_HOME");
+    if (now_before) setenv("HEARTH_NOW", now_before, 1);
+    else unsetenv("HEARTH_NOW");
+    char *before = env_text();
+    hx_dg_world dw;
+    hx_err err = {0};
+    ASSERT(hx_dg_world_open(42, HX_SPLIT_TRAIN, h, &dw, &err) == HX_OK);
+    EXPECT_STR_EQ(getenv("HEARTH_HOME"), h);
+    EXPECT(getenv("HEARTH_NOW") && !strcmp(getenv("HEARTH_NOW"), dw.w.now_iso));
+    /* a task's own clock (hx_dg_run) is the world's business too */
+    setenv("HEARTH_NOW", "2031-01-01T00:00:00Z", 1);
+    hx_dg_world_close(&dw);
+    if (home_before) EXPECT_STR_EQ(getenv("HEARTH_HOME"), home_before);
+    else EXPECT(getenv("HEARTH_HOME") == NULL);
+    if (now_before) EXPECT_STR_EQ(getenv("HEARTH_NOW"), now_before);
+    else EXPECT(getenv("HEARTH_NOW") == NULL);
+    char *after = env_text();
+    /* the same variables with the same values (order may differ only for
+     * a variable unset and set again, which none of these is) */
+    EXPECT_EQ_INT((int)strlen(after), (int)strlen(before));
+    for (char *line = strtok(before, "\n"); line; line = strtok(NULL, "\n")) {
+        char *eq = strchr(line, '=');
+        ASSERT(eq);
+        *eq = 0;
+        const char *v = getenv(line);
+        EXPECT(v && !strcmp(v, eq + 1));
+    }
+    free(before);
+    free(after);
+    hx_world_rmtree(h, NULL);
+}
+
+/* Close puts the caller's HEARTH_HOME and HEARTH_NOW back: set or unset,
+ * both or one; a second close, and a close after a failed open, change
+ * nothing. */
+static void test_world_env_restored(void)
+{
+    world_env_round("/the/user/home", "2026-11-29T20:00:00Z");
+    world_env_round(NULL, NULL);
+    world_env_round("/the/user/home", NULL);
+    world_env_round(NULL, "2026-11-29T20:00:00Z");
+    /* twice closed: the second is a no-op */
+    char h[160];
+    snprintf(h, sizeof h, "%s/wenv2", scratch_dir());
+    setenv("HEARTH_HOME", "/u", 1);
+    unsetenv("HEARTH_NOW");
+    hx_dg_world dw;
+    hx_err err = {0};
+    ASSERT(hx_dg_world_open(43, HX_SPLIT_TRAIN, h, &dw, &err) == HX_OK);
+    hx_dg_world_close(&dw);
+    setenv("HEARTH_HOME", "/changed/after", 1);
+    hx_dg_world_close(&dw);
+    EXPECT_STR_EQ(getenv("HEARTH_HOME"), "/changed/after");
+    EXPECT(getenv("HEARTH_NOW") == NULL);
+    hx_world_rmtree(h, NULL);
+    /* a task that names no world: nothing opened, close is safe and
+     * leaves the environment alone */
+    cJSON *bad = cJSON_Parse("{\"world_seed\":\"x1\",\"split\":\"train\"}");
+    EXPECT_EQ_INT(hx_dg_task_world(bad, h, &dw, &err), HX_ERR_FORMAT);
+    hx_dg_world_close(&dw);
+    EXPECT_STR_EQ(getenv("HEARTH_HOME"), "/changed/after");
+    EXPECT(getenv("HEARTH_NOW") == NULL);
+    cJSON_Delete(bad);
+    unsetenv("HEARTH_HOME");
+}
+
 int main(void)
 {
     RUN(test_world_deterministic);
@@ -180,6 +268,7 @@ int main(void)
     RUN(test_world_layout);
     RUN(test_years);
     RUN(test_day_phrases);
+    RUN(test_world_env_restored);
     scratch_remove();
     return test_summary();
 }
