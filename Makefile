@@ -130,7 +130,7 @@ test: test-build reference
 AARCH64_CC ?= aarch64-linux-gnu-gcc
 AARCH64 := $(BUILD)/aarch64
 # module/name of each test run under qemu
-AARCH64_TESTS := engine/kernels engine/quant engine/model lora/ops lora/grad lora/actmem
+AARCH64_TESTS := engine/kernels engine/kernels_nan engine/quant engine/model lora/ops lora/grad lora/actmem
 AARCH64_CPUS := max:dotprod cortex-a53:neon
 # Tests of a binary too slow under emulation: a 600-token double-precision
 # reference (about 5 CPU-s under qemu; the split-KV path it checks is the

@@ -308,8 +308,8 @@ AVX2 static void quant_q8K_avx2(const float *x, void *out, int64_t n)
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     for (int64_t i = 0; i < n / HX_QK_K; i++, x += HX_QK_K) {
         __m256 mx = _mm256_setzero_ps();
-        for (int k = 0; k < HX_QK_K; k += 8)
-            mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_loadu_ps(x + k), absmask));
+        for (int k = 0; k < HX_QK_K; k += 8) /* NaNs skipped, as in quant_q8a_avx2 */
+            mx = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + k), absmask), mx);
         float amax = hmax_ps(mx), max = 0;
         memset(&y[i], 0, sizeof y[i]);
         if (amax == 0) continue;

@@ -118,10 +118,16 @@ static inline int32x4_t round_pack16(const float *x, float32x4_t scale, int8_t *
     return vpaddlq_s16(vpaddlq_s8(b));
 }
 
+/* The largest magnitude, NaNs left out as the scalar quantizers do
+ * (fabsf(x) > amax): FMAX would return NaN and FMAXNM a NaN for a
+ * signaling one, so a lane takes a value only where it compares greater. */
 static inline float amax_of(const float *x, int n)
 {
     float32x4_t mx = vdupq_n_f32(0);
-    for (int k = 0; k < n; k += 4) mx = vmaxq_f32(mx, vabsq_f32(vld1q_f32(x + k)));
+    for (int k = 0; k < n; k += 4) {
+        float32x4_t a = vabsq_f32(vld1q_f32(x + k));
+        mx = vbslq_f32(vcgtq_f32(a, mx), a, mx);
+    }
     return vmaxvq_f32(mx);
 }
 

@@ -185,6 +185,10 @@ static void dequantize_q4_0(const hx_block_q4_0 *x, float *y, int64_t nb)
 
 /* ---- Q8_K ---- */
 
+/* Activations for the K-quant dots: NaNs are left out of amax and
+ * quantize to 0, as in Q8_0's (engine/kernels.c), so the SIMD versions,
+ * whose conversions give 0 or INT_MIN for a NaN, can agree bit for bit
+ * (the rounding trick would turn a NaN's payload into a value). */
 static void quantize_q8_K(const float *x, hx_block_q8_K *y, int64_t nb)
 {
     for (int64_t i = 0; i < nb; i++, x += HX_QK_K) {
@@ -198,7 +202,8 @@ static void quantize_q8_K(const float *x, hx_block_q8_K *y, int64_t nb)
         if (amax == 0) continue;
         float iscale = -127.0f / max;
         for (int j = 0; j < HX_QK_K; j++) {
-            int v = nearest_int(iscale * x[j]);
+            float f = iscale * x[j]; /* NaN for a NaN, and for an inf (iscale 0) */
+            int v = f == f ? nearest_int(f) : 0;
             y[i].qs[j] = (int8_t)(v > 127 ? 127 : v);
         }
         for (int j = 0; j < HX_QK_K / 16; j++) {
