@@ -310,15 +310,10 @@ AVX2 static void quant_q8K_avx2(const float *x, void *out, int64_t n)
         __m256 mx = _mm256_setzero_ps();
         for (int k = 0; k < HX_QK_K; k += 8) /* NaNs skipped, as in quant_q8a_avx2 */
             mx = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + k), absmask), mx);
-        float amax = hmax_ps(mx), max = 0;
+        float amax = hmax_ps(mx);
         memset(&y[i], 0, sizeof y[i]);
         if (amax == 0) continue;
-        for (int k = 0; k < HX_QK_K; k++) /* the first value of largest magnitude */
-            if (fabsf(x[k]) == amax) {
-                max = x[k];
-                break;
-            }
-        float iscale = -127.0f / max;
+        float iscale = hx_q8K_iscale(x, amax);
         for (int k = 0; k < HX_QK_K; k += 32) {
             __m256i v[4];
             round_pack32(x + k, _mm256_set1_ps(iscale), y[i].qs + k, v);

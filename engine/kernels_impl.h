@@ -4,6 +4,7 @@
 #ifndef HX_KERNELS_IMPL_H
 #define HX_KERNELS_IMPL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -85,6 +86,16 @@ static inline void hx_k_unpack(const uint8_t *q, uint64_t *sc, uint64_t *m)
 
 /* byte j of a packed scale word */
 #define HX_K_BYTE(v, j) ((int)(((v) >> (8 * (j))) & 0xff))
+
+/* A Q8_K activation block's iscale once a SIMD quantizer has its amax
+ * (NaNs left out, amax > 0): -127 over the first value of that magnitude,
+ * with its sign, as the scalar quantize_q8_K (quant.c) picks it. */
+static inline float hx_q8K_iscale(const float *x, float amax)
+{
+    for (int k = 0; k < HX_QK_K; k++)
+        if (fabsf(x[k]) == amax) return -127.0f / x[k];
+    return 0.0f; /* not reached for an amax taken from x */
+}
 
 /* The table for an ISA (built once, clamped to the CPU's). */
 const hx_kernels *hx_kernels_for(int isa);

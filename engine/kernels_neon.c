@@ -149,15 +149,10 @@ static void quant_q8K_neon(const float *x, void *out, int64_t n)
 {
     hx_block_q8_K *y = out;
     for (int64_t i = 0; i < n / HX_QK_K; i++, x += HX_QK_K) {
-        float amax = amax_of(x, HX_QK_K), max = 0;
+        float amax = amax_of(x, HX_QK_K);
         memset(&y[i], 0, sizeof y[i]);
         if (amax == 0) continue;
-        for (int k = 0; k < HX_QK_K; k++) /* the first value of largest magnitude */
-            if (fabsf(x[k]) == amax) {
-                max = x[k];
-                break;
-            }
-        float iscale = -127.0f / max;
+        float iscale = hx_q8K_iscale(x, amax);
         float32x4_t scale = vdupq_n_f32(iscale);
         for (int k = 0; k < HX_QK_K; k += 16)
             y[i].bsums[k / 16] = (int16_t)vaddvq_s32(round_pack16(x + k, scale, y[i].qs + k));
