@@ -14,6 +14,14 @@ typedef struct hx_ftype_info {
 /* The entry named name (static storage), or NULL. Defined in quantize.c. */
 const hx_ftype_info *hx_ftype_find(const char *name);
 
+/* The HX_TYPE_* of a single-type entry (F32 .. Q6_K, not an _M mix), the
+ * types a per-tensor override may name; -1 for any other name. */
+static inline int hx_ftype_single(const char *name)
+{
+    const hx_ftype_info *f = hx_ftype_find(name);
+    return f && !f->mix_m ? f->type : -1;
+}
+
 /* llama.cpp's use_more_bits: the first and last eighth of the layers and
  * every third layer between get more bits in the _M mixes. */
 static inline int hx_ftype_more_bits(int il, int n)

@@ -179,11 +179,10 @@ static int override_type(const char *list, const char *name)
         const char *eq = strchr(p, '='), *end = strchr(p, ',');
         if (!end) end = p + strlen(p);
         if (eq && eq < end && (size_t)(eq - p) == n && !strncmp(p, name, n)) {
-            for (int t = 0; t < HX_TYPE_COUNT; t++)
-                if (strlen(hx_type_name(t)) == (size_t)(end - eq - 1) &&
-                    !strncmp(eq + 1, hx_type_name(t), (size_t)(end - eq - 1)))
-                    return t;
-            return -1;
+            char type[16];
+            if ((size_t)(end - eq - 1) >= sizeof type) return -1;
+            snprintf(type, sizeof type, "%.*s", (int)(end - eq - 1), eq + 1);
+            return hx_ftype_single(type);
         }
         p = *end ? end + 1 : end;
     }
@@ -394,8 +393,7 @@ static int overrides_valid(const char *list)
         char one[64];
         snprintf(one, sizeof one, "%.*s", (int)(end - p), p);
         char *eq = strchr(one, '=');
-        const hx_ftype_info *f = eq && eq > one ? hx_ftype_find(eq + 1) : NULL;
-        if (!f || f->mix_m) return 0;
+        if (!eq || eq == one || hx_ftype_single(eq + 1) < 0) return 0;
         p = *end ? end + 1 : end;
     }
     return 1;

@@ -45,17 +45,6 @@ int hx_quantize_ftype_number(const char *ftype)
     return p ? p->file_type : -1;
 }
 
-/* A single type an override may name, or -1. */
-static int override_type(const char *name)
-{
-    static const int ok[] = {HX_TYPE_F32, HX_TYPE_F16, HX_TYPE_BF16,
-                             HX_TYPE_Q8_0, HX_TYPE_Q4_0, HX_TYPE_Q4_K,
-                             HX_TYPE_Q5_K, HX_TYPE_Q6_K};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-        if (!strcmp(hx_type_name(ok[i]), name)) return ok[i];
-    return -1;
-}
-
 hx_quantize_params hx_quantize_default_params(void)
 {
     hx_quantize_params p;
@@ -137,7 +126,7 @@ static int tensor_type(qz *q, const hx_gguf_tensor *t, int *fell)
         const char *o = q->p->overrides[i], *eq = strrchr(o, '=');
         char pat[256];
         snprintf(pat, sizeof pat, "%.*s", (int)(eq - o), o);
-        if (!fnmatch(pat, t->name, 0)) type = override_type(eq + 1);
+        if (!fnmatch(pat, t->name, 0)) type = hx_ftype_single(eq + 1);
     }
     return fallback(type, t->ne[0], fell);
 }
@@ -146,7 +135,7 @@ static int check_overrides(const hx_quantize_params *p, hx_err *err)
 {
     for (int i = 0; i < p->n_overrides; i++) {
         const char *o = p->overrides[i], *eq = o ? strrchr(o, '=') : NULL;
-        if (!eq || eq == o || eq - o >= 255 || override_type(eq + 1) < 0)
+        if (!eq || eq == o || eq - o >= 255 || hx_ftype_single(eq + 1) < 0)
             return hx_err_set(err, HX_ERR_INVALID,
                               "bad override '%s': want PATTERN=TYPE, TYPE one "
                               "of " OVERRIDE_NAMES, o ? o : "(null)");

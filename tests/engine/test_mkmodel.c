@@ -163,8 +163,16 @@ static void test_tensor_type_overrides(void)
     t = hx_gguf_find_tensor(g, "blk.2.attn_output.weight"); /* not "output" */
     EXPECT(t && t->type == HX_TYPE_F32);
     hx_gguf_close(g);
+    /* the last type of a list, and BF16 (a table name, no preset) */
+    p.tensor_types = "output=Q6_K,attn_q=BF16";
+    ASSERT(hx_mkmodel_write(&p, path, &err) == HX_OK);
+    ASSERT(hx_gguf_open(path, &g, &err) == HX_OK);
+    t = hx_gguf_find_tensor(g, "blk.0.attn_q.weight");
+    EXPECT(t && t->type == HX_TYPE_BF16);
+    hx_gguf_close(g);
     static const char *bad[] = {"ffn_down", "=Q8_0", "ffn_down=Q3_K",
-                                "ffn_down=Q4_K_M", "output=F16,x"};
+                                "ffn_down=Q4_K_M", "output=F16,x", "ffn_down=Q8_K",
+                                "ffn_down=Q8_0_AND_MUCH_MORE_THAN_A_TYPE"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         p.tensor_types = bad[i];
         EXPECT_EQ_INT(hx_mkmodel_write(&p, path, &err), HX_ERR_INVALID);

@@ -184,6 +184,35 @@ static void test_overrides(void)
     unlink(out);
 }
 
+/* Every single type of the file-type table is an override's TYPE, each
+ * applied as named (the list is the table's, engine/ftype_int.h). */
+static void test_override_every_type(void)
+{
+    const char *in = tmp("p8.gguf"), *out = tmp("p8-ov-all.gguf");
+    const char *ov[] = {"blk.0.attn_q.weight=F32",      "blk.0.attn_k.weight=F16",
+                        "blk.0.attn_v.weight=BF16",     "blk.0.attn_output.weight=Q8_0",
+                        "blk.0.ffn_up.weight=Q4_K",     "blk.0.ffn_gate.weight=Q5_K",
+                        "blk.1.attn_q.weight=Q6_K",     "blk.1.attn_k.weight=Q4_0"};
+    hx_err err = {0};
+    ASSERT(quantize(in, out, "Q8_0", ov, 8, NULL, NULL, &err) == HX_OK);
+    static const want w[] = {
+        {"blk.0.attn_q.weight", HX_TYPE_F32},      {"blk.0.attn_k.weight", HX_TYPE_F16},
+        {"blk.0.attn_v.weight", HX_TYPE_BF16},     {"blk.0.attn_output.weight", HX_TYPE_Q8_0},
+        {"blk.0.ffn_up.weight", HX_TYPE_Q4_K},     {"blk.0.ffn_gate.weight", HX_TYPE_Q5_K},
+        {"blk.1.attn_q.weight", HX_TYPE_Q6_K},     {"blk.1.attn_k.weight", HX_TYPE_Q4_0},
+        {"blk.1.attn_v.weight", HX_TYPE_Q8_0}, /* the preset's */
+    };
+    check_types(out, w, (int)(sizeof w / sizeof w[0]));
+    unlink(out);
+    /* the mixes and a type outside the table (Q8_K: activations only) are not */
+    const char *bad_ov[][1] = {{"x=Q5_K_M"}, {"x=Q8_K"}, {"x=q8_0"}};
+    for (int i = 0; i < 3; i++) {
+        EXPECT_EQ_INT(quantize(in, out, "Q4_K_M", bad_ov[i], 1, NULL, NULL, &err),
+                      HX_ERR_INVALID);
+        EXPECT(strstr(err.msg, "bad override") != NULL);
+    }
+}
+
 /* stories260K: rows of 64 cannot hold K-quant blocks: Q8_0 instead. */
 static void test_stories_fallback(void)
 {
@@ -786,6 +815,7 @@ int main(void)
     RUN(test_q4_k_m_types);
     RUN(test_tied_and_q8_0);
     RUN(test_overrides);
+    RUN(test_override_every_type);
     RUN(test_stories_fallback);
     RUN(test_llama_loads);
     RUN(test_calibrate);
