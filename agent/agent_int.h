@@ -347,18 +347,13 @@ int hx_dg_category_parse(const char *name); /* -1 if unknown */
 
 /* A world opened for runs: written at home, its config, tools (built-ins
  * and memory tools, as `hearth ask` registers them) and memory open.
- * Open sets HEARTH_HOME and HEARTH_NOW in the environment for the world's
- * tools and close puts both back as they were, unset if they were unset
- * (not thread-safe; worlds open at once close in reverse order). Close is
- * safe after any open, failed or not. */
+ * Sets HEARTH_HOME and HEARTH_NOW in the environment (not thread-safe). */
 typedef struct hx_dg_world {
     hx_world w;
     char home[512];
     hx_config *cfg;
     hx_tools *reg;
     hx_memory *mem;
-    int env_set;                     /* open changed the environment */
-    char *saved_home, *saved_now;    /* owned: the values before, or NULL */
 } hx_dg_world;
 int hx_dg_world_open(uint64_t seed, int split, const char *home, hx_dg_world *dw,
                      hx_err *err);
@@ -370,6 +365,10 @@ void hx_dg_world_close(hx_dg_world *dw);
  * with r; used marks targets already taken in this world (may be NULL).
  * Caller frees with cJSON_Delete. NULL if none fits (try again). */
 cJSON *hx_dg_task_new(const hx_world *w, hx_rng *r, int cat, unsigned *used);
+/* The same with the phrasings of split phrase_split (HX_SPLIT_*) instead
+ * of w's own: held-out worlds asked in training's phrasings separate
+ * name and topic generalization from phrasing generalization. */
+cJSON *hx_dg_task_new_phrased(const hx_world *w, hx_rng *r, int cat, unsigned *used, int phrase_split);
 /* A task object for w (its seed, split and now) with the given request;
  * takes slots. NULL on out of memory. */
 cJSON *hx_dg_task_make(const hx_world *w, int cat, const char *kind, const char *request,
@@ -461,6 +460,7 @@ typedef struct hx_dg_params {
     int category;       /* -1: the default mix; else only this one */
     int tasks;          /* 1: evaluation tasks, each in a fresh world */
     const char *home;   /* work directory for worlds; NULL: a temporary one */
+    int phrasings;      /* HX_SPLIT_* of the request phrasings; -1: split's */
 } hx_dg_params;
 hx_dg_params hx_dg_default_params(void);
 

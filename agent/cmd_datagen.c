@@ -12,7 +12,8 @@ static void datagen_usage(FILE *f)
 {
     fprintf(f,
         "usage: hearth datagen [--split train|heldout] [--n N] [--seed S] [-o FILE.jsonl]\n"
-        "                      [--tasks] [--category C] [--per-world K] [--dir DIR]\n\n"
+        "                      [--tasks] [--category C] [--per-world K] [--dir DIR]\n"
+        "                      [--phrasings train|heldout]\n\n"
         "Generates sample worlds (a user, people, calendars with recurring meetings,\n"
         "a mailbox, files, memories) and requests in many phrasings, and runs each\n"
         "request through the real planner and tools with an oracle writing the\n"
@@ -28,7 +29,10 @@ static void datagen_usage(FILE *f)
         "                 the world seed, the request and the expected calls\n"
         "  --category C   only single, multi, none, refusal, error or memory\n"
         "  --per-world K  requests per generated world (default 8)\n"
-        "  --dir DIR      where the worlds are written (default: a temporary folder)\n");
+        "  --dir DIR      where the worlds are written (default: a temporary folder)\n"
+        "  --phrasings S  the request phrasings of split S instead of --split's:\n"
+        "                 held-out worlds asked in training's phrasings measure\n"
+        "                 new names and topics apart from new phrasings\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -60,6 +64,8 @@ static int parse_args(int argc, char **argv, hx_dg_params *p, const char **out_p
         else if (!strcmp(a, "--category") && hx_dg_category_parse(v) >= 0) p->category = hx_dg_category_parse(v);
         else if (!strcmp(a, "--per-world") && parse_u64(v, &u) && u > 0 && u < 1000) p->per_world = (int)u;
         else if (!strcmp(a, "--dir")) p->home = v;
+        else if (!strcmp(a, "--phrasings") && (!strcmp(v, "train") || !strcmp(v, "heldout")))
+            p->phrasings = !strcmp(v, "train") ? HX_SPLIT_TRAIN : HX_SPLIT_HELDOUT;
         else {
             fprintf(stderr, "hearth datagen: bad option or value: %s %s (see --help)\n", a, v);
             return HX_EXIT_USAGE;

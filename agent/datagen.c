@@ -798,6 +798,11 @@ static const kind_def *pick_kind(hx_rng *r, int cat)
 
 cJSON *hx_dg_task_new(const hx_world *w, hx_rng *r, int cat, unsigned *used)
 {
+    return hx_dg_task_new_phrased(w, r, cat, used, w->split);
+}
+
+cJSON *hx_dg_task_new_phrased(const hx_world *w, hx_rng *r, int cat, unsigned *used, int phrase_split)
+{
     const kind_def *k = pick_kind(r, cat < 0 ? pick_cat(r) : cat);
     cJSON *slots = cJSON_CreateObject();
     if (!slots || !k->build(w, r, slots, used)) {
@@ -805,7 +810,7 @@ cJSON *hx_dg_task_new(const hx_world *w, hx_rng *r, int cat, unsigned *used)
         return NULL;
     }
     char req[512];
-    int ti = pick_template(r, w->split, k->n_tpl);
+    int ti = pick_template(r, phrase_split, k->n_tpl);
     const char *tpl = k->tpl[ti];
     if (k->cat == HX_CAT_NONE && k->build == b_plain) { /* small talk: as written */
         hx_buf b;

@@ -88,6 +88,56 @@ static void mask_random(char *s)
     }
 }
 
+/* Held-out worlds asked in training's phrasings (--phrasings train):
+ * the same worlds and kinds as the held-out tasks, only training's
+ * templates. */
+static void test_phrasings(void)
+{
+    char *def[2] = {NULL, NULL};
+    for (int v = 0; v < 2; v++) {
+        size_t len = 0;
+        FILE *f = open_memstream(&def[v], &len);
+        hx_dg_params p = hx_dg_default_params();
+        char home[128];
+        snprintf(home, sizeof home, "%s/ph%d", scratch_dir(), v);
+        p.n = 8;
+        p.seed = 2001;
+        p.split = HX_SPLIT_HELDOUT;
+        p.tasks = 1;
+        p.home = home;
+        p.phrasings = v ? HX_SPLIT_TRAIN : -1;
+        hx_dg_stats st;
+        hx_err err = {0};
+        EXPECT_EQ_INT(hx_datagen_run(&p, f, &st, &err), HX_OK);
+        fclose(f);
+    }
+    ASSERT(def[0] && def[1]);
+    int lines = 0, same = 0, train_tpl = 0;
+    for (char *a = def[0], *b = def[1]; a && b && *a && *b; lines++) {
+        char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
+        ASSERT(ea && eb);
+        *ea = *eb = 0;
+        cJSON *ta = cJSON_Parse(a), *tb = cJSON_Parse(b);
+        ASSERT(ta && tb);
+        const char *keys[] = {"world_seed", "kind", "split"};
+        int eq = 1;
+        for (int k = 0; k < 3; k++)
+            eq &= !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(ta, keys[k])),
+                          cJSON_GetStringValue(cJSON_GetObjectItem(tb, keys[k])));
+        same += eq;
+        train_tpl += (int)cJSON_GetNumberValue(cJSON_GetObjectItem(tb, "template")) % 5 != 4;
+        cJSON_Delete(ta);
+        cJSON_Delete(tb);
+        a = ea + 1;
+        b = eb + 1;
+    }
+    EXPECT_EQ_INT(lines, 8);
+    EXPECT_EQ_INT(same, 8);
+    EXPECT_EQ_INT(train_tpl, 8);
+    free(def[0]);
+    free(def[1]);
+}
+
 static char *run_datagen(long n, uint64_t seed, int split, const char *sub, hx_dg_stats *st)
 {
     char *buf = NULL, home[128];
@@ -283,6 +333,7 @@ static void test_cmd_datagen(void)
 int main(void)
 {
     RUN(test_heldout_templates);
+    RUN(test_phrasings);
     RUN(test_validator);
     RUN(test_datagen_deterministic);
     RUN(test_every_trajectory_valid);
