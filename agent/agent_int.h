@@ -347,13 +347,18 @@ int hx_dg_category_parse(const char *name); /* -1 if unknown */
 
 /* A world opened for runs: written at home, its config, tools (built-ins
  * and memory tools, as `hearth ask` registers them) and memory open.
- * Sets HEARTH_HOME and HEARTH_NOW in the environment (not thread-safe). */
+ * Open sets HEARTH_HOME and HEARTH_NOW in the environment for the world's
+ * tools and close puts both back as they were, unset if they were unset
+ * (not thread-safe; worlds open at once close in reverse order). Close is
+ * safe after any open, failed or not. */
 typedef struct hx_dg_world {
     hx_world w;
     char home[512];
     hx_config *cfg;
     hx_tools *reg;
     hx_memory *mem;
+    int env_set;                     /* open changed the environment */
+    char *saved_home, *saved_now;    /* owned: the values before, or NULL */
 } hx_dg_world;
 int hx_dg_world_open(uint64_t seed, int split, const char *home, hx_dg_world *dw,
                      hx_err *err);

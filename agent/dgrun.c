@@ -7,6 +7,35 @@
 #include "agent/agent_int.h"
 
 /* ---- worlds opened for runs ---- */
+
+/* The world's HEARTH_HOME and HEARTH_NOW for its tools; the caller's
+ * values are kept in dw for hx_dg_world_close. */
+static void env_enter(hx_dg_world *dw)
+{
+    const char *h = getenv("HEARTH_HOME"), *n = getenv("HEARTH_NOW");
+    dw->saved_home = h ? strdup(h) : NULL;
+    dw->saved_now = n ? strdup(n) : NULL;
+    dw->env_set = 1;
+    setenv("HEARTH_HOME", dw->home, 1);
+    setenv("HEARTH_NOW", dw->w.now_iso, 1);
+}
+
+static void env_put(const char *name, char **value)
+{
+    if (*value) setenv(name, *value, 1);
+    else unsetenv(name);
+    free(*value);
+    *value = NULL;
+}
+
+static void env_leave(hx_dg_world *dw)
+{
+    if (!dw->env_set) return;
+    env_put("HEARTH_HOME", &dw->saved_home);
+    env_put("HEARTH_NOW", &dw->saved_now);
+    dw->env_set = 0;
+}
+
 int hx_dg_world_open(uint64_t seed, int split, const char *home, hx_dg_world *dw, hx_err *err)
 {
     hx_world *w = hx_calloc(1, sizeof *w);
@@ -26,8 +55,7 @@ int hx_dg_world_open_w(const hx_world *w, const char *home, hx_dg_world *dw, hx_
     dw->w = *w;
     int rc = hx_world_write(&dw->w, home, err);
     if (rc) return rc;
-    setenv("HEARTH_HOME", home, 1);
-    setenv("HEARTH_NOW", dw->w.now_iso, 1);
+    env_enter(dw);
     snprintf(cfg, sizeof cfg, "%s/config/config.json", home);
     snprintf(db, sizeof db, "%s/data/memory.db", home);
     hx_memory_params mp = hx_memory_default_params();
@@ -49,6 +77,7 @@ void hx_dg_world_close(hx_dg_world *dw)
     dw->reg = NULL;
     dw->mem = NULL;
     dw->cfg = NULL;
+    env_leave(dw);
 }
 
 int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **plp,
@@ -110,6 +139,7 @@ int hx_dg_engine_source_with(hx_model *m, const hx_tools *reg, int family, int n
 
 int hx_dg_task_world(const cJSON *task, const char *home, hx_dg_world *dw, hx_err *err)
 {
+    memset(dw, 0, sizeof *dw); /* closed safely after a bad task too */
     const char *seed = cJSON_GetStringValue(cJSON_GetObjectItem(task, "world_seed"));
     const char *split = cJSON_GetStringValue(cJSON_GetObjectItem(task, "split"));
     if (!seed || !split) return hx_err_set(err, HX_ERR_FORMAT, "the task has no world_seed or split");
