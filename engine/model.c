@@ -1,5 +1,6 @@
 /* model.c: loading transformer models (llama, qwen2, qwen3, qwen3moe) from
  * GGUF: hyperparameters from the metadata, weights checked and used in place. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -396,12 +397,55 @@ static int64_t first_nonfinite(int type, const void *data, int64_t n)
     return -1;
 }
 
-/* Optional scan of F32, F16 and BF16 tensors for NaN and infinity. */
+/* Where a quantized block keeps its fp16 scales: the offsets of d and of
+ * dmin (-1: none) in the block; 0 for a type that is not quantized. */
+static int block_scales(int type, int *d, int *dmin)
+{
+    *dmin = -1;
+    switch (type) {
+    case HX_TYPE_Q8_0: *d = (int)offsetof(hx_block_q8_0, d); return 1;
+    case HX_TYPE_Q4_0: *d = (int)offsetof(hx_block_q4_0, d); return 1;
+    case HX_TYPE_Q4_K:
+        *d = (int)offsetof(hx_block_q4_K, d), *dmin = (int)offsetof(hx_block_q4_K, dmin);
+        return 1;
+    case HX_TYPE_Q5_K:
+        *d = (int)offsetof(hx_block_q5_K, d), *dmin = (int)offsetof(hx_block_q5_K, dmin);
+        return 1;
+    case HX_TYPE_Q6_K: *d = (int)offsetof(hx_block_q6_K, d); return 1;
+    default: return 0;
+    }
+}
+
+/* Index of the first block of a quantized tensor whose scale (or min
+ * scale) is a NaN or infinity, or -1 (as llama.cpp's row validation). */
+static int64_t first_bad_block(const hx_gguf_tensor *t)
+{
+    int d, dmin;
+    const int bb = hx_type_block_bytes(t->type);
+    if (!block_scales(t->type, &d, &dmin) || bb <= 0) return -1;
+    const uint8_t *p = t->data;
+    for (int64_t b = 0; b < (int64_t)(t->nbytes / (size_t)bb); b++, p += bb) {
+        uint16_t h;
+        memcpy(&h, p + d, 2);
+        if ((h & 0x7c00) == 0x7c00) return b;
+        if (dmin < 0) continue;
+        memcpy(&h, p + dmin, 2);
+        if ((h & 0x7c00) == 0x7c00) return b;
+    }
+    return -1;
+}
+
+/* Optional scan of F32, F16 and BF16 tensors for NaN and infinity, and of
+ * quantized tensors' block scales. */
 static int check_floats(const hx_model *m, hx_err *err)
 {
     const hx_gguf *g = m->gguf;
     for (int64_t i = 0; i < hx_gguf_n_tensors(g); i++) {
         const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);
+        int64_t b = first_bad_block(t);
+        if (b >= 0)
+            return hx_err_set(err, HX_ERR_FORMAT, "tensor %s (%s): block %lld has a NaN or "
+                              "infinite scale", t->name, hx_type_name(t->type), (long long)b);
         int es = t->type == HX_TYPE_F32 ? 4
                  : t->type == HX_TYPE_F16 || t->type == HX_TYPE_BF16 ? 2 : 0;
         if (!es) continue;

@@ -19,7 +19,7 @@ typedef struct hx_vocab hx_vocab; /* engine/vocab.h */
 typedef struct hx_model hx_model;
 
 typedef struct hx_model_params {
-    int check_tensors; /* 1: also scan F32/F16/BF16 weights for NaN/Inf */
+    int check_tensors; /* 1: also scan weights (floats; quantized scales) for NaN/Inf */
     int no_vocab;      /* 1: do not load the tokenizer (hx_model_vocab = NULL) */
 } hx_model_params;
 hx_model_params hx_model_default_params(void);

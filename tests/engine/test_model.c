@@ -1,6 +1,7 @@
 /* test_model.c: model loading (errors named), the forward pass against a
  * naive scalar reference, batch vs token-by-token, KV truncation, routing. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "engine/kernels.h"
 #include "engine/model_int.h"
 #include "engine/model_write.h"
+#include "engine/quant.h"
 #include "test.h"
 
 #ifdef __SANITIZE_ADDRESS__
@@ -963,6 +965,71 @@ static void test_check_tensors(void)
     EXPECT(strstr(err.msg, "blk.1.ffn_up.weight holds a NaN or infinity at element 77") != NULL);
 }
 
+/* check_tensors reads quantized blocks' fp16 scales too: a NaN or an
+ * infinity in d (or a K-quant's dmin) is named with the tensor, its type
+ * and the block; without the check the model loads. */
+static void test_check_tensors_quant(void)
+{
+    static const struct {
+        const char *ftype, *ov, *tensor;
+        int off;    /* of the fp16 in the block */
+        uint16_t h; /* what is written there */
+        const char *want;
+    } c[] = {
+        {"Q8_0", "ffn_down=Q4_K", "blk.0.attn_q.weight", (int)offsetof(hx_block_q8_0, d),
+         0x7e00, "blk.0.attn_q.weight (Q8_0): block 3 has a NaN or infinite scale"},
+        {"Q8_0", "ffn_down=Q4_K", "blk.1.ffn_down.weight", (int)offsetof(hx_block_q4_K, dmin),
+         0x7c00, "blk.1.ffn_down.weight (Q4_K): block 3 has"},
+        {"Q4_0", "ffn_down=Q6_K", "blk.0.ffn_gate.weight", (int)offsetof(hx_block_q4_0, d),
+         0xfc00, "blk.0.ffn_gate.weight (Q4_0): block 3 has"},
+        {"Q4_0", "ffn_down=Q6_K", "blk.0.ffn_down.weight", (int)offsetof(hx_block_q6_K, d),
+         0x7c01, "blk.0.ffn_down.weight (Q6_K): block 3 has"},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        hx_mkmodel_params p = tiny("qwen3");
+        p.n_embd = 64, p.n_ff = 256, p.ftype = c[k].ftype, p.tensor_types = c[k].ov;
+        hx_err err = {0};
+        const char *src = tmp_path("qscale.gguf"), *dst = tmp_path("qscale-bad.gguf");
+        ASSERT(hx_mkmodel_write(&p, src, &err) == HX_OK);
+        hx_gguf *g = NULL;
+        ASSERT(hx_gguf_open(src, &g, &err) == HX_OK);
+        hx_gguf_writer *w = hx_gguf_writer_new();
+        EXPECT_EQ_INT(hx_gguf_copy_kv(w, g), HX_OK);
+        uint8_t *bad = NULL;
+        for (int64_t i = 0; i < hx_gguf_n_tensors(g); i++) {
+            const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);
+            const void *data = t->data;
+            if (!strcmp(t->name, c[k].tensor)) {
+                ASSERT((bad = malloc(t->nbytes)));
+                memcpy(bad, t->data, t->nbytes);
+                memcpy(bad + 3 * hx_type_block_bytes(t->type) + c[k].off, &c[k].h, 2);
+                data = bad;
+            }
+            hx_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, data, NULL, NULL);
+        }
+        EXPECT(bad != NULL);
+        EXPECT_EQ_INT(hx_gguf_writer_write(w, dst, &err), HX_OK);
+        hx_gguf_writer_free(w);
+        hx_gguf_close(g);
+        free(bad);
+        hx_model_params mp = hx_model_default_params();
+        mp.check_tensors = 1;
+        hx_model *m = NULL;
+        EXPECT_EQ_INT(hx_model_load(src, &mp, &m, &err), HX_OK); /* the clean one */
+        hx_model_free(m);
+        m = NULL;
+        EXPECT_EQ_INT(hx_model_load(dst, &mp, &m, &err), HX_ERR_FORMAT);
+        EXPECT(m == NULL);
+        if (!strstr(err.msg, c[k].want)) printf("     got: %s\n", err.msg);
+        EXPECT(strstr(err.msg, c[k].want) != NULL);
+        mp.check_tensors = 0;
+        EXPECT_EQ_INT(hx_model_load(dst, &mp, &m, &err), HX_OK);
+        hx_model_free(m);
+        unlink(src);
+        unlink(dst);
+    }
+}
+
 /* Hyperparameters come from the metadata (the writer's qwen3moe). */
 static void test_hparams(void)
 {
@@ -1022,6 +1089,7 @@ int main(void)
     RUN(test_hparams);
     RUN(test_load_errors);
     RUN(test_check_tensors);
+    RUN(test_check_tensors_quant);
     RUN(test_qwen3_vs_reference);
     RUN(test_qwen3moe_vs_reference);
     RUN(test_llama_vs_reference);
