@@ -101,7 +101,8 @@ int hx_sandbox_landlock_abi(void);
 
 /* Installs the seccomp deny list on the calling process (used by Hearth to
  * prove it opens no network socket itself): after it, socket() of any
- * family but AF_UNIX fails with EACCES. Irreversible. */
+ * family but AF_UNIX fails with EACCES. Irreversible. A no-op when
+ * HEARTH_SANDBOX_DISABLE lists "seccomp" (qemu-user has no seccomp). */
 int hx_sandbox_confine_self_no_network(hx_err *err);
 
 /* ---- permission policy ----

@@ -28,4 +28,10 @@ void sb_seccomp_build(sb_filter *f, int deny_list, int no_network);
 /* In the child (or self): install it; needs no_new_privs first. */
 int sb_seccomp_install(const sb_filter *f);
 
+/* Whether HEARTH_SANDBOX_DISABLE (a comma list of "landlock",
+ * "namespaces", "seccomp") switches mechanism what off: to run on and test
+ * the degraded paths that old kernels take, and under qemu-user, which
+ * has no seccomp. */
+int sb_disabled(const char *what);
+
 #endif /* HX_SANDBOX_INT_H */

@@ -121,6 +121,7 @@ int sb_seccomp_install(const sb_filter *f)
 int hx_sandbox_confine_self_no_network(hx_err *err)
 {
     sb_filter f;
+    if (sb_disabled("seccomp")) return HX_OK; /* HEARTH_SANDBOX_DISABLE */
     sb_seccomp_build(&f, 0, 1);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || sb_seccomp_install(&f))
         return hx_err_set(err, HX_ERR_UNSUPPORTED, "seccomp unavailable: %s",

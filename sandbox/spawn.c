@@ -49,10 +49,7 @@ hx_sandbox_params hx_sandbox_default_params(void)
     return p;
 }
 
-/* Mechanisms switched off by HEARTH_SANDBOX_DISABLE (a comma list of
- * "landlock", "namespaces", "seccomp"), to run on and test the degraded
- * paths that old kernels take. */
-static int disabled(const char *what)
+int sb_disabled(const char *what)
 {
     const char *v = getenv("HEARTH_SANDBOX_DISABLE");
     size_t n = strlen(what);
@@ -157,11 +154,11 @@ static int prepare(const hx_sandbox_params *p, prep *pr, unsigned *applied,
     if (rc) return rc;
     build_env(pr, p);
     pr->cwd = p->cwd ? p->cwd : p->n_write ? p->write_paths[0] : "/";
-    int fd = disabled("landlock") ? -1 : sb_landlock_prepare(p, applied, err);
+    int fd = sb_disabled("landlock") ? -1 : sb_landlock_prepare(p, applied, err);
     if (fd == -2) return err->rc ? err->rc : HX_ERR_IO; /* a listed path is bad */
     pr->landlock_fd = fd;
     sb_seccomp_build(&pr->filter, 1, !p->allow_network);
-    pr->use_seccomp = !disabled("seccomp");
+    pr->use_seccomp = !sb_disabled("seccomp");
     if (!pr->use_seccomp) *applied &= ~(unsigned)HX_SB_SECCOMP;
     set_lim(&pr->lim_cpu, p->cpu_s);
     set_lim(&pr->lim_as, (double)p->max_memory);
@@ -232,7 +229,7 @@ static pid_t clone_confined(int keep_net, unsigned *applied)
         {0, 0},
     };
     /* as root the user namespace adds nothing (root stays root outside) */
-    size_t first = disabled("namespaces") ? 3 : geteuid() == 0 ? 1 : 0;
+    size_t first = sb_disabled("namespaces") ? 3 : geteuid() == 0 ? 1 : 0;
     for (size_t i = first; i < sizeof tries / sizeof *tries; i++) {
         unsigned long flags = tries[i].flags & ~(keep_net ? CLONE_NEWNET : 0UL);
         unsigned bits = tries[i].bits & ~(keep_net ? HX_SB_NETNS : 0u);

@@ -312,6 +312,24 @@ static void test_self_no_network(void)
     EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* HEARTH_SANDBOX_DISABLE=seccomp (qemu-user has no seccomp) makes the
+ * self-confinement a no-op that succeeds: sockets still open. */
+static void test_self_no_network_disabled(void)
+{
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        hx_err e;
+        setenv("HEARTH_SANDBOX_DISABLE", "namespaces,seccomp", 1);
+        if (hx_sandbox_confine_self_no_network(&e)) _exit(3);
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        _exit(s >= 0 ? 0 : 1);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* Folders a tool run as nobody can use: 0755 root, secret 0755 too (so
  * that only Landlock, not file modes, keeps the tool out). */
 static int setup_dirs(void)
@@ -361,6 +379,7 @@ int main(int argc, char **argv)
     RUN(test_missing_command);
     RUN(test_degrades_and_says_so_once);
     RUN(test_self_no_network);
+    RUN(test_self_no_network_disabled);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf %s", root_dir);
     if (system(cmd)) return 1;
