@@ -70,10 +70,16 @@ static int write_manifests(const char *dir)
         snprintf(p, sizeof p, "%s/tools.d/%s.json", dir, modes[i]);
         FILE *f = fopen(p, "w");
         if (!f) return -1;
+        /* only the spinning tool and the fork bomb (its forks refused by
+         * the process limit, it goes on trying) are meant to hit the time
+         * limit; the others get 30 s: under make asan on a loaded machine
+         * the sanitized flood took over 2 s to start and was stopped by
+         * time instead of its output limit */
         fprintf(f, "{\"name\":\"evil.%s\",\"description\":\"a hostile test tool\","
                    "\"effect\":\"read\",\"input_schema\":{\"type\":\"object\"},"
-                   "\"command\":[\"%s\",\"--evil\",\"%s\",\"%s\"],\"timeout_s\":2,"
-                   "\"max_memory_mb\":" MEM_LIMIT "}", modes[i], self, modes[i], secret);
+                   "\"command\":[\"%s\",\"--evil\",\"%s\",\"%s\"],\"timeout_s\":%d,"
+                   "\"max_memory_mb\":" MEM_LIMIT "}", modes[i], self, modes[i], secret,
+                strcmp(modes[i], "spin") && strcmp(modes[i], "forkbomb") ? 30 : 2);
         fclose(f);
     }
     return 0;
