@@ -130,6 +130,13 @@ double hx_time_mono(void);
  * with it. HEARTH_NOW (ISO 8601 with offset, e.g. 2026-12-01T09:00:00+01:00)
  * replaces the clock so that runs can be replayed. */
 int64_t hx_now(int *utc_offset_seconds);
+/* n bytes for a name that must not repeat (base/unique.c): random; under
+ * a pinned clock (HEARTH_NOW set) a function of HEARTH_NOW, salt and k
+ * instead, so that a replayed run (tests, sample worlds, the evaluation)
+ * sees the same names: the caller tries k = 0, 1, ... until the name is
+ * free where it goes. hx_unique_pinned: 1 under a pinned clock. */
+void hx_unique_bytes(const void *salt, size_t salt_n, unsigned k, void *buf, size_t n);
+int hx_unique_pinned(void);
 
 /* Days since 1970-01-01 of a proleptic Gregorian date, and back
  * (month 1..12, day 1..31). */

@@ -165,9 +165,8 @@ int main(int argc, char **argv)
         family = hx_tpl_detect(hx_model_gguf(m), hx_model_vocab(m));
     }
     char base[256], home[300];
-    snprintf(base, sizeof base, "%s/hearth-eval-XXXXXX",
-             o.dir ? o.dir : access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
-    cJSON *tasks = mkdtemp(base) ? load_tasks(&o, &err) : NULL;
+    int lock = -1; /* the worlds' fixed path (in tool results): runs replay */
+    cJSON *tasks = !hx_eval_home_take(o.dir, base, sizeof base, &lock, &err) ? load_tasks(&o, &err) : NULL;
     FILE *log = tasks ? fopen(o.log, "w") : NULL;
     if (!tasks || !log) {
         fprintf(stderr, "agent-eval: %s\n", tasks ? o.log : err.msg);
@@ -201,6 +200,6 @@ int main(int argc, char **argv)
     hx_dg_validator_free(v);
     cJSON_Delete(tasks);
     hx_model_free(m);
-    hx_world_rmtree(base, NULL);
+    hx_eval_home_give(base, lock);
     return 0;
 }

@@ -92,14 +92,18 @@ static void log_line(FILE *log, const char *phase, cJSON *rec)
     cJSON_Delete(rec);
 }
 
-/* The held-out requests and the generic sample with run r. */
+/* The held-out requests and the generic sample with run r, in the fixed
+ * evaluation directory (its path is in tool results: a random one made
+ * runs differ). */
 static int measure(const hx_persona *p, const hx_dg_eval_run *r, const cJSON *heldout,
-                   const cJSON *generic, const char *home, const char *phase, FILE *log,
-                   score *s, hx_err *err)
+                   const cJSON *generic, const char *phase, FILE *log, score *s, hx_err *err)
 {
     hx_progress pr;
-    int rc = HX_OK, i = 0;
+    char base[300], home[320];
+    int i = 0, lock = -1;
     memset(s, 0, sizeof *s);
+    int rc = hx_eval_home_take(NULL, base, sizeof base, &lock, err);
+    snprintf(home, sizeof home, "%s/world", base);
     hx_progress_start(&pr, phase, cJSON_GetArraySize(heldout) + cJSON_GetArraySize(generic));
     for (const cJSON *t = heldout->child; t && !rc; t = t->next) {
         int habits = 0, booked = 0;
@@ -126,6 +130,7 @@ static int measure(const hx_persona *p, const hx_dg_eval_run *r, const cJSON *he
     }
     hx_progress_finish(&pr);
     hx_dg_validator_free(v);
+    hx_eval_home_give(base, lock);
     return rc;
 }
 
@@ -273,7 +278,7 @@ int main(int argc, char **argv)
     hx_dg_eval_run run = {m, family, o.threads, 0, NULL, NULL, 0};
     score before, after;
     memset(&after, 0, sizeof after);
-    if (measure(&p, &run, held, generic, world, "before", log, &before, &err)) {
+    if (measure(&p, &run, held, generic, "before", log, &before, &err)) {
         fprintf(stderr, "persona: %s\n", err.msg);
         return 1;
     }
@@ -292,7 +297,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "persona: adapters: %s\n", err.msg);
     if (n_ads) {
         run.adapters = ads, run.scales = scales, run.n_adapters = n_ads;
-        if (measure(&p, &run, held, generic, world, "after", log, &after, &err))
+        if (measure(&p, &run, held, generic, "after", log, &after, &err))
             fprintf(stderr, "persona: %s\n", err.msg);
     }
     if (log) fclose(log);

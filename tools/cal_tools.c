@@ -212,7 +212,7 @@ static int create_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     if ((rc = event_times(reg, c, args, NULL, &t, err))) goto out;
     edit_from_args(args, &e);
     e.has_times = 1, e.start = t.start, e.end = t.end, e.all_day = t.all_day;
-    hx_cal_new_uid(uid, sizeof uid);
+    hx_cal_new_uid(c, uid, sizeof uid);
     icalcomponent *ev = hx_cal_new_event(c, uid, &root);
     if ((rc = hx_cal_apply_edit(c, root, ev, &e, err)) ||
         (rc = hx_cal_add_file(c, c->cfg->calendar_default, uid, root, &f, err)))

@@ -5,24 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "tools/calendar_int.h"
 
-void hx_cal_new_uid(char *buf, size_t n)
+void hx_cal_new_uid(hx_cal *c, char *buf, size_t n)
 {
-    unsigned char r[16];
-    static unsigned counter;
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-        uint64_t x = (uint64_t)hx_time_mono() * 1000003u ^ (uint64_t)getpid() << 32 ^ ++counter;
-        for (int i = 0; i < 16; i++, x = x * 6364136223846793005u + 1442695040888963407u)
-            r[i] = (unsigned char)(x >> 56);
+    for (unsigned t = 0;; t++) {
+        unsigned char r[16];
+        hx_unique_bytes("calendar", 8, t, r, sizeof r);
+        size_t k = 0;
+        for (int i = 0; i < 16 && k + 3 < n; i++) k += (size_t)snprintf(buf + k, n - k, "%02x", r[i]);
+        snprintf(buf + k, n - k, "@hearth");
+        if (!hx_cal_find_uid(c, buf, NULL) || t > 1000) return;
     }
-    size_t k = 0;
-    for (int i = 0; i < 16 && k + 3 < n; i++) k += (size_t)snprintf(buf + k, n - k, "%02x", r[i]);
-    snprintf(buf + k, n - k, "@hearth");
 }
 
 static int count_vevents(icalcomponent *root)

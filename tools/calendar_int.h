@@ -88,8 +88,10 @@ int hx_cal_occ_involves(const hx_cal_occ *o, const char *email);
  * it did not change on disk since it was loaded and that the new text
  * parses back with the same events. */
 int hx_cal_save(hx_cal *c, hx_cal_file *f, hx_err *err);
-/* A fresh unique UID ("<32 hex>@hearth"). */
-void hx_cal_new_uid(char *buf, size_t n);
+/* A fresh UID ("<32 hex>@hearth") that no event of c has: random, or
+ * under a pinned clock the first free one of a fixed sequence, so that a
+ * replayed run gets the same UIDs (hx_unique_bytes). */
+void hx_cal_new_uid(hx_cal *c, char *buf, size_t n);
 /* Writes root (taken over by c on success) as DIR/UID.ics, a new file of
  * a vdir, and adds it to c (*out). Refuses to replace an existing file. */
 int hx_cal_add_file(hx_cal *c, const char *dir, const char *uid, icalcomponent *root,

@@ -7,7 +7,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -116,15 +115,12 @@ static void put_qp(hx_buf *b, const char *s)
     hx_buf_puts(b, "\r\n");
 }
 
-static void random_hex(char *out, size_t nbytes)
+/* 2 * nbytes hex digits of hx_unique_bytes(salt, k). */
+static void unique_hex(const char *salt, unsigned k, char *out, size_t nbytes)
 {
     unsigned char r[32];
     if (nbytes > sizeof r) nbytes = sizeof r;
-    if (getrandom(r, nbytes, 0) != (ssize_t)nbytes) {
-        /* no entropy source: time and pid still make names unique here */
-        uint64_t x = (uint64_t)hx_time_mono() * 1000003u ^ (uint64_t)getpid();
-        for (size_t i = 0; i < nbytes; i++) r[i] = (unsigned char)(x >> (i % 8 * 8)) ^ (unsigned char)i;
-    }
+    hx_unique_bytes(salt, salt ? strlen(salt) : 0, k, r, nbytes);
     for (size_t i = 0; i < nbytes; i++) sprintf(out + 2 * i, "%02x", r[i]);
 }
 
@@ -166,7 +162,13 @@ int hx_mail_compose(const hx_mail_draft *d, char **out, size_t *len,
                     char *msgid, size_t msgid_n, hx_err *err)
 {
     char rnd[33], dom[128], id[200], boundary[48];
-    random_hex(rnd, 16);
+    /* under a pinned clock the same draft gets the same Message-ID */
+    hx_buf salt;
+    hx_buf_init(&salt);
+    hx_buf_printf(&salt, "%s\n%s\n%s\n%s", d->from ? d->from : "", d->to ? d->to : "",
+                  d->subject ? d->subject : "", d->body ? d->body : "");
+    unique_hex(salt.data, 0, rnd, 16);
+    hx_buf_free(&salt);
     from_domain(d->from, dom, sizeof dom);
     snprintf(id, sizeof id, "%s@%s", rnd, dom);
     if (msgid) snprintf(msgid, msgid_n, "%s", id);
@@ -242,12 +244,19 @@ int hx_maildir_deliver(const char *md, const char *msg, size_t len,
     if (rc) return rc;
     static unsigned counter;
     char rnd[17], uniq[128], tmp[PATH_MAX], dst[PATH_MAX];
-    random_hex(rnd, 8);
-    snprintf(uniq, sizeof uniq, "%lld.P%ldQ%u.%s.hearth", (long long)hx_now(NULL),
-             (long)getpid(), __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED), rnd);
-    snprintf(tmp, sizeof tmp, "%s/tmp/%s", md, uniq);
-    if (flags) snprintf(dst, sizeof dst, "%s/cur/%s:2,%s", md, uniq, flags);
-    else snprintf(dst, sizeof dst, "%s/new/%s", md, uniq);
+    /* under a pinned clock (a replayed run) the name is the first free one
+     * of a fixed sequence: no pid, no count of earlier deliveries */
+    const int pinned = hx_unique_pinned();
+    for (unsigned k = 0;; k++) {
+        unique_hex("maildir", k, rnd, 8);
+        snprintf(uniq, sizeof uniq, "%lld.P%ldQ%u.%s.hearth", (long long)hx_now(NULL),
+                 pinned ? 0L : (long)getpid(),
+                 pinned ? k : __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED), rnd);
+        snprintf(tmp, sizeof tmp, "%s/tmp/%s", md, uniq);
+        if (flags) snprintf(dst, sizeof dst, "%s/cur/%s:2,%s", md, uniq, flags);
+        else snprintf(dst, sizeof dst, "%s/new/%s", md, uniq);
+        if (!pinned || k > 1000 || (access(tmp, F_OK) && access(dst, F_OK))) break;
+    }
     if (write_fsync(tmp, msg, len))
         return hx_err_set(err, HX_ERR_IO, "%s: %s", tmp, strerror(errno));
     if (link(tmp, dst) && rename(tmp, dst)) {

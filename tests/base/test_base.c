@@ -138,12 +138,37 @@ static void test_sha256(void)
     EXPECT_STR_EQ(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
+/* Names that must not repeat: random unpinned; under HEARTH_NOW a
+ * function of the clock, the salt and k (a replayed run sees the same). */
+static void test_unique_bytes(void)
+{
+    unsigned char a[16], b[16], c[16], d[16];
+    setenv("HEARTH_NOW", "2026-12-01T09:00:00+01:00", 1);
+    EXPECT(hx_unique_pinned());
+    hx_unique_bytes("cal", 3, 0, a, sizeof a);
+    hx_unique_bytes("cal", 3, 0, b, sizeof b);
+    EXPECT(!memcmp(a, b, sizeof a));
+    hx_unique_bytes("cal", 3, 1, c, sizeof c);
+    EXPECT(memcmp(a, c, sizeof a) != 0);
+    hx_unique_bytes("mail", 4, 0, c, sizeof c);
+    EXPECT(memcmp(a, c, sizeof a) != 0);
+    setenv("HEARTH_NOW", "2026-12-01T09:00:01+01:00", 1);
+    hx_unique_bytes("cal", 3, 0, c, sizeof c);
+    EXPECT(memcmp(a, c, sizeof a) != 0);
+    unsetenv("HEARTH_NOW");
+    EXPECT(!hx_unique_pinned());
+    hx_unique_bytes("cal", 3, 0, c, sizeof c);
+    hx_unique_bytes("cal", 3, 0, d, sizeof d);
+    EXPECT(memcmp(c, d, sizeof c) != 0 && memcmp(a, c, sizeof a) != 0);
+}
+
 int main(void)
 {
     RUN(test_err_messages);
     RUN(test_arena);
     RUN(test_buf);
     RUN(test_checked_sizes);
+    RUN(test_unique_bytes);
     RUN(test_fp16_roundtrip);
     RUN(test_now_override);
     RUN(test_atomic_write);

@@ -357,6 +357,45 @@ static void expect_error(const char *tool, const char *json, int rc_want, const 
     cJSON_Delete(r);
 }
 
+/* Under a pinned clock a replayed run gets the same UID and the same
+ * queued invitation (they are in the result the model reads: random ones
+ * made the same evaluation task end differently from run to run); in one
+ * calendar a second event still gets a new UID; unpinned, UIDs are random. */
+static void test_pinned_names_replay(void)
+{
+    const char *args = "{\"title\":\"Replay\",\"start\":\"Dec 3 at 3pm\","
+                       "\"attendees\":[\"bob@example.org\"]}";
+    char *uid[2] = {NULL, NULL}, *queued[2] = {NULL, NULL};
+    for (int run = 0; run < 2; run++) {
+        setup_or_die(); /* a fresh copy of the world, HEARTH_NOW pinned */
+        cJSON *r = call_ok("calendar.create_event", args);
+        ASSERT(r);
+        uid[run] = hx_strdup(str(cJSON_GetObjectItemCaseSensitive(r, "created"), "uid"));
+        const char *q = str(r, "invitation_queued"), *slash = strrchr(q, '/');
+        queued[run] = hx_strdup(slash ? slash + 1 : q);
+        cJSON_Delete(r);
+    }
+    EXPECT(uid[0][0] && queued[0][0]);
+    EXPECT_STR_EQ(uid[0], uid[1]);
+    EXPECT_STR_EQ(queued[0], queued[1]);
+    cJSON *again = call_ok("calendar.create_event", args); /* same calendar */
+    ASSERT(again);
+    const char *u2 = str(cJSON_GetObjectItemCaseSensitive(again, "created"), "uid");
+    EXPECT(u2[0] && strcmp(u2, uid[0]) != 0);
+    const char *q2 = str(again, "invitation_queued");
+    EXPECT(q2[0] && !strstr(q2, queued[0]));
+    unsetenv("HEARTH_NOW");
+    cJSON *free_run = call_ok("calendar.create_event", "{\"title\":\"Replay\",\"start\":"
+                              "\"2026-12-03T15:00:00+01:00\"}");
+    ASSERT(free_run);
+    const char *u3 = str(cJSON_GetObjectItemCaseSensitive(free_run, "created"), "uid");
+    EXPECT(u3[0] && strcmp(u3, uid[0]) != 0 && strcmp(u3, u2) != 0);
+    printf("# pinned: uid %s, invitation %s both runs; unpinned: %s\n", uid[0], queued[0], u3);
+    cJSON_Delete(again), cJSON_Delete(free_run);
+    for (int i = 0; i < 2; i++) free(uid[i]), free(queued[i]);
+    setup_or_die();
+}
+
 static void test_create_errors(void)
 {
     expect_error("calendar.create_event", "{\"title\":\"x\",\"start\":\"tomorrow\"}",
@@ -684,6 +723,7 @@ int main(void)
     RUN(test_registered_schemas);
     RUN(test_create_with_invitation);
     RUN(test_create_errors);
+    RUN(test_pinned_names_replay);
     RUN(test_update_keeps_unknown_properties);
     RUN(test_update_in_shared_file);
     RUN(test_update_and_cancel_occurrence);

@@ -1,0 +1,46 @@
+/* unique.c: bytes for names that must not repeat (event UIDs, mail file
+ * names, Message-IDs): random, except under a pinned clock, where a
+ * replayed run must see the same names. */
+#include "base.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
+
+static uint64_t fnv(uint64_t x, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++) x = (x ^ s[i]) * 1099511628211u;
+    return x;
+}
+
+int hx_unique_pinned(void)
+{
+    const char *env = getenv("HEARTH_NOW");
+    return env && *env;
+}
+
+void hx_unique_bytes(const void *salt, size_t salt_n, unsigned k, void *buf, size_t n)
+{
+    unsigned char *out = buf;
+    const char *pin = hx_unique_pinned() ? getenv("HEARTH_NOW") : NULL;
+    if (!pin && getrandom(buf, n, 0) == (ssize_t)n) return;
+    /* pinned: the clock, the salt and k; no entropy source: the time and
+     * pid too */
+    uint64_t x = pin ? fnv(1469598103934665603u, pin, strlen(pin))
+                     : (uint64_t)(hx_time_mono() * 1e9) ^ (uint64_t)getpid() << 32;
+    x = mix(fnv(x, salt, salt ? salt_n : 0) ^ mix(k));
+    for (size_t i = 0; i < n; i++) {
+        if (i && i % 8 == 0) x = mix(x);
+        out[i] = (unsigned char)(x >> (i % 8 * 8));
+    }
+}
