@@ -533,10 +533,42 @@ typedef struct hx_agent_eval {
     uint64_t seed;
     const char *dir;  /* worlds; NULL: /dev/shm or /tmp */
     cJSON *tasks;     /* the sample; free with hx_agent_eval_free_tasks */
+    const char *cache_dir; /* not NULL: the base's results (no adapter)
+                      * are kept there, keyed by the model's identity, the
+                      * sample, the threads and the hearth binary, and not
+                      * run again while those are the same */
+    int base_cached;  /* set by each base run: 1 if it came from the cache */
 } hx_agent_eval;
 int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *scales,
                           int n_adapters, int n_tasks, uint8_t *pass, hx_err *err);
 void hx_agent_eval_free_tasks(hx_agent_eval *ae);
+/* The directory evaluation worlds go in (agent/evalhome.c): always
+ * DIR/hearth-eval (DIR NULL: /dev/shm, else /tmp), because its path is in
+ * tool results and a random one made the same task end differently from
+ * run to run; taken under an exclusive lock (DIR/hearth-eval.lock, waited
+ * for), emptied, created. base gets the path, *fd the lock. Give it back
+ * (removed, unlocked) with hx_eval_home_give; fd < 0 is a no-op. */
+int hx_eval_home_take(const char *dir, char *base, size_t n, int *fd, hx_err *err);
+void hx_eval_home_give(const char *base, int fd);
+/* ---- distillation replay (agent/distill.c) ---- */
+/* n evaluation tasks of hearth datagen's training split from seed (never
+ * the held-out pools of the generic suite), as a JSON array (caller
+ * frees); NULL with err set. */
+cJSON *hx_dg_train_tasks(long n, uint64_t seed, hx_err *err);
+/* task run by ae's model (greedy, its planner parameters, no adapter) in
+ * a fresh world at home (removed after): *trace the planner's (NULL if
+ * the run gave none), *tools the tools its world offered (caller frees
+ * both). */
+int hx_dg_model_trace(const hx_agent_eval *ae, const cJSON *task, const char *home,
+                      cJSON **trace, cJSON **tools, hx_err *err);
+/* hx_nightly_replay_fn over an hx_agent_eval: the n tasks of
+ * hx_dg_train_tasks(n, seed) run by the base model (hx_dg_model_trace),
+ * each conversation it produced rendered as hx_agent_nightly_render
+ * renders an episode, with its world's tools: replay that pulls the
+ * adapter toward the base's own behaviour on generic requests. The
+ * environment (HEARTH_HOME, HEARTH_NOW) is put back. */
+int hx_agent_nightly_distill(void *user, int n, uint64_t seed,
+                             struct hx_nightly_data *out, hx_err *err);
 
 /* ---- a persona (agent/persona.c): a sample user with habits no base
  * model can know, for issue 10's personalization proof. Their meetings

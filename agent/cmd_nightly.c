@@ -45,6 +45,10 @@ static void nightly_usage(FILE *f, const char *verb)
         "                       the device by hearth datagen's generator (its\n"
         "                       training split, never the generic suite's tasks)\n"
         "                       and rendered as your episodes are (default 1; 0: none)\n"
+        "      --replay-from W  whose answers the replay teaches: base (the base\n"
+        "                       model's own runs of those requests, so the adapter\n"
+        "                       keeps what the base does there; the default) or\n"
+        "                       oracle (the generator's intended runs)\n"
         "      --eval-tasks N   the generic suite: the same N held-out agent tasks\n"
         "                       run with what you run now and with the new adapter,\n"
         "                       compared task by task (default 100: one task is a\n"
@@ -57,7 +61,8 @@ static void nightly_usage(FILE *f, const char *verb)
         "  -t, --threads N      0 = all cores (default)\n\n"
         "config.json's \"nightly\" object sets the defaults of these: \"rank\",\n"
         "\"lr\", \"epochs\", \"steps\", \"targets\" (\"q,k,v,o\"), \"replay\",\n"
-        "\"eval_tasks\", \"max_memory\"; the options override it.\n");
+        "\"replay_from\" (\"base\" or \"oracle\"), \"eval_tasks\", \"max_memory\"; the\n"
+        "options override it.\n");
     if (nightly) fprintf(f, "      --install        print a crontab line and a systemd user timer\n");
 }
 
@@ -78,8 +83,15 @@ static unsigned parse_targets(const char *s)
     return bits;
 }
 
+/* --replay-from / nightly.replay_from: 1 for "base", 0 for "oracle", -1
+ * for anything else. */
+static int parse_replay_from(const char *s)
+{
+    return !s ? -1 : !strcmp(s, "base") ? 1 : !strcmp(s, "oracle") ? 0 : -1;
+}
+
 static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
-                 const char **model, int *install)
+                 const char **model, int *install, int *distill)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -96,6 +108,8 @@ static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
         else if (!strcmp(a, "--epochs")) p->epochs = atoi(v), i++;
         else if (!strcmp(a, "--targets") && parse_targets(v)) p->lora.targets = parse_targets(v), i++;
         else if (!strcmp(a, "--replay") && (d = atof(v)) >= 0) p->replay_ratio = d, i++;
+        else if (!strcmp(a, "--replay-from") && parse_replay_from(v) >= 0)
+            *distill = parse_replay_from(v), i++;
         else if (!strcmp(a, "--eval-margin") && (d = atof(v)) >= 0) p->eval_margin = d / 100, i++;
         else if (!strcmp(a, "--max-memory") && !cli_parse_size(v, &p->max_bytes)) i++;
         else return -1;
@@ -171,7 +185,8 @@ typedef struct nightly_env {
     hx_agent_eval ae;
 } nightly_env;
 
-static int open_env(nightly_env *e, const char *model, hx_nightly_params *p, hx_err *err)
+static int open_env(nightly_env *e, const char *model, int distill, hx_nightly_params *p,
+                    hx_err *err)
 {
     int rc = hx_memory_open(NULL, &e->mem, err);
     if (!rc) rc = hx_lora_store_open(NULL, &e->st, err);
@@ -192,10 +207,14 @@ static int open_env(nightly_env *e, const char *model, hx_nightly_params *p, hx_
     if (rc) return rc;
     const int family = hx_tpl_detect(hx_model_gguf(e->model), hx_model_vocab(e->model));
     e->ar = (hx_agent_render){hx_model_vocab(e->model), family, e->tools};
-    e->ae = (hx_agent_eval){e->model, family, p->n_threads, 0, 1, NULL, NULL};
+    e->ae = (hx_agent_eval){e->model, family, p->n_threads, 0, 1, NULL, NULL, NULL, 0};
     p->render = hx_agent_nightly_render, p->render_user = &e->ar;
     p->eval = hx_agent_nightly_eval, p->eval_user = &e->ae;
-    p->replay = hx_agent_nightly_replay, p->replay_user = &e->ar;
+    /* the replay's targets: the base's own runs (distillation) or the
+     * oracle's; on hearth-tiny 628452eb the oracle's cost 3-9 points of
+     * the generic suite with every recipe tried (bench/README.md) */
+    if (distill) p->replay = hx_agent_nightly_distill, p->replay_user = &e->ae;
+    else p->replay = hx_agent_nightly_replay, p->replay_user = &e->ar;
     /* an episode carries the system text and tool list: a sequence holds
      * a whole conversation where the context allows (nightly shortens it
      * to the longest one), and episodes sharing them are packed after one
@@ -235,7 +254,8 @@ static int config_number(const cJSON *night, const char *key, double lo, double 
 /* The config's "nightly" object into p (the options, parsed after, win):
  * rank, lr, epochs, steps, targets, replay, eval_tasks, max_memory ("2G"
  * or bytes). */
-static int config_nightly(const hx_config *cfg, hx_nightly_params *p, hx_err *err)
+static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *distill,
+                          hx_err *err)
 {
     const cJSON *night = cJSON_GetObjectItem(cfg->raw, "nightly");
     if (!night) return HX_OK;
@@ -255,6 +275,10 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, hx_err *er
     if (t && !(cJSON_IsString(t) && (p->lora.targets = parse_targets(t->valuestring))))
         return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly.targets is not a list "
                           "of q,k,v,o,gate,up,down");
+    const cJSON *rf = cJSON_GetObjectItem(night, "replay_from");
+    if (rf && (*distill = parse_replay_from(cJSON_GetStringValue(rf))) < 0)
+        return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly.replay_from is not "
+                          "\"base\" or \"oracle\"");
     const cJSON *n = cJSON_GetObjectItem(night, "max_memory");
     if (!n) return HX_OK;
     if (cJSON_IsNumber(n) && n->valuedouble >= 0) p->max_bytes = (size_t)n->valuedouble;
@@ -269,8 +293,8 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
     if (cli_wants_help(argc, argv)) return nightly_usage(stdout, verb), HX_EXIT_OK;
     hx_nightly_params p = hx_nightly_default_params();
     const char *model = NULL;
-    int install = 0;
-    if (parse(argc, argv, nightly, &p, &model, &install))
+    int install = 0, distill = 1;
+    if (parse(argc, argv, nightly, &p, &model, &install, &distill))
         return nightly_usage(stderr, verb), HX_EXIT_USAGE;
     if (install) return print_install(), HX_EXIT_OK;
     p.force |= force;
@@ -282,10 +306,10 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
     if (!rc && !model) model = e.cfg->model;
     if (!rc && !model) rc = hx_err_set(&err, HX_ERR_INVALID, "no model: pass --model "
                                        "FILE or set \"model\" in config.json");
-    if (!rc) rc = config_nightly(e.cfg, &p, &err);
-    if (!rc && parse(argc, argv, nightly, &p, &model, &install)) /* over the config */
+    if (!rc) rc = config_nightly(e.cfg, &p, &distill, &err);
+    if (!rc && parse(argc, argv, nightly, &p, &model, &install, &distill)) /* over the config */
         rc = hx_err_set(&err, HX_ERR_INVALID, "bad options");
-    if (!rc) rc = open_env(&e, model, &p, &err);
+    if (!rc) rc = open_env(&e, model, distill, &p, &err);
     if (!rc && hx_path_cache(work, sizeof work - 16) < 0)
         rc = hx_err_set(&err, HX_ERR_RANGE, "cache path too long");
     hx_nightly_report r;
@@ -293,11 +317,15 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
     if (!rc) {
         strcat(work, "/nightly");
         p.model = model, p.memory = e.mem, p.store = e.st, p.work_dir = work;
+        e.ae.cache_dir = work; /* the gate's base results, night after night */
         p.train.progress = 1;
         p.log = stderr;
         rc = hx_nightly_run(&p, &r, &err);
     }
     if (!rc || rc == HX_ERR_CANCELLED || rc == HX_ERR_RANGE) print_report(&r);
+    if (r.eval_n && e.ae.base_cached && !strcmp(r.eval_ref, "the base"))
+        printf("generic tasks: the base's results came from the cache (same model, tasks, "
+               "threads and hearth)\n");
     if (rc) fprintf(stderr, "hearth %s: %s\n", verb, err.msg[0] ? err.msg : hx_rc_str(rc));
     close_env(&e);
     return rc == HX_ERR_STATE ? HX_EXIT_OK : cli_exit_code(rc); /* not now is no failure */

@@ -282,7 +282,13 @@ static void test_nightly_cli(void)
     ASSERT(hx_write_file_atomic(cfg, badt, sizeof badt - 1, NULL) == HX_OK);
     EXPECT(run(cmd_lora, bycfg) != 0);
     EXPECT(strstr(g_errbuf, "nightly.targets") != NULL);
+    static const char badr[] = "{\"nightly\": {\"replay_from\": \"teacher\"}}";
+    ASSERT(hx_write_file_atomic(cfg, badr, sizeof badr - 1, NULL) == HX_OK);
+    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(strstr(g_errbuf, "nightly.replay_from is not \"base\" or \"oracle\"") != NULL);
     unlink(cfg);
+    const char *badopt[] = {"lora", "train", "--replay-from", "teacher", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, badopt), HX_EXIT_USAGE);
     const char *forced[] = {"lora", "train", "--force", NULL};
     EXPECT_EQ_INT(run(cmd_lora, forced), HX_EXIT_USAGE); /* not an option of train */
     const char *inst[] = {"nightly", "--install", NULL};

@@ -324,11 +324,95 @@ static void test_replay(void)
     hx_model_free(m);
 }
 
+/* Distillation replay: the conversations are the base model's own runs
+ * of training-split tasks (the same as running the model on those tasks
+ * again: greedy, the same worlds), not the oracle's; the environment is
+ * put back; none of them is a task of the generic suite. */
+static void test_distill(void)
+{
+    hx_model *m = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
+    const hx_vocab *v = hx_model_vocab(m);
+    hx_agent_eval ae = {m, HX_TPL_COMPACT, 1, 0, 1, tmpdir, NULL, NULL, 0};
+    hx_nightly_data d, again;
+    memset(&d, 0, sizeof d), memset(&again, 0, sizeof again);
+    setenv("HEARTH_HOME", "/the/user/home", 1);
+    unsetenv("HEARTH_NOW");
+    ASSERT(hx_agent_nightly_distill(&ae, 3, 5, &d, &err) == HX_OK);
+    EXPECT_STR_EQ(getenv("HEARTH_HOME"), "/the/user/home");
+    EXPECT(getenv("HEARTH_NOW") == NULL);
+    unsetenv("HEARTH_HOME");
+    EXPECT_EQ_INT(d.n_episodes, 3);
+    /* the same tasks run by the model, each conversation rendered: the
+     * replay is exactly that */
+    cJSON *tasks = hx_dg_train_tasks(3, 5, &err);
+    ASSERT(tasks && cJSON_GetArraySize(tasks) == 3);
+    char base[300], home[320];
+    int lock = -1, differs = 0;
+    ASSERT(hx_eval_home_take(tmpdir, base, sizeof base, &lock, &err) == HX_OK);
+    snprintf(home, sizeof home, "%s/world", base);
+    for (const cJSON *t = tasks->child; t; t = t->next) {
+        cJSON *trace = NULL, *tools = NULL;
+        ASSERT(hx_dg_model_trace(&ae, t, home, &trace, &tools, &err) == HX_OK);
+        const cJSON *msgs = cJSON_GetObjectItem(trace, "messages");
+        ASSERT(cJSON_IsArray(msgs));
+        hx_agent_render ar = {v, HX_TPL_COMPACT, tools};
+        EXPECT(hx_agent_nightly_render(&ar, msgs, &again, &err) == HX_OK);
+        /* the model's calls are not the oracle's (a random-weight model) */
+        char *got = cJSON_PrintUnformatted(cJSON_GetObjectItem(trace, "calls"));
+        char *want = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "expect"), "calls"));
+        differs += got && want && strcmp(got, want) != 0;
+        cJSON_free(got), cJSON_free(want);
+        cJSON_Delete(trace), cJSON_Delete(tools);
+        /* a task of the training split, never the suite's held-out pools */
+        EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(t, "split")), "train");
+    }
+    hx_eval_home_give(base, lock);
+    EXPECT(d.n == again.n && d.n_docs == again.n_docs);
+    EXPECT(d.n == again.n && same_tokens(d.tokens, again.tokens, d.n) &&
+           !memcmp(d.mask, again.mask, d.n));
+    EXPECT(differs > 0);
+    size_t targets = 0;
+    for (size_t i = 0; i < d.n; i++) targets += d.mask[i];
+    EXPECT(targets > 0 && targets < d.n);
+    printf("# distill: 3 conversations of the base (%d documents, %zu tokens, %zu targets), "
+           "%d of them other calls than the oracle's\n", d.n_docs, d.n, targets, differs);
+    cJSON_Delete(tasks);
+    hx_nightly_data_free(&d), hx_nightly_data_free(&again);
+    hx_model_free(m);
+}
+
+/* The gate's base results are cached while model, sample, threads and
+ * binary are the same: the second base run reads them (the same passes),
+ * a run with an adapter never does. */
+static void test_base_cache(void)
+{
+    hx_model *m = NULL;
+    hx_err err = {0};
+    char cache[300];
+    ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
+    snprintf(cache, sizeof cache, "%s/gate-cache", tmpdir);
+    hx_agent_eval ae = {m, HX_TPL_COMPACT, 1, 0, 3, tmpdir, NULL, cache, 0};
+    uint8_t a[2] = {9, 9}, b[2] = {7, 7};
+    ASSERT(hx_agent_nightly_eval(&ae, NULL, NULL, 0, 2, a, &err) == HX_OK);
+    EXPECT_EQ_INT(ae.base_cached, 0);
+    ASSERT(hx_agent_nightly_eval(&ae, NULL, NULL, 0, 2, b, &err) == HX_OK);
+    EXPECT_EQ_INT(ae.base_cached, 1);
+    EXPECT(a[0] <= 1 && a[1] <= 1 && a[0] == b[0] && a[1] == b[1]);
+    hx_agent_eval_free_tasks(&ae);
+    ae.seed = 4; /* another sample: run again */
+    ASSERT(hx_agent_nightly_eval(&ae, NULL, NULL, 0, 2, b, &err) == HX_OK);
+    EXPECT_EQ_INT(ae.base_cached, 0);
+    hx_agent_eval_free_tasks(&ae);
+    hx_model_free(m);
+}
+
 /* The generic evaluation: a fixed sample run as the bench runs it; the
  * oracle passes the same tasks with or without an adapter argument. */
 static void test_eval_sample(void)
 {
-    hx_agent_eval ae = {NULL, HX_TPL_COMPACT, 1, 1, 7, tmpdir, NULL};
+    hx_agent_eval ae = {NULL, HX_TPL_COMPACT, 1, 1, 7, tmpdir, NULL, NULL, 0};
     uint8_t pb[3] = {9, 9, 9}, pw[3] = {9, 9, 9};
     hx_err err = {0};
     unsetenv("HEARTH_HOME"), unsetenv("HEARTH_NOW");
@@ -386,6 +470,8 @@ int main(void)
         RUN(test_render_equals_inference);
         RUN(test_render_every_family);
         RUN(test_replay);
+        RUN(test_distill);
+        RUN(test_base_cache);
     }
     RUN(test_eval_sample);
     char cmd[600];
