@@ -114,8 +114,9 @@ test: test-build reference
 	@if [ -f $(HEARTH_REFERENCE)/include/llama.h ]; then \
 	    $(MAKE) --no-print-directory $(HXREF) || echo "hearth: hxref did not build; differential tests will skip" >&2; fi
 	@$(MAKE) --no-print-directory aarch64-build T="$(AARCH64_TESTS)"
+	@$(MAKE) --no-print-directory hearth-aarch64-test
 	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS) \
-	    $(call aarch64_runs,$(AARCH64_TESTS))
+	    $(call aarch64_runs,$(AARCH64_TESTS)) $(AARCH64_HEARTH_TEST)
 
 # ---- aarch64 (phones): the engine and the training engine (lora)
 # cross-built with Debian's gcc-aarch64-linux-gnu into $(BUILD)/aarch64,
@@ -183,7 +184,53 @@ aarch64-build:
 test-aarch64:
 	@$(MAKE) --no-print-directory aarch64-build T="$(AARCH64_TESTS)"
 	@command -v $(AARCH64_CC) >/dev/null || { echo "hearth: $(AARCH64_CC) missing" >&2; exit 1; }
-	@HEARTH_BUILD=$(AARCH64) tests/run.sh $(call aarch64_runs,$(AARCH64_TESTS))
+	@$(MAKE) --no-print-directory hearth-aarch64-test
+	@HEARTH_BUILD=$(AARCH64) tests/run.sh $(call aarch64_runs,$(AARCH64_TESTS)) \
+	    $(AARCH64_HEARTH_TEST)
+
+# The whole `hearth` for aarch64: every module and agent/main.c cross-built
+# into $(AARCH64)/hearth against the arm64 SQLite, libical (with ICU and
+# Berkeley DB), cJSON and PCRE2 that scripts/arm64-sysroot.sh fetches as
+# .deb files (apt-get download) and unpacks into $(AARCH64_SYSROOT)
+# (nothing installed: libical-dev:arm64 conflicts with the host's).
+# $(AARCH64)/hearth-qemu runs it under qemu-user (QEMU_CPU picks the CPU)
+# with the cross package's loader and libc and the sysroot's libraries, and
+# seccomp off (qemu-user has none; HEARTH_SANDBOX_DISABLE).
+# tests/agent/hearth_aarch64.sh checks its `info` and a one-shot `ask` in a
+# sample world against the x86-64 build's; `make test` runs it (about 30
+# CPU-s to cross-build the other modules once, 11 under qemu; a 12 MB
+# download once), reported skipped, with the reason, without the tools or
+# the packages.
+AARCH64_SYSROOT ?= build/aarch64-sysroot
+AARCH64_SYS = $(abspath $(AARCH64_SYSROOT))
+AARCH64_SYSLIB = $(AARCH64_SYS)/usr/lib/aarch64-linux-gnu
+AARCH64_HEARTH_TEST := $(AARCH64)/tests/agent/hearth_aarch64@max
+.PHONY: hearth-aarch64 hearth-aarch64-test
+hearth-aarch64:
+	@sh scripts/arm64-sysroot.sh $(AARCH64_SYSROOT)
+	@$(MAKE) --no-print-directory BUILD=$(AARCH64) CC=$(AARCH64_CC) \
+	    AR=aarch64-linux-gnu-ar OPT=-O2 EXTRA_CFLAGS= EXTRA_LDFLAGS= \
+	    PKG_CFLAGS="-isystem $(AARCH64_SYS)/usr/include -isystem $(AARCH64_SYS)/usr/include/cjson" \
+	    PKG_LIBS="-L$(AARCH64_SYSLIB) -Wl,-rpath-link,$(AARCH64_SYSLIB) -lsqlite3 -lical -lcjson -lpcre2-8" \
+	    $(AARCH64)/hearth
+	@printf '\043!/bin/sh\n\043 hearth for aarch64 under qemu-user (QEMU_CPU picks the CPU): the loader and\n\043 libc of the cross package, the arm64 libraries of $(AARCH64_SYSROOT)\nHEARTH_SANDBOX_DISABLE=seccomp$${HEARTH_SANDBOX_DISABLE:+,$$HEARTH_SANDBOX_DISABLE}\nexport HEARTH_SANDBOX_DISABLE\nexec qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib:$(AARCH64_SYSLIB) $(abspath $(AARCH64)/hearth) "$$@"\n' \
+	    > $(AARCH64)/hearth-qemu && chmod +x $(AARCH64)/hearth-qemu
+	@echo "hearth: $(AARCH64)/hearth-qemu runs $(AARCH64)/hearth under qemu-aarch64"
+# Writes $(AARCH64_HEARTH_TEST), which tests/run.sh runs: the comparison
+# under -cpu max, or a skip saying why.
+hearth-aarch64-test: $(BUILD)/hearth
+	@w=$(AARCH64_HEARTH_TEST); mkdir -p $(dir $(AARCH64_HEARTH_TEST)); why=; \
+	if ! sh scripts/deps.sh aarch64 || ! command -v $(AARCH64_CC) >/dev/null || \
+	    ! command -v qemu-aarch64 >/dev/null; then why="$(AARCH64_NOTOOLS)"; \
+	elif ! sh scripts/arm64-sysroot.sh $(AARCH64_SYSROOT) 2>$$w.log; then \
+	    why="the arm64 libraries could not be fetched: $$(tail -n 1 $$w.log | tr -cd '[:alnum:] :;,./()_-')"; fi; \
+	cat $$w.log >&2 2>/dev/null; rm -f $$w.log; \
+	if [ -n "$$why" ]; then echo "hearth: $$why; agent/hearth_aarch64@max skipped" >&2; \
+	    printf '\043!/bin/sh\necho "skip agent/hearth_aarch64@max: %s"\n' "$$why" > $$w; \
+	    chmod +x $$w; exit 0; fi; \
+	$(MAKE) --no-print-directory hearth-aarch64 || exit 1; \
+	printf '\043!/bin/sh\n\043 the whole hearth on aarch64 under qemu-user -cpu max against the x86-64 build\ncd $(CURDIR) && QEMU_CPU=max exec sh tests/agent/hearth_aarch64.sh $(abspath $(BUILD)/hearth) $(abspath $(AARCH64)/hearth-qemu)\n' \
+	    > $$w && chmod +x $$w
 
 # Sanitizer builds run the unit tests clean (separate build directories).
 # HX_TEST_SANITIZER tells the heaviest tests to run their code paths on
