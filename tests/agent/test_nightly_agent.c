@@ -326,13 +326,17 @@ static void test_replay(void)
 
 /* Distillation replay: the conversations are the base model's own runs
  * of training-split tasks (the same as running the model on those tasks
- * again: greedy, the same worlds), not the oracle's; the environment is
- * put back; none of them is a task of the generic suite. */
+ * again: greedy, the same worlds); the environment is put back; none of
+ * them is a task of the generic suite. The base is the shipped
+ * hearth-tiny: a random-weight model never finishes a turn, so its runs
+ * give no conversation to replay. */
 static void test_distill(void)
 {
     hx_model *m = NULL;
     hx_err err = {0};
-    ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
+    const char *tiny = "models/hearth-tiny.gguf";
+    if (access(tiny, R_OK)) SKIP("models/hearth-tiny.gguf is not here (run from the repository root)");
+    ASSERT(hx_model_load(tiny, NULL, &m, &err) == HX_OK);
     const hx_vocab *v = hx_model_vocab(m);
     hx_agent_eval ae = {m, HX_TPL_COMPACT, 1, 0, 1, tmpdir, NULL, NULL, 0};
     hx_nightly_data d, again;
@@ -359,7 +363,7 @@ static void test_distill(void)
         ASSERT(cJSON_IsArray(msgs));
         hx_agent_render ar = {v, HX_TPL_COMPACT, tools};
         EXPECT(hx_agent_nightly_render(&ar, msgs, &again, &err) == HX_OK);
-        /* the model's calls are not the oracle's (a random-weight model) */
+        /* how often the model's calls are not the oracle's (printed) */
         char *got = cJSON_PrintUnformatted(cJSON_GetObjectItem(trace, "calls"));
         char *want = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "expect"), "calls"));
         differs += got && want && strcmp(got, want) != 0;
@@ -372,7 +376,6 @@ static void test_distill(void)
     EXPECT(d.n == again.n && d.n_docs == again.n_docs);
     EXPECT(d.n == again.n && same_tokens(d.tokens, again.tokens, d.n) &&
            !memcmp(d.mask, again.mask, d.n));
-    EXPECT(differs > 0);
     size_t targets = 0;
     for (size_t i = 0; i < d.n; i++) targets += d.mask[i];
     EXPECT(targets > 0 && targets < d.n);
