@@ -55,21 +55,6 @@ int hx_dg_model_trace(const hx_agent_eval *ae, const cJSON *task, const char *ho
     return rc;
 }
 
-/* The environment the sample worlds change (HEARTH_HOME, HEARTH_NOW):
- * the nightly run goes on in the user's home and time after them. */
-static void env_keep(char **home, char **now)
-{
-    const char *h = getenv("HEARTH_HOME"), *n = getenv("HEARTH_NOW");
-    *home = h ? strdup(h) : NULL, *now = n ? strdup(n) : NULL;
-}
-
-static void env_back(const char *name, char *value)
-{
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-    free(value);
-}
-
 /* One task: the base's conversation rendered into out. */
 static int distill_one(const hx_agent_eval *ae, const cJSON *task, const char *home,
                        hx_nightly_data *out, hx_err *err)
@@ -92,8 +77,7 @@ int hx_agent_nightly_distill(void *user, int n, uint64_t seed, hx_nightly_data *
                              hx_err *err)
 {
     const hx_agent_eval *ae = user;
-    char *home_was, *now_was, base[300] = "", home[320];
-    env_keep(&home_was, &now_was);
+    char base[300] = "", home[320]; /* each world puts the environment back */
     cJSON *tasks = hx_dg_train_tasks(n, seed, err);
     int fd = -1;
     int rc = !tasks ? (err->rc ? err->rc : HX_ERR_INTERNAL)
@@ -110,6 +94,5 @@ int hx_agent_nightly_distill(void *user, int n, uint64_t seed, hx_nightly_data *
     hx_progress_finish(&pr);
     hx_eval_home_give(base, fd);
     cJSON_Delete(tasks);
-    env_back("HEARTH_HOME", home_was), env_back("HEARTH_NOW", now_was);
     return rc;
 }
