@@ -376,6 +376,9 @@ static int session_open(session *s, const ask_opts *o, hx_err *err)
     memset(s, 0, sizeof *s);
     int rc = hx_gate_no_network(err);
     if (rc) return rc;
+    if (hx_gate_no_network_off()) /* never silently: the user's privacy rests on it */
+        fprintf(stderr, "hearth: warning: HEARTH_SANDBOX_DISABLE=seccomp: this process is not "
+                        "confined from the network\n");
     hx_planner_params pp = o->pp;
     if ((rc = open_tools(s, o, err)) || (rc = open_model(s, o, &pp.family, err))) return rc;
     pp.model = s->model_name;

@@ -70,3 +70,4 @@ hx_consent *hx_gate_consent_new(int yes, int no, int allow_tainted_send,
 }
 
 int hx_gate_no_network(hx_err *err) { return hx_sandbox_confine_self_no_network(err); }
+int hx_gate_no_network_off(void) { return hx_sandbox_mechanism_disabled("seccomp"); }

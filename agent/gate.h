@@ -45,5 +45,7 @@ struct hx_consent *hx_gate_consent_new(int yes, int no, int allow_tainted_send,
                                        hx_gate_ask_fn ask, void *user);
 /* Hearth confines itself: from here on only AF_UNIX sockets open. */
 int hx_gate_no_network(hx_err *err);
+/* Whether HEARTH_SANDBOX_DISABLE switched that confinement off. */
+int hx_gate_no_network_off(void);
 
 #endif /* HX_AGENT_GATE_H */

@@ -104,6 +104,10 @@ int hx_sandbox_landlock_abi(void);
  * family but AF_UNIX fails with EACCES. Irreversible. A no-op when
  * HEARTH_SANDBOX_DISABLE lists "seccomp" (qemu-user has no seccomp). */
 int hx_sandbox_confine_self_no_network(hx_err *err);
+/* Whether HEARTH_SANDBOX_DISABLE (a comma list of "landlock",
+ * "namespaces", "seccomp") switches mechanism what off, so a caller can
+ * say so to the user. */
+int hx_sandbox_mechanism_disabled(const char *what);
 
 /* ---- permission policy ----
  * Each tool has an effect class (0 read, 1 write, 2 send: the numbers of

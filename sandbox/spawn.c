@@ -62,6 +62,8 @@ int sb_disabled(const char *what)
     return 0;
 }
 
+int hx_sandbox_mechanism_disabled(const char *what) { return sb_disabled(what); }
+
 /* ---- what the child needs, prepared in the parent ---- */
 
 typedef struct prep {

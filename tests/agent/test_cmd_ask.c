@@ -83,6 +83,12 @@ static void test_no_model_says_how(void)
     EXPECT(strstr(g_out, "--model") != NULL);
     EXPECT_EQ_INT(hearth("ask hi --model /nonexistent.gguf", NULL) != 0, 1);
     EXPECT(strstr(g_out, "nonexistent.gguf") != NULL);
+    EXPECT(strstr(g_out, "not confined from the network") == NULL);
+    /* the no-network filter switched off is said, never silent */
+    setenv("HEARTH_SANDBOX_DISABLE", "landlock,seccomp", 1);
+    EXPECT_EQ_INT(hearth("ask hi --model /nonexistent.gguf", NULL) != 0, 1);
+    unsetenv("HEARTH_SANDBOX_DISABLE");
+    EXPECT(strstr(g_out, "not confined from the network") != NULL);
 }
 
 static void test_json_trace_and_feedback(void)
