@@ -333,17 +333,17 @@ AVX512 static void q4_0_rows8(int64_t n, const hx_block_q4_0 *const *x, const hx
                             const void *const *a, int nt, float *out, size_t ldo) \
     {                                                                          \
         const char *lim = (const char *)w + (size_t)nr * ws;                   \
-        for (int t = 0; t < nt; t++) {                                         \
-            int r = 0;                                                         \
-            for (; r + 4 <= nr; r += 4) {                                      \
-                const XT *x[4];                                                \
-                for (int k = 0; k < 4; k++)                                    \
-                    x[k] = (const XT *)((const char *)w + (size_t)(r + k) * ws); \
+        int r = 0;                                                             \
+        for (; r + 4 <= nr; r += 4) { /* 4 rows read once, kept for every token */ \
+            const XT *x[4];                                                    \
+            for (int k = 0; k < 4; k++)                                        \
+                x[k] = (const XT *)((const char *)w + (size_t)(r + k) * ws);   \
+            for (int t = 0; t < nt; t++)                                       \
                 ROWS4(n, x, a[t], out + (size_t)r * ldo + t, ldo, ws, lim);    \
-            }                                                                  \
-            for (; r < nr; r++)                                                \
-                DOT(n, out + (size_t)r * ldo + t, (const char *)w + (size_t)r * ws, a[t]); \
         }                                                                      \
+        for (; r < nr; r++)                                                    \
+            for (int t = 0; t < nt; t++)                                       \
+                DOT(n, out + (size_t)r * ldo + t, (const char *)w + (size_t)r * ws, a[t]); \
     }
 
 GEMM_ROWS4(gemm_q8_0_avx512, q8_0_rows4, dot_q8_0_avx512, hx_block_q8_0)
