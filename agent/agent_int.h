@@ -480,8 +480,10 @@ int hx_datagen_run(const hx_dg_params *p, FILE *out, hx_dg_stats *st, hx_err *er
 
 /* ---- the evaluation's runs (agent/nightly_agent.c; bench/agent_eval.c
  * and the nightly gate share them) ---- */
-/* n held-out evaluation tasks (category -1: the default mix) from seed, as
- * a JSON array (caller frees); NULL with err set. */
+/* n evaluation tasks of split (HX_SPLIT_*; category -1: the default mix)
+ * from seed, as a JSON array (caller frees); NULL with err set. */
+cJSON *hx_dg_tasks(int split, long n, uint64_t seed, int category, hx_err *err);
+/* hx_dg_tasks of the held-out split. */
 cJSON *hx_dg_eval_tasks(long n, uint64_t seed, int category, hx_err *err);
 typedef struct hx_dg_eval_run {
     hx_model *model;             /* NULL with oracle */

@@ -14,24 +14,7 @@
 
 cJSON *hx_dg_train_tasks(long n, uint64_t seed, hx_err *err)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    hx_dg_params p = hx_dg_default_params();
-    hx_dg_stats st;
-    p.split = HX_SPLIT_TRAIN; /* never the held-out pools the generic suite draws */
-    p.tasks = 1;
-    p.n = n;
-    p.seed = seed;
-    int rc = f ? hx_datagen_run(&p, f, &st, err) : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    if (f) fclose(f);
-    cJSON *all = rc ? NULL : cJSON_CreateArray();
-    for (char *line = all && text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
-        cJSON *t = cJSON_Parse(line);
-        if (t) cJSON_AddItemToArray(all, t);
-    }
-    free(text);
-    return all;
+    return hx_dg_tasks(HX_SPLIT_TRAIN, n, seed, -1, err); /* never the suite's held-out pools */
 }
 
 int hx_dg_model_trace(const hx_agent_eval *ae, const cJSON *task, const char *home,

@@ -148,14 +148,14 @@ int hx_agent_nightly_replay(void *user, int n, uint64_t seed, hx_nightly_data *o
 
 /* ---- the evaluation ---- */
 
-cJSON *hx_dg_eval_tasks(long n, uint64_t seed, int category, hx_err *err)
+cJSON *hx_dg_tasks(int split, long n, uint64_t seed, int category, hx_err *err)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     hx_dg_params p = hx_dg_default_params();
     hx_dg_stats st;
-    p.split = HX_SPLIT_HELDOUT;
+    p.split = split;
     p.tasks = 1;
     p.n = n;
     p.seed = seed;
@@ -163,12 +163,17 @@ cJSON *hx_dg_eval_tasks(long n, uint64_t seed, int category, hx_err *err)
     int rc = f ? hx_datagen_run(&p, f, &st, err) : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if (f) fclose(f);
     cJSON *all = rc ? NULL : cJSON_CreateArray();
-    for (char *line = all ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+    for (char *line = all && text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
         cJSON *t = cJSON_Parse(line);
         if (t) cJSON_AddItemToArray(all, t);
     }
     free(text);
     return all;
+}
+
+cJSON *hx_dg_eval_tasks(long n, uint64_t seed, int category, hx_err *err)
+{
+    return hx_dg_tasks(HX_SPLIT_HELDOUT, n, seed, category, err);
 }
 
 int hx_dg_eval_task(const hx_dg_eval_run *o, const cJSON *task, const char *home,
