@@ -456,6 +456,12 @@ int hx_dg_engine_source_with(hx_model *m, const hx_tools *reg, int family, int n
  * "not_run" (the trace's),
  * "answer", "status", "steps", "tokens", "seconds"}. Caller frees. */
 cJSON *hx_dg_eval_record(const cJSON *task, const cJSON *trace, int pass, const char *why);
+/* Writes a readable transcript of one evaluated run to f: the task, the
+ * per-request system text, every assistant turn (its text and calls),
+ * every tool result with its status, a turn cut by a limit, the calls not
+ * run, the oracle's expected calls (with the first one's result) and the
+ * verdict with its reason (bench/agent-eval --trace). */
+void hx_dg_transcript(FILE *f, const cJSON *task, const cJSON *trace, int pass, const char *why);
 
 typedef struct hx_dg_params {
     int split;          /* HX_SPLIT_* */
@@ -500,6 +506,11 @@ typedef struct hx_dg_eval_run {
 int hx_dg_eval_task(const hx_dg_eval_run *o, const cJSON *task, const char *home,
                     hx_dg_validator **v, int *pass, int *n_valid, int *n_calls,
                     cJSON **record, hx_err *err);
+/* The same, also giving the planner's whole trace in *trace (or NULL;
+ * caller frees) for hx_dg_transcript. */
+int hx_dg_eval_task_traced(const hx_dg_eval_run *o, const cJSON *task, const char *home,
+                           hx_dg_validator **v, int *pass, int *n_valid, int *n_calls,
+                           cJSON **record, cJSON **trace, hx_err *err);
 
 /* ---- what the agent gives lora/nightly (agent/nightly_agent.c) ---- */
 /* hx_nightly_render_fn over an hx_agent_render: the episode rendered in

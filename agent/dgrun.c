@@ -1,5 +1,6 @@
 /* dgrun.c: running generated tasks through the real planner in their
  * worlds, checking the trajectories, and writing them out (hearth datagen). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -171,6 +172,65 @@ cJSON *hx_dg_eval_record(const cJSON *task, const cJSON *trace, int pass, const 
     const char *k3[] = {"answer", "status", "steps", "tokens", "seconds"};
     for (int i = 0; i < 5; i++) cJSON_AddItemToObject(r, k3[i], cJSON_Duplicate(cJSON_GetObjectItem(trace, k3[i]), 1));
     return r;
+}
+
+/* ---- the readable transcript (agent-eval --trace) ---- */
+static const char *jstr(const cJSON *o, const char *k)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, k));
+    return s ? s : "";
+}
+
+static void put_json(FILE *f, const char *lead, const cJSON *j)
+{
+    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    fprintf(f, "%s%s\n", lead, s ? s : "null");
+    cJSON_free(s);
+}
+
+/* The episode's messages after the constant system text; the k-th tool
+ * message is the k-th call of the trace (the planner adds one per call). */
+static void put_messages(FILE *f, const cJSON *trace)
+{
+    const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(trace, "messages"), 1);
+    const cJSON *call = cJSON_GetObjectItem(trace, "calls") ? cJSON_GetObjectItem(trace, "calls")->child : NULL;
+    for (; m; m = m->next) {
+        const char *role = jstr(m, "role");
+        if (!strcmp(role, "tool")) {
+            fprintf(f, "  [tool %s: %s] %s\n", jstr(m, "name"), call ? jstr(call, "status") : "?",
+                    jstr(m, "content"));
+            if (call) call = call->next;
+            continue;
+        }
+        fprintf(f, "  [%s] %s\n", role, jstr(m, "content"));
+        const cJSON *tc;
+        cJSON_ArrayForEach(tc, cJSON_GetObjectItem(m, "tool_calls")) put_json(f, "    call ", cJSON_GetObjectItem(tc, "function"));
+    }
+}
+
+void hx_dg_transcript(FILE *f, const cJSON *task, const cJSON *trace, int pass, const char *why)
+{
+    const cJSON *e, *calls = cJSON_GetObjectItem(cJSON_GetObjectItem(task, "expect"), "calls");
+    fprintf(f, "=== %s %s/%s %s: %s\n", jstr(task, "id"), jstr(task, "category"), jstr(task, "kind"),
+            pass ? "PASS" : "FAIL", why ? why : "");
+    fprintf(f, "  request: %s\n  world %s (%s), now %s\n", jstr(task, "request"), jstr(task, "world_seed"),
+            jstr(task, "split"), jstr(task, "now"));
+    put_json(f, "  slots: ", cJSON_GetObjectItem(task, "slots"));
+    if (trace) put_messages(f, trace);
+    if (trace && cJSON_GetObjectItem(trace, "partial_turn"))
+        fprintf(f, "  [cut turn] %s\n", jstr(trace, "partial_turn"));
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(trace, "not_run")) put_json(f, "  not run: ", e);
+    if (trace)
+        fprintf(f, "  status: %s, %d steps, %d tokens\n", jstr(trace, "status"),
+                (int)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "steps")),
+                (int)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "tokens")));
+    cJSON_ArrayForEach(e, calls)
+    {
+        fprintf(f, "  expected %s ", jstr(e, "name"));
+        put_json(f, "", cJSON_GetObjectItem(e, "arguments"));
+        if (e == calls->child) fprintf(f, "    -> %s\n", jstr(e, "result"));
+    }
+    fprintf(f, "  expected answer: %s\n\n", jstr(cJSON_GetObjectItem(task, "expect"), "answer"));
 }
 
 hx_planner_params hx_dg_planner_params(int family)

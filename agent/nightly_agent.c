@@ -180,6 +180,13 @@ int hx_dg_eval_task(const hx_dg_eval_run *o, const cJSON *task, const char *home
                     hx_dg_validator **v, int *pass, int *n_valid, int *n_calls,
                     cJSON **record, hx_err *err)
 {
+    return hx_dg_eval_task_traced(o, task, home, v, pass, n_valid, n_calls, record, NULL, err);
+}
+
+int hx_dg_eval_task_traced(const hx_dg_eval_run *o, const cJSON *task, const char *home,
+                           hx_dg_validator **v, int *pass, int *n_valid, int *n_calls,
+                           cJSON **record, cJSON **trace_out, hx_err *err)
+{
     hx_dg_world dw;
     hx_source src = {0};
     hx_planner *pl = NULL;
@@ -187,6 +194,7 @@ int hx_dg_eval_task(const hx_dg_eval_run *o, const cJSON *task, const char *home
     char why[300];
     *pass = 0;
     if (record) *record = NULL;
+    if (trace_out) *trace_out = NULL;
     int rc = hx_dg_task_world(task, home, &dw, err);
     if (!rc && !*v) {
         cJSON *tools = hx_tools_list_json(dw.reg);
@@ -207,7 +215,8 @@ int hx_dg_eval_task(const hx_dg_eval_run *o, const cJSON *task, const char *home
         *pass = hx_dg_check(task, before, trace, &dw, *v, n_valid, n_calls, why, sizeof why);
         if (record) *record = hx_dg_eval_record(task, trace, *pass, why);
     }
-    cJSON_Delete(trace);
+    if (trace_out) *trace_out = trace;
+    else cJSON_Delete(trace);
     cJSON_Delete(before);
     hx_source_free(&src);
     hx_dg_world_close(&dw);

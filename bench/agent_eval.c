@@ -3,8 +3,9 @@
  * and checks the final state; success per category and schema-valid calls.
  *
  *   build/bench/agent-eval [--model FILE] [--tasks FILE | --n N --seed S
- *                          [--category C]] [--log FILE] [--threads T] [--oracle]
- * --oracle runs the oracle instead of a model (checks the checker). Tasks
+ *                          [--category C]] [--log FILE] [--trace FILE] [--threads T] [--oracle]
+ * --trace writes each task's readable transcript (model turns, tool
+ * results, expected calls, verdict) to FILE. --oracle runs the oracle instead of a model (checks the checker). Tasks
  * read from a file that the oracle no longer passes (made by other
  * world-generation code) are skipped and counted. */
 #include <stdio.h>
@@ -15,7 +16,7 @@
 #include "agent/agent_int.h"
 
 typedef struct opts {
-    const char *model, *tasks, *log, *dir;
+    const char *model, *tasks, *log, *dir, *trace;
     long n;
     uint64_t seed;
     int threads, oracle, category;
@@ -30,7 +31,7 @@ typedef struct tally {
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, 200, 1, 0, 0, -1};
+    *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, NULL, 200, 1, 0, 0, -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--oracle")) { o->oracle = 1; continue; }
@@ -40,6 +41,7 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--tasks")) o->tasks = v;
         else if (!strcmp(a, "--log")) o->log = v;
         else if (!strcmp(a, "--dir")) o->dir = v;
+        else if (!strcmp(a, "--trace")) o->trace = v;
         else if (!strcmp(a, "--n")) o->n = atol(v);
         else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
@@ -88,12 +90,15 @@ static int same_tools(const cJSON *task, const cJSON *r)
 /* One task in a fresh world: before, run, check (agent/nightly_agent.c),
  * then the tally and the log. */
 static int run_task(const opts *o, const cJSON *task, hx_model *m, int family, const char *home,
-                    hx_dg_validator **v, FILE *log, tally *t, hx_err *err)
+                    hx_dg_validator **v, FILE *log, FILE *tr, tally *t, hx_err *err)
 {
     hx_dg_eval_run er = {m, family, o->threads, o->oracle, NULL, NULL, 0};
-    cJSON *r = NULL;
+    cJSON *r = NULL, *trace = NULL;
     int pass = 0;
-    int rc = hx_dg_eval_task(&er, task, home, v, &pass, &t->valid, &t->calls, &r, err);
+    int rc = hx_dg_eval_task_traced(&er, task, home, v, &pass, &t->valid, &t->calls, &r,
+                                    tr ? &trace : NULL, err);
+    if (tr && r) hx_dg_transcript(tr, task, trace, pass, cJSON_GetStringValue(cJSON_GetObjectItem(r, "reason")));
+    cJSON_Delete(trace);
     if (r) {
         int c = hx_dg_category_parse(cJSON_GetStringValue(cJSON_GetObjectItem(task, "category")));
         int sched = !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(task, "kind")), "schedule");
@@ -151,7 +156,7 @@ int main(int argc, char **argv)
     hx_err err = {0};
     if (!parse(argc, argv, &o)) {
         fprintf(stderr, "usage: agent-eval [--model FILE] [--tasks FILE | --n N --seed S] "
-                        "[--category C] [--log FILE] [--threads T] [--dir DIR] [--oracle]\n");
+                        "[--category C] [--log FILE] [--trace FILE] [--threads T] [--dir DIR] [--oracle]\n");
         return 2;
     }
     hx_model *m = NULL;
@@ -167,9 +172,9 @@ int main(int argc, char **argv)
     char base[256], home[300];
     int lock = -1; /* the worlds' fixed path (in tool results): runs replay */
     cJSON *tasks = !hx_eval_home_take(o.dir, base, sizeof base, &lock, &err) ? load_tasks(&o, &err) : NULL;
-    FILE *log = tasks ? fopen(o.log, "w") : NULL;
-    if (!tasks || !log) {
-        fprintf(stderr, "agent-eval: %s\n", tasks ? o.log : err.msg);
+    FILE *log = tasks ? fopen(o.log, "w") : NULL, *tr = NULL;
+    if (!tasks || !log || (o.trace && !(tr = fopen(o.trace, "w")))) {
+        fprintf(stderr, "agent-eval: %s\n", !tasks ? err.msg : !log ? o.log : o.trace);
         return 1;
     }
     snprintf(home, sizeof home, "%s/world", base);
@@ -186,17 +191,19 @@ int main(int argc, char **argv)
             hx_progress_update(&pr, i + 1, NULL);
             continue;
         }
-        if (run_task(&o, task, m, family, home, &v, log, &t, &err))
+        if (run_task(&o, task, m, family, home, &v, log, tr, &t, &err))
             fprintf(stderr, "agent-eval: task %d: %s\n", i, err.msg);
         hx_progress_update(&pr, i + 1, NULL);
     }
     hx_progress_finish(&pr);
     fclose(log);
+    if (tr) fclose(tr);
     report(&t, hx_time_mono() - t0, i - stale);
     if (stale)
         printf("  %d of %d tasks skipped: the oracle fails them in today's worlds (made by other "
                "world code; regenerate with hearth datagen --tasks)\n", stale, i);
     printf("  per-task results: %s\n", o.log);
+    if (o.trace) printf("  transcripts: %s\n", o.trace);
     hx_dg_validator_free(v);
     cJSON_Delete(tasks);
     hx_model_free(m);

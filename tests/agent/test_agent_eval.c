@@ -235,6 +235,45 @@ static void test_wrong_runs_fail(void)
     expect_fail(HX_CAT_SINGLE, "list_events", e_loop, "no answer (step limit)");
 }
 
+/* The readable transcript of an oracle run names the request, the calls,
+ * the tool results with their status, the expected calls and the verdict. */
+static void test_transcript(void)
+{
+    cJSON *all = tasks(16, 33, HX_CAT_MULTI), *t, *rec = NULL, *trace = NULL;
+    for (t = all->child; t && strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(t, "kind")), "schedule");) t = t->next;
+    ASSERT(t);
+    char home[128], *text = NULL;
+    size_t len = 0;
+    snprintf(home, sizeof home, "%s/tr", dir());
+    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0};
+    hx_dg_validator *v = NULL;
+    hx_err err = {0};
+    int pass = 0;
+    ASSERT(hx_dg_eval_task_traced(&er, t, home, &v, &pass, NULL, NULL, &rec, &trace, &err) == HX_OK);
+    EXPECT(pass && trace && rec);
+    FILE *f = open_memstream(&text, &len);
+    hx_dg_transcript(f, t, trace, pass, cJSON_GetStringValue(cJSON_GetObjectItem(rec, "reason")));
+    fclose(f);
+    EXPECT(strstr(text, cJSON_GetStringValue(cJSON_GetObjectItem(t, "request"))) != NULL);
+    EXPECT(strstr(text, "schedule PASS: ok") != NULL);
+    EXPECT(strstr(text, "[tool calendar.find_slots: ok] {\"range\"") != NULL);
+    EXPECT(strstr(text, "call {\"name\":\"calendar.create_event\"") != NULL);
+    EXPECT(strstr(text, "[tool calendar.create_event: ok]") != NULL);
+    EXPECT(strstr(text, "expected calendar.create_event {") != NULL);
+    EXPECT(strstr(text, "status: answered") != NULL);
+    /* no trace (a run that never started): the task and verdict still */
+    free(text);
+    f = open_memstream(&text, &len);
+    hx_dg_transcript(f, t, NULL, 0, "no run");
+    fclose(f);
+    EXPECT(strstr(text, "FAIL: no run") && strstr(text, "expected calendar.find_slots"));
+    free(text);
+    cJSON_Delete(rec);
+    cJSON_Delete(trace);
+    hx_dg_validator_free(v);
+    cJSON_Delete(all);
+}
+
 /* A small fixed sample through a real model and the grammar: whatever it
  * decides, every call it makes is valid against the schemas. */
 static void test_model_sample(void)
@@ -344,6 +383,7 @@ int main(void)
 {
     RUN(test_oracle_passes);
     RUN(test_wrong_runs_fail);
+    RUN(test_transcript);
     RUN(test_broken_tasks);
     RUN(test_model_sample);
     if (g_dir[0]) hx_world_rmtree(g_dir, NULL);
