@@ -32,6 +32,18 @@ __attribute__((format(printf, 2, 3))) static int no(check *c, const char *fmt, .
     return 0;
 }
 
+/* Appends a flaw to the list in acc ("; " between flaws). */
+__attribute__((format(printf, 3, 4))) static void flaw(char *acc, size_t n, const char *fmt, ...)
+{
+    size_t l = strlen(acc);
+    va_list ap;
+    if (l + 3 >= n) return;
+    if (l) acc[l++] = ';', acc[l++] = ' ';
+    va_start(ap, fmt);
+    vsnprintf(acc + l, n - l, fmt, ap);
+    va_end(ap);
+}
+
 /* Runs a tool on the world (the checker's own look, not part of the run). */
 static cJSON *look(check *c, const char *name, cJSON *args)
 {
@@ -236,19 +248,23 @@ static int k_create(check *c)
     return ok;
 }
 
-/* Attendee addresses of an event equal the expected ones. */
+/* Whether an event has an attendee with address email. */
+static int has_attendee(const cJSON *ev, const char *email)
+{
+    const cJSON *a;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItem(ev, "attendees")) if (!strcasecmp(js(a, "email"), email)) return 1;
+    return 0;
+}
+
+/* Attendee addresses of an event equal the expected ones: as many, and
+ * each expected one among them (so an attendee written twice in place of
+ * another does not count as the other). */
 static int same_attendees(const cJSON *ev, const cJSON *emails)
 {
-    const cJSON *a, *e;
-    int n = 0;
-    cJSON_ArrayForEach(a, cJSON_GetObjectItem(ev, "attendees"))
-    {
-        int known = 0;
-        cJSON_ArrayForEach(e, emails) known |= !strcasecmp(js(a, "email"), e->valuestring);
-        if (!known) return 0;
-        n++;
-    }
-    return n == cJSON_GetArraySize(emails);
+    const cJSON *e;
+    if (cJSON_GetArraySize(cJSON_GetObjectItem(ev, "attendees")) != cJSON_GetArraySize(emails)) return 0;
+    cJSON_ArrayForEach(e, emails) if (!cJSON_IsString(e) || !has_attendee(ev, e->valuestring)) return 0;
+    return 1;
 }
 
 static int overlaps(const cJSON *busy, int64_t s, int64_t e)
@@ -299,20 +315,27 @@ static int k_schedule(check *c)
         if (none_free && !n_writes_ok(c)) return 1; /* nothing to book: booking nothing is right */
         return no(c, "no new event on the asked days");
     }
-    if (n > 1) no(c, "more than one event was created");
-    else if (strcasecmp(js(evs->child, "title"), js(c->slots, "topic")))
-        no(c, "the event's title is \"%s\", not \"%s\"", js(evs->child, "title"), js(c->slots, "topic"));
-    else if (!same_attendees(evs->child, emails)) no(c, "the event's attendees are not the asked people");
-    else if (free_time(c, evs->child, (int)cJSON_GetNumberValue(cJSON_GetObjectItem(c->slots, "dur")))) {
-        ok = 1;
-        cJSON_ArrayForEach(e, emails)
-        {
-            const char *needles[] = {"method=REQUEST", e->valuestring};
-            if (!queued_with(c, needles, 2)) ok = no(c, "no invitation to %s is queued", e->valuestring);
-        }
+    if (n > 1) {
+        cJSON_Delete(evs);
+        return no(c, "more than one event was created");
+    }
+    /* every flaw of the one event is named, not only the first */
+    char flaws[600] = "";
+    const cJSON *ev = evs->child;
+    int attendees_ok = same_attendees(ev, emails);
+    if (strcasecmp(js(ev, "title"), js(c->slots, "topic")))
+        flaw(flaws, sizeof flaws, "the event's title is \"%s\", not \"%s\"", js(ev, "title"), js(c->slots, "topic"));
+    if (!attendees_ok) flaw(flaws, sizeof flaws, "the event's attendees are not the asked people");
+    if (!free_time(c, ev, (int)cJSON_GetNumberValue(cJSON_GetObjectItem(c->slots, "dur"))))
+        flaw(flaws, sizeof flaws, "%s", c->why);
+    cJSON_ArrayForEach(e, emails)
+    {
+        const char *needles[] = {"method=REQUEST", e->valuestring};
+        if (attendees_ok && !queued_with(c, needles, 2)) flaw(flaws, sizeof flaws, "no invitation to %s is queued", e->valuestring);
     }
     cJSON_Delete(evs);
-    return ok;
+    ok = !flaws[0];
+    return ok ? 1 : no(c, "%s", flaws);
 }
 
 static int k_send(check *c)

@@ -167,6 +167,20 @@ static void e_midnight(wrong *w, int turn, hx_buf *t)
     if (s && strlen(s) > 32) memcpy(s + 20, "00:00", 5); /* "start":"YYYY-MM-DDT|HH:MM */
 }
 
+/* The second asked person written twice in place of the first. */
+static void e_dup_attendee(wrong *w, int turn, hx_buf *t)
+{
+    const cJSON *emails = cJSON_GetObjectItem(cJSON_GetObjectItem(w->task, "slots"), "emails");
+    if (turn == 1) replace(t, cJSON_GetArrayItem(emails, 0)->valuestring, cJSON_GetArrayItem(emails, 1)->valuestring);
+}
+
+/* A wrong title and a time outside working hours at once. */
+static void e_title_midnight(wrong *w, int turn, hx_buf *t)
+{
+    e_midnight(w, turn, t);
+    if (turn == 1) replace(t, slot(w->task, "topic"), "Something else");
+}
+
 static void e_title(wrong *w, int turn, hx_buf *t)
 {
     if (turn == 0) replace(t, slot(w->task, "title"), "Something else");
@@ -233,6 +247,32 @@ static void test_wrong_runs_fail(void)
     expect_fail(HX_CAT_NONE, "no_tool", e_call, "a tool was called");
     expect_fail(HX_CAT_MEMORY, "remember", e_no_call, "is not remembered");
     expect_fail(HX_CAT_SINGLE, "list_events", e_loop, "no answer (step limit)");
+}
+
+/* Scheduling with several asked people: an event that has one of them
+ * twice instead of another fails on its attendees (the check once only
+ * counted them); and every flaw of an event is named, not only the first. */
+static void test_schedule_flaws(void)
+{
+    cJSON *all = tasks(24, 35, HX_CAT_MULTI), *t;
+    int tried = 0;
+    char why[300];
+    cJSON_ArrayForEach(t, all)
+    {
+        const cJSON *emails = cJSON_GetObjectItem(cJSON_GetObjectItem(t, "slots"), "emails");
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(t, "kind")), "schedule") ||
+            cJSON_GetArraySize(emails) < 2 || tried >= 2)
+            continue;
+        tried++;
+        EXPECT(!run_checked(t, e_dup_attendee, why, sizeof why, NULL, NULL));
+        EXPECT(strstr(why, "attendees are not the asked people") != NULL);
+        EXPECT(!run_checked(t, e_title_midnight, why, sizeof why, NULL, NULL));
+        if (!strstr(why, "outside working hours")) printf("# got \"%s\"\n", why);
+        EXPECT(strstr(why, "the event's title is \"Something else\"") && strstr(why, "outside working hours"));
+    }
+    if (!tried) printf("# no scheduling task with two people in the sample\n");
+    EXPECT(tried > 0);
+    cJSON_Delete(all);
 }
 
 /* The readable transcript of an oracle run names the request, the calls,
@@ -383,6 +423,7 @@ int main(void)
 {
     RUN(test_oracle_passes);
     RUN(test_wrong_runs_fail);
+    RUN(test_schedule_flaws);
     RUN(test_transcript);
     RUN(test_broken_tasks);
     RUN(test_model_sample);
