@@ -421,7 +421,9 @@ static void gemm_by_dot(hx_dot_fn dot, int64_t n, const void *w, size_t ws,
 
 /* Tokens from which the panel kernels pay for unpacking the rows (they
  * compute 8 at a time; measured on cache-resident weights: ahead of the
- * four-row GEMVs at 8 tokens for every type, at 4 only for Q4_0). */
+ * four-row GEMVs at 8 tokens for every type, at 4 only for Q4_0), unless
+ * the type's table sets its own (tile_min: types whose small-batch gemm
+ * shares each row among the tokens). */
 #define TILE_MIN_TOKENS 6
 
 /* Rows [r0, r1) of one job against all its tokens through the panel
@@ -449,7 +451,8 @@ static int mm_rows_tile(const hx_kernels *k, const hx_mm_job *j, int64_t r0, int
 static void mm_rows(const hx_kernels *k, const hx_mm_job *j, int64_t r0,
                     int64_t r1)
 {
-    if (k->tile[j->wtype] && j->N >= TILE_MIN_TOKENS && mm_rows_tile(k, j, r0, r1)) return;
+    int tmin = k->tile_min[j->wtype] ? k->tile_min[j->wtype] : TILE_MIN_TOKENS;
+    if (k->tile[j->wtype] && j->N >= tmin && mm_rows_tile(k, j, r0, r1)) return;
     size_t ws = hx_type_row_bytes(j->wtype, j->K);
     size_t ab = hx_act_row_bytes(j->wtype, j->K);
     const void *a[TOKEN_TILE];

@@ -265,6 +265,76 @@ AVX512 static inline __m256i q4_0_wvec(const hx_block_q4_0 *x)
 Q8A_ROWS4(q8_0_rows4, hx_block_q8_0, q8_0_wvec, 128)
 Q8A_ROWS4(q4_0_rows4, hx_block_q4_0, q4_0_wvec, 8)
 
+/* Four rows against up to MT_MAX tokens of a small batch (a speculative
+ * pass): two blocks per step in 512-bit vectors; each row's pair of
+ * blocks is loaded, widened and its scales converted once, then met by
+ * every token. Per token only the dot products, one reduction of the four
+ * rows' 8 block sums and one FMA remain. Lane k of the low half
+ * accumulates the even blocks of row k, the high half the odd ones, as
+ * the dot's two chains do (HX_CANON_Q8A): every output equals the dot of
+ * its row and token bit for bit. */
+#define MT_MAX 8
+
+/* The 8 block sums [p0 p1 p2 p3 of block i | of block i+1] of four
+ * 16-lane products (lanes 0-7 block i, 8-15 block i+1). */
+AVX512 static inline __m256i sum4_pairs(__m512i p0, __m512i p1, __m512i p2, __m512i p3)
+{
+    __m512i a = _mm512_add_epi32(_mm512_unpacklo_epi32(p0, p1), _mm512_unpackhi_epi32(p0, p1));
+    __m512i b = _mm512_add_epi32(_mm512_unpacklo_epi32(p2, p3), _mm512_unpackhi_epi32(p2, p3));
+    /* per 128-bit lane: the lane's sums of p0, p1, p2, p3 */
+    __m512i c = _mm512_add_epi32(_mm512_unpacklo_epi64(a, b), _mm512_unpackhi_epi64(a, b));
+    c = _mm512_add_epi32(c, _mm512_shuffle_i32x4(c, c, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm512_castsi512_si256(_mm512_shuffle_i32x4(c, c, _MM_SHUFFLE(2, 0, 2, 0)));
+}
+
+#define Q8A_ROWS4_MT(NAME, XT, WVEC, OFF)                                       \
+    AVX512 static void NAME(int64_t n, const XT *const *x, const hx_block_q8a *const *y, \
+                            int nt, float *out, size_t ldo, size_t ws, const char *lim) \
+    {                                                                          \
+        __m256 acc[MT_MAX];                                                    \
+        for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();             \
+        int64_t nb = n / HX_QK, i = 0;                                         \
+        for (; i + 2 <= nb; i += 2) {                                          \
+            prefetch_rows((const void *const *)x, 4, (size_t)i * sizeof(XT), 2 * sizeof(XT), ws, lim); \
+            __m512i wv[4];                                                     \
+            for (int k = 0; k < 4; k++)                                        \
+                wv[k] = _mm512_inserti64x4(_mm512_castsi256_si512(WVEC(&x[k][i])), \
+                                           WVEC(&x[k][i + 1]), 1);             \
+            __m128i dh = _mm_setr_epi16((short)x[0][i].d, (short)x[1][i].d, (short)x[2][i].d, \
+                                        (short)x[3][i].d, (short)x[0][i + 1].d, \
+                                        (short)x[1][i + 1].d, (short)x[2][i + 1].d, \
+                                        (short)x[3][i + 1].d);                 \
+            __m256 dw = _mm256_cvtph_ps(dh);                                   \
+            for (int t = 0; t < nt; t++) {                                     \
+                const hx_block_q8a *b = y[t] + i;                              \
+                __m512i yv = _mm512_inserti64x4(                               \
+                    _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)b[0].qs)), \
+                    _mm256_loadu_si256((const __m256i *)b[1].qs), 1);          \
+                __m512i z = _mm512_setzero_si512();                            \
+                __m256i s = sum4_pairs(_mm512_dpbusd_epi32(z, wv[0], yv),      \
+                                       _mm512_dpbusd_epi32(z, wv[1], yv),      \
+                                       _mm512_dpbusd_epi32(z, wv[2], yv),      \
+                                       _mm512_dpbusd_epi32(z, wv[3], yv));     \
+                s = _mm256_sub_epi32(s, _mm256_set_m128i(_mm_set1_epi32(OFF * b[1].s), \
+                                                         _mm_set1_epi32(OFF * b[0].s))); \
+                __m256 dy = _mm256_set_m128(_mm_set1_ps(b[1].d), _mm_set1_ps(b[0].d)); \
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, dy), acc[t]); \
+            }                                                                  \
+        }                                                                      \
+        for (int t = 0; t < nt; t++) {                                         \
+            __m128 a0 = _mm256_castps256_ps128(acc[t]), a1 = _mm256_extractf128_ps(acc[t], 1); \
+            if (i < nb) a0 = NAME##_tail(x, y[t], i, a0); /* last, even block */ \
+            float r[4];                                                        \
+            _mm_storeu_ps(r, _mm_add_ps(a0, a1));                              \
+            for (int k = 0; k < 4; k++) out[k * ldo + (size_t)t] = r[k];       \
+        }                                                                      \
+    }
+
+#define q8_0_rows4_mt_tail q8_0_rows4_blk
+#define q4_0_rows4_mt_tail q4_0_rows4_blk
+Q8A_ROWS4_MT(q8_0_rows4_mt, hx_block_q8_0, q8_0_wvec, 128)
+Q8A_ROWS4_MT(q4_0_rows4_mt, hx_block_q4_0, q4_0_wvec, 8)
+
 /* Eight Q4_0 rows against one token, two blocks per step. One 256-bit
  * vector holds a row's blocks i and i+1 (16 packed bytes each), so their
  * low and high nibbles meet the activations rearranged the same way
@@ -346,12 +416,47 @@ AVX512 static void q4_0_rows8(int64_t n, const hx_block_q4_0 *const *x, const hx
                 DOT(n, out + (size_t)r * ldo + t, (const char *)w + (size_t)r * ws, a[t]); \
     }
 
-GEMM_ROWS4(gemm_q8_0_avx512, q8_0_rows4, dot_q8_0_avx512, hx_block_q8_0)
+/* Q8_0 and Q4_0 with several tokens: four rows at a time against up to
+ * MT_MAX tokens (each row group read and unpacked once per MT_MAX tokens),
+ * leftover rows through the dot. */
+#define GEMM_ROWS4_MT(NAME, MT, DOT, XT)                                        \
+    AVX512 static void NAME(int64_t n, const void *w, size_t ws, int nr,        \
+                            const void *const *a, int nt, float *out, size_t ldo) \
+    {                                                                          \
+        const char *lim = (const char *)w + (size_t)nr * ws;                   \
+        const hx_block_q8a *const *y = (const hx_block_q8a *const *)a;         \
+        int r = 0;                                                             \
+        for (; r + 4 <= nr; r += 4) {                                          \
+            const XT *x[4];                                                    \
+            for (int k = 0; k < 4; k++)                                        \
+                x[k] = (const XT *)((const char *)w + (size_t)(r + k) * ws);   \
+            for (int t = 0; t < nt; t += MT_MAX)                               \
+                MT(n, x, y + t, nt - t < MT_MAX ? nt - t : MT_MAX,             \
+                   out + (size_t)r * ldo + t, ldo, ws, lim);                   \
+        }                                                                      \
+        for (; r < nr; r++)                                                    \
+            for (int t = 0; t < nt; t++)                                       \
+                DOT(n, out + (size_t)r * ldo + t, (const char *)w + (size_t)r * ws, a[t]); \
+    }
 
-/* Q4_0: eight rows at a time, then four, then single dots. */
+GEMM_ROWS4(gemm_q8_0_1_avx512, q8_0_rows4, dot_q8_0_avx512, hx_block_q8_0)
+GEMM_ROWS4_MT(gemm_q8_0_mt_avx512, q8_0_rows4_mt, dot_q8_0_avx512, hx_block_q8_0)
+GEMM_ROWS4_MT(gemm_q4_0_mt_avx512, q4_0_rows4_mt, dot_q4_0_avx512, hx_block_q4_0)
+
+AVX512 static void gemm_q8_0_avx512(int64_t n, const void *w, size_t ws, int nr,
+                                    const void *const *a, int nt, float *out, size_t ldo)
+{
+    (nt > 1 ? gemm_q8_0_mt_avx512 : gemm_q8_0_1_avx512)(n, w, ws, nr, a, nt, out, ldo);
+}
+
+/* Q4_0, one token: eight rows at a time, then four, then single dots. */
 AVX512 static void gemm_q4_0_avx512(int64_t n, const void *w, size_t ws, int nr,
                                     const void *const *a, int nt, float *out, size_t ldo)
 {
+    if (nt > 1) {
+        gemm_q4_0_mt_avx512(n, w, ws, nr, a, nt, out, ldo);
+        return;
+    }
     const char *lim = (const char *)w + (size_t)nr * ws;
     for (int t = 0; t < nt; t++) {
         int r = 0;
@@ -597,6 +702,9 @@ void hx_kernels_fill_avx512(hx_kernels *k, int has_bf16)
     k->gemm[HX_TYPE_Q6_K] = gemm_q6_K_avx512;
     k->gemm[HX_TYPE_Q8_0] = gemm_q8_0_avx512;
     k->gemm[HX_TYPE_Q4_0] = gemm_q4_0_avx512;
+    /* their small-batch gemm reads each row once for up to 8 tokens
+     * (one TOKEN_TILE): ahead of unpacking panels below 9 tokens */
+    k->tile_min[HX_TYPE_Q8_0] = k->tile_min[HX_TYPE_Q4_0] = 9;
 }
 
 #else /* not x86-64: the scalar table stays */

@@ -55,6 +55,7 @@ typedef struct hx_kernels {
     hx_gemm_fn gemm[HX_TYPE_COUNT]; /* NULL: loops over dot */
     hx_quant_fn quant[HX_TYPE_COUNT]; /* per activation type */
     hx_tile_fn tile[HX_TYPE_COUNT]; /* NULL: gemm (for many tokens) */
+    int tile_min[HX_TYPE_COUNT];    /* tokens from which tile runs; 0: default */
 } hx_kernels;
 
 /* Each fills the entries it implements and leaves the others alone, so
