@@ -210,12 +210,54 @@ AVX2 static void from_f16_v(float *o, const uint16_t *x, int d)
     from_f16_s(o + i, x + i, d - i);
 }
 
+/* ---- AVX-512: the one-query path's per-key ops 16 lanes wide (the
+ * element-wise ones give the same bits as 8 lanes; the dot sums in two
+ * 16-lane chains) ---- */
+#define AVX512A __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+
+AVX512A static inline __m512 ld_z(const uint16_t *p)
+{
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+AVX512A static inline void st_z(uint16_t *p, __m512 v)
+{
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+AVX512A static float dot_hh_z(const uint16_t *q, const uint16_t *k, int d)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= d; i += 32) {
+        a0 = _mm512_fmadd_ps(ld_z(q + i), ld_z(k + i), a0);
+        a1 = _mm512_fmadd_ps(ld_z(q + i + 16), ld_z(k + i + 16), a1);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) + dot_hh_s(q + i, k + i, d - i);
+}
+
+AVX512A static void mad_h_z(uint16_t *acc, const uint16_t *v, float a, int d)
+{
+    const __m512 va = _mm512_set1_ps(a);
+    int i = 0;
+    for (; i + 16 <= d; i += 16) st_z(acc + i, _mm512_fmadd_ps(ld_z(v + i), va, ld_z(acc + i)));
+    mad_h_v(acc + i, v + i, a, d - i);
+}
+
+AVX512A static void scale_h_z(uint16_t *acc, float s, int d)
+{
+    const __m512 vs = _mm512_set1_ps(s);
+    int i = 0;
+    for (; i + 16 <= d; i += 16) st_z(acc + i, _mm512_mul_ps(ld_z(acc + i), vs));
+    scale_h_v(acc + i, s, d - i);
+}
+
 static const hx_attn_ops k_avx2 = {dot_f16_v, dot_f32_v, dot_hh_v, axpy_f16_v,
                                    axpy_f32_v, mad_h_v, scale_h_v, to_f16_v,
                                    from_f16_v, tile64_s};
 /* AVX2 set with the AVX-512 tile */
-static const hx_attn_ops k_avx512 = {dot_f16_v, dot_f32_v, dot_hh_v, axpy_f16_v,
-                                     axpy_f32_v, mad_h_v, scale_h_v, to_f16_v,
+static const hx_attn_ops k_avx512 = {dot_f16_v, dot_f32_v, dot_hh_z, axpy_f16_v,
+                                     axpy_f32_v, mad_h_z, scale_h_z, to_f16_v,
                                      from_f16_v, hx_attn_tile64_avx512};
 #endif /* x86-64 */
 
