@@ -305,7 +305,8 @@ typedef struct hx_world {
 /* Fills w from (seed, split); the same arguments give the same world. */
 int hx_world_generate(uint64_t seed, int split, hx_world *w, hx_err *err);
 /* Writes w as a HEARTH_HOME at home (emptied first): home/config/
- * config.json, calendars/work/ (one .ics per event) and personal.ics,
+ * config.json, calendars/work/ (one .ics per event) and personal.ics
+ * (only when some events are personal),
  * mail/ (Maildir), files/<folder>/, outbox/. Memories are not written
  * (hx_world_seed_memory does that once the database is open). */
 int hx_world_write(const hx_world *w, const char *home, hx_err *err);

@@ -650,6 +650,16 @@ static void ics_event(const hx_world *w, const hx_wevent *e, hx_buf *b)
 
 static const char ics_head[] = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Hearth//world//EN\r\n";
 
+/* Whether the world has a personal calendar: only with events in it, since
+ * the calendar tools report an .ics without events as a problem (with the
+ * world's path) in every result that reads the calendar. */
+static int has_personal(const hx_world *w)
+{
+    for (int i = 0; i < w->n_events; i++)
+        if (w->events[i].personal) return 1;
+    return 0;
+}
+
 static int write_calendars(const hx_world *w, const char *home, hx_err *err)
 {
     hx_buf personal, b;
@@ -672,7 +682,7 @@ static int write_calendars(const hx_world *w, const char *home, hx_err *err)
         hx_buf_free(&b);
     }
     hx_buf_puts(&personal, "END:VCALENDAR\r\n");
-    if (!rc) rc = put_file(home, "calendars/personal.ics", &personal, err);
+    if (!rc && has_personal(w)) rc = put_file(home, "calendars/personal.ics", &personal, err);
     hx_buf_free(&personal);
     return rc;
 }
@@ -753,7 +763,7 @@ static int write_config(const hx_world *w, const char *home, hx_err *err)
     const char *days[] = {"mon", "tue", "wed", "thu", "fri"};
     cJSON_AddItemToObject(wh, "days", cJSON_CreateStringArray(days, 5));
     const char *cals[] = {"calendars/work", "calendars/personal.ics"};
-    cJSON_AddItemToObject(c, "calendars", cJSON_CreateStringArray(cals, 2));
+    cJSON_AddItemToObject(c, "calendars", cJSON_CreateStringArray(cals, has_personal(w) ? 2 : 1));
     cJSON_AddStringToObject(c, "calendar_default", "calendars/work");
     cJSON_AddStringToObject(c, "maildir", "mail");
     cJSON_AddStringToObject(c, "outbox", "outbox");
