@@ -540,9 +540,17 @@ int hx_dg_check(const cJSON *task, const cJSON *before, const cJSON *trace, hx_d
         if (n_calls) (*n_calls)++;
     }
     snprintf(why, n, "ok");
-    const char *st = js(trace, "status");
-    if (strcmp(st, "answered")) return no(&c, "no answer (%s)", st);
+    kind_check fn = NULL;
     for (size_t i = 0; i < sizeof checks / sizeof *checks; i++)
-        if (!strcmp(checks[i].kind, js(task, "kind"))) return checks[i].fn(&c);
-    return no(&c, "unknown kind %s", js(task, "kind"));
+        if (!strcmp(checks[i].kind, js(task, "kind"))) fn = checks[i].fn;
+    if (!fn) return no(&c, "unknown kind %s", js(task, "kind"));
+    const char *st = js(trace, "status");
+    if (!strcmp(st, "answered")) return fn(&c);
+    /* a run without an answer fails; the reason also says whether the
+     * state was right (a runaway last turn) or what else went wrong */
+    char state[256];
+    int right = fn(&c);
+    snprintf(state, sizeof state, "%s", why);
+    return right ? no(&c, "no answer (%s), though the final state is right", st)
+                 : no(&c, "no answer (%s); %s", st, state);
 }

@@ -211,6 +211,12 @@ static void e_loop(wrong *w, int turn, hx_buf *t)
     hx_buf_puts(t, "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {}}</tool_call>");
 }
 
+/* The right calls, then calls again and again instead of the answer. */
+static void e_no_answer(wrong *w, int turn, hx_buf *t)
+{
+    if (turn >= 2) e_loop(w, turn, t);
+}
+
 static void e_other_mail(wrong *w, int turn, hx_buf *t)
 {
     (void)w;
@@ -246,7 +252,8 @@ static void test_wrong_runs_fail(void)
     expect_fail(HX_CAT_SINGLE, "create_event", e_title, "the new event is not");
     expect_fail(HX_CAT_NONE, "no_tool", e_call, "a tool was called");
     expect_fail(HX_CAT_MEMORY, "remember", e_no_call, "is not remembered");
-    expect_fail(HX_CAT_SINGLE, "list_events", e_loop, "no answer (step limit)");
+    expect_fail(HX_CAT_SINGLE, "list_events", e_loop, "no answer (step limit); ");
+    expect_fail(HX_CAT_MULTI, "schedule", e_no_answer, "no answer (step limit), though the final state is right");
 }
 
 /* Scheduling with several asked people: an event that has one of them
