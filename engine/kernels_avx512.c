@@ -683,8 +683,187 @@ AVX512 static void q6_K_rows4(int64_t n, const hx_block_q6_K *const *x, const hx
     for (int k = 0; k < 4; k++) out[k * ldo] = r[k];
 }
 
-GEMM_ROWS4(gemm_q6_K_avx512, q6_K_rows4, dot_q6_K_avx512, hx_block_q6_K)
-GEMM_ROWS4(gemm_q4_K_avx512, q4_K_rows4, dot_q4_K_avx512, hx_block_q4_K)
+/* ---- K-quants, several tokens: per super-block each of the four rows
+ * is unpacked once (its 8 sub-block vectors of q and of broadcast scales)
+ * and met by every token; then the four rows' sums of each token are
+ * reduced and applied as in the one-token kernels (HX_CANON Q4_K / Q6_K:
+ * the integer sums are exact, the float steps the same), so every output
+ * equals the dot bit for bit. ---- */
+
+typedef struct kq_row {
+    __m256i q[8], sc[8]; /* unsigned values, sub-block scales as words */
+    __m128i mn;          /* Q4_K: the 8 mins as words */
+    __m256i scs;         /* Q6_K: the 16 scales as words */
+} kq_row;
+
+AVX512 static inline __attribute__((always_inline)) void q4_K_unpack(const hx_block_q4_K *x,
+                                                                     kq_row *r)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    uint64_t sc, mn;
+    hx_k_unpack(x->scales, &sc, &mn);
+    __m256i scb = q4_K_scales(sc);
+    r->mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mn));
+#pragma GCC unroll 4
+    for (int jp = 0; jp < 4; jp++) {
+        __m256i raw = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * jp));
+        r->q[2 * jp] = _mm256_and_si256(raw, m4);
+        r->q[2 * jp + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        for (int h = 0; h < 2; h++)
+            r->sc[2 * jp + h] = _mm256_shuffle_epi8(
+                scb, _mm256_set1_epi16((short)(0x0100 + 0x0202 * (2 * jp + h))));
+    }
+}
+
+AVX512 static inline __attribute__((always_inline)) void q6_K_unpack(const hx_block_q6_K *x,
+                                                                     kq_row *r)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
+    r->scs = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+    const __m256i scbs[2] = {_mm256_permute4x64_epi64(r->scs, 0x44),
+                             _mm256_permute4x64_epi64(r->scs, 0xee)};
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *ql = x->ql + 64 * h;
+        __m256i l0 = _mm256_loadu_si256((const __m256i *)ql);
+        __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+        __m256i hb = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * h));
+        __m256i *q = r->q + 4 * h;
+        q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m2));
+        q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m2));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m2));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                               _mm256_and_si256(_mm256_srli_epi16(hb, 2), m2));
+        for (int k = 0; k < 4; k++) {
+            short c0 = (short)(0x0100 + 0x0202 * (2 * k)), c1 = (short)(0x0100 + 0x0202 * (2 * k + 1));
+            r->sc[4 * h + k] = _mm256_shuffle_epi8(scbs[h], _mm256_set_m128i(_mm_set1_epi16(c1),
+                                                                             _mm_set1_epi16(c0)));
+        }
+    }
+}
+
+/* sum_j sc_j * sum(q_j * y_j) over 8 lanes, for an unpacked row (four
+ * chains: vpdpwssd's latency, not its throughput, bounds one chain) */
+AVX512 static inline __attribute__((always_inline)) __m256i kq_isum(const kq_row *r,
+                                                                    const int8_t *yq)
+{
+    __m256i is[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                     _mm256_setzero_si256()};
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++)
+        is[j & 3] = _mm256_dpwssd_epi32(is[j & 3], _mm256_maddubs_epi16(r->q[j],
+                                        _mm256_loadu_si256((const __m256i *)(yq + 32 * j))), r->sc[j]);
+    return _mm256_add_epi32(_mm256_add_epi32(is[0], is[1]), _mm256_add_epi32(is[2], is[3]));
+}
+
+AVX512 static inline __m128i sum4_256(const __m256i *p)
+{
+    __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+#define KQ_MT 8
+AVX512 static void q4_K_rows4_mt(int64_t n, const hx_block_q4_K *const *x,
+                                 const hx_block_q8_K *const *y, int nt, float *out, size_t ldo,
+                                 size_t ws, const char *lim)
+{
+    __m128 acc[KQ_MT];
+    for (int t = 0; t < nt; t++) acc[t] = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / HX_QK_K; i++) {
+        prefetch_rows((const void *const *)x, 4, (size_t)i * sizeof(hx_block_q4_K), sizeof(hx_block_q4_K), ws, lim);
+        __m256i p[KQ_MT][4];
+        __m128i mp[KQ_MT][4];
+        __m128i bs2[KQ_MT];
+        for (int t = 0; t < nt; t++)
+            bs2[t] = _mm256_cvtepi32_epi16(_mm256_madd_epi16(
+                _mm256_loadu_si256((const __m256i *)y[t][i].bsums), _mm256_set1_epi16(1)));
+        for (int k = 0; k < 4; k++) {
+            kq_row r;
+            q4_K_unpack(&x[k][i], &r);
+            for (int t = 0; t < nt; t++) {
+                p[t][k] = kq_isum(&r, y[t][i].qs);
+                mp[t][k] = _mm_madd_epi16(r.mn, bs2[t]);
+            }
+        }
+        __m128i dh = _mm_setr_epi16((short)x[0][i].d, (short)x[1][i].d, (short)x[2][i].d,
+                                    (short)x[3][i].d, (short)x[0][i].dmin, (short)x[1][i].dmin,
+                                    (short)x[2][i].dmin, (short)x[3][i].dmin);
+        __m256 dd = _mm256_cvtph_ps(dh);
+        for (int t = 0; t < nt; t++) {
+            __m128i ms = _mm_hadd_epi32(_mm_hadd_epi32(mp[t][0], mp[t][1]),
+                                        _mm_hadd_epi32(mp[t][2], mp[t][3]));
+            __m256 dv = _mm256_mul_ps(dd, _mm256_set1_ps(y[t][i].d));
+            __m128 nm = _mm_xor_ps(_mm256_extractf128_ps(dv, 1), _mm_set1_ps(-0.0f));
+            acc[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(sum4_256(p[t])), _mm256_castps256_ps128(dv), acc[t]);
+            acc[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(ms), nm, acc[t]);
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        float r[4];
+        _mm_storeu_ps(r, acc[t]);
+        for (int k = 0; k < 4; k++) out[k * ldo + (size_t)t] = r[k];
+    }
+}
+
+AVX512 static void q6_K_rows4_mt(int64_t n, const hx_block_q6_K *const *x,
+                                 const hx_block_q8_K *const *y, int nt, float *out, size_t ldo,
+                                 size_t ws, const char *lim)
+{
+    __m128 acc[KQ_MT];
+    for (int t = 0; t < nt; t++) acc[t] = _mm_setzero_ps();
+    for (int64_t i = 0; i < n / HX_QK_K; i++) {
+        prefetch_rows((const void *const *)x, 4, (size_t)i * sizeof(hx_block_q6_K), sizeof(hx_block_q6_K), ws, lim);
+        __m256i p[KQ_MT][4];
+        for (int k = 0; k < 4; k++) {
+            kq_row r;
+            q6_K_unpack(&x[k][i], &r);
+            for (int t = 0; t < nt; t++) {
+                __m256i b = _mm256_loadu_si256((const __m256i *)y[t][i].bsums);
+                p[t][k] = _mm256_sub_epi32(kq_isum(&r, y[t][i].qs),
+                                           _mm256_slli_epi32(_mm256_madd_epi16(r.scs, b), 5));
+            }
+        }
+        __m128i dh = _mm_setr_epi16((short)x[0][i].d, (short)x[1][i].d, (short)x[2][i].d,
+                                    (short)x[3][i].d, 0, 0, 0, 0);
+        __m128 dw = _mm_cvtph_ps(dh);
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(sum4_256(p[t])),
+                                  _mm_mul_ps(dw, _mm_set1_ps(y[t][i].d)), acc[t]);
+    }
+    for (int t = 0; t < nt; t++) {
+        float r[4];
+        _mm_storeu_ps(r, acc[t]);
+        for (int k = 0; k < 4; k++) out[k * ldo + (size_t)t] = r[k];
+    }
+}
+
+/* One token: the four-row GEMVs; several: the kernels above, KQ_MT tokens
+ * at a time; leftover rows through the dot. */
+#define GEMM_KQ(NAME, ROWS4, MT, DOT, XT)                                       \
+    AVX512 static void NAME(int64_t n, const void *w, size_t ws, int nr,        \
+                            const void *const *a, int nt, float *out, size_t ldo) \
+    {                                                                          \
+        const char *lim = (const char *)w + (size_t)nr * ws;                   \
+        const hx_block_q8_K *const *y = (const hx_block_q8_K *const *)a;       \
+        int r = 0;                                                             \
+        for (; r + 4 <= nr; r += 4) {                                          \
+            const XT *x[4];                                                    \
+            for (int k = 0; k < 4; k++)                                        \
+                x[k] = (const XT *)((const char *)w + (size_t)(r + k) * ws);   \
+            if (nt == 1) {                                                     \
+                ROWS4(n, x, y[0], out + (size_t)r * ldo, ldo, ws, lim);        \
+                continue;                                                      \
+            }                                                                  \
+            for (int t = 0; t < nt; t += KQ_MT)                                \
+                MT(n, x, y + t, nt - t < KQ_MT ? nt - t : KQ_MT,               \
+                   out + (size_t)r * ldo + t, ldo, ws, lim);                   \
+        }                                                                      \
+        for (; r < nr; r++)                                                    \
+            for (int t = 0; t < nt; t++)                                       \
+                DOT(n, out + (size_t)r * ldo + t, (const char *)w + (size_t)r * ws, a[t]); \
+    }
+
+GEMM_KQ(gemm_q6_K_avx512, q6_K_rows4, q6_K_rows4_mt, dot_q6_K_avx512, hx_block_q6_K)
+GEMM_KQ(gemm_q4_K_avx512, q4_K_rows4, q4_K_rows4_mt, dot_q4_K_avx512, hx_block_q4_K)
 
 /* From TILE_MIN_TOKENS tokens Q4_0, Q8_0, Q4_K and Q6_K run the panel
  * kernels (kernels_panel.c); below, the four-row GEMVs or the dots. */
@@ -702,9 +881,10 @@ void hx_kernels_fill_avx512(hx_kernels *k, int has_bf16)
     k->gemm[HX_TYPE_Q6_K] = gemm_q6_K_avx512;
     k->gemm[HX_TYPE_Q8_0] = gemm_q8_0_avx512;
     k->gemm[HX_TYPE_Q4_0] = gemm_q4_0_avx512;
-    /* their small-batch gemm reads each row once for up to 8 tokens
+    /* the small-batch gemms read and unpack each row once for up to 8 tokens
      * (one TOKEN_TILE): ahead of unpacking panels below 9 tokens */
     k->tile_min[HX_TYPE_Q8_0] = k->tile_min[HX_TYPE_Q4_0] = 9;
+    k->tile_min[HX_TYPE_Q4_K] = k->tile_min[HX_TYPE_Q6_K] = 9;
 }
 
 #else /* not x86-64: the scalar table stays */

@@ -383,8 +383,11 @@ static void test_matmul(void)
  * that a batch computes the same numbers as one token at a time. */
 static void test_gemm_equals_dot(void)
 {
-    /* 17 and 40 tokens run the panel kernels (kernels_panel.c) */
-    static const int64_t ns[] = {1, 3, 4, 5, 9, 13, 17, 40};
+    /* 2 to 8 tokens run the small-batch gemms (each row shared by the
+     * tokens on AVX-512), 9 and more the panel kernels (kernels_panel.c)
+     * on AVX-512 and from 6 on the other types */
+    static const int64_t ns[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 17, 40};
+    enum { N_NS = (int)(sizeof ns / sizeof ns[0]) };
     for (int isa = HX_ISA_SCALAR; isa <= hx_isa_detect(); isa++) {
         hx_isa_set(isa);
         for (int ti = 0; ti < N_WTYPES; ti++) {
@@ -400,7 +403,7 @@ static void test_gemm_equals_dot(void)
             fill(x, N * K, 0);
             hx_quantize_act_rows(NULL, wt, x, N, K, A);
             int bad = 0;
-            for (int ni = 0; ni < 8; ni++) {
+            for (int ni = 0; ni < N_NS; ni++) {
                 hx_matmul(NULL, w, wt, K, M, x, ns[ni], y);
                 for (int64_t t = 0; t < ns[ni]; t++)
                     for (int64_t m = 0; m < M; m++) {
