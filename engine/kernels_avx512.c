@@ -396,42 +396,27 @@ AVX512 static void q4_0_rows8(int64_t n, const hx_block_q4_0 *const *x, const hx
 }
 
 
-/* rows x tokens below the panel kernels' token count: four rows at a time
- * per token, leftover rows through the dot */
-#define GEMM_ROWS4(NAME, ROWS4, DOT, XT)                                        \
+/* rows x tokens below the panel kernels' token count, four rows at a
+ * time: one token through the four-row GEMV ROWS4, several through MT,
+ * MTN tokens per call (each group of rows read and unpacked once per
+ * call); leftover rows through the dot. */
+#define GEMM_MT(NAME, ROWS4, MT, MTN, DOT, XT, YT)                              \
     AVX512 static void NAME(int64_t n, const void *w, size_t ws, int nr,        \
                             const void *const *a, int nt, float *out, size_t ldo) \
     {                                                                          \
         const char *lim = (const char *)w + (size_t)nr * ws;                   \
-        int r = 0;                                                             \
-        for (; r + 4 <= nr; r += 4) { /* 4 rows read once, kept for every token */ \
-            const XT *x[4];                                                    \
-            for (int k = 0; k < 4; k++)                                        \
-                x[k] = (const XT *)((const char *)w + (size_t)(r + k) * ws);   \
-            for (int t = 0; t < nt; t++)                                       \
-                ROWS4(n, x, a[t], out + (size_t)r * ldo + t, ldo, ws, lim);    \
-        }                                                                      \
-        for (; r < nr; r++)                                                    \
-            for (int t = 0; t < nt; t++)                                       \
-                DOT(n, out + (size_t)r * ldo + t, (const char *)w + (size_t)r * ws, a[t]); \
-    }
-
-/* Q8_0 and Q4_0 with several tokens: four rows at a time against up to
- * MT_MAX tokens (each row group read and unpacked once per MT_MAX tokens),
- * leftover rows through the dot. */
-#define GEMM_ROWS4_MT(NAME, MT, DOT, XT)                                        \
-    AVX512 static void NAME(int64_t n, const void *w, size_t ws, int nr,        \
-                            const void *const *a, int nt, float *out, size_t ldo) \
-    {                                                                          \
-        const char *lim = (const char *)w + (size_t)nr * ws;                   \
-        const hx_block_q8a *const *y = (const hx_block_q8a *const *)a;         \
+        const YT *const *y = (const YT *const *)a;                             \
         int r = 0;                                                             \
         for (; r + 4 <= nr; r += 4) {                                          \
             const XT *x[4];                                                    \
             for (int k = 0; k < 4; k++)                                        \
                 x[k] = (const XT *)((const char *)w + (size_t)(r + k) * ws);   \
-            for (int t = 0; t < nt; t += MT_MAX)                               \
-                MT(n, x, y + t, nt - t < MT_MAX ? nt - t : MT_MAX,             \
+            if (nt == 1) {                                                     \
+                ROWS4(n, x, y[0], out + (size_t)r * ldo, ldo, ws, lim);        \
+                continue;                                                      \
+            }                                                                  \
+            for (int t = 0; t < nt; t += MTN)                                  \
+                MT(n, x, y + t, nt - t < MTN ? nt - t : MTN,                   \
                    out + (size_t)r * ldo + t, ldo, ws, lim);                   \
         }                                                                      \
         for (; r < nr; r++)                                                    \
@@ -439,15 +424,11 @@ AVX512 static void q4_0_rows8(int64_t n, const hx_block_q4_0 *const *x, const hx
                 DOT(n, out + (size_t)r * ldo + t, (const char *)w + (size_t)r * ws, a[t]); \
     }
 
-GEMM_ROWS4(gemm_q8_0_1_avx512, q8_0_rows4, dot_q8_0_avx512, hx_block_q8_0)
-GEMM_ROWS4_MT(gemm_q8_0_mt_avx512, q8_0_rows4_mt, dot_q8_0_avx512, hx_block_q8_0)
-GEMM_ROWS4_MT(gemm_q4_0_mt_avx512, q4_0_rows4_mt, dot_q4_0_avx512, hx_block_q4_0)
-
-AVX512 static void gemm_q8_0_avx512(int64_t n, const void *w, size_t ws, int nr,
-                                    const void *const *a, int nt, float *out, size_t ldo)
-{
-    (nt > 1 ? gemm_q8_0_mt_avx512 : gemm_q8_0_1_avx512)(n, w, ws, nr, a, nt, out, ldo);
-}
+GEMM_MT(gemm_q8_0_avx512, q8_0_rows4, q8_0_rows4_mt, MT_MAX, dot_q8_0_avx512, hx_block_q8_0,
+        hx_block_q8a)
+/* (one token: gemm_q4_0_avx512 below) */
+GEMM_MT(gemm_q4_0_mt_avx512, q4_0_rows4, q4_0_rows4_mt, MT_MAX, dot_q4_0_avx512, hx_block_q4_0,
+        hx_block_q8a)
 
 /* Q4_0, one token: eight rows at a time, then four, then single dots. */
 AVX512 static void gemm_q4_0_avx512(int64_t n, const void *w, size_t ws, int nr,
@@ -836,34 +817,10 @@ AVX512 static void q6_K_rows4_mt(int64_t n, const hx_block_q6_K *const *x,
     }
 }
 
-/* One token: the four-row GEMVs; several: the kernels above, KQ_MT tokens
- * at a time; leftover rows through the dot. */
-#define GEMM_KQ(NAME, ROWS4, MT, DOT, XT)                                       \
-    AVX512 static void NAME(int64_t n, const void *w, size_t ws, int nr,        \
-                            const void *const *a, int nt, float *out, size_t ldo) \
-    {                                                                          \
-        const char *lim = (const char *)w + (size_t)nr * ws;                   \
-        const hx_block_q8_K *const *y = (const hx_block_q8_K *const *)a;       \
-        int r = 0;                                                             \
-        for (; r + 4 <= nr; r += 4) {                                          \
-            const XT *x[4];                                                    \
-            for (int k = 0; k < 4; k++)                                        \
-                x[k] = (const XT *)((const char *)w + (size_t)(r + k) * ws);   \
-            if (nt == 1) {                                                     \
-                ROWS4(n, x, y[0], out + (size_t)r * ldo, ldo, ws, lim);        \
-                continue;                                                      \
-            }                                                                  \
-            for (int t = 0; t < nt; t += KQ_MT)                                \
-                MT(n, x, y + t, nt - t < KQ_MT ? nt - t : KQ_MT,               \
-                   out + (size_t)r * ldo + t, ldo, ws, lim);                   \
-        }                                                                      \
-        for (; r < nr; r++)                                                    \
-            for (int t = 0; t < nt; t++)                                       \
-                DOT(n, out + (size_t)r * ldo + t, (const char *)w + (size_t)r * ws, a[t]); \
-    }
-
-GEMM_KQ(gemm_q6_K_avx512, q6_K_rows4, q6_K_rows4_mt, dot_q6_K_avx512, hx_block_q6_K)
-GEMM_KQ(gemm_q4_K_avx512, q4_K_rows4, q4_K_rows4_mt, dot_q4_K_avx512, hx_block_q4_K)
+GEMM_MT(gemm_q6_K_avx512, q6_K_rows4, q6_K_rows4_mt, KQ_MT, dot_q6_K_avx512, hx_block_q6_K,
+        hx_block_q8_K)
+GEMM_MT(gemm_q4_K_avx512, q4_K_rows4, q4_K_rows4_mt, KQ_MT, dot_q4_K_avx512, hx_block_q4_K,
+        hx_block_q8_K)
 
 /* From TILE_MIN_TOKENS tokens Q4_0, Q8_0, Q4_K and Q6_K run the panel
  * kernels (kernels_panel.c); below, the four-row GEMVs or the dots. */
