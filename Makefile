@@ -322,21 +322,28 @@ bench-kernels: $(BUILD)/bench/kernels
 # passes) against one token per pass on the same model and prompts, output
 # checked identical: stories260K and a random-weight Qwen3-0.6B-shaped
 # Q8_0 model with the Qwen2 tokenizer (written once into $(BUILD)/models).
+# Random Qwen3-0.6B shapes with the Qwen2 tokenizer, in the three layouts
+# real files use (Q4_0 with a Q6_K tied embedding, as llama.cpp writes it).
 SPEC_QWEN := $(BUILD)/models/qwen3-0.6b-shape-q8_0.gguf
+SPEC_QWENS := $(SPEC_QWEN) $(BUILD)/models/qwen3-0.6b-shape-q4_0.gguf \
+	$(BUILD)/models/qwen3-0.6b-shape-q4_k_m.gguf
+spec_type_q8_0 := --type Q8_0
+spec_type_q4_0 := --type Q4_0 --tensor-types token_embd=Q6_K
+spec_type_q4_k_m := --type Q4_K_M
 $(BUILD)/bench/spec: bench/spec.c $(call libs_for,engine)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
-$(SPEC_QWEN): | $(BUILD)/hearth
+$(BUILD)/models/qwen3-0.6b-shape-%.gguf: | $(BUILD)/hearth
 	@mkdir -p $(@D)
-	nice $(BUILD)/hearth mkmodel -o $@ --type Q8_0 --layers 28 --embd 1024 \
+	nice $(BUILD)/hearth mkmodel -o $@ $(spec_type_$*) --layers 28 --embd 1024 \
 	    --heads 16 --heads-kv 8 --head-dim 128 --ff 3072 --tied \
 	    --vocab $(or $(HEARTH_SHARED_DATA),../shared/data)/vocab/ggml-vocab-qwen2.gguf
 .PHONY: bench-spec
-bench-spec: $(BUILD)/bench/spec $(SPEC_QWEN)
+bench-spec: $(BUILD)/bench/spec $(SPEC_QWENS)
 	nice $(BUILD)/bench/spec $(or $(HEARTH_SHARED_DATA),../shared/data)/models/stories260K.gguf 1 $(or $(THREADS),2) $(or $(REPS),2)
 	nice $(BUILD)/bench/spec $(or $(HEARTH_SHARED_DATA),../shared/data)/models/stories260K.gguf 0 $(or $(THREADS),2) $(or $(REPS),2)
-	nice $(BUILD)/bench/spec $(SPEC_QWEN) 0 $(or $(THREADS),2) $(or $(REPS),1)
-	nice $(BUILD)/bench/spec $(SPEC_QWEN) 1 $(or $(THREADS),2) $(or $(REPS),1)
+	for m in $(SPEC_QWENS); do for g in 0 1; do \
+	    nice $(BUILD)/bench/spec $$m $$g $(or $(THREADS),2) $(or $(REPS),1) || exit 1; done; done
 
 # Training throughput: optimizer steps of the hearth-tiny recipe (6 x 256,
 # micro-batch 4 x 1024 packed tokens); tok/s (wall and CPU), load, peak RSS.
