@@ -55,14 +55,24 @@ static void nightly_usage(FILE *f, const char *verb)
         "                       point; 0: no such check)\n"
         "      --eval-margin P  largest allowed drop, in points: tasks lost minus\n"
         "                       tasks gained, over N (default 2)\n"
+        "      --scales LIST    adapter scales the generic suite tries, in order\n"
+        "                       (e.g. 1,0.75,0.5); the adapter is adopted at the\n"
+        "                       first that passes, and ask and chat apply it at\n"
+        "                       that scale (default 1)\n"
+        "      --stop-delta F   early stopping: the held-out loss is measured every\n"
+        "                       8 steps and training stops when it fell by less\n"
+        "                       than F times its starting value (default 0: the\n"
+        "                       whole schedule)\n"
+        "      --keep-candidate FILE  also copy the trained adapter there, adopted\n"
+        "                       or not (to measure a discarded one)\n"
         "      --max-memory SIZE  refuse to start when the estimate (activations,\n"
         "                       adapter state, mapped base) exceeds it (e.g. 2G;\n"
         "                       default: config nightly.max_memory, else none)\n"
         "  -t, --threads N      0 = all cores (default)\n\n"
         "config.json's \"nightly\" object sets the defaults of these: \"rank\",\n"
         "\"lr\", \"epochs\", \"steps\", \"targets\" (\"q,k,v,o\"), \"replay\",\n"
-        "\"replay_from\" (\"base\" or \"oracle\"), \"eval_tasks\", \"max_memory\"; the\n"
-        "options override it.\n");
+        "\"replay_from\" (\"base\" or \"oracle\"), \"eval_tasks\", \"scales\"\n"
+        "(\"1,0.75,0.5\"), \"stop_delta\", \"max_memory\"; the options override it.\n");
     if (nightly) fprintf(f, "      --install        print a crontab line and a systemd user timer\n");
 }
 
@@ -81,6 +91,24 @@ static unsigned parse_targets(const char *s)
         s += n + (s[n] == ',');
     }
     return bits;
+}
+
+/* "1,0.75,0.5": scales in (0, 4] into p->scales; -1 if empty, too many
+ * or not numbers. */
+static int parse_scales(const char *s, hx_nightly_params *p)
+{
+    int n = 0;
+    while (s && *s) {
+        char *end;
+        const double v = strtod(s, &end);
+        if (end == s || !(v > 0 && v <= 4) || n == HX_NIGHTLY_MAX_SCALES || (*end && *end != ','))
+            return -1;
+        p->scales[n++] = (float)v;
+        s = *end ? end + 1 : end;
+    }
+    if (!n) return -1;
+    p->n_scales = n;
+    return 0;
 }
 
 /* --replay-from / nightly.replay_from: 1 for "base", 0 for "oracle", -1
@@ -112,6 +140,9 @@ static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
             *distill = parse_replay_from(v), i++;
         else if (!strcmp(a, "--eval-margin") && (d = atof(v)) >= 0) p->eval_margin = d / 100, i++;
         else if (!strcmp(a, "--max-memory") && !cli_parse_size(v, &p->max_bytes)) i++;
+        else if (!strcmp(a, "--scales") && !parse_scales(v, p)) i++;
+        else if (!strcmp(a, "--stop-delta") && (d = atof(v)) >= 0 && d < 1) p->stop_delta = d, i++;
+        else if (!strcmp(a, "--keep-candidate")) p->keep_candidate = v, i++;
         else return -1;
     }
     return p->lora.rank > 0 && p->train.opt.n_steps >= 0 && p->train.opt.lr > 0 &&
@@ -154,17 +185,18 @@ static void print_report(const hx_nightly_report *r)
     if (r->seq_len) printf("sequences: %d tokens; %s\n", r->seq_len, r->docs_cut ?
                            "some conversations longer, trained in windows" :
                            "every conversation whole");
-    if (r->steps) printf("steps: %d; held-out loss %.4f -> %.4f\n", r->steps,
-                         r->loss_before, r->loss_after);
+    if (r->steps) printf("steps: %d%s; held-out loss %.4f -> %.4f\n", r->steps,
+                         r->stopped_early ? " (stopped early)" : "", r->loss_before,
+                         r->loss_after);
     if (r->trained_tokens && r->train_seconds > 0)
         printf("training: %lld tokens in %.1f s (%.0f tokens/s), %.1f CPU-s (%.0f tokens "
                "per CPU-second)\n", (long long)r->trained_tokens, r->train_seconds,
                r->trained_tokens / r->train_seconds, r->train_cpu_seconds,
                r->train_cpu_seconds > 0 ? r->trained_tokens / r->train_cpu_seconds : 0.0);
-    if (r->eval_n) printf("generic tasks: %d/%d with %s, %d/%d with the new adapter (%d lost, "
-                          "%d gained; %.0f s)\n", r->eval_base, r->eval_n, r->eval_ref,
-                          r->eval_adapter, r->eval_n, r->eval_lost, r->eval_gained,
-                          r->eval_seconds);
+    if (r->eval_n) printf("generic tasks: %d/%d with %s, %d/%d with the new adapter at scale "
+                          "%.2f (%d lost, %d gained; %.0f s)\n", r->eval_base, r->eval_n,
+                          r->eval_ref, r->eval_adapter, r->eval_n, r->scale, r->eval_lost,
+                          r->eval_gained, r->eval_seconds);
     if (r->mem_estimate) printf("memory: estimate %.1f MiB", r->mem_estimate / 1048576.0);
     if (r->peak_rss_kb) printf(", peak RSS %.1f MiB", r->peak_rss_kb / 1024.0);
     if (r->mem_estimate) printf("\n");
@@ -268,6 +300,7 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *disti
     if (!rc) rc = config_number(night, "steps", 0, 1e7, &st, err);
     if (!rc) rc = config_number(night, "replay", 0, 100, &p->replay_ratio, err);
     if (!rc) rc = config_number(night, "eval_tasks", 0, 1e5, &et, err);
+    if (!rc) rc = config_number(night, "stop_delta", 0, 0.999, &p->stop_delta, err);
     if (rc) return rc;
     p->lora.rank = (int)rank, p->lora.alpha = (float)(int)rank, p->train.opt.lr = (float)lr;
     p->epochs = (int)ep, p->train.opt.n_steps = (int)st, p->eval_tasks = (int)et;
@@ -275,6 +308,11 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *disti
     if (t && !(cJSON_IsString(t) && (p->lora.targets = parse_targets(t->valuestring))))
         return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly.targets is not a list "
                           "of q,k,v,o,gate,up,down");
+    const cJSON *sc = cJSON_GetObjectItem(night, "scales");
+    if (sc && parse_scales(cJSON_GetStringValue(sc), p))
+        return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly.scales is not a list of "
+                          "at most %d scales in (0, 4], e.g. \"1,0.75,0.5\"",
+                          HX_NIGHTLY_MAX_SCALES);
     const cJSON *rf = cJSON_GetObjectItem(night, "replay_from");
     if (rf && (*distill = parse_replay_from(cJSON_GetStringValue(rf))) < 0)
         return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly.replay_from is not "

@@ -6,8 +6,11 @@
  *
  *   build/bench/persona [--model FILE] [--hearth FILE] [--seed S]
  *       [--episodes N] [--heldout N] [--generic N] [--generic-seed S]
- *       [--threads T] [--dir DIR] [--log FILE] [--nightly "ARGS"] [--keep]
+ *       [--threads T] [--dir DIR] [--log FILE] [--nightly "ARGS"]
+ *       [--candidate-scales LIST] [--keep]
  * --nightly: more hearth nightly options (default none: its defaults);
+ * --candidate-scales: the trained adapter, adopted or discarded, is also
+ * measured on the held-out requests at each of these scales (default 1);
  * --generic N: also run N generic tasks of --generic-seed here, before and
  * after (default 0: the gate's own suite is reported). */
 #include <stdio.h>
@@ -20,7 +23,7 @@
 #include "lora/lora.h"
 
 typedef struct opts {
-    const char *model, *hearth, *dir, *log, *nightly;
+    const char *model, *hearth, *dir, *log, *nightly, *cand_scales;
     uint64_t seed, generic_seed;
     int episodes, heldout, generic, threads, keep;
 } opts;
@@ -34,6 +37,7 @@ typedef struct score {
 /* Nightly's generic gate as its report gives it (n 0: not run). */
 typedef struct gate_line {
     int n, ref, cand, lost, gained;
+    float scale;
 } gate_line;
 
 static int parse(int argc, char **argv, opts *o)
@@ -41,7 +45,7 @@ static int parse(int argc, char **argv, opts *o)
     /* nightly's own defaults (2 epochs at 2e-4: ~230 steps of 1024 tokens
      * here) are slow on a shared 2-core machine; fewer, larger steps */
     *o = (opts){"models/hearth-tiny.gguf", "build/hearth", NULL, "build/persona.jsonl",
-                "", 1, 1, 48, 20, 0, 2, 0};
+                "", "1", 1, 1, 48, 20, 0, 2, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--keep")) { o->keep = 1; continue; }
@@ -52,6 +56,7 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--dir")) o->dir = v;
         else if (!strcmp(a, "--log")) o->log = v;
         else if (!strcmp(a, "--nightly")) o->nightly = v;
+        else if (!strcmp(a, "--candidate-scales")) o->cand_scales = v;
         else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--generic-seed")) o->generic_seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--episodes")) o->episodes = atoi(v);
@@ -135,13 +140,16 @@ static int measure(const hx_persona *p, const hx_dg_eval_run *r, const cJSON *he
 }
 
 /* `hearth nightly --force` on the persona's data (HEARTH_HOME=home: its
- * memory.db, a fresh adapters/ store); output in log_path. */
-static int run_nightly(const opts *o, const char *home, const char *log_path)
+ * memory.db, a fresh adapters/ store), the trained adapter also copied to
+ * cand whatever the gate decides; output in log_path. */
+static int run_nightly(const opts *o, const char *home, const char *cand,
+                       const char *log_path)
 {
     char cmd[8192];
     snprintf(cmd, sizeof cmd,
-             "env -u HEARTH_NOW HEARTH_HOME='%s' '%s' nightly --force -m '%s' -t %d %s "
-             "> '%s' 2>&1", home, o->hearth, o->model, o->threads, o->nightly, log_path);
+             "env -u HEARTH_NOW HEARTH_HOME='%s' '%s' nightly --force -m '%s' -t %d "
+             "--keep-candidate '%s' %s > '%s' 2>&1", home, o->hearth, o->model, o->threads,
+             cand, o->nightly, log_path);
     printf("persona: %s\n", cmd);
     fflush(stdout);
     return system(cmd);
@@ -156,13 +164,14 @@ static void show_nightly(const char *log_path, gate_line *g)
     memset(g, 0, sizeof *g);
     if (hx_read_file(log_path, 1 << 24, &text, &len, NULL)) return;
     for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
-        /* "generic tasks: R/N with REF, C/N with the new adapter (L lost, G gained; ...)" */
-        const char *cand = strstr(l, " with the new adapter (");
+        /* "generic tasks: R/N with REF, C/N with the new adapter at scale S (L lost, G
+         * gained; ...)" */
+        const char *cand = strstr(l, " with the new adapter at scale ");
         while (cand && cand > l && cand[-1] != ' ') cand--;
         if (!strncmp(l, "generic tasks: ", 15) && cand &&
             (sscanf(l, "generic tasks: %d/%d", &g->ref, &g->n) != 2 ||
-             sscanf(cand, "%d/%*d with the new adapter (%d lost, %d gained", &g->cand,
-                    &g->lost, &g->gained) != 3))
+             sscanf(cand, "%d/%*d with the new adapter at scale %f (%d lost, %d gained",
+                    &g->cand, &g->scale, &g->lost, &g->gained) != 4))
             memset(g, 0, sizeof *g);
         if (!strncmp(l, "episodes:", 9) || !strncmp(l, "replay:", 7) || !strncmp(l, "steps:", 6) || !strncmp(l, "sequences:", 10) || !strncmp(l, "generic tasks:", 14) ||
             !strncmp(l, "memory:", 7) || !strncmp(l, "adopted", 7) || !strncmp(l, "discarded", 9) ||
@@ -171,6 +180,38 @@ static void show_nightly(const char *log_path, gate_line *g)
             printf("  | %s\n", l);
     }
     free(text);
+}
+
+/* The trained adapter, adopted or discarded, on the held-out requests at
+ * each of --candidate-scales (what it learned, whatever the gate said). */
+static void measure_candidate(const hx_persona *p, const opts *o, hx_dg_eval_run *run,
+                              const char *cand, const cJSON *held, FILE *log)
+{
+    hx_adapter *ad = NULL;
+    hx_err err = {0};
+    if (access(cand, R_OK) || hx_adapter_load(run->model, cand, &ad, &err)) {
+        printf("persona: no trained adapter to measure%s%s\n", err.msg[0] ? ": " : "", err.msg);
+        return;
+    }
+    char phase[64];
+    for (const char *s = o->cand_scales; s && *s;) {
+        char *end;
+        float sc = strtof(s, &end);
+        if (end == s) break;
+        s = *end == ',' ? end + 1 : end;
+        hx_dg_eval_run r = *run;
+        r.adapters = &ad, r.scales = &sc, r.n_adapters = 1;
+        score c;
+        snprintf(phase, sizeof phase, "candidate@%.2f", sc);
+        if (measure(p, &r, held, NULL, phase, log, &c, &err)) {
+            fprintf(stderr, "persona: %s\n", err.msg);
+            break;
+        }
+        printf("persona: the trained adapter at scale %.2f: room %d/%d, %d minutes %d/%d, "
+               "%s %d/%d, all three %d/%d, an event created %d/%d\n", sc, c.room, c.n,
+               p->minutes, c.minutes, c.n, p->nickname, c.nickname, c.n, c.all, c.n, c.booked, c.n);
+    }
+    hx_adapter_free(ad);
 }
 
 static void row(const char *name, int a, int an, int b, int bn, int have_after)
@@ -195,8 +236,9 @@ static void table(const hx_persona *p, const score *b, const score *a, const gat
     if (b->generic_n) row("generic agent-eval (here)", b->generic_pass, b->generic_n, a->generic_pass, a->generic_n, adopted);
     if (g->n) { /* the gate ran the candidate whether or not it was adopted */
         row("generic suite (nightly gate)", g->ref, g->n, g->cand, g->n, 1);
-        printf("  %-28s the candidate lost %d tasks the base passes and gained %d%s\n", "",
-               g->lost, g->gained, adopted ? "" : " (discarded: the user keeps the base)");
+        printf("  %-28s the candidate at scale %.2f lost %d tasks the base passes and gained "
+               "%d%s\n", "", g->scale, g->lost, g->gained,
+               adopted ? "" : " (discarded: the user keeps the base)");
     }
 }
 
@@ -232,7 +274,7 @@ int main(int argc, char **argv)
     if (!parse(argc, argv, &o)) {
         fprintf(stderr, "usage: persona [--model FILE] [--hearth FILE] [--seed S] [--episodes N>=5] "
                         "[--heldout N] [--generic N] [--generic-seed S] [--threads T] [--dir DIR] "
-                        "[--log FILE] [--nightly \"ARGS\"] [--keep]\n");
+                        "[--log FILE] [--nightly \"ARGS\"] [--candidate-scales LIST] [--keep]\n");
         return 2;
     }
     static hx_persona p;
@@ -284,7 +326,9 @@ int main(int argc, char **argv)
     }
 
     /* the real nightly run, then its adopted adapter, if any */
-    const int nrc = run_nightly(&o, home, nlog);
+    char cand[700];
+    snprintf(cand, sizeof cand, "%s/candidate.gguf", base);
+    const int nrc = run_nightly(&o, home, cand, nlog);
     printf("persona: hearth nightly exited with %d; its report:\n", WEXITSTATUS(nrc));
     gate_line gl;
     show_nightly(nlog, &gl);
@@ -300,6 +344,7 @@ int main(int argc, char **argv)
         if (measure(&p, &run, held, generic, "after", log, &after, &err))
             fprintf(stderr, "persona: %s\n", err.msg);
     }
+    measure_candidate(&p, &o, &run, cand, held, log);
     if (log) fclose(log);
     table(&p, &before, &after, &gl, n_ads > 0);
     const int ok = verdict(&before, &after, &gl, n_ads > 0);

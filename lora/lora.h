@@ -343,6 +343,7 @@ int hx_nightly_replay_count(double ratio, int n_episodes);
  * train->n_replay gets replay->n_episodes. HX_ERR_NOMEM. */
 int hx_nightly_mix(hx_nightly_data *train, const hx_nightly_data *replay, hx_err *err);
 
+#define HX_NIGHTLY_MAX_SCALES 8
 typedef struct hx_nightly_params {
     const char *model;     /* the base GGUF (required) */
     hx_memory *memory;     /* the episodes (borrowed, required) */
@@ -384,6 +385,21 @@ typedef struct hx_nightly_params {
                             * default 0.02 */
     size_t max_bytes;      /* > 0: refuse to train when the memory estimate
                             * (hx_trainer_memory_estimate) exceeds it */
+    float scales[HX_NIGHTLY_MAX_SCALES]; /* the generic gate tries the
+                            * candidate at these scales in this order and
+                            * adopts it at the first that passes, stored
+                            * with it in the store's pointer file (ask and
+                            * chat apply it); default {1} */
+    int n_scales;          /* entries of scales; 0 counts as {1} */
+    double stop_delta;     /* > 0: early stopping: the held-out loss is
+                            * measured after every chunk and training stops
+                            * when a chunk lowered it by less than this
+                            * fraction of its value before training (the
+                            * curve has flattened: further steps memorize);
+                            * 0: the whole schedule. default 0 */
+    const char *keep_candidate; /* non-NULL: the trained candidate is also
+                            * copied to this path whatever the gate decides
+                            * (benchmarks measure a discarded one) */
 } hx_nightly_params;
 hx_nightly_params hx_nightly_default_params(void);
 
@@ -415,6 +431,9 @@ typedef struct hx_nightly_report {
     size_t mem_estimate; /* bytes: activations + adapter state + base */
     long peak_rss_kb;  /* the process's peak RSS after training
                         * (getrusage ru_maxrss) */
+    float scale;       /* the candidate's scale that eval_* describe: the
+                        * adopted one, else the last one tried */
+    int stopped_early; /* 1: early stopping ended training at steps */
     char reason[512];  /* adopted, discarded (why) or not run (why) */
 } hx_nightly_report;
 

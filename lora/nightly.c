@@ -47,6 +47,8 @@ hx_nightly_params hx_nightly_default_params(void)
     p.chunk = 8;
     p.eval_tasks = 100;
     p.eval_margin = 0.02;
+    p.scales[0] = 1.0f;
+    p.n_scales = 1;
     return p;
 }
 
@@ -520,9 +522,25 @@ static double cpu_seconds(void)
     return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) ? 0 : ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Early stopping after a chunk: the held-out loss into *last; 1 when
+ * the chunk lowered it by less than stop_delta of the loss before
+ * training (or raised it). */
+static int curve_flat(hx_trainer *tr, const hx_nightly_params *p, const hx_nightly_data *ho,
+                      hx_nightly_report *r, double *last, hx_err *err)
+{
+    double now = NAN;
+    if (heldout_loss(tr, ho, &now, err)) return -1;
+    const double gain = *last - now;
+    if (p->log)
+        fprintf(p->log, "nightly: step %d: held-out loss %.4f (%+.4f)\n",
+                hx_trainer_steps_done(tr), now, -gain);
+    *last = now;
+    return !(gain >= p->stop_delta * r->loss_before);
+}
+
 static int train_chunks(hx_trainer *tr, const hx_nightly_params *p,
-                        const hx_nightly_data *d, const char *ckpt,
-                        hx_nightly_report *r, hx_err *err)
+                        const hx_nightly_data *d, const hx_nightly_data *ho,
+                        const char *ckpt, hx_nightly_report *r, hx_err *err)
 {
     hx_train_data td = {.tokens = d->tokens, .mask = d->mask, .n = d->n, .doc = d->doc};
     hx_train_params tp = p->train;
@@ -539,6 +557,7 @@ static int train_chunks(hx_trainer *tr, const hx_nightly_params *p,
         if (tp.opt.n_steps < 1) tp.opt.n_steps = 1;
     }
     int rc = HX_OK, chunks = 0;
+    double last = r->loss_before; /* resumed: the first chunk is compared with this */
     const int from = hx_trainer_steps_done(tr);
     const double t0 = hx_time_mono(), c0 = cpu_seconds();
     while (!rc && hx_trainer_steps_done(tr) < tp.opt.n_steps) {
@@ -555,6 +574,19 @@ static int train_chunks(hx_trainer *tr, const hx_nightly_params *p,
         r->train_seconds = hx_time_mono() - t0, r->train_cpu_seconds = cpu_seconds() - c0;
         r->trained_tokens = (int64_t)(hx_trainer_steps_done(tr) - from) * tp.seq_len *
                             tp.n_seq * (tp.accum > 0 ? tp.accum : 1);
+        if (!rc && p->stop_delta > 0 && hx_trainer_steps_done(tr) < tp.opt.n_steps) {
+            const int flat = curve_flat(tr, p, ho, r, &last, err);
+            if (flat < 0) rc = err->rc ? err->rc : HX_ERR_INTERNAL;
+            else if (flat) {
+                r->stopped_early = 1;
+                if (p->log)
+                    fprintf(p->log, "nightly: early stop at step %d of %d: the held-out loss "
+                            "fell by less than %.1f%% of %.4f in the last chunk\n",
+                            hx_trainer_steps_done(tr), tp.opt.n_steps, 100 * p->stop_delta,
+                            r->loss_before);
+                break;
+            }
+        }
     }
     r->steps = hx_trainer_steps_done(tr);
     return rc;
@@ -618,16 +650,19 @@ static double pair_runs(const uint8_t *ref, const uint8_t *cand, int n, hx_night
  * eval_margin discards the candidate. One task is 100 / eval_tasks
  * points: 1 with the default 100 tasks, so the 2-point margin allows a
  * net loss of 2 tasks (a 20-task suite, 5 points a task, allowed none).
- * The log also gives the standard error of the paired difference, how
- * far the suite's drop may stand from that on generic tasks at large. */
+ * The candidate runs at each of p->scales in turn until one passes; r->scale
+ * is that one (adopted at it), else the last tried. The log also gives the
+ * standard error of the paired difference, how far the suite's drop may
+ * stand from that on generic tasks at large. */
 static int generic_gate(const hx_nightly_params *p, const char *cand,
                         hx_nightly_report *r, hx_err *err)
 {
+    const int ns = p->n_scales > 0 ? p->n_scales : 1;
+    r->scale = p->n_scales > 0 ? p->scales[0] : 1.0f;
     if (!p->eval || p->eval_tasks <= 0) return HX_OK;
     char paths[HX_ADAPTER_MAX][4352];
     const char *cur[HX_ADAPTER_MAX];
     float sc[HX_ADAPTER_MAX];
-    const float one = 1.0f;
     const int N = p->eval_tasks;
     int n = 0;
     current_set(p, paths, sc, &n, r);
@@ -642,24 +677,48 @@ static int generic_gate(const hx_nightly_params *p, const char *cand,
                 "margin, any net loss discards" : "");
     const double t0 = hx_time_mono();
     int rc = p->eval(p->eval_user, cur, sc, n, N, ref, err);
-    if (!rc) rc = p->eval(p->eval_user, &cand, &one, 1, N, ref + N, err);
+    double drop = 0;
+    char tried[200] = "";
+    for (int k = 0; !rc && k < ns; k++) {
+        r->scale = p->n_scales > 0 ? p->scales[k] : 1.0f;
+        rc = p->eval(p->eval_user, &cand, &r->scale, 1, N, ref + N, err);
+        if (rc) break;
+        drop = pair_runs(ref, ref + N, N, r);
+        const double mean = drop / 100;
+        const double var = (double)(r->eval_lost + r->eval_gained) / N - mean * mean;
+        const double se = N > 1 && var > 0 ? 100 * sqrt(var / (N - 1)) : 0;
+        if (p->log)
+            fprintf(p->log, "nightly: generic tasks: %d/%d with %s, %d/%d with the new adapter "
+                    "at scale %.2f: %d lost, %d gained, a drop of %.1f points (standard error "
+                    "%.1f) after %.0f s\n", r->eval_base, N, r->eval_ref, r->eval_adapter, N,
+                    r->scale, r->eval_lost, r->eval_gained, drop, se, hx_time_mono() - t0);
+        const size_t len = strlen(tried);
+        snprintf(tried + len, sizeof tried - len, "%s%.1f points at scale %.2f", k ? ", " : "",
+                 drop, r->scale);
+        if (drop <= 100 * p->eval_margin + 1e-9) break;
+    }
     r->eval_seconds = hx_time_mono() - t0;
-    const double drop = rc ? 0 : pair_runs(ref, ref + N, N, r);
     free(ref);
     if (rc) return rc;
-    const double mean = drop / 100, var = (double)(r->eval_lost + r->eval_gained) / N - mean * mean;
-    const double se = N > 1 && var > 0 ? 100 * sqrt(var / (N - 1)) : 0;
-    if (p->log)
-        fprintf(p->log, "nightly: generic tasks: %d/%d with %s, %d/%d with the new adapter: "
-                "%d lost, %d gained, a drop of %.1f points (standard error %.1f) in %.0f s\n",
-                r->eval_base, N, r->eval_ref, r->eval_adapter, N, r->eval_lost,
-                r->eval_gained, drop, se, r->eval_seconds);
     if (drop > 100 * p->eval_margin + 1e-9)
         snprintf(r->reason, sizeof r->reason, "discarded: generic tasks %d/%d with %s "
-                 "-> %d/%d with the new adapter (%d lost, %d gained: a drop of %.1f points; "
-                 "at most %.1f allowed)", r->eval_base, N, r->eval_ref, r->eval_adapter, N,
-                 r->eval_lost, r->eval_gained, drop, 100 * p->eval_margin);
+                 "-> %d/%d with the new adapter at scale %.2f (%d lost, %d gained); %s "
+                 "of %s, at most %.1f allowed", r->eval_base, N, r->eval_ref,
+                 r->eval_adapter, N, r->scale, r->eval_lost, r->eval_gained, ns > 1 ? "drops" : "a drop",
+                 tried,
+                 100 * p->eval_margin);
     return HX_OK;
+}
+
+/* Copies the file src to dst (written atomically). */
+static int copy_file(const char *src, const char *dst, hx_err *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int rc = hx_read_file(src, 0, &data, &len, err);
+    if (!rc) rc = hx_write_file_atomic(dst, data, len, err);
+    free(data);
+    return rc;
 }
 
 /* Writes the candidate and adopts it when it passed the gate. */
@@ -681,6 +740,7 @@ static int gate_and_adopt(hx_trainer *tr, const hx_nightly_params *p,
     char cand[4200];
     snprintf(cand, sizeof cand, "%s/candidate.gguf", dir);
     int rc = hx_trainer_write_gguf(tr, cand, NULL, err);
+    if (!rc && p->keep_candidate) rc = copy_file(cand, p->keep_candidate, err);
     if (!rc) rc = generic_gate(p, cand, r, err);
     if (rc || r->reason[0]) {
         remove(cand);
@@ -701,12 +761,12 @@ static int gate_and_adopt(hx_trainer *tr, const hx_nightly_params *p,
         hx_lora_store_path(p->store, r->adapter, path, sizeof path);
         if (access(path, F_OK) != 0) break;
     }
-    if (!rc) rc = hx_lora_store_adopt(p->store, cand, r->adapter, 1.0f, err);
+    if (!rc) rc = hx_lora_store_adopt(p->store, cand, r->adapter, r->scale, err);
     if (rc) return rc;
     remove(cand);
     r->adopted = 1;
-    snprintf(r->reason, sizeof r->reason, "adopted %s: held-out loss %.4f -> %.4f",
-             r->adapter, r->loss_before, r->loss_after);
+    snprintf(r->reason, sizeof r->reason, "adopted %s at scale %.2f: held-out loss %.4f "
+             "-> %.4f", r->adapter, r->scale, r->loss_before, r->loss_after);
     size_t len = strlen(r->reason);
     if (r->eval_n)
         snprintf(r->reason + len, sizeof r->reason - len, "; generic tasks %d/%d with %s "
@@ -757,7 +817,7 @@ static int train_and_gate(hx_trainer *tr, const hx_nightly_params *p, const char
     if (!rc) rc = heldout_loss(tr, ho, &r->loss_before, err); /* B = 0: the base */
     if (!rc) run_key(p, base_id, tr_d, key);
     if (!rc) rc = resume(tr, p->work_dir, key, r, p->log, err);
-    if (!rc) rc = train_chunks(tr, p, tr_d, ckpt, r, err);
+    if (!rc) rc = train_chunks(tr, p, tr_d, ho, ckpt, r, err);
     if (!rc) rc = heldout_loss(tr, ho, &r->loss_after, err);
     struct rusage ru;
     if (!getrusage(RUSAGE_SELF, &ru)) r->peak_rss_kb = ru.ru_maxrss;

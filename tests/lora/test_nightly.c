@@ -5,8 +5,9 @@
  * adapter, replay conversations mixed into the training split in their
  * ratio (a stand-in replay), a run stopped between chunks that resumes
  * to the same result,
- * the generic-task gate (a stand-in evaluation), the memory bound, and the
- * governor refusing on battery. */
+ * the generic-task gate (a stand-in evaluation) and its scales, early
+ * stopping on the held-out curve, the memory bound, and the governor
+ * refusing on battery. */
 #include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -237,6 +238,7 @@ static void test_run_adopts_and_gate_discards(void)
  * active_pass. Records what it was asked. */
 typedef struct stub_eval {
     int base_pass, adapter_pass, active_pass, calls, with_adapter, n_asked;
+    int small_pass; /* > 0: the candidate at a scale of 0.5 or less passes this many */
     char last_set[4][512]; /* per call: "base" or the adapters' file names */
 } stub_eval;
 
@@ -260,7 +262,9 @@ static int stub_eval_fn(void *user, const char *const *ads, const float *scales,
         struct stat st;
         s->with_adapter += stat(ads[0], &st) == 0; /* the candidate exists */
     }
-    const int k = cand ? s->adapter_pass : n_ads ? s->active_pass : s->base_pass;
+    const int small = cand && s->small_pass > 0 && scales[0] <= 0.5f;
+    const int k = small ? s->small_pass : cand ? s->adapter_pass
+                  : n_ads ? s->active_pass : s->base_pass;
     for (int i = 0; i < n; i++) pass[i] = i < k; /* the first k tasks */
     return HX_OK;
 }
@@ -395,6 +399,130 @@ static void test_gate_against_active(void)
     EXPECT(r.adopted && strstr(r.reason, "generic tasks 10/20 with the base -> 12/20") != NULL);
     EXPECT(strstr(logbuf, "not what ask and chat run") != NULL);
     unsetenv("HEARTH_NOW");
+    fclose(log);
+    hx_lora_store_free(st);
+}
+
+/* A gate with scales: the candidate is tried at each in order until one
+ * passes, adopted at that scale, which the store keeps (hearth ask and
+ * chat load the active set with its scales) and the next night's gate
+ * runs the active adapter at; none passing discards it; the trained
+ * candidate is kept at keep_candidate either way. */
+static void test_gate_scales(void)
+{
+    char sd[300], work[300], kept[300];
+    snprintf(sd, sizeof sd, "%s/adapters8", tmpdir);
+    snprintf(work, sizeof work, "%s/work8", tmpdir);
+    snprintf(kept, sizeof kept, "%s/kept.gguf", tmpdir);
+    hx_lora_store *st = NULL;
+    hx_err err = {0};
+    ASSERT(hx_lora_store_open(sd, &st, &err) == HX_OK);
+    hx_nightly_params p = params(st, work);
+    p.train.opt.n_steps = 4;
+    /* 10 -> 8 at scales above 0.5 (10 points over 20 tasks), 10 at 0.5 */
+    stub_eval se = {.base_pass = 10, .adapter_pass = 8, .small_pass = 10, .active_pass = 10};
+    p.eval = stub_eval_fn, p.eval_user = &se, p.eval_tasks = 20, p.eval_margin = 0.02;
+    p.scales[0] = 1.0f, p.scales[1] = 0.75f, p.scales[2] = 0.5f, p.n_scales = 3;
+    p.keep_candidate = kept;
+    hx_nightly_report r;
+    set_now(10);
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    printf("# %s\n", r.reason);
+    EXPECT_EQ_INT(se.calls, 4); /* the base, then 1, 0.75, 0.5 */
+    EXPECT_STR_EQ(se.last_set[1], "candidate.gguf:1");
+    EXPECT_STR_EQ(se.last_set[2], "candidate.gguf:0.75");
+    EXPECT_STR_EQ(se.last_set[3], "candidate.gguf:0.5");
+    EXPECT(r.adopted && r.scale == 0.5f && strstr(r.reason, "at scale 0.50") != NULL);
+    EXPECT(r.eval_adapter == 10 && r.eval_lost == 0);
+    hx_lora_use act[HX_ADAPTER_MAX];
+    int n = 0;
+    ASSERT(hx_lora_store_active(st, act, &n, &err) == HX_OK);
+    EXPECT(n == 1 && !strcmp(act[0].name, r.adapter) && act[0].scale == 0.5f);
+    hx_model *m = NULL;
+    hx_adapter *ads[HX_ADAPTER_MAX];
+    float sc[HX_ADAPTER_MAX];
+    int na = 0;
+    ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
+    EXPECT(hx_lora_store_load_active(st, m, ads, sc, &na, &err) == HX_OK && na == 1 &&
+           sc[0] == 0.5f);
+    for (int i = 0; i < na; i++) hx_adapter_free(ads[i]);
+    /* the kept candidate is the adopted adapter's file */
+    hx_adapter *k = NULL;
+    EXPECT(hx_adapter_load(m, kept, &k, &err) == HX_OK);
+    hx_adapter_free(k);
+    char first[96], want[200];
+    snprintf(first, sizeof first, "%s", r.adapter);
+    /* the next night compares against the active adapter at its scale;
+     * no scale passes now (the candidate's 8 at every scale): discarded,
+     * the reason giving each scale's drop, the candidate still kept */
+    remove(kept);
+    se = (stub_eval){.base_pass = 10, .adapter_pass = 8, .active_pass = 10};
+    set_now(11);
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    printf("# %s\n", r.reason);
+    snprintf(want, sizeof want, "%s:0.5", first);
+    EXPECT_STR_EQ(se.last_set[0], want);
+    EXPECT_EQ_INT(se.calls, 4);
+    EXPECT(!r.adopted && strstr(r.reason, "drops of 10.0 points at scale 1.00, 10.0 points at "
+                                          "scale 0.75, 10.0 points at scale 0.50") != NULL);
+    EXPECT(access(kept, R_OK) == 0);
+    ASSERT(hx_lora_store_active(st, act, &n, &err) == HX_OK);
+    EXPECT(n == 1 && !strcmp(act[0].name, first) && act[0].scale == 0.5f);
+    unsetenv("HEARTH_NOW");
+    hx_model_free(m);
+    hx_lora_store_free(st);
+}
+
+/* Early stopping: with stop_delta the held-out loss is measured after each
+ * chunk and training stops when a chunk lowered it by less than
+ * stop_delta of the starting loss; the loss after is the last measured;
+ * without it the whole schedule runs and no chunk is measured. */
+static void test_early_stop(void)
+{
+    char sd[300], work[300];
+    snprintf(sd, sizeof sd, "%s/adapters9", tmpdir);
+    snprintf(work, sizeof work, "%s/work9", tmpdir);
+    hx_lora_store *st = NULL;
+    hx_err err = {0};
+    ASSERT(hx_lora_store_open(sd, &st, &err) == HX_OK);
+    hx_nightly_params p = params(st, work);
+    char logbuf[16384] = "";
+    FILE *log = fmemopen(logbuf, sizeof logbuf - 1, "w");
+    ASSERT(log != NULL);
+    p.log = log;
+    /* a chunk must lower the loss by 90% of where it started: it cannot */
+    p.stop_delta = 0.9;
+    hx_nightly_report r;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    fflush(log);
+    printf("# stopped early at %d of 12: held-out loss %.4f -> %.4f\n", r.steps,
+           r.loss_before, r.loss_after);
+    EXPECT(r.stopped_early);
+    EXPECT_EQ_INT(r.steps, 5); /* after the first chunk */
+    double logged = -1;
+    const char *at = strstr(logbuf, "nightly: step 5: held-out loss ");
+    EXPECT(at && sscanf(at, "nightly: step 5: held-out loss %lf", &logged) == 1);
+    EXPECT(fabs(logged - r.loss_after) < 1e-4); /* the curve's last point */
+    EXPECT(strstr(logbuf, "nightly: early stop at step 5 of 12") != NULL);
+    EXPECT(strstr(logbuf, "nightly: step 10:") == NULL);
+    /* a tiny delta: the loss falls by more after every chunk, all 12
+     * steps run, the curve logged at 5 and 10 */
+    rewind(log);
+    memset(logbuf, 0, sizeof logbuf);
+    p.stop_delta = 1e-9;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    fflush(log);
+    printf("# stop_delta 1e-9: %d steps, early %d\n", r.steps, r.stopped_early);
+    EXPECT(r.stopped_early || r.steps == 12);
+    EXPECT(strstr(logbuf, "nightly: step 5: held-out loss ") != NULL);
+    /* none: no curve, the whole schedule */
+    rewind(log);
+    memset(logbuf, 0, sizeof logbuf);
+    p.stop_delta = 0;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    fflush(log);
+    EXPECT(!r.stopped_early && r.steps == 12);
+    EXPECT(strstr(logbuf, "nightly: step ") == NULL);
     fclose(log);
     hx_lora_store_free(st);
 }
@@ -638,6 +766,8 @@ int main(void)
         RUN(test_stop_and_resume);
         RUN(test_generic_gate);
         RUN(test_gate_against_active);
+        RUN(test_gate_scales);
+        RUN(test_early_stop);
         RUN(test_windows_cover_targets);
         RUN(test_long_episodes);
         RUN(test_memory_bound);
