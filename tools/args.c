@@ -1,6 +1,8 @@
 /* args.c: reading the JSON arguments of the built-in tools: strings,
- * numbers, booleans and time arguments (ISO 8601 or time expressions). */
+ * numbers, booleans, addresses and time arguments (ISO 8601 or time
+ * expressions). */
 #include <string.h>
+#include <strings.h>
 
 #include "tools/tools_int.h"
 
@@ -45,5 +47,78 @@ int hx_arg_when(const hx_tools *reg, const cJSON *args, const char *key,
     const char *tz = hx_tz_find(cfg_tz(reg)) ? cfg_tz(reg) : "UTC";
     int rc = hx_when_parse(s, hx_now(NULL), tz, out, &e);
     if (rc) return hx_err_set(err, rc, "argument '%s': %s", key, e.msg);
+    return HX_OK;
+}
+
+int hx_parse_address(const char *s, char *name, size_t nn, char *email, size_t en)
+{
+    const char *lt = strchr(s, '<'), *gt = lt ? strchr(lt, '>') : NULL;
+    const char *a = lt && gt ? lt + 1 : s;
+    size_t al = lt && gt ? (size_t)(gt - lt - 1) : strlen(s);
+    while (al && (*a == ' ')) a++, al--;
+    while (al && a[al - 1] == ' ') al--;
+    if (!strncasecmp(a, "mailto:", 7)) a += 7, al -= al >= 7 ? 7 : al;
+    if (al == 0 || al >= en || !memchr(a, '@', al)) return -1;
+    for (size_t i = 0; i < al; i++)
+        if ((unsigned char)a[i] <= ' ' || strchr("<>\",;:()[]\\", a[i])) return -1;
+    /* one '@' with something on both sides */
+    const char *at = memchr(a, '@', al);
+    if (at == a || at == a + al - 1 || memchr(at + 1, '@', al - (size_t)(at - a) - 1)) return -1;
+    if (gt && gt[1 + strspn(gt + 1, " ")]) return -1; /* text after "<...>" */
+    memcpy(email, a, al);
+    email[al] = 0;
+    size_t nl = lt && gt ? (size_t)(lt - s) : 0;
+    while (nl && s[nl - 1] == ' ') nl--;
+    const char *ns = s;
+    if (nl && *ns == '"') ns++, nl -= nl >= 2 ? 2 : nl;
+    if (nn == 0) return 0;
+    if (nl >= nn) nl = nn - 1;
+    memcpy(name, ns, nl);
+    name[nl] = 0;
+    return 0;
+}
+
+int hx_address_error(const char *key, const char *value, hx_err *err)
+{
+    return hx_err_set(err, HX_ERR_INVALID,
+                      "argument '%s': '%s' is not an address like "
+                      "\"bob@example.org\" or \"Bob <bob@example.org>\"",
+                      key, value ? value : "(not a string)");
+}
+
+/* Checks one comma-separated list of addresses ("a@b, Bob <c@d>"); commas
+ * inside a quoted name do not split. */
+static int check_address_list(const char *key, const char *s, hx_err *err)
+{
+    char piece[512], name[256], email[256];
+    int n = 0;
+    while (*s) {
+        size_t len = 0;
+        int quoted = 0;
+        while (s[len] && (quoted || s[len] != ',')) quoted ^= s[len++] == '"';
+        if (len >= sizeof piece) len = sizeof piece - 1;
+        memcpy(piece, s, len);
+        piece[len] = 0;
+        s += len + (s[len] == ',');
+        if (piece[strspn(piece, " ")] == 0) continue; /* "a@b, " */
+        if (hx_parse_address(piece, name, sizeof name, email, sizeof email))
+            return hx_address_error(key, piece, err);
+        n++;
+    }
+    return n ? HX_OK : hx_address_error(key, "", err);
+}
+
+int hx_arg_addresses(const cJSON *args, const char *key, hx_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, key), *a;
+    char name[256], email[256];
+    if (!v) return HX_OK;
+    if (cJSON_IsString(v)) return check_address_list(key, v->valuestring, err);
+    if (!cJSON_IsArray(v))
+        return hx_err_set(err, HX_ERR_INVALID, "argument '%s' must be a list of addresses", key);
+    cJSON_ArrayForEach(a, v) if (!cJSON_IsString(a) ||
+                                  hx_parse_address(a->valuestring, name, sizeof name, email,
+                                                   sizeof email))
+        return hx_address_error(key, cJSON_IsString(a) ? a->valuestring : NULL, err);
     return HX_OK;
 }

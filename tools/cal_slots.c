@@ -119,8 +119,8 @@ int hx_cal_free_busy(hx_tools *reg, void *user, const cJSON *args, cJSON **resul
     hx_cal_occ *occ = NULL;
     int64_t from, to;
     int n;
-    int rc = open_range(reg, args, "today", &c, &from, &to, &occ, &n, err);
-    if (rc) return rc;
+    int rc = hx_arg_addresses(args, "attendees", err);
+    if (rc || (rc = open_range(reg, args, "today", &c, &from, &to, &occ, &n, err))) return rc;
     cJSON *res = cJSON_CreateObject();
     ivals mine = {0};
     busy_of(c, occ, n, NULL, &mine);
@@ -218,8 +218,9 @@ int hx_cal_find_slots(hx_tools *reg, void *user, const cJSON *args, cJSON **resu
     slot_query q = {0};
     hx_cal_occ *occ = NULL;
     int64_t from, to, now = hx_now(NULL);
-    int n, rc = open_range(reg, args, "next week", &q.c, &from, &to, &occ, &n, err);
-    if (rc) return rc;
+    int n, rc = hx_arg_addresses(args, "attendees", err);
+    if (rc || (rc = open_range(reg, args, "next week", &q.c, &from, &to, &occ, &n, err)))
+        return rc;
     q.dur = (int64_t)hx_arg_int(args, "duration_minutes", 30) * 60;
     q.step = align_up(q.dur < 1800 ? 1800 : q.dur);
     q.count = hx_arg_int(args, "count", 5);

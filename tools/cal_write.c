@@ -154,30 +154,6 @@ static void set_time(hx_cal *c, icalcomponent *root, icalcomponent *ev,
     icalcomponent_add_property(ev, p);
 }
 
-/* Splits "Bob Smith <bob@example.org>" or "bob@example.org". */
-static int parse_person(const char *s, char *name, size_t nn, char *email, size_t en)
-{
-    const char *lt = strchr(s, '<'), *gt = lt ? strchr(lt, '>') : NULL;
-    const char *a = lt && gt ? lt + 1 : s;
-    size_t al = lt && gt ? (size_t)(gt - lt - 1) : strlen(s);
-    while (al && (*a == ' ')) a++, al--;
-    while (al && a[al - 1] == ' ') al--;
-    if (!strncasecmp(a, "mailto:", 7)) a += 7, al -= al >= 7 ? 7 : al;
-    if (al == 0 || al >= en || !memchr(a, '@', al)) return -1;
-    for (size_t i = 0; i < al; i++)
-        if ((unsigned char)a[i] <= ' ' || strchr("<>\",;:()[]\\", a[i])) return -1;
-    memcpy(email, a, al);
-    email[al] = 0;
-    size_t nl = lt && gt ? (size_t)(lt - s) : 0;
-    while (nl && s[nl - 1] == ' ') nl--;
-    const char *ns = s;
-    if (nl && *ns == '"') ns++, nl -= nl >= 2 ? 2 : nl;
-    if (nl >= nn) nl = nn - 1;
-    memcpy(name, ns, nl);
-    name[nl] = 0;
-    return 0;
-}
-
 static icalproperty *person_prop(icalproperty_kind kind, const char *name, const char *email)
 {
     hx_buf b;
@@ -196,12 +172,9 @@ static int set_attendees(hx_cal *c, icalcomponent *ev, const cJSON *list, hx_err
     const cJSON *a;
     char name[256], email[256];
     cJSON_ArrayForEach(a, list) if (!cJSON_IsString(a) ||
-                                    parse_person(a->valuestring, name, sizeof name, email,
-                                                 sizeof email))
-        return hx_err_set(err, HX_ERR_INVALID,
-                          "argument 'attendees': '%s' is not an address like "
-                          "\"bob@example.org\" or \"Bob <bob@example.org>\"",
-                          cJSON_IsString(a) ? a->valuestring : "(not a string)");
+                                    hx_parse_address(a->valuestring, name, sizeof name, email,
+                                                     sizeof email))
+        return hx_address_error("attendees", cJSON_IsString(a) ? a->valuestring : NULL, err);
     if (cJSON_GetArraySize(list) && (!cfg->user_email || !*cfg->user_email))
         return hx_err_set(err, HX_ERR_STATE,
                           "inviting attendees needs your address: set user.email in config.json");
@@ -212,7 +185,7 @@ static int set_attendees(hx_cal *c, icalcomponent *ev, const cJSON *list, hx_err
                                                cfg->user_email));
     cJSON_ArrayForEach(a, list)
     {
-        parse_person(a->valuestring, name, sizeof name, email, sizeof email);
+        hx_parse_address(a->valuestring, name, sizeof name, email, sizeof email);
         icalproperty *p = person_prop(ICAL_ATTENDEE_PROPERTY, name, email);
         icalproperty_add_parameter(p, icalparameter_new_role(ICAL_ROLE_REQPARTICIPANT));
         icalproperty_add_parameter(p, icalparameter_new_partstat(ICAL_PARTSTAT_NEEDSACTION));

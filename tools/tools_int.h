@@ -53,6 +53,19 @@ const char *hx_arg_str(const cJSON *args, const char *key);
 /* The number member `key` as an int, or dflt if absent. */
 int hx_arg_int(const cJSON *args, const char *key, int dflt);
 int hx_arg_bool(const cJSON *args, const char *key, int dflt);
+/* Splits one address, "Bob Smith <bob@example.org>", "\"Smith, Bob\"
+ * <bob@example.org>", "bob@example.org" or "mailto:bob@example.org", into
+ * the display name (may be empty; name may be NULL when nn is 0) and the
+ * address; -1 if s is not exactly one plausible address (one '@' inside,
+ * no spaces or brackets in it, nothing after "<...>"). */
+int hx_parse_address(const char *s, char *name, size_t nn, char *email, size_t en);
+/* HX_ERR_INVALID "argument 'key': 'value' is not an address like ...": the
+ * one message every tool taking addresses gives (value NULL: not a string). */
+int hx_address_error(const char *key, const char *value, hx_err *err);
+/* Checks the addresses in argument `key` when present: an array of
+ * strings, each one address (calendar attendees), or one string holding a
+ * comma-separated list (mail "to", "cc"). The error is hx_address_error's. */
+int hx_arg_addresses(const cJSON *args, const char *key, hx_err *err);
 /* Reads a time argument: ISO 8601 or a time expression (hx_when_parse) in
  * the configured time zone, now from hx_now(). The error names the key. */
 int hx_arg_when(const hx_tools *reg, const cJSON *args, const char *key,

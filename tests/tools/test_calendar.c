@@ -357,6 +357,43 @@ static void expect_error(const char *tool, const char *json, int rc_want, const 
     cJSON_Delete(r);
 }
 
+/* Every calendar tool taking attendees refuses what create_event refuses,
+ * with the same message (one check, tools/args.c): hearth-tiny's mangled
+ * copies such as "p20-0" passed find_slots as unknown people and were only
+ * caught when booking. Good forms still pass everywhere. */
+static void test_attendee_addresses_checked_alike(void)
+{
+    static const char *bad[] = {"p20-0", "b]@kefain.de", "Pri{", "@kefain.de", "bob@",
+                                "bob@x@y.org", "Bob <bob@x.org> junk", "", "dwagner@shoufy eu"};
+    static const char *tools[][2] = { /* tool, arguments before the bad address */
+        {"calendar.create_event", "{\"title\":\"x\",\"start\":\"tomorrow at 3pm\",\"attendees\":[\""},
+        {"calendar.find_slots",
+         "{\"duration_minutes\":30,\"range\":\"Dec 8\",\"attendees\":[\"bob@example.org\",\""},
+        {"calendar.free_busy", "{\"range\":\"Dec 8\",\"attendees\":[\""},
+    };
+    char json[512], want[256];
+    for (size_t t = 0; t < sizeof tools / sizeof *tools; t++)
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+            snprintf(json, sizeof json, "%s%s\"]}", tools[t][1], bad[i]);
+            snprintf(want, sizeof want,
+                     "argument 'attendees': '%s' is not an address like \"bob@example.org\"", bad[i]);
+            expect_error(tools[t][0], json, HX_ERR_INVALID, want);
+        }
+    expect_error("calendar.find_slots", "{\"duration_minutes\":30,\"range\":\"Dec 8\",\"attendees\":[3]}", HX_ERR_INVALID,
+                 "argument 'attendees[0]': expected string");
+    cJSON *r = call_ok("calendar.find_slots",
+                       "{\"duration_minutes\":30,\"range\":\"Dec 8\",\"attendees\":"
+                       "[\"Bob Lee <bob@example.org>\",\"mailto:zed@example.net\",\"\\\"Lee, Bob\\\" <bob@example.org>\"]}");
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "attendees")), 3);
+    cJSON_Delete(r);
+    r = call_ok("calendar.free_busy", "{\"range\":\"Dec 8\",\"attendees\":[\"bob@example.org\"]}");
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "attendees")), 1);
+    cJSON_Delete(r);
+    int n;
+    outbox_mail(&n);
+    EXPECT_EQ_INT(n, 1); /* no refused create_event queued an invitation */
+}
+
 /* Under a pinned clock a replayed run gets the same UID and the same
  * queued invitation (they are in the result the model reads: random ones
  * made the same evaluation task end differently from run to run); in one
@@ -723,6 +760,7 @@ int main(void)
     RUN(test_registered_schemas);
     RUN(test_create_with_invitation);
     RUN(test_create_errors);
+    RUN(test_attendee_addresses_checked_alike);
     RUN(test_pinned_names_replay);
     RUN(test_update_keeps_unknown_properties);
     RUN(test_update_in_shared_file);

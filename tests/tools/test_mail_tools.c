@@ -173,6 +173,25 @@ static void test_send_and_reply(void)
     snprintf(cmd, sizeof cmd, "grep -l 'In-Reply-To: <budget-1@example.org>' %s/* >/dev/null", newdir);
     EXPECT(system(cmd) == 0);
     EXPECT(call("mail.send", "{\"to\":\"nobody\",\"subject\":\"x\",\"body\":\"y\"}", &rc, &e) == NULL);
+    /* a mangled address is refused with the calendar tools' message (one
+     * check, tools/args.c), in "to" and in "cc"; lists still work */
+    int before = files_in(newdir);
+    EXPECT(call("mail.send", "{\"to\":\"b]@kefain.de\",\"subject\":\"x\",\"body\":\"y\"}", &rc,
+                &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_INVALID);
+    EXPECT(strstr(e.msg, "argument 'to': 'b]@kefain.de' is not an address like") != NULL);
+    EXPECT(call("mail.send",
+                "{\"to\":\"bob@example.org\",\"cc\":\"x@y.org, Pri{\",\"subject\":\"x\",\"body\":\"y\"}",
+                &rc, &e) == NULL);
+    EXPECT(strstr(e.msg, "argument 'cc': ' Pri{' is not an address") != NULL);
+    EXPECT_EQ_INT(files_in(newdir), before); /* nothing refused was sent */
+    r = call("mail.send",
+                    "{\"to\":\"\\\"Lee, Bob\\\" <bob@example.org>, zed@example.net\",\"subject\":\"x\","
+                    "\"body\":\"y\"}",
+                    &rc, &e);
+    EXPECT(r != NULL);
+    cJSON_Delete(r);
+    EXPECT_EQ_INT(files_in(newdir), before + 1);
 }
 
 static void test_index_follows_maildir(void)
