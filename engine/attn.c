@@ -372,12 +372,10 @@ const hx_attn_ops *hx_attn_ops_get(void)
 {
     pthread_once(&f16_once, f16_init);
 #if defined(__x86_64__)
-    int ok = hx_isa_current() >= HX_ISA_AVX2 && __builtin_cpu_supports("avx2") &&
-             __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    if (ok && hx_isa_current() >= HX_ISA_AVX512 && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-        return &k_avx512;
-    return ok ? &k_avx2 : &k_scalar;
+    /* hx_isa_current() is clamped to what the CPU has: AVX2 implies FMA
+     * and F16C, AVX512 implies F, BW and VL (engine/kernels.c). */
+    if (hx_isa_current() >= HX_ISA_AVX512) return &k_avx512;
+    return hx_isa_current() >= HX_ISA_AVX2 ? &k_avx2 : &k_scalar;
 #elif defined(__aarch64__)
     return hx_isa_current() >= HX_ISA_NEON ? &k_neon : &k_scalar;
 #else

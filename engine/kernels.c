@@ -10,6 +10,10 @@
 #include "base/base.h"
 #include "engine/kernels_impl.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h> /* __get_cpuid, bit_F16C */
+#endif
+
 #if defined(__aarch64__)
 #include <sys/auxv.h> /* getauxval, HWCAP_ASIMD, HWCAP_ASIMDDP */
 #endif
@@ -242,13 +246,22 @@ static int parse_isa_env(void)
     return HX_ISA_AVX512;
 }
 
+#if defined(__x86_64__)
+/* CPUID.1:ECX.F16C; not through __builtin_cpu_supports, which clang
+ * before 16 does not know for "f16c" (so `make fuzz` failed to build). */
+static int has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 static void init_once(void)
 {
     int isa = HX_ISA_SCALAR;
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
         isa = HX_ISA_AVX2;
     if (isa == HX_ISA_AVX2 && __builtin_cpu_supports("avx512f") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
