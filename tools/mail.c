@@ -760,8 +760,7 @@ static int fill_draft(const hx_tools *reg, const cJSON *args, hx_mail_draft *d,
     d->cc = hx_arg_str(args, "cc");
     d->subject = hx_arg_str(args, "subject");
     d->body = hx_arg_str(args, "body");
-    if (!d->to || !strchr(d->to, '@'))
-        return hx_err_set(err, HX_ERR_INVALID, "'to' must hold at least one e-mail address");
+    if (!d->to) return hx_err_set(err, HX_ERR_INVALID, "'to' must hold at least one e-mail address");
     int rc = hx_arg_addresses(args, "to", err);
     if (rc || (rc = hx_arg_addresses(args, "cc", err))) return rc;
     if (!d->subject) d->subject = "";

@@ -173,6 +173,7 @@ static void test_send_and_reply(void)
     snprintf(cmd, sizeof cmd, "grep -l 'In-Reply-To: <budget-1@example.org>' %s/* >/dev/null", newdir);
     EXPECT(system(cmd) == 0);
     EXPECT(call("mail.send", "{\"to\":\"nobody\",\"subject\":\"x\",\"body\":\"y\"}", &rc, &e) == NULL);
+    EXPECT(strstr(e.msg, "argument 'to': 'nobody' is not an address like") != NULL);
     /* a mangled address is refused with the calendar tools' message (one
      * check, tools/args.c), in "to" and in "cc"; lists still work */
     int before = files_in(newdir);
