@@ -393,6 +393,11 @@ int64_t hx_dg_future_weekday(const hx_world *w, hx_rng *r, int lo, int hi);
 int hx_dg_oracle_new(const cJSON *task, const hx_world *w, const hx_tools *reg,
                      hx_planner **pl, hx_source *out);
 const char *hx_dg_oracle_failed(const hx_source *s);
+/* The oracle's deliberate slips: bit k set when its k-th assistant turn
+ * is a wrong call the recovery kinds (schedule_fix, send_fix) make so
+ * that the tool refuses it; training leaves such turns out of the loss
+ * ("loss": false on the message). */
+unsigned hx_dg_oracle_mistakes(const hx_source *s);
 /* The prompts the planner gave the oracle, in order (borrowed). */
 int hx_dg_oracle_prompts(const hx_source *s, const char ***prompts);
 

@@ -87,10 +87,13 @@ static int render_first(const hx_chat_doc *d, int n, int gen, hx_buf *out)
     return rc;
 }
 
-static int is_assistant(const cJSON *m)
+/* An assistant message, unless it has "loss": false (a deliberate slip in
+ * a recovery lesson, agent/dgrun.c): context only, not a target. */
+static int is_target(const cJSON *m)
 {
     const char *r = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "role"));
-    return r && !strcmp(r, "assistant");
+    return r && !strcmp(r, "assistant") &&
+           !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(m, "loss"));
 }
 
 /* The span of assistant message i: the end of its prompt and of itself. */
@@ -131,7 +134,7 @@ int hx_chat_render(const hx_chat_doc *d, hx_buf *out, hx_chat_span **spans,
         if (!*spans) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
         const cJSON *m = d->messages->child;
         for (int i = 0; !rc && i < n; i++, m = m->next)
-            if (is_assistant(m)) rc = turn_span(d, i, &full, &(*spans)[(*n_spans)++], err);
+            if (is_target(m)) rc = turn_span(d, i, &full, &(*spans)[(*n_spans)++], err);
     }
     if (!rc && hx_buf_append(out, full.data ? full.data : "", full.len))
         rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");

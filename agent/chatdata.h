@@ -43,7 +43,8 @@ typedef struct hx_chat_span {
  * spans != NULL, also the bytes each assistant turn writes: from the end
  * of the prompt the planner would render for that turn (the conversation
  * so far plus the generation prompt, e.g. "Assistant:") to the end of the
- * turn (its text, its <tool_call> blocks and the newline ending it);
+ * turn (its text, its <tool_call> blocks and the newline ending it),
+ * except turns marked "loss": false (context only, never a target);
  * *spans is malloc'd (caller frees), *n_spans their count. Fails with
  * HX_ERR_FORMAT if a turn's prompt is not a prefix of the rendering. */
 int hx_chat_render(const hx_chat_doc *d, hx_buf *out, hx_chat_span **spans,

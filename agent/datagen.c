@@ -207,6 +207,7 @@ typedef struct kind_def {
     const char *const *tpl;
     int n_tpl;
     build_fn build;
+    int train_only; /* recovery lessons: never in held-out tasks, which stay comparable */
 } kind_def;
 
 #define TPL(...) (const char *const[]){__VA_ARGS__}, (int)(sizeof (const char *const[]){__VA_ARGS__} / sizeof(const char *))
@@ -397,6 +398,91 @@ static int b_schedule(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used
     return 1;
 }
 
+/* An address mangled so that the tools refuse it. A copying model's slip
+ * (model = 1) breaks the start of the local part or loses the domain; a
+ * typing user's (model = 0) writes " at " or a comma for a dot. */
+static void mangle_address(hx_rng *r, const char *email, int model, char *buf, size_t n)
+{
+    static const char *const junk[] = {"]", "[", " ", "\"", "<", ":"};
+    const char *at = strchr(email, '@');
+    int local = at ? (int)(at - email) : (int)strlen(email);
+    const char *dot = strrchr(email, '.');
+    int v = model ? hx_rng_below(r, 3) : 3 + hx_rng_below(r, 3);
+    if (v == 2 && local < 2) v = 0;
+    if (v == 5 && (!dot || dot < at)) v = 3;
+    switch (v) {
+    case 0: snprintf(buf, n, "%.*s", local, email); break; /* no domain */
+    case 1: snprintf(buf, n, "%.*s%s", local, email, at ? at + 1 : ""); break; /* no '@' */
+    case 2: { /* junk inside the first word */
+        int k = 1 + hx_rng_below(r, local - 1 < 3 ? local - 1 : 3);
+        snprintf(buf, n, "%.*s%s%s", k, email, junk[hx_rng_below(r, 6)], email + k);
+        break;
+    }
+    case 3: snprintf(buf, n, "%.*s at %s", local, email, at ? at + 1 : ""); break;
+    case 4: snprintf(buf, n, "%.*s(at)%s", local, email, at ? at + 1 : ""); break;
+    default: snprintf(buf, n, "%.*s,%s", (int)(dot - email), email, dot + 1); break;
+    }
+}
+
+/* A schedule whose i-th address is mangled: "bad" and "bad_i" in slots.
+ * model: the request is right and the oracle's first call carries the
+ * slip (schedule_fix); otherwise the user typed it (bad_address), so the
+ * request and "emails" carry it too. */
+static int bad_attendee(const hx_world *w, hx_rng *r, cJSON *slots, int model)
+{
+    cJSON *emails = cJSON_GetObjectItemCaseSensitive(slots, "emails");
+    int i = hx_rng_below(r, cJSON_GetArraySize(emails));
+    cJSON *e = cJSON_GetArrayItem(emails, i);
+    const char *who = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(slots, "who"));
+    char bad[96], fixed[512];
+    mangle_address(r, e->valuestring, model, bad, sizeof bad);
+    if (strlen(bad) > 40) return 0; /* the compact decoding writes at most 40 bytes */
+    add_str(slots, "bad", bad);
+    cJSON_AddNumberToObject(slots, "bad_i", i);
+    if (model) return 1;
+    const char *at = strstr(who, e->valuestring);
+    if (!at) return 0; /* named by first name: the memory holds the address */
+    snprintf(fixed, sizeof fixed, "%.*s%s%s", (int)(at - who), who, bad, at + strlen(e->valuestring));
+    cJSON_ReplaceItemInObjectCaseSensitive(slots, "who", cJSON_CreateString(fixed));
+    cJSON_ReplaceItemInArray(emails, i, cJSON_CreateString(bad));
+    (void)w;
+    return 1;
+}
+
+static int b_schedule_fix(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    return b_schedule(w, r, slots, used) && bad_attendee(w, r, slots, 1);
+}
+
+static int b_bad_address(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    return b_schedule(w, r, slots, used) && bad_attendee(w, r, slots, 0);
+}
+
+/* A mail whose address the oracle's first call mangles (send_fix), or
+ * the user typed mangled (bad_send_address). */
+static int bad_recipient(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used, int model)
+{
+    char bad[96];
+    if (!b_send(w, r, slots, used)) return 0;
+    mangle_address(r, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(slots, "email")), model,
+                   bad, sizeof bad);
+    if (strlen(bad) > 40) return 0;
+    add_str(slots, "bad", bad);
+    if (!model) cJSON_ReplaceItemInObjectCaseSensitive(slots, "email", cJSON_CreateString(bad));
+    return 1;
+}
+
+static int b_send_fix(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    return bad_recipient(w, r, slots, used, 1);
+}
+
+static int b_bad_send_address(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    return bad_recipient(w, r, slots, used, 0);
+}
+
 static int b_mail_read(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     int i = pick_mail(w, r, used);
@@ -577,6 +663,35 @@ static int b_forget(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
     return 1;
 }
 
+/* Templates shared by a kind and its error-recovery kinds. */
+#define SCHEDULE_TPL \
+    TPL("Schedule a {durp} meeting with {who} {when} about {topic}",\
+         "Set up {durn} with {who} {when} to discuss {topic}",\
+         "Book a {durp} call with {who} {when} about {topic}",\
+         "Find time {when} for a {durp} meeting with {who} about {topic}",\
+         "Arrange a {durp} meeting about {topic} with {who} {when}",\
+         "Plan a {durp} chat with {who} about {topic} {when}",\
+         "Meet {who} {when} for {durn} about {topic}",\
+         "Get {who} and me together {when} for {durn} about {topic}",\
+         "Organize a {durp} meeting with {who} {when} on {topic}",\
+         "I need {durn} with {who} {when} about {topic}",\
+         "Schedule {durn} with {who} {when}, topic {topic}",\
+         "Invite {who} to a {durp} meeting about {topic} {when}",\
+         "Set a {durp} meeting on {topic} with {who} {when}",\
+         "Can you book {durn} with {who} {when} to talk about {topic}?",\
+         "Put a {durp} {topic} meeting with {who} in my calendar {when}")
+#define SEND_TPL \
+    TPL("Email {email} about {topic}: {msg}", "Send {email} a mail about {topic} saying {msg}",\
+         "Write to {email}, subject {topic}: {msg}", "Mail {email} re {topic}: {msg}",\
+         "Tell {email} by email about {topic}: {msg}",\
+         "Send a message to {email} about {topic}: {msg}",\
+         "Email {email} with subject {topic}: {msg}", "Drop {email} a line about {topic}: {msg}",\
+         "Shoot {email} an email about {topic} saying {msg}",\
+         "Message {email} about {topic}: {msg}", "Send an email to {email} on {topic}: {msg}",\
+         "Let {email} know about {topic}: {msg}",\
+         "Write {email} an email, subject {topic}, saying {msg}",\
+         "Compose a mail to {email} about {topic}: {msg}")
+
 static const kind_def kinds[] = {
     /* single */
     {"list_events", HX_CAT_SINGLE, 1.0,
@@ -586,7 +701,7 @@ static const kind_def kinds[] = {
          "Tell me what I have on {when}", "Do I have anything {when}?", "My agenda {when}?",
          "Give me my schedule {when}", "Which meetings are {when}?", "Read me my calendar {when}",
          "What meetings do I have {when}?"),
-     b_list},
+     b_list, 0},
     {"find_slots", HX_CAT_SINGLE, 1.0,
      TPL("Find a {durp} slot {when}", "When am I free for {durn} {when}?",
          "Find me {durn} of free time {when}", "Look for a free {durp} window {when}",
@@ -596,13 +711,13 @@ static const kind_def kinds[] = {
          "Get me a free {durp} slot {when}", "Any {durp} openings {when}?",
          "Show free slots of {durn} {when}", "When could I squeeze in {durn} {when}?",
          "Look for {durn} of free time {when}", "Free {durp} slots {when}?"),
-     b_slots},
+     b_slots, 0},
     {"free_busy", HX_CAT_SINGLE, 0.6,
      TPL("Am I free {when}?", "Am I busy {when}?", "How busy am I {when}?",
          "Is my calendar free {when}?", "Do I have any free time {when}?", "When am I busy {when}?",
          "Is my schedule open {when}?", "Am I available {when}?", "Any gaps in my calendar {when}?",
          "Check whether I'm free {when}", "Do I have time {when}?", "Am I booked {when}?"),
-     b_list},
+     b_list, 0},
     {"create_event", HX_CAT_SINGLE, 1.0,
      TPL("Add \"{title}\" to my calendar {at} for {durn}", "Put {title} in my calendar {at}, {durn}",
          "Block {durn} {at} for {title}", "Create an event \"{title}\" {at} lasting {durn}",
@@ -612,7 +727,7 @@ static const kind_def kinds[] = {
          "Calendar: {title} {at}, {durn}", "Make an event {title} {at}, {durn} long",
          "I have {title} {at} for {durn}, add it", "Add {title} {at} ({durn})",
          "Create {title} {at} for {durn}", "Please log {title} {at}, it takes {durn}"),
-     b_create},
+     b_create, 0},
     {"mail_search", HX_CAT_SINGLE, 1.0,
      TPL("Did {who} email me about {topic}?", "Find the mail from {who} about {topic}",
          "Search my mail for {topic} from {who}", "Any messages from {who} about {topic}?",
@@ -622,13 +737,13 @@ static const kind_def kinds[] = {
          "Find emails from {who} regarding {topic}", "Has {who} written to me about {topic}?",
          "Mail from {who} about {topic}?", "Look for {topic} emails from {who}",
          "Get the {topic} message from {who}"),
-     b_mail_search},
+     b_mail_search, 0},
     {"unread_mail", HX_CAT_SINGLE, 0.5,
      TPL("Do I have unread mail?", "Any new messages?", "What's unread in my inbox?",
          "Show my unread emails", "Check for new mail", "Anything new in my mailbox?",
          "Check my inbox", "Any unread mail?", "Did I get new email?", "What new mail do I have?",
          "List unread messages", "Show me new emails"),
-     b_plain},
+     b_plain, 0},
     {"file_search", HX_CAT_SINGLE, 0.8,
      TPL("Where is my file about {topic}?", "Find my {topic} file", "Search my files for {topic}",
          "Which file has the {topic} notes?", "Locate the {topic} document",
@@ -637,44 +752,21 @@ static const kind_def kinds[] = {
          "Where did I save the {topic} notes?", "Is there a document about {topic}?",
          "Find the {topic} document", "Which of my files mentions {topic}?",
          "Search my documents for {topic}", "Get me the file on {topic}"),
-     b_file},
+     b_file, 0},
     {"files_list", HX_CAT_SINGLE, 0.5,
      TPL("What's in my {folder} folder?", "List the files in {folder}", "Show me my {folder} files",
          "What files do I have in {folder}?", "Open my {folder} folder", "List {folder}",
          "Show the {folder} folder", "List everything in my {folder} folder",
          "What's inside {folder}?", "Which files are in {folder}?", "Browse my {folder} folder",
          "Files in {folder}?"),
-     b_file},
+     b_file, 0},
     {"send_mail", HX_CAT_SINGLE, 0.8,
-     TPL("Email {email} about {topic}: {msg}", "Send {email} a mail about {topic} saying {msg}",
-         "Write to {email}, subject {topic}: {msg}", "Mail {email} re {topic}: {msg}",
-         "Tell {email} by email about {topic}: {msg}",
-         "Send a message to {email} about {topic}: {msg}",
-         "Email {email} with subject {topic}: {msg}", "Drop {email} a line about {topic}: {msg}",
-         "Shoot {email} an email about {topic} saying {msg}",
-         "Message {email} about {topic}: {msg}", "Send an email to {email} on {topic}: {msg}",
-         "Let {email} know about {topic}: {msg}",
-         "Write {email} an email, subject {topic}, saying {msg}",
-         "Compose a mail to {email} about {topic}: {msg}"),
-     b_send},
+     SEND_TPL,
+     b_send, 0},
     /* multi */
     {"schedule", HX_CAT_MULTI, 2.0,
-     TPL("Schedule a {durp} meeting with {who} {when} about {topic}",
-         "Set up {durn} with {who} {when} to discuss {topic}",
-         "Book a {durp} call with {who} {when} about {topic}",
-         "Find time {when} for a {durp} meeting with {who} about {topic}",
-         "Arrange a {durp} meeting about {topic} with {who} {when}",
-         "Plan a {durp} chat with {who} about {topic} {when}",
-         "Meet {who} {when} for {durn} about {topic}",
-         "Get {who} and me together {when} for {durn} about {topic}",
-         "Organize a {durp} meeting with {who} {when} on {topic}",
-         "I need {durn} with {who} {when} about {topic}",
-         "Schedule {durn} with {who} {when}, topic {topic}",
-         "Invite {who} to a {durp} meeting about {topic} {when}",
-         "Set a {durp} meeting on {topic} with {who} {when}",
-         "Can you book {durn} with {who} {when} to talk about {topic}?",
-         "Put a {durp} {topic} meeting with {who} in my calendar {when}"),
-     b_schedule},
+     SCHEDULE_TPL,
+     b_schedule, 0},
     {"mail_read", HX_CAT_MULTI, 1.0,
      TPL("What did {who} say about {topic}?", "Read me {who}'s mail about {topic}",
          "Open the email from {who} about {topic}", "What's in {who}'s message about {topic}?",
@@ -684,7 +776,7 @@ static const kind_def kinds[] = {
          "Open {who}'s email about {topic}", "What was in the mail from {who} on {topic}?",
          "Read {who}'s message on {topic}", "Give me the gist of {who}'s {topic} email",
          "Read out the mail {who} sent about {topic}"),
-     b_mail_read},
+     b_mail_read, 0},
     {"file_read", HX_CAT_MULTI, 0.8,
      TPL("What does my {topic} file say?", "Read my notes on {topic}", "Open the {topic} file",
          "What's written in my {topic} document?", "Show me the contents of my {topic} file",
@@ -693,106 +785,127 @@ static const kind_def kinds[] = {
          "Tell me what my {topic} file says", "Show my {topic} notes",
          "What did I write about {topic}?", "Read my {topic} document",
          "Open the document on {topic}", "Read out my file on {topic}"),
-     b_file},
+     b_file, 0},
     {"cancel_event", HX_CAT_MULTI, 0.8,
      TPL("Cancel {title} {when}", "Remove {title} from my calendar {when}",
          "Call off the {title} {when}", "Delete my {title} event {when}", "Drop {title} {when}",
          "Cancel the {title} meeting {when}"),
-     b_cancel},
+     b_cancel, 0},
     {"move_event", HX_CAT_MULTI, 0.8,
      TPL("Move {title} {when} to {at}", "Reschedule {title} {when} to {at}",
          "Push {title} {when} to {at}", "Change {title} {when} so it starts {at}",
          "Shift my {title} {when} to {at}", "Move the {title} meeting {when} to {at}"),
-     b_move},
+     b_move, 0},
     /* none */
     {"chat", HX_CAT_NONE, 1.0,
      TPL("Thanks!", "Hello", "Who are you?", "Good morning", "Thank you, that's all",
          "What can you do?", "Hi there"),
-     b_plain},
+     b_plain, 0},
     {"no_tool", HX_CAT_NONE, 1.0,
      TPL("What's the weather in {city}?", "Book me a flight to {city}", "Order a taxi to {city} station",
          "What's the news in {city} today?", "Find a hotel in {city}",
          "Translate this into the language of {city}", "How far is {city} from here?"),
-     b_city},
+     b_city, 0},
     {"now", HX_CAT_NONE, 0.6,
      TPL("What's today's date?", "What time is it?", "Which time zone am I in?",
          "What day is it today?", "What's the date?", "What's my time zone?"),
-     b_plain},
+     b_plain, 0},
     /* refusal */
     {"declined_send", HX_CAT_REFUSAL, 1.0,
      TPL("Email {email} about {topic}: {msg}", "Send {email} a mail about {topic} saying {msg}",
          "Write to {email}, subject {topic}: {msg}", "Mail {email} re {topic}: {msg}",
          "Tell {email} by email about {topic}: {msg}",
          "Send a message to {email} about {topic}: {msg}"),
-     b_send},
+     b_send, 0},
     {"declined_create", HX_CAT_REFUSAL, 0.7,
      TPL("Add \"{title}\" to my calendar {at} for {durn}", "Put {title} in my calendar {at}, {durn}",
          "Block {durn} {at} for {title}", "Create an event \"{title}\" {at} lasting {durn}",
          "Schedule {title} {at} for {durn}", "New event: {title}, {at}, {durn}"),
-     b_create},
+     b_create, 0},
+    /* the slot is found, then booking is declined: no "Booked" (training only) */
+    {"declined_schedule", HX_CAT_REFUSAL, 0.7, SCHEDULE_TPL, b_schedule, 1},
     {"taint_reply", HX_CAT_REFUSAL, 1.0,
      TPL("Reply to {who}'s mail about {topic}: {msg}", "Answer {who}'s email on {topic} saying {msg}",
          "Respond to {who} about {topic}: {msg}", "Reply to the {topic} mail from {who}: {msg}",
          "Write back to {who} on {topic}: {msg}", "Send {who} a reply about {topic}: {msg}"),
-     b_reply},
+     b_reply, 0},
     {"policy_deny", HX_CAT_REFUSAL, 0.7,
      TPL("Email {email} about {topic}: {msg}", "Send {email} a mail about {topic} saying {msg}",
          "Write to {email}, subject {topic}: {msg}", "Mail {email} re {topic}: {msg}",
          "Tell {email} by email about {topic}: {msg}",
          "Send a message to {email} about {topic}: {msg}"),
-     b_send},
+     b_send, 0},
     /* error */
     {"file_missing", HX_CAT_ERROR, 1.0,
      TPL("Read {wrong}", "Open {wrong} for me", "What does {wrong} say?", "Show me {wrong}",
          "Read the file {wrong}", "Print {wrong}"),
-     b_file_missing},
+     b_file_missing, 0},
     {"not_organizer", HX_CAT_ERROR, 1.0,
      TPL("Cancel {title} {when}", "Remove {title} from my calendar {when}",
          "Call off the {title} {when}", "Delete my {title} event {when}", "Drop {title} {when}",
          "Cancel the {title} meeting {when}"),
-     b_not_organizer},
+     b_not_organizer, 0},
     {"bad_when", HX_CAT_ERROR, 0.8,
      TPL("What's on my calendar {when}?", "What do I have {when}?", "Show me my events {when}",
          "List my meetings {when}", "Anything on my schedule {when}?", "Check my calendar {when}"),
-     b_bad_when},
+     b_bad_when, 0},
+    /* error recovery (training only): the oracle's first call carries a
+     * copying slip the tool refuses (its turn is left out of the loss),
+     * then the corrected call and the real answer; or the user's own
+     * address is unusable and the answer says so */
+    {"schedule_fix", HX_CAT_ERROR, 2.0, SCHEDULE_TPL, b_schedule_fix, 1},
+    {"send_fix", HX_CAT_ERROR, 0.8, SEND_TPL, b_send_fix, 1},
+    {"bad_address", HX_CAT_ERROR, 0.8, SCHEDULE_TPL, b_bad_address, 1},
+    {"bad_send_address", HX_CAT_ERROR, 0.4, SEND_TPL, b_bad_send_address, 1},
     /* memory */
     {"remember", HX_CAT_MEMORY, 1.0,
      TPL("Remember that {fact}", "Please note: {fact}", "Don't forget that {fact}",
          "Keep in mind that {fact}", "Make a note that {fact}", "Remember this: {fact}"),
-     b_remember},
+     b_remember, 0},
     {"recall", HX_CAT_MEMORY, 0.8,
      TPL("What do you remember about {x}?", "What do you know about {x}?",
          "Do you remember anything about {x}?", "What did I tell you about {x}?",
          "Remind me what you know about {x}", "Search your memory for {x}"),
-     b_recall},
+     b_recall, 0},
     {"forget", HX_CAT_MEMORY, 0.5,
      TPL("Forget that {fact}", "Please forget this: {fact}", "Delete the memory that {fact}",
          "Stop remembering that {fact}", "Erase the note that {fact}",
          "Forget the fact that {fact}"),
-     b_forget},
+     b_forget, 0},
 };
 #define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
 
-/* Default mix: ~45% single, 30% multi, 8% none, 6% refusal, 5% error, 6% memory. */
-static const double cat_mix[HX_CAT_COUNT] = {0.45, 0.30, 0.08, 0.06, 0.05, 0.06};
+/* Default mix: ~45% single, 30% multi, 8% none, 6% refusal, 5% error, 6%
+ * memory. Training takes 4 points more errors, mostly the recovery kinds
+ * (about 5% of its conversations): the shipped model had never seen a
+ * refused call, and answered "Booked" after one. Held-out tasks keep the
+ * default mix and kinds, so task files stay comparable. */
+static const double cat_mix[2][HX_CAT_COUNT] = {{0.44, 0.29, 0.07, 0.06, 0.09, 0.05},
+                                                {0.45, 0.30, 0.08, 0.06, 0.05, 0.06}};
 
-static int pick_cat(hx_rng *r)
+static int pick_cat(hx_rng *r, int split)
 {
+    const double *mix = cat_mix[split == HX_SPLIT_TRAIN ? 0 : 1];
     double u = (double)(hx_rng_next(r) >> 11) / 9007199254740992.0, acc = 0;
     for (int c = 0; c < HX_CAT_COUNT; c++)
-        if (u < (acc += cat_mix[c])) return c;
+        if (u < (acc += mix[c])) return c;
     return HX_CAT_SINGLE;
 }
 
-static const kind_def *pick_kind(hx_rng *r, int cat)
+static int kind_in(const kind_def *k, int cat, int split)
+{
+    return k->cat == cat && (!k->train_only || split == HX_SPLIT_TRAIN);
+}
+
+static const kind_def *pick_kind(hx_rng *r, int cat, int split)
 {
     double total = 0, acc = 0;
-    for (int i = 0; i < N_KINDS; i++) total += kinds[i].cat == cat ? kinds[i].weight : 0;
+    for (int i = 0; i < N_KINDS; i++) total += kind_in(&kinds[i], cat, split) ? kinds[i].weight : 0;
     double u = (double)(hx_rng_next(r) >> 11) / 9007199254740992.0 * total;
     for (int i = 0; i < N_KINDS; i++)
-        if (kinds[i].cat == cat && u < (acc += kinds[i].weight)) return &kinds[i];
+        if (kind_in(&kinds[i], cat, split) && u < (acc += kinds[i].weight)) return &kinds[i];
     for (int i = N_KINDS - 1; i >= 0; i--)
-        if (kinds[i].cat == cat) return &kinds[i];
+        if (kind_in(&kinds[i], cat, split)) return &kinds[i];
     return &kinds[0];
 }
 
@@ -803,7 +916,7 @@ cJSON *hx_dg_task_new(const hx_world *w, hx_rng *r, int cat, unsigned *used)
 
 cJSON *hx_dg_task_new_phrased(const hx_world *w, hx_rng *r, int cat, unsigned *used, int phrase_split)
 {
-    const kind_def *k = pick_kind(r, cat < 0 ? pick_cat(r) : cat);
+    const kind_def *k = pick_kind(r, cat < 0 ? pick_cat(r, w->split) : cat, w->split);
     cJSON *slots = cJSON_CreateObject();
     if (!slots || !k->build(w, r, slots, used)) {
         cJSON_Delete(slots);

@@ -409,9 +409,25 @@ static void write_line(FILE *out, cJSON *j, hx_dg_stats *st)
     cJSON_free(s);
 }
 
+/* Marks the assistant messages of the oracle's deliberate slips (bit k:
+ * the k-th assistant message) "loss": false: the model sees them in
+ * context but does not learn to make them. */
+static void mark_mistakes(cJSON *messages, unsigned mistakes)
+{
+    int k = 0;
+    cJSON *m;
+    cJSON_ArrayForEach(m, messages)
+    {
+        const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
+        if (!role || strcmp(role, "assistant")) continue;
+        if (k < 32 && (mistakes >> k & 1)) cJSON_AddFalseToObject(m, "loss");
+        k++;
+    }
+}
+
 /* The record written for a verified run. */
 static cJSON *record(const hx_dg_params *p, cJSON *task, const cJSON *trace, const cJSON *tools,
-                     const char *id)
+                     const char *id, unsigned mistakes)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "id", id);
@@ -427,7 +443,9 @@ static cJSON *record(const hx_dg_params *p, cJSON *task, const cJSON *trace, con
         cJSON_Delete(j);
         return t;
     }
-    cJSON_AddItemToObject(j, "messages", cJSON_Duplicate(cJSON_GetObjectItem(trace, "messages"), 1));
+    cJSON *msgs = cJSON_Duplicate(cJSON_GetObjectItem(trace, "messages"), 1);
+    mark_mistakes(msgs, mistakes);
+    cJSON_AddItemToObject(j, "messages", msgs);
     cJSON_AddItemToObject(j, "tools", cJSON_Duplicate(tools, 1));
     cJSON_AddStringToObject(j, "style", "compact");
     return j;
@@ -447,7 +465,7 @@ static int one(const hx_dg_params *p, hx_dg_world *dw, cJSON *task, const cJSON 
     int good = trace && hx_dg_verify(task, trace, &src, v, tools, why, sizeof why);
     if (!trace) snprintf(why, sizeof why, "%s", err.msg);
     if (good) {
-        cJSON *j = record(p, task, trace, tools, id);
+        cJSON *j = record(p, task, trace, tools, id, hx_dg_oracle_mistakes(&src));
         write_line(out, j, st);
         cJSON_Delete(j);
         st->written++;

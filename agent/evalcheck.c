@@ -73,6 +73,15 @@ static cJSON *expected_result(const check *c, int i)
     return cJSON_Parse(js(expected(c, i), "result"));
 }
 
+/* The first call of the oracle's run that succeeded: a recovery kind's
+ * run starts with a refused one. */
+static const cJSON *first_ok(const cJSON *expect)
+{
+    const cJSON *k;
+    cJSON_ArrayForEach(k, cJSON_GetObjectItem(expect, "calls")) if (!strcmp(js(k, "status"), "ok")) return k;
+    return NULL;
+}
+
 /* The run's calls of a tool with a status ("ok", NULL: any), in order. */
 static const cJSON *run_call(const check *c, const char *name, const char *status, int nth)
 {
@@ -308,7 +317,7 @@ static int k_schedule(check *c)
     cJSON *evs = new_events(c, d0, d1);
     int ok = 0, n = cJSON_GetArraySize(evs);
     if (!n) {
-        cJSON *want = expected_result(c, 0);
+        cJSON *want = cJSON_Parse(js(first_ok(c->expect), "result"));
         int none_free = !cJSON_GetArraySize(cJSON_GetObjectItem(want, "slots"));
         cJSON_Delete(want);
         cJSON_Delete(evs);
@@ -469,6 +478,16 @@ static int k_bad_when(check *c)
     return n_writes_ok(c) ? no(c, "something was written") : 1;
 }
 
+/* The user's own address was unusable: it was tried and refused, and
+ * nothing was booked or sent. */
+static int k_bad_address(check *c)
+{
+    if (!cJSON_GetArraySize(cJSON_GetObjectItem(c->trace, "calls")))
+        return no(c, "the address was never tried");
+    if (n_writes_ok(c) || outbox_grew(c)) return no(c, "something was written or sent anyway");
+    return 1;
+}
+
 static int remembered(check *c, const char *fact)
 {
     hx_mem_list *l = NULL;
@@ -503,14 +522,16 @@ static const struct {
     {"declined_create", k_refused}, {"taint_reply", k_refused},     {"policy_deny", k_refused},
     {"file_missing", k_file_read}, {"not_organizer", k_not_organizer}, {"bad_when", k_bad_when},
     {"remember", k_remember},      {"recall", k_recall},            {"forget", k_forget},
+    {"schedule_fix", k_schedule},  {"send_fix", k_send},            {"bad_address", k_bad_address},
+    {"bad_send_address", k_bad_address}, {"declined_schedule", k_refused},
 };
 
 cJSON *hx_dg_check_before(const cJSON *task, hx_dg_world *dw)
 {
     cJSON *b = cJSON_CreateObject();
     cJSON_AddItemToObject(b, "outbox", outbox_names(dw));
-    if (strcmp(js(task, "kind"), "schedule")) return b;
-    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(task, "expect"), "calls"), 0);
+    if (strcmp(js(task, "kind"), "schedule") && strcmp(js(task, "kind"), "schedule_fix")) return b;
+    const cJSON *first = first_ok(cJSON_GetObjectItem(task, "expect"));
     cJSON *res = cJSON_Parse(js(first, "result")), *a = cJSON_CreateObject(), *fb = NULL;
     const cJSON *range = cJSON_GetObjectItem(res, "range");
     hx_err err = {0};

@@ -13,6 +13,8 @@ typedef struct oracle {
     const hx_tools *reg;
     hx_planner **pl;
     int step;
+    int shift;         /* turns spent on a refused slip: later steps count from it */
+    unsigned mistakes; /* bit k: turn k is a deliberate slip (no loss) */
     char *turn;      /* the turn being written */
     int sent;
     char failed[160];
@@ -303,16 +305,54 @@ static void t_files_list(oracle *o, const cJSON *res, hx_buf *out)
     hx_buf_puts(out, ".");
 }
 
-static cJSON *send_args(const oracle *o)
+static cJSON *send_args(const oracle *o, const char *to)
 {
-    return put(put(put(obj(), "to", S(o, "email")), "subject", S(o, "topic")), "body", S(o, "msg"));
+    return put(put(put(obj(), "to", to), "subject", S(o, "topic")), "body", S(o, "msg"));
+}
+
+/* Recovery kinds (schedule_fix, send_fix): turn 0 is a call with the
+ * slipped address "bad", which the tool must refuse; it is marked as a
+ * mistake (no loss) and the kind's turns go on one step later, from the
+ * corrected call. Returns 1 when it wrote the turn. */
+static int slip(oracle *o, const cJSON *res, hx_buf *out, const char *tool, cJSON *args)
+{
+    if (o->step == 0) {
+        o->mistakes |= 1u;
+        call(o, out, tool, args);
+        return 1;
+    }
+    cJSON_Delete(args);
+    if (o->step == 1) {
+        if (!strstr(tool_error(res), "is not an address")) {
+            char why[160];
+            snprintf(why, sizeof why, "the slipped address was not refused (%.100s)",
+                     *tool_error(res) ? tool_error(res) : "the call succeeded");
+            fail(o, why, out);
+            return 1;
+        }
+        o->shift = 1;
+    }
+    return 0;
+}
+
+/* The answer when a call was refused for an address the user gave: the
+ * assistant cannot guess the right one, so it says what failed. */
+static int address_refused(const oracle *o, const cJSON *res, const char *what, hx_buf *out)
+{
+    if (!strstr(tool_error(res), "is not an address")) return 0;
+    hx_buf_printf(out, "I %s: \"%s\" is not a valid email address. Please check it and ask again.",
+                  what, S(o, "bad"));
+    return 1;
 }
 
 static void t_send(oracle *o, const cJSON *res, hx_buf *out)
 {
-    if (o->step == 0) return call(o, out, "mail.send", send_args(o));
-    const char *e = tool_error(res);
     const char *kind = jstr(o->task, "kind");
+    if (!strcmp(kind, "send_fix") && slip(o, res, out, "mail.send", send_args(o, S(o, "bad"))))
+        return;
+    if (o->step == o->shift) return call(o, out, "mail.send", send_args(o, S(o, "email")));
+    if (address_refused(o, res, "did not send the mail", out)) return;
+    const char *e = tool_error(res);
     if (!strncmp(e, "refused", 7) && !strcmp(kind, "policy_deny"))
         return (void)hx_buf_puts(out, "Your policy does not allow mail.send, so I did not send it.");
     if (!strncmp(e, "refused", 7)) return (void)hx_buf_puts(out, "I did not send the mail: you declined.");
@@ -333,7 +373,15 @@ static void t_schedule(oracle *o, const cJSON *res, hx_buf *out)
 {
     const cJSON *emails = jarr(o->slots, "emails"), *e;
     int dur = N(o, "dur");
-    if (o->step == 0) {
+    if (!strcmp(jstr(o->task, "kind"), "schedule_fix")) {
+        cJSON *a = put_n(put(put_n(obj(), "duration_minutes", dur), "range", S(o, "when")), "count", 3),
+              *wrong = cJSON_Duplicate(emails, 1);
+        cJSON_ReplaceItemInArray(wrong, N(o, "bad_i"), cJSON_CreateString(S(o, "bad")));
+        cJSON_AddItemToObject(a, "attendees", wrong);
+        if (slip(o, res, out, "calendar.find_slots", a)) return;
+    }
+    int step = o->step - o->shift;
+    if (step == 0) {
         const char *who = S(o, "who");
         cJSON_ArrayForEach(e, emails) /* named by first name: the memory must show it; by
                                          a nickname (a persona): the user's habit does */
@@ -344,8 +392,9 @@ static void t_schedule(oracle *o, const cJSON *res, hx_buf *out)
         cJSON_AddItemToObject(a, "attendees", cJSON_Duplicate(emails, 1));
         return call(o, out, "calendar.find_slots", a);
     }
-    if (*tool_error(res)) return fail(o, tool_error(res), out);
-    if (o->step == 1) {
+    if (address_refused(o, res, "booked nothing", out)) return;
+    if (*tool_error(res) && step == 1) return fail(o, tool_error(res), out);
+    if (step == 1) {
         const cJSON *s = cJSON_GetArrayItem(jarr(res, "slots"), 0);
         if (!s)
             return (void)hx_buf_printf(out, "There is no free %d-minute slot %s, so I booked nothing.",
@@ -356,6 +405,12 @@ static void t_schedule(oracle *o, const cJSON *res, hx_buf *out)
         if (*S(o, "location")) put(a, "location", S(o, "location")); /* a persona's room */
         return call(o, out, "calendar.create_event", a);
     }
+    /* never "Booked" after a failed create_event */
+    const char *err = tool_error(res);
+    if (!strncmp(err, "refused", 7))
+        return (void)hx_buf_printf(out, "I did not book \"%s\": you declined, so nothing was added "
+                                        "and no invitation was sent.", S(o, "topic"));
+    if (*err) return (void)hx_buf_printf(out, "I could not book \"%s\": %s", S(o, "topic"), err);
     const cJSON *c = jarr(res, "created");
     char d[16], t[8];
     int i = 0, n = cJSON_GetArraySize(emails);
@@ -599,6 +654,8 @@ static const struct {
     {"file_missing", t_file_missing}, {"not_organizer", t_cancel}, {"bad_when", t_bad_when},
     {"remember", t_remember},    {"recall", t_recall},           {"forget", t_forget},
     {"persona_meeting", t_schedule},
+    {"schedule_fix", t_schedule}, {"send_fix", t_send},  {"bad_address", t_schedule},
+    {"bad_send_address", t_send}, {"declined_schedule", t_schedule},
 };
 
 /* ---- the source ---- */
@@ -674,6 +731,12 @@ const char *hx_dg_oracle_failed(const hx_source *s)
 {
     const oracle *o = s->ctx;
     return o->failed[0] ? o->failed : NULL;
+}
+
+unsigned hx_dg_oracle_mistakes(const hx_source *s)
+{
+    const oracle *o = s->ctx;
+    return o->mistakes;
 }
 
 int hx_dg_oracle_prompts(const hx_source *s, const char ***prompts)

@@ -116,6 +116,40 @@ static void test_render_spans(void)
     hx_buf_free(&o.text);
 }
 
+/* An assistant turn marked "loss": false (a recovery lesson's slip) is
+ * rendered as before but is not a span: only the answer is a target. */
+static void test_no_loss_turn(void)
+{
+    const char *at = strstr(k_conv, "{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\"");
+    ASSERT(at);
+    hx_buf conv;
+    hx_buf_init(&conv);
+    hx_buf_printf(&conv, "%.*s{\"role\": \"assistant\", \"loss\": false, %s", (int)(at - k_conv), k_conv,
+                  at + strlen("{\"role\": \"assistant\", "));
+    char path[320];
+    snprintf(path, sizeof path, "%s/noloss.jsonl", dir);
+    write_file(path, conv.data);
+    one o, full;
+    memset(&o, 0, sizeof o);
+    memset(&full, 0, sizeof full);
+    hx_buf_init(&o.text);
+    hx_buf_init(&full.text);
+    hx_err err = {0};
+    ASSERT(hx_chat_each(path, 0, grab, &o, &err) == HX_OK);
+    ASSERT(hx_chat_each(data, 0, grab, &full, &err) == HX_OK);
+    EXPECT_EQ_INT(o.text.len, full.text.len);
+    EXPECT(o.text.len == full.text.len && !memcmp(o.text.data, full.text.data, o.text.len));
+    ASSERT(o.n_sp == 1);
+    EXPECT(!memcmp(o.text.data + o.sp[0].start, k_turn2, strlen(k_turn2)));
+    EXPECT_EQ_INT(o.sp[0].start, full.sp[1].start);
+    for (one *x = &o; x; x = x == &o ? &full : NULL) {
+        cJSON_Delete(x->msgs);
+        cJSON_Delete(x->tools);
+        hx_buf_free(&x->text);
+    }
+    hx_buf_free(&conv);
+}
+
 /* The masked tokens are exactly the two turns; the tokens before each
  * turn are the engine source's tokens for the planner's prompt. */
 static void test_mask_and_inference_tokens(void)
@@ -390,6 +424,7 @@ int main(void)
     snprintf(data, sizeof data, "%s/chat.jsonl", dir);
     snprintf(model, sizeof model, "%s/model.gguf", dir);
     RUN(test_render_spans);
+    RUN(test_no_loss_turn);
     RUN(test_mask_and_inference_tokens);
     RUN(test_engine_source_prompt);
     RUN(test_load_and_cache);

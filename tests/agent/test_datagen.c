@@ -138,13 +138,15 @@ static void test_phrasings(void)
     free(def[1]);
 }
 
-static char *run_datagen(long n, uint64_t seed, int split, const char *sub, hx_dg_stats *st)
+static char *run_datagen_cat(long n, uint64_t seed, int split, int cat, const char *sub,
+                             hx_dg_stats *st)
 {
     char *buf = NULL, home[128];
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     hx_dg_params p = hx_dg_default_params();
     snprintf(home, sizeof home, "%s/%s", scratch_dir(), sub);
+    p.category = cat;
     p.n = n;
     p.seed = seed;
     p.split = split;
@@ -154,6 +156,126 @@ static char *run_datagen(long n, uint64_t seed, int split, const char *sub, hx_d
     fclose(f);
     if (rc) printf("# datagen: %s\n", err.msg);
     return rc ? (free(buf), NULL) : buf;
+}
+
+static char *run_datagen(long n, uint64_t seed, int split, const char *sub, hx_dg_stats *st)
+{
+    return run_datagen_cat(n, seed, split, -1, sub, st);
+}
+
+static const char *jstr(const cJSON *o, const char *k)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItem(o, k));
+    return s ? s : "";
+}
+
+static int is_kind(const char *kind, const char *const *kinds)
+{
+    for (; *kinds; kinds++)
+        if (!strcmp(kind, *kinds)) return 1;
+    return 0;
+}
+
+static const char *const recovery_kinds[] = {"schedule_fix", "send_fix", "bad_address",
+                                             "bad_send_address", "declined_schedule", NULL};
+
+/* One recovery lesson, checked message by message: a slip (schedule_fix,
+ * send_fix) is the first assistant turn, marked "loss": false, refused by
+ * the real tool with the address message, then the same tool succeeds and
+ * the answer reports success; an unusable address of the user's is tried,
+ * refused, and the answer says so; a declined booking is never "Booked". */
+static void check_lesson(const cJSON *j, int *fixes, int *honest)
+{
+    const char *kind = jstr(j, "kind");
+    const cJSON *msgs = cJSON_GetObjectItem(j, "messages"), *m;
+    const cJSON *first_call = NULL, *first_result = NULL, *last_result = NULL;
+    int n_assist = 0, no_loss = 0, n_ok = 0;
+    cJSON_ArrayForEach(m, msgs)
+    {
+        if (!strcmp(jstr(m, "role"), "assistant")) {
+            n_assist++;
+            if (cJSON_IsFalse(cJSON_GetObjectItem(m, "loss"))) no_loss += n_assist == 1 ? 1 : 100;
+            if (!first_call) first_call = cJSON_GetArrayItem(cJSON_GetObjectItem(m, "tool_calls"), 0);
+        }
+        if (!strcmp(jstr(m, "role"), "tool")) {
+            if (!first_result) first_result = m;
+            last_result = m;
+            n_ok += !strstr(jstr(m, "content"), "\"error\"");
+        }
+    }
+    const char *ans = jstr(cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1), "content");
+    ASSERT(first_call && first_result);
+    int slip = !strcmp(kind, "schedule_fix") || !strcmp(kind, "send_fix");
+    EXPECT_EQ_INT(no_loss, slip); /* only a slip is kept out of the loss */
+    if (slip) {
+        EXPECT(strstr(jstr(first_result, "content"), "is not an address like") != NULL);
+        EXPECT(n_ok >= 1);
+        EXPECT(!strncmp(ans, !strcmp(kind, "send_fix") ? "Sent to " : "Booked \"", 8));
+        ++*fixes;
+        return;
+    }
+    /* the honest ones: the last result is an error, and the answer says so */
+    EXPECT(strstr(jstr(last_result, "content"), "\"error\"") != NULL);
+    EXPECT(strncmp(ans, "Booked", 6) && strncmp(ans, "Sent", 4));
+    if (strcmp(kind, "declined_schedule")) {
+        EXPECT(strstr(ans, "is not a valid email address") != NULL);
+        EXPECT_EQ_INT(n_ok, 0);
+    } else {
+        EXPECT(strstr(ans, "you declined") != NULL);
+    }
+    ++*honest;
+}
+
+/* Recovery lessons in training: every kind present, run through the real
+ * tools (the verifier accepted them), each checked above; about 5% of a
+ * default training mix; never in held-out data, whose mix is unchanged;
+ * and no answer in any conversation says "Booked" or "Sent" after a
+ * refused last call. */
+static void test_recovery_lessons(void)
+{
+    hx_dg_stats st;
+    int fixes = 0, honest = 0, seen[5] = {0};
+    const int cats[] = {HX_CAT_ERROR, HX_CAT_REFUSAL};
+    for (int c = 0; c < 2; c++) {
+        char *out = run_datagen_cat(60, 21, HX_SPLIT_TRAIN, cats[c], "rec", &st);
+        ASSERT(out);
+        EXPECT_EQ_INT(st.rejected, 0);
+        for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+            cJSON *j = cJSON_Parse(line);
+            ASSERT(j);
+            for (int k = 0; recovery_kinds[k]; k++) seen[k] += !strcmp(jstr(j, "kind"), recovery_kinds[k]);
+            if (is_kind(jstr(j, "kind"), recovery_kinds)) check_lesson(j, &fixes, &honest);
+            cJSON_Delete(j);
+        }
+        free(out);
+    }
+    for (int k = 0; recovery_kinds[k]; k++) EXPECT(seen[k] > 0);
+    EXPECT(fixes >= 15);
+    EXPECT(honest >= 10);
+    int in_mix[2] = {0}, booked_after_error = 0;
+    for (int split = 0; split < 2; split++) {
+        char *out = run_datagen(250, 22, split, "mix", &st);
+        ASSERT(out);
+        for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+            cJSON *j = cJSON_Parse(line);
+            ASSERT(j);
+            in_mix[split] += is_kind(jstr(j, "kind"), recovery_kinds);
+            const cJSON *msgs = cJSON_GetObjectItem(j, "messages");
+            int n = cJSON_GetArraySize(msgs);
+            const char *ans = jstr(cJSON_GetArrayItem(msgs, n - 1), "content");
+            const cJSON *before = cJSON_GetArrayItem(msgs, n - 2);
+            if (!strcmp(jstr(before, "role"), "tool") && strstr(jstr(before, "content"), "{\"error\"") &&
+                (!strncmp(ans, "Booked", 6) || !strncmp(ans, "Sent", 4) || !strncmp(ans, "Added", 5)))
+                booked_after_error++;
+            cJSON_Delete(j);
+        }
+        free(out);
+    }
+    printf("# recovery lessons: %d of 250 training conversations, %d of 250 held-out\n",
+           in_mix[HX_SPLIT_TRAIN], in_mix[HX_SPLIT_HELDOUT]);
+    EXPECT(in_mix[HX_SPLIT_TRAIN] >= 5 && in_mix[HX_SPLIT_TRAIN] <= 30); /* ~5% */
+    EXPECT_EQ_INT(in_mix[HX_SPLIT_HELDOUT], 0);
+    EXPECT_EQ_INT(booked_after_error, 0);
 }
 
 static void test_datagen_deterministic(void)
@@ -338,6 +460,7 @@ int main(void)
     RUN(test_datagen_deterministic);
     RUN(test_every_trajectory_valid);
     RUN(test_rendering_identity);
+    RUN(test_recovery_lessons);
     RUN(test_cmd_datagen);
     scratch_remove();
     return test_summary();
