@@ -1,6 +1,7 @@
 /* cmd_vocab.c: `hearth vocab train`: learns a byte-level BPE vocabulary
  * (engine/vocab_train.h) from chat JSONL rendered as the agent renders it
- * and from plain text files, and writes it as a GGUF. */
+ * and from plain text files, and writes it as a GGUF; `hearth vocab
+ * coverage`: how evenly training data makes the model emit each token. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +26,24 @@ static void usage(FILE *f)
             "  --style STYLE     render every --chat file in STYLE (compact, qwen3,\n"
             "                    chatml, llama3) instead of each line's \"style\"\n"
             "  --min-count C     stop when the best pair occurs fewer times (default 2)\n"
-            "  TEXTFILE          plain text (e.g. name and word lists), one document each\n");
+            "  --target-weight K count the assistant's turns of --chat files K times\n"
+            "                    (default 1): the merges then favour what the model\n"
+            "                    writes, such as value words after a JSON quote, over\n"
+            "                    the prompt and tool results it only reads\n"
+            "  TEXTFILE          plain text (e.g. name and word lists), one document each\n\n"
+            "usage: hearth vocab coverage --vocab VOCAB.gguf --chat FILE.jsonl [--below N]\n"
+            "                             [--style STYLE]\n\n"
+            "Counts how often each token is a training target (the assistant's tokens,\n"
+            "as `hearth train --chat` masks them) and reports how many tokens of the\n"
+            "vocabulary are emitted fewer than N times (default 20) and never. A model\n"
+            "copies a string badly when one of its tokens is rarely a target.\n");
 }
 
 typedef struct vargs {
     const char *out;
     const char **chats, **texts;
     int n_chats, n_texts, style;
+    long target_weight;
     hx_bpe_params bp;
 } vargs;
 
@@ -61,6 +73,11 @@ static int parse(int argc, char **argv, vargs *a)
                 fprintf(stderr, "hearth vocab train: unknown style '%s'\n", argv[i]);
                 return -1;
             }
+        } else if (!strcmp(s, "--target-weight")) {
+            if (parse_int(argv[++i], 1, 1000, &a->target_weight)) {
+                fprintf(stderr, "hearth vocab train: bad %s '%s' (1 to 1000)\n", s, argv[i]);
+                return -1;
+            }
         } else if (!strcmp(s, "--size") || !strcmp(s, "--min-count")) {
             if (parse_int(argv[++i], 1, 1 << 24, &x)) {
                 fprintf(stderr, "hearth vocab train: bad %s '%s'\n", s, argv[i]);
@@ -81,16 +98,23 @@ static int parse(int argc, char **argv, vargs *a)
 typedef struct add_ctx {
     hx_bpe *b;
     hx_buf text;
-    long docs;
+    long docs, target_weight;
     hx_progress pr;
 } add_ctx;
 
+/* One conversation, its assistant turns (the loss targets) weighted. */
 static int add_conv(void *user, const hx_chat_doc *d, hx_err *err)
 {
     add_ctx *c = user;
+    hx_chat_span *sp = NULL;
+    int n_sp = 0, extra = c->target_weight > 1;
     c->text.len = 0;
-    int rc = hx_chat_render(d, &c->text, NULL, NULL, err);
+    int rc = hx_chat_render(d, &c->text, extra ? &sp : NULL, &n_sp, err);
     if (!rc) rc = hx_bpe_add_text(c->b, c->text.data, c->text.len, err);
+    for (long k = 1; !rc && k < c->target_weight; k++)
+        for (int i = 0; !rc && i < n_sp; i++)
+            rc = hx_bpe_add_text(c->b, c->text.data + sp[i].start, sp[i].end - sp[i].start, err);
+    free(sp);
     c->docs++;
     hx_progress_update(&c->pr, (double)d->line, NULL);
     return rc;
@@ -164,6 +188,7 @@ static int vocab_train(int argc, char **argv)
     double t0 = hx_time_mono();
     add_ctx c;
     memset(&c, 0, sizeof c);
+    c.target_weight = a.target_weight ? a.target_weight : 1;
     hx_buf_init(&c.text);
     int rc = hx_bpe_new(&a.bp, &c.b, &err);
     if (!rc) rc = add_all(&a, &c, &err);
@@ -175,6 +200,66 @@ static int vocab_train(int argc, char **argv)
     hx_buf_free(&c.text);
     free(a.chats);
     free(a.texts);
+    return cli_exit_code(rc);
+}
+
+/* ---- hearth vocab coverage ---- */
+static int vocab_coverage(int argc, char **argv)
+{
+    const char *vocab = NULL, *chat = NULL;
+    int style = 0;
+    long below = 20;
+    for (int i = 2; i < argc; i++) {
+        const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) {
+            fprintf(stderr, "hearth vocab coverage: %s needs a value\n", s);
+            return HX_EXIT_USAGE;
+        }
+        if (!strcmp(s, "--vocab")) vocab = argv[++i];
+        else if (!strcmp(s, "--chat")) chat = argv[++i];
+        else if (!strcmp(s, "--style") && (style = hx_tpl_parse_name(argv[++i])) > 0) continue;
+        else if (!strcmp(s, "--below") && !parse_int(argv[++i], 1, 1L << 40, &below)) continue;
+        else {
+            fprintf(stderr, "hearth vocab coverage: bad option '%s'%s%s\n", s, v ? " " : "",
+                    v && strcmp(s, "--vocab") && strcmp(s, "--chat") ? v : "");
+            return HX_EXIT_USAGE;
+        }
+    }
+    if (!vocab || !chat) {
+        fprintf(stderr, "hearth vocab coverage: needs --vocab and --chat\n");
+        return HX_EXIT_USAGE;
+    }
+    hx_err err = {0};
+    hx_chat_tokens t;
+    memset(&t, 0, sizeof t);
+    int family = 0, rc = hx_chat_load(chat, style, vocab, 1, &t, &family, &err);
+    hx_gguf *g = NULL;
+    hx_vocab *v = NULL;
+    if (!rc) rc = hx_gguf_open(vocab, &g, &err);
+    if (!rc) rc = hx_vocab_load(g, &v, &err);
+    long *count = NULL;
+    int32_t nv = v ? hx_vocab_n_tokens(v) : 0;
+    if (!rc && !(count = calloc((size_t)nv, sizeof *count))) rc = hx_err_set(&err, HX_ERR_NOMEM, "out of memory");
+    if (!rc) {
+        for (size_t i = 0; i < t.n; i++)
+            if (t.mask[i] && t.tokens[i] >= 0 && t.tokens[i] < nv) count[t.tokens[i]]++;
+        long rare = 0, never = 0, normal = 0;
+        for (int32_t i = 0; i < nv; i++) {
+            if (hx_vocab_is_special(v, i)) continue;
+            normal++;
+            rare += count[i] < below;
+            never += count[i] == 0;
+        }
+        printf("%s: %d conversations, %zu tokens, %zu targets\n"
+               "%ld of %ld tokens are targets fewer than %ld times (%ld never)\n",
+               chat, t.n_docs, t.n, t.n_masked, rare, normal, below, never);
+    } else {
+        fprintf(stderr, "hearth vocab coverage: %s\n", err.msg[0] ? err.msg : hx_rc_str(rc));
+    }
+    free(count);
+    hx_vocab_free(v);
+    hx_gguf_close(g);
+    hx_chat_tokens_free(&t);
     return cli_exit_code(rc);
 }
 
@@ -190,6 +275,13 @@ int cmd_vocab(int argc, char **argv)
             return HX_EXIT_OK;
         }
         return vocab_train(argc, argv);
+    }
+    if (!strcmp(argv[1], "coverage")) {
+        if (cli_wants_help(argc, argv)) {
+            usage(stdout);
+            return HX_EXIT_OK;
+        }
+        return vocab_coverage(argc, argv);
     }
     fprintf(stderr, "hearth vocab: unknown command '%s' (see --help)\n", argv[1]);
     return HX_EXIT_USAGE;

@@ -71,6 +71,75 @@ static void test_train_chat_and_text(void)
     EXPECT(strstr(g_out, "note:") == NULL);
 }
 
+/* A conversation whose only target word (a value after a JSON quote) is
+ * "quixotrel" and whose prompt says "vendramox" three times. */
+static const char k_weighted[] =
+    "{\"style\": \"compact\", \"messages\": [{\"role\": \"user\", \"content\": \"vendramox "
+    "vendramox vendramox\"}, {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": "
+    "[{\"type\": \"function\", \"function\": {\"name\": \"files.search\", \"arguments\": "
+    "{\"name\": \"quixotrel\"}}}]}, {\"role\": \"tool\", \"content\": \"[]\"}, {\"role\": "
+    "\"assistant\", \"content\": \"No.\"}], \"tools\": []}\n";
+
+static int pieces(const char *word)
+{
+    hx_gguf *g = NULL;
+    hx_vocab *v = NULL;
+    hx_err err = {0};
+    int32_t ids[32];
+    if (hx_gguf_open(vocab, &g, &err) || hx_vocab_load(g, &v, &err)) {
+        hx_gguf_close(g);
+        return -1;
+    }
+    hx_gguf_close(g);
+    int n = hx_tokenize(v, word, strlen(word), ids, 32, 0, 0);
+    hx_vocab_free(v);
+    return n;
+}
+
+/* --target-weight counts the assistant's turns K times, so a word only
+ * the model writes wins merges over a word it only reads; `vocab
+ * coverage` counts the targets per token. */
+static void test_target_weight_and_coverage(void)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    for (int i = 0; i < 40; i++) hx_buf_puts(&b, k_weighted);
+    put(chat, b.data);
+    hx_buf_free(&b);
+    const char *size = "300";
+    EXPECT_EQ_INT(run((const char *[]){"train", "--size", size, "-o", vocab, "--chat", chat, NULL}),
+                  HX_EXIT_OK);
+    int read_plain = pieces(" vendramox"), write_plain = pieces("quixotrel");
+    EXPECT_EQ_INT(run((const char *[]){"train", "--size", size, "-o", vocab, "--chat", chat,
+                                       "--target-weight", "8", NULL}),
+                  HX_EXIT_OK);
+    int read_w = pieces(" vendramox"), write_w = pieces("quixotrel");
+    printf("# pieces: vendramox %d -> %d, quixotrel %d -> %d\n", read_plain, read_w, write_plain,
+           write_w);
+    EXPECT(write_w < write_plain); /* the written word got the merges */
+    EXPECT(read_w >= read_plain);
+    EXPECT_EQ_INT(run((const char *[]){"coverage", "--vocab", vocab, "--chat", chat, "--below",
+                                       "50", NULL}),
+                  HX_EXIT_OK);
+    EXPECT(strstr(g_out, "40 conversations") != NULL);
+    EXPECT(strstr(g_out, "targets fewer than 50 times") != NULL);
+    EXPECT_EQ_INT(run((const char *[]){"coverage", "--chat", chat, NULL}), HX_EXIT_USAGE);
+    EXPECT(strstr(g_errbuf, "needs --vocab and --chat") != NULL);
+    EXPECT_EQ_INT(run((const char *[]){"coverage", "--vocab", vocab, "--chat", chat, "--below",
+                                       "x", NULL}),
+                  HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run((const char *[]){"coverage", "--vocab", "/nonexistent.gguf", "--chat", chat,
+                                       NULL}),
+                  HX_EXIT_FAIL);
+    EXPECT_EQ_INT(run((const char *[]){"train", "-o", vocab, "--chat", chat, "--target-weight",
+                                       "0", NULL}),
+                  HX_EXIT_USAGE);
+    EXPECT(strstr(g_errbuf, "bad --target-weight '0'") != NULL);
+    char tok[320];
+    snprintf(tok, sizeof tok, "%s.tok", chat);
+    unlink(tok);
+}
+
 static void test_bad_inputs(void)
 {
     EXPECT_EQ_INT(run((const char *[]){"train", text, NULL}), HX_EXIT_USAGE);
@@ -118,6 +187,7 @@ int main(void)
     snprintf(vocab, sizeof vocab, "%s/vocab.gguf", dir);
     RUN(test_train_chat_and_text);
     RUN(test_bad_inputs);
+    RUN(test_target_weight_and_coverage);
     unlink(chat);
     unlink(text);
     unlink(vocab);
