@@ -122,6 +122,23 @@ static const char *const onsets[] = {"b", "d", "f", "g", "h", "k", "l", "m", "n"
 static const char *const vowels[] = {"a", "e", "i", "o", "u", "ai", "ea", "ou", "y"};
 static const char *const codas[] = {"", "", "", "n", "r", "l", "s", "m", "th", "k"};
 
+/* Training words also take English-like onsets, vowels and codas the
+ * pools above lack (c, w, j, qu, sp...; words starting with a vowel), so
+ * that the word-initial pieces a model must copy after a JSON quote ("c"
+ * of "code", "char" of "charity") are training targets often, not only
+ * the few the narrow inventory makes. Held-out words keep the narrow
+ * inventory, so held-out tasks are the same as before. */
+static const char *const wide_onsets[] = {
+    "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "qu", "r", "s", "t", "v", "w",
+    "x", "y", "z", "bl", "br", "ch", "cl", "cr", "dr", "fl", "fr", "gl", "gr", "ph", "pl", "pr",
+    "sc", "sh", "sk", "sl", "sm", "sn", "sp", "st", "str", "sw", "th", "tr", "tw", "wh", "wr",
+    "", "", "", ""};
+static const char *const wide_vowels[] = {"a", "e", "i", "o", "u", "a", "e", "i", "o", "u", "ai",
+                                          "ea", "ee", "oo", "ou", "ie", "au", "oi", "ay", "y"};
+static const char *const wide_codas[] = {"", "", "", "", "n", "r", "l", "s", "m", "t", "d",
+                                         "ck", "nd", "nt", "st", "ng", "rt", "x", "ld", "mp",
+                                         "ft", "ct", "sh", "th", "k", "p", "ve", "ge", "ce", "te"};
+
 int hx_world_word_split(const char *word)
 {
     uint32_t h = 2166136261u;
@@ -132,19 +149,46 @@ int hx_world_word_split(const char *word)
     return h % 4 == 3 ? HX_SPLIT_HELDOUT : HX_SPLIT_TRAIN;
 }
 
+/* Whether word (any case) is a word of a held-out entry of a fixed pool:
+ * a made-up training word must not be one ("Priya", "freeze"). */
+static int heldout_pool_word(const char *word)
+{
+    static const struct {
+        const char *const *v;
+        int n;
+    } pools[] = {{first_names, N_OF(first_names)}, {last_names, N_OF(last_names)},
+                 {topics, N_OF(topics)},           {room_words, N_OF(room_words)},
+                 {cities, N_OF(cities)}};
+    size_t wl = strlen(word);
+    for (size_t k = 0; k < sizeof pools / sizeof *pools; k++)
+        for (int i = 3; i < pools[k].n; i += 4) /* idx_split: the held-out entries */
+            for (const char *e = pools[k].v[i]; *e;) {
+                size_t l = strcspn(e, " -");
+                if (l == wl && !strncasecmp(e, word, l)) return 1;
+                e += l + (e[l] != 0);
+            }
+    return 0;
+}
+
 /* Capitalized, 2 or 3 syllables, at most 12 letters, of the split. */
 void hx_world_word(hx_rng *r, int split, char *buf, size_t n)
 {
+    int wide = split == HX_SPLIT_TRAIN && hx_rng_chance(r, 0.6);
+    const char *const *on = wide ? wide_onsets : onsets, *const *vo = wide ? wide_vowels : vowels;
+    const char *const *co = wide ? wide_codas : codas;
+    int n_on = wide ? N_OF(wide_onsets) : N_OF(onsets), n_vo = wide ? N_OF(wide_vowels) : N_OF(vowels);
+    int n_co = wide ? N_OF(wide_codas) : N_OF(codas);
     for (;;) {
         char w[64] = "";
         int syl = 2 + hx_rng_chance(r, 0.35);
         for (int i = 0; i < syl; i++) {
-            strcat(w, onsets[hx_rng_below(r, N_OF(onsets))]);
-            strcat(w, vowels[hx_rng_below(r, N_OF(vowels))]);
-            if (i == syl - 1 || hx_rng_chance(r, 0.3)) strcat(w, codas[hx_rng_below(r, N_OF(codas))]);
+            strcat(w, on[hx_rng_below(r, n_on)]);
+            strcat(w, vo[hx_rng_below(r, n_vo)]);
+            if (i == syl - 1 || hx_rng_chance(r, 0.3)) strcat(w, co[hx_rng_below(r, n_co)]);
         }
         if (strlen(w) > 12 || strlen(w) < 4 || hx_world_word_split(w) != split) continue;
-        w[0] = (char)(w[0] - 32);
+        if (split == HX_SPLIT_TRAIN && heldout_pool_word(w)) continue;
+        w[0] = (char)(w[0] >= 'a' && w[0] <= 'z' ? w[0] - 32 : w[0]);
         snprintf(buf, n, "%s", w);
         return;
     }

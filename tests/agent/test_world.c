@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "agent/agent_int.h"
@@ -114,6 +115,60 @@ static void test_pools_disjoint(void)
         hx_civil_from_days(w.today, &y, &m, &d);
         EXPECT((y == 2028) == (w.split == HX_SPLIT_HELDOUT));
     }
+}
+
+static int in_words(char set[][24], int n, const char *w)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcasecmp(set[i], w)) return 1;
+    return 0;
+}
+
+/* Adds the words of s (split at spaces) to set. */
+static int add_words(char set[][24], int n, int max, const char *s)
+{
+    while (*s && n < max) {
+        size_t l = strcspn(s, " ");
+        snprintf(set[n], 24, "%.*s", (int)l, s);
+        if (l && !in_words(set, n, set[n])) n++;
+        s += l + (s[l] == ' ');
+    }
+    return n;
+}
+
+/* Made-up training words start with many letters and clusters (copy
+ * practice for word-initial pieces: the narrow held-out inventory has no
+ * c, j, q, w, x, y or vowel start), and none is a word of a held-out name
+ * or topic, made-up or from the fixed lists ("freeze" of "code freeze"). */
+static void test_training_words(void)
+{
+    enum { N = 3000, MAXW = 6000 };
+    static char held[MAXW][24];
+    int nh = 0, starts[26] = {0}, n_starts = 0, clash = 0;
+    hx_rng r;
+    hx_rng_seed(&r, 9, 1);
+    for (int i = 0; i < N; i++) {
+        hx_wperson p;
+        char t[32];
+        hx_world_person(&r, HX_SPLIT_HELDOUT, &p);
+        hx_world_topic(&r, HX_SPLIT_HELDOUT, t, sizeof t);
+        nh = add_words(held, nh, MAXW, p.name);
+        nh = add_words(held, nh, MAXW, t);
+    }
+    for (int i = 0; i < N; i++) {
+        char w[24];
+        hx_world_word(&r, HX_SPLIT_TRAIN, w, sizeof w);
+        int c = (w[0] | 32) - 'a';
+        if (c >= 0 && c < 26 && !starts[c]++) n_starts++;
+        if (in_words(held, nh, w) && strcasecmp(w, "project") && strcasecmp(w, "plan")) {
+            if (!clash++) printf("# training word %s is a held-out word\n", w);
+        }
+    }
+    printf("# %d held-out words; training words start with %d letters\n", nh, n_starts);
+    EXPECT(nh > 1000);
+    EXPECT_EQ_INT(clash, 0);
+    EXPECT(n_starts >= 24);
+    EXPECT(starts['c' - 'a'] > N / 100 && starts['w' - 'a'] > N / 100 && starts['a' - 'a'] > N / 100);
 }
 
 /* What the world holds, as the agent's tools see it: recurring meetings
@@ -294,6 +349,7 @@ int main(void)
 {
     RUN(test_world_deterministic);
     RUN(test_pools_disjoint);
+    RUN(test_training_words);
     RUN(test_world_layout);
     RUN(test_worlds_read_cleanly);
     RUN(test_years);
