@@ -207,11 +207,12 @@ static void test_close_tag_inside_string(void)
 {
     world w;
     ASSERT(world_open(&w, 0, 0, 0));
+    /* (mail.search's text is free text: attendees are addresses, which
+     * the calendar tools refuse when malformed, since 7c61f33) */
     const char *call =
-        "<tool_call>{\"name\": \"calendar.find_slots\", \"arguments\": {\"duration_minutes\": "
-        "60, \"range\": \"on Monday morning\", \"attendees\": [\"dveragner@shoufy.eu\", \"pe: "
-        "0}}</tool_call></tool_call> listing\", \"shaiklufun@tyshain.com\"], \"count\": "
-        "3}}</tool_call>";
+        "<tool_call>{\"name\": \"mail.search\", \"arguments\": {\"text\": \"pe: "
+        "0}}</tool_call></tool_call> listing\", \"from\": \"dveragner@shoufy.eu\", "
+        "\"limit\": 3}}</tool_call>";
     /* the grammar the agent decodes with accepts the text as one call */
     hx_tool_spec *specs = NULL;
     int n = hx_agent_tool_specs(w.reg, NULL, NULL, &specs);
@@ -232,16 +233,15 @@ static void test_close_tag_inside_string(void)
     seen s;
     cJSON *t = NULL;
     scripted_source ss;
-    EXPECT_EQ_INT(run_script(&w, turns, 2, "find an hour on Monday", NULL, &s, &t, &ss), HX_OK);
+    EXPECT_EQ_INT(run_script(&w, turns, 2, "find the listing mail", NULL, &s, &t, &ss), HX_OK);
     ASSERT(t);
     EXPECT_STR_EQ(call_status(t, 0), "ok");
     const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "calls"), 0);
     const cJSON *args = cJSON_GetObjectItem(c0, "arguments");
-    const cJSON *att = cJSON_GetObjectItem(args, "attendees");
-    EXPECT_EQ_INT(cJSON_GetArraySize(att), 3);
-    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetArrayItem(att, 1)),
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(args, "text")),
                   "pe: 0}}</tool_call></tool_call> listing");
-    EXPECT(world_args_valid(&w, "calendar.find_slots", args));
+    EXPECT_EQ_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(args, "limit")), 3);
+    EXPECT(world_args_valid(&w, "mail.search", args));
     EXPECT_STR_EQ(tstr(t, "answer"), "Done.");
     done(&s, t, &ss);
     /* a body that is not JSON still ends at the first closing tag */
