@@ -13,8 +13,9 @@
 # 6000), TINY_STEPS (upper bound, 100000), TINY_SEQ (2048), TINY_BATCH (2),
 # TINY_ACCUM (2), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
 # TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
-# TINY_FF (768), TINY_VOCAB (4096), TINY_QUANT (Q8_0), TINY_CKPT_EVERY (10
-# steps between checkpoints).
+# TINY_FF (768), TINY_VOCAB (4096), TINY_TARGET_WEIGHT (8: the assistant's
+# turns count 8 times in BPE training), TINY_QUANT (Q8_0), TINY_CKPT_EVERY
+# (10 steps between checkpoints).
 set -eu
 
 HEARTH=${1:-build/hearth}
@@ -39,6 +40,7 @@ KV=${TINY_KV:-2}
 HEAD_DIM=${TINY_HEAD_DIM:-64}
 FF=${TINY_FF:-768}
 VOCAB=${TINY_VOCAB:-4096}
+TARGET_WEIGHT=${TINY_TARGET_WEIGHT:-8}
 QUANT=${TINY_QUANT:-Q8_0}
 CKPT_EVERY=${TINY_CKPT_EVERY:-10}
 BUILD_DIR=$(dirname "$HEARTH")
@@ -81,12 +83,17 @@ if [ -s "$DIR/train.jsonl" ]; then skip 1/7 "$DIR/train.jsonl"; else
 fi
 
 # 2. vocabulary: byte-level BPE over the rendered training conversations
+# (the final data mix), the assistant's turns counted TARGET_WEIGHT times
+# so that merges go to what the model writes (values after a JSON quote);
+# then how many tokens are rarely a target
 if [ -s "$DIR/vocab.gguf" ]; then skip 2/7 "$DIR/vocab.gguf"; else
-    stage_start 2/7 "vocab: $VOCAB-token BPE on the training conversations"
+    stage_start 2/7 "vocab: $VOCAB-token BPE on the training conversations, targets x$TARGET_WEIGHT"
     make_file "$DIR/vocab.gguf" nice "$HEARTH" vocab train --size "$VOCAB" \
         -o "$DIR/vocab.gguf.tmp" --chat "$DIR/train.jsonl" --style compact \
-        >"$DIR/vocab.log" 2>&1
-    stage_done "$(grep 'bytes/token' "$DIR/vocab.log" | tail -1)"
+        --target-weight "$TARGET_WEIGHT" >"$DIR/vocab.log" 2>&1
+    nice "$HEARTH" vocab coverage --vocab "$DIR/vocab.gguf" --chat "$DIR/train.jsonl" \
+        --style compact >>"$DIR/vocab.log" 2>&1 || true
+    stage_done "$(grep 'bytes/token' "$DIR/vocab.log" | tail -1); $(grep 'fewer than' "$DIR/vocab.log" | tail -1)"
 fi
 
 # 3. training, resumable: the checkpoint carries the step, the data
@@ -172,7 +179,7 @@ at Qwen3-30B-A3B or another GGUF of a supported architecture.
 |---|---|
 | architecture | qwen3, tied embeddings, q/k RMSNorm, NEOX RoPE base 1e6 |
 | shape | $LAYERS layers, C = $EMBD, $HEADS query heads x $HEAD_DIM, $KV KV heads, FFN $FF |
-| vocabulary | $VOCAB byte-level BPE (\`hearth vocab train\` on the training conversations) |
+| vocabulary | $VOCAB byte-level BPE (\`hearth vocab train --target-weight $TARGET_WEIGHT\` on the training conversations) |
 | data | $N_TRAIN generated conversations (\`hearth datagen --split train --seed $SEED\`), compact style; loss on the assistant's tokens only |
 | context | $SEQ tokens, packed conversations, each window starting at a conversation |
 | batch | $BATCH x $SEQ tokens x $ACCUM micro-batches per step |
