@@ -1,7 +1,10 @@
 /* spec.c: tool-call generation speed with engine/spec (grammar-forced runs
  * in one pass, n-gram drafts verified in one pass) against plain decoding
  * (one token per pass), same model, same prompts, same output (checked).
- * Usage: bench/spec MODEL.gguf [compact 0|1] [threads] [reps] */
+ * Usage: bench/spec MODEL.gguf [compact 0|1] [threads] [reps] [rows P]
+ * rows P: also the time of a pass of B = 1..9 tokens after a P-token
+ * prompt (best of 10; a row's cost against a one-token pass is what the
+ * drafts must beat). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +108,32 @@ static int generate(hx_ctx *c, const hx_vocab *v, hx_grammar *g, hx_gvocab *gv,
     return rc ? -1 : n;
 }
 
+/* Best-of-10 time of one pass of B tokens after a P-token context, B =
+ * 1..9, and each against B = 1. */
+static int pass_costs(hx_ctx *c, const hx_vocab *v, int P)
+{
+    int32_t t[4096 + 16];
+    if (P < 1 || P > 4096) return 1;
+    for (int i = 0; i < P + 16; i++) t[i] = (int32_t)(100 + (i * 7919) % (hx_vocab_n_tokens(v) - 200));
+    hx_ctx_truncate(c, 0);
+    if (hx_decode(c, t, P, 0)) return 1;
+    double one = 0;
+    printf("  pass time after %d tokens of context (best of 10):\n", P);
+    for (int B = 1; B <= 9; B++) {
+        double best = 1e9;
+        for (int r = 0; r < 10; r++) {
+            double t0 = hx_time_mono();
+            if (hx_decode(c, t + P, B, 1)) return 1;
+            double dt = hx_time_mono() - t0;
+            hx_ctx_truncate(c, P);
+            best = dt < best ? dt : best;
+        }
+        if (B == 1) one = best;
+        printf("    B=%d %6.2f ms  %.2f one-token passes\n", B, best * 1e3, best / one);
+    }
+    return 0;
+}
+
 static void print_call(const hx_vocab *v, const int32_t *t, int n)
 {
     printf("    ");
@@ -119,7 +148,7 @@ static void print_call(const hx_vocab *v, const int32_t *t, int n)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s MODEL.gguf [compact 0|1] [threads] [reps]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL.gguf [compact 0|1] [threads] [reps] [rows P]\n", argv[0]);
         return 2;
     }
     int compact = argc > 2 ? atoi(argv[2]) : 0, threads = argc > 3 ? atoi(argv[3]) : 2;
@@ -169,6 +198,7 @@ int main(int argc, char **argv)
            "%lld of %lld drafts accepted)\n", rs.tokens, (long)rs.st.passes, rs.secs, ts,
            (long long)rs.st.forced, (long long)rs.st.accepted, (long long)rs.st.drafted);
     printf("  ratio %.2fx; identical output: %d of %d calls\n", ts / tp, same, total);
+    if (argc > 6 && !strcmp(argv[5], "rows") && pass_costs(c, v, atoi(argv[6]))) return 1;
     hx_ctx_free(c);
     hx_grammar_free(g);
     hx_gvocab_free(gv);
