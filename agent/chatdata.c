@@ -87,9 +87,7 @@ static int render_first(const hx_chat_doc *d, int n, int gen, hx_buf *out)
     return rc;
 }
 
-/* An assistant message, unless it has "loss": false (a deliberate slip in
- * a recovery lesson, agent/dgrun.c): context only, not a target. */
-static int is_target(const cJSON *m)
+int hx_chat_is_target(const cJSON *m)
 {
     const char *r = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "role"));
     return r && !strcmp(r, "assistant") &&
@@ -134,7 +132,7 @@ int hx_chat_render(const hx_chat_doc *d, hx_buf *out, hx_chat_span **spans,
         if (!*spans) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
         const cJSON *m = d->messages->child;
         for (int i = 0; !rc && i < n; i++, m = m->next)
-            if (is_target(m)) rc = turn_span(d, i, &full, &(*spans)[(*n_spans)++], err);
+            if (hx_chat_is_target(m)) rc = turn_span(d, i, &full, &(*spans)[(*n_spans)++], err);
     }
     if (!rc && hx_buf_append(out, full.data ? full.data : "", full.len))
         rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");

@@ -95,10 +95,8 @@ int hx_agent_nightly_render(void *user, const cJSON *messages, hx_nightly_data *
     memset(&d, 0, sizeof d);
     hx_buf_init(&d.text);
     int rc = HX_OK, i = 0;
-    for (const cJSON *m = messages->child; !rc && m; m = m->next, i++) {
-        const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "role"));
-        if (role && !strcmp(role, "assistant")) rc = add_turn(ar, messages, i, &d, out, err);
-    }
+    for (const cJSON *m = messages->child; !rc && m; m = m->next, i++)
+        if (hx_chat_is_target(m)) rc = add_turn(ar, messages, i, &d, out, err);
     if (!rc) rc = doc_flush(ar, &d, out, err);
     hx_buf_free(&d.text);
     free(d.spans);

@@ -265,6 +265,41 @@ static void test_render_every_family(void)
     cJSON_Delete(tools);
 }
 
+/* A turn marked "loss": false (a recovery lesson's slip) stays in the
+ * document as context but is no target: the same tokens, fewer targets. */
+static void test_render_skips_no_loss_turn(void)
+{
+    const char *vf = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    if (!vf) SKIP("no qwen2 vocabulary in HEARTH_SHARED_DATA");
+    cJSON *msgs = two_exchanges(), *tools = some_tools();
+    hx_err err = {0};
+    hx_gguf *g = NULL;
+    hx_vocab *v = NULL;
+    ASSERT(hx_gguf_open(vf, &g, &err) == HX_OK && hx_vocab_load(g, &v, &err) == HX_OK);
+    hx_agent_render ar = {v, HX_TPL_COMPACT, tools};
+    hx_nightly_data all, some;
+    memset(&all, 0, sizeof all);
+    memset(&some, 0, sizeof some);
+    EXPECT(hx_agent_nightly_render(&ar, msgs, &all, &err) == HX_OK);
+    cJSON *m = msgs->child;
+    while (m && strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(m, "role")), "assistant")) m = m->next;
+    ASSERT(m);
+    cJSON_AddFalseToObject(m, "loss");
+    EXPECT(hx_agent_nightly_render(&ar, msgs, &some, &err) == HX_OK);
+    size_t n_all = 0, n_some = 0;
+    for (size_t k = 0; k < all.n; k++) n_all += all.mask[k];
+    for (size_t k = 0; k < some.n; k++) n_some += some.mask[k];
+    EXPECT_EQ_INT(some.n, all.n);
+    EXPECT(some.n == all.n && same_tokens(some.tokens, all.tokens, all.n));
+    EXPECT(n_some > 0 && n_some < n_all);
+    hx_nightly_data_free(&all);
+    hx_nightly_data_free(&some);
+    hx_vocab_free(v);
+    hx_gguf_close(g);
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+}
+
 /* Replay: n conversations of hearth datagen's training split, each
  * rendered as an episode is (the prompt the planner feeds before every
  * assistant turn, the turn the only target), with the tools of its world;
@@ -472,6 +507,7 @@ int main(void)
         hx_trainer_free(tr);
         RUN(test_render_equals_inference);
         RUN(test_render_every_family);
+        RUN(test_render_skips_no_loss_turn);
         RUN(test_replay);
         RUN(test_distill);
         RUN(test_base_cache);
