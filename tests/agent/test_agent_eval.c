@@ -24,8 +24,8 @@ static const char *dir(void)
     return g_dir;
 }
 
-/* n held-out tasks of a category (-1: the mix), with the oracle's calls. */
-static cJSON *tasks(long n, uint64_t seed, int cat)
+/* n tasks of a split and category (-1: the mix), with the oracle's calls. */
+static cJSON *split_tasks(int split, long n, uint64_t seed, int cat)
 {
     char *buf = NULL, home[128];
     size_t len = 0;
@@ -34,7 +34,7 @@ static cJSON *tasks(long n, uint64_t seed, int cat)
     hx_dg_stats st;
     hx_err err = {0};
     snprintf(home, sizeof home, "%s/gen", dir());
-    p.split = HX_SPLIT_HELDOUT;
+    p.split = split;
     p.tasks = 1;
     p.n = n;
     p.seed = seed;
@@ -47,6 +47,12 @@ static cJSON *tasks(long n, uint64_t seed, int cat)
         cJSON_AddItemToArray(all, cJSON_Parse(l));
     free(buf);
     return all;
+}
+
+/* n held-out tasks of a category (-1: the mix), with the oracle's calls. */
+static cJSON *tasks(long n, uint64_t seed, int cat)
+{
+    return split_tasks(HX_SPLIT_HELDOUT, n, seed, cat);
 }
 
 /* ---- a wrong run: the oracle's turns, rewritten ---- */
@@ -151,6 +157,35 @@ static void test_oracle_passes(void)
     EXPECT_EQ_INT(valid, calls);
     for (int c = 0; c < HX_CAT_COUNT; c++) EXPECT(cats[c] > 0);
     cJSON_Delete(all);
+}
+
+/* The training split's recovery kinds (schedule_fix, send_fix,
+ * bad_address, bad_send_address, declined_schedule) have checks too: the
+ * oracle's run of each passes (a slip refused then corrected; nothing
+ * booked or sent for an unusable address or a declined booking). */
+static void test_recovery_tasks_pass(void)
+{
+    static const char *const kinds[] = {"schedule_fix", "send_fix", "bad_address", "bad_send_address",
+                                        "declined_schedule"};
+    int seen[5] = {0}, n = 0, pass = 0, valid = 0, calls = 0;
+    char why[300];
+    for (int c = 0; c < 2; c++) {
+        cJSON *all = split_tasks(HX_SPLIT_TRAIN, 30, 5, c ? HX_CAT_REFUSAL : HX_CAT_ERROR), *t;
+        cJSON_ArrayForEach(t, all)
+        {
+            const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(t, "kind"));
+            int k = 0;
+            while (k < 5 && strcmp(kind, kinds[k])) k++;
+            if (k == 5) continue;
+            seen[k]++, n++;
+            if (run_checked(t, NULL, why, sizeof why, &valid, &calls)) pass++;
+            else printf("# %s: %s\n", kind, why);
+        }
+        cJSON_Delete(all);
+    }
+    for (int k = 0; k < 5; k++) EXPECT(seen[k] > 0);
+    EXPECT_EQ_INT(pass, n);
+    EXPECT_EQ_INT(valid, calls);
 }
 
 /* ---- the deliberate mistakes ---- */
@@ -429,6 +464,7 @@ static void test_broken_tasks(void)
 int main(void)
 {
     RUN(test_oracle_passes);
+    RUN(test_recovery_tasks_pass);
     RUN(test_wrong_runs_fail);
     RUN(test_schedule_flaws);
     RUN(test_transcript);
