@@ -557,6 +557,8 @@ typedef struct hx_agent_eval {
                       * sample, the threads and the hearth binary, and not
                       * run again while those are the same */
     int base_cached;  /* set by each base run: 1 if it came from the cache */
+    const struct hx_agent_contrast *contrast; /* NULL: distillation replays
+                      * generic tasks only (agent/distill.c) */
 } hx_agent_eval;
 int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *scales,
                           int n_adapters, int n_tasks, uint8_t *pass, hx_err *err);
@@ -588,6 +590,37 @@ int hx_dg_model_trace(const hx_agent_eval *ae, const cJSON *task, const char *ho
  * environment (HEARTH_HOME, HEARTH_NOW) is put back. */
 int hx_agent_nightly_distill(void *user, int n, uint64_t seed,
                              struct hx_nightly_data *out, hx_err *err);
+/* Contrastive replay (issue 10): a share of the distilled conversations
+ * are the base's runs of calendar requests of the kinds the user's
+ * episodes are (datagen's schedule, find_slots, create_event, each taken
+ * when the episodes call every tool it calls), from the training split,
+ * naming none of the values the episodes' calls carry that are the
+ * user's habits (a location, an attendee's address or its name parts):
+ * requests for other people, with no room and the lengths they state, so
+ * that the adapter sees the habits belong to the user's requests and not
+ * to every calendar request. */
+enum { HX_CONTRAST_FIND_SLOTS = 1, HX_CONTRAST_CREATE = 2, HX_CONTRAST_MAX_TERMS = 64 };
+typedef struct hx_agent_contrast {
+    double share;    /* of the replay conversations, in [0, 1]; 0: none */
+    unsigned tools;  /* HX_CONTRAST_* the episodes called */
+    char *terms[HX_CONTRAST_MAX_TERMS]; /* owned; no contrast task names one */
+    int n_terms;
+} hx_agent_contrast;
+/* One call of an episode (name, JSON arguments) into c: its tool, its
+ * "location" and "attendees" values and the attendees' name parts
+ * (robert.keller@x: "robert", "keller"). HX_ERR_NOMEM. */
+int hx_agent_contrast_add_call(hx_agent_contrast *c, const char *name, const char *arguments);
+/* Every call of m's training episodes (accepted and corrected) into c. */
+int hx_agent_contrast_learn(hx_agent_contrast *c, hx_memory *m, hx_err *err);
+void hx_agent_contrast_free(hx_agent_contrast *c); /* the terms; c stays */
+/* n contrast tasks for c from seed (training split; a JSON array, caller
+ * frees; fewer when c's tools give no kind); NULL with err set. */
+cJSON *hx_dg_contrast_tasks(const hx_agent_contrast *c, long n, uint64_t seed, hx_err *err);
+/* The tasks hx_agent_nightly_distill replays: n, of which c's share (c
+ * NULL: none) are hx_dg_contrast_tasks(c, ., seed), spread evenly among
+ * hx_dg_train_tasks(., seed) (which fill in when fewer contrast tasks
+ * fit); with no share exactly hx_dg_train_tasks(n, seed). */
+cJSON *hx_agent_replay_tasks(const hx_agent_contrast *c, int n, uint64_t seed, hx_err *err);
 
 /* ---- a persona (agent/persona.c): a sample user with habits no base
  * model can know, for issue 10's personalization proof. Their meetings

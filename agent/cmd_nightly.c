@@ -49,6 +49,12 @@ static void nightly_usage(FILE *f, const char *verb)
         "                       model's own runs of those requests, so the adapter\n"
         "                       keeps what the base does there; the default) or\n"
         "                       oracle (the generator's intended runs)\n"
+        "      --replay-contrast F  this share (0 to 1) of the base's replayed runs are\n"
+        "                       calendar requests of your episodes' kinds (schedule,\n"
+        "                       find a slot, create an event) for other people, with\n"
+        "                       no value your episodes' calls carry (room, attendees):\n"
+        "                       the adapter sees your habits are yours, not every\n"
+        "                       calendar request's (default 0; needs --replay-from base)\n"
         "      --eval-tasks N   the generic suite: the same N held-out agent tasks\n"
         "                       run with what you run now and with the new adapter,\n"
         "                       compared task by task (default 100: one task is a\n"
@@ -71,8 +77,9 @@ static void nightly_usage(FILE *f, const char *verb)
         "  -t, --threads N      0 = all cores (default)\n\n"
         "config.json's \"nightly\" object sets the defaults of these: \"rank\",\n"
         "\"lr\", \"epochs\", \"steps\", \"targets\" (\"q,k,v,o\"), \"replay\",\n"
-        "\"replay_from\" (\"base\" or \"oracle\"), \"eval_tasks\", \"scales\"\n"
-        "(\"1,0.75,0.5\"), \"stop_delta\", \"max_memory\"; the options override it.\n");
+        "\"replay_from\" (\"base\" or \"oracle\"), \"replay_contrast\", \"eval_tasks\",\n"
+        "\"scales\" (\"1,0.75,0.5\"), \"stop_delta\", \"max_memory\"; the options override\n"
+        "it.\n");
     if (nightly) fprintf(f, "      --install        print a crontab line and a systemd user timer\n");
 }
 
@@ -119,7 +126,7 @@ static int parse_replay_from(const char *s)
 }
 
 static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
-                 const char **model, int *install, int *distill)
+                 const char **model, int *install, int *distill, double *contrast)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -138,6 +145,7 @@ static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
         else if (!strcmp(a, "--replay") && (d = atof(v)) >= 0) p->replay_ratio = d, i++;
         else if (!strcmp(a, "--replay-from") && parse_replay_from(v) >= 0)
             *distill = parse_replay_from(v), i++;
+        else if (!strcmp(a, "--replay-contrast") && (d = atof(v)) >= 0 && d <= 1) *contrast = d, i++;
         else if (!strcmp(a, "--eval-margin") && (d = atof(v)) >= 0) p->eval_margin = d / 100, i++;
         else if (!strcmp(a, "--max-memory") && !cli_parse_size(v, &p->max_bytes)) i++;
         else if (!strcmp(a, "--scales") && !parse_scales(v, p)) i++;
@@ -215,11 +223,15 @@ typedef struct nightly_env {
     cJSON *tools;
     hx_agent_render ar;
     hx_agent_eval ae;
+    hx_agent_contrast contrast;
 } nightly_env;
 
-static int open_env(nightly_env *e, const char *model, int distill, hx_nightly_params *p,
-                    hx_err *err)
+static int open_env(nightly_env *e, const char *model, int distill, double contrast,
+                    hx_nightly_params *p, hx_err *err)
 {
+    if (contrast > 0 && !distill)
+        return hx_err_set(err, HX_ERR_INVALID, "the contrast replay is the base's runs: it "
+                          "needs --replay-from base");
     int rc = hx_memory_open(NULL, &e->mem, err);
     if (!rc) rc = hx_lora_store_open(NULL, &e->st, err);
     if (!rc) rc = hx_model_load(model, NULL, &e->model, err);
@@ -239,7 +251,7 @@ static int open_env(nightly_env *e, const char *model, int distill, hx_nightly_p
     if (rc) return rc;
     const int family = hx_tpl_detect(hx_model_gguf(e->model), hx_model_vocab(e->model));
     e->ar = (hx_agent_render){hx_model_vocab(e->model), family, e->tools};
-    e->ae = (hx_agent_eval){e->model, family, p->n_threads, 0, 1, NULL, NULL, NULL, 0};
+    e->ae = (hx_agent_eval){e->model, family, p->n_threads, 0, 1, NULL, NULL, NULL, 0, NULL};
     p->render = hx_agent_nightly_render, p->render_user = &e->ar;
     p->eval = hx_agent_nightly_eval, p->eval_user = &e->ae;
     /* the replay's targets: the base's own runs (distillation) or the
@@ -247,6 +259,15 @@ static int open_env(nightly_env *e, const char *model, int distill, hx_nightly_p
      * the generic suite with every recipe tried (bench/README.md) */
     if (distill) p->replay = hx_agent_nightly_distill, p->replay_user = &e->ae;
     else p->replay = hx_agent_nightly_replay, p->replay_user = &e->ar;
+    e->contrast.share = contrast;
+    if (contrast > 0 && !(rc = hx_agent_contrast_learn(&e->contrast, e->mem, err))) {
+        e->ae.contrast = &e->contrast;
+        fprintf(stderr, "nightly: contrast replay: %.0f%% of the replay, calendar requests "
+                "without the %d values of your episodes' calls%s\n", contrast * 100,
+                e->contrast.n_terms, e->contrast.tools ? "" : " (your episodes make no "
+                "calendar calls: none fit)");
+    }
+    if (rc) return rc;
     /* an episode carries the system text and tool list: a sequence holds
      * a whole conversation where the context allows (nightly shortens it
      * to the longest one), and episodes sharing them are packed after one
@@ -261,6 +282,7 @@ static int open_env(nightly_env *e, const char *model, int distill, hx_nightly_p
 static void close_env(nightly_env *e)
 {
     hx_agent_eval_free_tasks(&e->ae);
+    hx_agent_contrast_free(&e->contrast);
     cJSON_Delete(e->tools);
     hx_extools_free(e->x);
     hx_tools_free(e->reg);
@@ -284,10 +306,10 @@ static int config_number(const cJSON *night, const char *key, double lo, double 
 }
 
 /* The config's "nightly" object into p (the options, parsed after, win):
- * rank, lr, epochs, steps, targets, replay, eval_tasks, max_memory ("2G"
- * or bytes). */
+ * rank, lr, epochs, steps, targets, replay, replay_from, replay_contrast,
+ * eval_tasks, max_memory ("2G" or bytes). */
 static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *distill,
-                          hx_err *err)
+                          double *contrast, hx_err *err)
 {
     const cJSON *night = cJSON_GetObjectItem(cfg->raw, "nightly");
     if (!night) return HX_OK;
@@ -301,6 +323,7 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *disti
     if (!rc) rc = config_number(night, "replay", 0, 100, &p->replay_ratio, err);
     if (!rc) rc = config_number(night, "eval_tasks", 0, 1e5, &et, err);
     if (!rc) rc = config_number(night, "stop_delta", 0, 0.999, &p->stop_delta, err);
+    if (!rc) rc = config_number(night, "replay_contrast", 0, 1, contrast, err);
     if (rc) return rc;
     p->lora.rank = (int)rank, p->lora.alpha = (float)(int)rank, p->train.opt.lr = (float)lr;
     p->epochs = (int)ep, p->train.opt.n_steps = (int)st, p->eval_tasks = (int)et;
@@ -332,7 +355,8 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
     hx_nightly_params p = hx_nightly_default_params();
     const char *model = NULL;
     int install = 0, distill = 1;
-    if (parse(argc, argv, nightly, &p, &model, &install, &distill))
+    double contrast = 0;
+    if (parse(argc, argv, nightly, &p, &model, &install, &distill, &contrast))
         return nightly_usage(stderr, verb), HX_EXIT_USAGE;
     if (install) return print_install(), HX_EXIT_OK;
     p.force |= force;
@@ -344,10 +368,10 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
     if (!rc && !model) model = e.cfg->model;
     if (!rc && !model) rc = hx_err_set(&err, HX_ERR_INVALID, "no model: pass --model "
                                        "FILE or set \"model\" in config.json");
-    if (!rc) rc = config_nightly(e.cfg, &p, &distill, &err);
-    if (!rc && parse(argc, argv, nightly, &p, &model, &install, &distill)) /* over the config */
+    if (!rc) rc = config_nightly(e.cfg, &p, &distill, &contrast, &err);
+    if (!rc && parse(argc, argv, nightly, &p, &model, &install, &distill, &contrast)) /* over the config */
         rc = hx_err_set(&err, HX_ERR_INVALID, "bad options");
-    if (!rc) rc = open_env(&e, model, distill, &p, &err);
+    if (!rc) rc = open_env(&e, model, distill, contrast, &p, &err);
     if (!rc && hx_path_cache(work, sizeof work - 16) < 0)
         rc = hx_err_set(&err, HX_ERR_RANGE, "cache path too long");
     hx_nightly_report r;

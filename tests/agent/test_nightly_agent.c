@@ -373,7 +373,7 @@ static void test_distill(void)
     if (access(tiny, R_OK)) SKIP("models/hearth-tiny.gguf is not here (run from the repository root)");
     ASSERT(hx_model_load(tiny, NULL, &m, &err) == HX_OK);
     const hx_vocab *v = hx_model_vocab(m);
-    hx_agent_eval ae = {m, HX_TPL_COMPACT, 1, 0, 1, tmpdir, NULL, NULL, 0};
+    hx_agent_eval ae = {m, HX_TPL_COMPACT, 1, 0, 1, tmpdir, NULL, NULL, 0, NULL};
     hx_nightly_data d, again;
     memset(&d, 0, sizeof d), memset(&again, 0, sizeof again);
     setenv("HEARTH_HOME", "/the/user/home", 1);
@@ -431,7 +431,7 @@ static void test_base_cache(void)
     char cache[300];
     ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
     snprintf(cache, sizeof cache, "%s/gate-cache", tmpdir);
-    hx_agent_eval ae = {m, HX_TPL_COMPACT, 1, 0, 3, tmpdir, NULL, cache, 0};
+    hx_agent_eval ae = {m, HX_TPL_COMPACT, 1, 0, 3, tmpdir, NULL, cache, 0, NULL};
     uint8_t a[2] = {9, 9}, b[2] = {7, 7};
     ASSERT(hx_agent_nightly_eval(&ae, NULL, NULL, 0, 2, a, &err) == HX_OK);
     EXPECT_EQ_INT(ae.base_cached, 0);
@@ -450,7 +450,7 @@ static void test_base_cache(void)
  * oracle passes the same tasks with or without an adapter argument. */
 static void test_eval_sample(void)
 {
-    hx_agent_eval ae = {NULL, HX_TPL_COMPACT, 1, 1, 7, tmpdir, NULL, NULL, 0};
+    hx_agent_eval ae = {NULL, HX_TPL_COMPACT, 1, 1, 7, tmpdir, NULL, NULL, 0, NULL};
     uint8_t pb[3] = {9, 9, 9}, pw[3] = {9, 9, 9};
     hx_err err = {0};
     unsetenv("HEARTH_HOME"), unsetenv("HEARTH_NOW");

@@ -1,6 +1,7 @@
 /* test_persona.c: issue 10's persona, the mechanics of its proof: requests
  * that never name the habits, accepted episodes in a memory database with
- * the habit values in the calls, the held-out checker on hand-built calls,
+ * the habit values in the calls, the contrast replay's tasks kept free of
+ * them, the held-out checker on hand-built calls,
  * and `hearth nightly --force` on that database training a couple of steps
  * and adopting, or saying why not (the figures: make bench-persona). */
 #include <stdlib.h>
@@ -182,6 +183,107 @@ static void test_episodes(void)
     hx_memory_close(mem);
 }
 
+/* A task's identity: its request in its world ("expect" holds paths). */
+static char *task_key(const cJSON *t)
+{
+    char *k = NULL;
+    return asprintf(&k, "%s|%s|%s", js(t, "world_seed"), js(t, "now"), js(t, "request")) < 0 ? NULL : k;
+}
+
+/* Contrastive replay (agent/distill.c): what the persona's accepted
+ * episodes teach it to keep out (the room, Robert's address and names),
+ * then the replay tasks it selects: of the episodes' kinds (schedule,
+ * find_slots, create_event), of the training split, naming none of the
+ * habits, for other people and lengths; spread among the generic ones in
+ * the stated share; with no share exactly the generic replay's tasks. */
+static int has_term(const hx_agent_contrast *c, const char *t)
+{
+    int found = 0;
+    for (int i = 0; i < c->n_terms; i++) found |= !strcasecmp(c->terms[i], t);
+    return found;
+}
+
+static int names_habit(const cJSON *task)
+{
+    const hx_wperson *col = &P.w.people[0];
+    char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(task, "slots"));
+    const int bad = !text || strcasestr(text, P.room) || strcasestr(text, P.room + 5) ||
+                    strcasestr(text, P.nickname) || strcasestr(text, col->email) ||
+                    strcasestr(text, col->first) || strcasestr(text, col->last) ||
+                    strcasestr(js(task, "request"), "room");
+    cJSON_free(text);
+    return bad;
+}
+
+static void test_contrast(void)
+{
+    char db[400];
+    hx_err err = {0};
+    snprintf(db, sizeof db, "%s/data/memory.db", home);
+    hx_memory_params mp = hx_memory_default_params();
+    mp.path = db;
+    hx_memory *mem = NULL;
+    ASSERT(hx_memory_open(&mp, &mem, &err) == HX_OK);
+    hx_agent_contrast c;
+    memset(&c, 0, sizeof c);
+    c.share = 0.5;
+    EXPECT(hx_agent_contrast_learn(&c, mem, &err) == HX_OK);
+    hx_memory_close(mem);
+    EXPECT_EQ_INT(c.tools, HX_CONTRAST_FIND_SLOTS | HX_CONTRAST_CREATE);
+    EXPECT(has_term(&c, P.room) && has_term(&c, P.w.people[0].email));
+    EXPECT(has_term(&c, P.w.people[0].first) && has_term(&c, P.w.people[0].last));
+    cJSON *con = hx_dg_contrast_tasks(&c, 30, 7, &err);
+    ASSERT(con != NULL);
+    EXPECT_EQ_INT(cJSON_GetArraySize(con), 30);
+    int kinds = 0, other_len = 0, people = 0;
+    for (const cJSON *t = con->child; t; t = t->next) {
+        const char *k = js(t, "kind");
+        const int ki = !strcmp(k, "schedule") ? 1 : !strcmp(k, "find_slots") ? 2
+                       : !strcmp(k, "create_event") ? 4 : 0;
+        EXPECT(ki != 0);
+        kinds |= ki;
+        EXPECT_STR_EQ(js(t, "split"), "train");
+        EXPECT(!names_habit(t));
+        const char *durn = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "slots"), "durn"));
+        other_len += durn && !strstr(durn, "45");
+        people += cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "slots"), "emails")) > 0;
+    }
+    EXPECT_EQ_INT(kinds, 7);
+    EXPECT(other_len > 0 && people > 0);
+    /* the night's replay: half of 12 are the contrast tasks, in between */
+    cJSON *rep = hx_agent_replay_tasks(&c, 12, 3, &err), *six = hx_dg_contrast_tasks(&c, 6, 3, &err);
+    ASSERT(rep && six);
+    EXPECT_EQ_INT(cJSON_GetArraySize(rep), 12);
+    int in = 0, i = 0;
+    for (const cJSON *t = rep->child; t; t = t->next, i++) {
+        EXPECT_STR_EQ(js(t, "split"), "train");
+        char *a = task_key(t);
+        for (const cJSON *u = six->child; u; u = u->next) {
+            char *b = task_key(u);
+            in += a && b && !strcmp(a, b) && i % 2 == 1; /* every other one */
+            free(b);
+        }
+        free(a);
+    }
+    EXPECT_EQ_INT(in, 6);
+    /* no share: the generic replay's tasks, one code path */
+    c.share = 0;
+    cJSON *plain = hx_agent_replay_tasks(&c, 12, 3, &err), *gen = hx_dg_train_tasks(12, 3, &err);
+    EXPECT(plain && gen && cJSON_GetArraySize(plain) == 12 && cJSON_GetArraySize(gen) == 12);
+    int same = 0;
+    for (const cJSON *t = plain ? plain->child : NULL, *u = gen ? gen->child : NULL; t && u;
+         t = t->next, u = u->next) {
+        char *a = task_key(t), *b = task_key(u);
+        same += a && b && !strcmp(a, b);
+        free(a), free(b);
+    }
+    EXPECT_EQ_INT(same, 12);
+    printf("# contrast: %d habit values kept out; 30 tasks of 3 kinds, %d of another length, "
+           "%d naming people\n", c.n_terms, other_len, people);
+    cJSON_Delete(plain), cJSON_Delete(gen), cJSON_Delete(rep), cJSON_Delete(six), cJSON_Delete(con);
+    hx_agent_contrast_free(&c);
+}
+
 /* Calls ending with a create_event call with the given location, minutes
  * (0: none given) and attendees (JSON text); when result_minutes > 0 it
  * succeeded and its result's event lasts that long, else it failed. */
@@ -300,11 +402,14 @@ static void test_nightly(void)
     setenv("HEARTH_HOME", home, 1);
     unsetenv("HEARTH_NOW");
     const char *args[] = {"nightly", "--force", "-m", model, "--steps", "2", "--rank", "2", "--lr", "0.01",
-                          "-t", "1", "--eval-tasks", "1", NULL};
+                          "-t", "1", "--eval-tasks", "1", "--replay-contrast", "0.5", NULL};
     EXPECT_EQ_INT(cli_run(cmd_nightly, args, tmp, out, sizeof out, errb, sizeof errb), 0);
     printf("# %s", out);
     EXPECT(strstr(out, "episodes: ") && strstr(out, "training"));
     EXPECT(strstr(out, "steps: 2") != NULL);
+    /* half the replay is contrast tasks, kept free of the 4 habit values */
+    EXPECT(strstr(errb, "contrast replay: 50% of the replay") != NULL);
+    EXPECT(strstr(errb, "without the 4 values") != NULL);
     /* each conversation is trained whole, every turn after the prompt the
      * planner fed for it: 1,024-token windows cut the persona's request and
      * first call off its create_event turn, and the room (decided there)
@@ -331,6 +436,7 @@ int main(void)
     RUN(test_generate);
     RUN(test_requests);
     RUN(test_episodes);
+    RUN(test_contrast);
     RUN(test_check);
     RUN(test_nightly);
     cJSON_Delete(train);
