@@ -743,6 +743,16 @@ AVX512 static inline __m128i sum4_256(const __m256i *p)
 }
 
 #define KQ_MT 8
+/* The four rows' results of nt tokens: row k of token t to out[k ldo + t]. */
+AVX512 static inline void kq_store(const __m128 *acc, int nt, float *out, size_t ldo)
+{
+    for (int t = 0; t < nt; t++) {
+        float r[4];
+        _mm_storeu_ps(r, acc[t]);
+        for (int k = 0; k < 4; k++) out[k * ldo + (size_t)t] = r[k];
+    }
+}
+
 AVX512 static void q4_K_rows4_mt(int64_t n, const hx_block_q4_K *const *x,
                                  const hx_block_q8_K *const *y, int nt, float *out, size_t ldo,
                                  size_t ws, const char *lim)
@@ -778,11 +788,7 @@ AVX512 static void q4_K_rows4_mt(int64_t n, const hx_block_q4_K *const *x,
             acc[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(ms), nm, acc[t]);
         }
     }
-    for (int t = 0; t < nt; t++) {
-        float r[4];
-        _mm_storeu_ps(r, acc[t]);
-        for (int k = 0; k < 4; k++) out[k * ldo + (size_t)t] = r[k];
-    }
+    kq_store(acc, nt, out, ldo);
 }
 
 AVX512 static void q6_K_rows4_mt(int64_t n, const hx_block_q6_K *const *x,
@@ -810,11 +816,7 @@ AVX512 static void q6_K_rows4_mt(int64_t n, const hx_block_q6_K *const *x,
             acc[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(sum4_256(p[t])),
                                   _mm_mul_ps(dw, _mm_set1_ps(y[t][i].d)), acc[t]);
     }
-    for (int t = 0; t < nt; t++) {
-        float r[4];
-        _mm_storeu_ps(r, acc[t]);
-        for (int k = 0; k < 4; k++) out[k * ldo + (size_t)t] = r[k];
-    }
+    kq_store(acc, nt, out, ldo);
 }
 
 GEMM_MT(gemm_q6_K_avx512, q6_K_rows4, q6_K_rows4_mt, KQ_MT, dot_q6_K_avx512, hx_block_q6_K,
