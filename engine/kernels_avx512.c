@@ -426,35 +426,24 @@ AVX512 static void q4_0_rows8(int64_t n, const hx_block_q4_0 *const *x, const hx
 
 GEMM_MT(gemm_q8_0_avx512, q8_0_rows4, q8_0_rows4_mt, MT_MAX, dot_q8_0_avx512, hx_block_q8_0,
         hx_block_q8a)
-/* (one token: gemm_q4_0_avx512 below) */
-GEMM_MT(gemm_q4_0_mt_avx512, q4_0_rows4, q4_0_rows4_mt, MT_MAX, dot_q4_0_avx512, hx_block_q4_0,
+GEMM_MT(gemm_q4_0_by4_avx512, q4_0_rows4, q4_0_rows4_mt, MT_MAX, dot_q4_0_avx512, hx_block_q4_0,
         hx_block_q8a)
 
-/* Q4_0, one token: eight rows at a time, then four, then single dots. */
+/* Q4_0: one token eight rows at a time, the rest (and several tokens)
+ * through the four-row gemm above. */
 AVX512 static void gemm_q4_0_avx512(int64_t n, const void *w, size_t ws, int nr,
                                     const void *const *a, int nt, float *out, size_t ldo)
 {
-    if (nt > 1) {
-        gemm_q4_0_mt_avx512(n, w, ws, nr, a, nt, out, ldo);
-        return;
-    }
     const char *lim = (const char *)w + (size_t)nr * ws;
-    for (int t = 0; t < nt; t++) {
-        int r = 0;
+    int r = 0;
+    for (; nt == 1 && r + 8 <= nr; r += 8) {
         const hx_block_q4_0 *x[8];
-        for (; r + 8 <= nr; r += 8) {
-            for (int k = 0; k < 8; k++)
-                x[k] = (const hx_block_q4_0 *)((const char *)w + (size_t)(r + k) * ws);
-            q4_0_rows8(n, x, a[t], out + (size_t)r * ldo + t, ldo, ws, lim);
-        }
-        for (; r + 4 <= nr; r += 4) {
-            for (int k = 0; k < 4; k++)
-                x[k] = (const hx_block_q4_0 *)((const char *)w + (size_t)(r + k) * ws);
-            q4_0_rows4(n, x, a[t], out + (size_t)r * ldo + t, ldo, ws, lim);
-        }
-        for (; r < nr; r++)
-            dot_q4_0_avx512(n, out + (size_t)r * ldo + t, (const char *)w + (size_t)r * ws, a[t]);
+        for (int k = 0; k < 8; k++)
+            x[k] = (const hx_block_q4_0 *)((const char *)w + (size_t)(r + k) * ws);
+        q4_0_rows8(n, x, a[0], out + (size_t)r * ldo, ldo, ws, lim);
     }
+    gemm_q4_0_by4_avx512(n, (const char *)w + (size_t)r * ws, ws, nr - r, a, nt,
+                        out + (size_t)r * ldo, ldo);
 }
 
 /* ---- K-quants ---- */
