@@ -23,6 +23,11 @@ static int att_tq(const hx_ctx *c) { return att_tq_hp(&c->m->hp); }
 
 static size_t att_round16(size_t n) { return (n + 15) / 16 * 16; }
 
+/* Scratch floats of the fp16 one-query path (f16_heads) for R rows of d. */
+static size_t f16_floats(size_t R, size_t d) { return 2 * R * d + 4 * R + d; }
+/* Most tokens of a pass on that path (B < FA_TILE_Q). */
+#define F16_TOKENS_MAX FA_TILE_Q
+
 /* Per-thread attention scratch, in floats (a multiple of 16, so every
  * thread's part stays 64-byte aligned): for the tiled path, Q rows in
  * lanes and their accumulators ((d, HX_ATT_LANES) each), scores
@@ -32,113 +37,138 @@ size_t hx_attn_scratch(const hx_hparams *hp)
 {
     const size_t d = (size_t)hp->head_dim, L = HX_ATT_LANES;
     const size_t tiled = 2 * att_round16(d * L) + L * ATT_TK + 2 * att_round16(ATT_TK * d) + 3 * L;
-    const size_t one = 4 * (size_t)att_group_hp(hp) * d + 4 * (size_t)att_group_hp(hp) + 2 * d + 16;
+    const size_t one = f16_floats((size_t)att_group_hp(hp), d) + d + 16;
     return att_round16(tiled > one ? tiled : one);
 }
 
 /* The fp16 one-query path (llama.cpp's for small passes) for the G query
- * heads of one KV head: each head has its Q rounded to fp16, its own
- * online softmax and fp16 accumulator of V, exactly as when run alone;
- * every K and V row is read once for all G heads. */
+ * heads of one KV head, for T tokens of a pass at once: each of the R =
+ * T * G rows has its Q rounded to fp16, its own online softmax and fp16
+ * accumulator of V, exactly as when run alone (the same operations on the
+ * same keys in the same order); every K and V row is read once for all
+ * rows, so a pass of several tokens does not read the cache once per token. */
 typedef struct f16_heads {
     const hx_attn_ops *op;
     const hx_ctx *c;       /* the cache: rows of KV head kvh of layer l */
     int l, kvh;
-    int G, d;
+    int G, d, T;           /* R = T * G rows: row t*G + g */
+    size_t ts;             /* floats from one token's q (and out) to the next */
     float scale;
-    uint16_t *q16, *acc;   /* (G, d) halves each */
-    float *M, *S;          /* (G) running max and sum */
-    float *fin, *tmp;      /* (G, d) merged chunks, (d) one converted row */
-    float *Mf, *Sf;        /* (G) merged max and sum */
+    uint16_t *q16, *acc;   /* (R, d) halves each */
+    float *M, *S;          /* (R) running max and sum */
+    float *fin, *tmp;      /* (R, d) merged chunks, (d) one converted row */
+    float *Mf, *Sf;        /* (R) merged max and sum */
 } f16_heads;
 
-/* Online softmax over keys [j0, j1) from a fresh state into M, S, acc. */
-static void f16_chunk(f16_heads *h, int j0, int j1)
+/* One key of the online softmax for row r. */
+static void f16_key(f16_heads *h, int r, const uint16_t *kj, const uint16_t *vj)
 {
-    const int G = h->G, d = h->d;
-    for (int g = 0; g < G; g++) {
-        h->M[g] = -INFINITY;
-        h->S[g] = 0.0f;
+    const int d = h->d;
+    uint16_t *ag = h->acc + (size_t)r * d;
+    const float sc = h->op->dot_hh(h->q16 + (size_t)r * d, kj, d) * h->scale;
+    float ms = 1.0f, vs = 1.0f;
+    if (sc > h->M[r]) {
+        ms = expf(h->M[r] - sc);
+        h->M[r] = sc;
+        h->op->scale_h(ag, ms, d);
+    } else {
+        vs = expf(sc - h->M[r]);
     }
-    memset(h->acc, 0, (size_t)G * d * sizeof(uint16_t));
-    for (int j = j0; j < j1; j++) {
+    h->op->mad_h(ag, vj, vs, d);
+    h->S[r] = h->S[r] * ms + vs;
+}
+
+/* Online softmax from a fresh state into M, S, acc: token t over keys
+ * [j0, j1[t]) (none if j1[t] <= j0). */
+static void f16_chunk(f16_heads *h, int j0, const int *j1)
+{
+    const int G = h->G, R = h->T * G;
+    int jmax = j0;
+    for (int t = 0; t < h->T; t++) jmax = j1[t] > jmax ? j1[t] : jmax;
+    for (int r = 0; r < R; r++) {
+        h->M[r] = -INFINITY;
+        h->S[r] = 0.0f;
+    }
+    memset(h->acc, 0, (size_t)R * h->d * sizeof(uint16_t));
+    for (int j = j0; j < jmax; j++) {
         const uint16_t *kj = (const uint16_t *)hx_kv_row(h->c, 0, h->l, h->kvh, j);
         const uint16_t *vj = (const uint16_t *)hx_kv_row(h->c, 1, h->l, h->kvh, j);
-        for (int g = 0; g < G; g++) {
-            uint16_t *ag = h->acc + (size_t)g * d;
-            const float sc = h->op->dot_hh(h->q16 + (size_t)g * d, kj, d) * h->scale;
-            float ms = 1.0f, vs = 1.0f;
-            if (sc > h->M[g]) {
-                ms = expf(h->M[g] - sc);
-                h->M[g] = sc;
-                h->op->scale_h(ag, ms, d);
-            } else {
-                vs = expf(sc - h->M[g]);
-            }
-            h->op->mad_h(ag, vj, vs, d);
-            h->S[g] = h->S[g] * ms + vs;
-        }
+        for (int t = 0; t < h->T; t++)
+            for (int g = 0; j < j1[t] && g < G; g++) f16_key(h, t * G + g, kj, vj);
     }
 }
 
 /* Merges the chunk just computed into fin/Mf/Sf (F32, as llama.cpp's
- * reduction of its split-KV partials). */
+ * reduction of its split-KV partials); rows that saw no key are skipped. */
 static void f16_merge(f16_heads *h)
 {
-    for (int g = 0; g < h->G; g++) {
-        if (h->S[g] == 0.0f) continue;
-        const float Mn = fmaxf(h->Mf[g], h->M[g]);
-        const float so = expf(h->Mf[g] - Mn), sn = expf(h->M[g] - Mn);
-        float *f = h->fin + (size_t)g * h->d;
-        h->op->from_f16(h->tmp, h->acc + (size_t)g * h->d, h->d);
+    for (int r = 0; r < h->T * h->G; r++) {
+        if (h->S[r] == 0.0f) continue;
+        const float Mn = fmaxf(h->Mf[r], h->M[r]);
+        const float so = expf(h->Mf[r] - Mn), sn = expf(h->M[r] - Mn);
+        float *f = h->fin + (size_t)r * h->d;
+        h->op->from_f16(h->tmp, h->acc + (size_t)r * h->d, h->d);
         for (int i = 0; i < h->d; i++) f[i] = f[i] * so + h->tmp[i] * sn;
-        h->Sf[g] = h->Sf[g] * so + h->S[g] * sn;
-        h->Mf[g] = Mn;
+        h->Sf[r] = h->Sf[r] * so + h->S[r] * sn;
+        h->Mf[r] = Mn;
     }
 }
 
-/* llama.cpp runs a single query over a cache view of 512 or more cells
- * (the used cells rounded up to 256) in nth chunks, one per thread, each
- * with its own fp16 accumulator, merged in F32. Same here with nth =
- * Hearth's thread count (equal results when both use as many threads). */
-static void f16_split(f16_heads *h, int n_kv, int nth, float *out, int ldo)
+/* The cache view llama.cpp attends over: the used cells rounded up to 256. */
+static int f16_view(int n_kv) { return n_kv <= 256 ? 256 : (n_kv + 255) / 256 * 256; }
+
+/* Row r's output. */
+static float *f16_out(const f16_heads *h, float *out, int r)
 {
-    const int view = n_kv <= 256 ? 256 : (n_kv + 255) / 256 * 256;
-    const int cs = (view + nth - 1) / nth;
-    for (int g = 0; g < h->G; g++) {
-        h->Mf[g] = -INFINITY;
-        h->Sf[g] = 0.0f;
+    return out + (size_t)(r / h->G) * h->ts + (size_t)(r % h->G) * h->d;
+}
+
+/* llama.cpp runs a single query over a cache view of 512 or more cells
+ * in nth chunks, one per thread, each with its own fp16 accumulator,
+ * merged in F32. Same here with nth = Hearth's thread count (equal results
+ * when both use as many threads); every token's view is the same. */
+static void f16_split(f16_heads *h, const int *n_kv, int nth, float *out)
+{
+    const int cs = (f16_view(n_kv[0]) + nth - 1) / nth, R = h->T * h->G;
+    int b[F16_TOKENS_MAX];
+    for (int r = 0; r < R; r++) {
+        h->Mf[r] = -INFINITY;
+        h->Sf[r] = 0.0f;
     }
-    memset(h->fin, 0, (size_t)h->G * h->d * sizeof(float));
+    memset(h->fin, 0, (size_t)R * h->d * sizeof(float));
     for (int i = 0; i < nth; i++) {
-        const int a = i * cs, b = a + cs < n_kv ? a + cs : n_kv;
-        if (a >= b) continue; /* every cell masked: S = 0, skipped */
+        const int a = i * cs;
+        int any = 0;
+        for (int t = 0; t < h->T; t++) {
+            b[t] = a + cs < n_kv[t] ? a + cs : n_kv[t];
+            any |= a < b[t];
+        }
+        if (!any) continue; /* every cell masked: S = 0, skipped */
         f16_chunk(h, a, b);
         f16_merge(h);
     }
-    for (int g = 0; g < h->G; g++) {
-        float *o = out + (size_t)g * ldo, *f = h->fin + (size_t)g * h->d;
-        const float inv = h->Sf[g] != 0.0f ? 1.0f / h->Sf[g] : 1.0f;
+    for (int r = 0; r < R; r++) {
+        float *o = f16_out(h, out, r), *f = h->fin + (size_t)r * h->d;
+        const float inv = h->Sf[r] != 0.0f ? 1.0f / h->Sf[r] : 1.0f;
         for (int i = 0; i < h->d; i++) o[i] = f[i] * inv;
     }
 }
 
-/* Queries q (G, d; row stride ldo as out) against keys [0, n_kv). */
-static void attn_f16(f16_heads *h, const float *q, int n_kv, int split_nth,
-                     float *out, int ldo)
+/* The rows' queries (at q, laid out as out) against keys [0, n_kv[t]). */
+static void attn_f16(f16_heads *h, const float *q, const int *n_kv, int split_nth, float *out)
 {
-    for (int g = 0; g < h->G; g++)
-        h->op->to_f16(h->q16 + (size_t)g * h->d, q + (size_t)g * ldo, h->d);
-    const int view = n_kv <= 256 ? 256 : (n_kv + 255) / 256 * 256;
-    if (split_nth > 0 && view >= 512) {
-        f16_split(h, n_kv, split_nth, out, ldo);
+    const int R = h->T * h->G;
+    for (int r = 0; r < R; r++)
+        h->op->to_f16(h->q16 + (size_t)r * h->d, f16_out(h, (float *)q, r), h->d);
+    if (split_nth > 0 && f16_view(n_kv[0]) >= 512) {
+        f16_split(h, n_kv, split_nth, out);
         return;
     }
     f16_chunk(h, 0, n_kv);
-    for (int g = 0; g < h->G; g++) {
-        float *o = out + (size_t)g * ldo;
-        const float inv = h->S[g] == 0.0f ? 0.0f : 1.0f / h->S[g];
-        h->op->from_f16(o, h->acc + (size_t)g * h->d, h->d);
+    for (int r = 0; r < R; r++) {
+        float *o = f16_out(h, out, r);
+        const float inv = h->S[r] == 0.0f ? 0.0f : 1.0f / h->S[r];
+        h->op->from_f16(o, h->acc + (size_t)r * h->d, h->d);
         for (int i = 0; i < h->d; i++) o[i] *= inv;
     }
 }
@@ -146,27 +176,45 @@ static void attn_f16(f16_heads *h, const float *q, int n_kv, int split_nth,
 typedef struct attn_job {
     hx_ctx *c;
     int layer, B, pos0;
+    int tpt; /* one-query path: tokens per task (1: a task per token) */
 } attn_job;
 
-/* Task t*n_head_kv + kvh of the one-query path: the query heads of KV head
- * kvh for token t, against positions 0..pos0+t. A pass of one token
- * splits long caches as llama.cpp does. */
+/* Tokens per task of the fp16 one-query path: all of a pass's tokens that
+ * fit the scratch, when they share llama.cpp's cache view (so each row
+ * splits its keys as its one-token pass does); else one. */
+static int f16_tokens_per_task(const hx_ctx *c, int B, int pos0)
+{
+    const hx_hparams *hp = &c->m->hp;
+    const size_t d = (size_t)hp->head_dim, G = (size_t)att_group(c);
+    if (B < 2 || f16_view(pos0 + 1) != f16_view(pos0 + B)) return 1;
+    size_t fit = (hx_attn_scratch(hp) - d) / ((2 * d + 4) * G);
+    if (fit > F16_TOKENS_MAX) fit = F16_TOKENS_MAX;
+    return fit < 1 ? 1 : (int)fit < B ? (int)fit : B;
+}
+
+/* Task tb*n_head_kv + kvh of the one-query path: the query heads of KV
+ * head kvh for tokens [tb*tpt, +tpt), token t against positions
+ * 0..pos0+t. A pass of one token, and with split_rows every row, splits
+ * long caches as llama.cpp does. */
 static void attn_task_f16(void *ctx, int task, int thread)
 {
     const attn_job *j = ctx;
     hx_ctx *c = j->c;
     const hx_hparams *hp = &c->m->hp;
     const int d = hp->head_dim, G = att_group(c);
-    const int t = task / hp->n_head_kv, kvh = task % hp->n_head_kv;
-    const size_t qo = ((size_t)t * hp->n_head + (size_t)kvh * G) * d;
+    const int t0 = task / hp->n_head_kv * j->tpt, kvh = task % hp->n_head_kv;
+    const int T = j->B - t0 < j->tpt ? j->B - t0 : j->tpt;
+    const size_t qo = ((size_t)t0 * hp->n_head + (size_t)kvh * G) * d, R = (size_t)T * G;
+    const size_t Rd = R * d;
     float *w = c->scores + (size_t)thread * hx_attn_scratch(hp);
-    const size_t Gd = (size_t)G * d;
-    f16_heads h = {c->ao, c, j->layer, kvh, G, d, 1.0f / sqrtf((float)d), (uint16_t *)w, (uint16_t *)w + Gd,
-                   w + Gd, w + Gd + G, w + Gd + 2 * G, w + 2 * Gd + 2 * G,
-                   w + 2 * Gd + 2 * G + d, w + 2 * Gd + 3 * G + d};
+    f16_heads h = {c->ao, c, j->layer, kvh, G, d, T, (size_t)hp->n_head * d,
+                   1.0f / sqrtf((float)d), (uint16_t *)w, (uint16_t *)w + Rd,
+                   w + Rd, w + Rd + R, w + Rd + 2 * R, w + 2 * Rd + 2 * R,
+                   w + 2 * Rd + 2 * R + d, w + 2 * Rd + 3 * R + d};
+    int n_kv[F16_TOKENS_MAX];
+    for (int t = 0; t < T; t++) n_kv[t] = j->pos0 + t0 + t + 1;
     const int split = j->B == 1 || c->split_rows ? c->n_threads : 0;
-    attn_f16(&h, c->q + qo, j->pos0 + t + 1, split,
-             c->att + qo, d);
+    attn_f16(&h, c->q + qo, n_kv, split, c->att + qo);
 }
 
 /* llama.cpp's one-query path over a quantized cache, for the G query heads
@@ -277,11 +325,13 @@ static void attn_task_tiled(void *ctx, int task, int thread)
 void hx_attention(hx_ctx *c, int l, int B, int pos0)
 {
     const hx_hparams *hp = &c->m->hp;
-    attn_job j = {c, l, B, pos0};
+    attn_job j = {c, l, B, pos0, 1};
     if (c->kv_type == HX_KV_Q8) /* llama.cpp: one-query path at any size */
         hx_threadpool_run(c->tp, B * hp->n_head_kv, attn_task_q8, &j);
-    else if (c->kv_type == HX_KV_F16 && B < FA_TILE_Q)
-        hx_threadpool_run(c->tp, B * hp->n_head_kv, attn_task_f16, &j);
+    else if (c->kv_type == HX_KV_F16 && B < FA_TILE_Q) {
+        j.tpt = f16_tokens_per_task(c, B, pos0);
+        hx_threadpool_run(c->tp, (B + j.tpt - 1) / j.tpt * hp->n_head_kv, attn_task_f16, &j);
+    }
     else
         hx_threadpool_run(c->tp, hp->n_head_kv * ((B + att_tq(c) - 1) / att_tq(c)),
                           attn_task_tiled, &j);

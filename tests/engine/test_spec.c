@@ -2,9 +2,11 @@
  * tokens of plain one-token-per-pass decoding: greedy and seeded sampling,
  * with and without the tool-call grammar, on random-weight models and on
  * stories260K, over many prompts; and it takes fewer passes than tokens. */
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/ctx_int.h"
 #include "engine/engine.h"
 #include "test.h"
 
@@ -281,8 +283,72 @@ static void test_identity_random_llama_vocab(void)
     unlink(path);
 }
 
+/* Logits of tokens t[P, P + B) after the context t[0, P): one pass each
+ * into one (B rows), then one batched pass with split_rows into all; 1 if
+ * every row is equal bit for bit. */
+static int rows_equal_one_token(hx_ctx *c, const int32_t *t, int P, int B, int nv,
+                                float *one, float *all)
+{
+    hx_ctx_truncate(c, 0);
+    if (hx_decode(c, t, P, 0)) return 0;
+    for (int i = 0; i < B; i++) {
+        if (hx_decode(c, t + P + i, 1, 0)) return 0;
+        memcpy(one + (size_t)i * nv, hx_ctx_logits(c, -1), (size_t)nv * sizeof *one);
+    }
+    hx_ctx_truncate(c, P);
+    c->split_rows = 1;
+    int rc = hx_decode_rows(c, t + P, B, 0);
+    c->split_rows = 0;
+    if (rc) return 0;
+    for (int i = 0; i < B; i++)
+        memcpy(all + (size_t)i * nv, hx_ctx_logits(c, i), (size_t)nv * sizeof *all);
+    return !memcmp(one, all, (size_t)B * nv * sizeof *one);
+}
+
+/* A spec pass's rows share each key and value read of the fp16 one-query
+ * path (attention.c): each row must still equal its one-token pass bit for
+ * bit, below 256 cached cells, past them (split per thread), and where the
+ * rows of one pass straddle llama.cpp's cache-view steps (256, 512). */
+static void test_batched_rows_equal_one_token(void)
+{
+    hx_mkmodel_params p = hx_mkmodel_default_params();
+    p.ftype = "Q8_0";
+    p.n_embd = 128, p.n_ff = 256, p.head_dim = 32, p.n_head = 4, p.n_head_kv = 2;
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/hearth_test_rows_%d.gguf", (int)getpid());
+    hx_err err = {0};
+    hx_model *m = NULL;
+    ASSERT(hx_mkmodel_write(&p, path, &err) == HX_OK);
+    ASSERT(hx_model_load(path, NULL, &m, &err) == HX_OK);
+    const int nv = hx_model_hparams(m)->n_vocab, Bmax = 9;
+    int32_t t[700];
+    for (int i = 0; i < 700; i++) t[i] = (i * 7919 + 13) % nv;
+    float *one = malloc((size_t)Bmax * nv * sizeof *one), *all = malloc((size_t)Bmax * nv * sizeof *all);
+    static const int P[] = {40, 250, 254, 300, 509, 600};
+    static const int Bs[] = {2, 5, 9};
+    for (int th = 1; th <= 3; th++) {
+        hx_ctx_params cp = hx_ctx_default_params();
+        cp.n_ctx = 1024;
+        cp.n_threads = th;
+        hx_ctx *c = NULL;
+        ASSERT(hx_ctx_new(m, &cp, &c, &err) == HX_OK);
+        for (size_t i = 0; i < sizeof P / sizeof *P; i++)
+            for (size_t k = 0; k < sizeof Bs / sizeof *Bs; k++) {
+                int ok = rows_equal_one_token(c, t, P[i], Bs[k], nv, one, all);
+                if (!ok) printf("     %d threads, %d cells, %d rows: differ\n", th, P[i], Bs[k]);
+                EXPECT(ok);
+            }
+        hx_ctx_free(c);
+    }
+    free(one);
+    free(all);
+    hx_model_free(m);
+    unlink(path);
+}
+
 int main(void)
 {
+    RUN(test_batched_rows_equal_one_token);
     RUN(test_identity_stories260k);
     RUN(test_identity_random_qwen_vocab);
     RUN(test_identity_random_llama_vocab);
