@@ -561,7 +561,11 @@ static void mkmodel_usage(FILE *f)
         "      --ff-exp N        qwen3moe expert FFN width (default %d)\n"
         "      --ctx N           training context written (default %d)\n"
         "      --tied            no output.weight (tied to token_embd)\n"
-        "      --seed S          (default %llu)\n",
+        "      --seed S          (default %llu)\n"
+        "      --embed FILE      weights of this small trained qwen3 model instead of\n"
+        "                        random ones: the written model computes its function\n"
+        "                        at this shape's cost (zeros elsewhere; a benchmark\n"
+        "                        stand-in for a trained model of the real shape)\n",
         d.arch, d.ftype, d.n_vocab, d.n_layer, d.n_embd, d.n_head, d.n_head_kv,
         d.head_dim, d.n_ff, d.n_expert, d.n_expert_used, d.n_ff_exp, d.n_ctx,
         (unsigned long long)d.seed);
@@ -588,6 +592,7 @@ int cmd_mkmodel(int argc, char **argv)
         else if (opt_val(&o, NULL, "--arch")) p.arch = o.val;
         else if (opt_val(&o, NULL, "--type")) p.ftype = o.val;
         else if (opt_val(&o, NULL, "--vocab")) p.vocab_path = o.val;
+        else if (opt_val(&o, NULL, "--embed")) p.embed_path = o.val;
         else if (opt_val(&o, NULL, "--tensor-types")) p.tensor_types = o.val;
         else if (opt_val(&o, NULL, "--seed")) p.seed = (uint64_t)opt_long(&o, 0, 0x7fffffffL);
         else if (opt_flag(&o, "--tied")) p.tied_output = 1;

@@ -9,6 +9,7 @@
 
 #include "engine/ftype_int.h"
 #include "engine/gguf.h"
+#include "engine/mkembed_int.h"
 
 /* ---- random numbers: splitmix64, one stream per tensor ---- */
 static uint64_t mix64(uint64_t *x)
@@ -139,6 +140,7 @@ typedef struct mk_tensor {
     int64_t ne[3];
     float sd, center;
     uint64_t seed;
+    const hx_embed *embed; /* weights from an embedded model, or NULL */
 } mk_tensor;
 
 typedef struct mk {
@@ -147,12 +149,14 @@ typedef struct mk {
     int moe, qk_norm;
     mk_tensor *t;
     int n_t, cap_t;
+    hx_embed *embed; /* p.embed_path opened, or NULL */
     hx_err *err;
 } mk;
 
 static int fill_tensor(void *user, const hx_gguf_tensor *t, void *buf)
 {
     const mk_tensor *mt = user;
+    if (mt->embed) return hx_embed_fill(mt->embed, t, buf);
     int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
     uint64_t x = mt->seed;
     return fill_elems(t->type, buf, n, mt->sd, mt->center, &x);
@@ -214,6 +218,7 @@ static int add(mk *m, const char *name, int role, int il, int n_dims,
     t->center = role == R_NORM ? 1.0f : 0.0f;
     uint64_t s = m->p.seed ^ ((uint64_t)(m->n_t + 1) * 0xd1b54a32d192ed03ull);
     t->seed = mix64(&s);
+    t->embed = m->embed;
     if (ne0 % hx_type_block_elems(t->type) != 0)
         return hx_err_set(m->err, HX_ERR_INVALID,
                           "%s: rows of %lld elements do not fit type %s "
@@ -446,14 +451,19 @@ int hx_mkmodel_write(const hx_mkmodel_params *params, const char *path,
     m.p = params ? *params : hx_mkmodel_default_params();
     m.err = err;
     int rc = check_params(&m, err);
+    if (!rc && m.p.embed_path) rc = hx_embed_open(m.p.embed_path, &m.p, &m.embed, err);
     if (rc) return rc;
     hx_gguf_writer *w = hx_gguf_writer_new();
-    if (!w) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    if (!w) {
+        hx_embed_close(m.embed);
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    }
     int n_vocab = m.p.n_vocab;
-    if (m.p.vocab_path) rc = copy_vocab(w, m.p.vocab_path, &n_vocab, err);
+    if (m.p.vocab_path && !m.embed) rc = copy_vocab(w, m.p.vocab_path, &n_vocab, err);
     const hx_ftype_info *ft = hx_ftype_find(m.p.ftype);
     if (!rc && (rc = set_hparams(w, &m, ft->file_type)))
         hx_err_set(err, rc, "writing metadata: %s", hx_rc_str(rc));
+    if (!rc && m.embed) rc = hx_embed_metadata(w, m.embed, err);
     if (!rc) rc = add_tensors(&m, n_vocab);
     for (int i = 0; !rc && i < m.n_t; i++) {
         mk_tensor *t = &m.t[i];
@@ -463,6 +473,7 @@ int hx_mkmodel_write(const hx_mkmodel_params *params, const char *path,
     }
     if (!rc) rc = hx_gguf_writer_write(w, path, err);
     hx_gguf_writer_free(w);
+    hx_embed_close(m.embed);
     free(m.t);
     return rc;
 }

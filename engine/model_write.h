@@ -48,6 +48,16 @@ typedef struct hx_mkmodel_params {
      * without "blk.N." and ".weight" (attn_v, ffn_down_exps, output,
      * token_embd) and TYPE one of the single types above. NULL: none. */
     const char *tensor_types;
+    /* A small trained qwen3 GGUF whose function the written model computes
+     * at this shape's cost (engine/mkembed.c): its weights in the first
+     * rows and columns and layers, zeros elsewhere (a zero layer is the
+     * identity), norms rescaled for the wider width, rotary dimensions
+     * spread so their frequencies match; its tokenizer padded with unused
+     * tokens to n_vocab. Rope base, eps, context and tied output come from
+     * it; vocab_path and seed are unused. Needs every size at least the
+     * small one's, head_dim a multiple of its, and the same query heads per
+     * key head. NULL: random weights. */
+    const char *embed_path;
 } hx_mkmodel_params;
 
 hx_mkmodel_params hx_mkmodel_default_params(void);

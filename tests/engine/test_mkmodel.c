@@ -3,6 +3,8 @@
  * every type, seeds, the copied vocabulary, and clear errors. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -262,6 +264,140 @@ static void test_bad_params(void)
     EXPECT(access(tmp_path("x.gguf"), F_OK) != 0);
 }
 
+/* The wide shape the embedding tests write hearth-tiny (6 x 256, 4/2
+ * heads of 64, ff 768, 4096 tokens) or a small random model into. */
+static hx_mkmodel_params wide(const char *embed)
+{
+    hx_mkmodel_params p = small("qwen3", "Q8_0");
+    p.embed_path = embed;
+    p.n_layer = 8, p.n_embd = 512, p.n_head = 8, p.n_head_kv = 4, p.head_dim = 128;
+    p.n_ff = 1024, p.n_vocab = 5000, p.tied_output = 0;
+    return p;
+}
+
+/* Logits of the last of t[0, n) on a fresh context. */
+static int last_logits(hx_model *m, const int32_t *t, int n, float *out, int nv)
+{
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_ctx = 256;
+    cp.n_threads = 2;
+    hx_ctx *c = NULL;
+    hx_err err = {0};
+    if (hx_ctx_new(m, &cp, &c, &err) || hx_decode(c, t, n, 0)) return hx_ctx_free(c), 0;
+    memcpy(out, hx_ctx_logits(c, -1), (size_t)nv * sizeof *out);
+    hx_ctx_free(c);
+    return 1;
+}
+
+/* Writes small embedded in p's shape and checks, after 5 and 40 tokens,
+ * that the wide model's logits are the small one's (NMSE below tol), the
+ * same greedy choice, and exactly 0 for the padded (unused) tokens. */
+static void check_embedded(const char *small_path, hx_mkmodel_params p, double tol)
+{
+    hx_err err = {0};
+    char path[512];
+    snprintf(path, sizeof path, "%s", tmp_path("wide.gguf"));
+    p.embed_path = small_path;
+    int rc = hx_mkmodel_write(&p, path, &err);
+    if (rc) printf("     %s\n", err.msg);
+    ASSERT(rc == HX_OK);
+    hx_model *a = NULL, *b = NULL;
+    ASSERT(hx_model_load(small_path, NULL, &a, &err) == HX_OK);
+    ASSERT(hx_model_load(path, NULL, &b, &err) == HX_OK);
+    const hx_hparams *hb = hx_model_hparams(b);
+    EXPECT(hb->n_layer == p.n_layer && hb->n_embd == p.n_embd && hb->head_dim == p.head_dim);
+    const int na = hx_model_hparams(a)->n_vocab, nb = hb->n_vocab;
+    EXPECT_EQ_INT(nb, p.n_vocab);
+    EXPECT(hx_vocab_attr(hx_model_vocab(b), nb - 1) & HX_TOKEN_UNUSED);
+    EXPECT(!(hx_vocab_attr(hx_model_vocab(b), na - 1) & HX_TOKEN_UNUSED));
+    float *la = malloc((size_t)na * sizeof *la), *lb = malloc((size_t)nb * sizeof *lb);
+    int32_t t[40];
+    for (int n = 0; n < 40; n++) t[n] = (int32_t)((n * 2654435761u) % (uint32_t)(na - 100));
+    for (int n = 5; n <= 40; n += 35) {
+        ASSERT(last_logits(a, t, n, la, na) && last_logits(b, t, n, lb, nb));
+        double e = 0, r = 0;
+        int arg_a = 0, arg_b = 0, zero = 1;
+        for (int i = 0; i < na; i++) {
+            e += (double)(la[i] - lb[i]) * (la[i] - lb[i]);
+            r += (double)la[i] * la[i];
+            if (la[i] > la[arg_a]) arg_a = i;
+        }
+        for (int i = 0; i < nb; i++) arg_b = lb[i] > lb[arg_b] ? i : arg_b;
+        for (int i = na; i < nb; i++) zero &= lb[i] == 0.0f;
+        printf("     %s, %d tokens: NMSE %.2e against the small model (tolerance %.0e)\n",
+               p.ftype, n, e / r, tol);
+        EXPECT(e / r < tol);
+        EXPECT_EQ_INT(arg_a, arg_b);
+        EXPECT(zero);
+    }
+    free(la);
+    free(lb);
+    hx_model_free(a);
+    hx_model_free(b);
+}
+
+/* A small qwen3 model embedded in a wider, deeper shape computes the same
+ * function. In F32 only rounding differs (the rescaled norms, the fp16
+ * cache of the rescaled keys): NMSE 1e-6 at most. hearth-tiny in Q8_0:
+ * each layer rounds its 8-bit inputs anew, which turns those last-bit
+ * differences into a few 1e-4 (the same greedy choice all the same); with
+ * only more layers, heads or FFN rows (no rescaling) it is exact. */
+static void test_embed_same_function(void)
+{
+    const char *tiny = "models/hearth-tiny.gguf";
+    if (access(tiny, R_OK)) SKIP("%s is not here (run from the repository root)", tiny);
+    hx_err err = {0};
+    hx_mkmodel_params s = small("qwen3", "F32"); /* 3 x 256, 4/2 heads of 64 */
+    char small_path[512];
+    snprintf(small_path, sizeof small_path, "%s", tmp_path("small-f32.gguf"));
+    s.vocab_path = tiny;
+    ASSERT(hx_mkmodel_write(&s, small_path, &err) == HX_OK);
+    hx_mkmodel_params p = wide(NULL);
+    p.ftype = "F32";
+    check_embedded(small_path, p, 1e-6);
+    check_embedded(tiny, wide(NULL), 1e-3);
+    p = wide(NULL);
+    p.n_embd = 256, p.head_dim = 64;
+    check_embedded(tiny, p, 1e-12);
+}
+
+/* Shapes the small model does not fit, and files that are no qwen3
+ * model, are refused with the reason; nothing is written. */
+static void test_embed_refused(void)
+{
+    const char *tiny = "models/hearth-tiny.gguf";
+    if (access(tiny, R_OK)) SKIP("%s is not here (run from the repository root)", tiny);
+    hx_err err = {0};
+    char out[512], llama[512];
+    snprintf(out, sizeof out, "%s", tmp_path("bad-wide.gguf"));
+    snprintf(llama, sizeof llama, "%s", tmp_path("llama.gguf"));
+    hx_mkmodel_params p = wide(tiny);
+    p.n_embd = 128; /* narrower than 256 */
+    EXPECT_EQ_INT(hx_mkmodel_write(&p, out, &err), HX_ERR_INVALID);
+    EXPECT(strstr(err.msg, "smaller") != NULL);
+    p = wide(tiny);
+    p.head_dim = 96;
+    EXPECT_EQ_INT(hx_mkmodel_write(&p, out, &err), HX_ERR_INVALID);
+    EXPECT(strstr(err.msg, "head_dim") != NULL);
+    p = wide(tiny);
+    p.n_head_kv = 2; /* 4 query heads per key head, the small model has 2 */
+    EXPECT_EQ_INT(hx_mkmodel_write(&p, out, &err), HX_ERR_INVALID);
+    EXPECT(strstr(err.msg, "per key head") != NULL);
+    p = wide(tiny);
+    p.arch = "llama";
+    EXPECT_EQ_INT(hx_mkmodel_write(&p, out, &err), HX_ERR_INVALID);
+    hx_mkmodel_params l = small("llama", "F32");
+    ASSERT(hx_mkmodel_write(&l, llama, &err) == HX_OK);
+    p = wide(llama);
+    EXPECT_EQ_INT(hx_mkmodel_write(&p, out, &err), HX_ERR_UNSUPPORTED);
+    EXPECT(strstr(err.msg, "qwen3") != NULL);
+    p = wide("/nonexistent/small.gguf");
+    EXPECT(hx_mkmodel_write(&p, out, &err) != HX_OK);
+    EXPECT(strstr(err.msg, "/nonexistent/small.gguf") != NULL);
+    if (access(out, F_OK) == 0) printf("     %s was written\n", out);
+    EXPECT(access(out, F_OK) != 0);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hx_test_mkmodel.XXXXXX");
@@ -273,6 +409,8 @@ int main(void)
     RUN(test_seed_reproducible);
     RUN(test_vocab_copied);
     RUN(test_bad_params);
+    RUN(test_embed_same_function);
+    RUN(test_embed_refused);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) printf("# could not remove %s\n", tmpdir);
