@@ -30,6 +30,8 @@ struct hx_spec {
      * fed and accepted, steps since the last draft */
     double tried[2], taken[2];
     int idle[2], src;
+    int src_split; /* drafts [0, src_split) from the grammar's run, the
+                      rest n-gram (src 1 only) */
     /* pass time t against tokens B, decaying sums for t ~ a + b B */
     double s1, sB, sBB, sT, sBT;
     /* optional grammar drafts: a shadow matcher fed every produced token,
@@ -39,7 +41,14 @@ struct hx_spec {
     int g_off;           /* the shadow lost track this turn */
     int32_t *by_byte;    /* token ids grouped by first byte ... */
     int32_t first[257];  /* ... group b is by_byte[first[b], first[b+1]) */
+    /* the model's whitespace style, for grammar drafts where JSON allows
+     * optional whitespace: ws_next[b2 << 8 | b1] is the whitespace byte that
+     * last followed the bytes b2 b1 in the context (WS_NONE: another byte
+     * did; 0: never seen); last2 the context's last two bytes */
+    uint8_t ws_next[1 << 16];
+    unsigned last2;
 };
+#define WS_NONE 0xff
 
 hx_spec_params hx_spec_default_params(void)
 {
@@ -174,17 +183,67 @@ static int draft_budget(hx_spec *sp, int src)
     return k;
 }
 
-/* Feeds the outcome of nd drafts, i accepted, to the decaying rate. */
-static void draft_outcome(hx_spec *sp, int nd, int i)
+static void outcome_of(hx_spec *sp, int src, int nd, int i)
 {
     if (nd == 0) return;
-    sp->tried[sp->src] = sp->tried[sp->src] * 0.9 + nd;
-    sp->taken[sp->src] = sp->taken[sp->src] * 0.9 + i;
+    sp->tried[src] = sp->tried[src] * 0.9 + nd;
+    sp->taken[src] = sp->taken[src] * 0.9 + i;
+}
+
+/* Feeds the outcome of nd drafts, i accepted, to the decaying rates: an
+ * n-gram draft over a grammar run counts for the grammar up to the run's
+ * end, for the n-grams after it. */
+static void draft_outcome(hx_spec *sp, int nd, int i)
+{
+    int k = sp->src ? (sp->src_split < nd ? sp->src_split : nd) : 0;
+    outcome_of(sp, 1, k, i < k ? i : k);
+    if (i >= k) outcome_of(sp, 0, nd - k, i - k);
 }
 
 /* ---- grammar drafts ---- */
 
 static int is_ws(int b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }
+
+/* Notes which byte followed each pair of bytes (the whitespace style). */
+static void learn_bytes(hx_spec *sp, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int x = (uint8_t)p[i];
+        sp->ws_next[sp->last2] = is_ws(x) ? (uint8_t)x : WS_NONE;
+        sp->last2 = ((sp->last2 << 8) | (unsigned)x) & 0xffff;
+    }
+}
+
+static void learn_token(hx_spec *sp, int32_t t)
+{
+    size_t len = 0;
+    const char *p = hx_vocab_piece(sp->v, t, &len);
+    if (p) learn_bytes(sp, p, len);
+}
+
+/* The style of the calls in the context (a turn starts): the bytes
+ * between the "<tool_call>" and "</tool_call>" special tokens, where the
+ * model's own earlier calls are (the tool list and results may be
+ * written in another style). Without such tokens, nothing is learnt
+ * before the turn's own tokens. */
+static void learn_context(hx_spec *sp, const int32_t *hist, int n)
+{
+    int32_t open = -1, close = -1;
+    for (int k = 0; sp->gv && k < N_MARKS; k++) {
+        if (!strcmp(hx_gmark_text[k], "<tool_call>")) open = sp->gv->mark_tok[k];
+        if (!strcmp(hx_gmark_text[k], "</tool_call>")) close = sp->gv->mark_tok[k];
+    }
+    int inside = 0;
+    for (int i = 0; open >= 0 && i < n; i++) {
+        if (hist[i] == open || hist[i] == close) {
+            inside = hist[i] == open;
+            sp->last2 = 0;
+        } else if (inside) {
+            learn_token(sp, hist[i]);
+        }
+    }
+    sp->last2 = 0;
+}
 
 /* The bytes the grammar allows next from config c when they are one byte
  * b, or b and optional whitespace (skipped: a guess, verified anyway);
@@ -201,15 +260,22 @@ static int only_byte(hx_matcher *m, uint32_t c)
 }
 
 /* The grammar's one continuation from the shadow's state, up to max bytes
- * (stopping where it may end). */
+ * (stopping where it may end); where it allows optional whitespace, the
+ * whitespace the context last wrote after the same two bytes. */
 static int forced_bytes(hx_spec *sp, char *out, int max)
 {
     hx_matcher *m = sp->gm;
-    uint32_t c = m->cur;
+    uint32_t c = m->cur, cw = 0;
+    unsigned key = sp->last2;
     int n = 0, b;
     while (n < max && c && !gm_can_end(m, c) && (b = only_byte(m, c)) >= 0) {
+        int w = sp->ws_next[key];
+        if (!w && ((key & 0xff) == ':' || (key & 0xff) == ',')) w = ' '; /* json.dumps */
+        if (w && w != WS_NONE && (cw = gm_step(m, c, w))) b = w;
+        else cw = gm_step(m, c, b);
         out[n++] = (char)b;
-        c = gm_step(m, c, b);
+        key = ((key << 8) | (unsigned)b) & 0xffff;
+        c = cw;
     }
     return n;
 }
@@ -226,20 +292,85 @@ static int32_t longest_piece(const hx_spec *sp, const char *s, int n)
     return -1;
 }
 
+static int shadow_on(const hx_spec *sp) { return sp->gm && !sp->g_off && !sp->gm->ended; }
+
+/* The special token whose mark text (<tool_call>, ...) starts bytes
+ * s[0, n), or -1: the grammar matches those as one token. */
+static int32_t mark_piece(const hx_spec *sp, const char *s, int n, int *len)
+{
+    for (int k = 0; k < N_MARKS; k++) {
+        int l = (int)strlen(hx_gmark_text[k]);
+        if (sp->gv->mark_tok[k] >= 0 && l <= n && !memcmp(s, hx_gmark_text[k], (size_t)l)) {
+            *len = l;
+            return sp->gv->mark_tok[k];
+        }
+    }
+    return -1;
+}
+
+/* Whether a longer piece extends token t where the grammar allows it
+ * from config c (before t): a tokenizer would likely have merged t with
+ * what follows the forced run (".list", not "." then "list"; ' {"', not
+ * ' {' then '"'). */
+static int extends(hx_spec *sp, int32_t t, uint32_t c)
+{
+    const char *p = sp->gv->piece[t];
+    uint32_t n = sp->gv->len[t];
+    for (uint32_t j = 0; j < n && c; j++) c = gm_step(sp->gm, c, (uint8_t)p[j]);
+    int b = (uint8_t)p[0];
+    for (int32_t i = sp->first[b]; c && i < sp->first[b + 1]; i++) {
+        int32_t u = sp->by_byte[i];
+        if (sp->gv->len[u] <= n) break; /* longest first */
+        const char *q = sp->gv->piece[u];
+        if (!memcmp(q, p, n) && gm_step(sp->gm, c, (uint8_t)q[n]))
+            return 1;
+    }
+    return 0;
+}
+
 /* Drafts the grammar's forced bytes, split greedily into the longest
- * vocabulary pieces; how many tokens (at most max). */
-static int grammar_draft(hx_spec *sp, int32_t *d, int max)
+ * vocabulary pieces (its marks as their special tokens), without a last
+ * piece that a longer one would extend past the run; how many tokens (at
+ * most max), *nbytes their bytes. */
+static int grammar_draft(hx_spec *sp, int32_t *d, int max, int *nbytes)
 {
     char bytes[128];
-    if (!sp->gm || sp->g_off || sp->gm->ended) return 0;
-    int n = forced_bytes(sp, bytes, (int)sizeof bytes), k = 0;
-    for (int at = 0; at < n && k < max;) {
-        int32_t t = longest_piece(sp, bytes + at, n - at);
+    int k = 0, at = 0, len = 0, last_at = 0;
+    if (!shadow_on(sp)) return *nbytes = 0;
+    int n = forced_bytes(sp, bytes, (int)sizeof bytes);
+    while (at < n && k < max) {
+        int32_t t = mark_piece(sp, bytes + at, n - at, &len);
+        if (t < 0 && (t = longest_piece(sp, bytes + at, n - at)) >= 0) len = (int)sp->gv->len[t];
         if (t < 0) break;
         d[k++] = t;
-        at += (int)sp->gv->len[t];
+        last_at = at;
+        at += len;
     }
+    if (k > 0 && at == n && !(sp->gv->flags[d[k - 1]] & HX_GTOK_SPECIAL)) {
+        uint32_t c = sp->gm->cur; /* the config before the last piece */
+        for (int j = 0; j < last_at && c; j++) c = gm_step(sp->gm, c, (uint8_t)bytes[j]);
+        if (c && extends(sp, d[k - 1], c)) k--, at = last_at;
+    }
+    *nbytes = at;
     return k;
+}
+
+/* How many of the drafts d[0, n) the grammar allows in a row from the
+ * shadow's state (a special token ends the check: it is matched as a
+ * mark, not as bytes); *nbytes the bytes of those checked. */
+static int grammar_allows(hx_spec *sp, const int32_t *d, int n, int *nbytes)
+{
+    *nbytes = 0;
+    if (!shadow_on(sp)) return n;
+    hx_matcher *m = sp->gm;
+    uint32_t c = m->cur;
+    for (int i = 0; i < n; i++) {
+        if (sp->gv->flags[d[i]] & (HX_GTOK_SPECIAL | HX_GTOK_EOG)) return n;
+        for (uint32_t j = 0; j < sp->gv->len[d[i]]; j++)
+            if (!(c = gm_step(m, c, (uint8_t)sp->gv->piece[d[i]][j]))) return i;
+        *nbytes += (int)sp->gv->len[d[i]];
+    }
+    return n;
 }
 
 static int cmp_len_desc(const void *a, const void *b, void *v)
@@ -289,26 +420,22 @@ int hx_spec_set_grammar(hx_spec *sp, hx_grammar *g, const hx_gvocab *gv)
     return (sp->gm = hx_matcher_new(g, gv)) ? HX_OK : HX_ERR_NOMEM;
 }
 
-/* Keeps the shadow matcher in step with the sampler's grammar. */
+/* Keeps the shadow matcher and the whitespace style in step with the
+ * produced tokens. */
 static void produced(hx_spec *sp, int32_t t)
 {
+    learn_token(sp, t);
     if (sp->gm && !sp->g_off && hx_matcher_accept(sp->gm, t)) sp->g_off = 1;
 }
 
-/* Drafts after hist[0, n_hist) followed by batch[pend, nb) into batch[nb..). */
-static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
-                 int nb, int max)
+/* The n-gram draft after hist[0, n_hist) followed by batch[pend, nb) into
+ * d (at most max), cut where the grammar stops allowing it; *nbytes its
+ * bytes the grammar checked. */
+static int ngram_allowed(hx_spec *sp, const int32_t *hist, int n_hist, int pend, int nb,
+                         int32_t *d, int max, int *nbytes)
 {
-    if (max <= 0) return 0;
-    int k = grammar_draft(sp, sp->batch + nb, max), budget = 0;
-    if (k > 0 && (budget = draft_budget(sp, 1)) > 0) {
-        sp->src = 1;
-        return k < budget ? k : budget;
-    }
-    sp->src = 0;
-    if ((budget = draft_budget(sp, 0)) < max) max = budget;
-    if (max <= 0) return 0;
     int n = n_hist + nb - pend;
+    *nbytes = 0;
     if (n > sp->seq_cap) {
         int cap = n * 2 + 64;
         int32_t *q = realloc(sp->seq, (size_t)cap * sizeof *q);
@@ -318,7 +445,42 @@ static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
     }
     memcpy(sp->seq, hist, (size_t)n_hist * sizeof *hist);
     memcpy(sp->seq + n_hist, sp->batch + pend, (size_t)(nb - pend) * sizeof *hist);
-    return ngram_draft(sp, sp->seq, n, sp->batch + nb, max);
+    int k = ngram_draft(sp, sp->seq, n, d, max);
+    return grammar_allows(sp, d, k, nbytes);
+}
+
+/* Drafts after hist[0, n_hist) followed by batch[pend, nb) into
+ * batch[nb..): the grammar's forced run, or the n-gram continuation where
+ * it covers that run (the context's own tokens for the same bytes, and
+ * what followed them), cut to what the grammar allows. */
+static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
+                 int nb, int max)
+{
+    int32_t gd[SPEC_MAX_BATCH];
+    int gb = 0, ngb = 0;
+    if (max <= 0) return 0;
+    int k = grammar_draft(sp, gd, max, &gb);
+    int kn = ngram_allowed(sp, hist, n_hist, pend, nb, sp->batch + nb, max, &ngb);
+    sp->src = k > 0; /* a forced run: the grammar's acceptance rate */
+    sp->src_split = k;
+    if (k > 0 && !(kn > 0 && ngb >= gb)) { /* the grammar's run */
+        int budget = draft_budget(sp, 1);
+        memcpy(sp->batch + nb, gd, (size_t)k * sizeof *gd);
+        return k < budget ? k : budget;
+    }
+    if (k == 0) {
+        int budget = draft_budget(sp, 0);
+        return kn < budget ? kn : budget;
+    }
+    /* the n-gram covers the run: the run's tokens as the context wrote
+     * them, then what followed there, at the n-gram rate */
+    int kf = 0, by = 0;
+    while (kf < kn && by < gb) by += (int)sp->gv->len[sp->batch[nb + kf++]];
+    sp->src_split = kf;
+    int budget = draft_budget(sp, 1), more = draft_budget(sp, 0);
+    kf = kf < budget ? kf : budget;
+    if (kf < sp->src_split) return kf;
+    return kn < kf + more ? kn : kf + more;
 }
 
 /* One pass over batch[0, n) keeping the logits of rows [out_from, n):
@@ -328,7 +490,9 @@ static int run(hx_spec *sp, int n, int out_from, hx_err *err)
     sp->c->split_rows = 1; /* each row as a one-token pass computes it */
     double t0 = hx_time_mono();
     int rc = hx_decode_rows(sp->c, sp->batch, n, out_from);
-    note_pass(sp, n, hx_time_mono() - t0);
+    double dt = hx_time_mono() - t0;
+    note_pass(sp, n, dt);
+    sp->st.pass_seconds += dt;
     sp->c->split_rows = 0;
     if (rc == HX_ERR_FULL)
         return hx_err_set(err, rc, "the context is full (%d tokens)",
@@ -373,6 +537,7 @@ int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
     if (pend == 0) { /* a turn starts: the context's last logits are next */
         if (sp->gm) hx_matcher_reset(sp->gm);
         sp->g_off = 0;
+        learn_context(sp, hist, n_hist);
         if ((t = choose(s, hx_ctx_logits(sp->c, -1), sp->n_vocab, err)) < 0) return t;
         out[n_out++] = t;
         produced(sp, t);

@@ -48,6 +48,8 @@ typedef struct hx_spec_stats {
     int64_t forced;   /* of which forced by the stages (no logits needed) */
     int64_t drafted;  /* draft tokens fed to the model */
     int64_t accepted; /* drafts the sampler chose too */
+    double pass_seconds; /* spent in the forward passes (the rest of a
+                            step is sampling, grammar and drafting) */
 } hx_spec_stats;
 
 typedef struct hx_spec hx_spec;
