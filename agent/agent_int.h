@@ -144,6 +144,21 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
  * HX_ERR_INVALID for a source that is not an engine source. */
 int hx_engine_source_set_adapters(hx_source *s, hx_adapter *const *ads,
                                   const float *scales, int n, hx_err *err);
+/* What an engine source's turns generated: tokens (end-of-turn tokens
+ * included), the seconds spent producing them (prefill excluded), those
+ * of the turns that called a tool, and the speculative decoder's counters
+ * (forward passes, forced, drafts). */
+typedef struct hx_gen_stats {
+    int64_t tokens;
+    double seconds;
+    int64_t call_tokens;
+    double call_seconds;
+    hx_spec_stats spec;
+} hx_gen_stats;
+/* Adds s's counters since it was made to *acc (once per source, when its
+ * work is done); a source that is not an engine source (the oracle) adds
+ * nothing. */
+void hx_engine_source_add_stats(hx_source *s, hx_gen_stats *acc);
 /* The prompt's tokens exactly as the engine source feeds them to the model
  * (special tokens parsed, BOS if the vocabulary asks for it): *out is
  * malloc'd (caller frees); returns the count, or -rc with err set. Chat
@@ -453,10 +468,11 @@ int hx_dg_task_world(const cJSON *task, const char *home, hx_dg_world *dw, hx_er
  * context). Free with hx_source_free. */
 int hx_dg_engine_source(hx_model *m, const hx_tools *reg, int family, int n_threads,
                         hx_source *out, hx_err *err);
-/* The same with LoRA adapters attached (borrowed: must outlive the source). */
-int hx_dg_engine_source_with(hx_model *m, const hx_tools *reg, int family, int n_threads,
-                             hx_adapter *const *adapters, const float *scales,
-                             int n_adapters, hx_source *out, hx_err *err);
+/* The same as an evaluation run asks: its model, family, threads, LoRA
+ * adapters (borrowed: must outlive the source) and plain_decode. */
+struct hx_dg_eval_run;
+int hx_dg_engine_source_run(const struct hx_dg_eval_run *o, const hx_tools *reg,
+                            hx_source *out, hx_err *err);
 /* The evaluation log's line for a run: {"id", "category", "kind",
  * "request", "pass", "reason", "calls": [{"name", "arguments", "status"}],
  * "not_run" (the trace's),
@@ -503,6 +519,9 @@ typedef struct hx_dg_eval_run {
     hx_adapter *const *adapters; /* attached to the model's context */
     const float *scales;
     int n_adapters;
+    int plain_decode;            /* 1: one token per forward pass */
+    hx_gen_stats *gen;           /* NULL, or the runs' generation counters
+                                    are added to it */
 } hx_dg_eval_run;
 /* One task in a fresh world at home (removed after): the state before, the
  * run (the model or the oracle), the check. *pass 1 if it succeeded; *v

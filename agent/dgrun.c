@@ -116,13 +116,14 @@ int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **p
 int hx_dg_engine_source(hx_model *m, const hx_tools *reg, int family, int n_threads,
                         hx_source *out, hx_err *err)
 {
-    return hx_dg_engine_source_with(m, reg, family, n_threads, NULL, NULL, 0, out, err);
+    hx_dg_eval_run o = {m, family, n_threads, 0, NULL, NULL, 0, 0, NULL};
+    return hx_dg_engine_source_run(&o, reg, out, err);
 }
 
-int hx_dg_engine_source_with(hx_model *m, const hx_tools *reg, int family, int n_threads,
-                             hx_adapter *const *adapters, const float *scales,
-                             int n_adapters, hx_source *out, hx_err *err)
+int hx_dg_engine_source_run(const hx_dg_eval_run *o, const hx_tools *reg, hx_source *out,
+                            hx_err *err)
 {
+    hx_model *m = o->model;
     hx_tool_spec *specs;
     int k = hx_agent_tool_specs(reg, NULL, NULL, &specs);
     if (k < 0) {
@@ -130,9 +131,10 @@ int hx_dg_engine_source_with(hx_model *m, const hx_tools *reg, int family, int n
         return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     }
     hx_engine_source_params ep = hx_engine_source_default_params();
-    hx_engine_source_style(&ep, family, m);
-    ep.n_threads = n_threads;
-    ep.adapters = adapters, ep.adapter_scales = scales, ep.n_adapters = n_adapters;
+    hx_engine_source_style(&ep, o->family, m);
+    ep.n_threads = o->n_threads;
+    ep.adapters = o->adapters, ep.adapter_scales = o->scales, ep.n_adapters = o->n_adapters;
+    ep.plain_decode = o->plain_decode;
     int rc = hx_engine_source_new(m, specs, k, &ep, out, err);
     free(specs);
     return rc;

@@ -200,9 +200,7 @@ int hx_dg_eval_task_traced(const hx_dg_eval_run *o, const cJSON *task, const cha
         cJSON_Delete(tools);
     }
     if (!rc) rc = o->oracle ? hx_dg_oracle_new(task, &dw.w, dw.reg, &pl, &src)
-                            : hx_dg_engine_source_with(o->model, dw.reg, o->family,
-                                                       o->n_threads, o->adapters,
-                                                       o->scales, o->n_adapters, &src, err);
+                            : hx_dg_engine_source_run(o, dw.reg, &src, err);
     cJSON *before = rc ? NULL : hx_dg_check_before(task, &dw);
     if (!rc) {
         hx_err e2 = {0};
@@ -216,6 +214,7 @@ int hx_dg_eval_task_traced(const hx_dg_eval_run *o, const cJSON *task, const cha
     if (trace_out) *trace_out = trace;
     else cJSON_Delete(trace);
     cJSON_Delete(before);
+    if (o->gen) hx_engine_source_add_stats(&src, o->gen);
     hx_source_free(&src);
     hx_dg_world_close(&dw);
     hx_world_rmtree(home, NULL);
@@ -304,7 +303,7 @@ static int eval_run(hx_agent_eval *ae, const char *const *adapters, const float 
     if (!rc) rc = hx_eval_home_take(ae->dir, base, sizeof base, &fd, err);
     snprintf(home, sizeof home, "%s/world", base);
     hx_dg_eval_run o = {ae->model, ae->family, ae->n_threads, ae->oracle,
-                        na ? ads : NULL, na ? scales : NULL, na};
+                        na ? ads : NULL, na ? scales : NULL, na, 0, NULL};
     hx_dg_validator *v = NULL;
     for (const cJSON *t = rc ? NULL : ae->tasks->child; t && !rc && i < n_tasks; t = t->next) {
         int ok = 0;

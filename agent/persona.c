@@ -293,9 +293,7 @@ int hx_persona_eval(const hx_persona *p, const hx_dg_eval_run *o, const cJSON *r
     if (record) *record = NULL;
     int rc = hx_dg_world_open_w(&p->w, home, &dw, err);
     if (!rc) rc = o->oracle ? hx_dg_oracle_new(request, &dw.w, dw.reg, &pl, &src)
-                            : hx_dg_engine_source_with(o->model, dw.reg, o->family, o->n_threads,
-                                                       o->adapters, o->scales, o->n_adapters,
-                                                       &src, err);
+                            : hx_dg_engine_source_run(o, dw.reg, &src, err);
     if (!rc) {
         hx_err e2 = {0};
         hx_planner_params pp = hx_dg_planner_params(o->family);

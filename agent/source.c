@@ -35,6 +35,13 @@ typedef struct eng_src {
     int prefix_cache;
     char *prefix_dir;     /* owned; NULL: the default */
     size_t prefix_max;
+    int64_t gen_tokens;   /* generated, and the seconds it took */
+    double gen_seconds;
+    int64_t call_tokens;  /* of which in turns that called a tool */
+    double call_seconds;
+    int64_t turn_tokens;  /* the current turn's, and whether it calls */
+    double turn_seconds;
+    int turn_call;
 } eng_src;
 
 void hx_source_free(hx_source *s)
@@ -296,6 +303,35 @@ static void save_prefix(eng_src *e, const int32_t *t, int n, int loaded)
         hx_log_warn("prefix cache: %s", hx_ctx_errmsg(e->ctx));
 }
 
+/* Counts the turn just ended as a tool-call turn or a text turn. */
+static void end_turn(eng_src *e)
+{
+    if (e->turn_call) {
+        e->call_tokens += e->turn_tokens;
+        e->call_seconds += e->turn_seconds;
+    }
+    e->turn_tokens = 0;
+    e->turn_seconds = 0;
+    e->turn_call = 0;
+}
+
+/* Notes a produced token's time, and whether the turn calls a tool: it
+ * wrote "<tool_call>", or in the Llama style began with "{" or
+ * "<|python_tag|>". */
+static void count_token(eng_src *e, const hx_buf *piece, size_t from, double dt)
+{
+    const char *p = piece->data ? piece->data + from : "";
+    size_t n = piece->len - from;
+    e->gen_tokens++;
+    e->gen_seconds += dt;
+    if (!e->turn_call && n && (memmem(p, n, "<tool_call>", 11) ||
+                               (e->call_style == HX_CALLS_LLAMA && e->turn_tokens == 0 &&
+                                (p[strspn(p, " \n")] == '{' || memmem(p, n, "<|python_tag|>", 14)))))
+        e->turn_call = 1;
+    e->turn_tokens++;
+    e->turn_seconds += dt;
+}
+
 /* Keeps the common prefix of the cache and the new prompt, decodes the
  * rest (at least the last token, for its logits). */
 static int eng_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
@@ -314,6 +350,7 @@ static int eng_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
     if (keep == n) keep--;
     if (keep > hx_ctx_n_past(e->ctx)) keep = hx_ctx_n_past(e->ctx); /* a pending token */
     hx_spec_reset(e->spec);
+    end_turn(e); /* a turn the planner stopped reading (a one-line turn) */
     if (keep == 0) keep = loaded = load_prefix(e, t, n);
     hx_ctx_truncate(e->ctx, keep);
     free(e->cache);
@@ -351,13 +388,20 @@ static int eng_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
     *end = 0;
     if (e->ended) return *end = 1, HX_OK;
     int32_t tok;
+    size_t from = piece->len;
+    double t0 = hx_time_mono();
     int rc = hx_spec_next(e->spec, e->s, e->cache, e->n_cache, &tok, err);
+    double dt = hx_time_mono() - t0;
     if (rc) return rc;
     if (hx_vocab_is_eog(e->v, tok)) {
         e->ended = *end = 1;
-        return hx_detok_flush(&e->dt, piece);
+        rc = hx_detok_flush(&e->dt, piece);
+        count_token(e, piece, from, dt);
+        end_turn(e);
+        return rc;
     }
     rc = hx_detok_push(&e->dt, e->v, tok, 1, piece);
+    count_token(e, piece, from, dt);
     if (!rc) rc = push_cache(e, tok);
     return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
 }
@@ -500,6 +544,24 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     *out = (hx_source){HX_SOURCE_API, "engine", e, eng_begin, eng_next,
                        eng_count, eng_free};
     return HX_OK;
+}
+
+void hx_engine_source_add_stats(hx_source *s, hx_gen_stats *acc)
+{
+    if (!s || s->begin != eng_begin || !s->ctx) return;
+    eng_src *e = s->ctx;
+    hx_spec_stats st = hx_spec_get_stats(e->spec);
+    end_turn(e);
+    acc->tokens += e->gen_tokens;
+    acc->seconds += e->gen_seconds;
+    acc->call_tokens += e->call_tokens;
+    acc->call_seconds += e->call_seconds;
+    acc->spec.passes += st.passes;
+    acc->spec.tokens += st.tokens;
+    acc->spec.forced += st.forced;
+    acc->spec.drafted += st.drafted;
+    acc->spec.accepted += st.accepted;
+    acc->spec.pass_seconds += st.pass_seconds;
 }
 
 int hx_engine_source_set_adapters(hx_source *s, hx_adapter *const *ads,

@@ -4,6 +4,12 @@
  *
  *   build/bench/agent-eval [--model FILE] [--tasks FILE | --n N --seed S
  *                          [--category C]] [--log FILE] [--trace FILE] [--threads T] [--oracle]
+ *                          [--decode spec|plain|both]
+ * --decode both runs every task twice, one token per forward pass and with
+ * forced runs and drafts batched (engine/spec.h), alternated, checks that
+ * both runs made the same calls and answer, and reports the tokens per
+ * second of the agent's generation (prefill excluded) of each: the speed
+ * of tool-call generation against plain decoding on the same model.
  * --trace writes each task's readable transcript (model turns, tool
  * results, expected calls, verdict) to FILE. --oracle runs the oracle instead of a model (checks the checker). Tasks
  * read from a file that the oracle no longer passes (made by other
@@ -20,6 +26,7 @@ typedef struct opts {
     long n;
     uint64_t seed;
     int threads, oracle, category;
+    int decode; /* 0 spec (the default), 1 plain, 2 both */
 } opts;
 
 typedef struct tally {
@@ -31,7 +38,7 @@ typedef struct tally {
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, NULL, 200, 1, 0, 0, -1};
+    *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, NULL, 200, 1, 0, 0, -1, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--oracle")) { o->oracle = 1; continue; }
@@ -45,6 +52,9 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--n")) o->n = atol(v);
         else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
+        else if (!strcmp(a, "--decode") && !strcmp(v, "spec")) o->decode = 0;
+        else if (!strcmp(a, "--decode") && !strcmp(v, "plain")) o->decode = 1;
+        else if (!strcmp(a, "--decode") && !strcmp(v, "both")) o->decode = 2;
         else if (!strcmp(a, "--category") && hx_dg_category_parse(v) >= 0) o->category = hx_dg_category_parse(v);
         else return 0;
     }
@@ -87,32 +97,70 @@ static int same_tools(const cJSON *task, const cJSON *r)
     return same;
 }
 
-/* One task in a fresh world: before, run, check (agent/nightly_agent.c),
- * then the tally and the log. */
-static int run_task(const opts *o, const cJSON *task, hx_model *m, int family, const char *home,
-                    hx_dg_validator **v, FILE *log, FILE *tr, tally *t, hx_err *err)
+/* The tally and the log line of one run's record r. */
+static void count(const cJSON *task, const cJSON *r, int pass, FILE *log, tally *t)
 {
-    hx_dg_eval_run er = {m, family, o->threads, o->oracle, NULL, NULL, 0};
-    cJSON *r = NULL, *trace = NULL;
-    int pass = 0;
-    int rc = hx_dg_eval_task_traced(&er, task, home, v, &pass, &t->valid, &t->calls, &r,
+    int c = hx_dg_category_parse(cJSON_GetStringValue(cJSON_GetObjectItem(task, "category")));
+    int sched = !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(task, "kind")), "schedule");
+    if (c >= 0) t->n[c]++, t->pass[c] += pass;
+    t->sched_n += sched;
+    t->sched_pass += sched && pass;
+    t->not_run += cJSON_GetArraySize(cJSON_GetObjectItem(r, "not_run"));
+    if (!pass && same_tools(task, r)) t->fail_args++;
+    else if (!pass) t->fail_tool++;
+    char *s = cJSON_PrintUnformatted(r);
+    if (s && log) fprintf(log, "%s\n", s);
+    cJSON_free(s);
+}
+
+/* One task in a fresh world: before, run, check (agent/nightly_agent.c);
+ * plain: one token per pass; generation counters added to *gen. *r gets
+ * the record (caller frees; NULL if the task did not run). */
+static int run_once(const opts *o, const cJSON *task, hx_model *m, int family, const char *home,
+                    hx_dg_validator **v, int plain, hx_gen_stats *gen, FILE *tr, tally *t,
+                    cJSON **r, int *pass, hx_err *err)
+{
+    hx_dg_eval_run er = {m, family, o->threads, o->oracle, NULL, NULL, 0, plain, gen};
+    cJSON *trace = NULL;
+    *pass = 0;
+    int rc = hx_dg_eval_task_traced(&er, task, home, v, pass, &t->valid, &t->calls, r,
                                     tr ? &trace : NULL, err);
-    if (tr && r) hx_dg_transcript(tr, task, trace, pass, cJSON_GetStringValue(cJSON_GetObjectItem(r, "reason")));
+    if (tr && *r) hx_dg_transcript(tr, task, trace, *pass, cJSON_GetStringValue(cJSON_GetObjectItem(*r, "reason")));
     cJSON_Delete(trace);
-    if (r) {
-        int c = hx_dg_category_parse(cJSON_GetStringValue(cJSON_GetObjectItem(task, "category")));
-        int sched = !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(task, "kind")), "schedule");
-        if (c >= 0) t->n[c]++, t->pass[c] += pass;
-        t->sched_n += sched;
-        t->sched_pass += sched && pass;
-        t->not_run += cJSON_GetArraySize(cJSON_GetObjectItem(r, "not_run"));
-        if (!pass && same_tools(task, r)) t->fail_args++;
-        else if (!pass) t->fail_tool++;
-        char *s = cJSON_PrintUnformatted(r);
-        if (s && log) fprintf(log, "%s\n", s);
-        cJSON_free(s);
-        cJSON_Delete(r);
+    return rc;
+}
+
+/* Whether two runs of a task made the same calls and answer. */
+static int same_run(const cJSON *a, const cJSON *b)
+{
+    const char *k[] = {"calls", "answer"};
+    for (int i = 0; i < 2; i++)
+        if (!cJSON_Compare(cJSON_GetObjectItem(a, k[i]), cJSON_GetObjectItem(b, k[i]), 1)) return 0;
+    return 1;
+}
+
+typedef struct decoding {
+    hx_gen_stats gen[2]; /* [0] spec, [1] plain */
+    int compared, same;
+} decoding;
+
+/* The task as --decode asks: the plain run first with --decode both (its
+ * calls counted apart), then the counted one. */
+static int run_task(const opts *o, const cJSON *task, hx_model *m, int family, const char *home,
+                    hx_dg_validator **v, FILE *log, FILE *tr, tally *t, decoding *d, hx_err *err)
+{
+    cJSON *r = NULL, *r_plain = NULL;
+    int pass = 0, rc = HX_OK;
+    if (o->decode == 2) {
+        tally scratch = {0};
+        rc = run_once(o, task, m, family, home, v, 1, &d->gen[1], NULL, &scratch, &r_plain, &pass, err);
     }
+    int plain = o->decode == 1;
+    if (!rc) rc = run_once(o, task, m, family, home, v, plain, &d->gen[plain], tr, t, &r, &pass, err);
+    if (r) count(task, r, pass, log, t);
+    if (r && r_plain) d->compared++, d->same += same_run(r, r_plain);
+    cJSON_Delete(r);
+    cJSON_Delete(r_plain);
     return rc;
 }
 
@@ -121,10 +169,39 @@ static int run_task(const opts *o, const cJSON *task, hx_model *m, int family, c
  * would count against the model. */
 static int oracle_passes(const cJSON *task, const char *home, hx_dg_validator **v)
 {
-    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0};
+    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL};
     hx_err err = {0};
     int pass = 0;
     return hx_dg_eval_task(&er, task, home, v, &pass, NULL, NULL, NULL, &err) == HX_OK && pass;
+}
+
+static double rate(int64_t n, double secs) { return secs > 0 ? n / secs : 0.0; }
+
+static void report_gen(const char *name, const hx_gen_stats *g)
+{
+    printf("  %-5s %6lld tokens in %6lld passes (%lld forced, %lld of %lld drafts accepted), "
+           "%.2f s (%.2f s in passes), %.1f tokens/s\n", name, (long long)g->tokens,
+           (long long)g->spec.passes, (long long)g->spec.forced, (long long)g->spec.accepted,
+           (long long)g->spec.drafted, g->seconds, g->spec.pass_seconds,
+           rate(g->tokens, g->seconds));
+    printf("        of which turns that call a tool: %lld tokens, %.2f s, %.1f tokens/s\n",
+           (long long)g->call_tokens, g->call_seconds, rate(g->call_tokens, g->call_seconds));
+}
+
+/* The generation speed of each decoding and, with both, their ratio. */
+static void report_decoding(const opts *o, const decoding *d)
+{
+    if (o->oracle) return;
+    printf("  generation (prefill excluded):\n");
+    if (o->decode != 1) report_gen("spec", &d->gen[0]);
+    if (o->decode != 0) report_gen("plain", &d->gen[1]);
+    if (o->decode != 2) return;
+    double a = rate(d->gen[0].tokens, d->gen[0].seconds), b = rate(d->gen[1].tokens, d->gen[1].seconds);
+    double ac = rate(d->gen[0].call_tokens, d->gen[0].call_seconds);
+    double bc = rate(d->gen[1].call_tokens, d->gen[1].call_seconds);
+    printf("  spec / plain: %.2fx tokens/s in all turns, %.2fx in tool-call turns; same calls "
+           "and answer in %d of %d tasks\n", b > 0 ? a / b : 0.0, bc > 0 ? ac / bc : 0.0,
+           d->same, d->compared);
 }
 
 static void report(const tally *t, double secs, int n_tasks)
@@ -156,7 +233,8 @@ int main(int argc, char **argv)
     hx_err err = {0};
     if (!parse(argc, argv, &o)) {
         fprintf(stderr, "usage: agent-eval [--model FILE] [--tasks FILE | --n N --seed S] "
-                        "[--category C] [--log FILE] [--trace FILE] [--threads T] [--dir DIR] [--oracle]\n");
+                        "[--category C] [--log FILE] [--trace FILE] [--threads T] [--dir DIR] [--oracle]\n"
+                        "                  [--decode spec|plain|both]\n");
         return 2;
     }
     hx_model *m = NULL;
@@ -179,6 +257,7 @@ int main(int argc, char **argv)
     }
     snprintf(home, sizeof home, "%s/world", base);
     tally t = {0};
+    decoding d = {0};
     hx_dg_validator *v = NULL;
     hx_progress pr;
     double t0 = hx_time_mono();
@@ -191,7 +270,7 @@ int main(int argc, char **argv)
             hx_progress_update(&pr, i + 1, NULL);
             continue;
         }
-        if (run_task(&o, task, m, family, home, &v, log, tr, &t, &err))
+        if (run_task(&o, task, m, family, home, &v, log, tr, &t, &d, &err))
             fprintf(stderr, "agent-eval: task %d: %s\n", i, err.msg);
         hx_progress_update(&pr, i + 1, NULL);
     }
@@ -199,6 +278,7 @@ int main(int argc, char **argv)
     fclose(log);
     if (tr) fclose(tr);
     report(&t, hx_time_mono() - t0, i - stale);
+    report_decoding(&o, &d);
     if (stale)
         printf("  %d of %d tasks skipped: the oracle fails them in today's worlds (made by other "
                "world code; regenerate with hearth datagen --tasks)\n", stale, i);

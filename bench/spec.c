@@ -112,8 +112,8 @@ static int generate(hx_ctx *c, const hx_vocab *v, hx_grammar *g, hx_gvocab *gv,
  * 1..9, and each against B = 1. */
 static int pass_costs(hx_ctx *c, const hx_vocab *v, int P)
 {
-    int32_t t[4096 + 16];
-    if (P < 1 || P > 4096) return 1;
+    static int32_t t[8192 + 16];
+    if (P < 1 || P > 8192) return 1;
     for (int i = 0; i < P + 16; i++) t[i] = (int32_t)(100 + (i * 7919) % (hx_vocab_n_tokens(v) - 200));
     hx_ctx_truncate(c, 0);
     if (hx_decode(c, t, P, 0)) return 1;
@@ -164,7 +164,8 @@ int main(int argc, char **argv)
     gp.compact = compact;
     gp.ws_max = 1; /* as `hearth generate`: no whitespace loops */
     hx_ctx_params cp = hx_ctx_default_params();
-    cp.n_ctx = 2048;
+    int rows_p = argc > 6 && !strcmp(argv[5], "rows") ? atoi(argv[6]) : 0;
+    cp.n_ctx = rows_p + 64 > 2048 ? rows_p + 64 : 2048;
     cp.n_threads = threads;
     if (hx_model_load(argv[1], NULL, &m, &err) || !hx_model_vocab(m) ||
         hx_gvocab_from_vocab(hx_model_vocab(m), &gv, &err) ||
@@ -198,7 +199,10 @@ int main(int argc, char **argv)
            "%lld of %lld drafts accepted)\n", rs.tokens, (long)rs.st.passes, rs.secs, ts,
            (long long)rs.st.forced, (long long)rs.st.accepted, (long long)rs.st.drafted);
     printf("  ratio %.2fx; identical output: %d of %d calls\n", ts / tp, same, total);
-    if (argc > 6 && !strcmp(argv[5], "rows") && pass_costs(c, v, atoi(argv[6]))) return 1;
+    if (rows_p && pass_costs(c, v, rows_p)) {
+        fprintf(stderr, "rows %d: a context of 1 to 8192 tokens is needed\n", rows_p);
+        return 1;
+    }
     hx_ctx_free(c);
     hx_grammar_free(g);
     hx_gvocab_free(gv);

@@ -327,7 +327,7 @@ static void test_transcript(void)
     char home[128], *text = NULL;
     size_t len = 0;
     snprintf(home, sizeof home, "%s/tr", dir());
-    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0};
+    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL};
     hx_dg_validator *v = NULL;
     hx_err err = {0};
     int pass = 0;
