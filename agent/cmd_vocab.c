@@ -30,6 +30,10 @@ static void usage(FILE *f)
             "                    (default 1): the merges then favour what the model\n"
             "                    writes, such as value words after a JSON quote, over\n"
             "                    the prompt and tool results it only reads\n"
+            "  --split-initial   a word's leading space or punctuation never merges with\n"
+            "                    it: \"Lunch\" after a JSON quote is the same tokens as\n"
+            "                    \" Lunch\" in the request, so a model copies it token for\n"
+            "                    token (one token more per word)\n"
             "  TEXTFILE          plain text (e.g. name and word lists), one document each\n\n"
             "usage: hearth vocab coverage --vocab VOCAB.gguf --chat FILE.jsonl [--below N]\n"
             "                             [--style STYLE]\n\n"
@@ -61,6 +65,10 @@ static int parse(int argc, char **argv, vargs *a)
     for (int i = 2; i < argc; i++) {
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x;
+        if (!strcmp(s, "--split-initial")) {
+            a->bp.split_initial = 1;
+            continue;
+        }
         if (s[0] == '-' && s[1] && !v) {
             fprintf(stderr, "hearth vocab train: %s needs a value\n", s);
             return -1;

@@ -38,6 +38,8 @@ struct hx_bpe {
     uint32_t *ch_slots; /* index + 1; 0 empty */
     uint32_t ch_mask;
     pcre2_code *re;
+    pcre2_code *re_initial; /* split_initial: a chunk's leading
+                               non-letter before a letter */
     pcre2_match_data *md;
     hx_buf rx;          /* the regex subject of one fragment */
     uint64_t bytes, chunks;
@@ -72,7 +74,7 @@ struct hx_bpe {
 
 hx_bpe_params hx_bpe_default_params(void)
 {
-    hx_bpe_params p = {4096, 2, 0};
+    hx_bpe_params p = {4096, 2, 0, 0};
     return p;
 }
 
@@ -113,9 +115,13 @@ int hx_bpe_new(const hx_bpe_params *p, hx_bpe **out, hx_err *err)
                           PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec, &eo, NULL);
     if (b->re) pcre2_jit_compile(b->re, PCRE2_JIT_COMPLETE);
     b->md = b->re ? pcre2_match_data_create(1, NULL) : NULL;
+    if (b->p.split_initial) {
+        b->re_initial = pcre2_compile((PCRE2_SPTR) "^[^\\r\\n\\p{L}\\p{N}](?=\\p{L})",
+                                      PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec, &eo, NULL);
+    }
     b->ch_slots = hx_calloc(1u << 16, sizeof *b->ch_slots);
     b->ch_mask = (1u << 16) - 1;
-    if (!b->re || !b->md || !b->ch_slots) {
+    if (!b->re || !b->md || !b->ch_slots || (b->p.split_initial && !b->re_initial)) {
         hx_bpe_free(b);
         return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     }
@@ -135,6 +141,7 @@ void hx_bpe_free(hx_bpe *b)
     free(b->ch_slots);
     pcre2_match_data_free(b->md);
     pcre2_code_free(b->re);
+    pcre2_code_free(b->re_initial);
     free(b->ids);
     free(b->w_stamp);
     free(b->tok_off);
@@ -214,6 +221,18 @@ static int add_chunk(hx_bpe *b, const char *p, size_t n)
     return ch_new(b, p, n, h);
 }
 
+/* A pre-tokenizer chunk; with split_initial, a leading space or
+ * punctuation mark before letters is a chunk of its own, so no merge joins
+ * it to the word. */
+static int add_word(hx_bpe *b, const char *p, size_t n)
+{
+    if (!b->re_initial) return add_chunk(b, p, n);
+    int r = pcre2_match(b->re_initial, (PCRE2_SPTR)p, n, 0, PCRE2_NO_UTF_CHECK, b->md, NULL);
+    if (r < 0) return add_chunk(b, p, n);
+    size_t k = pcre2_get_ovector_pointer(b->md)[1];
+    return add_chunk(b, p, k) || add_chunk(b, p + k, n - k);
+}
+
 /* The regex subject: code points decoded as the tokenizer does (invalid
  * bytes U+FFFD), surrogates as U+FFFD. */
 static int make_subject(hx_bpe *b, const char *text, size_t len)
@@ -251,7 +270,7 @@ static int add_fragment(hx_bpe *b, const char *text, size_t len)
             e = ov[1] > ov[0] ? ov[1] : n;
         }
         if (s > pos && add_chunk(b, rx + pos, s - pos)) return -1;
-        if (e > s && add_chunk(b, rx + s, e - s)) return -1;
+        if (e > s && add_word(b, rx + s, e - s)) return -1;
         pos = e;
     }
     return 0;

@@ -21,6 +21,11 @@ typedef struct hx_bpe_params {
     int64_t min_count;  /* stop merging when the best pair occurs fewer
                          * times (the vocabulary is then smaller); default 2 */
     int progress;       /* 1: merges done and ETA on stderr if a terminal */
+    int split_initial;  /* 1: a word's leading space or punctuation
+                         * (" Lunch", "\"Lunch") never merges with it, so
+                         * a word is the same tokens after a space, a quote
+                         * or nothing: a model copies it token for token
+                         * from a request into a JSON string; default 0 */
 } hx_bpe_params;
 hx_bpe_params hx_bpe_default_params(void);
 

@@ -14,8 +14,10 @@
 # TINY_ACCUM (2), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
 # TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
 # TINY_FF (768), TINY_VOCAB (4096), TINY_TARGET_WEIGHT (8: the assistant's
-# turns count 8 times in BPE training), TINY_QUANT (Q8_0), TINY_CKPT_EVERY
-# (10 steps between checkpoints).
+# turns count 8 times in BPE training), TINY_SPLIT_INITIAL (0; 1: a word's
+# leading space or quote never merges with it, so a value after a JSON quote
+# is the same tokens as in the request: hearth vocab train --split-initial),
+# TINY_QUANT (Q8_0), TINY_CKPT_EVERY (10 steps between checkpoints).
 set -eu
 
 HEARTH=${1:-build/hearth}
@@ -41,6 +43,8 @@ HEAD_DIM=${TINY_HEAD_DIM:-64}
 FF=${TINY_FF:-768}
 VOCAB=${TINY_VOCAB:-4096}
 TARGET_WEIGHT=${TINY_TARGET_WEIGHT:-8}
+SPLIT_INITIAL=
+[ "${TINY_SPLIT_INITIAL:-0}" = 1 ] && SPLIT_INITIAL=--split-initial
 QUANT=${TINY_QUANT:-Q8_0}
 CKPT_EVERY=${TINY_CKPT_EVERY:-10}
 BUILD_DIR=$(dirname "$HEARTH")
@@ -90,7 +94,7 @@ if [ -s "$DIR/vocab.gguf" ]; then skip 2/7 "$DIR/vocab.gguf"; else
     stage_start 2/7 "vocab: $VOCAB-token BPE on the training conversations, targets x$TARGET_WEIGHT"
     make_file "$DIR/vocab.gguf" nice "$HEARTH" vocab train --size "$VOCAB" \
         -o "$DIR/vocab.gguf.tmp" --chat "$DIR/train.jsonl" --style compact \
-        --target-weight "$TARGET_WEIGHT" >"$DIR/vocab.log" 2>&1
+        --target-weight "$TARGET_WEIGHT" $SPLIT_INITIAL >"$DIR/vocab.log" 2>&1
     nice "$HEARTH" vocab coverage --vocab "$DIR/vocab.gguf" --chat "$DIR/train.jsonl" \
         --style compact >>"$DIR/vocab.log" 2>&1 || true
     stage_done "$(grep 'bytes/token' "$DIR/vocab.log" | tail -1); $(grep 'fewer than' "$DIR/vocab.log" | tail -1)"

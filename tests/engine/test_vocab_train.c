@@ -4,6 +4,7 @@
  * the engine with it, and bad uses fail with clear errors. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -248,6 +249,71 @@ static void test_llama_cpp_agrees(void)
     unlink(g_model);
 }
 
+/* Token ids of text (no specials parsed); the count. */
+static int ids_of(const hx_vocab *v, const char *text, int32_t *ids, int max)
+{
+    return hx_tokenize(v, text, strlen(text), ids, max, 0, 0);
+}
+
+/* split_initial: a word is the same tokens after a space, a quote or
+ * nothing (the leading byte its own token), and the engine still segments
+ * the training text as the trainer did. Without it, " meeting" is one
+ * token that "meeting" is not. */
+static void test_split_initial(void)
+{
+    hx_bpe_params p = hx_bpe_default_params();
+    p.vocab_size = NV;
+    p.split_initial = 1;
+    hx_bpe *b = NULL;
+    hx_err err = {0};
+    char path[300];
+    snprintf(path, sizeof path, "%s.split.gguf", g_vocab);
+    ASSERT(hx_bpe_new(&p, &b, &err) == HX_OK);
+    ASSERT(hx_bpe_add_text(b, g_corpus.data, g_corpus.len, &err) == HX_OK);
+    ASSERT(hx_bpe_train(b, &err) == HX_OK);
+    ASSERT(hx_bpe_write_gguf(b, path, &err) == HX_OK);
+    hx_bpe_stats st;
+    hx_bpe_get_stats(b, &st);
+    hx_bpe_free(b);
+    hx_vocab *v = load_vocab(path), *v0 = load_vocab(g_vocab);
+    ASSERT(v && v0);
+    static const char *const words[] = {"meeting", "Alice", "Müller", "Zoë", "calendar",
+                                        "xylophone", "create_event", "Tuesday"};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+        char sp[64], qu[64];
+        int32_t a[32], bsp[33], bqu[33];
+        snprintf(sp, sizeof sp, " %s", words[i]);
+        snprintf(qu, sizeof qu, "\"%s", words[i]);
+        int na = ids_of(v, words[i], a, 32), ns = ids_of(v, sp, bsp, 33), nq = ids_of(v, qu, bqu, 33);
+        EXPECT(na > 0 && ns == na + 1 && nq == na + 1);
+        EXPECT(!memcmp(bsp + 1, a, (size_t)na * sizeof *a) && !memcmp(bqu + 1, a, (size_t)na * sizeof *a));
+        EXPECT_EQ_INT(ids_of(v, " ", bsp, 33), 1);
+    }
+    int differ = 0; /* without: some word changes tokens after a space */
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+        char sp[64];
+        int32_t a[32], bsp[33];
+        snprintf(sp, sizeof sp, " %s", words[i]);
+        int na = ids_of(v0, words[i], a, 32), ns = ids_of(v0, sp, bsp, 33);
+        differ += ns != na + 1 || memcmp(bsp + 1, a, (size_t)na * sizeof *a) != 0;
+    }
+    EXPECT(differ > 0);
+    int32_t n = hx_tokenize(v, g_corpus.data, g_corpus.len, NULL, 0, 0, 1);
+    n = n < 0 ? -n : n;
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    ASSERT(ids);
+    EXPECT_EQ_INT(hx_tokenize(v, g_corpus.data, g_corpus.len, ids, n, 0, 1), n);
+    int specials = 0;
+    for (int32_t i = 0; i < n; i++) specials += ids[i] >= st.n_tokens - HX_BPE_N_SPECIALS;
+    EXPECT_EQ_INT((uint64_t)(n - specials), st.tokens);
+    printf("     %llu tokens with split_initial, %llu without\n", (unsigned long long)st.tokens,
+           (unsigned long long)g_stats.tokens);
+    free(ids);
+    hx_vocab_free(v);
+    hx_vocab_free(v0);
+    unlink(path);
+}
+
 int main(void)
 {
     const char *t = getenv("TMPDIR");
@@ -263,6 +329,7 @@ int main(void)
     RUN(test_deterministic);
     RUN(test_llama_cpp_agrees);
     RUN(test_bad_uses);
+    RUN(test_split_initial);
     unlink(g_vocab);
     hx_buf_free(&g_corpus);
     return test_summary();
