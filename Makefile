@@ -338,8 +338,23 @@ $(BUILD)/models/qwen3-0.6b-shape-%.gguf: | $(BUILD)/hearth
 	nice $(BUILD)/hearth mkmodel -o $@ $(spec_type_$*) --layers 28 --embd 1024 \
 	    --heads 16 --heads-kv 8 --head-dim 128 --ff 3072 --tied \
 	    --vocab $(or $(HEARTH_SHARED_DATA),../shared/data)/vocab/ggml-vocab-qwen2.gguf
-.PHONY: bench-spec
-bench-spec: $(BUILD)/bench/spec $(SPEC_QWENS)
+# hearth-tiny embedded in Qwen3-0.6B's shape (hearth mkmodel --embed: its
+# function at the real shape's cost, 151,936 tokens), in the three layouts:
+# the agent's own tool-call generation with and without speculative
+# decoding (agent-eval --decode both, SPEC_TASKS held-out tasks).
+SPEC_TINYS := $(BUILD)/models/hearth-tiny-0.6b-shape-q8_0.gguf \
+	$(BUILD)/models/hearth-tiny-0.6b-shape-q4_k_m.gguf \
+	$(BUILD)/models/hearth-tiny-0.6b-shape-q4_0.gguf
+$(BUILD)/models/hearth-tiny-0.6b-shape-%.gguf: models/hearth-tiny.gguf | $(BUILD)/hearth
+	@mkdir -p $(@D)
+	nice $(BUILD)/hearth mkmodel -o $@ $(spec_type_$*) --layers 28 --embd 1024 \
+	    --heads 16 --heads-kv 8 --head-dim 128 --ff 3072 --n-vocab 151936 --embed $<
+.PHONY: bench-spec bench-spec-agent
+bench-spec-agent: $(BUILD)/bench/agent-eval $(SPEC_TINYS)
+	for m in $(SPEC_TINYS); do \
+	    nice $(BUILD)/bench/agent-eval --model $$m --n $(or $(SPEC_TASKS),40) --seed 5 \
+	        --threads $(or $(THREADS),2) --decode both --log $(BUILD)/spec-agent.jsonl || exit 1; done
+bench-spec: $(BUILD)/bench/spec $(SPEC_QWENS) bench-spec-agent
 	nice $(BUILD)/bench/spec $(or $(HEARTH_SHARED_DATA),../shared/data)/models/stories260K.gguf 1 $(or $(THREADS),2) $(or $(REPS),2)
 	nice $(BUILD)/bench/spec $(or $(HEARTH_SHARED_DATA),../shared/data)/models/stories260K.gguf 0 $(or $(THREADS),2) $(or $(REPS),2)
 	for m in $(SPEC_QWENS); do for g in 0 1; do \
