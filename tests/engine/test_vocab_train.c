@@ -79,21 +79,30 @@ static void test_train_and_load(void)
     hx_vocab_free(v);
 }
 
+/* The engine's tokens of the corpus other than the special tokens (ids
+ * from n_tokens - HX_BPE_N_SPECIALS on), or 0 on error. */
+static uint64_t engine_tokens(const hx_vocab *v, int32_t n_tokens)
+{
+    int32_t n = hx_tokenize(v, g_corpus.data, g_corpus.len, NULL, 0, 0, 1);
+    n = n < 0 ? -n : n;
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    if (!ids || hx_tokenize(v, g_corpus.data, g_corpus.len, ids, n, 0, 1) != n) {
+        free(ids);
+        return 0;
+    }
+    int specials = 0;
+    for (int32_t i = 0; i < n; i++) specials += ids[i] >= n_tokens - HX_BPE_N_SPECIALS;
+    free(ids);
+    return (uint64_t)(n - specials);
+}
+
 /* The engine's encoding of the training text has exactly as many tokens
  * as the trainer's own segmentation (same merges, same chunks). */
 static void test_engine_segments_as_trained(void)
 {
     hx_vocab *v = load_vocab(g_vocab);
     ASSERT(v);
-    int32_t n = hx_tokenize(v, g_corpus.data, g_corpus.len, NULL, 0, 0, 1);
-    n = n < 0 ? -n : n;
-    int32_t *ids = malloc((size_t)n * sizeof *ids);
-    ASSERT(ids);
-    EXPECT_EQ_INT(hx_tokenize(v, g_corpus.data, g_corpus.len, ids, n, 0, 1), n);
-    int specials = 0;
-    for (int32_t i = 0; i < n; i++) specials += ids[i] >= NV - HX_BPE_N_SPECIALS;
-    EXPECT_EQ_INT((uint64_t)(n - specials), g_stats.tokens);
-    free(ids);
+    EXPECT_EQ_INT(engine_tokens(v, NV), g_stats.tokens);
     hx_vocab_free(v);
 }
 
@@ -298,17 +307,9 @@ static void test_split_initial(void)
         differ += ns != na + 1 || memcmp(bsp + 1, a, (size_t)na * sizeof *a) != 0;
     }
     EXPECT(differ > 0);
-    int32_t n = hx_tokenize(v, g_corpus.data, g_corpus.len, NULL, 0, 0, 1);
-    n = n < 0 ? -n : n;
-    int32_t *ids = malloc((size_t)n * sizeof *ids);
-    ASSERT(ids);
-    EXPECT_EQ_INT(hx_tokenize(v, g_corpus.data, g_corpus.len, ids, n, 0, 1), n);
-    int specials = 0;
-    for (int32_t i = 0; i < n; i++) specials += ids[i] >= st.n_tokens - HX_BPE_N_SPECIALS;
-    EXPECT_EQ_INT((uint64_t)(n - specials), st.tokens);
+    EXPECT_EQ_INT(engine_tokens(v, st.n_tokens), st.tokens);
     printf("     %llu tokens with split_initial, %llu without\n", (unsigned long long)st.tokens,
            (unsigned long long)g_stats.tokens);
-    free(ids);
     hx_vocab_free(v);
     hx_vocab_free(v0);
     unlink(path);
