@@ -409,6 +409,61 @@ static void test_model_sample(void)
     hx_model_free(m);
 }
 
+/* --decode both's parts: a task run one token per pass and speculatively
+ * makes the same calls and answer; the counters add up (every generated
+ * token once, tool-call turns a part of them, fewer passes than tokens
+ * speculatively, one pass per token plainly, pass time within the total),
+ * and the oracle's source adds nothing. */
+static void test_generation_counters(void)
+{
+    const char *path = "models/hearth-tiny.gguf";
+    if (access(path, R_OK)) SKIP("%s is not here (run from the repository root)", path);
+    hx_model *m = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(path, NULL, &m, &err) == HX_OK);
+    int family = hx_tpl_detect(hx_model_gguf(m), hx_model_vocab(m));
+    cJSON *all = tasks(4, 5, HX_CAT_SINGLE), *t;
+    char home[128];
+    snprintf(home, sizeof home, "%s/gen", dir());
+    hx_dg_validator *v = NULL;
+    hx_gen_stats g[2] = {{0}, {0}};
+    int same = 0, n = 0;
+    cJSON_ArrayForEach(t, all)
+    {
+        cJSON *r[2] = {NULL, NULL};
+        for (int plain = 0; plain < 2; plain++) {
+            hx_dg_eval_run er = {m, family, 1, 0, NULL, NULL, 0, plain, &g[plain]};
+            int pass = 0;
+            EXPECT(hx_dg_eval_task(&er, t, home, &v, &pass, NULL, NULL, &r[plain], &err) == HX_OK);
+        }
+        same += r[0] && r[1] &&
+                cJSON_Compare(cJSON_GetObjectItem(r[0], "calls"), cJSON_GetObjectItem(r[1], "calls"), 1) &&
+                cJSON_Compare(cJSON_GetObjectItem(r[0], "answer"), cJSON_GetObjectItem(r[1], "answer"), 1);
+        n++;
+        cJSON_Delete(r[0]);
+        cJSON_Delete(r[1]);
+    }
+    EXPECT_EQ_INT(same, n);
+    EXPECT(g[0].tokens > 0 && g[0].tokens == g[1].tokens);
+    EXPECT(g[0].call_tokens > 0 && g[0].call_tokens == g[1].call_tokens && g[0].call_tokens <= g[0].tokens);
+    EXPECT(g[1].spec.passes <= g[1].tokens && g[1].spec.drafted == 0);
+    EXPECT(g[0].spec.passes < g[0].tokens);
+    for (int k = 0; k < 2; k++)
+        EXPECT(g[k].seconds > 0 && g[k].spec.pass_seconds <= g[k].seconds &&
+               g[k].call_seconds <= g[k].seconds);
+    printf("     %d tasks: %lld tokens (%lld in tool-call turns), %lld passes plain, %lld speculative\n",
+           n, (long long)g[0].tokens, (long long)g[0].call_tokens, (long long)g[1].spec.passes,
+           (long long)g[0].spec.passes);
+    hx_gen_stats o = {0};
+    hx_dg_eval_run orc = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, &o};
+    int pass = 0;
+    EXPECT(hx_dg_eval_task(&orc, all->child, home, &v, &pass, NULL, NULL, NULL, &err) == HX_OK);
+    EXPECT(pass && o.tokens == 0 && o.spec.passes == 0);
+    hx_dg_validator_free(v);
+    cJSON_Delete(all);
+    hx_model_free(m);
+}
+
 /* Broken tasks: a clear error or a failed check with a reason, never a
  * crash. */
 static void test_broken_tasks(void)
@@ -469,6 +524,7 @@ int main(void)
     RUN(test_schedule_flaws);
     RUN(test_transcript);
     RUN(test_broken_tasks);
+    RUN(test_generation_counters);
     RUN(test_model_sample);
     if (g_dir[0]) hx_world_rmtree(g_dir, NULL);
     return test_summary();
