@@ -24,7 +24,7 @@ static int att_tq(const hx_ctx *c) { return att_tq_hp(&c->m->hp); }
 static size_t att_round16(size_t n) { return (n + 15) / 16 * 16; }
 
 /* Scratch floats of the fp16 one-query path (f16_heads) for R rows of d. */
-static size_t f16_floats(size_t R, size_t d) { return 3 * R * d + 4 * R + 3 * d; }
+static size_t f16_floats(size_t R, size_t d) { return 2 * R * d + 4 * R + d; }
 /* Most tokens of a pass on that path (B < FA_TILE_Q). */
 #define F16_TOKENS_MAX FA_TILE_Q
 
@@ -58,8 +58,6 @@ typedef struct f16_heads {
     float *M, *S;          /* (R) running max and sum */
     float *fin, *tmp;      /* (R, d) merged chunks, (d) one converted row */
     float *Mf, *Sf;        /* (R) merged max and sum */
-    float *qf, *kf, *vf;   /* with op->dot_hf: (R, d) the rows' Q16 widened,
-                              (d) the current key and value widened */
 } f16_heads;
 
 /* One key of the online softmax for row r. */
@@ -67,9 +65,7 @@ static void f16_key(f16_heads *h, int r, const uint16_t *kj, const uint16_t *vj)
 {
     const int d = h->d;
     uint16_t *ag = h->acc + (size_t)r * d;
-    const uint16_t *q = h->q16 + (size_t)r * d;
-    const float sc = (h->op->dot_hf ? h->op->dot_hf(h->qf + (size_t)r * d, h->kf, q, kj, d)
-                                    : h->op->dot_hh(q, kj, d)) * h->scale;
+    const float sc = h->op->dot_hh(h->q16 + (size_t)r * d, kj, d) * h->scale;
     float ms = 1.0f, vs = 1.0f;
     if (sc > h->M[r]) {
         ms = expf(h->M[r] - sc);
@@ -78,8 +74,7 @@ static void f16_key(f16_heads *h, int r, const uint16_t *kj, const uint16_t *vj)
     } else {
         vs = expf(sc - h->M[r]);
     }
-    if (h->op->mad_hf) h->op->mad_hf(ag, h->vf, vj, vs, d);
-    else h->op->mad_h(ag, vj, vs, d);
+    h->op->mad_h(ag, vj, vs, d);
     h->S[r] = h->S[r] * ms + vs;
 }
 
@@ -98,10 +93,6 @@ static void f16_chunk(f16_heads *h, int j0, const int *j1)
     for (int j = j0; j < jmax; j++) {
         const uint16_t *kj = (const uint16_t *)hx_kv_row(h->c, 0, h->l, h->kvh, j);
         const uint16_t *vj = (const uint16_t *)hx_kv_row(h->c, 1, h->l, h->kvh, j);
-        if (h->op->dot_hf) { /* once for every row */
-            h->op->from_f16(h->kf, kj, h->d);
-            h->op->from_f16(h->vf, vj, h->d);
-        }
         for (int t = 0; t < h->T; t++)
             for (int g = 0; j < j1[t] && g < G; g++) f16_key(h, t * G + g, kj, vj);
     }
@@ -167,10 +158,8 @@ static void f16_split(f16_heads *h, const int *n_kv, int nth, float *out)
 static void attn_f16(f16_heads *h, const float *q, const int *n_kv, int split_nth, float *out)
 {
     const int R = h->T * h->G;
-    for (int r = 0; r < R; r++) {
+    for (int r = 0; r < R; r++)
         h->op->to_f16(h->q16 + (size_t)r * h->d, f16_out(h, (float *)q, r), h->d);
-        if (h->op->dot_hf) h->op->from_f16(h->qf + (size_t)r * h->d, h->q16 + (size_t)r * h->d, h->d);
-    }
     if (split_nth > 0 && f16_view(n_kv[0]) >= 512) {
         f16_split(h, n_kv, split_nth, out);
         return;
@@ -198,7 +187,7 @@ static int f16_tokens_per_task(const hx_ctx *c, int B, int pos0)
     const hx_hparams *hp = &c->m->hp;
     const size_t d = (size_t)hp->head_dim, G = (size_t)att_group(c);
     if (B < 2 || f16_view(pos0 + 1) != f16_view(pos0 + B)) return 1;
-    size_t fit = (hx_attn_scratch(hp) - 3 * d) / ((3 * d + 4) * G);
+    size_t fit = (hx_attn_scratch(hp) - d) / ((2 * d + 4) * G);
     if (fit > F16_TOKENS_MAX) fit = F16_TOKENS_MAX;
     return fit < 1 ? 1 : (int)fit < B ? (int)fit : B;
 }
@@ -221,8 +210,7 @@ static void attn_task_f16(void *ctx, int task, int thread)
     f16_heads h = {c->ao, c, j->layer, kvh, G, d, T, (size_t)hp->n_head * d,
                    1.0f / sqrtf((float)d), (uint16_t *)w, (uint16_t *)w + Rd,
                    w + Rd, w + Rd + R, w + Rd + 2 * R, w + 2 * Rd + 2 * R,
-                   w + 2 * Rd + 2 * R + d, w + 2 * Rd + 3 * R + d, w + 2 * Rd + 4 * R + d,
-                   w + 3 * Rd + 4 * R + d, w + 3 * Rd + 4 * R + 2 * d};
+                   w + 2 * Rd + 2 * R + d, w + 2 * Rd + 3 * R + d};
     int n_kv[F16_TOKENS_MAX];
     for (int t = 0; t < T; t++) n_kv[t] = j->pos0 + t0 + t + 1;
     const int split = j->B == 1 || c->split_rows ? c->n_threads : 0;

@@ -108,7 +108,7 @@ static void tile64_s(const float *Qt, const float *K, const float *V, int nk, in
 
 static const hx_attn_ops k_scalar = {dot_f16_s, dot_f32_s, dot_hh_s, axpy_f16_s,
                                      axpy_f32_s, mad_h_s, scale_h_s, to_f16_s,
-                                     from_f16_s, tile64_s, NULL, NULL};
+                                     from_f16_s, tile64_s};
 
 /* ---- AVX2 + FMA + F16C: 8 lanes, the tail through the scalar code ---- */
 #if defined(__x86_64__)
@@ -252,35 +252,13 @@ AVX512A static void scale_h_z(uint16_t *acc, float s, int d)
     scale_h_v(acc + i, s, d - i);
 }
 
-/* dot_hh_z and mad_h_z on widened rows: the same chains, loads of floats */
-AVX512A static float dot_hf_z(const float *qf, const float *kf, const uint16_t *q,
-                              const uint16_t *k, int d)
-{
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= d; i += 32) {
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(qf + i), _mm512_loadu_ps(kf + i), a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(qf + i + 16), _mm512_loadu_ps(kf + i + 16), a1);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) + dot_hh_s(q + i, k + i, d - i);
-}
-
-AVX512A static void mad_hf_z(uint16_t *acc, const float *vf, const uint16_t *v, float a, int d)
-{
-    const __m512 va = _mm512_set1_ps(a);
-    int i = 0;
-    for (; i + 16 <= d; i += 16)
-        st_z(acc + i, _mm512_fmadd_ps(_mm512_loadu_ps(vf + i), va, ld_z(acc + i)));
-    mad_h_v(acc + i, v + i, a, d - i);
-}
-
 static const hx_attn_ops k_avx2 = {dot_f16_v, dot_f32_v, dot_hh_v, axpy_f16_v,
                                    axpy_f32_v, mad_h_v, scale_h_v, to_f16_v,
-                                   from_f16_v, tile64_s, NULL, NULL};
+                                   from_f16_v, tile64_s};
 /* AVX2 set with the AVX-512 tile */
 static const hx_attn_ops k_avx512 = {dot_f16_v, dot_f32_v, dot_hh_z, axpy_f16_v,
                                      axpy_f32_v, mad_h_z, scale_h_z, to_f16_v,
-                                     from_f16_v, hx_attn_tile64_avx512, dot_hf_z, mad_hf_z};
+                                     from_f16_v, hx_attn_tile64_avx512};
 #endif /* x86-64 */
 
 /* ---- aarch64 NEON (ARMv8.0: FMA and the f16 conversions are base
@@ -381,7 +359,7 @@ static void from_f16_n(float *o, const uint16_t *x, int d)
 
 static const hx_attn_ops k_neon = {dot_f16_n, dot_f32_n, dot_hh_n, axpy_f16_n,
                                    axpy_f32_n, mad_h_n, scale_h_n, to_f16_n,
-                                   from_f16_n, tile64_s, NULL, NULL};
+                                   from_f16_n, tile64_s};
 #endif /* aarch64 */
 
 const hx_attn_ops *hx_attn_ops_scalar(void)

@@ -33,14 +33,6 @@ typedef struct hx_attn_ops {
     void (*tile64)(const float *Qt, const float *K, const float *V, int nk, int d,
                    int j0, const int *lim, float scale, float *m, float *l,
                    float *accT, float *S);
-    /* Optional (NULL where absent): dot_hh and mad_h on rows already
-     * converted to floats (qf, kf, vf: the halves q, k, v widened, which
-     * is exact), bit for bit the same results, so that a key and value
-     * row are converted once for every query row that reads them. The
-     * halves are passed too (for the tails). */
-    float (*dot_hf)(const float *qf, const float *kf, const uint16_t *q,
-                    const uint16_t *k, int d);
-    void (*mad_hf)(uint16_t *acc, const float *vf, const uint16_t *v, float a, int d);
 } hx_attn_ops;
 
 #define HX_ATT_LANES 64

@@ -664,33 +664,6 @@ static void test_moe_route(void)
     EXPECT(fabs(w[0] - 0.5) < 1e-7);
 }
 
-/* The optional ops on widened rows (dot_hf, mad_hf) give the bits of
- * dot_hh and mad_h of the same set, so the one-query path may widen a key
- * once for all its rows and stay exactly what it was. */
-static void test_attn_widened_ops(void)
-{
-    const hx_attn_ops *v = hx_attn_ops_get();
-    if (!v->dot_hf || !v->mad_hf) SKIP("no widened ops at this ISA level");
-    enum { N = 200 };
-    uint16_t q[N], k[N], a1[N], a2[N];
-    float qf[N], kf[N];
-    for (int i = 0; i < N; i++) {
-        q[i] = hx_fp32_to_fp16(sinf((float)i * 0.7f) * 3.0f);
-        k[i] = hx_fp32_to_fp16(cosf((float)i * 1.3f));
-        a1[i] = a2[i] = hx_fp32_to_fp16(sinf((float)i * 0.3f) * 0.37f);
-    }
-    v->from_f16(qf, q, N);
-    v->from_f16(kf, k, N);
-    static const int D[] = {1, 15, 16, 31, 32, 45, 64, 100, 128, 200};
-    for (size_t j = 0; j < sizeof D / sizeof *D; j++) {
-        float x = v->dot_hh(q, k, D[j]), y = v->dot_hf(qf, kf, q, k, D[j]);
-        EXPECT(memcmp(&x, &y, sizeof x) == 0);
-        v->mad_h(a1, k, 0.731f, D[j]);
-        v->mad_hf(a2, kf, k, 0.731f, D[j]);
-        EXPECT(memcmp(a1, a2, sizeof a1) == 0);
-    }
-}
-
 /* The SIMD attention primitives against the scalar ones: elementwise fp16
  * updates bit for bit, dot products to float rounding. */
 static void test_attn_ops(void)
@@ -1111,7 +1084,6 @@ int main(void)
     if (!mkdtemp(g_dir)) return 1;
     RUN(test_moe_route);
     RUN(test_attn_ops);
-    RUN(test_attn_widened_ops);
     RUN(test_attn_ops_f16_exact);
     RUN(test_attn_tile);
     RUN(test_hparams);
