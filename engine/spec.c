@@ -261,8 +261,9 @@ static int only_byte(hx_matcher *m, uint32_t c)
 
 /* The grammar's one continuation from the shadow's state, up to max bytes
  * (stopping where it may end); where it allows optional whitespace, the
- * whitespace the context last wrote after the same two bytes. */
-static int forced_bytes(hx_spec *sp, char *out, int max)
+ * whitespace the context last wrote after the same two bytes. cfg[i] gets
+ * the grammar's config before byte i. */
+static int forced_bytes(hx_spec *sp, char *out, uint32_t *cfg, int max)
 {
     hx_matcher *m = sp->gm;
     uint32_t c = m->cur, cw = 0;
@@ -273,6 +274,7 @@ static int forced_bytes(hx_spec *sp, char *out, int max)
         if (!w && ((key & 0xff) == ':' || (key & 0xff) == ',')) w = ' '; /* json.dumps */
         if (w && w != WS_NONE && (cw = gm_step(m, c, w))) b = w;
         else cw = gm_step(m, c, b);
+        cfg[n] = c;
         out[n++] = (char)b;
         key = ((key << 8) | (unsigned)b) & 0xffff;
         c = cw;
@@ -335,9 +337,10 @@ static int extends(hx_spec *sp, int32_t t, uint32_t c)
 static int grammar_draft(hx_spec *sp, int32_t *d, int max, int *nbytes)
 {
     char bytes[128];
+    uint32_t cfg[sizeof bytes];
     int k = 0, at = 0, len = 0, last_at = 0;
     if (!shadow_on(sp)) return *nbytes = 0;
-    int n = forced_bytes(sp, bytes, (int)sizeof bytes);
+    int n = forced_bytes(sp, bytes, cfg, (int)sizeof bytes);
     while (at < n && k < max) {
         int32_t t = mark_piece(sp, bytes + at, n - at, &len);
         if (t < 0 && (t = longest_piece(sp, bytes + at, n - at)) >= 0) len = (int)sp->gv->len[t];
@@ -346,11 +349,9 @@ static int grammar_draft(hx_spec *sp, int32_t *d, int max, int *nbytes)
         last_at = at;
         at += len;
     }
-    if (k > 0 && at == n && !(sp->gv->flags[d[k - 1]] & HX_GTOK_SPECIAL)) {
-        uint32_t c = sp->gm->cur; /* the config before the last piece */
-        for (int j = 0; j < last_at && c; j++) c = gm_step(sp->gm, c, (uint8_t)bytes[j]);
-        if (c && extends(sp, d[k - 1], c)) k--, at = last_at;
-    }
+    if (k > 0 && at == n && !(sp->gv->flags[d[k - 1]] & HX_GTOK_SPECIAL) &&
+        extends(sp, d[k - 1], cfg[last_at]))
+        k--, at = last_at;
     *nbytes = at;
     return k;
 }
@@ -460,17 +461,18 @@ static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
     int gb = 0, ngb = 0;
     if (max <= 0) return 0;
     int k = grammar_draft(sp, gd, max, &gb);
-    int kn = ngram_allowed(sp, hist, n_hist, pend, nb, sp->batch + nb, max, &ngb);
     sp->src = k > 0; /* a forced run: the grammar's acceptance rate */
     sp->src_split = k;
-    if (k > 0 && !(kn > 0 && ngb >= gb)) { /* the grammar's run */
+    if (k == 0) { /* n-grams only: no lookup unless one is worth a try */
+        int budget = draft_budget(sp, 0);
+        if (budget < max) max = budget;
+        return max > 0 ? ngram_allowed(sp, hist, n_hist, pend, nb, sp->batch + nb, max, &ngb) : 0;
+    }
+    int kn = ngram_allowed(sp, hist, n_hist, pend, nb, sp->batch + nb, max, &ngb);
+    if (!(kn > 0 && ngb >= gb)) { /* the grammar's run */
         int budget = draft_budget(sp, 1);
         memcpy(sp->batch + nb, gd, (size_t)k * sizeof *gd);
         return k < budget ? k : budget;
-    }
-    if (k == 0) {
-        int budget = draft_budget(sp, 0);
-        return kn < budget ? kn : budget;
     }
     /* the n-gram covers the run: the run's tokens as the context wrote
      * them, then what followed there, at the n-gram rate */
