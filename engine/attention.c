@@ -93,8 +93,10 @@ static void f16_chunk(f16_heads *h, int j0, const int *j1)
     for (int j = j0; j < jmax; j++) {
         const uint16_t *kj = (const uint16_t *)hx_kv_row(h->c, 0, h->l, h->kvh, j);
         const uint16_t *vj = (const uint16_t *)hx_kv_row(h->c, 1, h->l, h->kvh, j);
-        for (int t = 0; t < h->T; t++)
-            for (int g = 0; j < j1[t] && g < G; g++) f16_key(h, t * G + g, kj, vj);
+        for (int t = 0; t < h->T; t++) {
+            if (j >= j1[t]) continue; /* past this token's keys */
+            for (int g = 0; g < G; g++) f16_key(h, t * G + g, kj, vj);
+        }
     }
 }
 
@@ -117,10 +119,10 @@ static void f16_merge(f16_heads *h)
 /* The cache view llama.cpp attends over: the used cells rounded up to 256. */
 static int f16_view(int n_kv) { return n_kv <= 256 ? 256 : (n_kv + 255) / 256 * 256; }
 
-/* Row r's output. */
-static float *f16_out(const f16_heads *h, float *out, int r)
+/* Row r's offset in the rows' queries and outputs (laid out alike). */
+static size_t f16_at(const f16_heads *h, int r)
 {
-    return out + (size_t)(r / h->G) * h->ts + (size_t)(r % h->G) * h->d;
+    return (size_t)(r / h->G) * h->ts + (size_t)(r % h->G) * h->d;
 }
 
 /* llama.cpp runs a single query over a cache view of 512 or more cells
@@ -148,7 +150,7 @@ static void f16_split(f16_heads *h, const int *n_kv, int nth, float *out)
         f16_merge(h);
     }
     for (int r = 0; r < R; r++) {
-        float *o = f16_out(h, out, r), *f = h->fin + (size_t)r * h->d;
+        float *o = out + f16_at(h, r), *f = h->fin + (size_t)r * h->d;
         const float inv = h->Sf[r] != 0.0f ? 1.0f / h->Sf[r] : 1.0f;
         for (int i = 0; i < h->d; i++) o[i] = f[i] * inv;
     }
@@ -159,14 +161,14 @@ static void attn_f16(f16_heads *h, const float *q, const int *n_kv, int split_nt
 {
     const int R = h->T * h->G;
     for (int r = 0; r < R; r++)
-        h->op->to_f16(h->q16 + (size_t)r * h->d, f16_out(h, (float *)q, r), h->d);
+        h->op->to_f16(h->q16 + (size_t)r * h->d, q + f16_at(h, r), h->d);
     if (split_nth > 0 && f16_view(n_kv[0]) >= 512) {
         f16_split(h, n_kv, split_nth, out);
         return;
     }
     f16_chunk(h, 0, n_kv);
     for (int r = 0; r < R; r++) {
-        float *o = f16_out(h, out, r);
+        float *o = out + f16_at(h, r);
         const float inv = h->S[r] == 0.0f ? 0.0f : 1.0f / h->S[r];
         h->op->from_f16(o, h->acc + (size_t)r * h->d, h->d);
         for (int i = 0; i < h->d; i++) o[i] *= inv;
@@ -187,7 +189,8 @@ static int f16_tokens_per_task(const hx_ctx *c, int B, int pos0)
     const hx_hparams *hp = &c->m->hp;
     const size_t d = (size_t)hp->head_dim, G = (size_t)att_group(c);
     if (B < 2 || f16_view(pos0 + 1) != f16_view(pos0 + B)) return 1;
-    size_t fit = (hx_attn_scratch(hp) - d) / ((2 * d + 4) * G);
+    const size_t base = f16_floats(0, d), per_token = f16_floats(G, d) - base;
+    size_t fit = (hx_attn_scratch(hp) - base) / per_token;
     if (fit > F16_TOKENS_MAX) fit = F16_TOKENS_MAX;
     return fit < 1 ? 1 : (int)fit < B ? (int)fit : B;
 }
