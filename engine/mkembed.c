@@ -33,8 +33,7 @@
 struct hx_embed {
     hx_gguf *g;
     int n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab;
-    /* the wide shape */
-    int w_embd, w_head, w_head_kv, w_dim, w_ff, w_vocab;
+    int w_embd, w_dim, w_vocab; /* the wide embedding, head size, tokens */
 };
 
 static int get_dim(const hx_gguf *g, const char *key, int *out)
@@ -112,8 +111,7 @@ int hx_embed_open(const char *path, hx_mkmodel_params *p, hx_embed **out, hx_err
         hx_embed_close(e);
         return rc;
     }
-    e->w_embd = p->n_embd, e->w_head = p->n_head, e->w_head_kv = p->n_head_kv;
-    e->w_dim = p->head_dim, e->w_ff = p->n_ff, e->w_vocab = p->n_vocab;
+    e->w_embd = p->n_embd, e->w_dim = p->head_dim, e->w_vocab = p->n_vocab;
     *out = e;
     return HX_OK;
 }
@@ -198,7 +196,7 @@ static int64_t map_axis(const hx_embed *e, int ax, int64_t i)
     case AX_K: return h < e->n_head_kv && rope >= 0 ? h * d + rope : -1;
     case AX_V: return h < e->n_head_kv && j < d ? h * d + j : -1;
     case AX_O: return h < e->n_head && j < d ? h * d + j : -1;
-    case AX_QKNORM: return i < D ? (pair % R == 0 ? second * (d / 2) + pair / R : -1) : -1;
+    case AX_QKNORM: return i < D ? rope : -1;
     case AX_FF: return i < e->n_ff ? i : -1;
     case AX_VOCAB: return i < e->n_vocab ? i : -1;
     default: return i == 0 ? 0 : -1;
@@ -283,17 +281,18 @@ int hx_embed_fill(const hx_embed *e, const hx_gguf_tensor *t, void *buf)
     if (s->ne[0] != small_size(e, ro->cols) || s->ne[1] != small_size(e, ro->rows))
         return HX_ERR_FORMAT; /* not the shape its hyperparameters give */
     float *src = small_floats(s), *row = malloc((size_t)n0 * sizeof *row);
+    int64_t *cols = malloc((size_t)n0 * sizeof *cols); /* the same for every row */
     float k = norm_scale(e, ro->norm);
-    int rc = src && row ? HX_OK : HX_ERR_NOMEM;
+    int rc = src && row && cols ? HX_OK : HX_ERR_NOMEM;
+    for (int64_t c = 0; !rc && c < n0; c++) cols[c] = map_axis(e, ro->cols, c);
     for (int64_t r = 0; !rc && r < n1; r++) {
         int64_t sr = map_axis(e, ro->rows, r);
-        for (int64_t c = 0; c < n0; c++) {
-            int64_t sc = sr >= 0 ? map_axis(e, ro->cols, c) : -1;
-            row[c] = sc >= 0 ? k * src[sr * s->ne[0] + sc] : 0.0f;
-        }
+        for (int64_t c = 0; c < n0; c++)
+            row[c] = sr >= 0 && cols[c] >= 0 ? k * src[sr * s->ne[0] + cols[c]] : 0.0f;
         hx_quantize_row(t->type, row, (uint8_t *)buf + (size_t)r * rb, n0, NULL);
     }
     free(src);
     free(row);
+    free(cols);
     return rc;
 }

@@ -391,6 +391,24 @@ static void test_embed_refused(void)
     p = wide(llama);
     EXPECT_EQ_INT(hx_mkmodel_write(&p, out, &err), HX_ERR_UNSUPPORTED);
     EXPECT(strstr(err.msg, "qwen3") != NULL);
+    /* a small model whose FFN tensors disagree with its hyperparameters */
+    char broken[512];
+    snprintf(broken, sizeof broken, "%s", tmp_path("broken-small.gguf"));
+    hx_gguf *g = NULL;
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    ASSERT(w && hx_gguf_open(tiny, &g, &err) == HX_OK);
+    EXPECT(hx_gguf_copy_kv(w, g) == HX_OK && hx_gguf_set_u32(w, "qwen3.feed_forward_length", 512) == HX_OK);
+    for (int64_t i = 0; i < hx_gguf_n_tensors(g); i++) {
+        const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);
+        EXPECT(hx_gguf_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, NULL, NULL) == HX_OK);
+    }
+    EXPECT(hx_gguf_writer_write(w, broken, &err) == HX_OK);
+    hx_gguf_writer_free(w);
+    hx_gguf_close(g);
+    p = wide(broken);
+    EXPECT_EQ_INT(hx_mkmodel_write(&p, out, &err), HX_ERR_FORMAT);
+    EXPECT(strstr(err.msg, "ffn_") != NULL);
+    printf("     %s\n", err.msg);
     p = wide("/nonexistent/small.gguf");
     EXPECT(hx_mkmodel_write(&p, out, &err) != HX_OK);
     EXPECT(strstr(err.msg, "/nonexistent/small.gguf") != NULL);
