@@ -39,9 +39,10 @@ typedef struct eng_src {
     double gen_seconds;
     int64_t call_tokens;  /* of which in turns that called a tool */
     double call_seconds;
-    int64_t turn_tokens;  /* the current turn's, and whether it calls */
+    int64_t turn_tokens;  /* the current turn's */
     double turn_seconds;
-    int turn_call;
+    const struct guard *guard; /* the current turn's loop guard (a stage
+                                  of s, which owns it), or NULL */
 } eng_src;
 
 void hx_source_free(hx_source *s)
@@ -153,6 +154,7 @@ typedef struct guard {
     int compact;
     int32_t last;
     int run, ws_run, in_call;
+    int called;          /* a call began this turn */
     char tail[16];       /* the last bytes written, to see "<tool_call>" */
     const hx_vocab *v;
     int llama;           /* HX_CALLS_LLAMA */
@@ -200,6 +202,7 @@ static int guard_accept(void *ctx, int32_t token)
     g->last = token;
     g->ws_run = is_ws_tok(g, token) ? g->ws_run + 1 : 0;
     guard_tail(g, token);
+    g->called |= g->in_call;
     return HX_OK;
 }
 
@@ -207,12 +210,13 @@ static int add_guard(eng_src *e, hx_sampler *s)
 {
     guard *g = hx_calloc(1, sizeof *g);
     if (!g) return HX_ERR_NOMEM;
-    *g = (guard){e->ws, e->ws_long, e->n_ws, e->compact, -1, 0, 0, 0, "", e->v,
+    *g = (guard){e->ws, e->ws_long, e->n_ws, e->compact, -1, 0, 0, 0, 0, "", e->v,
                  e->call_style == HX_CALLS_LLAMA, 0};
     hx_sampler_stage st = {HX_SAMPLER_STAGE_API, "loop guard", g, guard_apply,
                            guard_accept, NULL, NULL, free};
     int rc = hx_sampler_add_stage(s, &st);
     if (rc) free(g);
+    else e->guard = g;
     return rc;
 }
 
@@ -244,6 +248,7 @@ static int new_sampler(eng_src *e, int choice, hx_err *err)
         hx_err_set(err, rc, "out of memory");
     if (rc) return rc;
     hx_sampler_free(e->s);
+    e->guard = NULL;
     e->s = hx_sampler_new(&e->sp);
     if (!e->s) return hx_err_set(err, HX_ERR_INVALID, "bad sampler parameters");
     if (!g) return HX_OK;
@@ -303,31 +308,23 @@ static void save_prefix(eng_src *e, const int32_t *t, int n, int loaded)
         hx_log_warn("prefix cache: %s", hx_ctx_errmsg(e->ctx));
 }
 
-/* Counts the turn just ended as a tool-call turn or a text turn. */
+/* Counts the turn just ended (its sampler still set) as a tool-call turn,
+ * where its loop guard saw a call begin, or a text turn. */
 static void end_turn(eng_src *e)
 {
-    if (e->turn_call) {
+    if (e->guard && e->guard->called) {
         e->call_tokens += e->turn_tokens;
         e->call_seconds += e->turn_seconds;
     }
     e->turn_tokens = 0;
     e->turn_seconds = 0;
-    e->turn_call = 0;
 }
 
-/* Notes a produced token's time, and whether the turn calls a tool: it
- * wrote "<tool_call>", or in the Llama style began with "{" or
- * "<|python_tag|>". */
-static void count_token(eng_src *e, const hx_buf *piece, size_t from, double dt)
+/* Notes a produced token and the time it took. */
+static void count_token(eng_src *e, double dt)
 {
-    const char *p = piece->data ? piece->data + from : "";
-    size_t n = piece->len - from;
     e->gen_tokens++;
     e->gen_seconds += dt;
-    if (!e->turn_call && n && (memmem(p, n, "<tool_call>", 11) ||
-                               (e->call_style == HX_CALLS_LLAMA && e->turn_tokens == 0 &&
-                                (p[strspn(p, " \n")] == '{' || memmem(p, n, "<|python_tag|>", 14)))))
-        e->turn_call = 1;
     e->turn_tokens++;
     e->turn_seconds += dt;
 }
@@ -388,20 +385,18 @@ static int eng_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
     *end = 0;
     if (e->ended) return *end = 1, HX_OK;
     int32_t tok;
-    size_t from = piece->len;
     double t0 = hx_time_mono();
     int rc = hx_spec_next(e->spec, e->s, e->cache, e->n_cache, &tok, err);
     double dt = hx_time_mono() - t0;
     if (rc) return rc;
     if (hx_vocab_is_eog(e->v, tok)) {
         e->ended = *end = 1;
-        rc = hx_detok_flush(&e->dt, piece);
-        count_token(e, piece, from, dt);
+        count_token(e, dt);
         end_turn(e);
-        return rc;
+        return hx_detok_flush(&e->dt, piece);
     }
+    count_token(e, dt);
     rc = hx_detok_push(&e->dt, e->v, tok, 1, piece);
-    count_token(e, piece, from, dt);
     if (!rc) rc = push_cache(e, tok);
     return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
 }
