@@ -9,8 +9,11 @@
 # kill (run the script again). Remove $TINY_DIR/<file> to redo a stage.
 # Knobs (environment): TINY_DIR, TINY_OUT (models/hearth-tiny.gguf),
 # TINY_N_TRAIN (conversations, 20000), TINY_N_HELDOUT (1000), TINY_N_TASKS
-# (500), TINY_SEED (1), TINY_THREADS (2), TINY_BUDGET (training seconds,
-# 6000), TINY_STEPS (upper bound, 100000), TINY_SEQ (2048), TINY_BATCH (2),
+# (500), TINY_SEED (1), TINY_THREADS (2), TINY_STEPS (optimizer steps,
+# 2500: the schedule's length, so the model does not depend on how busy the
+# machine is; about 100 minutes on 2 quiet cores), TINY_BUDGET (training
+# seconds, 0: none; > 0 ends the schedule early where the steps would take
+# longer), TINY_SEQ (2048), TINY_BATCH (2),
 # TINY_ACCUM (2), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
 # TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
 # TINY_FF (768), TINY_VOCAB (4096), TINY_TARGET_WEIGHT (8: the assistant's
@@ -28,8 +31,8 @@ N_HELDOUT=${TINY_N_HELDOUT:-1000}
 N_TASKS=${TINY_N_TASKS:-500}
 SEED=${TINY_SEED:-1}
 THREADS=${TINY_THREADS:-2}
-BUDGET=${TINY_BUDGET:-6000}
-STEPS=${TINY_STEPS:-100000}
+BUDGET=${TINY_BUDGET:-0}
+STEPS=${TINY_STEPS:-2500}
 SEQ=${TINY_SEQ:-2048}
 BATCH=${TINY_BATCH:-2}
 ACCUM=${TINY_ACCUM:-2}
@@ -47,6 +50,8 @@ SPLIT_INITIAL=
 [ "${TINY_SPLIT_INITIAL:-0}" = 1 ] && SPLIT_INITIAL=--split-initial
 QUANT=${TINY_QUANT:-Q8_0}
 CKPT_EVERY=${TINY_CKPT_EVERY:-10}
+LENGTH="$STEPS steps"
+[ "$BUDGET" = 0 ] || LENGTH="$STEPS steps or ${BUDGET} s, whichever ends first"
 BUILD_DIR=$(dirname "$HEARTH")
 
 [ -x "$HEARTH" ] || { echo "tiny-model: $HEARTH not built (make)" >&2; exit 1; }
@@ -105,7 +110,7 @@ fi
 if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
     RESUME=
     [ -s "$DIR/train.ckpt" ] && RESUME=--resume
-    stage_start 3/7 "train: ${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, budget ${BUDGET}s, $THREADS threads${RESUME:+ (resuming)}"
+    stage_start 3/7 "train: ${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, $LENGTH, $THREADS threads${RESUME:+ (resuming)}"
     # the per-step log line by line, so a kill loses none of it
     LINEBUF=
     command -v stdbuf >/dev/null 2>&1 && LINEBUF="stdbuf -oL"
@@ -188,7 +193,7 @@ at Qwen3-30B-A3B or another GGUF of a supported architecture.
 | context | $SEQ tokens, packed conversations, each window starting at a conversation |
 | batch | $BATCH x $SEQ tokens x $ACCUM micro-batches per step |
 | optimizer | AdamW 0.9/0.95, wd 0.1 on matrices, clip 1.0 |
-| schedule | peak $LR, $WARMUP warmup steps, constant, linear to 0.1x over the last 20% (WSD); length fixed by a ${BUDGET} s budget |
+| schedule | peak $LR, $WARMUP warmup steps, constant, linear to 0.1x over the last 20% (WSD); length $LENGTH |
 | threads | $THREADS |
 | file | $QUANT, $SIZE bytes, \`hearth.prompt_style = compact\` |
 
