@@ -4,12 +4,15 @@
  *
  *   build/bench/agent-eval [--model FILE] [--tasks FILE | --n N --seed S
  *                          [--category C]] [--log FILE] [--trace FILE] [--threads T] [--oracle]
- *                          [--decode spec|plain|both]
+ *                          [--decode spec|plain|both] [--adapter FILE [--scale S]]
  * --decode both runs every task twice, one token per forward pass and with
  * forced runs and drafts batched (engine/spec.h), alternated, checks that
  * both runs made the same calls and answer, and reports the tokens per
  * second of the agent's generation (prefill excluded) of each: the speed
  * of tool-call generation against plain decoding on the same model.
+ * --adapter runs the model with a LoRA adapter at scale S (default 1), as
+ * nightly's gate runs a candidate: its log against the base's, task by
+ * task, shows what an adapter lost.
  * --trace writes each task's readable transcript (model turns, tool
  * results, expected calls, verdict) to FILE. --oracle runs the oracle instead of a model (checks the checker). Tasks
  * read from a file that the oracle no longer passes (made by other
@@ -22,7 +25,9 @@
 #include "agent/agent_int.h"
 
 typedef struct opts {
-    const char *model, *tasks, *log, *dir, *trace;
+    const char *model, *tasks, *log, *dir, *trace, *adapter;
+    float scale;
+    hx_adapter *ad; /* loaded from adapter (NULL: none) */
     long n;
     uint64_t seed;
     int threads, oracle, category;
@@ -38,7 +43,8 @@ typedef struct tally {
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, NULL, 200, 1, 0, 0, -1, 0};
+    *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, NULL, NULL, 1.0f,
+                NULL, 200, 1, 0, 0, -1, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--oracle")) { o->oracle = 1; continue; }
@@ -49,6 +55,8 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--log")) o->log = v;
         else if (!strcmp(a, "--dir")) o->dir = v;
         else if (!strcmp(a, "--trace")) o->trace = v;
+        else if (!strcmp(a, "--adapter")) o->adapter = v;
+        else if (!strcmp(a, "--scale")) o->scale = strtof(v, NULL);
         else if (!strcmp(a, "--n")) o->n = atol(v);
         else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
@@ -120,7 +128,9 @@ static int run_once(const opts *o, const cJSON *task, hx_model *m, int family, c
                     hx_dg_validator **v, int plain, hx_gen_stats *gen, FILE *tr, tally *t,
                     cJSON **r, int *pass, hx_err *err)
 {
-    hx_dg_eval_run er = {m, family, o->threads, o->oracle, NULL, NULL, 0, plain, gen};
+    hx_adapter *const ads[1] = {o->ad};
+    hx_dg_eval_run er = {m, family, o->threads, o->oracle, o->ad ? ads : NULL,
+                         o->ad ? &o->scale : NULL, o->ad != NULL, plain, gen};
     cJSON *trace = NULL;
     *pass = 0;
     int rc = hx_dg_eval_task_traced(&er, task, home, v, pass, &t->valid, &t->calls, r,
@@ -234,7 +244,7 @@ int main(int argc, char **argv)
     if (!parse(argc, argv, &o)) {
         fprintf(stderr, "usage: agent-eval [--model FILE] [--tasks FILE | --n N --seed S] "
                         "[--category C] [--log FILE] [--trace FILE] [--threads T] [--dir DIR] [--oracle]\n"
-                        "                  [--decode spec|plain|both]\n");
+                        "                  [--decode spec|plain|both] [--adapter FILE [--scale S]]\n");
         return 2;
     }
     hx_model *m = NULL;
@@ -246,6 +256,10 @@ int main(int argc, char **argv)
             return 1;
         }
         family = hx_tpl_detect(hx_model_gguf(m), hx_model_vocab(m));
+        if (o.adapter && hx_adapter_load(m, o.adapter, &o.ad, &err)) {
+            fprintf(stderr, "agent-eval: %s: %s\n", o.adapter, err.msg);
+            return 1;
+        }
     }
     char base[256], home[300];
     int lock = -1; /* the worlds' fixed path (in tool results): runs replay */
@@ -286,6 +300,7 @@ int main(int argc, char **argv)
     if (o.trace) printf("  transcripts: %s\n", o.trace);
     hx_dg_validator_free(v);
     cJSON_Delete(tasks);
+    hx_adapter_free(o.ad);
     hx_model_free(m);
     hx_eval_home_give(base, lock);
     return 0;
