@@ -349,8 +349,8 @@ typedef struct hx_nightly_params {
     hx_memory *memory;     /* the episodes (borrowed, required) */
     hx_lora_store *store;  /* where a passing adapter is adopted (borrowed) */
     const char *work_dir;  /* checkpoint, run key, candidate (required) */
-    hx_lora_params lora;   /* default rank 16, alpha 16, q/k/v/o */
-    hx_train_params train; /* default lr 2e-3, 2 warmup steps, no weight
+    hx_lora_params lora;   /* default rank 16, alpha 16, ffn up/down */
+    hx_train_params train; /* default lr 1e-3, 2 warmup steps, no weight
                             * decay, 4 x 256 tokens (seq_len: the most; a
                             * run uses what its longest document needs);
                             * opt.n_steps 0: from epochs */
@@ -373,7 +373,7 @@ typedef struct hx_nightly_params {
     void *replay_user;
     double replay_ratio;   /* generic replay conversations per training
                             * episode, mixed into the training split only;
-                            * default 1 (0: none) */
+                            * default 3 (0: none) */
     uint64_t replay_seed;  /* default 1: the same conversations each night */
     hx_nightly_eval_fn eval;     /* NULL: no generic-task gate */
     void *eval_user;
