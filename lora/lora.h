@@ -377,8 +377,9 @@ typedef struct hx_nightly_params {
     uint64_t replay_seed;  /* default 1: the same conversations each night */
     hx_nightly_eval_fn eval;     /* NULL: no generic-task gate */
     void *eval_user;
-    int eval_tasks;        /* tasks of the generic suite; default 100 (one
-                            * task is 1 point: finer than the margin) */
+    int eval_tasks;        /* tasks of the generic suite; default 300 (one
+                            * task is 1/3 point; a drop's standard error
+                            * about 1.5-1.8 points against the margin) */
     double eval_margin;    /* refused when the suite's success drops by
                             * more than this, counted task by task (net
                             * tasks lost / eval_tasks; 0.02: 2 points);
