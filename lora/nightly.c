@@ -25,12 +25,12 @@ hx_nightly_params hx_nightly_default_params(void)
     p.lora.alpha = 16;
     /* the feed-forward matrices, not attention: on hearth-tiny an adapter
      * on q, k, v, o also broke the copying of made-up words, which is
-     * attention's work. Over four personas of bench/persona.c (3 replay
-     * conversations each), up and down at 1e-3 kept the generic suite at
-     * -3.25 points on average against -6.25 for q, k, v, o at 2e-3, with
-     * the same habits (16 of 20 held-out requests; bench/README.md,
-     * session 9). A large base may want less (--lr); the gates discard an
-     * adapter that got worse. */
+     * attention's work. Measured (bench/README.md, session 9): the same
+     * habits (16 of 20 held-out requests over four personas) and, on 300
+     * generic tasks, the same net drop as q, k, v, o at 2e-3 with fewer
+     * tasks lost (17 against 22); the 100-task gates had suggested more.
+     * A large base may want less (--lr); the gates discard an adapter
+     * that got worse. */
     p.lora.targets = HX_LORA_UP | HX_LORA_DOWN;
     p.train = hx_train_default_params();
     p.train.opt.lr = 1e-3f;
