@@ -324,6 +324,8 @@ bench-kernels: $(BUILD)/bench/kernels
 # Q8_0 model with the Qwen2 tokenizer (written once into $(BUILD)/models).
 # Random Qwen3-0.6B shapes with the Qwen2 tokenizer, in the three layouts
 # real files use (Q4_0 with a Q6_K tied embedding, as llama.cpp writes it).
+QWEN06_SHAPE := --layers 28 --embd 1024 --heads 16 --heads-kv 8 --head-dim 128 --ff 3072
+QWEN2_VOCAB = $(or $(HEARTH_SHARED_DATA),../shared/data)/vocab/ggml-vocab-qwen2.gguf
 SPEC_QWEN := $(BUILD)/models/qwen3-0.6b-shape-q8_0.gguf
 SPEC_QWENS := $(SPEC_QWEN) $(BUILD)/models/qwen3-0.6b-shape-q4_0.gguf \
 	$(BUILD)/models/qwen3-0.6b-shape-q4_k_m.gguf
@@ -335,9 +337,7 @@ $(BUILD)/bench/spec: bench/spec.c $(call libs_for,engine)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
 $(BUILD)/models/qwen3-0.6b-shape-%.gguf: | $(BUILD)/hearth
 	@mkdir -p $(@D)
-	nice $(BUILD)/hearth mkmodel -o $@ $(spec_type_$*) --layers 28 --embd 1024 \
-	    --heads 16 --heads-kv 8 --head-dim 128 --ff 3072 --tied \
-	    --vocab $(or $(HEARTH_SHARED_DATA),../shared/data)/vocab/ggml-vocab-qwen2.gguf
+	nice $(BUILD)/hearth mkmodel -o $@ $(spec_type_$*) $(QWEN06_SHAPE) --tied --vocab $(QWEN2_VOCAB)
 # hearth-tiny embedded in Qwen3-0.6B's shape (hearth mkmodel --embed: its
 # function at the real shape's cost, 151,936 tokens), in the three layouts:
 # the agent's own tool-call generation with and without speculative
@@ -347,8 +347,7 @@ SPEC_TINYS := $(BUILD)/models/hearth-tiny-0.6b-shape-q8_0.gguf \
 	$(BUILD)/models/hearth-tiny-0.6b-shape-q4_0.gguf
 $(BUILD)/models/hearth-tiny-0.6b-shape-%.gguf: models/hearth-tiny.gguf | $(BUILD)/hearth
 	@mkdir -p $(@D)
-	nice $(BUILD)/hearth mkmodel -o $@ $(spec_type_$*) --layers 28 --embd 1024 \
-	    --heads 16 --heads-kv 8 --head-dim 128 --ff 3072 --n-vocab 151936 --embed $<
+	nice $(BUILD)/hearth mkmodel -o $@ $(spec_type_$*) $(QWEN06_SHAPE) --n-vocab 151936 --embed $<
 .PHONY: bench-spec bench-spec-agent
 bench-spec-agent: $(BUILD)/bench/agent-eval $(SPEC_TINYS)
 	for m in $(SPEC_TINYS); do \
@@ -388,8 +387,7 @@ NIGHTLY_QWEN := $(BUILD)/models/qwen3-0.6b-shape-q4_k_m.gguf
 $(NIGHTLY_QWEN): | $(BUILD)/hearth
 	@mkdir -p $(@D)
 	nice $(BUILD)/hearth mkmodel -o $@ --type Q4_K_M --tensor-types token_embd=Q6_K \
-	    --layers 28 --embd 1024 --heads 16 --heads-kv 8 --head-dim 128 --ff 3072 --tied \
-	    --vocab $(or $(HEARTH_SHARED_DATA),../shared/data)/vocab/ggml-vocab-qwen2.gguf
+	    $(QWEN06_SHAPE) --tied --vocab $(QWEN2_VOCAB)
 $(BUILD)/bench/nightly: bench/nightly.c $(ALL_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
