@@ -17,6 +17,7 @@
  * results, expected calls, verdict) to FILE. --oracle runs the oracle instead of a model (checks the checker). Tasks
  * read from a file that the oracle no longer passes (made by other
  * world-generation code) are skipped and counted. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,11 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--dir")) o->dir = v;
         else if (!strcmp(a, "--trace")) o->trace = v;
         else if (!strcmp(a, "--adapter")) o->adapter = v;
-        else if (!strcmp(a, "--scale")) o->scale = strtof(v, NULL);
+        else if (!strcmp(a, "--scale")) {
+            char *end;
+            o->scale = strtof(v, &end);
+            if (end == v || *end || !isfinite(o->scale)) return 0;
+        }
         else if (!strcmp(a, "--n")) o->n = atol(v);
         else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
@@ -66,7 +71,7 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--category") && hx_dg_category_parse(v) >= 0) o->category = hx_dg_category_parse(v);
         else return 0;
     }
-    return o->n > 0;
+    return o->n > 0 && (o->adapter || o->scale == 1.0f); /* a scale is the adapter's */
 }
 
 /* The tasks: read from a file, or generated (held-out split). */
