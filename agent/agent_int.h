@@ -76,6 +76,10 @@ typedef struct hx_source {
     /* Optional: token count of text (memory recall's budget). */
     int (*count)(void *ctx, const char *text);
     void (*free)(void *ctx);
+    /* Optional: the conversation's text that call arguments are copied
+     * from (the user's and tools' messages), for the next turns; see
+     * hx_copy_stage_new. Copied; HX_OK or HX_ERR_NOMEM. */
+    int (*set_copy_text)(void *ctx, const char *text);
 } hx_source;
 void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
 
@@ -114,7 +118,22 @@ typedef struct hx_engine_source_params {
                               (borrowed: must outlive the source) */
     const float *adapter_scales;
     int n_adapters;
+    float copy_bias;      /* logit bonus of tokens that copy an argument
+                             value from the conversation (hx_copy_stage_new);
+                             0: none; < 0 (default): hx_engine_source_style
+                             decides (HX_COPY_BIAS for compact_json) */
 } hx_engine_source_params;
+/* The copy bias of small models (compact_json) unless the caller sets one:
+ * chosen on generated tasks apart from the held-out evaluation's. */
+#define HX_COPY_BIAS 6.0f
+/* A sampler stage (agent/copy.c) for calls: inside a string value of a
+ * call's arguments, while the value so far occurs in text from a word's
+ * start, the tokens ranked within bonus of the best that keep it a copy
+ * (or close it at a word's end) get bonus added. *in_call (borrowed, kept
+ * by an earlier stage) is non-zero while a call is written. The stage
+ * owns a copy of text; HX_OK or HX_ERR_NOMEM. */
+int hx_copy_stage_new(const hx_vocab *v, const char *text, float bonus,
+                      const int *in_call, hx_sampler_stage *out);
 /* The most tool calls the planner runs from one turn (the grammar allows
  * no more). */
 #define HX_AGENT_MAX_CALLS 8
@@ -522,6 +541,8 @@ typedef struct hx_dg_eval_run {
     int plain_decode;            /* 1: one token per forward pass */
     hx_gen_stats *gen;           /* NULL, or the runs' generation counters
                                     are added to it */
+    float copy_bias;             /* 0: the prompt style's (HX_COPY_BIAS for
+                                    small models); > 0: this; < 0: none */
 } hx_dg_eval_run;
 /* One task in a fresh world at home (removed after): the state before, the
  * run (the model or the oracle), the check. *pass 1 if it succeeded; *v

@@ -53,6 +53,9 @@ static void ask_usage(FILE *f, const char *verb)
         "      --timeout S         wall-clock seconds per request (default 300)\n"
         "      --temp T            sampling temperature; 0 = greedy (default 0)\n"
         "      --seed S            sampling seed\n"
+        "      --copy-bias B       logit bonus for call arguments copied from the\n"
+        "                          conversation; 0 = none (default 6 for small\n"
+        "                          models in the compact style, else 0)\n"
         "      --tool-choice C     auto (default), required (the first turn must\n"
         "                          call a tool) or none\n"
         "      --tools LIST        offer only these tools: names or prefix.*,\n"
@@ -122,6 +125,7 @@ static int value_opt(ask_opts *o, const char *verb, const char *a, const char *v
     else if (!strcmp(a, "--max-tokens") && NUM(1, 1e7)) o->pp.max_tokens = (int)d;
     else if (!strcmp(a, "--timeout") && NUM(0, 1e6)) o->pp.timeout_s = d;
     else if (!strcmp(a, "--temp") && NUM(0, 100)) o->ep.sp.temp = (float)d;
+    else if (!strcmp(a, "--copy-bias") && NUM(0, 100)) o->ep.copy_bias = (float)d;
     else if (!strcmp(a, "--seed") && NUM(0, 1.8e19)) o->ep.sp.seed = (uint64_t)d;
     else if ((!strcmp(a, "-c") || !strcmp(a, "--ctx")) && NUM(16, 1 << 20)) o->n_ctx = (int)d;
     else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && NUM(0, 1024)) o->n_threads = (int)d;

@@ -551,6 +551,24 @@ static void not_run(run *r, const pcall *c, const char *cut)
     cJSON_AddItemToArray(r->not_run, o);
 }
 
+/* Tells the source what call arguments are copied from: every message
+ * but the assistant's own (its earlier mistakes are not worth copying). */
+static int set_copy_text(run *r, hx_err *err)
+{
+    hx_source *src = r->pl->d.src;
+    if (src->api_version < 1 || !src->set_copy_text) return HX_OK;
+    hx_buf b;
+    hx_buf_init(&b);
+    for (const cJSON *m = r->pl->msgs->child; m; m = m->next) {
+        const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(m, "content"));
+        if (text && (!role || strcmp(role, "assistant"))) hx_buf_printf(&b, "%s\n", text);
+    }
+    int rc = b.oom ? HX_ERR_NOMEM : src->set_copy_text(src->ctx, b.data ? b.data : "");
+    hx_buf_free(&b);
+    return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
+}
+
 /* One model turn and its calls; *answered = 1 on a plain-text answer. */
 static int step(run *r, int choice, int *answered, hx_err *err)
 {
@@ -562,6 +580,7 @@ static int step(run *r, int choice, int *answered, hx_err *err)
     o.no_think = pl->p.no_think;
     int rc = hx_tpl_render(pl->p.family, pl->msgs, pl->tools, &o, &prompt);
     if (rc) hx_err_set(err, rc, "cannot render the prompt");
+    if (!rc) rc = set_copy_text(r, err);
     if (!rc) rc = gen_fitting(r, choice, &o, &prompt, &text, err);
     hx_buf_free(&prompt);
     if (rc) {

@@ -43,6 +43,8 @@ typedef struct eng_src {
     double turn_seconds;
     const struct guard *guard; /* the current turn's loop guard (a stage
                                   of s, which owns it), or NULL */
+    float copy_bias;      /* hx_copy_stage_new's bonus; 0: no such stage */
+    char *copy_text;      /* what arguments are copied from (owned) */
 } eng_src;
 
 void hx_source_free(hx_source *s)
@@ -58,6 +60,7 @@ void hx_engine_source_style(hx_engine_source_params *ep, int family, const hx_mo
     ep->compact_json = family == HX_TPL_COMPACT && !hx_tpl_declared(hx_model_gguf(m));
     if (ep->compact_json && ep->sp.repeat_penalty == 1.0f) ep->sp.repeat_penalty = 1.3f;
     if (ep->line_turn && !ep->n_ctx) ep->n_ctx = 8192;
+    if (ep->copy_bias < 0) ep->copy_bias = ep->compact_json ? HX_COPY_BIAS : 0;
 }
 
 hx_engine_source_params hx_engine_source_default_params(void)
@@ -66,6 +69,7 @@ hx_engine_source_params hx_engine_source_default_params(void)
     memset(&p, 0, sizeof p);
     p.sp = hx_sampler_default_params();
     p.sp.temp = 0;
+    p.copy_bias = -1;
     return p;
 }
 
@@ -88,6 +92,7 @@ static void eng_free(void *ctx)
     free(e->ws);
     free(e->ws_long);
     free(e->prefix_dir);
+    free(e->copy_text);
     free(e);
 }
 
@@ -220,6 +225,26 @@ static int add_guard(eng_src *e, hx_sampler *s)
     return rc;
 }
 
+/* The copy bias, after the loop guard whose in_call it reads. */
+static int add_copy(eng_src *e, hx_sampler *s)
+{
+    if (e->copy_bias <= 0 || !e->copy_text || !e->guard) return HX_OK;
+    hx_sampler_stage st;
+    int rc = hx_copy_stage_new(e->v, e->copy_text, e->copy_bias, &e->guard->in_call, &st);
+    if (!rc && (rc = hx_sampler_add_stage(s, &st))) st.free(st.ctx);
+    return rc;
+}
+
+static int eng_copy_text(void *ctx, const char *text)
+{
+    eng_src *e = ctx;
+    char *t = hx_strdup(text ? text : "");
+    if (!t) return HX_ERR_NOMEM;
+    free(e->copy_text);
+    e->copy_text = t;
+    return HX_OK;
+}
+
 /* The whitespace-only tokens of the vocabulary, as a bitset. */
 static int find_ws_tokens(eng_src *e)
 {
@@ -256,7 +281,7 @@ static int new_sampler(eng_src *e, int choice, hx_err *err)
     if ((rc = hx_grammar_stage(g, e->gv, &st)) ||
         (rc = hx_sampler_add_stage(e->s, &st)))
         return hx_err_set(err, rc, "cannot set up the tool-call grammar");
-    if ((rc = add_guard(e, e->s)))
+    if ((rc = add_guard(e, e->s)) || (rc = add_copy(e, e->s)))
         return hx_err_set(err, rc, "out of memory");
     return HX_OK;
 }
@@ -523,6 +548,7 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     e->prefix_cache = p->prefix_cache;
     e->prefix_dir = hx_strdup(p->prefix_dir);
     e->prefix_max = p->prefix_max_bytes;
+    e->copy_bias = p->copy_bias > 0 ? p->copy_bias : 0;
     int rc = copy_specs(e, tools, n_tools);
     if (rc) hx_err_set(err, rc, "out of memory");
     if (!rc) rc = hx_ctx_new(m, &cp, &e->ctx, err);
@@ -537,7 +563,7 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
         return rc;
     }
     *out = (hx_source){HX_SOURCE_API, "engine", e, eng_begin, eng_next,
-                       eng_count, eng_free};
+                       eng_count, eng_free, eng_copy_text};
     return HX_OK;
 }
 

@@ -5,6 +5,9 @@
  *   build/bench/agent-eval [--model FILE] [--tasks FILE | --n N --seed S
  *                          [--category C]] [--log FILE] [--trace FILE] [--threads T] [--oracle]
  *                          [--decode spec|plain|both] [--adapter FILE [--scale S]]
+ *                          [--copy-bias B]
+ * --copy-bias sets the copy bias (agent/copy.c; 0: none; default: the
+ * prompt style's, HX_COPY_BIAS for hearth-tiny).
  * --decode both runs every task twice, one token per forward pass and with
  * forced runs and drafts batched (engine/spec.h), alternated, checks that
  * both runs made the same calls and answer, and reports the tokens per
@@ -27,7 +30,7 @@
 
 typedef struct opts {
     const char *model, *tasks, *log, *dir, *trace, *adapter;
-    float scale;
+    float scale, copy_bias;
     hx_adapter *ad; /* loaded from adapter (NULL: none) */
     long n;
     uint64_t seed;
@@ -44,7 +47,7 @@ typedef struct tally {
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, NULL, NULL, 1.0f,
+    *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, NULL, NULL, 1.0f, 0,
                 NULL, 200, 1, 0, 0, -1, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -61,6 +64,12 @@ static int parse(int argc, char **argv, opts *o)
             char *end;
             o->scale = strtof(v, &end);
             if (end == v || *end || !isfinite(o->scale)) return 0;
+        }
+        else if (!strcmp(a, "--copy-bias")) {
+            char *end;
+            o->copy_bias = strtof(v, &end);
+            if (end == v || *end || !(o->copy_bias >= 0 && o->copy_bias <= 100)) return 0;
+            if (o->copy_bias == 0) o->copy_bias = -1; /* none */
         }
         else if (!strcmp(a, "--n")) o->n = atol(v);
         else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 10);
@@ -135,7 +144,7 @@ static int run_once(const opts *o, const cJSON *task, hx_model *m, int family, c
 {
     hx_adapter *const ads[1] = {o->ad};
     hx_dg_eval_run er = {m, family, o->threads, o->oracle, o->ad ? ads : NULL,
-                         o->ad ? &o->scale : NULL, o->ad != NULL, plain, gen};
+                         o->ad ? &o->scale : NULL, o->ad != NULL, plain, gen, o->copy_bias};
     cJSON *trace = NULL;
     *pass = 0;
     int rc = hx_dg_eval_task_traced(&er, task, home, v, pass, &t->valid, &t->calls, r,
@@ -184,7 +193,7 @@ static int run_task(const opts *o, const cJSON *task, hx_model *m, int family, c
  * would count against the model. */
 static int oracle_passes(const cJSON *task, const char *home, hx_dg_validator **v)
 {
-    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL};
+    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL, 0};
     hx_err err = {0};
     int pass = 0;
     return hx_dg_eval_task(&er, task, home, v, &pass, NULL, NULL, NULL, &err) == HX_OK && pass;
@@ -249,7 +258,7 @@ int main(int argc, char **argv)
     if (!parse(argc, argv, &o)) {
         fprintf(stderr, "usage: agent-eval [--model FILE] [--tasks FILE | --n N --seed S] "
                         "[--category C] [--log FILE] [--trace FILE] [--threads T] [--dir DIR] [--oracle]\n"
-                        "                  [--decode spec|plain|both] [--adapter FILE [--scale S]]\n");
+                        "                  [--decode spec|plain|both] [--adapter FILE [--scale S]] [--copy-bias B]\n");
         return 2;
     }
     hx_model *m = NULL;

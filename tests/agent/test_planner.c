@@ -53,7 +53,7 @@ static hx_source scripted(scripted_source *s, const char *const *turns, int n)
     s->n_turns = n;
     s->chunk = 3;
     return (hx_source){HX_SOURCE_API, "scripted (test double)", s, scripted_begin,
-                       scripted_next, NULL, scripted_free};
+                       scripted_next, NULL, scripted_free, NULL};
 }
 
 /* ---- what the planner reports ---- */

@@ -1,0 +1,224 @@
+/* copy.c: the copy bias, a sampler stage for tool calls. Argument values
+ * are mostly copied from the conversation (a name, an address, a title, a
+ * uid from a tool's result), and a small model that knows which argument
+ * to write still misspells a word it has never seen ("onnual review" for
+ * "annual review"). Inside a string value of a call's arguments, while
+ * what was written of it so far occurs in the conversation (starting at a
+ * word), the tokens that keep it a copy get a logit bonus: a token the
+ * model ranks within the bonus of its best one wins over a token that
+ * leaves every copy. Closing the string is such a token where the copy
+ * ends at a word's end. A value that left the conversation (a mail body
+ * the model composes) gets no bonus at all, and the grammar's mask comes
+ * first: the stage only reorders tokens the grammar allows. */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent_int.h"
+
+/* A JSON scanner over the bytes of a call: just enough to know whether a
+ * byte is inside a string value of the arguments (depth >= 2). */
+#define SCAN_DEPTH 16
+typedef struct jscan {
+    int depth;
+    char stack[SCAN_DEPTH]; /* '{' or '[' of each open container */
+    int colon;              /* a ':' since the last '{' or ',' */
+    int in_str, esc, is_val;
+} jscan;
+
+enum { SCAN_OTHER, SCAN_OPEN, SCAN_BYTE, SCAN_CLOSE };
+
+/* Feeds one byte; what it was for the value strings we copy. */
+static int scan_byte(jscan *s, char c)
+{
+    if (s->in_str) {
+        if (s->esc) s->esc = 0;
+        else if (c == '\\') s->esc = 1;
+        else if (c == '"') {
+            s->in_str = 0;
+            return s->is_val ? SCAN_CLOSE : SCAN_OTHER;
+        }
+        return s->is_val ? SCAN_BYTE : SCAN_OTHER;
+    }
+    char top = s->depth > 0 && s->depth <= SCAN_DEPTH ? s->stack[s->depth - 1] : 0;
+    switch (c) {
+    case '{': case '[':
+        if (s->depth < SCAN_DEPTH) s->stack[s->depth] = c;
+        s->depth++;
+        s->colon = 0;
+        break;
+    case '}': case ']':
+        if (s->depth > 0) s->depth--;
+        break;
+    case ',': s->colon = 0; break;
+    case ':': s->colon = 1; break;
+    case '"':
+        s->in_str = 1;
+        s->is_val = s->depth >= 2 && (top == '[' || (top == '{' && s->colon));
+        return s->is_val ? SCAN_OPEN : SCAN_OTHER;
+    default: break;
+    }
+    return SCAN_OTHER;
+}
+
+typedef struct copy_stage {
+    const hx_vocab *v;
+    float bonus;
+    const int *in_call;  /* the loop guard's: a call is being written */
+    int was_in_call;
+    jscan js;
+    char *text;          /* the conversation (owned) */
+    size_t n_text;
+    int32_t *starts;     /* where a copy may start: word starts (owned) */
+    int32_t n_starts;
+    int32_t *match;      /* starts whose text continues the value so far */
+    int32_t n_match;
+    size_t len;          /* bytes of the value so far */
+} copy_stage;
+
+static int is_word(char c) { return isalnum((unsigned char)c) || (c & 0x80); }
+
+/* A copy may start at a non-blank byte that does not continue a word. */
+static int can_start(const char *t, size_t i)
+{
+    if (isspace((unsigned char)t[i])) return 0;
+    return i == 0 || !is_word(t[i - 1]) || !is_word(t[i]);
+}
+
+/* A copy may end before position i of the text: at its end or a word's. */
+static int can_end(const char *t, size_t n, size_t i)
+{
+    return i >= n || !is_word(t[i]) || (i > 0 && !is_word(t[i - 1]));
+}
+
+/* Whether some match (or, fresh, some start) continues with ext[0, n)
+ * and, when closed, ends there at a word's end. */
+static int copies(const copy_stage *c, int fresh, const char *ext, size_t n, int closed)
+{
+    const int32_t *set = fresh ? c->starts : c->match;
+    int32_t k = fresh ? c->n_starts : c->n_match;
+    size_t off = fresh ? 0 : c->len;
+    if (n == 0 && (fresh || !closed || off == 0)) return 0;
+    for (int32_t i = 0; i < k; i++) {
+        size_t at = (size_t)set[i] + off;
+        if (at + n > c->n_text || memcmp(c->text + at, ext, n)) continue;
+        if (!closed || can_end(c->text, c->n_text, at + n)) return 1;
+    }
+    return 0;
+}
+
+/* Whether token t keeps the value a copy (or starts one), from the
+ * current scanner state. Tokens that touch no value string: 0. */
+static int keeps_copy(const copy_stage *c, int32_t t)
+{
+    size_t n = 0;
+    const char *p = hx_vocab_piece(c->v, t, &n);
+    if (!p || n == 0 || hx_vocab_is_special(c->v, t)) return 0;
+    jscan s = c->js;
+    int fresh = 0, touched = s.in_str && s.is_val, closed = 0;
+    size_t from = 0, to = 0;
+    for (size_t i = 0; i < n && !closed; i++) {
+        switch (scan_byte(&s, p[i])) {
+        case SCAN_OPEN:
+            if (touched) return 0; /* a second value: no copy of one */
+            touched = fresh = 1;
+            from = to = i + 1;
+            break;
+        case SCAN_BYTE: to = i + 1; break;
+        case SCAN_CLOSE: closed = 1; break;
+        default:
+            if (touched && !s.in_str) return 0;
+            from = to = i + 1;
+            break;
+        }
+    }
+    if (!touched) return 0;
+    if (!fresh && c->n_match == 0) return 0; /* the value left the text */
+    return copies(c, fresh, p + from, to - from, closed);
+}
+
+static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
+{
+    copy_stage *c = ctx;
+    if (!*c->in_call || c->n_text == 0) return HX_OK;
+    float best = -INFINITY;
+    for (int32_t t = 0; t < n_vocab; t++)
+        if (logits[t] > best) best = logits[t];
+    if (!isfinite(best)) return HX_OK;
+    /* only tokens the bonus can lift to the top are looked at */
+    for (int32_t t = 0; t < n_vocab; t++)
+        if (logits[t] > best - c->bonus && keeps_copy(c, t)) logits[t] += c->bonus;
+    return HX_OK;
+}
+
+/* Narrows the matches to those continuing with byte b. */
+static void copy_byte(copy_stage *c, char b)
+{
+    int32_t k = 0;
+    for (int32_t i = 0; i < c->n_match; i++) {
+        size_t at = (size_t)c->match[i] + c->len;
+        if (at < c->n_text && c->text[at] == b) c->match[k++] = c->match[i];
+    }
+    c->n_match = k;
+    c->len++;
+}
+
+static int copy_accept(void *ctx, int32_t token)
+{
+    copy_stage *c = ctx;
+    if (!*c->in_call) {
+        c->was_in_call = 0;
+        return HX_OK;
+    }
+    if (!c->was_in_call) memset(&c->js, 0, sizeof c->js); /* a new call */
+    c->was_in_call = 1;
+    size_t n = 0;
+    const char *p = hx_vocab_piece(c->v, token, &n);
+    if (!p || hx_vocab_is_special(c->v, token)) return HX_OK;
+    for (size_t i = 0; i < n; i++) {
+        int what = scan_byte(&c->js, p[i]);
+        if (what == SCAN_OPEN) {
+            memcpy(c->match, c->starts, (size_t)c->n_starts * sizeof *c->match);
+            c->n_match = c->n_starts;
+            c->len = 0;
+        } else if (what == SCAN_BYTE) {
+            copy_byte(c, p[i]);
+        }
+    }
+    return HX_OK;
+}
+
+static void copy_free(void *ctx)
+{
+    copy_stage *c = ctx;
+    if (!c) return;
+    free(c->text);
+    free(c->starts);
+    free(c->match);
+    free(c);
+}
+
+int hx_copy_stage_new(const hx_vocab *v, const char *text, float bonus,
+                      const int *in_call, hx_sampler_stage *out)
+{
+    copy_stage *c = hx_calloc(1, sizeof *c);
+    if (!c) return HX_ERR_NOMEM;
+    c->v = v;
+    c->bonus = bonus;
+    c->in_call = in_call;
+    c->n_text = text ? strlen(text) : 0;
+    c->text = hx_strdup(text ? text : "");
+    size_t cap = c->n_text ? c->n_text : 1;
+    c->starts = hx_calloc(cap, sizeof *c->starts);
+    c->match = hx_calloc(cap, sizeof *c->match);
+    if (!c->text || !c->starts || !c->match || c->n_text > INT32_MAX) {
+        copy_free(c);
+        return HX_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < c->n_text; i++)
+        if (can_start(c->text, i)) c->starts[c->n_starts++] = (int32_t)i;
+    *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "copy bias", c, copy_apply,
+                              copy_accept, NULL, NULL, copy_free};
+    return HX_OK;
+}

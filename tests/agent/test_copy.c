@@ -1,0 +1,115 @@
+/* test_copy.c: the copy bias (agent/copy.c) on hearth-tiny's vocabulary:
+ * inside a call's argument values it lifts the tokens that copy from the
+ * conversation from a word's start, and closing at a word's end; keys,
+ * text outside calls and values that left the conversation get nothing. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent_int.h"
+#include "test.h"
+
+#define BONUS 6.0f
+#define TEXT "Could you get me the file on annual review please?\n"
+
+typedef struct fixture {
+    hx_model *m;
+    const hx_vocab *v;
+    int in_call;
+    hx_sampler_stage st;
+    float *logits;
+    int32_t n;
+} fixture;
+
+static int setup(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    hx_err err = {0};
+    if (hx_model_load("models/hearth-tiny.gguf", NULL, &f->m, &err)) return -1;
+    f->v = hx_model_vocab(f->m);
+    f->n = hx_vocab_n_tokens(f->v);
+    f->logits = calloc((size_t)f->n, sizeof *f->logits);
+    f->in_call = 1;
+    return f->logits && !hx_copy_stage_new(f->v, TEXT, BONUS, &f->in_call, &f->st) ? 0 : -1;
+}
+
+static void teardown(fixture *f)
+{
+    f->st.free(f->st.ctx);
+    free(f->logits);
+    hx_model_free(f->m);
+}
+
+/* The first token of s. */
+static int32_t tok(const fixture *f, const char *s)
+{
+    int32_t t[64];
+    return hx_tokenize(f->v, s, strlen(s), t, 64, 0, 0) > 0 ? t[0] : -1;
+}
+
+/* Accepts the tokens of s. */
+static void feed(fixture *f, const char *s)
+{
+    int32_t t[256];
+    int32_t n = hx_tokenize(f->v, s, strlen(s), t, 256, 0, 0);
+    for (int32_t i = 0; i < n; i++) f->st.accept(f->st.ctx, t[i]);
+}
+
+/* The bonus token a gets against a token x the model ranks 1 higher,
+ * every other token masked. */
+static float lift(fixture *f, int32_t a, int32_t x)
+{
+    for (int32_t i = 0; i < f->n; i++) f->logits[i] = -INFINITY;
+    f->logits[a] = 0;
+    f->logits[x] = 1;
+    f->st.apply(f->st.ctx, f->logits, f->n);
+    return f->logits[a];
+}
+
+static void test_value_start_and_end(void)
+{
+    fixture f;
+    ASSERT(setup(&f) == 0);
+    int32_t ann = tok(&f, "annual"), x = tok(&f, "x"), q = tok(&f, "\"");
+    ASSERT(ann >= 0 && x >= 0 && q >= 0 && ann != x);
+    feed(&f, "{\"name\": \"files.search\", \"arguments\": {\"");
+    EXPECT(lift(&f, ann, x) == 0); /* a key: no copy */
+    feed(&f, "content\": \"");
+    EXPECT(lift(&f, ann, x) == BONUS);
+    EXPECT(lift(&f, x, ann) == 0); /* 'x' starts no word of the text */
+    EXPECT(lift(&f, q, x) == 0);   /* an empty value is no copy */
+    feed(&f, "annual rev");
+    EXPECT(lift(&f, q, x) == 0);   /* not at a word's end */
+    feed(&f, "iew");
+    EXPECT(lift(&f, q, x) == BONUS);
+    EXPECT(lift(&f, tok(&f, " please"), x) == BONUS);
+    teardown(&f);
+}
+
+static void test_no_bonus(void)
+{
+    fixture f;
+    ASSERT(setup(&f) == 0);
+    int32_t ann = tok(&f, "annual"), x = tok(&f, "x"), on = tok(&f, "on");
+    f.in_call = 0; /* plain text */
+    EXPECT(lift(&f, ann, x) == 0);
+    f.in_call = 1;
+    feed(&f, "{\"name\": \"files.search\", \"arguments\": {\"content\": \"x");
+    EXPECT(lift(&f, on, ann) == 0); /* the value left the text */
+    feed(&f, "\", \"limit\": [\"");
+    EXPECT(lift(&f, ann, x) == BONUS); /* array items are values */
+    /* a token far below the best is not looked at */
+    for (int32_t i = 0; i < f.n; i++) f.logits[i] = -INFINITY;
+    f.logits[ann] = -10;
+    f.logits[x] = 0;
+    f.st.apply(f.st.ctx, f.logits, f.n);
+    EXPECT(f.logits[ann] == -10);
+    teardown(&f);
+}
+
+int main(void)
+{
+    RUN(test_value_start_and_end);
+    RUN(test_no_bonus);
+    return test_summary();
+}
