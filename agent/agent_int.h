@@ -121,10 +121,11 @@ typedef struct hx_engine_source_params {
     float copy_bias;      /* logit bonus of tokens that copy an argument
                              value from the conversation (hx_copy_stage_new);
                              0: none; < 0 (default): hx_engine_source_style
-                             decides (HX_COPY_BIAS for compact_json) */
+                             decides (HX_COPY_BIAS in the compact style) */
 } hx_engine_source_params;
-/* The copy bias of small models (compact_json) unless the caller sets one:
- * chosen on generated tasks apart from the held-out evaluation's. */
+/* The copy bias of the compact prompt style (small models such as
+ * hearth-tiny) unless the caller sets one: chosen on generated tasks apart
+ * from the held-out evaluation's. */
 #define HX_COPY_BIAS 6.0f
 /* A sampler stage (agent/copy.c) for calls: inside a string value of a
  * call's arguments, while the value so far occurs in text from a word's

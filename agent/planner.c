@@ -552,14 +552,17 @@ static void not_run(run *r, const pcall *c, const char *cut)
 }
 
 /* Tells the source what call arguments are copied from: every message
- * but the assistant's own (its earlier mistakes are not worth copying). */
+ * after the first (the fixed system text, whose words would only start
+ * false copies) but the assistant's own (its earlier mistakes are not
+ * worth copying). */
 static int set_copy_text(run *r, hx_err *err)
 {
     hx_source *src = r->pl->d.src;
     if (src->api_version < 1 || !src->set_copy_text) return HX_OK;
     hx_buf b;
     hx_buf_init(&b);
-    for (const cJSON *m = r->pl->msgs->child; m; m = m->next) {
+    const cJSON *first = r->pl->msgs->child;
+    for (const cJSON *m = first ? first->next : NULL; m; m = m->next) {
         const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
         const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(m, "content"));
         if (text && (!role || strcmp(role, "assistant"))) hx_buf_printf(&b, "%s\n", text);
