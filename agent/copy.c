@@ -79,11 +79,14 @@ typedef struct copy_stage {
 
 static int is_word(char c) { return isalnum((unsigned char)c) || (c & 0x80); }
 
-/* A copy may start at a non-blank byte that does not continue a word. */
+/* A copy may start at a word's first byte, or at any non-blank byte after
+ * a blank or an opening quote or bracket ("/config/...", "<a@b.c>"); not
+ * in the middle of "duration_minutes". */
 static int can_start(const char *t, size_t i)
 {
     if (isspace((unsigned char)t[i])) return 0;
-    return i == 0 || !is_word(t[i - 1]) || !is_word(t[i]);
+    if (i == 0 || isspace((unsigned char)t[i - 1]) || strchr("\"'(<[{", t[i - 1])) return 1;
+    return is_word(t[i]) && !is_word(t[i - 1]);
 }
 
 /* A copy may end before position i of the text: at its end or a word's. */
