@@ -55,6 +55,10 @@ static void nightly_usage(FILE *f, const char *verb)
         "                       no value your episodes' calls carry (room, attendees):\n"
         "                       the adapter sees your habits are yours, not every\n"
         "                       calendar request's (default 0; needs --replay-from base)\n"
+        "      --replay-near F  this share (0 to 1) of the base's replayed runs are\n"
+        "                       calendar requests of the other kinds (cancel, move,\n"
+        "                       free or busy, list), so that the adapter keeps their\n"
+        "                       tools (default 0; needs --replay-from base)\n"
         "      --eval-tasks N   the generic suite: the same N held-out agent tasks\n"
         "                       run with what you run now and with the new adapter,\n"
         "                       compared task by task (default 300: one task is\n"
@@ -69,6 +73,10 @@ static void nightly_usage(FILE *f, const char *verb)
         "                       8 steps and training stops when it fell by less\n"
         "                       than F times its starting value (default 0: the\n"
         "                       whole schedule)\n"
+        "      --train-on W     new: of your episodes, only the tokens the base\n"
+        "                       model gets wrong are trained on (what they add:\n"
+        "                       a room, a length, an address); all: every token\n"
+        "                       you accepted (default all)\n"
         "      --keep-candidate FILE  also copy the trained adapter there, adopted\n"
         "                       or not (to measure a discarded one)\n"
         "      --max-memory SIZE  refuse to start when the estimate (activations,\n"
@@ -77,7 +85,7 @@ static void nightly_usage(FILE *f, const char *verb)
         "  -t, --threads N      0 = all cores (default)\n\n"
         "config.json's \"nightly\" object sets the defaults of these: \"rank\",\n"
         "\"lr\", \"epochs\", \"steps\", \"targets\" (\"up,down\"), \"replay\",\n"
-        "\"replay_from\" (\"base\" or \"oracle\"), \"replay_contrast\", \"eval_tasks\",\n"
+        "\"replay_from\" (\"base\" or \"oracle\"), \"replay_contrast\", \"replay_near\", \"eval_tasks\",\n"
         "\"scales\" (\"1,0.75,0.5\"), \"stop_delta\", \"max_memory\"; the options override\n"
         "it.\n");
     if (nightly) fprintf(f, "      --install        print a crontab line and a systemd user timer\n");
@@ -125,8 +133,13 @@ static int parse_replay_from(const char *s)
     return !s ? -1 : !strcmp(s, "base") ? 1 : !strcmp(s, "oracle") ? 0 : -1;
 }
 
+/* The replay's shares of contrast and near tasks (hx_agent_contrast). */
+typedef struct replay_mix {
+    double contrast, near;
+} replay_mix;
+
 static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
-                 const char **model, int *install, int *distill, double *contrast)
+                 const char **model, int *install, int *distill, replay_mix *mix)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -145,12 +158,15 @@ static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
         else if (!strcmp(a, "--replay") && (d = atof(v)) >= 0) p->replay_ratio = d, i++;
         else if (!strcmp(a, "--replay-from") && parse_replay_from(v) >= 0)
             *distill = parse_replay_from(v), i++;
-        else if (!strcmp(a, "--replay-contrast") && (d = atof(v)) >= 0 && d <= 1) *contrast = d, i++;
+        else if (!strcmp(a, "--replay-contrast") && (d = atof(v)) >= 0 && d <= 1) mix->contrast = d, i++;
+        else if (!strcmp(a, "--replay-near") && (d = atof(v)) >= 0 && d <= 1) mix->near = d, i++;
         else if (!strcmp(a, "--eval-margin") && (d = atof(v)) >= 0) p->eval_margin = d / 100, i++;
         else if (!strcmp(a, "--max-memory") && !cli_parse_size(v, &p->max_bytes)) i++;
         else if (!strcmp(a, "--scales") && !parse_scales(v, p)) i++;
         else if (!strcmp(a, "--stop-delta") && (d = atof(v)) >= 0 && d < 1) p->stop_delta = d, i++;
         else if (!strcmp(a, "--keep-candidate")) p->keep_candidate = v, i++;
+        else if (!strcmp(a, "--train-on") && (!strcmp(v, "new") || !strcmp(v, "all")))
+            p->new_only = !strcmp(v, "new"), i++;
         else return -1;
     }
     return p->lora.rank > 0 && p->train.opt.n_steps >= 0 && p->train.opt.lr > 0 &&
@@ -226,12 +242,12 @@ typedef struct nightly_env {
     hx_agent_contrast contrast;
 } nightly_env;
 
-static int open_env(nightly_env *e, const char *model, int distill, double contrast,
+static int open_env(nightly_env *e, const char *model, int distill, replay_mix mix,
                     hx_nightly_params *p, hx_err *err)
 {
-    if (contrast > 0 && !distill)
-        return hx_err_set(err, HX_ERR_INVALID, "the contrast replay is the base's runs: it "
-                          "needs --replay-from base");
+    if ((mix.contrast > 0 || mix.near > 0) && !distill)
+        return hx_err_set(err, HX_ERR_INVALID, "the contrast and near replays are the base's "
+                          "runs: they need --replay-from base");
     int rc = hx_memory_open(NULL, &e->mem, err);
     if (!rc) rc = hx_lora_store_open(NULL, &e->st, err);
     if (!rc) rc = hx_model_load(model, NULL, &e->model, err);
@@ -259,11 +275,13 @@ static int open_env(nightly_env *e, const char *model, int distill, double contr
      * the generic suite with every recipe tried (bench/README.md) */
     if (distill) p->replay = hx_agent_nightly_distill, p->replay_user = &e->ae;
     else p->replay = hx_agent_nightly_replay, p->replay_user = &e->ar;
-    e->contrast.share = contrast;
-    if (contrast > 0 && !(rc = hx_agent_contrast_learn(&e->contrast, e->mem, err))) {
+    e->contrast.share = mix.contrast, e->contrast.near = mix.near;
+    if ((mix.contrast > 0 || mix.near > 0) &&
+        !(rc = hx_agent_contrast_learn(&e->contrast, e->mem, err))) {
         e->ae.contrast = &e->contrast;
-        fprintf(stderr, "nightly: contrast replay: %.0f%% of the replay, calendar requests "
-                "without the %d values of your episodes' calls%s\n", contrast * 100,
+        fprintf(stderr, "nightly: contrast replay: %.0f%% of the replay your episodes' "
+                "kinds, %.0f%% the other calendar kinds, without the %d values of your "
+                "episodes' calls%s\n", mix.contrast * 100, mix.near * 100,
                 e->contrast.n_terms, e->contrast.tools ? "" : " (your episodes make no "
                 "calendar calls: none fit)");
     }
@@ -306,10 +324,10 @@ static int config_number(const cJSON *night, const char *key, double lo, double 
 }
 
 /* The config's "nightly" object into p (the options, parsed after, win):
- * rank, lr, epochs, steps, targets, replay, replay_from, replay_contrast,
+ * rank, lr, epochs, steps, targets, replay, replay_from, replay_contrast, replay_near,
  * eval_tasks, max_memory ("2G" or bytes). */
 static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *distill,
-                          double *contrast, hx_err *err)
+                          replay_mix *mix, hx_err *err)
 {
     const cJSON *night = cJSON_GetObjectItem(cfg->raw, "nightly");
     if (!night) return HX_OK;
@@ -323,7 +341,8 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *disti
     if (!rc) rc = config_number(night, "replay", 0, 100, &p->replay_ratio, err);
     if (!rc) rc = config_number(night, "eval_tasks", 0, 1e5, &et, err);
     if (!rc) rc = config_number(night, "stop_delta", 0, 0.999, &p->stop_delta, err);
-    if (!rc) rc = config_number(night, "replay_contrast", 0, 1, contrast, err);
+    if (!rc) rc = config_number(night, "replay_contrast", 0, 1, &mix->contrast, err);
+    if (!rc) rc = config_number(night, "replay_near", 0, 1, &mix->near, err);
     if (rc) return rc;
     p->lora.rank = (int)rank, p->lora.alpha = (float)(int)rank, p->train.opt.lr = (float)lr;
     p->epochs = (int)ep, p->train.opt.n_steps = (int)st, p->eval_tasks = (int)et;
@@ -355,8 +374,8 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
     hx_nightly_params p = hx_nightly_default_params();
     const char *model = NULL;
     int install = 0, distill = 1;
-    double contrast = 0;
-    if (parse(argc, argv, nightly, &p, &model, &install, &distill, &contrast))
+    replay_mix mix = {0, 0};
+    if (parse(argc, argv, nightly, &p, &model, &install, &distill, &mix))
         return nightly_usage(stderr, verb), HX_EXIT_USAGE;
     if (install) return print_install(), HX_EXIT_OK;
     p.force |= force;
@@ -368,10 +387,10 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
     if (!rc && !model) model = e.cfg->model;
     if (!rc && !model) rc = hx_err_set(&err, HX_ERR_INVALID, "no model: pass --model "
                                        "FILE or set \"model\" in config.json");
-    if (!rc) rc = config_nightly(e.cfg, &p, &distill, &contrast, &err);
-    if (!rc && parse(argc, argv, nightly, &p, &model, &install, &distill, &contrast)) /* over the config */
+    if (!rc) rc = config_nightly(e.cfg, &p, &distill, &mix, &err);
+    if (!rc && parse(argc, argv, nightly, &p, &model, &install, &distill, &mix)) /* over the config */
         rc = hx_err_set(&err, HX_ERR_INVALID, "bad options");
-    if (!rc) rc = open_env(&e, model, distill, contrast, &p, &err);
+    if (!rc) rc = open_env(&e, model, distill, mix, &p, &err);
     if (!rc && hx_path_cache(work, sizeof work - 16) < 0)
         rc = hx_err_set(&err, HX_ERR_RANGE, "cache path too long");
     hx_nightly_report r;

@@ -401,6 +401,16 @@ typedef struct hx_nightly_params {
     const char *keep_candidate; /* non-NULL: the trained candidate is also
                             * copied to this path whatever the gate decides
                             * (benchmarks measure a discarded one) */
+    int new_only;          /* 1: of the user's training episodes, only the
+                            * targets the base gets wrong count (where its
+                            * greedy token, after the episode's own earlier
+                            * tokens, is not the target): the adapter
+                            * learns what the episodes add (a room, a
+                            * length, an address) and is not pushed further
+                            * toward what the base already does there (the
+                            * tool it picks), which leaks into other
+                            * requests; the replay is trained whole.
+                            * default 0 */
 } hx_nightly_params;
 hx_nightly_params hx_nightly_default_params(void);
 
@@ -426,6 +436,9 @@ typedef struct hx_nightly_report {
                         * what the longest document needs */
     int docs_cut;      /* documents longer than it, trained in windows */
     int64_t trained_tokens; /* window tokens trained on in this call */
+    int64_t known_targets; /* new_only: targets the base already got
+                        * right, left out, of all_targets */
+    int64_t all_targets;
     double train_seconds, train_cpu_seconds; /* the training chunks of this
                         * call: wall clock, and the process's CPU time (all
                         * threads) */

@@ -368,6 +368,70 @@ static int add_replay(const hx_nightly_params *p, hx_nightly_data *train,
     return rc;
 }
 
+/* ---- what the base does not know ---- */
+
+/* The greedy token of logits[0, nv). */
+static int32_t argmax(const float *logits, int32_t nv)
+{
+    int32_t best = 0;
+    for (int32_t i = 1; i < nv; i++)
+        if (logits[i] > logits[best]) best = i;
+    return best;
+}
+
+/* Clears the targets of d's documents that the base predicts (its greedy
+ * token after the document's earlier tokens is the target), counting them
+ * into r; targets past the model's context stay. */
+static int unmask_known(hx_trainer *tr, hx_nightly_data *d, hx_nightly_report *r,
+                        hx_err *err)
+{
+    const size_t n_ctx = (size_t)hx_trainer_hparams(tr)->n_ctx_train;
+    const int32_t nv = hx_trainer_hparams(tr)->n_vocab;
+    float *lg = NULL;
+    int rc = HX_OK;
+    for (int i = 0; !rc && i < d->n_docs; i++) {
+        size_t a = i ? d->ends[i - 1] : 0, n = d->ends[i] - a - 1;
+        if (n > n_ctx) n = n_ctx;
+        const int32_t *t = d->tokens + a;
+        uint8_t *m = d->mask + a + 1;
+        float *grown = realloc(lg, n * (size_t)nv * sizeof *lg);
+        if (!grown) {
+            rc = hx_err_set(err, HX_ERR_NOMEM, "nightly: out of memory");
+            break;
+        }
+        lg = grown;
+        hx_batch b = {.n_seq = 1, .n_tok = (int)n, .tokens = t, .targets = t + 1, .mask = m};
+        rc = hx_trainer_forward(tr, &b, lg, NULL, NULL, err);
+        for (size_t j = 0; !rc && j < n; j++) {
+            if (!m[j]) continue;
+            r->all_targets++;
+            if (argmax(lg + j * (size_t)nv, nv) == t[j + 1]) m[j] = 0, r->known_targets++;
+        }
+    }
+    free(lg);
+    return rc;
+}
+
+/* new_only: the user's training episodes keep the targets the base gets
+ * wrong (before the replay is mixed in, which is trained whole). */
+static int keep_new(const hx_nightly_params *p, hx_nightly_data *train,
+                    hx_nightly_report *r, hx_err *err)
+{
+    if (!p->new_only) return HX_OK;
+    hx_trainer *tr = NULL;
+    int rc = hx_trainer_new_gguf(p->model, &p->lora, p->n_threads, &tr, err);
+    if (!rc) rc = unmask_known(tr, train, r, err); /* B = 0: the base */
+    hx_trainer_free(tr);
+    if (!rc && p->log)
+        fprintf(p->log, "nightly: %lld of %lld target tokens of the episodes are what the "
+                "base writes already: left out (--train-on new)\n",
+                (long long)r->known_targets, (long long)r->all_targets);
+    if (!rc && r->known_targets == r->all_targets)
+        rc = hx_err_set(err, HX_ERR_NOTFOUND, "nightly: the base already writes every "
+                        "token of the training episodes: nothing to learn");
+    return rc;
+}
+
 /* ---- windows ---- */
 
 /* Window [0, h) + [s, e) of the document t, m (s <= h: [0, e), nothing
@@ -926,6 +990,7 @@ int hx_nightly_run(const hx_nightly_params *p, hx_nightly_report *r,
                             "held-out episodes; needs at least %d and 1", tr_d.n_episodes,
                             ho.n_episodes, p->min_train);
     }
+    if (!rc) rc = keep_new(p, &tr_d, r, err);
     if (!rc) rc = add_replay(p, &tr_d, r, err);
     if (!rc) rc = run_with_data(p, base_id, &tr_d, &ho, r, err);
     if (rc == HX_ERR_CANCELLED) hx_err_set(err, rc, "nightly: paused, %s", r->reason);

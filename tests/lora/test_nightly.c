@@ -5,6 +5,8 @@
  * adapter, replay conversations mixed into the training split in their
  * ratio (a stand-in replay), a run stopped between chunks that resumes
  * to the same result,
+ * training on what the base gets wrong only (new_only), checked against
+ * the base's own greedy tokens,
  * the generic-task gate (a stand-in evaluation) and its scales, early
  * stopping on the held-out curve, the memory bound, and the governor
  * refusing on battery. */
@@ -267,6 +269,64 @@ static int stub_eval_fn(void *user, const char *const *ads, const float *scales,
                   : n_ads ? s->active_pass : s->base_pass;
     for (int i = 0; i < n; i++) pass[i] = i < k; /* the first k tasks */
     return HX_OK;
+}
+
+/* new_only: the base's forward over each training document decides,
+ * token by token, what is left out: exactly the targets whose greedy
+ * token (recomputed here) is the target; the rest train and the run is
+ * otherwise the same. */
+static void test_train_on_new(void)
+{
+    char sd[300], work[300];
+    snprintf(sd, sizeof sd, "%s/adapters-new", tmpdir);
+    snprintf(work, sizeof work, "%s/work-new", tmpdir);
+    hx_lora_store *st = NULL;
+    hx_err err = {0};
+    ASSERT(hx_lora_store_open(sd, &st, &err) == HX_OK);
+    hx_nightly_params p = params(st, work);
+    p.new_only = 1;
+    /* a trained base knows some of the episodes' tokens (the random one
+     * none): hearth-tiny, from the repository */
+    const char *base = access("models/hearth-tiny.gguf", R_OK) ? model : "models/hearth-tiny.gguf";
+    p.model = base;
+    p.lora.targets = HX_LORA_UP | HX_LORA_DOWN;
+    hx_nightly_report r;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    /* the oracle: the same documents, the base's argmax at every target */
+    hx_model *m = NULL;
+    hx_trainer *tr = NULL;
+    hx_nightly_data d, ho;
+    ASSERT(hx_model_load(base, NULL, &m, &err) == HX_OK);
+    ASSERT(hx_nightly_dataset(hx_model_vocab(m), mem, p.heldout_frac, NULL, NULL, &d, &ho,
+                              &err) == HX_OK);
+    ASSERT(hx_trainer_new_gguf(base, &p.lora, 1, &tr, &err) == HX_OK);
+    const int32_t nv = hx_trainer_hparams(tr)->n_vocab;
+    int64_t all = 0, known = 0;
+    for (int i = 0; i < d.n_docs; i++) {
+        size_t a = i ? d.ends[i - 1] : 0, n = d.ends[i] - a - 1;
+        float *lg = malloc(n * (size_t)nv * sizeof *lg);
+        hx_batch b = {.n_seq = 1, .n_tok = (int)n, .tokens = d.tokens + a,
+                      .targets = d.tokens + a + 1, .mask = d.mask + a + 1};
+        ASSERT(lg && hx_trainer_forward(tr, &b, lg, NULL, NULL, &err) == HX_OK);
+        for (size_t j = 0; j < n; j++) {
+            if (!d.mask[a + 1 + j]) continue;
+            int32_t best = 0;
+            for (int32_t k = 1; k < nv; k++)
+                if (lg[j * (size_t)nv + k] > lg[j * (size_t)nv + best]) best = k;
+            all++, known += best == d.tokens[a + 1 + j];
+        }
+        free(lg);
+    }
+    printf("# new only: %lld of %lld targets known to the base (oracle %lld of %lld); %s\n",
+           (long long)r.known_targets, (long long)r.all_targets, (long long)known,
+           (long long)all, r.reason);
+    EXPECT(all > 0 && r.all_targets == all && r.known_targets == known);
+    EXPECT(base == model || (known > 0 && known < all)); /* some known, some not */
+    EXPECT(r.steps == 12 && !isnan(r.loss_after)); /* trained on the rest */
+    hx_trainer_free(tr);
+    hx_nightly_data_free(&d), hx_nightly_data_free(&ho);
+    hx_model_free(m);
+    hx_lora_store_free(st);
 }
 
 /* The gate's second half: a drop over the margin on the generic tasks
@@ -763,6 +823,7 @@ int main(void)
         RUN(test_dataset);
         RUN(test_replay_mix);
         RUN(test_run_adopts_and_gate_discards);
+        RUN(test_train_on_new);
         RUN(test_stop_and_resume);
         RUN(test_generic_gate);
         RUN(test_gate_against_active);
