@@ -646,6 +646,10 @@ typedef struct hx_agent_contrast {
     unsigned tools;  /* HX_CONTRAST_* the episodes called */
     char *terms[HX_CONTRAST_MAX_TERMS]; /* owned; no contrast task names one */
     int n_terms;
+    double near;     /* of the replay conversations, in [0, 1]: calendar
+                      * requests of the other kinds (cancel, move, free or
+                      * busy, list), which a small adapter trained on the
+                      * episodes' kinds turns into them; 0: none */
 } hx_agent_contrast;
 /* One call of an episode (name, JSON arguments) into c: its tool, its
  * "location" and "attendees" values and the attendees' name parts
@@ -655,10 +659,13 @@ int hx_agent_contrast_add_call(hx_agent_contrast *c, const char *name, const cha
 int hx_agent_contrast_learn(hx_agent_contrast *c, hx_memory *m, hx_err *err);
 void hx_agent_contrast_free(hx_agent_contrast *c); /* the terms; c stays */
 /* n contrast tasks for c from seed (training split; a JSON array, caller
- * frees; fewer when c's tools give no kind); NULL with err set. */
-cJSON *hx_dg_contrast_tasks(const hx_agent_contrast *c, long n, uint64_t seed, hx_err *err);
-/* The tasks hx_agent_nightly_distill replays: n, of which c's share (c
- * NULL: none) are hx_dg_contrast_tasks(c, ., seed), spread evenly among
+ * frees; fewer when c's tools give no kind); near: of the other calendar
+ * kinds instead (c->near's); NULL with err set. */
+cJSON *hx_dg_contrast_tasks(const hx_agent_contrast *c, long n, uint64_t seed, int near,
+                            hx_err *err);
+/* The tasks hx_agent_nightly_distill replays: n, of which c's share and
+ * near share (c NULL: none) are hx_dg_contrast_tasks(c, ., seed, 0 and 1),
+ * spread evenly among
  * hx_dg_train_tasks(., seed) (which fill in when fewer contrast tasks
  * fit); with no share exactly hx_dg_train_tasks(n, seed). */
 cJSON *hx_agent_replay_tasks(const hx_agent_contrast *c, int n, uint64_t seed, hx_err *err);

@@ -122,17 +122,29 @@ void hx_agent_contrast_free(hx_agent_contrast *c)
     if (c) c->n_terms = 0;
 }
 
-/* Whether task is a contrast for c: its kind's tools all called by the
- * episodes, no habit term in its request or slots. */
-static int contrast_fits(const hx_agent_contrast *c, const cJSON *task)
+/* Whether task's kind is the contrast's: one whose tools the episodes
+ * all called, or (near) another calendar kind. */
+static int contrast_kind(const hx_agent_contrast *c, const char *kind, int near)
 {
     static const struct { const char *kind; unsigned tools; } kinds[] = {
         {"find_slots", HX_CONTRAST_FIND_SLOTS}, {"create_event", HX_CONTRAST_CREATE},
         {"schedule", HX_CONTRAST_FIND_SLOTS | HX_CONTRAST_CREATE}};
-    const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(task, "kind"));
+    static const char *const others[] = {"cancel_event", "move_event", "free_busy",
+                                         "list_events", "not_organizer"};
     int ok = 0;
-    for (size_t i = 0; kind && i < sizeof kinds / sizeof kinds[0]; i++)
+    for (size_t i = 0; kind && near && i < sizeof others / sizeof others[0]; i++)
+        ok |= !strcmp(kind, others[i]);
+    for (size_t i = 0; kind && !near && i < sizeof kinds / sizeof kinds[0]; i++)
         ok |= !strcmp(kind, kinds[i].kind) && (kinds[i].tools & c->tools) == kinds[i].tools;
+    return ok;
+}
+
+/* Whether task is a contrast for c (contrast_kind), with no habit term in
+ * its request or slots. */
+static int contrast_fits(const hx_agent_contrast *c, const cJSON *task, int near)
+{
+    const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(task, "kind"));
+    int ok = contrast_kind(c, kind, near);
     /* the request and its slots (not "expect": its results hold paths) */
     const char *req = cJSON_GetStringValue(cJSON_GetObjectItem(task, "request"));
     char *slots = ok && req ? cJSON_PrintUnformatted(cJSON_GetObjectItem(task, "slots")) : NULL;
@@ -142,19 +154,21 @@ static int contrast_fits(const hx_agent_contrast *c, const cJSON *task)
     return ok && slots;
 }
 
-cJSON *hx_dg_contrast_tasks(const hx_agent_contrast *c, long n, uint64_t seed, hx_err *err)
+cJSON *hx_dg_contrast_tasks(const hx_agent_contrast *c, long n, uint64_t seed, int near,
+                            hx_err *err)
 {
     cJSON *out = cJSON_CreateArray();
     if (!out) return hx_err_set(err, HX_ERR_NOMEM, "out of memory"), NULL;
     /* about a fifth of the training mix is of these kinds: batches of the
      * mix, each from its own seed, filtered, until there are n */
-    for (int round = 0; round < 16 && cJSON_GetArraySize(out) < n && c->tools; round++) {
-        const uint64_t s = seed * 1000003u + 7919u * (uint64_t)(round + 1);
+    for (int round = 0; round < 16 && cJSON_GetArraySize(out) < n && (near || c->tools);
+         round++) {
+        const uint64_t s = seed * 1000003u + 7919u * (uint64_t)(round + 1) + (near ? 104729u : 0);
         cJSON *batch = hx_dg_train_tasks(8 * n + 16, s, err);
         if (!batch) return cJSON_Delete(out), NULL;
         while (batch->child && cJSON_GetArraySize(out) < n) {
             cJSON *t = cJSON_DetachItemViaPointer(batch, batch->child);
-            if (contrast_fits(c, t)) cJSON_AddItemToArray(out, t);
+            if (contrast_fits(c, t, near)) cJSON_AddItemToArray(out, t);
             else cJSON_Delete(t);
         }
         cJSON_Delete(batch);
@@ -165,8 +179,14 @@ cJSON *hx_dg_contrast_tasks(const hx_agent_contrast *c, long n, uint64_t seed, h
 cJSON *hx_agent_replay_tasks(const hx_agent_contrast *c, int n, uint64_t seed, hx_err *err)
 {
     const int nc = c && c->share > 0 ? (int)(c->share * n + 0.5) : 0;
-    if (!nc) return hx_dg_train_tasks(n, seed, err);
-    cJSON *con = hx_dg_contrast_tasks(c, nc, seed, err);
+    const int nn = c && c->near > 0 ? (int)(c->near * n + 0.5) : 0;
+    if (!nc && !nn) return hx_dg_train_tasks(n, seed, err);
+    cJSON *con = hx_dg_contrast_tasks(c, nc, seed, 0, err);
+    cJSON *nr = con && nn ? hx_dg_contrast_tasks(c, nn, seed, 1, err) : NULL;
+    if (nn && !nr) return cJSON_Delete(con), NULL;
+    while (nr && nr->child) /* the near ones after the contrast ones */
+        cJSON_AddItemToArray(con, cJSON_DetachItemViaPointer(nr, nr->child));
+    cJSON_Delete(nr);
     const int nk = cJSON_GetArraySize(con);
     cJSON *gen = con ? hx_dg_train_tasks(n - nk, seed, err) : NULL;
     cJSON *all = gen ? cJSON_CreateArray() : NULL;

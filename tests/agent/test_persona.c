@@ -232,7 +232,7 @@ static void test_contrast(void)
     EXPECT_EQ_INT(c.tools, HX_CONTRAST_FIND_SLOTS | HX_CONTRAST_CREATE);
     EXPECT(has_term(&c, P.room) && has_term(&c, P.w.people[0].email));
     EXPECT(has_term(&c, P.w.people[0].first) && has_term(&c, P.w.people[0].last));
-    cJSON *con = hx_dg_contrast_tasks(&c, 30, 7, &err);
+    cJSON *con = hx_dg_contrast_tasks(&c, 30, 7, 0, &err);
     ASSERT(con != NULL);
     EXPECT_EQ_INT(cJSON_GetArraySize(con), 30);
     int kinds = 0, other_len = 0, people = 0;
@@ -251,7 +251,7 @@ static void test_contrast(void)
     EXPECT_EQ_INT(kinds, 7);
     EXPECT(other_len > 0 && people > 0);
     /* the night's replay: half of 12 are the contrast tasks, in between */
-    cJSON *rep = hx_agent_replay_tasks(&c, 12, 3, &err), *six = hx_dg_contrast_tasks(&c, 6, 3, &err);
+    cJSON *rep = hx_agent_replay_tasks(&c, 12, 3, &err), *six = hx_dg_contrast_tasks(&c, 6, 3, 0, &err);
     ASSERT(rep && six);
     EXPECT_EQ_INT(cJSON_GetArraySize(rep), 12);
     int in = 0, i = 0;
@@ -278,8 +278,38 @@ static void test_contrast(void)
         free(a), free(b);
     }
     EXPECT_EQ_INT(same, 12);
+    /* near: the other calendar kinds, no habit value; in the replay with
+     * its share */
+    cJSON *near = hx_dg_contrast_tasks(&c, 20, 7, 1, &err);
+    ASSERT(near != NULL);
+    EXPECT_EQ_INT(cJSON_GetArraySize(near), 20);
+    int near_kinds = 0;
+    for (const cJSON *t = near->child; t; t = t->next) {
+        static const char *const ok[] = {"cancel_event", "move_event", "free_busy",
+                                         "list_events", "not_organizer"};
+        int k = -1;
+        for (int j = 0; j < 5; j++)
+            if (!strcmp(js(t, "kind"), ok[j])) k = j;
+        EXPECT(k >= 0);
+        near_kinds |= k >= 0 ? 1 << k : 0;
+        EXPECT(!names_habit(t));
+    }
+    EXPECT(near_kinds & 1 && near_kinds & 4); /* cancel and free/busy among them */
+    c.near = 0.25;
+    cJSON *mixed = hx_agent_replay_tasks(&c, 12, 3, &err), *three = hx_dg_contrast_tasks(&c, 3, 3, 1, &err);
+    ASSERT(mixed && three);
+    EXPECT_EQ_INT(cJSON_GetArraySize(mixed), 12);
+    int found = 0;
+    for (const cJSON *t = mixed->child; t; t = t->next)
+        for (const cJSON *u = three->child; u; u = u->next) {
+            char *a = task_key(t), *b = task_key(u);
+            found += a && b && !strcmp(a, b);
+            free(a), free(b);
+        }
+    EXPECT_EQ_INT(found, 3);
+    cJSON_Delete(near), cJSON_Delete(mixed), cJSON_Delete(three);
     printf("# contrast: %d habit values kept out; 30 tasks of 3 kinds, %d of another length, "
-           "%d naming people\n", c.n_terms, other_len, people);
+           "%d naming people; near tasks of kinds 0x%x\n", c.n_terms, other_len, people, near_kinds);
     cJSON_Delete(plain), cJSON_Delete(gen), cJSON_Delete(rep), cJSON_Delete(six), cJSON_Delete(con);
     hx_agent_contrast_free(&c);
 }
