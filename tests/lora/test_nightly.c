@@ -185,6 +185,18 @@ static hx_nightly_params params(hx_lora_store *st, const char *work)
     return p;
 }
 
+/* A store in tmpdir/adapters<tag> (NULL on failure) and its work
+ * directory's path, tmpdir/work<tag>, into work. */
+static hx_lora_store *store_at(const char *tag, char work[300])
+{
+    char sd[300];
+    snprintf(sd, sizeof sd, "%s/adapters%s", tmpdir, tag);
+    snprintf(work, 300, "%s/work%s", tmpdir, tag);
+    hx_lora_store *st = NULL;
+    hx_err err = {0};
+    return hx_lora_store_open(sd, &st, &err) == HX_OK ? st : NULL;
+}
+
 static void test_run_adopts_and_gate_discards(void)
 {
     char sd[300], work[300];
@@ -277,12 +289,10 @@ static int stub_eval_fn(void *user, const char *const *ads, const float *scales,
  * otherwise the same. */
 static void test_train_on_new(void)
 {
-    char sd[300], work[300];
-    snprintf(sd, sizeof sd, "%s/adapters-new", tmpdir);
-    snprintf(work, sizeof work, "%s/work-new", tmpdir);
-    hx_lora_store *st = NULL;
+    char work[300];
     hx_err err = {0};
-    ASSERT(hx_lora_store_open(sd, &st, &err) == HX_OK);
+    hx_lora_store *st = store_at("new", work);
+    ASSERT(st != NULL);
     hx_nightly_params p = params(st, work);
     p.new_only = 1;
     /* a trained base knows some of the episodes' tokens (the random one
@@ -714,12 +724,10 @@ static void test_long_episodes(void)
 /* The memory bound: an estimate over it refuses to start, naming both. */
 static void test_memory_bound(void)
 {
-    char sd[300], work[300];
-    snprintf(sd, sizeof sd, "%s/adapters6", tmpdir);
-    snprintf(work, sizeof work, "%s/work6", tmpdir);
-    hx_lora_store *st = NULL;
+    char work[300];
     hx_err err = {0};
-    ASSERT(hx_lora_store_open(sd, &st, &err) == HX_OK);
+    hx_lora_store *st = store_at("6", work);
+    ASSERT(st != NULL);
     hx_nightly_params p = params(st, work);
     p.max_bytes = 4096;
     hx_nightly_report r;
