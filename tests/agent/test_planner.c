@@ -11,6 +11,8 @@ typedef struct scripted_source {
     int chunk;                /* bytes per "token" */
     char *prompts[16];        /* the prompts it was given */
     int n_prompts;
+    char *copy_texts[16];     /* what the planner said arguments copy from */
+    int n_copy;
     int infinite;             /* never ends a turn (for the limits) */
 } scripted_source;
 
@@ -40,10 +42,18 @@ static int scripted_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
     return HX_OK;
 }
 
+static int scripted_copy_text(void *ctx, const char *text)
+{
+    scripted_source *s = ctx;
+    if (s->n_copy < 16) s->copy_texts[s->n_copy++] = hx_strdup(text);
+    return HX_OK;
+}
+
 static void scripted_free(void *ctx)
 {
     scripted_source *s = ctx;
     for (int i = 0; i < s->n_prompts; i++) free(s->prompts[i]);
+    for (int i = 0; i < s->n_copy; i++) free(s->copy_texts[i]);
 }
 
 static hx_source scripted(scripted_source *s, const char *const *turns, int n)
@@ -53,7 +63,7 @@ static hx_source scripted(scripted_source *s, const char *const *turns, int n)
     s->n_turns = n;
     s->chunk = 3;
     return (hx_source){HX_SOURCE_API, "scripted (test double)", s, scripted_begin,
-                       scripted_next, NULL, scripted_free, NULL};
+                       scripted_next, NULL, scripted_free, scripted_copy_text};
 }
 
 /* ---- what the planner reports ---- */
@@ -156,6 +166,17 @@ static void test_multi_call_turn(void)
     EXPECT(strstr(p2, "\"free\"") || strstr(p2, "\"slots\""));
     EXPECT(strstr(p2, "<|im_start|>assistant\nLet me look.\n<tool_call>\n{\"name\": "
                       "\"calendar.list_events\"") != NULL);
+    /* what arguments copy from, before each turn: the request, then the
+     * tool results too; never the fixed system text nor the assistant's
+     * own words */
+    ASSERT(ss.n_copy == 2);
+    for (int i = 0; i < 2; i++) {
+        EXPECT(strstr(ss.copy_texts[i], "find 30 minutes next Tuesday") != NULL);
+        EXPECT(strstr(ss.copy_texts[i], "You are Hearth") == NULL);
+        EXPECT(strstr(ss.copy_texts[i], "Let me look") == NULL);
+    }
+    EXPECT(strstr(ss.copy_texts[0], "\"events\"") == NULL);
+    EXPECT(strstr(ss.copy_texts[1], "\"events\"") != NULL);
     /* read-only calls were allowed by the policy and audited */
     EXPECT_EQ_INT(count_lines(w.audit, "\"calendar.list_events\"", "\"ok\""), 1);
     int64_t id = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "episode"));
