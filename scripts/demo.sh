@@ -63,9 +63,13 @@ echo "== what the calls wrote"
 new=$(find "$world/calendars" "$world/outbox" -type f -newer "$home/.start" 2>/dev/null || true)
 if [ -n "$new" ]; then
     for f in $new; do echo "-- ${f#$home/}"; sed -n '1,40p' "$f"; done
+elif grep -q '"effect":"read"' "$home/data/audit.jsonl" 2>/dev/null &&
+     ! grep -v '"effect":"read"' "$home/data/audit.jsonl" >/dev/null 2>&1; then
+    echo "   nothing: every call only read (the audit log below); the model"
+    echo "   answered without creating the event or sending an invitation"
 else
-    echo "   no event file and no queued invitation: no call had arguments the"
-    echo "   calendar could act on (see the errors fed back to the model above)"
+    echo "   no event file and no queued invitation: no call that would write"
+    echo "   one succeeded (see the errors fed back to the model above)"
 fi
 echo
 echo "== audit log ($home/data/audit.jsonl)"
