@@ -13,6 +13,7 @@
  * measured on the held-out requests at each of these scales (default 1);
  * --generic N: also run N generic tasks of --generic-seed here, before and
  * after (default 0: the gate's own suite is reported). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,8 +282,13 @@ int main(int argc, char **argv)
     char base[512], home[600], world[600], nlog[600], adir[700];
     snprintf(base, sizeof base, "%s/hearth-persona-XXXXXX",
              o.dir ? o.dir : access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
-    if (!mkdtemp(base) || hx_persona_generate(o.seed, &p, &err)) {
-        fprintf(stderr, "persona: %s\n", err.msg[0] ? err.msg : "cannot create a work directory");
+    if (!mkdtemp(base)) {
+        fprintf(stderr, "persona: cannot create a work directory in %s: %s\n",
+                o.dir ? o.dir : "/dev/shm or /tmp", strerror(errno));
+        return 1;
+    }
+    if (hx_persona_generate(o.seed, &p, &err)) {
+        fprintf(stderr, "persona: %s\n", err.msg);
         return 1;
     }
     snprintf(home, sizeof home, "%s/home", base);
