@@ -193,7 +193,7 @@ static void apply_penalties(hx_sampler *s, float *w, int32_t n_vocab)
     free(h);
 }
 
-static int32_t argmax(const float *w, int32_t n)
+int32_t hx_argmax(const float *w, int32_t n)
 {
     int32_t best = -1;
     for (int32_t i = 0; i < n; i++)
@@ -322,7 +322,7 @@ int32_t hx_sampler_sample(hx_sampler *s, const float *logits, int32_t n_vocab)
     for (int i = 0; i < s->n_stages; i++)
         if (s->stages[i].apply(s->stages[i].ctx, w, n_vocab) != 0) return -1;
     apply_penalties(s, w, n_vocab);
-    if (s->p.temp <= 0.0f) return argmax(w, n_vocab);
+    if (s->p.temp <= 0.0f) return hx_argmax(w, n_vocab);
     return sample_filtered(s, w, n_vocab);
 }
 

@@ -91,6 +91,10 @@ int hx_sampler_forced(hx_sampler *s, int32_t *tokens, int32_t max);
 /* Non-zero if every stage allows ending here (1 without stages). */
 int hx_sampler_can_end(hx_sampler *s);
 
+/* The greedy token of z[0, n): the largest logit, the lowest id on ties;
+ * -1 if every logit is -INFINITY. */
+int32_t hx_argmax(const float *z, int32_t n);
+
 /* log(sum_i exp(z[i])) over n logits, computed stably (the max first), in
  * double. A token's negative log-likelihood (cross-entropy) under logits z
  * is hx_logsumexp(z, n) - z[token]. */

@@ -409,8 +409,11 @@ typedef struct hx_nightly_params {
                             * length, an address) and is not pushed further
                             * toward what the base already does there (the
                             * tool it picks), which leaks into other
-                            * requests; the replay is trained whole.
-                            * default 0 */
+                            * requests; the replay is trained whole. The
+                            * base's pass over an episode holds its logits
+                            * (tokens x vocabulary floats: about 1 GB for a
+                            * 1,600-token episode in Qwen's vocabulary),
+                            * outside max_bytes' estimate. default 0 */
 } hx_nightly_params;
 hx_nightly_params hx_nightly_default_params(void);
 

@@ -370,13 +370,16 @@ static int add_replay(const hx_nightly_params *p, hx_nightly_data *train,
 
 /* ---- what the base does not know ---- */
 
-/* The greedy token of logits[0, nv). */
-static int32_t argmax(const float *logits, int32_t nv)
+/* Document i of d as one sequence, each token predicting the next (the
+ * start of a document longer than the model's context, n_ctx tokens);
+ * its mask is d's, at d->mask + (tokens - d->tokens) + 1. */
+static hx_batch doc_batch(const hx_nightly_data *d, int i, size_t n_ctx)
 {
-    int32_t best = 0;
-    for (int32_t i = 1; i < nv; i++)
-        if (logits[i] > logits[best]) best = i;
-    return best;
+    size_t a = i ? d->ends[i - 1] : 0, n = d->ends[i] - a - 1;
+    if (n > n_ctx) n = n_ctx;
+    const int32_t *t = d->tokens + a;
+    return (hx_batch){.n_seq = 1, .n_tok = (int)n, .tokens = t, .targets = t + 1,
+                      .mask = d->mask + a + 1};
 }
 
 /* Clears the targets of d's documents that the base predicts (its greedy
@@ -390,22 +393,20 @@ static int unmask_known(hx_trainer *tr, hx_nightly_data *d, hx_nightly_report *r
     float *lg = NULL;
     int rc = HX_OK;
     for (int i = 0; !rc && i < d->n_docs; i++) {
-        size_t a = i ? d->ends[i - 1] : 0, n = d->ends[i] - a - 1;
-        if (n > n_ctx) n = n_ctx;
-        const int32_t *t = d->tokens + a;
-        uint8_t *m = d->mask + a + 1;
+        const hx_batch b = doc_batch(d, i, n_ctx);
+        const size_t n = (size_t)b.n_tok;
+        uint8_t *m = d->mask + (b.tokens - d->tokens) + 1;
         float *grown = realloc(lg, n * (size_t)nv * sizeof *lg);
         if (!grown) {
             rc = hx_err_set(err, HX_ERR_NOMEM, "nightly: out of memory");
             break;
         }
         lg = grown;
-        hx_batch b = {.n_seq = 1, .n_tok = (int)n, .tokens = t, .targets = t + 1, .mask = m};
         rc = hx_trainer_forward(tr, &b, lg, NULL, NULL, err);
         for (size_t j = 0; !rc && j < n; j++) {
             if (!m[j]) continue;
             r->all_targets++;
-            if (argmax(lg + j * (size_t)nv, nv) == t[j + 1]) m[j] = 0, r->known_targets++;
+            if (hx_argmax(lg + j * (size_t)nv, nv) == b.targets[j]) m[j] = 0, r->known_targets++;
         }
     }
     free(lg);
@@ -519,11 +520,7 @@ static int heldout_loss(hx_trainer *tr, const hx_nightly_data *d, double *out,
     int rc = HX_OK;
     const size_t n_ctx = (size_t)hx_trainer_hparams(tr)->n_ctx_train;
     for (int i = 0; !rc && i < d->n_docs; i++) {
-        size_t a = i ? d->ends[i - 1] : 0, n = d->ends[i] - a - 1;
-        if (n > n_ctx) n = n_ctx; /* the start of a long episode */
-        const int32_t *t = d->tokens + a;
-        hx_batch b = {.n_seq = 1, .n_tok = (int)n, .tokens = t, .targets = t + 1,
-                      .mask = d->mask + a + 1};
+        const hx_batch b = doc_batch(d, i, n_ctx);
         double ls = 0;
         int nc = 0;
         rc = hx_trainer_forward(tr, &b, NULL, &ls, &nc, err);

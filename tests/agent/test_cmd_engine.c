@@ -42,9 +42,7 @@ static char *library_greedy(const char *path, const char *prompt, int n)
     if (np > 0 && !hx_ctx_new(m, &cp, &c, &err) && !hx_decode(c, ids, np, 0)) {
         for (int i = 0; i < n; i++) {
             const float *l = hx_ctx_logits(c, -1);
-            int32_t best = 0;
-            for (int32_t t = 1; t < hx_model_hparams(m)->n_vocab; t++)
-                if (l[t] > l[best]) best = t;
+            int32_t best = hx_argmax(l, hx_model_hparams(m)->n_vocab);
             if (hx_vocab_is_eog(v, best)) break;
             hx_detokenize(v, &best, 1, 0, &b);
             if (hx_decode(c, &best, 1, 0)) break;

@@ -320,10 +320,7 @@ static void test_train_on_new(void)
         ASSERT(lg && hx_trainer_forward(tr, &b, lg, NULL, NULL, &err) == HX_OK);
         for (size_t j = 0; j < n; j++) {
             if (!d.mask[a + 1 + j]) continue;
-            int32_t best = 0;
-            for (int32_t k = 1; k < nv; k++)
-                if (lg[j * (size_t)nv + k] > lg[j * (size_t)nv + best]) best = k;
-            all++, known += best == d.tokens[a + 1 + j];
+            all++, known += hx_argmax(lg + j * (size_t)nv, nv) == d.tokens[a + 1 + j];
         }
         free(lg);
     }
