@@ -130,8 +130,7 @@ static int keeps_copy(const copy_stage *c, int32_t t)
             break;
         case SCAN_BYTE: to = i + 1; break;
         case SCAN_CLOSE: closed = 1; break;
-        default:
-            if (touched && !s.in_str) return 0;
+        default: /* structure before the value opens */
             from = to = i + 1;
             break;
         }

@@ -238,6 +238,7 @@ static int add_copy(eng_src *e, hx_sampler *s)
 static int eng_copy_text(void *ctx, const char *text)
 {
     eng_src *e = ctx;
+    if (e->copy_bias <= 0) return HX_OK; /* no copy stage to read it */
     char *t = hx_strdup(text ? text : "");
     if (!t) return HX_ERR_NOMEM;
     free(e->copy_text);
