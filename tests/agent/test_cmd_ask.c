@@ -66,6 +66,8 @@ static void test_usage_errors(void)
     EXPECT_EQ_INT(hearth("ask hi --max-steps 0", NULL), 2);
     EXPECT_EQ_INT(hearth("ask hi --frobnicate", NULL), 2);
     EXPECT_EQ_INT(hearth("ask hi --style jinja", NULL), 2);
+    EXPECT_EQ_INT(hearth("ask hi --copy-bias lots", NULL), 2);
+    EXPECT_EQ_INT(hearth("ask hi --copy-bias -1", NULL), 2);
     EXPECT_EQ_INT(hearth("ask --help", NULL), 0);
     EXPECT(strstr(g_out, "--allow-tainted-send") != NULL);
     EXPECT_EQ_INT(hearth("feedback", NULL), 2);

@@ -286,7 +286,20 @@ static void test_nightly_cli(void)
     ASSERT(hx_write_file_atomic(cfg, badr, sizeof badr - 1, NULL) == HX_OK);
     EXPECT(run(cmd_lora, bycfg) != 0);
     EXPECT(strstr(g_errbuf, "nightly.replay_from is not \"base\" or \"oracle\"") != NULL);
+    static const char badn[] = "{\"nightly\": {\"replay_near\": 2}}";
+    ASSERT(hx_write_file_atomic(cfg, badn, sizeof badn - 1, NULL) == HX_OK);
+    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(strstr(g_errbuf, "nightly.replay_near is not a number") != NULL);
     unlink(cfg);
+    /* the near share is the base's runs: not with the oracle's replay */
+    const char *oracle_near[] = {"lora", "train", "-m", mv, "-t", "1", "--steps", "1",
+                                 "--replay-from", "oracle", "--replay-near", "0.3", NULL};
+    EXPECT(run(cmd_lora, oracle_near) != 0);
+    EXPECT(strstr(g_errbuf, "need --replay-from base") != NULL);
+    const char *near_big[] = {"lora", "train", "--replay-near", "2", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, near_big), HX_EXIT_USAGE);
+    const char *train_on[] = {"lora", "train", "--train-on", "some", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, train_on), HX_EXIT_USAGE);
     const char *badopt[] = {"lora", "train", "--replay-from", "teacher", NULL};
     EXPECT_EQ_INT(run(cmd_lora, badopt), HX_EXIT_USAGE);
     const char *forced[] = {"lora", "train", "--force", NULL};
