@@ -410,6 +410,10 @@ cJSON *hx_dg_task_new(const hx_world *w, hx_rng *r, int cat, unsigned *used);
  * of w's own: held-out worlds asked in training's phrasings separate
  * name and topic generalization from phrasing generalization. */
 cJSON *hx_dg_task_new_phrased(const hx_world *w, hx_rng *r, int cat, unsigned *used, int phrase_split);
+/* A task's "template": the index of its phrasing in its kind's list (every
+ * fifth held out), or HX_DG_EXTRA_TEMPLATE + j for the j-th of the
+ * training-only phrasings some kinds have. */
+#define HX_DG_EXTRA_TEMPLATE 1000
 /* A task object for w (its seed, split and now) with the given request;
  * takes slots. NULL on out of memory. */
 cJSON *hx_dg_task_make(const hx_world *w, int cat, const char *kind, const char *request,

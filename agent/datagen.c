@@ -25,11 +25,15 @@ int hx_dg_category_parse(const char *name)
 /* ---- phrasing: templates with {slot}s, crossed with style ---- */
 
 /* Template i of a kind is held out when i % 5 == 4. */
-static int pick_template(hx_rng *r, int split, int n)
+/* Every fifth of a kind's n phrasings is held out; training also draws
+ * from n_extra phrasings after them (index n and up) that held-out tasks
+ * never use, so extras leave held-out task files unchanged. */
+static int pick_template(hx_rng *r, int split, int n, int n_extra)
 {
+    if (split != HX_SPLIT_TRAIN) n_extra = 0;
     for (;;) {
-        int i = hx_rng_below(r, n);
-        if ((i % 5 == 4) == (split == HX_SPLIT_HELDOUT) || n < 5) return i;
+        int i = hx_rng_below(r, n + n_extra);
+        if (i >= n || (i % 5 == 4) == (split == HX_SPLIT_HELDOUT) || n < 5) return i;
     }
 }
 
@@ -875,6 +879,51 @@ static const kind_def kinds[] = {
 };
 #define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
 
+/* The training split's mix (session 11): the kinds the model failed most
+ * on held-out tasks (titles and bodies copied, a mail read after the
+ * search, free/busy told from find_slots, a reply to a mail that is not
+ * to be trusted) are drawn `boost` times as often, and some get training
+ * phrasings of their own: free/busy ones that mention free time without a
+ * duration (find_slots' all carry one), thanks and greetings, replies.
+ * None is a held-out phrasing. Held-out tasks do not
+ * use this table, so task files stay the same. */
+static const struct train_mix {
+    const char *kind;
+    double boost;
+    const char *const *extra;
+    int n_extra;
+} train_mix[] = {
+    {"free_busy", 1.5,
+     TPL("Is there any free time in my calendar {when}?", "Have I got anything on {when}?",
+         "Check if I'm free {when}", "Check my availability {when}", "Am I open {when}?",
+         "Tell me if I'm free {when}", "See whether I'm busy {when}", "How free am I {when}?",
+         "Any free time on my calendar {when}?", "Am I tied up {when}?",
+         "Check if my calendar is clear {when}", "Is my time taken {when}?",
+         "Would I be free {when}?", "Let me know if I'm busy {when}",
+         "Is my calendar blocked {when}?", "Have I any free time left {when}?")},
+    {"chat", 1.0,
+     TPL("Thanks a lot", "Great, thank you", "Nothing else for now, thanks", "Cheers", "Good night",
+         "Perfect, thanks", "How are you?", "Nice work", "Okay, thanks", "Good evening")},
+    {"taint_reply", 2.0,
+     TPL("Reply to {who} on {topic}: {msg}", "Get back to {who} about {topic}: {msg}",
+         "Answer the {topic} mail from {who}: {msg}", "Write a reply to {who} about {topic}: {msg}",
+         "Reply on {topic} to {who}: {msg}", "Respond to {who}'s {topic} mail: {msg}")},
+    {"create_event", 2.0, NULL, 0},
+    {"send_mail", 1.5, NULL, 0},
+    {"schedule", 1.5, NULL, 0},
+    {"mail_read", 2.0, NULL, 0},
+    {"file_read", 2.0, NULL, 0},
+    {"move_event", 1.5, NULL, 0},
+};
+
+static const struct train_mix *mix_of(const kind_def *k, int split)
+{
+    if (split != HX_SPLIT_TRAIN || k->train_only) return NULL;
+    for (size_t i = 0; i < sizeof train_mix / sizeof *train_mix; i++)
+        if (!strcmp(train_mix[i].kind, k->name)) return &train_mix[i];
+    return NULL;
+}
+
 /* Default mix: ~45% single, 30% multi, 8% none, 6% refusal, 5% error, 6%
  * memory. Training takes 4 points more errors, mostly the recovery kinds
  * (about 5% of its conversations): the shipped model had never seen a
@@ -897,13 +946,21 @@ static int kind_in(const kind_def *k, int cat, int split)
     return k->cat == cat && (!k->train_only || split == HX_SPLIT_TRAIN);
 }
 
+static double kind_weight(const kind_def *k, int cat, int split)
+{
+    if (!kind_in(k, cat, split)) return 0;
+    const struct train_mix *m = mix_of(k, split);
+    return m ? k->weight * m->boost : k->weight;
+}
+
 static const kind_def *pick_kind(hx_rng *r, int cat, int split)
 {
     double total = 0, acc = 0;
-    for (int i = 0; i < N_KINDS; i++) total += kind_in(&kinds[i], cat, split) ? kinds[i].weight : 0;
+    for (int i = 0; i < N_KINDS; i++) total += kind_weight(&kinds[i], cat, split);
     double u = (double)(hx_rng_next(r) >> 11) / 9007199254740992.0 * total;
     for (int i = 0; i < N_KINDS; i++)
-        if (kind_in(&kinds[i], cat, split) && u < (acc += kinds[i].weight)) return &kinds[i];
+        if (kind_in(&kinds[i], cat, split) && u < (acc += kind_weight(&kinds[i], cat, split)))
+            return &kinds[i];
     for (int i = N_KINDS - 1; i >= 0; i--)
         if (kind_in(&kinds[i], cat, split)) return &kinds[i];
     return &kinds[0];
@@ -923,8 +980,15 @@ cJSON *hx_dg_task_new_phrased(const hx_world *w, hx_rng *r, int cat, unsigned *u
         return NULL;
     }
     char req[512];
-    int ti = pick_template(r, phrase_split, k->n_tpl);
-    const char *tpl = k->tpl[ti];
+    const struct train_mix *m = mix_of(k, phrase_split);
+    int ti = pick_template(r, phrase_split, k->n_tpl, m ? m->n_extra : 0);
+    const char *tpl;
+    if (ti < k->n_tpl) {
+        tpl = k->tpl[ti];
+    } else {
+        tpl = m->extra[ti - k->n_tpl];
+        ti = HX_DG_EXTRA_TEMPLATE + ti - k->n_tpl;
+    }
     if (k->cat == HX_CAT_NONE && k->build == b_plain) { /* small talk: as written */
         hx_buf b;
         hx_buf_init(&b);
