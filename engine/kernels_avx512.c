@@ -395,6 +395,110 @@ AVX512 static void q4_0_rows8(int64_t n, const hx_block_q4_0 *const *x, const hx
     }
 }
 
+/* the loops over a kernel's registers unrolled, so their arrays stay in
+ * registers (GCC does not at -O2) */
+#define HX_UNROLL _Pragma("GCC unroll 8")
+
+/* Eight Q4_0 rows against up to MT_MAX tokens (a speculative pass), one
+ * block at a time and no horizontal sums. The rows' unpacked quants are
+ * transposed once per block (an 8 x 8 transpose of dwords: lane k of w[j]
+ * holds row k's quants 4j..4j+3); a token meets w[j] with its quants
+ * 4j..4j+3 broadcast, so after eight vpdpbusd lane k is row k's exact
+ * block sum. The transpose is paid once for all tokens, where the four-row
+ * kernel reduces every row, block and token. The float steps are the
+ * dot's (HX_CANON_Q8A: even blocks one chain, odd the other), so every
+ * output equals its one-token dot bit for bit. */
+AVX512 static inline __attribute__((always_inline)) void q4_0_t8(
+    const hx_block_q4_0 *const *x, int64_t i, __m256i w[8])
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256i r[8], t[8], u[8];
+    HX_UNROLL for (int k = 0; k < 8; k++) { /* dwords 0-3: quants 0-15, 4-7: 16-31 */
+        __m128i raw = _mm_loadu_si128((const __m128i *)x[k][i].qs);
+        r[k] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), m4);
+    }
+    HX_UNROLL for (int k = 0; k < 8; k += 2) { /* per half: k d0, k+1 d0, k d1, k+1 d1 | d2, d3 */
+        t[k] = _mm256_unpacklo_epi32(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_epi32(r[k], r[k + 1]);
+    }
+    HX_UNROLL for (int h = 0; h < 8; h += 4) { /* rows h..h+3 of dwords j, j+4 in u[h/4*4 + j] */
+        u[h + 0] = _mm256_unpacklo_epi64(t[h], t[h + 2]);
+        u[h + 1] = _mm256_unpackhi_epi64(t[h], t[h + 2]);
+        u[h + 2] = _mm256_unpacklo_epi64(t[h + 1], t[h + 3]);
+        u[h + 3] = _mm256_unpackhi_epi64(t[h + 1], t[h + 3]);
+    }
+    HX_UNROLL for (int j = 0; j < 4; j++) {
+        w[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
+        w[j + 4] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
+    }
+}
+
+AVX512 static inline __m256i bcast_dword(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+/* Block i of the eight rows into chain acc[t] of each of the nt tokens. */
+AVX512 static inline __attribute__((always_inline)) void q4_0_rows8_blk(
+    const hx_block_q4_0 *const *x, const hx_block_q8a *const *y, int64_t i, const int nt,
+    __m256 *acc)
+{
+    __m256i w[8];
+    q4_0_t8(x, i, w);
+    __m128i dh = _mm_setr_epi16((short)x[0][i].d, (short)x[1][i].d, (short)x[2][i].d,
+                                (short)x[3][i].d, (short)x[4][i].d, (short)x[5][i].d,
+                                (short)x[6][i].d, (short)x[7][i].d);
+    __m256 dx = _mm256_cvtph_ps(dh);
+    HX_UNROLL for (int t = 0; t < nt; t++) {
+        const hx_block_q8a *b = y[t] + i;
+        __m256i s0 = _mm256_setzero_si256(), s1 = s0; /* integers: any order is exact */
+        HX_UNROLL for (int j = 0; j < 8; j += 2) {
+            s0 = _mm256_dpbusd_epi32(s0, w[j], bcast_dword(b->qs + 4 * j));
+            s1 = _mm256_dpbusd_epi32(s1, w[j + 1], bcast_dword(b->qs + 4 * j + 4));
+        }
+        __m256i sum = _mm256_sub_epi32(_mm256_add_epi32(s0, s1), _mm256_set1_epi32(8 * b->s));
+        __m256 dd = _mm256_mul_ps(dx, _mm256_set1_ps(b->d));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), dd, acc[t]);
+    }
+}
+
+/* nt a constant where inlined, so the 2 nt chains stay in registers */
+AVX512 static inline __attribute__((always_inline)) void q4_0_rows8_mt_n(
+    int64_t n, const hx_block_q4_0 *const *x, const hx_block_q8a *const *y, const int nt,
+    float *out, size_t ldo, size_t ws, const char *lim)
+{
+    __m256 even[MT_MAX], odd[MT_MAX];
+    HX_UNROLL for (int t = 0; t < nt; t++) even[t] = odd[t] = _mm256_setzero_ps();
+    int64_t nb = n / HX_QK, i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        prefetch_rows((const void *const *)x, 8, (size_t)i * sizeof(hx_block_q4_0),
+                      2 * sizeof(hx_block_q4_0), ws, lim);
+        q4_0_rows8_blk(x, y, i, nt, even);
+        q4_0_rows8_blk(x, y, i + 1, nt, odd);
+    }
+    if (i < nb) q4_0_rows8_blk(x, y, i, nt, even); /* last, even block */
+    HX_UNROLL for (int t = 0; t < nt; t++) {
+        float r[8];
+        _mm256_storeu_ps(r, _mm256_add_ps(even[t], odd[t]));
+        for (int k = 0; k < 8; k++) out[k * ldo + (size_t)t] = r[k];
+    }
+}
+
+AVX512 static void q4_0_rows8_mt(int64_t n, const hx_block_q4_0 *const *x,
+                                 const hx_block_q8a *const *y, int nt, float *out, size_t ldo,
+                                 size_t ws, const char *lim)
+{
+    switch (nt) {
+#define Q4_0_MT_CASE(N) \
+    case N: q4_0_rows8_mt_n(n, x, y, N, out, ldo, ws, lim); break;
+        Q4_0_MT_CASE(2) Q4_0_MT_CASE(3) Q4_0_MT_CASE(4) Q4_0_MT_CASE(5)
+        Q4_0_MT_CASE(6) Q4_0_MT_CASE(7) Q4_0_MT_CASE(8)
+#undef Q4_0_MT_CASE
+    default: q4_0_rows8_mt_n(n, x, y, 1, out, ldo, ws, lim); break;
+    }
+}
 
 /* rows x tokens below the panel kernels' token count, four rows at a
  * time: one token through the four-row GEMV ROWS4, several through MT,
@@ -429,18 +533,25 @@ GEMM_MT(gemm_q8_0_avx512, q8_0_rows4, q8_0_rows4_mt, MT_MAX, dot_q8_0_avx512, hx
 GEMM_MT(gemm_q4_0_by4_avx512, q4_0_rows4, q4_0_rows4_mt, MT_MAX, dot_q4_0_avx512, hx_block_q4_0,
         hx_block_q8a)
 
-/* Q4_0: one token eight rows at a time, the rest (and several tokens)
- * through the four-row gemm above. */
+/* Q4_0: eight rows at a time (one token or several), the rest through
+ * the four-row gemm above. */
 AVX512 static void gemm_q4_0_avx512(int64_t n, const void *w, size_t ws, int nr,
                                     const void *const *a, int nt, float *out, size_t ldo)
 {
     const char *lim = (const char *)w + (size_t)nr * ws;
+    const hx_block_q8a *const *y = (const hx_block_q8a *const *)a;
     int r = 0;
-    for (; nt == 1 && r + 8 <= nr; r += 8) {
+    for (; r + 8 <= nr; r += 8) {
         const hx_block_q4_0 *x[8];
         for (int k = 0; k < 8; k++)
             x[k] = (const hx_block_q4_0 *)((const char *)w + (size_t)(r + k) * ws);
-        q4_0_rows8(n, x, a[0], out + (size_t)r * ldo, ldo, ws, lim);
+        float *o = out + (size_t)r * ldo;
+        if (nt == 1) {
+            q4_0_rows8(n, x, y[0], o, ldo, ws, lim);
+            continue;
+        }
+        for (int t = 0; t < nt; t += MT_MAX)
+            q4_0_rows8_mt(n, x, y + t, nt - t < MT_MAX ? nt - t : MT_MAX, o + t, ldo, ws, lim);
     }
     gemm_q4_0_by4_avx512(n, (const char *)w + (size_t)r * ws, ws, nr - r, a, nt,
                         out + (size_t)r * ldo, ldo);
