@@ -401,36 +401,41 @@ AVX512 static void q4_0_rows8(int64_t n, const hx_block_q4_0 *const *x, const hx
 
 /* Eight Q4_0 rows against up to MT_MAX tokens (a speculative pass), one
  * block at a time and no horizontal sums. The rows' unpacked quants are
- * transposed once per block (an 8 x 8 transpose of dwords: lane k of w[j]
- * holds row k's quants 4j..4j+3); a token meets w[j] with its quants
+ * transposed once per block (dwords: lane k of w[j] holds row k's quants
+ * 4j..4j+3); a token meets w[j] with its quants
  * 4j..4j+3 broadcast, so after eight vpdpbusd lane k is row k's exact
  * block sum. The transpose is paid once for all tokens, where the four-row
  * kernel reduces every row, block and token. The float steps are the
  * dot's (HX_CANON_Q8A: even blocks one chain, odd the other), so every
  * output equals its one-token dot bit for bit. */
+AVX512 static inline __attribute__((always_inline)) void transpose4_epi32(const __m256i *a,
+                                                                          __m256i *w)
+{
+    __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+    __m256i t2 = _mm256_unpacklo_epi32(a[2], a[3]), t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+    w[0] = _mm256_unpacklo_epi64(t0, t2);
+    w[1] = _mm256_unpackhi_epi64(t0, t2);
+    w[2] = _mm256_unpacklo_epi64(t1, t3);
+    w[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+/* Rows k and k + 4 share a vector (low and high 128 bits), so the 8 x 8
+ * transpose is two 4 x 4 transposes within 128-bit lanes: the low
+ * nibbles (quants 0-15) give w[0..3], the high ones (16-31) w[4..7]. */
 AVX512 static inline __attribute__((always_inline)) void q4_0_t8(
     const hx_block_q4_0 *const *x, int64_t i, __m256i w[8])
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256i r[8], t[8], u[8];
-    HX_UNROLL for (int k = 0; k < 8; k++) { /* dwords 0-3: quants 0-15, 4-7: 16-31 */
-        __m128i raw = _mm_loadu_si128((const __m128i *)x[k][i].qs);
-        r[k] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), m4);
+    __m256i lo[4], hi[4];
+    HX_UNROLL for (int k = 0; k < 4; k++) {
+        __m256i raw = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)x[k][i].qs)),
+            _mm_loadu_si128((const __m128i *)x[k + 4][i].qs), 1);
+        lo[k] = _mm256_and_si256(raw, m4);
+        hi[k] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
     }
-    HX_UNROLL for (int k = 0; k < 8; k += 2) { /* per half: k d0, k+1 d0, k d1, k+1 d1 | d2, d3 */
-        t[k] = _mm256_unpacklo_epi32(r[k], r[k + 1]);
-        t[k + 1] = _mm256_unpackhi_epi32(r[k], r[k + 1]);
-    }
-    HX_UNROLL for (int h = 0; h < 8; h += 4) { /* rows h..h+3 of dwords j, j+4 in u[h/4*4 + j] */
-        u[h + 0] = _mm256_unpacklo_epi64(t[h], t[h + 2]);
-        u[h + 1] = _mm256_unpackhi_epi64(t[h], t[h + 2]);
-        u[h + 2] = _mm256_unpacklo_epi64(t[h + 1], t[h + 3]);
-        u[h + 3] = _mm256_unpackhi_epi64(t[h + 1], t[h + 3]);
-    }
-    HX_UNROLL for (int j = 0; j < 4; j++) {
-        w[j] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x20);
-        w[j + 4] = _mm256_permute2x128_si256(u[j], u[4 + j], 0x31);
-    }
+    transpose4_epi32(lo, w);
+    transpose4_epi32(hi, w + 4);
 }
 
 AVX512 static inline __m256i bcast_dword(const int8_t *p)
