@@ -399,6 +399,24 @@ AVX512 static void q4_0_rows8(int64_t n, const hx_block_q4_0 *const *x, const hx
  * registers (GCC does not at -O2) */
 #define HX_UNROLL _Pragma("GCC unroll 8")
 
+/* NAME(.., nt, ..) over NAME_n inlined with nt a constant 1..8, so that
+ * per-token arrays (chains, partial sums) stay in registers. */
+#define MT_BY_CONST_NT(NAME, XT, YT)                                            \
+    AVX512 static void NAME(int64_t n, const XT *const *x, const YT *const *y, int nt, \
+                            float *out, size_t ldo, size_t ws, const char *lim) \
+    {                                                                          \
+        switch (nt) {                                                          \
+        case 2: NAME##_n(n, x, y, 2, out, ldo, ws, lim); break;                \
+        case 3: NAME##_n(n, x, y, 3, out, ldo, ws, lim); break;                \
+        case 4: NAME##_n(n, x, y, 4, out, ldo, ws, lim); break;                \
+        case 5: NAME##_n(n, x, y, 5, out, ldo, ws, lim); break;                \
+        case 6: NAME##_n(n, x, y, 6, out, ldo, ws, lim); break;                \
+        case 7: NAME##_n(n, x, y, 7, out, ldo, ws, lim); break;                \
+        case 8: NAME##_n(n, x, y, 8, out, ldo, ws, lim); break;                \
+        default: NAME##_n(n, x, y, 1, out, ldo, ws, lim); break;               \
+        }                                                                      \
+    }
+
 /* Eight Q4_0 rows against up to MT_MAX tokens (a speculative pass), one
  * block at a time and no horizontal sums. The rows' unpacked quants are
  * transposed once per block (dwords: lane k of w[j] holds row k's quants
@@ -491,19 +509,7 @@ AVX512 static inline __attribute__((always_inline)) void q4_0_rows8_mt_n(
     }
 }
 
-AVX512 static void q4_0_rows8_mt(int64_t n, const hx_block_q4_0 *const *x,
-                                 const hx_block_q8a *const *y, int nt, float *out, size_t ldo,
-                                 size_t ws, const char *lim)
-{
-    switch (nt) {
-#define Q4_0_MT_CASE(N) \
-    case N: q4_0_rows8_mt_n(n, x, y, N, out, ldo, ws, lim); break;
-        Q4_0_MT_CASE(2) Q4_0_MT_CASE(3) Q4_0_MT_CASE(4) Q4_0_MT_CASE(5)
-        Q4_0_MT_CASE(6) Q4_0_MT_CASE(7) Q4_0_MT_CASE(8)
-#undef Q4_0_MT_CASE
-    default: q4_0_rows8_mt_n(n, x, y, 1, out, ldo, ws, lim); break;
-    }
-}
+MT_BY_CONST_NT(q4_0_rows8_mt, hx_block_q4_0, hx_block_q8a)
 
 /* rows x tokens below the panel kernels' token count, four rows at a
  * time: one token through the four-row GEMV ROWS4, several through MT,
@@ -858,24 +864,24 @@ AVX512 static inline void kq_store(const __m128 *acc, int nt, float *out, size_t
     }
 }
 
-AVX512 static void q4_K_rows4_mt(int64_t n, const hx_block_q4_K *const *x,
-                                 const hx_block_q8_K *const *y, int nt, float *out, size_t ldo,
-                                 size_t ws, const char *lim)
+AVX512 static inline __attribute__((always_inline)) void q4_K_rows4_mt_n(
+    int64_t n, const hx_block_q4_K *const *x, const hx_block_q8_K *const *y, const int nt, float *out,
+    size_t ldo, size_t ws, const char *lim)
 {
     __m128 acc[KQ_MT];
-    for (int t = 0; t < nt; t++) acc[t] = _mm_setzero_ps();
+    HX_UNROLL for (int t = 0; t < nt; t++) acc[t] = _mm_setzero_ps();
     for (int64_t i = 0; i < n / HX_QK_K; i++) {
         prefetch_rows((const void *const *)x, 4, (size_t)i * sizeof(hx_block_q4_K), sizeof(hx_block_q4_K), ws, lim);
         __m256i p[KQ_MT][4];
         __m128i mp[KQ_MT][4];
         __m128i bs2[KQ_MT];
-        for (int t = 0; t < nt; t++)
+        HX_UNROLL for (int t = 0; t < nt; t++)
             bs2[t] = _mm256_cvtepi32_epi16(_mm256_madd_epi16(
                 _mm256_loadu_si256((const __m256i *)y[t][i].bsums), _mm256_set1_epi16(1)));
-        for (int k = 0; k < 4; k++) {
+        HX_UNROLL for (int k = 0; k < 4; k++) {
             kq_row r;
             q4_K_unpack(&x[k][i], &r);
-            for (int t = 0; t < nt; t++) {
+            HX_UNROLL for (int t = 0; t < nt; t++) {
                 p[t][k] = kq_isum(&r, y[t][i].qs);
                 mp[t][k] = _mm_madd_epi16(r.mn, bs2[t]);
             }
@@ -884,7 +890,7 @@ AVX512 static void q4_K_rows4_mt(int64_t n, const hx_block_q4_K *const *x,
                                     (short)x[3][i].d, (short)x[0][i].dmin, (short)x[1][i].dmin,
                                     (short)x[2][i].dmin, (short)x[3][i].dmin);
         __m256 dd = _mm256_cvtph_ps(dh);
-        for (int t = 0; t < nt; t++) {
+        HX_UNROLL for (int t = 0; t < nt; t++) {
             __m128i ms = _mm_hadd_epi32(_mm_hadd_epi32(mp[t][0], mp[t][1]),
                                         _mm_hadd_epi32(mp[t][2], mp[t][3]));
             __m256 dv = _mm256_mul_ps(dd, _mm256_set1_ps(y[t][i].d));
@@ -895,6 +901,7 @@ AVX512 static void q4_K_rows4_mt(int64_t n, const hx_block_q4_K *const *x,
     }
     kq_store(acc, nt, out, ldo);
 }
+MT_BY_CONST_NT(q4_K_rows4_mt, hx_block_q4_K, hx_block_q8_K)
 
 AVX512 static void q6_K_rows4_mt(int64_t n, const hx_block_q6_K *const *x,
                                  const hx_block_q8_K *const *y, int nt, float *out, size_t ldo,
