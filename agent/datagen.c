@@ -24,8 +24,7 @@ int hx_dg_category_parse(const char *name)
 
 /* ---- phrasing: templates with {slot}s, crossed with style ---- */
 
-/* Template i of a kind is held out when i % 5 == 4. */
-/* Every fifth of a kind's n phrasings is held out; training also draws
+/* Template i of a kind's n is held out when i % 5 == 4; training also draws
  * from n_extra phrasings after them (index n and up) that held-out tasks
  * never use, so extras leave held-out task files unchanged. */
 static int pick_template(hx_rng *r, int split, int n, int n_extra)
@@ -958,9 +957,10 @@ static const kind_def *pick_kind(hx_rng *r, int cat, int split)
     double total = 0, acc = 0;
     for (int i = 0; i < N_KINDS; i++) total += kind_weight(&kinds[i], cat, split);
     double u = (double)(hx_rng_next(r) >> 11) / 9007199254740992.0 * total;
-    for (int i = 0; i < N_KINDS; i++)
-        if (kind_in(&kinds[i], cat, split) && u < (acc += kind_weight(&kinds[i], cat, split)))
-            return &kinds[i];
+    for (int i = 0; i < N_KINDS; i++) {
+        double wt = kind_weight(&kinds[i], cat, split);
+        if (wt > 0 && u < (acc += wt)) return &kinds[i];
+    }
     for (int i = N_KINDS - 1; i >= 0; i--)
         if (kind_in(&kinds[i], cat, split)) return &kinds[i];
     return &kinds[0];

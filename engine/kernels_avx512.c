@@ -417,15 +417,7 @@ AVX512 static void q4_0_rows8(int64_t n, const hx_block_q4_0 *const *x, const hx
         }                                                                      \
     }
 
-/* Eight Q4_0 rows against up to MT_MAX tokens (a speculative pass), one
- * block at a time and no horizontal sums. The rows' unpacked quants are
- * transposed once per block (dwords: lane k of w[j] holds row k's quants
- * 4j..4j+3); a token meets w[j] with its quants
- * 4j..4j+3 broadcast, so after eight vpdpbusd lane k is row k's exact
- * block sum. The transpose is paid once for all tokens, where the four-row
- * kernel reduces every row, block and token. The float steps are the
- * dot's (HX_CANON_Q8A: even blocks one chain, odd the other), so every
- * output equals its one-token dot bit for bit. */
+/* Per 128-bit lane, w[j] = dword j of a[0..3] (a 4 x 4 transpose). */
 AVX512 static inline __attribute__((always_inline)) void transpose4_epi32(const __m256i *a,
                                                                           __m256i *w)
 {
@@ -487,7 +479,16 @@ AVX512 static inline __attribute__((always_inline)) void q4_0_rows8_blk(
     }
 }
 
-/* nt a constant where inlined, so the 2 nt chains stay in registers */
+/* Eight Q4_0 rows against up to MT_MAX tokens (a speculative pass), one
+ * block at a time and no horizontal sums. The rows' unpacked quants are
+ * transposed once per block (dwords: lane k of w[j] holds row k's quants
+ * 4j..4j+3); a token meets w[j] with its quants 4j..4j+3 broadcast, so
+ * after eight vpdpbusd lane k is row k's exact block sum. The transpose
+ * is paid once for all tokens, where the four-row kernel reduces every
+ * row, block and token. The float steps are the dot's (HX_CANON_Q8A: even
+ * blocks one chain, odd the other), so every output equals its one-token
+ * dot bit for bit. nt is a constant where inlined (MT_BY_CONST_NT), so
+ * the 2 nt chains stay in registers. */
 AVX512 static inline __attribute__((always_inline)) void q4_0_rows8_mt_n(
     int64_t n, const hx_block_q4_0 *const *x, const hx_block_q8a *const *y, const int nt,
     float *out, size_t ldo, size_t ws, const char *lim)
