@@ -130,9 +130,11 @@ typedef struct hx_engine_source_params {
 /* A sampler stage (agent/copy.c) for calls: inside a string value of a
  * call's arguments, while the value so far occurs in text from a word's
  * start, the tokens ranked within bonus of the best that keep it a copy
- * (or close it at a word's end) get bonus added. *in_call (borrowed, kept
- * by an earlier stage) is non-zero while a call is written. The stage
- * owns a copy of text; HX_OK or HX_ERR_NOMEM. */
+ * (or close it at a word's end) get bonus added. Values of "to", "cc",
+ * "bcc" and "attendees" are whole addresses found in text: tokens leaving
+ * every one are masked (unless none would be left). *in_call (borrowed,
+ * kept by an earlier stage) is non-zero while a call is written. The
+ * stage owns a copy of text; HX_OK or HX_ERR_NOMEM. */
 int hx_copy_stage_new(const hx_vocab *v, const char *text, float bonus,
                       const int *in_call, hx_sampler_stage *out);
 /* The most tool calls the planner runs from one turn (the grammar allows

@@ -9,7 +9,15 @@
  * leaves every copy. Closing the string is such a token where the copy
  * ends at a word's end. A value that left the conversation (a mail body
  * the model composes) gets no bonus at all, and the grammar's mask comes
- * first: the stage only reorders tokens the grammar allows. */
+ * first: the stage only reorders tokens the grammar allows.
+ *
+ * Addresses are stricter: the value of a "to", "cc", "bcc" or "attendees"
+ * argument is one of the mail addresses the conversation contains, copied
+ * whole, or nothing the stage lets through (tokens that leave every
+ * address, or close the value inside one, are masked). A recipient the
+ * model made up, or an address with a letter lost, is never written; when
+ * the conversation holds no address, or the grammar leaves no token that
+ * copies one, the stage falls back to the bonus. */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -20,12 +28,26 @@
 /* A JSON scanner over the bytes of a call: just enough to know whether a
  * byte is inside a string value of the arguments (depth >= 2). */
 #define SCAN_DEPTH 16
+#define KEY_MAX 12
 typedef struct jscan {
     int depth;
     char stack[SCAN_DEPTH]; /* '{' or '[' of each open container */
     int colon;              /* a ':' since the last '{' or ',' */
     int in_str, esc, is_val;
+    char key[KEY_MAX];      /* the last key of the arguments (cut: "") */
+    int key_len;            /* bytes of the key being read; -1: too long */
 } jscan;
+
+static void key_byte(jscan *s, char c)
+{
+    if (s->key_len < 0) return;
+    if (s->key_len + 1 >= KEY_MAX) {
+        s->key_len = -1, s->key[0] = 0;
+        return;
+    }
+    s->key[s->key_len++] = c;
+    s->key[s->key_len] = 0;
+}
 
 enum { SCAN_OTHER, SCAN_OPEN, SCAN_BYTE, SCAN_CLOSE };
 
@@ -39,6 +61,7 @@ static int scan_byte(jscan *s, char c)
             s->in_str = 0;
             return s->is_val ? SCAN_CLOSE : SCAN_OTHER;
         }
+        if (!s->is_val && s->depth >= 2) key_byte(s, c);
         return s->is_val ? SCAN_BYTE : SCAN_OTHER;
     }
     char top = s->depth > 0 && s->depth <= SCAN_DEPTH ? s->stack[s->depth - 1] : 0;
@@ -56,6 +79,7 @@ static int scan_byte(jscan *s, char c)
     case '"':
         s->in_str = 1;
         s->is_val = s->depth >= 2 && (top == '[' || (top == '{' && s->colon));
+        if (!s->is_val) s->key_len = 0, s->key[0] = 0;
         return s->is_val ? SCAN_OPEN : SCAN_OTHER;
     default: break;
     }
@@ -72,9 +96,15 @@ typedef struct copy_stage {
     size_t n_text;
     int32_t *starts;     /* where a copy may start: word starts (owned) */
     int32_t n_starts;
+    int32_t *addrs;      /* where an address starts (owned) */
+    int32_t n_addrs;
+    int32_t *addr_end;   /* [start]: where that address ends (owned) */
     int32_t *match;      /* starts whose text continues the value so far */
     int32_t n_match;
     size_t len;          /* bytes of the value so far */
+    int strict;          /* the open value is an address */
+    signed char *verdict; /* apply's scratch, one per token (owned) */
+    int32_t n_verdict;
 } copy_stage;
 
 static int is_word(char c) { return isalnum((unsigned char)c) || (c & 0x80); }
@@ -95,37 +125,71 @@ static int can_end(const char *t, size_t n, size_t i)
     return i >= n || !is_word(t[i]) || (i > 0 && !is_word(t[i - 1]));
 }
 
-/* Whether some match (or, fresh, some start) continues with ext[0, n)
- * and, when closed, ends there at a word's end. */
-static int copies(const copy_stage *c, int fresh, const char *ext, size_t n, int closed)
+static int is_addr_byte(char c)
 {
-    const int32_t *set = fresh ? c->starts : c->match;
-    int32_t k = fresh ? c->n_starts : c->n_match;
+    return isalnum((unsigned char)c) || (c && strchr("._%+-@", c));
+}
+
+static int addr_key(const char *k)
+{
+    return !strcmp(k, "to") || !strcmp(k, "cc") || !strcmp(k, "bcc") || !strcmp(k, "attendees");
+}
+
+/* The end of the address starting at t[i] (a run of address bytes with
+ * one '@', a local part and a dotted domain; a trailing dot is the
+ * sentence's), or 0 when the run there is none. */
+static size_t addr_at(const char *t, size_t n, size_t i)
+{
+    size_t j = i, at = 0, dot = 0;
+    for (; j < n && is_addr_byte(t[j]); j++)
+        if (t[j] == '@') {
+            if (at) return 0;
+            at = j;
+        }
+    while (j > i && (t[j - 1] == '.' || t[j - 1] == '-')) j--;
+    for (size_t k = at + 1; at && k < j; k++)
+        if (t[k] == '.') dot = k;
+    return at > i && dot > at + 1 && dot + 1 < j ? j : 0;
+}
+
+/* Whether some match (or, fresh, some start) continues with ext[0, n)
+ * and, when closed, ends there: at a word's end, or for an address value
+ * (strict) at the address's end, never past it. */
+static int copies(const copy_stage *c, int fresh, int strict, const char *ext, size_t n,
+                  int closed)
+{
+    const int32_t *set = !fresh ? c->match : strict ? c->addrs : c->starts;
+    int32_t k = !fresh ? c->n_match : strict ? c->n_addrs : c->n_starts;
     size_t off = fresh ? 0 : c->len;
-    if (n == 0 && (fresh || !closed || off == 0)) return 0;
+    if (n == 0 && (fresh || !closed || off == 0)) return strict && fresh && !closed;
     for (int32_t i = 0; i < k; i++) {
-        size_t at = (size_t)set[i] + off;
-        if (at + n > c->n_text || memcmp(c->text + at, ext, n)) continue;
-        if (!closed || can_end(c->text, c->n_text, at + n)) return 1;
+        size_t at = (size_t)set[i] + off, end = strict ? (size_t)c->addr_end[set[i]] : c->n_text;
+        if (at + n > end || memcmp(c->text + at, ext, n)) continue;
+        if (!closed || (strict ? at + n == end : can_end(c->text, c->n_text, at + n))) return 1;
     }
     return 0;
 }
 
-/* Whether token t keeps the value a copy (or starts one), from the
- * current scanner state. Tokens that touch no value string: 0. */
-static int keeps_copy(const copy_stage *c, int32_t t)
+enum { LEAVES = -1, UNTOUCHED = 0, KEEPS = 1 };
+
+/* What token t does to the value being written (or the one it opens),
+ * from the current scanner state; *strict: that value is an address. */
+static int judge(const copy_stage *c, int32_t t, int *strict)
 {
     size_t n = 0;
     const char *p = hx_vocab_piece(c->v, t, &n);
-    if (!p || n == 0 || hx_vocab_is_special(c->v, t)) return 0;
+    *strict = 0;
+    if (!p || n == 0 || hx_vocab_is_special(c->v, t)) return UNTOUCHED;
     jscan s = c->js;
     int fresh = 0, touched = s.in_str && s.is_val, closed = 0;
     size_t from = 0, to = 0;
+    *strict = touched && c->strict;
     for (size_t i = 0; i < n && !closed; i++) {
         switch (scan_byte(&s, p[i])) {
         case SCAN_OPEN:
-            if (touched) return 0; /* a second value: no copy of one */
+            if (touched) return LEAVES; /* a second value: no copy of one */
             touched = fresh = 1;
+            *strict = c->n_addrs > 0 && addr_key(s.key);
             from = to = i + 1;
             break;
         case SCAN_BYTE: to = i + 1; break;
@@ -135,22 +199,57 @@ static int keeps_copy(const copy_stage *c, int32_t t)
             break;
         }
     }
-    if (!touched) return 0;
-    if (!fresh && c->n_match == 0) return 0; /* the value left the text */
-    return copies(c, fresh, p + from, to - from, closed);
+    if (!touched) return UNTOUCHED;
+    if (!fresh && c->n_match == 0) return LEAVES; /* the value left the text */
+    return copies(c, fresh, *strict, p + from, to - from, closed) ? KEEPS : LEAVES;
+}
+
+/* Whether the next token may write an address value: one is open, or
+ * the key of one was read and the value (or another item) may follow. */
+static int may_write_address(const copy_stage *c)
+{
+    if (c->n_addrs == 0) return 0;
+    return c->js.in_str ? c->js.is_val && c->strict : addr_key(c->js.key);
+}
+
+/* Address values: every allowed token is judged; those leaving every
+ * address are masked, unless none would be left. 0: not applied. */
+static int apply_strict(copy_stage *c, float *logits, int32_t n_vocab)
+{
+    if (c->n_verdict < n_vocab) {
+        signed char *v = realloc(c->verdict, (size_t)n_vocab);
+        if (!v) return 0;
+        c->verdict = v, c->n_verdict = n_vocab;
+    }
+    int32_t kept = 0;
+    for (int32_t t = 0; t < n_vocab; t++) {
+        int strict = 0;
+        c->verdict[t] = isfinite(logits[t]) ? (signed char)judge(c, t, &strict) : UNTOUCHED;
+        if (c->verdict[t] == LEAVES && !strict) c->verdict[t] = UNTOUCHED; /* another value */
+        kept += c->verdict[t] == KEEPS && strict;
+    }
+    if (!kept) return 0;
+    for (int32_t t = 0; t < n_vocab; t++) {
+        if (c->verdict[t] == KEEPS) logits[t] += c->bonus;
+        else if (c->verdict[t] == LEAVES) logits[t] = -INFINITY;
+    }
+    return 1;
 }
 
 static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
 {
     copy_stage *c = ctx;
     if (!*c->in_call || c->n_text == 0) return HX_OK;
+    if (may_write_address(c) && apply_strict(c, logits, n_vocab)) return HX_OK;
     float best = -INFINITY;
     for (int32_t t = 0; t < n_vocab; t++)
         if (logits[t] > best) best = logits[t];
     if (!isfinite(best)) return HX_OK;
     /* only tokens the bonus can lift to the top are looked at */
-    for (int32_t t = 0; t < n_vocab; t++)
-        if (logits[t] > best - c->bonus && keeps_copy(c, t)) logits[t] += c->bonus;
+    for (int32_t t = 0; t < n_vocab; t++) {
+        int strict;
+        if (logits[t] > best - c->bonus && judge(c, t, &strict) == KEEPS) logits[t] += c->bonus;
+    }
     return HX_OK;
 }
 
@@ -181,8 +280,10 @@ static int copy_accept(void *ctx, int32_t token)
     for (size_t i = 0; i < n; i++) {
         int what = scan_byte(&c->js, p[i]);
         if (what == SCAN_OPEN) {
-            memcpy(c->match, c->starts, (size_t)c->n_starts * sizeof *c->match);
-            c->n_match = c->n_starts;
+            c->strict = c->n_addrs > 0 && addr_key(c->js.key);
+            const int32_t *set = c->strict ? c->addrs : c->starts;
+            c->n_match = c->strict ? c->n_addrs : c->n_starts;
+            memcpy(c->match, set, (size_t)c->n_match * sizeof *c->match);
             c->len = 0;
         } else if (what == SCAN_BYTE) {
             copy_byte(c, p[i]);
@@ -197,7 +298,10 @@ static void copy_free(void *ctx)
     if (!c) return;
     free(c->text);
     free(c->starts);
+    free(c->addrs);
+    free(c->addr_end);
     free(c->match);
+    free(c->verdict);
     free(c);
 }
 
@@ -213,13 +317,18 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, float bonus,
     c->text = hx_strdup(text ? text : "");
     size_t cap = c->n_text ? c->n_text : 1;
     c->starts = hx_calloc(cap, sizeof *c->starts);
+    c->addrs = hx_calloc(cap, sizeof *c->addrs);
+    c->addr_end = hx_calloc(cap, sizeof *c->addr_end);
     c->match = hx_calloc(cap, sizeof *c->match);
-    if (!c->text || !c->starts || !c->match || c->n_text > INT32_MAX) {
+    if (!c->text || !c->starts || !c->addrs || !c->addr_end || !c->match || c->n_text > INT32_MAX) {
         copy_free(c);
         return HX_ERR_NOMEM;
     }
-    for (size_t i = 0; i < c->n_text; i++)
+    for (size_t i = 0; i < c->n_text; i++) {
         if (can_start(c->text, i)) c->starts[c->n_starts++] = (int32_t)i;
+        size_t end = i && is_addr_byte(c->text[i - 1]) ? 0 : addr_at(c->text, c->n_text, i);
+        if (end) c->addrs[c->n_addrs++] = (int32_t)i, c->addr_end[i] = (int32_t)end;
+    }
     *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "copy bias", c, copy_apply,
                               copy_accept, NULL, NULL, copy_free};
     return HX_OK;

@@ -1,7 +1,9 @@
 /* test_copy.c: the copy bias (agent/copy.c) on hearth-tiny's vocabulary:
  * inside a call's argument values it lifts the tokens that copy from the
  * conversation from a word's start, and closing at a word's end; keys,
- * text outside calls and values that left the conversation get nothing. */
+ * text outside calls and values that left the conversation get nothing.
+ * Address values ("to", "cc", "attendees") are whole addresses of the
+ * conversation: every other token is masked. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@ typedef struct fixture {
     int32_t n;
 } fixture;
 
-static int setup(fixture *f)
+static int setup_text(fixture *f, const char *text)
 {
     memset(f, 0, sizeof *f);
     hx_err err = {0};
@@ -30,8 +32,10 @@ static int setup(fixture *f)
     f->n = hx_vocab_n_tokens(f->v);
     f->logits = calloc((size_t)f->n, sizeof *f->logits);
     f->in_call = 1;
-    return f->logits && !hx_copy_stage_new(f->v, TEXT, BONUS, &f->in_call, &f->st) ? 0 : -1;
+    return f->logits && !hx_copy_stage_new(f->v, text, BONUS, &f->in_call, &f->st) ? 0 : -1;
 }
+
+static int setup(fixture *f) { return setup_text(f, TEXT); }
 
 static void teardown(fixture *f)
 {
@@ -107,9 +111,55 @@ static void test_no_bonus(void)
     teardown(&f);
 }
 
+#define MAIL_TEXT "Send it to Ann (ann.lee@corp.example.org) and bob@x.io. Thanks\n"
+
+/* Token a's logit after apply, a ranked 1 below x (x's goes to *xl). */
+static float lift2(fixture *f, int32_t a, int32_t x, float *xl)
+{
+    float l = lift(f, a, x);
+    *xl = f->logits[x];
+    return l;
+}
+
+static void test_address_whole(void)
+{
+    fixture f;
+    ASSERT(setup_text(&f, MAIL_TEXT) == 0);
+    int32_t ann = tok(&f, "ann"), bob = tok(&f, "bob"), x = tok(&f, "x"), q = tok(&f, "\"");
+    int32_t word = tok(&f, "Thanks"), z = tok(&f, "z");
+    float xl;
+    ASSERT(ann >= 0 && bob >= 0 && x >= 0 && q >= 0 && word >= 0 && z >= 0);
+    feed(&f, "{\"name\": \"mail.send\", \"arguments\": {\"to\": \"");
+    EXPECT(lift2(&f, ann, x, &xl) == BONUS && xl == -INFINITY); /* 'x' starts no address */
+    EXPECT(lift2(&f, bob, word, &xl) == BONUS && xl == -INFINITY); /* a word, not an address */
+    EXPECT(lift2(&f, x, word, &xl) == 0 && xl == 1); /* none copies one: left as they were */
+    feed(&f, "ann.lee@corp.example");
+    EXPECT(lift2(&f, tok(&f, "."), q, &xl) == BONUS && xl == -INFINITY); /* not at its end */
+    feed(&f, ".org");
+    EXPECT(lift2(&f, q, x, &xl) == BONUS && xl == -INFINITY);
+    feed(&f, "\", \"cc\": [\"bob@x.io");
+    EXPECT(lift2(&f, q, x, &xl) == BONUS); /* the sentence's dot is not the address's */
+    feed(&f, "\"], \"subject\": \"");
+    EXPECT(lift2(&f, z, ann, &xl) == 0 && xl == 1 + BONUS); /* other keys: the bonus only */
+    teardown(&f);
+}
+
+static void test_address_fallback(void)
+{
+    fixture f;
+    ASSERT(setup(&f) == 0); /* no address in the text */
+    int32_t x = tok(&f, "x"), ann = tok(&f, "annual");
+    float xl;
+    feed(&f, "{\"name\": \"mail.send\", \"arguments\": {\"to\": \"");
+    EXPECT(lift2(&f, x, ann, &xl) == 0 && xl == 1 + BONUS);
+    teardown(&f);
+}
+
 int main(void)
 {
     RUN(test_value_start_and_end);
     RUN(test_no_bonus);
+    RUN(test_address_whole);
+    RUN(test_address_fallback);
     return test_summary();
 }
