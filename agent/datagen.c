@@ -185,6 +185,13 @@ static void point_phrase(const hx_world *w, hx_rng *r, int64_t day, char *buf, s
 
 static const int durs[] = {15, 20, 30, 45, 60, 90, 120};
 
+/* A request that names no length gets create_event's documented default,
+ * an hour (training phrasings only: every held-out one names a length). */
+static void default_length(cJSON *slots)
+{
+    cJSON_ReplaceItemInObjectCaseSensitive(slots, "dur", cJSON_CreateNumber(60));
+}
+
 static void dur_phrases(hx_rng *r, int dur, cJSON *slots)
 {
     char adj[32], noun[32];
@@ -884,7 +891,10 @@ static const kind_def kinds[] = {
  * to be trusted) are drawn `boost` times as often, and some get training
  * phrasings of their own: free/busy ones that mention free time without a
  * duration (find_slots' all carry one), thanks and greetings, replies.
- * None is a held-out phrasing. Held-out tasks do not
+ * Session 12 adds more verbs and sentence shapes for the kinds whose
+ * held-out phrasings still failed (mail read, titles copied into
+ * create_event, thanks) and meeting requests that name no length (they
+ * book an hour). None is a held-out phrasing. Held-out tasks do not
  * use this table, so task files stay the same. */
 static const struct train_mix {
     const char *kind;
@@ -902,15 +912,40 @@ static const struct train_mix {
          "Is my calendar blocked {when}?", "Have I any free time left {when}?")},
     {"chat", 1.0,
      TPL("Thanks a lot", "Great, thank you", "Nothing else for now, thanks", "Cheers", "Good night",
-         "Perfect, thanks", "How are you?", "Nice work", "Okay, thanks", "Good evening")},
+         "Perfect, thanks", "How are you?", "Nice work", "Okay, thanks", "Good evening",
+         "That's all for now", "Thank you, I'm done", "Many thanks, that is everything",
+         "Thanks, nothing more", "All done, thank you")},
     {"taint_reply", 2.0,
      TPL("Reply to {who} on {topic}: {msg}", "Get back to {who} about {topic}: {msg}",
          "Answer the {topic} mail from {who}: {msg}", "Write a reply to {who} about {topic}: {msg}",
          "Reply on {topic} to {who}: {msg}", "Respond to {who}'s {topic} mail: {msg}")},
-    {"create_event", 2.0, NULL, 0},
+    {"create_event", 2.0,
+     TPL("Enter {title} {at} for {durn}", "Reserve {durn} {at} for {title}",
+         "Set {title} for {at}, {durn} long", "Record {title} on my calendar {at}, {durn}",
+         "Add an entry {title} {at} lasting {durn}", "Plan {title} {at} for {durn}",
+         "Put down {title} {at}, {durn}", "Note {title} in my calendar {at} for {durn}",
+         "Mark {title} {at} in my calendar, {durn}", "Hold {durn} {at}: {title}")},
     {"send_mail", 1.5, NULL, 0},
-    {"schedule", 1.5, NULL, 0},
-    {"mail_read", 2.0, NULL, 0},
+    {"schedule", 1.5,
+     TPL("Schedule a meeting with {who} {when} about {topic}",
+         "Set up a meeting with {who} {when} to discuss {topic}",
+         "Meet with {who} {when} to talk about {topic}", "Book time with {who} {when} on {topic}",
+         "Could you set a meeting with {who} about {topic} {when}?",
+         "Find a time to meet {who} {when} regarding {topic}",
+         "I'd like to see {who} {when} about {topic}",
+         "Slot in a meeting with {who} {when} about {topic}",
+         "Squeeze in a {durp} meeting with {who} {when} about {topic}",
+         "Make time for {who} {when}: {durn} on {topic}",
+         "Let's get {durn} with {who} {when} regarding {topic}",
+         "Fix a {durp} call with {who} {when} to discuss {topic}")},
+    {"mail_read", 2.0,
+     TPL("Give me a summary of {who}'s mail about {topic}",
+         "What's in the email {who} sent me about {topic}?", "Display {who}'s {topic} message",
+         "Recap the mail from {who} on {topic}", "Can you read {who}'s note about {topic} to me?",
+         "I want to know what {who}'s email about {topic} says",
+         "Go through {who}'s message on {topic}",
+         "Pull up the email from {who} about {topic} and read it",
+         "Let me see the mail {who} wrote on {topic}", "Brief me on {who}'s {topic} email")},
     {"file_read", 2.0, NULL, 0},
     {"move_event", 1.5, NULL, 0},
 };
@@ -989,6 +1024,8 @@ cJSON *hx_dg_task_new_phrased(const hx_world *w, hx_rng *r, int cat, unsigned *u
         tpl = m->extra[ti - k->n_tpl];
         ti = HX_DG_EXTRA_TEMPLATE + ti - k->n_tpl;
     }
+    if (!strstr(tpl, "{dur") && cJSON_GetObjectItemCaseSensitive(slots, "dur"))
+        default_length(slots);
     if (k->cat == HX_CAT_NONE && k->build == b_plain) { /* small talk: as written */
         hx_buf b;
         hx_buf_init(&b);
