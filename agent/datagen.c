@@ -893,8 +893,9 @@ static const kind_def kinds[] = {
  * duration (find_slots' all carry one), thanks and greetings, replies.
  * Session 12 adds more verbs and sentence shapes for the kinds whose
  * held-out phrasings still failed (mail read, titles copied into
- * create_event, thanks) and meeting requests that name no length (they
- * book an hour). None is a held-out phrasing. Held-out tasks do not
+ * create_event, thanks, requests no tool serves, recall, forget, mail)
+ * and meeting requests that name no length (they book an hour). None is
+ * a held-out phrasing. Held-out tasks do not
  * use this table, so task files stay the same. */
 static const struct train_mix {
     const char *kind;
@@ -925,7 +926,27 @@ static const struct train_mix {
          "Add an entry {title} {at} lasting {durn}", "Plan {title} {at} for {durn}",
          "Put down {title} {at}, {durn}", "Note {title} in my calendar {at} for {durn}",
          "Mark {title} {at} in my calendar, {durn}", "Hold {durn} {at}: {title}")},
-    {"send_mail", 1.5, NULL, 0},
+    {"send_mail", 1.5,
+     TPL("Inform {email} by mail about {topic}: {msg}", "Notify {email} via email on {topic}: {msg}",
+         "Send word to {email} about {topic}: {msg}",
+         "Could you mail {email} about {topic}? Say {msg}",
+         "Write an email to {email} about {topic} that says {msg}",
+         "Use email to tell {email} about {topic}: {msg}")},
+    {"no_tool", 1.5,
+     TPL("Find a restaurant in {city}", "Get me train tickets to {city}",
+         "What's the population of {city}?", "Rent a car in {city}", "Is it raining in {city}?",
+         "Show me a map of {city}", "Find flights to {city}", "Buy a ticket to {city}",
+         "Which museums are open in {city}?", "Find an apartment in {city}",
+         "Call a cab to {city} airport", "Search the web for {city}")},
+    {"recall", 1.5,
+     TPL("Tell me what you remember about {x}", "Anything in your memory about {x}?",
+         "Recall what I said about {x}", "What have I told you about {x}?",
+         "What do you have on {x}?", "Do you know anything about {x}?",
+         "Check your memory for {x}", "Refresh my memory about {x}")},
+    {"forget", 1.5,
+     TPL("Remove the memory that {fact}", "Delete the note that {fact}",
+         "Drop the note that {fact}", "Clear the memory that {fact}", "Unlearn that {fact}",
+         "Wipe the fact that {fact}")},
     {"schedule", 1.5,
      TPL("Schedule a meeting with {who} {when} about {topic}",
          "Set up a meeting with {who} {when} to discuss {topic}",
