@@ -33,6 +33,7 @@ typedef struct run {
     char *partial;  /* the turn a limit cut short (owned), not kept */
     const char *status;
     cJSON *not_run; /* calls a limit stopped before they ran (trace) */
+    int stuck;      /* a call repeated one that failed: the next turn answers */
 } run;
 
 hx_planner_params hx_planner_default_params(void)
@@ -458,6 +459,35 @@ static void record_call(run *r, const char *name, const cJSON *args, const call_
     cJSON_AddItemToArray(r->calls, c);
 }
 
+/* An earlier call of this request with the same name and arguments
+ * that failed (error or refusal), or NULL. */
+static const cJSON *failed_before(const run *r, const char *name, const cJSON *args)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, r->calls)
+    {
+        const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
+        if (st && strcmp(st, "ok") && !strcmp(cJSON_GetObjectItem(c, "name")->valuestring, name) &&
+            cJSON_Compare(cJSON_GetObjectItem(c, "arguments"), args, 1))
+            return c;
+    }
+    return NULL;
+}
+
+/* A call that already failed in this request would fail the same way:
+ * it is not run again, and the model's next turn must answer (a small
+ * model otherwise repeats it until the step limit). */
+static int repeated_failure(run *r, const char *name, const cJSON *args, call_outcome *o)
+{
+    const cJSON *prev = args ? failed_before(r, name, args) : NULL;
+    if (!prev) return 0;
+    o->status = "error";
+    snprintf(o->detail, sizeof o->detail, "not run again: the same call failed before (%s)",
+             cJSON_GetStringValue(cJSON_GetObjectItem(prev, "status")));
+    r->stuck = 1;
+    return 1;
+}
+
 static void handle_call(run *r, const pcall *c)
 {
     call_outcome o = {"malformed", "", "", 0, NULL, ""};
@@ -466,10 +496,12 @@ static void handle_call(run *r, const pcall *c)
     const cJSON *args = c->fn ? cJSON_GetObjectItem(c->fn, "arguments") : NULL;
     char *args_json = args ? cJSON_PrintUnformatted(args) : hx_strdup("");
     if (r->io && r->io->on_call) r->io->on_call(r->io->user, name, args_json ? args_json : "");
-    if (c->fn) exec_call(r, name, args, args_json ? args_json : "{}", &o);
-    else snprintf(o.detail, sizeof o.detail, "malformed tool call: %s; write %s", c->error,
-                  is_llama(r) ? "{\"name\": ..., \"parameters\": {...}}"
-                              : "<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>");
+    if (!c->fn)
+        snprintf(o.detail, sizeof o.detail, "malformed tool call: %s; write %s", c->error,
+                 is_llama(r) ? "{\"name\": ..., \"parameters\": {...}}"
+                             : "<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>");
+    else if (!repeated_failure(r, name, args, &o))
+        exec_call(r, name, args, args_json ? args_json : "{}", &o);
     audit(r, name, args_json ? args_json : "", &o);
     char *fed = feedback_text(&o);
     if (r->io && r->io->on_result)
@@ -704,8 +736,8 @@ static int loop(run *r, hx_err *err)
                               p->max_steps == 1 ? "" : "s");
         }
         int choice = r->steps == 0 ? p->tool_choice
-                     : p->tool_choice == HX_CHOICE_NONE ? HX_CHOICE_NONE
-                                                        : HX_CHOICE_AUTO;
+                     : p->tool_choice == HX_CHOICE_NONE || r->stuck ? HX_CHOICE_NONE
+                                                                    : HX_CHOICE_AUTO;
         int answered = 0;
         r->steps++;
         int rc = step(r, choice, &answered, err);
@@ -717,7 +749,7 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
                    cJSON **trace, hx_err *err)
 {
     run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, NULL, NULL, "answered",
-             cJSON_CreateArray()};
+             cJSON_CreateArray(), 0};
     int64_t started = hx_now(NULL);
     int n0 = cJSON_GetArraySize(pl->msgs);
     *trace = NULL;

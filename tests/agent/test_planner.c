@@ -14,15 +14,15 @@ typedef struct scripted_source {
     char *copy_texts[16];     /* what the planner said arguments copy from */
     int n_copy;
     int infinite;             /* never ends a turn (for the limits) */
+    int choices[16];          /* the tool choice of each turn */
 } scripted_source;
 
 static int scripted_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
                           hx_err *err)
 {
     scripted_source *s = ctx;
-    (void)choice;
     (void)err;
-    if (s->n_prompts < 16) s->prompts[s->n_prompts++] = hx_strdup(prompt);
+    if (s->n_prompts < 16) s->choices[s->n_prompts] = choice, s->prompts[s->n_prompts++] = hx_strdup(prompt);
     s->cur = s->turn < s->n_turns ? s->turns[s->turn] : "(script ended)";
     s->turn++;
     *n_prompt = (int)strlen(prompt) / 4;
@@ -344,6 +344,33 @@ static void test_tool_error_then_retry(void)
     EXPECT(strstr(ss.prompts[1], "<tool_response>\n{\"error\": ") != NULL);
     EXPECT(strstr(ss.prompts[2], "unknown tool weather.now") != NULL);
     EXPECT_EQ_INT(cJSON_GetNumberValue(cJSON_GetObjectItem(t, "steps")), 4);
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
+/* A call that failed, written again with the same arguments, is not run
+ * again; the next turn must answer (no tools). */
+static void test_repeated_failure(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"the day after never\"}}</tool_call>",
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"the day after never\"}}</tool_call>",
+        "I could not read that date."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 3, "what is on?", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(call_status(t, 0), "error");
+    EXPECT_STR_EQ(call_status(t, 1), "error");
+    EXPECT(strstr(ss.prompts[2], "not run again: the same call failed before (error)") != NULL);
+    EXPECT_EQ_INT(ss.choices[1], HX_CHOICE_AUTO);
+    EXPECT_EQ_INT(ss.choices[2], HX_CHOICE_NONE);
+    EXPECT_STR_EQ(tstr(t, "answer"), "I could not read that date.");
     done(&s, t, &ss);
     world_close(&w);
 }
@@ -712,6 +739,7 @@ int main(void)
     RUN(test_close_tag_inside_string);
     RUN(test_budget_cuts_call);
     RUN(test_tool_error_then_retry);
+    RUN(test_repeated_failure);
     RUN(test_refusal);
     RUN(test_yes_writes);
     RUN(test_taint_refuses_send);
