@@ -123,6 +123,13 @@ typedef struct hx_engine_source_params {
                              0: none; < 0 (default): hx_engine_source_style
                              decides (HX_COPY_BIAS in the compact style) */
 } hx_engine_source_params;
+/* The loop guard (agent/source.c) in the compact style: when the last
+ * period * times tokens of hist[0, n) (oldest first) are one run of
+ * `period` tokens repeated `times` times, the token that would repeat it
+ * once more (hist[n - period]), to be masked; else -1. */
+#define HX_REPEAT_PERIOD 3
+#define HX_REPEAT_HIST 12 /* HX_REPEAT_PERIOD x the guard's 4 repetitions */
+int32_t hx_repeat_ban(const int32_t *hist, int n, int period, int times);
 /* The copy bias of the compact prompt style (small models such as
  * hearth-tiny) unless the caller sets one: chosen on generated tasks apart
  * from the held-out evaluation's. */

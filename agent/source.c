@@ -145,8 +145,12 @@ static int turn_grammar(eng_src *e, int choice, hx_grammar **g, hx_err *err)
  * whitespace runs, but not a run of whitespace tokens between JSON tokens
  * of a long value, nor one token repeated in a string. Inside a call it
  * allows at most MAX_WS_RUN whitespace-only tokens in a row, none longer
- * than MAX_WS_BYTES (Qwen writes one "\n" after <tool_call>); in compact
- * mode no token more than MAX_REPEAT times in a row. A call starts at
+ * than MAX_WS_BYTES (Qwen writes one "\n" after <tool_call>); in the
+ * compact style (small models) no run of one, two or three tokens
+ * repeated MAX_REPEAT times in a row gets one more repetition
+ * (hx_repeat_ban), in calls and answers alike (hearth-tiny, whose
+ * template is declared, had no such rule and answered " string string
+ * string ..." until the token budget). A call starts at
  * "<tool_call>" or, in the Llama style, at a leading "{" or at
  * "<|python_tag|>". */
 #define MAX_REPEAT 4
@@ -156,9 +160,10 @@ typedef struct guard {
     const uint32_t *ws;  /* bitset of whitespace-only tokens (the source's) */
     const uint32_t *ws_long; /* those longer than MAX_WS_BYTES */
     int32_t n_ws;        /* tokens covered by ws */
-    int compact;
-    int32_t last;
-    int run, ws_run, in_call;
+    int compact;         /* the compact style: the repeat rule applies */
+    int32_t hist[HX_REPEAT_HIST]; /* the last tokens, oldest first */
+    int n_hist;
+    int ws_run, in_call;
     int called;          /* a call began this turn */
     char tail[16];       /* the last bytes written, to see "<tool_call>" */
     const hx_vocab *v;
@@ -173,11 +178,22 @@ static int bit(const uint32_t *set, int32_t n, int32_t t)
 
 static int is_ws_tok(const guard *g, int32_t t) { return bit(g->ws, g->n_ws, t); }
 
+int32_t hx_repeat_ban(const int32_t *hist, int n, int period, int times)
+{
+    const int span = period * times;
+    if (period < 1 || times < 1 || n < span) return -1;
+    for (int i = n - span; i < n - period; i++)
+        if (hist[i] != hist[i + period]) return -1;
+    return hist[n - period];
+}
+
 static int guard_apply(void *ctx, float *logits, int32_t n_vocab)
 {
     guard *g = ctx;
-    if (g->compact && g->run >= MAX_REPEAT && g->last >= 0 && g->last < n_vocab)
-        logits[g->last] = -INFINITY;
+    for (int p = 1; g->compact && p <= HX_REPEAT_PERIOD; p++) {
+        int32_t t = hx_repeat_ban(g->hist, g->n_hist, p, MAX_REPEAT);
+        if (t >= 0 && t < n_vocab) logits[t] = -INFINITY;
+    }
     if (!g->in_call) return HX_OK;
     const uint32_t *ban = g->ws_run >= MAX_WS_RUN ? g->ws : g->ws_long;
     for (int32_t t = 0; t < n_vocab && t < g->n_ws; t++)
@@ -203,8 +219,9 @@ static void guard_tail(guard *g, int32_t token)
 static int guard_accept(void *ctx, int32_t token)
 {
     guard *g = ctx;
-    g->run = token == g->last ? g->run + 1 : 1;
-    g->last = token;
+    if (g->n_hist == HX_REPEAT_HIST) memmove(g->hist, g->hist + 1, sizeof g->hist - sizeof *g->hist);
+    else g->n_hist++;
+    g->hist[g->n_hist - 1] = token;
     g->ws_run = is_ws_tok(g, token) ? g->ws_run + 1 : 0;
     guard_tail(g, token);
     g->called |= g->in_call;
@@ -215,7 +232,7 @@ static int add_guard(eng_src *e, hx_sampler *s)
 {
     guard *g = hx_calloc(1, sizeof *g);
     if (!g) return HX_ERR_NOMEM;
-    *g = (guard){e->ws, e->ws_long, e->n_ws, e->compact, -1, 0, 0, 0, 0, "", e->v,
+    *g = (guard){e->ws, e->ws_long, e->n_ws, e->compact || e->line_turn, {0}, 0, 0, 0, 0, "", e->v,
                  e->call_style == HX_CALLS_LLAMA, 0};
     hx_sampler_stage st = {HX_SAMPLER_STAGE_API, "loop guard", g, guard_apply,
                            guard_accept, NULL, NULL, free};
