@@ -127,8 +127,6 @@ typedef struct hx_engine_source_params {
  * period * times tokens of hist[0, n) (oldest first) are one run of
  * `period` tokens repeated `times` times, the token that would repeat it
  * once more (hist[n - period]), to be masked; else -1. */
-#define HX_REPEAT_PERIOD 3
-#define HX_REPEAT_HIST 12 /* HX_REPEAT_PERIOD x the guard's 4 repetitions */
 int32_t hx_repeat_ban(const int32_t *hist, int n, int period, int times);
 /* The copy bias of the compact prompt style (small models such as
  * hearth-tiny) unless the caller sets one: chosen on generated tasks apart

@@ -102,7 +102,6 @@ typedef struct copy_stage {
     int32_t *match;      /* starts whose text continues the value so far */
     int32_t n_match;
     size_t len;          /* bytes of the value so far */
-    int strict;          /* the open value is an address */
     signed char *verdict; /* apply's scratch, one per token (owned) */
     int32_t n_verdict;
 } copy_stage;
@@ -130,9 +129,11 @@ static int is_addr_byte(char c)
     return isalnum((unsigned char)c) || (c && strchr("._%+-@", c));
 }
 
-static int addr_key(const char *k)
+/* Whether a value under key k must be one of the text's addresses. */
+static int address_value(const copy_stage *c, const char *k)
 {
-    return !strcmp(k, "to") || !strcmp(k, "cc") || !strcmp(k, "bcc") || !strcmp(k, "attendees");
+    return c->n_addrs > 0 && (!strcmp(k, "to") || !strcmp(k, "cc") || !strcmp(k, "bcc") ||
+                              !strcmp(k, "attendees"));
 }
 
 /* The end of the address starting at t[i] (a run of address bytes with
@@ -183,13 +184,13 @@ static int judge(const copy_stage *c, int32_t t, int *strict)
     jscan s = c->js;
     int fresh = 0, touched = s.in_str && s.is_val, closed = 0;
     size_t from = 0, to = 0;
-    *strict = touched && c->strict;
+    *strict = touched && address_value(c, s.key); /* the key stays while its value is open */
     for (size_t i = 0; i < n && !closed; i++) {
         switch (scan_byte(&s, p[i])) {
         case SCAN_OPEN:
             if (touched) return LEAVES; /* a second value: no copy of one */
             touched = fresh = 1;
-            *strict = c->n_addrs > 0 && addr_key(s.key);
+            *strict = address_value(c, s.key);
             from = to = i + 1;
             break;
         case SCAN_BYTE: to = i + 1; break;
@@ -208,8 +209,7 @@ static int judge(const copy_stage *c, int32_t t, int *strict)
  * the key of one was read and the value (or another item) may follow. */
 static int may_write_address(const copy_stage *c)
 {
-    if (c->n_addrs == 0) return 0;
-    return c->js.in_str ? c->js.is_val && c->strict : addr_key(c->js.key);
+    return (!c->js.in_str || c->js.is_val) && address_value(c, c->js.key);
 }
 
 /* Address values: every allowed token is judged; those leaving every
@@ -280,9 +280,9 @@ static int copy_accept(void *ctx, int32_t token)
     for (size_t i = 0; i < n; i++) {
         int what = scan_byte(&c->js, p[i]);
         if (what == SCAN_OPEN) {
-            c->strict = c->n_addrs > 0 && addr_key(c->js.key);
-            const int32_t *set = c->strict ? c->addrs : c->starts;
-            c->n_match = c->strict ? c->n_addrs : c->n_starts;
+            const int strict = address_value(c, c->js.key);
+            const int32_t *set = strict ? c->addrs : c->starts;
+            c->n_match = strict ? c->n_addrs : c->n_starts;
             memcpy(c->match, set, (size_t)c->n_match * sizeof *c->match);
             c->len = 0;
         } else if (what == SCAN_BYTE) {

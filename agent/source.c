@@ -154,6 +154,8 @@ static int turn_grammar(eng_src *e, int choice, hx_grammar **g, hx_err *err)
  * "<tool_call>" or, in the Llama style, at a leading "{" or at
  * "<|python_tag|>". */
 #define MAX_REPEAT 4
+#define REPEAT_PERIOD 3 /* the longest repeated run the guard sees */
+#define REPEAT_HIST (REPEAT_PERIOD * MAX_REPEAT)
 #define MAX_WS_RUN 2
 #define MAX_WS_BYTES 2
 typedef struct guard {
@@ -161,7 +163,7 @@ typedef struct guard {
     const uint32_t *ws_long; /* those longer than MAX_WS_BYTES */
     int32_t n_ws;        /* tokens covered by ws */
     int compact;         /* the compact style: the repeat rule applies */
-    int32_t hist[HX_REPEAT_HIST]; /* the last tokens, oldest first */
+    int32_t hist[REPEAT_HIST]; /* the last tokens, oldest first */
     int n_hist;
     int ws_run, in_call;
     int called;          /* a call began this turn */
@@ -190,7 +192,7 @@ int32_t hx_repeat_ban(const int32_t *hist, int n, int period, int times)
 static int guard_apply(void *ctx, float *logits, int32_t n_vocab)
 {
     guard *g = ctx;
-    for (int p = 1; g->compact && p <= HX_REPEAT_PERIOD; p++) {
+    for (int p = 1; g->compact && p <= REPEAT_PERIOD; p++) {
         int32_t t = hx_repeat_ban(g->hist, g->n_hist, p, MAX_REPEAT);
         if (t >= 0 && t < n_vocab) logits[t] = -INFINITY;
     }
@@ -219,7 +221,7 @@ static void guard_tail(guard *g, int32_t token)
 static int guard_accept(void *ctx, int32_t token)
 {
     guard *g = ctx;
-    if (g->n_hist == HX_REPEAT_HIST) memmove(g->hist, g->hist + 1, sizeof g->hist - sizeof *g->hist);
+    if (g->n_hist == REPEAT_HIST) memmove(g->hist, g->hist + 1, sizeof g->hist - sizeof *g->hist);
     else g->n_hist++;
     g->hist[g->n_hist - 1] = token;
     g->ws_run = is_ws_tok(g, token) ? g->ws_run + 1 : 0;
