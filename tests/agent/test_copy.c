@@ -144,6 +144,21 @@ static void test_address_whole(void)
     teardown(&f);
 }
 
+/* A key the scanner cut (too long) or another key that merely starts
+ * like an address key is not an address key. */
+static void test_address_keys_only(void)
+{
+    fixture f;
+    ASSERT(setup_text(&f, MAIL_TEXT) == 0);
+    int32_t z = tok(&f, "z"), ann = tok(&f, "ann");
+    float xl;
+    feed(&f, "{\"name\": \"x\", \"arguments\": {\"attendees_of_the_whole_event\": \"");
+    EXPECT(lift2(&f, z, ann, &xl) == 0 && xl == 1 + BONUS);
+    feed(&f, "ann\", \"tox\": \"");
+    EXPECT(lift2(&f, z, ann, &xl) == 0 && xl == 1 + BONUS);
+    teardown(&f);
+}
+
 static void test_address_fallback(void)
 {
     fixture f;
@@ -160,6 +175,7 @@ int main(void)
     RUN(test_value_start_and_end);
     RUN(test_no_bonus);
     RUN(test_address_whole);
+    RUN(test_address_keys_only);
     RUN(test_address_fallback);
     return test_summary();
 }
