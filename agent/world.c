@@ -239,6 +239,89 @@ static int is_list_topic(const char *s)
     return 0;
 }
 
+/* English words for training topics ("harvest lantern", "pottery plan").
+ * Held-out topics are mostly list entries made of real words the
+ * training split never shows, and a model that only ever copied made-up
+ * syllables and the training entries writes "meal review" for "annual
+ * review": on tasks-s4, held-out tasks with a list topic failed 45% of
+ * the time, those with a made-up one 25% (session 13). A word of a
+ * held-out entry, or one the held-out split could make up, is never
+ * drawn (lexicon_word). */
+static const char *const lexicon[] = {
+    "account", "action", "advice", "agenda", "airport", "alarm", "album", "anchor", "animal",
+    "answer", "apple", "archive", "arena", "army", "arrow", "artist", "autumn", "avenue",
+    "award", "baby", "badge", "bakery", "balance", "balcony", "ballet", "banner", "barn",
+    "basket", "battery", "beach", "bean", "bear", "bell", "bench", "bicycle", "bird", "blanket",
+    "blossom", "boat", "bonus", "bottle", "bowl", "bracelet", "bread", "breakfast", "bridge",
+    "brief", "brush", "bucket", "buffet", "builder", "bulletin", "bus", "butter", "button",
+    "cabin", "cable", "cafe", "cake", "calendar", "camera", "camp", "canal", "candle", "canvas",
+    "captain", "card", "cargo", "carpet", "castle", "casual", "catalog", "ceiling", "cellar",
+    "chair", "chalk", "champion", "channel", "chapter", "cheese", "chef", "cherry", "chess",
+    "chicken", "chimney", "chocolate", "church", "circle", "circus", "citizen", "clay", "cliff",
+    "clinic", "clock", "closet", "coach", "coast", "coffee", "coin", "collar", "college",
+    "colour", "comedy", "comic", "concert", "copper", "corner", "costume", "cottage", "cotton",
+    "council", "country", "county", "courage", "cousin", "craft", "crane", "credit", "crew",
+    "cricket", "crown", "crystal", "culture", "cupboard", "curtain", "cushion", "dance",
+    "danger", "deadline", "debate", "desert", "desk", "dessert", "diamond", "diary", "digital",
+    "dinner", "doctor", "dolphin", "donkey", "door", "dragon", "drawer", "dream", "dress",
+    "driver", "drum", "eagle", "early", "earth", "editor", "elephant", "engine", "essay",
+    "evening", "exhibit", "factory", "fairy", "family", "farm", "feather", "fence", "festival",
+    "fever", "fiddle", "field", "final", "finance", "fire", "fish", "flag", "flower", "flute",
+    "folder", "forest", "formal", "fossil", "fountain", "frame", "friend", "frog", "fruit",
+    "furniture", "galaxy", "gallery", "game", "garage", "gate", "giant", "gift", "ginger",
+    "glacier", "glass", "global", "glove", "goat", "gold", "golf", "grammar", "grape", "grass",
+    "guitar", "hammer", "harbour", "harvest", "hat", "health", "helmet", "hero", "highway",
+    "hobby", "hockey", "honey", "horizon", "horse", "hospital", "hotel", "hunger", "island",
+    "ivory", "jacket", "jazz", "jelly", "jewel", "journal", "journey", "judge", "juice",
+    "jungle", "kettle", "kingdom", "kite", "knight", "ladder", "lake", "lamp", "language",
+    "laptop", "late", "laundry", "lawn", "leather", "lecture", "lemon", "letter", "library",
+    "lighthouse", "lily", "lion", "lobby", "local", "locker", "lunch", "machine", "magazine",
+    "magnet", "mango", "manual", "marble", "market", "mask", "meadow", "medal", "melody",
+    "memo", "menu", "mirror", "mission", "monkey", "monster", "monthly", "morning", "mountain",
+    "mural", "mushroom", "music", "napkin", "nature", "needle", "nephew", "network", "noodle",
+    "novel", "nurse", "ocean", "olive", "onion", "opera", "orange", "orchard", "orchestra",
+    "oven", "owl", "paint", "palace", "panel", "paper", "parade", "parcel", "park", "parrot",
+    "pasta", "pastry", "patch", "patio", "peach", "peanut", "pencil", "pepper", "piano",
+    "picnic", "pillow", "pilot", "pirate", "pizza", "planet", "plaster", "pocket", "poem",
+    "poetry", "pony", "popcorn", "portrait", "poster", "potato", "pottery", "private", "public",
+    "puppet", "puzzle", "quiet", "quilt", "rabbit", "radio", "rain", "ranch", "recipe",
+    "reunion", "ribbon", "rice", "riddle", "river", "robot", "rocket", "roof", "rope", "rough",
+    "rugby", "rural", "saddle", "sailing", "salad", "salmon", "sandwich", "satellite", "sauce",
+    "scarf", "science", "scooter", "sculpture", "season", "shelter", "shower", "signal",
+    "silver", "sketch", "skiing", "soccer", "sofa", "solar", "soup", "spare", "spice", "spider",
+    "sponsor", "spring", "stadium", "stamp", "statue", "stove", "studio", "sugar", "suitcase",
+    "summer", "sunset", "supper", "surfing", "sweater", "swimming", "symphony", "table",
+    "tablet", "tailor", "teacher", "temple", "tent", "theatre", "ticket", "tiger", "timber",
+    "toast", "tomato", "tower", "toy", "tractor", "traffic", "trail", "train", "treasure",
+    "tulip", "tunnel", "turkey", "umbrella", "uniform", "urgent", "valley", "vase", "velvet",
+    "village", "violin", "vitamin", "volcano", "voyage", "wagon", "wallet", "walnut", "water",
+    "weather", "weekly", "whale", "wheel", "window", "winter", "wizard", "workshop", "yacht",
+    "yearly", "yoga", "zebra",
+};
+
+static const char *lexicon_word(hx_rng *r)
+{
+    for (;;) {
+        const char *w = lexicon[hx_rng_below(r, N_OF(lexicon))];
+        if (!heldout_pool_word(w) && hx_world_word_split(w) == HX_SPLIT_TRAIN) return w;
+    }
+}
+
+/* Two lexicon words, or one and the last word of a training topic. */
+static void lexicon_topic(hx_rng *r, char *buf, size_t n)
+{
+    do {
+        const char *a = lexicon_word(r), *b;
+        if (hx_rng_chance(r, 0.7)) {
+            b = lexicon_word(r);
+        } else {
+            const char *y = pick_split(r, topics, N_OF(topics), HX_SPLIT_TRAIN), *yl = strrchr(y, ' ');
+            b = yl ? yl + 1 : y;
+        }
+        snprintf(buf, n, "%s %s", a, b);
+    } while (is_list_topic(buf));
+}
+
 /* A training topic of another shape than "<word> project": two made-up
  * words, or the first word of one training topic with the last of
  * another ("security shoot"), never a list entry. Held-out topics are
@@ -268,6 +351,10 @@ void hx_world_topic(hx_rng *r, int split, char *buf, size_t n)
 {
     if (hx_rng_chance(r, list_share(split) + 0.1)) {
         snprintf(buf, n, "%s", pick_split(r, topics, N_OF(topics), split));
+        return;
+    }
+    if (split == HX_SPLIT_TRAIN && hx_rng_chance(r, 0.4)) {
+        lexicon_topic(r, buf, n);
         return;
     }
     if (split == HX_SPLIT_TRAIN && hx_rng_chance(r, 0.5)) {

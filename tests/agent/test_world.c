@@ -164,6 +164,18 @@ static void test_training_words(void)
             if (!clash++) printf("# training word %s is a held-out word\n", w);
         }
     }
+    /* the first word of a training topic: made up, a training entry's or
+     * an English word of the lexicon ("pottery plan"), never held out */
+    int topic_clash = 0, english = 0;
+    for (int i = 0; i < N; i++) {
+        char t[32];
+        hx_world_topic(&r, HX_SPLIT_TRAIN, t, sizeof t);
+        t[strcspn(t, " ")] = 0;
+        english += !strcmp(t, "pottery") || !strcmp(t, "harvest") || !strcmp(t, "violin");
+        if (in_words(held, nh, t) && !topic_clash++) printf("# training topic word %s is held out\n", t);
+    }
+    EXPECT_EQ_INT(topic_clash, 0);
+    EXPECT(english > 0);
     printf("# %d held-out words; training words start with %d letters\n", nh, n_starts);
     EXPECT(nh > 1000);
     EXPECT_EQ_INT(clash, 0);
