@@ -348,7 +348,20 @@ SPEC_TINYS := $(BUILD)/models/hearth-tiny-0.6b-shape-q8_0.gguf \
 $(BUILD)/models/hearth-tiny-0.6b-shape-%.gguf: models/hearth-tiny.gguf | $(BUILD)/hearth
 	@mkdir -p $(@D)
 	nice $(BUILD)/hearth mkmodel -o $@ $(spec_type_$*) $(QWEN06_SHAPE) --n-vocab 151936 --embed $<
-.PHONY: bench-spec bench-spec-agent
+# The same in Qwen3-30B-A3B's shape (qwen3moe, 128 experts of which 8 are
+# used, an 18.6 GB file): hearth-tiny's block in every expert, a random
+# router, so a batch of tokens reads the experts its tokens pick.
+QWEN30_SHAPE := --arch qwen3moe --layers 48 --embd 2048 --heads 32 --heads-kv 4 --head-dim 128 \
+	--experts 128 --experts-used 8 --ff-exp 768
+SPEC_MOE := $(BUILD)/models/hearth-tiny-30b-a3b-shape-q4_k_m.gguf
+$(SPEC_MOE): models/hearth-tiny.gguf | $(BUILD)/hearth
+	@mkdir -p $(@D)
+	nice $(BUILD)/hearth mkmodel -o $@ --type Q4_K_M --tensor-types token_embd=Q6_K \
+	    $(QWEN30_SHAPE) --n-vocab 151936 --embed $<
+.PHONY: bench-spec bench-spec-agent bench-spec-moe
+bench-spec-moe: $(BUILD)/bench/agent-eval $(SPEC_MOE)
+	nice $(BUILD)/bench/agent-eval --model $(SPEC_MOE) --n $(or $(SPEC_TASKS),40) --seed 5 \
+	    --threads $(or $(THREADS),2) --decode both --log $(BUILD)/spec-moe.jsonl
 bench-spec-agent: $(BUILD)/bench/agent-eval $(SPEC_TINYS)
 	for m in $(SPEC_TINYS); do \
 	    nice $(BUILD)/bench/agent-eval --model $$m --n $(or $(SPEC_TASKS),40) --seed 5 \

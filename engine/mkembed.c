@@ -17,6 +17,14 @@
  * - Heads beyond the small model's, FFN rows beyond its width, and layers
  *   beyond its depth are zero: they add nothing to the residual stream
  *   (a zero layer is the identity).
+ * - A wide group of query heads sharing a key head holds the small
+ *   group's heads first (8 per key head can hold 2 per key head).
+ * - A qwen3moe shape gets the small feed-forward block in every expert
+ *   (first rows and columns), so whichever experts the router picks, their
+ *   renormalised weights sum to 1 and the block is the small one; the
+ *   router stays random (mkmodel.c), so tokens route as they would in a
+ *   model that spreads them over its experts, and a batch reads the
+ *   experts its tokens pick.
  * - The vocabulary is the small model's, padded with unused "[PAD<i>]"
  *   tokens (as converted Qwen files are) whose embedding rows are zero.
  * Quantized small weights are dequantized and requantized to the wide
@@ -34,6 +42,7 @@ struct hx_embed {
     hx_gguf *g;
     int n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab;
     int w_embd, w_dim, w_vocab; /* the wide embedding, head size, tokens */
+    int w_group;                /* the wide query heads per key head */
 };
 
 static int get_dim(const hx_gguf *g, const char *key, int *out)
@@ -79,21 +88,23 @@ static int read_small(hx_embed *e, hx_mkmodel_params *p, hx_err *err)
  * pair, and the same query heads per key head (GQA groups line up). */
 static int check_fit(const hx_embed *e, const hx_mkmodel_params *p, hx_err *err)
 {
-    if (strcmp(p->arch, "qwen3"))
-        return hx_err_set(err, HX_ERR_INVALID, "embedding writes qwen3 models only");
+    int moe = !strcmp(p->arch, "qwen3moe"), ff = moe ? p->n_ff_exp : p->n_ff;
+    if (!moe && strcmp(p->arch, "qwen3"))
+        return hx_err_set(err, HX_ERR_INVALID, "embedding writes qwen3 and qwen3moe models only");
     if (p->n_layer < e->n_layer || p->n_embd < e->n_embd || p->n_head < e->n_head ||
-        p->n_head_kv < e->n_head_kv || p->head_dim < e->head_dim || p->n_ff < e->n_ff)
+        p->n_head_kv < e->n_head_kv || p->head_dim < e->head_dim || ff < e->n_ff)
         return hx_err_set(err, HX_ERR_INVALID,
                           "the wide shape (%d layers, %d embd, %d/%d heads of %d, ff %d) is "
                           "smaller than the embedded model's (%d, %d, %d/%d of %d, ff %d)",
-                          p->n_layer, p->n_embd, p->n_head, p->n_head_kv, p->head_dim, p->n_ff,
+                          p->n_layer, p->n_embd, p->n_head, p->n_head_kv, p->head_dim, ff,
                           e->n_layer, e->n_embd, e->n_head, e->n_head_kv, e->head_dim, e->n_ff);
     if (p->head_dim % e->head_dim || e->head_dim % 2)
         return hx_err_set(err, HX_ERR_INVALID, "head_dim %d is not a multiple of the embedded "
                           "model's even %d", p->head_dim, e->head_dim);
-    if (p->n_head / p->n_head_kv != e->n_head / e->n_head_kv)
-        return hx_err_set(err, HX_ERR_INVALID, "%d query heads per key head, the embedded model "
-                          "has %d", p->n_head / p->n_head_kv, e->n_head / e->n_head_kv);
+    if (p->n_head % p->n_head_kv || (p->n_head / p->n_head_kv) % (e->n_head / e->n_head_kv))
+        return hx_err_set(err, HX_ERR_INVALID, "%d query heads per key head cannot hold the "
+                          "embedded model's groups of %d", p->n_head / p->n_head_kv,
+                          e->n_head / e->n_head_kv);
     return HX_OK;
 }
 
@@ -112,6 +123,7 @@ int hx_embed_open(const char *path, hx_mkmodel_params *p, hx_embed **out, hx_err
         return rc;
     }
     e->w_embd = p->n_embd, e->w_dim = p->head_dim, e->w_vocab = p->n_vocab;
+    e->w_group = p->n_head / p->n_head_kv;
     *out = e;
     return HX_OK;
 }
@@ -184,18 +196,27 @@ int hx_embed_metadata(hx_gguf_writer *w, const hx_embed *e, hx_err *err)
 /* ---- the tensors ---- */
 enum axis { AX_EMBD, AX_Q, AX_K, AX_V, AX_O, AX_QKNORM, AX_FF, AX_VOCAB, AX_ONE };
 
+/* The small query head that wide query head h holds, or -1: the small
+ * group of each key head first in the wide group. */
+static int64_t map_head(const hx_embed *e, int64_t h)
+{
+    int64_t sg = e->n_head / e->n_head_kv, g = h / e->w_group, k = h % e->w_group;
+    return g < e->n_head_kv && k < sg ? g * sg + k : -1;
+}
+
 /* The small index that wide index i of an axis holds, or -1 (zero). */
 static int64_t map_axis(const hx_embed *e, int ax, int64_t i)
 {
     int64_t D = e->w_dim, d = e->head_dim, h = i / D, j = i % D, R = D / d;
+    int64_t qh = ax == AX_Q || ax == AX_O ? map_head(e, h) : -1;
     int64_t half = D / 2, pair = j % half, second = j / half;
     int64_t rope = pair % R == 0 ? second * (d / 2) + pair / R : -1;
     switch (ax) {
     case AX_EMBD: return i < e->n_embd ? i : -1;
-    case AX_Q: return h < e->n_head && rope >= 0 ? h * d + rope : -1;
+    case AX_Q: return qh >= 0 && rope >= 0 ? qh * d + rope : -1;
     case AX_K: return h < e->n_head_kv && rope >= 0 ? h * d + rope : -1;
     case AX_V: return h < e->n_head_kv && j < d ? h * d + j : -1;
-    case AX_O: return h < e->n_head && j < d ? h * d + j : -1;
+    case AX_O: return qh >= 0 && j < d ? qh * d + j : -1;
     case AX_QKNORM: return i < D ? rope : -1;
     case AX_FF: return i < e->n_ff ? i : -1;
     case AX_VOCAB: return i < e->n_vocab ? i : -1;
@@ -217,6 +238,9 @@ static const role ROLES[] = {
     {"attn_output", AX_EMBD, AX_O, 0},    {"attn_q_norm", AX_ONE, AX_QKNORM, 2},
     {"attn_k_norm", AX_ONE, AX_QKNORM, 2}, {"ffn_gate", AX_FF, AX_EMBD, 0},
     {"ffn_up", AX_FF, AX_EMBD, 0},        {"ffn_down", AX_EMBD, AX_FF, 0},
+    /* qwen3moe: every expert holds the small block (rows: ne[1] of each) */
+    {"ffn_gate_exps", AX_FF, AX_EMBD, 0}, {"ffn_up_exps", AX_FF, AX_EMBD, 0},
+    {"ffn_down_exps", AX_EMBD, AX_FF, 0},
 };
 
 /* "blk.N.NAME.weight" or "NAME.weight": the role and the layer (-1). */
@@ -269,13 +293,17 @@ int hx_embed_fill(const hx_embed *e, const hx_gguf_tensor *t, void *buf)
     int il;
     const role *ro = role_of(t->name, &il);
     if (!ro) return HX_ERR_UNSUPPORTED;
-    int64_t n0 = t->ne[0], n1 = t->ne[1];
+    int64_t n0 = t->ne[0], n1 = t->ne[1], rows = n1 * (t->ne[2] > 0 ? t->ne[2] : 1);
     size_t rb = hx_type_row_bytes(t->type, n0);
     if (il >= e->n_layer) { /* a layer past the small model's depth: the identity */
-        memset(buf, 0, (size_t)n1 * rb);
+        memset(buf, 0, (size_t)rows * rb);
         return HX_OK;
     }
-    const hx_gguf_tensor *s = hx_gguf_find_tensor(e->g, t->name);
+    char sname[96]; /* an expert tensor's small one: "blk.N.ffn_up" */
+    const char *x = strstr(t->name, "_exps.");
+    if (x) snprintf(sname, sizeof sname, "%.*s%s", (int)(x - t->name), t->name, x + 5);
+    else snprintf(sname, sizeof sname, "%s", t->name);
+    const hx_gguf_tensor *s = hx_gguf_find_tensor(e->g, sname);
     if (!s) return HX_ERR_FORMAT; /* a tensor its hyperparameters need */
     if (!hx_quant_supported(s->type)) return HX_ERR_UNSUPPORTED;
     if (s->ne[0] != small_size(e, ro->cols) || s->ne[1] != small_size(e, ro->rows))
@@ -285,8 +313,12 @@ int hx_embed_fill(const hx_embed *e, const hx_gguf_tensor *t, void *buf)
     float k = norm_scale(e, ro->norm);
     int rc = src && row && cols ? HX_OK : HX_ERR_NOMEM;
     for (int64_t c = 0; !rc && c < n0; c++) cols[c] = map_axis(e, ro->cols, c);
-    for (int64_t r = 0; !rc && r < n1; r++) {
-        int64_t sr = map_axis(e, ro->rows, r);
+    for (int64_t r = 0; !rc && r < rows; r++) {
+        int64_t sr = map_axis(e, ro->rows, r % n1);
+        if (sr < 0) { /* a row the small model has none of: zero bytes are zeros in every type */
+            memset((uint8_t *)buf + (size_t)r * rb, 0, rb);
+            continue;
+        }
         for (int64_t c = 0; c < n0; c++)
             row[c] = sr >= 0 && cols[c] >= 0 ? k * src[sr * s->ne[0] + cols[c]] : 0.0f;
         hx_quantize_row(t->type, row, (uint8_t *)buf + (size_t)r * rb, n0, NULL);

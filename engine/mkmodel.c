@@ -218,7 +218,7 @@ static int add(mk *m, const char *name, int role, int il, int n_dims,
     t->center = role == R_NORM ? 1.0f : 0.0f;
     uint64_t s = m->p.seed ^ ((uint64_t)(m->n_t + 1) * 0xd1b54a32d192ed03ull);
     t->seed = mix64(&s);
-    t->embed = m->embed;
+    t->embed = role == R_ROUTER ? NULL : m->embed; /* an embedding keeps routers random */
     if (ne0 % hx_type_block_elems(t->type) != 0)
         return hx_err_set(m->err, HX_ERR_INVALID,
                           "%s: rows of %lld elements do not fit type %s "

@@ -359,6 +359,17 @@ static void test_embed_same_function(void)
     p = wide(NULL);
     p.n_embd = 256, p.head_dim = 64;
     check_embedded(tiny, p, 1e-12);
+    p = wide(NULL); /* 4 query heads per key head hold the small model's 2 */
+    p.ftype = "F32", p.n_head_kv = 2;
+    check_embedded(small_path, p, 1e-6);
+    /* qwen3moe, the 30B-A3B's grouping (8 per key head): the small block in
+     * every expert, whichever two of eight the random router picks */
+    p = wide(NULL);
+    p.arch = "qwen3moe", p.n_head = 16, p.n_head_kv = 2, p.n_expert = 8, p.n_expert_used = 2;
+    p.n_ff_exp = 768;
+    check_embedded(tiny, p, 1e-3);
+    p.ftype = "F32";
+    check_embedded(small_path, p, 1e-6);
 }
 
 /* Shapes the small model does not fit, and files that are no qwen3
@@ -380,9 +391,13 @@ static void test_embed_refused(void)
     EXPECT_EQ_INT(hx_mkmodel_write(&p, out, &err), HX_ERR_INVALID);
     EXPECT(strstr(err.msg, "head_dim") != NULL);
     p = wide(tiny);
-    p.n_head_kv = 2; /* 4 query heads per key head, the small model has 2 */
+    p.n_head = 12; /* 3 query heads per key head cannot hold groups of 2 */
     EXPECT_EQ_INT(hx_mkmodel_write(&p, out, &err), HX_ERR_INVALID);
     EXPECT(strstr(err.msg, "per key head") != NULL);
+    p = wide(tiny);
+    p.arch = "qwen3moe", p.n_expert = 4, p.n_expert_used = 2, p.n_ff_exp = 512; /* < ff 768 */
+    EXPECT_EQ_INT(hx_mkmodel_write(&p, out, &err), HX_ERR_INVALID);
+    EXPECT(strstr(err.msg, "smaller") != NULL);
     p = wide(tiny);
     p.arch = "llama";
     EXPECT_EQ_INT(hx_mkmodel_write(&p, out, &err), HX_ERR_INVALID);
