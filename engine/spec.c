@@ -1,5 +1,7 @@
-/* spec.c: batched forced runs and speculative decoding with n-gram drafts,
- * verified by the sampler itself on the logits of one batched pass. */
+/* spec.c: batched forced runs and speculative decoding with n-gram and
+ * copy drafts, verified by the sampler itself on the logits of one batched
+ * pass. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +9,7 @@
 #include "engine/grammar/gint.h"
 #include "engine/sample.h"
 #include "engine/spec.h"
+#include "engine/spec_int.h"
 #include "engine/vocab.h"
 
 /* A pass of at most this many tokens stays on attention's one-query path
@@ -26,10 +29,14 @@ struct hx_spec {
     int qn, qi;      /* ... its count, and how many hx_spec_next gave */
     int seq_cap;
     hx_spec_stats st;
-    /* per draft source (0 n-gram, 1 grammar): decaying counts of drafts
+    /* per draft source (0 n-gram, 1 grammar, 2 copy): decaying counts of drafts
      * fed and accepted, steps since the last draft */
-    double tried[2], taken[2];
-    int idle[2], src;
+    double tried[3], taken[3];
+    int idle[3], src;
+    int ng_src; /* where the drafts after a grammar run came from: 0 an
+                   n-gram, 2 a copy (copy_draft) */
+    char *text;  /* the context's bytes, for copy drafts */
+    size_t text_cap;
     int src_split; /* drafts [0, src_split) from the grammar's run, the
                       rest n-gram (src 1 only) */
     /* pass time t against tokens B, decaying sums for t ~ a + b B */
@@ -71,6 +78,7 @@ hx_spec *hx_spec_new(hx_ctx *c, const hx_vocab *v, const hx_spec_params *p)
     sp->p.ngram_min = clamp(sp->p.ngram_min, 1, 16);
     sp->p.ngram_max = clamp(sp->p.ngram_max, sp->p.ngram_min, 16);
     for (int i = 0; i < 2; i++) sp->tried[i] = 2, sp->taken[i] = 1; /* 1 in 2 */
+    sp->tried[2] = 5, sp->taken[2] = 4; /* a string begun as a copy mostly goes on as one */
     sp->n_vocab = hx_model_hparams(hx_ctx_model(c))->n_vocab;
     sp->zeros = hx_calloc((size_t)sp->n_vocab, sizeof *sp->zeros);
     sp->batch = hx_malloc_array((size_t)sp->p.max_batch, sizeof *sp->batch);
@@ -88,6 +96,7 @@ void hx_spec_free(hx_spec *sp)
     free(sp->zeros);
     free(sp->batch);
     free(sp->seq);
+    free(sp->text);
     free(sp->q);
     hx_matcher_free(sp->gm);
     free(sp->by_byte);
@@ -197,7 +206,7 @@ static void draft_outcome(hx_spec *sp, int nd, int i)
 {
     int k = sp->src ? (sp->src_split < nd ? sp->src_split : nd) : 0;
     outcome_of(sp, 1, k, i < k ? i : k);
-    if (i >= k) outcome_of(sp, 0, nd - k, i - k);
+    if (i >= k) outcome_of(sp, sp->ng_src, nd - k, i - k);
 }
 
 /* ---- grammar drafts ---- */
@@ -429,6 +438,82 @@ static void produced(hx_spec *sp, int32_t t)
     if (sp->gm && !sp->g_off && hx_matcher_accept(sp->gm, t)) sp->g_off = 1;
 }
 
+/* ---- copy drafts ----
+ * A string the model writes is mostly copied from the context (a title
+ * from the request, a uid from a tool's result), but the n-gram lookup
+ * misses it: the model's tokens for it are not the context's ("Lunch"
+ * after a quote, " Lunch" in the request; " Leadom" split otherwise). So
+ * the bytes of the string so far are looked up in the context's bytes,
+ * and what followed them there, tokenized as the model would write it,
+ * is the draft. */
+#define COPY_MIN 2  /* bytes of a string written before a lookup */
+#define COPY_MAX 64 /* bytes of the string so far, and of a copy's draft */
+
+static int word_byte(char c) { return isalnum((unsigned char)c) || (c & 0x80); }
+
+/* The bytes of seq[0, n) into sp->text; their count, or -1. */
+static long context_text(hx_spec *sp, const int32_t *seq, int n)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        size_t l = 0;
+        const char *p = hx_vocab_piece(sp->v, seq[i], &l);
+        if (!p) continue;
+        if (len + l > sp->text_cap) {
+            size_t cap = (len + l) * 2 + 256;
+            char *t = realloc(sp->text, cap);
+            if (!t) return -1;
+            sp->text = t, sp->text_cap = cap;
+        }
+        memcpy(sp->text + len, p, l);
+        len += l;
+    }
+    return (long)len;
+}
+
+/* Tokens of src[0, n) after the first nv bytes, where a token ends
+ * exactly there, into d (at most max); the last dropped unless whole
+ * (the copy ended at a quote or a line's end, not cut). */
+static int copy_tokens(const hx_spec *sp, const char *src, size_t n, size_t nv, int whole,
+                       int32_t *d, int max)
+{
+    int32_t tok[2 * COPY_MAX];
+    int32_t nt = hx_tokenize(sp->v, src, n, tok, 2 * COPY_MAX, 0, 0);
+    if (nt <= 0) return 0;
+    size_t acc = 0;
+    int i = 0;
+    while (i < nt && acc < nv) {
+        size_t l = 0;
+        hx_vocab_piece(sp->v, tok[i++], &l);
+        acc += l;
+    }
+    int end = whole ? nt : nt - 1, m = 0;
+    if (acc != nv) return 0;
+    while (m < max && i + m < end) d[m] = tok[i + m], m++;
+    return m;
+}
+
+/* spec_int.h */
+int hx_spec_copy_draft(hx_spec *sp, const int32_t *seq, int n, int32_t *d, int max)
+{
+    long len = context_text(sp, seq, n), q = len - 1;
+    const char *t = sp->text;
+    while (q >= 0 && len - q <= COPY_MAX && t[q] != '"' && t[q] != '\n') q--;
+    if (q < 0 || t[q] != '"' || len - q - 1 < COPY_MIN) return 0;
+    const char *v = t + q + 1;
+    if (!word_byte(v[0]) && !strchr("/.+-@_(#~", v[0])) return 0; /* '}}' after a closing quote */
+    const size_t nv = (size_t)(len - q - 1);
+    for (long p = q - (long)nv; p >= 0; p--) {
+        if (memcmp(t + p, v, nv) || (p > 0 && word_byte(t[p - 1]) && word_byte(v[0]))) continue;
+        size_t nc = 0;
+        const char *c = t + p + nv;
+        while (nc < COPY_MAX && p + (long)(nv + nc) < q && c[nc] != '"' && c[nc] != '\n') nc++;
+        int whole = p + (long)(nv + nc) < q && (c[nc] == '"' || c[nc] == '\n');
+        return nc ? copy_tokens(sp, t + p, nv + nc, nv, whole, d, max) : 0;
+    }
+    return 0;
+}
+
 /* The n-gram draft after hist[0, n_hist) followed by batch[pend, nb) into
  * d (at most max), cut where the grammar stops allowing it; *nbytes its
  * bytes the grammar checked. */
@@ -446,7 +531,9 @@ static int ngram_allowed(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
     }
     memcpy(sp->seq, hist, (size_t)n_hist * sizeof *hist);
     memcpy(sp->seq + n_hist, sp->batch + pend, (size_t)(nb - pend) * sizeof *hist);
-    int k = ngram_draft(sp, sp->seq, n, d, max);
+    int k = hx_spec_copy_draft(sp, sp->seq, n, d, max);
+    sp->ng_src = k > 0 ? 2 : 0;
+    if (k == 0) k = ngram_draft(sp, sp->seq, n, d, max);
     return grammar_allows(sp, d, k, nbytes);
 }
 
@@ -463,10 +550,10 @@ static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
     int k = grammar_draft(sp, gd, max, &gb);
     sp->src = k > 0; /* a forced run: the grammar's acceptance rate */
     sp->src_split = k;
-    if (k == 0) { /* n-grams only: no lookup unless one is worth a try */
-        int budget = draft_budget(sp, 0);
-        if (budget < max) max = budget;
-        return max > 0 ? ngram_allowed(sp, hist, n_hist, pend, nb, sp->batch + nb, max, &ngb) : 0;
+    if (k == 0) { /* an n-gram or a copy, as many as its source's rate is worth */
+        int kn = ngram_allowed(sp, hist, n_hist, pend, nb, sp->batch + nb, max, &ngb);
+        int budget = kn > 0 ? draft_budget(sp, sp->ng_src) : 0;
+        return kn < budget ? kn : budget;
     }
     int kn = ngram_allowed(sp, hist, n_hist, pend, nb, sp->batch + nb, max, &ngb);
     if (!(kn > 0 && ngb >= gb)) { /* the grammar's run */
@@ -479,7 +566,7 @@ static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
     int kf = 0, by = 0;
     while (kf < kn && by < gb) by += (int)sp->gv->len[sp->batch[nb + kf++]];
     sp->src_split = kf;
-    int budget = draft_budget(sp, 1), more = draft_budget(sp, 0);
+    int budget = draft_budget(sp, 1), more = draft_budget(sp, sp->ng_src);
     kf = kf < budget ? kf : budget;
     if (kf < sp->src_split) return kf;
     return kn < kf + more ? kn : kf + more;

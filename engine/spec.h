@@ -1,7 +1,8 @@
 /* spec.h: faster than one token per forward pass: tokens the sampler's
  * stages force (a grammar mask of one token) go through the model as one
- * batch, and speculative drafts (n-gram lookup in the context: arguments
- * are often copied from the prompt) are verified in the same batched pass.
+ * batch, and speculative drafts (n-gram lookup in the context, and the
+ * rest of a string the model is copying from the context: arguments are
+ * often copied from the prompt) are verified in the same batched pass.
  * Part of engine.h, the engine's public API.
  *
  * The output is what the sampler would have produced one token per pass:

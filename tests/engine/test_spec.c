@@ -8,6 +8,7 @@
 
 #include "engine/ctx_int.h"
 #include "engine/engine.h"
+#include "engine/spec_int.h"
 #include "test.h"
 
 #define MAX_GEN 48
@@ -283,6 +284,60 @@ static void test_identity_random_llama_vocab(void)
     unlink(path);
 }
 
+/* The text of a copy draft after ctx (tokenized as a whole), or "-" for
+ * none. */
+static const char *copy_text(hx_spec *sp, const hx_vocab *v, const char *ctx, char *buf, size_t n)
+{
+    int32_t t[256], d[16];
+    int nt = tokenize(v, ctx, t, 256);
+    int nd = nt > 0 ? hx_spec_copy_draft(sp, t, nt, d, 16) : 0;
+    size_t len = 0;
+    buf[0] = 0;
+    if (nd == 0) return "-";
+    for (int i = 0; i < nd; i++) {
+        size_t l = 0;
+        const char *p = hx_vocab_piece(v, d[i], &l);
+        if (len + l + 1 < n) memcpy(buf + len, p, l), len += l;
+    }
+    buf[len] = 0;
+    return buf;
+}
+
+/* Copy drafts: a string being written continues as the context's text
+ * where it began the same way, from a word's start, tokenized as the
+ * model writes it; not after a closing quote, not from inside a word. */
+static void test_copy_drafts(void)
+{
+    const char *tiny = "models/hearth-tiny.gguf";
+    if (access(tiny, R_OK)) SKIP("%s is not here (run from the repository root)", tiny);
+    hx_model *m = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(tiny, NULL, &m, &err) == HX_OK);
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_ctx = 256;
+    hx_ctx *c = NULL;
+    ASSERT(hx_ctx_new(m, &cp, &c, &err) == HX_OK);
+    hx_spec *sp = hx_spec_new(c, hx_model_vocab(m), NULL);
+    ASSERT(sp);
+    const hx_vocab *v = hx_model_vocab(m);
+    char b[256];
+    /* the request's words after a space, the call's after a quote */
+    EXPECT_STR_EQ(copy_text(sp, v, "Shift my Lunch with Leadom Jan 24 to May 2\n{\"query\": \"Lunch",
+                            b, sizeof b), " with Leadom Jan 24 to May 2");
+    /* a uid of a tool's result, to its closing quote (kept: it is whole) */
+    EXPECT_STR_EQ(copy_text(sp, v, "{\"uid\": \"e6dcb635-4@chistous.net\"}\n{\"uid\": \"e6",
+                            b, sizeof b), "dcb635-4@chistous.net");
+    /* the most recent occurrence wins */
+    EXPECT_STR_EQ(copy_text(sp, v, "Budget plan\nBudget review\n\"Budget", b, sizeof b), " review");
+    EXPECT_STR_EQ(copy_text(sp, v, "Lunch with Leadom\n\"L", b, sizeof b), "-");   /* one byte */
+    EXPECT_STR_EQ(copy_text(sp, v, "Bobby and Rob\n\"ob", b, sizeof b), "-");      /* mid-word */
+    EXPECT_STR_EQ(copy_text(sp, v, "{\"a\": \"x\"}}</x>\n{\"a\": \"x\"}}", b, sizeof b), "-");
+    EXPECT_STR_EQ(copy_text(sp, v, "no quote here, Lunch with", b, sizeof b), "-");
+    hx_spec_free(sp);
+    hx_ctx_free(c);
+    hx_model_free(m);
+}
+
 /* Logits of tokens t[P, P + B) after the context t[0, P): one pass each
  * into one (B rows), then one batched pass with split_rows into all; 1 if
  * every row is equal bit for bit. */
@@ -349,6 +404,7 @@ static void test_batched_rows_equal_one_token(void)
 int main(void)
 {
     RUN(test_batched_rows_equal_one_token);
+    RUN(test_copy_drafts);
     RUN(test_identity_stories260k);
     RUN(test_identity_random_qwen_vocab);
     RUN(test_identity_random_llama_vocab);
