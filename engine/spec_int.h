@@ -8,11 +8,11 @@
 #include "engine/spec.h"
 
 /* The copy draft after the context seq[0, n): when seq ends inside a
- * string (COPY_MIN to COPY_MAX bytes after its opening quote), the tokens
- * that followed the string's bytes where they last occurred in the
- * context from a word's start, tokenized as the model would write them
- * (the last dropped unless the copy ended at a quote or a line's end);
- * at most max into d, their count. */
+ * string (2 to 64 bytes after its opening quote, starting like a value),
+ * the tokens that followed the string's bytes where they last occurred
+ * in the context from a word's start, tokenized as the model would write
+ * them (the last dropped unless the copy ended at a quote or a line's
+ * end); at most max into d, their count. */
 int hx_spec_copy_draft(hx_spec *sp, const int32_t *seq, int n, int32_t *d, int max);
 
 #endif /* HX_SPEC_INT_H */
