@@ -142,8 +142,9 @@ int hx_matcher_mask(hx_matcher *m, uint32_t *mask);
 /* Advances by a token; HX_ERR_STATE (state unchanged) if not allowed. An
  * EOG token is accepted only where the grammar may end, and ends it. */
 int hx_matcher_accept(hx_matcher *m, int32_t token);
-/* Tokens forced from here (only one continuation possible), up to max;
- * returns how many were written. Does not advance. */
+/* Tokens forced from here (only one continuation possible, or only
+ * end-of-generation tokens: then the first of those), up to max; returns
+ * how many were written. Does not advance. */
 int hx_matcher_forced(hx_matcher *m, int32_t *tokens, int max);
 /* 1 once an EOG token was accepted. */
 int hx_matcher_ended(const hx_matcher *m);

@@ -796,13 +796,19 @@ int hx_matcher_forced(hx_matcher *m, int32_t *tokens, int max)
 {
     if (!m->v || max <= 0 || m->ended) return 0;
     uint32_t *mask = malloc(m->v->n_words * 4);
-    int n = 0;
+    int n = 0, other = 0; /* allowed tokens, of which not end tokens */
     int32_t found = -1;
     if (!mask || hx_matcher_mask(m, mask)) { free(mask); return 0; }
-    for (uint32_t w = 0; w < m->v->n_words && n < 2; w++)
-        for (uint32_t x = mask[w]; x && n < 2; x &= x - 1) { found = (int32_t)(w * 32 + (uint32_t)__builtin_ctz(x)); n++; }
+    for (uint32_t w = 0; w < m->v->n_words && !(n > 1 && other); w++)
+        for (uint32_t x = mask[w]; x && !(n > 1 && other); x &= x - 1) {
+            int32_t t = (int32_t)(w * 32 + (uint32_t)__builtin_ctz(x));
+            if (n++ == 0) found = t;
+            other += !(m->v->flags[t] & HX_GTOK_EOG);
+        }
     free(mask);
-    if (n != 1) return 0;
+    /* one token, or only end tokens (the first of them: the output ends
+     * whichever the model would prefer) */
+    if (n == 0 || (n > 1 && other > 0)) return 0;
     tokens[0] = found;
     return 1;
 }

@@ -264,6 +264,34 @@ static void test_compact(void)
     hx_grammar_free(g);
 }
 
+/* Where only end tokens are allowed, the first of them is forced: the
+ * output ends whichever the model prefers (a decoder skips that pass). */
+static void test_forced_end(void)
+{
+    const char *pieces[] = {"\"a\"", "<eos>", "<eot>", "\"b\""};
+    size_t lens[4];
+    uint8_t flags[4] = {0, HX_GTOK_SPECIAL | HX_GTOK_EOG, HX_GTOK_SPECIAL | HX_GTOK_EOG, 0};
+    for (int i = 0; i < 4; i++) lens[i] = strlen(pieces[i]);
+    hx_gvocab *v;
+    hx_grammar *g;
+    hx_err err = {0};
+    ASSERT(hx_gvocab_new(4, pieces, lens, flags, &v, &err) == HX_OK);
+    const char *s = "{\"enum\": [\"a\", \"b\"]}";
+    ASSERT(hx_grammar_from_schema(s, strlen(s), NULL, &g, &err) == HX_OK);
+    hx_matcher *m = hx_matcher_new(g, v);
+    ASSERT(m);
+    int32_t f[2] = {-1, -1};
+    EXPECT_EQ_INT(hx_matcher_forced(m, f, 2), 0); /* "a" or "b" */
+    EXPECT(hx_matcher_accept(m, 0) == HX_OK);
+    EXPECT_EQ_INT(hx_matcher_forced(m, f, 2), 1); /* <eos> or <eot>: the first */
+    EXPECT_EQ_INT(f[0], 1);
+    EXPECT(hx_matcher_accept(m, 2) == HX_OK && hx_matcher_ended(m));
+    EXPECT_EQ_INT(hx_matcher_forced(m, f, 2), 0);
+    hx_matcher_free(m);
+    hx_grammar_free(g);
+    hx_gvocab_free(v);
+}
+
 /* A toy vocabulary: masks, EOG only at the end, forced tokens. */
 static void test_masks(void)
 {
@@ -655,6 +683,7 @@ int main(void)
     RUN(test_errors_name_path);
     RUN(test_compact);
     RUN(test_masks);
+    RUN(test_forced_end);
     RUN(test_masks_exact);
     RUN(test_tool_calls);
     RUN(test_tool_call_tokens);
