@@ -254,7 +254,7 @@ static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
 int hx_decode_rows(hx_ctx *c, const int32_t *tokens, int n, int out_from)
 {
     int rc = check_decode(c, tokens, n), cancelled = 0;
-    if (!rc && (out_from < 0 || out_from >= n))
+    if (!rc && (out_from < 0 || out_from > n))
         rc = hx_err_set(&c->err, HX_ERR_INVALID, "logits from token %d of %d", out_from, n);
     if (!rc) rc = reserve_logits(c, (size_t)(n - out_from));
     if (rc) return rc;

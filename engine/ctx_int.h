@@ -145,7 +145,8 @@ void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B);
 
 /* hx_decode keeping the logits of tokens [out_from, n) only (the output
  * head runs for those rows alone); hx_ctx_logits(c, i) for i >= out_from.
- * n > 0 checked as hx_decode; out_from in [0, n) or HX_ERR_INVALID. */
+ * n > 0 checked as hx_decode; out_from in [0, n] (n: the cache's rows
+ * only, no logits) or HX_ERR_INVALID. */
 int hx_decode_rows(hx_ctx *c, const int32_t *tokens, int n, int out_from);
 
 /* kv.c: bytes (64-byte aligned, freed with free()); from 2 MiB up in

@@ -17,6 +17,14 @@
 #define SPEC_MAX_BATCH 48
 _Static_assert(SPEC_MAX_BATCH < FA_TILE_Q, "spec passes must stay on the one-query path");
 
+/* Draft sources, each with its own acceptance rate: the context's
+ * n-grams, the grammar's forced runs, copies of a string (a token that
+ * starts a new word, where the model may end the string instead; one
+ * inside a word, which it mostly goes on with; the first of a copy
+ * looked up by the string's first byte alone, a guess at the word), the
+ * memo of the model's own output. */
+enum { SRC_NGRAM, SRC_GRAMMAR, SRC_COPY_WORD, SRC_MEMO, SRC_COPY_IN, SRC_COPY_1, N_SRC };
+
 struct hx_spec {
     hx_ctx *c;
     const hx_vocab *v;
@@ -29,16 +37,18 @@ struct hx_spec {
     int qn, qi;      /* ... its count, and how many hx_spec_next gave */
     int seq_cap;
     hx_spec_stats st;
-    /* per draft source (0 n-gram, 1 grammar, 2 copy): decaying counts of drafts
-     * fed and accepted, steps since the last draft */
-    double tried[3], taken[3];
-    int idle[3], src;
-    int ng_src; /* the source of the last lookup's drafts (those after a
-                   grammar run too): 0 an n-gram, 2 a copy */
+    /* per draft source (+ N_SRC at a string's first byte, where the model
+     * chooses a value: a guess there is often wrong where the same
+     * source is right elsewhere): decaying counts of drafts reached and
+     * accepted (those after a rejected one are not reached), steps since
+     * the last draft */
+    double tried[2 * N_SRC], taken[2 * N_SRC];
+    int idle[2 * N_SRC];
+    uint8_t dsrc[SPEC_MAX_BATCH]; /* the source of each draft of the pass */
+    int copy_from; /* the bytes of the string the last copy draft followed */
+    hx_spec_memo *own, *memo; /* the memo kept, and the one in use */
     char *text;  /* the context's bytes, for copy drafts */
     size_t text_cap;
-    int src_split; /* drafts [0, src_split) from the grammar's run, the
-                      rest n-gram (src 1 only) */
     /* pass time t against tokens B, decaying sums for t ~ a + b B */
     double s1, sB, sBB, sT, sBT;
     /* optional grammar drafts: a shadow matcher fed every produced token,
@@ -77,13 +87,14 @@ hx_spec *hx_spec_new(hx_ctx *c, const hx_vocab *v, const hx_spec_params *p)
     sp->p.max_draft = clamp(sp->p.max_draft, 0, sp->p.max_batch - 1);
     sp->p.ngram_min = clamp(sp->p.ngram_min, 1, 16);
     sp->p.ngram_max = clamp(sp->p.ngram_max, sp->p.ngram_min, 16);
-    for (int i = 0; i < 2; i++) sp->tried[i] = 2, sp->taken[i] = 1; /* 1 in 2 */
-    sp->tried[2] = 5, sp->taken[2] = 4; /* a string begun as a copy mostly goes on as one */
+    for (int i = 0; i < 2 * N_SRC; i++) sp->tried[i] = 2, sp->taken[i] = 1; /* 1 in 2 */
+    sp->tried[SRC_COPY_IN] = 10, sp->taken[SRC_COPY_IN] = 9; /* a copied word goes on */
     sp->n_vocab = hx_model_hparams(hx_ctx_model(c))->n_vocab;
     sp->zeros = hx_calloc((size_t)sp->n_vocab, sizeof *sp->zeros);
     sp->batch = hx_malloc_array((size_t)sp->p.max_batch, sizeof *sp->batch);
     sp->q = hx_malloc_array((size_t)sp->p.max_batch + 1, sizeof *sp->q);
-    if (!sp->zeros || !sp->batch || !sp->q) {
+    sp->memo = sp->own = hx_spec_memo_new();
+    if (!sp->zeros || !sp->batch || !sp->q || !sp->own) {
         hx_spec_free(sp);
         return NULL;
     }
@@ -98,12 +109,15 @@ void hx_spec_free(hx_spec *sp)
     free(sp->seq);
     free(sp->text);
     free(sp->q);
+    hx_spec_memo_free(sp->own);
     hx_matcher_free(sp->gm);
     free(sp->by_byte);
     free(sp);
 }
 
 hx_spec_stats hx_spec_get_stats(const hx_spec *sp) { return sp->st; }
+
+void hx_spec_set_memo(hx_spec *sp, hx_spec_memo *m) { sp->memo = m ? m : sp->own; }
 
 /* The token the stages force next, or -1. The forced token is confirmed by
  * sampling it from logits that prefer nothing: every stage (a loop guard
@@ -133,8 +147,9 @@ static int32_t choose(hx_sampler *s, const float *logits, int32_t nv,
  * the longest suffix of seq[0, n) (ngram_max down to ngram_min tokens)
  * into d; how many. */
 static int ngram_draft(const hx_spec *sp, const int32_t *seq, int n,
-                       int32_t *d, int max)
+                       int32_t *d, int max, int *klen)
 {
+    *klen = 0;
     for (int k = sp->p.ngram_max; k >= sp->p.ngram_min && max > 0; k--) {
         if (k >= n) continue;
         const int32_t *key = seq + n - k;
@@ -143,25 +158,36 @@ static int ngram_draft(const hx_spec *sp, const int32_t *seq, int n,
                 continue;
             int m = 0;
             while (m < max && j + k + m < n) d[m] = seq[j + k + m], m++;
+            *klen = m ? k : 0;
             return m;
         }
     }
     return 0;
 }
 
-/* The share of a one-token pass that one more row of a pass costs, b / (a
- * + b) for pass times t ~ a + b B measured so far; 0 until known. A draft
- * pays when its chance of acceptance is above it: accepted, it saves a
- * whole pass (a + b); rejected, it cost a row (b). On a small model whose
- * passes are mostly attention, rows cost nearly a pass each. */
-static double row_share(const hx_spec *sp)
+/* The fit of pass times t ~ a + b B measured so far (B rows): 0 until
+ * known. */
+static int pass_fit(const hx_spec *sp, double *a, double *b)
 {
     double var = sp->s1 * sp->sBB - sp->sB * sp->sB;
     if (sp->s1 < 8 || var <= 1e-9 * sp->s1 * sp->s1) return 0;
-    double b = (sp->s1 * sp->sBT - sp->sB * sp->sT) / var;
-    double a = (sp->sT - b * sp->sB) / sp->s1;
-    if (b <= 0) return 0;
-    return a <= 0 ? 1 : b / (a + b);
+    *b = (sp->s1 * sp->sBT - sp->sB * sp->sT) / var;
+    *a = (sp->sT - *b * sp->sB) / sp->s1;
+    return *b > 0;
+}
+
+/* The least chance of acceptance for which one more draft pays: the
+ * share of a one-token pass that one more row costs, b / (a + b) (nearly a
+ * pass on a small model whose passes are mostly attention; half of one
+ * on a mixture of experts, where each token reads its own experts), at
+ * least min_accept. Accepted, a draft saves a pass (a + b); rejected, it
+ * cost a row (b). */
+static double draft_floor(const hx_spec *sp)
+{
+    double a, b, lim = sp->p.min_accept;
+    if (lim <= 0 || !pass_fit(sp, &a, &b)) return lim;
+    double c = a <= 0 ? 1 : b / (a + b);
+    return c > lim ? c : lim;
 }
 
 static void note_pass(hx_spec *sp, int B, double t)
@@ -174,39 +200,37 @@ static void note_pass(hx_spec *sp, int B, double t)
     sp->sBT = sp->sBT * k + B * t;
 }
 
-/* How many drafts are worth a try: the longest run whose last token is
- * still accepted with probability >= min_accept, if drafts are accepted
- * independently at the observed rate a: a^k >= min_accept. None when the
- * rate is too low, but one every PROBE_EVERY steps so it can recover. */
+/* How many of the n drafts (sources sp->dsrc) are worth a try: the
+ * longest run whose last token is still reached and accepted with
+ * probability >= min_accept (or the measured cost of a row, if larger),
+ * each accepted at its source's observed rate once the one before was.
+ * None when the first is too unlikely, but one every PROBE_EVERY steps
+ * so its source's rate can recover. */
 #define PROBE_EVERY 16
-static int draft_budget(hx_spec *sp, int src)
+static int draft_budget(hx_spec *sp, int n)
 {
-    double a = sp->taken[src] / sp->tried[src], lim = sp->p.min_accept;
-    double row = row_share(sp);
-    if (lim > 0 && row > lim) lim = row;
-    int k = 0;
-    for (double q = a; k < sp->p.max_draft && q >= lim && lim > 0; q *= a) k++;
-    if (lim <= 0) k = sp->p.max_draft;
-    if (k == 0 && ++sp->idle[src] >= PROBE_EVERY) k = 1;
-    if (k > 0) sp->idle[src] = 0;
+    double lim = draft_floor(sp), q = 1;
+    if (n > sp->p.max_draft) n = sp->p.max_draft;
+    if (lim <= 0 || n <= 0) return n > 0 ? n : 0;
+    int k = 0, s0 = sp->dsrc[0];
+    while (k < n && (q *= sp->taken[sp->dsrc[k]] / sp->tried[sp->dsrc[k]]) >= lim) k++;
+    if (k == 0 && ++sp->idle[s0] >= PROBE_EVERY) k = 1;
+    if (k > 0) sp->idle[s0] = 0;
     return k;
 }
 
-static void outcome_of(hx_spec *sp, int src, int nd, int i)
-{
-    if (nd == 0) return;
-    sp->tried[src] = sp->tried[src] * 0.9 + nd;
-    sp->taken[src] = sp->taken[src] * 0.9 + i;
-}
-
-/* Feeds the outcome of nd drafts, i accepted, to the decaying rates: an
- * n-gram draft over a grammar run counts for the grammar up to the run's
- * end, for the n-grams after it. */
+/* Feeds the outcome of nd drafts, i accepted, to the decaying rates of
+ * their sources: drafts [0, i) accepted, draft i (if any) rejected, those
+ * after it never reached. */
 static void draft_outcome(hx_spec *sp, int nd, int i)
 {
-    int k = sp->src ? (sp->src_split < nd ? sp->src_split : nd) : 0;
-    outcome_of(sp, 1, k, i < k ? i : k);
-    if (i >= k) outcome_of(sp, sp->ng_src, nd - k, i - k);
+    double tr[2 * N_SRC] = {0}, tk[2 * N_SRC] = {0};
+    for (int j = 0; j < nd && j <= i; j++) tr[sp->dsrc[j]] += 1, tk[sp->dsrc[j]] += j < i;
+    for (int s = 0; s < 2 * N_SRC; s++) {
+        if (tr[s] == 0) continue;
+        sp->tried[s] = sp->tried[s] * 0.9 + tr[s];
+        sp->taken[s] = sp->taken[s] * 0.9 + tk[s];
+    }
 }
 
 /* ---- grammar drafts ---- */
@@ -435,6 +459,7 @@ int hx_spec_set_grammar(hx_spec *sp, hx_grammar *g, const hx_gvocab *gv)
 static void produced(hx_spec *sp, int32_t t)
 {
     learn_token(sp, t);
+    hx_spec_memo_add(sp->memo, t);
     if (sp->gm && !sp->g_off && hx_matcher_accept(sp->gm, t)) sp->g_off = 1;
 }
 
@@ -446,7 +471,7 @@ static void produced(hx_spec *sp, int32_t t)
  * the bytes of the string so far are looked up in the context's bytes,
  * and what followed them there, tokenized as the model would write it,
  * is the draft. */
-#define COPY_MIN 2  /* bytes of a string written before a lookup */
+#define COPY_MIN 1  /* bytes of a string written before a lookup */
 #define COPY_MAX 64 /* bytes of the string so far, and of a copy's draft */
 
 static int word_byte(char c) { return isalnum((unsigned char)c) || (c & 0x80); }
@@ -503,6 +528,7 @@ int hx_spec_copy_draft(hx_spec *sp, const int32_t *seq, int n, int32_t *d, int m
     const char *v = t + q + 1;
     if (!word_byte(v[0]) && !strchr("/.+-@_(#~", v[0])) return 0; /* '}}' after a closing quote */
     const size_t nv = (size_t)(len - q - 1);
+    sp->copy_from = (int)nv;
     for (long p = q - (long)nv; p >= 0; p--) {
         if (memcmp(t + p, v, nv) || (p > 0 && word_byte(t[p - 1]) && word_byte(v[0]))) continue;
         size_t nc = 0;
@@ -512,6 +538,22 @@ int hx_spec_copy_draft(hx_spec *sp, const int32_t *seq, int n, int32_t *d, int m
         return nc ? copy_tokens(sp, t + p, nv + nc, nv, whole, d, max) : 0;
     }
     return 0;
+}
+
+/* Whether the output is at a string's first byte (a key's or a value's):
+ * after a quote where the grammar allows a letter. */
+static int string_start(const hx_spec *sp)
+{
+    return shadow_on(sp) && (sp->last2 & 0xff) == '"' && gm_step(sp->gm, sp->gm->cur, 'a');
+}
+
+/* Whether token t starts a new word of a copied string (where the model
+ * may end the string instead). */
+static int word_start(const hx_spec *sp, int32_t t)
+{
+    size_t l = 0;
+    const char *p = hx_vocab_piece(sp->v, t, &l);
+    return p && l && strchr(" ,;<>()[]{}|!?\t\n", p[0]);
 }
 
 /* The n-gram draft after hist[0, n_hist) followed by batch[pend, nb) into
@@ -532,15 +574,31 @@ static int ngram_allowed(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
     memcpy(sp->seq, hist, (size_t)n_hist * sizeof *hist);
     memcpy(sp->seq + n_hist, sp->batch + pend, (size_t)(nb - pend) * sizeof *hist);
     int k = hx_spec_copy_draft(sp, sp->seq, n, d, max);
-    sp->ng_src = k > 0 ? 2 : 0;
-    if (k == 0) k = ngram_draft(sp, sp->seq, n, d, max);
-    return grammar_allows(sp, d, k, nbytes);
+    for (int i = 0; i < k; i++) sp->dsrc[i] = word_start(sp, d[i]) ? SRC_COPY_WORD : SRC_COPY_IN;
+    if (k > 0 && sp->copy_from == 1) sp->dsrc[0] = SRC_COPY_1; /* which word: a guess */
+    if (k > 0) return grammar_allows(sp, d, k, nbytes);
+    /* the longer match of the context's and the memo's that the grammar
+     * allows a token of */
+    int32_t md[SPEC_MAX_BATCH];
+    int lc, lm, mb = 0, src = SRC_NGRAM;
+    int km = hx_spec_memo_draft(sp->memo, sp->seq, n, md, max, &lm);
+    k = ngram_draft(sp, sp->seq, n, d, max, &lc);
+    k = grammar_allows(sp, d, k, nbytes);
+    km = grammar_allows(sp, md, km, &mb);
+    if (km > 0 && (lm >= lc || k == 0)) {
+        memcpy(d, md, (size_t)km * sizeof *md);
+        src = SRC_MEMO, k = km, *nbytes = mb;
+    }
+    memset(sp->dsrc, src, (size_t)k);
+    if (k && string_start(sp)) sp->dsrc[0] += N_SRC;
+    return k;
 }
 
 /* Drafts after hist[0, n_hist) followed by batch[pend, nb) into
- * batch[nb..): the grammar's forced run, or the n-gram continuation where
- * it covers that run (the context's own tokens for the same bytes, and
- * what followed them), cut to what the grammar allows. */
+ * batch[nb..) (their sources into sp->dsrc): the grammar's forced run, or
+ * the n-gram continuation where it covers that run (the context's own
+ * tokens for the same bytes, and what followed them), cut to what the
+ * grammar allows and to what their sources' rates are worth. */
 static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
                  int nb, int max)
 {
@@ -548,28 +606,19 @@ static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
     int gb = 0, ngb = 0;
     if (max <= 0) return 0;
     int k = grammar_draft(sp, gd, max, &gb);
-    sp->src = k > 0; /* a forced run: the grammar's acceptance rate */
-    sp->src_split = k;
-    if (k == 0) { /* an n-gram or a copy, as many as its source's rate is worth */
-        int kn = ngram_allowed(sp, hist, n_hist, pend, nb, sp->batch + nb, max, &ngb);
-        int budget = kn > 0 ? draft_budget(sp, sp->ng_src) : 0;
-        return kn < budget ? kn : budget;
-    }
     int kn = ngram_allowed(sp, hist, n_hist, pend, nb, sp->batch + nb, max, &ngb);
-    if (!(kn > 0 && ngb >= gb)) { /* the grammar's run */
-        int budget = draft_budget(sp, 1);
+    if (k > 0 && !(kn > 0 && ngb >= gb)) { /* the grammar's run */
         memcpy(sp->batch + nb, gd, (size_t)k * sizeof *gd);
-        return k < budget ? k : budget;
+        memset(sp->dsrc, SRC_GRAMMAR, (size_t)k);
+        return draft_budget(sp, k);
     }
-    /* the n-gram covers the run: the run's tokens as the context wrote
-     * them, then what followed there, at the n-gram rate */
-    int kf = 0, by = 0;
-    while (kf < kn && by < gb) by += (int)sp->gv->len[sp->batch[nb + kf++]];
-    sp->src_split = kf;
-    int budget = draft_budget(sp, 1), more = draft_budget(sp, sp->ng_src);
-    kf = kf < budget ? kf : budget;
-    if (kf < sp->src_split) return kf;
-    return kn < kf + more ? kn : kf + more;
+    /* an n-gram, a copy or the memo; where it covers the grammar's run,
+     * its tokens over the run count as the grammar's */
+    for (int i = 0, by = 0; i < kn && by < gb; i++) {
+        by += (int)sp->gv->len[sp->batch[nb + i]];
+        sp->dsrc[i] = SRC_GRAMMAR;
+    }
+    return draft_budget(sp, kn);
 }
 
 /* One pass over batch[0, n) keeping the logits of rows [out_from, n):
@@ -627,6 +676,7 @@ int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
         if (sp->gm) hx_matcher_reset(sp->gm);
         sp->g_off = 0;
         learn_context(sp, hist, n_hist);
+        hx_spec_memo_turn(sp->memo, hist, n_hist);
         if ((t = choose(s, hx_ctx_logits(sp->c, -1), sp->n_vocab, err)) < 0) return t;
         out[n_out++] = t;
         produced(sp, t);
@@ -648,8 +698,11 @@ int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
     int nd = ended ? 0 : draft(sp, hist, n_hist, pend, nb, max);
     sp->st.drafted += nd;
     /* logits needed: row nb - 1 (after the last forced or pending token)
-     * and the drafts' rows */
-    int rc = nb + nd > 0 ? run(sp, nb + nd, nb > 0 ? nb - 1 : 0, err) : HX_OK;
+     * and the drafts' rows; none once the output ended: the pass only
+     * writes the batch's cache rows, as one-token passes would (left to
+     * the next prompt's prefill they would differ in the last bits) */
+    int from = ended ? nb + nd : nb > 0 ? nb - 1 : 0;
+    int rc = nb + nd > 0 ? run(sp, nb + nd, from, err) : HX_OK;
     if (rc) return -rc;
     if (!ended) {
         int n = verify(sp, s, n_past, nb, nd, out + n_out, err);

@@ -1,9 +1,11 @@
 /* spec.h: faster than one token per forward pass: tokens the sampler's
  * stages force (a grammar mask of one token) go through the model as one
- * batch, and speculative drafts (n-gram lookup in the context, and the
- * rest of a string the model is copying from the context: arguments are
- * often copied from the prompt) are verified in the same batched pass.
- * Part of engine.h, the engine's public API.
+ * batch, and speculative drafts (n-gram lookup in the context, the rest
+ * of a string the model is copying from the context: arguments are often
+ * copied from the prompt, and what the model itself wrote after the same
+ * tokens before: the frame of its calls) are verified in the same batched
+ * pass. Where only end-of-generation tokens are allowed the output ends
+ * without a pass. Part of engine.h, the engine's public API.
  *
  * The output is what the sampler would have produced one token per pass:
  * every produced token is chosen by hx_sampler_sample on the same logits,
@@ -98,5 +100,18 @@ int hx_spec_next(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
 void hx_spec_reset(hx_spec *sp);
 
 hx_spec_stats hx_spec_get_stats(const hx_spec *sp);
+
+/* The model's own recent output (engine/specmemo.c): what it wrote after
+ * the same tokens before, a source of drafts where the context has none
+ * (how a call starts, its tool and key names, how a turn ends). A decoder
+ * keeps its own; one memo may instead serve the decoders of several
+ * contexts of the same vocabulary in turn (a long-running assistant with
+ * a context per request): it then learns across them. Not thread-safe. */
+typedef struct hx_spec_memo hx_spec_memo;
+hx_spec_memo *hx_spec_memo_new(void); /* NULL on out of memory */
+void hx_spec_memo_free(hx_spec_memo *m); /* NULL is a no-op */
+/* Uses m (borrowed: it must outlive sp or the next call) from the next
+ * turn on; NULL: sp's own memo again. */
+void hx_spec_set_memo(hx_spec *sp, hx_spec_memo *m);
 
 #endif /* HX_SPEC_H */

@@ -63,6 +63,7 @@ typedef struct rig {
     hx_gvocab *gv;
     hx_grammar *g[3]; /* by HX_TOOLS_* */
     hx_grammar *gc[3]; /* compact */
+    hx_spec_memo *memo; /* shared by every spec run of the rig */
 } rig;
 
 static hx_sampler *new_sampler(rig *r, const setting *st)
@@ -114,6 +115,7 @@ static int gen_spec(rig *r, hx_ctx *c, const setting *st, const int32_t *p,
     int n = 0;
     hx_sampler *s = new_sampler(r, st);
     hx_spec *spec = hx_spec_new(c, r->v, sp);
+    if (spec) hx_spec_set_memo(spec, r->memo); /* warm from the runs before */
     if (spec && st->mode >= 0 &&
         hx_spec_set_grammar(spec, (st->compact ? r->gc : r->g)[st->mode], r->gv))
         n = -1;
@@ -191,6 +193,7 @@ static int rig_open(rig *r, const char *path)
     if (hx_model_load(path, NULL, &r->m, &err)) return printf("     %s\n", err.msg), -1;
     r->v = hx_model_vocab(r->m);
     if (!r->v || hx_gvocab_from_vocab(r->v, &r->gv, &err)) return -1;
+    if (!(r->memo = hx_spec_memo_new())) return -1;
     hx_tool_spec tools[2] = {{"weather", WEATHER}, {"meet", MEET}};
     hx_grammar_params gp = hx_grammar_default_params();
     for (int mode = 0; mode < 3; mode++) {
@@ -206,6 +209,7 @@ static void rig_close(rig *r)
 {
     for (int i = 0; i < 3; i++) hx_grammar_free(r->g[i]), hx_grammar_free(r->gc[i]);
     hx_gvocab_free(r->gv);
+    hx_spec_memo_free(r->memo);
     hx_model_free(r->m);
 }
 
@@ -304,8 +308,9 @@ static const char *copy_text(hx_spec *sp, const hx_vocab *v, const char *ctx, ch
 }
 
 /* Copy drafts: a string being written continues as the context's text
- * where it began the same way, from a word's start, tokenized as the
- * model writes it; not after a closing quote, not from inside a word. */
+ * where it began the same way (one byte on), from a word's start,
+ * tokenized as the model writes it; not after a closing quote, not from
+ * inside a word. */
 static void test_copy_drafts(void)
 {
     const char *tiny = "models/hearth-tiny.gguf";
@@ -329,13 +334,75 @@ static void test_copy_drafts(void)
                             b, sizeof b), "dcb635-4@chistous.net");
     /* the most recent occurrence wins */
     EXPECT_STR_EQ(copy_text(sp, v, "Budget plan\nBudget review\n\"Budget", b, sizeof b), " review");
-    EXPECT_STR_EQ(copy_text(sp, v, "Lunch with Leadom\n\"L", b, sizeof b), "-");   /* one byte */
+    /* from one byte (a guess at the word, with its own acceptance rate) */
+    EXPECT_STR_EQ(copy_text(sp, v, "Lunch with Leadom\n\"L", b, sizeof b), "eadom");
     EXPECT_STR_EQ(copy_text(sp, v, "Bobby and Rob\n\"ob", b, sizeof b), "-");      /* mid-word */
     EXPECT_STR_EQ(copy_text(sp, v, "{\"a\": \"x\"}}</x>\n{\"a\": \"x\"}}", b, sizeof b), "-");
     EXPECT_STR_EQ(copy_text(sp, v, "no quote here, Lunch with", b, sizeof b), "-");
     hx_spec_free(sp);
     hx_ctx_free(c);
     hx_model_free(m);
+}
+
+/* One memo draft after seq[0, n) into d (at most 8); its count, *key the
+ * match's length. */
+static int memo(hx_spec_memo *m, const int32_t *seq, int n, int32_t *d, int *key)
+{
+    return hx_spec_memo_draft(m, seq, n, d, 8, key);
+}
+
+/* The memo drafts what the model wrote after the same tokens when two
+ * earlier outputs (and three in four) agree, backing off to shorter
+ * matches; a prompt's tokens are keys, never drafts; a turn's end stops a
+ * draft. */
+static void test_memo_drafts(void)
+{
+    hx_spec_memo *m = hx_spec_memo_new();
+    ASSERT(m);
+    int32_t d[8], key = 0;
+    const int32_t p1[] = {90, 91, 1, 2}, p2[] = {92, 93, 1, 2};
+    const int32_t out[] = {10, 11, 12, 13};
+    hx_spec_memo_turn(m, p1, 4);
+    for (int i = 0; i < 4; i++) hx_spec_memo_add(m, out[i]);
+    EXPECT_EQ_INT(memo(m, p1, 4, d, &key), 0); /* seen once */
+    hx_spec_memo_turn(m, p2, 4);
+    for (int i = 0; i < 4; i++) hx_spec_memo_add(m, out[i]);
+    /* after the prompt's end (matched in two prompts): the whole output,
+     * to the turn's end */
+    const int32_t q[] = {70, 1, 2};
+    ASSERT(memo(m, q, 3, d, &key) == 4);
+    EXPECT_EQ_INT(d[0], 10);
+    EXPECT_EQ_INT(d[3], 13);
+    EXPECT_EQ_INT(key, 2);
+    const int32_t q2[] = {11, 12};
+    EXPECT_EQ_INT(memo(m, q2, 2, d, &key), 1); /* from inside the output */
+    EXPECT_EQ_INT(d[0], 13);
+    const int32_t q3[] = {90, 91};
+    EXPECT_EQ_INT(memo(m, q3, 2, d, &key), 0); /* 1 is the prompt's, not output */
+    /* a third turn says otherwise after 11: 2 to 1 is not three in four */
+    hx_spec_memo_turn(m, p1, 4);
+    hx_spec_memo_add(m, 10), hx_spec_memo_add(m, 11), hx_spec_memo_add(m, 40);
+    const int32_t q4[] = {10, 11};
+    EXPECT_EQ_INT(memo(m, q4, 2, d, &key), 0);
+    hx_spec_memo_turn(m, p2, 4);
+    hx_spec_memo_add(m, 10), hx_spec_memo_add(m, 11), hx_spec_memo_add(m, 12);
+    ASSERT(memo(m, q4, 2, d, &key) >= 1); /* 3 to 1 */
+    EXPECT_EQ_INT(d[0], 12);
+    hx_spec_memo_free(m);
+    /* backing off: after 30, 20 the one two-token match is one output;
+     * after 20 alone three in four agree on 21 */
+    ASSERT((m = hx_spec_memo_new()));
+    for (int t = 0; t < 3; t++) {
+        hx_spec_memo_turn(m, p1, 4);
+        hx_spec_memo_add(m, 20), hx_spec_memo_add(m, 21);
+    }
+    hx_spec_memo_turn(m, p2, 4);
+    hx_spec_memo_add(m, 30), hx_spec_memo_add(m, 20), hx_spec_memo_add(m, 99);
+    const int32_t q5[] = {30, 20};
+    ASSERT(memo(m, q5, 2, d, &key) == 1);
+    EXPECT_EQ_INT(d[0], 21);
+    EXPECT_EQ_INT(key, 1);
+    hx_spec_memo_free(m);
 }
 
 /* Logits of tokens t[P, P + B) after the context t[0, P): one pass each
@@ -393,6 +460,20 @@ static void test_batched_rows_equal_one_token(void)
                 if (!ok) printf("     %d threads, %d cells, %d rows: differ\n", th, P[i], Bs[k]);
                 EXPECT(ok);
             }
+        /* a pass that keeps no logits (a turn's last rows) writes the
+         * same cache rows: the next token's logits are the same */
+        hx_ctx_truncate(c, 0);
+        ASSERT(hx_decode(c, t, 40, 0) == HX_OK && hx_decode(c, t + 40, 3, 0) == HX_OK);
+        ASSERT(hx_decode(c, t + 43, 1, 0) == HX_OK);
+        memcpy(one, hx_ctx_logits(c, -1), (size_t)nv * sizeof *one);
+        hx_ctx_truncate(c, 40);
+        c->split_rows = 1;
+        ASSERT(hx_decode_rows(c, t + 40, 3, 3) == HX_OK);
+        c->split_rows = 0;
+        EXPECT(hx_ctx_logits(c, -1) == NULL);
+        EXPECT(hx_decode_rows(c, t + 43, 1, 2) == HX_ERR_INVALID);
+        ASSERT(hx_decode(c, t + 43, 1, 0) == HX_OK);
+        EXPECT(!memcmp(one, hx_ctx_logits(c, -1), (size_t)nv * sizeof *one));
         hx_ctx_free(c);
     }
     free(one);
@@ -405,6 +486,7 @@ int main(void)
 {
     RUN(test_batched_rows_equal_one_token);
     RUN(test_copy_drafts);
+    RUN(test_memo_drafts);
     RUN(test_identity_stories260k);
     RUN(test_identity_random_qwen_vocab);
     RUN(test_identity_random_llama_vocab);
