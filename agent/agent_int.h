@@ -122,6 +122,11 @@ typedef struct hx_engine_source_params {
                              value from the conversation (hx_copy_stage_new);
                              0: none; < 0 (default): hx_engine_source_style
                              decides (HX_COPY_BIAS in the compact style) */
+    hx_spec_memo *spec_memo; /* the model's earlier output for drafts
+                             (engine/spec.h), shared with other sources
+                             (borrowed: must outlive the source); NULL: the
+                             source's decoder keeps its own. Not used with
+                             plain_decode */
 } hx_engine_source_params;
 /* The loop guard (agent/source.c) in the compact style: when the last
  * period * times tokens of hist[0, n) (oldest first) are one run of
@@ -555,6 +560,8 @@ typedef struct hx_dg_eval_run {
                                     are added to it */
     float copy_bias;             /* 0: the prompt style's (HX_COPY_BIAS for
                                     small models); > 0: this; < 0: none */
+    hx_spec_memo *spec_memo;     /* NULL, or shared by the runs' decoders
+                                    (hx_engine_source_params) */
 } hx_dg_eval_run;
 /* One task in a fresh world at home (removed after): the state before, the
  * run (the model or the oracle), the check. *pass 1 if it succeeded; *v

@@ -116,7 +116,7 @@ int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **p
 int hx_dg_engine_source(hx_model *m, const hx_tools *reg, int family, int n_threads,
                         hx_source *out, hx_err *err)
 {
-    hx_dg_eval_run o = {m, family, n_threads, 0, NULL, NULL, 0, 0, NULL, 0};
+    hx_dg_eval_run o = {m, family, n_threads, 0, NULL, NULL, 0, 0, NULL, 0, NULL};
     return hx_dg_engine_source_run(&o, reg, out, err);
 }
 
@@ -135,6 +135,7 @@ int hx_dg_engine_source_run(const hx_dg_eval_run *o, const hx_tools *reg, hx_sou
     ep.n_threads = o->n_threads;
     ep.adapters = o->adapters, ep.adapter_scales = o->scales, ep.n_adapters = o->n_adapters;
     ep.plain_decode = o->plain_decode;
+    ep.spec_memo = o->spec_memo;
     if (o->copy_bias != 0) ep.copy_bias = o->copy_bias > 0 ? o->copy_bias : 0;
     int rc = hx_engine_source_new(m, specs, k, &ep, out, err);
     free(specs);

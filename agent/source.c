@@ -535,7 +535,9 @@ static hx_spec *new_spec(eng_src *e, const hx_engine_source_params *p)
 {
     hx_spec_params sp = hx_spec_default_params();
     if (p->plain_decode) sp.max_batch = 1;
-    return hx_spec_new(e->ctx, e->v, &sp);
+    hx_spec *s = hx_spec_new(e->ctx, e->v, &sp);
+    if (s && !p->plain_decode) hx_spec_set_memo(s, p->spec_memo);
+    return s;
 }
 
 int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,

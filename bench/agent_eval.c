@@ -36,6 +36,11 @@ typedef struct opts {
     uint64_t seed;
     int threads, oracle, category;
     int decode; /* 0 spec (the default), 1 plain, 2 both */
+    int memo_task; /* 1: each task's decoder keeps its own memo of the
+                      model's output (a process per request); 0: one memo
+                      for the run's spec-decoded tasks (a long-running
+                      assistant) */
+    hx_spec_memo *memo;
 } opts;
 
 typedef struct tally {
@@ -48,7 +53,7 @@ typedef struct tally {
 static int parse(int argc, char **argv, opts *o)
 {
     *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, NULL, NULL, 1.0f, 0,
-                NULL, 200, 1, 0, 0, -1, 0};
+                NULL, 200, 1, 0, 0, -1, 0, 0, NULL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--oracle")) { o->oracle = 1; continue; }
@@ -77,6 +82,8 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--decode") && !strcmp(v, "spec")) o->decode = 0;
         else if (!strcmp(a, "--decode") && !strcmp(v, "plain")) o->decode = 1;
         else if (!strcmp(a, "--decode") && !strcmp(v, "both")) o->decode = 2;
+        else if (!strcmp(a, "--memo") && !strcmp(v, "task")) o->memo_task = 1;
+        else if (!strcmp(a, "--memo") && !strcmp(v, "run")) o->memo_task = 0;
         else if (!strcmp(a, "--category") && hx_dg_category_parse(v) >= 0) o->category = hx_dg_category_parse(v);
         else return 0;
     }
@@ -144,7 +151,8 @@ static int run_once(const opts *o, const cJSON *task, hx_model *m, int family, c
 {
     hx_adapter *const ads[1] = {o->ad};
     hx_dg_eval_run er = {m, family, o->threads, o->oracle, o->ad ? ads : NULL,
-                         o->ad ? &o->scale : NULL, o->ad != NULL, plain, gen, o->copy_bias};
+                         o->ad ? &o->scale : NULL, o->ad != NULL, plain, gen, o->copy_bias,
+                         plain ? NULL : o->memo};
     cJSON *trace = NULL;
     *pass = 0;
     int rc = hx_dg_eval_task_traced(&er, task, home, v, pass, &t->valid, &t->calls, r,
@@ -182,7 +190,13 @@ static int run_task(const opts *o, const cJSON *task, hx_model *m, int family, c
     int plain = o->decode == 1;
     if (!rc) rc = run_once(o, task, m, family, home, v, plain, &d->gen[plain], tr, t, &r, &pass, err);
     if (r) count(task, r, pass, log, t);
-    if (r && r_plain) d->compared++, d->same += same_run(r, r_plain);
+    if (r && r_plain) {
+        int same = same_run(r, r_plain);
+        d->compared++, d->same += same;
+        if (!same)
+            fprintf(stderr, "agent-eval: task %s: the plain run made other calls or another answer\n",
+                    cJSON_GetStringValue(cJSON_GetObjectItem(task, "id")));
+    }
     cJSON_Delete(r);
     cJSON_Delete(r_plain);
     return rc;
@@ -193,7 +207,7 @@ static int run_task(const opts *o, const cJSON *task, hx_model *m, int family, c
  * would count against the model. */
 static int oracle_passes(const cJSON *task, const char *home, hx_dg_validator **v)
 {
-    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL, 0};
+    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL, 0, NULL};
     hx_err err = {0};
     int pass = 0;
     return hx_dg_eval_task(&er, task, home, v, &pass, NULL, NULL, NULL, &err) == HX_OK && pass;
@@ -258,7 +272,7 @@ int main(int argc, char **argv)
     if (!parse(argc, argv, &o)) {
         fprintf(stderr, "usage: agent-eval [--model FILE] [--tasks FILE | --n N --seed S] "
                         "[--category C] [--log FILE] [--trace FILE] [--threads T] [--dir DIR] [--oracle]\n"
-                        "                  [--decode spec|plain|both] [--adapter FILE [--scale S]] [--copy-bias B]\n");
+                        "                  [--decode spec|plain|both] [--memo run|task] [--adapter FILE [--scale S]] [--copy-bias B]\n");
         return 2;
     }
     hx_model *m = NULL;
@@ -274,6 +288,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "agent-eval: %s: %s\n", o.adapter, err.msg);
             return 1;
         }
+    }
+    if (!o.memo_task && !o.oracle && !(o.memo = hx_spec_memo_new())) {
+        fprintf(stderr, "agent-eval: out of memory\n");
+        return 1;
     }
     char base[256], home[300];
     int lock = -1; /* the worlds' fixed path (in tool results): runs replay */
@@ -315,6 +333,7 @@ int main(int argc, char **argv)
     hx_dg_validator_free(v);
     cJSON_Delete(tasks);
     hx_adapter_free(o.ad);
+    hx_spec_memo_free(o.memo);
     hx_model_free(m);
     hx_eval_home_give(base, lock);
     return 0;

@@ -76,7 +76,7 @@ static cJSON *heldout_requests(const hx_persona *p, const opts *o, const char *h
     const int64_t day0 = p->w.today + o->episodes * 7 / 5 + 3;
     cJSON *cand = hx_persona_requests(p, HX_SPLIT_HELDOUT, o->heldout * 2, day0, o->seed);
     cJSON *keep = cJSON_CreateArray();
-    hx_dg_eval_run orc = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL, 0};
+    hx_dg_eval_run orc = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL, 0, NULL};
     for (cJSON *t = cand ? cand->child : NULL; t && cJSON_GetArraySize(keep) < o->heldout; t = t->next) {
         int habits = 0, booked = 0;
         if (hx_persona_eval(p, &orc, t, home, &habits, &booked, NULL, err)) break;
@@ -323,7 +323,7 @@ int main(int argc, char **argv)
            cJSON_GetArraySize(generic), (unsigned long long)o.generic_seed);
     FILE *log = fopen(o.log, "w");
     const int family = hx_tpl_detect(hx_model_gguf(m), hx_model_vocab(m));
-    hx_dg_eval_run run = {m, family, o.threads, 0, NULL, NULL, 0, 0, NULL, 0};
+    hx_dg_eval_run run = {m, family, o.threads, 0, NULL, NULL, 0, 0, NULL, 0, NULL};
     score before, after;
     memset(&after, 0, sizeof after);
     if (measure(&p, &run, held, generic, "before", log, &before, &err)) {
