@@ -389,20 +389,33 @@ static int grammar_draft(hx_spec *sp, int32_t *d, int max, int *nbytes)
     return k;
 }
 
+/* The bytes the grammar matches for token t (a mark's text for its
+ * special token, as hx_matcher_accept does); NULL for another special or
+ * end token. */
+static const char *grammar_bytes(const hx_spec *sp, int32_t t, uint32_t *len)
+{
+    for (int k = 0; k < N_MARKS; k++)
+        if (t == sp->gv->mark_tok[k]) return *len = (uint32_t)strlen(hx_gmark_text[k]), hx_gmark_text[k];
+    if (sp->gv->flags[t] & (HX_GTOK_SPECIAL | HX_GTOK_EOG)) return NULL;
+    *len = sp->gv->len[t];
+    return sp->gv->piece[t];
+}
+
 /* How many of the drafts d[0, n) the grammar allows in a row from the
- * shadow's state (a special token ends the check: it is matched as a
- * mark, not as bytes); *nbytes the bytes of those checked. */
+ * shadow's state (an end or unknown special token ends the check);
+ * *nbytes the bytes of those checked. */
 static int grammar_allows(hx_spec *sp, const int32_t *d, int n, int *nbytes)
 {
     *nbytes = 0;
     if (!shadow_on(sp)) return n;
     hx_matcher *m = sp->gm;
-    uint32_t c = m->cur;
+    uint32_t c = m->cur, len = 0;
     for (int i = 0; i < n; i++) {
-        if (sp->gv->flags[d[i]] & (HX_GTOK_SPECIAL | HX_GTOK_EOG)) return n;
-        for (uint32_t j = 0; j < sp->gv->len[d[i]]; j++)
-            if (!(c = gm_step(m, c, (uint8_t)sp->gv->piece[d[i]][j]))) return i;
-        *nbytes += (int)sp->gv->len[d[i]];
+        const char *p = grammar_bytes(sp, d[i], &len);
+        if (!p) return n;
+        for (uint32_t j = 0; j < len; j++)
+            if (!(c = gm_step(m, c, (uint8_t)p[j]))) return i;
+        *nbytes += (int)len;
     }
     return n;
 }
@@ -614,8 +627,9 @@ static int draft(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
     }
     /* an n-gram, a copy or the memo; where it covers the grammar's run,
      * its tokens over the run count as the grammar's */
+    uint32_t len = 0;
     for (int i = 0, by = 0; i < kn && by < gb; i++) {
-        by += (int)sp->gv->len[sp->batch[nb + i]];
+        by += grammar_bytes(sp, sp->batch[nb + i], &len) ? (int)len : gb;
         sp->dsrc[i] = SRC_GRAMMAR;
     }
     return draft_budget(sp, kn);
