@@ -34,13 +34,15 @@ typedef struct hx_spec_params {
                       only); default 8 */
     int ngram_min; /* shortest context suffix looked up; default 2 */
     int ngram_max; /* longest, tried first; default 4 */
-    double min_accept; /* drafts per pass adapt to the acceptance rate a
-                        seen so far: k drafts while a^k >= the larger of
-                        min_accept and the measured cost of one more row
-                        relative to a one-token pass (a wasted draft costs
-                        a row; on small models that is most of a pass);
-                        <= 0: always max_draft; default 0.3. Timing only
-                        chooses how much to draft, never the output */
+    double min_accept; /* drafts per pass adapt to the acceptance rates
+                        of their sources seen so far: a draft goes on
+                        while the product of its tokens' rates is >= the
+                        larger of min_accept and the measured cost of one
+                        more row relative to a one-token pass (a wasted
+                        draft costs a row; on small models that is most
+                        of a pass); <= 0: always max_draft; default 0.3.
+                        Timing only chooses how much to draft, never the
+                        output */
 } hx_spec_params;
 hx_spec_params hx_spec_default_params(void);
 
