@@ -394,8 +394,8 @@ static int grammar_draft(hx_spec *sp, int32_t *d, int max, int *nbytes)
  * end token. */
 static const char *grammar_bytes(const hx_spec *sp, int32_t t, uint32_t *len)
 {
-    for (int k = 0; k < N_MARKS; k++)
-        if (t == sp->gv->mark_tok[k]) return *len = (uint32_t)strlen(hx_gmark_text[k]), hx_gmark_text[k];
+    const char *mark = hx_gmark_of(sp->gv, t);
+    if (mark) return *len = (uint32_t)strlen(mark), mark;
     if (sp->gv->flags[t] & (HX_GTOK_SPECIAL | HX_GTOK_EOG)) return NULL;
     *len = sp->gv->len[t];
     return sp->gv->piece[t];

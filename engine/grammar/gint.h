@@ -196,6 +196,14 @@ struct hx_gvocab {
 };
 enum { N_MARKS = 3 };
 extern const char *const hx_gmark_text[N_MARKS];
+/* The mark text special token t spells (what a matcher accepts for it),
+ * or NULL if t is no mark's token. */
+static inline const char *hx_gmark_of(const hx_gvocab *v, int32_t t)
+{
+    for (int k = 0; k < N_MARKS; k++)
+        if (t == v->mark_tok[k]) return hx_gmark_text[k];
+    return NULL;
+}
 /* gvcache.c: unmaps v->map. */
 void hx_gvocab_unmap(hx_gvocab *v);
 /* For tests: recomputes the checksum of a cache file image, so that a

@@ -785,8 +785,8 @@ int hx_matcher_accept(hx_matcher *m, int32_t tok)
         m->ended = 1;
         return HX_OK;
     }
-    for (int k = 0; k < N_MARKS; k++)
-        if (tok == v->mark_tok[k]) return hx_matcher_feed(m, hx_gmark_text[k], strlen(hx_gmark_text[k]));
+    const char *mark = hx_gmark_of(v, tok);
+    if (mark) return hx_matcher_feed(m, mark, strlen(mark));
     if (v->flags[tok] & HX_GTOK_SPECIAL)
         return hx_err_set(&m->err, HX_ERR_STATE, "special token %d not allowed", (int)tok);
     return hx_matcher_feed(m, v->piece[tok], v->len[tok]);
