@@ -24,6 +24,7 @@ _Static_assert(SPEC_MAX_BATCH < FA_TILE_Q, "spec passes must stay on the one-que
  * looked up by the string's first byte alone, a guess at the word), the
  * memo of the model's own output. */
 enum { SRC_NGRAM, SRC_GRAMMAR, SRC_COPY_WORD, SRC_MEMO, SRC_COPY_IN, SRC_COPY_1, N_SRC };
+_Static_assert(2 * N_SRC <= HX_SPEC_N_RATES, "a rate per source, apart at a string's first byte");
 
 struct hx_spec {
     hx_ctx *c;
@@ -37,20 +38,17 @@ struct hx_spec {
     int qn, qi;      /* ... its count, and how many hx_spec_next gave */
     int seq_cap;
     hx_spec_stats st;
-    /* per draft source (+ N_SRC at a string's first byte, where the model
-     * chooses a value: a guess there is often wrong where the same
-     * source is right elsewhere): decaying counts of drafts reached and
-     * accepted (those after a rejected one are not reached), steps since
-     * the last draft */
-    double tried[2 * N_SRC], taken[2 * N_SRC];
-    int idle[2 * N_SRC];
+    /* the memo's record (spec_int.h), per draft source (+ N_SRC at a
+     * string's first byte, where the model chooses a value: a guess there
+     * is often wrong where the same source is right elsewhere): drafts
+     * reached and accepted (those after a rejected one are not reached);
+     * and the pass times */
+    hx_spec_learned *lr;
     uint8_t dsrc[SPEC_MAX_BATCH]; /* the source of each draft of the pass */
     int copy_from; /* the bytes of the string the last copy draft followed */
     hx_spec_memo *own, *memo; /* the memo kept, and the one in use */
     char *text;  /* the context's bytes, for copy drafts */
     size_t text_cap;
-    /* pass time t against tokens B, decaying sums for t ~ a + b B */
-    double s1, sB, sBB, sT, sBT;
     /* optional grammar drafts: a shadow matcher fed every produced token,
      * and the vocabulary's pieces by first byte, longest first */
     hx_matcher *gm;
@@ -87,17 +85,16 @@ hx_spec *hx_spec_new(hx_ctx *c, const hx_vocab *v, const hx_spec_params *p)
     sp->p.max_draft = clamp(sp->p.max_draft, 0, sp->p.max_batch - 1);
     sp->p.ngram_min = clamp(sp->p.ngram_min, 1, 16);
     sp->p.ngram_max = clamp(sp->p.ngram_max, sp->p.ngram_min, 16);
-    for (int i = 0; i < 2 * N_SRC; i++) sp->tried[i] = 2, sp->taken[i] = 1; /* 1 in 2 */
-    sp->tried[SRC_COPY_IN] = 10, sp->taken[SRC_COPY_IN] = 9; /* a copied word goes on */
     sp->n_vocab = hx_model_hparams(hx_ctx_model(c))->n_vocab;
     sp->zeros = hx_calloc((size_t)sp->n_vocab, sizeof *sp->zeros);
     sp->batch = hx_malloc_array((size_t)sp->p.max_batch, sizeof *sp->batch);
     sp->q = hx_malloc_array((size_t)sp->p.max_batch + 1, sizeof *sp->q);
-    sp->memo = sp->own = hx_spec_memo_new();
+    sp->own = hx_spec_memo_new();
     if (!sp->zeros || !sp->batch || !sp->q || !sp->own) {
         hx_spec_free(sp);
         return NULL;
     }
+    hx_spec_set_memo(sp, NULL);
     return sp;
 }
 
@@ -117,7 +114,15 @@ void hx_spec_free(hx_spec *sp)
 
 hx_spec_stats hx_spec_get_stats(const hx_spec *sp) { return sp->st; }
 
-void hx_spec_set_memo(hx_spec *sp, hx_spec_memo *m) { sp->memo = m ? m : sp->own; }
+void hx_spec_set_memo(hx_spec *sp, hx_spec_memo *m)
+{
+    sp->memo = m ? m : sp->own;
+    sp->lr = hx_spec_memo_learned(sp->memo);
+    if (sp->lr->init) return;
+    for (int i = 0; i < 2 * N_SRC; i++) sp->lr->tried[i] = 2, sp->lr->taken[i] = 1; /* 1 in 2 */
+    sp->lr->tried[SRC_COPY_IN] = 10, sp->lr->taken[SRC_COPY_IN] = 9; /* a copied word goes on */
+    sp->lr->init = 1;
+}
 
 /* The token the stages force next, or -1. The forced token is confirmed by
  * sampling it from logits that prefer nothing: every stage (a loop guard
@@ -169,10 +174,11 @@ static int ngram_draft(const hx_spec *sp, const int32_t *seq, int n,
  * known. */
 static int pass_fit(const hx_spec *sp, double *a, double *b)
 {
-    double var = sp->s1 * sp->sBB - sp->sB * sp->sB;
-    if (sp->s1 < 8 || var <= 1e-9 * sp->s1 * sp->s1) return 0;
-    *b = (sp->s1 * sp->sBT - sp->sB * sp->sT) / var;
-    *a = (sp->sT - *b * sp->sB) / sp->s1;
+    const hx_spec_learned *l = sp->lr;
+    double var = l->s1 * l->sBB - l->sB * l->sB;
+    if (l->s1 < 8 || var <= 1e-9 * l->s1 * l->s1) return 0;
+    *b = (l->s1 * l->sBT - l->sB * l->sT) / var;
+    *a = (l->sT - *b * l->sB) / l->s1;
     return *b > 0;
 }
 
@@ -193,11 +199,12 @@ static double draft_floor(const hx_spec *sp)
 static void note_pass(hx_spec *sp, int B, double t)
 {
     const double k = 0.98;
-    sp->s1 = sp->s1 * k + 1;
-    sp->sB = sp->sB * k + B;
-    sp->sBB = sp->sBB * k + (double)B * B;
-    sp->sT = sp->sT * k + t;
-    sp->sBT = sp->sBT * k + B * t;
+    hx_spec_learned *l = sp->lr;
+    l->s1 = l->s1 * k + 1;
+    l->sB = l->sB * k + B;
+    l->sBB = l->sBB * k + (double)B * B;
+    l->sT = l->sT * k + t;
+    l->sBT = l->sBT * k + B * t;
 }
 
 /* How many of the n drafts (sources sp->dsrc) are worth a try: the
@@ -212,10 +219,11 @@ static int draft_budget(hx_spec *sp, int n)
     double lim = draft_floor(sp), q = 1;
     if (n > sp->p.max_draft) n = sp->p.max_draft;
     if (lim <= 0 || n <= 0) return n > 0 ? n : 0;
+    hx_spec_learned *l = sp->lr;
     int k = 0, s0 = sp->dsrc[0];
-    while (k < n && (q *= sp->taken[sp->dsrc[k]] / sp->tried[sp->dsrc[k]]) >= lim) k++;
-    if (k == 0 && ++sp->idle[s0] >= PROBE_EVERY) k = 1;
-    if (k > 0) sp->idle[s0] = 0;
+    while (k < n && (q *= l->taken[sp->dsrc[k]] / l->tried[sp->dsrc[k]]) >= lim) k++;
+    if (k == 0 && ++l->idle[s0] >= PROBE_EVERY) k = 1;
+    if (k > 0) l->idle[s0] = 0;
     return k;
 }
 
@@ -228,8 +236,8 @@ static void draft_outcome(hx_spec *sp, int nd, int i)
     for (int j = 0; j < nd && j <= i; j++) tr[sp->dsrc[j]] += 1, tk[sp->dsrc[j]] += j < i;
     for (int s = 0; s < 2 * N_SRC; s++) {
         if (tr[s] == 0) continue;
-        sp->tried[s] = sp->tried[s] * 0.9 + tr[s];
-        sp->taken[s] = sp->taken[s] * 0.9 + tk[s];
+        sp->lr->tried[s] = sp->lr->tried[s] * 0.9 + tr[s];
+        sp->lr->taken[s] = sp->lr->taken[s] * 0.9 + tk[s];
     }
 }
 

@@ -105,10 +105,13 @@ hx_spec_stats hx_spec_get_stats(const hx_spec *sp);
 
 /* The model's own recent output (engine/specmemo.c): what it wrote after
  * the same tokens before, a source of drafts where the context has none
- * (how a call starts, its tool and key names, how a turn ends). A decoder
- * keeps its own; one memo may instead serve the decoders of several
- * contexts of the same vocabulary in turn (a long-running assistant with
- * a context per request): it then learns across them. Not thread-safe. */
+ * (how a call starts, its tool and key names, how a turn ends); and what
+ * drafting taught the decoder using it (how often each draft source is
+ * right, what one more row of a pass costs), which decides how much to
+ * draft. A decoder keeps its own; one memo may instead serve the decoders
+ * of several contexts of the same model in turn (a long-running assistant
+ * with a context per request): each then starts from what the ones before
+ * learned. Not thread-safe. */
 typedef struct hx_spec_memo hx_spec_memo;
 hx_spec_memo *hx_spec_memo_new(void); /* NULL on out of memory */
 void hx_spec_memo_free(hx_spec_memo *m); /* NULL is a no-op */

@@ -29,4 +29,20 @@ void hx_spec_memo_add(hx_spec_memo *m, int32_t t);
 int hx_spec_memo_draft(hx_spec_memo *m, const int32_t *seq, int n, int32_t *d,
                        int max, int *key);
 
+/* What decoding taught a decoder about drafting on its model
+ * (engine/spec.c), kept with the memo so that the decoders sharing one
+ * (a request's each) start where the last one left off instead of
+ * guessing again: each draft source's decaying counts of drafts reached
+ * and accepted, steps since its last draft, and the pass times t of B
+ * rows as decaying sums for the fit t ~ a + b B. */
+#define HX_SPEC_N_RATES 16
+typedef struct hx_spec_learned {
+    int init;  /* 0 until the decoder first sets the counts */
+    double tried[HX_SPEC_N_RATES], taken[HX_SPEC_N_RATES];
+    int idle[HX_SPEC_N_RATES];
+    double s1, sB, sBB, sT, sBT;
+} hx_spec_learned;
+/* m's record (zeroed at hx_spec_memo_new), borrowed. */
+hx_spec_learned *hx_spec_memo_learned(hx_spec_memo *m);
+
 #endif /* HX_SPEC_INT_H */

@@ -19,6 +19,7 @@ struct hx_spec_memo {
     int n;
     int *cand;     /* scratch for a lookup: positions after a match ... */
     uint8_t *clen; /* ... and the match's length */
+    hx_spec_learned learned;
 };
 
 hx_spec_memo *hx_spec_memo_new(void)
@@ -66,6 +67,8 @@ void hx_spec_memo_turn(hx_spec_memo *m, const int32_t *hist, int n)
 }
 
 void hx_spec_memo_add(hx_spec_memo *m, int32_t t) { add(m, t, 1); }
+
+hx_spec_learned *hx_spec_memo_learned(hx_spec_memo *m) { return &m->learned; }
 
 /* How many tokens before memo position j (exclusive) equal the last of
  * key[0, n), at most HX_MEMO_KEY. */

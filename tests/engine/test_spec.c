@@ -234,6 +234,15 @@ static void run_model(const char *path, int n_threads, int n_prompts,
     EXPECT(st.passes < st.tokens);
     EXPECT(st.forced > 0);
     if (want_accepts) EXPECT(st.accepted > 0);
+    /* the shared memo kept what the decoders learned, and a new decoder
+     * takes it over as it is: pass times, drafts per source */
+    hx_spec_learned *l = hx_spec_memo_learned(r.memo), was = *l;
+    EXPECT(l->init && l->s1 > 1 && l->sT > 0);
+    hx_spec *sp = hx_spec_new(c, r.v, NULL);
+    ASSERT(sp);
+    hx_spec_set_memo(sp, r.memo);
+    EXPECT(!memcmp(&was, l, sizeof was));
+    hx_spec_free(sp);
     hx_ctx_free(c);
     rig_close(&r);
 }
