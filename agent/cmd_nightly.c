@@ -59,6 +59,10 @@ static void nightly_usage(FILE *f, const char *verb)
         "                       calendar requests of the other kinds (cancel, move,\n"
         "                       free or busy, list), so that the adapter keeps their\n"
         "                       tools (default 0.3 with --replay-from base, else 0)\n"
+        "      --replay-soft K  the replay's answers are learned as the base's\n"
+        "                       distribution there, its K most likely tokens (a KL\n"
+        "                       term to the base), not as its tokens (default 0:\n"
+        "                       the tokens)\n"
         "      --eval-tasks N   the generic suite: the same N held-out agent tasks\n"
         "                       run with what you run now and with the new adapter,\n"
         "                       compared task by task (default 300: one task is\n"
@@ -85,7 +89,8 @@ static void nightly_usage(FILE *f, const char *verb)
         "  -t, --threads N      0 = all cores (default)\n\n"
         "config.json's \"nightly\" object sets the defaults of these: \"rank\",\n"
         "\"lr\", \"epochs\", \"steps\", \"targets\" (\"up,down\"), \"replay\",\n"
-        "\"replay_from\" (\"base\" or \"oracle\"), \"replay_contrast\", \"replay_near\", \"eval_tasks\",\n"
+        "\"replay_from\" (\"base\" or \"oracle\"), \"replay_contrast\", \"replay_near\",\n"
+        "\"replay_soft\", \"eval_tasks\", "
         "\"scales\" (\"1,0.75,0.5\"), \"stop_delta\", \"max_memory\"; the options override\n"
         "it.\n");
     if (nightly) fprintf(f, "      --install        print a crontab line and a systemd user timer\n");
@@ -138,6 +143,8 @@ static int parse_replay_from(const char *s)
  * the adapter turned into find_slots calls going from 7 to 1; the habits
  * were learned as well (bench/README.md, session 10). */
 #define NIGHTLY_NEAR 0.3
+/* The most of the base's tokens a soft replay target keeps. */
+#define NIGHTLY_MAX_SOFT 64
 
 /* The replay's shares of contrast and near tasks (hx_agent_contrast). */
 typedef struct replay_mix {
@@ -166,6 +173,9 @@ static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
             *distill = parse_replay_from(v), i++;
         else if (!strcmp(a, "--replay-contrast") && (d = atof(v)) >= 0 && d <= 1) mix->contrast = d, i++;
         else if (!strcmp(a, "--replay-near") && (d = atof(v)) >= 0 && d <= 1) mix->near = d, i++;
+        else if (!strcmp(a, "--replay-soft") && (d = atof(v)) >= 0 && d <= NIGHTLY_MAX_SOFT &&
+                 d == (int)d)
+            p->replay_soft = (int)d, i++;
         else if (!strcmp(a, "--eval-margin") && (d = atof(v)) >= 0) p->eval_margin = d / 100, i++;
         else if (!strcmp(a, "--max-memory") && !cli_parse_size(v, &p->max_bytes)) i++;
         else if (!strcmp(a, "--scales") && !parse_scales(v, p)) i++;
@@ -212,6 +222,8 @@ static void print_report(const hx_nightly_report *r)
            (long long)r->heldout_tokens);
     if (r->n_replay) printf("replay: %d generic conversations (%lld tokens) mixed into "
                             "training\n", r->n_replay, (long long)r->replay_tokens);
+    if (r->soft_targets) printf("replay: %lld answer tokens learned as the base's "
+                                "distribution\n", (long long)r->soft_targets);
     if (r->seq_len) printf("sequences: %d tokens; %s\n", r->seq_len, r->docs_cut ?
                            "some conversations longer, trained in windows" :
                            "every conversation whole");
@@ -332,7 +344,7 @@ static int config_number(const cJSON *night, const char *key, double lo, double 
 
 /* The config's "nightly" object into p (the options, parsed after, win):
  * rank, lr, epochs, steps, targets, replay, replay_from, replay_contrast, replay_near,
- * eval_tasks, max_memory ("2G" or bytes). */
+ * replay_soft, eval_tasks, max_memory ("2G" or bytes). */
 static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *distill,
                           replay_mix *mix, hx_err *err)
 {
@@ -340,7 +352,7 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *disti
     if (!night) return HX_OK;
     if (!cJSON_IsObject(night)) return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly is not an object");
     double rank = p->lora.rank, lr = p->train.opt.lr, ep = p->epochs, st = p->train.opt.n_steps;
-    double et = p->eval_tasks;
+    double et = p->eval_tasks, soft = p->replay_soft;
     int rc = config_number(night, "rank", 1, 1024, &rank, err);
     if (!rc) rc = config_number(night, "lr", 1e-9, 1, &lr, err);
     if (!rc) rc = config_number(night, "epochs", 1, 1000, &ep, err);
@@ -350,7 +362,9 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *disti
     if (!rc) rc = config_number(night, "stop_delta", 0, 0.999, &p->stop_delta, err);
     if (!rc) rc = config_number(night, "replay_contrast", 0, 1, &mix->contrast, err);
     if (!rc) rc = config_number(night, "replay_near", 0, 1, &mix->near, err);
+    if (!rc) rc = config_number(night, "replay_soft", 0, NIGHTLY_MAX_SOFT, &soft, err);
     if (rc) return rc;
+    p->replay_soft = (int)soft;
     p->lora.rank = (int)rank, p->lora.alpha = (float)(int)rank, p->train.opt.lr = (float)lr;
     p->epochs = (int)ep, p->train.opt.n_steps = (int)st, p->eval_tasks = (int)et;
     const cJSON *t = cJSON_GetObjectItem(night, "targets");

@@ -231,7 +231,7 @@ static int run(targs *a, hx_err *err)
     a->tp.ckpt_path = a->ckpt;
     a->tp.log = a->log ? stdout : NULL;
     a->tp.progress = 1;
-    hx_train_data d = {t.tokens, t.mask, t.n, t.doc};
+    hx_train_data d = {.tokens = t.tokens, .mask = t.mask, .n = t.n, .doc = t.doc};
     const double t0 = hx_time_mono();
     const int s0 = tr ? hx_trainer_steps_done(tr) : 0;
     const char *kv[] = {"hearth.prompt_style", family ? hx_tpl_name(family) : NULL, NULL};

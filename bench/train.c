@@ -96,7 +96,7 @@ int main(int argc, char **argv)
         fill_batch(&s, tok, tgt, mask, doc, n, T, c.n_vocab);
         int cnt = 0;
         for (int k = 0; k < n; k++) cnt += mask[k];
-        hx_batch b = {ns, T, tok, tgt, mask, doc, NULL};
+        hx_batch b = {.n_seq = ns, .n_tok = T, .tokens = tok, .targets = tgt, .mask = mask, .doc = doc};
         const double w0 = hx_time_mono(), c0 = bench_cpu_seconds();
         double loss = 0;
         hx_trainer_zero_grad(tr);

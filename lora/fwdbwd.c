@@ -23,6 +23,15 @@ static int check_batch(const hx_trainer *tr, const hx_batch *b, hx_err *err)
             return hx_err_set(err, HX_ERR_RANGE, "train: token id at %d "
                               "outside the vocabulary of %d", i, tr->hp.n_vocab);
     }
+    if (!b->soft_p || b->soft_k <= 0) return HX_OK;
+    if (!b->soft_id || !b->targets)
+        return hx_err_set(err, HX_ERR_INVALID, "train: soft targets without ids or targets");
+    for (size_t i = 0; i < (size_t)n * (size_t)b->soft_k; i++)
+        if (b->soft_p[i - i % (size_t)b->soft_k] > 0 &&
+            (b->soft_id[i] < 0 || b->soft_id[i] >= tr->hp.n_vocab || !(b->soft_p[i] >= 0)))
+            return hx_err_set(err, HX_ERR_RANGE, "train: soft target %zu of position %zu "
+                              "is not a probability on a token of the vocabulary",
+                              i % (size_t)b->soft_k, i / (size_t)b->soft_k);
     return HX_OK;
 }
 
@@ -356,6 +365,16 @@ typedef struct xent_job {
     int backward, m, V;
 } xent_job;
 
+/* The loss of position t's logits z against its target, soft or not
+ * (with dz, the gradient). */
+static double row_xent(const hx_batch *b, int t, float *z, int V, float scale, float *dz)
+{
+    const size_t o = (size_t)t * (size_t)b->soft_k;
+    if (b->soft_p && b->soft_k > 0 && b->soft_p[o] > 0)
+        return tr_xent_soft(z, V, b->soft_id + o, b->soft_p + o, b->soft_k, scale, dz);
+    return tr_xent(z, V, b->targets[t], scale, dz);
+}
+
 static void xent_task(void *ctx, int task, int thread)
 {
     const xent_job *j = ctx;
@@ -363,8 +382,7 @@ static void xent_task(void *ctx, int task, int thread)
     (void)thread;
     for (int i = task * ROW_CHUNK; i < i1; i++) {
         float *zi = j->z + (size_t)i * j->V;
-        j->loss[i] = tr_xent(zi, j->V, j->b->targets[j->rows[i]], j->scale,
-                             j->backward ? zi : NULL);
+        j->loss[i] = row_xent(j->b, j->rows[i], zi, j->V, j->scale, j->backward ? zi : NULL);
     }
 }
 
@@ -384,8 +402,8 @@ static void head_chunk(hx_trainer *tr, const hx_batch *b, int i0, int i1,
     xent_job xj = {b, rows, z, rl, scale, dnf != NULL, m, V};
     if (rl) hx_threadpool_run(tr->tp, (m + ROW_CHUNK - 1) / ROW_CHUNK, xent_task, &xj);
     for (int i = 0; i < m; i++) /* in order; serially when memory is short */
-        *loss += rl ? rl[i] : tr_xent(z + (size_t)i * V, V, b->targets[rows[i]], scale,
-                                      dnf ? z + (size_t)i * V : NULL);
+        *loss += rl ? rl[i] : row_xent(b, rows[i], z + (size_t)i * V, V, scale,
+                                       dnf ? z + (size_t)i * V : NULL);
     free(rl);
     if (!dnf) return;
     zero(tr->hdg, (size_t)m * C);
@@ -434,20 +452,29 @@ static double head_loss(hx_trainer *tr, const hx_batch *b, const bw *w,
  * activations are the same bits (same ops, same order, thread-count
  * independent), so the gradients are too. A forward-only pass (TR_FWD)
  * saves nothing: one layer's activations at a time. */
-int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
-               double *loss_sum, int *n_count, int backward, double norm,
-               hx_err *err)
+/* The layers of the forward, up to the final norm (tr->nf), in layout. */
+static int forward_body(hx_trainer *tr, const hx_batch *b, int layout, hx_err *err)
 {
     int rc = check_batch(tr, b, err);
     if (rc) return rc;
-    const int n = b->n_seq * b->n_tok, L = tr->hp.n_layer, C = tr->hp.n_embd;
-    const int layout = backward ? tr_layout(tr, n) : TR_FWD;
+    const int n = b->n_seq * b->n_tok, L = tr->hp.n_layer;
     if ((rc = tr_reserve(tr, n, b->n_tok, layout, err))) return rc;
     geometry(tr, b);
     embed(tr, b->tokens, n, tr->acts[0].x);
     for (int l = 0; l < L; l++)
         layer_fwd(tr, l, b, l + 1 < L ? tr->acts[l + 1].x : tr->xf, tr->tmp);
     norm_rows(tr, tr->nf, tr->rf, tr->xf, tr->out_norm, n);
+    return HX_OK;
+}
+
+int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
+               double *loss_sum, int *n_count, int backward, double norm,
+               hx_err *err)
+{
+    const int n = b ? b->n_seq * b->n_tok : 0, L = tr->hp.n_layer, C = tr->hp.n_embd;
+    const int layout = backward ? tr_layout(tr, n) : TR_FWD;
+    int rc = forward_body(tr, b, layout, err);
+    if (rc) return rc;
     if (logits) tr_mm_fwd(tr->tp, &tr->head.w, tr->nf, n, logits, 1.0f, 0, tr->scratch);
     const bw w = bw_of(tr);
     int cnt = 0;
@@ -468,5 +495,51 @@ int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
             const float *s = w.dres + (size_t)t * C;
             for (int i = 0; i < C; i++) d[i] += s[i];
         }
+    return HX_OK;
+}
+
+/* The k largest of z (V) into id, most likely first, and their softmax
+ * over those k into p. */
+static void row_topk(const float *z, int V, int k, int32_t *id, float *p)
+{
+    int m = 0;
+    for (int i = 0; i < V; i++) {
+        if (m == k && z[i] <= z[id[m - 1]]) continue;
+        int j = m < k ? m++ : m - 1;
+        for (; j > 0 && z[id[j - 1]] < z[i]; j--) id[j] = id[j - 1];
+        id[j] = i;
+    }
+    double sum = 0.0;
+    for (int j = 0; j < m; j++) sum += exp((double)z[id[j]] - z[id[0]]);
+    for (int j = 0; j < m; j++) p[j] = (float)(exp((double)z[id[j]] - z[id[0]]) / sum);
+    for (int j = m; j < k; j++) id[j] = id[0], p[j] = 0.0f;
+}
+
+int hx_trainer_topk(hx_trainer *tr, const hx_batch *b, int k, int32_t *id, float *p,
+                    hx_err *err)
+{
+    if (k < 1 || !id || !p || !b || !b->targets)
+        return hx_err_set(err, HX_ERR_INVALID, "train: top-k needs k >= 1, outputs, targets");
+    hx_batch nb = *b;
+    nb.soft_p = NULL; /* the targets' positions only */
+    int rc = forward_body(tr, &nb, TR_FWD, err);
+    if (rc) return rc;
+    const int n = b->n_seq * b->n_tok, C = tr->hp.n_embd, V = tr->hp.n_vocab;
+    int m = 0;
+    memset(p, 0, (size_t)n * (size_t)k * sizeof *p);
+    memset(id, 0, (size_t)n * (size_t)k * sizeof *id);
+    for (int t = 0; t < n; t++)
+        if (!b->mask || b->mask[t]) tr->gather[m++] = t;
+    for (int i0 = 0, i1; i0 < m; i0 = i1) {
+        i1 = i0 + tr->head_chunk < m ? i0 + tr->head_chunk : m;
+        for (int i = i0; i < i1; i++)
+            memcpy(tr->hg + (size_t)(i - i0) * C, tr->nf + (size_t)tr->gather[i] * C,
+                   (size_t)C * sizeof(float));
+        tr_mm_fwd(tr->tp, &tr->head.w, tr->hg, i1 - i0, tr->hz, 1.0f, 0, tr->scratch);
+        for (int i = i0; i < i1; i++) {
+            const size_t o = (size_t)tr->gather[i] * (size_t)k;
+            row_topk(tr->hz + (size_t)(i - i0) * V, V, k, id + o, p + o);
+        }
+    }
     return HX_OK;
 }

@@ -22,6 +22,9 @@ hx_train_params hx_train_default_params(void)
 typedef struct step_data {
     int32_t *tok, *tgt, *doc, *pre;
     uint8_t *mask;
+    int32_t *sid;   /* soft targets of the rows (n_win * T * k), or NULL */
+    float *sp;
+    int k;
     int n_win, T;
     size_t *starts; /* packed documents: where those a window can start at
                      * begin (so no window cuts a document's head off) */
@@ -39,6 +42,16 @@ static void find_starts(const hx_train_data *d, step_data *s)
     if (!s->starts) return;
     for (size_t i = 0; i < span; i++)
         if (i == 0 || d->doc[i] != d->doc[i - 1]) s->starts[s->n_starts++] = i;
+}
+
+/* Row r's soft target: that of data token x (its target), or none. */
+static void put_soft(const hx_train_data *d, step_data *s, size_t r, size_t x, int on)
+{
+    if (!s->sp) return;
+    const size_t k = (size_t)s->k;
+    if (on) memcpy(s->sid + r * k, d->soft_id + x * k, k * sizeof *s->sid);
+    if (on) memcpy(s->sp + r * k, d->soft_p + x * k, k * sizeof *s->sp);
+    else s->sp[r * k] = 0.0f;
 }
 
 /* One past the last token of the document holding token x. */
@@ -72,6 +85,7 @@ static long draw_shared(const hx_train_data *d, step_data *s, int min, int w, si
         if (x + 1 >= d->n) { /* out of data: padding that predicts nothing */
             s->tok[k] = s->tgt[k] = d->tokens[d->n - 1];
             s->mask[k] = 0, s->doc[k] = seg + 1, s->pre[k] = 0;
+            put_soft(d, s, k, 0, 0);
             continue;
         }
         s->tok[k] = d->tokens[x];
@@ -79,6 +93,7 @@ static long draw_shared(const hx_train_data *d, step_data *s, int min, int w, si
         s->doc[k] = seg, s->pre[k] = pre;
         const int last = d->doc[x + 1] != d->doc[x];
         s->mask[k] = !last && (d->mask ? d->mask[x + 1] != 0 : 1);
+        put_soft(d, s, k, x + 1, s->mask[k]);
         cnt += s->mask[k];
         x++;
         if (!last) continue;
@@ -110,6 +125,7 @@ static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s, int 
             s->doc[k] = d->doc ? d->doc[off + i] : 0;
             /* the last token of a document predicts nothing */
             if (d->doc && d->doc[off + i + 1] != d->doc[off + i]) s->mask[k] = 0;
+            put_soft(d, s, k, off + i + 1, s->mask[k]);
             cnt += s->mask[k];
         }
     }
@@ -129,7 +145,9 @@ static int one_step(hx_trainer *tr, const hx_train_data *d,
     for (int a = 0; a < p->accum; a++) {
         hx_batch b = {p->n_seq, s->T, s->tok + a * per, s->tgt + a * per,
                       s->mask + a * per, d->doc ? s->doc + a * per : NULL,
-                      share ? s->pre + a * per : NULL};
+                      share ? s->pre + a * per : NULL,
+                      s->sp ? s->sid + a * per * (size_t)s->k : NULL,
+                      s->sp ? s->sp + a * per * (size_t)s->k : NULL, s->k};
         double l = 0.0;
         int rc = hx_trainer_grad(tr, &b, norm, &l, err);
         if (rc) return rc;
@@ -212,7 +230,13 @@ int hx_train_run(hx_trainer *tr, const hx_train_data *d,
     s.mask = hx_malloc_array(n, 1);
     s.doc = hx_malloc_array(n, sizeof(int32_t));
     s.pre = hx_malloc_array(n, sizeof(int32_t));
-    if (!s.tok || !s.tgt || !s.mask || !s.doc || !s.pre) rc = hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
+    if (d->soft_p && d->soft_id && d->soft_k > 0) {
+        s.k = d->soft_k;
+        s.sid = hx_malloc_array(n * (size_t)s.k, sizeof(int32_t));
+        s.sp = hx_malloc_array(n * (size_t)s.k, sizeof(float));
+        if (!s.sid || !s.sp) rc = HX_ERR_NOMEM;
+    }
+    if (rc || !s.tok || !s.tgt || !s.mask || !s.doc || !s.pre) rc = hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
     if (!rc && d->doc) find_starts(d, &s);
     if (tr->step == 0 && tr->data_pos == 0) tr->rng ^= p->seed * 0x9e3779b97f4a7c15ull;
     const double t0 = hx_time_mono(), base = tr->train_seconds;
@@ -244,6 +268,8 @@ int hx_train_run(hx_trainer *tr, const hx_train_data *d,
     free(s.mask);
     free(s.doc);
     free(s.pre);
+    free(s.sid);
+    free(s.sp);
     free(s.starts);
     return rc;
 }

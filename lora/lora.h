@@ -84,6 +84,13 @@ typedef struct hx_batch {
     const uint8_t *mask;
     const int32_t *doc;
     const int32_t *pre;
+    /* soft targets (NULL: none): where soft_p[t * soft_k] > 0, position
+     * t's target is the distribution soft_p[t * soft_k + j] on tokens
+     * soft_id[t * soft_k + j], j < soft_k (summing to 1: a teacher's, as
+     * hx_trainer_topk gives them), instead of targets[t] (still required) */
+    const int32_t *soft_id;
+    const float *soft_p;
+    int soft_k;
 } hx_batch;
 
 /* Forward only. logits (n_seq*n_tok*n_vocab, or NULL) gets every
@@ -96,6 +103,13 @@ int hx_trainer_forward(hx_trainer *tr, const hx_batch *b, float *logits,
  * *loss_sum gets the summed masked cross-entropy. */
 int hx_trainer_grad(hx_trainer *tr, const hx_batch *b, double norm,
                     double *loss_sum, hx_err *err);
+/* Forward only: at each position with a target (b->targets, where b->mask
+ * allows; b's soft targets ignored) the k most likely next tokens into
+ * id[t * k ..] and their probabilities, renormalized over those k, into
+ * p[t * k ..], most likely first; positions without a target get p 0.
+ * Holds the logits of a few rows at a time, not of the batch. */
+int hx_trainer_topk(hx_trainer *tr, const hx_batch *b, int k, int32_t *id, float *p,
+                    hx_err *err);
 void hx_trainer_zero_grad(hx_trainer *tr);
 
 /* ---- optimizer ---- */
@@ -131,6 +145,11 @@ typedef struct hx_train_data {
     const int32_t *doc;    /* n document ids (packed documents: attention
                             * and positions restart at each; every window
                             * starts at a document's first token), or NULL */
+    const int32_t *soft_id; /* n * soft_k, or NULL: soft targets, as in
+                            * hx_batch: where soft_p[x * soft_k] > 0, token
+                            * x (a target) is learned as that distribution */
+    const float *soft_p;
+    int soft_k;
 } hx_train_data;
 
 typedef struct hx_train_params {
@@ -285,6 +304,11 @@ typedef struct hx_nightly_data {
     int64_t split_at; /* held-out set: finish time of its first episode */
     int n_replay;     /* generic replay conversations mixed in
                        * (hx_nightly_mix; not counted in n_episodes) */
+    int32_t *soft_id; /* n * soft_k, or NULL: the base's distributions
+                       * (hx_train_data's soft targets) over the replay's
+                       * targets, which are marked 2 in mask */
+    float *soft_p;
+    int soft_k;
 } hx_nightly_data;
 /* Appends one document (n tokens and their mask) to d; one of fewer than
  * 2 tokens (nothing to predict) is skipped. HX_ERR_NOMEM. */
@@ -375,6 +399,15 @@ typedef struct hx_nightly_params {
                             * episode, mixed into the training split only;
                             * default 3 (0: none) */
     uint64_t replay_seed;  /* default 1: the same conversations each night */
+    int replay_soft;       /* > 0: the replay's assistant tokens are learned
+                            * as the base's distribution there (its
+                            * replay_soft most likely tokens, renormalized)
+                            * instead of as the tokens: distillation, a KL
+                            * term to the base, which keeps what the base
+                            * would do in its ranking, not only its first
+                            * choice; the base's top tokens take n *
+                            * replay_soft * 8 bytes for n training tokens.
+                            * 0 (default): the tokens */
     hx_nightly_eval_fn eval;     /* NULL: no generic-task gate */
     void *eval_user;
     int eval_tasks;        /* tasks of the generic suite; default 300 (one
@@ -422,6 +455,8 @@ typedef struct hx_nightly_report {
     int64_t train_tokens, heldout_tokens;
     int n_replay;      /* replay conversations mixed into training */
     int64_t replay_tokens;
+    int64_t soft_targets; /* replay_soft: the replay's targets learned as the
+                       * base's distribution */
     int steps;
     int resumed_at;    /* the step a checkpoint resumed from (0: none) */
     double loss_before, loss_after; /* mean held-out loss per target token */

@@ -66,6 +66,7 @@ void hx_nightly_data_free(hx_nightly_data *d)
 {
     if (!d) return;
     free(d->tokens), free(d->mask), free(d->doc), free(d->ends);
+    free(d->soft_id), free(d->soft_p);
     memset(d, 0, sizeof *d);
 }
 
@@ -357,6 +358,8 @@ static int add_replay(const hx_nightly_params *p, hx_nightly_data *train,
     hx_nightly_data rep;
     memset(&rep, 0, sizeof rep);
     int rc = p->replay(p->replay_user, n, p->replay_seed, &rep, err);
+    for (size_t i = 0; !rc && p->replay_soft > 0 && i < rep.n; i++)
+        rep.mask[i] = rep.mask[i] ? 2 : 0; /* learned as the base's distribution */
     if (!rc) rc = hx_nightly_mix(train, &rep, err);
     r->n_replay = rep.n_episodes, r->replay_tokens = (int64_t)rep.n;
     if (!rc && p->log)
@@ -410,6 +413,34 @@ static int unmask_known(hx_trainer *tr, hx_nightly_data *d, hx_nightly_report *r
         }
     }
     free(lg);
+    return rc;
+}
+
+/* The base's distribution (its k most likely tokens) at each target of
+ * d marked 2 (the replay's), into d->soft_*: tr is the base (B = 0). */
+static int soft_targets(hx_trainer *tr, hx_nightly_data *d, int k, hx_nightly_report *r,
+                        hx_err *err)
+{
+    const size_t n_ctx = (size_t)hx_trainer_hparams(tr)->n_ctx_train;
+    d->soft_id = hx_calloc(d->n * (size_t)k, sizeof *d->soft_id);
+    d->soft_p = hx_calloc(d->n * (size_t)k, sizeof *d->soft_p);
+    if (!d->soft_id || !d->soft_p)
+        return hx_err_set(err, HX_ERR_NOMEM, "nightly: out of memory for the base's "
+                          "distributions (%zu tokens x %d)", d->n, k);
+    d->soft_k = k;
+    int rc = HX_OK;
+    for (int i = 0; !rc && i < d->n_docs; i++) {
+        const hx_batch b = doc_batch(d, i, n_ctx);
+        const size_t at = (size_t)(b.tokens - d->tokens) + 1, n = (size_t)b.n_tok;
+        int any = 0;
+        for (size_t j = 0; j < n; j++) any |= b.mask[j] == 2;
+        if (!any) continue;
+        rc = hx_trainer_topk(tr, &b, k, d->soft_id + at * k, d->soft_p + at * k, err);
+        for (size_t j = 0; !rc && j < n; j++) {
+            if (b.mask[j] != 2) d->soft_p[(at + j) * k] = 0.0f; /* the user's: the token */
+            else r->soft_targets++;
+        }
+    }
     return rc;
 }
 
@@ -560,6 +591,7 @@ static void run_key(const hx_nightly_params *p, const char *base_id,
     hx_sha256_update(&s, d->mask, d->n);
     hx_sha256_update(&s, &p->lora, sizeof p->lora);
     hx_sha256_update(&s, &p->train.opt, sizeof p->train.opt);
+    hx_sha256_update(&s, &p->replay_soft, sizeof p->replay_soft);
     hx_sha256_final(&s, dig);
     hx_sha256_hex(dig, out);
 }
@@ -611,7 +643,8 @@ static int train_chunks(hx_trainer *tr, const hx_nightly_params *p,
                         const hx_nightly_data *d, const hx_nightly_data *ho,
                         const char *ckpt, hx_nightly_report *r, hx_err *err)
 {
-    hx_train_data td = {.tokens = d->tokens, .mask = d->mask, .n = d->n, .doc = d->doc};
+    hx_train_data td = {.tokens = d->tokens, .mask = d->mask, .n = d->n, .doc = d->doc,
+                        .soft_id = d->soft_id, .soft_p = d->soft_p, .soft_k = d->soft_k};
     hx_train_params tp = p->train;
     tp.ckpt_path = ckpt;
     tp.stop_after = p->chunk > 0 ? p->chunk : 0;
@@ -862,9 +895,11 @@ static int peak_tokens(const hx_trainer *tr, const hx_nightly_params *p,
 
 /* Estimates the run's memory into r; HX_ERR_RANGE over p->max_bytes. */
 static int check_memory(const hx_trainer *tr, const hx_nightly_params *p,
-                        const hx_nightly_data *ho, hx_nightly_report *r, hx_err *err)
+                        const hx_nightly_data *d, const hx_nightly_data *ho,
+                        hx_nightly_report *r, hx_err *err)
 {
-    r->mem_estimate = hx_trainer_memory_estimate(tr, peak_tokens(tr, p, ho));
+    r->mem_estimate = hx_trainer_memory_estimate(tr, peak_tokens(tr, p, ho)) +
+                      d->n * (size_t)d->soft_k * (sizeof *d->soft_id + sizeof *d->soft_p);
     if (p->max_bytes && r->mem_estimate > p->max_bytes) {
         snprintf(r->reason, sizeof r->reason, "not started: training needs about "
                  "%.1f MiB (activations, adapter state, mapped base), over the bound "
@@ -880,7 +915,7 @@ static int train_and_gate(hx_trainer *tr, const hx_nightly_params *p, const char
                           hx_nightly_report *r, hx_err *err)
 {
     char key[65], ckpt[4200];
-    int rc = check_memory(tr, p, ho, r, err);
+    int rc = check_memory(tr, p, tr_d, ho, r, err);
     if (!rc) rc = hx_mkdirs(p->work_dir, err);
     snprintf(ckpt, sizeof ckpt, "%s/nightly.ckpt", p->work_dir);
     if (!rc) rc = heldout_loss(tr, ho, &r->loss_before, err); /* B = 0: the base */
@@ -948,6 +983,12 @@ static int run_with_data(const hx_nightly_params *p, const char *base_id,
                         "or to measure in the episodes");
     r->seq_len = q.train.seq_len;
     r->docs_cut = count_longer(tr_d, window) + count_longer(ho, window);
+    if (!rc && p->replay_soft > 0) { /* the trainer is the base yet */
+        rc = soft_targets(tr, &wt, p->replay_soft, r, err);
+        if (!rc && p->log)
+            fprintf(p->log, "nightly: %lld replay targets learned as the base's %d most "
+                    "likely tokens there\n", (long long)r->soft_targets, p->replay_soft);
+    }
     if (!rc && p->log)
         fprintf(p->log, "nightly: sequences of %d tokens: %d + %d documents (training + "
                 "held out), %d of them longer, cut into windows at their assistant turns "

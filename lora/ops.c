@@ -180,18 +180,27 @@ void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
     swiglu_bwd_scalar(da, db, ds, a, b, n);
 }
 
-double tr_xent(const float *z, int V, int y, float scale, float *dz)
+double tr_xent_soft(const float *z, int V, const int32_t *y, const float *q, int k,
+                    float scale, float *dz)
 {
-    const double lse = hx_logsumexp(z, V), loss = lse - z[y];
+    const double lse = hx_logsumexp(z, V);
+    double loss = 0.0;
+    for (int j = 0; j < k; j++) loss += q[j] * (lse - z[y[j]]);
     if (dz) {
         const int inplace = dz == z;
         for (int i = 0; i < V; i++) {
             const float p = scale * (float)exp((double)z[i] - lse);
             dz[i] = inplace ? p : dz[i] + p;
         }
-        dz[y] -= scale;
+        for (int j = 0; j < k; j++) dz[y[j]] -= scale * q[j];
     }
     return loss;
+}
+
+double tr_xent(const float *z, int V, int y, float scale, float *dz)
+{
+    const float one = 1.0f;
+    return tr_xent_soft(z, V, &y, &one, 1, scale, dz);
 }
 
 /* The keys token i sees, in order: [0, pre[i]) then [start[i], i]. */

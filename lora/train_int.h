@@ -32,6 +32,11 @@ void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
  * lse(z) - z[y]; with dz != NULL adds scale * (softmax(z) - onehot(y)) to
  * dz, or stores it when dz == z (the logits are then overwritten). */
 double tr_xent(const float *z, int V, int y, float scale, float *dz);
+/* The same against a distribution: q[j] on token y[j] (k of them, q
+ * summing to 1): returns sum q[j] (lse(z) - z[y[j]]) (the KL divergence
+ * from q plus q's entropy), the gradient scale * (softmax(z) - q). */
+double tr_xent_soft(const float *z, int V, const int32_t *y, const float *q, int k,
+                    float scale, float *dz);
 /* sum of a[i] b[i] over n in eight partial sums, so the compiler can
  * vectorize it without -ffast-math, always in the same order (the scalar
  * dot of matmul.c and ops.c). */

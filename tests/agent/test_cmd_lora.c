@@ -290,6 +290,10 @@ static void test_nightly_cli(void)
     ASSERT(hx_write_file_atomic(cfg, badn, sizeof badn - 1, NULL) == HX_OK);
     EXPECT(run(cmd_lora, bycfg) != 0);
     EXPECT(strstr(g_errbuf, "nightly.replay_near is not a number") != NULL);
+    static const char bads[] = "{\"nightly\": {\"replay_soft\": -3}}";
+    ASSERT(hx_write_file_atomic(cfg, bads, sizeof bads - 1, NULL) == HX_OK);
+    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(strstr(g_errbuf, "nightly.replay_soft is not a number") != NULL);
     unlink(cfg);
     /* the near share is the base's runs: not with the oracle's replay */
     const char *oracle_near[] = {"lora", "train", "-m", mv, "-t", "1", "--steps", "1",
@@ -300,6 +304,10 @@ static void test_nightly_cli(void)
     EXPECT_EQ_INT(run(cmd_lora, near_big), HX_EXIT_USAGE);
     const char *train_on[] = {"lora", "train", "--train-on", "some", NULL};
     EXPECT_EQ_INT(run(cmd_lora, train_on), HX_EXIT_USAGE);
+    const char *soft_frac[] = {"lora", "train", "--replay-soft", "2.5", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, soft_frac), HX_EXIT_USAGE);
+    const char *soft_big[] = {"lora", "train", "--replay-soft", "1000", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, soft_big), HX_EXIT_USAGE);
     const char *badopt[] = {"lora", "train", "--replay-from", "teacher", NULL};
     EXPECT_EQ_INT(run(cmd_lora, badopt), HX_EXIT_USAGE);
     const char *forced[] = {"lora", "train", "--force", NULL};

@@ -26,7 +26,7 @@ static hx_batch make_batch(int V)
         mask[i] = (uint8_t)(i % 4 != 1);
         docs[i] = i < NT ? 0 : (i - NT) / 17 + 1;
     }
-    hx_batch b = {NS, NT, toks, tgts, mask, docs, NULL};
+    hx_batch b = {.n_seq = NS, .n_tok = NT, .tokens = toks, .targets = tgts, .mask = mask, .doc = docs};
     return b;
 }
 
@@ -178,7 +178,7 @@ static void test_lora_run_identical(void)
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         d[i] = i % 5 ? (int32_t)((s >> 33) % 211) : 1;
     }
-    hx_train_data td = {d, NULL, 600, NULL};
+    hx_train_data td = {.tokens = d, .n = 600};
     hx_train_params p = hx_train_default_params();
     p.opt.n_steps = 3, p.seq_len = 32, p.n_seq = 2, p.accum = 2;
     float *params[2] = {NULL, NULL}, loss[2][3];

@@ -152,7 +152,7 @@ static hx_batch make_batch(int V)
         mask[i] = (uint8_t)(i % 5 != 2);
         docs[i] = i < 7 ? 0 : (i < 10 ? 1 : 2);
     }
-    hx_batch b = {2, 7, toks, tgts, mask, docs, NULL};
+    hx_batch b = {.n_seq = 2, .n_tok = 7, .tokens = toks, .targets = tgts, .mask = mask, .doc = docs};
     return b;
 }
 
@@ -388,7 +388,7 @@ static double logits_nmse(const char *path, const hx_lora_params *lp)
     int32_t ids[N];
     for (int i = 0; i < N; i++) ids[i] = (i * 7 + 3) % 32;
     float *got = malloc((size_t)N * 32 * sizeof(float));
-    hx_batch b = {1, N, ids, NULL, NULL, NULL, NULL};
+    hx_batch b = {.n_seq = 1, .n_tok = N, .tokens = ids};
     if (!hx_model_load(path, &mp, &m, &err) && !hx_ctx_new(m, &cp, &ctx, &err) &&
         !hx_decode(ctx, ids, N, 1) &&
         !hx_trainer_forward(tr, &b, got, NULL, NULL, &err)) {
@@ -445,9 +445,9 @@ static void test_packing(void)
     const int32_t tok[9] = {3, 9, 27, 1, 5, 5, 30, 2, 11};
     const int32_t doc[9] = {0, 0, 0, 0, 7, 7, 7, 7, 7};
     float packed[9 * 32], alone[9 * 32];
-    hx_batch b = {1, 9, tok, NULL, NULL, doc, NULL};
+    hx_batch b = {.n_seq = 1, .n_tok = 9, .tokens = tok, .doc = doc};
     ASSERT(hx_trainer_forward(tr, &b, packed, NULL, NULL, &err) == HX_OK);
-    hx_batch a = {1, 4, tok, NULL, NULL, NULL, NULL}, bb = {1, 5, tok + 4, NULL, NULL, NULL, NULL};
+    hx_batch a = {.n_seq = 1, .n_tok = 4, .tokens = tok}, bb = {.n_seq = 1, .n_tok = 5, .tokens = tok + 4};
     ASSERT(hx_trainer_forward(tr, &a, alone, NULL, NULL, &err) == HX_OK);
     ASSERT(hx_trainer_forward(tr, &bb, alone + 4 * 32, NULL, NULL, &err) == HX_OK);
     EXPECT(memcmp(packed, alone, sizeof packed) == 0);
@@ -493,9 +493,9 @@ static void shared_prefix_case(int head_dim)
     int32_t tgs[T];
     for (int i = 0; i < T; i++) tgs[i] = i == NP + NA - 1 ? 0 : (i < NP + NA ? pa[i + 1] : pb[i - NA + 1]);
     ms[NP + NA - 1] = 0;
-    hx_batch bs = {1, T, sh, tgs, ms, doc, pre};
-    hx_batch ba = {1, NP + NA, pa, pa + 1, ma, NULL, NULL};
-    hx_batch bb = {1, NP + NB, pb, pb + 1, mb, NULL, NULL};
+    hx_batch bs = {.n_seq = 1, .n_tok = T, .tokens = sh, .targets = tgs, .mask = ms, .doc = doc, .pre = pre};
+    hx_batch ba = {.n_seq = 1, .n_tok = NP + NA, .tokens = pa, .targets = pa + 1, .mask = ma};
+    hx_batch bb = {.n_seq = 1, .n_tok = NP + NB, .tokens = pb, .targets = pb + 1, .mask = mb};
     static float lsh[T * 32], lb[(NP + NB) * 32];
     ASSERT(hx_trainer_forward(tr, &bs, lsh, NULL, NULL, &err) == HX_OK);
     ASSERT(hx_trainer_forward(tr, &bb, lb, NULL, NULL, &err) == HX_OK);
@@ -530,10 +530,10 @@ static void test_bad_batch(void)
     hx_err err = {0};
     ASSERT(hx_trainer_new_scratch(&c, 3, 1, &tr, &err) == HX_OK);
     int32_t t[4] = {1, 2, 99, 3};
-    hx_batch b = {1, 4, t, t, NULL, NULL, NULL};
+    hx_batch b = {.n_seq = 1, .n_tok = 4, .tokens = t, .targets = t};
     EXPECT_EQ_INT(hx_trainer_forward(tr, &b, NULL, NULL, NULL, &err), HX_ERR_RANGE);
     EXPECT(strstr(err.msg, "vocabulary") != NULL);
-    hx_batch b2 = {1, 40, t, t, NULL, NULL, NULL};
+    hx_batch b2 = {.n_seq = 1, .n_tok = 40, .tokens = t, .targets = t};
     EXPECT_EQ_INT(hx_trainer_forward(tr, &b2, NULL, NULL, NULL, &err), HX_ERR_RANGE);
     hx_trainer_free(tr);
     c.n_head_kv = 3;

@@ -336,6 +336,33 @@ static void test_train_on_new(void)
     hx_lora_store_free(st);
 }
 
+/* replay_soft: the replay's targets, and only those, are learned as the
+ * base's distribution (one per predicted token of each replay
+ * conversation: 3 of the stand-in's 4 tokens); the run trains otherwise
+ * the same data and ends elsewhere than with the tokens as targets. */
+static void test_replay_soft(void)
+{
+    char work[300], work2[300];
+    hx_err err = {0};
+    hx_lora_store *st = store_at("soft", work), *st2 = store_at("hard", work2);
+    ASSERT(st && st2);
+    hx_nightly_params p = params(st, work), q = params(st2, work2);
+    stub_replay sr = {0}, sr2 = {0};
+    p.replay = stub_replay_fn, p.replay_user = &sr, p.replay_ratio = 0.5;
+    q.replay = stub_replay_fn, q.replay_user = &sr2, q.replay_ratio = 0.5;
+    p.replay_soft = 4;
+    hx_nightly_report r, rh;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    ASSERT(hx_nightly_run(&q, &rh, &err) == HX_OK);
+    printf("# soft replay: %lld targets, held-out loss %.4f -> %.4f (tokens: %.4f)\n",
+           (long long)r.soft_targets, r.loss_before, r.loss_after, rh.loss_after);
+    EXPECT(r.n_replay == 4 && r.soft_targets == 12);
+    EXPECT(rh.soft_targets == 0);
+    EXPECT(r.steps == 12 && !isnan(r.loss_after) && r.loss_before == rh.loss_before);
+    EXPECT(r.loss_after != rh.loss_after);
+    hx_lora_store_free(st), hx_lora_store_free(st2);
+}
+
 /* The gate's second half: a drop over the margin on the generic tasks
  * discards an adapter that lowered the held-out loss; a drop within it
  * adopts; the peak RSS and the memory estimate are reported. */
@@ -829,6 +856,7 @@ int main(void)
         RUN(test_replay_mix);
         RUN(test_run_adopts_and_gate_discards);
         RUN(test_train_on_new);
+        RUN(test_replay_soft);
         RUN(test_stop_and_resume);
         RUN(test_generic_gate);
         RUN(test_gate_against_active);

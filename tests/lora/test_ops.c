@@ -182,6 +182,40 @@ static void test_xent(void)
     EXPECT(fabs(l - (log(1 + exp(-1.0)) + 1.0)) < 1e-9);
 }
 
+/* Against a distribution (distillation): the gradient by finite
+ * differences; a one-point distribution is the hard target, bit for bit. */
+static const int32_t xs_y[3] = {5, 2, 17};
+static const float xs_q[3] = {0.6f, 0.3f, 0.1f};
+
+static void xs_fwd(op_case *c, float *out)
+{
+    (void)c;
+    out[0] = (float)tr_xent_soft(xe_z, XV, xs_y, xs_q, 3, 0, NULL);
+}
+
+static void test_xent_soft(void)
+{
+    fill(xe_z, XT * XV, 4.0f);
+    float dz[XV] = {0};
+    const double l = tr_xent_soft(xe_z, XV, xs_y, xs_q, 3, 1.0f, dz);
+    double want = 0;
+    for (int j = 0; j < 3; j++) want += xs_q[j] * tr_xent(xe_z, XV, xs_y[j], 0, NULL);
+    EXPECT(fabs(l - want) < 1e-9);
+    op_case c = {xs_fwd, 1, &xe_one};
+    double e = check_input(&c, xe_z, XV, dz);
+    printf("#   xent against a distribution: %.1e\n", e);
+    EXPECT(e < 1e-3);
+    float ds = 0; /* softmax minus q sums to 0 */
+    for (int i = 0; i < XV; i++) ds += dz[i];
+    EXPECT(fabs(ds) < 1e-5);
+    float h[XV], g[XV];
+    memcpy(h, xe_z, sizeof h), memcpy(g, xe_z, sizeof g);
+    const int32_t y = 7;
+    const double lh = tr_xent(h, XV, 7, 0.5f, h), ls = tr_xent_soft(g, XV, &y, &xe_one, 1, 0.5f, g);
+    EXPECT(lh == ls);
+    EXPECT(!memcmp(h, g, sizeof h));
+}
+
 /* ---- matmul, as linear layers and the head / embedding ---- */
 enum { MR = 10, MC = 12, MN = 3 };
 static float mm_w[MR * MC], mm_x[MN * MC], mm_wt[MN * MR];
@@ -402,6 +436,7 @@ int main(void)
     RUN(test_rope);
     RUN(test_swiglu);
     RUN(test_xent);
+    RUN(test_xent_soft);
     RUN(test_matmul);
     RUN(test_lora_linear);
     RUN(test_attention);

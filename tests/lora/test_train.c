@@ -40,7 +40,7 @@ static hx_train_data make_data(void)
         data_tok[i] = s[i % 24];
         data_mask[i] = (uint8_t)(i % 4 != 3);
     }
-    hx_train_data d = {data_tok, data_mask, DN, NULL};
+    hx_train_data d = {.tokens = data_tok, .mask = data_mask, .n = DN};
     return d;
 }
 
@@ -135,15 +135,15 @@ static void test_accumulation(void)
     ASSERT(hx_trainer_new_scratch(&c, 5, 2, &tr, &err) == HX_OK);
     const size_t np = hx_trainer_n_params(tr);
     float *g1 = malloc(np * sizeof(float));
-    hx_batch b2 = {2, 16, d.tokens, d.tokens + 1, d.mask + 1, NULL, NULL};
+    hx_batch b2 = {.n_seq = 2, .n_tok = 16, .tokens = d.tokens, .targets = d.tokens + 1, .mask = d.mask + 1};
     int32_t tg[32];
     uint8_t mk[32];
     int cnt = 0;
     for (int i = 0; i < 32; i++) cnt += d.mask[i + 1];
     memcpy(tg, d.tokens + 1, sizeof tg);
     memcpy(mk, d.mask + 1, sizeof mk);
-    hx_batch a1 = {1, 16, d.tokens, tg, mk, NULL, NULL};
-    hx_batch a2 = {1, 16, d.tokens + 16, tg + 16, mk + 16, NULL, NULL};
+    hx_batch a1 = {.n_seq = 1, .n_tok = 16, .tokens = d.tokens, .targets = tg, .mask = mk};
+    hx_batch a2 = {.n_seq = 1, .n_tok = 16, .tokens = d.tokens + 16, .targets = tg + 16, .mask = mk + 16};
     double l = 0, la = 0, lb = 0;
     hx_trainer_zero_grad(tr);
     ASSERT(hx_trainer_grad(tr, &b2, cnt, &l, &err) == HX_OK);
@@ -273,7 +273,7 @@ static void test_no_targets(void)
     hx_trainer *tr = NULL;
     ASSERT(hx_trainer_new_scratch(&c, 4, 2, &tr, &err) == HX_OK);
     uint8_t none[16] = {0};
-    hx_batch b = {1, 16, d.tokens, d.tokens + 1, d.mask, NULL, NULL};
+    hx_batch b = {.n_seq = 1, .n_tok = 16, .tokens = d.tokens, .targets = d.tokens + 1, .mask = d.mask};
     double loss = 0;
     ASSERT(hx_trainer_grad(tr, &b, 10.0, &loss, &err) == HX_OK);
     hx_trainer_zero_grad(tr);
@@ -284,6 +284,98 @@ static void test_no_targets(void)
     size_t nz = 0;
     for (size_t i = 0; i < hx_trainer_n_params(tr); i++) nz += g[i] != 0.0f;
     EXPECT_EQ_INT((int)nz, 0);
+    hx_trainer_free(tr);
+}
+
+/* Soft targets: hx_trainer_topk gives the k largest logits of
+ * hx_trainer_forward's, with their softmax over those k, at the targets'
+ * positions only; a one-point soft target trains exactly as the token
+ * (same loss and gradients), in a batch and through hx_train_run; the
+ * model's own whole distribution as the target gives no gradient (the
+ * KL divergence to itself is at its minimum), where its tokens give
+ * one; a soft target outside the vocabulary is refused. */
+static void test_soft_targets(void)
+{
+    enum { V = 32, T = 16, K = 4 };
+    hx_train_config c = tiny(V);
+    hx_train_data d = make_data();
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 4, 2, &tr, &err) == HX_OK);
+    hx_batch b = {.n_seq = 1, .n_tok = T, .tokens = d.tokens, .targets = d.tokens + 1, .mask = d.mask};
+    float lg[T * V], p[T * K];
+    int32_t id[T * K];
+    ASSERT(hx_trainer_forward(tr, &b, lg, NULL, NULL, &err) == HX_OK);
+    ASSERT(hx_trainer_topk(tr, &b, K, id, p, &err) == HX_OK);
+    int bad = 0;
+    for (int t = 0; t < T; t++) {
+        const float *z = lg + t * V;
+        if (!d.mask[t]) { bad += p[t * K] != 0.0f; continue; }
+        double s = 0;
+        for (int j = 0; j < K; j++) s += exp(z[id[t * K + j]] - z[id[t * K]]);
+        for (int j = 0; j < K; j++) {
+            int above = 0; /* exactly j logits are larger */
+            for (int i = 0; i < V; i++) above += z[i] > z[id[t * K + j]];
+            bad += above != j;
+            bad += fabs(p[t * K + j] - exp(z[id[t * K + j]] - z[id[t * K]]) / s) > 1e-6;
+        }
+    }
+    EXPECT_EQ_INT(bad, 0);
+    /* one point on the target: the hard loss and gradients, bit for bit */
+    int32_t oid[T * K];
+    float op[T * K] = {0};
+    for (int t = 0; t < T; t++) oid[t * K] = d.tokens[t + 1], op[t * K] = 1.0f;
+    for (int t = 0; t < T; t++)
+        for (int j = 1; j < K; j++) oid[t * K + j] = 0;
+    const size_t np = hx_trainer_n_params(tr);
+    float *g0 = malloc(np * sizeof *g0);
+    double l0 = 0, l1 = 0;
+    hx_trainer_zero_grad(tr);
+    ASSERT(g0 && hx_trainer_grad(tr, &b, 7.0, &l0, &err) == HX_OK);
+    memcpy(g0, hx_trainer_grads(tr), np * sizeof *g0);
+    hx_batch bs = b;
+    bs.soft_id = oid, bs.soft_p = op, bs.soft_k = K;
+    hx_trainer_zero_grad(tr);
+    ASSERT(hx_trainer_grad(tr, &bs, 7.0, &l1, &err) == HX_OK);
+    EXPECT(l0 == l1);
+    EXPECT(!memcmp(g0, hx_trainer_grads(tr), np * sizeof *g0));
+    /* the model's own full distribution: no gradient */
+    int32_t fid[T * V];
+    float fp[T * V];
+    ASSERT(hx_trainer_topk(tr, &b, V, fid, fp, &err) == HX_OK);
+    bs.soft_id = fid, bs.soft_p = fp, bs.soft_k = V;
+    hx_trainer_zero_grad(tr);
+    ASSERT(hx_trainer_grad(tr, &bs, 1.0, &l1, &err) == HX_OK);
+    double gmax = 0, g0max = 0;
+    for (size_t i = 0; i < np; i++) {
+        gmax = fmax(gmax, fabs(hx_trainer_grads(tr)[i]));
+        g0max = fmax(g0max, fabs(g0[i]));
+    }
+    printf("#   self-distillation gradient %.1e (the tokens' %.1e)\n", gmax, g0max);
+    EXPECT(gmax < 1e-4 * g0max);
+    /* a soft target on a token outside the vocabulary is refused */
+    oid[K] = V;
+    bs.soft_id = oid, bs.soft_p = op, bs.soft_k = K;
+    EXPECT(hx_trainer_grad(tr, &bs, 1.0, &l1, &err) == HX_ERR_RANGE);
+    oid[K] = 0;
+    /* through the loop: one-point soft targets on every token train as the
+     * tokens, step by step */
+    int32_t *did = calloc((size_t)DN * K, sizeof *did);
+    float *dp = calloc((size_t)DN * K, sizeof *dp);
+    ASSERT(did && dp);
+    for (int i = 0; i < DN; i++) did[i * K] = d.tokens[i], dp[i * K] = 1.0f;
+    hx_trainer *ta = NULL, *tb = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 9, 2, &ta, &err) == HX_OK);
+    ASSERT(hx_trainer_new_scratch(&c, 9, 2, &tb, &err) == HX_OK);
+    hx_train_params tp = params(6);
+    hx_train_data ds = d;
+    ds.soft_id = did, ds.soft_p = dp, ds.soft_k = K;
+    ASSERT(hx_train_run(ta, &d, &tp, &err) == HX_OK);
+    ASSERT(hx_train_run(tb, &ds, &tp, &err) == HX_OK);
+    EXPECT(!memcmp(hx_trainer_losses(ta), hx_trainer_losses(tb), 6 * sizeof(float)));
+    EXPECT(!memcmp(hx_trainer_params(ta), hx_trainer_params(tb), np * sizeof(float)));
+    hx_trainer_free(ta), hx_trainer_free(tb);
+    free(did), free(dp), free(g0);
     hx_trainer_free(tr);
 }
 
@@ -391,7 +483,7 @@ static void test_write_gguf(void)
     ASSERT(hx_trainer_write_gguf(tr, path, NULL, &err) == HX_OK);
     enum { N = 12 };
     float *mine = malloc((size_t)N * 32 * sizeof(float));
-    hx_batch b = {1, N, data_tok, NULL, NULL, NULL, NULL};
+    hx_batch b = {.n_seq = 1, .n_tok = N, .tokens = data_tok};
     ASSERT(hx_trainer_forward(tr, &b, mine, NULL, NULL, &err) == HX_OK);
     int V = 0;
     float *dec = decode_logits(path, data_tok, N, &V);
@@ -494,7 +586,7 @@ static void test_llama_cpp_applies_adapter(void)
     enum { N = 10 };
     const int V = 151936;
     float *mine = malloc((size_t)N * V * sizeof(float)), *ref = NULL, *plain = NULL;
-    hx_batch b = {1, N, data_tok, NULL, NULL, NULL, NULL};
+    hx_batch b = {.n_seq = 1, .n_tok = N, .tokens = data_tok};
     ASSERT(hx_trainer_forward(tr, &b, mine, NULL, NULL, &err) == HX_OK);
     int nv = 0;
     ASSERT(ref_lora_logits(base, ad, 1.0f, data_tok, N, &ref, &nv) == 0 && nv == V);
@@ -548,11 +640,11 @@ static void test_bad_params(void)
     p.seq_len = 64; /* beyond n_ctx 32 */
     EXPECT_EQ_INT(hx_train_run(tr, &d, &p, &err), HX_ERR_RANGE);
     p.seq_len = 16;
-    hx_train_data tiny_d = {data_tok, NULL, 10, NULL};
+    hx_train_data tiny_d = {.tokens = data_tok, .n = 10};
     EXPECT_EQ_INT(hx_train_run(tr, &tiny_d, &p, &err), HX_ERR_INVALID);
     int32_t bad[40] = {0};
     bad[7] = 32;
-    hx_train_data bd = {bad, NULL, 40, NULL};
+    hx_train_data bd = {.tokens = bad, .n = 40};
     EXPECT_EQ_INT(hx_train_run(tr, &bd, &p, &err), HX_ERR_RANGE);
     EXPECT(strstr(err.msg, "vocabulary") != NULL);
     hx_trainer_free(tr);
@@ -569,6 +661,7 @@ int main(void)
     RUN(test_schedule);
     RUN(test_schedule_wsd);
     RUN(test_no_targets);
+    RUN(test_soft_targets);
     RUN(test_time_budget);
     RUN(test_checkpoint_v1);
     RUN(test_adamw_step);
