@@ -118,6 +118,21 @@ static int can_start(const char *t, size_t i)
     return is_word(t[i]) && !is_word(t[i - 1]);
 }
 
+/* When t[i] opens a JSON object key (a quoted string followed by ':', as
+ * in a tool's result), the end of that key; else 0. A key is the result's
+ * structure, not a value to copy: "duration" of "duration_minutes" made
+ * "data cleanup" a "duration cleanup". */
+static size_t json_key_end(const char *t, size_t n, size_t i)
+{
+    if (t[i] != '"') return 0;
+    size_t j = i + 1;
+    while (j < n && t[j] != '"' && t[j] != '\\' && t[j] != '\n') j++;
+    if (j >= n || t[j] != '"') return 0;
+    size_t k = j + 1;
+    while (k < n && t[k] == ' ') k++;
+    return k < n && t[k] == ':' ? j + 1 : 0;
+}
+
 /* A copy may end before position i of the text: at its end or a word's. */
 static int can_end(const char *t, size_t n, size_t i)
 {
@@ -212,9 +227,26 @@ static int may_write_address(const copy_stage *c)
     return (!c->js.in_str || c->js.is_val) && address_value(c, c->js.key);
 }
 
-/* Address values: every allowed token is judged; those leaving every
- * address are masked, unless none would be left. 0: not applied. */
-static int apply_strict(copy_stage *c, float *logits, int32_t n_vocab)
+/* Whether the value so far stops inside a word in every match: its last
+ * byte and each match's next byte are word bytes. The copied word is then
+ * finished as the text writes it: a small model that wrote "ex" of
+ * "expense" or "dat" of "data" skips a piece ("exse", "dat cleanup") even
+ * when the piece is lifted by the bonus. */
+static int mid_word(const copy_stage *c)
+{
+    if (!c->js.in_str || !c->js.is_val || c->len == 0 || c->n_match == 0) return 0;
+    for (int32_t i = 0; i < c->n_match; i++) {
+        const size_t at = (size_t)c->match[i] + c->len;
+        if (at >= c->n_text || !is_word(c->text[at]) || !is_word(c->text[at - 1])) return 0;
+    }
+    return 1;
+}
+
+/* Address values (or, all, a word being copied): every allowed token is
+ * judged; those leaving every address are masked (all: every token but
+ * those that go on with the word, special ones too), unless none would be
+ * left. 0: not applied. */
+static int apply_strict(copy_stage *c, float *logits, int32_t n_vocab, int all)
 {
     if (c->n_verdict < n_vocab) {
         signed char *v = realloc(c->verdict, (size_t)n_vocab);
@@ -225,13 +257,13 @@ static int apply_strict(copy_stage *c, float *logits, int32_t n_vocab)
     for (int32_t t = 0; t < n_vocab; t++) {
         int strict = 0;
         c->verdict[t] = isfinite(logits[t]) ? (signed char)judge(c, t, &strict) : UNTOUCHED;
-        if (c->verdict[t] == LEAVES && !strict) c->verdict[t] = UNTOUCHED; /* another value */
-        kept += c->verdict[t] == KEEPS && strict;
+        if (c->verdict[t] == LEAVES && !strict && !all) c->verdict[t] = UNTOUCHED; /* another value */
+        kept += c->verdict[t] == KEEPS && (strict || all);
     }
     if (!kept) return 0;
     for (int32_t t = 0; t < n_vocab; t++) {
         if (c->verdict[t] == KEEPS) logits[t] += c->bonus;
-        else if (c->verdict[t] == LEAVES) logits[t] = -INFINITY;
+        else if (c->verdict[t] == LEAVES || all) logits[t] = -INFINITY; /* all: a special too */
     }
     return 1;
 }
@@ -240,7 +272,8 @@ static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
 {
     copy_stage *c = ctx;
     if (!*c->in_call || c->n_text == 0) return HX_OK;
-    if (may_write_address(c) && apply_strict(c, logits, n_vocab)) return HX_OK;
+    if (may_write_address(c) && apply_strict(c, logits, n_vocab, 0)) return HX_OK;
+    if (mid_word(c) && apply_strict(c, logits, n_vocab, 1)) return HX_OK;
     float best = -INFINITY;
     for (int32_t t = 0; t < n_vocab; t++)
         if (logits[t] > best) best = logits[t];
@@ -324,8 +357,9 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, float bonus,
         copy_free(c);
         return HX_ERR_NOMEM;
     }
-    for (size_t i = 0; i < c->n_text; i++) {
-        if (can_start(c->text, i)) c->starts[c->n_starts++] = (int32_t)i;
+    for (size_t i = 0, key_end = 0; i < c->n_text; i++) {
+        if (i >= key_end) key_end = json_key_end(c->text, c->n_text, i);
+        if (i >= key_end && can_start(c->text, i)) c->starts[c->n_starts++] = (int32_t)i;
         size_t end = i && is_addr_byte(c->text[i - 1]) ? 0 : addr_at(c->text, c->n_text, i);
         if (end) c->addrs[c->n_addrs++] = (int32_t)i, c->addr_end[i] = (int32_t)end;
     }

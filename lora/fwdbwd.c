@@ -443,15 +443,6 @@ static double head_loss(hx_trainer *tr, const hx_batch *b, const bw *w,
     return loss;
 }
 
-/* Training keeps tr_layout's activations: all of them (TR_SAVE), or
- * each layer's input only (TR_CKPT), when the backward first runs the
- * layer's forward again from it into the one workspace. That is a second
- * forward of every layer but the last: ~+30% compute per step (a forward
- * is about a third of forward + backward), for activation memory of one
- * layer plus the n_layer inputs instead of n_layer layers. The recomputed
- * activations are the same bits (same ops, same order, thread-count
- * independent), so the gradients are too. A forward-only pass (TR_FWD)
- * saves nothing: one layer's activations at a time. */
 /* The layers of the forward, up to the final norm (tr->nf), in layout. */
 static int forward_body(hx_trainer *tr, const hx_batch *b, int layout, hx_err *err)
 {
@@ -467,6 +458,15 @@ static int forward_body(hx_trainer *tr, const hx_batch *b, int layout, hx_err *e
     return HX_OK;
 }
 
+/* Training keeps tr_layout's activations: all of them (TR_SAVE), or
+ * each layer's input only (TR_CKPT), when the backward first runs the
+ * layer's forward again from it into the one workspace. That is a second
+ * forward of every layer but the last: ~+30% compute per step (a forward
+ * is about a third of forward + backward), for activation memory of one
+ * layer plus the n_layer inputs instead of n_layer layers. The recomputed
+ * activations are the same bits (same ops, same order, thread-count
+ * independent), so the gradients are too. A forward-only pass (TR_FWD)
+ * saves nothing: one layer's activations at a time. */
 int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
                double *loss_sum, int *n_count, int backward, double norm,
                hx_err *err)

@@ -3,7 +3,9 @@
  * conversation from a word's start, and closing at a word's end; keys,
  * text outside calls and values that left the conversation get nothing.
  * Address values ("to", "cc", "attendees") are whole addresses of the
- * conversation: every other token is masked. */
+ * conversation: every other token is masked; so is every token but the
+ * word's own inside a word being copied. Keys of a tool's result start
+ * no copy. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +172,54 @@ static void test_address_fallback(void)
     teardown(&f);
 }
 
+/* Inside a word that the value copies, the word is finished as the text
+ * writes it: "ex" of "expense" goes on with "pen", every other token
+ * (another piece, the string's end, a special token) masked; at a word's
+ * end the bonus alone applies again. */
+#define WORD_TEXT "Locate the expense report document.\n"
+
+static void test_mid_word(void)
+{
+    fixture f;
+    ASSERT(setup_text(&f, WORD_TEXT) == 0);
+    int32_t e[8];
+    ASSERT(hx_tokenize(f.v, "\"expense", 8, e, 8, 0, 0) == 5); /* " e x pen se */
+    const int32_t pen = e[3], se = e[4], q = tok(&f, "\""), x = tok(&f, "x");
+    int32_t special = -1;
+    for (int32_t i = 0; i < f.n && special < 0; i++)
+        if (hx_vocab_is_special(f.v, i) && !hx_vocab_is_eog(f.v, i)) special = i;
+    ASSERT(special >= 0);
+    float xl;
+    feed(&f, "{\"name\": \"files.search\", \"arguments\": {\"content\": \"ex");
+    EXPECT(lift2(&f, pen, se, &xl) == BONUS && xl == -INFINITY);
+    EXPECT(lift2(&f, pen, q, &xl) == BONUS && xl == -INFINITY);
+    EXPECT(lift2(&f, pen, special, &xl) == BONUS && xl == -INFINITY);
+    EXPECT(lift2(&f, se, x, &xl) == 0 && xl == 1); /* nothing goes on: left alone */
+    feed(&f, "pense");
+    EXPECT(lift2(&f, q, x, &xl) == BONUS && xl == 1); /* the word's end: the bonus */
+    teardown(&f);
+}
+
+/* The keys of a tool's result are its structure: no copy starts in one
+ * ("duration" of "duration_minutes" is not a title's word), its values
+ * are copied. */
+#define RESULT_TEXT "{\"duration_minutes\": 60, \"title\": \"data cleanup\"}\n"
+
+static void test_result_keys(void)
+{
+    fixture f;
+    ASSERT(setup_text(&f, RESULT_TEXT) == 0);
+    const int32_t dur = tok(&f, "duration"), data = tok(&f, "data"), min = tok(&f, "minutes");
+    const int32_t x = tok(&f, "x");
+    ASSERT(dur >= 0 && data >= 0 && min >= 0 && x >= 0 && dur != data);
+    feed(&f, "{\"name\": \"calendar.create_event\", \"arguments\": {\"title\": \"");
+    EXPECT(lift(&f, data, x) == BONUS);
+    EXPECT(lift(&f, dur, x) == 0);
+    EXPECT(lift(&f, min, x) == 0);
+    EXPECT(lift(&f, tok(&f, "title"), x) == 0);
+    teardown(&f);
+}
+
 int main(void)
 {
     RUN(test_value_start_and_end);
@@ -177,5 +227,7 @@ int main(void)
     RUN(test_address_whole);
     RUN(test_address_keys_only);
     RUN(test_address_fallback);
+    RUN(test_mid_word);
+    RUN(test_result_keys);
     return test_summary();
 }
