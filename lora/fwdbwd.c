@@ -26,12 +26,16 @@ static int check_batch(const hx_trainer *tr, const hx_batch *b, hx_err *err)
     if (!b->soft_p || b->soft_k <= 0) return HX_OK;
     if (!b->soft_id || !b->targets)
         return hx_err_set(err, HX_ERR_INVALID, "train: soft targets without ids or targets");
-    for (size_t i = 0; i < (size_t)n * (size_t)b->soft_k; i++)
-        if (b->soft_p[i - i % (size_t)b->soft_k] > 0 &&
-            (b->soft_id[i] < 0 || b->soft_id[i] >= tr->hp.n_vocab || !(b->soft_p[i] >= 0)))
-            return hx_err_set(err, HX_ERR_RANGE, "train: soft target %zu of position %zu "
-                              "is not a probability on a token of the vocabulary",
-                              i % (size_t)b->soft_k, i / (size_t)b->soft_k);
+    const size_t k = (size_t)b->soft_k;
+    for (size_t t = 0; t < (size_t)n; t++) {
+        const int32_t *id = b->soft_id + t * k;
+        const float *q = b->soft_p + t * k;
+        for (size_t j = 0; q[0] > 0 && j < k; j++)
+            if (id[j] < 0 || id[j] >= tr->hp.n_vocab || !(q[j] >= 0))
+                return hx_err_set(err, HX_ERR_RANGE, "train: soft target %zu of position "
+                                  "%zu is not a probability on a token of the vocabulary",
+                                  j, t);
+    }
     return HX_OK;
 }
 

@@ -49,9 +49,12 @@ static void put_soft(const hx_train_data *d, step_data *s, size_t r, size_t x, i
 {
     if (!s->sp) return;
     const size_t k = (size_t)s->k;
-    if (on) memcpy(s->sid + r * k, d->soft_id + x * k, k * sizeof *s->sid);
-    if (on) memcpy(s->sp + r * k, d->soft_p + x * k, k * sizeof *s->sp);
-    else s->sp[r * k] = 0.0f;
+    if (!on) {
+        s->sp[r * k] = 0.0f;
+        return;
+    }
+    memcpy(s->sid + r * k, d->soft_id + x * k, k * sizeof *s->sid);
+    memcpy(s->sp + r * k, d->soft_p + x * k, k * sizeof *s->sp);
 }
 
 /* One past the last token of the document holding token x. */

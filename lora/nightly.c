@@ -15,6 +15,9 @@
 #include "lora/lora.h"
 
 #define MAX_EP_TOKENS 16384 /* ChatML fallback: an episode longer than this is cut */
+/* The mask value of a replay target learned as the base's distribution
+ * (replay_soft); the user's targets are 1. */
+#define MASK_SOFT 2
 
 hx_nightly_params hx_nightly_default_params(void)
 {
@@ -359,7 +362,7 @@ static int add_replay(const hx_nightly_params *p, hx_nightly_data *train,
     memset(&rep, 0, sizeof rep);
     int rc = p->replay(p->replay_user, n, p->replay_seed, &rep, err);
     for (size_t i = 0; !rc && p->replay_soft > 0 && i < rep.n; i++)
-        rep.mask[i] = rep.mask[i] ? 2 : 0; /* learned as the base's distribution */
+        rep.mask[i] = rep.mask[i] ? MASK_SOFT : 0;
     if (!rc) rc = hx_nightly_mix(train, &rep, err);
     r->n_replay = rep.n_episodes, r->replay_tokens = (int64_t)rep.n;
     if (!rc && p->log)
@@ -417,7 +420,8 @@ static int unmask_known(hx_trainer *tr, hx_nightly_data *d, hx_nightly_report *r
 }
 
 /* The base's distribution (its k most likely tokens) at each target of
- * d marked 2 (the replay's), into d->soft_*: tr is the base (B = 0). */
+ * d marked MASK_SOFT (the replay's), into d->soft_*: tr is the base
+ * (B = 0). */
 static int soft_targets(hx_trainer *tr, hx_nightly_data *d, int k, hx_nightly_report *r,
                         hx_err *err)
 {
@@ -433,11 +437,11 @@ static int soft_targets(hx_trainer *tr, hx_nightly_data *d, int k, hx_nightly_re
         const hx_batch b = doc_batch(d, i, n_ctx);
         const size_t at = (size_t)(b.tokens - d->tokens) + 1, n = (size_t)b.n_tok;
         int any = 0;
-        for (size_t j = 0; j < n; j++) any |= b.mask[j] == 2;
+        for (size_t j = 0; j < n; j++) any |= b.mask[j] == MASK_SOFT;
         if (!any) continue;
         rc = hx_trainer_topk(tr, &b, k, d->soft_id + at * k, d->soft_p + at * k, err);
         for (size_t j = 0; !rc && j < n; j++) {
-            if (b.mask[j] != 2) d->soft_p[(at + j) * k] = 0.0f; /* the user's: the token */
+            if (b.mask[j] != MASK_SOFT) d->soft_p[(at + j) * k] = 0.0f; /* the user's: the token */
             else r->soft_targets++;
         }
     }
@@ -898,8 +902,9 @@ static int check_memory(const hx_trainer *tr, const hx_nightly_params *p,
                         const hx_nightly_data *d, const hx_nightly_data *ho,
                         hx_nightly_report *r, hx_err *err)
 {
+    const size_t soft = p->replay_soft > 0 ? (size_t)p->replay_soft : 0;
     r->mem_estimate = hx_trainer_memory_estimate(tr, peak_tokens(tr, p, ho)) +
-                      d->n * (size_t)d->soft_k * (sizeof *d->soft_id + sizeof *d->soft_p);
+                      d->n * soft * (sizeof *d->soft_id + sizeof *d->soft_p);
     if (p->max_bytes && r->mem_estimate > p->max_bytes) {
         snprintf(r->reason, sizeof r->reason, "not started: training needs about "
                  "%.1f MiB (activations, adapter state, mapped base), over the bound "
@@ -911,7 +916,7 @@ static int check_memory(const hx_trainer *tr, const hx_nightly_params *p,
 
 /* base_id: hx_model_identity of p->model, taken where it was loaded. */
 static int train_and_gate(hx_trainer *tr, const hx_nightly_params *p, const char *base_id,
-                          const hx_nightly_data *tr_d, const hx_nightly_data *ho,
+                          hx_nightly_data *tr_d, const hx_nightly_data *ho,
                           hx_nightly_report *r, hx_err *err)
 {
     char key[65], ckpt[4200];
@@ -919,6 +924,12 @@ static int train_and_gate(hx_trainer *tr, const hx_nightly_params *p, const char
     if (!rc) rc = hx_mkdirs(p->work_dir, err);
     snprintf(ckpt, sizeof ckpt, "%s/nightly.ckpt", p->work_dir);
     if (!rc) rc = heldout_loss(tr, ho, &r->loss_before, err); /* B = 0: the base */
+    if (!rc && p->replay_soft > 0) { /* the base's too, before a checkpoint loads */
+        rc = soft_targets(tr, tr_d, p->replay_soft, r, err);
+        if (!rc && p->log)
+            fprintf(p->log, "nightly: %lld replay targets learned as the base's %d most "
+                    "likely tokens there\n", (long long)r->soft_targets, p->replay_soft);
+    }
     if (!rc) run_key(p, base_id, tr_d, key);
     if (!rc) rc = resume(tr, p->work_dir, key, r, p->log, err);
     if (!rc) rc = train_chunks(tr, p, tr_d, ho, ckpt, r, err);
@@ -983,12 +994,6 @@ static int run_with_data(const hx_nightly_params *p, const char *base_id,
                         "or to measure in the episodes");
     r->seq_len = q.train.seq_len;
     r->docs_cut = count_longer(tr_d, window) + count_longer(ho, window);
-    if (!rc && p->replay_soft > 0) { /* the trainer is the base yet */
-        rc = soft_targets(tr, &wt, p->replay_soft, r, err);
-        if (!rc && p->log)
-            fprintf(p->log, "nightly: %lld replay targets learned as the base's %d most "
-                    "likely tokens there\n", (long long)r->soft_targets, p->replay_soft);
-    }
     if (!rc && p->log)
         fprintf(p->log, "nightly: sequences of %d tokens: %d + %d documents (training + "
                 "held out), %d of them longer, cut into windows at their assistant turns "
