@@ -59,7 +59,7 @@ int hx_json_py(const cJSON *j, int indent, hx_buf *out);
  * The planner drives any source through this table: the engine (a model,
  * its KV cache and the tool-call grammar) or, in tests, a scripted test
  * double. Versioned: fields are only added at the end. ---- */
-#define HX_SOURCE_API 1
+#define HX_SOURCE_API 2
 enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2 };
 typedef struct hx_source {
     int api_version;
@@ -80,6 +80,9 @@ typedef struct hx_source {
      * from (the user's and tools' messages), for the next turns; see
      * hx_copy_stage_new. Copied; HX_OK or HX_ERR_NOMEM. */
     int (*set_copy_text)(void *ctx, const char *text);
+    /* Optional (version 2): mends the string arguments of a call the
+     * model wrote (hx_copy_repair, when the source copies); how many. */
+    int (*repair_args)(void *ctx, cJSON *args);
 } hx_source;
 void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
 
@@ -147,6 +150,14 @@ int32_t hx_repeat_ban(const int32_t *hist, int n, int period, int times);
  * stage owns a copy of text; HX_OK or HX_ERR_NOMEM. */
 int hx_copy_stage_new(const hx_vocab *v, const char *text, float bonus,
                       const int *in_call, hx_sampler_stage *out);
+/* Mends the string values of a call's arguments whose first word broke
+ * off a copy from text: a small model copying "Moving day workshop" that
+ * wrote "Pleaseing day workshop" (its first word from elsewhere, the rest
+ * copied from the middle of "Moving") gets the word the rest was copied
+ * from, when the text gives exactly one. Values that are copies already,
+ * composed ones ("body") and addresses are left alone. Returns how many
+ * values were mended. */
+int hx_copy_repair(const char *text, cJSON *args);
 /* The most tool calls the planner runs from one turn (the grammar allows
  * no more). */
 #define HX_AGENT_MAX_CALLS 8

@@ -367,3 +367,52 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, float bonus,
                               copy_accept, NULL, NULL, copy_free};
     return HX_OK;
 }
+
+/* ---- repair: a value whose first word broke off a copy ---- */
+
+/* The one value the text gives for v, whose first word the model broke
+ * while copying the rest (see hx_copy_repair), written into out; 0 when
+ * v is a copy already or no single such value exists. */
+static int repaired(const char *t, size_t n, const char *v, char *out, size_t cap)
+{
+    const size_t m = strlen(v);
+    for (size_t i = 0; i < n; i++) /* a copy already: nothing to mend */
+        if (can_start(t, i) && i + m <= n && !memcmp(t + i, v, m) && can_end(t, n, i + m)) return 0;
+    for (size_t h = 0; h < m && !isspace((unsigned char)v[h]); h++) {
+        const char *tail = v + h, *blank = strchr(tail, ' ');
+        const size_t k = m - h;
+        if (!is_word(tail[0]) || !blank || !is_word(blank[1])) continue;
+        int found = 0;
+        for (size_t p = 1; p + k <= n; p++) {
+            if (!is_word(t[p - 1]) || !is_word(t[p]) || memcmp(t + p, tail, k) || !can_end(t, n, p + k)) continue;
+            size_t w = p;
+            while (w > 0 && is_word(t[w - 1])) w--;
+            if (p - w + k + 1 > cap) return 0;
+            char cand[256];
+            snprintf(cand, sizeof cand, "%.*s%s", (int)(p - w), t + w, tail);
+            if (found && strcmp(cand, out)) return 0; /* two words it could be */
+            snprintf(out, cap, "%s", cand);
+            found = 1;
+        }
+        if (found) return 1;
+    }
+    return 0;
+}
+
+int hx_copy_repair(const char *text, cJSON *args)
+{
+    int fixed = 0;
+    const size_t n = text ? strlen(text) : 0;
+    for (cJSON *a = args ? args->child : NULL; n && a; a = a->next) {
+        const char *k = a->string ? a->string : "";
+        if (!cJSON_IsString(a) || !strcmp(k, "body") || !strcmp(k, "to") || !strcmp(k, "cc") ||
+            !strcmp(k, "bcc") || strlen(a->valuestring) >= 200)
+            continue;
+        char out[256];
+        if (repaired(text, n, a->valuestring, out, sizeof out) &&
+            cJSON_SetValuestring(a, out))
+            fixed++;
+    }
+    return fixed;
+}
+

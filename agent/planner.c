@@ -604,6 +604,16 @@ static int set_copy_text(run *r, hx_err *err)
     return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
 }
 
+/* Lets the source mend the arguments it was copying (hx_copy_repair); the
+ * history then holds the mended calls, which the next prompt renders. */
+static void repair_calls(run *r, pcall *calls, int n)
+{
+    const hx_source *src = r->pl->d.src;
+    if (src->api_version < 2 || !src->repair_args) return;
+    for (int i = 0; i < n; i++)
+        if (calls[i].fn) src->repair_args(src->ctx, cJSON_GetObjectItem(calls[i].fn, "arguments"));
+}
+
 /* One model turn and its calls; *answered = 1 on a plain-text answer. */
 static int step(run *r, int choice, int *answered, hx_err *err)
 {
@@ -629,6 +639,7 @@ static int step(run *r, int choice, int *answered, hx_err *err)
     char *content = NULL;
     const char *t = text.data ? text.data : "";
     int n = parse_turn(is_llama(r), t, &content, calls, HX_AGENT_MAX_CALLS);
+    repair_calls(r, calls, n);
     add_assistant(r, t, content ? content : "", calls, n);
     *answered = n == 0;
     if (!n) r->final = hx_strdup(content ? content : "");

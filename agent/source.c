@@ -254,6 +254,12 @@ static int add_copy(eng_src *e, hx_sampler *s)
     return rc;
 }
 
+static int eng_repair_args(void *ctx, cJSON *args)
+{
+    eng_src *e = ctx;
+    return e->copy_bias > 0 && e->copy_text ? hx_copy_repair(e->copy_text, args) : 0;
+}
+
 static int eng_copy_text(void *ctx, const char *text)
 {
     eng_src *e = ctx;
@@ -585,7 +591,7 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
         return rc;
     }
     *out = (hx_source){HX_SOURCE_API, "engine", e, eng_begin, eng_next,
-                       eng_count, eng_free, eng_copy_text};
+                       eng_count, eng_free, eng_copy_text, eng_repair_args};
     return HX_OK;
 }
 

@@ -5,7 +5,8 @@
  * Address values ("to", "cc", "attendees") are whole addresses of the
  * conversation: every other token is masked; so is every token but the
  * word's own inside a word being copied. Keys of a tool's result start
- * no copy. */
+ * no copy. A value whose first word broke off a copy is mended
+ * (hx_copy_repair). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,50 @@ static void test_result_keys(void)
     teardown(&f);
 }
 
+/* Repairs the one string value of {key: value} against text; the value
+ * after (static buffer). */
+static const char *mend(const char *text, const char *key, const char *value, int *n)
+{
+    static char out[256];
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, key, value);
+    *n = hx_copy_repair(text, a);
+    snprintf(out, sizeof out, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(a, key)));
+    cJSON_Delete(a);
+    return out;
+}
+
+#define LOG_TEXT "Small favour. Please log Moving day workshop next Monday at 11am\n"
+
+static void test_repair(void)
+{
+    int n = 0;
+    /* the first word from elsewhere, the rest copied from inside "Moving" */
+    EXPECT_STR_EQ(mend(LOG_TEXT, "title", "Pleaseing day workshop", &n), "Moving day workshop");
+    EXPECT(n == 1);
+    /* the value starts inside a word */
+    EXPECT_STR_EQ(mend("Schedule annual review review at 9\n", "title", "al review review", &n),
+               "annual review review");
+    EXPECT(n == 1);
+    /* copies, composed values, addresses, one broken word alone: kept */
+    EXPECT_STR_EQ(mend(LOG_TEXT, "title", "day workshop", &n), "day workshop");
+    EXPECT(n == 0);
+    EXPECT_STR_EQ(mend(LOG_TEXT, "body", "Pleaseing day workshop", &n), "Pleaseing day workshop");
+    EXPECT_STR_EQ(mend(LOG_TEXT, "title", "Pleaseing", &n), "Pleaseing");
+    EXPECT_STR_EQ(mend(LOG_TEXT, "title", "wener sumwn", &n), "wener sumwn");
+    EXPECT_STR_EQ(mend("mail al.b@x.org and cal.b@x.org\n", "to", "zal.b@x.org", &n), "zal.b@x.org");
+    EXPECT(n == 0);
+    /* two words the rest could come from, or a copy ending inside a word */
+    EXPECT_STR_EQ(mend("moving day or loving day\n", "title", "Xoving day", &n), "Xoving day");
+    EXPECT_STR_EQ(mend("Log Moving day workshops\n", "title", "Xing day workshop", &n), "Xing day workshop");
+    EXPECT(n == 0);
+    /* only string values: numbers and arrays stay */
+    cJSON *a = cJSON_Parse("{\"attendees\": [\"Xing day workshop\"], \"duration_minutes\": 45}");
+    EXPECT(hx_copy_repair(LOG_TEXT, a) == 0);
+    EXPECT(hx_copy_repair(NULL, a) == 0 && hx_copy_repair(LOG_TEXT, NULL) == 0);
+    cJSON_Delete(a);
+}
+
 int main(void)
 {
     RUN(test_value_start_and_end);
@@ -229,5 +274,6 @@ int main(void)
     RUN(test_address_fallback);
     RUN(test_mid_word);
     RUN(test_result_keys);
+    RUN(test_repair);
     return test_summary();
 }

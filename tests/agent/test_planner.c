@@ -15,6 +15,7 @@ typedef struct scripted_source {
     int n_copy;
     int infinite;             /* never ends a turn (for the limits) */
     int choices[16];          /* the tool choice of each turn */
+    int repair;               /* mends calls as the engine's source does */
 } scripted_source;
 
 static int scripted_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
@@ -49,6 +50,12 @@ static int scripted_copy_text(void *ctx, const char *text)
     return HX_OK;
 }
 
+static int scripted_repair(void *ctx, cJSON *args)
+{
+    scripted_source *s = ctx;
+    return s->repair && s->n_copy ? hx_copy_repair(s->copy_texts[s->n_copy - 1], args) : 0;
+}
+
 static void scripted_free(void *ctx)
 {
     scripted_source *s = ctx;
@@ -63,7 +70,7 @@ static hx_source scripted(scripted_source *s, const char *const *turns, int n)
     s->n_turns = n;
     s->chunk = 3;
     return (hx_source){HX_SOURCE_API, "scripted (test double)", s, scripted_begin,
-                       scripted_next, NULL, scripted_free, scripted_copy_text};
+                       scripted_next, NULL, scripted_free, scripted_copy_text, scripted_repair};
 }
 
 /* ---- what the planner reports ---- */
@@ -187,6 +194,37 @@ static void test_multi_call_turn(void)
     EXPECT_STR_EQ(ep->outcome, "You are free on Tuesday at 14:00.");
     EXPECT(strstr(ep->messages, "\"role\":\"tool\"") != NULL);
     hx_episode_free(ep);
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
+/* A call whose value broke off a copy in its first word ("Zext" for
+ * "next", the rest copied) runs mended, and the history holds it so. */
+static void test_mended_call(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {
+        "<tool_call>{\"name\": \"calendar.find_slots\", \"arguments\": {\"duration_minutes\": "
+        "30, \"range\": \"Zext Tuesday afternoon\"}}</tool_call>",
+        "You are free on Tuesday at 14:00."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    hx_source src = scripted(&ss, turns, 2);
+    ss.repair = 1;
+    hx_planner_deps d = world_deps(&w, &src);
+    hx_planner_params p = hx_planner_default_params();
+    hx_planner *pl = hx_planner_new(&d, &p);
+    hx_planner_io io = io_for(&s);
+    hx_err err = {0};
+    ASSERT(pl && hx_planner_run(pl, "find 30 minutes next Tuesday afternoon", &io, &t, &err) == HX_OK);
+    EXPECT(strstr(s.calls, "\"range\":\"next Tuesday afternoon\"") != NULL);
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    ASSERT(ss.n_prompts == 2);
+    EXPECT(strstr(ss.prompts[1], "next Tuesday afternoon\"}}") != NULL);
+    EXPECT(strstr(ss.prompts[1], "Zext") == NULL);
+    hx_planner_free(pl);
     done(&s, t, &ss);
     world_close(&w);
 }
@@ -735,6 +773,7 @@ static void test_compact_two_calls(void)
 int main(void)
 {
     RUN(test_multi_call_turn);
+    RUN(test_mended_call);
     RUN(test_malformed_call);
     RUN(test_close_tag_inside_string);
     RUN(test_budget_cuts_call);
