@@ -110,12 +110,14 @@ static int is_word(char c) { return isalnum((unsigned char)c) || (c & 0x80); }
 
 /* A copy may start at a word's first byte, or at any non-blank byte after
  * a blank or an opening quote or bracket ("/config/...", "<a@b.c>"); not
- * in the middle of "duration_minutes". */
+ * in the middle of "duration_minutes", nor after the apostrophe of
+ * "Enzo's" (a search for "s message" finds nothing). */
 static int can_start(const char *t, size_t i)
 {
     if (isspace((unsigned char)t[i])) return 0;
-    if (i == 0 || isspace((unsigned char)t[i - 1]) || strchr("\"'(<[{", t[i - 1])) return 1;
-    return is_word(t[i]) && !is_word(t[i - 1]);
+    if (i == 0 || isspace((unsigned char)t[i - 1]) || strchr("\"(<[{", t[i - 1])) return 1;
+    if (t[i - 1] == '\'' && i > 1 && is_word(t[i - 2])) return 0; /* "Enzo's": no word starts */
+    return t[i - 1] == '\'' || (is_word(t[i]) && !is_word(t[i - 1]));
 }
 
 /* When t[i] opens a JSON object key (a quoted string followed by ':', as

@@ -221,6 +221,22 @@ static void test_result_keys(void)
     teardown(&f);
 }
 
+/* No copy starts after the apostrophe inside "Enzo's": a search for
+ * "s message" finds nothing. A quote that opens a value still starts one. */
+static void test_apostrophe(void)
+{
+    fixture f;
+    ASSERT(setup_text(&f, "Search for Enzo's message on 'code freeze'\n") == 0);
+    const int32_t s = tok(&f, "s"), msg = tok(&f, "message"), code = tok(&f, "code");
+    const int32_t x = tok(&f, "x");
+    ASSERT(s >= 0 && msg >= 0 && code >= 0 && x >= 0);
+    feed(&f, "{\"name\": \"mail.search\", \"arguments\": {\"text\": \"");
+    EXPECT(lift(&f, s, x) == 0);
+    EXPECT(lift(&f, msg, x) == BONUS);
+    EXPECT(lift(&f, code, x) == BONUS);
+    teardown(&f);
+}
+
 /* Repairs the one string value of {key: value} against text; the value
  * after (static buffer). */
 static const char *mend(const char *text, const char *key, const char *value, int *n)
@@ -274,6 +290,7 @@ int main(void)
     RUN(test_address_fallback);
     RUN(test_mid_word);
     RUN(test_result_keys);
+    RUN(test_apostrophe);
     RUN(test_repair);
     return test_summary();
 }
