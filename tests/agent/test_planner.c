@@ -119,12 +119,10 @@ static const char *tstr(const cJSON *t, const char *k)
 }
 
 /* Runs one request through a fresh planner; returns the rc. */
-static int run_script(world *w, const char *const *turns, int n, const char *request,
-                      hx_planner_params *pp, seen *s, cJSON **trace,
-                      scripted_source *ss)
+static int run_source(world *w, hx_source *src, const char *request, hx_planner_params *pp,
+                      seen *s, cJSON **trace)
 {
-    hx_source src = scripted(ss, turns, n);
-    hx_planner_deps d = world_deps(w, &src);
+    hx_planner_deps d = world_deps(w, src);
     hx_planner_params p = pp ? *pp : hx_planner_default_params();
     hx_planner *pl = hx_planner_new(&d, &p);
     hx_planner_io io = io_for(s);
@@ -132,6 +130,14 @@ static int run_script(world *w, const char *const *turns, int n, const char *req
     int rc = pl ? hx_planner_run(pl, request, &io, trace, &err) : HX_ERR_NOMEM;
     hx_planner_free(pl);
     return rc;
+}
+
+static int run_script(world *w, const char *const *turns, int n, const char *request,
+                      hx_planner_params *pp, seen *s, cJSON **trace,
+                      scripted_source *ss)
+{
+    hx_source src = scripted(ss, turns, n);
+    return run_source(w, &src, request, pp, s, trace);
 }
 
 static void done(seen *s, cJSON *trace, scripted_source *ss)
@@ -213,18 +219,13 @@ static void test_mended_call(void)
     scripted_source ss;
     hx_source src = scripted(&ss, turns, 2);
     ss.repair = 1;
-    hx_planner_deps d = world_deps(&w, &src);
-    hx_planner_params p = hx_planner_default_params();
-    hx_planner *pl = hx_planner_new(&d, &p);
-    hx_planner_io io = io_for(&s);
-    hx_err err = {0};
-    ASSERT(pl && hx_planner_run(pl, "find 30 minutes next Tuesday afternoon", &io, &t, &err) == HX_OK);
+    EXPECT_EQ_INT(run_source(&w, &src, "find 30 minutes next Tuesday afternoon", NULL, &s, &t), HX_OK);
+    ASSERT(t);
     EXPECT(strstr(s.calls, "\"range\":\"next Tuesday afternoon\"") != NULL);
     EXPECT_STR_EQ(call_status(t, 0), "ok");
     ASSERT(ss.n_prompts == 2);
     EXPECT(strstr(ss.prompts[1], "next Tuesday afternoon\"}}") != NULL);
     EXPECT(strstr(ss.prompts[1], "Zext") == NULL);
-    hx_planner_free(pl);
     done(&s, t, &ss);
     world_close(&w);
 }
