@@ -40,6 +40,9 @@ static void nightly_usage(FILE *f, const char *verb)
         "      --epochs N       passes over the training data (default 2)\n"
         "      --targets LIST   adapted matrices, of q,k,v,o,gate,up,down\n"
         "                       (default up,down)\n"
+        "      --first-layer N  adapt only layers N and up (default 0: all; the\n"
+        "                       later layers alone change less of what the model\n"
+        "                       does on other requests)\n"
         "      --replay R       generic conversations mixed into the training data\n"
         "                       per episode of yours, against forgetting: made on\n"
         "                       the device by hearth datagen's generator (its\n"
@@ -88,7 +91,7 @@ static void nightly_usage(FILE *f, const char *verb)
         "                       default: config nightly.max_memory, else none)\n"
         "  -t, --threads N      0 = all cores (default)\n\n"
         "config.json's \"nightly\" object sets the defaults of these: \"rank\",\n"
-        "\"lr\", \"epochs\", \"steps\", \"targets\" (\"up,down\"), \"replay\",\n"
+        "\"lr\", \"epochs\", \"steps\", \"targets\" (\"up,down\"), \"first_layer\", \"replay\",\n"
         "\"replay_from\" (\"base\" or \"oracle\"), \"replay_contrast\", \"replay_near\",\n"
         "\"replay_soft\", \"eval_tasks\", "
         "\"scales\" (\"1,0.75,0.5\"), \"stop_delta\", \"max_memory\"; the options override\n"
@@ -168,6 +171,7 @@ static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
         else if (!strcmp(a, "--eval-tasks")) p->eval_tasks = atoi(v), i++;
         else if (!strcmp(a, "--epochs")) p->epochs = atoi(v), i++;
         else if (!strcmp(a, "--targets") && parse_targets(v)) p->lora.targets = parse_targets(v), i++;
+        else if (!strcmp(a, "--first-layer") && atoi(v) >= 0) p->lora.first_layer = atoi(v), i++;
         else if (!strcmp(a, "--replay") && (d = atof(v)) >= 0) p->replay_ratio = d, i++;
         else if (!strcmp(a, "--replay-from") && parse_replay_from(v) >= 0)
             *distill = parse_replay_from(v), i++;
@@ -343,7 +347,7 @@ static int config_number(const cJSON *night, const char *key, double lo, double 
 }
 
 /* The config's "nightly" object into p (the options, parsed after, win):
- * rank, lr, epochs, steps, targets, replay, replay_from, replay_contrast, replay_near,
+ * rank, lr, epochs, steps, targets, first_layer, replay, replay_from, replay_contrast, replay_near,
  * replay_soft, eval_tasks, max_memory ("2G" or bytes). */
 static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *distill,
                           replay_mix *mix, hx_err *err)
@@ -352,8 +356,9 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *disti
     if (!night) return HX_OK;
     if (!cJSON_IsObject(night)) return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly is not an object");
     double rank = p->lora.rank, lr = p->train.opt.lr, ep = p->epochs, st = p->train.opt.n_steps;
-    double et = p->eval_tasks, soft = p->replay_soft;
+    double et = p->eval_tasks, soft = p->replay_soft, first = p->lora.first_layer;
     int rc = config_number(night, "rank", 1, 1024, &rank, err);
+    if (!rc) rc = config_number(night, "first_layer", 0, 1024, &first, err);
     if (!rc) rc = config_number(night, "lr", 1e-9, 1, &lr, err);
     if (!rc) rc = config_number(night, "epochs", 1, 1000, &ep, err);
     if (!rc) rc = config_number(night, "steps", 0, 1e7, &st, err);
@@ -364,7 +369,7 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *disti
     if (!rc) rc = config_number(night, "replay_near", 0, 1, &mix->near, err);
     if (!rc) rc = config_number(night, "replay_soft", 0, NIGHTLY_MAX_SOFT, &soft, err);
     if (rc) return rc;
-    p->replay_soft = (int)soft;
+    p->replay_soft = (int)soft, p->lora.first_layer = (int)first;
     p->lora.rank = (int)rank, p->lora.alpha = (float)(int)rank, p->train.opt.lr = (float)lr;
     p->epochs = (int)ep, p->train.opt.n_steps = (int)st, p->eval_tasks = (int)et;
     const cJSON *t = cJSON_GetObjectItem(night, "targets");

@@ -25,10 +25,19 @@ int tr_head_rows(const hx_trainer *tr)
 
 #define TAKE(ptr, cnt) do { if (base) (ptr) = base + off; off += (cnt); } while (0)
 
-/* One layer's activations but its input x, from off; the new offset. */
-static size_t carve_layer(const hx_hparams *hp, const tr_layer *ly, tr_acts *A,
-                          size_t N, float *base, size_t off)
+/* The LoRA rank of linear i on any layer (0: on none). Layers that share
+ * a workspace (TR_CKPT, TR_FWD) share the widest one. */
+static int lora_width(const hx_trainer *tr, int i)
 {
+    for (int l = 0; l < tr->hp.n_layer; l++)
+        if (tr->layers[l].lin[i].a) return tr->layers[l].lin[i].r;
+    return 0;
+}
+
+/* One layer's activations but its input x, from off; the new offset. */
+static size_t carve_layer(const hx_trainer *tr, tr_acts *A, size_t N, float *base, size_t off)
+{
+    const hx_hparams *hp = &tr->hp;
     const size_t C = hp->n_embd, Q = (size_t)hp->n_head * hp->head_dim;
     const size_t K = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff;
     const size_t H = hp->n_head, Hk = hp->n_head_kv;
@@ -39,7 +48,8 @@ static size_t carve_layer(const hx_hparams *hp, const tr_layer *ly, tr_acts *A,
     TAKE(A->h, N * C); TAKE(A->r2, N); TAKE(A->n2, N * C);
     TAKE(A->a, N * F); TAKE(A->b, N * F); TAKE(A->s, N * F);
     for (int i = 0; i < 7; i++) {
-        if (ly->lin[i].a) TAKE(A->u[i], N * ly->lin[i].r);
+        const int r = lora_width(tr, i);
+        if (r) TAKE(A->u[i], N * (size_t)r);
         else if (base) A->u[i] = NULL;
     }
     return off;
@@ -81,7 +91,7 @@ static size_t carve(hx_trainer *tr, int n, int layout, float *base)
     for (int l = 0; l < hp->n_layer; l++) {
         tr_acts *A = &tr->acts[l];
         if (l == 0 || layout == TR_SAVE)
-            off = carve_layer(hp, &tr->layers[l], A, N, base, off);
+            off = carve_layer(tr, A, N, base, off);
         else if (base)
             *A = tr->acts[0];
         if (l == 0 || layout != TR_FWD) TAKE(A->x, N * C);
@@ -194,7 +204,8 @@ static size_t mm_floats(const hx_trainer *tr, int n, int rows, int layout)
         pack = max_sz(pack, w_bound(&l->w, n, &d));
         deq = max_sz(deq, d);
         if (train && l->dw) pack = max_sz(pack, pack_bound(l->w.rows, l->w.cols, n));
-        if (!l->a) continue;
+        for (int k = 1; !l->a && k < tr->hp.n_layer; k++) l = &tr->layers[k].lin[i];
+        if (!l->a) continue; /* LoRA on no layer's (or on later layers' only) */
         const tr_w A = {l->a, NULL, l->r, l->w.cols}, B = {l->b, NULL, l->w.rows, l->r};
         pack = max_sz(pack, max_sz(w_bound(&A, n, &d), w_bound(&B, n, &d)));
         if (train) pack = max_sz(pack, max_sz(pack_bound(l->r, l->w.cols, n),

@@ -33,6 +33,9 @@ typedef struct hx_lora_params {
     float init_b;     /* std of B at init; 0 (default) = the standard no-op
                        * start; tests set it nonzero so dA is not zero */
     uint64_t seed;    /* A ~ N(0, 1/rank), default 1 */
+    int first_layer;  /* only layers first_layer.. are adapted (the
+                       * adapter holds no tensor of the others); default
+                       * 0: all */
 } hx_lora_params;
 hx_lora_params hx_lora_default_params(void);
 

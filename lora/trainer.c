@@ -19,8 +19,9 @@ hx_train_config hx_train_default_config(void)
 
 hx_lora_params hx_lora_default_params(void)
 {
-    hx_lora_params p = {8, 8.0f, HX_LORA_Q | HX_LORA_K | HX_LORA_V | HX_LORA_O,
-                        0.0f, 1};
+    hx_lora_params p = {.rank = 8, .alpha = 8.0f,
+                        .targets = HX_LORA_Q | HX_LORA_K | HX_LORA_V | HX_LORA_O,
+                        .init_b = 0.0f, .seed = 1, .first_layer = 0};
     return p;
 }
 
@@ -109,7 +110,7 @@ static int layout_lora(hx_trainer *tr, const hx_lora_params *lp)
     int rc = HX_OK;
     for (int l = 0; !rc && l < tr->hp.n_layer; l++)
         for (int i = 0; !rc && i < 7; i++) {
-            if (!(lp->targets & (1u << i))) continue;
+            if (!(lp->targets & (1u << i)) || l < lp->first_layer) continue;
             int in, out;
             lin_shape(&tr->hp, i, &in, &out);
             snprintf(nm, sizeof nm, "blk.%d.%s.weight.lora_a", l, k_lin_names[i]);
@@ -195,7 +196,7 @@ static void wire_lora(hx_trainer *tr, const hx_lora_params *lp)
         for (int i = 0; i < 7; i++) {
             tr_lin *li = &L->lin[i];
             li->w = (tr_w){NULL, w[i], (int)w[i]->rows, (int)w[i]->cols};
-            if (!(lp->targets & (1u << i))) continue;
+            if (!(lp->targets & (1u << i)) || l < lp->first_layer) continue;
             char nm[80];
             snprintf(nm, sizeof nm, "blk.%d.%s.weight.lora_a", l, k_lin_names[i]);
             li->a = P(tr, nm, &li->da);
@@ -353,10 +354,13 @@ int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
         hx_model_free(m);
         return rc;
     }
-    if (lora && (lora->rank < 1 || !(lora->targets & HX_LORA_ALL))) {
+    const int n_layer = hx_model_hparams(m)->n_layer;
+    if (lora && (lora->rank < 1 || !(lora->targets & HX_LORA_ALL) || lora->first_layer < 0 ||
+                 lora->first_layer >= n_layer)) {
         hx_model_free(m);
-        return hx_err_set(err, HX_ERR_INVALID, "train: LoRA rank %d and "
-                          "targets 0x%x", lora->rank, lora->targets);
+        return hx_err_set(err, HX_ERR_INVALID, "train: LoRA rank %d, targets 0x%x and first "
+                          "layer %d (of %d)", lora->rank, lora->targets, lora->first_layer,
+                          n_layer);
     }
     hx_trainer *tr = hx_calloc(1, sizeof *tr);
     if (!tr) {

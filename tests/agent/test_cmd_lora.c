@@ -282,6 +282,10 @@ static void test_nightly_cli(void)
     ASSERT(hx_write_file_atomic(cfg, badt, sizeof badt - 1, NULL) == HX_OK);
     EXPECT(run(cmd_lora, bycfg) != 0);
     EXPECT(strstr(g_errbuf, "nightly.targets") != NULL);
+    static const char badl[] = "{\"nightly\": {\"first_layer\": 1}}"; /* a 1-layer model */
+    ASSERT(hx_write_file_atomic(cfg, badl, sizeof badl - 1, NULL) == HX_OK);
+    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(strstr(g_errbuf, "first layer 1 (of 1)") != NULL);
     static const char badr[] = "{\"nightly\": {\"replay_from\": \"teacher\"}}";
     ASSERT(hx_write_file_atomic(cfg, badr, sizeof badr - 1, NULL) == HX_OK);
     EXPECT(run(cmd_lora, bycfg) != 0);
@@ -302,6 +306,8 @@ static void test_nightly_cli(void)
     EXPECT(strstr(g_errbuf, "need --replay-from base") != NULL);
     const char *near_big[] = {"lora", "train", "--replay-near", "2", NULL};
     EXPECT_EQ_INT(run(cmd_lora, near_big), HX_EXIT_USAGE);
+    const char *first_neg[] = {"lora", "train", "--first-layer", "-1", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, first_neg), HX_EXIT_USAGE);
     const char *train_on[] = {"lora", "train", "--train-on", "some", NULL};
     EXPECT_EQ_INT(run(cmd_lora, train_on), HX_EXIT_USAGE);
     const char *soft_frac[] = {"lora", "train", "--replay-soft", "2.5", NULL};

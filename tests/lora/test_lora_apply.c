@@ -1,7 +1,8 @@
 /* test_lora_apply.c: adapters Hearth trained (F32 and Q8_0 bases, QLoRA
- * style) applied by the engine without merging: the logits equal the
- * trainer's forward and llama.cpp's with the same adapter; the adapter
- * records its base and is refused on another one. */
+ * style; all layers or the later ones only) applied by the engine without
+ * merging: the logits equal the trainer's forward and llama.cpp's with the
+ * same adapter; the adapter records its base and is refused on another
+ * one. */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -29,13 +30,15 @@ static int make_base(const char *path, const char *ftype, uint64_t seed,
     return rc;
 }
 
-/* A few steps of LoRA training over base, written to out. */
-static hx_trainer *train(const char *base, const char *out)
+/* A few steps of LoRA training over base (layers first.. adapted),
+ * written to out. */
+static hx_trainer *train(const char *base, const char *out, int first)
 {
     hx_lora_params lp = hx_lora_default_params();
     lp.rank = 4;
     lp.alpha = 8;
     lp.targets = HX_LORA_ALL;
+    lp.first_layer = first;
     hx_trainer *tr = NULL;
     hx_err err = {0};
     if (hx_trainer_new_gguf(base, &lp, 2, &tr, &err)) {
@@ -92,7 +95,7 @@ static double worst(const float *a, const float *b, int V)
     return w;
 }
 
-static void trained_on(const char *ftype, double tol)
+static void trained_on(const char *ftype, double tol, int first)
 {
     char why[256];
     setenv("HXREF_KV", "f32", 1);
@@ -106,7 +109,7 @@ static void trained_on(const char *ftype, double tol)
     snprintf(other, sizeof other, "%s/other-%s.gguf", tmpdir, ftype);
     snprintf(ad, sizeof ad, "%s/ad-%s.gguf", tmpdir, ftype);
     ASSERT(make_base(base, ftype, 1, vocab) == 0 && make_base(other, ftype, 2, vocab) == 0);
-    hx_trainer *tr = train(base, ad);
+    hx_trainer *tr = train(base, ad, first);
     ASSERT(tr);
     hx_model *m = NULL, *mo = NULL;
     hx_model_params mp = hx_model_default_params();
@@ -119,7 +122,8 @@ static void trained_on(const char *ftype, double tol)
     char id[65];
     hx_model_identity(m, id);
     EXPECT_STR_EQ(hx_adapter_get_info(a)->base_id, id);
-    EXPECT_EQ_INT(hx_adapter_get_info(a)->n_pairs, 14);
+    EXPECT_EQ_INT(hx_adapter_get_info(a)->n_pairs, 7 * (2 - first));
+    EXPECT(hx_adapter_get_info(a)->alpha == 8.0f);
     const int V = hx_model_hparams(m)->n_vocab;
     float *mine = malloc((size_t)N * V * sizeof(float));
     hx_batch b = {.n_seq = 1, .n_tok = N, .tokens = data_tok};
@@ -149,8 +153,29 @@ static void trained_on(const char *ftype, double tol)
     unlink(base), unlink(other), unlink(ad);
 }
 
-static void test_trained_on_f32(void) { trained_on("F32", 1e-9); }
-static void test_trained_on_q8_0(void) { trained_on("Q8_0", 1e-3); }
+static void test_trained_on_f32(void) { trained_on("F32", 1e-9, 0); }
+static void test_trained_on_q8_0(void) { trained_on("Q8_0", 1e-3, 0); }
+/* the second layer alone: the adapter holds its tensors only */
+static void test_trained_later_layer(void) { trained_on("Q8_0", 1e-3, 1); }
+
+/* A first layer the model does not have is refused. */
+static void test_first_layer_range(void)
+{
+    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    if (!vocab) return;
+    char base[512];
+    snprintf(base, sizeof base, "%s/range.gguf", tmpdir);
+    ASSERT(make_base(base, "F32", 1, vocab) == 0);
+    hx_lora_params lp = hx_lora_default_params();
+    hx_trainer *tr = NULL;
+    hx_err err = {0};
+    lp.first_layer = 2;
+    EXPECT_EQ_INT(hx_trainer_new_gguf(base, &lp, 1, &tr, &err), HX_ERR_INVALID);
+    EXPECT(!tr && strstr(err.msg, "first layer 2 (of 2)"));
+    lp.first_layer = -1;
+    EXPECT_EQ_INT(hx_trainer_new_gguf(base, &lp, 1, &tr, &err), HX_ERR_INVALID);
+    unlink(base);
+}
 
 int main(void)
 {
@@ -159,6 +184,8 @@ int main(void)
     if (!mkdtemp(tmpdir)) return 1;
     RUN(test_trained_on_f32);
     RUN(test_trained_on_q8_0);
+    RUN(test_trained_later_layer);
+    RUN(test_first_layer_range);
     rmdir(tmpdir);
     return test_summary();
 }
