@@ -55,6 +55,7 @@ ask() {
     # shellcheck disable=SC2086
     "$hearth" ask "$1" --model "$model" --yes $opts || echo "   (exit code $?)"
 }
+ask "Remember that Bob's email is bob@example.org"
 ask "Schedule a 30-minute meeting with Bob next Tuesday afternoon about the budget"
 ask "What is on my calendar tomorrow?"
 
@@ -62,7 +63,13 @@ echo
 echo "== what the calls wrote"
 new=$(find "$world/calendars" "$world/outbox" -type f -newer "$home/.start" 2>/dev/null || true)
 if [ -n "$new" ]; then
-    for f in $new; do echo "-- ${f#$home/}"; sed -n '1,40p' "$f"; done
+    for f in $new; do
+        echo "-- ${f#$home/}"
+        case $f in # an event file: its event (not the time zone's history)
+        *.ics) sed -n '/^BEGIN:VEVENT/,/^END:VEVENT/p' "$f" | sed -n '1,30p' ;;
+        *) sed '/^Content-Transfer-Encoding: base64/q' "$f" | sed -n '1,30p' ;;
+        esac
+    done
 elif grep -q '"effect":"read"' "$home/data/audit.jsonl" 2>/dev/null &&
      ! grep -v '"effect":"read"' "$home/data/audit.jsonl" >/dev/null 2>&1; then
     echo "   nothing: every call only read (the audit log below); the model"
