@@ -25,13 +25,11 @@ int tr_head_rows(const hx_trainer *tr)
 
 #define TAKE(ptr, cnt) do { if (base) (ptr) = base + off; off += (cnt); } while (0)
 
-/* The LoRA rank of linear i on any layer (0: on none). Layers that share
- * a workspace (TR_CKPT, TR_FWD) share the widest one. */
-static int lora_width(const hx_trainer *tr, int i)
+const tr_lin *tr_lora_lin(const hx_trainer *tr, int i)
 {
     for (int l = 0; l < tr->hp.n_layer; l++)
-        if (tr->layers[l].lin[i].a) return tr->layers[l].lin[i].r;
-    return 0;
+        if (tr->layers[l].lin[i].a) return &tr->layers[l].lin[i];
+    return NULL;
 }
 
 /* One layer's activations but its input x, from off; the new offset. */
@@ -47,9 +45,9 @@ static size_t carve_layer(const hx_trainer *tr, tr_acts *A, size_t N, float *bas
     TAKE(A->v, N * K); TAKE(A->lse, N * H); TAKE(A->o, N * Q);
     TAKE(A->h, N * C); TAKE(A->r2, N); TAKE(A->n2, N * C);
     TAKE(A->a, N * F); TAKE(A->b, N * F); TAKE(A->s, N * F);
-    for (int i = 0; i < 7; i++) {
-        const int r = lora_width(tr, i);
-        if (r) TAKE(A->u[i], N * (size_t)r);
+    for (int i = 0; i < 7; i++) { /* layers sharing a workspace share this */
+        const tr_lin *l = tr_lora_lin(tr, i);
+        if (l) TAKE(A->u[i], N * (size_t)l->r);
         else if (base) A->u[i] = NULL;
     }
     return off;
@@ -204,8 +202,7 @@ static size_t mm_floats(const hx_trainer *tr, int n, int rows, int layout)
         pack = max_sz(pack, w_bound(&l->w, n, &d));
         deq = max_sz(deq, d);
         if (train && l->dw) pack = max_sz(pack, pack_bound(l->w.rows, l->w.cols, n));
-        for (int k = 1; !l->a && k < tr->hp.n_layer; k++) l = &tr->layers[k].lin[i];
-        if (!l->a) continue; /* LoRA on no layer's (or on later layers' only) */
+        if (!(l = tr_lora_lin(tr, i))) continue;
         const tr_w A = {l->a, NULL, l->r, l->w.cols}, B = {l->b, NULL, l->w.rows, l->r};
         pack = max_sz(pack, max_sz(w_bound(&A, n, &d), w_bound(&B, n, &d)));
         if (train) pack = max_sz(pack, max_sz(pack_bound(l->r, l->w.cols, n),

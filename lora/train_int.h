@@ -217,6 +217,10 @@ int tr_layout(const hx_trainer *tr, int n);
  * min(n, rows + 7) rows at a time (a chunk never leaves fewer than 8 rows
  * behind, so every chunk takes the same product path as the whole). */
 int tr_head_rows(const hx_trainer *tr);
+/* Linear i (q, k, v, o, gate, up, down) of the first layer that has a
+ * LoRA on it, or NULL when none has: every adapted layer has the same
+ * shapes and rank (the adapter may skip the first layers). */
+const tr_lin *tr_lora_lin(const hx_trainer *tr, int i);
 /* Carves activations of a pass of n tokens (n_seq sequences of T) in
  * layout, growing the block when needed. */
 int tr_reserve(hx_trainer *tr, int n, int T, int layout, hx_err *err);

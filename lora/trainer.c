@@ -103,6 +103,12 @@ static int layout_full(hx_trainer *tr, int has_output)
     return rc;
 }
 
+/* Whether linear i of layer l gets a LoRA. */
+static int adapted(const hx_lora_params *lp, int l, int i)
+{
+    return (lp->targets & (1u << i)) && l >= lp->first_layer;
+}
+
 /* LoRA mode: A (ne [in, r]) and B (ne [r, out]) per target. */
 static int layout_lora(hx_trainer *tr, const hx_lora_params *lp)
 {
@@ -110,7 +116,7 @@ static int layout_lora(hx_trainer *tr, const hx_lora_params *lp)
     int rc = HX_OK;
     for (int l = 0; !rc && l < tr->hp.n_layer; l++)
         for (int i = 0; !rc && i < 7; i++) {
-            if (!(lp->targets & (1u << i)) || l < lp->first_layer) continue;
+            if (!adapted(lp, l, i)) continue;
             int in, out;
             lin_shape(&tr->hp, i, &in, &out);
             snprintf(nm, sizeof nm, "blk.%d.%s.weight.lora_a", l, k_lin_names[i]);
@@ -196,7 +202,7 @@ static void wire_lora(hx_trainer *tr, const hx_lora_params *lp)
         for (int i = 0; i < 7; i++) {
             tr_lin *li = &L->lin[i];
             li->w = (tr_w){NULL, w[i], (int)w[i]->rows, (int)w[i]->cols};
-            if (!(lp->targets & (1u << i)) || l < lp->first_layer) continue;
+            if (!adapted(lp, l, i)) continue;
             char nm[80];
             snprintf(nm, sizeof nm, "blk.%d.%s.weight.lora_a", l, k_lin_names[i]);
             li->a = P(tr, nm, &li->da);
