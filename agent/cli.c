@@ -49,6 +49,44 @@ int cli_parse_size(const char *s, size_t *out)
     return 0;
 }
 
+int cli_parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    const long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    const double v = s ? strtod(s, &end) : 0;
+    if (!s || errno || end == s || *end || !(v >= lo && v <= hi)) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_opt_long(const char *verb, const char *opt, const char *s, long lo, long hi,
+                 long *out)
+{
+    if (!cli_parse_long(s, lo, hi, out)) return 0;
+    fprintf(stderr, "hearth %s: %s: '%s' is not an integer in %ld..%ld\n", verb, opt,
+            s ? s : "", lo, hi);
+    return -1;
+}
+
+int cli_opt_double(const char *verb, const char *opt, const char *s, double lo, double hi,
+                   double *out)
+{
+    if (!cli_parse_double(s, lo, hi, out)) return 0;
+    fprintf(stderr, "hearth %s: %s: '%s' is not a number in %g..%g\n", verb, opt,
+            s ? s : "", lo, hi);
+    return -1;
+}
+
 int cmd_version(int argc, char **argv)
 {
     (void)argc;

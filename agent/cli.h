@@ -30,6 +30,16 @@ int cli_wants_help(int argc, char **argv);
 /* A byte size: "1500000", "512M", "2G", "2GiB", "1.5GB" (K, M, G, T are
  * powers of 1024). 0 and *out set, or -1 if malformed. */
 int cli_parse_size(const char *s, size_t *out);
+/* An option's number, strictly: all of s, in lo..hi ("12abc", "", "1e99"
+ * and out-of-range values refused). 0 and *out set, or -1. */
+int cli_parse_long(const char *s, long lo, long hi, long *out);
+int cli_parse_double(const char *s, double lo, double hi, double *out);
+/* The same, saying on stderr "hearth VERB: OPT: 'S' is not ..." when
+ * refused: the option parsers' one-line check. */
+int cli_opt_long(const char *verb, const char *opt, const char *s, long lo, long hi,
+                 long *out);
+int cli_opt_double(const char *verb, const char *opt, const char *s, double lo, double hi,
+                   double *out);
 
 /* verbs, one per file agent/cmd_<group>.c */
 int cmd_model(int argc, char **argv);

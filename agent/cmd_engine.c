@@ -43,33 +43,22 @@ static int opt_flag(opts *o, const char *lng) { return !strcmp(o->argv[o->i], ln
 
 static long opt_long(opts *o, long lo, long hi)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(o->val, &end, 10);
+    long v = lo;
     if (o->bad) return lo;
-    if (errno || end == o->val || *end || v < lo || v > hi) {
-        fprintf(stderr, "hearth %s: %s: '%s' is not an integer in %ld..%ld\n",
-                o->verb, o->argv[o->i - (o->val == o->argv[o->i] ? 1 : 0)],
-                o->val, lo, hi);
+    if (cli_opt_long(o->verb, o->argv[o->i - (o->val == o->argv[o->i] ? 1 : 0)], o->val, lo,
+                     hi, &v))
         o->bad = 1;
-        return lo;
-    }
-    return v;
+    return o->bad ? lo : v;
 }
 
 static float opt_float(opts *o, double lo, double hi)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(o->val, &end);
+    double v = lo;
     if (o->bad) return (float)lo;
-    if (errno || end == o->val || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "hearth %s: '%s' is not a number in %g..%g\n", o->verb,
-                o->val, lo, hi);
+    if (cli_opt_double(o->verb, o->argv[o->i - (o->val == o->argv[o->i] ? 1 : 0)], o->val, lo,
+                       hi, &v))
         o->bad = 1;
-        return (float)lo;
-    }
-    return (float)v;
+    return (float)(o->bad ? lo : v);
 }
 
 /* --kv f16|f32|q8 and --max-memory SIZE into p; 1 if argv[i] was one. */

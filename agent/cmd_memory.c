@@ -57,10 +57,9 @@ static int value_option(int argc, char **argv, int *i, mem_args *a)
                                                                 : NULL;
     if (!dst) return -1;
     if (need_value(argc, argv, i, dst)) return HX_EXIT_USAGE;
-    if (dst == &v && ((a->limit = atoi(v)) <= 0)) {
-        fprintf(stderr, "hearth memory: --limit wants a positive number\n");
-        return HX_EXIT_USAGE;
-    }
+    long n;
+    if (dst == &v && cli_opt_long("memory", s, v, 1, 1 << 30, &n)) return HX_EXIT_USAGE;
+    if (dst == &v) a->limit = (int)n;
     return 0;
 }
 

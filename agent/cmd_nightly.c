@@ -154,43 +154,59 @@ typedef struct replay_mix {
     double contrast, near;
 } replay_mix;
 
-static int parse(int argc, char **argv, int nightly, hx_nightly_params *p,
+/* Options into p over its defaults (or the config's values); -1 on an
+ * unknown option or a bad value (a bad number is named on stderr). */
+static int parse(int argc, char **argv, const char *verb, hx_nightly_params *p,
                  const char **model, int *install, int *distill, replay_mix *mix)
 {
+    const int nightly = !strcmp(verb, "nightly");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long n;
         double d;
         if (nightly && !strcmp(a, "--force")) p->force = 1;
         else if (nightly && !strcmp(a, "--install")) *install = 1;
         else if (!v) return -1;
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) *model = v, i++;
-        else if (!strcmp(a, "--steps")) p->train.opt.n_steps = atoi(v), i++;
-        else if (!strcmp(a, "--rank")) p->lora.rank = atoi(v), p->lora.alpha = (float)atoi(v), i++;
-        else if (!strcmp(a, "--lr")) p->train.opt.lr = strtof(v, NULL), i++;
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) p->n_threads = atoi(v), i++;
-        else if (!strcmp(a, "--eval-tasks")) p->eval_tasks = atoi(v), i++;
-        else if (!strcmp(a, "--epochs")) p->epochs = atoi(v), i++;
+        else if (!strcmp(a, "--steps") && !cli_opt_long(verb, a, v, 0, 1 << 24, &n))
+            p->train.opt.n_steps = (int)n, i++;
+        else if (!strcmp(a, "--rank") && !cli_opt_long(verb, a, v, 1, 4096, &n))
+            p->lora.rank = (int)n, p->lora.alpha = (float)n, i++;
+        else if (!strcmp(a, "--lr") && !cli_opt_double(verb, a, v, 1e-9, 10, &d))
+            p->train.opt.lr = (float)d, i++;
+        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) &&
+                 !cli_opt_long(verb, a, v, 0, 1024, &n))
+            p->n_threads = (int)n, i++;
+        else if (!strcmp(a, "--eval-tasks") && !cli_opt_long(verb, a, v, 0, 100000, &n))
+            p->eval_tasks = (int)n, i++;
+        else if (!strcmp(a, "--epochs") && !cli_opt_long(verb, a, v, 1, 1 << 20, &n))
+            p->epochs = (int)n, i++;
         else if (!strcmp(a, "--targets") && parse_targets(v)) p->lora.targets = parse_targets(v), i++;
-        else if (!strcmp(a, "--first-layer") && atoi(v) >= 0) p->lora.first_layer = atoi(v), i++;
-        else if (!strcmp(a, "--replay") && (d = atof(v)) >= 0) p->replay_ratio = d, i++;
+        else if (!strcmp(a, "--first-layer") && !cli_opt_long(verb, a, v, 0, 4096, &n))
+            p->lora.first_layer = (int)n, i++;
+        else if (!strcmp(a, "--replay") && !cli_opt_double(verb, a, v, 0, 1000, &d))
+            p->replay_ratio = d, i++;
         else if (!strcmp(a, "--replay-from") && parse_replay_from(v) >= 0)
             *distill = parse_replay_from(v), i++;
-        else if (!strcmp(a, "--replay-contrast") && (d = atof(v)) >= 0 && d <= 1) mix->contrast = d, i++;
-        else if (!strcmp(a, "--replay-near") && (d = atof(v)) >= 0 && d <= 1) mix->near = d, i++;
-        else if (!strcmp(a, "--replay-soft") && (d = atof(v)) >= 0 && d <= NIGHTLY_MAX_SOFT &&
-                 d == (int)d)
-            p->replay_soft = (int)d, i++;
-        else if (!strcmp(a, "--eval-margin") && (d = atof(v)) >= 0) p->eval_margin = d / 100, i++;
+        else if (!strcmp(a, "--replay-contrast") && !cli_opt_double(verb, a, v, 0, 1, &d))
+            mix->contrast = d, i++;
+        else if (!strcmp(a, "--replay-near") && !cli_opt_double(verb, a, v, 0, 1, &d))
+            mix->near = d, i++;
+        else if (!strcmp(a, "--replay-soft") &&
+                 !cli_opt_long(verb, a, v, 0, NIGHTLY_MAX_SOFT, &n))
+            p->replay_soft = (int)n, i++;
+        else if (!strcmp(a, "--eval-margin") && !cli_opt_double(verb, a, v, 0, 100, &d))
+            p->eval_margin = d / 100, i++;
         else if (!strcmp(a, "--max-memory") && !cli_parse_size(v, &p->max_bytes)) i++;
         else if (!strcmp(a, "--scales") && !parse_scales(v, p)) i++;
-        else if (!strcmp(a, "--stop-delta") && (d = atof(v)) >= 0 && d < 1) p->stop_delta = d, i++;
+        else if (!strcmp(a, "--stop-delta") && !cli_opt_double(verb, a, v, 0, 0.999, &d))
+            p->stop_delta = d, i++;
         else if (!strcmp(a, "--keep-candidate")) p->keep_candidate = v, i++;
         else if (!strcmp(a, "--train-on") && (!strcmp(v, "new") || !strcmp(v, "all")))
             p->new_only = !strcmp(v, "new"), i++;
         else return -1;
     }
-    return p->lora.rank > 0 && p->train.opt.n_steps >= 0 && p->train.opt.lr > 0 &&
-           p->eval_tasks >= 0 && p->epochs > 0 && p->replay_ratio >= 0 ? 0 : -1;
+    return 0;
 }
 
 static void print_install(void)
@@ -395,13 +411,12 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *disti
 
 int cli_nightly_run(int argc, char **argv, const char *verb, int force)
 {
-    const int nightly = !strcmp(verb, "nightly");
     if (cli_wants_help(argc, argv)) return nightly_usage(stdout, verb), HX_EXIT_OK;
     hx_nightly_params p = hx_nightly_default_params();
     const char *model = NULL;
     int install = 0, distill = 1;
     replay_mix mix = {0, -1}; /* near: NIGHTLY_NEAR with the base's replay */
-    if (parse(argc, argv, nightly, &p, &model, &install, &distill, &mix))
+    if (parse(argc, argv, verb, &p, &model, &install, &distill, &mix))
         return nightly_usage(stderr, verb), HX_EXIT_USAGE;
     if (install) return print_install(), HX_EXIT_OK;
     p.force |= force;
@@ -414,7 +429,7 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
     if (!rc && !model) rc = hx_err_set(&err, HX_ERR_INVALID, "no model: pass --model "
                                        "FILE or set \"model\" in config.json");
     if (!rc) rc = config_nightly(e.cfg, &p, &distill, &mix, &err);
-    if (!rc && parse(argc, argv, nightly, &p, &model, &install, &distill, &mix)) /* over the config */
+    if (!rc && parse(argc, argv, verb, &p, &model, &install, &distill, &mix)) /* over the config */
         rc = hx_err_set(&err, HX_ERR_INVALID, "bad options");
     if (!rc) rc = open_env(&e, model, distill, mix, &p, &err);
     if (!rc && hx_path_cache(work, sizeof work - 16) < 0)

@@ -46,7 +46,11 @@ static int parse(int argc, char **argv, qargs *a)
         else if (!strcmp(s, "--override")) a->overrides[a->n_overrides++] = argv[++i];
         else if (!strcmp(s, "--imatrix")) a->imatrix = argv[++i];
         else if (!strcmp(s, "--imatrix-out")) a->imatrix_out = argv[++i];
-        else if (!strcmp(s, "--threads")) a->threads = atoi(argv[++i]);
+        else if (!strcmp(s, "--threads")) {
+            long n;
+            if (cli_opt_long("quantize", s, argv[++i], 0, 1024, &n)) return -1;
+            a->threads = (int)n;
+        }
         else if (s[0] == '-') return -1;
         else if (npos == 0) a->in = s, npos++;
         else if (npos == 1) a->out = s, npos++;

@@ -72,8 +72,8 @@ static int parse_num(targs *a, const char *s, const char *v)
     char *end;
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (!strcmp(s, ints[i])) {
-            long x = strtol(v, &end, 10);
-            if (*end || x < 0 || x > 1 << 30) return -1;
+            long x;
+            if (cli_parse_long(v, 0, 1 << 30, &x)) return -1;
             *iptr[i] = (int)x;
             return 1;
         }

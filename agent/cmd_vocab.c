@@ -51,15 +51,6 @@ typedef struct vargs {
     hx_bpe_params bp;
 } vargs;
 
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long x = strtol(s, &end, 10);
-    if (!*s || *end || x < lo || x > hi) return -1;
-    *out = x;
-    return 0;
-}
-
 static int parse(int argc, char **argv, vargs *a)
 {
     for (int i = 2; i < argc; i++) {
@@ -82,12 +73,12 @@ static int parse(int argc, char **argv, vargs *a)
                 return -1;
             }
         } else if (!strcmp(s, "--target-weight")) {
-            if (parse_int(argv[++i], 1, 1000, &a->target_weight)) {
+            if (cli_parse_long(argv[++i], 1, 1000, &a->target_weight)) {
                 fprintf(stderr, "hearth vocab train: bad %s '%s' (1 to 1000)\n", s, argv[i]);
                 return -1;
             }
         } else if (!strcmp(s, "--size") || !strcmp(s, "--min-count")) {
-            if (parse_int(argv[++i], 1, 1 << 24, &x)) {
+            if (cli_parse_long(argv[++i], 1, 1 << 24, &x)) {
                 fprintf(stderr, "hearth vocab train: bad %s '%s'\n", s, argv[i]);
                 return -1;
             }
@@ -226,7 +217,7 @@ static int vocab_coverage(int argc, char **argv)
         if (!strcmp(s, "--vocab")) vocab = argv[++i];
         else if (!strcmp(s, "--chat")) chat = argv[++i];
         else if (!strcmp(s, "--style") && (style = hx_tpl_parse_name(argv[++i])) > 0) continue;
-        else if (!strcmp(s, "--below") && !parse_int(argv[++i], 1, 1L << 40, &below)) continue;
+        else if (!strcmp(s, "--below") && !cli_parse_long(argv[++i], 1, 1L << 40, &below)) continue;
         else {
             fprintf(stderr, "hearth vocab coverage: bad option '%s'%s%s\n", s, v ? " " : "",
                     v && strcmp(s, "--vocab") && strcmp(s, "--chat") ? v : "");

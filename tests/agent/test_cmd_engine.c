@@ -126,6 +126,30 @@ static void test_mkmodel_then_info(void)
     free(out);
 }
 
+/* The options' strict number parsers: all of the text, in range. */
+static void test_parse_numbers(void)
+{
+    long n = -7;
+    EXPECT_EQ_INT(cli_parse_long("12", 0, 100, &n), 0);
+    EXPECT_EQ_INT((int)n, 12);
+    const char *bad_long[] = {"", "12abc", "abc", "-1", "101", " 5x", "99999999999999999999", "1.5"};
+    for (size_t i = 0; i < sizeof bad_long / sizeof bad_long[0]; i++) {
+        n = -7;
+        EXPECT_EQ_INT(cli_parse_long(bad_long[i], 0, 100, &n), -1);
+        EXPECT_EQ_INT((int)n, -7); /* untouched */
+    }
+    EXPECT_EQ_INT(cli_parse_long(NULL, 0, 100, &n), -1);
+    double d = -7;
+    EXPECT_EQ_INT(cli_parse_double("0.25", 0, 1, &d), 0);
+    EXPECT(d == 0.25);
+    const char *bad_double[] = {"", "0.5x", "nan", "1e999", "-0.1", "1.01", "x"};
+    for (size_t i = 0; i < sizeof bad_double / sizeof bad_double[0]; i++) {
+        d = -7;
+        EXPECT_EQ_INT(cli_parse_double(bad_double[i], 0, 1, &d), -1);
+        EXPECT(d == -7);
+    }
+}
+
 static void test_bad_command_lines(void)
 {
     char notgguf[512], schema[512];
@@ -187,6 +211,7 @@ int main(void)
     RUN(test_info);
     RUN(test_mkmodel_then_info);
     RUN(test_bad_command_lines);
+    RUN(test_parse_numbers);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) printf("# could not remove %s\n", tmpdir);

@@ -308,6 +308,16 @@ static void test_nightly_cli(void)
     EXPECT_EQ_INT(run(cmd_lora, near_big), HX_EXIT_USAGE);
     const char *first_neg[] = {"lora", "train", "--first-layer", "-1", NULL};
     EXPECT_EQ_INT(run(cmd_lora, first_neg), HX_EXIT_USAGE);
+    /* numbers are read whole: "abc" is not layer 0, "10x" not 10 steps */
+    const char *first_abc[] = {"lora", "train", "--first-layer", "abc", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, first_abc), HX_EXIT_USAGE);
+    EXPECT(strstr(g_errbuf, "hearth lora train: --first-layer: 'abc' is not an integer") != NULL);
+    const char *steps_x[] = {"nightly", "--steps", "10x", NULL};
+    EXPECT_EQ_INT(run(cmd_nightly, steps_x), HX_EXIT_USAGE);
+    EXPECT(strstr(g_errbuf, "hearth nightly: --steps: '10x' is not an integer") != NULL);
+    const char *lr_zero[] = {"lora", "train", "--lr", "0", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, lr_zero), HX_EXIT_USAGE);
+    EXPECT(strstr(g_errbuf, "--lr: '0' is not a number") != NULL);
     const char *train_on[] = {"lora", "train", "--train-on", "some", NULL};
     EXPECT_EQ_INT(run(cmd_lora, train_on), HX_EXIT_USAGE);
     const char *soft_frac[] = {"lora", "train", "--replay-soft", "2.5", NULL};
