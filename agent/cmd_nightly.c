@@ -66,6 +66,11 @@ static void nightly_usage(FILE *f, const char *verb)
         "                       distribution there, its K most likely tokens (a KL\n"
         "                       term to the base), not as its tokens (default 0:\n"
         "                       the tokens)\n"
+        "      --keep-generic L  training also pays L times the relative change\n"
+        "                       the adapter makes on the replay's tokens at each\n"
+        "                       adapted matrix, so that it learns your habits in\n"
+        "                       directions other requests do not use (default 0:\n"
+        "                       off; needs the replay)\n"
         "      --eval-tasks N   the generic suite: the same N held-out agent tasks\n"
         "                       run with what you run now and with the new adapter,\n"
         "                       compared task by task (default 300: one task is\n"
@@ -93,7 +98,7 @@ static void nightly_usage(FILE *f, const char *verb)
         "config.json's \"nightly\" object sets the defaults of these: \"rank\",\n"
         "\"lr\", \"epochs\", \"steps\", \"targets\" (\"up,down\"), \"first_layer\", \"replay\",\n"
         "\"replay_from\" (\"base\" or \"oracle\"), \"replay_contrast\", \"replay_near\",\n"
-        "\"replay_soft\", \"eval_tasks\", "
+        "\"replay_soft\", \"keep_generic\", \"eval_tasks\", "
         "\"scales\" (\"1,0.75,0.5\"), \"stop_delta\", \"max_memory\"; the options override\n"
         "it.\n");
     if (nightly) fprintf(f, "      --install        print a crontab line and a systemd user timer\n");
@@ -195,6 +200,8 @@ static int parse(int argc, char **argv, const char *verb, hx_nightly_params *p,
         else if (!strcmp(a, "--replay-soft") &&
                  !cli_opt_long(verb, a, v, 0, NIGHTLY_MAX_SOFT, &n))
             p->replay_soft = (int)n, i++;
+        else if (!strcmp(a, "--keep-generic") && !cli_opt_double(verb, a, v, 0, 1e6, &d))
+            p->keep_generic = d, i++;
         else if (!strcmp(a, "--eval-margin") && !cli_opt_double(verb, a, v, 0, 100, &d))
             p->eval_margin = d / 100, i++;
         else if (!strcmp(a, "--max-memory") && !cli_parse_size(v, &p->max_bytes)) i++;
@@ -364,7 +371,7 @@ static int config_number(const cJSON *night, const char *key, double lo, double 
 
 /* The config's "nightly" object into p (the options, parsed after, win):
  * rank, lr, epochs, steps, targets, first_layer, replay, replay_from, replay_contrast, replay_near,
- * replay_soft, eval_tasks, max_memory ("2G" or bytes). */
+ * replay_soft, keep_generic, eval_tasks, max_memory ("2G" or bytes). */
 static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *distill,
                           replay_mix *mix, hx_err *err)
 {
@@ -384,6 +391,7 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *disti
     if (!rc) rc = config_number(night, "replay_contrast", 0, 1, &mix->contrast, err);
     if (!rc) rc = config_number(night, "replay_near", 0, 1, &mix->near, err);
     if (!rc) rc = config_number(night, "replay_soft", 0, NIGHTLY_MAX_SOFT, &soft, err);
+    if (!rc) rc = config_number(night, "keep_generic", 0, 1e6, &p->keep_generic, err);
     if (rc) return rc;
     p->replay_soft = (int)soft, p->lora.first_layer = (int)first;
     p->lora.rank = (int)rank, p->lora.alpha = (float)(int)rank, p->train.opt.lr = (float)lr;

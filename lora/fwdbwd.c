@@ -242,6 +242,15 @@ static void swiglu_bwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t
                   a->x + t0 * F, (size_t)(t1 - t0) * F);
 }
 
+/* Linear i of layer l on n rows of x into y (keep's sums too while they
+ * are being collected). */
+static void lin_fwd(hx_trainer *tr, int l, int i, const float *x, int n, float *y)
+{
+    const tr_lin *li = &tr->layers[l].lin[i];
+    tr_lin_fwd(tr->tp, li, x, n, y, tr->acts[l].u[i], tr->scratch);
+    if (tr->keep_collecting && li->a) tr_keep_add(tr, l, i, x, y, n);
+}
+
 static void layer_fwd(hx_trainer *tr, int l, const hx_batch *b, float *xout,
                       float *tmp)
 {
@@ -249,23 +258,22 @@ static void layer_fwd(hx_trainer *tr, int l, const hx_batch *b, float *xout,
     const tr_acts *A = &tr->acts[l];
     const tr_layer *L = &tr->layers[l];
     const int n = b->n_seq * b->n_tok;
-    float *sc = tr->scratch;
     norm_rows(tr, A->n1, A->r1, A->x, L->attn_norm, n);
-    tr_lin_fwd(tr->tp, &L->lin[L_Q], A->n1, n, A->qp, A->u[L_Q], sc);
-    tr_lin_fwd(tr->tp, &L->lin[L_K], A->n1, n, A->kp, A->u[L_K], sc);
-    tr_lin_fwd(tr->tp, &L->lin[L_V], A->n1, n, A->v, A->u[L_V], sc);
+    lin_fwd(tr, l, L_Q, A->n1, n, A->qp);
+    lin_fwd(tr, l, L_K, A->n1, n, A->kp);
+    lin_fwd(tr, l, L_V, A->n1, n, A->v);
     qk_fwd(tr, A->q, A->rq, A->qp, L->q_norm, n, hp->n_head);
     qk_fwd(tr, A->k, A->rk, A->kp, L->k_norm, n, hp->n_head_kv);
     attn_job j = {tr, A, b->n_seq, b->n_tok, NULL, NULL, NULL, NULL};
     hx_threadpool_run(tr->tp, b->n_seq * hp->n_head, attn_fwd_task, &j);
-    tr_lin_fwd(tr->tp, &L->lin[L_O], A->o, n, tmp, A->u[L_O], sc);
+    lin_fwd(tr, l, L_O, A->o, n, tmp);
     residual(tr, A->h, A->x, tmp, n);
     norm_rows(tr, A->n2, A->r2, A->h, L->ffn_norm, n);
-    tr_lin_fwd(tr->tp, &L->lin[L_GATE], A->n2, n, A->a, A->u[L_GATE], sc);
-    tr_lin_fwd(tr->tp, &L->lin[L_UP], A->n2, n, A->b, A->u[L_UP], sc);
+    lin_fwd(tr, l, L_GATE, A->n2, n, A->a);
+    lin_fwd(tr, l, L_UP, A->n2, n, A->b);
     rows_args sw = {A->s, NULL, NULL, NULL, A->a, NULL, A->b, NULL, 1};
     par_rows(tr, n, swiglu_fwd_rows, &sw);
-    tr_lin_fwd(tr->tp, &L->lin[L_DOWN], A->s, n, tmp, A->u[L_DOWN], sc);
+    lin_fwd(tr, l, L_DOWN, A->s, n, tmp);
     residual(tr, xout, A->h, tmp, n);
 }
 

@@ -194,7 +194,10 @@ static void report(hx_trainer *tr, const hx_train_params *p,
     char extra[96];
     snprintf(extra, sizeof extra, "loss %.4f  %.0f tok/s", loss, tps);
     if (p->progress) hx_progress_update(pg, tr->step, extra);
-    if (p->log)
+    if (p->log && tr->keep_lambda > 0)
+        fprintf(p->log, "step %d loss %.6f keep %.6f lr %.3g gnorm %.4f tok/s %.0f\n",
+                tr->step, loss, tr->keep_value, hx_opt_lr(o, tr->step - 1), gnorm, tps);
+    else if (p->log)
         fprintf(p->log, "step %d loss %.6f lr %.3g gnorm %.4f tok/s %.0f\n",
                 tr->step, loss, hx_opt_lr(o, tr->step - 1), gnorm, tps);
 }

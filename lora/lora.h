@@ -115,6 +115,21 @@ int hx_trainer_topk(hx_trainer *tr, const hx_batch *b, int k, int32_t *id, float
                     hx_err *err);
 void hx_trainer_zero_grad(hx_trainer *tr);
 
+/* ---- keeping what the base does elsewhere (keep.c) ----
+ * A penalty on what a LoRA adapter changes on other inputs than its
+ * training data: lambda times the mean, over the adapted linears, of
+ * sum_x ||s B A x||^2 / sum_x ||W x||^2, x running over every token's
+ * input to that linear in the documents given to hx_trainer_keep_collect
+ * (the base's activations: the adapter is off while collecting). Its
+ * gradient joins the loss's at each hx_trainer_step (before clipping).
+ * Holds an in x in matrix of sums per adapted linear
+ * (hx_trainer_keep_bytes); not part of checkpoints: collect again (from
+ * the same documents) before resuming. */
+int hx_trainer_keep_collect(hx_trainer *tr, const hx_batch *b, hx_err *err);
+void hx_trainer_keep_set(hx_trainer *tr, double lambda); /* 0: off (default) */
+double hx_trainer_keep_value(const hx_trainer *tr);      /* at the last step */
+size_t hx_trainer_keep_bytes(const hx_trainer *tr);
+
 /* ---- optimizer ---- */
 typedef struct hx_opt_params {
     float lr;          /* peak; default 1e-3 */
@@ -411,6 +426,14 @@ typedef struct hx_nightly_params {
                             * choice; the base's top tokens take n *
                             * replay_soft * 8 bytes for n training tokens.
                             * 0 (default): the tokens */
+    double keep_generic;   /* > 0: training also pays this weight times
+                            * the relative change the adapter makes on the
+                            * replay's tokens at every adapted linear
+                            * (hx_trainer_keep_collect over the replay
+                            * conversations, with the adapter off): what
+                            * it learns is pushed into directions those
+                            * inputs do not use. Needs the replay; holds
+                            * hx_trainer_keep_bytes. 0 (default): off */
     hx_nightly_eval_fn eval;     /* NULL: no generic-task gate */
     void *eval_user;
     int eval_tasks;        /* tasks of the generic suite; default 300 (one

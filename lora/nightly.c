@@ -352,9 +352,10 @@ int hx_nightly_mix(hx_nightly_data *train, const hx_nightly_data *replay, hx_err
     return HX_OK;
 }
 
-/* Asks p->replay for the conversations the ratio gives and mixes them in. */
+/* Asks p->replay for the conversations the ratio gives and mixes them in;
+ * *rep keeps them (the caller frees it). */
 static int add_replay(const hx_nightly_params *p, hx_nightly_data *train,
-                      hx_nightly_report *r, hx_err *err)
+                      hx_nightly_data *rep_out, hx_nightly_report *r, hx_err *err)
 {
     const int n = p->replay ? hx_nightly_replay_count(p->replay_ratio, train->n_episodes) : 0;
     if (!n) return HX_OK;
@@ -370,7 +371,7 @@ static int add_replay(const hx_nightly_params *p, hx_nightly_data *train,
                 "into %d training episodes (%zu tokens), %.2f per episode\n",
                 rep.n_episodes, rep.n, train->n_episodes, train->n - rep.n,
                 p->replay_ratio);
-    hx_nightly_data_free(&rep);
+    *rep_out = rep;
     return rc;
 }
 
@@ -596,6 +597,7 @@ static void run_key(const hx_nightly_params *p, const char *base_id,
     hx_sha256_update(&s, &p->lora, sizeof p->lora);
     hx_sha256_update(&s, &p->train.opt, sizeof p->train.opt);
     hx_sha256_update(&s, &p->replay_soft, sizeof p->replay_soft);
+    hx_sha256_update(&s, &p->keep_generic, sizeof p->keep_generic);
     hx_sha256_final(&s, dig);
     hx_sha256_hex(dig, out);
 }
@@ -904,7 +906,8 @@ static int check_memory(const hx_trainer *tr, const hx_nightly_params *p,
 {
     const size_t soft = p->replay_soft > 0 ? (size_t)p->replay_soft : 0;
     r->mem_estimate = hx_trainer_memory_estimate(tr, peak_tokens(tr, p, ho)) +
-                      d->n * soft * (sizeof *d->soft_id + sizeof *d->soft_p);
+                      d->n * soft * (sizeof *d->soft_id + sizeof *d->soft_p) +
+                      (p->keep_generic > 0 ? hx_trainer_keep_bytes(tr) : 0);
     if (p->max_bytes && r->mem_estimate > p->max_bytes) {
         snprintf(r->reason, sizeof r->reason, "not started: training needs about "
                  "%.1f MiB (activations, adapter state, mapped base), over the bound "
@@ -914,10 +917,36 @@ static int check_memory(const hx_trainer *tr, const hx_nightly_params *p,
     return HX_OK;
 }
 
+/* keep_generic: the sums of the replay's inputs at the adapted linears
+ * (tr is the base: B = 0, and the adapter is off while collecting) and
+ * the penalty's weight. */
+static int keep_generic(hx_trainer *tr, const hx_nightly_params *p,
+                        const hx_nightly_data *rep, hx_err *err)
+{
+    if (!(p->keep_generic > 0)) return HX_OK;
+    if (!rep->n_docs)
+        return hx_err_set(err, HX_ERR_INVALID, "nightly: --keep-generic needs the replay "
+                          "(its conversations are what the adapter must keep)");
+    const size_t n_ctx = (size_t)hx_trainer_hparams(tr)->n_ctx_train;
+    int rc = HX_OK;
+    size_t n = 0;
+    for (int i = 0; !rc && i < rep->n_docs; i++) {
+        const hx_batch b = doc_batch(rep, i, n_ctx);
+        rc = hx_trainer_keep_collect(tr, &b, err);
+        n += (size_t)b.n_tok;
+    }
+    hx_trainer_keep_set(tr, p->keep_generic);
+    if (!rc && p->log)
+        fprintf(p->log, "nightly: keep: the adapter's change on the replay's %zu tokens "
+                "costs %g times its relative size (sums: %.1f MiB)\n", n, p->keep_generic,
+                hx_trainer_keep_bytes(tr) / 1048576.0);
+    return rc;
+}
+
 /* base_id: hx_model_identity of p->model, taken where it was loaded. */
 static int train_and_gate(hx_trainer *tr, const hx_nightly_params *p, const char *base_id,
                           hx_nightly_data *tr_d, const hx_nightly_data *ho,
-                          hx_nightly_report *r, hx_err *err)
+                          const hx_nightly_data *rep, hx_nightly_report *r, hx_err *err)
 {
     char key[65], ckpt[4200];
     int rc = check_memory(tr, p, tr_d, ho, r, err);
@@ -930,6 +959,7 @@ static int train_and_gate(hx_trainer *tr, const hx_nightly_params *p, const char
             fprintf(p->log, "nightly: %lld replay targets learned as the base's %d most "
                     "likely tokens there\n", (long long)r->soft_targets, p->replay_soft);
     }
+    if (!rc) rc = keep_generic(tr, p, rep, err);
     if (!rc) run_key(p, base_id, tr_d, key);
     if (!rc) rc = resume(tr, p->work_dir, key, r, p->log, err);
     if (!rc) rc = train_chunks(tr, p, tr_d, ho, ckpt, r, err);
@@ -977,7 +1007,7 @@ static int fit_seq_len(const hx_nightly_params *p, int n_ctx, const hx_nightly_d
  * episode's assistant turns each in a window with its head). */
 static int run_with_data(const hx_nightly_params *p, const char *base_id,
                          const hx_nightly_data *tr_d, const hx_nightly_data *ho,
-                         hx_nightly_report *r, hx_err *err)
+                         const hx_nightly_data *rep, hx_nightly_report *r, hx_err *err)
 {
     hx_trainer *tr = NULL;
     hx_nightly_data wt, wh;
@@ -999,7 +1029,7 @@ static int run_with_data(const hx_nightly_params *p, const char *base_id,
                 "held out), %d of them longer, cut into windows at their assistant turns "
                 "(%d + %d)\n", q.train.seq_len, tr_d->n_docs, ho->n_docs, r->docs_cut,
                 wt.n_docs, wh.n_docs);
-    if (!rc) rc = train_and_gate(tr, &q, base_id, &wt, &wh, r, err);
+    if (!rc) rc = train_and_gate(tr, &q, base_id, &wt, &wh, rep, r, err);
     hx_nightly_data_free(&wt), hx_nightly_data_free(&wh);
     hx_trainer_free(tr);
     return rc;
@@ -1020,8 +1050,8 @@ int hx_nightly_run(const hx_nightly_params *p, hx_nightly_report *r,
     if (!rc) hx_model_identity(m, base_id);
     if (!rc && !hx_model_vocab(m))
         rc = hx_err_set(err, HX_ERR_FORMAT, "%s has no tokenizer", p->model);
-    hx_nightly_data tr_d, ho;
-    memset(&tr_d, 0, sizeof tr_d), memset(&ho, 0, sizeof ho);
+    hx_nightly_data tr_d, ho, rep;
+    memset(&tr_d, 0, sizeof tr_d), memset(&ho, 0, sizeof ho), memset(&rep, 0, sizeof rep);
     if (!rc) rc = hx_nightly_dataset(hx_model_vocab(m), p->memory, p->heldout_frac,
                                      p->render, p->render_user, &tr_d, &ho, err);
     hx_model_free(m);
@@ -1034,11 +1064,12 @@ int hx_nightly_run(const hx_nightly_params *p, hx_nightly_report *r,
                             ho.n_episodes, p->min_train);
     }
     if (!rc) rc = keep_new(p, &tr_d, r, err);
-    if (!rc) rc = add_replay(p, &tr_d, r, err);
-    if (!rc) rc = run_with_data(p, base_id, &tr_d, &ho, r, err);
+    if (!rc) rc = add_replay(p, &tr_d, &rep, r, err);
+    if (!rc) rc = run_with_data(p, base_id, &tr_d, &ho, &rep, r, err);
     if (rc == HX_ERR_CANCELLED) hx_err_set(err, rc, "nightly: paused, %s", r->reason);
     if (p->log && r->reason[0]) fprintf(p->log, "nightly: %s\n", r->reason);
     hx_nightly_data_free(&tr_d);
     hx_nightly_data_free(&ho);
+    hx_nightly_data_free(&rep);
     return rc;
 }

@@ -89,6 +89,7 @@ static void update_task(void *ctx, int task, int thread)
 
 int hx_trainer_step(hx_trainer *tr, const hx_opt_params *o, double *gnorm)
 {
+    if (tr_keep_grad(tr)) return HX_ERR_NOMEM;
     const int n_chunks = (int)((tr->n_params + CHUNK - 1) / CHUNK);
     opt_job j = {tr, o, hx_malloc_array(n_chunks ? (size_t)n_chunks : 1, sizeof(double)),
                  1.0f, 0, 0, 0};

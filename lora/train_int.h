@@ -197,6 +197,14 @@ struct hx_trainer {
     double train_seconds;  /* wall seconds of hx_train_run so far */
     float *losses;
     int losses_cap;
+    /* keep (keep.c): per layer and linear (n_layer * 7, NULL where not
+     * adapted) the sum of x x^T over the generic tokens' inputs, and of
+     * ||W x||^2; the penalty's weight and last value */
+    float **keep_m;
+    double *keep_e;
+    int64_t keep_tokens;
+    double keep_lambda, keep_value;
+    int keep_collecting;   /* the forward adds to the sums */
     hx_err err;
 };
 
@@ -234,6 +242,12 @@ int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
 int tr_wsd_decay_start(const hx_opt_params *o);
 uint64_t tr_rng_next(uint64_t *s);
 double tr_rng_normal(uint64_t *s);
+/* keep.c: adds linear i of layer l's inputs x and outputs y (n tokens) to
+ * the sums; adds the penalty's gradient to the LoRA gradients (HX_OK, or
+ * HX_ERR_NOMEM); frees the sums. */
+void tr_keep_add(hx_trainer *tr, int l, int i, const float *x, const float *y, int n);
+int tr_keep_grad(hx_trainer *tr);
+void tr_keep_free(hx_trainer *tr);
 /* Appends a step's loss to the history. */
 int tr_push_loss(hx_trainer *tr, float loss);
 

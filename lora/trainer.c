@@ -415,6 +415,7 @@ void hx_trainer_free(hx_trainer *tr)
     free(tr->scratch);
     free(tr->start);
     free(tr->losses);
+    tr_keep_free(tr);
     free(tr);
 }
 

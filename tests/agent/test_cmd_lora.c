@@ -298,6 +298,10 @@ static void test_nightly_cli(void)
     ASSERT(hx_write_file_atomic(cfg, bads, sizeof bads - 1, NULL) == HX_OK);
     EXPECT(run(cmd_lora, bycfg) != 0);
     EXPECT(strstr(g_errbuf, "nightly.replay_soft is not a number") != NULL);
+    static const char badk[] = "{\"nightly\": {\"keep_generic\": -1}}";
+    ASSERT(hx_write_file_atomic(cfg, badk, sizeof badk - 1, NULL) == HX_OK);
+    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(strstr(g_errbuf, "nightly.keep_generic is not a number") != NULL);
     unlink(cfg);
     /* the near share is the base's runs: not with the oracle's replay */
     const char *oracle_near[] = {"lora", "train", "-m", mv, "-t", "1", "--steps", "1",
@@ -315,6 +319,9 @@ static void test_nightly_cli(void)
     const char *steps_x[] = {"nightly", "--steps", "10x", NULL};
     EXPECT_EQ_INT(run(cmd_nightly, steps_x), HX_EXIT_USAGE);
     EXPECT(strstr(g_errbuf, "hearth nightly: --steps: '10x' is not an integer") != NULL);
+    const char *keep_neg[] = {"lora", "train", "--keep-generic", "-2", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, keep_neg), HX_EXIT_USAGE);
+    EXPECT(strstr(g_errbuf, "--keep-generic: '-2' is not a number") != NULL);
     const char *lr_zero[] = {"lora", "train", "--lr", "0", NULL};
     EXPECT_EQ_INT(run(cmd_lora, lr_zero), HX_EXIT_USAGE);
     EXPECT(strstr(g_errbuf, "--lr: '0' is not a number") != NULL);

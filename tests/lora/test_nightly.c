@@ -363,6 +363,42 @@ static void test_replay_soft(void)
     hx_lora_store_free(st), hx_lora_store_free(st2);
 }
 
+/* keep_generic: the sums come from the replay (its tokens counted in the
+ * log), every step logs the penalty, the estimate counts the sums, and
+ * the run ends elsewhere than without it; without a replay it refuses. */
+static void test_keep_generic(void)
+{
+    char work[300], work2[300];
+    hx_err err = {0};
+    hx_lora_store *st = store_at("keep", work), *st2 = store_at("nokeep", work2);
+    ASSERT(st && st2);
+    hx_nightly_params p = params(st, work), q = params(st2, work2);
+    stub_replay sr = {0}, sr2 = {0};
+    p.replay = stub_replay_fn, p.replay_user = &sr, p.replay_ratio = 0.5;
+    q.replay = stub_replay_fn, q.replay_user = &sr2, q.replay_ratio = 0.5;
+    p.keep_generic = 50.0;
+    char *log = NULL;
+    size_t log_n = 0;
+    p.log = open_memstream(&log, &log_n);
+    hx_nightly_report r, rq;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    fclose(p.log);
+    ASSERT(hx_nightly_run(&q, &rq, &err) == HX_OK);
+    printf("# keep 50: held-out loss %.4f -> %.4f (without: %.4f); estimate %zu (without %zu)\n",
+           r.loss_before, r.loss_after, rq.loss_after, r.mem_estimate, rq.mem_estimate);
+    /* 4 replay conversations of 4 tokens: 3 predicted each */
+    EXPECT(log && strstr(log, "nightly: keep: the adapter's change on the replay's 12 tokens"));
+    EXPECT(log && strstr(log, "step 12 loss ") && strstr(strstr(log, "step 12 loss "), " keep "));
+    EXPECT(r.mem_estimate > rq.mem_estimate);
+    EXPECT(r.steps == 12 && r.loss_after != rq.loss_after);
+    free(log);
+    /* no replay: nothing to keep */
+    p.replay = NULL, p.log = NULL;
+    EXPECT(hx_nightly_run(&p, &r, &err) == HX_ERR_INVALID);
+    EXPECT(strstr(err.msg, "--keep-generic needs the replay") != NULL);
+    hx_lora_store_free(st), hx_lora_store_free(st2);
+}
+
 /* The gate's second half: a drop over the margin on the generic tasks
  * discards an adapter that lowered the held-out loss; a drop within it
  * adopts; the peak RSS and the memory estimate are reported. */
@@ -857,6 +893,7 @@ int main(void)
         RUN(test_run_adopts_and_gate_discards);
         RUN(test_train_on_new);
         RUN(test_replay_soft);
+        RUN(test_keep_generic);
         RUN(test_stop_and_resume);
         RUN(test_generic_gate);
         RUN(test_gate_against_active);
