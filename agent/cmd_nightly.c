@@ -71,6 +71,8 @@ static void nightly_usage(FILE *f, const char *verb)
         "                       adapted matrix, so that it learns your habits in\n"
         "                       directions other requests do not use (default 0:\n"
         "                       off; needs the replay)\n"
+        "      --keep-at W      where: all (the replay's every token; default) or\n"
+        "                       targets (the positions that decide its answers)\n"
         "      --eval-tasks N   the generic suite: the same N held-out agent tasks\n"
         "                       run with what you run now and with the new adapter,\n"
         "                       compared task by task (default 300: one task is\n"
@@ -202,6 +204,8 @@ static int parse(int argc, char **argv, const char *verb, hx_nightly_params *p,
             p->replay_soft = (int)n, i++;
         else if (!strcmp(a, "--keep-generic") && !cli_opt_double(verb, a, v, 0, 1e6, &d))
             p->keep_generic = d, i++;
+        else if (!strcmp(a, "--keep-at") && (!strcmp(v, "all") || !strcmp(v, "targets")))
+            p->keep_at_targets = !strcmp(v, "targets"), i++;
         else if (!strcmp(a, "--eval-margin") && !cli_opt_double(verb, a, v, 0, 100, &d))
             p->eval_margin = d / 100, i++;
         else if (!strcmp(a, "--max-memory") && !cli_parse_size(v, &p->max_bytes)) i++;

@@ -51,19 +51,39 @@ size_t hx_trainer_keep_bytes(const hx_trainer *tr)
     return b;
 }
 
+/* The rows of x (n x cols) whose mask is set, packed into a new buffer
+ * (*m of them); NULL when out of memory. */
+static float *masked_rows(const float *x, int n, int cols, const uint8_t *mask, int *m)
+{
+    float *g = hx_malloc_array((size_t)n * (size_t)cols, sizeof *g);
+    *m = 0;
+    for (int t = 0; g && t < n; t++)
+        if (mask[t]) memcpy(g + (size_t)(*m)++ * cols, x + (size_t)t * cols, (size_t)cols * sizeof *g);
+    return g;
+}
+
 void tr_keep_add(hx_trainer *tr, int l, int i, const float *x, const float *y, int n)
 {
     const tr_lin *li = &tr->layers[l].lin[i];
-    const int in = li->w.cols;
-    float *m = tr->keep_m[l * N_LIN + i];
-    if (tr_gemm_ex(tr->tp, in, in, n, 1.0f, x, in, 1, x, in, 0, m, in, 1))
-        tr_gemm_ref(in, in, n, 1.0f, x, in, 1, x, in, 0, m, in, 1);
+    const int in = li->w.cols, out = li->w.rows;
+    float *gx = NULL, *gy = NULL;
+    if (tr->keep_mask) { /* the positions whose target counts */
+        int m = 0;
+        gx = masked_rows(x, n, in, tr->keep_mask, &m);
+        gy = masked_rows(y, n, out, tr->keep_mask, &m);
+        if (!gx || !gy) tr->keep_failed = 1;
+        x = gx, y = gy, n = gx && gy ? m : 0;
+    }
+    float *mm = tr->keep_m[l * N_LIN + i];
+    if (n && tr_gemm_ex(tr->tp, in, in, n, 1.0f, x, in, 1, x, in, 0, mm, in, 1))
+        tr_gemm_ref(in, in, n, 1.0f, x, in, 1, x, in, 0, mm, in, 1);
     double e = 0.0;
-    for (size_t k = 0; k < (size_t)n * (size_t)li->w.rows; k++) e += (double)y[k] * y[k];
+    for (size_t k = 0; k < (size_t)n * (size_t)out; k++) e += (double)y[k] * y[k];
     tr->keep_e[l * N_LIN + i] += e;
+    free(gx), free(gy);
 }
 
-int hx_trainer_keep_collect(hx_trainer *tr, const hx_batch *b, hx_err *err)
+int hx_trainer_keep_collect(hx_trainer *tr, const hx_batch *b, int masked, hx_err *err)
 {
     if (!tr->lora) return hx_err_set(err, HX_ERR_INVALID, "train: keep needs a LoRA trainer");
     int rc = keep_alloc(tr, err);
@@ -75,12 +95,15 @@ int hx_trainer_keep_collect(hx_trainer *tr, const hx_batch *b, hx_err *err)
         tr_lin *li = &tr->layers[k / N_LIN].lin[k % N_LIN];
         s[k] = li->s, li->s = 0.0f;
     }
-    tr->keep_collecting = 1;
+    tr->keep_collecting = 1, tr->keep_failed = 0;
+    tr->keep_mask = masked ? b->mask : NULL; /* NULL mask: every position */
     rc = tr_forward(tr, b, NULL, NULL, NULL, 0, 1.0, err);
-    tr->keep_collecting = 0;
+    tr->keep_collecting = 0, tr->keep_mask = NULL;
     for (int k = 0; k < n; k++) tr->layers[k / N_LIN].lin[k % N_LIN].s = s[k];
     free(s);
-    if (!rc) tr->keep_tokens += (int64_t)b->n_seq * b->n_tok;
+    if (!rc && tr->keep_failed) rc = hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
+    const int n_tok = b->n_seq * b->n_tok;
+    for (int t = 0; !rc && t < n_tok; t++) tr->keep_tokens += !masked || !b->mask || b->mask[t];
     return rc;
 }
 

@@ -118,14 +118,16 @@ void hx_trainer_zero_grad(hx_trainer *tr);
 /* ---- keeping what the base does elsewhere (keep.c) ----
  * A penalty on what a LoRA adapter changes on other inputs than its
  * training data: lambda times the mean, over the adapted linears, of
- * sum_x ||s B A x||^2 / sum_x ||W x||^2, x running over every token's
- * input to that linear in the documents given to hx_trainer_keep_collect
- * (the base's activations: the adapter is off while collecting). Its
+ * sum_x ||s B A x||^2 / sum_x ||W x||^2, x running over the inputs to
+ * that linear in the documents given to hx_trainer_keep_collect (the
+ * base's activations: the adapter is off while collecting), at every
+ * position, or with masked at those whose target counts (b->mask: where
+ * the assistant's tokens are decided). Its
  * gradient joins the loss's at each hx_trainer_step (before clipping).
  * Holds an in x in matrix of sums per adapted linear
  * (hx_trainer_keep_bytes); not part of checkpoints: collect again (from
  * the same documents) before resuming. */
-int hx_trainer_keep_collect(hx_trainer *tr, const hx_batch *b, hx_err *err);
+int hx_trainer_keep_collect(hx_trainer *tr, const hx_batch *b, int masked, hx_err *err);
 void hx_trainer_keep_set(hx_trainer *tr, double lambda); /* 0: off (default) */
 double hx_trainer_keep_value(const hx_trainer *tr);      /* at the last step */
 size_t hx_trainer_keep_bytes(const hx_trainer *tr);
@@ -434,6 +436,8 @@ typedef struct hx_nightly_params {
                             * it learns is pushed into directions those
                             * inputs do not use. Needs the replay; holds
                             * hx_trainer_keep_bytes. 0 (default): off */
+    int keep_at_targets;   /* 1: the replay's positions that decide the
+                            * assistant's tokens only; 0: all its tokens */
     hx_nightly_eval_fn eval;     /* NULL: no generic-task gate */
     void *eval_user;
     int eval_tasks;        /* tasks of the generic suite; default 300 (one

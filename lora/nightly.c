@@ -598,6 +598,7 @@ static void run_key(const hx_nightly_params *p, const char *base_id,
     hx_sha256_update(&s, &p->train.opt, sizeof p->train.opt);
     hx_sha256_update(&s, &p->replay_soft, sizeof p->replay_soft);
     hx_sha256_update(&s, &p->keep_generic, sizeof p->keep_generic);
+    hx_sha256_update(&s, &p->keep_at_targets, sizeof p->keep_at_targets);
     hx_sha256_final(&s, dig);
     hx_sha256_hex(dig, out);
 }
@@ -932,14 +933,15 @@ static int keep_generic(hx_trainer *tr, const hx_nightly_params *p,
     size_t n = 0;
     for (int i = 0; !rc && i < rep->n_docs; i++) {
         const hx_batch b = doc_batch(rep, i, n_ctx);
-        rc = hx_trainer_keep_collect(tr, &b, err);
-        n += (size_t)b.n_tok;
+        rc = hx_trainer_keep_collect(tr, &b, p->keep_at_targets, err);
+        for (int t = 0; t < b.n_tok; t++) n += !p->keep_at_targets || b.mask[t];
     }
     hx_trainer_keep_set(tr, p->keep_generic);
     if (!rc && p->log)
-        fprintf(p->log, "nightly: keep: the adapter's change on the replay's %zu tokens "
-                "costs %g times its relative size (sums: %.1f MiB)\n", n, p->keep_generic,
-                hx_trainer_keep_bytes(tr) / 1048576.0);
+        fprintf(p->log, "nightly: keep: the adapter's change on the replay's %zu %s "
+                "costs %g times its relative size (sums: %.1f MiB)\n", n,
+                p->keep_at_targets ? "positions of the assistant's tokens" : "tokens",
+                p->keep_generic, hx_trainer_keep_bytes(tr) / 1048576.0);
     return rc;
 }
 

@@ -205,6 +205,8 @@ struct hx_trainer {
     int64_t keep_tokens;
     double keep_lambda, keep_value;
     int keep_collecting;   /* the forward adds to the sums */
+    const uint8_t *keep_mask; /* of those, only the positions set here */
+    int keep_failed;       /* out of memory while adding */
     hx_err err;
 };
 

@@ -322,6 +322,8 @@ static void test_nightly_cli(void)
     const char *keep_neg[] = {"lora", "train", "--keep-generic", "-2", NULL};
     EXPECT_EQ_INT(run(cmd_lora, keep_neg), HX_EXIT_USAGE);
     EXPECT(strstr(g_errbuf, "--keep-generic: '-2' is not a number") != NULL);
+    const char *keep_at[] = {"lora", "train", "--keep-at", "prompts", NULL};
+    EXPECT_EQ_INT(run(cmd_lora, keep_at), HX_EXIT_USAGE);
     const char *lr_zero[] = {"lora", "train", "--lr", "0", NULL};
     EXPECT_EQ_INT(run(cmd_lora, lr_zero), HX_EXIT_USAGE);
     EXPECT(strstr(g_errbuf, "--lr: '0' is not a number") != NULL);

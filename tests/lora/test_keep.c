@@ -113,7 +113,7 @@ static void test_sums_and_value(void)
     hx_trainer *tr = trainer(0.3f);
     ASSERT(tr);
     hx_err err = {0};
-    ASSERT(hx_trainer_keep_collect(tr, &b, &err) == HX_OK);
+    ASSERT(hx_trainer_keep_collect(tr, &b, 0, &err) == HX_OK);
     EXPECT_EQ_INT((int)tr->keep_tokens, N);
     double worst = 0, want = 0;
     for (int l = 0; l < 2; l++)
@@ -147,6 +147,36 @@ static void test_sums_and_value(void)
     hx_trainer_free(tr);
 }
 
+/* With masked, only the positions whose target counts add to the sums. */
+static void test_masked_positions(void)
+{
+    hx_batch b = batch(5);
+    float *x[8];
+    base_inputs(&b, x);
+    uint8_t mask[N];
+    for (int t = 0; t < N; t++) mask[t] = (uint8_t)(t % 3 == 1);
+    b.mask = mask;
+    hx_trainer *tr = trainer(0.3f);
+    ASSERT(tr);
+    hx_err err = {0};
+    ASSERT(hx_trainer_keep_collect(tr, &b, 1, &err) == HX_OK);
+    EXPECT_EQ_INT((int)tr->keep_tokens, 5); /* t = 1, 4, 7, 10, 13 */
+    const int in = tr->layers[1].lin[L_DOWN].w.cols;
+    const float *m = tr->keep_m[1 * 7 + L_DOWN], *xs = x[1 * 4 + 3];
+    double num = 0, den = 0;
+    for (int p = 0; p < in; p++)
+        for (int q = 0; q < in; q++) {
+            double r = 0;
+            for (int t = 0; t < N; t++)
+                if (mask[t]) r += (double)xs[t * in + p] * xs[t * in + q];
+            num += (m[p * in + q] - r) * (m[p * in + q] - r), den += r * r;
+        }
+    printf("#   masked sums of layer 1's down: NMSE %.2e\n", num / den);
+    EXPECT(num / den < 1e-10);
+    for (int k = 0; k < 8; k++) free(x[k]);
+    hx_trainer_free(tr);
+}
+
 /* Its gradient against central differences of its value (a quadratic in
  * A and in B: exact up to rounding). */
 static void test_gradient(void)
@@ -155,7 +185,7 @@ static void test_gradient(void)
     hx_trainer *tr = trainer(0.3f);
     ASSERT(tr);
     hx_err err = {0};
-    ASSERT(hx_trainer_keep_collect(tr, &b, &err) == HX_OK);
+    ASSERT(hx_trainer_keep_collect(tr, &b, 0, &err) == HX_OK);
     hx_trainer_keep_set(tr, 2.0);
     hx_trainer_zero_grad(tr);
     ASSERT(tr_keep_grad(tr) == HX_OK);
@@ -190,7 +220,7 @@ static void test_steps_lower_it(void)
     hx_trainer *tr = trainer(0.3f);
     ASSERT(tr);
     hx_err err = {0};
-    ASSERT(hx_trainer_keep_collect(tr, &b, &err) == HX_OK);
+    ASSERT(hx_trainer_keep_collect(tr, &b, 0, &err) == HX_OK);
     hx_opt_params o = hx_opt_default_params();
     o.lr = 1e-2f, o.warmup = 0, o.wd = 0;
     hx_trainer_zero_grad(tr);
@@ -216,7 +246,7 @@ static void test_needs_lora(void)
     hx_err err = {0};
     ASSERT(hx_trainer_new_gguf(base, NULL, 1, &tr, &err) == HX_OK);
     hx_batch b = batch(3);
-    EXPECT(hx_trainer_keep_collect(tr, &b, &err) == HX_ERR_INVALID);
+    EXPECT(hx_trainer_keep_collect(tr, &b, 0, &err) == HX_ERR_INVALID);
     EXPECT(strstr(err.msg, "LoRA") != NULL);
     EXPECT(hx_trainer_keep_bytes(tr) == 0);
     hx_trainer_free(tr);
@@ -235,6 +265,7 @@ int main(void)
     snprintf(base, sizeof base, "%s/base.gguf", tmpdir);
     if (write_base(base)) return 1;
     RUN(test_sums_and_value);
+    RUN(test_masked_positions);
     RUN(test_gradient);
     RUN(test_steps_lower_it);
     RUN(test_needs_lora);

@@ -392,6 +392,14 @@ static void test_keep_generic(void)
     EXPECT(r.mem_estimate > rq.mem_estimate);
     EXPECT(r.steps == 12 && r.loss_after != rq.loss_after);
     free(log);
+    /* at the positions that decide the replay's answers: here all 12 */
+    log = NULL, log_n = 0;
+    p.keep_at_targets = 1;
+    p.log = open_memstream(&log, &log_n);
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    fclose(p.log);
+    EXPECT(log && strstr(log, "on the replay's 12 positions of the assistant's tokens"));
+    free(log);
     /* no replay: nothing to keep */
     p.replay = NULL, p.log = NULL;
     EXPECT(hx_nightly_run(&p, &r, &err) == HX_ERR_INVALID);
