@@ -336,6 +336,14 @@ static void test_train_on_new(void)
     hx_lora_store_free(st);
 }
 
+/* params() with the stand-in replay, one conversation per 2 episodes. */
+static hx_nightly_params replay_params(hx_lora_store *st, const char *work, stub_replay *sr)
+{
+    hx_nightly_params p = params(st, work);
+    p.replay = stub_replay_fn, p.replay_user = sr, p.replay_ratio = 0.5;
+    return p;
+}
+
 /* replay_soft: the replay's targets, and only those, are learned as the
  * base's distribution (one per predicted token of each replay
  * conversation: 3 of the stand-in's 4 tokens); the run trains otherwise
@@ -346,10 +354,8 @@ static void test_replay_soft(void)
     hx_err err = {0};
     hx_lora_store *st = store_at("soft", work), *st2 = store_at("hard", work2);
     ASSERT(st && st2);
-    hx_nightly_params p = params(st, work), q = params(st2, work2);
     stub_replay sr = {0}, sr2 = {0};
-    p.replay = stub_replay_fn, p.replay_user = &sr, p.replay_ratio = 0.5;
-    q.replay = stub_replay_fn, q.replay_user = &sr2, q.replay_ratio = 0.5;
+    hx_nightly_params p = replay_params(st, work, &sr), q = replay_params(st2, work2, &sr2);
     p.replay_soft = 4;
     hx_nightly_report r, rh;
     ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
@@ -372,10 +378,8 @@ static void test_keep_generic(void)
     hx_err err = {0};
     hx_lora_store *st = store_at("keep", work), *st2 = store_at("nokeep", work2);
     ASSERT(st && st2);
-    hx_nightly_params p = params(st, work), q = params(st2, work2);
     stub_replay sr = {0}, sr2 = {0};
-    p.replay = stub_replay_fn, p.replay_user = &sr, p.replay_ratio = 0.5;
-    q.replay = stub_replay_fn, q.replay_user = &sr2, q.replay_ratio = 0.5;
+    hx_nightly_params p = replay_params(st, work, &sr), q = replay_params(st2, work2, &sr2);
     p.keep_generic = 50.0;
     char *log = NULL;
     size_t log_n = 0;
