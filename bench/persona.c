@@ -322,6 +322,12 @@ int main(int argc, char **argv)
            cJSON_GetArraySize(held), cJSON_GetStringValue(cJSON_GetObjectItem(held->child, "request")),
            cJSON_GetArraySize(generic), (unsigned long long)o.generic_seed);
     FILE *log = fopen(o.log, "w");
+    if (!log) {
+        fprintf(stderr, "persona: cannot write the per-request log %s: %s\n", o.log,
+                strerror(errno));
+        hx_model_free(m);
+        return 1;
+    }
     const int family = hx_tpl_detect(hx_model_gguf(m), hx_model_vocab(m));
     hx_dg_eval_run run = {m, family, o.threads, 0, NULL, NULL, 0, 0, NULL, 0, NULL};
     score before, after;
@@ -351,7 +357,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "persona: %s\n", err.msg);
     }
     measure_candidate(&p, &o, &run, cand, held, log);
-    if (log) fclose(log);
+    fclose(log);
     table(&p, &before, &after, &gl, n_ads > 0);
     const int ok = verdict(&before, &after, &gl, n_ads > 0);
     printf("  per-request results: %s; nightly log: %s\n", o.log, o.keep ? nlog : "(removed; --keep)");
