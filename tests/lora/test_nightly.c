@@ -344,18 +344,34 @@ static hx_nightly_params replay_params(hx_lora_store *st, const char *work, stub
     return p;
 }
 
+/* Two runs on the stand-in replay that differ in one option: each its own
+ * store and work directory. The params point into the pair: keep it put. */
+typedef struct {
+    char work[2][300];
+    hx_lora_store *st[2];
+    stub_replay sr[2];
+    hx_nightly_params p[2];
+} replay_pair;
+
+static int pair_open(replay_pair *pr, const char *a, const char *b)
+{
+    memset(pr, 0, sizeof *pr);
+    pr->st[0] = store_at(a, pr->work[0]), pr->st[1] = store_at(b, pr->work[1]);
+    for (int i = 0; i < 2 && pr->st[i]; i++)
+        pr->p[i] = replay_params(pr->st[i], pr->work[i], &pr->sr[i]);
+    return pr->st[0] && pr->st[1];
+}
+
 /* replay_soft: the replay's targets, and only those, are learned as the
  * base's distribution (one per predicted token of each replay
  * conversation: 3 of the stand-in's 4 tokens); the run trains otherwise
  * the same data and ends elsewhere than with the tokens as targets. */
 static void test_replay_soft(void)
 {
-    char work[300], work2[300];
     hx_err err = {0};
-    hx_lora_store *st = store_at("soft", work), *st2 = store_at("hard", work2);
-    ASSERT(st && st2);
-    stub_replay sr = {0}, sr2 = {0};
-    hx_nightly_params p = replay_params(st, work, &sr), q = replay_params(st2, work2, &sr2);
+    replay_pair pr;
+    ASSERT(pair_open(&pr, "soft", "hard"));
+    hx_nightly_params p = pr.p[0], q = pr.p[1];
     p.replay_soft = 4;
     hx_nightly_report r, rh;
     ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
@@ -366,7 +382,7 @@ static void test_replay_soft(void)
     EXPECT(rh.soft_targets == 0);
     EXPECT(r.steps == 12 && !isnan(r.loss_after) && r.loss_before == rh.loss_before);
     EXPECT(r.loss_after != rh.loss_after);
-    hx_lora_store_free(st), hx_lora_store_free(st2);
+    hx_lora_store_free(pr.st[0]), hx_lora_store_free(pr.st[1]);
 }
 
 /* keep_generic: the sums come from the replay (its tokens counted in the
@@ -374,12 +390,10 @@ static void test_replay_soft(void)
  * the run ends elsewhere than without it; without a replay it refuses. */
 static void test_keep_generic(void)
 {
-    char work[300], work2[300];
     hx_err err = {0};
-    hx_lora_store *st = store_at("keep", work), *st2 = store_at("nokeep", work2);
-    ASSERT(st && st2);
-    stub_replay sr = {0}, sr2 = {0};
-    hx_nightly_params p = replay_params(st, work, &sr), q = replay_params(st2, work2, &sr2);
+    replay_pair pr;
+    ASSERT(pair_open(&pr, "keep", "nokeep"));
+    hx_nightly_params p = pr.p[0], q = pr.p[1];
     p.keep_generic = 50.0;
     char *log = NULL;
     size_t log_n = 0;
@@ -408,7 +422,7 @@ static void test_keep_generic(void)
     p.replay = NULL, p.log = NULL;
     EXPECT(hx_nightly_run(&p, &r, &err) == HX_ERR_INVALID);
     EXPECT(strstr(err.msg, "--keep-generic needs the replay") != NULL);
-    hx_lora_store_free(st), hx_lora_store_free(st2);
+    hx_lora_store_free(pr.st[0]), hx_lora_store_free(pr.st[1]);
 }
 
 /* The gate's second half: a drop over the margin on the generic tasks
