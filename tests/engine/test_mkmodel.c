@@ -291,7 +291,9 @@ static int last_logits(hx_model *m, const int32_t *t, int n, float *out, int nv)
 
 /* Writes small embedded in p's shape and checks, after 5 and 40 tokens,
  * that the wide model's logits are the small one's (NMSE below tol), the
- * same greedy choice, and exactly 0 for the padded (unused) tokens. */
+ * same greedy choice but for a near tie (the two best within three times
+ * the rounding noise: the AVX2 kernels round otherwise than AVX-512 and
+ * met one), and exactly 0 for the padded (unused) tokens. */
 static void check_embedded(const char *small_path, hx_mkmodel_params p, double tol)
 {
     hx_err err = {0};
@@ -324,10 +326,15 @@ static void check_embedded(const char *small_path, hx_mkmodel_params p, double t
         }
         for (int i = 0; i < nb; i++) arg_b = lb[i] > lb[arg_b] ? i : arg_b;
         for (int i = na; i < nb; i++) zero &= lb[i] == 0.0f;
+        /* the wide model's pick is the small one's, or its logit there is
+         * within three times the rounding noise of the small one's best */
+        const double noise = sqrt(e / na), gap = (double)la[arg_a] - la[arg_b];
         printf("     %s, %d tokens: NMSE %.2e against the small model (tolerance %.0e)\n",
                p.ftype, n, e / r, tol);
         EXPECT(e / r < tol);
-        EXPECT_EQ_INT(arg_a, arg_b);
+        if (arg_a != arg_b)
+            printf("     greedy %d, not %d: logit gap %.4f, noise %.4f\n", arg_b, arg_a, gap, noise);
+        EXPECT(arg_a == arg_b || gap <= 3 * noise);
         EXPECT(zero);
     }
     free(la);
@@ -340,7 +347,7 @@ static void check_embedded(const char *small_path, hx_mkmodel_params p, double t
  * function. In F32 only rounding differs (the rescaled norms, the fp16
  * cache of the rescaled keys): NMSE 1e-6 at most. hearth-tiny in Q8_0:
  * each layer rounds its 8-bit inputs anew, which turns those last-bit
- * differences into a few 1e-4 (the same greedy choice all the same); with
+ * differences into a few 1e-4 (the same greedy choice but for near ties); with
  * only more layers, heads or FFN rows (no rescaling) it is exact. */
 static void test_embed_same_function(void)
 {
