@@ -704,15 +704,19 @@ cJSON *hx_agent_replay_tasks(const hx_agent_contrast *c, int n, uint64_t seed, h
  * are in one room, last 45 minutes unless said otherwise, and one
  * colleague (people[0] of the world; for seed 1 Robert Keller,
  * robert.keller@northwind.com) is called by a nickname ("Bobby") that
- * only the user's accepted episodes tie to that address. Requests name
- * the nickname and never the length, the room, the colleague's name or
- * address. ---- */
+ * only the user's accepted episodes tie to that address. Held-out
+ * requests name the nickname and never the length, the room, the
+ * colleague's name or address; of the training ones (the user's history)
+ * some are meetings with other people of the world, named by address,
+ * and some state a length (others_pct, stated_pct), none names the room. ---- */
 enum { HX_HABIT_ROOM = 1, HX_HABIT_MINUTES = 2, HX_HABIT_NICKNAME = 4, HX_HABIT_ALL = 7 };
 typedef struct hx_persona {
     hx_world w;        /* the user's world (held-out pools); people[0] is the colleague */
     char nickname[24]; /* what the user calls people[0] */
     char room[40];     /* where the user's meetings are */
     int minutes;       /* their usual length: 45 */
+    int others_pct;    /* % of training meetings with others, by address (50) */
+    int stated_pct;    /* % of training requests that state a length (25) */
     int first_day;     /* local day of the first episode (w.today) */
 } hx_persona;
 /* Fills p from seed; the same seed gives the same persona. */

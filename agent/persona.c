@@ -37,6 +37,15 @@ static const char *const train_tpl[] = {
     "Organize a meeting about {topic} with {who} {when}",
     "Get some time with {who} {when} on {topic}",
 };
+/* Training phrasings that state a length (a share of the user's history:
+ * the 45 minutes is what they get when they name none). */
+static const char *const train_len_tpl[] = {
+    "Set up a {dur}-minute meeting with {who} about {topic} {when}",
+    "Schedule {dur} minutes with {who} {when} about {topic}",
+    "Book a {dur}-minute meeting with {who} {when} to talk about {topic}",
+    "Find {dur} minutes {when} to meet {who} about {topic}",
+};
+static const int stated_minutes[] = {15, 30, 60, 90};
 static const char *const heldout_tpl[] = {
     "Arrange a catch-up with {who} {when} on {topic}",
     "Can you line up a meeting with {who} about {topic} {when}?",
@@ -84,6 +93,8 @@ int hx_persona_generate(uint64_t seed, hx_persona *p, hx_err *err)
     snprintf(p->nickname, sizeof p->nickname, "%s", colleagues[k].nick);
     snprintf(p->room, sizeof p->room, "%s", colleagues[k].room);
     p->minutes = 45;
+    p->others_pct = 50;
+    p->stated_pct = 25;
     p->first_day = (int)p->w.today;
     p->w.n_mems = 0; /* no memory names anyone: only the episodes teach the habits */
     return HX_OK;
@@ -105,21 +116,40 @@ static void at_day(const hx_world *w, int64_t day, int minutes, hx_world *out)
     hx_when_format(out->now, w->tz, 0, out->now_iso, sizeof out->now_iso);
 }
 
+/* Of a training request: with whom (0: the colleague by nickname, else
+ * that person of the world, named by address) and the length it states
+ * (0: none), in the persona's shares; held-out requests are always the
+ * colleague's with no length. No draw where a share is 0, so shares of 0
+ * give the history of a user who only ever meets the colleague. */
+static void draw_history(const hx_persona *p, hx_rng *r, int split, int *other, int *stated)
+{
+    *other = 0, *stated = 0;
+    if (split != HX_SPLIT_TRAIN) return;
+    if (p->others_pct > 0 && p->w.n_people > 1 && hx_rng_below(r, 100) < p->others_pct)
+        *other = 1 + hx_rng_below(r, p->w.n_people - 1);
+    const int n_len = (int)(sizeof stated_minutes / sizeof *stated_minutes);
+    if (p->stated_pct > 0 && hx_rng_below(r, 100) < p->stated_pct)
+        *stated = stated_minutes[hx_rng_below(r, n_len)];
+}
+
 static cJSON *one_request(const hx_persona *p, const hx_world *wd, hx_rng *r, int split)
 {
-    const char *const *tpl = split == HX_SPLIT_TRAIN ? train_tpl : heldout_tpl;
-    const int n_tpl = split == HX_SPLIT_TRAIN ? (int)(sizeof train_tpl / sizeof *train_tpl)
-                                              : (int)(sizeof heldout_tpl / sizeof *heldout_tpl);
+    int other, stated;
+    draw_history(p, r, split, &other, &stated);
+    const char *const *tpl = split != HX_SPLIT_TRAIN ? heldout_tpl : stated ? train_len_tpl : train_tpl;
+    const int n_tpl = split != HX_SPLIT_TRAIN ? (int)(sizeof heldout_tpl / sizeof *heldout_tpl)
+                      : stated ? (int)(sizeof train_len_tpl / sizeof *train_len_tpl)
+                               : (int)(sizeof train_tpl / sizeof *train_tpl);
     char when[64], topic[32], req[512];
     cJSON *slots = cJSON_CreateObject(), *emails = cJSON_AddArrayToObject(slots, "emails");
-    cJSON_AddItemToArray(emails, cJSON_CreateString(p->w.people[0].email));
+    cJSON_AddItemToArray(emails, cJSON_CreateString(p->w.people[other].email));
     hx_dg_range_phrase(wd, r, hx_dg_future_weekday(wd, r, 1, 9), when, sizeof when);
     hx_world_topic(r, split, topic, sizeof topic);
-    cJSON_AddStringToObject(slots, "who", p->nickname);
-    cJSON_AddStringToObject(slots, "nickname", p->nickname);
+    cJSON_AddStringToObject(slots, "who", other ? p->w.people[other].email : p->nickname);
+    cJSON_AddStringToObject(slots, "nickname", other ? "" : p->nickname);
     cJSON_AddStringToObject(slots, "when", when);
     cJSON_AddStringToObject(slots, "topic", topic);
-    cJSON_AddNumberToObject(slots, "dur", p->minutes);
+    cJSON_AddNumberToObject(slots, "dur", stated ? stated : p->minutes);
     cJSON_AddStringToObject(slots, "location", p->room);
     const int ti = hx_rng_below(r, n_tpl);
     hx_dg_phrase(r, tpl[ti], slots, req, sizeof req);

@@ -7,12 +7,15 @@
  *   build/bench/persona [--model FILE] [--hearth FILE] [--seed S]
  *       [--episodes N] [--heldout N] [--generic N] [--generic-seed S]
  *       [--threads T] [--dir DIR] [--log FILE] [--nightly "ARGS"]
- *       [--candidate-scales LIST] [--keep]
+ *       [--candidate-scales LIST] [--others PCT] [--stated PCT] [--keep]
  * --nightly: more hearth nightly options (default none: its defaults);
  * --candidate-scales: the trained adapter, adopted or discarded, is also
  * measured on the held-out requests at each of these scales (default 1);
  * --generic N: also run N generic tasks of --generic-seed here, before and
- * after (default 0: the gate's own suite is reported). */
+ * after (default 0: the gate's own suite is reported); --others, --stated:
+ * the shares (percent) of the user's history that are meetings with other
+ * people and that state a length (default the persona's: 50 and 25; 0 and
+ * 0 is a user who only ever meets the colleague, as before 2026-12-01). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +29,7 @@
 typedef struct opts {
     const char *model, *hearth, *dir, *log, *nightly, *cand_scales;
     uint64_t seed, generic_seed;
-    int episodes, heldout, generic, threads, keep;
+    int episodes, heldout, generic, threads, keep, others, stated;
 } opts;
 
 /* Successes of one configuration (base, or base + adopted adapter). */
@@ -46,7 +49,7 @@ static int parse(int argc, char **argv, opts *o)
     /* nightly's own defaults (2 epochs at 2e-4: ~230 steps of 1024 tokens
      * here) are slow on a shared 2-core machine; fewer, larger steps */
     *o = (opts){"models/hearth-tiny.gguf", "build/hearth", NULL, "build/persona.jsonl",
-                "", "1", 1, 1, 48, 20, 0, 2, 0};
+                "", "1", 1, 1, 48, 20, 0, 2, 0, -1, -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--keep")) { o->keep = 1; continue; }
@@ -64,9 +67,12 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--heldout")) o->heldout = atoi(v);
         else if (!strcmp(a, "--generic")) o->generic = atoi(v);
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
+        else if (!strcmp(a, "--others")) o->others = atoi(v);
+        else if (!strcmp(a, "--stated")) o->stated = atoi(v);
         else return 0;
     }
-    return o->episodes >= 5 && o->heldout > 0 && o->generic >= 0;
+    return o->episodes >= 5 && o->heldout > 0 && o->generic >= 0 && o->others <= 100 &&
+           o->stated <= 100 && (o->others >= 0 || o->others == -1) && (o->stated >= 0 || o->stated == -1);
 }
 
 /* Held-out requests the oracle books with all three habits (so that the
@@ -275,7 +281,8 @@ int main(int argc, char **argv)
     if (!parse(argc, argv, &o)) {
         fprintf(stderr, "usage: persona [--model FILE] [--hearth FILE] [--seed S] [--episodes N>=5] "
                         "[--heldout N] [--generic N] [--generic-seed S] [--threads T] [--dir DIR] "
-                        "[--log FILE] [--nightly \"ARGS\"] [--candidate-scales LIST] [--keep]\n");
+                        "[--log FILE] [--nightly \"ARGS\"] [--candidate-scales LIST] [--others PCT] "
+                        "[--stated PCT] [--keep]\n");
         return 2;
     }
     static hx_persona p;
@@ -291,6 +298,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "persona: %s\n", err.msg);
         return 1;
     }
+    if (o.others >= 0) p.others_pct = o.others;
+    if (o.stated >= 0) p.stated_pct = o.stated;
     snprintf(home, sizeof home, "%s/home", base);
     snprintf(world, sizeof world, "%s/eval", base);
     snprintf(nlog, sizeof nlog, "%s/nightly.log", base);
@@ -307,8 +316,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "persona: episodes: %s\n", err.msg);
         return 1;
     }
-    printf("persona: %d accepted episodes in %s/data/memory.db (e.g. \"%s\")\n", n_acc, home,
-           cJSON_GetStringValue(cJSON_GetObjectItem(train->child, "request")));
+    printf("persona: %d accepted episodes in %s/data/memory.db (e.g. \"%s\"; %d%% of the requests "
+           "with other people, %d%% stating a length)\n", n_acc, home,
+           cJSON_GetStringValue(cJSON_GetObjectItem(train->child, "request")), p.others_pct, p.stated_pct);
 
     /* held-out requests, the generic sample, the base model */
     cJSON *held = heldout_requests(&p, &o, world, &err);

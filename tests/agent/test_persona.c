@@ -57,20 +57,73 @@ static int habit_free(const char *req)
            !strcasestr(req, P.room + 5);
 }
 
+/* What a training request asks of its episode: the attendee (the
+ * colleague for the nickname, else the one address of the world it names)
+ * and the length (the one it states, else the habit's); NULL attendee
+ * when it is neither. */
+/* "30-minute", "90 minutes" (a typo keeps a word's first letter), not
+ * "Nov 30 morning"; 0: none. */
+static int stated_length(const char *req)
+{
+    for (const char *d = req; *d; d++) {
+        if (*d < '1' || *d > '9' || (d > req && d[-1] != ' ')) continue;
+        const char *e = d + strspn(d, "0123456789");
+        if ((*e == ' ' || *e == '-') && e[1] == 'm' && strncmp(e + 1, "morning", 7)) return atoi(d);
+    }
+    return 0;
+}
+
+static const char *expected(const char *req, int *minutes)
+{
+    *minutes = stated_length(req) ? stated_length(req) : P.minutes;
+    if (strstr(req, P.nickname)) return P.w.people[0].email;
+    for (int i = 1; i < P.w.n_people; i++)
+        if (strstr(req, P.w.people[i].email)) return P.w.people[i].email;
+    return NULL;
+}
+
+/* The user's history: meetings with the colleague by nickname, free of
+ * the habits but for a stated length, and with other people by address,
+ * in the persona's shares (50% and 25%); with shares of 0 only the
+ * colleague, never a length. Held-out requests are the colleague's,
+ * habit-free, on other topics and later days. */
 static void test_requests(void)
 {
     train = hx_persona_requests(&P, HX_SPLIT_TRAIN, 6, P.w.today, 1);
     held = hx_persona_requests(&P, HX_SPLIT_HELDOUT, 6, P.w.today + 20, 1);
-    ASSERT(train && held);
+    cJSON *many = hx_persona_requests(&P, HX_SPLIT_TRAIN, 200, P.w.today, 2);
+    ASSERT(train && held && many);
     EXPECT_EQ_INT(cJSON_GetArraySize(train), 6);
     EXPECT_EQ_INT(cJSON_GetArraySize(held), 6);
     const cJSON *t, *h;
-    cJSON_ArrayForEach(t, train)
+    int nick = 0, stated = 0;
+    cJSON_ArrayForEach(t, many)
     {
+        const char *req = js(t, "request");
+        int min = 0;
+        const char *who = expected(req, &min);
         EXPECT_STR_EQ(js(t, "kind"), "persona_meeting");
+        EXPECT(who != NULL && !strcasestr(req, P.room + 5));
+        const cJSON *sl = cJSON_GetObjectItem(t, "slots");
+        EXPECT_EQ_INT((int)cJSON_GetNumberValue(cJSON_GetObjectItem(sl, "dur")), min);
+        EXPECT(min == P.minutes || !strstr(req, "45"));
+        nick += who == P.w.people[0].email;
+        stated += min != P.minutes;
+    }
+    printf("# history of 200: %d with the colleague, %d stating a length\n", nick, stated);
+    EXPECT(nick > 70 && nick < 130 && stated > 25 && stated < 75);
+    cJSON_Delete(many);
+    static hx_persona only;
+    only = P;
+    only.others_pct = only.stated_pct = 0;
+    many = hx_persona_requests(&only, HX_SPLIT_TRAIN, 50, P.w.today, 2);
+    ASSERT(many != NULL);
+    cJSON_ArrayForEach(t, many)
+    {
         if (!habit_free(js(t, "request"))) printf("# not habit-free: %s\n", js(t, "request"));
         EXPECT(habit_free(js(t, "request")));
     }
+    cJSON_Delete(many);
     printf("# train: %s\n# held-out: %s\n", js(train->child, "request"), js(held->child, "request"));
     cJSON_ArrayForEach(h, held)
     {
@@ -98,9 +151,9 @@ static const cJSON *episode_call(const cJSON *msgs, const char *name)
     return found;
 }
 
-static int only_colleague(const cJSON *att)
+static int only(const cJSON *att, const char *addr)
 {
-    return cJSON_GetArraySize(att) == 1 && !strcmp(cJSON_GetArrayItem(att, 0)->valuestring, P.w.people[0].email);
+    return addr && cJSON_GetArraySize(att) == 1 && !strcmp(cJSON_GetArrayItem(att, 0)->valuestring, addr);
 }
 
 typedef struct seen {
@@ -117,12 +170,14 @@ static int on_episode(void *user, const hx_episode *ep, int heldout)
     int ok_call = 0;
     for (int i = 0; i < ep->n_calls; i++)
         ok_call |= !strcmp(ep->calls[i].name, "calendar.create_event") && ep->calls[i].status == HX_CALL_OK;
-    int good = ep->verdict == HX_VERDICT_ACCEPTED && strstr(ep->request, P.nickname) && ce && fs &&
-               ok_call && !strcmp(js(ce, "location"), P.room) &&
-               cJSON_GetNumberValue(cJSON_GetObjectItem(ce, "duration_minutes")) == 45 &&
-               only_colleague(cJSON_GetObjectItem(ce, "attendees")) &&
-               cJSON_GetNumberValue(cJSON_GetObjectItem(fs, "duration_minutes")) == 45 &&
-               only_colleague(cJSON_GetObjectItem(fs, "attendees")) &&
+    int min = 0;
+    const char *who = expected(ep->request, &min);
+    int good = ep->verdict == HX_VERDICT_ACCEPTED && ce && fs && ok_call &&
+               !strcmp(js(ce, "location"), P.room) &&
+               cJSON_GetNumberValue(cJSON_GetObjectItem(ce, "duration_minutes")) == min &&
+               only(cJSON_GetObjectItem(ce, "attendees"), who) &&
+               cJSON_GetNumberValue(cJSON_GetObjectItem(fs, "duration_minutes")) == min &&
+               only(cJSON_GetObjectItem(fs, "attendees"), who) &&
                !strcmp(js(cJSON_GetArrayItem(msgs, 0), "role"), "system");
     if (!good) printf("# episode %lld: %s\n", (long long)ep->id, ep->messages);
     s->n++;
@@ -437,9 +492,10 @@ static void test_nightly(void)
     printf("# %s", out);
     EXPECT(strstr(out, "episodes: ") && strstr(out, "training"));
     EXPECT(strstr(out, "steps: 2") != NULL);
-    /* half the replay is contrast tasks, kept free of the 4 habit values */
+    /* half the replay is contrast tasks, kept free of the habit values
+     * (and of the other attendees' addresses and names) */
     EXPECT(strstr(errb, "contrast replay: 50% of the replay") != NULL);
-    EXPECT(strstr(errb, "without the 4 values") != NULL);
+    EXPECT(strstr(errb, "without the ") && strstr(errb, " values of your"));
     /* each conversation is trained whole, every turn after the prompt the
      * planner fed for it: 1,024-token windows cut the persona's request and
      * first call off its create_event turn, and the room (decided there)
