@@ -78,11 +78,14 @@ int hx_parse_address(const char *s, char *name, size_t nn, char *email, size_t e
     return 0;
 }
 
+/* The examples are no address (no dotted domain): a model copies what a
+ * conversation holds, and with a real-looking one (it was
+ * bob@example.org) the next try invited that made-up person. */
 int hx_address_error(const char *key, const char *value, hx_err *err)
 {
     return hx_err_set(err, HX_ERR_INVALID,
                       "argument '%s': '%s' is not an address like "
-                      "\"bob@example.org\" or \"Bob <bob@example.org>\"",
+                      "\"name@domain\" or \"Name <name@domain>\"",
                       key, value ? value : "(not a string)");
 }
 

@@ -376,7 +376,7 @@ static void test_attendee_addresses_checked_alike(void)
         for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
             snprintf(json, sizeof json, "%s%s\"]}", tools[t][1], bad[i]);
             snprintf(want, sizeof want,
-                     "argument 'attendees': '%s' is not an address like \"bob@example.org\"", bad[i]);
+                     "argument 'attendees': '%s' is not an address like \"name@domain\"", bad[i]);
             expect_error(tools[t][0], json, HX_ERR_INVALID, want);
         }
     expect_error("calendar.find_slots", "{\"duration_minutes\":30,\"range\":\"Dec 8\",\"attendees\":[3]}", HX_ERR_INVALID,
