@@ -16,8 +16,11 @@
  * whole, or nothing the stage lets through (tokens that leave every
  * address, or close the value inside one, are masked). A recipient the
  * model made up, or an address with a letter lost, is never written; when
- * the conversation holds no address, or the grammar leaves no token that
- * copies one, the stage falls back to the bonus. */
+ * the grammar leaves no token that copies one, the stage falls back to
+ * the bonus. When the conversation holds no address, an address value
+ * gets no bonus at all: a word copied there ("go" of "to go over") is
+ * never an address, while what the model writes may be one it knows (a
+ * nickname's address that a LoRA adapter taught it). */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -146,11 +149,15 @@ static int is_addr_byte(char c)
     return isalnum((unsigned char)c) || (c && strchr("._%+-@", c));
 }
 
+static int address_key(const char *k)
+{
+    return !strcmp(k, "to") || !strcmp(k, "cc") || !strcmp(k, "bcc") || !strcmp(k, "attendees");
+}
+
 /* Whether a value under key k must be one of the text's addresses. */
 static int address_value(const copy_stage *c, const char *k)
 {
-    return c->n_addrs > 0 && (!strcmp(k, "to") || !strcmp(k, "cc") || !strcmp(k, "bcc") ||
-                              !strcmp(k, "attendees"));
+    return c->n_addrs > 0 && address_key(k);
 }
 
 /* The end of the address starting at t[i] (a run of address bytes with
@@ -275,6 +282,8 @@ static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
     copy_stage *c = ctx;
     if (!*c->in_call || c->n_text == 0) return HX_OK;
     if (may_write_address(c) && apply_strict(c, logits, n_vocab, 0)) return HX_OK;
+    if (c->n_addrs == 0 && (!c->js.in_str || c->js.is_val) && address_key(c->js.key))
+        return HX_OK; /* no address to copy: the model's own */
     if (mid_word(c) && apply_strict(c, logits, n_vocab, 1)) return HX_OK;
     float best = -INFINITY;
     for (int32_t t = 0; t < n_vocab; t++)
