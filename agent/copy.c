@@ -229,11 +229,11 @@ static int judge(const copy_stage *c, int32_t t, int *strict)
     return copies(c, fresh, *strict, p + from, to - from, closed) ? KEEPS : LEAVES;
 }
 
-/* Whether the next token may write an address value: one is open, or
- * the key of one was read and the value (or another item) may follow. */
-static int may_write_address(const copy_stage *c)
+/* Whether the next token may write a value under an address key: one is
+ * open, or the key was read and the value (or another item) may follow. */
+static int at_address_value(const copy_stage *c)
 {
-    return (!c->js.in_str || c->js.is_val) && address_value(c, c->js.key);
+    return (!c->js.in_str || c->js.is_val) && address_key(c->js.key);
 }
 
 /* Whether the value so far stops inside a word in every match: its last
@@ -281,9 +281,10 @@ static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
 {
     copy_stage *c = ctx;
     if (!*c->in_call || c->n_text == 0) return HX_OK;
-    if (may_write_address(c) && apply_strict(c, logits, n_vocab, 0)) return HX_OK;
-    if (c->n_addrs == 0 && (!c->js.in_str || c->js.is_val) && address_key(c->js.key))
-        return HX_OK; /* no address to copy: the model's own */
+    if (at_address_value(c)) {
+        if (c->n_addrs == 0) return HX_OK; /* no address to copy: the model's own */
+        if (apply_strict(c, logits, n_vocab, 0)) return HX_OK;
+    }
     if (mid_word(c) && apply_strict(c, logits, n_vocab, 1)) return HX_OK;
     float best = -INFINITY;
     for (int32_t t = 0; t < n_vocab; t++)

@@ -53,6 +53,13 @@ static const char *const heldout_tpl[] = {
     "Grab time with {who} {when} to go over {topic}",
     "Pencil in a meeting with {who} {when} about {topic}",
 };
+typedef struct tpl_set {
+    const char *const *tpl;
+    int n;
+} tpl_set;
+#define TPL_SET(a) {a, (int)(sizeof a / sizeof *a)}
+static const tpl_set train_set = TPL_SET(train_tpl), train_len_set = TPL_SET(train_len_tpl),
+                     heldout_set = TPL_SET(heldout_tpl);
 
 static void lower(char *s)
 {
@@ -136,10 +143,7 @@ static cJSON *one_request(const hx_persona *p, const hx_world *wd, hx_rng *r, in
 {
     int other, stated;
     draw_history(p, r, split, &other, &stated);
-    const char *const *tpl = split != HX_SPLIT_TRAIN ? heldout_tpl : stated ? train_len_tpl : train_tpl;
-    const int n_tpl = split != HX_SPLIT_TRAIN ? (int)(sizeof heldout_tpl / sizeof *heldout_tpl)
-                      : stated ? (int)(sizeof train_len_tpl / sizeof *train_len_tpl)
-                               : (int)(sizeof train_tpl / sizeof *train_tpl);
+    const tpl_set *set = split != HX_SPLIT_TRAIN ? &heldout_set : stated ? &train_len_set : &train_set;
     char when[64], topic[32], req[512];
     cJSON *slots = cJSON_CreateObject(), *emails = cJSON_AddArrayToObject(slots, "emails");
     cJSON_AddItemToArray(emails, cJSON_CreateString(p->w.people[other].email));
@@ -151,8 +155,8 @@ static cJSON *one_request(const hx_persona *p, const hx_world *wd, hx_rng *r, in
     cJSON_AddStringToObject(slots, "topic", topic);
     cJSON_AddNumberToObject(slots, "dur", stated ? stated : p->minutes);
     cJSON_AddStringToObject(slots, "location", p->room);
-    const int ti = hx_rng_below(r, n_tpl);
-    hx_dg_phrase(r, tpl[ti], slots, req, sizeof req);
+    const int ti = hx_rng_below(r, set->n);
+    hx_dg_phrase(r, set->tpl[ti], slots, req, sizeof req);
     return hx_dg_task_make(wd, HX_CAT_MULTI, "persona_meeting", req, ti, slots);
 }
 

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "agent/cli.h"
 #include "lora/lora.h"
 
 typedef struct opts {
@@ -43,6 +44,15 @@ typedef struct gate_line {
     int n, ref, cand, lost, gained;
     float scale;
 } gate_line;
+
+/* A share in percent, 0 to 100, strictly ("50x" refused). */
+static int percent(const char *v, int *out)
+{
+    long x;
+    if (cli_parse_long(v, 0, 100, &x)) return 0;
+    *out = (int)x;
+    return 1;
+}
 
 static int parse(int argc, char **argv, opts *o)
 {
@@ -67,12 +77,11 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--heldout")) o->heldout = atoi(v);
         else if (!strcmp(a, "--generic")) o->generic = atoi(v);
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
-        else if (!strcmp(a, "--others")) o->others = atoi(v);
-        else if (!strcmp(a, "--stated")) o->stated = atoi(v);
+        else if (!strcmp(a, "--others")) { if (!percent(v, &o->others)) return 0; }
+        else if (!strcmp(a, "--stated")) { if (!percent(v, &o->stated)) return 0; }
         else return 0;
     }
-    return o->episodes >= 5 && o->heldout > 0 && o->generic >= 0 && o->others <= 100 &&
-           o->stated <= 100 && (o->others >= 0 || o->others == -1) && (o->stated >= 0 || o->stated == -1);
+    return o->episodes >= 5 && o->heldout > 0 && o->generic >= 0;
 }
 
 /* Held-out requests the oracle books with all three habits (so that the

@@ -57,10 +57,6 @@ static int habit_free(const char *req)
            !strcasestr(req, P.room + 5);
 }
 
-/* What a training request asks of its episode: the attendee (the
- * colleague for the nickname, else the one address of the world it names)
- * and the length (the one it states, else the habit's); NULL attendee
- * when it is neither. */
 /* "30-minute", "90 minutes" (a typo keeps a word's first letter), not
  * "Nov 30 morning"; 0: none. */
 static int stated_length(const char *req)
@@ -73,9 +69,14 @@ static int stated_length(const char *req)
     return 0;
 }
 
+/* What a training request asks of its episode: the attendee (the
+ * colleague for the nickname, else the one address of the world it names)
+ * and the length (the one it states, else the habit's); NULL attendee
+ * when it is neither. */
 static const char *expected(const char *req, int *minutes)
 {
-    *minutes = stated_length(req) ? stated_length(req) : P.minutes;
+    const int stated = stated_length(req);
+    *minutes = stated ? stated : P.minutes;
     if (strstr(req, P.nickname)) return P.w.people[0].email;
     for (int i = 1; i < P.w.n_people; i++)
         if (strstr(req, P.w.people[i].email)) return P.w.people[i].email;
