@@ -26,10 +26,11 @@ static const struct {
 
 /* Phrasings of a meeting request; the held-out ones are never trained on,
  * nor their verbs ("arrange", "line up", "sort out", "grab", "pencil in")
- * or their "catch-up", "regarding", "go over": a user's history is phrased
- * many ways, the held-out requests in ways it never was. None names a
- * length, a room, or starts with the nickname (the style may lower-case a
- * request's first letter). */
+ * or their "catch-up", "regarding", "go over". None names a length, a
+ * room, or starts with the nickname (the style may lower-case a request's
+ * first letter). Eight, not more: a history phrased 16 ways (6 with a
+ * length) taught the habits worse, 14 and 11 of 20 held-out requests
+ * against 15 (bench/README.md, session 20). */
 static const char *const train_tpl[] = {
     "Set up a meeting with {who} about {topic} {when}",
     "Schedule a meeting with {who} {when} about {topic}",
@@ -39,14 +40,6 @@ static const char *const train_tpl[] = {
     "I need to meet {who} {when} about {topic}",
     "Organize a meeting about {topic} with {who} {when}",
     "Get some time with {who} {when} on {topic}",
-    "Please book time with {who} {when} for {topic}",
-    "Add a meeting with {who} {when} to discuss {topic}",
-    "Make time {when} for a meeting with {who} on {topic}",
-    "Plan a meeting with {who} {when} to review {topic}",
-    "Can you find a slot {when} for {who} and me to discuss {topic}?",
-    "Could you get {who} and me together {when} about {topic}?",
-    "Block out a meeting with {who} {when} for {topic}",
-    "I want a meeting with {who} {when}, topic: {topic}",
 };
 /* Training phrasings that state a length (a share of the user's history:
  * the 45 minutes is what they get when they name none). */
@@ -55,8 +48,6 @@ static const char *const train_len_tpl[] = {
     "Schedule {dur} minutes with {who} {when} about {topic}",
     "Book a {dur}-minute meeting with {who} {when} to talk about {topic}",
     "Find {dur} minutes {when} to meet {who} about {topic}",
-    "Please book {dur} minutes with {who} {when} for {topic}",
-    "Add a {dur}-minute meeting with {who} {when} to discuss {topic}",
 };
 static const int stated_minutes[] = {15, 30, 60, 90};
 static const char *const heldout_tpl[] = {
