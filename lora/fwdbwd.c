@@ -13,9 +13,6 @@ static int check_batch(const hx_trainer *tr, const hx_batch *b, hx_err *err)
 {
     if (!b || b->n_seq < 1 || b->n_tok < 1 || !b->tokens)
         return hx_err_set(err, HX_ERR_INVALID, "train: empty batch");
-    if (b->n_tok > tr->hp.n_ctx_train)
-        return hx_err_set(err, HX_ERR_RANGE, "train: sequence of %d tokens "
-                          "exceeds the context of %d", b->n_tok, tr->hp.n_ctx_train);
     const int n = b->n_seq * b->n_tok;
     for (int i = 0; i < n; i++) {
         if (b->tokens[i] < 0 || b->tokens[i] >= tr->hp.n_vocab ||
@@ -40,8 +37,9 @@ static int check_batch(const hx_trainer *tr, const hx_batch *b, hx_err *err)
 }
 
 /* start[i]: first token of i's document (in its sequence); pre[i]: its
- * shared prefix; pos[i]. */
-static void geometry(hx_trainer *tr, const hx_batch *b)
+ * shared prefix; pos[i]. A sequence may be longer than the context when
+ * it packs documents, but no position may reach it. */
+static int geometry(hx_trainer *tr, const hx_batch *b, hx_err *err)
 {
     for (int s = 0; s < b->n_seq; s++) {
         int ds = 0;
@@ -52,8 +50,13 @@ static void geometry(hx_trainer *tr, const hx_batch *b)
             tr->start[t] = ds;
             tr->pre[t] = pre;
             tr->pos[t] = pre + i - ds;
+            if (tr->pos[t] >= tr->hp.n_ctx_train)
+                return hx_err_set(err, HX_ERR_RANGE, "train: token %d of sequence "
+                                  "%d is at position %d, beyond the context of %d",
+                                  i, s, tr->pos[t], tr->hp.n_ctx_train);
         }
     }
+    return HX_OK;
 }
 
 /* ---- token-wise ops on the pool: chunks of tokens, each chunk's output
@@ -462,7 +465,7 @@ static int forward_body(hx_trainer *tr, const hx_batch *b, int layout, hx_err *e
     if (rc) return rc;
     const int n = b->n_seq * b->n_tok, L = tr->hp.n_layer;
     if ((rc = tr_reserve(tr, n, b->n_tok, layout, err))) return rc;
-    geometry(tr, b);
+    if ((rc = geometry(tr, b, err))) return rc;
     embed(tr, b->tokens, n, tr->acts[0].x);
     for (int l = 0; l < L; l++)
         layer_fwd(tr, l, b, l + 1 < L ? tr->acts[l + 1].x : tr->xf, tr->tmp);

@@ -26,6 +26,7 @@ typedef struct step_data {
     float *sp;
     int k;
     int n_win, T;
+    int ctx;        /* the model's context: no position reaches it */
     size_t *starts; /* packed documents: where those a window can start at
                      * begin (so no window cuts a document's head off) */
     size_t n_starts;
@@ -75,14 +76,18 @@ static size_t shared_len(const hx_train_data *d, size_t a, size_t a_end, size_t 
     return n >= (size_t)min && b + n < b_end ? n : 0;
 }
 
-/* Window w from the document at off, packing later documents that share
- * its head without their copy of it; returns the count of masked targets. */
-static long draw_shared(const hx_train_data *d, step_data *s, int min, int w, size_t off)
+/* Window w from the document at off and those after it, each with its
+ * positions from 0; with min > 0 a later document that shares min or more
+ * leading tokens with the first is packed without them and sees the
+ * first's copy. A document that would reach the context is cut there and
+ * the rest skipped (a window may be longer than the context). Returns the
+ * count of masked targets. */
+static long draw_docs(const hx_train_data *d, step_data *s, int min, int w, size_t off)
 {
     long cnt = 0;
     const size_t head_end = doc_end(d, off);
     size_t x = off;
-    int32_t seg = 0, pre = 0;
+    int32_t seg = 0, pre = 0, pos = 0;
     for (int i = 0; i < s->T; i++) {
         const size_t k = (size_t)w * s->T + i;
         if (x + 1 >= d->n) { /* out of data: padding that predicts nothing */
@@ -99,10 +104,12 @@ static long draw_shared(const hx_train_data *d, step_data *s, int min, int w, si
         put_soft(d, s, k, x + 1, s->mask[k]);
         cnt += s->mask[k];
         x++;
-        if (!last) continue;
+        if (!last && ++pos < s->ctx) continue;
+        if (!last) x = doc_end(d, x);
         seg++;
-        const size_t n = i + 1 >= (int)(head_end - off) ? shared_len(d, off, head_end, x, min) : 0;
-        x += n, pre = (int32_t)n;
+        const size_t n = min > 0 && i + 1 >= (int)(head_end - off)
+                             ? shared_len(d, off, head_end, x, min) : 0;
+        x += n, pre = pos = (int32_t)n;
     }
     return cnt;
 }
@@ -116,8 +123,8 @@ static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s, int 
         const uint64_t r = tr_rng_next(&tr->rng);
         const size_t off = s->n_starts ? s->starts[r % s->n_starts] : (size_t)(r % span);
         tr->data_pos++;
-        if (share > 0 && d->doc) {
-            cnt += draw_shared(d, s, share, w, off);
+        if (d->doc) {
+            cnt += draw_docs(d, s, share, w, off);
             continue;
         }
         for (int i = 0; i < s->T; i++) {
@@ -125,9 +132,7 @@ static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s, int 
             s->tok[k] = d->tokens[off + i];
             s->tgt[k] = d->tokens[off + i + 1];
             s->mask[k] = d->mask ? d->mask[off + i + 1] != 0 : 1;
-            s->doc[k] = d->doc ? d->doc[off + i] : 0;
-            /* the last token of a document predicts nothing */
-            if (d->doc && d->doc[off + i + 1] != d->doc[off + i]) s->mask[k] = 0;
+            s->doc[k] = 0;
             put_soft(d, s, k, off + i + 1, s->mask[k]);
             cnt += s->mask[k];
         }
@@ -173,9 +178,10 @@ static int check_params(const hx_trainer *tr, const hx_train_data *d,
         return hx_err_set(err, HX_ERR_INVALID, "train: seq_len %d, n_seq %d, "
                           "accum %d, steps %d", p->seq_len, p->n_seq, p->accum,
                           p->opt.n_steps);
-    if (p->seq_len > tr->hp.n_ctx_train)
+    if (p->seq_len > tr->hp.n_ctx_train && !(d && d->doc))
         return hx_err_set(err, HX_ERR_RANGE, "train: seq_len %d beyond the "
-                          "context of %d", p->seq_len, tr->hp.n_ctx_train);
+                          "context of %d (only packed documents may be longer)",
+                          p->seq_len, tr->hp.n_ctx_train);
     if (!d || !d->tokens || d->n < (size_t)p->seq_len + 2)
         return hx_err_set(err, HX_ERR_INVALID, "train: %zu tokens of data is "
                           "too few for windows of %d", d ? d->n : 0, p->seq_len + 1);
@@ -229,6 +235,7 @@ int hx_train_run(hx_trainer *tr, const hx_train_data *d,
     if (rc) return rc;
     step_data s = {0};
     s.T = p->seq_len;
+    s.ctx = tr->hp.n_ctx_train;
     s.n_win = p->n_seq * p->accum;
     const size_t n = (size_t)s.n_win * s.T;
     s.tok = hx_malloc_array(n, sizeof(int32_t));

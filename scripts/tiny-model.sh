@@ -14,7 +14,9 @@
 # machine is; about 110 minutes on 2 quiet cores at ~4,500 tokens/s, the
 # issue's two hours with the other stages), TINY_BUDGET (training
 # seconds, 0: none; > 0 ends the schedule early where the steps would take
-# longer), TINY_SEQ (2048), TINY_BATCH (2),
+# longer), TINY_CTX (2048: the model's context), TINY_SEQ (2048: a
+# window's tokens; longer than TINY_CTX packs more conversations after one
+# copy of the tool list), TINY_BATCH (2),
 # TINY_ACCUM (2), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
 # TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
 # TINY_FF (768), TINY_VOCAB (4096), TINY_TARGET_WEIGHT (8: the assistant's
@@ -34,6 +36,7 @@ SEED=${TINY_SEED:-1}
 THREADS=${TINY_THREADS:-2}
 BUDGET=${TINY_BUDGET:-0}
 STEPS=${TINY_STEPS:-3600}
+CTX=${TINY_CTX:-2048}
 SEQ=${TINY_SEQ:-2048}
 BATCH=${TINY_BATCH:-2}
 ACCUM=${TINY_ACCUM:-2}
@@ -118,7 +121,7 @@ if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
     make_file "$DIR/model-f32.gguf" $LINEBUF nice "$HEARTH" train --chat "$DIR/train.jsonl" \
         --vocab "$DIR/vocab.gguf" --out "$DIR/model-f32.gguf.tmp" --svg "$DIR/loss.svg" \
         --layers "$LAYERS" --embd "$EMBD" --heads "$HEADS" --kv-heads "$KV" \
-        --head-dim "$HEAD_DIM" --ff "$FF" --ctx "$SEQ" --seq "$SEQ" --batch "$BATCH" \
+        --head-dim "$HEAD_DIM" --ff "$FF" --ctx "$CTX" --seq "$SEQ" --batch "$BATCH" \
         --accum "$ACCUM" --lr "$LR" --warmup "$WARMUP" --steps "$STEPS" --wsd \
         --time-budget "$BUDGET" --threads "$THREADS" --seed "$SEED" \
         --ckpt "$DIR/train.ckpt" --ckpt-every "$CKPT_EVERY" $RESUME --log >>"$DIR/train.log"
@@ -191,7 +194,7 @@ at Qwen3-30B-A3B or another GGUF of a supported architecture.
 | shape | $LAYERS layers, C = $EMBD, $HEADS query heads x $HEAD_DIM, $KV KV heads, FFN $FF |
 | vocabulary | $VOCAB byte-level BPE (\`hearth vocab train --target-weight $TARGET_WEIGHT\` on the training conversations) |
 | data | $N_TRAIN generated conversations (\`hearth datagen --split train --seed $SEED\`), compact style; loss on the assistant's tokens only |
-| context | $SEQ tokens, packed conversations, each window starting at a conversation |
+| context | $CTX tokens; windows of $SEQ tokens of packed conversations, each window starting at a conversation |
 | batch | $BATCH x $SEQ tokens x $ACCUM micro-batches per step |
 | optimizer | AdamW 0.9/0.95, wd 0.1 on matrices, clip 1.0 |
 | schedule | peak $LR, $WARMUP warmup steps, constant, linear to 0.1x over the last 20% (WSD); length $LENGTH |

@@ -459,6 +459,40 @@ static void test_packing(void)
     hx_trainer_free(tr);
 }
 
+/* A sequence longer than the context (16) that packs documents shorter
+ * than it: each document's logits are those it has alone; one position
+ * at the context is refused. */
+static void test_packing_past_context(void)
+{
+    hx_train_config c = tiny();
+    hx_trainer *tr = NULL;
+    hx_err err = {0};
+    ASSERT(hx_trainer_new_scratch(&c, 3, 2, &tr, &err) == HX_OK);
+    randomize(tr, 0.8f);
+    enum { T = 40 };
+    int32_t tok[T], doc[T];
+    for (int i = 0; i < T; i++) {
+        tok[i] = (i * 7 + 3) % 32;
+        doc[i] = i < 15 ? 0 : i < 31 ? 1 : 2; /* 15, 16 and 9 tokens */
+    }
+    static float packed[T * 32], alone[T * 32];
+    hx_batch b = {.n_seq = 1, .n_tok = T, .tokens = tok, .targets = tok, .doc = doc};
+    ASSERT(hx_trainer_forward(tr, &b, packed, NULL, NULL, &err) == HX_OK);
+    const int at[4] = {0, 15, 31, T};
+    for (int k = 0; k < 3; k++) {
+        hx_batch a = {.n_seq = 1, .n_tok = at[k + 1] - at[k], .tokens = tok + at[k]};
+        ASSERT(hx_trainer_forward(tr, &a, alone + at[k] * 32, NULL, NULL, &err) == HX_OK);
+    }
+    EXPECT(memcmp(packed, alone, sizeof packed) == 0);
+    double loss = 0;
+    hx_trainer_zero_grad(tr);
+    EXPECT_EQ_INT(hx_trainer_grad(tr, &b, 1.0, &loss, &err), HX_OK);
+    doc[15] = doc[16] = 0; /* the first document now runs to position 16 */
+    EXPECT_EQ_INT(hx_trainer_forward(tr, &b, NULL, NULL, NULL, &err), HX_ERR_RANGE);
+    EXPECT(strstr(err.msg, "position 16") != NULL);
+    hx_trainer_free(tr);
+}
+
 /* A shared prefix: [P A | B'] where B' (B without its copy of P) sees P
  * through pre gives B's logits and, masks aside, the gradients of [P A]
  * and [P B] run apart. Head dims 8 (scalar attention) and 64 (the blocked
@@ -533,7 +567,8 @@ static void test_bad_batch(void)
     hx_batch b = {.n_seq = 1, .n_tok = 4, .tokens = t, .targets = t};
     EXPECT_EQ_INT(hx_trainer_forward(tr, &b, NULL, NULL, NULL, &err), HX_ERR_RANGE);
     EXPECT(strstr(err.msg, "vocabulary") != NULL);
-    hx_batch b2 = {.n_seq = 1, .n_tok = 40, .tokens = t, .targets = t};
+    int32_t t40[40] = {0};
+    hx_batch b2 = {.n_seq = 1, .n_tok = 40, .tokens = t40, .targets = t40};
     EXPECT_EQ_INT(hx_trainer_forward(tr, &b2, NULL, NULL, NULL, &err), HX_ERR_RANGE);
     hx_trainer_free(tr);
     c.n_head_kv = 3;
@@ -556,6 +591,7 @@ int main(void)
     RUN(test_lora_vs_full_q8_0);
     RUN(test_logits_match_decode);
     RUN(test_packing);
+    RUN(test_packing_past_context);
     RUN(test_shared_prefix);
     RUN(test_bad_batch);
     rmdir(tmpdir);

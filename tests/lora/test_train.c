@@ -629,6 +629,28 @@ static void test_packed_data(void)
     hx_trainer_free(tr);
 }
 
+/* Windows longer than the context (32) pack more documents; one longer
+ * than the context is cut at it (every position stays inside), and
+ * training still learns. */
+static void test_windows_past_context(void)
+{
+    hx_train_config c = tiny(32);
+    hx_train_data d = make_data();
+    static int32_t doc[DN];
+    for (int i = 0; i < DN; i++) doc[i] = i < 24 * 4 ? 0 : i / 24; /* the first 96 tokens long */
+    d.doc = doc;
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 2, &tr, &err) == HX_OK);
+    hx_train_params p = params(60);
+    p.seq_len = 80, p.n_seq = 1, p.accum = 1;
+    ASSERT(hx_train_run(tr, &d, &p, &err) == HX_OK);
+    const float *l = hx_trainer_losses(tr);
+    printf("#   windows of 80 over a context of 32: loss %.4f -> %.4f\n", l[0], l[59]);
+    EXPECT(l[59] < 0.5 * l[0]);
+    hx_trainer_free(tr);
+}
+
 static void test_bad_params(void)
 {
     hx_train_config c = tiny(32);
@@ -637,8 +659,9 @@ static void test_bad_params(void)
     ASSERT(hx_trainer_new_scratch(&c, 5, 1, &tr, &err) == HX_OK);
     hx_train_data d = make_data();
     hx_train_params p = params(2);
-    p.seq_len = 64; /* beyond n_ctx 32 */
+    p.seq_len = 64; /* beyond n_ctx 32, and no documents to pack */
     EXPECT_EQ_INT(hx_train_run(tr, &d, &p, &err), HX_ERR_RANGE);
+    EXPECT(strstr(err.msg, "packed documents") != NULL);
     p.seq_len = 16;
     hx_train_data tiny_d = {.tokens = data_tok, .n = 10};
     EXPECT_EQ_INT(hx_train_run(tr, &tiny_d, &p, &err), HX_ERR_INVALID);
@@ -670,6 +693,7 @@ int main(void)
     RUN(test_llama_cpp_loads_it);
     RUN(test_llama_cpp_applies_adapter);
     RUN(test_packed_data);
+    RUN(test_windows_past_context);
     RUN(test_bad_params);
     rmdir(tmpdir);
     return test_summary();
