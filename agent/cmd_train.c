@@ -44,6 +44,9 @@ static void usage(FILE *f)
             "--ckpt FILE      checkpoint every --ckpt-every N steps (default 50) and\n"
             "                 at the end; --resume continues from it\n"
             "--svg FILE       loss curve (default OUT.svg); --log prints each step\n"
+            "--recompute M   auto (default), on or off: keep each layer's input\n"
+            "                 only and recompute its activations in the backward\n"
+            "                 (auto: for LoRA, or when saving all would pass 1 GiB)\n"
             "--share-prefix N with --chat: a conversation whose first N or more\n"
             "                 tokens equal those of its window's first one (the\n"
             "                 same system prompt and tool list) is packed without\n"
@@ -52,7 +55,7 @@ static void usage(FILE *f)
 
 typedef struct targs {
     const char *data, *out, *vocab, *base, *ckpt, *svg, *targets, *chat;
-    int resume, log, threads, lora_rank, style;
+    int resume, log, threads, lora_rank, style, recompute;
     float lora_alpha;
     hx_train_config cfg;
     hx_train_params tp;
@@ -115,6 +118,12 @@ static int parse(int argc, char **argv, targs *a)
         else if (!strcmp(s, "--svg")) a->svg = argv[++i];
         else if (!strcmp(s, "--lora-targets")) a->targets = argv[++i];
         else if (!strcmp(s, "--chat")) a->chat = argv[++i];
+        else if (!strcmp(s, "--recompute")) {
+            const char *m = argv[++i];
+            a->recompute = !strcmp(m, "auto") ? HX_RECOMPUTE_AUTO : !strcmp(m, "off") ? HX_RECOMPUTE_OFF
+                           : !strcmp(m, "on") ? HX_RECOMPUTE_ON : -1;
+            if (a->recompute < 0) return -1;
+        }
         else if (!strcmp(s, "--style")) {
             if ((a->style = hx_tpl_parse_name(argv[++i])) <= 0) return -1;
         }
@@ -228,6 +237,7 @@ static int run(targs *a, hx_err *err)
     }
     if (!rc) rc = make_trainer(a, &tr, err);
     if (!rc && a->resume) rc = hx_trainer_load(tr, a->ckpt, err);
+    if (tr) hx_trainer_set_recompute(tr, a->recompute);
     char svg[4096];
     snprintf(svg, sizeof svg, "%s.svg", a->out);
     a->tp.svg_path = a->svg ? a->svg : svg;

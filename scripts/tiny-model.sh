@@ -17,7 +17,7 @@
 # longer), TINY_CTX (2048: the model's context), TINY_SEQ (2048: a
 # window's tokens; longer than TINY_CTX packs more conversations after one
 # copy of the tool list), TINY_BATCH (2),
-# TINY_ACCUM (2), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
+# TINY_ACCUM (2), TINY_RECOMPUTE (auto; hearth train --recompute), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
 # TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
 # TINY_FF (768), TINY_VOCAB (4096), TINY_TARGET_WEIGHT (8: the assistant's
 # turns count 8 times in BPE training), TINY_SPLIT_INITIAL (0; 1: a word's
@@ -40,6 +40,7 @@ CTX=${TINY_CTX:-2048}
 SEQ=${TINY_SEQ:-2048}
 BATCH=${TINY_BATCH:-2}
 ACCUM=${TINY_ACCUM:-2}
+RECOMPUTE=${TINY_RECOMPUTE:-auto}
 LR=${TINY_LR:-1e-3}
 WARMUP=${TINY_WARMUP:-100}
 LAYERS=${TINY_LAYERS:-6}
@@ -122,7 +123,7 @@ if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
         --vocab "$DIR/vocab.gguf" --out "$DIR/model-f32.gguf.tmp" --svg "$DIR/loss.svg" \
         --layers "$LAYERS" --embd "$EMBD" --heads "$HEADS" --kv-heads "$KV" \
         --head-dim "$HEAD_DIM" --ff "$FF" --ctx "$CTX" --seq "$SEQ" --batch "$BATCH" \
-        --accum "$ACCUM" --lr "$LR" --warmup "$WARMUP" --steps "$STEPS" --wsd \
+        --accum "$ACCUM" --recompute "$RECOMPUTE" --lr "$LR" --warmup "$WARMUP" --steps "$STEPS" --wsd \
         --time-budget "$BUDGET" --threads "$THREADS" --seed "$SEED" \
         --ckpt "$DIR/train.ckpt" --ckpt-every "$CKPT_EVERY" $RESUME --log >>"$DIR/train.log"
     stage_done "$(grep '^trained' "$DIR/train.log" | tail -1)"

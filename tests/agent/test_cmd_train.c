@@ -33,7 +33,7 @@ static void test_train_resume_write(void)
     for (int i = 0; i < 40; i++) fputs("the cat sat on the mat. ", f);
     fclose(f);
     EXPECT_EQ_INT(run((const char *[]){data, "--out", model, "--steps", "30", "--ckpt",
-                                       ckpt, SMALL, NULL}), 0);
+                                       ckpt, "--recompute", "on", SMALL, NULL}), 0);
     EXPECT(strstr(g_out, "trained 30 steps") != NULL);
     EXPECT_EQ_INT(run((const char *[]){data, "--out", model, "--steps", "60", "--ckpt",
                                        ckpt, "--resume", SMALL, NULL}), 0);
@@ -82,6 +82,8 @@ static void test_usage(void)
                   HX_EXIT_USAGE);
     EXPECT_EQ_INT(run((const char *[]){data, "--out", model, "--resume", NULL}),
                   HX_EXIT_USAGE); /* --resume needs --ckpt */
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", model, "--recompute", "maybe", NULL}),
+                  HX_EXIT_USAGE);
     char missing[320];
     snprintf(missing, sizeof missing, "%s/none.txt", dir);
     EXPECT(run((const char *[]){missing, "--out", model, NULL}) != 0);
