@@ -142,10 +142,12 @@ static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s, int 
 
 static int one_step(hx_trainer *tr, const hx_train_data *d,
                     const hx_train_params *p, const hx_opt_params *o,
-                    step_data *s, double *loss, double *gnorm, hx_err *err)
+                    step_data *s, double *loss, double *gnorm, long *targets,
+                    hx_err *err)
 {
     const int share = p->share_prefix > 0 && d->doc ? p->share_prefix : 0;
     const long cnt = draw_step(tr, d, s, share);
+    *targets = cnt;
     const double norm = cnt > 0 ? (double)cnt : 1.0;
     const size_t per = (size_t)p->n_seq * s->T;
     double total = 0.0;
@@ -195,17 +197,17 @@ static int check_params(const hx_trainer *tr, const hx_train_data *d,
 
 static void report(hx_trainer *tr, const hx_train_params *p,
                    const hx_opt_params *o, hx_progress *pg, double loss,
-                   double gnorm, double tps)
+                   double gnorm, long targets, double tps)
 {
     char extra[96];
     snprintf(extra, sizeof extra, "loss %.4f  %.0f tok/s", loss, tps);
     if (p->progress) hx_progress_update(pg, tr->step, extra);
     if (p->log && tr->keep_lambda > 0)
-        fprintf(p->log, "step %d loss %.6f keep %.6f lr %.3g gnorm %.4f tok/s %.0f\n",
-                tr->step, loss, tr->keep_value, hx_opt_lr(o, tr->step - 1), gnorm, tps);
+        fprintf(p->log, "step %d loss %.6f keep %.6f lr %.3g gnorm %.4f targets %ld tok/s %.0f\n",
+                tr->step, loss, tr->keep_value, hx_opt_lr(o, tr->step - 1), gnorm, targets, tps);
     else if (p->log)
-        fprintf(p->log, "step %d loss %.6f lr %.3g gnorm %.4f tok/s %.0f\n",
-                tr->step, loss, hx_opt_lr(o, tr->step - 1), gnorm, tps);
+        fprintf(p->log, "step %d loss %.6f lr %.3g gnorm %.4f targets %ld tok/s %.0f\n",
+                tr->step, loss, hx_opt_lr(o, tr->step - 1), gnorm, targets, tps);
 }
 
 /* The schedule length: opt.n_steps, or the steps a time budget allows at
@@ -260,13 +262,14 @@ int hx_train_run(hx_trainer *tr, const hx_train_data *d,
         hx_opt_params o = p->opt;
         o.n_steps = end;
         double loss = 0, gnorm = 0;
-        if ((rc = one_step(tr, d, p, &o, &s, &loss, &gnorm, err))) break;
+        long targets = 0;
+        if ((rc = one_step(tr, d, p, &o, &s, &loss, &gnorm, &targets, err))) break;
         done_here++;
         const double el = hx_time_mono() - t0;
         tr->train_seconds = base + el;
         end = sched_len(tr, p, done_here, el);
         pg.total = end;
-        report(tr, p, &o, &pg, loss, gnorm, el > 0 ? (double)done_here * n / el : 0);
+        report(tr, p, &o, &pg, loss, gnorm, targets, el > 0 ? (double)done_here * n / el : 0);
         const int last = tr->step >= end ||
                          (p->stop_after > 0 && done_here >= p->stop_after);
         if (p->ckpt_path && (last || (p->ckpt_every > 0 && tr->step % p->ckpt_every == 0)))
