@@ -59,7 +59,7 @@ int hx_json_py(const cJSON *j, int indent, hx_buf *out);
  * The planner drives any source through this table: the engine (a model,
  * its KV cache and the tool-call grammar) or, in tests, a scripted test
  * double. Versioned: fields are only added at the end. ---- */
-#define HX_SOURCE_API 2
+#define HX_SOURCE_API 3
 enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2 };
 typedef struct hx_source {
     int api_version;
@@ -83,6 +83,10 @@ typedef struct hx_source {
     /* Optional (version 2): mends the string arguments of a call the
      * model wrote (hx_copy_repair, when the source copies); how many. */
     int (*repair_args)(void *ctx, cJSON *args);
+    /* Optional (version 3): the addresses the user knows, one a line
+     * (hx_tools_known_addresses), that a call's address value may be
+     * completed to (hx_copy_stage_new). Copied; HX_OK or HX_ERR_NOMEM. */
+    int (*set_known_addresses)(void *ctx, const char *list);
 } hx_source;
 void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
 
@@ -145,11 +149,13 @@ int32_t hx_repeat_ban(const int32_t *hist, int n, int period, int times);
  * start, the tokens ranked within bonus of the best that keep it a copy
  * (or close it at a word's end) get bonus added. Values of "to", "cc",
  * "bcc" and "attendees" are whole addresses found in text: tokens leaving
- * every one are masked (unless none would be left). *in_call (borrowed,
+ * every one are masked (unless none would be left). With none in text,
+ * such a value that spells the first part of one of known's addresses
+ * (one a line, or NULL) is held to those it begins. *in_call (borrowed,
  * kept by an earlier stage) is non-zero while a call is written. The
- * stage owns a copy of text; HX_OK or HX_ERR_NOMEM. */
-int hx_copy_stage_new(const hx_vocab *v, const char *text, float bonus,
-                      const int *in_call, hx_sampler_stage *out);
+ * stage owns copies of text and known; HX_OK or HX_ERR_NOMEM. */
+int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *known,
+                      float bonus, const int *in_call, hx_sampler_stage *out);
 /* Mends the string values of a call's arguments whose first word broke
  * off a copy from text: a small model copying "Moving day workshop" that
  * wrote "Pleaseing day workshop" (its first word from elsewhere, the rest

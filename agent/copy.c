@@ -20,7 +20,12 @@
  * the bonus. When the conversation holds no address, an address value
  * gets no bonus at all: a word copied there ("go" of "to go over") is
  * never an address, while what the model writes may be one it knows (a
- * nickname's address that a LoRA adapter taught it). */
+ * nickname's address that a LoRA adapter taught it). Once such a value
+ * spells the first part of an address the user knows (one they exchanged
+ * mail with: "robert" of robert.keller@northwind.com), it is held to the
+ * known addresses it begins the way conversation addresses hold one:
+ * what a small model knows is a spelling that drifts into the request's
+ * words ("robert planning", "robert.kellertaign"), never an address. */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -95,8 +100,10 @@ typedef struct copy_stage {
     const int *in_call;  /* the loop guard's: a call is being written */
     int was_in_call;
     jscan js;
-    char *text;          /* the conversation (owned) */
+    char *text;          /* the conversation, then known addresses (owned) */
     size_t n_text;
+    size_t n_conv;       /* bytes of text that are the conversation */
+    int32_t n_conv_addrs; /* addrs[0, n_conv_addrs) are the conversation's */
     int32_t *starts;     /* where a copy may start: word starts (owned) */
     int32_t n_starts;
     int32_t *addrs;      /* where an address starts (owned) */
@@ -160,6 +167,14 @@ static int address_value(const copy_stage *c, const char *k)
     return c->n_addrs > 0 && address_key(k);
 }
 
+/* The addresses a value must be one of: the conversation's, or with none
+ * there the known ones (*n of them). */
+static const int32_t *addr_set(const copy_stage *c, int32_t *n)
+{
+    *n = c->n_conv_addrs > 0 ? c->n_conv_addrs : c->n_addrs;
+    return c->addrs;
+}
+
 /* The end of the address starting at t[i] (a run of address bytes with
  * one '@', a local part and a dotted domain; a trailing dot is the
  * sentence's), or 0 when the run there is none. */
@@ -183,8 +198,8 @@ static size_t addr_at(const char *t, size_t n, size_t i)
 static int copies(const copy_stage *c, int fresh, int strict, const char *ext, size_t n,
                   int closed)
 {
-    const int32_t *set = !fresh ? c->match : strict ? c->addrs : c->starts;
-    int32_t k = !fresh ? c->n_match : strict ? c->n_addrs : c->n_starts;
+    int32_t k = !fresh ? c->n_match : c->n_starts;
+    const int32_t *set = !fresh ? c->match : strict ? addr_set(c, &k) : c->starts;
     size_t off = fresh ? 0 : c->len;
     if (n == 0 && (fresh || !closed || off == 0)) return strict && fresh && !closed;
     for (int32_t i = 0; i < k; i++) {
@@ -263,9 +278,12 @@ static int apply_strict(copy_stage *c, float *logits, int32_t n_vocab, int all)
         c->verdict = v, c->n_verdict = n_vocab;
     }
     int32_t kept = 0;
+    const int in_value = c->js.in_str && c->js.is_val;
     for (int32_t t = 0; t < n_vocab; t++) {
         int strict = 0;
         c->verdict[t] = isfinite(logits[t]) ? (signed char)judge(c, t, &strict) : UNTOUCHED;
+        if (in_value && !all && hx_vocab_is_special(c->v, t) && isfinite(logits[t]))
+            c->verdict[t] = LEAVES, strict = 1; /* "robert.kelle<tool_call>r@..." */
         if (c->verdict[t] == LEAVES && !strict && !all) c->verdict[t] = UNTOUCHED; /* another value */
         kept += c->verdict[t] == KEEPS && (strict || all);
     }
@@ -277,12 +295,30 @@ static int apply_strict(copy_stage *c, float *logits, int32_t n_vocab, int all)
     return 1;
 }
 
+/* With no address in the conversation, whether the value so far spells
+ * a known address to the end of its first part or beyond ("robert" of
+ * robert.keller@northwind.com, where a '.' follows): from there on it is
+ * held to one. Before, it is the model's own: a known address is not
+ * forced on "bob" unless the model goes on to spell one. */
+static int known_part(const copy_stage *c)
+{
+    if (!c->js.in_str || !c->js.is_val || c->len == 0) return 0;
+    for (int32_t i = 0; i < c->n_match; i++) {
+        const size_t at = (size_t)c->match[i], end = at + c->len;
+        if (end == (size_t)c->addr_end[at]) return 1;
+        for (size_t j = at; j <= end; j++)
+            if (c->text[j] && strchr(".-_+@", c->text[j])) return 1;
+    }
+    return 0;
+}
+
 static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
 {
     copy_stage *c = ctx;
     if (!*c->in_call || c->n_text == 0) return HX_OK;
     if (at_address_value(c)) {
         if (c->n_addrs == 0) return HX_OK; /* no address to copy: the model's own */
+        if (c->n_conv_addrs == 0 && !known_part(c)) return HX_OK;
         if (apply_strict(c, logits, n_vocab, 0)) return HX_OK;
     }
     if (mid_word(c) && apply_strict(c, logits, n_vocab, 1)) return HX_OK;
@@ -326,8 +362,9 @@ static int copy_accept(void *ctx, int32_t token)
         int what = scan_byte(&c->js, p[i]);
         if (what == SCAN_OPEN) {
             const int strict = address_value(c, c->js.key);
-            const int32_t *set = strict ? c->addrs : c->starts;
-            c->n_match = strict ? c->n_addrs : c->n_starts;
+            int32_t k = c->n_starts;
+            const int32_t *set = strict ? addr_set(c, &k) : c->starts;
+            c->n_match = k;
             memcpy(c->match, set, (size_t)c->n_match * sizeof *c->match);
             c->len = 0;
         } else if (what == SCAN_BYTE) {
@@ -350,16 +387,21 @@ static void copy_free(void *ctx)
     free(c);
 }
 
-int hx_copy_stage_new(const hx_vocab *v, const char *text, float bonus,
-                      const int *in_call, hx_sampler_stage *out)
+int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *known,
+                      float bonus, const int *in_call, hx_sampler_stage *out)
 {
     copy_stage *c = hx_calloc(1, sizeof *c);
     if (!c) return HX_ERR_NOMEM;
     c->v = v;
     c->bonus = bonus;
     c->in_call = in_call;
-    c->n_text = text ? strlen(text) : 0;
-    c->text = hx_strdup(text ? text : "");
+    c->n_conv = text ? strlen(text) : 0;
+    hx_buf b;
+    hx_buf_init(&b);
+    hx_buf_printf(&b, "%s\n%s", text ? text : "", known ? known : "");
+    c->n_text = b.oom ? 0 : b.len;
+    c->text = b.oom ? NULL : hx_buf_steal(&b, NULL);
+    hx_buf_free(&b);
     size_t cap = c->n_text ? c->n_text : 1;
     c->starts = hx_calloc(cap, sizeof *c->starts);
     c->addrs = hx_calloc(cap, sizeof *c->addrs);
@@ -371,9 +413,11 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, float bonus,
     }
     for (size_t i = 0, key_end = 0; i < c->n_text; i++) {
         if (i >= key_end) key_end = json_key_end(c->text, c->n_text, i);
-        if (i >= key_end && can_start(c->text, i)) c->starts[c->n_starts++] = (int32_t)i;
+        if (i < c->n_conv && i >= key_end && can_start(c->text, i))
+            c->starts[c->n_starts++] = (int32_t)i;
         size_t end = i && is_addr_byte(c->text[i - 1]) ? 0 : addr_at(c->text, c->n_text, i);
         if (end) c->addrs[c->n_addrs++] = (int32_t)i, c->addr_end[i] = (int32_t)end;
+        if (end && i < c->n_conv) c->n_conv_addrs = c->n_addrs;
     }
     *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "copy bias", c, copy_apply,
                               copy_accept, NULL, NULL, copy_free};

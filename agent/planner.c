@@ -604,6 +604,22 @@ static int set_copy_text(run *r, hx_err *err)
     return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
 }
 
+/* Tells the source the addresses the user has exchanged mail with, once a
+ * request (none when the Maildir cannot be read: nothing is completed). */
+static int set_known_addresses(run *r, hx_err *err)
+{
+    hx_source *src = r->pl->d.src;
+    if (src->api_version < 3 || !src->set_known_addresses || !r->pl->d.reg) return HX_OK;
+    hx_buf b;
+    hx_buf_init(&b);
+    hx_err e = {0};
+    if (hx_tools_known_addresses(r->pl->d.reg, &b, &e))
+        hx_log_debug("planner: no known addresses: %s", e.msg);
+    int rc = b.oom ? HX_ERR_NOMEM : src->set_known_addresses(src->ctx, b.data ? b.data : "");
+    hx_buf_free(&b);
+    return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
+}
+
 /* Lets the source mend the arguments it was copying (hx_copy_repair); the
  * history then holds the mended calls, which the next prompt renders. */
 static void repair_calls(run *r, pcall *calls, int n)
@@ -771,7 +787,8 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
     }
     set_system(pl, request);
     add_msg(pl->msgs, "user", request);
-    int rc = loop(&r, err);
+    int rc = set_known_addresses(&r, err);
+    if (!rc) rc = loop(&r, err);
     if (rc && !strcmp(r.status, "answered"))
         r.status = rc == HX_ERR_CANCELLED ? "cancelled" : "error";
     const char *outcome = rc ? err->msg : (r.final ? r.final : "");

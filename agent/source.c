@@ -45,6 +45,7 @@ typedef struct eng_src {
                                   of s, which owns it), or NULL */
     float copy_bias;      /* hx_copy_stage_new's bonus; 0: no such stage */
     char *copy_text;      /* what arguments are copied from (owned) */
+    char *known_addrs;    /* addresses the user knows, one a line (owned) */
 } eng_src;
 
 void hx_source_free(hx_source *s)
@@ -93,6 +94,7 @@ static void eng_free(void *ctx)
     free(e->ws_long);
     free(e->prefix_dir);
     free(e->copy_text);
+    free(e->known_addrs);
     free(e);
 }
 
@@ -249,7 +251,8 @@ static int add_copy(eng_src *e, hx_sampler *s)
 {
     if (e->copy_bias <= 0 || !e->copy_text || !e->guard) return HX_OK;
     hx_sampler_stage st;
-    int rc = hx_copy_stage_new(e->v, e->copy_text, e->copy_bias, &e->guard->in_call, &st);
+    int rc = hx_copy_stage_new(e->v, e->copy_text, e->known_addrs, e->copy_bias,
+                               &e->guard->in_call, &st);
     if (!rc && (rc = hx_sampler_add_stage(s, &st))) st.free(st.ctx);
     return rc;
 }
@@ -260,15 +263,27 @@ static int eng_repair_args(void *ctx, cJSON *args)
     return e->copy_bias > 0 && e->copy_text ? hx_copy_repair(e->copy_text, args) : 0;
 }
 
-static int eng_copy_text(void *ctx, const char *text)
+/* *slot becomes a copy of text (when a copy stage will read it). */
+static int keep_text(const eng_src *e, char **slot, const char *text)
 {
-    eng_src *e = ctx;
     if (e->copy_bias <= 0) return HX_OK; /* no copy stage to read it */
     char *t = hx_strdup(text ? text : "");
     if (!t) return HX_ERR_NOMEM;
-    free(e->copy_text);
-    e->copy_text = t;
+    free(*slot);
+    *slot = t;
     return HX_OK;
+}
+
+static int eng_copy_text(void *ctx, const char *text)
+{
+    eng_src *e = ctx;
+    return keep_text(e, &e->copy_text, text);
+}
+
+static int eng_known_addresses(void *ctx, const char *list)
+{
+    eng_src *e = ctx;
+    return keep_text(e, &e->known_addrs, list);
 }
 
 /* The whitespace-only tokens of the vocabulary, as a bitset. */
@@ -591,7 +606,8 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
         return rc;
     }
     *out = (hx_source){HX_SOURCE_API, "engine", e, eng_begin, eng_next,
-                       eng_count, eng_free, eng_copy_text, eng_repair_args};
+                       eng_count, eng_free, eng_copy_text, eng_repair_args,
+                       eng_known_addresses};
     return HX_OK;
 }
 

@@ -89,21 +89,27 @@ int hx_address_error(const char *key, const char *value, hx_err *err)
                       key, value ? value : "(not a string)");
 }
 
-/* Checks one comma-separated list of addresses ("a@b, Bob <c@d>"); commas
- * inside a quoted name do not split. */
+int hx_address_list_next(const char **s, char *piece, size_t n)
+{
+    while (**s) {
+        size_t len = 0;
+        int quoted = 0;
+        while ((*s)[len] && (quoted || (*s)[len] != ',')) quoted ^= (*s)[len++] == '"';
+        const size_t keep = len < n ? len : n - 1;
+        memcpy(piece, *s, keep);
+        piece[keep] = 0;
+        *s += len + ((*s)[len] == ',');
+        if (piece[strspn(piece, " ")]) return 1; /* "a@b, " has no third piece */
+    }
+    return 0;
+}
+
+/* Checks one comma-separated list of addresses ("a@b, Bob <c@d>"). */
 static int check_address_list(const char *key, const char *s, hx_err *err)
 {
     char piece[512], name[256], email[256];
     int n = 0;
-    while (*s) {
-        size_t len = 0;
-        int quoted = 0;
-        while (s[len] && (quoted || s[len] != ',')) quoted ^= s[len++] == '"';
-        if (len >= sizeof piece) len = sizeof piece - 1;
-        memcpy(piece, s, len);
-        piece[len] = 0;
-        s += len + (s[len] == ',');
-        if (piece[strspn(piece, " ")] == 0) continue; /* "a@b, " */
+    while (hx_address_list_next(&s, piece, sizeof piece)) {
         if (hx_parse_address(piece, name, sizeof name, email, sizeof email))
             return hx_address_error(key, piece, err);
         n++;

@@ -631,6 +631,68 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
     return rc;
 }
 
+/* ---- addresses the user knows ---- */
+
+#define KNOWN_MESSAGES 2000
+
+static int cmp_str_nocase(const void *a, const void *b)
+{
+    return strcasecmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every address of the list s onto *v (n of cap, grown). */
+static int collect_addresses(const char *s, char ***v, size_t *n, size_t *cap)
+{
+    char piece[512], email[256];
+    while (s && hx_address_list_next(&s, piece, sizeof piece)) {
+        if (hx_parse_address(piece, NULL, 0, email, sizeof email)) continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 64;
+            char **q = realloc(*v, nc * sizeof *q);
+            if (!q) return HX_ERR_NOMEM;
+            *v = q, *cap = nc;
+        }
+        if (!((*v)[*n] = hx_strdup(email))) return HX_ERR_NOMEM;
+        (*n)++;
+    }
+    return HX_OK;
+}
+
+static int query_addresses(mail_index *ix, char ***v, size_t *n, size_t *cap, hx_err *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(ix->db, "SELECT from_, to_, cc FROM msg ORDER BY date DESC LIMIT ?",
+                           -1, &st, NULL) != SQLITE_OK)
+        return hx_err_set(err, HX_ERR_INTERNAL, "mail index: %s", sqlite3_errmsg(ix->db));
+    sqlite3_bind_int(st, 1, KNOWN_MESSAGES);
+    int rc = HX_OK;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW)
+        for (int col = 0; col < 3 && !rc; col++)
+            rc = collect_addresses((const char *)sqlite3_column_text(st, col), v, n, cap);
+    sqlite3_finalize(st);
+    return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
+}
+
+int hx_tools_known_addresses(const hx_tools *reg, hx_buf *out, hx_err *err)
+{
+    const hx_config *cfg = hx_tools_config(reg);
+    if (!cfg || !cfg->maildir || !*cfg->maildir) return HX_OK;
+    mail_index ix;
+    int rc = index_ready(reg, &ix, err);
+    if (rc) return rc;
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    rc = query_addresses(&ix, &v, &n, &cap, err);
+    index_close(&ix);
+    if (!rc && n) qsort(v, n, sizeof *v, cmp_str_nocase);
+    for (size_t i = 0; i < n && !rc; i++)
+        if (i == 0 || strcasecmp(v[i], v[i - 1])) hx_buf_printf(out, "%s\n", v[i]);
+    for (size_t i = 0; i < n; i++) free(v[i]);
+    free(v);
+    if (!rc && out->oom) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    return rc;
+}
+
 /* ---- mail.read ---- */
 
 static int lookup_path(mail_index *ix, const char *id, char *path, size_t n,

@@ -108,6 +108,12 @@ int hx_tools_call(hx_tools *reg, const char *name, const cJSON *args,
  * {"name","description","parameters"}}]. Caller frees. */
 cJSON *hx_tools_list_json(const hx_tools *reg);
 
+/* Addresses the user has exchanged mail with: the From, To and Cc of the
+ * newest KNOWN_MESSAGES (2,000) messages of the configured Maildir,
+ * through its index, each once (compared without case), one a line,
+ * appended to out. No Maildir configured: none, HX_OK. */
+int hx_tools_known_addresses(const hx_tools *reg, hx_buf *out, hx_err *err);
+
 /* ---- time expressions (tools/when.c) ----
  * A deterministic reader of the times people type ("tomorrow", "next
  * Tuesday afternoon", "Dec 3 at 2pm", "in two hours", "between 9 and 11

@@ -59,6 +59,10 @@ int hx_arg_bool(const cJSON *args, const char *key, int dflt);
  * address; -1 if s is not exactly one plausible address (one '@' inside,
  * no spaces or brackets in it, nothing after "<...>"). */
 int hx_parse_address(const char *s, char *name, size_t nn, char *email, size_t en);
+/* The next non-blank piece of a comma-separated address list into piece
+ * (n bytes, cut to fit): commas inside a quoted name do not split; *s
+ * moves past it. 0 when the list has no more. */
+int hx_address_list_next(const char **s, char *piece, size_t n);
 /* HX_ERR_INVALID "argument 'key': 'value' is not an address like ...": the
  * one message every tool taking addresses gives (value NULL: not a string). */
 int hx_address_error(const char *key, const char *value, hx_err *err);

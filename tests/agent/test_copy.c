@@ -4,7 +4,8 @@
  * text outside calls and values that left the conversation get nothing.
  * Address values ("to", "cc", "attendees") are whole addresses of the
  * conversation: every other token is masked (with none in it, no bonus
- * there); so is every token but the
+ * there, and a known address is held to once its first part is spelled);
+ * so is every token but the
  * word's own inside a word being copied. Keys of a tool's result start
  * no copy. A value whose first word broke off a copy is mended
  * (hx_copy_repair). */
@@ -27,7 +28,7 @@ typedef struct fixture {
     int32_t n;
 } fixture;
 
-static int setup_text(fixture *f, const char *text)
+static int setup_known(fixture *f, const char *text, const char *known)
 {
     memset(f, 0, sizeof *f);
     hx_err err = {0};
@@ -36,8 +37,10 @@ static int setup_text(fixture *f, const char *text)
     f->n = hx_vocab_n_tokens(f->v);
     f->logits = calloc((size_t)f->n, sizeof *f->logits);
     f->in_call = 1;
-    return f->logits && !hx_copy_stage_new(f->v, text, BONUS, &f->in_call, &f->st) ? 0 : -1;
+    return f->logits && !hx_copy_stage_new(f->v, text, known, BONUS, &f->in_call, &f->st) ? 0 : -1;
 }
+
+static int setup_text(fixture *f, const char *text) { return setup_known(f, text, NULL); }
 
 static int setup(fixture *f) { return setup_text(f, TEXT); }
 
@@ -181,6 +184,45 @@ static void test_address_none(void)
     teardown(&f);
 }
 
+/* Known addresses (of the user's mail), with none in the conversation: a
+ * value is the model's own until it spells one's first part ("robert" of
+ * robert.keller@...), then held to it (the request's words, the string's
+ * end inside it and special tokens masked); "jane" is never pushed to
+ * one. With addresses in the conversation, known ones are not added. */
+#define KNOWN "rita@corp.example.org\nrobert.keller@northwind.com\n"
+
+static void test_address_known(void)
+{
+    fixture f;
+    ASSERT(setup_known(&f, TEXT, KNOWN) == 0);
+    int32_t x = tok(&f, "x"), ann = tok(&f, "annual"), dot = tok(&f, "."), q = tok(&f, "\"");
+    int32_t review = tok(&f, " review"), special = -1;
+    for (int32_t i = 0; i < f.n && special < 0; i++)
+        if (hx_vocab_is_special(f.v, i) && !hx_vocab_is_eog(f.v, i)) special = i;
+    ASSERT(x >= 0 && ann >= 0 && dot >= 0 && q >= 0 && review >= 0 && special >= 0);
+    float xl;
+    feed(&f, "{\"name\": \"calendar.find_slots\", \"arguments\": {\"attendees\": [\"");
+    EXPECT(lift2(&f, x, ann, &xl) == 0 && xl == 1); /* the model's own */
+    feed(&f, "rob");
+    EXPECT(lift2(&f, x, ann, &xl) == 0 && xl == 1); /* "rob" may be "robin" */
+    feed(&f, "ert");
+    EXPECT(lift2(&f, dot, review, &xl) == BONUS && xl == -INFINITY);
+    EXPECT(lift2(&f, dot, q, &xl) == BONUS && xl == -INFINITY);
+    feed(&f, ".kel");
+    EXPECT(lift2(&f, tok(&f, "ler"), special, &xl) == BONUS && xl == -INFINITY);
+    feed(&f, "ler@northwind.com");
+    EXPECT(lift2(&f, q, x, &xl) == BONUS && xl == -INFINITY);
+    feed(&f, "\", \"jane");
+    EXPECT(lift2(&f, x, ann, &xl) == 0 && xl == 1);
+    teardown(&f);
+    ASSERT(setup_known(&f, MAIL_TEXT, KNOWN) == 0);
+    int32_t rob = tok(&f, "robert"), bob = tok(&f, "bob");
+    ASSERT(rob >= 0 && bob >= 0);
+    feed(&f, "{\"name\": \"mail.send\", \"arguments\": {\"to\": \"");
+    EXPECT(lift2(&f, bob, rob, &xl) == BONUS && xl == -INFINITY);
+    teardown(&f);
+}
+
 /* Inside a word that the value copies, the word is finished as the text
  * writes it: "ex" of "expense" goes on with "pen", every other token
  * (another piece, the string's end, a special token) masked; at a word's
@@ -296,6 +338,7 @@ int main(void)
     RUN(test_address_whole);
     RUN(test_address_keys_only);
     RUN(test_address_none);
+    RUN(test_address_known);
     RUN(test_mid_word);
     RUN(test_result_keys);
     RUN(test_apostrophe);

@@ -68,7 +68,7 @@ static void test_planner_drops_old_exchanges(void)
     ASSERT(world_open(&w, 1, 0, 0));
     small_source s = {1u << 30, 0, 0, 0, ""};
     hx_source src = {HX_SOURCE_API, "small (test double)", &s, small_begin, small_next,
-                     NULL, small_free, NULL, NULL};
+                     NULL, small_free, NULL, NULL, NULL};
     hx_planner_deps d = world_deps(&w, &src);
     hx_planner_params pp = hx_planner_default_params();
     pp.recall_budget = 0;

@@ -16,6 +16,8 @@ typedef struct scripted_source {
     int infinite;             /* never ends a turn (for the limits) */
     int choices[16];          /* the tool choice of each turn */
     int repair;               /* mends calls as the engine's source does */
+    char *known;              /* the known addresses it was told, last */
+    int n_known;              /* how many times */
 } scripted_source;
 
 static int scripted_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
@@ -50,6 +52,15 @@ static int scripted_copy_text(void *ctx, const char *text)
     return HX_OK;
 }
 
+static int scripted_known(void *ctx, const char *list)
+{
+    scripted_source *s = ctx;
+    free(s->known);
+    s->known = hx_strdup(list);
+    s->n_known++;
+    return HX_OK;
+}
+
 static int scripted_repair(void *ctx, cJSON *args)
 {
     scripted_source *s = ctx;
@@ -61,6 +72,7 @@ static void scripted_free(void *ctx)
     scripted_source *s = ctx;
     for (int i = 0; i < s->n_prompts; i++) free(s->prompts[i]);
     for (int i = 0; i < s->n_copy; i++) free(s->copy_texts[i]);
+    free(s->known);
 }
 
 static hx_source scripted(scripted_source *s, const char *const *turns, int n)
@@ -70,7 +82,8 @@ static hx_source scripted(scripted_source *s, const char *const *turns, int n)
     s->n_turns = n;
     s->chunk = 3;
     return (hx_source){HX_SOURCE_API, "scripted (test double)", s, scripted_begin,
-                       scripted_next, NULL, scripted_free, scripted_copy_text, scripted_repair};
+                       scripted_next, NULL, scripted_free, scripted_copy_text, scripted_repair,
+                       scripted_known};
 }
 
 /* ---- what the planner reports ---- */
@@ -190,6 +203,9 @@ static void test_multi_call_turn(void)
     }
     EXPECT(strstr(ss.copy_texts[0], "\"events\"") == NULL);
     EXPECT(strstr(ss.copy_texts[1], "\"events\"") != NULL);
+    /* and once a request, the addresses of the user's mail */
+    EXPECT_EQ_INT(ss.n_known, 1);
+    EXPECT(ss.known && strstr(ss.known, "alice@example.org\n") && strstr(ss.known, "kenji@example.jp\n"));
     /* read-only calls were allowed by the policy and audited */
     EXPECT_EQ_INT(count_lines(w.audit, "\"calendar.list_events\"", "\"ok\""), 1);
     int64_t id = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "episode"));

@@ -221,6 +221,39 @@ static void test_index_follows_maildir(void)
     cJSON_Delete(r);
 }
 
+/* The addresses of the user's mail: From, To and Cc of every message,
+ * each once whatever its case, names and encodings dropped; none without
+ * a Maildir. */
+static void test_known_addresses(void)
+{
+    hx_err e = {0};
+    const char *msg = "From: \"Lee, Bob\" <BOB@example.org>\nTo: alice@example.org, "
+                      "not an address\nSubject: hi\n\nhello\n";
+    ASSERT(hx_maildir_deliver(maildir, msg, strlen(msg), NULL, NULL, 0, &e) == HX_OK);
+    hx_buf b;
+    hx_buf_init(&b);
+    ASSERT(hx_tools_known_addresses(reg, &b, &e) == HX_OK);
+    ASSERT(b.data);
+    const char *want[] = {"alice@example.org\n", "finance@example.org\n", "chloe@example.fr\n",
+                          "zoe@example.com\n", "kenji@example.jp\n"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) EXPECT(strstr(b.data, want[i]) != NULL);
+    const char *bob = strcasestr(b.data, "bob@example.org\n");
+    EXPECT(bob && !strcasestr(bob + 1, "bob@example.org\n")); /* once */
+    EXPECT(strstr(b.data, "Bob") == NULL || strstr(b.data, "BOB@") == bob); /* no names */
+    EXPECT(strstr(b.data, "not an address") == NULL);
+    EXPECT(b.data[b.len - 1] == '\n');
+    hx_buf_free(&b);
+    hx_config none = cfg;
+    none.maildir = NULL;
+    hx_tools *r2 = hx_tools_new(&none);
+    ASSERT(r2);
+    hx_buf_init(&b);
+    EXPECT_EQ_INT(hx_tools_known_addresses(r2, &b, &e), HX_OK);
+    EXPECT_EQ_INT((int)b.len, 0);
+    hx_buf_free(&b);
+    hx_tools_free(r2);
+}
+
 /* The snippet keeps whole characters: 160 of them, valid UTF-8. */
 static void test_snippet_utf8(void)
 {
@@ -364,6 +397,7 @@ int main(void)
     RUN(test_read_message);
     RUN(test_send_and_reply);
     RUN(test_index_follows_maildir);
+    RUN(test_known_addresses);
     RUN(test_snippet_utf8);
     RUN(test_files_confined);
     RUN(test_files_read_search_list);
