@@ -34,15 +34,15 @@ static void nightly_usage(FILE *f, const char *verb)
         nightly ? ", when the device is idle, charging and cool" : "");
     if (nightly) fprintf(f, "      --force          run whatever the governor says\n");
     fprintf(f,
-        "      --steps N        optimizer steps (default: 3 epochs)\n"
+        "      --steps N        optimizer steps (default 300)\n"
         "      --rank R         LoRA rank (default 16; alpha = rank)\n"
         "      --lr LR          learning rate (default 1e-3)\n"
-        "      --epochs N       passes over the training data (default 2)\n"
+        "      --epochs N       instead of --steps: passes over the training data\n"
         "      --targets LIST   adapted matrices, of q,k,v,o,gate,up,down\n"
         "                       (default up,down)\n"
-        "      --first-layer N  adapt only layers N and up (default 0: all; the\n"
-        "                       later layers alone change less of what the model\n"
-        "                       does on other requests)\n"
+        "      --first-layer N  adapt only layers N and up (default: the later\n"
+        "                       half; 0: all. The later layers alone change less of\n"
+        "                       what the model does on other requests)\n"
         "      --replay R       generic conversations mixed into the training data\n"
         "                       per episode of yours, against forgetting: made on\n"
         "                       the device by hearth datagen's generator (its\n"
@@ -82,7 +82,7 @@ static void nightly_usage(FILE *f, const char *verb)
         "      --scales LIST    adapter scales the generic suite tries, in order\n"
         "                       (e.g. 1,0.75,0.5); the adapter is adopted at the\n"
         "                       first that passes, and ask and chat apply it at\n"
-        "                       that scale (default 1)\n"
+        "                       that scale (default 1,0.9)\n"
         "      --stop-delta F   early stopping: the held-out loss is measured every\n"
         "                       8 steps and training stops when it fell by less\n"
         "                       than F times its starting value (default 0: the\n"
@@ -187,7 +187,7 @@ static int parse(int argc, char **argv, const char *verb, hx_nightly_params *p,
         else if (!strcmp(a, "--eval-tasks") && !cli_opt_long(verb, a, v, 0, 100000, &n))
             p->eval_tasks = (int)n, i++;
         else if (!strcmp(a, "--epochs") && !cli_opt_long(verb, a, v, 1, 1 << 20, &n))
-            p->epochs = (int)n, i++;
+            p->epochs = (int)n, p->train.opt.n_steps = 0, i++; /* steps from epochs */
         else if (!strcmp(a, "--targets") && parse_targets(v)) p->lora.targets = parse_targets(v), i++;
         else if (!strcmp(a, "--first-layer") && !cli_opt_long(verb, a, v, 0, 4096, &n))
             p->lora.first_layer = (int)n, i++;
@@ -388,7 +388,8 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *disti
     if (!rc) rc = config_number(night, "first_layer", 0, 1024, &first, err);
     if (!rc) rc = config_number(night, "lr", 1e-9, 1, &lr, err);
     if (!rc) rc = config_number(night, "epochs", 1, 1000, &ep, err);
-    if (!rc) rc = config_number(night, "steps", 0, 1e7, &st, err);
+    if (!rc && cJSON_GetObjectItem(night, "epochs")) st = 0; /* steps from epochs, */
+    if (!rc) rc = config_number(night, "steps", 0, 1e7, &st, err); /* unless given */
     if (!rc) rc = config_number(night, "replay", 0, 100, &p->replay_ratio, err);
     if (!rc) rc = config_number(night, "eval_tasks", 0, 1e5, &et, err);
     if (!rc) rc = config_number(night, "stop_delta", 0, 0.999, &p->stop_delta, err);

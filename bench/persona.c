@@ -56,8 +56,8 @@ static int percent(const char *v, int *out)
 
 static int parse(int argc, char **argv, opts *o)
 {
-    /* nightly's own defaults (2 epochs at 2e-4: ~230 steps of 1024 tokens
-     * here) are slow on a shared 2-core machine; fewer, larger steps */
+    /* no --nightly: `hearth nightly --force` with its defaults, as a
+     * user's night runs it */
     *o = (opts){"models/hearth-tiny.gguf", "build/hearth", NULL, "build/persona.jsonl",
                 "", "1", 1, 1, 48, 20, 0, 2, 0, -1, -1};
     for (int i = 1; i < argc; i++) {

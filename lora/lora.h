@@ -388,18 +388,22 @@ int hx_nightly_replay_count(double ratio, int n_episodes);
 int hx_nightly_mix(hx_nightly_data *train, const hx_nightly_data *replay, hx_err *err);
 
 #define HX_NIGHTLY_MAX_SCALES 8
+/* lora.first_layer of hx_nightly_params: the later half of the base's
+ * layers (n_layer / 2 and up). */
+#define HX_NIGHTLY_LATER_HALF (-1)
 typedef struct hx_nightly_params {
     const char *model;     /* the base GGUF (required) */
     hx_memory *memory;     /* the episodes (borrowed, required) */
     hx_lora_store *store;  /* where a passing adapter is adopted (borrowed) */
     const char *work_dir;  /* checkpoint, run key, candidate (required) */
-    hx_lora_params lora;   /* default rank 16, alpha 16, ffn up/down */
+    hx_lora_params lora;   /* default rank 16, alpha 16, ffn up/down,
+                            * first_layer HX_NIGHTLY_LATER_HALF */
     hx_train_params train; /* default lr 1e-3, 2 warmup steps, no weight
                             * decay, 4 x 256 tokens (seq_len: the most; a
                             * run uses what its longest document needs);
-                            * opt.n_steps 0: from epochs */
-    int epochs;            /* passes over the training tokens (the user's
-                            * and the replay); default 2 */
+                            * opt.n_steps default 300; 0: from epochs */
+    int epochs;            /* with opt.n_steps 0: passes over the training
+                            * tokens (the user's and the replay); default 2 */
     double heldout_frac;   /* default 0.2 */
     int min_train;         /* fewest training episodes; default 4 */
     double min_gain;       /* the held-out loss must drop by this fraction;
@@ -453,7 +457,7 @@ typedef struct hx_nightly_params {
                             * candidate at these scales in this order and
                             * adopts it at the first that passes, stored
                             * with it in the store's pointer file (ask and
-                            * chat apply it); default {1} */
+                            * chat apply it); default {1, 0.9} */
     int n_scales;          /* entries of scales; 0 counts as {1} */
     double stop_delta;     /* > 0: early stopping: the held-out loss is
                             * measured after every chunk and training stops
@@ -519,6 +523,10 @@ typedef struct hx_nightly_report {
     char reason[512];  /* adopted, discarded (why) or not run (why) */
 } hx_nightly_report;
 
+/* The trainer a nightly run trains: p's LoRA (its first layer resolved)
+ * over model (NULL: p->model). Caller frees; HX_OK or the load's error. */
+int hx_nightly_trainer(const hx_nightly_params *p, const char *model, hx_trainer **tr,
+                       hx_err *err);
 /* One nightly run: asks the governor (idle, charging, cool) unless force,
  * builds the dataset, trains (resuming a checkpoint of the same base, data
  * and parameters), measures the held-out loss before (the base) and after,

@@ -309,7 +309,7 @@ static void test_train_on_new(void)
     ASSERT(hx_model_load(base, NULL, &m, &err) == HX_OK);
     ASSERT(hx_nightly_dataset(hx_model_vocab(m), mem, p.heldout_frac, NULL, NULL, &d, &ho,
                               &err) == HX_OK);
-    ASSERT(hx_trainer_new_gguf(base, &p.lora, 1, &tr, &err) == HX_OK);
+    ASSERT(hx_nightly_trainer(&p, base, &tr, &err) == HX_OK);
     const int32_t nv = hx_trainer_hparams(tr)->n_vocab;
     int64_t all = 0, known = 0;
     for (int i = 0; i < d.n_docs; i++) {
@@ -442,6 +442,7 @@ static void test_generic_gate(void)
     FILE *log = fmemopen(logbuf, sizeof logbuf - 1, "w");
     ASSERT(log != NULL);
     p.eval = stub_eval_fn, p.eval_user = &se, p.eval_tasks = 20, p.eval_margin = 0.02;
+    p.n_scales = 1; /* one candidate (the default tries 0.9 after 1) */
     p.log = log;
     hx_nightly_report r;
     ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
@@ -541,7 +542,7 @@ static void test_gate_against_active(void)
     mp.head_dim = 16, mp.n_ff = 64, mp.n_ctx = 256, mp.tied_output = 1, mp.seed = 99;
     hx_trainer *tr = NULL;
     ASSERT(hx_mkmodel_write(&mp, other, &err) == HX_OK);
-    ASSERT(hx_trainer_new_gguf(other, &p.lora, 1, &tr, &err) == HX_OK);
+    ASSERT(hx_nightly_trainer(&p, other, &tr, &err) == HX_OK);
     ASSERT(hx_trainer_write_gguf(tr, oad, NULL, &err) == HX_OK);
     hx_trainer_free(tr);
     hx_lora_use u = {"other-adapter.gguf", 1.0f};
@@ -807,6 +808,32 @@ static void test_long_episodes(void)
     hx_memory_close(m2);
 }
 
+/* By default nightly adapts the later half of the layers: of the fixture's
+ * 2, layer 1 alone; first_layer 0 adapts both. */
+static void test_later_half(void)
+{
+    hx_err err = {0};
+    hx_nightly_params p = hx_nightly_default_params();
+    p.model = model;
+    EXPECT_EQ_INT(p.lora.first_layer, HX_NIGHTLY_LATER_HALF);
+    for (int first = HX_NIGHTLY_LATER_HALF; first <= 0; first++) {
+        p.lora.first_layer = first;
+        hx_trainer *tr = NULL;
+        ASSERT(hx_nightly_trainer(&p, NULL, &tr, &err) == HX_OK);
+        int l0 = 0, l1 = 0;
+        for (int i = 0; i < hx_trainer_n_tensors(tr); i++) {
+            size_t off, n;
+            const char *name = hx_trainer_tensor(tr, i, &off, &n);
+            l0 += !strncmp(name, "blk.0.", 6), l1 += !strncmp(name, "blk.1.", 6);
+        }
+        EXPECT(l1 > 0 && (first == 0 ? l0 == l1 : l0 == 0));
+        hx_trainer_free(tr);
+    }
+    p.lora.first_layer = HX_NIGHTLY_LATER_HALF; /* the base is read for its layers */
+    hx_trainer *none = NULL;
+    EXPECT(hx_nightly_trainer(&p, "/nonexistent.gguf", &none, &err) != HX_OK && !none);
+}
+
 /* The memory bound: an estimate over it refuses to start, naming both. */
 static void test_memory_bound(void)
 {
@@ -823,7 +850,7 @@ static void test_memory_bound(void)
     EXPECT(r.mem_estimate > 4096);
     /* the estimate counts the mapped base and grows with the batch */
     hx_trainer *tr = NULL;
-    ASSERT(hx_trainer_new_gguf(model, &p.lora, 1, &tr, &err) == HX_OK);
+    ASSERT(hx_nightly_trainer(&p, model, &tr, &err) == HX_OK);
     size_t e1 = hx_trainer_memory_estimate(tr, 64), e2 = hx_trainer_memory_estimate(tr, 128);
     struct stat sst;
     ASSERT(stat(model, &sst) == 0);
@@ -927,6 +954,7 @@ int main(void)
         RUN(test_early_stop);
         RUN(test_windows_cover_targets);
         RUN(test_long_episodes);
+        RUN(test_later_half);
         RUN(test_memory_bound);
         RUN(test_governor_refuses);
         hx_memory_close(mem);
