@@ -102,7 +102,6 @@ typedef struct copy_stage {
     jscan js;
     char *text;          /* the conversation, then known addresses (owned) */
     size_t n_text;
-    size_t n_conv;       /* bytes of text that are the conversation */
     int32_t n_conv_addrs; /* addrs[0, n_conv_addrs) are the conversation's */
     int32_t *starts;     /* where a copy may start: word starts (owned) */
     int32_t n_starts;
@@ -167,12 +166,13 @@ static int address_value(const copy_stage *c, const char *k)
     return c->n_addrs > 0 && address_key(k);
 }
 
-/* The addresses a value must be one of: the conversation's, or with none
- * there the known ones (*n of them). */
-static const int32_t *addr_set(const copy_stage *c, int32_t *n)
+/* Where a fresh value's copy may start (*n of them): for an address value
+ * (strict) the conversation's addresses, or with none there the known
+ * ones; else the word starts. */
+static const int32_t *fresh_set(const copy_stage *c, int strict, int32_t *n)
 {
-    *n = c->n_conv_addrs > 0 ? c->n_conv_addrs : c->n_addrs;
-    return c->addrs;
+    *n = !strict ? c->n_starts : c->n_conv_addrs > 0 ? c->n_conv_addrs : c->n_addrs;
+    return strict ? c->addrs : c->starts;
 }
 
 /* The end of the address starting at t[i] (a run of address bytes with
@@ -198,8 +198,8 @@ static size_t addr_at(const char *t, size_t n, size_t i)
 static int copies(const copy_stage *c, int fresh, int strict, const char *ext, size_t n,
                   int closed)
 {
-    int32_t k = !fresh ? c->n_match : c->n_starts;
-    const int32_t *set = !fresh ? c->match : strict ? addr_set(c, &k) : c->starts;
+    int32_t k = c->n_match;
+    const int32_t *set = !fresh ? c->match : fresh_set(c, strict, &k);
     size_t off = fresh ? 0 : c->len;
     if (n == 0 && (fresh || !closed || off == 0)) return strict && fresh && !closed;
     for (int32_t i = 0; i < k; i++) {
@@ -361,10 +361,7 @@ static int copy_accept(void *ctx, int32_t token)
     for (size_t i = 0; i < n; i++) {
         int what = scan_byte(&c->js, p[i]);
         if (what == SCAN_OPEN) {
-            const int strict = address_value(c, c->js.key);
-            int32_t k = c->n_starts;
-            const int32_t *set = strict ? addr_set(c, &k) : c->starts;
-            c->n_match = k;
+            const int32_t *set = fresh_set(c, address_value(c, c->js.key), &c->n_match);
             memcpy(c->match, set, (size_t)c->n_match * sizeof *c->match);
             c->len = 0;
         } else if (what == SCAN_BYTE) {
@@ -395,7 +392,7 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *known,
     c->v = v;
     c->bonus = bonus;
     c->in_call = in_call;
-    c->n_conv = text ? strlen(text) : 0;
+    const size_t n_conv = text ? strlen(text) : 0; /* then "\n" and known */
     hx_buf b;
     hx_buf_init(&b);
     hx_buf_printf(&b, "%s\n%s", text ? text : "", known ? known : "");
@@ -413,11 +410,11 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *known,
     }
     for (size_t i = 0, key_end = 0; i < c->n_text; i++) {
         if (i >= key_end) key_end = json_key_end(c->text, c->n_text, i);
-        if (i < c->n_conv && i >= key_end && can_start(c->text, i))
+        if (i < n_conv && i >= key_end && can_start(c->text, i))
             c->starts[c->n_starts++] = (int32_t)i;
         size_t end = i && is_addr_byte(c->text[i - 1]) ? 0 : addr_at(c->text, c->n_text, i);
         if (end) c->addrs[c->n_addrs++] = (int32_t)i, c->addr_end[i] = (int32_t)end;
-        if (end && i < c->n_conv) c->n_conv_addrs = c->n_addrs;
+        if (end && i < n_conv) c->n_conv_addrs = c->n_addrs;
     }
     *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "copy bias", c, copy_apply,
                               copy_accept, NULL, NULL, copy_free};

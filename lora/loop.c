@@ -202,12 +202,11 @@ static void report(hx_trainer *tr, const hx_train_params *p,
     char extra[96];
     snprintf(extra, sizeof extra, "loss %.4f  %.0f tok/s", loss, tps);
     if (p->progress) hx_progress_update(pg, tr->step, extra);
-    if (p->log && tr->keep_lambda > 0)
-        fprintf(p->log, "step %d loss %.6f keep %.6f lr %.3g gnorm %.4f targets %ld tok/s %.0f\n",
-                tr->step, loss, tr->keep_value, hx_opt_lr(o, tr->step - 1), gnorm, targets, tps);
-    else if (p->log)
-        fprintf(p->log, "step %d loss %.6f lr %.3g gnorm %.4f targets %ld tok/s %.0f\n",
-                tr->step, loss, hx_opt_lr(o, tr->step - 1), gnorm, targets, tps);
+    if (!p->log) return;
+    char keep[32] = "";
+    if (tr->keep_lambda > 0) snprintf(keep, sizeof keep, " keep %.6f", tr->keep_value);
+    fprintf(p->log, "step %d loss %.6f%s lr %.3g gnorm %.4f targets %ld tok/s %.0f\n", tr->step,
+            loss, keep, hx_opt_lr(o, tr->step - 1), gnorm, targets, tps);
 }
 
 /* The schedule length: opt.n_steps, or the steps a time budget allows at

@@ -459,8 +459,6 @@ static int soft_targets(hx_trainer *tr, hx_nightly_data *d, int k, hx_nightly_re
     return rc;
 }
 
-/* new_only: the user's training episodes keep the targets the base gets
- * wrong (before the replay is mixed in, which is trained whole). */
 int hx_nightly_trainer(const hx_nightly_params *p, const char *model, hx_trainer **tr,
                        hx_err *err)
 {
@@ -478,6 +476,8 @@ int hx_nightly_trainer(const hx_nightly_params *p, const char *model, hx_trainer
     return hx_trainer_new_gguf(model, &lp, p->n_threads, tr, err);
 }
 
+/* new_only: the user's training episodes keep the targets the base gets
+ * wrong (before the replay is mixed in, which is trained whole). */
 static int keep_new(const hx_nightly_params *p, hx_nightly_data *train,
                     hx_nightly_report *r, hx_err *err)
 {
