@@ -897,8 +897,11 @@ static const kind_def kinds[] = {
  * and meeting requests that name no length (they book an hour).
  * Session 13 adds meeting requests with the topic before "meeting" and a
  * person next to a calendar, and draws them 2.5x. None is a held-out
- * phrasing. Held-out tasks do not
- * use this table, so task files stay the same. */
+ * phrasing. Held-out tasks do not use this table, so task files stay the
+ * same. Every free/busy phrasing asks about free or busy time: one that
+ * asks what is on ("Have I got anything on {when}?", session 11's, gone
+ * since session 22) wants the events listed, as "Do I have anything
+ * {when}?" does, and taught the model "anything" means free/busy. */
 static const struct train_mix {
     const char *kind;
     double boost;
@@ -906,8 +909,7 @@ static const struct train_mix {
     int n_extra;
 } train_mix[] = {
     {"free_busy", 1.5,
-     TPL("Is there any free time in my calendar {when}?", "Have I got anything on {when}?",
-         "Check if I'm free {when}", "Check my availability {when}", "Am I open {when}?",
+     TPL("Is there any free time in my calendar {when}?", "Check if I'm free {when}", "Check my availability {when}", "Am I open {when}?",
          "Tell me if I'm free {when}", "See whether I'm busy {when}", "How free am I {when}?",
          "Any free time on my calendar {when}?", "Am I tied up {when}?",
          "Check if my calendar is clear {when}", "Is my time taken {when}?",
