@@ -11,13 +11,15 @@
 # TINY_N_TRAIN (conversations, 20000), TINY_N_HELDOUT (1000), TINY_N_TASKS
 # (500), TINY_SEED (1), TINY_THREADS (2), TINY_STEPS (optimizer steps,
 # 3600: the schedule's length, so the model does not depend on how busy the
-# machine is; about 110 minutes on 2 quiet cores at ~4,500 tokens/s, the
-# issue's two hours with the other stages), TINY_BUDGET (training
-# seconds, 0: none; > 0 ends the schedule early where the steps would take
-# longer), TINY_CTX (2048: the model's context), TINY_SEQ (2048: a
-# window's tokens; longer than TINY_CTX packs more conversations after one
-# copy of the tool list), TINY_BATCH (2),
-# TINY_ACCUM (2), TINY_RECOMPUTE (auto; hearth train --recompute), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
+# machine is; 110 to 130 minutes on 2 quiet cores at 4,500 to 3,800
+# tokens/s, the two hours with the other stages), TINY_BUDGET
+# (training seconds, 0: none; > 0 ends the schedule early where the steps
+# would take longer), TINY_CTX (2048: the model's context), TINY_SEQ (4096:
+# a window's tokens; longer than TINY_CTX packs more conversations after
+# one copy of the tool list, 23% more targets a token than 2048),
+# TINY_BATCH (2), TINY_ACCUM (1), TINY_RECOMPUTE (off: the activations of a
+# 2 x 4096 micro-batch, past auto's 1 GiB, are kept, not computed twice;
+# hearth train --recompute), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
 # TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
 # TINY_FF (768), TINY_VOCAB (4096), TINY_TARGET_WEIGHT (8: the assistant's
 # turns count 8 times in BPE training), TINY_SPLIT_INITIAL (0; 1: a word's
@@ -37,10 +39,10 @@ THREADS=${TINY_THREADS:-2}
 BUDGET=${TINY_BUDGET:-0}
 STEPS=${TINY_STEPS:-3600}
 CTX=${TINY_CTX:-2048}
-SEQ=${TINY_SEQ:-2048}
+SEQ=${TINY_SEQ:-4096}
 BATCH=${TINY_BATCH:-2}
-ACCUM=${TINY_ACCUM:-2}
-RECOMPUTE=${TINY_RECOMPUTE:-auto}
+ACCUM=${TINY_ACCUM:-1}
+RECOMPUTE=${TINY_RECOMPUTE:-off}
 LR=${TINY_LR:-1e-3}
 WARMUP=${TINY_WARMUP:-100}
 LAYERS=${TINY_LAYERS:-6}
