@@ -374,13 +374,14 @@ bench-spec: $(BUILD)/bench/spec $(SPEC_QWENS) bench-spec-agent
 
 # Training throughput: optimizer steps of the hearth-tiny recipe (6 x 256,
 # micro-batch 4 x 1024 packed tokens); tok/s (wall and CPU), load, peak RSS.
-# STEPS=n THREADS=n; HX_BENCH_* override the shape (bench/train.c).
+# STEPS=n THREADS=n; HX_BENCH_* override the shape (bench/train.c); BF16=1
+# also times bfloat16 products (hearth train --bf16) against F32.
 $(BUILD)/bench/train: bench/train.c $(call libs_for,lora)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,lora) $(LDLIBS)
 .PHONY: bench-train
 bench-train: $(BUILD)/bench/train
-	nice $(BUILD)/bench/train $(or $(STEPS),3) $(or $(THREADS),2)
+	nice $(BUILD)/bench/train $(or $(STEPS),3) $(or $(THREADS),2) $(if $(BF16),bf16)
 
 # LoRA adapters applied unmerged: prefill and decode ms/token of MODEL
 # alone and with a random rank-RANK adapter on q/k/v/o (alternating runs,

@@ -16,6 +16,20 @@ void hx_trainer_set_recompute(hx_trainer *tr, int mode)
                                                                          : HX_RECOMPUTE_AUTO;
 }
 
+int hx_trainer_set_bf16(hx_trainer *tr, int on)
+{
+    on = on && tr_gemm_bf16_available();
+    int any = 0;
+    for (int l = 0; l < tr->hp.n_layer; l++)
+        for (int i = 0; i < 7; i++) {
+            tr_lin *li = &tr->layers[l].lin[i];
+            li->w.bf16 = on && li->dw; /* trainable weights only */
+            any |= li->w.bf16;
+        }
+    tr->head.w.bf16 = on && tr->head.dw;
+    return any | tr->head.w.bf16;
+}
+
 int tr_head_rows(const hx_trainer *tr)
 {
     if (tr->head_rows > 0) return tr->head_rows < 8 ? 8 : tr->head_rows;
@@ -203,7 +217,7 @@ static size_t mm_floats(const hx_trainer *tr, int n, int rows, int layout)
         deq = max_sz(deq, d);
         if (train && l->dw) pack = max_sz(pack, pack_bound(l->w.rows, l->w.cols, n));
         if (!(l = tr_lora_lin(tr, i))) continue;
-        const tr_w A = {l->a, NULL, l->r, l->w.cols}, B = {l->b, NULL, l->w.rows, l->r};
+        const tr_w A = {l->a, NULL, l->r, l->w.cols, 0}, B = {l->b, NULL, l->w.rows, l->r, 0};
         pack = max_sz(pack, max_sz(w_bound(&A, n, &d), w_bound(&B, n, &d)));
         if (train) pack = max_sz(pack, max_sz(pack_bound(l->r, l->w.cols, n),
                                               pack_bound(l->w.rows, l->r, n)));

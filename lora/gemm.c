@@ -15,6 +15,8 @@
  * AVX-512 on x86-64, NEON and NEON+SDOT on aarch64). */
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "lora/tile512.h"
 #elif defined(__aarch64__)
 #include <arm_neon.h>
 #endif
@@ -65,48 +67,13 @@ static void store_tile(const float *t, int MR, int NR, float *c, int ldc,
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) static inline void
-init512(__m512 s[12][2], kstep ks)
-{
-    for (int i = 0; i < 12; i++) {
-        s[i][0] = ks.first ? _mm512_setzero_ps() : _mm512_loadu_ps(ks.t + 32 * i);
-        s[i][1] = ks.first ? _mm512_setzero_ps() : _mm512_loadu_ps(ks.t + 32 * i + 16);
-    }
-}
-
-__attribute__((target("avx512f"))) static inline void
-store512(__m512 s[12][2], float *c, int ldc, int mr, int nr, float alpha, int acc,
-         kstep ks)
-{
-    if (!ks.last) {
-        for (int i = 0; i < 12; i++) {
-            _mm512_storeu_ps(ks.t + 32 * i, s[i][0]);
-            _mm512_storeu_ps(ks.t + 32 * i + 16, s[i][1]);
-        }
-        return;
-    }
-    const __m512 al = _mm512_set1_ps(alpha);
-    const __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
-    const __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
-    for (int i = 0; i < mr; i++) {
-        float *y = c + (size_t)i * ldc;
-        __m512 o0 = _mm512_mul_ps(s[i][0], al), o1 = _mm512_mul_ps(s[i][1], al);
-        if (acc) {
-            o0 = _mm512_add_ps(o0, _mm512_maskz_loadu_ps(m0, y));
-            o1 = _mm512_add_ps(o1, _mm512_maskz_loadu_ps(m1, y + 16));
-        }
-        _mm512_mask_storeu_ps(y, m0, o0);
-        _mm512_mask_storeu_ps(y + 16, m1, o1);
-    }
-}
-
 /* A's 12 values of step p contiguous (ra == 1), sa apart. */
 __attribute__((target("avx512f"))) static void
 kern_avx512(int k, const kop *o, float *c, int ldc, int mr, int nr,
             float alpha, int acc, kstep ks)
 {
     __m512 s[12][2];
-    init512(s, ks);
+    tile512_init(s, ks.t, ks.first);
     const float *ap = o->a, *bp = o->b;
     const ptrdiff_t sa = o->sa, sb = o->sb;
     for (int p = 0; p < k; p++, ap += sa, bp += sb) {
@@ -118,7 +85,7 @@ kern_avx512(int k, const kop *o, float *c, int ldc, int mr, int nr,
             s[i][1] = _mm512_fmadd_ps(a, b1, s[i][1]);
         }
     }
-    store512(s, c, ldc, mr, nr, alpha, acc, ks);
+    tile512_store(s, ks.t, ks.last, c, ldc, mr, nr, alpha, acc);
 }
 
 /* A's 12 rows in place (sa == 1, rows ra apart), all 12 inside A. */
@@ -127,7 +94,7 @@ kern_avx512_rows(int k, const kop *o, float *c, int ldc, int mr, int nr,
                  float alpha, int acc, kstep ks)
 {
     __m512 s[12][2];
-    init512(s, ks);
+    tile512_init(s, ks.t, ks.first);
     const ptrdiff_t L = o->ra, sb = o->sb;
     const float *a0 = o->a, *a4 = a0 + 4 * L, *a8 = a0 + 8 * L, *bp = o->b;
     for (int p = 0; p < k; p++, a0++, a4++, a8++, bp += sb) {
@@ -141,7 +108,7 @@ kern_avx512_rows(int k, const kop *o, float *c, int ldc, int mr, int nr,
             s[i][1] = _mm512_fmadd_ps(a, b1, s[i][1]);
         }
     }
-    store512(s, c, ldc, mr, nr, alpha, acc, ks);
+    tile512_store(s, ks.t, ks.last, c, ldc, mr, nr, alpha, acc);
 }
 
 __attribute__((target("avx2,fma"))) static void

@@ -42,15 +42,27 @@ static const float *f32_of(const tr_w *w)
  * independent of the thread count); 0 when its buffer could not be had
  * (the portable loops below run). */
 static int fast_fwd(hx_threadpool *tp, const float *W, int rows, int cols,
-                    const float *x, int n, float *y, float alpha, int acc)
+                    const float *x, int n, float *y, float alpha, int acc, int bf16)
 {
+    if (bf16 && tr_gemm_bf16(tp, n, rows, cols, alpha, x, cols, 0, W, cols, 1, y, rows, acc) == 0)
+        return 1;
     return tr_gemm_ex(tp, n, rows, cols, alpha, x, cols, 0, W, cols, 1, y, rows, acc) == 0;
 }
 
 static int fast_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
-                      const float *dy, const float *x, int n, float alpha)
+                      const float *dy, const float *x, int n, float alpha, int bf16)
 {
+    if (bf16 && tr_gemm_bf16(tp, rows, cols, n, alpha, dy, rows, 1, x, cols, 0, dw, cols, 1) == 0)
+        return 1;
     return tr_gemm_ex(tp, rows, cols, n, alpha, dy, rows, 1, x, cols, 0, dw, cols, 1) == 0;
+}
+
+static int fast_bwd_x(hx_threadpool *tp, const float *W, int rows, int cols,
+                      const float *dy, int n, float *dx, float alpha, int bf16)
+{
+    if (bf16 && tr_gemm_bf16(tp, n, cols, rows, alpha, dy, rows, 0, W, cols, 0, dx, cols, 1) == 0)
+        return 1;
+    return tr_gemm_ex(tp, n, cols, rows, alpha, dy, rows, 0, W, cols, 0, dx, cols, 1) == 0;
 }
 
 /* Frozen quantized weights through the packed GEMM: blocks of about 4 MB
@@ -76,6 +88,7 @@ void tr_mm_release(void)
     g_qcap = 0;
     pthread_mutex_unlock(&g_qmu);
     tr_gemm_release();
+    tr_gemm_bf16_release();
 }
 
 typedef struct deq_job {
@@ -156,7 +169,7 @@ void tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
                float *y, float alpha, int acc, float *scratch)
 {
     const float *f = f32_of(w);
-    if (f && fast_fwd(tp, f, w->rows, w->cols, x, n, y, alpha, acc)) return;
+    if (f && fast_fwd(tp, f, w->rows, w->cols, x, n, y, alpha, acc, w->bf16)) return;
     if (!f && n >= 8 && quant_mm(tp, w, x, n, y, alpha, acc, 0)) return;
     mm_job j = {w, x, NULL, y, NULL, n, w->rows, w->cols, acc, 0, alpha,
                 scratch, tr_mm_scratch(w->cols)};
@@ -185,9 +198,7 @@ void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
                  float *dx, float alpha, float *scratch)
 {
     const float *f = f32_of(w);
-    if (f && tr_gemm_ex(tp, n, w->cols, w->rows, alpha, dy, w->rows, 0, f, w->cols, 0,
-                        dx, w->cols, 1) == 0)
-        return;
+    if (f && fast_bwd_x(tp, f, w->rows, w->cols, dy, n, dx, alpha, w->bf16)) return;
     if (!f && n >= 8 && quant_mm(tp, w, dy, n, dx, alpha, 1, 1)) return;
     const int nt = hx_threadpool_n_threads(tp);
     const int tasks = n < nt ? n : nt;
@@ -212,9 +223,9 @@ static void bwd_w_task(void *ctx, int task, int thread)
 }
 
 void tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
-                 const float *dy, const float *x, int n, float alpha)
+                 const float *dy, const float *x, int n, float alpha, int bf16)
 {
-    if (fast_bwd_w(tp, dw, rows, cols, dy, x, n, alpha)) return;
+    if (fast_bwd_w(tp, dw, rows, cols, dy, x, n, alpha, bf16)) return;
     mm_job j = {NULL, x, dy, NULL, dw, n, rows, cols, 0, 0, alpha, NULL, 0};
     hx_threadpool_run(tp, (rows + TILE - 1) / TILE, bwd_w_task, &j);
 }
@@ -223,7 +234,7 @@ void tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
 
 static tr_w lora_w(const float *f, int rows, int cols)
 {
-    tr_w w = {f, NULL, rows, cols};
+    tr_w w = {f, NULL, rows, cols, 0};
     return w;
 }
 
@@ -242,13 +253,13 @@ void tr_lin_bwd(hx_threadpool *tp, const tr_lin *l, const float *x,
                 float *scratch)
 {
     const int in = l->w.cols, out = l->w.rows;
-    if (l->dw) tr_mm_bwd_w(tp, l->dw, out, in, dy, x, n, 1.0f);
+    if (l->dw) tr_mm_bwd_w(tp, l->dw, out, in, dy, x, n, 1.0f, l->w.bf16);
     if (dx) tr_mm_bwd_x(tp, &l->w, dy, n, dx, 1.0f, scratch);
     if (!l->a) return;
     tr_w A = lora_w(l->a, l->r, in), B = lora_w(l->b, out, l->r);
-    tr_mm_bwd_w(tp, l->db, out, l->r, dy, u, n, l->s);
+    tr_mm_bwd_w(tp, l->db, out, l->r, dy, u, n, l->s, 0);
     memset(du, 0, (size_t)n * l->r * sizeof(float));
     tr_mm_bwd_x(tp, &B, dy, n, du, l->s, scratch);
-    tr_mm_bwd_w(tp, l->da, l->r, in, du, x, n, 1.0f);
+    tr_mm_bwd_w(tp, l->da, l->r, in, du, x, n, 1.0f, 0);
     if (dx) tr_mm_bwd_x(tp, &A, du, n, dx, 1.0f, scratch);
 }

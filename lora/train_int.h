@@ -76,6 +76,8 @@ typedef struct tr_w {
     const float *f;    /* rows x cols F32, or NULL */
     const hx_wmat *q;  /* used when f is NULL */
     int rows, cols;
+    int bf16;          /* F32 products with it (and its gradient) take
+                        * bfloat16 operands (tr_gemm_bf16) where the CPU can */
 } tr_w;
 
 /* y (n, rows) = alpha * x (n, cols) . W^T, or += when acc. */
@@ -84,9 +86,9 @@ void tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
 /* dx (n, cols) += alpha * dy (n, rows) . W */
 void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
                  float *dx, float alpha, float *scratch);
-/* dW (rows, cols) += alpha * dy^T . x */
+/* dW (rows, cols) += alpha * dy^T . x (operands in bfloat16 when bf16) */
 void tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
-                 const float *dy, const float *x, int n, float alpha);
+                 const float *dy, const float *x, int n, float alpha, int bf16);
 /* Y (n, M) = alpha * A (n, K) . B (K, M), or += when acc (gemm.c). */
 void tr_gemm(hx_threadpool *tp, const float *A, int n, int K, const float *B,
              int M, float *Y, float alpha, int acc);
@@ -103,6 +105,17 @@ void tr_gemm_ref(int m, int n, int k, float alpha, const float *a, int lda,
                  int acc);
 /* Frees tr_gemm_ex's packing buffer (it is kept between products). */
 void tr_gemm_release(void);
+/* The same product with both operands rounded to bfloat16 (nearest, ties
+ * to even) and F32 sums of AVX512-BF16 pair products (gemm_bf16.c): about
+ * twice tr_gemm_ex's speed, every output one sum in a fixed order. -1
+ * (nothing done) when out of memory or when tr_gemm_bf16_available() is 0
+ * (no AVX512-BF16, or HEARTH_ISA below avx512). */
+int tr_gemm_bf16(hx_threadpool *tp, int m, int n, int k, float alpha,
+                 const float *a, int lda, int ta, const float *b, int ldb, int tb,
+                 float *c, int ldc, int acc);
+int tr_gemm_bf16_available(void);
+/* Frees tr_gemm_bf16's buffer (it is kept between products). */
+void tr_gemm_bf16_release(void);
 /* Frees the buffers tr_mm_* keep between products (dequantized blocks of
  * frozen weights, and tr_gemm_release's). */
 void tr_mm_release(void);

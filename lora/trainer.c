@@ -163,10 +163,10 @@ static void wire_full(hx_trainer *tr)
 {
     const hx_hparams *hp = &tr->hp;
     float *g;
-    tr->embd = (tr_w){P(tr, "token_embd.weight", &tr->d_embd), NULL, hp->n_vocab, hp->n_embd};
+    tr->embd = (tr_w){P(tr, "token_embd.weight", &tr->d_embd), NULL, hp->n_vocab, hp->n_embd, 0};
     tr->out_norm = P(tr, "output_norm.weight", &tr->d_out_norm);
     const float *o = P(tr, "output.weight", &g);
-    tr->head.w = o ? (tr_w){o, NULL, hp->n_vocab, hp->n_embd} : tr->embd;
+    tr->head.w = o ? (tr_w){o, NULL, hp->n_vocab, hp->n_embd, 0} : tr->embd;
     tr->head.dw = o ? g : tr->d_embd;
     for (int l = 0; l < hp->n_layer; l++) {
         tr_layer *L = &tr->layers[l];
@@ -177,7 +177,7 @@ static void wire_full(hx_trainer *tr)
         for (int i = 0; i < 7; i++) {
             int in, out;
             lin_shape(hp, i, &in, &out);
-            L->lin[i].w = (tr_w){Pl(tr, l, k_lin_names[i], &L->lin[i].dw), NULL, out, in};
+            L->lin[i].w = (tr_w){Pl(tr, l, k_lin_names[i], &L->lin[i].dw), NULL, out, in, 0};
         }
     }
 }
@@ -187,9 +187,9 @@ static void wire_lora(hx_trainer *tr, const hx_lora_params *lp)
 {
     const hx_model *m = tr->base;
     const hx_hparams *hp = &tr->hp;
-    tr->embd = (tr_w){NULL, &m->tok_embd, hp->n_vocab, hp->n_embd};
+    tr->embd = (tr_w){NULL, &m->tok_embd, hp->n_vocab, hp->n_embd, 0};
     tr->out_norm = m->output_norm;
-    tr->head.w = (tr_w){NULL, &m->output, hp->n_vocab, hp->n_embd};
+    tr->head.w = (tr_w){NULL, &m->output, hp->n_vocab, hp->n_embd, 0};
     for (int l = 0; l < hp->n_layer; l++) {
         const hx_layer *B = &m->layers[l];
         tr_layer *L = &tr->layers[l];
@@ -201,7 +201,7 @@ static void wire_lora(hx_trainer *tr, const hx_lora_params *lp)
         L->ffn_norm = B->ffn_norm;
         for (int i = 0; i < 7; i++) {
             tr_lin *li = &L->lin[i];
-            li->w = (tr_w){NULL, w[i], (int)w[i]->rows, (int)w[i]->cols};
+            li->w = (tr_w){NULL, w[i], (int)w[i]->rows, (int)w[i]->cols, 0};
             if (!adapted(lp, l, i)) continue;
             char nm[80];
             snprintf(nm, sizeof nm, "blk.%d.%s.weight.lora_a", l, k_lin_names[i]);

@@ -223,7 +223,7 @@ static float mm_w[MR * MC], mm_x[MN * MC], mm_wt[MN * MR];
 static void mm_fwd(op_case *c, float *out)
 {
     (void)c;
-    tr_w w = {mm_w, NULL, MR, MC};
+    tr_w w = {mm_w, NULL, MR, MC, 0};
     float sc[16 * MC];
     tr_mm_fwd(NULL, &w, mm_x, MN, out, 1.0f, 0, sc);
 }
@@ -234,8 +234,8 @@ static void test_matmul(void)
     fill(mm_x, MN * MC, 1.0f);
     fill(mm_wt, MN * MR, 1.0f);
     float dw[MR * MC] = {0}, dx[MN * MC] = {0}, sc[16 * MC];
-    tr_w w = {mm_w, NULL, MR, MC};
-    tr_mm_bwd_w(NULL, dw, MR, MC, mm_wt, mm_x, MN, 1.0f);
+    tr_w w = {mm_w, NULL, MR, MC, 0};
+    tr_mm_bwd_w(NULL, dw, MR, MC, mm_wt, mm_x, MN, 1.0f, 0);
     tr_mm_bwd_x(NULL, &w, mm_wt, MN, dx, 1.0f, sc);
     op_case c = {mm_fwd, MN * MR, mm_wt};
     double ew = check_input(&c, mm_w, MR * MC, dw), ex = check_input(&c, mm_x, MN * MC, dx);
@@ -250,7 +250,7 @@ static float lo_a[LR * MC], lo_b[MR * LR];
 
 static tr_lin lo_lin(float *da, float *db)
 {
-    tr_lin l = {{mm_w, NULL, MR, MC}, NULL, lo_a, lo_b, da, db, LR, 0.75f};
+    tr_lin l = {{mm_w, NULL, MR, MC, 0}, NULL, lo_a, lo_b, da, db, LR, 0.75f};
     return l;
 }
 
@@ -325,6 +325,22 @@ static void test_attention(void)
         }
 }
 
+/* A GEMM test's product: shape (m, n, k); mode's bits: A transposed, B
+ * transposed, accumulate; leading dimensions wider than the rows. */
+typedef struct gcase {
+    int m, n, k, ta, tb, acc, lda, ldb, ldc;
+    size_t na, nb, nc; /* floats of A, B, C */
+} gcase;
+
+static gcase gemm_case(const int shape[3], int mode)
+{
+    gcase g = {shape[0], shape[1], shape[2], mode & 1, mode >> 1 & 1, mode >> 2, 0, 0, 0, 0, 0, 0};
+    g.lda = (g.ta ? g.m : g.k) + 3, g.ldb = (g.tb ? g.k : g.n) + 5, g.ldc = g.n + 2;
+    g.na = (size_t)(g.ta ? g.k : g.m) * g.lda, g.nb = (size_t)(g.tb ? g.n : g.k) * g.ldb;
+    g.nc = (size_t)g.m * g.ldc;
+    return g;
+}
+
 /* ---- the packed GEMM against a double reference, on odd shapes (one
  * long enough in k to run in blocks), every transpose combination, leading
  * dimensions wider than the rows, every ISA the CPU has; one thread and two
@@ -343,11 +359,10 @@ static void test_gemm_shapes(void)
         hx_isa_set(isa);
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
             for (int mode = 0; mode < 8; mode++) {
-                const int m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
-                const int ta = mode & 1, tb = mode >> 1 & 1, acc = mode >> 2;
-                const int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 2;
-                const size_t na = (size_t)(ta ? k : m) * lda, nb = (size_t)(tb ? n : k) * ldb;
-                const size_t nc = (size_t)m * ldc;
+                const gcase g = gemm_case(shapes[si], mode);
+                const int m = g.m, n = g.n, k = g.k, ta = g.ta, tb = g.tb, acc = g.acc;
+                const int lda = g.lda, ldb = g.ldb, ldc = g.ldc;
+                const size_t na = g.na, nb = g.nb, nc = g.nc;
                 float *a = malloc(na * 4), *b = malloc(nb * 4), *c0 = malloc(nc * 4);
                 float *c1 = malloc(nc * 4), *c2 = malloc(nc * 4);
                 ASSERT(a && b && c0 && c1 && c2);
@@ -375,6 +390,68 @@ static void test_gemm_shapes(void)
     tr_gemm_release();
     printf("#   gemm: %d products, worst nmse %.1e vs the double reference\n", runs, worst);
     EXPECT(worst < 1e-10);
+    EXPECT(same);
+}
+
+/* bf16 rounding of n floats at x (ld apart rows of w) */
+static void round_bf16(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = hx_bf16_to_fp32(hx_fp32_to_bf16(x[i]));
+}
+
+/* ---- the bfloat16 GEMM: on operands already bfloat16 the double
+ * reference's result (the products are exact, the sums F32), on any
+ * operands within bf16 rounding of it; every transpose, odd k, ragged
+ * panels, blocks of k; one thread and two give the same bits ---- */
+static void test_gemm_bf16(void)
+{
+    if (!tr_gemm_bf16_available()) {
+        printf("#   gemm bf16: skipped, the CPU has no AVX512-BF16\n");
+        return;
+    }
+    static const int shapes[][3] = {{1, 1, 1},  {13, 37, 29}, {25, 33, 70}, {12, 32, 64},
+                                    {50, 17, 3}, {7, 100, 257}, {37, 65, 1}, {13, 37, 1100}};
+    hx_threadpool *tp = hx_threadpool_new(2);
+    ASSERT(tp);
+    double worst_exact = 0, worst_round = 0;
+    int same = 1, runs = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int mode = 0; mode < 8; mode++) {
+            const gcase g = gemm_case(shapes[si], mode);
+            const int m = g.m, n = g.n, k = g.k, ta = g.ta, tb = g.tb, acc = g.acc;
+            const int lda = g.lda, ldb = g.ldb, ldc = g.ldc;
+            const size_t na = g.na, nb = g.nb, nc = g.nc;
+            float *a = malloc(na * 4), *b = malloc(nb * 4), *ar = malloc(na * 4), *br = malloc(nb * 4);
+            float *c0 = malloc(nc * 4), *c1 = malloc(nc * 4), *c2 = malloc(nc * 4), *c3 = malloc(nc * 4);
+            ASSERT(a && b && ar && br && c0 && c1 && c2 && c3);
+            fill(a, na, 1.0f);
+            fill(b, nb, 1.0f);
+            fill(c0, nc, 1.0f);
+            memcpy(ar, a, na * 4);
+            memcpy(br, b, nb * 4);
+            round_bf16(ar, na);
+            round_bf16(br, nb);
+            memcpy(c1, c0, nc * 4);
+            memcpy(c2, c0, nc * 4);
+            memcpy(c3, c0, nc * 4);
+            tr_gemm_ref(m, n, k, 0.7f, ar, lda, ta, br, ldb, tb, c0, ldc, acc);
+            tr_gemm_ref(m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c3, ldc, acc);
+            EXPECT(tr_gemm_bf16(NULL, m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c1, ldc, acc) == 0);
+            EXPECT(tr_gemm_bf16(tp, m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c2, ldc, acc) == 0);
+            const double e = test_nmse(c0, c1, nc), r = test_nmse(c3, c1, nc);
+            worst_exact = e > worst_exact ? e : worst_exact;
+            worst_round = r > worst_round ? r : worst_round;
+            same &= memcmp(c1, c2, nc * 4) == 0;
+            runs++;
+            free(a), free(b), free(ar), free(br);
+            free(c0), free(c1), free(c2), free(c3);
+        }
+    hx_threadpool_free(tp);
+    tr_gemm_bf16_release();
+    printf("#   gemm bf16: %d products, worst nmse %.1e vs the double reference on bf16 "
+           "operands, %.1e on F32 ones\n", runs, worst_exact, worst_round);
+    EXPECT(worst_exact < 1e-10);
+    EXPECT(worst_round < 1e-4);
     EXPECT(same);
 }
 
@@ -441,6 +518,7 @@ int main(void)
     RUN(test_lora_linear);
     RUN(test_attention);
     RUN(test_gemm_shapes);
+    RUN(test_gemm_bf16);
     RUN(test_attention_blocked);
     return test_summary();
 }

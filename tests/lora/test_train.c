@@ -125,6 +125,38 @@ static void test_learns(void)
     hx_trainer_free(tr);
 }
 
+/* With the products in bfloat16 the same run learns as well: its loss
+ * curve stays near the F32 one (the operands' rounding, 2^-9 relative,
+ * moves each step a little) and falls as far. */
+static void test_learns_bf16(void)
+{
+    hx_train_config c = tiny(32);
+    hx_train_data d = make_data();
+    hx_err err = {0};
+    hx_trainer *f = NULL, *h = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 2, &f, &err) == HX_OK);
+    ASSERT(hx_trainer_new_scratch(&c, 5, 2, &h, &err) == HX_OK);
+    if (!hx_trainer_set_bf16(h, 1)) {
+        printf("#   skipped: the CPU has no AVX512-BF16\n");
+        hx_trainer_free(f);
+        hx_trainer_free(h);
+        return;
+    }
+    hx_train_params p = params(150);
+    ASSERT(hx_train_run(f, &d, &p, &err) == HX_OK);
+    ASSERT(hx_train_run(h, &d, &p, &err) == HX_OK);
+    const float *lf = hx_trainer_losses(f), *lh = hx_trainer_losses(h);
+    double worst = 0;
+    for (int i = 0; i < 50; i++) worst = fmax(worst, fabs(lh[i] - lf[i]) / lf[i]);
+    printf("#   F32 %.4f -> %.4f, bf16 %.4f -> %.4f; first 50 steps within %.2f%%\n", lf[0],
+           lf[149], lh[0], lh[149], 100 * worst);
+    EXPECT(fabs(lh[0] - lf[0]) < 1e-3 * lf[0]); /* the same start */
+    EXPECT(worst < 0.05);
+    EXPECT(lh[149] < 0.1 * lh[0]);
+    hx_trainer_free(f);
+    hx_trainer_free(h);
+}
+
 /* One micro-batch of 2 sequences == two accumulated micro-batches of 1. */
 static void test_accumulation(void)
 {
@@ -680,6 +712,7 @@ int main(void)
     if (!mkdtemp(tmpdir)) return 1;
     RUN(test_resume_exact);
     RUN(test_learns);
+    RUN(test_learns_bf16);
     RUN(test_accumulation);
     RUN(test_schedule);
     RUN(test_schedule_wsd);
