@@ -56,19 +56,24 @@ BF_TARGET static void convert_row(uint32_t *dst, const float *x, int k)
     }
 }
 
-/* Pairs (e(2q, r), e(2q+1, r)) for r < w of the w lanes of a panel, at
- * out[q * W + r], from a matrix whose element (p, r) is x[p*ld + r] (a
- * panel's rows stored along r: interleaved two rows at a time). */
-BF_TARGET static void pack_strided(uint32_t *out, int W, const float *x, int ld, int k, int w)
+/* Pairs q in [q0, q1) of every W-wide panel of a matrix whose element
+ * (p, r) is x[p*ld + r], r < w (rows stored along r, so pairs interleave
+ * two rows): (e(2q, r), e(2q+1, r)) at out[panel * W * k2 + q * W + r - panel
+ * * W], zero past w. Row pairs outermost, so the rows stream. */
+BF_TARGET static void pack_strided(uint32_t *out, int W, const float *x, int ld, int k,
+                                   int w, int q0, int q1)
 {
-    for (int q = 0; q < (k + 1) / 2; q++) {
+    const int k2 = (k + 1) / 2, np = (w + W - 1) / W;
+    for (int q = q0; q < q1; q++) {
         const float *x0 = x + (size_t)2 * q * ld, *x1 = 2 * q + 1 < k ? x0 + ld : NULL;
-        for (int r = 0; r < W; r += 16) {
-            const int n = w - r < 16 ? w - r : 16;
-            _mm512_mask_storeu_epi32(out + (size_t)q * W + r, tile512_lanes(W - r),
-                                     n > 0 ? pairs16(x0 + r, x1 ? x1 + r : NULL, n)
-                                           : _mm512_setzero_si512());
-        }
+        for (int p = 0; p < np; p++)
+            for (int r = 0; r < W; r += 16) {
+                const int c = p * W + r, n = w - c < 16 ? w - c : 16;
+                _mm512_mask_storeu_epi32(out + ((size_t)p * k2 + q) * W + r,
+                                         tile512_lanes(W - r),
+                                         n > 0 ? pairs16(x0 + c, x1 ? x1 + c : NULL, n)
+                                               : _mm512_setzero_si512());
+            }
     }
 }
 
@@ -133,28 +138,36 @@ typedef struct bjob {
     float alpha;
 } bjob;
 
-/* Task t packs A's row panel t (t < mp), else B's column panel t - mp. */
+/* Pairs of k a strided packing task takes (all panels at once). */
+#define QCH 64
+
+/* Packing tasks of A: one per row panel (A read by rows), or one per QCH
+ * pairs of k (A transposed: its rows along m); of B likewise. */
+static int a_tasks(const bjob *j) { return j->ta ? (j->k2 + QCH - 1) / QCH : j->mp; }
+static int b_tasks(const bjob *j) { return j->tb ? j->np : (j->k2 + QCH - 1) / QCH; }
+
 static void bpack_task(void *ctx, int t, int thread)
 {
     const bjob *j = ctx;
     (void)thread;
-    if (t < j->mp) {
+    const int na = a_tasks(j);
+    if (t < na && j->ta) {
+        const int q0 = t * QCH, q1 = q0 + QCH < j->k2 ? q0 + QCH : j->k2;
+        pack_strided(j->ap, MR, j->a, j->lda, j->k, j->m, q0, q1);
+    } else if (t < na) {
         const int i0 = t * MR, w = j->m - i0 < MR ? j->m - i0 : MR;
         uint32_t *out = j->ap + (size_t)i0 * j->k2;
-        if (j->ta) {
-            pack_strided(out, MR, j->a + i0, j->lda, j->k, w);
-            return;
-        }
         for (int i = 0; i < MR; i++) {
             if (i < w) convert_row(out + (size_t)i * j->k2, j->a + (size_t)(i0 + i) * j->lda, j->k);
             else memset(out + (size_t)i * j->k2, 0, (size_t)j->k2 * sizeof *out);
         }
-        return;
+    } else if (j->tb) {
+        const int j0 = (t - na) * NR, w = j->n - j0 < NR ? j->n - j0 : NR;
+        pack_rows(j->bp + (size_t)j0 * j->k2, NR, j->b + (size_t)j0 * j->ldb, j->ldb, j->k, w);
+    } else {
+        const int q0 = (t - na) * QCH, q1 = q0 + QCH < j->k2 ? q0 + QCH : j->k2;
+        pack_strided(j->bp, NR, j->b, j->ldb, j->k, j->n, q0, q1);
     }
-    const int j0 = (t - j->mp) * NR, w = j->n - j0 < NR ? j->n - j0 : NR;
-    uint32_t *out = j->bp + (size_t)j0 * j->k2;
-    if (j->tb) pack_rows(out, NR, j->b + (size_t)j0 * j->ldb, j->ldb, j->k, w);
-    else pack_strided(out, NR, j->b + j0, j->ldb, j->k, w);
 }
 
 static void btile_task(void *ctx, int task, int thread)
@@ -228,7 +241,7 @@ int tr_gemm_bf16(hx_threadpool *tp, int m, int n, int k, float alpha, const floa
     j.ap = g_buf;
     j.bp = j.ap + na;
     j.carry = (float *)(j.ap + (na + nb + 15) / 16 * 16);
-    hx_threadpool_run(tp, j.mp + j.np, bpack_task, &j);
+    hx_threadpool_run(tp, a_tasks(&j) + b_tasks(&j), bpack_task, &j);
     hx_threadpool_run(tp, j.n_rb * n_cb, btile_task, &j);
     pthread_mutex_unlock(&g_mu);
     return 0;
