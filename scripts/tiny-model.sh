@@ -19,7 +19,9 @@
 # one copy of the tool list, 23% more targets a token than 2048),
 # TINY_BATCH (2), TINY_ACCUM (1), TINY_RECOMPUTE (off: the activations of a
 # 2 x 4096 micro-batch, past auto's 1 GiB, are kept, not computed twice;
-# hearth train --recompute), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
+# hearth train --recompute), TINY_BF16 (0; 1: the linear layers' products
+# in bfloat16, hearth train --bf16, about a fifth faster a step on
+# AVX512-BF16 CPUs), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
 # TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
 # TINY_FF (768), TINY_VOCAB (4096), TINY_TARGET_WEIGHT (8: the assistant's
 # turns count 8 times in BPE training), TINY_SPLIT_INITIAL (0; 1: a word's
@@ -43,6 +45,9 @@ SEQ=${TINY_SEQ:-4096}
 BATCH=${TINY_BATCH:-2}
 ACCUM=${TINY_ACCUM:-1}
 RECOMPUTE=${TINY_RECOMPUTE:-off}
+BF16=
+PRODUCTS=F32
+[ "${TINY_BF16:-0}" = 1 ] && BF16=--bf16 PRODUCTS="bfloat16 operands, F32 sums (hearth train --bf16)"
 LR=${TINY_LR:-1e-3}
 WARMUP=${TINY_WARMUP:-100}
 LAYERS=${TINY_LAYERS:-6}
@@ -117,7 +122,7 @@ fi
 if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
     RESUME=
     [ -s "$DIR/train.ckpt" ] && RESUME=--resume
-    stage_start 3/7 "train: ${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, $LENGTH, $THREADS threads${RESUME:+ (resuming)}"
+    stage_start 3/7 "train: ${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, $LENGTH, $THREADS threads${BF16:+, bf16 products}${RESUME:+ (resuming)}"
     # the per-step log line by line, so a kill loses none of it
     LINEBUF=
     command -v stdbuf >/dev/null 2>&1 && LINEBUF="stdbuf -oL"
@@ -125,7 +130,7 @@ if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
         --vocab "$DIR/vocab.gguf" --out "$DIR/model-f32.gguf.tmp" --svg "$DIR/loss.svg" \
         --layers "$LAYERS" --embd "$EMBD" --heads "$HEADS" --kv-heads "$KV" \
         --head-dim "$HEAD_DIM" --ff "$FF" --ctx "$CTX" --seq "$SEQ" --batch "$BATCH" \
-        --accum "$ACCUM" --recompute "$RECOMPUTE" --lr "$LR" --warmup "$WARMUP" --steps "$STEPS" --wsd \
+        --accum "$ACCUM" --recompute "$RECOMPUTE" $BF16 --lr "$LR" --warmup "$WARMUP" --steps "$STEPS" --wsd \
         --time-budget "$BUDGET" --threads "$THREADS" --seed "$SEED" \
         --ckpt "$DIR/train.ckpt" --ckpt-every "$CKPT_EVERY" $RESUME --log >>"$DIR/train.log"
     stage_done "$(grep '^trained' "$DIR/train.log" | tail -1)"
@@ -200,6 +205,7 @@ at Qwen3-30B-A3B or another GGUF of a supported architecture.
 | context | $CTX tokens; windows of $SEQ tokens of packed conversations, each window starting at a conversation |
 | batch | $BATCH x $SEQ tokens x $ACCUM micro-batches per step |
 | optimizer | AdamW 0.9/0.95, wd 0.1 on matrices, clip 1.0 |
+| products | $PRODUCTS |
 | schedule | peak $LR, $WARMUP warmup steps, constant, linear to 0.1x over the last 20% (WSD); length $LENGTH |
 | threads | $THREADS |
 | file | $QUANT, $SIZE bytes, \`hearth.prompt_style = compact\` |
