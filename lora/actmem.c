@@ -27,7 +27,9 @@ int hx_trainer_set_bf16(hx_trainer *tr, int on)
             any |= li->w.bf16;
         }
     tr->head.w.bf16 = on && tr->head.dw;
-    return any | tr->head.w.bf16;
+    any |= tr->head.w.bf16;
+    tr->bf16 = any; /* attention too, for a trainer whose products are */
+    return any;
 }
 
 int tr_head_rows(const hx_trainer *tr)

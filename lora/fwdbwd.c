@@ -98,7 +98,7 @@ static tr_attn attn_of(const attn_job *j, int s)
 {
     const hx_hparams *hp = &j->tr->hp;
     tr_attn a = {j->T, hp->n_head, hp->n_head_kv, hp->head_dim,
-                 j->tr->start + (size_t)s * j->T, j->tr->pre + (size_t)s * j->T};
+                 j->tr->start + (size_t)s * j->T, j->tr->pre + (size_t)s * j->T, j->tr->bf16};
     return a;
 }
 

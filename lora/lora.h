@@ -249,10 +249,11 @@ void hx_trainer_set_recompute(hx_trainer *tr, int mode);
 /* Products with the trainable weights in bfloat16 (on): the forward, the
  * input and the weight gradients of every linear layer and of the output
  * head round both operands to bfloat16 and sum in F32 (AVX512-BF16: about
- * twice the F32 products' speed); attention, norms and the optimizer stay
- * F32, and so do the master weights. Only trainable weights: a LoRA
- * trainer's products stay F32. Returns 1 if on and some product now takes
- * bfloat16 (0: the CPU cannot, or nothing is trainable full-rank). */
+ * twice the F32 products' speed), and so do the attention's scores (Q K^T
+ * and, in the backward, dO V^T); the rest of attention, norms and the
+ * optimizer stay F32, and so do the master weights. Only trainable
+ * weights: a LoRA trainer stays F32. Returns 1 if on and some product now
+ * takes bfloat16 (0: the CPU cannot, or nothing is trainable full-rank). */
 int hx_trainer_set_bf16(hx_trainer *tr, int on);
 
 /* The loss curve as an SVG line chart. */

@@ -1,6 +1,7 @@
 /* ops.c: forward and backward of the element-wise and attention ops of a
  * qwen3 block (RMSNorm, NEOX RoPE, SwiGLU, causal GQA attention, xent). */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "engine/kernels.h"
@@ -373,6 +374,86 @@ scores(const qblk *b, const float *rows, size_t stride, const float *xt,
     }
 }
 
+/* Pairs of the bfloat16 scores: d <= BF_D. */
+#define BF_D 256
+#define BF_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+
+/* Rows j < T of src (stride apart, d each) as pairs along d, transposed:
+ * dst[e2 * ld + j] = (x_j[2 e2], x_j[2 e2 + 1]) in bfloat16; columns
+ * T..ld zero. */
+BF_TARGET static void transpose_pairs(uint32_t *dst, int ld, const float *src, size_t stride,
+                                      int T, int d)
+{
+    uint32_t t[BF_D / 2];
+    for (int j = 0; j < T; j++) {
+        const float *x = src + (size_t)j * stride;
+        for (int e = 0; e < d; e += 32) {
+            const __m512 lo = _mm512_loadu_ps(x + e), hi = _mm512_loadu_ps(x + e + 16);
+            _mm512_storeu_si512(t + e / 2, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+        }
+        for (int e2 = 0; e2 < d / 2; e2++) dst[(size_t)e2 * ld + j] = t[e2];
+    }
+    for (int e2 = 0; e2 < d / 2; e2++)
+        memset(dst + (size_t)e2 * ld + T, 0, (size_t)(ld - T) * sizeof *dst);
+}
+
+/* scores() with bfloat16 operands: the block's rows as pairs along d,
+ * the keys (xt2, from transpose_pairs) likewise; F32 sums. */
+BF_TARGET static void scores_bf16(const qblk *b, const float *rows, size_t stride,
+                                  const uint32_t *xt2, int ldx, int d, float scale, float *S,
+                                  int ld)
+{
+    const __m512 sc = _mm512_set1_ps(scale);
+    uint32_t qp[SG][BF_D / 2];
+    for (int r0 = 0; r0 < b->nq; r0 += SG) {
+        for (int r = 0; r < SG; r++) {
+            const float *q = rows + (size_t)(b->i0 + (r0 + r < b->nq ? r0 + r : b->nq - 1)) * stride;
+            for (int e = 0; e < d; e += 32)
+                _mm512_storeu_si512(qp[r] + e / 2, (__m512i)_mm512_cvtne2ps_pbh(
+                                                       _mm512_loadu_ps(q + e + 16), _mm512_loadu_ps(q + e)));
+        }
+        const int nc = cols_upto(b, r0 + SG < b->nq ? r0 + SG : b->nq);
+        for (int jc = 0; jc < nc; jc += 32) {
+            __m512 s[SG][2];
+            for (int r = 0; r < SG; r++) s[r][0] = s[r][1] = _mm512_setzero_ps();
+            const uint32_t *x = xt2 + key_of(b, jc);
+            for (int e2 = 0; e2 < d / 2; e2++, x += ldx) {
+                const __m512bh k0 = (__m512bh)_mm512_loadu_si512(x);
+                const __m512bh k1 = (__m512bh)_mm512_loadu_si512(x + 16);
+#pragma GCC unroll 8
+                for (int r = 0; r < SG; r++) {
+                    const __m512bh qv = (__m512bh)_mm512_set1_epi32((int)qp[r][e2]);
+                    s[r][0] = _mm512_dpbf16_ps(s[r][0], qv, k0);
+                    s[r][1] = _mm512_dpbf16_ps(s[r][1], qv, k1);
+                }
+            }
+            for (int r = 0; r < SG; r++) {
+                float *y = S + (size_t)(r0 + r) * ld + jc;
+                _mm512_storeu_ps(y, _mm512_mul_ps(s[r][0], sc));
+                _mm512_storeu_ps(y + 16, _mm512_mul_ps(s[r][1], sc));
+            }
+        }
+    }
+}
+
+/* Keys (or values) of KV head g as the score products read them: F32
+ * transposed, or bfloat16 pairs (a->bf16) in the same room. */
+static void keys_for_scores(const tr_attn *a, float *xt, int ld, const float *x, size_t stride)
+{
+    if (a->bf16 && a->d <= BF_D) transpose_pairs((uint32_t *)xt, ld, x, stride, a->T, a->d);
+    else transpose_rows(xt, ld, x, stride, a->T, a->d);
+}
+
+/* S = scale rows . keys^T, from keys_for_scores' layout. */
+static void score_rows(const tr_attn *a, const qblk *b, const float *rows, size_t stride,
+                       const float *xt, int ldx, float scale, float *S, int ld)
+{
+    if (a->bf16 && a->d <= BF_D)
+        scores_bf16(b, rows, stride, (const uint32_t *)xt, ldx, a->d, scale, S, ld);
+    else
+        scores(b, rows, stride, xt, ldx, a->d, scale, S, ld);
+}
+
 /* Lanes lo..hi of 16. */
 static __mmask16 lanes(int lo, int hi)
 {
@@ -499,10 +580,10 @@ attn_fwd_fast(const tr_attn *a, int h, const float *q, const float *k,
     const int d = a->d, g = h / (a->H / a->Hk), ld = attn_ld(a->T);
     const size_t qs = (size_t)a->H * d, ks = (size_t)a->Hk * d;
     float *kt = sc, *S = sc + 2 * (size_t)d * ld;
-    transpose_rows(kt, ld, k + (size_t)g * d, ks, a->T, d);
+    keys_for_scores(a, kt, ld, k + (size_t)g * d, ks);
     for (int i0 = 0; i0 < a->T; i0 += QB) {
         const qblk b = block_of(a, i0);
-        scores(&b, q + (size_t)h * d, qs, kt, ld, d, 1.0f / sqrtf((float)d), S, ld);
+        score_rows(a, &b, q + (size_t)h * d, qs, kt, ld, 1.0f / sqrtf((float)d), S, ld);
         float l[QB];
         for (int r = 0; r < b.nq; r++) {
             const float *s = S + (size_t)r * ld;
@@ -532,8 +613,8 @@ attn_bwd_fast(const tr_attn *a, int g, const float *q, const float *k,
     const float scale = 1.0f / sqrtf((float)d);
     float *kt = sc, *vt = sc + (size_t)d * ld, *P = vt + (size_t)d * ld;
     float *dP = P + (size_t)QB * ld;
-    transpose_rows(kt, ld, k + (size_t)g * d, ks, a->T, d);
-    transpose_rows(vt, ld, v + (size_t)g * d, ks, a->T, d);
+    keys_for_scores(a, kt, ld, k + (size_t)g * d, ks);
+    keys_for_scores(a, vt, ld, v + (size_t)g * d, ks);
     for (int h = g * rep; h < (g + 1) * rep; h++) {
         const float *qh = q + (size_t)h * d, *doh = dout + (size_t)h * d;
         for (int i0 = 0; i0 < a->T; i0 += QB) {
@@ -543,9 +624,9 @@ attn_bwd_fast(const tr_attn *a, int g, const float *q, const float *k,
                 l[r] = lse[(size_t)(i0 + r) * a->H + h];
                 D[r] = tr_dot(doh + (size_t)(i0 + r) * qs, o + (size_t)(i0 + r) * qs + (size_t)h * d, d);
             }
-            scores(&b, qh, qs, kt, ld, d, scale, P, ld);
+            score_rows(a, &b, qh, qs, kt, ld, scale, P, ld);
             probs(a, &b, P, ld, l);
-            scores(&b, doh, qs, vt, ld, d, 1.0f, dP, ld);
+            score_rows(a, &b, doh, qs, vt, ld, 1.0f, dP, ld);
             /* dP becomes dS = P (dP - D) scale */
             for (int r = 0; r < b.nq; r++) {
                 const __m512 Dr = _mm512_set1_ps(D[r]), sv = _mm512_set1_ps(scale);

@@ -57,6 +57,8 @@ static inline float tr_dot(const float *a, const float *b, int n)
 typedef struct tr_attn {
     int T, H, Hk, d;
     const int32_t *start, *pre;
+    int bf16; /* scores (Q K^T, dO V^T) from bfloat16 operands, F32 sums
+               * (AVX512-BF16; the blocked path only, d <= 256) */
 } tr_attn;
 /* Floats of per-thread scratch the attention ops need for T tokens of
  * head dimension d. */
@@ -196,6 +198,7 @@ struct hx_trainer {
     float *mem;            /* one allocation for all the above */
     size_t mem_floats;     /* its size */
     int recompute;         /* HX_RECOMPUTE_* (hx_trainer_set_recompute) */
+    int bf16;              /* attention scores in bfloat16 (hx_trainer_set_bf16) */
     int head_rows;         /* > 0: rows per head chunk (tests); 0: auto */
     float *scratch;        /* per thread */
     size_t scratch_n;      /* floats per thread */

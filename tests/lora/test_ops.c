@@ -288,7 +288,7 @@ enum { AT = 6, AH = 4, AK = 2, AD = 8 };
 static float at_q[AT * AH * AD], at_k[AT * AK * AD], at_v[AT * AK * AD];
 static float at_w[AT * AH * AD];
 static const int32_t at_start[AT] = {0, 0, 0, 3, 3, 3};
-static const tr_attn at_a = {AT, AH, AK, AD, at_start, NULL};
+static const tr_attn at_a = {AT, AH, AK, AD, at_start, NULL, 0};
 
 static void at_fwd(op_case *c, float *out)
 {
@@ -460,12 +460,13 @@ static void test_gemm_bf16(void)
  * shared prefix (its own columns in the last block) ---- */
 enum { FT = 77, FH = 4, FK = 2, FD = 64 };
 static float ft_q[FT * FH * FD], ft_k[FT * FK * FD], ft_v[FT * FK * FD], ft_do[FT * FH * FD];
+static int ft_bf16; /* attn_run's scores in bfloat16 */
 
 static void attn_run(float *o, float *lse, float *dq, float *dk, float *dv)
 {
     int32_t start[FT], pre[FT]; /* the second document sees the first 7 tokens */
     for (int i = 0; i < FT; i++) start[i] = i < 19 ? 0 : 19, pre[i] = i < 19 ? 0 : 7;
-    const tr_attn a = {FT, FH, FK, FD, start, pre};
+    const tr_attn a = {FT, FH, FK, FD, start, pre, ft_bf16};
     float *sc = malloc(tr_attn_scratch(FT, FD) * sizeof(float));
     ASSERT(sc);
     memset(dq, 0, sizeof ft_q);
@@ -507,6 +508,41 @@ static void test_attention_blocked(void)
     EXPECT(eo < 1e-10 && el < 1e-10 && eq < 1e-10 && ek < 1e-10 && ev < 1e-10);
 }
 
+/* ---- the blocked attention with bfloat16 scores against the scalar F32
+ * one: within bfloat16 rounding of q, k, v and dO (the same data and
+ * mask as above) ---- */
+static void test_attention_bf16(void)
+{
+#if !defined(__x86_64__)
+    SKIP("not x86-64: the blocked attention is AVX-512 code");
+#endif
+    if (!tr_gemm_bf16_available()) {
+        SKIP("no AVX512-BF16");
+    }
+    fill(ft_q, sizeof ft_q / 4, 2.0f);
+    fill(ft_k, sizeof ft_k / 4, 2.0f);
+    fill(ft_v, sizeof ft_v / 4, 1.0f);
+    fill(ft_do, sizeof ft_do / 4, 1.0f);
+    static float o[2][FT * FH * FD], lse[2][FT * FH], dq[2][FT * FH * FD];
+    static float dk[2][FT * FK * FD], dv[2][FT * FK * FD];
+    const int isa0 = hx_isa_current();
+    for (int r = 0; r < 2; r++) {
+        hx_isa_set(r ? HX_ISA_AVX2 : HX_ISA_AVX512); /* AVX2: the scalar F32 ops */
+        ft_bf16 = !r;
+        attn_run(o[r], lse[r], dq[r], dk[r], dv[r]);
+    }
+    ft_bf16 = 0;
+    hx_isa_set(isa0);
+    const double eo = test_nmse(o[1], o[0], sizeof o[0] / 4);
+    const double el = test_nmse(lse[1], lse[0], sizeof lse[0] / 4);
+    const double eq = test_nmse(dq[1], dq[0], sizeof dq[0] / 4);
+    const double ek = test_nmse(dk[1], dk[0], sizeof dk[0] / 4);
+    const double ev = test_nmse(dv[1], dv[0], sizeof dv[0] / 4);
+    printf("#   bf16 scores vs scalar F32 nmse: o %.1e lse %.1e dq %.1e dk %.1e dv %.1e\n",
+           eo, el, eq, ek, ev);
+    EXPECT(eo < 1e-4 && el < 1e-4 && eq < 1e-4 && ek < 1e-4 && ev < 1e-4);
+}
+
 int main(void)
 {
     RUN(test_rmsnorm);
@@ -520,5 +556,6 @@ int main(void)
     RUN(test_gemm_shapes);
     RUN(test_gemm_bf16);
     RUN(test_attention_blocked);
+    RUN(test_attention_bf16);
     return test_summary();
 }
