@@ -20,8 +20,9 @@
 # TINY_BATCH (2), TINY_ACCUM (1), TINY_RECOMPUTE (off: the activations of a
 # 2 x 4096 micro-batch, past auto's 1 GiB, are kept, not computed twice;
 # hearth train --recompute), TINY_BF16 (0; 1: the linear layers' products
-# in bfloat16, hearth train --bf16, about a fifth faster a step on
-# AVX512-BF16 CPUs), TINY_LR (1e-3), TINY_WARMUP (100), TINY_LAYERS (6),
+# and attention scores in bfloat16, hearth train --bf16, a fifth to a
+# third faster a step on AVX512-BF16 CPUs), TINY_LR (1e-3), TINY_WARMUP
+# (100), TINY_LAYERS (6),
 # TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
 # TINY_FF (768), TINY_VOCAB (4096), TINY_TARGET_WEIGHT (8: the assistant's
 # turns count 8 times in BPE training), TINY_SPLIT_INITIAL (0; 1: a word's
