@@ -405,10 +405,7 @@ static void round_bf16(float *x, size_t n)
  * panels, blocks of k; one thread and two give the same bits ---- */
 static void test_gemm_bf16(void)
 {
-    if (!tr_gemm_bf16_available()) {
-        printf("#   gemm bf16: skipped, the CPU has no AVX512-BF16\n");
-        return;
-    }
+    if (!tr_gemm_bf16_available()) SKIP("no AVX512-BF16 (the CPU, or HEARTH_ISA below avx512)");
     static const int shapes[][3] = {{1, 1, 1},  {13, 37, 29}, {25, 33, 70}, {12, 32, 64},
                                     {50, 17, 3}, {7, 100, 257}, {37, 65, 1}, {13, 37, 1100}};
     hx_threadpool *tp = hx_threadpool_new(2);
@@ -517,7 +514,7 @@ static void test_attention_bf16(void)
     SKIP("not x86-64: the blocked attention is AVX-512 code");
 #endif
     if (!tr_gemm_bf16_available()) {
-        SKIP("no AVX512-BF16");
+        SKIP("no AVX512-BF16 (the CPU, or HEARTH_ISA below avx512)");
     }
     fill(ft_q, sizeof ft_q / 4, 2.0f);
     fill(ft_k, sizeof ft_k / 4, 2.0f);
