@@ -378,6 +378,12 @@ scores(const qblk *b, const float *rows, size_t stride, const float *xt,
 #define BF_D 256
 #define BF_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
+/* 32 floats at x as 16 bfloat16 pairs (x[2i], x[2i+1]). */
+BF_TARGET static inline __m512i pairs32(const float *x)
+{
+    return (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + 16), _mm512_loadu_ps(x));
+}
+
 /* Rows j < T of src (stride apart, d each) as pairs along d, transposed:
  * dst[e2 * ld + j] = (x_j[2 e2], x_j[2 e2 + 1]) in bfloat16; columns
  * T..ld zero. */
@@ -387,10 +393,7 @@ BF_TARGET static void transpose_pairs(uint32_t *dst, int ld, const float *src, s
     uint32_t t[BF_D / 2];
     for (int j = 0; j < T; j++) {
         const float *x = src + (size_t)j * stride;
-        for (int e = 0; e < d; e += 32) {
-            const __m512 lo = _mm512_loadu_ps(x + e), hi = _mm512_loadu_ps(x + e + 16);
-            _mm512_storeu_si512(t + e / 2, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-        }
+        for (int e = 0; e < d; e += 32) _mm512_storeu_si512(t + e / 2, pairs32(x + e));
         for (int e2 = 0; e2 < d / 2; e2++) dst[(size_t)e2 * ld + j] = t[e2];
     }
     for (int e2 = 0; e2 < d / 2; e2++)
@@ -407,10 +410,9 @@ BF_TARGET static void scores_bf16(const qblk *b, const float *rows, size_t strid
     uint32_t qp[SG][BF_D / 2];
     for (int r0 = 0; r0 < b->nq; r0 += SG) {
         for (int r = 0; r < SG; r++) {
-            const float *q = rows + (size_t)(b->i0 + (r0 + r < b->nq ? r0 + r : b->nq - 1)) * stride;
+            const int i = b->i0 + (r0 + r < b->nq ? r0 + r : b->nq - 1);
             for (int e = 0; e < d; e += 32)
-                _mm512_storeu_si512(qp[r] + e / 2, (__m512i)_mm512_cvtne2ps_pbh(
-                                                       _mm512_loadu_ps(q + e + 16), _mm512_loadu_ps(q + e)));
+                _mm512_storeu_si512(qp[r] + e / 2, pairs32(rows + (size_t)i * stride + e));
         }
         const int nc = cols_upto(b, r0 + SG < b->nq ? r0 + SG : b->nq);
         for (int jc = 0; jc < nc; jc += 32) {
