@@ -1,6 +1,7 @@
 /* loop.c: the training loop (random windows of a token stream, gradient
  * accumulation, AdamW, checkpoints, progress) and the loss-curve SVG. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +174,20 @@ static int one_step(hx_trainer *tr, const hx_train_data *d,
     return HX_OK;
 }
 
+/* With packed documents: the smallest offset in its document of a token
+ * that has a target (SIZE_MAX: none). A window holds a document's tokens
+ * only below the context and the window's length. */
+static size_t first_target(const hx_train_data *d)
+{
+    size_t best = SIZE_MAX, start = 0;
+    for (size_t x = 0; x + 1 < d->n; x++) {
+        if (x > 0 && d->doc[x] != d->doc[x - 1]) start = x;
+        if (d->doc[x + 1] == d->doc[x] && (!d->mask || d->mask[x + 1]) && x - start < best)
+            best = x - start;
+    }
+    return best;
+}
+
 static int check_params(const hx_trainer *tr, const hx_train_data *d,
                         const hx_train_params *p, hx_err *err)
 {
@@ -192,6 +207,12 @@ static int check_params(const hx_trainer *tr, const hx_train_data *d,
             return hx_err_set(err, HX_ERR_RANGE, "train: data token %d at %zu "
                               "outside the vocabulary of %d", d->tokens[i], i,
                               tr->hp.n_vocab);
+    const int reach = p->seq_len < tr->hp.n_ctx_train ? p->seq_len : tr->hp.n_ctx_train;
+    const size_t first = d->doc ? first_target(d) : 0;
+    if (first != SIZE_MAX && first >= (size_t)reach)
+        return hx_err_set(err, HX_ERR_RANGE, "train: no document has a target in its "
+                          "first %d tokens (the earliest is at token %zu): the context "
+                          "or the windows are too short for this data", reach, first);
     return HX_OK;
 }
 

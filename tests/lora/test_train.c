@@ -682,6 +682,30 @@ static void test_windows_past_context(void)
     hx_trainer_free(tr);
 }
 
+/* Documents whose every target lies past the context (or the window):
+ * refused before any step, not trained on nothing. */
+static void test_targets_out_of_reach(void)
+{
+    hx_train_config c = tiny(32);
+    hx_train_data d = make_data();
+    static int32_t doc[DN];
+    static uint8_t mask[DN];
+    for (int i = 0; i < DN; i++) doc[i] = i / 48, mask[i] = i % 48 >= 40; /* targets from 40 */
+    d.doc = doc, d.mask = mask;
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 5, 1, &tr, &err) == HX_OK);
+    hx_train_params p = params(4);
+    p.seq_len = 96, p.n_seq = 1, p.accum = 1; /* the context is 32 */
+    EXPECT_EQ_INT(hx_train_run(tr, &d, &p, &err), HX_ERR_RANGE);
+    printf("#   %s\n", err.msg);
+    EXPECT(strstr(err.msg, "first 32 tokens") && strstr(err.msg, "token 39"));
+    EXPECT_EQ_INT(hx_trainer_steps_done(tr), 0);
+    for (int i = 0; i < DN; i++) mask[i] = i % 48 >= 20; /* within reach: trains */
+    EXPECT_EQ_INT(hx_train_run(tr, &d, &p, &err), HX_OK);
+    hx_trainer_free(tr);
+}
+
 static void test_bad_params(void)
 {
     hx_train_config c = tiny(32);
@@ -726,6 +750,7 @@ int main(void)
     RUN(test_llama_cpp_applies_adapter);
     RUN(test_packed_data);
     RUN(test_windows_past_context);
+    RUN(test_targets_out_of_reach);
     RUN(test_bad_params);
     rmdir(tmpdir);
     return test_summary();
