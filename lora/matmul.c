@@ -39,30 +39,16 @@ static const float *f32_of(const tr_w *w)
 }
 
 /* F32 products through the packed GEMM (one fixed-order sum per output,
- * independent of the thread count); 0 when its buffer could not be had
- * (the portable loops below run). */
-static int fast_fwd(hx_threadpool *tp, const float *W, int rows, int cols,
-                    const float *x, int n, float *y, float alpha, int acc, int bf16)
+ * independent of the thread count), with bfloat16 operands when bf16 and
+ * the CPU can; 0 when its buffer could not be had (the portable loops
+ * below run). */
+static int fast_gemm(hx_threadpool *tp, int bf16, int m, int n, int k, float alpha,
+                     const float *a, int lda, int ta, const float *b, int ldb, int tb,
+                     float *c, int ldc, int acc)
 {
-    if (bf16 && tr_gemm_bf16(tp, n, rows, cols, alpha, x, cols, 0, W, cols, 1, y, rows, acc) == 0)
+    if (bf16 && tr_gemm_bf16(tp, m, n, k, alpha, a, lda, ta, b, ldb, tb, c, ldc, acc) == 0)
         return 1;
-    return tr_gemm_ex(tp, n, rows, cols, alpha, x, cols, 0, W, cols, 1, y, rows, acc) == 0;
-}
-
-static int fast_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
-                      const float *dy, const float *x, int n, float alpha, int bf16)
-{
-    if (bf16 && tr_gemm_bf16(tp, rows, cols, n, alpha, dy, rows, 1, x, cols, 0, dw, cols, 1) == 0)
-        return 1;
-    return tr_gemm_ex(tp, rows, cols, n, alpha, dy, rows, 1, x, cols, 0, dw, cols, 1) == 0;
-}
-
-static int fast_bwd_x(hx_threadpool *tp, const float *W, int rows, int cols,
-                      const float *dy, int n, float *dx, float alpha, int bf16)
-{
-    if (bf16 && tr_gemm_bf16(tp, n, cols, rows, alpha, dy, rows, 0, W, cols, 0, dx, cols, 1) == 0)
-        return 1;
-    return tr_gemm_ex(tp, n, cols, rows, alpha, dy, rows, 0, W, cols, 0, dx, cols, 1) == 0;
+    return tr_gemm_ex(tp, m, n, k, alpha, a, lda, ta, b, ldb, tb, c, ldc, acc) == 0;
 }
 
 /* Frozen quantized weights through the packed GEMM: blocks of about 4 MB
@@ -169,7 +155,9 @@ void tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
                float *y, float alpha, int acc, float *scratch)
 {
     const float *f = f32_of(w);
-    if (f && fast_fwd(tp, f, w->rows, w->cols, x, n, y, alpha, acc, w->bf16)) return;
+    if (f && fast_gemm(tp, w->bf16, n, w->rows, w->cols, alpha, x, w->cols, 0, f, w->cols, 1,
+                       y, w->rows, acc))
+        return;
     if (!f && n >= 8 && quant_mm(tp, w, x, n, y, alpha, acc, 0)) return;
     mm_job j = {w, x, NULL, y, NULL, n, w->rows, w->cols, acc, 0, alpha,
                 scratch, tr_mm_scratch(w->cols)};
@@ -198,7 +186,9 @@ void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
                  float *dx, float alpha, float *scratch)
 {
     const float *f = f32_of(w);
-    if (f && fast_bwd_x(tp, f, w->rows, w->cols, dy, n, dx, alpha, w->bf16)) return;
+    if (f && fast_gemm(tp, w->bf16, n, w->cols, w->rows, alpha, dy, w->rows, 0, f, w->cols, 0,
+                       dx, w->cols, 1))
+        return;
     if (!f && n >= 8 && quant_mm(tp, w, dy, n, dx, alpha, 1, 1)) return;
     const int nt = hx_threadpool_n_threads(tp);
     const int tasks = n < nt ? n : nt;
@@ -225,7 +215,7 @@ static void bwd_w_task(void *ctx, int task, int thread)
 void tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
                  const float *dy, const float *x, int n, float alpha, int bf16)
 {
-    if (fast_bwd_w(tp, dw, rows, cols, dy, x, n, alpha, bf16)) return;
+    if (fast_gemm(tp, bf16, rows, cols, n, alpha, dy, rows, 1, x, cols, 0, dw, cols, 1)) return;
     mm_job j = {NULL, x, dy, NULL, dw, n, rows, cols, 0, 0, alpha, NULL, 0};
     hx_threadpool_run(tp, (rows + TILE - 1) / TILE, bwd_w_task, &j);
 }
