@@ -4,6 +4,7 @@
 #ifndef HX_LORA_H
 #define HX_LORA_H
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -35,8 +36,10 @@ typedef struct hx_lora_params {
     uint64_t seed;    /* A ~ N(0, 1/rank), default 1 */
     int first_layer;  /* only layers first_layer.. are adapted (the
                        * adapter holds no tensor of the others); default
-                       * 0: all */
+                       * 0: all; HX_LORA_LATER_HALF: n_layer / 2 and up,
+                       * resolved by the trainer from its base */
 } hx_lora_params;
+#define HX_LORA_LATER_HALF INT_MIN /* any other negative is refused */
 hx_lora_params hx_lora_default_params(void);
 
 /* ---- trainer: parameters, gradients, optimizer state, activations ----
@@ -398,16 +401,13 @@ int hx_nightly_replay_count(double ratio, int n_episodes);
 int hx_nightly_mix(hx_nightly_data *train, const hx_nightly_data *replay, hx_err *err);
 
 #define HX_NIGHTLY_MAX_SCALES 8
-/* lora.first_layer of hx_nightly_params: the later half of the base's
- * layers (n_layer / 2 and up). */
-#define HX_NIGHTLY_LATER_HALF (-1)
 typedef struct hx_nightly_params {
     const char *model;     /* the base GGUF (required) */
     hx_memory *memory;     /* the episodes (borrowed, required) */
     hx_lora_store *store;  /* where a passing adapter is adopted (borrowed) */
     const char *work_dir;  /* checkpoint, run key, candidate (required) */
     hx_lora_params lora;   /* default rank 16, alpha 16, ffn up/down,
-                            * first_layer HX_NIGHTLY_LATER_HALF */
+                            * first_layer HX_LORA_LATER_HALF */
     hx_train_params train; /* default lr 1e-3, 2 warmup steps, no weight
                             * decay, 4 x 256 tokens (seq_len: the most; a
                             * run uses what its longest document needs);
@@ -533,8 +533,8 @@ typedef struct hx_nightly_report {
     char reason[512];  /* adopted, discarded (why) or not run (why) */
 } hx_nightly_report;
 
-/* The trainer a nightly run trains: p's LoRA (its first layer resolved)
- * over model (NULL: p->model). Caller frees; HX_OK or the load's error. */
+/* The trainer a nightly run trains: p's LoRA over model (NULL: p->model).
+ * Caller frees; HX_OK or the load's error. */
 int hx_nightly_trainer(const hx_nightly_params *p, const char *model, hx_trainer **tr,
                        hx_err *err);
 /* One nightly run: asks the governor (idle, charging, cool) unless force,

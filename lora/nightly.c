@@ -38,7 +38,7 @@ hx_nightly_params hx_nightly_default_params(void)
     /* the later half of the layers: on hearth-tiny (layers 3-5 of 6) the
      * habits were learned as well and the generic suite lost less
      * (bench/README.md, sessions 16 and 21) */
-    p.lora.first_layer = HX_NIGHTLY_LATER_HALF;
+    p.lora.first_layer = HX_LORA_LATER_HALF;
     p.train = hx_train_default_params();
     p.train.opt.lr = 1e-3f;
     p.train.opt.warmup = 2;
@@ -462,18 +462,7 @@ static int soft_targets(hx_trainer *tr, hx_nightly_data *d, int k, hx_nightly_re
 int hx_nightly_trainer(const hx_nightly_params *p, const char *model, hx_trainer **tr,
                        hx_err *err)
 {
-    hx_lora_params lp = p->lora;
-    if (!model) model = p->model;
-    if (lp.first_layer == HX_NIGHTLY_LATER_HALF) {
-        hx_model_params mp = hx_model_default_params();
-        mp.no_vocab = 1;
-        hx_model *m = NULL;
-        int rc = hx_model_load(model, &mp, &m, err);
-        if (rc) return rc;
-        lp.first_layer = hx_model_hparams(m)->n_layer / 2;
-        hx_model_free(m);
-    }
-    return hx_trainer_new_gguf(model, &lp, p->n_threads, tr, err);
+    return hx_trainer_new_gguf(model ? model : p->model, &p->lora, p->n_threads, tr, err);
 }
 
 /* new_only: the user's training episodes keep the targets the base gets

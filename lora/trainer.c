@@ -361,6 +361,12 @@ int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
         return rc;
     }
     const int n_layer = hx_model_hparams(m)->n_layer;
+    hx_lora_params lp;
+    if (lora && lora->first_layer == HX_LORA_LATER_HALF) {
+        lp = *lora;
+        lp.first_layer = n_layer / 2;
+        lora = &lp;
+    }
     if (lora && (lora->rank < 1 || !(lora->targets & HX_LORA_ALL) || lora->first_layer < 0 ||
                  lora->first_layer >= n_layer)) {
         hx_model_free(m);

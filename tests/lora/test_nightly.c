@@ -815,8 +815,10 @@ static void test_later_half(void)
     hx_err err = {0};
     hx_nightly_params p = hx_nightly_default_params();
     p.model = model;
-    EXPECT_EQ_INT(p.lora.first_layer, HX_NIGHTLY_LATER_HALF);
-    for (int first = HX_NIGHTLY_LATER_HALF; first <= 0; first++) {
+    EXPECT_EQ_INT(p.lora.first_layer, HX_LORA_LATER_HALF);
+    static const int firsts[] = {HX_LORA_LATER_HALF, 0};
+    for (size_t f = 0; f < sizeof firsts / sizeof firsts[0]; f++) {
+        const int first = firsts[f];
         p.lora.first_layer = first;
         hx_trainer *tr = NULL;
         ASSERT(hx_nightly_trainer(&p, NULL, &tr, &err) == HX_OK);
@@ -829,7 +831,7 @@ static void test_later_half(void)
         EXPECT(l1 > 0 && (first == 0 ? l0 == l1 : l0 == 0));
         hx_trainer_free(tr);
     }
-    p.lora.first_layer = HX_NIGHTLY_LATER_HALF; /* the base is read for its layers */
+    p.lora.first_layer = HX_LORA_LATER_HALF; /* resolved from a base that is not there */
     hx_trainer *none = NULL;
     EXPECT(hx_nightly_trainer(&p, "/nonexistent.gguf", &none, &err) != HX_OK && !none);
 }
