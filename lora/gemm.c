@@ -2,9 +2,7 @@
  * operands read in place or packed into zero-padded panels, register-blocked
  * micro-kernels (AVX-512 12x32, AVX2 6x16, NEON 8x12, scalar 4x16), threads
  * over tiles. */
-#include <pthread.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "engine/kernels.h"
@@ -311,20 +309,10 @@ static void tile_task(void *ctx, int task, int thread)
     }
 }
 
-/* The packing buffer: grows as needed, held until tr_gemm_release; the
- * lock serializes products from different trainers. */
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static float *g_buf;
-static size_t g_cap;
+/* The packing buffer: held until tr_gemm_release. */
+static tr_scratch g_pack = TR_SCRATCH_INIT;
 
-void tr_gemm_release(void)
-{
-    pthread_mutex_lock(&g_mu);
-    free(g_buf);
-    g_buf = NULL;
-    g_cap = 0;
-    pthread_mutex_unlock(&g_mu);
-}
+void tr_gemm_release(void) { tr_scratch_release(&g_pack); }
 
 int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
                const float *a, int lda, int ta, const float *b, int ldb, int tb,
@@ -350,24 +338,16 @@ int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
     const size_t na = (size_t)(j.mp - j.pa0) * MR * k, nb = (size_t)(j.np - j.pb0) * NR * k;
     const size_t nc = (size_t)hx_threadpool_n_threads(tp) * CARRY * MR * NR;
     const size_t need = (na + 15) / 16 * 16 + (nb + 15) / 16 * 16 + nc;
-    pthread_mutex_lock(&g_mu);
-    if (need > g_cap) {
-        free(g_buf);
-        g_buf = aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
-        g_cap = g_buf ? need : 0;
-    }
-    if (!g_buf) {
-        pthread_mutex_unlock(&g_mu);
-        return -1;
-    }
-    j.ap = g_buf;
-    j.bp = g_buf + (na + 15) / 16 * 16;
+    float *buf = tr_scratch_lock(&g_pack, need * sizeof(float));
+    if (!buf) return -1;
+    j.ap = buf;
+    j.bp = buf + (na + 15) / 16 * 16;
     j.carry = j.bp + (nb + 15) / 16 * 16;
     const int n_pack = (j.mp - j.pa0 + PACK_PANELS - 1) / PACK_PANELS +
                        (j.np - j.pb0 + PACK_PANELS - 1) / PACK_PANELS;
     if (n_pack) hx_threadpool_run(tp, n_pack, pack_task, &j);
     hx_threadpool_run(tp, j.n_rb * j.n_cb, tile_task, &j);
-    pthread_mutex_unlock(&g_mu);
+    tr_scratch_unlock(&g_pack);
     return 0;
 }
 

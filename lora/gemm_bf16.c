@@ -3,10 +3,8 @@
  * ties to even) and packed in pairs along k, each output one F32 sum of
  * AVX512-BF16 pair products (vdpbf16ps: twice the products of an F32 FMA
  * per instruction) in a fixed order, whatever the thread count. */
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "engine/kernels.h"
@@ -197,20 +195,10 @@ static void btile_task(void *ctx, int task, int thread)
     }
 }
 
-/* The packed operands and carry tiles: grow as needed, held until
- * tr_gemm_bf16_release; the lock serializes products. */
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static void *g_buf;
-static size_t g_cap;
+/* The packed operands and carry tiles: held until tr_gemm_bf16_release. */
+static tr_scratch g_pack = TR_SCRATCH_INIT;
 
-void tr_gemm_bf16_release(void)
-{
-    pthread_mutex_lock(&g_mu);
-    free(g_buf);
-    g_buf = NULL;
-    g_cap = 0;
-    pthread_mutex_unlock(&g_mu);
-}
+void tr_gemm_bf16_release(void) { tr_scratch_release(&g_pack); }
 
 int tr_gemm_bf16(hx_threadpool *tp, int m, int n, int k, float alpha, const float *a,
                  int lda, int ta, const float *b, int ldb, int tb, float *c, int ldc, int acc)
@@ -228,22 +216,13 @@ int tr_gemm_bf16(hx_threadpool *tp, int m, int n, int k, float alpha, const floa
     const size_t na = (size_t)j.mp * MR * j.k2, nb = (size_t)j.np * NR * j.k2;
     const size_t nc = (size_t)hx_threadpool_n_threads(tp) * CARRY * MR * NR;
     const size_t need = ((na + nb + 15) / 16 * 16 + nc) * 4;
-    pthread_mutex_lock(&g_mu);
-    if (need > g_cap) {
-        free(g_buf);
-        g_buf = aligned_alloc(64, (need + 63) / 64 * 64);
-        g_cap = g_buf ? need : 0;
-    }
-    if (!g_buf) {
-        pthread_mutex_unlock(&g_mu);
-        return -1;
-    }
-    j.ap = g_buf;
+    j.ap = tr_scratch_lock(&g_pack, need);
+    if (!j.ap) return -1;
     j.bp = j.ap + na;
     j.carry = (float *)(j.ap + (na + nb + 15) / 16 * 16);
     hx_threadpool_run(tp, a_tasks(&j) + b_tasks(&j), bpack_task, &j);
     hx_threadpool_run(tp, j.n_rb * n_cb, btile_task, &j);
-    pthread_mutex_unlock(&g_mu);
+    tr_scratch_unlock(&g_pack);
     return 0;
 }
 

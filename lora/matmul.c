@@ -1,7 +1,5 @@
 /* matmul.c: F32 matrix products of training (forward, input gradient,
  * weight gradient) on the engine's pool, and linear layers with LoRA. */
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "lora/train_int.h"
@@ -62,17 +60,12 @@ static int qrows(int cols)
     return r < 128 ? 128 : r;
 }
 
-static pthread_mutex_t g_qmu = PTHREAD_MUTEX_INITIALIZER;
-static float *g_qbuf;
-static size_t g_qcap;
+/* The dequantized block of a frozen weight, held until tr_mm_release. */
+static tr_scratch g_deq = TR_SCRATCH_INIT;
 
 void tr_mm_release(void)
 {
-    pthread_mutex_lock(&g_qmu);
-    free(g_qbuf);
-    g_qbuf = NULL;
-    g_qcap = 0;
-    pthread_mutex_unlock(&g_qmu);
+    tr_scratch_release(&g_deq);
     tr_gemm_release();
     tr_gemm_bf16_release();
 }
@@ -101,26 +94,20 @@ static int quant_mm(hx_threadpool *tp, const tr_w *w, const float *in, int n,
                     float *out, float alpha, int acc, int bwd)
 {
     const int QROWS = qrows(w->cols);
-    const size_t need = (size_t)QROWS * w->cols;
-    pthread_mutex_lock(&g_qmu);
-    if (need > g_qcap) {
-        free(g_qbuf);
-        g_qbuf = hx_malloc_array(need, sizeof(float));
-        g_qcap = g_qbuf ? need : 0;
-    }
-    int ok = g_qbuf != NULL;
+    float *blk = tr_scratch_lock(&g_deq, (size_t)QROWS * w->cols * sizeof(float));
+    int ok = blk != NULL;
     for (int r0 = 0; ok && r0 < w->rows; r0 += QROWS) {
         const int nr = w->rows - r0 < QROWS ? w->rows - r0 : QROWS;
-        deq_job dj = {w, r0, nr, g_qbuf};
+        deq_job dj = {w, r0, nr, blk};
         hx_threadpool_run(tp, (nr + 7) / 8, deq_task, &dj);
         if (!bwd)
-            ok = tr_gemm_ex(tp, n, nr, w->cols, alpha, in, w->cols, 0, g_qbuf, w->cols, 1,
+            ok = tr_gemm_ex(tp, n, nr, w->cols, alpha, in, w->cols, 0, blk, w->cols, 1,
                             out + r0, w->rows, acc) == 0;
         else
-            ok = tr_gemm_ex(tp, n, w->cols, nr, alpha, in + r0, w->rows, 0, g_qbuf, w->cols, 0,
+            ok = tr_gemm_ex(tp, n, w->cols, nr, alpha, in + r0, w->rows, 0, blk, w->cols, 0,
                             out, w->cols, 1) == 0;
     }
-    pthread_mutex_unlock(&g_qmu);
+    if (blk) tr_scratch_unlock(&g_deq);
     return ok;
 }
 

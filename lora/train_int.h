@@ -3,6 +3,9 @@
 #ifndef HX_TRAIN_INT_H
 #define HX_TRAIN_INT_H
 
+#include <pthread.h>
+#include <stddef.h>
+
 #include "engine/model_int.h"
 #include "engine/threadpool.h"
 #include "lora/lora.h"
@@ -71,6 +74,22 @@ void tr_attn_bwd_group(const tr_attn *a, int g, const float *q,
                        const float *k, const float *v, const float *o,
                        const float *lse, const float *dout, float *dq,
                        float *dk, float *dv, float *scratch);
+
+/* ---- scratch.c: a buffer kept between products ---- */
+/* A product's working memory, grown as needed and held until released;
+ * its lock serializes the products that share it (several trainers). */
+typedef struct tr_scratch {
+    pthread_mutex_t mu;
+    void *buf; /* 64-byte aligned, owned */
+    size_t cap; /* bytes */
+} tr_scratch;
+#define TR_SCRATCH_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, 0}
+/* Locks s and returns its buffer grown to at least bytes (contents not
+ * kept); NULL, unlocked, when memory is short. */
+void *tr_scratch_lock(tr_scratch *s, size_t bytes);
+void tr_scratch_unlock(tr_scratch *s);
+/* Frees the buffer (under the lock). */
+void tr_scratch_release(tr_scratch *s);
 
 /* ---- matrices (matmul.c) ---- */
 /* Rows of a weight: F32 in memory, or a frozen hx_wmat in its own type. */
