@@ -901,7 +901,11 @@ static const kind_def kinds[] = {
  * same. Every free/busy phrasing asks about free or busy time: one that
  * asks what is on ("Have I got anything on {when}?", session 11's, gone
  * since session 22) wants the events listed, as "Do I have anything
- * {when}?" does, and taught the model "anything" means free/busy. */
+ * {when}?" does, and taught the model "anything" means free/busy.
+ * Session 23 gives the event list training phrasings with "any" and
+ * "anything" (it had none, and free/busy four with "any"): without them
+ * the model still answered "Anything on my schedule {when}?" with
+ * free/busy. */
 static const struct train_mix {
     const char *kind;
     double boost;
@@ -933,6 +937,11 @@ static const struct train_mix {
          "Log {title} {at}, it lasts {durn}", "Slot {title} {at} for {durn}",
          "Add {title} {at}; it runs {durn}", "Diary: {title} {at} for {durn}",
          "Schedule in {title} {at}, {durn} long", "Put {title} down for {at}, {durn}")},
+    {"list_events", 1.0,
+     TPL("Is there anything on my calendar {when}?", "Have I got anything on {when}?",
+         "Anything planned {when}?", "Got anything {when}?", "Is anything booked {when}?",
+         "Any meetings {when}?", "Any events on my calendar {when}?",
+         "Anything in my diary {when}?", "What's happening {when}?")},
     {"send_mail", 1.5,
      TPL("Inform {email} by mail about {topic}: {msg}", "Notify {email} via email on {topic}: {msg}",
          "Send word to {email} about {topic}: {msg}",
