@@ -221,9 +221,9 @@ static void report(const targs *a, hx_trainer *tr, size_t n, double el, int s0)
 {
     const int s = hx_trainer_steps_done(tr);
     const double toks = (double)(s - s0) * a->tp.seq_len * a->tp.n_seq * a->tp.accum;
-    printf("trained %d steps (%zu parameters%s) on %zu tokens: loss %.4f -> "
+    printf("trained %d steps (%zu parameters%s%s) on %zu tokens: loss %.4f -> "
            "%.4f, %.0f tokens/s\nwrote %s and %s\n", s, hx_trainer_n_params(tr),
-           hx_trainer_is_lora(tr) ? ", LoRA" : "", n,
+           hx_trainer_is_lora(tr) ? ", LoRA" : "", a->bf16 ? ", bfloat16 products" : "", n,
            s ? hx_trainer_losses(tr)[0] : 0.0, s ? hx_trainer_losses(tr)[s - 1] : 0.0,
            el > 0 ? toks / el : 0.0, a->out, a->tp.svg_path);
 }
@@ -242,7 +242,8 @@ static int run(targs *a, hx_err *err)
     if (!rc) rc = make_trainer(a, &tr, err);
     if (!rc && a->resume) rc = hx_trainer_load(tr, a->ckpt, err);
     if (tr) hx_trainer_set_recompute(tr, a->recompute);
-    if (tr && a->bf16 && !hx_trainer_set_bf16(tr, 1))
+    /* a->bf16 from here: whether the products are bfloat16 (report says so) */
+    if (tr && a->bf16 && !(a->bf16 = hx_trainer_set_bf16(tr, 1)))
         fprintf(stderr, "hearth train: --bf16: products stay F32 (no AVX512-BF16 in this "
                         "CPU, or a LoRA adapter)\n");
     char svg[4096];

@@ -48,11 +48,7 @@ BATCH=${TINY_BATCH:-2}
 ACCUM=${TINY_ACCUM:-1}
 RECOMPUTE=${TINY_RECOMPUTE:-off}
 BF16=
-PRODUCTS=F32
-[ "${TINY_BF16:-1}" = 1 ] && BF16=--bf16 PRODUCTS="bfloat16 operands, F32 sums (hearth train --bf16)"
-# (hearth train keeps F32 products where the CPU lacks AVX512-BF16)
-[ -n "$BF16" ] && ! grep -q -w avx512_bf16 /proc/cpuinfo 2>/dev/null &&
-    PRODUCTS="F32 (--bf16 asked; this CPU has no AVX512-BF16)"
+[ "${TINY_BF16:-1}" = 1 ] && BF16=--bf16
 LR=${TINY_LR:-1e-3}
 WARMUP=${TINY_WARMUP:-100}
 LAYERS=${TINY_LAYERS:-6}
@@ -189,6 +185,14 @@ STEPS_DONE=$(grep '^step [0-9]* loss' "$DIR/train.log" | tail -1 | cut -d' ' -f2
 LAST=$(grep '^step [0-9]* loss' "$DIR/train.log" | tail -1)
 FIRST=$(grep '^step [0-9]* loss' "$DIR/train.log" | head -1)
 SIZE=$(wc -c <"$OUT")
+# hearth train's last line says whether its products were bfloat16 (it
+# keeps F32 where the CPU lacks AVX512-BF16)
+PRODUCTS=F32
+if grep '^trained' "$DIR/train.log" | tail -1 | grep -q 'bfloat16 products'; then
+    PRODUCTS="bfloat16 operands, F32 sums (hearth train --bf16)"
+elif [ -n "$BF16" ]; then
+    PRODUCTS="F32 (--bf16 asked: this CPU has no AVX512-BF16)"
+fi
 cat >"$(dirname "$OUT")/README.md" <<EOF
 # hearth-tiny
 

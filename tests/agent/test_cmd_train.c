@@ -54,6 +54,17 @@ static void test_train_resume_write(void)
     ASSERT(hx_read_file(svg, 0, &s, &n, &err) == HX_OK);
     EXPECT(strstr(s, "<polyline") != NULL);
     free(s);
+    /* --bf16: the summary names bfloat16 products exactly when they were
+     * granted (refused: a CPU without AVX512-BF16, which stderr says) */
+    char bf[320];
+    snprintf(bf, sizeof bf, "%s/bf16.gguf", dir);
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", bf, "--steps", "2", "--bf16", SMALL,
+                                       NULL}), 0);
+    EXPECT((strstr(g_out, ", bfloat16 products)") != NULL) ==
+           (strstr(g_errbuf, "products stay F32") == NULL));
+    unlink(bf);
+    strcat(bf, ".svg");
+    unlink(bf);
     /* a LoRA adapter over the model just written */
     EXPECT_EQ_INT(run((const char *[]){data, "--out", adapter, "--base", model,
                                        "--lora-rank", "4", "--steps", "3", "--seq",
