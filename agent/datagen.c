@@ -905,7 +905,15 @@ static const kind_def kinds[] = {
  * Session 23 gives the event list training phrasings with "any" and
  * "anything" (it had none, and free/busy four with "any"): without them
  * the model still answered "Anything on my schedule {when}?" with
- * free/busy. */
+ * free/busy.
+ * Session 24 gives file search phrasings of its own, with the topic after
+ * words that are not it ("Where did I put the {topic} notes?", "I need the
+ * file on {topic}"): the model searched for "save the X" and "me the", a
+ * copy begun too early; and create_event titles after a length ("Add a
+ * {durp} {title} {at}"), where it dropped the title's first word; and
+ * mail search phrasings with the sender's possessive ("Find {who}'s mail
+ * about {topic}"), which only held-out phrasings had: the model filled
+ * "from" with other words of the prompt ("London", "Things"). */
 static const struct train_mix {
     const char *kind;
     double boost;
@@ -936,7 +944,21 @@ static const struct train_mix {
          "Mark {title} {at} in my calendar, {durn}", "Hold {durn} {at}: {title}",
          "Log {title} {at}, it lasts {durn}", "Slot {title} {at} for {durn}",
          "Add {title} {at}; it runs {durn}", "Diary: {title} {at} for {durn}",
-         "Schedule in {title} {at}, {durn} long", "Put {title} down for {at}, {durn}")},
+         "Schedule in {title} {at}, {durn} long", "Put {title} down for {at}, {durn}",
+         "Add a {durp} {title} {at}", "Put a {durp} {title} in my diary {at}",
+         "Pencil in a {durp} {title} {at}", "Fit a {durp} {title} in {at}",
+         "Add an event \"{title}\" {at} for {durn}", "Create \"{title}\" {at}, {durn} long")},
+    {"file_search", 1.5,
+     TPL("Where did I put the {topic} notes?", "Where are my {topic} notes?",
+         "Where have I kept the {topic} file?", "Fetch the file about {topic}",
+         "Bring up my file on {topic}", "Pull up the document on {topic}",
+         "Grab the {topic} notes", "Track down my {topic} notes", "I need the file on {topic}",
+         "Hunt for the {topic} document", "Dig up my notes on {topic}",
+         "Can you find the document about {topic}?")},
+    {"mail_search", 1.5,
+     TPL("Find {who}'s mail about {topic}", "Check {who}'s email on {topic}",
+         "Pull up {who}'s message about {topic}", "Where is {who}'s mail on {topic}?",
+         "Show me {who}'s emails about {topic}", "Dig out {who}'s note on {topic}")},
     {"list_events", 1.0,
      TPL("Is there anything on my calendar {when}?", "Have I got anything on {when}?",
          "Anything planned {when}?", "Got anything {when}?", "Is anything booked {when}?",
