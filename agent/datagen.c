@@ -913,7 +913,11 @@ static const kind_def kinds[] = {
  * {durp} {title} {at}"), where it dropped the title's first word; and
  * mail search phrasings with the sender's possessive ("Find {who}'s mail
  * about {topic}"), which only held-out phrasings had: the model filled
- * "from" with other words of the prompt ("London", "Things"). */
+ * "from" with other words of the prompt ("London", "Things"). The file
+ * search ones ask where a file is; and file reading gets phrasings of its
+ * own that ask for the contents: tiny24 answered 68 of 70 held-out reads
+ * with the path that files.search found ("It is notes/x.txt") and never
+ * called files.read (the committed file read 8 of 11). */
 static const struct train_mix {
     const char *kind;
     double boost;
@@ -950,11 +954,11 @@ static const struct train_mix {
          "Add an event \"{title}\" {at} for {durn}", "Create \"{title}\" {at}, {durn} long")},
     {"file_search", 1.5,
      TPL("Where did I put the {topic} notes?", "Where are my {topic} notes?",
-         "Where have I kept the {topic} file?", "Fetch the file about {topic}",
-         "Bring up my file on {topic}", "Pull up the document on {topic}",
-         "Grab the {topic} notes", "Track down my {topic} notes", "I need the file on {topic}",
-         "Hunt for the {topic} document", "Dig up my notes on {topic}",
-         "Can you find the document about {topic}?")},
+         "Where have I kept the {topic} file?", "Which folder has my {topic} file?",
+         "Find where my {topic} notes are", "Tell me where the {topic} document is",
+         "Track down where my {topic} notes are", "I need the path of the file on {topic}",
+         "Hunt for the {topic} document", "Search for the file on {topic}",
+         "Can you find the document about {topic}?", "Which file is the one on {topic}?")},
     {"mail_search", 1.5,
      TPL("Find {who}'s mail about {topic}", "Check {who}'s email on {topic}",
          "Pull up {who}'s message about {topic}", "Where is {who}'s mail on {topic}?",
@@ -1012,7 +1016,11 @@ static const struct train_mix {
          "Go through {who}'s message on {topic}",
          "Pull up the email from {who} about {topic} and read it",
          "Let me see the mail {who} wrote on {topic}", "Brief me on {who}'s {topic} email")},
-    {"file_read", 2.0, NULL, 0},
+    {"file_read", 2.0,
+     TPL("Pull up the document on {topic} and read it", "Read me what's in my {topic} notes",
+         "What do my {topic} notes say?", "Let me hear my {topic} file",
+         "Go through my {topic} document", "Bring up my file on {topic} and read it to me",
+         "What's inside my {topic} file?", "Give me the contents of the {topic} notes")},
     {"move_event", 1.5, NULL, 0},
 };
 
