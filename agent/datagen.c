@@ -906,18 +906,19 @@ static const kind_def kinds[] = {
  * "anything" (it had none, and free/busy four with "any"): without them
  * the model still answered "Anything on my schedule {when}?" with
  * free/busy.
- * Session 24 gives file search phrasings of its own, with the topic after
- * words that are not it ("Where did I put the {topic} notes?", "I need the
- * file on {topic}"): the model searched for "save the X" and "me the", a
- * copy begun too early; and create_event titles after a length ("Add a
- * {durp} {title} {at}"), where it dropped the title's first word; and
- * mail search phrasings with the sender's possessive ("Find {who}'s mail
- * about {topic}"), which only held-out phrasings had: the model filled
- * "from" with other words of the prompt ("London", "Things"). The file
- * search ones ask where a file is; and file reading gets phrasings of its
- * own that ask for the contents: tiny24 answered 68 of 70 held-out reads
- * with the path that files.search found ("It is notes/x.txt") and never
- * called files.read (the committed file read 8 of 11). */
+ * Session 24 adds phrasings for what tiny24 missed:
+ * - file search, with the topic after words that are not it ("Where did I
+ *   put the {topic} notes?", "I need the path of the file on {topic}"):
+ *   the model searched for "save the X" and "me the", a copy begun too
+ *   early. Each asks where a file is, never for its contents;
+ * - file reading, phrasings that ask for the contents: tiny24 answered 68
+ *   of 70 held-out reads with the path files.search found ("It is
+ *   notes/x.txt") and never called files.read (the committed file: 8 of 11);
+ * - create_event titles after a length ("Add a {durp} {title} {at}"),
+ *   where it dropped the title's first word;
+ * - mail search with the sender's possessive ("Find {who}'s mail about
+ *   {topic}"), which only held-out phrasings had: the model filled "from"
+ *   with other words of the prompt ("London", "Things"). */
 static const struct train_mix {
     const char *kind;
     double boost;
