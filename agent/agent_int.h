@@ -443,6 +443,18 @@ cJSON *hx_dg_task_new_phrased(const hx_world *w, hx_rng *r, int cat, unsigned *u
  * fifth held out), or HX_DG_EXTRA_TEMPLATE + j for the j-th of the
  * training-only phrasings some kinds have. */
 #define HX_DG_EXTRA_TEMPLATE 1000
+/* Kind i's phrasings (i from 0): its base templates (index % 5 == 4 held
+ * out) and the training-only extras after them; all static. 0 past the
+ * last kind. */
+typedef struct hx_dg_phrasings {
+    const char *kind;
+    int train_only;           /* never in held-out tasks */
+    const char *const *base;
+    int n_base;
+    const char *const *extra; /* NULL when n_extra is 0 */
+    int n_extra;
+} hx_dg_phrasings;
+int hx_dg_phrasings_of(int i, hx_dg_phrasings *out);
 /* A task object for w (its seed, split and now) with the given request;
  * takes slots. NULL on out of memory. */
 cJSON *hx_dg_task_make(const hx_world *w, int cat, const char *kind, const char *request,

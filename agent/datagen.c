@@ -1033,6 +1033,16 @@ static const struct train_mix *mix_of(const kind_def *k, int split)
     return NULL;
 }
 
+int hx_dg_phrasings_of(int i, hx_dg_phrasings *out)
+{
+    if (i < 0 || i >= N_KINDS) return 0;
+    const kind_def *k = &kinds[i];
+    const struct train_mix *m = mix_of(k, HX_SPLIT_TRAIN);
+    *out = (hx_dg_phrasings){k->name, k->train_only, k->tpl, k->n_tpl, m ? m->extra : NULL,
+                             m ? m->n_extra : 0};
+    return 1;
+}
+
 /* Default mix: ~45% single, 30% multi, 8% none, 6% refusal, 5% error, 6%
  * memory. Training takes 4 points more errors, mostly the recovery kinds
  * (about 5% of its conversations): the shipped model had never seen a

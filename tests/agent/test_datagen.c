@@ -42,6 +42,68 @@ static void test_heldout_templates(void)
     }
 }
 
+/* A phrasing as compared: lower case letters, digits and {slot}s only, so
+ * "Where are my {topic} notes?" and "where are my {topic} notes" match. */
+static void phrasing_key(const char *s, char *out, size_t n)
+{
+    size_t j = 0;
+    for (; *s && j + 1 < n; s++)
+        if ((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '{' || *s == '}')
+            out[j++] = *s;
+        else if (*s >= 'A' && *s <= 'Z')
+            out[j++] = (char)(*s - 'A' + 'a');
+    out[j] = 0;
+}
+
+enum { MAX_HELDOUT = 256 };
+
+static int heldout_keys(char keys[][256])
+{
+    int n = 0;
+    hx_dg_phrasings ph;
+    for (int k = 0; hx_dg_phrasings_of(k, &ph); k++) {
+        if (ph.train_only) continue;
+        EXPECT(ph.n_base >= 5); /* fewer: held-out tasks would use training's */
+        for (int i = 4; i < ph.n_base && n < MAX_HELDOUT; i += 5) phrasing_key(ph.base[i], keys[n++], 256);
+    }
+    return n;
+}
+
+static int clashes(const char *kind, const char *tpl, char keys[][256], int n_keys)
+{
+    char key[256];
+    phrasing_key(tpl, key, sizeof key);
+    for (int i = 0; i < n_keys; i++)
+        if (!strcmp(key, keys[i])) {
+            printf("# %s: training phrasing \"%s\" is a held-out one\n", kind, tpl);
+            return 1;
+        }
+    return 0;
+}
+
+/* No training phrasing (the other four fifths of a kind's templates, and
+ * its training-only extras) is a held-out phrasing of any kind, case and
+ * punctuation aside: the held-out score is on phrasings never trained on. */
+static void test_heldout_phrasings_unseen(void)
+{
+    static char keys[MAX_HELDOUT][256];
+    int n_keys = heldout_keys(keys), n_train = 0, bad = 0;
+    hx_dg_phrasings ph;
+    for (int k = 0; hx_dg_phrasings_of(k, &ph); k++) {
+        for (int i = 0; i < ph.n_base; i++) {
+            if (i % 5 == 4 && ph.n_base >= 5) continue; /* held out */
+            n_train++;
+            bad += clashes(ph.kind, ph.base[i], keys, n_keys);
+        }
+        for (int i = 0; i < ph.n_extra; i++, n_train++)
+            bad += clashes(ph.kind, ph.extra[i], keys, n_keys);
+    }
+    printf("# %d held-out phrasings, %d training phrasings\n", n_keys, n_train);
+    EXPECT(n_keys > 20 && n_keys < MAX_HELDOUT);
+    EXPECT(n_train > 4 * n_keys);
+    EXPECT_EQ_INT(bad, 0);
+}
+
 static void test_validator(void)
 {
     hx_config *cfg = hx_config_default();
@@ -463,6 +525,7 @@ static void test_cmd_datagen(void)
 int main(void)
 {
     RUN(test_heldout_templates);
+    RUN(test_heldout_phrasings_unseen);
     RUN(test_phrasings);
     RUN(test_validator);
     RUN(test_datagen_deterministic);
