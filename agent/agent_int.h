@@ -443,6 +443,9 @@ cJSON *hx_dg_task_new_phrased(const hx_world *w, hx_rng *r, int cat, unsigned *u
  * fifth held out), or HX_DG_EXTRA_TEMPLATE + j for the j-th of the
  * training-only phrasings some kinds have. */
 #define HX_DG_EXTRA_TEMPLATE 1000
+/* Whether template i of a kind's n is held out: every fifth (i % 5 == 4)
+ * of a kind with at least five. */
+int hx_dg_template_heldout(int i, int n);
 /* Kind i's phrasings (i from 0): its base templates (index % 5 == 4 held
  * out) and the training-only extras after them; all static. 0 past the
  * last kind. */

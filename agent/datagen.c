@@ -24,15 +24,22 @@ int hx_dg_category_parse(const char *name)
 
 /* ---- phrasing: templates with {slot}s, crossed with style ---- */
 
-/* Template i of a kind's n is held out when i % 5 == 4; training also draws
- * from n_extra phrasings after them (index n and up) that held-out tasks
- * never use, so extras leave held-out task files unchanged. */
+int hx_dg_template_heldout(int i, int n)
+{
+    return n >= 5 && i % 5 == 4;
+}
+
+/* Training also draws from n_extra phrasings after a kind's n templates
+ * (index n and up) that held-out tasks never use, so extras leave
+ * held-out task files unchanged. A kind of fewer than five templates
+ * uses them all in both splits. */
 static int pick_template(hx_rng *r, int split, int n, int n_extra)
 {
     if (split != HX_SPLIT_TRAIN) n_extra = 0;
     for (;;) {
         int i = hx_rng_below(r, n + n_extra);
-        if (i >= n || (i % 5 == 4) == (split == HX_SPLIT_HELDOUT) || n < 5) return i;
+        if (i >= n || n < 5 || hx_dg_template_heldout(i, n) == (split == HX_SPLIT_HELDOUT))
+            return i;
     }
 }
 
