@@ -925,7 +925,13 @@ static const kind_def kinds[] = {
  *   where it dropped the title's first word;
  * - mail search with the sender's possessive ("Find {who}'s mail about
  *   {topic}"), which only held-out phrasings had: the model filled "from"
- *   with other words of the prompt ("London", "Things"). */
+ *   with other words of the prompt ("London", "Things").
+ * Session 26: tiny25 still dropped the first word of a title right after a
+ * verb or a label ("schedule photo shoot review" -> "shoot review",
+ * "Calendar: book club prep" -> "club prep") and began file topics late.
+ * "Schedule in {title}" taught it to skip the word after the verb, so it
+ * goes; titles straight after a verb or a label and file topics after
+ * "the"/"on" are added, and both kinds drawn more. */
 static const struct train_mix {
     const char *kind;
     double boost;
@@ -948,7 +954,7 @@ static const struct train_mix {
      TPL("Reply to {who} on {topic}: {msg}", "Get back to {who} about {topic}: {msg}",
          "Answer the {topic} mail from {who}: {msg}", "Write a reply to {who} about {topic}: {msg}",
          "Reply on {topic} to {who}: {msg}", "Respond to {who}'s {topic} mail: {msg}")},
-    {"create_event", 2.0,
+    {"create_event", 2.5,
      TPL("Enter {title} {at} for {durn}", "Reserve {durn} {at} for {title}",
          "Set {title} for {at}, {durn} long", "Record {title} on my calendar {at}, {durn}",
          "Add an entry {title} {at} lasting {durn}", "Plan {title} {at} for {durn}",
@@ -956,17 +962,23 @@ static const struct train_mix {
          "Mark {title} {at} in my calendar, {durn}", "Hold {durn} {at}: {title}",
          "Log {title} {at}, it lasts {durn}", "Slot {title} {at} for {durn}",
          "Add {title} {at}; it runs {durn}", "Diary: {title} {at} for {durn}",
-         "Schedule in {title} {at}, {durn} long", "Put {title} down for {at}, {durn}",
+         "Arrange {title} {at}, {durn} long", "Put {title} down for {at}, {durn}",
+         "Agenda: {title} {at}, {durn}", "Appointment: {title} {at} for {durn}",
+         "Organise {title} {at} for {durn}", "Register {title} {at}, {durn}",
+         "Please enter {title} {at}, it needs {durn}", "Kindly add {title} {at}, it runs {durn}",
          "Add a {durp} {title} {at}", "Put a {durp} {title} in my diary {at}",
          "Pencil in a {durp} {title} {at}", "Fit a {durp} {title} in {at}",
          "Add an event \"{title}\" {at} for {durn}", "Create \"{title}\" {at}, {durn} long")},
-    {"file_search", 1.5,
+    {"file_search", 2.0,
      TPL("Where did I put the {topic} notes?", "Where are my {topic} notes?",
          "Where have I kept the {topic} file?", "Which folder has my {topic} file?",
          "Find where my {topic} notes are", "Tell me where the {topic} document is",
          "Track down where my {topic} notes are", "I need the path of the file on {topic}",
          "Hunt for the {topic} document", "Search for the file on {topic}",
-         "Can you find the document about {topic}?", "Which file is the one on {topic}?")},
+         "Can you find the document about {topic}?", "Which file is the one on {topic}?",
+         "Where did I keep the {topic} notes?", "Spot the {topic} document",
+         "Fetch me the file on {topic}", "Dig up the {topic} document",
+         "Where did I store the {topic} notes?", "Bring me the file on {topic}")},
     {"mail_search", 1.5,
      TPL("Find {who}'s mail about {topic}", "Check {who}'s email on {topic}",
          "Pull up {who}'s message about {topic}", "Where is {who}'s mail on {topic}?",
