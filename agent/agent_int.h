@@ -59,7 +59,7 @@ int hx_json_py(const cJSON *j, int indent, hx_buf *out);
  * The planner drives any source through this table: the engine (a model,
  * its KV cache and the tool-call grammar) or, in tests, a scripted test
  * double. Versioned: fields are only added at the end. ---- */
-#define HX_SOURCE_API 3
+#define HX_SOURCE_API 4
 enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2 };
 typedef struct hx_source {
     int api_version;
@@ -87,6 +87,10 @@ typedef struct hx_source {
      * (hx_tools_known_addresses), that a call's address value may be
      * completed to (hx_copy_stage_new). Copied; HX_OK or HX_ERR_NOMEM. */
     int (*set_known_addresses)(void *ctx, const char *list);
+    /* Optional (version 4): the user's latest message, whose addresses a
+     * call's address value copies first (hx_copy_stage_new). Copied;
+     * HX_OK or HX_ERR_NOMEM. */
+    int (*set_request)(void *ctx, const char *text);
 } hx_source;
 void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
 
@@ -149,20 +153,27 @@ int32_t hx_repeat_ban(const int32_t *hist, int n, int period, int times);
  * start, the tokens ranked within bonus of the best that keep it a copy
  * (or close it at a word's end) get bonus added. Values of "to", "cc",
  * "bcc" and "attendees" are whole addresses found in text: tokens leaving
- * every one are masked (unless none would be left). With none in text,
- * such a value that spells the first part of one of known's addresses
- * (one a line, or NULL) is held to those it begins. *in_call (borrowed,
- * kept by an earlier stage) is non-zero while a call is written. The
- * stage owns copies of text and known; HX_OK or HX_ERR_NOMEM. */
-int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *known,
-                      float bonus, const int *in_call, hx_sampler_stage *out);
+ * every one are masked (unless none would be left), and when request (the
+ * user's latest message, or NULL) names some of them, only tokens copying
+ * those get the bonus until the call has them; no address is written
+ * twice in a call. With none in text, such a value that spells the
+ * first part of one of known's addresses (one a line, or NULL) is held to
+ * those it begins. *in_call (borrowed, kept by an earlier stage) is
+ * non-zero while a call is written. The stage owns copies of text and
+ * known; HX_OK or HX_ERR_NOMEM. */
+int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
+                      const char *known, float bonus, const int *in_call,
+                      hx_sampler_stage *out);
 /* Mends the string values of a call's arguments whose first word broke
  * off a copy from text: a small model copying "Moving day workshop" that
  * wrote "Pleaseing day workshop" (its first word from elsewhere, the rest
  * copied from the middle of "Moving") gets the word the rest was copied
- * from, when the text gives exactly one. Values that are copies already,
- * composed ones ("body") and addresses are left alone. Returns how many
- * values were mended. */
+ * from, when the text gives exactly one. A value shaped like an address
+ * that is none of the text's ("I forget@bridath.com" in a search's
+ * "from") becomes the text's one address with its domain, if one. Values
+ * that are copies already, composed ones ("body") and address values
+ * ("to", "cc", "bcc": held to the text's while written) are left alone.
+ * Returns how many values were mended. */
 int hx_copy_repair(const char *text, cJSON *args);
 /* The most tool calls the planner runs from one turn (the grammar allows
  * no more). */

@@ -25,7 +25,14 @@
  * mail with: "robert" of robert.keller@northwind.com), it is held to the
  * known addresses it begins the way conversation addresses hold one:
  * what a small model knows is a spelling that drifts into the request's
- * words ("robert planning", "robert.kellertaign"), never an address. */
+ * words ("robert planning", "robert.kellertaign"), never an address.
+ * When the user's request names addresses, they come first: only tokens
+ * that copy one of them get the bonus until the call has them, while the
+ * conversation's other addresses (one the memory recalled, a sender in a
+ * tool's result) stay allowed without it: "Tell arjun.chen@stosin.co by
+ * email ..." went to a colleague's address the memory had recalled. And
+ * no address is written twice in one call (one attendee twice is never
+ * what was asked). */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -108,6 +115,9 @@ typedef struct copy_stage {
     int32_t *addrs;      /* where an address starts (owned) */
     int32_t n_addrs;
     int32_t *addr_end;   /* [start]: where that address ends (owned) */
+    unsigned char *mark; /* [start]: ASKED, USED (owned) */
+    int32_t n_asked;     /* starts ASKED; those not USED yet: */
+    int32_t n_asked_left;
     int32_t *match;      /* starts whose text continues the value so far */
     int32_t n_match;
     size_t len;          /* bytes of the value so far */
@@ -192,25 +202,34 @@ static size_t addr_at(const char *t, size_t n, size_t i)
     return at > i && dot > at + 1 && dot + 1 < j ? j : 0;
 }
 
+enum { ASKED = 1, /* the user's request names the address there */
+       USED = 2 /* a value of the call being written is that address */ };
+
 /* Whether some match (or, fresh, some start) continues with ext[0, n)
  * and, when closed, ends there: at a word's end, or for an address value
- * (strict) at the address's end, never past it. */
+ * (strict) at the address's end, never past it. 2: such a match is an
+ * address the request names; 1: only others are; 0: none. */
 static int copies(const copy_stage *c, int fresh, int strict, const char *ext, size_t n,
                   int closed)
 {
     int32_t k = c->n_match;
     const int32_t *set = !fresh ? c->match : fresh_set(c, strict, &k);
     size_t off = fresh ? 0 : c->len;
-    if (n == 0 && (fresh || !closed || off == 0)) return strict && fresh && !closed;
+    if (n == 0 && (fresh || !closed || off == 0)) /* an address value's opening quote */
+        return strict && fresh && !closed ? 1 + (c->n_asked_left > 0) : 0;
+    int found = 0;
     for (int32_t i = 0; i < k; i++) {
         size_t at = (size_t)set[i] + off, end = strict ? (size_t)c->addr_end[set[i]] : c->n_text;
         if (at + n > end || memcmp(c->text + at, ext, n)) continue;
-        if (!closed || (strict ? at + n == end : can_end(c->text, c->n_text, at + n))) return 1;
+        if (closed && !(strict ? at + n == end : can_end(c->text, c->n_text, at + n))) continue;
+        if (strict && (c->mark[set[i]] & USED)) continue; /* no address twice */
+        if (strict && c->mark[set[i]] == ASKED) return 2;
+        found = 1;
     }
-    return 0;
+    return found;
 }
 
-enum { LEAVES = -1, UNTOUCHED = 0, KEEPS = 1 };
+enum { LEAVES = -1, UNTOUCHED = 0, KEEPS = 1, KEEPS_ASKED = 2 };
 
 /* What token t does to the value being written (or the one it opens),
  * from the current scanner state; *strict: that value is an address. */
@@ -241,7 +260,8 @@ static int judge(const copy_stage *c, int32_t t, int *strict)
     }
     if (!touched) return UNTOUCHED;
     if (!fresh && c->n_match == 0) return LEAVES; /* the value left the text */
-    return copies(c, fresh, *strict, p + from, to - from, closed) ? KEEPS : LEAVES;
+    static const int verdict[] = {LEAVES, KEEPS, KEEPS_ASKED};
+    return verdict[copies(c, fresh, *strict, p + from, to - from, closed)];
 }
 
 /* Whether the next token may write a value under an address key: one is
@@ -285,12 +305,14 @@ static int apply_strict(copy_stage *c, float *logits, int32_t n_vocab, int all)
         if (in_value && !all && hx_vocab_is_special(c->v, t) && isfinite(logits[t]))
             c->verdict[t] = LEAVES, strict = 1; /* "robert.kelle<tool_call>r@..." */
         if (c->verdict[t] == LEAVES && !strict && !all) c->verdict[t] = UNTOUCHED; /* another value */
-        kept += c->verdict[t] == KEEPS && (strict || all);
+        kept += c->verdict[t] >= KEEPS && (strict || all);
     }
     if (!kept) return 0;
+    const int asked_first = !all && c->n_asked_left > 0; /* the request's addresses */
     for (int32_t t = 0; t < n_vocab; t++) {
-        if (c->verdict[t] == KEEPS) logits[t] += c->bonus;
-        else if (c->verdict[t] == LEAVES || all) logits[t] = -INFINITY; /* all: a special too */
+        const int v = c->verdict[t];
+        if (v == KEEPS_ASKED || (v == KEEPS && !asked_first)) logits[t] += c->bonus;
+        else if (v == LEAVES || (all && v != KEEPS)) logits[t] = -INFINITY; /* all: a special too */
     }
     return 1;
 }
@@ -329,7 +351,7 @@ static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
     /* only tokens the bonus can lift to the top are looked at */
     for (int32_t t = 0; t < n_vocab; t++) {
         int strict;
-        if (logits[t] > best - c->bonus && judge(c, t, &strict) == KEEPS) logits[t] += c->bonus;
+        if (logits[t] > best - c->bonus && judge(c, t, &strict) >= KEEPS) logits[t] += c->bonus;
     }
     return HX_OK;
 }
@@ -346,6 +368,34 @@ static void copy_byte(copy_stage *c, char b)
     c->len++;
 }
 
+static void new_call(copy_stage *c)
+{
+    memset(&c->js, 0, sizeof c->js);
+    for (int32_t i = 0; i < c->n_conv_addrs; i++) c->mark[c->addrs[i]] &= (unsigned char)~USED;
+    c->n_asked_left = c->n_asked;
+}
+
+/* An address value just closed: that address (wherever the text has it)
+ * is not written again in this call (two attendees were one person
+ * twice), and if the request names it, it comes first no more: the
+ * second attendee's address may be elsewhere in the text (the memory's,
+ * a result's). */
+static void address_used(copy_stage *c)
+{
+    for (int32_t k = 0; k < c->n_match; k++) {
+        const int32_t m = c->match[k];
+        if ((size_t)c->addr_end[m] != (size_t)m + c->len) continue;
+        for (int32_t i = 0; i < c->n_conv_addrs; i++) {
+            const int32_t a = c->addrs[i];
+            if ((c->mark[a] & USED) || (size_t)(c->addr_end[a] - a) != c->len ||
+                memcmp(c->text + a, c->text + m, c->len))
+                continue;
+            c->n_asked_left -= c->mark[a] == ASKED;
+            c->mark[a] |= USED;
+        }
+    }
+}
+
 static int copy_accept(void *ctx, int32_t token)
 {
     copy_stage *c = ctx;
@@ -353,7 +403,7 @@ static int copy_accept(void *ctx, int32_t token)
         c->was_in_call = 0;
         return HX_OK;
     }
-    if (!c->was_in_call) memset(&c->js, 0, sizeof c->js); /* a new call */
+    if (!c->was_in_call) new_call(c);
     c->was_in_call = 1;
     size_t n = 0;
     const char *p = hx_vocab_piece(c->v, token, &n);
@@ -366,6 +416,8 @@ static int copy_accept(void *ctx, int32_t token)
             c->len = 0;
         } else if (what == SCAN_BYTE) {
             copy_byte(c, p[i]);
+        } else if (what == SCAN_CLOSE && address_value(c, c->js.key)) {
+            address_used(c);
         }
     }
     return HX_OK;
@@ -379,13 +431,26 @@ static void copy_free(void *ctx)
     free(c->starts);
     free(c->addrs);
     free(c->addr_end);
+    free(c->mark);
     free(c->match);
     free(c->verdict);
     free(c);
 }
 
-int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *known,
-                      float bonus, const int *in_call, hx_sampler_stage *out)
+/* Whether the text r names the address a[0, n) (as a whole address). */
+static int names_address(const char *r, const char *a, size_t n)
+{
+    const size_t nr = r ? strlen(r) : 0;
+    for (size_t i = 0; i + n <= nr; i++)
+        if ((i == 0 || !is_addr_byte(r[i - 1])) && !memcmp(r + i, a, n) &&
+            addr_at(r, nr, i) == i + n)
+            return 1;
+    return 0;
+}
+
+int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
+                      const char *known, float bonus, const int *in_call,
+                      hx_sampler_stage *out)
 {
     copy_stage *c = hx_calloc(1, sizeof *c);
     if (!c) return HX_ERR_NOMEM;
@@ -403,8 +468,10 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *known,
     c->starts = hx_calloc(cap, sizeof *c->starts);
     c->addrs = hx_calloc(cap, sizeof *c->addrs);
     c->addr_end = hx_calloc(cap, sizeof *c->addr_end);
+    c->mark = hx_calloc(cap, sizeof *c->mark);
     c->match = hx_calloc(cap, sizeof *c->match);
-    if (!c->text || !c->starts || !c->addrs || !c->addr_end || !c->match || c->n_text > INT32_MAX) {
+    if (!c->text || !c->starts || !c->addrs || !c->addr_end || !c->mark || !c->match ||
+        c->n_text > INT32_MAX) {
         copy_free(c);
         return HX_ERR_NOMEM;
     }
@@ -415,7 +482,10 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *known,
         size_t end = i && is_addr_byte(c->text[i - 1]) ? 0 : addr_at(c->text, c->n_text, i);
         if (end) c->addrs[c->n_addrs++] = (int32_t)i, c->addr_end[i] = (int32_t)end;
         if (end && i < n_conv) c->n_conv_addrs = c->n_addrs;
+        if (end && i < n_conv && names_address(request, c->text + i, end - i))
+            c->mark[i] = ASKED, c->n_asked++;
     }
+    c->n_asked_left = c->n_asked;
     *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "copy bias", c, copy_apply,
                               copy_accept, NULL, NULL, copy_free};
     return HX_OK;
@@ -452,6 +522,32 @@ static int repaired(const char *t, size_t n, const char *v, char *out, size_t ca
     return 0;
 }
 
+/* The one address of the text with v's domain, when v is shaped like an
+ * address (one '@', a dotted domain after it) but is none of the text's:
+ * the model copied the domain and broke the part before it
+ * ("emailmada@stycho.org" for ayamada@stycho.org, "I forget@bridath.com"
+ * for anton@bridath.com), written into out; 0 when v is an address of
+ * the text, or the text has no single one with that domain. */
+static int address_repaired(const char *t, size_t n, const char *v, char *out, size_t cap)
+{
+    const char *at = strchr(v, '@');
+    if (!at || !strchr(at + 1, '.')) return 0;
+    for (const char *p = at + 1; *p; p++)
+        if (*p == '@' || !is_addr_byte(*p)) return 0;
+    const size_t m = strlen(v), dn = m - (size_t)(at - v); /* "@domain" */
+    int found = 0;
+    for (size_t i = 0; i < n; i++) {
+        const size_t end = i && is_addr_byte(t[i - 1]) ? 0 : addr_at(t, n, i);
+        if (!end || end - i <= dn || memcmp(t + end - dn, at, dn)) continue;
+        if (end - i == m && !memcmp(t + i, v, m)) return 0; /* v is one */
+        if (end - i >= cap) return 0;
+        if (found && (strlen(out) != end - i || memcmp(out, t + i, end - i))) return 0; /* two */
+        snprintf(out, cap, "%.*s", (int)(end - i), t + i);
+        found = 1;
+    }
+    return found;
+}
+
 int hx_copy_repair(const char *text, cJSON *args)
 {
     int fixed = 0;
@@ -462,7 +558,8 @@ int hx_copy_repair(const char *text, cJSON *args)
             !strcmp(k, "bcc") || strlen(a->valuestring) >= 200)
             continue;
         char out[256];
-        if (repaired(text, n, a->valuestring, out, sizeof out) &&
+        if ((address_repaired(text, n, a->valuestring, out, sizeof out) ||
+             repaired(text, n, a->valuestring, out, sizeof out)) &&
             cJSON_SetValuestring(a, out))
             fixed++;
     }

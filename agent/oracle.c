@@ -723,7 +723,8 @@ int hx_dg_oracle_new(const cJSON *task, const hx_world *w, const hx_tools *reg, 
     o->w = w;
     o->reg = reg;
     o->pl = pl;
-    *out = (hx_source){HX_SOURCE_API, "oracle", o, o_begin, o_next, NULL, o_free, NULL, NULL, NULL};
+    *out = (hx_source){.api_version = HX_SOURCE_API, .name = "oracle", .ctx = o,
+                       .begin = o_begin, .next = o_next, .free = o_free};
     return HX_OK;
 }
 

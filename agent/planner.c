@@ -586,7 +586,8 @@ static void not_run(run *r, const pcall *c, const char *cut)
 /* Tells the source what call arguments are copied from: every message
  * after the first (the fixed system text, whose words would only start
  * false copies) but the assistant's own (its earlier mistakes are not
- * worth copying). */
+ * worth copying); and the user's latest message, whose addresses come
+ * first. */
 static int set_copy_text(run *r, hx_err *err)
 {
     hx_source *src = r->pl->d.src;
@@ -594,13 +595,16 @@ static int set_copy_text(run *r, hx_err *err)
     hx_buf b;
     hx_buf_init(&b);
     const cJSON *first = r->pl->msgs->child;
+    const char *request = NULL;
     for (const cJSON *m = first ? first->next : NULL; m; m = m->next) {
         const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
         const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(m, "content"));
         if (text && (!role || strcmp(role, "assistant"))) hx_buf_printf(&b, "%s\n", text);
+        if (text && role && !strcmp(role, "user")) request = text;
     }
     int rc = b.oom ? HX_ERR_NOMEM : src->set_copy_text(src->ctx, b.data ? b.data : "");
     hx_buf_free(&b);
+    if (!rc && src->api_version >= 4 && src->set_request) rc = src->set_request(src->ctx, request);
     return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
 }
 

@@ -46,6 +46,7 @@ typedef struct eng_src {
     float copy_bias;      /* hx_copy_stage_new's bonus; 0: no such stage */
     char *copy_text;      /* what arguments are copied from (owned) */
     char *known_addrs;    /* addresses the user knows, one a line (owned) */
+    char *request;        /* the user's latest message (owned) */
 } eng_src;
 
 void hx_source_free(hx_source *s)
@@ -95,6 +96,7 @@ static void eng_free(void *ctx)
     free(e->prefix_dir);
     free(e->copy_text);
     free(e->known_addrs);
+    free(e->request);
     free(e);
 }
 
@@ -251,7 +253,7 @@ static int add_copy(eng_src *e, hx_sampler *s)
 {
     if (e->copy_bias <= 0 || !e->copy_text || !e->guard) return HX_OK;
     hx_sampler_stage st;
-    int rc = hx_copy_stage_new(e->v, e->copy_text, e->known_addrs, e->copy_bias,
+    int rc = hx_copy_stage_new(e->v, e->copy_text, e->request, e->known_addrs, e->copy_bias,
                                &e->guard->in_call, &st);
     if (!rc && (rc = hx_sampler_add_stage(s, &st))) st.free(st.ctx);
     return rc;
@@ -284,6 +286,12 @@ static int eng_known_addresses(void *ctx, const char *list)
 {
     eng_src *e = ctx;
     return keep_text(e, &e->known_addrs, list);
+}
+
+static int eng_request(void *ctx, const char *text)
+{
+    eng_src *e = ctx;
+    return keep_text(e, &e->request, text);
 }
 
 /* The whitespace-only tokens of the vocabulary, as a bitset. */
@@ -607,7 +615,7 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     }
     *out = (hx_source){HX_SOURCE_API, "engine", e, eng_begin, eng_next,
                        eng_count, eng_free, eng_copy_text, eng_repair_args,
-                       eng_known_addresses};
+                       eng_known_addresses, eng_request};
     return HX_OK;
 }
 

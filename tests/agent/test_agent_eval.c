@@ -123,7 +123,8 @@ static int run_checked(const cJSON *task, void (*edit)(wrong *, int, hx_buf *), 
     hx_planner *pl = NULL;
     wrong w = {{0}, edit, task, 0, 0, {0}};
     hx_dg_oracle_new(task, &dw.w, dw.reg, &pl, &w.inner);
-    hx_source src = {HX_SOURCE_API, "wrong (test double)", &w, w_begin, w_next, NULL, NULL, NULL, NULL, NULL};
+    hx_source src = {.api_version = HX_SOURCE_API, .name = "wrong (test double)", .ctx = &w,
+                     .begin = w_begin, .next = w_next};
     cJSON *before = hx_dg_check_before(task, &dw);
     hx_dg_run(&dw, task, &src, &pl, NULL, &trace, &err);
     int pass = trace && hx_dg_check(task, before, trace, &dw, v, valid, calls, why, n);

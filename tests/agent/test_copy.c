@@ -5,7 +5,8 @@
  * Address values ("to", "cc", "attendees") are whole addresses of the
  * conversation: every other token is masked (with none in it, no bonus
  * there, and a known address is held to once its first part is spelled);
- * so is every token but the
+ * Addresses the user's request names come first: only they get the
+ * bonus. So is every token but the
  * word's own inside a word being copied. Keys of a tool's result start
  * no copy. A value whose first word broke off a copy is mended
  * (hx_copy_repair). */
@@ -28,7 +29,7 @@ typedef struct fixture {
     int32_t n;
 } fixture;
 
-static int setup_known(fixture *f, const char *text, const char *known)
+static int setup_all(fixture *f, const char *text, const char *request, const char *known)
 {
     memset(f, 0, sizeof *f);
     hx_err err = {0};
@@ -37,7 +38,13 @@ static int setup_known(fixture *f, const char *text, const char *known)
     f->n = hx_vocab_n_tokens(f->v);
     f->logits = calloc((size_t)f->n, sizeof *f->logits);
     f->in_call = 1;
-    return f->logits && !hx_copy_stage_new(f->v, text, known, BONUS, &f->in_call, &f->st) ? 0 : -1;
+    return f->logits && !hx_copy_stage_new(f->v, text, request, known, BONUS, &f->in_call, &f->st)
+               ? 0 : -1;
+}
+
+static int setup_known(fixture *f, const char *text, const char *known)
+{
+    return setup_all(f, text, NULL, known);
 }
 
 static int setup_text(fixture *f, const char *text) { return setup_known(f, text, NULL); }
@@ -148,6 +155,54 @@ static void test_address_whole(void)
     EXPECT(lift2(&f, q, x, &xl) == BONUS); /* the sentence's dot is not the address's */
     feed(&f, "\"], \"subject\": \"");
     EXPECT(lift2(&f, z, ann, &xl) == 0 && xl == 1 + BONUS); /* other keys: the bonus only */
+    teardown(&f);
+}
+
+/* The memory recalled one address, the request names another: an
+ * address value gets the bonus only for copying the request's, the
+ * other stays allowed (the user may want both), words are masked; once
+ * the call has the request's, every address gets it again, as with no
+ * request (or one naming no address), but none is written twice in a
+ * call. */
+#define MEMORY "- Lithtesstai's email is lith.b@meastea.net\n"
+#define ASKED "Tell arjun.chen@stosin.co by email about charity run\n"
+
+static void test_address_asked(void)
+{
+    fixture f;
+    ASSERT(setup_all(&f, MEMORY ASKED, ASKED, NULL) == 0);
+    int32_t ar = tok(&f, "ar"), li = tok(&f, "li"), ch = tok(&f, "charity"), q = tok(&f, "\"");
+    float xl;
+    ASSERT(ar >= 0 && li >= 0 && ch >= 0 && q >= 0);
+    feed(&f, "{\"name\": \"mail.send\", \"arguments\": {\"to\": ");
+    EXPECT(lift(&f, q, ch) == BONUS); /* the opening quote may lead to the request's */
+    feed(&f, "\"");
+    EXPECT(lift2(&f, li, ar, &xl) == 0 && xl == 1 + BONUS);
+    EXPECT(lift2(&f, ar, li, &xl) == BONUS && xl == 1);
+    EXPECT(lift2(&f, ch, li, &xl) == -INFINITY && xl == 1); /* a word, not an address */
+    feed(&f, "lith.b@meastea");
+    EXPECT(lift2(&f, tok(&f, "."), q, &xl) == 0 && xl == -INFINITY); /* held to it, unlifted */
+    teardown(&f);
+    /* once a value of the call is the request's address, the others get
+     * the bonus too: "with Lithtesstai and arjun.chen@..." */
+    ASSERT(setup_all(&f, MEMORY ASKED, ASKED, NULL) == 0);
+    feed(&f, "{\"name\": \"calendar.find_slots\", \"arguments\": {\"attendees\": [\"");
+    EXPECT(lift2(&f, li, ar, &xl) == 0 && xl == 1 + BONUS);
+    feed(&f, "arjun.chen@stosin.co\", \"");
+    EXPECT(lift2(&f, li, ar, &xl) == BONUS && xl == -INFINITY); /* not twice */
+    f.in_call = 0; /* the next call starts afresh */
+    f.st.accept(f.st.ctx, q);
+    f.in_call = 1;
+    feed(&f, "{\"name\": \"calendar.create_event\", \"arguments\": {\"attendees\": [\"");
+    EXPECT(lift2(&f, li, ar, &xl) == 0 && xl == 1 + BONUS);
+    teardown(&f);
+    ASSERT(setup_all(&f, MEMORY ASKED, "Thanks\n", NULL) == 0);
+    feed(&f, "{\"name\": \"mail.send\", \"arguments\": {\"to\": \"");
+    EXPECT(lift2(&f, li, ar, &xl) == BONUS && xl == 1 + BONUS);
+    teardown(&f);
+    ASSERT(setup_all(&f, MEMORY ASKED, NULL, NULL) == 0);
+    feed(&f, "{\"name\": \"mail.send\", \"arguments\": {\"to\": \"");
+    EXPECT(lift2(&f, li, ar, &xl) == BONUS && xl == 1 + BONUS);
     teardown(&f);
 }
 
@@ -320,6 +375,21 @@ static void test_repair(void)
     EXPECT_STR_EQ(mend(LOG_TEXT, "title", "wener sumwn", &n), "wener sumwn");
     EXPECT_STR_EQ(mend("mail al.b@x.org and cal.b@x.org\n", "to", "zal.b@x.org", &n), "zal.b@x.org");
     EXPECT(n == 0);
+    /* an address broken before its domain: the text's one with that domain */
+#define FROM_TEXT "look up ayamada@stycho.org's email, cc bo@x.org and al@x.org\n"
+    EXPECT_STR_EQ(mend(FROM_TEXT, "from", "emailmada@stycho.org", &n), "ayamada@stycho.org");
+    EXPECT(n == 1);
+    EXPECT_STR_EQ(mend(FROM_TEXT, "from", "I forget@stycho.org", &n), "ayamada@stycho.org");
+    EXPECT(n == 1);
+    /* an address of the text, two with the domain, none, no domain: kept */
+    EXPECT_STR_EQ(mend(FROM_TEXT, "from", "bo@x.org", &n), "bo@x.org");
+    EXPECT_STR_EQ(mend(FROM_TEXT, "from", "c@x.org", &n), "c@x.org");
+    EXPECT_STR_EQ(mend(FROM_TEXT, "from", "c@y.org", &n), "c@y.org");
+    EXPECT_STR_EQ(mend(FROM_TEXT, "from", "c@stycho", &n), "c@stycho");
+    EXPECT_STR_EQ(mend(FROM_TEXT, "from", "@stycho.org", &n), "ayamada@stycho.org");
+    EXPECT(n == 1);
+    EXPECT_STR_EQ(mend(FROM_TEXT, "to", "emailmada@stycho.org", &n), "emailmada@stycho.org");
+    EXPECT(n == 0);
     /* two words the rest could come from, or a copy ending inside a word */
     EXPECT_STR_EQ(mend("moving day or loving day\n", "title", "Xoving day", &n), "Xoving day");
     EXPECT_STR_EQ(mend("Log Moving day workshops\n", "title", "Xing day workshop", &n), "Xing day workshop");
@@ -336,6 +406,7 @@ int main(void)
     RUN(test_value_start_and_end);
     RUN(test_no_bonus);
     RUN(test_address_whole);
+    RUN(test_address_asked);
     RUN(test_address_keys_only);
     RUN(test_address_none);
     RUN(test_address_known);

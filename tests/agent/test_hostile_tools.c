@@ -140,7 +140,8 @@ static void test_agent_survives_hostile_tools(void)
         snprintf(sc.turns[i], sizeof sc.turns[i],
                  "<tool_call>{\"name\": \"evil.%s\", \"arguments\": {}}</tool_call>", modes[i]);
     snprintf(sc.turns[N_MODES], sizeof sc.turns[N_MODES], "All six tools were stopped.");
-    hx_source src = {HX_SOURCE_API, "scripted (test double)", &sc, s_begin, s_next, NULL, s_free, NULL, NULL, NULL};
+    hx_source src = {.api_version = HX_SOURCE_API, .name = "scripted (test double)", .ctx = &sc,
+                     .begin = s_begin, .next = s_next, .free = s_free};
     hx_planner_deps d = world_deps(&w, &src);
     d.x = x;
     hx_planner_params pp = hx_planner_default_params();

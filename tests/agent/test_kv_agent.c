@@ -67,8 +67,8 @@ static void test_planner_drops_old_exchanges(void)
     world w;
     ASSERT(world_open(&w, 1, 0, 0));
     small_source s = {1u << 30, 0, 0, 0, ""};
-    hx_source src = {HX_SOURCE_API, "small (test double)", &s, small_begin, small_next,
-                     NULL, small_free, NULL, NULL, NULL};
+    hx_source src = {.api_version = HX_SOURCE_API, .name = "small (test double)", .ctx = &s,
+                     .begin = small_begin, .next = small_next, .free = small_free};
     hx_planner_deps d = world_deps(&w, &src);
     hx_planner_params pp = hx_planner_default_params();
     pp.recall_budget = 0;

@@ -18,6 +18,7 @@ typedef struct scripted_source {
     int repair;               /* mends calls as the engine's source does */
     char *known;              /* the known addresses it was told, last */
     int n_known;              /* how many times */
+    char *request;            /* the user's latest message it was told, last */
 } scripted_source;
 
 static int scripted_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
@@ -52,6 +53,14 @@ static int scripted_copy_text(void *ctx, const char *text)
     return HX_OK;
 }
 
+static int scripted_request(void *ctx, const char *text)
+{
+    scripted_source *s = ctx;
+    free(s->request);
+    s->request = hx_strdup(text);
+    return HX_OK;
+}
+
 static int scripted_known(void *ctx, const char *list)
 {
     scripted_source *s = ctx;
@@ -73,6 +82,7 @@ static void scripted_free(void *ctx)
     for (int i = 0; i < s->n_prompts; i++) free(s->prompts[i]);
     for (int i = 0; i < s->n_copy; i++) free(s->copy_texts[i]);
     free(s->known);
+    free(s->request);
 }
 
 static hx_source scripted(scripted_source *s, const char *const *turns, int n)
@@ -83,7 +93,7 @@ static hx_source scripted(scripted_source *s, const char *const *turns, int n)
     s->chunk = 3;
     return (hx_source){HX_SOURCE_API, "scripted (test double)", s, scripted_begin,
                        scripted_next, NULL, scripted_free, scripted_copy_text, scripted_repair,
-                       scripted_known};
+                       scripted_known, scripted_request};
 }
 
 /* ---- what the planner reports ---- */
@@ -203,6 +213,8 @@ static void test_multi_call_turn(void)
     }
     EXPECT(strstr(ss.copy_texts[0], "\"events\"") == NULL);
     EXPECT(strstr(ss.copy_texts[1], "\"events\"") != NULL);
+    /* and the request alone, whose addresses come first */
+    EXPECT(ss.request && !strcmp(ss.request, "find 30 minutes next Tuesday"));
     /* and once a request, the addresses of the user's mail */
     EXPECT_EQ_INT(ss.n_known, 1);
     EXPECT(ss.known && strstr(ss.known, "alice@example.org\n") && strstr(ss.known, "kenji@example.jp\n"));
