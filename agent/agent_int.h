@@ -169,7 +169,7 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
  * wrote "Pleaseing day workshop" (its first word from elsewhere, the rest
  * copied from the middle of "Moving") gets the word the rest was copied
  * from, when the text gives exactly one. A value shaped like an address
- * that is none of the text's ("I forget@bridath.com" in a search's
+ * that is none of the text's ("emailmada@stycho.org" in a search's
  * "from") becomes the text's one address with its domain, if one. Values
  * that are copies already, composed ones ("body") and address values
  * ("to", "cc", "bcc": held to the text's while written) are left alone.

@@ -523,17 +523,18 @@ static int repaired(const char *t, size_t n, const char *v, char *out, size_t ca
 }
 
 /* The one address of the text with v's domain, when v is shaped like an
- * address (one '@', a dotted domain after it) but is none of the text's:
- * the model copied the domain and broke the part before it
- * ("emailmada@stycho.org" for ayamada@stycho.org, "I forget@bridath.com"
- * for anton@bridath.com), written into out; 0 when v is an address of
- * the text, or the text has no single one with that domain. */
+ * address (address bytes only, one '@', a dotted domain after it) but is
+ * none of the text's: the model copied the domain and broke the part
+ * before it ("emailmada@stycho.org" for ayamada@stycho.org), written
+ * into out; 0 when v is an address of the text, or the text has no
+ * single one with that domain. A sentence with an address in it ("Dan's
+ * email is dan@x.de", to remember) is no address. */
 static int address_repaired(const char *t, size_t n, const char *v, char *out, size_t cap)
 {
     const char *at = strchr(v, '@');
-    if (!at || !strchr(at + 1, '.')) return 0;
-    for (const char *p = at + 1; *p; p++)
-        if (*p == '@' || !is_addr_byte(*p)) return 0;
+    if (!at || strchr(at + 1, '@') || !strchr(at + 1, '.')) return 0;
+    for (const char *p = v; *p; p++)
+        if (!is_addr_byte(*p)) return 0;
     const size_t m = strlen(v), dn = m - (size_t)(at - v); /* "@domain" */
     int found = 0;
     for (size_t i = 0; i < n; i++) {

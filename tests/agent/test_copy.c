@@ -388,12 +388,14 @@ static void test_repair(void)
 
 /* A value shaped like an address that is none of the text's becomes the
  * text's one address with its domain; an address of the text, a domain
- * two or none have, no domain, and address values are kept. */
+ * two or none have, no domain, words besides the address (a fact to
+ * remember) and address values are kept. */
 static void test_repair_address(void)
 {
     static const struct { const char *key, *value, *want; } cases[] = {
         {"from", "emailmada@stycho.org", "ayamada@stycho.org"},
-        {"from", "I forget@stycho.org", "ayamada@stycho.org"},
+        {"from", "I forget@stycho.org", "I forget@stycho.org"},
+        {"text", "Aya's email is aya@stycho.org", "Aya's email is aya@stycho.org"},
         {"from", "@stycho.org", "ayamada@stycho.org"},
         {"from", "bo@x.org", "bo@x.org"},
         {"from", "c@x.org", "c@x.org"},
