@@ -185,11 +185,12 @@ static const int32_t *fresh_set(const copy_stage *c, int strict, int32_t *n)
     return strict ? c->addrs : c->starts;
 }
 
-/* The end of the address starting at t[i] (a run of address bytes with
- * one '@', a local part and a dotted domain; a trailing dot is the
- * sentence's), or 0 when the run there is none. */
+/* The end of the address starting at t[i] (a run of address bytes, not
+ * the middle of one, with one '@', a local part and a dotted domain; a
+ * trailing dot is the sentence's), or 0 when the run there is none. */
 static size_t addr_at(const char *t, size_t n, size_t i)
 {
+    if (i > 0 && is_addr_byte(t[i - 1])) return 0;
     size_t j = i, at = 0, dot = 0;
     for (; j < n && is_addr_byte(t[j]); j++)
         if (t[j] == '@') {
@@ -442,9 +443,7 @@ static int names_address(const char *r, const char *a, size_t n)
 {
     const size_t nr = r ? strlen(r) : 0;
     for (size_t i = 0; i + n <= nr; i++)
-        if ((i == 0 || !is_addr_byte(r[i - 1])) && !memcmp(r + i, a, n) &&
-            addr_at(r, nr, i) == i + n)
-            return 1;
+        if (!memcmp(r + i, a, n) && addr_at(r, nr, i) == i + n) return 1;
     return 0;
 }
 
@@ -479,11 +478,12 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
         if (i >= key_end) key_end = json_key_end(c->text, c->n_text, i);
         if (i < n_conv && i >= key_end && can_start(c->text, i))
             c->starts[c->n_starts++] = (int32_t)i;
-        size_t end = i && is_addr_byte(c->text[i - 1]) ? 0 : addr_at(c->text, c->n_text, i);
+        const size_t end = addr_at(c->text, c->n_text, i);
         if (end) c->addrs[c->n_addrs++] = (int32_t)i, c->addr_end[i] = (int32_t)end;
-        if (end && i < n_conv) c->n_conv_addrs = c->n_addrs;
-        if (end && i < n_conv && names_address(request, c->text + i, end - i))
-            c->mark[i] = ASKED, c->n_asked++;
+        if (end && i < n_conv) {
+            c->n_conv_addrs = c->n_addrs;
+            if (names_address(request, c->text + i, end - i)) c->mark[i] = ASKED, c->n_asked++;
+        }
     }
     c->n_asked_left = c->n_asked;
     *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "copy bias", c, copy_apply,
@@ -538,7 +538,7 @@ static int address_repaired(const char *t, size_t n, const char *v, char *out, s
     const size_t m = strlen(v), dn = m - (size_t)(at - v); /* "@domain" */
     int found = 0;
     for (size_t i = 0; i < n; i++) {
-        const size_t end = i && is_addr_byte(t[i - 1]) ? 0 : addr_at(t, n, i);
+        const size_t end = addr_at(t, n, i);
         if (!end || end - i <= dn || memcmp(t + end - dn, at, dn)) continue;
         if (end - i == m && !memcmp(t + i, v, m)) return 0; /* v is one */
         if (end - i >= cap) return 0;
