@@ -223,8 +223,10 @@ static int copies(const copy_stage *c, int fresh, int strict, const char *ext, s
         size_t at = (size_t)set[i] + off, end = strict ? (size_t)c->addr_end[set[i]] : c->n_text;
         if (at + n > end || memcmp(c->text + at, ext, n)) continue;
         if (closed && !(strict ? at + n == end : can_end(c->text, c->n_text, at + n))) continue;
-        if (strict && (c->mark[set[i]] & USED)) continue; /* no address twice */
-        if (strict && c->mark[set[i]] == ASKED) return 2;
+        if (!strict) return 1;
+        if (c->mark[set[i]] & USED) continue; /* no address twice */
+        if (c->mark[set[i]] == ASKED) return 2;
+        if (c->n_asked_left == 0) return 1; /* no need to look for one */
         found = 1;
     }
     return found;
