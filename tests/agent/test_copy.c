@@ -279,7 +279,7 @@ static void test_address_known(void)
 }
 
 /* Inside a word that the value copies, the word is finished as the text
- * writes it: "ex" of "expense" goes on with "pen", every other token
+ * writes it: "ex" of "expense" goes on with "p", every other token
  * (another piece, the string's end, a special token) masked; at a word's
  * end the bonus alone applies again. */
 #define WORD_TEXT "Locate the expense report document.\n"
@@ -288,9 +288,9 @@ static void test_mid_word(void)
 {
     fixture f;
     ASSERT(setup_text(&f, WORD_TEXT) == 0);
-    int32_t e[8];
-    ASSERT(hx_tokenize(f.v, "\"expense", 8, e, 8, 0, 0) == 5); /* " e x pen se */
-    const int32_t pen = e[3], se = e[4], q = tok(&f, "\""), x = tok(&f, "x");
+    /* single bytes, which every byte-level vocabulary has */
+    const int32_t pen = tok(&f, "p"), se = tok(&f, "s"), q = tok(&f, "\""), x = tok(&f, "x");
+    ASSERT(pen >= 0 && se >= 0 && q >= 0 && x >= 0);
     int32_t special = -1;
     for (int32_t i = 0; i < f.n && special < 0; i++)
         if (hx_vocab_is_special(f.v, i) && !hx_vocab_is_eog(f.v, i)) special = i;
