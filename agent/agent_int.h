@@ -158,11 +158,8 @@ int32_t hx_repeat_ban(const int32_t *hist, int n, int period, int times);
  * those get the bonus until the call has them; no address is written
  * twice in a call. With none in text, such a value that spells the
  * first part of one of known's addresses (one a line, or NULL) is held to
- * those it begins. Outside calls (the answer), a quoted span is copied
- * like a value, and a bare word (a name, an address, a path) that began
- * as a copy gets the bonus to go on as one; nothing is masked there.
- * *in_call (borrowed, kept by an earlier stage) is non-zero while a call
- * is written. The stage owns copies of text and
+ * those it begins. *in_call (borrowed, kept by an earlier stage) is
+ * non-zero while a call is written. The stage owns copies of text and
  * known; HX_OK or HX_ERR_NOMEM. */
 int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
                       const char *known, float bonus, const int *in_call,

@@ -32,20 +32,7 @@
  * tool's result) stay allowed without it: "Tell arjun.chen@stosin.co by
  * email ..." went to a colleague's address the memory had recalled. And
  * no address is written twice in one call (one attendee twice is never
- * what was asked).
- *
- * The answer (text outside calls) is copied too, more lightly, since the
- * words around the copies are the model's own: a quoted span ("Added
- * \"Annual review\" ...") is held like a value (a word begun there is
- * finished as the text writes it), and a bare word (a name, an address,
- * a path: letters and digits joined by "._%+-@/") that began as a copy
- * gets the bonus for going on as one or ending where the copy ends;
- * starting a bare word, or leaving its copy, gets nothing and loses
- * nothing. A small model that began "Annual" wrote "Annoont review", and
- * "personal/dog-training.txt" became "personal/dog-watering.txt". Bare
- * words are not finished by force: the model's own words begin like the
- * text's too ("2028-08-04" became "2028-08-04T08:30", "You're" became
- * "You'remember"). */
+ * what was asked). */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -64,8 +51,6 @@ typedef struct jscan {
     int in_str, esc, is_val;
     char key[KEY_MAX];      /* the last key of the arguments (cut: "") */
     int key_len;            /* bytes of the key being read; -1: too long */
-    int prose;              /* the answer's text, not a call (prose_byte) */
-    int in_word;            /* prose: a bare word is being written */
 } jscan;
 
 static void key_byte(jscan *s, char c)
@@ -79,39 +64,11 @@ static void key_byte(jscan *s, char c)
     s->key[s->key_len] = 0;
 }
 
-/* SCAN_WORD: (prose) a bare word begins with this byte. */
-enum { SCAN_OTHER, SCAN_OPEN, SCAN_BYTE, SCAN_CLOSE, SCAN_WORD };
-
-static int is_word(char c) { return isalnum((unsigned char)c) || (c & 0x80); }
-
-/* A byte of a bare word of the answer: a word's, or one that joins an
- * address or a path ("a.b@c.de", "notes/annual-review.txt"). */
-static int is_run_byte(char c) { return is_word(c) || (c && strchr("._%+-@/", c)); }
-
-/* The answer's bytes: a '"' opens or closes a quoted span, which is read
- * as a value; outside one, a bare word begins at a word byte and goes on
- * over run bytes. */
-static int prose_byte(jscan *s, char c)
-{
-    if (s->in_str) {
-        if (c != '"') return SCAN_BYTE;
-        s->in_str = 0;
-        return SCAN_CLOSE;
-    }
-    if (c == '"') {
-        s->in_str = s->is_val = 1;
-        s->in_word = 0;
-        return SCAN_OPEN;
-    }
-    if (s->in_word && is_run_byte(c)) return SCAN_BYTE;
-    s->in_word = is_word(c);
-    return s->in_word ? SCAN_WORD : SCAN_OTHER;
-}
+enum { SCAN_OTHER, SCAN_OPEN, SCAN_BYTE, SCAN_CLOSE };
 
 /* Feeds one byte; what it was for the value strings we copy. */
 static int scan_byte(jscan *s, char c)
 {
-    if (s->prose) return prose_byte(s, c);
     if (s->in_str) {
         if (s->esc) s->esc = 0;
         else if (c == '\\') s->esc = 1;
@@ -148,7 +105,7 @@ typedef struct copy_stage {
     const hx_vocab *v;
     float bonus;
     const int *in_call;  /* the loop guard's: a call is being written */
-    int in_call_seen;    /* *in_call when js was last set up for it */
+    int was_in_call;
     jscan js;
     char *text;          /* the conversation, then known addresses (owned) */
     size_t n_text;
@@ -161,13 +118,14 @@ typedef struct copy_stage {
     unsigned char *mark; /* [start]: ASKED, USED (owned) */
     int32_t n_asked;     /* starts ASKED; those not USED yet: */
     int32_t n_asked_left;
-    int32_t *match;      /* starts whose text continues the value (or
-                            the answer's bare word) so far */
+    int32_t *match;      /* starts whose text continues the value so far */
     int32_t n_match;
-    size_t len;          /* bytes of that value or word so far */
+    size_t len;          /* bytes of the value so far */
     signed char *verdict; /* apply's scratch, one per token (owned) */
     int32_t n_verdict;
 } copy_stage;
+
+static int is_word(char c) { return isalnum((unsigned char)c) || (c & 0x80); }
 
 /* A copy may start at a word's first byte, or at any non-blank byte after
  * a blank or an opening quote or bracket ("/config/...", "<a@b.c>"); not
@@ -276,31 +234,6 @@ static int copies(const copy_stage *c, int fresh, int strict, const char *ext, s
 
 enum { LEAVES = -1, UNTOUCHED = 0, KEEPS = 1, KEEPS_ASKED = 2 };
 
-/* Whether a bare word's copy may end before t[i]: the text's run of
- * word and joining bytes ends there, but for trailing punctuation (the
- * "." closing a sentence); "dog-" of "dog-training" is no end. */
-static int run_end(const char *t, size_t n, size_t i)
-{
-    while (i < n && is_run_byte(t[i]) && !is_word(t[i])) i++;
-    return i >= n || !is_run_byte(t[i]);
-}
-
-/* judge() for the answer's bare word being written: KEEPS when piece
- * p[0, n) goes on with a copy of it, or ends the word where a copy ends
- * (at a word's end of the text: "Walsh" then "."); LEAVES when it does
- * neither; UNTOUCHED once the word left the text. */
-static int judge_word(const copy_stage *c, const char *p, size_t n)
-{
-    if (c->n_match == 0) return UNTOUCHED;
-    for (int32_t i = 0; i < c->n_match; i++) {
-        const size_t at = (size_t)c->match[i] + c->len;
-        size_t k = 0;
-        while (k < n && at + k < c->n_text && c->text[at + k] == p[k]) k++;
-        if (k == n || (!is_word(p[k]) && run_end(c->text, c->n_text, at + k))) return KEEPS;
-    }
-    return LEAVES;
-}
-
 /* What token t does to the value being written (or the one it opens),
  * from the current scanner state; *strict: that value is an address. */
 static int judge(const copy_stage *c, int32_t t, int *strict)
@@ -309,7 +242,6 @@ static int judge(const copy_stage *c, int32_t t, int *strict)
     const char *p = hx_vocab_piece(c->v, t, &n);
     *strict = 0;
     if (!p || n == 0 || hx_vocab_is_special(c->v, t)) return UNTOUCHED;
-    if (c->js.prose && c->js.in_word) return judge_word(c, p, n);
     jscan s = c->js;
     int fresh = 0, touched = s.in_str && s.is_val, closed = 0;
     size_t from = 0, to = 0;
@@ -330,8 +262,6 @@ static int judge(const copy_stage *c, int32_t t, int *strict)
         }
     }
     if (!touched) return UNTOUCHED;
-    if (c->js.prose && fresh && to > from && !is_word(p[from]))
-        return UNTOUCHED; /* the answer quotes words: "}], of a result is none */
     if (!fresh && c->n_match == 0) return LEAVES; /* the value left the text */
     static const int verdict[] = {LEAVES, KEEPS, KEEPS_ASKED};
     return verdict[copies(c, fresh, *strict, p + from, to - from, closed)];
@@ -407,34 +337,10 @@ static int known_part(const copy_stage *c)
     return 0;
 }
 
-static void new_call(copy_stage *c)
-{
-    memset(&c->js, 0, sizeof c->js);
-    for (int32_t i = 0; i < c->n_conv_addrs; i++) c->mark[c->addrs[i]] &= (unsigned char)~USED;
-    c->n_asked_left = c->n_asked;
-}
-
-/* The scanner set up for what is being written: a call (the loop guard
- * sets *in_call as it reads the tags), or the answer. */
-static void sync_mode(copy_stage *c)
-{
-    if (*c->in_call == c->in_call_seen) return;
-    c->in_call_seen = *c->in_call;
-    if (c->in_call_seen) {
-        new_call(c);
-        return;
-    }
-    memset(&c->js, 0, sizeof c->js);
-    c->js.prose = 1;
-    c->n_match = 0;
-    c->len = 0;
-}
-
 static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
 {
     copy_stage *c = ctx;
-    if (c->n_text == 0) return HX_OK;
-    sync_mode(c);
+    if (!*c->in_call || c->n_text == 0) return HX_OK;
     if (at_address_value(c)) {
         if (c->n_addrs == 0) return HX_OK; /* no address to copy: the model's own */
         if (c->n_conv_addrs == 0 && !known_part(c)) return HX_OK;
@@ -465,6 +371,13 @@ static void copy_byte(copy_stage *c, char b)
     c->len++;
 }
 
+static void new_call(copy_stage *c)
+{
+    memset(&c->js, 0, sizeof c->js);
+    for (int32_t i = 0; i < c->n_conv_addrs; i++) c->mark[c->addrs[i]] &= (unsigned char)~USED;
+    c->n_asked_left = c->n_asked;
+}
+
 /* An address value just closed: that address (wherever the text has it)
  * is not written again in this call (two attendees were one person
  * twice), and if the request names it, it comes first no more: the
@@ -489,19 +402,26 @@ static void address_used(copy_stage *c)
 static int copy_accept(void *ctx, int32_t token)
 {
     copy_stage *c = ctx;
-    sync_mode(c);
+    if (!*c->in_call) {
+        c->was_in_call = 0;
+        return HX_OK;
+    }
+    if (!c->was_in_call) new_call(c);
+    c->was_in_call = 1;
     size_t n = 0;
     const char *p = hx_vocab_piece(c->v, token, &n);
     if (!p || hx_vocab_is_special(c->v, token)) return HX_OK;
     for (size_t i = 0; i < n; i++) {
         int what = scan_byte(&c->js, p[i]);
-        if (what == SCAN_OPEN || what == SCAN_WORD) {
+        if (what == SCAN_OPEN) {
             const int32_t *set = fresh_set(c, address_value(c, c->js.key), &c->n_match);
             memcpy(c->match, set, (size_t)c->n_match * sizeof *c->match);
             c->len = 0;
+        } else if (what == SCAN_BYTE) {
+            copy_byte(c, p[i]);
+        } else if (what == SCAN_CLOSE && address_value(c, c->js.key)) {
+            address_used(c);
         }
-        if (what == SCAN_BYTE || what == SCAN_WORD) copy_byte(c, p[i]);
-        else if (what == SCAN_CLOSE && address_value(c, c->js.key)) address_used(c);
     }
     return HX_OK;
 }
@@ -568,7 +488,6 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
         }
     }
     c->n_asked_left = c->n_asked;
-    c->js.prose = 1; /* a turn begins outside calls */
     *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "copy bias", c, copy_apply,
                               copy_accept, NULL, NULL, copy_free};
     return HX_OK;

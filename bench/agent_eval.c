@@ -1,9 +1,6 @@
 /* agent_eval.c: the agent evaluation: runs the full agent (engine, grammar,
  * tools, memory) on held-out generated tasks, each in a fresh sample world,
- * and checks the final state; success per category and schema-valid calls,
- * and how many passed tasks were answered in the oracle's very words (the
- * answer is not checked, but a user reads it: a title or a file name
- * misspelled there is wrong too).
+ * and checks the final state; success per category and schema-valid calls.
  *
  *   build/bench/agent-eval [--model FILE] [--tasks FILE | --n N --seed S
  *                          [--category C]] [--log FILE] [--trace FILE] [--threads T] [--oracle]
@@ -51,7 +48,6 @@ typedef struct tally {
     int sched_n, sched_pass, calls, valid;
     int not_run; /* calls a budget cut or stopped: never sent, not in calls */
     int fail_tool, fail_args; /* failed tasks by kind of failure */
-    int ans_n, ans_same; /* passed tasks with the oracle's answer; the same words */
 } tally;
 
 static int parse(int argc, char **argv, opts *o)
@@ -139,9 +135,6 @@ static void count(const cJSON *task, const cJSON *r, int pass, FILE *log, tally 
     t->sched_n += sched;
     t->sched_pass += sched && pass;
     t->not_run += cJSON_GetArraySize(cJSON_GetObjectItem(r, "not_run"));
-    const char *want = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(task, "expect"), "answer"));
-    const char *got = cJSON_GetStringValue(cJSON_GetObjectItem(r, "answer"));
-    if (pass && want) t->ans_n++, t->ans_same += got && !strcmp(got, want);
     if (!pass && same_tools(task, r)) t->fail_args++;
     else if (!pass) t->fail_tool++;
     char *s = cJSON_PrintUnformatted(r);
@@ -266,8 +259,6 @@ static void report(const tally *t, double secs, int n_tasks)
     printf("  all      %4d/%-4d %5.1f%%\n", pass, all, all ? 100.0 * pass / all : 0.0);
     printf("  schema-valid calls %d/%d %.1f%%\n", t->valid, t->calls,
            t->calls ? 100.0 * t->valid / t->calls : 100.0);
-    printf("  answers word for word as the oracle's: %d of %d passed tasks %.1f%%\n", t->ans_same,
-           t->ans_n, t->ans_n ? 100.0 * t->ans_same / t->ans_n : 100.0);
     printf("  calls not run: %d (cut mid-way or stopped by a budget: never sent to a tool, "
            "not counted above)\n", t->not_run);
     printf("  failed: %d with other tools than the oracle's, %d with the same tools "

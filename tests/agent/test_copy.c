@@ -1,15 +1,15 @@
 /* test_copy.c: the copy bias (agent/copy.c) on hearth-tiny's vocabulary:
  * inside a call's argument values it lifts the tokens that copy from the
- * conversation from a word's start, and closing at a word's end; keys and
- * values that left the conversation get nothing. Address values ("to",
- * "cc", "attendees") are whole addresses of the conversation: every other
- * token is masked (with none in it, no bonus there, and a known address is
- * held to once its first part is spelled); addresses the user's request
- * names come first: only they get the bonus. So is every token but the
- * word's own inside a word being copied. Keys of a tool's result start no
- * copy. A value whose first word broke off a copy is mended
- * (hx_copy_repair). In the answer, quoted spans are copied like values,
- * and a bare word that began as a copy gets the bonus to go on as one. */
+ * conversation from a word's start, and closing at a word's end; keys,
+ * text outside calls and values that left the conversation get nothing.
+ * Address values ("to", "cc", "attendees") are whole addresses of the
+ * conversation: every other token is masked (with none in it, no bonus
+ * there, and a known address is held to once its first part is spelled);
+ * Addresses the user's request names come first: only they get the
+ * bonus. So is every token but the
+ * word's own inside a word being copied. Keys of a tool's result start
+ * no copy. A value whose first word broke off a copy is mended
+ * (hx_copy_repair). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,54 +412,6 @@ static void test_repair_address(void)
     }
 }
 
-/* The answer (outside calls): a quoted span is copied like a value; a
- * bare word that began as a copy gets the bonus for going on as one, or
- * for ending where the text's run ends (a sentence's dot after it too),
- * never for starting, and nothing is masked. After a call, the answer is
- * read afresh. */
-#define FILE_TEXT "{\"files\": [\"personal/dog-training.txt\"], \"title\": \"annual review\"}\n"
-
-static void test_answer(void)
-{
-    fixture f;
-    ASSERT(setup_text(&f, FILE_TEXT) == 0);
-    int32_t ann = tok(&f, "annual"), x = tok(&f, "x"), q = tok(&f, "\""), dot = tok(&f, ".");
-    int32_t tr = tok(&f, "tr"), w = tok(&f, "w"), bang = tok(&f, "!");
-    ASSERT(ann >= 0 && x >= 0 && q >= 0 && dot >= 0 && tr >= 0 && w >= 0 && bang >= 0);
-    f.in_call = 0;
-    EXPECT(lift(&f, ann, x) == 0); /* a bare word's start: the model's own */
-    int32_t brace = tok(&f, "\"}");
-    ASSERT(brace >= 0 && brace != q);
-    EXPECT(lift(&f, brace, x) == 0); /* a result's structure is quoted no words */
-    feed(&f, "Added \"");
-    EXPECT(lift(&f, ann, x) == BONUS); /* a quoted span starts a copy */
-    feed(&f, "annual rev");
-    EXPECT(lift(&f, q, x) == 0);
-    feed(&f, "iew");
-    EXPECT(lift(&f, q, x) == BONUS);
-    feed(&f, "\" from personal/dog-");
-    EXPECT(lift(&f, tr, w) == BONUS);
-    EXPECT(lift(&f, w, tr) == 0);
-    EXPECT(lift(&f, bang, w) == 0); /* "dog-" of "dog-training" is no end */
-    float xl;
-    EXPECT(lift2(&f, x, tr, &xl) == 0 && xl == 1 + BONUS); /* nothing is masked */
-    feed(&f, "training.txt");
-    EXPECT(lift(&f, dot, x) == BONUS); /* the sentence's dot */
-    feed(&f, ". Then wat");
-    EXPECT(lift(&f, x, w) == 0 && lift(&f, w, x) == 0); /* a word no copy began */
-    f.in_call = 1;
-    feed(&f, "<tool_call>{\"name\": \"files.read\", \"arguments\": {\"");
-    EXPECT(lift(&f, ann, x) == 0); /* a key again, not a quoted span */
-    feed(&f, "path\": \"personal/dog-");
-    EXPECT(lift(&f, tr, w) == BONUS);
-    feed(&f, "training.txt\"}}</tool_call>");
-    f.in_call = 0;
-    feed(&f, "\n");
-    feed(&f, "It is \"");
-    EXPECT(lift(&f, ann, x) == BONUS);
-    teardown(&f);
-}
-
 int main(void)
 {
     RUN(test_value_start_and_end);
@@ -474,6 +426,5 @@ int main(void)
     RUN(test_apostrophe);
     RUN(test_repair);
     RUN(test_repair_address);
-    RUN(test_answer);
     return test_summary();
 }
