@@ -273,7 +273,11 @@ static void attn_bwd_head(const tr_attn *a, int h, int g, const float *q,
  * S = Q K^T with the keys in vector lanes (K transposed once per task into
  * scratch), P = exp(S - lse) with P recomputed in the backward from the
  * saved row logsumexp, then O, dQ, dK, dV as outer products. Masked
- * entries get P = dS = 0 exactly. Every sum has a fixed order. */
+ * entries get P = dS = 0 exactly. Every sum has a fixed order. With
+ * bf16 every product takes bfloat16 pairs (AVX512-BF16 dot products of
+ * two, F32 sums): the scores pair along the head dimension, P V and dS K
+ * along the keys (both parities of key pairs, as a block's columns may
+ * begin at an odd key), dS^T Q and P^T dO along the block's rows. */
 #define QB 32 /* dK and dV rows are loaded and stored once per block */
 #define SG 8  /* score rows per register tile */
 
@@ -575,6 +579,165 @@ static void scatter_rows(const qblk *b, const float *W, int ld, const float *row
     scatter_range(b, W + b->off, ld, b->jlo, b->nk, rows, stride, d, dx, xstride);
 }
 
+/* Rows 0..n of x (stride apart, width w: a multiple of 16) as bfloat16
+ * pairs of rows, columns kept: xp[r2 * ostride + c] = (x_(2 r2)[c],
+ * x_(2 r2 + 1)[c]), the partner of an odd last row 0. */
+BF_TARGET static void row_pairs(uint32_t *xp, size_t ostride, const float *x, size_t stride,
+                                int n, int w)
+{
+    for (int r = 0; r < n; r += 2) {
+        const float *x0 = x + (size_t)r * stride, *x1 = x0 + stride;
+        for (int c = 0; c < w; c += 16) {
+            const __m512 lo = _mm512_loadu_ps(x0 + c);
+            const __m512 hi = r + 1 < n ? _mm512_loadu_ps(x1 + c) : _mm512_setzero_ps();
+            const __m512i a = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(lo));
+            const __m512i b = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(hi));
+            _mm512_storeu_si512(xp + (size_t)(r / 2) * ostride + c,
+                                _mm512_or_si512(a, _mm512_slli_epi32(b, 16)));
+        }
+    }
+}
+
+/* mix_rows() from bfloat16 pairs along the keys: Wb (ldb apart) W's rows
+ * as pairs of columns (pairs32: (W[r][2 c2], W[r][2 c2 + 1])), xp[p] the
+ * key rows paired from parity p (row_pairs from row p: pair m is rows
+ * 2 m + p and 2 m + p + 1). A pair of columns is a pair of keys, as both
+ * of the block's column ranges start at an even column. */
+BF_TARGET static void mix_rows_bf16(const qblk *b, const uint32_t *Wb, int ldb,
+                                    const uint32_t *const xp[2], int d, float *out,
+                                    size_t ostride, int acc)
+{
+    for (int r0 = 0; r0 < b->nq; r0 += 4)
+        for (int ec = 0; ec < d; ec += 64) {
+            __m512 s[4][4];
+            for (int r = 0; r < 4; r++)
+                for (int u = 0; u < 4; u++) s[r][u] = _mm512_setzero_ps();
+            const int nr = b->nq - r0 < 4 ? b->nq - r0 : 4, nc = cols_upto(b, r0 + nr);
+            for (int c = b->pa > 0 ? 0 : b->off; c < nc; c = c + 2 >= b->pa && c < b->off ? b->off : c + 2) {
+                const int k = key_of(b, c);
+                const uint32_t *xr = xp[k & 1] + (size_t)(k >> 1) * d + ec;
+                const __m512bh x0 = (__m512bh)_mm512_loadu_si512(xr);
+                const __m512bh x1 = (__m512bh)_mm512_loadu_si512(xr + 16);
+                const __m512bh x2 = (__m512bh)_mm512_loadu_si512(xr + 32);
+                const __m512bh x3 = (__m512bh)_mm512_loadu_si512(xr + 48);
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) {
+                    const uint32_t wv = Wb[(size_t)(r0 + (r < nr ? r : 0)) * ldb + c / 2];
+                    const __m512bh w = (__m512bh)_mm512_set1_epi32((int)wv);
+                    s[r][0] = _mm512_dpbf16_ps(s[r][0], w, x0);
+                    s[r][1] = _mm512_dpbf16_ps(s[r][1], w, x1);
+                    s[r][2] = _mm512_dpbf16_ps(s[r][2], w, x2);
+                    s[r][3] = _mm512_dpbf16_ps(s[r][3], w, x3);
+                }
+            }
+            for (int r = 0; r < nr; r++)
+                for (int u = 0; u < 4; u++) {
+                    float *y = out + (size_t)(b->i0 + r0 + r) * ostride + ec + 16 * u;
+                    __m512 v = s[r][u];
+                    if (acc) v = _mm512_add_ps(v, _mm512_loadu_ps(y));
+                    _mm512_storeu_ps(y, v);
+                }
+        }
+}
+
+/* W's rows r < nq as pairs of columns for mix_rows_bf16: Wb[r * ld / 2 +
+ * c2] = (W[r][2 c2], W[r][2 c2 + 1]) for the block's columns. */
+BF_TARGET static void row_col_pairs(uint32_t *Wb, const float *W, int ld, const qblk *b)
+{
+    const int nc = (n_cols(b) + 31) / 32 * 32;
+    for (int r = 0; r < b->nq; r++)
+        for (int c = 0; c < nc; c += 32)
+            _mm512_storeu_si512(Wb + (size_t)r * (ld / 2) + c / 2, pairs32(W + (size_t)r * ld + c));
+}
+
+/* scatter_range() from bfloat16 pairs of the block's rows: Wp (W's rows
+ * paired, ld apart) and rp (the rows paired, d apart) from row_pairs; F32
+ * sums. */
+BF_TARGET static void scatter_range_bf16(const qblk *b, const uint32_t *Wp, int ld, int k0,
+                                         int nk, const uint32_t *rp, int d, float *dx,
+                                         size_t xstride)
+{
+    const int n2 = (b->nq + 1) / 2;
+    int jj = 0;
+    for (; jj + 4 <= nk; jj += 4)
+        for (int ec = 0; ec < d; ec += 64) {
+            __m512 s[4][4];
+            for (int t = 0; t < 4; t++)
+                for (int u = 0; u < 4; u++)
+                    s[t][u] = _mm512_loadu_ps(dx + (size_t)(k0 + jj + t) * xstride + ec + 16 * u);
+            for (int r2 = 0; r2 < n2; r2++) {
+                const uint32_t *q = rp + (size_t)r2 * d + ec;
+                const __m512bh q0 = (__m512bh)_mm512_loadu_si512(q);
+                const __m512bh q1 = (__m512bh)_mm512_loadu_si512(q + 16);
+                const __m512bh q2 = (__m512bh)_mm512_loadu_si512(q + 32);
+                const __m512bh q3 = (__m512bh)_mm512_loadu_si512(q + 48);
+#pragma GCC unroll 4
+                for (int t = 0; t < 4; t++) {
+                    const __m512bh w = (__m512bh)_mm512_set1_epi32((int)Wp[(size_t)r2 * ld + jj + t]);
+                    s[t][0] = _mm512_dpbf16_ps(s[t][0], w, q0);
+                    s[t][1] = _mm512_dpbf16_ps(s[t][1], w, q1);
+                    s[t][2] = _mm512_dpbf16_ps(s[t][2], w, q2);
+                    s[t][3] = _mm512_dpbf16_ps(s[t][3], w, q3);
+                }
+            }
+            for (int t = 0; t < 4; t++)
+                for (int u = 0; u < 4; u++)
+                    _mm512_storeu_ps(dx + (size_t)(k0 + jj + t) * xstride + ec + 16 * u, s[t][u]);
+        }
+    for (; jj < nk; jj++) {
+        float *y = dx + (size_t)(k0 + jj) * xstride;
+        for (int ec = 0; ec < d; ec += 16) {
+            __m512 s = _mm512_loadu_ps(y + ec);
+            for (int r2 = 0; r2 < n2; r2++)
+                s = _mm512_dpbf16_ps(s, (__m512bh)_mm512_set1_epi32((int)Wp[(size_t)r2 * ld + jj]),
+                                     (__m512bh)_mm512_loadu_si512(rp + (size_t)r2 * d + ec));
+            _mm512_storeu_ps(y + ec, s);
+        }
+    }
+}
+
+/* Whether the block's products go through bfloat16 pairs. */
+static int pairs_on(const tr_attn *a) { return a->bf16 && a->d <= BF_D; }
+
+/* The keys (or values) x (stride apart) paired along the keys from both
+ * parities into xp[0] and xp[1], each room for ld / 2 pairs of d. */
+static void key_pairs(const tr_attn *a, uint32_t *const xp[2], const float *x, size_t stride)
+{
+    for (int p = 0; p < 2; p++)
+        row_pairs(xp[p], (size_t)a->d, x + (size_t)p * stride, stride, a->T - p, a->d);
+}
+
+/* mix_rows(), or with pairs_on() mix_rows_bf16 on the keys paired by
+ * key_pairs into xp, W paired into Wb (room for QB x ld / 2). */
+static void mix_rows_as(const tr_attn *a, const qblk *b, const float *W, int ld,
+                        const float *x, size_t stride, const uint32_t *const xp[2],
+                        uint32_t *Wb, float *out, size_t ostride, int acc)
+{
+    if (!pairs_on(a)) {
+        mix_rows(b, W, ld, x, stride, a->d, out, ostride, acc);
+        return;
+    }
+    row_col_pairs(Wb, W, ld, b);
+    mix_rows_bf16(b, Wb, ld / 2, xp, a->d, out, ostride, acc);
+}
+
+/* dx (the block's key rows) += W^T rows, as scatter_rows(), with W and the
+ * rows rounded to bfloat16 pairs when a->bf16: Wp (QB / 2 x ld) and rp
+ * (QB / 2 x d) are room for them. */
+static void scatter_rows_as(const tr_attn *a, const qblk *b, const float *W, int ld,
+                            const float *rows, size_t stride, float *dx, size_t xstride,
+                            uint32_t *Wp, uint32_t *rp)
+{
+    if (!pairs_on(a)) {
+        scatter_rows(b, W, ld, rows, stride, a->d, dx, xstride);
+        return;
+    }
+    row_pairs(Wp, (size_t)ld, W, (size_t)ld, b->nq, (n_cols(b) + 15) / 16 * 16);
+    row_pairs(rp, (size_t)a->d, rows + (size_t)b->i0 * stride, stride, b->nq, a->d);
+    if (b->pa > 0) scatter_range_bf16(b, Wp, ld, 0, b->pa, rp, a->d, dx, xstride);
+    scatter_range_bf16(b, Wp + b->off, ld, b->jlo, b->nk, rp, a->d, dx, xstride);
+}
+
 __attribute__((target("avx512f"))) static void
 attn_fwd_fast(const tr_attn *a, int h, const float *q, const float *k,
               const float *v, float *o, float *lse, float *sc)
@@ -582,7 +745,11 @@ attn_fwd_fast(const tr_attn *a, int h, const float *q, const float *k,
     const int d = a->d, g = h / (a->H / a->Hk), ld = attn_ld(a->T);
     const size_t qs = (size_t)a->H * d, ks = (size_t)a->Hk * d;
     float *kt = sc, *S = sc + 2 * (size_t)d * ld;
+    uint32_t *const vp[2] = {(uint32_t *)(sc + (size_t)d * ld),
+                             (uint32_t *)(sc + (size_t)d * ld) + (size_t)(ld / 2) * d};
+    uint32_t *Wb = (uint32_t *)(S + (size_t)QB * ld);
     keys_for_scores(a, kt, ld, k + (size_t)g * d, ks);
+    if (pairs_on(a)) key_pairs(a, vp, v + (size_t)g * d, ks);
     for (int i0 = 0; i0 < a->T; i0 += QB) {
         const qblk b = block_of(a, i0);
         score_rows(a, &b, q + (size_t)h * d, qs, kt, ld, 1.0f / sqrtf((float)d), S, ld);
@@ -601,7 +768,8 @@ attn_fwd_fast(const tr_attn *a, int h, const float *q, const float *k,
             lse[(size_t)(i0 + r) * a->H + h] = l[r];
         }
         probs(a, &b, S, ld, l);
-        mix_rows(&b, S, ld, v + (size_t)g * d, ks, d, o + (size_t)h * d, qs, 0);
+        mix_rows_as(a, &b, S, ld, v + (size_t)g * d, ks, (const uint32_t *const *)vp, Wb,
+                    o + (size_t)h * d, qs, 0);
     }
 }
 
@@ -615,8 +783,12 @@ attn_bwd_fast(const tr_attn *a, int g, const float *q, const float *k,
     const float scale = 1.0f / sqrtf((float)d);
     float *kt = sc, *vt = sc + (size_t)d * ld, *P = vt + (size_t)d * ld;
     float *dP = P + (size_t)QB * ld;
+    uint32_t *Wp = (uint32_t *)(dP + (size_t)QB * ld), rp[QB / 2 * BF_D];
     keys_for_scores(a, kt, ld, k + (size_t)g * d, ks);
     keys_for_scores(a, vt, ld, v + (size_t)g * d, ks);
+    /* with pairs, the second halves of kt and vt are free: the keys paired */
+    uint32_t *const kp[2] = {(uint32_t *)kt + (size_t)(d / 2) * ld, (uint32_t *)vt + (size_t)(d / 2) * ld};
+    if (pairs_on(a)) key_pairs(a, kp, k + (size_t)g * d, ks);
     for (int h = g * rep; h < (g + 1) * rep; h++) {
         const float *qh = q + (size_t)h * d, *doh = dout + (size_t)h * d;
         for (int i0 = 0; i0 < a->T; i0 += QB) {
@@ -639,9 +811,10 @@ attn_bwd_fast(const tr_attn *a, int g, const float *q, const float *k,
                     _mm512_storeu_ps(x, _mm512_maskz_mov_ps(row_mask(a, &b, r, jj), ds));
                 }
             }
-            mix_rows(&b, dP, ld, k + (size_t)g * d, ks, d, dq + (size_t)h * d, qs, 1);
-            scatter_rows(&b, dP, ld, qh, qs, d, dk + (size_t)g * d, ks);
-            scatter_rows(&b, P, ld, doh, qs, d, dv + (size_t)g * d, ks);
+            mix_rows_as(a, &b, dP, ld, k + (size_t)g * d, ks, (const uint32_t *const *)kp, Wp,
+                        dq + (size_t)h * d, qs, 1);
+            scatter_rows_as(a, &b, dP, ld, qh, qs, dk + (size_t)g * d, ks, Wp, rp);
+            scatter_rows_as(a, &b, P, ld, doh, qs, dv + (size_t)g * d, ks, Wp, rp);
         }
     }
 }

@@ -60,8 +60,9 @@ static inline float tr_dot(const float *a, const float *b, int n)
 typedef struct tr_attn {
     int T, H, Hk, d;
     const int32_t *start, *pre;
-    int bf16; /* scores (Q K^T, dO V^T) from bfloat16 operands, F32 sums
-               * (AVX512-BF16; the blocked path only, d <= 256) */
+    int bf16; /* every product (Q K^T, P V, dO V^T, dS K, dS^T Q, P^T dO)
+               * from bfloat16 operands, F32 sums (AVX512-BF16; the
+               * blocked path only, d <= 256) */
 } tr_attn;
 /* Floats of per-thread scratch the attention ops need for T tokens of
  * head dimension d. */

@@ -457,7 +457,7 @@ static void test_gemm_bf16(void)
  * shared prefix (its own columns in the last block) ---- */
 enum { FT = 77, FH = 4, FK = 2, FD = 64 };
 static float ft_q[FT * FH * FD], ft_k[FT * FK * FD], ft_v[FT * FK * FD], ft_do[FT * FH * FD];
-static int ft_bf16; /* attn_run's scores in bfloat16 */
+static int ft_bf16; /* attn_run's products in bfloat16 */
 
 static void attn_run(float *o, float *lse, float *dq, float *dk, float *dv)
 {
@@ -475,7 +475,7 @@ static void attn_run(float *o, float *lse, float *dq, float *dk, float *dv)
     free(sc);
 }
 
-/* The blocked attention (bf16: its scores in bfloat16) against the scalar
+/* The blocked attention (bf16: its products in bfloat16) against the scalar
  * F32 one on the same data: NMSE of o, lse, dq, dk, dv into e. */
 static void attn_compare(int bf16, double e[5])
 {
@@ -499,7 +499,7 @@ static void attn_compare(int bf16, double e[5])
     e[3] = test_nmse(dk[1], dk[0], sizeof dk[0] / 4);
     e[4] = test_nmse(dv[1], dv[0], sizeof dv[0] / 4);
     printf("#   %s vs scalar nmse: o %.1e lse %.1e dq %.1e dk %.1e dv %.1e\n",
-           bf16 ? "bf16 scores" : "blocked", e[0], e[1], e[2], e[3], e[4]);
+           bf16 ? "bf16 products" : "blocked", e[0], e[1], e[2], e[3], e[4]);
 }
 
 static void test_attention_blocked(void)
@@ -515,8 +515,10 @@ static void test_attention_blocked(void)
     for (int i = 0; i < 5; i++) EXPECT(e[i] < 1e-10);
 }
 
-/* ---- the blocked attention with bfloat16 scores: within bfloat16
- * rounding of q, k, v and dO of the scalar F32 one (same data and mask) ---- */
+/* ---- the blocked attention with bfloat16 products: within bfloat16
+ * rounding of its operands of the scalar F32 one (same data and mask; the
+ * shared prefix of 7 keys, the second document from key 19 and the last
+ * block's 13 rows pair keys and rows from odd places) ---- */
 static void test_attention_bf16(void)
 {
 #if !defined(__x86_64__)
