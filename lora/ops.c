@@ -604,7 +604,7 @@ BF_TARGET static void row_pairs(uint32_t *xp, size_t ostride, const float *x, si
  * 2 m + p and 2 m + p + 1). A pair of columns is a pair of keys, as both
  * of the block's column ranges start at an even column. */
 BF_TARGET static void mix_rows_bf16(const qblk *b, const uint32_t *Wb, int ldb,
-                                    const uint32_t *const xp[2], int d, float *out,
+                                    uint32_t *const xp[2], int d, float *out,
                                     size_t ostride, int acc)
 {
     for (int r0 = 0; r0 < b->nq; r0 += 4)
@@ -710,7 +710,7 @@ static void key_pairs(const tr_attn *a, uint32_t *const xp[2], const float *x, s
 /* mix_rows(), or with pairs_on() mix_rows_bf16 on the keys paired by
  * key_pairs into xp, W paired into Wb (room for QB x ld / 2). */
 static void mix_rows_as(const tr_attn *a, const qblk *b, const float *W, int ld,
-                        const float *x, size_t stride, const uint32_t *const xp[2],
+                        const float *x, size_t stride, uint32_t *const xp[2],
                         uint32_t *Wb, float *out, size_t ostride, int acc)
 {
     if (!pairs_on(a)) {
@@ -768,7 +768,7 @@ attn_fwd_fast(const tr_attn *a, int h, const float *q, const float *k,
             lse[(size_t)(i0 + r) * a->H + h] = l[r];
         }
         probs(a, &b, S, ld, l);
-        mix_rows_as(a, &b, S, ld, v + (size_t)g * d, ks, (const uint32_t *const *)vp, Wb,
+        mix_rows_as(a, &b, S, ld, v + (size_t)g * d, ks, vp, Wb,
                     o + (size_t)h * d, qs, 0);
     }
 }
@@ -811,7 +811,7 @@ attn_bwd_fast(const tr_attn *a, int g, const float *q, const float *k,
                     _mm512_storeu_ps(x, _mm512_maskz_mov_ps(row_mask(a, &b, r, jj), ds));
                 }
             }
-            mix_rows_as(a, &b, dP, ld, k + (size_t)g * d, ks, (const uint32_t *const *)kp, Wp,
+            mix_rows_as(a, &b, dP, ld, k + (size_t)g * d, ks, kp, Wp,
                         dq + (size_t)h * d, qs, 1);
             scatter_rows_as(a, &b, dP, ld, qh, qs, dk + (size_t)g * d, ks, Wp, rp);
             scatter_rows_as(a, &b, P, ld, doh, qs, dv + (size_t)g * d, ks, Wp, rp);
