@@ -5,11 +5,10 @@
  * Address values ("to", "cc", "attendees") are whole addresses of the
  * conversation: every other token is masked (with none in it, no bonus
  * there, and a known address is held to once its first part is spelled);
- * Addresses the user's request names come first: only they get the
- * bonus. So is every token but the
- * word's own inside a word being copied. Keys of a tool's result start
- * no copy. A value whose first word broke off a copy is mended
- * (hx_copy_repair). */
+ * addresses the user's request names come first: only they get the
+ * bonus. So is every token but the word's own inside a word being copied.
+ * Keys of a tool's result start no copy. A value whose first word broke
+ * off a copy is mended (hx_copy_repair). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
