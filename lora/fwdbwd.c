@@ -385,9 +385,10 @@ typedef struct xent_job {
 static double row_xent(const hx_batch *b, int t, float *z, int V, float scale, float *dz)
 {
     const size_t o = (size_t)t * (size_t)b->soft_k;
+    const int w = b->weight && b->weight[t] > 1 ? b->weight[t] : 1;
     if (b->soft_p && b->soft_k > 0 && b->soft_p[o] > 0)
-        return tr_xent_soft(z, V, b->soft_id + o, b->soft_p + o, b->soft_k, scale, dz);
-    return tr_xent(z, V, b->targets[t], scale, dz);
+        return w * tr_xent_soft(z, V, b->soft_id + o, b->soft_p + o, b->soft_k, scale * w, dz);
+    return w * tr_xent(z, V, b->targets[t], scale * w, dz);
 }
 
 static void xent_task(void *ctx, int task, int thread)

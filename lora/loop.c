@@ -22,7 +22,7 @@ hx_train_params hx_train_default_params(void)
 /* The micro-batches of one step: windows drawn with the trainer's RNG. */
 typedef struct step_data {
     int32_t *tok, *tgt, *doc, *pre;
-    uint8_t *mask;
+    uint8_t *mask;  /* each row's target weight (0: no target) */
     int32_t *sid;   /* soft targets of the rows (n_win * T * k), or NULL */
     float *sp;
     int k;
@@ -44,6 +44,14 @@ static void find_starts(const hx_train_data *d, step_data *s)
     if (!s->starts) return;
     for (size_t i = 0; i < span; i++)
         if (i == 0 || d->doc[i] != d->doc[i - 1]) s->starts[s->n_starts++] = i;
+}
+
+/* What data token x counts for as a target: 0 (none: last says it
+ * starts the next document, or it is masked out) or its weight. */
+static uint8_t target_weight(const hx_train_data *d, size_t x, int last)
+{
+    if (last || (d->mask && !d->mask[x])) return 0;
+    return d->weight && d->weight[x] > 1 ? d->weight[x] : 1;
 }
 
 /* Row r's soft target: that of data token x (its target), or none. */
@@ -82,7 +90,7 @@ static size_t shared_len(const hx_train_data *d, size_t a, size_t a_end, size_t 
  * leading tokens with the first is packed without them and sees the
  * first's copy. A document that would reach the context is cut there and
  * the rest skipped (a window may be longer than the context). Returns the
- * count of masked targets. */
+ * count of masked targets (weighted). */
 static long draw_docs(const hx_train_data *d, step_data *s, int min, int w, size_t off)
 {
     long cnt = 0;
@@ -101,7 +109,7 @@ static long draw_docs(const hx_train_data *d, step_data *s, int min, int w, size
         s->tgt[k] = d->tokens[x + 1];
         s->doc[k] = seg, s->pre[k] = pre;
         const int last = d->doc[x + 1] != d->doc[x];
-        s->mask[k] = !last && (d->mask ? d->mask[x + 1] != 0 : 1);
+        s->mask[k] = target_weight(d, x + 1, last);
         put_soft(d, s, k, x + 1, s->mask[k]);
         cnt += s->mask[k];
         x++;
@@ -115,7 +123,8 @@ static long draw_docs(const hx_train_data *d, step_data *s, int min, int w, size
     return cnt;
 }
 
-/* Draws the step's windows; returns the count of masked targets. */
+/* Draws the step's windows; returns the count of masked targets
+ * (weighted: the step's loss is their weighted mean). */
 static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s, int share)
 {
     long cnt = 0;
@@ -132,7 +141,7 @@ static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s, int 
             const size_t k = (size_t)w * s->T + i;
             s->tok[k] = d->tokens[off + i];
             s->tgt[k] = d->tokens[off + i + 1];
-            s->mask[k] = d->mask ? d->mask[off + i + 1] != 0 : 1;
+            s->mask[k] = target_weight(d, off + i + 1, 0);
             s->doc[k] = 0;
             put_soft(d, s, k, off + i + 1, s->mask[k]);
             cnt += s->mask[k];
@@ -158,7 +167,8 @@ static int one_step(hx_trainer *tr, const hx_train_data *d,
                       s->mask + a * per, d->doc ? s->doc + a * per : NULL,
                       share ? s->pre + a * per : NULL,
                       s->sp ? s->sid + a * per * (size_t)s->k : NULL,
-                      s->sp ? s->sp + a * per * (size_t)s->k : NULL, s->k};
+                      s->sp ? s->sp + a * per * (size_t)s->k : NULL, s->k,
+                      d->weight ? s->mask + a * per : NULL};
         double l = 0.0;
         int rc = hx_trainer_grad(tr, &b, norm, &l, err);
         if (rc) return rc;

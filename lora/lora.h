@@ -97,15 +97,20 @@ typedef struct hx_batch {
     const int32_t *soft_id;
     const float *soft_p;
     int soft_k;
+    /* NULL: every target counts once; else weight[t] (1..255) is how many
+     * times position t's target counts: its cross-entropy and gradient
+     * are multiplied by it (the loss sums below are weighted so) */
+    const uint8_t *weight;
 } hx_batch;
 
 /* Forward only. logits (n_seq*n_tok*n_vocab, or NULL) gets every
  * position's logits; *loss_sum (or NULL) the summed masked cross-entropy
- * and *n_count the masked positions. */
+ * (weighted by b->weight) and *n_count the masked positions. */
 int hx_trainer_forward(hx_trainer *tr, const hx_batch *b, float *logits,
                        double *loss_sum, int *n_count, hx_err *err);
 /* Forward and backward: gradients ACCUMULATE (scaled by 1/norm, where norm
- * is normally the masked-token count of the whole optimizer step);
+ * is normally the masked-token count of the whole optimizer step, or the
+ * sum of their weights);
  * *loss_sum gets the summed masked cross-entropy. */
 int hx_trainer_grad(hx_trainer *tr, const hx_batch *b, double norm,
                     double *loss_sum, hx_err *err);
@@ -173,6 +178,10 @@ typedef struct hx_train_data {
                             * x (a target) is learned as that distribution */
     const float *soft_p;
     int soft_k;
+    const uint8_t *weight; /* n, or NULL: each target once; else token x,
+                            * where a target, counts weight[x] times in the
+                            * loss (0 counts as 1); a step's loss is the
+                            * weighted mean */
 } hx_train_data;
 
 typedef struct hx_train_params {

@@ -138,9 +138,10 @@ static double check_directions(hx_trainer *tr, const hx_batch *b,
     return worst;
 }
 
-/* Two sequences of 7: the second packs two documents; some targets off. */
+/* Two sequences of 7: the second packs two documents; some targets off,
+ * some counting twice (hx_batch.weight). */
 static int32_t toks[14], tgts[14], docs[14];
-static uint8_t mask[14];
+static uint8_t mask[14], wts[14];
 
 static hx_batch make_batch(int V)
 {
@@ -151,8 +152,10 @@ static hx_batch make_batch(int V)
         tgts[i] = (int32_t)((s >> 45) % (uint64_t)V);
         mask[i] = (uint8_t)(i % 5 != 2);
         docs[i] = i < 7 ? 0 : (i < 10 ? 1 : 2);
+        wts[i] = (uint8_t)(i % 3 == 0 ? 2 : 1);
     }
-    hx_batch b = {.n_seq = 2, .n_tok = 7, .tokens = toks, .targets = tgts, .mask = mask, .doc = docs};
+    hx_batch b = {.n_seq = 2, .n_tok = 7, .tokens = toks, .targets = tgts, .mask = mask,
+                  .doc = docs, .weight = wts};
     return b;
 }
 

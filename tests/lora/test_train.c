@@ -188,6 +188,63 @@ static void test_accumulation(void)
     hx_trainer_free(tr);
 }
 
+/* Target weights: a target of weight 3 counts as the same target three
+ * times (its loss and gradient, against one pass with it and two more
+ * with it alone), and through the loop a weight of 2 on every token
+ * trains bit for bit as none (the weighted mean is the mean). */
+static void test_weights(void)
+{
+    enum { T = 32 };
+    hx_train_config c = tiny(32);
+    hx_train_data d = make_data();
+    hx_err err = {0};
+    hx_trainer *tr = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 6, 2, &tr, &err) == HX_OK);
+    const size_t np = hx_trainer_n_params(tr);
+    float *gw = malloc(np * sizeof *gw);
+    uint8_t w[T], only[T];
+    for (int t = 0; t < T; t++) {
+        w[t] = t % 7 == 1 ? 3 : 1;
+        only[t] = (uint8_t)(d.mask[t + 1] && w[t] == 3);
+    }
+    hx_batch b = {.n_seq = 2, .n_tok = T / 2, .tokens = d.tokens, .targets = d.tokens + 1,
+                  .mask = d.mask + 1};
+    hx_batch bw = b, bo = b;
+    bw.weight = w;
+    bo.mask = only;
+    double lw = 0, l1 = 0, lo = 0;
+    hx_trainer_zero_grad(tr);
+    ASSERT(gw && hx_trainer_grad(tr, &bw, 40.0, &lw, &err) == HX_OK);
+    memcpy(gw, hx_trainer_grads(tr), np * sizeof *gw);
+    hx_trainer_zero_grad(tr);
+    ASSERT(hx_trainer_grad(tr, &b, 40.0, &l1, &err) == HX_OK);
+    ASSERT(hx_trainer_grad(tr, &bo, 40.0, &lo, &err) == HX_OK);
+    ASSERT(hx_trainer_grad(tr, &bo, 40.0, &lo, &err) == HX_OK);
+    const double nmse = test_nmse(gw, hx_trainer_grads(tr), np);
+    printf("#   weighted loss %.9f, as repeats %.9f; gradient NMSE %.1e\n", lw, l1 + 2 * lo, nmse);
+    EXPECT(lo > 0 && fabs(lw - (l1 + 2 * lo)) < 1e-9 * lw);
+    EXPECT(nmse < 1e-12);
+    /* the loop: 2 everywhere is none; 3 on some targets is another run */
+    static uint8_t two[DN], some[DN];
+    for (int i = 0; i < DN; i++) two[i] = 2, some[i] = i % 7 == 1 ? 3 : 1;
+    hx_trainer *ta = NULL, *tb = NULL, *tc = NULL;
+    ASSERT(hx_trainer_new_scratch(&c, 9, 2, &ta, &err) == HX_OK);
+    ASSERT(hx_trainer_new_scratch(&c, 9, 2, &tb, &err) == HX_OK);
+    ASSERT(hx_trainer_new_scratch(&c, 9, 2, &tc, &err) == HX_OK);
+    hx_train_params tp = params(6);
+    hx_train_data d2 = d, d3 = d;
+    d2.weight = two, d3.weight = some;
+    ASSERT(hx_train_run(ta, &d, &tp, &err) == HX_OK);
+    ASSERT(hx_train_run(tb, &d2, &tp, &err) == HX_OK);
+    ASSERT(hx_train_run(tc, &d3, &tp, &err) == HX_OK);
+    EXPECT(!memcmp(hx_trainer_losses(ta), hx_trainer_losses(tb), 6 * sizeof(float)));
+    EXPECT(!memcmp(hx_trainer_params(ta), hx_trainer_params(tb), np * sizeof(float)));
+    EXPECT(memcmp(hx_trainer_params(ta), hx_trainer_params(tc), np * sizeof(float)));
+    hx_trainer_free(ta), hx_trainer_free(tb), hx_trainer_free(tc);
+    free(gw);
+    hx_trainer_free(tr);
+}
+
 static void test_schedule(void)
 {
     hx_opt_params o = hx_opt_default_params();
@@ -737,6 +794,7 @@ int main(void)
     RUN(test_learns);
     RUN(test_learns_bf16);
     RUN(test_accumulation);
+    RUN(test_weights);
     RUN(test_schedule);
     RUN(test_schedule_wsd);
     RUN(test_no_targets);
