@@ -147,6 +147,25 @@ int32_t hx_repeat_ban(const int32_t *hist, int n, int period, int times);
 /* The copy bias of the compact prompt style (small models such as
  * hearth-tiny) unless the caller sets one: chosen on generated tasks apart
  * from the held-out evaluation's. */
+/* A JSON scanner over the bytes of a tool call ({"name": ..., "arguments":
+ * {...}}, from its '{'), just enough to know whether a byte is inside a
+ * string value of the arguments (depth >= 2: a member's value or an array
+ * item) and under which key (agent/copy.c). Zero it to start. */
+#define HX_JSCAN_DEPTH 16
+#define HX_JSCAN_KEY 12
+typedef struct hx_jscan {
+    int depth;
+    char stack[HX_JSCAN_DEPTH]; /* '{' or '[' of each open container */
+    int colon;                  /* a ':' since the last '{' or ',' */
+    int in_str, esc, is_val;
+    char key[HX_JSCAN_KEY];     /* the last key of the arguments (cut: "") */
+    int key_len;                /* bytes of the key being read; -1: too long */
+} hx_jscan;
+/* What byte c was: the opening quote of such a value, a byte inside it
+ * (escapes included), its closing quote, or anything else. */
+enum { HX_JSCAN_OTHER, HX_JSCAN_OPEN, HX_JSCAN_BYTE, HX_JSCAN_CLOSE };
+int hx_jscan_byte(hx_jscan *s, char c);
+
 #define HX_COPY_BIAS 6.0f
 /* A sampler stage (agent/copy.c) for calls: inside a string value of a
  * call's arguments, while the value so far occurs in text from a word's

@@ -185,6 +185,44 @@ straddle:
                       "edge of an assistant turn", t->n_docs);
 }
 
+/* The token of the n (offsets off) holding byte b. */
+static size_t token_at(const size_t *off, size_t n, size_t b)
+{
+    size_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (off[mid] <= b) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Marks the value edges of the tool calls in span sp: after each
+ * "<tool_call>", the JSON from its first '{' to where that closes. */
+static void mark_span(hx_chat_tokens *t, const size_t *off, size_t n, const char *text,
+                      hx_chat_span sp)
+{
+    static const char tag[] = "<tool_call>";
+    uint8_t *mask = t->mask + t->n;
+    for (size_t i = sp.start; i < sp.end;) {
+        const char *at = memmem(text + i, sp.end - i, tag, sizeof tag - 1);
+        const char *brace = at ? memchr(at, '{', (size_t)(text + sp.end - at)) : NULL;
+        if (!brace) return;
+        hx_jscan js;
+        memset(&js, 0, sizeof js);
+        for (i = (size_t)(brace - text); i < sp.end; i++) {
+            const int what = hx_jscan_byte(&js, text[i]);
+            /* an empty value: its closing quote is both edges */
+            const size_t b = what == HX_JSCAN_OPEN ? i + 1 : i;
+            if (what == HX_JSCAN_OPEN || what == HX_JSCAN_CLOSE) {
+                const size_t k = token_at(off, n, b);
+                if (mask[k]) mask[k] = HX_CHAT_VALUE_EDGE;
+            }
+            if (js.depth == 0) break;
+        }
+    }
+}
+
 /* Byte offsets of the tokens in text; HX_ERR_FORMAT if they do not give
  * the text back. */
 static int token_offsets(const hx_vocab *v, const int32_t *ids, int n,
@@ -218,6 +256,8 @@ int hx_chat_tokens_add(hx_chat_tokens *t, const hx_vocab *v, const char *text,
         rc = hx_err_set(err, HX_ERR_FORMAT, "conversation %d: the tokens do not "
                         "give the text back (invalid UTF-8?)", t->n_docs);
     else rc = mask_tokens(t, off, (size_t)n, len, spans, n_spans, err);
+    for (int s = 0; !rc && t->mark_values && s < n_spans; s++)
+        mark_span(t, off, (size_t)n, text, spans[s]);
     if (!rc) {
         memcpy(t->tokens + t->n, ids, (size_t)n * sizeof *ids);
         for (int k = 0; k < n; k++) t->doc[t->n + k] = t->n_docs;
@@ -232,7 +272,7 @@ int hx_chat_tokens_add(hx_chat_tokens *t, const hx_vocab *v, const char *text,
 
 /* ---- the whole file, with the cache ---- */
 
-#define CACHE_MAGIC "HXCHTOK2"
+#define CACHE_MAGIC "HXCHTOK3" /* 3: value edges marked */
 typedef struct cache_hdr {
     char magic[8];
     int32_t style, family;       /* as asked, as used */
@@ -360,6 +400,7 @@ static int tokenize_file(const char *path, const char *text, size_t len, int sty
     memset(&c, 0, sizeof c);
     hx_buf_init(&c.text);
     c.t = out;
+    out->mark_values = 1;
     hx_vocab *v = NULL;
     int rc = load_vocab(vocab_path, &v, err);
     c.v = v;

@@ -56,7 +56,9 @@ int hx_chat_render(const hx_chat_doc *d, hx_buf *out, hx_chat_span **spans,
                    int *n_spans, hx_err *err);
 
 /* Token stream of a chat file for hx_train_data: tokens, mask (1 on the
- * tokens inside assistant spans), doc (the conversation's index). */
+ * tokens inside assistant spans; HX_CHAT_VALUE_EDGE where a tool call's
+ * argument value starts or ends, when asked), doc (the conversation's
+ * index). */
 typedef struct hx_chat_tokens {
     int32_t *tokens;
     uint8_t *mask;
@@ -67,19 +69,27 @@ typedef struct hx_chat_tokens {
     size_t bytes;           /* rendered text */
     int from_cache;         /* 1 if read from the cache file */
     size_t cap;             /* allocated entries */
+    int mark_values;        /* set before adding: mark the value edges */
 } hx_chat_tokens;
+/* The mask of an assistant token holding a decision where to copy from: the
+ * first byte of a string value in a tool call's arguments (which word a
+ * title or a search starts at), or its closing quote (where it ends). A
+ * small model's calls go wrong there most (models/README.md); hearth train
+ * --value-weight counts these targets more. */
+#define HX_CHAT_VALUE_EDGE 2
 void hx_chat_tokens_free(hx_chat_tokens *t);
 
 /* Tokenizes one rendered conversation as the engine source tokenizes a
  * prompt (hx_source_tokenize) and appends it to t with its mask and doc
- * id t->n_docs (then incremented). A token straddling a span boundary
- * fails with HX_ERR_FORMAT. */
+ * id t->n_docs (then incremented). With t->mark_values, the value edges
+ * of the <tool_call> JSON in the spans are marked HX_CHAT_VALUE_EDGE. A
+ * token straddling a span boundary fails with HX_ERR_FORMAT. */
 int hx_chat_tokens_add(hx_chat_tokens *t, const hx_vocab *v, const char *text,
                        size_t len, const hx_chat_span *spans, int n_spans,
                        hx_err *err);
 
 /* Every conversation of path, rendered and tokenized with the vocabulary
- * of the GGUF vocab_path. The result is cached in path + ".tok" (keyed by
+ * of the GGUF vocab_path, the value edges marked. The result is cached in path + ".tok" (keyed by
  * the SHA-256 of the data and vocabulary files and the style) and read
  * from there when it matches; a cache that cannot be written is only
  * warned about. progress: hx_progress on stderr (silent if not a tty).

@@ -40,23 +40,12 @@
 
 #include "agent/agent_int.h"
 
-/* A JSON scanner over the bytes of a call: just enough to know whether a
- * byte is inside a string value of the arguments (depth >= 2). */
-#define SCAN_DEPTH 16
-#define KEY_MAX 12
-typedef struct jscan {
-    int depth;
-    char stack[SCAN_DEPTH]; /* '{' or '[' of each open container */
-    int colon;              /* a ':' since the last '{' or ',' */
-    int in_str, esc, is_val;
-    char key[KEY_MAX];      /* the last key of the arguments (cut: "") */
-    int key_len;            /* bytes of the key being read; -1: too long */
-} jscan;
+/* ---- the JSON value scanner (agent_int.h) ---- */
 
-static void key_byte(jscan *s, char c)
+static void key_byte(hx_jscan *s, char c)
 {
     if (s->key_len < 0) return;
-    if (s->key_len + 1 >= KEY_MAX) {
+    if (s->key_len + 1 >= HX_JSCAN_KEY) {
         s->key_len = -1, s->key[0] = 0;
         return;
     }
@@ -64,25 +53,22 @@ static void key_byte(jscan *s, char c)
     s->key[s->key_len] = 0;
 }
 
-enum { SCAN_OTHER, SCAN_OPEN, SCAN_BYTE, SCAN_CLOSE };
-
-/* Feeds one byte; what it was for the value strings we copy. */
-static int scan_byte(jscan *s, char c)
+int hx_jscan_byte(hx_jscan *s, char c)
 {
     if (s->in_str) {
         if (s->esc) s->esc = 0;
         else if (c == '\\') s->esc = 1;
         else if (c == '"') {
             s->in_str = 0;
-            return s->is_val ? SCAN_CLOSE : SCAN_OTHER;
+            return s->is_val ? HX_JSCAN_CLOSE : HX_JSCAN_OTHER;
         }
         if (!s->is_val && s->depth >= 2) key_byte(s, c);
-        return s->is_val ? SCAN_BYTE : SCAN_OTHER;
+        return s->is_val ? HX_JSCAN_BYTE : HX_JSCAN_OTHER;
     }
-    char top = s->depth > 0 && s->depth <= SCAN_DEPTH ? s->stack[s->depth - 1] : 0;
+    char top = s->depth > 0 && s->depth <= HX_JSCAN_DEPTH ? s->stack[s->depth - 1] : 0;
     switch (c) {
     case '{': case '[':
-        if (s->depth < SCAN_DEPTH) s->stack[s->depth] = c;
+        if (s->depth < HX_JSCAN_DEPTH) s->stack[s->depth] = c;
         s->depth++;
         s->colon = 0;
         break;
@@ -95,10 +81,10 @@ static int scan_byte(jscan *s, char c)
         s->in_str = 1;
         s->is_val = s->depth >= 2 && (top == '[' || (top == '{' && s->colon));
         if (!s->is_val) s->key_len = 0, s->key[0] = 0;
-        return s->is_val ? SCAN_OPEN : SCAN_OTHER;
+        return s->is_val ? HX_JSCAN_OPEN : HX_JSCAN_OTHER;
     default: break;
     }
-    return SCAN_OTHER;
+    return HX_JSCAN_OTHER;
 }
 
 typedef struct copy_stage {
@@ -106,7 +92,7 @@ typedef struct copy_stage {
     float bonus;
     const int *in_call;  /* the loop guard's: a call is being written */
     int was_in_call;
-    jscan js;
+    hx_jscan js;
     char *text;          /* the conversation, then known addresses (owned) */
     size_t n_text;
     int32_t n_conv_addrs; /* addrs[0, n_conv_addrs) are the conversation's */
@@ -242,20 +228,20 @@ static int judge(const copy_stage *c, int32_t t, int *strict)
     const char *p = hx_vocab_piece(c->v, t, &n);
     *strict = 0;
     if (!p || n == 0 || hx_vocab_is_special(c->v, t)) return UNTOUCHED;
-    jscan s = c->js;
+    hx_jscan s = c->js;
     int fresh = 0, touched = s.in_str && s.is_val, closed = 0;
     size_t from = 0, to = 0;
     *strict = touched && address_value(c, s.key); /* the key stays while its value is open */
     for (size_t i = 0; i < n && !closed; i++) {
-        switch (scan_byte(&s, p[i])) {
-        case SCAN_OPEN:
+        switch (hx_jscan_byte(&s, p[i])) {
+        case HX_JSCAN_OPEN:
             if (touched) return LEAVES; /* a second value: no copy of one */
             touched = fresh = 1;
             *strict = address_value(c, s.key);
             from = to = i + 1;
             break;
-        case SCAN_BYTE: to = i + 1; break;
-        case SCAN_CLOSE: closed = 1; break;
+        case HX_JSCAN_BYTE: to = i + 1; break;
+        case HX_JSCAN_CLOSE: closed = 1; break;
         default: /* structure before the value opens */
             from = to = i + 1;
             break;
@@ -412,14 +398,14 @@ static int copy_accept(void *ctx, int32_t token)
     const char *p = hx_vocab_piece(c->v, token, &n);
     if (!p || hx_vocab_is_special(c->v, token)) return HX_OK;
     for (size_t i = 0; i < n; i++) {
-        int what = scan_byte(&c->js, p[i]);
-        if (what == SCAN_OPEN) {
+        int what = hx_jscan_byte(&c->js, p[i]);
+        if (what == HX_JSCAN_OPEN) {
             const int32_t *set = fresh_set(c, address_value(c, c->js.key), &c->n_match);
             memcpy(c->match, set, (size_t)c->n_match * sizeof *c->match);
             c->len = 0;
-        } else if (what == SCAN_BYTE) {
+        } else if (what == HX_JSCAN_BYTE) {
             copy_byte(c, p[i]);
-        } else if (what == SCAN_CLOSE && address_value(c, c->js.key)) {
+        } else if (what == HX_JSCAN_CLOSE && address_value(c, c->js.key)) {
             address_used(c);
         }
     }

@@ -150,20 +150,39 @@ static void test_no_loss_turn(void)
     hx_buf_free(&conv);
 }
 
+/* The conversation in data, rendered (o) and tokenized (t) with the
+ * test vocabulary (*v; the caller frees all three with drop_one). */
+static void tokenize_one(one *o, hx_vocab **v, hx_chat_tokens *t, int mark_values)
+{
+    memset(o, 0, sizeof *o);
+    hx_buf_init(&o->text);
+    memset(t, 0, sizeof *t);
+    t->mark_values = mark_values;
+    hx_err err = {0};
+    *v = NULL;
+    ASSERT(hx_chat_each(data, 0, grab, o, &err) == HX_OK);
+    ASSERT((*v = load_vocab()));
+    ASSERT(hx_chat_tokens_add(t, *v, o->text.data, o->text.len, o->sp, o->n_sp, &err) == HX_OK);
+}
+
+static void drop_one(one *o, hx_vocab *v, hx_chat_tokens *t)
+{
+    hx_chat_tokens_free(t);
+    hx_vocab_free(v);
+    cJSON_Delete(o->msgs);
+    cJSON_Delete(o->tools);
+    hx_buf_free(&o->text);
+}
+
 /* The masked tokens are exactly the two turns; the tokens before each
  * turn are the engine source's tokens for the planner's prompt. */
 static void test_mask_and_inference_tokens(void)
 {
     one o;
-    memset(&o, 0, sizeof o);
-    hx_buf_init(&o.text);
-    hx_err err = {0};
-    ASSERT(hx_chat_each(data, 0, grab, &o, &err) == HX_OK);
-    hx_vocab *v = load_vocab();
-    ASSERT(v);
+    hx_vocab *v;
     hx_chat_tokens t;
-    memset(&t, 0, sizeof t);
-    ASSERT(hx_chat_tokens_add(&t, v, o.text.data, o.text.len, o.sp, o.n_sp, &err) == HX_OK);
+    hx_err err = {0};
+    tokenize_one(&o, &v, &t, 0);
     /* masked runs detokenize to the turns */
     hx_buf run[3];
     int n_run = 0;
@@ -210,11 +229,45 @@ static void test_mask_and_inference_tokens(void)
         turn++;
     }
     EXPECT_EQ_INT(turn, 2);
-    hx_chat_tokens_free(&t);
-    hx_vocab_free(v);
-    cJSON_Delete(o.msgs);
-    cJSON_Delete(o.tools);
-    hx_buf_free(&o.text);
+    drop_one(&o, v, &t);
+}
+
+/* With mark_values, the tokens marked HX_CHAT_VALUE_EDGE are exactly those
+ * holding the first byte or the closing quote of the call's three argument
+ * values (not the tool's name, nor anything of the plain answer); the rest
+ * of the turns stays 1. */
+static void test_value_edges(void)
+{
+    write_file(data, k_conv);
+    one o;
+    hx_vocab *v;
+    hx_chat_tokens t;
+    tokenize_one(&o, &v, &t, 1);
+    /* the edge bytes: in the turn, after each value's opening quote */
+    const char *turn = o.text.data + o.sp[0].start;
+    const char *const values[] = {"\"Lunch\"", "\"2026-11-30T12:30\"", "\"alma@example.com\""};
+    size_t edge[6];
+    for (int i = 0; i < 3; i++) {
+        const char *at = strstr(turn, values[i]);
+        ASSERT(at);
+        edge[2 * i] = (size_t)(at - o.text.data) + 1;
+        edge[2 * i + 1] = edge[2 * i] + strlen(values[i]) - 2;
+    }
+    size_t pos = 0;
+    int marked = 0;
+    for (size_t k = 0; k < t.n; k++) {
+        size_t l = 0;
+        hx_vocab_piece(v, t.tokens[k], &l);
+        int holds = 0;
+        for (int i = 0; i < 6; i++) holds |= edge[i] >= pos && edge[i] < pos + l;
+        if (holds) EXPECT_EQ_INT(t.mask[k], HX_CHAT_VALUE_EDGE);
+        else EXPECT(t.mask[k] <= 1);
+        marked += t.mask[k] == HX_CHAT_VALUE_EDGE;
+        pos += l;
+    }
+    EXPECT_EQ_INT(pos, o.text.len);
+    EXPECT(marked >= 3 && marked <= 6); /* two edges may share a token */
+    drop_one(&o, v, &t);
 }
 
 /* The real engine source, over a random model with this vocabulary, is fed
@@ -285,6 +338,9 @@ static void test_load_and_cache(void)
     EXPECT_EQ_INT(a.doc[0], 0);
     EXPECT_EQ_INT(a.doc[a.n - 1], 1);
     EXPECT_EQ_INT(a.n_masked * 2 > 0, 1);
+    int edges = 0; /* hx_chat_load marks the value edges */
+    for (size_t k = 0; k < a.n; k++) edges += a.mask[k] == HX_CHAT_VALUE_EDGE;
+    EXPECT(edges >= 2 * 3);
     ASSERT(hx_chat_load(data, 0, vocab, 0, &b, &fb, &err) == HX_OK);
     EXPECT(b.from_cache);
     EXPECT_EQ_INT(fb, fa);
@@ -402,6 +458,21 @@ static void test_train_chat(void)
     EXPECT_STR_EQ(pre, "qwen2");
     EXPECT_EQ_INT(hx_tpl_detect(g, NULL), HX_TPL_COMPACT);
     hx_gguf_close(g);
+    /* the value edges weighted: trains; a weight past 255, or one without
+     * --chat (no edges to weigh), is a usage error */
+    EXPECT_EQ_INT(quiet_train((const char *[]){"--chat", data, "--vocab", vocab, "--out", model,
+                                               "--layers", "1", "--embd", "32", "--heads", "2",
+                                               "--kv-heads", "1", "--head-dim", "16", "--ff", "64",
+                                               "--ctx", "128", "--seq", "128", "--batch", "2",
+                                               "--steps", "2", "--threads", "1",
+                                               "--value-weight", "4", NULL}),
+                  HX_EXIT_OK);
+    EXPECT_EQ_INT(quiet_train((const char *[]){"--chat", data, "--vocab", vocab, "--out", model,
+                                               "--value-weight", "256", NULL}),
+                  HX_EXIT_USAGE);
+    EXPECT_EQ_INT(quiet_train((const char *[]){data, "--vocab", vocab, "--out", model,
+                                               "--value-weight", "2", NULL}),
+                  HX_EXIT_USAGE);
     /* --chat needs a vocabulary; text and chat are exclusive */
     EXPECT_EQ_INT(quiet_train((const char *[]){"--chat", data, "--out", model, NULL}),
                   HX_EXIT_USAGE);
@@ -428,6 +499,7 @@ int main(void)
     RUN(test_render_spans);
     RUN(test_no_loss_turn);
     RUN(test_mask_and_inference_tokens);
+    RUN(test_value_edges);
     RUN(test_engine_source_prompt);
     RUN(test_load_and_cache);
     RUN(test_broken_files);
