@@ -53,12 +53,16 @@ static void usage(FILE *f)
             "--share-prefix N with --chat: a conversation whose first N or more\n"
             "                 tokens equal those of its window's first one (the\n"
             "                 same system prompt and tool list) is packed without\n"
-            "                 them and attends to that copy (default 32; 0: off)\n");
+            "                 them and attends to that copy (default 32; 0: off)\n"
+            "--value-weight W with --chat: the targets where a tool call's argument\n"
+            "                 value starts or ends (which word a copy starts at,\n"
+            "                 where it stops) count W times in the loss (1..255,\n"
+            "                 default 1)\n");
 }
 
 typedef struct targs {
     const char *data, *out, *vocab, *base, *ckpt, *svg, *targets, *chat;
-    int resume, log, threads, lora_rank, style, recompute, bf16;
+    int resume, log, threads, lora_rank, style, recompute, bf16, value_weight;
     float lora_alpha;
     hx_train_config cfg;
     hx_train_params tp;
@@ -70,12 +74,14 @@ static int parse_num(targs *a, const char *s, const char *v)
     static const char *const ints[] = {"--layers", "--embd", "--heads", "--kv-heads",
                                        "--head-dim", "--ff", "--ctx", "--steps",
                                        "--seq", "--batch", "--accum", "--warmup",
-                                       "--threads", "--lora-rank", "--ckpt-every"};
+                                       "--threads", "--lora-rank", "--ckpt-every",
+                                       "--value-weight"};
     int *const iptr[] = {&a->cfg.n_layer, &a->cfg.n_embd, &a->cfg.n_head,
                          &a->cfg.n_head_kv, &a->cfg.head_dim, &a->cfg.n_ff,
                          &a->cfg.n_ctx, &a->tp.opt.n_steps, &a->tp.seq_len,
                          &a->tp.n_seq, &a->tp.accum, &a->tp.opt.warmup,
-                         &a->threads, &a->lora_rank, &a->tp.ckpt_every};
+                         &a->threads, &a->lora_rank, &a->tp.ckpt_every,
+                         &a->value_weight};
     static const char *const flts[] = {"--lr", "--wd", "--clip", "--lora-alpha"};
     float *const fptr[] = {&a->tp.opt.lr, &a->tp.opt.wd, &a->tp.opt.clip, &a->lora_alpha};
     char *end;
@@ -141,6 +147,7 @@ static int parse(int argc, char **argv, targs *a)
     if (!a->data == !a->chat || !a->out || (a->resume && !a->ckpt)) return -1;
     if (a->chat && !a->vocab && !a->base) return -1;
     if (a->lora_rank && !a->base) return -1;
+    if (a->value_weight > 255 || (a->value_weight > 1 && !a->chat)) return -1;
     return 0;
 }
 
@@ -228,6 +235,15 @@ static void report(const targs *a, hx_trainer *tr, size_t n, double el, int s0)
            el > 0 ? toks / el : 0.0, a->out, a->tp.svg_path);
 }
 
+/* The targets' weights: w at the value edges, else 1 (malloc'd). */
+static uint8_t *value_weights(const hx_chat_tokens *t, int w)
+{
+    uint8_t *out = hx_malloc_array(t->n ? t->n : 1, 1);
+    for (size_t i = 0; out && i < t->n; i++)
+        out[i] = t->mask[i] == HX_CHAT_VALUE_EDGE ? (uint8_t)w : 1;
+    return out;
+}
+
 static int run(targs *a, hx_err *err)
 {
     hx_chat_tokens t;
@@ -252,7 +268,11 @@ static int run(targs *a, hx_err *err)
     a->tp.ckpt_path = a->ckpt;
     a->tp.log = a->log ? stdout : NULL;
     a->tp.progress = 1;
-    hx_train_data d = {.tokens = t.tokens, .mask = t.mask, .n = t.n, .doc = t.doc};
+    uint8_t *weight = NULL;
+    if (!rc && a->value_weight > 1 && !(weight = value_weights(&t, a->value_weight)))
+        rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    hx_train_data d = {.tokens = t.tokens, .mask = t.mask, .n = t.n, .doc = t.doc,
+                       .weight = weight};
     const double t0 = hx_time_mono();
     const int s0 = tr ? hx_trainer_steps_done(tr) : 0;
     const char *kv[] = {"hearth.prompt_style", family ? hx_tpl_name(family) : NULL, NULL};
@@ -265,6 +285,7 @@ static int run(targs *a, hx_err *err)
     if (!rc) report(a, tr, t.n, hx_time_mono() - t0, s0);
     hx_trainer_free(tr);
     hx_chat_tokens_free(&t);
+    free(weight);
     return rc;
 }
 

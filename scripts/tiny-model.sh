@@ -30,7 +30,10 @@
 # turns count 8 times in BPE training), TINY_SPLIT_INITIAL (0; 1: a word's
 # leading space or quote never merges with it, so a value after a JSON quote
 # is the same tokens as in the request: hearth vocab train --split-initial),
-# TINY_QUANT (Q8_0), TINY_CKPT_EVERY (10 steps between checkpoints).
+# TINY_VALUE_WEIGHT (1: off; W > 1: the targets where a tool call's
+# argument value starts or ends count W times in the loss, hearth train
+# --value-weight), TINY_QUANT (Q8_0), TINY_CKPT_EVERY (10 steps between
+# checkpoints).
 set -eu
 
 HEARTH=${1:-build/hearth}
@@ -62,6 +65,7 @@ VOCAB=${TINY_VOCAB:-4096}
 TARGET_WEIGHT=${TINY_TARGET_WEIGHT:-8}
 SPLIT_INITIAL=
 [ "${TINY_SPLIT_INITIAL:-0}" = 1 ] && SPLIT_INITIAL=--split-initial
+VALUE_WEIGHT=${TINY_VALUE_WEIGHT:-1}
 QUANT=${TINY_QUANT:-Q8_0}
 CKPT_EVERY=${TINY_CKPT_EVERY:-10}
 LENGTH="$STEPS steps"
@@ -124,7 +128,9 @@ fi
 if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
     RESUME=
     [ -s "$DIR/train.ckpt" ] && RESUME=--resume
-    stage_start 3/7 "train: ${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, $LENGTH, $THREADS threads${BF16:+, bf16 products}${RESUME:+ (resuming)}"
+    WEIGHTED=
+    [ "$VALUE_WEIGHT" -gt 1 ] && WEIGHTED=", value edges x$VALUE_WEIGHT"
+    stage_start 3/7 "train: ${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, $LENGTH, $THREADS threads${BF16:+, bf16 products}$WEIGHTED${RESUME:+ (resuming)}"
     # the per-step log line by line, so a kill loses none of it
     LINEBUF=
     command -v stdbuf >/dev/null 2>&1 && LINEBUF="stdbuf -oL"
@@ -132,7 +138,8 @@ if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
         --vocab "$DIR/vocab.gguf" --out "$DIR/model-f32.gguf.tmp" --svg "$DIR/loss.svg" \
         --layers "$LAYERS" --embd "$EMBD" --heads "$HEADS" --kv-heads "$KV" \
         --head-dim "$HEAD_DIM" --ff "$FF" --ctx "$CTX" --seq "$SEQ" --batch "$BATCH" \
-        --accum "$ACCUM" --recompute "$RECOMPUTE" $BF16 --lr "$LR" --warmup "$WARMUP" --steps "$STEPS" --wsd \
+        --accum "$ACCUM" --recompute "$RECOMPUTE" $BF16 --value-weight "$VALUE_WEIGHT" \
+        --lr "$LR" --warmup "$WARMUP" --steps "$STEPS" --wsd \
         --time-budget "$BUDGET" --threads "$THREADS" --seed "$SEED" \
         --ckpt "$DIR/train.ckpt" --ckpt-every "$CKPT_EVERY" $RESUME --log >>"$DIR/train.log"
     stage_done "$(grep '^trained' "$DIR/train.log" | tail -1)"
@@ -211,7 +218,7 @@ at Qwen3-30B-A3B or another GGUF of a supported architecture.
 | architecture | qwen3, tied embeddings, q/k RMSNorm, NEOX RoPE base 1e6 |
 | shape | $LAYERS layers, C = $EMBD, $HEADS query heads x $HEAD_DIM, $KV KV heads, FFN $FF |
 | vocabulary | $VOCAB byte-level BPE (\`hearth vocab train --target-weight $TARGET_WEIGHT\` on the training conversations) |
-| data | $N_TRAIN generated conversations (\`hearth datagen --split train --seed $SEED\`), compact style; loss on the assistant's tokens only |
+| data | $N_TRAIN generated conversations (\`hearth datagen --split train --seed $SEED\`), compact style; loss on the assistant's tokens only, where a call's argument value starts or ends x$VALUE_WEIGHT |
 | context | $CTX tokens; windows of $SEQ tokens of packed conversations, each window starting at a conversation |
 | batch | $BATCH x $SEQ tokens x $ACCUM micro-batches per step |
 | optimizer | AdamW 0.9/0.95, wd 0.1 on matrices, clip 1.0 |
