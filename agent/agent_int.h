@@ -357,6 +357,8 @@ typedef struct hx_wevent {
     int organizer;     /* -1: the user; else a people[] index */
     int att[3], n_att; /* people[] indexes */
     int personal;      /* 1: in calendars/personal.ics, 0: the work vdir */
+    int cancelled;     /* STATUS:CANCELLED (training worlds only); no task
+                        * acts on it, and lists leave it out */
 } hx_wevent;
 
 typedef struct hx_wmail {
@@ -388,6 +390,9 @@ typedef struct hx_world {
     int n_people;
     hx_wevent events[HX_W_EVENTS];
     int n_events;
+    int64_t busy_day;         /* a day holding several events, or 0 (only
+                               * training worlds have one: held-out worlds
+                               * stay as they were, so evaluations compare) */
     hx_wmail mails[HX_W_MAILS];
     int n_mails;
     hx_wfile files[HX_W_FILES];

@@ -242,8 +242,10 @@ static int b_list(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     (void)used;
     char p[64];
-    /* a week lists many events: rare, the context is short */
-    if (hx_rng_chance(r, 0.05)) snprintf(p, sizeof p, "%s", hx_rng_chance(r, 0.5) ? "this week" : "next week");
+    /* a week lists many events: rare, the context is short; a training
+     * world's busy day half the time (held-out draws as before) */
+    if (w->busy_day && hx_rng_chance(r, 0.5)) hx_dg_range_phrase(w, r, w->busy_day, p, sizeof p);
+    else if (hx_rng_chance(r, 0.05)) snprintf(p, sizeof p, "%s", hx_rng_chance(r, 0.5) ? "this week" : "next week");
     else hx_dg_range_phrase(w, r, w->today + hx_rng_below(r, 9) - 1, p, sizeof p);
     add_str(slots, "when", p);
     return 1;
@@ -519,7 +521,7 @@ static int pick_event(const hx_world *w, hx_rng *r, unsigned *used, int mine, in
     for (int tries = 0; tries < 30; tries++) {
         int i = hx_rng_below(r, w->n_events);
         const hx_wevent *e = &w->events[i];
-        if (used && (used[0] >> i & 1)) continue;
+        if ((used && (used[0] >> i & 1)) || e->cancelled) continue;
         if ((mine == 1 && e->organizer >= 0) || (mine == 0 && e->organizer < 0)) continue;
         if ((once && e->recur) || (future && !e->recur && e->day <= w->today)) continue;
         if (used) used[0] |= 1u << i;

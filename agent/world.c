@@ -565,6 +565,37 @@ static void gen_once(hx_world *w, hx_rng *r, hx_wevent *e)
     e->personal = hx_rng_chance(r, 0.15);
 }
 
+/* Training worlds only (held-out ones draw nothing more and stay as they
+ * were): half get a busy day, two or three one-off events moved to one
+ * working day of the coming week, so that a day's list has more than one
+ * or two things to name (asked about such a day, the demo's five events,
+ * the model named one and repeated another); 35% get a cancelled event,
+ * on the busy day when there is one, which lists leave out. */
+static void gen_busy_day(hx_world *w, hx_rng *r)
+{
+    if (w->split != HX_SPLIT_TRAIN) return;
+    if (hx_rng_chance(r, 0.5)) {
+        int64_t day = w->today + 1 + hx_rng_below(r, 6);
+        if (weekday(day) == 0 || weekday(day) == 6) day += weekday(day) == 6 ? 2 : 1;
+        int want = 2 + hx_rng_below(r, 2), moved = 0;
+        for (int i = 0; i < w->n_events && moved < want; i++) {
+            hx_wevent *e = &w->events[i];
+            if (e->recur) continue;
+            e->day = day;
+            e->start_min = w->work_start + 60 + 150 * moved++; /* two hours apart at least */
+        }
+        if (moved) w->busy_day = day;
+    }
+    if (!hx_rng_chance(r, 0.35)) return;
+    for (int i = 0; i < w->n_events; i++) {
+        hx_wevent *e = &w->events[i];
+        if (!e->recur && (!w->busy_day || e->day == w->busy_day)) {
+            e->cancelled = 1;
+            return;
+        }
+    }
+}
+
 static void gen_events(hx_world *w, hx_rng *r)
 {
     int n_rec = 2 + hx_rng_below(r, 2), n = n_rec + 5 + hx_rng_below(r, 7);
@@ -584,6 +615,7 @@ static void gen_events(hx_world *w, hx_rng *r)
         event_uid(w, r, e, i);
     }
     w->n_events = n;
+    gen_busy_day(w, r);
 }
 
 /* A fact with a value worth copying. */
@@ -772,6 +804,7 @@ static void ics_event(const hx_world *w, const hx_wevent *e, hx_buf *b)
     if (e->recur == 3) hx_buf_puts(b, "RRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR\r\n");
     else if (e->recur) hx_buf_printf(b, "RRULE:FREQ=WEEKLY;INTERVAL=%d;BYDAY=%s\r\n", e->recur, byday[weekday(e->day)]);
     if (e->location[0]) hx_buf_printf(b, "LOCATION:%s\r\n", e->location);
+    if (e->cancelled) hx_buf_puts(b, "STATUS:CANCELLED\r\n");
     if (e->n_att) {
         ics_person(b, "ORGANIZER", e->organizer < 0 ? &w->user : &w->people[e->organizer], 0);
         if (e->organizer >= 0) ics_person(b, "ATTENDEE", &w->user, 1);

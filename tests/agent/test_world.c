@@ -183,6 +183,49 @@ static void test_training_words(void)
     EXPECT(starts['c' - 'a'] > N / 100 && starts['w' - 'a'] > N / 100 && starts['a' - 'a'] > N / 100);
 }
 
+/* Training worlds: about half have a busy day (two or three one-off
+ * events on one working day of the coming week) and about a third one
+ * cancelled one-off event, on the busy day when there is one, written as
+ * STATUS:CANCELLED; held-out worlds have neither. */
+static void test_busy_days(void)
+{
+    int busy = 0, cancelled = 0, written = 0;
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        hx_world w, h;
+        ASSERT(hx_world_generate(seed, HX_SPLIT_TRAIN, &w, NULL) == HX_OK);
+        ASSERT(hx_world_generate(seed, HX_SPLIT_HELDOUT, &h, NULL) == HX_OK);
+        EXPECT(h.busy_day == 0);
+        for (int i = 0; i < h.n_events; i++) EXPECT(!h.events[i].cancelled);
+        int on_day = 0, n_canc = 0;
+        for (int i = 0; i < w.n_events; i++) {
+            const hx_wevent *e = &w.events[i];
+            on_day += w.busy_day && !e->recur && e->day == w.busy_day;
+            if (!e->cancelled) continue;
+            n_canc++;
+            EXPECT(!e->recur && (!w.busy_day || e->day == w.busy_day));
+            if (written++ || e->personal) continue;
+            char home[128], p[256];
+            snprintf(home, sizeof home, "%s/busy", scratch_dir());
+            ASSERT(hx_world_write(&w, home, NULL) == HX_OK);
+            snprintf(p, sizeof p, "%s/config/calendars/work/%.*s.ics", home,
+                     (int)strcspn(e->uid, "@"), e->uid);
+            char *text = slurp(p);
+            EXPECT(text && strstr(text, "STATUS:CANCELLED"));
+            free(text);
+        }
+        if (w.busy_day) {
+            busy++;
+            EXPECT(on_day >= 2 && w.busy_day > w.today && w.busy_day <= w.today + 8);
+        }
+        EXPECT(n_canc <= 1);
+        cancelled += n_canc;
+    }
+    printf("#   of 60 training worlds: %d with a busy day, %d with a cancelled event\n", busy,
+           cancelled);
+    EXPECT(busy >= 18 && busy <= 42);
+    EXPECT(cancelled >= 8 && cancelled <= 36);
+}
+
 /* What the world holds, as the agent's tools see it: recurring meetings
  * in the calendar files, a Maildir with unread mail, files under folders. */
 static void test_world_layout(void)
@@ -362,6 +405,7 @@ int main(void)
     RUN(test_world_deterministic);
     RUN(test_pools_disjoint);
     RUN(test_training_words);
+    RUN(test_busy_days);
     RUN(test_world_layout);
     RUN(test_worlds_read_cleanly);
     RUN(test_years);
