@@ -1,6 +1,7 @@
 /* evalcheck.c: the agent evaluation's checker: did a run of a generated task
  * reach the expected final state (event at a free time with the right
  * attendees, invitation queued, right mail or file read, memory stored)? */
+#include <ctype.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -204,6 +205,45 @@ static int same_answer_data(check *c, const char *tool, const char *key)
     cJSON_Delete(want);
     if (ok && n_writes_ok(c)) return no(c, "a read-only request changed the user's data");
     return ok;
+}
+
+/* Whether text says "<n> event" with no digit before n ("15 events" is
+ * not 5). */
+static int says_count(const char *text, int n)
+{
+    char want[24];
+    snprintf(want, sizeof want, "%d event", n);
+    for (const char *p = text; (p = strstr(p, want)); p++)
+        if (p == text || !isdigit((unsigned char)p[-1])) return 1;
+    return 0;
+}
+
+/* Whether text names event e: its title, and its start time (HH:MM) or
+ * "all day". */
+static int names_event(const char *text, const cJSON *e)
+{
+    const char *t = strchr(js(e, "start"), 'T');
+    char hm[8];
+    snprintf(hm, sizeof hm, "%.5s", t ? t + 1 : "");
+    const int when = cJSON_IsTrue(cJSON_GetObjectItem(e, "all_day")) ? strstr(text, "all day") != NULL
+                                                                     : t && strstr(text, hm) != NULL;
+    return when && strcasestr(text, js(e, "title")) != NULL;
+}
+
+int hx_dg_list_answer_faithful(const cJSON *trace)
+{
+    const check c = {.trace = trace};
+    const cJSON *k = run_call(&c, "calendar.list_events", "ok", 0), *e;
+    cJSON *res = k ? cJSON_Parse(js(k, "result")) : NULL;
+    const char *ans = js(trace, "answer");
+    int n = 0, ok = 1;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(res, "events"))
+    {
+        if (!strcmp(js(e, "status"), "cancelled")) continue;
+        if (n++ < 4) ok &= names_event(ans, e); /* the oracle names the first four */
+    }
+    cJSON_Delete(res);
+    return n ? ok && says_count(ans, n) : -1;
 }
 
 static int k_list(check *c)

@@ -48,6 +48,7 @@ typedef struct tally {
     int sched_n, sched_pass, calls, valid;
     int not_run; /* calls a budget cut or stopped: never sent, not in calls */
     int fail_tool, fail_args; /* failed tasks by kind of failure */
+    int list_n, list_ok; /* runs that listed events; whose answer says so */
 } tally;
 
 static int parse(int argc, char **argv, opts *o)
@@ -135,6 +136,9 @@ static void count(const cJSON *task, const cJSON *r, int pass, FILE *log, tally 
     t->sched_n += sched;
     t->sched_pass += sched && pass;
     t->not_run += cJSON_GetArraySize(cJSON_GetObjectItem(r, "not_run"));
+    const cJSON *la = cJSON_GetObjectItem(r, "list_answer");
+    t->list_n += cJSON_IsBool(la);
+    t->list_ok += cJSON_IsTrue(la);
     if (!pass && same_tools(task, r)) t->fail_args++;
     else if (!pass) t->fail_tool++;
     char *s = cJSON_PrintUnformatted(r);
@@ -263,6 +267,10 @@ static void report(const tally *t, double secs, int n_tasks)
            "not counted above)\n", t->not_run);
     printf("  failed: %d with other tools than the oracle's, %d with the same tools "
            "(arguments or answer wrong)\n", t->fail_tool, t->fail_args);
+    if (t->list_n)
+        printf("  event lists answered with the count and each shown event's title and time: "
+               "%d/%d %.1f%% (not part of passing)\n", t->list_ok, t->list_n,
+               100.0 * t->list_ok / t->list_n);
 }
 
 int main(int argc, char **argv)

@@ -320,6 +320,58 @@ static void test_schedule_flaws(void)
 
 /* The readable transcript of an oracle run names the request, the calls,
  * the tool results with their status, the expected calls and the verdict. */
+/* A trace whose one call listed the events of k_list_result. */
+static const char k_list_result[] =
+    "{\"events\": [{\"title\": \"Team standup\", \"start\": \"2026-12-02T09:30:00+01:00\"},"
+    "{\"title\": \"Vendor demo\", \"start\": \"2026-12-02T11:00:00+01:00\", \"status\": \"cancelled\"},"
+    "{\"title\": \"Dentist\", \"start\": \"2026-12-02T16:00:00+01:00\"},"
+    "{\"title\": \"Piano lesson (L\u00e9a)\", \"start\": \"2026-12-02T17:00:00+01:00\"},"
+    "{\"title\": \"Yoga\", \"start\": \"2026-12-02T18:30:00+01:00\"},"
+    "{\"title\": \"Offsite\", \"start\": \"2026-12-02T00:00:00+01:00\", \"all_day\": true}], \"count\": 6}";
+
+static int list_faithful(const char *result, const char *status, const char *answer)
+{
+    cJSON *trace = cJSON_CreateObject(), *calls = cJSON_AddArrayToObject(trace, "calls");
+    cJSON *k = cJSON_CreateObject();
+    cJSON_AddStringToObject(k, "name", "calendar.list_events");
+    cJSON_AddStringToObject(k, "status", status);
+    cJSON_AddStringToObject(k, "result", result);
+    cJSON_AddItemToArray(calls, k);
+    cJSON_AddStringToObject(trace, "answer", answer);
+    int r = hx_dg_list_answer_faithful(trace);
+    cJSON_Delete(trace);
+    return r;
+}
+
+/* The list answer's check: the count without the cancelled event and the
+ * first four others' titles and times (the demo's repeated "Dentist at
+ * 11:00" fails); nothing to check without a listing or with an empty one. */
+static void test_list_answers(void)
+{
+    EXPECT_EQ_INT(list_faithful(k_list_result, "ok",
+                                "You have 5 events tomorrow: Team standup at 09:30, Dentist at "
+                                "16:00, Piano lesson (L\u00e9a) at 17:00, Yoga at 18:30 and 1 more."),
+                  1);
+    EXPECT_EQ_INT(list_faithful(k_list_result, "ok",
+                                "You have 5 events tomorrow: Team standup at 09:30, Dentist at "
+                                "11:00, Dentist at 11:00, Dentist at 11:00 and 1 more."),
+                  0);
+    EXPECT_EQ_INT(list_faithful(k_list_result, "ok",
+                                "You have 15 events tomorrow: team standup at 09:30, dentist at "
+                                "16:00, piano lesson (l\u00e9a) at 17:00, yoga at 18:30 and 1 more."),
+                  0);
+    EXPECT_EQ_INT(list_faithful(k_list_result, "ok",
+                                "You have 6 events tomorrow: Team standup at 09:30, Dentist at "
+                                "16:00, Piano lesson (L\u00e9a) at 17:00, Yoga at 18:30 and 2 more."),
+                  0); /* the cancelled one counted */
+    EXPECT_EQ_INT(list_faithful("{\"events\": [{\"title\": \"Offsite\", \"start\": "
+                                "\"2026-12-02\", \"all_day\": true}], \"count\": 1}",
+                                "ok", "You have 1 event tomorrow: Offsite (all day)."),
+                  1);
+    EXPECT_EQ_INT(list_faithful("{\"events\": [], \"count\": 0}", "ok", "Nothing."), -1);
+    EXPECT_EQ_INT(list_faithful(k_list_result, "error", "You have 5 events."), -1);
+}
+
 static void test_transcript(void)
 {
     cJSON *all = tasks(16, 33, HX_CAT_MULTI), *t, *rec = NULL, *trace = NULL;
@@ -523,6 +575,7 @@ int main(void)
     RUN(test_recovery_tasks_pass);
     RUN(test_wrong_runs_fail);
     RUN(test_schedule_flaws);
+    RUN(test_list_answers);
     RUN(test_transcript);
     RUN(test_broken_tasks);
     RUN(test_generation_counters);
