@@ -564,13 +564,17 @@ cJSON *hx_dg_check_before(const cJSON *task, hx_dg_world *dw);
 int hx_dg_check(const cJSON *task, const cJSON *before, const cJSON *trace, hx_dg_world *dw,
                 hx_dg_validator *v, int *n_valid, int *n_calls, char *why, size_t n);
 
-/* Whether the answer of a run (trace) that listed events says what the
- * list holds, as the oracle's answer does: the count of events (cancelled
- * ones left out) and, for the first four, each title and start time. 1 or
- * 0; -1 when there is nothing to say (no successful calendar.list_events
- * call, or an empty list). Reported beside the state check, which for a
- * read checks that the right thing was read, not the answer's words. */
-int hx_dg_list_answer_faithful(const cJSON *trace);
+/* Whether the answer of a run (trace) of a read task states what its read
+ * found, as the oracle's answer does: for list_events the count of events
+ * (cancelled ones left out) and the first four's titles and start times;
+ * free_busy each busy period's start and end (more than five: their
+ * count); find_slots each slot's time; mail_search the first message's
+ * subject, unread_mail the first three's; file_search the first three
+ * paths; files_list the first five names. 1 or 0; -1 when there is
+ * nothing to say (another kind, no successful read, an empty result).
+ * Reported beside the state check, which for a read checks that the right
+ * thing was read, not the answer. */
+int hx_dg_answer_faithful(const cJSON *task, const cJSON *trace);
 
 /* Opens the task's world (its world_seed and split) at home. */
 int hx_dg_task_world(const cJSON *task, const char *home, hx_dg_world *dw, hx_err *err);
@@ -587,8 +591,8 @@ int hx_dg_engine_source_run(const struct hx_dg_eval_run *o, const hx_tools *reg,
 /* The evaluation log's line for a run: {"id", "category", "kind",
  * "request", "pass", "reason", "calls": [{"name", "arguments", "status"}],
  * "not_run" (the trace's),
- * "answer", "status", "steps", "tokens", "seconds", and "list_answer"
- * (hx_dg_list_answer_faithful, when not -1)}. Caller frees. */
+ * "answer", "status", "steps", "tokens", "seconds", and "answer_ok"
+ * (hx_dg_answer_faithful, when not -1)}. Caller frees. */
 cJSON *hx_dg_eval_record(const cJSON *task, const cJSON *trace, int pass, const char *why);
 /* Writes a readable transcript of one evaluated run to f: the task, the
  * per-request system text, every assistant turn (its text and calls),

@@ -175,8 +175,8 @@ cJSON *hx_dg_eval_record(const cJSON *task, const cJSON *trace, int pass, const 
     cJSON_AddItemToObject(r, "not_run", cJSON_Duplicate(cJSON_GetObjectItem(trace, "not_run"), 1));
     const char *k3[] = {"answer", "status", "steps", "tokens", "seconds"};
     for (int i = 0; i < 5; i++) cJSON_AddItemToObject(r, k3[i], cJSON_Duplicate(cJSON_GetObjectItem(trace, k3[i]), 1));
-    const int faithful = hx_dg_list_answer_faithful(trace);
-    if (faithful >= 0) cJSON_AddBoolToObject(r, "list_answer", faithful);
+    const int faithful = hx_dg_answer_faithful(task, trace);
+    if (faithful >= 0) cJSON_AddBoolToObject(r, "answer_ok", faithful);
     return r;
 }
 

@@ -207,43 +207,112 @@ static int same_answer_data(check *c, const char *tool, const char *key)
     return ok;
 }
 
-/* Whether text says "<n> event" with no digit before n ("15 events" is
+/* ---- the answer: does it state what the read found? ---- */
+
+/* Whether text says "<n> <noun>" with no digit before n ("15 events" is
  * not 5). */
-static int says_count(const char *text, int n)
+static int says_count(const char *text, int n, const char *noun)
 {
-    char want[24];
-    snprintf(want, sizeof want, "%d event", n);
+    char want[40];
+    snprintf(want, sizeof want, "%d %s", n, noun);
     for (const char *p = text; (p = strstr(p, want)); p++)
         if (p == text || !isdigit((unsigned char)p[-1])) return 1;
     return 0;
 }
 
-/* Whether text names event e: its title, and its start time (HH:MM) or
- * "all day". */
-static int names_event(const char *text, const cJSON *e)
+/* Whether text holds the time (HH:MM) of the ISO date-time iso. */
+static int says_time(const char *text, const char *iso)
 {
-    const char *t = strchr(js(e, "start"), 'T');
+    const char *t = strchr(iso, 'T');
     char hm[8];
     snprintf(hm, sizeof hm, "%.5s", t ? t + 1 : "");
-    const int when = cJSON_IsTrue(cJSON_GetObjectItem(e, "all_day")) ? strstr(text, "all day") != NULL
-                                                                     : t && strstr(text, hm) != NULL;
-    return when && strcasestr(text, js(e, "title")) != NULL;
+    return t && strstr(text, hm) != NULL;
 }
 
-int hx_dg_list_answer_faithful(const cJSON *trace)
+/* Whether text holds item's string under key (case aside); with files,
+ * the path from the file root on, as the answers give it. */
+static int says_str(const char *text, const cJSON *item, const char *key)
 {
-    const check c = {.trace = trace};
-    const cJSON *k = run_call(&c, "calendar.list_events", "ok", 0), *e;
-    cJSON *res = k ? cJSON_Parse(js(k, "result")) : NULL;
-    const char *ans = js(trace, "answer");
+    const char *v = js(item, key), *f = strstr(v, "/files/");
+    return *v && strcasestr(text, f ? f + 7 : v) != NULL;
+}
+
+/* The sayers below tell whether answer ans states what result res holds
+ * (arr, key and max where they need them): 1, 0, or -1 when res holds
+ * nothing to state. */
+
+/* An event list: the count without cancelled events and, for the first
+ * four, each title and start time (or "all day"). */
+static int says_events(const char *ans, const cJSON *res, const char *arr, const char *key, int max)
+{
+    (void)arr, (void)key, (void)max;
+    const cJSON *e;
     int n = 0, ok = 1;
     cJSON_ArrayForEach(e, cJSON_GetObjectItem(res, "events"))
     {
-        if (!strcmp(js(e, "status"), "cancelled")) continue;
-        if (n++ < 4) ok &= names_event(ans, e); /* the oracle names the first four */
+        if (!strcmp(js(e, "status"), "cancelled") || n++ >= 4) continue;
+        ok &= says_str(ans, e, "title") && (cJSON_IsTrue(cJSON_GetObjectItem(e, "all_day"))
+                                                ? strstr(ans, "all day") != NULL
+                                                : says_time(ans, js(e, "start")));
     }
-    cJSON_Delete(res);
-    return n ? ok && says_count(ans, n) : -1;
+    return n ? ok && says_count(ans, n, "event") : -1;
+}
+
+/* Busy times: each period's start and end, or with more than five their
+ * count. */
+static int says_busy(const char *ans, const cJSON *res, const char *arr, const char *key, int max)
+{
+    (void)arr, (void)key, (void)max;
+    const cJSON *busy = cJSON_GetObjectItem(res, "busy"), *b;
+    const int n = cJSON_GetArraySize(busy);
+    if (n > 5) return says_count(ans, n, "times");
+    int ok = n > 0;
+    cJSON_ArrayForEach(b, busy) ok &= says_time(ans, js(b, "start")) && says_time(ans, js(b, "end"));
+    return n ? ok : -1;
+}
+
+/* The first max items of res[arr]: each one's key (a time under
+ * "start"); -1 with none. */
+static int says_items(const char *ans, const cJSON *res, const char *arr, const char *key, int max)
+{
+    const cJSON *x;
+    int n = 0, ok = 1;
+    cJSON_ArrayForEach(x, cJSON_GetObjectItem(res, arr))
+    {
+        if (n++ >= max) break;
+        ok &= strcmp(key, "start") ? says_str(ans, x, key) : says_time(ans, js(x, "start"));
+    }
+    return n ? ok : -1;
+}
+
+int hx_dg_answer_faithful(const cJSON *task, const cJSON *trace)
+{
+    static const struct {
+        const char *kind, *tool;
+        int (*says)(const char *, const cJSON *, const char *, const char *, int);
+        const char *arr, *key;
+        int max;
+    } reads[] = {
+        {"list_events", "calendar.list_events", says_events, NULL, NULL, 0},
+        {"free_busy", "calendar.free_busy", says_busy, NULL, NULL, 0},
+        {"find_slots", "calendar.find_slots", says_items, "slots", "start", 3},
+        {"mail_search", "mail.search", says_items, "messages", "subject", 1},
+        {"unread_mail", "mail.search", says_items, "messages", "subject", 3},
+        {"file_search", "files.search", says_items, "files", "path", 3},
+        {"files_list", "files.list", says_items, "entries", "name", 5},
+    };
+    for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) {
+        if (strcmp(js(task, "kind"), reads[i].kind)) continue;
+        const check c = {.trace = trace};
+        const cJSON *k = run_call(&c, reads[i].tool, "ok", 0);
+        cJSON *res = k ? cJSON_Parse(js(k, "result")) : NULL;
+        const int r = res ? reads[i].says(js(trace, "answer"), res, reads[i].arr, reads[i].key,
+                                          reads[i].max)
+                          : -1;
+        cJSON_Delete(res);
+        return r;
+    }
+    return -1;
 }
 
 static int k_list(check *c)

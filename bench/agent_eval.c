@@ -48,7 +48,10 @@ typedef struct tally {
     int sched_n, sched_pass, calls, valid;
     int not_run; /* calls a budget cut or stopped: never sent, not in calls */
     int fail_tool, fail_args; /* failed tasks by kind of failure */
-    int list_n, list_ok; /* runs that listed events; whose answer says so */
+    /* read tasks whose answer could state what the read found
+     * (hx_dg_answer_faithful), by kind; those that did */
+    char ans_kind[16][24];
+    int ans_n[16], ans_ok[16], n_ans_kinds;
 } tally;
 
 static int parse(int argc, char **argv, opts *o)
@@ -127,6 +130,21 @@ static int same_tools(const cJSON *task, const cJSON *r)
     return same;
 }
 
+/* A read task's answer_ok (none: not a read with something to state). */
+static void count_answer(tally *t, const char *kind, const cJSON *ok)
+{
+    if (!cJSON_IsBool(ok) || !kind) return;
+    int i = 0;
+    while (i < t->n_ans_kinds && strcmp(t->ans_kind[i], kind)) i++;
+    if (i == t->n_ans_kinds) {
+        if (i == 16) return;
+        snprintf(t->ans_kind[i], sizeof t->ans_kind[i], "%s", kind);
+        t->n_ans_kinds++;
+    }
+    t->ans_n[i]++;
+    t->ans_ok[i] += cJSON_IsTrue(ok);
+}
+
 /* The tally and the log line of one run's record r. */
 static void count(const cJSON *task, const cJSON *r, int pass, FILE *log, tally *t)
 {
@@ -136,9 +154,8 @@ static void count(const cJSON *task, const cJSON *r, int pass, FILE *log, tally 
     t->sched_n += sched;
     t->sched_pass += sched && pass;
     t->not_run += cJSON_GetArraySize(cJSON_GetObjectItem(r, "not_run"));
-    const cJSON *la = cJSON_GetObjectItem(r, "list_answer");
-    t->list_n += cJSON_IsBool(la);
-    t->list_ok += cJSON_IsTrue(la);
+    count_answer(t, cJSON_GetStringValue(cJSON_GetObjectItem(task, "kind")),
+                 cJSON_GetObjectItem(r, "answer_ok"));
     if (!pass && same_tools(task, r)) t->fail_args++;
     else if (!pass) t->fail_tool++;
     char *s = cJSON_PrintUnformatted(r);
@@ -267,10 +284,14 @@ static void report(const tally *t, double secs, int n_tasks)
            "not counted above)\n", t->not_run);
     printf("  failed: %d with other tools than the oracle's, %d with the same tools "
            "(arguments or answer wrong)\n", t->fail_tool, t->fail_args);
-    if (t->list_n)
-        printf("  event lists answered with the count and each shown event's title and time: "
-               "%d/%d %.1f%% (not part of passing)\n", t->list_ok, t->list_n,
-               100.0 * t->list_ok / t->list_n);
+    int n = 0, ok = 0;
+    for (int i = 0; i < t->n_ans_kinds; i++) n += t->ans_n[i], ok += t->ans_ok[i];
+    if (!n) return;
+    printf("  answers stating what the read found (not part of passing): %d/%d %.1f%%\n   ", ok, n,
+           100.0 * ok / n);
+    for (int i = 0; i < t->n_ans_kinds; i++)
+        printf(" %s %d/%d", t->ans_kind[i], t->ans_ok[i], t->ans_n[i]);
+    printf("\n");
 }
 
 int main(int argc, char **argv)

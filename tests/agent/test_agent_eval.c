@@ -318,9 +318,26 @@ static void test_schedule_flaws(void)
     cJSON_Delete(all);
 }
 
-/* The readable transcript of an oracle run names the request, the calls,
- * the tool results with their status, the expected calls and the verdict. */
-/* A trace whose one call listed the events of k_list_result. */
+/* What hx_dg_answer_faithful says of a run of a kind whose one call (tool,
+ * status) gave result, answered with answer. */
+static int answer_ok(const char *kind, const char *tool, const char *result, const char *status,
+                     const char *answer)
+{
+    cJSON *task = cJSON_CreateObject(), *trace = cJSON_CreateObject();
+    cJSON *calls = cJSON_AddArrayToObject(trace, "calls"), *k = cJSON_CreateObject();
+    cJSON_AddStringToObject(task, "kind", kind);
+    cJSON_AddStringToObject(k, "name", tool);
+    cJSON_AddStringToObject(k, "status", status);
+    cJSON_AddStringToObject(k, "result", result);
+    cJSON_AddItemToArray(calls, k);
+    cJSON_AddStringToObject(trace, "answer", answer);
+    int r = hx_dg_answer_faithful(task, trace);
+    cJSON_Delete(task);
+    cJSON_Delete(trace);
+    return r;
+}
+
+/* The demo's day: five events, one of them cancelled, and an all-day one. */
 static const char k_list_result[] =
     "{\"events\": [{\"title\": \"Team standup\", \"start\": \"2026-12-02T09:30:00+01:00\"},"
     "{\"title\": \"Vendor demo\", \"start\": \"2026-12-02T11:00:00+01:00\", \"status\": \"cancelled\"},"
@@ -329,49 +346,77 @@ static const char k_list_result[] =
     "{\"title\": \"Yoga\", \"start\": \"2026-12-02T18:30:00+01:00\"},"
     "{\"title\": \"Offsite\", \"start\": \"2026-12-02T00:00:00+01:00\", \"all_day\": true}], \"count\": 6}";
 
-static int list_faithful(const char *result, const char *status, const char *answer)
+static int list_ok(const char *result, const char *status, const char *answer)
 {
-    cJSON *trace = cJSON_CreateObject(), *calls = cJSON_AddArrayToObject(trace, "calls");
-    cJSON *k = cJSON_CreateObject();
-    cJSON_AddStringToObject(k, "name", "calendar.list_events");
-    cJSON_AddStringToObject(k, "status", status);
-    cJSON_AddStringToObject(k, "result", result);
-    cJSON_AddItemToArray(calls, k);
-    cJSON_AddStringToObject(trace, "answer", answer);
-    int r = hx_dg_list_answer_faithful(trace);
-    cJSON_Delete(trace);
-    return r;
+    return answer_ok("list_events", "calendar.list_events", result, status, answer);
 }
 
-/* The list answer's check: the count without the cancelled event and the
+/* A list answer states the count without the cancelled event and the
  * first four others' titles and times (the demo's repeated "Dentist at
- * 11:00" fails); nothing to check without a listing or with an empty one. */
+ * 11:00" does not); nothing to check without a listing or with an empty
+ * one. */
 static void test_list_answers(void)
 {
-    EXPECT_EQ_INT(list_faithful(k_list_result, "ok",
-                                "You have 5 events tomorrow: Team standup at 09:30, Dentist at "
-                                "16:00, Piano lesson (L\u00e9a) at 17:00, Yoga at 18:30 and 1 more."),
+    EXPECT_EQ_INT(list_ok(k_list_result, "ok",
+                          "You have 5 events tomorrow: Team standup at 09:30, Dentist at "
+                          "16:00, Piano lesson (L\u00e9a) at 17:00, Yoga at 18:30 and 1 more."),
                   1);
-    EXPECT_EQ_INT(list_faithful(k_list_result, "ok",
-                                "You have 5 events tomorrow: Team standup at 09:30, Dentist at "
-                                "11:00, Dentist at 11:00, Dentist at 11:00 and 1 more."),
+    EXPECT_EQ_INT(list_ok(k_list_result, "ok",
+                          "You have 5 events tomorrow: Team standup at 09:30, Dentist at "
+                          "11:00, Dentist at 11:00, Dentist at 11:00 and 1 more."),
                   0);
-    EXPECT_EQ_INT(list_faithful(k_list_result, "ok",
-                                "You have 15 events tomorrow: team standup at 09:30, dentist at "
-                                "16:00, piano lesson (l\u00e9a) at 17:00, yoga at 18:30 and 1 more."),
+    EXPECT_EQ_INT(list_ok(k_list_result, "ok",
+                          "You have 15 events tomorrow: team standup at 09:30, dentist at "
+                          "16:00, piano lesson (l\u00e9a) at 17:00, yoga at 18:30 and 1 more."),
                   0);
-    EXPECT_EQ_INT(list_faithful(k_list_result, "ok",
-                                "You have 6 events tomorrow: Team standup at 09:30, Dentist at "
-                                "16:00, Piano lesson (L\u00e9a) at 17:00, Yoga at 18:30 and 2 more."),
+    EXPECT_EQ_INT(list_ok(k_list_result, "ok",
+                          "You have 6 events tomorrow: Team standup at 09:30, Dentist at "
+                          "16:00, Piano lesson (L\u00e9a) at 17:00, Yoga at 18:30 and 2 more."),
                   0); /* the cancelled one counted */
-    EXPECT_EQ_INT(list_faithful("{\"events\": [{\"title\": \"Offsite\", \"start\": "
-                                "\"2026-12-02\", \"all_day\": true}], \"count\": 1}",
-                                "ok", "You have 1 event tomorrow: Offsite (all day)."),
+    EXPECT_EQ_INT(list_ok("{\"events\": [{\"title\": \"Offsite\", \"start\": "
+                          "\"2026-12-02\", \"all_day\": true}], \"count\": 1}",
+                          "ok", "You have 1 event tomorrow: Offsite (all day)."),
                   1);
-    EXPECT_EQ_INT(list_faithful("{\"events\": [], \"count\": 0}", "ok", "Nothing."), -1);
-    EXPECT_EQ_INT(list_faithful(k_list_result, "error", "You have 5 events."), -1);
+    EXPECT_EQ_INT(list_ok("{\"events\": [], \"count\": 0}", "ok", "Nothing."), -1);
+    EXPECT_EQ_INT(list_ok(k_list_result, "error", "You have 5 events."), -1);
 }
 
+/* The other reads: slots' times, busy periods (or their count past five),
+ * the first message's subject, file paths from the file root, folder
+ * entries; a kind that reads nothing has nothing to check. */
+static void test_read_answers(void)
+{
+    const char *slots = "{\"slots\": [{\"start\": \"2026-12-08T10:00:00+01:00\"}, "
+                        "{\"start\": \"2026-12-08T14:30:00+01:00\"}]}";
+    EXPECT_EQ_INT(answer_ok("find_slots", "calendar.find_slots", slots, "ok",
+                            "You are free for 30 minutes at 2026-12-08 10:00 and 2026-12-08 14:30."),
+                  1);
+    EXPECT_EQ_INT(answer_ok("find_slots", "calendar.find_slots", slots, "ok",
+                            "You are free for 30 minutes at 2026-12-08 10:00."),
+                  0);
+    const char *busy = "{\"busy\": [{\"start\": \"2026-12-08T10:00:00+01:00\", "
+                       "\"end\": \"2026-12-08T11:00:00+01:00\"}]}";
+    EXPECT_EQ_INT(answer_ok("free_busy", "calendar.free_busy", busy, "ok",
+                            "You are busy from 10:00 to 11:00."), 1);
+    EXPECT_EQ_INT(answer_ok("free_busy", "calendar.free_busy", busy, "ok", "You are busy at 10:00."), 0);
+    const char *mail = "{\"messages\": [{\"subject\": \"Budget review\"}, "
+                       "{\"subject\": \"Lunch\"}], \"total\": 2}";
+    EXPECT_EQ_INT(answer_ok("mail_search", "mail.search", mail, "ok",
+                            "Bob wrote \"Budget review\" on 2026-11-30 (2 messages in all)."), 1);
+    EXPECT_EQ_INT(answer_ok("mail_search", "mail.search", mail, "ok", "Bob wrote \"Budget rev\"."), 0);
+    EXPECT_EQ_INT(answer_ok("unread_mail", "mail.search", mail, "ok",
+                            "You have 2 unread messages: \"Budget review\" from Bob."), 0);
+    const char *files = "{\"files\": [{\"path\": \"/home/a/.config/hearth/files/notes/budget.txt\"}]}";
+    EXPECT_EQ_INT(answer_ok("file_search", "files.search", files, "ok", "It is notes/budget.txt."), 1);
+    EXPECT_EQ_INT(answer_ok("file_search", "files.search", files, "ok", "It is notes/budget."), 0);
+    EXPECT_EQ_INT(answer_ok("files_list", "files.list", "{\"entries\": [{\"name\": \"a.txt\"}]}",
+                            "ok", "Your notes folder has 1 file: a.txt."),
+                  1);
+    EXPECT_EQ_INT(answer_ok("send_mail", "mail.send", "{}", "ok", "Sent."), -1);
+}
+
+/* The readable transcript of an oracle run names the request, the calls,
+ * the tool results with their status, the expected calls and the verdict. */
 static void test_transcript(void)
 {
     cJSON *all = tasks(16, 33, HX_CAT_MULTI), *t, *rec = NULL, *trace = NULL;
@@ -576,6 +621,7 @@ int main(void)
     RUN(test_wrong_runs_fail);
     RUN(test_schedule_flaws);
     RUN(test_list_answers);
+    RUN(test_read_answers);
     RUN(test_transcript);
     RUN(test_broken_tasks);
     RUN(test_generation_counters);
