@@ -177,9 +177,13 @@ int hx_jscan_byte(hx_jscan *s, char c);
  * those get the bonus until the call has them; no address is written
  * twice in a call. With none in text, such a value that spells the
  * first part of one of known's addresses (one a line, or NULL) is held to
- * those it begins. *in_call (borrowed, kept by an earlier stage) is
- * non-zero while a call is written. The stage owns copies of text and
- * known; HX_OK or HX_ERR_NOMEM. */
+ * those it begins. Outside calls (the answer), once the text written has
+ * copied a JSON string value of text (after '": "') from its start
+ * through a whole word and stops inside a word the value goes on with,
+ * the tokens within bonus of the best that finish the word get bonus.
+ * *in_call (borrowed, kept by an earlier stage) is non-zero while a call
+ * is written. The stage owns copies of text and known; HX_OK or
+ * HX_ERR_NOMEM. */
 int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
                       const char *known, float bonus, const int *in_call,
                       hx_sampler_stage *out);

@@ -32,7 +32,8 @@
  * tool's result) stay allowed without it: "Tell arjun.chen@stosin.co by
  * email ..." went to a colleague's address the memory had recalled. And
  * no address is written twice in one call (one attendee twice is never
- * what was asked). */
+ * what was asked). In the answer, outside calls, the stage only finishes
+ * a word of a tool result's value the answer is copying (below). */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -109,6 +110,14 @@ typedef struct copy_stage {
     size_t len;          /* bytes of the value so far */
     signed char *verdict; /* apply's scratch, one per token (owned) */
     int32_t n_verdict;
+    /* the answer (outside calls): finishing a word of a copied value */
+    int32_t *vstarts;    /* where a JSON string value starts (owned) */
+    int32_t n_vstarts;
+    int32_t *amatch;     /* value starts the answer's copy continues (owned) */
+    int32_t n_amatch;
+    size_t alen;         /* bytes of that copy */
+    int aspace;          /* it holds a blank: a whole word is copied */
+    char alast;          /* the answer's last byte (0: none yet) */
 } copy_stage;
 
 static int is_word(char c) { return isalnum((unsigned char)c) || (c & 0x80); }
@@ -323,10 +332,80 @@ static int known_part(const copy_stage *c)
     return 0;
 }
 
+/* ---- the answer: a copied value's word finished ----
+ * An answer names what the tools found (titles, subjects, file names),
+ * and a small model misspells a word it has never seen there too ("Partner
+ * sumx" for "Partner summit", "Call about code forze"). Once the answer
+ * has copied a JSON string value of the conversation from its start,
+ * through at least one whole word, and stops inside a word the value goes
+ * on with, the tokens that finish that word as the value writes it get
+ * the bonus. Nothing else: which value to name, a copy's first word and
+ * what follows a word are the model's (a bonus there ran an answer on from
+ * one copy into the next: "Dinner at Chloe check-in at Chloe review ..."). */
+
+/* Whether the answer's copy stops inside a word that some match goes on
+ * with (an apostrophe before a letter is inside). */
+static int answer_mid_word(const copy_stage *c)
+{
+    if (!c->n_amatch || !c->aspace || !is_word(c->alast)) return 0;
+    for (int32_t i = 0; i < c->n_amatch; i++) {
+        const char *next = c->text + c->amatch[i] + c->alen, *end = c->text + c->n_text;
+        if (next < end && (is_word(*next) || (*next == '\'' && next + 1 < end && is_word(next[1]))))
+            return 1; /* "Chloé" goes on with "'s" */
+    }
+    return 0;
+}
+
+/* Whether p[0, n) goes on with some match, inside its value. */
+static int answer_keeps(const copy_stage *c, const char *p, size_t n)
+{
+    if (memchr(p, '"', n)) return 0;
+    for (int32_t i = 0; i < c->n_amatch; i++) {
+        const size_t at = (size_t)c->amatch[i] + c->alen;
+        if (at + n <= c->n_text && !memcmp(c->text + at, p, n)) return 1;
+    }
+    return 0;
+}
+
+static void answer_apply(copy_stage *c, float *logits, int32_t n_vocab)
+{
+    if (!answer_mid_word(c)) return;
+    float best = -INFINITY;
+    for (int32_t t = 0; t < n_vocab; t++)
+        if (logits[t] > best) best = logits[t];
+    for (int32_t t = 0; isfinite(best) && t < n_vocab; t++) {
+        size_t n = 0;
+        const char *p = logits[t] > best - c->bonus ? hx_vocab_piece(c->v, t, &n) : NULL;
+        if (p && n && !hx_vocab_is_special(c->v, t) && answer_keeps(c, p, n)) logits[t] += c->bonus;
+    }
+}
+
+/* The answer's byte b: narrows its copy, or starts one at a word's start. */
+static void answer_byte(copy_stage *c, char b)
+{
+    int32_t k = 0;
+    for (int32_t i = 0; i < c->n_amatch; i++) {
+        const size_t at = (size_t)c->amatch[i] + c->alen;
+        if (at < c->n_text && c->text[at] == b && b != '"') c->amatch[k++] = c->amatch[i];
+    }
+    c->n_amatch = k, c->alen++;
+    c->aspace |= b == ' ';
+    if (!k && is_word(b) && !is_word(c->alast)) {
+        for (int32_t i = 0; i < c->n_vstarts; i++)
+            if (c->text[c->vstarts[i]] == b) c->amatch[k++] = c->vstarts[i];
+        c->n_amatch = k, c->alen = 1, c->aspace = 0;
+    }
+    c->alast = b;
+}
+
 static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
 {
     copy_stage *c = ctx;
-    if (!*c->in_call || c->n_text == 0) return HX_OK;
+    if (c->n_text == 0) return HX_OK;
+    if (!*c->in_call) {
+        answer_apply(c, logits, n_vocab);
+        return HX_OK;
+    }
     if (at_address_value(c)) {
         if (c->n_addrs == 0) return HX_OK; /* no address to copy: the model's own */
         if (c->n_conv_addrs == 0 && !known_part(c)) return HX_OK;
@@ -388,15 +467,16 @@ static void address_used(copy_stage *c)
 static int copy_accept(void *ctx, int32_t token)
 {
     copy_stage *c = ctx;
+    size_t n = 0;
+    const char *p = hx_vocab_is_special(c->v, token) ? NULL : hx_vocab_piece(c->v, token, &n);
     if (!*c->in_call) {
         c->was_in_call = 0;
+        for (size_t i = 0; p && i < n; i++) answer_byte(c, p[i]);
         return HX_OK;
     }
     if (!c->was_in_call) new_call(c);
     c->was_in_call = 1;
-    size_t n = 0;
-    const char *p = hx_vocab_piece(c->v, token, &n);
-    if (!p || hx_vocab_is_special(c->v, token)) return HX_OK;
+    if (!p) return HX_OK;
     for (size_t i = 0; i < n; i++) {
         int what = hx_jscan_byte(&c->js, p[i]);
         if (what == HX_JSCAN_OPEN) {
@@ -423,6 +503,8 @@ static void copy_free(void *ctx)
     free(c->mark);
     free(c->match);
     free(c->verdict);
+    free(c->vstarts);
+    free(c->amatch);
     free(c);
 }
 
@@ -457,8 +539,10 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
     c->addr_end = hx_calloc(cap, sizeof *c->addr_end);
     c->mark = hx_calloc(cap, sizeof *c->mark);
     c->match = hx_calloc(cap, sizeof *c->match);
+    c->vstarts = hx_calloc(cap, sizeof *c->vstarts);
+    c->amatch = hx_calloc(cap, sizeof *c->amatch);
     if (!c->text || !c->starts || !c->addrs || !c->addr_end || !c->mark || !c->match ||
-        c->n_text > INT32_MAX) {
+        !c->vstarts || !c->amatch || c->n_text > INT32_MAX) {
         copy_free(c);
         return HX_ERR_NOMEM;
     }
@@ -466,6 +550,8 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
         if (i >= key_end) key_end = json_key_end(c->text, c->n_text, i);
         if (i < n_conv && i >= key_end && can_start(c->text, i))
             c->starts[c->n_starts++] = (int32_t)i;
+        if (i < n_conv && i >= 3 && !memcmp(c->text + i - 3, ": \"", 3) && c->text[i] != '"')
+            c->vstarts[c->n_vstarts++] = (int32_t)i; /* a tool result's value */
         const size_t end = addr_at(c->text, c->n_text, i);
         if (end) c->addrs[c->n_addrs++] = (int32_t)i, c->addr_end[i] = (int32_t)end;
         if (end && i < n_conv) {

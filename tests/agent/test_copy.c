@@ -7,8 +7,9 @@
  * there, and a known address is held to once its first part is spelled);
  * addresses the user's request names come first: only they get the
  * bonus. So is every token but the word's own inside a word being copied.
- * Keys of a tool's result start no copy. A value whose first word broke
- * off a copy is mended (hx_copy_repair). */
+ * Keys of a tool's result start no copy. In the answer, a word of a
+ * result's value being copied is finished as the value writes it. A value
+ * whose first word broke off a copy is mended (hx_copy_repair). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +342,39 @@ static void test_apostrophe(void)
     teardown(&f);
 }
 
+/* The answer (outside calls): once it has copied a result's value from
+ * its start through a whole word and stops inside a word the value goes
+ * on with, the tokens that finish the word get the bonus (an apostrophe
+ * before a letter is inside it); not before a whole word is copied, not at
+ * a word's end, not past the value. */
+#define ANSWER_TEXT "User: What is on Friday?\nTool: {\"events\": [{\"title\": \"Partner summit\"}, " \
+                    "{\"title\": \"Dinner at Chlo\xc3\xa9's\"}]}\n"
+
+static void test_answer_words(void)
+{
+    fixture f;
+    ASSERT(setup_text(&f, ANSWER_TEXT) == 0);
+    const int32_t m = tok(&f, "m"), t = tok(&f, "t"), x = tok(&f, "x"), ap = tok(&f, "'");
+    ASSERT(m >= 0 && t >= 0 && x >= 0 && ap >= 0);
+    f.in_call = 0;
+    feed(&f, "You have 2 events: Par");
+    EXPECT(lift(&f, t, x) == 0); /* no whole word copied yet */
+    feed(&f, "tner sum");
+    EXPECT(lift(&f, m, x) == BONUS);
+    EXPECT(lift(&f, x, m) == 0);
+    feed(&f, "mit");
+    EXPECT(lift(&f, tok(&f, " at"), x) == 0); /* the value ends: the model's own */
+    feed(&f, " and Dinner at Chlo\xc3\xa9");
+    EXPECT(lift(&f, ap, x) == BONUS);
+    teardown(&f);
+    /* a word that only begins like a value's ("Pa" of "Partner") gets nothing */
+    ASSERT(setup_text(&f, ANSWER_TEXT) == 0);
+    f.in_call = 0;
+    feed(&f, "Partly done sum");
+    EXPECT(lift(&f, tok(&f, "m"), tok(&f, "x")) == 0);
+    teardown(&f);
+}
+
 /* Repairs the one string value of {key: value} against text; the value
  * after (static buffer). */
 static const char *mend(const char *text, const char *key, const char *value, int *n)
@@ -423,6 +457,7 @@ int main(void)
     RUN(test_mid_word);
     RUN(test_result_keys);
     RUN(test_apostrophe);
+    RUN(test_answer_words);
     RUN(test_repair);
     RUN(test_repair_address);
     return test_summary();
