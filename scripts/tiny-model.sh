@@ -32,7 +32,7 @@
 # is the same tokens as in the request: hearth vocab train --split-initial),
 # TINY_VALUE_WEIGHT (1: off; W > 1: the targets where a tool call's
 # argument value starts or ends count W times in the loss, hearth train
-# --value-weight), TINY_QUANT (Q8_0), TINY_CKPT_EVERY (10 steps between
+# --value-weight; 4 was worse at 850 steps, models/HISTORY.md), TINY_QUANT (Q8_0), TINY_CKPT_EVERY (10 steps between
 # checkpoints).
 set -eu
 
