@@ -568,6 +568,10 @@ cJSON *hx_dg_check_before(const cJSON *task, hx_dg_world *dw);
 int hx_dg_check(const cJSON *task, const cJSON *before, const cJSON *trace, hx_dg_world *dw,
                 hx_dg_validator *v, int *n_valid, int *n_calls, char *why, size_t n);
 
+/* A file's path as the model passes it on and answers give it: from the
+ * file root on (after "/files/"), else p itself (agent/oracle.c). */
+const char *hx_dg_rel_path(const char *p);
+
 /* Whether the answer of a run (trace) of a read task states what its read
  * found, as the oracle's answer does: for list_events the count of events
  * (cancelled ones left out) and the first four's titles and start times;

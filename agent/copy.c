@@ -332,6 +332,26 @@ static int known_part(const copy_stage *c)
     return 0;
 }
 
+/* The text starts in m[0, k) whose copy of len bytes goes on with byte
+ * b, kept in m in order; returns how many. */
+static int32_t narrow(const copy_stage *c, int32_t *m, int32_t k, size_t len, char b)
+{
+    int32_t kept = 0;
+    for (int32_t i = 0; i < k; i++) {
+        const size_t at = (size_t)m[i] + len;
+        if (at < c->n_text && c->text[at] == b) m[kept++] = m[i];
+    }
+    return kept;
+}
+
+static float max_logit(const float *logits, int32_t n_vocab)
+{
+    float best = -INFINITY;
+    for (int32_t t = 0; t < n_vocab; t++)
+        if (logits[t] > best) best = logits[t];
+    return best;
+}
+
 /* ---- the answer: a copied value's word finished ----
  * An answer names what the tools found (titles, subjects, file names),
  * and a small model misspells a word it has never seen there too ("Partner
@@ -370,9 +390,7 @@ static int answer_keeps(const copy_stage *c, const char *p, size_t n)
 static void answer_apply(copy_stage *c, float *logits, int32_t n_vocab)
 {
     if (!answer_mid_word(c)) return;
-    float best = -INFINITY;
-    for (int32_t t = 0; t < n_vocab; t++)
-        if (logits[t] > best) best = logits[t];
+    const float best = max_logit(logits, n_vocab);
     for (int32_t t = 0; isfinite(best) && t < n_vocab; t++) {
         size_t n = 0;
         const char *p = logits[t] > best - c->bonus ? hx_vocab_piece(c->v, t, &n) : NULL;
@@ -383,11 +401,8 @@ static void answer_apply(copy_stage *c, float *logits, int32_t n_vocab)
 /* The answer's byte b: narrows its copy, or starts one at a word's start. */
 static void answer_byte(copy_stage *c, char b)
 {
-    int32_t k = 0;
-    for (int32_t i = 0; i < c->n_amatch; i++) {
-        const size_t at = (size_t)c->amatch[i] + c->alen;
-        if (at < c->n_text && c->text[at] == b && b != '"') c->amatch[k++] = c->amatch[i];
-    }
+    /* a quote ends the value being copied */
+    int32_t k = b == '"' ? 0 : narrow(c, c->amatch, c->n_amatch, c->alen, b);
     c->n_amatch = k, c->alen++;
     c->aspace |= b == ' ';
     if (!k && is_word(b) && !is_word(c->alast)) {
@@ -412,9 +427,7 @@ static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
         if (apply_strict(c, logits, n_vocab, 0)) return HX_OK;
     }
     if (mid_word(c) && apply_strict(c, logits, n_vocab, 1)) return HX_OK;
-    float best = -INFINITY;
-    for (int32_t t = 0; t < n_vocab; t++)
-        if (logits[t] > best) best = logits[t];
+    const float best = max_logit(logits, n_vocab);
     if (!isfinite(best)) return HX_OK;
     /* only tokens the bonus can lift to the top are looked at */
     for (int32_t t = 0; t < n_vocab; t++) {
@@ -427,13 +440,7 @@ static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
 /* Narrows the matches to those continuing with byte b. */
 static void copy_byte(copy_stage *c, char b)
 {
-    int32_t k = 0;
-    for (int32_t i = 0; i < c->n_match; i++) {
-        size_t at = (size_t)c->match[i] + c->len;
-        if (at < c->n_text && c->text[at] == b) c->match[k++] = c->match[i];
-    }
-    c->n_match = k;
-    c->len++;
+    c->n_match = narrow(c, c->match, c->n_match, c->len++, b);
 }
 
 static void new_call(copy_stage *c)

@@ -233,8 +233,8 @@ static int says_time(const char *text, const char *iso)
  * the path from the file root on, as the answers give it. */
 static int says_str(const char *text, const cJSON *item, const char *key)
 {
-    const char *v = js(item, key), *f = strstr(v, "/files/");
-    return *v && strcasestr(text, f ? f + 7 : v) != NULL;
+    const char *v = js(item, key);
+    return *v && strcasestr(text, hx_dg_rel_path(v)) != NULL;
 }
 
 /* The sayers below tell whether answer ans states what result res holds

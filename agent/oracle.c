@@ -109,8 +109,7 @@ static void fail(oracle *o, const char *why, hx_buf *out)
 
 static const char *tool_error(const cJSON *res) { return jstr(res, "error"); }
 
-/* The path as the model would pass it on: relative to the file root. */
-static const char *rel_path(const char *p)
+const char *hx_dg_rel_path(const char *p)
 {
     const char *f = strstr(p, "/files/");
     return f ? f + 7 : p;
@@ -280,7 +279,7 @@ static void t_file_search(oracle *o, const cJSON *res, hx_buf *out)
     {
         if (i >= 3) break;
         sep(out, i++, n > 3 ? 3 : n);
-        hx_buf_puts(out, rel_path(jstr(f, "path")));
+        hx_buf_puts(out, hx_dg_rel_path(jstr(f, "path")));
     }
     hx_buf_puts(out, ".");
 }
@@ -456,11 +455,11 @@ static void t_file_read(oracle *o, const cJSON *res, hx_buf *out)
     if (o->step == 1) {
         const cJSON *f = cJSON_GetArrayItem(jarr(res, "files"), 0);
         if (!f) return (void)hx_buf_printf(out, "I found no file about %s.", S(o, "topic"));
-        return call(o, out, "files.read", put(obj(), "path", rel_path(jstr(f, "path"))));
+        return call(o, out, "files.read", put(obj(), "path", hx_dg_rel_path(jstr(f, "path"))));
     }
     char fact[256];
     body_fact(jstr(res, "text"), fact, sizeof fact);
-    hx_buf_printf(out, "%s says: %s", rel_path(jstr(res, "path")), fact);
+    hx_buf_printf(out, "%s says: %s", hx_dg_rel_path(jstr(res, "path")), fact);
 }
 
 /* The listed event titled as the request says, not cancelled. */
@@ -573,11 +572,11 @@ static void t_file_missing(oracle *o, const cJSON *res, hx_buf *out)
     if (o->step == 2) {
         const cJSON *f = cJSON_GetArrayItem(jarr(res, "files"), 0);
         if (!f) return (void)hx_buf_printf(out, "There is no file %s.", wrong);
-        return call(o, out, "files.read", put(obj(), "path", rel_path(jstr(f, "path"))));
+        return call(o, out, "files.read", put(obj(), "path", hx_dg_rel_path(jstr(f, "path"))));
     }
     char fact[256];
     body_fact(jstr(res, "text"), fact, sizeof fact);
-    hx_buf_printf(out, "%s does not exist, but %s says: %s", wrong, rel_path(jstr(res, "path")), fact);
+    hx_buf_printf(out, "%s does not exist, but %s says: %s", wrong, hx_dg_rel_path(jstr(res, "path")), fact);
 }
 
 static void t_bad_when(oracle *o, const cJSON *res, hx_buf *out)

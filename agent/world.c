@@ -421,6 +421,8 @@ static const char *const month_full[12] = {"January", "February", "March", "Apri
                                            "November", "December"};
 
 static int weekday(int64_t day) { return (int)(((day + 4) % 7 + 7) % 7); } /* 0 = Sunday */
+/* day, or the Monday after it when it falls on a weekend. */
+static int64_t workday(int64_t day) { return day + (weekday(day) == 6 ? 2 : weekday(day) == 0); }
 
 /* Candidate phrases for a day; returns how many were written. */
 static int day_candidates(const hx_world *w, int64_t day, char c[6][40])
@@ -474,9 +476,7 @@ static void gen_now(hx_world *w, hx_rng *r)
     if (w->split == HX_SPLIT_TRAIN)
         do year = 2021 + hx_rng_below(r, 15); while (year == 2028);
     int64_t day = hx_days_from_civil(year, 1, 1) + hx_rng_below(r, 365);
-    if (weekday(day) == 0 || weekday(day) == 6) {
-        if (!hx_rng_chance(r, 0.15)) day += weekday(day) == 6 ? 2 : 1;
-    }
+    if (workday(day) != day && !hx_rng_chance(r, 0.15)) day = workday(day);
     int minutes = w->work_start - 60 + 15 * hx_rng_below(r, (w->work_end - w->work_start + 60) / 15);
     w->today = day;
     w->now = hx_world_local(w, day, minutes);
@@ -558,7 +558,7 @@ static void gen_once(hx_world *w, hx_rng *r, hx_wevent *e)
     subst(e->title, sizeof e->title, forms[f], f == 5 ? w->people[hx_rng_below(r, w->n_people)].first : topic);
     title_case(e->title);
     e->day = w->today - 2 + hx_rng_below(r, 19);
-    if (weekday(e->day) == 0 || weekday(e->day) == 6) e->day += weekday(e->day) == 6 ? 2 : 1;
+    e->day = workday(e->day);
     e->dur_min = durs[hx_rng_below(r, N_OF(durs))];
     int span = (w->work_end - w->work_start - e->dur_min) / 15;
     e->start_min = w->work_start + 15 * hx_rng_below(r, span > 0 ? span : 1);
@@ -575,8 +575,7 @@ static void gen_busy_day(hx_world *w, hx_rng *r)
 {
     if (w->split != HX_SPLIT_TRAIN) return;
     if (hx_rng_chance(r, 0.5)) {
-        int64_t day = w->today + 1 + hx_rng_below(r, 6);
-        if (weekday(day) == 0 || weekday(day) == 6) day += weekday(day) == 6 ? 2 : 1;
+        const int64_t day = workday(w->today + 1 + hx_rng_below(r, 6));
         int want = 2 + hx_rng_below(r, 2), moved = 0;
         for (int i = 0; i < w->n_events && moved < want; i++) {
             hx_wevent *e = &w->events[i];
