@@ -379,6 +379,9 @@ static void test_list_answers(void)
                   1);
     EXPECT_EQ_INT(list_ok("{\"events\": [], \"count\": 0}", "ok", "Nothing."), -1);
     EXPECT_EQ_INT(list_ok(k_list_result, "error", "You have 5 events."), -1);
+    /* a result that is not JSON, or cut short: nothing to check, no crash */
+    EXPECT_EQ_INT(list_ok("{\"events\": [{\"title\": ", "ok", "You have 1 event."), -1);
+    EXPECT_EQ_INT(list_ok("not json", "ok", "You have 1 event."), -1);
 }
 
 /* The other reads: slots' times, busy periods (or their count past five),
