@@ -21,10 +21,12 @@
 
 /* Every output is alpha times one sum over k in increasing order (plus C
  * when accumulating), whatever the thread count or tile a thread takes, so
- * training is bit-reproducible across thread counts on one ISA. Operands
- * are read in place where their layout allows (a transposed A, an
- * untransposed B, and on AVX-512 A's rows directly); only the rest, and
- * the ragged last panels, are packed. */
+ * training is bit-reproducible across thread counts on one ISA. On
+ * AVX-512 A's full row panels are read in place (its rows along k); a
+ * transposed A and an untransposed B, whose panels are strided rows of the
+ * matrix, are copied a block of k at a time by the task that uses them
+ * (rows a few KB apart thrash the L1 cache's sets); the rest is packed up
+ * front. */
 
 /* A micro-kernel's operands: A(i, p) at a[i*ra + p*sa], B(p, j) at
  * b[p*sb + j] (NR contiguous); the mr x nr corner of the tile is stored. */
@@ -212,7 +214,8 @@ static void pack_a(float *ap, const float *a, int lda, int ta, int m, int k,
         for (int p = 0; p < k; p++) {
             const float *src = a + (size_t)p * lda + i0;
             float *dst = ap + (size_t)p * MR;
-            for (int i = 0; i < MR; i++) dst[i] = i < mr ? src[i] : 0.0f;
+            memcpy(dst, src, (size_t)mr * sizeof(float));
+            if (mr < MR) memset(dst + mr, 0, (size_t)(MR - mr) * sizeof(float));
         }
         return;
     }
@@ -238,17 +241,19 @@ static void pack_b(float *bp, const float *b, int ldb, int tb, int n, int k,
 
 /* Panels per task: rows of MR and columns of NR. */
 #define ROW_PANELS 8
-#define COL_PANELS 4
-#define PACK_PANELS 8
+#define COL_PANELS 8
+#define PACK_PANELS 2
 
 typedef struct gemm_job {
     const isa_kern *kn;
     int m, n, k, lda, ldb, ldc, ta, tb, acc;
     int mp, np, n_rb, n_cb; /* panels; row and column blocks */
     int pa0, pb0;           /* panels from these on are packed */
+    int blk_a, blk_b;       /* A (transposed), B (untransposed): packed per block */
     const float *a, *b;
     float *c, *ap, *bp;
     float *carry;           /* per thread, CARRY tiles */
+    float *blk;             /* per thread, blk_floats(): a task's blocks of A and B */
     float alpha;
 } gemm_job;
 
@@ -274,7 +279,33 @@ static void pack_task(void *ctx, int task, int thread)
 /* Steps of k per block: a block's panels stay in cache across the tiles
  * of a task. Block boundaries depend only on k. */
 #define KC 256
+#define KC_MAX (KC + KC / 2)
 #define CARRY (ROW_PANELS * COL_PANELS)
+
+/* Floats of a thread's block buffer for panels of MR and NR. */
+static size_t blk_floats(int MR, int NR)
+{
+    return (size_t)KC_MAX * (ROW_PANELS * MR + COL_PANELS * NR);
+}
+
+/* A task's operands for the block of k [kb, kb+kc): strided ones (A
+ * transposed, B untransposed) copied into the thread's buffer, panel after
+ * panel, so the kernel streams them from cache; the rest in place or in
+ * the panels packed up front. */
+static void block_operands(const gemm_job *j, int thread, int kb, int kc, int i0, int i1,
+                           int c0, int c1, float **ab, float **bb)
+{
+    const int MR = j->kn->MR, NR = j->kn->NR;
+    float *buf = j->blk + (size_t)thread * blk_floats(MR, NR);
+    *ab = buf;
+    *bb = buf + (size_t)KC_MAX * ROW_PANELS * MR;
+    for (int ip = i0; ip < i1 && j->blk_a; ip++)
+        pack_a(*ab + (size_t)(ip - i0) * kc * MR, j->a + (size_t)kb * j->lda, j->lda, 1, j->m,
+               kc, ip * MR, MR);
+    for (int jp = c0; jp < c1 && j->blk_b; jp++)
+        pack_b(*bb + (size_t)(jp - c0) * kc * NR, j->b + (size_t)kb * j->ldb, j->ldb, 0, j->n,
+               kc, jp * NR, NR);
+}
 
 static void tile_task(void *ctx, int task, int thread)
 {
@@ -283,21 +314,23 @@ static void tile_task(void *ctx, int task, int thread)
     const int rb = task % j->n_rb, cb = task / j->n_rb;
     const int i0 = rb * ROW_PANELS, i1 = i0 + ROW_PANELS < j->mp ? i0 + ROW_PANELS : j->mp;
     const int c0 = cb * COL_PANELS, c1 = c0 + COL_PANELS < j->np ? c0 + COL_PANELS : j->np;
-    const ptrdiff_t lda = j->lda, ldb = j->ldb;
+    const ptrdiff_t lda = j->lda;
     for (int kb = 0; kb < j->k; kb += KC) {
         const int kc = j->k - kb <= KC + KC / 2 ? j->k - kb : KC;
         kstep ks = {NULL, kb == 0, kb + kc == j->k};
+        float *ab, *bb;
+        block_operands(j, thread, kb, kc, i0, i1, c0, c1, &ab, &bb);
         for (int jp = c0; jp < c1; jp++) {
             const int nr = j->n - jp * NR < NR ? j->n - jp * NR : NR;
-            kop o = {NULL, j->b + kb * ldb + (ptrdiff_t)jp * NR, 1, MR, ldb};
-            if (jp >= j->pb0) o.b = j->bp + ((size_t)(jp - j->pb0) * j->k + kb) * NR, o.sb = NR;
+            kop o = {NULL, bb + (size_t)(jp - c0) * kc * NR, 1, MR, NR};
+            if (!j->blk_b) o.b = j->bp + ((size_t)jp * j->k + kb) * NR;
             for (int ip = i0; ip < i1; ip++) {
                 const int mr = j->m - ip * MR < MR ? j->m - ip * MR : MR;
                 kernel_fn fn = j->kn->fn;
-                if (ip >= j->pa0)
+                if (j->blk_a)
+                    o.a = ab + (size_t)(ip - i0) * kc * MR, o.ra = 1, o.sa = MR;
+                else if (ip >= j->pa0)
                     o.a = j->ap + ((size_t)(ip - j->pa0) * j->k + kb) * MR, o.ra = 1, o.sa = MR;
-                else if (j->ta)
-                    o.a = j->a + kb * lda + (ptrdiff_t)ip * MR, o.ra = 1, o.sa = lda;
                 else
                     o.a = j->a + (ptrdiff_t)ip * MR * lda + kb, o.ra = lda, o.sa = 1, fn = j->kn->rows;
                 ks.t = j->carry + ((size_t)thread * CARRY + (size_t)(jp - c0) * ROW_PANELS + (ip - i0)) * MR * NR;
@@ -325,24 +358,29 @@ int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
     }
     const int isa = hx_isa_current();
     gemm_job j = {&k_kerns[isa < 0 ? 0 : isa > 2 ? 2 : isa], m, n, k, lda, ldb, ldc, ta, tb, acc,
-                  0, 0, 0, 0, 0, 0, a, b, c, NULL, NULL, NULL, alpha};
+                  0, 0, 0, 0, 0, 0, 0, 0, a, b, c, NULL, NULL, NULL, NULL, alpha};
     const int MR = j.kn->MR, NR = j.kn->NR;
     j.mp = (m + MR - 1) / MR;
     j.np = (n + NR - 1) / NR;
     j.n_rb = (j.mp + ROW_PANELS - 1) / ROW_PANELS;
     j.n_cb = (j.np + COL_PANELS - 1) / COL_PANELS;
-    /* full panels in place when the layout allows; ragged ones packed */
-    j.pa0 = ta || j.kn->rows ? m / MR : 0;
-    j.pb0 = tb ? 0 : n / NR;
-    /* only the packed panels (from pa0 and pb0 on) take room */
+    /* A untransposed: its full panels read in place when the kernel can,
+     * the rest packed up front; B transposed: packed up front. A
+     * transposed and B untransposed: each task packs its block of k. */
+    j.blk_a = ta, j.blk_b = !tb;
+    j.pa0 = ta ? j.mp : j.kn->rows ? m / MR : 0;
+    j.pb0 = tb ? 0 : j.np;
+    /* only the panels packed up front (from pa0 and pb0 on) take room */
     const size_t na = (size_t)(j.mp - j.pa0) * MR * k, nb = (size_t)(j.np - j.pb0) * NR * k;
-    const size_t nc = (size_t)hx_threadpool_n_threads(tp) * CARRY * MR * NR;
-    const size_t need = (na + 15) / 16 * 16 + (nb + 15) / 16 * 16 + nc;
+    const size_t nt = (size_t)hx_threadpool_n_threads(tp);
+    const size_t nc = nt * CARRY * MR * NR, nk = nt * blk_floats(MR, NR);
+    const size_t need = (na + 15) / 16 * 16 + (nb + 15) / 16 * 16 + (nc + 15) / 16 * 16 + nk;
     float *buf = tr_scratch_lock(&g_pack, need * sizeof(float));
     if (!buf) return -1;
     j.ap = buf;
     j.bp = buf + (na + 15) / 16 * 16;
     j.carry = j.bp + (nb + 15) / 16 * 16;
+    j.blk = j.carry + (nc + 15) / 16 * 16;
     const int n_pack = (j.mp - j.pa0 + PACK_PANELS - 1) / PACK_PANELS +
                        (j.np - j.pb0 + PACK_PANELS - 1) / PACK_PANELS;
     if (n_pack) hx_threadpool_run(tp, n_pack, pack_task, &j);

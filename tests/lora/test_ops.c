@@ -342,14 +342,15 @@ static gcase gemm_case(const int shape[3], int mode)
 }
 
 /* ---- the packed GEMM against a double reference, on odd shapes (one
- * long enough in k to run in blocks), every transpose combination, leading
- * dimensions wider than the rows, every ISA the CPU has; one thread and two
- * give the same bits ---- */
+ * long enough in k to run in blocks, one wide enough in m and n for
+ * tasks past the first row and column block on every ISA), every
+ * transpose combination, leading dimensions wider than the rows, every ISA
+ * the CPU has; one thread and two give the same bits ---- */
 static void test_gemm_shapes(void)
 {
     static const int shapes[][3] = {{1, 1, 1},  {13, 37, 29}, {25, 33, 70},
                                     {12, 32, 64}, {50, 17, 3}, {7, 100, 257},
-                                    {37, 65, 1}, {13, 37, 530}};
+                                    {37, 65, 1}, {13, 37, 530}, {101, 263, 530}};
     hx_threadpool *tp = hx_threadpool_new(2);
     ASSERT(tp);
     const int isa0 = hx_isa_current();
