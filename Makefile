@@ -86,6 +86,7 @@ fuzz_mod_fuzz_when := tools
 fuzz_mod_fuzz_governor := engine
 fuzz_mod_fuzz_memory_query := memory
 fuzz_mod_fuzz_adapter := engine
+fuzz_mod_fuzz_ckpt := lora
 fuzz_libs = $(call libs_for,$(or $(fuzz_mod_$(1)),agent))
 .SECONDEXPANSION:
 $(BUILD)/tests/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $$(call fuzz_libs,$$*)

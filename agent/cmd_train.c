@@ -39,9 +39,12 @@ static void usage(FILE *f)
             "        --ctx is cut there), and a shared prefix costs once a window\n"
             "--wsd            warmup, constant rate, then linear decay to 0.1x over\n"
             "                 the last 20%% of the steps (default: cosine)\n"
-            "--bf16           the linear layers' products and the attention scores\n"
-            "                 in bfloat16, sums in F32 (AVX512-BF16 CPUs; F32\n"
-            "                 elsewhere): each about twice as fast\n"
+            "--products P     f32 (default), bf16 or auto: bf16 takes the linear\n"
+            "                 layers' products and the attention scores in bfloat16,\n"
+            "                 sums in F32 (AVX512-BF16 CPUs; F32 elsewhere), twice\n"
+            "                 the F32 speed on some CPUs and slower on others; auto\n"
+            "                 times both on this model's shape and takes the faster\n"
+            "                 (--resume: what the checkpoint used). --bf16: bf16\n"
             "--time-budget S  train for about S seconds in all (resumes included):\n"
             "                 the steps that fit, at most --steps\n"
             "--ckpt FILE      checkpoint every --ckpt-every N steps (default 50) and\n"
@@ -119,7 +122,7 @@ static int parse(int argc, char **argv, targs *a)
         if (!strcmp(s, "--resume")) a->resume = 1;
         else if (!strcmp(s, "--log")) a->log = 1;
         else if (!strcmp(s, "--wsd")) a->tp.opt.wsd = 1;
-        else if (!strcmp(s, "--bf16")) a->bf16 = 1;
+        else if (!strcmp(s, "--bf16")) a->bf16 = HX_BF16_ON;
         else if (s[0] == '-' && !v) return -1;
         else if (!strcmp(s, "--out")) a->out = argv[++i];
         else if (!strcmp(s, "--vocab")) a->vocab = argv[++i];
@@ -133,6 +136,12 @@ static int parse(int argc, char **argv, targs *a)
             a->recompute = !strcmp(m, "auto") ? HX_RECOMPUTE_AUTO : !strcmp(m, "off") ? HX_RECOMPUTE_OFF
                            : !strcmp(m, "on") ? HX_RECOMPUTE_ON : -1;
             if (a->recompute < 0) return -1;
+        }
+        else if (!strcmp(s, "--products")) {
+            const char *m = argv[++i];
+            a->bf16 = !strcmp(m, "auto") ? HX_BF16_AUTO : !strcmp(m, "bf16") ? HX_BF16_ON
+                      : !strcmp(m, "f32") ? HX_BF16_OFF : -1;
+            if (a->bf16 < 0) return -1;
         }
         else if (!strcmp(s, "--style")) {
             if ((a->style = hx_tpl_parse_name(argv[++i])) <= 0) return -1;
@@ -259,9 +268,15 @@ static int run(targs *a, hx_err *err)
     if (!rc && a->resume) rc = hx_trainer_load(tr, a->ckpt, err);
     if (tr) hx_trainer_set_recompute(tr, a->recompute);
     /* a->bf16 from here: whether the products are bfloat16 (report says so) */
-    if (tr && a->bf16 && !(a->bf16 = hx_trainer_set_bf16(tr, 1)))
-        fprintf(stderr, "hearth train: --bf16: products stay F32 (no AVX512-BF16 in this "
-                        "CPU, or a LoRA adapter)\n");
+    const int asked = a->bf16;
+    if (tr) a->bf16 = hx_trainer_set_bf16(tr, asked);
+    if (tr && asked == HX_BF16_ON && !a->bf16)
+        fprintf(stderr, "hearth train: --products bf16: products stay F32 (no AVX512-BF16 "
+                        "in this CPU, or a LoRA adapter)\n");
+    if (tr && asked == HX_BF16_AUTO)
+        fprintf(stderr, "hearth train: --products auto: %s%s\n",
+                a->bf16 ? "bfloat16" : "F32 (bfloat16 not faster on this CPU, or not possible)",
+                a->resume ? ", as the checkpoint's where it records them" : "");
     char svg[4096];
     snprintf(svg, sizeof svg, "%s.svg", a->out);
     a->tp.svg_path = a->svg ? a->svg : svg;

@@ -16,8 +16,12 @@ void hx_trainer_set_recompute(hx_trainer *tr, int mode)
                                                                          : HX_RECOMPUTE_AUTO;
 }
 
-int hx_trainer_set_bf16(hx_trainer *tr, int on)
+int hx_trainer_set_bf16(hx_trainer *tr, int mode)
 {
+    int on = mode == HX_BF16_ON;
+    if (mode == HX_BF16_AUTO && tr->ckpt_products) on = tr->ckpt_products == TR_PRODUCTS_BF16;
+    else if (mode == HX_BF16_AUTO && !tr->lora && tr_gemm_bf16_available())
+        on = tr_bf16_faster(tr->tp, tr->hp.n_embd, tr->hp.n_ff);
     on = on && tr_gemm_bf16_available();
     int any = 0;
     for (int l = 0; l < tr->hp.n_layer; l++)

@@ -11,21 +11,26 @@
  * below, the loss history, params, m, v, and an FNV-1a 64 of all bytes
  * before it. Version 2 adds the fixed schedule length (in version 1's pad
  * word) and the training seconds so far (time budgets); version 1 files
- * load with both 0. */
+ * load with both 0. Version 3 adds the precision of the products
+ * (TR_PRODUCTS_*), so that HX_BF16_AUTO resumes with the same; older files
+ * load with it unrecorded (0). */
 #define CK_MAGIC "HXTRCKPT"
-#define CK_VERSION 2u
+#define CK_VERSION 3u
 
 typedef struct ck_head {
     uint32_t version, lora, n_losses, sched_steps;
     uint64_t n_params, rng, data_pos;
     int32_t step, shape[9]; /* vocab embd layer head head_kv head_dim ff rank tensors */
     double train_seconds;   /* version 2 */
+    uint32_t products, pad; /* version 3 */
 } ck_head;
 
 /* Header bytes of a version. */
 static size_t head_size(uint32_t version)
 {
-    return version == 1 ? offsetof(ck_head, train_seconds) : sizeof(ck_head);
+    return version == 1   ? offsetof(ck_head, train_seconds)
+           : version == 2 ? offsetof(ck_head, products)
+                          : sizeof(ck_head);
 }
 
 static uint64_t fnv(const void *p, size_t n)
@@ -50,6 +55,7 @@ static ck_head head_of(const hx_trainer *tr)
     h.step = tr->step;
     h.sched_steps = (uint32_t)tr->sched_steps;
     h.train_seconds = tr->train_seconds;
+    h.products = tr->bf16 ? TR_PRODUCTS_BF16 : TR_PRODUCTS_F32;
     const int32_t s[9] = {hp->n_vocab, hp->n_embd, hp->n_layer, hp->n_head,
                           hp->n_head_kv, hp->head_dim, hp->n_ff, tr->rank,
                           tr->n_tensors};
@@ -101,7 +107,7 @@ static int check_head(const hx_trainer *tr, const ck_head *h, size_t len,
                       const char *path, hx_err *err)
 {
     const ck_head want = head_of(tr);
-    if (h->version != CK_VERSION && h->version != 1)
+    if (h->version < 1 || h->version > CK_VERSION)
         return hx_err_set(err, HX_ERR_UNSUPPORTED, "%s: checkpoint version "
                           "%u (this build reads 1 to %u)", path, h->version, CK_VERSION);
     if (h->lora != want.lora || h->n_params != want.n_params ||
@@ -132,7 +138,8 @@ int hx_trainer_load(hx_trainer *tr, const char *path, hx_err *err)
     }
     memset(&h, 0, sizeof h);
     memcpy(&h, d + 8, head_size(1));
-    if (h.version != 1 && len >= 8 + sizeof h + 8) memcpy(&h, d + 8, sizeof h);
+    if (h.version > 1 && h.version <= CK_VERSION && len >= 8 + head_size(h.version) + 8)
+        memcpy(&h, d + 8, head_size(h.version));
     memcpy(&sum, d + len - 8, 8);
     if (!(rc = check_head(tr, &h, len, path, err)) && fnv(d, len - 8) != sum)
         rc = hx_err_set(err, HX_ERR_FORMAT, "%s: checkpoint checksum mismatch", path);
@@ -157,6 +164,8 @@ int hx_trainer_load(hx_trainer *tr, const char *path, hx_err *err)
             tr->data_pos = h.data_pos;
             tr->sched_steps = h.version == 1 ? 0 : (int)h.sched_steps;
             tr->train_seconds = h.version == 1 ? 0.0 : h.train_seconds;
+            tr->ckpt_products = h.products == TR_PRODUCTS_F32 || h.products == TR_PRODUCTS_BF16
+                                    ? (int)h.products : 0;
         }
     }
     free(d);

@@ -258,15 +258,22 @@ size_t hx_trainer_forward_memory_estimate(const hx_trainer *tr, int n_tok);
 enum { HX_RECOMPUTE_AUTO = 0, HX_RECOMPUTE_OFF = 1, HX_RECOMPUTE_ON = 2 };
 void hx_trainer_set_recompute(hx_trainer *tr, int mode);
 
-/* Products with the trainable weights in bfloat16 (on): the forward, the
- * input and the weight gradients of every linear layer and of the output
- * head round both operands to bfloat16 and sum in F32 (AVX512-BF16: about
- * twice the F32 products' speed), and so do the attention's scores (Q K^T
- * and, in the backward, dO V^T); the rest of attention, norms and the
- * optimizer stay F32, and so do the master weights. Only trainable
- * weights: a LoRA trainer stays F32. Returns 1 if on and some product now
- * takes bfloat16 (0: the CPU cannot, or nothing is trainable full-rank). */
-int hx_trainer_set_bf16(hx_trainer *tr, int on);
+/* Products with the trainable weights in bfloat16 (HX_BF16_ON): the
+ * forward, the input and the weight gradients of every linear layer and of
+ * the output head round both operands to bfloat16 and sum in F32, and so
+ * do the attention's scores (Q K^T and, in the backward, dO V^T); the rest
+ * of attention, norms and the optimizer stay F32, and so do the master
+ * weights. Whether that is faster depends on the CPU: AVX512-BF16 does
+ * twice the products of an F32 FMA per instruction, but some CPUs (an
+ * Intel Xeon of session 32) issue it at half the rate, and the operands
+ * must be converted. HX_BF16_AUTO takes the precision recorded in the
+ * checkpoint hx_trainer_load read (so a resumed run goes on with the same
+ * numbers), else times both on a product of this model's shape and takes
+ * the faster. Only trainable weights: a LoRA trainer stays F32. Returns 1
+ * if some product now takes bfloat16 (0: off, the CPU cannot, F32 was
+ * faster, or nothing is trainable full-rank). */
+enum { HX_BF16_OFF = 0, HX_BF16_ON = 1, HX_BF16_AUTO = 2 };
+int hx_trainer_set_bf16(hx_trainer *tr, int mode);
 
 /* The loss curve as an SVG line chart. */
 int hx_write_loss_svg(const char *path, const float *loss, int n,

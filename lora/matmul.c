@@ -1,5 +1,6 @@
 /* matmul.c: F32 matrix products of training (forward, input gradient,
  * weight gradient) on the engine's pool, and linear layers with LoRA. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "lora/train_int.h"
@@ -47,6 +48,41 @@ static int fast_gemm(hx_threadpool *tp, int bf16, int m, int n, int k, float alp
     if (bf16 && tr_gemm_bf16(tp, m, n, k, alpha, a, lda, ta, b, ldb, tb, c, ldc, acc) == 0)
         return 1;
     return tr_gemm_ex(tp, m, n, k, alpha, a, lda, ta, b, ldb, tb, c, ldc, acc) == 0;
+}
+
+/* Seconds of the three products of a linear layer (n_in -> n_out) over n
+ * tokens: y = x W^T, dx = dy W, dW += dy^T x (buf: n * (2 n_in + n_out) +
+ * 2 n_out n_in floats); -1 if a product could not run. */
+static double layer_seconds(hx_threadpool *tp, int bf16, int n, int n_in, int n_out, float *buf)
+{
+    float *x = buf, *y = x + (size_t)n * n_in, *w = y + (size_t)n * n_out;
+    float *dw = w + (size_t)n_out * n_in, *dx = dw + (size_t)n_out * n_in;
+    const double t0 = hx_time_mono();
+    const int ok = fast_gemm(tp, bf16, n, n_out, n_in, 1.0f, x, n_in, 0, w, n_in, 1, y, n_out, 0) &&
+                   fast_gemm(tp, bf16, n, n_in, n_out, 1.0f, y, n_out, 0, w, n_in, 0, dx, n_in, 0) &&
+                   fast_gemm(tp, bf16, n_out, n_in, n, 1.0f, y, n_out, 1, x, n_in, 0, dw, n_in, 1);
+    return ok ? hx_time_mono() - t0 : -1.0;
+}
+
+int tr_bf16_faster(hx_threadpool *tp, int n_in, int n_out)
+{
+    const int n = 1024;
+    const size_t nf = (size_t)n * (2 * (size_t)n_in + n_out) + 2 * (size_t)n_out * n_in;
+    float *buf = hx_malloc_array(nf, sizeof(float));
+    if (!buf || !tr_gemm_bf16_available()) {
+        free(buf);
+        return 0;
+    }
+    for (size_t i = 0; i < nf; i++) buf[i] = 0.01f * (float)(i % 13) - 0.06f;
+    double f32 = 1e30, bf16 = 1e30;
+    for (int r = 0; r < 3; r++) { /* interleaved: both see the same load */
+        const double tf = layer_seconds(tp, 0, n, n_in, n_out, buf);
+        const double tb = layer_seconds(tp, 1, n, n_in, n_out, buf);
+        f32 = tf >= 0 && tf < f32 ? tf : f32;
+        bf16 = tb >= 0 && tb < bf16 ? tb : bf16;
+    }
+    free(buf);
+    return bf16 < f32;
 }
 
 /* Frozen quantized weights through the packed GEMM: blocks of about 4 MB

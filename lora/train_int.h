@@ -136,6 +136,12 @@ int tr_gemm_bf16(hx_threadpool *tp, int m, int n, int k, float alpha,
                  const float *a, int lda, int ta, const float *b, int ldb, int tb,
                  float *c, int ldc, int acc);
 int tr_gemm_bf16_available(void);
+/* 1 if bfloat16 products are faster than F32 on this CPU: the three
+ * products of a linear layer of n_in x n_out (forward, input and weight
+ * gradient) over 1,024 tokens, each precision's best of 3 (matmul.c). */
+int tr_bf16_faster(hx_threadpool *tp, int n_in, int n_out);
+/* The products a checkpoint records (version 3 on; 0: not recorded). */
+enum { TR_PRODUCTS_F32 = 1, TR_PRODUCTS_BF16 = 2 };
 /* Frees tr_gemm_bf16's buffer (it is kept between products). */
 void tr_gemm_bf16_release(void);
 /* Frees the buffers tr_mm_* keep between products (dequantized blocks of
@@ -219,6 +225,7 @@ struct hx_trainer {
     size_t mem_floats;     /* its size */
     int recompute;         /* HX_RECOMPUTE_* (hx_trainer_set_recompute) */
     int bf16;              /* attention scores in bfloat16 (hx_trainer_set_bf16) */
+    int ckpt_products;     /* TR_PRODUCTS_* of the checkpoint loaded, or 0 */
     int head_rows;         /* > 0: rows per head chunk (tests); 0: auto */
     float *scratch;        /* per thread */
     size_t scratch_n;      /* floats per thread */

@@ -21,9 +21,12 @@
 # one copy of the tool list, 23% more targets a token than 2048),
 # TINY_BATCH (2), TINY_ACCUM (1), TINY_RECOMPUTE (off: the activations of a
 # 2 x 4096 micro-batch, past auto's 1 GiB, are kept, not computed twice;
-# hearth train --recompute), TINY_BF16 (1: the linear layers' products
-# and attention scores in bfloat16, hearth train --bf16, a fifth to a
-# third faster a step on AVX512-BF16 CPUs, F32 elsewhere; 0: F32), TINY_LR (1e-3), TINY_WARMUP
+# hearth train --recompute), TINY_PRODUCTS (auto: hearth train times F32
+# and bfloat16 products on the model's shape and takes the faster, keeping
+# the choice in the checkpoint: bfloat16 was a fifth to a third faster a
+# step on the AMD EPYC machines, F32 on session 32's Intel Xeon, whose
+# AVX512-BF16 runs at half the F32 rate; bf16 or f32 to force one;
+# TINY_BF16=1 or 0 as before means bf16 or f32), TINY_LR (1e-3), TINY_WARMUP
 # (100), TINY_LAYERS (6),
 # TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
 # TINY_FF (768), TINY_VOCAB (4096), TINY_TARGET_WEIGHT (8: the assistant's
@@ -51,8 +54,9 @@ SEQ=${TINY_SEQ:-4096}
 BATCH=${TINY_BATCH:-2}
 ACCUM=${TINY_ACCUM:-1}
 RECOMPUTE=${TINY_RECOMPUTE:-off}
-BF16=
-[ "${TINY_BF16:-1}" = 1 ] && BF16=--bf16
+PRODUCTS_ASKED=${TINY_PRODUCTS:-auto}
+[ "${TINY_BF16:-}" = 1 ] && PRODUCTS_ASKED=bf16
+[ "${TINY_BF16:-}" = 0 ] && PRODUCTS_ASKED=f32
 LR=${TINY_LR:-1e-3}
 WARMUP=${TINY_WARMUP:-100}
 LAYERS=${TINY_LAYERS:-6}
@@ -130,7 +134,7 @@ if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
     [ -s "$DIR/train.ckpt" ] && RESUME=--resume
     WEIGHTED=
     [ "$VALUE_WEIGHT" -gt 1 ] && WEIGHTED=", value edges x$VALUE_WEIGHT"
-    stage_start 3/7 "train: ${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, $LENGTH, $THREADS threads${BF16:+, bf16 products}$WEIGHTED${RESUME:+ (resuming)}"
+    stage_start 3/7 "train: ${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, $LENGTH, $THREADS threads, $PRODUCTS_ASKED products$WEIGHTED${RESUME:+ (resuming)}"
     # the per-step log line by line, so a kill loses none of it
     LINEBUF=
     command -v stdbuf >/dev/null 2>&1 && LINEBUF="stdbuf -oL"
@@ -138,7 +142,7 @@ if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
         --vocab "$DIR/vocab.gguf" --out "$DIR/model-f32.gguf.tmp" --svg "$DIR/loss.svg" \
         --layers "$LAYERS" --embd "$EMBD" --heads "$HEADS" --kv-heads "$KV" \
         --head-dim "$HEAD_DIM" --ff "$FF" --ctx "$CTX" --seq "$SEQ" --batch "$BATCH" \
-        --accum "$ACCUM" --recompute "$RECOMPUTE" $BF16 --value-weight "$VALUE_WEIGHT" \
+        --accum "$ACCUM" --recompute "$RECOMPUTE" --products "$PRODUCTS_ASKED" --value-weight "$VALUE_WEIGHT" \
         --lr "$LR" --warmup "$WARMUP" --steps "$STEPS" --wsd \
         --time-budget "$BUDGET" --threads "$THREADS" --seed "$SEED" \
         --ckpt "$DIR/train.ckpt" --ckpt-every "$CKPT_EVERY" $RESUME --log >>"$DIR/train.log"
@@ -194,12 +198,11 @@ LAST=$(grep '^step [0-9]* loss' "$DIR/train.log" | tail -1)
 FIRST=$(grep '^step [0-9]* loss' "$DIR/train.log" | head -1)
 SIZE=$(wc -c <"$OUT")
 # hearth train's last line says whether its products were bfloat16 (it
-# keeps F32 where the CPU lacks AVX512-BF16)
-PRODUCTS=F32
+# keeps F32 where the CPU lacks AVX512-BF16, or, with auto, where F32 is
+# faster)
+PRODUCTS="F32 (hearth train --products $PRODUCTS_ASKED)"
 if grep '^trained' "$DIR/train.log" | tail -1 | grep -q 'bfloat16 products'; then
-    PRODUCTS="bfloat16 operands, F32 sums (hearth train --bf16)"
-elif [ -n "$BF16" ]; then
-    PRODUCTS="F32 (--bf16 asked: this CPU has no AVX512-BF16)"
+    PRODUCTS="bfloat16 operands, F32 sums (hearth train --products $PRODUCTS_ASKED)"
 fi
 cat >"$(dirname "$OUT")/README.md" <<EOF
 # hearth-tiny

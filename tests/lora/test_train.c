@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "lora/lora.h"
+#include "lora/train_int.h"
 #include "ref/ref.h"
 #include "test.h"
 
@@ -319,7 +320,29 @@ static void test_time_budget(void)
     unlink(svg);
 }
 
-/* A version-1 checkpoint (no schedule fields) still loads. */
+/* The checkpoint at path rewritten as an older version: the header's
+ * fields from cut on dropped (8 + 80: v1 had no schedule seconds; 8 + 88:
+ * v2 no products), the version set, the FNV-1a 64 sum redone. */
+static void downgrade(const char *path, uint32_t version, size_t cut)
+{
+    hx_err err = {0};
+    char *s = NULL;
+    size_t n = 0;
+    ASSERT(hx_read_file(path, 0, &s, &n, &err) == HX_OK);
+    const size_t head = 8 + 96; /* magic and the version-3 header */
+    ASSERT(n > head + 8 && cut < head);
+    memmove(s + cut, s + head, n - head);
+    n -= head - cut;
+    memcpy(s + 8, &version, 4);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n - 8; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    memcpy(s + n - 8, &h, 8);
+    ASSERT(hx_write_file_atomic(path, s, n, &err) == HX_OK);
+    free(s);
+}
+
+/* Version-1 and version-2 checkpoints (no schedule fields; no products)
+ * still load. */
 static void test_checkpoint_v1(void)
 {
     hx_train_config c = tiny(32);
@@ -328,26 +351,50 @@ static void test_checkpoint_v1(void)
     ASSERT(hx_trainer_new_scratch(&c, 5, 1, &tr, &err) == HX_OK);
     char ck[512];
     snprintf(ck, sizeof ck, "%s/v1.ckpt", tmpdir);
-    ASSERT(hx_trainer_save(tr, ck, &err) == HX_OK);
-    char *s = NULL;
-    size_t n = 0;
-    ASSERT(hx_read_file(ck, 0, &s, &n, &err) == HX_OK);
-    /* v2 header = v1 header + 8 bytes of seconds: cut them, fix version,
-     * re-sum (FNV-1a 64 of all bytes before the sum) */
-    const size_t h1 = 80;
-    ASSERT(n > 8 + h1 + 16);
-    memmove(s + 8 + h1, s + 8 + h1 + 8, n - (8 + h1 + 8));
-    n -= 8;
-    const uint32_t v1 = 1;
-    memcpy(s + 8, &v1, 4);
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n - 8; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    memcpy(s + n - 8, &h, 8);
-    ASSERT(hx_write_file_atomic(ck, s, n, &err) == HX_OK);
-    EXPECT_EQ_INT(hx_trainer_load(tr, ck, &err), HX_OK);
-    free(s);
+    for (uint32_t v = 1; v <= 2; v++) {
+        ASSERT(hx_trainer_save(tr, ck, &err) == HX_OK);
+        downgrade(ck, v, v == 1 ? 8 + 80 : 8 + 88);
+        EXPECT_EQ_INT(hx_trainer_load(tr, ck, &err), HX_OK);
+    }
     unlink(ck);
     hx_trainer_free(tr);
+}
+
+/* HX_BF16_AUTO: a trainer resumed from a checkpoint takes the precision
+ * the checkpoint records, either way, whatever a timing would say; one
+ * from an older checkpoint, or none, times the products (either answer,
+ * never bfloat16 on a CPU without it). */
+static void test_products_auto(void)
+{
+    hx_train_config c = tiny(32);
+    hx_train_data d = make_data();
+    hx_err err = {0};
+    char ck[512];
+    snprintf(ck, sizeof ck, "%s/products.ckpt", tmpdir);
+    const int can = tr_gemm_bf16_available();
+    for (int on = 0; on <= can; on++) {
+        hx_trainer *a = NULL, *b = NULL;
+        ASSERT(hx_trainer_new_scratch(&c, 5, 2, &a, &err) == HX_OK);
+        EXPECT_EQ_INT(hx_trainer_set_bf16(a, on), on);
+        hx_train_params p = params(2);
+        p.ckpt_path = ck;
+        ASSERT(hx_train_run(a, &d, &p, &err) == HX_OK);
+        ASSERT(hx_trainer_new_scratch(&c, 5, 2, &b, &err) == HX_OK);
+        ASSERT(hx_trainer_load(b, ck, &err) == HX_OK);
+        EXPECT_EQ_INT(hx_trainer_set_bf16(b, HX_BF16_AUTO), on);
+        EXPECT_EQ_INT(hx_trainer_set_bf16(b, HX_BF16_OFF), 0);
+        hx_trainer_free(b);
+        b = NULL;
+        downgrade(ck, 2, 8 + 88);
+        ASSERT(hx_trainer_new_scratch(&c, 5, 2, &b, &err) == HX_OK);
+        ASSERT(hx_trainer_load(b, ck, &err) == HX_OK);
+        const int got = hx_trainer_set_bf16(b, HX_BF16_AUTO);
+        EXPECT(got == 0 || (got == 1 && can));
+        hx_trainer_free(a);
+        hx_trainer_free(b);
+    }
+    if (!can) printf("#   no AVX512-BF16: only the F32 checkpoint tried\n");
+    unlink(ck);
 }
 
 /* A micro-batch with nothing to predict (a window holding only prompt
@@ -801,6 +848,7 @@ int main(void)
     RUN(test_soft_targets);
     RUN(test_time_budget);
     RUN(test_checkpoint_v1);
+    RUN(test_products_auto);
     RUN(test_adamw_step);
     RUN(test_checkpoint_errors);
     RUN(test_write_gguf);
