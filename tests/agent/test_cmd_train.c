@@ -62,6 +62,16 @@ static void test_train_resume_write(void)
                                        NULL}), 0);
     EXPECT((strstr(g_out, ", bfloat16 products)") != NULL) ==
            (strstr(g_errbuf, "products stay F32") == NULL));
+    /* --products auto: stderr says which it took, and the summary agrees */
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", bf, "--steps", "2", "--products", "auto",
+                                       SMALL, NULL}), 0);
+    const char *took = strstr(g_errbuf, "--products auto: ");
+    EXPECT(took != NULL);
+    if (took)
+        EXPECT((strstr(g_out, ", bfloat16 products)") != NULL) ==
+               !strncmp(took + strlen("--products auto: "), "bfloat16", 8));
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", bf, "--products", "fast", NULL}),
+                  HX_EXIT_USAGE);
     unlink(bf);
     strcat(bf, ".svg");
     unlink(bf);
