@@ -40,7 +40,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst %.c,$(BUILD)/%,$(FUZZ_SRCS))
 ALL_LIBS := $(call libs_for,agent)
 
-.PHONY: all test test-build check asan ubsan fuzz clean demo reference \
+.PHONY: all test test-build check asan ubsan fuzz clean demo reference eval-samples \
         bench-engine bench-maskbench bench-memory bench-mail
 .DEFAULT_GOAL := all
 
@@ -421,6 +421,14 @@ $(BUILD)/bench/agent-eval: bench/agent_eval.c $(ALL_LIBS)
 .PHONY: bench-agent-eval
 bench-agent-eval: $(BUILD)/bench/agent-eval
 	nice $(BUILD)/bench/agent-eval $(ARGS)
+
+# The five held-out samples models/README.md reports figures on, two lanes
+# at once, and their sums (scripts/eval-samples.sh, ~8 minutes on 2 cores
+# for hearth-tiny): MODEL=file (default models/hearth-tiny.gguf), OUT=dir.
+.PHONY: eval-samples
+eval-samples: $(BUILD)/hearth $(BUILD)/bench/agent-eval
+	HEARTH=$(BUILD)/hearth AGENT_EVAL=$(BUILD)/bench/agent-eval nice sh scripts/eval-samples.sh \
+	    $(or $(MODEL),models/hearth-tiny.gguf) $(or $(OUT),$(BUILD)/eval-samples)
 
 # Issue 10's personalization proof (bench/persona.c): a persona's accepted
 # episodes and held-out requests before and after `hearth nightly --force`
