@@ -116,7 +116,7 @@ typedef struct copy_stage {
     int32_t *amatch;     /* value starts the answer's copy continues (owned) */
     int32_t n_amatch;
     size_t alen;         /* bytes of that copy */
-    int aspace;          /* it holds a blank: a whole word is copied */
+    int aspace;          /* it holds a word's end: a whole word is copied */
     char alast;          /* the answer's last byte (0: none yet) */
 } copy_stage;
 
@@ -404,7 +404,9 @@ static void answer_byte(copy_stage *c, char b)
     /* a quote ends the value being copied */
     int32_t k = b == '"' ? 0 : narrow(c, c->amatch, c->n_amatch, c->alen, b);
     c->n_amatch = k, c->alen++;
-    c->aspace |= b == ' ';
+    /* a blank, or a hyphen or underscore after a letter ("partner-" of
+     * "partner-summit.md", not "2028-" of a date) */
+    c->aspace |= b == ' ' || ((b == '-' || b == '_') && isalpha((unsigned char)c->alast));
     if (!k && is_word(b) && !is_word(c->alast)) {
         for (int32_t i = 0; i < c->n_vstarts; i++)
             if (c->text[c->vstarts[i]] == b) c->amatch[k++] = c->vstarts[i];

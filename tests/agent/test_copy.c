@@ -375,6 +375,30 @@ static void test_answer_words(void)
     teardown(&f);
 }
 
+/* A hyphen or underscore after a letter ends a word as a blank does, so
+ * a file name's second word gets finished ("partner-sum" -> "mit"); after
+ * a digit it does not: a date's "2028-07-1" is not pushed on into
+ * "14T09:00", the raw timestamp. */
+#define FILES_TEXT "User: Which files are in notes?\nTool: {\"entries\": [{\"name\": " \
+                   "\"partner-summit.md\", \"modified\": \"2028-07-14T09:00:00Z\"}]}\n"
+
+static void test_answer_file_names(void)
+{
+    fixture f;
+    ASSERT(setup_text(&f, FILES_TEXT) == 0);
+    const int32_t m = tok(&f, "m"), x = tok(&f, "x"), four = tok(&f, "4");
+    ASSERT(m >= 0 && x >= 0 && four >= 0);
+    f.in_call = 0;
+    feed(&f, "Your notes folder has 1 file: partner-sum");
+    EXPECT(lift(&f, m, x) == BONUS);
+    teardown(&f);
+    ASSERT(setup_text(&f, FILES_TEXT) == 0);
+    f.in_call = 0;
+    feed(&f, "It was changed on 2028-07-1");
+    EXPECT(lift(&f, four, x) == 0);
+    teardown(&f);
+}
+
 /* Repairs the one string value of {key: value} against text; the value
  * after (static buffer). */
 static const char *mend(const char *text, const char *key, const char *value, int *n)
@@ -458,6 +482,7 @@ int main(void)
     RUN(test_result_keys);
     RUN(test_apostrophe);
     RUN(test_answer_words);
+    RUN(test_answer_file_names);
     RUN(test_repair);
     RUN(test_repair_address);
     return test_summary();
