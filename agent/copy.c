@@ -353,21 +353,25 @@ static float max_logit(const float *logits, int32_t n_vocab)
 }
 
 /* ---- the answer: a copied value's word finished ----
- * An answer names what the tools found (titles, subjects, file names),
- * and a small model misspells a word it has never seen there too ("Partner
- * sumx" for "Partner summit", "Call about code forze"). Once the answer
- * has copied a JSON string value of the conversation from its start,
- * through at least one whole word, and stops inside a word the value goes
- * on with, the tokens that finish that word as the value writes it get
- * the bonus. Nothing else: which value to name, a copy's first word and
- * what follows a word are the model's (a bonus there ran an answer on from
- * one copy into the next: "Dinner at Chloe check-in at Chloe review ..."). */
+ * An answer names what the tools found (titles, subjects, file names,
+ * senders), and a small model misspells a word it has never seen there
+ * too ("Partner sumx" for "Partner summit", "Steu Sato" for "Stefan
+ * Sato"). Once the answer has copied a JSON string value of the
+ * conversation from its start, through at least one whole word or the
+ * first three letters of its first, and stops inside a word the value
+ * goes on with, the tokens that finish that word as the value writes it
+ * get the bonus. Not a number's digits ("2028-07-1" would run on into a
+ * raw timestamp). Nothing else: which value to name and what follows a
+ * word are the model's (a bonus there ran an answer on from one copy into
+ * the next: "Dinner at Chloe check-in at Chloe review ..."). */
 
 /* Whether the answer's copy stops inside a word that some match goes on
  * with (an apostrophe before a letter is inside). */
 static int answer_mid_word(const copy_stage *c)
 {
-    if (!c->n_amatch || !c->aspace || !is_word(c->alast)) return 0;
+    if (!c->n_amatch || !is_word(c->alast)) return 0;
+    /* the first word: three letters in ("Ste" of "Stefan"), not a number */
+    if (!c->aspace && (c->alen < 3 || !isalpha((unsigned char)c->text[c->amatch[0]]))) return 0;
     for (int32_t i = 0; i < c->n_amatch; i++) {
         const char *next = c->text + c->amatch[i] + c->alen, *end = c->text + c->n_text;
         if (next < end && (is_word(*next) || (*next == '\'' && next + 1 < end && is_word(next[1]))))

@@ -343,10 +343,10 @@ static void test_apostrophe(void)
 }
 
 /* The answer (outside calls): once it has copied a result's value from
- * its start through a whole word and stops inside a word the value goes
- * on with, the tokens that finish the word get the bonus (an apostrophe
- * before a letter is inside it); not before a whole word is copied, not at
- * a word's end, not past the value. */
+ * its start through a whole word, or three letters of its first, and
+ * stops inside a word the value goes on with, the tokens that finish the
+ * word get the bonus (an apostrophe before a letter is inside it); not
+ * after two letters, not at a word's end, not past the value. */
 #define ANSWER_TEXT "User: What is on Friday?\nTool: {\"events\": [{\"title\": \"Partner summit\"}, " \
                     "{\"title\": \"Dinner at Chlo\xc3\xa9's\"}]}\n"
 
@@ -357,8 +357,10 @@ static void test_answer_words(void)
     const int32_t m = tok(&f, "m"), t = tok(&f, "t"), x = tok(&f, "x"), ap = tok(&f, "'");
     ASSERT(m >= 0 && t >= 0 && x >= 0 && ap >= 0);
     f.in_call = 0;
-    feed(&f, "You have 2 events: Par");
-    EXPECT(lift(&f, t, x) == 0); /* no whole word copied yet */
+    feed(&f, "You have 2 events: Pa");
+    EXPECT(lift(&f, tok(&f, "r"), x) == 0); /* two letters: the model's own */
+    feed(&f, "r");
+    EXPECT(lift(&f, t, x) == BONUS); /* three: "Partner" is finished */
     feed(&f, "tner sum");
     EXPECT(lift(&f, m, x) == BONUS);
     EXPECT(lift(&f, x, m) == 0);
