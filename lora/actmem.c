@@ -20,7 +20,7 @@ int hx_trainer_set_bf16(hx_trainer *tr, int mode)
 {
     int on = mode == HX_BF16_ON;
     if (mode == HX_BF16_AUTO && tr->ckpt_products) on = tr->ckpt_products == TR_PRODUCTS_BF16;
-    else if (mode == HX_BF16_AUTO && !tr->lora && tr_gemm_bf16_available())
+    else if (mode == HX_BF16_AUTO && !tr->lora)
         on = tr_bf16_faster(tr->tp, tr->hp.n_embd, tr->hp.n_ff);
     on = on && tr_gemm_bf16_available();
     int any = 0;

@@ -248,8 +248,9 @@ typedef struct gemm_job {
     const isa_kern *kn;
     int m, n, k, lda, ldb, ldc, ta, tb, acc;
     int mp, np, n_rb, n_cb; /* panels; row and column blocks */
-    int pa0, pb0;           /* panels from these on are packed */
-    int blk_a, blk_b;       /* A (transposed), B (untransposed): packed per block */
+    int pa0;                /* A's panels from this on are packed up front (B's
+                             * all when tb); a transposed A and an untransposed
+                             * B are copied a block at a time (block_operands) */
     const float *a, *b;
     float *c, *ap, *bp;
     float *carry;           /* per thread, CARRY tiles */
@@ -270,10 +271,10 @@ static void pack_task(void *ctx, int task, int thread)
             pack_a(j->ap + (size_t)(p - j->pa0) * MR * j->k, j->a, j->lda, j->ta, j->m, j->k, p * MR, MR);
         return;
     }
-    const int p0 = j->pb0 + (task - na) * PACK_PANELS;
+    const int p0 = (task - na) * PACK_PANELS;
     const int p1 = p0 + PACK_PANELS < j->np ? p0 + PACK_PANELS : j->np;
     for (int p = p0; p < p1; p++)
-        pack_b(j->bp + (size_t)(p - j->pb0) * NR * j->k, j->b, j->ldb, j->tb, j->n, j->k, p * NR, NR);
+        pack_b(j->bp + (size_t)p * NR * j->k, j->b, j->ldb, j->tb, j->n, j->k, p * NR, NR);
 }
 
 /* Steps of k per block: a block's panels stay in cache across the tiles
@@ -299,10 +300,10 @@ static void block_operands(const gemm_job *j, int thread, int kb, int kc, int i0
     float *buf = j->blk + (size_t)thread * blk_floats(MR, NR);
     *ab = buf;
     *bb = buf + (size_t)KC_MAX * ROW_PANELS * MR;
-    for (int ip = i0; ip < i1 && j->blk_a; ip++)
+    for (int ip = i0; ip < i1 && j->ta; ip++)
         pack_a(*ab + (size_t)(ip - i0) * kc * MR, j->a + (size_t)kb * j->lda, j->lda, 1, j->m,
                kc, ip * MR, MR);
-    for (int jp = c0; jp < c1 && j->blk_b; jp++)
+    for (int jp = c0; jp < c1 && !j->tb; jp++)
         pack_b(*bb + (size_t)(jp - c0) * kc * NR, j->b + (size_t)kb * j->ldb, j->ldb, 0, j->n,
                kc, jp * NR, NR);
 }
@@ -323,11 +324,11 @@ static void tile_task(void *ctx, int task, int thread)
         for (int jp = c0; jp < c1; jp++) {
             const int nr = j->n - jp * NR < NR ? j->n - jp * NR : NR;
             kop o = {NULL, bb + (size_t)(jp - c0) * kc * NR, 1, MR, NR};
-            if (!j->blk_b) o.b = j->bp + ((size_t)jp * j->k + kb) * NR;
+            if (j->tb) o.b = j->bp + ((size_t)jp * j->k + kb) * NR;
             for (int ip = i0; ip < i1; ip++) {
                 const int mr = j->m - ip * MR < MR ? j->m - ip * MR : MR;
                 kernel_fn fn = j->kn->fn;
-                if (j->blk_a)
+                if (j->ta)
                     o.a = ab + (size_t)(ip - i0) * kc * MR, o.ra = 1, o.sa = MR;
                 else if (ip >= j->pa0)
                     o.a = j->ap + ((size_t)(ip - j->pa0) * j->k + kb) * MR, o.ra = 1, o.sa = MR;
@@ -358,7 +359,7 @@ int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
     }
     const int isa = hx_isa_current();
     gemm_job j = {&k_kerns[isa < 0 ? 0 : isa > 2 ? 2 : isa], m, n, k, lda, ldb, ldc, ta, tb, acc,
-                  0, 0, 0, 0, 0, 0, 0, 0, a, b, c, NULL, NULL, NULL, NULL, alpha};
+                  0, 0, 0, 0, 0, a, b, c, NULL, NULL, NULL, NULL, alpha};
     const int MR = j.kn->MR, NR = j.kn->NR;
     j.mp = (m + MR - 1) / MR;
     j.np = (n + NR - 1) / NR;
@@ -367,11 +368,9 @@ int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
     /* A untransposed: its full panels read in place when the kernel can,
      * the rest packed up front; B transposed: packed up front. A
      * transposed and B untransposed: each task packs its block of k. */
-    j.blk_a = ta, j.blk_b = !tb;
     j.pa0 = ta ? j.mp : j.kn->rows ? m / MR : 0;
-    j.pb0 = tb ? 0 : j.np;
-    /* only the panels packed up front (from pa0 and pb0 on) take room */
-    const size_t na = (size_t)(j.mp - j.pa0) * MR * k, nb = (size_t)(j.np - j.pb0) * NR * k;
+    /* only the panels packed up front take room */
+    const size_t na = (size_t)(j.mp - j.pa0) * MR * k, nb = tb ? (size_t)j.np * NR * k : 0;
     const size_t nt = (size_t)hx_threadpool_n_threads(tp);
     const size_t nc = nt * CARRY * MR * NR, nk = nt * blk_floats(MR, NR);
     const size_t need = (na + 15) / 16 * 16 + (nb + 15) / 16 * 16 + (nc + 15) / 16 * 16 + nk;
@@ -382,7 +381,7 @@ int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
     j.carry = j.bp + (nb + 15) / 16 * 16;
     j.blk = j.carry + (nc + 15) / 16 * 16;
     const int n_pack = (j.mp - j.pa0 + PACK_PANELS - 1) / PACK_PANELS +
-                       (j.np - j.pb0 + PACK_PANELS - 1) / PACK_PANELS;
+                       (tb ? (j.np + PACK_PANELS - 1) / PACK_PANELS : 0);
     if (n_pack) hx_threadpool_run(tp, n_pack, pack_task, &j);
     hx_threadpool_run(tp, j.n_rb * j.n_cb, tile_task, &j);
     tr_scratch_unlock(&g_pack);

@@ -66,13 +66,11 @@ static double layer_seconds(hx_threadpool *tp, int bf16, int n, int n_in, int n_
 
 int tr_bf16_faster(hx_threadpool *tp, int n_in, int n_out)
 {
+    if (!tr_gemm_bf16_available()) return 0;
     const int n = 1024;
     const size_t nf = (size_t)n * (2 * (size_t)n_in + n_out) + 2 * (size_t)n_out * n_in;
     float *buf = hx_malloc_array(nf, sizeof(float));
-    if (!buf || !tr_gemm_bf16_available()) {
-        free(buf);
-        return 0;
-    }
+    if (!buf) return 0;
     for (size_t i = 0; i < nf; i++) buf[i] = 0.01f * (float)(i % 13) - 0.06f;
     double f32 = 1e30, bf16 = 1e30;
     for (int r = 0; r < 3; r++) { /* interleaved: both see the same load */
