@@ -118,6 +118,16 @@ typedef struct copy_stage {
     size_t alen;         /* bytes of that copy */
     int aspace;          /* it holds a word's end: a whole word is copied */
     char alast;          /* the answer's last byte (0: none yet) */
+    /* the answer's walk through a result's list */
+    int32_t walked;      /* value start the answer copied whole last; -1: none */
+    size_t wend;         /* where that value ends in the text */
+    int32_t named;       /* value start of the last item the walk named */
+    int32_t wtime;       /* the walked item's date-time value; -1: none */
+    int wused;           /* of it: 1 its date named, 2 its time */
+    int32_t hold[2];     /* spans of the text the answer is held to: */
+    int32_t hold_end[2]; /* [hold, hold_end), hold -1: none */
+    size_t hlen;         /* bytes of them written */
+    char atail[8];       /* the answer's last bytes, the last one last */
 } copy_stage;
 
 static int is_word(char c) { return isalnum((unsigned char)c) || (c & 0x80); }
@@ -393,7 +403,6 @@ static int answer_keeps(const copy_stage *c, const char *p, size_t n)
 
 static void answer_apply(copy_stage *c, float *logits, int32_t n_vocab)
 {
-    if (!answer_mid_word(c)) return;
     const float best = max_logit(logits, n_vocab);
     for (int32_t t = 0; isfinite(best) && t < n_vocab; t++) {
         size_t n = 0;
@@ -402,9 +411,258 @@ static void answer_apply(copy_stage *c, float *logits, int32_t n_vocab)
     }
 }
 
+/* ---- the answer: a list walked in the result's order ----
+ * An answer that lists what a tool found ("Team standup at 09:30, Vendor
+ * demo at 11:00, ...") names the items in the order the result gives
+ * them, and a small model loses its place in a long result: it names one
+ * twice and skips the one between, or gives an item another's time
+ * ("Dentist at 11:00, Dentist at 11:00"). Once the answer has copied a
+ * value whole (a title), where it begins the next item of a list (after
+ * a comma, a colon or "and", maybe a blank and a quote) and the model's
+ * best token begins a value under the same key, the item is the next
+ * value under that key in the text (not of a cancelled event, which
+ * answers leave out): only tokens that begin it are left,
+ * then only those that go on with it to its end. A number the answer
+ * begins after an item so named is that item's: the date or the time of
+ * day of the first date-time value after it in its object ("start"), held
+ * to in the same way. Whether to name an item at all ("and 1 more"), and
+ * the words between, stay the model's. */
+
+/* The key of the value starting at v (the text has "key": "value"): its
+ * bytes at *k, and their count; 0 when there is none. */
+static size_t value_key(const copy_stage *c, int32_t v, const char **k)
+{
+    if (v < 5 || c->text[v - 4] != '"') return 0;
+    int32_t i = v - 5;
+    while (i >= 0 && c->text[i] != '"' && c->text[i] != '\n') i--;
+    if (i < 0 || c->text[i] != '"') return 0;
+    *k = c->text + i + 1;
+    return (size_t)(v - 5 - i);
+}
+
+static int same_key(const copy_stage *c, int32_t v, int32_t w)
+{
+    const char *a = NULL, *b = NULL;
+    const size_t n = value_key(c, v, &a);
+    return n && value_key(c, w, &b) == n && !memcmp(a, b, n);
+}
+
+/* Where the string value starting at v ends (its closing quote). */
+static size_t value_end(const copy_stage *c, size_t v)
+{
+    while (v < c->n_text && c->text[v] != '"') v += c->text[v] == '\\' ? 2 : 1;
+    return v < c->n_text ? v : c->n_text;
+}
+
+/* Whether a date-time ("2028-06-05T10:30") starts at text position i. */
+static int date_time_at(const copy_stage *c, size_t i)
+{
+    static const char shape[] = "dddd-dd-ddTdd:dd";
+    if (i + sizeof shape - 1 > c->n_text) return 0;
+    for (size_t k = 0; k + 1 < sizeof shape; k++)
+        if (shape[k] == 'd' ? !isdigit((unsigned char)c->text[i + k]) : c->text[i + k] != shape[k])
+            return 0;
+    return 1;
+}
+
+/* Where the object (or array) holding text position from ends. */
+static size_t item_end(const copy_stage *c, size_t from)
+{
+    int depth = 0;
+    size_t i = from;
+    for (; i < c->n_text && depth >= 0; i++) {
+        if (c->text[i] == '"') i = value_end(c, i + 1);
+        depth += c->text[i] == '{' || c->text[i] == '[';
+        depth -= c->text[i] == '}' || c->text[i] == ']';
+    }
+    return i < c->n_text ? i : c->n_text;
+}
+
+/* The first date-time value after position from inside its object; -1. */
+static int32_t item_time(const copy_stage *c, size_t from)
+{
+    const size_t end = item_end(c, from);
+    for (size_t i = from; i + 1 < end; i++)
+        if (c->text[i] == '"' && date_time_at(c, i + 1)) return (int32_t)i + 1;
+    return -1;
+}
+
+/* Whether the item of the value starting at v is cancelled (its object
+ * says "status": "cancelled" after v): answers leave such events out. */
+static int item_cancelled(const copy_stage *c, int32_t v)
+{
+    static const char says[] = "\"status\": \"cancelled\"";
+    const size_t end = item_end(c, value_end(c, (size_t)v) + 1);
+    return memmem(c->text + v, end - (size_t)v, says, sizeof says - 1) != NULL;
+}
+
+/* Whether the answer so far ends where a list's next item begins: a
+ * comma, "and", or a colon not of a time, then maybe a blank, a quote. */
+static int at_item(const copy_stage *c)
+{
+    const char *t = c->atail;
+    size_t n = sizeof c->atail;
+    if (t[n - 1] == '"') n--;
+    if (t[n - 1] == ' ') n--;
+    return t[n - 1] == ',' || (t[n - 1] == ':' && !isdigit((unsigned char)t[n - 2])) ||
+           (n >= 4 && !memcmp(t + n - 4, " and", 4));
+}
+
+/* Whether token piece p[0, n) goes on with the text from pos, by one byte
+ * at least and not past end; with lead (nothing of the span written yet),
+ * after a blank (which it must have unless the answer ends with one or a
+ * quote: not "andServer") and a quote. */
+static int goes_on(const copy_stage *c, const char *p, size_t n, size_t pos, size_t end, int lead)
+{
+    const char last = c->atail[sizeof c->atail - 1];
+    if (lead && last != ' ' && last != '"') {
+        if (!n || *p != ' ') return 0;
+        p++, n--;
+    }
+    if (lead && n && p[0] == '"') p++, n--;
+    return n && pos + n <= end && !memcmp(c->text + pos, p, n);
+}
+
+/* Whether token t goes on with one of the held spans. */
+static int holds(const copy_stage *c, int32_t t)
+{
+    size_t n = 0;
+    const char *p = hx_vocab_is_special(c->v, t) ? NULL : hx_vocab_piece(c->v, t, &n);
+    for (int i = 0; p && i < 2; i++)
+        if (c->hold[i] >= 0 &&
+            goes_on(c, p, n, (size_t)c->hold[i] + c->hlen, (size_t)c->hold_end[i], c->hlen == 0))
+            return 1;
+    return 0;
+}
+
+/* Masks every token that goes on with no held span, unless none is left. */
+static void walk_hold(const copy_stage *c, float *logits, int32_t n_vocab)
+{
+    int32_t t = 0;
+    while (t < n_vocab && !(isfinite(logits[t]) && holds(c, t))) t++;
+    if (t == n_vocab) return;
+    for (t = 0; t < n_vocab; t++)
+        if (!holds(c, t)) logits[t] = -INFINITY;
+}
+
+/* Holds the answer to [a, a_end) and [b, b_end) (b -1: one span). */
+static void hold_spans(copy_stage *c, float *logits, int32_t n_vocab, int32_t a, int32_t a_end,
+                       int32_t b, int32_t b_end)
+{
+    c->hold[0] = a, c->hold_end[0] = a_end, c->hold[1] = b, c->hold_end[1] = b_end, c->hlen = 0;
+    walk_hold(c, logits, n_vocab);
+}
+
+/* The model's best token, lead-stripped (its blank, a quote) at *p. */
+static int32_t best_piece(const copy_stage *c, const float *logits, int32_t n_vocab,
+                          const char **p, size_t *n)
+{
+    int32_t top = 0;
+    for (int32_t t = 1; t < n_vocab; t++)
+        if (logits[t] > logits[top]) top = t;
+    *n = 0, *p = "";
+    if (!isfinite(logits[top]) || hx_vocab_is_special(c->v, top)) return -1;
+    *p = hx_vocab_piece(c->v, top, n);
+    return top;
+}
+
+/* At an item's start the model names some value under the walked key:
+ * the next one it is. */
+static void walk_item(copy_stage *c, float *logits, int32_t n_vocab)
+{
+    const char *p;
+    size_t n;
+    if (best_piece(c, logits, n_vocab, &p, &n) < 0) return;
+    int names = 0;
+    for (int32_t i = 0; i < c->n_vstarts && !names; i++)
+        names = same_key(c, c->vstarts[i], c->walked) &&
+                goes_on(c, p, n, (size_t)c->vstarts[i], value_end(c, (size_t)c->vstarts[i]), 1);
+    for (int32_t i = 0; names && i < c->n_vstarts; i++) {
+        const int32_t v = c->vstarts[i];
+        if ((size_t)v >= c->wend && same_key(c, v, c->walked) && !item_cancelled(c, v)) {
+            hold_spans(c, logits, n_vocab, v, (int32_t)value_end(c, (size_t)v), -1, -1);
+            return;
+        }
+    }
+}
+
+/* After an item is named the model begins a number: the item's date or
+ * time of day, whichever is not named yet. */
+static void walk_number(copy_stage *c, float *logits, int32_t n_vocab)
+{
+    const char *p;
+    size_t n;
+    if (best_piece(c, logits, n_vocab, &p, &n) < 0 || isdigit((unsigned char)c->alast)) return;
+    while (n && (*p == ' ' || *p == '"')) p++, n--;
+    if (!n || !isdigit((unsigned char)*p)) return;
+    const int32_t d = c->wused & 1 ? -1 : c->wtime, t = c->wused & 2 ? -1 : c->wtime + 11;
+    if (d >= 0) hold_spans(c, logits, n_vocab, d, d + 10, t, t + 5);
+    else if (t >= 0) hold_spans(c, logits, n_vocab, t, t + 5, -1, -1);
+}
+
+static void walk_apply(copy_stage *c, float *logits, int32_t n_vocab)
+{
+    if (c->hlen > 0) { /* inside a span: to its end */
+        walk_hold(c, logits, n_vocab);
+        return;
+    }
+    c->hold[0] = c->hold[1] = -1;
+    if (c->walked < 0) return;
+    if (at_item(c)) walk_item(c, logits, n_vocab);
+    else if (c->wtime >= 0) walk_number(c, logits, n_vocab);
+}
+
+/* The answer's byte b for the walk: a held span goes on (after its lead:
+ * a blank, a quote) or is left; one written to its end is let go. */
+static void walk_byte(copy_stage *c, char b)
+{
+    int kept = 0, done = 0;
+    for (int i = 0; i < 2; i++) {
+        if (c->hold[i] < 0) continue;
+        const size_t at = (size_t)c->hold[i] + c->hlen;
+        if (c->hlen == 0 && (b == ' ' || b == '"')) {
+            kept = -1; /* the lead: nothing written yet */
+        } else if (at < (size_t)c->hold_end[i] && c->text[at] == b) {
+            kept = 1;
+            if (at + 1 < (size_t)c->hold_end[i]) continue;
+            done = 1; /* written whole: the item's date, its time, or the item */
+            if (c->hold[i] == c->wtime) c->wused |= 1;
+            else if (c->hold[i] == c->wtime + 11) c->wused |= 2;
+            else c->named = c->hold[i];
+        } else {
+            c->hold[i] = -1;
+        }
+    }
+    if (kept > 0) c->hlen++;
+    if (!kept || done) c->hold[0] = c->hold[1] = -1, c->hlen = 0;
+    if (b == ',' || (b == 'd' && !memcmp(c->atail + sizeof c->atail - 3, " an", 3)))
+        c->wtime = -1; /* the next item: the last one's numbers are done */
+}
+
+/* The answer's copy has a value whole and byte b ends it: the walk goes on
+ * from there; of several such values (one title on many days), from the
+ * first past the walk's place. */
+static void walk_on(copy_stage *c, char b)
+{
+    if (is_word(b) || c->alen == 0) return;
+    int32_t pick = -1;
+    for (int32_t i = 0; i < c->n_amatch; i++) {
+        const int32_t m = c->amatch[i];
+        if ((size_t)m + c->alen >= c->n_text || c->text[m + c->alen] != '"') continue;
+        if (pick < 0 || ((size_t)pick < c->wend && (size_t)m >= c->wend)) pick = m;
+    }
+    if (pick < 0) return;
+    c->walked = pick, c->wend = (size_t)pick + c->alen;
+    c->wtime = pick == c->named ? item_time(c, c->wend + 1) : -1, c->wused = 0;
+}
+
 /* The answer's byte b: narrows its copy, or starts one at a word's start. */
 static void answer_byte(copy_stage *c, char b)
 {
+    walk_on(c, b);
+    walk_byte(c, b);
+    memmove(c->atail, c->atail + 1, sizeof c->atail - 1);
+    c->atail[sizeof c->atail - 1] = b;
     /* a quote ends the value being copied */
     int32_t k = b == '"' ? 0 : narrow(c, c->amatch, c->n_amatch, c->alen, b);
     c->n_amatch = k, c->alen++;
@@ -424,7 +682,8 @@ static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
     copy_stage *c = ctx;
     if (c->n_text == 0) return HX_OK;
     if (!*c->in_call) {
-        answer_apply(c, logits, n_vocab);
+        if (c->hlen == 0 && answer_mid_word(c)) answer_apply(c, logits, n_vocab);
+        else walk_apply(c, logits, n_vocab);
         return HX_OK;
     }
     if (at_address_value(c)) {
@@ -452,6 +711,7 @@ static void copy_byte(copy_stage *c, char b)
 static void new_call(copy_stage *c)
 {
     memset(&c->js, 0, sizeof c->js);
+    c->walked = c->named = c->wtime = c->hold[0] = c->hold[1] = -1, c->wend = c->hlen = 0;
     for (int32_t i = 0; i < c->n_conv_addrs; i++) c->mark[c->addrs[i]] &= (unsigned char)~USED;
     c->n_asked_left = c->n_asked;
 }
@@ -573,6 +833,7 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
         }
     }
     c->n_asked_left = c->n_asked;
+    c->walked = c->named = c->wtime = c->hold[0] = c->hold[1] = -1;
     *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "copy bias", c, copy_apply,
                               copy_accept, NULL, NULL, copy_free};
     return HX_OK;

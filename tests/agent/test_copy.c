@@ -8,8 +8,10 @@
  * addresses the user's request names come first: only they get the
  * bonus. So is every token but the word's own inside a word being copied.
  * Keys of a tool's result start no copy. In the answer, a word of a
- * result's value being copied is finished as the value writes it. A value
- * whose first word broke off a copy is mended (hx_copy_repair). */
+ * result's value being copied is finished as the value writes it, and a
+ * list is walked in the result's order: the next item, whole, with its
+ * own date and time. A value whose first word broke off a copy is mended
+ * (hx_copy_repair). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,6 +403,57 @@ static void test_answer_file_names(void)
     teardown(&f);
 }
 
+/* A list answer walks the result: after "Team standup" the item the
+ * model names is the next title ("Vendor demo", not "Dentist"), held to
+ * its end, and the time it begins is that item's (11:00, not 16:00).
+ * Not naming an item ("and 1 more") is left alone, as is the first item
+ * (no title copied whole yet) and a number after a value the walk did
+ * not name (a file's content after its name). */
+#define LIST_TEXT "User: What is on June 5?\nTool: {\"events\": [" \
+    "{\"title\": \"Team standup\", \"start\": \"2028-06-05T09:30:00+03:00\"}, " \
+    "{\"title\": \"Vendor demo\", \"start\": \"2028-06-05T11:00:00+03:00\"}, " \
+    "{\"title\": \"Dentist\", \"start\": \"2028-06-05T16:00:00+03:00\"}]}\n"
+
+#define CANCELLED_TEXT "User: What is on June 5?\nTool: {\"events\": [" \
+    "{\"title\": \"Team standup\", \"start\": \"2028-06-05T09:30:00+03:00\"}, " \
+    "{\"title\": \"Vendor demo\", \"start\": \"2028-06-05T11:00:00+03:00\", \"status\": \"cancelled\"}, " \
+    "{\"title\": \"Dentist\", \"start\": \"2028-06-05T16:00:00+03:00\"}]}\n"
+
+static void test_answer_walk(void)
+{
+    fixture f;
+    ASSERT(setup_text(&f, LIST_TEXT) == 0);
+    const int32_t sp = tok(&f, " "), v = tok(&f, "V"), d = tok(&f, "D"), x = tok(&f, "x");
+    const int32_t one = tok(&f, "1"), six = tok(&f, "6"), zero = tok(&f, "0");
+    ASSERT(sp >= 0 && v >= 0 && d >= 0 && x >= 0 && one >= 0 && six >= 0 && zero >= 0);
+    float xl = 0;
+    f.in_call = 0;
+    feed(&f, "You have 3 events on June 5:");
+    EXPECT(lift2(&f, v, d, &xl) == 0 && xl == 1); /* no title copied yet */
+    feed(&f, " Team standup at ");
+    EXPECT(lift2(&f, zero, one, &xl) == 0 && xl == 1); /* not named by the walk: its own */
+    feed(&f, "09:30,");
+    EXPECT(lift2(&f, x, sp, &xl) == 0 && xl == 1); /* a blank: the model's */
+    feed(&f, " ");
+    EXPECT(lift2(&f, v, d, &xl) == 0 && xl == -INFINITY); /* "Dentist" is not next */
+    feed(&f, "Ven");
+    EXPECT(lift2(&f, tok(&f, "d"), x, &xl) == 0 && xl == -INFINITY); /* held to "Vendor demo" */
+    feed(&f, "dor demo at ");
+    EXPECT(lift2(&f, one, six, &xl) == 0 && xl == -INFINITY); /* its time: 11:00 */
+    feed(&f, "1");
+    EXPECT(lift2(&f, one, zero, &xl) == 0 && xl == -INFINITY);
+    feed(&f, "1:00 and ");
+    EXPECT(lift2(&f, d, one, &xl) == 0 && xl == 1); /* "1 more": the model's */
+    EXPECT(lift2(&f, d, v, &xl) == 0 && xl == -INFINITY); /* naming one: "Dentist" */
+    teardown(&f);
+    /* a cancelled event is not walked to */
+    ASSERT(setup_text(&f, CANCELLED_TEXT) == 0);
+    f.in_call = 0;
+    feed(&f, "You have 2 events on June 5: Team standup at 09:30, ");
+    EXPECT(lift2(&f, d, v, &xl) == 0 && xl == -INFINITY);
+    teardown(&f);
+}
+
 /* Repairs the one string value of {key: value} against text; the value
  * after (static buffer). */
 static const char *mend(const char *text, const char *key, const char *value, int *n)
@@ -485,6 +538,7 @@ int main(void)
     RUN(test_apostrophe);
     RUN(test_answer_words);
     RUN(test_answer_file_names);
+    RUN(test_answer_walk);
     RUN(test_repair);
     RUN(test_repair_address);
     return test_summary();
