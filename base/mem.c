@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 int hx_mul_size(size_t a, size_t b, size_t *out)
 {
@@ -36,6 +37,19 @@ void *hx_aligned_alloc(size_t align, size_t size)
 {
     void *p = NULL;
     if (posix_memalign(&p, align, size ? size : 1)) return NULL;
+    return p;
+}
+
+void *hx_huge_alloc(size_t n, size_t size)
+{
+    const size_t huge = (size_t)2 << 20;
+    size_t bytes;
+    if (hx_mul_size(n, size, &bytes)) return NULL;
+    if (bytes < huge) return hx_aligned_alloc(64, bytes);
+    void *p = hx_aligned_alloc(huge, bytes);
+#ifdef MADV_HUGEPAGE
+    if (p) (void)madvise(p, bytes / huge * huge, MADV_HUGEPAGE);
+#endif
     return p;
 }
 

@@ -65,7 +65,7 @@ static int alloc_scratch(hx_ctx *c)
                           hx_attn_scratch(hp), sz);
     c->act_row = act_row_bytes(hp);
     for (int i = 0; i < n; i++) {
-        *slot[i] = hx_huge_alloc(sz[i] ? sz[i] : 64);
+        *slot[i] = hx_huge_alloc(sz[i] ? sz[i] : 64, 1);
         if (!*slot[i]) return HX_ERR_NOMEM;
     }
     return HX_OK;

@@ -149,10 +149,4 @@ void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B);
  * only, no logits) or HX_ERR_INVALID. */
 int hx_decode_rows(hx_ctx *c, const int32_t *tokens, int n, int out_from);
 
-/* kv.c: bytes (64-byte aligned, freed with free()); from 2 MiB up in
- * transparent huge pages where the system offers them, so that the KV
- * pages and the pass scratch cost a few page faults and TLB entries
- * instead of one per 4 KiB. */
-void *hx_huge_alloc(size_t bytes);
-
 #endif /* HX_CTX_INT_H */

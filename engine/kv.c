@@ -2,7 +2,6 @@
  * fills, a cap in bytes, F16 / F32 / 8-bit (Q8_0) rows. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "engine/ctx_int.h"
@@ -64,17 +63,6 @@ int hx_kv_init(hx_ctx *c, const hx_ctx_params *p, hx_err *err)
     return c->pages ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
 }
 
-void *hx_huge_alloc(size_t bytes)
-{
-    const size_t huge = (size_t)2 << 20;
-    if (bytes < huge) return hx_aligned_alloc(64, bytes);
-    void *p = hx_aligned_alloc(huge, bytes);
-#ifdef MADV_HUGEPAGE
-    if (p) (void)madvise(p, bytes / huge * huge, MADV_HUGEPAGE);
-#endif
-    return p;
-}
-
 int hx_kv_reserve(hx_ctx *c, int n_pos)
 {
     const int need = (n_pos + HX_KV_PAGE - 1) / HX_KV_PAGE;
@@ -84,7 +72,7 @@ int hx_kv_reserve(hx_ctx *c, int n_pos)
                           n_pos, need, c->page_bytes >> 10, c->max_pages,
                           c->max_pages * HX_KV_PAGE);
     for (; c->n_pages < need; c->n_pages++) {
-        c->pages[c->n_pages] = hx_huge_alloc(c->page_bytes);
+        c->pages[c->n_pages] = hx_huge_alloc(c->page_bytes, 1);
         if (!c->pages[c->n_pages])
             return hx_err_set(&c->err, HX_ERR_NOMEM, "out of memory for a KV page "
                               "of %zu bytes", c->page_bytes);

@@ -51,6 +51,22 @@ static void test_checked_sizes(void)
     EXPECT_EQ_INT(hx_mul_size(SIZE_MAX / 2, 3, &out), -1);
     EXPECT_EQ_INT(hx_add_size(SIZE_MAX, 1, &out), -1);
     EXPECT(hx_calloc(SIZE_MAX / 2, 4) == NULL);
+    EXPECT(hx_huge_alloc(SIZE_MAX / 2, 4) == NULL);
+}
+
+/* hx_huge_alloc: small blocks 64-byte aligned, from 2 MiB on 2 MiB
+ * aligned, every byte writable. */
+static void test_huge_alloc(void)
+{
+    const size_t sizes[] = {1, 4096, (size_t)2 << 20, ((size_t)5 << 20) + 3};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        unsigned char *p = hx_huge_alloc(sizes[i], 1);
+        ASSERT(p != NULL);
+        EXPECT((uintptr_t)p % (sizes[i] >= ((size_t)2 << 20) ? (size_t)2 << 20 : 64) == 0);
+        memset(p, 0xa5, sizes[i]);
+        EXPECT(p[sizes[i] - 1] == 0xa5);
+        free(p);
+    }
 }
 
 static void test_fp16_roundtrip(void)
@@ -168,6 +184,7 @@ int main(void)
     RUN(test_arena);
     RUN(test_buf);
     RUN(test_checked_sizes);
+    RUN(test_huge_alloc);
     RUN(test_unique_bytes);
     RUN(test_fp16_roundtrip);
     RUN(test_now_override);
