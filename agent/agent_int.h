@@ -180,8 +180,13 @@ int hx_jscan_byte(hx_jscan *s, char c);
  * those it begins. Outside calls (the answer), once the text written has
  * copied a JSON string value of text (after '": "') from its start
  * through a whole word and stops inside a word the value goes on with,
- * the tokens within bonus of the best that finish the word get bonus.
- * *in_call (borrowed, kept by an earlier stage) is non-zero while a call
+ * the tokens within bonus of the best that finish the word get bonus;
+ * and once it has copied a value whole, an item it begins after a comma,
+ * colon or "and" that names a value under the same key is held to the
+ * next such value in text (not a cancelled event's), and a number after
+ * an item so named to that item's date or time of day (a list walked in
+ * the result's order). *in_call (borrowed, kept by an earlier stage) is
+ * non-zero while a call
  * is written. The stage owns copies of text and known; HX_OK or
  * HX_ERR_NOMEM. */
 int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
