@@ -576,13 +576,18 @@ int hx_dg_check(const cJSON *task, const cJSON *before, const cJSON *trace, hx_d
 /* A file's path as the model passes it on and answers give it: from the
  * file root on (after "/files/"), else p itself (agent/oracle.c). */
 const char *hx_dg_rel_path(const char *p);
+/* A message body's first paragraph after the greeting, the fact an answer
+ * about a mail read states, into b (n bytes) (agent/oracle.c). */
+void hx_dg_body_fact(const char *text, char *b, size_t n);
 
 /* Whether the answer of a run (trace) of a read task states what its read
  * found, as the oracle's answer does: for list_events the count of events
  * (cancelled ones left out) and the first four's titles and start times;
  * free_busy each busy period's start and end (more than five: their
  * count); find_slots each slot's time; mail_search the first message's
- * subject, unread_mail the first three's; file_search the first three
+ * subject, or when the run went on to read a message (mail.read), that
+ * body's first paragraph, as a mail_read answer gives it; unread_mail the
+ * first three subjects; file_search the first three
  * paths; files_list the first five names. 1 or 0; -1 when there is
  * nothing to say (another kind, no successful read, an empty result).
  * Reported beside the state check, which for a read checks that the right

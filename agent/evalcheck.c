@@ -285,6 +285,18 @@ static int says_items(const char *ans, const cJSON *res, const char *arr, const 
     return n ? ok : -1;
 }
 
+/* A search the run followed with a read (mail.read call rd): the answer
+ * states what the read found, the body's first paragraph; -1 without
+ * one. */
+static int says_body(const char *ans, const cJSON *rd)
+{
+    cJSON *res = cJSON_Parse(js(rd, "result"));
+    char fact[256];
+    hx_dg_body_fact(js(res, "text"), fact, sizeof fact);
+    cJSON_Delete(res);
+    return *fact ? strstr(ans, fact) != NULL : -1;
+}
+
 int hx_dg_answer_faithful(const cJSON *task, const cJSON *trace)
 {
     static const struct {
@@ -301,9 +313,11 @@ int hx_dg_answer_faithful(const cJSON *task, const cJSON *trace)
         {"file_search", "files.search", says_items, "files", "path", 3},
         {"files_list", "files.list", says_items, "entries", "name", 5},
     };
+    const check c = {.trace = trace};
+    const cJSON *rd = run_call(&c, "mail.read", "ok", 0);
+    if (rd && !strcmp(js(task, "kind"), "mail_search")) return says_body(js(trace, "answer"), rd);
     for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) {
         if (strcmp(js(task, "kind"), reads[i].kind)) continue;
-        const check c = {.trace = trace};
         const cJSON *k = run_call(&c, reads[i].tool, "ok", 0);
         cJSON *res = k ? cJSON_Parse(js(k, "result")) : NULL;
         const int r = res ? reads[i].says(js(trace, "answer"), res, reads[i].arr, reads[i].key,

@@ -424,8 +424,7 @@ static void t_schedule(oracle *o, const cJSON *res, hx_buf *out)
     hx_buf_puts(out, "; the invitation is queued.");
 }
 
-/* The body's first paragraph after the greeting. */
-static void body_fact(const char *text, char *b, size_t n)
+void hx_dg_body_fact(const char *text, char *b, size_t n)
 {
     const char *p = strstr(text, "\n\n");
     p = p ? p + 2 : text;
@@ -444,7 +443,7 @@ static void t_mail_read(oracle *o, const cJSON *res, hx_buf *out)
     }
     char name[64], fact[256];
     from_name(jstr(res, "from"), name, sizeof name);
-    body_fact(jstr(res, "text"), fact, sizeof fact);
+    hx_dg_body_fact(jstr(res, "text"), fact, sizeof fact);
     hx_buf_printf(out, "%s wrote: %s", name, fact);
 }
 
@@ -458,7 +457,7 @@ static void t_file_read(oracle *o, const cJSON *res, hx_buf *out)
         return call(o, out, "files.read", put(obj(), "path", hx_dg_rel_path(jstr(f, "path"))));
     }
     char fact[256];
-    body_fact(jstr(res, "text"), fact, sizeof fact);
+    hx_dg_body_fact(jstr(res, "text"), fact, sizeof fact);
     hx_buf_printf(out, "%s says: %s", hx_dg_rel_path(jstr(res, "path")), fact);
 }
 
@@ -575,7 +574,7 @@ static void t_file_missing(oracle *o, const cJSON *res, hx_buf *out)
         return call(o, out, "files.read", put(obj(), "path", hx_dg_rel_path(jstr(f, "path"))));
     }
     char fact[256];
-    body_fact(jstr(res, "text"), fact, sizeof fact);
+    hx_dg_body_fact(jstr(res, "text"), fact, sizeof fact);
     hx_buf_printf(out, "%s does not exist, but %s says: %s", wrong, hx_dg_rel_path(jstr(res, "path")), fact);
 }
 

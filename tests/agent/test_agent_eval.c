@@ -385,8 +385,9 @@ static void test_list_answers(void)
 }
 
 /* The other reads: slots' times, busy periods (or their count past five),
- * the first message's subject, file paths from the file root, folder
- * entries; a kind that reads nothing has nothing to check. */
+ * the first message's subject (or, after a read, its body's first
+ * paragraph), file paths from the file root, folder entries; a kind that
+ * reads nothing has nothing to check. */
 static void test_read_answers(void)
 {
     const char *slots = "{\"slots\": [{\"start\": \"2026-12-08T10:00:00+01:00\"}, "
@@ -407,6 +408,12 @@ static void test_read_answers(void)
     EXPECT_EQ_INT(answer_ok("mail_search", "mail.search", mail, "ok",
                             "Bob wrote \"Budget review\" on 2026-11-30 (2 messages in all)."), 1);
     EXPECT_EQ_INT(answer_ok("mail_search", "mail.search", mail, "ok", "Bob wrote \"Budget rev\"."), 0);
+    /* a search the model followed with a read: what the read found */
+    const char *read = "{\"from\": \"Bob Lee <bob@x.io>\", \"text\": \"Hi Alice,\\n\\n"
+                       "The budget review moved to Friday.\\n\\nBob\"}";
+    EXPECT_EQ_INT(answer_ok("mail_search", "mail.read", read, "ok",
+                            "Bob Lee wrote: The budget review moved to Friday."), 1);
+    EXPECT_EQ_INT(answer_ok("mail_search", "mail.read", read, "ok", "Bob wrote \"Budget review\"."), 0);
     EXPECT_EQ_INT(answer_ok("unread_mail", "mail.search", mail, "ok",
                             "You have 2 unread messages: \"Budget review\" from Bob."), 0);
     const char *files = "{\"files\": [{\"path\": \"/home/a/.config/hearth/files/notes/budget.txt\"}]}";
