@@ -553,7 +553,8 @@ static void hold_spans(copy_stage *c, float *logits, int32_t n_vocab, int32_t a,
     walk_hold(c, logits, n_vocab);
 }
 
-/* The model's best token, lead-stripped (its blank, a quote) at *p. */
+/* The model's best token, its piece at *p (*n bytes); -1 when it is
+ * special or every token is masked. */
 static int32_t best_piece(const copy_stage *c, const float *logits, int32_t n_vocab,
                           const char **p, size_t *n)
 {

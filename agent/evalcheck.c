@@ -314,8 +314,8 @@ int hx_dg_answer_faithful(const cJSON *task, const cJSON *trace)
         {"files_list", "files.list", says_items, "entries", "name", 5},
     };
     const check c = {.trace = trace};
-    const cJSON *rd = run_call(&c, "mail.read", "ok", 0);
-    if (rd && !strcmp(js(task, "kind"), "mail_search")) return says_body(js(trace, "answer"), rd);
+    const cJSON *rd = strcmp(js(task, "kind"), "mail_search") ? NULL : run_call(&c, "mail.read", "ok", 0);
+    if (rd) return says_body(js(trace, "answer"), rd);
     for (size_t i = 0; i < sizeof reads / sizeof *reads; i++) {
         if (strcmp(js(task, "kind"), reads[i].kind)) continue;
         const cJSON *k = run_call(&c, reads[i].tool, "ok", 0);

@@ -155,8 +155,9 @@ static size_t scratch_floats(const hx_trainer *tr, int T)
 /* Grows a buffer of cap elements to need (its contents are dead: freed
  * first, so the peak is the larger one alone). In huge pages: the
  * attention's transposed keys are rows 16 KB apart, a step's products
- * stream hundreds of MB of activations, and 2 MiB pages made the
- * recipe's steps some 4% faster (bench/README.md). */
+ * stream hundreds of MB of activations: 2 MiB pages made bench/train's
+ * steps some 4% faster, within this VM's noise on the recipe's own data
+ * (bench/README.md). */
 static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
     if (need <= *cap) return HX_OK;
