@@ -55,12 +55,14 @@ static void ask_usage(FILE *f, const char *verb)
         "      --seed S            sampling seed\n"
         "      --copy-bias B       logit bonus for call arguments copied from the\n"
         "                          conversation; 0 = none (default 6 in the\n"
-        "                          compact style of small models, else 0)\n"
+        "                          compact and brief styles of small models,\n"
+        "                          else 0)\n"
         "      --tool-choice C     auto (default), required (the first turn must\n"
         "                          call a tool) or none\n"
         "      --tools LIST        offer only these tools: names or prefix.*,\n"
         "                          comma-separated (default: all)\n"
-        "      --style S           prompt style: qwen3, chatml, llama3, compact\n"
+        "      --style S           prompt style: qwen3, chatml, llama3, compact,\n"
+        "                          brief\n"
         "                          (default: from the model)\n"
         "  -c, --ctx N             context size (default min(trained, 4096))\n"
         "  -t, --threads N         0 = all cores (default)\n"
@@ -193,7 +195,7 @@ static int parse_ask(int argc, char **argv, ask_opts *o)
         return HX_EXIT_USAGE;
     }
     if (o->style && hx_tpl_parse_name(o->style) < 0) {
-        fprintf(stderr, "hearth %s: --style is qwen3, chatml, llama3 or compact\n", verb);
+        fprintf(stderr, "hearth %s: --style is qwen3, chatml, llama3, compact or brief\n", verb);
         return HX_EXIT_USAGE;
     }
     return HX_EXIT_OK;

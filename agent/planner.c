@@ -243,7 +243,7 @@ static void stream(run *r, const hx_buf *text, size_t *done, int *in_call, int f
  * after them. */
 static int compact_line_end(const run *r, hx_buf *text)
 {
-    if (r->pl->p.family != HX_TPL_COMPACT || !text->data) return 0;
+    if (!hx_tpl_compact(r->pl->p.family) || !text->data) return 0;
     const char *s = text->data;
     while (*s == ' ' || *s == '\n') s++;
     const char *nl = strchr(s, '\n'), *call = strstr(text->data, OPEN_TAG);

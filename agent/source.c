@@ -58,11 +58,11 @@ void hx_source_free(hx_source *s)
 void hx_engine_source_style(hx_engine_source_params *ep, int family, const hx_model *m)
 {
     ep->call_style = hx_agent_call_style(family);
-    ep->line_turn = family == HX_TPL_COMPACT;
-    ep->compact_json = family == HX_TPL_COMPACT && !hx_tpl_declared(hx_model_gguf(m));
+    ep->line_turn = hx_tpl_compact(family);
+    ep->compact_json = ep->line_turn && !hx_tpl_declared(hx_model_gguf(m));
     if (ep->compact_json && ep->sp.repeat_penalty == 1.0f) ep->sp.repeat_penalty = 1.3f;
     if (ep->line_turn && !ep->n_ctx) ep->n_ctx = 8192;
-    if (ep->copy_bias < 0) ep->copy_bias = family == HX_TPL_COMPACT ? HX_COPY_BIAS : 0;
+    if (ep->copy_bias < 0) ep->copy_bias = ep->line_turn ? HX_COPY_BIAS : 0;
 }
 
 hx_engine_source_params hx_engine_source_default_params(void)

@@ -1,5 +1,6 @@
 /* template.c: chat prompts in C, one renderer per template family (Qwen3,
- * Qwen2.5/Hermes ChatML, Llama 3.1, a compact style for small models). */
+ * Qwen2.5/Hermes ChatML, Llama 3.1, a compact style for small models and
+ * its brief variant). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,17 +8,17 @@
 #include "agent/agent_int.h"
 
 static const char *const tpl_names[] = {"", "qwen3", "chatml", "llama3",
-                                        "compact"};
+                                        "compact", "brief"};
 
 const char *hx_tpl_name(int family)
 {
-    return family >= HX_TPL_QWEN3 && family <= HX_TPL_COMPACT ? tpl_names[family]
-                                                              : "unknown";
+    return family >= HX_TPL_QWEN3 && family <= HX_TPL_BRIEF ? tpl_names[family]
+                                                            : "unknown";
 }
 
 int hx_tpl_parse_name(const char *name)
 {
-    for (int f = HX_TPL_QWEN3; f <= HX_TPL_COMPACT; f++)
+    for (int f = HX_TPL_QWEN3; f <= HX_TPL_BRIEF; f++)
         if (name && !strcmp(name, tpl_names[f])) return f;
     return -1;
 }
@@ -385,21 +386,33 @@ static void render_llama3(const cJSON *msgs, const cJSON *tools,
 }
 
 /* ---- compact: plain-text markers and one line per tool ---- */
-static void compact_tool(const cJSON *t, hx_buf *out)
+int hx_tpl_compact(int family)
+{
+    return family == HX_TPL_COMPACT || family == HX_TPL_BRIEF;
+}
+
+/* "- name(arg: type, ...): the description's first sentence", or in the
+ * brief style "- name(arg, ...)". */
+static void compact_tool(const cJSON *t, int brief, hx_buf *out)
 {
     const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
     const cJSON *props = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(fn, "parameters"), "properties");
     hx_buf_printf(out, "- %s(", m_str(fn, "name"));
-    for (const cJSON *p = props ? props->child : NULL; p; p = p->next)
-        hx_buf_printf(out, "%s%s: %s", p == props->child ? "" : ", ", p->string,
-                      m_str(p, "type")[0] ? m_str(p, "type") : "any");
+    for (const cJSON *p = props ? props->child : NULL; p; p = p->next) {
+        hx_buf_printf(out, "%s%s", p == props->child ? "" : ", ", p->string);
+        if (!brief) hx_buf_printf(out, ": %s", m_str(p, "type")[0] ? m_str(p, "type") : "any");
+    }
+    if (brief) {
+        hx_buf_puts(out, ")\n");
+        return;
+    }
     const char *d = m_str(fn, "description");
     size_t n = strcspn(d, ".\n");
     hx_buf_printf(out, "): %.*s\n", (int)(n < 80 ? n : 80), d);
 }
 
-static void render_compact(const cJSON *msgs, const cJSON *tools,
+static void render_compact(const cJSON *msgs, const cJSON *tools, int brief,
                            const hx_tpl_opts *o, hx_buf *out)
 {
     /* The tool list first: it is the same for every user and request, so
@@ -408,7 +421,7 @@ static void render_compact(const cJSON *msgs, const cJSON *tools,
     if (cJSON_GetArraySize(tools) > 0) {
         hx_buf_puts(out, "Tools (call one or more as <tool_call>{\"name\": ..., "
                          "\"arguments\": {...}}</tool_call>):\n");
-        for (const cJSON *t = tools->child; t; t = t->next) compact_tool(t, out);
+        for (const cJSON *t = tools->child; t; t = t->next) compact_tool(t, brief, out);
     }
     int n = cJSON_GetArraySize(msgs);
     for (int i = 0; i < n; i++) {
@@ -448,7 +461,8 @@ int hx_tpl_render(int family, const cJSON *messages, const cJSON *tools,
     case HX_TPL_QWEN3:
     case HX_TPL_CHATML: render_chatml(family, messages, tools, o, out); break;
     case HX_TPL_LLAMA3: render_llama3(messages, tools, o, out); break;
-    case HX_TPL_COMPACT: render_compact(messages, tools, o, out); break;
+    case HX_TPL_COMPACT:
+    case HX_TPL_BRIEF: render_compact(messages, tools, family == HX_TPL_BRIEF, o, out); break;
     default: return HX_ERR_INVALID;
     }
     return out->oom ? HX_ERR_NOMEM : HX_OK;

@@ -116,6 +116,36 @@ static void test_render_spans(void)
     hx_buf_free(&o.text);
 }
 
+/* --style brief renders the same conversation with the short tool lines:
+ * the same assistant spans (their text), a shorter prompt before them. */
+static void test_render_brief(void)
+{
+    write_file(data, k_conv);
+    one c, b;
+    memset(&c, 0, sizeof c);
+    memset(&b, 0, sizeof b);
+    hx_buf_init(&c.text);
+    hx_buf_init(&b.text);
+    hx_err err = {0};
+    ASSERT(hx_chat_each(data, 0, grab, &c, &err) == HX_OK);
+    ASSERT(hx_chat_each(data, HX_TPL_BRIEF, grab, &b, &err) == HX_OK);
+    EXPECT_EQ_INT(b.family, HX_TPL_BRIEF);
+    ASSERT(b.n_sp == c.n_sp && b.n_sp == 2);
+    const size_t shift = c.text.len - b.text.len;
+    EXPECT(shift > 0);
+    for (int i = 0; i < 2; i++) {
+        EXPECT_EQ_INT(b.sp[i].start + shift, c.sp[i].start);
+        EXPECT(!memcmp(b.text.data + b.sp[i].start, c.text.data + c.sp[i].start,
+                       c.sp[i].end - c.sp[i].start));
+    }
+    one *both[] = {&c, &b};
+    for (int i = 0; i < 2; i++) {
+        cJSON_Delete(both[i]->msgs);
+        cJSON_Delete(both[i]->tools);
+        hx_buf_free(&both[i]->text);
+    }
+}
+
 /* An assistant turn marked "loss": false (a recovery lesson's slip) is
  * rendered as before but is not a span: only the answer is a target. */
 static void test_no_loss_turn(void)
@@ -497,6 +527,7 @@ int main(void)
     snprintf(data, sizeof data, "%s/chat.jsonl", dir);
     snprintf(model, sizeof model, "%s/model.gguf", dir);
     RUN(test_render_spans);
+    RUN(test_render_brief);
     RUN(test_no_loss_turn);
     RUN(test_mask_and_inference_tokens);
     RUN(test_value_edges);

@@ -251,11 +251,40 @@ static void test_compact(void)
     cJSON_Delete(tools);
 }
 
+/* The brief style: the compact style with each tool's line cut to its
+ * name and argument names; everything else byte for byte the same. */
+static void test_brief(void)
+{
+    cJSON *msgs = cJSON_Parse(conv_json), *tools = cJSON_Parse(tools_json);
+    hx_buf b, c;
+    hx_buf_init(&b);
+    hx_buf_init(&c);
+    ASSERT(hx_tpl_render(HX_TPL_BRIEF, msgs, tools, NULL, &b) == HX_OK);
+    ASSERT(hx_tpl_render(HX_TPL_COMPACT, msgs, tools, NULL, &c) == HX_OK);
+    EXPECT(strstr(b.data, "\n- calendar.find_slots(duration_min, when, attendees)\n") != NULL);
+    EXPECT(strstr(b.data, "Free slots") == NULL && strstr(b.data, "integer") == NULL);
+    EXPECT(b.len < c.len);
+    /* past the tool lists the two are the same text */
+    const char *tb = strstr(b.data, "\nSystem: "), *tc = strstr(c.data, "\nSystem: ");
+    ASSERT(tb && tc);
+    EXPECT_STR_EQ(tb, tc);
+    EXPECT_EQ_INT(hx_tpl_parse_name("brief"), HX_TPL_BRIEF);
+    EXPECT_STR_EQ(hx_tpl_name(HX_TPL_BRIEF), "brief");
+    EXPECT(hx_tpl_compact(HX_TPL_BRIEF) && hx_tpl_compact(HX_TPL_COMPACT));
+    EXPECT(!hx_tpl_compact(HX_TPL_QWEN3) && !hx_tpl_compact(HX_TPL_LLAMA3));
+    EXPECT_STR_EQ(hx_tpl_name(HX_TPL_BRIEF + 1), "unknown");
+    hx_buf_free(&b);
+    hx_buf_free(&c);
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+}
+
 int main(void)
 {
     RUN(test_json_py);
     RUN(test_detect);
     RUN(test_compact);
+    RUN(test_brief);
     RUN(test_qwen3_known_conversation);
     RUN(test_qwen3_multi_call_prompt);
     RUN(test_qwen3_no_tools);
