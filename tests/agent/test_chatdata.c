@@ -67,6 +67,23 @@ static int grab(void *user, const hx_chat_doc *d, hx_err *err)
     return rc;
 }
 
+/* The conversation(s) of path rendered in style (0: each line's) into o;
+ * free_one releases it. */
+static void render_one(const char *path, int style, one *o)
+{
+    memset(o, 0, sizeof *o);
+    hx_buf_init(&o->text);
+    hx_err err = {0};
+    ASSERT(hx_chat_each(path, style, grab, o, &err) == HX_OK);
+}
+
+static void free_one(one *o)
+{
+    cJSON_Delete(o->msgs);
+    cJSON_Delete(o->tools);
+    hx_buf_free(&o->text);
+}
+
 /* A vocabulary trained on the conversation and some text. */
 static void make_vocab(const char *text)
 {
@@ -97,10 +114,7 @@ static void test_render_spans(void)
 {
     write_file(data, k_conv);
     one o;
-    memset(&o, 0, sizeof o);
-    hx_buf_init(&o.text);
-    hx_err err = {0};
-    ASSERT(hx_chat_each(data, 0, grab, &o, &err) == HX_OK);
+    render_one(data, 0, &o);
     EXPECT_EQ_INT(o.family, HX_TPL_COMPACT);
     ASSERT(o.n_sp == 2);
     const char *t = o.text.data;
@@ -111,9 +125,7 @@ static void test_render_spans(void)
     EXPECT(!memcmp(t + o.sp[0].start - 10, "Assistant:", 10));
     EXPECT_EQ_INT(o.sp[1].end, o.text.len); /* the answer ends the text */
     make_vocab(t);
-    cJSON_Delete(o.msgs);
-    cJSON_Delete(o.tools);
-    hx_buf_free(&o.text);
+    free_one(&o);
 }
 
 /* --style brief renders the same conversation with the short tool lines:
@@ -122,13 +134,8 @@ static void test_render_brief(void)
 {
     write_file(data, k_conv);
     one c, b;
-    memset(&c, 0, sizeof c);
-    memset(&b, 0, sizeof b);
-    hx_buf_init(&c.text);
-    hx_buf_init(&b.text);
-    hx_err err = {0};
-    ASSERT(hx_chat_each(data, 0, grab, &c, &err) == HX_OK);
-    ASSERT(hx_chat_each(data, HX_TPL_BRIEF, grab, &b, &err) == HX_OK);
+    render_one(data, 0, &c);
+    render_one(data, HX_TPL_BRIEF, &b);
     EXPECT_EQ_INT(b.family, HX_TPL_BRIEF);
     ASSERT(b.n_sp == c.n_sp && b.n_sp == 2);
     const size_t shift = c.text.len - b.text.len;
@@ -138,12 +145,8 @@ static void test_render_brief(void)
         EXPECT(!memcmp(b.text.data + b.sp[i].start, c.text.data + c.sp[i].start,
                        c.sp[i].end - c.sp[i].start));
     }
-    one *both[] = {&c, &b};
-    for (int i = 0; i < 2; i++) {
-        cJSON_Delete(both[i]->msgs);
-        cJSON_Delete(both[i]->tools);
-        hx_buf_free(&both[i]->text);
-    }
+    free_one(&c);
+    free_one(&b);
 }
 
 /* An assistant turn marked "loss": false (a recovery lesson's slip) is
@@ -160,23 +163,15 @@ static void test_no_loss_turn(void)
     snprintf(path, sizeof path, "%s/noloss.jsonl", dir);
     write_file(path, conv.data);
     one o, full;
-    memset(&o, 0, sizeof o);
-    memset(&full, 0, sizeof full);
-    hx_buf_init(&o.text);
-    hx_buf_init(&full.text);
-    hx_err err = {0};
-    ASSERT(hx_chat_each(path, 0, grab, &o, &err) == HX_OK);
-    ASSERT(hx_chat_each(data, 0, grab, &full, &err) == HX_OK);
+    render_one(path, 0, &o);
+    render_one(data, 0, &full);
     EXPECT_EQ_INT(o.text.len, full.text.len);
     EXPECT(o.text.len == full.text.len && !memcmp(o.text.data, full.text.data, o.text.len));
     ASSERT(o.n_sp == 1);
     EXPECT(!memcmp(o.text.data + o.sp[0].start, k_turn2, strlen(k_turn2)));
     EXPECT_EQ_INT(o.sp[0].start, full.sp[1].start);
-    for (one *x = &o; x; x = x == &o ? &full : NULL) {
-        cJSON_Delete(x->msgs);
-        cJSON_Delete(x->tools);
-        hx_buf_free(&x->text);
-    }
+    free_one(&o);
+    free_one(&full);
     hx_buf_free(&conv);
 }
 
@@ -184,13 +179,11 @@ static void test_no_loss_turn(void)
  * test vocabulary (*v; the caller frees all three with drop_one). */
 static void tokenize_one(one *o, hx_vocab **v, hx_chat_tokens *t, int mark_values)
 {
-    memset(o, 0, sizeof *o);
-    hx_buf_init(&o->text);
     memset(t, 0, sizeof *t);
     t->mark_values = mark_values;
     hx_err err = {0};
     *v = NULL;
-    ASSERT(hx_chat_each(data, 0, grab, o, &err) == HX_OK);
+    render_one(data, 0, o);
     ASSERT((*v = load_vocab()));
     ASSERT(hx_chat_tokens_add(t, *v, o->text.data, o->text.len, o->sp, o->n_sp, &err) == HX_OK);
 }
@@ -199,9 +192,7 @@ static void drop_one(one *o, hx_vocab *v, hx_chat_tokens *t)
 {
     hx_chat_tokens_free(t);
     hx_vocab_free(v);
-    cJSON_Delete(o->msgs);
-    cJSON_Delete(o->tools);
-    hx_buf_free(&o->text);
+    free_one(o);
 }
 
 /* The masked tokens are exactly the two turns; the tokens before each
