@@ -10,11 +10,12 @@
 # Knobs (environment): TINY_DIR, TINY_OUT (models/hearth-tiny.gguf),
 # TINY_N_TRAIN (conversations, 20000), TINY_N_HELDOUT (1000), TINY_N_TASKS
 # (500), TINY_SEED (1), TINY_THREADS (2), TINY_STEPS (optimizer steps,
-# 3000: the schedule's length, so the model does not depend on how busy the
-# machine is; with bfloat16 products about 128 minutes of training on the
-# 2 cores of an AMD EPYC at 3,220 tokens/s, 2 h 11 min from nothing
-# (session 24), and some 85 minutes at the 4,820 tokens/s of session 23's
-# machine: the issue's two hours on both), TINY_BUDGET
+# 2500: the schedule's length, so the model does not depend on how busy the
+# machine is; in the brief style 6,750 s of training at 3,035 tokens/s in
+# F32 on the 2 cores of session 34's Intel Xeon (tiny34), 1 h 55 min from
+# nothing; 3,000 compact-style steps took 2 h 11 min from nothing on an
+# AMD EPYC in bfloat16 (session 24), some 3 h 20 min on the Intel Xeon),
+# TINY_BUDGET
 # (training seconds, 0: none; > 0 ends the schedule early where the steps
 # would take longer), TINY_CTX (2048: the model's context), TINY_SEQ (4096:
 # a window's tokens; longer than TINY_CTX packs more conversations after
@@ -52,7 +53,7 @@ N_TASKS=${TINY_N_TASKS:-500}
 SEED=${TINY_SEED:-1}
 THREADS=${TINY_THREADS:-2}
 BUDGET=${TINY_BUDGET:-0}
-STEPS=${TINY_STEPS:-3000}
+STEPS=${TINY_STEPS:-2500}
 CTX=${TINY_CTX:-2048}
 SEQ=${TINY_SEQ:-4096}
 BATCH=${TINY_BATCH:-2}
