@@ -492,6 +492,9 @@ int hx_tpl_detect(const hx_gguf *g, const hx_vocab *v)
     if (g && hx_gguf_get_str(g, "hearth.prompt_style", &style) == HX_OK) {
         int f = hx_tpl_parse_name(style);
         if (f > 0) return f;
+        /* a style from a newer Hearth: say so, not fall back in silence */
+        hx_log_warn("hearth.prompt_style \"%s\" is not a style this build knows; "
+                    "guessing from the vocabulary", style);
     }
     if (g) hx_gguf_get_str(g, "tokenizer.chat_template", &tpl);
     if (has_token(v, "<|im_start|>") && has_token(v, "<|im_end|>")) {
