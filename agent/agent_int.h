@@ -408,8 +408,9 @@ typedef struct hx_world {
     hx_wevent events[HX_W_EVENTS];
     int n_events;
     int64_t busy_day;         /* a day holding several events, or 0 (only
-                               * training worlds have one: held-out worlds
-                               * stay as they were, so evaluations compare) */
+                               * training worlds made with HX_WORLD_BUSY_DAYS
+                               * have one: held-out worlds stay as they
+                               * were, so evaluations compare) */
     hx_wmail mails[HX_W_MAILS];
     int n_mails;
     hx_wfile files[HX_W_FILES];
@@ -418,8 +419,11 @@ typedef struct hx_world {
     int n_mems;
 } hx_world;
 
-/* Fills w from (seed, split); the same arguments give the same world. */
-int hx_world_generate(uint64_t seed, int split, hx_world *w, hx_err *err);
+/* Fills w from (seed, split, flags); the same arguments give the same
+ * world. HX_WORLD_BUSY_DAYS: training worlds may get a busy day and a
+ * cancelled event (world.c); off, they are as before session 31 made them. */
+enum { HX_WORLD_BUSY_DAYS = 1u };
+int hx_world_generate(uint64_t seed, int split, unsigned flags, hx_world *w, hx_err *err);
 /* Writes w as a HEARTH_HOME at home (emptied first): home/config/
  * config.json, calendars/work/ (one .ics per event) and personal.ics
  * (only when some events are personal),
@@ -477,7 +481,7 @@ typedef struct hx_dg_world {
     int env_set;                     /* open changed the environment */
     char *saved_home, *saved_now;    /* owned: the values before, or NULL */
 } hx_dg_world;
-int hx_dg_world_open(uint64_t seed, int split, const char *home, hx_dg_world *dw,
+int hx_dg_world_open(uint64_t seed, int split, unsigned flags, const char *home, hx_dg_world *dw,
                      hx_err *err);
 /* The same for a world already generated (and maybe changed: a persona). */
 int hx_dg_world_open_w(const hx_world *w, const char *home, hx_dg_world *dw, hx_err *err);
@@ -636,6 +640,8 @@ typedef struct hx_dg_params {
     int tasks;          /* 1: evaluation tasks, each in a fresh world */
     const char *home;   /* work directory for worlds; NULL: a temporary one */
     int phrasings;      /* HX_SPLIT_* of the request phrasings; -1: split's */
+    unsigned world_flags; /* HX_WORLD_* of trajectories' worlds (tasks: 0,
+                           * as a task file's worlds are opened again) */
 } hx_dg_params;
 hx_dg_params hx_dg_default_params(void);
 

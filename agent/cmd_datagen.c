@@ -13,7 +13,7 @@ static void datagen_usage(FILE *f)
     fprintf(f,
         "usage: hearth datagen [--split train|heldout] [--n N] [--seed S] [-o FILE.jsonl]\n"
         "                      [--tasks] [--category C] [--per-world K] [--dir DIR]\n"
-        "                      [--phrasings train|heldout]\n\n"
+        "                      [--phrasings train|heldout] [--busy-days]\n\n"
         "Generates sample worlds (a user, people, calendars with recurring meetings,\n"
         "a mailbox, files, memories) and requests in many phrasings, and runs each\n"
         "request through the real planner and tools with an oracle writing the\n"
@@ -32,7 +32,11 @@ static void datagen_usage(FILE *f)
         "  --dir DIR      where the worlds are written (default: a temporary folder)\n"
         "  --phrasings S  the request phrasings of split S instead of --split's:\n"
         "                 held-out worlds asked in training's phrasings measure\n"
-        "                 new names and topics apart from new phrasings\n");
+        "                 new names and topics apart from new phrasings\n"
+        "  --busy-days    training worlds may get a busy day (two or three events\n"
+        "                 moved to one day of the coming week) and a cancelled\n"
+        "                 event; not with --tasks, whose worlds are made again\n"
+        "                 from their seeds without it\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -51,6 +55,7 @@ static int parse_args(int argc, char **argv, hx_dg_params *p, const char **out_p
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t u = 0;
         if (!strcmp(a, "--tasks")) { p->tasks = 1; continue; }
+        if (!strcmp(a, "--busy-days")) { p->world_flags |= HX_WORLD_BUSY_DAYS; continue; }
         if (!v) {
             fprintf(stderr, "hearth datagen: %s needs a value (see --help)\n", a);
             return HX_EXIT_USAGE;
@@ -70,6 +75,11 @@ static int parse_args(int argc, char **argv, hx_dg_params *p, const char **out_p
             fprintf(stderr, "hearth datagen: bad option or value: %s %s (see --help)\n", a, v);
             return HX_EXIT_USAGE;
         }
+    }
+    if (p->tasks && p->world_flags) {
+        fprintf(stderr, "hearth datagen: --busy-days makes training conversations, not --tasks "
+                        "(a task's world is made again from its seed without it)\n");
+        return HX_EXIT_USAGE;
     }
     return HX_EXIT_OK;
 }

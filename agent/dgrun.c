@@ -37,11 +37,12 @@ static void env_leave(hx_dg_world *dw)
     dw->env_set = 0;
 }
 
-int hx_dg_world_open(uint64_t seed, int split, const char *home, hx_dg_world *dw, hx_err *err)
+int hx_dg_world_open(uint64_t seed, int split, unsigned flags, const char *home, hx_dg_world *dw,
+                     hx_err *err)
 {
     hx_world *w = hx_calloc(1, sizeof *w);
     if (!w) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    int rc = hx_world_generate(seed, split, w, err);
+    int rc = hx_world_generate(seed, split, flags, w, err);
     if (!rc) rc = hx_dg_world_open_w(w, home, dw, err);
     else memset(dw, 0, sizeof *dw);
     free(w);
@@ -153,7 +154,7 @@ int hx_dg_task_world(const cJSON *task, const char *home, hx_dg_world *dw, hx_er
     if (strcmp(split, "train") && strcmp(split, "heldout"))
         return hx_err_set(err, HX_ERR_FORMAT, "the task's split '%.40s' is not train or heldout", split);
     return hx_dg_world_open(strtoull(seed, NULL, 10),
-                            strcmp(split, "heldout") ? HX_SPLIT_TRAIN : HX_SPLIT_HELDOUT, home, dw, err);
+                            strcmp(split, "heldout") ? HX_SPLIT_TRAIN : HX_SPLIT_HELDOUT, 0, home, dw, err);
 }
 
 cJSON *hx_dg_eval_record(const cJSON *task, const cJSON *trace, int pass, const char *why)
@@ -393,7 +394,7 @@ int hx_dg_verify(const cJSON *task, const cJSON *trace, const hx_source *oracle,
 /* ---- hearth datagen ---- */
 hx_dg_params hx_dg_default_params(void)
 {
-    hx_dg_params p = {HX_SPLIT_TRAIN, 1, 1000, 8, -1, 0, NULL, -1};
+    hx_dg_params p = {HX_SPLIT_TRAIN, 1, 1000, 8, -1, 0, NULL, -1, 0};
     return p;
 }
 
@@ -495,7 +496,7 @@ static int world_block(const hx_dg_params *p, const char *home, long wi, hx_dg_v
 {
     hx_dg_world dw;
     uint64_t wseed = mix64(p->seed, (uint64_t)wi);
-    int rc = hx_dg_world_open(wseed, p->split, home, &dw, err);
+    int rc = hx_dg_world_open(wseed, p->split, p->tasks ? 0 : p->world_flags, home, &dw, err);
     if (!rc && !*tools) *tools = hx_tools_list_json(dw.reg);
     if (!rc && !*v && !(*v = hx_dg_validator_new(*tools, err))) rc = err->rc ? err->rc : HX_ERR_NOMEM;
     unsigned used[4] = {0};

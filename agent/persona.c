@@ -97,7 +97,7 @@ static void make_colleague(hx_persona *p, int k)
 int hx_persona_generate(uint64_t seed, hx_persona *p, hx_err *err)
 {
     memset(p, 0, sizeof *p);
-    int rc = hx_world_generate(seed, HX_SPLIT_HELDOUT, &p->w, err);
+    int rc = hx_world_generate(seed, HX_SPLIT_HELDOUT, 0, &p->w, err);
     if (rc) return rc;
     const int k = (int)((seed ? seed - 1 : 0) % N_COLLEAGUES);
     make_colleague(p, k);

@@ -565,12 +565,14 @@ static void gen_once(hx_world *w, hx_rng *r, hx_wevent *e)
     e->personal = hx_rng_chance(r, 0.15);
 }
 
-/* Training worlds only (held-out ones draw nothing more and stay as they
- * were): half get a busy day, two or three one-off events moved to one
- * working day of the coming week, so that a day's list has more than one
- * or two things to name (asked about such a day, the demo's five events,
- * the model named one and repeated another); 35% get a cancelled event,
- * on the busy day when there is one, which lists leave out. */
+/* Training worlds only, with HX_WORLD_BUSY_DAYS (held-out ones draw
+ * nothing more and stay as they were): half get a busy day, two or three
+ * one-off events moved to one working day of the coming week, so that a
+ * day's list has more than one or two things to name (asked about such a
+ * day, the demo's five events, the model named one and repeated another);
+ * 35% get a cancelled event, on the busy day when there is one, which
+ * lists leave out. Its own random stream, drawn after everything else:
+ * without the flag a world is what it was before busy days existed. */
 static void gen_busy_day(hx_world *w, hx_rng *r)
 {
     if (w->split != HX_SPLIT_TRAIN) return;
@@ -614,7 +616,6 @@ static void gen_events(hx_world *w, hx_rng *r)
         event_uid(w, r, e, i);
     }
     w->n_events = n;
-    gen_busy_day(w, r);
 }
 
 /* A fact with a value worth copying. */
@@ -723,7 +724,7 @@ static void gen_mems(hx_world *w, hx_rng *r)
     }
 }
 
-int hx_world_generate(uint64_t seed, int split, hx_world *w, hx_err *err)
+int hx_world_generate(uint64_t seed, int split, unsigned flags, hx_world *w, hx_err *err)
 {
     if (split != HX_SPLIT_TRAIN && split != HX_SPLIT_HELDOUT)
         return hx_err_set(err, HX_ERR_INVALID, "split must be train or heldout");
@@ -739,6 +740,10 @@ int hx_world_generate(uint64_t seed, int split, hx_world *w, hx_err *err)
     gen_mails(w, &r);
     gen_files(w, &r);
     gen_mems(w, &r);
+    if (flags & HX_WORLD_BUSY_DAYS) {
+        hx_rng_seed(&r, seed, (uint64_t)split + 101);
+        gen_busy_day(w, &r);
+    }
     return HX_OK;
 }
 

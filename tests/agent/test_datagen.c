@@ -18,7 +18,7 @@ static void test_heldout_templates(void)
 {
     for (int split = 0; split < 2; split++) {
         hx_world w;
-        hx_world_generate(5, split, &w, NULL);
+        hx_world_generate(5, split, 0, &w, NULL);
         int n = 0, bad = 0, extra = 0;
         for (int i = 0; i < 600; i++) {
             hx_rng r;
@@ -430,7 +430,7 @@ static void test_rendering_identity(void)
     snprintf(home, sizeof home, "%s/r", scratch_dir());
     hx_dg_world dw;
     hx_err err = {0};
-    ASSERT(hx_dg_world_open(77, HX_SPLIT_TRAIN, home, &dw, &err) == HX_OK);
+    ASSERT(hx_dg_world_open(77, HX_SPLIT_TRAIN, 0, home, &dw, &err) == HX_OK);
     cJSON *tools = hx_tools_list_json(dw.reg);
     hx_dg_validator *v = hx_dg_validator_new(tools, &err);
     int checked = 0;
@@ -521,6 +521,13 @@ static void test_cmd_datagen(void)
     EXPECT_EQ_INT(datagen_cli(b5), HX_EXIT_USAGE);
     const char *b6[] = {"--n", "1", "-o", "/nonexistent-dir/x.jsonl", NULL};
     EXPECT_EQ_INT(datagen_cli(b6), HX_EXIT_FAIL);
+    /* busy days change training worlds only: a task file's worlds are
+     * made again from their seeds without them */
+    const char *b7[] = {"--tasks", "--busy-days", "--n", "1", NULL};
+    EXPECT_EQ_INT(datagen_cli(b7), HX_EXIT_USAGE);
+    const char *a3[] = {"--busy-days", "--n", "5", "--seed", "2", "-o", out, "--dir", home, NULL};
+    EXPECT_EQ_INT(datagen_cli(a3), HX_EXIT_OK);
+    EXPECT_EQ_INT(count_lines_with(out, "\"style\":\"compact\""), 5);
 }
 
 int main(void)

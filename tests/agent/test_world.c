@@ -15,9 +15,9 @@
 static void test_world_deterministic(void)
 {
     hx_world a, b, c;
-    ASSERT(hx_world_generate(42, HX_SPLIT_TRAIN, &a, NULL) == HX_OK);
-    ASSERT(hx_world_generate(42, HX_SPLIT_TRAIN, &b, NULL) == HX_OK);
-    ASSERT(hx_world_generate(43, HX_SPLIT_TRAIN, &c, NULL) == HX_OK);
+    ASSERT(hx_world_generate(42, HX_SPLIT_TRAIN, 0, &a, NULL) == HX_OK);
+    ASSERT(hx_world_generate(42, HX_SPLIT_TRAIN, 0, &b, NULL) == HX_OK);
+    ASSERT(hx_world_generate(43, HX_SPLIT_TRAIN, 0, &c, NULL) == HX_OK);
     EXPECT(!memcmp(&a, &b, sizeof a));
     EXPECT(memcmp(&a, &c, sizeof a) != 0);
     EXPECT(a.n_people >= 5 && a.n_events >= 8 && a.n_mails >= 6 && a.n_files >= 4);
@@ -40,7 +40,7 @@ static void test_world_deterministic(void)
     /* the world is what the tools read: config and calendar load */
     hx_dg_world dw;
     hx_err err = {0};
-    ASSERT(hx_dg_world_open(42, HX_SPLIT_TRAIN, h1, &dw, &err) == HX_OK);
+    ASSERT(hx_dg_world_open(42, HX_SPLIT_TRAIN, 0, h1, &dw, &err) == HX_OK);
     cJSON *args = cJSON_Parse("{\"range\":\"next week\"}"), *res = NULL;
     EXPECT(hx_tools_call(dw.reg, "calendar.list_events", args, &res, &err) == HX_OK);
     EXPECT(cJSON_GetNumberValue(cJSON_GetObjectItem(res, "count")) >= 1);
@@ -68,7 +68,7 @@ static void test_worlds_read_cleanly(void)
         hx_err err = {0};
         char home[128];
         snprintf(home, sizeof home, "%s/clean", scratch_dir());
-        ASSERT(hx_dg_world_open(seed, seed % 2 ? HX_SPLIT_TRAIN : HX_SPLIT_HELDOUT, home, &dw, &err) == HX_OK);
+        ASSERT(hx_dg_world_open(seed, seed % 2 ? HX_SPLIT_TRAIN : HX_SPLIT_HELDOUT, 0, home, &dw, &err) == HX_OK);
         int personal = 0;
         for (int i = 0; i < dw.w.n_events; i++) personal |= dw.w.events[i].personal;
         without_personal += !personal;
@@ -110,7 +110,7 @@ static void test_pools_disjoint(void)
     EXPECT(distinct > N * 9 / 10);
     for (int s = 0; s < 40; s++) {
         hx_world w;
-        hx_world_generate((uint64_t)s, s & 1, &w, NULL);
+        hx_world_generate((uint64_t)s, s & 1, 0, &w, NULL);
         int y, m, d;
         hx_civil_from_days(w.today, &y, &m, &d);
         EXPECT((y == 2028) == (w.split == HX_SPLIT_HELDOUT));
@@ -183,18 +183,27 @@ static void test_training_words(void)
     EXPECT(starts['c' - 'a'] > N / 100 && starts['w' - 'a'] > N / 100 && starts['a' - 'a'] > N / 100);
 }
 
-/* Training worlds: about half have a busy day (two or three one-off
- * events on one working day of the coming week) and about a third one
- * cancelled one-off event, on the busy day when there is one, written as
- * STATUS:CANCELLED; held-out worlds have neither. */
+/* Training worlds made with HX_WORLD_BUSY_DAYS: about half have a busy
+ * day (two or three one-off events on one working day of the coming
+ * week) and about a third one cancelled one-off event, on the busy day
+ * when there is one, written as STATUS:CANCELLED; held-out worlds have
+ * neither, and without the flag a training world has neither and is
+ * otherwise the same world (the flag draws from a stream of its own). */
 static void test_busy_days(void)
 {
     int busy = 0, cancelled = 0, written = 0;
     for (uint64_t seed = 1; seed <= 60; seed++) {
-        hx_world w, h;
-        ASSERT(hx_world_generate(seed, HX_SPLIT_TRAIN, &w, NULL) == HX_OK);
-        ASSERT(hx_world_generate(seed, HX_SPLIT_HELDOUT, &h, NULL) == HX_OK);
-        EXPECT(h.busy_day == 0);
+        hx_world w, h, plain;
+        ASSERT(hx_world_generate(seed, HX_SPLIT_TRAIN, HX_WORLD_BUSY_DAYS, &w, NULL) == HX_OK);
+        ASSERT(hx_world_generate(seed, HX_SPLIT_HELDOUT, HX_WORLD_BUSY_DAYS, &h, NULL) == HX_OK);
+        ASSERT(hx_world_generate(seed, HX_SPLIT_TRAIN, 0, &plain, NULL) == HX_OK);
+        EXPECT(h.busy_day == 0 && plain.busy_day == 0);
+        EXPECT(!memcmp(plain.mails, w.mails, sizeof w.mails) && !memcmp(plain.files, w.files, sizeof w.files));
+        EXPECT(plain.n_events == w.n_events);
+        for (int i = 0; i < plain.n_events; i++) {
+            EXPECT(!plain.events[i].cancelled);
+            EXPECT(!strcmp(plain.events[i].title, w.events[i].title));
+        }
         for (int i = 0; i < h.n_events; i++) EXPECT(!h.events[i].cancelled);
         int on_day = 0, n_canc = 0;
         for (int i = 0; i < w.n_events; i++) {
@@ -232,7 +241,7 @@ static void test_world_layout(void)
 {
     hx_world w;
     char home[128], p[256];
-    ASSERT(hx_world_generate(8, HX_SPLIT_HELDOUT, &w, NULL) == HX_OK);
+    ASSERT(hx_world_generate(8, HX_SPLIT_HELDOUT, 0, &w, NULL) == HX_OK);
     snprintf(home, sizeof home, "%s/layout", scratch_dir());
     ASSERT(hx_world_write(&w, home, NULL) == HX_OK);
     int rrules = 0;
@@ -269,7 +278,7 @@ static void test_world_layout(void)
     hx_config_free(cfg);
     /* written again over the old one: nothing of it is left */
     hx_world w2;
-    hx_world_generate(9, HX_SPLIT_HELDOUT, &w2, NULL);
+    hx_world_generate(9, HX_SPLIT_HELDOUT, 0, &w2, NULL);
     ASSERT(hx_world_write(&w2, home, NULL) == HX_OK);
     snprintf(p, sizeof p, "%s/config/files/%s/%s", home, w.files[0].folder, w.files[0].name);
     int same = 0;
@@ -284,7 +293,7 @@ static void test_years(void)
     for (int s = 0; s < 200; s++) {
         hx_world w;
         int y, m, d;
-        hx_world_generate((uint64_t)s * 7919, HX_SPLIT_TRAIN, &w, NULL);
+        hx_world_generate((uint64_t)s * 7919, HX_SPLIT_TRAIN, 0, &w, NULL);
         hx_civil_from_days(w.today, &y, &m, &d);
         EXPECT(y != 2028 && y >= 2021 && y <= 2035);
         if (y >= 2000 && y < 2040 && !seen[y - 2000]++) distinct++;
@@ -296,7 +305,7 @@ static void test_years(void)
 static void test_day_phrases(void)
 {
     hx_world w;
-    hx_world_generate(4, HX_SPLIT_TRAIN, &w, NULL);
+    hx_world_generate(4, HX_SPLIT_TRAIN, 0, &w, NULL);
     hx_rng r;
     hx_rng_seed(&r, 1, 2);
     for (int64_t d = w.today - 7; d <= w.today + 30; d++)
@@ -340,7 +349,7 @@ static void world_env_round(const char *home_before, const char *now_before)
     char *before = env_text();
     hx_dg_world dw;
     hx_err err = {0};
-    ASSERT(hx_dg_world_open(42, HX_SPLIT_TRAIN, h, &dw, &err) == HX_OK);
+    ASSERT(hx_dg_world_open(42, HX_SPLIT_TRAIN, 0, h, &dw, &err) == HX_OK);
     EXPECT_STR_EQ(getenv("HEARTH_HOME"), h);
     EXPECT(getenv("HEARTH_NOW") && !strcmp(getenv("HEARTH_NOW"), dw.w.now_iso));
     /* a task's own clock (hx_dg_run) is the world's business too */
@@ -382,7 +391,7 @@ static void test_world_env_restored(void)
     unsetenv("HEARTH_NOW");
     hx_dg_world dw;
     hx_err err = {0};
-    ASSERT(hx_dg_world_open(43, HX_SPLIT_TRAIN, h, &dw, &err) == HX_OK);
+    ASSERT(hx_dg_world_open(43, HX_SPLIT_TRAIN, 0, h, &dw, &err) == HX_OK);
     hx_dg_world_close(&dw);
     setenv("HEARTH_HOME", "/changed/after", 1);
     hx_dg_world_close(&dw);
