@@ -933,7 +933,12 @@ static const kind_def kinds[] = {
  * "Calendar: book club prep" -> "club prep") and began file topics late.
  * "Schedule in {title}" taught it to skip the word after the verb, so it
  * goes; titles straight after a verb or a label and file topics after
- * "the"/"on" are added, and both kinds drawn more. */
+ * "the"/"on" are added, and both kinds drawn more.
+ * Session 35: every find_slots phrasing named a length and a time but no
+ * meeting, and every request that said "meeting" named who with ("with
+ * {who}"); asked "Can I fit a 20-minute meeting ..." (held out), tiny34
+ * made up attendees from the request's words ("fit a bit") in 30 of 35.
+ * Slot searches for a meeting or a call with nobody named are added. */
 static const struct train_mix {
     const char *kind;
     double boost;
@@ -1044,6 +1049,11 @@ static const struct train_mix {
          "Go through my {topic} document", "Bring up my file on {topic} and read it to me",
          "What's inside my {topic} file?", "Give me the contents of the {topic} notes")},
     {"move_event", 1.5, NULL, 0},
+    {"find_slots", 1.2,
+     TPL("Is there room for a {durp} meeting {when}?", "Could I squeeze a {durp} meeting in {when}?",
+         "Where would a {durp} meeting fit {when}?", "Find room for a {durp} call {when}",
+         "When could a {durn} meeting happen {when}?", "Is there space for a {durp} meeting {when}?",
+         "Find a free {durp} meeting slot {when}", "Have I got room for a {durp} call {when}?")},
 };
 
 static const struct train_mix *mix_of(const kind_def *k, int split)
