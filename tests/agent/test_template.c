@@ -231,6 +231,52 @@ static void test_detect(void)
     EXPECT_STR_EQ(hx_tpl_name(HX_TPL_LLAMA3), "llama3");
 }
 
+/* hx_tpl_detect on a file whose hearth.prompt_style is style (no
+ * vocabulary), with its standard error in err (n bytes). */
+static int detect_style(const char *style, char *err, size_t n)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/hx-tpl-style-%d.gguf", (int)getpid());
+    hx_gguf_writer *w = hx_gguf_writer_new();
+    hx_err e = {0};
+    int rc = w ? hx_gguf_set_str(w, "hearth.prompt_style", style) : HX_ERR_NOMEM;
+    if (!rc) rc = hx_gguf_writer_write(w, path, &e);
+    hx_gguf_writer_free(w);
+    hx_gguf *g = NULL;
+    if (!rc) rc = hx_gguf_open(path, &g, &e);
+    unlink(path);
+    FILE *tf = rc ? NULL : tmpfile();
+    if (!tf) {
+        hx_gguf_close(g);
+        return -100;
+    }
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fileno(tf), 2);
+    int f = hx_tpl_detect(g, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tf);
+    size_t k = fread(err, 1, n - 1, tf);
+    err[k] = 0;
+    fclose(tf);
+    hx_gguf_close(g);
+    return f;
+}
+
+/* A style the file declares is taken as it is; one this build does not
+ * know falls back to the vocabulary's guess and says so. */
+static void test_detect_declared(void)
+{
+    char err[512];
+    EXPECT_EQ_INT(detect_style("brief", err, sizeof err), HX_TPL_BRIEF);
+    EXPECT_STR_EQ(err, "");
+    EXPECT_EQ_INT(detect_style("compact", err, sizeof err), HX_TPL_COMPACT);
+    EXPECT_EQ_INT(detect_style("brieg", err, sizeof err), HX_TPL_COMPACT);
+    EXPECT(strstr(err, "hearth.prompt_style \"brieg\" is not a style this build knows") != NULL);
+}
+
 /* The compact style: one line per tool, plain role markers. */
 static void test_compact(void)
 {
@@ -283,6 +329,7 @@ int main(void)
 {
     RUN(test_json_py);
     RUN(test_detect);
+    RUN(test_detect_declared);
     RUN(test_compact);
     RUN(test_brief);
     RUN(test_qwen3_known_conversation);
