@@ -85,7 +85,8 @@ typedef struct hx_source {
     int (*count)(void *ctx, const char *text);
     void (*free)(void *ctx);
     /* Optional: the conversation's text that call arguments are copied
-     * from (the user's and tools' messages), for the next turns; see
+     * from (the user's and tools' messages and the recalled memories),
+     * for the next turns; see
      * hx_copy_stage_new. Copied; HX_OK or HX_ERR_NOMEM. */
     int (*set_copy_text)(void *ctx, const char *text);
     /* Optional (version 2): mends the string arguments of a call the

@@ -583,10 +583,25 @@ static void not_run(run *r, const pcall *c, const char *cut)
     cJSON_AddItemToArray(r->not_run, o);
 }
 
+/* The recalled memories of a request's context message (context_text),
+ * one "- [kind #id] text" line each (hx_memory_recall), without the
+ * planner's own words around them. */
+static void memory_lines(hx_buf *b, const char *text)
+{
+    for (const char *l = text; *l;) {
+        const size_t n = strcspn(l, "\n");
+        if (!strncmp(l, "- ", 2)) hx_buf_printf(b, "%.*s\n", (int)n, l);
+        l += n + (l[n] == '\n');
+    }
+}
+
 /* Tells the source what call arguments are copied from: every message
  * after the first (the fixed system text, whose words would only start
  * false copies) but the assistant's own (its earlier mistakes are not
- * worth copying); and the user's latest message, whose addresses come
+ * worth copying), and of a request's context only the recalled memories
+ * (a value copied from "Now: ... (Europe/London)" or "Things you
+ * remember" was "London", "UTC", "Now" or "Things" where a sender's name
+ * was asked for); and the user's latest message, whose addresses come
  * first. */
 static int set_copy_text(run *r, hx_err *err)
 {
@@ -599,7 +614,8 @@ static int set_copy_text(run *r, hx_err *err)
     for (const cJSON *m = first ? first->next : NULL; m; m = m->next) {
         const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
         const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(m, "content"));
-        if (text && (!role || strcmp(role, "assistant"))) hx_buf_printf(&b, "%s\n", text);
+        if (text && role && !strcmp(role, "system")) memory_lines(&b, text);
+        else if (text && (!role || strcmp(role, "assistant"))) hx_buf_printf(&b, "%s\n", text);
         if (text && role && !strcmp(role, "user")) request = text;
     }
     int rc = b.oom ? HX_ERR_NOMEM : src->set_copy_text(src->ctx, b.data ? b.data : "");

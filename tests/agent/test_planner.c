@@ -694,6 +694,14 @@ static void test_recall_in_prompt(void)
     EXPECT(mem && sys_end && user && mem > sys_end && mem < user);
     EXPECT(now && now > sys_end && now < user);
     EXPECT(who && who < sys_end);
+    /* arguments copy from the recalled memory, not from the context's
+     * other words ("Now", the time zone, the memories' heading) */
+    ASSERT(ss.n_copy == 1);
+    EXPECT(strstr(ss.copy_texts[0], "- [preference #") != NULL);
+    EXPECT(strstr(ss.copy_texts[0], "prefers meetings in the afternoon\n") != NULL);
+    EXPECT(strstr(ss.copy_texts[0], "schedule meetings in the afternoon") != NULL);
+    EXPECT(strstr(ss.copy_texts[0], "Now:") == NULL);
+    EXPECT(strstr(ss.copy_texts[0], "Things you remember") == NULL);
     done(&s, t, &ss);
     world_close(&w);
 }
