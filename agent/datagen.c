@@ -938,7 +938,12 @@ static const kind_def kinds[] = {
  * meeting, and every request that said "meeting" named who with ("with
  * {who}"); asked "Can I fit a 20-minute meeting ..." (held out), tiny34
  * made up attendees from the request's words ("fit a bit") in 30 of 35.
- * Slot searches for a meeting or a call with nobody named are added. */
+ * Slot searches for a meeting or a call with nobody named are added.
+ * tiny35 then took the held-out "Which files are in {folder}?" for a file
+ * search in 29 of 29 (tiny34: none): the only training phrasings that
+ * began "Which file" were file_search's ("Which file is the one on
+ * {topic}?", "Which folder has my {topic} file?"). Folder listings that
+ * ask "which" are added. */
 static const struct train_mix {
     const char *kind;
     double boost;
@@ -1054,6 +1059,10 @@ static const struct train_mix {
          "Where would a {durp} meeting fit {when}?", "Find room for a {durp} call {when}",
          "When could a {durn} meeting happen {when}?", "Is there space for a {durp} meeting {when}?",
          "Find a free {durp} meeting slot {when}", "Have I got room for a {durp} call {when}?")},
+    {"files_list", 1.0,
+     TPL("Which documents are in my {folder} folder?", "Which files do I keep in {folder}?",
+         "Which notes sit in {folder}?", "Which files does my {folder} folder hold?",
+         "Which things are saved in {folder}?", "What documents do I have in {folder}?")},
 };
 
 static const struct train_mix *mix_of(const kind_def *k, int split)
