@@ -201,11 +201,13 @@ int hx_jscan_byte(hx_jscan *s, char c);
 int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
                       const char *known, float bonus, const int *in_call,
                       hx_sampler_stage *out);
-/* Mends the string values of a call's arguments whose first word broke
- * off a copy from text: a small model copying "Moving day workshop" that
+/* Mends the string values of a call's arguments with one word broken off
+ * a copy from text: a small model copying "Moving day workshop" that
  * wrote "Pleaseing day workshop" (its first word from elsewhere, the rest
  * copied from the middle of "Moving") gets the word the rest was copied
- * from, when the text gives exactly one. A value shaped like an address
+ * from, when the text gives exactly one; so does "Code ze sync" for "Code
+ * freeze sync" (the words before the broken one copied up to it, here a
+ * broken last word too). A value shaped like an address
  * that is none of the text's ("emailmada@stycho.org" in a search's
  * "from") becomes the text's one address with its domain, if one. Values
  * that are copies already, composed ones ("body") and address values

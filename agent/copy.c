@@ -840,9 +840,36 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
     return HX_OK;
 }
 
-/* ---- repair: a value whose first word broke off a copy ---- */
+/* ---- repair: a value with one word broken off a copy ---- */
 
-/* The one value the text gives for v, whose first word the model broke
+/* The one word of the text v's word at s (v[s] begins it) was meant to
+ * be: v[0, s) copied up to it, v from h on (h >= s, starting inside the
+ * word) copied from inside it. 1 with the mended value in out, 0 when the
+ * text has no such word, -1 when it has two. */
+static int mend_word(const char *t, size_t n, const char *v, size_t s, size_t h, char *out,
+                     size_t cap)
+{
+    const char *tail = v + h, *blank = strchr(tail, ' ');
+    const size_t m = strlen(v), k = m - h;
+    if (!is_word(tail[0])) return 0;
+    if (!s && (!blank || !is_word(blank[1]))) return 0; /* one broken word alone */
+    int found = 0;
+    for (size_t p = 1; p + k <= n; p++) {
+        if (!is_word(t[p - 1]) || !is_word(t[p]) || memcmp(t + p, tail, k) || !can_end(t, n, p + k)) continue;
+        size_t w = p;
+        while (w > 0 && is_word(t[w - 1])) w--;
+        if (w < s || memcmp(t + w - s, v, s) || !can_start(t, w - s)) continue;
+        if (p - (w - s) + k + 1 > cap) return -1;
+        char cand[256];
+        snprintf(cand, sizeof cand, "%.*s%s", (int)(p - (w - s)), t + w - s, tail);
+        if (found && strcmp(cand, out)) return -1; /* two words it could be */
+        snprintf(out, cap, "%s", cand);
+        found = 1;
+    }
+    return found;
+}
+
+/* The one value the text gives for v, one of whose words the model broke
  * while copying the rest (see hx_copy_repair), written into out; 0 when
  * v is a copy already or no single such value exists. */
 static int repaired(const char *t, size_t n, const char *v, char *out, size_t cap)
@@ -850,23 +877,12 @@ static int repaired(const char *t, size_t n, const char *v, char *out, size_t ca
     const size_t m = strlen(v);
     for (size_t i = 0; i < n; i++) /* a copy already: nothing to mend */
         if (can_start(t, i) && i + m <= n && !memcmp(t + i, v, m) && can_end(t, n, i + m)) return 0;
-    for (size_t h = 0; h < m && !isspace((unsigned char)v[h]); h++) {
-        const char *tail = v + h, *blank = strchr(tail, ' ');
-        const size_t k = m - h;
-        if (!is_word(tail[0]) || !blank || !is_word(blank[1])) continue;
-        int found = 0;
-        for (size_t p = 1; p + k <= n; p++) {
-            if (!is_word(t[p - 1]) || !is_word(t[p]) || memcmp(t + p, tail, k) || !can_end(t, n, p + k)) continue;
-            size_t w = p;
-            while (w > 0 && is_word(t[w - 1])) w--;
-            if (p - w + k + 1 > cap) return 0;
-            char cand[256];
-            snprintf(cand, sizeof cand, "%.*s%s", (int)(p - w), t + w, tail);
-            if (found && strcmp(cand, out)) return 0; /* two words it could be */
-            snprintf(out, cap, "%s", cand);
-            found = 1;
+    for (size_t s = 0; s < m; s++) {
+        if (s && v[s - 1] != ' ') continue; /* s begins a word of v */
+        for (size_t h = s; h < m && !isspace((unsigned char)v[h]); h++) {
+            const int r = mend_word(t, n, v, s, h, out, cap);
+            if (r) return r > 0;
         }
-        if (found) return 1;
     }
     return 0;
 }

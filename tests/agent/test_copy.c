@@ -10,7 +10,7 @@
  * Keys of a tool's result start no copy. In the answer, a word of a
  * result's value being copied is finished as the value writes it, and a
  * list is walked in the result's order: the next item, whole, with its
- * own date and time. A value whose first word broke off a copy is mended
+ * own date and time. A value with one word broken off a copy is mended
  * (hx_copy_repair). */
 #include <math.h>
 #include <stdlib.h>
@@ -479,6 +479,17 @@ static void test_repair(void)
     EXPECT_STR_EQ(mend("Schedule annual review review at 9\n", "title", "al review review", &n),
                "annual review review");
     EXPECT(n == 1);
+    /* a later word broken, the words before it copied up to it */
+    EXPECT_STR_EQ(mend("Please calendar: Code freeze sync June 6\n", "title", "Code ze sync", &n),
+                  "Code freeze sync");
+    EXPECT(n == 1);
+    EXPECT_STR_EQ(mend("Shift my Code freeze review on May 1\n", "query", "my Code ze", &n),
+                  "my Code freeze");
+    EXPECT_STR_EQ(mend(LOG_TEXT, "title", "Moving day wxshop", &n), "Moving day workshop");
+    /* ... but not when those words are not right before it, or two words fit */
+    EXPECT_STR_EQ(mend("Code review, then freeze sync\n", "title", "Code ze sync", &n), "Code ze sync");
+    EXPECT_STR_EQ(mend("Code freeze or Code breeze\n", "title", "Code ze", &n), "Code ze");
+    EXPECT(n == 0);
     /* copies, composed values, addresses, one broken word alone: kept */
     EXPECT_STR_EQ(mend(LOG_TEXT, "title", "day workshop", &n), "day workshop");
     EXPECT(n == 0);
