@@ -71,6 +71,10 @@ void *hx_huge_alloc(size_t n, size_t size);
 /* strdup that returns NULL on NULL input. Free with free(). */
 char *hx_strdup(const char *s);
 char *hx_strndup(const char *s, size_t n);
+/* The first character of s that drives a terminal: a C0 control (but
+ * tab, newline and carriage return when allow_space), DEL, or a C1
+ * control (U+0080..U+009F, as UTF-8); NULL if there is none. */
+const char *hx_find_control(const char *s, int allow_space);
 /* Overflow-checked size arithmetic: return 0 and set *out, or -1 on overflow. */
 int hx_mul_size(size_t a, size_t b, size_t *out);
 int hx_add_size(size_t a, size_t b, size_t *out);
@@ -125,6 +129,11 @@ int hx_mkdirs(const char *path, hx_err *err);
 int hx_path_config(char *buf, size_t n);
 int hx_path_data(char *buf, size_t n);
 int hx_path_cache(char *buf, size_t n);
+/* Whether path is dir or lies beneath it, comparing names only (both
+ * absolute, without "//", "." or ".." and without a trailing '/'):
+ * "/a/b" is within "/a" and "/", "/ab" is not within "/a".
+ * Async-signal-safe. */
+int hx_path_within(const char *path, const char *dir);
 /* Where the tests and benchmarks find ../shared/data: $HEARTH_SHARED_DATA,
  * default "../shared/data" relative to the project root. Static string. */
 const char *hx_shared_data_dir(void);

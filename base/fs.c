@@ -1,4 +1,5 @@
-/* fs.c: whole-file reads, atomic writes, mkdir -p and the XDG paths. */
+/* fs.c: whole-file reads, atomic writes, mkdir -p, the XDG paths and
+ * path containment. */
 #include "base.h"
 
 #include <errno.h>
@@ -150,6 +151,13 @@ int hx_path_data(char *buf, size_t n)
 int hx_path_cache(char *buf, size_t n)
 {
     return xdg_path(buf, n, "cache", "XDG_CACHE_HOME", ".cache");
+}
+
+int hx_path_within(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/') return path[0] == '/';
+    return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
 }
 
 const char *hx_shared_data_dir(void)

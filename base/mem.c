@@ -1,4 +1,5 @@
-/* mem.c: checked allocation, the bump arena and the growable buffer. */
+/* mem.c: checked allocation, strings, the bump arena and the growable
+ * buffer. */
 #include "base.h"
 
 #include <stdlib.h>
@@ -56,6 +57,16 @@ void *hx_huge_alloc(size_t n, size_t size)
 char *hx_strdup(const char *s)
 {
     return s ? hx_strndup(s, strlen(s)) : NULL;
+}
+
+const char *hx_find_control(const char *s, int allow_space)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (allow_space && (*c == '\t' || *c == '\n' || *c == '\r')) continue;
+        if (*c < 0x20 || *c == 0x7f || (*c == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f))
+            return (const char *)c;
+    }
+    return NULL;
 }
 
 char *hx_strndup(const char *s, size_t n)
