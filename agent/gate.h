@@ -43,7 +43,8 @@ typedef int (*hx_gate_ask_fn)(void *user, const char *tool,
                               const char *args_json, const char *why);
 struct hx_consent *hx_gate_consent_new(int yes, int no, int allow_tainted_send,
                                        hx_gate_ask_fn ask, void *user);
-/* Hearth confines itself: from here on only AF_UNIX sockets open. */
+/* Hearth confines itself, on every thread: from here on no socket opens
+ * (socketpair does), nor io_uring (hx_sandbox_confine_self_no_network). */
 int hx_gate_no_network(hx_err *err);
 /* Whether HEARTH_SANDBOX_DISABLE switched that confinement off. */
 int hx_gate_no_network_off(void);

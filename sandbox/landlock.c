@@ -1,5 +1,7 @@
 /* landlock.c: the file-system (and, from ABI 4, TCP) confinement of tool
- * processes with Landlock, built in the parent and enforced in the child. */
+ * processes with Landlock, built in the parent and enforced in the child:
+ * the second layer under the mount namespace, and the only one where the
+ * kernel gives no namespaces. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
@@ -49,25 +51,28 @@ static uint64_t fs_rights(int abi)
     return r;
 }
 
-/* Adds a path-beneath rule; a missing optional path is skipped. */
-static int add_path(int rfd, const char *path, uint64_t access, int optional,
-                    hx_err *err)
+static int add_rule(int rfd, int fd, uint64_t access)
 {
-    int fd = open(path, O_PATH | O_CLOEXEC);
-    if (fd < 0) {
-        if (optional) return 0;
-        return hx_err_set(err, HX_ERR_NOTFOUND, "sandbox path %s: %s", path,
-                          strerror(errno)), -1;
-    }
     struct stat st;
     if (fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode))
         access &= LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE |
                   LANDLOCK_ACCESS_FS_WRITE_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV;
-    struct landlock_path_beneath_attr pb = {.allowed_access = access,
-                                            .parent_fd = fd};
-    long rc = syscall(SYS_landlock_add_rule, rfd, LANDLOCK_RULE_PATH_BENEATH,
-                      &pb, 0);
-    int e = errno;
+    struct landlock_path_beneath_attr pb = {.allowed_access = access, .parent_fd = fd};
+    return (int)syscall(SYS_landlock_add_rule, rfd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0);
+}
+
+/* Adds a path-beneath rule: a system path (trusted, may be a link, may be
+ * missing) or a listed one (never through a link). */
+static int add_path(int rfd, const char *path, uint64_t access, int system,
+                    hx_err *err)
+{
+    int fd = system ? open(path, O_PATH | O_CLOEXEC) : sb_open_nofollow(path, NULL);
+    if (fd < 0) {
+        if (system) return 0;
+        return hx_err_set(err, HX_ERR_NOTFOUND, "sandbox path %s: %s", path,
+                          strerror(errno)), -1;
+    }
+    int rc = add_rule(rfd, fd, access), e = errno;
     close(fd);
     if (rc) {
         hx_err_set(err, HX_ERR_IO, "landlock rule for %s: %s", path, strerror(e));
@@ -76,16 +81,8 @@ static int add_path(int rfd, const char *path, uint64_t access, int optional,
     return 0;
 }
 
-/* What every process needs to start: the loader, libraries, a shell. */
-static const char *const system_read[] = {
-    "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc/ld.so.cache",
-    "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
-    "/etc/alternatives", "/dev/null", "/dev/zero", "/dev/urandom",
-    "/proc/self", "/proc/sys/vm/overcommit_memory",
-};
-
-int sb_landlock_prepare(const hx_sandbox_params *p, unsigned *applied,
-                        hx_err *err)
+int sb_landlock_prepare(const hx_sandbox_params *p, const char *exe,
+                        unsigned *applied, hx_err *err)
 {
     int abi = hx_sandbox_landlock_abi();
     if (!abi) return -1;
@@ -103,8 +100,14 @@ int sb_landlock_prepare(const hx_sandbox_params *p, unsigned *applied,
     int rfd = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
     if (rfd < 0) return -1;
     int bad = 0;
-    for (size_t i = 0; i < sizeof system_read / sizeof *system_read; i++)
-        bad |= add_path(rfd, system_read[i], LL_READ, 1, err);
+    for (int i = 0; i < sb_n_system_paths; i++) {
+        const char *s = sb_system_paths[i];
+        /* the null and random devices take writes too ("> /dev/null") */
+        uint64_t dev = hx_path_within(s, "/dev") ? LANDLOCK_ACCESS_FS_WRITE_FILE : 0;
+        bad |= add_path(rfd, s, LL_READ | dev, 1, err);
+    }
+    /* the command file itself, not its folder */
+    bad |= add_path(rfd, exe, LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE, 0, err);
     for (int i = 0; i < p->n_read && !bad; i++)
         bad |= add_path(rfd, p->read_paths[i], LL_READ, 0, err);
     for (int i = 0; i < p->n_write && !bad; i++)
@@ -118,7 +121,14 @@ int sb_landlock_prepare(const hx_sandbox_params *p, unsigned *applied,
     return rfd;
 }
 
-int sb_landlock_enforce(int ruleset_fd)
+int sb_landlock_enforce(int ruleset_fd, int own_proc)
 {
+    /* the loader and sanitizers read /proc/self: in a mount and PID
+     * namespace of its own /proc holds only the tool's processes */
+    int fd = open(own_proc ? "/proc" : "/proc/self", O_PATH | O_CLOEXEC);
+    if (fd >= 0) {
+        add_rule(ruleset_fd, fd, LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR);
+        close(fd);
+    }
     return (int)syscall(SYS_landlock_restrict_self, ruleset_fd, 0);
 }

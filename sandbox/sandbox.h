@@ -1,8 +1,9 @@
 /* sandbox.h: the sandbox module's public API: running tool processes
- * confined by everything the kernel offers (Landlock, PID and network
- * namespaces, seccomp-bpf, no_new_privs, rlimits, a wall-clock timeout and
- * an output cap), and the permission policy that decides whether a tool
- * call may run. */
+ * confined by everything the kernel offers (a mount namespace holding only
+ * the listed paths, Landlock, PID and network namespaces, seccomp-bpf,
+ * no_new_privs, a session without a terminal, rlimits, a wall-clock
+ * timeout and an output cap), and the permission policy that decides
+ * whether a tool call may run. */
 #ifndef HX_SANDBOX_H
 #define HX_SANDBOX_H
 
@@ -24,10 +25,23 @@ enum {
     HX_SB_NO_NEW_PRIVS = 1 << 6,
     HX_SB_RLIMITS = 1 << 7,
     HX_SB_DROPPED_ROOT = 1 << 8, /* ran as nobody because Hearth runs as root */
+    HX_SB_MNTNS = 1 << 9,      /* a mount namespace: only the listed paths,
+                                  the command file and the system's loader
+                                  and libraries exist */
+    HX_SB_MEMLIMIT = 1 << 10,  /* RLIMIT_AS (max_memory) */
 };
 
 #define HX_SANDBOX_MAX_PATHS 32
 
+/* The paths a child gets: each listed path is reached without following a
+ * symbolic link (checked in the parent, checked again in the child: the
+ * same file or the spawn fails), is a folder or a regular file, lies
+ * outside /dev, /proc and /sys, and is not inside a write path (where the
+ * tool could replace it). The command file (argv[0], resolved once through
+ * PATH and links) is granted alone, to read and execute, not its folder;
+ * it may not lie inside a write path. Besides these the child reads the
+ * system's loader, libraries and shells (/usr, /bin, /lib, ...) and the
+ * null and random devices, and its own processes in /proc. */
 typedef struct hx_sandbox_params {
     const char *const *argv;   /* argv[0] is a path or a name found in PATH */
     const char *const *env;    /* NULL-terminated "K=V" list added to the
@@ -40,7 +54,7 @@ typedef struct hx_sandbox_params {
     int allow_network;         /* 0: no network at all (default) */
     double timeout_s;          /* wall clock; the whole process tree is killed */
     double cpu_s;              /* RLIMIT_CPU */
-    size_t max_memory;         /* RLIMIT_AS, bytes */
+    size_t max_memory;         /* RLIMIT_AS, bytes; 0: none */
     size_t max_file_size;      /* RLIMIT_FSIZE, bytes */
     int max_open_files;        /* RLIMIT_NOFILE */
     int max_procs;             /* RLIMIT_NPROC (in its own user namespace) */
@@ -74,6 +88,13 @@ int hx_sandbox_run(const hx_sandbox_params *p, const void *input,
                    size_t input_len, hx_sandbox_result *r, hx_err *err);
 void hx_sandbox_result_free(hx_sandbox_result *r);
 
+/* Checks p's command and paths as a spawn would (see above) without
+ * starting anything; err names the path at fault. */
+int hx_sandbox_check(const hx_sandbox_params *p, hx_err *err);
+/* Appends to out what a child of p may touch: "runs EXE; reads A, B;
+ * writes C". With p NULL: what every child reads besides its own paths. */
+void hx_sandbox_describe_grants(const hx_sandbox_params *p, hx_buf *out);
+
 /* A long-lived confined child speaking over pipes (MCP servers). */
 typedef struct hx_sandbox_proc hx_sandbox_proc;
 int hx_sandbox_spawn(const hx_sandbox_params *p, hx_sandbox_proc **out,
@@ -91,22 +112,29 @@ unsigned hx_sandbox_proc_applied(const hx_sandbox_proc *c);
 /* The child's stderr so far (capped); valid until the next call on c. */
 const char *hx_sandbox_proc_stderr(hx_sandbox_proc *c);
 
-/* Describes the applied bits ("landlock(abi 7), netns, pidns, seccomp,
- * no_new_privs, rlimits") into buf; returns buf. */
+/* Describes the applied bits ("landlock, landlock-net, netns, pidns,
+ * mntns, seccomp, no_new_privs, rlimits, memory-limit") into buf;
+ * returns buf. */
 const char *hx_sandbox_describe(unsigned applied, char *buf, size_t n);
-/* What this kernel and process can apply (probed once, cached). */
+/* What this kernel and process can apply (namespaces probed once with a
+ * child that exits at once, cached). */
 unsigned hx_sandbox_available(void);
 /* The Landlock ABI version, or 0 if Landlock is unavailable. */
 int hx_sandbox_landlock_abi(void);
 
-/* Installs the seccomp deny list on the calling process (used by Hearth to
- * prove it opens no network socket itself): after it, socket() of any
- * family but AF_UNIX fails with EACCES. Irreversible. A no-op when
- * HEARTH_SANDBOX_DISABLE lists "seccomp" (qemu-user has no seccomp). */
+/* Installs a seccomp filter on every thread of the calling process (used
+ * by Hearth to prove it opens no network socket itself): after it,
+ * socket() of every family fails with EACCES, io_uring with EPERM,
+ * socketpair() makes stream and seqpacket pairs only, TIOCSTI and
+ * TIOCLINUX fail, and so do ptrace (but in sanitizer builds), process_vm_*,
+ * modules, keys, bpf and the rest of the tools' deny list; what the sandbox
+ * needs to start a tool (namespaces, mounts) stays allowed. Irreversible.
+ * A no-op when HEARTH_SANDBOX_DISABLE lists "seccomp" (qemu-user has no
+ * seccomp). */
 int hx_sandbox_confine_self_no_network(hx_err *err);
 /* Whether HEARTH_SANDBOX_DISABLE (a comma list of "landlock",
- * "namespaces", "seccomp") switches mechanism what off, so a caller can
- * say so to the user. */
+ * "namespaces", "seccomp", "memory") switches mechanism what off, so a
+ * caller can say so to the user. */
 int hx_sandbox_mechanism_disabled(const char *what);
 
 /* ---- permission policy ----

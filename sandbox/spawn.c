@@ -1,7 +1,7 @@
-/* spawn.c: starting a tool process confined (namespaces, rlimits,
- * no_new_privs, Landlock, seccomp, dropped root), feeding it, collecting
- * its output under caps and a wall-clock timeout, and killing its whole
- * process tree. */
+/* spawn.c: starting a tool process confined (a new session, namespaces
+ * with a mount namespace holding only its paths, rlimits, no_new_privs,
+ * Landlock, seccomp, dropped root), feeding it, collecting its output under
+ * caps and a wall-clock timeout, and killing its whole process tree. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -18,6 +18,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/close_range.h>
 
 #include "sandbox/sandbox_int.h"
 
@@ -68,6 +70,7 @@ int hx_sandbox_mechanism_disabled(const char *what) { return sb_disabled(what); 
 
 typedef struct prep {
     char exe[PATH_MAX];
+    sb_plan plan;
     char *envp[MAX_ENV + 1];
     char env_store[4][PATH_MAX + 16];
     const char *cwd;
@@ -77,6 +80,7 @@ typedef struct prep {
     struct rlimit lim_cpu, lim_as, lim_fsize, lim_nofile, lim_nproc;
     int drop_root;
     int use_seccomp;
+    unsigned long ns_flags;    /* the namespaces the child was cloned into */
 } prep;
 
 /* Resolves argv[0] through PATH (the parent's), so the child only execs. */
@@ -121,12 +125,23 @@ static void set_lim(struct rlimit *l, double v)
     l->rlim_cur = l->rlim_max = v > 0 ? (rlim_t)v : RLIM_INFINITY;
 }
 
+/* Moves fd above stdio: where Hearth started with 0, 1 or 2 closed, the
+ * child's dup2 onto stdio would otherwise replace it. */
+static int above_stdio(int *fd)
+{
+    if (*fd < 0 || *fd > 2) return 0;
+    int moved = fcntl(*fd, F_DUPFD_CLOEXEC, 3);
+    if (moved < 0) return -1;
+    close(*fd);
+    *fd = moved;
+    return 0;
+}
+
 static int open_pipes(prep *pr, hx_err *err)
 {
     int *ps[] = {pr->pin, pr->pout, pr->perr, pr->pstat};
-    for (int i = 0; i < 4; i++) ps[i][0] = ps[i][1] = -1;
     for (int i = 0; i < 4; i++)
-        if (pipe2(ps[i], O_CLOEXEC))
+        if (pipe2(ps[i], O_CLOEXEC) || above_stdio(&ps[i][0]) || above_stdio(&ps[i][1]))
             return hx_err_set(err, HX_ERR_IO, "pipe: %s", strerror(errno));
     return HX_OK;
 }
@@ -149,21 +164,28 @@ static int prepare(const hx_sandbox_params *p, prep *pr, unsigned *applied,
                    hx_err *err)
 {
     memset(pr, 0, sizeof *pr);
+    int *fds[] = {pr->pin, pr->pout, pr->perr, pr->pstat};
+    for (int i = 0; i < 4; i++) fds[i][0] = fds[i][1] = -1; /* none to close yet */
     pr->landlock_fd = -1;
     if (!p->argv || !p->argv[0])
         return hx_err_set(err, HX_ERR_INVALID, "sandbox: empty command");
     int rc = resolve_exe(p->argv[0], pr->exe, err);
+    if (!rc) rc = sb_plan_build(p, pr->exe, &pr->plan, err);
     if (rc) return rc;
     build_env(pr, p);
     pr->cwd = p->cwd ? p->cwd : p->n_write ? p->write_paths[0] : "/";
-    int fd = sb_disabled("landlock") ? -1 : sb_landlock_prepare(p, applied, err);
+    int fd = sb_disabled("landlock") ? -1 : sb_landlock_prepare(p, pr->exe, applied, err);
     if (fd == -2) return err->rc ? err->rc : HX_ERR_IO; /* a listed path is bad */
     pr->landlock_fd = fd;
-    sb_seccomp_build(&pr->filter, 1, !p->allow_network);
+    if (above_stdio(&pr->landlock_fd))
+        return hx_err_set(err, HX_ERR_IO, "landlock: %s", strerror(errno));
+    sb_seccomp_build(&pr->filter, SB_SC_TOOL | (p->allow_network ? 0 : SB_SC_NO_NET));
     pr->use_seccomp = !sb_disabled("seccomp");
     if (!pr->use_seccomp) *applied &= ~(unsigned)HX_SB_SECCOMP;
+    int mem = p->max_memory && !sb_disabled("memory");
+    if (mem) *applied |= HX_SB_MEMLIMIT;
     set_lim(&pr->lim_cpu, p->cpu_s);
-    set_lim(&pr->lim_as, (double)p->max_memory);
+    set_lim(&pr->lim_as, mem ? (double)p->max_memory : 0);
     set_lim(&pr->lim_fsize, (double)p->max_file_size);
     set_lim(&pr->lim_nofile, p->max_open_files);
     set_lim(&pr->lim_nproc, p->max_procs);
@@ -171,17 +193,90 @@ static int prepare(const hx_sandbox_params *p, prep *pr, unsigned *applied,
     return open_pipes(pr, err);
 }
 
+int hx_sandbox_check(const hx_sandbox_params *p, hx_err *err)
+{
+    char exe[PATH_MAX];
+    sb_plan *plan = malloc(sizeof *plan);
+    if (!plan) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    int rc = !p->argv || !p->argv[0]
+                 ? hx_err_set(err, HX_ERR_INVALID, "sandbox: empty command")
+                 : resolve_exe(p->argv[0], exe, err);
+    if (!rc) rc = sb_plan_build(p, exe, plan, err);
+    free(plan);
+    return rc;
+}
+
+static void put_list(hx_buf *out, const char *what, const char *const *paths, int n)
+{
+    for (int i = 0; i < n; i++) hx_buf_printf(out, "%s%s", i ? ", " : what, paths[i]);
+}
+
+void hx_sandbox_describe_grants(const hx_sandbox_params *p, hx_buf *out)
+{
+    if (!p) {
+        put_list(out, "", sb_system_paths, sb_n_system_paths);
+        hx_buf_puts(out, " (read-only, those that exist), /proc of its own processes");
+        return;
+    }
+    char exe[PATH_MAX];
+    hx_err e;
+    if (!p->argv || !p->argv[0] || resolve_exe(p->argv[0], exe, &e))
+        snprintf(exe, sizeof exe, "%s (not found)", p->argv && p->argv[0] ? p->argv[0] : "?");
+    hx_buf_printf(out, "runs %s", exe);
+    put_list(out, "; reads ", p->read_paths, p->n_read);
+    put_list(out, "; writes ", p->write_paths, p->n_write);
+}
+
 /* ---- the child, between clone and exec: async-signal-safe only ---- */
 
-static void child_fail(int fd, int step)
+static void child_fail_at(int fd, int step, int at)
 {
-    int msg[2] = {step, errno};
+    int msg[3] = {step, errno, at};
     ssize_t w = write(fd, msg, sizeof msg);
     (void)w;
     _exit(127);
 }
 
-enum { ST_DUP = 1, ST_RLIMIT, ST_DROP, ST_CHDIR, ST_NNP, ST_LANDLOCK, ST_SECCOMP, ST_EXEC };
+static void child_fail(int fd, int step) { child_fail_at(fd, step, -1); }
+
+enum { ST_SETSID = 1, ST_DUP, ST_FDS, ST_USERNS, ST_MOUNT, ST_RLIMIT, ST_DROP,
+       ST_CHDIR, ST_NNP, ST_LANDLOCK, ST_SECCOMP, ST_EXEC };
+
+struct dirent64_raw {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+/* Marks each descriptor /proc/self/fd lists from 3 on close-on-exec. */
+static int cloexec_listed(void)
+{
+    int dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return -1;
+    _Alignas(8) char buf[2048];
+    long n;
+    while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0)
+        for (long off = 0; off < n;) {
+            const struct dirent64_raw *d = (const void *)(buf + off);
+            int fd = 0;
+            for (const char *c = d->d_name; *c >= '0' && *c <= '9'; c++) fd = fd * 10 + (*c - '0');
+            off += d->d_reclen;
+            if (fd >= 3 && fd != dfd && fcntl(fd, F_SETFD, FD_CLOEXEC)) n = -1;
+        }
+    close(dfd);
+    return n < 0 ? -1 : 0;
+}
+
+/* Every inherited descriptor but stdio closes at exec: close_range where
+ * the kernel has it (5.11), else each one /proc lists; else the spawn
+ * fails. */
+static int cloexec_from_3(void)
+{
+    if (!syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC)) return 0;
+    return cloexec_listed();
+}
 
 static void child_limits(const prep *pr)
 {
@@ -195,22 +290,27 @@ static void child_limits(const prep *pr)
 
 static void child_main(const prep *pr, const char *const *argv)
 {
-    int sfd = pr->pstat[1];
+    int sfd = pr->pstat[1], at;
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    setpgid(0, 0);
+    /* a session of its own: no controlling terminal to type into */
+    if (setsid() < 0) child_fail(sfd, ST_SETSID);
     if (dup2(pr->pin[0], 0) < 0 || dup2(pr->pout[1], 1) < 0 || dup2(pr->perr[1], 2) < 0)
         child_fail(sfd, ST_DUP);
-    /* every other inherited descriptor closes at exec */
-    syscall(SYS_close_range, 3, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);
+    if (cloexec_from_3()) child_fail(sfd, ST_FDS);
+    if ((pr->ns_flags & CLONE_NEWUSER) && sb_userns_map(&pr->plan)) child_fail(sfd, ST_USERNS);
+    if ((pr->ns_flags & CLONE_NEWNS) && sb_mounts_apply(&pr->plan, &at))
+        child_fail_at(sfd, ST_MOUNT, at);
     child_limits(pr);
     if (pr->drop_root &&
         (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY)))
         child_fail(sfd, ST_DROP);
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a change of user cleared it */
     if (chdir(pr->cwd)) child_fail(sfd, ST_CHDIR);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) child_fail(sfd, ST_NNP);
-    if (pr->landlock_fd >= 0 && sb_landlock_enforce(pr->landlock_fd))
+    int own_proc = (pr->ns_flags & (CLONE_NEWNS | CLONE_NEWPID)) == (CLONE_NEWNS | CLONE_NEWPID);
+    if (pr->landlock_fd >= 0 && sb_landlock_enforce(pr->landlock_fd, own_proc))
         child_fail(sfd, ST_LANDLOCK);
-    if (pr->use_seccomp && sb_seccomp_install(&pr->filter)) child_fail(sfd, ST_SECCOMP);
+    if (pr->use_seccomp && sb_seccomp_install(&pr->filter, 0)) child_fail(sfd, ST_SECCOMP);
     execve(pr->exe, (char *const *)argv, pr->envp);
     child_fail(sfd, ST_EXEC);
 }
@@ -218,24 +318,26 @@ static void child_main(const prep *pr, const char *const *argv)
 /* ---- starting ---- */
 
 /* fork() in new namespaces where possible, plain fork() otherwise; a tool
- * allowed the network keeps the host's network namespace. */
-static pid_t clone_confined(int keep_net, unsigned *applied)
+ * allowed the network keeps the host's network namespace. *used gets the
+ * namespace flags, set before the call so that the child sees them too. */
+static pid_t clone_confined(int keep_net, unsigned long *used, unsigned *applied)
 {
     static const struct {
         unsigned long flags;
         unsigned bits;
     } tries[] = {
-        {CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET, HX_SB_USERNS | HX_SB_PIDNS | HX_SB_NETNS},
-        {CLONE_NEWPID | CLONE_NEWNET, HX_SB_PIDNS | HX_SB_NETNS},
-        {CLONE_NEWUSER | CLONE_NEWNET, HX_SB_USERNS | HX_SB_NETNS},
+        {CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET,
+         HX_SB_USERNS | HX_SB_MNTNS | HX_SB_PIDNS | HX_SB_NETNS},
+        {CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET, HX_SB_MNTNS | HX_SB_PIDNS | HX_SB_NETNS},
+        {CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET, HX_SB_USERNS | HX_SB_MNTNS | HX_SB_NETNS},
         {0, 0},
     };
     /* as root the user namespace adds nothing (root stays root outside) */
     size_t first = sb_disabled("namespaces") ? 3 : geteuid() == 0 ? 1 : 0;
     for (size_t i = first; i < sizeof tries / sizeof *tries; i++) {
-        unsigned long flags = tries[i].flags & ~(keep_net ? CLONE_NEWNET : 0UL);
+        *used = tries[i].flags & ~(keep_net ? CLONE_NEWNET : 0UL);
         unsigned bits = tries[i].bits & ~(keep_net ? HX_SB_NETNS : 0u);
-        pid_t pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, 0, 0, 0, 0);
+        pid_t pid = (pid_t)syscall(SYS_clone, *used | SIGCHLD, 0, 0, 0, 0);
         if (pid >= 0) {
             if (pid > 0) *applied |= bits;
             return pid;
@@ -248,32 +350,36 @@ static pid_t clone_confined(int keep_net, unsigned *applied)
 
 static const char *step_name(int step)
 {
-    static const char *const names[] = {"?", "redirecting stdio", "setting rlimits",
-                                        "dropping root", "changing directory",
-                                        "setting no_new_privs", "enforcing Landlock",
-                                        "installing seccomp", "executing"};
+    static const char *const names[] = {
+        "?", "starting a session", "redirecting stdio", "closing inherited descriptors",
+        "mapping the user namespace", "building the mount namespace", "setting rlimits",
+        "dropping root", "changing directory", "setting no_new_privs", "enforcing Landlock",
+        "installing seccomp", "executing"};
     return step > 0 && step <= ST_EXEC ? names[step] : "?";
 }
 
 /* Waits for exec (the status pipe closes) or a setup failure report. */
-static int await_exec(hx_sandbox_proc *c, int stat_fd, const char *exe, hx_err *err)
+static int await_exec(hx_sandbox_proc *c, const prep *pr, hx_err *err)
 {
-    int msg[2];
+    int msg[3];
     ssize_t n;
-    do n = read(stat_fd, msg, sizeof msg);
+    do n = read(pr->pstat[0], msg, sizeof msg);
     while (n < 0 && errno == EINTR);
     if (n != (ssize_t)sizeof msg) return HX_OK;
     waitpid(c->pid, &c->status, 0);
     c->reaped = 1;
+    const char *at = msg[2] >= 0 && msg[2] < pr->plan.n ? pr->plan.m[msg[2]].path : NULL;
     return hx_err_set(err, msg[0] == ST_EXEC ? HX_ERR_NOTFOUND : HX_ERR_DENIED,
-                      "could not start %s: %s failed: %s", exe, step_name(msg[0]),
-                      strerror(msg[1]));
+                      "could not start %s: %s%s%s failed: %s", pr->exe, step_name(msg[0]),
+                      at ? " at " : "", at ? at : "",
+                      msg[1] == ESTALE ? "the path changed since it was checked"
+                                       : strerror(msg[1]));
 }
 
 static void warn_missing_once(unsigned applied)
 {
     static int warned;
-    unsigned want = HX_SB_LANDLOCK | HX_SB_NETNS | HX_SB_PIDNS | HX_SB_SECCOMP;
+    unsigned want = HX_SB_LANDLOCK | HX_SB_NETNS | HX_SB_PIDNS | HX_SB_MNTNS | HX_SB_SECCOMP;
     if (warned || (applied & want) == want) return;
     warned = 1;
     char buf[256];
@@ -296,7 +402,7 @@ int hx_sandbox_spawn(const hx_sandbox_params *p, hx_sandbox_proc **out,
     int rc = prepare(p, pr, &applied, err);
     if (rc) goto fail;
     if (pr->drop_root) applied |= HX_SB_DROPPED_ROOT;
-    c->pid = clone_confined(p->allow_network, &applied);
+    c->pid = clone_confined(p->allow_network, &pr->ns_flags, &applied);
     if (c->pid < 0) {
         rc = hx_err_set(err, HX_ERR_IO, "fork: %s", strerror(errno));
         goto fail;
@@ -309,7 +415,7 @@ int hx_sandbox_spawn(const hx_sandbox_params *p, hx_sandbox_proc **out,
     c->max_stderr = p->max_stderr;
     hx_buf_init(&c->out_pending);
     hx_buf_init(&c->err);
-    rc = await_exec(c, pr->pstat[0], pr->exe, err);
+    rc = await_exec(c, pr, err);
     prep_close(pr);
     free(pr);
     if (rc) {
@@ -558,8 +664,9 @@ const char *hx_sandbox_describe(unsigned a, char *buf, size_t n)
         const char *name;
     } names[] = {{HX_SB_LANDLOCK, "landlock"}, {HX_SB_LANDLOCK_NET, "landlock-net"},
                  {HX_SB_NETNS, "netns"}, {HX_SB_PIDNS, "pidns"},
-                 {HX_SB_USERNS, "userns"}, {HX_SB_SECCOMP, "seccomp"},
-                 {HX_SB_NO_NEW_PRIVS, "no_new_privs"}, {HX_SB_RLIMITS, "rlimits"},
+                 {HX_SB_MNTNS, "mntns"}, {HX_SB_USERNS, "userns"},
+                 {HX_SB_SECCOMP, "seccomp"}, {HX_SB_NO_NEW_PRIVS, "no_new_privs"},
+                 {HX_SB_RLIMITS, "rlimits"}, {HX_SB_MEMLIMIT, "memory-limit"},
                  {HX_SB_DROPPED_ROOT, "as-nobody"}};
     size_t k = 0;
     buf[0] = '\0';
@@ -573,10 +680,26 @@ const char *hx_sandbox_describe(unsigned a, char *buf, size_t n)
     return buf;
 }
 
+/* The namespaces a child gets here: one clone that exits at once. */
+static unsigned probe_namespaces(void)
+{
+    unsigned long used;
+    unsigned bits = 0;
+    pid_t pid = clone_confined(0, &used, &bits);
+    if (pid == 0) _exit(0);
+    if (pid > 0) waitpid(pid, NULL, 0);
+    return pid > 0 ? bits : 0;
+}
+
 unsigned hx_sandbox_available(void)
 {
-    unsigned a = HX_SB_SECCOMP | HX_SB_NO_NEW_PRIVS | HX_SB_RLIMITS;
-    if (hx_sandbox_landlock_abi()) a |= HX_SB_LANDLOCK;
-    if (hx_sandbox_landlock_abi() >= 4) a |= HX_SB_LANDLOCK_NET;
+    static unsigned ns = ~0u;
+    if (ns == ~0u) ns = probe_namespaces();
+    unsigned a = HX_SB_NO_NEW_PRIVS | HX_SB_RLIMITS | HX_SB_MEMLIMIT | ns;
+    if (!sb_disabled("seccomp")) a |= HX_SB_SECCOMP;
+    if (sb_disabled("memory")) a &= ~(unsigned)HX_SB_MEMLIMIT;
+    if (hx_sandbox_landlock_abi() && !sb_disabled("landlock")) a |= HX_SB_LANDLOCK;
+    if (hx_sandbox_landlock_abi() >= 4 && !sb_disabled("landlock")) a |= HX_SB_LANDLOCK_NET;
+    if (geteuid() == 0) a |= HX_SB_DROPPED_ROOT;
     return a;
 }

@@ -138,7 +138,8 @@ static void test_requests_through_engine(void)
 }
 
 /* `hearth ask` confines itself: after a run in a child, opening an
- * AF_INET socket fails with EACCES (the seccomp filter); AF_UNIX works. */
+ * AF_INET socket fails with EACCES (the seccomp filter), and so does an
+ * AF_UNIX one (host services listen there); a socketpair works. */
 static void test_ask_opens_no_network(void)
 {
     const char *model = test_shared_file("models/stories260K.gguf");
@@ -157,8 +158,10 @@ static void test_ask_opens_no_network(void)
         dup2(fd, 1), dup2(fd, 2);
         int rc = cmd_ask(12, argv);
         int in = socket(AF_INET, SOCK_STREAM, 0), in_errno = errno;
-        int un = socket(AF_UNIX, SOCK_STREAM, 0);
-        _exit(rc > 1 ? 10 : in >= 0 ? 11 : in_errno != EACCES ? 12 : un < 0 ? 13 : 0);
+        int un = socket(AF_UNIX, SOCK_STREAM, 0), sv[2];
+        int pair = socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        _exit(rc > 1 ? 10 : in >= 0 ? 11 : in_errno != EACCES ? 12 : un >= 0 ? 13
+              : pair ? 14 : 0);
     }
     int status = 0;
     waitpid(pid, &status, 0);
@@ -167,7 +170,7 @@ static void test_ask_opens_no_network(void)
     world_close(&w);
 }
 
-/* The same, watched from outside: strace sees no socket but AF_UNIX. */
+/* The same, watched from outside: strace sees no AF_INET socket. */
 static void test_ask_under_strace(void)
 {
     const char *model = test_shared_file("models/stories260K.gguf");

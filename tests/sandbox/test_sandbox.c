@@ -36,7 +36,7 @@ const char *__asan_default_options(void)
 /* exit codes of the hostile modes */
 enum { ESCAPED = 42, STOPPED = 7 };
 
-static char self_path[PATH_MAX], self_dir[PATH_MAX];
+static char self_path[PATH_MAX];
 static char root_dir[PATH_MAX], secret_dir[PATH_MAX], work_dir[PATH_MAX];
 
 static int hostile(const char *mode, const char *arg)
@@ -95,7 +95,6 @@ static hx_sandbox_params params_for(const char *mode, const char *arg)
     argv[0] = self_path, argv[1] = "--hostile", argv[2] = mode, argv[3] = arg, argv[4] = NULL;
     hx_sandbox_params p = hx_sandbox_default_params();
     p.argv = argv;
-    p.read_paths[p.n_read++] = self_dir;
     p.write_paths[p.n_write++] = work_dir;
     p.timeout_s = 3;
     p.cpu_s = 5;
@@ -303,9 +302,10 @@ static void test_self_no_network(void)
     if (pid == 0) {
         hx_err e;
         if (hx_sandbox_confine_self_no_network(&e)) _exit(3);
-        int s = socket(AF_INET, SOCK_STREAM, 0);
-        int u = socket(AF_UNIX, SOCK_STREAM, 0);
-        _exit(s < 0 && errno == EACCES && u >= 0 ? 0 : 1);
+        int s = socket(AF_INET, SOCK_STREAM, 0), sv[2];
+        int u = socket(AF_UNIX, SOCK_STREAM, 0), u_errno = errno;
+        int pair = socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+        _exit(s < 0 && u < 0 && u_errno == EACCES && pair == 0 ? 0 : 1);
     }
     int st;
     waitpid(pid, &st, 0);
@@ -363,8 +363,6 @@ int main(int argc, char **argv)
     if (argc >= 3 && !strcmp(argv[1], "--hostile"))
         return hostile(argv[2], argc > 3 ? argv[3] : "");
     if (!realpath(argv[0], self_path)) return 1;
-    snprintf(self_dir, sizeof self_dir, "%s", self_path);
-    *strrchr(self_dir, '/') = '\0';
     if (setup_dirs()) {
         printf("FAIL setup: cannot create test folders\n");
         return 1;
