@@ -11,14 +11,13 @@ typedef struct ext_manifest {
     char *description;
     char *schema_json;        /* command tools only */
     char **command;           /* NULL-terminated argv; command[0] absolute */
-    char *exe_dir;            /* the folder of command[0]: readable */
     char *read_paths[HX_SANDBOX_MAX_PATHS];
     int n_read;
     char *write_paths[HX_SANDBOX_MAX_PATHS];
     int n_write;
     int effect;               /* hx_effect */
     double timeout_s;
-    double max_memory_mb;     /* address-space limit; 0 = none */
+    double max_memory_mb;     /* address-space limit */
     int is_mcp;
 } ext_manifest;
 

@@ -15,6 +15,11 @@
 
 #define MAX_MANIFEST_BYTES (256u << 10)
 
+/* Bounds of what a manifest may ask for. */
+#define MAX_TIMEOUT_S 600.0
+#define MIN_MEMORY_MB 16.0
+#define MAX_MEMORY_MB 65536.0
+
 /* ---- parsing ---- */
 
 static void manifest_free(ext_manifest *m)
@@ -24,7 +29,6 @@ static void manifest_free(ext_manifest *m)
     free(m->schema_json);
     for (char **a = m->command; a && *a; a++) free(*a);
     free(m->command);
-    free(m->exe_dir);
     for (int i = 0; i < m->n_read; i++) free(m->read_paths[i]);
     for (int i = 0; i < m->n_write; i++) free(m->write_paths[i]);
     free(m);
@@ -38,16 +42,19 @@ static int valid_name(const char *s)
     return 1;
 }
 
-/* "~/x" -> $HOME/x; other paths must be absolute. */
+/* "~/x" -> $HOME/x; other paths must be absolute. Repeated and trailing
+ * slashes go; "." and ".." stay, for the sandbox to refuse. */
 static char *expand_path(const char *p)
 {
-    if (p[0] == '~' && (p[1] == '/' || !p[1])) {
-        const char *home = getenv("HOME");
-        char buf[PATH_MAX];
-        snprintf(buf, sizeof buf, "%s%s", home ? home : "", p + 1);
-        return hx_strdup(buf);
-    }
-    return p[0] == '/' ? hx_strdup(p) : NULL;
+    const char *home = p[0] == '~' && (p[1] == '/' || !p[1]) ? getenv("HOME") : NULL;
+    if (!home && p[0] != '/') return NULL;
+    hx_buf b;
+    hx_buf_init(&b);
+    if (home) hx_buf_printf(&b, "%s/", home);
+    for (const char *c = home ? p + 1 : p; *c; c++)
+        if (*c != '/' || (b.len && b.data[b.len - 1] != '/') || !b.len) hx_buf_putc(&b, *c);
+    while (b.len > 1 && b.data[b.len - 1] == '/') b.data[--b.len] = '\0';
+    return hx_buf_steal(&b, NULL);
 }
 
 static int parse_paths(const cJSON *arr, const char *field, char **out, int *n,
@@ -95,9 +102,6 @@ static int parse_command(const cJSON *cmd, const char *field, ext_manifest *m,
     }
     free(m->command[0]);
     m->command[0] = exe;
-    m->exe_dir = hx_strdup(exe);
-    *strrchr(m->exe_dir, '/') = '\0';
-    if (!m->exe_dir[0]) strcpy(m->exe_dir, "/");
     return HX_OK;
 }
 
@@ -109,11 +113,16 @@ static int parse_effect(const cJSON *v, ext_manifest *m, hx_err *err)
     return hx_err_set(err, HX_ERR_FORMAT, "effect: expected \"read\", \"write\" or \"send\"");
 }
 
-static int parse_schema(const cJSON *root, ext_manifest *m, hx_err *err)
+static const cJSON *schema_of(const cJSON *root)
 {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(root, "input_schema");
     if (!s) s = cJSON_GetObjectItemCaseSensitive(root, "inputSchema");
-    if (!s) s = cJSON_GetObjectItemCaseSensitive(root, "parameters");
+    return s ? s : cJSON_GetObjectItemCaseSensitive(root, "parameters");
+}
+
+static int parse_schema(const cJSON *root, ext_manifest *m, hx_err *err)
+{
+    const cJSON *s = schema_of(root);
     if (!cJSON_IsObject(s))
         return hx_err_set(err, HX_ERR_FORMAT, "input_schema: expected a JSON Schema object");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(s, "type");
@@ -131,8 +140,8 @@ static int parse_kind(const cJSON *root, ext_manifest *m, hx_err *err)
         return hx_err_set(err, HX_ERR_FORMAT, "give either \"command\" or \"mcp\", not both");
     if (mcp) {
         m->is_mcp = 1;
-        if (!cJSON_IsObject(mcp))
-            return hx_err_set(err, HX_ERR_FORMAT, "mcp: expected {\"command\": [...]}");
+        if (!cJSON_IsObject(mcp) || cJSON_GetArraySize(mcp) != 1)
+            return hx_err_set(err, HX_ERR_FORMAT, "mcp: expected {\"command\": [...]} and nothing else");
         return parse_command(cJSON_GetObjectItemCaseSensitive(mcp, "command"), "mcp.command", m, err);
     }
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "description");
@@ -143,9 +152,50 @@ static int parse_kind(const cJSON *root, ext_manifest *m, hx_err *err)
     return rc ? rc : parse_command(cmd, "command", m, err);
 }
 
+/* A number field within [lo, hi], def when absent. */
+static int parse_bounded(const cJSON *root, const char *field, double lo, double hi,
+                         double def, double *out, hx_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, field);
+    if (!v) return *out = def, HX_OK;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
+        return hx_err_set(err, HX_ERR_RANGE, "%s: expected a number from %g to %g", field,
+                          lo, hi);
+    *out = v->valuedouble;
+    return HX_OK;
+}
+
+static const char *const known_fields[] = {
+    "name", "description", "input_schema", "inputSchema", "parameters", "command",
+    "mcp", "effect", "read_paths", "write_paths", "timeout_s", "max_memory_mb", "network",
+};
+
+/* Only known fields, one schema: a misspelt limit ("timeout") must not
+ * pass for a default. */
+static int check_fields(const cJSON *root, hx_err *err)
+{
+    int schemas = 0;
+    for (const cJSON *f = root->child; f; f = f->next) {
+        size_t k = 0, n = sizeof known_fields / sizeof *known_fields;
+        while (k < n && strcmp(f->string, known_fields[k])) k++;
+        if (k == n)
+            return hx_err_set(err, HX_ERR_FORMAT,
+                              "unknown field \"%.64s\" (the fields are name, description, "
+                              "input_schema, command or mcp, effect, read_paths, "
+                              "write_paths, timeout_s, max_memory_mb)", f->string);
+        schemas += k >= 2 && k <= 4;
+    }
+    if (schemas > 1)
+        return hx_err_set(err, HX_ERR_FORMAT,
+                          "give one of input_schema, inputSchema or parameters");
+    return HX_OK;
+}
+
 static int parse_manifest(const cJSON *root, ext_manifest *m, hx_err *err)
 {
     if (!cJSON_IsObject(root)) return hx_err_set(err, HX_ERR_FORMAT, "expected a JSON object");
+    int rc = check_fields(root, err);
+    if (rc) return rc;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
     if (!cJSON_IsString(name) || !valid_name(name->valuestring))
         return hx_err_set(err, HX_ERR_FORMAT,
@@ -154,46 +204,213 @@ static int parse_manifest(const cJSON *root, ext_manifest *m, hx_err *err)
     const cJSON *net = cJSON_GetObjectItemCaseSensitive(root, "network");
     if (cJSON_IsTrue(net))
         return hx_err_set(err, HX_ERR_DENIED, "network: Hearth tools never get the network");
-    int rc = parse_effect(cJSON_GetObjectItemCaseSensitive(root, "effect"), m, err);
+    if (net && !cJSON_IsFalse(net)) return hx_err_set(err, HX_ERR_FORMAT, "network: false or absent");
+    rc = parse_effect(cJSON_GetObjectItemCaseSensitive(root, "effect"), m, err);
     if (!rc) rc = parse_kind(root, m, err);
     if (!rc) rc = parse_paths(cJSON_GetObjectItemCaseSensitive(root, "read_paths"),
                               "read_paths", m->read_paths, &m->n_read, err);
     if (!rc) rc = parse_paths(cJSON_GetObjectItemCaseSensitive(root, "write_paths"),
                               "write_paths", m->write_paths, &m->n_write, err);
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "timeout_s");
-    m->timeout_s = cJSON_IsNumber(t) && t->valuedouble > 0 && t->valuedouble <= 600
-                       ? t->valuedouble : 10;
-    const cJSON *mem = cJSON_GetObjectItemCaseSensitive(root, "max_memory_mb");
-    m->max_memory_mb = cJSON_IsNumber(mem) && mem->valuedouble >= 0 ? mem->valuedouble : 1024;
+    if (!rc) rc = parse_bounded(root, "timeout_s", 0.1, MAX_TIMEOUT_S, 10, &m->timeout_s, err);
+    if (!rc) rc = parse_bounded(root, "max_memory_mb", MIN_MEMORY_MB, MAX_MEMORY_MB, 1024,
+                                &m->max_memory_mb, err);
     return rc;
 }
 
-/* Reads and parses a manifest file; *out owned by the caller. */
-static int load_manifest(const char *path, ext_manifest **out, hx_err *err)
+/* ---- what JSON readers could disagree on ---- */
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+/* No object holds a key twice, at any depth: Hearth reads the first, most
+ * JSON readers the last, and the user must see what Hearth runs. */
+static int no_duplicate_keys(const cJSON *v, hx_err *err)
+{
+    int n = 0, rc = HX_OK;
+    for (const cJSON *c = v->child; c; c = c->next) n++;
+    const cJSON **keys = cJSON_IsObject(v) && n > 1 ? malloc((size_t)n * sizeof *keys) : NULL;
+    if (keys) {
+        int k = 0;
+        for (const cJSON *c = v->child; c; c = c->next) keys[k++] = c;
+        qsort(keys, (size_t)n, sizeof *keys, by_key);
+        for (int i = 1; i < n && !rc; i++)
+            if (!strcmp(keys[i - 1]->string, keys[i]->string))
+                rc = hx_err_set(err, HX_ERR_FORMAT, "the key \"%.64s\" appears twice in one object",
+                                keys[i]->string);
+        free(keys);
+    } else if (cJSON_IsObject(v) && n > 1) {
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    }
+    for (const cJSON *c = v->child; c && !rc; c = c->next) rc = no_duplicate_keys(c, err);
+    return rc;
+}
+
+/* No key or string drives a terminal (tab, newline and CR are left for the
+ * registry to turn into spaces in descriptions). */
+static int no_controls(const cJSON *v, hx_err *err)
+{
+    for (const cJSON *c = v->child; c; c = c->next) {
+        const char *bad = c->string ? hx_find_control(c->string, 0) : NULL;
+        if (!bad && cJSON_IsString(c)) bad = hx_find_control(c->valuestring, 1);
+        if (bad)
+            return hx_err_set(err, HX_ERR_FORMAT,
+                              "%s%.64s: a control character (byte 0x%02x); manifests may not "
+                              "hold any", c->string ? "field " : "a string in ",
+                              c->string ? c->string : "an array", (unsigned char)*bad);
+        int rc = no_controls(c, err);
+        if (rc) return rc;
+    }
+    return HX_OK;
+}
+
+/* "\u0000" ends the C string the parser gives: Hearth would read less
+ * than another reader. */
+static int has_nul_escape(const char *t, size_t n)
+{
+    for (size_t i = 0; i + 5 < n; i++) {
+        if (t[i] != '\\') continue;
+        if (t[i + 1] == 'u' && !memcmp(t + i + 2, "0000", 4)) return 1;
+        i++; /* the escaped character */
+    }
+    return 0;
+}
+
+static int parse_text(const char *text, size_t len, cJSON **root, hx_err *err)
+{
+    const char *end = NULL;
+    *root = NULL;
+    if (memchr(text, '\0', len) || has_nul_escape(text, len))
+        return hx_err_set(err, HX_ERR_FORMAT, "a string holds \\u0000, which Hearth refuses");
+    *root = cJSON_ParseWithLengthOpts(text, len + 1, &end, 1);
+    if (!*root) return hx_err_set(err, HX_ERR_FORMAT, "not valid JSON");
+    int rc = no_duplicate_keys(*root, err);
+    return rc ? rc : no_controls(*root, err);
+}
+
+/* ---- where a tool may never reach ---- */
+
+/* Where p really is: the real path of its longest existing part, with the
+ * rest appended (a folder Hearth has not made yet), without a trailing
+ * '/'. */
+static void real_path(const char *p, char *out, size_t n)
+{
+    char part[PATH_MAX], real[PATH_MAX];
+    snprintf(part, sizeof part, "%s", p);
+    const char *rest = "";
+    for (;;) {
+        if (realpath(part, real)) {
+            rest = p + strlen(part);
+            break;
+        }
+        char *slash = strrchr(part, '/');
+        if (!slash || slash == part) {
+            snprintf(real, sizeof real, "%s", p);
+            break;
+        }
+        *slash = '\0';
+    }
+    snprintf(out, n, "%s%s", strcmp(real, "/") ? real : "", rest);
+    size_t k = strlen(out);
+    while (k > 1 && out[k - 1] == '/') out[--k] = '\0';
+    if (!k) snprintf(out, n, "/");
+}
+
+typedef struct guarded {
+    const char *what;
+    char path[PATH_MAX];
+    int own;   /* Hearth's own: no listed path may overlap it */
+} guarded;
+
+static int n_guarded(const hx_config *cfg, guarded *g)
+{
+    static const char *const own[] = {"Hearth's configuration", "Hearth's data", "Hearth's cache"};
+    int (*const dirs[])(char *, size_t) = {hx_path_config, hx_path_data, hx_path_cache};
+    char raw[PATH_MAX];
+    int n = 0;
+    for (int i = 0; i < 3; i++)
+        if (dirs[i](raw, sizeof raw) > 0) g[n].what = own[i], g[n].own = 1, real_path(raw, g[n++].path, PATH_MAX);
+    if (!cfg) return n;
+    const struct { const char *what, *path; int own; } roots[] = {
+        {"the outbox", cfg->outbox, 1}, {"the Maildir", cfg->maildir, 0},
+        {"the default calendar", cfg->calendar_default, 0}};
+    for (size_t i = 0; i < sizeof roots / sizeof *roots; i++)
+        if (roots[i].path && *roots[i].path)
+            g[n].what = roots[i].what, g[n].own = roots[i].own,
+            real_path(roots[i].path, g[n++].path, PATH_MAX);
+    for (int i = 0; i < cfg->n_calendars; i++)
+        g[n].what = "a calendar", g[n].own = 0, real_path(cfg->calendars[i], g[n++].path, PATH_MAX);
+    for (int i = 0; i < cfg->n_file_roots; i++)
+        g[n].what = "a file root", g[n].own = 0, real_path(cfg->file_roots[i], g[n++].path, PATH_MAX);
+    return n;
+}
+
+static int overlap(const char *field, const char *path, const guarded *g, hx_err *err)
+{
+    return hx_err_set(err, HX_ERR_DENIED, "%s %s: %s %s (%s); a registered tool may not "
+                      "reach it", field, path,
+                      hx_path_within(g->path, path) ? "holds" : "lies inside", g->what, g->path);
+}
+
+/* No write path holds a root of Hearth's built-in tools (it could replace
+ * it with a link), no listed path overlaps Hearth's own folders. */
+static int check_guarded(const ext_manifest *m, const hx_config *cfg, hx_err *err)
+{
+    guarded *g = malloc((3 + 3 + 2 * HX_MAX_ROOTS) * sizeof *g);
+    if (!g) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    int n = n_guarded(cfg, g), rc = HX_OK;
+    for (int i = 0; i < n && !rc; i++) {
+        for (int k = 0; k < m->n_write && !rc; k++)
+            if (hx_path_within(g[i].path, m->write_paths[k]) ||
+                (g[i].own && hx_path_within(m->write_paths[k], g[i].path)))
+                rc = overlap("write path", m->write_paths[k], &g[i], err);
+        for (int k = 0; k < m->n_read && !rc && g[i].own; k++)
+            if (hx_path_within(g[i].path, m->read_paths[k]) ||
+                hx_path_within(m->read_paths[k], g[i].path))
+                rc = overlap("read path", m->read_paths[k], &g[i], err);
+    }
+    free(g);
+    return rc;
+}
+
+/* Reads, parses and checks a manifest file against cfg (NULL: Hearth's
+ * own folders only); *out owned by the caller. */
+static int load_manifest(const char *path, const hx_config *cfg, ext_manifest **out,
+                         hx_err *err)
 {
     char *text;
     size_t len;
     hx_err e;
+    cJSON *root = NULL;
     *out = NULL;
     int rc = hx_read_file(path, MAX_MANIFEST_BYTES, &text, &len, &e);
     if (rc) return hx_err_set(err, rc, "%s", e.msg);
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
     ext_manifest *m = calloc(1, sizeof *m);
-    if (!m) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    else if (!root) rc = hx_err_set(err, HX_ERR_FORMAT, "%s: not valid JSON", path);
-    else if ((rc = parse_manifest(root, m, &e)))
-        hx_err_set(err, rc, "%s: %s", path, e.msg);
+    if (!m) rc = hx_err_set(&e, HX_ERR_NOMEM, "out of memory");
+    if (!rc) rc = parse_text(text, len, &root, &e);
+    free(text);
+    if (!rc) rc = parse_manifest(root, m, &e);
     cJSON_Delete(root);
-    if (rc) manifest_free(m);
-    else *out = m;
+    if (!rc) {
+        hx_sandbox_params p = ext_sandbox_params(m);
+        rc = hx_sandbox_check(&p, &e);
+    }
+    if (!rc) rc = check_guarded(m, cfg, &e);
+    if (rc) {
+        hx_err_set(err, rc, "%s: %s", path, e.msg);
+        manifest_free(m);
+    } else {
+        *out = m;
+    }
     return rc;
 }
 
-int hx_manifest_check(const char *path, char *name, size_t n, hx_err *err)
+int hx_manifest_check(const char *path, const hx_config *cfg, char *name, size_t n,
+                      hx_err *err)
 {
     ext_manifest *m;
-    int rc = load_manifest(path, &m, err);
+    int rc = load_manifest(path, cfg, &m, err);
     if (rc) return rc;
     if (name) snprintf(name, n, "%s", m->name);
     manifest_free(m);
@@ -210,10 +427,11 @@ static int tools_dir(const char *dir, char *out, size_t n, hx_err *err)
     return HX_OK;
 }
 
-int hx_manifest_install(const char *path, const char *dir, int replace, hx_err *err)
+int hx_manifest_install(const char *path, const hx_config *cfg, const char *dir,
+                        int replace, hx_err *err)
 {
     char name[96], d[PATH_MAX], dst[PATH_MAX + 112];
-    int rc = hx_manifest_check(path, name, sizeof name, err);
+    int rc = hx_manifest_check(path, cfg, name, sizeof name, err);
     if (!rc) rc = tools_dir(dir, d, sizeof d, err);
     if (!rc) rc = hx_mkdirs(d, err);
     if (rc) return rc;
@@ -238,8 +456,6 @@ hx_sandbox_params ext_sandbox_params(const ext_manifest *m)
     p.argv = (const char *const *)m->command;
     for (int i = 0; i < m->n_read; i++) p.read_paths[p.n_read++] = m->read_paths[i];
     for (int i = 0; i < m->n_write; i++) p.write_paths[p.n_write++] = m->write_paths[i];
-    /* the program's own folder, so it can be executed and find its files */
-    if (p.n_read < HX_SANDBOX_MAX_PATHS) p.read_paths[p.n_read++] = m->exe_dir;
     p.timeout_s = m->timeout_s;
     p.cpu_s = m->timeout_s;
     p.max_memory = (size_t)(m->max_memory_mb * 1024 * 1024);
@@ -358,7 +574,7 @@ static void load_one(hx_extools *x, const char *path, hx_buf *problems)
 {
     ext_manifest *m;
     hx_err e;
-    if (load_manifest(path, &m, &e)) {
+    if (load_manifest(path, hx_tools_config(x->reg), &m, &e)) {
         note_problem(problems, e.msg);
         return;
     }
@@ -436,4 +652,13 @@ unsigned hx_extools_last_sandbox(const hx_extools *x, const char *name)
 {
     const ext_tool *t = find_ext(x, name);
     return t ? t->last_sandbox : 0;
+}
+
+int hx_extools_describe_grants(const hx_extools *x, const char *name, hx_buf *out)
+{
+    const ext_tool *t = find_ext(x, name);
+    if (!t) return 0;
+    hx_sandbox_params p = ext_sandbox_params(t->m);
+    hx_sandbox_describe_grants(&p, out);
+    return 1;
 }

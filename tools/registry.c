@@ -51,6 +51,46 @@ void hx_tools_free(hx_tools *reg)
 
 const hx_config *hx_tools_config(const hx_tools *reg) { return reg->cfg; }
 
+/* The length of name's leading run of letters, digits, '.', '_', '-'. */
+static size_t name_span(const char *name)
+{
+    return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                        "0123456789._-");
+}
+
+/* A schema's keys and strings, at any depth, hold no control character
+ * (but tab, newline, CR): they reach a terminal in error messages. */
+static const char *schema_control(const cJSON *v)
+{
+    for (const cJSON *c = v->child; c; c = c->next) {
+        const char *bad = c->string ? hx_find_control(c->string, 1) : NULL;
+        if (!bad && cJSON_IsString(c)) bad = hx_find_control(c->valuestring, 1);
+        if (!bad) bad = schema_control(c);
+        if (bad) return bad;
+    }
+    return NULL;
+}
+
+/* What a tool shows the user is text, not terminal commands: the name is
+ * letters, digits, '.', '_', '-'; the description and the schema hold no
+ * control character but tab, newline and CR. */
+static int check_text(const hx_tool_def *def, const cJSON *schema, hx_err *err)
+{
+    size_t ok = name_span(def->name), n = strlen(def->name);
+    if (ok < n || n > 160)
+        return hx_err_set(err, HX_ERR_FORMAT,
+                          "tool '%.*s': a name is at most 160 letters, digits, '.', '_' "
+                          "or '-'", (int)(ok < 64 ? ok : 64), def->name);
+    const char *bad = def->description ? hx_find_control(def->description, 1) : NULL;
+    const char *what = "description";
+    if (!bad) bad = schema_control(schema), what = "schema";
+    if (bad)
+        return hx_err_set(err, HX_ERR_FORMAT,
+                          "tool '%s': its %s holds a control character (byte 0x%02x)",
+                          def->name, what, (unsigned char)*bad);
+    return HX_OK;
+}
+
 static int check_def(const hx_tools *reg, const hx_tool_def *def, cJSON **schema,
                      hx_err *err)
 {
@@ -68,12 +108,21 @@ static int check_def(const hx_tools *reg, const hx_tool_def *def, cJSON **schema
                           def->name);
     }
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(*schema, "type");
-    if (t && !(cJSON_IsString(t) && !strcmp(t->valuestring, "object"))) {
-        cJSON_Delete(*schema);
-        return hx_err_set(err, HX_ERR_FORMAT,
-                          "tool '%s': the schema's type must be \"object\"", def->name);
-    }
-    return HX_OK;
+    int rc = HX_OK;
+    if (t && !(cJSON_IsString(t) && !strcmp(t->valuestring, "object")))
+        rc = hx_err_set(err, HX_ERR_FORMAT,
+                        "tool '%s': the schema's type must be \"object\"", def->name);
+    if (!rc) rc = check_text(def, *schema, err);
+    if (rc) cJSON_Delete(*schema), *schema = NULL;
+    return rc;
+}
+
+/* Tabs, newlines and CRs of a description become spaces: it is shown on
+ * one line. */
+static void one_line(char *s)
+{
+    for (; s && *s; s++)
+        if (*s == '\t' || *s == '\n' || *s == '\r') *s = ' ';
 }
 
 int hx_tools_register(hx_tools *reg, const hx_tool_def *def, hx_err *err)
@@ -95,6 +144,7 @@ int hx_tools_register(hx_tools *reg, const hx_tool_def *def, hx_err *err)
     t->def = *def;
     t->def.name = hx_strdup(def->name);
     t->def.description = hx_strdup(def->description ? def->description : "");
+    one_line((char *)t->def.description);
     t->def.schema_json = hx_strdup(def->schema_json);
     t->schema = schema;
     if (!t->def.name || !t->def.description || !t->def.schema_json) {

@@ -153,10 +153,12 @@ int hx_when_tz_known(const char *tz);
  *    "effect": "write", "read_paths": [...], "write_paths": [...]}
  * A command gets the arguments as JSON on stdin and answers a JSON object
  * on stdout; an MCP server's tools appear as "<name>.<tool>". Every one
- * runs confined by the sandbox with only its manifest's paths. */
+ * runs confined by the sandbox with only its manifest's paths and its
+ * command file. */
 typedef struct hx_extools hx_extools;
 
-/* Loads every *.json of dir (NULL: <config>/tools.d) into reg. A broken
+/* Loads every *.json of dir (NULL: <config>/tools.d) into reg, checked as
+ * hx_manifest_check does against reg's configuration. A broken or refused
  * manifest, a name clash or a server that fails or answers garbage is
  * reported as one line in problems (may be NULL) and skipped; the others
  * load. *out owns what the registered tools use: free it after the last
@@ -165,17 +167,29 @@ int hx_extools_load(hx_tools *reg, const char *dir, hx_extools **out,
                     hx_buf *problems, hx_err *err);
 void hx_extools_free(hx_extools *x);
 /* Validates a manifest file without running anything; its name goes into
- * name (n bytes). Errors name the field. */
-int hx_manifest_check(const char *path, char *name, size_t n, hx_err *err);
-/* Validates and installs a manifest into dir (NULL: <config>/tools.d) as
- * NAME.json, atomically; an existing one is replaced only with replace. */
-int hx_manifest_install(const char *path, const char *dir, int replace,
-                        hx_err *err);
+ * name (n bytes). Errors name the field. Refused: unknown fields, a key
+ * twice in one object, control characters, limits out of bounds
+ * (timeout_s 0.1..600, max_memory_mb 16..65536), paths the sandbox would
+ * refuse (hx_sandbox_check: links, devices, /dev /proc /sys, nesting in a
+ * write path), a listed path overlapping Hearth's own configuration, data,
+ * cache or outbox, and a write path holding one of cfg's roots (Maildir,
+ * calendars, file roots; cfg NULL: Hearth's own folders only). */
+int hx_manifest_check(const char *path, const hx_config *cfg, char *name,
+                      size_t n, hx_err *err);
+/* Validates (as hx_manifest_check) and installs a manifest into dir (NULL:
+ * <config>/tools.d) as NAME.json, atomically; an existing one is replaced
+ * only with replace. */
+int hx_manifest_install(const char *path, const hx_config *cfg,
+                        const char *dir, int replace, hx_err *err);
 /* Whether the registered tool's results carry untrusted content
  * (HX_TOOL_UNTRUSTED); 0 for an unknown name. */
 int hx_tools_untrusted_output(const hx_tools *reg, const char *name);
 /* The sandbox bits (HX_SB_*) applied to the last call of an external tool
  * by this name, 0 for in-process tools. */
 unsigned hx_extools_last_sandbox(const hx_extools *x, const char *name);
+/* Appends what the registered tool name may touch to out ("runs EXE;
+ * reads A; writes B", hx_sandbox_describe_grants); returns 0 if name is
+ * not a registered tool (nothing appended). */
+int hx_extools_describe_grants(const hx_extools *x, const char *name, hx_buf *out);
 
 #endif /* HX_TOOLS_H */

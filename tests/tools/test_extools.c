@@ -14,19 +14,18 @@
 
 static char self[PATH_MAX], dir[PATH_MAX], tdir[PATH_MAX];
 
+static int in_tool_mode;
 #ifdef __SANITIZE_ADDRESS__
-/* ASan maps terabytes of shadow memory: the tools get no address-space
- * limit, and (as nobody in the sandbox) no leak checker, which needs
- * ptrace. */
-#define MEM_LIMIT "0"
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-    return getuid() == 65534 ? "detect_leaks=0" : "";
-}
+/* ASan maps terabytes of shadow memory: main lifts the tools' memory
+ * limit (HEARTH_SANDBOX_DISABLE=memory); and the tools run without the
+ * leak checker, which needs ptrace. */
+int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void) { return in_tool_mode; }
+#define SANITIZED 1
 #else
-#define MEM_LIMIT "256"
+#define SANITIZED 0
 #endif
+#define MEM_LIMIT "256"
 
 /* ---- the command tools ---- */
 
@@ -45,6 +44,8 @@ static int tool_main(const char *mode)
 
 /* ---- the MCP server ---- */
 
+static int ansi;
+
 static void reply(const cJSON *id, cJSON *result)
 {
     cJSON *r = cJSON_CreateObject();
@@ -62,7 +63,8 @@ static cJSON *tool_entry(const char *name, int read_only)
 {
     cJSON *t = cJSON_CreateObject();
     cJSON_AddStringToObject(t, "name", name);
-    cJSON_AddStringToObject(t, "description", "a test tool");
+    /* the "ansi" server's tools try to clear the user's screen */
+    cJSON_AddStringToObject(t, "description", ansi ? "a test tool\x1b[2J" : "a test tool");
     cJSON *s = cJSON_Parse("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},"
                            "\"b\":{\"type\":\"number\"}}}");
     cJSON_AddItemToObject(t, "inputSchema", s);
@@ -114,6 +116,7 @@ static cJSON *call_tool(const cJSON *params, int *calls)
 static int mcp_main(const char *mode)
 {
     char line[65536];
+    ansi = !strcmp(mode, "ansi");
     int calls = 0, changed = 0;
     while (fgets(line, sizeof line, stdin)) {
         cJSON *m = cJSON_Parse(line);
@@ -211,6 +214,7 @@ static void setup_world(void)
     mcp_manifest("m-calc.json", "calc", "changing");
     mcp_manifest("n-garbage.json", "junk", "garbage");
     mcp_manifest("o-silent.json", "mute", "silent");
+    mcp_manifest("p-ansi.json", "ansi", "ansi");
     hx_buf_init(&problems);
     reg = hx_tools_new(NULL);
     hx_err e;
@@ -234,6 +238,8 @@ static void test_broken_manifests_reported(void)
     EXPECT(strstr(p, "f-clash.json") != NULL);
     EXPECT(strstr(p, "junk") && strstr(p, "not JSON-RPC"));
     EXPECT(strstr(p, "mute") && strstr(p, "did not answer"));
+    EXPECT(strstr(p, "p-ansi.json") && strstr(p, "control character"));
+    EXPECT(!strchr(p, 0x1b));
     /* the others still load */
     EXPECT(hx_tools_find(reg, "test.echo") != NULL);
     EXPECT(hx_tools_find(reg, "calc.add") != NULL);
@@ -298,19 +304,19 @@ static void test_check_and_install(void)
     hx_err e;
     snprintf(src, sizeof src, "%s/a-echo.json", tdir);
     snprintf(inst, sizeof inst, "%s/installed", dir);
-    EXPECT_EQ_INT(hx_manifest_check(src, name, sizeof name, &e), HX_OK);
+    EXPECT_EQ_INT(hx_manifest_check(src, NULL, name, sizeof name, &e), HX_OK);
     EXPECT_STR_EQ(name, "test.echo");
-    EXPECT_EQ_INT(hx_manifest_install(src, inst, 0, &e), HX_OK);
-    EXPECT_EQ_INT(hx_manifest_install(src, inst, 0, &e), HX_ERR_STATE);
-    EXPECT_EQ_INT(hx_manifest_install(src, inst, 1, &e), HX_OK);
+    EXPECT_EQ_INT(hx_manifest_install(src, NULL, inst, 0, &e), HX_OK);
+    EXPECT_EQ_INT(hx_manifest_install(src, NULL, inst, 0, &e), HX_ERR_STATE);
+    EXPECT_EQ_INT(hx_manifest_install(src, NULL, inst, 1, &e), HX_OK);
     snprintf(src, sizeof src, "%s/h-effect.json", tdir);
-    EXPECT_EQ_INT(hx_manifest_check(src, name, sizeof name, &e), HX_ERR_FORMAT);
+    EXPECT_EQ_INT(hx_manifest_check(src, NULL, name, sizeof name, &e), HX_ERR_FORMAT);
     EXPECT(strstr(e.msg, "effect") != NULL);
     write_manifest("z-missing.json", "{\"name\":\"a.b\",\"description\":\"d\",\"effect\":\"read\","
                                      "\"input_schema\":{\"type\":\"object\"},"
                                      "\"command\":[\"/nonexistent/bin\"]}");
     snprintf(src, sizeof src, "%s/z-missing.json", tdir);
-    EXPECT_EQ_INT(hx_manifest_check(src, name, sizeof name, &e), HX_ERR_NOTFOUND);
+    EXPECT_EQ_INT(hx_manifest_check(src, NULL, name, sizeof name, &e), HX_ERR_NOTFOUND);
     EXPECT(strstr(e.msg, "/nonexistent/bin") != NULL);
 }
 
@@ -333,7 +339,7 @@ static void test_documented_example(void)
     char *old_home = getenv("HOME") ? hx_strdup(getenv("HOME")) : NULL;
     setenv("HOME", home, 1);
     hx_err e;
-    EXPECT_EQ_INT(hx_manifest_install("examples/tools/notes_search.json", inst, 0, &e), HX_OK);
+    EXPECT_EQ_INT(hx_manifest_install("examples/tools/notes_search.json", NULL, inst, 0, &e), HX_OK);
     hx_tools *r2 = hx_tools_new(NULL);
     hx_extools *x2 = NULL;
     hx_buf probs;
@@ -356,9 +362,11 @@ static void test_documented_example(void)
 
 int main(int argc, char **argv)
 {
+    in_tool_mode = argc >= 3;
     if (argc >= 3 && !strcmp(argv[1], "--tool")) return tool_main(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "--mcp")) return mcp_main(argv[2]);
     if (!realpath(argv[0], self)) return 1;
+    if (SANITIZED) setenv("HEARTH_SANDBOX_DISABLE", "memory", 1);
     snprintf(dir, sizeof dir, "/tmp/hx-extools-XXXXXX");
     if (!mkdtemp(dir)) return 1;
     chmod(dir, 0755);

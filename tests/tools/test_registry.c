@@ -1,5 +1,5 @@
 /* test_registry.c: the tool registry: registration (copies, clashes, bad
- * schemas), argument checking against the schema subset before a call,
+ * schemas, control characters), argument checking against the schema subset before a call,
  * error messages naming the argument, and the OpenAI/MCP list shape. */
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +96,36 @@ static void test_register(void)
     EXPECT_STR_EQ(hx_effect_name(HX_EFFECT_SEND), "send");
     hx_tools_free(reg);
     hx_tools_free(NULL);
+}
+
+/* Names, descriptions and schemas reach the user's terminal: control
+ * characters are refused (the name keeps to letters, digits, '.', '_',
+ * '-'), and a description's newlines and tabs become spaces. */
+static void test_control_characters_refused(void)
+{
+    hx_tools *reg = hx_tools_new(NULL);
+    hx_err e = {0};
+    ASSERT(reg);
+    hx_tool_def d = {HX_TOOL_API_VERSION, "test.\x1b[2J", "d", "{}", 0, echo, NULL, 0};
+    EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_ERR_FORMAT);
+    EXPECT(strstr(e.msg, "letters, digits") && !strchr(e.msg, 0x1b));
+    d.name = "test.ok";
+    d.description = "clears \x1b[2J the screen";
+    EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_ERR_FORMAT);
+    EXPECT(strstr(e.msg, "description holds a control character") != NULL);
+    d.description = "c1 \xc2\x9b""31m";
+    EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_ERR_FORMAT);
+    d.description = "d";
+    d.schema_json = "{\"type\":\"object\",\"properties\":{\"x\":{\"title\":\"\\u0007\"}}}";
+    EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_ERR_FORMAT);
+    EXPECT(strstr(e.msg, "schema holds a control character") != NULL);
+    EXPECT_EQ_INT(hx_tools_count(reg), 0);
+    /* the control: two lines and a tab are shown on one line */
+    d.schema_json = "{\"type\":\"object\",\"description\":\"two\\nlines\"}";
+    d.description = "one\ttwo\nthree";
+    EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_OK);
+    EXPECT_STR_EQ(hx_tools_find(reg, "test.ok")->description, "one two three");
+    hx_tools_free(reg);
 }
 
 /* Calls test.echo with args; returns the rc and leaves the message in e. */
@@ -209,6 +239,7 @@ static void test_builtins(void)
 int main(void)
 {
     RUN(test_register);
+    RUN(test_control_characters_refused);
     RUN(test_argument_checks);
     RUN(test_calls);
     RUN(test_list_json);
