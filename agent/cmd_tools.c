@@ -69,10 +69,14 @@ static void print_sandbox_status(void)
 {
     char buf[256];
     int abi = hx_sandbox_landlock_abi();
+    hx_buf sys;
+    hx_buf_init(&sys);
+    hx_sandbox_describe_grants(NULL, &sys);
     printf("\nregistered tools run confined: %s",
            hx_sandbox_describe(hx_sandbox_available(), buf, sizeof buf));
     if (abi) printf(" (Landlock ABI %d)", abi);
-    printf(", plus PID and network namespaces where the kernel allows\n");
+    printf("\neach also reads %s\n", sys.data ? sys.data : "");
+    hx_buf_free(&sys);
 }
 
 static int print_json(cJSON *j)
@@ -84,7 +88,7 @@ static int print_json(cJSON *j)
     return HX_EXIT_OK;
 }
 
-static int tools_list(hx_tools *reg, int json)
+static int tools_list(hx_tools *reg, const hx_extools *x, int json)
 {
     if (json) {
         cJSON *l = hx_tools_list_json(reg);
@@ -96,6 +100,10 @@ static int tools_list(hx_tools *reg, int json)
         const hx_tool_def *d = hx_tools_at(reg, i);
         hx_err e;
         printf("%-24s %-5s  %s\n", d->name, hx_effect_name(d->effect), d->description);
+        hx_buf g;
+        hx_buf_init(&g);
+        if (hx_extools_describe_grants(x, d->name, &g)) printf("%-24s        %s\n", "", g.data);
+        hx_buf_free(&g);
         if (hx_agent_schema_usable(d->schema_json, &e))
             printf("%-24s        unusable by the model: %s\n", "", e.msg);
     }
@@ -105,11 +113,13 @@ static int tools_list(hx_tools *reg, int json)
 
 /* Validates a manifest (fields, command, schema usable by the grammar) and
  * installs it into tools.d. */
-static int tools_add(const char *path, int replace)
+static int tools_add(const char *path, const char *cfg_path, int replace)
 {
     char name[96];
     hx_err e;
-    int rc = hx_manifest_check(path, name, sizeof name, &e);
+    hx_config *cfg = NULL;
+    int rc = hx_config_load(cfg_path, &cfg, &e);
+    if (!rc) rc = hx_manifest_check(path, cfg, name, sizeof name, &e);
     char *text = NULL;
     size_t len;
     cJSON *m = NULL;
@@ -124,7 +134,8 @@ static int tools_add(const char *path, int replace)
     free(sj);
     cJSON_Delete(m);
     free(text);
-    if (!rc) rc = hx_manifest_install(path, NULL, replace, &e);
+    if (!rc) rc = hx_manifest_install(path, cfg, NULL, replace, &e);
+    hx_config_free(cfg);
     if (rc) {
         fprintf(stderr, "hearth: tools add: %s\n", e.msg);
         return cli_exit_code(rc);
@@ -164,7 +175,7 @@ int cmd_tools(int argc, char **argv)
     int json = argc == 3 && !strcmp(argv[2], "--json");
     if (argc >= 3 && !strcmp(argv[1], "add")) {
         int replace = argc == 4 && !strcmp(argv[3], "--replace");
-        if (argc == 3 || replace) return tools_add(argv[2], replace);
+        if (argc == 3 || replace) return tools_add(argv[2], cfg_path, replace);
     }
     if (!(is_list && (argc == 2 || json)) &&
         !(argc == 4 && !strcmp(argv[1], "call"))) {
@@ -176,7 +187,7 @@ int cmd_tools(int argc, char **argv)
     hx_extools *x;
     int rc = open_tools(cfg_path, &cfg, &reg, &x);
     if (rc) return rc;
-    rc = is_list ? tools_list(reg, json) : tools_call(reg, argv[2], argv[3]);
+    rc = is_list ? tools_list(reg, x, json) : tools_call(reg, argv[2], argv[3]);
     hx_tools_free(reg);
     hx_extools_free(x);
     hx_config_free(cfg);

@@ -91,6 +91,13 @@ static void test_list_survives_a_broken_registration(void)
     EXPECT(out_has("demo.echo"));        /* the others still load */
     EXPECT(out_has("calendar.find_slots"));
     EXPECT(out_has("run confined"));
+    EXPECT(out_has("mntns"));
+    /* every path a registered tool gets: its command file, and the system's */
+    char *cat = realpath("/bin/cat", NULL), line[PATH_MAX + 8];
+    snprintf(line, sizeof line, "runs %s", cat ? cat : "/bin/cat");
+    free(cat);
+    EXPECT(out_has(line));
+    EXPECT(out_has("each also reads /usr"));
 }
 
 int main(void)
