@@ -188,6 +188,8 @@ int sb_plan_build(const hx_sandbox_params *p, const char *exe, sb_plan *plan,
     for (int i = 0; i < p->n_write && !rc; i++)
         if (!(rc = nested_in_write(p, p->write_paths[i], i, "write path", err)))
             rc = plan_listed(plan, p->write_paths[i], SB_M_RW, "write path", err);
+    /* the command as given too: a link there would be the tool's to move */
+    if (!rc && p->argv[0][0] == '/') rc = nested_in_write(p, p->argv[0], -1, "tool command", err);
     if (!rc && !(rc = nested_in_write(p, exe, -1, "tool command", err)))
         rc = plan_listed(plan, exe, SB_M_EXEC, "tool command", err);
     if (rc) return rc;

@@ -315,6 +315,19 @@ static void test_command_folder_not_granted(void)
     /* the control: the folder, listed, is readable */
     run ok = {.mode = "read", .arg = secret, .read = {bin}, .exe = tool};
     EXPECT_EQ_INT(confined_ok(&ok), ESCAPED);
+    /* a command inside a write path, or a link there to one outside: the
+     * tool could replace it, or point it at any file, for its next run */
+    char work[PATH_MAX], link[PATH_MAX + 16];
+    path_in(work, sizeof work, "work");
+    path_in(link, sizeof link, "work/tool");
+    ASSERT(symlink(tool, link) == 0);
+    hx_err e = {0};
+    run moved = {.mode = "read", .arg = secret, .write = {work}, .exe = link};
+    EXPECT_EQ_INT(confined(&moved, &e), -1);
+    EXPECT(strstr(e.msg, "tool command") && strstr(e.msg, "inside the write path"));
+    unlink(link);
+    run beside = {.mode = "read", .arg = secret, .write = {work}, .exe = tool};
+    EXPECT_EQ_INT(confined_ok(&beside), STOPPED); /* the control: it runs */
 }
 
 /* ---- 3: no host sockets ---- */
