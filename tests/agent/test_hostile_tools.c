@@ -222,7 +222,8 @@ static void test_agent_survives_hostile_tools(void)
 
 /* ---- manifests an attacker writes ---- */
 
-static char home[PATH_MAX]; /* HEARTH_HOME of the manifest tests */
+static world mw;            /* the world of the manifest tests */
+static char home[PATH_MAX]; /* its HEARTH_HOME */
 
 static void put(const char *path, const char *text)
 {
@@ -305,8 +306,9 @@ static void mkdir_mode(const char *rel, int mode)
 
 /* A tool that writes a shared folder turns an entry another tool reads
  * into a link to ~/.ssh: that tool's next run is refused, not redirected. */
-static void test_planted_link_refused(world *w)
+static void test_planted_link_refused(void)
 {
+    world *w = &mw;
     char dir[PATH_MAX + 16], notes[PATH_MAX + 16], todo[PATH_MAX + 32], key[PATH_MAX + 32],
         ssh[PATH_MAX + 16], shared[PATH_MAX + 16], extra[2 * PATH_MAX];
     at(dir, sizeof dir, "link.d");
@@ -338,8 +340,9 @@ static void test_planted_link_refused(world *w)
 }
 
 /* One manifest reading a folder inside its own write path: refused. */
-static void test_nested_paths_refused(world *w)
+static void test_nested_paths_refused(void)
 {
+    world *w = &mw;
     char dir[PATH_MAX + 16], shared[PATH_MAX + 16], extra[3 * PATH_MAX], ssh[PATH_MAX + 16];
     at(dir, sizeof dir, "nested.d");
     at(shared, sizeof shared, "shared");
@@ -360,8 +363,9 @@ static void test_nested_paths_refused(world *w)
 
 /* A command at ~/helper/tool with nothing listed reads none of ~/helper;
  * `hearth tools list` shows the command file as the only grant. */
-static void test_command_folder_not_readable(world *w)
+static void test_command_folder_not_readable(void)
 {
+    world *w = &mw;
     char dir[PATH_MAX + 16], tool[PATH_MAX + 32], beside[PATH_MAX + 32], cmd[3 * PATH_MAX],
         helper[PATH_MAX + 16], extra[PATH_MAX + 32];
     at(dir, sizeof dir, "helper.d");
@@ -428,8 +432,9 @@ static int check_fields(const world *w, const char *name, const char *fields, hx
 static const char *const D = ",\"description\":\"d\",\"effect\":\"read\"";
 
 /* Devices, the kernel's trees and sockets are never granted. */
-static void test_devices_and_sockets_refused(world *w)
+static void test_devices_and_sockets_refused(void)
 {
+    world *w = &mw;
     char fields[2 * PATH_MAX], sock[PATH_MAX + 16], file[PATH_MAX + 16];
     at(sock, sizeof sock, "shared/bus.sock");
     at(file, sizeof file, "shared/notes.old/todo.txt");
@@ -453,8 +458,9 @@ static void test_devices_and_sockets_refused(world *w)
 
 /* Limits a manifest cannot switch off, fields it cannot misspell or give
  * twice, strings that cannot hide from Hearth. */
-static void test_limits_and_keys(world *w)
+static void test_limits_and_keys(void)
 {
+    world *w = &mw;
     char f[512];
     const struct {
         const char *name, *fields, *words;
@@ -483,8 +489,9 @@ static void test_limits_and_keys(world *w)
 }
 
 /* The limit the manifest sets is the one the tool gets. */
-static void test_memory_limit_applies(world *w)
+static void test_memory_limit_applies(void)
 {
+    world *w = &mw;
     if (SANITIZED) SKIP("sanitizer builds run tools without a memory limit");
     char dir[PATH_MAX + 16];
     at(dir, sizeof dir, "mem.d");
@@ -499,8 +506,9 @@ static void test_memory_limit_applies(world *w)
 }
 
 /* Hearth's own folders and the built-in tools' roots. */
-static void test_guarded_roots(world *w)
+static void test_guarded_roots(void)
 {
+    world *w = &mw;
     char f[3 * PATH_MAX], p[PATH_MAX + 32];
     mkdir_mode("config", 0755);
     mkdir_mode("config/tools.d", 0755);
@@ -531,8 +539,9 @@ static void test_guarded_roots(world *w)
 }
 
 /* Names, descriptions and schemas reach the user's terminal. */
-static void test_control_characters(world *w)
+static void test_control_characters(void)
 {
+    world *w = &mw;
     REFUSED("esc", ",\"description\":\"clear \\u001b[2J\",\"effect\":\"read\"",
             "control character");
     REFUSED("csi", ",\"description\":\"c1 \\u009b31m\",\"effect\":\"read\"",
@@ -566,12 +575,12 @@ static void test_control_characters(world *w)
     unload(&l);
 }
 
-static void test_manifests(void)
+/* The world of the manifest tests, with the folders they use. */
+static int open_manifest_world(void)
 {
-    world w;
-    ASSERT(world_open(&w, 1, 0, 0));
-    snprintf(home, sizeof home, "%s", w.dir);
-    chmod(w.dir, 0755);
+    if (!world_open(&mw, 1, 0, 0)) return -1;
+    snprintf(home, sizeof home, "%s", mw.dir);
+    chmod(mw.dir, 0755);
     const char *dirs[] = {"link.d", "nested.d", "helper.d", "mem.d", "lines.d", "helper",
                           "home", "home/.ssh", "shared", "shared/notes"};
     for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
@@ -579,15 +588,7 @@ static void test_manifests(void)
     char key[PATH_MAX + 32];
     at(key, sizeof key, "home/.ssh/id_ed25519");
     put(key, "-----BEGIN OPENSSH PRIVATE KEY-----\n");
-    test_planted_link_refused(&w);
-    test_nested_paths_refused(&w);
-    test_command_folder_not_readable(&w);
-    test_devices_and_sockets_refused(&w);
-    test_limits_and_keys(&w);
-    test_guarded_roots(&w);
-    test_control_characters(&w);
-    test_memory_limit_applies(&w);
-    world_close(&w);
+    return 0;
 }
 
 /* Everything again as an ordinary user. */
@@ -621,7 +622,19 @@ int main(int argc, char **argv)
     if (!realpath(argv[0], self)) return 1;
     if (SANITIZED) setenv("HEARTH_SANDBOX_DISABLE", "memory", 1);
     RUN(test_agent_survives_hostile_tools);
-    RUN(test_manifests);
+    if (open_manifest_world()) {
+        printf("FAIL setup: cannot open the manifest tests' world\n");
+        return 1;
+    }
+    RUN(test_planted_link_refused);
+    RUN(test_nested_paths_refused);
+    RUN(test_command_folder_not_readable);
+    RUN(test_devices_and_sockets_refused);
+    RUN(test_limits_and_keys);
+    RUN(test_memory_limit_applies);
+    RUN(test_guarded_roots);
+    RUN(test_control_characters);
+    world_close(&mw);
     if (geteuid() == 0 && !getenv("HX_TEST_AS_USER")) RUN(test_as_ordinary_user);
     return test_summary();
 }
