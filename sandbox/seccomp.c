@@ -110,41 +110,41 @@ static void no_namespaces(sb_filter *f)
     emit(f, LD_NR);
 }
 
+/* if (nr == n) { x = arg i & mask; if ((x == a || x == b) == in) return ret; }
+ * assumes nr is loaded, and reloads it */
+static void match_arg(sb_filter *f, int n, int i, unsigned mask, unsigned a, unsigned b,
+                      int in, unsigned ret)
+{
+    emit(f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)n, 0, 5));
+    emit(f, LD_ARG(i));
+    emit(f, STMT(BPF_ALU | BPF_AND | BPF_K, mask));
+    emit(f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, a, in ? 1 : 2, 0));
+    emit(f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, b, in ? 0 : 1, in ? 1 : 0));
+    emit(f, RET(ret));
+    emit(f, LD_NR);
+}
+
 /* ioctl(fd, TIOCSTI or TIOCLINUX): typing into a terminal. The kernel
  * reads the command as 32 bits, so the low word is what counts. */
 static void no_terminal_injection(sb_filter *f)
 {
-    emit(f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 5));
-    emit(f, LD_ARG(1));
-    emit(f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 2, 0));
-    emit(f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0));
-    emit(f, STMT(BPF_JMP | BPF_JA, 1));
-    emit(f, RET(SECCOMP_RET_ERRNO | EPERM));
-    emit(f, LD_NR);
+    match_arg(f, __NR_ioctl, 1, 0xffffffffu, TIOCSTI, TIOCLINUX, 1, SECCOMP_RET_ERRNO | EPERM);
 }
 
 /* socket(AF_UNIX, ...) refused: pathname sockets reach host services
  * (D-Bus, ssh-agent, docker) that no mount namespace may hide. */
 static void no_unix_socket(sb_filter *f)
 {
-    emit(f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 4));
-    emit(f, LD_ARG(0));
-    emit(f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1));
-    emit(f, RET(SECCOMP_RET_ERRNO | EACCES));
-    emit(f, LD_NR);
+    match_arg(f, __NR_socket, 0, 0xffffffffu, AF_UNIX, AF_UNIX, 1, SECCOMP_RET_ERRNO | EACCES);
 }
 
-/* socketpair(): stream and seqpacket pairs only; a datagram socket could
- * sendto() any socket path. */
+/* socketpair(): stream and seqpacket pairs only (the type without
+ * SOCK_CLOEXEC and SOCK_NONBLOCK); a datagram socket could sendto() any
+ * socket path. */
 static void connected_pairs_only(sb_filter *f)
 {
-    emit(f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 0, 5));
-    emit(f, LD_ARG(1));
-    emit(f, STMT(BPF_ALU | BPF_AND | BPF_K, 0xf)); /* without SOCK_CLOEXEC ... */
-    emit(f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 2, 0));
-    emit(f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_SEQPACKET, 1, 0));
-    emit(f, RET(SECCOMP_RET_ERRNO | EACCES));
-    emit(f, LD_NR);
+    match_arg(f, __NR_socketpair, 1, 0xf, SOCK_STREAM, SOCK_SEQPACKET, 0,
+              SECCOMP_RET_ERRNO | EACCES);
 }
 
 static void tool_list(sb_filter *f)

@@ -15,13 +15,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
-#include <grp.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "as_user.h"
 #include "test.h"
 #include "agent_world.h"
 
@@ -509,33 +509,30 @@ static void test_memory_limit_applies(void)
 static void test_guarded_roots(void)
 {
     world *w = &mw;
-    char f[3 * PATH_MAX], p[PATH_MAX + 32];
+    const struct {
+        const char *rel, *field, *words; /* rel "": HEARTH_HOME; words NULL: accepted */
+    } cases[] = {
+        {"world", "write_paths", "holds the outbox"},
+        {"world/mail", "write_paths", "holds the Maildir"},
+        {"world/files", "write_paths", "a file root"},
+        {"world/calendars", "write_paths", "calendar"},
+        {"config/tools.d", "write_paths", "lies inside Hearth's configuration"},
+        {"", "read_paths", "holds Hearth's configuration"},
+        {"world/files/out", "write_paths", NULL}, /* the controls: inside a file root, */
+        {"world/mail", "read_paths", NULL},       /* reading the Maildir */
+    };
     mkdir_mode("config", 0755);
     mkdir_mode("config/tools.d", 0755);
     mkdir_mode("world/files/out", 0777);
-    at(p, sizeof p, "world");
-    snprintf(f, sizeof f, "%s,\"write_paths\":[\"%s\"]", D, p);
-    REFUSED("world", f, "holds the outbox");
-    at(p, sizeof p, "world/mail");
-    snprintf(f, sizeof f, "%s,\"write_paths\":[\"%s\"]", D, p);
-    REFUSED("mail", f, "holds the Maildir");
-    at(p, sizeof p, "world/files");
-    snprintf(f, sizeof f, "%s,\"write_paths\":[\"%s\"]", D, p);
-    REFUSED("files", f, "a file root");
-    at(p, sizeof p, "world/calendars");
-    snprintf(f, sizeof f, "%s,\"write_paths\":[\"%s\"]", D, p);
-    REFUSED("cals", f, "calendar");
-    at(p, sizeof p, "config/tools.d");
-    snprintf(f, sizeof f, "%s,\"write_paths\":[\"%s\"]", D, p);
-    REFUSED("toolsd", f, "lies inside Hearth's configuration");
-    snprintf(f, sizeof f, "%s,\"read_paths\":[\"%s\"]", D, home);
-    REFUSED("home", f, "holds Hearth's configuration");
-    at(p, sizeof p, "world/files/out"); /* the control: inside a file root */
-    snprintf(f, sizeof f, "%s,\"write_paths\":[\"%s\"]", D, p);
-    ACCEPTED("out", f);
-    at(p, sizeof p, "world/mail"); /* reading the Maildir is the user's choice */
-    snprintf(f, sizeof f, "%s,\"read_paths\":[\"%s\"]", D, p);
-    ACCEPTED("readmail", f);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char f[3 * PATH_MAX], p[PATH_MAX + 32], name[16];
+        at(p, sizeof p, cases[i].rel);
+        if (!*cases[i].rel) snprintf(p, sizeof p, "%s", home);
+        snprintf(f, sizeof f, "%s,\"%s\":[\"%s\"]", D, cases[i].field, p);
+        snprintf(name, sizeof name, "guard%zu", i);
+        if (cases[i].words) REFUSED(name, f, cases[i].words);
+        else ACCEPTED(name, f);
+    }
 }
 
 /* Names, descriptions and schemas reach the user's terminal. */
@@ -591,26 +588,7 @@ static int open_manifest_world(void)
     return 0;
 }
 
-/* Everything again as an ordinary user. */
-static void test_as_ordinary_user(void)
-{
-    const char *v = getenv("HX_TEST_UID");
-    uid_t uid = (uid_t)(v ? atoi(v) : 1000);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) _exit(77);
-        setenv("HX_TEST_AS_USER", "1", 1);
-        printf("# again as uid %u\n", (unsigned)uid);
-        fflush(stdout);
-        execl(self, self, (char *)NULL);
-        _exit(78);
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 77) SKIP("cannot become uid %u", (unsigned)uid);
-    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-}
+static void test_as_ordinary_user(void) { test_again_as_user(self); }
 
 int main(int argc, char **argv)
 {
@@ -635,7 +613,7 @@ int main(int argc, char **argv)
     RUN(test_guarded_roots);
     RUN(test_control_characters);
     world_close(&mw);
-    if (geteuid() == 0 && !getenv("HX_TEST_AS_USER")) RUN(test_as_ordinary_user);
+    if (test_wants_user_pass()) RUN(test_as_ordinary_user);
     return test_summary();
 }
 

@@ -8,7 +8,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <linux/filter.h>
 #include <linux/io_uring.h>
@@ -31,6 +30,7 @@
 #include <unistd.h>
 
 #include "sandbox/sandbox_int.h"
+#include "as_user.h"
 #include "test.h"
 
 /* exit codes of the hostile modes */
@@ -632,25 +632,7 @@ static int setup_dirs(void)
     return 0;
 }
 
-static void test_as_ordinary_user(void)
-{
-    const char *v = getenv("HX_TEST_UID");
-    uid_t uid = (uid_t)(v ? atoi(v) : 1000);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) _exit(77);
-        setenv("HX_TEST_AS_USER", "1", 1);
-        printf("# again as uid %u\n", (unsigned)uid);
-        fflush(stdout);
-        execl(self_path, self_path, (char *)NULL);
-        _exit(78);
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 77) SKIP("cannot become uid %u", (unsigned)uid);
-    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-}
+static void test_as_ordinary_user(void) { test_again_as_user(self_path); }
 
 int main(int argc, char **argv)
 {
@@ -672,7 +654,7 @@ int main(int argc, char **argv)
     RUN(test_self_filter_on_every_thread);
     RUN(test_descriptors_closed_without_close_range);
     RUN(test_mount_namespace_reported);
-    if (geteuid() == 0 && !getenv("HX_TEST_AS_USER")) RUN(test_as_ordinary_user);
+    if (test_wants_user_pass()) RUN(test_as_ordinary_user);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) return 1;
