@@ -569,15 +569,11 @@ static int keep_conn(hx_extools *x, mcp_conn *c)
     return 0;
 }
 
-/* Loads one manifest file; a failure is a problem line, not an error. */
-static void load_one(hx_extools *x, const char *path, hx_buf *problems)
+/* Registers the tool of a checked manifest (or its MCP server's tools);
+ * a failure is a problem line, not an error. x keeps m. */
+static void register_one(hx_extools *x, const char *path, ext_manifest *m, hx_buf *problems)
 {
-    ext_manifest *m;
     hx_err e;
-    if (load_manifest(path, hx_tools_config(x->reg), &m, &e)) {
-        note_problem(problems, e.msg);
-        return;
-    }
     int rc;
     if (m->is_mcp) {
         mcp_conn *c = NULL;
@@ -593,6 +589,52 @@ static void load_one(hx_extools *x, const char *path, hx_buf *problems)
         note_problem(problems, line);
     }
     if (keep_manifest(x, m)) manifest_free(m); /* tools that registered keep pointing at m */
+}
+
+/* Another registered tool's command inside m's write paths: m could
+ * rewrite that tool's code, which then runs with that tool's grants. */
+static int holds_command(const ext_manifest *m, ext_manifest *const *all, int n, hx_err *err)
+{
+    for (int i = 0; i < n; i++) {
+        char exe[PATH_MAX];
+        if (!all[i] || all[i] == m || !realpath(all[i]->command[0], exe)) continue;
+        for (int k = 0; k < m->n_write; k++)
+            if (hx_path_within(exe, m->write_paths[k]) ||
+                hx_path_within(all[i]->command[0], m->write_paths[k]))
+                return hx_err_set(err, HX_ERR_DENIED,
+                                  "write path %s holds %s, the command of the tool %s, "
+                                  "which this tool could rewrite", m->write_paths[k],
+                                  all[i]->command[0], all[i]->name);
+    }
+    return HX_OK;
+}
+
+/* Checks every manifest of the listing, then registers those that pass,
+ * alone and against each other. */
+static void load_all(hx_extools *x, const char *d, struct dirent **list, int n,
+                     hx_buf *problems)
+{
+    ext_manifest **ms = calloc((size_t)n, sizeof *ms);
+    int *refused = calloc((size_t)n, sizeof *refused);
+    char path[PATH_MAX + 256];
+    hx_err e;
+    for (int i = 0; i < n && ms && refused; i++) {
+        snprintf(path, sizeof path, "%s/%s", d, list[i]->d_name);
+        if (load_manifest(path, hx_tools_config(x->reg), &ms[i], &e)) note_problem(problems, e.msg);
+    }
+    for (int i = 0; i < n && ms && refused; i++)
+        if (ms[i] && (refused[i] = holds_command(ms[i], ms, n, &e) != HX_OK)) {
+            snprintf(path, sizeof path, "%s/%s: %s", d, list[i]->d_name, e.msg);
+            note_problem(problems, path);
+        }
+    for (int i = 0; i < n && ms && refused; i++) {
+        snprintf(path, sizeof path, "%s/%s", d, list[i]->d_name);
+        if (refused[i]) manifest_free(ms[i]);
+        else if (ms[i]) register_one(x, path, ms[i], problems);
+    }
+    if (!ms || !refused) note_problem(problems, "out of memory loading registered tools");
+    free(ms);
+    free(refused);
 }
 
 static int by_name(const struct dirent **a, const struct dirent **b)
@@ -618,12 +660,8 @@ int hx_extools_load(hx_tools *reg, const char *dir, hx_extools **out, hx_buf *pr
     x->reg = reg;
     struct dirent **list;
     int n = scandir(d, &list, is_json_file, by_name);
-    for (int i = 0; i < n; i++) {
-        char path[PATH_MAX + 256];
-        snprintf(path, sizeof path, "%s/%s", d, list[i]->d_name);
-        load_one(x, path, problems);
-        free(list[i]);
-    }
+    if (n > 0) load_all(x, d, list, n, problems);
+    for (int i = 0; i < n; i++) free(list[i]);
     if (n >= 0) free(list);
     *out = x;
     return HX_OK;

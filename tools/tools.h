@@ -158,7 +158,8 @@ int hx_when_tz_known(const char *tz);
 typedef struct hx_extools hx_extools;
 
 /* Loads every *.json of dir (NULL: <config>/tools.d) into reg, checked as
- * hx_manifest_check does against reg's configuration. A broken or refused
+ * hx_manifest_check does against reg's configuration, and against each
+ * other: no write path may hold another tool's command. A broken or refused
  * manifest, a name clash or a server that fails or answers garbage is
  * reported as one line in problems (may be NULL) and skipped; the others
  * load. *out owns what the registered tools use: free it after the last

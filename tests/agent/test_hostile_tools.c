@@ -397,6 +397,14 @@ static void test_command_folder_not_readable(void)
     hx_buf_free(&g);
     EXPECT(!hx_extools_describe_grants(l.x, "calendar.list_events", &g));
     unload(&l);
+    /* a tool writing the folder of another tool's command could rewrite
+     * that tool's code, to run with its grants */
+    snprintf(extra, sizeof extra, ",\"write_paths\":[\"%s\"]", helper);
+    tool_manifest(dir, "rewriter", "open", "/", NULL, extra);
+    load(w, dir, &l);
+    EXPECT(has_problem(&l, "rewriter.json", "the command of the tool evil.helper"));
+    EXPECT(hx_tools_find(l.reg, "evil.helper") && !hx_tools_find(l.reg, "evil.rewriter"));
+    unload(&l);
 }
 
 /* Writes manifest NAME with the given fields and checks it: its rc, and
