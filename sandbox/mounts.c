@@ -271,12 +271,13 @@ static void fd_path(int fd, char *buf)
 }
 
 /* Opens the source of entry m: a listed path again without links, and it
- * must be what the parent checked. */
+ * must be what the parent checked (a system path is trusted as it is: a
+ * package upgrade may have replaced it meanwhile). */
 static int open_source(const sb_mount *m)
 {
     if (m->kind == SB_M_LINK) return -1;
-    int fd = m->flags & SB_M_SYSTEM ? open(m->path, O_PATH | O_CLOEXEC)
-                                    : sb_open_nofollow(m->path, NULL);
+    if (m->flags & SB_M_SYSTEM) return open(m->path, O_PATH | O_CLOEXEC);
+    int fd = sb_open_nofollow(m->path, NULL);
     struct stat st;
     if (fd >= 0 && (fstat(fd, &st) || st.st_dev != m->dev || st.st_ino != m->ino)) {
         close(fd);
