@@ -48,13 +48,16 @@ static char *expand_path(const char *p)
 {
     const char *home = p[0] == '~' && (p[1] == '/' || !p[1]) ? getenv("HOME") : NULL;
     if (!home && p[0] != '/') return NULL;
-    hx_buf b;
-    hx_buf_init(&b);
-    if (home) hx_buf_printf(&b, "%s/", home);
-    for (const char *c = home ? p + 1 : p; *c; c++)
-        if (*c != '/' || (b.len && b.data[b.len - 1] != '/') || !b.len) hx_buf_putc(&b, *c);
-    while (b.len > 1 && b.data[b.len - 1] == '/') b.data[--b.len] = '\0';
-    return hx_buf_steal(&b, NULL);
+    hx_buf raw;
+    hx_buf_init(&raw);
+    if (home) hx_buf_printf(&raw, "%s/%s", home, p + 1);
+    else hx_buf_puts(&raw, p);
+    char *s = hx_buf_steal(&raw, NULL), *w = s;
+    for (const char *c = s; s && *c; c++)
+        if (*c != '/' || w == s || w[-1] != '/') *w++ = *c;
+    while (s && w > s + 1 && w[-1] == '/') w--;
+    if (s) *w = '\0';
+    return s;
 }
 
 static int parse_paths(const cJSON *arr, const char *field, char **out, int *n,
