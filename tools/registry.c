@@ -12,6 +12,7 @@ typedef struct tool {
 
 struct hx_tools {
     const hx_config *cfg; /* borrowed */
+    hx_roots *roots;      /* the configured folders, opened on first use */
     tool *tools;
     int n, cap;
 };
@@ -46,10 +47,17 @@ void hx_tools_free(hx_tools *reg)
     if (!reg) return;
     for (int i = 0; i < reg->n; i++) tool_free(&reg->tools[i]);
     free(reg->tools);
+    hx_roots_free(reg->roots);
     free(reg);
 }
 
 const hx_config *hx_tools_config(const hx_tools *reg) { return reg->cfg; }
+
+const hx_root *hx_tools_root(hx_tools *reg, hx_root_kind kind, int i, unsigned flags,
+                             hx_err *err)
+{
+    return hx_roots_get(&reg->roots, reg->cfg, kind, i, flags, err);
+}
 
 static int check_def(const hx_tools *reg, const hx_tool_def *def, cJSON **schema,
                      hx_err *err)

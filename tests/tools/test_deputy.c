@@ -1,0 +1,316 @@
+/* test_deputy.c: the built-in tools used as deputies by someone who can
+ * write near the user's folders: a root swapped for a link, links raced
+ * into a path, FIFOs where files are read, in file roots, calendars and
+ * Maildirs; each escape with its control (the same action where allowed).
+ * The hostile pieces are made here. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "tools/calendar_int.h"
+#include "tools/mail_int.h"
+
+static char home[PATH_MAX];
+
+__attribute__((format(printf, 1, 2))) static int sh(const char *fmt, ...)
+{
+    char cmd[4 * PATH_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return system(cmd);
+}
+
+/* home/rel, in a static ring of buffers (a few live at once). */
+static const char *at(const char *rel)
+{
+    static char bufs[8][PATH_MAX];
+    static int k;
+    char *b = bufs[k++ % 8];
+    snprintf(b, PATH_MAX, "%s/%s", home, rel);
+    return b;
+}
+
+static void put(const char *rel, const char *text)
+{
+    FILE *f = fopen(at(rel), "w");
+    if (f) fputs(text, f), fclose(f);
+}
+
+static cJSON *call(hx_tools *reg, const char *name, const char *json, int *rc, hx_err *e)
+{
+    cJSON *args = cJSON_Parse(json), *res = NULL;
+    memset(e, 0, sizeof *e);
+    *rc = hx_tools_call(reg, name, args, &res, e);
+    cJSON_Delete(args);
+    return res;
+}
+
+static const char *text_of(const cJSON *r)
+{
+    const cJSON *t = cJSON_GetObjectItem(r, "text");
+    return cJSON_IsString(t) ? t->valuestring : "";
+}
+
+/* A registry with the built-in tools on cfg. */
+static hx_tools *tools_on(hx_config *cfg)
+{
+    hx_err e;
+    hx_tools *reg = hx_tools_new(cfg);
+    if (reg && hx_tools_register_builtins(reg, &e)) {
+        printf("# register: %s\n", e.msg);
+        hx_tools_free(reg);
+        return NULL;
+    }
+    return reg;
+}
+
+/* A hang is a failure, not a stuck test run. */
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAIL a tool blocked (on a FIFO?)\n";
+    ssize_t w = write(1, msg, sizeof msg - 1);
+    (void)w;
+    _exit(1);
+}
+
+/* ---- file roots ---- */
+
+/* The tool holds the folder it opened: a root replaced by a link to
+ * another folder (here one holding a "secret") does not move it, by a
+ * relative or an absolute path; a new registry refuses the link, and the
+ * real folder still works. */
+static void test_files_root_swapped_for_link(void)
+{
+    ASSERT(sh("mkdir -p %s %s && echo mine > %s && echo SECRET > %s", at("docs"), at("vault"),
+              at("docs/a.txt"), at("vault/secret.txt")) == 0);
+    static hx_config cfg;
+    static char *roots[1];
+    roots[0] = (char *)at("docs");
+    memcpy(cfg.file_roots, roots, sizeof roots);
+    cfg.n_file_roots = 1;
+    hx_tools *reg = tools_on(&cfg);
+    ASSERT(reg);
+    int rc;
+    hx_err e;
+    cJSON *r = call(reg, "files.read", "{\"path\":\"a.txt\"}", &rc, &e); /* control */
+    ASSERT(rc == HX_OK);
+    EXPECT_STR_EQ(text_of(r), "mine\n");
+    cJSON_Delete(r);
+    /* someone with write access beside the root swaps it for a link */
+    ASSERT(rename(at("docs"), at("docs.orig")) == 0);
+    ASSERT(symlink(at("vault"), at("docs")) == 0);
+    r = call(reg, "files.read", "{\"path\":\"secret.txt\"}", &rc, &e);
+    EXPECT(r == NULL && rc == HX_ERR_NOTFOUND);
+    char json[PATH_MAX + 32];
+    snprintf(json, sizeof json, "{\"path\":\"%s\"}", at("docs/secret.txt"));
+    r = call(reg, "files.read", json, &rc, &e);
+    EXPECT(r == NULL && rc != HX_OK);
+    r = call(reg, "files.search", "{\"content\":\"SECRET\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "files")), 0);
+    cJSON_Delete(r);
+    r = call(reg, "files.read", "{\"path\":\"a.txt\"}", &rc, &e); /* still the real folder */
+    EXPECT(rc == HX_OK && !strcmp(text_of(r), "mine\n"));
+    cJSON_Delete(r);
+    hx_tools_free(reg);
+    /* a new session: the link in place of the root is refused, clearly */
+    reg = tools_on(&cfg);
+    ASSERT(reg);
+    r = call(reg, "files.read", "{\"path\":\"secret.txt\"}", &rc, &e);
+    EXPECT(r == NULL && rc == HX_ERR_DENIED);
+    EXPECT(strstr(e.msg, "symbolic link") && strstr(e.msg, "file_roots"));
+    hx_tools_free(reg);
+    /* control: the real folder configured works */
+    roots[0] = (char *)at("docs.orig");
+    memcpy(cfg.file_roots, roots, sizeof roots);
+    reg = tools_on(&cfg);
+    ASSERT(reg);
+    r = call(reg, "files.read", "{\"path\":\"a.txt\"}", &rc, &e);
+    EXPECT(rc == HX_OK && !strcmp(text_of(r), "mine\n"));
+    cJSON_Delete(r);
+    hx_tools_free(reg);
+}
+
+typedef struct flipper {
+    const char *dir, *link_to;
+    volatile int stop;
+} flipper;
+
+/* Swaps dir with a link to link_to, atomically, back and forth, as fast
+ * as it can; dir is the real folder again when it stops. */
+static void *flip(void *arg)
+{
+    flipper *f = arg;
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.l", f->dir);
+    unlink(tmp);
+    if (symlink(f->link_to, tmp)) return NULL;
+    int swapped = 0;
+    while (!f->stop || swapped)
+        if (!renameat2(AT_FDCWD, tmp, AT_FDCWD, f->dir, RENAME_EXCHANGE)) swapped = !swapped;
+    unlink(tmp);
+    return NULL;
+}
+
+/* A link raced into the middle of a path is never followed: the secret
+ * never comes back, however the race falls; a read after it succeeds. */
+static void test_files_race_link_in_path(void)
+{
+    ASSERT(sh("mkdir -p %s %s && echo mine > %s && echo SECRET > %s", at("race/sub"),
+              at("racevault"), at("race/sub/f.txt"), at("racevault/f.txt")) == 0);
+    static hx_config cfg;
+    cfg.file_roots[0] = (char *)at("race");
+    cfg.n_file_roots = 1;
+    hx_tools *reg = tools_on(&cfg);
+    ASSERT(reg);
+    flipper f = {at("race/sub"), at("racevault"), 0};
+    pthread_t th;
+    ASSERT(pthread_create(&th, NULL, flip, &f) == 0);
+    int leaked = 0, okc = 0;
+    for (int i = 0; i < 10000; i++) {
+        int rc;
+        hx_err e;
+        cJSON *r = call(reg, "files.read", "{\"path\":\"sub/f.txt\"}", &rc, &e);
+        if (r && strstr(text_of(r), "SECRET")) leaked++;
+        if (r && !strstr(text_of(r), "SECRET")) okc++;
+        cJSON_Delete(r);
+    }
+    f.stop = 1;
+    pthread_join(th, NULL);
+    printf("# race: %d ok, %d leaked\n", okc, leaked);
+    EXPECT_EQ_INT(leaked, 0);
+    int rc;
+    hx_err e;
+    cJSON *r = call(reg, "files.read", "{\"path\":\"sub/f.txt\"}", &rc, &e); /* control */
+    EXPECT(rc == HX_OK && !strcmp(text_of(r), "mine\n"));
+    cJSON_Delete(r);
+    hx_tools_free(reg);
+}
+
+/* A FIFO in a root is refused at once (read) or skipped and counted
+ * (search), listed as "other"; a regular file beside it reads. */
+static void test_files_fifo(void)
+{
+    ASSERT(sh("mkdir -p %s && echo budget > %s", at("fifo"), at("fifo/plain.txt")) == 0);
+    ASSERT(mkfifo(at("fifo/pipe.txt"), 0644) == 0);
+    static hx_config cfg;
+    cfg.file_roots[0] = (char *)at("fifo");
+    cfg.n_file_roots = 1;
+    hx_tools *reg = tools_on(&cfg);
+    ASSERT(reg);
+    int rc;
+    hx_err e;
+    alarm(20);
+    cJSON *r = call(reg, "files.read", "{\"path\":\"pipe.txt\"}", &rc, &e);
+    EXPECT(r == NULL && rc == HX_ERR_INVALID && strstr(e.msg, "FIFO"));
+    r = call(reg, "files.read", "{\"path\":\"plain.txt\"}", &rc, &e); /* control */
+    EXPECT(rc == HX_OK && !strcmp(text_of(r), "budget\n"));
+    cJSON_Delete(r);
+    r = call(reg, "files.search", "{\"content\":\"budget\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "files")), 1);
+    EXPECT_EQ_INT(cJSON_GetObjectItem(r, "special_files_skipped")->valueint, 1);
+    cJSON_Delete(r);
+    r = call(reg, "files.search", "{\"name\":\"*.txt\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "files")), 1);
+    cJSON_Delete(r);
+    alarm(0);
+    hx_tools_free(reg);
+}
+
+/* files.list shows a link to a folder out of the root as a link and does
+ * not follow it; listing through it is refused; a real subfolder lists. */
+static void test_files_list_link_not_followed(void)
+{
+    ASSERT(sh("mkdir -p %s %s && echo x > %s && echo s > %s", at("lst/real"), at("lstout"),
+              at("lst/real/in.txt"), at("lstout/out.txt")) == 0);
+    ASSERT(symlink(at("lstout"), at("lst/away")) == 0);
+    static hx_config cfg;
+    cfg.file_roots[0] = (char *)at("lst");
+    cfg.n_file_roots = 1;
+    hx_tools *reg = tools_on(&cfg);
+    ASSERT(reg);
+    int rc;
+    hx_err e;
+    cJSON *r = call(reg, "files.list", "{\"path\":\"\"}", &rc, &e);
+    ASSERT(r);
+    int links = 0, dirs = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(r, "entries"))
+    {
+        const char *type = cJSON_GetObjectItem(it, "type")->valuestring;
+        links += !strcmp(type, "link");
+        dirs += !strcmp(type, "dir");
+    }
+    EXPECT_EQ_INT(links, 1);
+    EXPECT_EQ_INT(dirs, 1);
+    cJSON_Delete(r);
+    r = call(reg, "files.list", "{\"path\":\"away\"}", &rc, &e);
+    EXPECT(r == NULL && rc == HX_ERR_DENIED);
+    r = call(reg, "files.list", "{\"path\":\"real\"}", &rc, &e); /* control */
+    EXPECT(r && cJSON_GetArraySize(cJSON_GetObjectItem(r, "entries")) == 1);
+    cJSON_Delete(r);
+    r = call(reg, "files.search", "{\"name\":\"*.txt\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "files")), 1);
+    EXPECT_EQ_INT(cJSON_GetObjectItem(r, "links_not_followed")->valueint, 1);
+    cJSON_Delete(r);
+    hx_tools_free(reg);
+}
+
+/* One missing root is named with how to fix it; the others still work. */
+static void test_files_missing_root(void)
+{
+    ASSERT(mkdir(at("present"), 0700) == 0);
+    put("present/p.txt", "here\n");
+    static hx_config cfg;
+    cfg.file_roots[0] = (char *)at("absent");
+    cfg.file_roots[1] = (char *)at("present");
+    cfg.n_file_roots = 2;
+    hx_tools *reg = tools_on(&cfg);
+    ASSERT(reg);
+    int rc;
+    hx_err e;
+    cJSON *r = call(reg, "files.list", "{}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "entries")), 1);
+    const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "problems"), 0);
+    EXPECT(cJSON_IsString(p) && strstr(p->valuestring, "absent") &&
+           strstr(p->valuestring, "does not exist") && strstr(p->valuestring, "file_roots"));
+    cJSON_Delete(r);
+    r = call(reg, "files.read", "{\"path\":\"p.txt\"}", &rc, &e);
+    EXPECT(rc == HX_OK && !strcmp(text_of(r), "here\n"));
+    cJSON_Delete(r);
+    hx_tools_free(reg);
+}
+
+int main(void)
+{
+    snprintf(home, sizeof home, "/tmp/hx-deputy-XXXXXX");
+    if (!mkdtemp(home)) {
+        printf("FAIL setup: mkdtemp\n");
+        return 1;
+    }
+    setenv("HEARTH_HOME", home, 1);
+    setenv("HEARTH_NOW", "2026-12-01T09:00:00+01:00", 1);
+    signal(SIGALRM, on_alarm);
+    RUN(test_files_root_swapped_for_link);
+    RUN(test_files_race_link_in_path);
+    RUN(test_files_fifo);
+    RUN(test_files_list_link_not_followed);
+    RUN(test_files_missing_root);
+    sh("rm -rf %s", home);
+    return test_summary();
+}
