@@ -11,7 +11,7 @@
 
 int hx_cal_tool_open(hx_tools *reg, hx_cal **c, hx_err *err)
 {
-    return hx_cal_load(hx_tools_config(reg), hx_tools_tz(reg), c, err);
+    return hx_cal_load(reg, c, err);
 }
 
 /* The query range from "range", or "start"/"end", or dflt. */
@@ -214,8 +214,13 @@ static int create_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     e.has_times = 1, e.start = t.start, e.end = t.end, e.all_day = t.all_day;
     hx_cal_new_uid(c, uid, sizeof uid);
     icalcomponent *ev = hx_cal_new_event(c, uid, &root);
+    const hx_root *dir = hx_tools_root(reg, HX_ROOT_CAL_DEFAULT, 0, 0, err);
+    if (!dir) {
+        rc = err->rc;
+        goto out;
+    }
     if ((rc = hx_cal_apply_edit(c, root, ev, &e, err)) ||
-        (rc = hx_cal_add_file(c, c->cfg->calendar_default, uid, root, &f, err)))
+        (rc = hx_cal_add_file(c, dir, uid, root, &f, err)))
         goto out;
     root = NULL; /* owned by c now */
     rc = hx_cal_itip_queue(c, f, ev, "REQUEST", mail, sizeof mail, err);

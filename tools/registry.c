@@ -53,10 +53,15 @@ void hx_tools_free(hx_tools *reg)
 
 const hx_config *hx_tools_config(const hx_tools *reg) { return reg->cfg; }
 
-const hx_root *hx_tools_root(hx_tools *reg, hx_root_kind kind, int i, unsigned flags,
+void hx_tools_open_roots(hx_tools *reg) { hx_roots_open_all(&reg->roots, reg->cfg); }
+
+const hx_root *hx_tools_root(const hx_tools *reg, hx_root_kind kind, int i, unsigned flags,
                              hx_err *err)
 {
-    return hx_roots_get(&reg->roots, reg->cfg, kind, i, flags, err);
+    /* the roots are opened on first use: a cache, not part of what the
+     * registry is, so a const registry may open one */
+    hx_tools *r = (hx_tools *)reg;
+    return hx_roots_get(&r->roots, reg->cfg, kind, i, flags, err);
 }
 
 static int check_def(const hx_tools *reg, const hx_tool_def *def, cJSON **schema,

@@ -191,6 +191,18 @@ static hx_root *root_slot(hx_roots *rs, const hx_config *cfg, hx_root_kind kind,
     return NULL;
 }
 
+void hx_roots_open_all(hx_roots **rsp, const hx_config *cfg)
+{
+    static const hx_root_kind single[] = {HX_ROOT_CAL_DEFAULT, HX_ROOT_MAILDIR, HX_ROOT_OUTBOX};
+    hx_err e;
+    for (int i = 0; cfg && i < cfg->n_file_roots; i++)
+        hx_roots_get(rsp, cfg, HX_ROOT_FILES, i, HX_ROOT_NO_CREATE, &e);
+    for (int i = 0; cfg && i < cfg->n_calendars; i++)
+        hx_roots_get(rsp, cfg, HX_ROOT_CALENDAR, i, HX_ROOT_NO_CREATE, &e);
+    for (size_t k = 0; cfg && k < sizeof single / sizeof single[0]; k++)
+        hx_roots_get(rsp, cfg, single[k], 0, HX_ROOT_NO_CREATE, &e);
+}
+
 const hx_root *hx_roots_get(hx_roots **rsp, const hx_config *cfg, hx_root_kind kind, int i,
                             unsigned flags, hx_err *err)
 {
@@ -211,7 +223,9 @@ const hx_root *hx_roots_get(hx_roots **rsp, const hx_config *cfg, hx_root_kind k
     }
     if (r->fd >= 0) return r;
     /* a failed open is not kept: a folder made later is found then */
-    return hx_root_open(r, path, field, base | flags, err) ? NULL : r;
+    flags |= base;
+    if (flags & HX_ROOT_NO_CREATE) flags &= ~(unsigned)(HX_ROOT_CREATE | HX_ROOT_NO_CREATE);
+    return hx_root_open(r, path, field, flags, err) ? NULL : r;
 }
 
 /* ---- paths beneath a root ---- */
@@ -343,6 +357,12 @@ static int next_component(const char **p, char *comp, size_t n)
     return 1;
 }
 
+static int is_link_at(int dfd, const char *name)
+{
+    struct stat st;
+    return !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode);
+}
+
 /* rel's folders made one at a time beneath r, each opened without
  * following a link before the next is made in it; "." and ".." refused. */
 static int make_dirs(const hx_root *r, const char *rel, hx_err *err)
@@ -357,7 +377,7 @@ static int make_dirs(const hx_root *r, const char *rel, hx_err *err)
         else if (mkdirat(fd, comp, 0700) && errno != EEXIST)
             rc = hx_err_set(err, HX_ERR_IO, "'%s/%s': %s", r->path, rel, strerror(errno));
         else if ((next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-            rc = beneath_error(r, rel, errno, err);
+            rc = beneath_error(r, rel, is_link_at(fd, comp) ? ELOOP : errno, err);
         close(fd);
         if (rc) return -rc;
         fd = next;
@@ -386,8 +406,12 @@ int hx_root_write_atomic(const hx_root *r, const char *rel, const char *data, si
 
 void hx_root_join(const hx_root *r, const char *rel, char *buf, size_t n)
 {
-    if (!rel || !*rel || !strcmp(rel, ".")) snprintf(buf, n, "%s", r->path);
-    else snprintf(buf, n, "%s%s%s", r->path, strcmp(r->path, "/") ? "/" : "", rel);
+    /* a root given as one file: the folder is its path less the name */
+    int dir_len = (int)strlen(r->path) - (r->file ? (int)strlen(r->file) + 1 : 0);
+    if (dir_len < 0) dir_len = 0;
+    if (!rel || !*rel || !strcmp(rel, ".")) snprintf(buf, n, "%.*s", dir_len, r->path);
+    else if (dir_len == 1 && r->path[0] == '/') snprintf(buf, n, "/%s", rel);
+    else snprintf(buf, n, "%.*s%s%s", dir_len, r->path, dir_len ? "/" : "", rel);
 }
 
 const char *hx_root_under(const hx_root *r, const char *abs)

@@ -61,7 +61,9 @@ typedef enum hx_root_kind {
     HX_ROOT_OUTBOX,      /* outbox, made when missing */
 } hx_root_kind;
 
-enum { HX_ROOT_CREATE = 1, HX_ROOT_FILE_OK = 2 }; /* hx_root_open flags */
+/* hx_root_open flags (HX_ROOT_NO_CREATE: for hx_roots_get, open a folder
+ * that is made when missing only if it exists) */
+enum { HX_ROOT_CREATE = 1, HX_ROOT_FILE_OK = 2, HX_ROOT_NO_CREATE = 4 };
 
 /* Opens the folder path (field: its setting in config.json, for
  * messages); HX_ROOT_CREATE makes it first if missing, HX_ROOT_FILE_OK
@@ -79,10 +81,18 @@ typedef struct hx_roots hx_roots;
 const hx_root *hx_roots_get(hx_roots **rs, const hx_config *cfg, hx_root_kind kind, int i,
                             unsigned flags, hx_err *err);
 void hx_roots_free(hx_roots *rs); /* NULL is a no-op */
+/* Opens every configured folder that exists now (none is made): the
+ * point from which a link planted in place of one no longer matters. The
+ * others are opened (or made) when first used. */
+void hx_roots_open_all(hx_roots **rs, const hx_config *cfg);
 /* The registry's roots (hx_roots_get on the registry's configuration);
  * valid while the registry lives. */
-const hx_root *hx_tools_root(hx_tools *reg, hx_root_kind kind, int i, unsigned flags,
+const hx_root *hx_tools_root(const hx_tools *reg, hx_root_kind kind, int i, unsigned flags,
                              hx_err *err);
+
+/* hx_roots_open_all on the registry's roots: the built-in tools' folders
+ * are opened when they are registered (hx_tools_register_builtins). */
+void hx_tools_open_roots(hx_tools *reg);
 
 /* rel (relative; "" is the root) opened beneath r with flags (O_NOFOLLOW
  * and O_CLOEXEC added): no link followed, no ".." out of it. */

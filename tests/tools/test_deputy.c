@@ -296,6 +296,238 @@ static void test_files_missing_root(void)
     hx_tools_free(reg);
 }
 
+/* ---- calendars ---- */
+
+static const char event_fmt[] =
+    "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\n"
+    "UID:%s\r\nDTSTAMP:20261101T000000Z\r\nDTSTART:20261201T%02d0000Z\r\n"
+    "DTEND:20261201T%02d3000Z\r\nSUMMARY:%s\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+
+static void put_event(const char *rel, const char *uid, int hour, const char *title)
+{
+    char text[1024];
+    snprintf(text, sizeof text, event_fmt, uid, hour, hour, title);
+    put(rel, text);
+}
+
+static int titles_have(const cJSON *r, const char *title)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(r, "events"))
+    {
+        const cJSON *t = cJSON_GetObjectItem(it, "title");
+        if (cJSON_IsString(t) && !strcmp(t->valuestring, title)) return 1;
+    }
+    return 0;
+}
+
+static int problems_have(const cJSON *r, const char *needle)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(r, "problems"))
+    {
+        char *s = cJSON_PrintUnformatted(it);
+        int hit = s && strstr(s, needle);
+        free(s);
+        if (hit) return 1;
+    }
+    return 0;
+}
+
+static hx_config *cal_config(const char *dir)
+{
+    static hx_config cfg;
+    static char *cal;
+    free(cal);
+    cal = hx_strdup(at(dir));
+    memset(&cfg, 0, sizeof cfg);
+    cfg.user_email = "alice@example.org";
+    cfg.timezone = "UTC";
+    cfg.calendars[0] = cal;
+    cfg.n_calendars = 1;
+    cfg.calendar_default = cal;
+    cfg.outbox = (char *)at("cal-outbox");
+    return &cfg;
+}
+
+/* A calendar folder swapped for a link to someone else's: reads and new
+ * events stay in the folder opened; a new registry refuses the link. */
+static void test_calendar_folder_swapped_for_link(void)
+{
+    ASSERT(sh("mkdir -p %s %s", at("cal"), at("othercal")) == 0);
+    put_event("cal/mine.ics", "mine@x", 9, "Mine");
+    put_event("othercal/theirs.ics", "theirs@x", 10, "Theirs");
+    hx_config *cfg = cal_config("cal");
+    hx_tools *reg = tools_on(cfg);
+    ASSERT(reg);
+    int rc;
+    hx_err e;
+    const char *range = "{\"range\":\"2026-12-01\"}";
+    cJSON *r = call(reg, "calendar.list_events", range, &rc, &e); /* control */
+    ASSERT(r);
+    EXPECT(titles_have(r, "Mine"));
+    cJSON_Delete(r);
+    ASSERT(rename(at("cal"), at("cal.orig")) == 0);
+    ASSERT(symlink(at("othercal"), at("cal")) == 0);
+    r = call(reg, "calendar.list_events", range, &rc, &e);
+    ASSERT(r);
+    EXPECT(titles_have(r, "Mine") && !titles_have(r, "Theirs"));
+    cJSON_Delete(r);
+    r = call(reg, "calendar.create_event", "{\"title\":\"New\",\"start\":\"2026-12-01T14:00:00Z\"}",
+             &rc, &e);
+    EXPECT(rc == HX_OK);
+    cJSON_Delete(r);
+    EXPECT(sh("grep -q SUMMARY:New %s/*.ics", at("cal.orig")) == 0);
+    EXPECT(sh("grep -q SUMMARY:New %s/*.ics", at("othercal")) != 0);
+    hx_tools_free(reg);
+    reg = tools_on(cfg); /* a new session */
+    ASSERT(reg);
+    r = call(reg, "calendar.list_events", range, &rc, &e);
+    ASSERT(r);
+    EXPECT(!titles_have(r, "Theirs") && problems_have(r, "symbolic link"));
+    cJSON_Delete(r);
+    r = call(reg, "calendar.create_event", "{\"title\":\"New2\",\"start\":\"2026-12-01T15:00:00Z\"}",
+             &rc, &e);
+    EXPECT(r == NULL && rc == HX_ERR_DENIED && strstr(e.msg, "calendar_default"));
+    EXPECT(sh("grep -q SUMMARY:New2 %s/*.ics", at("othercal")) != 0);
+    hx_tools_free(reg);
+}
+
+/* In a calendar folder, a .ics link (to a file out of it) and a .ics
+ * FIFO are skipped with a problem each, at once; the real event lists. */
+static void test_calendar_link_and_fifo_skipped(void)
+{
+    ASSERT(sh("mkdir -p %s", at("cal2")) == 0);
+    put_event("cal2/real.ics", "real@x", 9, "Real");
+    put_event("outside.ics", "outside@x", 11, "Outside");
+    ASSERT(symlink(at("outside.ics"), at("cal2/link.ics")) == 0);
+    ASSERT(mkfifo(at("cal2/pipe.ics"), 0644) == 0);
+    hx_tools *reg = tools_on(cal_config("cal2"));
+    ASSERT(reg);
+    int rc;
+    hx_err e;
+    alarm(20);
+    cJSON *r = call(reg, "calendar.list_events", "{\"range\":\"2026-12-01\"}", &rc, &e);
+    alarm(0);
+    ASSERT(r);
+    EXPECT(titles_have(r, "Real"));
+    EXPECT(!titles_have(r, "Outside"));
+    EXPECT(problems_have(r, "link.ics") && problems_have(r, "symbolic link"));
+    EXPECT(problems_have(r, "pipe.ics") && problems_have(r, "FIFO"));
+    cJSON_Delete(r);
+    hx_tools_free(reg);
+}
+
+/* An event file swapped for a link between read and write is refused,
+ * and the link's target is left as it was; a save without it works. */
+static void test_calendar_save_refuses_link(void)
+{
+    ASSERT(sh("mkdir -p %s", at("cal3")) == 0);
+    put_event("cal3/ev.ics", "ev@x", 9, "Event");
+    put("victim.txt", "untouched\n");
+    hx_tools *reg = tools_on(cal_config("cal3"));
+    ASSERT(reg);
+    hx_cal *c;
+    hx_cal_file *f;
+    hx_err e;
+    ASSERT(hx_cal_load(reg, &c, &e) == HX_OK);
+    icalcomponent *ev = hx_cal_find_uid(c, "ev@x", &f);
+    ASSERT(ev);
+    icalcomponent_set_summary(ev, "Changed");
+    EXPECT_EQ_INT(hx_cal_save(c, f, &e), HX_OK); /* control */
+    ASSERT(rename(at("cal3/ev.ics"), at("cal3/ev.orig")) == 0);
+    ASSERT(symlink(at("victim.txt"), at("cal3/ev.ics")) == 0);
+    icalcomponent_set_summary(ev, "Through the link");
+    EXPECT_EQ_INT(hx_cal_save(c, f, &e), HX_ERR_STATE);
+    EXPECT(sh("grep -q untouched %s", at("victim.txt")) == 0);
+    hx_cal_free(c);
+    hx_tools_free(reg);
+}
+
+/* ---- mail ---- */
+
+static hx_config *mail_config(void)
+{
+    static hx_config cfg;
+    cfg.user_name = "Alice";
+    cfg.user_email = "alice@example.org";
+    cfg.maildir = (char *)at("Mail");
+    cfg.outbox = (char *)at("Outbox");
+    return &cfg;
+}
+
+static const char msg_fmt[] = "From: %s <%s@example.org>\nSubject: %s\n\n%s\n";
+
+static void put_msg(const char *rel, const char *who, const char *subject)
+{
+    char text[512];
+    snprintf(text, sizeof text, msg_fmt, who, who, subject, "body");
+    put(rel, text);
+}
+
+static int search_count(hx_tools *reg, const char *json)
+{
+    int rc;
+    hx_err e;
+    cJSON *r = call(reg, "mail.search", json, &rc, &e);
+    if (!r) printf("# mail.search %s: %s\n", json, e.msg);
+    int n = r ? cJSON_GetArraySize(cJSON_GetObjectItem(r, "messages")) : -1;
+    cJSON_Delete(r);
+    return n;
+}
+
+/* In a Maildir, a message file that is a link to a secret, a FIFO, and a
+ * Maildir++ folder that is a link are not read; real messages are. */
+static void test_maildir_links_and_fifo(void)
+{
+    ASSERT(sh("mkdir -p %s/cur %s/new %s/tmp %s/cur %s/new", at("Mail"), at("Mail"),
+              at("Mail"), at("elsewhere/.Secret"), at("elsewhere/.Secret")) == 0);
+    put_msg("Mail/cur/1.a:2,S", "bob", "real one");
+    put_msg("secret.eml", "eve", "root secret");
+    ASSERT(symlink(at("secret.eml"), at("Mail/cur/2.b:2,S")) == 0);
+    ASSERT(mkfifo(at("Mail/new/3.c"), 0644) == 0);
+    put_msg("elsewhere/.Secret/cur/4.d:2,S", "mallory", "other secret");
+    ASSERT(symlink(at("elsewhere/.Secret"), at("Mail/.Secret")) == 0);
+    hx_tools *reg = tools_on(mail_config());
+    ASSERT(reg);
+    alarm(20);
+    EXPECT_EQ_INT(search_count(reg, "{\"from\":\"bob\"}"), 1); /* control */
+    EXPECT_EQ_INT(search_count(reg, "{\"from\":\"eve\"}"), 0);
+    EXPECT_EQ_INT(search_count(reg, "{\"from\":\"mallory\"}"), 0);
+    EXPECT_EQ_INT(search_count(reg, "{}"), 1);
+    alarm(0);
+    hx_tools_free(reg);
+}
+
+/* The outbox's new/ swapped for a link: mail.send refuses and writes
+ * nothing there; the Maildir's .Drafts as a link: mail.draft refuses;
+ * with real folders both work. */
+static void test_outbox_and_drafts_links(void)
+{
+    ASSERT(sh("mkdir -p %s/tmp %s/cur %s", at("Outbox"), at("Outbox"), at("dropbox")) == 0);
+    ASSERT(symlink(at("dropbox"), at("Outbox/new")) == 0);
+    ASSERT(symlink(at("dropbox"), at("Mail/.Drafts")) == 0);
+    hx_tools *reg = tools_on(mail_config());
+    ASSERT(reg);
+    const char *mail = "{\"to\":\"bob@example.org\",\"subject\":\"hi\",\"body\":\"x\"}";
+    int rc;
+    hx_err e;
+    cJSON *r = call(reg, "mail.send", mail, &rc, &e);
+    EXPECT(r == NULL && rc == HX_ERR_DENIED && strstr(e.msg, "symbolic link"));
+    r = call(reg, "mail.draft", mail, &rc, &e);
+    EXPECT(r == NULL && rc == HX_ERR_DENIED);
+    EXPECT(sh("[ -z \"$(ls -A %s)\" ]", at("dropbox")) == 0);
+    ASSERT(unlink(at("Outbox/new")) == 0 && unlink(at("Mail/.Drafts")) == 0);
+    r = call(reg, "mail.send", mail, &rc, &e); /* control */
+    EXPECT(rc == HX_OK);
+    cJSON_Delete(r);
+    r = call(reg, "mail.draft", mail, &rc, &e);
+    EXPECT(rc == HX_OK);
+    cJSON_Delete(r);
+    EXPECT(sh("[ \"$(ls %s/new | wc -l)\" = 1 ]", at("Outbox")) == 0);
+    hx_tools_free(reg);
+}
+
 int main(void)
 {
     snprintf(home, sizeof home, "/tmp/hx-deputy-XXXXXX");
@@ -311,6 +543,11 @@ int main(void)
     RUN(test_files_fifo);
     RUN(test_files_list_link_not_followed);
     RUN(test_files_missing_root);
+    RUN(test_calendar_folder_swapped_for_link);
+    RUN(test_calendar_link_and_fifo_skipped);
+    RUN(test_calendar_save_refuses_link);
+    RUN(test_maildir_links_and_fifo);
+    RUN(test_outbox_and_drafts_links);
     sh("rm -rf %s", home);
     return test_summary();
 }
