@@ -82,11 +82,11 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
     (void)user;
     hx_cal *c;
     hx_cal_occ *occ = NULL;
-    int64_t from, to;
+    int64_t from, to, complete_to;
     int n = 0, rc = hx_cal_tool_open(reg, &c, err);
     if (rc) return rc;
     if ((rc = hx_cal_arg_range(reg, args, "today", &from, &to, err)) ||
-        (rc = hx_cal_occurrences(c, from, to, &occ, &n, err))) {
+        (rc = hx_cal_occurrences(c, from, to, &occ, &n, &complete_to, err))) {
         hx_cal_free(c);
         return rc;
     }
@@ -101,7 +101,8 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
         if (shown < limit) cJSON_AddItemToArray(evs, hx_cal_occ_json(c, &occ[i])), shown++;
     }
     cJSON_AddNumberToObject(res, "count", total);
-    if (total > shown) cJSON_AddBoolToObject(res, "truncated", 1);
+    if (total > shown || complete_to < to) cJSON_AddBoolToObject(res, "truncated", 1);
+    if (complete_to < to) cJSON_AddItemToObject(res, "more", hx_cal_cut_json(c, complete_to, "events"));
     hx_cal_add_problems(c, res);
     free(occ);
     hx_cal_free(c);

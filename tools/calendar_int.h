@@ -11,7 +11,7 @@
 #define HX_CAL_MAX_FILE (4u << 20) /* bytes per .ics file; larger ones are skipped */
 #define HX_CAL_MAX_FILES 20000     /* .ics files per calendar directory */
 #define HX_CAL_MAX_ITER 20000      /* recurrence steps per rule */
-#define HX_CAL_MAX_OCC 5000        /* occurrences per query */
+#define HX_CAL_MAX_OCC 5000        /* occurrences per query; the rest are cut */
 
 typedef struct hx_cal_file {
     const hx_root *dir;  /* the folder holding it (borrowed from the registry) */
@@ -79,9 +79,15 @@ typedef struct hx_cal_occ {
 } hx_cal_occ;
 
 /* The occurrences overlapping [from, to), sorted by start (*out: caller
- * frees). HX_ERR_FULL if more than HX_CAL_MAX_OCC. */
+ * frees), bounded: *complete_to is to when every one is there; else the
+ * list holds exactly those starting before *complete_to (at most
+ * HX_CAL_MAX_OCC, or what a rule repeating too often let be known) and
+ * nothing is known of the ones starting from it on. HX_ERR_NOMEM only. */
 int hx_cal_occurrences(hx_cal *c, int64_t from, int64_t to, hx_cal_occ **out,
-                       int *n, hx_err *err);
+                       int *n, int64_t *complete_to, hx_err *err);
+/* {"complete_until", "note"} for a result cut at complete_to; what names
+ * what is not known ("events", "busy times", "free slots"). */
+cJSON *hx_cal_cut_json(hx_cal *c, int64_t complete_to, const char *what);
 /* An occurrence as the tools' JSON (uid, title, start, end, ...). */
 cJSON *hx_cal_occ_json(hx_cal *c, const hx_cal_occ *o);
 /* True if o blocks time (not cancelled, not TRANSPARENT). */

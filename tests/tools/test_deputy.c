@@ -528,6 +528,109 @@ static void test_outbox_and_drafts_links(void)
     hx_tools_free(reg);
 }
 
+/* ---- denial of service from content ---- */
+
+static const char flood_ics[] =
+    "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\n"
+    "UID:flood@x\r\nDTSTAMP:20261101T000000Z\r\nDTSTART:%s\r\nDURATION:%s\r\n"
+    "RRULE:FREQ=%s\r\nSUMMARY:Flood\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n";
+
+static void put_flood(const char *rel, const char *start, const char *dur, const char *freq)
+{
+    char text[1024];
+    snprintf(text, sizeof text, flood_ics, start, dur, freq);
+    put(rel, text);
+}
+
+static const char *str_of(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* A SECONDLY rule starting today: list_events gives the first events in
+ * order and says where it stopped and how to get the rest, instead of
+ * failing; the events before the cut are all there. */
+static void test_calendar_flood_listed_in_part(void)
+{
+    ASSERT(sh("mkdir -p %s", at("flood")) == 0);
+    put_flood("flood/flood.ics", "20261201T080000Z", "PT1S", "SECONDLY");
+    put_event("flood/meeting.ics", "meeting@x", 9, "Meeting");
+    hx_tools *reg = tools_on(cal_config("flood"));
+    ASSERT(reg);
+    int rc;
+    hx_err e;
+    cJSON *r = call(reg, "calendar.list_events", "{\"range\":\"2026-12-01\",\"limit\":500}",
+                    &rc, &e);
+    ASSERT(r);
+    EXPECT(cJSON_IsTrue(cJSON_GetObjectItem(r, "truncated")));
+    const cJSON *more = cJSON_GetObjectItem(r, "more");
+    /* 5000 kept: the meeting and 4999 seconds of the flood from 08:00:00 */
+    EXPECT_STR_EQ(str_of(more, "complete_until"), "2026-12-01T09:23:19+00:00");
+    EXPECT(strstr(str_of(more, "note"), "ask again with a range starting at"));
+    const cJSON *evs = cJSON_GetObjectItem(r, "events");
+    EXPECT_EQ_INT(cJSON_GetArraySize(evs), 500);
+    EXPECT_STR_EQ(str_of(cJSON_GetArrayItem(evs, 0), "start"), "2026-12-01T08:00:00+00:00");
+    EXPECT_EQ_INT(cJSON_GetObjectItem(r, "count")->valueint, 5000);
+    cJSON_Delete(r);
+    /* the rest, from where it stopped: the meeting before the cut is there */
+    r = call(reg, "calendar.list_events",
+             "{\"start\":\"2026-12-01T09:00:00Z\",\"end\":\"2026-12-01T09:10:00Z\",\"query\":\"Meeting\"}",
+             &rc, &e);
+    ASSERT(r);
+    EXPECT(titles_have(r, "Meeting"));
+    cJSON_Delete(r);
+    hx_tools_free(reg);
+}
+
+/* Free slots are never offered where the expansion was cut: with the
+ * flood, none (the rule keeps the day busy) and a note; free_busy marks
+ * the rest of the range unknown. Control: without the flood, slots. */
+static void test_calendar_flood_no_false_free_slot(void)
+{
+    hx_tools *reg = tools_on(cal_config("flood"));
+    ASSERT(reg);
+    int rc;
+    hx_err e;
+    const char *q = "{\"duration_minutes\":30,\"range\":\"2026-12-01\",\"working_hours_only\":false}";
+    cJSON *r = call(reg, "calendar.find_slots", q, &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "slots")), 0);
+    EXPECT(cJSON_GetObjectItem(r, "more") != NULL);
+    cJSON_Delete(r);
+    r = call(reg, "calendar.free_busy", "{\"range\":\"2026-12-01\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_STR_EQ(str_of(cJSON_GetObjectItem(r, "unknown"), "start"), "2026-12-01T09:23:19+00:00");
+    EXPECT_STR_EQ(str_of(cJSON_GetObjectItem(r, "unknown"), "end"), "2026-12-02T00:00:00+00:00");
+    cJSON_Delete(r);
+    ASSERT(unlink(at("flood/flood.ics")) == 0);
+    r = call(reg, "calendar.find_slots", q, &rc, &e); /* control */
+    ASSERT(r);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "slots")), 5);
+    EXPECT(cJSON_GetObjectItem(r, "more") == NULL);
+    cJSON_Delete(r);
+    hx_tools_free(reg);
+}
+
+/* A rule too dense to reach the range within the step limit: a problem
+ * names it and nothing after where it stopped is claimed. */
+static void test_calendar_rule_too_dense(void)
+{
+    ASSERT(sh("mkdir -p %s", at("dense")) == 0);
+    put_flood("dense/dense.ics", "20261101T000000Z", "PT1M", "MINUTELY");
+    hx_tools *reg = tools_on(cal_config("dense"));
+    ASSERT(reg);
+    int rc;
+    hx_err e;
+    cJSON *r = call(reg, "calendar.list_events", "{\"range\":\"2026-12-01\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT(problems_have(r, "repeats too often"));
+    EXPECT(cJSON_IsTrue(cJSON_GetObjectItem(r, "truncated")));
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "events")), 0);
+    cJSON_Delete(r);
+    hx_tools_free(reg);
+}
+
 int main(void)
 {
     snprintf(home, sizeof home, "/tmp/hx-deputy-XXXXXX");
@@ -548,6 +651,9 @@ int main(void)
     RUN(test_calendar_save_refuses_link);
     RUN(test_maildir_links_and_fifo);
     RUN(test_outbox_and_drafts_links);
+    RUN(test_calendar_flood_listed_in_part);
+    RUN(test_calendar_flood_no_false_free_slot);
+    RUN(test_calendar_rule_too_dense);
     sh("rm -rf %s", home);
     return test_summary();
 }
