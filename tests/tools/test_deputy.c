@@ -631,6 +631,83 @@ static void test_calendar_rule_too_dense(void)
     hx_tools_free(reg);
 }
 
+/* ---- MCP tool listings ---- */
+
+static const char flood_server[] =
+    "import json, sys\n"
+    "n, page, desc = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])\n"
+    "for line in sys.stdin:\n"
+    "    m = json.loads(line)\n"
+    "    if 'id' not in m: continue\n"
+    "    if m['method'] == 'initialize':\n"
+    "        r = {'protocolVersion': '2025-06-18', 'capabilities': {'tools': {}}}\n"
+    "    elif m['method'] == 'tools/list':\n"
+    "        a = int((m.get('params') or {}).get('cursor') or 0); b = min(n, a + page)\n"
+    "        r = {'tools': [{'name': 't%05d' % i, 'description': 'd' * desc,\n"
+    "              'inputSchema': {'type': 'object'}} for i in range(a, b)]}\n"
+    "        if b < n: r['nextCursor'] = str(b)\n"
+    "    else:\n"
+    "        r = {'content': [{'type': 'text', 'text': 'ok'}]}\n"
+    "    print(json.dumps({'jsonrpc': '2.0', 'id': m['id'], 'result': r}), flush=True)\n";
+
+/* Loads one MCP server listing n tools (pages of page, descriptions of
+ * desc bytes) into a fresh registry; its problems go into probs. */
+static hx_tools *load_server(const char *name, int n, int page, int desc, hx_buf *probs,
+                             hx_extools **x)
+{
+    char json[2048], dir[64];
+    snprintf(dir, sizeof dir, "mcp-%s", name);
+    if (sh("mkdir -p %s && chmod 755 %s", at(dir), home)) return NULL;
+    snprintf(json, sizeof json,
+             "{\"name\":\"%s\",\"effect\":\"read\",\"timeout_s\":60,\"read_paths\":[\"%s\"],"
+             "\"mcp\":{\"command\":[\"/usr/bin/python3\",\"%s\",\"%d\",\"%d\",\"%d\"]}}",
+             name, at("mcp-srv"), at("mcp-srv/server.py"), n, page, desc);
+    snprintf(dir, sizeof dir, "mcp-%s/%s.json", name, name);
+    put(dir, json);
+    snprintf(dir, sizeof dir, "mcp-%s", name);
+    hx_tools *reg = hx_tools_new(NULL);
+    hx_err e;
+    if (reg && hx_extools_load(reg, at(dir), x, probs, &e)) {
+        printf("# extools: %s\n", e.msg);
+        hx_tools_free(reg);
+        return NULL;
+    }
+    return reg;
+}
+
+/* A server listing 12,800 tools (64 pages) adds its first 32 and the
+ * listing stops there, with one problem line saying so; one with long
+ * descriptions stops at 12 KiB. Control: a server with 5 tools adds all
+ * 5 and no problem. */
+static void test_mcp_listing_capped(void)
+{
+    if (access("/usr/bin/python3", X_OK)) SKIP("/usr/bin/python3 not installed");
+    ASSERT(sh("mkdir -p %s && chmod 755 %s", at("mcp-srv"), at("mcp-srv")) == 0);
+    put("mcp-srv/server.py", flood_server);
+    hx_buf probs;
+    hx_buf_init(&probs);
+    hx_extools *x = NULL;
+    hx_tools *reg = load_server("flood", 12800, 200, 10, &probs, &x);
+    ASSERT(reg);
+    EXPECT_EQ_INT(hx_tools_count(reg), 32);
+    EXPECT(hx_tools_find(reg, "flood.t00031") && !hx_tools_find(reg, "flood.t00032"));
+    EXPECT(probs.data && strstr(probs.data, "MCP server flood lists more than 32 tools; only its "
+                                            "first 32 tools are used"));
+    hx_extools_free(x), hx_tools_free(reg), hx_buf_free(&probs), x = NULL;
+    hx_buf_init(&probs);
+    reg = load_server("wordy", 20, 20, 4000, &probs, &x);
+    ASSERT(reg);
+    EXPECT_EQ_INT(hx_tools_count(reg), 3); /* 3 x 4 KiB fit in 12 KiB, the 4th does not */
+    EXPECT(probs.data && strstr(probs.data, "descriptions and schemas over 12288 bytes"));
+    hx_extools_free(x), hx_tools_free(reg), hx_buf_free(&probs), x = NULL;
+    hx_buf_init(&probs);
+    reg = load_server("small", 5, 5, 10, &probs, &x); /* control */
+    ASSERT(reg);
+    EXPECT_EQ_INT(hx_tools_count(reg), 5);
+    EXPECT_EQ_INT((int)probs.len, 0);
+    hx_extools_free(x), hx_tools_free(reg), hx_buf_free(&probs);
+}
+
 int main(void)
 {
     snprintf(home, sizeof home, "/tmp/hx-deputy-XXXXXX");
@@ -654,6 +731,7 @@ int main(void)
     RUN(test_calendar_flood_listed_in_part);
     RUN(test_calendar_flood_no_false_free_slot);
     RUN(test_calendar_rule_too_dense);
+    RUN(test_mcp_listing_capped);
     sh("rm -rf %s", home);
     return test_summary();
 }
