@@ -230,9 +230,64 @@ const hx_root *hx_roots_get(hx_roots **rsp, const hx_config *cfg, hx_root_kind k
 
 /* ---- paths beneath a root ---- */
 
+static int is_link_at(int dfd, const char *name)
+{
+    struct stat st;
+    return !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode);
+}
+
+/* The next component of *p (slashes skipped) into comp; 0 at the end. */
+static int next_component(const char **p, char *comp, size_t n)
+{
+    while (**p == '/') (*p)++;
+    size_t l = strcspn(*p, "/");
+    if (!l) return 0;
+    snprintf(comp, n, "%.*s", (int)l, *p);
+    *p += l;
+    return 1;
+}
+
+/* What openat2 does, for kernels (and emulators) without it: one
+ * component at a time, each opened O_NOFOLLOW beneath the last; ".." is
+ * refused outright (EXDEV), a link anywhere is ELOOP. -1 with errno. */
+static int walk_beneath(int dirfd, const char *rel, int flags, mode_t mode)
+{
+    char comp[256];
+    const char *p = rel;
+    int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    while (cur >= 0 && next_component(&p, comp, sizeof comp)) {
+        while (*p == '/') p++;
+        int last = !*p, e, next;
+        if (!strcmp(comp, "..") || strlen(comp) >= sizeof comp - 1) {
+            close(cur);
+            errno = strcmp(comp, "..") ? ENAMETOOLONG : EXDEV;
+            return -1;
+        }
+        next = last ? openat(cur, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode)
+                    : openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        e = next < 0 && (errno == ENOTDIR || errno == ELOOP) && is_link_at(cur, comp) ? ELOOP
+                                                                                       : errno;
+        close(cur);
+        if (next < 0) errno = e;
+        cur = next;
+        if (last) return cur;
+    }
+    if (cur < 0) return -1;
+    /* rel was "" or only slashes: the root itself, opened as asked */
+    int fd = openat(cur, ".", flags | O_CLOEXEC, mode);
+    close(cur);
+    return fd;
+}
+
+/* openat2 beneath dirfd with no link, or its emulation where the kernel
+ * has none (ENOSYS: before Linux 5.6, or under an emulator). */
 static long sys_openat2(int dirfd, const char *path, struct open_how *how)
 {
-    return syscall(SYS_openat2, dirfd, path, how, sizeof *how);
+    long fd = syscall(SYS_openat2, dirfd, path, how, sizeof *how);
+    if (fd < 0 && errno == ENOSYS)
+        fd = walk_beneath(dirfd, path, (int)(how->flags & ~(unsigned long long)O_NOFOLLOW),
+                          (mode_t)how->mode);
+    return fd;
 }
 
 /* Why rel could not be opened beneath r. */
@@ -252,10 +307,6 @@ static int beneath_error(const hx_root *r, const char *rel, int e, hx_err *err)
         return hx_err_set(err, HX_ERR_INVALID,
                           "'%s/%s': a part of it is not a folder (links are not followed)",
                           r->path, rel);
-    case ENOSYS:
-        return hx_err_set(err, HX_ERR_UNSUPPORTED,
-                          "this kernel lacks openat2 (Linux 5.6 or later is needed to open "
-                          "your files safely)");
     default:
         return hx_err_set(err, e == EACCES ? HX_ERR_DENIED : HX_ERR_IO, "'%s/%s': %s",
                           r->path, rel, strerror(e));
@@ -346,29 +397,12 @@ int hx_root_stat(const hx_root *r, const char *rel, struct stat *st, hx_err *err
     return rc;
 }
 
-/* The next component of *p (slashes skipped) into comp; 0 at the end. */
-static int next_component(const char **p, char *comp, size_t n)
-{
-    while (**p == '/') (*p)++;
-    size_t l = strcspn(*p, "/");
-    if (!l) return 0;
-    snprintf(comp, n, "%.*s", (int)l, *p);
-    *p += l;
-    return 1;
-}
-
-static int is_link_at(int dfd, const char *name)
-{
-    struct stat st;
-    return !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode);
-}
-
 /* rel's folders made one at a time beneath r, each opened without
  * following a link before the next is made in it; "." and ".." refused. */
 static int make_dirs(const hx_root *r, const char *rel, hx_err *err)
 {
     char comp[256];
-    int fd = dup(r->fd);
+    int fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
     if (fd < 0) return -hx_err_set(err, HX_ERR_IO, "%s: %s", r->path, strerror(errno));
     for (const char *p = rel; next_component(&p, comp, sizeof comp);) {
         int rc = HX_OK, next = -1;
