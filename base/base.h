@@ -114,10 +114,18 @@ char *hx_buf_steal(hx_buf *b, size_t *len);
  * Fails with HX_ERR_RANGE if larger than max_size (0 = no limit). */
 int hx_read_file(const char *path, size_t max_size, char **out, size_t *len,
                  hx_err *err);
-/* Atomic replace: writes to path.tmp.PID, fsyncs, renames over path and
- * fsyncs the directory. On failure the old file is untouched. */
+/* Reads all of an open descriptor the same way (name labels errors). */
+int hx_read_fd(int fd, const char *name, size_t max_size, char **out,
+               size_t *len, hx_err *err);
+/* Atomic replace: writes to path.tmp.PID (created new: never through a
+ * link), fsyncs, renames over path and fsyncs the directory. On failure
+ * the old file is untouched. */
 int hx_write_file_atomic(const char *path, const void *data, size_t len,
                          hx_err *err);
+/* The same with path relative to the directory descriptor dirfd (or
+ * AT_FDCWD); a link at path is replaced, never followed. */
+int hx_write_file_atomic_at(int dirfd, const char *path, const void *data,
+                            size_t len, hx_err *err);
 /* mkdir -p with mode 0700 for new directories. */
 int hx_mkdirs(const char *path, hx_err *err);
 

@@ -18,39 +18,45 @@ int hx_read_file(const char *path, size_t max_size, char **out, size_t *len,
     if (fd < 0)
         return hx_err_set(err, errno == ENOENT ? HX_ERR_NOTFOUND : HX_ERR_IO,
                           "%s: %s", path, strerror(errno));
+    int rc = hx_read_fd(fd, path, max_size, out, len, err);
+    close(fd);
+    return rc;
+}
+
+int hx_read_fd(int fd, const char *name, size_t max_size, char **out,
+               size_t *len, hx_err *err)
+{
+    *out = NULL;
     hx_buf b;
     hx_buf_init(&b);
     for (;;) {
         if (hx_buf_reserve(&b, 65536)) {
-            close(fd);
             hx_buf_free(&b);
-            return hx_err_set(err, HX_ERR_NOMEM, "%s: out of memory", path);
+            return hx_err_set(err, HX_ERR_NOMEM, "%s: out of memory", name);
         }
         ssize_t n = read(fd, b.data + b.len, 65536);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
             int e = errno;
-            close(fd);
             hx_buf_free(&b);
-            return hx_err_set(err, HX_ERR_IO, "%s: %s", path, strerror(e));
+            return hx_err_set(err, HX_ERR_IO, "%s: %s", name, strerror(e));
         }
         if (n == 0) break;
         b.len += (size_t)n;
         b.data[b.len] = '\0';
         if (max_size && b.len > max_size) {
-            close(fd);
             hx_buf_free(&b);
             return hx_err_set(err, HX_ERR_RANGE,
-                              "%s: larger than the limit of %zu bytes", path,
+                              "%s: larger than the limit of %zu bytes", name,
                               max_size);
         }
     }
-    close(fd);
     *out = hx_buf_steal(&b, len);
     return HX_OK;
 }
 
-static int fsync_dir_of(const char *path)
+/* fsync of the folder holding path (relative to dirfd). */
+static int fsync_dir_of(int dirfd, const char *path)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
@@ -58,7 +64,7 @@ static int fsync_dir_of(const char *path)
     if (slash == dir) dir[1] = '\0';
     else if (slash) *slash = '\0';
     else snprintf(dir, sizeof dir, ".");
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return -1;
     int rc = fsync(fd);
     close(fd);
@@ -81,26 +87,36 @@ static int write_all(int fd, const void *data, size_t len)
 int hx_write_file_atomic(const char *path, const void *data, size_t len,
                          hx_err *err)
 {
+    return hx_write_file_atomic_at(AT_FDCWD, path, data, len, err);
+}
+
+int hx_write_file_atomic_at(int dirfd, const char *path, const void *data,
+                            size_t len, hx_err *err)
+{
     char tmp[PATH_MAX];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
         sizeof tmp)
         return hx_err_set(err, HX_ERR_RANGE, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* a stale temporary of an earlier process with this pid goes first; the
+     * new one is created, never opened: no link or FIFO planted at its name
+     * is ever followed or written through */
+    unlinkat(dirfd, tmp, 0);
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return hx_err_set(err, HX_ERR_IO, "%s: %s", tmp, strerror(errno));
     if (write_all(fd, data, len) || fsync(fd)) {
         int e = errno;
         close(fd);
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
         return hx_err_set(err, HX_ERR_IO, "%s: %s", tmp, strerror(e));
     }
     close(fd);
-    if (rename(tmp, path)) {
+    if (renameat(dirfd, tmp, dirfd, path)) {
         int e = errno;
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
         return hx_err_set(err, HX_ERR_IO, "%s: %s", path, strerror(e));
     }
-    fsync_dir_of(path);
+    fsync_dir_of(dirfd, path);
     return HX_OK;
 }
 

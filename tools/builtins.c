@@ -1,5 +1,5 @@
-/* builtins.c: registers the built-in tool groups (calendar.*, and mail.*,
- * files.* as they land): one line per group. */
+/* builtins.c: registers the built-in tool groups (calendar.*, mail.*,
+ * files.*): one line per group; then opens the folders they work in. */
 #include "tools/mail_int.h"
 #include "tools/tools_int.h"
 
@@ -14,5 +14,6 @@ int hx_tools_register_builtins(hx_tools *reg, hx_err *err)
         int rc = groups[i](reg, err);
         if (rc) return rc;
     }
+    hx_tools_open_roots(reg);
     return HX_OK;
 }

@@ -73,8 +73,8 @@ static int find_occurrence(hx_tools *reg, hx_cal *c, const char *uid, const cJSO
     hx_cal_occ *occ = NULL;
     int n, rc = hx_arg_when(reg, args, "occurrence", &r, err);
     if (rc) return rc;
-    int64_t to = r.is_point ? r.start + 1 : r.end;
-    if ((rc = hx_cal_occurrences(c, r.start, to, &occ, &n, err))) return rc;
+    int64_t to = r.is_point ? r.start + 1 : r.end, known;
+    if ((rc = hx_cal_occurrences(c, r.start, to, &occ, &n, &known, err))) return rc;
     rc = HX_ERR_NOTFOUND;
     for (int i = 0; i < n && rc; i++)
         if (!strcmp(icalcomponent_get_uid(occ[i].ev), uid) &&
@@ -83,6 +83,10 @@ static int find_occurrence(hx_tools *reg, hx_cal *c, const char *uid, const cJSO
             rc = HX_OK;
         }
     free(occ);
+    if (rc && known < to)
+        return hx_err_set(err, HX_ERR_FULL,
+                          "too many events around '%s' to find the occurrence; give its "
+                          "exact start time", hx_arg_str(args, "occurrence"));
     if (rc)
         return hx_err_set(err, HX_ERR_NOTFOUND, "event '%s' has no occurrence at '%s'", uid,
                           hx_arg_str(args, "occurrence"));

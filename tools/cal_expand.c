@@ -7,10 +7,14 @@
 
 #include "tools/calendar_int.h"
 
+/* The occurrences found so far: every one starting before horizon (the
+ * query's end until too many were found, then the start of the first one
+ * dropped), at most 2 * HX_CAL_MAX_OCC before it is cut back. */
 typedef struct occ_list {
     hx_cal_occ *v;
     int n, cap;
-    int full;
+    int64_t horizon;
+    int oom;
 } occ_list;
 
 /* An overridden instance: (UID, RECURRENCE-ID) -> the override VEVENT. */
@@ -26,6 +30,7 @@ typedef struct query {
     occ_list out;
     ovr *ovrs;
     int n_ovr;
+    int rules_cut; /* rules whose expansion stopped at HX_CAL_MAX_ITER */
 } query;
 
 /* The span of an event: whole days for all-day events, else seconds. */
@@ -35,22 +40,37 @@ typedef struct span {
     int64_t secs;
 } span;
 
+static int by_start(const void *a, const void *b);
+
+/* Keeps the HX_CAL_MAX_OCC earliest occurrences: the horizon moves to the
+ * start of the first one dropped (ties at it are dropped too, so that
+ * everything before the horizon is known and nothing after it is). */
+static void cut_back(occ_list *l)
+{
+    qsort(l->v, (size_t)l->n, sizeof *l->v, by_start);
+    int64_t h = l->v[HX_CAL_MAX_OCC].start;
+    int keep = HX_CAL_MAX_OCC;
+    while (keep > 0 && l->v[keep - 1].start >= h) keep--;
+    l->n = keep;
+    if (h < l->horizon) l->horizon = h;
+}
+
 /* Adds the occurrence if it overlaps the query; 1 if added. */
 static int push(query *q, icalcomponent *ev, hx_cal_file *f, int64_t s, int64_t e,
                  const span *sp, int recurring)
 {
     int overlaps = e > q->from && s < q->to;
     if (e == s) overlaps = s >= q->from && s < q->to;
-    if (!overlaps || q->out.full) return 0;
-    if (q->out.n == HX_CAL_MAX_OCC) {
-        q->out.full = 1;
-        return 0;
+    if (!overlaps || s >= q->out.horizon || q->out.oom) return 0;
+    if (q->out.n == 2 * HX_CAL_MAX_OCC) {
+        cut_back(&q->out);
+        if (s >= q->out.horizon) return 0;
     }
     if (q->out.n == q->out.cap) {
         int cap = q->out.cap ? q->out.cap * 2 : 64;
         hx_cal_occ *nv = realloc(q->out.v, (size_t)cap * sizeof *nv);
         if (!nv) {
-            q->out.full = 1;
+            q->out.oom = 1;
             return 0;
         }
         q->out.v = nv;
@@ -98,7 +118,7 @@ static span event_span(query *q, hx_cal_file *f, icalcomponent *ev, int64_t star
 void hx_cal_event_times(hx_cal *c, hx_cal_file *f, icalcomponent *ev, int64_t *start,
                         int64_t *end, int *all_day)
 {
-    query q = {c, 0, 0, {0}, NULL, 0};
+    query q = {c, 0, 0, {0}, NULL, 0, 0};
     icalproperty *ps = icalcomponent_get_first_property(ev, ICAL_DTSTART_PROPERTY);
     *start = hx_cal_prop_time(c, f, ps, icalproperty_get_dtstart(ps));
     span sp = event_span(&q, f, ev, *start);
@@ -158,6 +178,21 @@ static void consider(query *q, hx_cal_file *f, icalcomponent *ev, int64_t s, con
 
 /* ---- expansion ---- */
 
+/* A rule that took HX_CAL_MAX_ITER steps to reach last (a start before
+ * the query's end): what it repeats after last is not known, so nothing
+ * after last is claimed. */
+static void rule_cut(query *q, hx_cal_file *f, icalcomponent *ev, int64_t last)
+{
+    char when[40];
+    if (last + 1 < q->out.horizon) q->out.horizon = last + 1;
+    if (q->rules_cut++) return; /* one problem is enough */
+    hx_tz_format(q->c->tz, last, 0, when, sizeof when);
+    hx_cal_problem(q->c, f->path,
+                   "event '%s' repeats too often to expand past %s (%d repetitions); "
+                   "later times are not known",
+                   icalcomponent_get_uid(ev), when, HX_CAL_MAX_ITER);
+}
+
 static void expand_rrule(query *q, hx_cal_file *f, icalcomponent *ev, icalproperty *rp,
                          const span *sp)
 {
@@ -174,16 +209,20 @@ static void expand_rrule(query *q, hx_cal_file *f, icalcomponent *ev, icalproper
                        icalcomponent_get_uid(ev));
         return;
     }
-    for (int k = 0; k < HX_CAL_MAX_ITER && !q->out.full; k++) {
+    int64_t s = INT64_MIN;
+    int k = 0;
+    for (; k < HX_CAL_MAX_ITER && !q->out.oom; k++) {
         struct icaltimetype nt = icalrecur_iterator_next(it);
         if (icaltime_is_null_time(nt)) break;
         hx_civil cv = {nt.year, nt.month, nt.day, 0, 0, 0};
         if (!nt.is_date) cv.hour = nt.hour, cv.min = nt.minute, cv.sec = nt.second;
-        int64_t s = hx_tz_to_utc(nt.is_date ? q->c->tz : z, &cv);
-        if (s >= q->to) break;
+        s = hx_tz_to_utc(nt.is_date ? q->c->tz : z, &cv);
+        if (s >= q->to || s >= q->out.horizon) break;
         consider(q, f, ev, s, sp);
     }
     icalrecur_iterator_free(it);
+    if (k == HX_CAL_MAX_ITER && s < q->to && s < q->out.horizon)
+        rule_cut(q, f, ev, s);
 }
 
 static void expand_rdates(query *q, hx_cal_file *f, icalcomponent *ev, const span *sp)
@@ -268,27 +307,49 @@ static void dedupe(occ_list *l)
 }
 
 int hx_cal_occurrences(hx_cal *c, int64_t from, int64_t to, hx_cal_occ **out,
-                       int *n, hx_err *err)
+                       int *n, int64_t *complete_to, hx_err *err)
 {
-    query q = {c, from, to, {0}, NULL, 0};
+    query q = {c, from, to, {.horizon = to}, NULL, 0, 0};
     *out = NULL;
     *n = 0;
     collect_overrides(&q);
-    for (int i = 0; i < c->n_files && !q.out.full; i++)
-        for (int j = 0; j < c->files[i].n_events && !q.out.full; j++)
+    for (int i = 0; i < c->n_files && !q.out.oom; i++)
+        for (int j = 0; j < c->files[i].n_events && !q.out.oom; j++)
             expand_event(&q, &c->files[i], c->files[i].events[j]);
     free(q.ovrs);
-    if (q.out.full) {
+    if (q.out.oom) {
         free(q.out.v);
-        return hx_err_set(err, HX_ERR_FULL,
-                          "more than %d events in that range; ask for a shorter range",
-                          HX_CAL_MAX_OCC);
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory expanding events");
     }
+    if (q.out.n > HX_CAL_MAX_OCC) cut_back(&q.out);
+    /* an occurrence kept before a rule was cut may start after its cut */
+    int w = 0;
+    for (int i = 0; i < q.out.n; i++)
+        if (q.out.v[i].start < q.out.horizon) q.out.v[w++] = q.out.v[i];
+    q.out.n = w;
     if (q.out.n) qsort(q.out.v, (size_t)q.out.n, sizeof *q.out.v, by_start);
     dedupe(&q.out);
     *out = q.out.v;
     *n = q.out.n;
+    *complete_to = q.out.horizon;
     return HX_OK;
+}
+
+cJSON *hx_cal_cut_json(hx_cal *c, int64_t complete_to, const char *what)
+{
+    char when[40];
+    hx_tz_format(c->tz, complete_to, 0, when, sizeof when);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "complete_until", when);
+    hx_buf b;
+    hx_buf_init(&b);
+    hx_buf_printf(&b, "the calendar holds more events in this range than Hearth expands "
+                      "at once (%d); %s from %s on are not known: ask again with a "
+                      "range starting at %s",
+                  HX_CAL_MAX_OCC, what, when, when);
+    cJSON_AddStringToObject(o, "note", b.data ? b.data : "");
+    hx_buf_free(&b);
+    return o;
 }
 
 /* ---- JSON ---- */

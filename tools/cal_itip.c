@@ -78,9 +78,10 @@ int hx_cal_itip_queue(hx_cal *c, hx_cal_file *f, icalcomponent *ev,
     hx_buf_init(&to);
     recipients(c, ev, &to);
     if (!to.len) return HX_OK;
-    if (!c->cfg->outbox || !*c->cfg->outbox) {
+    const hx_root *outbox = hx_tools_root(c->reg, HX_ROOT_OUTBOX, 0, 0, err);
+    if (!outbox) {
         hx_buf_free(&to);
-        return hx_err_set(err, HX_ERR_STATE, "no outbox configured for invitations");
+        return err->rc;
     }
     hx_buf_init(&body);
     hx_buf_init(&from);
@@ -106,7 +107,7 @@ int hx_cal_itip_queue(hx_cal *c, hx_cal_file *f, icalcomponent *ev,
     d.attach_len = ics ? strlen(ics) : 0;
     int rc = ics && !to.oom && !body.oom ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if (rc == HX_OK) rc = hx_mail_compose(&d, &msg, &len, NULL, 0, err);
-    if (rc == HX_OK) rc = hx_maildir_deliver(c->cfg->outbox, msg, len, NULL, name, name_n, err);
+    if (rc == HX_OK) rc = hx_maildir_deliver(outbox, "", msg, len, NULL, name, name_n, err);
     free(msg);
     free(ics);
     hx_buf_free(&to);

@@ -97,14 +97,16 @@ static cJSON *ivals_json(hx_cal *c, const ivals *l, int64_t from, int64_t to)
     return arr;
 }
 
-/* The query's occurrences, for both tools. */
+/* The query's occurrences, for both tools; *known is where what they say
+ * stops being complete (*to when the expansion was not cut). */
 static int open_range(hx_tools *reg, const cJSON *args, const char *dflt, hx_cal **c,
-                      int64_t *from, int64_t *to, hx_cal_occ **occ, int *n, hx_err *err)
+                      int64_t *from, int64_t *to, int64_t *known, hx_cal_occ **occ, int *n,
+                      hx_err *err)
 {
     int rc = hx_cal_tool_open(reg, c, err);
     if (rc) return rc;
     if ((rc = hx_cal_arg_range(reg, args, dflt, from, to, err)) ||
-        (rc = hx_cal_occurrences(*c, *from, *to, occ, n, err))) {
+        (rc = hx_cal_occurrences(*c, *from, *to, occ, n, known, err))) {
         hx_cal_free(*c);
         *c = NULL;
     }
@@ -117,15 +119,20 @@ int hx_cal_free_busy(hx_tools *reg, void *user, const cJSON *args, cJSON **resul
     (void)user;
     hx_cal *c;
     hx_cal_occ *occ = NULL;
-    int64_t from, to;
+    int64_t from, to, known;
     int n;
     int rc = hx_arg_addresses(args, "attendees", err);
-    if (rc || (rc = open_range(reg, args, "today", &c, &from, &to, &occ, &n, err))) return rc;
+    if (rc || (rc = open_range(reg, args, "today", &c, &from, &to, &known, &occ, &n, err)))
+        return rc;
     cJSON *res = cJSON_CreateObject();
     ivals mine = {0};
     busy_of(c, occ, n, NULL, &mine);
     cJSON_AddItemToObject(res, "range", hx_cal_range_json(c, from, to));
     cJSON_AddItemToObject(res, "busy", ivals_json(c, &mine, from, to));
+    if (known < to) { /* the time after it is neither busy nor free: unknown */
+        cJSON_AddItemToObject(res, "unknown", hx_cal_range_json(c, known, to));
+        cJSON_AddItemToObject(res, "more", hx_cal_cut_json(c, known, "busy times"));
+    }
     const cJSON *a, *att = cJSON_GetObjectItemCaseSensitive(args, "attendees");
     cJSON *arr = att ? cJSON_AddArrayToObject(res, "attendees") : NULL;
     cJSON_ArrayForEach(a, att)
@@ -217,9 +224,10 @@ int hx_cal_find_slots(hx_tools *reg, void *user, const cJSON *args, cJSON **resu
     (void)user;
     slot_query q = {0};
     hx_cal_occ *occ = NULL;
-    int64_t from, to, now = hx_now(NULL);
+    int64_t from, to, known, now = hx_now(NULL);
     int n, rc = hx_arg_addresses(args, "attendees", err);
-    if (rc || (rc = open_range(reg, args, "next week", &q.c, &from, &to, &occ, &n, err)))
+    if (rc ||
+        (rc = open_range(reg, args, "next week", &q.c, &from, &to, &known, &occ, &n, err)))
         return rc;
     q.dur = (int64_t)hx_arg_int(args, "duration_minutes", 30) * 60;
     q.step = align_up(q.dur < 1800 ? 1800 : q.dur);
@@ -238,8 +246,10 @@ int hx_cal_find_slots(hx_tools *reg, void *user, const cJSON *args, cJSON **resu
         cJSON_AddItemToArray(people, o);
     }
     ival_merge(&q.busy);
-    walk_days(&q, from < now ? now : from, to);
+    /* a slot is offered only where every event is known: never after a cut */
+    walk_days(&q, from < now ? now : from, known);
     cJSON_AddItemToObject(res, "range", hx_cal_range_json(q.c, from, to));
+    if (known < to) cJSON_AddItemToObject(res, "more", hx_cal_cut_json(q.c, known, "free slots"));
     cJSON_AddNumberToObject(res, "duration_minutes", (double)(q.dur / 60));
     cJSON_AddItemToObject(res, "slots", q.out);
     cJSON_AddItemToObject(res, "attendees", people);

@@ -1,11 +1,13 @@
 /* cal_store.c: loads calendars (vdir directories of .ics files and single
- * multi-event .ics files) with libical, reporting bad files and going on;
- * resolves the time zone of each date-time value. */
+ * multi-event .ics files) beneath the registry's roots with libical,
+ * reporting bad files and going on; resolves the time zone of each
+ * date-time value. */
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "tools/calendar_int.h"
 
@@ -27,6 +29,7 @@ void hx_cal_free(hx_cal *c)
     if (!c) return;
     for (int i = 0; i < c->n_files; i++) {
         free(c->files[i].path);
+        free(c->files[i].name);
         free(c->files[i].calendar);
         icalcomponent_free(c->files[i].root);
         free(c->files[i].events);
@@ -97,14 +100,18 @@ int hx_cal_parse(const char *text, icalcomponent **root, hx_err *err)
     return HX_ERR_FORMAT;
 }
 
-static int add_file(hx_cal *c, const char *path, const char *calname, int is_vdir)
+/* Reads and parses name beneath r (a regular file, no link followed) and
+ * adds it to c; a file that cannot be is a problem, not an error. */
+static int add_file(hx_cal *c, const hx_root *r, const char *name, const char *calname,
+                    int is_vdir)
 {
-    char *text = NULL;
+    char *text = NULL, path[4200];
     size_t len;
     hx_err e = {0};
     icalcomponent *root = NULL;
     struct stat st;
-    if (stat(path, &st) || hx_read_file(path, HX_CAL_MAX_FILE, &text, &len, &e) ||
+    hx_root_join(r, name, path, sizeof path);
+    if (hx_root_read(r, name, HX_CAL_MAX_FILE, &text, &len, &st, &e) ||
         hx_cal_parse(text, &root, &e)) {
         hx_cal_problem(c, path, "skipped: %s", e.msg[0] ? e.msg : "cannot read it");
         if (root) icalcomponent_free(root);
@@ -126,13 +133,15 @@ static int add_file(hx_cal *c, const char *path, const char *calname, int is_vdi
     }
     hx_cal_file *f = &c->files[c->n_files++];
     memset(f, 0, sizeof *f);
+    f->dir = r;
+    f->name = hx_strdup(name);
     f->path = hx_strdup(path);
     f->calendar = hx_strdup(calname);
     f->is_vdir = is_vdir;
     f->root = root;
     f->size = st.st_size;
     f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    return f->path && f->calendar ? hx_cal_file_index(f) : HX_ERR_NOMEM;
+    return f->path && f->name && f->calendar ? hx_cal_file_index(f) : HX_ERR_NOMEM;
 }
 
 int hx_cal_file_index(hx_cal_file *f)
@@ -160,25 +169,31 @@ static const char *base_name(const char *path)
     return s && s[1] ? s + 1 : path;
 }
 
-/* Sorted names of the *.ics files of dir (caller frees each and the array). */
-static char **list_ics(const char *dir, int *n)
+/* Sorted names of the *.ics files of the root folder r (caller frees
+ * each and the array). */
+static char **list_ics(const hx_root *r, int *n)
 {
-    DIR *d = opendir(dir);
+    hx_err e;
+    int fd = hx_root_dir(r, "", 0, &e);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     char **names = NULL;
     *n = 0;
-    if (!d) return NULL;
-    struct dirent *e;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    struct dirent *de;
     int cap = 0;
-    while ((e = readdir(d)) && *n < HX_CAL_MAX_FILES) {
-        size_t l = strlen(e->d_name);
-        if (e->d_name[0] == '.' || l < 5 || strcmp(e->d_name + l - 4, ".ics")) continue;
+    while ((de = readdir(d)) && *n < HX_CAL_MAX_FILES) {
+        size_t l = strlen(de->d_name);
+        if (de->d_name[0] == '.' || l < 5 || strcmp(de->d_name + l - 4, ".ics")) continue;
         if (*n == cap) {
             cap = cap ? cap * 2 : 64;
             char **nn = realloc(names, (size_t)cap * sizeof *nn);
             if (!nn) break;
             names = nn;
         }
-        if (!(names[*n] = hx_strdup(e->d_name))) break;
+        if (!(names[*n] = hx_strdup(de->d_name))) break;
         (*n)++;
     }
     closedir(d);
@@ -186,25 +201,19 @@ static char **list_ics(const char *dir, int *n)
     return names;
 }
 
-static int add_dir(hx_cal *c, const char *dir)
+static int add_dir(hx_cal *c, const hx_root *r)
 {
     int n, rc = HX_OK;
-    char **names = list_ics(dir, &n);
-    char cal[256];
-    snprintf(cal, sizeof cal, "%s", base_name(dir));
-    size_t l = strlen(cal);
-    if (l > 1 && cal[l - 1] == '/') cal[l - 1] = 0;
+    char **names = list_ics(r, &n);
     for (int i = 0; i < n; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        if (rc == HX_OK) rc = add_file(c, path, cal, 1);
+        if (rc == HX_OK) rc = add_file(c, r, names[i], base_name(r->path), 1);
         free(names[i]);
     }
     free(names);
     return rc;
 }
 
-int hx_cal_load(const hx_config *cfg, icaltimezone *tz, hx_cal **out, hx_err *err)
+int hx_cal_load(const hx_tools *reg, hx_cal **out, hx_err *err)
 {
     hx_cal *c = calloc(1, sizeof *c);
     *out = NULL;
@@ -213,15 +222,16 @@ int hx_cal_load(const hx_config *cfg, icaltimezone *tz, hx_cal **out, hx_err *er
         return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     }
     icalerror_set_errors_are_fatal(0);
-    c->cfg = cfg;
-    c->tz = tz;
+    c->reg = reg;
+    c->cfg = hx_tools_config(reg);
+    c->tz = hx_tools_tz(reg);
     int rc = HX_OK;
-    for (int i = 0; rc == HX_OK && i < cfg->n_calendars; i++) {
-        const char *p = cfg->calendars[i];
-        struct stat st;
-        if (stat(p, &st)) hx_cal_problem(c, p, "calendar not found");
-        else if (S_ISDIR(st.st_mode)) rc = add_dir(c, p);
-        else rc = add_file(c, p, base_name(p), 0);
+    for (int i = 0; rc == HX_OK && c->cfg && i < c->cfg->n_calendars; i++) {
+        hx_err e = {0};
+        const hx_root *r = hx_tools_root(reg, HX_ROOT_CALENDAR, i, 0, &e);
+        if (!r) hx_cal_problem(c, c->cfg->calendars[i], "calendar not opened: %s", e.msg);
+        else if (r->file) rc = add_file(c, r, r->file, r->file, 0);
+        else rc = add_dir(c, r);
     }
     if (rc) {
         hx_cal_free(c);

@@ -11,7 +11,7 @@
 
 int hx_cal_tool_open(hx_tools *reg, hx_cal **c, hx_err *err)
 {
-    return hx_cal_load(hx_tools_config(reg), hx_tools_tz(reg), c, err);
+    return hx_cal_load(reg, c, err);
 }
 
 /* The query range from "range", or "start"/"end", or dflt. */
@@ -82,11 +82,11 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
     (void)user;
     hx_cal *c;
     hx_cal_occ *occ = NULL;
-    int64_t from, to;
+    int64_t from, to, complete_to;
     int n = 0, rc = hx_cal_tool_open(reg, &c, err);
     if (rc) return rc;
     if ((rc = hx_cal_arg_range(reg, args, "today", &from, &to, err)) ||
-        (rc = hx_cal_occurrences(c, from, to, &occ, &n, err))) {
+        (rc = hx_cal_occurrences(c, from, to, &occ, &n, &complete_to, err))) {
         hx_cal_free(c);
         return rc;
     }
@@ -101,7 +101,8 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
         if (shown < limit) cJSON_AddItemToArray(evs, hx_cal_occ_json(c, &occ[i])), shown++;
     }
     cJSON_AddNumberToObject(res, "count", total);
-    if (total > shown) cJSON_AddBoolToObject(res, "truncated", 1);
+    if (total > shown || complete_to < to) cJSON_AddBoolToObject(res, "truncated", 1);
+    if (complete_to < to) cJSON_AddItemToObject(res, "more", hx_cal_cut_json(c, complete_to, "events"));
     hx_cal_add_problems(c, res);
     free(occ);
     hx_cal_free(c);
@@ -214,8 +215,13 @@ static int create_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     e.has_times = 1, e.start = t.start, e.end = t.end, e.all_day = t.all_day;
     hx_cal_new_uid(c, uid, sizeof uid);
     icalcomponent *ev = hx_cal_new_event(c, uid, &root);
+    const hx_root *dir = hx_tools_root(reg, HX_ROOT_CAL_DEFAULT, 0, 0, err);
+    if (!dir) {
+        rc = err->rc;
+        goto out;
+    }
     if ((rc = hx_cal_apply_edit(c, root, ev, &e, err)) ||
-        (rc = hx_cal_add_file(c, c->cfg->calendar_default, uid, root, &f, err)))
+        (rc = hx_cal_add_file(c, dir, uid, root, &f, err)))
         goto out;
     root = NULL; /* owned by c now */
     rc = hx_cal_itip_queue(c, f, ev, "REQUEST", mail, sizeof mail, err);

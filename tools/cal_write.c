@@ -56,41 +56,37 @@ static int serialize_checked(icalcomponent *root, char **out, hx_err *err)
     return HX_OK;
 }
 
+/* fstat of f's file in its folder; a link there is not followed. */
+static int file_stat(const hx_cal_file *f, struct stat *st)
+{
+    return fstatat(f->dir->fd, f->name, st, AT_SYMLINK_NOFOLLOW);
+}
+
 int hx_cal_save(hx_cal *c, hx_cal_file *f, hx_err *err)
 {
     (void)c;
     struct stat st;
-    if (stat(f->path, &st) || st.st_size != f->size || mtime_ns(&st) != f->mtime_ns)
+    if (file_stat(f, &st) || !S_ISREG(st.st_mode) || st.st_size != f->size ||
+        mtime_ns(&st) != f->mtime_ns)
         return hx_err_set(err, HX_ERR_STATE,
                           "%s changed on disk since it was read; nothing written, try again",
                           f->path);
     char *text;
     int rc = serialize_checked(f->root, &text, err);
     if (rc) return rc;
-    rc = hx_write_file_atomic(f->path, text, strlen(text), err);
+    rc = hx_write_file_atomic_at(f->dir->fd, f->name, text, strlen(text), err);
     free(text);
-    if (rc == HX_OK && !stat(f->path, &st)) {
+    if (rc == HX_OK && !file_stat(f, &st)) {
         f->size = st.st_size;
         f->mtime_ns = mtime_ns(&st);
     }
     return rc;
 }
 
-int hx_cal_add_file(hx_cal *c, const char *dir, const char *uid, icalcomponent *root,
-                    hx_cal_file **out, hx_err *err)
+/* A new entry of c for the file name just written in dir, holding root. */
+static int add_written(hx_cal *c, const hx_root *dir, const char *name, icalcomponent *root,
+                       hx_cal_file **out, hx_err *err)
 {
-    char path[4096];
-    struct stat st;
-    int rc = hx_mkdirs(dir, err);
-    if (rc) return rc;
-    if ((size_t)snprintf(path, sizeof path, "%s/%s.ics", dir, uid) >= sizeof path)
-        return hx_err_set(err, HX_ERR_RANGE, "calendar path too long");
-    if (!stat(path, &st)) return hx_err_set(err, HX_ERR_STATE, "%s already exists", path);
-    char *text;
-    if ((rc = serialize_checked(root, &text, err))) return rc;
-    rc = hx_write_file_atomic(path, text, strlen(text), err);
-    free(text);
-    if (rc) return rc;
     if (c->n_files == c->cap_files) {
         int cap = c->cap_files ? c->cap_files * 2 : 16;
         hx_cal_file *nf = realloc(c->files, (size_t)cap * sizeof *nf);
@@ -99,16 +95,40 @@ int hx_cal_add_file(hx_cal *c, const char *dir, const char *uid, icalcomponent *
         c->cap_files = cap;
     }
     hx_cal_file *f = &c->files[c->n_files++];
+    struct stat st;
+    char path[4200];
     memset(f, 0, sizeof *f);
-    const char *base = strrchr(dir, '/');
+    hx_root_join(dir, name, path, sizeof path);
+    const char *base = strrchr(dir->path, '/');
+    f->dir = dir;
+    f->name = hx_strdup(name);
     f->path = hx_strdup(path);
-    f->calendar = hx_strdup(base && base[1] ? base + 1 : dir);
+    f->calendar = hx_strdup(base && base[1] ? base + 1 : dir->path);
     f->is_vdir = 1;
     f->root = root;
-    if (!stat(path, &st)) f->size = st.st_size, f->mtime_ns = mtime_ns(&st);
+    if (!file_stat(f, &st)) f->size = st.st_size, f->mtime_ns = mtime_ns(&st);
     *out = f;
-    if (hx_cal_file_index(f)) return hx_err_set(err, HX_ERR_NOMEM, "out of memory (the event was written)");
+    if (!f->name || !f->path || !f->calendar || hx_cal_file_index(f))
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory (the event was written)");
     return HX_OK;
+}
+
+int hx_cal_add_file(hx_cal *c, const hx_root *dir, const char *uid, icalcomponent *root,
+                    hx_cal_file **out, hx_err *err)
+{
+    char name[300];
+    struct stat st;
+    if (strchr(uid, '/') || uid[0] == '.' ||
+        (size_t)snprintf(name, sizeof name, "%s.ics", uid) >= sizeof name)
+        return hx_err_set(err, HX_ERR_INVALID, "'%s' cannot name a calendar file", uid);
+    if (!fstatat(dir->fd, name, &st, AT_SYMLINK_NOFOLLOW))
+        return hx_err_set(err, HX_ERR_STATE, "%s/%s already exists", dir->path, name);
+    char *text;
+    int rc = serialize_checked(root, &text, err);
+    if (rc) return rc;
+    rc = hx_write_file_atomic_at(dir->fd, name, text, strlen(text), err);
+    free(text);
+    return rc ? rc : add_written(c, dir, name, root, out, err);
 }
 
 /* ---- edits ---- */

@@ -11,10 +11,12 @@
 #define HX_CAL_MAX_FILE (4u << 20) /* bytes per .ics file; larger ones are skipped */
 #define HX_CAL_MAX_FILES 20000     /* .ics files per calendar directory */
 #define HX_CAL_MAX_ITER 20000      /* recurrence steps per rule */
-#define HX_CAL_MAX_OCC 5000        /* occurrences per query */
+#define HX_CAL_MAX_OCC 5000        /* occurrences per query; the rest are cut */
 
 typedef struct hx_cal_file {
-    char *path;          /* the .ics file */
+    const hx_root *dir;  /* the folder holding it (borrowed from the registry) */
+    char *name;          /* its name in that folder: one component, never a link */
+    char *path;          /* the .ics file, shown in results and messages */
     char *calendar;      /* calendar name: the directory's or file's base name */
     int is_vdir;         /* 1: a file of a vdir directory */
     icalcomponent *root; /* VCALENDAR, owned */
@@ -29,6 +31,7 @@ typedef struct hx_cal_file {
 } hx_cal_file;
 
 typedef struct hx_cal {
+    const hx_tools *reg;  /* borrowed: its roots are where files are read and written */
     const hx_config *cfg; /* borrowed */
     icaltimezone *tz;     /* the user's zone (floating and all-day times) */
     hx_cal_file *files;
@@ -36,9 +39,12 @@ typedef struct hx_cal {
     cJSON *problems;      /* [{"file","error"}]: files skipped or read in part */
 } hx_cal;
 
-/* Loads every configured calendar. Files that cannot be read or parsed are
- * listed in problems and skipped; only allocation failure is an error. */
-int hx_cal_load(const hx_config *cfg, icaltimezone *tz, hx_cal **out, hx_err *err);
+/* Loads every configured calendar of the registry's configuration,
+ * beneath the registry's roots: regular .ics files only, no link
+ * followed. A calendar that cannot be opened and files that cannot be
+ * read or parsed are listed in problems and skipped; only allocation
+ * failure is an error. */
+int hx_cal_load(const hx_tools *reg, hx_cal **out, hx_err *err);
 void hx_cal_free(hx_cal *c); /* NULL is a no-op */
 void hx_cal_problem(hx_cal *c, const char *file, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -73,9 +79,15 @@ typedef struct hx_cal_occ {
 } hx_cal_occ;
 
 /* The occurrences overlapping [from, to), sorted by start (*out: caller
- * frees). HX_ERR_FULL if more than HX_CAL_MAX_OCC. */
+ * frees), bounded: *complete_to is to when every one is there; else the
+ * list holds exactly those starting before *complete_to (at most
+ * HX_CAL_MAX_OCC, or what a rule repeating too often let be known) and
+ * nothing is known of the ones starting from it on. HX_ERR_NOMEM only. */
 int hx_cal_occurrences(hx_cal *c, int64_t from, int64_t to, hx_cal_occ **out,
-                       int *n, hx_err *err);
+                       int *n, int64_t *complete_to, hx_err *err);
+/* {"complete_until", "note"} for a result cut at complete_to; what names
+ * what is not known ("events", "busy times", "free slots"). */
+cJSON *hx_cal_cut_json(hx_cal *c, int64_t complete_to, const char *what);
 /* An occurrence as the tools' JSON (uid, title, start, end, ...). */
 cJSON *hx_cal_occ_json(hx_cal *c, const hx_cal_occ *o);
 /* True if o blocks time (not cancelled, not TRANSPARENT). */
@@ -92,9 +104,10 @@ int hx_cal_save(hx_cal *c, hx_cal_file *f, hx_err *err);
  * under a pinned clock the first free one of a fixed sequence, so that a
  * replayed run gets the same UIDs (hx_unique_bytes). */
 void hx_cal_new_uid(hx_cal *c, char *buf, size_t n);
-/* Writes root (taken over by c on success) as DIR/UID.ics, a new file of
- * a vdir, and adds it to c (*out). Refuses to replace an existing file. */
-int hx_cal_add_file(hx_cal *c, const char *dir, const char *uid, icalcomponent *root,
+/* Writes root (taken over by c on success) as UID.ics, a new file of the
+ * vdir folder dir, and adds it to c (*out). Refuses to replace an existing
+ * file or a link, and a uid that is not one plain file name. */
+int hx_cal_add_file(hx_cal *c, const hx_root *dir, const char *uid, icalcomponent *root,
                     hx_cal_file **out, hx_err *err);
 /* A new VCALENDAR (*root, caller owns) holding one VEVENT with uid,
  * returned (owned by *root). */

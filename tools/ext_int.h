@@ -54,8 +54,11 @@ int ext_add_tool(hx_extools *x, ext_manifest *m, mcp_conn *conn,
 
 /* ---- MCP client (tools/mcp.c) ---- */
 /* Starts the server of manifest m confined, initializes the session and
- * registers every tool it lists (all pages). */
-int mcp_connect(hx_extools *x, ext_manifest *m, mcp_conn **out, hx_err *err);
+ * registers the tools it lists (all pages), its first ones only past the
+ * caps of mcp.c, which are then reported as a line in problems (may be
+ * NULL; borrowed during the call). */
+int mcp_connect(hx_extools *x, ext_manifest *m, hx_buf *problems, mcp_conn **out,
+                hx_err *err);
 void mcp_close(mcp_conn *c);
 
 #endif /* HX_EXT_INT_H */

@@ -580,7 +580,7 @@ static void register_one(hx_extools *x, const char *path, ext_manifest *m, hx_bu
     int rc;
     if (m->is_mcp) {
         mcp_conn *c = NULL;
-        rc = mcp_connect(x, m, &c, &e);
+        rc = mcp_connect(x, m, problems, &c, &e);
         if (!rc && keep_conn(x, c)) mcp_close(c), rc = HX_ERR_NOMEM;
     } else {
         rc = ext_add_tool(x, m, NULL, m->name, NULL, m->description, m->schema_json,

@@ -1,6 +1,7 @@
 /* files.c: the files tools (files.list, files.read, files.search), confined
- * to the roots the user configured: every path is resolved (symlinks
- * included) and checked to lie inside a root before it is opened. */
+ * to the roots the user configured: each root is held as a directory
+ * descriptor and every path is resolved beneath one without following a
+ * link (tools/root.c); only regular files are read. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,53 +25,71 @@
 #define MAX_DEPTH 32
 #define MATCHES_PER_FILE 3
 
+/* The configured roots that could be opened; the others' messages. */
 typedef struct roots {
-    char real[HX_MAX_ROOTS][PATH_MAX];
+    const hx_root *r[HX_MAX_ROOTS];
     int n;
+    cJSON *problems; /* [message], owned; NULL when every root opened */
 } roots;
 
-static int load_roots(const hx_tools *reg, roots *r, hx_err *err)
+static void roots_done(roots *rs) { cJSON_Delete(rs->problems); }
+
+static int load_roots(hx_tools *reg, roots *rs, hx_err *err)
 {
     const hx_config *cfg = hx_tools_config(reg);
-    r->n = 0;
-    for (int i = 0; cfg && i < cfg->n_file_roots; i++)
-        if (realpath(cfg->file_roots[i], r->real[r->n])) r->n++;
-    if (!r->n)
-        return hx_err_set(err, HX_ERR_NOTFOUND,
-                          "no file roots configured (\"file_roots\" in config.json)");
-    return HX_OK;
+    hx_err e;
+    memset(rs, 0, sizeof *rs);
+    for (int i = 0; cfg && i < cfg->n_file_roots; i++) {
+        const hx_root *r = hx_tools_root(reg, HX_ROOT_FILES, i, 0, &e);
+        if (r) rs->r[rs->n++] = r;
+        else {
+            if (!rs->problems) rs->problems = cJSON_CreateArray();
+            cJSON_AddItemToArray(rs->problems, cJSON_CreateString(e.msg));
+        }
+    }
+    if (rs->n) return HX_OK;
+    if (rs->problems) {
+        int rc = hx_err_set(err, e.rc, "%s", e.msg); /* the last one's; all failed */
+        roots_done(rs);
+        return rc;
+    }
+    return hx_err_set(err, HX_ERR_NOTFOUND,
+                      "no file roots configured (\"file_roots\" in config.json)");
 }
 
-/* Index of the root that contains the resolved path real, or -1. */
-static int root_of(const roots *r, const char *real)
+/* Adds the roots that could not be opened to a result, if any. */
+static void add_root_problems(roots *rs, cJSON *o)
 {
-    for (int i = 0; i < r->n; i++) {
-        size_t n = strlen(r->real[i]);
-        if (!strncmp(real, r->real[i], n) &&
-            (real[n] == '/' || real[n] == '\0' || !strcmp(r->real[i], "/")))
-            return i;
-    }
-    return -1;
+    if (rs->problems) cJSON_AddItemToObject(o, "problems", rs->problems);
+    rs->problems = NULL;
 }
 
-/* Resolves a path the model gave (absolute, or relative to a root) to a
- * real path inside a root; clear errors for escapes and missing files. */
-static int resolve(const roots *r, const char *p, char *real, hx_err *err)
+/* Opens a path the model gave (absolute, beneath a root, or relative to a
+ * root) with flags beneath the root that holds it; its shown path (the
+ * root's path joined with the rest) goes into shown. The descriptor, or
+ * minus an hx_rc with a clear message for escapes and missing files. */
+static int open_user_path(const roots *rs, const char *p, int flags, char *shown,
+                          size_t n, hx_err *err)
 {
-    char joined[PATH_MAX * 2];
-    int exists_outside = 0;
-    for (int i = 0; i < (p[0] == '/' ? 1 : r->n); i++) {
-        if (p[0] == '/') snprintf(joined, sizeof joined, "%s", p);
-        else snprintf(joined, sizeof joined, "%s/%s", r->real[i], p);
-        if (strlen(joined) >= PATH_MAX) break;
-        if (!realpath(joined, real)) continue;
-        if (root_of(r, real) >= 0) return HX_OK;
-        exists_outside = 1;
+    int fd = -HX_ERR_NOTFOUND, denied = 0;
+    hx_err e = {0};
+    for (int i = 0; i < rs->n; i++) {
+        const char *rel = p[0] == '/' ? hx_root_under(rs->r[i], p) : p;
+        if (!rel) continue;
+        fd = hx_root_openat(rs->r[i], rel, flags, &e);
+        if (fd >= 0) {
+            hx_root_join(rs->r[i], rel, shown, n);
+            return fd;
+        }
+        if (fd != -HX_ERR_NOTFOUND) {
+            hx_err_set(err, e.rc, "%s", e.msg);
+            denied = 1;
+        }
     }
-    if (exists_outside || strstr(p, ".."))
-        return hx_err_set(err, HX_ERR_DENIED,
-                          "'%s' is outside the folders Hearth may read", p);
-    return hx_err_set(err, HX_ERR_NOTFOUND, "'%s' does not exist", p);
+    if (denied) return -err->rc;
+    if (p[0] == '/' && !e.msg[0])
+        return -hx_err_set(err, HX_ERR_DENIED, "'%s' is outside the folders Hearth may read", p);
+    return -hx_err_set(err, HX_ERR_NOTFOUND, "'%s' does not exist", p);
 }
 
 static double arg_num(const cJSON *args, const char *name, double def)
@@ -93,27 +112,18 @@ static int looks_binary(const char *s, size_t n)
 
 /* ---- files.read ---- */
 
-static int read_range(const char *real, size_t off, size_t len, char **out,
+static int read_range(int fd, const char *shown, size_t off, size_t len, char **out,
                       size_t *got, size_t *size, hx_err *err)
 {
-    int fd = open(real, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st)) {
-        int e = errno;
-        if (fd >= 0) close(fd);
-        return hx_err_set(err, HX_ERR_IO, "%s: %s", real, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return hx_err_set(err, HX_ERR_INVALID, "%s is not a regular file", real);
-    }
+    int rc = hx_fd_regular(fd, shown, &st, err);
+    if (rc) return rc;
     *size = (size_t)st.st_size;
     char *buf = malloc(len + 1);
     ssize_t n = buf ? pread(fd, buf, len, (off_t)off) : -1;
-    close(fd);
     if (n < 0) {
         free(buf);
-        return hx_err_set(err, HX_ERR_IO, "%s: read failed", real);
+        return hx_err_set(err, HX_ERR_IO, "%s: read failed", shown);
     }
     buf[n] = '\0';
     *out = buf;
@@ -126,28 +136,31 @@ static int tool_read(hx_tools *reg, void *user, const cJSON *args,
 {
     (void)user;
     roots r;
-    char real[PATH_MAX];
+    char shown[PATH_MAX];
     const char *p = hx_arg_str(args, "path");
     if (!p) return hx_err_set(err, HX_ERR_INVALID, "files.read needs a path");
-    int rc = load_roots(reg, &r, err);
-    if (!rc) rc = resolve(&r, p, real, err);
-    if (rc) return rc;
     double off = arg_num(args, "offset", 0), len = arg_num(args, "length", READ_DEFAULT);
     if (off < 0 || len < 1) return hx_err_set(err, HX_ERR_INVALID, "offset and length must be positive");
     if (len > READ_MAX) len = READ_MAX;
+    int rc = load_roots(reg, &r, err);
+    if (rc) return rc;
+    /* O_NONBLOCK: a FIFO or a device is refused, never waited on */
+    int fd = open_user_path(&r, p, O_RDONLY | O_NONBLOCK, shown, sizeof shown, err);
     char *data = NULL;
     size_t got = 0, size = 0;
-    rc = read_range(real, (size_t)off, (size_t)len, &data, &got, &size, err);
+    rc = fd < 0 ? -fd : read_range(fd, shown, (size_t)off, (size_t)len, &data, &got, &size, err);
+    if (fd >= 0) close(fd);
+    roots_done(&r);
     if (rc) return rc;
     if (looks_binary(data, got)) {
         free(data);
-        return hx_err_set(err, HX_ERR_UNSUPPORTED, "%s is a binary file", real);
+        return hx_err_set(err, HX_ERR_UNSUPPORTED, "%s is a binary file", shown);
     }
     size_t ul;
     char *text = hx_mail_to_utf8(NULL, data, got, &ul);
     free(data);
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "path", real);
+    cJSON_AddStringToObject(o, "path", shown);
     cJSON_AddNumberToObject(o, "size", (double)size);
     cJSON_AddNumberToObject(o, "offset", off);
     cJSON_AddStringToObject(o, "text", text ? text : "");
@@ -159,25 +172,34 @@ static int tool_read(hx_tools *reg, void *user, const cJSON *args,
 
 /* ---- files.list ---- */
 
+static const char *type_name(mode_t m)
+{
+    return S_ISDIR(m) ? "dir" : S_ISLNK(m) ? "link" : S_ISREG(m) ? "file" : "other";
+}
+
+/* A listed entry; a link is shown as a link, never followed. */
 static cJSON *entry_json(const char *name, const char *path, const struct stat *st)
 {
     char mt[32];
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", name);
     cJSON_AddStringToObject(e, "path", path);
-    cJSON_AddStringToObject(e, "type", S_ISDIR(st->st_mode)   ? "dir"
-                                       : S_ISLNK(st->st_mode) ? "link"
-                                                              : "file");
+    cJSON_AddStringToObject(e, "type", type_name(st->st_mode));
+    if (S_ISLNK(st->st_mode)) cJSON_AddStringToObject(e, "note", "a link: not followed");
     cJSON_AddNumberToObject(e, "size", (double)st->st_size);
     iso_mtime(st->st_mtime, mt, sizeof mt);
     cJSON_AddStringToObject(e, "modified", mt);
     return e;
 }
 
-static int list_dir(const char *real, cJSON *arr, int *truncated, hx_err *err)
+/* The entries of the folder open at fd (taken over), shown as shown/NAME. */
+static int list_dir(int fd, const char *shown, cJSON *arr, int *truncated, hx_err *err)
 {
-    DIR *d = opendir(real);
-    if (!d) return hx_err_set(err, HX_ERR_IO, "%s: %s", real, strerror(errno));
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return hx_err_set(err, HX_ERR_IO, "%s: %s", shown, strerror(errno));
+    }
     struct dirent *de;
     int n = 0;
     while ((de = readdir(d))) {
@@ -188,8 +210,8 @@ static int list_dir(const char *real, cJSON *arr, int *truncated, hx_err *err)
         }
         char path[PATH_MAX];
         struct stat st;
-        snprintf(path, sizeof path, "%s/%s", real, de->d_name);
-        if (lstat(path, &st)) continue;
+        snprintf(path, sizeof path, "%s/%s", shown, de->d_name);
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW)) continue;
         cJSON_AddItemToArray(arr, entry_json(de->d_name, path, &st));
         n++;
     }
@@ -202,7 +224,7 @@ static int tool_list(hx_tools *reg, void *user, const cJSON *args,
 {
     (void)user;
     roots r;
-    char real[PATH_MAX];
+    char shown[PATH_MAX];
     int rc = load_roots(reg, &r, err);
     if (rc) return rc;
     cJSON *o = cJSON_CreateObject();
@@ -210,15 +232,16 @@ static int tool_list(hx_tools *reg, void *user, const cJSON *args,
     int truncated = 0;
     const char *p = hx_arg_str(args, "path");
     if (p) {
-        rc = resolve(&r, p, real, err);
-        if (!rc) rc = list_dir(real, arr, &truncated, err);
+        int fd = open_user_path(&r, p, O_RDONLY | O_DIRECTORY, shown, sizeof shown, err);
+        rc = fd < 0 ? -fd : list_dir(fd, shown, arr, &truncated, err);
     } else {
         for (int i = 0; i < r.n; i++) {
             struct stat st;
-            if (!stat(r.real[i], &st))
-                cJSON_AddItemToArray(arr, entry_json(r.real[i], r.real[i], &st));
+            if (!fstat(r.r[i]->fd, &st))
+                cJSON_AddItemToArray(arr, entry_json(r.r[i]->path, r.r[i]->path, &st));
         }
     }
+    add_root_problems(&r, o);
     if (rc) {
         cJSON_Delete(o);
         return rc;
@@ -231,22 +254,21 @@ static int tool_list(hx_tools *reg, void *user, const cJSON *args,
 /* ---- files.search ---- */
 
 typedef struct search {
-    const roots *r;
     const char *glob;
     pcre2_code *re;
     pcre2_match_data *md;
     size_t max_size;
-    int limit, found;
+    int limit, found, links, others;
     cJSON *results;
 } search;
 
 /* Up to MATCHES_PER_FILE matching lines of a text file; NULL if none. */
-static cJSON *grep_file(search *s, const char *path)
+static cJSON *grep_file(search *s, int fd, const char *path)
 {
     char *data;
     size_t len;
     hx_err e;
-    if (hx_read_file(path, s->max_size, &data, &len, &e)) return NULL;
+    if (hx_read_fd(fd, path, s->max_size, &data, &len, &e)) return NULL;
     cJSON *hits = NULL;
     if (!looks_binary(data, len)) {
         int line = 1, n = 0;
@@ -272,13 +294,21 @@ static cJSON *grep_file(search *s, const char *path)
     return hits;
 }
 
-static void consider_file(search *s, const char *path, const char *name,
+/* A regular file named name in the folder dfd (shown as path). */
+static void consider_file(search *s, int dfd, const char *path, const char *name,
                           const struct stat *st)
 {
     if (s->glob && fnmatch(s->glob, name, FNM_CASEFOLD)) return;
     if ((size_t)st->st_size > s->max_size && s->re) return;
     cJSON *hits = NULL;
-    if (s->re && !(hits = grep_file(s, path))) return;
+    if (s->re) {
+        int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        hx_err e;
+        if (fd < 0) return;
+        if (!hx_fd_regular(fd, path, NULL, &e)) hits = grep_file(s, fd, path);
+        close(fd);
+        if (!hits) return;
+    }
     s->found++;
     if (s->found > s->limit) {
         cJSON_Delete(hits);
@@ -289,28 +319,58 @@ static void consider_file(search *s, const char *path, const char *name,
     cJSON_AddItemToArray(s->results, e);
 }
 
-static void walk(search *s, const char *dir, int depth)
+/* Walks the folder open at fd (taken over), shown as dir: links are
+ * counted and not followed, FIFOs and devices are counted and not opened. */
+static void walk(search *s, int fd, const char *dir, int depth)
 {
-    if (depth > MAX_DEPTH) return;
-    DIR *d = opendir(dir);
-    if (!d) return;
+    DIR *d = depth > MAX_DEPTH ? NULL : fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
     struct dirent *de;
     while ((de = readdir(d))) {
         if (de->d_name[0] == '.') continue; /* hidden files and . .. */
-        char path[PATH_MAX], real[PATH_MAX];
+        char path[PATH_MAX];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        if (lstat(path, &st)) continue;
-        if (S_ISLNK(st.st_mode)) {
-            /* follow a link only where it stays inside a root */
-            if (!realpath(path, real) || root_of(s->r, real) < 0 || stat(real, &st))
-                continue;
-            if (S_ISDIR(st.st_mode)) continue; /* no cycles through links */
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW)) continue;
+        if (S_ISLNK(st.st_mode)) s->links++;
+        else if (S_ISREG(st.st_mode)) consider_file(s, dirfd(d), path, de->d_name, &st);
+        else if (!S_ISDIR(st.st_mode)) s->others++;
+        else {
+            int sub = openat(dirfd(d), de->d_name,
+                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0) walk(s, sub, path, depth + 1);
         }
-        if (S_ISDIR(st.st_mode)) walk(s, path, depth + 1);
-        else if (S_ISREG(st.st_mode)) consider_file(s, path, de->d_name, &st);
     }
     closedir(d);
+}
+
+static int compile_content(search *s, const char *content, hx_err *err)
+{
+    int ec;
+    PCRE2_SIZE off;
+    s->re = pcre2_compile((PCRE2_SPTR)content, PCRE2_ZERO_TERMINATED,
+                          PCRE2_UTF | PCRE2_UCP | PCRE2_CASELESS | PCRE2_MATCH_INVALID_UTF,
+                          &ec, &off, NULL);
+    if (!s->re) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(ec, msg, sizeof msg);
+        return hx_err_set(err, HX_ERR_INVALID, "content regex: %s at offset %zu",
+                          (char *)msg, (size_t)off);
+    }
+    pcre2_jit_compile(s->re, PCRE2_JIT_COMPLETE);
+    s->md = pcre2_match_data_create_from_pattern(s->re, NULL);
+    return HX_OK;
+}
+
+/* What the walk left out, so that "no match" is never claimed for them. */
+static void add_skipped(const search *s, cJSON *o)
+{
+    if (s->links) cJSON_AddNumberToObject(o, "links_not_followed", s->links);
+    if (s->others)
+        cJSON_AddNumberToObject(o, "special_files_skipped", s->others); /* FIFOs, devices */
 }
 
 static int tool_search(hx_tools *reg, void *user, const cJSON *args,
@@ -318,42 +378,35 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
 {
     (void)user;
     roots r;
-    int rc = load_roots(reg, &r, err);
-    if (rc) return rc;
-    search s = {.r = &r, .glob = hx_arg_str(args, "name"), .limit = (int)arg_num(args, "limit", 50),
+    search s = {.glob = hx_arg_str(args, "name"), .limit = (int)arg_num(args, "limit", 50),
                 .max_size = (size_t)arg_num(args, "max_size", SEARCH_MAX_FILE)};
     const char *content = hx_arg_str(args, "content");
     if (!s.glob && !content)
         return hx_err_set(err, HX_ERR_INVALID, "files.search needs a name pattern or a content regex");
-    if (content) {
-        int ec;
-        PCRE2_SIZE off;
-        s.re = pcre2_compile((PCRE2_SPTR)content, PCRE2_ZERO_TERMINATED,
-                             PCRE2_UTF | PCRE2_UCP | PCRE2_CASELESS | PCRE2_MATCH_INVALID_UTF,
-                             &ec, &off, NULL);
-        if (!s.re) {
-            PCRE2_UCHAR msg[256];
-            pcre2_get_error_message(ec, msg, sizeof msg);
-            return hx_err_set(err, HX_ERR_INVALID, "content regex: %s at offset %zu",
-                              (char *)msg, (size_t)off);
-        }
-        pcre2_jit_compile(s.re, PCRE2_JIT_COMPLETE);
-        s.md = pcre2_match_data_create_from_pattern(s.re, NULL);
-    }
-    char real[PATH_MAX];
+    int rc = load_roots(reg, &r, err);
+    if (rc) return rc;
+    if (content) rc = compile_content(&s, content, err);
+    char shown[PATH_MAX];
     const char *under = hx_arg_str(args, "path");
-    if (under) rc = resolve(&r, under, real, err);
+    int fd = !rc && under ? open_user_path(&r, under, O_RDONLY | O_DIRECTORY, shown, sizeof shown, err) : 0;
+    if (fd < 0) rc = -fd;
     cJSON *o = cJSON_CreateObject();
     s.results = cJSON_AddArrayToObject(o, "files");
-    if (!rc && under) walk(&s, real, 0);
-    for (int i = 0; !rc && !under && i < r.n; i++) walk(&s, r.real[i], 0);
+    if (!rc && under) walk(&s, fd, shown, 0);
+    for (int i = 0; !rc && !under && i < r.n; i++) {
+        int rfd = hx_root_dir(r.r[i], "", 0, err);
+        if (rfd >= 0) walk(&s, rfd, r.r[i]->path, 0);
+    }
     pcre2_match_data_free(s.md);
     pcre2_code_free(s.re);
+    add_root_problems(&r, o);
+    roots_done(&r);
     if (rc) {
         cJSON_Delete(o);
         return rc;
     }
     cJSON_AddNumberToObject(o, "total", s.found);
+    add_skipped(&s, o);
     *result = o;
     return HX_OK;
 }

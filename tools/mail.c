@@ -1,9 +1,11 @@
 /* mail.c: the mail tools (mail.search, mail.read, mail.draft, mail.send,
- * mail.reply) over the user's Maildir, with a SQLite FTS5 index in the
- * cache directory that is brought up to date incrementally on each call. */
+ * mail.reply) over the user's Maildir, read and written beneath its root
+ * descriptor (tools/root.c), with a SQLite FTS5 index in the cache
+ * directory that is brought up to date incrementally on each call. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -17,14 +19,14 @@
 #include "tools/mail_int.h"
 #include "tools/tools_int.h"
 
-#define INDEX_VERSION 1
+#define INDEX_VERSION 2 /* 2: paths beneath the Maildir root */
 #define MAX_MAIL_BYTES (50u << 20) /* larger files are indexed by headers only */
 #define SNIPPET_CHARS 160
 #define READ_MAX_CHARS 16000
 
 typedef struct mail_index {
     sqlite3 *db;
-    const char *maildir;
+    const hx_root *md; /* the Maildir, borrowed from the registry */
     sqlite3_stmt *ins_msg, *ins_fts; /* prepared once per open, owned */
 } mail_index;
 
@@ -59,17 +61,16 @@ static int db_exec(sqlite3 *db, const char *sql, hx_err *err)
 
 /* Opens (creating or rebuilding when its version differs) the index of a
  * Maildir. The index is a cache: a stale or broken one is recreated. */
-static int index_open(const char *maildir, mail_index *ix, hx_err *err)
+static int index_open(const hx_root *md, mail_index *ix, hx_err *err)
 {
-    char dir[PATH_MAX], path[PATH_MAX + 64], real[PATH_MAX];
+    char dir[PATH_MAX], path[PATH_MAX + 64];
     if (hx_path_cache(dir, sizeof dir) < 0)
         return hx_err_set(err, HX_ERR_RANGE, "cache path too long");
     int rc = hx_mkdirs(dir, err);
     if (rc) return rc;
-    if (!realpath(maildir, real)) snprintf(real, sizeof real, "%s", maildir);
     snprintf(path, sizeof path, "%s/mail-index-%016llx.sqlite", dir,
-             (unsigned long long)fnv1a(real));
-    ix->maildir = maildir;
+             (unsigned long long)fnv1a(md->real));
+    ix->md = md;
     ix->ins_msg = ix->ins_fts = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
         if (sqlite3_open(path, &ix->db) != SQLITE_OK) {
@@ -88,7 +89,9 @@ static int index_open(const char *maildir, mail_index *ix, hx_err *err)
              * page by page into an empty cache */
             rc = db_exec(ix->db, "PRAGMA journal_mode=WAL; PRAGMA mmap_size=1073741824", err);
             if (!rc) rc = db_exec(ix->db, index_ddl, err);
-            if (!rc && ver == 0) rc = db_exec(ix->db, "PRAGMA user_version=1", err);
+            char set[48];
+            snprintf(set, sizeof set, "PRAGMA user_version=%d", INDEX_VERSION);
+            if (!rc && ver == 0) rc = db_exec(ix->db, set, err);
             if (!rc) return HX_OK;
         }
         /* another version or unreadable: it is only a cache, rebuild it */
@@ -113,32 +116,43 @@ static void index_close(mail_index *ix)
     ix->db = NULL;
 }
 
-/* A Maildir folder: the root ("INBOX") or a Maildir++ subfolder ".Name". */
+/* A Maildir folder: the root ("INBOX") or a Maildir++ subfolder ".Name",
+ * each by its path beneath the Maildir's root ("" or ".Name"). */
 typedef struct folder_list {
     char names[64][128];
-    char paths[64][PATH_MAX];
+    char rels[64][128];
     int n;
 } folder_list;
 
-static void list_folders(const char *maildir, folder_list *fl)
+/* Is rel beneath md a folder with a cur/ (no link followed)? */
+static int is_folder(const hx_root *md, const char *rel)
 {
-    fl->n = 0;
+    char cur[160];
+    struct stat st;
+    hx_err e;
+    snprintf(cur, sizeof cur, "%s/cur", rel);
+    return !hx_root_stat(md, cur, &st, &e) && S_ISDIR(st.st_mode);
+}
+
+static void list_folders(const hx_root *md, folder_list *fl)
+{
+    hx_err e;
     snprintf(fl->names[0], sizeof fl->names[0], "INBOX");
-    snprintf(fl->paths[0], sizeof fl->paths[0], "%s", maildir);
+    fl->rels[0][0] = '\0';
     fl->n = 1;
-    DIR *d = opendir(maildir);
-    if (!d) return;
+    int fd = hx_root_dir(md, "", 0, &e);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
     struct dirent *de;
     while ((de = readdir(d)) && fl->n < 64) {
         if (de->d_name[0] != '.' || !strcmp(de->d_name, ".") ||
-            !strcmp(de->d_name, "..") || strlen(de->d_name) >= 120)
+            !strcmp(de->d_name, "..") || strlen(de->d_name) >= 120 || !is_folder(md, de->d_name))
             continue;
-        char cur[PATH_MAX];
-        struct stat st;
-        snprintf(cur, sizeof cur, "%s/%s/cur", maildir, de->d_name);
-        if (stat(cur, &st) || !S_ISDIR(st.st_mode)) continue;
         snprintf(fl->names[fl->n], sizeof fl->names[0], "%s", de->d_name + 1);
-        snprintf(fl->paths[fl->n], sizeof fl->paths[0], "%s/%s", maildir, de->d_name);
+        snprintf(fl->rels[fl->n], sizeof fl->rels[0], "%s", de->d_name);
         fl->n++;
     }
     closedir(d);
@@ -169,20 +183,22 @@ static int bind_text(sqlite3_stmt *st, int i, const char *s)
     return sqlite3_bind_text(st, i, s ? s : "", -1, SQLITE_TRANSIENT);
 }
 
-/* Reads and parses one message file; a file too large or unreadable is
- * indexed with what can be read (its headers) so search still finds it. */
-static hx_message *parse_file(const char *path)
+/* Reads and parses one message file beneath md; a file too large is
+ * indexed with what can be read (its headers) so search still finds it.
+ * A file that is not a regular one (a FIFO, a link) is not read. */
+static hx_message *parse_file(const hx_root *md, const char *path)
 {
     char *raw = NULL;
     size_t len = 0;
     hx_err e;
     hx_message *m = NULL;
-    int rc = hx_read_file(path, MAX_MAIL_BYTES, &raw, &len, &e);
+    int rc = hx_root_read(md, path, MAX_MAIL_BYTES, &raw, &len, NULL, &e);
     if (rc == HX_ERR_RANGE) {
-        FILE *f = fopen(path, "rb");
+        int fd = hx_root_open_file(md, path, NULL, &e);
         raw = malloc(65536);
-        len = f && raw ? fread(raw, 1, 65536, f) : 0;
-        if (f) fclose(f);
+        ssize_t n = fd >= 0 && raw ? read(fd, raw, 65536) : 0;
+        len = n > 0 ? (size_t)n : 0;
+        if (fd >= 0) close(fd);
         rc = raw ? HX_OK : HX_ERR_NOMEM;
     }
     if (rc == HX_OK) hx_message_parse(raw, len, &m, &e);
@@ -207,7 +223,7 @@ static sqlite3_stmt *index_stmt(mail_index *ix, sqlite3_stmt **slot, const char 
 static int index_insert(mail_index *ix, const hx_maildir_entry *e,
                         const char *folder)
 {
-    hx_message *m = parse_file(e->path);
+    hx_message *m = parse_file(ix->md, e->path);
     if (!m) return 0; /* vanished or unreadable: skipped this time */
     char *snip = make_snippet(m->text);
     sqlite3_stmt *st = index_stmt(ix, &ix->ins_msg,
@@ -312,13 +328,13 @@ static void index_prune(mail_index *ix)
         NULL, NULL, NULL);
 }
 
-static int sync_folder(mail_index *ix, const char *path, const char *folder,
+static int sync_folder(mail_index *ix, const char *rel, const char *folder,
                        sqlite3_stmt *look, sqlite3_stmt *mark, hx_progress *pr,
                        int *done, hx_err *err)
 {
     hx_maildir_entry *es;
     int n;
-    int rc = hx_maildir_list(path, &es, &n, err);
+    int rc = hx_maildir_list(ix->md, rel, &es, &n, err);
     if (rc) return rc;
     for (int i = 0; i < n; i++) {
         sqlite3_reset(mark);
@@ -334,18 +350,18 @@ static int sync_folder(mail_index *ix, const char *path, const char *folder,
 }
 
 /* The state of the Maildir as its directories' modification times: every
- * delivery, flag change (a rename) or deletion changes cur/ or new/. */
-static void folder_signature(const folder_list *fl, const char *maildir, hx_buf *sig)
+ * delivery, flag change (a rename) or deletion changes cur/ or new/, and
+ * a new or removed subfolder the Maildir itself. */
+static void folder_signature(const folder_list *fl, const hx_root *md, hx_buf *sig)
 {
     static const char *const subs[] = {"", "/cur", "/new"};
-    for (int i = 0; i <= fl->n; i++)
+    for (int i = 0; i < fl->n; i++)
         for (int k = 0; k < 3; k++) {
-            char p[PATH_MAX + 8];
+            char p[160];
             struct stat st;
-            if (i == fl->n && k) break;
-            snprintf(p, sizeof p, "%s%s", i == fl->n ? maildir : fl->paths[i],
-                     i == fl->n ? "" : subs[k]);
-            if (stat(p, &st)) continue;
+            hx_err e;
+            snprintf(p, sizeof p, "%s%s", fl->rels[i], *fl->rels[i] ? subs[k] : subs[k] + !!k);
+            if (hx_root_stat(md, p, &st, &e)) continue;
             hx_buf_printf(sig, "%s:%lld.%09ld;", p, (long long)st.st_mtim.tv_sec,
                           st.st_mtim.tv_nsec);
         }
@@ -382,10 +398,10 @@ static int index_sync(mail_index *ix, hx_err *err)
 {
     folder_list *fl = malloc(sizeof *fl);
     if (!fl) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    list_folders(ix->maildir, fl);
+    list_folders(ix->md, fl);
     hx_buf sig;
     hx_buf_init(&sig);
-    folder_signature(fl, ix->maildir, &sig); /* before listing: races rescan next time */
+    folder_signature(fl, ix->md, &sig); /* before listing: races rescan next time */
     int rc = HX_OK;
     if (!sig.data || !signature_unchanged(ix, sig.data)) {
         rc = index_rescan(ix, fl, err);
@@ -413,7 +429,7 @@ static int index_rescan(mail_index *ix, folder_list *fl, hx_err *err)
     hx_progress_start(&pr, "indexing mail", 0);
     int done = 0;
     for (int i = 0; !rc && i < fl->n; i++)
-        rc = sync_folder(ix, fl->paths[i], fl->names[i], look, mark, &pr, &done, err);
+        rc = sync_folder(ix, fl->rels[i], fl->names[i], look, mark, &pr, &done, err);
     sqlite3_finalize(look);
     sqlite3_finalize(mark);
     if (!rc) {
@@ -427,10 +443,9 @@ static int index_rescan(mail_index *ix, folder_list *fl, hx_err *err)
 
 static int index_ready(const hx_tools *reg, mail_index *ix, hx_err *err)
 {
-    const hx_config *cfg = hx_tools_config(reg);
-    if (!cfg || !cfg->maildir || !*cfg->maildir)
-        return hx_err_set(err, HX_ERR_NOTFOUND, "no Maildir configured (\"maildir\" in config.json)");
-    int rc = index_open(cfg->maildir, ix, err);
+    const hx_root *md = hx_tools_root(reg, HX_ROOT_MAILDIR, 0, 0, err);
+    if (!md) return err->rc;
+    int rc = index_open(md, ix, err);
     if (!rc) rc = index_sync(ix, err);
     if (rc) index_close(ix);
     return rc;
@@ -722,11 +737,12 @@ static int load_message(hx_tools *reg, const char *id, hx_message **m,
     int rc = index_ready(reg, &ix, err);
     if (rc) return rc;
     int found = lookup_path(&ix, id, path, sizeof path, folder, fn);
+    const hx_root *md = ix.md;
     index_close(&ix);
     if (!found) return hx_err_set(err, HX_ERR_NOTFOUND, "no message with id '%s'", id);
     char *raw;
     size_t len;
-    rc = hx_read_file(path, MAX_MAIL_BYTES, &raw, &len, err);
+    rc = hx_root_read(md, path, MAX_MAIL_BYTES, &raw, &len, NULL, err);
     if (rc) return rc;
     rc = hx_message_parse(raw, len, m, err);
     free(raw);
@@ -793,8 +809,9 @@ static void user_from(const hx_config *cfg, char *buf, size_t n)
     else snprintf(buf, n, "%s", addr);
 }
 
-/* Composes the draft and delivers it into maildir (flags as given). */
-static int compose_into(const hx_mail_draft *d, const char *maildir,
+/* Composes the draft and delivers it into the folder of the Maildir md
+ * (flags as given). */
+static int compose_into(const hx_mail_draft *d, const hx_root *md, const char *folder,
                         const char *flags, cJSON *out, hx_err *err)
 {
     char *msg;
@@ -802,7 +819,7 @@ static int compose_into(const hx_mail_draft *d, const char *maildir,
     char msgid[256], name[256];
     int rc = hx_mail_compose(d, &msg, &len, msgid, sizeof msgid, err);
     if (rc) return rc;
-    rc = hx_maildir_deliver(maildir, msg, len, flags, name, sizeof name, err);
+    rc = hx_maildir_deliver(md, folder, msg, len, flags, name, sizeof name, err);
     free(msg);
     if (rc) return rc;
     cJSON_AddStringToObject(out, "message_id", msgid);
@@ -830,14 +847,9 @@ static int fill_draft(const hx_tools *reg, const cJSON *args, hx_mail_draft *d,
     return HX_OK;
 }
 
-static const char *outbox_of(const hx_tools *reg, hx_err *err)
+static const hx_root *outbox_of(const hx_tools *reg, hx_err *err)
 {
-    const hx_config *cfg = hx_tools_config(reg);
-    if (!cfg || !cfg->outbox || !*cfg->outbox) {
-        hx_err_set(err, HX_ERR_NOTFOUND, "no outbox configured (\"outbox\" in config.json)");
-        return NULL;
-    }
-    return cfg->outbox;
+    return hx_tools_root(reg, HX_ROOT_OUTBOX, 0, 0, err);
 }
 
 static int tool_draft(hx_tools *reg, void *user, const cJSON *args,
@@ -845,14 +857,13 @@ static int tool_draft(hx_tools *reg, void *user, const cJSON *args,
 {
     (void)user;
     hx_mail_draft d;
-    char from[512], drafts[PATH_MAX];
+    char from[512];
     int rc = fill_draft(reg, args, &d, from, sizeof from, err);
     if (rc) return rc;
-    const hx_config *cfg = hx_tools_config(reg);
-    if (!cfg->maildir) return hx_err_set(err, HX_ERR_NOTFOUND, "no Maildir configured");
-    snprintf(drafts, sizeof drafts, "%s/.Drafts", cfg->maildir);
+    const hx_root *md = hx_tools_root(reg, HX_ROOT_MAILDIR, 0, HX_ROOT_CREATE, err);
+    if (!md) return err->rc;
     cJSON *out = cJSON_CreateObject();
-    rc = compose_into(&d, drafts, "DS", out, err);
+    rc = compose_into(&d, md, ".Drafts", "DS", out, err);
     if (rc) cJSON_Delete(out);
     else cJSON_AddStringToObject(out, "status", "saved as draft"), *result = out;
     return rc;
@@ -864,12 +875,12 @@ static int tool_send(hx_tools *reg, void *user, const cJSON *args,
     (void)user;
     hx_mail_draft d;
     char from[512];
-    const char *outbox = outbox_of(reg, err);
+    const hx_root *outbox = outbox_of(reg, err);
     if (!outbox) return err->rc;
     int rc = fill_draft(reg, args, &d, from, sizeof from, err);
     if (rc) return rc;
     cJSON *out = cJSON_CreateObject();
-    rc = compose_into(&d, outbox, NULL, out, err);
+    rc = compose_into(&d, outbox, "", NULL, out, err);
     if (rc) cJSON_Delete(out);
     else cJSON_AddStringToObject(out, "status", "queued in the outbox"), *result = out;
     return rc;
@@ -895,7 +906,7 @@ static int tool_reply(hx_tools *reg, void *user, const cJSON *args,
 {
     (void)user;
     const char *id = hx_arg_str(args, "id");
-    const char *outbox = outbox_of(reg, err);
+    const hx_root *outbox = outbox_of(reg, err);
     if (!outbox) return err->rc;
     if (!id) return hx_err_set(err, HX_ERR_INVALID, "mail.reply needs the id of the message");
     hx_message *m;
@@ -919,7 +930,7 @@ static int tool_reply(hx_tools *reg, void *user, const cJSON *args,
     d.from = from, d.to = to, d.subject = subject, d.body = body.data;
     d.in_reply_to = m->message_id, d.references = refs;
     cJSON *out = cJSON_CreateObject();
-    rc = compose_into(&d, outbox, NULL, out, err);
+    rc = compose_into(&d, outbox, "", NULL, out, err);
     hx_buf_free(&body);
     hx_message_free(m);
     if (rc) cJSON_Delete(out);

@@ -51,6 +51,7 @@ int64_t hx_mail_parse_date(const char *s);
 void hx_mail_format_date(int64_t t, int off, char *buf, size_t n);
 
 /* ---- composition and delivery (tools/maildir.c) ---- */
+struct hx_root; /* tools_int.h */
 typedef struct hx_mail_draft {
     const char *from, *to, *cc, *subject, *body; /* UTF-8 */
     const char *in_reply_to, *references;        /* may be NULL */
@@ -66,25 +67,30 @@ typedef struct hx_mail_draft {
  * Message-ID (without brackets) goes into msgid if not NULL. */
 int hx_mail_compose(const hx_mail_draft *d, char **out, size_t *len,
                     char *msgid, size_t msgid_n, hx_err *err);
-/* Delivers a message into a Maildir (tmp/ written and fsynced, then linked
- * into new/ or, with flags, cur/NAME:2,FLAGS). Creates the Maildir if
- * needed. The unique name goes into name (>= 128 bytes) if not NULL. */
-int hx_maildir_deliver(const char *maildir, const char *msg, size_t len,
-                       const char *flags, char *name, size_t name_n,
+/* Delivers a message into the Maildir folder `folder` ("" for the
+ * Maildir itself, ".Drafts" for a Maildir++ subfolder) beneath md: tmp/
+ * written (a new file, created, never opened through a link) and fsynced,
+ * then linked into new/ or, with flags, cur/NAME:2,FLAGS. Makes the
+ * folders where missing, without following links. The unique name goes
+ * into name (>= 128 bytes) if not NULL. */
+int hx_maildir_deliver(const struct hx_root *md, const char *folder, const char *msg,
+                       size_t len, const char *flags, char *name, size_t name_n,
                        hx_err *err);
 
 /* One message file of a Maildir. */
 typedef struct hx_maildir_entry {
     char *id;     /* unique name without the ":2,flags" suffix */
-    char *path;   /* full path */
+    char *path;   /* beneath the Maildir's root: "cur/NAME", ".Work/new/NAME" */
     char *flags;  /* "" or e.g. "RS" */
     int64_t mtime;
     int64_t size;
 } hx_maildir_entry;
 
-/* Lists cur/ and new/ of a Maildir. Caller frees with hx_maildir_list_free. */
-int hx_maildir_list(const char *maildir, hx_maildir_entry **out, int *n,
-                    hx_err *err);
+/* Lists the regular files of cur/ and new/ of the Maildir folder `folder`
+ * beneath md (links and special files are no messages). Caller frees with
+ * hx_maildir_list_free. */
+int hx_maildir_list(const struct hx_root *md, const char *folder, hx_maildir_entry **out,
+                    int *n, hx_err *err);
 void hx_maildir_list_free(hx_maildir_entry *e, int n);
 
 /* ---- tool registration (tools/mail.c, tools/files.c) ---- */

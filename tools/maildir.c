@@ -1,6 +1,7 @@
 /* maildir.c: Maildir listing (cur/ new/, flags in names) and delivery
- * (tmp/, fsync, link into new/), and RFC 5322 message composition with
- * MIME, encoded-word headers and a fresh Message-ID. */
+ * (tmp/, fsync, link into new/), beneath the Maildir's root descriptor
+ * without following links, and RFC 5322 message composition with MIME,
+ * encoded-word headers and a fresh Message-ID. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "tools/mail_int.h"
+#include "tools/tools_int.h"
 
 /* ---- composition ---- */
 
@@ -207,21 +209,22 @@ int hx_mail_compose(const hx_mail_draft *d, char **out, size_t *len,
 
 /* ---- delivery ---- */
 
-static int ensure_maildir(const char *md, hx_err *err)
+/* The folder sub (tmp, new, cur) of the Maildir folder `folder` beneath
+ * md, made where missing, as a descriptor (or minus an hx_rc). */
+static int maildir_sub(const hx_root *md, const char *folder, const char *sub, int create,
+                       hx_err *err)
 {
-    static const char *const subs[] = {"tmp", "new", "cur"};
-    char p[PATH_MAX];
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s", md, subs[i]);
-        int rc = hx_mkdirs(p, err);
-        if (rc) return rc;
-    }
-    return HX_OK;
+    char rel[512];
+    if ((size_t)snprintf(rel, sizeof rel, "%s%s%s", folder, *folder ? "/" : "", sub) >= sizeof rel)
+        return -hx_err_set(err, HX_ERR_RANGE, "Maildir folder name too long");
+    return hx_root_dir(md, rel, create, err);
 }
 
-static int write_fsync(const char *path, const char *data, size_t len)
+/* Writes a new file name in the folder dfd: created, never opened through
+ * something planted there, fsynced. */
+static int write_fsync(int dfd, const char *name, const char *data, size_t len)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return -1;
     size_t off = 0;
     while (off < len) {
@@ -232,41 +235,64 @@ static int write_fsync(const char *path, const char *data, size_t len)
     }
     int ok = off == len && fsync(fd) == 0;
     close(fd);
-    if (!ok) unlink(path);
+    if (!ok) unlinkat(dfd, name, 0);
     return ok ? 0 : -1;
 }
 
-int hx_maildir_deliver(const char *md, const char *msg, size_t len,
-                       const char *flags, char *name, size_t name_n,
-                       hx_err *err)
+/* A unique name (uniq, 128 bytes) and the name it gets in new/ or cur/. */
+static void unique_name(int tmp, int dst, const char *flags, unsigned k, char *uniq, char *dname,
+                        size_t n)
 {
-    int rc = ensure_maildir(md, err);
-    if (rc) return rc;
     static unsigned counter;
-    char rnd[17], uniq[128], tmp[PATH_MAX], dst[PATH_MAX];
+    char rnd[17];
     /* under a pinned clock (a replayed run) the name is the first free one
      * of a fixed sequence: no pid, no count of earlier deliveries */
     const int pinned = hx_unique_pinned();
-    for (unsigned k = 0;; k++) {
+    struct stat st;
+    for (;; k++) {
         unique_hex("maildir", k, rnd, 8);
-        snprintf(uniq, sizeof uniq, "%lld.P%ldQ%u.%s.hearth", (long long)hx_now(NULL),
+        snprintf(uniq, 128, "%lld.P%ldQ%u.%s.hearth", (long long)hx_now(NULL),
                  pinned ? 0L : (long)getpid(),
                  pinned ? k : __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED), rnd);
-        snprintf(tmp, sizeof tmp, "%s/tmp/%s", md, uniq);
-        if (flags) snprintf(dst, sizeof dst, "%s/cur/%s:2,%s", md, uniq, flags);
-        else snprintf(dst, sizeof dst, "%s/new/%s", md, uniq);
-        if (!pinned || k > 1000 || (access(tmp, F_OK) && access(dst, F_OK))) break;
+        if (flags) snprintf(dname, n, "%s:2,%s", uniq, flags);
+        else snprintf(dname, n, "%s", uniq);
+        if (!pinned || k > 1000 ||
+            (fstatat(tmp, uniq, &st, AT_SYMLINK_NOFOLLOW) &&
+             fstatat(dst, dname, &st, AT_SYMLINK_NOFOLLOW)))
+            break;
     }
-    if (write_fsync(tmp, msg, len))
-        return hx_err_set(err, HX_ERR_IO, "%s: %s", tmp, strerror(errno));
-    if (link(tmp, dst) && rename(tmp, dst)) {
-        int e = errno;
-        unlink(tmp);
-        return hx_err_set(err, HX_ERR_IO, "%s: %s", dst, strerror(e));
-    }
-    unlink(tmp);
-    if (name) snprintf(name, name_n, "%s", uniq);
-    return HX_OK;
+}
+
+/* Writes msg as tmp/UNIQ and links it as new/ or cur/ (dst); the name
+ * UNIQ goes into uniq (128 bytes). */
+static int deliver_into(const hx_root *md, int tmp, int dst, const char *msg, size_t len,
+                        const char *flags, char *uniq, hx_err *err)
+{
+    char dname[256];
+    unique_name(tmp, dst, flags, 0, uniq, dname, sizeof dname);
+    if (write_fsync(tmp, uniq, msg, len))
+        return hx_err_set(err, HX_ERR_IO, "%s: tmp/%s: %s", md->path, uniq, strerror(errno));
+    /* linkat without AT_SYMLINK_FOLLOW: the new name never goes through a link */
+    int rc = HX_OK;
+    if (linkat(tmp, uniq, dst, dname, 0) && renameat(tmp, uniq, dst, dname))
+        rc = hx_err_set(err, HX_ERR_IO, "%s: %s: %s", md->path, dname, strerror(errno));
+    unlinkat(tmp, uniq, 0);
+    return rc;
+}
+
+int hx_maildir_deliver(const hx_root *md, const char *folder, const char *msg, size_t len,
+                       const char *flags, char *name, size_t name_n, hx_err *err)
+{
+    int fds[3] = {-1, -1, -1}, rc = HX_OK; /* tmp, new, cur */
+    static const char *const subs[3] = {"tmp", "new", "cur"};
+    for (int i = 0; i < 3 && !rc; i++)
+        if ((fds[i] = maildir_sub(md, folder, subs[i], 1, err)) < 0) rc = -fds[i];
+    char uniq[128];
+    if (!rc) rc = deliver_into(md, fds[0], flags ? fds[2] : fds[1], msg, len, flags, uniq, err);
+    if (!rc && name) snprintf(name, name_n, "%s", uniq);
+    for (int i = 0; i < 3; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    return rc;
 }
 
 /* ---- listing ---- */
@@ -276,12 +302,14 @@ typedef struct entries {
     int n, cap;
 } entries;
 
-static int add_entry(entries *es, const char *dir, const char *fname)
+/* A regular file fname of the folder dfd (a link, FIFO or folder is not a
+ * message), as the path rel/fname beneath the Maildir. */
+static int add_entry(entries *es, int dfd, const char *rel, const char *fname)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, fname);
+    snprintf(path, sizeof path, "%s/%s", rel, fname);
     struct stat st;
-    if (lstat(path, &st) || !S_ISREG(st.st_mode)) return 0;
+    if (fstatat(dfd, fname, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode)) return 0;
     if (es->n == es->cap) {
         int cap = es->cap ? es->cap * 2 : 64;
         hx_maildir_entry *e = realloc(es->e, (size_t)cap * sizeof *e);
@@ -304,36 +332,39 @@ static int add_entry(entries *es, const char *dir, const char *fname)
     return 0;
 }
 
-static int list_sub(entries *es, const char *md, const char *sub, hx_err *err)
+static int list_sub(entries *es, const hx_root *md, const char *folder, const char *sub,
+                    hx_err *err)
 {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/%s", md, sub);
-    DIR *d = opendir(dir);
+    char rel[512];
+    hx_err e;
+    snprintf(rel, sizeof rel, "%s%s%s", folder, *folder ? "/" : "", sub);
+    int fd = hx_root_dir(md, rel, 0, &e);
+    if (fd == -HX_ERR_NOTFOUND) return HX_OK;
+    if (fd < 0) return hx_err_set(err, e.rc, "%s", e.msg);
+    DIR *d = fdopendir(fd);
     if (!d) {
-        if (errno == ENOENT) return HX_OK;
-        return hx_err_set(err, HX_ERR_IO, "%s: %s", dir, strerror(errno));
+        close(fd);
+        return hx_err_set(err, HX_ERR_IO, "%s/%s: %s", md->path, rel, strerror(errno));
     }
     struct dirent *de;
     int rc = HX_OK;
     while ((de = readdir(d)))
-        if (de->d_name[0] != '.' && add_entry(es, dir, de->d_name)) {
-            rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory listing %s", dir);
+        if (de->d_name[0] != '.' && add_entry(es, dirfd(d), rel, de->d_name)) {
+            rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory listing %s/%s", md->path, rel);
             break;
         }
     closedir(d);
     return rc;
 }
 
-int hx_maildir_list(const char *md, hx_maildir_entry **out, int *n, hx_err *err)
+int hx_maildir_list(const hx_root *md, const char *folder, hx_maildir_entry **out, int *n,
+                    hx_err *err)
 {
     entries es = {0};
-    struct stat st;
     *out = NULL;
     *n = 0;
-    if (stat(md, &st) || !S_ISDIR(st.st_mode))
-        return hx_err_set(err, HX_ERR_NOTFOUND, "%s: not a Maildir directory", md);
-    int rc = list_sub(&es, md, "cur", err);
-    if (!rc) rc = list_sub(&es, md, "new", err);
+    int rc = list_sub(&es, md, folder, "cur", err);
+    if (!rc) rc = list_sub(&es, md, folder, "new", err);
     if (rc) {
         hx_maildir_list_free(es.e, es.n);
         return rc;

@@ -1,15 +1,25 @@
 /* mcp.c: the client side of the Model Context Protocol over stdio:
  * JSON-RPC 2.0, one message per line, to a server running confined in the
- * sandbox: initialize, notifications/initialized, tools/list (all pages),
- * tools/call with isError results, notifications/tools/list_changed. */
+ * sandbox: initialize, notifications/initialized, tools/list (all pages,
+ * up to caps on what one server adds), tools/call with isError results,
+ * notifications/tools/list_changed. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tools/ext_int.h"
 
+#define HX_MCP_STR_(x) #x
+#define HX_MCP_STR(x) HX_MCP_STR_(x)
+
 #define PROTOCOL_VERSION "2025-06-18"
 #define MAX_LINE (4u << 20)
 #define MAX_PAGES 64
+/* What one server may add to the tool list every request carries: its
+ * first tools only, so that a server listing thousands can neither fill
+ * the model's context nor make loading slow. */
+#define MAX_SERVER_TOOLS 32
+#define MAX_SERVER_LIST_BYTES 12288 /* 12 KiB of names, descriptions, schemas */
+#define MAX_EXT_TOOLS 64                  /* registered tools of all manifests */
 
 struct mcp_conn {
     hx_sandbox_proc *proc;
@@ -19,6 +29,10 @@ struct mcp_conn {
     int broken;       /* a protocol error happened: calls fail fast */
     int list_changed; /* the server said its tools changed */
     char why_broken[256];
+    int n_listed;      /* tools registered from this server */
+    size_t list_bytes; /* their names, descriptions and schemas */
+    const char *capped; /* which limit left tools out, or NULL */
+    hx_buf *problems;  /* where a cap is reported while connecting, or NULL */
 };
 
 /* Every exchange is bounded by the manifest's timeout (default 10 s). */
@@ -205,7 +219,18 @@ static int already_registered(const mcp_conn *c, const char *full)
     return 0;
 }
 
-/* Registers one tool of a tools/list page. */
+/* The limit that adding a tool of n bytes would pass, or NULL. */
+static const char *over_cap(const mcp_conn *c, size_t n)
+{
+    if (c->n_listed >= MAX_SERVER_TOOLS) return "more than " HX_MCP_STR(MAX_SERVER_TOOLS) " tools";
+    if (c->list_bytes + n > MAX_SERVER_LIST_BYTES)
+        return "tool descriptions and schemas over " HX_MCP_STR(MAX_SERVER_LIST_BYTES) " bytes in all";
+    if (c->x->n_tools >= MAX_EXT_TOOLS)
+        return "tools past the limit of " HX_MCP_STR(MAX_EXT_TOOLS) " registered tools in all";
+    return NULL;
+}
+
+/* Registers one tool of a tools/list page, unless a cap is reached. */
 static int add_listed(mcp_conn *c, const cJSON *tool, hx_err *err)
 {
     const cJSON *name = cJSON_GetObjectItem(tool, "name");
@@ -220,20 +245,44 @@ static int add_listed(mcp_conn *c, const cJSON *tool, hx_err *err)
     int effect = c->m->effect;
     const cJSON *ann = cJSON_GetObjectItem(tool, "annotations");
     if (cJSON_IsTrue(cJSON_GetObjectItem(ann, "readOnlyHint"))) effect = HX_EFFECT_READ;
+    const char *d = cJSON_IsString(desc) ? desc->valuestring : "";
     char *sj = cJSON_PrintUnformatted(schema);
-    int rc = ext_add_tool(c->x, c->m, c, full, name->valuestring,
-                          cJSON_IsString(desc) ? desc->valuestring : "", sj, effect, call_mcp, err);
+    if (!sj) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    size_t n = strlen(full) + strlen(d) + strlen(sj);
+    int rc = HX_OK;
+    if (!(c->capped = over_cap(c, n))) {
+        rc = ext_add_tool(c->x, c->m, c, full, name->valuestring, d, sj, effect, call_mcp, err);
+        if (!rc) c->n_listed++, c->list_bytes += n;
+    }
     free(sj);
     return rc;
 }
 
-/* tools/list, every page; tools already known are kept. */
+/* Says once that the server listed more than is kept: in problems while
+ * connecting (`hearth tools list` shows them), else as a warning. */
+static void report_cap(mcp_conn *c)
+{
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "MCP server %s lists %s; only its first %d tools are used (the tool list "
+             "goes with every request and must fit the model's context)",
+             c->m->name, c->capped, c->n_listed);
+    if (c->problems) {
+        hx_buf_puts(c->problems, msg);
+        hx_buf_putc(c->problems, '\n');
+    } else {
+        hx_log_warn("%s", msg);
+    }
+}
+
+/* tools/list, every page up to the caps; tools already known are kept. */
 static int refresh_tools(mcp_conn *c, hx_err *err)
 {
     char *cursor = NULL;
     int rc = HX_OK;
     c->list_changed = 0;
-    for (int page = 0; page < MAX_PAGES && !rc; page++) {
+    c->capped = NULL;
+    for (int page = 0; page < MAX_PAGES && !rc && !c->capped; page++) {
         cJSON *p = cJSON_CreateObject(), *res;
         if (cursor) cJSON_AddStringToObject(p, "cursor", cursor);
         free(cursor), cursor = NULL;
@@ -241,17 +290,18 @@ static int refresh_tools(mcp_conn *c, hx_err *err)
         if (rc) break;
         const cJSON *tools = cJSON_GetObjectItem(res, "tools"), *it;
         if (!cJSON_IsArray(tools)) rc = mark_broken(c, HX_ERR_FORMAT, err, "tools/list without tools");
-        cJSON_ArrayForEach(it, tools) if (!rc) rc = add_listed(c, it, err);
+        cJSON_ArrayForEach(it, tools) if (!rc && !c->capped) rc = add_listed(c, it, err);
         const cJSON *next = cJSON_GetObjectItem(res, "nextCursor");
         if (cJSON_IsString(next) && next->valuestring[0]) cursor = hx_strdup(next->valuestring);
         cJSON_Delete(res);
         if (!cursor) break;
     }
     free(cursor);
+    if (!rc && c->capped) report_cap(c);
     return rc;
 }
 
-int mcp_connect(hx_extools *x, ext_manifest *m, mcp_conn **out, hx_err *err)
+int mcp_connect(hx_extools *x, ext_manifest *m, hx_buf *problems, mcp_conn **out, hx_err *err)
 {
     *out = NULL;
     mcp_conn *c = calloc(1, sizeof *c);
@@ -262,7 +312,9 @@ int mcp_connect(hx_extools *x, ext_manifest *m, mcp_conn **out, hx_err *err)
     p.cpu_s = 0;
     int rc = hx_sandbox_spawn(&p, &c->proc, err);
     if (!rc) rc = initialize(c, err);
+    c->problems = problems;
     if (!rc) rc = refresh_tools(c, err);
+    c->problems = NULL; /* borrowed for the connection only */
     if (rc) {
         mcp_close(c);
         return rc;

@@ -12,6 +12,7 @@ typedef struct tool {
 
 struct hx_tools {
     const hx_config *cfg; /* borrowed */
+    hx_roots *roots;      /* the configured folders, opened on first use */
     tool *tools;
     int n, cap;
 };
@@ -46,6 +47,7 @@ void hx_tools_free(hx_tools *reg)
     if (!reg) return;
     for (int i = 0; i < reg->n; i++) tool_free(&reg->tools[i]);
     free(reg->tools);
+    hx_roots_free(reg->roots);
     free(reg);
 }
 
@@ -89,6 +91,17 @@ static int check_text(const hx_tool_def *def, const cJSON *schema, hx_err *err)
                           "tool '%s': its %s holds a control character (byte 0x%02x)",
                           def->name, what, (unsigned char)*bad);
     return HX_OK;
+}
+
+void hx_tools_open_roots(hx_tools *reg) { hx_roots_open_all(&reg->roots, reg->cfg); }
+
+const hx_root *hx_tools_root(const hx_tools *reg, hx_root_kind kind, int i, unsigned flags,
+                             hx_err *err)
+{
+    /* the roots are opened on first use: a cache, not part of what the
+     * registry is, so a const registry may open one */
+    hx_tools *r = (hx_tools *)reg;
+    return hx_roots_get(&r->roots, reg->cfg, kind, i, flags, err);
 }
 
 static int check_def(const hx_tools *reg, const hx_tool_def *def, cJSON **schema,

@@ -36,12 +36,17 @@ static void expand(icalcomponent *root)
     hx_cal_occ *occ = NULL;
     int n = 0;
     hx_err err;
-    /* 2026-11-01 .. 2027-01-01 */
-    if (hx_cal_occurrences(c, 1793487600, 1798758000, &occ, &n, &err) == HX_OK)
+    int64_t known;
+    /* 2026-11-01 .. 2027-01-01; a cut list is bounded and all before the cut */
+    if (hx_cal_occurrences(c, 1793487600, 1798758000, &occ, &n, &known, &err) == HX_OK) {
+        HX_CHECK(n <= HX_CAL_MAX_OCC && known <= 1798758000);
         for (int i = 0; i < n; i++) {
-            HX_CHECK(occ[i].end >= occ[i].start);
+            HX_CHECK(occ[i].end >= occ[i].start && occ[i].start < known);
+            HX_CHECK(i == 0 || occ[i - 1].start <= occ[i].start);
             cJSON_Delete(hx_cal_occ_json(c, &occ[i]));
         }
+        if (known < 1798758000) cJSON_Delete(hx_cal_cut_json(c, known, "events"));
+    }
     free(occ);
     hx_cal_free(c);
 }

@@ -722,7 +722,7 @@ static void test_changed_on_disk(void)
     hx_cal *c;
     hx_cal_file *f;
     hx_err e = {0};
-    ASSERT(hx_cal_load(cfg, hx_tools_tz(reg), &c, &e) == HX_OK);
+    ASSERT(hx_cal_load(reg, &c, &e) == HX_OK);
     icalcomponent *ev = hx_cal_find_uid(c, "yoga-wednesday@alice-phone", &f);
     ASSERT(ev);
     icalcomponent_set_summary(ev, "Yoga (changed by us)");

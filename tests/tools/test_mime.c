@@ -7,6 +7,7 @@
 
 #include "test.h"
 #include "tools/mail_int.h"
+#include "tools/tools_int.h"
 
 #define FIX "tests/fixtures/world/mail"
 
@@ -221,23 +222,27 @@ static void test_deliver_and_list(void)
     ASSERT(mkdtemp(dir));
     char name[256], name2[256];
     hx_err e;
-    ASSERT(hx_maildir_deliver(dir, "Subject: a\n\nx\n", 14, NULL, name, sizeof name, &e) == HX_OK);
-    ASSERT(hx_maildir_deliver(dir, "Subject: b\n\ny\n", 14, "S", name2, sizeof name2, &e) == HX_OK);
+    hx_root md;
+    ASSERT(hx_root_open(&md, dir, "maildir", 0, &e) == HX_OK);
+    ASSERT(hx_maildir_deliver(&md, "", "Subject: a\n\nx\n", 14, NULL, name, sizeof name, &e) == HX_OK);
+    ASSERT(hx_maildir_deliver(&md, "", "Subject: b\n\ny\n", 14, "S", name2, sizeof name2, &e) == HX_OK);
     EXPECT(strcmp(name, name2) != 0);
     hx_maildir_entry *es;
     int n;
-    ASSERT(hx_maildir_list(dir, &es, &n, &e) == HX_OK);
+    ASSERT(hx_maildir_list(&md, "", &es, &n, &e) == HX_OK);
     EXPECT_EQ_INT(n, 2);
     int seen = 0;
     for (int i = 0; i < n; i++) seen += !strcmp(es[i].flags, "S") && !strcmp(es[i].id, name2);
     EXPECT_EQ_INT(seen, 1);
     hx_maildir_list_free(es, n);
+    hx_root_close(&md);
     char tmp[600];
     snprintf(tmp, sizeof tmp, "%s/tmp", dir);
     EXPECT(rmdir(tmp) == 0); /* tmp/ left empty */
     snprintf(tmp, sizeof tmp, "rm -rf %s", dir);
     EXPECT(system(tmp) == 0);
-    EXPECT(hx_maildir_list("/nonexistent/maildir", &es, &n, &e) == HX_ERR_NOTFOUND);
+    EXPECT(hx_root_open(&md, "/nonexistent/maildir", "maildir", 0, &e) == HX_ERR_NOTFOUND);
+    EXPECT(strstr(e.msg, "does not exist") && strstr(e.msg, "\"maildir\""));
 }
 
 int main(void)
