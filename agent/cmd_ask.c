@@ -11,8 +11,6 @@
 #include "agent/agent_int.h"
 #include "agent/cli.h"
 
-#define DEFAULT_MODEL "models/hearth-tiny.gguf"
-
 typedef struct ask_opts {
     const char *model, *config, *style, *choice, *tools;
     int yes, no, allow_tainted, json, n_ctx, n_threads, no_memory;
@@ -38,7 +36,7 @@ static void ask_usage(FILE *f, const char *verb)
                    "(see 'hearth feedback').\n\n");
     fprintf(f,
         "  -m, --model FILE        GGUF model (default: the config's \"model\", then\n"
-        "                          " DEFAULT_MODEL ")\n"
+        "                          " CLI_DEFAULT_MODEL ")\n"
         "                          (on low battery or heat the governor may load\n"
         "                          the config's governor.small_model instead)\n"
         "      --config FILE       config.json (default: the standard location)\n"
@@ -82,64 +80,97 @@ static void ask_usage(FILE *f, const char *verb)
 }
 
 /* ---- option parsing ---- */
-static int num_opt(const char *verb, const char *name, const char *v, double lo,
-                   double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double d = v ? strtod(v, &end) : 0;
-    if (!v || errno || end == v || *end || !(d >= lo && d <= hi)) {
-        fprintf(stderr, "hearth %s: %s needs a number in %g..%g\n", verb, name, lo, hi);
-        return 0;
-    }
-    *out = d;
-    return 1;
-}
-
 static int size_opt(const char *verb, const char *name, const char *v, size_t *out)
 {
-    if (v && !cli_parse_size(v, out)) return 1;
-    fprintf(stderr, "hearth %s: %s needs a size such as 2G or 1500M\n", verb, name);
+    if (!cli_parse_size(v, out)) return 1;
+    fprintf(stderr, "hearth %s: %s: '%s' is not a size such as 2G or 1500M\n", verb, name, v);
     return 0;
 }
 
 static int kv_opt(const char *verb, const char *v, int *q8)
 {
-    *q8 = v && (!strcmp(v, "q8") || !strcmp(v, "q8_0"));
-    if (*q8 || (v && !strcmp(v, "f16"))) return 1;
-    fprintf(stderr, "hearth %s: --kv is f16 or q8\n", verb);
+    *q8 = !strcmp(v, "q8") || !strcmp(v, "q8_0");
+    if (*q8 || !strcmp(v, "f16")) return 1;
+    fprintf(stderr, "hearth %s: --kv: '%s' is not f16 or q8\n", verb, v);
     return 0;
 }
 
-/* Options that take a value; returns 1 if matched (ok set to 0 on error). */
+/* A numeric option: which, its names and range. */
+enum { N_STEPS, N_TOKENS, N_TIMEOUT, N_TEMP, N_BIAS, N_SEED, N_CTX, N_THREADS };
+typedef struct num_spec {
+    int which;
+    const char *name, *alt;
+    double lo, hi;
+    int integer;
+} num_spec;
+
+static const num_spec num_specs[] = {
+    {N_STEPS, "--max-steps", NULL, 1, 1000, 1}, {N_TOKENS, "--max-tokens", NULL, 1, 1e7, 1},
+    {N_TIMEOUT, "--timeout", NULL, 0, 1e6, 0},  {N_TEMP, "--temp", NULL, 0, 100, 0},
+    {N_BIAS, "--copy-bias", NULL, 0, 100, 0},   {N_SEED, "--seed", NULL, 0, 1.8e19, 0},
+    {N_CTX, "--ctx", "-c", 16, 1 << 20, 1},     {N_THREADS, "--threads", "-t", 0, 1024, 1},
+};
+
+static void set_num(ask_opts *o, int which, double d)
+{
+    switch (which) {
+    case N_STEPS: o->pp.max_steps = (int)d; break;
+    case N_TOKENS: o->pp.max_tokens = (int)d; break;
+    case N_TIMEOUT: o->pp.timeout_s = d; break;
+    case N_TEMP: o->ep.sp.temp = (float)d; break;
+    case N_BIAS: o->ep.copy_bias = (float)d; break;
+    case N_SEED: o->ep.sp.seed = (uint64_t)d; break;
+    case N_CTX: o->n_ctx = (int)d; break;
+    default: o->n_threads = (int)d; break;
+    }
+}
+
+/* The numeric options: 1 if a is one (its value checked, ok 0 when bad). */
+static int num_opt(ask_opts *o, const char *verb, const char *a, const char *v, int *ok)
+{
+    for (int k = 0; k < (int)(sizeof num_specs / sizeof *num_specs); k++) {
+        const num_spec *n = &num_specs[k];
+        double d;
+        long l;
+        if (strcmp(a, n->name) && (!n->alt || strcmp(a, n->alt))) continue;
+        *ok = n->integer ? !cli_opt_long(verb, a, v, (long)n->lo, (long)n->hi, &l)
+                         : !cli_opt_double(verb, a, v, n->lo, n->hi, &d);
+        if (*ok) set_num(o, n->which, n->integer ? (double)l : d);
+        return 1;
+    }
+    return 0;
+}
+
+/* Options that take a value (v, not NULL); returns 1 if matched (ok set to
+ * 0 on a bad value, said on stderr). */
 static int value_opt(ask_opts *o, const char *verb, const char *a, const char *v, int *ok)
 {
-    double d = 0;
-#define NUM(lo, hi) (*ok = num_opt(verb, a, v, lo, hi, &d))
     if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
     else if (!strcmp(a, "--config")) o->config = v;
     else if (!strcmp(a, "--style")) o->style = v;
     else if (!strcmp(a, "--tool-choice")) o->choice = v;
     else if (!strcmp(a, "--tools")) o->tools = v;
-    else if (!strcmp(a, "--adapter") && (*ok = o->n_adapters < HX_ADAPTER_MAX))
-        o->adapters[o->n_adapters++] = v;
-    else if (!strcmp(a, "--max-steps") && NUM(1, 1000)) o->pp.max_steps = (int)d;
-    else if (!strcmp(a, "--max-tokens") && NUM(1, 1e7)) o->pp.max_tokens = (int)d;
-    else if (!strcmp(a, "--timeout") && NUM(0, 1e6)) o->pp.timeout_s = d;
-    else if (!strcmp(a, "--temp") && NUM(0, 100)) o->ep.sp.temp = (float)d;
-    else if (!strcmp(a, "--copy-bias") && NUM(0, 100)) o->ep.copy_bias = (float)d;
-    else if (!strcmp(a, "--seed") && NUM(0, 1.8e19)) o->ep.sp.seed = (uint64_t)d;
-    else if ((!strcmp(a, "-c") || !strcmp(a, "--ctx")) && NUM(16, 1 << 20)) o->n_ctx = (int)d;
-    else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && NUM(0, 1024)) o->n_threads = (int)d;
-    else if (!strcmp(a, "--max-memory")) *ok = size_opt(verb, a, v, &o->ep.max_bytes);
+    else if (!strcmp(a, "--adapter")) {
+        if ((*ok = o->n_adapters < HX_ADAPTER_MAX)) o->adapters[o->n_adapters++] = v;
+        else fprintf(stderr, "hearth %s: at most %d --adapter\n", verb, HX_ADAPTER_MAX);
+    } else if (!strcmp(a, "--max-memory")) *ok = size_opt(verb, a, v, &o->ep.max_bytes);
     else if (!strcmp(a, "--kv")) *ok = kv_opt(verb, v, &o->ep.kv_q8);
-    else return 0;
-#undef NUM
-    if (!v) {
-        fprintf(stderr, "hearth %s: %s needs a value\n", verb, a);
-        *ok = 0;
-    }
+    else return num_opt(o, verb, a, v, ok);
     return 1;
+}
+
+/* Whether a is an option that takes a value. */
+static int takes_value(const char *a)
+{
+    static const char *const names[] = {"-m", "--model", "--config", "--style",
+                                        "--tool-choice", "--tools", "--adapter",
+                                        "--max-memory", "--kv"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+        if (!strcmp(a, names[k])) return 1;
+    for (size_t k = 0; k < sizeof num_specs / sizeof *num_specs; k++)
+        if (!strcmp(a, num_specs[k].name) || (num_specs[k].alt && !strcmp(a, num_specs[k].alt)))
+            return 1;
+    return 0;
 }
 
 static int flag_opt(ask_opts *o, const char *a)
@@ -166,12 +197,15 @@ static int parse_ask(int argc, char **argv, ask_opts *o)
         const char *a = argv[i];
         int ok = 1;
         if (flag_opt(o, a)) continue;
-        if (a[0] == '-' && a[1] && value_opt(o, verb, a, i + 1 < argc ? argv[i + 1] : NULL, &ok)) {
+        if (takes_value(a)) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "hearth %s: %s needs a value\n", verb, a);
+                return HX_EXIT_USAGE;
+            }
+            value_opt(o, verb, a, argv[++i], &ok);
             if (!ok) return HX_EXIT_USAGE;
-            i++;
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "hearth %s: unknown option '%s' (see --help)\n", verb, a);
-            return HX_EXIT_USAGE;
+            return cli_bad_word(verb, "option", a);
         } else if (!strcmp(verb, "ask") && !o->text) {
             o->text = a;
         } else {
@@ -241,39 +275,6 @@ static int fail(hx_err *err, const char *what)
     return cli_exit_code(err->rc ? err->rc : HX_ERR_INTERNAL);
 }
 
-static int file_exists(const char *p) { return p && access(p, R_OK) == 0; }
-
-/* The project's default model: $HEARTH_DEFAULT_MODEL when set (empty:
- * none), else in the working directory (a checkout), or beside the
- * program: <dir>/../models or <dir>/../../models (build/hearth,
- * build/<name>/hearth). buf holds the path found. */
-static const char *default_model(char *buf, size_t n)
-{
-    const char *env = getenv("HEARTH_DEFAULT_MODEL");
-    if (env) return *env && file_exists(env) ? env : NULL;
-    if (file_exists(DEFAULT_MODEL)) return DEFAULT_MODEL;
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return NULL;
-    exe[len] = 0;
-    char *slash = strrchr(exe, '/');
-    if (!slash) return NULL;
-    *slash = 0;
-    for (int up = 1; up <= 2; up++) {
-        snprintf(buf, n, "%s/%s%s", exe, up == 1 ? "../" : "../../", DEFAULT_MODEL);
-        if (file_exists(buf)) return buf;
-    }
-    return NULL;
-}
-
-/* --model, the config's "model", the project's default model. */
-static const char *find_model(const ask_opts *o, const hx_config *cfg, char *buf, size_t n)
-{
-    if (o->model) return o->model;
-    if (cfg->model && *cfg->model) return cfg->model;
-    return default_model(buf, n);
-}
-
 static int ask_tty(void *user, const char *tool, const char *args, const char *why)
 {
     (void)user;
@@ -288,9 +289,26 @@ static int ask_tty(void *user, const char *tool, const char *args, const char *w
     return line[0] == 'y' || line[0] == 'Y' ? 'y' : line[0] == 'a' || line[0] == 'A' ? 'a' : 'n';
 }
 
+/* The configuration's first problem (hx_config_check) as the error, with
+ * a pointer to `hearth doctor` when there are more. */
+static int config_ready(const hx_config *cfg, hx_err *err)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    int n = hx_config_check(cfg, &b), rc = HX_OK;
+    if (n) {
+        size_t first = strcspn(b.data ? b.data : "", "\n");
+        rc = hx_err_set(err, HX_ERR_NOTFOUND, "%.*s%s", (int)first, b.data ? b.data : "",
+                        n > 1 ? " (and more: hearth doctor lists them)" : "");
+    }
+    hx_buf_free(&b);
+    return rc;
+}
+
 static int open_tools(session *s, const ask_opts *o, hx_err *err)
 {
     int rc = hx_config_load(o->config, &s->cfg, err);
+    if (!rc) rc = config_ready(s->cfg, err);
     if (rc) return rc;
     if (!(s->reg = hx_tools_new(s->cfg))) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if ((rc = hx_tools_register_builtins(s->reg, err))) return rc;
@@ -348,14 +366,10 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     char buf[PATH_MAX + 64];
     hx_gov_decision gd;
     cli_governor(cJSON_GetObjectItem(s->cfg->raw, "governor"), &gd, NULL);
-    const char *chosen = find_model(o, s->cfg, buf, sizeof buf);
+    const char *chosen = cli_find_model(o->model, s->cfg, buf, sizeof buf);
     const char *path = cli_gov_model(s->cfg, &gd, chosen);
     if (!path)
-        return hx_err_set(err, HX_ERR_NOTFOUND,
-                          "no model: Hearth's own default model (" DEFAULT_MODEL ") is not "
-                          "in this directory or beside the program (make tiny-model builds "
-                          "it); pass one with --model FILE.gguf or set \"model\" in "
-                          "config.json");
+        return hx_err_set(err, HX_ERR_NOTFOUND, "%s", CLI_NO_MODEL);
     hx_model_params mp = hx_model_default_params();
     int rc = hx_model_load(path, &mp, &s->model, err);
     if (rc) return rc;
