@@ -464,6 +464,79 @@ static void remember_last(int64_t id)
     if (!hx_mkdirs(dir, &err)) hx_write_file_atomic(path, txt, (size_t)n, &err);
 }
 
+/* Why the policy's refusal stopped a call, and what would let it run,
+ * from the trace's "by" (who decided: sandbox/policy.c). */
+static const char *refusal_reason(const char *by)
+{
+    if (!strcmp(by, "no terminal"))
+        return "needs your consent and there is no terminal to ask; rerun in a terminal or "
+               "with --yes";
+    if (!strcmp(by, "taint rule (no terminal to ask)"))
+        return "needs your consent (untrusted content, a mail, a file or a tool's output, "
+               "is in this conversation) and there is no terminal to ask; rerun in a "
+               "terminal, or with --allow-tainted-send if you trust that content";
+    if (!strcmp(by, "--no")) return "was refused by --no";
+    if (!strcmp(by, "policy")) return "is denied by your policy (\"policy\" in config.json)";
+    if (!strcmp(by, "user")) return "was declined by you";
+    return "was refused";
+}
+
+/* Whether a call of name after index i in calls succeeded (the model
+ * tried again and got it done). */
+static int done_later(const cJSON *calls, int i, const char *name)
+{
+    for (int k = i + 1; k < cJSON_GetArraySize(calls); k++) {
+        const cJSON *c = cJSON_GetArrayItem(calls, k);
+        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "name")), name) &&
+            !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "status")), "ok"))
+            return 1;
+    }
+    return 0;
+}
+
+/* One line on stderr for a write or send that did not happen; the
+ * result code it stands for: HX_ERR_DENIED (refused), HX_ERR_IO (failed). */
+static int say_undone(const cJSON *c, int effect)
+{
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
+    const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
+    const char *what = effect == HX_EFFECT_SEND ? "not sent" : "not done";
+    char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(c, "arguments"));
+    fprintf(stderr, "hearth: %s: %s %.200s ", what, name, args ? args : "");
+    free(args);
+    if (!strcmp(status, "refused")) {
+        fprintf(stderr, "%s\n", refusal_reason(cJSON_GetStringValue(cJSON_GetObjectItem(c, "by"))));
+        return HX_ERR_DENIED;
+    }
+    cJSON *res = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItem(c, "result")));
+    const char *e = cJSON_GetStringValue(cJSON_GetObjectItem(res, "error"));
+    fprintf(stderr, "failed: %.300s\n", e ? e : status);
+    cJSON_Delete(res);
+    return HX_ERR_IO;
+}
+
+/* After the answer: a line for each write or send of the request's trace
+ * that was refused or failed and that no later call of the same tool got
+ * done, saying truthfully what did not happen and why. HX_ERR_DENIED when
+ * one was refused, else HX_ERR_IO when one failed, else HX_OK. */
+static int report_undone(const session *s, const cJSON *trace)
+{
+    const cJSON *calls = cJSON_GetObjectItem(trace, "calls");
+    int rc = HX_OK;
+    for (int i = 0; i < cJSON_GetArraySize(calls); i++) {
+        const cJSON *c = cJSON_GetArrayItem(calls, i);
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
+        const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
+        const hx_tool_def *d = name ? hx_tools_find(s->reg, name) : NULL;
+        if (!d || d->effect == HX_EFFECT_READ || !status || !strcmp(status, "ok") ||
+            done_later(calls, i, name))
+            continue;
+        int r = say_undone(c, d->effect);
+        if (rc != HX_ERR_DENIED) rc = r;
+    }
+    return rc;
+}
+
 static int run_one(session *s, const ask_opts *o, const char *text)
 {
     hx_planner_io io = {NULL, show_text, show_call, show_result, cancelled};
@@ -482,8 +555,9 @@ static int run_one(session *s, const ask_opts *o, const char *text)
         printf("\n");
     }
     if (rc) fprintf(stderr, "hearth: %s\n", err.msg);
+    int undone = trace ? report_undone(s, trace) : HX_OK;
     cJSON_Delete(trace);
-    return rc;
+    return rc ? rc : undone;
 }
 
 /* The start `hearth ask` and `hearth chat` share: help, options, session.
