@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "agent/cli.h"
 #include "engine/engine.h"
 
@@ -204,7 +206,9 @@ static int tokenize_prompt(const hx_vocab *v, const char *text, int32_t **out,
     return *n < 0 ? HX_ERR_INTERNAL : HX_OK;
 }
 
-static int emit(hx_detok *d, const hx_vocab *v, int32_t tok, hx_buf *b)
+/* Prints tok's text (tok < 0: what the detokenizer holds back) and keeps
+ * it in all. */
+static int emit(hx_detok *d, const hx_vocab *v, int32_t tok, hx_buf *b, hx_buf *all)
 {
     b->len = 0;
     int rc = tok < 0 ? hx_detok_flush(d, b) : hx_detok_push(d, v, tok, 0, b);
@@ -212,6 +216,7 @@ static int emit(hx_detok *d, const hx_vocab *v, int32_t tok, hx_buf *b)
     if (b->len) {
         fwrite(b->data, 1, b->len, stdout);
         fflush(stdout);
+        hx_buf_append(all, b->data, b->len);
     }
     return HX_OK;
 }
@@ -225,6 +230,8 @@ static int interrupted(void *user)
 typedef struct gen_stats {
     int n_prompt, n_gen;
     double t_prompt, t_gen;
+    int ended;   /* an end-of-generation token came (not the -n budget) */
+    hx_buf text; /* everything printed */
 } gen_stats;
 
 /* The decode loop: prompt, then sample / accept / decode one at a time. */
@@ -255,13 +262,13 @@ static int run_generation(hx_ctx *c, const hx_vocab *v, hx_sampler *s,
             rc = HX_ERR_STATE;
             break;
         }
-        if (hx_vocab_is_eog(v, tok)) break;
+        if ((st->ended = hx_vocab_is_eog(v, tok))) break;
         st->n_gen++;
-        rc = emit(&d, v, tok, &out);
+        rc = emit(&d, v, tok, &out, &st->text);
         if (!rc && i + 1 < n_predict) rc = hx_decode(c, &tok, 1, 0);
     }
     st->t_gen = hx_time_mono() - t0;
-    if (!rc) rc = emit(&d, v, -1, &out);
+    if (!rc) rc = emit(&d, v, -1, &out, &st->text);
     hx_buf_free(&out);
     if (g_interrupted && !rc) rc = HX_ERR_CANCELLED;
     return rc;
@@ -299,6 +306,15 @@ static int add_schema_stage(hx_sampler *s, const hx_vocab *v, const char *path,
     if (rc) fprintf(stderr, "hearth generate: %s: %s\n", path,
                     err.msg[0] ? err.msg : hx_rc_str(rc));
     return rc;
+}
+
+/* Whether text is one whole JSON value (the schema's grammar allows an
+ * end only there). */
+static int json_complete(const hx_buf *text)
+{
+    cJSON *j = text->len ? cJSON_ParseWithLength(text->data, text->len) : NULL;
+    cJSON_Delete(j);
+    return j != NULL;
 }
 
 static int generate_with(hx_model *m, const gen_opts *g)
@@ -340,7 +356,14 @@ static int generate_with(hx_model *m, const gen_opts *g)
     if (!rc) rc = hx_ctx_new(m, &cp, &c, &err);
     if (!rc && n_ads) rc = hx_ctx_set_adapters(c, ads, ascale, n_ads);
     gen_stats st = {0};
+    hx_buf_init(&st.text);
     if (!rc) rc = run_generation(c, v, s, prompt, n_prompt, n_predict, &st);
+    if (!rc && g->json_schema && !st.ended && !json_complete(&st.text)) {
+        fprintf(stderr, "\nhearth generate: the %d-token budget ran out inside the JSON "
+                "value: the output above is incomplete (allow more with -n)\n", n_predict);
+        rc = HX_ERR_STATE; /* said */
+    }
+    hx_buf_free(&st.text);
     if (rc == HX_ERR_STATE) { /* reported by run_generation */
     } else if (rc && c) fprintf(stderr, "\nhearth generate: %s\n",
                               rc == HX_ERR_CANCELLED ? "interrupted" : hx_ctx_errmsg(c));
