@@ -657,10 +657,11 @@ static int64_t last_episode(void)
 
 static void feedback_usage(FILE *f)
 {
-    fprintf(f, "usage: hearth feedback [EPISODE] --accept | --correct TEXT | --reject\n\n"
+    fprintf(f, "usage: hearth feedback [EPISODE] --accept | --correct TEXT | --reject [--json]\n\n"
                "Marks the last episode (or the given one) accepted, corrected with the\n"
                "right answer, or rejected. Accepted and corrected episodes are what the\n"
-               "nightly fine-tuning learns from.\n");
+               "nightly fine-tuning learns from. --json prints {\"episode\", \"verdict\",\n"
+               "\"correction\"}.\n");
 }
 
 int cmd_feedback(int argc, char **argv)
@@ -669,16 +670,26 @@ int cmd_feedback(int argc, char **argv)
     const char *corrected = NULL;
     int64_t id = 0;
     if (cli_wants_help(argc, argv)) return feedback_usage(stdout), HX_EXIT_OK;
+    int json = 0, n_verdicts = 0;
     for (int i = 1; i < argc; i++) {
         char *end;
-        if (!strcmp(argv[i], "--accept")) verdict = HX_VERDICT_ACCEPTED;
-        else if (!strcmp(argv[i], "--reject")) verdict = HX_VERDICT_REJECTED;
-        else if (!strcmp(argv[i], "--correct") && i + 1 < argc)
-            verdict = HX_VERDICT_CORRECTED, corrected = argv[++i];
-        else if (argv[i][0] != '-' && !id && (id = strtoll(argv[i], &end, 10)) > 0 && !*end) {}
-        else return feedback_usage(stderr), HX_EXIT_USAGE;
+        const char *a = argv[i];
+        if (!strcmp(a, "--accept")) verdict = HX_VERDICT_ACCEPTED, n_verdicts++;
+        else if (!strcmp(a, "--reject")) verdict = HX_VERDICT_REJECTED, n_verdicts++;
+        else if (!strcmp(a, "--correct") && i + 1 < argc)
+            verdict = HX_VERDICT_CORRECTED, corrected = argv[++i], n_verdicts++;
+        else if (!strcmp(a, "--json")) json = 1;
+        else if (a[0] != '-' && !id && (id = strtoll(a, &end, 10)) > 0 && !*end) {}
+        else if (a[0] == '-' && strcmp(a, "--correct")) return cli_bad_word("feedback", "option", a);
+        else return fprintf(stderr, "hearth feedback: %s: %s (see 'hearth feedback --help')\n", a,
+                            a[0] == '-' ? "needs the right answer" : "not an episode number"),
+                    HX_EXIT_USAGE;
     }
-    if (verdict < 0) return feedback_usage(stderr), HX_EXIT_USAGE;
+    if (n_verdicts != 1) {
+        fprintf(stderr, "hearth feedback: give one of --accept, --correct TEXT, --reject%s\n",
+                n_verdicts ? " (not several)" : "");
+        return HX_EXIT_USAGE;
+    }
     if (!id && !(id = last_episode())) {
         fprintf(stderr, "hearth feedback: no episode yet (run 'hearth ask' first)\n");
         return HX_EXIT_FAIL;
@@ -690,6 +701,10 @@ int cmd_feedback(int argc, char **argv)
     if (!rc) rc = hx_memory_episode_set_verdict(m, id, verdict, corrected, &err);
     hx_memory_close(m);
     if (rc) return fail(&err, "feedback");
-    printf("episode %lld: %s\n", (long long)id, hx_verdict_name(verdict));
-    return HX_EXIT_OK;
+    if (!json) return printf("episode %lld: %s\n", (long long)id, hx_verdict_name(verdict)), 0;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "episode", (double)id);
+    cJSON_AddStringToObject(o, "verdict", hx_verdict_name(verdict));
+    if (corrected) cJSON_AddStringToObject(o, "correction", corrected);
+    return cli_json_out(o);
 }

@@ -161,6 +161,8 @@ static int store_arg(hx_lora_store *s, const char *arg, char *name, size_t n,
     const char *base = strrchr(arg, '/') ? strrchr(arg, '/') + 1 : arg;
     snprintf(name, n, "%s", base);
     hx_lora_store_path(s, base, p, sizeof p);
+    if (strchr(arg, '/') && stat(arg, &st) != 0) /* a path, not a stored name */
+        return hx_err_set(err, HX_ERR_NOTFOUND, "%s: no such file", arg);
     if (stat(p, &st) == 0 || stat(arg, &st) != 0)
         return HX_OK; /* a stored name (use reports unknown ones) */
     return hx_lora_store_add(s, arg, base, err);
@@ -237,9 +239,11 @@ int cmd_lora(int argc, char **argv)
     const char *sub = argv[1];
     int known = !strcmp(sub, "list") || !strcmp(sub, "show") ||
                 !strcmp(sub, "use") || !strcmp(sub, "rollback");
-    if (!known || (!strcmp(sub, "show") && argc != 3) ||
+    if (!known) return cli_bad_word("lora", "command", sub);
+    if ((!strcmp(sub, "show") && argc != 3) ||
         ((!strcmp(sub, "list") || !strcmp(sub, "rollback")) && argc != 2))
-        return lora_usage(stderr), HX_EXIT_USAGE;
+        return fprintf(stderr, "hearth lora %s: wrong arguments (see 'hearth lora --help')\n",
+                       sub), HX_EXIT_USAGE;
     hx_lora_store *s = NULL;
     hx_err err = {0};
     int rc = hx_lora_store_open(NULL, &s, &err);

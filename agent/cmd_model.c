@@ -66,12 +66,13 @@ int cmd_model(int argc, char **argv)
         return HX_EXIT_OK;
     }
     const char *a, *b, *o;
-    if (argc < 2 || parse(argc, argv, &a, &b, &o)) {
-        usage(stderr);
+    if (argc < 2) return usage(stderr), HX_EXIT_USAGE;
+    if (strcmp(argv[1], "diff") && strcmp(argv[1], "patch"))
+        return cli_bad_word("model", "command", argv[1]);
+    if (parse(argc, argv, &a, &b, &o)) {
+        fprintf(stderr, "hearth model %s: needs OLD %s -o OUT (see 'hearth model --help')\n",
+                argv[1], strcmp(argv[1], "diff") ? "DELTA" : "NEW");
         return HX_EXIT_USAGE;
     }
-    if (!strcmp(argv[1], "diff")) return do_diff(a, b, o);
-    if (!strcmp(argv[1], "patch")) return do_patch(a, b, o);
-    usage(stderr);
-    return HX_EXIT_USAGE;
+    return !strcmp(argv[1], "diff") ? do_diff(a, b, o) : do_patch(a, b, o);
 }

@@ -41,17 +41,20 @@ static int parse(int argc, char **argv, qargs *a)
         } else if (!strcmp(s, "--calib-special")) {
             a->calib_special = 1;
         } else if (s[0] == '-' && !v) {
-            return -1;
+            if (strcmp(s, "--type") && strcmp(s, "--override") && strcmp(s, "--imatrix") &&
+                strcmp(s, "--imatrix-out") && strcmp(s, "--threads"))
+                return cli_bad_word("quantize", "option", s), -2;
+            return fprintf(stderr, "hearth quantize: %s needs a value\n", s), -2;
         } else if (!strcmp(s, "--type")) a->type = argv[++i];
         else if (!strcmp(s, "--override")) a->overrides[a->n_overrides++] = argv[++i];
         else if (!strcmp(s, "--imatrix")) a->imatrix = argv[++i];
         else if (!strcmp(s, "--imatrix-out")) a->imatrix_out = argv[++i];
         else if (!strcmp(s, "--threads")) {
             long n;
-            if (cli_opt_long("quantize", s, argv[++i], 0, 1024, &n)) return -1;
+            if (cli_opt_long("quantize", s, argv[++i], 0, 1024, &n)) return -2; /* said */
             a->threads = (int)n;
         }
-        else if (s[0] == '-') return -1;
+        else if (s[0] == '-') return cli_bad_word("quantize", "option", s), -2;
         else if (npos == 0) a->in = s, npos++;
         else if (npos == 1) a->out = s, npos++;
         else return -1;
@@ -150,8 +153,9 @@ int cmd_quantize(int argc, char **argv)
     a.calib = calloc((size_t)argc, sizeof *a.calib);
     int code = HX_EXIT_OK;
     hx_imatrix *im = NULL;
-    if (!a.overrides || !a.calib || parse(argc, argv, &a)) {
-        usage(stderr);
+    int bad = !a.overrides || !a.calib ? -1 : parse(argc, argv, &a);
+    if (bad) {
+        if (bad == -1) usage(stderr); /* -2: the option was named */
         code = HX_EXIT_USAGE;
     } else if (hx_quantize_ftype_number(a.type) < 0) {
         fprintf(stderr, "hearth: quantize: unknown type '%s' (Q4_K_M Q5_K_M "
