@@ -314,9 +314,13 @@ static int open_tools(session *s, const ask_opts *o, hx_err *err)
     if ((rc = hx_tools_register_builtins(s->reg, err))) return rc;
     if (!o->no_memory) {
         hx_memory_params mp = hx_memory_default_params();
-        if ((rc = hx_memory_open(&mp, &s->mem, err)) ||
-            (rc = hx_agent_register_memory_tools(s->reg, s->mem, err)))
-            return rc;
+        if ((rc = hx_memory_open(&mp, &s->mem, err))) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg); /* not formatted into itself */
+            return hx_err_set(err, rc, "%s; --no-memory runs without it (move the file "
+                              "away to start a new one; hearth doctor checks it)", why);
+        }
+        if ((rc = hx_agent_register_memory_tools(s->reg, s->mem, err))) return rc;
     }
     hx_buf problems;
     hx_buf_init(&problems);

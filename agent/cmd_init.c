@@ -200,8 +200,10 @@ static int write_checked(const hx_config *c, const char *path, hx_err *err)
     hx_config *back = NULL;
     int rc = hx_config_write(c, tmp, err);
     if (!rc && (rc = hx_config_load(tmp, &back, err))) {
+        char why[sizeof err->msg];
         const char *field = strstr(err->msg, ": '");
-        hx_err_set(err, rc, "%s", field ? field + 2 : err->msg); /* not the .new name */
+        snprintf(why, sizeof why, "%s", field ? field + 2 : err->msg); /* not the .new name */
+        hx_err_set(err, rc, "%s", why);
     }
     hx_config_free(back);
     if (!rc) rc = make_folders(c, err);
