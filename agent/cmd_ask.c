@@ -558,6 +558,7 @@ static int run_one(session *s, const ask_opts *o, const char *text)
     } else {
         printf("\n");
     }
+    fflush(stdout); /* the answer's end before what did not happen */
     if (rc) fprintf(stderr, "hearth: %s\n", err.msg);
     int undone = trace ? report_undone(s, trace) : HX_OK;
     cJSON_Delete(trace);

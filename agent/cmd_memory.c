@@ -150,6 +150,8 @@ static int do_list(hx_memory *m, const mem_args *a, hx_err *err)
     hx_mem_list *l = NULL;
     int rc = hx_memory_list(m, a->kind, a->limit, a->all, &l, err);
     if (rc) return fail(rc, err);
+    if (!l->n && !a->json) printf("nothing remembered%s%s\n", a->kind ? " of kind " : "",
+                                  a->kind ? a->kind : "");
     print_list(l, a->json);
     hx_mem_list_free(l);
     return HX_EXIT_OK;
