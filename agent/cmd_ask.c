@@ -75,8 +75,11 @@ static void ask_usage(FILE *f, const char *verb)
         "      --no-prefix-cache   do not keep the system prompt's and tool list's\n"
         "                          KV cache on disk ($XDG_CACHE_HOME/hearth/prefix)\n\n"
         "Hearth confines itself before it starts: it can open no network socket.\n"
-        "Exit codes: 0 answered, 1 failed or a limit was reached, 2 bad command\n"
-        "line, 3 bad model or data, 4 refused, 130 interrupted.\n");
+        "After the answer, one line on stderr for each write or send that did not\n"
+        "happen, and why. Exit codes: 0 answered, 1 failed (a call that did not\n"
+        "get done, or a limit reached), 2 bad command line, 3 bad input (no model\n"
+        "file, a configuration that is missing or names folders that are not\n"
+        "there: hearth doctor), 4 a write or send was refused, 130 interrupted.\n");
 }
 
 /* ---- option parsing ---- */

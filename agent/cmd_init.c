@@ -117,6 +117,13 @@ static int is_file(const char *p)
     return !stat(p, &st) && S_ISREG(st.st_mode);
 }
 
+/* Whether p names an .ics file (not a folder). */
+static int is_ics(const char *p)
+{
+    size_t n = strlen(p);
+    return n >= 4 && !strcmp(p + n - 4, ".ics");
+}
+
 /* Fills c from the options and answers. */
 static int gather(const init_opts *o, hx_config *c)
 {
@@ -132,7 +139,7 @@ static int gather(const init_opts *o, hx_config *c)
     if ((v = answer(o, o->calendar, "Your calendar (a folder or .ics file)", c->calendars[0],
                     line, sizeof line))) {
         bad |= set_field(&c->calendars[0], v, 1);
-        if (!bad && !strstr(c->calendars[0], ".ics")) /* a folder: new events go there */
+        if (!bad && !is_ics(c->calendars[0])) /* a folder: new events go there */
             bad |= set_field(&c->calendar_default, c->calendars[0], 0);
     }
     if ((v = answer(o, o->maildir, "Your Maildir", c->maildir, line, sizeof line)))
@@ -182,7 +189,7 @@ static int make_folders(const hx_config *c, hx_err *err)
     int rc = HX_OK;
     for (int i = 0; !rc && i < c->n_file_roots; i++)
         rc = must_exist("file root", c->file_roots[i], err);
-    if (!rc && !is_file(cal) && strstr(cal, ".ics"))
+    if (!rc && !is_file(cal) && is_ics(cal))
         rc = hx_err_set(err, HX_ERR_NOTFOUND, "calendar file %s does not exist", cal);
     if (!rc && !is_file(cal)) rc = make_folder("calendar folder", cal, 0, err);
     if (!rc) rc = make_folder("calendar folder", c->calendar_default, 0, err);
