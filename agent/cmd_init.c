@@ -117,6 +117,16 @@ static int is_file(const char *p)
     return !stat(p, &st) && S_ISREG(st.st_mode);
 }
 
+/* Keeps the first n file roots of c, freeing the others. */
+static void keep_roots(hx_config *c, int n)
+{
+    for (int i = n; i < c->n_file_roots; i++) {
+        free(c->file_roots[i]);
+        c->file_roots[i] = NULL;
+    }
+    c->n_file_roots = n;
+}
+
 /* Whether p names an .ics file (not a folder). */
 static int is_ics(const char *p)
 {
@@ -149,7 +159,7 @@ static int gather(const init_opts *o, hx_config *c)
     if (o->n_files) c->n_file_roots = o->n_files;
     else if ((v = answer(o, NULL, "A folder the files tools may read (- for none)",
                          c->n_file_roots ? c->file_roots[0] : "none", line, sizeof line))) {
-        c->n_file_roots = strcmp(v, "-") ? 1 : 0;
+        keep_roots(c, strcmp(v, "-") ? 1 : 0);
         if (c->n_file_roots) bad |= set_field(&c->file_roots[0], v, 1);
     }
     return bad ? HX_ERR_NOMEM : HX_OK;
@@ -240,7 +250,7 @@ int cmd_init(int argc, char **argv)
         return HX_EXIT_FAIL;
     }
     hx_config *c = hx_config_default();
-    if (c && c->n_file_roots && !is_dir(c->file_roots[0])) c->n_file_roots = 0;
+    if (c && c->n_file_roots && !is_dir(c->file_roots[0])) keep_roots(c, 0);
     int rc = c ? gather(&o, c) : HX_ERR_NOMEM;
     if (!rc) rc = write_checked(c, path, &err);
     hx_config_free(c);

@@ -78,9 +78,7 @@ static int parse_mem_args(int argc, char **argv, mem_args *a)
         else if (!strcmp(s, "--episode") || !strcmp(s, "--episodes"))
             a->episodes = 1;
         else if (s[0] == '-' && s[1]) {
-            fprintf(stderr, "hearth memory: unknown option '%s' (see --help)\n",
-                    s);
-            return HX_EXIT_USAGE;
+            return cli_bad_word("memory", "option", s);
         } else if (!a->cmd) a->cmd = s;
         else if (a->n_pos < 64) a->pos[a->n_pos++] = s;
     }
@@ -382,11 +380,7 @@ int cmd_memory(int argc, char **argv)
     int known = 0;
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
         known |= !strcmp(a.cmd, cmds[i]);
-    if (!known) {
-        fprintf(stderr, "hearth memory: unknown command '%s'\n\n", a.cmd);
-        memory_usage(stderr);
-        return HX_EXIT_USAGE;
-    }
+    if (!known) return cli_bad_word("memory", "command", a.cmd);
     hx_memory_params p = hx_memory_default_params();
     p.path = a.db;
     hx_memory *m = NULL;
