@@ -163,7 +163,8 @@ static void check_tools(report *r, const hx_config *c)
         hx_extools_load(reg, NULL, &x, &problems, &err))
         note(r, "tools", "fail", NULL, "%s", reg ? err.msg : "out of memory");
     else if (!problems.len)
-        note(r, "tools", "ok", NULL, "%d tools (built-in and registered)", hx_tools_count(reg));
+        note(r, "tools", "ok", NULL, "%d tools built in and registered, and the memory tools",
+             hx_tools_count(reg));
     for (const char *l = problems.data; l && *l;) {
         size_t n = strcspn(l, "\n");
         note(r, "tools", "fail", "fix the manifest, or 'hearth tools remove NAME'", "%.*s",
