@@ -83,6 +83,7 @@ fuzz_mod_fuzz_gvcache := engine
 fuzz_mod_fuzz_mail := tools
 fuzz_mod_fuzz_ics := tools
 fuzz_mod_fuzz_when := tools
+fuzz_mod_fuzz_config := tools
 fuzz_mod_fuzz_governor := engine
 fuzz_mod_fuzz_memory_query := memory
 fuzz_mod_fuzz_adapter := engine

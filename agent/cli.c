@@ -2,17 +2,23 @@
 #include "agent/cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "base/base.h"
+#include "tools/tools.h"
 
 int cli_exit_code(int rc)
 {
     switch (rc) {
     case HX_OK: return HX_EXIT_OK;
     case HX_ERR_FORMAT:
+    case HX_ERR_NOTFOUND: /* a file, an episode, an adapter the user named */
     case HX_ERR_UNSUPPORTED: return HX_EXIT_INPUT;
     case HX_ERR_INVALID: return HX_EXIT_USAGE;
     case HX_ERR_DENIED: return HX_EXIT_DENIED;
@@ -26,6 +32,26 @@ int cli_wants_help(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
     return 0;
+}
+
+int cli_bad_word(const char *verb, const char *what, const char *word)
+{
+    fprintf(stderr, "hearth %s: unknown %s '%s' (see 'hearth %s --help')\n", verb, what,
+            word ? word : "", verb);
+    return HX_EXIT_USAGE;
+}
+
+int cli_json_out(cJSON *j)
+{
+    char *s = j ? cJSON_Print(j) : NULL;
+    cJSON_Delete(j);
+    if (!s) {
+        fprintf(stderr, "hearth: out of memory\n");
+        return HX_EXIT_FAIL;
+    }
+    printf("%s\n", s);
+    cJSON_free(s);
+    return HX_EXIT_OK;
 }
 
 int cli_parse_size(const char *s, size_t *out)
@@ -85,6 +111,37 @@ int cli_opt_double(const char *verb, const char *opt, const char *s, double lo, 
     fprintf(stderr, "hearth %s: %s: '%s' is not a number in %g..%g\n", verb, opt,
             s ? s : "", lo, hi);
     return -1;
+}
+
+static int file_exists(const char *p) { return p && access(p, R_OK) == 0; }
+
+/* $HEARTH_DEFAULT_MODEL when set (empty: none), else in the working
+ * directory (a checkout), or beside the program: <dir>/../models or
+ * <dir>/../../models (build/hearth, build/<name>/hearth). */
+static const char *default_model(char *buf, size_t n)
+{
+    const char *env = getenv("HEARTH_DEFAULT_MODEL");
+    if (env) return *env && file_exists(env) ? env : NULL;
+    if (file_exists(CLI_DEFAULT_MODEL)) return CLI_DEFAULT_MODEL;
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return NULL;
+    exe[len] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash) return NULL;
+    *slash = 0;
+    for (int up = 1; up <= 2; up++) {
+        snprintf(buf, n, "%s/%s%s", exe, up == 1 ? "../" : "../../", CLI_DEFAULT_MODEL);
+        if (file_exists(buf)) return buf;
+    }
+    return NULL;
+}
+
+const char *cli_find_model(const char *opt, const hx_config *cfg, char *buf, size_t n)
+{
+    if (opt) return opt;
+    if (cfg && cfg->model && *cfg->model) return cfg->model;
+    return default_model(buf, n);
 }
 
 int cmd_version(int argc, char **argv)

@@ -27,6 +27,13 @@ typedef struct hx_verb {
 int cli_exit_code(int rc);
 /* True if argv holds -h or --help; the verb then prints its usage. */
 int cli_wants_help(int argc, char **argv);
+/* Says "hearth VERB: unknown WHAT 'WORD' (see 'hearth VERB --help')" on
+ * stderr (WHAT: "option", "command", ...); returns HX_EXIT_USAGE. */
+int cli_bad_word(const char *verb, const char *what, const char *word);
+/* Prints j (takes it; NULL: out of memory) as the one JSON value on stdout,
+ * then frees it; HX_EXIT_OK, or HX_EXIT_FAIL when it cannot be printed. */
+struct cJSON;
+int cli_json_out(struct cJSON *j);
 /* A byte size: "1500000", "512M", "2G", "2GiB", "1.5GB" (K, M, G, T are
  * powers of 1024). 0 and *out set, or -1 if malformed. */
 int cli_parse_size(const char *s, size_t *out);
@@ -41,6 +48,20 @@ int cli_opt_long(const char *verb, const char *opt, const char *s, long lo, long
 int cli_opt_double(const char *verb, const char *opt, const char *s, double lo, double hi,
                    double *out);
 
+/* The model a verb loads: opt (--model) when given, else cfg's "model"
+ * (cfg may be NULL), else Hearth's own default model: $HEARTH_DEFAULT_MODEL
+ * when set (empty: none), else CLI_DEFAULT_MODEL in the working directory
+ * or beside the program. NULL when there is none (say CLI_NO_MODEL);
+ * borrowed from opt, cfg or buf (n bytes, PATH_MAX + 64 is enough). */
+#define CLI_DEFAULT_MODEL "models/hearth-tiny.gguf"
+#define CLI_NO_MODEL                                                               \
+    "no model: Hearth's own default model (" CLI_DEFAULT_MODEL ") is not in this " \
+    "directory or beside the program (make tiny-model builds it); pass one with "  \
+    "--model FILE.gguf or set \"model\" in config.json"
+struct hx_config;
+const char *cli_find_model(const char *opt, const struct hx_config *cfg, char *buf,
+                           size_t n);
+
 /* verbs, one per file agent/cmd_<group>.c */
 int cmd_model(int argc, char **argv);
 int cmd_version(int argc, char **argv);
@@ -50,7 +71,8 @@ int cmd_info(int argc, char **argv);
 int cmd_mkmodel(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv); /* cmd_tokenize.c */
 int cmd_tools(int argc, char **argv); /* cmd_tools.c */
-int cmd_init(int argc, char **argv);
+int cmd_init(int argc, char **argv); /* cmd_init.c */
+int cmd_doctor(int argc, char **argv);
 int cmd_ask(int argc, char **argv); /* cmd_ask.c */
 int cmd_chat(int argc, char **argv);
 int cmd_feedback(int argc, char **argv);
@@ -76,7 +98,6 @@ int cli_load_adapters(const struct hx_model *m, const char *const *specs,
  * and context cap under the policy in cfg (config.json's "governor"
  * object, NULL: defaults; "enabled": false turns it off). pw may be NULL.
  * Prints a malformed reading's problem on stderr. */
-struct cJSON;
 struct hx_power;
 struct hx_gov_decision;
 void cli_governor(const struct cJSON *cfg, struct hx_gov_decision *d,
@@ -89,7 +110,6 @@ void cli_print_power(FILE *f, const struct hx_power *pw,
  * least governor.small_model_level ("saving", the default, or
  * "critical"); a switch, or a small model that cannot be read, is said
  * on stderr. Borrowed from path or cfg. */
-struct hx_config;
 const char *cli_gov_model(const struct hx_config *cfg,
                           const struct hx_gov_decision *d, const char *path);
 int cmd_datagen(int argc, char **argv); /* cmd_datagen.c */

@@ -71,7 +71,8 @@ void cli_print_power(FILE *f, const hx_power *pw, const hx_gov_decision *d)
     if (d->ctx_cap) fprintf(f, "context at most %d", d->ctx_cap);
     else fprintf(f, "no context cap");
     fprintf(f, "; nightly job %s", d->nightly_ok ? "may run" : "waits");
-    if (pw->load1 >= 0) fprintf(f, " (load %.2f on %d CPUs)", pw->load1, pw->n_cpus);
+    if (!d->nightly_ok) fprintf(f, " (%s)", d->nightly_why);
+    else if (pw->load1 >= 0) fprintf(f, " (load %.2f on %d CPUs)", pw->load1, pw->n_cpus);
     fprintf(f, "\n");
 }
 

@@ -11,8 +11,6 @@
 #include "agent/agent_int.h"
 #include "agent/cli.h"
 
-#define DEFAULT_MODEL "models/hearth-tiny.gguf"
-
 typedef struct ask_opts {
     const char *model, *config, *style, *choice, *tools;
     int yes, no, allow_tainted, json, n_ctx, n_threads, no_memory;
@@ -38,7 +36,7 @@ static void ask_usage(FILE *f, const char *verb)
                    "(see 'hearth feedback').\n\n");
     fprintf(f,
         "  -m, --model FILE        GGUF model (default: the config's \"model\", then\n"
-        "                          " DEFAULT_MODEL ")\n"
+        "                          " CLI_DEFAULT_MODEL ")\n"
         "                          (on low battery or heat the governor may load\n"
         "                          the config's governor.small_model instead)\n"
         "      --config FILE       config.json (default: the standard location)\n"
@@ -77,69 +75,105 @@ static void ask_usage(FILE *f, const char *verb)
         "      --no-prefix-cache   do not keep the system prompt's and tool list's\n"
         "                          KV cache on disk ($XDG_CACHE_HOME/hearth/prefix)\n\n"
         "Hearth confines itself before it starts: it can open no network socket.\n"
-        "Exit codes: 0 answered, 1 failed or a limit was reached, 2 bad command\n"
-        "line, 3 bad model or data, 4 refused, 130 interrupted.\n");
+        "After the answer, one line on stderr for each write or send that did not\n"
+        "happen, and why. Exit codes: 0 answered, 1 failed (a call that did not\n"
+        "get done, or a limit reached), 2 bad command line, 3 bad input (no model\n"
+        "file, a configuration that is missing or names folders that are not\n"
+        "there: hearth doctor), 4 a write or send was refused, 130 interrupted.\n");
 }
 
 /* ---- option parsing ---- */
-static int num_opt(const char *verb, const char *name, const char *v, double lo,
-                   double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double d = v ? strtod(v, &end) : 0;
-    if (!v || errno || end == v || *end || !(d >= lo && d <= hi)) {
-        fprintf(stderr, "hearth %s: %s needs a number in %g..%g\n", verb, name, lo, hi);
-        return 0;
-    }
-    *out = d;
-    return 1;
-}
-
 static int size_opt(const char *verb, const char *name, const char *v, size_t *out)
 {
-    if (v && !cli_parse_size(v, out)) return 1;
-    fprintf(stderr, "hearth %s: %s needs a size such as 2G or 1500M\n", verb, name);
+    if (!cli_parse_size(v, out)) return 1;
+    fprintf(stderr, "hearth %s: %s: '%s' is not a size such as 2G or 1500M\n", verb, name, v);
     return 0;
 }
 
 static int kv_opt(const char *verb, const char *v, int *q8)
 {
-    *q8 = v && (!strcmp(v, "q8") || !strcmp(v, "q8_0"));
-    if (*q8 || (v && !strcmp(v, "f16"))) return 1;
-    fprintf(stderr, "hearth %s: --kv is f16 or q8\n", verb);
+    *q8 = !strcmp(v, "q8") || !strcmp(v, "q8_0");
+    if (*q8 || !strcmp(v, "f16")) return 1;
+    fprintf(stderr, "hearth %s: --kv: '%s' is not f16 or q8\n", verb, v);
     return 0;
 }
 
-/* Options that take a value; returns 1 if matched (ok set to 0 on error). */
+/* A numeric option: which, its names and range. */
+enum { N_STEPS, N_TOKENS, N_TIMEOUT, N_TEMP, N_BIAS, N_SEED, N_CTX, N_THREADS };
+typedef struct num_spec {
+    int which;
+    const char *name, *alt;
+    double lo, hi;
+    int integer;
+} num_spec;
+
+static const num_spec num_specs[] = {
+    {N_STEPS, "--max-steps", NULL, 1, 1000, 1}, {N_TOKENS, "--max-tokens", NULL, 1, 1e7, 1},
+    {N_TIMEOUT, "--timeout", NULL, 0, 1e6, 0},  {N_TEMP, "--temp", NULL, 0, 100, 0},
+    {N_BIAS, "--copy-bias", NULL, 0, 100, 0},   {N_SEED, "--seed", NULL, 0, 1.8e19, 0},
+    {N_CTX, "--ctx", "-c", 16, 1 << 20, 1},     {N_THREADS, "--threads", "-t", 0, 1024, 1},
+};
+
+static void set_num(ask_opts *o, int which, double d)
+{
+    switch (which) {
+    case N_STEPS: o->pp.max_steps = (int)d; break;
+    case N_TOKENS: o->pp.max_tokens = (int)d; break;
+    case N_TIMEOUT: o->pp.timeout_s = d; break;
+    case N_TEMP: o->ep.sp.temp = (float)d; break;
+    case N_BIAS: o->ep.copy_bias = (float)d; break;
+    case N_SEED: o->ep.sp.seed = (uint64_t)d; break;
+    case N_CTX: o->n_ctx = (int)d; break;
+    default: o->n_threads = (int)d; break;
+    }
+}
+
+/* The numeric options: 1 if a is one (its value checked, ok 0 when bad). */
+static int num_opt(ask_opts *o, const char *verb, const char *a, const char *v, int *ok)
+{
+    for (int k = 0; k < (int)(sizeof num_specs / sizeof *num_specs); k++) {
+        const num_spec *n = &num_specs[k];
+        double d;
+        long l;
+        if (strcmp(a, n->name) && (!n->alt || strcmp(a, n->alt))) continue;
+        *ok = n->integer ? !cli_opt_long(verb, a, v, (long)n->lo, (long)n->hi, &l)
+                         : !cli_opt_double(verb, a, v, n->lo, n->hi, &d);
+        if (*ok) set_num(o, n->which, n->integer ? (double)l : d);
+        return 1;
+    }
+    return 0;
+}
+
+/* Options that take a value (v, not NULL); returns 1 if matched (ok set to
+ * 0 on a bad value, said on stderr). */
 static int value_opt(ask_opts *o, const char *verb, const char *a, const char *v, int *ok)
 {
-    double d = 0;
-#define NUM(lo, hi) (*ok = num_opt(verb, a, v, lo, hi, &d))
     if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
     else if (!strcmp(a, "--config")) o->config = v;
     else if (!strcmp(a, "--style")) o->style = v;
     else if (!strcmp(a, "--tool-choice")) o->choice = v;
     else if (!strcmp(a, "--tools")) o->tools = v;
-    else if (!strcmp(a, "--adapter") && (*ok = o->n_adapters < HX_ADAPTER_MAX))
-        o->adapters[o->n_adapters++] = v;
-    else if (!strcmp(a, "--max-steps") && NUM(1, 1000)) o->pp.max_steps = (int)d;
-    else if (!strcmp(a, "--max-tokens") && NUM(1, 1e7)) o->pp.max_tokens = (int)d;
-    else if (!strcmp(a, "--timeout") && NUM(0, 1e6)) o->pp.timeout_s = d;
-    else if (!strcmp(a, "--temp") && NUM(0, 100)) o->ep.sp.temp = (float)d;
-    else if (!strcmp(a, "--copy-bias") && NUM(0, 100)) o->ep.copy_bias = (float)d;
-    else if (!strcmp(a, "--seed") && NUM(0, 1.8e19)) o->ep.sp.seed = (uint64_t)d;
-    else if ((!strcmp(a, "-c") || !strcmp(a, "--ctx")) && NUM(16, 1 << 20)) o->n_ctx = (int)d;
-    else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && NUM(0, 1024)) o->n_threads = (int)d;
-    else if (!strcmp(a, "--max-memory")) *ok = size_opt(verb, a, v, &o->ep.max_bytes);
+    else if (!strcmp(a, "--adapter")) {
+        if ((*ok = o->n_adapters < HX_ADAPTER_MAX)) o->adapters[o->n_adapters++] = v;
+        else fprintf(stderr, "hearth %s: at most %d --adapter\n", verb, HX_ADAPTER_MAX);
+    } else if (!strcmp(a, "--max-memory")) *ok = size_opt(verb, a, v, &o->ep.max_bytes);
     else if (!strcmp(a, "--kv")) *ok = kv_opt(verb, v, &o->ep.kv_q8);
-    else return 0;
-#undef NUM
-    if (!v) {
-        fprintf(stderr, "hearth %s: %s needs a value\n", verb, a);
-        *ok = 0;
-    }
+    else return num_opt(o, verb, a, v, ok);
     return 1;
+}
+
+/* Whether a is an option that takes a value. */
+static int takes_value(const char *a)
+{
+    static const char *const names[] = {"-m", "--model", "--config", "--style",
+                                        "--tool-choice", "--tools", "--adapter",
+                                        "--max-memory", "--kv"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+        if (!strcmp(a, names[k])) return 1;
+    for (size_t k = 0; k < sizeof num_specs / sizeof *num_specs; k++)
+        if (!strcmp(a, num_specs[k].name) || (num_specs[k].alt && !strcmp(a, num_specs[k].alt)))
+            return 1;
+    return 0;
 }
 
 static int flag_opt(ask_opts *o, const char *a)
@@ -166,12 +200,15 @@ static int parse_ask(int argc, char **argv, ask_opts *o)
         const char *a = argv[i];
         int ok = 1;
         if (flag_opt(o, a)) continue;
-        if (a[0] == '-' && a[1] && value_opt(o, verb, a, i + 1 < argc ? argv[i + 1] : NULL, &ok)) {
+        if (takes_value(a)) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "hearth %s: %s needs a value\n", verb, a);
+                return HX_EXIT_USAGE;
+            }
+            value_opt(o, verb, a, argv[++i], &ok);
             if (!ok) return HX_EXIT_USAGE;
-            i++;
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "hearth %s: unknown option '%s' (see --help)\n", verb, a);
-            return HX_EXIT_USAGE;
+            return cli_bad_word(verb, "option", a);
         } else if (!strcmp(verb, "ask") && !o->text) {
             o->text = a;
         } else {
@@ -241,39 +278,6 @@ static int fail(hx_err *err, const char *what)
     return cli_exit_code(err->rc ? err->rc : HX_ERR_INTERNAL);
 }
 
-static int file_exists(const char *p) { return p && access(p, R_OK) == 0; }
-
-/* The project's default model: $HEARTH_DEFAULT_MODEL when set (empty:
- * none), else in the working directory (a checkout), or beside the
- * program: <dir>/../models or <dir>/../../models (build/hearth,
- * build/<name>/hearth). buf holds the path found. */
-static const char *default_model(char *buf, size_t n)
-{
-    const char *env = getenv("HEARTH_DEFAULT_MODEL");
-    if (env) return *env && file_exists(env) ? env : NULL;
-    if (file_exists(DEFAULT_MODEL)) return DEFAULT_MODEL;
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return NULL;
-    exe[len] = 0;
-    char *slash = strrchr(exe, '/');
-    if (!slash) return NULL;
-    *slash = 0;
-    for (int up = 1; up <= 2; up++) {
-        snprintf(buf, n, "%s/%s%s", exe, up == 1 ? "../" : "../../", DEFAULT_MODEL);
-        if (file_exists(buf)) return buf;
-    }
-    return NULL;
-}
-
-/* --model, the config's "model", the project's default model. */
-static const char *find_model(const ask_opts *o, const hx_config *cfg, char *buf, size_t n)
-{
-    if (o->model) return o->model;
-    if (cfg->model && *cfg->model) return cfg->model;
-    return default_model(buf, n);
-}
-
 static int ask_tty(void *user, const char *tool, const char *args, const char *why)
 {
     (void)user;
@@ -288,17 +292,38 @@ static int ask_tty(void *user, const char *tool, const char *args, const char *w
     return line[0] == 'y' || line[0] == 'Y' ? 'y' : line[0] == 'a' || line[0] == 'A' ? 'a' : 'n';
 }
 
+/* The configuration's first problem (hx_config_check) as the error, with
+ * a pointer to `hearth doctor` when there are more. */
+static int config_ready(const hx_config *cfg, hx_err *err)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    int n = hx_config_check(cfg, &b), rc = HX_OK;
+    if (n) {
+        size_t first = strcspn(b.data ? b.data : "", "\n");
+        rc = hx_err_set(err, HX_ERR_NOTFOUND, "%.*s%s", (int)first, b.data ? b.data : "",
+                        n > 1 ? " (and more: hearth doctor lists them)" : "");
+    }
+    hx_buf_free(&b);
+    return rc;
+}
+
 static int open_tools(session *s, const ask_opts *o, hx_err *err)
 {
     int rc = hx_config_load(o->config, &s->cfg, err);
+    if (!rc) rc = config_ready(s->cfg, err);
     if (rc) return rc;
     if (!(s->reg = hx_tools_new(s->cfg))) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if ((rc = hx_tools_register_builtins(s->reg, err))) return rc;
     if (!o->no_memory) {
         hx_memory_params mp = hx_memory_default_params();
-        if ((rc = hx_memory_open(&mp, &s->mem, err)) ||
-            (rc = hx_agent_register_memory_tools(s->reg, s->mem, err)))
-            return rc;
+        if ((rc = hx_memory_open(&mp, &s->mem, err))) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg); /* not formatted into itself */
+            return hx_err_set(err, rc, "%s; --no-memory runs without it (move the file "
+                              "away to start a new one; hearth doctor checks it)", why);
+        }
+        if ((rc = hx_agent_register_memory_tools(s->reg, s->mem, err))) return rc;
     }
     hx_buf problems;
     hx_buf_init(&problems);
@@ -348,14 +373,10 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     char buf[PATH_MAX + 64];
     hx_gov_decision gd;
     cli_governor(cJSON_GetObjectItem(s->cfg->raw, "governor"), &gd, NULL);
-    const char *chosen = find_model(o, s->cfg, buf, sizeof buf);
+    const char *chosen = cli_find_model(o->model, s->cfg, buf, sizeof buf);
     const char *path = cli_gov_model(s->cfg, &gd, chosen);
     if (!path)
-        return hx_err_set(err, HX_ERR_NOTFOUND,
-                          "no model: Hearth's own default model (" DEFAULT_MODEL ") is not "
-                          "in this directory or beside the program (make tiny-model builds "
-                          "it); pass one with --model FILE.gguf or set \"model\" in "
-                          "config.json");
+        return hx_err_set(err, HX_ERR_NOTFOUND, "%s", CLI_NO_MODEL);
     hx_model_params mp = hx_model_default_params();
     int rc = hx_model_load(path, &mp, &s->model, err);
     if (rc) return rc;
@@ -450,6 +471,79 @@ static void remember_last(int64_t id)
     if (!hx_mkdirs(dir, &err)) hx_write_file_atomic(path, txt, (size_t)n, &err);
 }
 
+/* Why the policy's refusal stopped a call, and what would let it run,
+ * from the trace's "by" (who decided: sandbox/policy.c). */
+static const char *refusal_reason(const char *by)
+{
+    if (!strcmp(by, "no terminal"))
+        return "needs your consent and there is no terminal to ask; rerun in a terminal or "
+               "with --yes";
+    if (!strcmp(by, "taint rule (no terminal to ask)"))
+        return "needs your consent (untrusted content, a mail, a file or a tool's output, "
+               "is in this conversation) and there is no terminal to ask; rerun in a "
+               "terminal, or with --allow-tainted-send if you trust that content";
+    if (!strcmp(by, "--no")) return "was refused by --no";
+    if (!strcmp(by, "policy")) return "is denied by your policy (\"policy\" in config.json)";
+    if (!strcmp(by, "user")) return "was declined by you";
+    return "was refused";
+}
+
+/* Whether a call of name after index i in calls succeeded (the model
+ * tried again and got it done). */
+static int done_later(const cJSON *calls, int i, const char *name)
+{
+    for (int k = i + 1; k < cJSON_GetArraySize(calls); k++) {
+        const cJSON *c = cJSON_GetArrayItem(calls, k);
+        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "name")), name) &&
+            !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "status")), "ok"))
+            return 1;
+    }
+    return 0;
+}
+
+/* One line on stderr for a write or send that did not happen; the
+ * result code it stands for: HX_ERR_DENIED (refused), HX_ERR_IO (failed). */
+static int say_undone(const cJSON *c, int effect)
+{
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
+    const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
+    const char *what = effect == HX_EFFECT_SEND ? "not sent" : "not done";
+    char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(c, "arguments"));
+    fprintf(stderr, "hearth: %s: %s %.200s ", what, name, args ? args : "");
+    free(args);
+    if (!strcmp(status, "refused")) {
+        fprintf(stderr, "%s\n", refusal_reason(cJSON_GetStringValue(cJSON_GetObjectItem(c, "by"))));
+        return HX_ERR_DENIED;
+    }
+    cJSON *res = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItem(c, "result")));
+    const char *e = cJSON_GetStringValue(cJSON_GetObjectItem(res, "error"));
+    fprintf(stderr, "failed: %.300s\n", e ? e : status);
+    cJSON_Delete(res);
+    return HX_ERR_IO;
+}
+
+/* After the answer: a line for each write or send of the request's trace
+ * that was refused or failed and that no later call of the same tool got
+ * done, saying truthfully what did not happen and why. HX_ERR_DENIED when
+ * one was refused, else HX_ERR_IO when one failed, else HX_OK. */
+static int report_undone(const session *s, const cJSON *trace)
+{
+    const cJSON *calls = cJSON_GetObjectItem(trace, "calls");
+    int rc = HX_OK;
+    for (int i = 0; i < cJSON_GetArraySize(calls); i++) {
+        const cJSON *c = cJSON_GetArrayItem(calls, i);
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
+        const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
+        const hx_tool_def *d = name ? hx_tools_find(s->reg, name) : NULL;
+        if (!d || d->effect == HX_EFFECT_READ || !status || !strcmp(status, "ok") ||
+            done_later(calls, i, name))
+            continue;
+        int r = say_undone(c, d->effect);
+        if (rc != HX_ERR_DENIED) rc = r;
+    }
+    return rc;
+}
+
 static int run_one(session *s, const ask_opts *o, const char *text)
 {
     hx_planner_io io = {NULL, show_text, show_call, show_result, cancelled};
@@ -467,9 +561,11 @@ static int run_one(session *s, const ask_opts *o, const char *text)
     } else {
         printf("\n");
     }
+    fflush(stdout); /* the answer's end before what did not happen */
     if (rc) fprintf(stderr, "hearth: %s\n", err.msg);
+    int undone = trace ? report_undone(s, trace) : HX_OK;
     cJSON_Delete(trace);
-    return rc;
+    return rc ? rc : undone;
 }
 
 /* The start `hearth ask` and `hearth chat` share: help, options, session.
@@ -569,10 +665,11 @@ static int64_t last_episode(void)
 
 static void feedback_usage(FILE *f)
 {
-    fprintf(f, "usage: hearth feedback [EPISODE] --accept | --correct TEXT | --reject\n\n"
+    fprintf(f, "usage: hearth feedback [EPISODE] --accept | --correct TEXT | --reject [--json]\n\n"
                "Marks the last episode (or the given one) accepted, corrected with the\n"
                "right answer, or rejected. Accepted and corrected episodes are what the\n"
-               "nightly fine-tuning learns from.\n");
+               "nightly fine-tuning learns from. --json prints {\"episode\", \"verdict\",\n"
+               "\"correction\"}.\n");
 }
 
 int cmd_feedback(int argc, char **argv)
@@ -581,16 +678,26 @@ int cmd_feedback(int argc, char **argv)
     const char *corrected = NULL;
     int64_t id = 0;
     if (cli_wants_help(argc, argv)) return feedback_usage(stdout), HX_EXIT_OK;
+    int json = 0, n_verdicts = 0;
     for (int i = 1; i < argc; i++) {
         char *end;
-        if (!strcmp(argv[i], "--accept")) verdict = HX_VERDICT_ACCEPTED;
-        else if (!strcmp(argv[i], "--reject")) verdict = HX_VERDICT_REJECTED;
-        else if (!strcmp(argv[i], "--correct") && i + 1 < argc)
-            verdict = HX_VERDICT_CORRECTED, corrected = argv[++i];
-        else if (argv[i][0] != '-' && !id && (id = strtoll(argv[i], &end, 10)) > 0 && !*end) {}
-        else return feedback_usage(stderr), HX_EXIT_USAGE;
+        const char *a = argv[i];
+        if (!strcmp(a, "--accept")) verdict = HX_VERDICT_ACCEPTED, n_verdicts++;
+        else if (!strcmp(a, "--reject")) verdict = HX_VERDICT_REJECTED, n_verdicts++;
+        else if (!strcmp(a, "--correct") && i + 1 < argc)
+            verdict = HX_VERDICT_CORRECTED, corrected = argv[++i], n_verdicts++;
+        else if (!strcmp(a, "--json")) json = 1;
+        else if (a[0] != '-' && !id && (id = strtoll(a, &end, 10)) > 0 && !*end) {}
+        else if (a[0] == '-' && strcmp(a, "--correct")) return cli_bad_word("feedback", "option", a);
+        else return fprintf(stderr, "hearth feedback: %s: %s (see 'hearth feedback --help')\n", a,
+                            a[0] == '-' ? "needs the right answer" : "not an episode number"),
+                    HX_EXIT_USAGE;
     }
-    if (verdict < 0) return feedback_usage(stderr), HX_EXIT_USAGE;
+    if (n_verdicts != 1) {
+        fprintf(stderr, "hearth feedback: give one of --accept, --correct TEXT, --reject%s\n",
+                n_verdicts ? " (not several)" : "");
+        return HX_EXIT_USAGE;
+    }
     if (!id && !(id = last_episode())) {
         fprintf(stderr, "hearth feedback: no episode yet (run 'hearth ask' first)\n");
         return HX_EXIT_FAIL;
@@ -602,6 +709,10 @@ int cmd_feedback(int argc, char **argv)
     if (!rc) rc = hx_memory_episode_set_verdict(m, id, verdict, corrected, &err);
     hx_memory_close(m);
     if (rc) return fail(&err, "feedback");
-    printf("episode %lld: %s\n", (long long)id, hx_verdict_name(verdict));
-    return HX_EXIT_OK;
+    if (!json) return printf("episode %lld: %s\n", (long long)id, hx_verdict_name(verdict)), 0;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "episode", (double)id);
+    cJSON_AddStringToObject(o, "verdict", hx_verdict_name(verdict));
+    if (corrected) cJSON_AddStringToObject(o, "correction", corrected);
+    return cli_json_out(o);
 }

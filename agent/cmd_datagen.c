@@ -56,6 +56,12 @@ static int parse_args(int argc, char **argv, hx_dg_params *p, const char **out_p
         uint64_t u = 0;
         if (!strcmp(a, "--tasks")) { p->tasks = 1; continue; }
         if (!strcmp(a, "--busy-days")) { p->world_flags |= HX_WORLD_BUSY_DAYS; continue; }
+        static const char *const valued[] = {"--split", "--n", "--seed", "-o", "--output",
+                                             "--category", "--per-world", "--dir",
+                                             "--phrasings"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
+        if (!known) return cli_bad_word("datagen", "option", a);
         if (!v) {
             fprintf(stderr, "hearth datagen: %s needs a value (see --help)\n", a);
             return HX_EXIT_USAGE;
@@ -72,7 +78,7 @@ static int parse_args(int argc, char **argv, hx_dg_params *p, const char **out_p
         else if (!strcmp(a, "--phrasings") && (!strcmp(v, "train") || !strcmp(v, "heldout")))
             p->phrasings = !strcmp(v, "train") ? HX_SPLIT_TRAIN : HX_SPLIT_HELDOUT;
         else {
-            fprintf(stderr, "hearth datagen: bad option or value: %s %s (see --help)\n", a, v);
+            fprintf(stderr, "hearth datagen: %s: '%s' is not a valid value (see --help)\n", a, v);
             return HX_EXIT_USAGE;
         }
     }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "agent/cli.h"
 #include "engine/engine.h"
 
@@ -204,7 +206,9 @@ static int tokenize_prompt(const hx_vocab *v, const char *text, int32_t **out,
     return *n < 0 ? HX_ERR_INTERNAL : HX_OK;
 }
 
-static int emit(hx_detok *d, const hx_vocab *v, int32_t tok, hx_buf *b)
+/* Prints tok's text (tok < 0: what the detokenizer holds back) and keeps
+ * it in all. */
+static int emit(hx_detok *d, const hx_vocab *v, int32_t tok, hx_buf *b, hx_buf *all)
 {
     b->len = 0;
     int rc = tok < 0 ? hx_detok_flush(d, b) : hx_detok_push(d, v, tok, 0, b);
@@ -212,6 +216,7 @@ static int emit(hx_detok *d, const hx_vocab *v, int32_t tok, hx_buf *b)
     if (b->len) {
         fwrite(b->data, 1, b->len, stdout);
         fflush(stdout);
+        hx_buf_append(all, b->data, b->len);
     }
     return HX_OK;
 }
@@ -225,6 +230,8 @@ static int interrupted(void *user)
 typedef struct gen_stats {
     int n_prompt, n_gen;
     double t_prompt, t_gen;
+    int ended;   /* an end-of-generation token came (not the -n budget) */
+    hx_buf text; /* everything printed */
 } gen_stats;
 
 /* The decode loop: prompt, then sample / accept / decode one at a time. */
@@ -255,13 +262,13 @@ static int run_generation(hx_ctx *c, const hx_vocab *v, hx_sampler *s,
             rc = HX_ERR_STATE;
             break;
         }
-        if (hx_vocab_is_eog(v, tok)) break;
+        if ((st->ended = hx_vocab_is_eog(v, tok))) break;
         st->n_gen++;
-        rc = emit(&d, v, tok, &out);
+        rc = emit(&d, v, tok, &out, &st->text);
         if (!rc && i + 1 < n_predict) rc = hx_decode(c, &tok, 1, 0);
     }
     st->t_gen = hx_time_mono() - t0;
-    if (!rc) rc = emit(&d, v, -1, &out);
+    if (!rc) rc = emit(&d, v, -1, &out, &st->text);
     hx_buf_free(&out);
     if (g_interrupted && !rc) rc = HX_ERR_CANCELLED;
     return rc;
@@ -299,6 +306,15 @@ static int add_schema_stage(hx_sampler *s, const hx_vocab *v, const char *path,
     if (rc) fprintf(stderr, "hearth generate: %s: %s\n", path,
                     err.msg[0] ? err.msg : hx_rc_str(rc));
     return rc;
+}
+
+/* Whether text is one whole JSON value (the schema's grammar allows an
+ * end only there). */
+static int json_complete(const hx_buf *text)
+{
+    cJSON *j = text->len ? cJSON_ParseWithLength(text->data, text->len) : NULL;
+    cJSON_Delete(j);
+    return j != NULL;
 }
 
 static int generate_with(hx_model *m, const gen_opts *g)
@@ -340,7 +356,14 @@ static int generate_with(hx_model *m, const gen_opts *g)
     if (!rc) rc = hx_ctx_new(m, &cp, &c, &err);
     if (!rc && n_ads) rc = hx_ctx_set_adapters(c, ads, ascale, n_ads);
     gen_stats st = {0};
+    hx_buf_init(&st.text);
     if (!rc) rc = run_generation(c, v, s, prompt, n_prompt, n_predict, &st);
+    if (!rc && g->json_schema && !st.ended && !json_complete(&st.text)) {
+        fprintf(stderr, "\nhearth generate: the %d-token budget ran out inside the JSON "
+                "value: the output above is incomplete (allow more with -n)\n", n_predict);
+        rc = HX_ERR_STATE; /* said */
+    }
+    hx_buf_free(&st.text);
     if (rc == HX_ERR_STATE) { /* reported by run_generation */
     } else if (rc && c) fprintf(stderr, "\nhearth generate: %s\n",
                               rc == HX_ERR_CANCELLED ? "interrupted" : hx_ctx_errmsg(c));
@@ -380,7 +403,7 @@ int cmd_generate(int argc, char **argv)
 static void info_usage(FILE *f)
 {
     fprintf(f,
-        "usage: hearth info -m MODEL [--ctx N] [--kv TYPE] [--max-memory SIZE]\n\n"
+        "usage: hearth info -m MODEL [--ctx N] [--kv TYPE] [--max-memory SIZE] [--json]\n\n"
         "Describes a GGUF model: architecture and shapes, tokenizer, tensors\n"
         "by type, file size and the memory a run needs (the engine's own\n"
         "allocation formulas, 2 threads' scratch by default).\n\n"
@@ -388,6 +411,7 @@ static void info_usage(FILE *f)
         "  -c, --ctx N             context size for the memory estimate (default\n"
         "                          min(training context, 4096))\n"
         "  -t, --threads N         threads (scratch per thread; default all)\n"
+        "      --json              the same as one JSON object\n"
         MEMORY_HELP);
 }
 
@@ -480,6 +504,113 @@ static int print_memory(const hx_model *m, const hx_ctx_params *p)
     return HX_EXIT_OK;
 }
 
+/* ---- info --json: the same facts as one object ---- */
+static cJSON *json_hparams(const hx_hparams *h)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "architecture", h->arch);
+    cJSON_AddNumberToObject(o, "layers", h->n_layer);
+    cJSON_AddNumberToObject(o, "embedding", h->n_embd);
+    cJSON_AddNumberToObject(o, "heads", h->n_head);
+    cJSON_AddNumberToObject(o, "heads_kv", h->n_head_kv);
+    cJSON_AddNumberToObject(o, "head_dim", h->head_dim);
+    cJSON_AddNumberToObject(o, "ffn", h->n_expert ? h->n_ff_exp : h->n_ff);
+    cJSON_AddNumberToObject(o, "experts", h->n_expert);
+    cJSON_AddNumberToObject(o, "experts_used", h->n_expert_used);
+    cJSON_AddNumberToObject(o, "context_train", h->n_ctx_train);
+    cJSON_AddStringToObject(o, "rope", h->rope_type == HX_ROPE_NEOX ? "neox" : "normal");
+    cJSON_AddNumberToObject(o, "rope_base", h->rope_base);
+    cJSON_AddBoolToObject(o, "tied_output", h->tied_output);
+    return o;
+}
+
+static cJSON *json_vocab(const hx_vocab *v)
+{
+    if (!v) return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "tokens", hx_vocab_n_tokens(v));
+    cJSON_AddStringToObject(o, "type", hx_vocab_type(v) == HX_VOCAB_BPE ? "bpe" : "spm");
+    cJSON_AddStringToObject(o, "pre", hx_vocab_pre(v));
+    cJSON_AddNumberToObject(o, "bos", hx_vocab_bos(v));
+    cJSON_AddNumberToObject(o, "eos", hx_vocab_eos(v));
+    return o;
+}
+
+static cJSON *json_tensors(const hx_gguf *g)
+{
+    cJSON *o = cJSON_CreateObject(), *types = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "count", (double)hx_gguf_n_tensors(g));
+    for (int64_t i = 0; i < hx_gguf_n_tensors(g); i++) {
+        const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);
+        if (t->type < 0 || t->type >= HX_TYPE_COUNT) continue;
+        const char *name = hx_type_ggml_name(t->type);
+        cJSON *e = cJSON_GetObjectItem(types, name);
+        if (!e) {
+            e = cJSON_AddObjectToObject(types, name);
+            cJSON_AddNumberToObject(e, "count", 0);
+            cJSON_AddNumberToObject(e, "bytes", 0);
+        }
+        cJSON *c = cJSON_GetObjectItem(e, "count"), *b = cJSON_GetObjectItem(e, "bytes");
+        cJSON_SetNumberValue(c, c->valuedouble + 1);
+        cJSON_SetNumberValue(b, b->valuedouble + (double)t->nbytes);
+    }
+    cJSON_AddItemToObject(o, "by_type", types);
+    return o;
+}
+
+static cJSON *json_memory(const hx_ctx_mem *mem, const hx_ctx_params *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "total_bytes", (double)mem->total);
+    cJSON_AddNumberToObject(o, "weights_bytes", (double)mem->weights);
+    cJSON_AddNumberToObject(o, "kv_cache_bytes", (double)mem->kv_total);
+    cJSON_AddNumberToObject(o, "kv_bytes_per_token", (double)mem->kv_per_token);
+    cJSON_AddStringToObject(o, "kv_type", p->kv_f32 ? "F32" : p->kv_q8 ? "Q8_0" : "F16");
+    cJSON_AddNumberToObject(o, "scratch_bytes", (double)mem->scratch);
+    cJSON_AddNumberToObject(o, "context", mem->n_ctx);
+    cJSON_AddNumberToObject(o, "context_fit", mem->n_ctx_fit);
+    return o;
+}
+
+static cJSON *json_governor(const hx_power *pw, const hx_gov_decision *d)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "level", d->level);
+    cJSON_AddStringToObject(o, "why", d->why);
+    cJSON_AddNumberToObject(o, "threads", d->n_threads);
+    cJSON_AddNumberToObject(o, "context_cap", d->ctx_cap);
+    cJSON_AddBoolToObject(o, "nightly_ok", d->nightly_ok);
+    cJSON_AddStringToObject(o, "nightly_why", d->nightly_why);
+    cJSON_AddNumberToObject(o, "load1", pw->load1);
+    cJSON_AddNumberToObject(o, "cpus", pw->n_cpus);
+    return o;
+}
+
+static int info_json(const char *path, const hx_model *m, const hx_ctx_params *cp)
+{
+    hx_ctx_mem mem;
+    hx_err err = {0};
+    if (hx_ctx_memory(m, cp, &mem, &err)) {
+        fprintf(stderr, "hearth info: %s\n", err.msg);
+        return HX_EXIT_USAGE;
+    }
+    const hx_gguf *g = hx_model_gguf(m);
+    hx_power pw;
+    hx_gov_decision gd;
+    cli_governor(NULL, &gd, &pw);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file", path);
+    cJSON_AddNumberToObject(o, "size_bytes", (double)hx_gguf_file_size(g));
+    cJSON_AddNumberToObject(o, "gguf_version", hx_gguf_version(g));
+    cJSON_AddItemToObject(o, "model", json_hparams(hx_model_hparams(m)));
+    cJSON_AddItemToObject(o, "vocab", json_vocab(hx_model_vocab(m)));
+    cJSON_AddItemToObject(o, "tensors", json_tensors(g));
+    cJSON_AddNumberToObject(o, "parameters", (double)hx_model_n_params(m));
+    cJSON_AddItemToObject(o, "memory", json_memory(&mem, cp));
+    cJSON_AddItemToObject(o, "governor", json_governor(&pw, &gd));
+    return cli_json_out(o);
+}
+
 int cmd_info(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
@@ -488,9 +619,11 @@ int cmd_info(int argc, char **argv)
     }
     opts o = {argc, 1, argv, "info", NULL, 0};
     const char *path = NULL;
+    int json = 0;
     hx_ctx_params cp = hx_ctx_default_params();
     for (; o.i < argc && !o.bad; o.i++) {
-        if (opt_val(&o, "-m", "--model")) path = o.val;
+        if (opt_flag(&o, "--json")) json = 1;
+        else if (opt_val(&o, "-m", "--model")) path = o.val;
         else if (opt_val(&o, "-c", "--ctx")) cp.n_ctx = (int)opt_long(&o, 1, 1 << 24);
         else if (opt_val(&o, "-t", "--threads")) cp.n_threads = (int)opt_long(&o, 0, 1024);
         else if (opt_memory(&o, &cp)) continue;
@@ -505,6 +638,11 @@ int cmd_info(int argc, char **argv)
     hx_model *m = NULL;
     int rc = load_model(path, 0, &m);
     if (rc) return cli_exit_code(rc);
+    if (json) {
+        int ex = info_json(path, m, &cp);
+        hx_model_free(m);
+        return ex;
+    }
     const hx_gguf *g = hx_model_gguf(m);
     char sz[32];
     human((double)hx_gguf_file_size(g), sz, sizeof sz);

@@ -5,14 +5,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cjson/cJSON.h>
+
 #include "agent/cli.h"
 #include "lora/lora.h"
 
 static void lora_usage(FILE *f)
 {
     fprintf(f,
-        "usage: hearth lora list\n"
-        "       hearth lora show NAME|FILE\n"
+        "usage: hearth lora list [--json]\n"
+        "       hearth lora show NAME|FILE [--json]\n"
         "       hearth lora use NAME|FILE[:SCALE]... [--model FILE]\n"
         "       hearth lora use --none\n"
         "       hearth lora rollback\n"
@@ -82,7 +84,32 @@ static int fail(int rc, const hx_err *err)
     return cli_exit_code(rc);
 }
 
-static int lora_list(hx_lora_store *s)
+/* One stored adapter's line, or its object under --json. */
+static void list_entry(hx_lora_store *s, const char *name, const hx_lora_use *act, int na,
+                       cJSON *arr)
+{
+    char p[4352];
+    struct stat st;
+    hx_lora_store_path(s, name, p, sizeof p);
+    int k = 0;
+    while (k < na && strcmp(act[k].name, name)) k++;
+    double bytes = stat(p, &st) ? 0.0 : (double)st.st_size;
+    if (arr) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", name);
+        cJSON_AddStringToObject(o, "file", p);
+        cJSON_AddNumberToObject(o, "bytes", bytes);
+        cJSON_AddBoolToObject(o, "active", k < na);
+        if (k < na) cJSON_AddNumberToObject(o, "scale", act[k].scale);
+        cJSON_AddItemToArray(arr, o);
+        return;
+    }
+    printf("%c %-40s %8.1f KiB", k < na ? '*' : ' ', name, bytes / 1024.0);
+    if (k < na) printf("  active, scale %g", (double)act[k].scale);
+    printf("\n");
+}
+
+static int lora_list(hx_lora_store *s, int json)
 {
     hx_err err = {0};
     char **names = NULL;
@@ -94,24 +121,32 @@ static int lora_list(hx_lora_store *s)
         hx_lora_names_free(names, n);
         return fail(rc, &err);
     }
-    if (n == 0) printf("no adapters in %s\n", hx_lora_store_dir(s));
-    for (int i = 0; i < n; i++) {
-        char p[4352];
-        struct stat st;
-        hx_lora_store_path(s, names[i], p, sizeof p);
-        int k = 0;
-        while (k < na && strcmp(act[k].name, names[i])) k++;
-        printf("%c %-40s %8.1f KiB", k < na ? '*' : ' ', names[i],
-               stat(p, &st) ? 0.0 : (double)st.st_size / 1024.0);
-        if (k < na) printf("  active, scale %g", (double)act[k].scale);
-        printf("\n");
-    }
+    cJSON *arr = json ? cJSON_CreateArray() : NULL;
+    if (n == 0 && !json) printf("no adapters in %s\n", hx_lora_store_dir(s));
+    for (int i = 0; i < n; i++) list_entry(s, names[i], act, na, arr);
     hx_lora_names_free(names, n);
-    return HX_EXIT_OK;
+    return json ? cli_json_out(arr) : HX_EXIT_OK;
+}
+
+/* What lora show prints, as one object. */
+static int show_json(const char *p, const char *type, const char *name, const char *arch,
+                     float alpha, int rank, int pairs, int64_t params, const char *base)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file", p);
+    cJSON_AddStringToObject(o, "type", type);
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "architecture", arch);
+    cJSON_AddNumberToObject(o, "alpha", alpha);
+    cJSON_AddNumberToObject(o, "rank", rank);
+    cJSON_AddNumberToObject(o, "matrices", pairs);
+    cJSON_AddNumberToObject(o, "parameters", (double)params);
+    cJSON_AddStringToObject(o, "base_model", base);
+    return cli_json_out(o);
 }
 
 /* Shows an adapter's metadata and shape without a model. */
-static int lora_show(hx_lora_store *s, const char *what)
+static int lora_show(hx_lora_store *s, const char *what, int json)
 {
     char p[4352];
     struct stat st;
@@ -139,11 +174,13 @@ static int lora_show(hx_lora_store *s, const char *what)
             if (t->ne[1] > rank) rank = (int)t->ne[1];
         }
     }
-    printf("file:       %s\ntype:       %s\nname:       %s\narchitecture: %s\n"
-           "alpha:      %g\nrank:       %d\nmatrices:   %d\nparameters: %lld\n"
-           "base model: %s\n", p, type, name, arch, (double)alpha, rank, pairs,
-           (long long)params, base);
     int adapter = !strcmp(type, "adapter"); /* type lives in g */
+    if (json && adapter) show_json(p, type, name, arch, alpha, rank, pairs, params, base);
+    else if (!json)
+        printf("file:       %s\ntype:       %s\nname:       %s\narchitecture: %s\n"
+               "alpha:      %g\nrank:       %d\nmatrices:   %d\nparameters: %lld\n"
+               "base model: %s\n", p, type, name, arch, (double)alpha, rank, pairs,
+               (long long)params, base);
     hx_gguf_close(g);
     if (!adapter) {
         fprintf(stderr, "hearth lora: %s is not an adapter\n", p);
@@ -161,6 +198,8 @@ static int store_arg(hx_lora_store *s, const char *arg, char *name, size_t n,
     const char *base = strrchr(arg, '/') ? strrchr(arg, '/') + 1 : arg;
     snprintf(name, n, "%s", base);
     hx_lora_store_path(s, base, p, sizeof p);
+    if (strchr(arg, '/') && stat(arg, &st) != 0) /* a path, not a stored name */
+        return hx_err_set(err, HX_ERR_NOTFOUND, "%s: no such file", arg);
     if (stat(p, &st) == 0 || stat(arg, &st) != 0)
         return HX_OK; /* a stored name (use reports unknown ones) */
     return hx_lora_store_add(s, arg, base, err);
@@ -228,24 +267,39 @@ static int lora_rollback(hx_lora_store *s)
     return HX_EXIT_OK;
 }
 
+/* Removes a --json after the subcommand from argv; 1 if there was one. */
+static int take_json(int *argc, char **argv)
+{
+    for (int i = 2; i < *argc; i++) {
+        if (strcmp(argv[i], "--json")) continue;
+        for (int k = i; k + 1 <= *argc; k++) argv[k] = argv[k + 1];
+        (*argc)--;
+        return 1;
+    }
+    return 0;
+}
+
 int cmd_lora(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "train"))
         return cli_nightly_run(argc - 1, argv + 1, "lora train", 1);
+    int json = take_json(&argc, argv);
     if (cli_wants_help(argc, argv)) return lora_usage(stdout), HX_EXIT_OK;
     if (argc < 2) return lora_usage(stderr), HX_EXIT_USAGE;
     const char *sub = argv[1];
     int known = !strcmp(sub, "list") || !strcmp(sub, "show") ||
                 !strcmp(sub, "use") || !strcmp(sub, "rollback");
-    if (!known || (!strcmp(sub, "show") && argc != 3) ||
+    if (!known) return cli_bad_word("lora", "command", sub);
+    if ((!strcmp(sub, "show") && argc != 3) ||
         ((!strcmp(sub, "list") || !strcmp(sub, "rollback")) && argc != 2))
-        return lora_usage(stderr), HX_EXIT_USAGE;
+        return fprintf(stderr, "hearth lora %s: wrong arguments (see 'hearth lora --help')\n",
+                       sub), HX_EXIT_USAGE;
     hx_lora_store *s = NULL;
     hx_err err = {0};
     int rc = hx_lora_store_open(NULL, &s, &err);
     if (rc) return fail(rc, &err);
-    int ex = !strcmp(sub, "list")  ? lora_list(s)
-             : !strcmp(sub, "show") ? lora_show(s, argv[2])
+    int ex = !strcmp(sub, "list")  ? lora_list(s, json)
+             : !strcmp(sub, "show") ? lora_show(s, argv[2], json)
              : !strcmp(sub, "use")  ? lora_use(s, argc, argv)
                                     : lora_rollback(s);
     hx_lora_store_free(s);

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "agent/cli.h"
 #include "memory/memory.h"
 
@@ -21,13 +23,14 @@ static void memory_usage(FILE *f)
         "  show ID | show --episode ID           one memory or episode\n"
         "  forget ID... | forget --episode ID... delete for good\n"
         "  export [-o FILE]                      everything as JSON\n"
-        "  audit [--limit N]                     the tool calls, newest first\n"
-        "                                        (JSON: decision, who, outcome)\n"
+        "  audit [--limit N]                     the last N tool calls (50), one a\n"
+        "                                        line: decision, who, outcome\n"
         "  vacuum                                drop expired memories, purge\n"
         "                                        deleted text, check the file\n\n"
         "options:\n"
         "  --db FILE   the database (default: the data directory's memory.db)\n"
-        "  --json      machine-readable output (list, search, show)\n");
+        "  --json      machine-readable output (list, search, show, audit: an\n"
+        "              array of objects, newest first, arguments as objects)\n");
 }
 
 typedef struct mem_args {
@@ -75,9 +78,7 @@ static int parse_mem_args(int argc, char **argv, mem_args *a)
         else if (!strcmp(s, "--episode") || !strcmp(s, "--episodes"))
             a->episodes = 1;
         else if (s[0] == '-' && s[1]) {
-            fprintf(stderr, "hearth memory: unknown option '%s' (see --help)\n",
-                    s);
-            return HX_EXIT_USAGE;
+            return cli_bad_word("memory", "option", s);
         } else if (!a->cmd) a->cmd = s;
         else if (a->n_pos < 64) a->pos[a->n_pos++] = s;
     }
@@ -147,6 +148,8 @@ static int do_list(hx_memory *m, const mem_args *a, hx_err *err)
     hx_mem_list *l = NULL;
     int rc = hx_memory_list(m, a->kind, a->limit, a->all, &l, err);
     if (rc) return fail(rc, err);
+    if (!l->n && !a->json) printf("nothing remembered%s%s\n", a->kind ? " of kind " : "",
+                                  a->kind ? a->kind : "");
     print_list(l, a->json);
     hx_mem_list_free(l);
     return HX_EXIT_OK;
@@ -182,6 +185,7 @@ static int search_episodes(hx_memory *m, const mem_args *a, const char *q,
         hx_episode_free(ep);
     }
     if (a->json) printf("%s]\n", n ? "\n" : "");
+    else if (!n) printf("no episode matches '%s'\n", q);
     free(ids);
     return HX_EXIT_OK;
 }
@@ -198,6 +202,7 @@ static int do_search(hx_memory *m, const mem_args *a, hx_err *err)
     hx_mem_list *l = NULL;
     int rc = hx_memory_search(m, q, a->limit, &l, err);
     if (rc) return fail(rc, err);
+    if (!l->n && !a->json) printf("no memory matches '%s'\n", q);
     print_list(l, a->json);
     hx_mem_list_free(l);
     return HX_EXIT_OK;
@@ -301,13 +306,52 @@ static int do_vacuum(hx_memory *m, hx_err *err)
     return HX_EXIT_OK;
 }
 
+/* The audit trail as the database gives it, each call's arguments
+ * parsed into an object (the trail keeps them as text); NULL if the text
+ * is not a JSON array. */
+static cJSON *audit_array(const char *text)
+{
+    cJSON *arr = cJSON_Parse(text), *row;
+    if (!cJSON_IsArray(arr)) return cJSON_Delete(arr), NULL;
+    cJSON_ArrayForEach(row, arr)
+    {
+        cJSON *args = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItem(row, "args")));
+        if (args) cJSON_ReplaceItemInObject(row, "args", args);
+    }
+    return arr;
+}
+
+/* One call a line, oldest first: when, tool and effect, who decided what,
+ * how it ended, the arguments. */
+static void print_audit(const cJSON *arr)
+{
+    for (int i = cJSON_GetArraySize(arr) - 1; i >= 0; i--) {
+        const cJSON *r = cJSON_GetArrayItem(arr, i);
+        char when[32], *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(r, "args"));
+        const char *detail = cJSON_GetStringValue(cJSON_GetObjectItem(r, "detail"));
+        fmt_time(when, sizeof when, (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "at")));
+#define F(k) (cJSON_GetStringValue(cJSON_GetObjectItem(r, k)) ? cJSON_GetStringValue(cJSON_GetObjectItem(r, k)) : "")
+        char who[96] = "not decided";
+        if (*F("decision")) snprintf(who, sizeof who, "%s by %s", F("decision"), F("by"));
+        printf("%s  %-24s %-5s  %s  %s%s%s  %s\n", when, F("tool"), F("effect"), who,
+               F("status"), detail ? ": " : "", detail ? detail : "", args ? args : "");
+#undef F
+        free(args);
+    }
+    if (!cJSON_GetArraySize(arr)) printf("no tool calls recorded\n");
+}
+
 static int do_audit(hx_memory *m, const mem_args *a, hx_err *err)
 {
     char *j = NULL;
     int rc = hx_memory_audit_json(m, a->limit ? a->limit : 50, &j, err);
     if (rc) return fail(rc, err);
-    printf("%s\n", j);
+    cJSON *arr = audit_array(j);
     free(j);
+    if (!arr) return fprintf(stderr, "hearth memory: the audit trail is not readable\n"), 1;
+    if (a->json) return cli_json_out(arr);
+    print_audit(arr);
+    cJSON_Delete(arr);
     return HX_EXIT_OK;
 }
 
@@ -336,11 +380,7 @@ int cmd_memory(int argc, char **argv)
     int known = 0;
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
         known |= !strcmp(a.cmd, cmds[i]);
-    if (!known) {
-        fprintf(stderr, "hearth memory: unknown command '%s'\n\n", a.cmd);
-        memory_usage(stderr);
-        return HX_EXIT_USAGE;
-    }
+    if (!known) return cli_bad_word("memory", "command", a.cmd);
     hx_memory_params p = hx_memory_default_params();
     p.path = a.db;
     hx_memory *m = NULL;

@@ -4,6 +4,7 @@
  * agent/nightly_agent.c) and adopts it if it lowers the held-out loss and
  * keeps the generic tasks' success; --install prints a cron line and a
  * systemd user timer. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,8 +162,30 @@ typedef struct replay_mix {
     double contrast, near;
 } replay_mix;
 
+/* Says on stderr what is wrong with option a (its value v, NULL: none),
+ * unless its number parser already did; -1. */
+static int bad_option(const char *verb, const char *a, const char *v)
+{
+    static const char *const numeric[] = {
+        "--steps", "--rank", "--lr", "-t", "--threads", "--eval-tasks", "--epochs",
+        "--first-layer", "--replay", "--replay-contrast", "--replay-near", "--replay-soft",
+        "--keep-generic", "--eval-margin", "--stop-delta"};
+    static const char *const others[] = {"-m", "--model", "--targets", "--replay-from",
+                                         "--keep-at", "--max-memory", "--scales",
+                                         "--keep-candidate", "--train-on"};
+    int is_num = 0, is_other = 0;
+    for (size_t k = 0; k < sizeof numeric / sizeof *numeric; k++) is_num |= !strcmp(a, numeric[k]);
+    for (size_t k = 0; k < sizeof others / sizeof *others; k++) is_other |= !strcmp(a, others[k]);
+    if ((is_num || is_other) && !v) fprintf(stderr, "hearth %s: %s needs a value\n", verb, a);
+    else if (is_other)
+        fprintf(stderr, "hearth %s: %s: '%s' is not a valid value (see 'hearth %s --help')\n",
+                verb, a, v, verb);
+    else if (!is_num) cli_bad_word(verb, "option", a);
+    return -1;
+}
+
 /* Options into p over its defaults (or the config's values); -1 on an
- * unknown option or a bad value (a bad number is named on stderr). */
+ * unknown option or a bad value (said on stderr, once). */
 static int parse(int argc, char **argv, const char *verb, hx_nightly_params *p,
                  const char **model, int *install, int *distill, replay_mix *mix)
 {
@@ -173,7 +196,7 @@ static int parse(int argc, char **argv, const char *verb, hx_nightly_params *p,
         double d;
         if (nightly && !strcmp(a, "--force")) p->force = 1;
         else if (nightly && !strcmp(a, "--install")) *install = 1;
-        else if (!v) return -1;
+        else if (!v) return bad_option(verb, a, v);
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) *model = v, i++;
         else if (!strcmp(a, "--steps") && !cli_opt_long(verb, a, v, 0, 1 << 24, &n))
             p->train.opt.n_steps = (int)n, i++;
@@ -215,7 +238,7 @@ static int parse(int argc, char **argv, const char *verb, hx_nightly_params *p,
         else if (!strcmp(a, "--keep-candidate")) p->keep_candidate = v, i++;
         else if (!strcmp(a, "--train-on") && (!strcmp(v, "new") || !strcmp(v, "all")))
             p->new_only = !strcmp(v, "new"), i++;
-        else return -1;
+        else return bad_option(verb, a, v);
     }
     return 0;
 }
@@ -429,18 +452,17 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
     const char *model = NULL;
     int install = 0, distill = 1;
     replay_mix mix = {0, -1}; /* near: NIGHTLY_NEAR with the base's replay */
-    if (parse(argc, argv, verb, &p, &model, &install, &distill, &mix))
-        return nightly_usage(stderr, verb), HX_EXIT_USAGE;
+    if (parse(argc, argv, verb, &p, &model, &install, &distill, &mix)) return HX_EXIT_USAGE;
     if (install) return print_install(), HX_EXIT_OK;
     p.force |= force;
     hx_err err = {0};
     nightly_env e;
     memset(&e, 0, sizeof e);
     char work[4096];
+    char buf[PATH_MAX + 64];
     int rc = hx_config_load(NULL, &e.cfg, &err);
-    if (!rc && !model) model = e.cfg->model;
-    if (!rc && !model) rc = hx_err_set(&err, HX_ERR_INVALID, "no model: pass --model "
-                                       "FILE or set \"model\" in config.json");
+    if (!rc && !(model = cli_find_model(model, e.cfg, buf, sizeof buf))) /* as ask finds it */
+        rc = hx_err_set(&err, HX_ERR_NOTFOUND, "%s", CLI_NO_MODEL);
     if (!rc) rc = config_nightly(e.cfg, &p, &distill, &mix, &err);
     if (!rc && parse(argc, argv, verb, &p, &model, &install, &distill, &mix)) /* over the config */
         rc = hx_err_set(&err, HX_ERR_INVALID, "bad options");

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "agent/cli.h"
 #include "engine/engine.h"
 
@@ -21,13 +23,14 @@ static void usage(FILE *f)
             "--calib-special         the calibration text holds the model's control\n"
             "              tokens (<|im_start|>..., e.g. chats rendered with its\n"
             "              template): read them as such, not as plain text\n"
-            "--threads N\n");
+            "--threads N\n"
+            "--json                  the result as one JSON object\n");
 }
 
 typedef struct qargs {
     const char *in, *out, *type, *imatrix, *imatrix_out;
     const char **overrides, **calib;
-    int n_overrides, n_calib, threads, calib_special;
+    int n_overrides, n_calib, threads, calib_special, json;
 } qargs;
 
 static int parse(int argc, char **argv, qargs *a)
@@ -40,18 +43,23 @@ static int parse(int argc, char **argv, qargs *a)
             if (!a->n_calib) return -1;
         } else if (!strcmp(s, "--calib-special")) {
             a->calib_special = 1;
+        } else if (!strcmp(s, "--json")) {
+            a->json = 1;
         } else if (s[0] == '-' && !v) {
-            return -1;
+            if (strcmp(s, "--type") && strcmp(s, "--override") && strcmp(s, "--imatrix") &&
+                strcmp(s, "--imatrix-out") && strcmp(s, "--threads"))
+                return cli_bad_word("quantize", "option", s), -2;
+            return fprintf(stderr, "hearth quantize: %s needs a value\n", s), -2;
         } else if (!strcmp(s, "--type")) a->type = argv[++i];
         else if (!strcmp(s, "--override")) a->overrides[a->n_overrides++] = argv[++i];
         else if (!strcmp(s, "--imatrix")) a->imatrix = argv[++i];
         else if (!strcmp(s, "--imatrix-out")) a->imatrix_out = argv[++i];
         else if (!strcmp(s, "--threads")) {
             long n;
-            if (cli_opt_long("quantize", s, argv[++i], 0, 1024, &n)) return -1;
+            if (cli_opt_long("quantize", s, argv[++i], 0, 1024, &n)) return -2; /* said */
             a->threads = (int)n;
         }
-        else if (s[0] == '-') return -1;
+        else if (s[0] == '-') return cli_bad_word("quantize", "option", s), -2;
         else if (npos == 0) a->in = s, npos++;
         else if (npos == 1) a->out = s, npos++;
         else return -1;
@@ -113,6 +121,32 @@ static void print_table(const hx_quantize_stats *st)
     printf("\n");
 }
 
+/* The stats as one object: per output type and the totals. */
+static int print_json(const char *out, const hx_quantize_stats *st)
+{
+    cJSON *o = cJSON_CreateObject(), *types = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "output", out);
+    for (int t = 0; t < HX_TYPE_COUNT; t++) {
+        if (!st->count[t]) continue;
+        cJSON *e = cJSON_AddObjectToObject(types, hx_type_name(t));
+        cJSON_AddNumberToObject(e, "tensors", st->count[t]);
+        cJSON_AddNumberToObject(e, "params", (double)st->elems[t]);
+        cJSON_AddNumberToObject(e, "bytes", (double)st->bytes[t]);
+    }
+    cJSON_AddItemToObject(o, "by_type", types);
+    cJSON_AddNumberToObject(o, "tensors", st->n_tensors);
+    cJSON_AddNumberToObject(o, "params", (double)st->n_elems);
+    cJSON_AddNumberToObject(o, "bytes_in", (double)st->bytes_in);
+    cJSON_AddNumberToObject(o, "bytes_out", (double)st->bytes_out);
+    cJSON_AddNumberToObject(o, "file_bytes", (double)st->file_bytes);
+    cJSON_AddNumberToObject(o, "bits_per_weight",
+                            st->n_elems ? 8.0 * (double)st->bytes_out / (double)st->n_elems : 0);
+    cJSON_AddNumberToObject(o, "with_importances", st->n_imatrix);
+    cJSON_AddNumberToObject(o, "importances_missing", st->n_imatrix_missing);
+    cJSON_AddNumberToObject(o, "wider_type_fallbacks", st->n_fallback);
+    return cli_json_out(o);
+}
+
 /* Loads --imatrix or runs --calibrate (saving to --imatrix-out). */
 static int get_imatrix(const qargs *a, hx_imatrix **im)
 {
@@ -130,7 +164,7 @@ static int get_imatrix(const qargs *a, hx_imatrix **im)
         rc = hx_imatrix_calibrate(a->in, a->calib, a->n_calib, &cp, im, &e);
         hx_progress_finish(&bar);
         if (!rc)
-            printf("calibrated on %lld tokens: %d matrices\n",
+            fprintf(a->json ? stderr : stdout, "calibrated on %lld tokens: %d matrices\n",
                    (long long)hx_imatrix_n_tokens(*im), hx_imatrix_n_entries(*im));
         if (!rc && a->imatrix_out) rc = hx_imatrix_save(*im, a->imatrix_out, &e);
     }
@@ -150,8 +184,9 @@ int cmd_quantize(int argc, char **argv)
     a.calib = calloc((size_t)argc, sizeof *a.calib);
     int code = HX_EXIT_OK;
     hx_imatrix *im = NULL;
-    if (!a.overrides || !a.calib || parse(argc, argv, &a)) {
-        usage(stderr);
+    int bad = !a.overrides || !a.calib ? -1 : parse(argc, argv, &a);
+    if (bad) {
+        if (bad == -1) usage(stderr); /* -2: the option was named */
         code = HX_EXIT_USAGE;
     } else if (hx_quantize_ftype_number(a.type) < 0) {
         fprintf(stderr, "hearth: quantize: unknown type '%s' (Q4_K_M Q5_K_M "
@@ -177,6 +212,8 @@ int cmd_quantize(int argc, char **argv)
         if (rc) {
             fprintf(stderr, "hearth: quantize: %s\n", e.msg);
             code = cli_exit_code(rc);
+        } else if (a.json) {
+            code = print_json(a.out, &st);
         } else {
             print_table(&st);
         }

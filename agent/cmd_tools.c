@@ -1,9 +1,13 @@
 /* cmd_tools.c: `hearth tools list [--json]`, `hearth tools call NAME JSON`,
- * `hearth tools add MANIFEST` and `hearth init` (writes the commented
- * default configuration). */
+ * `hearth tools add MANIFEST` and `hearth tools remove NAME`. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent/agent_int.h"
 #include "agent/cli.h"
@@ -14,14 +18,17 @@ static void tools_usage(FILE *f)
 {
     fprintf(f, "usage: hearth tools list [--json] [--config PATH]\n"
                "       hearth tools call NAME 'JSON' [--config PATH]\n"
-               "       hearth tools add MANIFEST.json [--replace]\n\n"
-               "Lists the built-in and registered tools (with --json, in the OpenAI/MCP\n"
-               "tool shape with their JSON Schemas), calls one with JSON arguments and\n"
-               "prints its JSON result, or validates a tool manifest and installs it in\n"
-               "tools.d (see the README's guide for tool authors). Broken manifests and\n"
-               "schemas the grammar cannot use are reported and skipped. Errors go to\n"
-               "stderr; the exit code says what failed (1 failure, 2 bad command line or\n"
-               "arguments, 3 bad input data).\n");
+               "       hearth tools add MANIFEST.json [--replace]\n"
+               "       hearth tools remove NAME\n\n"
+               "Lists the built-in, memory and registered tools (with --json, in the\n"
+               "OpenAI/MCP tool shape with their JSON Schemas), calls one with JSON\n"
+               "arguments and prints its JSON result, validates a tool manifest and\n"
+               "installs it in tools.d (see the README's guide for tool authors: its\n"
+               "command and folders must exist, its name must be free), or removes a\n"
+               "registered tool. Broken manifests and schemas the grammar cannot use are\n"
+               "reported and skipped. Errors go to stderr; the exit code says what\n"
+               "failed (1 failure, 2 bad command line or unknown tool, 3 bad input: a\n"
+               "manifest, JSON arguments, a missing folder or name).\n");
 }
 
 /* Removes "--config PATH" from argv; returns the path or NULL. */
@@ -37,10 +44,34 @@ static const char *take_config(int *argc, char **argv)
     return NULL;
 }
 
-/* Loads the configuration and a registry with the built-in tools and the
- * registered ones (tools.d); broken registrations are reported on stderr. */
+/* The tools every command offers: built-in, and the memory tools on mem
+ * (NULL: none). */
+static int base_tools(const hx_config *cfg, hx_memory *mem, hx_tools **reg, hx_err *err)
+{
+    *reg = hx_tools_new(cfg);
+    if (!*reg) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    int rc = hx_tools_register_builtins(*reg, err);
+    if (!rc && mem) rc = hx_agent_register_memory_tools(*reg, mem, err);
+    return rc;
+}
+
+/* The memory database for the memory tools, or NULL (said on stderr:
+ * the other tools still load). */
+static hx_memory *open_memory(void)
+{
+    hx_memory *m = NULL;
+    hx_memory_params mp = hx_memory_default_params();
+    hx_err err = {0};
+    if (hx_memory_open(&mp, &m, &err))
+        fprintf(stderr, "hearth: the memory tools are left out: %s\n", err.msg);
+    return m;
+}
+
+/* Loads the configuration and a registry with the built-in tools, the
+ * memory tools and the registered ones (tools.d); broken registrations are
+ * reported on stderr. */
 static int open_tools(const char *cfg_path, hx_config **cfg, hx_tools **reg,
-                      hx_extools **x)
+                      hx_extools **x, hx_memory **mem)
 {
     hx_err err = {0};
     int rc = hx_config_load(cfg_path, cfg, &err);
@@ -48,15 +79,16 @@ static int open_tools(const char *cfg_path, hx_config **cfg, hx_tools **reg,
         fprintf(stderr, "hearth: %s\n", err.msg);
         return cli_exit_code(rc);
     }
-    *reg = hx_tools_new(*cfg);
     *x = NULL;
+    *mem = open_memory();
     hx_buf problems;
     hx_buf_init(&problems);
-    if (!*reg || (rc = hx_tools_register_builtins(*reg, &err)) ||
+    if ((rc = base_tools(*cfg, *mem, reg, &err)) ||
         (rc = hx_extools_load(*reg, NULL, x, &problems, &err))) {
-        fprintf(stderr, "hearth: %s\n", *reg ? err.msg : "out of memory");
+        fprintf(stderr, "hearth: %s\n", err.msg);
         hx_buf_free(&problems);
         hx_tools_free(*reg);
+        hx_memory_close(*mem);
         hx_config_free(*cfg);
         return HX_EXIT_FAIL;
     }
@@ -111,36 +143,142 @@ static int tools_list(hx_tools *reg, const hx_extools *x, int json)
     return HX_EXIT_OK;
 }
 
-/* Validates a manifest (fields, command, schema usable by the grammar) and
- * installs it into tools.d. */
-static int tools_add(const char *path, const char *cfg_path, int replace)
+/* tools.d, where registered manifests live. */
+static int tools_dir(char *buf, size_t n)
 {
-    char name[96];
-    hx_err e;
-    hx_config *cfg = NULL;
-    int rc = hx_config_load(cfg_path, &cfg, &e);
-    if (!rc) rc = hx_manifest_check(path, cfg, name, sizeof name, &e);
-    char *text = NULL;
-    size_t len;
-    cJSON *m = NULL;
-    if (!rc && !(rc = hx_read_file(path, 1 << 20, &text, &len, &e)))
-        m = cJSON_Parse(text);
+    char cfg[PATH_MAX];
+    if (hx_path_config(cfg, sizeof cfg) < 0) return -1;
+    return snprintf(buf, n, "%s/tools.d", cfg) >= (int)n ? -1 : 0;
+}
+
+/* The file in tools.d other than skip whose manifest is named name, into
+ * found (n bytes); 1 if there is one. */
+static int registered_as(const char *name, const char *skip, char *found, size_t n)
+{
+    char dir[PATH_MAX], other[96];
+    DIR *d = tools_dir(dir, sizeof dir) ? NULL : opendir(dir);
+    struct dirent *e;
+    int hit = 0;
+    hx_err err;
+    while (d && !hit && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".json")) continue;
+        snprintf(found, n, "%s/%s", dir, e->d_name);
+        hit = strcmp(found, skip) && !hx_manifest_check(found, NULL, other, sizeof other, &err) &&
+              !strcmp(other, name);
+    }
+    if (d) closedir(d);
+    return hit;
+}
+
+/* A tool named name would clash: with a built-in or memory tool (or, for
+ * an MCP server, one under "name."), or with another registered manifest. */
+static int name_clash(const hx_config *cfg, const char *name, hx_err *e)
+{
+    char dir[PATH_MAX], own[PATH_MAX + 112], other[PATH_MAX + 300];
+    hx_tools *reg = NULL;
+    hx_memory *mem = open_memory();
+    int rc = base_tools(cfg, mem, &reg, e);
+    size_t n = strlen(name);
+    for (int i = 0; !rc && i < hx_tools_count(reg); i++) {
+        const char *t = hx_tools_at(reg, i)->name;
+        if (!strcmp(t, name) || (!strncmp(t, name, n) && t[n] == '.'))
+            rc = hx_err_set(e, HX_ERR_STATE, "the name '%s' is taken by Hearth's own tool %s: "
+                            "give your tool another \"name\"", name, t);
+    }
+    hx_tools_free(reg);
+    hx_memory_close(mem);
+    if (rc || tools_dir(dir, sizeof dir)) return rc;
+    snprintf(own, sizeof own, "%s/%s.json", dir, name);
+    if (registered_as(name, own, other, sizeof other))
+        rc = hx_err_set(e, HX_ERR_STATE, "a tool named '%s' is already registered by %s: "
+                        "give yours another \"name\", or 'hearth tools remove %s' first",
+                        name, other, name);
+    return rc;
+}
+
+/* Each of the manifest's read_paths and write_paths must be a folder or
+ * file that is there: the sandbox cannot grant a path that is not. */
+static int paths_exist(const cJSON *m, hx_err *e)
+{
+    static const char *const keys[] = {"read_paths", "write_paths"};
+    struct stat st;
+    for (int k = 0; k < 2; k++) {
+        const cJSON *p;
+        cJSON_ArrayForEach(p, cJSON_GetObjectItem(m, keys[k]))
+        {
+            char *full = cJSON_IsString(p) ? hx_path_expand(p->valuestring, NULL) : NULL;
+            int missing = full && stat(full, &st);
+            if (missing)
+                hx_err_set(e, HX_ERR_NOTFOUND, "%s: %s (%s) does not exist: create it "
+                           "(mkdir -p %s), then add the tool again", keys[k], p->valuestring,
+                           full, full);
+            free(full);
+            if (missing) return HX_ERR_NOTFOUND;
+        }
+    }
+    return HX_OK;
+}
+
+/* The manifest's JSON Schema must be one the grammar can compile. */
+static int schema_usable(const cJSON *m, hx_err *e)
+{
     const cJSON *schema = cJSON_GetObjectItem(m, "input_schema");
     if (!schema) schema = cJSON_GetObjectItem(m, "inputSchema");
     if (!schema) schema = cJSON_GetObjectItem(m, "parameters");
     char *sj = schema ? cJSON_PrintUnformatted(schema) : NULL;
-    if (!rc && sj && hx_agent_schema_usable(sj, &e))
-        rc = e.rc ? e.rc : HX_ERR_UNSUPPORTED;
+    int rc = sj && hx_agent_schema_usable(sj, e) ? (e->rc ? e->rc : HX_ERR_UNSUPPORTED) : HX_OK;
     free(sj);
+    return rc;
+}
+
+/* Validates a manifest (fields, command, folders there, schema usable by
+ * the grammar, name free) and installs it into tools.d. */
+static int tools_add(const char *cfg_path, const char *path, int replace)
+{
+    char name[96];
+    hx_err e;
+    char *text = NULL;
+    size_t len;
+    cJSON *m = NULL;
+    hx_config *cfg = NULL;
+    int rc = hx_config_load(cfg_path, &cfg, &e);
+    if (!rc) rc = hx_manifest_check(path, cfg, name, sizeof name, &e);
+    if (!rc && !(rc = hx_read_file(path, 1 << 20, &text, &len, &e)))
+        m = cJSON_Parse(text);
+    if (!rc && !(rc = paths_exist(m, &e)) && !(rc = schema_usable(m, &e)) &&
+        !(rc = name_clash(cfg, name, &e)))
+        rc = hx_manifest_install(path, cfg, NULL, replace, &e);
+    hx_config_free(cfg);
     cJSON_Delete(m);
     free(text);
-    if (!rc) rc = hx_manifest_install(path, cfg, NULL, replace, &e);
-    hx_config_free(cfg);
     if (rc) {
-        fprintf(stderr, "hearth: tools add: %s\n", e.msg);
-        return cli_exit_code(rc);
+        fprintf(stderr, "hearth tools add: %s\n", e.msg);
+        return rc == HX_ERR_STATE ? HX_EXIT_INPUT : cli_exit_code(rc);
     }
     printf("installed %s\n", name);
+    return HX_EXIT_OK;
+}
+
+/* Removes the registered tool name: tools.d/NAME.json (broken or not), or
+ * the manifest that declares that name. */
+static int tools_remove(const char *name)
+{
+    char dir[PATH_MAX], p[PATH_MAX + 112], other[PATH_MAX + 300];
+    if (tools_dir(dir, sizeof dir)) return fprintf(stderr, "hearth: path too long\n"), HX_EXIT_FAIL;
+    snprintf(p, sizeof p, "%s/%s.json", dir, name);
+    const char *victim = !strchr(name, '/') && !access(p, F_OK) ? p
+                         : registered_as(name, "", other, sizeof other) ? other : NULL;
+    if (!victim) {
+        fprintf(stderr, "hearth tools remove: no registered tool named '%s' in %s (built-in "
+                "tools cannot be removed; 'hearth tools list' shows the names)\n", name, dir);
+        return HX_EXIT_INPUT;
+    }
+    if (unlink(victim)) {
+        fprintf(stderr, "hearth tools remove: cannot remove %s: %s\n", victim, strerror(errno));
+        return HX_EXIT_FAIL;
+    }
+    printf("removed %s (%s)\n", name, victim);
     return HX_EXIT_OK;
 }
 
@@ -150,7 +288,7 @@ static int tools_call(hx_tools *reg, const char *name, const char *json)
     hx_err err = {0};
     if (!args) {
         fprintf(stderr, "hearth: the arguments are not valid JSON: %s\n", json);
-        return HX_EXIT_USAGE;
+        return HX_EXIT_INPUT;
     }
     int rc = hx_tools_call(reg, name, args, &res, &err);
     cJSON_Delete(args);
@@ -171,51 +309,29 @@ int cmd_tools(int argc, char **argv)
         tools_usage(stdout);
         return HX_EXIT_OK;
     }
-    int is_list = argc >= 2 && !strcmp(argv[1], "list");
+    const char *sub = argc >= 2 ? argv[1] : "";
+    int is_list = !strcmp(sub, "list");
     int json = argc == 3 && !strcmp(argv[2], "--json");
-    if (argc >= 3 && !strcmp(argv[1], "add")) {
-        int replace = argc == 4 && !strcmp(argv[3], "--replace");
-        if (argc == 3 || replace) return tools_add(argv[2], cfg_path, replace);
-    }
-    if (!(is_list && (argc == 2 || json)) &&
-        !(argc == 4 && !strcmp(argv[1], "call"))) {
-        tools_usage(stderr);
+    int replace = argc == 4 && !strcmp(sub, "add") && !strcmp(argv[3], "--replace");
+    if (!strcmp(sub, "add") && (argc == 3 || replace)) return tools_add(cfg_path, argv[2], replace);
+    if (!strcmp(sub, "remove") && argc == 3) return tools_remove(argv[2]);
+    if (!is_list && strcmp(sub, "call") && strcmp(sub, "add") && strcmp(sub, "remove"))
+        return argc < 2 ? (tools_usage(stderr), HX_EXIT_USAGE)
+                        : cli_bad_word("tools", "command", sub);
+    if (!(is_list && (argc == 2 || json)) && !(argc == 4 && !strcmp(sub, "call"))) {
+        fprintf(stderr, "hearth tools %s: wrong arguments (see 'hearth tools --help')\n", sub);
         return HX_EXIT_USAGE;
     }
     hx_config *cfg;
     hx_tools *reg;
     hx_extools *x;
-    int rc = open_tools(cfg_path, &cfg, &reg, &x);
+    hx_memory *mem;
+    int rc = open_tools(cfg_path, &cfg, &reg, &x, &mem);
     if (rc) return rc;
     rc = is_list ? tools_list(reg, x, json) : tools_call(reg, argv[2], argv[3]);
     hx_tools_free(reg);
     hx_extools_free(x);
+    hx_memory_close(mem);
     hx_config_free(cfg);
     return rc;
-}
-
-int cmd_init(int argc, char **argv)
-{
-    const char *path = take_config(&argc, argv);
-    if (cli_wants_help(argc, argv) || argc != 1) {
-        fprintf(argc != 1 ? stderr : stdout,
-                "usage: hearth init [--config PATH]\n\n"
-                "Writes a commented default configuration (by default\n"
-                "$XDG_CONFIG_HOME/hearth/config.json, or $HEARTH_HOME/config/config.json);\n"
-                "never overwrites an existing one.\n");
-        return argc != 1 ? HX_EXIT_USAGE : HX_EXIT_OK;
-    }
-    hx_err err = {0};
-    char std[4096];
-    if (!path && hx_path_config(std, sizeof std - 16) >= 0) {
-        strcat(std, "/config.json");
-        path = std;
-    }
-    int rc = hx_config_write_default(path, &err);
-    if (rc) {
-        fprintf(stderr, "hearth: %s\n", err.msg);
-        return cli_exit_code(rc);
-    }
-    printf("wrote %s\n", path);
-    return HX_EXIT_OK;
 }

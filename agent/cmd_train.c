@@ -115,6 +115,34 @@ static int parse_num(targs *a, const char *s, const char *v)
     return 0;
 }
 
+/* Says what is wrong with option s (value v) on stderr; -1. */
+static int bad_value(const char *s, const char *v)
+{
+    if (!v) fprintf(stderr, "hearth train: %s needs a value\n", s);
+    else fprintf(stderr, "hearth train: %s: '%s' is not a valid value (see 'hearth train "
+                 "--help')\n", s, v);
+    return -1;
+}
+
+/* Whether s is an option that takes a value (tried on a scratch copy). */
+static int takes_value(const targs *a, const char *s)
+{
+    static const char *const strs[] = {"--out", "--vocab", "--base", "--ckpt", "--svg",
+                                       "--lora-targets", "--chat", "--recompute",
+                                       "--products", "--style"};
+    targs scratch = *a;
+    for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+        if (!strcmp(s, strs[i])) return 1;
+    return parse_num(&scratch, s, "0") != 0;
+}
+
+/* Says what the command line lacks on stderr; -1. */
+static int missing(const char *what)
+{
+    fprintf(stderr, "hearth train: %s (see 'hearth train --help')\n", what);
+    return -1;
+}
+
 static int parse(int argc, char **argv, targs *a)
 {
     for (int i = 1; i < argc; i++) {
@@ -123,7 +151,8 @@ static int parse(int argc, char **argv, targs *a)
         else if (!strcmp(s, "--log")) a->log = 1;
         else if (!strcmp(s, "--wsd")) a->tp.opt.wsd = 1;
         else if (!strcmp(s, "--bf16")) a->bf16 = HX_BF16_ON;
-        else if (s[0] == '-' && !v) return -1;
+        else if (s[0] == '-' && !v) return takes_value(a, s) ? bad_value(s, NULL)
+                                                             : (cli_bad_word("train", "option", s), -1);
         else if (!strcmp(s, "--out")) a->out = argv[++i];
         else if (!strcmp(s, "--vocab")) a->vocab = argv[++i];
         else if (!strcmp(s, "--base")) a->base = argv[++i];
@@ -135,28 +164,32 @@ static int parse(int argc, char **argv, targs *a)
             const char *m = argv[++i];
             a->recompute = !strcmp(m, "auto") ? HX_RECOMPUTE_AUTO : !strcmp(m, "off") ? HX_RECOMPUTE_OFF
                            : !strcmp(m, "on") ? HX_RECOMPUTE_ON : -1;
-            if (a->recompute < 0) return -1;
+            if (a->recompute < 0) return bad_value(s, m);
         }
         else if (!strcmp(s, "--products")) {
             const char *m = argv[++i];
             a->bf16 = !strcmp(m, "auto") ? HX_BF16_AUTO : !strcmp(m, "bf16") ? HX_BF16_ON
                       : !strcmp(m, "f32") ? HX_BF16_OFF : -1;
-            if (a->bf16 < 0) return -1;
+            if (a->bf16 < 0) return bad_value(s, m);
         }
         else if (!strcmp(s, "--style")) {
-            if ((a->style = hx_tpl_parse_name(argv[++i])) <= 0) return -1;
+            if ((a->style = hx_tpl_parse_name(argv[++i])) <= 0) return bad_value(s, argv[i]);
         }
         else if (s[0] == '-') {
             int r = parse_num(a, s, v);
-            if (r <= 0) return -1;
+            if (r < 0) return bad_value(s, v);
+            if (r == 0) return cli_bad_word("train", "option", s), -1;
             i++;
         } else if (!a->data) a->data = s;
-        else return -1;
+        else return missing("one DATA file only");
     }
-    if (!a->data == !a->chat || !a->out || (a->resume && !a->ckpt)) return -1;
-    if (a->chat && !a->vocab && !a->base) return -1;
-    if (a->lora_rank && !a->base) return -1;
-    if (a->value_weight > 255 || (a->value_weight > 1 && !a->chat)) return -1;
+    if (!a->data == !a->chat) return missing("needs DATA.txt or --chat FILE.jsonl (one of them)");
+    if (!a->out) return missing("needs --out OUT.gguf");
+    if (a->resume && !a->ckpt) return missing("--resume needs --ckpt FILE");
+    if (a->chat && !a->vocab && !a->base) return missing("--chat needs --vocab or --base");
+    if (a->lora_rank && !a->base) return missing("--lora-rank needs --base");
+    if (a->value_weight > 255 || (a->value_weight > 1 && !a->chat))
+        return missing("--value-weight is 0..255 and only with --chat");
     return 0;
 }
 
@@ -316,10 +349,7 @@ int cmd_train(int argc, char **argv)
     a.tp = hx_train_default_params();
     a.tp.ckpt_every = 50;
     a.tp.share_prefix = -1; /* unset */
-    if (parse(argc, argv, &a)) {
-        usage(stderr);
-        return HX_EXIT_USAGE;
-    }
+    if (parse(argc, argv, &a)) return HX_EXIT_USAGE;
     if (a.tp.share_prefix < 0) a.tp.share_prefix = a.chat ? 32 : 0;
     hx_err err = {0};
     int rc = run(&a, &err);

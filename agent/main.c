@@ -23,7 +23,8 @@ static const hx_verb verbs[] = {
     {"ask", cmd_ask, "ask the assistant: plan, call tools, answer"},
     {"chat", cmd_chat, "a session with the assistant, with history"},
     {"feedback", cmd_feedback, "accept, correct or reject the last answer"},
-    {"init", cmd_init, "write a commented default config.json"},
+    {"init", cmd_init, "set up: your name, time zone, calendar, mail, files"},
+    {"doctor", cmd_doctor, "check the whole setup and say how to fix what is wrong"},
 };
 #define N_VERBS (sizeof verbs / sizeof verbs[0])
 

@@ -30,6 +30,8 @@ typedef struct eng_src {
     int32_t n_ws;
     /* prefill in slices with a cancel check; prefix caches on disk */
     int slice;
+    int limit;            /* positions the context holds: n_ctx, or fewer
+                             when the memory cap leaves less KV cache */
     int (*cancelled)(void *user);
     void *cancel_user;
     int prefix_cache;
@@ -61,7 +63,7 @@ void hx_engine_source_style(hx_engine_source_params *ep, int family, const hx_mo
     ep->line_turn = hx_tpl_compact(family);
     ep->compact_json = ep->line_turn && !hx_tpl_declared(hx_model_gguf(m));
     if (ep->compact_json && ep->sp.repeat_penalty == 1.0f) ep->sp.repeat_penalty = 1.3f;
-    if (ep->line_turn && !ep->n_ctx) ep->n_ctx = 8192;
+    if (ep->compact_json && !ep->n_ctx) ep->n_ctx = 8192;
     if (ep->copy_bias < 0) ep->copy_bias = ep->line_turn ? HX_COPY_BIAS : 0;
 }
 
@@ -345,9 +347,11 @@ static int decode(eng_src *e, const int32_t *t, int n, hx_err *err)
     pp.cancel_user = e->cancel_user;
     int done = 0, rc = hx_prefill(e->ctx, t, n, &pp, &done);
     if (rc == HX_ERR_FULL)
-        return hx_err_set(err, rc, "the context is full (%d positions; %s); start "
-                          "a new conversation or allow more (--ctx, --max-memory)",
-                          hx_ctx_n_ctx(e->ctx), hx_ctx_errmsg(e->ctx));
+        return hx_err_set(err, rc, "request too long: %d tokens, limit %d (%s); shorten it, "
+                          "start a new conversation, or allow more (--ctx, --max-memory)",
+                          hx_ctx_n_past(e->ctx) + n, e->limit,
+                          e->limit < hx_ctx_n_ctx(e->ctx) ? "what --max-memory leaves for the "
+                          "KV cache" : "the context size");
     if (rc == HX_ERR_CANCELLED) return hx_err_set(err, rc, "cancelled");
     if (rc) return hx_err_set(err, rc, "decode: %s", hx_ctx_errmsg(e->ctx));
     return HX_OK;
@@ -602,6 +606,9 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     e->copy_bias = p->copy_bias > 0 ? p->copy_bias : 0;
     int rc = copy_specs(e, tools, n_tools);
     if (rc) hx_err_set(err, rc, "out of memory");
+    hx_ctx_mem mem;
+    if (!rc) rc = hx_ctx_memory(m, &cp, &mem, err);
+    e->limit = mem.n_ctx_fit;
     if (!rc) rc = hx_ctx_new(m, &cp, &e->ctx, err);
     if (!rc && p->n_adapters &&
         (rc = hx_ctx_set_adapters(e->ctx, p->adapters, p->adapter_scales, p->n_adapters)))

@@ -128,6 +128,10 @@ int hx_write_file_atomic_at(int dirfd, const char *path, const void *data,
                             size_t len, hx_err *err);
 /* mkdir -p with mode 0700 for new directories. */
 int hx_mkdirs(const char *path, hx_err *err);
+/* A path as a user writes it, made absolute: "~" and "~/x" are under
+ * $HOME, a relative path is under base_dir (NULL: left relative). A
+ * malloc'd string (caller frees), NULL when out of memory. */
+char *hx_path_expand(const char *p, const char *base_dir);
 
 /* ---- paths (XDG; HEARTH_HOME overrides all for tests) ----
  * Each writes into buf (size n) and returns the length, or -1 if too small.

@@ -181,3 +181,14 @@ const char *hx_shared_data_dir(void)
     const char *d = getenv("HEARTH_SHARED_DATA");
     return d && *d ? d : "../shared/data";
 }
+
+char *hx_path_expand(const char *p, const char *base_dir)
+{
+    const char *home = getenv("HOME");
+    hx_buf b;
+    hx_buf_init(&b);
+    if (p[0] == '~' && (p[1] == '/' || !p[1]) && home) hx_buf_printf(&b, "%s%s", home, p + 1);
+    else if (p[0] == '/' || !base_dir) hx_buf_puts(&b, p);
+    else hx_buf_printf(&b, "%s/%s", base_dir, p);
+    return hx_buf_steal(&b, NULL);
+}

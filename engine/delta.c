@@ -361,7 +361,7 @@ int hx_model_patch(const char *old_path, const char *delta_path, const char *out
     int rc = read_delta(delta_path, &di, err);
     if (!rc) rc = hx_sha256_file(old_path, "checking base", sha, err);
     if (!rc && strcmp(sha, di.base))
-        rc = hx_err_set(err, HX_ERR_INVALID,
+        rc = hx_err_set(err, HX_ERR_UNSUPPORTED,
                         "%s was made for another base model (sha256 %.12s...), not %s (%.12s...)",
                         delta_path, di.base, old_path, sha);
     if (!rc) rc = hx_gguf_open(old_path, &old, err);

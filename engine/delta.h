@@ -26,7 +26,7 @@ int hx_model_diff(const char *old_path, const char *new_path,
                   const char *delta_path, hx_delta_stats *st, hx_err *err);
 
 /* Rebuilds the new file from old_path and delta_path into out_path.
- * Refuses (HX_ERR_INVALID) a delta made for another base; checks the
+ * Refuses (HX_ERR_UNSUPPORTED) a delta made for another base; checks the
  * result's SHA-256 against the delta's before it replaces out_path, which
  * it does atomically (out_path may be old_path itself). On any failure
  * nothing at out_path or old_path changes. */

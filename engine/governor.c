@@ -246,12 +246,23 @@ static int thermal_level(const hx_governor *g, const hx_power *pw)
     return hyst_level(g->thermal_level, pw->temp_c, on, g->p.thermal_hyst);
 }
 
-static int nightly_ok(const hx_governor *g, const hx_power *pw)
+/* Whether the nightly job may run (idle, charging, cool); when not, the
+ * first reason in d->nightly_why. */
+static int nightly_ok(const hx_governor *g, const hx_power *pw, hx_gov_decision *d)
 {
     int powered = pw->n_batteries == 0 ||
                   (pw->charging == 1 && pw->capacity >= g->p.nightly_battery);
     int cool = pw->n_zones == 0 || pw->temp_c < g->p.nightly_c;
     int idle = pw->load1 < 0 || pw->load1 / pw->n_cpus < g->p.idle_load;
+    if (!powered)
+        snprintf(d->nightly_why, sizeof d->nightly_why, "not charging, or the battery is below "
+                 "%d%% (battery %d%%)", g->p.nightly_battery, pw->capacity);
+    else if (!cool)
+        snprintf(d->nightly_why, sizeof d->nightly_why, "too warm: %.1f C, it waits for "
+                 "below %.1f C", pw->temp_c, g->p.nightly_c);
+    else if (!idle)
+        snprintf(d->nightly_why, sizeof d->nightly_why, "busy: load %.2f on %d CPUs, it "
+                 "waits for below %.2f", pw->load1, pw->n_cpus, g->p.idle_load * pw->n_cpus);
     return powered && cool && idle;
 }
 
@@ -275,8 +286,10 @@ void hx_governor_update(hx_governor *g, const hx_power *pw, hx_gov_decision *d)
     int max = g->p.max_threads > 0 ? g->p.max_threads : pw->n_cpus;
     d->n_threads = d->level == 0 ? max : d->level == 1 ? (max + 1) / 2 : 1;
     d->ctx_cap = d->level == 0 ? 0 : d->level == 1 ? g->p.saving_ctx : g->p.critical_ctx;
-    d->nightly_ok = d->level == 0 && nightly_ok(g, pw);
     explain(pw, d);
+    d->nightly_ok = nightly_ok(g, pw, d) && d->level == 0;
+    if (!d->nightly_ok && !d->nightly_why[0])
+        snprintf(d->nightly_why, sizeof d->nightly_why, "%s", d->why);
 }
 
 int hx_gov_cap_ctx(const hx_gov_decision *d, int n_ctx, int n_ctx_default)

@@ -73,6 +73,7 @@ typedef struct hx_gov_decision {
     int ctx_cap;      /* most context positions; 0: no cap */
     int nightly_ok;   /* 1: idle, charging and cool */
     char why[160];    /* the reason, for `hearth info` and logs */
+    char nightly_why[128]; /* why the nightly job waits ("" when it may run) */
 } hx_gov_decision;
 
 /* A governor remembers its levels between readings (hysteresis). */

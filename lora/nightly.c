@@ -595,7 +595,7 @@ static int may_run(const hx_nightly_params *p, char *why, size_t n)
     if (!g) return snprintf(why, n, "out of memory"), 0;
     hx_governor_update(g, &pw, &d);
     hx_governor_free(g);
-    if (!d.nightly_ok) snprintf(why, n, "not now: %s (--force to override)", d.why);
+    if (!d.nightly_ok) snprintf(why, n, "not now: %s (--force to override)", d.nightly_why);
     return d.nightly_ok;
 }
 

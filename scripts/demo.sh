@@ -36,7 +36,12 @@ touch "$home/.start"
 echo "== Hearth demo: a sample world in $home (now: $HEARTH_NOW)"
 echo "   calendar: $(find "$world/calendars" -name '*.ics' | wc -l) files," \
      "mail: $(find "$world/mail" -type f | wc -l) messages, files: $world/files"
-"$hearth" info -m "$model" | sed -n '1,3p'
+# the model is checked once: a file that is no model stops the demo here
+if ! info=$("$hearth" info -m "$model"); then
+    echo "demo: $model cannot be loaded (above); run 'make demo MODEL=/path/to/model.gguf'" >&2
+    exit 1
+fi
+echo "$info" | sed -n '1,3p'
 if [ "$standin" = 1 ]; then
     echo
     echo "   Hearth's own small model (models/hearth-tiny.gguf) does not exist yet."

@@ -27,6 +27,7 @@ void hx_config_free(hx_config *c)
     for (int i = 0; i < c->n_file_roots; i++) free(c->file_roots[i]);
     free(c->model);
     free(c->small_model);
+    free(c->path);
     cJSON_Delete(c->raw);
     free(c);
 }
@@ -106,16 +107,6 @@ static void strip_comments(char *s)
     *w = 0;
 }
 
-/* A path from the file: "~/" is $HOME, relative paths are relative to the
- * directory holding config.json. */
-static char *resolve_path(const char *base_dir, const char *p)
-{
-    const char *home = getenv("HOME");
-    if (p[0] == '~' && (p[1] == '/' || !p[1]) && home) return join(home, p + (p[1] ? 2 : 1));
-    if (p[0] == '/' || !base_dir) return hx_strdup(p);
-    return join(base_dir, p);
-}
-
 typedef struct loader {
     hx_config *c;
     const char *path, *dir;
@@ -135,7 +126,7 @@ static int get_str(loader *l, const cJSON *obj, const char *key,
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v || cJSON_IsNull(v)) return HX_OK;
     if (!cJSON_IsString(v)) return field_err(l, field, "a string");
-    char *s = is_path && *v->valuestring ? resolve_path(l->dir, v->valuestring)
+    char *s = is_path && *v->valuestring ? hx_path_expand(v->valuestring, l->dir)
                                          : hx_strdup(v->valuestring);
     if (!s) return hx_err_set(l->err, HX_ERR_NOMEM, "out of memory");
     free(*dst);
@@ -158,7 +149,7 @@ static int get_paths(loader *l, const cJSON *root, const char *key,
     {
         if (!cJSON_IsString(e) || !*e->valuestring)
             return field_err(l, key, "an array of non-empty path strings");
-        if (!(dst[*n] = resolve_path(l->dir, e->valuestring)))
+        if (!(dst[*n] = hx_path_expand(e->valuestring, l->dir)))
             return hx_err_set(l->err, HX_ERR_NOMEM, "out of memory");
         (*n)++;
     }
@@ -273,17 +264,34 @@ static int load_fields(loader *l, const cJSON *root)
     return HX_OK;
 }
 
+/* Why text (comments stripped) is no configuration: empty, a JSON value
+ * that is not an object, or a syntax error (its line). */
+static int not_an_object(const char *path, const char *text, const cJSON *root,
+                         const char *end, hx_err *err)
+{
+    if (!text[strspn(text, " \t\r\n")])
+        return hx_err_set(err, HX_ERR_FORMAT, "%s is empty: it must hold a JSON object "
+                          "{...}; remove it and run 'hearth init' to write one", path);
+    if (root)
+        return hx_err_set(err, HX_ERR_FORMAT, "%s holds a JSON %s, not the object {...} "
+                          "of a configuration", path,
+                          cJSON_IsArray(root) ? "array" : cJSON_IsString(root) ? "string"
+                          : cJSON_IsNumber(root) ? "number" : "literal");
+    int line = 1;
+    for (const char *s = text; end && s < end; s++) line += *s == '\n';
+    return hx_err_set(err, HX_ERR_FORMAT, "%s: not valid JSON (syntax error near line %d)",
+                      path, line);
+}
+
 static int parse_text(hx_config *c, const char *path, char *text, hx_err *err)
 {
     strip_comments(text);
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
     if (!cJSON_IsObject(root)) {
-        int line = 1;
-        for (const char *s = text; end && s < end; s++) line += *s == '\n';
+        int rc = not_an_object(path, text, root, end, err);
         cJSON_Delete(root);
-        return hx_err_set(err, HX_ERR_FORMAT,
-                          "%s: not a JSON object (syntax error near line %d)", path, line);
+        return rc;
     }
     c->raw = root;
     char *dir = hx_strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
@@ -310,11 +318,13 @@ int hx_config_load(const char *path, hx_config **out, hx_err *err)
         path = std;
     }
     hx_config *c = hx_config_default();
+    if (c && !(c->path = hx_strdup(path))) hx_config_free(c), c = NULL;
     if (!c) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     char *text = NULL;
     size_t len;
     struct stat st;
     if (stat(path, &st) && errno == ENOENT) {
+        c->missing = 1;
         *out = c;
         return HX_OK;
     }
@@ -338,7 +348,17 @@ static void put_json_str(hx_buf *b, const char *s)
     cJSON_Delete(item);
 }
 
-static void put_default_text(hx_buf *b, const hx_config *c)
+static void put_paths(hx_buf *b, char *const *paths, int n)
+{
+    hx_buf_puts(b, "[");
+    for (int i = 0; i < n; i++) {
+        if (i) hx_buf_puts(b, ", ");
+        put_json_str(b, paths[i]);
+    }
+    hx_buf_puts(b, "]");
+}
+
+static void put_config_text(hx_buf *b, const hx_config *c)
 {
     hx_buf_puts(b, "// Hearth configuration. Comments like this one are allowed.\n"
                    "// Relative paths are relative to this file; \"~/\" is your home.\n"
@@ -354,9 +374,9 @@ static void put_default_text(hx_buf *b, const hx_config *c)
                    "  \"working_hours\": {\"start\": \"09:00\", \"end\": \"17:00\",\n"
                    "                    \"days\": [\"mon\", \"tue\", \"wed\", \"thu\", \"fri\"]},\n\n"
                    "  // Calendars: vdir directories (one .ics per event) or .ics files.\n"
-                   "  \"calendars\": [");
-    put_json_str(b, c->calendars[0]);
-    hx_buf_puts(b, "],\n  // Where new events are written (a vdir directory).\n"
+                   "  \"calendars\": ");
+    put_paths(b, c->calendars, c->n_calendars);
+    hx_buf_puts(b, ",\n  // Where new events are written (a vdir directory).\n"
                    "  \"calendar_default\": ");
     put_json_str(b, c->calendar_default);
     hx_buf_puts(b, ",\n\n  // Your mail (a Maildir) and the outbox for mail to send when online.\n"
@@ -364,28 +384,23 @@ static void put_default_text(hx_buf *b, const hx_config *c)
     put_json_str(b, c->maildir);
     hx_buf_puts(b, ",\n  \"outbox\": ");
     put_json_str(b, c->outbox);
-    hx_buf_puts(b, ",\n\n  // The only directories the files tools may read.\n  \"file_roots\": [");
-    if (c->n_file_roots) put_json_str(b, c->file_roots[0]);
-    hx_buf_puts(b, "],\n\n  // The model to load (a GGUF file); null for the default.\n"
-                   "  \"model\": null\n}\n");
+    hx_buf_puts(b, ",\n\n  // The only directories the files tools may read.\n  \"file_roots\": ");
+    put_paths(b, c->file_roots, c->n_file_roots);
+    hx_buf_puts(b, ",\n\n  // The model to load (a GGUF file); null for the default.\n"
+                   "  \"model\": ");
+    if (c->model) put_json_str(b, c->model);
+    else hx_buf_puts(b, "null");
+    hx_buf_puts(b, "\n}\n");
 }
 
-int hx_config_write_default(const char *path, hx_err *err)
+int hx_config_write(const hx_config *c, const char *path, hx_err *err)
 {
-    char std[4096];
-    if (!path) {
-        if (std_path(std, sizeof std)) return hx_err_set(err, HX_ERR_RANGE, "config path too long");
-        path = std;
-    }
     struct stat st;
     if (!stat(path, &st))
         return hx_err_set(err, HX_ERR_STATE, "%s already exists; not overwriting it", path);
-    hx_config *c = hx_config_default();
-    if (!c) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     hx_buf b;
     hx_buf_init(&b);
-    put_default_text(&b, c);
-    hx_config_free(c);
+    put_config_text(&b, c);
     char *dir = hx_strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
     int rc = b.oom || !dir ? hx_err_set(err, HX_ERR_NOMEM, "out of memory") : HX_OK;
     if (rc == HX_OK && slash && slash != dir) {
@@ -396,4 +411,76 @@ int hx_config_write_default(const char *path, hx_err *err)
     free(dir);
     hx_buf_free(&b);
     return rc;
+}
+
+int hx_config_write_default(const char *path, hx_err *err)
+{
+    char std[4096];
+    if (!path) {
+        if (std_path(std, sizeof std)) return hx_err_set(err, HX_ERR_RANGE, "config path too long");
+        path = std;
+    }
+    hx_config *c = hx_config_default();
+    if (!c) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    int rc = hx_config_write(c, path, err);
+    hx_config_free(c);
+    return rc;
+}
+
+/* ---- checking what the configuration names ---- */
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return p && !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
+static int is_file(const char *p)
+{
+    struct stat st;
+    return p && !stat(p, &st) && S_ISREG(st.st_mode);
+}
+
+static int maildir_ok(const char *p)
+{
+    char sub[4200];
+    int ok = is_dir(p);
+    for (int i = 0; ok && i < 2; i++) {
+        snprintf(sub, sizeof sub, "%s/%s", p, i ? "new" : "cur");
+        ok = is_dir(sub);
+    }
+    return ok;
+}
+
+/* One problem line: WHAT P does not exist, and how to fix that. */
+static int problem(hx_buf *out, const hx_config *c, const char *what, const char *p,
+                   const char *key)
+{
+    hx_buf_printf(out, "%s %s does not exist: create it (mkdir -p %s) or change \"%s\" in %s\n",
+                  what, p, p, key, c->path);
+    return 1;
+}
+
+int hx_config_check(const hx_config *c, hx_buf *out)
+{
+    if (c->missing) {
+        hx_buf_printf(out, "no configuration at %s: run 'hearth init' to write one\n",
+                      c->path ? c->path : "config.json");
+        return 1;
+    }
+    int n = 0;
+    for (int i = 0; i < c->n_calendars; i++)
+        if (!is_dir(c->calendars[i]) && !is_file(c->calendars[i]))
+            n += problem(out, c, "calendar", c->calendars[i], "calendars");
+    if (!is_dir(c->calendar_default))
+        n += problem(out, c, "calendar folder", c->calendar_default, "calendar_default");
+    if (c->maildir && *c->maildir && !maildir_ok(c->maildir)) {
+        hx_buf_printf(out, "Maildir %s (with cur/ and new/) does not exist: create it "
+                      "(mkdir -p %s/cur %s/new %s/tmp) or change \"maildir\" in %s\n",
+                      c->maildir, c->maildir, c->maildir, c->maildir, c->path);
+        n++;
+    }
+    for (int i = 0; i < c->n_file_roots; i++)
+        if (!is_dir(c->file_roots[i]))
+            n += problem(out, c, "file root", c->file_roots[i], "file_roots");
+    return n;
 }

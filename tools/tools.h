@@ -34,6 +34,8 @@ typedef struct hx_config {
     char *small_model;         /* "governor": {"small_model"}: the model the
                                   governor switches to on low battery or
                                   heat (path resolved), may be NULL */
+    char *path;                /* the file loaded, or the one looked for */
+    int missing;               /* no file at path: c holds the defaults */
 } hx_config;
 
 /* Default configuration for the environment (paths under the data dir,
@@ -46,6 +48,16 @@ void hx_config_free(hx_config *c); /* NULL is a no-op */
 /* Writes a commented default config (for `hearth init`); "//" comments are
  * allowed in the file and stripped on load. Refuses to overwrite. */
 int hx_config_write_default(const char *path, hx_err *err);
+/* Writes c as a commented config.json at path (for `hearth init`), making
+ * its directory; refuses to overwrite an existing file (HX_ERR_STATE). */
+int hx_config_write(const hx_config *c, const char *path, hx_err *err);
+/* Checks that what c names is there: the file itself (not c->missing),
+ * each calendar (a directory or an .ics file), the default calendar (a
+ * directory), the Maildir (with cur/ and new/) and each file root (a
+ * directory). Appends one line per problem to out, saying what is missing
+ * and how to fix it; returns the number of problems. The outbox is made
+ * when mail is first queued, so it is not checked. */
+int hx_config_check(const hx_config *c, hx_buf *out);
 
 /* ---- tools ---- */
 typedef enum hx_effect {

@@ -53,6 +53,7 @@ for a in x86 arm; do
     home=$tmp/home.$a
     mkdir -p "$home/config"
     cp -r tests/fixtures/world/. "$home/config/"
+    mkdir -p "$home/config/files" # the config's file root: ask checks it is there
     # shellcheck disable=SC2086
     HEARTH_HOME=$home HEARTH_NOW=2026-12-01T09:00:00+01:00 \
         "$bin" ask "$request" --model "$model" $opts >"$tmp/ask.$a" 2>"$tmp/ask.$a.err"

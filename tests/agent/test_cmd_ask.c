@@ -79,7 +79,7 @@ static void test_no_model_says_how(void)
 {
     if (!setup()) return;
     setenv("HEARTH_DEFAULT_MODEL", "", 1);
-    EXPECT_EQ_INT(hearth("ask 'what is on tomorrow?'", NULL), 1);
+    EXPECT_EQ_INT(hearth("ask 'what is on tomorrow?'", NULL), 3); /* bad input: no model */
     unsetenv("HEARTH_DEFAULT_MODEL");
     EXPECT(strstr(g_out, "make tiny-model") != NULL);
     EXPECT(strstr(g_out, "--model") != NULL);

@@ -171,7 +171,7 @@ static void test_bad_command_lines(void)
         {cmd_generate, {"generate", "-m", model, "-p", "x", "--bogus", NULL}, HX_EXIT_USAGE},
         {cmd_generate, {"generate", "-m", model, "-p", "x", "--temp", "hot", NULL}, HX_EXIT_USAGE},
         {cmd_generate, {"generate", "-m", model, "-p", "x", "-n", NULL}, HX_EXIT_USAGE},
-        {cmd_generate, {"generate", "-m", "/nonexistent.gguf", "-p", "x", NULL}, HX_EXIT_FAIL},
+        {cmd_generate, {"generate", "-m", "/nonexistent.gguf", "-p", "x", NULL}, HX_EXIT_INPUT},
         {cmd_generate, {"generate", "-m", notgguf, "-p", "x", NULL}, HX_EXIT_INPUT},
         {cmd_info, {"info", NULL}, HX_EXIT_USAGE},
         {cmd_info, {"info", "-m", notgguf, NULL}, HX_EXIT_INPUT},

@@ -187,7 +187,9 @@ static int ask_with(const char *governor, const char *big, char **err)
 {
     char cfg[600], text[2000], *out = NULL;
     snprintf(cfg, sizeof cfg, "%s/config.json", tmpdir);
-    snprintf(text, sizeof text, "{\"governor\": %s}\n", governor);
+    /* a configuration whose folders are there (ask checks them first) */
+    snprintf(text, sizeof text, "{\"governor\": %s, \"calendars\": [\"%s\"], \"maildir\": "
+             "\"\", \"file_roots\": []}\n", governor, tmpdir);
     hx_err e = {0};
     if (hx_write_file_atomic(cfg, text, strlen(text), &e)) return -1;
     char *argv[] = {"ask", "What is on tomorrow?", "--model", (char *)big, "--config", cfg,

@@ -83,7 +83,7 @@ static void test_errors(void)
                   HX_EXIT_USAGE);
     EXPECT(strstr(g_errbuf, "--bogus") != NULL);
     EXPECT_EQ_INT(run(NULL, (const char *[]){"-m", "/nonexistent.gguf", "hi", NULL}),
-                  HX_EXIT_FAIL);
+                  HX_EXIT_INPUT);
     EXPECT(strstr(g_errbuf, "/nonexistent.gguf") != NULL);
     /* a file that is not GGUF */
     char path[] = "/tmp/hx_tok_bad_XXXXXX";

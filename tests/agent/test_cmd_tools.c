@@ -85,7 +85,7 @@ static void test_call(void)
                   HX_EXIT_USAGE);
     EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "calendar.list_events", "{oops",
                                                   "--config", CFG, NULL}),
-                  HX_EXIT_USAGE);
+                  HX_EXIT_INPUT);
     EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "frobnicate", NULL}), HX_EXIT_USAGE);
     EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "--help", NULL}), 0);
     EXPECT(strstr(out, "usage: hearth tools") != NULL);

@@ -130,7 +130,7 @@ static void test_target_weight_and_coverage(void)
                   HX_EXIT_USAGE);
     EXPECT_EQ_INT(run((const char *[]){"coverage", "--vocab", "/nonexistent.gguf", "--chat", chat,
                                        NULL}),
-                  HX_EXIT_FAIL);
+                  HX_EXIT_INPUT);
     EXPECT_EQ_INT(run((const char *[]){"train", "-o", vocab, "--chat", chat, "--target-weight",
                                        "0", NULL}),
                   HX_EXIT_USAGE);
@@ -159,7 +159,7 @@ static void test_bad_inputs(void)
                   HX_EXIT_USAGE);
     EXPECT_EQ_INT(run((const char *[]){"frobnicate", NULL}), HX_EXIT_USAGE);
     EXPECT_EQ_INT(run((const char *[]){"train", "-o", vocab, "/nonexistent/x.txt", NULL}),
-                  HX_EXIT_FAIL);
+                  HX_EXIT_INPUT);
     EXPECT(strstr(g_errbuf, "/nonexistent/x.txt") != NULL);
     put(chat, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"style\": \"compact\"}\n"
               "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]\n");

@@ -97,7 +97,10 @@ static void test_errors(void)
     expect_bad("{\"user\": {\"email\": \"nobody\"}}", "'user.email' must be an address");
     expect_bad("{\"user\": \"alice\"}", "'user' must be an object");
     expect_bad("{\n\"timezone\": \"UTC\",\n\n\"x\": [1,,2]\n}", "syntax error near line 4");
-    expect_bad("[1]", "not a JSON object");
+    expect_bad("[1]", "holds a JSON array, not the object");
+    expect_bad("42", "holds a JSON number, not the object");
+    expect_bad("", "is empty: it must hold a JSON object");
+    expect_bad("// only a comment\n", "is empty: it must hold a JSON object");
     /* the message names the file */
     expect_bad("{\"maildir\": 1}", "bad.json: 'maildir' must be a string");
 }
@@ -148,6 +151,40 @@ static void test_write_default(void)
     free(after);
 }
 
+/* What the configuration names must be there: each missing folder is one
+ * line saying what and how to fix it; a config with all of them, none. */
+static void test_check(void)
+{
+    char root[PATH_MAX + 16], text[4 * PATH_MAX], cmd[2 * PATH_MAX];
+    snprintf(root, sizeof root, "%s/chk", dir);
+    snprintf(text, sizeof text, "{\"calendars\": [\"%s/cal\", \"%s/f.ics\"], "
+             "\"maildir\": \"%s/mail\", \"file_roots\": [\"%s/files\"]}", root, root, root, root);
+    const char *p = write_cfg("chk.json", text);
+    hx_config *c = NULL;
+    hx_err e = {0};
+    ASSERT(hx_config_load(p, &c, &e) == HX_OK);
+    EXPECT_STR_EQ(c->path, p);
+    hx_buf b;
+    hx_buf_init(&b);
+    EXPECT_EQ_INT(hx_config_check(c, &b), 5); /* 2 calendars, default, Maildir, root */
+    EXPECT(strstr(b.data, "calendar_default") && strstr(b.data, "mkdir -p"));
+    EXPECT(strstr(b.data, "/mail/cur") && strstr(b.data, "\"file_roots\" in"));
+    /* the control: the same configuration with its folders there */
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/cal %s/mail/cur %s/mail/new %s/files && touch %s/f.ics",
+             root, root, root, root, root);
+    ASSERT(system(cmd) == 0);
+    b.len = 0;
+    EXPECT_EQ_INT(hx_config_check(c, &b), 0);
+    hx_config_free(c);
+    /* no file at all: one line, run hearth init */
+    ASSERT(hx_config_load("/nonexistent/c.json", &c, &e) == HX_OK);
+    b.len = 0;
+    EXPECT_EQ_INT(hx_config_check(c, &b), 1);
+    EXPECT(strstr(b.data, "no configuration at /nonexistent/c.json: run 'hearth init'"));
+    hx_config_free(c);
+    hx_buf_free(&b);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/hx-config-XXXXXX");
@@ -157,6 +194,7 @@ int main(void)
     RUN(test_errors);
     RUN(test_missing_file_gives_defaults);
     RUN(test_write_default);
+    RUN(test_check);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) printf("# could not remove %s\n", dir);
