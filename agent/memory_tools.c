@@ -52,7 +52,7 @@ static int tool_remember(hx_tools *reg, void *user, const cJSON *args,
     if (!text || strlen(text) > MAX_TEXT)
         return hx_err_set(err, HX_ERR_INVALID,
                           "text must be at most %d bytes", MAX_TEXT);
-    hx_mem_new n = {kind, text, 0, 0};
+    hx_mem_new n = {.kind = kind, .text = text};
     if (cJSON_IsNumber(days))
         n.expires_at = hx_now(NULL) + (int64_t)days->valuedouble * 86400;
     int64_t id = 0;

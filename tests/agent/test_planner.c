@@ -675,7 +675,7 @@ static void test_recall_in_prompt(void)
 {
     world w;
     ASSERT(world_open(&w, 0, 0, 0));
-    hx_mem_new mn = {"preference", "Alice prefers meetings in the afternoon", 0, 0};
+    hx_mem_new mn = {.kind = "preference", .text = "Alice prefers meetings in the afternoon"};
     ASSERT(hx_memory_remember(w.mem, &mn, NULL, NULL, NULL) == HX_OK);
     const char *turns[] = {"Noted."};
     seen s;
