@@ -113,13 +113,13 @@ int hx_agent_register_memory_tools(hx_tools *reg, hx_memory *mem, hx_err *err)
         {HX_TOOL_API_VERSION, "memory.remember",
          "Remember a lasting fact or preference about the user for later "
          "conversations; restating a known fact updates it.",
-         remember_schema, HX_EFFECT_WRITE, tool_remember, mem, 0},
+         remember_schema, HX_EFFECT_WRITE, tool_remember, mem, HX_TOOL_BUILTIN},
         {HX_TOOL_API_VERSION, "memory.forget",
          "Forget a remembered fact for good, by its id.", forget_schema,
-         HX_EFFECT_WRITE, tool_forget, mem, 0},
+         HX_EFFECT_WRITE, tool_forget, mem, HX_TOOL_BUILTIN},
         {HX_TOOL_API_VERSION, "memory.search",
          "Search what you remember about the user.", search_schema,
-         HX_EFFECT_READ, tool_search, mem, 0},
+         HX_EFFECT_READ, tool_search, mem, HX_TOOL_BUILTIN},
     };
     for (size_t i = 0; i < sizeof defs / sizeof *defs; i++) {
         int rc = hx_tools_register(reg, &defs[i], err);
