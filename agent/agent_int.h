@@ -308,6 +308,31 @@ typedef struct hx_planner_deps {
     const struct hx_consent *consent;
 } hx_planner_deps;
 
+/* ---- one tool call (agent/toolrun.c): the planner's calls and `hearth
+ * tools call` go through the same policy, consent and audit trail ---- */
+typedef struct hx_call_outcome {
+    const char *status;   /* "ok", "error", "refused", "malformed" (static) */
+    const char *decision; /* "allow", "ask", "deny", "" (static) */
+    const char *by;       /* who decided (static; see hx_policy_resolve) */
+    int confirmed;        /* the policy asked and the answer was yes */
+    int rc;               /* HX_OK, HX_ERR_DENIED when refused, or the
+                             tool's error code */
+    int untrusted;        /* the result or the error holds untrusted
+                             content (hx_call_trust): it taints */
+    cJSON *result;        /* the tool's result when ok (owned) */
+    char detail[600];     /* the error or refusal, for the model and audit */
+} hx_call_outcome;
+/* Decides name(args) under d's policy and consent, tainted saying whether
+ * untrusted content is in the conversation (the taint rule), and runs it
+ * if allowed; o (zeroed by the caller) gets how it went. args_json is
+ * args as the question and the audit show them. d->src is not used. */
+void hx_agent_call(const hx_planner_deps *d, const char *name, const cJSON *args,
+                   const char *args_json, int tainted, hx_call_outcome *o);
+/* The call's audit records: one line in d->audit (the JSON-lines log) and
+ * one row in d->mem's audit table, where each is open (may be NULL). */
+void hx_agent_audit(const hx_planner_deps *d, const char *name, const char *args_json,
+                    const hx_call_outcome *o);
+
 typedef struct hx_planner hx_planner;
 hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p);
 void hx_planner_free(hx_planner *pl); /* NULL is a no-op */
