@@ -259,14 +259,37 @@ static int compact_line_end(const run *r, hx_buf *text)
     return 1;
 }
 
+/* A turn's prompt: the rendered conversation and the ranges its template
+ * wrote, the only places a special token may be read. */
+typedef struct prompt {
+    hx_buf text;
+    hx_tpl_marks marks;
+} prompt;
+
+static int render(const hx_planner *pl, const hx_tpl_opts *o, prompt *p, hx_err *err)
+{
+    p->text.len = 0;
+    p->marks.n = 0;
+    int rc = hx_tpl_render_marked(pl->p.family, pl->msgs, pl->tools, o, &p->text, &p->marks);
+    return rc ? hx_err_set(err, rc, "cannot render the prompt") : HX_OK;
+}
+
+static int begin(hx_source *src, const prompt *p, int choice, int *n_prompt, hx_err *err)
+{
+    const char *text = p->text.data ? p->text.data : "";
+    if (src->api_version >= 5 && src->begin_marked)
+        return src->begin_marked(src->ctx, text, &p->marks, choice, n_prompt, err);
+    return src->begin(src->ctx, text, choice, n_prompt, err);
+}
+
 /* Lets the source write one assistant turn into text. */
-static int gen_turn(run *r, const char *prompt, int choice, hx_buf *text, hx_err *err)
+static int gen_turn(run *r, const prompt *p, int choice, hx_buf *text, hx_err *err)
 {
     hx_source *src = r->pl->d.src;
     int n_prompt = 0, end = 0, in_call = 0, rc;
     size_t done = 0;
     if ((rc = check_limits(r, err))) return rc;
-    if ((rc = src->begin(src->ctx, prompt, choice, &n_prompt, err))) return rc;
+    if ((rc = begin(src, p, choice, &n_prompt, err))) return rc;
     r->prompt_tokens += n_prompt;
     while (!(rc = check_limits(r, err))) {
         if ((rc = src->next(src->ctx, text, &end, err))) return rc;
@@ -513,16 +536,14 @@ static int drop_oldest(hx_planner *pl)
 
 /* gen_turn; when the prompt does not fit the KV cache (HX_ERR_FULL before
  * anything was generated), drops the oldest exchanges and tries again. */
-static int gen_fitting(run *r, int choice, const hx_tpl_opts *o, hx_buf *prompt,
+static int gen_fitting(run *r, int choice, const hx_tpl_opts *o, prompt *p,
                        hx_buf *text, hx_err *err)
 {
-    int rc = gen_turn(r, prompt->data, choice, text, err);
+    int rc = gen_turn(r, p, choice, text, err);
     while (rc == HX_ERR_FULL && text->len == 0 && drop_oldest(r->pl)) {
         hx_log_warn("the context is full: the oldest exchange is dropped");
-        prompt->len = 0;
-        rc = hx_tpl_render(r->pl->p.family, r->pl->msgs, r->pl->tools, o, prompt);
-        if (rc) return hx_err_set(err, rc, "cannot render the prompt");
-        rc = gen_turn(r, prompt->data, choice, text, err);
+        if ((rc = render(r->pl, o, p, err))) return rc;
+        rc = gen_turn(r, p, choice, text, err);
     }
     return rc;
 }
@@ -618,16 +639,17 @@ static void repair_calls(run *r, pcall *calls, int n)
 static int step(run *r, int choice, int *answered, hx_err *err)
 {
     hx_planner *pl = r->pl;
-    hx_buf prompt, text;
-    hx_buf_init(&prompt);
+    prompt p = {0};
+    hx_buf text;
+    hx_buf_init(&p.text);
     hx_buf_init(&text);
     hx_tpl_opts o = hx_tpl_default_opts();
     o.no_think = pl->p.no_think;
-    int rc = hx_tpl_render(pl->p.family, pl->msgs, pl->tools, &o, &prompt);
-    if (rc) hx_err_set(err, rc, "cannot render the prompt");
+    int rc = render(pl, &o, &p, err);
     if (!rc) rc = set_copy_text(r, err);
-    if (!rc) rc = gen_fitting(r, choice, &o, &prompt, &text, err);
-    hx_buf_free(&prompt);
+    if (!rc) rc = gen_fitting(r, choice, &o, &p, &text, err);
+    hx_buf_free(&p.text);
+    hx_tpl_marks_free(&p.marks);
     if (rc) {
         free(r->partial);
         r->partial = hx_buf_steal(&text, NULL);
