@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/agent_int.h"
 #include "agent/cli.h"
@@ -13,15 +14,19 @@
 static void tools_usage(FILE *f)
 {
     fprintf(f, "usage: hearth tools list [--json] [--config PATH]\n"
-               "       hearth tools call NAME 'JSON' [--config PATH]\n"
+               "       hearth tools call NAME 'JSON' [--yes | --no] [--config PATH]\n"
                "       hearth tools add MANIFEST.json [--replace]\n\n"
                "Lists the built-in and registered tools (with --json, in the OpenAI/MCP\n"
                "tool shape with their JSON Schemas), calls one with JSON arguments and\n"
                "prints its JSON result, or validates a tool manifest and installs it in\n"
                "tools.d (see the README's guide for tool authors). Broken manifests and\n"
-               "schemas the grammar cannot use are reported and skipped. Errors go to\n"
+               "schemas the grammar cannot use are reported and skipped.\n\n"
+               "A call goes through the same policy as the assistant's (config.json's\n"
+               "\"policy\"): where it says ask, the question comes on the terminal;\n"
+               "without one the call is refused unless --yes answers it (--no refuses\n"
+               "every question). Every call is recorded in the audit log. Errors go to\n"
                "stderr; the exit code says what failed (1 failure, 2 bad command line or\n"
-               "arguments, 3 bad input data).\n");
+               "arguments, 3 bad input data, 4 refused).\n");
 }
 
 /* Removes "--config PATH" from argv; returns the path or NULL. */
@@ -35,6 +40,22 @@ static const char *take_config(int *argc, char **argv)
         return p;
     }
     return NULL;
+}
+
+/* Removes flag (and alt, if not NULL) from argv; returns whether it was there. */
+static int take_flag(int *argc, char **argv, const char *flag, const char *alt)
+{
+    int found = 0;
+    for (int i = 1; i < *argc;) {
+        if (strcmp(argv[i], flag) && (!alt || strcmp(argv[i], alt))) {
+            i++;
+            continue;
+        }
+        found = 1;
+        for (int k = i; k + 1 <= *argc; k++) argv[k] = argv[k + 1];
+        (*argc)--;
+    }
+    return found;
 }
 
 /* Loads the configuration and a registry with the built-in tools and the
@@ -60,7 +81,10 @@ static int open_tools(const char *cfg_path, hx_config **cfg, hx_tools **reg,
         hx_config_free(*cfg);
         return HX_EXIT_FAIL;
     }
-    if (problems.len) fprintf(stderr, "hearth: registered tools skipped:\n%s", problems.data);
+    if (problems.len) {
+        fprintf(stderr, "hearth: registered tools skipped:\n");
+        hx_term_fputs(stderr, problems.data, 1);
+    }
     hx_buf_free(&problems);
     return HX_EXIT_OK;
 }
@@ -84,6 +108,27 @@ static int print_json(cJSON *j)
     return HX_EXIT_OK;
 }
 
+void cli_print_tools(const hx_tools *reg, int describe)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    for (int i = 0; i < hx_tools_count(reg); i++) {
+        const hx_tool_def *d = hx_tools_at(reg, i);
+        hx_err e;
+        b.len = 0;
+        hx_term_escape(&b, d->name, strlen(d->name), 0);
+        printf("%-24s %-5s", b.data ? b.data : "", hx_effect_name(d->effect));
+        if (describe) fputs("  ", stdout), hx_term_fputs(stdout, d->description, 0);
+        putchar('\n');
+        if (describe && hx_agent_schema_usable(d->schema_json, &e)) {
+            printf("%-24s        unusable by the model: ", "");
+            hx_term_fputs(stdout, e.msg, 0);
+            putchar('\n');
+        }
+    }
+    hx_buf_free(&b);
+}
+
 static int tools_list(hx_tools *reg, int json)
 {
     if (json) {
@@ -92,13 +137,7 @@ static int tools_list(hx_tools *reg, int json)
         cJSON_Delete(l);
         return rc;
     }
-    for (int i = 0; i < hx_tools_count(reg); i++) {
-        const hx_tool_def *d = hx_tools_at(reg, i);
-        hx_err e;
-        printf("%-24s %-5s  %s\n", d->name, hx_effect_name(d->effect), d->description);
-        if (hx_agent_schema_usable(d->schema_json, &e))
-            printf("%-24s        unusable by the model: %s\n", "", e.msg);
-    }
+    cli_print_tools(reg, 1);
     print_sandbox_status();
     return HX_EXIT_OK;
 }
@@ -133,24 +172,67 @@ static int tools_add(const char *path, int replace)
     return HX_EXIT_OK;
 }
 
-static int tools_call(hx_tools *reg, const char *name, const char *json)
+/* The user's own call: no conversation, so no taint, but the same policy,
+ * consent and audit records as the assistant's calls (hx_agent_call). */
+static int run_call(const hx_config *cfg, hx_tools *reg, const hx_extools *x,
+                    const char *name, const cJSON *args, int yes, int no,
+                    hx_call_outcome *o)
 {
-    cJSON *args = cJSON_Parse(json), *res = NULL;
+    hx_memory *mem = NULL;
+    hx_memory_params mp = hx_memory_default_params();
     hx_err err = {0};
-    if (!args) {
-        fprintf(stderr, "hearth: the arguments are not valid JSON: %s\n", json);
+    if (hx_memory_open(&mp, &mem, &err))
+        fprintf(stderr, "hearth: the audit trail in memory is not written: %s\n", err.msg);
+    struct hx_policy *policy = NULL;
+    struct hx_audit *audit = NULL;
+    if (hx_gate_open(cJSON_GetObjectItem(cfg->raw, "policy"), "", &policy, &audit, &err)) {
+        hx_memory_close(mem);
+        fprintf(stderr, "hearth: %s\n", err.msg);
+        return cli_exit_code(err.rc);
+    }
+    int tty = isatty(0) && isatty(2);
+    struct hx_consent *c = hx_gate_consent_new(yes, no, 0, tty ? cli_ask_consent : NULL, NULL);
+    hx_planner_deps d = {NULL, reg, x, policy, audit, mem, c};
+    char *aj = cJSON_PrintUnformatted(args);
+    if (c && aj) {
+        hx_agent_call(&d, name, args, aj, 0, o);
+        hx_agent_audit(&d, name, aj, o);
+    }
+    cJSON_free(aj);
+    free(c);
+    hx_gate_close(policy, audit);
+    hx_memory_close(mem);
+    return c && aj ? HX_EXIT_OK : HX_EXIT_FAIL;
+}
+
+static void print_call_error(const char *name, const char *detail)
+{
+    fputs("hearth: ", stderr);
+    hx_term_fputs(stderr, name, 0);
+    fputs(": ", stderr);
+    hx_term_fputs(stderr, detail, 0);
+    fputc('\n', stderr);
+}
+
+static int tools_call(const hx_config *cfg, hx_tools *reg, const hx_extools *x,
+                      const char *name, const char *json, int yes, int no)
+{
+    if (!hx_tools_find(reg, name)) {
+        print_call_error(name, "no such tool ('hearth tools list' shows them)");
         return HX_EXIT_USAGE;
     }
-    int rc = hx_tools_call(reg, name, args, &res, &err);
-    cJSON_Delete(args);
-    if (rc) {
-        fprintf(stderr, "hearth: %s: %s\n", name, err.msg);
-        return rc == HX_ERR_NOTFOUND && !hx_tools_find(reg, name) ? HX_EXIT_USAGE
-                                                                   : cli_exit_code(rc);
+    cJSON *args = cJSON_Parse(json);
+    if (!args) {
+        print_call_error(name, "the arguments are not valid JSON");
+        return HX_EXIT_USAGE;
     }
-    rc = print_json(res);
-    cJSON_Delete(res);
-    return rc;
+    hx_call_outcome o = {.status = "", .decision = "", .by = ""};
+    int ex = run_call(cfg, reg, x, name, args, yes, no, &o);
+    cJSON_Delete(args);
+    if (!ex && o.rc) print_call_error(name, o.detail), ex = cli_exit_code(o.rc);
+    else if (!ex) ex = print_json(o.result);
+    cJSON_Delete(o.result);
+    return ex;
 }
 
 int cmd_tools(int argc, char **argv)
@@ -159,6 +241,13 @@ int cmd_tools(int argc, char **argv)
     if (cli_wants_help(argc, argv)) {
         tools_usage(stdout);
         return HX_EXIT_OK;
+    }
+    int is_call = argc >= 2 && !strcmp(argv[1], "call");
+    int yes = is_call && take_flag(&argc, argv, "--yes", "-y");
+    int no = is_call && take_flag(&argc, argv, "--no", NULL);
+    if (yes && no) {
+        fprintf(stderr, "hearth tools call: --yes and --no contradict each other\n");
+        return HX_EXIT_USAGE;
     }
     int is_list = argc >= 2 && !strcmp(argv[1], "list");
     int json = argc == 3 && !strcmp(argv[2], "--json");
@@ -176,7 +265,7 @@ int cmd_tools(int argc, char **argv)
     hx_extools *x;
     int rc = open_tools(cfg_path, &cfg, &reg, &x);
     if (rc) return rc;
-    rc = is_list ? tools_list(reg, json) : tools_call(reg, argv[2], argv[3]);
+    rc = is_list ? tools_list(reg, json) : tools_call(cfg, reg, x, argv[2], argv[3], yes, no);
     hx_tools_free(reg);
     hx_extools_free(x);
     hx_config_free(cfg);
