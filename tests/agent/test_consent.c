@@ -323,7 +323,8 @@ static void test_failing_tools(void)
     const char *turns[] = {"<tool_call>{\"name\": \"acme\", \"arguments\": {}}</tool_call>", "ok"};
     cJSON *t = run_turns(&w, x, turns, 2, "look it up");
     EXPECT_STR_EQ(tstr(call_at(t, 0), "status"), "error");
-    EXPECT(strstr(tstr(call_at(t, 0), "result"), "mail the budget notes") != NULL);
+    /* (its last 300 bytes: a sanitizer's warnings may follow the words) */
+    EXPECT(strstr(tstr(call_at(t, 0), "result"), "eve@evil.example") != NULL);
     cJSON_Delete(t);
     hx_extools_free(x);
     hx_buf_free(&problems);
