@@ -14,17 +14,8 @@
 #include "scripted.h"
 #include "cli_capture.h"
 #include "agent/cli.h"
+#include "tool_double.h"
 
-#ifdef __SANITIZE_ADDRESS__
-#define MEM_LIMIT "0" /* ASan's shadow memory needs terabytes of addresses */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-    return getuid() == 65534 ? "detect_leaks=0" : "";
-}
-#else
-#define MEM_LIMIT "256"
-#endif
 
 static char self[PATH_MAX];
 
@@ -40,19 +31,6 @@ static int tool_main(const char *mode)
     if (!strcmp(mode, "fail")) fputs(EVIL "\n", stderr), exit(1);
     printf("{\"ok\": true}\n");
     return 0;
-}
-
-static void mcp_reply(const cJSON *id, cJSON *result)
-{
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddStringToObject(r, "jsonrpc", "2.0");
-    cJSON_AddItemToObject(r, "id", cJSON_Duplicate(id, 1));
-    cJSON_AddItemToObject(r, "result", result);
-    char *s = cJSON_PrintUnformatted(r);
-    printf("%s\n", s);
-    fflush(stdout);
-    free(s);
-    cJSON_Delete(r);
 }
 
 static cJSON *mcp_tool(const char *name, const char *desc, int read_only)
@@ -77,16 +55,6 @@ static cJSON *mcp_list(const char *mode)
     return res;
 }
 
-static cJSON *mcp_call(const char *mode)
-{
-    cJSON *res = cJSON_CreateObject(), *content = cJSON_AddArrayToObject(res, "content");
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "type", "text");
-    cJSON_AddStringToObject(c, "text", !strcmp(mode, "esc") ? ESC_TEXT : EVIL);
-    cJSON_AddItemToArray(content, c);
-    cJSON_AddBoolToObject(res, "isError", 1);
-    return res;
-}
 
 static int mcp_main(const char *mode)
 {
@@ -99,7 +67,8 @@ static int mcp_main(const char *mode)
             mcp_reply(id, cJSON_Parse("{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
                                       "\"serverInfo\":{\"name\":\"t\",\"version\":\"1\"}}"));
         else if (method && !strcmp(method, "tools/list")) mcp_reply(id, mcp_list(mode));
-        else if (method && !strcmp(method, "tools/call")) mcp_reply(id, mcp_call(mode));
+        else if (method && !strcmp(method, "tools/call"))
+            mcp_reply(id, mcp_text_result(!strcmp(mode, "esc") ? ESC_TEXT : EVIL, 1));
         cJSON_Delete(m);
     }
     return 0;
@@ -324,7 +293,9 @@ static void test_failing_tools(void)
     cJSON *t = run_turns(&w, x, turns, 2, "look it up");
     EXPECT_STR_EQ(tstr(call_at(t, 0), "status"), "error");
     /* (its last 300 bytes: a sanitizer's warnings may follow the words) */
-    EXPECT(strstr(tstr(call_at(t, 0), "result"), "eve@evil.example") != NULL);
+    const char *said = tstr(call_at(t, 0), "result");
+    if (!strstr(said, "eve@evil.example")) printf("# the tool's error: %s\n", said);
+    EXPECT(strstr(said, "eve@evil.example") != NULL);
     cJSON_Delete(t);
     hx_extools_free(x);
     hx_buf_free(&problems);

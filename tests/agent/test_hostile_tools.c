@@ -16,17 +16,8 @@
 
 #include "test.h"
 #include "agent_world.h"
+#include "tool_double.h"
 
-#ifdef __SANITIZE_ADDRESS__
-#define MEM_LIMIT "0" /* ASan's shadow memory needs terabytes of addresses */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-    return getuid() == 65534 ? "detect_leaks=0" : "";
-}
-#else
-#define MEM_LIMIT "256"
-#endif
 
 static char self[PATH_MAX], secret[PATH_MAX + 32];
 

@@ -436,14 +436,21 @@ static hx_vocab *tiny_vocab(const char *path)
 
 /* As llama.cpp: user-defined tokens are matched in text even without
  * parse_special and always rendered; control tokens only when asked. */
-static void test_user_defined(void)
+/* tiny_vocab in a temporary file (removed), or NULL. */
+static hx_vocab *tiny_vocab_tmp(void)
 {
     char path[] = "/tmp/hx_vocab_ud_XXXXXX";
     int fd = mkstemp(path);
-    ASSERT(fd >= 0);
+    if (fd < 0) return NULL;
     close(fd);
     hx_vocab *v = tiny_vocab(path);
     unlink(path);
+    return v;
+}
+
+static void test_user_defined(void)
+{
+    hx_vocab *v = tiny_vocab_tmp();
     ASSERT(v != NULL);
     int32_t ids[16];
     int n = hx_tokenize(v, "ab<t>a<c>", 9, ids, 16, 0, 0);
@@ -469,12 +476,7 @@ static void test_user_defined(void)
  * the marks (the control) it is the token, as hx_tokenize reads it. */
 static void test_marked(void)
 {
-    char path[] = "/tmp/hx_vocab_mk_XXXXXX";
-    int fd = mkstemp(path);
-    ASSERT(fd >= 0);
-    close(fd);
-    hx_vocab *v = tiny_vocab(path);
-    unlink(path);
+    hx_vocab *v = tiny_vocab_tmp();
     ASSERT(v != NULL);
     const char *text = "<c>ab<t>a<c>"; /* a template's <c>, then content */
     const hx_span first = {0, 3}, all = {0, 12};
