@@ -239,7 +239,9 @@ static void session_close(session *s)
 
 static int fail(hx_err *err, const char *what)
 {
-    fprintf(stderr, "hearth: %s%s%s\n", what ? what : "", what ? ": " : "", err->msg);
+    fprintf(stderr, "hearth: %s%s", what ? what : "", what ? ": " : "");
+    hx_term_fputs(stderr, err->msg, 0); /* may quote a tool or server */
+    fputc('\n', stderr);
     return cli_exit_code(err->rc ? err->rc : HX_ERR_INTERNAL);
 }
 
@@ -309,7 +311,10 @@ static int open_tools(session *s, const ask_opts *o, hx_err *err)
     hx_buf problems;
     hx_buf_init(&problems);
     rc = hx_extools_load(s->reg, NULL, &s->x, &problems, err);
-    if (problems.len) fprintf(stderr, "hearth: registered tools skipped:\n%s", problems.data);
+    if (problems.len) {
+        fputs("hearth: registered tools skipped:\n", stderr);
+        hx_term_fputs(stderr, problems.data, 1);
+    }
     hx_buf_free(&problems);
     if (rc) return rc;
     rc = hx_gate_open(cJSON_GetObjectItem(s->cfg->raw, "policy"), "", &s->policy, &s->audit, err);
