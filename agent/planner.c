@@ -14,8 +14,9 @@ struct hx_planner {
     hx_planner_params p;
     cJSON *msgs;  /* the conversation; [0] is the system message */
     cJSON *tools; /* the tool list in the OpenAI shape */
-    int tainted;  /* untrusted content entered the conversation (a tool's
-                     result or error, a recalled memory): it stays so */
+    int tainted;  /* untrusted content is in the conversation (an MCP
+                     tool's description, a tool's result or error, a
+                     recalled memory): it stays so */
     int *starts;  /* index of each request's user message, for undo */
     int64_t *episodes; /* each request's episode id (0: none), for undo */
     int n_starts, cap_starts;
@@ -70,6 +71,22 @@ static cJSON *offered_tools(const hx_tools *reg, const char *filter)
     return all;
 }
 
+/* Whether the list offers a tool that describes itself at run time (an
+ * MCP server's): its name, description and schema, in every prompt, are
+ * that process's words. */
+static int offers_self_described(const hx_tools *reg, const cJSON *tools)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tools)
+    {
+        const cJSON *fn = cJSON_GetObjectItem(t, "function");
+        const hx_tool_def *def =
+            hx_tools_find(reg, cJSON_GetStringValue(cJSON_GetObjectItem(fn, "name")));
+        if (def && (def->flags & HX_TOOL_SELF_DESCRIBED)) return 1;
+    }
+    return 0;
+}
+
 hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p)
 {
     hx_planner_params dp = hx_planner_default_params();
@@ -83,6 +100,7 @@ hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p)
         hx_planner_free(pl);
         return NULL;
     }
+    pl->tainted = offers_self_described(d->reg, pl->tools);
     return pl;
 }
 

@@ -324,7 +324,7 @@ int ext_add_tool(hx_extools *x, ext_manifest *m, mcp_conn *conn, const char *nam
     snprintf(t->remote, sizeof t->remote, "%s", remote ? remote : "");
     t->m = m, t->conn = conn, t->owner = x;
     hx_tool_def def = {HX_TOOL_API_VERSION, t->name, description, schema_json, effect,
-                       call, t, HX_TOOL_UNTRUSTED};
+                       call, t, HX_TOOL_UNTRUSTED | (conn ? HX_TOOL_SELF_DESCRIBED : 0)};
     int rc = hx_tools_register(x->reg, &def, err);
     if (rc) {
         free(t);

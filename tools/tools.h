@@ -88,8 +88,17 @@ typedef struct hx_tool_def {
  *   under the reserved prefixes "calendar.", "mail.", "files." and
  *   "memory." (a user's rule "calendar.*" is about Hearth's calendar).
  * HX_TOOL_KEEPS: the tool keeps what it is given for later conversations
- *   (memory.remember): after untrusted content it asks as a send does. */
-enum { HX_TOOL_UNTRUSTED = 1, HX_TOOL_BUILTIN = 2, HX_TOOL_KEEPS = 4 };
+ *   (memory.remember): after untrusted content it asks as a send does.
+ * HX_TOOL_SELF_DESCRIBED: the tool's name, description and schema come
+ *   from its own process at run time (an MCP server's tools/list), not
+ *   from a manifest the user installed: offered to the model, they are
+ *   untrusted content in every prompt. */
+enum {
+    HX_TOOL_UNTRUSTED = 1,
+    HX_TOOL_BUILTIN = 2,
+    HX_TOOL_KEEPS = 4,
+    HX_TOOL_SELF_DESCRIBED = 8,
+};
 
 /* A registry bound to a configuration (borrowed; must outlive it). */
 hx_tools *hx_tools_new(const hx_config *cfg);
