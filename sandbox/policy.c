@@ -173,8 +173,8 @@ int hx_policy_resolve(hx_policy *p, const hx_policy_verdict *v, const char *tool
         return *by = v->forced_by_taint ? "taint rule (no terminal to ask)" : "no terminal", 0;
     const char *why = v->forced_by_taint
                           ? "untrusted content (a mail, an invitation, a file, a tool's "
-                            "output or error, a memory) is in this conversation; it may "
-                            "be steering this call"
+                            "output, error or own description, a memory) is in this "
+                            "conversation; it may be steering this call"
                           : v->rule;
     int ans = c->ask(c->user, tool, args_json, why);
     *by = "user";
