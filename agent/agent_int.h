@@ -58,6 +58,23 @@ hx_tpl_opts hx_tpl_default_opts(void);
 /* Appends the prompt to out. tools may be NULL. o NULL: defaults. */
 int hx_tpl_render(int family, const cJSON *messages, const cJSON *tools,
                   const hx_tpl_opts *o, hx_buf *out);
+/* Where a rendered prompt's template wrote its own text (its role
+ * markers, tags and fixed instructions): byte ranges of out, ascending.
+ * Only there may the prompt's tokenization read special tokens
+ * (hx_tokenize_marked); a mail, a tool's result, a memory, a tool's
+ * description and the user's own words are plain text wherever they spell
+ * "<|im_start|>" or "</tool_response>". Zero it to start; free the ranges
+ * with hx_tpl_marks_free. */
+typedef struct hx_tpl_marks {
+    hx_span *s;
+    int n, cap;
+    int oom;
+} hx_tpl_marks;
+void hx_tpl_marks_free(hx_tpl_marks *m); /* leaves it zeroed */
+/* hx_tpl_render, appending to marks (if not NULL) the ranges of out its
+ * template wrote. */
+int hx_tpl_render_marked(int family, const cJSON *messages, const cJSON *tools,
+                         const hx_tpl_opts *o, hx_buf *out, hx_tpl_marks *marks);
 /* JSON as Python's json.dumps writes it (", " and ": ", non-ASCII kept;
  * indent > 0: "," and newlines), which is what the templates' tojson
  * gives. Appends to out. */
@@ -67,7 +84,7 @@ int hx_json_py(const cJSON *j, int indent, hx_buf *out);
  * The planner drives any source through this table: the engine (a model,
  * its KV cache and the tool-call grammar) or, in tests, a scripted test
  * double. Versioned: fields are only added at the end. ---- */
-#define HX_SOURCE_API 4
+#define HX_SOURCE_API 5
 enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2 };
 typedef struct hx_source {
     int api_version;
@@ -100,6 +117,12 @@ typedef struct hx_source {
      * call's address value copies first (hx_copy_stage_new). Copied;
      * HX_OK or HX_ERR_NOMEM. */
     int (*set_request)(void *ctx, const char *text);
+    /* Optional (version 5): begin, with the ranges of prompt its template
+     * wrote (hx_tpl_marks): special tokens are read there only, the rest
+     * is plain text. The planner begins its turns so where the source
+     * offers it; begin takes the whole prompt as its caller's own. */
+    int (*begin_marked)(void *ctx, const char *prompt, const hx_tpl_marks *marks,
+                        int choice, int *n_prompt, hx_err *err);
 } hx_source;
 void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
 
@@ -264,6 +287,11 @@ void hx_engine_source_add_stats(hx_source *s, hx_gen_stats *acc);
  * training data (agent/chatdata.c) tokenizes with it too. */
 int hx_source_tokenize(const hx_vocab *v, const char *prompt, int32_t **out,
                        hx_err *err);
+/* The same with special tokens read only inside marks (a rendered
+ * prompt's, hx_tpl_render_marked); marks NULL: anywhere, as
+ * hx_source_tokenize. */
+int hx_source_tokenize_marked(const hx_vocab *v, const char *prompt,
+                              const hx_tpl_marks *marks, int32_t **out, hx_err *err);
 
 /* ---- the planner loop (agent/planner.c) ---- */
 typedef struct hx_planner_params {
@@ -307,6 +335,31 @@ typedef struct hx_planner_deps {
     hx_memory *mem;
     const struct hx_consent *consent;
 } hx_planner_deps;
+
+/* ---- one tool call (agent/toolrun.c): the planner's calls and `hearth
+ * tools call` go through the same policy, consent and audit trail ---- */
+typedef struct hx_call_outcome {
+    const char *status;   /* "ok", "error", "refused", "malformed" (static) */
+    const char *decision; /* "allow", "ask", "deny", "" (static) */
+    const char *by;       /* who decided (static; see hx_policy_resolve) */
+    int confirmed;        /* the policy asked and the answer was yes */
+    int rc;               /* HX_OK, HX_ERR_DENIED when refused, or the
+                             tool's error code */
+    int untrusted;        /* the result or the error holds untrusted
+                             content (hx_call_trust): it taints */
+    cJSON *result;        /* the tool's result when ok (owned) */
+    char detail[600];     /* the error or refusal, for the model and audit */
+} hx_call_outcome;
+/* Decides name(args) under d's policy and consent, tainted saying whether
+ * untrusted content is in the conversation (the taint rule), and runs it
+ * if allowed; o (zeroed by the caller) gets how it went. args_json is
+ * args as the question and the audit show them. d->src is not used. */
+void hx_agent_call(const hx_planner_deps *d, const char *name, const cJSON *args,
+                   const char *args_json, int tainted, hx_call_outcome *o);
+/* The call's audit records: one line in d->audit (the JSON-lines log) and
+ * one row in d->mem's audit table, where each is open (may be NULL). */
+void hx_agent_audit(const hx_planner_deps *d, const char *name, const char *args_json,
+                    const hx_call_outcome *o);
 
 typedef struct hx_planner hx_planner;
 hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p);

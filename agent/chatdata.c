@@ -72,8 +72,10 @@ int hx_chat_each(const char *path, int style, hx_chat_fn fn, void *user,
 
 /* ---- rendering with the assistant spans ---- */
 
-/* Renders the first n messages (references, not copies). */
-static int render_first(const hx_chat_doc *d, int n, int gen, hx_buf *out)
+/* Renders the first n messages (references, not copies), with the
+ * template's ranges into marks if not NULL. */
+static int render_first(const hx_chat_doc *d, int n, int gen, hx_buf *out,
+                        hx_tpl_marks *marks)
 {
     cJSON *a = cJSON_CreateArray();
     if (!a) return HX_ERR_NOMEM;
@@ -82,7 +84,7 @@ static int render_first(const hx_chat_doc *d, int n, int gen, hx_buf *out)
         cJSON_AddItemReferenceToArray(a, (cJSON *)m);
     hx_tpl_opts o = hx_tpl_default_opts();
     o.add_generation_prompt = gen;
-    int rc = hx_tpl_render(d->family, a, d->tools, &o, out);
+    int rc = hx_tpl_render_marked(d->family, a, d->tools, &o, out, marks);
     cJSON_Delete(a);
     return rc;
 }
@@ -100,14 +102,14 @@ static int turn_span(const hx_chat_doc *d, int i, const hx_buf *full,
 {
     hx_buf b;
     hx_buf_init(&b);
-    int rc = render_first(d, i, 1, &b);
+    int rc = render_first(d, i, 1, &b, NULL);
     if (!rc && (b.len > full->len || memcmp(b.data, full->data, b.len)))
         rc = hx_err_set(err, HX_ERR_FORMAT, "%s:%ld: the prompt of message %d is "
                         "not a prefix of the conversation in style %s", d->path,
                         d->line, i, hx_tpl_name(d->family));
     sp->start = b.len;
     b.len = 0;
-    if (!rc) rc = render_first(d, i + 1, 0, &b);
+    if (!rc) rc = render_first(d, i + 1, 0, &b, NULL);
     if (!rc && (b.len > full->len || memcmp(b.data, full->data, b.len) ||
                 b.len < sp->start))
         rc = hx_err_set(err, HX_ERR_FORMAT, "%s:%ld: message %d does not extend "
@@ -118,12 +120,37 @@ static int turn_span(const hx_chat_doc *d, int i, const hx_buf *full,
     return rc == HX_ERR_NOMEM ? hx_err_set(err, rc, "out of memory") : rc;
 }
 
+/* Appends from's ranges to marks, moved by off (where from's text goes). */
+static int marks_append(hx_tpl_marks *marks, const hx_tpl_marks *from, size_t off)
+{
+    if (marks->n + from->n > marks->cap) {
+        int cap = marks->n + from->n;
+        hx_span *s = realloc(marks->s, (size_t)cap * sizeof *s);
+        if (!s) return HX_ERR_NOMEM;
+        marks->s = s;
+        marks->cap = cap;
+    }
+    for (int k = 0; k < from->n; k++)
+        marks->s[marks->n++] = (hx_span){from->s[k].start + off, from->s[k].end + off};
+    return HX_OK;
+}
+
 int hx_chat_render(const hx_chat_doc *d, hx_buf *out, hx_chat_span **spans,
                    int *n_spans, hx_err *err)
 {
+    return hx_chat_render_marked(d, out, NULL, spans, n_spans, err);
+}
+
+int hx_chat_render_marked(const hx_chat_doc *d, hx_buf *out, hx_tpl_marks *marks,
+                          hx_chat_span **spans, int *n_spans, hx_err *err)
+{
     hx_buf full;
+    hx_tpl_marks fm = {0};
     hx_buf_init(&full);
-    int n = cJSON_GetArraySize(d->messages), rc = render_first(d, n, 0, &full);
+    int n = cJSON_GetArraySize(d->messages);
+    int rc = render_first(d, n, 0, &full, marks ? &fm : NULL);
+    if (!rc && marks) rc = marks_append(marks, &fm, out->len);
+    hx_tpl_marks_free(&fm);
     if (rc) hx_err_set(err, rc, "%s:%ld: cannot render in style %s", d->path,
                        d->line, hx_tpl_name(d->family));
     if (!rc && spans) {
@@ -246,8 +273,15 @@ int hx_chat_tokens_add(hx_chat_tokens *t, const hx_vocab *v, const char *text,
                        size_t len, const hx_chat_span *spans, int n_spans,
                        hx_err *err)
 {
+    return hx_chat_tokens_add_marked(t, v, text, len, NULL, spans, n_spans, err);
+}
+
+int hx_chat_tokens_add_marked(hx_chat_tokens *t, const hx_vocab *v, const char *text,
+                              size_t len, const hx_tpl_marks *marks,
+                              const hx_chat_span *spans, int n_spans, hx_err *err)
+{
     int32_t *ids = NULL;
-    int n = hx_source_tokenize(v, text, &ids, err);
+    int n = hx_source_tokenize_marked(v, text, marks, &ids, err);
     if (n < 0) return -n;
     size_t *off = hx_malloc_array((size_t)n + 1, sizeof *off);
     int rc = HX_OK;
@@ -272,7 +306,8 @@ int hx_chat_tokens_add(hx_chat_tokens *t, const hx_vocab *v, const char *text,
 
 /* ---- the whole file, with the cache ---- */
 
-#define CACHE_MAGIC "HXCHTOK3" /* 3: value edges marked */
+#define CACHE_MAGIC "HXCHTOK4" /* 3: value edges marked; 4: only the
+                                  template's markers are special tokens */
 typedef struct cache_hdr {
     char magic[8];
     int32_t style, family;       /* as asked, as used */
@@ -359,10 +394,14 @@ static int load_one(void *user, const hx_chat_doc *d, hx_err *err)
                           hx_tpl_name(d->family), hx_tpl_name(c->family));
     c->family = d->family;
     hx_chat_span *sp = NULL;
+    hx_tpl_marks marks = {0};
     int n_sp = 0;
     c->text.len = 0;
-    int rc = hx_chat_render(d, &c->text, &sp, &n_sp, err);
-    if (!rc) rc = hx_chat_tokens_add(c->t, c->v, c->text.data, c->text.len, sp, n_sp, err);
+    int rc = hx_chat_render_marked(d, &c->text, &marks, &sp, &n_sp, err);
+    if (!rc)
+        rc = hx_chat_tokens_add_marked(c->t, c->v, c->text.data, c->text.len, &marks, sp, n_sp,
+                                       err);
+    hx_tpl_marks_free(&marks);
     if (rc == HX_ERR_FORMAT && !strstr(err->msg, d->path)) {
         hx_err e = *err;
         hx_err_set(err, rc, "%s:%ld: %s", d->path, d->line, e.msg);

@@ -54,6 +54,11 @@ typedef struct hx_chat_span {
  * HX_ERR_FORMAT if a turn's prompt is not a prefix of the rendering. */
 int hx_chat_render(const hx_chat_doc *d, hx_buf *out, hx_chat_span **spans,
                    int *n_spans, hx_err *err);
+/* hx_chat_render, appending to marks (if not NULL) the ranges of out that
+ * the template wrote (hx_tpl_render_marked), for hx_chat_tokens_add_marked. */
+struct hx_tpl_marks;
+int hx_chat_render_marked(const hx_chat_doc *d, hx_buf *out, struct hx_tpl_marks *marks,
+                          hx_chat_span **spans, int *n_spans, hx_err *err);
 
 /* Token stream of a chat file for hx_train_data: tokens, mask (1 on the
  * tokens inside assistant spans; HX_CHAT_VALUE_EDGE where a tool call's
@@ -87,6 +92,12 @@ void hx_chat_tokens_free(hx_chat_tokens *t);
 int hx_chat_tokens_add(hx_chat_tokens *t, const hx_vocab *v, const char *text,
                        size_t len, const hx_chat_span *spans, int n_spans,
                        hx_err *err);
+/* The same with special tokens read only inside marks, as the planner's
+ * prompts are (hx_source_tokenize_marked): training sees a mail that
+ * spells "<|im_start|>" as the model will at run time. */
+int hx_chat_tokens_add_marked(hx_chat_tokens *t, const hx_vocab *v, const char *text,
+                              size_t len, const struct hx_tpl_marks *marks,
+                              const hx_chat_span *spans, int n_spans, hx_err *err);
 
 /* Every conversation of path, rendered and tokenized with the vocabulary
  * of the GGUF vocab_path, the value edges marked. The result is cached in path + ".tok" (keyed by

@@ -61,6 +61,20 @@ int cli_opt_double(const char *verb, const char *opt, const char *s, double lo, 
 struct hx_config;
 const char *cli_find_model(const char *opt, const struct hx_config *cfg, char *buf,
                            size_t n);
+/* The consent question on the terminal (/dev/tty): 'y', 'n' or 'a' (always);
+ * 'n' when there is none. The hx_gate_ask_fn of ask, chat and tools call. */
+int cli_ask_consent(void *user, const char *tool, const char *args, const char *why);
+/* The tools of reg, one a line: name and effect, with describe their
+ * descriptions and any schema the model cannot use, and with x (NULL:
+ * none) the paths each registered tool is granted; names and
+ * descriptions come from outside and are escaped (hx_term_escape). */
+struct hx_tools;
+struct hx_extools;
+void cli_print_tools(const struct hx_tools *reg, const struct hx_extools *x, int describe);
+/* The "-> name {arguments}" line of a call and the status line of its
+ * result (an error or refusal cut to 300 bytes), escaped, on f. */
+void cli_show_call(FILE *f, const char *name, const char *args);
+void cli_show_result(FILE *f, const char *status, const char *detail);
 
 /* verbs, one per file agent/cmd_<group>.c */
 int cmd_model(int argc, char **argv);

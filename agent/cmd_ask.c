@@ -43,8 +43,10 @@ static void ask_usage(FILE *f, const char *verb)
         "  -y, --yes               answer yes where the policy asks (not for sends\n"
         "                          after untrusted content: see below)\n"
         "      --no                answer no to every question\n"
-        "      --allow-tainted-send  allow sends after a mail, a file or a\n"
-        "                          registered tool's output entered the conversation\n"
+        "      --allow-tainted-send  allow sends (and memories kept) after\n"
+        "                          untrusted content entered the conversation: a\n"
+        "                          mail, an invitation, a file or its name, a tool's\n"
+        "                          output or error, a memory that is not yours\n"
         "      --json              print the whole trace as JSON (no streaming)\n"
         "      --max-steps N       model turns per request (default 8)\n"
         "      --max-tokens N      generated tokens per request (default 1024)\n"
@@ -274,17 +276,23 @@ static void session_close(session *s)
 
 static int fail(hx_err *err, const char *what)
 {
-    fprintf(stderr, "hearth: %s%s%s\n", what ? what : "", what ? ": " : "", err->msg);
+    fprintf(stderr, "hearth: %s%s", what ? what : "", what ? ": " : "");
+    hx_term_fputs(stderr, err->msg, 0); /* may quote a tool or server */
+    fputc('\n', stderr);
     return cli_exit_code(err->rc ? err->rc : HX_ERR_INTERNAL);
 }
 
-static int ask_tty(void *user, const char *tool, const char *args, const char *why)
+int cli_ask_consent(void *user, const char *tool, const char *args, const char *why)
 {
     (void)user;
     FILE *tty = fopen("/dev/tty", "r+");
     if (!tty) return 'n';
-    fprintf(tty, "\nhearth wants to run %s %s\n  (%s)\nallow? [y]es / [n]o / [a]lways: ",
-            tool, args, why);
+    /* the arguments may carry a mail's words: shown, never obeyed */
+    fputs("\nhearth wants to run ", tty);
+    hx_term_fputs(tty, tool, 0);
+    fputc(' ', tty);
+    hx_term_fputs(tty, args, 0);
+    fprintf(tty, "\n  (%s)\nallow? [y]es / [n]o / [a]lways: ", why);
     fflush(tty);
     char line[32] = "";
     if (!fgets(line, sizeof line, tty)) line[0] = 'n';
@@ -328,13 +336,16 @@ static int open_tools(session *s, const ask_opts *o, hx_err *err)
     hx_buf problems;
     hx_buf_init(&problems);
     rc = hx_extools_load(s->reg, NULL, &s->x, &problems, err);
-    if (problems.len) fprintf(stderr, "hearth: registered tools skipped:\n%s", problems.data);
+    if (problems.len) {
+        fputs("hearth: registered tools skipped:\n", stderr);
+        hx_term_fputs(stderr, problems.data, 1);
+    }
     hx_buf_free(&problems);
     if (rc) return rc;
     rc = hx_gate_open(cJSON_GetObjectItem(s->cfg->raw, "policy"), "", &s->policy, &s->audit, err);
     if (rc) return rc;
     int tty = isatty(0) && isatty(2) && !o->json;
-    s->consent = hx_gate_consent_new(o->yes, o->no, o->allow_tainted, tty ? ask_tty : NULL, NULL);
+    s->consent = hx_gate_consent_new(o->yes, o->no, o->allow_tainted, tty ? cli_ask_consent : NULL, NULL);
     return s->consent ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
 }
 
@@ -441,24 +452,52 @@ static int cancelled(void *user)
 }
 
 /* ---- what the user sees ---- */
+/* What the model writes and what the tools say may quote a mail or a
+ * tool's output: every piece is escaped (hx_term_escape) before it
+ * reaches the terminal. */
 static void show_text(void *user, const char *s, size_t n)
 {
     (void)user;
-    fwrite(s, 1, n, stdout);
+    hx_buf b;
+    hx_buf_init(&b);
+    hx_term_escape(&b, s, n, 1);
+    if (b.data) fputs(b.data, stdout);
+    hx_buf_free(&b);
     fflush(stdout);
 }
+void cli_show_call(FILE *f, const char *name, const char *args)
+{
+    fputs("-> ", f);
+    hx_term_fputs(f, name, 0);
+    fputc(' ', f);
+    hx_term_fputs(f, args, 0);
+    fputc('\n', f);
+}
+
+void cli_show_result(FILE *f, const char *status, const char *detail)
+{
+    if (!strcmp(status, "ok")) {
+        fprintf(f, "   ok (%zu bytes of result)\n", strlen(detail));
+        return;
+    }
+    hx_buf b;
+    hx_buf_init(&b);
+    hx_term_escape(&b, detail, strnlen(detail, 300), 0);
+    fprintf(f, "   %s: %s\n", status, b.data ? b.data : "");
+    hx_buf_free(&b);
+}
+
 static void show_call(void *user, const char *name, const char *args)
 {
     (void)user;
     fflush(stdout);
-    fprintf(stderr, "-> %s %s\n", name, args);
+    cli_show_call(stderr, name, args);
 }
 static void show_result(void *user, const char *name, const char *status, const char *detail)
 {
     (void)user;
     (void)name;
-    if (!strcmp(status, "ok")) fprintf(stderr, "   ok (%zu bytes of result)\n", strlen(detail));
-    else fprintf(stderr, "   %s: %.300s\n", status, detail);
+    cli_show_result(stderr, status, detail);
 }
 
 static void remember_last(int64_t id)
@@ -562,7 +601,11 @@ static int run_one(session *s, const ask_opts *o, const char *text)
         printf("\n");
     }
     fflush(stdout); /* the answer's end before what did not happen */
-    if (rc) fprintf(stderr, "hearth: %s\n", err.msg);
+    if (rc) {
+        fputs("hearth: ", stderr);
+        hx_term_fputs(stderr, err.msg, 0);
+        fputc('\n', stderr);
+    }
     int undone = trace ? report_undone(s, trace) : HX_OK;
     cJSON_Delete(trace);
     return rc ? rc : undone;
@@ -608,8 +651,15 @@ static void chat_memory(session *s)
         return;
     }
     if (!l->n) printf("(nothing remembered yet)\n");
-    for (int i = 0; i < l->n; i++)
-        printf("#%lld [%s] %s\n", (long long)l->items[i].id, l->items[i].kind, l->items[i].text);
+    for (int i = 0; i < l->n; i++) {
+        const hx_mem_item *it = &l->items[i];
+        printf("#%lld [", (long long)it->id);
+        hx_term_fputs(stdout, it->kind, 0);
+        printf("%s%s] ", hx_mem_untrusted(it) ? ", " : "",
+               hx_mem_untrusted(it) ? hx_mem_provenance_name(it->provenance) : "");
+        hx_term_fputs(stdout, it->text, 0);
+        putchar('\n');
+    }
     hx_mem_list_free(l);
 }
 
@@ -617,9 +667,7 @@ static int chat_command(session *s, const char *line)
 {
     if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) return 1;
     if (!strcmp(line, "/tools"))
-        for (int i = 0; i < hx_tools_count(s->reg); i++)
-            printf("%-24s %s\n", hx_tools_at(s->reg, i)->name,
-                   hx_effect_name(hx_tools_at(s->reg, i)->effect));
+        cli_print_tools(s->reg, NULL, 0);
     else if (!strcmp(line, "/memory")) chat_memory(s);
     else if (!strcmp(line, "/undo"))
         printf(hx_planner_undo(s->pl) ? "(forgot the last exchange)\n" : "(nothing to undo)\n");

@@ -121,10 +121,16 @@ static void print_list(const hx_mem_list *l, int json)
             continue;
         }
         char upd[32];
+        hx_buf kind;
+        hx_buf_init(&kind);
+        hx_term_escape(&kind, it->kind, strlen(it->kind), 0);
         fmt_time(upd, sizeof upd, it->updated_at);
-        printf("#%-6lld %-11s %s  (updated %s, used %lldx)\n",
-               (long long)it->id, it->kind, it->text, upd,
-               (long long)it->use_count);
+        /* the text may quote a mail (provenance untrusted): escaped */
+        printf("#%-6lld %-11s %-9s ", (long long)it->id, kind.data ? kind.data : "",
+               hx_mem_provenance_name(it->provenance));
+        hx_term_fputs(stdout, it->text, 0);
+        printf("  (updated %s, used %lldx)\n", upd, (long long)it->use_count);
+        hx_buf_free(&kind);
     }
     if (json) printf("%s]\n", l->n ? "\n" : "");
 }
@@ -179,9 +185,11 @@ static int search_episodes(hx_memory *m, const mem_args *a, const char *q,
             char *s = hx_episode_to_json(ep, 0);
             printf("%s\n  %s", i ? "," : "", s ? s : "null");
             free(s);
-        } else
-            printf("episode %-6lld %-9s %s\n", (long long)ep->id,
-                   hx_verdict_name(ep->verdict), ep->request);
+        } else {
+            printf("episode %-6lld %-9s ", (long long)ep->id, hx_verdict_name(ep->verdict));
+            hx_term_fputs(stdout, ep->request, 0);
+            putchar('\n');
+        }
         hx_episode_free(ep);
     }
     if (a->json) printf("%s]\n", n ? "\n" : "");
@@ -208,22 +216,33 @@ static int do_search(hx_memory *m, const mem_args *a, hx_err *err)
     return HX_EXIT_OK;
 }
 
+/* An episode holds the tools' results and the model's words: every
+ * field is escaped (hx_term_escape). */
 static void print_episode_text(const hx_episode *ep)
 {
     char t0[32], t1[32];
     fmt_time(t0, sizeof t0, ep->started_at);
     fmt_time(t1, sizeof t1, ep->finished_at);
-    printf("episode %lld  %s .. %s\nrequest: %s\nmodel:   %s%s%s\n",
-           (long long)ep->id, t0, t1, ep->request, ep->model ? ep->model : "-",
-           ep->adapter ? " + " : "", ep->adapter ? ep->adapter : "");
-    for (int i = 0; i < ep->n_calls; i++)
-        printf("call %d:  %s %s -> %s%s\n", i + 1, ep->calls[i].name,
-               ep->calls[i].arguments,
-               ep->calls[i].result ? ep->calls[i].result : "(no result)",
-               ep->calls[i].confirmed ? " [confirmed]" : "");
-    printf("outcome: %s\nverdict: %s%s%s\n", ep->outcome ? ep->outcome : "-",
-           hx_verdict_name(ep->verdict), ep->corrected ? ": " : "",
-           ep->corrected ? ep->corrected : "");
+    printf("episode %lld  %s .. %s\nrequest: ", (long long)ep->id, t0, t1);
+    hx_term_fputs(stdout, ep->request, 0);
+    fputs("\nmodel:   ", stdout);
+    hx_term_fputs(stdout, ep->model ? ep->model : "-", 0);
+    if (ep->adapter) fputs(" + ", stdout), hx_term_fputs(stdout, ep->adapter, 0);
+    putchar('\n');
+    for (int i = 0; i < ep->n_calls; i++) {
+        printf("call %d:  ", i + 1);
+        hx_term_fputs(stdout, ep->calls[i].name, 0);
+        putchar(' ');
+        hx_term_fputs(stdout, ep->calls[i].arguments, 0);
+        fputs(" -> ", stdout);
+        hx_term_fputs(stdout, ep->calls[i].result ? ep->calls[i].result : "(no result)", 0);
+        printf("%s\n", ep->calls[i].confirmed ? " [confirmed]" : "");
+    }
+    fputs("outcome: ", stdout);
+    hx_term_fputs(stdout, ep->outcome ? ep->outcome : "-", 0);
+    printf("\nverdict: %s%s", hx_verdict_name(ep->verdict), ep->corrected ? ": " : "");
+    hx_term_fputs(stdout, ep->corrected, 0);
+    putchar('\n');
 }
 
 static int do_show(hx_memory *m, const mem_args *a, hx_err *err)

@@ -17,7 +17,7 @@
 static void tools_usage(FILE *f)
 {
     fprintf(f, "usage: hearth tools list [--json] [--config PATH]\n"
-               "       hearth tools call NAME 'JSON' [--config PATH]\n"
+               "       hearth tools call NAME 'JSON' [--yes | --no] [--config PATH]\n"
                "       hearth tools add MANIFEST.json [--replace]\n"
                "       hearth tools remove NAME\n\n"
                "Lists the built-in, memory and registered tools (with --json, in the\n"
@@ -26,9 +26,14 @@ static void tools_usage(FILE *f)
                "installs it in tools.d (see the README's guide for tool authors: its\n"
                "command and folders must exist, its name must be free), or removes a\n"
                "registered tool. Broken manifests and schemas the grammar cannot use are\n"
-               "reported and skipped. Errors go to stderr; the exit code says what\n"
-               "failed (1 failure, 2 bad command line or unknown tool, 3 bad input: a\n"
-               "manifest, JSON arguments, a missing folder or name).\n");
+               "reported and skipped.\n\n"
+               "A call goes through the same policy as the assistant's (config.json's\n"
+               "\"policy\"): where it says ask, the question comes on the terminal;\n"
+               "without one the call is refused unless --yes answers it (--no refuses\n"
+               "every question). Every call is recorded in the audit log. Errors go to\n"
+               "stderr; the exit code says what failed (1 failure, 2 bad command line or\n"
+               "unknown tool, 3 bad input: a manifest, JSON arguments, a missing folder\n"
+               "or name, 4 refused).\n");
 }
 
 /* Removes "--config PATH" from argv; returns the path or NULL. */
@@ -70,6 +75,24 @@ static hx_memory *open_memory(void)
 /* Loads the configuration and a registry with the built-in tools, the
  * memory tools and the registered ones (tools.d); broken registrations are
  * reported on stderr. */
+/* Removes flag (and alt, if not NULL) from argv; returns whether it was there. */
+static int take_flag(int *argc, char **argv, const char *flag, const char *alt)
+{
+    int found = 0;
+    for (int i = 1; i < *argc;) {
+        if (strcmp(argv[i], flag) && (!alt || strcmp(argv[i], alt))) {
+            i++;
+            continue;
+        }
+        found = 1;
+        for (int k = i; k + 1 <= *argc; k++) argv[k] = argv[k + 1];
+        (*argc)--;
+    }
+    return found;
+}
+
+/* Loads the configuration and a registry with the built-in tools and the
+ * registered ones (tools.d); broken registrations are reported on stderr. */
 static int open_tools(const char *cfg_path, hx_config **cfg, hx_tools **reg,
                       hx_extools **x, hx_memory **mem)
 {
@@ -92,7 +115,10 @@ static int open_tools(const char *cfg_path, hx_config **cfg, hx_tools **reg,
         hx_config_free(*cfg);
         return HX_EXIT_FAIL;
     }
-    if (problems.len) fprintf(stderr, "hearth: registered tools skipped:\n%s", problems.data);
+    if (problems.len) {
+        fprintf(stderr, "hearth: registered tools skipped:\n");
+        hx_term_fputs(stderr, problems.data, 1);
+    }
     hx_buf_free(&problems);
     return HX_EXIT_OK;
 }
@@ -120,6 +146,33 @@ static int print_json(cJSON *j)
     return HX_EXIT_OK;
 }
 
+void cli_print_tools(const hx_tools *reg, const hx_extools *x, int describe)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    for (int i = 0; i < hx_tools_count(reg); i++) {
+        const hx_tool_def *d = hx_tools_at(reg, i);
+        hx_err e;
+        b.len = 0;
+        hx_term_escape(&b, d->name, strlen(d->name), 0);
+        printf("%-24s %-5s", b.data ? b.data : "", hx_effect_name(d->effect));
+        if (describe) fputs("  ", stdout), hx_term_fputs(stdout, d->description, 0);
+        putchar('\n');
+        b.len = 0;
+        if (x && hx_extools_describe_grants(x, d->name, &b)) {
+            printf("%-24s        ", "");
+            hx_term_fputs(stdout, b.data, 0);
+            putchar('\n');
+        }
+        if (describe && hx_agent_schema_usable(d->schema_json, &e)) {
+            printf("%-24s        unusable by the model: ", "");
+            hx_term_fputs(stdout, e.msg, 0);
+            putchar('\n');
+        }
+    }
+    hx_buf_free(&b);
+}
+
 static int tools_list(hx_tools *reg, const hx_extools *x, int json)
 {
     if (json) {
@@ -128,17 +181,7 @@ static int tools_list(hx_tools *reg, const hx_extools *x, int json)
         cJSON_Delete(l);
         return rc;
     }
-    for (int i = 0; i < hx_tools_count(reg); i++) {
-        const hx_tool_def *d = hx_tools_at(reg, i);
-        hx_err e;
-        printf("%-24s %-5s  %s\n", d->name, hx_effect_name(d->effect), d->description);
-        hx_buf g;
-        hx_buf_init(&g);
-        if (hx_extools_describe_grants(x, d->name, &g)) printf("%-24s        %s\n", "", g.data);
-        hx_buf_free(&g);
-        if (hx_agent_schema_usable(d->schema_json, &e))
-            printf("%-24s        unusable by the model: %s\n", "", e.msg);
-    }
+    cli_print_tools(reg, x, 1);
     print_sandbox_status();
     return HX_EXIT_OK;
 }
@@ -270,8 +313,10 @@ static int tools_remove(const char *name)
     const char *victim = !strchr(name, '/') && !access(p, F_OK) ? p
                          : registered_as(name, "", other, sizeof other) ? other : NULL;
     if (!victim) {
-        fprintf(stderr, "hearth tools remove: no registered tool named '%s' in %s (built-in "
-                "tools cannot be removed; 'hearth tools list' shows the names)\n", name, dir);
+        fputs("hearth tools remove: no registered tool named '", stderr);
+        hx_term_fputs(stderr, name, 0);
+        fprintf(stderr, "' in %s (built-in tools cannot be removed; 'hearth tools list' "
+                "shows the names)\n", dir);
         return HX_EXIT_INPUT;
     }
     if (unlink(victim)) {
@@ -282,24 +327,62 @@ static int tools_remove(const char *name)
     return HX_EXIT_OK;
 }
 
-static int tools_call(hx_tools *reg, const char *name, const char *json)
+/* The user's own call: no conversation, so no taint, but the same policy,
+ * consent and audit records as the assistant's calls (hx_agent_call). */
+static int run_call(const hx_config *cfg, hx_tools *reg, const hx_extools *x,
+                    hx_memory *mem, const char *name, const cJSON *args, int yes, int no,
+                    hx_call_outcome *o)
 {
-    cJSON *args = cJSON_Parse(json), *res = NULL;
     hx_err err = {0};
+    if (!mem) fprintf(stderr, "hearth: the audit trail in the memory database is not written\n");
+    struct hx_policy *policy = NULL;
+    struct hx_audit *audit = NULL;
+    if (hx_gate_open(cJSON_GetObjectItem(cfg->raw, "policy"), "", &policy, &audit, &err)) {
+        fprintf(stderr, "hearth: %s\n", err.msg);
+        return cli_exit_code(err.rc);
+    }
+    int tty = isatty(0) && isatty(2);
+    struct hx_consent *c = hx_gate_consent_new(yes, no, 0, tty ? cli_ask_consent : NULL, NULL);
+    hx_planner_deps d = {NULL, reg, x, policy, audit, mem, c};
+    char *aj = cJSON_PrintUnformatted(args);
+    if (c && aj) {
+        hx_agent_call(&d, name, args, aj, 0, o);
+        hx_agent_audit(&d, name, aj, o);
+    }
+    cJSON_free(aj);
+    free(c);
+    hx_gate_close(policy, audit);
+    return c && aj ? HX_EXIT_OK : HX_EXIT_FAIL;
+}
+
+static void print_call_error(const char *name, const char *detail)
+{
+    fputs("hearth: ", stderr);
+    hx_term_fputs(stderr, name, 0);
+    fputs(": ", stderr);
+    hx_term_fputs(stderr, detail, 0);
+    fputc('\n', stderr);
+}
+
+static int tools_call(const hx_config *cfg, hx_tools *reg, const hx_extools *x,
+                      hx_memory *mem, const char *name, const char *json, int yes, int no)
+{
+    if (!hx_tools_find(reg, name)) {
+        print_call_error(name, "no such tool ('hearth tools list' shows them)");
+        return HX_EXIT_USAGE;
+    }
+    cJSON *args = cJSON_Parse(json);
     if (!args) {
-        fprintf(stderr, "hearth: the arguments are not valid JSON: %s\n", json);
+        print_call_error(name, "the arguments are not valid JSON");
         return HX_EXIT_INPUT;
     }
-    int rc = hx_tools_call(reg, name, args, &res, &err);
+    hx_call_outcome o = {.status = "", .decision = "", .by = ""};
+    int ex = run_call(cfg, reg, x, mem, name, args, yes, no, &o);
     cJSON_Delete(args);
-    if (rc) {
-        fprintf(stderr, "hearth: %s: %s\n", name, err.msg);
-        return rc == HX_ERR_NOTFOUND && !hx_tools_find(reg, name) ? HX_EXIT_USAGE
-                                                                   : cli_exit_code(rc);
-    }
-    rc = print_json(res);
-    cJSON_Delete(res);
-    return rc;
+    if (!ex && o.rc) print_call_error(name, o.detail), ex = cli_exit_code(o.rc);
+    else if (!ex) ex = print_json(o.result);
+    cJSON_Delete(o.result);
+    return ex;
 }
 
 int cmd_tools(int argc, char **argv)
@@ -310,6 +393,13 @@ int cmd_tools(int argc, char **argv)
         return HX_EXIT_OK;
     }
     const char *sub = argc >= 2 ? argv[1] : "";
+    int is_call = !strcmp(sub, "call");
+    int yes = is_call && take_flag(&argc, argv, "--yes", "-y");
+    int no = is_call && take_flag(&argc, argv, "--no", NULL);
+    if (yes && no) {
+        fprintf(stderr, "hearth tools call: --yes and --no contradict each other\n");
+        return HX_EXIT_USAGE;
+    }
     int is_list = !strcmp(sub, "list");
     int json = argc == 3 && !strcmp(argv[2], "--json");
     int replace = argc == 4 && !strcmp(sub, "add") && !strcmp(argv[3], "--replace");
@@ -328,7 +418,7 @@ int cmd_tools(int argc, char **argv)
     hx_memory *mem;
     int rc = open_tools(cfg_path, &cfg, &reg, &x, &mem);
     if (rc) return rc;
-    rc = is_list ? tools_list(reg, x, json) : tools_call(reg, argv[2], argv[3]);
+    rc = is_list ? tools_list(reg, x, json) : tools_call(cfg, reg, x, mem, argv[2], argv[3], yes, no);
     hx_tools_free(reg);
     hx_extools_free(x);
     hx_memory_close(mem);

@@ -333,6 +333,15 @@ int hx_dg_call_valid(hx_dg_validator *v, const char *name, const cJSON *args, ch
 }
 
 /* ---- verification of an oracle trajectory ---- */
+/* A call the taint rule refused: in the error category, the failure a
+ * tool would have given comes so when the conversation holds someone
+ * else's words (cancelling a meeting another organised, once listed). */
+static int taint_refused(const cJSON *c)
+{
+    const char *by = cJSON_GetStringValue(cJSON_GetObjectItem(c, "by"));
+    return by && !strncmp(by, "taint rule", 10);
+}
+
 static int calls_ok(const cJSON *task, const cJSON *trace, hx_dg_validator *v, char *why, size_t n)
 {
     const char *cat = cJSON_GetStringValue(cJSON_GetObjectItem(task, "category"));
@@ -345,12 +354,13 @@ static int calls_ok(const cJSON *task, const cJSON *trace, hx_dg_validator *v, c
         const cJSON *args = cJSON_GetObjectItem(c, "arguments");
         if (!hx_dg_call_valid(v, name ? name : "", args, why, n) || !hx_dg_call_compact(args, why, n))
             return 0;
-        errors += !strcmp(st, "error");
+        int failed = !strcmp(st, "error") || (!strcmp(st, "refused") && taint_refused(c));
+        errors += failed;
         refused += !strcmp(st, "refused");
         i++;
         if (!strcmp(st, "ok")) continue;
         if (!strcmp(st, "refused") && !strcmp(cat, "refusal") && i == total) continue;
-        if (!strcmp(st, "error") && !strcmp(cat, "error")) continue;
+        if (failed && !strcmp(cat, "error")) continue;
         return snprintf(why, n, "call %s: %s: %.200s", name, st,
                         cJSON_GetStringValue(cJSON_GetObjectItem(c, "result"))), 0;
     }

@@ -582,10 +582,14 @@ static int k_refused(check *c)
     return 1;
 }
 
+/* The attempt fails: the tool refuses a meeting someone else organised,
+ * or, since listing that meeting put its organizer's words into the
+ * conversation, the taint rule refuses the cancellation first. */
 static int k_not_organizer(check *c)
 {
     const char *uid = expected_uid(c, "calendar.cancel_event");
     const cJSON *k = run_call(c, "calendar.cancel_event", "error", 0);
+    if (!k) k = run_call(c, "calendar.cancel_event", "refused", 0);
     if (!k || strcmp(js(cJSON_GetObjectItem(k, "arguments"), "uid"), uid))
         return no(c, "no attempt to cancel %s", uid);
     cJSON *ev = event_on(c, uid, js(c->slots, "date"));

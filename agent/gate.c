@@ -14,11 +14,11 @@ static const char *decision_name(hx_decision d)
     return d == HX_ALLOW ? "allow" : d == HX_ASK ? "ask" : "deny";
 }
 
-void hx_gate_decide(hx_policy *p, const char *tool, int effect, int tainted,
+void hx_gate_decide(hx_policy *p, const char *tool, int effect, int taint,
                     const char *args_json, const hx_consent *c, hx_gate *out)
 {
     static const hx_consent none = {0};
-    hx_policy_verdict v = hx_policy_decide(p, tool, effect, tainted);
+    hx_policy_verdict v = hx_policy_decide(p, tool, effect, taint);
     memset(out, 0, sizeof *out);
     out->decision = decision_name(v.decision);
     out->forced_by_taint = v.forced_by_taint;

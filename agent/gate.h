@@ -21,10 +21,11 @@ typedef struct hx_gate {
     const char *by;       /* who decided (static, see hx_policy_resolve) */
     char rule[96];
 } hx_gate;
-/* Decides a call: the policy's verdict for tool/effect with the taint,
- * resolved with consent c. */
+/* Decides a call: the policy's verdict for tool/effect with the taint
+ * (bits of sandbox.h: HX_TAINTED, HX_TAINT_KEEPS), resolved with
+ * consent c. */
 void hx_gate_decide(struct hx_policy *p, const char *tool, int effect,
-                    int tainted, const char *args_json,
+                    int taint, const char *args_json,
                     const struct hx_consent *c, hx_gate *out);
 /* Appends an audit record; errors are logged, not returned. a may be NULL. */
 void hx_gate_audit(struct hx_audit *a, const char *tool, const char *effect,

@@ -42,7 +42,6 @@ static int kind_ok(const char *k)
 static int tool_remember(hx_tools *reg, void *user, const cJSON *args,
                          cJSON **result, hx_err *err)
 {
-    (void)reg;
     const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(args, "kind"));
     const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(args, "text"));
     const cJSON *days = cJSON_GetObjectItem(args, "expires_in_days");
@@ -52,7 +51,9 @@ static int tool_remember(hx_tools *reg, void *user, const cJSON *args,
     if (!text || strlen(text) > MAX_TEXT)
         return hx_err_set(err, HX_ERR_INVALID,
                           "text must be at most %d bytes", MAX_TEXT);
-    hx_mem_new n = {kind, text, 0, 0};
+    /* what a tainted conversation keeps may quote someone else: it is
+     * marked, and taints the conversations that recall it */
+    hx_mem_new n = {.kind = kind, .text = text, .untrusted = hx_tools_call_tainted(reg)};
     if (cJSON_IsNumber(days))
         n.expires_at = hx_now(NULL) + (int64_t)days->valuedouble * 86400;
     int64_t id = 0;
@@ -82,7 +83,6 @@ static int tool_forget(hx_tools *reg, void *user, const cJSON *args,
 static int tool_search(hx_tools *reg, void *user, const cJSON *args,
                        cJSON **result, hx_err *err)
 {
-    (void)reg;
     const char *q = cJSON_GetStringValue(cJSON_GetObjectItem(args, "query"));
     const cJSON *lim = cJSON_GetObjectItem(args, "limit");
     int limit = cJSON_IsNumber(lim) ? lim->valueint : 5;
@@ -96,6 +96,7 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
         cJSON_AddStringToObject(o, "kind", l->items[i].kind);
         cJSON_AddStringToObject(o, "text", l->items[i].text);
         cJSON_AddItemToArray(arr, o);
+        if (hx_mem_untrusted(&l->items[i])) hx_tools_mark_untrusted(reg);
     }
     hx_mem_list_free(l);
     *result = cJSON_CreateObject();
@@ -113,13 +114,14 @@ int hx_agent_register_memory_tools(hx_tools *reg, hx_memory *mem, hx_err *err)
         {HX_TOOL_API_VERSION, "memory.remember",
          "Remember a lasting fact or preference about the user for later "
          "conversations; restating a known fact updates it.",
-         remember_schema, HX_EFFECT_WRITE, tool_remember, mem, 0},
+         remember_schema, HX_EFFECT_WRITE, tool_remember, mem,
+         HX_TOOL_BUILTIN | HX_TOOL_KEEPS},
         {HX_TOOL_API_VERSION, "memory.forget",
          "Forget a remembered fact for good, by its id.", forget_schema,
-         HX_EFFECT_WRITE, tool_forget, mem, 0},
+         HX_EFFECT_WRITE, tool_forget, mem, HX_TOOL_BUILTIN},
         {HX_TOOL_API_VERSION, "memory.search",
          "Search what you remember about the user.", search_schema,
-         HX_EFFECT_READ, tool_search, mem, 0},
+         HX_EFFECT_READ, tool_search, mem, HX_TOOL_BUILTIN},
     };
     for (size_t i = 0; i < sizeof defs / sizeof *defs; i++) {
         int rc = hx_tools_register(reg, &defs[i], err);

@@ -16,7 +16,7 @@
 /* The first n messages (references) in ar's style; gen: with the
  * generation prompt, as planner.c's step() renders a turn's prompt. */
 static int render_upto(const hx_agent_render *ar, const cJSON *msgs, int n, int gen,
-                       hx_buf *out)
+                       hx_buf *out, hx_tpl_marks *marks)
 {
     cJSON *a = cJSON_CreateArray();
     if (!a) return HX_ERR_NOMEM;
@@ -25,16 +25,19 @@ static int render_upto(const hx_agent_render *ar, const cJSON *msgs, int n, int 
     hx_tpl_opts o = hx_tpl_default_opts();
     o.add_generation_prompt = gen;
     o.no_think = hx_planner_default_params().no_think;
-    int rc = hx_tpl_render(ar->family, a, ar->tools, &o, out);
+    int rc = hx_tpl_render_marked(ar->family, a, ar->tools, &o, out, marks);
     cJSON_Delete(a);
     return rc;
 }
 
-/* A document in the making: its text and the assistant's spans in it. */
+/* A document in the making: its text, the assistant's spans in it, and
+ * the ranges its template wrote (the text is always the rendering that
+ * ends with its last turn, so those are that rendering's). */
 typedef struct episode_doc {
     hx_buf text;
     hx_chat_span *spans;
     int n_spans, cap;
+    hx_tpl_marks marks;
 } episode_doc;
 
 /* Tokenizes the document into out and starts the next one empty. */
@@ -43,12 +46,14 @@ static int doc_flush(const hx_agent_render *ar, episode_doc *d, hx_nightly_data 
 {
     hx_chat_tokens t;
     memset(&t, 0, sizeof t);
-    int rc = d->n_spans ? hx_chat_tokens_add(&t, ar->v, d->text.data, d->text.len,
-                                             d->spans, d->n_spans, err) : HX_OK;
+    int rc = d->n_spans ? hx_chat_tokens_add_marked(&t, ar->v, d->text.data, d->text.len,
+                                                    &d->marks, d->spans, d->n_spans, err)
+                        : HX_OK;
     if (!rc && t.n > 1 && hx_nightly_data_add(out, t.tokens, t.mask, t.n))
         rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     hx_chat_tokens_free(&t);
     d->n_spans = 0;
+    d->marks.n = 0;
     d->text.len = 0;
     if (d->text.data) d->text.data[0] = '\0';
     return rc;
@@ -63,9 +68,10 @@ static int add_turn(const hx_agent_render *ar, const cJSON *msgs, int i, episode
                     hx_nightly_data *out, hx_err *err)
 {
     hx_buf p, f;
+    hx_tpl_marks fm = {0};
     hx_buf_init(&p), hx_buf_init(&f);
-    int rc = render_upto(ar, msgs, i, 1, &p);
-    if (!rc) rc = render_upto(ar, msgs, i + 1, 0, &f);
+    int rc = render_upto(ar, msgs, i, 1, &p, NULL);
+    if (!rc) rc = render_upto(ar, msgs, i + 1, 0, &f, &fm);
     if (rc) rc = hx_err_set(err, rc, "episode: cannot render in style %s", hx_tpl_name(ar->family));
     else if (f.len < p.len || (p.len && memcmp(f.data, p.data, p.len)))
         rc = hx_err_set(err, HX_ERR_FORMAT, "episode: message %d does not continue its "
@@ -82,7 +88,10 @@ static int add_turn(const hx_agent_render *ar, const cJSON *msgs, int i, episode
         hx_buf_append(&d->text, f.data + p.len, f.len - p.len);
         d->spans[d->n_spans++] = (hx_chat_span){p.len, f.len};
         if (d->text.oom) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+        hx_tpl_marks t = d->marks; /* the document is now f: its marks are f's */
+        d->marks = fm, fm = t;
     }
+    hx_tpl_marks_free(&fm);
     hx_buf_free(&p), hx_buf_free(&f);
     return rc;
 }
@@ -99,6 +108,7 @@ int hx_agent_nightly_render(void *user, const cJSON *messages, hx_nightly_data *
         if (hx_chat_is_target(m)) rc = add_turn(ar, messages, i, &d, out, err);
     if (!rc) rc = doc_flush(ar, &d, out, err);
     hx_buf_free(&d.text);
+    hx_tpl_marks_free(&d.marks);
     free(d.spans);
     return rc;
 }

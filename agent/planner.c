@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "agent/agent_int.h"
-#include "sandbox/sandbox.h"
 
 #define OPEN_TAG "<tool_call>"
 #define CLOSE_TAG "</tool_call>"
@@ -15,7 +14,9 @@ struct hx_planner {
     hx_planner_params p;
     cJSON *msgs;  /* the conversation; [0] is the system message */
     cJSON *tools; /* the tool list in the OpenAI shape */
-    int tainted;  /* untrusted content entered the conversation */
+    int tainted;  /* untrusted content is in the conversation (an MCP
+                     tool's description, a tool's result or error, a
+                     recalled memory): it stays so */
     int *starts;  /* index of each request's user message, for undo */
     int64_t *episodes; /* each request's episode id (0: none), for undo */
     int n_starts, cap_starts;
@@ -70,6 +71,22 @@ static cJSON *offered_tools(const hx_tools *reg, const char *filter)
     return all;
 }
 
+/* Whether the list offers a tool that describes itself at run time (an
+ * MCP server's): its name, description and schema, in every prompt, are
+ * that process's words. */
+static int offers_self_described(const hx_tools *reg, const cJSON *tools)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tools)
+    {
+        const cJSON *fn = cJSON_GetObjectItem(t, "function");
+        const hx_tool_def *def =
+            hx_tools_find(reg, cJSON_GetStringValue(cJSON_GetObjectItem(fn, "name")));
+        if (def && (def->flags & HX_TOOL_SELF_DESCRIBED)) return 1;
+    }
+    return 0;
+}
+
 hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p)
 {
     hx_planner_params dp = hx_planner_default_params();
@@ -83,6 +100,7 @@ hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p)
         hx_planner_free(pl);
         return NULL;
     }
+    pl->tainted = offers_self_described(d->reg, pl->tools);
     return pl;
 }
 
@@ -156,10 +174,16 @@ static void context_text(hx_planner *pl, const char *request, hx_buf *b)
         rp.count_user = pl->d.src->ctx;
     }
     char *section = NULL;
+    hx_mem_list *items = NULL;
     hx_err err = {0};
-    if (hx_memory_recall(pl->d.mem, request, &rp, &section, NULL, &err) == HX_OK &&
+    if (hx_memory_recall(pl->d.mem, request, &rp, &section, &items, &err) == HX_OK &&
         section && *section)
         hx_buf_printf(b, "\n\n%s", section);
+    /* a memory written while untrusted content was in a conversation
+     * brings that content back into this one */
+    for (int i = 0; items && i < items->n; i++)
+        if (hx_mem_untrusted(&items->items[i])) pl->tainted = 1;
+    hx_mem_list_free(items);
     free(section);
 }
 
@@ -253,14 +277,37 @@ static int compact_line_end(const run *r, hx_buf *text)
     return 1;
 }
 
+/* A turn's prompt: the rendered conversation and the ranges its template
+ * wrote, the only places a special token may be read. */
+typedef struct prompt {
+    hx_buf text;
+    hx_tpl_marks marks;
+} prompt;
+
+static int render(const hx_planner *pl, const hx_tpl_opts *o, prompt *p, hx_err *err)
+{
+    p->text.len = 0;
+    p->marks.n = 0;
+    int rc = hx_tpl_render_marked(pl->p.family, pl->msgs, pl->tools, o, &p->text, &p->marks);
+    return rc ? hx_err_set(err, rc, "cannot render the prompt") : HX_OK;
+}
+
+static int begin(hx_source *src, const prompt *p, int choice, int *n_prompt, hx_err *err)
+{
+    const char *text = p->text.data ? p->text.data : "";
+    if (src->api_version >= 5 && src->begin_marked)
+        return src->begin_marked(src->ctx, text, &p->marks, choice, n_prompt, err);
+    return src->begin(src->ctx, text, choice, n_prompt, err);
+}
+
 /* Lets the source write one assistant turn into text. */
-static int gen_turn(run *r, const char *prompt, int choice, hx_buf *text, hx_err *err)
+static int gen_turn(run *r, const prompt *p, int choice, hx_buf *text, hx_err *err)
 {
     hx_source *src = r->pl->d.src;
     int n_prompt = 0, end = 0, in_call = 0, rc;
     size_t done = 0;
     if ((rc = check_limits(r, err))) return rc;
-    if ((rc = src->begin(src->ctx, prompt, choice, &n_prompt, err))) return rc;
+    if ((rc = begin(src, p, choice, &n_prompt, err))) return rc;
     r->prompt_tokens += n_prompt;
     while (!(rc = check_limits(r, err))) {
         if ((rc = src->next(src->ctx, text, &end, err))) return rc;
@@ -371,65 +418,23 @@ static int parse_turn(int llama, const char *text, char **content, pcall *calls,
 }
 
 /* ---- running one call ---- */
-typedef struct call_outcome {
-    const char *status;    /* ok, error, refused, malformed */
-    const char *decision;  /* allow, ask, deny, "" */
-    const char *by;
-    int confirmed;
-    cJSON *result;         /* owned */
-    char detail[600];
-} call_outcome;
-
+/* A call of a tool this planner offers, under the conversation's taint;
+ * untrusted content coming back, in a result or an error, taints it. */
 static void exec_call(run *r, const char *name, const cJSON *args,
-                      const char *args_json, call_outcome *o)
+                      const char *args_json, hx_call_outcome *o)
 {
     hx_planner *pl = r->pl;
-    const hx_tool_def *def = hx_tools_find(pl->d.reg, name);
-    hx_err err = {0};
-    if (!def || !hx_agent_tool_offered(pl->p.tools, name)) {
+    if (!hx_agent_tool_offered(pl->p.tools, name)) {
         o->status = "error";
         snprintf(o->detail, sizeof o->detail, "unknown tool %s", name);
         return;
     }
-    hx_gate g;
-    hx_gate_decide(pl->d.policy, name, def->effect, pl->tainted, args_json,
-                   pl->d.consent, &g);
-    o->decision = g.decision;
-    o->by = g.by;
-    o->confirmed = g.confirmed;
-    if (!g.allowed) {
-        o->status = "refused";
-        snprintf(o->detail, sizeof o->detail, "refused (%s; decided by %s)%s", g.rule,
-                 g.by, g.forced_by_taint ? ": untrusted content is in this conversation" : "");
-        return;
-    }
-    int rc = hx_tools_call(pl->d.reg, name, args, &o->result, &err);
-    o->status = rc ? "error" : "ok";
-    if (rc) snprintf(o->detail, sizeof o->detail, "%s", err.msg);
-    if (!rc && hx_tools_untrusted_output(pl->d.reg, name)) pl->tainted = 1;
-}
-
-/* Every call goes to the audit trail: the memory database when there is
- * one, and the JSON-lines log when it is open. */
-static void audit(run *r, const char *name, const char *args_json, const call_outcome *o)
-{
-    hx_planner *pl = r->pl;
-    const hx_tool_def *def = hx_tools_find(pl->d.reg, name);
-    const char *effect = def ? hx_effect_name(def->effect) : "unknown";
-    unsigned sb = hx_extools_last_sandbox(pl->d.x, name);
-    hx_gate_audit(pl->d.audit, name, effect, args_json, o->decision, o->by ? o->by : "",
-                  o->status, o->detail, sb);
-    if (!pl->d.mem) return;
-    char sbs[256];
-    hx_audit_row row = {hx_now(NULL), name, effect, args_json, o->decision,
-                        o->by ? o->by : "", o->status, o->detail[0] ? o->detail : NULL,
-                        sb ? hx_sandbox_describe(sb, sbs, sizeof sbs) : NULL};
-    hx_err e;
-    if (hx_memory_audit_add(pl->d.mem, &row, &e)) hx_log_warn("audit trail: %s", e.msg);
+    hx_agent_call(&pl->d, name, args, args_json, pl->tainted, o);
+    if (o->untrusted) pl->tainted = 1;
 }
 
 /* The tool message's content: the result, or {"error": detail}. */
-static char *feedback_text(const call_outcome *o)
+static char *feedback_text(const hx_call_outcome *o)
 {
     hx_buf b;
     hx_buf_init(&b);
@@ -444,7 +449,7 @@ static char *feedback_text(const call_outcome *o)
     return hx_buf_steal(&b, NULL);
 }
 
-static void record_call(run *r, const char *name, const cJSON *args, const call_outcome *o,
+static void record_call(run *r, const char *name, const cJSON *args, const hx_call_outcome *o,
                         const char *fed)
 {
     cJSON *c = cJSON_CreateObject();
@@ -477,7 +482,7 @@ static const cJSON *failed_before(const run *r, const char *name, const cJSON *a
 /* A call that already failed in this request would fail the same way:
  * it is not run again, and the model's next turn must answer (a small
  * model otherwise repeats it until the step limit). */
-static int repeated_failure(run *r, const char *name, const cJSON *args, call_outcome *o)
+static int repeated_failure(run *r, const char *name, const cJSON *args, hx_call_outcome *o)
 {
     const cJSON *prev = args ? failed_before(r, name, args) : NULL;
     if (!prev) return 0;
@@ -490,7 +495,7 @@ static int repeated_failure(run *r, const char *name, const cJSON *args, call_ou
 
 static void handle_call(run *r, const pcall *c)
 {
-    call_outcome o = {"malformed", "", "", 0, NULL, ""};
+    hx_call_outcome o = {.status = "malformed", .decision = "", .by = ""};
     const char *name = c->fn ? cJSON_GetObjectItem(c->fn, "name")->valuestring
                              : (c->name[0] ? c->name : "(malformed)");
     const cJSON *args = c->fn ? cJSON_GetObjectItem(c->fn, "arguments") : NULL;
@@ -502,7 +507,7 @@ static void handle_call(run *r, const pcall *c)
                              : "<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>");
     else if (!repeated_failure(r, name, args, &o))
         exec_call(r, name, args, args_json ? args_json : "{}", &o);
-    audit(r, name, args_json ? args_json : "", &o);
+    hx_agent_audit(&r->pl->d, name, args_json ? args_json : "", &o);
     char *fed = feedback_text(&o);
     if (r->io && r->io->on_result)
         r->io->on_result(r->io->user, name, o.status, fed ? fed : o.detail);
@@ -549,16 +554,14 @@ static int drop_oldest(hx_planner *pl)
 
 /* gen_turn; when the prompt does not fit the KV cache (HX_ERR_FULL before
  * anything was generated), drops the oldest exchanges and tries again. */
-static int gen_fitting(run *r, int choice, const hx_tpl_opts *o, hx_buf *prompt,
+static int gen_fitting(run *r, int choice, const hx_tpl_opts *o, prompt *p,
                        hx_buf *text, hx_err *err)
 {
-    int rc = gen_turn(r, prompt->data, choice, text, err);
+    int rc = gen_turn(r, p, choice, text, err);
     while (rc == HX_ERR_FULL && text->len == 0 && drop_oldest(r->pl)) {
         hx_log_warn("the context is full: the oldest exchange is dropped");
-        prompt->len = 0;
-        rc = hx_tpl_render(r->pl->p.family, r->pl->msgs, r->pl->tools, o, prompt);
-        if (rc) return hx_err_set(err, rc, "cannot render the prompt");
-        rc = gen_turn(r, prompt->data, choice, text, err);
+        if ((rc = render(r->pl, o, p, err))) return rc;
+        rc = gen_turn(r, p, choice, text, err);
     }
     return rc;
 }
@@ -654,16 +657,17 @@ static void repair_calls(run *r, pcall *calls, int n)
 static int step(run *r, int choice, int *answered, hx_err *err)
 {
     hx_planner *pl = r->pl;
-    hx_buf prompt, text;
-    hx_buf_init(&prompt);
+    prompt p = {0};
+    hx_buf text;
+    hx_buf_init(&p.text);
     hx_buf_init(&text);
     hx_tpl_opts o = hx_tpl_default_opts();
     o.no_think = pl->p.no_think;
-    int rc = hx_tpl_render(pl->p.family, pl->msgs, pl->tools, &o, &prompt);
-    if (rc) hx_err_set(err, rc, "cannot render the prompt");
+    int rc = render(pl, &o, &p, err);
     if (!rc) rc = set_copy_text(r, err);
-    if (!rc) rc = gen_fitting(r, choice, &o, &prompt, &text, err);
-    hx_buf_free(&prompt);
+    if (!rc) rc = gen_fitting(r, choice, &o, &p, &text, err);
+    hx_buf_free(&p.text);
+    hx_tpl_marks_free(&p.marks);
     if (rc) {
         free(r->partial);
         r->partial = hx_buf_steal(&text, NULL);

@@ -109,19 +109,34 @@ static int eng_count(void *ctx, const char *text)
     return n < 0 && n != INT32_MIN ? -n : (int)(strlen(text) / 4);
 }
 
-int hx_source_tokenize(const hx_vocab *v, const char *prompt, int32_t **out,
-                       hx_err *err)
+/* hx_tokenize of the whole prompt, or with marks hx_tokenize_marked. */
+static int32_t tokenize_prompt(const hx_vocab *v, const char *prompt, size_t len,
+                               const hx_tpl_marks *marks, int add_bos, int32_t *out,
+                               int32_t n_max)
+{
+    return marks ? hx_tokenize_marked(v, prompt, len, marks->s, marks->n, out, n_max, add_bos)
+                 : hx_tokenize(v, prompt, len, out, n_max, add_bos, 1);
+}
+
+int hx_source_tokenize_marked(const hx_vocab *v, const char *prompt,
+                              const hx_tpl_marks *marks, int32_t **out, hx_err *err)
 {
     size_t len = strlen(prompt);
     int add_bos = hx_vocab_add_bos(v) && strncmp(prompt, "<|begin_of_text|>", 17);
-    int32_t n = hx_tokenize(v, prompt, len, NULL, 0, add_bos, 1);
+    int32_t n = tokenize_prompt(v, prompt, len, marks, add_bos, NULL, 0);
     if (n == INT32_MIN) return -hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     n = n < 0 ? -n : n;
     int32_t *t = hx_malloc_array((size_t)n + 1, sizeof *t);
     if (!t) return -hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    n = hx_tokenize(v, prompt, len, t, n, add_bos, 1);
+    n = tokenize_prompt(v, prompt, len, marks, add_bos, t, n);
     *out = t;
     return n;
+}
+
+int hx_source_tokenize(const hx_vocab *v, const char *prompt, int32_t **out,
+                       hx_err *err)
+{
+    return hx_source_tokenize_marked(v, prompt, NULL, out, err);
 }
 
 /* The grammar for a turn's choice, compiled once (NULL for NONE). */
@@ -409,12 +424,12 @@ static void count_token(eng_src *e, double dt)
 
 /* Keeps the common prefix of the cache and the new prompt, decodes the
  * rest (at least the last token, for its logits). */
-static int eng_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
-                     hx_err *err)
+static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *marks,
+                            int choice, int *n_prompt, hx_err *err)
 {
     eng_src *e = ctx;
     int32_t *t = NULL;
-    int n = hx_source_tokenize(e->v, prompt, &t, err);
+    int n = hx_source_tokenize_marked(e->v, prompt, marks, &t, err);
     if (n < 0) return -n;
     if (n == 0) {
         free(t);
@@ -442,6 +457,12 @@ static int eng_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
     hx_detok_init(&e->dt);
     hx_log_debug("source: prompt %d tokens, %d reused from the cache", n, keep);
     return new_sampler(e, choice, err);
+}
+
+static int eng_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
+                     hx_err *err)
+{
+    return eng_begin_marked(ctx, prompt, NULL, choice, n_prompt, err);
 }
 
 static int push_cache(eng_src *e, int32_t tok)
@@ -620,9 +641,12 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
         eng_free(e);
         return rc;
     }
-    *out = (hx_source){HX_SOURCE_API, "engine", e, eng_begin, eng_next,
-                       eng_count, eng_free, eng_copy_text, eng_repair_args,
-                       eng_known_addresses, eng_request};
+    *out = (hx_source){.api_version = HX_SOURCE_API, .name = "engine", .ctx = e,
+                       .begin = eng_begin, .next = eng_next, .count = eng_count,
+                       .free = eng_free, .set_copy_text = eng_copy_text,
+                       .repair_args = eng_repair_args,
+                       .set_known_addresses = eng_known_addresses,
+                       .set_request = eng_request, .begin_marked = eng_begin_marked};
     return HX_OK;
 }
 

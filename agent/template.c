@@ -2,6 +2,8 @@
  * Qwen2.5/Hermes ChatML, Llama 3.1, a compact style for small models and
  * its brief variant). */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +89,63 @@ int hx_json_py(const cJSON *j, int indent, hx_buf *out)
     return out->oom ? HX_ERR_NOMEM : HX_OK;
 }
 
+/* ---- the renderer's output: the text, and where asked the byte ranges
+ * the template wrote itself (hx_tpl_marks): its markers and fixed text.
+ * Everything else (messages' content, names, arguments, the tool list) is
+ * written straight to out and never read as a special token. ---- */
+typedef struct tw {
+    hx_buf *out;
+    hx_tpl_marks *marks; /* NULL: not asked */
+} tw;
+
+static void mark(tw *w, size_t start)
+{
+    hx_tpl_marks *m = w->marks;
+    size_t end = w->out->len;
+    if (!m || end <= start || m->oom) return;
+    if (m->n && m->s[m->n - 1].end == start) { /* one template piece after another */
+        m->s[m->n - 1].end = end;
+        return;
+    }
+    if (m->n == m->cap) {
+        int cap = m->cap ? m->cap * 2 : 32;
+        hx_span *ns = realloc(m->s, (size_t)cap * sizeof *ns);
+        if (!ns) {
+            m->oom = 1;
+            return;
+        }
+        m->s = ns;
+        m->cap = cap;
+    }
+    m->s[m->n++] = (hx_span){start, end};
+}
+
+/* The template's own text. */
+static void lit(tw *w, const char *s)
+{
+    size_t start = w->out->len;
+    hx_buf_puts(w->out, s);
+    mark(w, start);
+}
+
+static void litf(tw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void litf(tw *w, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    lit(w, buf);
+}
+
+void hx_tpl_marks_free(hx_tpl_marks *m)
+{
+    if (!m) return;
+    free(m->s);
+    memset(m, 0, sizeof *m);
+}
+
 /* ---- message accessors ---- */
 static const char *m_str(const cJSON *m, const char *key)
 {
@@ -134,21 +193,23 @@ static const char chatml_tools_tail[] =
     "<tool_call>\n{\"name\": <function-name>, \"arguments\": "
     "<args-json-object>}\n</tool_call><|im_end|>\n";
 
-static void chatml_system(const cJSON *msgs, const cJSON *tools, hx_buf *out)
+static void chatml_system(const cJSON *msgs, const cJSON *tools, tw *w)
 {
     const cJSON *m0 = cJSON_GetArrayItem(msgs, 0);
     int has_tools = cJSON_GetArraySize(tools) > 0;
     if (has_tools) {
-        hx_buf_puts(out, "<|im_start|>system\n");
+        lit(w, "<|im_start|>system\n");
         if (m_is(m0, "system")) {
-            hx_buf_puts(out, m_str(m0, "content"));
-            hx_buf_puts(out, "\n\n");
+            hx_buf_puts(w->out, m_str(m0, "content"));
+            lit(w, "\n\n");
         }
-        hx_buf_puts(out, chatml_tools_head);
-        tools_lines(tools, out);
-        hx_buf_puts(out, chatml_tools_tail);
+        lit(w, chatml_tools_head);
+        tools_lines(tools, w->out);
+        lit(w, chatml_tools_tail);
     } else if (m_is(m0, "system")) {
-        hx_buf_printf(out, "<|im_start|>system\n%s<|im_end|>\n", m_str(m0, "content"));
+        lit(w, "<|im_start|>system\n");
+        hx_buf_puts(w->out, m_str(m0, "content"));
+        lit(w, "<|im_end|>\n");
     }
 }
 
@@ -190,7 +251,7 @@ static const char *last_strstr(const char *s, const char *pat)
 }
 
 /* Qwen3: splits content at the last </think> into reasoning and answer. */
-static void qwen3_assistant_head(const cJSON *m, int think_block, hx_buf *out,
+static void qwen3_assistant_head(const cJSON *m, int think_block, tw *w,
                                  const char **content)
 {
     const char *c = m_str(m, "content");
@@ -212,177 +273,185 @@ static void qwen3_assistant_head(const cJSON *m, int think_block, hx_buf *out,
         c = skip_nl(last_strstr(c, "</think>") + 8);
     }
     const char *r = reason.data ? reason.data : "";
-    hx_buf_puts(out, "<|im_start|>assistant\n");
+    lit(w, "<|im_start|>assistant\n");
     if (think_block || *r) {
-        hx_buf_puts(out, "<think>\n");
-        put_trim(out, r, strlen(r), 1, 1);
-        hx_buf_puts(out, "\n</think>\n\n");
+        lit(w, "<think>\n");
+        put_trim(w->out, r, strlen(r), 1, 1);
+        lit(w, "\n</think>\n\n");
         c = skip_nl(c);
     }
     hx_buf_free(&reason);
     *content = c;
 }
 
-static void chatml_calls(const cJSON *m, int nl_first, hx_buf *out)
+/* A call's name and arguments are the model's words: plain text. */
+static void call_name(tw *w, const char *open, const cJSON *fn, const char *key)
+{
+    lit(w, open);
+    hx_buf_puts(w->out, m_str(fn, "name"));
+    litf(w, "\", \"%s\": ", key);
+}
+
+static void chatml_calls(const cJSON *m, int nl_first, tw *w)
 {
     const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
     for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) {
-        if (c != calls->child || nl_first) hx_buf_putc(out, '\n');
+        if (c != calls->child || nl_first) lit(w, "\n");
         const cJSON *fn = call_fn(c);
-        hx_buf_printf(out, "<tool_call>\n{\"name\": \"%s\", \"arguments\": ",
-                      m_str(fn, "name"));
-        call_args(fn, 0, out);
-        hx_buf_puts(out, "}\n</tool_call>");
+        call_name(w, "<tool_call>\n{\"name\": \"", fn, "arguments");
+        call_args(fn, 0, w->out);
+        lit(w, "}\n</tool_call>");
     }
 }
 
 static void chatml_assistant(int family, const cJSON *m, int i, int last,
-                             int lqi, hx_buf *out)
+                             int lqi, tw *w)
 {
     const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
     int has_calls = cJSON_GetArraySize(calls) > 0;
     const char *content = m_str(m, "content");
     if (family == HX_TPL_QWEN3) {
-        if (i > lqi) qwen3_assistant_head(m, last, out, &content);
-        else hx_buf_puts(out, "<|im_start|>assistant\n");
+        if (i > lqi) qwen3_assistant_head(m, last, w, &content);
+        else lit(w, "<|im_start|>assistant\n");
         if (i <= lqi && strstr(content, "</think>"))
             content = skip_nl(last_strstr(content, "</think>") + 8);
-        hx_buf_puts(out, content);
-        chatml_calls(m, *content != 0, out);
+        hx_buf_puts(w->out, content);
+        chatml_calls(m, *content != 0, w);
     } else if (!has_calls) {
-        hx_buf_printf(out, "<|im_start|>assistant\n%s", content);
+        lit(w, "<|im_start|>assistant\n");
+        hx_buf_puts(w->out, content);
     } else {
-        hx_buf_puts(out, "<|im_start|>assistant");
-        if (*content) hx_buf_printf(out, "\n%s", content);
-        chatml_calls(m, 1, out);
+        lit(w, "<|im_start|>assistant");
+        if (*content) lit(w, "\n"), hx_buf_puts(w->out, content);
+        chatml_calls(m, 1, w);
     }
-    hx_buf_puts(out, "<|im_end|>\n");
+    lit(w, "<|im_end|>\n");
 }
 
-static void chatml_tool(const cJSON *msgs, int i, int n, hx_buf *out)
+static void chatml_tool(const cJSON *msgs, int i, int n, tw *w)
 {
     const cJSON *m = cJSON_GetArrayItem(msgs, i);
     if (i == 0 || !m_is(cJSON_GetArrayItem(msgs, i - 1), "tool"))
-        hx_buf_puts(out, "<|im_start|>user");
-    hx_buf_printf(out, "\n<tool_response>\n%s\n</tool_response>", m_str(m, "content"));
+        lit(w, "<|im_start|>user");
+    lit(w, "\n<tool_response>\n");
+    hx_buf_puts(w->out, m_str(m, "content"));
+    lit(w, "\n</tool_response>");
     if (i == n - 1 || !m_is(cJSON_GetArrayItem(msgs, i + 1), "tool"))
-        hx_buf_puts(out, "<|im_end|>\n");
+        lit(w, "<|im_end|>\n");
 }
 
 static void render_chatml(int family, const cJSON *msgs, const cJSON *tools,
-                          const hx_tpl_opts *o, hx_buf *out)
+                          const hx_tpl_opts *o, tw *w)
 {
     int n = cJSON_GetArraySize(msgs), lqi = last_query_index(msgs);
-    chatml_system(msgs, tools, out);
+    chatml_system(msgs, tools, w);
     for (int i = 0; i < n; i++) {
         const cJSON *m = cJSON_GetArrayItem(msgs, i);
-        if (m_is(m, "user") || (m_is(m, "system") && i > 0))
-            hx_buf_printf(out, "<|im_start|>%s\n%s<|im_end|>\n", m_str(m, "role"),
-                          m_str(m, "content"));
-        else if (m_is(m, "assistant"))
-            chatml_assistant(family, m, i, i == n - 1, lqi, out);
-        else if (m_is(m, "tool"))
-            chatml_tool(msgs, i, n, out);
+        if (m_is(m, "user") || (m_is(m, "system") && i > 0)) {
+            litf(w, "<|im_start|>%s\n", m_is(m, "user") ? "user" : "system");
+            hx_buf_puts(w->out, m_str(m, "content"));
+            lit(w, "<|im_end|>\n");
+        } else if (m_is(m, "assistant")) {
+            chatml_assistant(family, m, i, i == n - 1, lqi, w);
+        } else if (m_is(m, "tool")) {
+            chatml_tool(msgs, i, n, w);
+        }
     }
     if (o->add_generation_prompt) {
-        hx_buf_puts(out, "<|im_start|>assistant\n");
-        if (family == HX_TPL_QWEN3 && o->no_think)
-            hx_buf_puts(out, "<think>\n\n</think>\n\n");
+        lit(w, "<|im_start|>assistant\n");
+        if (family == HX_TPL_QWEN3 && o->no_think) lit(w, "<think>\n\n</think>\n\n");
     }
 }
 
 /* ---- Llama 3.1 (tools in the first user message, its default) ---- */
-static void llama_head(hx_buf *out, const char *role)
+/* The role names the template writes: the planner's four, else the
+ * message's own (then plain text, it is the conversation's). */
+static void llama_head(tw *w, const char *role)
 {
-    hx_buf_printf(out, "<|start_header_id|>%s<|end_header_id|>\n\n", role);
+    static const char *const known[] = {"system", "user", "assistant", "ipython"};
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        if (!strcmp(role, known[i]))
+            return litf(w, "<|start_header_id|>%s<|end_header_id|>\n\n", role);
+    lit(w, "<|start_header_id|>");
+    hx_buf_puts(w->out, role);
+    lit(w, "<|end_header_id|>\n\n");
+}
+
+/* Content without the leading and trailing characters of strip. */
+static void put_stripped(hx_buf *out, const char *c, const char *strip)
+{
+    size_t l;
+    while (*c && strchr(strip, *c)) c++;
+    for (l = strlen(c); l && strchr(strip, c[l - 1]); l--) {}
+    hx_buf_append(out, c, l);
 }
 
 static void llama_system(const cJSON *msgs, const cJSON *tools,
-                         const hx_tpl_opts *o, hx_buf *out)
+                         const hx_tpl_opts *o, tw *w)
 {
     const cJSON *m0 = cJSON_GetArrayItem(msgs, 0);
-    hx_buf_puts(out, "<|begin_of_text|>");
-    llama_head(out, "system");
-    if (cJSON_GetArraySize(tools) > 0) hx_buf_puts(out, "Environment: ipython\n");
-    hx_buf_printf(out, "Cutting Knowledge Date: December 2023\nToday Date: %s\n\n",
-                  o->date && *o->date ? o->date : "26 Jul 2024");
-    if (m_is(m0, "system")) {
-        const char *c = m_str(m0, "content");
-        while (*c == ' ' || *c == '\n' || *c == '\t') c++;
-        size_t l = strlen(c);
-        while (l && (c[l - 1] == ' ' || c[l - 1] == '\n' || c[l - 1] == '\t')) l--;
-        hx_buf_append(out, c, l);
-    }
-    hx_buf_puts(out, "<|eot_id|>");
+    lit(w, "<|begin_of_text|>");
+    llama_head(w, "system");
+    if (cJSON_GetArraySize(tools) > 0) lit(w, "Environment: ipython\n");
+    lit(w, "Cutting Knowledge Date: December 2023\nToday Date: ");
+    hx_buf_puts(w->out, o->date && *o->date ? o->date : "26 Jul 2024");
+    lit(w, "\n\n");
+    if (m_is(m0, "system")) put_stripped(w->out, m_str(m0, "content"), " \n\t");
+    lit(w, "<|eot_id|>");
 }
 
-static void llama_first_user(const cJSON *m, const cJSON *tools, hx_buf *out)
+static void llama_first_user(const cJSON *m, const cJSON *tools, tw *w)
 {
-    llama_head(out, "user");
-    hx_buf_puts(out,
+    llama_head(w, "user");
+    lit(w,
         "Given the following functions, please respond with a JSON for a "
         "function call with its proper arguments that best answers the given "
         "prompt.\n\nRespond in the format {\"name\": function name, "
         "\"parameters\": dictionary of argument name and its value}.Do not use "
         "variables.\n\n");
     for (const cJSON *t = tools->child; t; t = t->next) {
-        json_py(t, 4, 0, out);
-        hx_buf_puts(out, "\n\n");
+        json_py(t, 4, 0, w->out);
+        lit(w, "\n\n");
     }
-    const char *c = m_str(m, "content");
-    size_t l = strlen(c);
-    while (*c == ' ' || *c == '\n') c++, l--;
-    while (l && (c[l - 1] == ' ' || c[l - 1] == '\n')) l--;
-    hx_buf_append(out, c, l);
-    hx_buf_puts(out, "<|eot_id|>");
+    put_stripped(w->out, m_str(m, "content"), " \n");
+    lit(w, "<|eot_id|>");
 }
 
-static void llama_assistant(const cJSON *m, hx_buf *out)
+static void llama_assistant(const cJSON *m, tw *w)
 {
     const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
-    llama_head(out, "assistant");
+    llama_head(w, "assistant");
     if (cJSON_GetArraySize(calls) > 0) {
-        const cJSON *fn = call_fn(calls->child);
-        hx_buf_printf(out, "{\"name\": \"%s\", \"parameters\": ", m_str(fn, "name"));
-        call_args(fn, 0, out);
-        hx_buf_puts(out, "}<|eot_id|>");
+        call_name(w, "{\"name\": \"", call_fn(calls->child), "parameters");
+        call_args(call_fn(calls->child), 0, w->out);
+        lit(w, "}<|eot_id|>");
         return;
     }
-    const char *c = m_str(m, "content");
-    size_t l = strlen(c);
-    while (*c == ' ' || *c == '\n') c++, l--;
-    while (l && (c[l - 1] == ' ' || c[l - 1] == '\n')) l--;
-    hx_buf_append(out, c, l);
-    hx_buf_puts(out, "<|eot_id|>");
+    put_stripped(w->out, m_str(m, "content"), " \n");
+    lit(w, "<|eot_id|>");
 }
 
 static void render_llama3(const cJSON *msgs, const cJSON *tools,
-                          const hx_tpl_opts *o, hx_buf *out)
+                          const hx_tpl_opts *o, tw *w)
 {
     int n = cJSON_GetArraySize(msgs), i = 0, has_tools = cJSON_GetArraySize(tools) > 0;
-    llama_system(msgs, tools, o, out);
+    llama_system(msgs, tools, o, w);
     if (m_is(cJSON_GetArrayItem(msgs, 0), "system")) i = 1;
-    if (has_tools && i < n) llama_first_user(cJSON_GetArrayItem(msgs, i++), tools, out);
+    if (has_tools && i < n) llama_first_user(cJSON_GetArrayItem(msgs, i++), tools, w);
     for (; i < n; i++) {
         const cJSON *m = cJSON_GetArrayItem(msgs, i);
         if (m_is(m, "assistant")) {
-            llama_assistant(m, out);
-        } else {
-            llama_head(out, m_is(m, "tool") ? "ipython" : m_str(m, "role"));
-            const char *c = m_str(m, "content");
-            size_t l = strlen(c);
-            if (m_is(m, "tool")) {
-                json_str(c, out); /* a string "is iterable": the template's tojson */
-                hx_buf_puts(out, "<|eot_id|>");
-                continue;
-            }
-            while (*c == ' ' || *c == '\n') c++, l--;
-            while (l && (c[l - 1] == ' ' || c[l - 1] == '\n')) l--;
-            hx_buf_append(out, c, l);
-            hx_buf_puts(out, "<|eot_id|>");
+            llama_assistant(m, w);
+            continue;
         }
+        llama_head(w, m_is(m, "tool") ? "ipython" : m_str(m, "role"));
+        if (m_is(m, "tool")) /* a string "is iterable": the template's tojson */
+            json_str(m_str(m, "content"), w->out);
+        else
+            put_stripped(w->out, m_str(m, "content"), " \n");
+        lit(w, "<|eot_id|>");
     }
-    if (o->add_generation_prompt) llama_head(out, "assistant");
+    if (o->add_generation_prompt) llama_head(w, "assistant");
 }
 
 /* ---- compact: plain-text markers and one line per tool ---- */
@@ -413,36 +482,36 @@ static void compact_tool(const cJSON *t, int brief, hx_buf *out)
 }
 
 static void render_compact(const cJSON *msgs, const cJSON *tools, int brief,
-                           const hx_tpl_opts *o, hx_buf *out)
+                           const hx_tpl_opts *o, tw *w)
 {
     /* The tool list first: it is the same for every user and request, so
      * prompts share it as a prefix (the prefix cache, and packed training
      * windows computing it once for many conversations). */
     if (cJSON_GetArraySize(tools) > 0) {
-        hx_buf_puts(out, "Tools (call one or more as <tool_call>{\"name\": ..., "
-                         "\"arguments\": {...}}</tool_call>):\n");
-        for (const cJSON *t = tools->child; t; t = t->next) compact_tool(t, brief, out);
+        lit(w, "Tools (call one or more as <tool_call>{\"name\": ..., "
+               "\"arguments\": {...}}</tool_call>):\n");
+        for (const cJSON *t = tools->child; t; t = t->next) compact_tool(t, brief, w->out);
     }
     int n = cJSON_GetArraySize(msgs);
     for (int i = 0; i < n; i++) {
         const cJSON *m = cJSON_GetArrayItem(msgs, i);
         if (m_is(m, "tool")) {
-            hx_buf_printf(out, "Tool: <tool_response>%s</tool_response>\n",
-                          m_str(m, "content"));
+            lit(w, "Tool: <tool_response>");
+            hx_buf_puts(w->out, m_str(m, "content"));
+            lit(w, "</tool_response>\n");
             continue;
         }
-        const char *role = m_is(m, "system") ? "System" : m_is(m, "user") ? "User" : "Assistant";
-        hx_buf_printf(out, "%s: %s", role, m_str(m, "content"));
+        litf(w, "%s: ", m_is(m, "system") ? "System" : m_is(m, "user") ? "User" : "Assistant");
+        hx_buf_puts(w->out, m_str(m, "content"));
         const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
         for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) {
-            const cJSON *fn = call_fn(c);
-            hx_buf_printf(out, "<tool_call>{\"name\": \"%s\", \"arguments\": ", m_str(fn, "name"));
-            call_args(fn, 0, out);
-            hx_buf_puts(out, "}</tool_call>");
+            call_name(w, "<tool_call>{\"name\": \"", call_fn(c), "arguments");
+            call_args(call_fn(c), 0, w->out);
+            lit(w, "}</tool_call>");
         }
-        hx_buf_putc(out, '\n');
+        lit(w, "\n");
     }
-    if (o->add_generation_prompt) hx_buf_puts(out, "Assistant:");
+    if (o->add_generation_prompt) lit(w, "Assistant:");
 }
 
 hx_tpl_opts hx_tpl_default_opts(void)
@@ -454,18 +523,25 @@ hx_tpl_opts hx_tpl_default_opts(void)
 int hx_tpl_render(int family, const cJSON *messages, const cJSON *tools,
                   const hx_tpl_opts *o, hx_buf *out)
 {
+    return hx_tpl_render_marked(family, messages, tools, o, out, NULL);
+}
+
+int hx_tpl_render_marked(int family, const cJSON *messages, const cJSON *tools,
+                         const hx_tpl_opts *o, hx_buf *out, hx_tpl_marks *marks)
+{
     hx_tpl_opts d = hx_tpl_default_opts();
+    tw w = {out, marks};
     if (!o) o = &d;
     if (!cJSON_IsArray(messages)) return HX_ERR_INVALID;
     switch (family) {
     case HX_TPL_QWEN3:
-    case HX_TPL_CHATML: render_chatml(family, messages, tools, o, out); break;
-    case HX_TPL_LLAMA3: render_llama3(messages, tools, o, out); break;
+    case HX_TPL_CHATML: render_chatml(family, messages, tools, o, &w); break;
+    case HX_TPL_LLAMA3: render_llama3(messages, tools, o, &w); break;
     case HX_TPL_COMPACT:
-    case HX_TPL_BRIEF: render_compact(messages, tools, family == HX_TPL_BRIEF, o, out); break;
+    case HX_TPL_BRIEF: render_compact(messages, tools, family == HX_TPL_BRIEF, o, &w); break;
     default: return HX_ERR_INVALID;
     }
-    return out->oom ? HX_ERR_NOMEM : HX_OK;
+    return out->oom || (marks && marks->oom) ? HX_ERR_NOMEM : HX_OK;
 }
 
 int hx_agent_call_style(int family)

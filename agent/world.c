@@ -964,7 +964,7 @@ int hx_world_write(const hx_world *w, const char *home, hx_err *err)
 int hx_world_seed_memory(const hx_world *w, hx_memory *mem, hx_err *err)
 {
     for (int i = 0; i < w->n_mems; i++) {
-        hx_mem_new n = {w->mems[i].kind, w->mems[i].text, 0, 0};
+        hx_mem_new n = {.kind = w->mems[i].kind, .text = w->mems[i].text};
         int64_t id;
         int merged;
         int rc = hx_memory_remember(mem, &n, &id, &merged, err);

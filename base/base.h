@@ -109,6 +109,21 @@ int hx_buf_printf(hx_buf *b, const char *fmt, ...)
 /* Takes ownership of the data (caller frees); the buffer is left empty. */
 char *hx_buf_steal(hx_buf *b, size_t *len);
 
+/* ---- text from outside, shown to a person ----
+ * Appends n bytes of s to out with everything a terminal would act on, or
+ * that would make the text look other than it is, made visible: C0
+ * control bytes (ESC, CR, BS, ...) and DEL as \xHH, the C1 controls
+ * U+0080..U+009F and the bidirectional controls (U+200E, U+200F, U+061C,
+ * U+202A..U+202E, U+2066..U+2069) as \uHHHH, and bytes that are not
+ * valid UTF-8 as \xHH. Line feeds and tabs are kept when keep_lines,
+ * else written \n and \t (one line of a list stays one line). Used
+ * wherever Hearth prints names, descriptions, arguments, errors or
+ * memories as human text; JSON output is left to the JSON printer.
+ * Returns HX_OK or HX_ERR_NOMEM (out->oom). */
+int hx_term_escape(hx_buf *out, const char *s, size_t n, int keep_lines);
+/* hx_term_escape of the C string s (NULL: "") written to f. */
+void hx_term_fputs(FILE *f, const char *s, int keep_lines);
+
 /* ---- files ---- */
 /* Reads a whole file into a malloc'd NUL-terminated buffer (caller frees).
  * Fails with HX_ERR_RANGE if larger than max_size (0 = no limit). */

@@ -97,7 +97,7 @@ static int add_memory(hx_memory *m)
 {
     char text[256];
     sentence(text, sizeof text, 6 + (int)rnd(9));
-    hx_mem_new n = {kinds[rnd(4)], text, 0, 0};
+    hx_mem_new n = {.kind = kinds[rnd(4)], .text = text};
     hx_err err = {0};
     int rc = hx_memory_remember(m, &n, NULL, NULL, &err);
     if (rc) fprintf(stderr, "remember: %s\n", err.msg);

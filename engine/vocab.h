@@ -82,6 +82,22 @@ int32_t hx_tokenize(const hx_vocab *v, const char *text, size_t len,
                     int32_t *out, int32_t n_max, int add_bos,
                     int parse_special);
 
+/* A byte range [start, end) of a text. */
+typedef struct hx_span {
+    size_t start, end;
+} hx_span;
+/* hx_tokenize with special and added tokens (control and user-defined
+ * alike) recognised only where they lie wholly inside one of the byte
+ * ranges marks[0..n_marks) (ascending, not overlapping; NULL or 0: none):
+ * the text a caller wrote itself, such as a chat template's markers.
+ * Everywhere else (a mail, a tool's result, the user's words) a special
+ * token's spelling is plain text and tokenizes as the model's ordinary
+ * pieces. Where the text outside the marks spells no special token, the
+ * tokens are hx_tokenize's with parse_special. */
+int32_t hx_tokenize_marked(const hx_vocab *v, const char *text, size_t len,
+                           const hx_span *marks, int n_marks, int32_t *out,
+                           int32_t n_max, int add_bos);
+
 /* The bytes one token produces as output text: byte-level BPE pieces
  * decoded to raw bytes, SPM U+2581 to spaces and <0xXX> to the byte.
  * Control and unknown tokens give their text only if special, else "".

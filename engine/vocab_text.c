@@ -197,32 +197,55 @@ static int frag_push(fraglist *l, frag f)
     return HX_OK;
 }
 
-/* Splits raw fragment f at every occurrence of the token's text into out. */
-static int split_frag(const char *text, frag f, int32_t id, const char *s,
-                      size_t n, fraglist *out)
+/* Where special tokens may be recognised: everywhere (marks NULL), or
+ * only inside the byte ranges marks[0..n), ascending. */
+typedef struct where {
+    const hx_span *marks;
+    int n;
+} where;
+
+/* Whether [at, at + n) lies inside one of w's ranges. */
+static int allowed_at(const where *w, size_t at, size_t n)
 {
-    size_t pos = f.off, end = f.off + f.len;
-    while (pos < end) {
-        const char *m = n <= end - pos ? memmem(text + pos, end - pos, s, n) : NULL;
+    if (!w->marks) return 1;
+    int lo = 0, hi = w->n;
+    while (lo < hi) { /* the first range ending after at */
+        int mid = (lo + hi) / 2;
+        if (w->marks[mid].end <= at) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < w->n && w->marks[lo].start <= at && at + n <= w->marks[lo].end;
+}
+
+/* Splits raw fragment f at every occurrence of the token's text that w
+ * allows into out; the others stay text. */
+static int split_frag(const char *text, frag f, int32_t id, const char *s,
+                      size_t n, const where *w, fraglist *out)
+{
+    size_t pos = f.off, from = f.off, end = f.off + f.len;
+    while (from < end) {
+        const char *m = n <= end - from ? memmem(text + from, end - from, s, n) : NULL;
         if (!m) break;
         size_t at = (size_t)(m - text);
+        from = at + 1;
+        if (!allowed_at(w, at, n)) continue;
         if (at > pos && frag_push(out, (frag){-1, pos, at - pos})) return HX_ERR_NOMEM;
         if (frag_push(out, (frag){id, 0, 0})) return HX_ERR_NOMEM;
-        pos = at + n;
+        pos = from = at + n;
     }
     if (pos < end && frag_push(out, (frag){-1, pos, end - pos})) return HX_ERR_NOMEM;
     return HX_OK;
 }
 
 static int partition_one(const hx_vocab *v, const char *text, int32_t id,
-                         fraglist *l, fraglist *tmp)
+                         const where *w, fraglist *l, fraglist *tmp)
 {
     const char *s = v->text + v->texts[id].off;
     size_t n = v->texts[id].len;
     tmp->n = 0;
     for (size_t i = 0; i < l->n; i++) {
         int rc = l->f[i].tok >= 0 ? frag_push(tmp, l->f[i])
-                                  : split_frag(text, l->f[i], id, s, n, tmp);
+                                  : split_frag(text, l->f[i], id, s, n, w, tmp);
         if (rc) return rc;
     }
     fraglist t = *l;
@@ -232,7 +255,7 @@ static int partition_one(const hx_vocab *v, const char *text, int32_t id,
 }
 
 static int partition(const hx_vocab *v, const char *text, size_t len,
-                     int parse_special, fraglist *l)
+                     int parse_special, const where *w, fraglist *l)
 {
     fraglist tmp = {0};
     int rc = len ? frag_push(l, (frag){-1, 0, len}) : HX_OK;
@@ -240,7 +263,7 @@ static int partition(const hx_vocab *v, const char *text, size_t len,
         int32_t id = v->special[k];
         if (!parse_special && (v->attr[id] & (HX_TOKEN_CONTROL | HX_TOKEN_UNKNOWN)))
             continue; /* user-defined tokens are always matched */
-        rc = partition_one(v, text, id, l, &tmp);
+        rc = partition_one(v, text, id, w, l, &tmp);
     }
     free(tmp.f);
     return rc;
@@ -297,14 +320,15 @@ static int tokenize_bpe(const hx_vocab *v, const char *text, const fraglist *l,
     return rc;
 }
 
-int32_t hx_tokenize(const hx_vocab *v, const char *text, size_t len,
-                    int32_t *out, int32_t n_max, int add_bos,
-                    int parse_special)
+/* hx_tokenize and hx_tokenize_marked: special tokens where w allows. */
+static int32_t tokenize_where(const hx_vocab *v, const char *text, size_t len,
+                              int32_t *out, int32_t n_max, int add_bos,
+                              int parse_special, const where *w)
 {
     fraglist l = {0};
     tokvec t = {0};
     if (!v || (!text && len)) return 0;
-    int rc = partition(v, text, len, parse_special, &l);
+    int rc = partition(v, text, len, parse_special, w, &l);
     if (!rc)
         rc = v->type == HX_VOCAB_SPM ? tokenize_spm(v, text, &l, add_bos, &t)
                                      : tokenize_bpe(v, text, &l, add_bos, &t);
@@ -318,6 +342,23 @@ int32_t hx_tokenize(const hx_vocab *v, const char *text, size_t len,
     if (out && n_copy) memcpy(out, t.v, n_copy * sizeof *out);
     free(t.v);
     return n <= (size_t)(n_max > 0 ? n_max : 0) ? (int32_t)n : -(int32_t)n;
+}
+
+int32_t hx_tokenize(const hx_vocab *v, const char *text, size_t len,
+                    int32_t *out, int32_t n_max, int add_bos,
+                    int parse_special)
+{
+    const where anywhere = {NULL, 0};
+    return tokenize_where(v, text, len, out, n_max, add_bos, parse_special, &anywhere);
+}
+
+int32_t hx_tokenize_marked(const hx_vocab *v, const char *text, size_t len,
+                           const hx_span *marks, int n_marks, int32_t *out,
+                           int32_t n_max, int add_bos)
+{
+    static const hx_span none[1];
+    const where w = {marks ? marks : none, marks ? n_marks : 0};
+    return tokenize_where(v, text, len, out, n_max, add_bos, 1, &w);
 }
 
 /* ---- tokens to text ---- */

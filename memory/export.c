@@ -38,6 +38,7 @@ static cJSON *item_json(const hx_mem_item *it)
     add_opt_int(o, "expires_at", it->expires_at);
     add_opt_int(o, "last_used_at", it->last_used_at);
     cJSON_AddNumberToObject(o, "use_count", (double)it->use_count);
+    cJSON_AddStringToObject(o, "provenance", hx_mem_provenance_name(it->provenance));
     return o;
 }
 

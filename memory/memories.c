@@ -46,6 +46,8 @@ int mem_list_add_row(hx_mem_list *l, sqlite3_stmt *st)
     it->expires_at = sqlite3_column_int64(st, 6);
     it->last_used_at = sqlite3_column_int64(st, 7);
     it->use_count = sqlite3_column_int64(st, 8);
+    it->provenance = sqlite3_column_type(st, 9) == SQLITE_NULL ? HX_MEM_UNKNOWN
+                     : sqlite3_column_int(st, 9) ? HX_MEM_UNTRUSTED : HX_MEM_USER;
     if (!it->kind || !it->text) return HX_ERR_NOMEM;
     l->n++;
     return HX_OK;
@@ -71,6 +73,15 @@ static int collect(hx_memory *m, sqlite3_stmt *st, hx_mem_list **out,
     *out = l;
     return HX_OK;
 }
+
+/* ---- provenance ---- */
+
+const char *hx_mem_provenance_name(int p)
+{
+    return p == HX_MEM_USER ? "user" : p == HX_MEM_UNTRUSTED ? "untrusted" : "unknown";
+}
+
+int hx_mem_untrusted(const hx_mem_item *it) { return it->provenance != HX_MEM_USER; }
 
 /* ---- remember ---- */
 
@@ -136,9 +147,10 @@ static int write_memory(hx_memory *m, int64_t id, const hx_mem_new *n,
         m,
         id ? "UPDATE memories SET kind = ?1, text = ?2, norm = ?3,"
              " episode_id = coalesce(?4, episode_id), updated_at = ?5,"
-             " expires_at = ?6 WHERE id = ?7"
+             " expires_at = ?6, provenance = ?8 WHERE id = ?7"
            : "INSERT INTO memories(kind, text, norm, episode_id, created_at,"
-             " updated_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
+             " updated_at, expires_at, provenance)"
+             " VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?8)",
         err);
     if (!st) return err ? err->rc : HX_ERR_INTERNAL;
     sqlite3_bind_text(st, 1, n->kind, -1, SQLITE_STATIC);
@@ -148,6 +160,7 @@ static int write_memory(hx_memory *m, int64_t id, const hx_mem_new *n,
     sqlite3_bind_int64(st, 5, hx_now(NULL));
     bind_opt_int(st, 6, n->expires_at);
     if (id) sqlite3_bind_int64(st, 7, id);
+    sqlite3_bind_int(st, 8, n->untrusted ? HX_MEM_UNTRUSTED : HX_MEM_USER);
     int rc = sqlite3_step(st) == SQLITE_DONE ? HX_OK
                                              : mem_sql_err(m, err, "remember");
     sqlite3_finalize(st);

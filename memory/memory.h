@@ -13,8 +13,10 @@
  *   1  episodes, tool_calls, memories, FTS5 over memories and episodes
  *   2  memory expiry (memories.expires_at), verdict time
  *      (episodes.verdict_at), the episodes_full / training_episodes views
+ *   3  the audit trail of tool calls
+ *   4  memories' provenance (memories.provenance)
  * Older databases are migrated forward on open; newer ones are refused. */
-#define HX_MEMORY_SCHEMA_VERSION 3
+#define HX_MEMORY_SCHEMA_VERSION 4
 /* PRAGMA application_id of a Hearth memory database ("Hrth"). */
 #define HX_MEMORY_APP_ID 0x48727468
 
@@ -121,6 +123,22 @@ int hx_memory_training_episodes(hx_memory *m, const hx_training_query *q,
                                 hx_episode_cb cb, void *user, hx_err *err);
 
 /* ---- memories: short facts and preferences ---- */
+/* Where a memory's words came from. A memory that is not the user's own
+ * carries its taint into every later conversation that recalls it. */
+typedef enum hx_mem_provenance {
+    HX_MEM_USER = 0,      /* written in a conversation with no untrusted
+                             content in it: the user's own words */
+    HX_MEM_UNTRUSTED = 1, /* written while untrusted content (a mail, a
+                             file, a tool's output) was in the
+                             conversation: it may quote someone else */
+    HX_MEM_UNKNOWN = 2,   /* written before provenance was kept (schema 3
+                             and older): treated as untrusted; restating
+                             it in the user's own conversation makes it
+                             the user's */
+} hx_mem_provenance;
+/* "user", "untrusted", "unknown" (static). */
+const char *hx_mem_provenance_name(int p);
+
 typedef struct hx_mem_item {
     int64_t id;
     const char *kind;      /* "preference", "person", "fact", ... */
@@ -131,7 +149,10 @@ typedef struct hx_mem_item {
     int64_t last_used_at;  /* 0 = never */
     int64_t use_count;
     double score;          /* recall/search score (higher is better) */
+    int provenance;        /* hx_mem_provenance */
 } hx_mem_item;
+/* Whether it is anything but the user's own (HX_MEM_USER). */
+int hx_mem_untrusted(const hx_mem_item *it);
 
 /* A list of memories; everything in it is owned by the list. */
 typedef struct hx_mem_list {
@@ -146,13 +167,16 @@ typedef struct hx_mem_new {
     const char *text;      /* required, non-empty */
     int64_t episode_id;    /* 0 = none */
     int64_t expires_at;    /* 0 = never */
+    int untrusted;         /* 1: written while untrusted content was in the
+                              conversation (HX_MEM_UNTRUSTED) */
 } hx_mem_new;
 
 /* Remembers a fact. Consolidation: if a memory of the same kind already
  * says the same thing (equal normalised text, or a Jaccard overlap of the
  * word sets without stop words >= params.merge_jaccard) it is updated with the new
- * text instead of adding a duplicate. *id_out gets the id and *merged
- * (both may be NULL) 1 if an existing memory was updated. */
+ * text instead of adding a duplicate; its provenance is then the new
+ * text's. *id_out gets the id and *merged (both may be NULL) 1 if an
+ * existing memory was updated. */
 int hx_memory_remember(hx_memory *m, const hx_mem_new *mem, int64_t *id_out,
                        int *merged, hx_err *err);
 /* Deletes a memory for good: the row, its FTS index entries (the index is
@@ -210,7 +234,9 @@ hx_recall_params hx_recall_default_params(void);
  * whose token count (header plus lines, each counted on its own) stays
  * within budget_tokens. *section (caller frees) is "" when nothing fits or
  * matches. *items (may be NULL; freed with hx_mem_list_free) gets the
- * memories rendered, best first. */
+ * memories rendered, best first, with their provenance: a caller putting
+ * the section into a conversation treats it as untrusted content if any
+ * is hx_mem_untrusted. */
 int hx_memory_recall(hx_memory *m, const char *request,
                      const hx_recall_params *p, char **section,
                      hx_mem_list **items, hx_err *err);

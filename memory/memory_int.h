@@ -52,8 +52,8 @@ char *mem_fts_query_dup(const char *text);     /* malloc'd, NULL on OOM */
  * start with for mem_list_add_row. */
 #define MEM_ITEM_COLS                                                        \
     "m.id, m.kind, m.text, m.episode_id, m.created_at, m.updated_at,"        \
-    " m.expires_at, m.last_used_at, m.use_count"
-#define MEM_N_ITEM_COLS 9
+    " m.expires_at, m.last_used_at, m.use_count, m.provenance"
+#define MEM_N_ITEM_COLS 10
 hx_mem_list *mem_list_new(void);
 int mem_list_add_row(hx_mem_list *l, sqlite3_stmt *st);
 

@@ -93,4 +93,10 @@ static const char v3[] =
     "  status TEXT, detail TEXT, sandbox TEXT);"
     "CREATE INDEX audit_at ON audit(at);";
 
-const char *const mem_migrations[HX_MEMORY_SCHEMA_VERSION] = {v1, v2, v3};
+/* 3 -> 4: where each memory's words came from (hx_mem_provenance): 0 the
+ * user's own conversation, 1 written while untrusted content was in it.
+ * Rows from before are NULL, unknown, and count as untrusted: a memory
+ * laundered from a mail before provenance was kept stays caught. */
+static const char v4[] = "ALTER TABLE memories ADD COLUMN provenance INTEGER;";
+
+const char *const mem_migrations[HX_MEMORY_SCHEMA_VERSION] = {v1, v2, v3, v4};

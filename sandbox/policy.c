@@ -125,7 +125,7 @@ static int is_always(const hx_policy *p, const char *tool)
 }
 
 hx_policy_verdict hx_policy_decide(const hx_policy *p, const char *tool, int effect,
-                            int tainted)
+                                   int taint)
 {
     hx_policy_verdict v = {0};
     if (effect < 0 || effect > 2) effect = 2; /* unknown: treat as the riskiest */
@@ -141,11 +141,13 @@ hx_policy_verdict hx_policy_decide(const hx_policy *p, const char *tool, int eff
         v.decision = HX_ALLOW;
         snprintf(v.rule, sizeof v.rule, "answered always for %s", tool);
     }
-    if (tainted && effect == 2 && v.decision == HX_ALLOW) {
+    int guarded = (taint & HX_TAINTED) && (effect == 2 || (taint & HX_TAINT_KEEPS));
+    if (guarded && v.decision == HX_ALLOW) {
         v.decision = HX_ASK;
         v.forced_by_taint = 1;
-        snprintf(v.rule, sizeof v.rule, "taint rule: untrusted content before a send");
-    } else if (tainted && effect == 2 && v.decision == HX_ASK) {
+        snprintf(v.rule, sizeof v.rule, "taint rule: untrusted content before %s",
+                 effect == 2 ? "a send" : "keeping it for later");
+    } else if (guarded && v.decision == HX_ASK) {
         v.forced_by_taint = 1; /* --yes must not answer it */
     }
     return v;
@@ -170,8 +172,9 @@ int hx_policy_resolve(hx_policy *p, const hx_policy_verdict *v, const char *tool
     if (!c->interactive || !c->ask)
         return *by = v->forced_by_taint ? "taint rule (no terminal to ask)" : "no terminal", 0;
     const char *why = v->forced_by_taint
-                          ? "untrusted content (a mail, a file or a tool's output) is in "
-                            "this conversation; it may be steering this send"
+                          ? "untrusted content (a mail, an invitation, a file, a tool's "
+                            "output, error or own description, a memory) is in this "
+                            "conversation; it may be steering this call"
                           : v->rule;
     int ans = c->ask(c->user, tool, args_json, why);
     *by = "user";

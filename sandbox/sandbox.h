@@ -141,9 +141,13 @@ int hx_sandbox_mechanism_disabled(const char *what);
  * Each tool has an effect class (0 read, 1 write, 2 send: the numbers of
  * hx_effect in tools.h). The policy maps tools (exact names or "prefix.*")
  * and classes to allow / ask / deny; default: read allow, write and send
- * ask. The taint rule: once content from outside the user (a mail body, a
- * file, a registered tool's result) is in the conversation, a send always
- * asks, whatever the policy says (deny stays deny). */
+ * ask. The taint rule: once content from outside the user (a mail, a
+ * calendar event someone else organised, a file or its name, a registered
+ * tool's result or error, a recalled memory that is not the user's own)
+ * is in the conversation, a send always asks, whatever the policy or
+ * --yes says (deny stays deny); so does a tool that keeps what it is
+ * given for later conversations (memory.remember), which would otherwise
+ * carry the taint past the conversation's end. */
 typedef enum hx_decision {
     HX_ALLOW = 0,
     HX_ASK = 1,
@@ -164,8 +168,15 @@ typedef struct hx_policy_verdict {
     int forced_by_taint;   /* the taint rule turned allow into ask */
     char rule[96];         /* what decided: "tool mail.send", "class send" */
 } hx_policy_verdict;
+/* The taint argument of hx_policy_decide: bits. */
+enum {
+    HX_TAINTED = 1,     /* untrusted content is in the conversation */
+    HX_TAINT_KEEPS = 2, /* the tool keeps what it is given for later
+                           conversations: the taint rule applies to it as
+                           to a send */
+};
 hx_policy_verdict hx_policy_decide(const hx_policy *p, const char *tool, int effect,
-                            int tainted);
+                                   int taint);
 
 /* How a question is answered when the policy says ask. */
 typedef struct hx_consent {

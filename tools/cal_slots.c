@@ -146,7 +146,7 @@ int hx_cal_free_busy(hx_tools *reg, void *user, const cJSON *args, cJSON **resul
         cJSON_AddItemToArray(arr, o);
         free(theirs.v);
     }
-    hx_cal_add_problems(c, res);
+    hx_cal_add_problems(reg, c, res);
     free(mine.v);
     free(occ);
     hx_cal_free(c);
@@ -253,7 +253,7 @@ int hx_cal_find_slots(hx_tools *reg, void *user, const cJSON *args, cJSON **resu
     cJSON_AddNumberToObject(res, "duration_minutes", (double)(q.dur / 60));
     cJSON_AddItemToObject(res, "slots", q.out);
     cJSON_AddItemToObject(res, "attendees", people);
-    hx_cal_add_problems(q.c, res);
+    hx_cal_add_problems(reg, q.c, res);
     free(q.busy.v);
     free(occ);
     hx_cal_free(q.c);

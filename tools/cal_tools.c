@@ -54,10 +54,26 @@ cJSON *hx_cal_range_json(hx_cal *c, int64_t from, int64_t to)
     return o;
 }
 
-void hx_cal_add_problems(hx_cal *c, cJSON *result)
+void hx_cal_add_problems(hx_tools *reg, hx_cal *c, cJSON *result)
 {
-    if (cJSON_GetArraySize(c->problems))
-        cJSON_AddItemToObject(result, "problems", cJSON_Duplicate(c->problems, 1));
+    if (!cJSON_GetArraySize(c->problems)) return;
+    cJSON_AddItemToObject(result, "problems", cJSON_Duplicate(c->problems, 1));
+    hx_tools_mark_untrusted(reg);
+}
+
+int hx_cal_by_other(const hx_cal *c, icalcomponent *ev)
+{
+    icalproperty *o = icalcomponent_get_first_property(ev, ICAL_ORGANIZER_PROPERTY);
+    const char *v = o ? icalproperty_get_value_as_string(o) : NULL;
+    const char *me = c->cfg->user_email;
+    if (!o) return 0;
+    if (v && !strncasecmp(v, "mailto:", 7)) v += 7;
+    return !v || !me || !*me || strcasecmp(v, me);
+}
+
+void hx_cal_note_author(hx_tools *reg, const hx_cal *c, icalcomponent *ev)
+{
+    if (hx_cal_by_other(c, ev)) hx_tools_mark_untrusted(reg);
 }
 
 /* ---- calendar.list_events ---- */
@@ -98,12 +114,15 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
     for (int i = 0; i < n; i++) {
         if (!occ_matches(&occ[i], cal, q)) continue;
         total++;
-        if (shown < limit) cJSON_AddItemToArray(evs, hx_cal_occ_json(c, &occ[i])), shown++;
+        if (shown == limit) continue;
+        cJSON_AddItemToArray(evs, hx_cal_occ_json(c, &occ[i]));
+        hx_cal_note_author(reg, c, occ[i].ev);
+        shown++;
     }
     cJSON_AddNumberToObject(res, "count", total);
     if (total > shown || complete_to < to) cJSON_AddBoolToObject(res, "truncated", 1);
     if (complete_to < to) cJSON_AddItemToObject(res, "more", hx_cal_cut_json(c, complete_to, "events"));
-    hx_cal_add_problems(c, res);
+    hx_cal_add_problems(reg, c, res);
     free(occ);
     hx_cal_free(c);
     *result = res;
@@ -184,9 +203,10 @@ static void edit_from_args(const cJSON *args, hx_cal_edit *e)
     e->reminder_min = rem < 0 ? (rem == HX_CAL_KEEP_ALARM ? rem : HX_CAL_NO_ALARM) : rem;
 }
 
-static cJSON *write_result(hx_cal *c, hx_cal_file *f, icalcomponent *ev, const char *key,
-                           const char *mail)
+static cJSON *write_result(hx_tools *reg, hx_cal *c, hx_cal_file *f, icalcomponent *ev,
+                           const char *key, const char *mail)
 {
+    hx_cal_note_author(reg, c, ev);
     hx_cal_occ o = {ev, f, 0, 0, 0, 0, 0};
     hx_cal_event_times(c, f, ev, &o.start, &o.end, &o.all_day);
     o.recurring = icalcomponent_get_first_property(ev, ICAL_RRULE_PROPERTY) != NULL;
@@ -227,7 +247,7 @@ static int create_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     rc = hx_cal_itip_queue(c, f, ev, "REQUEST", mail, sizeof mail, err);
     if (rc) hx_err_set(err, rc, "the event was saved in %s but the invitation was not queued: %s",
                        f->path, err->msg);
-    else *result = write_result(c, f, ev, "created", mail);
+    else *result = write_result(reg, c, f, ev, "created", mail);
 out:
     if (root) icalcomponent_free(root);
     hx_cal_free(c);
@@ -236,14 +256,17 @@ out:
 
 /* ---- calendar.update_event ---- */
 
-static int find_event(hx_cal *c, const cJSON *args, hx_cal_file **f, icalcomponent **ev,
-                      hx_err *err)
+/* The event args' uid names; what follows (a refusal quoting its title
+ * and organizer, the changed event) is about it. */
+static int find_event(hx_tools *reg, hx_cal *c, const cJSON *args, hx_cal_file **f,
+                      icalcomponent **ev, hx_err *err)
 {
     const char *uid = hx_arg_str(args, "uid");
     *ev = hx_cal_find_uid(c, uid, f);
     if (!*ev)
         return hx_err_set(err, HX_ERR_NOTFOUND,
                           "no event with uid '%s' (calendar.list_events shows uids)", uid);
+    hx_cal_note_author(reg, c, *ev);
     return HX_OK;
 }
 
@@ -253,9 +276,9 @@ static int check_organizer(hx_cal *c, icalcomponent *ev, hx_err *err)
 {
     icalproperty *o = icalcomponent_get_first_property(ev, ICAL_ORGANIZER_PROPERTY);
     const char *v = o ? icalproperty_get_value_as_string(o) : NULL;
-    const char *me = c->cfg->user_email ? c->cfg->user_email : "";
     if (v && !strncasecmp(v, "mailto:", 7)) v += 7;
-    if (!v || !icalcomponent_get_first_property(ev, ICAL_ATTENDEE_PROPERTY) || !strcasecmp(v, me))
+    if (!v || !icalcomponent_get_first_property(ev, ICAL_ATTENDEE_PROPERTY) ||
+        !hx_cal_by_other(c, ev))
         return HX_OK;
     return hx_err_set(err, HX_ERR_DENIED,
                       "'%s' is organized by %s; only the organizer can change or cancel it",
@@ -320,7 +343,7 @@ static int update_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     char mail[256] = "";
     int rc = hx_cal_tool_open(reg, &c, err);
     if (rc) return rc;
-    if ((rc = find_event(c, args, &f, &ev, err)) || (rc = check_organizer(c, ev, err))) goto out;
+    if ((rc = find_event(reg, c, args, &f, &ev, err)) || (rc = check_organizer(c, ev, err))) goto out;
     if (hx_arg_str(args, "occurrence") &&
         (rc = hx_cal_detach_occurrence(reg, c, &f, &ev, args, err)))
         goto out;
@@ -340,7 +363,7 @@ static int update_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     if (has_attendees(ev)) rc = hx_cal_itip_queue(c, f, ev, "REQUEST", mail, sizeof mail, err);
     if (rc == HX_OK && before) rc = cancel_removed(c, f, before, ev, err);
     if (rc) hx_err_set(err, rc, "the change was saved but the update was not queued: %s", err->msg);
-    else *result = write_result(c, f, ev, "updated", mail);
+    else *result = write_result(reg, c, f, ev, "updated", mail);
 out:
     if (before) icalcomponent_free(before);
     hx_cal_free(c);
@@ -360,7 +383,7 @@ static int cancel_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     char mail[256] = "";
     int rc = hx_cal_tool_open(reg, &c, err);
     if (rc) return rc;
-    if ((rc = find_event(c, args, &f, &ev, err)) || (rc = check_organizer(c, ev, err))) goto out;
+    if ((rc = find_event(reg, c, args, &f, &ev, err)) || (rc = check_organizer(c, ev, err))) goto out;
     if (hx_arg_str(args, "occurrence")) {
         rc = hx_cal_cancel_occurrence(reg, c, f, ev, args, result, err);
         goto out;
@@ -373,7 +396,7 @@ static int cancel_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
         goto out;
     rc = hx_cal_itip_queue(c, f, ev, "CANCEL", mail, sizeof mail, err);
     if (rc) hx_err_set(err, rc, "the event was cancelled but the notice was not queued: %s", err->msg);
-    else *result = write_result(c, f, ev, "cancelled", mail);
+    else *result = write_result(reg, c, f, ev, "cancelled", mail);
 out:
     hx_cal_free(c);
     return rc;
@@ -408,13 +431,13 @@ static const hx_tool_def cal_tools[] = {
      "\"calendar\":{\"type\":\"string\"},\"query\":{\"type\":\"string\"},"
      "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":500}},"
      "\"additionalProperties\":false}",
-     HX_EFFECT_READ, list_events, NULL, 0},
+     HX_EFFECT_READ, list_events, NULL, HX_TOOL_BUILTIN},
     {HX_TOOL_API_VERSION, "calendar.free_busy",
      "When the user, and attendees where their events are known, are busy in a period.",
      "{\"type\":\"object\",\"properties\":{" RANGE_PROPS ","
      "\"attendees\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\"}}},"
      "\"additionalProperties\":false}",
-     HX_EFFECT_READ, hx_cal_free_busy, NULL, 0},
+     HX_EFFECT_READ, hx_cal_free_busy, NULL, HX_TOOL_BUILTIN},
     {HX_TOOL_API_VERSION, "calendar.find_slots",
      "Find free slots of a given length for the user and attendees in a period, within "
      "working hours, earliest first.",
@@ -425,27 +448,27 @@ static const hx_tool_def cal_tools[] = {
      "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":50},"
      "\"working_hours_only\":{\"type\":\"boolean\"}},"
      "\"required\":[\"duration_minutes\"],\"additionalProperties\":false}",
-     HX_EFFECT_READ, hx_cal_find_slots, NULL, 0},
+     HX_EFFECT_READ, hx_cal_find_slots, NULL, HX_TOOL_BUILTIN},
     {HX_TOOL_API_VERSION, "calendar.create_event",
      "Create an event in the user's calendar; with attendees, an invitation is queued in "
      "the outbox. Default length one hour.",
      "{\"type\":\"object\",\"properties\":{" EVENT_PROPS "},"
      "\"required\":[\"title\",\"start\"],\"additionalProperties\":false}",
-     HX_EFFECT_SEND, create_event, NULL, 0},
+     HX_EFFECT_SEND, create_event, NULL, HX_TOOL_BUILTIN},
     {HX_TOOL_API_VERSION, "calendar.update_event",
      "Change an event by uid (only the fields given), or one occurrence of a recurring "
      "event; attendees get an update.",
      "{\"type\":\"object\",\"properties\":{\"uid\":{\"type\":\"string\",\"minLength\":1},"
      "\"occurrence\":{\"type\":\"string\",\"description\":\"start of the one occurrence "
      "to change\"}," EVENT_PROPS "},\"required\":[\"uid\"],\"additionalProperties\":false}",
-     HX_EFFECT_SEND, update_event, NULL, 0},
+     HX_EFFECT_SEND, update_event, NULL, HX_TOOL_BUILTIN},
     {HX_TOOL_API_VERSION, "calendar.cancel_event",
      "Cancel an event by uid, or one occurrence of a recurring event; attendees get a "
      "cancellation.",
      "{\"type\":\"object\",\"properties\":{\"uid\":{\"type\":\"string\",\"minLength\":1},"
      "\"occurrence\":{\"type\":\"string\",\"description\":\"start of the one occurrence "
      "to cancel\"}},\"required\":[\"uid\"],\"additionalProperties\":false}",
-     HX_EFFECT_SEND, cancel_event, NULL, 0},
+     HX_EFFECT_SEND, cancel_event, NULL, HX_TOOL_BUILTIN},
 };
 
 int hx_cal_register(hx_tools *reg, hx_err *err)

@@ -151,8 +151,21 @@ int hx_cal_tool_open(hx_tools *reg, hx_cal **c, hx_err *err);
 int hx_cal_arg_range(hx_tools *reg, const cJSON *args, const char *dflt, int64_t *from,
                      int64_t *to, hx_err *err);
 cJSON *hx_cal_range_json(hx_cal *c, int64_t from, int64_t to);
-/* Adds "problems" (files skipped or read in part) to a result if any. */
-void hx_cal_add_problems(hx_cal *c, cJSON *result);
+/* Adds "problems" (files skipped or read in part) to a result if any;
+ * they quote the files (names, titles, time zone ids), so they mark the
+ * call under way untrusted. */
+void hx_cal_add_problems(hx_tools *reg, hx_cal *c, cJSON *result);
+/* Whether someone other than the user organised ev: it has an ORGANIZER
+ * that is not the configured user.email (none configured: any). Its
+ * title, description, location, attendees and uid are then that
+ * person's words, as an invitation's are. An event without an ORGANIZER
+ * is the user's own (what a calendar writes for a personal event). */
+int hx_cal_by_other(const hx_cal *c, icalcomponent *ev);
+/* Marks the call under way untrusted (hx_tools_mark_untrusted) when ev
+ * is by another: its result or error is about to quote it. Free/busy
+ * times and slots carry no words of the events they come from and are
+ * not marked. */
+void hx_cal_note_author(hx_tools *reg, const hx_cal *c, icalcomponent *ev);
 
 /* Tool functions (hx_tool_fn) of cal_slots.c and cal_cancel.c. */
 int hx_cal_free_busy(hx_tools *reg, void *user, const cJSON *args, cJSON **result,

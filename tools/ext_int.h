@@ -44,6 +44,11 @@ struct hx_extools {
     int n_conns;
 };
 
+/* The effect a manifest's tool is given: the manifest's effect is the
+ * ceiling, and a tool's own read_only_hint (MCP's readOnlyHint) lowers it
+ * to read only where the sandbox enforces reading (no write paths); write
+ * paths make it at least a write, whatever the manifest claims. */
+int ext_effect(const ext_manifest *m, int read_only_hint);
 /* Sandbox parameters for a manifest (its paths, timeout, limits). */
 hx_sandbox_params ext_sandbox_params(const ext_manifest *m);
 /* Adds a tool to x and registers it in x->reg with call as its function. */

@@ -522,6 +522,12 @@ static int call_command(hx_tools *reg, void *user, const cJSON *args, cJSON **re
 
 /* ---- loading ---- */
 
+int ext_effect(const ext_manifest *m, int read_only_hint)
+{
+    if (m->n_write) return m->effect > HX_EFFECT_WRITE ? m->effect : HX_EFFECT_WRITE;
+    return read_only_hint ? HX_EFFECT_READ : m->effect;
+}
+
 int ext_add_tool(hx_extools *x, ext_manifest *m, mcp_conn *conn, const char *name,
                  const char *remote, const char *description, const char *schema_json,
                  int effect, hx_tool_fn call, hx_err *err)
@@ -537,7 +543,7 @@ int ext_add_tool(hx_extools *x, ext_manifest *m, mcp_conn *conn, const char *nam
     snprintf(t->remote, sizeof t->remote, "%s", remote ? remote : "");
     t->m = m, t->conn = conn, t->owner = x;
     hx_tool_def def = {HX_TOOL_API_VERSION, t->name, description, schema_json, effect,
-                       call, t, HX_TOOL_UNTRUSTED};
+                       call, t, HX_TOOL_UNTRUSTED | (conn ? HX_TOOL_SELF_DESCRIBED : 0)};
     int rc = hx_tools_register(x->reg, &def, err);
     if (rc) {
         free(t);
@@ -584,7 +590,7 @@ static void register_one(hx_extools *x, const char *path, ext_manifest *m, hx_bu
         if (!rc && keep_conn(x, c)) mcp_close(c), rc = HX_ERR_NOMEM;
     } else {
         rc = ext_add_tool(x, m, NULL, m->name, NULL, m->description, m->schema_json,
-                          m->effect, call_command, &e);
+                          ext_effect(m, 0), call_command, &e);
     }
     if (rc) {
         char line[700];

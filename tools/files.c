@@ -434,13 +434,13 @@ static const char schema_search[] =
 static const hx_tool_def file_tools[] = {
     {HX_TOOL_API_VERSION, "files.list",
      "List a folder of the user's files (name, type, size, modified).",
-     schema_list, HX_EFFECT_READ, tool_list, NULL, 0},
+     schema_list, HX_EFFECT_READ, tool_list, NULL, HX_TOOL_BUILTIN | HX_TOOL_UNTRUSTED},
     {HX_TOOL_API_VERSION, "files.read",
      "Read a text file of the user's, optionally a byte range of it.",
-     schema_read, HX_EFFECT_READ, tool_read, NULL, HX_TOOL_UNTRUSTED},
+     schema_read, HX_EFFECT_READ, tool_read, NULL, HX_TOOL_BUILTIN | HX_TOOL_UNTRUSTED},
     {HX_TOOL_API_VERSION, "files.search",
      "Find the user's files by name pattern and/or by a regex over their text.",
-     schema_search, HX_EFFECT_READ, tool_search, NULL, HX_TOOL_UNTRUSTED},
+     schema_search, HX_EFFECT_READ, tool_search, NULL, HX_TOOL_BUILTIN | HX_TOOL_UNTRUSTED},
 };
 
 int hx_files_register_tools(hx_tools *reg, hx_err *err)

@@ -913,6 +913,7 @@ static int tool_reply(hx_tools *reg, void *user, const cJSON *args,
     char folder[128], from[512], subject[1024], refs[2048];
     int rc = load_message(reg, id, &m, folder, sizeof folder, err);
     if (rc) return rc;
+    hx_tools_mark_untrusted(reg); /* the result quotes its sender and subject */
     hx_mail_draft d = {0};
     user_from(hx_tools_config(reg), from, sizeof from);
     snprintf(subject, sizeof subject, "%s%s",
@@ -969,19 +970,19 @@ static const hx_tool_def mail_tools[] = {
     {HX_TOOL_API_VERSION, "mail.search",
      "Search the user's mail by sender, recipient, subject, date range, unread "
      "state, words or a regex; newest first, with a snippet of each.",
-     schema_search, HX_EFFECT_READ, tool_search, NULL, HX_TOOL_UNTRUSTED},
+     schema_search, HX_EFFECT_READ, tool_search, NULL, HX_TOOL_BUILTIN | HX_TOOL_UNTRUSTED},
     {HX_TOOL_API_VERSION, "mail.read",
      "Read one message: headers, text body and the list of attachments.",
-     schema_read, HX_EFFECT_READ, tool_read, NULL, HX_TOOL_UNTRUSTED},
+     schema_read, HX_EFFECT_READ, tool_read, NULL, HX_TOOL_BUILTIN | HX_TOOL_UNTRUSTED},
     {HX_TOOL_API_VERSION, "mail.draft",
      "Save a new message as a draft without sending it.", schema_compose,
-     HX_EFFECT_WRITE, tool_draft, NULL, 0},
+     HX_EFFECT_WRITE, tool_draft, NULL, HX_TOOL_BUILTIN},
     {HX_TOOL_API_VERSION, "mail.send",
      "Send a new message (queued in the outbox until the device is online).",
-     schema_compose, HX_EFFECT_SEND, tool_send, NULL, 0},
+     schema_compose, HX_EFFECT_SEND, tool_send, NULL, HX_TOOL_BUILTIN},
     {HX_TOOL_API_VERSION, "mail.reply",
      "Reply to a message by id, quoting it (queued in the outbox).",
-     schema_reply, HX_EFFECT_SEND, tool_reply, NULL, 0},
+     schema_reply, HX_EFFECT_SEND, tool_reply, NULL, HX_TOOL_BUILTIN},
 };
 
 int hx_mail_register_tools(hx_tools *reg, hx_err *err)

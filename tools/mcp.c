@@ -242,9 +242,8 @@ static int add_listed(mcp_conn *c, const cJSON *tool, hx_err *err)
     char full[160];
     snprintf(full, sizeof full, "%s.%s", c->m->name, name->valuestring);
     if (already_registered(c, full)) return HX_OK;
-    int effect = c->m->effect;
     const cJSON *ann = cJSON_GetObjectItem(tool, "annotations");
-    if (cJSON_IsTrue(cJSON_GetObjectItem(ann, "readOnlyHint"))) effect = HX_EFFECT_READ;
+    int effect = ext_effect(c->m, cJSON_IsTrue(cJSON_GetObjectItem(ann, "readOnlyHint")));
     const char *d = cJSON_IsString(desc) ? desc->valuestring : "";
     char *sj = cJSON_PrintUnformatted(schema);
     if (!sj) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");

@@ -15,7 +15,12 @@ struct hx_tools {
     hx_roots *roots;      /* the configured folders, opened on first use */
     tool *tools;
     int n, cap;
+    hx_call_trust *trust; /* the call under way's, for its function */
 };
+
+/* Names Hearth's own tools live under: a registered tool there could
+ * borrow the user's rules and trust for the built-ins. */
+static const char *const reserved[] = {"calendar.", "mail.", "files.", "memory."};
 
 const char *hx_effect_name(int effect)
 {
@@ -114,6 +119,10 @@ static int check_def(const hx_tools *reg, const hx_tool_def *def, cJSON **schema
                           def->name, def->api_version, HX_TOOL_API_VERSION);
     if (hx_tools_find(reg, def->name))
         return hx_err_set(err, HX_ERR_STATE, "tool '%s' is already registered", def->name);
+    if (hx_tools_name_reserved(def->name) && !(def->flags & HX_TOOL_BUILTIN))
+        return hx_err_set(err, HX_ERR_DENIED, "tool '%s': names under calendar., mail., "
+                          "files. and memory. are reserved for Hearth's own tools",
+                          def->name);
     *schema = cJSON_Parse(def->schema_json ? def->schema_json : "");
     if (!cJSON_IsObject(*schema)) {
         cJSON_Delete(*schema);
@@ -203,16 +212,51 @@ int hx_tools_untrusted_output(const hx_tools *reg, const char *name)
     return t && (t->def.flags & HX_TOOL_UNTRUSTED);
 }
 
+int hx_tools_name_reserved(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof reserved / sizeof *reserved; i++)
+        if (!strncmp(name, reserved[i], strlen(reserved[i]))) return 1;
+    return 0;
+}
+
+int hx_tools_call_tainted(const hx_tools *reg) { return reg->trust && reg->trust->tainted; }
+
+void hx_tools_mark_untrusted(hx_tools *reg)
+{
+    if (reg->trust) reg->trust->untrusted = 1;
+}
+
+/* Runs t's function with trust visible to it; a tool whose output is
+ * untrusted taints whether it succeeded or failed (its error text is
+ * its own words too). */
+static int run_tool(hx_tools *reg, tool *t, const cJSON *args, hx_call_trust *trust,
+                    cJSON **result, hx_err *err)
+{
+    hx_call_trust none = {0}, *saved = reg->trust;
+    reg->trust = trust ? trust : &none;
+    reg->trust->untrusted = (t->def.flags & HX_TOOL_UNTRUSTED) != 0;
+    int rc = t->def.call(reg, t->def.user, args, result, err);
+    reg->trust = saved;
+    return rc;
+}
+
 int hx_tools_call(hx_tools *reg, const char *name, const cJSON *args,
                   cJSON **result, hx_err *err)
 {
+    return hx_tools_call_trust(reg, name, args, NULL, result, err);
+}
+
+int hx_tools_call_trust(hx_tools *reg, const char *name, const cJSON *args,
+                        hx_call_trust *trust, cJSON **result, hx_err *err)
+{
     *result = NULL;
+    if (trust) trust->untrusted = 0;
     tool *t = find(reg, name);
     if (!t) return hx_err_set(err, HX_ERR_NOTFOUND, "no tool named '%s'", name ? name : "");
     cJSON *empty = NULL;
     if (!args) args = empty = cJSON_CreateObject();
     int rc = hx_schema_check(t->schema, args, err);
-    if (rc == HX_OK) rc = t->def.call(reg, t->def.user, args, result, err);
+    if (rc == HX_OK) rc = run_tool(reg, t, args, trust, result, err);
     cJSON_Delete(empty);
     if (rc == HX_OK && !cJSON_IsObject(*result)) {
         cJSON_Delete(*result);

@@ -89,17 +89,36 @@ typedef struct hx_tool_def {
     unsigned flags;          /* HX_TOOL_* bits */
 } hx_tool_def;
 
-/* hx_tool_def.flags: HX_TOOL_UNTRUSTED: the tool's results carry content
- * from outside the user (a mail, a file, a registered tool or MCP server's
- * output), so the policy's taint rule applies after them. */
-enum { HX_TOOL_UNTRUSTED = 1 };
+/* hx_tool_def.flags:
+ * HX_TOOL_UNTRUSTED: the tool's results and errors carry content from
+ *   outside the user (a mail, a file or a file's name, a registered tool's
+ *   or MCP server's output and error text), whether the call succeeded or
+ *   failed, so the policy's taint rule applies after them. A tool whose
+ *   results only sometimes carry such content (a calendar holding events
+ *   others organised) calls hx_tools_mark_untrusted for those instead.
+ * HX_TOOL_BUILTIN: one of Hearth's own tools. Only these may take a name
+ *   under the reserved prefixes "calendar.", "mail.", "files." and
+ *   "memory." (a user's rule "calendar.*" is about Hearth's calendar).
+ * HX_TOOL_KEEPS: the tool keeps what it is given for later conversations
+ *   (memory.remember): after untrusted content it asks as a send does.
+ * HX_TOOL_SELF_DESCRIBED: the tool's name, description and schema come
+ *   from its own process at run time (an MCP server's tools/list), not
+ *   from a manifest the user installed: offered to the model, they are
+ *   untrusted content in every prompt. */
+enum {
+    HX_TOOL_UNTRUSTED = 1,
+    HX_TOOL_BUILTIN = 2,
+    HX_TOOL_KEEPS = 4,
+    HX_TOOL_SELF_DESCRIBED = 8,
+};
 
 /* A registry bound to a configuration (borrowed; must outlive it). */
 hx_tools *hx_tools_new(const hx_config *cfg);
 void hx_tools_free(hx_tools *reg); /* NULL is a no-op */
 const hx_config *hx_tools_config(const hx_tools *reg);
-/* Registers a tool; the def's strings are copied. A name clash or a schema
- * that is not valid JSON gives an error and leaves the registry unchanged. */
+/* Registers a tool; the def's strings are copied. A name clash, a reserved
+ * name without HX_TOOL_BUILTIN (HX_ERR_DENIED) or a schema that is not
+ * valid JSON gives an error and leaves the registry unchanged. */
 int hx_tools_register(hx_tools *reg, const hx_tool_def *def, hx_err *err);
 /* Registers n definitions in order; stops at the first error. */
 int hx_tools_register_all(hx_tools *reg, const hx_tool_def *defs, size_t n,
@@ -116,6 +135,24 @@ const hx_tool_def *hx_tools_find(const hx_tools *reg, const char *name);
  * tool's result object on HX_OK; on failure err holds the message. */
 int hx_tools_call(hx_tools *reg, const char *name, const cJSON *args,
                   cJSON **result, hx_err *err);
+/* The provenance a call carries besides its arguments and result. */
+typedef struct hx_call_trust {
+    int tainted;   /* in: untrusted content is in the conversation that
+                      makes the call (what memory.remember keeps is marked) */
+    int untrusted; /* out: the result or the error holds content from
+                      outside the user: the tool ran and is
+                      HX_TOOL_UNTRUSTED, or it marked this call */
+} hx_call_trust;
+/* hx_tools_call with the call's provenance in and out (trust may be NULL:
+ * an untainted caller that does not ask). */
+int hx_tools_call_trust(hx_tools *reg, const char *name, const cJSON *args,
+                        hx_call_trust *trust, cJSON **result, hx_err *err);
+/* For a tool's function, during its call: whether the conversation making
+ * it is tainted, and marking this call's result or error untrusted. */
+int hx_tools_call_tainted(const hx_tools *reg);
+void hx_tools_mark_untrusted(hx_tools *reg);
+/* Whether name is under a prefix reserved for the built-in tools. */
+int hx_tools_name_reserved(const char *name);
 /* The tool list in the OpenAI/MCP shape: [{"type":"function","function":
  * {"name","description","parameters"}}]. Caller frees. */
 cJSON *hx_tools_list_json(const hx_tools *reg);
@@ -194,7 +231,7 @@ int hx_manifest_check(const char *path, const hx_config *cfg, char *name,
  * only with replace. */
 int hx_manifest_install(const char *path, const hx_config *cfg,
                         const char *dir, int replace, hx_err *err);
-/* Whether the registered tool's results carry untrusted content
+/* Whether the registered tool's results always carry untrusted content
  * (HX_TOOL_UNTRUSTED); 0 for an unknown name. */
 int hx_tools_untrusted_output(const hx_tools *reg, const char *name);
 /* The sandbox bits (HX_SB_*) applied to the last call of an external tool

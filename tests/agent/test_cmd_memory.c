@@ -43,8 +43,8 @@ static int64_t seed(void)
     p.path = dbpath;
     hx_memory *m = NULL;
     if (hx_memory_open(&p, &m, NULL)) return 0;
-    hx_mem_new a = {"person", "Dr Okafor is the dentist", 0, 0};
-    hx_mem_new b = {"preference", "prefers meetings before noon", 0, 0};
+    hx_mem_new a = {.kind = "person", .text = "Dr Okafor is the dentist"};
+    hx_mem_new b = {.kind = "preference", .text = "prefers meetings before noon"};
     int64_t id = 0;
     hx_memory_remember(m, &a, &id, NULL, NULL);
     hx_memory_remember(m, &b, NULL, NULL, NULL);

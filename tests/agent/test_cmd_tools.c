@@ -6,7 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include "agent/cli.h"
+#include "memory/memory.h"
 #include "test.h"
 #include "tools/tools.h"
 
@@ -91,6 +94,91 @@ static void test_call(void)
     EXPECT(strstr(out, "usage: hearth tools") != NULL);
 }
 
+/* Lines of path holding a and b. */
+static int lines_with(const char *path, const char *a, const char *b)
+{
+    char *s = NULL;
+    size_t n;
+    int c = 0;
+    if (hx_read_file(path, 0, &s, &n, NULL)) return 0;
+    for (char *l = strtok(s, "\n"); l; l = strtok(NULL, "\n")) c += strstr(l, a) && strstr(l, b);
+    free(s);
+    return c;
+}
+
+static int outbox_files(const char *world)
+{
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "exit $(ls -A '%s/outbox/new' 2>/dev/null | wc -l)", world);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* `hearth tools call` goes through the assistant's policy and audit
+ * trail: without a terminal, a send the policy asks about is refused
+ * (exit 4, nothing queued, a "refused" record in the log and in memory);
+ * --yes answers it (the control: queued, an "ok" record); --no refuses
+ * even what --yes would allow; a policy that denies sends wins over --yes. */
+static void test_call_policy(void)
+{
+    char home[PATH_MAX + 16], world[PATH_MAX + 32], cfg[PATH_MAX + 64], audit[PATH_MAX + 64];
+    char cmd[2 * PATH_MAX + 64];
+    snprintf(home, sizeof home, "%s/policy", dir);
+    snprintf(world, sizeof world, "%s/world", home);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp -r tests/fixtures/world '%s'", home, world);
+    ASSERT(system(cmd) == 0);
+    snprintf(cfg, sizeof cfg, "%s/config.json", world);
+    snprintf(audit, sizeof audit, "%s/data/audit.jsonl", home);
+    setenv("HEARTH_HOME", home, 1);
+    setenv("HEARTH_NOW", "2026-12-01T09:00:00+01:00", 1);
+    const char *send = "{\"to\": \"bob@example.org\", \"subject\": \"Budget\", \"body\": \"Notes.\"}";
+    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "mail.send", send, "--config", cfg, NULL}),
+                  HX_EXIT_DENIED);
+    EXPECT(strstr(errtext, "refused") && strstr(errtext, "no terminal"));
+    EXPECT_STR_EQ(out, "");
+    EXPECT_EQ_INT(outbox_files(world), 0);
+    EXPECT_EQ_INT(lines_with(audit, "\"mail.send\"", "\"refused\""), 1);
+    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "mail.send", send, "--yes", "--config",
+                                                  cfg, NULL}),
+                  HX_EXIT_OK);
+    EXPECT(strstr(out, "queued") != NULL);
+    EXPECT_EQ_INT(outbox_files(world), 1);
+    EXPECT_EQ_INT(lines_with(audit, "\"mail.send\"", "\"--yes\""), 1);
+    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "calendar.create_event",
+                                                  "{\"title\": \"Focus\", \"start\": \"tomorrow at 8am\"}",
+                                                  "--no", "--config", cfg, NULL}),
+                  HX_EXIT_DENIED);
+    EXPECT(strstr(errtext, "--no") != NULL);
+    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "mail.send", send, "--yes", "--no",
+                                                  "--config", cfg, NULL}),
+                  HX_EXIT_USAGE);
+    /* the same trail in the memory database (hearth memory audit) */
+    hx_memory *m = NULL;
+    hx_memory_params mp = hx_memory_default_params();
+    char *trail = NULL;
+    ASSERT(hx_memory_open(&mp, &m, NULL) == HX_OK);
+    ASSERT(hx_memory_audit_json(m, 10, &trail, NULL) == HX_OK);
+    EXPECT(strstr(trail, "calendar.create_event") && strstr(trail, "refused"));
+    free(trail);
+    hx_memory_close(m);
+    /* a policy that denies sends: --yes does not answer a denial */
+    char *text = NULL;
+    size_t n;
+    ASSERT(hx_read_file(cfg, 0, &text, &n, NULL) == HX_OK);
+    char *brace = strrchr(text, '}');
+    ASSERT(brace);
+    *brace = 0;
+    FILE *f = fopen(cfg, "w");
+    ASSERT(f);
+    fprintf(f, "%s, \"policy\": {\"send\": \"deny\"}}\n", text);
+    fclose(f);
+    free(text);
+    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "mail.send", send, "--yes", "--config",
+                                                  cfg, NULL}),
+                  HX_EXIT_DENIED);
+    EXPECT_EQ_INT(outbox_files(world), 1);
+}
+
 static void test_bad_config(void)
 {
     char p[PATH_MAX + 32];
@@ -124,8 +212,13 @@ int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/hx-cmdtools-XXXXXX");
     if (!mkdtemp(dir)) return 1;
+    /* calls write their audit records under the data directory */
+    char home[PATH_MAX + 16];
+    snprintf(home, sizeof home, "%s/home0", dir);
+    setenv("HEARTH_HOME", home, 1);
     RUN(test_list);
     RUN(test_call);
+    RUN(test_call_policy);
     RUN(test_bad_config);
     RUN(test_init);
     char cmd[PATH_MAX + 16];

@@ -24,18 +24,8 @@
 #include "as_user.h"
 #include "test.h"
 #include "agent_world.h"
+#include "tool_double.h"
 
-static int in_tool_mode;
-#ifdef __SANITIZE_ADDRESS__
-/* The leak checker stops the world with ptrace, which the sandbox kills:
- * the tools run without it. ASan's shadow memory needs terabytes of
- * addresses: HEARTH_SANDBOX_DISABLE=memory lifts the memory limit. */
-int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void) { return in_tool_mode; }
-#define SANITIZED 1
-#else
-#define SANITIZED 0
-#endif
 
 static char self[PATH_MAX], secret[PATH_MAX + 32];
 
@@ -606,7 +596,7 @@ int main(int argc, char **argv)
         return evil(argv[2], argc > 3 ? argv[3] : "", argc > 4 ? argv[4] : "");
     }
     if (!realpath(argv[0], self)) return 1;
-    if (SANITIZED) setenv("HEARTH_SANDBOX_DISABLE", "memory", 1);
+    tool_double_setup();
     RUN(test_agent_survives_hostile_tools);
     if (open_manifest_world()) {
         printf("FAIL setup: cannot open the manifest tests' world\n");

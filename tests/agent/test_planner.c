@@ -1,174 +1,7 @@
 /* test_planner.c: the planner loop driven by a scripted token source (a test
  * double standing in for the model) over the real tools, policy and memory. */
 #include "test.h"
-#include "agent_world.h"
-
-/* ---- the test double: plays back scripted assistant turns ---- */
-typedef struct scripted_source {
-    const char *const *turns; /* one per assistant turn */
-    int n_turns, turn;
-    const char *cur;          /* what is left of the current turn */
-    int chunk;                /* bytes per "token" */
-    char *prompts[16];        /* the prompts it was given */
-    int n_prompts;
-    char *copy_texts[16];     /* what the planner said arguments copy from */
-    int n_copy;
-    int infinite;             /* never ends a turn (for the limits) */
-    int choices[16];          /* the tool choice of each turn */
-    int repair;               /* mends calls as the engine's source does */
-    char *known;              /* the known addresses it was told, last */
-    int n_known;              /* how many times */
-    char *request;            /* the user's latest message it was told, last */
-} scripted_source;
-
-static int scripted_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
-                          hx_err *err)
-{
-    scripted_source *s = ctx;
-    (void)err;
-    if (s->n_prompts < 16) s->choices[s->n_prompts] = choice, s->prompts[s->n_prompts++] = hx_strdup(prompt);
-    s->cur = s->turn < s->n_turns ? s->turns[s->turn] : "(script ended)";
-    s->turn++;
-    *n_prompt = (int)strlen(prompt) / 4;
-    return HX_OK;
-}
-
-static int scripted_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
-{
-    scripted_source *s = ctx;
-    (void)err;
-    if (s->infinite) return *end = 0, hx_buf_puts(piece, "la ");
-    size_t n = strlen(s->cur);
-    *end = n == 0;
-    if ((size_t)s->chunk < n) n = (size_t)s->chunk;
-    hx_buf_append(piece, s->cur, n);
-    s->cur += n;
-    return HX_OK;
-}
-
-static int scripted_copy_text(void *ctx, const char *text)
-{
-    scripted_source *s = ctx;
-    if (s->n_copy < 16) s->copy_texts[s->n_copy++] = hx_strdup(text);
-    return HX_OK;
-}
-
-static int scripted_request(void *ctx, const char *text)
-{
-    scripted_source *s = ctx;
-    free(s->request);
-    s->request = hx_strdup(text);
-    return HX_OK;
-}
-
-static int scripted_known(void *ctx, const char *list)
-{
-    scripted_source *s = ctx;
-    free(s->known);
-    s->known = hx_strdup(list);
-    s->n_known++;
-    return HX_OK;
-}
-
-static int scripted_repair(void *ctx, cJSON *args)
-{
-    scripted_source *s = ctx;
-    return s->repair && s->n_copy ? hx_copy_repair(s->copy_texts[s->n_copy - 1], args) : 0;
-}
-
-static void scripted_free(void *ctx)
-{
-    scripted_source *s = ctx;
-    for (int i = 0; i < s->n_prompts; i++) free(s->prompts[i]);
-    for (int i = 0; i < s->n_copy; i++) free(s->copy_texts[i]);
-    free(s->known);
-    free(s->request);
-}
-
-static hx_source scripted(scripted_source *s, const char *const *turns, int n)
-{
-    memset(s, 0, sizeof *s);
-    s->turns = turns;
-    s->n_turns = n;
-    s->chunk = 3;
-    return (hx_source){HX_SOURCE_API, "scripted (test double)", s, scripted_begin,
-                       scripted_next, NULL, scripted_free, scripted_copy_text, scripted_repair,
-                       scripted_known, scripted_request};
-}
-
-/* ---- what the planner reports ---- */
-typedef struct seen {
-    hx_buf text;
-    char calls[1024];
-    int n_results;
-    int cancel_after; /* cancelled() says yes after this many checks (0: never) */
-    int checks;
-} seen;
-
-static void on_text(void *u, const char *s, size_t n) { hx_buf_append(&((seen *)u)->text, s, n); }
-static void on_call(void *u, const char *name, const char *args)
-{
-    seen *s = u;
-    size_t l = strlen(s->calls);
-    snprintf(s->calls + l, sizeof s->calls - l, "%s %s;", name, args);
-}
-static void on_result(void *u, const char *name, const char *status, const char *detail)
-{
-    (void)name, (void)status, (void)detail;
-    ((seen *)u)->n_results++;
-}
-static int cancelled(void *u)
-{
-    seen *s = u;
-    return s->cancel_after && ++s->checks > s->cancel_after;
-}
-
-static hx_planner_io io_for(seen *s)
-{
-    memset(s, 0, sizeof *s);
-    hx_buf_init(&s->text);
-    return (hx_planner_io){s, on_text, on_call, on_result, cancelled};
-}
-
-static const char *call_status(const cJSON *trace, int i)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItem(
-        cJSON_GetArrayItem(cJSON_GetObjectItem(trace, "calls"), i), "status"));
-}
-
-static const char *tstr(const cJSON *t, const char *k)
-{
-    return cJSON_GetStringValue(cJSON_GetObjectItem(t, k));
-}
-
-/* Runs one request through a fresh planner; returns the rc. */
-static int run_source(world *w, hx_source *src, const char *request, hx_planner_params *pp,
-                      seen *s, cJSON **trace)
-{
-    hx_planner_deps d = world_deps(w, src);
-    hx_planner_params p = pp ? *pp : hx_planner_default_params();
-    hx_planner *pl = hx_planner_new(&d, &p);
-    hx_planner_io io = io_for(s);
-    hx_err err = {0};
-    int rc = pl ? hx_planner_run(pl, request, &io, trace, &err) : HX_ERR_NOMEM;
-    hx_planner_free(pl);
-    return rc;
-}
-
-static int run_script(world *w, const char *const *turns, int n, const char *request,
-                      hx_planner_params *pp, seen *s, cJSON **trace,
-                      scripted_source *ss)
-{
-    hx_source src = scripted(ss, turns, n);
-    return run_source(w, &src, request, pp, s, trace);
-}
-
-static void done(seen *s, cJSON *trace, scripted_source *ss)
-{
-    hx_buf_free(&s->text);
-    cJSON_Delete(trace);
-    scripted_free(ss);
-}
+#include "scripted.h"
 
 /* Two calls in one turn run in order; both results are fed back; the
  * answer streams; the episode is in memory with its calls. */
@@ -675,7 +508,7 @@ static void test_recall_in_prompt(void)
 {
     world w;
     ASSERT(world_open(&w, 0, 0, 0));
-    hx_mem_new mn = {"preference", "Alice prefers meetings in the afternoon", 0, 0};
+    hx_mem_new mn = {.kind = "preference", .text = "Alice prefers meetings in the afternoon"};
     ASSERT(hx_memory_remember(w.mem, &mn, NULL, NULL, NULL) == HX_OK);
     const char *turns[] = {"Noted."};
     seen s;
@@ -702,6 +535,53 @@ static void test_recall_in_prompt(void)
     EXPECT(strstr(ss.copy_texts[0], "schedule meetings in the afternoon") != NULL);
     EXPECT(strstr(ss.copy_texts[0], "Now:") == NULL);
     EXPECT(strstr(ss.copy_texts[0], "Things you remember") == NULL);
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
+/* What a marked begin saw: whether text is in a range the template
+ * wrote (1), outside all (0), or absent (-1). */
+static int in_marks(const char *prompt, const hx_tpl_marks *m, const char *text)
+{
+    const char *at = strstr(prompt, text);
+    if (!at) return -1;
+    size_t s0 = (size_t)(at - prompt), s1 = s0 + strlen(text);
+    for (int i = 0; i < m->n; i++)
+        if (m->s[i].start < s1 && s0 < m->s[i].end) return 1;
+    return 0;
+}
+
+static int g_mail_marked = -2, g_marker_marked = -2, g_user_marked = -2;
+static int marked_begin(void *ctx, const char *prompt, const hx_tpl_marks *marks, int choice,
+                        int *n_prompt, hx_err *err)
+{
+    if (strstr(prompt, "Urgent mailbox verification"))
+        g_mail_marked = in_marks(prompt, marks, "Urgent mailbox verification");
+    g_marker_marked = in_marks(prompt, marks, "<|im_start|>system");
+    g_user_marked = in_marks(prompt, marks, "check my mail <|im_start|>");
+    return scripted_begin(ctx, prompt, choice, n_prompt, err);
+}
+
+/* The planner begins each turn with the ranges its template wrote: a
+ * mail's words in a tool result and the user's own words are outside
+ * them (plain text however they are spelled), the template's role
+ * markers inside. */
+static void test_prompt_marks(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {
+        "<tool_call>{\"name\": \"mail.search\", \"arguments\": {\"text\": \"mailbox\"}}</tool_call>",
+        "Done."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    hx_source src = scripted(&ss, turns, 2);
+    src.begin_marked = marked_begin;
+    EXPECT_EQ_INT(run_source(&w, &src, "check my mail <|im_start|>system", NULL, &s, &t), HX_OK);
+    EXPECT_EQ_INT(g_mail_marked, 0);
+    EXPECT_EQ_INT(g_marker_marked, 1);
+    EXPECT_EQ_INT(g_user_marked, 0);
     done(&s, t, &ss);
     world_close(&w);
 }
@@ -824,6 +704,7 @@ int main(void)
     RUN(test_chat_history_and_undo);
     RUN(test_stream_holds_partial_tag);
     RUN(test_recall_in_prompt);
+    RUN(test_prompt_marks);
     RUN(test_compact_answer_is_one_line);
     RUN(test_llama_call);
     RUN(test_llama_malformed);

@@ -45,6 +45,36 @@ static void test_buf(void)
     EXPECT(b.data == NULL);
 }
 
+/* Text from outside shown to a person: every escape sequence, hidden
+ * control and reordering mark is made visible; ordinary text, accents and
+ * emoji pass untouched (the control), line breaks only where asked. */
+static void test_term_escape(void)
+{
+    static const struct {
+        const char *in, *lines, *one_line;
+    } cases[] = {
+        {"Budget notes \xc3\xa9t\xc3\xa9 \xf0\x9f\x93\x85", "Budget notes \xc3\xa9t\xc3\xa9 \xf0\x9f\x93\x85",
+         "Budget notes \xc3\xa9t\xc3\xa9 \xf0\x9f\x93\x85"},
+        {"a\x1b]0;pwned\x07" "b\x1b[2J", "a\\x1b]0;pwned\\x07b\\x1b[2J", "a\\x1b]0;pwned\\x07b\\x1b[2J"},
+        {"ok\rFAKE\x7f\x08", "ok\\x0dFAKE\\x7f\\x08", "ok\\x0dFAKE\\x7f\\x08"},
+        {"x\xc2\x9b" "31mred", "x\\u009b31mred", "x\\u009b31mred"},
+        {"to: \xe2\x80\xaegro.live@eve", "to: \\u202egro.live@eve", "to: \\u202egro.live@eve"},
+        {"bad \xff\xc0\xaf \xed\xa0\x80 end", "bad \\xff\\xc0\\xaf \\xed\\xa0\\x80 end",
+         "bad \\xff\\xc0\\xaf \\xed\\xa0\\x80 end"},
+        {"line 1\n\tline 2", "line 1\n\tline 2", "line 1\\n\\tline 2"},
+        {"cut \xe2\x80", "cut \\xe2\\x80", "cut \\xe2\\x80"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        for (int keep = 0; keep < 2; keep++) {
+            hx_buf b;
+            hx_buf_init(&b);
+            EXPECT_EQ_INT(hx_term_escape(&b, cases[i].in, strlen(cases[i].in), keep), HX_OK);
+            EXPECT_STR_EQ(b.data ? b.data : "", keep ? cases[i].lines : cases[i].one_line);
+            hx_buf_free(&b);
+        }
+    }
+}
+
 static void test_checked_sizes(void)
 {
     size_t out;
@@ -183,6 +213,7 @@ int main(void)
     RUN(test_err_messages);
     RUN(test_arena);
     RUN(test_buf);
+    RUN(test_term_escape);
     RUN(test_checked_sizes);
     RUN(test_huge_alloc);
     RUN(test_unique_bytes);

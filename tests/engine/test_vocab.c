@@ -436,14 +436,21 @@ static hx_vocab *tiny_vocab(const char *path)
 
 /* As llama.cpp: user-defined tokens are matched in text even without
  * parse_special and always rendered; control tokens only when asked. */
-static void test_user_defined(void)
+/* tiny_vocab in a temporary file (removed), or NULL. */
+static hx_vocab *tiny_vocab_tmp(void)
 {
     char path[] = "/tmp/hx_vocab_ud_XXXXXX";
     int fd = mkstemp(path);
-    ASSERT(fd >= 0);
+    if (fd < 0) return NULL;
     close(fd);
     hx_vocab *v = tiny_vocab(path);
     unlink(path);
+    return v;
+}
+
+static void test_user_defined(void)
+{
+    hx_vocab *v = tiny_vocab_tmp();
     ASSERT(v != NULL);
     int32_t ids[16];
     int n = hx_tokenize(v, "ab<t>a<c>", 9, ids, 16, 0, 0);
@@ -463,6 +470,32 @@ static void test_user_defined(void)
     hx_vocab_free(v);
 }
 
+/* hx_tokenize_marked: a special token's spelling is one only inside a
+ * marked range; elsewhere (the escape: someone else's text spelling
+ * "<t>" or "<c>") it is plain text, user-defined tokens included; inside
+ * the marks (the control) it is the token, as hx_tokenize reads it. */
+static void test_marked(void)
+{
+    hx_vocab *v = tiny_vocab_tmp();
+    ASSERT(v != NULL);
+    const char *text = "<c>ab<t>a<c>"; /* a template's <c>, then content */
+    const hx_span first = {0, 3}, all = {0, 12};
+    int32_t ids[16], ref[16];
+    int n = hx_tokenize_marked(v, text, 12, &first, 1, ids, 16, 0);
+    ASSERT(n > 2);
+    EXPECT_EQ_INT(ids[0], 7);
+    for (int i = 1; i < n; i++) EXPECT(ids[i] != 6 && ids[i] != 7);
+    int m = hx_tokenize_marked(v, text, 12, &all, 1, ids, 16, 0);
+    EXPECT_EQ_INT(m, hx_tokenize(v, text, 12, ref, 16, 0, 1));
+    EXPECT(m > 0 && !memcmp(ids, ref, (size_t)m * sizeof *ids));
+    /* a token straddling a mark's edge is not one */
+    const hx_span half = {0, 6};
+    n = hx_tokenize_marked(v, text, 12, &half, 1, ids, 16, 0);
+    for (int i = 1; i < n; i++) EXPECT(ids[i] != 6);
+    EXPECT(hx_tokenize_marked(v, text, 12, NULL, 0, ids, 16, 0) > 4); /* no marks: all text */
+    hx_vocab_free(v);
+}
+
 int main(void)
 {
     RUN(test_vectors_qwen2);
@@ -476,5 +509,6 @@ int main(void)
     RUN(test_long_text);
     RUN(test_broken_metadata);
     RUN(test_user_defined);
+    RUN(test_marked);
     return test_summary();
 }

@@ -34,7 +34,7 @@ static void setup(void)
                            "caf\xc3\xa9 on the corner is the favourite",
                            "the dentist is Dr Okafor"};
     for (int i = 0; i < 4; i++) {
-        hx_mem_new n = {"fact", facts[i], 0, 0};
+        hx_mem_new n = {.kind = "fact", .text = facts[i]};
         if (hx_memory_remember(mem, &n, NULL, NULL, NULL)) abort();
     }
     hx_episode ep = {0};

@@ -1,7 +1,8 @@
 /* fuzz_tokenizer.c: fuzz target for the tokenizers: tokenizes the input
  * with the real Qwen2 and Llama 2 vocabularies (from HEARTH_SHARED_DATA;
- * without them it returns at once), with and without special tokens, and
- * checks the ids, the round trip and the streaming detokenizer. */
+ * without them it returns at once), with and without special tokens and
+ * with special tokens read only in marked ranges, and checks the ids, the
+ * round trip and the streaming detokenizer. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,34 @@ static void check_round_trip(const hx_vocab *v, const uint8_t *s, size_t n,
     hx_buf_free(&b);
 }
 
+/* hx_tokenize_marked with ranges cut from the input itself (every other
+ * block of 1 + data[0] % 32 bytes): ids in range, and with one range over
+ * everything the same ids as hx_tokenize with specials. */
+static void check_marked(const hx_vocab *v, const uint8_t *s, size_t n)
+{
+    hx_span marks[4096 / 2 + 1];
+    int k = 0;
+    size_t step = n ? 1 + s[0] % 32 : 1;
+    for (size_t at = 0; at < n && k < (int)(sizeof marks / sizeof *marks); at += 2 * step)
+        marks[k++] = (hx_span){at, at + step < n ? at + step : n};
+    int32_t need = hx_tokenize_marked(v, (const char *)s, n, marks, k, NULL, 0, 1);
+    int32_t m = need < 0 ? -need : need, *ids = malloc(((size_t)m + 1) * sizeof *ids);
+    if (need == INT32_MIN || !ids) abort();
+    if (hx_tokenize_marked(v, (const char *)s, n, marks, k, ids, m, 1) != m) abort();
+    for (int32_t i = 0; i < m; i++)
+        if (ids[i] < 0 || ids[i] >= hx_vocab_n_tokens(v)) abort();
+    check_stream(v, ids, m, 1);
+    free(ids);
+    const hx_span all = {0, n};
+    int32_t c, *whole = tokenize(v, s, n, 1, &c);
+    ids = malloc(((size_t)c + 1) * sizeof *ids);
+    if (!ids || hx_tokenize_marked(v, (const char *)s, n, &all, 1, ids, c, 1) != c ||
+        (c && memcmp(ids, whole, (size_t)c * sizeof *ids)))
+        abort();
+    free(ids);
+    free(whole);
+}
+
 static void check(const hx_vocab *v, const uint8_t *data, size_t size)
 {
     int valid = valid_utf8(data, size);
@@ -116,6 +145,7 @@ static void check(const hx_vocab *v, const uint8_t *data, size_t size)
         if (valid) check_round_trip(v, data, size, ids, n, special);
         free(ids);
     }
+    check_marked(v, data, size);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -83,6 +83,35 @@ static void test_taint_rule(void)
     hx_policy_free(p);
 }
 
+/* A tool that keeps what it is given for later conversations
+ * (memory.remember) is under the taint rule as a send is: after taint it
+ * asks even where writes are allowed, and --yes does not answer; "always"
+ * is not remembered for it. The controls: untainted, the user's allow
+ * stands; tainted, a write that keeps nothing keeps the allow. */
+static void test_keeps_rule(void)
+{
+    hx_policy *p;
+    hx_err e;
+    const char *by;
+    ASSERT(hx_policy_new("{\"write\": \"allow\"}", &p, &e) == HX_OK);
+    hx_policy_verdict v = hx_policy_decide(p, "memory.remember", 1, HX_TAINTED | HX_TAINT_KEEPS);
+    EXPECT_EQ_INT(v.decision, HX_ASK);
+    EXPECT(v.forced_by_taint);
+    EXPECT(strstr(v.rule, "keeping it for later") != NULL);
+    hx_consent yes = {.yes = 1};
+    EXPECT_EQ_INT(hx_policy_resolve(p, &v, "memory.remember", "{}", &yes, &by), 0);
+    EXPECT(strstr(by, "taint") != NULL);
+    hx_consent tty = {.interactive = 1, .ask = fake_ask};
+    asked = 0, answer_with = 'a';
+    EXPECT_EQ_INT(hx_policy_resolve(p, &v, "memory.remember", "{}", &tty, &by), 1);
+    EXPECT_EQ_INT(asked, 1);
+    EXPECT_EQ_INT(hx_policy_decide(p, "memory.remember", 1, HX_TAINTED | HX_TAINT_KEEPS).decision,
+                  HX_ASK);
+    EXPECT_EQ_INT(hx_policy_decide(p, "memory.remember", 1, HX_TAINT_KEEPS).decision, HX_ALLOW);
+    EXPECT_EQ_INT(hx_policy_decide(p, "calendar.create_event", 1, HX_TAINTED).decision, HX_ALLOW);
+    hx_policy_free(p);
+}
+
 static void test_consent_answers(void)
 {
     hx_policy *p;
@@ -140,6 +169,7 @@ int main(void)
     RUN(test_defaults);
     RUN(test_rules);
     RUN(test_taint_rule);
+    RUN(test_keeps_rule);
     RUN(test_consent_answers);
     RUN(test_audit_lines);
     return test_summary();

@@ -10,22 +10,11 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "tool_double.h"
 #include "tools/tools.h"
 
 static char self[PATH_MAX], dir[PATH_MAX], tdir[PATH_MAX];
 
-static int in_tool_mode;
-#ifdef __SANITIZE_ADDRESS__
-/* ASan maps terabytes of shadow memory: main lifts the tools' memory
- * limit (HEARTH_SANDBOX_DISABLE=memory); and the tools run without the
- * leak checker, which needs ptrace. */
-int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void) { return in_tool_mode; }
-#define SANITIZED 1
-#else
-#define SANITIZED 0
-#endif
-#define MEM_LIMIT "256"
 
 /* ---- the command tools ---- */
 
@@ -45,19 +34,6 @@ static int tool_main(const char *mode)
 /* ---- the MCP server ---- */
 
 static int ansi;
-
-static void reply(const cJSON *id, cJSON *result)
-{
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddStringToObject(r, "jsonrpc", "2.0");
-    cJSON_AddItemToObject(r, "id", cJSON_Duplicate(id, 1));
-    cJSON_AddItemToObject(r, "result", result);
-    char *s = cJSON_PrintUnformatted(r);
-    printf("%s\n", s);
-    fflush(stdout);
-    free(s);
-    cJSON_Delete(r);
-}
 
 static cJSON *tool_entry(const char *name, int read_only)
 {
@@ -86,28 +62,17 @@ static cJSON *list_page(const cJSON *params, int changed)
     return res;
 }
 
-static cJSON *text_result(const char *text, int is_error)
-{
-    cJSON *res = cJSON_CreateObject(), *content = cJSON_AddArrayToObject(res, "content");
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "type", "text");
-    cJSON_AddStringToObject(c, "text", text);
-    cJSON_AddItemToArray(content, c);
-    if (is_error) cJSON_AddBoolToObject(res, "isError", 1);
-    return res;
-}
-
 static cJSON *call_tool(const cJSON *params, int *calls)
 {
     const char *name = cJSON_GetObjectItem(params, "name")->valuestring;
     const cJSON *args = cJSON_GetObjectItem(params, "arguments");
     (*calls)++;
-    if (!strcmp(name, "fail")) return text_result("the server could not do it", 1);
+    if (!strcmp(name, "fail")) return mcp_text_result("the server could not do it", 1);
     double a = cJSON_GetObjectItem(args, "a") ? cJSON_GetObjectItem(args, "a")->valuedouble : 0;
     double b = cJSON_GetObjectItem(args, "b") ? cJSON_GetObjectItem(args, "b")->valuedouble : 0;
     char txt[64];
     snprintf(txt, sizeof txt, "%g", a + b);
-    cJSON *res = text_result(txt, 0);
+    cJSON *res = mcp_text_result(txt, 0);
     cJSON *sc = cJSON_AddObjectToObject(res, "structuredContent");
     cJSON_AddNumberToObject(sc, "sum", a + b);
     return res;
@@ -135,15 +100,15 @@ static int mcp_main(const char *mode)
             printf("hello, I am not JSON-RPC\n");
             fflush(stdout);
         } else if (!strcmp(method, "initialize")) {
-            reply(id, cJSON_Parse("{\"protocolVersion\":\"2025-06-18\",\"capabilities\":"
+            mcp_reply(id, cJSON_Parse("{\"protocolVersion\":\"2025-06-18\",\"capabilities\":"
                                   "{\"tools\":{\"listChanged\":true}},\"serverInfo\":"
                                   "{\"name\":\"test\",\"version\":\"1\"}}"));
         } else if (!strcmp(method, "tools/list")) {
-            reply(id, list_page(cJSON_GetObjectItem(m, "params"), changed));
+            mcp_reply(id, list_page(cJSON_GetObjectItem(m, "params"), changed));
         } else if (!strcmp(method, "tools/call")) {
             /* a server-to-client request in between must be refused politely */
             printf("{\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"roots/list\"}\n");
-            reply(id, call_tool(cJSON_GetObjectItem(m, "params"), &calls));
+            mcp_reply(id, call_tool(cJSON_GetObjectItem(m, "params"), &calls));
             if (calls == 1 && !strcmp(mode, "changing")) {
                 changed = 1;
                 printf("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n");
@@ -366,7 +331,7 @@ int main(int argc, char **argv)
     if (argc >= 3 && !strcmp(argv[1], "--tool")) return tool_main(argv[2]);
     if (argc >= 3 && !strcmp(argv[1], "--mcp")) return mcp_main(argv[2]);
     if (!realpath(argv[0], self)) return 1;
-    if (SANITIZED) setenv("HEARTH_SANDBOX_DISABLE", "memory", 1);
+    tool_double_setup();
     snprintf(dir, sizeof dir, "/tmp/hx-extools-XXXXXX");
     if (!mkdtemp(dir)) return 1;
     chmod(dir, 0755);

@@ -35,6 +35,19 @@ static int returns_nothing(hx_tools *reg, void *user, const cJSON *args, cJSON *
     return HX_OK;
 }
 
+/* Says what it saw of the conversation's taint; marks its call untrusted
+ * when asked to ("mark": true); fails when asked to ("fail": true). */
+static int probe(hx_tools *reg, void *user, const cJSON *args, cJSON **result, hx_err *err)
+{
+    (void)user;
+    if (cJSON_IsTrue(cJSON_GetObjectItem(args, "mark"))) hx_tools_mark_untrusted(reg);
+    if (cJSON_IsTrue(cJSON_GetObjectItem(args, "fail")))
+        return hx_err_set(err, HX_ERR_IO, "someone else's words");
+    *result = cJSON_CreateObject();
+    cJSON_AddBoolToObject(*result, "tainted", hx_tools_call_tainted(reg));
+    return HX_OK;
+}
+
 static const char *schema =
     "{\"type\":\"object\",\"properties\":{"
     "\"title\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":10},"
@@ -236,6 +249,73 @@ static void test_builtins(void)
     hx_config_free(cfg);
 }
 
+/* A call's provenance: an untrusted tool's output taints whether it
+ * succeeded or failed; a trusted one's does not (the control) unless it
+ * marks the call; a call refused by the schema never ran and brings
+ * nothing; the caller's taint reaches the tool. */
+static void test_trust(void)
+{
+    hx_tools *reg = hx_tools_new(NULL);
+    hx_err e = {0};
+    const char *sch = "{\"type\":\"object\",\"properties\":{\"mark\":{\"type\":\"boolean\"},"
+                      "\"fail\":{\"type\":\"boolean\"}},\"additionalProperties\":false}";
+    hx_tool_def out = {HX_TOOL_API_VERSION, "acme.out", "", sch, HX_EFFECT_READ, probe, NULL,
+                       HX_TOOL_UNTRUSTED};
+    hx_tool_def own = {HX_TOOL_API_VERSION, "acme.own", "", sch, HX_EFFECT_READ, probe, NULL, 0};
+    ASSERT(!hx_tools_register(reg, &out, &e) && !hx_tools_register(reg, &own, &e));
+    static const struct {
+        const char *tool, *args;
+        int tainted, rc, untrusted;
+    } cases[] = {
+        {"acme.out", "{}", 0, HX_OK, 1},
+        {"acme.out", "{\"fail\": true}", 0, HX_ERR_IO, 1},
+        {"acme.out", "{\"x\": 1}", 0, HX_ERR_INVALID, 0},
+        {"acme.own", "{}", 0, HX_OK, 0},
+        {"acme.own", "{\"fail\": true}", 0, HX_ERR_IO, 0},
+        {"acme.own", "{\"mark\": true}", 1, HX_OK, 1},
+        {"acme.own", "{\"mark\": true, \"fail\": true}", 0, HX_ERR_IO, 1},
+        {"acme.none", "{}", 0, HX_ERR_NOTFOUND, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *args = cJSON_Parse(cases[i].args), *res = NULL;
+        hx_call_trust t = {.tainted = cases[i].tainted, .untrusted = 7};
+        EXPECT_EQ_INT(hx_tools_call_trust(reg, cases[i].tool, args, &t, &res, &e), cases[i].rc);
+        EXPECT_EQ_INT(t.untrusted, cases[i].untrusted);
+        if (res) EXPECT_EQ_INT(cJSON_IsTrue(cJSON_GetObjectItem(res, "tainted")), cases[i].tainted);
+        cJSON_Delete(res);
+        cJSON_Delete(args);
+    }
+    hx_tools_free(reg);
+}
+
+/* The built-ins' namespaces are theirs: a registered tool cannot take
+ * calendar.export or memory.x; Hearth's own can, and so can any other
+ * name (the control), calendarx.y included. */
+static void test_reserved_names(void)
+{
+    hx_tools *reg = hx_tools_new(NULL);
+    hx_err e = {0};
+    hx_tool_def d = {HX_TOOL_API_VERSION, "calendar.export", "", "{}", HX_EFFECT_SEND, echo, NULL, 0};
+    EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_ERR_DENIED);
+    EXPECT(strstr(e.msg, "reserved") != NULL);
+    const char *taken[] = {"mail.forward", "files.upload", "memory.dump"};
+    for (int i = 0; i < 3; i++) {
+        d.name = taken[i];
+        EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_ERR_DENIED);
+    }
+    EXPECT_EQ_INT(hx_tools_count(reg), 0);
+    const char *fine[] = {"acme.export", "calendarx.y", "mail"};
+    for (int i = 0; i < 3; i++) {
+        d.name = fine[i];
+        EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_OK);
+    }
+    d.name = "calendar.export";
+    d.flags = HX_TOOL_BUILTIN;
+    EXPECT_EQ_INT(hx_tools_register(reg, &d, &e), HX_OK);
+    EXPECT(hx_tools_name_reserved("files.list") && !hx_tools_name_reserved("filesx"));
+    hx_tools_free(reg);
+}
+
 int main(void)
 {
     RUN(test_register);
@@ -244,5 +324,7 @@ int main(void)
     RUN(test_calls);
     RUN(test_list_json);
     RUN(test_builtins);
+    RUN(test_trust);
+    RUN(test_reserved_names);
     return test_summary();
 }

@@ -1,0 +1,57 @@
+/* toolrun.c: one tool call as the agent makes it, for the planner and for
+ * `hearth tools call` alike: the policy's decision, the run, the audit. */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/agent_int.h"
+#include "sandbox/sandbox.h"
+
+static void refuse(const hx_gate *g, hx_call_outcome *o)
+{
+    o->status = "refused";
+    o->rc = HX_ERR_DENIED;
+    snprintf(o->detail, sizeof o->detail, "refused (%s; decided by %s)%s", g->rule, g->by,
+             g->forced_by_taint ? ": untrusted content is in this conversation" : "");
+}
+
+void hx_agent_call(const hx_planner_deps *d, const char *name, const cJSON *args,
+                   const char *args_json, int tainted, hx_call_outcome *o)
+{
+    const hx_tool_def *def = hx_tools_find(d->reg, name);
+    if (!def) {
+        o->status = "error";
+        o->rc = HX_ERR_NOTFOUND;
+        snprintf(o->detail, sizeof o->detail, "unknown tool %s", name);
+        return;
+    }
+    int taint = (tainted ? HX_TAINTED : 0) | (def->flags & HX_TOOL_KEEPS ? HX_TAINT_KEEPS : 0);
+    hx_gate g;
+    hx_gate_decide(d->policy, name, def->effect, taint, args_json, d->consent, &g);
+    o->decision = g.decision;
+    o->by = g.by;
+    o->confirmed = g.confirmed;
+    if (!g.allowed) return refuse(&g, o);
+    hx_call_trust trust = {.tainted = tainted};
+    hx_err err = {0};
+    o->rc = hx_tools_call_trust(d->reg, name, args, &trust, &o->result, &err);
+    o->status = o->rc ? "error" : "ok";
+    o->untrusted = trust.untrusted;
+    if (o->rc) snprintf(o->detail, sizeof o->detail, "%s", err.msg);
+}
+
+void hx_agent_audit(const hx_planner_deps *d, const char *name, const char *args_json,
+                    const hx_call_outcome *o)
+{
+    const hx_tool_def *def = hx_tools_find(d->reg, name);
+    const char *effect = def ? hx_effect_name(def->effect) : "unknown";
+    const char *by = o->by ? o->by : "";
+    unsigned sb = hx_extools_last_sandbox(d->x, name);
+    hx_gate_audit(d->audit, name, effect, args_json, o->decision, by, o->status, o->detail, sb);
+    if (!d->mem) return;
+    char sbs[256];
+    hx_audit_row row = {hx_now(NULL), name, effect, args_json, o->decision, by, o->status,
+                        o->detail[0] ? o->detail : NULL,
+                        sb ? hx_sandbox_describe(sb, sbs, sizeof sbs) : NULL};
+    hx_err e;
+    if (hx_memory_audit_add(d->mem, &row, &e)) hx_log_warn("audit trail: %s", e.msg);
+}
