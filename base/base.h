@@ -220,11 +220,16 @@ int64_t hx_days_from_civil(int64_t y, int m, int d);
 void hx_civil_from_days(int64_t days, int *y, int *m, int *d);
 
 /* ---- progress on a terminal ----
- * Draws "label  done/total  pct  ETA" on stderr when stderr is a terminal,
- * at most 10 times a second; prints nothing otherwise. */
+ * When stderr is a terminal, redraws "label  done/total  pct  ETA" (with
+ * total <= 0, unknown: "label  done  elapsed", no percentage) at most 4
+ * times a second, the first time a quarter second in, so quick work draws
+ * nothing; finish ends a drawn line with the time taken. On a pipe or a
+ * file: nothing while working, and one final line for work that lasted
+ * 2 seconds or more. total may be changed between updates. */
 typedef struct hx_progress {
     const char *label;
     double total;
+    double done;
     double t_start;
     double t_last;
     int tty;
