@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base.h"
 
@@ -19,6 +20,34 @@ int cli_exit_code(int rc)
     case HX_ERR_CANCELLED: return HX_EXIT_CANCEL;
     default: return HX_EXIT_FAIL;
     }
+}
+
+static int file_exists(const char *p) { return p && access(p, R_OK) == 0; }
+
+const char *cli_self_path(char *buf, size_t n)
+{
+    ssize_t len = n > 1 ? readlink("/proc/self/exe", buf, n - 1) : -1;
+    if (len <= 0) return "hearth";
+    buf[len] = 0;
+    return buf;
+}
+
+const char *cli_default_model(char *buf, size_t n)
+{
+    static const char *const beside[] = {"../share/hearth/hearth-tiny.gguf",
+                                          "../" CLI_DEFAULT_MODEL, "../../" CLI_DEFAULT_MODEL};
+    const char *env = getenv("HEARTH_DEFAULT_MODEL");
+    if (env) return *env && file_exists(env) ? env : NULL;
+    if (file_exists(CLI_DEFAULT_MODEL)) return CLI_DEFAULT_MODEL;
+    char exe[4096];
+    char *slash = strrchr(cli_self_path(exe, sizeof exe), '/');
+    if (!slash) return NULL;
+    *slash = 0;
+    for (size_t i = 0; i < sizeof beside / sizeof *beside; i++) {
+        snprintf(buf, n, "%s/%s", exe, beside[i]);
+        if (file_exists(buf)) return buf;
+    }
+    return NULL;
 }
 
 int cli_wants_help(int argc, char **argv)

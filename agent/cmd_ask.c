@@ -11,7 +11,7 @@
 #include "agent/agent_int.h"
 #include "agent/cli.h"
 
-#define DEFAULT_MODEL "models/hearth-tiny.gguf"
+#define DEFAULT_MODEL CLI_DEFAULT_MODEL
 
 typedef struct ask_opts {
     const char *model, *config, *style, *choice, *tools;
@@ -241,37 +241,12 @@ static int fail(hx_err *err, const char *what)
     return cli_exit_code(err->rc ? err->rc : HX_ERR_INTERNAL);
 }
 
-static int file_exists(const char *p) { return p && access(p, R_OK) == 0; }
-
-/* The project's default model: $HEARTH_DEFAULT_MODEL when set (empty:
- * none), else in the working directory (a checkout), or beside the
- * program: <dir>/../models or <dir>/../../models (build/hearth,
- * build/<name>/hearth). buf holds the path found. */
-static const char *default_model(char *buf, size_t n)
-{
-    const char *env = getenv("HEARTH_DEFAULT_MODEL");
-    if (env) return *env && file_exists(env) ? env : NULL;
-    if (file_exists(DEFAULT_MODEL)) return DEFAULT_MODEL;
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return NULL;
-    exe[len] = 0;
-    char *slash = strrchr(exe, '/');
-    if (!slash) return NULL;
-    *slash = 0;
-    for (int up = 1; up <= 2; up++) {
-        snprintf(buf, n, "%s/%s%s", exe, up == 1 ? "../" : "../../", DEFAULT_MODEL);
-        if (file_exists(buf)) return buf;
-    }
-    return NULL;
-}
-
 /* --model, the config's "model", the project's default model. */
 static const char *find_model(const ask_opts *o, const hx_config *cfg, char *buf, size_t n)
 {
     if (o->model) return o->model;
     if (cfg->model && *cfg->model) return cfg->model;
-    return default_model(buf, n);
+    return cli_default_model(buf, n);
 }
 
 static int ask_tty(void *user, const char *tool, const char *args, const char *why)

@@ -220,17 +220,21 @@ static int parse(int argc, char **argv, const char *verb, hx_nightly_params *p,
     return 0;
 }
 
+/* The lines name this program by its absolute path: cron's PATH and
+ * systemd's do not hold PREFIX/bin, so `hearth` alone would not be found. */
 static void print_install(void)
 {
+    char self[4096];
+    const char *h = cli_self_path(self, sizeof self);
     printf("# cron: hearth nightly at 03:15 (crontab -e); it waits for the governor\n"
-           "15 3 * * * hearth nightly >> \"${XDG_STATE_HOME:-$HOME/.local/state}"
-           "/hearth-nightly.log\" 2>&1\n\n"
+           "15 3 * * * d=\"${XDG_STATE_HOME:-$HOME/.local/state}\"; mkdir -p \"$d\" && "
+           "\"%s\" nightly >> \"$d/hearth-nightly.log\" 2>&1\n\n"
            "# or systemd: ~/.config/systemd/user/hearth-nightly.service\n"
            "[Unit]\n"
            "Description=Hearth nightly LoRA fine-tuning on accepted episodes\n\n"
            "[Service]\n"
            "Type=oneshot\n"
-           "ExecStart=%%h/.local/bin/hearth nightly\n"
+           "ExecStart=\"%s\" nightly\n"
            "Nice=19\n"
            "IOSchedulingClass=idle\n\n"
            "# ~/.config/systemd/user/hearth-nightly.timer\n"
@@ -243,7 +247,7 @@ static void print_install(void)
            "[Install]\n"
            "WantedBy=timers.target\n\n"
            "# then: systemctl --user daemon-reload && "
-           "systemctl --user enable --now hearth-nightly.timer\n");
+           "systemctl --user enable --now hearth-nightly.timer\n", h, h);
 }
 
 static void print_report(const hx_nightly_report *r)
@@ -438,7 +442,9 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
     memset(&e, 0, sizeof e);
     char work[4096];
     int rc = hx_config_load(NULL, &e.cfg, &err);
+    char dflt[4096];
     if (!rc && !model) model = e.cfg->model;
+    if (!rc && !model) model = cli_default_model(dflt, sizeof dflt);
     if (!rc && !model) rc = hx_err_set(&err, HX_ERR_INVALID, "no model: pass --model "
                                        "FILE or set \"model\" in config.json");
     if (!rc) rc = config_nightly(e.cfg, &p, &distill, &mix, &err);
