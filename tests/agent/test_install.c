@@ -16,6 +16,7 @@
 
 #include "base/base.h"
 #include "test.h"
+#include "cli_capture.h"
 
 static char dir[PATH_MAX], root[PATH_MAX], hearth[PATH_MAX], build[PATH_MAX];
 static int g_real; /* 1: the real tools on PATH, not the stand-ins */
@@ -200,11 +201,9 @@ int main(void)
 {
     const char *b = getenv("HEARTH_BUILD");
     snprintf(build, sizeof build, "%s", b && *b ? b : "build");
-    char rel[PATH_MAX + 8];
-    snprintf(rel, sizeof rel, "%s/hearth", build);
-    if (!realpath(rel, hearth) || !getcwd(root, sizeof root) ||
-        access("scripts/deps.sh", R_OK)) {
-        printf("skip all: run from the project root with %s built\n", rel);
+    if (cli_hearth_path(hearth)) return test_summary();
+    if (!getcwd(root, sizeof root) || access("scripts/deps.sh", R_OK)) {
+        printf("skip all: not run from the project root\n");
         return test_summary();
     }
     snprintf(dir, sizeof dir, "/tmp/hx-install-XXXXXX");

@@ -20,6 +20,7 @@
 #include "base/base.h"
 #include "memory/memory.h"
 #include "test.h"
+#include "cli_capture.h"
 
 static char dir[PATH_MAX], hearth[PATH_MAX], errf[PATH_MAX + 16];
 
@@ -366,13 +367,7 @@ static int setup(void)
 
 int main(void)
 {
-    const char *b = getenv("HEARTH_BUILD");
-    char rel[PATH_MAX];
-    snprintf(rel, sizeof rel, "%s/hearth", b && *b ? b : "build");
-    if (!realpath(rel, hearth)) {
-        printf("skip all: %s not built\n", rel);
-        return test_summary();
-    }
+    if (cli_hearth_path(hearth)) return test_summary();
     snprintf(dir, sizeof dir, "/tmp/hx-outputs-XXXXXX");
     if (!mkdtemp(dir)) return 1;
     snprintf(errf, sizeof errf, "%s/err", dir);
