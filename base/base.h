@@ -138,7 +138,8 @@ int hx_mkdirs(const char *path, hx_err *err);
  *       user than us or the folder's owner is refused (HX_ERR_DENIED), as
  *       the kernel's protected_symlinks / protected_regular do for `>`;
  *   the same file (device and inode) as one of the inputs: refused
- *       (HX_ERR_INVALID), as are folders and sockets.
+ *       (HX_ERR_INVALID), as are folders and sockets; a file we may not
+ *       write (read-only) is refused (HX_ERR_DENIED), not replaced.
  * A missing folder is not created. Until commit or abort the temporary
  * file is on a list that a handler of SIGINT, SIGTERM and SIGHUP removes
  * before the process dies of the signal (a shell then reports 130 for

@@ -247,6 +247,9 @@ static int check_target(const char *user_path, const target *t, const char *cons
     if (S_ISREG(m)) {
         int rc = check_inputs(user_path, &t->st, inputs, err);
         if (!rc) rc = check_planted(user_path, t->path, t->st.st_uid, "file", err);
+        if (!rc && faccessat(AT_FDCWD, t->path, W_OK, AT_EACCESS)) /* as `>` would refuse */
+            rc = hx_err_set(err, HX_ERR_DENIED, "%s: %s: %s", user_path, t->path,
+                            strerror(errno));
         return rc ? rc : check_folder(t->path, err);
     }
     if (S_ISCHR(m) || S_ISBLK(m) || S_ISFIFO(m)) return HX_OK;

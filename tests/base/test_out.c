@@ -216,6 +216,44 @@ static void test_refusals(void)
     EXPECT_EQ_INT(hx_out_kind(g_dir), 0);
 }
 
+/* A file the user made read-only is refused, not replaced by the rename
+ * (which the folder would allow); made writable, it is written. */
+static void test_read_only_file_refused(void)
+{
+    char p[HX_PATH_MAX];
+    if (geteuid() == 0) SKIP("root may write any file");
+    put(at(p, "ro.txt"), "keep");
+    chmod(p, 0444);
+    EXPECT_EQ_INT(write_text(p, NULL, "x"), HX_ERR_DENIED);
+    EXPECT_STR_EQ(get(p), "keep");
+    chmod(p, 0644);
+    EXPECT_EQ_INT(write_text(p, NULL, "x"), HX_OK);
+}
+
+/* The same as an ordinary user under root (the tests run as root). */
+static void test_read_only_file_refused_as_a_user(void)
+{
+    char p[HX_PATH_MAX];
+    if (geteuid() != 0) SKIP("test_read_only_file_refused covers it");
+    put(at(p, "ro-user.txt"), "keep");
+    ASSERT(chown(g_dir, 65534, 65534) == 0 && chown(p, 65534, 65534) == 0);
+    chmod(p, 0444);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        if (setgid(65534) || setuid(65534)) _exit(9);
+        int a = write_text(p, NULL, "x");
+        chmod(p, 0644);
+        int b = write_text(p, NULL, "user");
+        _exit(a == HX_ERR_DENIED && b == HX_OK ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_STR_EQ(get(p), "user");
+    chown(g_dir, 0, 0);
+}
+
 /* A link or file in a sticky world-writable folder that belongs to another
  * user is refused, as the kernel's protected_symlinks / protected_regular
  * refuse it to `>`; the same link owned by us is followed. */
@@ -316,6 +354,8 @@ int main(void)
     RUN(test_fifo_written_through);
     RUN(test_descriptors_written_through);
     RUN(test_refusals);
+    RUN(test_read_only_file_refused);
+    RUN(test_read_only_file_refused_as_a_user);
     RUN(test_planted_in_shared_folder);
     RUN(test_planted_temporary_name);
     RUN(test_signal_removes_temporary);
