@@ -187,7 +187,7 @@ demo-run: $(BUILD)/hearth
 PREFIX ?= $(HOME)/.local
 INSTALLED := bin/hearth share/hearth/hearth-tiny.gguf share/man/man1/hearth.1
 $(BUILD)/hearth.1: $(BUILD)/hearth scripts/manpage.sh
-	sh scripts/manpage.sh $(BUILD)/hearth > $@.tmp && mv $@.tmp $@
+	sh scripts/manpage.sh $(BUILD)/hearth > $@.tmp && mv $@.tmp $@ || { rm -f $@.tmp; exit 1; }
 install: $(BUILD)/hearth $(BUILD)/hearth.1
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/hearth \
 	    $(DESTDIR)$(PREFIX)/share/man/man1
@@ -200,7 +200,7 @@ install: $(BUILD)/hearth $(BUILD)/hearth.1
 # Removes what install put there, and PREFIX/share/hearth once empty.
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
-	-rmdir $(DESTDIR)$(PREFIX)/share/hearth 2>/dev/null
+	rmdir $(DESTDIR)$(PREFIX)/share/hearth 2>/dev/null || true
 
 # models/hearth-tiny.gguf from nothing (data, vocabulary, ~2 h of training
 # on 2 threads, Q8_0, checks, evaluation): scripts/tiny-model.sh, stages

@@ -154,7 +154,8 @@ static int check_planted(const char *user_path, const char *path, uid_t owner,
         return HX_OK;
     return hx_err_set(err, HX_ERR_DENIED,
                       "%s: %s is a %s of another user (uid %u) in the shared folder %s; "
-                      "not written through", user_path, path, what, (unsigned)owner, dir);
+                      "refused (it may have been planted there)", user_path, path, what,
+                      (unsigned)owner, dir);
 }
 
 /* Replaces t (a link's path) by the path the link names. */
