@@ -27,6 +27,34 @@ int cli_exit_code(int rc)
     }
 }
 
+static int file_exists(const char *p) { return p && access(p, R_OK) == 0; }
+
+const char *cli_self_path(char *buf, size_t n)
+{
+    ssize_t len = n > 1 ? readlink("/proc/self/exe", buf, n - 1) : -1;
+    if (len <= 0) return "hearth";
+    buf[len] = 0;
+    return buf;
+}
+
+const char *cli_default_model(char *buf, size_t n)
+{
+    static const char *const beside[] = {"../share/hearth/hearth-tiny.gguf",
+                                          "../" CLI_DEFAULT_MODEL, "../../" CLI_DEFAULT_MODEL};
+    const char *env = getenv("HEARTH_DEFAULT_MODEL");
+    if (env) return *env && file_exists(env) ? env : NULL;
+    if (file_exists(CLI_DEFAULT_MODEL)) return CLI_DEFAULT_MODEL;
+    char exe[4096];
+    char *slash = strrchr(cli_self_path(exe, sizeof exe), '/');
+    if (!slash) return NULL;
+    *slash = 0;
+    for (size_t i = 0; i < sizeof beside / sizeof *beside; i++) {
+        snprintf(buf, n, "%s/%s", exe, beside[i]);
+        if (file_exists(buf)) return buf;
+    }
+    return NULL;
+}
+
 int cli_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -113,35 +141,11 @@ int cli_opt_double(const char *verb, const char *opt, const char *s, double lo, 
     return -1;
 }
 
-static int file_exists(const char *p) { return p && access(p, R_OK) == 0; }
-
-/* $HEARTH_DEFAULT_MODEL when set (empty: none), else in the working
- * directory (a checkout), or beside the program: <dir>/../models or
- * <dir>/../../models (build/hearth, build/<name>/hearth). */
-static const char *default_model(char *buf, size_t n)
-{
-    const char *env = getenv("HEARTH_DEFAULT_MODEL");
-    if (env) return *env && file_exists(env) ? env : NULL;
-    if (file_exists(CLI_DEFAULT_MODEL)) return CLI_DEFAULT_MODEL;
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return NULL;
-    exe[len] = 0;
-    char *slash = strrchr(exe, '/');
-    if (!slash) return NULL;
-    *slash = 0;
-    for (int up = 1; up <= 2; up++) {
-        snprintf(buf, n, "%s/%s%s", exe, up == 1 ? "../" : "../../", CLI_DEFAULT_MODEL);
-        if (file_exists(buf)) return buf;
-    }
-    return NULL;
-}
-
 const char *cli_find_model(const char *opt, const hx_config *cfg, char *buf, size_t n)
 {
     if (opt) return opt;
     if (cfg && cfg->model && *cfg->model) return cfg->model;
-    return default_model(buf, n);
+    return cli_default_model(buf, n);
 }
 
 int cmd_version(int argc, char **argv)

@@ -23,6 +23,18 @@ typedef struct hx_verb {
     const char *summary;
 } hx_verb;
 
+/* Hearth's own default model, used without --model or the config's
+ * "model": $HEARTH_DEFAULT_MODEL when set (empty: none), else
+ * CLI_DEFAULT_MODEL in the working directory (a checkout), else beside the
+ * program: <dir>/../share/hearth/hearth-tiny.gguf (make install), or
+ * <dir>/../models, <dir>/../../models (build/hearth, build/<name>/hearth).
+ * The path found (in buf, n bytes, or static), or NULL. */
+#define CLI_DEFAULT_MODEL "models/hearth-tiny.gguf"
+const char *cli_default_model(char *buf, size_t n);
+/* The running program's absolute path (/proc/self/exe) into buf; "hearth"
+ * when unknown. */
+const char *cli_self_path(char *buf, size_t n);
+
 /* Maps a library result code to an exit code. */
 int cli_exit_code(int rc);
 /* True if argv holds -h or --help; the verb then prints its usage. */
@@ -49,11 +61,9 @@ int cli_opt_double(const char *verb, const char *opt, const char *s, double lo, 
                    double *out);
 
 /* The model a verb loads: opt (--model) when given, else cfg's "model"
- * (cfg may be NULL), else Hearth's own default model: $HEARTH_DEFAULT_MODEL
- * when set (empty: none), else CLI_DEFAULT_MODEL in the working directory
- * or beside the program. NULL when there is none (say CLI_NO_MODEL);
- * borrowed from opt, cfg or buf (n bytes, PATH_MAX + 64 is enough). */
-#define CLI_DEFAULT_MODEL "models/hearth-tiny.gguf"
+ * (cfg may be NULL), else Hearth's own default model (cli_default_model).
+ * NULL when there is none (say CLI_NO_MODEL); borrowed from opt, cfg or buf
+ * (n bytes, PATH_MAX + 64 is enough). */
 #define CLI_NO_MODEL                                                               \
     "no model: Hearth's own default model (" CLI_DEFAULT_MODEL ") is not in this " \
     "directory or beside the program (make tiny-model builds it); pass one with "  \

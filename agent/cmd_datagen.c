@@ -100,15 +100,14 @@ int cmd_datagen(int argc, char **argv)
     const char *out_path = NULL;
     int ex = parse_args(argc, argv, &p, &out_path);
     if (ex) return ex;
-    FILE *out = out_path ? fopen(out_path, "w") : stdout;
-    if (!out) {
-        fprintf(stderr, "hearth datagen: %s: %s\n", out_path, strerror(errno));
-        return HX_EXIT_FAIL;
-    }
     hx_dg_stats st;
     hx_err err = {0};
-    int rc = hx_datagen_run(&p, out, &st, &err);
-    if (out != stdout && fclose(out) && !rc) rc = hx_err_set(&err, HX_ERR_IO, "%s: write failed", out_path);
+    hx_out o;
+    int rc = out_path ? hx_out_open(&o, out_path, NULL, 0666, &err) : HX_OK;
+    FILE *out = rc || !out_path ? stdout : hx_out_stdio(&o);
+    if (!out) rc = hx_err_set(&err, HX_ERR_NOMEM, "out of memory");
+    if (!rc) rc = hx_datagen_run(&p, out, &st, &err);
+    if (out_path) rc = hx_out_end(&o, rc, &err);
     if (rc) {
         fprintf(stderr, "hearth datagen: %s\n", err.msg);
         return cli_exit_code(rc);

@@ -301,15 +301,13 @@ static int do_export(hx_memory *m, const mem_args *a, hx_err *err)
         int rc = hx_memory_export(m, stdout, err);
         return rc ? fail(rc, err) : HX_EXIT_OK;
     }
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return fail(HX_ERR_NOMEM, err);
-    int rc = hx_memory_export(m, f, err);
-    fclose(f);
-    if (rc == HX_OK) rc = hx_write_file_atomic(a->out, buf, len, err);
-    free(buf);
-    if (rc) return fail(rc, err);
+    hx_out o;
+    const char *inputs[] = {hx_memory_path(m), NULL};
+    int rc = hx_out_open(&o, a->out, inputs, 0600, err); /* private data */
+    FILE *f = rc ? NULL : hx_out_stdio(&o);
+    if (!rc && !f) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    if (!rc) rc = hx_memory_export(m, f, err);
+    if ((rc = hx_out_end(&o, rc, err))) return fail(rc, err);
     fprintf(stderr, "hearth memory: exported to %s\n", a->out);
     return HX_EXIT_OK;
 }
@@ -402,9 +400,16 @@ int cmd_memory(int argc, char **argv)
     if (!known) return cli_bad_word("memory", "command", a.cmd);
     hx_memory_params p = hx_memory_default_params();
     p.path = a.db;
+    /* none of these makes a database: the reading ones open it read-only */
+    p.mode = !strcmp(a.cmd, "forget") || !strcmp(a.cmd, "vacuum") ? HX_MEMORY_EXISTING
+                                                                   : HX_MEMORY_READONLY;
     hx_memory *m = NULL;
     hx_err err = {0};
     int rc = hx_memory_open(&p, &m, &err);
+    if (rc == HX_ERR_NOTFOUND) {
+        fail(rc, &err);
+        return HX_EXIT_INPUT;
+    }
     if (rc) return fail(rc, &err);
     r = run(m, &a, &err);
     hx_memory_close(m);

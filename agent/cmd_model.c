@@ -17,7 +17,9 @@ static void usage(FILE *f)
                "patch  rebuilds NEW bit for bit from OLD and DELTA; refuses a delta made\n"
                "       for another base, checks the result before it replaces anything;\n"
                "       NEW may be OLD itself (replaced atomically)\n"
-               "--json prints the result as one JSON object\n");
+               "--json prints the result as one JSON object\n\n"
+               "An output that is an input is refused; a device or - (standard output)\n"
+               "is written through; a link's file is replaced, the link kept.\n");
 }
 
 /* Finds "-o FILE", --json and the two positional arguments. */
@@ -41,15 +43,16 @@ static int do_diff(const char *old, const char *new_path, const char *out, int j
 {
     hx_delta_stats st;
     hx_err e;
+    FILE *rep = hx_out_kind(out) == HX_OUT_STDOUT ? stderr : stdout;
     int rc = hx_model_diff(old, new_path, out, &st, &e);
     if (rc) {
         fprintf(stderr, "hearth: model diff: %s\n", e.msg);
         return cli_exit_code(rc);
     }
     if (!json) {
-        printf("%d of %d tensors changed (%.1f MiB), header bytes %llu; delta %s: %.1f MiB\n",
-               st.n_changed, st.n_tensors, st.changed_bytes / 1048576.0,
-               (unsigned long long)st.header_bytes, out, st.delta_bytes / 1048576.0);
+        fprintf(rep, "%d of %d tensors changed (%.1f MiB), header bytes %llu; delta %s: %.1f MiB\n",
+                st.n_changed, st.n_tensors, st.changed_bytes / 1048576.0,
+                (unsigned long long)st.header_bytes, out, st.delta_bytes / 1048576.0);
         return HX_EXIT_OK;
     }
     cJSON *j = cJSON_CreateObject();
@@ -65,12 +68,13 @@ static int do_diff(const char *old, const char *new_path, const char *out, int j
 static int do_patch(const char *old, const char *delta, const char *out, int json)
 {
     hx_err e;
+    FILE *rep = hx_out_kind(out) == HX_OUT_STDOUT ? stderr : stdout;
     int rc = hx_model_patch(old, delta, out, &e);
     if (rc) {
         fprintf(stderr, "hearth: model patch: %s\n", e.msg);
         return cli_exit_code(rc);
     }
-    if (!json) return printf("%s rebuilt and verified\n", out), HX_EXIT_OK;
+    if (!json) return fprintf(rep, "%s rebuilt and verified\n", out), HX_EXIT_OK;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "output", out);
     cJSON_AddBoolToObject(j, "verified", 1);

@@ -243,17 +243,21 @@ static int parse(int argc, char **argv, const char *verb, hx_nightly_params *p,
     return 0;
 }
 
+/* The lines name this program by its absolute path: cron's PATH and
+ * systemd's do not hold PREFIX/bin, so `hearth` alone would not be found. */
 static void print_install(void)
 {
+    char self[4096];
+    const char *h = cli_self_path(self, sizeof self);
     printf("# cron: hearth nightly at 03:15 (crontab -e); it waits for the governor\n"
-           "15 3 * * * hearth nightly >> \"${XDG_STATE_HOME:-$HOME/.local/state}"
-           "/hearth-nightly.log\" 2>&1\n\n"
+           "15 3 * * * d=\"${XDG_STATE_HOME:-$HOME/.local/state}\"; mkdir -p \"$d\" && "
+           "\"%s\" nightly >> \"$d/hearth-nightly.log\" 2>&1\n\n"
            "# or systemd: ~/.config/systemd/user/hearth-nightly.service\n"
            "[Unit]\n"
            "Description=Hearth nightly LoRA fine-tuning on accepted episodes\n\n"
            "[Service]\n"
            "Type=oneshot\n"
-           "ExecStart=%%h/.local/bin/hearth nightly\n"
+           "ExecStart=\"%s\" nightly\n"
            "Nice=19\n"
            "IOSchedulingClass=idle\n\n"
            "# ~/.config/systemd/user/hearth-nightly.timer\n"
@@ -266,7 +270,7 @@ static void print_install(void)
            "[Install]\n"
            "WantedBy=timers.target\n\n"
            "# then: systemctl --user daemon-reload && "
-           "systemctl --user enable --now hearth-nightly.timer\n");
+           "systemctl --user enable --now hearth-nightly.timer\n", h, h);
 }
 
 static void print_report(const hx_nightly_report *r)

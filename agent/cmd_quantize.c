@@ -13,6 +13,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: hearth quantize IN.gguf OUT.gguf --type TYPE [options]\n\n"
+            "OUT may be - (standard output) or a device; it may not be IN\n"
             "TYPE          Q4_K_M Q5_K_M (llama.cpp mixes) or Q8_0 Q4_0 Q4_K Q5_K Q6_K\n"
             "--override 'GLOB=TYPE'  type for tensors whose name matches (repeatable,\n"
             "              applied last, later wins), e.g. '*attn_output*=Q8_0';\n"
@@ -45,7 +46,7 @@ static int parse(int argc, char **argv, qargs *a)
             a->calib_special = 1;
         } else if (!strcmp(s, "--json")) {
             a->json = 1;
-        } else if (s[0] == '-' && !v) {
+        } else if (s[0] == '-' && s[1] && !v) {
             if (strcmp(s, "--type") && strcmp(s, "--override") && strcmp(s, "--imatrix") &&
                 strcmp(s, "--imatrix-out") && strcmp(s, "--threads"))
                 return cli_bad_word("quantize", "option", s), -2;
@@ -59,7 +60,7 @@ static int parse(int argc, char **argv, qargs *a)
             if (cli_opt_long("quantize", s, argv[++i], 0, 1024, &n)) return -2; /* said */
             a->threads = (int)n;
         }
-        else if (s[0] == '-') return cli_bad_word("quantize", "option", s), -2;
+        else if (s[0] == '-' && s[1]) return cli_bad_word("quantize", "option", s), -2;
         else if (npos == 0) a->in = s, npos++;
         else if (npos == 1) a->out = s, npos++;
         else return -1;
@@ -99,26 +100,48 @@ static void on_chunk(void *user, int64_t done, int64_t total)
     hx_progress_update(bar, (double)done, NULL);
 }
 
-static void print_table(const hx_quantize_stats *st)
+static void print_table(FILE *f, const hx_quantize_stats *st)
 {
-    printf("%-6s %8s %12s %12s %6s\n", "type", "tensors", "params", "MiB", "bpw");
+    fprintf(f, "%-6s %8s %12s %12s %6s\n", "type", "tensors", "params", "MiB", "bpw");
     for (int t = 0; t < HX_TYPE_COUNT; t++) {
         if (!st->count[t]) continue;
-        printf("%-6s %8d %12lld %12.2f %6.2f\n", hx_type_name(t), st->count[t],
-               (long long)st->elems[t], st->bytes[t] / 1048576.0,
-               8.0 * (double)st->bytes[t] / (double)st->elems[t]);
+        fprintf(f, "%-6s %8d %12lld %12.2f %6.2f\n", hx_type_name(t), st->count[t],
+                (long long)st->elems[t], st->bytes[t] / 1048576.0,
+                8.0 * (double)st->bytes[t] / (double)st->elems[t]);
     }
-    printf("%-6s %8d %12lld %12.2f %6.2f\n", "total", st->n_tensors,
-           (long long)st->n_elems, st->bytes_out / 1048576.0,
-           8.0 * (double)st->bytes_out / (double)st->n_elems);
-    printf("input %.2f MiB -> output file %.2f MiB", st->bytes_in / 1048576.0,
-           st->file_bytes / 1048576.0);
-    if (st->n_imatrix) printf("; %d tensors with importances", st->n_imatrix);
+    fprintf(f, "%-6s %8d %12lld %12.2f %6.2f\n", "total", st->n_tensors,
+            (long long)st->n_elems, st->bytes_out / 1048576.0,
+            8.0 * (double)st->bytes_out / (double)st->n_elems);
+    fprintf(f, "input %.2f MiB -> output file %.2f MiB", st->bytes_in / 1048576.0,
+            st->file_bytes / 1048576.0);
+    if (st->n_imatrix) fprintf(f, "; %d tensors with importances", st->n_imatrix);
     if (st->n_imatrix_missing)
-        printf("; %d K-quant tensors had no importances in the imatrix",
-               st->n_imatrix_missing);
-    if (st->n_fallback) printf("; %d tensors in a wider type (rows not a multiple of the block)", st->n_fallback);
-    printf("\n");
+        fprintf(f, "; %d K-quant tensors had no importances in the imatrix",
+                st->n_imatrix_missing);
+    if (st->n_fallback)
+        fprintf(f, "; %d tensors in a wider type (rows not a multiple of the block)",
+                st->n_fallback);
+    fprintf(f, "\n");
+}
+
+/* OUT and --imatrix-out, checked before any work: neither an input nor
+ * the other output, a folder or in a missing folder. *rep: where the
+ * report goes (stderr when OUT is standard output). */
+static int check_outputs(const qargs *a, FILE **rep, hx_err *e)
+{
+    *rep = hx_out_kind(a->out) == HX_OUT_STDOUT ? stderr : stdout;
+    const char **in = calloc((size_t)a->n_calib + 5, sizeof *in);
+    if (!in) return hx_err_set(e, HX_ERR_NOMEM, "out of memory");
+    int n = 0;
+    in[n++] = a->in;
+    if (a->imatrix) in[n++] = a->imatrix;
+    for (int i = 0; i < a->n_calib; i++) in[n++] = a->calib[i];
+    in[n] = a->imatrix_out;
+    int rc = hx_out_check(a->out, in, e);
+    in[n] = a->out;
+    if (!rc && a->imatrix_out) rc = hx_out_check(a->imatrix_out, in, e);
+    free(in);
+    return rc;
 }
 
 /* The stats as one object: per output type and the totals. */
@@ -148,7 +171,7 @@ static int print_json(const char *out, const hx_quantize_stats *st)
 }
 
 /* Loads --imatrix or runs --calibrate (saving to --imatrix-out). */
-static int get_imatrix(const qargs *a, hx_imatrix **im)
+static int get_imatrix(const qargs *a, FILE *rep, hx_imatrix **im)
 {
     hx_err e = {0};
     int rc = HX_OK;
@@ -164,7 +187,7 @@ static int get_imatrix(const qargs *a, hx_imatrix **im)
         rc = hx_imatrix_calibrate(a->in, a->calib, a->n_calib, &cp, im, &e);
         hx_progress_finish(&bar);
         if (!rc)
-            fprintf(a->json ? stderr : stdout, "calibrated on %lld tokens: %d matrices\n",
+            fprintf(a->json ? stderr : rep, "calibrated on %lld tokens: %d matrices\n",
                    (long long)hx_imatrix_n_tokens(*im), hx_imatrix_n_entries(*im));
         if (!rc && a->imatrix_out) rc = hx_imatrix_save(*im, a->imatrix_out, &e);
     }
@@ -184,6 +207,8 @@ int cmd_quantize(int argc, char **argv)
     a.calib = calloc((size_t)argc, sizeof *a.calib);
     int code = HX_EXIT_OK;
     hx_imatrix *im = NULL;
+    hx_err e = {0};
+    FILE *rep = stdout;
     int bad = !a.overrides || !a.calib ? -1 : parse(argc, argv, &a);
     if (bad) {
         if (bad == -1) usage(stderr); /* -2: the option was named */
@@ -192,13 +217,15 @@ int cmd_quantize(int argc, char **argv)
         fprintf(stderr, "hearth: quantize: unknown type '%s' (Q4_K_M Q5_K_M "
                         "Q8_0 Q4_0 Q4_K Q5_K Q6_K)\n", a.type);
         code = HX_EXIT_USAGE;
-    } else if (get_imatrix(&a, &im)) {
+    } else if (check_outputs(&a, &rep, &e)) {
+        fprintf(stderr, "hearth: quantize: %s\n", e.msg);
+        code = cli_exit_code(e.rc);
+    } else if (get_imatrix(&a, rep, &im)) {
         code = HX_EXIT_INPUT;
     } else {
         hx_quantize_params p = hx_quantize_default_params();
         prog pg = {{0}, 0};
         hx_quantize_stats st;
-        hx_err e = {0};
         p.ftype = a.type;
         p.overrides = a.overrides;
         p.n_overrides = a.n_overrides;
@@ -215,7 +242,7 @@ int cmd_quantize(int argc, char **argv)
         } else if (a.json) {
             code = print_json(a.out, &st);
         } else {
-            print_table(&st);
+            print_table(rep, &st);
         }
     }
     hx_imatrix_free(im);

@@ -49,7 +49,8 @@ static void usage(FILE *f)
             "                 the steps that fit, at most --steps\n"
             "--ckpt FILE      checkpoint every --ckpt-every N steps (default 50) and\n"
             "                 at the end; --resume continues from it\n"
-            "--svg FILE       loss curve (default OUT.svg); --log prints each step\n"
+            "--svg FILE       loss curve (default OUT.svg, none when OUT is a device or\n"
+            "                 standard output); --log prints each step\n"
             "--recompute M   auto (default), on or off: keep each layer's input\n"
             "                 only and recompute its activations in the backward\n"
             "                 (auto: for LoRA, or when saving all would pass 1 GiB)\n"
@@ -65,6 +66,7 @@ static void usage(FILE *f)
 
 typedef struct targs {
     const char *data, *out, *vocab, *base, *ckpt, *svg, *targets, *chat;
+    FILE *rep; /* the report: stderr when OUT is standard output */
     int resume, log, threads, lora_rank, style, recompute, bf16, value_weight;
     float lora_alpha;
     hx_train_config cfg;
@@ -244,7 +246,7 @@ static int load_data(const targs *a, hx_chat_tokens *t, int *family, hx_err *err
     if (a->chat) {
         int rc = hx_chat_load(a->chat, a->style, vocab, 1, t, family, err);
         if (!rc)
-            printf("%s: %d conversations, %zu tokens (%.0f per conversation, "
+            fprintf(a->rep, "%s: %d conversations, %zu tokens (%.0f per conversation, "
                    "%.2f bytes/token), %zu in assistant turns%s\n", a->chat,
                    t->n_docs, t->n, (double)t->n / t->n_docs,
                    (double)t->bytes / (double)(t->n ? t->n : 1), t->n_masked,
@@ -270,11 +272,12 @@ static void report(const targs *a, hx_trainer *tr, size_t n, double el, int s0)
 {
     const int s = hx_trainer_steps_done(tr);
     const double toks = (double)(s - s0) * a->tp.seq_len * a->tp.n_seq * a->tp.accum;
-    printf("trained %d steps (%zu parameters%s%s) on %zu tokens: loss %.4f -> "
-           "%.4f, %.0f tokens/s\nwrote %s and %s\n", s, hx_trainer_n_params(tr),
-           hx_trainer_is_lora(tr) ? ", LoRA" : "", a->bf16 ? ", bfloat16 products" : "", n,
-           s ? hx_trainer_losses(tr)[0] : 0.0, s ? hx_trainer_losses(tr)[s - 1] : 0.0,
-           el > 0 ? toks / el : 0.0, a->out, a->tp.svg_path);
+    fprintf(a->rep, "trained %d steps (%zu parameters%s%s) on %zu tokens: loss %.4f -> "
+            "%.4f, %.0f tokens/s\nwrote %s%s%s\n", s, hx_trainer_n_params(tr),
+            hx_trainer_is_lora(tr) ? ", LoRA" : "", a->bf16 ? ", bfloat16 products" : "", n,
+            s ? hx_trainer_losses(tr)[0] : 0.0, s ? hx_trainer_losses(tr)[s - 1] : 0.0,
+            el > 0 ? toks / el : 0.0, a->out, a->tp.svg_path ? " and " : "",
+            a->tp.svg_path ? a->tp.svg_path : "");
 }
 
 /* The targets' weights: w at the value edges, else 1 (malloc'd). */
@@ -286,12 +289,39 @@ static uint8_t *value_weights(const hx_chat_tokens *t, int w)
     return out;
 }
 
+/* The outputs, checked before the training: none an input or another
+ * output, none a folder or in a missing folder. The loss curve goes
+ * beside OUT unless OUT is a device or standard output. */
+static int check_outputs(targs *a, char *svg, size_t n, hx_err *err)
+{
+    if (!a->svg && hx_out_kind(a->out) == HX_OUT_FILE) {
+        snprintf(svg, n, "%s.svg", a->out);
+        a->svg = svg;
+    }
+    a->tp.svg_path = a->svg;
+    const char *in[] = {a->data, a->chat, a->vocab, a->base, a->out, a->svg, a->ckpt};
+    const char *outs[] = {a->out, a->svg, a->ckpt};
+    int rc = HX_OK;
+    for (int o = 0; o < 3 && !rc; o++) {
+        const char *others[8];
+        int k = 0;
+        for (int i = 0; i < 7; i++) /* a resumed checkpoint is its own input */
+            if (in[i] && in[i] != outs[o]) others[k++] = in[i];
+        others[k] = NULL;
+        if (outs[o]) rc = hx_out_check(outs[o], others, err);
+    }
+    return rc;
+}
+
 static int run(targs *a, hx_err *err)
 {
     hx_chat_tokens t;
     int family = 0;
     hx_trainer *tr = NULL;
-    int rc = load_data(a, &t, &family, err);
+    char svg[HX_PATH_MAX];
+    memset(&t, 0, sizeof t);
+    int rc = check_outputs(a, svg, sizeof svg, err);
+    if (!rc) rc = load_data(a, &t, &family, err);
     if (!rc && !a->base) {
         int32_t nv = a->vocab ? vocab_size(a->vocab, err) : 256;
         if (nv < 0) rc = err->rc ? err->rc : HX_ERR_IO;
@@ -310,11 +340,8 @@ static int run(targs *a, hx_err *err)
         fprintf(stderr, "hearth train: --products auto: %s%s\n",
                 a->bf16 ? "bfloat16" : "F32 (bfloat16 not faster on this CPU, or not possible)",
                 a->resume ? ", as the checkpoint's where it records them" : "");
-    char svg[4096];
-    snprintf(svg, sizeof svg, "%s.svg", a->out);
-    a->tp.svg_path = a->svg ? a->svg : svg;
     a->tp.ckpt_path = a->ckpt;
-    a->tp.log = a->log ? stdout : NULL;
+    a->tp.log = a->log ? a->rep : NULL;
     a->tp.progress = 1;
     uint8_t *weight = NULL;
     if (!rc && a->value_weight > 1 && !(weight = value_weights(&t, a->value_weight)))
@@ -352,6 +379,7 @@ int cmd_train(int argc, char **argv)
     if (parse(argc, argv, &a)) return HX_EXIT_USAGE;
     if (a.tp.share_prefix < 0) a.tp.share_prefix = a.chat ? 32 : 0;
     hx_err err = {0};
+    a.rep = hx_out_kind(a.out) == HX_OUT_STDOUT ? stderr : stdout;
     int rc = run(&a, &err);
     if (rc) {
         fprintf(stderr, "hearth: train: %s\n", err.msg[0] ? err.msg : hx_rc_str(rc));

@@ -153,9 +153,10 @@ static int add_all(const vargs *a, add_ctx *c, hx_err *err)
 
 static void report(const vargs *a, const hx_bpe *b, long docs, double secs)
 {
+    FILE *f = hx_out_kind(a->out) == HX_OUT_STDOUT ? stderr : stdout;
     hx_bpe_stats s;
     hx_bpe_get_stats(b, &s);
-    printf("vocabulary of %d tokens (%d merges) from %ld documents: %llu bytes, "
+    fprintf(f, "vocabulary of %d tokens (%d merges) from %ld documents: %llu bytes, "
            "%llu chunks (%llu unique)\n"
            "training text -> %llu tokens, %.2f bytes/token; merges %.1f s, "
            "total %.1f s\nwrote %s\n", s.n_tokens, s.n_merges, docs,
@@ -164,7 +165,7 @@ static void report(const vargs *a, const hx_bpe *b, long docs, double secs)
            s.tokens ? (double)s.bytes / (double)s.tokens : 0.0, s.train_seconds,
            secs, a->out);
     if (s.n_tokens < a->bp.vocab_size)
-        printf("note: fewer tokens than --size %d: no pair occurs %lld times or "
+        fprintf(f, "note: fewer tokens than --size %d: no pair occurs %lld times or "
                "more (add data or lower --min-count)\n", a->bp.vocab_size,
                (long long)a->bp.min_count);
 }
@@ -189,7 +190,10 @@ static int vocab_train(int argc, char **argv)
     memset(&c, 0, sizeof c);
     c.target_weight = a.target_weight ? a.target_weight : 1;
     hx_buf_init(&c.text);
-    int rc = hx_bpe_new(&a.bp, &c.b, &err);
+    /* the output is checked before the training; the data is its input */
+    int rc = hx_out_check(a.out, (const char *const *)a.chats, &err);
+    if (!rc) rc = hx_out_check(a.out, (const char *const *)a.texts, &err);
+    if (!rc) rc = hx_bpe_new(&a.bp, &c.b, &err);
     if (!rc) rc = add_all(&a, &c, &err);
     if (!rc) rc = hx_bpe_train(c.b, &err);
     if (!rc) rc = hx_bpe_write_gguf(c.b, a.out, &err);

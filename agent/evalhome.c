@@ -19,7 +19,7 @@ int hx_eval_home_take(const char *dir, char *base, size_t n, int *fd, hx_err *er
     if ((size_t)snprintf(base, n, "%s/hearth-eval", tmp) >= n)
         return hx_err_set(err, HX_ERR_RANGE, "evaluation directory path too long");
     snprintf(lock, sizeof lock, "%s.lock", base);
-    int f = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int f = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600); /* /tmp: no planted link */
     if (f < 0 || flock(f, LOCK_EX)) {
         if (f >= 0) close(f);
         return hx_err_set(err, HX_ERR_IO, "cannot lock %s", lock);

@@ -132,9 +132,12 @@ int hx_read_file(const char *path, size_t max_size, char **out, size_t *len,
 /* Reads all of an open descriptor the same way (name labels errors). */
 int hx_read_fd(int fd, const char *name, size_t max_size, char **out,
                size_t *len, hx_err *err);
-/* Atomic replace: writes to path.tmp.PID (created new: never through a
- * link), fsyncs, renames over path and fsyncs the directory. On failure
- * the old file is untouched. */
+/* Atomic replace of a file in Hearth's own folders (config, caches,
+ * adapters): writes to a new path.tmp.PID (never through a file or link
+ * planted at that name), fsyncs, renames over path (a link at path is
+ * replaced, not followed) and fsyncs the directory. On failure the old
+ * file is untouched; a SIGINT/SIGTERM/SIGHUP meanwhile removes the
+ * temporary (see hx_out). Files the user names go through hx_out. */
 int hx_write_file_atomic(const char *path, const void *data, size_t len,
                          hx_err *err);
 /* The same with path relative to the directory descriptor dirfd (or
@@ -147,6 +150,73 @@ int hx_mkdirs(const char *path, hx_err *err);
  * $HOME, a relative path is under base_dir (NULL: left relative). A
  * malloc'd string (caller frees), NULL when out of memory. */
 char *hx_path_expand(const char *p, const char *base_dir);
+
+/* ---- output files the user names (base/out.c) ----
+ * Every file written at a path the user gave (-o FILE, OUT.gguf, --svg)
+ * goes through hx_out, so that writing an output never destroys what the
+ * path names:
+ *   "-", /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: written
+ *       through that open descriptor (its offset and append mode kept);
+ *   a device or a FIFO (/dev/null): opened and written through, never
+ *       replaced;
+ *   a new path or a regular file: written to PATH.tmp.PID beside it and,
+ *       on commit, fsynced and renamed over it (until then the old file is
+ *       intact; its mode and, under root, its owner are kept);
+ *   a symbolic link: followed to the file it names, which is then written
+ *       as above; the link itself stays. A link (or a file to replace) in a
+ *       sticky world-writable folder such as /tmp that belongs to another
+ *       user than us or the folder's owner is refused (HX_ERR_DENIED), as
+ *       the kernel's protected_symlinks / protected_regular do for `>`;
+ *   the same file (device and inode) as one of the inputs: refused
+ *       (HX_ERR_INVALID), as are folders and sockets; a file we may not
+ *       write (read-only) is refused (HX_ERR_DENIED), not replaced.
+ * A missing folder is not created. Until commit or abort the temporary
+ * file is on a list that a handler of SIGINT, SIGTERM and SIGHUP removes
+ * before the process dies of the signal (a shell then reports 130 for
+ * Ctrl-C); the handler is installed only where the action is the default,
+ * so a program that handles a signal itself aborts its outputs itself.
+ * The struct lives on the caller's stack; one thread uses it. */
+#define HX_PATH_MAX 4096
+typedef struct hx_out {
+    int fd;           /* the descriptor written (owned), -1 once closed */
+    FILE *f;          /* hx_out_stdio's stream (owns fd), or NULL */
+    int slot;         /* the signal list's entry, -1 when written through */
+    uint64_t written; /* bytes written through hx_out_write */
+    char path[HX_PATH_MAX]; /* the file written, links followed */
+    char tmp[HX_PATH_MAX];  /* the temporary, "" when written through */
+} hx_out;
+/* Opens path for writing. inputs: the files the run reads, NULL-terminated
+ * (or NULL); mode: the permission bits of a new file, before the umask
+ * (0666 for a model, 0600 for private data). Errors as above, and
+ * HX_ERR_IO when the folder is missing or not writable; nothing is
+ * created then. Every successful open ends in hx_out_commit or abort. */
+int hx_out_open(hx_out *o, const char *path, const char *const *inputs, unsigned mode,
+                hx_err *err);
+/* Writes n bytes (counted in o->written). */
+int hx_out_write(hx_out *o, const void *p, size_t n, hx_err *err);
+/* A stdio stream over the output (owned by o; NULL when out of memory):
+ * for writers that take a FILE *. Commit flushes and closes it. */
+FILE *hx_out_stdio(hx_out *o);
+/* Makes the output final: a temporary is fsynced and renamed over the
+ * path, its folder fsynced; a descriptor is closed. On failure the
+ * temporary is removed and the old file is left as it was. */
+int hx_out_commit(hx_out *o, hx_err *err);
+/* Closes, removes the temporary; the path is left as it was. */
+void hx_out_abort(hx_out *o);
+/* hx_out_commit when rc is HX_OK, else hx_out_abort; the resulting code. */
+int hx_out_end(hx_out *o, int rc, hx_err *err);
+/* The refusals of hx_out_open without creating anything: for a command
+ * line to check its outputs before long work. */
+int hx_out_check(const char *path, const char *const *inputs, hx_err *err);
+/* What writing path would write: HX_OUT_FILE a new or regular file
+ * (atomically); HX_OUT_STDOUT standard output ("-", /dev/stdout, or the
+ * file or device fd 1 is: a verb then prints its report on stderr);
+ * HX_OUT_DEVICE another descriptor, a device or a FIFO; 0 when refused. */
+enum { HX_OUT_FILE = 1, HX_OUT_STDOUT = 2, HX_OUT_DEVICE = 3 };
+int hx_out_kind(const char *path);
+/* hx_out_open, one write, hx_out_end. */
+int hx_out_write_file(const char *path, const char *const *inputs, const void *data,
+                      size_t len, unsigned mode, hx_err *err);
 
 /* ---- paths (XDG; HEARTH_HOME overrides all for tests) ----
  * Each writes into buf (size n) and returns the length, or -1 if too small.
@@ -186,11 +256,16 @@ int64_t hx_days_from_civil(int64_t y, int m, int d);
 void hx_civil_from_days(int64_t days, int *y, int *m, int *d);
 
 /* ---- progress on a terminal ----
- * Draws "label  done/total  pct  ETA" on stderr when stderr is a terminal,
- * at most 10 times a second; prints nothing otherwise. */
+ * When stderr is a terminal, redraws "label  done/total  pct  ETA" (with
+ * total <= 0, unknown: "label  done  elapsed", no percentage) at most 4
+ * times a second, the first time a quarter second in, so quick work draws
+ * nothing; finish ends a drawn line with the time taken. On a pipe or a
+ * file: nothing while working, and one final line for work that lasted
+ * 2 seconds or more. total may be changed between updates. */
 typedef struct hx_progress {
     const char *label;
     double total;
+    double done;
     double t_start;
     double t_last;
     int tty;

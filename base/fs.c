@@ -1,5 +1,4 @@
-/* fs.c: whole-file reads, atomic writes, mkdir -p, the XDG paths and
- * path containment. */
+/* fs.c: whole-file reads, mkdir -p and the XDG paths (writes: out.c). */
 #include "base.h"
 
 #include <errno.h>
@@ -52,71 +51,6 @@ int hx_read_fd(int fd, const char *name, size_t max_size, char **out,
         }
     }
     *out = hx_buf_steal(&b, len);
-    return HX_OK;
-}
-
-/* fsync of the folder holding path (relative to dirfd). */
-static int fsync_dir_of(int dirfd, const char *path)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) dir[1] = '\0';
-    else if (slash) *slash = '\0';
-    else snprintf(dir, sizeof dir, ".");
-    int fd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-static int write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-int hx_write_file_atomic(const char *path, const void *data, size_t len,
-                         hx_err *err)
-{
-    return hx_write_file_atomic_at(AT_FDCWD, path, data, len, err);
-}
-
-int hx_write_file_atomic_at(int dirfd, const char *path, const void *data,
-                            size_t len, hx_err *err)
-{
-    char tmp[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
-        sizeof tmp)
-        return hx_err_set(err, HX_ERR_RANGE, "%s: path too long", path);
-    /* a stale temporary of an earlier process with this pid goes first; the
-     * new one is created, never opened: no link or FIFO planted at its name
-     * is ever followed or written through */
-    unlinkat(dirfd, tmp, 0);
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return hx_err_set(err, HX_ERR_IO, "%s: %s", tmp, strerror(errno));
-    if (write_all(fd, data, len) || fsync(fd)) {
-        int e = errno;
-        close(fd);
-        unlinkat(dirfd, tmp, 0);
-        return hx_err_set(err, HX_ERR_IO, "%s: %s", tmp, strerror(e));
-    }
-    close(fd);
-    if (renameat(dirfd, tmp, dirfd, path)) {
-        int e = errno;
-        unlinkat(dirfd, tmp, 0);
-        return hx_err_set(err, HX_ERR_IO, "%s: %s", path, strerror(e));
-    }
-    fsync_dir_of(dirfd, path);
     return HX_OK;
 }
 

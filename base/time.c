@@ -75,6 +75,11 @@ int64_t hx_now(int *utc_offset_seconds)
 
 /* ---- progress ---- */
 
+/* Redraws at most this often: a terminal line, never a flood. */
+#define PROGRESS_EVERY 0.25
+/* On a pipe or file, one final line for work that lasted this long. */
+#define PROGRESS_LOG_AFTER 2.0
+
 void hx_progress_start(hx_progress *p, const char *label, double total)
 {
     memset(p, 0, sizeof *p);
@@ -93,27 +98,42 @@ static void fmt_secs(char *buf, size_t n, double s)
     else snprintf(buf, n, "%.0fs", s);
 }
 
+/* "done/total  pct  ETA" with a known total; the count alone without. */
+static void draw(const hx_progress *p, double now, const char *extra)
+{
+    double el = now - p->t_start;
+    char eta[32];
+    if (p->total > 0) {
+        double frac = p->done < p->total ? p->done / p->total : 1;
+        fmt_secs(eta, sizeof eta, frac > 0 ? el / frac - el : -1);
+        fprintf(stderr, "\r\033[K%s  %.0f/%.0f  %3.0f%%  ETA %s", p->label, p->done,
+                p->total, frac * 100, eta);
+    } else {
+        fmt_secs(eta, sizeof eta, el);
+        fprintf(stderr, "\r\033[K%s  %.0f  %s", p->label, p->done, eta);
+    }
+    if (extra) fprintf(stderr, "  %s", extra);
+    fflush(stderr);
+}
+
 void hx_progress_update(hx_progress *p, double done, const char *extra)
 {
+    p->done = done;
     if (!p->tty) return;
     double now = hx_time_mono();
-    if (p->drawn && now - p->t_last < 0.1 && done < p->total) return;
+    if (now - p->t_last < PROGRESS_EVERY) return; /* the first after PROGRESS_EVERY too */
     p->t_last = now;
     p->drawn = 1;
-    double el = now - p->t_start;
-    double frac = p->total > 0 ? done / p->total : 0;
-    char eta[32];
-    fmt_secs(eta, sizeof eta, frac > 0 ? el / frac - el : -1);
-    fprintf(stderr, "\r\033[K%s  %.0f/%.0f  %3.0f%%  ETA %s%s%s", p->label,
-            done, p->total, frac * 100, eta, extra ? "  " : "",
-            extra ? extra : "");
-    fflush(stderr);
+    draw(p, now, extra);
 }
 
 void hx_progress_finish(hx_progress *p)
 {
-    if (!p->tty || !p->drawn) return;
-    char el[32];
-    fmt_secs(el, sizeof el, hx_time_mono() - p->t_start);
-    fprintf(stderr, "\r\033[K%s  done in %s\n", p->label, el);
+    double el = hx_time_mono() - p->t_start;
+    char t[32], count[64] = "";
+    if (p->tty ? !p->drawn : el < PROGRESS_LOG_AFTER) return;
+    fmt_secs(t, sizeof t, el);
+    if (p->total > 0) snprintf(count, sizeof count, "  %.0f/%.0f", p->done, p->total);
+    else if (p->done > 0) snprintf(count, sizeof count, "  %.0f", p->done);
+    fprintf(stderr, "%s%s%s  done in %s\n", p->tty ? "\r\033[K" : "", p->label, count, t);
 }

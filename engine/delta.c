@@ -1,11 +1,8 @@
 /* delta.c: hx_model_diff and hx_model_patch: updates of GGUF model files
  * that ship only the changed tensors, rebuilt bit for bit and atomically. */
-#include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/delta.h"
@@ -188,8 +185,12 @@ int hx_model_diff(const char *old_path, const char *new_path, const char *delta_
     hx_delta_stats local;
     if (!st) st = &local;
     memset(st, 0, sizeof *st);
-    side a, b;
-    int rc = open_side(old_path, "hashing old", &a, err);
+    side a = {0}, b = {0};
+    hx_out out;
+    const char *inputs[] = {old_path, new_path, NULL};
+    int rc = hx_out_open(&out, delta_path, inputs, 0666, err);
+    if (rc) return rc;
+    rc = open_side(old_path, "hashing old", &a, err);
     if (!rc) rc = open_side(new_path, "hashing new", &b, err);
     if (!rc) rc = check_gaps(b.g, err);
     hx_gguf_writer *w = rc ? NULL : hx_gguf_writer_new();
@@ -200,9 +201,9 @@ int hx_model_diff(const char *old_path, const char *new_path, const char *delta_
         rc = set_keys(w, &a, &b, pre, suf, err);
     }
     if (!rc) rc = add_changed(w, &a, &b, pre, suf, st, err);
-    if (!rc) rc = hx_gguf_writer_write(w, delta_path, err);
-    struct stat sb;
-    if (!rc && stat(delta_path, &sb) == 0) st->delta_bytes = (uint64_t)sb.st_size;
+    if (!rc) rc = hx_gguf_writer_write_out(w, &out, err);
+    st->delta_bytes = out.written;
+    rc = hx_out_end(&out, rc, err);
     hx_gguf_writer_free(w);
     close_side(&a);
     close_side(&b);
@@ -211,34 +212,25 @@ int hx_model_diff(const char *old_path, const char *new_path, const char *delta_
 
 /* ---- patch ---- */
 
+/* The rebuilt file: its output and the running hash of what was written. */
 typedef struct out_file {
-    int fd;
-    char tmp[PATH_MAX + 32];
+    hx_out out;
     hx_sha256 sha;
-    uint64_t written;
 } out_file;
 
 static int out_write(out_file *o, const void *p, size_t n, hx_err *err)
 {
-    const char *c = p;
     hx_sha256_update(&o->sha, p, n);
-    o->written += n;
-    while (n) {
-        ssize_t w = write(o->fd, c, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return hx_err_set(err, HX_ERR_IO, "%s: %s", o->tmp, strerror(errno));
-        c += w, n -= (size_t)w;
-    }
-    return HX_OK;
+    return hx_out_write(&o->out, p, n, err);
 }
 
 static int out_zeros_to(out_file *o, uint64_t at, hx_err *err)
 {
     static const unsigned char zero[4096];
-    if (at < o->written)
+    if (at < o->out.written)
         return hx_err_set(err, HX_ERR_FORMAT, "delta: tensors overlap in the new layout");
-    while (o->written < at) {
-        uint64_t k = at - o->written < sizeof zero ? at - o->written : sizeof zero;
+    while (o->out.written < at) {
+        uint64_t k = at - o->out.written < sizeof zero ? at - o->out.written : sizeof zero;
         int rc = out_write(o, zero, (size_t)k, err);
         if (rc) return rc;
     }
@@ -325,13 +317,14 @@ static int write_all_tensors(out_file *o, const delta_in *di, hx_gguf *old, hx_e
     int rc = HX_OK;
     for (uint64_t i = 0; i < di->n && !rc; i++) {
         rc = write_tensor(o, di, old, i, err);
-        hx_progress_update(&pr, (double)o->written, NULL);
+        hx_progress_update(&pr, (double)o->out.written, NULL);
     }
     hx_progress_finish(&pr);
     return rc ? rc : out_zeros_to(o, (uint64_t)di->size, err);
 }
 
-static int finish_out(out_file *o, const delta_in *di, const char *out_path, hx_err *err)
+/* Checks the rebuilt file's hash before anything at the output changes. */
+static int check_hash(out_file *o, const delta_in *di, hx_err *err)
 {
     unsigned char d[32];
     char hex[65];
@@ -342,11 +335,6 @@ static int finish_out(out_file *o, const delta_in *di, const char *out_path, hx_
                           "the rebuilt file does not match the delta's checksum (got %.12s, "
                           "expected %.12s): the delta is corrupt; nothing was changed", hex,
                           di->target);
-    if (fsync(o->fd)) return hx_err_set(err, HX_ERR_IO, "%s: %s", o->tmp, strerror(errno));
-    close(o->fd);
-    o->fd = -1;
-    if (rename(o->tmp, out_path))
-        return hx_err_set(err, HX_ERR_IO, "%s: %s", out_path, strerror(errno));
     return HX_OK;
 }
 
@@ -357,8 +345,13 @@ int hx_model_patch(const char *old_path, const char *delta_path, const char *out
     char sha[65];
     hx_gguf *old = NULL;
     unsigned char *oldhdr = NULL;
-    out_file o = {.fd = -1};
-    int rc = read_delta(delta_path, &di, err);
+    out_file o;
+    /* out_path may be old_path (an update in place, verified first); never the delta */
+    const char *inputs[] = {delta_path, NULL};
+    int rc = hx_out_open(&o.out, out_path, inputs, 0666, err);
+    if (rc) return rc;
+    hx_sha256_init(&o.sha);
+    rc = read_delta(delta_path, &di, err);
     if (!rc) rc = hx_sha256_file(old_path, "checking base", sha, err);
     if (!rc && strcmp(sha, di.base))
         rc = hx_err_set(err, HX_ERR_UNSUPPORTED,
@@ -368,17 +361,10 @@ int hx_model_patch(const char *old_path, const char *delta_path, const char *out
     if (!rc && hx_gguf_data_offset(old) != (size_t)di.oldhdr)
         rc = hx_err_set(err, HX_ERR_FORMAT, "delta: base header size differs");
     if (!rc) rc = read_head(old_path, (size_t)di.oldhdr, &oldhdr, err);
-    if (!rc) {
-        snprintf(o.tmp, sizeof o.tmp, "%s.tmp.%ld", out_path, (long)getpid());
-        o.fd = open(o.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (o.fd < 0) rc = hx_err_set(err, HX_ERR_IO, "%s: %s", o.tmp, strerror(errno));
-        hx_sha256_init(&o.sha);
-    }
     if (!rc) rc = write_header(&o, &di, oldhdr, err);
     if (!rc) rc = write_all_tensors(&o, &di, old, err);
-    if (!rc) rc = finish_out(&o, &di, out_path, err);
-    if (o.fd >= 0) close(o.fd);
-    if (rc && o.tmp[0]) unlink(o.tmp);
+    if (!rc) rc = check_hash(&o, &di, err);
+    rc = hx_out_end(&o.out, rc, err);
     free(oldhdr);
     hx_gguf_close(old);
     hx_gguf_close(di.d);

@@ -141,8 +141,9 @@ const hx_gguf_tensor *hx_gguf_find_tensor(const hx_gguf *g, const char *name);
  * header, metadata, tensor infos, aligned data. Tensor data is either a
  * caller buffer (borrowed until hx_gguf_writer_write returns) or produced
  * by a callback at write time, so a file larger than memory can be written.
- * The output goes to PATH.tmp.PID, is fsynced and renamed: an interrupted
- * write never leaves a half file at PATH. */
+ * The file is streamed through hx_out (base.h): to PATH.tmp.PID, fsynced
+ * and renamed, so an interrupted write never leaves a half file at PATH; a
+ * device or /dev/stdout written through; a link's file updated. */
 typedef struct hx_gguf_writer hx_gguf_writer;
 /* Fills buf (nbytes of tensor data) for the tensor; returns 0 or an hx_rc. */
 typedef int (*hx_gguf_fill_fn)(void *user, const hx_gguf_tensor *t, void *buf);
@@ -178,7 +179,16 @@ int hx_gguf_add_tensor(hx_gguf_writer *w, const char *name, int type,
                        int n_dims, const int64_t *ne, const void *data,
                        hx_gguf_fill_fn fill, void *user);
 void hx_gguf_writer_set_alignment(hx_gguf_writer *w, size_t align); /* default 32 */
-/* Writes the file atomically. Error text in err. */
+/* Writes the file to path through hx_out. Error text in err. */
 int hx_gguf_writer_write(hx_gguf_writer *w, const char *path, hx_err *err);
+/* The same, refusing a path that is one of inputs (NULL-terminated, may be
+ * NULL; the files the output is made from); *bytes (may be NULL): the
+ * file's size. */
+int hx_gguf_writer_write_from(hx_gguf_writer *w, const char *path,
+                              const char *const *inputs, uint64_t *bytes,
+                              hx_err *err);
+/* Streams the file into o, opened by the caller (who commits or aborts):
+ * for a writer that opens its output before long work. */
+int hx_gguf_writer_write_out(hx_gguf_writer *w, hx_out *o, hx_err *err);
 
 #endif /* HX_GGUF_H */

@@ -1,12 +1,7 @@
 /* gguf_write.c: the streaming GGUF v3 writer: metadata and tensor infos are
- * collected, then the file is written to a temp name, fsynced and renamed. */
-#include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
-#include <limits.h>
+ * collected, then the file is streamed through the output writer (hx_out). */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "engine/gguf.h"
 
@@ -319,32 +314,20 @@ static int build_head(hx_gguf_writer *w, hx_buf *b)
     return b->oom ? HX_ERR_NOMEM : HX_OK;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t k = write(fd, c, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static int write_zeros(int fd, size_t n)
+static int write_zeros(hx_out *o, size_t n, hx_err *err)
 {
     static const char zeros[4096];
-    while (n > 0) {
+    int rc = HX_OK;
+    while (n > 0 && !rc) {
         size_t k = n < sizeof zeros ? n : sizeof zeros;
-        if (write_all(fd, zeros, k)) return -1;
+        rc = hx_out_write(o, zeros, k, err);
         n -= k;
     }
-    return 0;
+    return rc;
 }
 
 /* Streams every tensor's data with its padding; fill buffers are reused. */
-static int write_data(hx_gguf_writer *w, int fd, const char *tmp, hx_err *err)
+static int write_data(hx_gguf_writer *w, hx_out *o, hx_err *err)
 {
     void *buf = NULL;
     size_t cap = 0;
@@ -370,71 +353,44 @@ static int write_data(hx_gguf_writer *w, int fd, const char *tmp, hx_err *err)
             }
             src = buf;
         }
-        if (write_all(fd, src, wt->t.nbytes) ||
-            write_zeros(fd, pad_to(wt->t.nbytes, w->align)))
-            rc = hx_err_set(err, HX_ERR_IO, "gguf: writing %s: %s", tmp,
-                            strerror(errno));
+        rc = hx_out_write(o, src, wt->t.nbytes, err);
+        if (!rc) rc = write_zeros(o, pad_to(wt->t.nbytes, w->align), err);
     }
     free(buf);
     return rc;
 }
 
-static void fsync_parent(const char *path)
+int hx_gguf_writer_write_out(hx_gguf_writer *w, hx_out *o, hx_err *err)
 {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    int fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-}
-
-static int write_file(hx_gguf_writer *w, const hx_buf *head, int fd,
-                      const char *tmp, hx_err *err)
-{
-    if (write_all(fd, head->data, head->len))
-        return hx_err_set(err, HX_ERR_IO, "gguf: writing %s: %s", tmp,
-                          strerror(errno));
-    int rc = write_data(w, fd, tmp, err);
-    if (!rc && fsync(fd))
-        rc = hx_err_set(err, HX_ERR_IO, "gguf: fsync %s: %s", tmp,
-                        strerror(errno));
-    return rc;
-}
-
-int hx_gguf_writer_write(hx_gguf_writer *w, const char *path, hx_err *err)
-{
-    char tmp[PATH_MAX];
     hx_buf head;
-    int fd, rc;
-    if (!w || !path) return hx_err_set(err, HX_ERR_INVALID, "gguf: no path");
+    int rc;
     if (w->align != DEFAULT_ALIGN && (rc = hx_gguf_set_u32(
             w, "general.alignment", (uint32_t)w->align)))
         return hx_err_set(err, rc, "gguf: setting general.alignment failed");
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path,
-                         (long)getpid()) >= sizeof tmp)
-        return hx_err_set(err, HX_ERR_RANGE, "gguf: path too long: %s", path);
     hx_buf_init(&head);
     if (build_head(w, &head)) {
         hx_buf_free(&head);
         return hx_err_set(err, HX_ERR_NOMEM, "gguf: out of memory");
     }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        hx_buf_free(&head);
-        return hx_err_set(err, HX_ERR_IO, "gguf: cannot create %s: %s", tmp,
-                          strerror(errno));
-    }
-    rc = write_file(w, &head, fd, tmp, err);
+    rc = hx_out_write(o, head.data, head.len, err);
     hx_buf_free(&head);
-    if (close(fd) && !rc)
-        rc = hx_err_set(err, HX_ERR_IO, "gguf: closing %s: %s", tmp,
-                        strerror(errno));
-    if (!rc && rename(tmp, path))
-        rc = hx_err_set(err, HX_ERR_IO, "gguf: renaming %s to %s: %s", tmp,
-                        path, strerror(errno));
-    if (rc) unlink(tmp);
-    else fsync_parent(path);
-    return rc;
+    return rc ? rc : write_data(w, o, err);
+}
+
+int hx_gguf_writer_write_from(hx_gguf_writer *w, const char *path,
+                              const char *const *inputs, uint64_t *bytes,
+                              hx_err *err)
+{
+    hx_out o;
+    if (!w || !path) return hx_err_set(err, HX_ERR_INVALID, "gguf: no path");
+    int rc = hx_out_open(&o, path, inputs, 0666, err);
+    if (rc) return rc;
+    rc = hx_gguf_writer_write_out(w, &o, err);
+    if (bytes) *bytes = o.written;
+    return hx_out_end(&o, rc, err);
+}
+
+int hx_gguf_writer_write(hx_gguf_writer *w, const char *path, hx_err *err)
+{
+    return hx_gguf_writer_write_from(w, path, NULL, NULL, err);
 }

@@ -471,7 +471,11 @@ int hx_mkmodel_write(const hx_mkmodel_params *params, const char *path,
                                 fill_tensor, t);
         if (rc) hx_err_set(err, rc, "adding tensor %s: %s", t->name, hx_rc_str(rc));
     }
-    if (!rc) rc = hx_gguf_writer_write(w, path, err);
+    const char *inputs[3] = {NULL}; /* the files the model is made from */
+    int n_in = 0;
+    if (m.p.vocab_path) inputs[n_in++] = m.p.vocab_path;
+    if (m.p.embed_path) inputs[n_in++] = m.p.embed_path;
+    if (!rc) rc = hx_gguf_writer_write_from(w, path, inputs, NULL, err);
     hx_gguf_writer_free(w);
     hx_embed_close(m.embed);
     free(m.t);

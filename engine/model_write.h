@@ -62,7 +62,8 @@ typedef struct hx_mkmodel_params {
 
 hx_mkmodel_params hx_mkmodel_default_params(void);
 
-/* Writes the model to path (atomically, through the GGUF writer). Errors:
+/* Writes the model to path (through the GGUF writer and hx_out; path the
+ * same file as vocab_path or embed_path is refused). Errors:
  * HX_ERR_INVALID for unknown arch/ftype or inconsistent shapes (named,
  * e.g. a K-quant row that is not a multiple of 256), the vocab file's
  * and the writer's errors otherwise; message in err. */

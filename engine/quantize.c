@@ -305,7 +305,7 @@ static int set_meta(hx_gguf_writer *w, const qz *q)
     return rc;
 }
 
-static int write_all(qz *q, const char *out_path, qjob *jobs)
+static int write_all(qz *q, hx_out *out, qjob *jobs)
 {
     hx_gguf_writer *w = hx_gguf_writer_new();
     if (!w) return hx_err_set(q->err, HX_ERR_NOMEM, "out of memory");
@@ -321,17 +321,9 @@ static int write_all(qz *q, const char *out_path, qjob *jobs)
         if (rc) hx_err_set(q->err, rc, "adding tensor %s: %s", t->name, hx_rc_str(rc));
     }
     q->elems_total = q->st->n_elems;
-    if (!rc) rc = hx_gguf_writer_write(w, out_path, q->err);
+    if (!rc) rc = hx_gguf_writer_write_out(w, out, q->err);
     hx_gguf_writer_free(w);
     return rc;
-}
-
-static uint64_t file_size(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    long n = f && !fseek(f, 0, SEEK_END) ? ftell(f) : 0;
-    if (f) fclose(f);
-    return n > 0 ? (uint64_t)n : 0;
 }
 
 int hx_quantize_model(const char *in_path, const char *out_path,
@@ -352,7 +344,10 @@ int hx_quantize_model(const char *in_path, const char *out_path,
     int rc = check_overrides(q.p, err);
     if (rc) return rc;
     hx_gguf *g = NULL;
-    if ((rc = hx_gguf_open(in_path, &g, err))) return rc;
+    hx_out out;
+    const char *inputs[] = {in_path, NULL};
+    if ((rc = hx_out_open(&out, out_path, inputs, 0666, err))) return rc;
+    if ((rc = hx_gguf_open(in_path, &g, err))) return hx_out_end(&out, rc, err);
     q.g = g;
     qjob *jobs = NULL;
     if (!(rc = plan(&q, in_path))) {
@@ -360,10 +355,11 @@ int hx_quantize_model(const char *in_path, const char *out_path,
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         q.tp = hx_threadpool_new(q.p->n_threads > 0 ? q.p->n_threads
                                  : ncpu < 1 ? 1 : ncpu > 64 ? 64 : (int)ncpu);
-        rc = jobs && q.tp ? write_all(&q, out_path, jobs)
+        rc = jobs && q.tp ? write_all(&q, &out, jobs)
                           : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     }
-    if (!rc) q.st->file_bytes = file_size(out_path);
+    q.st->file_bytes = out.written;
+    rc = hx_out_end(&out, rc, err);
     hx_threadpool_free(q.tp);
     free(jobs);
     free(q.type_out);

@@ -102,7 +102,9 @@ typedef struct hx_quantize_stats {
                             * of that width for */
 } hx_quantize_stats;
 
-/* Quantizes in_path into out_path (written atomically), streaming one
+/* Quantizes in_path into out_path (through hx_out: atomically, a device
+ * written through, out_path the same file as in_path refused with
+ * HX_ERR_INVALID before anything is read), streaming one
  * tensor at a time through the GGUF writer (memory: about the largest
  * output tensor plus one row per thread; input pages are dropped after
  * use). Metadata is copied, general.file_type and

@@ -97,7 +97,7 @@ int hx_trainer_save(hx_trainer *tr, const char *path, hx_err *err)
     uint64_t sum = rc ? 0 : fnv(b.data, b.len);
     if (!rc && hx_buf_append(&b, &sum, 8))
         rc = hx_err_set(err, HX_ERR_NOMEM, "checkpoint: out of memory");
-    if (!rc) rc = hx_write_file_atomic(path, b.data, b.len, err);
+    if (!rc) rc = hx_out_write_file(path, NULL, b.data, b.len, 0666, err);
     hx_buf_free(&b);
     return rc;
 }

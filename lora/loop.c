@@ -356,7 +356,7 @@ int hx_write_loss_svg(const char *path, const float *loss, int n, hx_err *err)
     }
     hx_buf_puts(&b, "\"/>\n</svg>\n");
     int rc = b.oom ? hx_err_set(err, HX_ERR_NOMEM, "svg: out of memory")
-                   : hx_write_file_atomic(path, b.data, b.len, err);
+                   : hx_out_write_file(path, NULL, b.data, b.len, 0666, err);
     hx_buf_free(&b);
     return rc;
 }

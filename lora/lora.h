@@ -224,13 +224,14 @@ const float *hx_trainer_losses(const hx_trainer *tr);
 
 /* ---- files ---- */
 /* Checkpoint: trainable parameters, AdamW moments, step, RNG, data
- * position, losses, in a versioned file written atomically. Load checks the
- * shapes match the trainer's. */
+ * position, losses, in a versioned file written through hx_out (atomically).
+ * Load checks the shapes match the trainer's. */
 int hx_trainer_save(hx_trainer *tr, const char *path, hx_err *err);
 int hx_trainer_load(hx_trainer *tr, const char *path, hx_err *err);
 /* Writes the model (full mode) as a qwen3 GGUF with llama.cpp's tensor
  * names, F32; vocab_gguf (or NULL) is a GGUF whose tokenizer.* keys are
- * copied. In LoRA mode writes a llama.cpp LoRA adapter GGUF. */
+ * copied. In LoRA mode writes a llama.cpp LoRA adapter GGUF. Written
+ * through hx_out; path the same file as vocab_gguf is refused. */
 int hx_trainer_write_gguf(hx_trainer *tr, const char *path,
                           const char *vocab_gguf, hx_err *err);
 /* The same with extra string metadata: kv is a NULL-terminated list of
@@ -275,7 +276,7 @@ void hx_trainer_set_recompute(hx_trainer *tr, int mode);
 enum { HX_BF16_OFF = 0, HX_BF16_ON = 1, HX_BF16_AUTO = 2 };
 int hx_trainer_set_bf16(hx_trainer *tr, int mode);
 
-/* The loss curve as an SVG line chart. */
+/* The loss curve as an SVG line chart (written through hx_out). */
 int hx_write_loss_svg(const char *path, const float *loss, int n,
                       hx_err *err);
 

@@ -835,13 +835,14 @@ static int generic_gate(const hx_nightly_params *p, const char *cand,
     return HX_OK;
 }
 
-/* Copies the file src to dst (written atomically). */
+/* Copies the file src to dst, an output the user names (through hx_out). */
 static int copy_file(const char *src, const char *dst, hx_err *err)
 {
     char *data = NULL;
     size_t len = 0;
+    const char *inputs[] = {src, NULL};
     int rc = hx_read_file(src, 0, &data, &len, err);
-    if (!rc) rc = hx_write_file_atomic(dst, data, len, err);
+    if (!rc) rc = hx_out_write_file(dst, inputs, data, len, 0666, err);
     free(data);
     return rc;
 }

@@ -81,7 +81,8 @@ int hx_trainer_write_gguf_kv(hx_trainer *tr, const char *path,
     if (rc) rc = hx_err_set(err, rc, "write %s: metadata", path);
     if (!rc && vocab_gguf && !tr->lora) rc = copy_tokenizer(w, vocab_gguf, tr->hp.n_vocab, err);
     if (!rc && (rc = add_tensors(w, tr))) rc = hx_err_set(err, rc, "write %s: tensors", path);
-    if (!rc) rc = hx_gguf_writer_write(w, path, err);
+    const char *inputs[] = {vocab_gguf, NULL};
+    if (!rc) rc = hx_gguf_writer_write_from(w, path, inputs, NULL, err);
     hx_gguf_writer_free(w);
     return rc;
 }

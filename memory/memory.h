@@ -29,14 +29,25 @@ typedef struct hx_memory_params {
     int sync_full;         /* 1 (default): fsync every commit (power-loss
                               safe); 0: WAL synchronous=NORMAL (crash safe) */
     double merge_jaccard;  /* consolidation threshold, default 0.7 */
+    int mode;              /* HX_MEMORY_CREATE (default), _EXISTING, _READONLY */
 } hx_memory_params;
+
+/* How hx_memory_open treats the file: CREATE makes the database and its
+ * folder when absent; EXISTING and READONLY (the user's read commands:
+ * nothing written, SQLITE_OPEN_READONLY) open only a database that exists
+ * and fail with HX_ERR_NOTFOUND ("no such database"), creating nothing,
+ * when it does not or is empty. A READONLY open of a database of an older
+ * schema migrates it first (the one write it makes). */
+enum { HX_MEMORY_CREATE = 0, HX_MEMORY_EXISTING = 1, HX_MEMORY_READONLY = 2 };
 
 hx_memory_params hx_memory_default_params(void);
 
-/* Opens (creating if absent, with its directory) and migrates the database.
- * Errors, with the file left byte-for-byte untouched:
+/* Opens (creating if absent, with its directory, unless p->mode says
+ * otherwise) and migrates the database. Errors, with the file left
+ * byte-for-byte untouched:
  *   HX_ERR_FORMAT       not a SQLite file, corrupt, or another program's DB
  *   HX_ERR_UNSUPPORTED  schema newer than HX_MEMORY_SCHEMA_VERSION
+ *   HX_ERR_NOTFOUND     (EXISTING, READONLY) no database at the path
  * On success *out is a handle the caller closes with hx_memory_close.
  * A handle is used by one thread at a time. */
 int hx_memory_open(const hx_memory_params *p, hx_memory **out, hx_err *err);

@@ -214,9 +214,14 @@ static int quick_check(hx_memory *m, hx_err *err)
     return rc;
 }
 
-static int set_pragmas(hx_memory *m, hx_err *err)
+/* A read-only connection reads the database in whatever journal mode it
+ * is (Hearth's are WAL) and sets only what reading needs. */
+static int set_pragmas(hx_memory *m, int readonly, hx_err *err)
 {
     char sql[256];
+    if (readonly)
+        return mem_exec(m, "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;"
+                           " PRAGMA mmap_size=268435456;", err);
     snprintf(sql, sizeof sql,
              "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
              "PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON;"
@@ -273,22 +278,56 @@ static int migrate(hx_memory *m, hx_err *err)
     return mem_tx_end(m, rc, err);
 }
 
-static int open_db(hx_memory *m, hx_err *err)
+/* EXISTING and READONLY: a database must be there (no folder, no file is
+ * created); a missing or empty file is "no such database". */
+static int check_exists(const hx_memory *m, hx_err *err)
 {
-    int rc = check_header(m->path, err);
-    if (rc) return rc;
-    if ((rc = make_parent_dir(m->path, err))) return rc;
-    if (sqlite3_open_v2(m->path, &m->db,
-                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL))
+    struct stat st;
+    if (m->params.mode == HX_MEMORY_CREATE) return HX_OK;
+    if (!stat(m->path, &st)) {
+        if (st.st_size > 0) return HX_OK;
+    } else if (errno != ENOENT && errno != ENOTDIR)
+        return hx_err_set(err, HX_ERR_IO, "%s: %s", m->path, strerror(errno));
+    return hx_err_set(err, HX_ERR_NOTFOUND,
+                      "%s: no such database (Hearth makes it on the first `hearth ask`)",
+                      m->path);
+}
+
+static int db_connect(hx_memory *m, int readonly, hx_err *err)
+{
+    int flags = readonly ? SQLITE_OPEN_READONLY
+                : m->params.mode == HX_MEMORY_CREATE ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                                                     : SQLITE_OPEN_READWRITE;
+    sqlite3_close_v2(m->db);
+    m->db = NULL;
+    if (sqlite3_open_v2(m->path, &m->db, flags, NULL))
         return hx_err_set(err, HX_ERR_IO, "%s: cannot open: %s", m->path,
                           m->db ? sqlite3_errmsg(m->db) : "out of memory");
     sqlite3_busy_timeout(m->db, m->params.busy_timeout_ms);
     sqlite3_extended_result_codes(m->db, 1);
-    int ver = 0;
-    if ((rc = check_identity(m, &ver, err))) return rc;
+    return HX_OK;
+}
+
+static int open_db(hx_memory *m, hx_err *err)
+{
+    int rc = check_exists(m, err);
+    if (!rc) rc = check_header(m->path, err);
+    if (!rc && m->params.mode == HX_MEMORY_CREATE) rc = make_parent_dir(m->path, err);
+    int ver = 0, ro = m->params.mode == HX_MEMORY_READONLY;
+    if (!rc) rc = db_connect(m, ro, err);
+    if (!rc) rc = check_identity(m, &ver, err);
+    if (rc) return rc;
+    if (ro && ver == 0) /* SQLite's, but nothing of Hearth's in it: left as it is */
+        return hx_err_set(err, HX_ERR_NOTFOUND, "%s: no such database (an empty SQLite file)",
+                          m->path);
+    if (ro && ver < HX_MEMORY_SCHEMA_VERSION) { /* migrate it first: read-write */
+        if ((rc = db_connect(m, 0, err))) return rc;
+        ro = 0;
+    }
     if (ver > 0 && ver < HX_MEMORY_SCHEMA_VERSION && (rc = quick_check(m, err)))
         return rc;
-    if ((rc = set_pragmas(m, err))) return rc;
+    if ((rc = set_pragmas(m, ro, err))) return rc;
+    if (ro) return HX_OK;
     sqlite3_wal_hook(m->db, wal_hook, m);
     return migrate(m, err);
 }

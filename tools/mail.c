@@ -328,25 +328,21 @@ static void index_prune(mail_index *ix)
         NULL, NULL, NULL);
 }
 
-static int sync_folder(mail_index *ix, const char *rel, const char *folder,
-                       sqlite3_stmt *look, sqlite3_stmt *mark, hx_progress *pr,
-                       int *done, hx_err *err)
+/* Indexes one folder's listed messages; *done counts those examined (the
+ * progress), *changed those new or changed. */
+static void sync_folder(mail_index *ix, const hx_maildir_entry *es, int n, const char *folder,
+                        sqlite3_stmt *look, sqlite3_stmt *mark, hx_progress *pr,
+                        long *done, long *changed)
 {
-    hx_maildir_entry *es;
-    int n;
-    int rc = hx_maildir_list(ix->md, rel, &es, &n, err);
-    if (rc) return rc;
+    char extra[48];
     for (int i = 0; i < n; i++) {
         sqlite3_reset(mark);
         bind_text(mark, 1, es[i].id);
         sqlite3_step(mark);
-        if (index_entry(ix, look, &es[i], folder)) {
-            (*done)++;
-            hx_progress_update(pr, *done, "messages indexed");
-        }
+        *changed += index_entry(ix, look, &es[i], folder);
+        snprintf(extra, sizeof extra, "%ld new or changed", *changed);
+        hx_progress_update(pr, (double)++*done, extra);
     }
-    hx_maildir_list_free(es, n);
-    return HX_OK;
 }
 
 /* The state of the Maildir as its directories' modification times: every
@@ -425,11 +421,20 @@ static int index_rescan(mail_index *ix, folder_list *fl, hx_err *err)
         if (!look || !mark) rc = hx_err_set(err, HX_ERR_IO, "mail index: %s",
                                             sqlite3_errmsg(ix->db));
     }
+    /* every folder listed first: the progress has its real total */
+    hx_maildir_entry *es[64] = {NULL};
+    int ne[64] = {0};
+    double total = 0;
+    for (int i = 0; !rc && i < fl->n; i++) {
+        rc = hx_maildir_list(ix->md, fl->rels[i], &es[i], &ne[i], err);
+        total += ne[i];
+    }
     hx_progress pr;
-    hx_progress_start(&pr, "indexing mail", 0);
-    int done = 0;
+    hx_progress_start(&pr, "indexing mail", total);
+    long done = 0, changed = 0;
     for (int i = 0; !rc && i < fl->n; i++)
-        rc = sync_folder(ix, fl->rels[i], fl->names[i], look, mark, &pr, &done, err);
+        sync_folder(ix, es[i], ne[i], fl->names[i], look, mark, &pr, &done, &changed);
+    for (int i = 0; i < fl->n; i++) hx_maildir_list_free(es[i], ne[i]);
     sqlite3_finalize(look);
     sqlite3_finalize(mark);
     if (!rc) {
@@ -437,7 +442,7 @@ static int index_rescan(mail_index *ix, folder_list *fl, hx_err *err)
         rc = db_exec(ix->db, "COMMIT", err);
     } else
         sqlite3_exec(ix->db, "ROLLBACK", NULL, NULL, NULL);
-    if (done) hx_progress_finish(&pr);
+    hx_progress_finish(&pr);
     return rc;
 }
 

@@ -5,7 +5,9 @@
 #define HX_TESTS_CLI_CAPTURE_H
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -62,6 +64,19 @@ __attribute__((unused)) static int cli_run(int (*fn)(int, char **), const char *
     snprintf(path, sizeof path, "%s/err", dir);
     cli_slurp(path, err, en);
     return rc;
+}
+
+/* The built program's absolute path ($HEARTH_BUILD/hearth, default
+ * build/hearth) into out (PATH_MAX bytes): 0, or -1 when it is not built
+ * (the test then skips, saying so). */
+__attribute__((unused)) static int cli_hearth_path(char *out)
+{
+    const char *b = getenv("HEARTH_BUILD");
+    char rel[PATH_MAX];
+    snprintf(rel, sizeof rel, "%s/hearth", b && *b ? b : "build");
+    if (realpath(rel, out)) return 0;
+    printf("skip all: %s not built\n", rel);
+    return -1;
 }
 
 #endif /* HX_TESTS_CLI_CAPTURE_H */

@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "test.h"
@@ -208,6 +209,89 @@ static void test_unique_bytes(void)
     EXPECT(memcmp(c, d, sizeof c) != 0 && memcmp(a, c, sizeof a) != 0);
 }
 
+/* Runs the progress scene fn with stderr in a file; its text into out. */
+static void capture_stderr(void (*fn)(void), char *out, size_t n)
+{
+    char path[] = "/tmp/hx_progress_XXXXXX";
+    int fd = mkstemp(path);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    fn();
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    ssize_t k = pread(fd, out, n - 1, 0);
+    out[k > 0 ? k : 0] = 0;
+    close(fd);
+    unlink(path);
+}
+
+static int count_of(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p += strlen(what)) n++;
+    return n;
+}
+
+static double g_spent;
+
+/* Hundreds of thousands of updates in 0.6 s, total unknown, on a terminal. */
+static void scene_flood(void)
+{
+    hx_progress p;
+    hx_progress_start(&p, "counting", 0);
+    p.tty = 1;
+    double t0 = hx_time_mono();
+    for (int i = 1; hx_time_mono() - t0 < 0.6; i++) hx_progress_update(&p, i, "items");
+    g_spent = hx_time_mono() - t0;
+    hx_progress_finish(&p);
+}
+
+/* A known total, drawn once (a quarter second in), then finished. */
+static void scene_known(void)
+{
+    hx_progress p;
+    hx_progress_start(&p, "known", 200);
+    p.tty = 1;
+    p.t_last -= 1;
+    hx_progress_update(&p, 50, NULL);
+    hx_progress_update(&p, 200, NULL);
+    hx_progress_finish(&p);
+}
+
+/* On a pipe: nothing while working; quick work ends silent, long work
+ * (3 s, as if) with one line. */
+static void scene_pipe(void)
+{
+    hx_progress p;
+    for (int k = 0; k < 2; k++) {
+        hx_progress_start(&p, k ? "slow" : "quick", 10);
+        p.tty = 0;
+        for (int i = 1; i <= 10; i++) hx_progress_update(&p, i, NULL);
+        if (k) p.t_start -= 3;
+        hx_progress_finish(&p);
+    }
+}
+
+static void test_progress(void)
+{
+    static char out[1 << 16];
+    capture_stderr(scene_flood, out, sizeof out);
+    int draws = count_of(out, "\r\033[K");
+    EXPECT(draws >= 2);                       /* it did show progress */
+    EXPECT(draws <= (int)(g_spent * 4) + 2);  /* at most 4 a second, and the last */
+    EXPECT(strchr(out, '%') == NULL);         /* no percentage of an unknown total */
+    EXPECT(strstr(out, "/0") == NULL);
+    EXPECT(strstr(out, "counting  done in") == NULL && strstr(out, "done in") != NULL);
+    EXPECT_EQ_INT(count_of(out, "\n"), 1);
+    capture_stderr(scene_known, out, sizeof out);
+    EXPECT(strstr(out, "known  50/200   25%") != NULL);
+    EXPECT(strstr(out, "known  200/200  done in") != NULL);
+    capture_stderr(scene_pipe, out, sizeof out);
+    EXPECT_STR_EQ(out, "slow  10/10  done in 3s\n");
+}
+
 int main(void)
 {
     RUN(test_err_messages);
@@ -221,5 +305,6 @@ int main(void)
     RUN(test_now_override);
     RUN(test_atomic_write);
     RUN(test_sha256);
+    RUN(test_progress);
     return test_summary();
 }

@@ -920,6 +920,62 @@ static void test_export(void)
     hx_memory_close(m);
 }
 
+static hx_memory *open_mode(const char *path, int mode, hx_err *err)
+{
+    hx_memory_params p = hx_memory_default_params();
+    p.path = path;
+    p.mode = mode;
+    hx_memory *m = NULL;
+    return hx_memory_open(&p, &m, err) ? NULL : m;
+}
+
+/* The user's read commands open read-only: a missing database is "no such
+ * database" with nothing created (no folder, no file), an existing one is
+ * read and never written; an older one is migrated first. */
+static void test_read_only_open(void)
+{
+    hx_err err = {0};
+    const char *missing = tmp_path("ro-none/sub/x.db");
+    const int modes[] = {HX_MEMORY_READONLY, HX_MEMORY_EXISTING};
+    for (int i = 0; i < 2; i++) {
+        EXPECT(open_mode(missing, modes[i], &err) == NULL);
+        EXPECT_EQ_INT(err.rc, HX_ERR_NOTFOUND);
+        EXPECT(strstr(err.msg, "no such database") != NULL);
+    }
+    EXPECT(access(tmp_path("ro-none"), F_OK) != 0);
+    const char *empty = tmp_path("ro-empty.db");
+    FILE *f = fopen(empty, "w");
+    if (f) fclose(f);
+    EXPECT(open_mode(empty, HX_MEMORY_READONLY, &err) == NULL);
+    EXPECT_EQ_INT(err.rc, HX_ERR_NOTFOUND);
+    struct stat st;
+    EXPECT(stat(empty, &st) == 0 && st.st_size == 0);
+    /* control: an existing database is read, and a write is refused */
+    const char *path = tmp_path("ro.db");
+    hx_memory *w = open_at(path);
+    ASSERT(w);
+    hx_mem_new n = {.kind = "fact", .text = "the boiler is serviced in May"};
+    int64_t id = 0;
+    ASSERT(hx_memory_remember(w, &n, &id, NULL, &err) == HX_OK);
+    hx_memory_close(w);
+    hx_memory *m = open_mode(path, HX_MEMORY_READONLY, &err);
+    ASSERT(m);
+    hx_mem_list *l = NULL;
+    ASSERT(hx_memory_list(m, NULL, 10, 0, &l, &err) == HX_OK);
+    EXPECT_EQ_INT(l->n, 1);
+    hx_mem_list_free(l);
+    EXPECT(hx_memory_forget(m, id, &err) != HX_OK);
+    hx_memory_close(m);
+    EXPECT_EQ_INT(sql_int(path, "SELECT count(*) FROM memories"), 1);
+    /* an older schema is migrated by a read-only open, then read */
+    const char *old = tmp_path("ro-v1.db");
+    ASSERT(sql_exec(old, v1_ddl) == 0);
+    m = open_mode(old, HX_MEMORY_READONLY, &err);
+    EXPECT(m != NULL);
+    hx_memory_close(m);
+    EXPECT_EQ_INT(sql_int(old, "PRAGMA user_version"), HX_MEMORY_SCHEMA_VERSION);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hx_memtest_XXXXXX");
@@ -944,6 +1000,7 @@ int main(void)
     RUN(test_fts_query);
     RUN(test_episodes);
     RUN(test_export);
+    RUN(test_read_only_open);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("# could not remove %s\n", tmpdir);
