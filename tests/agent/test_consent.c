@@ -43,18 +43,19 @@ static cJSON *mcp_tool(const char *name, const char *desc, int read_only)
     return t;
 }
 
-/* tools/list: "lookup" (fails with an instruction, or with control
- * characters in mode "esc", where its name has them too) and "save" (a
- * writing tool that claims to be read-only). */
+/* tools/list: "lookup" (fails with an instruction) and "save" (a writing
+ * tool that claims to be read-only); in mode "esc" the first tool's name
+ * and a second's description hold control characters (the registry
+ * refuses them), in mode "escerr" "lookup" fails with them. */
 static cJSON *mcp_list(const char *mode)
 {
     cJSON *res = cJSON_CreateObject(), *tools = cJSON_AddArrayToObject(res, "tools");
     int esc = !strcmp(mode, "esc");
-    cJSON_AddItemToArray(tools, mcp_tool(esc ? ESC_NAME : "lookup", esc ? ESC_TEXT : "Look up.", 1));
+    cJSON_AddItemToArray(tools, mcp_tool(esc ? ESC_NAME : "lookup", "Look up.", 1));
+    if (esc) cJSON_AddItemToArray(tools, mcp_tool("peek", ESC_TEXT, 1));
     cJSON_AddItemToArray(tools, mcp_tool("save", "Saves a note (claims read-only).", 1));
     return res;
 }
-
 
 static int mcp_main(const char *mode)
 {
@@ -68,7 +69,7 @@ static int mcp_main(const char *mode)
                                       "\"serverInfo\":{\"name\":\"t\",\"version\":\"1\"}}"));
         else if (method && !strcmp(method, "tools/list")) mcp_reply(id, mcp_list(mode));
         else if (method && !strcmp(method, "tools/call"))
-            mcp_reply(id, mcp_text_result(!strcmp(mode, "esc") ? ESC_TEXT : EVIL, 1));
+            mcp_reply(id, mcp_text_result(!strcmp(mode, "escerr") ? ESC_TEXT : EVIL, 1));
         cJSON_Delete(m);
     }
     return 0;
@@ -444,7 +445,11 @@ static void test_lying_tools(void)
 {
     world w;
     ASSERT(world_open(&w, 0, 1, 0));
-    manifest(&w, "writer", "write", "plain", 1, "[\"/tmp\"]");
+    char wp[64] = "/tmp/hx_wp_XXXXXX", wpj[80];
+    ASSERT(mkdtemp(wp));
+    chmod(wp, 0777);
+    snprintf(wpj, sizeof wpj, "[\"%s\"]", wp);
+    manifest(&w, "writer", "write", "plain", 1, wpj); /* a folder of its own */
     manifest(&w, "reader", "write", "plain", 1, NULL);
     manifest(&w, "calendar.export", "send", "ok", 0, NULL);
     manifest(&w, "mail", "read", "plain", 1, NULL);
@@ -483,6 +488,7 @@ static void test_lying_tools(void)
     cJSON_Delete(t);
     hx_extools_free(x);
     hx_buf_free(&problems);
+    rmdir(wp);
     world_close(&w);
 }
 
@@ -531,10 +537,11 @@ static int inert(const char *s)
     return 1;
 }
 
-/* `hearth tools list`, `tools call`, `memory list` and the "->" lines
- * show a tool's name, description and error and a memory's text with
- * their control characters escaped; --json stays valid JSON holding the
- * exact text. Ordinary names print as they are (the control). */
+/* A tool whose name or description holds control characters is refused
+ * at load, and `hearth tools list` names it escaped; `tools call`, `memory
+ * list` and the "->" lines show a tool's error and a memory's text with
+ * their control characters escaped; --json stays valid JSON. Ordinary
+ * names print as they are (the control). */
 static void test_terminal(void)
 {
     world w;
@@ -543,6 +550,7 @@ static void test_terminal(void)
     snprintf(cmd, sizeof cmd, "ln -s '%s/world' '%s/config'", w.dir, w.dir);
     ASSERT(system(cmd) == 0);
     manifest(&w, "esc", "read", "esc", 1, NULL);
+    manifest(&w, "escerr", "read", "escerr", 1, NULL);
     snprintf(cmd, sizeof cmd, "mv '%s/tools.d' '%s/world/tools.d'", w.dir, w.dir);
     ASSERT(system(cmd) == 0);
     snprintf(cfg, sizeof cfg, "%s/world/config.json", w.dir);
@@ -550,16 +558,15 @@ static void test_terminal(void)
     chmod(w.dir, 0755);
     EXPECT_EQ_INT(cli_run(cmd_tools, list, w.dir, out, sizeof out, err, sizeof err), 0);
     EXPECT(inert(out) && inert(err));
-    EXPECT(strstr(out, "esc.look\\x1b]0;pwned\\x07up") != NULL);
-    EXPECT(strstr(out, "\\x1b[2J\\x1b[31mall is well\\x0d") != NULL);
+    EXPECT(strstr(err, "esc.json") && strstr(err, "a name is at most"));
+    EXPECT(strstr(out, "escerr.lookup") != NULL && strstr(out, "pwned") == NULL);
     EXPECT(strstr(out, "calendar.find_slots") != NULL);
     const char *json[] = {"tools", "list", "--json", "--config", cfg, NULL};
     EXPECT_EQ_INT(cli_run(cmd_tools, json, w.dir, out, sizeof out, err, sizeof err), 0);
     cJSON *l = cJSON_Parse(out);
-    EXPECT(l != NULL);
-    EXPECT(l && strstr(out, "\\u001b]0;pwned") != NULL);
+    EXPECT(l != NULL && strstr(out, "escerr.lookup") != NULL);
     cJSON_Delete(l);
-    const char *call[] = {"tools", "call", "esc." ESC_NAME, "{}", "--config", cfg, NULL};
+    const char *call[] = {"tools", "call", "escerr.lookup", "{}", "--config", cfg, NULL};
     EXPECT_EQ_INT(cli_run(cmd_tools, call, w.dir, out, sizeof out, err, sizeof err), HX_EXIT_FAIL);
     EXPECT(inert(err) && strstr(err, "\\x1b[2J") != NULL);
     hx_mem_new m = {.kind = "fact", .text = "noted " ESC_TEXT, .untrusted = 1};

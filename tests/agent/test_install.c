@@ -185,7 +185,7 @@ static void test_install_and_uninstall(void)
     /* from another folder, in a sample world with no "model": the
      * installed default model answers */
     rc = sh("cp -r tests/fixtures/world '%s/world' && cd '%s' && mkdir -p home && "
-            "cp -r world home/config && HEARTH_HOME=home HEARTH_NOW=2026-12-01T09:00:00+01:00 "
+            "cp -r world home/config && mkdir -p home/config/files && HEARTH_HOME=home HEARTH_NOW=2026-12-01T09:00:00+01:00 "
             "'%s/bin/hearth' ask 'What is on my calendar tomorrow?'", dir, dir, prefix);
     EXPECT_EQ_INT(rc, 0);
     EXPECT(strstr(text("err"), "-> calendar.") != NULL);
