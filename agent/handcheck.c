@@ -297,10 +297,16 @@ static int any_holds(const char *hay, const cJSON *alts)
     return !cJSON_GetArraySize(alts);
 }
 
+/* Whether hay holds each of words: a string, or a list of which one will
+ * do (["3 pm", "15:00"]). */
 static int all_hold(const char *hay, const cJSON *words)
 {
     const cJSON *w;
-    cJSON_ArrayForEach(w, words) if (!cJSON_IsString(w) || !holds(hay, w->valuestring)) return 0;
+    cJSON_ArrayForEach(w, words)
+    {
+        if (cJSON_IsArray(w) ? !cJSON_GetArraySize(w) || !any_holds(hay, w) : !cJSON_IsString(w) || !holds(hay, w->valuestring))
+            return 0;
+    }
     return 1;
 }
 

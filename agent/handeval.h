@@ -26,6 +26,7 @@ typedef struct hx_he_mention {
     int m2, d2;      /* DATE read from "3/11": the other reading (0: none) */
     int wday;        /* WEEKDAY: 0 Sunday .. 6 Saturday */
     double value;    /* NUMBER */
+    double value2;   /* NUMBER: the other reading ("940,11": 940), else value */
     char s[96];      /* ADDR: the address; FILE: the name from its last word */
 } hx_he_mention;
 
@@ -56,10 +57,13 @@ void hx_he_text_free(hx_he_text *t);
 int hx_he_check_answer(const cJSON *task, const char *answer, const char *sources,
                        int64_t today, char *why, size_t n);
 /* Whether every part of every entry of the task's "facts" is in text
- * (the results of the ideal calls): the facts are reachable by the tools.
- * Entries of a "say" (a conclusion: "nothing found", "can't") in place of
- * a "text" are left out. 1, or 0 with the first missing one in why. */
-int hx_he_facts_in(const cJSON *task, const char *text, int64_t today, char *why, size_t n);
+ * (the request and the results of the ideal calls): the facts are
+ * reachable by the tools. Entries of a "say" (a conclusion: "nothing
+ * found", "can't") in place of a "text" are left out; the others are
+ * added to *n_facts, those found to *n_found. 1, or 0 with the first
+ * missing one in why. */
+int hx_he_facts_in(const cJSON *task, const char *text, int64_t today, int *n_found, int *n_facts,
+                   char *why, size_t n);
 /* A fact entry (a string, or an object of "text" or "say", "time",
  * "date", "addr", "file", "number") as one line of text into buf. */
 void hx_he_fact_str(const cJSON *fact, char *buf, size_t n);
@@ -103,14 +107,16 @@ typedef struct hx_he_outcome {
     int calls_ok, state_ok, answer_ok;
     int success;              /* all of the above */
     int n_calls, n_valid;     /* calls made, schema-valid */
+    int n_facts, n_found;     /* ideal runs: the facts asked, those the
+                                 tools' results hold */
     char why_calls[300], why_state[300], why_answer[600];
 } hx_he_outcome;
 
 /* Runs task's ideal calls (its "ideal": name and arguments) straight
  * through the tools in a fresh world at home (removed after), and checks
  * them as a run: the calls, the final state, and that the facts are in
- * their results (hx_he_facts_in). *record (may be NULL; caller frees) the
- * log line: the calls with their results. */
+ * the request or their results (hx_he_facts_in). *record (may be NULL;
+ * caller frees) the log line: the calls with their results. */
 int hx_he_run_ideal(const char *dir, const cJSON *task, const char *home, hx_he_outcome *out,
                     cJSON **record, hx_err *err);
 /* The text of the ideal calls' results in a fresh world at home (removed

@@ -83,10 +83,14 @@ void hx_he_fold(const char *s, hx_buf *out)
         int len = *p >= 0x80 ? utf8_next(p, n, &cp) : 0;
         char one[2];
         const char *f = len ? fold_cp(cp, one) : NULL;
+        /* a JSON escape of a line break or a tab (tool results are JSON)
+         * is white space */
+        int esc = !len && *p == '\\' && n > 1 && strchr("nrt", p[1]);
         if (f) hx_buf_puts(out, f);
         else if (len) hx_buf_append(out, p, (size_t)len);
+        else if (esc) hx_buf_puts(out, "  ");
         else hx_buf_putc(out, (char)tolower(*p));
-        len = len ? len : 1;
+        len = len ? len : esc ? 2 : 1;
         p += len, n -= (size_t)len;
     }
 }
@@ -264,10 +268,28 @@ static int scan_iso(scan *sc, size_t i)
 #define JP_DAY "\xe6\x97\xa5"
 #define JP_HOUR "\xe6\x99\x82"
 #define JP_MIN "\xe5\x88\x86"
-#define JP_AM "\xe5\x8d\x88\xe5\x89\x8d"
-#define JP_PM "\xe5\x8d\x88\xe5\xbe\x8c"
+#define JP_AM "\xe5\x8d\x88\xe5\x89\x8d"       /* 午前 */
+#define JP_PM "\xe5\x8d\x88\xe5\xbe\x8c"       /* 午後 */
+#define JP_MORNING "\xe6\x9c\x9d"               /* 朝 */
+#define JP_EVENING "\xe5\xa4\x95\xe6\x96\xb9"   /* 夕方 */
+#define JP_NIGHT "\xe5\xa4\x9c"                 /* 夜 */
 
-/* "2027年3月11日", "3月11日", "午後3時", "9時30分". */
+/* Whether s[..i) ends with the word w. */
+static int ends_with(const scan *sc, size_t i, const char *w)
+{
+    size_t l = strlen(w);
+    return i >= l && !memcmp(sc->s + i - l, w, l);
+}
+
+/* Morning or afternoon as a Japanese time names it before the hour
+ * ("午後3時", "夜7時"): 1 am, 2 pm, 0 neither. */
+static int jp_meridiem(const scan *sc, size_t i)
+{
+    if (ends_with(sc, i, JP_PM) || ends_with(sc, i, JP_EVENING) || ends_with(sc, i, JP_NIGHT)) return 2;
+    return ends_with(sc, i, JP_AM) || ends_with(sc, i, JP_MORNING) ? 1 : 0;
+}
+
+/* "2027年3月11日", "3月11日", "午後3時", "夜7時", "9時30分". */
 static int scan_japanese(scan *sc, size_t i)
 {
     int n1, n2, n3;
@@ -282,8 +304,7 @@ static int scan_japanese(scan *sc, size_t i)
     if (y || !n1 || n1 > 2 || !starts(sc, j, JP_HOUR)) return 0;
     int mi = digits(sc, j + 3, 2, &n3);
     size_t e = j + 3 + (n3 && starts(sc, j + 3 + (size_t)n3, JP_MIN) ? (size_t)n3 + 3 : 0);
-    int mer = i >= 6 && !memcmp(sc->s + i - 6, JP_PM, 6) ? 2 : i >= 6 && !memcmp(sc->s + i - 6, JP_AM, 6) ? 1 : 0;
-    return add_time(sc, i, e, a, e > j + 3 ? mi : 0, mer);
+    return add_time(sc, i, e, a, e > j + 3 ? mi : 0, jp_meridiem(sc, i));
 }
 
 /* "14:00", "2:30 pm", "9.30am", "14h", "14h30", "3 pm", "15 uhr". */
@@ -382,13 +403,40 @@ static int year_after(const scan *sc, size_t *e)
     return y;
 }
 
-/* "11 March", "11th of March", "3. Mai", "1er avril", "17 de marzo". */
+/* The second day of a range after a day ("13-17", "13 to 17", "du 13
+ * au 17"): its number (0: none), *e moved past it. */
+static int range_day(const scan *sc, size_t *e)
+{
+    static const char *const seps[] = {"-", " - ", " to ", " au ", " bis ", " al ", " until "};
+    for (size_t k = 0; k < sizeof seps / sizeof *seps; k++) {
+        size_t j = *e + strlen(seps[k]);
+        int n, d;
+        if (!starts(sc, *e, seps[k]) || (d = digits(sc, j, 2, &n), !n)) continue;
+        if (j + (size_t)n < sc->len && (is_digit(sc->s[j + (size_t)n]) || sc->s[j + (size_t)n] == ':')) continue;
+        *e = j + (size_t)n;
+        return d;
+    }
+    return 0;
+}
+
+/* A day ending a range that starts at a date just added: the same month
+ * and year. */
+static int add_range_end(scan *sc, size_t at, size_t end, int d)
+{
+    const hx_he_mention *first = &sc->t->m[sc->t->n - 1];
+    return d > first->d ? add_date(sc, at, end, first->y, first->m, d, 0, 0) : 0;
+}
+
+/* "11 March", "11th of March", "3. Mai", "1er avril", "17 de marzo", and
+ * ranges of days in a month ("13-17 September", "du 13 au 17 septembre"). */
 static int scan_day_month(scan *sc, size_t i)
 {
     int n;
     int d = digits(sc, i, 2, &n);
-    size_t j = i + (size_t)n, mn;
+    size_t j = i + (size_t)n, mn, r0 = j;
     if (j < sc->len && is_digit(sc->s[j])) return 0;
+    int d2 = range_day(sc, &j);
+    if (!d2) j = r0;
     static const char *const suffix[] = {"st", "nd", "rd", "th", "er", "."};
     for (int k = 0; k < 6; k++)
         if (starts(sc, j, suffix[k]) && !(k < 5 && j + 2 < sc->len && is_alpha(sc->s[j + 2]))) {
@@ -403,10 +451,12 @@ static int scan_day_month(scan *sc, size_t i)
     if (!m) return 0;
     size_t e = j + mn;
     int y = year_after(sc, &e);
-    return add_date(sc, i, e, y, m, d, 0, 0);
+    int r = add_date(sc, i, e, y, m, d, 0, 0);
+    if (r > 0 && d2 && add_range_end(sc, i, e, d2) < 0) return -1;
+    return r;
 }
 
-/* "March 11", "Mar 11th, 2027", "marzo 17". */
+/* "March 11", "Mar 11th, 2027", "marzo 17", "September 13-17". */
 static int scan_month_day(scan *sc, size_t i)
 {
     size_t mn;
@@ -420,8 +470,13 @@ static int scan_month_day(scan *sc, size_t i)
     for (int k = 0; k < 4; k++)
         if (starts(sc, e, suffix[k]) && !(e + 2 < sc->len && is_alpha(sc->s[e + 2]))) e += 2;
     if (e < sc->len && is_alpha(sc->s[e])) return 0;
+    size_t de = e;
+    int d2 = range_day(sc, &e);
+    if (!d2) e = de;
     int y = year_after(sc, &e);
-    return add_date(sc, i, e, y, m, d, 0, 0);
+    int r = add_date(sc, i, de, y, m, d, 0, 0);
+    if (r > 0 && d2 && add_range_end(sc, de, e, d2) < 0) return -1;
+    return r > 0 ? (int)(e - i) : r;
 }
 
 static const char *const weekday_names[7][8] = {
@@ -491,12 +546,16 @@ static int scan_number(scan *sc, size_t i)
         v = v * 1000 + (sc->s[j + 1] - '0') * 100 + (sc->s[j + 2] - '0') * 10 + (sc->s[j + 3] - '0');
         j += 4;
     }
+    double whole = v;
+    int comma = 0;
     if (j + 1 < sc->len && (sc->s[j] == '.' || sc->s[j] == ',') && sc->s[j] != group && is_digit(sc->s[j + 1])) {
         double scale = 0.1;
+        comma = sc->s[j] == ',';
         for (j++; j < sc->len && is_digit(sc->s[j]); j++, scale /= 10) v += (sc->s[j] - '0') * scale;
     }
     hx_he_mention m = mention(HX_HE_NUMBER, i, j);
     m.value = v;
+    m.value2 = comma ? whole : v; /* "940,11" may be 940.11 or a list: 940, 11 */
     return add(sc, m) ? -1 : (int)(j - i);
 }
 
@@ -716,7 +775,8 @@ static int others_stated(const hx_he_text *t, const fact *f)
     if (f->has_number) {
         int found = 0;
         for (int i = 0; i < t->n; i++)
-            found |= t->m[i].kind == HX_HE_NUMBER && fabs(t->m[i].value - f->number) < 1e-6 * fmax(1, fabs(f->number));
+            found |= t->m[i].kind == HX_HE_NUMBER && (fabs(t->m[i].value - f->number) < 1e-6 * fmax(1, fabs(f->number)) ||
+                                                      fabs(t->m[i].value2 - f->number) < 1e-6 * fmax(1, fabs(f->number)));
         ok &= found;
     }
     return ok;
@@ -911,21 +971,25 @@ int hx_he_check_answer(const cJSON *task, const char *answer, const char *source
     return 0;
 }
 
-int hx_he_facts_in(const cJSON *task, const char *text, int64_t today, char *why, size_t n)
+int hx_he_facts_in(const cJSON *task, const char *text, int64_t today, int *n_found, int *n_facts,
+                   char *why, size_t n)
 {
     facts req;
     hx_he_text t;
     if (hx_he_scan(text, today, &t)) return snprintf(why, n, "out of memory"), 0;
     facts_parse(cJSON_GetObjectItemCaseSensitive(task, "facts"), &req);
     int ok = 1;
-    for (int i = 0; ok && i < req.n; i++)
-        if (!req.f[i].say && !stated(&t, &req.f[i], NULL, today, 0)) {
-            char s[300];
-            hx_he_fact_str(req.f[i].json, s, sizeof s);
-            snprintf(why, n, "not in the tools' results: %s", s);
-            ok = 0;
-        }
-    if (ok) snprintf(why, n, "ok");
+    snprintf(why, n, "ok");
+    for (int i = 0; i < req.n; i++) {
+        if (req.f[i].say) continue;
+        int in = stated(&t, &req.f[i], NULL, today, 0);
+        *n_facts += 1, *n_found += in;
+        if (in || !ok) continue;
+        char s[300];
+        hx_he_fact_str(req.f[i].json, s, sizeof s);
+        snprintf(why, n, "not in the tools' results: %s", s);
+        ok = 0;
+    }
     facts_free(&req);
     hx_he_text_free(&t);
     return ok;

@@ -105,6 +105,44 @@ int hx_he_world_open(const char *dir, const char *name, const char *home, hx_dg_
 
 int64_t hx_he_today(const hx_dg_world *dw) { return dw->w.today; }
 
+/* ---- facts that depend on the run ---- */
+
+/* The local start time ("14:30") of the event the calls created last,
+ * into hm; 0 if none was created. */
+static int booked_time(const cJSON *calls, char *hm, size_t n)
+{
+    int found = 0;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, calls)
+    {
+        if (strcmp(js(k, "name"), "calendar.create_event") || strcmp(js(k, "status"), "ok")) continue;
+        cJSON *res = cJSON_Parse(js(k, "result"));
+        const char *start = js(cJSON_GetObjectItemCaseSensitive(res, "created"), "start");
+        if (strlen(start) >= 16) snprintf(hm, n, "%.5s", start + 11), found = 1;
+        cJSON_Delete(res);
+    }
+    return found;
+}
+
+/* The task with each fact {"booked": "time"} made the start time of the
+ * event the calls created, which the answer must state; with none
+ * created, a fact no answer states (the event was not booked). Caller
+ * frees. */
+static cJSON *with_booked(const cJSON *task, const cJSON *calls)
+{
+    cJSON *t = cJSON_Duplicate(task, 1), *f;
+    char hm[8];
+    int have = booked_time(calls, hm, sizeof hm);
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(t, "facts"))
+    {
+        if (!cJSON_GetObjectItemCaseSensitive(f, "booked")) continue;
+        cJSON_DeleteItemFromObjectCaseSensitive(f, "booked");
+        if (have) cJSON_AddStringToObject(f, "time", hm);
+        else cJSON_AddStringToObject(f, "say", "the time of the event booked (none was)");
+    }
+    return t;
+}
+
 /* ---- the ideal calls ---- */
 
 /* Runs the task's ideal calls in dw: a trace-like array of {name,
@@ -165,6 +203,7 @@ int hx_he_run_ideal(const char *dir, const cJSON *task, const char *home, hx_he_
     memset(out, 0, sizeof *out);
     if (record) *record = NULL;
     hx_buf_init(&text);
+    hx_buf_printf(&text, "%s\n", js(task, "request")); /* names the user gave */
     int rc = hx_he_world_open(dir, js(task, "world"), home, &dw, err);
     cJSON *before = rc ? NULL : hx_he_snapshot(&dw);
     cJSON *calls = rc ? NULL : ideal_calls(task, &dw, &text), *t = without_refusals(task);
@@ -174,8 +213,10 @@ int hx_he_run_ideal(const char *dir, const cJSON *task, const char *home, hx_he_
         out->calls_ok = first_error(calls, out->why_calls, sizeof out->why_calls) &&
                         hx_he_check_calls(t, calls, out->why_calls, sizeof out->why_calls);
         out->state_ok = hx_he_check_state(task, before, &dw, out->why_state, sizeof out->why_state);
-        out->answer_ok = hx_he_facts_in(task, text.data ? text.data : "", hx_he_today(&dw), out->why_answer,
-                                        sizeof out->why_answer);
+        cJSON *tb = with_booked(task, calls);
+        out->answer_ok = hx_he_facts_in(tb, text.data ? text.data : "", hx_he_today(&dw), &out->n_found,
+                                        &out->n_facts, out->why_answer, sizeof out->why_answer);
+        cJSON_Delete(tb);
         out->success = out->calls_ok && out->state_ok && out->answer_ok;
     }
     if (!rc && record) {
@@ -248,9 +289,11 @@ static void check_run(const cJSON *task, const cJSON *trace, const cJSON *before
                                       sizeof out->why_calls);
     out->state_ok = hx_he_check_state(task, before, dw, out->why_state, sizeof out->why_state);
     char *src = sources(trace, ideal);
+    cJSON *tb = with_booked(task, cJSON_GetObjectItemCaseSensitive(trace, "calls"));
     if (!out->answered) snprintf(out->why_answer, sizeof out->why_answer, "no answer (%s)", js(trace, "status"));
-    else out->answer_ok = hx_he_check_answer(task, js(trace, "answer"), src, hx_he_today(dw), out->why_answer,
+    else out->answer_ok = hx_he_check_answer(tb, js(trace, "answer"), src, hx_he_today(dw), out->why_answer,
                                              sizeof out->why_answer);
+    cJSON_Delete(tb);
     free(src);
     out->success = out->answered && out->calls_ok && out->state_ok && out->answer_ok;
 }

@@ -32,6 +32,7 @@ typedef struct tally {
     int n_cats;
     int n[MAX_CATS], success[MAX_CATS], calls[MAX_CATS], answer[MAX_CATS];
     int n_calls, n_valid, answered;
+    int n_facts, n_found; /* --tools: facts asked, reached by the tools */
 } tally;
 
 static int parse(int argc, char **argv, opts *o)
@@ -122,6 +123,8 @@ static void count(tally *t, const cJSON *task, const hx_he_outcome *o)
     t->n_calls += o->n_calls;
     t->n_valid += o->n_valid;
     t->answered += o->answered;
+    t->n_facts += o->n_facts;
+    t->n_found += o->n_found;
 }
 
 static double pct(int a, int b) { return b ? 100.0 * a / b : 0.0; }
@@ -146,6 +149,9 @@ static void report(const opts *o, const tally *t, double secs)
     if (!o->tools)
         printf("  answered %d/%d; schema-valid calls %d/%d %.1f%%; %.0f s\n", t->answered, n, t->n_valid,
                t->n_calls, pct(t->n_valid, t->n_calls), secs);
+    else
+        printf("  the world's facts the answers must state: %d of %d in the tools' results\n", t->n_found,
+               t->n_facts);
     printf("  calls: the calls the request needs were made (tool, arguments, what their results held) "
            "and the world holds what was asked, written nowhere else;\n  %s\n",
            o->tools ? "facts found: every fact the answer must state is in the tools' results"
