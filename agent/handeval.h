@@ -22,6 +22,9 @@ typedef struct hx_he_mention {
     int kind;        /* HX_HE_* */
     int at, end;     /* byte span in the folded text */
     int minutes;     /* TIME: minutes after midnight */
+    int minutes2;    /* TIME: the afternoon reading of a clock written
+                        without am/pm that may be a 12-hour one ("3:00":
+                        15:00), else minutes */
     int y, m, d;     /* DATE: y 0 when the text names no year */
     int m2, d2;      /* DATE read from "3/11": the other reading (0: none) */
     int wday;        /* WEEKDAY: 0 Sunday .. 6 Saturday */

@@ -218,13 +218,18 @@ static int meridiem(const scan *sc, size_t i, size_t *n)
     return 0;
 }
 
+/* A time h:min; mer 1 am, 2 pm, 0 neither, or 3: neither, written as a
+ * 12-hour clock may be ("3:00", "11:30": also 15:00, 23:30). */
 static int add_time(scan *sc, size_t at, size_t end, int h, int min, int mer)
 {
+    int twelve = mer == 3 && h >= 1 && h <= 11;
+    if (mer == 3) mer = 0;
     if (mer && (h < 1 || h > 12)) return 0;
     if (mer) h = h % 12 + (mer == 2 ? 12 : 0);
     if (h > 24 || min > 59) return 0;
     hx_he_mention m = mention(HX_HE_TIME, at, end);
     m.minutes = (h % 24) * 60 + min;
+    m.minutes2 = twelve ? m.minutes + 720 : m.minutes;
     return add(sc, m) ? -1 : (int)(end - at);
 }
 
@@ -321,7 +326,7 @@ static int scan_clock(scan *sc, size_t i)
         if (sep == ':' && e + 2 < sc->len && sc->s[e] == ':' && is_digit(sc->s[e + 1]) && is_digit(sc->s[e + 2])) e += 3;
         int mer = meridiem(sc, e, &k);
         if (mer) return add_time(sc, i, e + k, h, mi, mer);
-        if (sep == ':') return add_time(sc, i, e, h, mi, 0);
+        if (sep == ':') return add_time(sc, i, e, h, mi, sc->s[i] == '0' ? 0 : 3);
         if (word_at(sc, e + (e < sc->len && sc->s[e] == ' '), "uhr") || (e < sc->len && sc->s[e] == 'h' && !(e + 1 < sc->len && is_alpha(sc->s[e + 1]))))
             return add_time(sc, i, e, h, mi, 0);
         return 0;
@@ -718,7 +723,7 @@ static int weekday_of(int y, int m, int d) { return (int)(((hx_days_from_civil(y
  * weekdays, a date in the coming week can be named by its weekday. */
 static int states_when(const hx_he_mention *x, const fact *f, char part, int64_t today, int weekdays)
 {
-    if (part == 't') return x->kind == HX_HE_TIME && x->minutes == f->minutes;
+    if (part == 't') return x->kind == HX_HE_TIME && (x->minutes == f->minutes || x->minutes2 == f->minutes);
     if (x->kind == HX_HE_DATE) return same_date(x, f->y, f->m, f->d);
     if (x->kind != HX_HE_WEEKDAY || !weekdays || !f->y) return 0;
     int64_t day = hx_days_from_civil(f->y, f->m, f->d);
@@ -901,7 +906,8 @@ static int allowed(const hx_he_mention *x, const hx_he_text *ok, int64_t today)
         const hx_he_mention *a = &ok->m[i];
         switch (x->kind) {
         case HX_HE_TIME:
-            if (a->kind == HX_HE_TIME && a->minutes == x->minutes) return 1;
+            if (a->kind == HX_HE_TIME && (a->minutes == x->minutes || a->minutes == x->minutes2 || a->minutes2 == x->minutes))
+                return 1;
             break;
         case HX_HE_DATE:
             if (a->kind == HX_HE_DATE && (same_date(x, a->y, a->m, a->d) || (a->m2 && same_date(x, a->y, a->m2, a->d2))))
