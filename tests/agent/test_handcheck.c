@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/chatdata.h"
 #include "agent/handeval.h"
 #include "test.h"
 
@@ -206,6 +207,255 @@ static void test_answer_extra_and_attribution(void)
     EXPECT(!answer_ok(fig, "The total is $184,570.", "", why, sizeof why));
 }
 
+static void test_more_forms(void)
+{
+    hx_he_text t;
+    /* a range of days states both */
+    ASSERT(hx_he_scan("du 13 au 17 septembre, then September 20-22", TODAY, &t) == HX_OK);
+    int days[6] = {0}, n = 0;
+    for (int i = 0; i < t.n; i++)
+        if (t.m[i].kind == HX_HE_DATE && n < 6) days[n++] = t.m[i].m * 100 + t.m[i].d;
+    hx_he_text_free(&t);
+    EXPECT_EQ_INT(n, 4);
+    EXPECT(days[0] == 913 && days[1] == 917 && days[2] == 920 && days[3] == 922);
+    /* not a range: a day and a time */
+    EXPECT(date_is("March 11 - 14:00", 0, 3, 11));
+    EXPECT_EQ_INT(minutes_of("March 11 - 14:00"), 840);
+    /* Japanese evening hours */
+    EXPECT_EQ_INT(minutes_of("日曜の夜7時に"), 1140);
+    EXPECT_EQ_INT(minutes_of("朝7時"), 420);
+    /* a number after a line break in a tool's JSON result */
+    hx_he_mention x;
+    ASSERT(first("\"text\":\"beträgt\\n3.842,17 €\"", HX_HE_NUMBER, &x));
+    EXPECT(x.value > 3842.16 && x.value < 3842.18);
+    /* a CSV field: 940,11 may be 940 */
+    ASSERT(first("mixed,940,11", HX_HE_NUMBER, &x));
+    EXPECT(x.value2 > 939.9 && x.value2 < 940.1);
+    /* a clock without am/pm may be a 12-hour one; a leading zero is not */
+    char why[300];
+    EXPECT(answer_ok("{\"facts\":[{\"time\":\"15:00\"}]}", "The call is at 3:00.", "", why, sizeof why));
+    EXPECT(!answer_ok("{\"facts\":[{\"time\":\"15:00\"}]}", "The call is at 03:00.", "", why, sizeof why));
+}
+
+/* ---- the state and the calls, on a world written by hand ---- */
+
+static char g_home[96];
+
+static const char *home(void)
+{
+    if (!g_home[0]) {
+        snprintf(g_home, sizeof g_home, "%s/hx_handcheck_XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+        if (!mkdtemp(g_home)) g_home[0] = 0;
+    }
+    return g_home;
+}
+
+static cJSON *call(hx_dg_world *dw, const char *name, const char *args_json)
+{
+    cJSON *args = cJSON_Parse(args_json), *res = NULL;
+    hx_err err = {0};
+    int rc = hx_tools_call(dw->reg, name, args, &res, &err);
+    cJSON_Delete(args);
+    if (rc) printf("# %s: %s\n", name, err.msg);
+    return res;
+}
+
+/* The state check of task_json after the calls of a script (name, args
+ * pairs, NULL-ended) in a fresh newyork world; why gets its reason. */
+static int state_after(const char *task_json, const char *const *script, char *why, size_t n)
+{
+    hx_dg_world dw;
+    hx_err err = {0};
+    char w[160];
+    snprintf(w, sizeof w, "%s/world", home());
+    if (hx_he_world_open("bench/handeval", "newyork", w, &dw, &err)) {
+        snprintf(why, n, "open: %s", err.msg);
+        hx_dg_world_close(&dw);
+        return -1;
+    }
+    cJSON *task = cJSON_Parse(task_json), *before = hx_he_snapshot(&dw);
+    for (int i = 0; script && script[i]; i += 2) {
+        if (!strcmp(script[i], "rename")) { /* a Maildir move, as a client marks a message read */
+            char a[400], b[400];
+            snprintf(a, sizeof a, "%s/config/mail/new/%s", w, script[i + 1]);
+            snprintf(b, sizeof b, "%s/config/mail/cur/%s:2,S", w, script[i + 1]);
+            if (rename(a, b)) printf("# rename %s failed\n", a);
+        } else if (!strcmp(script[i], "touch")) { /* a stray write */
+            char a[400];
+            snprintf(a, sizeof a, "%s/config/%s", w, script[i + 1]);
+            FILE *f = fopen(a, "a");
+            if (f) fputs("X-STRAY:1\n", f), fclose(f);
+        } else
+            cJSON_Delete(call(&dw, script[i], script[i + 1]));
+    }
+    int ok = hx_he_check_state(task, before, &dw, why, n);
+    cJSON_Delete(task);
+    cJSON_Delete(before);
+    hx_dg_world_close(&dw);
+    hx_world_rmtree(w, NULL);
+    return ok;
+}
+
+static const char *const schedule_task =
+    "{\"state\":{\"events\":[{\"title\":[\"Q2\",\"numbers\"],\"start\":[[\"2027-03-11T09:00\",\"2027-03-11T11:30\"]],"
+    "\"minutes\":30,\"attendees\":[\"dana.okafor@harbourlight.org\"]}],"
+    "\"outbox\":[{\"to\":[\"dana.okafor@harbourlight.org\"],\"invite\":true}]}}";
+
+static void test_state_events(void)
+{
+    char why[400];
+    const char *good[] = {"calendar.create_event",
+                          "{\"title\":\"Q2 numbers\",\"start\":\"2027-03-11T10:00\",\"duration_minutes\":30,"
+                          "\"attendees\":[\"dana.okafor@harbourlight.org\"]}", NULL};
+    EXPECT_EQ_INT(state_after(schedule_task, good, why, sizeof why), 1);
+    /* the control's flaws, one at a time */
+    const char *late[] = {"calendar.create_event",
+                          "{\"title\":\"Q2 numbers\",\"start\":\"2027-03-11T13:00\",\"duration_minutes\":30,"
+                          "\"attendees\":[\"dana.okafor@harbourlight.org\"]}", NULL};
+    EXPECT_EQ_INT(state_after(schedule_task, late, why, sizeof why), 0);
+    EXPECT(strstr(why, "not at an asked time") != NULL);
+    const char *who[] = {"calendar.create_event",
+                         "{\"title\":\"Q2 numbers\",\"start\":\"2027-03-11T10:00\",\"duration_minutes\":30,"
+                         "\"attendees\":[\"tomas.ferreira@harbourlight.org\"]}", NULL};
+    EXPECT_EQ_INT(state_after(schedule_task, who, why, sizeof why), 0);
+    EXPECT(strstr(why, "attendees") != NULL);
+    const char *lone[] = {"calendar.create_event",
+                          "{\"title\":\"Q2 numbers\",\"start\":\"2027-03-11T10:00\",\"duration_minutes\":30}", NULL};
+    EXPECT_EQ_INT(state_after(schedule_task, lone, why, sizeof why), 0);
+    const char *two[] = {good[0], good[1], "calendar.create_event",
+                         "{\"title\":\"Lunch\",\"start\":\"2027-03-11T12:00\",\"duration_minutes\":60}", NULL};
+    EXPECT_EQ_INT(state_after(schedule_task, two, why, sizeof why), 0);
+    EXPECT(strstr(why, "2 made where 1 was asked") != NULL);
+    EXPECT_EQ_INT(state_after(schedule_task, NULL, why, sizeof why), 0);
+    EXPECT(strstr(why, "none was made") != NULL);
+}
+
+static void test_state_nothing_written(void)
+{
+    char why[400];
+    /* reads write nothing; a message marked read is no write */
+    const char *reads[] = {"calendar.list_events", "{\"range\":\"today\"}", "mail.read",
+                           "{\"id\":\"1804518725.M1P4411.priya-mbp\"}", "rename", "1804518725.M1P4411.priya-mbp", NULL};
+    EXPECT_EQ_INT(state_after("{}", reads, why, sizeof why), 1);
+    /* a mail, an event, a memory or a changed file where none was asked */
+    const char *mail[] = {"mail.send", "{\"to\":\"dana.okafor@harbourlight.org\",\"subject\":\"x\",\"body\":\"y\"}", NULL};
+    EXPECT_EQ_INT(state_after("{}", mail, why, sizeof why), 0);
+    EXPECT(strstr(why, "mail queued") != NULL);
+    const char *mem[] = {"memory.remember", "{\"kind\":\"fact\",\"text\":\"Dana likes tea\"}", NULL};
+    EXPECT_EQ_INT(state_after("{}", mem, why, sizeof why), 0);
+    EXPECT(strstr(why, "memories") != NULL);
+    const char *stray[] = {"touch", "calendars/work/dentist.ics", NULL};
+    EXPECT_EQ_INT(state_after("{}", stray, why, sizeof why), 0);
+    EXPECT(strstr(why, "changed calendars/work/dentist.ics") != NULL);
+    /* the asked memory and mail pass; the wrong words do not */
+    EXPECT_EQ_INT(state_after("{\"state\":{\"memories\":[{\"has\":[\"Dana\",\"tea\"]}]}}", mem, why, sizeof why), 1);
+    EXPECT_EQ_INT(state_after("{\"state\":{\"memories\":[{\"has\":[\"Dana\",\"coffee\"]}]}}", mem, why, sizeof why), 0);
+    const char *reply[] = {"mail.reply", "{\"id\":\"1804611720.M7P4411.priya-mbp\",\"body\":\"I'll ask Dana.\"}", NULL};
+    EXPECT_EQ_INT(state_after("{\"state\":{\"outbox\":[{\"to\":[\"kwame.mensah@harbourlight.org\"],\"has\":[\"Dana\"],"
+                              "\"invite\":false,\"in_reply_to\":\"sv-logistics-3@harbourlight.org\"}]}}", reply, why, sizeof why), 1);
+    EXPECT_EQ_INT(state_after("{\"state\":{\"outbox\":[{\"to\":[\"kwame.mensah@harbourlight.org\"],\"has\":[[\"Tomás\",\"Sam\"]]}]}}",
+                              reply, why, sizeof why), 0);
+}
+
+static void test_calls(void)
+{
+    char why[400];
+    cJSON *calls = cJSON_Parse("[{\"name\":\"mail.search\",\"arguments\":{\"from\":\"Dana Okafor\"},\"status\":\"ok\","
+                               "\"result\":\"{\\\"subject\\\":\\\"Q2 budget numbers\\\"}\"},"
+                               "{\"name\":\"mail.send\",\"arguments\":{\"to\":\"x@y.org\"},\"status\":\"refused\",\"result\":\"\"}]");
+    cJSON *want = cJSON_Parse("{\"calls\":[{\"name\":[\"mail.search\",\"mail.read\"],\"args\":{\"from\":\"dana\"},"
+                              "\"found\":[\"budget numbers\"]},{\"name\":\"mail.send\",\"status\":\"refused\"}]}");
+    EXPECT_EQ_INT(hx_he_check_calls(want, calls, why, sizeof why), 1);
+    cJSON *wrong_found = cJSON_Parse("{\"calls\":[{\"name\":\"mail.search\",\"found\":[\"roster\"]}]}");
+    cJSON *wrong_status = cJSON_Parse("{\"calls\":[{\"name\":\"mail.send\"}]}");
+    cJSON *wrong_args = cJSON_Parse("{\"calls\":[{\"name\":\"mail.search\",\"args\":{\"from\":\"kwame\"}}]}");
+    EXPECT_EQ_INT(hx_he_check_calls(wrong_found, calls, why, sizeof why), 0);
+    EXPECT_EQ_INT(hx_he_check_calls(wrong_status, calls, why, sizeof why), 0);
+    EXPECT_EQ_INT(hx_he_check_calls(wrong_args, calls, why, sizeof why), 0);
+    EXPECT(strstr(why, "kwame") != NULL);
+    cJSON_Delete(calls), cJSON_Delete(want), cJSON_Delete(wrong_found), cJSON_Delete(wrong_status), cJSON_Delete(wrong_args);
+}
+
+/* ---- the evaluation's own data ---- */
+
+static cJSON *all_tasks(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (hx_read_file("bench/handeval/tasks.jsonl", 1 << 24, &text, &len, NULL)) return NULL;
+    cJSON *all = cJSON_CreateArray();
+    for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
+        cJSON *t = cJSON_Parse(l);
+        if (t) cJSON_AddItemToArray(all, t);
+        else cJSON_AddItemToArray(all, cJSON_CreateString(l)); /* counted as broken below */
+    }
+    free(text);
+    return all;
+}
+
+/* Every task's ideal calls, straight through the tools, leave the state
+ * it expects and reach the facts its answer must state: the tasks are
+ * consistent with their worlds, and the tools can do them. */
+static void test_ideal_runs(void)
+{
+    cJSON *all = all_tasks(), *t;
+    ASSERT(all);
+    char w[160], worlds[8][16] = {{0}};
+    int n = 0, pass = 0, facts = 0, found = 0, n_worlds = 0;
+    snprintf(w, sizeof w, "%s/ideal", home());
+    cJSON_ArrayForEach(t, all)
+    {
+        hx_he_outcome o;
+        hx_err err = {0};
+        const char *world = cJSON_GetStringValue(cJSON_GetObjectItem(t, "world"));
+        n++;
+        if (!world || hx_he_run_ideal("bench/handeval", t, w, &o, NULL, &err)) {
+            printf("# task %d: %s\n", n, world ? err.msg : "not a task");
+            continue;
+        }
+        int k = 0;
+        while (k < n_worlds && strcmp(worlds[k], world)) k++;
+        if (k == n_worlds && k < 8) snprintf(worlds[n_worlds++], sizeof worlds[0], "%s", world);
+        pass += o.success, facts += o.n_facts, found += o.n_found;
+        if (!o.success)
+            printf("# %s: %s\n", cJSON_GetStringValue(cJSON_GetObjectItem(t, "id")),
+                   !o.calls_ok ? o.why_calls : !o.state_ok ? o.why_state : o.why_answer);
+    }
+    printf("# %d tasks over %d worlds, %d pass with the ideal calls; %d of %d facts reached\n", n, n_worlds, pass,
+           found, facts);
+    EXPECT(n >= 200);
+    EXPECT(n_worlds >= 3);
+    EXPECT_EQ_INT(pass, n);
+    EXPECT(facts > n);
+    EXPECT_EQ_INT(found, facts);
+    cJSON_Delete(all);
+}
+
+/* Nothing that makes training data or trains reads the evaluation, and
+ * the chat trainer refuses its lines (they are no conversations). */
+static void test_never_trained_on(void)
+{
+    const char *const sources[] = {"scripts/tiny-model.sh", "scripts/eval-samples.sh", "agent/datagen.c",
+                                   "agent/world.c", "agent/dgrun.c", "agent/oracle.c", "agent/nightly_agent.c",
+                                   "agent/distill.c", "agent/persona.c", "agent/chatdata.c", "agent/cmd_train.c",
+                                   "agent/cmd_nightly.c", "agent/cmd_datagen.c", "lora/nightly.c", "lora/trainer.c",
+                                   "lora/loop.c", "lora/store.c"};
+    for (size_t i = 0; i < sizeof sources / sizeof *sources; i++) {
+        char *text = NULL;
+        size_t len = 0;
+        if (hx_read_file(sources[i], 1 << 24, &text, &len, NULL)) continue; /* gone or renamed */
+        if (strstr(text, "handeval")) printf("# %s names the hand-written evaluation\n", sources[i]);
+        EXPECT(strstr(text, "handeval") == NULL);
+        free(text);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    ASSERT(hx_read_file("bench/handeval/tasks.jsonl", 1 << 24, &text, &len, NULL) == HX_OK);
+    hx_err err = {0};
+    EXPECT_EQ_INT(hx_chat_each_buf("tasks.jsonl", text, len, HX_TPL_COMPACT, NULL, NULL, &err), HX_ERR_FORMAT);
+    free(text);
+}
+
 int main(void)
 {
     RUN(test_fold);
@@ -215,5 +465,12 @@ int main(void)
     RUN(test_answer_forms);
     RUN(test_answer_wrong_facts);
     RUN(test_answer_extra_and_attribution);
+    RUN(test_more_forms);
+    RUN(test_state_events);
+    RUN(test_state_nothing_written);
+    RUN(test_calls);
+    RUN(test_ideal_runs);
+    RUN(test_never_trained_on);
+    if (g_home[0]) hx_world_rmtree(g_home, NULL);
     return test_summary();
 }
