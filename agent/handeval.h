@@ -41,7 +41,8 @@ typedef struct hx_he_text {
     int n, cap;
 } hx_he_text;
 
-/* Appends the folded form of s to out. */
+/* Appends the folded form of s to out (a JSON escape of a line break or
+ * a tab, as tool results hold them, becomes white space). */
 void hx_he_fold(const char *s, hx_buf *out);
 /* Folds s and reads its mentions into *out (free with hx_he_text_free);
  * today (local days since 1970-01-01) resolves "today", "tomorrow".

@@ -45,12 +45,10 @@ static int utf8_next(const unsigned char *s, size_t n, unsigned *cp)
     return len;
 }
 
-/* The plain ASCII a typographic or full-width character stands for, or
- * NULL. */
+/* The plain ASCII a typographic or full-width punctuation or space
+ * stands for, or NULL. */
 static const char *plain(unsigned cp)
 {
-    static char digit[2];
-    if (cp >= 0xFF10 && cp <= 0xFF19) return digit[0] = (char)('0' + cp - 0xFF10), digit;
     switch (cp) {
     case 0x2018: case 0x2019: case 0x201A: case 0x201B: case 0x2032: return "'";
     case 0x201C: case 0x201D: case 0x201E: case 0xAB: case 0xBB: return "\"";
@@ -64,11 +62,14 @@ static const char *plain(unsigned cp)
     return NULL;
 }
 
+/* What code point cp folds to: a static string, one (filled), or NULL
+ * (kept as it is). */
 static const char *fold_cp(unsigned cp, char one[2])
 {
     const char *two = fold2(cp);
     if (two) return two;
     one[1] = 0;
+    if (cp >= 0xFF10 && cp <= 0xFF19) return one[0] = (char)('0' + cp - 0xFF10), one; /* full-width digits */
     if (cp >= 0xC0 && cp <= 0xFF && latin1[cp - 0xC0] != '.') return one[0] = latin1[cp - 0xC0], one;
     if (cp >= 0x100 && cp <= 0x17F) return one[0] = latin_ext[cp - 0x100], one;
     return plain(cp);

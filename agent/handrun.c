@@ -298,11 +298,14 @@ static void check_run(const cJSON *task, const cJSON *trace, const cJSON *before
     out->success = out->answered && out->calls_ok && out->state_ok && out->answer_ok;
 }
 
+/* The log line: the generated evaluation's (hx_dg_eval_record: the
+ * request, calls, answer, status, steps, tokens) with this one's world and
+ * verdicts. Caller frees. */
 static cJSON *run_record(const cJSON *task, const cJSON *trace, const hx_he_outcome *o)
 {
-    cJSON *r = cJSON_CreateObject(), *why = cJSON_CreateObject(), *calls = cJSON_CreateArray();
-    const char *keys[] = {"id", "world", "category", "request"};
-    for (int i = 0; i < 4; i++) cJSON_AddItemToObject(r, keys[i], cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(task, keys[i]), 1));
+    const char *first = !o->calls_ok ? o->why_calls : !o->state_ok ? o->why_state : o->why_answer;
+    cJSON *r = hx_dg_eval_record(task, trace, o->success, o->success ? "ok" : first), *why = cJSON_CreateObject();
+    cJSON_AddItemToObject(r, "world", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(task, "world"), 1));
     cJSON_AddBoolToObject(r, "success", o->success);
     cJSON_AddBoolToObject(r, "calls_ok", o->calls_ok);
     cJSON_AddBoolToObject(r, "state_ok", o->state_ok);
@@ -311,17 +314,6 @@ static cJSON *run_record(const cJSON *task, const cJSON *trace, const hx_he_outc
     cJSON_AddStringToObject(why, "state", o->why_state);
     cJSON_AddStringToObject(why, "answer", o->why_answer);
     cJSON_AddItemToObject(r, "why", why);
-    const cJSON *c;
-    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(trace, "calls"))
-    {
-        cJSON *k = cJSON_CreateObject();
-        const char *ck[] = {"name", "arguments", "status"};
-        for (int i = 0; i < 3; i++) cJSON_AddItemToObject(k, ck[i], cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(c, ck[i]), 1));
-        cJSON_AddItemToArray(calls, k);
-    }
-    cJSON_AddItemToObject(r, "calls", calls);
-    const char *tk[] = {"not_run", "answer", "status", "steps", "tokens", "seconds"};
-    for (int i = 0; i < 6; i++) cJSON_AddItemToObject(r, tk[i], cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(trace, tk[i]), 1));
     return r;
 }
 
