@@ -128,10 +128,11 @@ static hx_he_mention mention(int kind, size_t at, size_t end)
     return (hx_he_mention){.kind = kind, .at = (int)at, .end = (int)end};
 }
 
-/* Digits at s[i..], at most max of them: their value, *n their count. */
-static int digits(const scan *sc, size_t i, int max, int *n)
+/* Digits at s[i..], at most max (<= 18) of them: their value (an int for
+ * the few digits of a date or a time), *n their count. */
+static int64_t digits(const scan *sc, size_t i, int max, int *n)
 {
-    int v = 0;
+    int64_t v = 0;
     *n = 0;
     while (i + (size_t)*n < sc->len && *n < max && is_digit(sc->s[i + (size_t)*n]))
         v = v * 10 + (sc->s[i + (size_t)*n] - '0'), (*n)++;
@@ -542,7 +543,7 @@ static int scan_words(scan *sc, size_t i)
 static int scan_number(scan *sc, size_t i)
 {
     int n;
-    double v = digits(sc, i, 18, &n);
+    double v = (double)digits(sc, i, 18, &n);
     size_t j = i + (size_t)n;
     char group = 0;
     while (n <= 3 && v > 0 && j + 4 <= sc->len && sc->s[j] && strchr(",. '", sc->s[j]) &&
