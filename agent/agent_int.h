@@ -637,9 +637,10 @@ cJSON *hx_dg_eval_record(const cJSON *task, const cJSON *trace, int pass, const 
  * run, the oracle's expected calls (with the first one's result) and the
  * verdict with its reason (bench/agent-eval --trace). */
 void hx_dg_transcript(FILE *f, const cJSON *task, const cJSON *trace, int pass, const char *why);
-/* The conversation part of it: every message after the system text, the
- * assistant's calls and each tool result with its status. */
-void hx_dg_transcript_messages(FILE *f, const cJSON *trace);
+/* The run part of it: every message after the system text, the
+ * assistant's calls and each tool result with its status, a cut turn, the
+ * calls not run, and the status. */
+void hx_dg_transcript_run(FILE *f, const cJSON *trace);
 
 typedef struct hx_dg_params {
     int split;          /* HX_SPLIT_* */

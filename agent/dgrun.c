@@ -202,7 +202,7 @@ static void put_json(FILE *f, const char *lead, const cJSON *j)
 
 /* The episode's messages after the constant system text; the k-th tool
  * message is the k-th call of the trace (the planner adds one per call). */
-void hx_dg_transcript_messages(FILE *f, const cJSON *trace)
+static void put_messages(FILE *f, const cJSON *trace)
 {
     const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(trace, "messages"), 1);
     const cJSON *call = cJSON_GetObjectItem(trace, "calls") ? cJSON_GetObjectItem(trace, "calls")->child : NULL;
@@ -220,6 +220,17 @@ void hx_dg_transcript_messages(FILE *f, const cJSON *trace)
     }
 }
 
+void hx_dg_transcript_run(FILE *f, const cJSON *trace)
+{
+    const cJSON *e;
+    put_messages(f, trace);
+    if (cJSON_GetObjectItem(trace, "partial_turn")) fprintf(f, "  [cut turn] %s\n", jstr(trace, "partial_turn"));
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(trace, "not_run")) put_json(f, "  not run: ", e);
+    fprintf(f, "  status: %s, %d steps, %d tokens\n", jstr(trace, "status"),
+            (int)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "steps")),
+            (int)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "tokens")));
+}
+
 void hx_dg_transcript(FILE *f, const cJSON *task, const cJSON *trace, int pass, const char *why)
 {
     const cJSON *e, *calls = cJSON_GetObjectItem(cJSON_GetObjectItem(task, "expect"), "calls");
@@ -228,14 +239,7 @@ void hx_dg_transcript(FILE *f, const cJSON *task, const cJSON *trace, int pass, 
     fprintf(f, "  request: %s\n  world %s (%s), now %s\n", jstr(task, "request"), jstr(task, "world_seed"),
             jstr(task, "split"), jstr(task, "now"));
     put_json(f, "  slots: ", cJSON_GetObjectItem(task, "slots"));
-    if (trace) hx_dg_transcript_messages(f, trace);
-    if (trace && cJSON_GetObjectItem(trace, "partial_turn"))
-        fprintf(f, "  [cut turn] %s\n", jstr(trace, "partial_turn"));
-    cJSON_ArrayForEach(e, cJSON_GetObjectItem(trace, "not_run")) put_json(f, "  not run: ", e);
-    if (trace)
-        fprintf(f, "  status: %s, %d steps, %d tokens\n", jstr(trace, "status"),
-                (int)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "steps")),
-                (int)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "tokens")));
+    if (trace) hx_dg_transcript_run(f, trace);
     cJSON_ArrayForEach(e, calls)
     {
         fprintf(f, "  expected %s ", jstr(e, "name"));

@@ -381,14 +381,7 @@ void hx_he_transcript(FILE *f, const cJSON *task, const cJSON *trace, const hx_h
     const cJSON *c;
     fprintf(f, "=== %s %s %s\n  request: %s\n  world %s\n", js(task, "id"), js(task, "category"),
             o->success ? "PASS" : "FAIL", js(task, "request"), js(task, "world"));
-    if (trace) hx_dg_transcript_messages(f, trace);
-    if (trace && cJSON_GetObjectItemCaseSensitive(trace, "partial_turn"))
-        fprintf(f, "  [cut turn] %s\n", js(trace, "partial_turn"));
-    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(trace, "not_run")) put_json(f, "  not run: ", c);
-    if (trace)
-        fprintf(f, "  status: %s, %d steps, %d tokens\n", js(trace, "status"),
-                (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(trace, "steps")),
-                (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(trace, "tokens")));
+    if (trace) hx_dg_transcript_run(f, trace);
     fprintf(f, "  calls: %s\n  state: %s\n  answer: %s\n", o->why_calls, o->why_state, o->why_answer);
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(task, "ideal"))
     {
