@@ -541,6 +541,10 @@ int hx_dg_world_open(uint64_t seed, int split, unsigned flags, const char *home,
                      hx_err *err);
 /* The same for a world already generated (and maybe changed: a persona). */
 int hx_dg_world_open_w(const hx_world *w, const char *home, hx_dg_world *dw, hx_err *err);
+/* The same for a world already written at dw->home (dw zeroed but for
+ * home and w.now_iso): environment, config, tools and memory, no memories
+ * stored (a world written by hand: agent/handrun.c). */
+int hx_dg_world_open_written(hx_dg_world *dw, hx_err *err);
 void hx_dg_world_close(hx_dg_world *dw);
 
 /* A new task for world w (its category cat, or any with cat < 0), drawn
@@ -686,6 +690,10 @@ cJSON *hx_dg_eval_record(const cJSON *task, const cJSON *trace, int pass, const 
  * run, the oracle's expected calls (with the first one's result) and the
  * verdict with its reason (bench/agent-eval --trace). */
 void hx_dg_transcript(FILE *f, const cJSON *task, const cJSON *trace, int pass, const char *why);
+/* The run part of it: every message after the system text, the
+ * assistant's calls and each tool result with its status, a cut turn, the
+ * calls not run, and the status. */
+void hx_dg_transcript_run(FILE *f, const cJSON *trace);
 
 typedef struct hx_dg_params {
     int split;          /* HX_SPLIT_* */

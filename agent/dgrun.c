@@ -51,24 +51,29 @@ int hx_dg_world_open(uint64_t seed, int split, unsigned flags, const char *home,
 
 int hx_dg_world_open_w(const hx_world *w, const char *home, hx_dg_world *dw, hx_err *err)
 {
-    char cfg[600], db[600];
     memset(dw, 0, sizeof *dw);
     snprintf(dw->home, sizeof dw->home, "%s", home);
     dw->w = *w;
     int rc = hx_world_write(&dw->w, home, err);
-    if (rc) return rc;
+    if (!rc) rc = hx_dg_world_open_written(dw, err);
+    return rc ? rc : hx_world_seed_memory(&dw->w, dw->mem, err);
+}
+
+int hx_dg_world_open_written(hx_dg_world *dw, hx_err *err)
+{
+    char cfg[600], db[600];
+    int rc;
     env_enter(dw);
-    snprintf(cfg, sizeof cfg, "%s/config/config.json", home);
-    snprintf(db, sizeof db, "%s/data/memory.db", home);
+    snprintf(cfg, sizeof cfg, "%s/config/config.json", dw->home);
+    snprintf(db, sizeof db, "%s/data/memory.db", dw->home);
     hx_memory_params mp = hx_memory_default_params();
     mp.path = db;
     mp.sync_full = 0;
     if ((rc = hx_config_load(cfg, &dw->cfg, err))) return rc;
     if (!(dw->reg = hx_tools_new(dw->cfg))) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    if ((rc = hx_tools_register_builtins(dw->reg, err)) || (rc = hx_memory_open(&mp, &dw->mem, err)) ||
-        (rc = hx_agent_register_memory_tools(dw->reg, dw->mem, err)))
+    if ((rc = hx_tools_register_builtins(dw->reg, err)) || (rc = hx_memory_open(&mp, &dw->mem, err)))
         return rc;
-    return hx_world_seed_memory(&dw->w, dw->mem, err);
+    return hx_agent_register_memory_tools(dw->reg, dw->mem, err);
 }
 
 void hx_dg_world_close(hx_dg_world *dw)
@@ -215,6 +220,17 @@ static void put_messages(FILE *f, const cJSON *trace)
     }
 }
 
+void hx_dg_transcript_run(FILE *f, const cJSON *trace)
+{
+    const cJSON *e;
+    put_messages(f, trace);
+    if (cJSON_GetObjectItem(trace, "partial_turn")) fprintf(f, "  [cut turn] %s\n", jstr(trace, "partial_turn"));
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(trace, "not_run")) put_json(f, "  not run: ", e);
+    fprintf(f, "  status: %s, %d steps, %d tokens\n", jstr(trace, "status"),
+            (int)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "steps")),
+            (int)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "tokens")));
+}
+
 void hx_dg_transcript(FILE *f, const cJSON *task, const cJSON *trace, int pass, const char *why)
 {
     const cJSON *e, *calls = cJSON_GetObjectItem(cJSON_GetObjectItem(task, "expect"), "calls");
@@ -223,14 +239,7 @@ void hx_dg_transcript(FILE *f, const cJSON *task, const cJSON *trace, int pass, 
     fprintf(f, "  request: %s\n  world %s (%s), now %s\n", jstr(task, "request"), jstr(task, "world_seed"),
             jstr(task, "split"), jstr(task, "now"));
     put_json(f, "  slots: ", cJSON_GetObjectItem(task, "slots"));
-    if (trace) put_messages(f, trace);
-    if (trace && cJSON_GetObjectItem(trace, "partial_turn"))
-        fprintf(f, "  [cut turn] %s\n", jstr(trace, "partial_turn"));
-    cJSON_ArrayForEach(e, cJSON_GetObjectItem(trace, "not_run")) put_json(f, "  not run: ", e);
-    if (trace)
-        fprintf(f, "  status: %s, %d steps, %d tokens\n", jstr(trace, "status"),
-                (int)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "steps")),
-                (int)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "tokens")));
+    if (trace) hx_dg_transcript_run(f, trace);
     cJSON_ArrayForEach(e, calls)
     {
         fprintf(f, "  expected %s ", jstr(e, "name"));

@@ -158,12 +158,20 @@ bench-nightly: $(BUILD)/bench/nightly $(NIGHTLY_QWEN)
 # sample worlds, final state checked; success per category, schema-valid
 # calls, per-task reasons in build/agent-eval.jsonl.
 # ARGS="--model FILE --n 200 --seed 1 --threads 2" (or --tasks FILE, --oracle).
+# Beside it, the hand-written evaluation (bench/handeval/README.md): worlds
+# and requests nobody generated; calls, state and the answer's facts per
+# category, per-task results in build/hand-eval.jsonl, transcripts in
+# build/hand-eval.txt. HAND_ARGS="--model FILE --world W --category C".
 $(BUILD)/bench/agent-eval: bench/agent_eval.c $(ALL_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+$(BUILD)/bench/hand-eval: bench/hand_eval.c $(ALL_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
 .PHONY: bench-agent-eval
-bench-agent-eval: $(BUILD)/bench/agent-eval
+bench-agent-eval: $(BUILD)/bench/agent-eval $(BUILD)/bench/hand-eval
 	nice $(BUILD)/bench/agent-eval $(ARGS)
+	nice $(BUILD)/bench/hand-eval --trace $(BUILD)/hand-eval.txt $(HAND_ARGS)
 
 # The five held-out samples models/README.md reports figures on, two lanes
 # at once, and their sums (scripts/eval-samples.sh, ~8 minutes on 2 cores
