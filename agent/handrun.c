@@ -70,7 +70,7 @@ static int seed_memories(hx_dg_world *dw, const cJSON *world, hx_err *err)
     const cJSON *m;
     cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(world, "memories"))
     {
-        hx_mem_new nm = {js(m, "kind"), js(m, "text"), 0, 0};
+        hx_mem_new nm = {.kind = js(m, "kind"), .text = js(m, "text")}; /* the user's own */
         int rc = hx_memory_remember(dw->mem, &nm, NULL, NULL, err);
         if (rc) return rc;
     }
