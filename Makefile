@@ -27,7 +27,7 @@ CFLAGS := -std=c11 -D_GNU_SOURCE -g $(OPT) -pthread -fno-strict-aliasing \
 LDFLAGS := -pthread $(EXTRA_LDFLAGS)
 LDLIBS := $(PKG_LIBS) -ldl -lm
 
-MODULES := base engine sandbox memory tools lora agent
+MODULES := base engine sandbox memory tools lora agent cli
 # What each module's library needs after it on the link line.
 deps_base := base
 deps_engine := engine base
@@ -36,17 +36,23 @@ deps_memory := memory base
 deps_tools := tools sandbox base
 deps_lora := lora memory engine base
 deps_agent := agent tools memory lora sandbox engine base
+deps_cli := cli agent tools memory lora sandbox engine base
+# What a module's tests link: its own list for the modules cross-built for
+# aarch64 (mk/aarch64.mk), everything for the rest (tests may reach any
+# module: they are exempt from the layering).
+tdeps_agent := $(deps_cli)
 
-src_of = $(filter-out agent/main.c,$(wildcard $(1)/*.c $(1)/*/*.c))
+src_of = $(filter-out cli/main.c,$(wildcard $(1)/*.c $(1)/*/*.c))
 obj_of = $(patsubst %.c,$(BUILD)/%.o,$(call src_of,$(1)))
 lib_of = $(BUILD)/lib$(1).a
 libs_for = $(foreach m,$(deps_$(1)),$(call lib_of,$(m)))
+test_libs_for = $(foreach m,$(or $(tdeps_$(1)),$(deps_$(1))),$(call lib_of,$(m)))
 
 TEST_SRCS := $(foreach m,$(MODULES),$(wildcard tests/$(m)/test_*.c))
 TEST_BINS := $(patsubst %.c,$(BUILD)/%,$(TEST_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst %.c,$(BUILD)/%,$(FUZZ_SRCS))
-ALL_LIBS := $(call libs_for,agent)
+ALL_LIBS := $(call libs_for,cli)
 
 .PHONY: all test test-run test-build check asan ubsan fuzz clean demo demo-run reference \
         deps deps-aarch64 no-packages install uninstall
@@ -67,15 +73,15 @@ $(BUILD)/%.o: %.c | $(PKG_CHECK)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/hearth: $(BUILD)/agent/main.o $(ALL_LIBS)
+$(BUILD)/hearth: $(BUILD)/cli/main.o $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
 
 # ---- tests: tests/<module>/test_x.c links the module's libraries ----
 define test_rules
-$(BUILD)/tests/$(1)/%: tests/$(1)/%.c $(call libs_for,$(1)) tests/test.h
+$(BUILD)/tests/$(1)/%: tests/$(1)/%.c $(call test_libs_for,$(1)) tests/test.h
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) -Itests -MMD -MP $$(LDFLAGS) -o $$@ $$< \
-	    $(call libs_for,$(1)) $$(LDLIBS)
+	    $(call test_libs_for,$(1)) $$(LDLIBS)
 endef
 $(foreach m,$(MODULES),$(eval $(call test_rules,$(m))))
 
@@ -96,7 +102,7 @@ fuzz_mod_fuzz_governor := engine
 fuzz_mod_fuzz_memory_query := memory
 fuzz_mod_fuzz_adapter := engine
 fuzz_mod_fuzz_ckpt := lora
-fuzz_libs = $(call libs_for,$(or $(fuzz_mod_$(1)),agent))
+fuzz_libs = $(call libs_for,$(or $(fuzz_mod_$(1)),cli))
 .SECONDEXPANSION:
 $(BUILD)/tests/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $$(call fuzz_libs,$$*)
 	@mkdir -p $(@D)
@@ -170,7 +176,7 @@ fuzz:
 	    n=$$(basename $$f .c); \
 	    clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -Itests $(PKG_CFLAGS) \
 	        -fsanitize=fuzzer,address,undefined $$f \
-	        $(foreach m,$(deps_agent),$(call src_of,$(m))) \
+	        $(foreach m,$(deps_cli),$(call src_of,$(m))) \
 	        -o build/fuzz/$$n $(PKG_LIBS) -ldl -lm -pthread || exit 1; \
 	done
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "bench/bench.h"
 
 /* n accepted episodes as the planner records them: a request, a calendar

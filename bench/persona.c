@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "lora/lora.h"
 
 typedef struct opts {

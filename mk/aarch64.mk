@@ -75,7 +75,7 @@ test-aarch64:
 	@HEARTH_BUILD=$(AARCH64) tests/run.sh $(call aarch64_runs,$(AARCH64_TESTS)) \
 	    $(AARCH64_HEARTH_TEST)
 
-# The whole `hearth` for aarch64: every module and agent/main.c cross-built
+# The whole `hearth` for aarch64: every module and cli/main.c cross-built
 # into $(AARCH64)/hearth against the arm64 SQLite, libical (with ICU and
 # Berkeley DB), cJSON and PCRE2 that scripts/arm64-sysroot.sh fetches as
 # .deb files (apt-get download) and unpacks into $(AARCH64_SYSROOT)
@@ -83,7 +83,7 @@ test-aarch64:
 # $(AARCH64)/hearth-qemu runs it under qemu-user (QEMU_CPU picks the CPU)
 # with the cross package's loader and libc and the sysroot's libraries, and
 # seccomp off (qemu-user has none; HEARTH_SANDBOX_DISABLE).
-# tests/agent/hearth_aarch64.sh checks its `info` and a one-shot `ask` in a
+# tests/cli/hearth_aarch64.sh checks its `info` and a one-shot `ask` in a
 # sample world against the x86-64 build's; `make test` runs it (about 30
 # CPU-s to cross-build the other modules once, 11 under qemu; a 12 MB
 # download once), reported skipped, with the reason, without the tools or
@@ -91,7 +91,7 @@ test-aarch64:
 AARCH64_SYSROOT ?= build/aarch64-sysroot
 AARCH64_SYS = $(abspath $(AARCH64_SYSROOT))
 AARCH64_SYSLIB = $(AARCH64_SYS)/usr/lib/aarch64-linux-gnu
-AARCH64_HEARTH_TEST := $(AARCH64)/tests/agent/hearth_aarch64@max
+AARCH64_HEARTH_TEST := $(AARCH64)/tests/cli/hearth_aarch64@max
 .PHONY: hearth-aarch64 hearth-aarch64-test
 hearth-aarch64:
 	@sh scripts/arm64-sysroot.sh $(AARCH64_SYSROOT)
@@ -111,9 +111,9 @@ hearth-aarch64-test: $(BUILD)/hearth
 	elif ! sh scripts/arm64-sysroot.sh $(AARCH64_SYSROOT) 2>$$w.log; then \
 	    why="the arm64 libraries could not be fetched: $$(tail -n 1 $$w.log | tr -cd '[:alnum:] :;,./()_-')"; fi; \
 	cat $$w.log >&2 2>/dev/null; rm -f $$w.log; \
-	if [ -n "$$why" ]; then echo "hearth: $$why; agent/hearth_aarch64@max skipped" >&2; \
-	    printf '\043!/bin/sh\necho "skip agent/hearth_aarch64@max: %s"\n' "$$why" > $$w; \
+	if [ -n "$$why" ]; then echo "hearth: $$why; cli/hearth_aarch64@max skipped" >&2; \
+	    printf '\043!/bin/sh\necho "skip cli/hearth_aarch64@max: %s"\n' "$$why" > $$w; \
 	    chmod +x $$w; exit 0; fi; \
 	$(MAKE) --no-print-directory hearth-aarch64 || exit 1; \
-	printf '\043!/bin/sh\n\043 the whole hearth on aarch64 under qemu-user -cpu max against the x86-64 build\ncd $(CURDIR) && QEMU_CPU=max exec sh tests/agent/hearth_aarch64.sh $(abspath $(BUILD)/hearth) $(abspath $(AARCH64)/hearth-qemu)\n' \
+	printf '\043!/bin/sh\n\043 the whole hearth on aarch64 under qemu-user -cpu max against the x86-64 build\ncd $(CURDIR) && QEMU_CPU=max exec sh tests/cli/hearth_aarch64.sh $(abspath $(BUILD)/hearth) $(abspath $(AARCH64)/hearth-qemu)\n' \
 	    > $$w && chmod +x $$w

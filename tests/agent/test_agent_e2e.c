@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "test.h"
 #include "agent_world.h"
 

@@ -10,7 +10,7 @@
 
 #include "agent/agent_int.h"
 #include "agent/chatdata.h"
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "lora/lora.h"
 #include "test.h"
 

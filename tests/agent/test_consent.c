@@ -12,8 +12,8 @@
 
 #include "test.h"
 #include "scripted.h"
-#include "cli_capture.h"
-#include "agent/cli.h"
+#include "tests/cli/cli_capture.h"
+#include "cli/cli.h"
 #include "tool_double.h"
 
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "scratch.h"
 #include "test.h"
 

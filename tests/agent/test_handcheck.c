@@ -437,8 +437,8 @@ static void test_never_trained_on(void)
 {
     const char *const sources[] = {"scripts/tiny-model.sh", "scripts/eval-samples.sh", "agent/datagen.c",
                                    "agent/world.c", "agent/dgrun.c", "agent/oracle.c", "agent/nightly_agent.c",
-                                   "agent/distill.c", "agent/persona.c", "agent/chatdata.c", "agent/cmd_train.c",
-                                   "agent/cmd_nightly.c", "agent/cmd_datagen.c", "lora/nightly.c", "lora/trainer.c",
+                                   "agent/distill.c", "agent/persona.c", "agent/chatdata.c", "cli/cmd_train.c",
+                                   "cli/cmd_nightly.c", "cli/cmd_datagen.c", "lora/nightly.c", "lora/trainer.c",
                                    "lora/loop.c", "lora/store.c"};
     for (size_t i = 0; i < sizeof sources / sizeof *sources; i++) {
         char *text = NULL;

@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "lora/lora.h"
 #include "test.h"
-#include "cli_capture.h"
+#include "tests/cli/cli_capture.h"
 
 static char tmp[256], home[320];
 static hx_persona P;

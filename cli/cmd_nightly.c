@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "agent/agent_int.h"
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "lora/lora.h"
 #include "tools/tools.h"
 

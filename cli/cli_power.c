@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "engine/engine.h"
 #include "tools/tools.h"
 

@@ -1,5 +1,5 @@
 /* cli.c: helpers shared by the `hearth` verbs. */
-#include "agent/cli.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "engine/engine.h"
 #include "test.h"
 #include "cli_capture.h"

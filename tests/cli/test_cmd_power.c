@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "engine/engine.h"
 #include "test.h"
 

@@ -86,7 +86,7 @@ void cli_print_tools(const struct hx_tools *reg, const struct hx_extools *x, int
 void cli_show_call(FILE *f, const char *name, const char *args);
 void cli_show_result(FILE *f, const char *status, const char *detail);
 
-/* verbs, one per file agent/cmd_<group>.c */
+/* verbs, one per file cli/cmd_<group>.c */
 int cmd_model(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_memory(int argc, char **argv); /* cmd_memory.c */

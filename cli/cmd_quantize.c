@@ -6,7 +6,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "engine/engine.h"
 
 static void usage(FILE *f)

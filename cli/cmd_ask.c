@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/cli.h"
+#include "cli/cli.h"
 
 typedef struct ask_opts {
     const char *model, *config, *style, *choice, *tools;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "agent/agent_int.h"
-#include "agent/cli.h"
+#include "cli/cli.h"
 
 static void datagen_usage(FILE *f)
 {

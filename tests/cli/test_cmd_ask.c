@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "test.h"
-#include "agent_world.h"
+#include "tests/agent/agent_world.h"
 
 static char g_hearth[512], g_out[1 << 17];
 static world g_w;

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "tools/tools.h"
 
 typedef struct init_opts {

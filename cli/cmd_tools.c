@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "sandbox/sandbox.h"
 #include "tools/tools.h"
 

@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "memory/memory.h"
 
 static void memory_usage(FILE *f)

@@ -5,7 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "memory/memory.h"
 #include "test.h"
 

@@ -1,9 +1,9 @@
 /* main.c: the `hearth` command: finds the verb and runs it. Each verb lives
- * in agent/cmd_<group>.c and is listed in the table below. */
+ * in cli/cmd_<group>.c and is listed in the table below. */
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 
 static const hx_verb verbs[] = {
     {"version", cmd_version, "print the version"},

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "lora/lora.h"
 #include "sandbox/sandbox.h"
 

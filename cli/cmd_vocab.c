@@ -8,7 +8,7 @@
 
 #include "agent/agent_int.h"
 #include "agent/chatdata.h"
-#include "agent/cli.h"
+#include "cli/cli.h"
 
 static void usage(FILE *f)
 {

@@ -1,5 +1,5 @@
 /* cmd_lora.c: `hearth lora list|show|use|rollback|train` over the adapter
- * store (train: the nightly run now, agent/cmd_nightly.c), and the
+ * store (train: the nightly run now, cli/cmd_nightly.c), and the
  * --adapter FILE[:SCALE] option that ask, chat and generate share. */
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "lora/lora.h"
 
 static void lora_usage(FILE *f)

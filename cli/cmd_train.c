@@ -7,7 +7,7 @@
 
 #include "agent/agent_int.h"
 #include "agent/chatdata.h"
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "engine/engine.h"
 #include "lora/lora.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "test.h"
 
 static char g_out[65536], g_errbuf[4096];

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "engine/engine.h"
 
 static void tokenize_usage(FILE *f)

@@ -8,7 +8,7 @@
 
 #include <sys/wait.h>
 
-#include "agent/cli.h"
+#include "cli/cli.h"
 #include "memory/memory.h"
 #include "test.h"
 #include "tools/tools.h"
