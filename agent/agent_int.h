@@ -284,7 +284,7 @@ void hx_engine_source_add_stats(hx_source *s, hx_gen_stats *acc);
 /* The prompt's tokens exactly as the engine source feeds them to the model
  * (special tokens parsed, BOS if the vocabulary asks for it): *out is
  * malloc'd (caller frees); returns the count, or -rc with err set. Chat
- * training data (agent/chatdata.c) tokenizes with it too. */
+ * training data (nightly/chatdata.c) tokenizes with it too. */
 int hx_source_tokenize(const hx_vocab *v, const char *prompt, int32_t **out,
                        hx_err *err);
 /* The same with special tokens read only inside marks (a rendered
@@ -718,7 +718,7 @@ typedef struct hx_dg_stats {
  * "kind", "messages", "tools", "style": "compact"} or tasks. */
 int hx_datagen_run(const hx_dg_params *p, FILE *out, hx_dg_stats *st, hx_err *err);
 
-/* ---- the evaluation's runs (agent/nightly_agent.c; bench/agent_eval.c
+/* ---- the evaluation's runs (nightly/nightly_agent.c; bench/agent_eval.c
  * and the nightly gate share them) ---- */
 /* n evaluation tasks of split (HX_SPLIT_*; category -1: the default mix)
  * from seed, as a JSON array (caller frees); NULL with err set. */
@@ -753,10 +753,10 @@ int hx_dg_eval_task_traced(const hx_dg_eval_run *o, const cJSON *task, const cha
                            hx_dg_validator **v, int *pass, int *n_valid, int *n_calls,
                            cJSON **record, cJSON **trace, hx_err *err);
 
-/* ---- what the agent gives lora/nightly (agent/nightly_agent.c) ---- */
+/* ---- what the agent gives lora/nightly (nightly/nightly_agent.c) ---- */
 /* hx_nightly_render_fn over an hx_agent_render: the episode rendered in
  * the model's style with the tools offered at inference, tokenized as the
- * engine source feeds it, the assistant's spans masked (agent/chatdata.c):
+ * engine source feeds it, the assistant's spans masked (nightly/chatdata.c):
  * before each assistant turn exactly the prompt the planner fed for it
  * (its generation prompt and no_think included), so a Qwen3 episode of
  * several turns gives a document per turn after a tool response (the
@@ -793,7 +793,7 @@ typedef struct hx_agent_eval {
                       * run again while those are the same */
     int base_cached;  /* set by each base run: 1 if it came from the cache */
     const struct hx_agent_contrast *contrast; /* NULL: distillation replays
-                      * generic tasks only (agent/distill.c) */
+                      * generic tasks only (nightly/distill.c) */
 } hx_agent_eval;
 int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *scales,
                           int n_adapters, int n_tasks, uint8_t *pass, hx_err *err);
@@ -806,7 +806,7 @@ void hx_agent_eval_free_tasks(hx_agent_eval *ae);
  * (removed, unlocked) with hx_eval_home_give; fd < 0 is a no-op. */
 int hx_eval_home_take(const char *dir, char *base, size_t n, int *fd, hx_err *err);
 void hx_eval_home_give(const char *base, int fd);
-/* ---- distillation replay (agent/distill.c) ---- */
+/* ---- distillation replay (nightly/distill.c) ---- */
 /* n evaluation tasks of hearth datagen's training split from seed (never
  * the held-out pools of the generic suite), as a JSON array (caller
  * frees); NULL with err set. */

@@ -163,7 +163,7 @@ static void count(const cJSON *task, const cJSON *r, int pass, FILE *log, tally 
     cJSON_free(s);
 }
 
-/* One task in a fresh world: before, run, check (agent/nightly_agent.c);
+/* One task in a fresh world: before, run, check (nightly/nightly_agent.c);
  * plain: one token per pass; generation counters added to *gen. *r gets
  * the record (caller frees; NULL if the task did not run). */
 static int run_once(const opts *o, const cJSON *task, hx_model *m, int family, const char *home,

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 
 #include "agent/agent_int.h"
-#include "agent/chatdata.h"
+#include "nightly/chatdata.h"
 #include "tests/ref/ref.h"
 #include "tests/test.h"
 

@@ -1,7 +1,7 @@
 /* cmd_nightly.c: `hearth nightly` (and `hearth lora train`, the same run
  * without the governor): fine-tunes a LoRA adapter on the user's judged
- * episodes rendered as the agent prompts the model (lora/nightly.c,
- * agent/nightly_agent.c) and adopts it if it lowers the held-out loss and
+ * episodes rendered as the agent prompts the model (nightly/nightly.c,
+ * nightly/nightly_agent.c) and adopts it if it lowers the held-out loss and
  * keeps the generic tasks' success; --install prints a cron line and a
  * systemd user timer. */
 #include <limits.h>

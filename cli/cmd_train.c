@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "agent/agent_int.h"
-#include "agent/chatdata.h"
+#include "nightly/chatdata.h"
 #include "cli/cli.h"
 #include "engine/engine.h"
 #include "lora/lora.h"

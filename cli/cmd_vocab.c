@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "agent/agent_int.h"
-#include "agent/chatdata.h"
+#include "nightly/chatdata.h"
 #include "cli/cli.h"
 
 static void usage(FILE *f)

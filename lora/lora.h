@@ -339,7 +339,7 @@ int hx_lora_store_load_active(hx_lora_store *s, const hx_model *m,
  * corrected ones with the correction as the last assistant turn, rejected
  * ones left out; the latest heldout_frac (by finish time) held out. Each
  * episode's conversation is rendered by a render callback (the agent's
- * templates: agent/nightly_agent.c), else as ChatML (tool calls as
+ * templates: nightly/nightly_agent.c), else as ChatML (tool calls as
  * <tool_call> JSON), and the loss counts the assistant's tokens only. */
 struct cJSON;
 typedef struct hx_nightly_data {

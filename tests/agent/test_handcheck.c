@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/chatdata.h"
+#include "nightly/chatdata.h"
 #include "agent/handeval.h"
 #include "test.h"
 
@@ -436,9 +436,9 @@ static void test_ideal_runs(void)
 static void test_never_trained_on(void)
 {
     const char *const sources[] = {"scripts/tiny-model.sh", "scripts/eval-samples.sh", "agent/datagen.c",
-                                   "agent/world.c", "agent/dgrun.c", "agent/oracle.c", "agent/nightly_agent.c",
-                                   "agent/distill.c", "agent/persona.c", "agent/chatdata.c", "cli/cmd_train.c",
-                                   "cli/cmd_nightly.c", "cli/cmd_datagen.c", "lora/nightly.c", "lora/trainer.c",
+                                   "agent/world.c", "agent/dgrun.c", "agent/oracle.c", "nightly/nightly_agent.c",
+                                   "nightly/distill.c", "agent/persona.c", "nightly/chatdata.c", "cli/cmd_train.c",
+                                   "cli/cmd_nightly.c", "cli/cmd_datagen.c", "nightly/nightly.c", "lora/trainer.c",
                                    "lora/loop.c", "lora/store.c"};
     for (size_t i = 0; i < sizeof sources / sizeof *sources; i++) {
         char *text = NULL;

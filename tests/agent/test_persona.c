@@ -257,7 +257,7 @@ static char *task_key(const cJSON *t)
     return asprintf(&k, "%s|%s|%s", js(t, "world_seed"), js(t, "now"), js(t, "request")) < 0 ? NULL : k;
 }
 
-/* Contrastive replay (agent/distill.c): what the persona's accepted
+/* Contrastive replay (nightly/distill.c): what the persona's accepted
  * episodes teach it to keep out (the room, Robert's address and names),
  * then the replay tasks it selects: of the episodes' kinds (schedule,
  * find_slots, create_event), of the training split, naming none of the

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/chatdata.h"
+#include "nightly/chatdata.h"
 
 static hx_vocab *g_v;
 

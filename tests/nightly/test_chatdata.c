@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/chatdata.h"
+#include "nightly/chatdata.h"
 #include "cli/cli.h"
 #include "lora/lora.h"
 #include "test.h"

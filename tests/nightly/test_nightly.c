@@ -101,7 +101,7 @@ static void test_dataset(void)
 }
 
 /* A stand-in for the agent's replay (hx_agent_nightly_replay, tested in
- * tests/agent/test_nightly_agent.c): conversation k is one document of
+ * tests/nightly/test_nightly_agent.c): conversation k is one document of
  * tokens 7, 7, k, 9 (all targets), marked by its leading 7s. */
 typedef struct stub_replay {
     int calls, asked;
@@ -246,8 +246,8 @@ static void test_run_adopts_and_gate_discards(void)
     hx_lora_store_free(st);
 }
 
-/* A stand-in for the agent's generic evaluation (agent/nightly_agent.c
- * runs the real one; tests/agent/test_nightly_agent.c): the base passes
+/* A stand-in for the agent's generic evaluation (nightly/nightly_agent.c
+ * runs the real one; tests/nightly/test_nightly_agent.c): the base passes
  * base_pass tasks, the candidate adapter_pass, any other adapter set
  * active_pass. Records what it was asked. */
 typedef struct stub_eval {

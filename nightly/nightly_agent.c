@@ -1,5 +1,5 @@
 /* nightly_agent.c: what the agent gives lora/nightly: episodes rendered
- * and masked as `hearth train --chat` does (agent/chatdata.c), generic
+ * and masked as `hearth train --chat` does (nightly/chatdata.c), generic
  * replay conversations from hearth datagen's generator rendered alike, and
  * the generic evaluation (the agent-eval bench's per-task path) with and
  * without a candidate adapter. */
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/chatdata.h"
+#include "nightly/chatdata.h"
 #include "lora/lora.h"
 
 /* ---- rendering ---- */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "agent/agent_int.h"
-#include "agent/chatdata.h"
+#include "nightly/chatdata.h"
 
 /* ---- reading the JSONL ---- */
 
