@@ -27,21 +27,23 @@ CFLAGS := -std=c11 -D_GNU_SOURCE -g $(OPT) -pthread -fno-strict-aliasing \
 LDFLAGS := -pthread $(EXTRA_LDFLAGS)
 LDLIBS := $(PKG_LIBS) -ldl -lm
 
-MODULES := base engine sandbox memory tools lora agent nightly cli
+MODULES := base engine sandbox memory tools lora agent sim nightly cli
 # What each module's library needs after it on the link line.
 deps_base := base
 deps_engine := engine base
 deps_sandbox := sandbox base
 deps_memory := memory base
 deps_tools := tools sandbox base
-deps_lora := lora memory engine base
-deps_agent := agent tools memory lora sandbox engine base
-deps_nightly := nightly agent tools memory lora sandbox engine base
-deps_cli := cli nightly agent tools memory lora sandbox engine base
+deps_lora := lora engine base
+deps_agent := agent tools memory sandbox engine base
+deps_sim := sim agent tools memory sandbox engine base
+deps_nightly := nightly sim agent tools memory lora sandbox engine base
+deps_cli := cli nightly sim agent tools memory lora sandbox engine base
 # What a module's tests link: its own list for the modules cross-built for
 # aarch64 (mk/aarch64.mk), everything for the rest (tests may reach any
 # module: they are exempt from the layering).
 tdeps_agent := $(deps_cli)
+tdeps_sim := $(deps_cli)
 tdeps_nightly := $(deps_cli)
 
 src_of = $(filter-out cli/main.c,$(wildcard $(1)/*.c $(1)/*/*.c))

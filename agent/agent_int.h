@@ -395,7 +395,7 @@ int hx_agent_schema_usable(const char *schema_json, hx_err *err);
 int hx_agent_tool_specs(const hx_tools *reg, const char *filter, FILE *warn,
                         hx_tool_spec **out);
 
-/* ---- synthetic worlds (agent/world.c): a sample user's calendars,
+/* ---- synthetic worlds (sim/world.c): a sample user's calendars,
  * mailbox, files, config and memories, generated from (seed, split), for
  * training data (hearth datagen) and the agent evaluation. The held-out
  * split draws names, topics, rooms and its year of dates from pools
@@ -510,7 +510,7 @@ void hx_world_hhmm(const hx_world *w, int64_t t, char *buf, size_t n);
  * resolves to that day ("tomorrow", "on Friday", "Dec 3", ...); checked. */
 void hx_world_day_phrase(const hx_world *w, hx_rng *r, int64_t day, char *buf, size_t n);
 
-/* ---- trajectories and evaluation tasks (agent/datagen.c) ----
+/* ---- trajectories and evaluation tasks (sim/datagen.c) ----
  * A task is a JSON object {"id", "split", "world_seed", "now", "category",
  * "kind", "request", "template" (its phrasing's index; i % 5 == 4 only in
  * the held-out split), "consent" ("yes"|"no"), "policy" (object or null),
@@ -543,7 +543,7 @@ int hx_dg_world_open(uint64_t seed, int split, unsigned flags, const char *home,
 int hx_dg_world_open_w(const hx_world *w, const char *home, hx_dg_world *dw, hx_err *err);
 /* The same for a world already written at dw->home (dw zeroed but for
  * home and w.now_iso): environment, config, tools and memory, no memories
- * stored (a world written by hand: agent/handrun.c). */
+ * stored (a world written by hand: sim/handrun.c). */
 int hx_dg_world_open_written(hx_dg_world *dw, hx_err *err);
 void hx_dg_world_close(hx_dg_world *dw);
 
@@ -633,7 +633,7 @@ int hx_dg_call_compact(const cJSON *args, char *why, size_t n);
 int hx_dg_verify(const cJSON *task, const cJSON *trace, const hx_source *oracle,
                  hx_dg_validator *v, const cJSON *tools, char *why, size_t n);
 
-/* ---- the evaluation's checker (agent/evalcheck.c): final state, not
+/* ---- the evaluation's checker (sim/evalcheck.c): final state, not
  * wording. task is a --tasks line (with "expect", the oracle's calls). */
 /* What the check needs from the world before the run (outbox, busy times
  * in the asked period). Caller frees. */
@@ -646,10 +646,10 @@ int hx_dg_check(const cJSON *task, const cJSON *before, const cJSON *trace, hx_d
                 hx_dg_validator *v, int *n_valid, int *n_calls, char *why, size_t n);
 
 /* A file's path as the model passes it on and answers give it: from the
- * file root on (after "/files/"), else p itself (agent/oracle.c). */
+ * file root on (after "/files/"), else p itself (sim/oracle.c). */
 const char *hx_dg_rel_path(const char *p);
 /* A message body's first paragraph after the greeting, the fact an answer
- * about a mail read states, into b (n bytes) (agent/oracle.c). */
+ * about a mail read states, into b (n bytes) (sim/oracle.c). */
 void hx_dg_body_fact(const char *text, char *b, size_t n);
 
 /* Whether the answer of a run (trace) of a read task states what its read
@@ -798,7 +798,7 @@ typedef struct hx_agent_eval {
 int hx_agent_nightly_eval(void *user, const char *const *adapters, const float *scales,
                           int n_adapters, int n_tasks, uint8_t *pass, hx_err *err);
 void hx_agent_eval_free_tasks(hx_agent_eval *ae);
-/* The directory evaluation worlds go in (agent/evalhome.c): always
+/* The directory evaluation worlds go in (sim/evalhome.c): always
  * DIR/hearth-eval (DIR NULL: /dev/shm, else /tmp), because its path is in
  * tool results and a random one made the same task end differently from
  * run to run; taken under an exclusive lock (DIR/hearth-eval.lock, waited
@@ -864,7 +864,7 @@ cJSON *hx_dg_contrast_tasks(const hx_agent_contrast *c, long n, uint64_t seed, i
  * fit); with no share exactly hx_dg_train_tasks(n, seed). */
 cJSON *hx_agent_replay_tasks(const hx_agent_contrast *c, int n, uint64_t seed, hx_err *err);
 
-/* ---- a persona (agent/persona.c): a sample user with habits no base
+/* ---- a persona (sim/persona.c): a sample user with habits no base
  * model can know, for issue 10's personalization proof. Their meetings
  * are in one room, last 45 minutes unless said otherwise, and one
  * colleague (people[0] of the world; for seed 1 Robert Keller,

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/handeval.h"
+#include "sim/handeval.h"
 
 typedef struct opts {
     const char *model, *dir, *tasks, *world, *category, *ids, *log, *trace;

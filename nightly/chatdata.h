@@ -35,7 +35,7 @@ int hx_chat_each_buf(const char *path, const char *text, size_t len, int style,
                      hx_chat_fn fn, void *user, hx_err *err);
 
 /* Whether message m is a training target: an assistant message, unless it
- * has "loss": false (a deliberate slip in a recovery lesson, agent/dgrun.c:
+ * has "loss": false (a deliberate slip in a recovery lesson, sim/dgrun.c:
  * context only). */
 int hx_chat_is_target(const cJSON *m);
 

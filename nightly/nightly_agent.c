@@ -249,7 +249,7 @@ static int eval_run(hx_agent_eval *ae, const char *const *adapters, const float 
 
 /* The base's results on the sample are the same every night while the
  * model, the tasks, the threads and Hearth itself are: kept in
- * ae->cache_dir under the key of those (the evaluation replays exactly: agent/evalhome.c,
+ * ae->cache_dir under the key of those (the evaluation replays exactly: sim/evalhome.c,
  * hx_unique_bytes). path gets the cache file. */
 static void base_cache_path(const hx_agent_eval *ae, int n_tasks, char *path, size_t n)
 {

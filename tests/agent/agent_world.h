@@ -69,7 +69,7 @@ static void world_close(world *w)
 }
 
 /* Whether args are valid for the tool name against its real schema (not
- * the compact one): the datagen validator (agent/dgrun.c) over the world's
+ * the compact one): the datagen validator (sim/dgrun.c) over the world's
  * tools. */
 __attribute__((unused)) static int world_args_valid(world *w, const char *name,
                                                     const cJSON *args)

@@ -1,5 +1,5 @@
 /* fuzz_handfacts.c: fuzz target for the hand-written evaluation's reader of
- * facts (agent/handfacts.c), which reads model answers and tool results
+ * facts (sim/handfacts.c), which reads model answers and tool results
  * (text from outside) and a task's facts. The input is a task's JSON, a
  * NUL, the answer, a NUL, the sources (a missing part is empty; a task
  * that is not JSON is replaced by a fixed one). Checks: every mention's
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/handeval.h"
+#include "sim/handeval.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

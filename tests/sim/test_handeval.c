@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/handeval.h"
+#include "sim/handeval.h"
 #include "test.h"
 
 static const char *const smoke_ids[] = {"ny-cal-02", "ny-new-01", "ny-send-03", "os-mr-01",

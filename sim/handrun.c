@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "agent/handeval.h"
+#include "sim/handeval.h"
 
 static const char *js(const cJSON *o, const char *k)
 {

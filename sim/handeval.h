@@ -1,13 +1,13 @@
 /* handeval.h: the hand-written agent evaluation (bench/handeval/): worlds
  * written by hand opened for runs, and the checker of a run's calls, final
  * state and answer against the outcome written by hand for each request.
- * Independent of the generator's checker (agent/evalcheck.c). Not public. */
+ * Independent of the generator's checker (sim/evalcheck.c). Not public. */
 #ifndef HX_HANDEVAL_H
 #define HX_HANDEVAL_H
 
 #include "agent/agent_int.h"
 
-/* ---- facts in text (agent/handfacts.c) ----
+/* ---- facts in text (sim/handfacts.c) ----
  * Text is folded first (hx_he_fold): lower case, accents off, typographic
  * quotes, dashes and spaces made plain, full-width digits made ASCII; the
  * facts people state are then read from it in the forms they take: times
@@ -72,7 +72,7 @@ int hx_he_facts_in(const cJSON *task, const char *text, int64_t today, int *n_fo
  * "date", "addr", "file", "number") as one line of text into buf. */
 void hx_he_fact_str(const cJSON *fact, char *buf, size_t n);
 
-/* ---- the final state and the calls (agent/handcheck.c) ---- */
+/* ---- the final state and the calls (sim/handcheck.c) ---- */
 /* What the check compares against after the run: every file of the
  * world's tree (path, size, modification time) and every memory. Caller
  * frees. */
@@ -91,7 +91,7 @@ int hx_he_check_state(const cJSON *task, const cJSON *before, hx_dg_world *dw, c
  * its result holds. 1, or 0 with why. */
 int hx_he_check_calls(const cJSON *task, const cJSON *calls, char *why, size_t n);
 
-/* ---- worlds and runs (agent/handrun.c) ---- */
+/* ---- worlds and runs (sim/handrun.c) ---- */
 /* World name of the evaluation at dir (bench/handeval): its world.json
  * (caller frees) with "now" and "memories". NULL with err set. */
 cJSON *hx_he_world_json(const char *dir, const char *name, hx_err *err);

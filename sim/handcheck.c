@@ -9,7 +9,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "agent/handeval.h"
+#include "sim/handeval.h"
 #include "tools/mail_int.h" /* the mail tools' own parser reads what was queued */
 
 static const char *js(const cJSON *o, const char *k)

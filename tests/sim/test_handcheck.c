@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "nightly/chatdata.h"
-#include "agent/handeval.h"
+#include "sim/handeval.h"
 #include "test.h"
 
 /* 2027-03-10, a Wednesday, as local days since 1970-01-01. */
@@ -435,9 +435,9 @@ static void test_ideal_runs(void)
  * the chat trainer refuses its lines (they are no conversations). */
 static void test_never_trained_on(void)
 {
-    const char *const sources[] = {"scripts/tiny-model.sh", "scripts/eval-samples.sh", "agent/datagen.c",
-                                   "agent/world.c", "agent/dgrun.c", "agent/oracle.c", "nightly/nightly_agent.c",
-                                   "nightly/distill.c", "agent/persona.c", "nightly/chatdata.c", "cli/cmd_train.c",
+    const char *const sources[] = {"scripts/tiny-model.sh", "scripts/eval-samples.sh", "sim/datagen.c",
+                                   "sim/world.c", "sim/dgrun.c", "sim/oracle.c", "nightly/nightly_agent.c",
+                                   "nightly/distill.c", "sim/persona.c", "nightly/chatdata.c", "cli/cmd_train.c",
                                    "cli/cmd_nightly.c", "cli/cmd_datagen.c", "nightly/nightly.c", "lora/trainer.c",
                                    "lora/loop.c", "lora/store.c"};
     for (size_t i = 0; i < sizeof sources / sizeof *sources; i++) {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/handeval.h"
+#include "sim/handeval.h"
 
 /* ---- folding ---- */
 
