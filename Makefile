@@ -27,10 +27,11 @@ CFLAGS := -std=c11 -D_GNU_SOURCE -g $(OPT) -pthread -fno-strict-aliasing \
 LDFLAGS := -pthread $(EXTRA_LDFLAGS)
 LDLIBS := $(PKG_LIBS) -ldl -lm
 
-MODULES := base engine sandbox memory tools lora agent sim nightly cli
+MODULES := base engine modelfile sandbox memory tools lora agent sim nightly cli
 # What each module's library needs after it on the link line.
 deps_base := base
 deps_engine := engine base
+deps_modelfile := modelfile engine base
 deps_sandbox := sandbox base
 deps_memory := memory base
 deps_tools := tools sandbox base
@@ -38,10 +39,12 @@ deps_lora := lora engine base
 deps_agent := agent tools memory sandbox engine base
 deps_sim := sim agent tools memory sandbox engine base
 deps_nightly := nightly sim agent tools memory lora sandbox engine base
-deps_cli := cli nightly sim agent tools memory lora sandbox engine base
-# What a module's tests link: its own list for the modules cross-built for
-# aarch64 (mk/aarch64.mk), everything for the rest (tests may reach any
-# module: they are exempt from the layering).
+deps_cli := cli nightly sim agent tools memory lora modelfile sandbox engine base
+# What a module's tests link: the engine's and lora's (cross-built for
+# aarch64 by mk/aarch64.mk) theirs and the random-model generator of
+# modelfile/, the others everything (tests are exempt from the layering).
+tdeps_engine := modelfile engine base
+tdeps_lora := lora modelfile engine base
 tdeps_agent := $(deps_cli)
 tdeps_sim := $(deps_cli)
 tdeps_nightly := $(deps_cli)
@@ -104,7 +107,7 @@ fuzz_mod_fuzz_when := tools
 fuzz_mod_fuzz_config := tools
 fuzz_mod_fuzz_governor := engine
 fuzz_mod_fuzz_memory_query := memory
-fuzz_mod_fuzz_adapter := engine
+fuzz_mod_fuzz_adapter := modelfile
 fuzz_mod_fuzz_ckpt := lora
 fuzz_libs = $(call libs_for,$(or $(fuzz_mod_$(1)),cli))
 .SECONDEXPANSION:

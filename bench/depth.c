@@ -31,6 +31,7 @@
 #include "base/base.h"
 #include "bench/bench.h"
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 #include "engine/exact.h"
 
 typedef struct opts {

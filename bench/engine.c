@@ -26,6 +26,7 @@
 #include "base/base.h"
 #include "bench/bench.h"
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 #include "engine/kernels.h"
 
 /* ---- the rows ---- */

@@ -15,6 +15,7 @@
 
 #include "agent/agent_int.h"
 #include "bench/bench.h"
+#include "modelfile/modelfile.h"
 
 typedef struct opts {
     char model[1024];

@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 
 /* ---- option parsing: "--name VALUE" or "--name=VALUE" ---- */
 typedef struct opts {

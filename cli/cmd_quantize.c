@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 
 static void usage(FILE *f)
 {

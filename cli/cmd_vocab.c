@@ -1,5 +1,5 @@
 /* cmd_vocab.c: `hearth vocab train`: learns a byte-level BPE vocabulary
- * (engine/vocab_train.h) from chat JSONL rendered as the agent renders it
+ * (modelfile/vocab_train.h) from chat JSONL rendered as the agent renders it
  * and from plain text files, and writes it as a GGUF; `hearth vocab
  * coverage`: how evenly training data makes the model emit each token. */
 #include <stdio.h>
@@ -9,6 +9,7 @@
 #include "agent/agent_int.h"
 #include "nightly/chatdata.h"
 #include "cli/cli.h"
+#include "modelfile/modelfile.h"
 
 static void usage(FILE *f)
 {

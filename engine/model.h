@@ -70,6 +70,10 @@ const hx_gguf *hx_model_gguf(const hx_model *m);
 const hx_hparams *hx_model_hparams(const hx_model *m);
 size_t hx_model_size_bytes(const hx_model *m); /* bytes of all weights */
 int64_t hx_model_n_params(const hx_model *m);  /* elements of all weights */
+/* Writes general.architecture, general.name and the architecture's
+ * hyperparameter keys (llama.cpp's names; the expert keys when
+ * hp->n_expert > 0) into w (engine/model_write.c). */
+int hx_model_set_hparams(hx_gguf_writer *w, const hx_hparams *hp, const char *name);
 
 /* ---- context: KV cache (F16 as llama.cpp's default, or F32), scratch,
  * threads ---- */

@@ -1,6 +1,6 @@
-/* model_write.c: a model's hyperparameters as GGUF keys (model_write.h),
+/* model_write.c: a model's hyperparameters as GGUF keys (model.h),
  * llama.cpp's names: what the random models and trained models write. */
-#include "engine/model_write.h"
+#include "engine/model.h"
 
 #include <stdio.h>
 

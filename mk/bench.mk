@@ -6,9 +6,9 @@
 # threads, peak RSS, decode against read bandwidth) on random-weight models
 # of real shapes cached in ~/.cache/hearth/bench-models; rewrites its section
 # of bench/README.md. ARGS=--big adds the 30B-A3B row (an 18.6 GB file).
-$(BUILD)/bench/engine: bench/engine.c $(call libs_for,engine)
+$(BUILD)/bench/engine: bench/engine.c $(call libs_for,modelfile)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,modelfile) $(LDLIBS)
 bench-engine: $(BUILD)/bench/engine reference
 	@if [ -f $(HEARTH_REFERENCE)/include/llama.h ]; then \
 	    $(MAKE) --no-print-directory $(HXREF) || echo "hearth: hxref did not build; Hearth only" >&2; fi
@@ -16,9 +16,9 @@ bench-engine: $(BUILD)/bench/engine reference
 
 # Logits error by depth on the 30B-A3B layer shape: Hearth and llama.cpp
 # (repack off / on) against the exact double reference (bench/depth.c).
-$(BUILD)/bench/depth: bench/depth.c $(call libs_for,engine)
+$(BUILD)/bench/depth: bench/depth.c $(call libs_for,modelfile)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,modelfile) $(LDLIBS)
 .PHONY: bench-depth
 bench-depth: $(BUILD)/bench/depth reference
 	$(MAKE) --no-print-directory $(HXREF)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "modelfile/modelfile.h"
 
 typedef struct world {
     char dir[256];   /* the temporary HEARTH_HOME */

@@ -7,6 +7,7 @@
 #include "test.h"
 #include "agent_world.h"
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 
 /* ---- a test double that is full beyond a prompt size ---- */
 typedef struct small_source {

@@ -4,6 +4,7 @@
  * call and each validates against its tool's schema. */
 #include "test.h"
 #include "agent_world.h"
+#include "modelfile/modelfile.h"
 
 #define TOOLS "calendar.*"
 

@@ -10,6 +10,7 @@
 #include "agent/agent_int.h"
 #include "cli/cli.h"
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 #include "memory/memory.h"
 #include "test.h"
 #include "cli_capture.h"

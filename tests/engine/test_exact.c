@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 #include "engine/exact.h"
 #include "ref/ref.h"
 #include "test.h"

@@ -10,7 +10,7 @@
 #include "engine/engine.h"
 #include "engine/kernels.h"
 #include "engine/model_int.h"
-#include "engine/model_write.h"
+#include "modelfile/model_write.h"
 #include "engine/quant.h"
 #include "test.h"
 

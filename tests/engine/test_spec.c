@@ -8,6 +8,7 @@
 
 #include "engine/ctx_int.h"
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 #include "engine/spec_int.h"
 #include "test.h"
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,6 +8,7 @@
 
 #include "agent/agent_int.h"
 #include "nightly/chatdata.h"
+#include "modelfile/modelfile.h"
 
 static hx_vocab *g_v;
 

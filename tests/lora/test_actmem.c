@@ -7,6 +7,7 @@
 #include "lora/train_int.h"
 #include "test.h"
 #include "trainer_fill.h"
+#include "modelfile/modelfile.h"
 
 static char tmpdir[256];
 

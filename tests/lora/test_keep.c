@@ -9,6 +9,7 @@
 
 #include "lora/train_int.h"
 #include "test.h"
+#include "modelfile/modelfile.h"
 
 static char tmpdir[256], base[512];
 

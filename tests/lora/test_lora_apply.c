@@ -9,6 +9,7 @@
 #include "lora/lora.h"
 #include "ref/ref.h"
 #include "test.h"
+#include "modelfile/modelfile.h"
 
 #define N 10
 #define DN 240

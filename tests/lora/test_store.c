@@ -11,6 +11,7 @@
 
 #include "lora/lora.h"
 #include "test.h"
+#include "modelfile/modelfile.h"
 
 static char tmpdir[256];
 

@@ -10,6 +10,7 @@
 
 #include "lora/lora.h"
 #include "test.h"
+#include "modelfile/modelfile.h"
 
 /* The directory, the base model and the memory database in it, and the
  * vocabulary the model was made with. */

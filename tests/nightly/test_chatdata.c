@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "lora/lora.h"
 #include "test.h"
+#include "modelfile/modelfile.h"
 
 static char dir[256], vocab[300], data[300], model[300];
 

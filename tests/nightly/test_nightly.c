@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "nightly_fixture.h"
+#include "modelfile/modelfile.h"
 
 static hx_memory *mem;
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "engine/model.h"
-#include "engine/quantize.h"
+#include "modelfile/quantize.h"
 #include "engine/vocab.h"
 
 /* One weight: n_cols importances, or for a 3-D MoE expert tensor n_exp

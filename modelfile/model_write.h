@@ -1,6 +1,6 @@
 /* model_write.h: writes GGUF models with random weights (test models and
  * benchmark models of any size), as llama.cpp lays them out. Part of
- * engine.h, the engine's public API. */
+ * modelfile.h. */
 #ifndef HX_MODEL_WRITE_H
 #define HX_MODEL_WRITE_H
 
@@ -49,7 +49,7 @@ typedef struct hx_mkmodel_params {
      * token_embd) and TYPE one of the single types above. NULL: none. */
     const char *tensor_types;
     /* A small trained qwen3 GGUF whose function the written model computes
-     * at this shape's cost (engine/mkembed.c): its weights in the first
+     * at this shape's cost (modelfile/mkembed.c): its weights in the first
      * rows and columns and layers, zeros elsewhere (a zero layer is the
      * identity), norms rescaled for the wider width, rotary dimensions
      * spread so their frequencies match; its tokenizer padded with unused
@@ -69,10 +69,5 @@ hx_mkmodel_params hx_mkmodel_default_params(void);
  * and the writer's errors otherwise; message in err. */
 int hx_mkmodel_write(const hx_mkmodel_params *p, const char *path,
                      hx_err *err);
-
-/* Writes general.architecture, general.name and the architecture's
- * hyperparameter keys (llama.cpp's names; the expert keys when
- * hp->n_expert > 0) into w. */
-int hx_model_set_hparams(hx_gguf_writer *w, const hx_hparams *hp, const char *name);
 
 #endif /* HX_MODEL_WRITE_H */

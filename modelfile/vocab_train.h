@@ -1,6 +1,6 @@
 /* vocab_train.h: a byte-level BPE trainer (minbpe's RegexTokenizer with the
  * Qwen2 pre-tokenizer) writing a GGUF vocabulary that hx_vocab_load and
- * llama.cpp load and tokenize alike. Part of engine.h. */
+ * llama.cpp load and tokenize alike. Part of modelfile.h. */
 #ifndef HX_VOCAB_TRAIN_H
 #define HX_VOCAB_TRAIN_H
 

@@ -29,7 +29,7 @@
  *   tokens (as converted Qwen files are) whose embedding rows are zero.
  * Quantized small weights are dequantized and requantized to the wide
  * types (Q8_0 to Q8_0 is exact). */
-#include "engine/mkembed_int.h"
+#include "modelfile/mkembed_int.h"
 
 #include <math.h>
 #include <stdio.h>

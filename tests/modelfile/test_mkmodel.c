@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 #include "test.h"
 
 static char tmpdir[256];

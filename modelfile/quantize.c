@@ -1,7 +1,7 @@
 /* quantize.c: hx_quantize_model (quantize.h): picks each tensor's type
  * (llama.cpp-like presets, glob overrides, block fallbacks) and streams the
  * file tensor by tensor through the GGUF writer's fill callback. */
-#include "engine/quantize.h"
+#include "modelfile/quantize.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "engine/ftype_int.h"
+#include "modelfile/ftype_int.h"
 #include "engine/quant.h"
 #include "engine/threadpool.h"
 

@@ -1,7 +1,7 @@
 /* delta.h: model updates by tensor: a delta file holds only the tensors
  * whose content changed between two GGUF files (and the changed bytes of
  * the header), names the exact base it applies to, and rebuilds the new
- * file bit for bit. Part of engine.h. */
+ * file bit for bit. Part of modelfile.h. */
 #ifndef HX_DELTA_H
 #define HX_DELTA_H
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/delta.h"
+#include "modelfile/delta.h"
 #include "engine/gguf.h"
 
 #define DELTA_VERSION 1

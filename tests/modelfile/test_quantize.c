@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 #include "ref/ref.h"
 #include "test.h"
 
@@ -185,7 +186,7 @@ static void test_overrides(void)
 }
 
 /* Every single type of the file-type table is an override's TYPE, each
- * applied as named (the list is the table's, engine/ftype_int.h). */
+ * applied as named (the list is the table's, modelfile/ftype_int.h). */
 static void test_override_every_type(void)
 {
     const char *in = tmp("p8.gguf"), *out = tmp("p8-ov-all.gguf");

@@ -1,15 +1,15 @@
 /* mkmodel.c: random-weight GGUF models (model_write.h): llama.cpp's
  * metadata and tensor names, weights generated block by block in place. */
-#include "engine/model_write.h"
+#include "modelfile/model_write.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/ftype_int.h"
+#include "modelfile/ftype_int.h"
 #include "engine/gguf.h"
-#include "engine/mkembed_int.h"
+#include "modelfile/mkembed_int.h"
 
 /* ---- random numbers: splitmix64, one stream per tensor ---- */
 static uint64_t mix64(uint64_t *x)

@@ -1,7 +1,7 @@
 /* quantize.h: model quantization (hearth quantize): llama.cpp-like type
  * presets, per-tensor overrides, streaming tensor by tensor, and importance
  * matrices collected by running the model over calibration text. Part of
- * engine.h, the engine's public API. */
+ * modelfile.h. */
 #ifndef HX_QUANTIZE_H
 #define HX_QUANTIZE_H
 

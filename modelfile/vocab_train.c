@@ -9,7 +9,7 @@
 
 #include "engine/gguf.h"
 #include "engine/vocab_int.h"
-#include "engine/vocab_train.h"
+#include "modelfile/vocab_train.h"
 
 const char *const hx_bpe_specials[HX_BPE_N_SPECIALS] = {
     "<|endoftext|>", "<tool_call>", "</tool_call>", "<tool_response>",

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 #include "test.h"
 
 static char dir[PATH_MAX], p_old[PATH_MAX + 16], p_new[PATH_MAX + 16], p_delta[PATH_MAX + 16],

@@ -1,4 +1,4 @@
-/* ftype_int.h: engine-internal table of whole-file types (F32 .. Q4_K_M) with
+/* ftype_int.h: modelfile-internal table of whole-file types (F32 .. Q4_K_M) with
  * llama.cpp's LLAMA_FTYPE numbers and the _M mixes' layer rule. */
 #ifndef HX_FTYPE_INT_H
 #define HX_FTYPE_INT_H

@@ -1,12 +1,12 @@
 /* mkembed_int.h: a small trained qwen3 model embedded in a wider, deeper
- * shape (engine/mkembed.c), for hx_mkmodel_write's embed_path. Internal to
- * the engine. */
+ * shape (modelfile/mkembed.c), for hx_mkmodel_write's embed_path. Internal to
+ * modelfile/. */
 #ifndef HX_MKEMBED_INT_H
 #define HX_MKEMBED_INT_H
 
 #include "base/base.h"
 #include "engine/gguf.h"
-#include "engine/model_write.h"
+#include "modelfile/model_write.h"
 
 typedef struct hx_embed hx_embed;
 
