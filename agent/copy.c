@@ -39,9 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 
-/* ---- the JSON value scanner (agent_int.h) ---- */
+/* ---- the JSON value scanner (agent.h) ---- */
 
 static void key_byte(hx_jscan *s, char c)
 {

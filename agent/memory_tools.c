@@ -1,6 +1,6 @@
 /* memory_tools.c: the memory tools the model can call (memory.remember,
  * memory.forget, memory.search), glue between the registry and memory/. */
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 
 #include <string.h>
 

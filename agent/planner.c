@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 
 #define OPEN_TAG "<tool_call>"
 #define CLOSE_TAG "</tool_call>"

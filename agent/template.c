@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 
 static const char *const tpl_names[] = {"", "qwen3", "chatml", "llama3",
                                         "compact", "brief"};

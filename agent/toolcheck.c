@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "engine/engine.h"
 
 int hx_agent_schema_usable(const char *schema_json, hx_err *err)

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "sandbox/sandbox.h"
 
 static void refuse(const hx_gate *g, hx_call_outcome *o)

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 
 typedef struct opts {
     const char *model, *tasks, *log, *dir, *trace, *adapter;

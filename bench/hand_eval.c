@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/handeval.h"
+#include "sim/sim.h"
 
 typedef struct opts {
     const char *model, *dir, *tasks, *world, *category, *ids, *log, *trace;

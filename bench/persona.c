@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 #include "cli/cli.h"
 #include "lora/lora.h"
 

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "agent/agent_int.h"
-#include "nightly/chatdata.h"
+#include "agent/agent.h"
+#include "nightly/nightly.h"
 #include "tests/ref/ref.h"
 #include "tests/test.h"
 

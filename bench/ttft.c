@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "bench/bench.h"
 #include "modelfile/modelfile.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 #include "cli/cli.h"
 
 static void datagen_usage(FILE *f)

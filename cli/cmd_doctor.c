@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "cli/cli.h"
 #include "lora/lora.h"
 #include "sandbox/sandbox.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_int.h"
+#include "nightly/nightly.h"
 #include "cli/cli.h"
 #include "lora/lora.h"
 #include "tools/tools.h"

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "cli/cli.h"
 #include "sandbox/sandbox.h"
 #include "tools/tools.h"

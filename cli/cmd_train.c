@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_int.h"
-#include "nightly/chatdata.h"
+#include "agent/agent.h"
+#include "nightly/nightly.h"
 #include "cli/cli.h"
 #include "engine/engine.h"
 #include "lora/lora.h"

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_int.h"
-#include "nightly/chatdata.h"
+#include "agent/agent.h"
+#include "nightly/nightly.h"
 #include "cli/cli.h"
 #include "modelfile/modelfile.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "nightly/chatdata.h"
 
 /* ---- reading the JSONL ---- */

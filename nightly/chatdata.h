@@ -1,4 +1,4 @@
-/* chatdata.h: internal header of the chat training data (nightly/chatdata.c):
+/* chatdata.h: the chat training data (nightly/chatdata.c), part of nightly.h:
  * JSONL conversations (hearth datagen's format) rendered with the agent's
  * templates, tokenized as the engine source tokenizes prompts, with the
  * assistant-written spans as the loss mask, cached next to the data. */

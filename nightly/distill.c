@@ -12,7 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "nightly/nightly.h"
 #include "lora/lora.h"
 
 cJSON *hx_dg_train_tasks(long n, uint64_t seed, hx_err *err)

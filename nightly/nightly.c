@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "lora/lora.h"
+#include "nightly/nightly.h"
 
 #define MAX_EP_TOKENS 16384 /* ChatML fallback: an episode longer than this is cut */
 /* The mask value of a replay target learned as the base's distribution

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 
 static const char *const cat_names[HX_CAT_COUNT] = {"single", "multi", "none",
                                                     "refusal", "error", "memory"};

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 
 /* ---- worlds opened for runs ---- */
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 
 typedef struct check {
     const cJSON *task, *slots, *expect, *before, *trace;

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 
 int hx_eval_home_take(const char *dir, char *base, size_t n, int *fd, hx_err *err)
 {

@@ -1,11 +1,12 @@
 /* handeval.h: the hand-written agent evaluation (bench/handeval/): worlds
  * written by hand opened for runs, and the checker of a run's calls, final
  * state and answer against the outcome written by hand for each request.
- * Independent of the generator's checker (sim/evalcheck.c). Not public. */
+ * Independent of the generator's checker (sim/evalcheck.c). Part of
+ * sim.h. */
 #ifndef HX_HANDEVAL_H
 #define HX_HANDEVAL_H
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 
 /* ---- facts in text (sim/handfacts.c) ----
  * Text is folded first (hx_he_fold): lower case, accents off, typographic

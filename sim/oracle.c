@@ -4,7 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 
 typedef struct oracle {
     const cJSON *task;

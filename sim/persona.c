@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 
 /* Colleagues, what the user calls them, the company and the room: plain
  * names and words (a small model's vocabulary spells them in a few

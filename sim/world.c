@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 
 /* ---- random numbers (splitmix64) ---- */
 void hx_rng_seed(hx_rng *r, uint64_t seed, uint64_t stream)

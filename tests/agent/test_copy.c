@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "test.h"
 
 #define BONUS 6.0f

@@ -2,7 +2,7 @@
  * a run of one, two or three tokens repeated `times` times is not
  * repeated once more; shorter repeats, broken runs and too short
  * histories ban nothing. */
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "test.h"
 
 static void test_one_token(void)

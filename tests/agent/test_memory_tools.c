@@ -2,7 +2,7 @@
  * registration, schemas, remember (with consolidation), search, forget. */
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "test.h"
 
 static char tmpdir[256];

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "test.h"
 
 static const hx_tool_spec TOOLS[] = {

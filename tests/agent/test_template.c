@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "test.h"
 
 static const char *tools_json =

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "cli/cli.h"
 #include "engine/engine.h"
 #include "modelfile/modelfile.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "nightly/chatdata.h"
 #include "modelfile/modelfile.h"
 

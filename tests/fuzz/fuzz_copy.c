@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

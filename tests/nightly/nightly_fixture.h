@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "lora/lora.h"
+#include "nightly/nightly.h"
 #include "test.h"
 #include "modelfile/modelfile.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "agent/agent.h"
 #include "nightly/chatdata.h"
 #include "cli/cli.h"
 #include "lora/lora.h"

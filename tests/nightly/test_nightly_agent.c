@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "nightly/nightly.h"
 #include "lora/lora.h"
 #include "test.h"
 

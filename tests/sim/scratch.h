@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 
 static char g_scratch[64];
 

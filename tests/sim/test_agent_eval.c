@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 #include "test.h"
 
 static char g_dir[64];

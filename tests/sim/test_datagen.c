@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 #include "cli/cli.h"
 #include "scratch.h"
 #include "test.h"

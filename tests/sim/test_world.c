@@ -8,7 +8,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "agent/agent_int.h"
+#include "sim/sim.h"
 #include "scratch.h"
 #include "test.h"
 

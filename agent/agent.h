@@ -1,0 +1,400 @@
+/* agent.h: the agent's public API: chat templates, token sources (the
+ * engine's, with the tool-call grammar and the copy stage), the planner
+ * loop and its tool calls under the policy, the memory tools. The agent
+ * uses engine, tools, memory and sandbox. */
+#ifndef HX_AGENT_H
+#define HX_AGENT_H
+
+#include <cjson/cJSON.h>
+
+#include "engine/engine.h"
+#include "memory/memory.h"
+#include "tools/tools.h"
+
+#include "agent/gate.h"
+
+/* Registers memory.remember, memory.forget and memory.search into reg,
+ * acting on mem (borrowed: it must outlive the registry's use of them).
+ * Fails, leaving the tools registered so far, if a name is taken. */
+int hx_agent_register_memory_tools(hx_tools *reg, hx_memory *mem, hx_err *err);
+
+
+/* ---- chat templates (agent/template.c) ----
+ * Messages are an OpenAI-shaped JSON array: {"role": "system"|"user"|
+ * "assistant"|"tool", "content": "...", "tool_calls": [{"type":
+ * "function", "function": {"name", "arguments": {...}}}]}; tools are
+ * hx_tools_list_json's shape. Renderers are plain C, written to produce
+ * byte for byte what the model's own Jinja template produces. */
+enum {
+    HX_TPL_QWEN3 = 1,   /* Qwen3: ChatML, <tools>, <tool_call>, <think> */
+    HX_TPL_CHATML = 2,  /* Qwen2.5 / Hermes ChatML with <tools> */
+    HX_TPL_LLAMA3 = 3,  /* Llama 3.1 headers, tools in the first user turn */
+    HX_TPL_COMPACT = 4, /* plain "User:"/"Assistant:" lines, one line per
+                           tool: for small models without chat tokens */
+    HX_TPL_BRIEF = 5,   /* compact with each tool's line its name and
+                           argument names only: a model trained from
+                           scratch on one tool set learns the rest from
+                           the calls, and the prompt is 417 tokens
+                           shorter (668 -> 251 on hearth-tiny's vocabulary) */
+};
+/* Whether family is the compact style or its brief variant (everything
+ * but the tool lines is the same). */
+int hx_tpl_compact(int family);
+const char *hx_tpl_name(int family);     /* "qwen3", ...; static */
+int hx_tpl_parse_name(const char *name); /* -1 if unknown */
+/* The family for a model: the GGUF key hearth.prompt_style if set, else
+ * from tokenizer.chat_template and the token set. g, v may be NULL. */
+int hx_tpl_detect(const hx_gguf *g, const hx_vocab *v);
+/* Whether the model declares its style (hearth.prompt_style): it was
+ * trained on that format, so it needs none of the crutches given to
+ * models that only fall back to the compact style (compact_json). */
+int hx_tpl_declared(const hx_gguf *g);
+
+typedef struct hx_tpl_opts {
+    int add_generation_prompt; /* default 1 */
+    int no_think;              /* Qwen3 enable_thinking=false; default 0 */
+    const char *date;          /* Llama 3.1 "Today Date", NULL: the
+                                  template's default "26 Jul 2024" */
+} hx_tpl_opts;
+hx_tpl_opts hx_tpl_default_opts(void);
+/* Appends the prompt to out. tools may be NULL. o NULL: defaults. */
+int hx_tpl_render(int family, const cJSON *messages, const cJSON *tools,
+                  const hx_tpl_opts *o, hx_buf *out);
+/* Where a rendered prompt's template wrote its own text (its role
+ * markers, tags and fixed instructions): byte ranges of out, ascending.
+ * Only there may the prompt's tokenization read special tokens
+ * (hx_tokenize_marked); a mail, a tool's result, a memory, a tool's
+ * description and the user's own words are plain text wherever they spell
+ * "<|im_start|>" or "</tool_response>". Zero it to start; free the ranges
+ * with hx_tpl_marks_free. */
+typedef struct hx_tpl_marks {
+    hx_span *s;
+    int n, cap;
+    int oom;
+} hx_tpl_marks;
+void hx_tpl_marks_free(hx_tpl_marks *m); /* leaves it zeroed */
+/* hx_tpl_render, appending to marks (if not NULL) the ranges of out its
+ * template wrote. */
+int hx_tpl_render_marked(int family, const cJSON *messages, const cJSON *tools,
+                         const hx_tpl_opts *o, hx_buf *out, hx_tpl_marks *marks);
+/* JSON as Python's json.dumps writes it (", " and ": ", non-ASCII kept;
+ * indent > 0: "," and newlines), which is what the templates' tojson
+ * gives. Appends to out. */
+int hx_json_py(const cJSON *j, int indent, hx_buf *out);
+
+/* ---- token sources (agent/source.c): what writes the assistant's turns.
+ * The planner drives any source through this table: the engine (a model,
+ * its KV cache and the tool-call grammar) or, in tests, a scripted test
+ * double. Versioned: fields are only added at the end. ---- */
+#define HX_SOURCE_API 5
+enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2 };
+typedef struct hx_source {
+    int api_version;
+    const char *name; /* static, for messages */
+    void *ctx;        /* owned by the source; freed by free */
+    /* Starts an assistant turn after the whole rendered prompt; choice is
+     * HX_CHOICE_*: free text with a lazy tool-call grammar, a call forced,
+     * or no tool call at all. *n_prompt gets the prompt's token count. */
+    int (*begin)(void *ctx, const char *prompt, int choice, int *n_prompt,
+                 hx_err *err);
+    /* Appends the next token's text to piece; *end = 1 (nothing appended)
+     * when the turn is over. */
+    int (*next)(void *ctx, hx_buf *piece, int *end, hx_err *err);
+    /* Optional: token count of text (memory recall's budget). */
+    int (*count)(void *ctx, const char *text);
+    void (*free)(void *ctx);
+    /* Optional: the conversation's text that call arguments are copied
+     * from (the user's and tools' messages and the recalled memories),
+     * for the next turns; see
+     * hx_copy_stage_new. Copied; HX_OK or HX_ERR_NOMEM. */
+    int (*set_copy_text)(void *ctx, const char *text);
+    /* Optional (version 2): mends the string arguments of a call the
+     * model wrote (hx_copy_repair, when the source copies); how many. */
+    int (*repair_args)(void *ctx, cJSON *args);
+    /* Optional (version 3): the addresses the user knows, one a line
+     * (hx_tools_known_addresses), that a call's address value may be
+     * completed to (hx_copy_stage_new). Copied; HX_OK or HX_ERR_NOMEM. */
+    int (*set_known_addresses)(void *ctx, const char *list);
+    /* Optional (version 4): the user's latest message, whose addresses a
+     * call's address value copies first (hx_copy_stage_new). Copied;
+     * HX_OK or HX_ERR_NOMEM. */
+    int (*set_request)(void *ctx, const char *text);
+    /* Optional (version 5): begin, with the ranges of prompt its template
+     * wrote (hx_tpl_marks): special tokens are read there only, the rest
+     * is plain text. The planner begins its turns so where the source
+     * offers it; begin takes the whole prompt as its caller's own. */
+    int (*begin_marked)(void *ctx, const char *prompt, const hx_tpl_marks *marks,
+                        int choice, int *n_prompt, hx_err *err);
+} hx_source;
+void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
+
+typedef struct hx_engine_source_params {
+    hx_sampler_params sp; /* default: hx_sampler_default_params, temp 0 */
+    int n_ctx;            /* 0: min(n_ctx_train, 4096) */
+    int n_threads;        /* 0: all cores */
+    int compact_json;     /* 1: for small models: no whitespace inside
+                             calls, strings of at most 40 characters,
+                             numbers from a few round values (calls still
+                             valid against the real schemas); default 0 */
+    int call_style;       /* HX_CALLS_TAGGED (<tool_call>, default) or
+                             HX_CALLS_LLAMA (Llama 3.1's bare JSON call);
+                             see hx_agent_call_style */
+    int line_turn;        /* 1: a turn is one line: calls end it, or the
+                             newline after them (the compact prompt
+                             style); default 0 */
+    int max_calls;        /* most calls in one turn; 0: HX_AGENT_MAX_CALLS,
+                             or 1 with compact_json (small models call
+                             until the budget ends) */
+    int plain_decode;     /* 1: one token per forward pass (no batched
+                             forced runs, no drafts); for comparisons.
+                             The output is the same; default 0 */
+    /* Memory and latency (issue 9); all 0 by default. */
+    int kv_q8;            /* 1: 8-bit KV cache */
+    size_t max_bytes;     /* weights + KV + scratch (--max-memory); 0: none */
+    int prefill_slice;    /* tokens per prefill pass, the cancel check
+                             between passes; 0: 64 */
+    int (*cancelled)(void *user); /* nonzero: stop the prefill (Ctrl-C) */
+    void *cancel_user;
+    int prefix_cache;     /* 1: the system message's KV (system text and
+                             tool list) is loaded from and saved to disk */
+    const char *prefix_dir; /* NULL: $XDG_CACHE_HOME/hearth/prefix */
+    size_t prefix_max_bytes; /* bound on that directory; 0: 1 GiB */
+    hx_adapter *const *adapters; /* LoRA adapters attached to the context
+                              (borrowed: must outlive the source) */
+    const float *adapter_scales;
+    int n_adapters;
+    float copy_bias;      /* logit bonus of tokens that copy an argument
+                             value from the conversation (hx_copy_stage_new);
+                             0: none; < 0 (default): hx_engine_source_style
+                             decides (HX_COPY_BIAS in the compact style) */
+    hx_spec_memo *spec_memo; /* the model's earlier output for drafts
+                             (engine/spec.h), shared with other sources
+                             (borrowed: must outlive the source); NULL: the
+                             source's decoder keeps its own. Not used with
+                             plain_decode */
+} hx_engine_source_params;
+/* The loop guard (agent/source.c) in the compact style: when the last
+ * period * times tokens of hist[0, n) (oldest first) are one run of
+ * `period` tokens repeated `times` times, the token that would repeat it
+ * once more (hist[n - period]), to be masked; else -1. */
+int32_t hx_repeat_ban(const int32_t *hist, int n, int period, int times);
+/* The copy bias of the compact prompt style (small models such as
+ * hearth-tiny) unless the caller sets one: chosen on generated tasks apart
+ * from the held-out evaluation's. */
+/* A JSON scanner over the bytes of a tool call ({"name": ..., "arguments":
+ * {...}}, from its '{'), just enough to know whether a byte is inside a
+ * string value of the arguments (depth >= 2: a member's value or an array
+ * item) and under which key (agent/copy.c). Zero it to start. */
+#define HX_JSCAN_DEPTH 16
+#define HX_JSCAN_KEY 12
+typedef struct hx_jscan {
+    int depth;
+    char stack[HX_JSCAN_DEPTH]; /* '{' or '[' of each open container */
+    int colon;                  /* a ':' since the last '{' or ',' */
+    int in_str, esc, is_val;
+    char key[HX_JSCAN_KEY];     /* the last key of the arguments (cut: "") */
+    int key_len;                /* bytes of the key being read; -1: too long */
+} hx_jscan;
+/* What byte c was: the opening quote of such a value, a byte inside it
+ * (escapes included), its closing quote, or anything else. */
+enum { HX_JSCAN_OTHER, HX_JSCAN_OPEN, HX_JSCAN_BYTE, HX_JSCAN_CLOSE };
+int hx_jscan_byte(hx_jscan *s, char c);
+
+#define HX_COPY_BIAS 6.0f
+/* A sampler stage (agent/copy.c) for calls: inside a string value of a
+ * call's arguments, while the value so far occurs in text from a word's
+ * start, the tokens ranked within bonus of the best that keep it a copy
+ * (or close it at a word's end) get bonus added. Values of "to", "cc",
+ * "bcc" and "attendees" are whole addresses found in text: tokens leaving
+ * every one are masked (unless none would be left), and when request (the
+ * user's latest message, or NULL) names some of them, only tokens copying
+ * those get the bonus until the call has them; no address is written
+ * twice in a call. With none in text, such a value that spells the
+ * first part of one of known's addresses (one a line, or NULL) is held to
+ * those it begins. Outside calls (the answer), once the text written has
+ * copied a JSON string value of text (after '": "') from its start
+ * through a whole word and stops inside a word the value goes on with,
+ * the tokens within bonus of the best that finish the word get bonus;
+ * and once it has copied a value whole, an item it begins after a comma,
+ * colon or "and" that names a value under the same key is held to the
+ * next such value in text (not a cancelled event's), and a number after
+ * an item so named to that item's date or time of day (a list walked in
+ * the result's order). *in_call (borrowed, kept by an earlier stage) is
+ * non-zero while a call
+ * is written. The stage owns copies of text and known; HX_OK or
+ * HX_ERR_NOMEM. */
+int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
+                      const char *known, float bonus, const int *in_call,
+                      hx_sampler_stage *out);
+/* Mends the string values of a call's arguments with one word broken off
+ * a copy from text: a small model copying "Moving day workshop" that
+ * wrote "Pleaseing day workshop" (its first word from elsewhere, the rest
+ * copied from the middle of "Moving") gets the word the rest was copied
+ * from, when the text gives exactly one; so does "Code ze sync" for "Code
+ * freeze sync" (the words before the broken one copied up to it, here a
+ * broken last word too). A value shaped like an address
+ * that is none of the text's ("emailmada@stycho.org" in a search's
+ * "from") becomes the text's one address with its domain, if one. Values
+ * that are copies already, composed ones ("body") and address values
+ * ("to", "cc", "bcc": held to the text's while written) are left alone.
+ * Returns how many values were mended. */
+int hx_copy_repair(const char *text, cJSON *args);
+/* The most tool calls the planner runs from one turn (the grammar allows
+ * no more). */
+#define HX_AGENT_MAX_CALLS 8
+/* The tool-call style (HX_CALLS_*) of a template family (HX_TPL_*). */
+int hx_agent_call_style(int family);
+hx_engine_source_params hx_engine_source_default_params(void);
+/* A source over model m (borrowed; must outlive the source) whose sampler's
+ * first stage is the tool-call grammar for the given tools (names and
+ * argument schemas, copied). Keeps the KV cache between turns and reuses
+ * its longest common prefix with the next prompt. */
+/* Sets what the prompt family asks of the source: the call style, one-line
+ * turns for the compact style, and for a model that only falls back to it
+ * (hx_tpl_declared false) compact_json, a repeat penalty (small models loop
+ * on digits; unless sp already has one) and an 8192 context (cheap KV, long
+ * prompts in a small vocabulary). */
+void hx_engine_source_style(hx_engine_source_params *ep, int family, const hx_model *m);
+int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
+                         const hx_engine_source_params *p, hx_source *out,
+                         hx_err *err);
+/* Switches an engine source's LoRA adapters between requests without
+ * reloading the model: ads[0..n) with their scales (borrowed: they must
+ * outlive the source or the next switch; n = 0: none). What the source
+ * kept from earlier turns (the KV rows, its token cache, the drafts'
+ * state) was computed under the old set and is dropped: the next request
+ * prefills anew, or from a prefix cache on disk made under the new set.
+ * Errors: hx_ctx_set_adapters's (the set is unchanged then);
+ * HX_ERR_INVALID for a source that is not an engine source. */
+int hx_engine_source_set_adapters(hx_source *s, hx_adapter *const *ads,
+                                  const float *scales, int n, hx_err *err);
+/* What an engine source's turns generated: tokens (end-of-turn tokens
+ * included), the seconds spent producing them (prefill excluded), those
+ * of the turns that called a tool, and the speculative decoder's counters
+ * (forward passes, forced, drafts). */
+typedef struct hx_gen_stats {
+    int64_t tokens;
+    double seconds;
+    int64_t call_tokens;
+    double call_seconds;
+    hx_spec_stats spec;
+} hx_gen_stats;
+/* Adds s's counters since it was made to *acc (once per source, when its
+ * work is done); a source that is not an engine source (the oracle) adds
+ * nothing. */
+void hx_engine_source_add_stats(hx_source *s, hx_gen_stats *acc);
+/* The prompt's tokens exactly as the engine source feeds them to the model
+ * (special tokens parsed, BOS if the vocabulary asks for it): *out is
+ * malloc'd (caller frees); returns the count, or -rc with err set. Chat
+ * training data (nightly/chatdata.c) tokenizes with it too. */
+int hx_source_tokenize(const hx_vocab *v, const char *prompt, int32_t **out,
+                       hx_err *err);
+/* The same with special tokens read only inside marks (a rendered
+ * prompt's, hx_tpl_render_marked); marks NULL: anywhere, as
+ * hx_source_tokenize. */
+int hx_source_tokenize_marked(const hx_vocab *v, const char *prompt,
+                              const hx_tpl_marks *marks, int32_t **out, hx_err *err);
+
+/* ---- the planner loop (agent/planner.c) ---- */
+typedef struct hx_planner_params {
+    int max_steps;      /* model turns per request; default 8 */
+    int max_tokens;     /* generated tokens per request; default 1024 */
+    double timeout_s;   /* wall clock per request; default 300 */
+    int family;         /* HX_TPL_*; default HX_TPL_QWEN3 */
+    int tool_choice;    /* HX_CHOICE_* of the first turn; later turns are
+                           AUTO (REQUIRED) or NONE; default AUTO */
+    const char *system; /* system text; NULL: a short default */
+    const char *model;  /* model identity recorded in episodes */
+    int no_think;       /* Qwen3: empty think block; default 1 */
+    int recall_budget;  /* tokens of recalled memories; 0: none; 256 */
+    const char *tools;  /* offered tools: comma-separated names or
+                           "prefix.*"; NULL: all registered */
+} hx_planner_params;
+/* Whether filter (as hx_planner_params.tools) offers the tool name. */
+int hx_agent_tool_offered(const char *filter, const char *name);
+hx_planner_params hx_planner_default_params(void);
+
+/* What the planner tells its caller as it goes (all optional). */
+typedef struct hx_planner_io {
+    void *user;
+    void (*on_text)(void *user, const char *s, size_t n); /* answer text */
+    void (*on_call)(void *user, const char *name, const char *args_json);
+    /* status: "ok", "error", "refused", "malformed"; detail: the result
+     * or the message fed back */
+    void (*on_result)(void *user, const char *name, const char *status,
+                      const char *detail);
+    int (*cancelled)(void *user); /* checked between tokens */
+} hx_planner_io;
+
+/* The parts a planner uses, all borrowed (must outlive it). x, audit, mem
+ * may be NULL. consent says how "ask" verdicts are answered. */
+typedef struct hx_planner_deps {
+    hx_source *src;
+    hx_tools *reg;
+    const hx_extools *x;
+    struct hx_policy *policy;
+    struct hx_audit *audit;
+    hx_memory *mem;
+    const struct hx_consent *consent;
+} hx_planner_deps;
+
+/* ---- one tool call (agent/toolrun.c): the planner's calls and `hearth
+ * tools call` go through the same policy, consent and audit trail ---- */
+typedef struct hx_call_outcome {
+    const char *status;   /* "ok", "error", "refused", "malformed" (static) */
+    const char *decision; /* "allow", "ask", "deny", "" (static) */
+    const char *by;       /* who decided (static; see hx_policy_resolve) */
+    int confirmed;        /* the policy asked and the answer was yes */
+    int rc;               /* HX_OK, HX_ERR_DENIED when refused, or the
+                             tool's error code */
+    int untrusted;        /* the result or the error holds untrusted
+                             content (hx_call_trust): it taints */
+    cJSON *result;        /* the tool's result when ok (owned) */
+    char detail[600];     /* the error or refusal, for the model and audit */
+} hx_call_outcome;
+/* Decides name(args) under d's policy and consent, tainted saying whether
+ * untrusted content is in the conversation (the taint rule), and runs it
+ * if allowed; o (zeroed by the caller) gets how it went. args_json is
+ * args as the question and the audit show them. d->src is not used. */
+void hx_agent_call(const hx_planner_deps *d, const char *name, const cJSON *args,
+                   const char *args_json, int tainted, hx_call_outcome *o);
+/* The call's audit records: one line in d->audit (the JSON-lines log) and
+ * one row in d->mem's audit table, where each is open (may be NULL). */
+void hx_agent_audit(const hx_planner_deps *d, const char *name, const char *args_json,
+                    const hx_call_outcome *o);
+
+typedef struct hx_planner hx_planner;
+hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p);
+void hx_planner_free(hx_planner *pl); /* NULL is a no-op */
+/* Runs one request to a plain-text answer or a limit, keeping the
+ * conversation for the next request (chat). *trace (caller frees with
+ * cJSON_Delete; may be NULL on out of memory) holds {"request", "answer",
+ * "status" ("answered", "step limit", "token budget", "time budget",
+ * "cancelled", "error"), "outcome", "steps", "tokens", "prompt_tokens",
+ * "seconds", "calls": [...], "not_run": [...], "messages": [...],
+ * "episode"}. "calls" are the calls run, refused or malformed; "not_run"
+ * those a limit stopped before they ran, never sent to a tool: {"name",
+ * "arguments"} of a complete one, or "text" of one cut mid-way, with
+ * "reason" ("cut", "not started") and "limit" (the status). Returns HX_OK
+ * when answered, HX_ERR_RANGE (steps, tokens), HX_ERR_TIMEOUT,
+ * HX_ERR_CANCELLED, or the source's error; err holds the message. */
+int hx_planner_run(hx_planner *pl, const char *request,
+                   const hx_planner_io *io, cJSON **trace, hx_err *err);
+/* Forgets the last request and everything after it; 0 if there was none.
+ * Its episode stays in memory, marked rejected (never trained on). */
+int hx_planner_undo(hx_planner *pl);
+/* The conversation so far (borrowed). */
+const cJSON *hx_planner_messages(const hx_planner *pl);
+
+/* HX_OK if the grammar can enforce the schema (JSON text; NULL = any
+ * object); otherwise the compiler's error naming the keyword and path. */
+int hx_agent_schema_usable(const char *schema_json, hx_err *err);
+/* The specs (names and schemas borrowed from reg) of the tools that filter
+ * offers (as hx_planner_params.tools; NULL: all) and whose schemas the
+ * grammar can use; each tool left out for its schema is named on warn
+ * (NULL: silently). *out is malloc'd with one spare entry (caller frees,
+ * also on failure); returns the count, or -1 on out of memory. */
+int hx_agent_tool_specs(const hx_tools *reg, const char *filter, FILE *warn,
+                        hx_tool_spec **out);
+
+#endif /* HX_AGENT_H */
