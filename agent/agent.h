@@ -128,7 +128,7 @@ typedef struct hx_source {
 } hx_source;
 void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
 
-typedef struct hx_engine_source_params {
+typedef struct hx_source_engine_params {
     hx_sampler_params sp; /* default: hx_sampler_default_params, temp 0 */
     int n_ctx;            /* 0: min(n_ctx_train, 4096) */
     int n_threads;        /* 0: all cores */
@@ -165,14 +165,14 @@ typedef struct hx_engine_source_params {
     int n_adapters;
     float copy_bias;      /* logit bonus of tokens that copy an argument
                              value from the conversation (hx_copy_stage_new);
-                             0: none; < 0 (default): hx_engine_source_style
+                             0: none; < 0 (default): hx_source_engine_style
                              decides (HX_COPY_BIAS in the compact style) */
     hx_spec_memo *spec_memo; /* the model's earlier output for drafts
                              (engine/spec.h), shared with other sources
                              (borrowed: must outlive the source); NULL: the
                              source's decoder keeps its own. Not used with
                              plain_decode */
-} hx_engine_source_params;
+} hx_source_engine_params;
 /* The loop guard (agent/source.c) in the compact style: when the last
  * period * times tokens of hist[0, n) (oldest first) are one run of
  * `period` tokens repeated `times` times, the token that would repeat it
@@ -244,7 +244,7 @@ int hx_copy_repair(const char *text, cJSON *args);
 #define HX_AGENT_MAX_CALLS 8
 /* The tool-call style (HX_CALLS_*) of a template family (HX_TPL_*). */
 int hx_agent_call_style(int family);
-hx_engine_source_params hx_engine_source_default_params(void);
+hx_source_engine_params hx_source_engine_default_params(void);
 /* A source over model m (borrowed; must outlive the source) whose sampler's
  * first stage is the tool-call grammar for the given tools (names and
  * argument schemas, copied). Keeps the KV cache between turns and reuses
@@ -254,9 +254,9 @@ hx_engine_source_params hx_engine_source_default_params(void);
  * (hx_tpl_declared false) compact_json, a repeat penalty (small models loop
  * on digits; unless sp already has one) and an 8192 context (cheap KV, long
  * prompts in a small vocabulary). */
-void hx_engine_source_style(hx_engine_source_params *ep, int family, const hx_model *m);
-int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
-                         const hx_engine_source_params *p, hx_source *out,
+void hx_source_engine_style(hx_source_engine_params *ep, int family, const hx_model *m);
+int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
+                         const hx_source_engine_params *p, hx_source *out,
                          hx_err *err);
 /* Switches an engine source's LoRA adapters between requests without
  * reloading the model: ads[0..n) with their scales (borrowed: they must
@@ -266,7 +266,7 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
  * prefills anew, or from a prefix cache on disk made under the new set.
  * Errors: hx_ctx_set_adapters's (the set is unchanged then);
  * HX_ERR_INVALID for a source that is not an engine source. */
-int hx_engine_source_set_adapters(hx_source *s, hx_adapter *const *ads,
+int hx_source_engine_set_adapters(hx_source *s, hx_adapter *const *ads,
                                   const float *scales, int n, hx_err *err);
 /* What an engine source's turns generated: tokens (end-of-turn tokens
  * included), the seconds spent producing them (prefill excluded), those
@@ -282,7 +282,7 @@ typedef struct hx_gen_stats {
 /* Adds s's counters since it was made to *acc (once per source, when its
  * work is done); a source that is not an engine source (the oracle) adds
  * nothing. */
-void hx_engine_source_add_stats(hx_source *s, hx_gen_stats *acc);
+void hx_source_engine_add_stats(hx_source *s, hx_gen_stats *acc);
 /* The prompt's tokens exactly as the engine source feeds them to the model
  * (special tokens parsed, BOS if the vocabulary asks for it): *out is
  * malloc'd (caller frees); returns the count, or -rc with err set. Chat

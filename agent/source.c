@@ -57,7 +57,7 @@ void hx_source_free(hx_source *s)
     if (s) s->ctx = NULL;
 }
 
-void hx_engine_source_style(hx_engine_source_params *ep, int family, const hx_model *m)
+void hx_source_engine_style(hx_source_engine_params *ep, int family, const hx_model *m)
 {
     ep->call_style = hx_agent_call_style(family);
     ep->line_turn = hx_tpl_compact(family);
@@ -67,9 +67,9 @@ void hx_engine_source_style(hx_engine_source_params *ep, int family, const hx_mo
     if (ep->copy_bias < 0) ep->copy_bias = ep->line_turn ? HX_COPY_BIAS : 0;
 }
 
-hx_engine_source_params hx_engine_source_default_params(void)
+hx_source_engine_params hx_source_engine_default_params(void)
 {
-    hx_engine_source_params p;
+    hx_source_engine_params p;
     memset(&p, 0, sizeof p);
     p.sp = hx_sampler_default_params();
     p.sp.temp = 0;
@@ -585,7 +585,7 @@ static int copy_specs(eng_src *e, const hx_tool_spec *tools, int n)
 /* Tokens go through the model in batches where the grammar forces them,
  * and drafts from the context are verified in one pass; the output is
  * that of one token per pass (engine/spec.h). plain_decode: one per pass. */
-static hx_spec *new_spec(eng_src *e, const hx_engine_source_params *p)
+static hx_spec *new_spec(eng_src *e, const hx_source_engine_params *p)
 {
     hx_spec_params sp = hx_spec_default_params();
     if (p->plain_decode) sp.max_batch = 1;
@@ -594,11 +594,11 @@ static hx_spec *new_spec(eng_src *e, const hx_engine_source_params *p)
     return s;
 }
 
-int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
-                         const hx_engine_source_params *p, hx_source *out,
+int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
+                         const hx_source_engine_params *p, hx_source *out,
                          hx_err *err)
 {
-    hx_engine_source_params d = hx_engine_source_default_params();
+    hx_source_engine_params d = hx_source_engine_default_params();
     if (!p) p = &d;
     memset(out, 0, sizeof *out);
     if (!hx_model_vocab(m))
@@ -650,7 +650,7 @@ int hx_engine_source_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     return HX_OK;
 }
 
-void hx_engine_source_add_stats(hx_source *s, hx_gen_stats *acc)
+void hx_source_engine_add_stats(hx_source *s, hx_gen_stats *acc)
 {
     if (!s || s->begin != eng_begin || !s->ctx) return;
     eng_src *e = s->ctx;
@@ -668,7 +668,7 @@ void hx_engine_source_add_stats(hx_source *s, hx_gen_stats *acc)
     acc->spec.pass_seconds += st.pass_seconds;
 }
 
-int hx_engine_source_set_adapters(hx_source *s, hx_adapter *const *ads,
+int hx_source_engine_set_adapters(hx_source *s, hx_adapter *const *ads,
                                   const float *scales, int n, hx_err *err)
 {
     if (!s || s->begin != eng_begin || !s->ctx)

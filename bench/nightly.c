@@ -72,7 +72,7 @@ int main(int argc, char **argv)
     char *args[] = {"nightly", "--force", "-m", argv[1], "--steps", (char *)steps,
                     "--eval-tasks", "0", "-t", (char *)threads, NULL};
     const double l0 = bench_load1(), t0 = hx_time_mono(), c0 = bench_cpu_seconds();
-    const int ex = cli_nightly_run(10, args, "nightly", 1);
+    const int ex = hx_cli_nightly_run(10, args, "nightly", 1);
     const double wall = hx_time_mono() - t0, cpu = bench_cpu_seconds() - c0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);

@@ -49,7 +49,7 @@ typedef struct gate_line {
 static int percent(const char *v, int *out)
 {
     long x;
-    if (cli_parse_long(v, 0, 100, &x)) return 0;
+    if (hx_cli_parse_long(v, 0, 100, &x)) return 0;
     *out = (int)x;
     return 1;
 }

@@ -74,8 +74,8 @@ static void gemm_table(const hx_train_config *c, int n, int nth)
     printf("products (m x n x k), GFLOP/s, best of 3:\n");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const int m = shapes[i][0], nn = shapes[i][1], k = shapes[i][2], ta = shapes[i][3];
-        const double f = time_gemm(tr_gemm_ex, tp, m, nn, k, ta, a, b, o);
-        const double h = time_gemm(tr_gemm_bf16, tp, m, nn, k, ta, a, b, o);
+        const double f = time_gemm(hx_tr_gemm_ex, tp, m, nn, k, ta, a, b, o);
+        const double h = time_gemm(hx_tr_gemm_bf16, tp, m, nn, k, ta, a, b, o);
         const double fl = 2.0 * m * nn * k / 1e9;
         printf("  %5d x %4d x %5d%s  F32 %6.1f  bf16 %6.1f  ratio %.2f\n", m, nn, k,
                ta ? " (A^T)" : "      ", fl / f, h > 0 ? fl / h : 0.0, h > 0 ? f / h : 0.0);

@@ -141,13 +141,13 @@ static char *render(const toolset *t, const char *request)
 static int new_source(hx_model *m, const toolset *t, const opts *o, int prefix,
                       hx_source *src)
 {
-    hx_engine_source_params ep = hx_engine_source_default_params();
+    hx_source_engine_params ep = hx_source_engine_default_params();
     ep.n_ctx = 8192;
     ep.n_threads = o->threads;
     ep.kv_q8 = o->kv_q8;
     ep.prefix_cache = prefix;
     hx_err err = {0};
-    int rc = hx_engine_source_new(m, t->specs, t->n, &ep, src, &err);
+    int rc = hx_source_engine_new(m, t->specs, t->n, &ep, src, &err);
     if (rc) fprintf(stderr, "ttft: source: %s\n", err.msg);
     return rc;
 }

@@ -13,7 +13,7 @@
 #include "base/base.h"
 #include "tools/tools.h"
 
-int cli_exit_code(int rc)
+int hx_cli_exit_code(int rc)
 {
     switch (rc) {
     case HX_OK: return HX_EXIT_OK;
@@ -29,7 +29,7 @@ int cli_exit_code(int rc)
 
 static int file_exists(const char *p) { return p && access(p, R_OK) == 0; }
 
-const char *cli_self_path(char *buf, size_t n)
+const char *hx_cli_self_path(char *buf, size_t n)
 {
     ssize_t len = n > 1 ? readlink("/proc/self/exe", buf, n - 1) : -1;
     if (len <= 0) return "hearth";
@@ -37,7 +37,7 @@ const char *cli_self_path(char *buf, size_t n)
     return buf;
 }
 
-const char *cli_default_model(char *buf, size_t n)
+const char *hx_cli_default_model(char *buf, size_t n)
 {
     static const char *const beside[] = {"../share/hearth/hearth-tiny.gguf",
                                           "../" CLI_DEFAULT_MODEL, "../../" CLI_DEFAULT_MODEL};
@@ -45,7 +45,7 @@ const char *cli_default_model(char *buf, size_t n)
     if (env) return *env && file_exists(env) ? env : NULL;
     if (file_exists(CLI_DEFAULT_MODEL)) return CLI_DEFAULT_MODEL;
     char exe[4096];
-    char *slash = strrchr(cli_self_path(exe, sizeof exe), '/');
+    char *slash = strrchr(hx_cli_self_path(exe, sizeof exe), '/');
     if (!slash) return NULL;
     *slash = 0;
     for (size_t i = 0; i < sizeof beside / sizeof *beside; i++) {
@@ -55,21 +55,21 @@ const char *cli_default_model(char *buf, size_t n)
     return NULL;
 }
 
-int cli_wants_help(int argc, char **argv)
+int hx_cli_wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
     return 0;
 }
 
-int cli_bad_word(const char *verb, const char *what, const char *word)
+int hx_cli_bad_word(const char *verb, const char *what, const char *word)
 {
     fprintf(stderr, "hearth %s: unknown %s '%s' (see 'hearth %s --help')\n", verb, what,
             word ? word : "", verb);
     return HX_EXIT_USAGE;
 }
 
-int cli_json_out(cJSON *j)
+int hx_cli_json_out(cJSON *j)
 {
     char *s = j ? cJSON_Print(j) : NULL;
     cJSON_Delete(j);
@@ -82,7 +82,7 @@ int cli_json_out(cJSON *j)
     return HX_EXIT_OK;
 }
 
-int cli_parse_size(const char *s, size_t *out)
+int hx_cli_parse_size(const char *s, size_t *out)
 {
     char *end;
     errno = 0;
@@ -103,7 +103,7 @@ int cli_parse_size(const char *s, size_t *out)
     return 0;
 }
 
-int cli_parse_long(const char *s, long lo, long hi, long *out)
+int hx_cli_parse_long(const char *s, long lo, long hi, long *out)
 {
     char *end;
     errno = 0;
@@ -113,7 +113,7 @@ int cli_parse_long(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-int cli_parse_double(const char *s, double lo, double hi, double *out)
+int hx_cli_parse_double(const char *s, double lo, double hi, double *out)
 {
     char *end;
     errno = 0;
@@ -123,32 +123,32 @@ int cli_parse_double(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-int cli_opt_long(const char *verb, const char *opt, const char *s, long lo, long hi,
-                 long *out)
+int hx_cli_opt_long(const char *verb, const char *opt, const char *s, long lo, long hi,
+                    long *out)
 {
-    if (!cli_parse_long(s, lo, hi, out)) return 0;
+    if (!hx_cli_parse_long(s, lo, hi, out)) return 0;
     fprintf(stderr, "hearth %s: %s: '%s' is not an integer in %ld..%ld\n", verb, opt,
             s ? s : "", lo, hi);
     return -1;
 }
 
-int cli_opt_double(const char *verb, const char *opt, const char *s, double lo, double hi,
-                   double *out)
+int hx_cli_opt_double(const char *verb, const char *opt, const char *s, double lo, double hi,
+                      double *out)
 {
-    if (!cli_parse_double(s, lo, hi, out)) return 0;
+    if (!hx_cli_parse_double(s, lo, hi, out)) return 0;
     fprintf(stderr, "hearth %s: %s: '%s' is not a number in %g..%g\n", verb, opt,
             s ? s : "", lo, hi);
     return -1;
 }
 
-const char *cli_find_model(const char *opt, const hx_config *cfg, char *buf, size_t n)
+const char *hx_cli_find_model(const char *opt, const hx_config *cfg, char *buf, size_t n)
 {
     if (opt) return opt;
     if (cfg && cfg->model && *cfg->model) return cfg->model;
-    return cli_default_model(buf, n);
+    return hx_cli_default_model(buf, n);
 }
 
-int cmd_version(int argc, char **argv)
+int hx_cmd_version(int argc, char **argv)
 {
     (void)argc;
     (void)argv;

@@ -46,7 +46,7 @@ static hx_governor_params policy(const cJSON *o)
     return p;
 }
 
-void cli_governor(const cJSON *cfg, hx_gov_decision *d, hx_power *pw)
+void hx_cli_governor(const cJSON *cfg, hx_gov_decision *d, hx_power *pw)
 {
     hx_power local;
     if (!pw) pw = &local;
@@ -64,7 +64,7 @@ void cli_governor(const cJSON *cfg, hx_gov_decision *d, hx_power *pw)
     if (pw->problem[0]) fprintf(stderr, "hearth: governor: %s\n", pw->problem);
 }
 
-void cli_print_power(FILE *f, const hx_power *pw, const hx_gov_decision *d)
+void hx_cli_print_power(FILE *f, const hx_power *pw, const hx_gov_decision *d)
 {
     fprintf(f, "power          %s\n", d->why);
     fprintf(f, "governor       %d threads, ", d->n_threads);
@@ -88,7 +88,7 @@ static int small_model_level(const cJSON *o)
     return HX_GOV_SAVING;
 }
 
-const char *cli_gov_model(const hx_config *cfg, const hx_gov_decision *d, const char *path)
+const char *hx_cli_gov_model(const hx_config *cfg, const hx_gov_decision *d, const char *path)
 {
     const char *small = cfg ? cfg->small_model : NULL;
     if (!small || !*small || (path && !strcmp(path, small))) return path;

@@ -1,4 +1,4 @@
-/* cmd_ask.c: the assistant's verbs: `hearth ask TEXT` (one request),
+/* hx_cmd_ask.c: the assistant's verbs: `hearth ask TEXT` (one request),
  * `hearth chat` (a session with history) and `hearth feedback`. */
 #include <errno.h>
 #include <limits.h>
@@ -17,7 +17,7 @@ typedef struct ask_opts {
     const char *adapters[HX_ADAPTER_MAX]; /* --adapter FILE[:SCALE] */
     int n_adapters, no_adapter;
     hx_planner_params pp;
-    hx_engine_source_params ep;
+    hx_source_engine_params ep;
     const char *text; /* ask: the request */
 } ask_opts;
 
@@ -87,7 +87,7 @@ static void ask_usage(FILE *f, const char *verb)
 /* ---- option parsing ---- */
 static int size_opt(const char *verb, const char *name, const char *v, size_t *out)
 {
-    if (!cli_parse_size(v, out)) return 1;
+    if (!hx_cli_parse_size(v, out)) return 1;
     fprintf(stderr, "hearth %s: %s: '%s' is not a size such as 2G or 1500M\n", verb, name, v);
     return 0;
 }
@@ -138,8 +138,8 @@ static int num_opt(ask_opts *o, const char *verb, const char *a, const char *v, 
         double d;
         long l;
         if (strcmp(a, n->name) && (!n->alt || strcmp(a, n->alt))) continue;
-        *ok = n->integer ? !cli_opt_long(verb, a, v, (long)n->lo, (long)n->hi, &l)
-                         : !cli_opt_double(verb, a, v, n->lo, n->hi, &d);
+        *ok = n->integer ? !hx_cli_opt_long(verb, a, v, (long)n->lo, (long)n->hi, &l)
+                         : !hx_cli_opt_double(verb, a, v, n->lo, n->hi, &d);
         if (*ok) set_num(o, n->which, n->integer ? (double)l : d);
         return 1;
     }
@@ -196,7 +196,7 @@ static int parse_ask(int argc, char **argv, ask_opts *o)
     const char *verb = argv[0];
     memset(o, 0, sizeof *o);
     o->pp = hx_planner_default_params();
-    o->ep = hx_engine_source_default_params();
+    o->ep = hx_source_engine_default_params();
     o->ep.prefix_cache = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -210,7 +210,7 @@ static int parse_ask(int argc, char **argv, ask_opts *o)
             value_opt(o, verb, a, argv[++i], &ok);
             if (!ok) return HX_EXIT_USAGE;
         } else if (a[0] == '-' && a[1]) {
-            return cli_bad_word(verb, "option", a);
+            return hx_cli_bad_word(verb, "option", a);
         } else if (!strcmp(verb, "ask") && !o->text) {
             o->text = a;
         } else {
@@ -279,10 +279,10 @@ static int fail(hx_err *err, const char *what)
     fprintf(stderr, "hearth: %s%s", what ? what : "", what ? ": " : "");
     hx_term_fputs(stderr, err->msg, 0); /* may quote a tool or server */
     fputc('\n', stderr);
-    return cli_exit_code(err->rc ? err->rc : HX_ERR_INTERNAL);
+    return hx_cli_exit_code(err->rc ? err->rc : HX_ERR_INTERNAL);
 }
 
-int cli_ask_consent(void *user, const char *tool, const char *args, const char *why)
+int hx_cli_ask_consent(void *user, const char *tool, const char *args, const char *why)
 {
     (void)user;
     FILE *tty = fopen("/dev/tty", "r+");
@@ -345,7 +345,7 @@ static int open_tools(session *s, const ask_opts *o, hx_err *err)
     rc = hx_gate_open(cJSON_GetObjectItem(s->cfg->raw, "policy"), "", &s->policy, &s->audit, err);
     if (rc) return rc;
     int tty = isatty(0) && isatty(2) && !o->json;
-    s->consent = hx_gate_consent_new(o->yes, o->no, o->allow_tainted, tty ? cli_ask_consent : NULL, NULL);
+    s->consent = hx_gate_consent_new(o->yes, o->no, o->allow_tainted, tty ? hx_cli_ask_consent : NULL, NULL);
     return s->consent ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
 }
 
@@ -353,7 +353,7 @@ static int cancelled(void *user);
 
 /* Threads and context under the governor's decision d (battery, heat:
  * engine/governor.h). */
-static void govern(session *s, const hx_gov_decision *d, hx_engine_source_params *ep)
+static void govern(session *s, const hx_gov_decision *d, hx_source_engine_params *ep)
 {
     int train = hx_model_hparams(s->model)->n_ctx_train;
     ep->n_threads = hx_gov_threads(d, ep->n_threads);
@@ -366,13 +366,13 @@ static void govern(session *s, const hx_gov_decision *d, hx_engine_source_params
 /* --adapter's adapters (not for the governor's small model: they were
  * named for the other), else the active set when it fits the model. */
 static int load_adapters(session *s, const ask_opts *o, int small,
-                         hx_engine_source_params *ep, hx_err *err)
+                         hx_source_engine_params *ep, hx_err *err)
 {
     int n_given = small ? 0 : o->n_adapters;
     if (n_given < o->n_adapters)
         fprintf(stderr, "hearth: governor: --adapter left out with the small model\n");
-    int rc = cli_load_adapters(s->model, o->adapters, n_given, !o->no_adapter, s->ads,
-                               s->ascale, &s->n_ads, err);
+    int rc = hx_cli_load_adapters(s->model, o->adapters, n_given, !o->no_adapter, s->ads,
+                                  s->ascale, &s->n_ads, err);
     ep->adapters = s->ads;
     ep->adapter_scales = s->ascale;
     ep->n_adapters = s->n_ads;
@@ -383,9 +383,9 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
 {
     char buf[PATH_MAX + 64];
     hx_gov_decision gd;
-    cli_governor(cJSON_GetObjectItem(s->cfg->raw, "governor"), &gd, NULL);
-    const char *chosen = cli_find_model(o->model, s->cfg, buf, sizeof buf);
-    const char *path = cli_gov_model(s->cfg, &gd, chosen);
+    hx_cli_governor(cJSON_GetObjectItem(s->cfg->raw, "governor"), &gd, NULL);
+    const char *chosen = hx_cli_find_model(o->model, s->cfg, buf, sizeof buf);
+    const char *path = hx_cli_gov_model(s->cfg, &gd, chosen);
     if (!path)
         return hx_err_set(err, HX_ERR_NOTFOUND, "%s", CLI_NO_MODEL);
     hx_model_params mp = hx_model_default_params();
@@ -398,15 +398,15 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     if (!k) return hx_err_set(err, HX_ERR_INVALID, "--tools %s offers no tool", o->tools);
     *family = o->style ? hx_tpl_parse_name(o->style)
                        : hx_tpl_detect(hx_model_gguf(s->model), hx_model_vocab(s->model));
-    hx_engine_source_params ep = o->ep;
-    hx_engine_source_style(&ep, *family, s->model);
+    hx_source_engine_params ep = o->ep;
+    hx_source_engine_style(&ep, *family, s->model);
     if (o->n_ctx) ep.n_ctx = o->n_ctx;
     ep.n_threads = o->n_threads;
     govern(s, &gd, &ep);
     ep.cancelled = cancelled; /* Ctrl-C during a long prefill */
     int arc = load_adapters(s, o, path != chosen, &ep, err);
     if (arc) return arc;
-    return hx_engine_source_new(s->model, s->specs, k, &ep, &s->src, err);
+    return hx_source_engine_new(s->model, s->specs, k, &ep, &s->src, err);
 }
 
 static int session_open(session *s, const ask_opts *o, hx_err *err)
@@ -465,7 +465,7 @@ static void show_text(void *user, const char *s, size_t n)
     hx_buf_free(&b);
     fflush(stdout);
 }
-void cli_show_call(FILE *f, const char *name, const char *args)
+void hx_cli_show_call(FILE *f, const char *name, const char *args)
 {
     fputs("-> ", f);
     hx_term_fputs(f, name, 0);
@@ -474,7 +474,7 @@ void cli_show_call(FILE *f, const char *name, const char *args)
     fputc('\n', f);
 }
 
-void cli_show_result(FILE *f, const char *status, const char *detail)
+void hx_cli_show_result(FILE *f, const char *status, const char *detail)
 {
     if (!strcmp(status, "ok")) {
         fprintf(f, "   ok (%zu bytes of result)\n", strlen(detail));
@@ -491,13 +491,13 @@ static void show_call(void *user, const char *name, const char *args)
 {
     (void)user;
     fflush(stdout);
-    cli_show_call(stderr, name, args);
+    hx_cli_show_call(stderr, name, args);
 }
 static void show_result(void *user, const char *name, const char *status, const char *detail)
 {
     (void)user;
     (void)name;
-    cli_show_result(stderr, status, detail);
+    hx_cli_show_result(stderr, status, detail);
 }
 
 static void remember_last(int64_t id)
@@ -616,7 +616,7 @@ static int run_one(session *s, const ask_opts *o, const char *text)
 static int ask_start(int argc, char **argv, const char *verb, ask_opts *o,
                      session *s)
 {
-    if (cli_wants_help(argc, argv)) {
+    if (hx_cli_wants_help(argc, argv)) {
         ask_usage(stdout, verb);
         return HX_EXIT_OK;
     }
@@ -630,7 +630,7 @@ static int ask_start(int argc, char **argv, const char *verb, ask_opts *o,
     return -1;
 }
 
-int cmd_ask(int argc, char **argv)
+int hx_cmd_ask(int argc, char **argv)
 {
     ask_opts o;
     session s;
@@ -638,7 +638,7 @@ int cmd_ask(int argc, char **argv)
     if (ex >= 0) return ex;
     int rc = run_one(&s, &o, o.text);
     session_close(&s);
-    return cli_exit_code(rc);
+    return hx_cli_exit_code(rc);
 }
 
 /* ---- chat ---- */
@@ -667,7 +667,7 @@ static int chat_command(session *s, const char *line)
 {
     if (!strcmp(line, "/quit") || !strcmp(line, "/exit")) return 1;
     if (!strcmp(line, "/tools"))
-        cli_print_tools(s->reg, NULL, 0);
+        hx_cli_print_tools(s->reg, NULL, 0);
     else if (!strcmp(line, "/memory")) chat_memory(s);
     else if (!strcmp(line, "/undo"))
         printf(hx_planner_undo(s->pl) ? "(forgot the last exchange)\n" : "(nothing to undo)\n");
@@ -675,7 +675,7 @@ static int chat_command(session *s, const char *line)
     return 0;
 }
 
-int cmd_chat(int argc, char **argv)
+int hx_cmd_chat(int argc, char **argv)
 {
     ask_opts o;
     session s;
@@ -720,12 +720,12 @@ static void feedback_usage(FILE *f)
                "\"correction\"}.\n");
 }
 
-int cmd_feedback(int argc, char **argv)
+int hx_cmd_feedback(int argc, char **argv)
 {
     int verdict = -1;
     const char *corrected = NULL;
     int64_t id = 0;
-    if (cli_wants_help(argc, argv)) return feedback_usage(stdout), HX_EXIT_OK;
+    if (hx_cli_wants_help(argc, argv)) return feedback_usage(stdout), HX_EXIT_OK;
     int json = 0, n_verdicts = 0;
     for (int i = 1; i < argc; i++) {
         char *end;
@@ -736,7 +736,7 @@ int cmd_feedback(int argc, char **argv)
             verdict = HX_VERDICT_CORRECTED, corrected = argv[++i], n_verdicts++;
         else if (!strcmp(a, "--json")) json = 1;
         else if (a[0] != '-' && !id && (id = strtoll(a, &end, 10)) > 0 && !*end) {}
-        else if (a[0] == '-' && strcmp(a, "--correct")) return cli_bad_word("feedback", "option", a);
+        else if (a[0] == '-' && strcmp(a, "--correct")) return hx_cli_bad_word("feedback", "option", a);
         else return fprintf(stderr, "hearth feedback: %s: %s (see 'hearth feedback --help')\n", a,
                             a[0] == '-' ? "needs the right answer" : "not an episode number"),
                     HX_EXIT_USAGE;
@@ -762,5 +762,5 @@ int cmd_feedback(int argc, char **argv)
     cJSON_AddNumberToObject(o, "episode", (double)id);
     cJSON_AddStringToObject(o, "verdict", hx_verdict_name(verdict));
     if (corrected) cJSON_AddStringToObject(o, "correction", corrected);
-    return cli_json_out(o);
+    return hx_cli_json_out(o);
 }

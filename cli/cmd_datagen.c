@@ -1,4 +1,4 @@
-/* cmd_datagen.c: `hearth datagen`: training trajectories (or evaluation
+/* hx_cmd_datagen.c: `hearth datagen`: training trajectories (or evaluation
  * tasks) made by the real planner and tools over generated sample worlds. */
 #include <errno.h>
 #include <stdio.h>
@@ -61,7 +61,7 @@ static int parse_args(int argc, char **argv, hx_dg_params *p, const char **out_p
                                              "--phrasings"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
-        if (!known) return cli_bad_word("datagen", "option", a);
+        if (!known) return hx_cli_bad_word("datagen", "option", a);
         if (!v) {
             fprintf(stderr, "hearth datagen: %s needs a value (see --help)\n", a);
             return HX_EXIT_USAGE;
@@ -90,9 +90,9 @@ static int parse_args(int argc, char **argv, hx_dg_params *p, const char **out_p
     return HX_EXIT_OK;
 }
 
-int cmd_datagen(int argc, char **argv)
+int hx_cmd_datagen(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
+    if (hx_cli_wants_help(argc, argv)) {
         datagen_usage(stdout);
         return HX_EXIT_OK;
     }
@@ -110,7 +110,7 @@ int cmd_datagen(int argc, char **argv)
     if (out_path) rc = hx_out_end(&o, rc, &err);
     if (rc) {
         fprintf(stderr, "hearth datagen: %s\n", err.msg);
-        return cli_exit_code(rc);
+        return hx_cli_exit_code(rc);
     }
     fprintf(stderr, "hearth datagen: %ld %s in %.1f s (%.0f per minute), %ld worlds, %ld rejected, "
                     "%.0f bytes per line\n",

@@ -1,4 +1,4 @@
-/* cmd_doctor.c: `hearth doctor`: checks the whole setup (configuration and
+/* hx_cmd_doctor.c: `hearth doctor`: checks the whole setup (configuration and
  * its folders, model, sandbox, memory database, adapters, registered
  * tools) and says what is wrong and how to fix it. */
 #include <limits.h>
@@ -73,7 +73,7 @@ static hx_config *check_config(report *r, const char *path)
 static hx_model *check_model(report *r, const char *opt, const hx_config *c)
 {
     char buf[PATH_MAX + 64];
-    const char *path = cli_find_model(opt, c, buf, sizeof buf);
+    const char *path = hx_cli_find_model(opt, c, buf, sizeof buf);
     if (!path) {
         note(r, "model", "fail", NULL, "%s", CLI_NO_MODEL);
         return NULL;
@@ -202,18 +202,18 @@ static void doctor_usage(FILE *f)
                "Exit codes: 0 nothing failed, 1 something failed, 2 bad command line.\n");
 }
 
-int cmd_doctor(int argc, char **argv)
+int hx_cmd_doctor(int argc, char **argv)
 {
     const char *config = NULL, *model = NULL;
     int json = 0;
-    if (cli_wants_help(argc, argv)) return doctor_usage(stdout), HX_EXIT_OK;
+    if (hx_cli_wants_help(argc, argv)) return doctor_usage(stdout), HX_EXIT_OK;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--json")) json = 1;
         else if ((!strcmp(a, "--config") || !strcmp(a, "--model") || !strcmp(a, "-m")) &&
                  i + 1 < argc)
             *(!strcmp(a, "--config") ? &config : &model) = argv[++i];
-        else return cli_bad_word("doctor", a[0] == '-' ? "option" : "argument", a);
+        else return hx_cli_bad_word("doctor", a[0] == '-' ? "option" : "argument", a);
     }
     report r = {cJSON_CreateArray(), 0};
     if (!r.items) return HX_EXIT_FAIL;
@@ -234,5 +234,5 @@ int cmd_doctor(int argc, char **argv)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "ok", !r.failed);
     cJSON_AddItemToObject(o, "checks", r.items);
-    return cli_json_out(o) ? HX_EXIT_FAIL : ex;
+    return hx_cli_json_out(o) ? HX_EXIT_FAIL : ex;
 }

@@ -48,8 +48,8 @@ static long opt_long(opts *o, long lo, long hi)
 {
     long v = lo;
     if (o->bad) return lo;
-    if (cli_opt_long(o->verb, o->argv[o->i - (o->val == o->argv[o->i] ? 1 : 0)], o->val, lo,
-                     hi, &v))
+    if (hx_cli_opt_long(o->verb, o->argv[o->i - (o->val == o->argv[o->i] ? 1 : 0)], o->val, lo,
+                        hi, &v))
         o->bad = 1;
     return o->bad ? lo : v;
 }
@@ -58,8 +58,8 @@ static float opt_float(opts *o, double lo, double hi)
 {
     double v = lo;
     if (o->bad) return (float)lo;
-    if (cli_opt_double(o->verb, o->argv[o->i - (o->val == o->argv[o->i] ? 1 : 0)], o->val, lo,
-                       hi, &v))
+    if (hx_cli_opt_double(o->verb, o->argv[o->i - (o->val == o->argv[o->i] ? 1 : 0)], o->val, lo,
+                          hi, &v))
         o->bad = 1;
     return (float)(o->bad ? lo : v);
 }
@@ -77,7 +77,7 @@ static int opt_memory(opts *o, hx_ctx_params *p)
         return 1;
     }
     if (!opt_val(o, NULL, "--max-memory")) return 0;
-    if (!o->bad && cli_parse_size(o->val, &p->max_bytes)) {
+    if (!o->bad && hx_cli_parse_size(o->val, &p->max_bytes)) {
         fprintf(stderr, "hearth %s: --max-memory needs a size such as 2G or "
                 "1500M, not '%s'\n", o->verb, o->val);
         o->bad = 1;
@@ -353,7 +353,7 @@ static int generate_with(hx_model *m, const gen_opts *g)
     hx_adapter *ads[HX_ADAPTER_MAX];
     float ascale[HX_ADAPTER_MAX];
     int n_ads = 0;
-    if (!rc) rc = cli_load_adapters(m, g->adapters, g->n_adapters, 0, ads, ascale, &n_ads, &err);
+    if (!rc) rc = hx_cli_load_adapters(m, g->adapters, g->n_adapters, 0, ads, ascale, &n_ads, &err);
     if (!rc) rc = hx_ctx_new(m, &cp, &c, &err);
     if (!rc && n_ads) rc = hx_ctx_set_adapters(c, ads, ascale, n_ads);
     gen_stats st = {0};
@@ -377,12 +377,12 @@ static int generate_with(hx_model *m, const gen_opts *g)
     hx_grammar_free(gram);
     hx_gvocab_free(gv);
     free(prompt);
-    return cli_exit_code(rc);
+    return hx_cli_exit_code(rc);
 }
 
-int cmd_generate(int argc, char **argv)
+int hx_cmd_generate(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
+    if (hx_cli_wants_help(argc, argv)) {
         generate_usage(stdout);
         return HX_EXIT_OK;
     }
@@ -391,7 +391,7 @@ int cmd_generate(int argc, char **argv)
     if (ex) return ex;
     hx_model *m = NULL;
     int rc = load_model(g.model, 0, &m);
-    if (rc) return cli_exit_code(rc);
+    if (rc) return hx_cli_exit_code(rc);
     g_interrupted = 0;
     void (*old)(int) = signal(SIGINT, on_sigint);
     ex = generate_with(m, &g);
@@ -598,7 +598,7 @@ static int info_json(const char *path, const hx_model *m, const hx_ctx_params *c
     const hx_gguf *g = hx_model_gguf(m);
     hx_power pw;
     hx_gov_decision gd;
-    cli_governor(NULL, &gd, &pw);
+    hx_cli_governor(NULL, &gd, &pw);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "file", path);
     cJSON_AddNumberToObject(o, "size_bytes", (double)hx_gguf_file_size(g));
@@ -609,12 +609,12 @@ static int info_json(const char *path, const hx_model *m, const hx_ctx_params *c
     cJSON_AddNumberToObject(o, "parameters", (double)hx_model_n_params(m));
     cJSON_AddItemToObject(o, "memory", json_memory(&mem, cp));
     cJSON_AddItemToObject(o, "governor", json_governor(&pw, &gd));
-    return cli_json_out(o);
+    return hx_cli_json_out(o);
 }
 
-int cmd_info(int argc, char **argv)
+int hx_cmd_info(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
+    if (hx_cli_wants_help(argc, argv)) {
         info_usage(stdout);
         return HX_EXIT_OK;
     }
@@ -638,7 +638,7 @@ int cmd_info(int argc, char **argv)
     }
     hx_model *m = NULL;
     int rc = load_model(path, 0, &m);
-    if (rc) return cli_exit_code(rc);
+    if (rc) return hx_cli_exit_code(rc);
     if (json) {
         int ex = info_json(path, m, &cp);
         hx_model_free(m);
@@ -656,8 +656,8 @@ int cmd_info(int argc, char **argv)
     int ex = print_memory(m, &cp);
     hx_power pw;
     hx_gov_decision gd;
-    cli_governor(NULL, &gd, &pw);
-    cli_print_power(stdout, &pw, &gd);
+    hx_cli_governor(NULL, &gd, &pw);
+    hx_cli_print_power(stdout, &pw, &gd);
     hx_model_free(m);
     return ex;
 }
@@ -706,9 +706,9 @@ static int mk_int(opts *o, const char *name, int *dst)
     return 1;
 }
 
-int cmd_mkmodel(int argc, char **argv)
+int hx_cmd_mkmodel(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
+    if (hx_cli_wants_help(argc, argv)) {
         mkmodel_usage(stdout);
         return HX_EXIT_OK;
     }
@@ -744,7 +744,7 @@ int cmd_mkmodel(int argc, char **argv)
     int rc = hx_mkmodel_write(&p, out, &err);
     if (rc) {
         fprintf(stderr, "hearth mkmodel: %s\n", err.msg);
-        return cli_exit_code(rc);
+        return hx_cli_exit_code(rc);
     }
     fprintf(stderr, "hearth mkmodel: wrote %s (%s, %s)\n", out, p.arch, p.ftype);
     return HX_EXIT_OK;

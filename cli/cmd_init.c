@@ -1,4 +1,4 @@
-/* cmd_init.c: `hearth init`: asks for (or takes as options) who the user is
+/* hx_cmd_init.c: `hearth init`: asks for (or takes as options) who the user is
  * and where their calendar, mail and files are, checks them, creates
  * Hearth's own empty calendar and Maildir where none is given, and writes
  * config.json. */
@@ -59,7 +59,7 @@ static int parse_init(int argc, char **argv, init_opts *o)
         else if (!strcmp(a, "--files")) {
             fprintf(stderr, "hearth init: at most %d --files\n", HX_MAX_ROOTS);
             return HX_EXIT_USAGE;
-        } else if (a[0] == '-') return cli_bad_word("init", "option", a);
+        } else if (a[0] == '-') return hx_cli_bad_word("init", "option", a);
         else {
             fprintf(stderr, "hearth init: unexpected argument '%s' (see 'hearth init --help')\n", a);
             return HX_EXIT_USAGE;
@@ -230,9 +230,9 @@ static int write_checked(const hx_config *c, const char *path, hx_err *err)
     return rc;
 }
 
-int cmd_init(int argc, char **argv)
+int hx_cmd_init(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) return init_usage(stdout), HX_EXIT_OK;
+    if (hx_cli_wants_help(argc, argv)) return init_usage(stdout), HX_EXIT_OK;
     init_opts o;
     int ex = parse_init(argc, argv, &o);
     if (ex) return ex;
@@ -256,7 +256,7 @@ int cmd_init(int argc, char **argv)
     hx_config_free(c);
     if (rc) {
         fprintf(stderr, "hearth init: %s\n", rc == HX_ERR_NOMEM ? "out of memory" : err.msg);
-        return cli_exit_code(rc);
+        return hx_cli_exit_code(rc);
     }
     printf("wrote %s\nnext: 'hearth doctor' checks the whole setup\n", path);
     return HX_EXIT_OK;

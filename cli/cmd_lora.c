@@ -1,5 +1,5 @@
-/* cmd_lora.c: `hearth lora list|show|use|rollback|train` over the adapter
- * store (train: the nightly run now, cli/cmd_nightly.c), and the
+/* hx_cmd_lora.c: `hearth lora list|show|use|rollback|train` over the adapter
+ * store (train: the nightly run now, cli/hx_cmd_nightly.c), and the
  * --adapter FILE[:SCALE] option that ask, chat and generate share. */
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +45,9 @@ static int split_spec(const char *spec, char *name, size_t n, float *scale)
     return 0;
 }
 
-int cli_load_adapters(const hx_model *m, const char *const *specs, int n_specs,
-                      int active, hx_adapter **ads, float *scales, int *n,
-                      hx_err *err)
+int hx_cli_load_adapters(const hx_model *m, const char *const *specs, int n_specs,
+                         int active, hx_adapter **ads, float *scales, int *n,
+                         hx_err *err)
 {
     *n = 0;
     if (n_specs > HX_ADAPTER_MAX)
@@ -81,7 +81,7 @@ int cli_load_adapters(const hx_model *m, const char *const *specs, int n_specs,
 static int fail(int rc, const hx_err *err)
 {
     fprintf(stderr, "hearth lora: %s\n", err->msg[0] ? err->msg : hx_rc_str(rc));
-    return cli_exit_code(rc);
+    return hx_cli_exit_code(rc);
 }
 
 /* One stored adapter's line, or its object under --json. */
@@ -125,7 +125,7 @@ static int lora_list(hx_lora_store *s, int json)
     if (n == 0 && !json) printf("no adapters in %s\n", hx_lora_store_dir(s));
     for (int i = 0; i < n; i++) list_entry(s, names[i], act, na, arr);
     hx_lora_names_free(names, n);
-    return json ? cli_json_out(arr) : HX_EXIT_OK;
+    return json ? hx_cli_json_out(arr) : HX_EXIT_OK;
 }
 
 /* What lora show prints, as one object. */
@@ -142,7 +142,7 @@ static int show_json(const char *p, const char *type, const char *name, const ch
     cJSON_AddNumberToObject(o, "matrices", pairs);
     cJSON_AddNumberToObject(o, "parameters", (double)params);
     cJSON_AddStringToObject(o, "base_model", base);
-    return cli_json_out(o);
+    return hx_cli_json_out(o);
 }
 
 /* Shows an adapter's metadata and shape without a model. */
@@ -279,17 +279,17 @@ static int take_json(int *argc, char **argv)
     return 0;
 }
 
-int cmd_lora(int argc, char **argv)
+int hx_cmd_lora(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "train"))
-        return cli_nightly_run(argc - 1, argv + 1, "lora train", 1);
+        return hx_cli_nightly_run(argc - 1, argv + 1, "lora train", 1);
     int json = take_json(&argc, argv);
-    if (cli_wants_help(argc, argv)) return lora_usage(stdout), HX_EXIT_OK;
+    if (hx_cli_wants_help(argc, argv)) return lora_usage(stdout), HX_EXIT_OK;
     if (argc < 2) return lora_usage(stderr), HX_EXIT_USAGE;
     const char *sub = argv[1];
     int known = !strcmp(sub, "list") || !strcmp(sub, "show") ||
                 !strcmp(sub, "use") || !strcmp(sub, "rollback");
-    if (!known) return cli_bad_word("lora", "command", sub);
+    if (!known) return hx_cli_bad_word("lora", "command", sub);
     if ((!strcmp(sub, "show") && argc != 3) ||
         ((!strcmp(sub, "list") || !strcmp(sub, "rollback")) && argc != 2))
         return fprintf(stderr, "hearth lora %s: wrong arguments (see 'hearth lora --help')\n",

@@ -1,4 +1,4 @@
-/* cmd_memory.c: `hearth memory list|search|show|forget|export|vacuum|audit`: the
+/* hx_cmd_memory.c: `hearth memory list|search|show|forget|export|vacuum|audit`: the
  * user's view of what the assistant remembers, and the means to remove it. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +61,7 @@ static int value_option(int argc, char **argv, int *i, mem_args *a)
     if (!dst) return -1;
     if (need_value(argc, argv, i, dst)) return HX_EXIT_USAGE;
     long n;
-    if (dst == &v && cli_opt_long("memory", s, v, 1, 1 << 30, &n)) return HX_EXIT_USAGE;
+    if (dst == &v && hx_cli_opt_long("memory", s, v, 1, 1 << 30, &n)) return HX_EXIT_USAGE;
     if (dst == &v) a->limit = (int)n;
     return 0;
 }
@@ -78,7 +78,7 @@ static int parse_mem_args(int argc, char **argv, mem_args *a)
         else if (!strcmp(s, "--episode") || !strcmp(s, "--episodes"))
             a->episodes = 1;
         else if (s[0] == '-' && s[1]) {
-            return cli_bad_word("memory", "option", s);
+            return hx_cli_bad_word("memory", "option", s);
         } else if (!a->cmd) a->cmd = s;
         else if (a->n_pos < 64) a->pos[a->n_pos++] = s;
     }
@@ -105,7 +105,7 @@ static int fail(int rc, const hx_err *err)
 {
     fprintf(stderr, "hearth memory: %s\n", err->msg[0] ? err->msg
                                                        : hx_rc_str(rc));
-    return cli_exit_code(rc);
+    return hx_cli_exit_code(rc);
 }
 
 /* Prints a list as text lines or as a JSON array. */
@@ -366,7 +366,7 @@ static int do_audit(hx_memory *m, const mem_args *a, hx_err *err)
     cJSON *arr = audit_array(j);
     free(j);
     if (!arr) return fprintf(stderr, "hearth memory: the audit trail is not readable\n"), 1;
-    if (a->json) return cli_json_out(arr);
+    if (a->json) return hx_cli_json_out(arr);
     print_audit(arr);
     cJSON_Delete(arr);
     return HX_EXIT_OK;
@@ -383,9 +383,9 @@ static int run(hx_memory *m, const mem_args *a, hx_err *err)
     return do_vacuum(m, err);
 }
 
-int cmd_memory(int argc, char **argv)
+int hx_cmd_memory(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
+    if (hx_cli_wants_help(argc, argv)) {
         memory_usage(stdout);
         return HX_EXIT_OK;
     }
@@ -397,7 +397,7 @@ int cmd_memory(int argc, char **argv)
     int known = 0;
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
         known |= !strcmp(a.cmd, cmds[i]);
-    if (!known) return cli_bad_word("memory", "command", a.cmd);
+    if (!known) return hx_cli_bad_word("memory", "command", a.cmd);
     hx_memory_params p = hx_memory_default_params();
     p.path = a.db;
     /* none of these makes a database: the reading ones open it read-only */

@@ -1,4 +1,4 @@
-/* cmd_model.c: `hearth model diff|patch`: model updates that ship only the
+/* hx_cmd_model.c: `hearth model diff|patch`: model updates that ship only the
  * tensors that changed. */
 #include <stdio.h>
 #include <string.h>
@@ -48,7 +48,7 @@ static int do_diff(const char *old, const char *new_path, const char *out, int j
     int rc = hx_model_diff(old, new_path, out, &st, &e);
     if (rc) {
         fprintf(stderr, "hearth: model diff: %s\n", e.msg);
-        return cli_exit_code(rc);
+        return hx_cli_exit_code(rc);
     }
     if (!json) {
         fprintf(rep, "%d of %d tensors changed (%.1f MiB), header bytes %llu; delta %s: %.1f MiB\n",
@@ -63,7 +63,7 @@ static int do_diff(const char *old, const char *new_path, const char *out, int j
     cJSON_AddNumberToObject(j, "changed_bytes", (double)st.changed_bytes);
     cJSON_AddNumberToObject(j, "header_bytes", (double)st.header_bytes);
     cJSON_AddNumberToObject(j, "delta_bytes", (double)st.delta_bytes);
-    return cli_json_out(j);
+    return hx_cli_json_out(j);
 }
 
 static int do_patch(const char *old, const char *delta, const char *out, int json)
@@ -73,18 +73,18 @@ static int do_patch(const char *old, const char *delta, const char *out, int jso
     int rc = hx_model_patch(old, delta, out, &e);
     if (rc) {
         fprintf(stderr, "hearth: model patch: %s\n", e.msg);
-        return cli_exit_code(rc);
+        return hx_cli_exit_code(rc);
     }
     if (!json) return fprintf(rep, "%s rebuilt and verified\n", out), HX_EXIT_OK;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "output", out);
     cJSON_AddBoolToObject(j, "verified", 1);
-    return cli_json_out(j);
+    return hx_cli_json_out(j);
 }
 
-int cmd_model(int argc, char **argv)
+int hx_cmd_model(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
+    if (hx_cli_wants_help(argc, argv)) {
         usage(stdout);
         return HX_EXIT_OK;
     }
@@ -92,7 +92,7 @@ int cmd_model(int argc, char **argv)
     int json = 0;
     if (argc < 2) return usage(stderr), HX_EXIT_USAGE;
     if (strcmp(argv[1], "diff") && strcmp(argv[1], "patch"))
-        return cli_bad_word("model", "command", argv[1]);
+        return hx_cli_bad_word("model", "command", argv[1]);
     if (parse(argc, argv, &a, &b, &o, &json)) {
         fprintf(stderr, "hearth model %s: needs OLD %s -o OUT (see 'hearth model --help')\n",
                 argv[1], strcmp(argv[1], "diff") ? "DELTA" : "NEW");

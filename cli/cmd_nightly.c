@@ -1,4 +1,4 @@
-/* cmd_nightly.c: `hearth nightly` (and `hearth lora train`, the same run
+/* hx_cmd_nightly.c: `hearth nightly` (and `hearth lora train`, the same run
  * without the governor): fine-tunes a LoRA adapter on the user's judged
  * episodes rendered as the agent prompts the model (nightly/nightly.c,
  * nightly/nightly_agent.c) and adopts it if it lowers the held-out loss and
@@ -180,7 +180,7 @@ static int bad_option(const char *verb, const char *a, const char *v)
     else if (is_other)
         fprintf(stderr, "hearth %s: %s: '%s' is not a valid value (see 'hearth %s --help')\n",
                 verb, a, v, verb);
-    else if (!is_num) cli_bad_word(verb, "option", a);
+    else if (!is_num) hx_cli_bad_word(verb, "option", a);
     return -1;
 }
 
@@ -198,42 +198,42 @@ static int parse(int argc, char **argv, const char *verb, hx_nightly_params *p,
         else if (nightly && !strcmp(a, "--install")) *install = 1;
         else if (!v) return bad_option(verb, a, v);
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) *model = v, i++;
-        else if (!strcmp(a, "--steps") && !cli_opt_long(verb, a, v, 0, 1 << 24, &n))
+        else if (!strcmp(a, "--steps") && !hx_cli_opt_long(verb, a, v, 0, 1 << 24, &n))
             p->train.opt.n_steps = (int)n, i++;
-        else if (!strcmp(a, "--rank") && !cli_opt_long(verb, a, v, 1, 4096, &n))
+        else if (!strcmp(a, "--rank") && !hx_cli_opt_long(verb, a, v, 1, 4096, &n))
             p->lora.rank = (int)n, p->lora.alpha = (float)n, i++;
-        else if (!strcmp(a, "--lr") && !cli_opt_double(verb, a, v, 1e-9, 10, &d))
+        else if (!strcmp(a, "--lr") && !hx_cli_opt_double(verb, a, v, 1e-9, 10, &d))
             p->train.opt.lr = (float)d, i++;
         else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) &&
-                 !cli_opt_long(verb, a, v, 0, 1024, &n))
+                 !hx_cli_opt_long(verb, a, v, 0, 1024, &n))
             p->n_threads = (int)n, i++;
-        else if (!strcmp(a, "--eval-tasks") && !cli_opt_long(verb, a, v, 0, 100000, &n))
+        else if (!strcmp(a, "--eval-tasks") && !hx_cli_opt_long(verb, a, v, 0, 100000, &n))
             p->eval_tasks = (int)n, i++;
-        else if (!strcmp(a, "--epochs") && !cli_opt_long(verb, a, v, 1, 1 << 20, &n))
+        else if (!strcmp(a, "--epochs") && !hx_cli_opt_long(verb, a, v, 1, 1 << 20, &n))
             p->epochs = (int)n, p->train.opt.n_steps = 0, i++; /* steps from epochs */
         else if (!strcmp(a, "--targets") && parse_targets(v)) p->lora.targets = parse_targets(v), i++;
-        else if (!strcmp(a, "--first-layer") && !cli_opt_long(verb, a, v, 0, 4096, &n))
+        else if (!strcmp(a, "--first-layer") && !hx_cli_opt_long(verb, a, v, 0, 4096, &n))
             p->lora.first_layer = (int)n, i++;
-        else if (!strcmp(a, "--replay") && !cli_opt_double(verb, a, v, 0, 1000, &d))
+        else if (!strcmp(a, "--replay") && !hx_cli_opt_double(verb, a, v, 0, 1000, &d))
             p->replay_ratio = d, i++;
         else if (!strcmp(a, "--replay-from") && parse_replay_from(v) >= 0)
             *distill = parse_replay_from(v), i++;
-        else if (!strcmp(a, "--replay-contrast") && !cli_opt_double(verb, a, v, 0, 1, &d))
+        else if (!strcmp(a, "--replay-contrast") && !hx_cli_opt_double(verb, a, v, 0, 1, &d))
             mix->contrast = d, i++;
-        else if (!strcmp(a, "--replay-near") && !cli_opt_double(verb, a, v, 0, 1, &d))
+        else if (!strcmp(a, "--replay-near") && !hx_cli_opt_double(verb, a, v, 0, 1, &d))
             mix->near = d, i++;
         else if (!strcmp(a, "--replay-soft") &&
-                 !cli_opt_long(verb, a, v, 0, NIGHTLY_MAX_SOFT, &n))
+                 !hx_cli_opt_long(verb, a, v, 0, NIGHTLY_MAX_SOFT, &n))
             p->replay_soft = (int)n, i++;
-        else if (!strcmp(a, "--keep-generic") && !cli_opt_double(verb, a, v, 0, 1e6, &d))
+        else if (!strcmp(a, "--keep-generic") && !hx_cli_opt_double(verb, a, v, 0, 1e6, &d))
             p->keep_generic = d, i++;
         else if (!strcmp(a, "--keep-at") && (!strcmp(v, "all") || !strcmp(v, "targets")))
             p->keep_at_targets = !strcmp(v, "targets"), i++;
-        else if (!strcmp(a, "--eval-margin") && !cli_opt_double(verb, a, v, 0, 100, &d))
+        else if (!strcmp(a, "--eval-margin") && !hx_cli_opt_double(verb, a, v, 0, 100, &d))
             p->eval_margin = d / 100, i++;
-        else if (!strcmp(a, "--max-memory") && !cli_parse_size(v, &p->max_bytes)) i++;
+        else if (!strcmp(a, "--max-memory") && !hx_cli_parse_size(v, &p->max_bytes)) i++;
         else if (!strcmp(a, "--scales") && !parse_scales(v, p)) i++;
-        else if (!strcmp(a, "--stop-delta") && !cli_opt_double(verb, a, v, 0, 0.999, &d))
+        else if (!strcmp(a, "--stop-delta") && !hx_cli_opt_double(verb, a, v, 0, 0.999, &d))
             p->stop_delta = d, i++;
         else if (!strcmp(a, "--keep-candidate")) p->keep_candidate = v, i++;
         else if (!strcmp(a, "--train-on") && (!strcmp(v, "new") || !strcmp(v, "all")))
@@ -248,7 +248,7 @@ static int parse(int argc, char **argv, const char *verb, hx_nightly_params *p,
 static void print_install(void)
 {
     char self[4096];
-    const char *h = cli_self_path(self, sizeof self);
+    const char *h = hx_cli_self_path(self, sizeof self);
     printf("# cron: hearth nightly at 03:15 (crontab -e); it waits for the governor\n"
            "15 3 * * * d=\"${XDG_STATE_HOME:-$HOME/.local/state}\"; mkdir -p \"$d\" && "
            "\"%s\" nightly >> \"$d/hearth-nightly.log\" 2>&1\n\n"
@@ -444,14 +444,14 @@ static int config_nightly(const hx_config *cfg, hx_nightly_params *p, int *disti
     const cJSON *n = cJSON_GetObjectItem(night, "max_memory");
     if (!n) return HX_OK;
     if (cJSON_IsNumber(n) && n->valuedouble >= 0) p->max_bytes = (size_t)n->valuedouble;
-    else if (!cJSON_IsString(n) || cli_parse_size(n->valuestring, &p->max_bytes))
+    else if (!cJSON_IsString(n) || hx_cli_parse_size(n->valuestring, &p->max_bytes))
         return hx_err_set(err, HX_ERR_FORMAT, "config.json: nightly.max_memory is not a size");
     return HX_OK;
 }
 
-int cli_nightly_run(int argc, char **argv, const char *verb, int force)
+int hx_cli_nightly_run(int argc, char **argv, const char *verb, int force)
 {
-    if (cli_wants_help(argc, argv)) return nightly_usage(stdout, verb), HX_EXIT_OK;
+    if (hx_cli_wants_help(argc, argv)) return nightly_usage(stdout, verb), HX_EXIT_OK;
     hx_nightly_params p = hx_nightly_default_params();
     const char *model = NULL;
     int install = 0, distill = 1;
@@ -465,7 +465,7 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
     char work[4096];
     char buf[PATH_MAX + 64];
     int rc = hx_config_load(NULL, &e.cfg, &err);
-    if (!rc && !(model = cli_find_model(model, e.cfg, buf, sizeof buf))) /* as ask finds it */
+    if (!rc && !(model = hx_cli_find_model(model, e.cfg, buf, sizeof buf))) /* as ask finds it */
         rc = hx_err_set(&err, HX_ERR_NOTFOUND, "%s", CLI_NO_MODEL);
     if (!rc) rc = config_nightly(e.cfg, &p, &distill, &mix, &err);
     if (!rc && parse(argc, argv, verb, &p, &model, &install, &distill, &mix)) /* over the config */
@@ -489,10 +489,10 @@ int cli_nightly_run(int argc, char **argv, const char *verb, int force)
                "threads and hearth)\n");
     if (rc) fprintf(stderr, "hearth %s: %s\n", verb, err.msg[0] ? err.msg : hx_rc_str(rc));
     close_env(&e);
-    return rc == HX_ERR_STATE ? HX_EXIT_OK : cli_exit_code(rc); /* not now is no failure */
+    return rc == HX_ERR_STATE ? HX_EXIT_OK : hx_cli_exit_code(rc); /* not now is no failure */
 }
 
-int cmd_nightly(int argc, char **argv)
+int hx_cmd_nightly(int argc, char **argv)
 {
-    return cli_nightly_run(argc, argv, "nightly", 0);
+    return hx_cli_nightly_run(argc, argv, "nightly", 0);
 }

@@ -1,4 +1,4 @@
-/* cmd_quantize.c: `hearth quantize`: mixed-precision quantization of a
+/* hx_cmd_quantize.c: `hearth quantize`: mixed-precision quantization of a
  * GGUF model, optionally calibrated on the user's own text (imatrix). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +50,7 @@ static int parse(int argc, char **argv, qargs *a)
         } else if (s[0] == '-' && s[1] && !v) {
             if (strcmp(s, "--type") && strcmp(s, "--override") && strcmp(s, "--imatrix") &&
                 strcmp(s, "--imatrix-out") && strcmp(s, "--threads"))
-                return cli_bad_word("quantize", "option", s), -2;
+                return hx_cli_bad_word("quantize", "option", s), -2;
             return fprintf(stderr, "hearth quantize: %s needs a value\n", s), -2;
         } else if (!strcmp(s, "--type")) a->type = argv[++i];
         else if (!strcmp(s, "--override")) a->overrides[a->n_overrides++] = argv[++i];
@@ -58,10 +58,10 @@ static int parse(int argc, char **argv, qargs *a)
         else if (!strcmp(s, "--imatrix-out")) a->imatrix_out = argv[++i];
         else if (!strcmp(s, "--threads")) {
             long n;
-            if (cli_opt_long("quantize", s, argv[++i], 0, 1024, &n)) return -2; /* said */
+            if (hx_cli_opt_long("quantize", s, argv[++i], 0, 1024, &n)) return -2; /* said */
             a->threads = (int)n;
         }
-        else if (s[0] == '-' && s[1]) return cli_bad_word("quantize", "option", s), -2;
+        else if (s[0] == '-' && s[1]) return hx_cli_bad_word("quantize", "option", s), -2;
         else if (npos == 0) a->in = s, npos++;
         else if (npos == 1) a->out = s, npos++;
         else return -1;
@@ -168,7 +168,7 @@ static int print_json(const char *out, const hx_quantize_stats *st)
     cJSON_AddNumberToObject(o, "with_importances", st->n_imatrix);
     cJSON_AddNumberToObject(o, "importances_missing", st->n_imatrix_missing);
     cJSON_AddNumberToObject(o, "wider_type_fallbacks", st->n_fallback);
-    return cli_json_out(o);
+    return hx_cli_json_out(o);
 }
 
 /* Loads --imatrix or runs --calibrate (saving to --imatrix-out). */
@@ -196,9 +196,9 @@ static int get_imatrix(const qargs *a, FILE *rep, hx_imatrix **im)
     return rc;
 }
 
-int cmd_quantize(int argc, char **argv)
+int hx_cmd_quantize(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
+    if (hx_cli_wants_help(argc, argv)) {
         usage(stdout);
         return HX_EXIT_OK;
     }
@@ -220,7 +220,7 @@ int cmd_quantize(int argc, char **argv)
         code = HX_EXIT_USAGE;
     } else if (check_outputs(&a, &rep, &e)) {
         fprintf(stderr, "hearth: quantize: %s\n", e.msg);
-        code = cli_exit_code(e.rc);
+        code = hx_cli_exit_code(e.rc);
     } else if (get_imatrix(&a, rep, &im)) {
         code = HX_EXIT_INPUT;
     } else {
@@ -239,7 +239,7 @@ int cmd_quantize(int argc, char **argv)
         hx_progress_finish(&pg.bar);
         if (rc) {
             fprintf(stderr, "hearth: quantize: %s\n", e.msg);
-            code = cli_exit_code(rc);
+            code = hx_cli_exit_code(rc);
         } else if (a.json) {
             code = print_json(a.out, &st);
         } else {

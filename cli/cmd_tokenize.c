@@ -1,4 +1,4 @@
-/* cmd_tokenize.c: `hearth tokenize -m MODEL [--special] [--no-bos] TEXT`:
+/* hx_cmd_tokenize.c: `hearth tokenize -m MODEL [--special] [--no-bos] TEXT`:
  * prints the token ids of TEXT (or of stdin with `-`) separated by spaces. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,10 +99,10 @@ static int print_ids(const hx_vocab *v, const char *text, size_t len,
     return fflush(stdout) ? HX_EXIT_FAIL : HX_EXIT_OK;
 }
 
-int cmd_tokenize(int argc, char **argv)
+int hx_cmd_tokenize(int argc, char **argv)
 {
     tok_args a = {0};
-    if (cli_wants_help(argc, argv)) {
+    if (hx_cli_wants_help(argc, argv)) {
         tokenize_usage(stdout);
         return HX_EXIT_OK;
     }
@@ -119,7 +119,7 @@ int cmd_tokenize(int argc, char **argv)
             fprintf(stderr, "hearth tokenize: %s\n", err.msg);
         else
             fprintf(stderr, "hearth tokenize: %s: %s\n", a.model, err.msg);
-        return cli_exit_code(rc);
+        return hx_cli_exit_code(rc);
     }
     size_t len = strlen(a.text);
     char *in = NULL;

@@ -1,4 +1,4 @@
-/* cmd_tools.c: `hearth tools list [--json]`, `hearth tools call NAME JSON`,
+/* hx_cmd_tools.c: `hearth tools list [--json]`, `hearth tools call NAME JSON`,
  * `hearth tools add MANIFEST` and `hearth tools remove NAME`. */
 #include <dirent.h>
 #include <errno.h>
@@ -100,7 +100,7 @@ static int open_tools(const char *cfg_path, hx_config **cfg, hx_tools **reg,
     int rc = hx_config_load(cfg_path, cfg, &err);
     if (rc) {
         fprintf(stderr, "hearth: %s\n", err.msg);
-        return cli_exit_code(rc);
+        return hx_cli_exit_code(rc);
     }
     *x = NULL;
     *mem = open_memory();
@@ -146,7 +146,7 @@ static int print_json(cJSON *j)
     return HX_EXIT_OK;
 }
 
-void cli_print_tools(const hx_tools *reg, const hx_extools *x, int describe)
+void hx_cli_print_tools(const hx_tools *reg, const hx_extools *x, int describe)
 {
     hx_buf b;
     hx_buf_init(&b);
@@ -181,7 +181,7 @@ static int tools_list(hx_tools *reg, const hx_extools *x, int json)
         cJSON_Delete(l);
         return rc;
     }
-    cli_print_tools(reg, x, 1);
+    hx_cli_print_tools(reg, x, 1);
     print_sandbox_status();
     return HX_EXIT_OK;
 }
@@ -297,7 +297,7 @@ static int tools_add(const char *cfg_path, const char *path, int replace)
     free(text);
     if (rc) {
         fprintf(stderr, "hearth tools add: %s\n", e.msg);
-        return rc == HX_ERR_STATE ? HX_EXIT_INPUT : cli_exit_code(rc);
+        return rc == HX_ERR_STATE ? HX_EXIT_INPUT : hx_cli_exit_code(rc);
     }
     printf("installed %s\n", name);
     return HX_EXIT_OK;
@@ -339,10 +339,10 @@ static int run_call(const hx_config *cfg, hx_tools *reg, const hx_extools *x,
     struct hx_audit *audit = NULL;
     if (hx_gate_open(cJSON_GetObjectItem(cfg->raw, "policy"), "", &policy, &audit, &err)) {
         fprintf(stderr, "hearth: %s\n", err.msg);
-        return cli_exit_code(err.rc);
+        return hx_cli_exit_code(err.rc);
     }
     int tty = isatty(0) && isatty(2);
-    struct hx_consent *c = hx_gate_consent_new(yes, no, 0, tty ? cli_ask_consent : NULL, NULL);
+    struct hx_consent *c = hx_gate_consent_new(yes, no, 0, tty ? hx_cli_ask_consent : NULL, NULL);
     hx_planner_deps d = {NULL, reg, x, policy, audit, mem, c};
     char *aj = cJSON_PrintUnformatted(args);
     if (c && aj) {
@@ -379,16 +379,16 @@ static int tools_call(const hx_config *cfg, hx_tools *reg, const hx_extools *x,
     hx_call_outcome o = {.status = "", .decision = "", .by = ""};
     int ex = run_call(cfg, reg, x, mem, name, args, yes, no, &o);
     cJSON_Delete(args);
-    if (!ex && o.rc) print_call_error(name, o.detail), ex = cli_exit_code(o.rc);
+    if (!ex && o.rc) print_call_error(name, o.detail), ex = hx_cli_exit_code(o.rc);
     else if (!ex) ex = print_json(o.result);
     cJSON_Delete(o.result);
     return ex;
 }
 
-int cmd_tools(int argc, char **argv)
+int hx_cmd_tools(int argc, char **argv)
 {
     const char *cfg_path = take_config(&argc, argv);
-    if (cli_wants_help(argc, argv)) {
+    if (hx_cli_wants_help(argc, argv)) {
         tools_usage(stdout);
         return HX_EXIT_OK;
     }
@@ -407,7 +407,7 @@ int cmd_tools(int argc, char **argv)
     if (!strcmp(sub, "remove") && argc == 3) return tools_remove(argv[2]);
     if (!is_list && strcmp(sub, "call") && strcmp(sub, "add") && strcmp(sub, "remove"))
         return argc < 2 ? (tools_usage(stderr), HX_EXIT_USAGE)
-                        : cli_bad_word("tools", "command", sub);
+                        : hx_cli_bad_word("tools", "command", sub);
     if (!(is_list && (argc == 2 || json)) && !(argc == 4 && !strcmp(sub, "call"))) {
         fprintf(stderr, "hearth tools %s: wrong arguments (see 'hearth tools --help')\n", sub);
         return HX_EXIT_USAGE;

@@ -1,4 +1,4 @@
-/* cmd_train.c: `hearth train` (developer verb): trains a qwen3 model from
+/* hx_cmd_train.c: `hearth train` (developer verb): trains a qwen3 model from
  * scratch, fully fine-tunes one, or trains a LoRA adapter, on a text file
  * or on chat conversations (loss on the assistant's tokens only). */
 #include <stdio.h>
@@ -93,7 +93,7 @@ static int parse_num(targs *a, const char *s, const char *v)
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if (!strcmp(s, ints[i])) {
             long x;
-            if (cli_parse_long(v, 0, 1 << 30, &x)) return -1;
+            if (hx_cli_parse_long(v, 0, 1 << 30, &x)) return -1;
             *iptr[i] = (int)x;
             return 1;
         }
@@ -154,7 +154,7 @@ static int parse(int argc, char **argv, targs *a)
         else if (!strcmp(s, "--wsd")) a->tp.opt.wsd = 1;
         else if (!strcmp(s, "--bf16")) a->bf16 = HX_BF16_ON;
         else if (s[0] == '-' && !v) return takes_value(a, s) ? bad_value(s, NULL)
-                                                             : (cli_bad_word("train", "option", s), -1);
+                                                             : (hx_cli_bad_word("train", "option", s), -1);
         else if (!strcmp(s, "--out")) a->out = argv[++i];
         else if (!strcmp(s, "--vocab")) a->vocab = argv[++i];
         else if (!strcmp(s, "--base")) a->base = argv[++i];
@@ -180,7 +180,7 @@ static int parse(int argc, char **argv, targs *a)
         else if (s[0] == '-') {
             int r = parse_num(a, s, v);
             if (r < 0) return bad_value(s, v);
-            if (r == 0) return cli_bad_word("train", "option", s), -1;
+            if (r == 0) return hx_cli_bad_word("train", "option", s), -1;
             i++;
         } else if (!a->data) a->data = s;
         else return missing("one DATA file only");
@@ -364,9 +364,9 @@ static int run(targs *a, hx_err *err)
     return rc;
 }
 
-int cmd_train(int argc, char **argv)
+int hx_cmd_train(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) {
+    if (hx_cli_wants_help(argc, argv)) {
         usage(stdout);
         return HX_EXIT_OK;
     }
@@ -383,7 +383,7 @@ int cmd_train(int argc, char **argv)
     int rc = run(&a, &err);
     if (rc) {
         fprintf(stderr, "hearth: train: %s\n", err.msg[0] ? err.msg : hx_rc_str(rc));
-        return cli_exit_code(rc);
+        return hx_cli_exit_code(rc);
     }
     return HX_EXIT_OK;
 }

@@ -1,4 +1,4 @@
-/* cmd_vocab.c: `hearth vocab train`: learns a byte-level BPE vocabulary
+/* hx_cmd_vocab.c: `hearth vocab train`: learns a byte-level BPE vocabulary
  * (modelfile/vocab_train.h) from chat JSONL rendered as the agent renders it
  * and from plain text files, and writes it as a GGUF; `hearth vocab
  * coverage`: how evenly training data makes the model emit each token. */
@@ -74,12 +74,12 @@ static int parse(int argc, char **argv, vargs *a)
                 return -1;
             }
         } else if (!strcmp(s, "--target-weight")) {
-            if (cli_parse_long(argv[++i], 1, 1000, &a->target_weight)) {
+            if (hx_cli_parse_long(argv[++i], 1, 1000, &a->target_weight)) {
                 fprintf(stderr, "hearth vocab train: bad %s '%s' (1 to 1000)\n", s, argv[i]);
                 return -1;
             }
         } else if (!strcmp(s, "--size") || !strcmp(s, "--min-count")) {
-            if (cli_parse_long(argv[++i], 1, 1 << 24, &x)) {
+            if (hx_cli_parse_long(argv[++i], 1, 1 << 24, &x)) {
                 fprintf(stderr, "hearth vocab train: bad %s '%s'\n", s, argv[i]);
                 return -1;
             }
@@ -204,7 +204,7 @@ static int vocab_train(int argc, char **argv)
     hx_buf_free(&c.text);
     free(a.chats);
     free(a.texts);
-    return cli_exit_code(rc);
+    return hx_cli_exit_code(rc);
 }
 
 /* ---- hearth vocab coverage ---- */
@@ -222,7 +222,7 @@ static int vocab_coverage(int argc, char **argv)
         if (!strcmp(s, "--vocab")) vocab = argv[++i];
         else if (!strcmp(s, "--chat")) chat = argv[++i];
         else if (!strcmp(s, "--style") && (style = hx_tpl_parse_name(argv[++i])) > 0) continue;
-        else if (!strcmp(s, "--below") && !cli_parse_long(argv[++i], 1, 1L << 40, &below)) continue;
+        else if (!strcmp(s, "--below") && !hx_cli_parse_long(argv[++i], 1, 1L << 40, &below)) continue;
         else {
             fprintf(stderr, "hearth vocab coverage: bad option '%s'%s%s\n", s, v ? " " : "",
                     v && strcmp(s, "--vocab") && strcmp(s, "--chat") ? v : "");
@@ -264,24 +264,24 @@ static int vocab_coverage(int argc, char **argv)
     hx_vocab_free(v);
     hx_gguf_close(g);
     hx_chat_tokens_free(&t);
-    return cli_exit_code(rc);
+    return hx_cli_exit_code(rc);
 }
 
-int cmd_vocab(int argc, char **argv)
+int hx_cmd_vocab(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? HX_EXIT_USAGE : HX_EXIT_OK;
     }
     if (!strcmp(argv[1], "train")) {
-        if (cli_wants_help(argc, argv)) {
+        if (hx_cli_wants_help(argc, argv)) {
             usage(stdout);
             return HX_EXIT_OK;
         }
         return vocab_train(argc, argv);
     }
     if (!strcmp(argv[1], "coverage")) {
-        if (cli_wants_help(argc, argv)) {
+        if (hx_cli_wants_help(argc, argv)) {
             usage(stdout);
             return HX_EXIT_OK;
         }

@@ -6,25 +6,25 @@
 #include "cli/cli.h"
 
 static const hx_verb verbs[] = {
-    {"version", cmd_version, "print the version"},
-    {"memory", cmd_memory, "list, search, show, forget, export memories"},
-    {"generate", cmd_generate, "stream a model's continuation of a prompt"},
-    {"info", cmd_info, "describe a GGUF model"},
-    {"tokenize", cmd_tokenize, "print the token ids of a text"},
-    {"mkmodel", cmd_mkmodel, "write a random-weight test model (dev tool)"},
-    {"model", cmd_model, "update a model file by a delta of changed tensors (diff, patch)"},
-    {"quantize", cmd_quantize, "quantize a GGUF model (presets, overrides, calibration)"},
-    {"train", cmd_train, "train a small model or a LoRA adapter on a text file (dev tool)"},
-    {"lora", cmd_lora, "list, show, switch or roll back LoRA adapters"},
-    {"nightly", cmd_nightly, "fine-tune a LoRA adapter on accepted episodes (when idle)"},
-    {"datagen", cmd_datagen, "generate agent trajectories or evaluation tasks (dev tool)"},
-    {"vocab", cmd_vocab, "train a byte-level BPE vocabulary (dev tool)"},
-    {"tools", cmd_tools, "list the tools, or call one with JSON arguments"},
-    {"ask", cmd_ask, "ask the assistant: plan, call tools, answer"},
-    {"chat", cmd_chat, "a session with the assistant, with history"},
-    {"feedback", cmd_feedback, "accept, correct or reject the last answer"},
-    {"init", cmd_init, "set up: your name, time zone, calendar, mail, files"},
-    {"doctor", cmd_doctor, "check the whole setup and say how to fix what is wrong"},
+    {"version", hx_cmd_version, "print the version"},
+    {"memory", hx_cmd_memory, "list, search, show, forget, export memories"},
+    {"generate", hx_cmd_generate, "stream a model's continuation of a prompt"},
+    {"info", hx_cmd_info, "describe a GGUF model"},
+    {"tokenize", hx_cmd_tokenize, "print the token ids of a text"},
+    {"mkmodel", hx_cmd_mkmodel, "write a random-weight test model (dev tool)"},
+    {"model", hx_cmd_model, "update a model file by a delta of changed tensors (diff, patch)"},
+    {"quantize", hx_cmd_quantize, "quantize a GGUF model (presets, overrides, calibration)"},
+    {"train", hx_cmd_train, "train a small model or a LoRA adapter on a text file (dev tool)"},
+    {"lora", hx_cmd_lora, "list, show, switch or roll back LoRA adapters"},
+    {"nightly", hx_cmd_nightly, "fine-tune a LoRA adapter on accepted episodes (when idle)"},
+    {"datagen", hx_cmd_datagen, "generate agent trajectories or evaluation tasks (dev tool)"},
+    {"vocab", hx_cmd_vocab, "train a byte-level BPE vocabulary (dev tool)"},
+    {"tools", hx_cmd_tools, "list the tools, or call one with JSON arguments"},
+    {"ask", hx_cmd_ask, "ask the assistant: plan, call tools, answer"},
+    {"chat", hx_cmd_chat, "a session with the assistant, with history"},
+    {"feedback", hx_cmd_feedback, "accept, correct or reject the last answer"},
+    {"init", hx_cmd_init, "set up: your name, time zone, calendar, mail, files"},
+    {"doctor", hx_cmd_doctor, "check the whole setup and say how to fix what is wrong"},
 };
 #define N_VERBS (sizeof verbs / sizeof verbs[0])
 
@@ -49,7 +49,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return HX_EXIT_OK;
     }
-    if (!strcmp(argv[1], "--version")) return cmd_version(1, argv + 1);
+    if (!strcmp(argv[1], "--version")) return hx_cmd_version(1, argv + 1);
     for (size_t i = 0; i < N_VERBS; i++)
         if (!strcmp(argv[1], verbs[i].name))
             return verbs[i].fn(argc - 1, argv + 1);

@@ -32,13 +32,13 @@ struct hx_adapter {
 };
 
 /* The attached set of a context (hx_ctx.lora). */
-typedef struct hx_lora_set {
+typedef struct hx_adapter_set {
     int n;
     hx_adapter *ads[HX_ADAPTER_MAX];
     float scales[HX_ADAPTER_MAX];
     float *u, *t;     /* scratch: (n_batch, max r), (n_batch, max out) */
     size_t u_cap, t_cap;
-} hx_lora_set;
+} hx_adapter_set;
 
 static hx_wmat *slot_wmat(const hx_model *m, int slot)
 {
@@ -369,7 +369,7 @@ const hx_adapter_info *hx_adapter_get_info(const hx_adapter *a)
 
 /* ---- attached sets ---- */
 
-void hx_lora_set_free(struct hx_lora_set *s)
+void hx_adapter_set_free(struct hx_adapter_set *s)
 {
     if (!s) return;
     free(s->u);
@@ -378,7 +378,7 @@ void hx_lora_set_free(struct hx_lora_set *s)
 }
 
 /* Grows the scratch for the set's largest rank and output width. */
-static int reserve_scratch(hx_ctx *c, hx_lora_set *s)
+static int reserve_scratch(hx_ctx *c, hx_adapter_set *s)
 {
     size_t rmax = 0, omax = 0;
     for (int i = 0; i < s->n; i++)
@@ -403,7 +403,7 @@ static int reserve_scratch(hx_ctx *c, hx_lora_set *s)
 
 /* c->adapter_key (the prefix cache's part of its key) from the set; a
  * description too long for it is replaced by its SHA-256. */
-static void make_key(hx_ctx *c, const hx_lora_set *s)
+static void make_key(hx_ctx *c, const hx_adapter_set *s)
 {
     char key[HX_ADAPTER_MAX * 160 + 1];
     size_t off = 0;
@@ -440,10 +440,10 @@ int hx_ctx_set_adapters(hx_ctx *c, hx_adapter *const *ads, const float *scales,
                 return hx_err_set(&c->err, HX_ERR_INVALID, "adapter %s is "
                                   "listed twice", ads[i]->name);
     }
-    hx_lora_set *s = c->lora ? c->lora : hx_calloc(1, sizeof *s);
+    hx_adapter_set *s = c->lora ? c->lora : hx_calloc(1, sizeof *s);
     if (!s) return hx_err_set(&c->err, HX_ERR_NOMEM, "out of memory");
     c->lora = s;
-    hx_lora_set old = *s;
+    hx_adapter_set old = *s;
     s->n = n;
     for (int i = 0; i < n; i++) s->ads[i] = ads[i], s->scales[i] = scales[i];
     if (reserve_scratch(c, s)) {
@@ -489,9 +489,9 @@ const char *hx_ctx_adapter_key(const hx_ctx *c) { return c->adapter_key; }
 
 /* ---- the forward hook ---- */
 
-void hx_lora_apply(hx_ctx *c, const hx_wmat *w, const float *x, int B, float *y)
+void hx_adapter_apply(hx_ctx *c, const hx_wmat *w, const float *x, int B, float *y)
 {
-    hx_lora_set *s = c->lora;
+    hx_adapter_set *s = c->lora;
     if (!s || s->n == 0) return;
     const int slot = wmat_slot(c->m, w);
     for (int i = 0; slot >= 0 && i < s->n; i++) {

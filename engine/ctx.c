@@ -167,7 +167,7 @@ void hx_ctx_free(hx_ctx *c)
 {
     if (!c) return;
     hx_threadpool_free(c->tp);
-    hx_lora_set_free(c->lora);
+    hx_adapter_set_free(c->lora);
     hx_kv_free(c);
     void *bufs[] = {c->x, c->xb, c->q, c->k, c->v, c->att,
                     c->hb, c->hb2, c->eo, c->rl, c->sel, c->selw, c->ptok,

@@ -49,7 +49,7 @@ struct hx_ctx {
                      const float *x, int n_tokens, int64_t n_cols);
     void *act_hook_user;
     /* attached LoRA adapters (adapter.c); NULL until the first attach */
-    struct hx_lora_set *lora;
+    struct hx_adapter_set *lora;
     const hx_attn_ops *ao; /* attention primitives for this CPU */
     /* scratch for one pass of up to n_batch (B) tokens */
     float *x;        /* (B, n_embd) residual stream */
@@ -128,9 +128,9 @@ const float *hx_kv_rows_f32(const hx_ctx *c, int v, int l, int h, int j0,
 /* adapter.c */
 /* Adds the attached adapters' scaled B (A x) to y (B, w->rows), the
  * product of x (B, w->cols) by w; nothing when no adapter adapts w. */
-void hx_lora_apply(hx_ctx *c, const hx_wmat *w, const float *x, int B,
-                   float *y);
-void hx_lora_set_free(struct hx_lora_set *s); /* NULL is a no-op */
+void hx_adapter_apply(hx_ctx *c, const hx_wmat *w, const float *x, int B,
+                      float *y);
+void hx_adapter_set_free(struct hx_adapter_set *s); /* NULL is a no-op */
 
 /* attention.c */
 /* Floats of per-thread attention scratch for a model's shape. */

@@ -164,7 +164,7 @@ static void matmul_n(hx_ctx *c, const hx_wmat *const *w, float *const *y,
     for (int i = 0; i < n; i++) c->jobs[i] = hx_fwd_job(c, w[i], w[i]->data, NULL, B, y[i]);
     hx_matmul_jobs(c->tp, c->jobs, n);
     if (c->lora)
-        for (int i = 0; i < n; i++) hx_lora_apply(c, w[i], x, B, y[i]);
+        for (int i = 0; i < n; i++) hx_adapter_apply(c, w[i], x, B, y[i]);
 }
 
 void hx_fwd_matmul(hx_ctx *c, const hx_wmat *w, const float *x, int n,

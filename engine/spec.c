@@ -293,7 +293,7 @@ static int only_byte(hx_matcher *m, uint32_t c)
 {
     int only = -1;
     for (int b = 0; b < 256; b++) {
-        if (!gm_step(m, c, b) || is_ws(b)) continue;
+        if (!hx_gm_step(m, c, b) || is_ws(b)) continue;
         if (only >= 0) return -1;
         only = b;
     }
@@ -310,11 +310,11 @@ static int forced_bytes(hx_spec *sp, char *out, uint32_t *cfg, int max)
     uint32_t c = m->cur, cw = 0;
     unsigned key = sp->last2;
     int n = 0, b;
-    while (n < max && c && !gm_can_end(m, c) && (b = only_byte(m, c)) >= 0) {
+    while (n < max && c && !hx_gm_can_end(m, c) && (b = only_byte(m, c)) >= 0) {
         int w = sp->ws_next[key];
         if (!w && ((key & 0xff) == ':' || (key & 0xff) == ',')) w = ' '; /* json.dumps */
-        if (w && w != WS_NONE && (cw = gm_step(m, c, w))) b = w;
-        else cw = gm_step(m, c, b);
+        if (w && w != WS_NONE && (cw = hx_gm_step(m, c, w))) b = w;
+        else cw = hx_gm_step(m, c, b);
         cfg[n] = c;
         out[n++] = (char)b;
         key = ((key << 8) | (unsigned)b) & 0xffff;
@@ -359,13 +359,13 @@ static int extends(hx_spec *sp, int32_t t, uint32_t c)
 {
     const char *p = sp->gv->piece[t];
     uint32_t n = sp->gv->len[t];
-    for (uint32_t j = 0; j < n && c; j++) c = gm_step(sp->gm, c, (uint8_t)p[j]);
+    for (uint32_t j = 0; j < n && c; j++) c = hx_gm_step(sp->gm, c, (uint8_t)p[j]);
     int b = (uint8_t)p[0];
     for (int32_t i = sp->first[b]; c && i < sp->first[b + 1]; i++) {
         int32_t u = sp->by_byte[i];
         if (sp->gv->len[u] <= n) break; /* longest first */
         const char *q = sp->gv->piece[u];
-        if (!memcmp(q, p, n) && gm_step(sp->gm, c, (uint8_t)q[n]))
+        if (!memcmp(q, p, n) && hx_gm_step(sp->gm, c, (uint8_t)q[n]))
             return 1;
     }
     return 0;
@@ -422,7 +422,7 @@ static int grammar_allows(hx_spec *sp, const int32_t *d, int n, int *nbytes)
         const char *p = grammar_bytes(sp, d[i], &len);
         if (!p) return n;
         for (uint32_t j = 0; j < len; j++)
-            if (!(c = gm_step(m, c, (uint8_t)p[j]))) return i;
+            if (!(c = hx_gm_step(m, c, (uint8_t)p[j]))) return i;
         *nbytes += (int)len;
     }
     return n;
@@ -565,7 +565,7 @@ int hx_spec_copy_draft(hx_spec *sp, const int32_t *seq, int n, int32_t *d, int m
  * after a quote where the grammar allows a letter. */
 static int string_start(const hx_spec *sp)
 {
-    return shadow_on(sp) && (sp->last2 & 0xff) == '"' && gm_step(sp->gm, sp->gm->cur, 'a');
+    return shadow_on(sp) && (sp->last2 & 0xff) == '"' && hx_gm_step(sp->gm, sp->gm->cur, 'a');
 }
 
 /* Whether token t starts a new word of a copied string (where the model

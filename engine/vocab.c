@@ -9,7 +9,7 @@
 
 /* ---- hashing and maps ---- */
 
-uint64_t vocab_hash(uint64_t h, const void *p, size_t n)
+uint64_t hx_vocab_hash(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *s = p;
     for (size_t i = 0; i < n; i++) {
@@ -19,7 +19,7 @@ uint64_t vocab_hash(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-int vmap_init(vmap *m, size_t n_keys)
+int hx_vmap_init(vmap *m, size_t n_keys)
 {
     size_t cap = 16;
     while (cap < n_keys * 2) cap <<= 1;
@@ -28,7 +28,7 @@ int vmap_init(vmap *m, size_t n_keys)
     return m->slots ? HX_OK : HX_ERR_NOMEM;
 }
 
-void vmap_free(vmap *m)
+void hx_vmap_free(vmap *m)
 {
     free(m->slots);
     m->slots = NULL;
@@ -42,7 +42,7 @@ static int span_eq(const char *blob, vspan s, const char *p, size_t n)
 /* Slot of text in the token map: its slot, or the empty one to fill. */
 static uint32_t tok_slot(const hx_vocab *v, const char *p, size_t n)
 {
-    uint32_t i = (uint32_t)vocab_hash(VOCAB_HASH_SEED, p, n) & v->tok_map.mask;
+    uint32_t i = (uint32_t)hx_vocab_hash(VOCAB_HASH_SEED, p, n) & v->tok_map.mask;
     for (;;) {
         uint32_t s = v->tok_map.slots[i];
         if (!s || span_eq(v->text, v->texts[s - 1], p, n)) return i;
@@ -59,9 +59,9 @@ int32_t hx_vocab_find(const hx_vocab *v, const char *text, size_t len)
 
 static uint64_t pair_hash(const char *a, size_t na, const char *b, size_t nb)
 {
-    uint64_t h = vocab_hash(VOCAB_HASH_SEED, a, na);
-    h = vocab_hash(h ^ 0xff, "\x01", 1);
-    return vocab_hash(h, b, nb);
+    uint64_t h = hx_vocab_hash(VOCAB_HASH_SEED, a, na);
+    h = hx_vocab_hash(h ^ 0xff, "\x01", 1);
+    return hx_vocab_hash(h, b, nb);
 }
 
 static uint32_t merge_slot(const hx_vocab *v, const char *a, size_t na,
@@ -77,8 +77,8 @@ static uint32_t merge_slot(const hx_vocab *v, const char *a, size_t na,
     }
 }
 
-int32_t vocab_merge_rank(const hx_vocab *v, const char *a, size_t na,
-                         const char *b, size_t nb)
+int32_t hx_vocab_merge_rank(const hx_vocab *v, const char *a, size_t na,
+                            const char *b, size_t nb)
 {
     if (!v->n_merges) return -1;
     uint32_t s = v->merge_map.slots[merge_slot(v, a, na, b, nb)];
@@ -124,7 +124,7 @@ static int load_tokens(hx_vocab *v, const hx_gguf *g, hx_err *err)
 
 static int build_tok_map(hx_vocab *v, hx_err *err)
 {
-    if (vmap_init(&v->tok_map, (size_t)v->n_tokens))
+    if (hx_vmap_init(&v->tok_map, (size_t)v->n_tokens))
         return hx_err_set(err, HX_ERR_NOMEM, "vocab: out of memory");
     for (int32_t i = 0; i < v->n_tokens; i++) {
         vspan s = v->texts[i];
@@ -214,7 +214,7 @@ static int load_merges(hx_vocab *v, const hx_gguf *g, hx_err *err)
     hx_buf_init(&b);
     v->merge_a = hx_calloc(n + 1, sizeof *v->merge_a);
     v->merge_b = hx_calloc(n + 1, sizeof *v->merge_b);
-    if (!v->merge_a || !v->merge_b || vmap_init(&v->merge_map, n))
+    if (!v->merge_a || !v->merge_b || hx_vmap_init(&v->merge_map, n))
         return hx_err_set(err, HX_ERR_NOMEM, "vocab: out of memory");
     hx_buf_reserve(&b, (size_t)n * 8);
     for (uint64_t i = 0; i < n; i++) {
@@ -436,7 +436,7 @@ static void render_piece(const hx_vocab *v, int32_t i, hx_buf *b)
         hx_buf_append(b, s, n);
     } else if (a & HX_TOKEN_NORMAL) {
         if (v->type == HX_VOCAB_BPE) {
-            vocab_bpe_decode(s, n, b);
+            hx_vocab_bpe_decode(s, n, b);
             return;
         }
         for (size_t k = 0; k < n; k++) {
@@ -493,7 +493,7 @@ static int load_all(hx_vocab *v, const hx_gguf *g, hx_err *err)
         (rc = load_attrs(v, g, err)) || (rc = build_tok_map(v, err)))
         return rc;
     if (v->type == HX_VOCAB_BPE &&
-        ((rc = load_merges(v, g, err)) || (rc = vocab_bpe_init(v, err))))
+        ((rc = load_merges(v, g, err)) || (rc = hx_vocab_bpe_init(v, err))))
         return rc;
     load_special_keys(v, g);
     if (v->type == HX_VOCAB_SPM) spm_bytes(v);
@@ -521,9 +521,9 @@ int hx_vocab_load(const hx_gguf *g, hx_vocab **out, hx_err *err)
 void hx_vocab_free(hx_vocab *v)
 {
     if (!v) return;
-    vocab_bpe_free(v);
-    vmap_free(&v->tok_map);
-    vmap_free(&v->merge_map);
+    hx_vocab_bpe_free(v);
+    hx_vmap_free(&v->tok_map);
+    hx_vmap_free(&v->merge_map);
     free(v->text);
     free(v->texts);
     free(v->piece);

@@ -23,14 +23,14 @@
 static const char k_re_qwen2[] = PRE_REGEX("\\p{N}");
 static const char k_re_llama3[] = PRE_REGEX("\\p{N}{1,3}");
 
-const char *vocab_bpe_regex(int pre_type)
+const char *hx_vocab_bpe_regex(int pre_type)
 {
     return pre_type == HX_PRE_QWEN2 ? k_re_qwen2 : k_re_llama3;
 }
 
-int vocab_bpe_init(hx_vocab *v, hx_err *err)
+int hx_vocab_bpe_init(hx_vocab *v, hx_err *err)
 {
-    const char *pat = vocab_bpe_regex(v->pre_type);
+    const char *pat = hx_vocab_bpe_regex(v->pre_type);
     int ec;
     PCRE2_SIZE eo;
     pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
@@ -48,7 +48,7 @@ int vocab_bpe_init(hx_vocab *v, hx_err *err)
     return HX_OK;
 }
 
-void vocab_bpe_free(hx_vocab *v)
+void hx_vocab_bpe_free(hx_vocab *v)
 {
     pcre2_code_free((pcre2_code *)v->re);
     v->re = NULL;
@@ -56,7 +56,7 @@ void vocab_bpe_free(hx_vocab *v)
 
 /* ---- GPT-2's byte <-> unicode alphabet ---- */
 
-uint32_t vocab_byte_to_cpt(unsigned char b)
+uint32_t hx_vocab_byte_to_cpt(unsigned char b)
 {
     if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174) return b;
     if (b <= 32) return 256u + b;
@@ -74,12 +74,12 @@ static int cpt_to_byte(uint32_t c)
     return -1;
 }
 
-int vocab_bpe_decode(const char *text, size_t len, hx_buf *out)
+int hx_vocab_bpe_decode(const char *text, size_t len, hx_buf *out)
 {
     const unsigned char *s = (const unsigned char *)text;
     size_t off = 0;
     while (off < len) {
-        uint32_t c = vocab_cpt_decode(s, len, &off);
+        uint32_t c = hx_vocab_cpt_decode(s, len, &off);
         int b = cpt_to_byte(c);
         if (b >= 0) {
             hx_buf_putc(out, (char)b);
@@ -87,7 +87,7 @@ int vocab_bpe_decode(const char *text, size_t len, hx_buf *out)
         }
         /* as llama.cpp's llama_decode_text renders an unknown character */
         char u[4];
-        int n = vocab_cpt_encode(c, u);
+        int n = hx_vocab_cpt_encode(c, u);
         hx_buf_puts(out, "[UNK_BYTE_0x");
         for (int i = 0; i < n; i++) hx_buf_printf(out, "%02x", (unsigned char)u[i]);
         hx_buf_append(out, text, len);
@@ -118,7 +118,7 @@ static void work_free(bpe_work *w)
     free(w->b2c);
     hx_buf_free(&w->word);
     free(w->sym);
-    vheap_free(&w->heap);
+    hx_vheap_free(&w->heap);
     pcre2_match_data_free(w->md);
 }
 
@@ -134,10 +134,10 @@ static int work_decode(bpe_work *w, const char *text, size_t len)
     if (!w->cpts || !w->rx || !w->b2c) return HX_ERR_NOMEM;
     size_t off = 0;
     while (off < len) {
-        uint32_t c = vocab_cpt_decode(s, len, &off);
+        uint32_t c = hx_vocab_cpt_decode(s, len, &off);
         uint32_t rc = c >= 0xd800 && c <= 0xdfff ? 0xfffd : c;
         w->b2c[w->rx_len] = (int32_t)w->n_cpts;
-        w->rx_len += (size_t)vocab_cpt_encode(rc, w->rx + w->rx_len);
+        w->rx_len += (size_t)hx_vocab_cpt_encode(rc, w->rx + w->rx_len);
         w->cpts[w->n_cpts++] = c;
     }
     w->b2c[w->rx_len] = (int32_t)w->n_cpts;
@@ -150,7 +150,7 @@ static int work_decode(bpe_work *w, const char *text, size_t len)
 static int bpe_prio(const hx_vocab *v, const char *text, vsym L, vsym R,
                     double *prio)
 {
-    int32_t rank = vocab_merge_rank(v, text + L.off, L.n, text + R.off, R.n);
+    int32_t rank = hx_vocab_merge_rank(v, text + L.off, L.n, text + R.off, R.n);
     if (rank < 0) return 0;
     *prio = (double)rank;
     return 1;
@@ -166,12 +166,12 @@ static int emit_word(const hx_vocab *v, bpe_work *w, size_t n_sym, tokvec *t)
         if (!s.n) continue;
         int32_t id = hx_vocab_find(v, b + s.off, s.n);
         if (id >= 0) {
-            if (tokvec_push(t, id)) return HX_ERR_NOMEM;
+            if (hx_tokvec_push(t, id)) return HX_ERR_NOMEM;
             continue;
         }
         for (uint32_t k = 0; k < s.n; k++) {
             int32_t bid = hx_vocab_find(v, b + s.off + k, 1);
-            if (bid >= 0 && tokvec_push(t, bid)) return HX_ERR_NOMEM;
+            if (bid >= 0 && hx_tokvec_push(t, bid)) return HX_ERR_NOMEM;
         }
     }
     return HX_OK;
@@ -185,7 +185,7 @@ static long encode_word(bpe_work *w, size_t c0, size_t c1)
     size_t n_sym = 0;
     for (size_t i = c0; i < c1; i++) {
         char u[4];
-        int n = vocab_cpt_encode(w->cpts[i], u);
+        int n = hx_vocab_cpt_encode(w->cpts[i], u);
         if (w->sym_cap < n_sym + 4) {
             size_t cap = (n_sym + 4) * 2;
             vsym *p = realloc(w->sym, cap * sizeof *p);
@@ -195,7 +195,7 @@ static long encode_word(bpe_work *w, size_t c0, size_t c1)
         }
         for (int k = 0; k < n; k++) {
             char e[4];
-            int m = vocab_cpt_encode(vocab_byte_to_cpt((unsigned char)u[k]), e);
+            int m = hx_vocab_cpt_encode(hx_vocab_byte_to_cpt((unsigned char)u[k]), e);
             w->sym[n_sym] = (vsym){(int32_t)n_sym - 1, (int32_t)n_sym + 1,
                                    (uint32_t)w->word.len, (uint32_t)m};
             hx_buf_append(&w->word, e, (size_t)m);
@@ -214,10 +214,10 @@ static int bpe_word(const hx_vocab *v, bpe_work *w, size_t c0, size_t c1,
     if (n_sym == 0) return HX_OK;
     if (v->ignore_merges) { /* Llama 3: a whole word in the vocab is taken */
         int32_t id = hx_vocab_find(v, w->word.data, w->word.len);
-        if (id >= 0) return tokvec_push(t, id);
+        if (id >= 0) return hx_tokvec_push(t, id);
     }
-    int rc = vocab_merge(v, w->word.data, w->sym, (size_t)n_sym, &w->heap,
-                         bpe_prio);
+    int rc = hx_vocab_merge(v, w->word.data, w->sym, (size_t)n_sym, &w->heap,
+                            bpe_prio);
     return rc ? rc : emit_word(v, w, (size_t)n_sym, t);
 }
 
@@ -253,8 +253,8 @@ static int split_and_merge(const hx_vocab *v, bpe_work *w, tokvec *t)
     return rc;
 }
 
-int vocab_bpe_tokenize(const hx_vocab *v, const char *text, size_t len,
-                       tokvec *t)
+int hx_vocab_bpe_tokenize(const hx_vocab *v, const char *text, size_t len,
+                          tokvec *t)
 {
     bpe_work w;
     memset(&w, 0, sizeof w);

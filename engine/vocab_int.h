@@ -61,26 +61,26 @@ struct hx_vocab {
 };
 
 /* ---- hashing and maps (vocab.c) ---- */
-uint64_t vocab_hash(uint64_t h, const void *p, size_t n);
+uint64_t hx_vocab_hash(uint64_t h, const void *p, size_t n);
 #define VOCAB_HASH_SEED 1469598103934665603ULL
-int vmap_init(vmap *m, size_t n_keys);
-void vmap_free(vmap *m);
+int hx_vmap_init(vmap *m, size_t n_keys);
+void hx_vmap_free(vmap *m);
 /* Merge rank of the pair (a, b), or -1. */
-int32_t vocab_merge_rank(const hx_vocab *v, const char *a, size_t na,
-                         const char *b, size_t nb);
+int32_t hx_vocab_merge_rank(const hx_vocab *v, const char *a, size_t na,
+                            const char *b, size_t nb);
 
 /* ---- token lists ---- */
-int tokvec_push(tokvec *t, int32_t id);
+int hx_tokvec_push(tokvec *t, int32_t id);
 
 /* ---- UTF-8 ---- */
 /* Length of the UTF-8 sequence that byte c starts, from its high nibble
  * only, as llama.cpp's unicode_len_utf8 (continuation bytes give 1). */
-int vocab_utf8_len(unsigned char c);
+int hx_vocab_utf8_len(unsigned char c);
 /* Decodes one code point as llama.cpp does: lax (overlongs and surrogates
  * pass), an invalid byte gives U+FFFD and advances by one. */
-uint32_t vocab_cpt_decode(const unsigned char *s, size_t n, size_t *off);
+uint32_t hx_vocab_cpt_decode(const unsigned char *s, size_t n, size_t *off);
 /* Encodes cpt (<= 0x10FFFF, surrogates allowed) into out; returns bytes. */
-int vocab_cpt_encode(uint32_t cpt, char *out);
+int hx_vocab_cpt_encode(uint32_t cpt, char *out);
 
 /* ---- work queue of candidate merges: the lowest prio first, then the
  * leftmost (llama.cpp's llm_bigram comparators) ---- */
@@ -93,9 +93,9 @@ typedef struct vheap {
     vbigram *a;
     size_t n, cap;
 } vheap;
-int vheap_push(vheap *h, vbigram b);
-vbigram vheap_pop(vheap *h);
-void vheap_free(vheap *h);
+int hx_vheap_push(vheap *h, vbigram b);
+vbigram hx_vheap_pop(vheap *h);
+void hx_vheap_free(vheap *h);
 
 /* Symbols of the merge loops: a doubly linked list over a byte string. */
 typedef struct vsym {
@@ -110,25 +110,25 @@ typedef int (*vmerge_prio)(const hx_vocab *v, const char *text, vsym L,
  * text, the lowest priority first, then the leftmost, until no neighbours
  * merge. heap is the caller's scratch (emptied first, freed by the caller).
  * HX_OK or HX_ERR_NOMEM. */
-int vocab_merge(const hx_vocab *v, const char *text, vsym *sym, size_t n_sym,
-                vheap *heap, vmerge_prio prio);
+int hx_vocab_merge(const hx_vocab *v, const char *text, vsym *sym, size_t n_sym,
+                   vheap *heap, vmerge_prio prio);
 
 /* ---- tokenizer halves ---- */
 /* BPE: pre-tokenizer regex (vocab_bpe.c). */
-int vocab_bpe_init(hx_vocab *v, hx_err *err);
-void vocab_bpe_free(hx_vocab *v);
+int hx_vocab_bpe_init(hx_vocab *v, hx_err *err);
+void hx_vocab_bpe_free(hx_vocab *v);
 /* Tokenizes one raw-text fragment into t. HX_OK or HX_ERR_NOMEM. */
-int vocab_bpe_tokenize(const hx_vocab *v, const char *text, size_t len,
-                       tokvec *t);
+int hx_vocab_bpe_tokenize(const hx_vocab *v, const char *text, size_t len,
+                          tokvec *t);
 /* The pre-tokenizer regex of a HX_PRE_* (PCRE2 syntax, UTF and UCP), also
  * used by the BPE trainer (vocab_train.c) so both split text alike. */
-const char *vocab_bpe_regex(int pre_type);
+const char *hx_vocab_bpe_regex(int pre_type);
 /* GPT-2's byte alphabet: the code point that stands for raw byte b. */
-uint32_t vocab_byte_to_cpt(unsigned char b);
+uint32_t hx_vocab_byte_to_cpt(unsigned char b);
 /* Decodes a byte-level BPE piece into raw bytes (appended to out). */
-int vocab_bpe_decode(const char *text, size_t len, hx_buf *out);
+int hx_vocab_bpe_decode(const char *text, size_t len, hx_buf *out);
 /* SPM (vocab_spm.c): text already has spaces as U+2581. */
-int vocab_spm_tokenize(const hx_vocab *v, const char *text, size_t len,
-                       tokvec *t);
+int hx_vocab_spm_tokenize(const hx_vocab *v, const char *text, size_t len,
+                          tokvec *t);
 
 #endif /* HX_VOCAB_INT_H */

@@ -21,17 +21,17 @@ static int spm_prio(const hx_vocab *v, const char *text, vsym L, vsym R,
 static int spm_emit(const hx_vocab *v, const char *s, uint32_t n, tokvec *t)
 {
     int32_t id = hx_vocab_find(v, s, n);
-    if (id >= 0) return tokvec_push(t, id);
+    if (id >= 0) return hx_tokvec_push(t, id);
     for (uint32_t k = 0; k < n; k++) {
         int32_t b = v->byte_tok[(unsigned char)s[k]];
         if (b < 0) b = v->unk;
-        if (b >= 0 && tokvec_push(t, b)) return HX_ERR_NOMEM;
+        if (b >= 0 && hx_tokvec_push(t, b)) return HX_ERR_NOMEM;
     }
     return HX_OK;
 }
 
-int vocab_spm_tokenize(const hx_vocab *v, const char *text, size_t len,
-                       tokvec *t)
+int hx_vocab_spm_tokenize(const hx_vocab *v, const char *text, size_t len,
+                          tokvec *t)
 {
     vheap heap = {0};
     if (!len) return HX_OK;
@@ -39,7 +39,7 @@ int vocab_spm_tokenize(const hx_vocab *v, const char *text, size_t len,
     if (!sym) return HX_ERR_NOMEM;
     size_t n_sym = 0, off = 0;
     while (off < len) { /* one symbol per UTF-8 character (lax lengths) */
-        size_t n = (size_t)vocab_utf8_len((unsigned char)text[off]);
+        size_t n = (size_t)hx_vocab_utf8_len((unsigned char)text[off]);
         if (n > len - off) n = len - off;
         sym[n_sym] = (vsym){(int32_t)n_sym - 1, (int32_t)n_sym + 1,
                             (uint32_t)off, (uint32_t)n};
@@ -47,10 +47,10 @@ int vocab_spm_tokenize(const hx_vocab *v, const char *text, size_t len,
         n_sym++;
     }
     sym[n_sym - 1].next = -1;
-    int rc = vocab_merge(v, text, sym, n_sym, &heap, spm_prio);
+    int rc = hx_vocab_merge(v, text, sym, n_sym, &heap, spm_prio);
     for (int32_t i = 0; !rc && i != -1; i = sym[i].next)
         rc = spm_emit(v, text + sym[i].off, sym[i].n, t);
     free(sym);
-    vheap_free(&heap);
+    hx_vheap_free(&heap);
     return rc;
 }

@@ -7,7 +7,7 @@
 
 /* ---- small shared helpers ---- */
 
-int tokvec_push(tokvec *t, int32_t id)
+int hx_tokvec_push(tokvec *t, int32_t id)
 {
     if (t->oom) return HX_ERR_NOMEM;
     if (t->n == t->cap) {
@@ -24,7 +24,7 @@ int tokvec_push(tokvec *t, int32_t id)
     return HX_OK;
 }
 
-int vocab_utf8_len(unsigned char c)
+int hx_vocab_utf8_len(unsigned char c)
 {
     static const int lens[16] = {1, 1, 1, 1, 1, 1, 1, 1,
                                  1, 1, 1, 1, 2, 2, 3, 4};
@@ -36,7 +36,7 @@ static int is_cont(const unsigned char *s, size_t n, size_t i)
     return i < n && (s[i] & 0xc0) == 0x80;
 }
 
-uint32_t vocab_cpt_decode(const unsigned char *s, size_t n, size_t *off)
+uint32_t hx_vocab_cpt_decode(const unsigned char *s, size_t n, size_t *off)
 {
     size_t o = *off;
     unsigned char c = s[o];
@@ -65,7 +65,7 @@ uint32_t vocab_cpt_decode(const unsigned char *s, size_t n, size_t *off)
     return 0xfffd;
 }
 
-int vocab_cpt_encode(uint32_t cpt, char *out)
+int hx_vocab_cpt_encode(uint32_t cpt, char *out)
 {
     unsigned char *o = (unsigned char *)out;
     if (cpt < 0x80) {
@@ -97,7 +97,7 @@ static int bg_less(const vbigram *a, const vbigram *b)
     return a->prio < b->prio || (a->prio == b->prio && a->left < b->left);
 }
 
-int vheap_push(vheap *h, vbigram b)
+int hx_vheap_push(vheap *h, vbigram b)
 {
     if (h->n == h->cap) {
         size_t cap = h->cap ? h->cap * 2 : 64;
@@ -115,7 +115,7 @@ int vheap_push(vheap *h, vbigram b)
     return HX_OK;
 }
 
-vbigram vheap_pop(vheap *h)
+vbigram hx_vheap_pop(vheap *h)
 {
     vbigram top = h->a[0], last = h->a[--h->n];
     size_t i = 0;
@@ -131,7 +131,7 @@ vbigram vheap_pop(vheap *h)
     return top;
 }
 
-void vheap_free(vheap *h)
+void hx_vheap_free(vheap *h)
 {
     free(h->a);
     h->a = NULL;
@@ -147,18 +147,18 @@ static int queue_merge(const hx_vocab *v, const char *text, vsym *sym,
     double p;
     if (l < 0 || r < 0 || !prio(v, text, sym[l], sym[r], &p)) return HX_OK;
     vbigram g = {p, l, r, sym[l].n + sym[r].n};
-    return vheap_push(heap, g);
+    return hx_vheap_push(heap, g);
 }
 
-int vocab_merge(const hx_vocab *v, const char *text, vsym *sym, size_t n_sym,
-                vheap *heap, vmerge_prio prio)
+int hx_vocab_merge(const hx_vocab *v, const char *text, vsym *sym, size_t n_sym,
+                   vheap *heap, vmerge_prio prio)
 {
     int rc = HX_OK;
     heap->n = 0;
     for (size_t i = 1; !rc && i < n_sym; i++)
         rc = queue_merge(v, text, sym, heap, prio, (int32_t)i - 1, (int32_t)i);
     while (!rc && heap->n) {
-        vbigram g = vheap_pop(heap);
+        vbigram g = hx_vheap_pop(heap);
         vsym *L = &sym[g.left], *R = &sym[g.right];
         if (!L->n || !R->n || L->n + R->n != g.size) continue; /* stale */
         L->n += R->n;
@@ -281,7 +281,7 @@ static int spm_fragment(const hx_vocab *v, const char *text, size_t len,
         if (text[i] == ' ') hx_buf_puts(&b, "\xe2\x96\x81");
         else hx_buf_putc(&b, text[i]);
     }
-    int rc = b.oom ? HX_ERR_NOMEM : vocab_spm_tokenize(v, b.data, b.len, t);
+    int rc = b.oom ? HX_ERR_NOMEM : hx_vocab_spm_tokenize(v, b.data, b.len, t);
     hx_buf_free(&b);
     return rc;
 }
@@ -290,11 +290,11 @@ static int tokenize_spm(const hx_vocab *v, const char *text, const fraglist *l,
                         int add_special, tokvec *t)
 {
     int prev_special = 1, rc = HX_OK;
-    if (add_special && v->add_bos && v->bos >= 0) rc = tokvec_push(t, v->bos);
+    if (add_special && v->add_bos && v->bos >= 0) rc = hx_tokvec_push(t, v->bos);
     for (size_t i = 0; !rc && i < l->n; i++) {
         frag f = l->f[i];
         if (f.tok >= 0) {
-            rc = tokvec_push(t, f.tok);
+            rc = hx_tokvec_push(t, f.tok);
             prev_special = 1;
             continue;
         }
@@ -302,7 +302,7 @@ static int tokenize_spm(const hx_vocab *v, const char *text, const fraglist *l,
                           v->add_space_prefix && prev_special, t);
         prev_special = 0;
     }
-    if (!rc && add_special && v->add_eos && v->eos >= 0) rc = tokvec_push(t, v->eos);
+    if (!rc && add_special && v->add_eos && v->eos >= 0) rc = hx_tokvec_push(t, v->eos);
     return rc;
 }
 
@@ -310,13 +310,13 @@ static int tokenize_bpe(const hx_vocab *v, const char *text, const fraglist *l,
                         int add_special, tokvec *t)
 {
     int rc = HX_OK;
-    if (add_special && v->add_bos && v->bos >= 0) rc = tokvec_push(t, v->bos);
+    if (add_special && v->add_bos && v->bos >= 0) rc = hx_tokvec_push(t, v->bos);
     for (size_t i = 0; !rc && i < l->n; i++) {
         frag f = l->f[i];
-        rc = f.tok >= 0 ? tokvec_push(t, f.tok)
-                        : vocab_bpe_tokenize(v, text + f.off, f.len, t);
+        rc = f.tok >= 0 ? hx_tokvec_push(t, f.tok)
+                        : hx_vocab_bpe_tokenize(v, text + f.off, f.len, t);
     }
-    if (!rc && add_special && v->add_eos && v->eos >= 0) rc = tokvec_push(t, v->eos);
+    if (!rc && add_special && v->add_eos && v->eos >= 0) rc = hx_tokvec_push(t, v->eos);
     return rc;
 }
 

@@ -21,8 +21,8 @@ int hx_trainer_set_bf16(hx_trainer *tr, int mode)
     int on = mode == HX_BF16_ON;
     if (mode == HX_BF16_AUTO && tr->ckpt_products) on = tr->ckpt_products == TR_PRODUCTS_BF16;
     else if (mode == HX_BF16_AUTO && !tr->lora)
-        on = tr_bf16_faster(tr->tp, tr->hp.n_embd, tr->hp.n_ff);
-    on = on && tr_gemm_bf16_available();
+        on = hx_tr_bf16_faster(tr->tp, tr->hp.n_embd, tr->hp.n_ff);
+    on = on && hx_tr_gemm_bf16_available();
     int any = 0;
     for (int l = 0; l < tr->hp.n_layer; l++)
         for (int i = 0; i < 7; i++) {
@@ -36,7 +36,7 @@ int hx_trainer_set_bf16(hx_trainer *tr, int mode)
     return any;
 }
 
-int tr_head_rows(const hx_trainer *tr)
+int hx_tr_head_rows(const hx_trainer *tr)
 {
     if (tr->head_rows > 0) return tr->head_rows < 8 ? 8 : tr->head_rows;
     const size_t r = HEAD_FLOATS / (size_t)tr->hp.n_vocab;
@@ -45,7 +45,7 @@ int tr_head_rows(const hx_trainer *tr)
 
 #define TAKE(ptr, cnt) do { if (base) (ptr) = base + off; off += (cnt); } while (0)
 
-const tr_lin *tr_lora_lin(const hx_trainer *tr, int i)
+const tr_lin *hx_tr_lora_lin(const hx_trainer *tr, int i)
 {
     for (int l = 0; l < tr->hp.n_layer; l++)
         if (tr->layers[l].lin[i].a) return &tr->layers[l].lin[i];
@@ -66,7 +66,7 @@ static size_t carve_layer(const hx_trainer *tr, tr_acts *A, size_t N, float *bas
     TAKE(A->h, N * C); TAKE(A->r2, N); TAKE(A->n2, N * C);
     TAKE(A->a, N * F); TAKE(A->b, N * F); TAKE(A->s, N * F);
     for (int i = 0; i < 7; i++) { /* layers sharing a workspace share this */
-        const tr_lin *l = tr_lora_lin(tr, i);
+        const tr_lin *l = hx_tr_lora_lin(tr, i);
         if (l) TAKE(A->u[i], N * (size_t)l->r);
         else if (base) A->u[i] = NULL;
     }
@@ -120,7 +120,7 @@ static size_t carve(hx_trainer *tr, int n, int layout, float *base)
     if (layout == TR_FWD) TAKE(tr->tmp, N * C);
     else off = carve_bw(tr, N, base, off);
     if (base && layout != TR_FWD) tr->tmp = tr->bw[0];
-    const int rows = tr_head_rows(tr);
+    const int rows = hx_tr_head_rows(tr);
     const size_t R = N < (size_t)rows + 7 ? N : (size_t)rows + 7;
     TAKE(tr->hg, R * C); TAKE(tr->hz, R * (size_t)hp->n_vocab);
     if (layout != TR_FWD) TAKE(tr->hdg, R * C);
@@ -130,7 +130,7 @@ static size_t carve(hx_trainer *tr, int n, int layout, float *base)
 }
 #undef TAKE
 
-int tr_layout(const hx_trainer *tr, int n)
+int hx_tr_layout(const hx_trainer *tr, int n)
 {
     if (tr->recompute == HX_RECOMPUTE_ON) return TR_CKPT;
     if (tr->recompute == HX_RECOMPUTE_OFF) return TR_SAVE;
@@ -148,7 +148,7 @@ static size_t scratch_floats(const hx_trainer *tr, int T)
     int cols = hp->n_embd;
     if (hp->n_head * hp->head_dim > cols) cols = hp->n_head * hp->head_dim;
     if (hp->n_ff > cols) cols = hp->n_ff;
-    const size_t mm = tr_mm_scratch(cols), at = tr_attn_scratch(T, hp->head_dim);
+    const size_t mm = hx_tr_mm_scratch(cols), at = hx_tr_attn_scratch(T, hp->head_dim);
     return mm > at ? mm : at;
 }
 
@@ -167,7 +167,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
     return *p ? HX_OK : HX_ERR_NOMEM;
 }
 
-int tr_reserve(hx_trainer *tr, int n, int T, int layout, hx_err *err)
+int hx_tr_reserve(hx_trainer *tr, int n, int T, int layout, hx_err *err)
 {
     const size_t total = carve(tr, n, layout, NULL), sn = scratch_floats(tr, T);
     const size_t nt = (size_t)tr->n_threads;
@@ -196,18 +196,18 @@ int tr_reserve(hx_trainer *tr, int n, int T, int layout, hx_err *err)
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
-/* Floats tr_gemm_ex packs for an (m, n, k) product at most: both operands
+/* Floats hx_tr_gemm_ex packs for an (m, n, k) product at most: both operands
  * in panels of up to 32 rows, and an alignment tail. */
 static size_t pack_bound(int m, int n, int k)
 {
     return ((size_t)(m + 31) / 32 + (size_t)(n + 31) / 32) * 32 * (size_t)k + 16;
 }
 
-/* Packing floats of tr_mm_fwd / tr_mm_bwd_x of n rows through w (a
+/* Packing floats of hx_tr_mm_fwd / hx_tr_mm_bwd_x of n rows through w (a
  * quantized weight a block of rows at a time), and its block (*deq). */
 static size_t w_bound(const tr_w *w, int n, size_t *deq)
 {
-    const int br = tr_mm_block_rows(w), nr = br && br < w->rows ? br : w->rows;
+    const int br = hx_tr_mm_block_rows(w), nr = br && br < w->rows ? br : w->rows;
     *deq = (size_t)br * (size_t)w->cols;
     return max_sz(pack_bound(n, nr, w->cols), pack_bound(n, w->cols, nr));
 }
@@ -226,7 +226,7 @@ static size_t mm_floats(const hx_trainer *tr, int n, int rows, int layout)
         pack = max_sz(pack, w_bound(&l->w, n, &d));
         deq = max_sz(deq, d);
         if (train && l->dw) pack = max_sz(pack, pack_bound(l->w.rows, l->w.cols, n));
-        if (!(l = tr_lora_lin(tr, i))) continue;
+        if (!(l = hx_tr_lora_lin(tr, i))) continue;
         const tr_w A = {l->a, NULL, l->r, l->w.cols, 0}, B = {l->b, NULL, l->w.rows, l->r, 0};
         pack = max_sz(pack, max_sz(w_bound(&A, n, &d), w_bound(&B, n, &d)));
         if (train) pack = max_sz(pack, max_sz(pack_bound(l->r, l->w.cols, n),
@@ -247,7 +247,7 @@ static size_t estimate(const hx_trainer *tr, int n, int layout)
 {
     const hx_hparams *hp = &tr->hp;
     const int T = n < hp->n_ctx_train ? n : hp->n_ctx_train;
-    const int rows = tr_head_rows(tr);
+    const int rows = hx_tr_head_rows(tr);
     size_t floats = carve((hx_trainer *)tr, n, layout, NULL) + (size_t)n * 4;
     floats += scratch_floats(tr, T) * (size_t)tr->n_threads;
     floats += (size_t)hp->n_ctx_train * hp->head_dim;
@@ -258,7 +258,7 @@ static size_t estimate(const hx_trainer *tr, int n, int layout)
 
 size_t hx_trainer_memory_estimate(const hx_trainer *tr, int n_tok)
 {
-    return estimate(tr, n_tok, tr_layout(tr, n_tok));
+    return estimate(tr, n_tok, hx_tr_layout(tr, n_tok));
 }
 
 size_t hx_trainer_forward_memory_estimate(const hx_trainer *tr, int n_tok)

@@ -63,7 +63,7 @@ static ck_head head_of(const hx_trainer *tr)
     return h;
 }
 
-int tr_push_loss(hx_trainer *tr, float loss)
+int hx_tr_push_loss(hx_trainer *tr, float loss)
 {
     if (tr->step > tr->losses_cap) {
         int cap = tr->losses_cap ? tr->losses_cap * 2 : 256;
@@ -151,7 +151,7 @@ int hx_trainer_load(hx_trainer *tr, const char *path, hx_err *err)
             float l;
             memcpy(&l, p + (size_t)i * 4, 4);
             tr->step = (int)i + 1;
-            rc = tr_push_loss(tr, l);
+            rc = hx_tr_push_loss(tr, l);
         }
         if (rc) rc = hx_err_set(err, rc, "checkpoint: out of memory");
         p += (size_t)h.n_losses * 4;

@@ -110,9 +110,9 @@ static void attn_fwd_task(void *ctx, int task, int thread)
     const size_t qo = (size_t)s * j->T * hp->n_head * hp->head_dim;
     const size_t ko = (size_t)s * j->T * hp->n_head_kv * hp->head_dim;
     tr_attn a = attn_of(j, s);
-    tr_attn_fwd_head(&a, h, j->A->q + qo, j->A->k + ko, j->A->v + ko,
-                     j->A->o + qo, j->A->lse + (size_t)s * j->T * hp->n_head,
-                     j->tr->scratch + (size_t)thread * j->tr->scratch_n);
+    hx_tr_attn_fwd_head(&a, h, j->A->q + qo, j->A->k + ko, j->A->v + ko,
+                        j->A->o + qo, j->A->lse + (size_t)s * j->T * hp->n_head,
+                        j->tr->scratch + (size_t)thread * j->tr->scratch_n);
 }
 
 static void attn_bwd_task(void *ctx, int task, int thread)
@@ -123,10 +123,10 @@ static void attn_bwd_task(void *ctx, int task, int thread)
     const size_t qo = (size_t)s * j->T * hp->n_head * hp->head_dim;
     const size_t ko = (size_t)s * j->T * hp->n_head_kv * hp->head_dim;
     tr_attn a = attn_of(j, s);
-    tr_attn_bwd_group(&a, g, j->A->q + qo, j->A->k + ko, j->A->v + ko,
-                      j->A->o + qo, j->A->lse + (size_t)s * j->T * hp->n_head,
-                      j->dout + qo, j->dq + qo, j->dk + ko, j->dv + ko,
-                      j->tr->scratch + (size_t)thread * j->tr->scratch_n);
+    hx_tr_attn_bwd_group(&a, g, j->A->q + qo, j->A->k + ko, j->A->v + ko,
+                         j->A->o + qo, j->A->lse + (size_t)s * j->T * hp->n_head,
+                         j->dout + qo, j->dq + qo, j->dk + ko, j->dv + ko,
+                         j->tr->scratch + (size_t)thread * j->tr->scratch_n);
 }
 
 /* ---- one layer ---- */
@@ -151,9 +151,9 @@ static void qk_fwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
     for (int t = t0; t < t1; t++)
         for (int h = 0; h < nh; h++) {
             const size_t o = ((size_t)t * nh + h) * d;
-            if (a->g) tr_rmsnorm_fwd(a->dst + o, &a->r[(size_t)t * nh + h], a->src + o, a->g, d, tr->hp.rms_eps);
+            if (a->g) hx_tr_rmsnorm_fwd(a->dst + o, &a->r[(size_t)t * nh + h], a->src + o, a->g, d, tr->hp.rms_eps);
             else memcpy(a->dst + o, a->src + o, (size_t)d * sizeof(float));
-            tr_rope_fwd(a->dst + o, tr->rope_cs + (size_t)tr->pos[t] * d, d);
+            hx_tr_rope_fwd(a->dst + o, tr->rope_cs + (size_t)tr->pos[t] * d, d);
         }
 }
 
@@ -173,11 +173,11 @@ static void qk_bwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
     for (int t = t0; t < t1; t++)
         for (int h = 0; h < nh; h++) {
             const size_t o = ((size_t)t * nh + h) * d;
-            tr_rope_bwd(a->dy + o, tr->rope_cs + (size_t)tr->pos[t] * d, d);
+            hx_tr_rope_bwd(a->dy + o, tr->rope_cs + (size_t)tr->pos[t] * d, d);
             if (!a->g)
                 for (int e = 0; e < d; e++) a->dx[o + e] += a->dy[o + e];
             else
-                tr_rmsnorm_bwd(a->dx + o, NULL, a->dy + o, a->src + o, a->rr[(size_t)t * nh + h], a->g, d);
+                hx_tr_rmsnorm_bwd(a->dx + o, NULL, a->dy + o, a->src + o, a->rr[(size_t)t * nh + h], a->g, d);
         }
 }
 
@@ -204,7 +204,7 @@ static void norm_fwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
     const rows_args *a = ctx;
     const int C = tr->hp.n_embd;
     for (int t = t0; t < t1; t++)
-        tr_rmsnorm_fwd(a->dst + (size_t)t * C, &a->r[t], a->src + (size_t)t * C, a->g, C, tr->hp.rms_eps);
+        hx_tr_rmsnorm_fwd(a->dst + (size_t)t * C, &a->r[t], a->src + (size_t)t * C, a->g, C, tr->hp.rms_eps);
 }
 
 static void norm_rows(const hx_trainer *tr, float *y, float *r, const float *x,
@@ -234,15 +234,15 @@ static void swiglu_fwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t
 {
     const rows_args *a = ctx;
     const size_t F = (size_t)tr->hp.n_ff;
-    tr_swiglu_fwd(a->dst + t0 * F, a->src + t0 * F, a->x + t0 * F, (size_t)(t1 - t0) * F);
+    hx_tr_swiglu_fwd(a->dst + t0 * F, a->src + t0 * F, a->x + t0 * F, (size_t)(t1 - t0) * F);
 }
 
 static void swiglu_bwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
 {
     const rows_args *a = ctx;
     const size_t F = (size_t)tr->hp.n_ff;
-    tr_swiglu_bwd(a->dx + t0 * F, a->dst + t0 * F, a->dy + t0 * F, a->src + t0 * F,
-                  a->x + t0 * F, (size_t)(t1 - t0) * F);
+    hx_tr_swiglu_bwd(a->dx + t0 * F, a->dst + t0 * F, a->dy + t0 * F, a->src + t0 * F,
+                     a->x + t0 * F, (size_t)(t1 - t0) * F);
 }
 
 /* Linear i of layer l on n rows of x into y (keep's sums too while they
@@ -250,8 +250,8 @@ static void swiglu_bwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t
 static void lin_fwd(hx_trainer *tr, int l, int i, const float *x, int n, float *y)
 {
     const tr_lin *li = &tr->layers[l].lin[i];
-    tr_lin_fwd(tr->tp, li, x, n, y, tr->acts[l].u[i], tr->scratch);
-    if (tr->keep_collecting && li->a) tr_keep_add(tr, l, i, x, y, n);
+    hx_tr_lin_fwd(tr->tp, li, x, n, y, tr->acts[l].u[i], tr->scratch);
+    if (tr->keep_collecting && li->a) hx_tr_keep_add(tr, l, i, x, y, n);
 }
 
 static void layer_fwd(hx_trainer *tr, int l, const hx_batch *b, float *xout,
@@ -287,8 +287,8 @@ static void norm_bwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
     const rows_args *a = ctx;
     const int C = tr->hp.n_embd;
     for (int t = t0; t < t1; t++)
-        tr_rmsnorm_bwd(a->dx + (size_t)t * C, NULL, a->dy + (size_t)t * C,
-                       a->src + (size_t)t * C, a->rr[t], a->g, C);
+        hx_tr_rmsnorm_bwd(a->dx + (size_t)t * C, NULL, a->dy + (size_t)t * C,
+                          a->src + (size_t)t * C, a->rr[t], a->g, C);
 }
 
 static void norm_rows_bwd(const hx_trainer *tr, float *dx, float *dg,
@@ -309,14 +309,14 @@ static void ffn_bwd(hx_trainer *tr, int l, int n, const bw *w)
     const size_t nf = (size_t)n * hp->n_ff;
     float *sc = tr->scratch;
     zero(w->dsw, nf);
-    tr_lin_bwd(tr->tp, &L->lin[L_DOWN], A->s, A->u[L_DOWN], w->dres, n, w->dsw, w->du, sc);
+    hx_tr_lin_bwd(tr->tp, &L->lin[L_DOWN], A->s, A->u[L_DOWN], w->dres, n, w->dsw, w->du, sc);
     zero(w->da, nf);
     zero(w->db, nf);
     rows_args sw = {w->db, NULL, w->da, w->dsw, A->a, NULL, A->b, NULL, 1};
     par_rows(tr, n, swiglu_bwd_rows, &sw);
     zero(w->dn, (size_t)n * hp->n_embd);
-    tr_lin_bwd(tr->tp, &L->lin[L_GATE], A->n2, A->u[L_GATE], w->da, n, w->dn, w->du, sc);
-    tr_lin_bwd(tr->tp, &L->lin[L_UP], A->n2, A->u[L_UP], w->db, n, w->dn, w->du, sc);
+    hx_tr_lin_bwd(tr->tp, &L->lin[L_GATE], A->n2, A->u[L_GATE], w->da, n, w->dn, w->du, sc);
+    hx_tr_lin_bwd(tr->tp, &L->lin[L_UP], A->n2, A->u[L_UP], w->db, n, w->dn, w->du, sc);
     norm_rows_bwd(tr, w->dres, L->d_ffn_norm, w->dn, A->h, A->r2, L->ffn_norm, n);
 }
 
@@ -331,7 +331,7 @@ static void attn_bwd(hx_trainer *tr, int l, const hx_batch *b, const bw *w)
     const size_t nk = (size_t)n * hp->n_head_kv * hp->head_dim;
     float *sc = tr->scratch;
     zero(w->dox, nq);
-    tr_lin_bwd(tr->tp, &L->lin[L_O], A->o, A->u[L_O], w->dres, n, w->dox, w->du, sc);
+    hx_tr_lin_bwd(tr->tp, &L->lin[L_O], A->o, A->u[L_O], w->dres, n, w->dox, w->du, sc);
     zero(w->dq, nq);
     zero(w->dk, nk);
     zero(w->dv, nk);
@@ -342,9 +342,9 @@ static void attn_bwd(hx_trainer *tr, int l, const hx_batch *b, const bw *w)
     qk_bwd(tr, w->dqp, L->d_q_norm, w->dq, A->rq, A->qp, L->q_norm, n, hp->n_head);
     qk_bwd(tr, w->dkp, L->d_k_norm, w->dk, A->rk, A->kp, L->k_norm, n, hp->n_head_kv);
     zero(w->dn, (size_t)n * hp->n_embd);
-    tr_lin_bwd(tr->tp, &L->lin[L_Q], A->n1, A->u[L_Q], w->dqp, n, w->dn, w->du, sc);
-    tr_lin_bwd(tr->tp, &L->lin[L_K], A->n1, A->u[L_K], w->dkp, n, w->dn, w->du, sc);
-    tr_lin_bwd(tr->tp, &L->lin[L_V], A->n1, A->u[L_V], w->dv, n, w->dn, w->du, sc);
+    hx_tr_lin_bwd(tr->tp, &L->lin[L_Q], A->n1, A->u[L_Q], w->dqp, n, w->dn, w->du, sc);
+    hx_tr_lin_bwd(tr->tp, &L->lin[L_K], A->n1, A->u[L_K], w->dkp, n, w->dn, w->du, sc);
+    hx_tr_lin_bwd(tr->tp, &L->lin[L_V], A->n1, A->u[L_V], w->dv, n, w->dn, w->du, sc);
     norm_rows_bwd(tr, w->dres, L->d_attn_norm, w->dn, A->x, A->r1, L->attn_norm, n);
 }
 
@@ -361,7 +361,7 @@ static void embed(hx_trainer *tr, const int32_t *tok, int n, float *x)
     }
 }
 
-/* The backward temporaries tr_reserve carved (actmem.c). */
+/* The backward temporaries hx_tr_reserve carved (actmem.c). */
 static bw bw_of(const hx_trainer *tr)
 {
     bw w = {tr->bw[0], tr->bw[1], tr->bw[2], tr->bw[3], tr->bw[4], tr->bw[5],
@@ -387,8 +387,8 @@ static double row_xent(const hx_batch *b, int t, float *z, int V, float scale, f
     const size_t o = (size_t)t * (size_t)b->soft_k;
     const int w = b->weight && b->weight[t] > 1 ? b->weight[t] : 1;
     if (b->soft_p && b->soft_k > 0 && b->soft_p[o] > 0)
-        return w * tr_xent_soft(z, V, b->soft_id + o, b->soft_p + o, b->soft_k, scale * w, dz);
-    return w * tr_xent(z, V, b->targets[t], scale * w, dz);
+        return w * hx_tr_xent_soft(z, V, b->soft_id + o, b->soft_p + o, b->soft_k, scale * w, dz);
+    return w * hx_tr_xent(z, V, b->targets[t], scale * w, dz);
 }
 
 static void xent_task(void *ctx, int task, int thread)
@@ -413,7 +413,7 @@ static void head_chunk(hx_trainer *tr, const hx_batch *b, int i0, int i1,
     float *z = tr->hz; /* the gradient replaces the logits */
     for (int i = 0; i < m; i++)
         memcpy(tr->hg + (size_t)i * C, tr->nf + (size_t)rows[i] * C, (size_t)C * sizeof(float));
-    tr_mm_fwd(tr->tp, &tr->head.w, tr->hg, m, z, 1.0f, 0, tr->scratch);
+    hx_tr_mm_fwd(tr->tp, &tr->head.w, tr->hg, m, z, 1.0f, 0, tr->scratch);
     double *rl = hx_malloc_array((size_t)m, sizeof(double));
     xent_job xj = {b, rows, z, rl, scale, dnf != NULL, m, V};
     if (rl) hx_threadpool_run(tr->tp, (m + ROW_CHUNK - 1) / ROW_CHUNK, xent_task, &xj);
@@ -423,7 +423,7 @@ static void head_chunk(hx_trainer *tr, const hx_batch *b, int i0, int i1,
     free(rl);
     if (!dnf) return;
     zero(tr->hdg, (size_t)m * C);
-    tr_lin_bwd(tr->tp, &tr->head, tr->hg, NULL, z, m, tr->hdg, NULL, tr->scratch);
+    hx_tr_lin_bwd(tr->tp, &tr->head, tr->hg, NULL, z, m, tr->hdg, NULL, tr->scratch);
     for (int i = 0; i < m; i++)
         memcpy(dnf + (size_t)rows[i] * C, tr->hdg + (size_t)i * C, (size_t)C * sizeof(float));
 }
@@ -465,7 +465,7 @@ static int forward_body(hx_trainer *tr, const hx_batch *b, int layout, hx_err *e
     int rc = check_batch(tr, b, err);
     if (rc) return rc;
     const int n = b->n_seq * b->n_tok, L = tr->hp.n_layer;
-    if ((rc = tr_reserve(tr, n, b->n_tok, layout, err))) return rc;
+    if ((rc = hx_tr_reserve(tr, n, b->n_tok, layout, err))) return rc;
     if ((rc = geometry(tr, b, err))) return rc;
     embed(tr, b->tokens, n, tr->acts[0].x);
     for (int l = 0; l < L; l++)
@@ -474,7 +474,7 @@ static int forward_body(hx_trainer *tr, const hx_batch *b, int layout, hx_err *e
     return HX_OK;
 }
 
-/* Training keeps tr_layout's activations: all of them (TR_SAVE), or
+/* Training keeps hx_tr_layout's activations: all of them (TR_SAVE), or
  * each layer's input only (TR_CKPT), when the backward first runs the
  * layer's forward again from it into the one workspace. That is a second
  * forward of every layer but the last: ~+30% compute per step (a forward
@@ -483,15 +483,15 @@ static int forward_body(hx_trainer *tr, const hx_batch *b, int layout, hx_err *e
  * activations are the same bits (same ops, same order, thread-count
  * independent), so the gradients are too. A forward-only pass (TR_FWD)
  * saves nothing: one layer's activations at a time. */
-int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
-               double *loss_sum, int *n_count, int backward, double norm,
-               hx_err *err)
+int hx_tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
+                  double *loss_sum, int *n_count, int backward, double norm,
+                  hx_err *err)
 {
     const int n = b ? b->n_seq * b->n_tok : 0, L = tr->hp.n_layer, C = tr->hp.n_embd;
-    const int layout = backward ? tr_layout(tr, n) : TR_FWD;
+    const int layout = backward ? hx_tr_layout(tr, n) : TR_FWD;
     int rc = forward_body(tr, b, layout, err);
     if (rc) return rc;
-    if (logits) tr_mm_fwd(tr->tp, &tr->head.w, tr->nf, n, logits, 1.0f, 0, tr->scratch);
+    if (logits) hx_tr_mm_fwd(tr->tp, &tr->head.w, tr->nf, n, logits, 1.0f, 0, tr->scratch);
     const bw w = bw_of(tr);
     int cnt = 0;
     double loss = head_loss(tr, b, backward ? &w : NULL, norm, &cnt);
@@ -551,7 +551,7 @@ int hx_trainer_topk(hx_trainer *tr, const hx_batch *b, int k, int32_t *id, float
         for (int i = i0; i < i1; i++)
             memcpy(tr->hg + (size_t)(i - i0) * C, tr->nf + (size_t)tr->gather[i] * C,
                    (size_t)C * sizeof(float));
-        tr_mm_fwd(tr->tp, &tr->head.w, tr->hg, i1 - i0, tr->hz, 1.0f, 0, tr->scratch);
+        hx_tr_mm_fwd(tr->tp, &tr->head.w, tr->hg, i1 - i0, tr->hz, 1.0f, 0, tr->scratch);
         for (int i = i0; i < i1; i++) {
             const size_t o = (size_t)tr->gather[i] * (size_t)k;
             row_topk(tr->hz + (size_t)(i - i0) * V, V, k, id + o, p + o);

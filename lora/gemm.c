@@ -343,14 +343,14 @@ static void tile_task(void *ctx, int task, int thread)
     }
 }
 
-/* The packing buffer: held until tr_gemm_release. */
+/* The packing buffer: held until hx_tr_gemm_release. */
 static tr_scratch g_pack = TR_SCRATCH_INIT;
 
-void tr_gemm_release(void) { tr_scratch_release(&g_pack); }
+void hx_tr_gemm_release(void) { hx_tr_scratch_release(&g_pack); }
 
-int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
-               const float *a, int lda, int ta, const float *b, int ldb, int tb,
-               float *c, int ldc, int acc)
+int hx_tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
+                  const float *a, int lda, int ta, const float *b, int ldb, int tb,
+                  float *c, int ldc, int acc)
 {
     if (m <= 0 || n <= 0) return 0;
     if (k <= 0) {
@@ -374,7 +374,7 @@ int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
     const size_t nt = (size_t)hx_threadpool_n_threads(tp);
     const size_t nc = nt * CARRY * MR * NR, nk = nt * blk_floats(MR, NR);
     const size_t need = (na + 15) / 16 * 16 + (nb + 15) / 16 * 16 + (nc + 15) / 16 * 16 + nk;
-    float *buf = tr_scratch_lock(&g_pack, need * sizeof(float));
+    float *buf = hx_tr_scratch_lock(&g_pack, need * sizeof(float));
     if (!buf) return -1;
     j.ap = buf;
     j.bp = buf + (na + 15) / 16 * 16;
@@ -384,14 +384,14 @@ int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
                        (tb ? (j.np + PACK_PANELS - 1) / PACK_PANELS : 0);
     if (n_pack) hx_threadpool_run(tp, n_pack, pack_task, &j);
     hx_threadpool_run(tp, j.n_rb * j.n_cb, tile_task, &j);
-    tr_scratch_unlock(&g_pack);
+    hx_tr_scratch_unlock(&g_pack);
     return 0;
 }
 
 /* Scalar reference for the tests: one double sum per output. */
-void tr_gemm_ref(int m, int n, int k, float alpha, const float *a, int lda,
-                 int ta, const float *b, int ldb, int tb, float *c, int ldc,
-                 int acc)
+void hx_tr_gemm_ref(int m, int n, int k, float alpha, const float *a, int lda,
+                    int ta, const float *b, int ldb, int tb, float *c, int ldc,
+                    int acc)
 {
     for (int i = 0; i < m; i++)
         for (int jj = 0; jj < n; jj++) {
@@ -404,9 +404,9 @@ void tr_gemm_ref(int m, int n, int k, float alpha, const float *a, int lda,
         }
 }
 
-void tr_gemm(hx_threadpool *tp, const float *A, int n, int K, const float *B,
-             int M, float *Y, float alpha, int acc)
+void hx_tr_gemm(hx_threadpool *tp, const float *A, int n, int K, const float *B,
+                int M, float *Y, float alpha, int acc)
 {
-    if (tr_gemm_ex(tp, n, M, K, alpha, A, K, 0, B, M, 0, Y, M, acc))
-        tr_gemm_ref(n, M, K, alpha, A, K, 0, B, M, 0, Y, M, acc);
+    if (hx_tr_gemm_ex(tp, n, M, K, alpha, A, K, 0, B, M, 0, Y, M, acc))
+        hx_tr_gemm_ref(n, M, K, alpha, A, K, 0, B, M, 0, Y, M, acc);
 }

@@ -18,7 +18,7 @@
 
 enum { MR = 12, NR = 32, KC2 = 256 /* pairs of k per block */ };
 
-int tr_gemm_bf16_available(void)
+int hx_tr_gemm_bf16_available(void)
 {
     return hx_isa_current() >= HX_ISA_AVX512 && __builtin_cpu_supports("avx512bf16");
 }
@@ -195,15 +195,15 @@ static void btile_task(void *ctx, int task, int thread)
     }
 }
 
-/* The packed operands and carry tiles: held until tr_gemm_bf16_release. */
+/* The packed operands and carry tiles: held until hx_tr_gemm_bf16_release. */
 static tr_scratch g_pack = TR_SCRATCH_INIT;
 
-void tr_gemm_bf16_release(void) { tr_scratch_release(&g_pack); }
+void hx_tr_gemm_bf16_release(void) { hx_tr_scratch_release(&g_pack); }
 
-int tr_gemm_bf16(hx_threadpool *tp, int m, int n, int k, float alpha, const float *a,
-                 int lda, int ta, const float *b, int ldb, int tb, float *c, int ldc, int acc)
+int hx_tr_gemm_bf16(hx_threadpool *tp, int m, int n, int k, float alpha, const float *a,
+                    int lda, int ta, const float *b, int ldb, int tb, float *c, int ldc, int acc)
 {
-    if (!tr_gemm_bf16_available()) return -1;
+    if (!hx_tr_gemm_bf16_available()) return -1;
     if (m <= 0 || n <= 0) return 0;
     if (k <= 0) {
         for (int i = 0; i < m && !acc; i++) memset(c + (size_t)i * ldc, 0, (size_t)n * sizeof(float));
@@ -216,22 +216,22 @@ int tr_gemm_bf16(hx_threadpool *tp, int m, int n, int k, float alpha, const floa
     const size_t na = (size_t)j.mp * MR * j.k2, nb = (size_t)j.np * NR * j.k2;
     const size_t nc = (size_t)hx_threadpool_n_threads(tp) * CARRY * MR * NR;
     const size_t need = ((na + nb + 15) / 16 * 16 + nc) * 4;
-    j.ap = tr_scratch_lock(&g_pack, need);
+    j.ap = hx_tr_scratch_lock(&g_pack, need);
     if (!j.ap) return -1;
     j.bp = j.ap + na;
     j.carry = (float *)(j.ap + (na + nb + 15) / 16 * 16);
     hx_threadpool_run(tp, a_tasks(&j) + b_tasks(&j), bpack_task, &j);
     hx_threadpool_run(tp, j.n_rb * n_cb, btile_task, &j);
-    tr_scratch_unlock(&g_pack);
+    hx_tr_scratch_unlock(&g_pack);
     return 0;
 }
 
 #else /* no AVX512-BF16 code off x86-64 */
 
-int tr_gemm_bf16_available(void) { return 0; }
-void tr_gemm_bf16_release(void) {}
-int tr_gemm_bf16(hx_threadpool *tp, int m, int n, int k, float alpha, const float *a,
-                 int lda, int ta, const float *b, int ldb, int tb, float *c, int ldc, int acc)
+int hx_tr_gemm_bf16_available(void) { return 0; }
+void hx_tr_gemm_bf16_release(void) {}
+int hx_tr_gemm_bf16(hx_threadpool *tp, int m, int n, int k, float alpha, const float *a,
+                    int lda, int ta, const float *b, int ldb, int tb, float *c, int ldc, int acc)
 {
     (void)tp, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)ta;
     (void)b, (void)ldb, (void)tb, (void)c, (void)ldc, (void)acc;

@@ -14,7 +14,7 @@
 
 #define N_LIN 7
 
-void tr_keep_free(hx_trainer *tr)
+void hx_tr_keep_free(hx_trainer *tr)
 {
     if (tr->keep_m)
         for (int k = 0; k < tr->hp.n_layer * N_LIN; k++) free(tr->keep_m[k]);
@@ -36,7 +36,7 @@ static int keep_alloc(hx_trainer *tr, hx_err *err)
         if (li->a) ok = (tr->keep_m[k] = hx_calloc(in * in, sizeof(float))) != NULL;
     }
     if (ok) return HX_OK;
-    tr_keep_free(tr);
+    hx_tr_keep_free(tr);
     return hx_err_set(err, HX_ERR_NOMEM, "train: out of memory for the keep sums");
 }
 
@@ -62,7 +62,7 @@ static float *masked_rows(const float *x, int n, int cols, const uint8_t *mask, 
     return g;
 }
 
-void tr_keep_add(hx_trainer *tr, int l, int i, const float *x, const float *y, int n)
+void hx_tr_keep_add(hx_trainer *tr, int l, int i, const float *x, const float *y, int n)
 {
     const tr_lin *li = &tr->layers[l].lin[i];
     const int in = li->w.cols, out = li->w.rows;
@@ -75,8 +75,8 @@ void tr_keep_add(hx_trainer *tr, int l, int i, const float *x, const float *y, i
         x = gx, y = gy, n = gx && gy ? m : 0;
     }
     float *mm = tr->keep_m[l * N_LIN + i];
-    if (n && tr_gemm_ex(tr->tp, in, in, n, 1.0f, x, in, 1, x, in, 0, mm, in, 1))
-        tr_gemm_ref(in, in, n, 1.0f, x, in, 1, x, in, 0, mm, in, 1);
+    if (n && hx_tr_gemm_ex(tr->tp, in, in, n, 1.0f, x, in, 1, x, in, 0, mm, in, 1))
+        hx_tr_gemm_ref(in, in, n, 1.0f, x, in, 1, x, in, 0, mm, in, 1);
     double e = 0.0;
     for (size_t k = 0; k < (size_t)n * (size_t)out; k++) e += (double)y[k] * y[k];
     tr->keep_e[l * N_LIN + i] += e;
@@ -97,7 +97,7 @@ int hx_trainer_keep_collect(hx_trainer *tr, const hx_batch *b, int masked, hx_er
     }
     tr->keep_collecting = 1, tr->keep_failed = 0;
     tr->keep_mask = masked ? b->mask : NULL; /* NULL mask: every position */
-    rc = tr_forward(tr, b, NULL, NULL, NULL, 0, 1.0, err);
+    rc = hx_tr_forward(tr, b, NULL, NULL, NULL, 0, 1.0, err);
     tr->keep_collecting = 0, tr->keep_mask = NULL;
     for (int k = 0; k < n; k++) tr->layers[k / N_LIN].lin[k % N_LIN].s = s[k];
     free(s);
@@ -118,21 +118,21 @@ static double lin_penalty(hx_trainer *tr, const tr_lin *li, const float *m, doub
 {
     const int r = li->r, in = li->w.cols, out = li->w.rows;
     c *= (double)li->s * li->s;
-    if (tr_gemm_ex(tr->tp, r, in, in, 1.0f, li->a, in, 0, m, in, 0, g, in, 0))
-        tr_gemm_ref(r, in, in, 1.0f, li->a, in, 0, m, in, 0, g, in, 0);
-    tr_gemm_ref(r, r, in, 1.0f, g, in, 0, li->a, in, 1, k, r, 0);
-    tr_gemm_ref(out, r, r, 1.0f, li->b, r, 0, k, r, 0, bk, r, 0);
-    tr_gemm_ref(r, r, out, 1.0f, li->b, r, 1, li->b, r, 0, btb, r, 0);
+    if (hx_tr_gemm_ex(tr->tp, r, in, in, 1.0f, li->a, in, 0, m, in, 0, g, in, 0))
+        hx_tr_gemm_ref(r, in, in, 1.0f, li->a, in, 0, m, in, 0, g, in, 0);
+    hx_tr_gemm_ref(r, r, in, 1.0f, g, in, 0, li->a, in, 1, k, r, 0);
+    hx_tr_gemm_ref(out, r, r, 1.0f, li->b, r, 0, k, r, 0, bk, r, 0);
+    hx_tr_gemm_ref(r, r, out, 1.0f, li->b, r, 1, li->b, r, 0, btb, r, 0);
     double p = 0.0;
     for (size_t t = 0; t < (size_t)out * r; t++) {
         p += (double)li->b[t] * bk[t];
         li->db[t] += (float)(2.0 * c * bk[t]);
     }
-    tr_gemm_ref(r, in, r, (float)(2.0 * c), btb, r, 0, g, in, 0, li->da, in, 1);
+    hx_tr_gemm_ref(r, in, r, (float)(2.0 * c), btb, r, 0, g, in, 0, li->da, in, 1);
     return c * p;
 }
 
-int tr_keep_grad(hx_trainer *tr)
+int hx_tr_keep_grad(hx_trainer *tr)
 {
     tr->keep_value = 0.0;
     if (!(tr->keep_lambda > 0) || !tr->keep_m || !tr->keep_tokens) return HX_OK;

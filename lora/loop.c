@@ -130,7 +130,7 @@ static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s, int 
     long cnt = 0;
     const size_t span = d->n - (size_t)s->T;
     for (int w = 0; w < s->n_win; w++) {
-        const uint64_t r = tr_rng_next(&tr->rng);
+        const uint64_t r = hx_tr_rng_next(&tr->rng);
         const size_t off = s->n_starts ? s->starts[r % s->n_starts] : (size_t)(r % span);
         tr->data_pos++;
         if (d->doc) {
@@ -179,7 +179,7 @@ static int one_step(hx_trainer *tr, const hx_train_data *d,
     if (rc && rc != HX_ERR_RANGE) return hx_err_set(err, rc, "train: optimizer step failed");
     if (rc == HX_ERR_RANGE && p->log)
         fprintf(p->log, "step %d: non-finite gradient norm, update skipped\n", tr->step);
-    if (tr_push_loss(tr, (float)*loss))
+    if (hx_tr_push_loss(tr, (float)*loss))
         return hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
     return HX_OK;
 }
@@ -255,7 +255,7 @@ static int sched_len(hx_trainer *tr, const hx_train_params *p, int done,
     hx_opt_params o = p->opt;
     o.n_steps = fit < (double)(p->opt.n_steps - tr->step) ? tr->step + (int)fit : p->opt.n_steps;
     if (o.n_steps < 1) o.n_steps = 1;
-    const int fixed_at = o.wsd ? tr_wsd_decay_start(&o) : (o.warmup > 5 ? o.warmup : 5);
+    const int fixed_at = o.wsd ? hx_tr_wsd_decay_start(&o) : (o.warmup > 5 ? o.warmup : 5);
     if (tr->step >= fixed_at) tr->sched_steps = o.n_steps;
     return o.n_steps;
 }

@@ -10,7 +10,7 @@
  * order, so results do not depend on the thread count. */
 #define TILE 16
 
-size_t tr_mm_scratch(int cols) { return (size_t)TILE * (size_t)cols; }
+size_t hx_tr_mm_scratch(int cols) { return (size_t)TILE * (size_t)cols; }
 
 /* Rows [r0, r0+n) of w as F32: in place, or dequantized into buf. */
 static const float *rows_of(const tr_w *w, int r0, int n, float *buf)
@@ -45,9 +45,9 @@ static int fast_gemm(hx_threadpool *tp, int bf16, int m, int n, int k, float alp
                      const float *a, int lda, int ta, const float *b, int ldb, int tb,
                      float *c, int ldc, int acc)
 {
-    if (bf16 && tr_gemm_bf16(tp, m, n, k, alpha, a, lda, ta, b, ldb, tb, c, ldc, acc) == 0)
+    if (bf16 && hx_tr_gemm_bf16(tp, m, n, k, alpha, a, lda, ta, b, ldb, tb, c, ldc, acc) == 0)
         return 1;
-    return tr_gemm_ex(tp, m, n, k, alpha, a, lda, ta, b, ldb, tb, c, ldc, acc) == 0;
+    return hx_tr_gemm_ex(tp, m, n, k, alpha, a, lda, ta, b, ldb, tb, c, ldc, acc) == 0;
 }
 
 /* Seconds of the three products of a linear layer (n_in -> n_out) over n
@@ -64,9 +64,9 @@ static double layer_seconds(hx_threadpool *tp, int bf16, int n, int n_in, int n_
     return ok ? hx_time_mono() - t0 : -1.0;
 }
 
-int tr_bf16_faster(hx_threadpool *tp, int n_in, int n_out)
+int hx_tr_bf16_faster(hx_threadpool *tp, int n_in, int n_out)
 {
-    if (!tr_gemm_bf16_available()) return 0;
+    if (!hx_tr_gemm_bf16_available()) return 0;
     const int n = 1024;
     const size_t nf = (size_t)n * (2 * (size_t)n_in + n_out) + 2 * (size_t)n_out * n_in;
     float *buf = hx_malloc_array(nf, sizeof(float));
@@ -94,14 +94,14 @@ static int qrows(int cols)
     return r < 128 ? 128 : r;
 }
 
-/* The dequantized block of a frozen weight, held until tr_mm_release. */
+/* The dequantized block of a frozen weight, held until hx_tr_mm_release. */
 static tr_scratch g_deq = TR_SCRATCH_INIT;
 
-void tr_mm_release(void)
+void hx_tr_mm_release(void)
 {
-    tr_scratch_release(&g_deq);
-    tr_gemm_release();
-    tr_gemm_bf16_release();
+    hx_tr_scratch_release(&g_deq);
+    hx_tr_gemm_release();
+    hx_tr_gemm_bf16_release();
 }
 
 typedef struct deq_job {
@@ -128,24 +128,24 @@ static int quant_mm(hx_threadpool *tp, const tr_w *w, const float *in, int n,
                     float *out, float alpha, int acc, int bwd)
 {
     const int QROWS = qrows(w->cols);
-    float *blk = tr_scratch_lock(&g_deq, (size_t)QROWS * w->cols * sizeof(float));
+    float *blk = hx_tr_scratch_lock(&g_deq, (size_t)QROWS * w->cols * sizeof(float));
     int ok = blk != NULL;
     for (int r0 = 0; ok && r0 < w->rows; r0 += QROWS) {
         const int nr = w->rows - r0 < QROWS ? w->rows - r0 : QROWS;
         deq_job dj = {w, r0, nr, blk};
         hx_threadpool_run(tp, (nr + 7) / 8, deq_task, &dj);
         if (!bwd)
-            ok = tr_gemm_ex(tp, n, nr, w->cols, alpha, in, w->cols, 0, blk, w->cols, 1,
-                            out + r0, w->rows, acc) == 0;
+            ok = hx_tr_gemm_ex(tp, n, nr, w->cols, alpha, in, w->cols, 0, blk, w->cols, 1,
+                               out + r0, w->rows, acc) == 0;
         else
-            ok = tr_gemm_ex(tp, n, w->cols, nr, alpha, in + r0, w->rows, 0, blk, w->cols, 0,
-                            out, w->cols, 1) == 0;
+            ok = hx_tr_gemm_ex(tp, n, w->cols, nr, alpha, in + r0, w->rows, 0, blk, w->cols, 0,
+                               out, w->cols, 1) == 0;
     }
-    if (blk) tr_scratch_unlock(&g_deq);
+    if (blk) hx_tr_scratch_unlock(&g_deq);
     return ok;
 }
 
-int tr_mm_block_rows(const tr_w *w) { return f32_of(w) ? 0 : qrows(w->cols); }
+int hx_tr_mm_block_rows(const tr_w *w) { return f32_of(w) ? 0 : qrows(w->cols); }
 
 typedef struct mm_job {
     const tr_w *w;
@@ -172,8 +172,8 @@ static void fwd_task(void *ctx, int task, int thread)
     }
 }
 
-void tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
-               float *y, float alpha, int acc, float *scratch)
+void hx_tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
+                  float *y, float alpha, int acc, float *scratch)
 {
     const float *f = f32_of(w);
     if (f && fast_gemm(tp, w->bf16, n, w->rows, w->cols, alpha, x, w->cols, 0, f, w->cols, 1,
@@ -181,7 +181,7 @@ void tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
         return;
     if (!f && n >= 8 && quant_mm(tp, w, x, n, y, alpha, acc, 0)) return;
     mm_job j = {w, x, NULL, y, NULL, n, w->rows, w->cols, acc, 0, alpha,
-                scratch, tr_mm_scratch(w->cols)};
+                scratch, hx_tr_mm_scratch(w->cols)};
     hx_threadpool_run(tp, (w->rows + TILE - 1) / TILE, fwd_task, &j);
 }
 
@@ -203,8 +203,8 @@ static void bwd_x_task(void *ctx, int task, int thread)
     }
 }
 
-void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
-                 float *dx, float alpha, float *scratch)
+void hx_tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
+                    float *dx, float alpha, float *scratch)
 {
     const float *f = f32_of(w);
     if (f && fast_gemm(tp, w->bf16, n, w->cols, w->rows, alpha, dy, w->rows, 0, f, w->cols, 0,
@@ -215,7 +215,7 @@ void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
     const int tasks = n < nt ? n : nt;
     if (tasks < 1) return;
     mm_job j = {w, NULL, dy, dx, NULL, n, w->rows, w->cols, 0,
-                (n + tasks - 1) / tasks, alpha, scratch, tr_mm_scratch(w->cols)};
+                (n + tasks - 1) / tasks, alpha, scratch, hx_tr_mm_scratch(w->cols)};
     hx_threadpool_run(tp, (n + j.per - 1) / j.per, bwd_x_task, &j);
 }
 
@@ -233,8 +233,8 @@ static void bwd_w_task(void *ctx, int task, int thread)
     }
 }
 
-void tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
-                 const float *dy, const float *x, int n, float alpha, int bf16)
+void hx_tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
+                    const float *dy, const float *x, int n, float alpha, int bf16)
 {
     if (fast_gemm(tp, bf16, rows, cols, n, alpha, dy, rows, 1, x, cols, 0, dw, cols, 1)) return;
     mm_job j = {NULL, x, dy, NULL, dw, n, rows, cols, 0, 0, alpha, NULL, 0};
@@ -249,28 +249,28 @@ static tr_w lora_w(const float *f, int rows, int cols)
     return w;
 }
 
-void tr_lin_fwd(hx_threadpool *tp, const tr_lin *l, const float *x, int n,
-                float *y, float *u, float *scratch)
+void hx_tr_lin_fwd(hx_threadpool *tp, const tr_lin *l, const float *x, int n,
+                   float *y, float *u, float *scratch)
 {
-    tr_mm_fwd(tp, &l->w, x, n, y, 1.0f, 0, scratch);
+    hx_tr_mm_fwd(tp, &l->w, x, n, y, 1.0f, 0, scratch);
     if (!l->a) return;
     tr_w A = lora_w(l->a, l->r, l->w.cols), B = lora_w(l->b, l->w.rows, l->r);
-    tr_mm_fwd(tp, &A, x, n, u, 1.0f, 0, scratch);
-    tr_mm_fwd(tp, &B, u, n, y, l->s, 1, scratch);
+    hx_tr_mm_fwd(tp, &A, x, n, u, 1.0f, 0, scratch);
+    hx_tr_mm_fwd(tp, &B, u, n, y, l->s, 1, scratch);
 }
 
-void tr_lin_bwd(hx_threadpool *tp, const tr_lin *l, const float *x,
-                const float *u, const float *dy, int n, float *dx, float *du,
-                float *scratch)
+void hx_tr_lin_bwd(hx_threadpool *tp, const tr_lin *l, const float *x,
+                   const float *u, const float *dy, int n, float *dx, float *du,
+                   float *scratch)
 {
     const int in = l->w.cols, out = l->w.rows;
-    if (l->dw) tr_mm_bwd_w(tp, l->dw, out, in, dy, x, n, 1.0f, l->w.bf16);
-    if (dx) tr_mm_bwd_x(tp, &l->w, dy, n, dx, 1.0f, scratch);
+    if (l->dw) hx_tr_mm_bwd_w(tp, l->dw, out, in, dy, x, n, 1.0f, l->w.bf16);
+    if (dx) hx_tr_mm_bwd_x(tp, &l->w, dy, n, dx, 1.0f, scratch);
     if (!l->a) return;
     tr_w A = lora_w(l->a, l->r, in), B = lora_w(l->b, out, l->r);
-    tr_mm_bwd_w(tp, l->db, out, l->r, dy, u, n, l->s, 0);
+    hx_tr_mm_bwd_w(tp, l->db, out, l->r, dy, u, n, l->s, 0);
     memset(du, 0, (size_t)n * l->r * sizeof(float));
-    tr_mm_bwd_x(tp, &B, dy, n, du, l->s, scratch);
-    tr_mm_bwd_w(tp, l->da, l->r, in, du, x, n, 1.0f, 0);
-    if (dx) tr_mm_bwd_x(tp, &A, du, n, dx, 1.0f, scratch);
+    hx_tr_mm_bwd_x(tp, &B, dy, n, du, l->s, scratch);
+    hx_tr_mm_bwd_w(tp, l->da, l->r, in, du, x, n, 1.0f, 0);
+    if (dx) hx_tr_mm_bwd_x(tp, &A, du, n, dx, 1.0f, scratch);
 }

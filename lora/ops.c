@@ -16,8 +16,8 @@
 #define TR_AVX512 0
 #endif
 
-void tr_rmsnorm_fwd(float *y, float *r, const float *x, const float *g, int n,
-                    float eps)
+void hx_tr_rmsnorm_fwd(float *y, float *r, const float *x, const float *g, int n,
+                       float eps)
 {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
@@ -27,8 +27,8 @@ void tr_rmsnorm_fwd(float *y, float *r, const float *x, const float *g, int n,
     *r = scale;
 }
 
-void tr_rmsnorm_bwd(float *dx, float *dg, const float *dy, const float *x,
-                    float r, const float *g, int n)
+void hx_tr_rmsnorm_bwd(float *dx, float *dg, const float *dy, const float *x,
+                       float r, const float *g, int n)
 {
     double dot = 0.0;
     for (int i = 0; i < n; i++) dot += (double)(g[i] * dy[i]) * (x[i] * r);
@@ -40,7 +40,7 @@ void tr_rmsnorm_bwd(float *dx, float *dg, const float *dy, const float *x,
     }
 }
 
-void tr_rope_table(float *cs, int n_pos, int d, float base)
+void hx_tr_rope_table(float *cs, int n_pos, int d, float base)
 {
     const float theta_scale = powf(base, -2.0f / (float)d);
     for (int p = 0; p < n_pos; p++) {
@@ -53,7 +53,7 @@ void tr_rope_table(float *cs, int n_pos, int d, float base)
     }
 }
 
-void tr_rope_fwd(float *x, const float *cs, int d)
+void hx_tr_rope_fwd(float *x, const float *cs, int d)
 {
     for (int i0 = 0; i0 < d; i0 += 2) {
         const float c = cs[i0], s = cs[i0 + 1];
@@ -64,7 +64,7 @@ void tr_rope_fwd(float *x, const float *cs, int d)
     }
 }
 
-void tr_rope_bwd(float *dy, const float *cs, int d)
+void hx_tr_rope_bwd(float *dy, const float *cs, int d)
 {
     for (int i0 = 0; i0 < d; i0 += 2) {
         const float c = cs[i0], s = cs[i0 + 1];
@@ -158,7 +158,7 @@ swiglu_bwd_avx512(float *da, float *db, const float *ds, const float *a,
 
 #endif /* TR_AVX512 */
 
-void tr_swiglu_fwd(float *s, const float *a, const float *b, size_t n)
+void hx_tr_swiglu_fwd(float *s, const float *a, const float *b, size_t n)
 {
 #if TR_AVX512
     if (hx_isa_current() >= HX_ISA_AVX512) {
@@ -169,8 +169,8 @@ void tr_swiglu_fwd(float *s, const float *a, const float *b, size_t n)
     swiglu_fwd_scalar(s, a, b, n);
 }
 
-void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
-                   const float *b, size_t n)
+void hx_tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
+                      const float *b, size_t n)
 {
 #if TR_AVX512
     if (hx_isa_current() >= HX_ISA_AVX512) {
@@ -181,8 +181,8 @@ void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
     swiglu_bwd_scalar(da, db, ds, a, b, n);
 }
 
-double tr_xent_soft(const float *z, int V, const int32_t *y, const float *q, int k,
-                    float scale, float *dz)
+double hx_tr_xent_soft(const float *z, int V, const int32_t *y, const float *q, int k,
+                       float scale, float *dz)
 {
     const double lse = hx_logsumexp(z, V);
     double loss = 0.0;
@@ -198,10 +198,10 @@ double tr_xent_soft(const float *z, int V, const int32_t *y, const float *q, int
     return loss;
 }
 
-double tr_xent(const float *z, int V, int y, float scale, float *dz)
+double hx_tr_xent(const float *z, int V, int y, float scale, float *dz)
 {
     const float one = 1.0f;
-    return tr_xent_soft(z, V, &y, &one, 1, scale, dz);
+    return hx_tr_xent_soft(z, V, &y, &one, 1, scale, dz);
 }
 
 /* The keys token i sees, in order: [0, pre[i]) then [start[i], i]. */
@@ -285,7 +285,7 @@ static void attn_bwd_head(const tr_attn *a, int h, int g, const float *q,
  * score tiles may read. */
 static int attn_ld(int T) { return (T + 31) / 32 * 32 + 32; }
 
-size_t tr_attn_scratch(int T, int d)
+size_t hx_tr_attn_scratch(int T, int d)
 {
     return (size_t)(2 * d + 3 * QB) * (size_t)attn_ld(T);
 }
@@ -821,8 +821,8 @@ attn_bwd_fast(const tr_attn *a, int g, const float *q, const float *k,
 
 #endif /* TR_AVX512 */
 
-void tr_attn_fwd_head(const tr_attn *a, int h, const float *q, const float *k,
-                      const float *v, float *o, float *lse, float *sc)
+void hx_tr_attn_fwd_head(const tr_attn *a, int h, const float *q, const float *k,
+                         const float *v, float *o, float *lse, float *sc)
 {
 #if TR_AVX512
     if (attn_fast(a)) {
@@ -833,10 +833,10 @@ void tr_attn_fwd_head(const tr_attn *a, int h, const float *q, const float *k,
     attn_fwd_scalar(a, h, q, k, v, o, lse, sc);
 }
 
-void tr_attn_bwd_group(const tr_attn *a, int g, const float *q,
-                       const float *k, const float *v, const float *o,
-                       const float *lse, const float *dout, float *dq,
-                       float *dk, float *dv, float *scratch)
+void hx_tr_attn_bwd_group(const tr_attn *a, int g, const float *q,
+                          const float *k, const float *v, const float *o,
+                          const float *lse, const float *dout, float *dq,
+                          float *dk, float *dv, float *scratch)
 {
     const int rep = a->H / a->Hk;
 #if TR_AVX512

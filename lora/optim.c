@@ -11,7 +11,7 @@ hx_opt_params hx_opt_default_params(void)
     return o;
 }
 
-int tr_wsd_decay_start(const hx_opt_params *o)
+int hx_tr_wsd_decay_start(const hx_opt_params *o)
 {
     const int nd = (int)ceil((double)o->n_steps * o->decay_frac - 1e-6);
     return o->n_steps - (nd < 1 ? 1 : nd);
@@ -23,7 +23,7 @@ double hx_opt_lr(const hx_opt_params *o, int step)
         return o->lr * (double)(step + 1) / (double)o->warmup;
     const double floor = o->lr * o->lr_min_frac;
     if (o->wsd) {
-        const int d0 = tr_wsd_decay_start(o);
+        const int d0 = hx_tr_wsd_decay_start(o);
         if (step < d0) return o->lr;
         const double p = o->n_steps - 1 > d0 ? (double)(step - d0) / (o->n_steps - 1 - d0) : 1.0;
         return o->lr + (floor - o->lr) * (p > 1 ? 1 : p);
@@ -89,7 +89,7 @@ static void update_task(void *ctx, int task, int thread)
 
 int hx_trainer_step(hx_trainer *tr, const hx_opt_params *o, double *gnorm)
 {
-    if (tr_keep_grad(tr)) return HX_ERR_NOMEM;
+    if (hx_tr_keep_grad(tr)) return HX_ERR_NOMEM;
     const int n_chunks = (int)((tr->n_params + CHUNK - 1) / CHUNK);
     opt_job j = {tr, o, hx_malloc_array(n_chunks ? (size_t)n_chunks : 1, sizeof(double)),
                  1.0f, 0, 0, 0};

@@ -5,7 +5,7 @@
 
 #include "lora/train_int.h"
 
-void *tr_scratch_lock(tr_scratch *s, size_t bytes)
+void *hx_tr_scratch_lock(tr_scratch *s, size_t bytes)
 {
     if (bytes == 0) bytes = 1;
     pthread_mutex_lock(&s->mu);
@@ -18,9 +18,9 @@ void *tr_scratch_lock(tr_scratch *s, size_t bytes)
     return s->buf;
 }
 
-void tr_scratch_unlock(tr_scratch *s) { pthread_mutex_unlock(&s->mu); }
+void hx_tr_scratch_unlock(tr_scratch *s) { pthread_mutex_unlock(&s->mu); }
 
-void tr_scratch_release(tr_scratch *s)
+void hx_tr_scratch_release(tr_scratch *s)
 {
     pthread_mutex_lock(&s->mu);
     free(s->buf);

@@ -14,32 +14,32 @@
 
 /* y = x * r * g with r = 1/sqrt(mean(x^2) + eps) as the engine computes
  * it; *r saved for the backward. */
-void tr_rmsnorm_fwd(float *y, float *r, const float *x, const float *g, int n,
-                    float eps);
+void hx_tr_rmsnorm_fwd(float *y, float *r, const float *x, const float *g, int n,
+                       float eps);
 /* dx += r (u - x^ mean(u x^)), u = g dy, x^ = r x; dg += dy x^ (dg may be
  * NULL for a frozen gain). */
-void tr_rmsnorm_bwd(float *dx, float *dg, const float *dy, const float *x,
-                    float r, const float *g, int n);
+void hx_tr_rmsnorm_bwd(float *dx, float *dg, const float *dy, const float *x,
+                       float r, const float *g, int n);
 /* NEOX RoPE of x (d) by the (cos, sin) pairs cs; backward rotates by -phi
  * (in place on dy). */
-void tr_rope_fwd(float *x, const float *cs, int d);
-void tr_rope_bwd(float *dy, const float *cs, int d);
+void hx_tr_rope_fwd(float *x, const float *cs, int d);
+void hx_tr_rope_bwd(float *dy, const float *cs, int d);
 /* Table of (cos, sin) pairs for positions 0..n_pos, d per position, with
  * the engine's float recurrence (so training matches inference). */
-void tr_rope_table(float *cs, int n_pos, int d, float base);
+void hx_tr_rope_table(float *cs, int n_pos, int d, float base);
 /* s = silu(a) * b; backward: da += ds b silu'(a), db += ds silu(a). */
-void tr_swiglu_fwd(float *s, const float *a, const float *b, size_t n);
-void tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
-                   const float *b, size_t n);
+void hx_tr_swiglu_fwd(float *s, const float *a, const float *b, size_t n);
+void hx_tr_swiglu_bwd(float *da, float *db, const float *ds, const float *a,
+                      const float *b, size_t n);
 /* Cross-entropy of one row of logits z (V) against target y: returns
  * lse(z) - z[y]; with dz != NULL adds scale * (softmax(z) - onehot(y)) to
  * dz, or stores it when dz == z (the logits are then overwritten). */
-double tr_xent(const float *z, int V, int y, float scale, float *dz);
+double hx_tr_xent(const float *z, int V, int y, float scale, float *dz);
 /* The same against a distribution: q[j] on token y[j] (k of them, q
  * summing to 1): returns sum q[j] (lse(z) - z[y[j]]) (the KL divergence
  * from q plus q's entropy), the gradient scale * (softmax(z) - q). */
-double tr_xent_soft(const float *z, int V, const int32_t *y, const float *q, int k,
-                    float scale, float *dz);
+double hx_tr_xent_soft(const float *z, int V, const int32_t *y, const float *q, int k,
+                       float scale, float *dz);
 /* sum of a[i] b[i] over n in eight partial sums, so the compiler can
  * vectorize it without -ffast-math, always in the same order (the scalar
  * dot of matmul.c and ops.c). */
@@ -66,15 +66,15 @@ typedef struct tr_attn {
 } tr_attn;
 /* Floats of per-thread scratch the attention ops need for T tokens of
  * head dimension d. */
-size_t tr_attn_scratch(int T, int d);
-void tr_attn_fwd_head(const tr_attn *a, int h, const float *q, const float *k,
-                      const float *v, float *o, float *lse, float *scratch);
+size_t hx_tr_attn_scratch(int T, int d);
+void hx_tr_attn_fwd_head(const tr_attn *a, int h, const float *q, const float *k,
+                         const float *v, float *o, float *lse, float *scratch);
 /* Backward of the n_rep query heads of KV head g: dq of those heads, dk and
  * dv of g accumulate. */
-void tr_attn_bwd_group(const tr_attn *a, int g, const float *q,
-                       const float *k, const float *v, const float *o,
-                       const float *lse, const float *dout, float *dq,
-                       float *dk, float *dv, float *scratch);
+void hx_tr_attn_bwd_group(const tr_attn *a, int g, const float *q,
+                          const float *k, const float *v, const float *o,
+                          const float *lse, const float *dout, float *dq,
+                          float *dk, float *dv, float *scratch);
 
 /* ---- scratch.c: a buffer kept between products ---- */
 /* A product's working memory, grown as needed and held until released;
@@ -87,10 +87,10 @@ typedef struct tr_scratch {
 #define TR_SCRATCH_INIT {PTHREAD_MUTEX_INITIALIZER, NULL, 0}
 /* Locks s and returns its buffer grown to at least bytes (contents not
  * kept); NULL, unlocked, when memory is short. */
-void *tr_scratch_lock(tr_scratch *s, size_t bytes);
-void tr_scratch_unlock(tr_scratch *s);
+void *hx_tr_scratch_lock(tr_scratch *s, size_t bytes);
+void hx_tr_scratch_unlock(tr_scratch *s);
 /* Frees the buffer (under the lock). */
-void tr_scratch_release(tr_scratch *s);
+void hx_tr_scratch_release(tr_scratch *s);
 
 /* ---- matrices (matmul.c) ---- */
 /* Rows of a weight: F32 in memory, or a frozen hx_wmat in its own type. */
@@ -99,59 +99,59 @@ typedef struct tr_w {
     const hx_wmat *q;  /* used when f is NULL */
     int rows, cols;
     int bf16;          /* F32 products with it (and its gradient) take
-                        * bfloat16 operands (tr_gemm_bf16) where the CPU can */
+                        * bfloat16 operands (hx_tr_gemm_bf16) where the CPU can */
 } tr_w;
 
 /* y (n, rows) = alpha * x (n, cols) . W^T, or += when acc. */
-void tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
-               float *y, float alpha, int acc, float *scratch);
+void hx_tr_mm_fwd(hx_threadpool *tp, const tr_w *w, const float *x, int n,
+                  float *y, float alpha, int acc, float *scratch);
 /* dx (n, cols) += alpha * dy (n, rows) . W */
-void tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
-                 float *dx, float alpha, float *scratch);
+void hx_tr_mm_bwd_x(hx_threadpool *tp, const tr_w *w, const float *dy, int n,
+                    float *dx, float alpha, float *scratch);
 /* dW (rows, cols) += alpha * dy^T . x (operands in bfloat16 when bf16) */
-void tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
-                 const float *dy, const float *x, int n, float alpha, int bf16);
+void hx_tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
+                    const float *dy, const float *x, int n, float alpha, int bf16);
 /* Y (n, M) = alpha * A (n, K) . B (K, M), or += when acc (gemm.c). */
-void tr_gemm(hx_threadpool *tp, const float *A, int n, int K, const float *B,
-             int M, float *Y, float alpha, int acc);
+void hx_tr_gemm(hx_threadpool *tp, const float *A, int n, int K, const float *B,
+                int M, float *Y, float alpha, int acc);
 /* C (m, n) = alpha * op(A) (m, k) . op(B) (k, n), or += when acc: A(i, p)
  * is a[i*lda + p], or a[p*lda + i] when ta; B(p, j) is b[p*ldb + j], or
  * b[j*ldb + p] when tb. Packed, register-blocked, on the pool; every
  * output one sum over k in order. -1 (nothing done) when out of memory. */
-int tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
-               const float *a, int lda, int ta, const float *b, int ldb, int tb,
-               float *c, int ldc, int acc);
+int hx_tr_gemm_ex(hx_threadpool *tp, int m, int n, int k, float alpha,
+                  const float *a, int lda, int ta, const float *b, int ldb, int tb,
+                  float *c, int ldc, int acc);
 /* The same product by a plain double-accumulating loop (tests, fallback). */
-void tr_gemm_ref(int m, int n, int k, float alpha, const float *a, int lda,
-                 int ta, const float *b, int ldb, int tb, float *c, int ldc,
-                 int acc);
-/* Frees tr_gemm_ex's packing buffer (it is kept between products). */
-void tr_gemm_release(void);
+void hx_tr_gemm_ref(int m, int n, int k, float alpha, const float *a, int lda,
+                    int ta, const float *b, int ldb, int tb, float *c, int ldc,
+                    int acc);
+/* Frees hx_tr_gemm_ex's packing buffer (it is kept between products). */
+void hx_tr_gemm_release(void);
 /* The same product with both operands rounded to bfloat16 (nearest, ties
  * to even) and F32 sums of AVX512-BF16 pair products (gemm_bf16.c): about
- * twice tr_gemm_ex's speed, every output one sum in a fixed order. -1
- * (nothing done) when out of memory or when tr_gemm_bf16_available() is 0
+ * twice hx_tr_gemm_ex's speed, every output one sum in a fixed order. -1
+ * (nothing done) when out of memory or when hx_tr_gemm_bf16_available() is 0
  * (no AVX512-BF16, or HEARTH_ISA below avx512). */
-int tr_gemm_bf16(hx_threadpool *tp, int m, int n, int k, float alpha,
-                 const float *a, int lda, int ta, const float *b, int ldb, int tb,
-                 float *c, int ldc, int acc);
-int tr_gemm_bf16_available(void);
+int hx_tr_gemm_bf16(hx_threadpool *tp, int m, int n, int k, float alpha,
+                    const float *a, int lda, int ta, const float *b, int ldb, int tb,
+                    float *c, int ldc, int acc);
+int hx_tr_gemm_bf16_available(void);
 /* 1 if bfloat16 products are faster than F32 on this CPU: the three
  * products of a linear layer of n_in x n_out (forward, input and weight
  * gradient) over 1,024 tokens, each precision's best of 3 (matmul.c). */
-int tr_bf16_faster(hx_threadpool *tp, int n_in, int n_out);
+int hx_tr_bf16_faster(hx_threadpool *tp, int n_in, int n_out);
 /* The products a checkpoint records (version 3 on; 0: not recorded). */
 enum { TR_PRODUCTS_F32 = 1, TR_PRODUCTS_BF16 = 2 };
-/* Frees tr_gemm_bf16's buffer (it is kept between products). */
-void tr_gemm_bf16_release(void);
+/* Frees hx_tr_gemm_bf16's buffer (it is kept between products). */
+void hx_tr_gemm_bf16_release(void);
 /* Frees the buffers tr_mm_* keep between products (dequantized blocks of
- * frozen weights, and tr_gemm_release's). */
-void tr_mm_release(void);
+ * frozen weights, and hx_tr_gemm_release's). */
+void hx_tr_mm_release(void);
 /* Rows of a frozen quantized weight tr_mm_* dequantize per product (into
  * a buffer of that many rows kept between calls); 0 for F32 weights. */
-int tr_mm_block_rows(const tr_w *w);
+int hx_tr_mm_block_rows(const tr_w *w);
 /* Floats of per-thread scratch tr_mm_* need for a matrix of cols. */
-size_t tr_mm_scratch(int cols);
+size_t hx_tr_mm_scratch(int cols);
 
 /* A linear layer: base W (trainable when dw != NULL) plus optional LoRA. */
 typedef struct tr_lin {
@@ -163,12 +163,12 @@ typedef struct tr_lin {
 } tr_lin;
 
 /* y = W x + s B (A x); u (n, r) saved when LoRA. */
-void tr_lin_fwd(hx_threadpool *tp, const tr_lin *l, const float *x, int n,
-                float *y, float *u, float *scratch);
+void hx_tr_lin_fwd(hx_threadpool *tp, const tr_lin *l, const float *x, int n,
+                   float *y, float *u, float *scratch);
 /* Backward: weight grads += and dx += (dx may be NULL); du: (n, r) temp. */
-void tr_lin_bwd(hx_threadpool *tp, const tr_lin *l, const float *x,
-                const float *u, const float *dy, int n, float *dx, float *du,
-                float *scratch);
+void hx_tr_lin_bwd(hx_threadpool *tp, const tr_lin *l, const float *x,
+                   const float *u, const float *dy, int n, float *dx, float *du,
+                   float *scratch);
 
 /* ---- the trainer ---- */
 typedef struct tr_tensor {
@@ -187,7 +187,7 @@ typedef struct tr_layer {
 enum { L_Q, L_K, L_V, L_O, L_GATE, L_UP, L_DOWN };
 
 /* Activations of one layer for n tokens (all saved, or a workspace that
- * layers share: see tr_layout). */
+ * layers share: see hx_tr_layout). */
 typedef struct tr_acts {
     float *x, *r1, *n1, *qp, *rq, *kp, *rk, *q, *k, *v, *lse, *o, *h, *r2,
         *n2, *a, *b, *s;
@@ -213,14 +213,14 @@ struct hx_trainer {
     tr_lin head;           /* output, or token_embd when tied */
     tr_layer *layers;
     float *rope_cs;        /* (n_ctx, head_dim) */
-    /* activations of the current pass, carved by tr_reserve (actmem.c) */
+    /* activations of the current pass, carved by hx_tr_reserve (actmem.c) */
     tr_acts *acts;         /* n_layer */
     float *xf, *rf, *nf;   /* final residual, its norm */
     float *tmp;            /* (n, C) temporary of the forward */
     float *bw[12];         /* backward temporaries (fwdbwd.c) */
     float *hg, *hz, *hdg;  /* head chunk: gathered nf rows, their logits
                             * then dz, and d(rows) (training only) */
-    int head_chunk;        /* rows per head chunk (tr_head_rows) */
+    int head_chunk;        /* rows per head chunk (hx_tr_head_rows) */
     float *mem;            /* one allocation for all the above */
     size_t mem_floats;     /* its size */
     int recompute;         /* HX_RECOMPUTE_* (hx_trainer_set_recompute) */
@@ -265,35 +265,35 @@ enum {
  * frozen base), or when saving everything would exceed TR_SAVE_BUDGET
  * bytes; hx_trainer_set_recompute overrides. */
 #define TR_SAVE_BUDGET ((size_t)1 << 30)
-int tr_layout(const hx_trainer *tr, int n);
+int hx_tr_layout(const hx_trainer *tr, int n);
 /* Rows per chunk of the loss head: logits of at most
  * min(n, rows + 7) rows at a time (a chunk never leaves fewer than 8 rows
  * behind, so every chunk takes the same product path as the whole). */
-int tr_head_rows(const hx_trainer *tr);
+int hx_tr_head_rows(const hx_trainer *tr);
 /* Linear i (q, k, v, o, gate, up, down) of the first layer that has a
  * LoRA on it, or NULL when none has: every adapted layer has the same
  * shapes and rank (the adapter may skip the first layers). */
-const tr_lin *tr_lora_lin(const hx_trainer *tr, int i);
+const tr_lin *hx_tr_lora_lin(const hx_trainer *tr, int i);
 /* Carves activations of a pass of n tokens (n_seq sequences of T) in
  * layout, growing the block when needed. */
-int tr_reserve(hx_trainer *tr, int n, int T, int layout, hx_err *err);
+int hx_tr_reserve(hx_trainer *tr, int n, int T, int layout, hx_err *err);
 /* Whole model forward (fwdbwd.c): saves activations; logits of every token
  * to logits when non-NULL. Loss and backward by tr_backward. */
-int tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
-               double *loss_sum, int *n_count, int backward, double norm,
-               hx_err *err);
+int hx_tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
+                  double *loss_sum, int *n_count, int backward, double norm,
+                  hx_err *err);
 /* First step of a WSD schedule's decay: the last decay_frac of n_steps
  * (at least one step). */
-int tr_wsd_decay_start(const hx_opt_params *o);
-uint64_t tr_rng_next(uint64_t *s);
-double tr_rng_normal(uint64_t *s);
+int hx_tr_wsd_decay_start(const hx_opt_params *o);
+uint64_t hx_tr_rng_next(uint64_t *s);
+double hx_tr_rng_normal(uint64_t *s);
 /* keep.c: adds linear i of layer l's inputs x and outputs y (n tokens) to
  * the sums; adds the penalty's gradient to the LoRA gradients (HX_OK, or
  * HX_ERR_NOMEM); frees the sums. */
-void tr_keep_add(hx_trainer *tr, int l, int i, const float *x, const float *y, int n);
-int tr_keep_grad(hx_trainer *tr);
-void tr_keep_free(hx_trainer *tr);
+void hx_tr_keep_add(hx_trainer *tr, int l, int i, const float *x, const float *y, int n);
+int hx_tr_keep_grad(hx_trainer *tr);
+void hx_tr_keep_free(hx_trainer *tr);
 /* Appends a step's loss to the history. */
-int tr_push_loss(hx_trainer *tr, float loss);
+int hx_tr_push_loss(hx_trainer *tr, float loss);
 
 #endif /* HX_TRAIN_INT_H */

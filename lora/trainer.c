@@ -25,7 +25,7 @@ hx_lora_params hx_lora_default_params(void)
     return p;
 }
 
-uint64_t tr_rng_next(uint64_t *s)
+uint64_t hx_tr_rng_next(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -33,10 +33,10 @@ uint64_t tr_rng_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-double tr_rng_normal(uint64_t *s)
+double hx_tr_rng_normal(uint64_t *s)
 {
-    const double u1 = ((tr_rng_next(s) >> 11) + 1.0) / 9007199254740993.0;
-    const double u2 = (tr_rng_next(s) >> 11) / 9007199254740992.0;
+    const double u1 = ((hx_tr_rng_next(s) >> 11) + 1.0) / 9007199254740993.0;
+    const double u2 = (hx_tr_rng_next(s) >> 11) / 9007199254740992.0;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
@@ -215,7 +215,7 @@ static void wire_lora(hx_trainer *tr, const hx_lora_params *lp)
 }
 
 /* Pool, RoPE table, layers (per-thread scratch and activations come
- * with the first pass: tr_reserve). */
+ * with the first pass: hx_tr_reserve). */
 static int setup_common(hx_trainer *tr, int n_threads)
 {
     const hx_hparams *hp = &tr->hp;
@@ -227,7 +227,7 @@ static int setup_common(hx_trainer *tr, int n_threads)
     tr->acts = hx_calloc((size_t)hp->n_layer, sizeof(tr_acts));
     if (!tr->tp || !tr->rope_cs || !tr->layers || !tr->acts)
         return HX_ERR_NOMEM;
-    tr_rope_table(tr->rope_cs, hp->n_ctx_train, hp->head_dim, hp->rope_base);
+    hx_tr_rope_table(tr->rope_cs, hp->n_ctx_train, hp->head_dim, hp->rope_base);
     return HX_OK;
 }
 
@@ -265,7 +265,7 @@ static void init_scratch(hx_trainer *tr, uint64_t seed)
         const int gain = strstr(t->name, "norm") != NULL;
         const float sc = strstr(t->name, "attn_output") || strstr(t->name, "ffn_down")
                              ? 0.02f * proj : 0.02f;
-        for (size_t k = 0; k < t->n; k++) p[k] = gain ? 1.0f : sc * (float)tr_rng_normal(&s);
+        for (size_t k = 0; k < t->n; k++) p[k] = gain ? 1.0f : sc * (float)hx_tr_rng_normal(&s);
     }
 }
 
@@ -343,7 +343,7 @@ static void init_lora(hx_trainer *tr, const hx_lora_params *lp)
         const int is_b = strstr(t->name, "lora_b") != NULL;
         const double sd = is_b ? lp->init_b : 1.0 / sqrt((double)lp->rank);
         for (size_t k = 0; k < t->n; k++)
-            tr->params[t->off + k] = (float)(sd * tr_rng_normal(&s));
+            tr->params[t->off + k] = (float)(sd * hx_tr_rng_normal(&s));
     }
 }
 
@@ -406,7 +406,7 @@ int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
 void hx_trainer_free(hx_trainer *tr)
 {
     if (!tr) return;
-    tr_mm_release();
+    hx_tr_mm_release();
     hx_threadpool_free(tr->tp);
     hx_model_free(tr->base);
     free(tr->params);
@@ -421,7 +421,7 @@ void hx_trainer_free(hx_trainer *tr)
     free(tr->scratch);
     free(tr->start);
     free(tr->losses);
-    tr_keep_free(tr);
+    hx_tr_keep_free(tr);
     free(tr);
 }
 
@@ -449,12 +449,12 @@ void hx_trainer_zero_grad(hx_trainer *tr)
 int hx_trainer_forward(hx_trainer *tr, const hx_batch *b, float *logits,
                        double *loss_sum, int *n_count, hx_err *err)
 {
-    return tr_forward(tr, b, logits, loss_sum, n_count, 0, 1.0, err);
+    return hx_tr_forward(tr, b, logits, loss_sum, n_count, 0, 1.0, err);
 }
 
 int hx_trainer_grad(hx_trainer *tr, const hx_batch *b, double norm,
                     double *loss_sum, hx_err *err)
 {
     if (!(norm > 0)) return hx_err_set(err, HX_ERR_INVALID, "train: norm %g", norm);
-    return tr_forward(tr, b, NULL, loss_sum, NULL, 1, norm, err);
+    return hx_tr_forward(tr, b, NULL, loss_sum, NULL, 1, norm, err);
 }

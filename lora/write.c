@@ -43,7 +43,7 @@ static int add_tensors(hx_gguf_writer *w, const hx_trainer *tr)
 static int set_adapter(hx_gguf_writer *w, const hx_trainer *tr)
 {
     const tr_lin *l = NULL;
-    for (int i = 0; !l && i < 7; i++) l = tr_lora_lin(tr, i);
+    for (int i = 0; !l && i < 7; i++) l = hx_tr_lora_lin(tr, i);
     const float alpha = l ? l->s * (float)l->r : 0.0f;
     int rc = hx_gguf_set_str(w, "general.architecture", tr->hp.arch);
     rc = rc ? rc : hx_gguf_set_str(w, "general.type", "adapter");

@@ -36,7 +36,7 @@ static int validate_episode(hx_memory *m, const hx_episode *ep, hx_err *err)
     if (ep->verdict < 0 || ep->verdict > 3)
         return hx_err_set(err, HX_ERR_INVALID, "episode: bad verdict %d",
                           ep->verdict);
-    sqlite3_stmt *st = mem_prepare(m, "SELECT json_type(?1)", err);
+    sqlite3_stmt *st = hx_mem_prepare(m, "SELECT json_type(?1)", err);
     if (!st) return err ? err->rc : HX_ERR_INTERNAL;
     sqlite3_bind_text(st, 1, ep->messages ? ep->messages : "[]", -1,
                       SQLITE_STATIC);
@@ -51,7 +51,7 @@ static int validate_episode(hx_memory *m, const hx_episode *ep, hx_err *err)
 static int insert_episode_row(hx_memory *m, const hx_episode *ep,
                               int64_t *id, hx_err *err)
 {
-    sqlite3_stmt *st = mem_prepare(
+    sqlite3_stmt *st = hx_mem_prepare(
         m,
         "INSERT INTO episodes(started_at, finished_at, request, messages,"
         " outcome, model, adapter, verdict, corrected, verdict_at)"
@@ -73,7 +73,7 @@ static int insert_episode_row(hx_memory *m, const hx_episode *ep,
                                                                : now);
     int rc = sqlite3_step(st) == SQLITE_DONE
                  ? HX_OK
-                 : mem_sql_err(m, err, "episode");
+                 : hx_mem_sql_err(m, err, "episode");
     sqlite3_finalize(st);
     *id = sqlite3_last_insert_rowid(m->db);
     return rc;
@@ -83,7 +83,7 @@ static int insert_calls(hx_memory *m, int64_t id, const hx_episode *ep,
                         hx_err *err)
 {
     if (ep->n_calls <= 0) return HX_OK;
-    sqlite3_stmt *st = mem_prepare(
+    sqlite3_stmt *st = hx_mem_prepare(
         m,
         "INSERT INTO tool_calls(episode_id, seq, name, arguments, result,"
         " status, confirmed) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -100,7 +100,7 @@ static int insert_calls(hx_memory *m, int64_t id, const hx_episode *ep,
         bind_text_or_null(st, 5, c->result);
         sqlite3_bind_int(st, 6, c->status);
         sqlite3_bind_int(st, 7, c->confirmed != 0);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = mem_sql_err(m, err, "call");
+        if (sqlite3_step(st) != SQLITE_DONE) rc = hx_mem_sql_err(m, err, "call");
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
@@ -111,12 +111,12 @@ int hx_memory_episode_add(hx_memory *m, const hx_episode *ep,
                           int64_t *id_out, hx_err *err)
 {
     int rc = validate_episode(m, ep, err);
-    if (rc == HX_OK) rc = mem_tx_begin(m, err);
+    if (rc == HX_OK) rc = hx_mem_tx_begin(m, err);
     if (rc) return rc;
     int64_t id = 0;
     rc = insert_episode_row(m, ep, &id, err);
     if (rc == HX_OK) rc = insert_calls(m, id, ep, err);
-    rc = mem_tx_end(m, rc, err);
+    rc = hx_mem_tx_end(m, rc, err);
     if (rc == HX_OK && id_out) *id_out = id;
     return rc;
 }
@@ -130,7 +130,7 @@ int hx_memory_episode_set_verdict(hx_memory *m, int64_t id, int verdict,
     if (verdict == HX_VERDICT_CORRECTED && !corrected)
         return hx_err_set(err, HX_ERR_INVALID,
                           "episode: a correction needs the corrected text");
-    sqlite3_stmt *st = mem_prepare(
+    sqlite3_stmt *st = hx_mem_prepare(
         m,
         "UPDATE episodes SET verdict = ?1, corrected = ?2, verdict_at = ?3"
         " WHERE id = ?4",
@@ -141,7 +141,7 @@ int hx_memory_episode_set_verdict(hx_memory *m, int64_t id, int verdict,
     sqlite3_bind_int64(st, 3, hx_now(NULL));
     sqlite3_bind_int64(st, 4, id);
     int rc = sqlite3_step(st) == SQLITE_DONE ? HX_OK
-                                             : mem_sql_err(m, err, "verdict");
+                                             : hx_mem_sql_err(m, err, "verdict");
     if (rc == HX_OK && sqlite3_changes(m->db) == 0)
         rc = hx_err_set(err, HX_ERR_NOTFOUND, "episode %lld not found",
                         (long long)id);
@@ -151,12 +151,12 @@ int hx_memory_episode_set_verdict(hx_memory *m, int64_t id, int verdict,
 
 int hx_memory_episode_forget(hx_memory *m, int64_t id, hx_err *err)
 {
-    return mem_forget_row(m, "episodes", "episode", id, err);
+    return hx_mem_forget_row(m, "episodes", "episode", id, err);
 }
 
 int64_t hx_memory_episode_count(hx_memory *m)
 {
-    return mem_query_int(m, "SELECT count(*) FROM episodes");
+    return hx_mem_query_int(m, "SELECT count(*) FROM episodes");
 }
 
 /* ---- reading ---- */
@@ -222,13 +222,13 @@ static int read_episode(sqlite3_stmt *st, hx_episode **out)
     ep->id = sqlite3_column_int64(st, 0);
     ep->started_at = sqlite3_column_int64(st, 1);
     ep->finished_at = sqlite3_column_int64(st, 2);
-    ep->request = (char *)mem_col_text(st, 3, a);
-    ep->messages = (char *)mem_col_text(st, 4, a);
-    ep->outcome = (char *)mem_col_text(st, 5, a);
-    ep->model = (char *)mem_col_text(st, 6, a);
-    ep->adapter = (char *)mem_col_text(st, 7, a);
+    ep->request = (char *)hx_mem_col_text(st, 3, a);
+    ep->messages = (char *)hx_mem_col_text(st, 4, a);
+    ep->outcome = (char *)hx_mem_col_text(st, 5, a);
+    ep->model = (char *)hx_mem_col_text(st, 6, a);
+    ep->adapter = (char *)hx_mem_col_text(st, 7, a);
     ep->verdict = sqlite3_column_int(st, 8);
-    ep->corrected = (char *)mem_col_text(st, 9, a);
+    ep->corrected = (char *)hx_mem_col_text(st, 9, a);
     ep->verdict_at = sqlite3_column_int64(st, 10);
     int rc = parse_calls(ep, (const char *)sqlite3_column_text(st, 11), a);
     if (rc || !ep->request || !ep->messages) {
@@ -243,7 +243,7 @@ int hx_memory_episode_get(hx_memory *m, int64_t id, hx_episode **out,
                           hx_err *err)
 {
     *out = NULL;
-    sqlite3_stmt *st = mem_prepare(
+    sqlite3_stmt *st = hx_mem_prepare(
         m, "SELECT " EP_COLS " FROM episodes_full WHERE id = ?1", err);
     if (!st) return err ? err->rc : HX_ERR_INTERNAL;
     sqlite3_bind_int64(st, 1, id);
@@ -252,15 +252,15 @@ int hx_memory_episode_get(hx_memory *m, int64_t id, hx_episode **out,
     else if (s == SQLITE_DONE)
         rc = hx_err_set(err, HX_ERR_NOTFOUND, "episode %lld not found",
                         (long long)id);
-    else rc = mem_sql_err(m, err, "episode");
+    else rc = hx_mem_sql_err(m, err, "episode");
     if (rc == HX_ERR_NOMEM) hx_err_set(err, rc, "episode: out of memory");
     sqlite3_finalize(st);
     return rc;
 }
 
 /* Steps st, handing each episode to cb; takes ownership of st. */
-int mem_each_episode(hx_memory *m, sqlite3_stmt *st, int64_t split_at,
-                     hx_episode_cb cb, void *user, hx_err *err)
+int hx_mem_each_episode(hx_memory *m, sqlite3_stmt *st, int64_t split_at,
+                        hx_episode_cb cb, void *user, hx_err *err)
 {
     int rc = HX_OK, s;
     while (rc == HX_OK && (s = sqlite3_step(st)) == SQLITE_ROW) {
@@ -272,7 +272,7 @@ int mem_each_episode(hx_memory *m, sqlite3_stmt *st, int64_t split_at,
         rc = cb(user, ep, split_at && ep->finished_at >= split_at);
         hx_episode_free(ep);
     }
-    if (rc == HX_OK && s != SQLITE_DONE) rc = mem_sql_err(m, err, "episodes");
+    if (rc == HX_OK && s != SQLITE_DONE) rc = hx_mem_sql_err(m, err, "episodes");
     sqlite3_finalize(st);
     return rc;
 }
@@ -282,7 +282,7 @@ int hx_memory_training_episodes(hx_memory *m, const hx_training_query *q,
 {
     hx_training_query all = {0};
     if (!q) q = &all;
-    sqlite3_stmt *st = mem_prepare(
+    sqlite3_stmt *st = hx_mem_prepare(
         m,
         "SELECT " EP_COLS " FROM training_episodes WHERE finished_at >= ?1"
         " AND (?2 = 0 OR finished_at < ?2) ORDER BY finished_at, id",
@@ -290,7 +290,7 @@ int hx_memory_training_episodes(hx_memory *m, const hx_training_query *q,
     if (!st) return err ? err->rc : HX_ERR_INTERNAL;
     sqlite3_bind_int64(st, 1, q->since);
     sqlite3_bind_int64(st, 2, q->until);
-    return mem_each_episode(m, st, q->split_at, cb, user, err);
+    return hx_mem_each_episode(m, st, q->split_at, cb, user, err);
 }
 
 int hx_memory_episode_search(hx_memory *m, const char *query, int limit,
@@ -298,9 +298,9 @@ int hx_memory_episode_search(hx_memory *m, const char *query, int limit,
 {
     *ids = NULL;
     *n = 0;
-    char *q = mem_fts_query_dup(query);
+    char *q = hx_mem_fts_query_dup(query);
     if (!q) return hx_err_set(err, HX_ERR_NOMEM, "memory: out of memory");
-    sqlite3_stmt *st = *q ? mem_prepare(m,
+    sqlite3_stmt *st = *q ? hx_mem_prepare(m,
         "SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH ?1"
         " ORDER BY rank LIMIT ?2", err) : NULL;
     int rc = (*q && !st) ? (err ? err->rc : HX_ERR_INTERNAL) : HX_OK;
@@ -313,7 +313,7 @@ int hx_memory_episode_search(hx_memory *m, const char *query, int limit,
         int s;
         while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW)
             (*ids)[(*n)++] = sqlite3_column_int64(st, 0);
-        if (!rc && s != SQLITE_DONE) rc = mem_sql_err(m, err, "search");
+        if (!rc && s != SQLITE_DONE) rc = hx_mem_sql_err(m, err, "search");
     }
     sqlite3_finalize(st);
     free(q);

@@ -140,11 +140,11 @@ int hx_memory_export(hx_memory *m, FILE *f, hx_err *err)
     int rc = export_memories(m, f, err);
     if (rc) return rc;
     fprintf(f, "\n  ],\n  \"episodes\": [");
-    sqlite3_stmt *st = mem_prepare(
+    sqlite3_stmt *st = hx_mem_prepare(
         m, "SELECT " MEM_EP_COLS " FROM episodes_full ORDER BY id", err);
     if (!st) return err ? err->rc : HX_ERR_INTERNAL;
     export_ctx x = {f, 0};
-    rc = mem_each_episode(m, st, 0, export_episode, &x, err);
+    rc = hx_mem_each_episode(m, st, 0, export_episode, &x, err);
     if (rc && err && err->rc != rc)
         hx_err_set(err, rc, "export: %s", hx_rc_str(rc));
     if (rc) return rc;

@@ -16,7 +16,7 @@ void hx_mem_list_free(hx_mem_list *l)
     free(l);
 }
 
-hx_mem_list *mem_list_new(void)
+hx_mem_list *hx_mem_list_new(void)
 {
     hx_mem_list *l = hx_calloc(1, sizeof *l);
     if (l && !(l->arena = hx_arena_new(16384))) {
@@ -27,7 +27,7 @@ hx_mem_list *mem_list_new(void)
 }
 
 /* Appends the row's ITEM_COLS (starting at column 0) to the list. */
-int mem_list_add_row(hx_mem_list *l, sqlite3_stmt *st)
+int hx_mem_list_add_row(hx_mem_list *l, sqlite3_stmt *st)
 {
     if ((l->n & (l->n - 1)) == 0) { /* grow at powers of two */
         size_t cap = l->n ? (size_t)l->n * 2 : 1;
@@ -38,8 +38,8 @@ int mem_list_add_row(hx_mem_list *l, sqlite3_stmt *st)
     hx_mem_item *it = &l->items[l->n];
     memset(it, 0, sizeof *it);
     it->id = sqlite3_column_int64(st, 0);
-    it->kind = mem_col_text(st, 1, l->arena);
-    it->text = mem_col_text(st, 2, l->arena);
+    it->kind = hx_mem_col_text(st, 1, l->arena);
+    it->text = hx_mem_col_text(st, 2, l->arena);
     it->episode_id = sqlite3_column_int64(st, 3);
     it->created_at = sqlite3_column_int64(st, 4);
     it->updated_at = sqlite3_column_int64(st, 5);
@@ -58,11 +58,11 @@ static int collect(hx_memory *m, sqlite3_stmt *st, hx_mem_list **out,
                    hx_err *err)
 {
     *out = NULL;
-    hx_mem_list *l = mem_list_new();
+    hx_mem_list *l = hx_mem_list_new();
     int rc = l ? HX_OK : HX_ERR_NOMEM, s;
     while (rc == HX_OK && (s = sqlite3_step(st)) == SQLITE_ROW)
-        rc = mem_list_add_row(l, st);
-    if (rc == HX_OK && s != SQLITE_DONE) rc = mem_sql_err(m, err, "read");
+        rc = hx_mem_list_add_row(l, st);
+    if (rc == HX_OK && s != SQLITE_DONE) rc = hx_mem_sql_err(m, err, "read");
     else if (rc == HX_ERR_NOMEM)
         hx_err_set(err, rc, "memory: out of memory");
     sqlite3_finalize(st);
@@ -88,7 +88,7 @@ int hx_mem_untrusted(const hx_mem_item *it) { return it->provenance != HX_MEM_US
 static int64_t find_same(hx_memory *m, const char *kind, const char *norm,
                          hx_err *err)
 {
-    sqlite3_stmt *st = mem_prepare(
+    sqlite3_stmt *st = hx_mem_prepare(
         m, "SELECT id FROM memories WHERE kind = ?1 AND norm = ?2 LIMIT 1",
         err);
     if (!st) return -1;
@@ -114,7 +114,7 @@ static int64_t find_similar(hx_memory *m, const char *kind, const char *norm,
 {
     hx_mem_list *l = NULL;
     const char **norms = NULL;
-    if (mem_candidates(m, norm, kind, &l, &norms, err)) return -1;
+    if (hx_mem_candidates(m, norm, kind, &l, &norms, err)) return -1;
     int64_t best = 0;
     double best_j = m->params.merge_jaccard;
     int n_words = word_count(norm);
@@ -143,7 +143,7 @@ static void bind_opt_int(sqlite3_stmt *st, int i, int64_t v)
 static int write_memory(hx_memory *m, int64_t id, const hx_mem_new *n,
                         const char *norm, int64_t *id_out, hx_err *err)
 {
-    sqlite3_stmt *st = mem_prepare(
+    sqlite3_stmt *st = hx_mem_prepare(
         m,
         id ? "UPDATE memories SET kind = ?1, text = ?2, norm = ?3,"
              " episode_id = coalesce(?4, episode_id), updated_at = ?5,"
@@ -162,7 +162,7 @@ static int write_memory(hx_memory *m, int64_t id, const hx_mem_new *n,
     if (id) sqlite3_bind_int64(st, 7, id);
     sqlite3_bind_int(st, 8, n->untrusted ? HX_MEM_UNTRUSTED : HX_MEM_USER);
     int rc = sqlite3_step(st) == SQLITE_DONE ? HX_OK
-                                             : mem_sql_err(m, err, "remember");
+                                             : hx_mem_sql_err(m, err, "remember");
     sqlite3_finalize(st);
     if (rc == HX_OK && id_out)
         *id_out = id ? id : sqlite3_last_insert_rowid(m->db);
@@ -183,10 +183,10 @@ static int validate_new(const hx_mem_new *n, const char *norm, hx_err *err)
 int hx_memory_remember(hx_memory *m, const hx_mem_new *n, int64_t *id_out,
                        int *merged, hx_err *err)
 {
-    char *norm = mem_normalize_dup(n->text);
+    char *norm = hx_mem_normalize_dup(n->text);
     if (!norm) return hx_err_set(err, HX_ERR_NOMEM, "memory: out of memory");
     int rc = validate_new(n, norm, err);
-    if (rc == HX_OK) rc = mem_tx_begin(m, err);
+    if (rc == HX_OK) rc = hx_mem_tx_begin(m, err);
     if (rc) {
         free(norm);
         return rc;
@@ -195,7 +195,7 @@ int hx_memory_remember(hx_memory *m, const hx_mem_new *n, int64_t *id_out,
     if (id == 0) id = find_similar(m, n->kind, norm, err);
     if (id < 0) rc = err ? err->rc : HX_ERR_INTERNAL;
     else rc = write_memory(m, id, n, norm, id_out, err);
-    rc = mem_tx_end(m, rc, err);
+    rc = hx_mem_tx_end(m, rc, err);
     if (rc == HX_OK && merged) *merged = id > 0;
     free(norm);
     return rc;
@@ -205,7 +205,7 @@ int hx_memory_remember(hx_memory *m, const hx_mem_new *n, int64_t *id_out,
 
 int hx_memory_forget(hx_memory *m, int64_t id, hx_err *err)
 {
-    return mem_forget_row(m, "memories", "memory", id, err);
+    return hx_mem_forget_row(m, "memories", "memory", id, err);
 }
 
 /* ---- reading ---- */
@@ -213,7 +213,7 @@ int hx_memory_forget(hx_memory *m, int64_t id, hx_err *err)
 int hx_memory_get(hx_memory *m, int64_t id, hx_mem_list **out, hx_err *err)
 {
     *out = NULL;
-    sqlite3_stmt *st = mem_prepare(
+    sqlite3_stmt *st = hx_mem_prepare(
         m, "SELECT " ITEM_COLS " FROM memories m WHERE m.id = ?1", err);
     if (!st) return err ? err->rc : HX_ERR_INTERNAL;
     sqlite3_bind_int64(st, 1, id);
@@ -231,7 +231,7 @@ int hx_memory_list(hx_memory *m, const char *kind, int limit, int with_expired,
                    hx_mem_list **out, hx_err *err)
 {
     *out = NULL;
-    sqlite3_stmt *st = mem_prepare(
+    sqlite3_stmt *st = hx_mem_prepare(
         m,
         "SELECT " ITEM_COLS " FROM memories m"
         " WHERE (?1 IS NULL OR m.kind = ?1)"
@@ -248,7 +248,7 @@ int hx_memory_list(hx_memory *m, const char *kind, int limit, int with_expired,
 
 int64_t hx_memory_count(hx_memory *m)
 {
-    return mem_query_int(m, "SELECT count(*) FROM memories");
+    return hx_mem_query_int(m, "SELECT count(*) FROM memories");
 }
 
 /* ---- ranked search (rank.c) ---- */
@@ -256,5 +256,5 @@ int64_t hx_memory_count(hx_memory *m)
 int hx_memory_search(hx_memory *m, const char *query, int limit,
                      hx_mem_list **out, hx_err *err)
 {
-    return mem_ranked(m, query, limit > 0 ? limit : 10, 30.0, out, err);
+    return hx_mem_ranked(m, query, limit > 0 ? limit : 10, 30.0, out, err);
 }

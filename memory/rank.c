@@ -12,7 +12,7 @@
 
 typedef struct terms {
     char word[MAX_TERMS][MEM_WORD_MAX + 1]; /* as typed, lower-cased */
-    char stem[MAX_TERMS][MEM_WORD_MAX + 1]; /* mem_light_stem of word */
+    char stem[MAX_TERMS][MEM_WORD_MAX + 1]; /* hx_mem_light_stem of word */
     int hits[MAX_TERMS];                    /* candidates it brought */
     int64_t oldest[MAX_TERMS];              /* smallest id among them */
     int cap;                                /* matches taken per word */
@@ -22,10 +22,10 @@ typedef struct terms {
 static void terms_init(terms *t, const char *text)
 {
     memset(t, 0, sizeof *t);
-    t->n = mem_query_words(text, t->word, MAX_TERMS);
+    t->n = hx_mem_query_words(text, t->word, MAX_TERMS);
     for (int i = 0; i < t->n; i++) {
         memcpy(t->stem[i], t->word[i], sizeof t->stem[i]);
-        mem_light_stem(t->stem[i]);
+        hx_mem_light_stem(t->stem[i]);
     }
 }
 
@@ -69,9 +69,9 @@ static int term_rows(sqlite3_stmt *st, terms *t, int i, idset *seen,
         t->hits[i]++;
         if (id < t->oldest[i]) t->oldest[i] = id;
         if (!idset_add(seen, id)) continue;
-        rc = mem_list_add_row(l, st);
+        rc = hx_mem_list_add_row(l, st);
         if (rc == HX_OK &&
-            !(norms[l->n - 1] = mem_col_text(st, MEM_N_ITEM_COLS, l->arena)))
+            !(norms[l->n - 1] = hx_mem_col_text(st, MEM_N_ITEM_COLS, l->arena)))
             rc = HX_ERR_NOMEM;
     }
     sqlite3_reset(st);
@@ -85,7 +85,7 @@ static int candidates(hx_memory *m, terms *t, const char *kind, int cap,
     size_t slots = 64; /* a power of two, at least twice the rows */
     while (slots < 2 * (size_t)(t->n * cap)) slots *= 2;
     idset seen = {hx_calloc(slots, sizeof(int64_t)), slots};
-    sqlite3_stmt *st = mem_prepare(m, cand_sql, err);
+    sqlite3_stmt *st = hx_mem_prepare(m, cand_sql, err);
     int rc = !seen.slot ? hx_err_set(err, HX_ERR_NOMEM, "out of memory")
              : !st      ? (err ? err->rc : HX_ERR_INTERNAL)
                         : HX_OK;
@@ -98,7 +98,7 @@ static int candidates(hx_memory *m, terms *t, const char *kind, int cap,
     for (int i = 0; rc == HX_OK && i < t->n; i++) {
         rc = term_rows(st, t, i, &seen, l, norms);
         if (rc == HX_ERR_NOMEM) hx_err_set(err, rc, "out of memory");
-        else if (rc) rc = mem_sql_err(m, err, "search");
+        else if (rc) rc = hx_mem_sql_err(m, err, "search");
     }
     sqlite3_finalize(st);
     free(seen.slot);
@@ -108,7 +108,7 @@ static int candidates(hx_memory *m, terms *t, const char *kind, int cap,
 /* Allocates the list and the norms array (enough for every word's cap). */
 static int cand_alloc(hx_mem_list **l, const char ***norms, hx_err *err)
 {
-    *l = mem_list_new();
+    *l = hx_mem_list_new();
     *norms = *l ? hx_arena_calloc((*l)->arena, MAX_TERMS * MEM_TERM_CAP,
                                   sizeof **norms)
                 : NULL;
@@ -118,8 +118,8 @@ static int cand_alloc(hx_mem_list **l, const char ***norms, hx_err *err)
     return hx_err_set(err, HX_ERR_NOMEM, "memory: out of memory");
 }
 
-int mem_candidates(hx_memory *m, const char *text, const char *kind,
-                   hx_mem_list **out, const char ***norms, hx_err *err)
+int hx_mem_candidates(hx_memory *m, const char *text, const char *kind,
+                      hx_mem_list **out, const char ***norms, hx_err *err)
 {
     static _Thread_local terms t;
     terms_init(&t, text);
@@ -159,10 +159,10 @@ static int get_varint(const unsigned char *p, int n, uint64_t *v)
  * the largest id as a fallback and for estimating frequent words' df. */
 static void corpus_stats_read(hx_memory *m, corpus_stats *cs)
 {
-    cs->max_id = mem_query_int(m, "SELECT max(id) FROM memories");
+    cs->max_id = hx_mem_query_int(m, "SELECT max(id) FROM memories");
     cs->n_docs = cs->max_id > 0 ? (double)cs->max_id : 1.0;
     cs->avg_len = 10.0;
-    sqlite3_stmt *st = mem_prepare(
+    sqlite3_stmt *st = hx_mem_prepare(
         m, "SELECT block FROM memories_fts_data WHERE id = 1", NULL);
     if (st && sqlite3_step(st) == SQLITE_ROW) {
         const unsigned char *p = sqlite3_column_blob(st, 0);
@@ -193,12 +193,12 @@ static double bm25(const terms *t, const char *norm, const double *idf,
     int tf[MAX_TERMS] = {0}, dl = 0;
     size_t len;
     char w[MEM_WORD_MAX + 1];
-    for (const char *p = norm; (p = mem_next_word(p, &len)); p += len) {
+    for (const char *p = norm; (p = hx_mem_next_word(p, &len)); p += len) {
         dl++;
         if (len > MEM_WORD_MAX) continue;
         memcpy(w, p, len);
         w[len] = '\0';
-        mem_light_stem(w);
+        hx_mem_light_stem(w);
         for (int i = 0; i < t->n; i++) tf[i] += !strcmp(w, t->stem[i]);
     }
     double s = 0, norm_len = 1 - BM25_B + BM25_B * dl / cs->avg_len;
@@ -246,8 +246,8 @@ static void score_all(hx_memory *m, const terms *t, hx_mem_list *l,
                                     now, half_life_days);
 }
 
-int mem_ranked(hx_memory *m, const char *query, int limit,
-               double half_life_days, hx_mem_list **out, hx_err *err)
+int hx_mem_ranked(hx_memory *m, const char *query, int limit,
+                  double half_life_days, hx_mem_list **out, hx_err *err)
 {
     static _Thread_local terms t;
     terms_init(&t, query);

@@ -72,9 +72,9 @@ static int render(const hx_mem_list *l, const hx_recall_params *p,
 static int mark_used_tx(hx_memory *m, const hx_mem_list *l, int n,
                         hx_err *err)
 {
-    int rc = mem_tx_begin(m, err);
+    int rc = hx_mem_tx_begin(m, err);
     if (rc) return rc;
-    sqlite3_stmt *st = mem_prepare(
+    sqlite3_stmt *st = hx_mem_prepare(
         m,
         "UPDATE memories SET use_count = use_count + 1, last_used_at = ?1"
         " WHERE id = ?2",
@@ -84,11 +84,11 @@ static int mark_used_tx(hx_memory *m, const hx_mem_list *l, int n,
     for (int i = 0; st && rc == HX_OK && i < n; i++) {
         sqlite3_bind_int64(st, 1, now);
         sqlite3_bind_int64(st, 2, l->items[i].id);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = mem_sql_err(m, err, "recall");
+        if (sqlite3_step(st) != SQLITE_DONE) rc = hx_mem_sql_err(m, err, "recall");
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
-    return mem_tx_end(m, rc, err);
+    return hx_mem_tx_end(m, rc, err);
 }
 
 /* Use counts are bookkeeping, not the user's data: their commit skips the
@@ -98,11 +98,11 @@ static int mark_used(hx_memory *m, const hx_mem_list *l, int n, hx_err *err)
 {
     if (n == 0) return HX_OK;
     int relax = m->params.sync_full && !m->in_batch;
-    if (relax) mem_exec(m, "PRAGMA synchronous=NORMAL", NULL);
+    if (relax) hx_mem_exec(m, "PRAGMA synchronous=NORMAL", NULL);
     m->light = 1;
     int rc = mark_used_tx(m, l, n, err);
     m->light = 0;
-    if (relax) mem_exec(m, "PRAGMA synchronous=FULL", NULL);
+    if (relax) hx_mem_exec(m, "PRAGMA synchronous=FULL", NULL);
     return rc;
 }
 
@@ -116,8 +116,8 @@ int hx_memory_recall(hx_memory *m, const char *request,
     if (items) *items = NULL;
     hx_mem_list *l = NULL;
     int max = p->max_items > 0 ? p->max_items : dp.max_items;
-    int rc = mem_ranked(m, request ? request : "", max, p->recency_days, &l,
-                        err);
+    int rc = hx_mem_ranked(m, request ? request : "", max, p->recency_days, &l,
+                           err);
     if (rc) return rc;
     hx_buf out;
     hx_buf_init(&out);

@@ -99,4 +99,4 @@ static const char v3[] =
  * laundered from a mail before provenance was kept stays caught. */
 static const char v4[] = "ALTER TABLE memories ADD COLUMN provenance INTEGER;";
 
-const char *const mem_migrations[HX_MEMORY_SCHEMA_VERSION] = {v1, v2, v3, v4};
+const char *const hx_mem_migrations[HX_MEMORY_SCHEMA_VERSION] = {v1, v2, v3, v4};

@@ -36,56 +36,56 @@ static int rc_of_sqlite(int code)
     }
 }
 
-int mem_sql_err(hx_memory *m, hx_err *err, const char *what)
+int hx_mem_sql_err(hx_memory *m, hx_err *err, const char *what)
 {
     return hx_err_set(err, rc_of_sqlite(sqlite3_extended_errcode(m->db)),
                       "%s: %s: %s", m->path, what, sqlite3_errmsg(m->db));
 }
 
-int mem_exec(hx_memory *m, const char *sql, hx_err *err)
+int hx_mem_exec(hx_memory *m, const char *sql, hx_err *err)
 {
     if (sqlite3_exec(m->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-        return mem_sql_err(m, err, "sql");
+        return hx_mem_sql_err(m, err, "sql");
     return HX_OK;
 }
 
-sqlite3_stmt *mem_prepare(hx_memory *m, const char *sql, hx_err *err)
+sqlite3_stmt *hx_mem_prepare(hx_memory *m, const char *sql, hx_err *err)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(m->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        mem_sql_err(m, err, "prepare");
+        hx_mem_sql_err(m, err, "prepare");
         sqlite3_finalize(st);
         return NULL;
     }
     return st;
 }
 
-int64_t mem_query_int(hx_memory *m, const char *sql)
+int64_t hx_mem_query_int(hx_memory *m, const char *sql)
 {
-    sqlite3_stmt *st = mem_prepare(m, sql, NULL);
+    sqlite3_stmt *st = hx_mem_prepare(m, sql, NULL);
     int64_t v = -1;
     if (st && sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     return v;
 }
 
-const char *mem_col_text(sqlite3_stmt *st, int i, hx_arena *a)
+const char *hx_mem_col_text(sqlite3_stmt *st, int i, hx_arena *a)
 {
     const char *s = (const char *)sqlite3_column_text(st, i);
     if (!s) return NULL;
     return hx_arena_strndup(a, s, (size_t)sqlite3_column_bytes(st, i));
 }
 
-int mem_tx_begin(hx_memory *m, hx_err *err)
+int hx_mem_tx_begin(hx_memory *m, hx_err *err)
 {
-    return mem_exec(m, m->in_batch ? "SAVEPOINT hx_tx" : "BEGIN IMMEDIATE",
-                    err);
+    return hx_mem_exec(m, m->in_batch ? "SAVEPOINT hx_tx" : "BEGIN IMMEDIATE",
+                       err);
 }
 
-int mem_tx_end(hx_memory *m, int rc, hx_err *err)
+int hx_mem_tx_end(hx_memory *m, int rc, hx_err *err)
 {
     if (rc == HX_OK) {
-        int c = mem_exec(m, m->in_batch ? "RELEASE hx_tx" : "COMMIT", err);
+        int c = hx_mem_exec(m, m->in_batch ? "RELEASE hx_tx" : "COMMIT", err);
         if (c == HX_OK) return HX_OK;
         rc = c;
     }
@@ -99,7 +99,7 @@ int hx_memory_begin(hx_memory *m, hx_err *err)
 {
     if (m->in_batch)
         return hx_err_set(err, HX_ERR_STATE, "memory: batch already open");
-    int rc = mem_exec(m, "BEGIN IMMEDIATE", err);
+    int rc = hx_mem_exec(m, "BEGIN IMMEDIATE", err);
     if (rc == HX_OK) m->in_batch = 1;
     return rc;
 }
@@ -109,7 +109,7 @@ int hx_memory_commit(hx_memory *m, hx_err *err)
     if (!m->in_batch)
         return hx_err_set(err, HX_ERR_STATE, "memory: no batch is open");
     m->in_batch = 0;
-    int rc = mem_exec(m, "COMMIT", err);
+    int rc = hx_mem_exec(m, "COMMIT", err);
     if (rc) sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
@@ -164,7 +164,7 @@ static char *default_path(void)
 /* Reads version and identity without writing; refuses what is not ours. */
 static int check_identity(hx_memory *m, int *version, hx_err *err)
 {
-    sqlite3_stmt *st = mem_prepare(m,
+    sqlite3_stmt *st = hx_mem_prepare(m,
         "SELECT (SELECT user_version FROM pragma_user_version),"
         " (SELECT application_id FROM pragma_application_id),"
         " (SELECT count(*) FROM sqlite_schema)", NULL);
@@ -198,7 +198,7 @@ static int check_identity(hx_memory *m, int *version, hx_err *err)
 
 static int quick_check(hx_memory *m, hx_err *err)
 {
-    sqlite3_stmt *st = mem_prepare(m, "PRAGMA quick_check(1)", err);
+    sqlite3_stmt *st = hx_mem_prepare(m, "PRAGMA quick_check(1)", err);
     if (!st) return hx_err_set(err, HX_ERR_FORMAT, "%s: corrupt: %s", m->path,
                                sqlite3_errmsg(m->db));
     int ok = sqlite3_step(st) == SQLITE_ROW &&
@@ -220,16 +220,16 @@ static int set_pragmas(hx_memory *m, int readonly, hx_err *err)
 {
     char sql[256];
     if (readonly)
-        return mem_exec(m, "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;"
+        return hx_mem_exec(m, "PRAGMA foreign_keys=ON; PRAGMA cache_size=-16384;"
                            " PRAGMA mmap_size=268435456;", err);
     snprintf(sql, sizeof sql,
              "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
              "PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON;"
              "PRAGMA cache_size=-16384; PRAGMA mmap_size=268435456;",
              m->params.sync_full ? "FULL" : "NORMAL");
-    int rc = mem_exec(m, sql, err);
+    int rc = hx_mem_exec(m, sql, err);
     if (rc) return rc;
-    sqlite3_stmt *st = mem_prepare(m, "PRAGMA journal_mode", err);
+    sqlite3_stmt *st = hx_mem_prepare(m, "PRAGMA journal_mode", err);
     int wal = st && sqlite3_step(st) == SQLITE_ROW &&
               !strcmp((const char *)sqlite3_column_text(st, 0), "wal");
     sqlite3_finalize(st);
@@ -255,14 +255,14 @@ static int wal_hook(void *user, sqlite3 *db, const char *name, int pages)
 /* Runs every migration from the stored version up, in one transaction. */
 static int migrate(hx_memory *m, hx_err *err)
 {
-    int rc = mem_exec(m, "BEGIN IMMEDIATE", err);
+    int rc = hx_mem_exec(m, "BEGIN IMMEDIATE", err);
     if (rc) return rc;
-    int ver = (int)mem_query_int(m, "PRAGMA user_version");
+    int ver = (int)hx_mem_query_int(m, "PRAGMA user_version");
     if (ver < 0 || ver > HX_MEMORY_SCHEMA_VERSION) /* changed under us */
         rc = hx_err_set(err, HX_ERR_UNSUPPORTED,
                         "%s: unexpected schema version %d", m->path, ver);
     for (int v = ver; rc == HX_OK && v < HX_MEMORY_SCHEMA_VERSION; v++) {
-        if (sqlite3_exec(m->db, mem_migrations[v], NULL, NULL, NULL)) {
+        if (sqlite3_exec(m->db, hx_mem_migrations[v], NULL, NULL, NULL)) {
             rc = hx_err_set(err, HX_ERR_INTERNAL,
                             "%s: migration %d -> %d failed: %s", m->path, v,
                             v + 1, sqlite3_errmsg(m->db));
@@ -273,9 +273,9 @@ static int migrate(hx_memory *m, hx_err *err)
         snprintf(sql, sizeof sql,
                  "PRAGMA user_version=%d; PRAGMA application_id=%d;",
                  HX_MEMORY_SCHEMA_VERSION, (int)HX_MEMORY_APP_ID);
-        rc = mem_exec(m, sql, err);
+        rc = hx_mem_exec(m, sql, err);
     }
-    return mem_tx_end(m, rc, err);
+    return hx_mem_tx_end(m, rc, err);
 }
 
 /* EXISTING and READONLY: a database must be there (no folder, no file is
@@ -370,12 +370,12 @@ const char *hx_memory_path(const hx_memory *m)
 
 /* ---- maintenance ---- */
 
-int mem_fts_optimize(hx_memory *m, const char *table, hx_err *err)
+int hx_mem_fts_optimize(hx_memory *m, const char *table, hx_err *err)
 {
     char sql[128];
     snprintf(sql, sizeof sql, "INSERT INTO %s(%s) VALUES('optimize')", table,
              table);
-    return mem_exec(m, sql, err);
+    return hx_mem_exec(m, sql, err);
 }
 
 static int check_fts(hx_memory *m, const char *table, hx_err *err)
@@ -391,7 +391,7 @@ static int check_fts(hx_memory *m, const char *table, hx_err *err)
 
 int hx_memory_check(hx_memory *m, hx_err *err)
 {
-    sqlite3_stmt *st = mem_prepare(m, "PRAGMA integrity_check(1)", err);
+    sqlite3_stmt *st = hx_mem_prepare(m, "PRAGMA integrity_check(1)", err);
     if (!st) return HX_ERR_FORMAT;
     int step = sqlite3_step(st);
     const char *r = step == SQLITE_ROW
@@ -414,33 +414,33 @@ int hx_memory_vacuum(hx_memory *m, hx_err *err)
     char sql[128];
     snprintf(sql, sizeof sql, "DELETE FROM memories WHERE expires_at <= %lld",
              (long long)hx_now(NULL));
-    int rc = mem_exec(m, sql, err);
-    if (!rc) rc = mem_fts_optimize(m, "memories_fts", err);
-    if (!rc) rc = mem_fts_optimize(m, "episodes_fts", err);
-    if (!rc) rc = mem_exec(m, "VACUUM", err);
-    if (!rc) rc = mem_exec(m, "PRAGMA wal_checkpoint(TRUNCATE)", err);
+    int rc = hx_mem_exec(m, sql, err);
+    if (!rc) rc = hx_mem_fts_optimize(m, "memories_fts", err);
+    if (!rc) rc = hx_mem_fts_optimize(m, "episodes_fts", err);
+    if (!rc) rc = hx_mem_exec(m, "VACUUM", err);
+    if (!rc) rc = hx_mem_exec(m, "PRAGMA wal_checkpoint(TRUNCATE)", err);
     return rc;
 }
 
-int mem_forget_row(hx_memory *m, const char *table, const char *what, int64_t id,
-                   hx_err *err)
+int hx_mem_forget_row(hx_memory *m, const char *table, const char *what, int64_t id,
+                      hx_err *err)
 {
     char sql[64], fts[48];
     snprintf(sql, sizeof sql, "DELETE FROM %s WHERE id = ?1", table);
     snprintf(fts, sizeof fts, "%s_fts", table);
-    int rc = mem_tx_begin(m, err);
+    int rc = hx_mem_tx_begin(m, err);
     if (rc) return rc;
-    sqlite3_stmt *st = mem_prepare(m, sql, err);
+    sqlite3_stmt *st = hx_mem_prepare(m, sql, err);
     if (!st) rc = err ? err->rc : HX_ERR_INTERNAL;
     else {
         sqlite3_bind_int64(st, 1, id);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = mem_sql_err(m, err, "forget");
+        if (sqlite3_step(st) != SQLITE_DONE) rc = hx_mem_sql_err(m, err, "forget");
         else if (sqlite3_changes(m->db) == 0)
             rc = hx_err_set(err, HX_ERR_NOTFOUND, "%s %lld not found", what,
                             (long long)id);
         sqlite3_finalize(st);
     }
     /* The FTS5 delete only adds a tombstone; merging drops the words. */
-    if (rc == HX_OK) rc = mem_fts_optimize(m, fts, err);
-    return mem_tx_end(m, rc, err);
+    if (rc == HX_OK) rc = hx_mem_fts_optimize(m, fts, err);
+    return hx_mem_tx_end(m, rc, err);
 }

@@ -19,7 +19,7 @@ static char lower(char c)
     return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
 }
 
-const char *mem_next_word(const char *s, size_t *len)
+const char *hx_mem_next_word(const char *s, size_t *len)
 {
     while (*s && !is_word_byte((unsigned char)*s)) s++;
     const char *w = s;
@@ -59,7 +59,7 @@ int hx_mem_normalize(const char *text, char *buf, size_t n)
     hx_buf_init(&b);
     size_t len;
     const char *w = text ? text : "";
-    while ((w = mem_next_word(w, &len))) {
+    while ((w = hx_mem_next_word(w, &len))) {
         if (b.len) hx_buf_putc(&b, ' ');
         put_lower(&b, w, len);
         w += len;
@@ -80,7 +80,7 @@ static char *dup_via(int (*fn)(const char *, char *, size_t), const char *text)
     return s;
 }
 
-char *mem_normalize_dup(const char *text)
+char *hx_mem_normalize_dup(const char *text)
 {
     return dup_via(hx_mem_normalize, text);
 }
@@ -114,7 +114,7 @@ static void set_fill(word_set *s, const char *text, int keep_stop)
     s->n = 0;
     size_t len;
     const char *w = text ? text : "";
-    while (s->n < MAX_SET_WORDS && (w = mem_next_word(w, &len))) {
+    while (s->n < MAX_SET_WORDS && (w = hx_mem_next_word(w, &len))) {
         if ((keep_stop || !is_stop(w, len)) && !set_has(s, w, len)) {
             s->w[s->n] = w;
             s->len[s->n++] = len;
@@ -162,7 +162,7 @@ static void query_words(const char *text, int keep_stop, word_set *s)
     s->n = 0;
     size_t len;
     const char *w = text ? text : "";
-    while (s->n < MAX_QUERY_WORDS && (w = mem_next_word(w, &len))) {
+    while (s->n < MAX_QUERY_WORDS && (w = hx_mem_next_word(w, &len))) {
         if (len <= MAX_QUERY_WORD && (keep_stop || !is_stop(w, len)) &&
             !set_has(s, w, len)) {
             s->w[s->n] = w;
@@ -172,8 +172,8 @@ static void query_words(const char *text, int keep_stop, word_set *s)
     }
 }
 
-int mem_query_words(const char *text, char words[][MEM_WORD_MAX + 1],
-                    int max)
+int hx_mem_query_words(const char *text, char words[][MEM_WORD_MAX + 1],
+                       int max)
 {
     static _Thread_local word_set s;
     query_words(text, 0, &s);
@@ -186,7 +186,7 @@ int mem_query_words(const char *text, char words[][MEM_WORD_MAX + 1],
     return n;
 }
 
-void mem_light_stem(char *w)
+void hx_mem_light_stem(char *w)
 {
     size_t n = strlen(w);
     if (n > 5 && !strcmp(w + n - 3, "ing")) w[n - 3] = '\0';
@@ -212,7 +212,7 @@ int hx_mem_fts_query(const char *text, char *buf, size_t n)
     return buf_out(&b, buf, n);
 }
 
-char *mem_fts_query_dup(const char *text)
+char *hx_mem_fts_query_dup(const char *text)
 {
     return dup_via(hx_mem_fts_query, text);
 }

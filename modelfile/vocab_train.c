@@ -89,7 +89,7 @@ static uint64_t mix64(uint64_t x)
 
 static uint64_t bytes_hash(const char *p, size_t n)
 {
-    return mix64(vocab_hash(VOCAB_HASH_SEED, p, n));
+    return mix64(hx_vocab_hash(VOCAB_HASH_SEED, p, n));
 }
 
 /* ---- creation ---- */
@@ -111,7 +111,7 @@ int hx_bpe_new(const hx_bpe_params *p, hx_bpe **out, hx_err *err)
     hx_buf_init(&b->tok_bytes);
     int ec;
     PCRE2_SIZE eo;
-    b->re = pcre2_compile((PCRE2_SPTR)vocab_bpe_regex(HX_PRE_QWEN2),
+    b->re = pcre2_compile((PCRE2_SPTR)hx_vocab_bpe_regex(HX_PRE_QWEN2),
                           PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec, &eo, NULL);
     if (b->re) pcre2_jit_compile(b->re, PCRE2_JIT_COMPLETE);
     b->md = b->re ? pcre2_match_data_create(1, NULL) : NULL;
@@ -242,9 +242,9 @@ static int make_subject(hx_bpe *b, const char *text, size_t len)
     if (hx_buf_reserve(&b->rx, len * 3 + 1)) return -1;
     size_t off = 0;
     while (off < len) {
-        uint32_t c = vocab_cpt_decode(s, len, &off);
+        uint32_t c = hx_vocab_cpt_decode(s, len, &off);
         if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;
-        b->rx.len += (size_t)vocab_cpt_encode(c, b->rx.data + b->rx.len);
+        b->rx.len += (size_t)hx_vocab_cpt_encode(c, b->rx.data + b->rx.len);
     }
     return 0;
 }
@@ -644,7 +644,7 @@ static void put_piece(const hx_bpe *b, int32_t id, hx_buf *out)
     const unsigned char *p = (const unsigned char *)b->tok_bytes.data + b->tok_off[id];
     for (uint32_t i = 0; i < b->tok_len[id]; i++) {
         char u[4];
-        int n = vocab_cpt_encode(vocab_byte_to_cpt(p[i]), u);
+        int n = hx_vocab_cpt_encode(hx_vocab_byte_to_cpt(p[i]), u);
         hx_buf_append(out, u, (size_t)n);
     }
 }

@@ -66,7 +66,7 @@ static int add_rule(int rfd, int fd, uint64_t access)
 static int add_path(int rfd, const char *path, uint64_t access, int system,
                     hx_err *err)
 {
-    int fd = system ? open(path, O_PATH | O_CLOEXEC) : sb_open_nofollow(path, NULL);
+    int fd = system ? open(path, O_PATH | O_CLOEXEC) : hx_sb_open_nofollow(path, NULL);
     if (fd < 0) {
         if (system) return 0;
         return hx_err_set(err, HX_ERR_NOTFOUND, "sandbox path %s: %s", path,
@@ -81,8 +81,8 @@ static int add_path(int rfd, const char *path, uint64_t access, int system,
     return 0;
 }
 
-int sb_landlock_prepare(const hx_sandbox_params *p, const char *exe,
-                        unsigned *applied, hx_err *err)
+int hx_sb_landlock_prepare(const hx_sandbox_params *p, const char *exe,
+                           unsigned *applied, hx_err *err)
 {
     int abi = hx_sandbox_landlock_abi();
     if (!abi) return -1;
@@ -100,8 +100,8 @@ int sb_landlock_prepare(const hx_sandbox_params *p, const char *exe,
     int rfd = (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
     if (rfd < 0) return -1;
     int bad = 0;
-    for (int i = 0; i < sb_n_system_paths; i++) {
-        const char *s = sb_system_paths[i];
+    for (int i = 0; i < hx_sb_n_system_paths; i++) {
+        const char *s = hx_sb_system_paths[i];
         /* the null and random devices take writes too ("> /dev/null") */
         uint64_t dev = hx_path_within(s, "/dev") ? LANDLOCK_ACCESS_FS_WRITE_FILE : 0;
         bad |= add_path(rfd, s, LL_READ | dev, 1, err);
@@ -121,7 +121,7 @@ int sb_landlock_prepare(const hx_sandbox_params *p, const char *exe,
     return rfd;
 }
 
-int sb_landlock_enforce(int ruleset_fd, int own_proc)
+int hx_sb_landlock_enforce(int ruleset_fd, int own_proc)
 {
     /* the loader and sanitizers read /proc/self: in a mount and PID
      * namespace of its own /proc holds only the tool's processes */

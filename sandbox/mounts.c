@@ -15,13 +15,13 @@
 
 #include "sandbox/sandbox_int.h"
 
-const char *const sb_system_paths[] = {
+const char *const hx_sb_system_paths[] = {
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
     "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
     "/etc/localtime", "/etc/alternatives", "/dev/null", "/dev/zero",
     "/dev/full", "/dev/random", "/dev/urandom",
 };
-const int sb_n_system_paths = sizeof sb_system_paths / sizeof *sb_system_paths;
+const int hx_sb_n_system_paths = sizeof hx_sb_system_paths / sizeof *hx_sb_system_paths;
 
 /* The mount point of the new root in the child's namespace (a tmpfs is
  * mounted over it there; the host's folder is untouched). */
@@ -29,7 +29,7 @@ const int sb_n_system_paths = sizeof sb_system_paths / sizeof *sb_system_paths;
 
 /* ---- opening without links (async-signal-safe) ---- */
 
-int sb_open_nofollow(const char *path, size_t *bad)
+int hx_sb_open_nofollow(const char *path, size_t *bad)
 {
     size_t i = 0;
     if (bad) *bad = 0;
@@ -117,7 +117,7 @@ static int plan_listed(sb_plan *plan, const char *path, unsigned flags,
                           "%s %s: /dev, /proc and /sys (or a folder holding them) are "
                           "never granted to a tool", field, path);
     size_t bad;
-    int fd = sb_open_nofollow(path, &bad);
+    int fd = hx_sb_open_nofollow(path, &bad);
     if (fd < 0) return explain_open(field, path, bad, errno, err);
     struct stat st;
     int e = fstat(fd, &st) ? errno : 0;
@@ -173,15 +173,15 @@ static int by_path(const void *a, const void *b)
     return strcmp(((const sb_mount *)a)->path, ((const sb_mount *)b)->path);
 }
 
-int sb_plan_build(const hx_sandbox_params *p, const char *exe, sb_plan *plan,
-                  hx_err *err)
+int hx_sb_plan_build(const hx_sandbox_params *p, const char *exe, sb_plan *plan,
+                     hx_err *err)
 {
     memset(plan, 0, sizeof *plan);
     if (p->n_read > HX_SANDBOX_MAX_PATHS || p->n_write > HX_SANDBOX_MAX_PATHS)
         return hx_err_set(err, HX_ERR_RANGE, "at most %d read and %d write paths",
                           HX_SANDBOX_MAX_PATHS, HX_SANDBOX_MAX_PATHS);
     int rc = HX_OK;
-    for (int i = 0; i < sb_n_system_paths; i++) plan_system(plan, sb_system_paths[i]);
+    for (int i = 0; i < hx_sb_n_system_paths; i++) plan_system(plan, hx_sb_system_paths[i]);
     for (int i = 0; i < p->n_read && !rc; i++)
         if (!(rc = nested_in_write(p, p->read_paths[i], -1, "read path", err)))
             rc = plan_listed(plan, p->read_paths[i], 0, "read path", err);
@@ -213,7 +213,7 @@ static int write_proc(const char *file, const char *text)
     return n == (ssize_t)strlen(text) ? 0 : (errno = n < 0 ? e : EIO, -1);
 }
 
-int sb_userns_map(const sb_plan *plan)
+int hx_sb_userns_map(const sb_plan *plan)
 {
     if (write_proc("/proc/self/setgroups", "deny") ||
         write_proc("/proc/self/gid_map", plan->gid_map) ||
@@ -277,7 +277,7 @@ static int open_source(const sb_mount *m)
 {
     if (m->kind == SB_M_LINK) return -1;
     if (m->flags & SB_M_SYSTEM) return open(m->path, O_PATH | O_CLOEXEC);
-    int fd = sb_open_nofollow(m->path, NULL);
+    int fd = hx_sb_open_nofollow(m->path, NULL);
     struct stat st;
     if (fd >= 0 && (fstat(fd, &st) || st.st_dev != m->dev || st.st_ino != m->ino)) {
         close(fd);
@@ -334,7 +334,7 @@ static int fail_at(int *at, int i, int *fds, int n)
     return errno = e, -1;
 }
 
-int sb_mounts_apply(const sb_plan *plan, int *at)
+int hx_sb_mounts_apply(const sb_plan *plan, int *at)
 {
     int fds[SB_MAX_MOUNTS];
     char dst[PATH_MAX + 8];

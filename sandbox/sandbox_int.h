@@ -14,15 +14,15 @@
 
 /* What every process needs to start: the loader, libraries, a shell, the
  * null devices. Trusted (owned by root): they may be symbolic links. */
-extern const char *const sb_system_paths[];
-extern const int sb_n_system_paths;
+extern const char *const hx_sb_system_paths[];
+extern const int hx_sb_n_system_paths;
 
 /* Opens an absolute path O_PATH without following a symbolic link at any
  * component, so that a link a tool planted can never redirect a grant.
  * Returns the descriptor, or -1 with errno (ELOOP: a component is a link;
  * EINVAL: not absolute, or a "." or ".." component); *bad (if not NULL)
  * gets the length of the prefix that failed. Async-signal-safe. */
-int sb_open_nofollow(const char *path, size_t *bad);
+int hx_sb_open_nofollow(const char *path, size_t *bad);
 
 enum { SB_M_DIR, SB_M_FILE, SB_M_LINK };          /* sb_mount.kind */
 enum { SB_M_RW = 1, SB_M_SYSTEM = 2, SB_M_EXEC = 4 }; /* sb_mount.flags */
@@ -51,15 +51,15 @@ typedef struct sb_plan {
  * folder or a regular file, outside /dev, /proc and /sys, not inside a
  * listed write path, the command a regular file outside the write paths.
  * err names the path at fault. */
-int sb_plan_build(const hx_sandbox_params *p, const char *exe, sb_plan *plan,
-                  hx_err *err);
+int hx_sb_plan_build(const hx_sandbox_params *p, const char *exe, sb_plan *plan,
+                     hx_err *err);
 /* In the child, in a new mount namespace: builds a tmpfs root holding only
  * the planned paths (read-only but for the write paths), a /proc of the
  * child's PID namespace, and pivots into it. On failure returns -1 with
  * errno, *at the index of the entry at fault (or -1). */
-int sb_mounts_apply(const sb_plan *plan, int *at);
+int hx_sb_mounts_apply(const sb_plan *plan, int *at);
 /* In the child, in a new user namespace: maps the caller's uid and gid. */
-int sb_userns_map(const sb_plan *plan);
+int hx_sb_userns_map(const sb_plan *plan);
 
 /* ---- Landlock (sandbox/landlock.c) ---- */
 
@@ -68,16 +68,16 @@ int sb_userns_map(const sb_plan *plan);
  * write_paths, and, unless allow_network, no TCP. Returns the fd, -1 when
  * Landlock is missing, -2 when a rule failed (err says which).
  * *applied gets HX_SB_LANDLOCK[_NET]. */
-int sb_landlock_prepare(const hx_sandbox_params *p, const char *exe,
-                        unsigned *applied, hx_err *err);
+int hx_sb_landlock_prepare(const hx_sandbox_params *p, const char *exe,
+                           unsigned *applied, hx_err *err);
 /* In the child: adds /proc (own_proc: the child's own, in its mount and
  * PID namespaces) or else /proc/self, if there, and enforces the prepared
  * ruleset (needs no_new_privs). */
-int sb_landlock_enforce(int ruleset_fd, int own_proc);
+int hx_sb_landlock_enforce(int ruleset_fd, int own_proc);
 
 /* ---- seccomp (sandbox/seccomp.c) ---- */
 
-/* What a filter holds (bits of sb_seccomp_build's what):
+/* What a filter holds (bits of hx_sb_seccomp_build's what):
  * SB_SC_TOOL: the tool's deny list (kill for ptrace, modules, mounts,
  *   keys ...; EPERM for namespaces and io_uring), no AF_UNIX socket()
  *   (host services listen on them), socketpair() of stream or seqpacket
@@ -93,16 +93,16 @@ typedef struct sb_filter {
     struct sock_filter insns[256];
     unsigned short n;
 } sb_filter;
-void sb_seccomp_build(sb_filter *f, unsigned what);
+void hx_sb_seccomp_build(sb_filter *f, unsigned what);
 /* Installs it (needs no_new_privs first); tsync: on every thread of the
  * process, failing if one cannot take it. */
-int sb_seccomp_install(const sb_filter *f, int tsync);
+int hx_sb_seccomp_install(const sb_filter *f, int tsync);
 
 /* Whether HEARTH_SANDBOX_DISABLE (a comma list of "landlock",
  * "namespaces", "seccomp", "memory") switches mechanism what off: to run
  * on and test the degraded paths that old kernels take, under qemu-user,
  * which has no seccomp, and in sanitizer builds, whose shadow memory needs
  * terabytes of address space. */
-int sb_disabled(const char *what);
+int hx_sb_disabled(const char *what);
 
 #endif /* HX_SANDBOX_INT_H */

@@ -169,7 +169,7 @@ static void self_list(sb_filter *f)
     refuse_all(f, probe_list, N_OF(probe_list), SECCOMP_RET_ERRNO | EPERM);
 }
 
-void sb_seccomp_build(sb_filter *f, unsigned what)
+void hx_sb_seccomp_build(sb_filter *f, unsigned what)
 {
     f->n = 0;
     emit(f, LD_OFF(offsetof(struct seccomp_data, arch)));
@@ -194,7 +194,7 @@ void sb_seccomp_build(sb_filter *f, unsigned what)
     emit(f, RET(SECCOMP_RET_ALLOW));
 }
 
-int sb_seccomp_install(const sb_filter *f, int tsync)
+int hx_sb_seccomp_install(const sb_filter *f, int tsync)
 {
     struct sock_fprog prog = {.len = f->n, .filter = (struct sock_filter *)f->insns};
     long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
@@ -206,9 +206,9 @@ int sb_seccomp_install(const sb_filter *f, int tsync)
 int hx_sandbox_confine_self_no_network(hx_err *err)
 {
     sb_filter f;
-    if (sb_disabled("seccomp")) return HX_OK; /* HEARTH_SANDBOX_DISABLE */
-    sb_seccomp_build(&f, SB_SC_SELF | SB_SC_NO_NET);
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || sb_seccomp_install(&f, 1))
+    if (hx_sb_disabled("seccomp")) return HX_OK; /* HEARTH_SANDBOX_DISABLE */
+    hx_sb_seccomp_build(&f, SB_SC_SELF | SB_SC_NO_NET);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || hx_sb_seccomp_install(&f, 1))
         return hx_err_set(err, HX_ERR_UNSUPPORTED, "seccomp unavailable: %s",
                           strerror(errno));
     return HX_OK;

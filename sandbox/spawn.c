@@ -51,7 +51,7 @@ hx_sandbox_params hx_sandbox_default_params(void)
     return p;
 }
 
-int sb_disabled(const char *what)
+int hx_sb_disabled(const char *what)
 {
     const char *v = getenv("HEARTH_SANDBOX_DISABLE");
     size_t n = strlen(what);
@@ -64,7 +64,7 @@ int sb_disabled(const char *what)
     return 0;
 }
 
-int hx_sandbox_mechanism_disabled(const char *what) { return sb_disabled(what); }
+int hx_sandbox_mechanism_disabled(const char *what) { return hx_sb_disabled(what); }
 
 /* ---- what the child needs, prepared in the parent ---- */
 
@@ -170,19 +170,19 @@ static int prepare(const hx_sandbox_params *p, prep *pr, unsigned *applied,
     if (!p->argv || !p->argv[0])
         return hx_err_set(err, HX_ERR_INVALID, "sandbox: empty command");
     int rc = resolve_exe(p->argv[0], pr->exe, err);
-    if (!rc) rc = sb_plan_build(p, pr->exe, &pr->plan, err);
+    if (!rc) rc = hx_sb_plan_build(p, pr->exe, &pr->plan, err);
     if (rc) return rc;
     build_env(pr, p);
     pr->cwd = p->cwd ? p->cwd : p->n_write ? p->write_paths[0] : "/";
-    int fd = sb_disabled("landlock") ? -1 : sb_landlock_prepare(p, pr->exe, applied, err);
+    int fd = hx_sb_disabled("landlock") ? -1 : hx_sb_landlock_prepare(p, pr->exe, applied, err);
     if (fd == -2) return err->rc ? err->rc : HX_ERR_IO; /* a listed path is bad */
     pr->landlock_fd = fd;
     if (above_stdio(&pr->landlock_fd))
         return hx_err_set(err, HX_ERR_IO, "landlock: %s", strerror(errno));
-    sb_seccomp_build(&pr->filter, SB_SC_TOOL | (p->allow_network ? 0 : SB_SC_NO_NET));
-    pr->use_seccomp = !sb_disabled("seccomp");
+    hx_sb_seccomp_build(&pr->filter, SB_SC_TOOL | (p->allow_network ? 0 : SB_SC_NO_NET));
+    pr->use_seccomp = !hx_sb_disabled("seccomp");
     if (!pr->use_seccomp) *applied &= ~(unsigned)HX_SB_SECCOMP;
-    int mem = p->max_memory && !sb_disabled("memory");
+    int mem = p->max_memory && !hx_sb_disabled("memory");
     if (mem) *applied |= HX_SB_MEMLIMIT;
     set_lim(&pr->lim_cpu, p->cpu_s);
     set_lim(&pr->lim_as, mem ? (double)p->max_memory : 0);
@@ -201,7 +201,7 @@ int hx_sandbox_check(const hx_sandbox_params *p, hx_err *err)
     int rc = !p->argv || !p->argv[0]
                  ? hx_err_set(err, HX_ERR_INVALID, "sandbox: empty command")
                  : resolve_exe(p->argv[0], exe, err);
-    if (!rc) rc = sb_plan_build(p, exe, plan, err);
+    if (!rc) rc = hx_sb_plan_build(p, exe, plan, err);
     free(plan);
     return rc;
 }
@@ -214,7 +214,7 @@ static void put_list(hx_buf *out, const char *what, const char *const *paths, in
 void hx_sandbox_describe_grants(const hx_sandbox_params *p, hx_buf *out)
 {
     if (!p) {
-        put_list(out, "", sb_system_paths, sb_n_system_paths);
+        put_list(out, "", hx_sb_system_paths, hx_sb_n_system_paths);
         hx_buf_puts(out, " (read-only, those that exist), /proc of its own processes");
         return;
     }
@@ -297,8 +297,8 @@ static void child_main(const prep *pr, const char *const *argv)
     if (dup2(pr->pin[0], 0) < 0 || dup2(pr->pout[1], 1) < 0 || dup2(pr->perr[1], 2) < 0)
         child_fail(sfd, ST_DUP);
     if (cloexec_from_3()) child_fail(sfd, ST_FDS);
-    if ((pr->ns_flags & CLONE_NEWUSER) && sb_userns_map(&pr->plan)) child_fail(sfd, ST_USERNS);
-    if ((pr->ns_flags & CLONE_NEWNS) && sb_mounts_apply(&pr->plan, &at))
+    if ((pr->ns_flags & CLONE_NEWUSER) && hx_sb_userns_map(&pr->plan)) child_fail(sfd, ST_USERNS);
+    if ((pr->ns_flags & CLONE_NEWNS) && hx_sb_mounts_apply(&pr->plan, &at))
         child_fail_at(sfd, ST_MOUNT, at);
     child_limits(pr);
     if (pr->drop_root &&
@@ -308,9 +308,9 @@ static void child_main(const prep *pr, const char *const *argv)
     if (chdir(pr->cwd)) child_fail(sfd, ST_CHDIR);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) child_fail(sfd, ST_NNP);
     int own_proc = (pr->ns_flags & (CLONE_NEWNS | CLONE_NEWPID)) == (CLONE_NEWNS | CLONE_NEWPID);
-    if (pr->landlock_fd >= 0 && sb_landlock_enforce(pr->landlock_fd, own_proc))
+    if (pr->landlock_fd >= 0 && hx_sb_landlock_enforce(pr->landlock_fd, own_proc))
         child_fail(sfd, ST_LANDLOCK);
-    if (pr->use_seccomp && sb_seccomp_install(&pr->filter, 0)) child_fail(sfd, ST_SECCOMP);
+    if (pr->use_seccomp && hx_sb_seccomp_install(&pr->filter, 0)) child_fail(sfd, ST_SECCOMP);
     execve(pr->exe, (char *const *)argv, pr->envp);
     child_fail(sfd, ST_EXEC);
 }
@@ -333,7 +333,7 @@ static pid_t clone_confined(int keep_net, unsigned long *used, unsigned *applied
         {0, 0},
     };
     /* as root the user namespace adds nothing (root stays root outside) */
-    size_t first = sb_disabled("namespaces") ? 3 : geteuid() == 0 ? 1 : 0;
+    size_t first = hx_sb_disabled("namespaces") ? 3 : geteuid() == 0 ? 1 : 0;
     for (size_t i = first; i < sizeof tries / sizeof *tries; i++) {
         *used = tries[i].flags & ~(keep_net ? CLONE_NEWNET : 0UL);
         unsigned bits = tries[i].bits & ~(keep_net ? HX_SB_NETNS : 0u);
@@ -696,10 +696,10 @@ unsigned hx_sandbox_available(void)
     static unsigned ns = ~0u;
     if (ns == ~0u) ns = probe_namespaces();
     unsigned a = HX_SB_NO_NEW_PRIVS | HX_SB_RLIMITS | HX_SB_MEMLIMIT | ns;
-    if (!sb_disabled("seccomp")) a |= HX_SB_SECCOMP;
-    if (sb_disabled("memory")) a &= ~(unsigned)HX_SB_MEMLIMIT;
-    if (hx_sandbox_landlock_abi() && !sb_disabled("landlock")) a |= HX_SB_LANDLOCK;
-    if (hx_sandbox_landlock_abi() >= 4 && !sb_disabled("landlock")) a |= HX_SB_LANDLOCK_NET;
+    if (!hx_sb_disabled("seccomp")) a |= HX_SB_SECCOMP;
+    if (hx_sb_disabled("memory")) a &= ~(unsigned)HX_SB_MEMLIMIT;
+    if (hx_sandbox_landlock_abi() && !hx_sb_disabled("landlock")) a |= HX_SB_LANDLOCK;
+    if (hx_sandbox_landlock_abi() >= 4 && !hx_sb_disabled("landlock")) a |= HX_SB_LANDLOCK_NET;
     if (geteuid() == 0) a |= HX_SB_DROPPED_ROOT;
     return a;
 }

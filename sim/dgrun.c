@@ -116,7 +116,7 @@ int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **p
     return rc;
 }
 
-/* ---- a model's source, as hearth ask makes it (cli/cmd_ask.c
+/* ---- a model's source, as hearth ask makes it (cli/hx_cmd_ask.c
  * open_model: compact bounds, repeat penalty and context for the compact
  * style) ---- */
 int hx_dg_engine_source(hx_model *m, const hx_tools *reg, int family, int n_threads,
@@ -136,14 +136,14 @@ int hx_dg_engine_source_run(const hx_dg_eval_run *o, const hx_tools *reg, hx_sou
         free(specs);
         return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     }
-    hx_engine_source_params ep = hx_engine_source_default_params();
-    hx_engine_source_style(&ep, o->family, m);
+    hx_source_engine_params ep = hx_source_engine_default_params();
+    hx_source_engine_style(&ep, o->family, m);
     ep.n_threads = o->n_threads;
     ep.adapters = o->adapters, ep.adapter_scales = o->scales, ep.n_adapters = o->n_adapters;
     ep.plain_decode = o->plain_decode;
     ep.spec_memo = o->spec_memo;
     if (o->copy_bias != 0) ep.copy_bias = o->copy_bias > 0 ? o->copy_bias : 0;
-    int rc = hx_engine_source_new(m, specs, k, &ep, out, err);
+    int rc = hx_source_engine_new(m, specs, k, &ep, out, err);
     free(specs);
     return rc;
 }

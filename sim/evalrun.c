@@ -75,7 +75,7 @@ int hx_dg_eval_task_traced(const hx_dg_eval_run *o, const cJSON *task, const cha
     if (trace_out) *trace_out = trace;
     else cJSON_Delete(trace);
     cJSON_Delete(before);
-    if (o->gen) hx_engine_source_add_stats(&src, o->gen);
+    if (o->gen) hx_source_engine_add_stats(&src, o->gen);
     hx_source_free(&src);
     hx_dg_world_close(&dw);
     hx_world_rmtree(home, NULL);

@@ -357,7 +357,7 @@ int hx_he_run_model(const hx_dg_eval_run *o, const char *dir, const cJSON *task,
     }
     if (trace_out) *trace_out = trace;
     else cJSON_Delete(trace);
-    if (o->gen) hx_engine_source_add_stats(&src, o->gen);
+    if (o->gen) hx_source_engine_add_stats(&src, o->gen);
     hx_source_free(&src);
     cJSON_Delete(before);
     cJSON_Delete(t);

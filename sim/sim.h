@@ -351,7 +351,7 @@ typedef struct hx_dg_eval_run {
     float copy_bias;             /* 0: the prompt style's (HX_COPY_BIAS for
                                     small models); > 0: this; < 0: none */
     hx_spec_memo *spec_memo;     /* NULL, or shared by the runs' decoders
-                                    (hx_engine_source_params) */
+                                    (hx_source_engine_params) */
 } hx_dg_eval_run;
 /* One task in a fresh world at home (removed after): the state before, the
  * run (the model or the oracle), the check. *pass 1 if it succeeded; *v

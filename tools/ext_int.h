@@ -48,22 +48,22 @@ struct hx_extools {
  * ceiling, and a tool's own read_only_hint (MCP's readOnlyHint) lowers it
  * to read only where the sandbox enforces reading (no write paths); write
  * paths make it at least a write, whatever the manifest claims. */
-int ext_effect(const ext_manifest *m, int read_only_hint);
+int hx_ext_effect(const ext_manifest *m, int read_only_hint);
 /* Sandbox parameters for a manifest (its paths, timeout, limits). */
-hx_sandbox_params ext_sandbox_params(const ext_manifest *m);
+hx_sandbox_params hx_ext_sandbox_params(const ext_manifest *m);
 /* Adds a tool to x and registers it in x->reg with call as its function. */
-int ext_add_tool(hx_extools *x, ext_manifest *m, mcp_conn *conn,
-                 const char *name, const char *remote, const char *description,
-                 const char *schema_json, int effect, hx_tool_fn call,
-                 hx_err *err);
+int hx_ext_add_tool(hx_extools *x, ext_manifest *m, mcp_conn *conn,
+                    const char *name, const char *remote, const char *description,
+                    const char *schema_json, int effect, hx_tool_fn call,
+                    hx_err *err);
 
 /* ---- MCP client (tools/mcp.c) ---- */
 /* Starts the server of manifest m confined, initializes the session and
  * registers the tools it lists (all pages), its first ones only past the
  * caps of mcp.c, which are then reported as a line in problems (may be
  * NULL; borrowed during the call). */
-int mcp_connect(hx_extools *x, ext_manifest *m, hx_buf *problems, mcp_conn **out,
-                hx_err *err);
-void mcp_close(mcp_conn *c);
+int hx_mcp_connect(hx_extools *x, ext_manifest *m, hx_buf *problems, mcp_conn **out,
+                   hx_err *err);
+void hx_mcp_close(mcp_conn *c);
 
 #endif /* HX_EXT_INT_H */

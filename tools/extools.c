@@ -396,7 +396,7 @@ static int load_manifest(const char *path, const hx_config *cfg, ext_manifest **
     if (!rc) rc = parse_manifest(root, m, &e);
     cJSON_Delete(root);
     if (!rc) {
-        hx_sandbox_params p = ext_sandbox_params(m);
+        hx_sandbox_params p = hx_ext_sandbox_params(m);
         rc = hx_sandbox_check(&p, &e);
     }
     if (!rc) rc = check_guarded(m, cfg, &e);
@@ -453,7 +453,7 @@ int hx_manifest_install(const char *path, const hx_config *cfg, const char *dir,
 
 /* ---- running a command tool ---- */
 
-hx_sandbox_params ext_sandbox_params(const ext_manifest *m)
+hx_sandbox_params hx_ext_sandbox_params(const ext_manifest *m)
 {
     hx_sandbox_params p = hx_sandbox_default_params();
     p.argv = (const char *const *)m->command;
@@ -508,7 +508,7 @@ static int call_command(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     ext_tool *t = user;
     char *in = cJSON_PrintUnformatted(args);
     if (!in) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    hx_sandbox_params p = ext_sandbox_params(t->m);
+    hx_sandbox_params p = hx_ext_sandbox_params(t->m);
     hx_sandbox_result r;
     int rc = hx_sandbox_run(&p, in, strlen(in), &r, err);
     free(in);
@@ -522,15 +522,15 @@ static int call_command(hx_tools *reg, void *user, const cJSON *args, cJSON **re
 
 /* ---- loading ---- */
 
-int ext_effect(const ext_manifest *m, int read_only_hint)
+int hx_ext_effect(const ext_manifest *m, int read_only_hint)
 {
     if (m->n_write) return m->effect > HX_EFFECT_WRITE ? m->effect : HX_EFFECT_WRITE;
     return read_only_hint ? HX_EFFECT_READ : m->effect;
 }
 
-int ext_add_tool(hx_extools *x, ext_manifest *m, mcp_conn *conn, const char *name,
-                 const char *remote, const char *description, const char *schema_json,
-                 int effect, hx_tool_fn call, hx_err *err)
+int hx_ext_add_tool(hx_extools *x, ext_manifest *m, mcp_conn *conn, const char *name,
+                    const char *remote, const char *description, const char *schema_json,
+                    int effect, hx_tool_fn call, hx_err *err)
 {
     ext_tool **ts = realloc(x->tools, (size_t)(x->n_tools + 1) * sizeof *ts);
     ext_tool *t = calloc(1, sizeof *t);
@@ -586,11 +586,11 @@ static void register_one(hx_extools *x, const char *path, ext_manifest *m, hx_bu
     int rc;
     if (m->is_mcp) {
         mcp_conn *c = NULL;
-        rc = mcp_connect(x, m, problems, &c, &e);
-        if (!rc && keep_conn(x, c)) mcp_close(c), rc = HX_ERR_NOMEM;
+        rc = hx_mcp_connect(x, m, problems, &c, &e);
+        if (!rc && keep_conn(x, c)) hx_mcp_close(c), rc = HX_ERR_NOMEM;
     } else {
-        rc = ext_add_tool(x, m, NULL, m->name, NULL, m->description, m->schema_json,
-                          ext_effect(m, 0), call_command, &e);
+        rc = hx_ext_add_tool(x, m, NULL, m->name, NULL, m->description, m->schema_json,
+                             hx_ext_effect(m, 0), call_command, &e);
     }
     if (rc) {
         char line[700];
@@ -679,7 +679,7 @@ int hx_extools_load(hx_tools *reg, const char *dir, hx_extools **out, hx_buf *pr
 void hx_extools_free(hx_extools *x)
 {
     if (!x) return;
-    for (int i = 0; i < x->n_conns; i++) mcp_close(x->conns[i]);
+    for (int i = 0; i < x->n_conns; i++) hx_mcp_close(x->conns[i]);
     for (int i = 0; i < x->n_tools; i++) free(x->tools[i]);
     for (int i = 0; i < x->n_mans; i++) manifest_free(x->mans[i]);
     free(x->conns);
@@ -705,7 +705,7 @@ int hx_extools_describe_grants(const hx_extools *x, const char *name, hx_buf *ou
 {
     const ext_tool *t = find_ext(x, name);
     if (!t) return 0;
-    hx_sandbox_params p = ext_sandbox_params(t->m);
+    hx_sandbox_params p = hx_ext_sandbox_params(t->m);
     hx_sandbox_describe_grants(&p, out);
     return 1;
 }

@@ -243,14 +243,14 @@ static int add_listed(mcp_conn *c, const cJSON *tool, hx_err *err)
     snprintf(full, sizeof full, "%s.%s", c->m->name, name->valuestring);
     if (already_registered(c, full)) return HX_OK;
     const cJSON *ann = cJSON_GetObjectItem(tool, "annotations");
-    int effect = ext_effect(c->m, cJSON_IsTrue(cJSON_GetObjectItem(ann, "readOnlyHint")));
+    int effect = hx_ext_effect(c->m, cJSON_IsTrue(cJSON_GetObjectItem(ann, "readOnlyHint")));
     const char *d = cJSON_IsString(desc) ? desc->valuestring : "";
     char *sj = cJSON_PrintUnformatted(schema);
     if (!sj) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     size_t n = strlen(full) + strlen(d) + strlen(sj);
     int rc = HX_OK;
     if (!(c->capped = over_cap(c, n))) {
-        rc = ext_add_tool(c->x, c->m, c, full, name->valuestring, d, sj, effect, call_mcp, err);
+        rc = hx_ext_add_tool(c->x, c->m, c, full, name->valuestring, d, sj, effect, call_mcp, err);
         if (!rc) c->n_listed++, c->list_bytes += n;
     }
     free(sj);
@@ -300,13 +300,13 @@ static int refresh_tools(mcp_conn *c, hx_err *err)
     return rc;
 }
 
-int mcp_connect(hx_extools *x, ext_manifest *m, hx_buf *problems, mcp_conn **out, hx_err *err)
+int hx_mcp_connect(hx_extools *x, ext_manifest *m, hx_buf *problems, mcp_conn **out, hx_err *err)
 {
     *out = NULL;
     mcp_conn *c = calloc(1, sizeof *c);
     if (!c) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     c->m = m, c->x = x, c->next_id = 1;
-    hx_sandbox_params p = ext_sandbox_params(m);
+    hx_sandbox_params p = hx_ext_sandbox_params(m);
     p.timeout_s = 0; /* a server lives as long as the session; requests time out */
     p.cpu_s = 0;
     int rc = hx_sandbox_spawn(&p, &c->proc, err);
@@ -315,14 +315,14 @@ int mcp_connect(hx_extools *x, ext_manifest *m, hx_buf *problems, mcp_conn **out
     if (!rc) rc = refresh_tools(c, err);
     c->problems = NULL; /* borrowed for the connection only */
     if (rc) {
-        mcp_close(c);
+        hx_mcp_close(c);
         return rc;
     }
     *out = c;
     return HX_OK;
 }
 
-void mcp_close(mcp_conn *c)
+void hx_mcp_close(mcp_conn *c)
 {
     if (!c) return;
     hx_sandbox_proc_free(c->proc);

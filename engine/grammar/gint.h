@@ -76,47 +76,47 @@ typedef struct hx_rx {
     uint32_t n_tabs, cap_tabs;
     uint32_t *tab_owner; /* node of each table */
     uint32_t cap_owner;
-    uint32_t any_char;  /* cached rx_enc_any, 0 until built */
+    uint32_t any_char;  /* cached hx_rx_enc_any, 0 until built */
     uint32_t max_nodes; /* budget; exceeding it sets oom-like failure */
     int failed;         /* budget exceeded or out of memory */
     int no_nul;         /* encoded strings never hold U+0000 (generation) */
 } hx_rx;
 
-int rx_init(hx_rx *rx);
-void rx_free(hx_rx *rx);
-uint32_t rx_class(hx_rx *rx, const uint32_t bits[8]);
-uint32_t rx_byte(hx_rx *rx, int b);
-uint32_t rx_range(hx_rx *rx, int lo, int hi);
-uint32_t rx_lit(hx_rx *rx, const char *s, size_t n);
-uint32_t rx_call(hx_rx *rx, uint32_t rule);
-uint32_t rx_cat(hx_rx *rx, uint32_t a, uint32_t b);
-uint32_t rx_cat3(hx_rx *rx, uint32_t a, uint32_t b, uint32_t c);
-uint32_t rx_or(hx_rx *rx, uint32_t a, uint32_t b);
-uint32_t rx_orv(hx_rx *rx, const uint32_t *v, uint32_t n);
-uint32_t rx_and(hx_rx *rx, uint32_t a, uint32_t b);
-uint32_t rx_not(hx_rx *rx, uint32_t a);
-uint32_t rx_rep(hx_rx *rx, uint32_t a, uint32_t min, uint32_t max);
-uint32_t rx_opt(hx_rx *rx, uint32_t a);
+int hx_rx_init(hx_rx *rx);
+void hx_rx_free(hx_rx *rx);
+uint32_t hx_rx_class(hx_rx *rx, const uint32_t bits[8]);
+uint32_t hx_rx_byte(hx_rx *rx, int b);
+uint32_t hx_rx_range(hx_rx *rx, int lo, int hi);
+uint32_t hx_rx_lit(hx_rx *rx, const char *s, size_t n);
+uint32_t hx_rx_call(hx_rx *rx, uint32_t rule);
+uint32_t hx_rx_cat(hx_rx *rx, uint32_t a, uint32_t b);
+uint32_t hx_rx_cat3(hx_rx *rx, uint32_t a, uint32_t b, uint32_t c);
+uint32_t hx_rx_or(hx_rx *rx, uint32_t a, uint32_t b);
+uint32_t hx_rx_orv(hx_rx *rx, const uint32_t *v, uint32_t n);
+uint32_t hx_rx_and(hx_rx *rx, uint32_t a, uint32_t b);
+uint32_t hx_rx_not(hx_rx *rx, uint32_t a);
+uint32_t hx_rx_rep(hx_rx *rx, uint32_t a, uint32_t min, uint32_t max);
+uint32_t hx_rx_opt(hx_rx *rx, uint32_t a);
 /* Derivative by a byte (cached). */
-uint32_t rx_deriv(hx_rx *rx, uint32_t r, int byte);
+uint32_t hx_rx_deriv(hx_rx *rx, uint32_t r, int byte);
 /* The node's 256-entry step table index (allocated on first use), -1 on
  * OOM; entries are -1 until computed. */
-int32_t rx_tab(hx_rx *rx, uint32_t r);
+int32_t hx_rx_tab(hx_rx *rx, uint32_t r);
 static inline uint32_t rx_tab_owner(const hx_rx *rx, int32_t t)
 {
     return rx->tab_owner[t];
 }
 /* Same, through the node's 256-entry table (for hot walks). */
-uint32_t rx_step(hx_rx *rx, uint32_t r, int byte);
+uint32_t hx_rx_step(hx_rx *rx, uint32_t r, int byte);
 /* The (rule, continuation) pairs that can start r; *n set. */
-const uint32_t *rx_first_calls(hx_rx *rx, uint32_t r, uint32_t *n);
-uint32_t rx_new_rule(hx_rx *rx);
-void rx_set_rule(hx_rx *rx, uint32_t rule, uint32_t body);
+const uint32_t *hx_rx_first_calls(hx_rx *rx, uint32_t r, uint32_t *n);
+uint32_t hx_rx_new_rule(hx_rx *rx);
+void hx_rx_set_rule(hx_rx *rx, uint32_t rule, uint32_t body);
 /* 1 if the language of r (no calls) is provably empty, 0 if not empty,
  * -1 if the search budget ran out. */
-int rx_is_empty(hx_rx *rx, uint32_t r, uint32_t budget);
+int hx_rx_is_empty(hx_rx *rx, uint32_t r, uint32_t budget);
 /* 1 if a and b provably share no string (calls over-approximated). */
-int rx_disjoint(hx_rx *rx, uint32_t a, uint32_t b);
+int hx_rx_disjoint(hx_rx *rx, uint32_t a, uint32_t b);
 /* Schema compiler (schema.c); cJSON is forward-declared in grammar.h. */
 int hx_schema_compile_rx(hx_rx *rx, const struct cJSON *schema,
                          const hx_grammar_params *p, uint32_t *out,
@@ -124,8 +124,8 @@ int hx_schema_compile_rx(hx_rx *rx, const struct cJSON *schema,
 /* JSON whitespace as the params ask: none, bounded or unbounded. */
 uint32_t hx_json_ws(hx_rx *rx, const hx_grammar_params *p);
 /* 1 if r matches the whole string s. */
-int rx_matches(hx_rx *rx, uint32_t r, const char *s, size_t n);
-void rx_dump(const hx_rx *rx, uint32_t r, int depth, FILE *f);
+int hx_rx_matches(hx_rx *rx, uint32_t r, const char *s, size_t n);
+void hx_rx_dump(const hx_rx *rx, uint32_t r, int depth, FILE *f);
 
 static inline int rx_nullable(const hx_rx *rx, uint32_t r)
 {
@@ -139,17 +139,17 @@ typedef struct rx_cps {
     int n, cap;
 } rx_cps;
 /* The encoded form (inside a JSON string) of one character of the set. */
-uint32_t rx_enc_class(hx_rx *rx, const rx_cps *set);
+uint32_t hx_rx_enc_class(hx_rx *rx, const rx_cps *set);
 /* Any one character, encoded. */
-uint32_t rx_enc_any(hx_rx *rx);
+uint32_t hx_rx_enc_any(hx_rx *rx);
 /* Compiles a Python-re pattern (search semantics) into the encoded string
  * content regex. HX_ERR_UNSUPPORTED with a message for what it cannot. */
-int rx_pattern(hx_rx *rx, const char *pat, uint32_t *out, hx_err *err);
+int hx_rx_pattern(hx_rx *rx, const char *pat, uint32_t *out, hx_err *err);
 /* Content regex for a JSON Schema format; 1 if known and compiled, 0 if the
  * format is unknown to the validators (ignored), -1 known but unsupported. */
-int rx_format(hx_rx *rx, const char *fmt, uint32_t *out);
+int hx_rx_format(hx_rx *rx, const char *fmt, uint32_t *out);
 /* The encoded content of a literal UTF-8 string (Python json.dumps). */
-uint32_t rx_enc_string(hx_rx *rx, const char *s, size_t n);
+uint32_t hx_rx_enc_string(hx_rx *rx, const char *s, size_t n);
 
 /* ---- the compiled grammar ---- */
 struct hx_grammar {
@@ -277,10 +277,10 @@ struct hx_matcher {
 };
 
 /* match.c */
-int gm_init(hx_matcher *m);
-void gm_free(hx_matcher *m);
-uint32_t gm_step(hx_matcher *m, uint32_t cfg, int byte); /* 0 = dead */
-int gm_can_end(hx_matcher *m, uint32_t cfg);
-uint32_t gm_config_of(hx_matcher *m, uint32_t rx);
+int hx_gm_init(hx_matcher *m);
+void hx_gm_free(hx_matcher *m);
+uint32_t hx_gm_step(hx_matcher *m, uint32_t cfg, int byte); /* 0 = dead */
+int hx_gm_can_end(hx_matcher *m, uint32_t cfg);
+uint32_t hx_gm_config_of(hx_matcher *m, uint32_t rx);
 
 #endif /* HX_GRAMMAR_INT_H */

@@ -246,7 +246,7 @@ static int memo_walk(hx_matcher *m, const gtrie *t, uint32_t flag, uint32_t r, u
     int32_t tab[MAX_TOK_LEN + 1];
     uint8_t bflag[MAX_TOK_LEN + 1];
     const gnode *nd = t->nd;
-    tab[0] = rx_tab(rx, r);
+    tab[0] = hx_rx_tab(rx, r);
     bflag[0] = (uint8_t)is_boundary(rx, r);
     if (tab[0] < 0) return -1;
     for (uint32_t i = 0; i < t->n;) {
@@ -265,12 +265,12 @@ static int memo_walk(hx_matcher *m, const gtrie *t, uint32_t flag, uint32_t r, u
         }
         int32_t x = rx->tabs[(size_t)tab[L - 1] * 256 + d->byte];
         if (x < 0) {
-            x = (int32_t)rx_deriv(rx, rx_tab_owner(rx, tab[L - 1]), d->byte);
+            x = (int32_t)hx_rx_deriv(rx, rx_tab_owner(rx, tab[L - 1]), d->byte);
             rx->tabs[(size_t)tab[L - 1] * 256 + d->byte] = x;
         }
         if (x == RX_NONE) { i += d->size; continue; }
         if (d->size > 1) {
-            tab[L] = rx_tab(rx, (uint32_t)x);
+            tab[L] = hx_rx_tab(rx, (uint32_t)x);
             if (tab[L] < 0) return -1;
             bflag[L] = (uint8_t)is_boundary(rx, (uint32_t)x);
         }
@@ -286,7 +286,7 @@ static int is_boundary(hx_rx *rx, uint32_t s)
     rx_node *n = &rx->nodes[s];
     if (!(n->info & RXI_BND_KNOWN)) {
         uint32_t nc = 0;
-        int b = n->nullable || (n->has_call && (rx_first_calls(rx, s, &nc), nc));
+        int b = n->nullable || (n->has_call && (hx_rx_first_calls(rx, s, &nc), nc));
         n = &rx->nodes[s];
         n->info |= RXI_BND_KNOWN | (b ? RXI_BND : 0);
     }
@@ -358,7 +358,7 @@ static int starts_unsafe(hx_rx *rx, uint32_t r)
     int u = !n->has_call;
     for (int c = 0x20; u && c < 256; c++) {
         if (c == '"' || c == '\\') continue;
-        u = rx_deriv(rx, r, c) == RX_NONE;
+        u = hx_rx_deriv(rx, r, c) == RX_NONE;
     }
     rx->nodes[r].info |= RXI_UNS_KNOWN | (u ? RXI_UNS : 0);
     return u;
@@ -550,12 +550,12 @@ static uint32_t canon_front(hx_rx *rx, uint32_t r, int depth)
         uint32_t mn = n.min > CLAMP_MIN ? CLAMP_MIN : n.min;
         uint32_t mx = n.max != RX_INF && n.max >= CLAMP_MAX ? RX_INF : n.max;
         if (mn == n.min && mx == n.max) return r;
-        return rx_rep(rx, n.a, mn, mx);
+        return hx_rx_rep(rx, n.a, mn, mx);
     }
     case RX_CAT: {
         uint32_t a = canon_front(rx, n.a, depth + 1);
         uint32_t b = rx->nodes[n.a].nullable ? canon_front(rx, n.b, depth + 1) : n.b;
-        return a == n.a && b == n.b ? r : rx_cat(rx, a, b);
+        return a == n.a && b == n.b ? r : hx_rx_cat(rx, a, b);
     }
     case RX_AND:
     case RX_OR: {
@@ -569,7 +569,7 @@ static uint32_t canon_front(hx_rx *rx, uint32_t r, int depth)
         }
         if (!changed) return r;
         uint32_t acc = k[0];
-        for (uint32_t i = 1; i < n.b; i++) acc = n.kind == RX_OR ? rx_or(rx, acc, k[i]) : rx_and(rx, acc, k[i]);
+        for (uint32_t i = 1; i < n.b; i++) acc = n.kind == RX_OR ? hx_rx_or(rx, acc, k[i]) : hx_rx_and(rx, acc, k[i]);
         return acc;
     }
     default: return r;
@@ -649,13 +649,13 @@ static void walk_config(hx_matcher *m, const gtrie *t, uint32_t b, uint32_t *mas
     uint32_t cs[MAX_TOK_LEN + 1], path[MAX_TOK_LEN + 1], np = 0;
     for (uint32_t p = t->nd[b].parent; p != NO_TOK; p = t->nd[p].parent) path[np++] = p;
     uint32_t c = m->cur;
-    while (np > 0 && c) c = gm_step(m, c, t->nd[path[--np]].byte);
+    while (np > 0 && c) c = hx_gm_step(m, c, t->nd[path[--np]].byte);
     if (!c) return;
     uint32_t base = t->nd[b].level - 1;
     cs[base] = c;
     for (uint32_t i = b, end = b + t->nd[b].size; i < end;) {
         const gnode *d = &t->nd[i];
-        uint32_t x = gm_step(m, cs[d->level - 1], d->byte);
+        uint32_t x = hx_gm_step(m, cs[d->level - 1], d->byte);
         if (!x) { i += d->size; continue; }
         cs[d->level] = x;
         if (d->tok != NO_TOK) set_tok(m->v, mask, d->tok);
@@ -665,7 +665,7 @@ static void walk_config(hx_matcher *m, const gtrie *t, uint32_t b, uint32_t *mas
 
 static uint32_t feed_str(hx_matcher *m, uint32_t c, const char *s)
 {
-    for (; *s && c; s++) c = gm_step(m, c, (uint8_t)*s);
+    for (; *s && c; s++) c = hx_gm_step(m, c, (uint8_t)*s);
     return c;
 }
 
@@ -697,7 +697,7 @@ int hx_matcher_mask(hx_matcher *m, uint32_t *mask)
             walk_config(m, rest ? &v->rest : &v->all, node, mask);
         }
     }
-    if (gm_can_end(m, m->cur))
+    if (hx_gm_can_end(m, m->cur))
         for (int32_t t = 0; t < v->n_tokens; t++)
             if (v->flags[t] & HX_GTOK_EOG) mask[t >> 5] |= 1u << (t & 31);
     for (int k = 0; k < N_MARKS; k++) {
@@ -715,9 +715,9 @@ hx_matcher *hx_matcher_new(hx_grammar *g, const hx_gvocab *v)
     m->g = g;
     m->rx = &g->rx;
     m->v = v;
-    if (gm_init(m)) goto fail;
+    if (hx_gm_init(m)) goto fail;
     if (v && !(m->stamp = calloc((size_t)v->all.n + v->rest.n + 1, 4))) goto fail;
-    m->start = gm_config_of(m, g->root);
+    m->start = hx_gm_config_of(m, g->root);
     if (!m->start) goto fail;
     m->cur = m->start;
     return m;
@@ -735,7 +735,7 @@ void hx_matcher_free(hx_matcher *m)
     free(m->memo);
     free(m->memo_h);
     free(m->stamp);
-    gm_free(m);
+    hx_gm_free(m);
     free(m);
 }
 
@@ -751,7 +751,7 @@ int hx_matcher_feed(hx_matcher *m, const char *bytes, size_t n)
     uint32_t c = m->cur;
     if (m->ended) return hx_err_set(&m->err, HX_ERR_STATE, "generation already ended");
     for (size_t i = 0; i < n; i++) {
-        c = gm_step(m, c, (uint8_t)bytes[i]);
+        c = hx_gm_step(m, c, (uint8_t)bytes[i]);
         if (!c) {
             if (m->rx->failed) return hx_err_set(&m->err, HX_ERR_RANGE, "grammar grew too large");
             return hx_err_set(&m->err, HX_ERR_STATE, "byte %zu (0x%02x) not allowed by the grammar", i, (uint8_t)bytes[i]);
@@ -763,14 +763,14 @@ int hx_matcher_feed(hx_matcher *m, const char *bytes, size_t n)
 
 int hx_matcher_can_end(hx_matcher *m)
 {
-    return m->ended || gm_can_end(m, m->cur);
+    return m->ended || hx_gm_can_end(m, m->cur);
 }
 
 int hx_matcher_can_continue(hx_matcher *m)
 {
     if (m->ended) return 0;
     for (int c = 0; c < 256; c++)
-        if (gm_step(m, m->cur, c)) return 1;
+        if (hx_gm_step(m, m->cur, c)) return 1;
     return 0;
 }
 
@@ -781,7 +781,7 @@ int hx_matcher_accept(hx_matcher *m, int32_t tok)
         return hx_err_set(&m->err, HX_ERR_INVALID, "token %d out of range", (int)tok);
     if (m->ended) return hx_err_set(&m->err, HX_ERR_STATE, "generation already ended");
     if (v->flags[tok] & HX_GTOK_EOG) {
-        if (!gm_can_end(m, m->cur)) return hx_err_set(&m->err, HX_ERR_STATE, "end of output not allowed here");
+        if (!hx_gm_can_end(m, m->cur)) return hx_err_set(&m->err, HX_ERR_STATE, "end of output not allowed here");
         m->ended = 1;
         return HX_OK;
     }
@@ -882,17 +882,17 @@ static hx_grammar *grammar_new(const hx_grammar_params *p)
 {
     hx_grammar *g = calloc(1, sizeof *g);
     if (!g) return NULL;
-    if (rx_init(&g->rx)) { free(g); return NULL; }
+    if (hx_rx_init(&g->rx)) { free(g); return NULL; }
     g->rx.no_nul = p->generation != 0; /* before any string class (grammar.h) */
-    g->quote = rx_byte(&g->rx, '"');
-    rx_enc_any(&g->rx);
+    g->quote = hx_rx_byte(&g->rx, '"');
+    hx_rx_enc_any(&g->rx);
     return g;
 }
 
 void hx_grammar_free(hx_grammar *g)
 {
     if (!g) return;
-    rx_free(&g->rx);
+    hx_rx_free(&g->rx);
     free(g);
 }
 
@@ -935,19 +935,19 @@ static int tool_branch(hx_grammar *g, const hx_tool_spec *t, const hx_grammar_pa
         hx_err e = *err;
         return hx_err_set(err, rc, "tool %s: %s", t->name, e.msg);
     }
-    uint32_t colon = rx_cat3(rx, ws, rx_lit(rx, ":", 1), ws), comma = rx_cat3(rx, ws, rx_lit(rx, ",", 1), ws);
-    uint32_t name = rx_cat3(rx, rx_lit(rx, "\"", 1), rx_enc_string(rx, t->name, strlen(t->name)), rx_lit(rx, "\"", 1));
-    uint32_t body = rx_cat3(rx, rx_lit(rx, "\"name\"", 6), colon, name);
-    body = rx_cat3(rx, body, comma, rx_cat3(rx, rx_lit(rx, key, strlen(key)), colon, args));
-    *out = rx_cat3(rx, rx_lit(rx, "{", 1), rx_cat3(rx, ws, body, ws), rx_lit(rx, "}", 1));
+    uint32_t colon = hx_rx_cat3(rx, ws, hx_rx_lit(rx, ":", 1), ws), comma = hx_rx_cat3(rx, ws, hx_rx_lit(rx, ",", 1), ws);
+    uint32_t name = hx_rx_cat3(rx, hx_rx_lit(rx, "\"", 1), hx_rx_enc_string(rx, t->name, strlen(t->name)), hx_rx_lit(rx, "\"", 1));
+    uint32_t body = hx_rx_cat3(rx, hx_rx_lit(rx, "\"name\"", 6), colon, name);
+    body = hx_rx_cat3(rx, body, comma, hx_rx_cat3(rx, hx_rx_lit(rx, key, strlen(key)), colon, args));
+    *out = hx_rx_cat3(rx, hx_rx_lit(rx, "{", 1), hx_rx_cat3(rx, ws, body, ws), hx_rx_lit(rx, "}", 1));
     return HX_OK;
 }
 
 /* Any byte string that does not contain the literal r. */
 static uint32_t without_lit(hx_rx *rx, uint32_t r)
 {
-    uint32_t all = rx_not(rx, RX_NONE);
-    return rx_and(rx, all, rx_not(rx, rx_cat3(rx, all, r, all)));
+    uint32_t all = hx_rx_not(rx, RX_NONE);
+    return hx_rx_and(rx, all, hx_rx_not(rx, hx_rx_cat3(rx, all, r, all)));
 }
 
 /* Tagged (Qwen, Hermes): (<tool_call> ws CALL ws </tool_call> ws){1,max};
@@ -957,15 +957,15 @@ static void tagged_root(hx_grammar *g, uint32_t calls, uint32_t ws, int mode,
 {
     hx_rx *rx = &g->rx;
     const int max = p->max_calls;
-    uint32_t open = rx_lit(rx, OPEN_TAG, strlen(OPEN_TAG)), close = rx_lit(rx, CLOSE_TAG, strlen(CLOSE_TAG));
+    uint32_t open = hx_rx_lit(rx, OPEN_TAG, strlen(OPEN_TAG)), close = hx_rx_lit(rx, CLOSE_TAG, strlen(CLOSE_TAG));
     uint32_t after = p->line_turn ? RX_NIL : ws;
-    uint32_t call = rx_cat3(rx, open, rx_cat3(rx, ws, calls, ws), rx_cat(rx, close, after));
-    uint32_t seq = rx_rep(rx, call, 1, max > 0 ? (uint32_t)max : RX_INF);
-    if (p->line_turn) seq = rx_cat(rx, seq, rx_opt(rx, rx_lit(rx, "\n", 1)));
+    uint32_t call = hx_rx_cat3(rx, open, hx_rx_cat3(rx, ws, calls, ws), hx_rx_cat(rx, close, after));
+    uint32_t seq = hx_rx_rep(rx, call, 1, max > 0 ? (uint32_t)max : RX_INF);
+    if (p->line_turn) seq = hx_rx_cat(rx, seq, hx_rx_opt(rx, hx_rx_lit(rx, "\n", 1)));
     uint32_t text = without_lit(rx, open);
     if (mode == HX_TOOLS_REQUIRED) g->root = seq;
-    else if (mode == HX_TOOLS_LAZY) g->root = rx_cat(rx, text, rx_opt(rx, seq));
-    else g->root = rx_or(rx, text, seq);
+    else if (mode == HX_TOOLS_LAZY) g->root = hx_rx_cat(rx, text, hx_rx_opt(rx, seq));
+    else g->root = hx_rx_or(rx, text, seq);
 }
 
 /* Llama 3.1: ws CALL ws, or <|python_tag|> ws CALL ws; free text neither
@@ -974,12 +974,12 @@ static void tagged_root(hx_grammar *g, uint32_t calls, uint32_t ws, int mode,
 static void llama_root(hx_grammar *g, uint32_t calls, uint32_t ws, int mode)
 {
     hx_rx *rx = &g->rx;
-    uint32_t all = rx_not(rx, RX_NONE), py = rx_lit(rx, PY_TAG, strlen(PY_TAG));
-    uint32_t call = rx_cat3(rx, ws, calls, ws), tagged = rx_cat(rx, py, call);
-    uint32_t text = rx_and(rx, without_lit(rx, py), rx_not(rx, rx_cat3(rx, ws, rx_lit(rx, "{", 1), all)));
-    if (mode == HX_TOOLS_REQUIRED) g->root = rx_or(rx, call, tagged);
-    else if (mode == HX_TOOLS_LAZY) g->root = rx_or(rx, call, rx_cat(rx, text, rx_opt(rx, tagged)));
-    else g->root = rx_orv(rx, (uint32_t[]){text, call, tagged}, 3);
+    uint32_t all = hx_rx_not(rx, RX_NONE), py = hx_rx_lit(rx, PY_TAG, strlen(PY_TAG));
+    uint32_t call = hx_rx_cat3(rx, ws, calls, ws), tagged = hx_rx_cat(rx, py, call);
+    uint32_t text = hx_rx_and(rx, without_lit(rx, py), hx_rx_not(rx, hx_rx_cat3(rx, ws, hx_rx_lit(rx, "{", 1), all)));
+    if (mode == HX_TOOLS_REQUIRED) g->root = hx_rx_or(rx, call, tagged);
+    else if (mode == HX_TOOLS_LAZY) g->root = hx_rx_or(rx, call, hx_rx_cat(rx, text, hx_rx_opt(rx, tagged)));
+    else g->root = hx_rx_orv(rx, (uint32_t[]){text, call, tagged}, 3);
 }
 
 int hx_grammar_tool_calls(const hx_tool_spec *tools, int n_tools, int mode, const hx_grammar_params *p,
@@ -1000,7 +1000,7 @@ int hx_grammar_tool_calls(const hx_tool_spec *tools, int n_tools, int mode, cons
         uint32_t b = RX_NONE; /* set by tool_branch; gcc (aarch64) cannot tell */
         int rc = tool_branch(g, &tools[i], p, ws, &b, err);
         if (rc) { hx_grammar_free(g); return rc; }
-        calls = rx_or(rx, calls, b);
+        calls = hx_rx_or(rx, calls, b);
     }
     if (p->call_style == HX_CALLS_LLAMA) llama_root(g, calls, ws, mode);
     else tagged_root(g, calls, ws, mode, p);

@@ -93,7 +93,7 @@ static uint32_t config_of(hx_matcher *m, uint32_t *v, uint32_t n)
     return m->n_cfg - 1;
 }
 
-int gm_init(hx_matcher *m)
+int hx_gm_init(hx_matcher *m)
 {
     /* config 0: the empty set (dead) */
     if (gint_grow((void **)&m->cfg, &m->cap_cfg, 1, sizeof(gcfg))) return HX_ERR_NOMEM;
@@ -103,7 +103,7 @@ int gm_init(hx_matcher *m)
     return HX_OK;
 }
 
-void gm_free(hx_matcher *m)
+void hx_gm_free(hx_matcher *m)
 {
     free(m->stk);
     free(m->stk_h);
@@ -128,12 +128,12 @@ static int advance(hx_matcher *m, int32_t s, int c, int depth)
     if (depth > MAX_CALL_DEPTH) return 0;
     uint32_t r = m->stk[s].rx;
     int32_t parent = m->stk[s].parent;
-    uint32_t d = rx_step(rx, r, c), nc;
+    uint32_t d = hx_rx_step(rx, r, c), nc;
     if (d != RX_NONE) {
         int32_t t = stack_of(m, d, parent);
         if (t < 0 || tmp_push(m, (uint32_t)t)) return -1;
     }
-    const uint32_t *calls = rx_first_calls(rx, r, &nc);
+    const uint32_t *calls = hx_rx_first_calls(rx, r, &nc);
     size_t off = calls ? (size_t)(calls - rx->calls) : 0;
     for (uint32_t i = 0; i < nc; i++) {
         uint32_t rule = rx->calls[off + 2 * i], cont = rx->calls[off + 2 * i + 1];
@@ -146,7 +146,7 @@ static int advance(hx_matcher *m, int32_t s, int c, int depth)
     return 0;
 }
 
-uint32_t gm_step(hx_matcher *m, uint32_t cfg, int c)
+uint32_t hx_gm_step(hx_matcher *m, uint32_t cfg, int c)
 {
     if (cfg == 0) return 0;
     int32_t t = m->cfg[cfg].tab;
@@ -175,7 +175,7 @@ static int stack_can_end(hx_matcher *m, int32_t s, int depth)
     return s < 0;
 }
 
-int gm_can_end(hx_matcher *m, uint32_t cfg)
+int hx_gm_can_end(hx_matcher *m, uint32_t cfg)
 {
     gcfg *c = &m->cfg[cfg];
     if (c->end < 0) {
@@ -186,7 +186,7 @@ int gm_can_end(hx_matcher *m, uint32_t cfg)
     return c->end;
 }
 
-uint32_t gm_config_of(hx_matcher *m, uint32_t rx)
+uint32_t hx_gm_config_of(hx_matcher *m, uint32_t rx)
 {
     int32_t s = stack_of(m, rx, -1);
     if (s < 0) return 0;

@@ -126,7 +126,7 @@ oom:
     return RX_NONE;
 }
 
-int rx_init(hx_rx *rx)
+int hx_rx_init(hx_rx *rx)
 {
     memset(rx, 0, sizeof *rx);
     rx->max_nodes = 2000000;
@@ -135,7 +135,7 @@ int rx_init(hx_rx *rx)
     return rx->failed ? HX_ERR_NOMEM : HX_OK;
 }
 
-void rx_free(hx_rx *rx)
+void hx_rx_free(hx_rx *rx)
 {
     free(rx->nodes);
     free(rx->kids);
@@ -178,7 +178,7 @@ static int rehash_cls(hx_rx *rx)
     return 0;
 }
 
-uint32_t rx_class(hx_rx *rx, const uint32_t bits[8])
+uint32_t hx_rx_class(hx_rx *rx, const uint32_t bits[8])
 {
     int any = 0;
     for (int i = 0; i < 8; i++) any |= bits[i] != 0;
@@ -200,46 +200,46 @@ oom:
     return RX_NONE;
 }
 
-uint32_t rx_range(hx_rx *rx, int lo, int hi)
+uint32_t hx_rx_range(hx_rx *rx, int lo, int hi)
 {
     uint32_t bits[8] = {0};
     for (int c = lo; c <= hi; c++) bits[c >> 5] |= 1u << (c & 31);
-    return rx_class(rx, bits);
+    return hx_rx_class(rx, bits);
 }
 
-uint32_t rx_byte(hx_rx *rx, int b)
+uint32_t hx_rx_byte(hx_rx *rx, int b)
 {
-    return rx_range(rx, b & 255, b & 255);
+    return hx_rx_range(rx, b & 255, b & 255);
 }
 
-uint32_t rx_lit(hx_rx *rx, const char *s, size_t n)
+uint32_t hx_rx_lit(hx_rx *rx, const char *s, size_t n)
 {
     uint32_t r = RX_NIL;
-    for (size_t i = n; i-- > 0;) r = rx_cat(rx, rx_byte(rx, (uint8_t)s[i]), r);
+    for (size_t i = n; i-- > 0;) r = hx_rx_cat(rx, hx_rx_byte(rx, (uint8_t)s[i]), r);
     return r;
 }
 
-uint32_t rx_call(hx_rx *rx, uint32_t rule)
+uint32_t hx_rx_call(hx_rx *rx, uint32_t rule)
 {
     return intern(rx, RX_CALL, rule, 0, 0, 0, NULL, 0);
 }
 
 /* ---- smart constructors ---- */
-uint32_t rx_cat(hx_rx *rx, uint32_t a, uint32_t b)
+uint32_t hx_rx_cat(hx_rx *rx, uint32_t a, uint32_t b)
 {
     if (a == RX_NONE || b == RX_NONE) return RX_NONE;
     if (a == RX_NIL) return b;
     if (b == RX_NIL) return a;
     if (rx->nodes[a].kind == RX_CAT) {
         uint32_t x = rx->nodes[a].a, y = rx->nodes[a].b;
-        return rx_cat(rx, x, rx_cat(rx, y, b));
+        return hx_rx_cat(rx, x, hx_rx_cat(rx, y, b));
     }
     return intern(rx, RX_CAT, a, b, 0, 0, NULL, 0);
 }
 
-uint32_t rx_cat3(hx_rx *rx, uint32_t a, uint32_t b, uint32_t c)
+uint32_t hx_rx_cat3(hx_rx *rx, uint32_t a, uint32_t b, uint32_t c)
 {
-    return rx_cat(rx, a, rx_cat(rx, b, c));
+    return hx_rx_cat(rx, a, hx_rx_cat(rx, b, c));
 }
 
 static int cmp_u32(const void *x, const void *y)
@@ -303,12 +303,12 @@ static uint32_t merge_classes(hx_rx *rx, uint32_t *o, uint32_t m)
             o[w++] = o[i];
         }
     }
-    o[w++] = rx_class(rx, bits);
+    o[w++] = hx_rx_class(rx, bits);
     qsort(o, w, 4, cmp_u32);
     return w;
 }
 
-uint32_t rx_orv(hx_rx *rx, const uint32_t *v, uint32_t n)
+uint32_t hx_rx_orv(hx_rx *rx, const uint32_t *v, uint32_t n)
 {
     uint32_t m, buf[FLAT_BUF];
     if (rx->failed) return RX_NONE;
@@ -328,16 +328,16 @@ uint32_t rx_orv(hx_rx *rx, const uint32_t *v, uint32_t n)
     return r;
 }
 
-uint32_t rx_or(hx_rx *rx, uint32_t a, uint32_t b)
+uint32_t hx_rx_or(hx_rx *rx, uint32_t a, uint32_t b)
 {
     uint32_t v[2] = {a, b};
     if (a == b) return a;
     if (a == RX_NONE) return b;
     if (b == RX_NONE) return a;
-    return rx_orv(rx, v, 2);
+    return hx_rx_orv(rx, v, 2);
 }
 
-uint32_t rx_and(hx_rx *rx, uint32_t a, uint32_t b)
+uint32_t hx_rx_and(hx_rx *rx, uint32_t a, uint32_t b)
 {
     uint32_t v[2] = {a, b}, m, buf[FLAT_BUF];
     if (a == b) return a;
@@ -355,20 +355,20 @@ uint32_t rx_and(hx_rx *rx, uint32_t a, uint32_t b)
         o[w++] = o[i];
     }
     if (has_eps) r = all_null ? RX_NIL : RX_NONE;
-    else if (w == 0) r = rx_not(rx, RX_NONE);
+    else if (w == 0) r = hx_rx_not(rx, RX_NONE);
     else if (w == 1) r = o[0];
     else r = intern(rx, RX_AND, 0, 0, 0, 0, o, w);
     if (o != buf) free(o);
     return r;
 }
 
-uint32_t rx_not(hx_rx *rx, uint32_t a)
+uint32_t hx_rx_not(hx_rx *rx, uint32_t a)
 {
     if (rx->nodes[a].kind == RX_NOT) return rx->nodes[a].a;
     return intern(rx, RX_NOT, a, 0, 0, 0, NULL, 0);
 }
 
-uint32_t rx_rep(hx_rx *rx, uint32_t a, uint32_t mn, uint32_t mx)
+uint32_t hx_rx_rep(hx_rx *rx, uint32_t a, uint32_t mn, uint32_t mx)
 {
     if (mx == 0 || a == RX_NIL) return RX_NIL;
     if (a == RX_NONE) return mn == 0 ? RX_NIL : RX_NONE;
@@ -377,9 +377,9 @@ uint32_t rx_rep(hx_rx *rx, uint32_t a, uint32_t mn, uint32_t mx)
     return intern(rx, RX_REP, a, 0, mn, mx, NULL, 0);
 }
 
-uint32_t rx_opt(hx_rx *rx, uint32_t a)
+uint32_t hx_rx_opt(hx_rx *rx, uint32_t a)
 {
-    return rx_or(rx, a, RX_NIL);
+    return hx_rx_or(rx, a, RX_NIL);
 }
 
 /* ---- derivatives ---- */
@@ -411,30 +411,30 @@ static uint32_t deriv_raw(hx_rx *rx, uint32_t r, int c)
     case RX_CLASS:
         return (rx->cls[8 * n.a + (c >> 5)] >> (c & 31)) & 1 ? RX_NIL : RX_NONE;
     case RX_CAT: {
-        uint32_t x = rx_cat(rx, rx_deriv(rx, n.a, c), n.b);
+        uint32_t x = hx_rx_cat(rx, hx_rx_deriv(rx, n.a, c), n.b);
         if (!rx->nodes[n.a].nullable) return x;
-        return rx_or(rx, x, rx_deriv(rx, n.b, c));
+        return hx_rx_or(rx, x, hx_rx_deriv(rx, n.b, c));
     }
     case RX_OR:
     case RX_AND: {
-        uint32_t acc = n.kind == RX_OR ? RX_NONE : rx_not(rx, RX_NONE);
+        uint32_t acc = n.kind == RX_OR ? RX_NONE : hx_rx_not(rx, RX_NONE);
         for (uint32_t i = 0; i < n.b; i++) {
-            uint32_t d = rx_deriv(rx, rx->kids[rx->nodes[r].a + i], c);
-            acc = n.kind == RX_OR ? rx_or(rx, acc, d) : rx_and(rx, acc, d);
+            uint32_t d = hx_rx_deriv(rx, rx->kids[rx->nodes[r].a + i], c);
+            acc = n.kind == RX_OR ? hx_rx_or(rx, acc, d) : hx_rx_and(rx, acc, d);
             if (n.kind == RX_AND && acc == RX_NONE) break;
         }
         return acc;
     }
-    case RX_NOT: return rx_not(rx, rx_deriv(rx, n.a, c));
+    case RX_NOT: return hx_rx_not(rx, hx_rx_deriv(rx, n.a, c));
     case RX_REP:
-        return rx_cat(rx, rx_deriv(rx, n.a, c),
-                      rx_rep(rx, n.a, n.min ? n.min - 1 : 0,
-                             n.max == RX_INF ? RX_INF : n.max - 1));
+        return hx_rx_cat(rx, hx_rx_deriv(rx, n.a, c),
+                         hx_rx_rep(rx, n.a, n.min ? n.min - 1 : 0,
+                                   n.max == RX_INF ? RX_INF : n.max - 1));
     default: return RX_NONE;
     }
 }
 
-uint32_t rx_deriv(hx_rx *rx, uint32_t r, int c)
+uint32_t hx_rx_deriv(hx_rx *rx, uint32_t r, int c)
 {
     uint8_t k = rx->nodes[r].kind;
     if (k <= RX_EPS || k == RX_CALL || rx->failed) return RX_NONE;
@@ -459,7 +459,7 @@ uint32_t rx_deriv(hx_rx *rx, uint32_t r, int c)
     return d;
 }
 
-int32_t rx_tab(hx_rx *rx, uint32_t r)
+int32_t hx_rx_tab(hx_rx *rx, uint32_t r)
 {
     int32_t t = rx->nodes[r].tab;
     if (t < 0) {
@@ -476,13 +476,13 @@ int32_t rx_tab(hx_rx *rx, uint32_t r)
     return t;
 }
 
-uint32_t rx_step(hx_rx *rx, uint32_t r, int c)
+uint32_t hx_rx_step(hx_rx *rx, uint32_t r, int c)
 {
-    int32_t t = rx_tab(rx, r);
+    int32_t t = hx_rx_tab(rx, r);
     if (t < 0) return RX_NONE;
     int32_t *e = &rx->tabs[(size_t)t * 256 + c];
     if (*e < 0) {
-        uint32_t d = rx_deriv(rx, r, c);
+        uint32_t d = hx_rx_deriv(rx, r, c);
         e = &rx->tabs[(size_t)t * 256 + c]; /* tabs may have moved */
         *e = (int32_t)d;
     }
@@ -509,7 +509,7 @@ static int first_calls_into(hx_rx *rx, uint32_t r, uint32_t tail)
     switch (n.kind) {
     case RX_CALL: return push_call(rx, n.a, tail);
     case RX_CAT:
-        if (first_calls_into(rx, n.a, rx_cat(rx, n.b, tail))) return -1;
+        if (first_calls_into(rx, n.a, hx_rx_cat(rx, n.b, tail))) return -1;
         if (rx->nodes[n.a].nullable) return first_calls_into(rx, n.b, tail);
         return 0;
     case RX_OR:
@@ -519,14 +519,14 @@ static int first_calls_into(hx_rx *rx, uint32_t r, uint32_t tail)
     case RX_REP:
         return first_calls_into(
             rx, n.a,
-            rx_cat(rx, rx_rep(rx, n.a, n.min ? n.min - 1 : 0,
-                              n.max == RX_INF ? RX_INF : n.max - 1),
+            hx_rx_cat(rx, hx_rx_rep(rx, n.a, n.min ? n.min - 1 : 0,
+                                    n.max == RX_INF ? RX_INF : n.max - 1),
                    tail));
     default: return 0; /* calls under AND/NOT are never built */
     }
 }
 
-const uint32_t *rx_first_calls(hx_rx *rx, uint32_t r, uint32_t *n)
+const uint32_t *hx_rx_first_calls(hx_rx *rx, uint32_t r, uint32_t *n)
 {
     rx_node *nd = &rx->nodes[r];
     if (!nd->has_call) { *n = 0; return NULL; }
@@ -542,7 +542,7 @@ const uint32_t *rx_first_calls(hx_rx *rx, uint32_t r, uint32_t *n)
     return rx->calls + nd->calls_off;
 }
 
-uint32_t rx_new_rule(hx_rx *rx)
+uint32_t hx_rx_new_rule(hx_rx *rx)
 {
     if (gint_grow((void **)&rx->rules, &rx->cap_rules, rx->n_rules + 1, 4)) {
         rx->failed = 1;
@@ -552,13 +552,13 @@ uint32_t rx_new_rule(hx_rx *rx)
     return rx->n_rules++;
 }
 
-void rx_set_rule(hx_rx *rx, uint32_t rule, uint32_t body)
+void hx_rx_set_rule(hx_rx *rx, uint32_t rule, uint32_t body)
 {
     if (rule < rx->n_rules) rx->rules[rule] = body;
 }
 
 /* ---- emptiness and matching ---- */
-int rx_is_empty(hx_rx *rx, uint32_t r, uint32_t budget)
+int hx_rx_is_empty(hx_rx *rx, uint32_t r, uint32_t budget)
 {
     uint32_t *q = malloc((budget + 1) * 4), nq = 0, head = 0;
     uint8_t *seen = NULL;
@@ -573,7 +573,7 @@ int rx_is_empty(hx_rx *rx, uint32_t r, uint32_t budget)
         if (rx->nodes[s].has_call) { res = -1; break; }
         if (rx->nodes[s].nullable) { res = 0; break; }
         for (int c = 0; c < 256; c++) {
-            uint32_t d = rx_deriv(rx, s, c);
+            uint32_t d = hx_rx_deriv(rx, s, c);
             if (rx->failed) { res = -1; goto done; }
             if (d == RX_NONE) continue;
             if (d >= seen_cap) {
@@ -596,10 +596,10 @@ done:
     return res;
 }
 
-int rx_matches(hx_rx *rx, uint32_t r, const char *s, size_t n)
+int hx_rx_matches(hx_rx *rx, uint32_t r, const char *s, size_t n)
 {
     for (size_t i = 0; i < n && r != RX_NONE; i++)
-        r = rx_deriv(rx, r, (uint8_t)s[i]);
+        r = hx_rx_deriv(rx, r, (uint8_t)s[i]);
     return r != RX_NONE && rx->nodes[r].nullable;
 }
 
@@ -611,18 +611,18 @@ static uint32_t approx_calls(hx_rx *rx, uint32_t r, uint32_t *memo, uint32_t n_m
     if (!n.has_call || rx->failed) return r;
     if (r < n_memo && memo[r]) return memo[r] - 1;
     uint32_t out;
-    if (depth > 200) return rx_not(rx, RX_NONE);
+    if (depth > 200) return hx_rx_not(rx, RX_NONE);
     switch (n.kind) {
     case RX_CAT:
-        out = rx_cat(rx, approx_calls(rx, n.a, memo, n_memo, depth + 1), approx_calls(rx, n.b, memo, n_memo, depth + 1));
+        out = hx_rx_cat(rx, approx_calls(rx, n.a, memo, n_memo, depth + 1), approx_calls(rx, n.b, memo, n_memo, depth + 1));
         break;
-    case RX_REP: out = rx_rep(rx, approx_calls(rx, n.a, memo, n_memo, depth + 1), n.min, n.max); break;
+    case RX_REP: out = hx_rx_rep(rx, approx_calls(rx, n.a, memo, n_memo, depth + 1), n.min, n.max); break;
     case RX_OR:
         out = RX_NONE;
         for (uint32_t i = 0; i < n.b; i++)
-            out = rx_or(rx, out, approx_calls(rx, rx->kids[n.a + i], memo, n_memo, depth + 1));
+            out = hx_rx_or(rx, out, approx_calls(rx, rx->kids[n.a + i], memo, n_memo, depth + 1));
         break;
-    default: out = rx_not(rx, RX_NONE);
+    default: out = hx_rx_not(rx, RX_NONE);
     }
     if (r < n_memo) memo[r] = out + 1;
     return out;
@@ -633,8 +633,8 @@ static void first_bytes(hx_rx *rx, uint32_t r, uint32_t *bits, uint8_t *seen_rul
     uint32_t nc;
     if (depth > 32) { memset(bits, 0xff, 32); return; }
     for (int c = 0; c < 256; c++)
-        if (rx_deriv(rx, r, c) != RX_NONE) bits[c >> 5] |= 1u << (c & 31);
-    const uint32_t *calls = rx_first_calls(rx, r, &nc);
+        if (hx_rx_deriv(rx, r, c) != RX_NONE) bits[c >> 5] |= 1u << (c & 31);
+    const uint32_t *calls = hx_rx_first_calls(rx, r, &nc);
     size_t off = calls ? (size_t)(calls - rx->calls) : 0;
     for (uint32_t i = 0; i < nc; i++) {
         uint32_t rule = rx->calls[off + 2 * i];
@@ -644,7 +644,7 @@ static void first_bytes(hx_rx *rx, uint32_t r, uint32_t *bits, uint8_t *seen_rul
     }
 }
 
-int rx_disjoint(hx_rx *rx, uint32_t a, uint32_t b)
+int hx_rx_disjoint(hx_rx *rx, uint32_t a, uint32_t b)
 {
     uint32_t fa[8] = {0}, fb[8] = {0}, inter = 0;
     uint8_t *seen = calloc(rx->n_rules + 1, 2);
@@ -656,12 +656,12 @@ int rx_disjoint(hx_rx *rx, uint32_t a, uint32_t b)
     if (!inter && !rx->nodes[a].nullable && !rx->nodes[b].nullable) return 1;
     uint32_t n0 = rx->n_nodes, *memo = calloc(n0, 4);
     if (!memo) return 0;
-    uint32_t x = rx_and(rx, approx_calls(rx, a, memo, n0, 0), approx_calls(rx, b, memo, n0, 0));
+    uint32_t x = hx_rx_and(rx, approx_calls(rx, a, memo, n0, 0), approx_calls(rx, b, memo, n0, 0));
     free(memo);
-    return rx_is_empty(rx, x, 300) == 1;
+    return hx_rx_is_empty(rx, x, 300) == 1;
 }
 
-void rx_dump(const hx_rx *rx, uint32_t r, int depth, FILE *f)
+void hx_rx_dump(const hx_rx *rx, uint32_t r, int depth, FILE *f)
 {
     const rx_node *n = &rx->nodes[r];
     if (depth > 6) { fprintf(f, "…"); return; }
@@ -677,13 +677,13 @@ void rx_dump(const hx_rx *rx, uint32_t r, int depth, FILE *f)
         break;
     }
     case RX_CALL: fprintf(f, "CALL%u", n->a); break;
-    case RX_CAT: fprintf(f, "("); rx_dump(rx, n->a, depth + 1, f); fprintf(f, " . "); rx_dump(rx, n->b, depth + 1, f); fprintf(f, ")"); break;
+    case RX_CAT: fprintf(f, "("); hx_rx_dump(rx, n->a, depth + 1, f); fprintf(f, " . "); hx_rx_dump(rx, n->b, depth + 1, f); fprintf(f, ")"); break;
     case RX_OR: case RX_AND:
         fprintf(f, n->kind == RX_OR ? "OR{" : "AND{");
-        for (uint32_t i = 0; i < n->b; i++) { if (i) fprintf(f, " | "); rx_dump(rx, rx->kids[n->a + i], depth + 1, f); }
+        for (uint32_t i = 0; i < n->b; i++) { if (i) fprintf(f, " | "); hx_rx_dump(rx, rx->kids[n->a + i], depth + 1, f); }
         fprintf(f, "}");
         break;
-    case RX_NOT: fprintf(f, "NOT("); rx_dump(rx, n->a, depth + 1, f); fprintf(f, ")"); break;
-    case RX_REP: fprintf(f, "REP#%u(", r); rx_dump(rx, n->a, depth + 1, f); fprintf(f, "){%u,%d}", n->min, n->max == RX_INF ? -1 : (int)n->max); break;
+    case RX_NOT: fprintf(f, "NOT("); hx_rx_dump(rx, n->a, depth + 1, f); fprintf(f, ")"); break;
+    case RX_REP: fprintf(f, "REP#%u(", r); hx_rx_dump(rx, n->a, depth + 1, f); fprintf(f, "){%u,%d}", n->min, n->max == RX_INF ? -1 : (int)n->max); break;
     }
 }

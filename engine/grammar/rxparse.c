@@ -99,15 +99,15 @@ static uint32_t utf8_seq(hx_rx *rx, uint32_t lo, uint32_t hi)
         uint32_t m = (1u << (6 * i)) - 1;
         if ((lo & ~m) == (hi & ~m)) continue;
         if (lo & m)
-            return rx_or(rx, utf8_seq(rx, lo, lo | m), utf8_seq(rx, (lo | m) + 1, hi));
+            return hx_rx_or(rx, utf8_seq(rx, lo, lo | m), utf8_seq(rx, (lo | m) + 1, hi));
         if ((hi & m) != m)
-            return rx_or(rx, utf8_seq(rx, lo, (hi & ~m) - 1), utf8_seq(rx, hi & ~m, hi));
+            return hx_rx_or(rx, utf8_seq(rx, lo, (hi & ~m) - 1), utf8_seq(rx, hi & ~m, hi));
     }
     uint8_t a[4], b[4];
     utf8_put(lo, a);
     utf8_put(hi, b);
     uint32_t r = RX_NIL;
-    for (int i = n - 1; i >= 0; i--) r = rx_cat(rx, rx_range(rx, a[i], b[i]), r);
+    for (int i = n - 1; i >= 0; i--) r = hx_rx_cat(rx, hx_rx_range(rx, a[i], b[i]), r);
     return r;
 }
 
@@ -117,13 +117,13 @@ static uint32_t utf8_ranges(hx_rx *rx, uint32_t lo, uint32_t hi)
     uint32_t r = RX_NONE;
     if (lo <= 0xDFFF && hi >= 0xD800) { /* no surrogates */
         if (lo < 0xD800) r = utf8_ranges(rx, lo, 0xD7FF);
-        if (hi > 0xDFFF) r = rx_or(rx, r, utf8_ranges(rx, 0xE000, hi));
+        if (hi > 0xDFFF) r = hx_rx_or(rx, r, utf8_ranges(rx, 0xE000, hi));
         return r;
     }
     for (int i = 0; i < 4 && lo <= hi; i++) {
         if (lo > bounds[i]) continue;
         uint32_t h = hi < bounds[i] ? hi : bounds[i];
-        r = rx_or(rx, r, utf8_seq(rx, lo, h));
+        r = hx_rx_or(rx, r, utf8_seq(rx, lo, h));
         lo = h + 1;
     }
     return r;
@@ -169,13 +169,13 @@ static uint32_t enc_escapes(hx_rx *rx, const uint8_t *need)
         else lo[c >> 4][(uint8_t)hx[c & 15] >> 5] |= 1u << ((uint8_t)hx[c & 15] & 31);
     }
     if (!any) return RX_NONE;
-    uint32_t u = rx_or(rx, rx_cat(rx, rx_byte(rx, '0'), rx_class(rx, lo[0])),
-                       rx_cat(rx, rx_byte(rx, '1'), rx_class(rx, lo[1])));
-    uint32_t tail = rx_or(rx, rx_class(rx, shortb), rx_cat(rx, rx_lit(rx, "u00", 3), u));
-    return rx_cat(rx, rx_byte(rx, '\\'), tail);
+    uint32_t u = hx_rx_or(rx, hx_rx_cat(rx, hx_rx_byte(rx, '0'), hx_rx_class(rx, lo[0])),
+                          hx_rx_cat(rx, hx_rx_byte(rx, '1'), hx_rx_class(rx, lo[1])));
+    uint32_t tail = hx_rx_or(rx, hx_rx_class(rx, shortb), hx_rx_cat(rx, hx_rx_lit(rx, "u00", 3), u));
+    return hx_rx_cat(rx, hx_rx_byte(rx, '\\'), tail);
 }
 
-uint32_t rx_enc_class(hx_rx *rx, const rx_cps *set)
+uint32_t hx_rx_enc_class(hx_rx *rx, const rx_cps *set)
 {
     uint32_t bits[8] = {0}, r = RX_NONE;
     uint8_t need[0x80] = {0};
@@ -187,23 +187,23 @@ uint32_t rx_enc_class(hx_rx *rx, const rx_cps *set)
             if (esc_of(c, e)) need[c] = 1;
             else bits[c >> 5] |= 1u << (c & 31);
         }
-        if (hi >= 0x80) r = rx_or(rx, r, utf8_ranges(rx, lo < 0x80 ? 0x80 : lo, hi));
+        if (hi >= 0x80) r = hx_rx_or(rx, r, utf8_ranges(rx, lo < 0x80 ? 0x80 : lo, hi));
     }
-    r = rx_or(rx, r, enc_escapes(rx, need));
-    return rx_or(rx, r, rx_class(rx, bits));
+    r = hx_rx_or(rx, r, enc_escapes(rx, need));
+    return hx_rx_or(rx, r, hx_rx_class(rx, bits));
 }
 
-uint32_t rx_enc_any(hx_rx *rx)
+uint32_t hx_rx_enc_any(hx_rx *rx)
 {
     if (!rx->any_char) {
         uint32_t rr[1][2] = {{0, CP_MAX}};
         rx_cps s = {rr, 1, 1};
-        rx->any_char = rx_enc_class(rx, &s);
+        rx->any_char = hx_rx_enc_class(rx, &s);
     }
     return rx->any_char;
 }
 
-uint32_t rx_enc_string(hx_rx *rx, const char *s, size_t n)
+uint32_t hx_rx_enc_string(hx_rx *rx, const char *s, size_t n)
 {
     hx_buf b;
     char e[8];
@@ -213,7 +213,7 @@ uint32_t rx_enc_string(hx_rx *rx, const char *s, size_t n)
         if (k) hx_buf_append(&b, e, (size_t)k);
         else hx_buf_putc(&b, s[i]);
     }
-    uint32_t r = b.oom ? RX_NONE : rx_lit(rx, b.data ? b.data : "", b.len);
+    uint32_t r = b.oom ? RX_NONE : hx_rx_lit(rx, b.data ? b.data : "", b.len);
     if (b.oom) rx->failed = 1;
     hx_buf_free(&b);
     return r;
@@ -364,7 +364,7 @@ static int pp_class(pp *p, uint32_t *out)
         if (cps_negate(&s)) goto fail;
         if (approx) cps_cut(&s, 0x80);
     }
-    *out = rx_enc_class(p->rx, &s);
+    *out = hx_rx_enc_class(p->rx, &s);
     free(s.r);
     return 0;
 bad:
@@ -403,7 +403,7 @@ static int pp_atom(pp *p, int depth, uint32_t *out)
         p->i++;
         cps_add(&s, '\n', '\n');
         if (cps_negate(&s)) return pp_fail(p, "out of memory");
-        *out = rx_enc_class(p->rx, &s);
+        *out = hx_rx_enc_class(p->rx, &s);
         free(s.r);
         return 0;
     }
@@ -418,7 +418,7 @@ static int pp_atom(pp *p, int depth, uint32_t *out)
         cp = pp_cp(p);
     }
     if (cp != UINT32_MAX) cps_add(&s, cp, cp);
-    *out = rx_enc_class(p->rx, &s);
+    *out = hx_rx_enc_class(p->rx, &s);
     free(s.r);
     return 0;
 }
@@ -472,7 +472,7 @@ static int pp_seq(pp *p, int depth, uint32_t *out, int *end_anchor)
             if (mx != RX_INF && mx > 10000) return pp_fail(p, "repetition count too large");
             if (mn > mx) return pp_fail(p, "bad repetition range");
         }
-        acc = rx_cat(p->rx, acc, rx_rep(p->rx, a, mn, mx));
+        acc = hx_rx_cat(p->rx, acc, hx_rx_rep(p->rx, a, mn, mx));
     }
     *out = acc;
     return 0;
@@ -481,7 +481,7 @@ static int pp_seq(pp *p, int depth, uint32_t *out, int *end_anchor)
 static int pp_alt(pp *p, int depth, uint32_t *out)
 {
     uint32_t acc = RX_NONE;
-    uint32_t any_star = rx_rep(p->rx, rx_enc_any(p->rx), 0, RX_INF);
+    uint32_t any_star = hx_rx_rep(p->rx, hx_rx_enc_any(p->rx), 0, RX_INF);
     for (;;) {
         int start = 0, end = 0;
         uint32_t seq;
@@ -492,10 +492,10 @@ static int pp_alt(pp *p, int depth, uint32_t *out)
         }
         if (pp_seq(p, depth, &seq, &end)) return -1;
         if (depth == 0) {
-            uint32_t nl = rx_opt(p->rx, rx_lit(p->rx, "\\n", 2));
-            seq = rx_cat3(p->rx, start ? RX_NIL : any_star, seq, end ? nl : any_star);
+            uint32_t nl = hx_rx_opt(p->rx, hx_rx_lit(p->rx, "\\n", 2));
+            seq = hx_rx_cat3(p->rx, start ? RX_NIL : any_star, seq, end ? nl : any_star);
         }
-        acc = rx_or(p->rx, acc, seq);
+        acc = hx_rx_or(p->rx, acc, seq);
         if (p->i < p->n && p->s[p->i] == '|') { p->i++; continue; }
         break;
     }
@@ -503,7 +503,7 @@ static int pp_alt(pp *p, int depth, uint32_t *out)
     return 0;
 }
 
-int rx_pattern(hx_rx *rx, const char *pat, uint32_t *out, hx_err *err)
+int hx_rx_pattern(hx_rx *rx, const char *pat, uint32_t *out, hx_err *err)
 {
     pp p = {rx, pat, 0, strlen(pat), err, 0};
     if (pp_alt(&p, 0, out)) return HX_ERR_UNSUPPORTED;
@@ -539,7 +539,7 @@ static uint32_t exact(hx_rx *rx, const char *pat)
     "*)*)?|" PCHAR "+(/" PCHAR "*)*|)(\\?(" PCHAR "|[/?])*)?(#(" PCHAR "|[/?])*)?"
 #define H "[0-9a-fA-F]"
 
-int rx_format(hx_rx *rx, const char *fmt, uint32_t *out)
+int hx_rx_format(hx_rx *rx, const char *fmt, uint32_t *out)
 {
     static const char *const known[][2] = {
         {"date-time", DATE "[Tt]" TIME},

@@ -229,8 +229,8 @@ static int sc_ref(sc *c, const char *ref, uint32_t *out)
     int idx = (int)(e - c->refs);
     if (e->state == 2) { *out = e->result; return HX_OK; }
     if (e->state == 1) {
-        if (e->rule < 0) e->rule = (int32_t)rx_new_rule(c->rx);
-        *out = rx_call(c->rx, (uint32_t)e->rule);
+        if (e->rule < 0) e->rule = (int32_t)hx_rx_new_rule(c->rx);
+        *out = hx_rx_call(c->rx, (uint32_t)e->rule);
         return HX_OK;
     }
     e->state = 1;
@@ -241,24 +241,24 @@ static int sc_ref(sc *c, const char *ref, uint32_t *out)
     if (rc) { e->state = 0; return rc; }
     e->state = 2;
     e->result = *out;
-    if (e->rule >= 0) rx_set_rule(c->rx, (uint32_t)e->rule, *out);
+    if (e->rule >= 0) hx_rx_set_rule(c->rx, (uint32_t)e->rule, *out);
     return HX_OK;
 }
 
 /* ---- JSON values: whitespace, any value ---- */
 static uint32_t lit(sc *c, const char *s)
 {
-    return rx_lit(c->rx, s, strlen(s));
+    return hx_rx_lit(c->rx, s, strlen(s));
 }
 
 static uint32_t json_string_any(sc *c)
 {
-    return rx_cat3(c->rx, lit(c, "\""), rx_rep(c->rx, rx_enc_any(c->rx), 0, RX_INF), lit(c, "\""));
+    return hx_rx_cat3(c->rx, lit(c, "\""), hx_rx_rep(c->rx, hx_rx_enc_any(c->rx), 0, RX_INF), lit(c, "\""));
 }
 
 static uint32_t digits(sc *c, uint32_t mn, uint32_t mx)
 {
-    return rx_rep(c->rx, rx_range(c->rx, '0', '9'), mn, mx);
+    return hx_rx_rep(c->rx, hx_rx_range(c->rx, '0', '9'), mn, mx);
 }
 
 /* Digit counts: unbounded, or the generation bounds (grammar.h). */
@@ -270,47 +270,47 @@ static uint32_t gen_max(const sc *c, uint32_t bound)
 static uint32_t nat_any(sc *c) /* 0 | [1-9][0-9]* */
 {
     uint32_t more = digits(c, 0, gen_max(c, HX_GEN_INT_DIGITS - 1));
-    return rx_or(c->rx, lit(c, "0"), rx_cat(c->rx, rx_range(c->rx, '1', '9'), more));
+    return hx_rx_or(c->rx, lit(c, "0"), hx_rx_cat(c->rx, hx_rx_range(c->rx, '1', '9'), more));
 }
 
 static uint32_t frac_any(sc *c)
 {
-    return rx_opt(c->rx, rx_cat(c->rx, lit(c, "."), digits(c, 1, gen_max(c, HX_GEN_FRAC_DIGITS))));
+    return hx_rx_opt(c->rx, hx_rx_cat(c->rx, lit(c, "."), digits(c, 1, gen_max(c, HX_GEN_FRAC_DIGITS))));
 }
 
 static uint32_t exp_part(sc *c)
 {
     hx_rx *rx = c->rx;
-    return rx_opt(rx, rx_cat3(rx, rx_or(rx, lit(c, "e"), lit(c, "E")),
-                              rx_opt(rx, rx_or(rx, lit(c, "+"), lit(c, "-"))),
-                              digits(c, 1, gen_max(c, HX_GEN_EXP_DIGITS))));
+    return hx_rx_opt(rx, hx_rx_cat3(rx, hx_rx_or(rx, lit(c, "e"), lit(c, "E")),
+                                    hx_rx_opt(rx, hx_rx_or(rx, lit(c, "+"), lit(c, "-"))),
+                                    digits(c, 1, gen_max(c, HX_GEN_EXP_DIGITS))));
 }
 
 static uint32_t number_any(sc *c)
 {
-    return rx_cat(c->rx, rx_opt(c->rx, lit(c, "-")), rx_cat3(c->rx, nat_any(c), frac_any(c), exp_part(c)));
+    return hx_rx_cat(c->rx, hx_rx_opt(c->rx, lit(c, "-")), hx_rx_cat3(c->rx, nat_any(c), frac_any(c), exp_part(c)));
 }
 
 /* [ WS (e (, e)*)? WS ] or { WS (k : v (, k : v)*)? WS } over elem. */
 static uint32_t list_of(sc *c, const char *open, const char *close, uint32_t elem)
 {
     hx_rx *rx = c->rx;
-    uint32_t more = rx_rep(rx, rx_cat(rx, c->comma, elem), 0, RX_INF);
-    uint32_t body = rx_opt(rx, rx_cat(rx, elem, more));
-    return rx_cat(rx, lit(c, open), rx_cat3(rx, c->ws, body, rx_cat(rx, c->ws, lit(c, close))));
+    uint32_t more = hx_rx_rep(rx, hx_rx_cat(rx, c->comma, elem), 0, RX_INF);
+    uint32_t body = hx_rx_opt(rx, hx_rx_cat(rx, elem, more));
+    return hx_rx_cat(rx, lit(c, open), hx_rx_cat3(rx, c->ws, body, hx_rx_cat(rx, c->ws, lit(c, close))));
 }
 
 static uint32_t any_value(sc *c)
 {
     hx_rx *rx = c->rx;
     if (c->any) return c->any;
-    uint32_t rule = rx_new_rule(rx);
-    uint32_t inner = rx_call(rx, rule);
-    uint32_t kv = rx_cat3(rx, c->str_any, c->colon, inner);
+    uint32_t rule = hx_rx_new_rule(rx);
+    uint32_t inner = hx_rx_call(rx, rule);
+    uint32_t kv = hx_rx_cat3(rx, c->str_any, c->colon, inner);
     uint32_t v[6] = {lit(c, "null"), lit(c, "true"), lit(c, "false"), number_any(c),
                      c->str_any, list_of(c, "[", "]", inner)};
-    uint32_t body = rx_or(rx, rx_orv(rx, v, 6), list_of(c, "{", "}", kv));
-    rx_set_rule(rx, rule, body);
+    uint32_t body = hx_rx_or(rx, hx_rx_orv(rx, v, 6), list_of(c, "{", "}", kv));
+    hx_rx_set_rule(rx, rule, body);
     c->any = body;
     return body;
 }
@@ -362,7 +362,7 @@ int hx_py_float_repr(double v, char *out, size_t n)
 static uint32_t zero_frac(sc *c)
 {
     if (c->gen) return RX_NIL;
-    return rx_opt(c->rx, rx_cat(c->rx, lit(c, "."), rx_rep(c->rx, lit(c, "0"), 1, RX_INF)));
+    return hx_rx_opt(c->rx, hx_rx_cat(c->rx, lit(c, "."), hx_rx_rep(c->rx, lit(c, "0"), 1, RX_INF)));
 }
 
 static uint32_t number_literal(sc *c, double v)
@@ -371,9 +371,9 @@ static uint32_t number_literal(sc *c, double v)
     if (v == floor(v) && fabs(v) < 1e15) {
         snprintf(b, sizeof b, "%.0f", fabs(v));
         /* 1.0 equals 1, but is no "integer" before draft 6 */
-        uint32_t r = rx_cat(c->rx, lit(c, b), c->int_exact ? RX_NIL : zero_frac(c));
-        if (v < 0) return rx_cat(c->rx, lit(c, "-"), r);
-        if (v == 0) return rx_cat(c->rx, rx_opt(c->rx, lit(c, "-")), r);
+        uint32_t r = hx_rx_cat(c->rx, lit(c, b), c->int_exact ? RX_NIL : zero_frac(c));
+        if (v < 0) return hx_rx_cat(c->rx, lit(c, "-"), r);
+        if (v == 0) return hx_rx_cat(c->rx, hx_rx_opt(c->rx, lit(c, "-")), r);
         return r;
     }
     hx_py_float_repr(v, b, sizeof b);
@@ -389,7 +389,7 @@ static uint32_t json_literal(sc *c, const cJSON *v)
     if (cJSON_IsNumber(v)) return number_literal(c, v->valuedouble);
     if (cJSON_IsString(v)) {
         const char *s = v->valuestring;
-        return rx_cat3(rx, lit(c, "\""), rx_enc_string(rx, s, strlen(s)), lit(c, "\""));
+        return hx_rx_cat3(rx, lit(c, "\""), hx_rx_enc_string(rx, s, strlen(s)), lit(c, "\""));
     }
     int obj = cJSON_IsObject(v);
     uint32_t acc = RX_NIL;
@@ -397,12 +397,12 @@ static uint32_t json_literal(sc *c, const cJSON *v)
     for (const cJSON *k = v->child; k; k = k->next) {
         uint32_t e = json_literal(c, k);
         if (obj)
-            e = rx_cat3(rx, rx_cat3(rx, lit(c, "\""), rx_enc_string(rx, k->string, strlen(k->string)), lit(c, "\"")),
-                        c->colon, e);
-        acc = rx_cat3(rx, acc, first ? RX_NIL : c->comma, e);
+            e = hx_rx_cat3(rx, hx_rx_cat3(rx, lit(c, "\""), hx_rx_enc_string(rx, k->string, strlen(k->string)), lit(c, "\"")),
+                           c->colon, e);
+        acc = hx_rx_cat3(rx, acc, first ? RX_NIL : c->comma, e);
         first = 0;
     }
-    return rx_cat3(rx, lit(c, obj ? "{" : "["), rx_cat3(rx, c->ws, acc, c->ws), lit(c, obj ? "}" : "]"));
+    return hx_rx_cat3(rx, lit(c, obj ? "{" : "["), hx_rx_cat3(rx, c->ws, acc, c->ws), lit(c, obj ? "}" : "]"));
 }
 
 /* ---- integer ranges ---- */
@@ -411,19 +411,19 @@ static uint32_t same_len(sc *c, const char *a, const char *b, int n)
 {
     hx_rx *rx = c->rx;
     if (n == 0) return RX_NIL;
-    if (a[0] == b[0]) return rx_cat(rx, rx_byte(rx, a[0]), same_len(c, a + 1, b + 1, n - 1));
+    if (a[0] == b[0]) return hx_rx_cat(rx, hx_rx_byte(rx, a[0]), same_len(c, a + 1, b + 1, n - 1));
     int full = 1;
     for (int i = 1; i < n; i++) full &= a[i] == '0' && b[i] == '9';
-    if (full) return rx_cat(rx, rx_range(rx, a[0], b[0]), digits(c, (uint32_t)n - 1, (uint32_t)n - 1));
+    if (full) return hx_rx_cat(rx, hx_rx_range(rx, a[0], b[0]), digits(c, (uint32_t)n - 1, (uint32_t)n - 1));
     char nines[24], zeros[24];
     memset(nines, '9', (size_t)n);
     memset(zeros, '0', (size_t)n);
-    uint32_t lo = rx_cat(rx, rx_byte(rx, a[0]), same_len(c, a + 1, nines + 1, n - 1));
-    uint32_t hi = rx_cat(rx, rx_byte(rx, b[0]), same_len(c, zeros + 1, b + 1, n - 1));
+    uint32_t lo = hx_rx_cat(rx, hx_rx_byte(rx, a[0]), same_len(c, a + 1, nines + 1, n - 1));
+    uint32_t hi = hx_rx_cat(rx, hx_rx_byte(rx, b[0]), same_len(c, zeros + 1, b + 1, n - 1));
     uint32_t mid = a[0] + 1 <= b[0] - 1
-        ? rx_cat(rx, rx_range(rx, a[0] + 1, b[0] - 1), digits(c, (uint32_t)n - 1, (uint32_t)n - 1))
+        ? hx_rx_cat(rx, hx_rx_range(rx, a[0] + 1, b[0] - 1), digits(c, (uint32_t)n - 1, (uint32_t)n - 1))
         : RX_NONE;
-    return rx_or(rx, rx_or(rx, lo, mid), hi);
+    return hx_rx_or(rx, hx_rx_or(rx, lo, mid), hi);
 }
 
 /* Natural numbers in [a, b] without leading zeros; b < 0 = unbounded. */
@@ -442,29 +442,29 @@ static uint32_t nat_range(sc *c, int64_t a, int64_t b)
         else { memset(lo, '0', (size_t)L); lo[0] = '1'; lo[L] = 0; }
         if (b >= 0 && L == lb) strcpy(hi, sb);
         else { memset(hi, '9', (size_t)L); hi[L] = 0; }
-        r = rx_or(rx, r, same_len(c, lo, hi, L));
+        r = hx_rx_or(rx, r, same_len(c, lo, hi, L));
     }
     if (b < 0) /* 20 digits and more */
-        r = rx_or(rx, r, rx_cat(rx, rx_range(rx, '1', '9'), digits(c, 19, RX_INF)));
+        r = hx_rx_or(rx, r, hx_rx_cat(rx, hx_rx_range(rx, '1', '9'), digits(c, 19, RX_INF)));
     return r;
 }
 
 /* Magnitude (unsigned decimal, optional fraction) comparisons to an
  * integer L >= 0. fz: fraction all zeros allowed form; fa: any. */
-static uint32_t mag_ge(sc *c, int64_t L, uint32_t fa) { return rx_cat(c->rx, nat_range(c, L, -1), fa); }
+static uint32_t mag_ge(sc *c, int64_t L, uint32_t fa) { return hx_rx_cat(c->rx, nat_range(c, L, -1), fa); }
 static uint32_t mag_gt(sc *c, int64_t L, uint32_t fa, uint32_t fnz)
 {
-    return rx_or(c->rx, rx_cat(c->rx, nat_range(c, L + 1, -1), fa),
-                 fnz == RX_NONE ? RX_NONE : rx_cat(c->rx, nat_range(c, L, L), fnz));
+    return hx_rx_or(c->rx, hx_rx_cat(c->rx, nat_range(c, L + 1, -1), fa),
+                    fnz == RX_NONE ? RX_NONE : hx_rx_cat(c->rx, nat_range(c, L, L), fnz));
 }
 static uint32_t mag_le(sc *c, int64_t L, uint32_t fa, uint32_t fz)
 {
-    return rx_or(c->rx, L > 0 ? rx_cat(c->rx, nat_range(c, 0, L - 1), fa) : RX_NONE,
-                 rx_cat(c->rx, nat_range(c, L, L), fz));
+    return hx_rx_or(c->rx, L > 0 ? hx_rx_cat(c->rx, nat_range(c, 0, L - 1), fa) : RX_NONE,
+                    hx_rx_cat(c->rx, nat_range(c, L, L), fz));
 }
 static uint32_t mag_lt(sc *c, int64_t L, uint32_t fa)
 {
-    return L > 0 ? rx_cat(c->rx, nat_range(c, 0, L - 1), fa) : RX_NONE;
+    return L > 0 ? hx_rx_cat(c->rx, nat_range(c, 0, L - 1), fa) : RX_NONE;
 }
 
 typedef struct bounds {
@@ -504,10 +504,10 @@ static uint32_t num_lower(sc *c, int64_t L, int ex, uint32_t fa, uint32_t fz, ui
     uint32_t minus = lit(c, "-");
     if (!ex) {
         if (L > 0) return mag_ge(c, L, fa);
-        return rx_or(rx, mag_all, rx_cat(rx, minus, mag_le(c, -L, fa, fz)));
+        return hx_rx_or(rx, mag_all, hx_rx_cat(rx, minus, mag_le(c, -L, fa, fz)));
     }
     if (L >= 0) return mag_gt(c, L, fa, fnz);
-    return rx_or(rx, mag_all, rx_cat(rx, minus, mag_lt(c, -L, fa)));
+    return hx_rx_or(rx, mag_all, hx_rx_cat(rx, minus, mag_lt(c, -L, fa)));
 }
 
 static uint32_t num_upper(sc *c, int64_t H, int ex, uint32_t fa, uint32_t fz, uint32_t fnz, uint32_t mag_all)
@@ -515,11 +515,11 @@ static uint32_t num_upper(sc *c, int64_t H, int ex, uint32_t fa, uint32_t fz, ui
     hx_rx *rx = c->rx;
     uint32_t minus = lit(c, "-");
     if (!ex) {
-        if (H >= 0) return rx_or(rx, mag_le(c, H, fa, fz), rx_cat(rx, minus, mag_all));
-        return rx_cat(rx, minus, mag_ge(c, -H, fa));
+        if (H >= 0) return hx_rx_or(rx, mag_le(c, H, fa, fz), hx_rx_cat(rx, minus, mag_all));
+        return hx_rx_cat(rx, minus, mag_ge(c, -H, fa));
     }
-    if (H > 0) return rx_or(rx, mag_lt(c, H, fa), rx_cat(rx, minus, mag_all));
-    return rx_cat(rx, minus, mag_gt(c, -H, fa, fnz));
+    if (H > 0) return hx_rx_or(rx, mag_lt(c, H, fa), hx_rx_cat(rx, minus, mag_all));
+    return hx_rx_cat(rx, minus, mag_gt(c, -H, fa, fnz));
 }
 
 static int sc_number(sc *c, const cJSON *s, int integer, uint32_t *out)
@@ -538,30 +538,30 @@ static int sc_number(sc *c, const cJSON *s, int integer, uint32_t *out)
     uint32_t fz = (int_dot0 || !integer) ? zero_frac(c) : RX_NIL;
     uint32_t fa = integer ? fz : frac_any(c);
     uint32_t fnz = integer ? RX_NONE
-        : rx_cat3(rx, lit(c, "."), digits(c, 0, RX_INF),
-                  rx_cat(rx, rx_range(rx, '1', '9'), digits(c, 0, RX_INF)));
+        : hx_rx_cat3(rx, lit(c, "."), digits(c, 0, RX_INF),
+                     hx_rx_cat(rx, hx_rx_range(rx, '1', '9'), digits(c, 0, RX_INF)));
     if (!b.has_lo && !b.has_hi) {
         if (!integer) { *out = number_any(c); return HX_OK; }
-        *out = rx_cat3(rx, rx_opt(rx, lit(c, "-")), nat_any(c), fz);
+        *out = hx_rx_cat3(rx, hx_rx_opt(rx, lit(c, "-")), nat_any(c), fz);
         return HX_OK;
     }
-    uint32_t mag_all = rx_cat(rx, nat_any(c), fa);
-    uint32_t r = rx_not(rx, RX_NONE);
+    uint32_t mag_all = hx_rx_cat(rx, nat_any(c), fa);
+    uint32_t r = hx_rx_not(rx, RX_NONE);
     if (b.has_lo) {
         /* conservative for fractional bounds: round towards the inside */
         double L = ceil(b.lo);
         int ex = b.lo_ex && L == b.lo;
         if (integer && ex) { L += 1; ex = 0; }
-        r = rx_and(rx, r, num_lower(c, (int64_t)L, ex, fa, fz, fnz, mag_all));
+        r = hx_rx_and(rx, r, num_lower(c, (int64_t)L, ex, fa, fz, fnz, mag_all));
     }
     if (b.has_hi) {
         double H = floor(b.hi);
         int ex = b.hi_ex && H == b.hi;
         if (integer && ex) { H -= 1; ex = 0; }
-        r = rx_and(rx, r, num_upper(c, (int64_t)H, ex, fa, fz, fnz, mag_all));
+        r = hx_rx_and(rx, r, num_upper(c, (int64_t)H, ex, fa, fz, fnz, mag_all));
     }
     /* the range regexes allow any number of digits past the bounds */
-    if (c->gen) r = rx_and(rx, r, integer ? rx_cat(rx, rx_opt(rx, lit(c, "-")), nat_any(c)) : number_any(c));
+    if (c->gen) r = hx_rx_and(rx, r, integer ? hx_rx_cat(rx, hx_rx_opt(rx, lit(c, "-")), nat_any(c)) : number_any(c));
     *out = r;
     return HX_OK;
 }
@@ -581,13 +581,13 @@ static int get_count(sc *c, const cJSON *s, const char *k, uint32_t dflt, uint32
 static int add_pattern(sc *c, const char *pat, uint32_t *content)
 {
     uint32_t r;
-    int rc = rx_pattern(c->rx, pat, &r, c->err);
+    int rc = hx_rx_pattern(c->rx, pat, &r, c->err);
     if (rc) {
         char msg[sizeof c->err->msg];
         snprintf(msg, sizeof msg, "%s", c->err->msg);
         return sc_fail(c, rc, "pattern: %s", msg);
     }
-    *content = *content == RX_NIL ? r : rx_and(c->rx, *content, r);
+    *content = *content == RX_NIL ? r : hx_rx_and(c->rx, *content, r);
     return HX_OK;
 }
 
@@ -600,7 +600,7 @@ static int sc_string_content(sc *c, const cJSON *s, uint32_t *out)
     if (rc) return rc;
     if (mx != RX_INF && mx > 100000) mx = RX_INF, mn = mn > 100000 ? 100000 : mn;
     /* RX_NIL stands for "no constraint yet" (any string) */
-    content = mn == 0 && mx == RX_INF ? RX_NIL : rx_rep(rx, rx_enc_any(rx), mn, mx);
+    content = mn == 0 && mx == RX_INF ? RX_NIL : hx_rx_rep(rx, hx_rx_enc_any(rx), mn, mx);
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(s, "pattern");
     if (p) {
         if (!cJSON_IsString(p)) return sc_fail(c, HX_ERR_FORMAT, "%s must be a string", "pattern");
@@ -612,11 +612,11 @@ static int sc_string_content(sc *c, const cJSON *s, uint32_t *out)
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(s, "format");
     if (cJSON_IsString(f)) {
         uint32_t fr;
-        int k = rx_format(rx, f->valuestring, &fr);
+        int k = hx_rx_format(rx, f->valuestring, &fr);
         if (k < 0) return sc_fail(c, HX_ERR_UNSUPPORTED, "unsupported format \"%s\"", f->valuestring);
-        if (k > 0) content = content == RX_NIL ? fr : rx_and(rx, content, fr);
+        if (k > 0) content = content == RX_NIL ? fr : hx_rx_and(rx, content, fr);
     }
-    *out = content == RX_NIL ? rx_rep(rx, rx_enc_any(rx), 0, RX_INF) : content;
+    *out = content == RX_NIL ? hx_rx_rep(rx, hx_rx_enc_any(rx), 0, RX_INF) : content;
     return HX_OK;
 }
 
@@ -625,7 +625,7 @@ static int sc_string(sc *c, const cJSON *s, uint32_t *out)
     uint32_t content = RX_NONE;
     int rc = sc_string_content(c, s, &content);
     if (rc) return rc;
-    *out = rx_cat3(c->rx, lit(c, "\""), content, lit(c, "\""));
+    *out = hx_rx_cat3(c->rx, lit(c, "\""), content, lit(c, "\""));
     return HX_OK;
 }
 
@@ -673,25 +673,25 @@ static int sc_array(sc *c, const cJSON *s, uint32_t *out)
     uint32_t tmin = mn > kk ? mn - kk : 0, tmax = mx == RX_INF ? RX_INF : mx > kk ? mx - kk : 0;
     if (k == 0) {
         S = tmax == 0 ? RX_NIL
-          : rx_cat(rx, R, rx_rep(rx, rx_cat(rx, c->comma, R), tmin ? tmin - 1 : 0, tmax == RX_INF ? RX_INF : tmax - 1));
-        if (tmin == 0) S = rx_opt(rx, S);
+          : hx_rx_cat(rx, R, hx_rx_rep(rx, hx_rx_cat(rx, c->comma, R), tmin ? tmin - 1 : 0, tmax == RX_INF ? RX_INF : tmax - 1));
+        if (tmin == 0) S = hx_rx_opt(rx, S);
     } else {
-        S = rx_rep(rx, rx_cat(rx, c->comma, R), tmin, tmax);
+        S = hx_rx_rep(rx, hx_rx_cat(rx, c->comma, R), tmin, tmax);
     }
     for (int j = k - 1; j >= 0; j--) {
         uint32_t uj = (uint32_t)j;
         if (mx != RX_INF && uj >= mx) { S = uj < mn ? RX_NONE : RX_NIL; continue; }
-        uint32_t el = rx_cat3(rx, j ? c->comma : RX_NIL, E[j], S);
-        S = uj >= mn ? rx_opt(rx, el) : el;
+        uint32_t el = hx_rx_cat3(rx, j ? c->comma : RX_NIL, E[j], S);
+        S = uj >= mn ? hx_rx_opt(rx, el) : el;
     }
-    *out = rx_cat3(rx, lit(c, "["), rx_cat3(rx, c->ws, S, c->ws), lit(c, "]"));
+    *out = hx_rx_cat3(rx, lit(c, "["), hx_rx_cat3(rx, c->ws, S, c->ws), lit(c, "]"));
     return HX_OK;
 }
 
 /* ---- objects ---- */
 static uint32_t key_lit(sc *c, const char *k)
 {
-    return rx_cat3(c->rx, lit(c, "\""), rx_enc_string(c->rx, k, strlen(k)), lit(c, "\""));
+    return hx_rx_cat3(c->rx, lit(c, "\""), hx_rx_enc_string(c->rx, k, strlen(k)), lit(c, "\""));
 }
 
 static int prop_count_ok(const cJSON *s, int n_req, int n_props, int closed)
@@ -722,10 +722,10 @@ static int sc_extra(sc *c, const cJSON *s, const prop *P, int n, uint32_t *out)
     const cJSON *pp = cJSON_GetObjectItemCaseSensitive(s, "patternProperties");
     const cJSON *ap = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
     uint32_t listed = RX_NONE, key_any = json_string_any(c), extra = RX_NONE;
-    uint32_t pats[32], not_pats = rx_not(rx, RX_NONE);
+    uint32_t pats[32], not_pats = hx_rx_not(rx, RX_NONE);
     int np = 0, rc;
-    for (int i = 0; i < n; i++) listed = rx_or(rx, listed, key_lit(c, P[i].name));
-    uint32_t free_key = listed == RX_NONE ? key_any : rx_and(rx, key_any, rx_not(rx, listed));
+    for (int i = 0; i < n; i++) listed = hx_rx_or(rx, listed, key_lit(c, P[i].name));
+    uint32_t free_key = listed == RX_NONE ? key_any : hx_rx_and(rx, key_any, hx_rx_not(rx, listed));
     for (const cJSON *e = pp ? pp->child : NULL; e; e = e->next) {
         uint32_t content = RX_NIL, v;
         if (np >= 32) return sc_fail(c, HX_ERR_UNSUPPORTED, "too many %s", "patternProperties");
@@ -734,19 +734,19 @@ static int sc_extra(sc *c, const cJSON *s, const prop *P, int n, uint32_t *out)
         if (!rc) rc = sc_value(c, e, &v);
         path_pop(c, old);
         if (rc) return rc;
-        uint32_t key = rx_cat3(rx, lit(c, "\""), content, lit(c, "\""));
+        uint32_t key = hx_rx_cat3(rx, lit(c, "\""), content, lit(c, "\""));
         for (int i = 0; i < n; i++) {
             const char *nm = P[i].name;
             uint32_t kl = key_lit(c, nm);
-            if (rx_is_empty(rx, rx_and(rx, kl, key), 100000) != 1)
+            if (hx_rx_is_empty(rx, hx_rx_and(rx, kl, key), 100000) != 1)
                 return sc_fail(c, HX_ERR_UNSUPPORTED, "property \"%s\" also matches patternProperties", nm);
         }
         for (int j = 0; j < np; j++)
-            if (rx_is_empty(rx, rx_and(rx, pats[j], key), 2000) != 1)
+            if (hx_rx_is_empty(rx, hx_rx_and(rx, pats[j], key), 2000) != 1)
                 return sc_fail(c, HX_ERR_UNSUPPORTED, "overlapping patternProperties%s", "");
         pats[np++] = key;
-        not_pats = rx_and(rx, not_pats, rx_not(rx, key));
-        extra = rx_or(rx, extra, rx_cat3(rx, rx_and(rx, free_key, key), c->colon, v));
+        not_pats = hx_rx_and(rx, not_pats, hx_rx_not(rx, key));
+        extra = hx_rx_or(rx, extra, hx_rx_cat3(rx, hx_rx_and(rx, free_key, key), c->colon, v));
     }
     if (!cJSON_IsFalse(ap)) {
         uint32_t v;
@@ -755,8 +755,8 @@ static int sc_extra(sc *c, const cJSON *s, const prop *P, int n, uint32_t *out)
         } else {
             v = any_value(c);
         }
-        uint32_t key = np ? rx_and(rx, free_key, not_pats) : free_key;
-        extra = rx_or(rx, extra, rx_cat3(rx, key, c->colon, v));
+        uint32_t key = np ? hx_rx_and(rx, free_key, not_pats) : free_key;
+        extra = hx_rx_or(rx, extra, hx_rx_cat3(rx, key, c->colon, v));
     }
     *out = extra;
     return HX_OK;
@@ -809,7 +809,7 @@ static int sc_object(sc *c, const cJSON *s, uint32_t *out)
             if (rc) goto done;
             P[n].name = name;
             P[n].req = req_has(req, name);
-            P[n].kv = rx_cat3(rx, key_lit(c, name), c->colon, v);
+            P[n].kv = hx_rx_cat3(rx, key_lit(c, name), c->colon, v);
             n_req += P[n].req;
             if (v == RX_NONE && P[n].req) { *out = RX_NONE; goto done; }
             n++;
@@ -823,15 +823,15 @@ static int sc_object(sc *c, const cJSON *s, uint32_t *out)
     }
     uint32_t extra = RX_NONE;
     if ((rc = sc_extra(c, s, P, n, &extra))) goto done;
-    uint32_t more = rx_rep(rx, rx_cat(rx, c->comma, extra), 0, RX_INF);
-    uint32_t A = rx_opt(rx, rx_cat(rx, extra, more)), B = more;
+    uint32_t more = hx_rx_rep(rx, hx_rx_cat(rx, c->comma, extra), 0, RX_INF);
+    uint32_t A = hx_rx_opt(rx, hx_rx_cat(rx, extra, more)), B = more;
     for (int i = n - 1; i >= 0; i--) {
-        uint32_t a = rx_cat(rx, P[i].kv, B), b = rx_cat3(rx, c->comma, P[i].kv, B);
-        if (!P[i].req) { a = rx_or(rx, a, A); b = rx_or(rx, b, B); }
+        uint32_t a = hx_rx_cat(rx, P[i].kv, B), b = hx_rx_cat3(rx, c->comma, P[i].kv, B);
+        if (!P[i].req) { a = hx_rx_or(rx, a, A); b = hx_rx_or(rx, b, B); }
         A = a;
         B = b;
     }
-    *out = rx_cat3(rx, lit(c, "{"), rx_cat3(rx, c->ws, A, c->ws), lit(c, "}"));
+    *out = hx_rx_cat3(rx, lit(c, "{"), hx_rx_cat3(rx, c->ws, A, c->ws), lit(c, "}"));
 done:
     free(P);
     return rc;
@@ -1153,7 +1153,7 @@ static int sc_branches(sc *c, const cJSON *s, const char *key, const cJSON *list
                     return sc_fail(c, HX_ERR_UNSUPPORTED, "oneOf branches %d and %d not provably disjoint", i, j);
             }
     }
-    *out = rx_orv(rx, br, (uint32_t)n);
+    *out = hx_rx_orv(rx, br, (uint32_t)n);
     return HX_OK;
 }
 
@@ -1173,7 +1173,7 @@ static uint32_t enum_regex(sc *c, const cJSON *e, int types)
     c->int_exact = c->draft < 6 && !(types & T_NUM) && (types & T_INT);
     if (cJSON_IsArray(e) && e->string && !strcmp(e->string, "enum")) {
         for (const cJSON *v = e->child; v; v = v->next)
-            if (type_of_value(v) & types) r = rx_or(c->rx, r, json_literal(c, v));
+            if (type_of_value(v) & types) r = hx_rx_or(c->rx, r, json_literal(c, v));
         c->int_exact = 0;
         return r;
     }
@@ -1195,23 +1195,23 @@ static int sc_typed(sc *c, const cJSON *s, int types, uint32_t *out)
     hx_rx *rx = c->rx;
     uint32_t acc = RX_NONE, r = RX_NONE;
     int rc;
-    if (types & T_NULL) acc = rx_or(rx, acc, lit(c, "null"));
-    if (types & T_BOOL) acc = rx_or(rx, acc, rx_or(rx, lit(c, "true"), lit(c, "false")));
+    if (types & T_NULL) acc = hx_rx_or(rx, acc, lit(c, "null"));
+    if (types & T_BOOL) acc = hx_rx_or(rx, acc, hx_rx_or(rx, lit(c, "true"), lit(c, "false")));
     if (types & (T_NUM | T_INT)) {
         if ((rc = sc_number(c, s, !(types & T_NUM), &r))) return rc;
-        acc = rx_or(rx, acc, r);
+        acc = hx_rx_or(rx, acc, r);
     }
     if (types & T_STR) {
         if ((rc = sc_string(c, s, &r))) return rc;
-        acc = rx_or(rx, acc, r);
+        acc = hx_rx_or(rx, acc, r);
     }
     if (types & T_ARR) {
         if ((rc = sc_array(c, s, &r))) return rc;
-        acc = rx_or(rx, acc, r);
+        acc = hx_rx_or(rx, acc, r);
     }
     if (types & T_OBJ) {
         if ((rc = sc_object(c, s, &r))) return rc;
-        acc = rx_or(rx, acc, r);
+        acc = hx_rx_or(rx, acc, r);
     }
     *out = acc;
     return HX_OK;
@@ -1259,17 +1259,17 @@ static int sc_object_schema(sc *c, const cJSON *s, uint32_t *out)
     const cJSON *ens = cJSON_GetObjectItemCaseSensitive(s, "$hx_enums");
     if (en || cn || ens) {
         static const char *const simple[] = {"enum", "const", "type", "$hx_enums", NULL};
-        uint32_t r = rx_not(c->rx, RX_NONE);
+        uint32_t r = hx_rx_not(c->rx, RX_NONE);
         if (en && !cJSON_IsArray(en)) return sc_fail(c, HX_ERR_FORMAT, "%s must be an array", "enum");
-        if (en) r = rx_and(c->rx, r, enum_regex(c, en, types));
-        if (cn) r = rx_and(c->rx, r, enum_regex(c, cn, types));
-        for (const cJSON *e = ens ? ens->child : NULL; e; e = e->next) r = rx_and(c->rx, r, enum_regex(c, e, types));
+        if (en) r = hx_rx_and(c->rx, r, enum_regex(c, en, types));
+        if (cn) r = hx_rx_and(c->rx, r, enum_regex(c, cn, types));
+        for (const cJSON *e = ens ? ens->child : NULL; e; e = e->next) r = hx_rx_and(c->rx, r, enum_regex(c, e, types));
         if (!only_keys(s, simple)) {
             uint32_t rest;
             if ((rc = sc_typed(c, s, types, &rest))) return rc;
             if (c->rx->nodes[rest].has_call)
                 return sc_fail(c, HX_ERR_UNSUPPORTED, "enum beside recursive keywords%s", "");
-            r = rx_and(c->rx, r, rest);
+            r = hx_rx_and(c->rx, r, rest);
         }
         *out = r;
         return HX_OK;
@@ -1311,7 +1311,7 @@ uint32_t hx_json_ws(hx_rx *rx, const hx_grammar_params *p)
     static const uint32_t ws_bits[8] = {0x2600, 1, 0, 0, 0, 0, 0, 0}; /* \t \n \r space */
     if (p->compact) return RX_NIL;
     uint32_t max = p->ws_max > 0 ? (uint32_t)p->ws_max : p->generation ? HX_GEN_WS : RX_INF;
-    return rx_rep(rx, rx_class(rx, ws_bits), 0, max);
+    return hx_rx_rep(rx, hx_rx_class(rx, ws_bits), 0, max);
 }
 
 int hx_schema_compile_rx(hx_rx *rx, const cJSON *schema, const hx_grammar_params *p, uint32_t *out,
@@ -1326,8 +1326,8 @@ int hx_schema_compile_rx(hx_rx *rx, const cJSON *schema, const hx_grammar_params
     c.deadline = hx_time_mono() + COMPILE_BUDGET_S;
     c.gen = p->generation != 0;
     c.ws = hx_json_ws(rx, p);
-    c.comma = rx_cat3(rx, c.ws, lit(&c, ","), c.ws);
-    c.colon = rx_cat3(rx, c.ws, lit(&c, ":"), c.ws);
+    c.comma = hx_rx_cat3(rx, c.ws, lit(&c, ","), c.ws);
+    c.colon = hx_rx_cat3(rx, c.ws, lit(&c, ":"), c.ws);
     c.str_any = json_string_any(&c);
     int rc = sc_value(&c, schema, out);
     for (int i = 0; i < c.n_refs; i++) {

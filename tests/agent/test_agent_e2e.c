@@ -97,7 +97,7 @@ static void test_requests_through_engine(void)
     ASSERT(world_open(&w, 1, 0, 0));
     hx_tool_spec *specs;
     int n = hx_agent_tool_specs(w.reg, TOOLS, NULL, &specs);
-    hx_engine_source_params ep = hx_engine_source_default_params();
+    hx_source_engine_params ep = hx_source_engine_default_params();
     ep.compact_json = 1;
     ep.n_ctx = 8192;
     ep.n_threads = 1;
@@ -106,7 +106,7 @@ static void test_requests_through_engine(void)
     ep.max_calls = 2; /* the tiny model calls until the budget otherwise */
     hx_source src;
     hx_err err = {0};
-    ASSERT(hx_engine_source_new(m, specs, n, &ep, &src, &err) == HX_OK);
+    ASSERT(hx_source_engine_new(m, specs, n, &ep, &src, &err) == HX_OK);
     free(specs); /* the source copied them */
     int n_calls = 0, n_answered = 0, n_multi = 0, n_runs = (int)(sizeof requests / sizeof *requests);
     for (int i = 0; i < n_runs; i++) {
@@ -156,7 +156,7 @@ static void test_ask_opens_no_network(void)
                         "--tools", "calendar.list_events", "--json", NULL};
         int fd = open("/dev/null", O_WRONLY);
         dup2(fd, 1), dup2(fd, 2);
-        int rc = cmd_ask(12, argv);
+        int rc = hx_cmd_ask(12, argv);
         int in = socket(AF_INET, SOCK_STREAM, 0), in_errno = errno;
         int un = socket(AF_UNIX, SOCK_STREAM, 0), sv[2];
         int pair = socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
@@ -215,11 +215,11 @@ static void test_prefix_reuse_is_exact(void)
 {
     hx_model *m = load_stories();
     if (!m) return;
-    hx_engine_source_params ep = hx_engine_source_default_params();
+    hx_source_engine_params ep = hx_source_engine_default_params();
     ep.n_threads = 1;
     hx_source a, b;
-    ASSERT(hx_engine_source_new(m, NULL, 0, &ep, &a, NULL) == HX_OK);
-    ASSERT(hx_engine_source_new(m, NULL, 0, &ep, &b, NULL) == HX_OK);
+    ASSERT(hx_source_engine_new(m, NULL, 0, &ep, &a, NULL) == HX_OK);
+    ASSERT(hx_source_engine_new(m, NULL, 0, &ep, &b, NULL) == HX_OK);
     const char *p1 = "User: Once upon a time there was a cat.\nAssistant:";
     const char *p2 = "User: Once upon a time there was a cat.\nAssistant: It sat.\n"
                      "User: And then?\nAssistant:";

@@ -140,14 +140,14 @@ static int stop_after(void *user)
 
 static hx_source engine_source(hx_model *m, int prefix_cache, int (*cancel)(void *))
 {
-    hx_engine_source_params ep = hx_engine_source_default_params();
+    hx_source_engine_params ep = hx_source_engine_default_params();
     ep.n_ctx = 8192;
     ep.n_threads = 2;
     ep.prefix_cache = prefix_cache;
     ep.cancelled = cancel;
     hx_source src;
     hx_err err = {0};
-    if (hx_engine_source_new(m, NULL, 0, &ep, &src, &err)) {
+    if (hx_source_engine_new(m, NULL, 0, &ep, &src, &err)) {
         printf("# source: %s\n", err.msg);
         memset(&src, 0, sizeof src);
     }

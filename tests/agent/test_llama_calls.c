@@ -86,7 +86,7 @@ static void test_llama_calls_random_model(void)
     ASSERT(world_open(&w, 1, 0, 0));
     hx_tool_spec *specs;
     int n = hx_agent_tool_specs(w.reg, TOOLS, NULL, &specs);
-    hx_engine_source_params ep = hx_engine_source_default_params();
+    hx_source_engine_params ep = hx_source_engine_default_params();
     ep.call_style = hx_agent_call_style(HX_TPL_LLAMA3);
     ep.compact_json = 1; /* random weights: short strings, round numbers */
     ep.n_ctx = 2048;
@@ -95,7 +95,7 @@ static void test_llama_calls_random_model(void)
     ep.sp.seed = 3;
     hx_source src;
     hx_err err = {0};
-    ASSERT(hx_engine_source_new(m, specs, n, &ep, &src, &err) == HX_OK);
+    ASSERT(hx_source_engine_new(m, specs, n, &ep, &src, &err) == HX_OK);
     free(specs); /* the source copied them */
     int calls = 0, text = 0, lazy_calls = 0, lazy_text = 0;
     run_requests(&w, &src, HX_CHOICE_REQUIRED, 5, 160, &calls, &text);

@@ -30,14 +30,14 @@ static int run_turns(hx_model *m, int plain, int compact, hx_buf *out)
         "Once upon a time there was a little cat.\nAssistant:",
     };
     static const int choices[] = {HX_CHOICE_REQUIRED, HX_CHOICE_AUTO, HX_CHOICE_NONE};
-    hx_engine_source_params p = hx_engine_source_default_params();
+    hx_source_engine_params p = hx_source_engine_default_params();
     p.plain_decode = plain;
     p.compact_json = compact;
     p.n_ctx = 1024;
     p.n_threads = 2;
     hx_source src;
     hx_err err = {0};
-    if (hx_engine_source_new(m, TOOLS, 2, &p, &src, &err)) return -1;
+    if (hx_source_engine_new(m, TOOLS, 2, &p, &src, &err)) return -1;
     int rc = 0;
     for (int i = 0; i < 3 && !rc; i++) {
         int np = 0, end = 0;

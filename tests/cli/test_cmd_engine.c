@@ -61,7 +61,7 @@ static void test_generate_streams_greedy(void)
     char *argv[] = {"generate", "-m", (char *)path, "-p", "Once upon a time",
                     "-n", "40", "--temp", "0", "-t", "1", NULL};
     char *out = NULL;
-    EXPECT_EQ_INT(run_verb(cmd_generate, argv, &out), HX_EXIT_OK);
+    EXPECT_EQ_INT(run_verb(hx_cmd_generate, argv, &out), HX_EXIT_OK);
     char *want = library_greedy(path, "Once upon a time", 40);
     ASSERT(out && want);
     EXPECT(strlen(want) > 40);
@@ -77,8 +77,8 @@ static void test_generate_seeded_is_reproducible(void)
     char *argv[] = {"generate", "-m", (char *)path, "-p", "Once upon a time",
                     "-n", "30", "--seed", "7", "--temp", "1.0", "-t", "1", NULL};
     char *a = NULL, *b = NULL;
-    EXPECT_EQ_INT(run_verb(cmd_generate, argv, &a), HX_EXIT_OK);
-    EXPECT_EQ_INT(run_verb(cmd_generate, argv, &b), HX_EXIT_OK);
+    EXPECT_EQ_INT(run_verb(hx_cmd_generate, argv, &a), HX_EXIT_OK);
+    EXPECT_EQ_INT(run_verb(hx_cmd_generate, argv, &b), HX_EXIT_OK);
     ASSERT(a && b);
     EXPECT(strlen(a) > 20);
     EXPECT_STR_EQ(a, b);
@@ -92,7 +92,7 @@ static void test_info(void)
     if (!path) return;
     char *argv[] = {"info", "-m", (char *)path, NULL};
     char *out = NULL;
-    EXPECT_EQ_INT(run_verb(cmd_info, argv, &out), HX_EXIT_OK);
+    EXPECT_EQ_INT(run_verb(hx_cmd_info, argv, &out), HX_EXIT_OK);
     ASSERT(out);
     EXPECT(strstr(out, "architecture   llama") != NULL);
     EXPECT(strstr(out, "layers         5") != NULL);
@@ -110,10 +110,10 @@ static void test_mkmodel_then_info(void)
     char *mk[] = {"mkmodel", "--arch", "qwen3moe", "--type", "Q4_K_M",
                   "--n-vocab", "512", "--layers", "3", "-o", path, NULL};
     char *out = NULL;
-    EXPECT_EQ_INT(run_verb(cmd_mkmodel, mk, &out), HX_EXIT_OK);
+    EXPECT_EQ_INT(run_verb(hx_cmd_mkmodel, mk, &out), HX_EXIT_OK);
     free(out);
     char *info[] = {"info", "-m", path, NULL};
-    EXPECT_EQ_INT(run_verb(cmd_info, info, &out), HX_EXIT_OK);
+    EXPECT_EQ_INT(run_verb(hx_cmd_info, info, &out), HX_EXIT_OK);
     ASSERT(out);
     EXPECT(strstr(out, "architecture   qwen3moe") != NULL);
     EXPECT(strstr(out, "experts        4, 2 used, ffn 256 each") != NULL);
@@ -122,7 +122,7 @@ static void test_mkmodel_then_info(void)
     free(out);
     /* no tokenizer: generate says so */
     char *gen[] = {"generate", "-m", path, "-p", "hi", NULL};
-    EXPECT_EQ_INT(run_verb(cmd_generate, gen, &out), HX_EXIT_INPUT);
+    EXPECT_EQ_INT(run_verb(hx_cmd_generate, gen, &out), HX_EXIT_INPUT);
     free(out);
 }
 
@@ -130,22 +130,22 @@ static void test_mkmodel_then_info(void)
 static void test_parse_numbers(void)
 {
     long n = -7;
-    EXPECT_EQ_INT(cli_parse_long("12", 0, 100, &n), 0);
+    EXPECT_EQ_INT(hx_cli_parse_long("12", 0, 100, &n), 0);
     EXPECT_EQ_INT((int)n, 12);
     const char *bad_long[] = {"", "12abc", "abc", "-1", "101", " 5x", "99999999999999999999", "1.5"};
     for (size_t i = 0; i < sizeof bad_long / sizeof bad_long[0]; i++) {
         n = -7;
-        EXPECT_EQ_INT(cli_parse_long(bad_long[i], 0, 100, &n), -1);
+        EXPECT_EQ_INT(hx_cli_parse_long(bad_long[i], 0, 100, &n), -1);
         EXPECT_EQ_INT((int)n, -7); /* untouched */
     }
-    EXPECT_EQ_INT(cli_parse_long(NULL, 0, 100, &n), -1);
+    EXPECT_EQ_INT(hx_cli_parse_long(NULL, 0, 100, &n), -1);
     double d = -7;
-    EXPECT_EQ_INT(cli_parse_double("0.25", 0, 1, &d), 0);
+    EXPECT_EQ_INT(hx_cli_parse_double("0.25", 0, 1, &d), 0);
     EXPECT(d == 0.25);
     const char *bad_double[] = {"", "0.5x", "nan", "1e999", "-0.1", "1.01", "x"};
     for (size_t i = 0; i < sizeof bad_double / sizeof bad_double[0]; i++) {
         d = -7;
-        EXPECT_EQ_INT(cli_parse_double(bad_double[i], 0, 1, &d), -1);
+        EXPECT_EQ_INT(hx_cli_parse_double(bad_double[i], 0, 1, &d), -1);
         EXPECT(d == -7);
     }
 }
@@ -167,17 +167,17 @@ static void test_bad_command_lines(void)
         char *argv[12];
         int want;
     } cases[] = {
-        {cmd_generate, {"generate", "-p", "x", NULL}, HX_EXIT_USAGE},
-        {cmd_generate, {"generate", "-m", model, "-p", "x", "--bogus", NULL}, HX_EXIT_USAGE},
-        {cmd_generate, {"generate", "-m", model, "-p", "x", "--temp", "hot", NULL}, HX_EXIT_USAGE},
-        {cmd_generate, {"generate", "-m", model, "-p", "x", "-n", NULL}, HX_EXIT_USAGE},
-        {cmd_generate, {"generate", "-m", "/nonexistent.gguf", "-p", "x", NULL}, HX_EXIT_INPUT},
-        {cmd_generate, {"generate", "-m", notgguf, "-p", "x", NULL}, HX_EXIT_INPUT},
-        {cmd_info, {"info", NULL}, HX_EXIT_USAGE},
-        {cmd_info, {"info", "-m", notgguf, NULL}, HX_EXIT_INPUT},
-        {cmd_mkmodel, {"mkmodel", "--type", "Q3_K", "-o", notgguf, NULL}, HX_EXIT_USAGE},
-        {cmd_mkmodel, {"mkmodel", "--layers", "0", "-o", notgguf, NULL}, HX_EXIT_USAGE},
-        {cmd_mkmodel, {"mkmodel", NULL}, HX_EXIT_USAGE},
+        {hx_cmd_generate, {"generate", "-p", "x", NULL}, HX_EXIT_USAGE},
+        {hx_cmd_generate, {"generate", "-m", model, "-p", "x", "--bogus", NULL}, HX_EXIT_USAGE},
+        {hx_cmd_generate, {"generate", "-m", model, "-p", "x", "--temp", "hot", NULL}, HX_EXIT_USAGE},
+        {hx_cmd_generate, {"generate", "-m", model, "-p", "x", "-n", NULL}, HX_EXIT_USAGE},
+        {hx_cmd_generate, {"generate", "-m", "/nonexistent.gguf", "-p", "x", NULL}, HX_EXIT_INPUT},
+        {hx_cmd_generate, {"generate", "-m", notgguf, "-p", "x", NULL}, HX_EXIT_INPUT},
+        {hx_cmd_info, {"info", NULL}, HX_EXIT_USAGE},
+        {hx_cmd_info, {"info", "-m", notgguf, NULL}, HX_EXIT_INPUT},
+        {hx_cmd_mkmodel, {"mkmodel", "--type", "Q3_K", "-o", notgguf, NULL}, HX_EXIT_USAGE},
+        {hx_cmd_mkmodel, {"mkmodel", "--layers", "0", "-o", notgguf, NULL}, HX_EXIT_USAGE},
+        {hx_cmd_mkmodel, {"mkmodel", NULL}, HX_EXIT_USAGE},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out = NULL;
@@ -192,12 +192,12 @@ static void test_bad_command_lines(void)
         char *argv[] = {"generate", "-m", model, "-p", "x", "--json-schema",
                         schema, NULL};
         char *out = NULL;
-        EXPECT_EQ_INT(run_verb(cmd_generate, argv, &out), HX_EXIT_INPUT);
+        EXPECT_EQ_INT(run_verb(hx_cmd_generate, argv, &out), HX_EXIT_INPUT);
         free(out);
     }
     char *help[] = {"generate", "--help", NULL};
     char *out = NULL;
-    EXPECT_EQ_INT(run_verb(cmd_generate, help, &out), HX_EXIT_OK);
+    EXPECT_EQ_INT(run_verb(hx_cmd_generate, help, &out), HX_EXIT_OK);
     EXPECT(out && strstr(out, "--top-p") && strstr(out, "--json-schema"));
     free(out);
 }

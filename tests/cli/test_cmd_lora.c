@@ -70,58 +70,58 @@ static void test_list_use_show_rollback(void)
     ASSERT(make_model(m1, 1, NULL) == 0 && make_model(m2, 2, NULL) == 0);
     ASSERT(make_adapter(m1, a1, 0.1f) == 0 && make_adapter(m2, a2, 0.2f) == 0);
     const char *list[] = {"lora", "list", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, list), 0);
+    EXPECT_EQ_INT(run(hx_cmd_lora, list), 0);
     EXPECT(strstr(g_out, "no adapters") != NULL);
     const char *use1[] = {"lora", "use", a1, "--model", m1, NULL};
-    EXPECT_EQ_INT(run(cmd_lora, use1), 0);
+    EXPECT_EQ_INT(run(hx_cmd_lora, use1), 0);
     EXPECT(strstr(g_out, "active: a1.gguf (scale 1)") != NULL);
     /* another base's adapter is refused by `use --model` and not activated */
     char spec[320];
     snprintf(spec, sizeof spec, "%s:0.5", a2);
     const char *use2[] = {"lora", "use", spec, "--model", m1, NULL};
-    EXPECT(run(cmd_lora, use2) != 0);
+    EXPECT(run(hx_cmd_lora, use2) != 0);
     EXPECT(strstr(g_errbuf, "another base model") != NULL);
-    EXPECT_EQ_INT(run(cmd_lora, list), 0);
+    EXPECT_EQ_INT(run(hx_cmd_lora, list), 0);
     EXPECT(strstr(g_out, "* a1.gguf") && strstr(g_out, "  a2.gguf"));
     const char *use3[] = {"lora", "use", "a2.gguf:0.5", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, use3), 0);
-    EXPECT_EQ_INT(run(cmd_lora, list), 0);
+    EXPECT_EQ_INT(run(hx_cmd_lora, use3), 0);
+    EXPECT_EQ_INT(run(hx_cmd_lora, list), 0);
     EXPECT(strstr(g_out, "* a2.gguf") && strstr(g_out, "scale 0.5"));
     const char *show[] = {"lora", "show", "a2.gguf", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, show), 0);
+    EXPECT_EQ_INT(run(hx_cmd_lora, show), 0);
     EXPECT(strstr(g_out, "rank:       2") && strstr(g_out, "matrices:   2"));
     const char *rb[] = {"lora", "rollback", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, rb), 0);
+    EXPECT_EQ_INT(run(hx_cmd_lora, rb), 0);
     EXPECT(strstr(g_out, "rolled back: a1.gguf") != NULL);
-    EXPECT_EQ_INT(run(cmd_lora, rb), 0);
+    EXPECT_EQ_INT(run(hx_cmd_lora, rb), 0);
     EXPECT(strstr(g_out, "no adapter active") != NULL);
-    EXPECT(run(cmd_lora, rb) != 0);
+    EXPECT(run(hx_cmd_lora, rb) != 0);
     EXPECT(strstr(g_errbuf, "nothing to roll back") != NULL);
     /* ask/chat on another base: the active set is skipped with a warning */
     {
         const char *use_a1[] = {"lora", "use", "a1.gguf", NULL};
-        EXPECT_EQ_INT(run(cmd_lora, use_a1), 0);
+        EXPECT_EQ_INT(run(hx_cmd_lora, use_a1), 0);
         hx_model *mo = NULL;
         hx_err err = {0};
         ASSERT(hx_model_load(m2, NULL, &mo, &err) == HX_OK);
         hx_adapter *ads[HX_ADAPTER_MAX];
         float sc[HX_ADAPTER_MAX];
         int na = -1;
-        EXPECT(cli_load_adapters(mo, NULL, 0, 1, ads, sc, &na, &err) == HX_OK);
+        EXPECT(hx_cli_load_adapters(mo, NULL, 0, 1, ads, sc, &na, &err) == HX_OK);
         EXPECT_EQ_INT(na, 0);
         const char *one[] = {a2};
-        EXPECT(cli_load_adapters(mo, one, 1, 1, ads, sc, &na, &err) == HX_OK && na == 1);
+        EXPECT(hx_cli_load_adapters(mo, one, 1, 1, ads, sc, &na, &err) == HX_OK && na == 1);
         for (int i = 0; i < na; i++) hx_adapter_free(ads[i]);
         const char *wrong[] = {a1};
-        EXPECT(cli_load_adapters(mo, wrong, 1, 1, ads, sc, &na, &err) == HX_ERR_INVALID);
+        EXPECT(hx_cli_load_adapters(mo, wrong, 1, 1, ads, sc, &na, &err) == HX_ERR_INVALID);
         EXPECT(na == 0 && strstr(err.msg, "another base model"));
         hx_model_free(mo);
     }
     const char *bad[] = {"lora", "use", "missing.gguf", NULL};
-    EXPECT(run(cmd_lora, bad) != 0);
+    EXPECT(run(hx_cmd_lora, bad) != 0);
     EXPECT(strstr(g_errbuf, "missing.gguf") != NULL);
     const char *usage[] = {"lora", "frobnicate", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, usage), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_lora, usage), HX_EXIT_USAGE);
 }
 
 /* generate --adapter: applied (the greedy output changes with a strong
@@ -144,16 +144,16 @@ static void test_generate_adapter(void)
     char zspec[320];
     snprintf(zspec, sizeof zspec, "%s:0", av);
     zero[12] = zspec;
-    ASSERT(run(cmd_generate, plain) == 0);
+    ASSERT(run(hx_cmd_generate, plain) == 0);
     char base_out[4096];
     snprintf(base_out, sizeof base_out, "%s", g_out);
-    ASSERT(run(cmd_generate, with) == 0);
+    ASSERT(run(hx_cmd_generate, with) == 0);
     EXPECT(strcmp(base_out, g_out) != 0);
-    ASSERT(run(cmd_generate, zero) == 0);
+    ASSERT(run(hx_cmd_generate, zero) == 0);
     EXPECT_STR_EQ(base_out, g_out);
     const char *wrong[] = {"generate", "-m", mv, "-p", "Hello", "-n", "2", "--adapter", a1,
                            NULL};
-    EXPECT(run(cmd_generate, wrong) != 0);
+    EXPECT(run(hx_cmd_generate, wrong) != 0);
     EXPECT(strstr(g_errbuf, "adapter") != NULL);
     unlink(mv), unlink(av);
 }
@@ -189,24 +189,24 @@ static void test_source_adapter_switch(void)
     ASSERT(hx_model_load(mv, NULL, &m, &err) == HX_OK);
     ASSERT(hx_adapter_load(m, av, &a, &err) == HX_OK);
     float scale = 4.0f;
-    hx_engine_source_params ep = hx_engine_source_default_params();
+    hx_source_engine_params ep = hx_source_engine_default_params();
     ep.n_threads = 1;
     hx_source plain, fresh;
-    ASSERT(hx_engine_source_new(m, NULL, 0, &ep, &plain, &err) == HX_OK);
+    ASSERT(hx_source_engine_new(m, NULL, 0, &ep, &plain, &err) == HX_OK);
     ep.adapters = &a, ep.adapter_scales = &scale, ep.n_adapters = 1;
-    ASSERT(hx_engine_source_new(m, NULL, 0, &ep, &fresh, &err) == HX_OK);
+    ASSERT(hx_source_engine_new(m, NULL, 0, &ep, &fresh, &err) == HX_OK);
     const char *prompt = "Hello there, how are";
     EXPECT(src_text(&plain, prompt, 8, base, sizeof base) == HX_OK);
     EXPECT(src_text(&fresh, prompt, 8, with, sizeof with) == HX_OK);
     EXPECT(strcmp(base, with) != 0); /* the adapter changes the text */
-    EXPECT(hx_engine_source_set_adapters(&plain, &a, &scale, 1, &err) == HX_OK);
+    EXPECT(hx_source_engine_set_adapters(&plain, &a, &scale, 1, &err) == HX_OK);
     EXPECT(src_text(&plain, prompt, 8, got, sizeof got) == HX_OK);
     EXPECT_STR_EQ(got, with);
-    EXPECT(hx_engine_source_set_adapters(&plain, NULL, NULL, 0, &err) == HX_OK);
+    EXPECT(hx_source_engine_set_adapters(&plain, NULL, NULL, 0, &err) == HX_OK);
     EXPECT(src_text(&plain, prompt, 8, got, sizeof got) == HX_OK);
     EXPECT_STR_EQ(got, base);
     hx_source none = {0};
-    EXPECT_EQ_INT(hx_engine_source_set_adapters(&none, NULL, NULL, 0, &err), HX_ERR_INVALID);
+    EXPECT_EQ_INT(hx_source_engine_set_adapters(&none, NULL, NULL, 0, &err), HX_ERR_INVALID);
     hx_source_free(&plain), hx_source_free(&fresh);
     hx_adapter_free(a);
     hx_model_free(m);
@@ -242,7 +242,7 @@ static void test_nightly_cli(void)
     /* a memory bound below the estimate: refused before training */
     const char *small[] = {"nightly", "--force", "-m", mv, "--max-memory", "1M",
                            "--eval-tasks", "0", "-t", "1", NULL};
-    EXPECT(run(cmd_nightly, small) != 0);
+    EXPECT(run(hx_cmd_nightly, small) != 0);
     EXPECT(strstr(g_errbuf, "over the bound of 1.0 MiB") != NULL);
     EXPECT(strstr(g_out, "memory: estimate") != NULL);
     /* both adoptions below in the same second: the second gets its own name */
@@ -250,7 +250,7 @@ static void test_nightly_cli(void)
     /* no replay: 3 steps of mechanics (replay: test_persona.c, test_nightly_agent.c) */
     const char *args[] = {"nightly", "--force", "-m", mv, "--steps", "3", "--rank", "2",
                           "--lr", "0.01", "-t", "1", "--eval-tasks", "0", "--replay", "0", NULL};
-    EXPECT_EQ_INT(run(cmd_nightly, args), 0);
+    EXPECT_EQ_INT(run(hx_cmd_nightly, args), 0);
     EXPECT(strstr(g_out, "episodes: 4 training") != NULL);
     EXPECT(strstr(g_out, "adopted nightly-") || strstr(g_out, "discarded"));
     EXPECT(strstr(g_out, "peak RSS") != NULL);
@@ -259,7 +259,7 @@ static void test_nightly_cli(void)
     /* hearth lora train: the same run, no governor, no --force needed */
     const char *train[] = {"lora", "train", "-m", mv, "--steps", "2", "--rank", "2",
                            "--lr", "0.01", "-t", "1", "--eval-tasks", "0", "--replay", "0", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, train), 0);
+    EXPECT_EQ_INT(run(hx_cmd_lora, train), 0);
     EXPECT(strstr(g_out, "steps: 2;") != NULL);
     EXPECT(strstr(g_out, "adopted nightly-20261129-200000-2.gguf") != NULL);
     unsetenv("HEARTH_NOW");
@@ -273,73 +273,73 @@ static void test_nightly_cli(void)
                                "\"lr\": 0.01, \"eval_tasks\": 0, \"targets\": \"q,v\"}}";
     ASSERT(hx_write_file_atomic(cfg, good, sizeof good - 1, NULL) == HX_OK);
     const char *bycfg[] = {"lora", "train", "-m", mv, "-t", "1", "--steps", "1", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, bycfg), 0);
+    EXPECT_EQ_INT(run(hx_cmd_lora, bycfg), 0);
     EXPECT(strstr(g_out, "steps: 1;") != NULL && strstr(g_out, "replay:") == NULL);
     static const char bad[] = "{\"nightly\": {\"replay\": -1}}";
     ASSERT(hx_write_file_atomic(cfg, bad, sizeof bad - 1, NULL) == HX_OK);
-    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(run(hx_cmd_lora, bycfg) != 0);
     EXPECT(strstr(g_errbuf, "nightly.replay is not a number") != NULL);
     static const char badt[] = "{\"nightly\": {\"targets\": \"q,x\"}}";
     ASSERT(hx_write_file_atomic(cfg, badt, sizeof badt - 1, NULL) == HX_OK);
-    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(run(hx_cmd_lora, bycfg) != 0);
     EXPECT(strstr(g_errbuf, "nightly.targets") != NULL);
     static const char badl[] = "{\"nightly\": {\"first_layer\": 1}}"; /* a 1-layer model */
     ASSERT(hx_write_file_atomic(cfg, badl, sizeof badl - 1, NULL) == HX_OK);
-    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(run(hx_cmd_lora, bycfg) != 0);
     EXPECT(strstr(g_errbuf, "first layer 1 (of 1)") != NULL);
     static const char badr[] = "{\"nightly\": {\"replay_from\": \"teacher\"}}";
     ASSERT(hx_write_file_atomic(cfg, badr, sizeof badr - 1, NULL) == HX_OK);
-    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(run(hx_cmd_lora, bycfg) != 0);
     EXPECT(strstr(g_errbuf, "nightly.replay_from is not \"base\" or \"oracle\"") != NULL);
     static const char badn[] = "{\"nightly\": {\"replay_near\": 2}}";
     ASSERT(hx_write_file_atomic(cfg, badn, sizeof badn - 1, NULL) == HX_OK);
-    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(run(hx_cmd_lora, bycfg) != 0);
     EXPECT(strstr(g_errbuf, "nightly.replay_near is not a number") != NULL);
     static const char bads[] = "{\"nightly\": {\"replay_soft\": -3}}";
     ASSERT(hx_write_file_atomic(cfg, bads, sizeof bads - 1, NULL) == HX_OK);
-    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(run(hx_cmd_lora, bycfg) != 0);
     EXPECT(strstr(g_errbuf, "nightly.replay_soft is not a number") != NULL);
     static const char badk[] = "{\"nightly\": {\"keep_generic\": -1}}";
     ASSERT(hx_write_file_atomic(cfg, badk, sizeof badk - 1, NULL) == HX_OK);
-    EXPECT(run(cmd_lora, bycfg) != 0);
+    EXPECT(run(hx_cmd_lora, bycfg) != 0);
     EXPECT(strstr(g_errbuf, "nightly.keep_generic is not a number") != NULL);
     unlink(cfg);
     /* the near share is the base's runs: not with the oracle's replay */
     const char *oracle_near[] = {"lora", "train", "-m", mv, "-t", "1", "--steps", "1",
                                  "--replay-from", "oracle", "--replay-near", "0.3", NULL};
-    EXPECT(run(cmd_lora, oracle_near) != 0);
+    EXPECT(run(hx_cmd_lora, oracle_near) != 0);
     EXPECT(strstr(g_errbuf, "need --replay-from base") != NULL);
     const char *near_big[] = {"lora", "train", "--replay-near", "2", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, near_big), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_lora, near_big), HX_EXIT_USAGE);
     const char *first_neg[] = {"lora", "train", "--first-layer", "-1", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, first_neg), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_lora, first_neg), HX_EXIT_USAGE);
     /* numbers are read whole: "abc" is not layer 0, "10x" not 10 steps */
     const char *first_abc[] = {"lora", "train", "--first-layer", "abc", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, first_abc), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_lora, first_abc), HX_EXIT_USAGE);
     EXPECT(strstr(g_errbuf, "hearth lora train: --first-layer: 'abc' is not an integer") != NULL);
     const char *steps_x[] = {"nightly", "--steps", "10x", NULL};
-    EXPECT_EQ_INT(run(cmd_nightly, steps_x), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_nightly, steps_x), HX_EXIT_USAGE);
     EXPECT(strstr(g_errbuf, "hearth nightly: --steps: '10x' is not an integer") != NULL);
     const char *keep_neg[] = {"lora", "train", "--keep-generic", "-2", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, keep_neg), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_lora, keep_neg), HX_EXIT_USAGE);
     EXPECT(strstr(g_errbuf, "--keep-generic: '-2' is not a number") != NULL);
     const char *keep_at[] = {"lora", "train", "--keep-at", "prompts", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, keep_at), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_lora, keep_at), HX_EXIT_USAGE);
     const char *lr_zero[] = {"lora", "train", "--lr", "0", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, lr_zero), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_lora, lr_zero), HX_EXIT_USAGE);
     EXPECT(strstr(g_errbuf, "--lr: '0' is not a number") != NULL);
     const char *train_on[] = {"lora", "train", "--train-on", "some", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, train_on), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_lora, train_on), HX_EXIT_USAGE);
     const char *soft_frac[] = {"lora", "train", "--replay-soft", "2.5", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, soft_frac), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_lora, soft_frac), HX_EXIT_USAGE);
     const char *soft_big[] = {"lora", "train", "--replay-soft", "1000", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, soft_big), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_lora, soft_big), HX_EXIT_USAGE);
     const char *badopt[] = {"lora", "train", "--replay-from", "teacher", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, badopt), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_lora, badopt), HX_EXIT_USAGE);
     const char *forced[] = {"lora", "train", "--force", NULL};
-    EXPECT_EQ_INT(run(cmd_lora, forced), HX_EXIT_USAGE); /* not an option of train */
+    EXPECT_EQ_INT(run(hx_cmd_lora, forced), HX_EXIT_USAGE); /* not an option of train */
     const char *inst[] = {"nightly", "--install", NULL};
-    EXPECT_EQ_INT(run(cmd_nightly, inst), 0);
+    EXPECT_EQ_INT(run(hx_cmd_nightly, inst), 0);
     /* the lines name the running program by its absolute path */
     char self[4096], want[4200];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);

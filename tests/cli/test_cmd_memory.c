@@ -27,7 +27,7 @@ static int run_cli(char **out, const char *a0, const char *a1, const char *a2,
     int fd = open(outpath, O_CREAT | O_TRUNC | O_WRONLY, 0600);
     dup2(fd, 1);
     close(fd);
-    int rc = cmd_memory(argc, argv);
+    int rc = hx_cmd_memory(argc, argv);
     fflush(stdout);
     dup2(saved, 1);
     close(saved);

@@ -84,24 +84,24 @@ static void test_info_shows_power(void)
     if (access(model, R_OK)) SKIP("%s not found", model);
     char *argv[] = {"info", "-m", model, NULL}, *out = NULL, *err = NULL;
     tree("5\n", "Discharging\n");
-    EXPECT_EQ_INT(run_verb(cmd_info, argv, &out, &err), HX_EXIT_OK);
+    EXPECT_EQ_INT(run_verb(hx_cmd_info, argv, &out, &err), HX_EXIT_OK);
     ASSERT(out);
     EXPECT(strstr(out, "power          critical (battery 5% discharging, no thermal zones)"));
     EXPECT(strstr(out, "governor       1 threads, context at most 1024; nightly job waits"));
     free(out), free(err);
     tree(NULL, NULL); /* a desktop */
-    EXPECT_EQ_INT(run_verb(cmd_info, argv, &out, &err), HX_EXIT_OK);
+    EXPECT_EQ_INT(run_verb(hx_cmd_info, argv, &out, &err), HX_EXIT_OK);
     ASSERT(out);
     EXPECT(strstr(out, "power          normal (no battery, no thermal zones)"));
     EXPECT(strstr(out, "no context cap; nightly job may run"));
     free(out), free(err);
     tree("abc\n", "Discharging\n"); /* malformed: named on stderr, no crash */
-    EXPECT_EQ_INT(run_verb(cmd_info, argv, &out, &err), HX_EXIT_OK);
+    EXPECT_EQ_INT(run_verb(hx_cmd_info, argv, &out, &err), HX_EXIT_OK);
     EXPECT(err && strstr(err, "BAT0/capacity: not a number in range"));
     free(out), free(err);
 }
 
-/* cli_governor on a config text (the "governor" object's JSON). */
+/* hx_cli_governor on a config text (the "governor" object's JSON). */
 static hx_gov_decision decide(const char *json, char **err)
 {
     cJSON *cfg = json ? cJSON_Parse(json) : NULL;
@@ -111,7 +111,7 @@ static hx_gov_decision decide(const char *json, char **err)
     fflush(stderr);
     int save = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(fd, 2);
-    cli_governor(cfg, &d, NULL);
+    hx_cli_governor(cfg, &d, NULL);
     fflush(stderr);
     dup2(save, 2);
     close(fd);
@@ -176,7 +176,7 @@ static int mkmodel(const char *name, const char *embd, const char *vocab, char *
                     "--layers", "1", "--embd", (char *)embd, "--heads", "2", "--heads-kv",
                     "1", "--head-dim", "16", "--ff", "64", "--ctx", "2048", NULL};
     char *out = NULL, *err = NULL;
-    int rc = run_verb(cmd_mkmodel, argv, &out, &err);
+    int rc = run_verb(hx_cmd_mkmodel, argv, &out, &err);
     free(out), free(err);
     return rc;
 }
@@ -195,7 +195,7 @@ static int ask_with(const char *governor, const char *big, char **err)
     char *argv[] = {"ask", "What is on tomorrow?", "--model", (char *)big, "--config", cfg,
                     "--tool-choice", "none", "--max-tokens", "2", "--max-steps", "1",
                     "--no-memory", "--no-prefix-cache", "--no", NULL};
-    int rc = run_forked(cmd_ask, argv, &out, err);
+    int rc = run_forked(hx_cmd_ask, argv, &out, err);
     free(out);
     return rc;
 }

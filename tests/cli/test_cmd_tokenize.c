@@ -19,7 +19,7 @@ static void slurp(const char *path, char *buf, size_t size)
     unlink(path);
 }
 
-/* Runs cmd_tokenize with argv (NULL-terminated) and stdin from in
+/* Runs hx_cmd_tokenize with argv (NULL-terminated) and stdin from in
  * (NULL: /dev/null); stdout and stderr land in g_out and g_errbuf. */
 static int run(const char *in, const char *const *args)
 {
@@ -37,7 +37,7 @@ static int run(const char *in, const char *const *args)
     int so = dup(1), se = dup(2), si = dup(0);
     dup2(fo, 1), dup2(fe, 2), dup2(fi, 0);
     clearerr(stdin);
-    int rc = cmd_tokenize(argc, argv);
+    int rc = hx_cmd_tokenize(argc, argv);
     fflush(stdout);
     fflush(stderr);
     dup2(so, 1), dup2(se, 2), dup2(si, 0);

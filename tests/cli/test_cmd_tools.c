@@ -52,10 +52,10 @@ static int run(int (*fn)(int, char **), const char *const *args)
 
 static void test_list(void)
 {
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "list", "--config", CFG, NULL}), 0);
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "list", "--config", CFG, NULL}), 0);
     EXPECT(strstr(out, "calendar.find_slots") != NULL);
     EXPECT(strstr(out, "calendar.create_event    send") != NULL);
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "list", "--json", "--config", CFG, NULL}), 0);
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "list", "--json", "--config", CFG, NULL}), 0);
     cJSON *l = cJSON_Parse(out);
     ASSERT(cJSON_IsArray(l));
     EXPECT(cJSON_GetArraySize(l) >= 6);
@@ -67,7 +67,7 @@ static void test_list(void)
 static void test_call(void)
 {
     setenv("HEARTH_NOW", "2026-12-01T09:00:00+01:00", 1);
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "calendar.list_events",
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "call", "calendar.list_events",
                                                   "{\"range\":\"tomorrow\"}", "--config", CFG, NULL}),
                   0);
     cJSON *r = cJSON_Parse(out);
@@ -75,22 +75,22 @@ static void test_call(void)
     EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(r, "events")), 5);
     cJSON_Delete(r);
     /* bad arguments: message on stderr, exit 2, nothing on stdout */
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "calendar.find_slots",
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "call", "calendar.find_slots",
                                                   "{\"range\":\"tomorrow\"}", "--config", CFG, NULL}),
                   HX_EXIT_USAGE);
     EXPECT(strstr(errtext, "missing required argument 'duration_minutes'") != NULL);
     EXPECT_STR_EQ(out, "");
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "calendar.list_events",
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "call", "calendar.list_events",
                                                   "{\"range\":\"next blursday\"}", "--config", CFG, NULL}),
                   HX_EXIT_INPUT);
     EXPECT(strstr(errtext, "'blursday'") != NULL);
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "no.such", "{}", "--config", CFG, NULL}),
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "call", "no.such", "{}", "--config", CFG, NULL}),
                   HX_EXIT_USAGE);
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "calendar.list_events", "{oops",
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "call", "calendar.list_events", "{oops",
                                                   "--config", CFG, NULL}),
                   HX_EXIT_INPUT);
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "frobnicate", NULL}), HX_EXIT_USAGE);
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "--help", NULL}), 0);
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "frobnicate", NULL}), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "--help", NULL}), 0);
     EXPECT(strstr(out, "usage: hearth tools") != NULL);
 }
 
@@ -132,24 +132,24 @@ static void test_call_policy(void)
     setenv("HEARTH_HOME", home, 1);
     setenv("HEARTH_NOW", "2026-12-01T09:00:00+01:00", 1);
     const char *send = "{\"to\": \"bob@example.org\", \"subject\": \"Budget\", \"body\": \"Notes.\"}";
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "mail.send", send, "--config", cfg, NULL}),
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "call", "mail.send", send, "--config", cfg, NULL}),
                   HX_EXIT_DENIED);
     EXPECT(strstr(errtext, "refused") && strstr(errtext, "no terminal"));
     EXPECT_STR_EQ(out, "");
     EXPECT_EQ_INT(outbox_files(world), 0);
     EXPECT_EQ_INT(lines_with(audit, "\"mail.send\"", "\"refused\""), 1);
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "mail.send", send, "--yes", "--config",
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "call", "mail.send", send, "--yes", "--config",
                                                   cfg, NULL}),
                   HX_EXIT_OK);
     EXPECT(strstr(out, "queued") != NULL);
     EXPECT_EQ_INT(outbox_files(world), 1);
     EXPECT_EQ_INT(lines_with(audit, "\"mail.send\"", "\"--yes\""), 1);
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "calendar.create_event",
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "call", "calendar.create_event",
                                                   "{\"title\": \"Focus\", \"start\": \"tomorrow at 8am\"}",
                                                   "--no", "--config", cfg, NULL}),
                   HX_EXIT_DENIED);
     EXPECT(strstr(errtext, "--no") != NULL);
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "mail.send", send, "--yes", "--no",
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "call", "mail.send", send, "--yes", "--no",
                                                   "--config", cfg, NULL}),
                   HX_EXIT_USAGE);
     /* the same trail in the memory database (hearth memory audit) */
@@ -173,7 +173,7 @@ static void test_call_policy(void)
     fprintf(f, "%s, \"policy\": {\"send\": \"deny\"}}\n", text);
     fclose(f);
     free(text);
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "call", "mail.send", send, "--yes", "--config",
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "call", "mail.send", send, "--yes", "--config",
                                                   cfg, NULL}),
                   HX_EXIT_DENIED);
     EXPECT_EQ_INT(outbox_files(world), 1);
@@ -185,7 +185,7 @@ static void test_bad_config(void)
     snprintf(p, sizeof p, "%s/bad.json", dir);
     FILE *f = fopen(p, "w");
     if (f) fputs("{\"timezone\": \"Nowhere/City\"}", f), fclose(f);
-    EXPECT_EQ_INT(run(cmd_tools, (const char *[]){"tools", "list", "--config", p, NULL}), HX_EXIT_INPUT);
+    EXPECT_EQ_INT(run(hx_cmd_tools, (const char *[]){"tools", "list", "--config", p, NULL}), HX_EXIT_INPUT);
     EXPECT(strstr(errtext, "'timezone'") != NULL);
 }
 
@@ -194,7 +194,7 @@ static void test_init(void)
     char home[PATH_MAX + 16], p[PATH_MAX + 64];
     snprintf(home, sizeof home, "%s/home", dir);
     setenv("HEARTH_HOME", home, 1);
-    EXPECT_EQ_INT(run(cmd_init, (const char *[]){"init", NULL}), 0);
+    EXPECT_EQ_INT(run(hx_cmd_init, (const char *[]){"init", NULL}), 0);
     snprintf(p, sizeof p, "%s/config/config.json", home);
     EXPECT(strstr(out, p) != NULL);
     EXPECT(access(p, R_OK) == 0);
@@ -203,9 +203,9 @@ static void test_init(void)
     EXPECT_EQ_INT(hx_config_load(NULL, &c, &e), HX_OK);
     hx_config_free(c);
     /* a second init refuses */
-    EXPECT_EQ_INT(run(cmd_init, (const char *[]){"init", NULL}), HX_EXIT_FAIL);
+    EXPECT_EQ_INT(run(hx_cmd_init, (const char *[]){"init", NULL}), HX_EXIT_FAIL);
     EXPECT(strstr(errtext, "already exists") != NULL);
-    EXPECT_EQ_INT(run(cmd_init, (const char *[]){"init", "extra", NULL}), HX_EXIT_USAGE);
+    EXPECT_EQ_INT(run(hx_cmd_init, (const char *[]){"init", "extra", NULL}), HX_EXIT_USAGE);
 }
 
 int main(void)

@@ -12,12 +12,12 @@
 
 static char g_out[65536], g_errbuf[4096], dir[256];
 
-/* Runs cmd_train with args (NULL-terminated); output in g_out, g_errbuf. */
+/* Runs hx_cmd_train with args (NULL-terminated); output in g_out, g_errbuf. */
 static int run(const char *const *args)
 {
     const char *all[48] = {"train"};
     for (int i = 0; args[i] && i < 46; i++) all[i + 1] = args[i];
-    return cli_run(cmd_train, all, dir, g_out, sizeof g_out, g_errbuf, sizeof g_errbuf);
+    return cli_run(hx_cmd_train, all, dir, g_out, sizeof g_out, g_errbuf, sizeof g_errbuf);
 }
 
 static char data[300], model[300], ckpt[300], svg[300], adapter[300];

@@ -12,12 +12,12 @@
 
 static char g_out[8192], g_errbuf[8192], dir[256], chat[300], text[300], vocab[300];
 
-/* Runs cmd_vocab with args (NULL-terminated); output in g_out, g_errbuf. */
+/* Runs hx_cmd_vocab with args (NULL-terminated); output in g_out, g_errbuf. */
 static int run(const char *const *args)
 {
     const char *all[48] = {"vocab"};
     for (int i = 0; args[i] && i < 46; i++) all[i + 1] = args[i];
-    return cli_run(cmd_vocab, all, dir, g_out, sizeof g_out, g_errbuf, sizeof g_errbuf);
+    return cli_run(hx_cmd_vocab, all, dir, g_out, sizeof g_out, g_errbuf, sizeof g_errbuf);
 }
 
 static void put(const char *path, const char *s)

@@ -82,12 +82,12 @@ static void test_full_recompute_exact(void)
     randomize(tr, 0.5f);
     hx_batch b = make_batch(c.n_vocab);
     double l0 = 0, l1 = 0, l2 = 0;
-    EXPECT_EQ_INT(tr_layout(tr, NS * NT), TR_SAVE); /* auto: small, all saved */
+    EXPECT_EQ_INT(hx_tr_layout(tr, NS * NT), TR_SAVE); /* auto: small, all saved */
     float *g0 = grads_of(tr, &b, HX_RECOMPUTE_OFF, 0, &l0);
     float *g1 = grads_of(tr, &b, HX_RECOMPUTE_ON, 0, &l1);
     float *g2 = grads_of(tr, &b, HX_RECOMPUTE_ON, 8, &l2);
     ASSERT(g0 && g1 && g2);
-    EXPECT_EQ_INT(tr_layout(tr, NS * NT), TR_CKPT);
+    EXPECT_EQ_INT(hx_tr_layout(tr, NS * NT), TR_CKPT);
     const size_t np = hx_trainer_n_params(tr);
     EXPECT(memcmp(g0, g1, np * sizeof(float)) == 0);
     EXPECT(l0 == l1 && l0 == l2);
@@ -145,7 +145,7 @@ static void lora_exact(const char *ftype, int C)
 {
     hx_trainer *tr = lora_over(ftype, C, 211);
     ASSERT(tr);
-    EXPECT_EQ_INT(tr_layout(tr, NS * NT), TR_CKPT); /* auto: LoRA checkpoints */
+    EXPECT_EQ_INT(hx_tr_layout(tr, NS * NT), TR_CKPT); /* auto: LoRA checkpoints */
     hx_batch b = make_batch(211);
     double l0 = 0, l1 = 0, l2 = 0, lf = 0;
     int nf = 0;

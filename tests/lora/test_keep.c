@@ -86,7 +86,7 @@ static void energies(hx_trainer *tr, const tr_lin *li, const float *x, double *e
 {
     const int in = li->w.cols, out = li->w.rows, r = li->r;
     float *y = malloc((size_t)N * out * sizeof(float));
-    tr_mm_fwd(tr->tp, &li->w, x, N, y, 1.0f, 0, tr->scratch);
+    hx_tr_mm_fwd(tr->tp, &li->w, x, N, y, 1.0f, 0, tr->scratch);
     *ew = *ed = 0;
     for (int t = 0; t < N; t++) {
         double u[8] = {0};
@@ -140,7 +140,7 @@ static void test_sums_and_value(void)
     EXPECT(tr->keep_m[0 * 7 + L_K] == NULL); /* not adapted: no sums */
     hx_trainer_keep_set(tr, 0.7);
     hx_trainer_zero_grad(tr);
-    ASSERT(tr_keep_grad(tr) == HX_OK);
+    ASSERT(hx_tr_keep_grad(tr) == HX_OK);
     const double got = hx_trainer_keep_value(tr);
     printf("#   penalty %.6e, from the definition %.6e\n", got, want);
     EXPECT(want > 0 && fabs(got - want) < 1e-4 * want);
@@ -189,7 +189,7 @@ static void test_gradient(void)
     ASSERT(hx_trainer_keep_collect(tr, &b, 0, &err) == HX_OK);
     hx_trainer_keep_set(tr, 2.0);
     hx_trainer_zero_grad(tr);
-    ASSERT(tr_keep_grad(tr) == HX_OK);
+    ASSERT(hx_tr_keep_grad(tr) == HX_OK);
     const size_t n = hx_trainer_n_params(tr);
     float *g = malloc(n * sizeof *g), *P = hx_trainer_params(tr);
     memcpy(g, hx_trainer_grads(tr), n * sizeof *g);
@@ -197,10 +197,10 @@ static void test_gradient(void)
     for (size_t i = 0; i < n; i++) {
         const float v = P[i], h = 1e-2f;
         P[i] = v + h;
-        tr_keep_grad(tr);
+        hx_tr_keep_grad(tr);
         const double up = hx_trainer_keep_value(tr);
         P[i] = v - h;
-        tr_keep_grad(tr);
+        hx_tr_keep_grad(tr);
         const double dn = hx_trainer_keep_value(tr);
         P[i] = v;
         const double fd = (up - dn) / (2.0 * h);

@@ -74,7 +74,7 @@ static void rn_fwd(op_case *c, float *out)
 {
     (void)c;
     float r;
-    for (int t = 0; t < RT; t++) tr_rmsnorm_fwd(out + t * RN, &r, rn_x + t * RN, rn_g, RN, 1e-6f);
+    for (int t = 0; t < RT; t++) hx_tr_rmsnorm_fwd(out + t * RN, &r, rn_x + t * RN, rn_g, RN, 1e-6f);
 }
 
 static void test_rmsnorm(void)
@@ -86,8 +86,8 @@ static void test_rmsnorm(void)
     float dx[RT * RN] = {0}, dg[RN] = {0}, y[RN];
     for (int t = 0; t < RT; t++) {
         float r;
-        tr_rmsnorm_fwd(y, &r, rn_x + t * RN, rn_g, RN, 1e-6f);
-        tr_rmsnorm_bwd(dx + t * RN, dg, rn_w + t * RN, rn_x + t * RN, r, rn_g, RN);
+        hx_tr_rmsnorm_fwd(y, &r, rn_x + t * RN, rn_g, RN, 1e-6f);
+        hx_tr_rmsnorm_bwd(dx + t * RN, dg, rn_w + t * RN, rn_x + t * RN, r, rn_g, RN);
     }
     double ex = check_input(&c, rn_x, RT * RN, dx), eg = check_input(&c, rn_g, RN, dg);
     printf("#   rmsnorm: dx %.1e, dgain (summed over rows) %.1e\n", ex, eg);
@@ -103,17 +103,17 @@ static void ro_fwd(op_case *c, float *out)
 {
     (void)c;
     memcpy(out, ro_x, sizeof ro_x);
-    for (int p = 0; p < RP; p++) tr_rope_fwd(out + p * RD, ro_cs + p * RD, RD);
+    for (int p = 0; p < RP; p++) hx_tr_rope_fwd(out + p * RD, ro_cs + p * RD, RD);
 }
 
 static void test_rope(void)
 {
-    tr_rope_table(ro_cs, RP, RD, 10000.0f);
+    hx_tr_rope_table(ro_cs, RP, RD, 10000.0f);
     fill(ro_x, RP * RD, 1.0f);
     fill(ro_w, RP * RD, 1.0f);
     float dx[RP * RD];
     memcpy(dx, ro_w, sizeof dx);
-    for (int p = 0; p < RP; p++) tr_rope_bwd(dx + p * RD, ro_cs + p * RD, RD);
+    for (int p = 0; p < RP; p++) hx_tr_rope_bwd(dx + p * RD, ro_cs + p * RD, RD);
     op_case c = {ro_fwd, RP * RD, ro_w};
     double e = check_input(&c, ro_x, RP * RD, dx);
     printf("#   rope: %.1e\n", e);
@@ -121,7 +121,7 @@ static void test_rope(void)
     /* NEOX pairing: position 1 rotates x[0] with x[d/2], not with x[1] */
     float v[RD] = {0};
     v[0] = 1.0f;
-    tr_rope_fwd(v, ro_cs + RD, RD);
+    hx_tr_rope_fwd(v, ro_cs + RD, RD);
     EXPECT(fabsf(v[RD / 2] - sinf(1.0f)) < 1e-6f && v[1] == 0.0f);
 }
 
@@ -132,7 +132,7 @@ static float sw_a[SN], sw_b[SN], sw_w[SN];
 static void sw_fwd(op_case *c, float *out)
 {
     (void)c;
-    tr_swiglu_fwd(out, sw_a, sw_b, SN);
+    hx_tr_swiglu_fwd(out, sw_a, sw_b, SN);
 }
 
 static void test_swiglu(void)
@@ -141,7 +141,7 @@ static void test_swiglu(void)
     fill(sw_b, SN, 1.0f);
     fill(sw_w, SN, 1.0f);
     float da[SN] = {0}, db[SN] = {0};
-    tr_swiglu_bwd(da, db, sw_w, sw_a, sw_b, SN);
+    hx_tr_swiglu_bwd(da, db, sw_w, sw_a, sw_b, SN);
     op_case c = {sw_fwd, SN, sw_w};
     double ea = check_input(&c, sw_a, SN, da), eb = check_input(&c, sw_b, SN, db);
     printf("#   swiglu: da %.1e, db %.1e\n", ea, eb);
@@ -161,7 +161,7 @@ static void xe_fwd(op_case *c, float *out)
     (void)c;
     double s = 0;
     for (int t = 0; t < XT; t++)
-        if (xe_m[t]) s += tr_xent(xe_z + t * XV, XV, xe_y[t], 0, NULL);
+        if (xe_m[t]) s += hx_tr_xent(xe_z + t * XV, XV, xe_y[t], 0, NULL);
     out[0] = (float)(s / 3.0);
 }
 
@@ -170,7 +170,7 @@ static void test_xent(void)
     fill(xe_z, XT * XV, 4.0f);
     float dz[XT * XV] = {0};
     for (int t = 0; t < XT; t++)
-        if (xe_m[t]) tr_xent(xe_z + t * XV, XV, xe_y[t], 1.0f / 3.0f, dz + t * XV);
+        if (xe_m[t]) hx_tr_xent(xe_z + t * XV, XV, xe_y[t], 1.0f / 3.0f, dz + t * XV);
     op_case c = {xe_fwd, 1, &xe_one};
     double e = check_input(&c, xe_z, XT * XV, dz);
     printf("#   xent: %.1e\n", e);
@@ -178,7 +178,7 @@ static void test_xent(void)
     for (int i = 0; i < XV; i++) EXPECT(dz[XV + i] == 0.0f); /* masked row */
     /* stable for huge logits */
     float big[3] = {1000.0f, -1000.0f, 999.0f};
-    double l = tr_xent(big, 3, 2, 0, NULL);
+    double l = hx_tr_xent(big, 3, 2, 0, NULL);
     EXPECT(fabs(l - (log(1 + exp(-1.0)) + 1.0)) < 1e-9);
 }
 
@@ -190,16 +190,16 @@ static const float xs_q[3] = {0.6f, 0.3f, 0.1f};
 static void xs_fwd(op_case *c, float *out)
 {
     (void)c;
-    out[0] = (float)tr_xent_soft(xe_z, XV, xs_y, xs_q, 3, 0, NULL);
+    out[0] = (float)hx_tr_xent_soft(xe_z, XV, xs_y, xs_q, 3, 0, NULL);
 }
 
 static void test_xent_soft(void)
 {
     fill(xe_z, XT * XV, 4.0f);
     float dz[XV] = {0};
-    const double l = tr_xent_soft(xe_z, XV, xs_y, xs_q, 3, 1.0f, dz);
+    const double l = hx_tr_xent_soft(xe_z, XV, xs_y, xs_q, 3, 1.0f, dz);
     double want = 0;
-    for (int j = 0; j < 3; j++) want += xs_q[j] * tr_xent(xe_z, XV, xs_y[j], 0, NULL);
+    for (int j = 0; j < 3; j++) want += xs_q[j] * hx_tr_xent(xe_z, XV, xs_y[j], 0, NULL);
     EXPECT(fabs(l - want) < 1e-9);
     op_case c = {xs_fwd, 1, &xe_one};
     double e = check_input(&c, xe_z, XV, dz);
@@ -211,7 +211,7 @@ static void test_xent_soft(void)
     float h[XV], g[XV];
     memcpy(h, xe_z, sizeof h), memcpy(g, xe_z, sizeof g);
     const int32_t y = 7;
-    const double lh = tr_xent(h, XV, 7, 0.5f, h), ls = tr_xent_soft(g, XV, &y, &xe_one, 1, 0.5f, g);
+    const double lh = hx_tr_xent(h, XV, 7, 0.5f, h), ls = hx_tr_xent_soft(g, XV, &y, &xe_one, 1, 0.5f, g);
     EXPECT(lh == ls);
     EXPECT(!memcmp(h, g, sizeof h));
 }
@@ -225,7 +225,7 @@ static void mm_fwd(op_case *c, float *out)
     (void)c;
     tr_w w = {mm_w, NULL, MR, MC, 0};
     float sc[16 * MC];
-    tr_mm_fwd(NULL, &w, mm_x, MN, out, 1.0f, 0, sc);
+    hx_tr_mm_fwd(NULL, &w, mm_x, MN, out, 1.0f, 0, sc);
 }
 
 static void test_matmul(void)
@@ -235,8 +235,8 @@ static void test_matmul(void)
     fill(mm_wt, MN * MR, 1.0f);
     float dw[MR * MC] = {0}, dx[MN * MC] = {0}, sc[16 * MC];
     tr_w w = {mm_w, NULL, MR, MC, 0};
-    tr_mm_bwd_w(NULL, dw, MR, MC, mm_wt, mm_x, MN, 1.0f, 0);
-    tr_mm_bwd_x(NULL, &w, mm_wt, MN, dx, 1.0f, sc);
+    hx_tr_mm_bwd_w(NULL, dw, MR, MC, mm_wt, mm_x, MN, 1.0f, 0);
+    hx_tr_mm_bwd_x(NULL, &w, mm_wt, MN, dx, 1.0f, sc);
     op_case c = {mm_fwd, MN * MR, mm_wt};
     double ew = check_input(&c, mm_w, MR * MC, dw), ex = check_input(&c, mm_x, MN * MC, dx);
     printf("#   matmul: dW %.1e, dx %.1e\n", ew, ex);
@@ -259,7 +259,7 @@ static void lo_fwd(op_case *c, float *out)
     (void)c;
     tr_lin l = lo_lin(NULL, NULL);
     float u[MN * LR], sc[16 * MC];
-    tr_lin_fwd(NULL, &l, mm_x, MN, out, u, sc);
+    hx_tr_lin_fwd(NULL, &l, mm_x, MN, out, u, sc);
 }
 
 static void test_lora_linear(void)
@@ -272,8 +272,8 @@ static void test_lora_linear(void)
     float da[LR * MC] = {0}, db[MR * LR] = {0}, dx[MN * MC] = {0};
     float u[MN * LR], du[MN * LR], y[MN * MR], sc[16 * MC];
     tr_lin l = lo_lin(da, db);
-    tr_lin_fwd(NULL, &l, mm_x, MN, y, u, sc);
-    tr_lin_bwd(NULL, &l, mm_x, u, mm_wt, MN, dx, du, sc);
+    hx_tr_lin_fwd(NULL, &l, mm_x, MN, y, u, sc);
+    hx_tr_lin_bwd(NULL, &l, mm_x, u, mm_wt, MN, dx, du, sc);
     op_case c = {lo_fwd, MN * MR, mm_wt};
     double ea = check_input(&c, lo_a, LR * MC, da), eb = check_input(&c, lo_b, MR * LR, db);
     double ex = check_input(&c, mm_x, MN * MC, dx);
@@ -294,7 +294,7 @@ static void at_fwd(op_case *c, float *out)
 {
     (void)c;
     float lse[AT * AH], sc[AT];
-    for (int h = 0; h < AH; h++) tr_attn_fwd_head(&at_a, h, at_q, at_k, at_v, out, lse, sc);
+    for (int h = 0; h < AH; h++) hx_tr_attn_fwd_head(&at_a, h, at_q, at_k, at_v, out, lse, sc);
 }
 
 static void test_attention(void)
@@ -304,10 +304,10 @@ static void test_attention(void)
     fill(at_v, sizeof at_v / 4, 1.0f);
     fill(at_w, sizeof at_w / 4, 1.0f);
     float o[AT * AH * AD], lse[AT * AH], sc[AT];
-    for (int h = 0; h < AH; h++) tr_attn_fwd_head(&at_a, h, at_q, at_k, at_v, o, lse, sc);
+    for (int h = 0; h < AH; h++) hx_tr_attn_fwd_head(&at_a, h, at_q, at_k, at_v, o, lse, sc);
     float dq[AT * AH * AD] = {0}, dk[AT * AK * AD] = {0}, dv[AT * AK * AD] = {0};
     for (int g = 0; g < AK; g++)
-        tr_attn_bwd_group(&at_a, g, at_q, at_k, at_v, o, lse, at_w, dq, dk, dv, sc);
+        hx_tr_attn_bwd_group(&at_a, g, at_q, at_k, at_v, o, lse, at_w, dq, dk, dv, sc);
     op_case c = {at_fwd, AT * AH * AD, at_w};
     double eq = check_input(&c, at_q, sizeof at_q / 4, dq);
     double ek = check_input(&c, at_k, sizeof at_k / 4, dk);
@@ -372,9 +372,9 @@ static void test_gemm_shapes(void)
                 fill(c0, nc, 1.0f);
                 memcpy(c1, c0, nc * 4);
                 memcpy(c2, c0, nc * 4);
-                tr_gemm_ref(m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c0, ldc, acc);
-                EXPECT(tr_gemm_ex(NULL, m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c1, ldc, acc) == 0);
-                EXPECT(tr_gemm_ex(tp, m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c2, ldc, acc) == 0);
+                hx_tr_gemm_ref(m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c0, ldc, acc);
+                EXPECT(hx_tr_gemm_ex(NULL, m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c1, ldc, acc) == 0);
+                EXPECT(hx_tr_gemm_ex(tp, m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c2, ldc, acc) == 0);
                 const double e = test_nmse(c0, c1, nc);
                 worst = e > worst ? e : worst;
                 same &= memcmp(c1, c2, nc * 4) == 0;
@@ -388,7 +388,7 @@ static void test_gemm_shapes(void)
     }
     hx_isa_set(isa0);
     hx_threadpool_free(tp);
-    tr_gemm_release();
+    hx_tr_gemm_release();
     printf("#   gemm: %d products, worst nmse %.1e vs the double reference\n", runs, worst);
     EXPECT(worst < 1e-10);
     EXPECT(same);
@@ -406,7 +406,7 @@ static void round_bf16(float *x, size_t n)
  * panels, blocks of k; one thread and two give the same bits ---- */
 static void test_gemm_bf16(void)
 {
-    if (!tr_gemm_bf16_available()) SKIP("no AVX512-BF16 (the CPU, or HEARTH_ISA below avx512)");
+    if (!hx_tr_gemm_bf16_available()) SKIP("no AVX512-BF16 (the CPU, or HEARTH_ISA below avx512)");
     static const int shapes[][3] = {{1, 1, 1},  {13, 37, 29}, {25, 33, 70}, {12, 32, 64},
                                     {50, 17, 3}, {7, 100, 257}, {37, 65, 1}, {13, 37, 1100}};
     hx_threadpool *tp = hx_threadpool_new(2);
@@ -432,10 +432,10 @@ static void test_gemm_bf16(void)
             memcpy(c1, c0, nc * 4);
             memcpy(c2, c0, nc * 4);
             memcpy(c3, c0, nc * 4);
-            tr_gemm_ref(m, n, k, 0.7f, ar, lda, ta, br, ldb, tb, c0, ldc, acc);
-            tr_gemm_ref(m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c3, ldc, acc);
-            EXPECT(tr_gemm_bf16(NULL, m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c1, ldc, acc) == 0);
-            EXPECT(tr_gemm_bf16(tp, m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c2, ldc, acc) == 0);
+            hx_tr_gemm_ref(m, n, k, 0.7f, ar, lda, ta, br, ldb, tb, c0, ldc, acc);
+            hx_tr_gemm_ref(m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c3, ldc, acc);
+            EXPECT(hx_tr_gemm_bf16(NULL, m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c1, ldc, acc) == 0);
+            EXPECT(hx_tr_gemm_bf16(tp, m, n, k, 0.7f, a, lda, ta, b, ldb, tb, c2, ldc, acc) == 0);
             const double e = test_nmse(c0, c1, nc), r = test_nmse(c3, c1, nc);
             worst_exact = e > worst_exact ? e : worst_exact;
             worst_round = r > worst_round ? r : worst_round;
@@ -445,7 +445,7 @@ static void test_gemm_bf16(void)
             free(c0), free(c1), free(c2), free(c3);
         }
     hx_threadpool_free(tp);
-    tr_gemm_bf16_release();
+    hx_tr_gemm_bf16_release();
     printf("#   gemm bf16: %d products, worst nmse %.1e vs the double reference on bf16 "
            "operands, %.1e on F32 ones\n", runs, worst_exact, worst_round);
     EXPECT(worst_exact < 1e-10);
@@ -465,14 +465,14 @@ static void attn_run(float *o, float *lse, float *dq, float *dk, float *dv)
     int32_t start[FT], pre[FT]; /* the second document sees the first 7 tokens */
     for (int i = 0; i < FT; i++) start[i] = i < 19 ? 0 : 19, pre[i] = i < 19 ? 0 : 7;
     const tr_attn a = {FT, FH, FK, FD, start, pre, ft_bf16};
-    float *sc = malloc(tr_attn_scratch(FT, FD) * sizeof(float));
+    float *sc = malloc(hx_tr_attn_scratch(FT, FD) * sizeof(float));
     ASSERT(sc);
     memset(dq, 0, sizeof ft_q);
     memset(dk, 0, sizeof ft_k);
     memset(dv, 0, sizeof ft_v);
-    for (int h = 0; h < FH; h++) tr_attn_fwd_head(&a, h, ft_q, ft_k, ft_v, o, lse, sc);
+    for (int h = 0; h < FH; h++) hx_tr_attn_fwd_head(&a, h, ft_q, ft_k, ft_v, o, lse, sc);
     for (int g = 0; g < FK; g++)
-        tr_attn_bwd_group(&a, g, ft_q, ft_k, ft_v, o, lse, ft_do, dq, dk, dv, sc);
+        hx_tr_attn_bwd_group(&a, g, ft_q, ft_k, ft_v, o, lse, ft_do, dq, dk, dv, sc);
     free(sc);
 }
 
@@ -525,7 +525,7 @@ static void test_attention_bf16(void)
 #if !defined(__x86_64__)
     SKIP("not x86-64: the blocked attention is AVX-512 code");
 #endif
-    if (!tr_gemm_bf16_available()) {
+    if (!hx_tr_gemm_bf16_available()) {
         SKIP("no AVX512-BF16 (the CPU, or HEARTH_ISA below avx512)");
     }
     double e[5];

@@ -372,7 +372,7 @@ static void test_products_auto(void)
     hx_err err = {0};
     char ck[512];
     snprintf(ck, sizeof ck, "%s/products.ckpt", tmpdir);
-    const int can = tr_gemm_bf16_available();
+    const int can = hx_tr_gemm_bf16_available();
     for (int on = 0; on <= can; on++) {
         hx_trainer *a = NULL, *b = NULL;
         ASSERT(hx_trainer_new_scratch(&c, 5, 2, &a, &err) == HX_OK);

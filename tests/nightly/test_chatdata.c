@@ -312,10 +312,10 @@ static void test_engine_source_prompt(void)
     memset(&t, 0, sizeof t);
     ASSERT(hx_chat_tokens_add(&t, hx_model_vocab(m), o.text.data, o.text.len, o.sp,
                               o.n_sp, &err) == HX_OK);
-    hx_engine_source_params sp = hx_engine_source_default_params();
+    hx_source_engine_params sp = hx_source_engine_default_params();
     sp.n_ctx = 1024;
     hx_source src;
-    ASSERT(hx_engine_source_new(m, NULL, 0, &sp, &src, &err) == HX_OK);
+    ASSERT(hx_source_engine_new(m, NULL, 0, &sp, &src, &err) == HX_OK);
     cJSON *prefix = cJSON_Duplicate(o.msgs, 1);
     cJSON_DeleteItemFromArray(prefix, cJSON_GetArraySize(prefix) - 1);
     hx_buf prompt;
@@ -486,7 +486,7 @@ static int quiet_train(const char *const *args)
     int so = dup(1), se = dup(2), null = open("/dev/null", O_WRONLY);
     dup2(null, 1);
     dup2(null, 2);
-    int rc = cmd_train(argc, argv);
+    int rc = hx_cmd_train(argc, argv);
     fflush(stdout);
     fflush(stderr);
     dup2(so, 1);

@@ -190,7 +190,7 @@ static char *read_stdin(size_t *len)
     return buf;
 }
 
-static int cmd_tokenize(int argc, char **argv)
+static int hx_cmd_tokenize(int argc, char **argv)
 {
     int special = 0, bos = 0;
     size_t len;
@@ -314,7 +314,7 @@ static int cmd_logits(int argc, char **argv)
     return run_logits(argv[0], NULL, NULL, argv[1], argc - 2, argv + 2);
 }
 
-static int cmd_lora(int argc, char **argv)
+static int hx_cmd_lora(int argc, char **argv)
 {
     if (argc < 5) die("usage: hxref lora MODEL ADAPTER SCALE OUT.bin ID...");
     return run_logits(argv[0], argv[1], argv[2], argv[3], argc - 4, argv + 4);
@@ -329,7 +329,7 @@ static llama_token argmax(const float *row, int n)
     return best;
 }
 
-static int cmd_generate(int argc, char **argv)
+static int hx_cmd_generate(int argc, char **argv)
 {
     int stop_eog = 0, first = 2;
     llama_token *ids;
@@ -447,9 +447,9 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int (*fn)(int, char **);
-    } cmds[] = {{"tokenize", cmd_tokenize}, {"detok", cmd_detok},
-                {"logits", cmd_logits},     {"generate", cmd_generate},
-                {"lora", cmd_lora},         {"bench", cmd_bench}};
+    } cmds[] = {{"tokenize", hx_cmd_tokenize}, {"detok", cmd_detok},
+                {"logits", cmd_logits},     {"generate", hx_cmd_generate},
+                {"lora", hx_cmd_lora},         {"bench", cmd_bench}};
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

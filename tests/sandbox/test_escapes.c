@@ -415,9 +415,9 @@ static int filtered_tiocsti(void *arg)
 {
     const tty_case *t = arg;
     sb_filter f;
-    sb_seccomp_build(&f, SB_SC_TOOL | SB_SC_NO_NET);
+    hx_sb_seccomp_build(&f, SB_SC_TOOL | SB_SC_NO_NET);
     if (setsid() < 0 || ioctl(t->slave, TIOCSCTTY, 0) ||
-        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || sb_seccomp_install(&f, 0))
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || hx_sb_seccomp_install(&f, 0))
         return 3;
     unsigned long high = 0x100000000UL | TIOCSTI; /* the kernel reads 32 bits */
     int plain = ioctl(t->slave, TIOCSTI, "x") < 0 && errno == EPERM;

@@ -482,7 +482,7 @@ static int datagen_cli(const char *const *args)
     fflush(stderr);
     int se = dup(2), dn = open("/dev/null", O_WRONLY);
     dup2(dn, 2);
-    int rc = cmd_datagen(argc, argv);
+    int rc = hx_cmd_datagen(argc, argv);
     fflush(stderr);
     dup2(se, 2);
     close(se);

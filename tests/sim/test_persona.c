@@ -500,7 +500,7 @@ static void test_nightly(void)
     unsetenv("HEARTH_NOW");
     const char *args[] = {"nightly", "--force", "-m", model, "--steps", "2", "--rank", "2", "--lr", "0.01",
                           "-t", "1", "--eval-tasks", "1", "--replay-contrast", "0.5", NULL};
-    EXPECT_EQ_INT(cli_run(cmd_nightly, args, tmp, out, sizeof out, errb, sizeof errb), 0);
+    EXPECT_EQ_INT(cli_run(hx_cmd_nightly, args, tmp, out, sizeof out, errb, sizeof errb), 0);
     printf("# %s", out);
     EXPECT(strstr(out, "episodes: ") && strstr(out, "training"));
     EXPECT(strstr(out, "steps: 2") != NULL);
