@@ -285,6 +285,21 @@ uint16_t hx_fp32_to_fp16(float f);
 float hx_bf16_to_fp32(uint16_t h);
 uint16_t hx_fp32_to_bf16(float f);
 
+/* ---- non-cryptographic hashing and random numbers (base/hash.c) ---- */
+/* FNV-1a 64's offset basis, and that number with its last digit lost
+ * (1469598103934665603), which the names of existing mail indexes and the
+ * ids made under a pinned clock were computed from: kept for them so that
+ * they stay the same. */
+#define HX_FNV1A_BASIS 0xcbf29ce484222325ull
+#define HX_FNV1A_BASIS_SHORT 1469598103934665603ull
+/* FNV-1a 64 of the n bytes at p, from h (a basis, or a running hash to
+ * continue). Not for input an attacker picks to collide (hash tables of
+ * untrusted keys mix a random seed in). */
+uint64_t hx_fnv1a(uint64_t h, const void *p, size_t n);
+/* splitmix64: adds the golden-ratio step to *state and returns its mix; a
+ * small generator for reproducible streams (worlds, seeds, random weights). */
+uint64_t hx_splitmix64(uint64_t *state);
+
 /* ---- SHA-256 (FIPS 180-4), for file identities and integrity ---- */
 typedef struct hx_sha256 {
     uint32_t h[8];

@@ -10,17 +10,7 @@
 
 static uint64_t mix(uint64_t x)
 {
-    x += 0x9e3779b97f4a7c15u;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
-    return x ^ (x >> 31);
-}
-
-static uint64_t fnv(uint64_t x, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) x = (x ^ s[i]) * 1099511628211u;
-    return x;
+    return hx_splitmix64(&x);
 }
 
 int hx_unique_pinned(void)
@@ -36,9 +26,9 @@ void hx_unique_bytes(const void *salt, size_t salt_n, unsigned k, void *buf, siz
     if (!pin && getrandom(buf, n, 0) == (ssize_t)n) return;
     /* pinned: the clock, the salt and k; no entropy source: the time and
      * pid too */
-    uint64_t x = pin ? fnv(1469598103934665603u, pin, strlen(pin))
+    uint64_t x = pin ? hx_fnv1a(HX_FNV1A_BASIS_SHORT, pin, strlen(pin))
                      : (uint64_t)(hx_time_mono() * 1e9) ^ (uint64_t)getpid() << 32;
-    x = mix(fnv(x, salt, salt ? salt_n : 0) ^ mix(k));
+    x = mix(hx_fnv1a(x, salt, salt ? salt_n : 0) ^ mix(k));
     for (size_t i = 0; i < n; i++) {
         if (i && i % 8 == 0) x = mix(x);
         out[i] = (unsigned char)(x >> (i % 8 * 8));

@@ -96,8 +96,7 @@ size_t hx_gguf_vtype_size(int vtype)
  * indexing quadratic). */
 static uint64_t hash_name(const char *s, uint64_t seed)
 {
-    uint64_t h = 1469598103934665603ull ^ seed;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    uint64_t h = hx_fnv1a(HX_FNV1A_BASIS ^ seed, s, strlen(s));
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
     return h ^ (h >> 33);

@@ -42,14 +42,7 @@ hx_sampler_params hx_sampler_default_params(void)
     return p;
 }
 
-/* ---- PRNG: splitmix64 seeds xoshiro256** ---- */
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+/* ---- PRNG: splitmix64 (hx_splitmix64) seeds xoshiro256** ---- */
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
@@ -68,7 +61,7 @@ static uint64_t rng_next(uint64_t s[4])
 static void rng_seed(hx_sampler *s)
 {
     uint64_t x = s->seed;
-    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
+    for (int i = 0; i < 4; i++) s->rng[i] = hx_splitmix64(&x);
 }
 
 /* Uniform in [0, 1) with 53 bits. */
@@ -81,7 +74,7 @@ static uint64_t random_seed(const void *addr)
 {
     uint64_t x = (uint64_t)(hx_time_mono() * 1e9) ^ ((uint64_t)getpid() << 32) ^
                  (uint64_t)(uintptr_t)addr;
-    x = splitmix64(&x);
+    x = hx_splitmix64(&x);
     return x == HX_SAMPLER_SEED_RANDOM ? 0 : x;
 }
 

@@ -9,16 +9,6 @@
 
 /* ---- hashing and maps ---- */
 
-uint64_t hx_vocab_hash(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 int hx_vmap_init(vmap *m, size_t n_keys)
 {
     size_t cap = 16;
@@ -42,7 +32,7 @@ static int span_eq(const char *blob, vspan s, const char *p, size_t n)
 /* Slot of text in the token map: its slot, or the empty one to fill. */
 static uint32_t tok_slot(const hx_vocab *v, const char *p, size_t n)
 {
-    uint32_t i = (uint32_t)hx_vocab_hash(VOCAB_HASH_SEED, p, n) & v->tok_map.mask;
+    uint32_t i = (uint32_t)hx_fnv1a(HX_FNV1A_BASIS, p, n) & v->tok_map.mask;
     for (;;) {
         uint32_t s = v->tok_map.slots[i];
         if (!s || span_eq(v->text, v->texts[s - 1], p, n)) return i;
@@ -59,9 +49,9 @@ int32_t hx_vocab_find(const hx_vocab *v, const char *text, size_t len)
 
 static uint64_t pair_hash(const char *a, size_t na, const char *b, size_t nb)
 {
-    uint64_t h = hx_vocab_hash(VOCAB_HASH_SEED, a, na);
-    h = hx_vocab_hash(h ^ 0xff, "\x01", 1);
-    return hx_vocab_hash(h, b, nb);
+    uint64_t h = hx_fnv1a(HX_FNV1A_BASIS, a, na);
+    h = hx_fnv1a(h ^ 0xff, "\x01", 1);
+    return hx_fnv1a(h, b, nb);
 }
 
 static uint32_t merge_slot(const hx_vocab *v, const char *a, size_t na,

@@ -61,8 +61,6 @@ struct hx_vocab {
 };
 
 /* ---- hashing and maps (vocab.c) ---- */
-uint64_t hx_vocab_hash(uint64_t h, const void *p, size_t n);
-#define VOCAB_HASH_SEED 1469598103934665603ULL
 int hx_vmap_init(vmap *m, size_t n_keys);
 void hx_vmap_free(vmap *m);
 /* Merge rank of the pair (a, b), or -1. */

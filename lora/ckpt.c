@@ -33,14 +33,6 @@ static size_t head_size(uint32_t version)
                           : sizeof(ck_head);
 }
 
-static uint64_t fnv(const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ull;
-    return h;
-}
-
 static ck_head head_of(const hx_trainer *tr)
 {
     const hx_hparams *hp = &tr->hp;
@@ -94,7 +86,7 @@ int hx_trainer_save(hx_trainer *tr, const char *path, hx_err *err)
     hx_buf_append(&b, tr->v, np);
     int rc = HX_OK;
     if (b.oom) rc = hx_err_set(err, HX_ERR_NOMEM, "checkpoint: out of memory");
-    uint64_t sum = rc ? 0 : fnv(b.data, b.len);
+    uint64_t sum = rc ? 0 : hx_fnv1a(HX_FNV1A_BASIS, b.data, b.len);
     if (!rc && hx_buf_append(&b, &sum, 8))
         rc = hx_err_set(err, HX_ERR_NOMEM, "checkpoint: out of memory");
     if (!rc) rc = hx_out_write_file(path, NULL, b.data, b.len, 0666, err);
@@ -141,7 +133,7 @@ int hx_trainer_load(hx_trainer *tr, const char *path, hx_err *err)
     if (h.version > 1 && h.version <= CK_VERSION && len >= 8 + head_size(h.version) + 8)
         memcpy(&h, d + 8, head_size(h.version));
     memcpy(&sum, d + len - 8, 8);
-    if (!(rc = check_head(tr, &h, len, path, err)) && fnv(d, len - 8) != sum)
+    if (!(rc = check_head(tr, &h, len, path, err)) && hx_fnv1a(HX_FNV1A_BASIS, d, len - 8) != sum)
         rc = hx_err_set(err, HX_ERR_FORMAT, "%s: checkpoint checksum mismatch", path);
     if (!rc) {
         const char *p = d + 8 + head_size(h.version);

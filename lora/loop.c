@@ -130,7 +130,7 @@ static long draw_step(hx_trainer *tr, const hx_train_data *d, step_data *s, int 
     long cnt = 0;
     const size_t span = d->n - (size_t)s->T;
     for (int w = 0; w < s->n_win; w++) {
-        const uint64_t r = hx_tr_rng_next(&tr->rng);
+        const uint64_t r = hx_splitmix64(&tr->rng);
         const size_t off = s->n_starts ? s->starts[r % s->n_starts] : (size_t)(r % span);
         tr->data_pos++;
         if (d->doc) {

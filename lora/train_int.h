@@ -285,7 +285,7 @@ int hx_tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
 /* First step of a WSD schedule's decay: the last decay_frac of n_steps
  * (at least one step). */
 int hx_tr_wsd_decay_start(const hx_opt_params *o);
-uint64_t hx_tr_rng_next(uint64_t *s);
+/* A standard normal draw (Box-Muller over hx_splitmix64(s)). */
 double hx_tr_rng_normal(uint64_t *s);
 /* keep.c: adds linear i of layer l's inputs x and outputs y (n tokens) to
  * the sums; adds the penalty's gradient to the LoRA gradients (HX_OK, or

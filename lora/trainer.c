@@ -25,18 +25,10 @@ hx_lora_params hx_lora_default_params(void)
     return p;
 }
 
-uint64_t hx_tr_rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 double hx_tr_rng_normal(uint64_t *s)
 {
-    const double u1 = ((hx_tr_rng_next(s) >> 11) + 1.0) / 9007199254740993.0;
-    const double u2 = (hx_tr_rng_next(s) >> 11) / 9007199254740992.0;
+    const double u1 = ((hx_splitmix64(s) >> 11) + 1.0) / 9007199254740993.0;
+    const double u2 = (hx_splitmix64(s) >> 11) / 9007199254740992.0;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 

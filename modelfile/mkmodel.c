@@ -12,29 +12,21 @@
 #include "modelfile/mkembed_int.h"
 
 /* ---- random numbers: splitmix64, one stream per tensor ---- */
-static uint64_t mix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static float unif(uint64_t *x) /* [-1, 1) */
 {
-    return (float)(mix64(x) >> 40) * 0x1.0p-23f - 1.0f;
+    return (float)(hx_splitmix64(x) >> 40) * 0x1.0p-23f - 1.0f;
 }
 
 static int irand(uint64_t *x, int lo, int hi) /* [lo, hi] */
 {
-    return lo + (int)(mix64(x) % (uint64_t)(hi - lo + 1));
+    return lo + (int)(hx_splitmix64(x) % (uint64_t)(hi - lo + 1));
 }
 
 static void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 
 static void rand_bytes(uint64_t *x, uint8_t *p, int n)
 {
-    for (int i = 0; i < n; i++) p[i] = (uint8_t)(mix64(x) >> 56);
+    for (int i = 0; i < n; i++) p[i] = (uint8_t)(hx_splitmix64(x) >> 56);
 }
 
 /* ---- one block of each type, weights of standard deviation sd ----
@@ -100,7 +92,7 @@ static void block_q6_K(uint64_t *x, uint8_t *b, float sd)
     rand_bytes(x, b, 128 + 64);
     for (int j = 0; j < 16; j++) {
         int v = irand(x, 16, 63);
-        b[192 + j] = (uint8_t)(int8_t)(mix64(x) & 1 ? v : -v);
+        b[192 + j] = (uint8_t)(int8_t)(hx_splitmix64(x) & 1 ? v : -v);
     }
     put16(b + 208, hx_fp32_to_fp16(sd / (39.5f * SD_Q6)));
 }
@@ -217,7 +209,7 @@ static int add(mk *m, const char *name, int role, int il, int n_dims,
     t->sd = role == R_NORM ? 0.1f : sd;
     t->center = role == R_NORM ? 1.0f : 0.0f;
     uint64_t s = m->p.seed ^ ((uint64_t)(m->n_t + 1) * 0xd1b54a32d192ed03ull);
-    t->seed = mix64(&s);
+    t->seed = hx_splitmix64(&s);
     t->embed = role == R_ROUTER ? NULL : m->embed; /* an embedding keeps routers random */
     if (ne0 % hx_type_block_elems(t->type) != 0)
         return hx_err_set(m->err, HX_ERR_INVALID,

@@ -89,7 +89,7 @@ static uint64_t mix64(uint64_t x)
 
 static uint64_t bytes_hash(const char *p, size_t n)
 {
-    return mix64(hx_vocab_hash(VOCAB_HASH_SEED, p, n));
+    return mix64(hx_fnv1a(HX_FNV1A_BASIS, p, n));
 }
 
 /* ---- creation ---- */

@@ -21,10 +21,7 @@ void hx_rng_seed(hx_rng *r, uint64_t seed, uint64_t stream)
 
 uint64_t hx_rng_next(hx_rng *r)
 {
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return hx_splitmix64(&r->s);
 }
 
 int hx_rng_below(hx_rng *r, int n)

@@ -43,13 +43,6 @@ static const char *const index_ddl =
     " subject, from_, to_, body, tokenize='unicode61 remove_diacritics 2');"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);";
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static int db_exec(sqlite3 *db, const char *sql, hx_err *err)
 {
     char *msg = NULL;
@@ -69,7 +62,7 @@ static int index_open(const hx_root *md, mail_index *ix, hx_err *err)
     int rc = hx_mkdirs(dir, err);
     if (rc) return rc;
     snprintf(path, sizeof path, "%s/mail-index-%016llx.sqlite", dir,
-             (unsigned long long)fnv1a(md->real));
+             (unsigned long long)hx_fnv1a(HX_FNV1A_BASIS_SHORT, md->real, strlen(md->real)));
     ix->md = md;
     ix->ins_msg = ix->ins_fts = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {

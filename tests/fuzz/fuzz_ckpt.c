@@ -52,8 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t *d = malloc(size);
         if (!d) abort();
         memcpy(d, data, size);
-        uint64_t h = 0xcbf29ce484222325ull;
-        for (size_t i = 0; i < size - 8; i++) h = (h ^ d[i]) * 0x100000001b3ull;
+        uint64_t h = hx_fnv1a(HX_FNV1A_BASIS, d, size - 8);
         memcpy(d + size - 8, &h, 8);
         load(d, size);
         free(d);

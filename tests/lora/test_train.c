@@ -335,8 +335,7 @@ static void downgrade(const char *path, uint32_t version, size_t cut)
     memmove(s + cut, s + head, n - head);
     n -= head - cut;
     memcpy(s + 8, &version, 4);
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n - 8; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    uint64_t h = hx_fnv1a(HX_FNV1A_BASIS, s, n - 8);
     memcpy(s + n - 8, &h, 8);
     ASSERT(hx_write_file_atomic(path, s, n, &err) == HX_OK);
     free(s);
