@@ -5,9 +5,9 @@
 
 #include "agent/agent.h"
 
-#define OPEN_TAG "<tool_call>"
-#define CLOSE_TAG "</tool_call>"
-#define PY_TAG "<|python_tag|>"
+#define OPEN_TAG HX_TOOL_CALL_OPEN
+#define CLOSE_TAG HX_TOOL_CALL_CLOSE
+#define PY_TAG HX_TOOL_CALL_PYTHON
 
 struct hx_planner {
     hx_planner_deps d;
@@ -408,7 +408,7 @@ static int parse_turn(int llama, const char *text, char **content, pcall *calls,
         memset(c, 0, sizeof *c);
         const char *close = parse_tagged(open + strlen(OPEN_TAG), c);
         if (!close) {
-            snprintf(c->error, sizeof c->error, "the call has no closing </tool_call>");
+            snprintf(c->error, sizeof c->error, "the call has no closing " CLOSE_TAG);
             cJSON_Delete(c->fn);
             c->fn = NULL;
         }
@@ -504,7 +504,7 @@ static void handle_call(run *r, const pcall *c)
     if (!c->fn)
         snprintf(o.detail, sizeof o.detail, "malformed tool call: %s; write %s", c->error,
                  is_llama(r) ? "{\"name\": ..., \"parameters\": {...}}"
-                             : "<tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>");
+                             : OPEN_TAG "{\"name\": ..., \"arguments\": {...}}" CLOSE_TAG);
     else if (!repeated_failure(r, name, args, &o))
         exec_call(r, name, args, args_json ? args_json : "{}", &o);
     hx_agent_audit(&r->pl->d, name, args_json ? args_json : "", &o);

@@ -231,10 +231,10 @@ static void guard_tail(guard *g, int32_t token)
     char buf[64];
     int m = snprintf(buf, sizeof buf, "%s%.*s", g->tail, (int)(n < 40 ? n : 40), p ? p : "");
     const char *lead = p && !g->wrote ? p + strspn(p, " \n\t\r") : "";
-    if (g->llama && (*lead == '{' || (m > 0 && strstr(buf, "<|python_tag|>")))) g->in_call = 1;
+    if (g->llama && (*lead == '{' || (m > 0 && strstr(buf, HX_TOOL_CALL_PYTHON)))) g->in_call = 1;
     if (*lead) g->wrote = 1;
-    if (m > 0 && strstr(buf, "<tool_call>")) g->in_call = 1;
-    if (m > 0 && strstr(buf, "</tool_call>")) g->in_call = 0;
+    if (m > 0 && strstr(buf, HX_TOOL_CALL_OPEN)) g->in_call = 1;
+    if (m > 0 && strstr(buf, HX_TOOL_CALL_CLOSE)) g->in_call = 0;
     size_t len = strlen(buf), keep = sizeof g->tail - 1;
     snprintf(g->tail, sizeof g->tail, "%s", buf + (len > keep ? len - keep : 0));
 }

@@ -189,9 +189,9 @@ static const char chatml_tools_head[] =
     "<tools></tools> XML tags:\n<tools>";
 static const char chatml_tools_tail[] =
     "\n</tools>\n\nFor each function call, return a json object with function "
-    "name and arguments within <tool_call></tool_call> XML tags:\n"
-    "<tool_call>\n{\"name\": <function-name>, \"arguments\": "
-    "<args-json-object>}\n</tool_call><|im_end|>\n";
+    "name and arguments within " HX_TOOL_CALL_OPEN HX_TOOL_CALL_CLOSE " XML tags:\n"
+    HX_TOOL_CALL_OPEN "\n{\"name\": <function-name>, \"arguments\": "
+    "<args-json-object>}\n" HX_TOOL_CALL_CLOSE "<|im_end|>\n";
 
 static void chatml_system(const cJSON *msgs, const cJSON *tools, tw *w)
 {
@@ -298,9 +298,9 @@ static void chatml_calls(const cJSON *m, int nl_first, tw *w)
     for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) {
         if (c != calls->child || nl_first) lit(w, "\n");
         const cJSON *fn = call_fn(c);
-        call_name(w, "<tool_call>\n{\"name\": \"", fn, "arguments");
+        call_name(w, HX_TOOL_CALL_OPEN "\n{\"name\": \"", fn, "arguments");
         call_args(fn, 0, w->out);
-        lit(w, "}\n</tool_call>");
+        lit(w, "}\n" HX_TOOL_CALL_CLOSE);
     }
 }
 
@@ -488,8 +488,8 @@ static void render_compact(const cJSON *msgs, const cJSON *tools, int brief,
      * prompts share it as a prefix (the prefix cache, and packed training
      * windows computing it once for many conversations). */
     if (cJSON_GetArraySize(tools) > 0) {
-        lit(w, "Tools (call one or more as <tool_call>{\"name\": ..., "
-               "\"arguments\": {...}}</tool_call>):\n");
+        lit(w, "Tools (call one or more as " HX_TOOL_CALL_OPEN "{\"name\": ..., "
+               "\"arguments\": {...}}" HX_TOOL_CALL_CLOSE "):\n");
         for (const cJSON *t = tools->child; t; t = t->next) compact_tool(t, brief, w->out);
     }
     int n = cJSON_GetArraySize(msgs);
@@ -505,9 +505,9 @@ static void render_compact(const cJSON *msgs, const cJSON *tools, int brief,
         hx_buf_puts(w->out, m_str(m, "content"));
         const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
         for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) {
-            call_name(w, "<tool_call>{\"name\": \"", call_fn(c), "arguments");
+            call_name(w, HX_TOOL_CALL_OPEN "{\"name\": \"", call_fn(c), "arguments");
             call_args(call_fn(c), 0, w->out);
-            lit(w, "}</tool_call>");
+            lit(w, "}" HX_TOOL_CALL_CLOSE);
         }
         lit(w, "\n");
     }
@@ -575,7 +575,7 @@ int hx_tpl_detect(const hx_gguf *g, const hx_vocab *v)
     if (g) hx_gguf_get_str(g, "tokenizer.chat_template", &tpl);
     if (has_token(v, "<|im_start|>") && has_token(v, "<|im_end|>")) {
         if (tpl && strstr(tpl, "<think>")) return HX_TPL_QWEN3;
-        return tpl && strstr(tpl, "<tool_call>") ? HX_TPL_CHATML
+        return tpl && strstr(tpl, HX_TOOL_CALL_OPEN) ? HX_TPL_CHATML
                : tpl ? HX_TPL_CHATML : HX_TPL_QWEN3;
     }
     if (has_token(v, "<|start_header_id|>") && has_token(v, "<|eot_id|>"))

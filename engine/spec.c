@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "engine/ctx_int.h"
-#include "engine/grammar/gint.h"
+#include "engine/grammar/grammar.h"
 #include "engine/sample.h"
 #include "engine/spec.h"
 #include "engine/spec_int.h"
@@ -53,6 +53,9 @@ struct hx_spec {
      * and the vocabulary's pieces by first byte, longest first */
     hx_matcher *gm;
     const hx_gvocab *gv;
+    const char *const *tpiece; /* gv's token table (hx_gvocab_tokens) */
+    const uint32_t *tlen;
+    const uint8_t *tflags;
     int g_off;           /* the shadow lost track this turn */
     int32_t *by_byte;    /* token ids grouped by first byte ... */
     int32_t first[257];  /* ... group b is by_byte[first[b], first[b+1]) */
@@ -269,11 +272,8 @@ static void learn_token(hx_spec *sp, int32_t t)
  * before the turn's own tokens. */
 static void learn_context(hx_spec *sp, const int32_t *hist, int n)
 {
-    int32_t open = -1, close = -1;
-    for (int k = 0; sp->gv && k < N_MARKS; k++) {
-        if (!strcmp(hx_gmark_text[k], "<tool_call>")) open = sp->gv->mark_tok[k];
-        if (!strcmp(hx_gmark_text[k], "</tool_call>")) close = sp->gv->mark_tok[k];
-    }
+    int32_t open = sp->gv ? hx_gvocab_mark_token(sp->gv, HX_GMARK_OPEN) : -1;
+    int32_t close = sp->gv ? hx_gvocab_mark_token(sp->gv, HX_GMARK_CLOSE) : -1;
     int inside = 0;
     for (int i = 0; open >= 0 && i < n; i++) {
         if (hist[i] == open || hist[i] == close) {
@@ -307,7 +307,7 @@ static int only_byte(hx_matcher *m, uint32_t c)
 static int forced_bytes(hx_spec *sp, char *out, uint32_t *cfg, int max)
 {
     hx_matcher *m = sp->gm;
-    uint32_t c = m->cur, cw = 0;
+    uint32_t c = hx_matcher_state(m), cw = 0;
     unsigned key = sp->last2;
     int n = 0, b;
     while (n < max && c && !hx_gm_can_end(m, c) && (b = only_byte(m, c)) >= 0) {
@@ -329,23 +329,27 @@ static int32_t longest_piece(const hx_spec *sp, const char *s, int n)
     int b = (uint8_t)s[0];
     for (int32_t i = sp->first[b]; i < sp->first[b + 1]; i++) {
         int32_t t = sp->by_byte[i];
-        if ((int)sp->gv->len[t] <= n && !memcmp(sp->gv->piece[t], s, sp->gv->len[t]))
+        if ((int)sp->tlen[t] <= n && !memcmp(sp->tpiece[t], s, sp->tlen[t]))
             return t;
     }
     return -1;
 }
 
-static int shadow_on(const hx_spec *sp) { return sp->gm && !sp->g_off && !sp->gm->ended; }
+static int shadow_on(const hx_spec *sp)
+{
+    return sp->gm && !sp->g_off && !hx_matcher_ended(sp->gm);
+}
 
 /* The special token whose mark text (<tool_call>, ...) starts bytes
  * s[0, n), or -1: the grammar matches those as one token. */
 static int32_t mark_piece(const hx_spec *sp, const char *s, int n, int *len)
 {
-    for (int k = 0; k < N_MARKS; k++) {
+    for (int k = 0; k < HX_GMARK_COUNT; k++) {
         int l = (int)strlen(hx_gmark_text[k]);
-        if (sp->gv->mark_tok[k] >= 0 && l <= n && !memcmp(s, hx_gmark_text[k], (size_t)l)) {
+        int32_t t = hx_gvocab_mark_token(sp->gv, k);
+        if (t >= 0 && l <= n && !memcmp(s, hx_gmark_text[k], (size_t)l)) {
             *len = l;
-            return sp->gv->mark_tok[k];
+            return t;
         }
     }
     return -1;
@@ -357,14 +361,14 @@ static int32_t mark_piece(const hx_spec *sp, const char *s, int n, int *len)
  * ' {' then '"'). */
 static int extends(hx_spec *sp, int32_t t, uint32_t c)
 {
-    const char *p = sp->gv->piece[t];
-    uint32_t n = sp->gv->len[t];
+    const char *p = sp->tpiece[t];
+    uint32_t n = sp->tlen[t];
     for (uint32_t j = 0; j < n && c; j++) c = hx_gm_step(sp->gm, c, (uint8_t)p[j]);
     int b = (uint8_t)p[0];
     for (int32_t i = sp->first[b]; c && i < sp->first[b + 1]; i++) {
         int32_t u = sp->by_byte[i];
-        if (sp->gv->len[u] <= n) break; /* longest first */
-        const char *q = sp->gv->piece[u];
+        if (sp->tlen[u] <= n) break; /* longest first */
+        const char *q = sp->tpiece[u];
         if (!memcmp(q, p, n) && hx_gm_step(sp->gm, c, (uint8_t)q[n]))
             return 1;
     }
@@ -384,13 +388,13 @@ static int grammar_draft(hx_spec *sp, int32_t *d, int max, int *nbytes)
     int n = forced_bytes(sp, bytes, cfg, (int)sizeof bytes);
     while (at < n && k < max) {
         int32_t t = mark_piece(sp, bytes + at, n - at, &len);
-        if (t < 0 && (t = longest_piece(sp, bytes + at, n - at)) >= 0) len = (int)sp->gv->len[t];
+        if (t < 0 && (t = longest_piece(sp, bytes + at, n - at)) >= 0) len = (int)sp->tlen[t];
         if (t < 0) break;
         d[k++] = t;
         last_at = at;
         at += len;
     }
-    if (k > 0 && at == n && !(sp->gv->flags[d[k - 1]] & HX_GTOK_SPECIAL) &&
+    if (k > 0 && at == n && !(sp->tflags[d[k - 1]] & HX_GTOK_SPECIAL) &&
         extends(sp, d[k - 1], cfg[last_at]))
         k--, at = last_at;
     *nbytes = at;
@@ -402,11 +406,11 @@ static int grammar_draft(hx_spec *sp, int32_t *d, int max, int *nbytes)
  * end token. */
 static const char *grammar_bytes(const hx_spec *sp, int32_t t, uint32_t *len)
 {
-    const char *mark = hx_gmark_of(sp->gv, t);
+    const char *mark = hx_gvocab_mark_of(sp->gv, t);
     if (mark) return *len = (uint32_t)strlen(mark), mark;
-    if (sp->gv->flags[t] & (HX_GTOK_SPECIAL | HX_GTOK_EOG)) return NULL;
-    *len = sp->gv->len[t];
-    return sp->gv->piece[t];
+    if (sp->tflags[t] & (HX_GTOK_SPECIAL | HX_GTOK_EOG)) return NULL;
+    *len = sp->tlen[t];
+    return sp->tpiece[t];
 }
 
 /* How many of the drafts d[0, n) the grammar allows in a row from the
@@ -417,7 +421,7 @@ static int grammar_allows(hx_spec *sp, const int32_t *d, int n, int *nbytes)
     *nbytes = 0;
     if (!shadow_on(sp)) return n;
     hx_matcher *m = sp->gm;
-    uint32_t c = m->cur, len = 0;
+    uint32_t c = hx_matcher_state(m), len = 0;
     for (int i = 0; i < n; i++) {
         const char *p = grammar_bytes(sp, d[i], &len);
         if (!p) return n;
@@ -430,8 +434,8 @@ static int grammar_allows(hx_spec *sp, const int32_t *d, int n, int *nbytes)
 
 static int cmp_len_desc(const void *a, const void *b, void *v)
 {
-    const hx_gvocab *gv = v;
-    uint32_t la = gv->len[*(const int32_t *)a], lb = gv->len[*(const int32_t *)b];
+    const uint32_t *len = v;
+    uint32_t la = len[*(const int32_t *)a], lb = len[*(const int32_t *)b];
     /* equal bytes: the higher id, not a byte-fallback token (SPM's come first) */
     return la < lb ? 1 : la > lb ? -1 : *(const int32_t *)b - *(const int32_t *)a;
 }
@@ -439,28 +443,31 @@ static int cmp_len_desc(const void *a, const void *b, void *v)
 /* The text tokens of gv grouped by first byte, longest first. */
 static int index_pieces(hx_spec *sp, const hx_gvocab *gv)
 {
-    int32_t n = gv->n_tokens;
+    int32_t n = hx_gvocab_tokens(gv, &sp->tpiece, &sp->tlen, &sp->tflags);
+    const char *const *piece = sp->tpiece;
+    const uint32_t *len = sp->tlen;
+    const uint8_t *flags = sp->tflags;
     sp->by_byte = hx_malloc_array((size_t)n + 1, sizeof *sp->by_byte);
     if (!sp->by_byte) return HX_ERR_NOMEM;
     memset(sp->first, 0, sizeof sp->first);
     for (int32_t t = 0; t < n; t++)
-        if (gv->len[t] && !(gv->flags[t] & (HX_GTOK_SPECIAL | HX_GTOK_EOG)))
-            sp->first[(uint8_t)gv->piece[t][0] + 1]++;
+        if (len[t] && !(flags[t] & (HX_GTOK_SPECIAL | HX_GTOK_EOG)))
+            sp->first[(uint8_t)piece[t][0] + 1]++;
     for (int b = 0; b < 256; b++) sp->first[b + 1] += sp->first[b];
     int32_t fill[256];
     memcpy(fill, sp->first, sizeof fill);
     for (int32_t t = 0; t < n; t++)
-        if (gv->len[t] && !(gv->flags[t] & (HX_GTOK_SPECIAL | HX_GTOK_EOG)))
-            sp->by_byte[fill[(uint8_t)gv->piece[t][0]]++] = t;
+        if (len[t] && !(flags[t] & (HX_GTOK_SPECIAL | HX_GTOK_EOG)))
+            sp->by_byte[fill[(uint8_t)piece[t][0]]++] = t;
     for (int b = 0; b < 256; b++)
         qsort_r(sp->by_byte + sp->first[b], (size_t)(sp->first[b + 1] - sp->first[b]),
-                sizeof *sp->by_byte, cmp_len_desc, (void *)gv);
+                sizeof *sp->by_byte, cmp_len_desc, (void *)len);
     return HX_OK;
 }
 
 int hx_spec_set_grammar(hx_spec *sp, hx_grammar *g, const hx_gvocab *gv)
 {
-    if (sp->gm && sp->gm->g == g && sp->gv == gv) return HX_OK;
+    if (sp->gm && hx_matcher_grammar(sp->gm) == g && sp->gv == gv) return HX_OK;
     hx_matcher_free(sp->gm);
     sp->gm = NULL;
     if (!g) return HX_OK;
@@ -565,7 +572,8 @@ int hx_spec_copy_draft(hx_spec *sp, const int32_t *seq, int n, int32_t *d, int m
  * after a quote where the grammar allows a letter. */
 static int string_start(const hx_spec *sp)
 {
-    return shadow_on(sp) && (sp->last2 & 0xff) == '"' && hx_gm_step(sp->gm, sp->gm->cur, 'a');
+    return shadow_on(sp) && (sp->last2 & 0xff) == '"' &&
+           hx_gm_step(sp->gm, hx_matcher_state(sp->gm), 'a');
 }
 
 /* Whether token t starts a new word of a copied string (where the model

@@ -7,12 +7,12 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "engine/gguf.h"
+#include "engine/engine.h"
 #include "engine/vocab_int.h"
 #include "modelfile/vocab_train.h"
 
 const char *const hx_bpe_specials[HX_BPE_N_SPECIALS] = {
-    "<|endoftext|>", "<tool_call>", "</tool_call>", "<tool_response>",
+    "<|endoftext|>", HX_TOOL_CALL_OPEN, HX_TOOL_CALL_CLOSE, "<tool_response>",
     "</tool_response>", "<|im_start|>", "<|im_end|>", "<tools>", "</tools>",
 };
 

@@ -229,7 +229,7 @@ static size_t token_at(const size_t *off, size_t n, size_t b)
 static void mark_span(hx_chat_tokens *t, const size_t *off, size_t n, const char *text,
                       hx_chat_span sp)
 {
-    static const char tag[] = "<tool_call>";
+    static const char tag[] = HX_TOOL_CALL_OPEN;
     uint8_t *mask = t->mask + t->n;
     for (size_t i = sp.start; i < sp.end;) {
         const char *at = memmem(text + i, sp.end - i, tag, sizeof tag - 1);

@@ -139,9 +139,9 @@ static void put_assistant(render *r, const cJSON *msg)
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(w, "function");
         char *js = fn ? cJSON_PrintUnformatted(fn) : NULL;
         if (!js) continue;
-        put(r, "<tool_call>\n", 1);
+        put(r, HX_TOOL_CALL_OPEN "\n", 1);
         put(r, js, 1);
-        put(r, "\n</tool_call>", 1);
+        put(r, "\n" HX_TOOL_CALL_CLOSE, 1);
         cJSON_free(js);
     }
     put(r, "<|im_end|>", 1); /* the model learns to stop */

@@ -331,9 +331,9 @@ int hx_dg_call_valid(hx_dg_validator *v, const char *name, const cJSON *args, ch
 {
     hx_buf b;
     hx_buf_init(&b);
-    hx_buf_printf(&b, "<tool_call>{\"name\": \"%s\", \"arguments\": ", name);
+    hx_buf_printf(&b, HX_TOOL_CALL_OPEN "{\"name\": \"%s\", \"arguments\": ", name);
     hx_json_py(args, 0, &b);
-    hx_buf_puts(&b, "}</tool_call>");
+    hx_buf_puts(&b, "}" HX_TOOL_CALL_CLOSE);
     hx_matcher_reset(v->m);
     int ok = b.data && hx_matcher_feed(v->m, b.data, b.len) == HX_OK && hx_matcher_can_end(v->m);
     if (!ok) snprintf(why, n, "%s: not valid against its schema: %.200s", name, b.data ? b.data : "");

@@ -59,7 +59,7 @@ static void call(const oracle *o, hx_buf *out, const char *name, cJSON *args)
 {
     args = schema_order(o->reg, name, args);
     char *a = cJSON_PrintUnformatted(args);
-    hx_buf_printf(out, "<tool_call>{\"name\": \"%s\", \"arguments\": %s}</tool_call>", name,
+    hx_buf_printf(out, HX_TOOL_CALL_OPEN "{\"name\": \"%s\", \"arguments\": %s}" HX_TOOL_CALL_CLOSE, name,
                   a ? a : "{}");
     cJSON_free(a);
     cJSON_Delete(args);

@@ -194,8 +194,7 @@ struct hx_gvocab {
                             (<tool_call>, </tool_call>, <|python_tag|>),
                             -1 if none */
 };
-enum { N_MARKS = 3 };
-extern const char *const hx_gmark_text[N_MARKS];
+enum { N_MARKS = HX_GMARK_COUNT };
 /* The mark text special token t spells (what a matcher accepts for it),
  * or NULL if t is no mark's token. */
 static inline const char *hx_gmark_of(const hx_gvocab *v, int32_t t)
@@ -279,8 +278,6 @@ struct hx_matcher {
 /* match.c */
 int hx_gm_init(hx_matcher *m);
 void hx_gm_free(hx_matcher *m);
-uint32_t hx_gm_step(hx_matcher *m, uint32_t cfg, int byte); /* 0 = dead */
-int hx_gm_can_end(hx_matcher *m, uint32_t cfg);
 uint32_t hx_gm_config_of(hx_matcher *m, uint32_t rx);
 
 #endif /* HX_GRAMMAR_INT_H */

@@ -81,6 +81,12 @@ int hx_grammar_from_cjson(const struct cJSON *schema,
  *   as text or as a single special token), or until a leading "{" or
  *   "<|python_tag|>" anywhere (Llama); then the calls. */
 enum { HX_TOOLS_OPTIONAL = 0, HX_TOOLS_REQUIRED = 1, HX_TOOLS_LAZY = 2 };
+/* The markers of a call, as the tagged style (Qwen, Hermes) and Llama 3.1
+ * write them: the grammars, the chat templates, the planner, the training
+ * data and the tokenizers' special tokens all spell them from here. */
+#define HX_TOOL_CALL_OPEN "<tool_call>"
+#define HX_TOOL_CALL_CLOSE "</tool_call>"
+#define HX_TOOL_CALL_PYTHON "<|python_tag|>"
 enum { HX_CALLS_TAGGED = 0, HX_CALLS_LLAMA = 1 };
 typedef struct hx_tool_spec {
     const char *name;
@@ -119,6 +125,20 @@ int hx_gvocab_from_vocab_cached(const struct hx_vocab *v, const char *dir,
                                 hx_gvocab **out, int *from_cache, hx_err *err);
 void hx_gvocab_free(hx_gvocab *v); /* NULL is a no-op */
 int32_t hx_gvocab_n_tokens(const hx_gvocab *v);
+/* The token table, borrowed (valid while v lives): token t's bytes
+ * piece[t] (NUL-terminated), len[t] of them, its HX_GTOK_* flags[t].
+ * Returns the token count. */
+int32_t hx_gvocab_tokens(const hx_gvocab *v, const char *const **piece,
+                         const uint32_t **len, const uint8_t **flags);
+/* The markers a single special token may stand for, in the grammar's
+ * order, and their text (HX_TOOL_CALL_OPEN, _CLOSE, _PYTHON). */
+enum { HX_GMARK_OPEN, HX_GMARK_CLOSE, HX_GMARK_PYTHON, HX_GMARK_COUNT };
+extern const char *const hx_gmark_text[HX_GMARK_COUNT];
+/* The special token spelling marker k (HX_GMARK_*), or -1 if none does. */
+int32_t hx_gvocab_mark_token(const hx_gvocab *v, int k);
+/* The marker text token t spells (what a matcher accepts for it), or NULL
+ * if t is no marker's token. */
+const char *hx_gvocab_mark_of(const hx_gvocab *v, int32_t t);
 
 /* ---- matchers ---- */
 /* A matcher over g (borrowed: g must outlive it). v may be NULL for a
@@ -149,6 +169,14 @@ int hx_matcher_forced(hx_matcher *m, int32_t *tokens, int max);
 /* 1 once an EOG token was accepted. */
 int hx_matcher_ended(const hx_matcher *m);
 const char *hx_matcher_error(const hx_matcher *m);
+/* Looking ahead without moving the matcher (speculative drafts,
+ * engine/spec.c): its states are ids, 0 dead, valid until it is reset or
+ * freed. The current one; the one after byte from cfg (0: byte not
+ * allowed); whether the grammar may end at cfg; the grammar matched. */
+uint32_t hx_matcher_state(const hx_matcher *m);
+uint32_t hx_gm_step(hx_matcher *m, uint32_t cfg, int byte);
+int hx_gm_can_end(hx_matcher *m, uint32_t cfg);
+const hx_grammar *hx_matcher_grammar(const hx_matcher *m);
 
 /* ---- the sampler stage ----
  * Fills *stage (struct hx_sampler_stage from engine/sample.h) with a stage

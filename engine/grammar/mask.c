@@ -14,9 +14,9 @@
 #define MEMO_BYTES_MAX ((size_t)256 << 20)
 #define MAX_TOK_LEN 255
 
-static const char OPEN_TAG[] = "<tool_call>";
-static const char CLOSE_TAG[] = "</tool_call>";
-static const char PY_TAG[] = "<|python_tag|>";
+static const char OPEN_TAG[] = HX_TOOL_CALL_OPEN;
+static const char CLOSE_TAG[] = HX_TOOL_CALL_CLOSE;
+static const char PY_TAG[] = HX_TOOL_CALL_PYTHON;
 /* Special tokens that tool-call grammars take in place of their text. */
 const char *const hx_gmark_text[N_MARKS] = {OPEN_TAG, CLOSE_TAG, PY_TAG};
 
@@ -227,6 +227,25 @@ void hx_gvocab_free(hx_gvocab *v)
 int32_t hx_gvocab_n_tokens(const hx_gvocab *v)
 {
     return v ? v->n_tokens : 0;
+}
+
+int32_t hx_gvocab_tokens(const hx_gvocab *v, const char *const **piece,
+                         const uint32_t **len, const uint8_t **flags)
+{
+    *piece = (const char *const *)v->piece;
+    *len = v->len;
+    *flags = v->flags;
+    return v->n_tokens;
+}
+
+int32_t hx_gvocab_mark_token(const hx_gvocab *v, int k)
+{
+    return k >= 0 && k < N_MARKS ? v->mark_tok[k] : -1;
+}
+
+const char *hx_gvocab_mark_of(const hx_gvocab *v, int32_t t)
+{
+    return hx_gmark_of(v, t);
 }
 
 /* ---- masks ---- */
@@ -764,6 +783,16 @@ int hx_matcher_feed(hx_matcher *m, const char *bytes, size_t n)
 int hx_matcher_can_end(hx_matcher *m)
 {
     return m->ended || hx_gm_can_end(m, m->cur);
+}
+
+uint32_t hx_matcher_state(const hx_matcher *m)
+{
+    return m->cur;
+}
+
+const hx_grammar *hx_matcher_grammar(const hx_matcher *m)
+{
+    return m->g;
 }
 
 int hx_matcher_can_continue(hx_matcher *m)
