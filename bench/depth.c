@@ -32,7 +32,7 @@
 #include "bench/bench.h"
 #include "engine/engine.h"
 #include "modelfile/modelfile.h"
-#include "engine/exact.h"
+#include "engine/engine_ext.h"
 
 typedef struct opts {
     int layers[16], n_layers;

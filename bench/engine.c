@@ -27,7 +27,7 @@
 #include "bench/bench.h"
 #include "engine/engine.h"
 #include "modelfile/modelfile.h"
-#include "engine/kernels.h"
+#include "engine/engine_ext.h"
 
 /* ---- the rows ---- */
 

@@ -9,7 +9,7 @@
 
 #include "base/base.h"
 #include "bench/bench.h"
-#include "engine/kernels.h"
+#include "engine/engine_ext.h"
 
 static float frand(uint32_t *s)
 {

@@ -1,5 +1,6 @@
 /* exact.h: the engine's exact reference forward pass: the same model in
- * double precision on the dequantized weights, for measuring error. */
+ * double precision on the dequantized weights, for measuring error. Part
+ * of engine_ext.h. */
 #ifndef HX_EXACT_H
 #define HX_EXACT_H
 

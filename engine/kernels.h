@@ -1,5 +1,6 @@
-/* kernels.h: dot products and matrix multiplication over the tensor types
- * (engine-internal): activation quantization, ISA selection, hx_matmul. */
+/* kernels.h: dot products and matrix multiplication over the tensor types:
+ * activation quantization, ISA selection, hx_matmul. Part of engine_ext.h
+ * (the trainer multiplies by the base's weights with them). */
 #ifndef HX_KERNELS_H
 #define HX_KERNELS_H
 

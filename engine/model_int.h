@@ -3,18 +3,7 @@
 #ifndef HX_MODEL_INT_H
 #define HX_MODEL_INT_H
 
-#include "engine/model.h"
-
-/* A weight matrix used in place: rows of `cols` elements of `type`, for a
- * 3-D expert tensor `n_mat` matrices of `rows` rows each, back to back. */
-typedef struct hx_wmat {
-    const void *data; /* into the mapping; NULL when the tensor is absent */
-    int type;         /* hx_type */
-    int64_t cols;     /* ne[0]: the input width K */
-    int64_t rows;     /* ne[1]: the output width M */
-    int64_t n_mat;    /* ne[2]: experts (1 for a plain matrix) */
-    size_t row_bytes;
-} hx_wmat;
+#include "engine/engine_ext.h"
 
 /* Pointer to matrix e of an expert tensor. */
 static inline const void *hx_wmat_at(const hx_wmat *w, int64_t e)

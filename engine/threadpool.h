@@ -1,6 +1,7 @@
 /* threadpool.h: a persistent pool of worker threads for the engine's
- * kernels (engine-internal). One run hands out n_tasks task numbers to the
- * caller and the workers and returns when all are done. */
+ * kernels (part of engine_ext.h: the trainer and the quantizer run on it
+ * too). One run hands out n_tasks task numbers to the caller and the
+ * workers and returns when all are done. */
 #ifndef HX_THREADPOOL_H
 #define HX_THREADPOOL_H
 

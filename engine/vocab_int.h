@@ -6,10 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/vocab.h"
+#include "engine/engine_ext.h"
 
-/* Pre-tokenizers of byte-level BPE vocabularies. */
-enum { HX_PRE_QWEN2 = 1, HX_PRE_LLAMA3 = 2 };
 
 /* Open-addressing map from a string (or pair of strings) to an index;
  * slots hold index + 1, 0 is empty. Keys live in the owner's arrays. */
@@ -74,11 +72,6 @@ int hx_tokvec_push(tokvec *t, int32_t id);
 /* Length of the UTF-8 sequence that byte c starts, from its high nibble
  * only, as llama.cpp's unicode_len_utf8 (continuation bytes give 1). */
 int hx_vocab_utf8_len(unsigned char c);
-/* Decodes one code point as llama.cpp does: lax (overlongs and surrogates
- * pass), an invalid byte gives U+FFFD and advances by one. */
-uint32_t hx_vocab_cpt_decode(const unsigned char *s, size_t n, size_t *off);
-/* Encodes cpt (<= 0x10FFFF, surrogates allowed) into out; returns bytes. */
-int hx_vocab_cpt_encode(uint32_t cpt, char *out);
 
 /* ---- work queue of candidate merges: the lowest prio first, then the
  * leftmost (llama.cpp's llm_bigram comparators) ---- */
@@ -118,11 +111,6 @@ void hx_vocab_bpe_free(hx_vocab *v);
 /* Tokenizes one raw-text fragment into t. HX_OK or HX_ERR_NOMEM. */
 int hx_vocab_bpe_tokenize(const hx_vocab *v, const char *text, size_t len,
                           tokvec *t);
-/* The pre-tokenizer regex of a HX_PRE_* (PCRE2 syntax, UTF and UCP), also
- * used by the BPE trainer (vocab_train.c) so both split text alike. */
-const char *hx_vocab_bpe_regex(int pre_type);
-/* GPT-2's byte alphabet: the code point that stands for raw byte b. */
-uint32_t hx_vocab_byte_to_cpt(unsigned char b);
 /* Decodes a byte-level BPE piece into raw bytes (appended to out). */
 int hx_vocab_bpe_decode(const char *text, size_t len, hx_buf *out);
 /* SPM (vocab_spm.c): text already has spaces as U+2581. */

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "engine/kernels.h"
+#include "engine/engine_ext.h"
 #include "lora/train_int.h"
 
 /* The AVX kernels are x86-64 code, the NEON kernel aarch64 code; each

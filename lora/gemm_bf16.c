@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "engine/kernels.h"
+#include "engine/engine_ext.h"
 #include "lora/train_int.h"
 
 #if defined(__x86_64__)

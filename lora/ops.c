@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "engine/kernels.h"
+#include "engine/engine_ext.h"
 #include "lora/train_int.h"
 
 /* The AVX-512 paths are x86-64 code; elsewhere they are compiled out (on

@@ -6,8 +6,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#include "engine/model_int.h"
-#include "engine/threadpool.h"
+#include "engine/engine_ext.h"
 #include "lora/lora.h"
 
 /* ---- ops (ops.c): every backward ACCUMULATES (+=) into its outputs ---- */

@@ -179,18 +179,21 @@ static void wire_lora(hx_trainer *tr, const hx_lora_params *lp)
 {
     const hx_model *m = tr->base;
     const hx_hparams *hp = &tr->hp;
-    tr->embd = (tr_w){NULL, &m->tok_embd, hp->n_vocab, hp->n_embd, 0};
-    tr->out_norm = m->output_norm;
-    tr->head.w = (tr_w){NULL, &m->output, hp->n_vocab, hp->n_embd, 0};
+    const hx_wmat *embd = hx_model_weight(m, -1, HX_WEIGHT_TOK_EMBD);
+    const hx_wmat *head = hx_model_weight(m, -1, HX_WEIGHT_OUTPUT);
+    tr->embd = (tr_w){NULL, embd, hp->n_vocab, hp->n_embd, 0};
+    tr->out_norm = hx_model_norm(m, -1, HX_NORM_OUTPUT);
+    tr->head.w = (tr_w){NULL, head, hp->n_vocab, hp->n_embd, 0};
+    static const int kinds[7] = {HX_WEIGHT_Q, HX_WEIGHT_K, HX_WEIGHT_V, HX_WEIGHT_O,
+                                 HX_WEIGHT_FFN_GATE, HX_WEIGHT_FFN_UP, HX_WEIGHT_FFN_DOWN};
     for (int l = 0; l < hp->n_layer; l++) {
-        const hx_layer *B = &m->layers[l];
         tr_layer *L = &tr->layers[l];
-        const hx_wmat *w[7] = {&B->wq, &B->wk, &B->wv, &B->wo, &B->ffn_gate,
-                               &B->ffn_up, &B->ffn_down};
-        L->attn_norm = B->attn_norm;
-        L->q_norm = B->q_norm;
-        L->k_norm = B->k_norm;
-        L->ffn_norm = B->ffn_norm;
+        const hx_wmat *w[7];
+        for (int i = 0; i < 7; i++) w[i] = hx_model_weight(m, l, kinds[i]);
+        L->attn_norm = hx_model_norm(m, l, HX_NORM_ATTN);
+        L->q_norm = hx_model_norm(m, l, HX_NORM_Q);
+        L->k_norm = hx_model_norm(m, l, HX_NORM_K);
+        L->ffn_norm = hx_model_norm(m, l, HX_NORM_FFN);
         for (int i = 0; i < 7; i++) {
             tr_lin *li = &L->lin[i];
             li->w = (tr_w){NULL, w[i], (int)w[i]->rows, (int)w[i]->cols, 0};
@@ -301,7 +304,7 @@ static int check_base(const hx_model *m, hx_err *err)
 {
     const hx_hparams *hp = hx_model_hparams(m);
     if (hp->n_expert || hp->has_qkv_bias || hp->rope_type != HX_ROPE_NEOX ||
-        m->rope_freq_scale != 1.0f)
+        hx_model_rope_freq_scale(m) != 1.0f)
         return hx_err_set(err, HX_ERR_UNSUPPORTED, "train: %s models are not "
                           "supported (dense qwen3 only: no MoE, no biases, NEOX "
                           "RoPE, no rope scaling)", hp->arch);

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "modelfile/delta.h"
-#include "engine/gguf.h"
+#include "engine/engine.h"
 
 #define DELTA_VERSION 1
 #define K_VERSION "hearth.delta.version"

@@ -5,9 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/model.h"
+#include "engine/engine.h"
 #include "modelfile/quantize.h"
-#include "engine/vocab.h"
 
 /* One weight: n_cols importances, or for a 3-D MoE expert tensor n_exp
  * blocks of ne[0] (expert e's matrix at e * ne[0]), n_cols = ne[0]*n_exp. */

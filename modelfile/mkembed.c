@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/quant.h"
+#include "engine/engine.h"
 
 struct hx_embed {
     hx_gguf *g;

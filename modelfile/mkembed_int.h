@@ -5,7 +5,7 @@
 #define HX_MKEMBED_INT_H
 
 #include "base/base.h"
-#include "engine/gguf.h"
+#include "engine/engine.h"
 #include "modelfile/model_write.h"
 
 typedef struct hx_embed hx_embed;

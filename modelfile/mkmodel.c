@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "modelfile/ftype_int.h"
-#include "engine/gguf.h"
+#include "engine/engine.h"
 #include "modelfile/mkembed_int.h"
 
 /* ---- random numbers: splitmix64, one stream per tensor ---- */

@@ -7,8 +7,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
-#include "engine/gguf.h"
-#include "engine/model.h"
+#include "engine/engine.h"
 
 /* Shapes and types of a random model. Weights are uniform random with a
  * standard deviation of 1/sqrt(fan_in) (logits of a few units, not

@@ -11,8 +11,7 @@
 #include <unistd.h>
 
 #include "modelfile/ftype_int.h"
-#include "engine/quant.h"
-#include "engine/threadpool.h"
+#include "engine/engine_ext.h"
 
 /* ---- presets ---- */
 static const hx_ftype_info k_ftypes[] = {

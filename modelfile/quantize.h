@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
-#include "engine/gguf.h"
+#include "engine/engine.h"
 
 /* ---- importance matrices ----
  * Per weight matrix, the mean of the squared input activations of each

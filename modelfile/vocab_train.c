@@ -7,8 +7,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "engine/engine.h"
-#include "engine/vocab_int.h"
+#include "engine/engine_ext.h"
 #include "modelfile/vocab_train.h"
 
 const char *const hx_bpe_specials[HX_BPE_N_SPECIALS] = {
