@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 
 #include "sim/handeval.h"
-#include "tools/mail_int.h" /* the mail tools' own parser reads what was queued */
 
 static const char *js(const cJSON *o, const char *k)
 {

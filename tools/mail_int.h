@@ -10,32 +10,7 @@
 #include "base/base.h"
 #include "tools/tools.h"
 
-/* ---- parsing (tools/mime.c) ---- */
-typedef struct hx_mail_att {
-    char *filename;     /* UTF-8, may be "" */
-    char *content_type; /* lower case, "application/pdf" */
-    size_t size;        /* decoded bytes */
-} hx_mail_att;
-
-typedef struct hx_message {
-    char *message_id, *from, *to, *cc, *subject, *in_reply_to, *references;
-    char *date_raw;
-    int64_t date;       /* Unix seconds; 0 if missing or unparsable */
-    char *text;         /* the body as UTF-8 text (text/plain preferred,
-                           else text/html reduced to text) */
-    hx_mail_att *att;
-    int n_att;
-    char *problems;     /* "" or what was wrong but recovered (broken MIME) */
-} hx_message;
-
-/* Parses a raw message (any bytes; never reads past len). Every string in
- * the result is valid UTF-8 (invalid input bytes become U+FFFD). A message
- * with no header/body separator or garbage is still parsed as far as it
- * goes; only allocation failure is an error. Free with hx_message_free. */
-int hx_message_parse(const char *raw, size_t len, hx_message **out,
-                     hx_err *err);
-void hx_message_free(hx_message *m);
-
+/* ---- parsing (tools/mime.c; hx_message_parse in tools.h) ---- */
 /* Decodes an RFC 2047 header value (encoded words, folding) to UTF-8.
  * Caller frees. */
 char *hx_mail_decode_header(const char *value, size_t len);
