@@ -118,6 +118,15 @@ $(BUILD)/tests/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $$(call fuzz_libs,$$*)
 
 test-build: $(BUILD)/hearth $(TEST_BINS) $(FUZZ_BINS)
 
+# The layering, checked (scripts/check.sh): includes across modules only
+# through public headers and only of the modules each depends on (the
+# deps_* lists), every exported symbol hx_-prefixed, every library linking
+# only what it depends on.
+comma := ,
+space := $(subst ,, )
+check: $(foreach m,$(MODULES),$(call lib_of,$(m)))
+	@sh scripts/check.sh $(BUILD) "$(foreach m,$(MODULES),$(m):$(subst $(space),$(comma),$(deps_$(m))))"
+
 # The llama.cpp reference (npm) used by differential tests; a failed fetch
 # only makes those tests skip.
 reference:
