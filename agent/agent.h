@@ -11,7 +11,7 @@
 #include "memory/memory.h"
 #include "tools/tools.h"
 
-#include "agent/gate.h"
+#include "sandbox/sandbox.h"
 
 /* Registers memory.remember, memory.forget and memory.search into reg,
  * acting on mem (borrowed: it must outlive the registry's use of them).
@@ -352,6 +352,12 @@ typedef struct hx_call_outcome {
     cJSON *result;        /* the tool's result when ok (owned) */
     char detail[600];     /* the error or refusal, for the model and audit */
 } hx_call_outcome;
+/* Opens the policy from the config's "policy" object (NULL: the defaults)
+ * and, if audit_path is not NULL ("": the data directory's audit.jsonl),
+ * the audit log. Free both with hx_agent_policy_close (NULL is a no-op). */
+int hx_agent_policy_open(const cJSON *policy, const char *audit_path, hx_policy **p,
+                         hx_audit **a, hx_err *err);
+void hx_agent_policy_close(hx_policy *p, hx_audit *a);
 /* Decides name(args) under d's policy and consent, tainted saying whether
  * untrusted content is in the conversation (the taint rule), and runs it
  * if allowed; o (zeroed by the caller) gets how it went. args_json is

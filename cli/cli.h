@@ -72,7 +72,8 @@ struct hx_config;
 const char *hx_cli_find_model(const char *opt, const struct hx_config *cfg, char *buf,
                               size_t n);
 /* The consent question on the terminal (/dev/tty): 'y', 'n' or 'a' (always);
- * 'n' when there is none. The hx_gate_ask_fn of ask, chat and tools call. */
+ * 'n' when there is none. The consent's ask function (hx_consent_new) of
+ * ask, chat and tools call. */
 int hx_cli_ask_consent(void *user, const char *tool, const char *args, const char *why);
 /* The tools of reg, one a line: name and effect, with describe their
  * descriptions and any schema the model cannot use, and with x (NULL:

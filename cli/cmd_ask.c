@@ -267,7 +267,7 @@ static void session_close(session *s)
     hx_model_free(s->model);
     free(s->specs);
     free(s->consent);
-    hx_gate_close(s->policy, s->audit);
+    hx_agent_policy_close(s->policy, s->audit);
     hx_memory_close(s->mem);
     hx_tools_free(s->reg);
     hx_extools_free(s->x);
@@ -342,10 +342,11 @@ static int open_tools(session *s, const ask_opts *o, hx_err *err)
     }
     hx_buf_free(&problems);
     if (rc) return rc;
-    rc = hx_gate_open(cJSON_GetObjectItem(s->cfg->raw, "policy"), "", &s->policy, &s->audit, err);
+    rc = hx_agent_policy_open(cJSON_GetObjectItem(s->cfg->raw, "policy"), "", &s->policy,
+                              &s->audit, err);
     if (rc) return rc;
     int tty = isatty(0) && isatty(2) && !o->json;
-    s->consent = hx_gate_consent_new(o->yes, o->no, o->allow_tainted, tty ? hx_cli_ask_consent : NULL, NULL);
+    s->consent = hx_consent_new(o->yes, o->no, o->allow_tainted, tty ? hx_cli_ask_consent : NULL, NULL);
     return s->consent ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
 }
 
@@ -412,9 +413,9 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
 static int session_open(session *s, const ask_opts *o, hx_err *err)
 {
     memset(s, 0, sizeof *s);
-    int rc = hx_gate_no_network(err);
+    int rc = hx_sandbox_confine_self_no_network(err);
     if (rc) return rc;
-    if (hx_gate_no_network_off()) /* never silently: the user's privacy rests on it */
+    if (hx_sandbox_mechanism_disabled("seccomp")) /* never silently: the user's privacy rests on it */
         fprintf(stderr, "hearth: warning: HEARTH_SANDBOX_DISABLE=seccomp: this process is not "
                         "confined from the network\n");
     hx_planner_params pp = o->pp;

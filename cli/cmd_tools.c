@@ -337,12 +337,12 @@ static int run_call(const hx_config *cfg, hx_tools *reg, const hx_extools *x,
     if (!mem) fprintf(stderr, "hearth: the audit trail in the memory database is not written\n");
     struct hx_policy *policy = NULL;
     struct hx_audit *audit = NULL;
-    if (hx_gate_open(cJSON_GetObjectItem(cfg->raw, "policy"), "", &policy, &audit, &err)) {
+    if (hx_agent_policy_open(cJSON_GetObjectItem(cfg->raw, "policy"), "", &policy, &audit, &err)) {
         fprintf(stderr, "hearth: %s\n", err.msg);
         return hx_cli_exit_code(err.rc);
     }
     int tty = isatty(0) && isatty(2);
-    struct hx_consent *c = hx_gate_consent_new(yes, no, 0, tty ? hx_cli_ask_consent : NULL, NULL);
+    struct hx_consent *c = hx_consent_new(yes, no, 0, tty ? hx_cli_ask_consent : NULL, NULL);
     hx_planner_deps d = {NULL, reg, x, policy, audit, mem, c};
     char *aj = cJSON_PrintUnformatted(args);
     if (c && aj) {
@@ -351,7 +351,7 @@ static int run_call(const hx_config *cfg, hx_tools *reg, const hx_extools *x,
     }
     cJSON_free(aj);
     free(c);
-    hx_gate_close(policy, audit);
+    hx_agent_policy_close(policy, audit);
     return c && aj ? HX_EXIT_OK : HX_EXIT_FAIL;
 }
 

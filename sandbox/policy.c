@@ -161,6 +161,18 @@ static void remember_always(hx_policy *p, const char *tool)
     if ((a[p->n_always] = hx_strdup(tool))) p->n_always++;
 }
 
+hx_consent *hx_consent_new(int yes, int no, int allow_tainted_send,
+                           int (*ask)(void *user, const char *tool,
+                                      const char *args_json, const char *why),
+                           void *user)
+{
+    hx_consent *c = hx_calloc(1, sizeof *c);
+    if (!c) return NULL;
+    *c = (hx_consent){.yes = yes, .no = no, .allow_tainted_send = allow_tainted_send,
+                      .interactive = ask != NULL, .ask = ask, .user = user};
+    return c;
+}
+
 int hx_policy_resolve(hx_policy *p, const hx_policy_verdict *v, const char *tool,
                       const char *args_json, const hx_consent *c, const char **by)
 {

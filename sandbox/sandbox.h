@@ -191,6 +191,13 @@ typedef struct hx_consent {
     void *user;
 } hx_consent;
 
+/* A consent (caller frees with free()); ask may be NULL (no terminal to
+ * ask on). NULL when out of memory. */
+hx_consent *hx_consent_new(int yes, int no, int allow_tainted_send,
+                           int (*ask)(void *user, const char *tool,
+                                      const char *args_json, const char *why),
+                           void *user);
+
 /* Resolves a verdict into allowed (1) or refused (0); *by says who
  * decided ("policy", "user", "--yes", "--no", "taint rule", "no terminal",
  * "--allow-tainted-send"). "always" answers are remembered in p for the

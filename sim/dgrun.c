@@ -97,10 +97,10 @@ int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **p
     const cJSON *pol = cJSON_GetObjectItem(task, "policy");
     *trace = NULL;
     if (now) setenv("HEARTH_NOW", now, 1);
-    int rc = hx_gate_open(cJSON_IsObject(pol) ? pol : NULL, NULL, &policy, &audit, err);
+    int rc = hx_agent_policy_open(cJSON_IsObject(pol) ? pol : NULL, NULL, &policy, &audit, err);
     if (rc) return rc;
     int no = consent && !strcmp(consent, "no");
-    struct hx_consent *c = hx_gate_consent_new(!no, no, 0, NULL, NULL);
+    struct hx_consent *c = hx_consent_new(!no, no, 0, NULL, NULL);
     hx_planner_params pp = params ? *params : hx_dg_planner_params(HX_TPL_COMPACT);
     pp.model = src->name;
     hx_planner_deps d = {src, dw->reg, NULL, policy, audit, dw->mem, c};
@@ -112,7 +112,7 @@ int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **p
     if (plp) *plp = NULL;
     hx_planner_free(pl);
     free(c);
-    hx_gate_close(policy, audit);
+    hx_agent_policy_close(policy, audit);
     return rc;
 }
 

@@ -45,19 +45,19 @@ static int world_open(world *w, int yes, int no, int allow_tainted)
     if (hx_config_load(cfg, &w->cfg, &err) || !(w->reg = hx_tools_new(w->cfg)) ||
         hx_tools_register_builtins(w->reg, &err) || hx_memory_open(&mp, &w->mem, &err) ||
         hx_agent_register_memory_tools(w->reg, w->mem, &err) ||
-        hx_gate_open(cJSON_GetObjectItem(w->cfg->raw, "policy"), w->audit, &w->policy,
-                     &w->log, &err)) {
+        hx_agent_policy_open(cJSON_GetObjectItem(w->cfg->raw, "policy"), w->audit, &w->policy,
+                             &w->log, &err)) {
         printf("# world: %s\n", err.msg);
         return 0;
     }
-    w->consent = hx_gate_consent_new(yes, no, allow_tainted, NULL, NULL);
+    w->consent = hx_consent_new(yes, no, allow_tainted, NULL, NULL);
     return w->consent != NULL;
 }
 
 static void world_close(world *w)
 {
     char cmd[400];
-    hx_gate_close(w->policy, w->log);
+    hx_agent_policy_close(w->policy, w->log);
     hx_dg_validator_free(w->valid);
     free(w->consent);
     hx_memory_close(w->mem);

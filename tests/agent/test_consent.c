@@ -122,16 +122,16 @@ static void use_policy(world *w, const char *json)
     struct hx_policy *p = NULL;
     struct hx_audit *none = NULL;
     hx_err err = {0};
-    if (hx_gate_open(j, NULL, &p, &none, &err)) printf("# policy: %s\n", err.msg);
+    if (hx_agent_policy_open(j, NULL, &p, &none, &err)) printf("# policy: %s\n", err.msg);
     cJSON_Delete(j);
-    hx_gate_close(w->policy, NULL);
+    hx_agent_policy_close(w->policy, NULL);
     w->policy = p;
 }
 
 static void use_consent(world *w, int yes, int no, int allow_tainted)
 {
     free(w->consent);
-    w->consent = hx_gate_consent_new(yes, no, allow_tainted, NULL, NULL);
+    w->consent = hx_consent_new(yes, no, allow_tainted, NULL, NULL);
 }
 
 /* Files queued in the outbox. */
