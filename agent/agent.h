@@ -148,7 +148,7 @@ typedef struct hx_source_engine_params {
     int plain_decode;     /* 1: one token per forward pass (no batched
                              forced runs, no drafts); for comparisons.
                              The output is the same; default 0 */
-    /* Memory and latency (issue 9); all 0 by default. */
+    /* Memory and latency; all 0 by default. */
     int kv_q8;            /* 1: 8-bit KV cache */
     size_t max_bytes;     /* weights + KV + scratch (--max-memory); 0: none */
     int prefill_slice;    /* tokens per prefill pass, the cancel check

@@ -493,7 +493,7 @@ typedef struct report {
     char load0[64], load1[64], date[64];
 } report;
 
-/* The Markdown section (tables and the issue's 2-thread criteria). */
+/* The Markdown section (tables and the 2-thread criteria). */
 static void write_report(const report *R, hx_buf *b)
 {
     const opts *o = R->o;
@@ -558,7 +558,7 @@ static void write_report(const report *R, hx_buf *b)
     for (int ti = 0; ti < o->n_threads; ti++)
         if (o->threads[ti] == 2) t2i = ti;
     if (t2i >= 0 && R->have_ref) {
-        hx_buf_printf(b, "\nIssue 9's criteria at 2 threads (decode ratio >= 0.97, prefill "
+        hx_buf_printf(b, "\nThe criteria at 2 threads (decode ratio >= 0.97, prefill "
                          "ratio >= 1.2, RSS <= limit):\n\n");
         for (int ri = 0; ri < R->n_rows; ri++) {
             const cell *c = &R->cells[ri][t2i];

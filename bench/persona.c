@@ -1,4 +1,4 @@
-/* persona.c: issue 10's personalization proof in one command: a persona's
+/* persona.c: the personalization proof in one command: a persona's
  * accepted episodes, held-out requests before and after `hearth nightly
  * --force` (the real command, on a fresh data directory), and the generic
  * suite before and after as nightly's gate ran it (task by task), as a

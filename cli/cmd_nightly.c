@@ -150,9 +150,9 @@ static int parse_replay_from(const char *s)
 }
 
 /* The replay's share of near tasks by default: on persona 1 (300-task
- * gate) none lost 6.3 points, 0.3 4.7 and 0.5 3.3, the "Drop X" requests
- * the adapter turned into find_slots calls going from 7 to 1; the habits
- * were learned as well (bench/README.md, session 10). */
+ * gate, make bench-persona) none lost 6.3 points, 0.3 4.7 and 0.5 3.3, the
+ * "Drop X" requests the adapter turned into find_slots calls going from 7
+ * to 1; the habits were learned as well. */
 #define NIGHTLY_NEAR 0.3
 /* The most of the base's tokens a soft replay target keeps. */
 #define NIGHTLY_MAX_SOFT 64
@@ -348,8 +348,8 @@ static int open_env(nightly_env *e, const char *model, int distill, replay_mix m
     p->render = hx_agent_nightly_render, p->render_user = &e->ar;
     p->eval = hx_agent_nightly_eval, p->eval_user = &e->ae;
     /* the replay's targets: the base's own runs (distillation) or the
-     * oracle's; on hearth-tiny 628452eb the oracle's cost 3-9 points of
-     * the generic suite with every recipe tried (bench/README.md) */
+     * oracle's; on hearth-tiny the oracle's cost 3-9 points of the
+     * generic suite with every recipe tried (make bench-persona) */
     if (distill) p->replay = hx_agent_nightly_distill, p->replay_user = &e->ae;
     else p->replay = hx_agent_nightly_replay, p->replay_user = &e->ar;
     e->contrast.share = mix.contrast, e->contrast.near = mix.near;

@@ -265,7 +265,7 @@ void hx_trainer_set_recompute(hx_trainer *tr, int mode);
  * of attention, norms and the optimizer stay F32, and so do the master
  * weights. Whether that is faster depends on the CPU: AVX512-BF16 does
  * twice the products of an F32 FMA per instruction, but some CPUs (an
- * Intel Xeon of session 32) issue it at half the rate, and the operands
+ * Intel Xeon at 2.3 GHz) issue it at half the rate, and the operands
  * must be converted. HX_BF16_AUTO takes the precision recorded in the
  * checkpoint hx_trainer_load read (so a resumed run goes on with the same
  * numbers), else times both on a product of this model's shape and takes

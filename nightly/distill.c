@@ -3,8 +3,8 @@
  * the real planner and tools in their sample worlds, as the generic suite
  * runs it) and its own conversations rendered as the user's episodes are,
  * so that the adapter learns to keep what the base does on generic work
- * while it learns the user's habits (issue 10: replaying the oracle's
- * trajectories instead pulled the adapter away from the base there);
+ * while it learns the user's habits (replaying the oracle's trajectories
+ * instead pulls the adapter away from the base on them);
  * a share of them may be contrast tasks: calendar requests of the user's
  * episodes' kinds for other people, without the user's habits. */
 #include <stdlib.h>

@@ -28,8 +28,8 @@ hx_nightly_params hx_nightly_default_params(void)
     p.lora.alpha = 16;
     /* the feed-forward matrices, not attention: on hearth-tiny an adapter
      * on q, k, v, o also broke the copying of made-up words, which is
-     * attention's work. Measured (bench/README.md, session 9): the same
-     * habits (16 of 20 held-out requests over four personas) and, on 300
+     * attention's work. Measured (make bench-persona): the same habits
+     * (16 of 20 held-out requests over four personas) and, on 300
      * generic tasks, the same net drop as q, k, v, o at 2e-3 with fewer
      * tasks lost (17 against 22); the 100-task gates had suggested more.
      * A large base may want less (--lr); the gates discard an adapter
@@ -37,7 +37,7 @@ hx_nightly_params hx_nightly_default_params(void)
     p.lora.targets = HX_LORA_UP | HX_LORA_DOWN;
     /* the later half of the layers: on hearth-tiny (layers 3-5 of 6) the
      * habits were learned as well and the generic suite lost less
-     * (bench/README.md, sessions 16 and 21) */
+     * (make bench-persona) */
     p.lora.first_layer = HX_LORA_LATER_HALF;
     p.train = hx_train_default_params();
     p.train.opt.lr = 1e-3f;
@@ -47,13 +47,14 @@ hx_nightly_params hx_nightly_default_params(void)
     p.train.n_seq = 4;
     /* replay: three generic conversations per episode of the user's, so
      * that the adapter learns the user's habits without forgetting the
-     * rest (issue 10: without replay the persona adapter lost 14 points
-     * of the generic suite, with one per episode 12, with three 5; six
-     * did no better) */
+     * rest (without replay the persona adapter lost 14 points of the
+     * generic suite, with one per episode 12, with three 5; six did no
+     * better) */
     p.replay_ratio = 3.0;
     p.replay_seed = 1;
-    /* 300 steps (of 4 conversations): the persona's proof (bench/README.md,
-     * session 21); epochs count only where n_steps is 0 */
+    /* 300 steps (of 4 conversations): what the persona's proof passes
+     * with (bench/README.md, Personalization); epochs count only where
+     * n_steps is 0 */
     p.train.opt.n_steps = 300;
     p.epochs = 2;
     p.heldout_frac = 0.2;
@@ -62,11 +63,11 @@ hx_nightly_params hx_nightly_default_params(void)
     p.chunk = 8;
     /* 300 generic tasks: with 100 the drop's standard error is about 3
      * points against the 2-point margin, and the persona adapter that
-     * passed at 0 there lost 4.7 points on 300 (bench/README.md) */
+     * passed at 0 there lost 4.7 points on 300 (make bench-persona) */
     p.eval_tasks = 300;
     p.eval_margin = 0.02;
     /* at 0.9 when 1 loses too much: the persona's adapter dropped 4.7
-     * points at 1 and 2.0 at 0.9 (bench/README.md, session 21) */
+     * points at 1 and 2.0 at 0.9 (bench/README.md, Personalization) */
     p.scales[0] = 1.0f;
     p.scales[1] = 0.9f;
     p.n_scales = 2;
@@ -1005,7 +1006,7 @@ static int count_longer(const hx_nightly_data *d, int window)
  * prompt the planner fed for it; in a window its head is cut to 3/4 of
  * the window and the turn loses the request and the earlier calls (with
  * 1,024-token windows the persona's room, decided after its second call,
- * was learned without them and not used at inference: issue 10). */
+ * was learned without them and not used at inference). */
 static int fit_seq_len(const hx_nightly_params *p, int n_ctx, const hx_nightly_data *a,
                        const hx_nightly_data *b)
 {

@@ -310,7 +310,7 @@ int hx_dg_model_trace(const hx_agent_eval *ae, const cJSON *task, const char *ho
  * environment (HEARTH_HOME, HEARTH_NOW) is put back. */
 int hx_agent_nightly_distill(void *user, int n, uint64_t seed,
                              struct hx_nightly_data *out, hx_err *err);
-/* Contrastive replay (issue 10): a share of the distilled conversations
+/* Contrastive replay: a share of the distilled conversations
  * are the base's runs of calendar requests of the kinds the user's
  * episodes are (datagen's schedule, find_slots, create_event, each taken
  * when the episodes call every tool it calls), from the training split,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# quant-table.sh: issue 11's proof on the project's own model: hearth-tiny
+# quant-table.sh: quantization measured on the project's own model: hearth-tiny
 # at F32, Q8_0, Q4_K_M and Q4_0, the two 4-bit presets without and with
 # calibration, with file size, bits per weight, held-out loss (with paired
 # differences and standard errors), logits against llama.cpp and

@@ -1,5 +1,5 @@
 #!/bin/sh
-# quantize-big.sh: issue 11's streaming check: a random-weight F16 model of
+# quantize-big.sh: quantizing streams: a random-weight F16 model of
 # Qwen3-0.6B's shape (Qwen2 tokenizer) quantized to Q4_K_M, plain and with
 # an importance matrix calibrated on a short text: CPU time, wall time and
 # peak RSS against the F16 file. Usage: scripts/quantize-big.sh [BUILD]

@@ -12,9 +12,9 @@
 # (500), TINY_SEED (1), TINY_THREADS (2), TINY_STEPS (optimizer steps,
 # 2500: the schedule's length, so the model does not depend on how busy the
 # machine is; in the brief style 6,750 s of training at 3,035 tokens/s in
-# F32 on the 2 cores of session 34's Intel Xeon (tiny34), 1 h 55 min from
+# F32 on the 2 cores of an Intel Xeon at 2.3 GHz, 1 h 55 min from
 # nothing; 3,000 compact-style steps took 2 h 11 min from nothing on an
-# AMD EPYC in bfloat16 (session 24), some 3 h 20 min on the Intel Xeon),
+# AMD EPYC in bfloat16, some 3 h 20 min on the Intel Xeon),
 # TINY_BUDGET
 # (training seconds, 0: none; > 0 ends the schedule early where the steps
 # would take longer), TINY_CTX (2048: the model's context), TINY_SEQ (4096:
@@ -25,7 +25,7 @@
 # hearth train --recompute), TINY_PRODUCTS (auto: hearth train times F32
 # and bfloat16 products on the model's shape and takes the faster, keeping
 # the choice in the checkpoint: bfloat16 was a fifth to a third faster a
-# step on the AMD EPYC machines, F32 on session 32's Intel Xeon, whose
+# step on the AMD EPYC machines, F32 on the Intel Xeon, whose
 # AVX512-BF16 runs at half the F32 rate; bf16 or f32 to force one;
 # TINY_BF16=1 or 0 as before means bf16 or f32), TINY_LR (1e-3), TINY_WARMUP
 # (100), TINY_LAYERS (6),
@@ -41,7 +41,7 @@
 # model are trained in, hearth.prompt_style; brief lists each tool as its
 # name and argument names, 251 tokens for compact's 668 with descriptions
 # and types, and trains 1.27x as many assistant tokens a second on the
-# Intel Xeon of session 34; compact as the committed file).
+# Intel Xeon; compact as the committed file).
 set -eu
 
 HEARTH=${1:-build/hearth}

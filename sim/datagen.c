@@ -894,58 +894,22 @@ static const kind_def kinds[] = {
 };
 #define N_KINDS ((int)(sizeof kinds / sizeof kinds[0]))
 
-/* The training split's mix (session 11): the kinds the model failed most
- * on held-out tasks (titles and bodies copied, a mail read after the
- * search, free/busy told from find_slots, a reply to a mail that is not
- * to be trusted) are drawn `boost` times as often, and some get training
- * phrasings of their own: free/busy ones that mention free time without a
- * duration (find_slots' all carry one), thanks and greetings, replies.
- * Session 12 adds more verbs and sentence shapes for the kinds whose
- * held-out phrasings still failed (mail read, titles copied into
- * create_event, thanks, requests no tool serves, recall, forget, mail)
- * and meeting requests that name no length (they book an hour).
- * Session 13 adds meeting requests with the topic before "meeting" and a
- * person next to a calendar, and draws them 2.5x. None is a held-out
- * phrasing. Held-out tasks do not use this table, so task files stay the
- * same. Every free/busy phrasing asks about free or busy time: one that
- * asks what is on ("Have I got anything on {when}?", session 11's, gone
- * since session 22) wants the events listed, as "Do I have anything
- * {when}?" does, and taught the model "anything" means free/busy.
- * Session 23 gives the event list training phrasings with "any" and
- * "anything" (it had none, and free/busy four with "any"): without them
- * the model still answered "Anything on my schedule {when}?" with
- * free/busy.
- * Session 24 adds phrasings for what tiny24 missed:
- * - file search, with the topic after words that are not it ("Where did I
- *   put the {topic} notes?", "I need the path of the file on {topic}"):
- *   the model searched for "save the X" and "me the", a copy begun too
- *   early. Each asks where a file is, never for its contents;
- * - file reading, phrasings that ask for the contents: tiny24 answered 68
- *   of 70 held-out reads with the path files.search found ("It is
- *   notes/x.txt") and never called files.read (the committed file: 8 of 11);
- * - create_event titles after a length ("Add a {durp} {title} {at}"),
- *   where it dropped the title's first word;
- * - mail search with the sender's possessive ("Find {who}'s mail about
- *   {topic}"), which only held-out phrasings had: the model filled "from"
- *   with other words of the prompt ("London", "Things").
- * Session 26: tiny25 still dropped the first word of a title right after a
- * verb or a label ("schedule photo shoot review" -> "shoot review",
- * "Calendar: book club prep" -> "club prep") and began file topics late.
- * "Schedule in {title}" taught it to skip the word after the verb, so it
- * goes; titles straight after a verb or a label and file topics after
- * "the"/"on" are added, and both kinds drawn more.
- * Session 35: every find_slots phrasing named a length and a time but no
- * meeting, and every request that said "meeting" named who with ("with
- * {who}"); asked "Can I fit a 20-minute meeting ..." (held out), tiny34
- * made up attendees from the request's words ("fit a bit") in 30 of 35.
- * Slot searches for a meeting or a call with nobody named are added
- * (never with the word "room": a room is a habit the nightly adapter
- * learns, and its contrast tasks must not name one).
- * tiny35 then took the held-out "Which files are in {folder}?" for a file
- * search in 29 of 29 (tiny34: none): the only training phrasings that
- * began "Which file" were file_search's ("Which file is the one on
- * {topic}?", "Which folder has my {topic} file?"). Folder listings that
- * ask "which" are added. */
+/* The training split's mix: the kinds a small model fails most on
+ * held-out tasks are drawn `boost` times as often, and some get training
+ * phrasings of their own, so that each kind is taught in the shapes people
+ * phrase it: titles and bodies copied straight after a verb, a label or a
+ * length; a mail read after its search, and a search by the sender's
+ * possessive; free/busy asked without a duration, and the event list asked
+ * with "any" and "anything" (no free/busy phrasing asks what is on, or
+ * "anything" would come to mean free/busy); file searches with the topic
+ * after words that are not it, reads that ask for the contents, folder
+ * listings that ask "which"; slot searches for a meeting with nobody named
+ * (never the word "room": a room is a habit the nightly adapter learns,
+ * and its contrast tasks must not name one); meeting requests that name no
+ * length (they book an hour) or put the topic before "meeting"; thanks,
+ * greetings, replies and requests no tool serves. None is a held-out
+ * phrasing, and held-out tasks do not use this table, so task files stay
+ * the same. models/HISTORY.md tells which model's failures each answered. */
 static const struct train_mix {
     const char *kind;
     double boost;

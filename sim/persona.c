@@ -1,6 +1,7 @@
 /* persona.c: a sample user with habits no base model can know (one room,
  * 45-minute meetings, a colleague called by a nickname): their accepted
- * episodes, held-out requests and the check of a run's calls (issue 10). */
+ * episodes, held-out requests and the check of a run's calls, for the
+ * personalization proof (make bench-persona). */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -30,7 +31,7 @@ static const struct {
  * room, or starts with the nickname (the style may lower-case a request's
  * first letter). Eight, not more: a history phrased 16 ways (6 with a
  * length) taught the habits worse, 14 and 11 of 20 held-out requests
- * against 15 (bench/README.md, session 20). */
+ * against 15 (make bench-persona). */
 static const char *const train_tpl[] = {
     "Set up a meeting with {who} about {topic} {when}",
     "Schedule a meeting with {who} {when} about {topic}",

@@ -91,7 +91,8 @@ typedef struct hx_world {
 
 /* Fills w from (seed, split, flags); the same arguments give the same
  * world. HX_WORLD_BUSY_DAYS: training worlds may get a busy day and a
- * cancelled event (world.c); off, they are as before session 31 made them. */
+ * cancelled event (world.c); off, none (so that worlds made without the
+ * flag, such as the held-out ones, stay the same). */
 enum { HX_WORLD_BUSY_DAYS = 1u };
 int hx_world_generate(uint64_t seed, int split, unsigned flags, hx_world *w, hx_err *err);
 /* Writes w as a HEARTH_HOME at home (emptied first): home/config/
@@ -377,7 +378,7 @@ int hx_eval_home_take(const char *dir, char *base, size_t n, int *fd, hx_err *er
 void hx_eval_home_give(const char *base, int fd);
 
 /* ---- a persona (sim/persona.c): a sample user with habits no base
- * model can know, for issue 10's personalization proof. Their meetings
+ * model can know, for the personalization proof. Their meetings
  * are in one room, last 45 minutes unless said otherwise, and one
  * colleague (people[0] of the world; for seed 1 Robert Keller,
  * robert.keller@northwind.com) is called by a nickname ("Bobby") that

@@ -241,7 +241,7 @@ static int is_list_topic(const char *s)
  * training split never shows, and a model that only ever copied made-up
  * syllables and the training entries writes "meal review" for "annual
  * review": on tasks-s4, held-out tasks with a list topic failed 45% of
- * the time, those with a made-up one 25% (session 13). A word of a
+ * the time, those with a made-up one 25%. A word of a
  * held-out entry, or one the held-out split could make up, is never
  * drawn (lexicon_word). */
 static const char *const lexicon[] = {

@@ -129,7 +129,7 @@ static void test_close_tag_inside_string(void)
     world w;
     ASSERT(world_open(&w, 0, 0, 0));
     /* (mail.search's text is free text: attendees are addresses, which
-     * the calendar tools refuse when malformed, since 7c61f33) */
+     * the calendar tools refuse when malformed) */
     const char *call =
         "<tool_call>{\"name\": \"mail.search\", \"arguments\": {\"text\": \"pe: "
         "0}}</tool_call></tool_call> listing\", \"from\": \"dveragner@shoufy.eu\", "

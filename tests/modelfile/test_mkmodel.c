@@ -348,8 +348,8 @@ static void check_embedded(const char *small_path, hx_mkmodel_params p, double t
  * function. In F32 only rounding differs (the rescaled norms, the fp16
  * cache of the rescaled keys): NMSE 1e-6 at most. hearth-tiny in Q8_0:
  * each layer rounds its 8-bit inputs anew, which turns those last-bit
- * differences into 1e-5 to a few 1e-4 (5e-5 for tiny36, the committed file
- * since session 36; the same greedy choice but for near ties); with
+ * differences into 1e-5 to a few 1e-4 (5e-5 for the committed file; the
+ * same greedy choice but for near ties); with
  * only more layers, heads or FFN rows (no rescaling) it is exact. */
 static void test_embed_same_function(void)
 {

@@ -1,4 +1,4 @@
-/* test_quantize.c: hx_quantize_model and importance matrices (issue 11):
+/* test_quantize.c: hx_quantize_model and importance matrices:
  * preset types per tensor, overrides, fallbacks, llama.cpp loading the
  * output with matching logits, Q8_0 near F32, calibration, bad inputs. */
 #include <math.h>

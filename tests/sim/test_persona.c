@@ -1,4 +1,4 @@
-/* test_persona.c: issue 10's persona, the mechanics of its proof: requests
+/* test_persona.c: the persona, the mechanics of its proof: requests
  * that never name the habits, accepted episodes in a memory database with
  * the habit values in the calls, the contrast replay's tasks kept free of
  * them, the held-out checker on hand-built calls,
