@@ -7,28 +7,10 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "engine/exp_avx512.h"
+
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define L HX_ATT_LANES /* 64 rows: 4 vectors of 16 */
-
-/* e^x for x <= 0 (and -inf: 0), about 1 ulp: x = n ln2 + r with |r| <=
- * ln2/2, a degree-7 Taylor polynomial in r, scaled by 2^n. */
-AVX512 static inline __m512 exp_neg(__m512 x)
-{
-    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723212e-6f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
 
 /* S[j*L + r] = sum over i of Qt[i*L + r] * K[j*d + i], i in order, for j
  * < nk: four keys at a time against the 4 row vectors. */
@@ -127,14 +109,14 @@ AVX512 static void softmax(float *S, int nk, int d, int j0, const int *lim, floa
         const __m512 mo = _mm512_loadu_ps(m + 16 * g);
         const __mmask16 up = _mm512_cmp_ps_mask(mt, mo, _CMP_GT_OQ);
         const __m512 mn = _mm512_mask_mov_ps(mo, up, mt);
-        ms[g] = _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), up, exp_neg(_mm512_sub_ps(mo, mt)));
+        ms[g] = _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), up, hx_exp512(_mm512_sub_ps(mo, mt)));
         grow |= up != 0;
         _mm512_storeu_ps(m + 16 * g, mn);
         __m512 sum = _mm512_setzero_ps();
         for (int j = 0; j < nk; j++) {
             const __mmask16 k = _mm512_cmplt_epi32_mask(_mm512_set1_epi32(j0 + j), lm);
             float *s = S + (size_t)j * L + 16 * g;
-            const __m512 p = _mm512_maskz_mov_ps(k, exp_neg(_mm512_sub_ps(_mm512_load_ps(s), mn)));
+            const __m512 p = _mm512_maskz_mov_ps(k, hx_exp512(_mm512_sub_ps(_mm512_load_ps(s), mn)));
             _mm512_store_ps(s, p);
             sum = _mm512_add_ps(sum, p);
         }

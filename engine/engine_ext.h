@@ -2,9 +2,10 @@
  * internals rather than on its public calls: the trainer (lora/) and the
  * model-file tools (modelfile/). A loaded model's weights viewed in place,
  * the thread pool and the kernels (threadpool.h, kernels.h: instruction
- * sets, activation quantization, matmul), the exact reference forward pass
- * (exact.h), and the byte-level BPE conventions the vocabulary trainer
- * shares with the tokenizer. Applications use engine.h only. */
+ * sets, activation quantization, matmul; exp_avx512.h: e^x in AVX-512),
+ * the exact reference forward pass (exact.h), and the byte-level BPE
+ * conventions the vocabulary trainer shares with the tokenizer.
+ * Applications use engine.h only. */
 #ifndef HX_ENGINE_EXT_H
 #define HX_ENGINE_EXT_H
 
@@ -13,6 +14,7 @@
 
 #include "engine/engine.h"
 #include "engine/exact.h"
+#include "engine/exp_avx512.h"
 #include "engine/kernels.h"
 #include "engine/threadpool.h"
 

@@ -101,31 +101,11 @@ static void swiglu_bwd_scalar(float *da, float *db, const float *ds,
 }
 
 #if TR_AVX512
-__attribute__((target("avx512f"))) static inline __m512 exp512(__m512 x)
-{
-    /* e^x = 2^n e^r, |r| <= ln2/2, degree-7 polynomial: ~1 ulp */
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-    x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
 /* sigma(a) = 1 / (1 + e^-a), 16 lanes. */
 __attribute__((target("avx512f"))) static inline __m512 sigmoid512(__m512 a)
 {
     const __m512 one = _mm512_set1_ps(1.0f);
-    return _mm512_div_ps(one, _mm512_add_ps(one, exp512(_mm512_sub_ps(_mm512_setzero_ps(), a))));
+    return _mm512_div_ps(one, _mm512_add_ps(one, hx_exp512(_mm512_sub_ps(_mm512_setzero_ps(), a))));
 }
 
 __attribute__((target("avx512f"))) static void
@@ -488,7 +468,7 @@ probs(const tr_attn *a, const qblk *b, float *S, int ld, const float *lse)
         const __m512 l = _mm512_set1_ps(lse[r]);
         for (int jj = 0; jj < n_cols(b); jj += 16) {
             float *p = S + (size_t)r * ld + jj;
-            const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(p), l));
+            const __m512 e = hx_exp512(_mm512_sub_ps(_mm512_loadu_ps(p), l));
             _mm512_storeu_ps(p, _mm512_maskz_mov_ps(row_mask(a, b, r, jj), e));
         }
     }
@@ -761,7 +741,7 @@ attn_fwd_fast(const tr_attn *a, int h, const float *q, const float *k,
                 mx = _mm512_mask_max_ps(mx, row_mask(a, &b, r, jj), mx, _mm512_loadu_ps(s + jj));
             const float m = _mm512_reduce_max_ps(mx);
             for (int jj = 0; jj < n_cols(&b); jj += 16) {
-                const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + jj), _mm512_set1_ps(m)));
+                const __m512 e = hx_exp512(_mm512_sub_ps(_mm512_loadu_ps(s + jj), _mm512_set1_ps(m)));
                 sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(row_mask(a, &b, r, jj), e));
             }
             l[r] = m + logf(_mm512_reduce_add_ps(sum));
