@@ -301,7 +301,7 @@ static int mid_word(const copy_stage *c)
 static int apply_strict(copy_stage *c, float *logits, int32_t n_vocab, int all)
 {
     if (c->n_verdict < n_vocab) {
-        signed char *v = realloc(c->verdict, (size_t)n_vocab);
+        signed char *v = hx_realloc(c->verdict, (size_t)n_vocab);
         if (!v) return 0;
         c->verdict = v, c->n_verdict = n_vocab;
     }

@@ -764,9 +764,9 @@ static int push_start(hx_planner *pl, int at)
 {
     if (pl->n_starts == pl->cap_starts) {
         int cap = pl->cap_starts * 2 + 8;
-        int *s = realloc(pl->starts, (size_t)cap * sizeof *s);
+        int *s = hx_realloc(pl->starts, (size_t)cap * sizeof *s);
         if (s) pl->starts = s;
-        int64_t *e = realloc(pl->episodes, (size_t)cap * sizeof *e);
+        int64_t *e = hx_realloc(pl->episodes, (size_t)cap * sizeof *e);
         if (e) pl->episodes = e;
         if (!s || !e) return HX_ERR_NOMEM;
         pl->cap_starts = cap;

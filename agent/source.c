@@ -469,7 +469,7 @@ static int push_cache(eng_src *e, int32_t tok)
 {
     if (e->n_cache >= e->cap) {
         int cap = e->cap * 2 + 16;
-        int32_t *c = realloc(e->cache, (size_t)cap * sizeof *c);
+        int32_t *c = hx_realloc(e->cache, (size_t)cap * sizeof *c);
         if (!c) return HX_ERR_NOMEM;
         e->cache = c;
         e->cap = cap;

@@ -109,7 +109,7 @@ static void mark(tw *w, size_t start)
     }
     if (m->n == m->cap) {
         int cap = m->cap ? m->cap * 2 : 32;
-        hx_span *ns = realloc(m->s, (size_t)cap * sizeof *ns);
+        hx_span *ns = hx_realloc(m->s, (size_t)cap * sizeof *ns);
         if (!ns) {
             m->oom = 1;
             return;

@@ -56,8 +56,13 @@ void hx_err_clear(hx_err *err);
 void hx_check_failed(const char *file, int line, const char *what)
     __attribute__((noreturn));
 
-/* ---- allocation helpers ---- */
-/* calloc/malloc that return NULL on overflow of n*size. Free with free(). */
+/* ---- allocation helpers ----
+ * Every allocation of Hearth's own code goes through these (and the
+ * buffers and arenas below), so that a test can make any one of them fail
+ * (hx_fault_alloc). Free with free(). */
+void *hx_malloc(size_t size);
+void *hx_realloc(void *p, size_t size); /* on failure p is left as it was */
+/* calloc/malloc that return NULL on overflow of n*size. */
 void *hx_calloc(size_t n, size_t size);
 void *hx_malloc_array(size_t n, size_t size);
 /* Aligned allocation (align a power of two >= sizeof(void*)); free with free(). */
@@ -75,6 +80,14 @@ char *hx_strndup(const char *s, size_t n);
  * tab, newline and carriage return when allow_space), DEL, or a C1
  * control (U+0080..U+009F, as UTF-8); NULL if there is none. */
 const char *hx_find_control(const char *s, int allow_space);
+/* Allocation failure injection, for tests (SQLite's discipline: every
+ * failure a clean error, no leak, no crash): from the call on, allocation
+ * number n (1: the next one) fails, and with sticky every later one too;
+ * n <= 0 turns failures off. hx_fault_alloc_count: allocations since the
+ * last call (a run that made fewer than n saw no failure). Process-wide;
+ * off unless a test turns it on. */
+void hx_fault_alloc(long n, int sticky);
+long hx_fault_alloc_count(void);
 /* Overflow-checked size arithmetic: return 0 and set *out, or -1 on overflow. */
 int hx_mul_size(size_t a, size_t b, size_t *out);
 int hx_add_size(size_t a, size_t b, size_t *out);

@@ -2,9 +2,46 @@
  * buffer. */
 #include "base.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+/* ---- failure injection (hx_fault_alloc) ---- */
+
+static atomic_long fault_at;    /* the allocation number that fails; 0: off */
+static atomic_long fault_count; /* allocations since hx_fault_alloc */
+static atomic_int fault_sticky;
+
+void hx_fault_alloc(long n, int sticky)
+{
+    atomic_store(&fault_count, 0);
+    atomic_store(&fault_sticky, sticky);
+    atomic_store(&fault_at, n > 0 ? n : 0);
+}
+
+long hx_fault_alloc_count(void)
+{
+    return atomic_load(&fault_count);
+}
+
+/* Counts one allocation; 1 if it is to fail. */
+static int fault(void)
+{
+    const long at = atomic_load_explicit(&fault_at, memory_order_relaxed);
+    const long k = atomic_fetch_add(&fault_count, 1) + 1;
+    return at && (k == at || (k > at && atomic_load(&fault_sticky)));
+}
+
+void *hx_malloc(size_t size)
+{
+    return fault() ? NULL : malloc(size ? size : 1);
+}
+
+void *hx_realloc(void *p, size_t size)
+{
+    return fault() ? NULL : realloc(p, size ? size : 1);
+}
 
 int hx_mul_size(size_t a, size_t b, size_t *out)
 {
@@ -23,21 +60,21 @@ int hx_add_size(size_t a, size_t b, size_t *out)
 void *hx_calloc(size_t n, size_t size)
 {
     size_t t;
-    if (hx_mul_size(n, size, &t)) return NULL;
+    if (hx_mul_size(n, size, &t) || fault()) return NULL;
     return calloc(n ? n : 1, size ? size : 1);
 }
 
 void *hx_malloc_array(size_t n, size_t size)
 {
     size_t t;
-    if (hx_mul_size(n, size, &t)) return NULL;
+    if (hx_mul_size(n, size, &t) || fault()) return NULL;
     return malloc(t ? t : 1);
 }
 
 void *hx_aligned_alloc(size_t align, size_t size)
 {
     void *p = NULL;
-    if (posix_memalign(&p, align, size ? size : 1)) return NULL;
+    if (fault() || posix_memalign(&p, align, size ? size : 1)) return NULL;
     return p;
 }
 
@@ -72,7 +109,7 @@ const char *hx_find_control(const char *s, int allow_space)
 char *hx_strndup(const char *s, size_t n)
 {
     if (!s) return NULL;
-    char *d = malloc(n + 1);
+    char *d = hx_malloc(n + 1);
     if (!d) return NULL;
     memcpy(d, s, n);
     d[n] = '\0';
@@ -96,7 +133,7 @@ struct hx_arena {
 
 static arena_chunk *chunk_new(size_t size)
 {
-    arena_chunk *c = malloc(sizeof *c + size);
+    arena_chunk *c = hx_malloc(sizeof *c + size);
     if (!c) return NULL;
     c->next = NULL;
     c->size = size;
@@ -106,7 +143,7 @@ static arena_chunk *chunk_new(size_t size)
 
 hx_arena *hx_arena_new(size_t chunk_size)
 {
-    hx_arena *a = calloc(1, sizeof *a);
+    hx_arena *a = hx_calloc(1, sizeof *a);
     if (!a) return NULL;
     a->chunk_size = chunk_size ? chunk_size : 64 * 1024;
     return a;
@@ -199,7 +236,7 @@ int hx_buf_reserve(hx_buf *b, size_t extra)
     if (need <= b->cap) return HX_OK;
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    char *p = realloc(b->data, cap);
+    char *p = hx_realloc(b->data, cap);
     if (!p) return b->oom = 1, HX_ERR_NOMEM;
     b->data = p;
     b->cap = cap;

@@ -131,7 +131,7 @@ static void print_table(FILE *f, const hx_quantize_stats *st)
 static int check_outputs(const qargs *a, FILE **rep, hx_err *e)
 {
     *rep = hx_out_kind(a->out) == HX_OUT_STDOUT ? stderr : stdout;
-    const char **in = calloc((size_t)a->n_calib + 5, sizeof *in);
+    const char **in = hx_calloc((size_t)a->n_calib + 5, sizeof *in);
     if (!in) return hx_err_set(e, HX_ERR_NOMEM, "out of memory");
     int n = 0;
     in[n++] = a->in;
@@ -204,8 +204,8 @@ int hx_cmd_quantize(int argc, char **argv)
     }
     qargs a;
     memset(&a, 0, sizeof a);
-    a.overrides = calloc((size_t)argc, sizeof *a.overrides);
-    a.calib = calloc((size_t)argc, sizeof *a.calib);
+    a.overrides = hx_calloc((size_t)argc, sizeof *a.overrides);
+    a.calib = hx_calloc((size_t)argc, sizeof *a.calib);
     int code = HX_EXIT_OK;
     hx_imatrix *im = NULL;
     hx_err e = {0};

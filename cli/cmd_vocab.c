@@ -177,8 +177,8 @@ static int vocab_train(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.bp = hx_bpe_default_params();
     a.bp.progress = 1;
-    a.chats = calloc((size_t)argc, sizeof *a.chats);
-    a.texts = calloc((size_t)argc, sizeof *a.texts);
+    a.chats = hx_calloc((size_t)argc, sizeof *a.chats);
+    a.texts = hx_calloc((size_t)argc, sizeof *a.texts);
     if (!a.chats || !a.texts || parse(argc, argv, &a)) {
         free(a.chats);
         free(a.texts);
@@ -243,7 +243,7 @@ static int vocab_coverage(int argc, char **argv)
     if (!rc) rc = hx_vocab_load(g, &v, &err);
     long *count = NULL;
     int32_t nv = v ? hx_vocab_n_tokens(v) : 0;
-    if (!rc && !(count = calloc((size_t)nv, sizeof *count))) rc = hx_err_set(&err, HX_ERR_NOMEM, "out of memory");
+    if (!rc && !(count = hx_calloc((size_t)nv, sizeof *count))) rc = hx_err_set(&err, HX_ERR_NOMEM, "out of memory");
     if (!rc) {
         for (size_t i = 0; i < t.n; i++)
             if (t.mask[i] && t.tokens[i] >= 0 && t.tokens[i] < nv) count[t.tokens[i]]++;

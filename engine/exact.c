@@ -186,9 +186,9 @@ static int ffn(xrun *r, const hx_layer *L, xbuf *b)
         for (size_t i = 0; i < (size_t)n * e; i++) b->x[i] += b->o[i];
         return HX_OK;
     }
-    int *sel = malloc(sizeof *sel * (size_t)n * nu), *who = malloc(sizeof *who * (size_t)n);
-    double *w = malloc(sizeof *w * (size_t)n * nu), *lg = malloc(sizeof *lg * (size_t)n * ne);
-    double *gx = malloc(sizeof *gx * (size_t)n * e);
+    int *sel = hx_malloc(sizeof *sel * (size_t)n * nu), *who = hx_malloc(sizeof *who * (size_t)n);
+    double *w = hx_malloc(sizeof *w * (size_t)n * nu), *lg = hx_malloc(sizeof *lg * (size_t)n * ne);
+    double *gx = hx_malloc(sizeof *gx * (size_t)n * e);
     if (!sel || !who || !w || !lg || !gx) {
         free(sel), free(who), free(w), free(lg), free(gx);
         return HX_ERR_NOMEM;
@@ -267,8 +267,8 @@ int hx_exact_logits(const hx_model *m, const int32_t *tok, int n,
                           N * (size_t)max64(hp->n_vocab, n)};
     int ok = 1;
     for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++)
-        ok &= (*slots[i] = malloc(len[i] * sizeof(double))) != NULL;
-    r.bufs = malloc(sizeof *r.bufs * (size_t)hx_threadpool_n_threads(r.tp) * (size_t)wide);
+        ok &= (*slots[i] = hx_malloc(len[i] * sizeof(double))) != NULL;
+    r.bufs = hx_malloc(sizeof *r.bufs * (size_t)hx_threadpool_n_threads(r.tp) * (size_t)wide);
     int rc = ok && r.bufs ? HX_OK : HX_ERR_NOMEM;
     if (rc == HX_OK) rc = forward(&r, &b, tok, logits);
     if (rc != HX_OK) hx_err_set(err, rc, "exact: out of memory for %d tokens", n);

@@ -555,7 +555,7 @@ int hx_gguf_open_buffer(const void *data, size_t size, hx_gguf **out,
     *out = NULL;
     if (!data && size)
         return hx_err_set(err, HX_ERR_INVALID, "gguf: NULL buffer");
-    g = calloc(1, sizeof *g);
+    g = hx_calloc(1, sizeof *g);
     if (!g) return hx_err_set(err, HX_ERR_NOMEM, "gguf: out of memory");
     g->base = data ? data : (const uint8_t *)"";
     g->size = size;
@@ -596,7 +596,7 @@ int hx_gguf_open(const char *path, hx_gguf **out, hx_err *err)
     hx_err local;
     int rc;
     *out = NULL;
-    g = calloc(1, sizeof *g);
+    g = hx_calloc(1, sizeof *g);
     if (!g) return hx_err_set(err, HX_ERR_NOMEM, "gguf: out of memory");
     g->path = hx_strdup(path);
     if (!g->path) rc = hx_err_set(err, HX_ERR_NOMEM, "gguf: out of memory");

@@ -37,7 +37,7 @@ struct hx_gguf_writer {
 
 hx_gguf_writer *hx_gguf_writer_new(void)
 {
-    hx_gguf_writer *w = calloc(1, sizeof *w);
+    hx_gguf_writer *w = hx_calloc(1, sizeof *w);
     if (w) w->align = DEFAULT_ALIGN;
     return w;
 }
@@ -73,7 +73,7 @@ static int grow(void **p, size_t *cap, size_t n, size_t size)
     size_t nc = *cap ? *cap * 2 : 16;
     void *q;
     if (n < *cap) return HX_OK;
-    q = realloc(*p, nc * size);
+    q = hx_realloc(*p, nc * size);
     if (!q) return HX_ERR_NOMEM;
     *p = q;
     *cap = nc;
@@ -91,7 +91,7 @@ static wkv *kv_slot(hx_gguf_writer *w, const char *key)
     if (grow((void **)&w->kv, &w->cap_kv, w->n_kv, sizeof *w->kv)) return NULL;
     wkv *kv = &w->kv[w->n_kv];
     memset(kv, 0, sizeof *kv);
-    if (!(kv->key = strdup(key))) return NULL;
+    if (!(kv->key = hx_strdup(key))) return NULL;
     w->n_kv++;
     return kv;
 }
@@ -121,7 +121,7 @@ int hx_gguf_set_val(hx_gguf_writer *w, const char *key, int vtype,
         memcpy(kv->raw, v, size);
         return HX_OK;
     }
-    kv->str = strdup(v);
+    kv->str = hx_strdup(v);
     return kv->str ? HX_OK : HX_ERR_NOMEM;
 }
 
@@ -167,7 +167,7 @@ int hx_gguf_set_arr(hx_gguf_writer *w, const char *key, int elem_type,
     if (!(kv = kv_slot(w, key))) return HX_ERR_NOMEM;
     kv->type = HX_GGUF_ARRAY;
     kv->elem_type = elem_type;
-    kv->arr = malloc(bytes ? bytes : 1);
+    kv->arr = hx_malloc(bytes ? bytes : 1);
     if (!kv->arr) return HX_ERR_NOMEM;
     if (bytes) memcpy(kv->arr, data, bytes);
     kv->n = n;
@@ -184,13 +184,13 @@ int hx_gguf_set_arr_str(hx_gguf_writer *w, const char *key,
     if (!(kv = kv_slot(w, key))) return HX_ERR_NOMEM;
     kv->type = HX_GGUF_ARRAY;
     kv->elem_type = HX_GGUF_STRING;
-    kv->strs = calloc((size_t)n + 1, sizeof *kv->strs);
-    kv->lens = calloc((size_t)n + 1, sizeof *kv->lens);
+    kv->strs = hx_calloc((size_t)n + 1, sizeof *kv->strs);
+    kv->lens = hx_calloc((size_t)n + 1, sizeof *kv->lens);
     if (!kv->strs || !kv->lens) return HX_ERR_NOMEM;
     for (uint64_t i = 0; i < n; i++) {
         size_t len = lens ? lens[i] : strlen(strs[i]);
         kv->n = i + 1; /* so that kv_clear frees what was copied */
-        kv->strs[i] = malloc(len + 1);
+        kv->strs[i] = hx_malloc(len + 1);
         if (!kv->strs[i]) return HX_ERR_NOMEM;
         memcpy(kv->strs[i], strs[i], len);
         kv->strs[i][len] = '\0';
@@ -242,7 +242,7 @@ int hx_gguf_add_tensor(hx_gguf_writer *w, const char *name, int type,
     if (tensor_shape(&t, type, n_dims, ne)) return HX_ERR_INVALID;
     if (grow((void **)&w->t, &w->cap_t, w->n_t, sizeof *w->t))
         return HX_ERR_NOMEM;
-    if (!(t.name = strdup(name))) return HX_ERR_NOMEM;
+    if (!(t.name = hx_strdup(name))) return HX_ERR_NOMEM;
     wt = &w->t[w->n_t++];
     wt->t = t;
     wt->data = data;
@@ -339,7 +339,7 @@ static int write_data(hx_gguf_writer *w, hx_out *o, hx_err *err)
             if (wt->t.nbytes > cap) {
                 free(buf);
                 cap = wt->t.nbytes;
-                if (!(buf = malloc(cap))) {
+                if (!(buf = hx_malloc(cap))) {
                     rc = hx_err_set(err, HX_ERR_NOMEM, "gguf: out of memory "
                                     "for tensor '%s'", wt->t.name);
                     break;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "engine/governor.h"
 
 /* ---- parsers ---- */
@@ -212,7 +213,7 @@ hx_governor_params hx_governor_default_params(void)
 
 hx_governor *hx_governor_new(const hx_governor_params *p)
 {
-    hx_governor *g = calloc(1, sizeof *g);
+    hx_governor *g = hx_calloc(1, sizeof *g);
     if (g) g->p = p ? *p : hx_governor_default_params();
     return g;
 }

@@ -413,7 +413,7 @@ static uint8_t *panel_buffer(size_t size)
     if (!g_panel_key_ok) return NULL;
     panel_buf *b = pthread_getspecific(g_panel_key);
     if (!b) {
-        if (!(b = calloc(1, sizeof *b))) return NULL;
+        if (!(b = hx_calloc(1, sizeof *b))) return NULL;
         if (pthread_setspecific(g_panel_key, b) != 0) {
             free(b);
             return NULL;

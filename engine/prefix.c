@@ -208,7 +208,7 @@ static void evict(const char *dir, size_t max)
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (!is_cache_file(e->d_name) || stat(path, &st) || !S_ISREG(st.st_mode)) continue;
         if (n == cap) {
-            pfx_file *g = realloc(fs, (cap = cap * 2 + 16) * sizeof *fs);
+            pfx_file *g = hx_realloc(fs, (cap = cap * 2 + 16) * sizeof *fs);
             if (!g) break;
             fs = g;
         }

@@ -86,7 +86,7 @@ hx_sampler *hx_sampler_new(const hx_sampler_params *p)
     if (isnan(p->temp) || isnan(p->top_p) || isnan(p->min_p) ||
         isnan(p->repeat_penalty) || p->repeat_last_n < 0)
         return NULL;
-    hx_sampler *s = calloc(1, sizeof *s);
+    hx_sampler *s = hx_calloc(1, sizeof *s);
     if (!s) return NULL;
     s->p = *p;
     if (s->p.min_keep < 1) s->p.min_keep = 1;
@@ -123,7 +123,7 @@ int hx_sampler_add_stage(hx_sampler *s, const hx_sampler_stage *stage)
         return HX_ERR_INVALID;
     if (s->n_stages == s->cap_stages) {
         int cap = s->cap_stages ? 2 * s->cap_stages : 4;
-        hx_sampler_stage *st = realloc(s->stages, (size_t)cap * sizeof *st);
+        hx_sampler_stage *st = hx_realloc(s->stages, (size_t)cap * sizeof *st);
         if (!st) return HX_ERR_NOMEM;
         s->stages = st;
         s->cap_stages = cap;

@@ -514,7 +514,7 @@ static long context_text(hx_spec *sp, const int32_t *seq, int n)
         if (!p) continue;
         if (len + l > sp->text_cap) {
             size_t cap = (len + l) * 2 + 256;
-            char *t = realloc(sp->text, cap);
+            char *t = hx_realloc(sp->text, cap);
             if (!t) return -1;
             sp->text = t, sp->text_cap = cap;
         }
@@ -595,7 +595,7 @@ static int ngram_allowed(hx_spec *sp, const int32_t *hist, int n_hist, int pend,
     *nbytes = 0;
     if (n > sp->seq_cap) {
         int cap = n * 2 + 64;
-        int32_t *q = realloc(sp->seq, (size_t)cap * sizeof *q);
+        int32_t *q = hx_realloc(sp->seq, (size_t)cap * sizeof *q);
         if (!q) return 0; /* no drafts, still correct */
         sp->seq = q;
         sp->seq_cap = cap;

@@ -126,7 +126,7 @@ hx_threadpool *hx_threadpool_new(int n)
         return NULL;
     }
     for (int i = 1; i < tp->n; i++) {
-        worker_arg *a = malloc(sizeof *a);
+        worker_arg *a = hx_malloc(sizeof *a);
         if (a) *a = (worker_arg){tp, i};
         if (!a || pthread_create(&tp->th[i], NULL, worker_main, a) != 0) {
             free(a);

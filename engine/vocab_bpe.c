@@ -188,7 +188,7 @@ static long encode_word(bpe_work *w, size_t c0, size_t c1)
         int n = hx_vocab_cpt_encode(w->cpts[i], u);
         if (w->sym_cap < n_sym + 4) {
             size_t cap = (n_sym + 4) * 2;
-            vsym *p = realloc(w->sym, cap * sizeof *p);
+            vsym *p = hx_realloc(w->sym, cap * sizeof *p);
             if (!p) return -1;
             w->sym = p;
             w->sym_cap = cap;

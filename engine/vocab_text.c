@@ -12,7 +12,7 @@ int hx_tokvec_push(tokvec *t, int32_t id)
     if (t->oom) return HX_ERR_NOMEM;
     if (t->n == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 64;
-        int32_t *p = realloc(t->v, cap * sizeof *p);
+        int32_t *p = hx_realloc(t->v, cap * sizeof *p);
         if (!p) {
             t->oom = 1;
             return HX_ERR_NOMEM;
@@ -101,7 +101,7 @@ int hx_vheap_push(vheap *h, vbigram b)
 {
     if (h->n == h->cap) {
         size_t cap = h->cap ? h->cap * 2 : 64;
-        vbigram *p = realloc(h->a, cap * sizeof *p);
+        vbigram *p = hx_realloc(h->a, cap * sizeof *p);
         if (!p) return HX_ERR_NOMEM;
         h->a = p;
         h->cap = cap;
@@ -188,7 +188,7 @@ static int frag_push(fraglist *l, frag f)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
-        frag *p = realloc(l->f, cap * sizeof *p);
+        frag *p = hx_realloc(l->f, cap * sizeof *p);
         if (!p) return HX_ERR_NOMEM;
         l->f = p;
         l->cap = cap;

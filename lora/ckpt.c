@@ -60,7 +60,7 @@ int hx_tr_push_loss(hx_trainer *tr, float loss)
     if (tr->step > tr->losses_cap) {
         int cap = tr->losses_cap ? tr->losses_cap * 2 : 256;
         while (cap < tr->step) cap *= 2;
-        float *p = realloc(tr->losses, (size_t)cap * sizeof(float));
+        float *p = hx_realloc(tr->losses, (size_t)cap * sizeof(float));
         if (!p) return HX_ERR_NOMEM;
         tr->losses = p;
         tr->losses_cap = cap;

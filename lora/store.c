@@ -88,7 +88,7 @@ int hx_lora_store_list(hx_lora_store *s, char ***names, int *n, hx_err *err)
         if (!is_stored(s, e->d_name)) continue; /* temporaries, the pointer */
         if (*n == cap) {
             cap = cap ? 2 * cap : 16;
-            char **p = realloc(*names, (size_t)cap * sizeof *p);
+            char **p = hx_realloc(*names, (size_t)cap * sizeof *p);
             if (!p) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
             else *names = p;
         }

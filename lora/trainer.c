@@ -37,7 +37,7 @@ double hx_tr_rng_normal(uint64_t *s)
 static int add_tensor(hx_trainer *tr, const char *name, int64_t ne0,
                       int64_t ne1, int decay)
 {
-    tr_tensor *t = realloc(tr->tensors, (size_t)(tr->n_tensors + 1) * sizeof *t);
+    tr_tensor *t = hx_realloc(tr->tensors, (size_t)(tr->n_tensors + 1) * sizeof *t);
     if (!t) return HX_ERR_NOMEM;
     tr->tensors = t;
     t += tr->n_tensors++;

@@ -31,7 +31,7 @@ int hx_mem_list_add_row(hx_mem_list *l, sqlite3_stmt *st)
 {
     if ((l->n & (l->n - 1)) == 0) { /* grow at powers of two */
         size_t cap = l->n ? (size_t)l->n * 2 : 1;
-        hx_mem_item *p = realloc(l->items, cap * sizeof *p);
+        hx_mem_item *p = hx_realloc(l->items, cap * sizeof *p);
         if (!p) return HX_ERR_NOMEM;
         l->items = p;
     }

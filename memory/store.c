@@ -156,7 +156,7 @@ static char *default_path(void)
     char dir[4096];
     if (hx_path_data(dir, sizeof dir - 16) < 0) return NULL;
     size_t n = strlen(dir) + sizeof "/memory.db";
-    char *p = malloc(n);
+    char *p = hx_malloc(n);
     if (p) snprintf(p, n, "%s/memory.db", dir);
     return p;
 }

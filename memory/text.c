@@ -72,7 +72,7 @@ static char *dup_via(int (*fn)(const char *, char *, size_t), const char *text)
 {
     int need = fn(text, NULL, 0);
     if (need >= 0 || need == -INT32_MAX) return NULL;
-    char *s = malloc((size_t)-need);
+    char *s = hx_malloc((size_t)-need);
     if (s && fn(text, s, (size_t)-need) < 0) {
         free(s);
         return NULL;

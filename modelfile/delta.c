@@ -26,7 +26,7 @@
 static int read_head(const char *path, size_t n, unsigned char **out, hx_err *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    unsigned char *b = malloc(n ? n : 1);
+    unsigned char *b = hx_malloc(n ? n : 1);
     ssize_t got = fd >= 0 && b ? pread(fd, b, n, 0) : -1;
     if (fd >= 0) close(fd);
     if (got != (ssize_t)n) {
@@ -91,7 +91,7 @@ static int all_zero(const unsigned char *p, size_t n)
 static int check_gaps(hx_gguf *g, hx_err *err)
 {
     int64_t n = hx_gguf_n_tensors(g);
-    const hx_gguf_tensor **ts = malloc((size_t)(n ? n : 1) * sizeof *ts);
+    const hx_gguf_tensor **ts = hx_malloc((size_t)(n ? n : 1) * sizeof *ts);
     if (!ts) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < n; i++) ts[i] = hx_gguf_tensor_at(g, i);
     qsort(ts, (size_t)n, sizeof *ts, by_offset);
@@ -123,9 +123,9 @@ static void common_ends(const side *a, const side *b, uint64_t *pre, uint64_t *s
 static int set_layout(hx_gguf_writer *w, hx_gguf *g, hx_err *err)
 {
     int64_t n = hx_gguf_n_tensors(g);
-    const char **names = malloc((size_t)(n ? n : 1) * sizeof *names);
-    uint64_t *offs = malloc((size_t)(n ? n : 1) * sizeof *offs);
-    uint64_t *sizes = malloc((size_t)(n ? n : 1) * sizeof *sizes);
+    const char **names = hx_malloc((size_t)(n ? n : 1) * sizeof *names);
+    uint64_t *offs = hx_malloc((size_t)(n ? n : 1) * sizeof *offs);
+    uint64_t *sizes = hx_malloc((size_t)(n ? n : 1) * sizeof *sizes);
     int rc = names && offs && sizes ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; !rc && i < n; i++) {
         const hx_gguf_tensor *t = hx_gguf_tensor_at(g, i);

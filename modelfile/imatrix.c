@@ -65,14 +65,14 @@ static im_entry *add_entry(hx_imatrix *m, const char *name, int64_t n_cols)
 {
     if (m->n == m->cap) {
         int cap = m->cap ? 2 * m->cap : 64;
-        im_entry *e = realloc(m->e, (size_t)cap * sizeof *e);
+        im_entry *e = hx_realloc(m->e, (size_t)cap * sizeof *e);
         if (!e) return NULL;
         m->e = e;
         m->cap = cap;
     }
     im_entry *e = &m->e[m->n];
     memset(e, 0, sizeof *e);
-    e->name = strdup(name);
+    e->name = hx_strdup(name);
     e->n_cols = n_cols;
     e->mean = hx_calloc((size_t)n_cols, sizeof *e->mean);
     if (!e->name || !e->mean) {
@@ -147,7 +147,7 @@ static int tokenize_file(const hx_vocab *v, const char *path, int special,
     int rc = hx_read_file(path, 0, &text, &len, &e);
     if (rc) return hx_err_wrap(err, &e, path);
     int32_t need = -hx_tokenize(v, text, len, NULL, 0, 0, special);
-    int32_t *p = need > 0 ? realloc(*ids, (size_t)(*n + need) * sizeof **ids) : *ids;
+    int32_t *p = need > 0 ? hx_realloc(*ids, (size_t)(*n + need) * sizeof **ids) : *ids;
     if (need > 0 && p) {
         *ids = p;
         *n += hx_tokenize(v, text, len, p + *n, need, 0, special);
@@ -155,8 +155,8 @@ static int tokenize_file(const hx_vocab *v, const char *path, int special,
     free(text);
     if (need > 0 && !p) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     m->dataset_bytes += len;
-    char **d = realloc(m->datasets, (size_t)(m->n_datasets + 1) * sizeof *d);
-    if (!d || !(d[m->n_datasets] = strdup(path)))
+    char **d = hx_realloc(m->datasets, (size_t)(m->n_datasets + 1) * sizeof *d);
+    if (!d || !(d[m->n_datasets] = hx_strdup(path)))
         return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     m->datasets = d;
     m->n_datasets++;

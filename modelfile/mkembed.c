@@ -112,7 +112,7 @@ static int check_fit(const hx_embed *e, const hx_mkmodel_params *p, hx_err *err)
 int hx_embed_open(const char *path, hx_mkmodel_params *p, hx_embed **out, hx_err *err)
 {
     *out = NULL;
-    hx_embed *e = calloc(1, sizeof *e);
+    hx_embed *e = hx_calloc(1, sizeof *e);
     if (!e) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     hx_err e2 = {0};
     int rc = hx_gguf_open(path, &e->g, &e2);
@@ -140,10 +140,10 @@ void hx_embed_close(hx_embed *e)
 static int pad_tokens(hx_gguf_writer *w, const hx_embed *e)
 {
     int n = e->w_vocab, n0 = e->n_vocab, rc = HX_ERR_NOMEM;
-    const char **s = calloc((size_t)n, sizeof *s);
-    size_t *len = calloc((size_t)n, sizeof *len);
-    char *pads = malloc((size_t)(n - n0) * 16 + 1);
-    int32_t *type = malloc((size_t)n * sizeof *type);
+    const char **s = hx_calloc((size_t)n, sizeof *s);
+    size_t *len = hx_calloc((size_t)n, sizeof *len);
+    char *pads = hx_malloc((size_t)(n - n0) * 16 + 1);
+    int32_t *type = hx_malloc((size_t)n * sizeof *type);
     if (s && len && pads && type) {
         int et;
         uint64_t nt = 0;
@@ -179,7 +179,7 @@ int hx_embed_metadata(hx_gguf_writer *w, const hx_embed *e, hx_err *err)
     if (!rc && e->w_vocab > e->n_vocab) {
         rc = pad_tokens(w, e);
         if (!rc && hx_gguf_find_key(e->g, "tokenizer.ggml.scores") >= 0) {
-            float *sc = calloc((size_t)e->w_vocab, sizeof *sc);
+            float *sc = hx_calloc((size_t)e->w_vocab, sizeof *sc);
             for (int i = 0; sc && i < e->n_vocab; i++)
                 sc[i] = hx_gguf_arr_f32(e->g, "tokenizer.ggml.scores", (uint64_t)i);
             rc = sc ? hx_gguf_set_arr(w, "tokenizer.ggml.scores", HX_GGUF_F32, sc, (uint64_t)e->w_vocab)
@@ -262,7 +262,7 @@ static float *small_floats(const hx_gguf_tensor *s)
 {
     int64_t n0 = s->ne[0], n1 = s->ne[1];
     size_t rb = hx_type_row_bytes(s->type, n0);
-    float *f = malloc((size_t)(n0 * n1) * sizeof *f);
+    float *f = hx_malloc((size_t)(n0 * n1) * sizeof *f);
     for (int64_t r = 0; f && r < n1; r++)
         hx_dequantize_row(s->type, (const uint8_t *)s->data + (size_t)r * rb, f + r * n0, n0);
     return f;
@@ -309,8 +309,8 @@ int hx_embed_fill(const hx_embed *e, const hx_gguf_tensor *t, void *buf)
     if (!hx_quant_supported(s->type)) return HX_ERR_UNSUPPORTED;
     if (s->ne[0] != small_size(e, ro->cols) || s->ne[1] != small_size(e, ro->rows))
         return HX_ERR_FORMAT; /* not the shape its hyperparameters give */
-    float *src = small_floats(s), *row = malloc((size_t)n0 * sizeof *row);
-    int64_t *cols = malloc((size_t)n0 * sizeof *cols); /* the same for every row */
+    float *src = small_floats(s), *row = hx_malloc((size_t)n0 * sizeof *row);
+    int64_t *cols = hx_malloc((size_t)n0 * sizeof *cols); /* the same for every row */
     float k = norm_scale(e, ro->norm);
     int rc = src && row && cols ? HX_OK : HX_ERR_NOMEM;
     for (int64_t c = 0; !rc && c < n0; c++) cols[c] = map_axis(e, ro->cols, c);

@@ -190,7 +190,7 @@ static int add(mk *m, const char *name, int role, int il, int n_dims,
 {
     if (m->n_t == m->cap_t) {
         int cap = m->cap_t ? 2 * m->cap_t : 64;
-        mk_tensor *t = realloc(m->t, (size_t)cap * sizeof *t);
+        mk_tensor *t = hx_realloc(m->t, (size_t)cap * sizeof *t);
         if (!t) return hx_err_set(m->err, HX_ERR_NOMEM, "out of memory");
         m->t = t;
         m->cap_t = cap;

@@ -165,7 +165,7 @@ static int grow(void *pp, uint32_t *cap, uint32_t n, size_t sz)
     if (n <= *cap) return 0;
     uint32_t c = *cap ? *cap : 1024;
     while (c < n) c *= 2;
-    void *q = realloc(*(void **)pp, (size_t)c * sz);
+    void *q = hx_realloc(*(void **)pp, (size_t)c * sz);
     if (!q) return -1;
     *(void **)pp = q;
     return 0;
@@ -427,7 +427,7 @@ static int heap_push(hx_bpe *b, int64_t count, int32_t pair)
 {
     if (b->n_heap == b->cap_heap) {
         size_t c = b->cap_heap ? b->cap_heap * 2 : 4096;
-        heap_ent *h = realloc(b->heap, c * sizeof *h);
+        heap_ent *h = hx_realloc(b->heap, c * sizeof *h);
         if (!h) return -1;
         b->heap = h;
         b->cap_heap = c;
@@ -572,7 +572,7 @@ static int32_t merged_token(hx_bpe *b, int32_t p)
     uint32_t x = b->pa[p], y = b->pb[p];
     size_t nx = b->tok_len[x], ny = b->tok_len[y];
     char stack[256];
-    char *buf = nx + ny <= sizeof stack ? stack : malloc(nx + ny);
+    char *buf = nx + ny <= sizeof stack ? stack : hx_malloc(nx + ny);
     if (!buf) return -1;
     memcpy(buf, b->tok_bytes.data + b->tok_off[x], nx);
     memcpy(buf + nx, b->tok_bytes.data + b->tok_off[y], ny);

@@ -125,7 +125,7 @@ static int marks_append(hx_tpl_marks *marks, const hx_tpl_marks *from, size_t of
 {
     if (marks->n + from->n > marks->cap) {
         int cap = marks->n + from->n;
-        hx_span *s = realloc(marks->s, (size_t)cap * sizeof *s);
+        hx_span *s = hx_realloc(marks->s, (size_t)cap * sizeof *s);
         if (!s) return HX_ERR_NOMEM;
         marks->s = s;
         marks->cap = cap;
@@ -183,11 +183,11 @@ static int tokens_reserve(hx_chat_tokens *t, size_t extra)
     if (t->n + extra <= t->cap) return 0;
     size_t c = t->cap ? t->cap : 1 << 16;
     while (c < t->n + extra) c *= 2;
-    int32_t *a = realloc(t->tokens, c * sizeof *a);
+    int32_t *a = hx_realloc(t->tokens, c * sizeof *a);
     if (a) t->tokens = a;
-    uint8_t *m = realloc(t->mask, c);
+    uint8_t *m = hx_realloc(t->mask, c);
     if (m) t->mask = m;
-    int32_t *d = realloc(t->doc, c * sizeof *d);
+    int32_t *d = hx_realloc(t->doc, c * sizeof *d);
     if (d) t->doc = d;
     if (!a || !m || !d) return -1;
     t->cap = c;

@@ -67,7 +67,7 @@ static int add_term(hx_agent_contrast *c, const char *t, size_t len)
     for (int i = 0; i < c->n_terms; i++)
         if (strlen(c->terms[i]) == len && !strncasecmp(c->terms[i], t, len)) return HX_OK;
     if (c->n_terms == HX_CONTRAST_MAX_TERMS) return HX_OK; /* enough to filter by */
-    if (!(c->terms[c->n_terms] = strndup(t, len))) return HX_ERR_NOMEM;
+    if (!(c->terms[c->n_terms] = hx_strndup(t, len))) return HX_ERR_NOMEM;
     c->n_terms++;
     return HX_OK;
 }

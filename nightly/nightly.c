@@ -91,16 +91,16 @@ int hx_nightly_data_add(hx_nightly_data *d, const int32_t *t, const uint8_t *m,
     size_t need = d->n + n;
     if (need > d->cap) {
         size_t cap = need > 2 * d->cap ? need : 2 * d->cap;
-        int32_t *nt = realloc(d->tokens, cap * sizeof *nt);
+        int32_t *nt = hx_realloc(d->tokens, cap * sizeof *nt);
         if (nt) d->tokens = nt;
-        uint8_t *nm = realloc(d->mask, cap);
+        uint8_t *nm = hx_realloc(d->mask, cap);
         if (nm) d->mask = nm;
-        int32_t *nd = realloc(d->doc, cap * sizeof *nd);
+        int32_t *nd = hx_realloc(d->doc, cap * sizeof *nd);
         if (nd) d->doc = nd;
         if (!nt || !nm || !nd) return HX_ERR_NOMEM;
         d->cap = cap;
     }
-    size_t *ne = realloc(d->ends, (size_t)(d->n_docs + 1) * sizeof *ne);
+    size_t *ne = hx_realloc(d->ends, (size_t)(d->n_docs + 1) * sizeof *ne);
     if (!ne) return HX_ERR_NOMEM;
     d->ends = ne;
     memcpy(d->tokens + d->n, t, n * sizeof *t);
@@ -273,9 +273,9 @@ static int collect_cb(void *user, const hx_episode *ep, int heldout)
     int before = c->all.n_docs;
     int rc = episode_tokens(c, ep);
     if (!rc && c->all.n_docs > before) {
-        int64_t *nf = realloc(c->finished, (size_t)(c->n_ep + 1) * sizeof *nf);
+        int64_t *nf = hx_realloc(c->finished, (size_t)(c->n_ep + 1) * sizeof *nf);
         if (nf) c->finished = nf;
-        int *nd = realloc(c->first_doc, (size_t)(c->n_ep + 1) * sizeof *nd);
+        int *nd = hx_realloc(c->first_doc, (size_t)(c->n_ep + 1) * sizeof *nd);
         if (nd) c->first_doc = nd;
         if (!nf || !nd) rc = HX_ERR_NOMEM;
         else c->finished[c->n_ep] = ep->finished_at, c->first_doc[c->n_ep++] = before;
@@ -414,7 +414,7 @@ static int unmask_known(hx_trainer *tr, hx_nightly_data *d, hx_nightly_report *r
         const hx_batch b = doc_batch(d, i, n_ctx);
         const size_t n = (size_t)b.n_tok;
         uint8_t *m = d->mask + (b.tokens - d->tokens) + 1;
-        float *grown = realloc(lg, n * (size_t)nv * sizeof *lg);
+        float *grown = hx_realloc(lg, n * (size_t)nv * sizeof *lg);
         if (!grown) {
             rc = hx_err_set(err, HX_ERR_NOMEM, "nightly: out of memory");
             break;

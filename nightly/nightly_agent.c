@@ -79,7 +79,7 @@ static int add_turn(const hx_agent_render *ar, const cJSON *msgs, int i, episode
     if (!rc && (d->text.len > p.len || (d->text.len && memcmp(d->text.data, p.data, d->text.len))))
         rc = doc_flush(ar, d, out, err);
     if (!rc && d->n_spans == d->cap) {
-        hx_chat_span *ns = realloc(d->spans, (size_t)(d->cap * 2 + 4) * sizeof *ns);
+        hx_chat_span *ns = hx_realloc(d->spans, (size_t)(d->cap * 2 + 4) * sizeof *ns);
         if (!ns) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
         else d->spans = ns, d->cap = d->cap * 2 + 4;
     }

@@ -30,7 +30,7 @@ int hx_audit_open(const char *path, hx_audit **out, hx_err *err)
     }
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0) return hx_err_set(err, HX_ERR_IO, "%s: %s", path, strerror(errno));
-    hx_audit *a = malloc(sizeof *a);
+    hx_audit *a = hx_malloc(sizeof *a);
     if (!a) {
         close(fd);
         return hx_err_set(err, HX_ERR_NOMEM, "out of memory");

@@ -72,7 +72,7 @@ static int parse_policy(hx_policy *p, const cJSON *root, hx_err *err)
 int hx_policy_new(const char *json, hx_policy **out, hx_err *err)
 {
     *out = NULL;
-    hx_policy *p = calloc(1, sizeof *p);
+    hx_policy *p = hx_calloc(1, sizeof *p);
     if (!p) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     p->by_class[0] = HX_ALLOW;
     p->by_class[1] = p->by_class[2] = HX_ASK;
@@ -155,7 +155,7 @@ hx_policy_verdict hx_policy_decide(const hx_policy *p, const char *tool, int eff
 
 static void remember_always(hx_policy *p, const char *tool)
 {
-    char **a = realloc(p->always, (size_t)(p->n_always + 1) * sizeof *a);
+    char **a = hx_realloc(p->always, (size_t)(p->n_always + 1) * sizeof *a);
     if (!a) return;
     p->always = a;
     if ((a[p->n_always] = hx_strdup(tool))) p->n_always++;

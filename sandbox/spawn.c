@@ -196,7 +196,7 @@ static int prepare(const hx_sandbox_params *p, prep *pr, unsigned *applied,
 int hx_sandbox_check(const hx_sandbox_params *p, hx_err *err)
 {
     char exe[PATH_MAX];
-    sb_plan *plan = malloc(sizeof *plan);
+    sb_plan *plan = hx_malloc(sizeof *plan);
     if (!plan) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     int rc = !p->argv || !p->argv[0]
                  ? hx_err_set(err, HX_ERR_INVALID, "sandbox: empty command")
@@ -392,8 +392,8 @@ int hx_sandbox_spawn(const hx_sandbox_params *p, hx_sandbox_proc **out,
 {
     *out = NULL;
     unsigned applied = HX_SB_SECCOMP | HX_SB_NO_NEW_PRIVS | HX_SB_RLIMITS;
-    prep *pr = malloc(sizeof *pr);
-    hx_sandbox_proc *c = calloc(1, sizeof *c);
+    prep *pr = hx_malloc(sizeof *pr);
+    hx_sandbox_proc *c = hx_calloc(1, sizeof *c);
     if (!pr || !c) {
         free(pr);
         free(c);

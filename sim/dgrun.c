@@ -14,8 +14,8 @@
 static void env_enter(hx_dg_world *dw)
 {
     const char *h = getenv("HEARTH_HOME"), *n = getenv("HEARTH_NOW");
-    dw->saved_home = h ? strdup(h) : NULL;
-    dw->saved_now = n ? strdup(n) : NULL;
+    dw->saved_home = h ? hx_strdup(h) : NULL;
+    dw->saved_now = n ? hx_strdup(n) : NULL;
     dw->env_set = 1;
     setenv("HEARTH_HOME", dw->home, 1);
     setenv("HEARTH_NOW", dw->w.now_iso, 1);

@@ -115,7 +115,7 @@ static int add(scan *sc, hx_he_mention m)
     hx_he_text *t = sc->t;
     if (t->n == t->cap) {
         int cap = t->cap ? t->cap * 2 : 16;
-        hx_he_mention *nm = realloc(t->m, (size_t)cap * sizeof *nm);
+        hx_he_mention *nm = hx_realloc(t->m, (size_t)cap * sizeof *nm);
         if (!nm) return HX_ERR_NOMEM;
         t->m = nm, t->cap = cap;
     }
@@ -746,7 +746,7 @@ static int find_all(const hx_he_text *t, const char *w, int **spans)
         int right = at + l == t->len || !is_alnum(w[l - 1]) || !is_alnum(t->text[at + l]);
         if (!left || !right) continue;
         if (n == cap) {
-            int *ns = realloc(*spans, (size_t)(cap = cap ? cap * 2 : 8) * 2 * sizeof *ns);
+            int *ns = hx_realloc(*spans, (size_t)(cap = cap ? cap * 2 : 8) * 2 * sizeof *ns);
             if (!ns) break;
             *spans = ns;
         }
@@ -807,7 +807,7 @@ static void anchors_add(anchors *as, const hx_he_text *t, const fact *f)
         int *sp, n = find_all(t, f->text[i], &sp);
         for (int k = 0; k < n; k++) {
             if (as->n == as->cap) {
-                anchor *na = realloc(as->a, (size_t)(as->cap = as->cap ? as->cap * 2 : 16) * sizeof *na);
+                anchor *na = hx_realloc(as->a, (size_t)(as->cap = as->cap ? as->cap * 2 : 16) * sizeof *na);
                 if (!na) break;
                 as->a = na;
             }

@@ -663,7 +663,7 @@ static int o_begin(void *ctx, const char *prompt, int choice, int *n_prompt, hx_
     (void)choice;
     if (o->n_prompts == o->cap_prompts) {
         int cap = o->cap_prompts * 2 + 4;
-        char **p = realloc(o->prompts, (size_t)cap * sizeof *p);
+        char **p = hx_realloc(o->prompts, (size_t)cap * sizeof *p);
         if (!p) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
         o->prompts = p;
         o->cap_prompts = cap;

@@ -68,7 +68,7 @@ static int push(query *q, icalcomponent *ev, hx_cal_file *f, int64_t s, int64_t 
     }
     if (q->out.n == q->out.cap) {
         int cap = q->out.cap ? q->out.cap * 2 : 64;
-        hx_cal_occ *nv = realloc(q->out.v, (size_t)cap * sizeof *nv);
+        hx_cal_occ *nv = hx_realloc(q->out.v, (size_t)cap * sizeof *nv);
         if (!nv) {
             q->out.oom = 1;
             return 0;
@@ -274,7 +274,7 @@ static void collect_overrides(query *q)
             if (!p) continue;
             if (q->n_ovr == cap) {
                 cap = cap ? cap * 2 : 16;
-                ovr *no = realloc(q->ovrs, (size_t)cap * sizeof *no);
+                ovr *no = hx_realloc(q->ovrs, (size_t)cap * sizeof *no);
                 if (!no) return;
                 q->ovrs = no;
             }

@@ -18,7 +18,7 @@ static void ival_add(ivals *l, int64_t s, int64_t e)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 32;
-        int64_t(*nv)[2] = realloc(l->v, (size_t)cap * sizeof *nv);
+        int64_t(*nv)[2] = hx_realloc(l->v, (size_t)cap * sizeof *nv);
         if (!nv) return;
         l->v = nv;
         l->cap = cap;

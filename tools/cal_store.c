@@ -123,7 +123,7 @@ static int add_file(hx_cal *c, const hx_root *r, const char *name, const char *c
     if (lic) hx_cal_problem(c, path, "read in part: %s", lic);
     if (c->n_files == c->cap_files) {
         int cap = c->cap_files ? c->cap_files * 2 : 64;
-        hx_cal_file *nf = realloc(c->files, (size_t)cap * sizeof *nf);
+        hx_cal_file *nf = hx_realloc(c->files, (size_t)cap * sizeof *nf);
         if (!nf) {
             icalcomponent_free(root);
             return HX_ERR_NOMEM;
@@ -148,7 +148,7 @@ int hx_cal_file_index(hx_cal_file *f)
 {
     int n = icalcomponent_count_components(f->root, ICAL_VEVENT_COMPONENT), i = 0;
     free(f->events);
-    f->events = calloc((size_t)(n ? n : 1), sizeof *f->events);
+    f->events = hx_calloc((size_t)(n ? n : 1), sizeof *f->events);
     f->n_events = 0;
     if (!f->events) return HX_ERR_NOMEM;
     for (icalcomponent *k = icalcomponent_get_first_component(f->root, ICAL_VEVENT_COMPONENT);
@@ -189,7 +189,7 @@ static char **list_ics(const hx_root *r, int *n)
         if (de->d_name[0] == '.' || l < 5 || strcmp(de->d_name + l - 4, ".ics")) continue;
         if (*n == cap) {
             cap = cap ? cap * 2 : 64;
-            char **nn = realloc(names, (size_t)cap * sizeof *nn);
+            char **nn = hx_realloc(names, (size_t)cap * sizeof *nn);
             if (!nn) break;
             names = nn;
         }
@@ -215,7 +215,7 @@ static int add_dir(hx_cal *c, const hx_root *r)
 
 int hx_cal_load(const hx_tools *reg, hx_cal **out, hx_err *err)
 {
-    hx_cal *c = calloc(1, sizeof *c);
+    hx_cal *c = hx_calloc(1, sizeof *c);
     *out = NULL;
     if (!c || !(c->problems = cJSON_CreateArray())) {
         free(c);

@@ -89,7 +89,7 @@ static int add_written(hx_cal *c, const hx_root *dir, const char *name, icalcomp
 {
     if (c->n_files == c->cap_files) {
         int cap = c->cap_files ? c->cap_files * 2 : 16;
-        hx_cal_file *nf = realloc(c->files, (size_t)cap * sizeof *nf);
+        hx_cal_file *nf = hx_realloc(c->files, (size_t)cap * sizeof *nf);
         if (!nf) return hx_err_set(err, HX_ERR_NOMEM, "out of memory (the event was written)");
         c->files = nf;
         c->cap_files = cap;

@@ -58,7 +58,7 @@ static char *join(const char *dir, const char *rel)
 
 hx_config *hx_config_default(void)
 {
-    hx_config *c = calloc(1, sizeof *c);
+    hx_config *c = hx_calloc(1, sizeof *c);
     char data[4096];
     if (!c) return NULL;
     if (hx_path_data(data, sizeof data) < 0) snprintf(data, sizeof data, ".");

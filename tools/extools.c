@@ -86,7 +86,7 @@ static int parse_command(const cJSON *cmd, const char *field, ext_manifest *m,
     int n = cJSON_IsArray(cmd) ? cJSON_GetArraySize(cmd) : cJSON_IsString(cmd) ? 1 : 0;
     if (!n || n > 64)
         return hx_err_set(err, HX_ERR_FORMAT, "%s: expected a command (an array of strings)", field);
-    m->command = calloc((size_t)n + 1, sizeof *m->command);
+    m->command = hx_calloc((size_t)n + 1, sizeof *m->command);
     if (!m->command) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n; i++) {
         const cJSON *a = cJSON_IsArray(cmd) ? cJSON_GetArrayItem(cmd, i) : cmd;
@@ -233,7 +233,7 @@ static int no_duplicate_keys(const cJSON *v, hx_err *err)
 {
     int n = 0, rc = HX_OK;
     for (const cJSON *c = v->child; c; c = c->next) n++;
-    const cJSON **keys = cJSON_IsObject(v) && n > 1 ? malloc((size_t)n * sizeof *keys) : NULL;
+    const cJSON **keys = cJSON_IsObject(v) && n > 1 ? hx_malloc((size_t)n * sizeof *keys) : NULL;
     if (keys) {
         int k = 0;
         for (const cJSON *c = v->child; c; c = c->next) keys[k++] = c;
@@ -360,7 +360,7 @@ static int overlap(const char *field, const char *path, const guarded *g, hx_err
  * it with a link), no listed path overlaps Hearth's own folders. */
 static int check_guarded(const ext_manifest *m, const hx_config *cfg, hx_err *err)
 {
-    guarded *g = malloc((3 + 3 + 2 * HX_MAX_ROOTS) * sizeof *g);
+    guarded *g = hx_malloc((3 + 3 + 2 * HX_MAX_ROOTS) * sizeof *g);
     if (!g) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     int n = n_guarded(cfg, g), rc = HX_OK;
     for (int i = 0; i < n && !rc; i++) {
@@ -389,7 +389,7 @@ static int load_manifest(const char *path, const hx_config *cfg, ext_manifest **
     *out = NULL;
     int rc = hx_read_file(path, MAX_MANIFEST_BYTES, &text, &len, &e);
     if (rc) return hx_err_set(err, rc, "%s", e.msg);
-    ext_manifest *m = calloc(1, sizeof *m);
+    ext_manifest *m = hx_calloc(1, sizeof *m);
     if (!m) rc = hx_err_set(&e, HX_ERR_NOMEM, "out of memory");
     if (!rc) rc = parse_text(text, len, &root, &e);
     free(text);
@@ -532,8 +532,8 @@ int hx_ext_add_tool(hx_extools *x, ext_manifest *m, mcp_conn *conn, const char *
                     const char *remote, const char *description, const char *schema_json,
                     int effect, hx_tool_fn call, hx_err *err)
 {
-    ext_tool **ts = realloc(x->tools, (size_t)(x->n_tools + 1) * sizeof *ts);
-    ext_tool *t = calloc(1, sizeof *t);
+    ext_tool **ts = hx_realloc(x->tools, (size_t)(x->n_tools + 1) * sizeof *ts);
+    ext_tool *t = hx_calloc(1, sizeof *t);
     if (ts) x->tools = ts;
     if (!ts || !t) {
         free(t);
@@ -562,7 +562,7 @@ static void note_problem(hx_buf *problems, const char *msg)
 
 static int keep_manifest(hx_extools *x, ext_manifest *m)
 {
-    ext_manifest **ms = realloc(x->mans, (size_t)(x->n_mans + 1) * sizeof *ms);
+    ext_manifest **ms = hx_realloc(x->mans, (size_t)(x->n_mans + 1) * sizeof *ms);
     if (!ms) return -1;
     x->mans = ms;
     x->mans[x->n_mans++] = m;
@@ -571,7 +571,7 @@ static int keep_manifest(hx_extools *x, ext_manifest *m)
 
 static int keep_conn(hx_extools *x, mcp_conn *c)
 {
-    mcp_conn **cs = realloc(x->conns, (size_t)(x->n_conns + 1) * sizeof *cs);
+    mcp_conn **cs = hx_realloc(x->conns, (size_t)(x->n_conns + 1) * sizeof *cs);
     if (!cs) return -1;
     x->conns = cs;
     x->conns[x->n_conns++] = c;
@@ -623,8 +623,8 @@ static int holds_command(const ext_manifest *m, ext_manifest *const *all, int n,
 static void load_all(hx_extools *x, const char *d, struct dirent **list, int n,
                      hx_buf *problems)
 {
-    ext_manifest **ms = calloc((size_t)n, sizeof *ms);
-    int *refused = calloc((size_t)n, sizeof *refused);
+    ext_manifest **ms = hx_calloc((size_t)n, sizeof *ms);
+    int *refused = hx_calloc((size_t)n, sizeof *refused);
     char path[PATH_MAX + 256];
     hx_err e;
     for (int i = 0; i < n && ms && refused; i++) {
@@ -664,7 +664,7 @@ int hx_extools_load(hx_tools *reg, const char *dir, hx_extools **out, hx_buf *pr
     *out = NULL;
     int rc = tools_dir(dir, d, sizeof d, err);
     if (rc) return rc;
-    hx_extools *x = calloc(1, sizeof *x);
+    hx_extools *x = hx_calloc(1, sizeof *x);
     if (!x) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     x->reg = reg;
     struct dirent **list;

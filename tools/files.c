@@ -119,7 +119,7 @@ static int read_range(int fd, const char *shown, size_t off, size_t len, char **
     int rc = hx_fd_regular(fd, shown, &st, err);
     if (rc) return rc;
     *size = (size_t)st.st_size;
-    char *buf = malloc(len + 1);
+    char *buf = hx_malloc(len + 1);
     ssize_t n = buf ? pread(fd, buf, len, (off_t)off) : -1;
     if (n < 0) {
         free(buf);

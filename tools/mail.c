@@ -188,7 +188,7 @@ static hx_message *parse_file(const hx_root *md, const char *path)
     int rc = hx_root_read(md, path, MAX_MAIL_BYTES, &raw, &len, NULL, &e);
     if (rc == HX_ERR_RANGE) {
         int fd = hx_root_open_file(md, path, NULL, &e);
-        raw = malloc(65536);
+        raw = hx_malloc(65536);
         ssize_t n = fd >= 0 && raw ? read(fd, raw, 65536) : 0;
         len = n > 0 ? (size_t)n : 0;
         if (fd >= 0) close(fd);
@@ -385,7 +385,7 @@ static int index_rescan(mail_index *ix, folder_list *fl, hx_err *err);
  * the directories changed since the last one. */
 static int index_sync(mail_index *ix, hx_err *err)
 {
-    folder_list *fl = malloc(sizeof *fl);
+    folder_list *fl = hx_malloc(sizeof *fl);
     if (!fl) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     list_folders(ix->md, fl);
     hx_buf sig;
@@ -661,7 +661,7 @@ static int collect_addresses(const char *s, char ***v, size_t *n, size_t *cap)
         if (hx_parse_address(piece, NULL, 0, email, sizeof email)) continue;
         if (*n == *cap) {
             size_t nc = *cap ? *cap * 2 : 64;
-            char **q = realloc(*v, nc * sizeof *q);
+            char **q = hx_realloc(*v, nc * sizeof *q);
             if (!q) return HX_ERR_NOMEM;
             *v = q, *cap = nc;
         }

@@ -312,7 +312,7 @@ static int add_entry(entries *es, int dfd, const char *rel, const char *fname)
     if (fstatat(dfd, fname, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode)) return 0;
     if (es->n == es->cap) {
         int cap = es->cap ? es->cap * 2 : 64;
-        hx_maildir_entry *e = realloc(es->e, (size_t)cap * sizeof *e);
+        hx_maildir_entry *e = hx_realloc(es->e, (size_t)cap * sizeof *e);
         if (!e) return -1;
         es->e = e;
         es->cap = cap;

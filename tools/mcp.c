@@ -303,7 +303,7 @@ static int refresh_tools(mcp_conn *c, hx_err *err)
 int hx_mcp_connect(hx_extools *x, ext_manifest *m, hx_buf *problems, mcp_conn **out, hx_err *err)
 {
     *out = NULL;
-    mcp_conn *c = calloc(1, sizeof *c);
+    mcp_conn *c = hx_calloc(1, sizeof *c);
     if (!c) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     c->m = m, c->x = x, c->next_id = 1;
     hx_sandbox_params p = hx_ext_sandbox_params(m);

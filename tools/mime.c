@@ -617,7 +617,7 @@ static void add_attachment(walk *w, const headers *hs, const char *type,
 {
     if (w->n_att == w->cap_att) {
         int cap = w->cap_att ? w->cap_att * 2 : 4;
-        hx_mail_att *a = realloc(w->att, (size_t)cap * sizeof *a);
+        hx_mail_att *a = hx_realloc(w->att, (size_t)cap * sizeof *a);
         if (!a) return;
         w->att = a;
         w->cap_att = cap;
@@ -744,7 +744,7 @@ static void walk_part(walk *w, const char *raw, size_t len, int depth)
             add_problem(w, "MIME structure too large or deep; rest skipped");
         return;
     }
-    headers *hs = malloc(sizeof *hs);
+    headers *hs = hx_malloc(sizeof *hs);
     if (!hs) return;
     size_t body = parse_headers(raw, len, hs);
     char type[128];
@@ -781,8 +781,8 @@ static int message_complete(const hx_message *m)
 int hx_message_parse(const char *raw, size_t len, hx_message **out, hx_err *err)
 {
     *out = NULL;
-    hx_message *m = calloc(1, sizeof *m);
-    headers *hs = malloc(sizeof *hs);
+    hx_message *m = hx_calloc(1, sizeof *m);
+    headers *hs = hx_malloc(sizeof *hs);
     if (!m || !hs) {
         free(m);
         free(hs);

@@ -34,7 +34,7 @@ const char *hx_effect_name(int effect)
 
 hx_tools *hx_tools_new(const hx_config *cfg)
 {
-    hx_tools *r = calloc(1, sizeof *r);
+    hx_tools *r = hx_calloc(1, sizeof *r);
     if (r) r->cfg = cfg;
     return r;
 }
@@ -154,7 +154,7 @@ int hx_tools_register(hx_tools *reg, const hx_tool_def *def, hx_err *err)
     if (rc) return rc;
     if (reg->n == reg->cap) {
         int cap = reg->cap ? reg->cap * 2 : 16;
-        tool *nt = realloc(reg->tools, (size_t)cap * sizeof *nt);
+        tool *nt = hx_realloc(reg->tools, (size_t)cap * sizeof *nt);
         if (!nt) {
             cJSON_Delete(schema);
             return hx_err_set(err, HX_ERR_NOMEM, "out of memory");

@@ -152,7 +152,7 @@ void hx_roots_free(hx_roots *rs)
 
 static hx_roots *roots_new(void)
 {
-    hx_roots *rs = malloc(sizeof *rs);
+    hx_roots *rs = hx_malloc(sizeof *rs);
     if (!rs) return NULL;
     for (int i = 0; i < HX_MAX_ROOTS; i++) {
         root_init(&rs->files[i]);

@@ -868,7 +868,7 @@ int hx_when_parse(const char *expr, int64_t now, const char *tz,
                           strlen(expr), MAX_EXPR);
     icaltimezone *z = hx_tz_find(tz);
     if (!z) return hx_err_set(err, HX_ERR_NOTFOUND, "unknown time zone '%s'", tz);
-    if (!(p = calloc(1, sizeof *p))) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    if (!(p = hx_calloc(1, sizeof *p))) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     p->z = z;
     p->now = now;
     p->today = hx_tz_local_day(z, now);

@@ -16,7 +16,7 @@ static inline int gint_grow(void **p, uint32_t *cap, uint32_t need, size_t elt)
     if (need <= *cap) return 0;
     uint32_t nc = *cap ? *cap : 64;
     while (nc < need) nc *= 2;
-    void *q = realloc(*p, (size_t)nc * elt);
+    void *q = hx_realloc(*p, (size_t)nc * elt);
     if (!q) return -1;
     *p = q;
     *cap = nc;

@@ -69,9 +69,9 @@ static void src_free(gv_src *s)
 static int src_gather(const hx_vocab *hv, gv_src *s, hx_err *err)
 {
     s->n = hx_vocab_n_tokens(hv);
-    s->p = calloc((size_t)s->n + 1, sizeof *s->p);
-    s->l = calloc((size_t)s->n + 1, sizeof *s->l);
-    s->f = calloc((size_t)s->n + 1, 1);
+    s->p = hx_calloc((size_t)s->n + 1, sizeof *s->p);
+    s->l = hx_calloc((size_t)s->n + 1, sizeof *s->l);
+    s->f = hx_calloc((size_t)s->n + 1, 1);
     if (!s->p || !s->l || !s->f) {
         src_free(s);
         return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
@@ -233,7 +233,7 @@ static int take_sections(hx_gvocab *v, const gv_header *h, char *data)
         *dst[i] = data + off;
         off += (n[i] + 7) / 8 * 8;
     }
-    if (!(v->piece = malloc((nt ? nt : 1) * sizeof *v->piece))) return -1;
+    if (!(v->piece = hx_malloc((nt ? nt : 1) * sizeof *v->piece))) return -1;
     size_t t = 0;
     for (size_t i = 0; i < nt; i++) {
         if (t + v->len[i] + 1 > h->text_len) return -1;
@@ -277,7 +277,7 @@ static hx_gvocab *cache_load(const char *path, const gv_src *s, uint64_t key)
     memcpy(&h, data, sizeof h);
     if (!header_ok(&h, s, key, len) || hash_bytes(1, data + sizeof h, len - sizeof h) != h.sum)
         goto bad;
-    if (!(v = calloc(1, sizeof *v))) goto bad;
+    if (!(v = hx_calloc(1, sizeof *v))) goto bad;
     v->map = data;
     v->map_len = len;
     v->n_tokens = s->n;

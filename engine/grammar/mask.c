@@ -44,7 +44,7 @@ static int cmp_key(const void *a, const void *b)
  * id); caller frees. */
 static tkey *sort_tokens(const hx_gvocab *v, const uint32_t *ids, uint32_t n)
 {
-    tkey *k = malloc((n ? n : 1) * sizeof *k);
+    tkey *k = hx_malloc((n ? n : 1) * sizeof *k);
     if (!k) return NULL;
     for (uint32_t i = 0; i < n; i++) {
         const uint8_t *p = (const uint8_t *)v->piece[ids[i]];
@@ -61,7 +61,7 @@ static tkey *sort_tokens(const hx_gvocab *v, const uint32_t *ids, uint32_t n)
 static int trie_build(hx_gvocab *v, const tkey *tk, uint32_t n, gtrie *t)
 {
     uint32_t cap = 1024, path[MAX_TOK_LEN + 1], depth = 0;
-    t->nd = malloc(cap * sizeof(gnode));
+    t->nd = hx_malloc(cap * sizeof(gnode));
     t->n = 0;
     if (!t->nd) return -1;
     for (uint32_t k = 0; k <= n; k++) {
@@ -75,7 +75,7 @@ static int trie_build(hx_gvocab *v, const tkey *tk, uint32_t n, gtrie *t)
         if (k == n) break;
         for (uint32_t d = depth; d < L; d++) {
             if (t->n == cap) {
-                void *q = realloc(t->nd, (cap *= 2) * sizeof(gnode));
+                void *q = hx_realloc(t->nd, (cap *= 2) * sizeof(gnode));
                 if (!q) return -1;
                 t->nd = q;
             }
@@ -123,8 +123,8 @@ static int string_safe_cps(const uint8_t *p, uint32_t n)
 
 static int build_tables(hx_gvocab *v)
 {
-    uint32_t *all = malloc((size_t)v->n_tokens * 4);
-    int *cps = malloc((size_t)v->n_tokens * sizeof(int));
+    uint32_t *all = hx_malloc((size_t)v->n_tokens * 4);
+    int *cps = hx_malloc((size_t)v->n_tokens * sizeof(int));
     tkey *ka = NULL, *kr = NULL;
     uint32_t na = 0, nr = 0;
     int rc = -1;
@@ -138,20 +138,20 @@ static int build_tables(hx_gvocab *v)
         if (cps[i] < 0) nr++;
         else if ((uint32_t)cps[i] > v->max_cp) v->max_cp = (uint32_t)cps[i];
     }
-    if (!(ka = sort_tokens(v, all, na)) || !(kr = malloc((nr ? nr : 1) * sizeof *kr))) goto done;
+    if (!(ka = sort_tokens(v, all, na)) || !(kr = hx_malloc((nr ? nr : 1) * sizeof *kr))) goto done;
     nr = 0; /* the tokens that are not string-safe, in the same order */
     for (uint32_t i = 0; i < na; i++)
         if (cps[ka[i].id] < 0) kr[nr++] = ka[i];
     if (trie_build(v, ka, na, &v->all)) goto done;
     /* the rest trie must not re-chain duplicates: build with a copy */
-    uint32_t *saved = malloc((size_t)v->n_tokens * 4);
+    uint32_t *saved = hx_malloc((size_t)v->n_tokens * 4);
     if (!saved) goto done;
     memcpy(saved, v->dup_next, (size_t)v->n_tokens * 4);
     int bad = trie_build(v, kr, nr, &v->rest);
     memcpy(v->dup_next, saved, (size_t)v->n_tokens * 4);
     free(saved);
     if (bad) goto done;
-    v->cum = calloc((size_t)(v->max_cp + 1) * v->n_words, 4);
+    v->cum = hx_calloc((size_t)(v->max_cp + 1) * v->n_words, 4);
     if (!v->cum) goto done;
     for (int32_t i = 0; i < v->n_tokens; i++)
         if (cps[i] >= 0) v->cum[(size_t)cps[i] * v->n_words + (uint32_t)i / 32] |= 1u << (i & 31);
@@ -173,17 +173,17 @@ int hx_gvocab_new(int32_t n_tokens, const char *const *pieces, const size_t *len
     *out = NULL;
     if (n_tokens <= 0 || !pieces || !lens)
         return hx_err_set(err, HX_ERR_INVALID, "vocabulary: no tokens");
-    hx_gvocab *v = calloc(1, sizeof *v);
+    hx_gvocab *v = hx_calloc(1, sizeof *v);
     if (!v) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     v->n_tokens = n_tokens;
     v->n_words = ((uint32_t)n_tokens + 31) / 32;
-    v->piece = calloc((size_t)n_tokens, sizeof(char *));
-    v->len = calloc((size_t)n_tokens, 4);
-    v->flags = calloc((size_t)n_tokens, 1);
-    v->dup_next = malloc((size_t)n_tokens * 4);
+    v->piece = hx_calloc((size_t)n_tokens, sizeof(char *));
+    v->len = hx_calloc((size_t)n_tokens, 4);
+    v->flags = hx_calloc((size_t)n_tokens, 1);
+    v->dup_next = hx_malloc((size_t)n_tokens * 4);
     size_t total = (size_t)n_tokens; /* one NUL each: pieces may hold NUL bytes */
     for (int32_t i = 0; i < n_tokens; i++) total += lens[i];
-    v->text = malloc(total);
+    v->text = hx_malloc(total);
     for (int k = 0; k < N_MARKS; k++) v->mark_tok[k] = -1;
     if (!v->piece || !v->len || !v->flags || !v->dup_next || !v->text) goto oom;
     memset(v->dup_next, 0xff, (size_t)n_tokens * 4);
@@ -274,7 +274,7 @@ static int memo_walk(hx_matcher *m, const gtrie *t, uint32_t flag, uint32_t r, u
         if (bflag[L - 1]) {
             if (*n_bnd == *cap_bnd) {
                 *cap_bnd = *cap_bnd ? *cap_bnd * 2 : 64;
-                void *q = realloc(*bnd, *cap_bnd * 4);
+                void *q = hx_realloc(*bnd, *cap_bnd * 4);
                 if (!q) return -1;
                 *bnd = q;
             }
@@ -473,12 +473,12 @@ static const gclass_toks *class_toks(hx_matcher *m, const uint32_t *bits)
     const hx_gvocab *v = m->v;
     for (uint32_t i = 0; i < m->n_ctoks; i++)
         if (!memcmp(m->ctoks[i].bits, bits, 32)) return &m->ctoks[i];
-    void *q = realloc(m->ctoks, (m->n_ctoks + 1) * sizeof *m->ctoks);
+    void *q = hx_realloc(m->ctoks, (m->n_ctoks + 1) * sizeof *m->ctoks);
     if (!q) return NULL;
     m->ctoks = q;
     gclass_toks *c = &m->ctoks[m->n_ctoks];
     memcpy(c->bits, bits, 32);
-    c->by_len = calloc(258, 4);
+    c->by_len = hx_calloc(258, 4);
     uint32_t cnt[257] = {0}, n = 0;
     for (int32_t t = 0; t < v->n_tokens; t++) {
         uint32_t l = v->len[t], k = 0;
@@ -487,7 +487,7 @@ static const gclass_toks *class_toks(hx_matcher *m, const uint32_t *bits)
         while (k < l && ((bits[p[k] >> 5] >> (p[k] & 31)) & 1)) k++;
         if (k == l) { cnt[l]++; n++; }
     }
-    c->toks = malloc((n ? n : 1) * 4);
+    c->toks = hx_malloc((n ? n : 1) * 4);
     if (!c->by_len || !c->toks) { free(c->by_len); free(c->toks); return NULL; }
     uint32_t pos[257], acc = 0;
     for (int l = 0; l <= 256; l++) { pos[l] = acc; acc += cnt[l]; c->by_len[l] = acc; }
@@ -521,7 +521,7 @@ static int memo_compute(hx_matcher *m, uint32_t r, gmemo *e)
     uint32_t cap = 0;
     memset(e, 0, sizeof *e);
     e->rx = r;
-    e->bits = calloc(v->n_words, 4);
+    e->bits = hx_calloc(v->n_words, 4);
     if (!e->bits) return -1;
     sclass sc;
     int known = free_string(m, r, 0, &sc);
@@ -543,7 +543,7 @@ static int memo_compute(hx_matcher *m, uint32_t r, gmemo *e)
     uint32_t cnt = 0;
     for (uint32_t w = 0; w < v->n_words; w++) cnt += (uint32_t)__builtin_popcount(e->bits[w]);
     if (cnt <= MEMO_LIST_MAX) {
-        e->list = malloc((cnt ? cnt : 1) * 4);
+        e->list = hx_malloc((cnt ? cnt : 1) * 4);
         if (!e->list) return -1;
         for (uint32_t w = 0; w < v->n_words; w++)
             for (uint32_t x = e->bits[w]; x; x &= x - 1) e->list[e->n_bits++] = w * 32 + (uint32_t)__builtin_ctz(x);
@@ -608,7 +608,7 @@ static gmemo *memo_get_raw(hx_matcher *m, uint32_t r)
     if (m->memo_bytes > MEMO_BYTES_MAX) memo_free_all(m);
     if ((m->n_memo + 1) * 2 > m->memo_hcap) {
         uint32_t nc = m->memo_hcap ? m->memo_hcap * 2 : 256;
-        uint32_t *t = calloc(nc, 4);
+        uint32_t *t = hx_calloc(nc, 4);
         if (!t) return NULL;
         for (uint32_t i = 0; i < m->n_memo; i++) {
             uint32_t j = (m->memo[i].rx * 0x9e3779b1u) & (nc - 1);
@@ -626,7 +626,7 @@ static gmemo *memo_get_raw(hx_matcher *m, uint32_t r)
     }
     if (m->n_memo == m->cap_memo) {
         uint32_t nc = m->cap_memo ? m->cap_memo * 2 : 64;
-        void *q = realloc(m->memo, nc * sizeof(gmemo));
+        void *q = hx_realloc(m->memo, nc * sizeof(gmemo));
         if (!q) return NULL;
         m->memo = q;
         m->cap_memo = nc;
@@ -640,7 +640,7 @@ static gmemo *memo_get_raw(hx_matcher *m, uint32_t r)
         while (m->memo_h[j]) j = (j + 1) & (m->memo_hcap - 1);
         if (m->n_memo == m->cap_memo) {
             uint32_t nc = m->cap_memo * 2;
-            void *q = realloc(m->memo, nc * sizeof(gmemo));
+            void *q = hx_realloc(m->memo, nc * sizeof(gmemo));
             if (!q) return NULL;
             m->memo = q;
             m->cap_memo = nc;
@@ -729,13 +729,13 @@ int hx_matcher_mask(hx_matcher *m, uint32_t *mask)
 /* ---- matcher lifecycle and advancing ---- */
 hx_matcher *hx_matcher_new(hx_grammar *g, const hx_gvocab *v)
 {
-    hx_matcher *m = calloc(1, sizeof *m);
+    hx_matcher *m = hx_calloc(1, sizeof *m);
     if (!m) return NULL;
     m->g = g;
     m->rx = &g->rx;
     m->v = v;
     if (hx_gm_init(m)) goto fail;
-    if (v && !(m->stamp = calloc((size_t)v->all.n + v->rest.n + 1, 4))) goto fail;
+    if (v && !(m->stamp = hx_calloc((size_t)v->all.n + v->rest.n + 1, 4))) goto fail;
     m->start = hx_gm_config_of(m, g->root);
     if (!m->start) goto fail;
     m->cur = m->start;
@@ -824,7 +824,7 @@ int hx_matcher_accept(hx_matcher *m, int32_t tok)
 int hx_matcher_forced(hx_matcher *m, int32_t *tokens, int max)
 {
     if (!m->v || max <= 0 || m->ended) return 0;
-    uint32_t *mask = malloc(m->v->n_words * 4);
+    uint32_t *mask = hx_malloc(m->v->n_words * 4);
     int n = 0, other = 0; /* allowed tokens, of which not end tokens */
     int32_t found = -1;
     if (!mask || hx_matcher_mask(m, mask)) { free(mask); return 0; }
@@ -883,10 +883,10 @@ static void st_free(void *ctx)
 
 int hx_grammar_stage(hx_grammar *g, const hx_gvocab *v, hx_sampler_stage *stage)
 {
-    gstage *s = calloc(1, sizeof *s);
+    gstage *s = hx_calloc(1, sizeof *s);
     if (!s || !v) { free(s); return HX_ERR_NOMEM; }
     s->m = hx_matcher_new(g, v);
-    s->mask = calloc(v->n_words, 4);
+    s->mask = hx_calloc(v->n_words, 4);
     if (!s->m || !s->mask) { st_free(s); return HX_ERR_NOMEM; }
     memset(stage, 0, sizeof *stage);
     stage->api_version = HX_SAMPLER_STAGE_API;
@@ -909,7 +909,7 @@ hx_grammar_params hx_grammar_default_params(void)
 
 static hx_grammar *grammar_new(const hx_grammar_params *p)
 {
-    hx_grammar *g = calloc(1, sizeof *g);
+    hx_grammar *g = hx_calloc(1, sizeof *g);
     if (!g) return NULL;
     if (hx_rx_init(&g->rx)) { free(g); return NULL; }
     g->rx.no_nul = p->generation != 0; /* before any string class (grammar.h) */

@@ -19,7 +19,7 @@ static uint32_t hmix(uint32_t a, uint32_t b)
 static int rehash(uint32_t **tab, uint32_t *cap, uint32_t n, uint32_t (*hash_of)(hx_matcher *, uint32_t), hx_matcher *m)
 {
     uint32_t nc = *cap ? *cap * 2 : 1024;
-    uint32_t *t = calloc(nc, 4);
+    uint32_t *t = hx_calloc(nc, 4);
     if (!t) return -1;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t j = hash_of(m, i) & (nc - 1);

@@ -41,7 +41,7 @@ static int node_eq(const hx_rx *rx, const rx_node *n, uint8_t kind,
 static int rehash_nodes(hx_rx *rx)
 {
     uint32_t nc = rx->hcap ? rx->hcap * 2 : 1024;
-    uint32_t *t = calloc(nc, 4);
+    uint32_t *t = hx_calloc(nc, 4);
     if (!t) return -1;
     for (uint32_t i = 0; i < rx->n_nodes; i++) {
         uint32_t j = rx->nodes[i].hash & (nc - 1);
@@ -165,7 +165,7 @@ static uint32_t cls_hash(const uint32_t *b)
 static int rehash_cls(hx_rx *rx)
 {
     uint32_t nc = rx->ccap ? rx->ccap * 2 : 256;
-    uint32_t *t = calloc(nc, 4);
+    uint32_t *t = hx_calloc(nc, 4);
     if (!t) return -1;
     for (uint32_t i = 0; i < rx->n_cls; i++) {
         uint32_t j = cls_hash(rx->cls + 8 * i) & (nc - 1);
@@ -260,7 +260,7 @@ static uint32_t *flatten(hx_rx *rx, uint8_t kind, const uint32_t *v,
         uint32_t cnt = k->kind == kind ? k->b : 1;
         if (m + cnt > cap) {
             cap = (m + cnt) * 2;
-            uint32_t *q = malloc(cap * 4);
+            uint32_t *q = hx_malloc(cap * 4);
             if (!q) { if (o != buf) free(o); return NULL; }
             memcpy(q, o, m * 4);
             if (o != buf) free(o);
@@ -386,8 +386,8 @@ uint32_t hx_rx_opt(hx_rx *rx, uint32_t a)
 static int dgrow(hx_rx *rx)
 {
     uint32_t nc = rx->dcap ? rx->dcap * 2 : 4096;
-    uint64_t *k = calloc(nc, 8);
-    uint32_t *v = malloc((size_t)nc * 4);
+    uint64_t *k = hx_calloc(nc, 8);
+    uint32_t *v = hx_malloc((size_t)nc * 4);
     if (!k || !v) { free(k); free(v); return -1; }
     for (uint32_t i = 0; i < rx->dcap; i++) {
         if (!rx->dkey[i]) continue;
@@ -560,7 +560,7 @@ void hx_rx_set_rule(hx_rx *rx, uint32_t rule, uint32_t body)
 /* ---- emptiness and matching ---- */
 int hx_rx_is_empty(hx_rx *rx, uint32_t r, uint32_t budget)
 {
-    uint32_t *q = malloc((budget + 1) * 4), nq = 0, head = 0;
+    uint32_t *q = hx_malloc((budget + 1) * 4), nq = 0, head = 0;
     uint8_t *seen = NULL;
     int res = 1;
     if (!q) return -1;
@@ -578,7 +578,7 @@ int hx_rx_is_empty(hx_rx *rx, uint32_t r, uint32_t budget)
             if (d == RX_NONE) continue;
             if (d >= seen_cap) {
                 uint32_t nc = rx->n_nodes + 1024;
-                uint8_t *ns = realloc(seen, nc);
+                uint8_t *ns = hx_realloc(seen, nc);
                 if (!ns) { res = -1; goto done; }
                 memset(ns + seen_cap, 0, nc - seen_cap);
                 seen = ns;
@@ -647,14 +647,14 @@ static void first_bytes(hx_rx *rx, uint32_t r, uint32_t *bits, uint8_t *seen_rul
 int hx_rx_disjoint(hx_rx *rx, uint32_t a, uint32_t b)
 {
     uint32_t fa[8] = {0}, fb[8] = {0}, inter = 0;
-    uint8_t *seen = calloc(rx->n_rules + 1, 2);
+    uint8_t *seen = hx_calloc(rx->n_rules + 1, 2);
     if (!seen) return 0;
     first_bytes(rx, a, fa, seen, 0);
     first_bytes(rx, b, fb, seen + rx->n_rules + 1, 0);
     free(seen);
     for (int i = 0; i < 8; i++) inter |= fa[i] & fb[i];
     if (!inter && !rx->nodes[a].nullable && !rx->nodes[b].nullable) return 1;
-    uint32_t n0 = rx->n_nodes, *memo = calloc(n0, 4);
+    uint32_t n0 = rx->n_nodes, *memo = hx_calloc(n0, 4);
     if (!memo) return 0;
     uint32_t x = hx_rx_and(rx, approx_calls(rx, a, memo, n0, 0), approx_calls(rx, b, memo, n0, 0));
     free(memo);

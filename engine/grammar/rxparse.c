@@ -13,7 +13,7 @@ static int cps_add(rx_cps *s, uint32_t lo, uint32_t hi)
     if (lo > hi) return 0;
     if (s->n == s->cap) {
         int nc = s->cap ? s->cap * 2 : 8;
-        void *q = realloc(s->r, (size_t)nc * sizeof *s->r);
+        void *q = hx_realloc(s->r, (size_t)nc * sizeof *s->r);
         if (!q) return -1;
         s->r = q;
         s->cap = nc;

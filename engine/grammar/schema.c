@@ -74,7 +74,7 @@ static cJSON *own(sc *c, cJSON *j)
     if (!j) return NULL;
     if (c->n_tmps == c->cap_tmps) {
         int nc = c->cap_tmps ? c->cap_tmps * 2 : 16;
-        void *q = realloc(c->tmps, (size_t)nc * sizeof *c->tmps);
+        void *q = hx_realloc(c->tmps, (size_t)nc * sizeof *c->tmps);
         if (!q) { cJSON_Delete(j); return NULL; }
         c->tmps = q;
         c->cap_tmps = nc;
@@ -205,7 +205,7 @@ static refent *ref_entry(sc *c, const char *ref)
         if (!strcmp(c->refs[i].ptr, ref)) return &c->refs[i];
     if (c->n_refs == c->cap_refs) {
         int nc = c->cap_refs ? c->cap_refs * 2 : 16;
-        void *q = realloc(c->refs, (size_t)nc * sizeof *c->refs);
+        void *q = hx_realloc(c->refs, (size_t)nc * sizeof *c->refs);
         if (!q) return NULL;
         c->refs = q;
         c->cap_refs = nc;
@@ -782,7 +782,7 @@ static int sc_object(sc *c, const cJSON *s, uint32_t *out)
     const cJSON *req = cJSON_GetObjectItemCaseSensitive(s, "required");
     const cJSON *ap = cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
     int n = 0, cap = 16, rc = HX_OK, n_req = 0;
-    prop *P = malloc((size_t)cap * sizeof *P);
+    prop *P = hx_malloc((size_t)cap * sizeof *P);
     if (!P) return hx_err_set(c->err, HX_ERR_NOMEM, "out of memory");
     if (props && !cJSON_IsObject(props)) { rc = sc_fail(c, HX_ERR_FORMAT, "%s must be an object", "properties"); goto done; }
     if (req && !cJSON_IsArray(req)) { rc = sc_fail(c, HX_ERR_FORMAT, "%s must be an array", "required"); goto done; }
@@ -800,7 +800,7 @@ static int sc_object(sc *c, const cJSON *s, uint32_t *out)
             for (int i = 0; i < n; i++) dup |= !strcmp(P[i].name, name);
             if (dup) continue;
             if (n == cap) {
-                void *q = realloc(P, (size_t)(cap *= 2) * sizeof *P);
+                void *q = hx_realloc(P, (size_t)(cap *= 2) * sizeof *P);
                 if (!q) { rc = hx_err_set(c->err, HX_ERR_NOMEM, "out of memory"); goto done; }
                 P = q;
             }
