@@ -349,9 +349,12 @@ static void call_from_json(cJSON *j, pcall *c)
         cJSON_Delete(j);
         return;
     }
-    c->fn = cJSON_CreateObject();
-    cJSON_AddStringToObject(c->fn, "name", name->valuestring);
-    cJSON_AddItemToObject(c->fn, "arguments", cJSON_Duplicate(args, 1));
+    cJSON *fn = cJSON_CreateObject(), *dup = cJSON_Duplicate(args, 1);
+    int ok = fn && dup && cJSON_AddStringToObject(fn, "name", name->valuestring);
+    if (ok && cJSON_AddItemToObject(fn, "arguments", dup)) c->fn = fn, fn = dup = NULL;
+    else snprintf(c->error, sizeof c->error, "out of memory");
+    cJSON_Delete(dup);
+    cJSON_Delete(fn);
     cJSON_Delete(j);
 }
 
