@@ -78,6 +78,10 @@ const char *hx_mem_col_text(sqlite3_stmt *st, int i, hx_arena *a)
 
 int hx_mem_tx_begin(hx_memory *m, hx_err *err)
 {
+    /* a transaction still open here is one whose rollback failed (out of
+     * memory preparing it): roll it back now, or the handle stays stuck */
+    if (!m->in_batch && !sqlite3_get_autocommit(m->db))
+        sqlite3_exec(m->db, "ROLLBACK", NULL, NULL, NULL);
     return hx_mem_exec(m, m->in_batch ? "SAVEPOINT hx_tx" : "BEGIN IMMEDIATE",
                        err);
 }
