@@ -3,6 +3,8 @@
 #ifndef HX_CTX_INT_H
 #define HX_CTX_INT_H
 
+#include <assert.h>
+
 #include "engine/attn.h"
 #include "engine/kernels.h"
 #include "engine/model_int.h"
@@ -103,6 +105,9 @@ void hx_fwd_swiglu(hx_threadpool *tp, float *g, const float *u, int64_t n);
  * page must be allocated (hx_kv_reserve). */
 static inline char *hx_kv_row(const hx_ctx *c, int v, int l, int h, int pos)
 {
+    assert((v == 0 || v == 1) && l >= 0 && l < c->m->hp.n_layer && h >= 0 &&
+           h < c->m->hp.n_head_kv);
+    assert(pos >= 0 && pos / HX_KV_PAGE < c->n_pages && c->pages[pos / HX_KV_PAGE]);
     const size_t i = ((size_t)l * (size_t)c->m->hp.n_head_kv + (size_t)h) *
                          HX_KV_PAGE + (size_t)(pos % HX_KV_PAGE);
     return c->pages[pos / HX_KV_PAGE] + (v ? c->page_bytes / 2 : 0) + i * c->kv_row;

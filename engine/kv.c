@@ -1,5 +1,6 @@
 /* kv.c: the paged KV cache: fixed-size pages allocated as the context
  * fills, a cap in bytes, F16 / F32 / 8-bit (Q8_0) rows. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -121,6 +122,7 @@ const float *hx_kv_rows_f32(const hx_ctx *c, int v, int l, int h, int j0,
                             int nk, float *buf)
 {
     const int d = c->m->hp.head_dim;
+    assert(nk > 0 && j0 / HX_KV_PAGE == (j0 + nk - 1) / HX_KV_PAGE);
     const char *r = hx_kv_row(c, v, l, h, j0);
     if (c->kv_type == HX_KV_F32) return (const float *)r;
     if (c->kv_type == HX_KV_F16) c->ao->from_f16(buf, (const uint16_t *)r, nk * d);

@@ -1,5 +1,6 @@
 /* mask.c: vocabularies as token tries, per-regex mask memos, token masks,
  * forced tokens and the sampler stage; the public grammar constructors. */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -619,8 +620,13 @@ static gmemo *memo_get_raw(hx_matcher *m, uint32_t r)
         m->memo_h = t;
         m->memo_hcap = nc;
     }
+    /* the table is open addressing over a power of two, at most half full,
+     * and every slot holds 0 or an index + 1 into the memos */
+    assert(m->memo_hcap && !(m->memo_hcap & (m->memo_hcap - 1)));
+    assert(m->n_memo < m->memo_hcap / 2);
     uint32_t j = (r * 0x9e3779b1u) & (m->memo_hcap - 1);
     while (m->memo_h[j]) {
+        assert(m->memo_h[j] <= m->n_memo);
         if (m->memo[m->memo_h[j] - 1].rx == r) return &m->memo[m->memo_h[j] - 1];
         j = (j + 1) & (m->memo_hcap - 1);
     }
@@ -647,6 +653,7 @@ static gmemo *memo_get_raw(hx_matcher *m, uint32_t r)
         }
         copy.rx = r;
         copy.alias = 1;
+        assert(m->n_memo < m->cap_memo && m->n_memo + 1 < m->memo_hcap && !m->memo_h[j]);
         m->memo[m->n_memo] = copy;
         m->memo_h[j] = ++m->n_memo;
         return &m->memo[m->n_memo - 1];
@@ -658,6 +665,7 @@ static gmemo *memo_get_raw(hx_matcher *m, uint32_t r)
         free(e->bnd);
         return NULL;
     }
+    assert(e->rx == r && !m->memo_h[j]);
     m->memo_h[j] = ++m->n_memo;
     return e;
 }
