@@ -5,7 +5,8 @@
  * model with a standard error, and the NMSE of its logits against
  * llama.cpp's on the same file. --pair A,B adds the paired difference of
  * B against A (e.g. calibrated against not). scripts/quant-table.sh adds
- * the agent evaluation and writes the table into bench/README.md.
+ * the agent evaluation and writes the table as Markdown
+ * ($TINY_DIR/quant-table.md).
  *
  * usage: quant-table --heldout FILE.jsonl [--n N] [--threads T]
  *                    [--pair A,B]... LABEL=MODEL...
