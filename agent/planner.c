@@ -457,7 +457,7 @@ static void record_call(run *r, const char *name, const cJSON *args, const hx_ca
 {
     cJSON *c = cJSON_CreateObject();
     cJSON_AddStringToObject(c, "name", name);
-    cJSON_AddItemToObject(c, "arguments", args ? cJSON_Duplicate(args, 1) : cJSON_CreateNull());
+    hx_json_add(c, "arguments", args ? cJSON_Duplicate(args, 1) : cJSON_CreateNull());
     cJSON_AddStringToObject(c, "status", o->status);
     cJSON_AddStringToObject(c, "decision", o->decision);
     cJSON_AddStringToObject(c, "by", o->by ? o->by : "");
@@ -755,11 +755,10 @@ static cJSON *make_trace(run *r, const char *request, const char *outcome,
     cJSON_AddNumberToObject(t, "tokens", r->tokens);
     cJSON_AddNumberToObject(t, "prompt_tokens", r->prompt_tokens);
     cJSON_AddNumberToObject(t, "seconds", hx_time_mono() - r->t0);
-    cJSON_AddItemToObject(t, "calls", r->calls);
-    r->calls = NULL;
-    cJSON_AddItemToObject(t, "not_run", r->not_run);
-    r->not_run = NULL;
-    cJSON_AddItemToObject(t, "messages", cJSON_Duplicate(msgs, 1));
+    hx_json_add(t, "calls", r->calls); /* takes them, also when it fails */
+    hx_json_add(t, "not_run", r->not_run);
+    r->calls = r->not_run = NULL;
+    hx_json_add(t, "messages", cJSON_Duplicate(msgs, 1));
     return t;
 }
 
@@ -821,7 +820,7 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
     const char *outcome = rc ? err->msg : (r.final ? r.final : "");
     /* the episode keeps this request's messages after the system text */
     cJSON *ep_msgs = cJSON_CreateArray();
-    for (int i = 0; i < cJSON_GetArraySize(pl->msgs); i++)
+    for (int i = 0; ep_msgs && i < cJSON_GetArraySize(pl->msgs); i++)
         if (i == 0 || i >= pl->starts[pl->n_starts - 1]) /* moves if old ones were dropped */
             cJSON_AddItemToArray(ep_msgs, cJSON_Duplicate(cJSON_GetArrayItem(pl->msgs, i), 1));
     int64_t id = record_episode(&r, request, outcome, ep_msgs, started);

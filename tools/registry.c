@@ -270,18 +270,38 @@ int hx_tools_call_trust(hx_tools *reg, const char *name, const cJSON *args,
     return rc;
 }
 
+int hx_json_add(cJSON *obj, const char *key, cJSON *item)
+{
+    if (obj && item && cJSON_AddItemToObject(obj, key, item)) return 1;
+    cJSON_Delete(item);
+    return 0;
+}
+
+/* {"type": "function", "function": {"name", "description", "parameters"}}
+ * of t, or NULL when out of memory. */
+static cJSON *tool_json(const tool *t)
+{
+    cJSON *item = cJSON_CreateObject(), *fn = cJSON_CreateObject();
+    int ok = item && fn && cJSON_AddStringToObject(item, "type", "function") &&
+             cJSON_AddStringToObject(fn, "name", t->def.name) &&
+             cJSON_AddStringToObject(fn, "description", t->def.description) &&
+             hx_json_add(fn, "parameters", cJSON_Duplicate(t->schema, 1));
+    if (ok && hx_json_add(item, "function", fn)) return item;
+    if (!ok) cJSON_Delete(fn);
+    cJSON_Delete(item);
+    return NULL;
+}
+
 cJSON *hx_tools_list_json(const hx_tools *reg)
 {
     cJSON *list = cJSON_CreateArray();
     for (int i = 0; list && i < hx_tools_count(reg); i++) {
-        const tool *t = &reg->tools[i];
-        cJSON *item = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-        cJSON_AddStringToObject(item, "type", "function");
-        cJSON_AddStringToObject(fn, "name", t->def.name);
-        cJSON_AddStringToObject(fn, "description", t->def.description);
-        cJSON_AddItemToObject(fn, "parameters", cJSON_Duplicate(t->schema, 1));
-        cJSON_AddItemToObject(item, "function", fn);
-        cJSON_AddItemToArray(list, item);
+        cJSON *item = tool_json(&reg->tools[i]);
+        if (!item || !cJSON_AddItemToArray(list, item)) {
+            cJSON_Delete(item);
+            cJSON_Delete(list);
+            return NULL;
+        }
     }
     return list;
 }

@@ -919,7 +919,11 @@ static hx_grammar *grammar_new(const hx_grammar_params *p)
 {
     hx_grammar *g = hx_calloc(1, sizeof *g);
     if (!g) return NULL;
-    if (hx_rx_init(&g->rx)) { free(g); return NULL; }
+    if (hx_rx_init(&g->rx)) {
+        hx_rx_free(&g->rx);
+        free(g);
+        return NULL;
+    }
     g->rx.no_nul = p->generation != 0; /* before any string class (grammar.h) */
     g->quote = hx_rx_byte(&g->rx, '"');
     hx_rx_enc_any(&g->rx);
