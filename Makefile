@@ -1,10 +1,11 @@
 # Hearth: plain Makefile. `make` builds build/hearth; `make test` builds and
-# runs every test; `make asan` / `make ubsan` run them under sanitizers;
-# `make install` puts hearth, its model and man page under PREFIX.
-# Each module is a static library; tests in tests/<module>/test_*.c link the
-# module and what it depends on (DESIGN.md layering, one direction only).
-# The phone (aarch64) cross builds are in mk/aarch64.mk, the benchmarks in
-# mk/bench.mk.
+# runs every test; `make check` checks the layering; `make asan` / `make
+# ubsan` run the tests under sanitizers; `make install` puts hearth, its
+# model and man page under PREFIX.
+# Each module (a folder) is a static library behind its public header,
+# using only the modules its deps_* list names (README.md, Layout); tests
+# in tests/<module>/test_*.c test it. The phone (aarch64) cross builds are
+# in mk/aarch64.mk, the benchmarks in mk/bench.mk.
 
 BUILD ?= build
 CC ?= cc
@@ -40,9 +41,10 @@ deps_agent := agent tools memory sandbox engine base
 deps_sim := sim agent tools memory sandbox engine base
 deps_nightly := nightly sim agent tools memory lora sandbox engine base
 deps_cli := cli nightly sim agent tools memory lora modelfile sandbox engine base
-# What a module's tests link: the engine's and lora's (cross-built for
-# aarch64 by mk/aarch64.mk) theirs and the random-model generator of
-# modelfile/, the others everything (tests are exempt from the layering).
+# What a module's tests link (tdeps_*, else its deps_*): the engine's and
+# lora's add modelfile/'s random-model generator and nothing more (they are
+# cross-built for aarch64 too, mk/aarch64.mk); the agent's, sim's and
+# nightly's link everything (tests are exempt from the layering).
 tdeps_engine := modelfile engine base
 tdeps_lora := lora modelfile engine base
 tdeps_agent := $(deps_cli)
