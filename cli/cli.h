@@ -90,21 +90,21 @@ void hx_cli_show_result(FILE *f, const char *status, const char *detail);
 /* verbs, one per file cli/cmd_<group>.c */
 int hx_cmd_model(int argc, char **argv);
 int hx_cmd_version(int argc, char **argv);
-int hx_cmd_memory(int argc, char **argv); /* hx_cmd_memory.c */
+int hx_cmd_memory(int argc, char **argv); /* cmd_memory.c */
 int hx_cmd_generate(int argc, char **argv); /* cmd_engine.c */
 int hx_cmd_info(int argc, char **argv);
 int hx_cmd_mkmodel(int argc, char **argv);
-int hx_cmd_tokenize(int argc, char **argv); /* hx_cmd_tokenize.c */
-int hx_cmd_tools(int argc, char **argv); /* hx_cmd_tools.c */
-int hx_cmd_init(int argc, char **argv); /* hx_cmd_init.c */
+int hx_cmd_tokenize(int argc, char **argv); /* cmd_tokenize.c */
+int hx_cmd_tools(int argc, char **argv); /* cmd_tools.c */
+int hx_cmd_init(int argc, char **argv); /* cmd_init.c */
 int hx_cmd_doctor(int argc, char **argv);
-int hx_cmd_ask(int argc, char **argv); /* hx_cmd_ask.c */
+int hx_cmd_ask(int argc, char **argv); /* cmd_ask.c */
 int hx_cmd_chat(int argc, char **argv);
 int hx_cmd_feedback(int argc, char **argv);
-int hx_cmd_quantize(int argc, char **argv); /* hx_cmd_quantize.c */
-int hx_cmd_train(int argc, char **argv); /* hx_cmd_train.c */
-int hx_cmd_lora(int argc, char **argv); /* hx_cmd_lora.c */
-int hx_cmd_nightly(int argc, char **argv); /* hx_cmd_nightly.c */
+int hx_cmd_quantize(int argc, char **argv); /* cmd_quantize.c */
+int hx_cmd_train(int argc, char **argv); /* cmd_train.c */
+int hx_cmd_lora(int argc, char **argv); /* cmd_lora.c */
+int hx_cmd_nightly(int argc, char **argv); /* cmd_nightly.c */
 /* The nightly run's options and run for verb ("nightly", or "lora train"
  * with force: no governor check); an exit code. */
 int hx_cli_nightly_run(int argc, char **argv, const char *verb, int force);
@@ -137,7 +137,7 @@ void hx_cli_print_power(FILE *f, const struct hx_power *pw,
  * on stderr. Borrowed from path or cfg. */
 const char *hx_cli_gov_model(const struct hx_config *cfg,
                              const struct hx_gov_decision *d, const char *path);
-int hx_cmd_datagen(int argc, char **argv); /* hx_cmd_datagen.c */
-int hx_cmd_vocab(int argc, char **argv); /* hx_cmd_vocab.c */
+int hx_cmd_datagen(int argc, char **argv); /* cmd_datagen.c */
+int hx_cmd_vocab(int argc, char **argv); /* cmd_vocab.c */
 
 #endif /* HX_CLI_H */

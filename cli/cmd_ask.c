@@ -1,4 +1,4 @@
-/* hx_cmd_ask.c: the assistant's verbs: `hearth ask TEXT` (one request),
+/* cmd_ask.c: the assistant's verbs: `hearth ask TEXT` (one request),
  * `hearth chat` (a session with history) and `hearth feedback`. */
 #include <errno.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-/* hx_cmd_datagen.c: `hearth datagen`: training trajectories (or evaluation
+/* cmd_datagen.c: `hearth datagen`: training trajectories (or evaluation
  * tasks) made by the real planner and tools over generated sample worlds. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* hx_cmd_doctor.c: `hearth doctor`: checks the whole setup (configuration and
+/* cmd_doctor.c: `hearth doctor`: checks the whole setup (configuration and
  * its folders, model, sandbox, memory database, adapters, registered
  * tools) and says what is wrong and how to fix it. */
 #include <limits.h>

@@ -1,4 +1,4 @@
-/* hx_cmd_init.c: `hearth init`: asks for (or takes as options) who the user is
+/* cmd_init.c: `hearth init`: asks for (or takes as options) who the user is
  * and where their calendar, mail and files are, checks them, creates
  * Hearth's own empty calendar and Maildir where none is given, and writes
  * config.json. */

@@ -1,5 +1,5 @@
-/* hx_cmd_lora.c: `hearth lora list|show|use|rollback|train` over the adapter
- * store (train: the nightly run now, cli/hx_cmd_nightly.c), and the
+/* cmd_lora.c: `hearth lora list|show|use|rollback|train` over the adapter
+ * store (train: the nightly run now, cli/cmd_nightly.c), and the
  * --adapter FILE[:SCALE] option that ask, chat and generate share. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* hx_cmd_memory.c: `hearth memory list|search|show|forget|export|vacuum|audit`: the
+/* cmd_memory.c: `hearth memory list|search|show|forget|export|vacuum|audit`: the
  * user's view of what the assistant remembers, and the means to remove it. */
 #include <stdio.h>
 #include <stdlib.h>

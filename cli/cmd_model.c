@@ -1,4 +1,4 @@
-/* hx_cmd_model.c: `hearth model diff|patch`: model updates that ship only the
+/* cmd_model.c: `hearth model diff|patch`: model updates that ship only the
  * tensors that changed. */
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* hx_cmd_nightly.c: `hearth nightly` (and `hearth lora train`, the same run
+/* cmd_nightly.c: `hearth nightly` (and `hearth lora train`, the same run
  * without the governor): fine-tunes a LoRA adapter on the user's judged
  * episodes rendered as the agent prompts the model (nightly/nightly.c,
  * nightly/nightly_agent.c) and adopts it if it lowers the held-out loss and

@@ -1,4 +1,4 @@
-/* hx_cmd_quantize.c: `hearth quantize`: mixed-precision quantization of a
+/* cmd_quantize.c: `hearth quantize`: mixed-precision quantization of a
  * GGUF model, optionally calibrated on the user's own text (imatrix). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* hx_cmd_tokenize.c: `hearth tokenize -m MODEL [--special] [--no-bos] TEXT`:
+/* cmd_tokenize.c: `hearth tokenize -m MODEL [--special] [--no-bos] TEXT`:
  * prints the token ids of TEXT (or of stdin with `-`) separated by spaces. */
 #include <stdio.h>
 #include <stdlib.h>

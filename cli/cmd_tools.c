@@ -1,4 +1,4 @@
-/* hx_cmd_tools.c: `hearth tools list [--json]`, `hearth tools call NAME JSON`,
+/* cmd_tools.c: `hearth tools list [--json]`, `hearth tools call NAME JSON`,
  * `hearth tools add MANIFEST` and `hearth tools remove NAME`. */
 #include <dirent.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* hx_cmd_train.c: `hearth train` (developer verb): trains a qwen3 model from
+/* cmd_train.c: `hearth train` (developer verb): trains a qwen3 model from
  * scratch, fully fine-tunes one, or trains a LoRA adapter, on a text file
  * or on chat conversations (loss on the assistant's tokens only). */
 #include <stdio.h>

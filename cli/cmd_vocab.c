@@ -1,4 +1,4 @@
-/* hx_cmd_vocab.c: `hearth vocab train`: learns a byte-level BPE vocabulary
+/* cmd_vocab.c: `hearth vocab train`: learns a byte-level BPE vocabulary
  * (modelfile/vocab_train.h) from chat JSONL rendered as the agent renders it
  * and from plain text files, and writes it as a GGUF; `hearth vocab
  * coverage`: how evenly training data makes the model emit each token. */

@@ -116,7 +116,7 @@ int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **p
     return rc;
 }
 
-/* ---- a model's source, as hearth ask makes it (cli/hx_cmd_ask.c
+/* ---- a model's source, as hearth ask makes it (cli/cmd_ask.c
  * open_model: compact bounds, repeat penalty and context for the compact
  * style) ---- */
 int hx_dg_engine_source(hx_model *m, const hx_tools *reg, int family, int n_threads,

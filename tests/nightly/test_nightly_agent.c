@@ -309,7 +309,7 @@ static void test_render_skips_no_loss_turn(void)
  * rendered as an episode is (the prompt the planner feeds before every
  * assistant turn, the turn the only target), with the tools of its world;
  * never a request of the gate's generic suite (datagen's held-out split,
- * seed 1 as hx_cmd_nightly.c sets it), whatever the replay seed. */
+ * seed 1 as cmd_nightly.c sets it), whatever the replay seed. */
 static void test_replay(void)
 {
     hx_model *m = NULL;

@@ -437,8 +437,8 @@ static void test_never_trained_on(void)
 {
     const char *const sources[] = {"scripts/tiny-model.sh", "scripts/eval-samples.sh", "sim/datagen.c",
                                    "sim/world.c", "sim/dgrun.c", "sim/oracle.c", "nightly/nightly_agent.c",
-                                   "nightly/distill.c", "sim/persona.c", "nightly/chatdata.c", "cli/hx_cmd_train.c",
-                                   "cli/hx_cmd_nightly.c", "cli/hx_cmd_datagen.c", "nightly/nightly.c", "lora/trainer.c",
+                                   "nightly/distill.c", "sim/persona.c", "nightly/chatdata.c", "cli/cmd_train.c",
+                                   "cli/cmd_nightly.c", "cli/cmd_datagen.c", "nightly/nightly.c", "lora/trainer.c",
                                    "lora/loop.c", "lora/store.c"};
     for (size_t i = 0; i < sizeof sources / sizeof *sources; i++) {
         char *text = NULL;
