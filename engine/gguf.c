@@ -47,6 +47,7 @@ struct hx_gguf {
     const uint8_t *base;
     size_t size;
     void *map; /* mmap'd file, NULL for caller buffers */
+    int fd;    /* the file, open for positioned reads; -1 for buffers */
     char *path;
     uint32_t version;
     size_t align;
@@ -558,6 +559,7 @@ int hx_gguf_open_buffer(const void *data, size_t size, hx_gguf **out,
         return hx_err_set(err, HX_ERR_INVALID, "gguf: NULL buffer");
     g = calloc(1, sizeof *g);
     if (!g) return hx_err_set(err, HX_ERR_NOMEM, "gguf: out of memory");
+    g->fd = -1;
     g->base = data ? data : (const uint8_t *)"";
     g->size = size;
     return open_common(g, out, err);
@@ -581,13 +583,14 @@ static int map_file(hx_gguf *g, const char *path, hx_err *err)
         return hx_err_set(err, HX_ERR_FORMAT, "gguf: %s is empty", path);
     }
     g->map = mmap(NULL, g->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
     if (g->map == MAP_FAILED) {
+        close(fd);
         g->map = NULL;
         return hx_err_set(err, HX_ERR_IO, "gguf: cannot map %s: %s", path,
                           strerror(errno));
     }
     g->base = g->map;
+    g->fd = fd;
     return HX_OK;
 }
 
@@ -599,6 +602,7 @@ int hx_gguf_open(const char *path, hx_gguf **out, hx_err *err)
     *out = NULL;
     g = calloc(1, sizeof *g);
     if (!g) return hx_err_set(err, HX_ERR_NOMEM, "gguf: out of memory");
+    g->fd = -1;
     g->path = hx_strdup(path);
     if (!g->path) rc = hx_err_set(err, HX_ERR_NOMEM, "gguf: out of memory");
     else rc = map_file(g, path, err);
@@ -615,6 +619,7 @@ void hx_gguf_close(hx_gguf *g)
 {
     if (!g) return;
     if (g->map) munmap(g->map, g->size);
+    if (g->fd >= 0) close(g->fd);
     hx_arena_free(g->arena);
     free(g->path);
     free(g);
@@ -627,6 +632,14 @@ size_t hx_gguf_alignment(const hx_gguf *g) { return g->align; }
 size_t hx_gguf_file_size(const hx_gguf *g) { return g->size; }
 size_t hx_gguf_data_offset(const hx_gguf *g) { return g->data_off; }
 const char *hx_gguf_path(const hx_gguf *g) { return g->path ? g->path : ""; }
+int hx_gguf_fd(const hx_gguf *g) { return g->fd; }
+
+void hx_gguf_drop_pages(const hx_gguf *g)
+{
+    if (!g->map) return;
+    (void)madvise(g->map, g->size, MADV_DONTNEED);
+    (void)posix_fadvise(g->fd, 0, 0, POSIX_FADV_DONTNEED);
+}
 int64_t hx_gguf_n_kv(const hx_gguf *g) { return g->n_kv; }
 int64_t hx_gguf_n_tensors(const hx_gguf *g) { return g->n_tensors; }
 
