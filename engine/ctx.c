@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/adapter.h"
 #include "engine/ctx_int.h"
 
 hx_ctx_params hx_ctx_default_params(void)
@@ -174,12 +175,18 @@ int hx_ctx_memory(const hx_model *m, const hx_ctx_params *p, hx_ctx_mem *out,
 }
 
 /* The weight cache of a streamed context and its second activation
- * buffer. */
+ * buffer. The model's identity (the prefix cache's key, which samples
+ * every tensor through the mapping) is taken now, and the pages it read
+ * dropped: the cap has no room for file pages. */
 static int new_wcache(hx_ctx *c, const hx_wc_plan *wp, hx_err *err)
 {
     c->act2 = hx_huge_alloc(act2_bytes(c->m, c->n_batch) + 64, 1);
     if (!c->act2) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    return hx_wc_new(c->m, wp, &c->wc, err);
+    int rc = hx_wc_new(c->m, wp, &c->wc, err);
+    if (rc) return rc;
+    hx_model_identity(c->m, c->model_id);
+    hx_gguf_drop_pages(c->m->gguf);
+    return HX_OK;
 }
 
 int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err)

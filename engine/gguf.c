@@ -638,6 +638,7 @@ void hx_gguf_drop_pages(const hx_gguf *g)
 {
     if (!g->map) return;
     (void)madvise(g->map, g->size, MADV_DONTNEED);
+    (void)madvise(g->map, g->size, MADV_RANDOM);
     (void)posix_fadvise(g->fd, 0, 0, POSIX_FADV_DONTNEED);
 }
 int64_t hx_gguf_n_kv(const hx_gguf *g) { return g->n_kv; }

@@ -103,9 +103,10 @@ const char *hx_gguf_path(const hx_gguf *g);   /* "" for buffers */
  * g: closed by hx_gguf_close. */
 int hx_gguf_fd(const hx_gguf *g);
 /* Unmaps the file's pages from this process and asks the kernel to drop
- * them from the page cache (they are read back on the next access): for a
- * context that reads its weights itself, whose memory cap counts the
- * file's cached pages. Nothing for buffers. */
+ * them from the page cache (they are read back on the next access, that
+ * page alone, without read-ahead): for a context that reads its weights
+ * itself, whose memory cap counts the file's cached pages. Nothing for
+ * buffers. */
 void hx_gguf_drop_pages(const hx_gguf *g);
 
 /* Metadata. Keys are looked up by exact name; -1 when absent. Strings

@@ -404,9 +404,11 @@ int hx_wc_plan_make(const hx_model *m, size_t budget, hx_wc_plan *out)
 
 /* ---- building ---- */
 
+/* Page-aligned memory in ordinary pages: huge pages would have the kernel
+ * compact memory on first touch, which stalls badly near a memory limit
+ * (measured: the first turn under phone-sim's 8 GiB took 2.7x the next). */
 static void *alloc_pages(size_t bytes)
 {
-    if (bytes >= ((size_t)2 << 20)) return hx_huge_alloc(bytes, 1);
     return hx_aligned_alloc(WC_PAGE, bytes ? bytes : WC_PAGE);
 }
 
@@ -756,6 +758,36 @@ static void run_experts(hx_ctx *c, const hx_layer *L, int B, const int *xs, int 
     hx_matmul_jobs(c->tp, c->jobs, nj);
 }
 
+static wc_slot *slot_of(hx_wcache *wc, int item)
+{
+    return &pool_of(wc, item)->slot[wc->item_slot[item]];
+}
+
+/* 1 when one of the experts xs[0, n) of the layer whose first item is
+ * item0 is read (or failed). */
+static int any_read(hx_wcache *wc, int item0, const int *xs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (slot_of(wc, item0 + xs[i])->state != WS_LOADING) return 1;
+    return 0;
+}
+
+/* run_experts on xs[0, n), whose slots are read: called and returns with
+ * wc->mu held, released while computing. */
+static void run_ready(hx_ctx *c, const hx_layer *L, int B, const int *xs, int n,
+                      const int *cnt, const int *first, const int32_t *iota)
+{
+    hx_wcache *wc = c->wc;
+    const int ne = c->m->hp.n_expert, l = (int)(L - c->m->layers);
+    if (n == 0) return;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < 3; j++)
+            wc->wave_ptr[i][j] = seg_ptr(wc, l * ne + xs[i], slot_of(wc, l * ne + xs[i])->mem, j);
+    pthread_mutex_unlock(&wc->mu);
+    run_experts(c, L, B, xs, n, (const void *const (*)[3])wc->wave_ptr, cnt, first, iota);
+    pthread_mutex_lock(&wc->mu);
+}
+
 void hx_wc_moe(hx_ctx *c, const hx_layer *L, int B, const int *cnt, const int *first,
                const int32_t *iota)
 {
@@ -763,7 +795,6 @@ void hx_wc_moe(hx_ctx *c, const hx_layer *L, int B, const int *cnt, const int *f
     const int ne = c->m->hp.n_expert, l = (int)(L - c->m->layers);
     const wc_pool *p = &wc->pool[l];
     int *xs[2] = {wc->wave_x, wc->wave_x + p->n};
-    const void *(*ptr[2])[3] = {wc->wave_ptr, wc->wave_ptr + p->n};
     const int same = hx_act_type(L->gate_exps.type) == hx_act_type(L->up_exps.type);
     if (same) hx_fwd_quantize(c, L->gate_exps.type, c->xb, B, L->gate_exps.cols);
     for (int x0 = 0; x0 < ne;) {
@@ -779,17 +810,23 @@ void hx_wc_moe(hx_ctx *c, const hx_layer *L, int B, const int *cnt, const int *f
             wc->st.uses++;
             xs[!ready][n[!ready]++] = x;
         }
-        for (int k = 0; k < 2; k++) {
-            for (int i = 0; i < n[k]; i++) {
-                wc_slot *s = k ? wait_ready(wc, l * ne + xs[k][i])
-                               : &p->slot[wc->item_slot[l * ne + xs[k][i]]];
-                for (int j = 0; j < 3; j++)
-                    ptr[k][i][j] = seg_ptr(wc, l * ne + xs[k][i], s->mem, j);
+        /* the experts already there, then the others as their reads end */
+        run_ready(c, L, B, xs[0], n[0], cnt, first, iota);
+        for (int done = 0; done < n[1];) {
+            while (!any_read(wc, l * ne, xs[1] + done, n[1] - done)) {
+                double t0 = hx_time_mono();
+                pthread_cond_wait(&wc->done, &wc->mu);
+                wc->st.wait_s += hx_time_mono() - t0;
             }
-            pthread_mutex_unlock(&wc->mu);
-            run_experts(c, L, B, xs[k], n[k], (const void *const (*)[3])ptr[k], cnt, first,
-                        iota);
-            pthread_mutex_lock(&wc->mu);
+            int k = done;
+            for (int i = done; i < n[1]; i++) /* the read ones first, in order */
+                if (slot_of(wc, l * ne + xs[1][i])->state != WS_LOADING) {
+                    int t = xs[1][k];
+                    xs[1][k++] = xs[1][i];
+                    xs[1][i] = t;
+                }
+            run_ready(c, L, B, xs[1] + done, k - done, cnt, first, iota);
+            done = k;
         }
         for (int k = 0; k < 2; k++)
             for (int i = 0; i < n[k]; i++) unpin(wc, l * ne + xs[k][i]);
