@@ -116,6 +116,38 @@ typedef struct child_args {
     int uniform, n_gen, threads;
 } child_args;
 
+/* The anonymous and page-cache bytes of this process's memory cgroup now
+ * (cgroup v1 "rss" and "cache", or v2 "anon" and "file"), in MiB; -1
+ * where unreadable. */
+static void cgroup_mem(double *anon, double *file, double *peak)
+{
+    char path[700] = "", line[512];
+    *anon = *file = *peak = -1;
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        const char *v1 = strstr(line, ":memory:");
+        if (v1) snprintf(path, sizeof path, "/sys/fs/cgroup/memory%s/memory.stat", v1 + 8);
+        else if (!strncmp(line, "0::", 3) && !path[0])
+            snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.stat", line + 3);
+    }
+    if (f) fclose(f);
+    char pk[720];
+    snprintf(pk, sizeof pk, "%.*s/%s", (int)(strrchr(path, '/') ? strrchr(path, '/') - path : 0),
+             path, strstr(path, "/memory/") ? "memory.max_usage_in_bytes" : "memory.peak");
+    f = path[0] ? fopen(pk, "r") : NULL;
+    if (f && fgets(line, sizeof line, f)) *peak = atof(line) / 1048576.0;
+    if (f) fclose(f);
+    f = path[0] ? fopen(path, "r") : NULL;
+    while (f && fgets(line, sizeof line, f)) {
+        const char *sp = strchr(line, ' ');
+        double v = sp ? atof(sp + 1) / 1048576.0 : 0;
+        if (!strncmp(line, "anon ", 5) || !strncmp(line, "rss ", 4)) *anon = v;
+        if (!strncmp(line, "file ", 5) || !strncmp(line, "cache ", 6)) *file = v;
+    }
+    if (f) fclose(f);
+}
+
 /* The cached head from the prefix cache; a turn (TTFT: its uncached
  * tokens to the first token's logits); the next turn in the same process
  * (warm in-process); n_gen decoded tokens. */
@@ -141,6 +173,8 @@ static int child(const child_args *a)
     if (hx_ctx_new(m, &cp, &c, &err)) return fprintf(stderr, "phone: %s\n", err.msg), 1;
     hx_ctx_set_routing(c, a->uniform, 7, NULL);
     const double t_load = hx_time_mono() - t0;
+    double anon0, file0, peak0;
+    cgroup_mem(&anon0, &file0, &peak0);
     int n_loaded = 0;
     t0 = hx_time_mono();
     if (t.nh) hx_ctx_prefix_load(c, a->prefix, t.a, t.nh, t.nh, &n_loaded);
@@ -163,12 +197,14 @@ static int child(const child_args *a)
     stats(c, &s1);
     if (tr) fclose(tr);
     if (rc) fprintf(stderr, "phone: %s\n", hx_ctx_errmsg(c));
+    double anon, file, peak;
+    cgroup_mem(&anon, &file, &peak);
     const double n = a->n_gen;
     printf("result load %.2f prefix %.2f head %d of %d turn %d ttft_disk %.3f ttft_mem %.3f "
-           "tps %.3f bytes_tok %.0f uses_tok %.1f reads_tok %.1f wait_tok %.3f\n",
+           "tps %.3f bytes_tok %.0f uses_tok %.1f reads_tok %.1f wait_tok %.3f anon %.0f file %.0f peak_load %.0f anon_load %.0f file_load %.0f\n",
            t_load, t_prefix, n_loaded, t.nh, t.nb - t.nh, ttft_disk, ttft_mem, n / t_gen,
            (double)(s1.bytes_read - s0.bytes_read) / n, (double)(s1.uses - s0.uses) / n,
-           (double)(s1.misses - s0.misses) / n, (s1.wait_s - s0.wait_s) / n);
+           (double)(s1.misses - s0.misses) / n, (s1.wait_s - s0.wait_s) / n, anon, file, peak0, anon0, file0);
     hx_ctx_free(c);
     hx_model_free(m);
     free(t.a);

@@ -634,6 +634,13 @@ size_t hx_gguf_data_offset(const hx_gguf *g) { return g->data_off; }
 const char *hx_gguf_path(const hx_gguf *g) { return g->path ? g->path : ""; }
 int hx_gguf_fd(const hx_gguf *g) { return g->fd; }
 
+void hx_gguf_advise_random(const hx_gguf *g, int on)
+{
+    if (!g->map || g->data_off >= g->size) return;
+    const uintptr_t a = ((uintptr_t)g->map + g->data_off) & ~(uintptr_t)4095;
+    (void)madvise((void *)a, (uintptr_t)g->map + g->size - a, on ? MADV_RANDOM : MADV_NORMAL);
+}
+
 void hx_gguf_drop_pages(const hx_gguf *g)
 {
     if (!g->map) return;
