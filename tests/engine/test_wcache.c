@@ -22,14 +22,15 @@ static const char *tmp_path(const char *name)
 }
 
 /* A small model in the real files' layout (Q4_K_M: Q6_K ffn_down in some
- * layers, so MoE layers have slots of two sizes), 4 MoE or 8 dense layers,
- * a head of 1024 rows. */
+ * layers, so MoE layers have slots of two sizes), 4 MoE or 8 dense layers;
+ * the dense head (8192 rows) is larger than a layer, so it streams in
+ * several runs. */
 static const char *write_model(const char *arch, const char *name, int tied)
 {
     hx_mkmodel_params p = hx_mkmodel_default_params();
     p.arch = arch;
     p.ftype = "Q4_K_M";
-    p.n_vocab = 1024;
+    p.n_vocab = strcmp(arch, "qwen3moe") ? 8192 : 1024;
     p.n_layer = strcmp(arch, "qwen3moe") ? 8 : 4;
     p.n_embd = 256;
     p.n_head = 4;
