@@ -11,15 +11,7 @@
 #include "test.h"
 
 static char g_dir[256];
-
-static const char *tmp_path(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-    return buf[k];
-}
+static char g_path[512]; /* the model write_model wrote last */
 
 /* A small model in the real files' layout (Q4_K_M: Q6_K ffn_down in some
  * layers, so MoE layers have slots of two sizes), 4 MoE or 8 dense layers;
@@ -43,12 +35,12 @@ static const char *write_model(const char *arch, const char *name, int tied)
     p.n_ctx = 256;
     p.tied_output = tied;
     hx_err err = {0};
-    const char *path = tmp_path(name);
-    if (hx_mkmodel_write(&p, path, &err) != HX_OK) {
+    snprintf(g_path, sizeof g_path, "%s/%s", g_dir, name);
+    if (hx_mkmodel_write(&p, g_path, &err) != HX_OK) {
         printf("# mkmodel: %s\n", err.msg);
         return NULL;
     }
-    return path;
+    return g_path;
 }
 
 static hx_ctx_params params(size_t max_bytes)
