@@ -253,25 +253,35 @@ static int victim(const wc_pool *p)
     return v;
 }
 
+/* Starts the read of item into slot i of p (the caller set the slot's
+ * item). */
+static void enqueue(hx_wcache *wc, wc_slot *s, int item)
+{
+    s->state = WS_LOADING;
+    wc->st.misses++;
+    wc->queue[(wc->q_head + wc->q_len++) % wc->n_items] = item;
+    pthread_cond_signal(&wc->work);
+}
+
 /* Finds item in a slot or starts its read into one (pinned when pin);
- * the slot, or -1 when every slot of its pool is busy. */
+ * the slot, or -1 when every slot of its pool is busy. A slot whose read
+ * failed is read again: its bytes are never used as if it had not. */
 static int lookup(hx_wcache *wc, int item, int pin)
 {
     wc_pool *p = pool_of(wc, item);
     int i = wc->item_slot[item];
+    if (i >= 0 && p->slot[i].state == WS_FAILED && !p->slot[i].pins)
+        enqueue(wc, &p->slot[i], item);
     if (i < 0) {
         if ((i = victim(p)) < 0) return -1;
-        wc->st.misses++;
         wc_slot *s = &p->slot[i];
         if (s->item >= 0) wc->item_slot[s->item] = -1;
         else wc->st.held += p->slot_bytes;
         HX_CHECK(wc->st.held <= wc->st.budget);
         if (wc->st.held > wc->st.held_peak) wc->st.held_peak = wc->st.held;
         s->item = item;
-        s->state = WS_LOADING;
         wc->item_slot[item] = i;
-        wc->queue[(wc->q_head + wc->q_len++) % wc->n_items] = item;
-        pthread_cond_signal(&wc->work);
+        enqueue(wc, s, item);
     }
     wc_slot *s = &p->slot[i];
     s->stamp = ++wc->clock;
@@ -589,11 +599,19 @@ int hx_wc_head_streamed(const hx_wcache *wc) { return wc->output.data == NULL; }
 
 int hx_wc_error(const hx_wcache *wc, const char **msg)
 {
+    pthread_mutex_lock((pthread_mutex_t *)&wc->mu);
+    int rc = wc->failed;
     *msg = wc->err.msg;
-    return wc->failed;
+    pthread_mutex_unlock((pthread_mutex_t *)&wc->mu);
+    return rc;
 }
 
-void hx_wc_clear_error(hx_wcache *wc) { wc->failed = HX_OK; }
+void hx_wc_clear_error(hx_wcache *wc)
+{
+    pthread_mutex_lock(&wc->mu);
+    wc->failed = HX_OK;
+    pthread_mutex_unlock(&wc->mu);
+}
 
 void hx_wc_stats_get(const hx_wcache *wc, hx_wc_stats *out)
 {

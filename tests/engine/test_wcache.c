@@ -210,6 +210,9 @@ static void check_short_read(const char *arch, const char *name)
     EXPECT(strstr(hx_ctx_errmsg(c), "short read") != NULL);
     EXPECT_EQ_INT(hx_ctx_n_past(c), 4);
     EXPECT(hx_ctx_logits(c, -1) == NULL);
+    /* again: what failed is read again and fails again, never reused */
+    EXPECT_EQ_INT(hx_decode(c, tok, 1, 0), HX_ERR_IO);
+    EXPECT_EQ_INT(hx_ctx_n_past(c), 4);
     hx_ctx_free(c);
     hx_model_free(m);
 }
