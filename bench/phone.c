@@ -95,10 +95,13 @@ static int greedy(const hx_ctx *c)
     return best;
 }
 
-static int gen(hx_ctx *c, int n)
+/* n greedy tokens, each folded into *hash (FNV-1a over the ids): equal
+ * hashes, the same tokens as another run. */
+static int gen(hx_ctx *c, int n, uint64_t *hash)
 {
     for (int i = 0; i < n; i++) {
         int32_t t = greedy(c);
+        *hash = (*hash ^ (uint32_t)t) * 0x100000001b3ull;
         if (hx_decode(c, &t, 1, 0)) return -1;
     }
     return 0;
@@ -182,7 +185,8 @@ static int child(const child_args *a)
     t0 = hx_time_mono();
     int rc = hx_decode(c, t.a + n_loaded, t.na - n_loaded, 0);
     const double ttft_disk = hx_time_mono() - t0;
-    if (!rc) rc = gen(c, GEN_A);
+    uint64_t hash = 0xcbf29ce484222325ull;
+    if (!rc) rc = gen(c, GEN_A, &hash);
     hx_ctx_truncate(c, t.nh);
     t0 = hx_time_mono();
     if (!rc) rc = hx_decode(c, t.b + t.nh, t.nb - t.nh, 0);
@@ -192,7 +196,7 @@ static int child(const child_args *a)
     hx_wc_stats s0, s1;
     stats(c, &s0);
     t0 = hx_time_mono();
-    if (!rc) rc = gen(c, a->n_gen);
+    if (!rc) rc = gen(c, a->n_gen, &hash);
     const double t_gen = hx_time_mono() - t0;
     stats(c, &s1);
     if (tr) fclose(tr);
@@ -201,10 +205,11 @@ static int child(const child_args *a)
     cgroup_mem(&anon, &file, &peak);
     const double n = a->n_gen;
     printf("result load %.2f prefix %.2f head %d of %d turn %d ttft_disk %.3f ttft_mem %.3f "
-           "tps %.3f bytes_tok %.0f uses_tok %.1f reads_tok %.1f wait_tok %.3f anon %.0f file %.0f peak_load %.0f anon_load %.0f file_load %.0f\n",
+           "tps %.3f bytes_tok %.0f uses_tok %.1f reads_tok %.1f wait_tok %.3f anon %.0f file %.0f peak_load %.0f anon_load %.0f file_load %.0f tokens %016llx\n",
            t_load, t_prefix, n_loaded, t.nh, t.nb - t.nh, ttft_disk, ttft_mem, n / t_gen,
            (double)(s1.bytes_read - s0.bytes_read) / n, (double)(s1.uses - s0.uses) / n,
-           (double)(s1.misses - s0.misses) / n, (s1.wait_s - s0.wait_s) / n, anon, file, peak0, anon0, file0);
+           (double)(s1.misses - s0.misses) / n, (s1.wait_s - s0.wait_s) / n, anon, file, peak0, anon0, file0,
+           (unsigned long long)hash);
     hx_ctx_free(c);
     hx_model_free(m);
     free(t.a);
@@ -537,6 +542,7 @@ static meas llama(const opts *o, const char *model, const char *mem, int pp, int
 
 typedef struct row {
     char shape[64], budget[16], engine[16], routing[16];
+    char tokens[20], same[8]; /* the decoded tokens' hash; "yes": as uncapped */
     meas m;
     double tps, ttft_mem, ttft_disk, bytes_tok, hit;
 } row;
@@ -550,6 +556,15 @@ static void hearth_row(row *r, const meas *m)
     r->bytes_tok = field(m->line, "bytes_tok ");
     double uses = field(m->line, "uses_tok "), reads = field(m->line, "reads_tok ");
     r->hit = uses > 0 ? 1.0 - reads / uses : -1;
+    const char *t = strstr(m->line, "tokens ");
+    if (m->ok && t) snprintf(r->tokens, sizeof r->tokens, "%.16s", t + 7);
+}
+
+/* Whether r decoded the tokens of the uncapped run ref. */
+static void same_tokens(row *r, const row *ref)
+{
+    snprintf(r->same, sizeof r->same, "%s", !r->tokens[0] || !ref->tokens[0] ? "-"
+             : strcmp(r->tokens, ref->tokens) ? "NO" : "yes");
 }
 
 static void llama_row(row *r, const meas *m, int pp, int tg)
@@ -560,6 +575,7 @@ static void llama_row(row *r, const meas *m, int pp, int tg)
     r->ttft_mem = r->ttft_disk = m->ok ? tpp : -1;
     r->bytes_tok = -1;
     r->hit = -1;
+    r->tokens[0] = r->same[0] = 0;
     (void)pp;
 }
 
@@ -570,9 +586,10 @@ static void print_row(hx_buf *b, const row *r)
     if (r->bytes_tok >= 0) snprintf(bt, sizeof bt, "%.0f", r->bytes_tok / 1e6);
     char tps[16] = "failed";
     if (r->tps >= 0) snprintf(tps, sizeof tps, "%.2f", r->tps);
-    hx_buf_printf(b, "| %s | %s | %s | %s | %s | %.2f / %.2f | %s | %s | %.0f | %.0f |\n",
+    hx_buf_printf(b, "| %s | %s | %s | %s | %s | %.2f / %.2f | %s | %s | %.0f | %.0f | %s |\n",
                   r->shape, r->budget, r->engine, r->routing, tps, r->ttft_mem,
-                  r->ttft_disk, bt, hit, r->m.peak_mib, r->m.read_mib);
+                  r->ttft_disk, bt, hit, r->m.peak_mib, r->m.read_mib,
+                  r->same[0] ? r->same : "-");
 }
 
 
@@ -626,8 +643,9 @@ static void warm(const char *path)
 
 static const char *HEAD =
     "| shape | budget | engine | routing | decode tok/s | TTFT warm s (in-process / from disk) "
-    "| MB read/token | hit rate | peak MiB (page cache incl.) | MiB read from disk |\n"
-    "|---|---|---|---|---|---|---|---|---|---|\n";
+    "| MB read/token | hit rate | peak MiB (page cache incl.) | MiB read from disk "
+    "| tokens as uncapped |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|\n";
 
 static void moe_rows(const opts *o, hx_buf *b, hx_buf *v)
 {
@@ -660,6 +678,7 @@ static void moe_rows(const opts *o, hx_buf *b, hx_buf *v)
             snprintf(r[u].budget, sizeof r[u].budget, "%d GiB", gib);
             snprintf(r[u].routing, sizeof r[u].routing, u ? "uniform" : "file");
             hearth_row(&r[u], &m);
+            same_tokens(&r[u], &unc[u]);
             print_row(b, &r[u]);
         }
         if (o->llama) {
@@ -721,8 +740,10 @@ static void dense_rows(const opts *o, hx_buf *b)
         hearth_row(&r, &m);
         print_row(b, &r);
         snprintf(r.budget, sizeof r.budget, "%s", bud);
+        const row ref = r;
         m = hearth(o, model, mem, cap, 0, NULL, 0);
         hearth_row(&r, &m);
+        same_tokens(&r, &ref);
         print_row(b, &r);
         if (o->llama) {
             snprintf(r.engine, sizeof r.engine, "llama.cpp");
