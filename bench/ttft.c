@@ -16,6 +16,7 @@
 #include "agent/agent.h"
 #include "bench/bench.h"
 #include "modelfile/modelfile.h"
+#include "bench/turn.h"
 
 typedef struct opts {
     char model[1024];
@@ -75,69 +76,6 @@ static int ensure_model(opts *o)
     return 0;
 }
 
-/* The tools `hearth ask` offers: built-ins and the memory tools. */
-typedef struct toolset {
-    hx_config *cfg;
-    hx_tools *reg;
-    hx_memory *mem;
-    hx_tool_spec *specs;
-    int n;
-    cJSON *json;
-} toolset;
-
-static int open_tools(toolset *t)
-{
-    hx_err err = {0};
-    hx_memory_params mp = hx_memory_default_params();
-    memset(t, 0, sizeof *t);
-    if (hx_config_load(NULL, &t->cfg, &err) || !(t->reg = hx_tools_new(t->cfg)) ||
-        hx_tools_register_builtins(t->reg, &err) || hx_memory_open(&mp, &t->mem, &err) ||
-        hx_agent_register_memory_tools(t->reg, t->mem, &err)) {
-        fprintf(stderr, "ttft: tools: %s\n", err.msg);
-        return -1;
-    }
-    t->n = hx_tools_count(t->reg);
-    t->specs = hx_calloc((size_t)t->n, sizeof *t->specs);
-    for (int i = 0; t->specs && i < t->n; i++)
-        t->specs[i] = (hx_tool_spec){hx_tools_at(t->reg, i)->name,
-                                     hx_tools_at(t->reg, i)->schema_json};
-    t->json = hx_tools_list_json(t->reg);
-    return t->specs && t->json ? 0 : -1;
-}
-
-static void close_tools(toolset *t)
-{
-    cJSON_Delete(t->json);
-    free(t->specs);
-    hx_memory_close(t->mem);
-    hx_tools_free(t->reg);
-    hx_config_free(t->cfg);
-}
-
-/* An agent turn: the system text, the tool list, the request. */
-static char *render(const toolset *t, const char *request)
-{
-    cJSON *msgs = cJSON_CreateArray();
-    cJSON *s = cJSON_CreateObject(), *u = cJSON_CreateObject();
-    cJSON_AddStringToObject(s, "role", "system");
-    cJSON_AddStringToObject(s, "content",
-                            "You are Hearth, an assistant running on the user's own device. "
-                            "Use the tools to read and change the user's calendar, mail and "
-                            "files; when you are done, answer in plain text.");
-    cJSON_AddStringToObject(u, "role", "user");
-    cJSON_AddStringToObject(u, "content", request);
-    cJSON_AddItemToArray(msgs, s);
-    cJSON_AddItemToArray(msgs, u);
-    hx_buf b;
-    hx_buf_init(&b);
-    hx_tpl_opts o = hx_tpl_default_opts();
-    o.no_think = 1;
-    int rc = hx_tpl_render(HX_TPL_QWEN3, msgs, t->json, &o, &b);
-    cJSON_Delete(msgs);
-    if (rc) hx_buf_free(&b);
-    return rc ? NULL : hx_buf_steal(&b, NULL);
-}
-
 static int new_source(hx_model *m, const toolset *t, const opts *o, int prefix,
                       hx_source *src)
 {
@@ -190,12 +128,6 @@ static void loadavg(const char *when)
     free(s);
 }
 
-static const char *requests[] = {
-    "Find 30 minutes with Bob next Tuesday afternoon about the budget.",
-    "Did Alice answer my mail about the offsite?",
-    "Which of my files mention the quarterly report?",
-    "Move my dentist appointment to Friday morning.",
-};
 
 typedef struct results {
     double cold[16], disk[16], mem[16], save;          /* wall seconds */
@@ -220,16 +152,6 @@ static int rep(hx_model *m, const toolset *t, const opts *o, char **prompts, int
             res->cold[r], res->disk[r], res->mem[r]);
     hx_source_free(&warm);
     return res->cold[r] < 0 || res->disk[r] < 0 || res->mem[r] < 0 ? -1 : 0;
-}
-
-/* Tokens of the system message (the cached head) of prompt. */
-static int head_tokens(const hx_model *m, const char *prompt)
-{
-    const char *end = strstr(prompt, "<|im_end|>");
-    if (!end) return 0;
-    end += strlen("<|im_end|>");
-    int32_t n = hx_tokenize(hx_model_vocab(m), prompt, (size_t)(end - prompt), NULL, 0, 0, 1);
-    return n < 0 ? -n : n;
 }
 
 static int run(const opts *o, hx_model *m)

@@ -89,7 +89,9 @@ static int opt_memory(opts *o, hx_ctx_params *p)
     "      --kv TYPE           KV cache: f16 (default), q8 (half the memory)\n" \
     "                          or f32\n"                                       \
     "      --max-memory SIZE   bound on weights (mapped) + KV cache + scratch,\n"\
-    "                          e.g. 2G; the KV cache gets what is left\n"
+    "                          e.g. 2G; the KV cache gets what is left. Below\n"\
+    "                          the weights, they are read from the file into a\n"\
+    "                          cache of that size (hearth info shows the plan)\n"
 
 static int unknown_option(opts *o)
 {
@@ -478,6 +480,28 @@ static void print_vocab(const hx_vocab *v)
     printf(", bos %d%s, eos %d\n", bos, hx_vocab_add_bos(v) ? " (added)" : "", eos);
 }
 
+/* The plan of a cap below the weights: what stays resident, what is read
+ * from the file into how many slots. */
+static void print_weight_cache(const hx_model *m, const hx_ctx_mem *mem)
+{
+    char a[32], b[32], f[32];
+    human((double)mem->w_resident, a, sizeof a);
+    human((double)mem->w_cache, b, sizeof b);
+    human((double)hx_model_size_bytes(m), f, sizeof f);
+    const hx_hparams *hp = hx_model_hparams(m);
+    printf("weight cache   the cap is below the weights (%s): %s resident (%s), %s of\n", f, a,
+           hp->n_expert ? "attention, router, norms, output head"
+                        : "norms and the layers or head runs that fit", b);
+    if (hp->n_expert)
+        printf("               slots: %d experts a layer of %d (%d in all), read from the "
+               "file, least recently used evicted\n", mem->w_slots / hp->n_layer, hp->n_expert,
+               mem->w_slots);
+    else
+        printf("               slots: %d of %d items (layers, then head runs) resident, the "
+               "other %d read in turn through %d slots\n", mem->w_pinned, mem->w_items,
+               mem->w_items - mem->w_pinned, mem->w_slots);
+}
+
 /* What hx_ctx_new would allocate for these parameters: weights are
  * mapped (paged in on use), the KV cache grows a page at a time up to the
  * context or the cap, scratch is a 512-token batch's activations. */
@@ -496,12 +520,14 @@ static int print_memory(const hx_model *m, const hx_ctx_params *p)
     human((double)mem.total, d, sizeof d);
     human((double)mem.kv_per_token, t, sizeof t);
     printf("parameters     %.2f M\n", (double)hx_model_n_params(m) / 1e6);
-    printf("memory (est.)  %s = weights %s (mapped) + KV cache %s (ctx %d, %s, "
-           "%s per token) + scratch %s\n", d, a, b, mem.n_ctx_fit,
+    printf("memory (est.)  %s = weights %s (%s) + KV cache %s (ctx %d, %s, "
+           "%s per token) + scratch %s\n", d, a, mem.streamed ? "resident + cache" : "mapped",
+           b, mem.n_ctx_fit,
            p->kv_f32 ? "F32" : p->kv_q8 ? "Q8_0" : "F16", t, c);
     if (mem.n_ctx_fit < mem.n_ctx)
         printf("               --max-memory leaves room for %d of %d positions\n",
                mem.n_ctx_fit, mem.n_ctx);
+    if (mem.streamed) print_weight_cache(m, &mem);
     return HX_EXIT_OK;
 }
 
@@ -570,6 +596,13 @@ static cJSON *json_memory(const hx_ctx_mem *mem, const hx_ctx_params *p)
     cJSON_AddNumberToObject(o, "scratch_bytes", (double)mem->scratch);
     cJSON_AddNumberToObject(o, "context", mem->n_ctx);
     cJSON_AddNumberToObject(o, "context_fit", mem->n_ctx_fit);
+    if (!mem->streamed) return o;
+    cJSON *w = cJSON_AddObjectToObject(o, "weight_cache");
+    cJSON_AddNumberToObject(w, "resident_bytes", (double)mem->w_resident);
+    cJSON_AddNumberToObject(w, "cache_bytes", (double)mem->w_cache);
+    cJSON_AddNumberToObject(w, "slots", mem->w_slots);
+    cJSON_AddNumberToObject(w, "items", mem->w_items);
+    cJSON_AddNumberToObject(w, "pinned", mem->w_pinned);
     return o;
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/adapter.h"
 #include "engine/ctx_int.h"
 
 hx_ctx_params hx_ctx_default_params(void)
@@ -96,11 +97,51 @@ static size_t scratch_total(const hx_model *m, int n_batch, int n_threads)
     return t;
 }
 
-int hx_ctx_memory(const hx_model *m, const hx_ctx_params *p, hx_ctx_mem *out,
-                  hx_err *err)
+/* The second activation buffer a weight cache's MoE needs (c->act2). */
+static size_t act2_bytes(const hx_model *m, int n_batch)
 {
-    hx_ctx_params dp = hx_ctx_default_params();
-    if (!p) p = &dp;
+    if (!m->hp.n_expert) return 0;
+    return (size_t)n_batch * (size_t)m->hp.n_expert_used * act_row_bytes(&m->hp);
+}
+
+/* A cap below the weights: scratch, then a KV cache of the whole context
+ * (or what is left once the weights every token uses and the cache's
+ * fewest slots are counted), then the weight cache's plan for the rest. */
+static int plan_streamed(const hx_model *m, const hx_ctx_params *p, size_t pages,
+                         int n_batch, hx_ctx_mem *out, hx_wc_plan *wp, hx_err *err)
+{
+    out->scratch += act2_bytes(m, n_batch);
+    hx_wc_plan_make(m, 0, wp);
+    const size_t need = wp->resident + wp->min_cache + out->scratch;
+    if (hx_gguf_fd(m->gguf) < 0)
+        return hx_err_set(err, HX_ERR_UNSUPPORTED, "a memory cap below the weights (%zu MiB) "
+                          "needs a model file to read them from", out->weights >> 20);
+    if (p->max_bytes < need + out->kv_page)
+        return hx_err_set(err, HX_ERR_RANGE, "a memory cap of %zu MiB is too small for this "
+                          "model: it needs at least %zu MiB (weights every token uses %zu MiB "
+                          "+ the smallest weight cache %zu MiB + scratch %zu MiB + one KV page "
+                          "%zu MiB)", p->max_bytes >> 20, (need + out->kv_page + (1 << 20) - 1) >> 20,
+                          wp->resident >> 20, wp->min_cache >> 20, out->scratch >> 20,
+                          out->kv_page >> 20);
+    size_t kv_cap = p->max_bytes - need;
+    if (p->kv_max_bytes && p->kv_max_bytes < kv_cap) kv_cap = p->kv_max_bytes;
+    if (out->kv_page && kv_cap / out->kv_page < pages) pages = kv_cap / out->kv_page;
+    out->kv_total = pages * out->kv_page;
+    HX_CHECK(hx_wc_plan_make(m, p->max_bytes - out->scratch - out->kv_total, wp) == HX_OK);
+    out->streamed = 1;
+    out->weights = wp->resident + wp->cache;
+    out->w_resident = wp->resident;
+    out->w_cache = wp->cache;
+    out->w_items = wp->n_items;
+    out->w_slots = wp->n_slots;
+    out->w_pinned = wp->n_pinned;
+    return HX_OK;
+}
+
+/* hx_ctx_memory, and the weight cache's plan when streamed. */
+static int ctx_plan(const hx_model *m, const hx_ctx_params *p, hx_ctx_mem *out,
+                    hx_wc_plan *wp, hx_err *err)
+{
     int n_batch, n_threads;
     memset(out, 0, sizeof *out);
     sizes_of(m, p, &out->n_ctx, &n_batch, &n_threads);
@@ -109,13 +150,12 @@ int hx_ctx_memory(const hx_model *m, const hx_ctx_params *p, hx_ctx_mem *out,
     out->scratch = scratch_total(m, n_batch, n_threads);
     size_t pages = ((size_t)out->n_ctx + HX_KV_PAGE - 1) / HX_KV_PAGE, cap = SIZE_MAX;
     if (p->kv_max_bytes) cap = p->kv_max_bytes;
-    if (p->max_bytes) {
+    if (p->max_bytes && p->max_bytes < out->weights + out->scratch + out->kv_page) {
+        int rc = plan_streamed(m, p, pages, n_batch, out, wp, err);
+        if (rc) return rc;
+        pages = out->kv_total / (out->kv_page ? out->kv_page : 1);
+    } else if (p->max_bytes) {
         size_t fixed = out->weights + out->scratch;
-        if (p->max_bytes < fixed + out->kv_page)
-            return hx_err_set(err, HX_ERR_RANGE, "a memory cap of %zu MiB leaves no room "
-                              "for the KV cache: weights %zu MiB + scratch %zu MiB + "
-                              "one KV page %zu MiB", p->max_bytes >> 20,
-                              out->weights >> 20, out->scratch >> 20, out->kv_page >> 20);
         if (p->max_bytes - fixed < cap) cap = p->max_bytes - fixed;
     }
     if (out->kv_page && cap / out->kv_page < pages) pages = cap / out->kv_page;
@@ -123,6 +163,29 @@ int hx_ctx_memory(const hx_model *m, const hx_ctx_params *p, hx_ctx_mem *out,
     out->n_ctx_fit = (int)(pages * HX_KV_PAGE < (size_t)out->n_ctx ? pages * HX_KV_PAGE
                                                                      : (size_t)out->n_ctx);
     out->total = out->weights + out->kv_total + out->scratch;
+    return HX_OK;
+}
+
+int hx_ctx_memory(const hx_model *m, const hx_ctx_params *p, hx_ctx_mem *out,
+                  hx_err *err)
+{
+    hx_ctx_params dp = hx_ctx_default_params();
+    hx_wc_plan wp;
+    return ctx_plan(m, p ? p : &dp, out, &wp, err);
+}
+
+/* The weight cache of a streamed context and its second activation
+ * buffer. The model's identity (the prefix cache's key, which samples
+ * every tensor through the mapping) is taken now, and the pages it read
+ * dropped: the cap has no room for file pages. */
+static int new_wcache(hx_ctx *c, const hx_wc_plan *wp, hx_err *err)
+{
+    c->act2 = hx_huge_alloc(act2_bytes(c->m, c->n_batch) + 64, 1);
+    if (!c->act2) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    int rc = hx_wc_new(c->m, wp, &c->wc, err);
+    if (rc) return rc;
+    hx_model_identity(c->m, c->model_id);
+    hx_gguf_drop_pages(c->m->gguf);
     return HX_OK;
 }
 
@@ -135,7 +198,8 @@ int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err)
     if (p->n_ctx < 0 || p->n_batch < 0 || p->n_threads < 0)
         return hx_err_set(err, HX_ERR_INVALID, "negative context parameter");
     hx_ctx_mem mem;
-    int rc = hx_ctx_memory(m, p, &mem, err);
+    hx_wc_plan wp;
+    int rc = ctx_plan(m, p, &mem, &wp, err);
     if (rc) return rc;
     hx_ctx_params kp = *p;
     kp.kv_max_bytes = mem.kv_total ? mem.kv_total : 1; /* the cap after max_bytes */
@@ -153,6 +217,10 @@ int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err)
     }
     c->tp = hx_threadpool_new(c->n_threads);
     rc = c->tp ? alloc_scratch(c) : HX_ERR_NOMEM;
+    if (!rc && mem.streamed && (rc = new_wcache(c, &wp, err))) {
+        hx_ctx_free(c);
+        return rc;
+    }
     if (rc) {
         int n_ctx = c->n_ctx;
         hx_ctx_free(c);
@@ -167,6 +235,8 @@ void hx_ctx_free(hx_ctx *c)
 {
     if (!c) return;
     hx_threadpool_free(c->tp);
+    hx_wc_free(c->wc);
+    free(c->act2);
     hx_adapter_set_free(c->lora);
     hx_kv_free(c);
     void *bufs[] = {c->x, c->xb, c->q, c->k, c->v, c->att,
@@ -223,18 +293,33 @@ static int reserve_logits(hx_ctx *c, size_t rows)
     return HX_OK;
 }
 
+/* HX_ERR_IO (message in c->err) when a read of the weight cache failed
+ * during the pass of B tokens just run: its results are dropped (n_past
+ * back before it). */
+static int pass_failed(hx_ctx *c, int B)
+{
+    const char *msg;
+    int rc = c->wc ? hx_wc_error(c->wc, &msg) : HX_OK;
+    if (!rc) return HX_OK;
+    c->n_past -= B;
+    hx_err_set(&c->err, rc, "%s", msg);
+    hx_wc_clear_error(c->wc);
+    return rc;
+}
+
 /* Passes of at most `slice` tokens over tokens[off, end) of a call of n
  * (logits of tokens [out_from, n) into c->logits from row 0); stops early
- * when the budget or cancel of p says so. Returns the index reached. */
+ * when the budget or cancel of p says so (*stop: HX_ERR_CANCELLED) or a
+ * read failed (*stop: HX_ERR_IO). Returns the index reached. */
 static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
-                      int out_from, const hx_prefill_params *p, int *cancelled)
+                      int out_from, const hx_prefill_params *p, int *stop)
 {
     const int slice = p && p->slice > 0 && p->slice < c->n_batch ? p->slice : c->n_batch;
     const int end = p && p->max_tokens > 0 && n - off > p->max_tokens ? off + p->max_tokens : n;
     const double t0 = hx_time_mono();
     while (off < end) {
         if (p && p->cancel && p->cancel(p->cancel_user)) {
-            *cancelled = 1;
+            *stop = HX_ERR_CANCELLED;
             break;
         }
         int B = end - off < slice ? end - off : slice;
@@ -245,6 +330,7 @@ static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
         int from = out_from - off < 0 ? 0 : out_from - off > B ? B : out_from - off;
         float *lg = c->logits + (size_t)(off + from - out_from) * c->m->hp.n_vocab;
         hx_forward_pass(c, tokens + off, B, from, lg);
+        if ((*stop = pass_failed(c, B))) break;
         off += B;
         if (p && p->max_ms > 0 && (hx_time_mono() - t0) * 1e3 >= p->max_ms) break;
     }
@@ -253,15 +339,16 @@ static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
 
 int hx_decode_rows(hx_ctx *c, const int32_t *tokens, int n, int out_from)
 {
-    int rc = check_decode(c, tokens, n), cancelled = 0;
+    int rc = check_decode(c, tokens, n), stop = 0;
     if (!rc && (out_from < 0 || out_from > n))
         rc = hx_err_set(&c->err, HX_ERR_INVALID, "logits from token %d of %d", out_from, n);
     if (!rc) rc = reserve_logits(c, (size_t)(n - out_from));
     if (rc) return rc;
     c->n_out = n - out_from;
     c->out_first = out_from;
-    run_passes(c, tokens, n, 0, out_from, NULL, &cancelled);
-    return HX_OK;
+    run_passes(c, tokens, n, 0, out_from, NULL, &stop);
+    if (stop) c->n_out = 0;
+    return stop;
 }
 
 int hx_decode(hx_ctx *c, const int32_t *tokens, int n, int logits_all)
@@ -279,16 +366,17 @@ int hx_prefill(hx_ctx *c, const int32_t *tokens, int n,
                const hx_prefill_params *p, int *n_done)
 {
     *n_done = 0;
-    int rc = check_decode(c, tokens, n), cancelled = 0;
+    int rc = check_decode(c, tokens, n), stop = 0;
     if (!rc) rc = reserve_logits(c, 1);
     if (rc) return rc;
     c->n_out = 0;
-    *n_done = run_passes(c, tokens, n, 0, n - 1, p, &cancelled);
+    *n_done = run_passes(c, tokens, n, 0, n - 1, p, &stop);
     if (*n_done == n) {
         c->n_out = 1;
         c->out_first = n - 1;
     }
-    if (cancelled)
+    if (stop == HX_ERR_IO) return stop;
+    if (stop)
         return hx_err_set(&c->err, HX_ERR_CANCELLED, "prefill cancelled after %d "
                           "of %d tokens", *n_done, n);
     return HX_OK;

@@ -9,6 +9,7 @@
 #include "engine/kernels.h"
 #include "engine/model_int.h"
 #include "engine/threadpool.h"
+#include "engine/wcache_int.h"
 
 /* llama.cpp's CPU flash attention runs batches of at least this many
  * queries in F32 (tiled); smaller ones round Q to F16 and accumulate V in
@@ -77,6 +78,14 @@ struct hx_ctx {
     int n_out;       /* logits rows kept by the last hx_decode */
     int out_first;   /* token index of logits row 0 */
     hx_err err;
+    /* weights beyond the memory cap (wcache.c); NULL: all mapped */
+    hx_wcache *wc;
+    void *act2;      /* (B*n_used, act_row) the experts' down inputs when wc */
+    /* benchmark switches (hx_ctx_set_routing): experts drawn uniformly at
+     * random instead of the router's; each token's routing to a file */
+    int uniform_routing;
+    uint64_t route_rng;
+    FILE *route_trace;
 };
 
 /* forward.c */
@@ -147,6 +156,27 @@ void hx_attention(hx_ctx *c, int l, int B, int pos0);
 /* moe.c */
 /* The MoE FFN of layer L on c->xb (B, n_embd), result into c->xb. */
 void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B);
+
+/* Benchmark switches of the MoE FFN: uniform: every token's experts are
+ * drawn uniformly at random (seeded; the router's weights are kept), the
+ * worst case for a weight cache, which changes the output of any model
+ * whose experts differ; trace: each token's experts of each layer are
+ * appended as a line "layer e1 e2 ..." (NULL: none). */
+void hx_ctx_set_routing(hx_ctx *c, int uniform, uint64_t seed, FILE *trace);
+
+/* wcache.c: the context's side of the weight cache (c->wc set) */
+/* Dense: layer l's weights are in memory between begin and end. */
+void hx_wc_layer_begin(hx_ctx *c, int l);
+void hx_wc_layer_end(hx_ctx *c, int l);
+/* The experts of layer L for the grouped pairs (moe.c's cnt, first and
+ * iota) on c->xb: gate, up and SwiGLU into c->hb, down into c->eo. */
+void hx_wc_moe(hx_ctx *c, const hx_layer *L, int B, const int *cnt,
+               const int *first, const int32_t *iota);
+/* Output head of x (n, n_embd) into logits (n, n_vocab), the head read in
+ * runs of rows (hx_wc_head_streamed). */
+void hx_wc_head(hx_ctx *c, const float *x, int n, float *logits);
+/* The embedding rows of tok[0, B) into c->x. */
+void hx_wc_embed(hx_ctx *c, const int32_t *tok, int B);
 
 /* hx_decode keeping the logits of tokens [out_from, n) only (the output
  * head runs for those rows alone); hx_ctx_logits(c, i) for i >= out_from.

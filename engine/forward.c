@@ -161,7 +161,9 @@ static void matmul_n(hx_ctx *c, const hx_wmat *const *w, float *const *y,
     }
     if (c->act_hook) report_act(c, w, n, x, B);
     hx_fwd_quantize(c, w[0]->type, x, B, w[0]->cols);
-    for (int i = 0; i < n; i++) c->jobs[i] = hx_fwd_job(c, w[i], w[i]->data, NULL, B, y[i]);
+    for (int i = 0; i < n; i++)
+        c->jobs[i] = hx_fwd_job(c, w[i], c->wc ? hx_wc_data(c->wc, w[i]) : w[i]->data, NULL,
+                                B, y[i]);
     hx_matmul_jobs(c->tp, c->jobs, n);
     if (c->lora)
         for (int i = 0; i < n; i++) hx_adapter_apply(c, w[i], x, B, y[i]);
@@ -260,6 +262,10 @@ static void ffn_block(hx_ctx *c, int l, int B)
 static void embed(hx_ctx *c, const int32_t *tok, int B)
 {
     const hx_wmat *w = &c->m->tok_embd;
+    if (c->wc) {
+        hx_wc_embed(c, tok, B);
+        return;
+    }
     for (int t = 0; t < B; t++)
         hx_dequantize_row(w->type, (const char *)w->data + (size_t)tok[t] * w->row_bytes,
                           c->x + (size_t)t * w->cols, w->cols);
@@ -273,7 +279,13 @@ static void head(hx_ctx *c, int from, int B, float *logits)
     for (int t = from; t < B; t++)
         rmsnorm(c->xb + (size_t)(t - from) * e, c->x + (size_t)t * e,
                 c->m->output_norm, e, hp->rms_eps);
-    hx_fwd_matmul(c, &c->m->output, c->xb, B - from, logits);
+    const hx_wmat *w = &c->m->output;
+    if (!c->wc || !hx_wc_head_streamed(c->wc)) {
+        hx_fwd_matmul(c, w, c->xb, B - from, logits);
+        return;
+    }
+    if (c->act_hook) report_act(c, &w, 1, c->xb, B - from);
+    hx_wc_head(c, c->xb, B - from, logits);
 }
 
 /* One pass over B <= n_batch tokens at positions n_past..; logits of
@@ -287,8 +299,10 @@ void hx_forward_pass(hx_ctx *c, const int32_t *tok, int B, int out_from,
         rope_angles(c->rope_cs + (size_t)t * hp->head_dim, hp->head_dim,
                     c->n_past + t, hp->rope_base, c->m->rope_freq_scale);
     for (int l = 0; l < c->m->hp.n_layer; l++) {
+        if (c->wc) hx_wc_layer_begin(c, l);
         attention_block(c, l, B, c->n_past);
         ffn_block(c, l, B);
+        if (c->wc) hx_wc_layer_end(c, l);
     }
     c->n_past += B;
     if (out_from < B) head(c, out_from, B, logits);

@@ -47,6 +47,7 @@ struct hx_gguf {
     const uint8_t *base;
     size_t size;
     void *map; /* mmap'd file, NULL for caller buffers */
+    int fd;    /* the file, open for positioned reads; -1 for buffers */
     char *path;
     uint32_t version;
     size_t align;
@@ -557,6 +558,7 @@ int hx_gguf_open_buffer(const void *data, size_t size, hx_gguf **out,
         return hx_err_set(err, HX_ERR_INVALID, "gguf: NULL buffer");
     g = hx_calloc(1, sizeof *g);
     if (!g) return hx_err_set(err, HX_ERR_NOMEM, "gguf: out of memory");
+    g->fd = -1;
     g->base = data ? data : (const uint8_t *)"";
     g->size = size;
     return open_common(g, out, err);
@@ -580,13 +582,14 @@ static int map_file(hx_gguf *g, const char *path, hx_err *err)
         return hx_err_set(err, HX_ERR_FORMAT, "gguf: %s is empty", path);
     }
     g->map = mmap(NULL, g->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
     if (g->map == MAP_FAILED) {
+        close(fd);
         g->map = NULL;
         return hx_err_set(err, HX_ERR_IO, "gguf: cannot map %s: %s", path,
                           strerror(errno));
     }
     g->base = g->map;
+    g->fd = fd;
     return HX_OK;
 }
 
@@ -598,6 +601,7 @@ int hx_gguf_open(const char *path, hx_gguf **out, hx_err *err)
     *out = NULL;
     g = hx_calloc(1, sizeof *g);
     if (!g) return hx_err_set(err, HX_ERR_NOMEM, "gguf: out of memory");
+    g->fd = -1;
     g->path = hx_strdup(path);
     if (!g->path) rc = hx_err_set(err, HX_ERR_NOMEM, "gguf: out of memory");
     else rc = map_file(g, path, err);
@@ -614,6 +618,7 @@ void hx_gguf_close(hx_gguf *g)
 {
     if (!g) return;
     if (g->map) munmap(g->map, g->size);
+    if (g->fd >= 0) close(g->fd);
     hx_arena_free(g->arena);
     free(g->path);
     free(g);
@@ -626,6 +631,22 @@ size_t hx_gguf_alignment(const hx_gguf *g) { return g->align; }
 size_t hx_gguf_file_size(const hx_gguf *g) { return g->size; }
 size_t hx_gguf_data_offset(const hx_gguf *g) { return g->data_off; }
 const char *hx_gguf_path(const hx_gguf *g) { return g->path ? g->path : ""; }
+int hx_gguf_fd(const hx_gguf *g) { return g->fd; }
+
+void hx_gguf_advise_random(const hx_gguf *g, int on)
+{
+    if (!g->map || g->data_off >= g->size) return;
+    const uintptr_t a = ((uintptr_t)g->map + g->data_off) & ~(uintptr_t)4095;
+    (void)madvise((void *)a, (uintptr_t)g->map + g->size - a, on ? MADV_RANDOM : MADV_NORMAL);
+}
+
+void hx_gguf_drop_pages(const hx_gguf *g)
+{
+    if (!g->map) return;
+    (void)madvise(g->map, g->size, MADV_DONTNEED);
+    (void)madvise(g->map, g->size, MADV_RANDOM);
+    (void)posix_fadvise(g->fd, 0, 0, POSIX_FADV_DONTNEED);
+}
 int64_t hx_gguf_n_kv(const hx_gguf *g) { return g->n_kv; }
 int64_t hx_gguf_n_tensors(const hx_gguf *g) { return g->n_tensors; }
 

@@ -98,6 +98,21 @@ size_t hx_gguf_alignment(const hx_gguf *g);
 size_t hx_gguf_file_size(const hx_gguf *g);
 size_t hx_gguf_data_offset(const hx_gguf *g); /* start of the tensor data */
 const char *hx_gguf_path(const hx_gguf *g);   /* "" for buffers */
+/* The file, open read-only for positioned reads (the weight cache reads
+ * tensors with pread and may set O_DIRECT on it); -1 for buffers. Owned by
+ * g: closed by hx_gguf_close. */
+int hx_gguf_fd(const hx_gguf *g);
+/* Reads of the tensor data through the mapping without read-ahead (on),
+ * or with the kernel's usual read-ahead again (off): for touching a few
+ * scattered bytes (norms at load) without paging in megabytes around
+ * each. Nothing for buffers. */
+void hx_gguf_advise_random(const hx_gguf *g, int on);
+/* Unmaps the file's pages from this process and asks the kernel to drop
+ * them from the page cache (they are read back on the next access, that
+ * page alone, without read-ahead): for a context that reads its weights
+ * itself, whose memory cap counts the file's cached pages. Nothing for
+ * buffers. */
+void hx_gguf_drop_pages(const hx_gguf *g);
 
 /* Metadata. Keys are looked up by exact name; -1 when absent. Strings
  * returned point into the handle (valid while it is open) and are

@@ -476,7 +476,11 @@ static int load_model(hx_model *m, const hx_model_params *p, hx_err *err)
                           "(supported: llama, qwen2, qwen3, qwen3moe)", arch);
     snprintf(m->hp.arch, sizeof m->hp.arch, "%s", arch);
     int rc = load_hparams(m, m->gguf, ai, err);
+    /* the norms are a few scattered bytes: read them alone, not with
+     * megabytes of read-ahead each (a memory cap counts those pages) */
+    hx_gguf_advise_random(m->gguf, 1);
     if (!rc) rc = load_tensors(m, err);
+    hx_gguf_advise_random(m->gguf, 0);
     if (!rc && p->check_tensors) rc = check_floats(m, err);
     if (!rc && !p->no_vocab) rc = load_vocab(m, err);
     return rc;

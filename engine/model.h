@@ -104,7 +104,12 @@ typedef struct hx_ctx_params {
                          * reached, hx_decode returns HX_ERR_FULL */
     size_t max_bytes;   /* cap on everything: mapped weights + KV cache +
                          * scratch (hearth --max-memory); the KV cache gets
-                         * what is left; 0 = none */
+                         * what is left; 0 = none. Below the weights, the
+                         * weights every token uses are copied, the others
+                         * (experts, or layers) read from the file into a
+                         * cache that fills what is left after a KV cache of
+                         * n_ctx positions (hx_ctx_mem.streamed); the model
+                         * must be a file */
 } hx_ctx_params;
 hx_ctx_params hx_ctx_default_params(void);
 #define HX_KV_PAGE_POSITIONS 64
@@ -121,6 +126,15 @@ typedef struct hx_ctx_mem {
     size_t total;         /* weights + kv_total + scratch */
     int n_ctx;            /* positions, after defaults */
     int n_ctx_fit;        /* positions the KV cap leaves room for */
+    /* A cap (max_bytes) below the weights: they are read from the file as
+     * needed into a cache of fixed size; weights = w_resident + w_cache */
+    int streamed;
+    size_t w_resident;    /* owned copies of what every token uses (and of
+                           * the layers of a dense model that fit) */
+    size_t w_cache;       /* slots for experts (MoE) or streamed layers */
+    int w_items;          /* experts of all layers, or layers + head runs */
+    int w_slots;          /* slots */
+    int w_pinned;         /* dense: items resident */
 } hx_ctx_mem;
 /* Fills *out for model m and params p (NULL: defaults). HX_ERR_RANGE (with
  * a message) when max_bytes leaves no room for one KV page. */

@@ -1,6 +1,7 @@
 /* moe.c: mixture-of-experts FFN as llama.cpp computes it for qwen3moe:
  * softmax router, top-k, renormalised weights, experts summed in order. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/ctx_int.h"
@@ -38,14 +39,45 @@ void hx_moe_route(float *p, int ne, int nu, int norm, int32_t *sel, float *w)
         for (int s = 0; s < nu; s++) w[s] /= wsum;
 }
 
+void hx_ctx_set_routing(hx_ctx *c, int uniform, uint64_t seed, FILE *trace)
+{
+    c->uniform_routing = uniform;
+    c->route_rng = seed * 0x9e3779b97f4a7c15ull + 1;
+    c->route_trace = trace;
+}
+
+/* Benchmark switch: nu distinct experts uniformly at random into sel. */
+static void route_uniform(hx_ctx *c, int32_t *sel, int ne, int nu)
+{
+    for (int s = 0; s < nu; s++) {
+        int x, dup;
+        do {
+            c->route_rng ^= c->route_rng << 13;
+            c->route_rng ^= c->route_rng >> 7;
+            c->route_rng ^= c->route_rng << 17;
+            x = (int)(c->route_rng % (uint64_t)ne);
+            dup = 0;
+            for (int u = 0; u < s; u++) dup |= sel[u] == x;
+        } while (dup);
+        sel[s] = x;
+    }
+}
+
 static void moe_route(hx_ctx *c, const hx_layer *L, int B)
 {
     const hx_hparams *hp = &c->m->hp;
     const int ne = hp->n_expert, nu = hp->n_expert_used;
     hx_fwd_matmul(c, &L->ffn_gate_inp, c->xb, B, c->rl);
-    for (int t = 0; t < B; t++)
-        hx_moe_route(c->rl + (size_t)t * ne, ne, nu, hp->expert_weights_norm,
-                     c->sel + (size_t)t * nu, c->selw + (size_t)t * nu);
+    for (int t = 0; t < B; t++) {
+        int32_t *sel = c->sel + (size_t)t * nu;
+        hx_moe_route(c->rl + (size_t)t * ne, ne, nu, hp->expert_weights_norm, sel,
+                     c->selw + (size_t)t * nu);
+        if (c->uniform_routing) route_uniform(c, sel, ne, nu);
+        if (!c->route_trace) continue;
+        fprintf(c->route_trace, "%d", (int)(L - c->m->layers));
+        for (int s = 0; s < nu; s++) fprintf(c->route_trace, " %d", sel[s]);
+        fputc('\n', c->route_trace);
+    }
 }
 
 /* Groups the (token, slot) pairs by expert (counting sort); cnt[e] pairs of
@@ -132,10 +164,13 @@ void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B)
         hx_fwd_report_experts(c, &L->gate_exps, c->xb, c->ptok, cnt, first);
         hx_fwd_report_experts(c, &L->up_exps, c->xb, c->ptok, cnt, first);
     }
-    moe_up(c, L, B, cnt, first);
-    hx_fwd_swiglu(c->tp, c->hb, c->hb2, (int64_t)B * nu * fx);
+    if (c->wc) hx_wc_moe(c, L, B, cnt, first, iota);
+    else {
+        moe_up(c, L, B, cnt, first);
+        hx_fwd_swiglu(c->tp, c->hb, c->hb2, (int64_t)B * nu * fx);
+    }
     if (c->act_hook) hx_fwd_report_experts(c, &L->down_exps, c->hb, iota, cnt, first);
-    moe_down(c, L, B, cnt, first, iota);
+    if (!c->wc) moe_down(c, L, B, cnt, first, iota);
     for (int t = 0; t < B; t++) {
         float *o = c->xb + (size_t)t * e;
         for (int s = 0; s < nu; s++) {

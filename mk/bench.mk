@@ -27,7 +27,7 @@ bench-depth: $(BUILD)/bench/depth reference
 # Time to first token of an agent turn with the full tool list: cold, warm
 # from the prefix cache on disk, warm in-process (ARGS="--reps 5 --kv q8").
 .PHONY: bench-ttft
-$(BUILD)/bench/ttft: bench/ttft.c $(ALL_LIBS)
+$(BUILD)/bench/ttft: bench/ttft.c bench/turn.h $(ALL_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
 bench-ttft: $(BUILD)/bench/ttft
@@ -211,3 +211,25 @@ bench-quant: $(BUILD)/hearth $(BUILD)/bench/quant-table $(BUILD)/bench/agent-eva
 .PHONY: bench-quantize-big
 bench-quantize-big: $(BUILD)/hearth
 	sh scripts/quantize-big.sh $(BUILD)
+
+# A phone's memory (bench/phone.c): the 30B-A3B shape at budgets of 16, 12,
+# 8 and 6 GiB with a 2 GB/s read limit (../shared/tools/phone-sim, as root),
+# Hearth with --max-memory the budget less a margin against llama.cpp in the
+# same cgroup; the file's router and uniformly random routing; the 0.6B and
+# 4B dense shapes at half their file size. Heavy (an 18.6 GB file, about 30
+# minutes). ARGS="--budgets 8 --tokens 16 --no-llama".
+QWEN4B_SHAPE := --layers 36 --embd 2560 --heads 32 --heads-kv 8 --head-dim 128 --ff 9728
+PHONE_DENSE := $(BUILD)/models/qwen3-0.6b-shape-q4_k_m.gguf $(BUILD)/models/qwen3-4b-shape-q4_k_m.gguf
+$(BUILD)/models/qwen3-4b-shape-q4_k_m.gguf: | $(BUILD)/hearth
+	@mkdir -p $(@D)
+	nice $(BUILD)/hearth mkmodel -o $@ --type Q4_K_M --tensor-types token_embd=Q6_K \
+	    $(QWEN4B_SHAPE) --tied --vocab $(QWEN2_VOCAB)
+$(BUILD)/bench/phone: bench/phone.c bench/turn.h $(ALL_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+.PHONY: bench-phone
+bench-phone: $(BUILD)/bench/phone $(SPEC_MOE) $(PHONE_DENSE) reference
+	$(MAKE) --no-print-directory $(HXREF)
+	HEARTH_BUILD=$(BUILD) nice $(BUILD)/bench/phone --moe $(SPEC_MOE) \
+	    --dense $(BUILD)/models/qwen3-0.6b-shape-q4_k_m.gguf,$(BUILD)/models/qwen3-4b-shape-q4_k_m.gguf \
+	    $(ARGS)

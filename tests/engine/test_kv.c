@@ -258,9 +258,12 @@ static void test_max_bytes(void)
     EXPECT_EQ_INT(hx_decode(c, t, 192, 0), HX_OK);
     EXPECT_EQ_INT(hx_decode(c, t, 1, 0), HX_ERR_FULL);
     hx_ctx_free(c);
+    /* no room for a KV page beside all the weights: the weights would be
+     * read from the file as needed (test_wcache), but this one-layer
+     * model's weight cache needs more than that: refused, naming the need */
     cp.max_bytes = mem.weights + mem.scratch;
     EXPECT_EQ_INT(hx_ctx_new(m, &cp, &c, &err), HX_ERR_RANGE);
-    EXPECT(strstr(err.msg, "no room for the KV cache") != NULL);
+    EXPECT(strstr(err.msg, "too small") && strstr(err.msg, "at least"));
     hx_model_free(m);
 }
 
