@@ -175,11 +175,7 @@ static void attn_f16(f16_heads *h, const float *q, const int *n_kv, int split_nt
     }
 }
 
-typedef struct attn_job {
-    hx_ctx *c;
-    int layer, B, pos0;
-    int tpt; /* one-query path: tokens per task (1: a task per token) */
-} attn_job;
+typedef hx_attn_run attn_job;
 
 /* Tokens per task of the fp16 one-query path: all of a pass's tokens that
  * fit the scratch, when they share llama.cpp's cache view (so each row
@@ -325,17 +321,36 @@ static void attn_task_tiled(void *ctx, int task, int thread)
 /* Paths as llama.cpp's CPU flash attention picks them: an 8-bit cache
  * always takes its one-query path; F16 takes the fp16 one-query path below
  * FA_TILE_Q tokens, F32 tiles from there (and always for an F32 cache). */
-void hx_attention(hx_ctx *c, int l, int B, int pos0)
+void hx_attention_plan(hx_ctx *c, int l, int B, int pos0, hx_attn_run *r)
 {
     const hx_hparams *hp = &c->m->hp;
-    attn_job j = {c, l, B, pos0, 1};
-    if (c->kv_type == HX_KV_Q8) /* llama.cpp: one-query path at any size */
-        hx_threadpool_run(c->tp, B * hp->n_head_kv, attn_task_q8, &j);
-    else if (c->kv_type == HX_KV_F16 && B < FA_TILE_Q) {
-        j.tpt = f16_tokens_per_task(c, B, pos0);
-        hx_threadpool_run(c->tp, (B + j.tpt - 1) / j.tpt * hp->n_head_kv, attn_task_f16, &j);
+    *r = (hx_attn_run){c, l, B, pos0, 1, attn_task_tiled, 0, 0};
+    if (c->kv_type == HX_KV_Q8) { /* llama.cpp: one-query path at any size */
+        r->fn = attn_task_q8;
+        r->n_tasks = B * hp->n_head_kv;
+    } else if (c->kv_type == HX_KV_F16 && B < FA_TILE_Q) {
+        r->tpt = f16_tokens_per_task(c, B, pos0);
+        r->fn = attn_task_f16;
+        r->n_tasks = (B + r->tpt - 1) / r->tpt * hp->n_head_kv;
+    } else {
+        r->n_tasks = hp->n_head_kv * ((B + att_tq(c) - 1) / att_tq(c));
     }
-    else
-        hx_threadpool_run(c->tp, hp->n_head_kv * ((B + att_tq(c) - 1) / att_tq(c)),
-                          attn_task_tiled, &j);
+}
+
+/* Task `task` of a range: the plan's task off + task. */
+static void range_task(void *ctx, int task, int thread)
+{
+    const hx_attn_run *r = ctx;
+    r->fn(ctx, r->off + task, thread);
+}
+
+void hx_attention_range(hx_attn_run *r, int t0, int t1)
+{
+    if (t0 == 0 && t1 == r->n_tasks) {
+        hx_threadpool_run(r->c->tp, t1, r->fn, r);
+        return;
+    }
+    r->off = t0;
+    hx_threadpool_run(r->c->tp, t1 - t0, range_task, r);
+    r->off = 0;
 }

@@ -234,6 +234,7 @@ int hx_ctx_new(hx_model *m, const hx_ctx_params *p, hx_ctx **out, hx_err *err)
 void hx_ctx_free(hx_ctx *c)
 {
     if (!c) return;
+    hx_step_abort(c);
     hx_threadpool_free(c->tp);
     hx_wc_free(c->wc);
     free(c->act2);
@@ -254,6 +255,7 @@ const hx_model *hx_ctx_model(const hx_ctx *c) { return c->m; }
 
 void hx_ctx_truncate(hx_ctx *c, int n_keep)
 {
+    hx_step_abort(c);
     if (n_keep < 0) n_keep = 0;
     if (n_keep < c->n_past) c->n_past = n_keep;
 }
@@ -268,6 +270,9 @@ const float *hx_ctx_logits(const hx_ctx *c, int i)
 
 static int check_decode(hx_ctx *c, const int32_t *tokens, int n)
 {
+    if (c->call.active)
+        return hx_err_set(&c->err, HX_ERR_STATE, "a stepped call is pending "
+                          "(hx_step it to the end or hx_step_abort it)");
     if (n <= 0 || !tokens)
         return hx_err_set(&c->err, HX_ERR_INVALID, "no tokens to decode");
     if (n > c->n_ctx - c->n_past)
@@ -307,6 +312,26 @@ static int pass_failed(hx_ctx *c, int B)
     return rc;
 }
 
+/* Tokens of the pass at off of a call running to end, at most `slice`:
+ * a short tail rides with it (a pass under FA_TILE_Q takes the fp16
+ * attention path, so a prompt prefilled in slices gets the numbers of one
+ * pass). */
+static int pass_size(const hx_ctx *c, int off, int end, int slice)
+{
+    int B = end - off < slice ? end - off : slice;
+    if (end - off - B < FA_TILE_Q && end - off <= c->n_batch) B = end - off;
+    return B;
+}
+
+/* Starts the pass of B tokens at off of a call of tokens whose logits
+ * from token out_from on go to c->logits from row 0. */
+static void start_pass(hx_ctx *c, const int32_t *tokens, int off, int B, int out_from)
+{
+    int from = out_from - off < 0 ? 0 : out_from - off > B ? B : out_from - off;
+    float *lg = c->logits + (size_t)(off + from - out_from) * c->m->hp.n_vocab;
+    hx_pass_start(&c->pass, tokens + off, B, from, lg);
+}
+
 /* Passes of at most `slice` tokens over tokens[off, end) of a call of n
  * (logits of tokens [out_from, n) into c->logits from row 0); stops early
  * when the budget or cancel of p says so (*stop: HX_ERR_CANCELLED) or a
@@ -322,14 +347,9 @@ static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
             *stop = HX_ERR_CANCELLED;
             break;
         }
-        int B = end - off < slice ? end - off : slice;
-        /* a short tail rides with this slice: a pass under FA_TILE_Q takes
-         * the fp16 attention path, so a prompt prefilled in slices gets the
-         * numbers of one pass */
-        if (end - off - B < FA_TILE_Q && end - off <= c->n_batch) B = end - off;
-        int from = out_from - off < 0 ? 0 : out_from - off > B ? B : out_from - off;
-        float *lg = c->logits + (size_t)(off + from - out_from) * c->m->hp.n_vocab;
-        hx_forward_pass(c, tokens + off, B, from, lg);
+        int B = pass_size(c, off, end, slice);
+        start_pass(c, tokens, off, B, out_from);
+        hx_pass_finish(c);
         if ((*stop = pass_failed(c, B))) break;
         off += B;
         if (p && p->max_ms > 0 && (hx_time_mono() - t0) * 1e3 >= p->max_ms) break;
@@ -380,4 +400,70 @@ int hx_prefill(hx_ctx *c, const int32_t *tokens, int n,
         return hx_err_set(&c->err, HX_ERR_CANCELLED, "prefill cancelled after %d "
                           "of %d tokens", *n_done, n);
     return HX_OK;
+}
+
+/* ---- inference in steps ---- */
+
+int hx_step_begin(hx_ctx *c, const int32_t *tokens, int n, int logits_all, int slice)
+{
+    int rc = check_decode(c, tokens, n);
+    const int out_from = logits_all ? 0 : n - 1;
+    if (!rc) rc = reserve_logits(c, (size_t)(n - out_from));
+    if (rc) return rc;
+    int32_t *copy = hx_malloc_array((size_t)n, sizeof *copy);
+    if (!copy) return hx_err_set(&c->err, HX_ERR_NOMEM, "out of memory");
+    memcpy(copy, tokens, (size_t)n * sizeof *copy);
+    c->n_out = 0;
+    c->call = (hx_call){copy, n, 0, out_from,
+                        slice > 0 && slice < c->n_batch ? slice : c->n_batch, 1, 0};
+    return HX_OK;
+}
+
+/* The pending call is over: its tokens freed, its logits kept when done. */
+static void end_call(hx_ctx *c, int done)
+{
+    free(c->call.tok);
+    if (done) {
+        c->n_out = c->call.n - c->call.out_from;
+        c->out_first = c->call.out_from;
+    }
+    memset(&c->call, 0, sizeof c->call);
+}
+
+int hx_step(hx_ctx *c, double budget_ms, int *done)
+{
+    hx_call *k = &c->call;
+    *done = 0;
+    if (!k->active) return hx_err_set(&c->err, HX_ERR_STATE, "no stepped call pending");
+    const double deadline = hx_time_mono() + (budget_ms > 0 ? budget_ms : 0) * 1e-3;
+    do {
+        if (!k->in_pass) {
+            start_pass(c, k->tok, k->off, pass_size(c, k->off, k->n, k->slice), k->out_from);
+            k->in_pass = 1;
+        }
+        if (!hx_pass_run(c, deadline)) return HX_OK;
+        k->in_pass = 0;
+        int rc = pass_failed(c, c->pass.B);
+        if (rc) {
+            end_call(c, 0);
+            return rc;
+        }
+        k->off += c->pass.B;
+    } while (k->off < k->n && hx_time_mono() < deadline);
+    if (k->off < k->n) return HX_OK;
+    end_call(c, 1);
+    *done = 1;
+    return HX_OK;
+}
+
+void hx_step_abort(hx_ctx *c)
+{
+    if (c->call.active) end_call(c, 0);
+}
+
+void hx_ctx_set_slicer(hx_ctx *c, double budget_ms, void (*fn)(void *user), void *user)
+{
+    c->slice_ms = budget_ms > 0 ? budget_ms : 0;
+    c->slicer = fn;
+    c->slicer_user = user;
 }

@@ -24,6 +24,44 @@
 /* Cache row types (hx_ctx.kv_type). Q8 rows are Q8_0 blocks. */
 enum { HX_KV_F16 = 0, HX_KV_F32 = 1, HX_KV_Q8 = 2 };
 
+/* A pass in progress (forward.c): B tokens at positions n_past.., run as
+ * a sequence of units (the embedding, five per layer, the head), each of
+ * which may stop between pieces of its work (rows of a matmul, tasks of
+ * the attention) and resume where it stopped. */
+typedef struct hx_pass {
+    const int32_t *tok;
+    int B, out_from;
+    float *logits;
+    int unit;        /* next unit to run */
+    int begun;       /* the unit's setup (norm, quantization) is done */
+    int64_t done;    /* rows (matmul) or tasks (attention) of it done */
+} hx_pass;
+
+/* A call of hx_step_begin in progress (step.c). */
+typedef struct hx_call {
+    int32_t *tok;    /* owned copy of the call's tokens */
+    int n, off, out_from, slice;
+    int active;      /* a call is begun and not finished */
+    int in_pass;     /* pass holds the pass at off */
+} hx_call;
+
+/* Time estimates of the pieces of a pass, measured as they run, for
+ * sizing the next piece to what is left of a slice (0: not yet known). */
+typedef struct hx_slice_rates {
+    double mm;       /* seconds per multiply-add of a matmul chunk */
+    double att;      /* seconds per attention task */
+    double unit[8];  /* seconds of an unsplittable piece, by kind */
+} hx_slice_rates;
+
+/* The attention of one layer as independent tasks (attention.c). */
+typedef struct hx_attn_run {
+    struct hx_ctx *c;
+    int layer, B, pos0;
+    int tpt;         /* one-query path: tokens per task (1: a task per token) */
+    void (*fn)(void *ctx, int task, int thread);
+    int n_tasks, off;
+} hx_attn_run;
+
 struct hx_ctx {
     hx_model *m;
     hx_threadpool *tp;
@@ -86,13 +124,28 @@ struct hx_ctx {
     int uniform_routing;
     uint64_t route_rng;
     FILE *route_trace;
+    /* inference in slices (step.c) */
+    hx_pass pass;
+    hx_call call;
+    hx_slice_rates rates;
+    double slice_ms;            /* hx_ctx_set_slicer: budget; 0: whole passes */
+    void (*slicer)(void *user); /* called between slices of a pass */
+    void *slicer_user;
 };
 
 /* forward.c */
-/* One pass over B <= n_batch tokens at positions n_past..; logits of
- * tokens [out_from, B) (none when out_from == B) go to logits. */
-void hx_forward_pass(hx_ctx *c, const int32_t *tok, int B, int out_from,
-                     float *logits);
+/* A pass over B <= n_batch tokens at positions n_past..; logits of tokens
+ * [out_from, B) (none when out_from == B) go to logits (tok and logits
+ * borrowed until it ends). hx_pass_start sets it up, hx_pass_run advances
+ * it, hx_pass_finish runs it to its end: whole, or with a slicer set
+ * (hx_ctx_set_slicer) in slices of slice_ms with the slicer between. */
+void hx_pass_finish(hx_ctx *c);
+void hx_pass_start(hx_pass *p, const int32_t *tok, int B, int out_from,
+                   float *logits);
+/* Runs units of c->pass until it is complete (1: n_past advanced by B)
+ * or hx_time_mono() passes deadline (0; seconds, INFINITY: no limit)
+ * after at least one piece of work. */
+int hx_pass_run(hx_ctx *c, double deadline);
 /* Quantizes B rows of K floats for weights of wtype into c->act. */
 void hx_fwd_quantize(hx_ctx *c, int wtype, const float *x, int B, int64_t K);
 /* A job over c->act for matrix W of w's shape and type (rows idx or 0..n-1). */
@@ -150,12 +203,16 @@ void hx_adapter_set_free(struct hx_adapter_set *s); /* NULL is a no-op */
 /* Floats of per-thread attention scratch for a model's shape. */
 size_t hx_attn_scratch(const hx_hparams *hp);
 /* Attention of layer l for the pass's B tokens at pos0..: c->q and the
- * cache into c->att. */
-void hx_attention(hx_ctx *c, int l, int B, int pos0);
+ * cache into c->att, as r->n_tasks independent tasks; hx_attention_range
+ * runs tasks [t0, t1) of them on the pool (all of them: the whole layer). */
+void hx_attention_plan(hx_ctx *c, int l, int B, int pos0, hx_attn_run *r);
+void hx_attention_range(hx_attn_run *r, int t0, int t1);
 
 /* moe.c */
-/* The MoE FFN of layer L on c->xb (B, n_embd), result into c->xb. */
-void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B);
+/* The MoE FFN of layer L on c->xb (B, n_embd), result into c->xb, in two
+ * parts run in order: part 0 routes and runs the experts' gate and up
+ * (with a weight cache: everything), part 1 their down and the sum. */
+void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B, int part);
 
 /* Benchmark switches of the MoE FFN: uniform: every token's experts are
  * drawn uniformly at random (seeded; the router's weights are kept), the

@@ -146,33 +146,104 @@ void hx_fwd_report_experts(hx_ctx *c, const hx_wmat *w, const float *x,
                         x + (size_t)rows[p] * (size_t)w->cols, 1, w->cols);
 }
 
-/* y[i] (B, w[i]->rows) = x (B, cols) . w[i]^T for n matrices sharing their
- * input: one quantization and one pool run when their activation types
- * agree (Q, K, V; gate and up), else one matmul each. */
-static void matmul_n(hx_ctx *c, const hx_wmat *const *w, float *const *y,
-                     int n, const float *x, int B)
+/* ---- matmuls in row chunks ---- */
+
+/* Matrices multiplying one input x (B, cols): y[i] (B, w[i]->rows) =
+ * x . w[i]^T. Their rows are numbered on, matrix after matrix. */
+typedef struct mm_group {
+    const hx_wmat *w[3];
+    float *y[3];
+    int n, B;
+    const float *x;
+} mm_group;
+
+static int64_t group_rows(const mm_group *g)
 {
-    int same = 1;
-    for (int i = 1; i < n; i++)
-        same &= hx_act_type(w[i]->type) == hx_act_type(w[0]->type);
-    if (!same) {
-        for (int i = 0; i < n; i++) matmul_n(c, &w[i], &y[i], 1, x, B);
-        return;
-    }
-    if (c->act_hook) report_act(c, w, n, x, B);
-    hx_fwd_quantize(c, w[0]->type, x, B, w[0]->cols);
-    for (int i = 0; i < n; i++)
-        c->jobs[i] = hx_fwd_job(c, w[i], c->wc ? hx_wc_data(c->wc, w[i]) : w[i]->data, NULL,
-                                B, y[i]);
-    hx_matmul_jobs(c->tp, c->jobs, n);
-    if (c->lora)
-        for (int i = 0; i < n; i++) hx_adapter_apply(c, w[i], x, B, y[i]);
+    int64_t r = 0;
+    for (int i = 0; i < g->n; i++) r += g->w[i]->rows;
+    return r;
 }
 
+static int same_act(const hx_wmat *a, const hx_wmat *b)
+{
+    return hx_act_type(a->type) == hx_act_type(b->type);
+}
+
+static int past(double deadline) { return !isinf(deadline) && hx_time_mono() >= deadline; }
+
+/* Rows of a chunk of `left` rows of cols inputs for B tokens that fit
+ * until the deadline at the measured rate (whole multiples of 16, at
+ * least 16): all of them without a deadline, 64 before a rate is known. */
+static int64_t chunk_rows(const hx_ctx *c, int64_t left, int64_t macs_per_row,
+                          double deadline)
+{
+    if (isinf(deadline)) return left;
+    int64_t r = 64;
+    if (c->rates.mm > 0)
+        r = (int64_t)((deadline - hx_time_mono()) / (c->rates.mm * (double)macs_per_row)) / 16 * 16;
+    if (r < 16) r = 16;
+    return r < left ? r : left;
+}
+
+/* Moves an estimate towards a new measurement. */
+static void learn(double *est, double v) { *est = *est > 0 ? 0.7 * *est + 0.3 * v : v; }
+
+/* Rows [r, r + n) of the group: one pool run over the parts of the
+ * matrices they cover; the first row of a matrix whose activation type
+ * differs from the one before it (or of the first) quantizes x first. A
+ * chunk never spans two matrices of different activation types. */
+static void group_chunk(hx_ctx *c, const mm_group *g, int64_t r, int64_t n)
+{
+    int nj = 0;
+    int64_t base = 0;
+    for (int i = 0; i < g->n && n > 0; base += g->w[i]->rows, i++) {
+        const hx_wmat *w = g->w[i];
+        if (r >= base + w->rows) continue;
+        if (r == base && (i == 0 || !same_act(w, g->w[i - 1]))) {
+            if (c->act_hook) report_act(c, &g->w[i], 1, g->x, g->B);
+            hx_fwd_quantize(c, w->type, g->x, g->B, w->cols);
+        }
+        const int64_t r0 = r - base, m = w->rows - r0 < n ? w->rows - r0 : n;
+        const char *W = c->wc ? hx_wc_data(c->wc, w) : w->data;
+        hx_mm_job j = hx_fwd_job(c, w, W + (size_t)r0 * w->row_bytes, NULL, g->B, g->y[i] + r0);
+        j.M = m;
+        c->jobs[nj++] = j;
+        r += m;
+        n -= m;
+    }
+    hx_matmul_jobs(c->tp, c->jobs, nj);
+}
+
+/* The rows of g from *done on in chunks until all are done (1, adapters
+ * applied) or the deadline passed (0); *done counts the rows done. */
+static int run_group(hx_ctx *c, const mm_group *g, int64_t *done, double deadline)
+{
+    const int64_t total = group_rows(g);
+    while (*done < total) {
+        int64_t base = 0, i = 0;
+        while (*done >= base + g->w[i]->rows) base += g->w[i++]->rows;
+        int64_t end = base + g->w[i]->rows; /* a chunk may run on into */
+        while (i + 1 < g->n && same_act(g->w[i + 1], g->w[i])) end += g->w[++i]->rows;
+        const int64_t macs = g->w[i]->cols * g->B;
+        const int64_t n = chunk_rows(c, end - *done, macs, deadline);
+        const double t0 = isinf(deadline) ? 0 : hx_time_mono();
+        group_chunk(c, g, *done, n);
+        if (!isinf(deadline)) learn(&c->rates.mm, (hx_time_mono() - t0) / ((double)n * macs));
+        *done += n;
+        if (*done < total && past(deadline)) return 0;
+    }
+    if (c->lora)
+        for (int i = 0; i < g->n; i++) hx_adapter_apply(c, g->w[i], g->x, g->B, g->y[i]);
+    return 1;
+}
+
+/* One matmul whole: y (n, w->rows) = x (n, w->cols) . w^T. */
 void hx_fwd_matmul(hx_ctx *c, const hx_wmat *w, const float *x, int n,
                    float *y)
 {
-    matmul_n(c, &w, &y, 1, x, n);
+    mm_group g = {{w}, {y}, 1, n, x};
+    int64_t done = 0;
+    run_group(c, &g, &done, INFINITY);
 }
 
 /* q/k norms, RoPE, and the new K and V rows into the cache. */
@@ -211,100 +282,195 @@ static void qk_prepare(hx_ctx *c, const hx_layer *L, int l, int B, int pos0)
     hx_threadpool_run(c->tp, B, qk_task, &j);
 }
 
-static void attention_block(hx_ctx *c, int l, int B, int pos0)
+/* ---- passes ---- */
+
+/* ---- a pass in units ---- */
+
+/* A layer's units, in order. */
+enum { U_QKV, U_ATT, U_WO, U_FFN_IN, U_FFN_OUT, U_PER_LAYER };
+
+static void norm_rows(hx_ctx *c, const float *w, int B)
 {
     const hx_hparams *hp = &c->m->hp;
-    const hx_layer *L = &c->m->layers[l];
     const int e = hp->n_embd;
-    const int qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
     for (int t = 0; t < B; t++)
-        rmsnorm(c->xb + (size_t)t * e, c->x + (size_t)t * e, L->attn_norm, e,
-                hp->rms_eps);
-    const hx_wmat *w[3] = {&L->wq, &L->wk, &L->wv};
-    float *y[3] = {c->q, c->k, c->v};
-    matmul_n(c, w, y, 3, c->xb, B);
+        rmsnorm(c->xb + (size_t)t * e, c->x + (size_t)t * e, w, e, hp->rms_eps);
+}
+
+static void residual(hx_ctx *c, int B)
+{
+    for (size_t i = 0; i < (size_t)B * c->m->hp.n_embd; i++) c->x[i] += c->xb[i];
+}
+
+/* Q, K, V of layer l (the layer's weights brought in first). */
+static int unit_qkv(hx_ctx *c, int l, double deadline)
+{
+    const hx_layer *L = &c->m->layers[l];
+    const int B = c->pass.B;
+    if (!c->pass.begun) {
+        if (c->wc) hx_wc_layer_begin(c, l);
+        norm_rows(c, L->attn_norm, B);
+    }
+    mm_group g = {{&L->wq, &L->wk, &L->wv}, {c->q, c->k, c->v}, 3, B, c->xb};
+    if (!run_group(c, &g, &c->pass.done, deadline)) return 0;
+    const hx_hparams *hp = &c->m->hp;
+    const int qd = hp->n_head * hp->head_dim, kvd = hp->n_head_kv * hp->head_dim;
     add_bias(c->q, L->bq, B, qd);
     add_bias(c->k, L->bk, B, kvd);
     add_bias(c->v, L->bv, B, kvd);
-    qk_prepare(c, L, l, B, pos0);
-    hx_attention(c, l, B, pos0);
-    hx_fwd_matmul(c, &L->wo, c->att, B, c->xb);
-    for (size_t i = 0; i < (size_t)B * e; i++) c->x[i] += c->xb[i];
+    return 1;
 }
 
-/* ---- feed-forward ---- */
-
-static void ffn_dense(hx_ctx *c, const hx_layer *L, int B)
+/* Norms, RoPE and the cache rows, then the attention tasks in runs that
+ * fit until the deadline (the number of threads at first). */
+static int unit_att(hx_ctx *c, int l, double deadline)
 {
-    const hx_hparams *hp = &c->m->hp;
-    const hx_wmat *w[2] = {&L->ffn_gate, &L->ffn_up};
-    float *y[2] = {c->hb, c->hb2};
-    matmul_n(c, w, y, 2, c->xb, B);
-    hx_fwd_swiglu(c->tp, c->hb, c->hb2, (int64_t)B * hp->n_ff);
-    hx_fwd_matmul(c, &L->ffn_down, c->hb, B, c->xb);
+    hx_pass *p = &c->pass;
+    if (!p->begun) qk_prepare(c, &c->m->layers[l], l, p->B, c->n_past);
+    hx_attn_run r;
+    hx_attention_plan(c, l, p->B, c->n_past, &r);
+    while (p->done < r.n_tasks) {
+        int64_t n = r.n_tasks - p->done;
+        if (!isinf(deadline)) {
+            int64_t fit = c->rates.att > 0
+                ? (int64_t)((deadline - hx_time_mono()) / c->rates.att) : c->n_threads;
+            fit = fit < c->n_threads ? c->n_threads : fit;
+            n = fit < n ? fit : n;
+        }
+        const double t0 = isinf(deadline) ? 0 : hx_time_mono();
+        hx_attention_range(&r, (int)p->done, (int)(p->done + n));
+        if (!isinf(deadline)) learn(&c->rates.att, (hx_time_mono() - t0) / (double)n);
+        p->done += n;
+        if (p->done < r.n_tasks && past(deadline)) return 0;
+    }
+    return 1;
 }
 
-static void ffn_block(hx_ctx *c, int l, int B)
+static int unit_wo(hx_ctx *c, int l, double deadline)
+{
+    mm_group g = {{&c->m->layers[l].wo}, {c->xb}, 1, c->pass.B, c->att};
+    if (!run_group(c, &g, &c->pass.done, deadline)) return 0;
+    residual(c, c->pass.B);
+    return 1;
+}
+
+/* Dense: gate and up, then SwiGLU; MoE: the router and the experts' first
+ * half. */
+static int unit_ffn_in(hx_ctx *c, int l, double deadline)
 {
     const hx_hparams *hp = &c->m->hp;
     const hx_layer *L = &c->m->layers[l];
-    const int e = hp->n_embd;
-    for (int t = 0; t < B; t++)
-        rmsnorm(c->xb + (size_t)t * e, c->x + (size_t)t * e, L->ffn_norm, e,
-                hp->rms_eps);
-    if (hp->n_expert) hx_ffn_moe(c, L, B);
-    else ffn_dense(c, L, B);
-    for (size_t i = 0; i < (size_t)B * e; i++) c->x[i] += c->xb[i];
+    const int B = c->pass.B;
+    if (!c->pass.begun) norm_rows(c, L->ffn_norm, B);
+    if (hp->n_expert) {
+        hx_ffn_moe(c, L, B, 0);
+        return 1;
+    }
+    mm_group g = {{&L->ffn_gate, &L->ffn_up}, {c->hb, c->hb2}, 2, B, c->xb};
+    if (!run_group(c, &g, &c->pass.done, deadline)) return 0;
+    hx_fwd_swiglu(c->tp, c->hb, c->hb2, (int64_t)B * hp->n_ff);
+    return 1;
 }
 
-/* ---- passes ---- */
+static int unit_ffn_out(hx_ctx *c, int l, double deadline)
+{
+    const hx_layer *L = &c->m->layers[l];
+    const int B = c->pass.B;
+    if (c->m->hp.n_expert) hx_ffn_moe(c, L, B, 1);
+    else {
+        mm_group g = {{&L->ffn_down}, {c->xb}, 1, B, c->hb};
+        if (!run_group(c, &g, &c->pass.done, deadline)) return 0;
+    }
+    residual(c, B);
+    if (c->wc) hx_wc_layer_end(c, l);
+    return 1;
+}
 
 static void embed(hx_ctx *c, const int32_t *tok, int B)
 {
     const hx_wmat *w = &c->m->tok_embd;
-    if (c->wc) {
-        hx_wc_embed(c, tok, B);
-        return;
-    }
-    for (int t = 0; t < B; t++)
-        hx_dequantize_row(w->type, (const char *)w->data + (size_t)tok[t] * w->row_bytes,
-                          c->x + (size_t)t * w->cols, w->cols);
-}
-
-/* Final norm and output head for tokens [from, B) into logits rows. */
-static void head(hx_ctx *c, int from, int B, float *logits)
-{
     const hx_hparams *hp = &c->m->hp;
-    const int e = hp->n_embd;
-    for (int t = from; t < B; t++)
-        rmsnorm(c->xb + (size_t)(t - from) * e, c->x + (size_t)t * e,
-                c->m->output_norm, e, hp->rms_eps);
-    const hx_wmat *w = &c->m->output;
-    if (!c->wc || !hx_wc_head_streamed(c->wc)) {
-        hx_fwd_matmul(c, w, c->xb, B - from, logits);
-        return;
-    }
-    if (c->act_hook) report_act(c, &w, 1, c->xb, B - from);
-    hx_wc_head(c, c->xb, B - from, logits);
-}
-
-/* One pass over B <= n_batch tokens at positions n_past..; logits of
- * tokens [out_from, B) (out_from == B: none) go to logits. */
-void hx_forward_pass(hx_ctx *c, const int32_t *tok, int B, int out_from,
-                    float *logits)
-{
-    embed(c, tok, B);
-    const hx_hparams *hp = &c->m->hp;
+    if (c->wc) hx_wc_embed(c, tok, B);
+    else
+        for (int t = 0; t < B; t++)
+            hx_dequantize_row(w->type, (const char *)w->data + (size_t)tok[t] * w->row_bytes,
+                              c->x + (size_t)t * w->cols, w->cols);
     for (int t = 0; t < B; t++)
         rope_angles(c->rope_cs + (size_t)t * hp->head_dim, hp->head_dim,
                     c->n_past + t, hp->rope_base, c->m->rope_freq_scale);
-    for (int l = 0; l < c->m->hp.n_layer; l++) {
-        if (c->wc) hx_wc_layer_begin(c, l);
-        attention_block(c, l, B, c->n_past);
-        ffn_block(c, l, B);
-        if (c->wc) hx_wc_layer_end(c, l);
-    }
-    c->n_past += B;
-    if (out_from < B) head(c, out_from, B, logits);
 }
 
+/* Final norm and output head for tokens [out_from, B) into the logits. */
+static int unit_head(hx_ctx *c, double deadline)
+{
+    hx_pass *p = &c->pass;
+    const hx_hparams *hp = &c->m->hp;
+    const int e = hp->n_embd, n = p->B - p->out_from;
+    if (n <= 0) return 1;
+    if (!p->begun)
+        for (int t = p->out_from; t < p->B; t++)
+            rmsnorm(c->xb + (size_t)(t - p->out_from) * e, c->x + (size_t)t * e,
+                    c->m->output_norm, e, hp->rms_eps);
+    const hx_wmat *w = &c->m->output;
+    if (c->wc && hx_wc_head_streamed(c->wc)) {
+        if (c->act_hook) report_act(c, &w, 1, c->xb, n);
+        hx_wc_head(c, c->xb, n, p->logits);
+        return 1;
+    }
+    mm_group g = {{w}, {p->logits}, 1, n, c->xb};
+    return run_group(c, &g, &c->pass.done, deadline);
+}
+
+void hx_pass_start(hx_pass *p, const int32_t *tok, int B, int out_from,
+                   float *logits)
+{
+    *p = (hx_pass){tok, B, out_from, logits, 0, 0, 0};
+}
+
+/* Unit u of the pass (0: the embedding, then U_PER_LAYER per layer, then
+ * the head): 1 when it is complete. */
+static int run_unit(hx_ctx *c, int u, double deadline)
+{
+    const int n_layer = c->m->hp.n_layer;
+    if (u == 0) {
+        embed(c, c->pass.tok, c->pass.B);
+        return 1;
+    }
+    if (u > n_layer * U_PER_LAYER) return unit_head(c, deadline);
+    const int l = (u - 1) / U_PER_LAYER;
+    switch ((u - 1) % U_PER_LAYER) {
+    case U_QKV: return unit_qkv(c, l, deadline);
+    case U_ATT: return unit_att(c, l, deadline);
+    case U_WO: return unit_wo(c, l, deadline);
+    case U_FFN_IN: return unit_ffn_in(c, l, deadline);
+    default: return unit_ffn_out(c, l, deadline);
+    }
+}
+
+int hx_pass_run(hx_ctx *c, double deadline)
+{
+    hx_pass *p = &c->pass;
+    const int end = c->m->hp.n_layer * U_PER_LAYER + 2;
+    int worked = 0;
+    while (p->unit < end) {
+        if (worked && past(deadline)) return 0;
+        int complete = run_unit(c, p->unit, deadline);
+        worked = p->begun = 1;
+        if (!complete) return 0;
+        p->unit++;
+        p->begun = 0;
+        p->done = 0;
+    }
+    c->n_past += p->B;
+    return 1;
+}
+
+void hx_pass_finish(hx_ctx *c)
+{
+    if (c->slice_ms <= 0) {
+        hx_pass_run(c, INFINITY);
+        return;
+    }
+    while (!hx_pass_run(c, hx_time_mono() + c->slice_ms * 1e-3))
+        if (c->slicer) c->slicer(c->slicer_user);
+}

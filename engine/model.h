@@ -162,6 +162,37 @@ hx_prefill_params hx_prefill_default_params(void);
 int hx_prefill(hx_ctx *c, const int32_t *tokens, int n,
                const hx_prefill_params *p, int *n_done);
 
+/* ---- inference in steps: slices of bounded time ----
+ * A call advances by a time budget and returns, so that a UI thread can
+ * drive it between frames (or an agent thread yield, re-read the device's
+ * state, or stop). It stops between pieces of a pass: between layers, and
+ * inside a layer between rows of a matmul or tasks of the attention; the
+ * pieces are sized by their measured times to what is left of the budget.
+ * The numbers are those of hx_decode (the same operations in the same
+ * order). Unsplit pieces remain: the embedding, one MoE half-layer, and a
+ * read of the weight cache. */
+/* Begins a call as hx_decode would (tokens copied; nothing runs yet), in
+ * passes of at most slice tokens (0: n_batch): hx_decode's checks and
+ * errors, and HX_ERR_STATE when a call is already pending. Until the call
+ * ends, hx_decode, hx_prefill and hx_step_begin on c fail with
+ * HX_ERR_STATE; hx_ctx_truncate aborts it. */
+int hx_step_begin(hx_ctx *c, const int32_t *tokens, int n, int logits_all,
+                  int slice);
+/* Runs the pending call for about budget_ms milliseconds (at least one
+ * piece of work). *done: 1 when the call is complete (its logits as after
+ * hx_decode), 0 when only advanced. HX_ERR_STATE without a pending call;
+ * HX_ERR_IO when a read of the weight cache failed (the call is over, the
+ * pass in progress dropped). */
+int hx_step(hx_ctx *c, double budget_ms, int *done);
+/* Ends a pending call early: completed passes stay in the cache
+ * (hx_ctx_n_past), the one in progress is dropped. No-op without one. */
+void hx_step_abort(hx_ctx *c);
+/* Runs every later pass on c (hx_decode, hx_prefill, speculation) in
+ * slices of budget_ms, calling fn(user) between slices (fn NULL: none);
+ * budget 0: whole passes again. fn must not use c. */
+void hx_ctx_set_slicer(hx_ctx *c, double budget_ms, void (*fn)(void *user),
+                       void *user);
+
 /* ---- prefix caches on disk ----
  * Files of cached positions (K and V of every layer) keyed by the model's
  * identity (a hash of its GGUF header and samples of every tensor), the

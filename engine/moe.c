@@ -150,24 +150,27 @@ static void moe_down(hx_ctx *c, const hx_layer *L, int B, const int *cnt,
     hx_matmul_jobs(c->tp, c->jobs, nj);
 }
 
-void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B)
+void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B, int part)
 {
     const hx_hparams *hp = &c->m->hp;
     const int ne = hp->n_expert, nu = hp->n_expert_used, e = hp->n_embd;
     const int fx = hp->n_ff_exp;
     int *cnt = c->moe_idx;
     int *first = cnt + ne, *iota = cnt + 3 * (size_t)ne;
-    moe_route(c, L, B);
-    moe_group(c, B, cnt, first);
-    for (int i = 0; i < B * nu; i++) iota[i] = i;
-    if (c->act_hook) { /* calibration: the experts' inputs */
-        hx_fwd_report_experts(c, &L->gate_exps, c->xb, c->ptok, cnt, first);
-        hx_fwd_report_experts(c, &L->up_exps, c->xb, c->ptok, cnt, first);
-    }
-    if (c->wc) hx_wc_moe(c, L, B, cnt, first, iota);
-    else {
-        moe_up(c, L, B, cnt, first);
-        hx_fwd_swiglu(c->tp, c->hb, c->hb2, (int64_t)B * nu * fx);
+    if (part == 0) {
+        moe_route(c, L, B);
+        moe_group(c, B, cnt, first);
+        for (int i = 0; i < B * nu; i++) iota[i] = i;
+        if (c->act_hook) { /* calibration: the experts' inputs */
+            hx_fwd_report_experts(c, &L->gate_exps, c->xb, c->ptok, cnt, first);
+            hx_fwd_report_experts(c, &L->up_exps, c->xb, c->ptok, cnt, first);
+        }
+        if (c->wc) hx_wc_moe(c, L, B, cnt, first, iota);
+        else {
+            moe_up(c, L, B, cnt, first);
+            hx_fwd_swiglu(c->tp, c->hb, c->hb2, (int64_t)B * nu * fx);
+        }
+        return;
     }
     if (c->act_hook) hx_fwd_report_experts(c, &L->down_exps, c->hb, iota, cnt, first);
     if (!c->wc) moe_down(c, L, B, cnt, first, iota);

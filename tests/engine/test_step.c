@@ -1,0 +1,208 @@
+/* test_step.c: inference in slices (hx_step, hx_ctx_set_slicer): the same
+ * logits, bit for bit, as whole passes, for dense and MoE models, F16 and
+ * Q8 caches, with and without a weight cache; the call's states. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "modelfile/model_write.h"
+#include "test.h"
+
+static char g_dir[256];
+
+/* A small model in the real files' layout (Q4_K_M), 3 layers. */
+static hx_model *load_model(const char *arch, const char *name)
+{
+    hx_mkmodel_params p = hx_mkmodel_default_params();
+    p.arch = arch;
+    p.ftype = "Q4_K_M";
+    p.n_vocab = 2048;
+    p.n_layer = 3;
+    p.n_embd = 256;
+    p.n_head = 4;
+    p.n_head_kv = 2;
+    p.head_dim = 64;
+    p.n_ff = 512;
+    p.n_expert = 8;
+    p.n_expert_used = 2;
+    p.n_ff_exp = 256;
+    p.n_ctx = 512;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    hx_err err = {0};
+    hx_model *m = NULL;
+    if (hx_mkmodel_write(&p, path, &err) || hx_model_load(path, NULL, &m, &err))
+        printf("# model %s: %s\n", name, err.msg);
+    return m;
+}
+
+enum { WHOLE, STEPPED, SLICER };
+#define N_PROMPT 150
+#define N_GEN 6
+
+static int g_slices; /* slicer calls */
+static void count_slice(void *user)
+{
+    (void)user;
+    g_slices++;
+}
+
+/* The call of tokens (n) run whole, by hx_step with a budget so small
+ * that every piece is its own slice, or under a slicer. */
+static int call(hx_ctx *c, int how, const int32_t *tok, int n, int *steps)
+{
+    if (how != STEPPED) return hx_decode(c, tok, n, 0);
+    int rc = hx_step_begin(c, tok, n, 0, 64), done = 0;
+    while (!rc && !done) {
+        rc = hx_step(c, 0.0001, &done);
+        ++*steps;
+    }
+    return rc;
+}
+
+/* A prompt in passes of 64 tokens, then greedy tokens; every logits row
+ * into out ((N_GEN + 1) * n_vocab); the number of slices in *slices. */
+static int run(hx_model *m, hx_ctx_params cp, int how, float *out, int *slices)
+{
+    hx_ctx *c;
+    hx_err err = {0};
+    if (hx_ctx_new(m, &cp, &c, &err)) {
+        printf("# ctx: %s\n", err.msg);
+        return -1;
+    }
+    g_slices = 0;
+    if (how == SLICER) hx_ctx_set_slicer(c, 0.0001, count_slice, NULL);
+    const int nv = hx_model_hparams(m)->n_vocab;
+    int32_t tok[N_PROMPT];
+    for (int i = 0; i < N_PROMPT; i++) tok[i] = (int32_t)((i * 37 + 11) % nv);
+    int steps = 0, rc = call(c, how, tok, N_PROMPT, &steps);
+    for (int g = 0; !rc && g <= N_GEN; g++) {
+        const float *lg = hx_ctx_logits(c, -1);
+        memcpy(out + (size_t)g * nv, lg, (size_t)nv * sizeof(float));
+        int32_t best = 0;
+        for (int i = 1; i < nv; i++) best = lg[i] > lg[best] ? i : best;
+        if (g < N_GEN) rc = call(c, how, &best, 1, &steps);
+    }
+    if (rc) printf("# decode: %s\n", hx_ctx_errmsg(c));
+    *slices = how == SLICER ? g_slices : steps;
+    hx_ctx_free(c);
+    return rc;
+}
+
+static hx_ctx_params params(int kv_q8, size_t max_bytes)
+{
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_ctx = 256;
+    cp.n_batch = 64;
+    cp.n_threads = 2;
+    cp.kv_q8 = kv_q8;
+    cp.max_bytes = max_bytes;
+    return cp;
+}
+
+/* Whole, stepped and under a slicer: the same logits; the sliced runs cut
+ * every pass into many slices (more than the passes' units). */
+static void check_same(hx_model *m, hx_ctx_params cp, const char *what)
+{
+    const int nv = hx_model_hparams(m)->n_vocab;
+    const size_t rows = (size_t)(N_GEN + 1) * nv;
+    float *ref = malloc(rows * sizeof(float)), *got = malloc(rows * sizeof(float));
+    ASSERT(ref && got);
+    int n_whole, n_step, n_slicer;
+    ASSERT(run(m, cp, WHOLE, ref, &n_whole) == 0);
+    ASSERT(run(m, cp, STEPPED, got, &n_step) == 0);
+    EXPECT(memcmp(ref, got, rows * sizeof(float)) == 0);
+    memset(got, 0, rows * sizeof(float));
+    ASSERT(run(m, cp, SLICER, got, &n_slicer) == 0);
+    EXPECT(memcmp(ref, got, rows * sizeof(float)) == 0);
+    /* 3 passes of the prompt and 6 tokens, 17 units each at least */
+    const int units = (N_GEN + 3) * (3 * 5 + 2);
+    EXPECT(n_step > units);
+    EXPECT(n_slicer > units - (N_GEN + 3));
+    printf("# %s: %d steps, %d slicer calls\n", what, n_step, n_slicer);
+    free(ref);
+    free(got);
+}
+
+static void test_dense(void)
+{
+    hx_model *m = load_model("qwen3", "dense.gguf");
+    ASSERT(m);
+    check_same(m, params(0, 0), "dense f16");
+    check_same(m, params(1, 0), "dense q8");
+    hx_ctx_params cp = params(0, 0);
+    hx_ctx_mem mem;
+    ASSERT(hx_ctx_memory(m, &cp, &mem, NULL) == HX_OK);
+    /* a cap below the weights: layers stream through the weight cache */
+    cp.max_bytes = mem.total - mem.weights / 3;
+    ASSERT(hx_ctx_memory(m, &cp, &mem, NULL) == HX_OK);
+    EXPECT_EQ_INT(mem.streamed, 1);
+    check_same(m, cp, "dense streamed");
+    hx_model_free(m);
+}
+
+static void test_moe(void)
+{
+    hx_model *m = load_model("qwen3moe", "moe.gguf");
+    ASSERT(m);
+    check_same(m, params(0, 0), "moe f16");
+    hx_ctx_params cp = params(0, 0);
+    hx_ctx_mem mem;
+    ASSERT(hx_ctx_memory(m, &cp, &mem, NULL) == HX_OK);
+    cp.max_bytes = mem.total - mem.weights / 3;
+    ASSERT(hx_ctx_memory(m, &cp, &mem, NULL) == HX_OK);
+    EXPECT_EQ_INT(mem.streamed, 1);
+    check_same(m, cp, "moe streamed");
+    hx_model_free(m);
+}
+
+/* A pending call refuses other decodes; abort keeps the passes completed
+ * and drops the one in progress; stepping without a call is an error. */
+static void test_states(void)
+{
+    hx_model *m = load_model("qwen3", "states.gguf");
+    ASSERT(m);
+    hx_ctx_params cp = params(0, 0);
+    hx_ctx *c;
+    hx_err err = {0};
+    ASSERT(hx_ctx_new(m, &cp, &c, &err) == HX_OK);
+    int32_t tok[N_PROMPT];
+    for (int i = 0; i < N_PROMPT; i++) tok[i] = i + 1;
+    int done = 0;
+    EXPECT_EQ_INT(hx_step(c, 1, &done), HX_ERR_STATE);
+    EXPECT_EQ_INT(hx_step_begin(c, tok, 1000, 0, 64), HX_ERR_FULL);
+    ASSERT(hx_step_begin(c, tok, N_PROMPT, 0, 64) == HX_OK);
+    EXPECT_EQ_INT(hx_step_begin(c, tok, 1, 0, 64), HX_ERR_STATE);
+    EXPECT_EQ_INT(hx_decode(c, tok, 1, 0), HX_ERR_STATE);
+    EXPECT(strstr(hx_ctx_errmsg(c), "pending") != NULL);
+    /* the first pass (64 tokens) done, the second begun */
+    while (hx_ctx_n_past(c) < 64) ASSERT(hx_step(c, 0.0001, &done) == HX_OK);
+    EXPECT_EQ_INT(done, 0);
+    ASSERT(hx_step(c, 0.0001, &done) == HX_OK);
+    EXPECT_EQ_INT(hx_ctx_n_past(c), 64);
+    hx_step_abort(c);
+    EXPECT_EQ_INT(hx_ctx_n_past(c), 64);
+    EXPECT(hx_ctx_logits(c, -1) == NULL);
+    EXPECT_EQ_INT(hx_step(c, 1, &done), HX_ERR_STATE);
+    /* the rest as a new call: the cache goes on from 64 */
+    ASSERT(hx_decode(c, tok + 64, N_PROMPT - 64, 0) == HX_OK);
+    EXPECT_EQ_INT(hx_ctx_n_past(c), N_PROMPT);
+    /* a call left pending is freed with its context (ASan checks) */
+    ASSERT(hx_step_begin(c, tok, 4, 0, 0) == HX_OK);
+    hx_ctx_free(c);
+    hx_model_free(m);
+}
+
+int main(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/hx_test_step.XXXXXX");
+    if (!mkdtemp(g_dir)) return 1;
+    RUN(test_dense);
+    RUN(test_moe);
+    RUN(test_states);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    if (system(cmd) != 0) printf("# could not remove %s\n", g_dir);
+    return test_summary();
+}
