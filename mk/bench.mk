@@ -233,3 +233,12 @@ bench-phone: $(BUILD)/bench/phone $(SPEC_MOE) $(PHONE_DENSE) reference
 	HEARTH_BUILD=$(BUILD) nice $(BUILD)/bench/phone --moe $(SPEC_MOE) \
 	    --dense $(BUILD)/models/qwen3-0.6b-shape-q4_k_m.gguf,$(BUILD)/models/qwen3-4b-shape-q4_k_m.gguf \
 	    $(ARGS)
+
+# Inference in slices: slice lengths (p50/p99/max) and the frame delays of a
+# simulated 60 Hz UI thread beside it (ARGS="--model FILE ... --budget 8").
+.PHONY: bench-slices
+$(BUILD)/bench/slices: bench/slices.c $(call libs_for,engine)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
+bench-slices: $(BUILD)/bench/slices
+	$(BUILD)/bench/slices $(ARGS)
