@@ -461,6 +461,12 @@ void hx_step_abort(hx_ctx *c)
     if (c->call.active) end_call(c, 0);
 }
 
+int hx_ctx_set_threads(hx_ctx *c, int n)
+{
+    hx_threadpool_set_active(c->tp, n);
+    return n < 1 ? 1 : n > c->n_threads ? c->n_threads : n;
+}
+
 void hx_ctx_set_slicer(hx_ctx *c, double budget_ms, void (*fn)(void *user), void *user)
 {
     c->slice_ms = budget_ms > 0 ? budget_ms : 0;

@@ -87,4 +87,72 @@ void hx_governor_update(hx_governor *g, const hx_power *pw, hx_gov_decision *d);
 int hx_gov_cap_ctx(const hx_gov_decision *d, int n_ctx, int n_ctx_default);
 int hx_gov_threads(const hx_gov_decision *d, int requested);
 
+/* ---- the closed loop (control.c) ----
+ * Each turn's measurements and the device, re-read every reread_slices
+ * slices of long work, choose what the next slice or turn runs with:
+ * threads (at once, hx_ctx_set_threads), and for the next turn the
+ * context cap, the KV type, the speculation depth, the small model and a
+ * trimmed prompt (the tool list cut to what the request needs). Every
+ * change is recorded with its reason. */
+typedef struct hx_loop_targets {
+    double ttft_ms;      /* warm-turn time to first token at most; 500 */
+    double decode_floor; /* decode tokens/s at least; 5 */
+    int reread_slices;   /* re-read the device every this many slices; 50 */
+    int small_level;     /* HX_GOV_* from which the small model runs;
+                            HX_GOV_SAVING */
+    int turns_hyst;      /* misses in a row before the latency level goes
+                            up, comfortable turns (under half the target)
+                            before it comes down; 2 */
+} hx_loop_targets;
+hx_loop_targets hx_loop_default_targets(void);
+
+/* What the loop chose. */
+typedef struct hx_loop_choice {
+    int level;           /* the governor's HX_GOV_* */
+    int latency_level;   /* 0 none, 1 prompt trimmed, 2 small model too */
+    int n_threads;
+    int ctx_cap;         /* 0: no cap */
+    int kv_q8;           /* 1: 8-bit KV cache */
+    int spec_depth;      /* draft tokens per pass; 0: none */
+    int small_model;     /* 1: the small model */
+    int trim_prompt;     /* 1: only the tools the request needs */
+} hx_loop_choice;
+
+/* One turn's measurements. */
+typedef struct hx_turn_stats {
+    double ttft_ms;
+    int warm;            /* the prompt's head came from the KV cache */
+    double prefill_tps, decode_tps;
+} hx_turn_stats;
+
+/* A recorded decision. */
+typedef struct hx_loop_event {
+    long slice;          /* slices counted when it was made */
+    int turn;            /* turns counted */
+    int capacity;        /* the reading: battery percent (HX_POWER_UNKNOWN) */
+    double temp_c;
+    hx_loop_choice choice;
+    char why[200];
+} hx_loop_event;
+
+typedef struct hx_loop hx_loop;
+/* A loop reading the device under sysfs and procfs (NULL: as
+ * hx_power_read) with the governor's policy gp and targets t (NULL:
+ * defaults); it reads once now. Strings are copied. NULL: out of memory. */
+hx_loop *hx_loop_new(const hx_governor_params *gp, const hx_loop_targets *t,
+                     const char *sysfs, const char *procfs);
+void hx_loop_free(hx_loop *k); /* NULL is a no-op */
+/* The current choice. */
+void hx_loop_get(const hx_loop *k, hx_loop_choice *out);
+/* Counts a slice; every reread_slices-th re-reads the device. 1 when the
+ * choice changed (recorded), else 0. */
+int hx_loop_slice(hx_loop *k);
+/* A turn ended with stats t: the latency level moves with hysteresis;
+ * the device is re-read. 1 when the choice changed. */
+int hx_loop_turn(hx_loop *k, const hx_turn_stats *t);
+/* The recorded decisions, oldest first (the first is the opening one);
+ * at most HX_LOOP_EVENTS kept (the oldest dropped). */
+#define HX_LOOP_EVENTS 64
+const hx_loop_event *hx_loop_events(hx_loop *k, int *n);
+
 #endif /* HX_GOVERNOR_H */

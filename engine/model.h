@@ -193,6 +193,11 @@ void hx_step_abort(hx_ctx *c);
 void hx_ctx_set_slicer(hx_ctx *c, double budget_ms, void (*fn)(void *user),
                        void *user);
 
+/* Threads working from the next pass or slice on, at most the context's
+ * (n_threads); the rest sleep. The numbers stay those of n_threads.
+ * Returns the count set. Not from another thread during a pass. */
+int hx_ctx_set_threads(hx_ctx *c, int n);
+
 /* ---- prefix caches on disk ----
  * Files of cached positions (K and V of every layer) keyed by the model's
  * identity (a hash of its GGUF header and samples of every tensor), the

@@ -28,6 +28,7 @@ struct hx_threadpool {
     atomic_int sleepers;          /* workers blocked on cv_work */
     atomic_int caller_sleeping;
     atomic_int stop;
+    atomic_int active;            /* threads that take tasks (the caller too) */
     _Alignas(64) _Atomic(hx_task_fn) fn; /* set before a run is published */
     _Atomic(void *) ctx;
 };
@@ -78,10 +79,11 @@ static void do_tasks(hx_threadpool *tp, uint32_t run, int thread)
     }
 }
 
-/* Waits until the run number differs from seen (or stop); returns it. */
-static uint32_t wait_work(hx_threadpool *tp, uint32_t seen)
+/* Waits until the run number differs from seen (or stop); returns it. A
+ * worker set aside (id >= active) sleeps at once. */
+static uint32_t wait_work(hx_threadpool *tp, uint32_t seen, int id)
 {
-    for (int i = 0; i < SPIN_ITERS; i++) {
+    for (int i = 0; id < atomic_load(&tp->active) && i < SPIN_ITERS; i++) {
         uint32_t r = ST_RUN(atomic_load(&tp->state));
         if (r != seen || atomic_load(&tp->stop)) return r;
         cpu_relax();
@@ -104,9 +106,9 @@ static void *worker_main(void *p)
     free(a);
     uint32_t seen = 0;
     for (;;) {
-        seen = wait_work(tp, seen);
+        seen = wait_work(tp, seen, id);
         if (atomic_load(&tp->stop)) break;
-        do_tasks(tp, seen, id);
+        if (id < atomic_load(&tp->active)) do_tasks(tp, seen, id);
     }
     return NULL;
 }
@@ -117,6 +119,7 @@ hx_threadpool *hx_threadpool_new(int n)
     if (!tp) return NULL;
     memset(tp, 0, sizeof *tp);
     tp->n = n < 1 ? 1 : n;
+    atomic_store(&tp->active, tp->n);
     pthread_mutex_init(&tp->mu, NULL);
     pthread_cond_init(&tp->cv_work, NULL);
     pthread_cond_init(&tp->cv_done, NULL);
@@ -156,6 +159,11 @@ void hx_threadpool_free(hx_threadpool *tp)
 int hx_threadpool_n_threads(const hx_threadpool *tp)
 {
     return tp ? tp->n : 1;
+}
+
+void hx_threadpool_set_active(hx_threadpool *tp, int n)
+{
+    if (tp) atomic_store(&tp->active, n < 1 ? 1 : n > tp->n ? tp->n : n);
 }
 
 static void wait_done(hx_threadpool *tp, int n_tasks)
@@ -208,7 +216,7 @@ void hx_threadpool_run(hx_threadpool *tp, int n_tasks, hx_task_fn fn,
                        void *ctx)
 {
     if (n_tasks <= 0) return;
-    if (!tp || tp->n == 1 || n_tasks == 1) {
+    if (!tp || tp->n == 1 || n_tasks == 1 || atomic_load(&tp->active) == 1) {
         for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
         return;
     }

@@ -20,6 +20,10 @@ hx_threadpool *hx_threadpool_new(int n);
 void hx_threadpool_free(hx_threadpool *tp);
 /* Number of threads (caller included); 1 for a NULL pool. */
 int hx_threadpool_n_threads(const hx_threadpool *tp);
+/* Lets only threads [0, n) take tasks from the next run on (clamped to
+ * [1, n_threads]; at first all): the others sleep. Task and thread
+ * numbers, and so any result, stay the same. Not during a run. */
+void hx_threadpool_set_active(hx_threadpool *tp, int n);
 /* Runs fn(ctx, task, thread) for every task in [0, n_tasks) and returns
  * when all have finished. Idle workers spin briefly, then sleep, so runs in
  * quick succession (several per layer per token) are cheap. A NULL pool, a

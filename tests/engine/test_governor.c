@@ -1,13 +1,16 @@
 /* test_governor.c: the governor on fake sysfs/procfs trees: desktop (no
  * battery), battery and thermal levels, external power, peripherals'
  * batteries, hysteresis, the nightly go-ahead, malformed and missing
- * files, and the value parsers on broken input. */
+ * files, and the value parsers on broken input; the closed loop
+ * (control.c) following a battery and a temperature that change during
+ * sliced inference, and its latency hysteresis. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "modelfile/model_write.h"
 #include "test.h"
 
 static char root[256], sys_dir[300], proc_dir[300];
@@ -332,6 +335,162 @@ static void test_caps(void)
     EXPECT_EQ_INT(hx_gov_cap_ctx(&d, 0, 0), 0);
 }
 
+/* ---- the closed loop ---- */
+
+/* Sliced inference whose slicer counts slices into the loop, applies its
+ * thread choice at once, and at slice `flip` turns the device's battery
+ * to 5% discharging and its heat to 95 C; at `back` to charging and 40 C. */
+typedef struct drive {
+    hx_loop *k;
+    hx_ctx *c;
+    long n, flip, back;
+    int threads; /* the count hx_ctx_set_threads last set */
+} drive;
+
+static void on_slice(void *user)
+{
+    drive *d = user;
+    d->n++;
+    if (d->n == d->flip) {
+        battery("5\n", "Discharging\n");
+        zone(0, "95000\n");
+    }
+    if (d->n == d->back) {
+        battery("80\n", "Charging\n");
+        zone(0, "40000\n");
+    }
+    if (hx_loop_slice(d->k)) {
+        hx_loop_choice ch;
+        hx_loop_get(d->k, &ch);
+        d->threads = hx_ctx_set_threads(d->c, ch.n_threads);
+    }
+}
+
+static hx_model *small_model(void)
+{
+    hx_mkmodel_params p = hx_mkmodel_default_params();
+    p.arch = "qwen3";
+    p.ftype = "Q8_0";
+    p.n_vocab = 512;
+    p.n_layer = 4;
+    p.n_embd = 128;
+    p.n_head = 4;
+    p.n_head_kv = 2;
+    p.head_dim = 32;
+    p.n_ff = 256;
+    p.n_ctx = 512;
+    char path[400];
+    snprintf(path, sizeof path, "%s/loop.gguf", root);
+    hx_err err = {0};
+    hx_model *m = NULL;
+    if (hx_mkmodel_write(&p, path, &err) || hx_model_load(path, NULL, &m, &err))
+        printf("     model: %s\n", err.msg);
+    return m;
+}
+
+/* The decisions follow the device within reread_slices slices of each
+ * change, in the recorded trace: critical (one thread, a context cap, 8-bit
+ * cache, no drafts, the small model, the prompt trimmed), then normal
+ * again; the thread choice reached the context at once. */
+static void test_loop_follows_device(void)
+{
+    fresh_tree();
+    battery("90\n", "Discharging\n");
+    zone(0, "40000\n");
+    hx_model *m = small_model();
+    ASSERT(m);
+    hx_loop_targets t = hx_loop_default_targets();
+    t.reread_slices = 8;
+    hx_governor_params gp = params();
+    gp.max_threads = 2;
+    drive d = {hx_loop_new(&gp, &t, sys_dir, proc_dir), NULL, 0, 40, 200, 0};
+    ASSERT(d.k);
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_threads = 2;
+    cp.n_ctx = 512;
+    ASSERT(hx_ctx_new(m, &cp, &d.c, NULL) == HX_OK);
+    hx_ctx_set_slicer(d.c, 0.0001, on_slice, &d);
+    int32_t tok[64];
+    for (int i = 0; i < 64; i++) tok[i] = i * 7 % 512;
+    for (int r = 0; r < 6 && d.n < 400; r++) {
+        hx_ctx_truncate(d.c, 0);
+        ASSERT(hx_decode(d.c, tok, 64, 0) == HX_OK);
+    }
+    EXPECT(d.n >= 400);
+    int n;
+    const hx_loop_event *ev = hx_loop_events(d.k, &n);
+    ASSERT(n == 3);
+    EXPECT_EQ_INT(ev[0].choice.level, HX_GOV_NORMAL);
+    EXPECT_EQ_INT(ev[0].choice.n_threads, 2);
+    EXPECT_EQ_INT(ev[0].choice.small_model, 0);
+    /* critical within one re-read of slice 40 */
+    EXPECT(ev[1].slice >= 40 && ev[1].slice < 40 + t.reread_slices);
+    EXPECT_EQ_INT(ev[1].choice.level, HX_GOV_CRITICAL);
+    EXPECT_EQ_INT(ev[1].choice.n_threads, 1);
+    EXPECT_EQ_INT(ev[1].choice.ctx_cap, gp.critical_ctx);
+    EXPECT_EQ_INT(ev[1].choice.kv_q8, 1);
+    EXPECT_EQ_INT(ev[1].choice.spec_depth, 0);
+    EXPECT_EQ_INT(ev[1].choice.small_model, 1);
+    EXPECT_EQ_INT(ev[1].choice.trim_prompt, 1);
+    EXPECT_EQ_INT(ev[1].capacity, 5);
+    EXPECT(strstr(ev[1].why, "critical (battery 5% discharging, 95.0 C)"));
+    /* back to normal on external power and cool */
+    EXPECT(ev[2].slice >= 200 && ev[2].slice < 200 + t.reread_slices);
+    EXPECT_EQ_INT(ev[2].choice.level, HX_GOV_NORMAL);
+    EXPECT_EQ_INT(ev[2].choice.n_threads, 2);
+    EXPECT_EQ_INT(d.threads, 2);
+    hx_ctx_free(d.c);
+    hx_model_free(m);
+    hx_loop_free(d.k);
+}
+
+/* Warm turns over the TTFT target twice in a row trim the prompt, twice
+ * more add the small model; one slow turn alone changes nothing; turns
+ * well inside the target undo it one level per two turns. Cold turns
+ * (the prompt's head not cached) do not count against the target. */
+static void test_loop_latency(void)
+{
+    fresh_tree();
+    put("sys/class/power_supply/AC/type", "Mains\n");
+    put("sys/class/power_supply/AC/online", "1\n");
+    hx_loop *k = hx_loop_new(NULL, NULL, sys_dir, proc_dir);
+    ASSERT(k);
+    hx_loop_choice c;
+    const hx_turn_stats slow = {900, 1, 200, 20}, cold = {2000, 0, 200, 20};
+    const hx_turn_stats fast = {100, 1, 800, 30};
+    EXPECT_EQ_INT(hx_loop_turn(k, &slow), 0);
+    EXPECT_EQ_INT(hx_loop_turn(k, &fast), 0); /* the miss was not in a row */
+    EXPECT_EQ_INT(hx_loop_turn(k, &slow), 0);
+    EXPECT_EQ_INT(hx_loop_turn(k, &cold), 0);
+    EXPECT_EQ_INT(hx_loop_turn(k, &slow), 0); /* the cold turn broke the row */
+    EXPECT_EQ_INT(hx_loop_turn(k, &slow), 1);
+    hx_loop_get(k, &c);
+    EXPECT_EQ_INT(c.latency_level, 1);
+    EXPECT_EQ_INT(c.trim_prompt, 1);
+    EXPECT_EQ_INT(c.small_model, 0);
+    hx_loop_turn(k, &slow);
+    EXPECT_EQ_INT(hx_loop_turn(k, &slow), 1);
+    hx_loop_get(k, &c);
+    EXPECT_EQ_INT(c.small_model, 1);
+    EXPECT_EQ_INT(hx_loop_turn(k, &slow), 0); /* no level beyond */
+    /* recovery, one level per two comfortable turns */
+    hx_loop_turn(k, &fast);
+    EXPECT_EQ_INT(hx_loop_turn(k, &fast), 1);
+    hx_loop_get(k, &c);
+    EXPECT_EQ_INT(c.latency_level, 1);
+    hx_loop_turn(k, &fast);
+    hx_loop_turn(k, &fast);
+    hx_loop_get(k, &c);
+    EXPECT_EQ_INT(c.latency_level, 0);
+    EXPECT_EQ_INT(c.trim_prompt, 0);
+    int n;
+    const hx_loop_event *ev = hx_loop_events(k, &n);
+    EXPECT_EQ_INT(n, 5);
+    EXPECT(strstr(ev[1].why, "latency over target"));
+    EXPECT(strstr(ev[4].why, "well inside target"));
+    hx_loop_free(k);
+}
+
 int main(void)
 {
     RUN(test_desktop_unconstrained);
@@ -343,6 +502,8 @@ int main(void)
     RUN(test_env_override);
     RUN(test_parsers);
     RUN(test_caps);
+    RUN(test_loop_follows_device);
+    RUN(test_loop_latency);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     if (root[0] && system(cmd)) printf("cleanup failed\n");
