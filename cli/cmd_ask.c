@@ -253,6 +253,8 @@ typedef struct session {
     hx_source src;
     hx_planner *pl;
     hx_tool_spec *specs;
+    const char *tools;    /* the tool filter: --tools, or the governor's cut */
+    char tool_cut[128];
     char model_name[256];
     hx_adapter *ads[HX_ADAPTER_MAX]; /* attached to the source's context */
     float ascale[HX_ADAPTER_MAX];
@@ -394,7 +396,13 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     if (rc) return rc;
     const char *slash = strrchr(path, '/');
     snprintf(s->model_name, sizeof s->model_name, "%s", slash ? slash + 1 : path);
-    int k = hx_agent_tool_specs(s->reg, o->tools, stderr, &s->specs);
+    s->tools = o->tools;
+    if (!o->tools && gd.level >= HX_GOV_CRITICAL && o->text &&
+        hx_agent_tools_for_request(o->text, s->tool_cut, sizeof s->tool_cut) > 0) {
+        s->tools = s->tool_cut; /* a prompt that fits the critical context */
+        fprintf(stderr, "hearth: governor: %s: offering only %s\n", gd.why, s->tool_cut);
+    }
+    int k = hx_agent_tool_specs(s->reg, s->tools, stderr, &s->specs);
     if (k < 0) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if (!k) return hx_err_set(err, HX_ERR_INVALID, "--tools %s offers no tool", o->tools);
     *family = o->style ? hx_tpl_parse_name(o->style)
@@ -421,7 +429,7 @@ static int session_open(session *s, const ask_opts *o, hx_err *err)
     hx_planner_params pp = o->pp;
     if ((rc = open_tools(s, o, err)) || (rc = open_model(s, o, &pp.family, err))) return rc;
     pp.model = s->model_name;
-    pp.tools = o->tools;
+    pp.tools = s->tools;
     if (o->no_memory) pp.recall_budget = 0;
     hx_planner_deps d = {&s->src, s->reg, s->x, s->policy, s->audit, s->mem, s->consent};
     s->pl = hx_planner_new(&d, &pp);
