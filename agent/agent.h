@@ -403,11 +403,13 @@ int hx_agent_schema_usable(const char *schema_json, hx_err *err);
 int hx_agent_tool_specs(const hx_tools *reg, const char *filter, FILE *warn,
                         hx_tool_spec **out);
 
-/* The tool filter (as hx_planner_params.tools) of the domains a request's
- * words call for ("calendar.*,memory.*"), by a fixed list of word stems
- * (agent/toolpick.c): for a prompt trimmed to fit a small context. Returns
- * the number of domains (0: none recognised, filter ""), -1 when filter
- * (n bytes) is too small. */
-int hx_agent_tools_for_request(const char *request, char *filter, size_t n);
+/* The tool filter (as hx_planner_params.tools: names, comma-separated) of
+ * reg's tools in the domains (calendar, mail, files, memory) a request's
+ * words call for, by fixed lists of word stems (agent/toolpick.c); for a
+ * question that names no change, only their reading tools. For a prompt
+ * trimmed to fit a small context. Returns the number of tools (0: none
+ * recognised, filter ""), -1 when filter (n bytes) is too small. */
+int hx_agent_tools_for_request(const hx_tools *reg, const char *request, char *filter,
+                               size_t n);
 
 #endif /* HX_AGENT_H */

@@ -254,7 +254,7 @@ typedef struct session {
     hx_planner *pl;
     hx_tool_spec *specs;
     const char *tools;    /* the tool filter: --tools, or the governor's cut */
-    char tool_cut[128];
+    char tool_cut[512];
     char model_name[256];
     hx_adapter *ads[HX_ADAPTER_MAX]; /* attached to the source's context */
     float ascale[HX_ADAPTER_MAX];
@@ -398,7 +398,7 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     snprintf(s->model_name, sizeof s->model_name, "%s", slash ? slash + 1 : path);
     s->tools = o->tools;
     if (!o->tools && gd.level >= HX_GOV_CRITICAL && o->text &&
-        hx_agent_tools_for_request(o->text, s->tool_cut, sizeof s->tool_cut) > 0) {
+        hx_agent_tools_for_request(s->reg, o->text, s->tool_cut, sizeof s->tool_cut) > 0) {
         s->tools = s->tool_cut; /* a prompt that fits the critical context */
         fprintf(stderr, "hearth: governor: %s: offering only %s\n", gd.why, s->tool_cut);
     }

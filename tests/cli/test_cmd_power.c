@@ -3,9 +3,11 @@
  * the config.json "governor" policy (thresholds, off, bad values), and
  * `hearth ask` switching to the configured small model. */
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -278,6 +280,79 @@ static void test_small_model_problems(void)
     unsetenv("HEARTH_LOG");
 }
 
+/* `hearth ask TEXT` with config governor {} and a calendar holding a
+ * dentist's appointment tomorrow, more arguments in extra (NULL-ended);
+ * stdout and stderr into *out and *err (caller frees). */
+static int ask_calendar(const char *model, char **extra, char **out, char **err)
+{
+    char cfg[600], cal[600], text[1200], ics[800];
+    snprintf(cal, sizeof cal, "%s/cal", tmpdir);
+    time_t t = time(NULL) + 86400;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    snprintf(ics, sizeof ics, "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//EN\r\n"
+             "BEGIN:VEVENT\r\nUID:dentist@t\r\nDTSTAMP:20260101T000000Z\r\n"
+             "DTSTART:%04d%02d%02dT100000Z\r\nDTEND:%04d%02d%02dT110000Z\r\n"
+             "SUMMARY:Dentist\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+    put("cal/dentist.ics", ics);
+    snprintf(cfg, sizeof cfg, "%s/config.json", tmpdir);
+    snprintf(text, sizeof text, "{\"governor\": {}, \"calendars\": [\"%s\"], "
+             "\"maildir\": \"\", \"file_roots\": []}\n", cal);
+    hx_err e = {0};
+    if (hx_write_file_atomic(cfg, text, strlen(text), &e)) return -1;
+    char *argv[32] = {"ask", "What is on my calendar tomorrow?", "--model", (char *)model,
+                      "--config", cfg, "--no-memory", "--no-prefix-cache", "--no"};
+    int argc = 9;
+    for (int i = 0; extra && extra[i] && argc < 31; i++) argv[argc++] = extra[i];
+    argv[argc] = NULL;
+    return run_forked(hx_cmd_ask, argv, out, err);
+}
+
+/* At the critical level (context at most 1024) a calendar question still
+ * runs: its prompt offers only the calendar's reading tools. A model whose
+ * full prompt (chatml, the Qwen tokenizer: about 2,500 tokens) overflows
+ * the cap fits; the control: the same request with all tools under the same
+ * cap at the normal level is too long. Then the project's model answers it
+ * from a calendar tool. */
+static void test_critical_answers_calendar(void)
+{
+    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    if (!vocab) return;
+    char qw[600], *out = NULL, *err = NULL;
+    snprintf(qw, sizeof qw, "%s/qw.gguf", tmpdir);
+    char *mk[] = {"mkmodel", "-o", qw, "--arch", "qwen3", "--vocab", (char *)vocab, "--layers",
+                  "1", "--embd", "64", "--heads", "2", "--heads-kv", "1", "--head-dim", "32",
+                  "--ff", "64", "--ctx", "4096", NULL};
+    ASSERT(run_verb(hx_cmd_mkmodel, mk, &out, &err) == HX_EXIT_OK);
+    free(out), free(err);
+    char *budget[] = {"--max-tokens", "2", "--max-steps", "1", NULL};
+    tree("5\n", "Discharging\n");
+    int rc = ask_calendar(qw, budget, &out, &err);
+    EXPECT(rc == HX_EXIT_OK || rc == HX_EXIT_FAIL); /* answered, or the 2-token budget */
+    EXPECT(err && strstr(err, "offering only calendar.list_events,calendar.free_busy,"
+                              "calendar.find_slots\n"));
+    EXPECT(err && strstr(err, "context 1024"));
+    EXPECT(err && !strstr(err, "too long"));
+    free(out), free(err);
+    tree("90\n", "Charging\n"); /* control: every tool, the same cap */
+    char *capped[] = {"--max-tokens", "2", "--max-steps", "1", "--ctx", "1024", NULL};
+    rc = ask_calendar(qw, capped, &out, &err);
+    EXPECT_EQ_INT(rc, HX_EXIT_FAIL);
+    EXPECT(err && strstr(err, "request too long"));
+    EXPECT(err && !strstr(err, "offering only"));
+    free(out), free(err);
+    char tiny[PATH_MAX];
+    if (!realpath("models/hearth-tiny.gguf", tiny)) SKIP("models/hearth-tiny.gguf is not here");
+    tree("5\n", "Discharging\n");
+    rc = ask_calendar(tiny, NULL, &out, &err);
+    EXPECT_EQ_INT(rc, HX_EXIT_OK);
+    /* a calendar tool ran (which one is the model's choice) and an answer followed */
+    EXPECT(err && strstr(err, "-> calendar.") && strstr(err, "   ok ("));
+    EXPECT(out && strlen(out) > 8);
+    free(out), free(err);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hearth_test_cmd_power_%d", (int)getpid());
@@ -290,6 +365,7 @@ int main(void)
     RUN(test_config_policy);
     RUN(test_ask_switches_to_small_model);
     RUN(test_small_model_problems);
+    RUN(test_critical_answers_calendar);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("cleanup failed\n");
