@@ -172,6 +172,13 @@ typedef struct hx_source_engine_params {
                              (borrowed: must outlive the source); NULL: the
                              source's decoder keeps its own. Not used with
                              plain_decode */
+    hx_loop *loop;        /* the closed loop (engine/governor.h; borrowed):
+                             inference runs in slices of slice_ms, the loop
+                             counts them and its thread choice applies from
+                             the next slice; each model turn's TTFT and
+                             rates go to it; its speculation depth caps the
+                             drafts. NULL: whole passes, no loop */
+    double slice_ms;      /* with loop: slice length; 0: 10 ms */
 } hx_source_engine_params;
 /* The loop guard (agent/source.c) in the compact style: when the last
  * period * times tokens of hist[0, n) (oldest first) are one run of
@@ -283,6 +290,10 @@ typedef struct hx_gen_stats {
  * work is done); a source that is not an engine source (the oracle) adds
  * nothing. */
 void hx_source_engine_add_stats(hx_source *s, hx_gen_stats *acc);
+/* Ends the turn the planner stopped reading (a request's last), so that
+ * its counters and its measurements for the loop are taken now; no-op for
+ * another source or when no turn is open. */
+void hx_source_engine_end_turn(hx_source *s);
 /* The prompt's tokens exactly as the engine source feeds them to the model
  * (special tokens parsed, BOS if the vocabulary asks for it): *out is
  * malloc'd (caller frees); returns the count, or -rc with err set. Chat

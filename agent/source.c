@@ -49,6 +49,12 @@ typedef struct eng_src {
     char *copy_text;      /* what arguments are copied from (owned) */
     char *known_addrs;    /* addresses the user knows, one a line (owned) */
     char *request;        /* the user's latest message (owned) */
+    /* the closed loop (NULL: none) and the current turn's timing */
+    hx_loop *loop;
+    double turn_t0;       /* when the turn's prompt began */
+    double ttft_ms;       /* its time to first token; < 0 before it */
+    int turn_prefilled, turn_reused; /* prompt tokens run, and reused */
+    double prefill_s;
 } eng_src;
 
 void hx_source_free(hx_source *s)
@@ -401,6 +407,22 @@ static void save_prefix(eng_src *e, const int32_t *t, int n, int loaded)
         hx_log_warn("prefix cache: %s", hx_ctx_errmsg(e->ctx));
 }
 
+/* The loop's thread choice, from the next slice on. */
+static void apply_threads(eng_src *e)
+{
+    hx_loop_choice ch;
+    hx_loop_get(e->loop, &ch);
+    hx_ctx_set_threads(e->ctx, ch.n_threads);
+}
+
+/* Between slices of a pass: the loop counts them, re-reads the device
+ * every so many, and a new thread choice applies at once. */
+static void on_slice(void *user)
+{
+    eng_src *e = user;
+    if (hx_loop_slice(e->loop)) apply_threads(e);
+}
+
 /* Counts the turn just ended (its sampler still set) as a tool-call turn,
  * where its loop guard saw a call begin, or a text turn. */
 static void end_turn(eng_src *e)
@@ -408,6 +430,14 @@ static void end_turn(eng_src *e)
     if (e->guard && e->guard->called) {
         e->call_tokens += e->turn_tokens;
         e->call_seconds += e->turn_seconds;
+    }
+    if (e->loop && e->ttft_ms >= 0) {
+        hx_turn_stats t = {e->ttft_ms, e->turn_reused > 0,
+                           e->prefill_s > 0 ? e->turn_prefilled / e->prefill_s : 0,
+                           e->turn_seconds > 0 ? e->turn_tokens / e->turn_seconds : 0};
+        hx_log_debug("source: turn ttft %.1f ms warm %d decode %.1f tok/s", t.ttft_ms, t.warm, t.decode_tps);
+        if (hx_loop_turn(e->loop, &t)) apply_threads(e);
+        e->ttft_ms = -1;
     }
     e->turn_tokens = 0;
     e->turn_seconds = 0;
@@ -436,6 +466,7 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
         return hx_err_set(err, HX_ERR_INVALID, "empty prompt");
     }
     int keep = 0, loaded = 0;
+    const double t0 = hx_time_mono();
     while (keep < n && keep < e->n_cache && e->cache[keep] == t[keep]) keep++;
     if (keep == n) keep--;
     if (keep > hx_ctx_n_past(e->ctx)) keep = hx_ctx_n_past(e->ctx); /* a pending token */
@@ -450,6 +481,11 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
     int rc = decode(e, t + keep, n - keep, err);
     e->n_cache = hx_ctx_n_past(e->ctx); /* what a cancelled prefill left */
     if (rc) return rc;
+    e->turn_t0 = t0;
+    e->ttft_ms = -1;
+    e->turn_prefilled = n - keep;
+    e->turn_reused = keep;
+    e->prefill_s = hx_time_mono() - t0;
     if (keep == loaded) save_prefix(e, t, n, loaded);
     e->n_cache = n;
     *n_prompt = n;
@@ -488,6 +524,7 @@ static int eng_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
     int rc = hx_spec_next(e->spec, e->s, e->cache, e->n_cache, &tok, err);
     double dt = hx_time_mono() - t0;
     if (rc) return rc;
+    if (e->ttft_ms < 0) e->ttft_ms = (hx_time_mono() - e->turn_t0) * 1e3;
     if (hx_vocab_is_eog(e->v, tok)) {
         e->ended = *end = 1;
         count_token(e, dt);
@@ -589,6 +626,11 @@ static hx_spec *new_spec(eng_src *e, const hx_source_engine_params *p)
 {
     hx_spec_params sp = hx_spec_default_params();
     if (p->plain_decode) sp.max_batch = 1;
+    if (p->loop) {
+        hx_loop_choice ch;
+        hx_loop_get(p->loop, &ch);
+        if (ch.spec_depth < sp.max_draft) sp.max_draft = ch.spec_depth;
+    }
     hx_spec *s = hx_spec_new(e->ctx, e->v, &sp);
     if (s && !p->plain_decode) hx_spec_set_memo(s, p->spec_memo);
     return s;
@@ -635,6 +677,12 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
         (rc = hx_ctx_set_adapters(e->ctx, p->adapters, p->adapter_scales, p->n_adapters)))
         hx_err_set(err, rc, "%s", hx_ctx_errmsg(e->ctx));
     if (!rc && !(e->spec = new_spec(e, p))) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    e->loop = p->loop;
+    e->ttft_ms = -1;
+    if (!rc && e->loop) {
+        hx_ctx_set_slicer(e->ctx, p->slice_ms > 0 ? p->slice_ms : 10, on_slice, e);
+        apply_threads(e);
+    }
     if (!rc) rc = hx_gvocab_from_vocab_cached(e->v, NULL, &e->gv, NULL, err);
     if (!rc && (rc = find_ws_tokens(e))) hx_err_set(err, rc, "out of memory");
     if (rc) {
@@ -648,6 +696,11 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                        .set_known_addresses = eng_known_addresses,
                        .set_request = eng_request, .begin_marked = eng_begin_marked};
     return HX_OK;
+}
+
+void hx_source_engine_end_turn(hx_source *s)
+{
+    if (s && s->begin == eng_begin && s->ctx) end_turn(s->ctx);
 }
 
 void hx_source_engine_add_stats(hx_source *s, hx_gen_stats *acc)

@@ -137,6 +137,18 @@ void hx_cli_print_power(FILE *f, const struct hx_power *pw,
  * on stderr. Borrowed from path or cfg. */
 const char *hx_cli_gov_model(const struct hx_config *cfg,
                              const struct hx_gov_decision *d, const char *path);
+/* The closed loop for a session under cfg (config.json's "governor":
+ * the policy, and "ttft_ms", "decode_floor", "reread_slices" for its
+ * targets); NULL when "enabled" is false or out of memory. Free with
+ * hx_loop_free. */
+struct hx_loop;
+struct hx_loop *hx_cli_loop_new(const struct cJSON *cfg);
+/* The loop's decisions after number *seen (updating it), each a line
+ * "hearth: governor: ..." on f, and when trace is given an array
+ * "governor" of them in it. */
+void hx_cli_loop_report(FILE *f, struct hx_loop *k, int *seen, struct cJSON *trace);
+/* The "loop" line of `hearth info`: targets and the current choice. */
+void hx_cli_print_loop(FILE *f, struct hx_loop *k);
 int hx_cmd_datagen(int argc, char **argv); /* cmd_datagen.c */
 int hx_cmd_vocab(int argc, char **argv); /* cmd_vocab.c */
 

@@ -103,3 +103,78 @@ const char *hx_cli_gov_model(const hx_config *cfg, const hx_gov_decision *d, con
             path ? path : "");
     return small;
 }
+
+/* ---- the closed loop ---- */
+
+static hx_loop_targets targets(const cJSON *o)
+{
+    hx_loop_targets t = hx_loop_default_targets();
+    if (!cJSON_IsObject(o)) return t;
+    num_key(o, "ttft_ms", 10, 600000, &t.ttft_ms);
+    num_key(o, "decode_floor", 0, 10000, &t.decode_floor);
+    int_key(o, "reread_slices", 1, 1000000, &t.reread_slices);
+    t.small_level = small_model_level(o);
+    return t;
+}
+
+hx_loop *hx_cli_loop_new(const cJSON *cfg)
+{
+    if (cJSON_IsFalse(cJSON_GetObjectItem(cfg, "enabled"))) return NULL;
+    hx_governor_params p = policy(cfg);
+    hx_loop_targets t = targets(cfg);
+    return hx_loop_new(&p, &t, NULL, NULL);
+}
+
+/* "1 thread, context at most 1024, 8-bit KV, no drafts, the small model,
+ * the request's tools only" */
+static void describe(char *buf, size_t n, const hx_loop_choice *c)
+{
+    char cap[40] = "no context cap", drafts[24] = "no drafts";
+    if (c->ctx_cap) snprintf(cap, sizeof cap, "context at most %d", c->ctx_cap);
+    if (c->spec_depth) snprintf(drafts, sizeof drafts, "drafts up to %d", c->spec_depth);
+    snprintf(buf, n, "%d thread%s, %s, %s KV, %s%s%s", c->n_threads, c->n_threads == 1 ? "" : "s",
+             cap, c->kv_q8 ? "8-bit" : "16-bit", drafts, c->small_model ? ", the small model" : "",
+             c->trim_prompt ? ", the request's tools only" : "");
+}
+
+void hx_cli_loop_report(FILE *f, hx_loop *k, int *seen, cJSON *trace)
+{
+    if (!k) return;
+    int n;
+    const hx_loop_event *ev = hx_loop_events(k, &n);
+    cJSON *arr = trace ? cJSON_AddArrayToObject(trace, "governor") : NULL;
+    for (int i = 0; i < n; i++) {
+        if (ev[i].seq <= *seen) continue;
+        char what[200];
+        describe(what, sizeof what, &ev[i].choice);
+        fprintf(f, "hearth: governor: after %ld slices, %d turns: %s: %s (threads at once; "
+                   "model, context and cache from the next session)\n", ev[i].slice,
+                ev[i].turn, ev[i].why, what);
+        cJSON *o = arr ? cJSON_CreateObject() : NULL;
+        if (o) {
+            cJSON_AddNumberToObject(o, "slice", (double)ev[i].slice);
+            cJSON_AddNumberToObject(o, "turn", ev[i].turn);
+            cJSON_AddStringToObject(o, "why", ev[i].why);
+            cJSON_AddStringToObject(o, "choice", what);
+            cJSON_AddItemToArray(arr, o);
+        }
+        *seen = ev[i].seq;
+    }
+}
+
+void hx_cli_print_loop(FILE *f, hx_loop *k)
+{
+    if (!k) {
+        fprintf(f, "loop           off (config governor.enabled)\n");
+        return;
+    }
+    const hx_loop_targets *t = hx_loop_get_targets(k);
+    hx_loop_choice c;
+    hx_loop_get(k, &c);
+    char what[200];
+    describe(what, sizeof what, &c);
+    fprintf(f, "loop           targets: warm TTFT <= %.0f ms, decode >= %.1f tokens/s; "
+               "the device re-read every %d slices\n", t->ttft_ms, t->decode_floor,
+            t->reread_slices);
+    fprintf(f, "               now: %s\n", what);
+}

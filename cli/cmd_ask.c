@@ -254,6 +254,8 @@ typedef struct session {
     hx_planner *pl;
     hx_tool_spec *specs;
     const char *tools;    /* the tool filter: --tools, or the governor's cut */
+    hx_loop *loop;        /* the closed loop (NULL: the governor is off) */
+    int loop_seen;        /* its decisions reported so far */
     char tool_cut[512];
     char model_name[256];
     hx_adapter *ads[HX_ADAPTER_MAX]; /* attached to the source's context */
@@ -265,6 +267,7 @@ static void session_close(session *s)
 {
     hx_planner_free(s->pl);
     hx_source_free(&s->src);
+    hx_loop_free(s->loop);
     for (int i = 0; i < s->n_ads; i++) hx_adapter_free(s->ads[i]);
     hx_model_free(s->model);
     free(s->specs);
@@ -396,8 +399,12 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     if (rc) return rc;
     const char *slash = strrchr(path, '/');
     snprintf(s->model_name, sizeof s->model_name, "%s", slash ? slash + 1 : path);
+    s->loop = hx_cli_loop_new(cJSON_GetObjectItem(s->cfg->raw, "governor"));
+    hx_loop_choice ch = {0};
+    if (s->loop) hx_loop_get(s->loop, &ch);
+    s->loop_seen = 1; /* the opening decision is govern()'s line */
     s->tools = o->tools;
-    if (!o->tools && gd.level >= HX_GOV_CRITICAL && o->text &&
+    if (!o->tools && ch.trim_prompt && o->text &&
         hx_agent_tools_for_request(s->reg, o->text, s->tool_cut, sizeof s->tool_cut) > 0) {
         s->tools = s->tool_cut; /* a prompt that fits the critical context */
         fprintf(stderr, "hearth: governor: %s: offering only %s\n", gd.why, s->tool_cut);
@@ -412,6 +419,9 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     if (o->n_ctx) ep.n_ctx = o->n_ctx;
     ep.n_threads = o->n_threads;
     govern(s, &gd, &ep);
+    ep.loop = s->loop;
+    /* Q8_0 rows need heads of whole 32-value blocks; others keep F16 */
+    if (ch.kv_q8 && hx_model_hparams(s->model)->head_dim % 32 == 0) ep.kv_q8 = 1;
     ep.cancelled = cancelled; /* Ctrl-C during a long prefill */
     int arc = load_adapters(s, o, path != chosen, &ep, err);
     if (arc) return arc;
@@ -602,6 +612,8 @@ static int run_one(session *s, const ask_opts *o, const char *text)
     int rc = hx_planner_run(s->pl, text, o->json ? &quiet : &io, &trace, &err);
     signal(SIGINT, SIG_DFL);
     if (trace) remember_last((int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "episode")));
+    hx_source_engine_end_turn(&s->src);
+    hx_cli_loop_report(stderr, s->loop, &s->loop_seen, o->json ? trace : NULL);
     if (o->json && trace) {
         char *j = cJSON_Print(trace);
         if (j) printf("%s\n", j);

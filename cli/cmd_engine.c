@@ -617,6 +617,17 @@ static cJSON *json_governor(const hx_power *pw, const hx_gov_decision *d)
     cJSON_AddStringToObject(o, "nightly_why", d->nightly_why);
     cJSON_AddNumberToObject(o, "load1", pw->load1);
     cJSON_AddNumberToObject(o, "cpus", pw->n_cpus);
+    hx_loop *k = hx_cli_loop_new(NULL);
+    if (k) { /* the closed loop's opening choice */
+        hx_loop_choice c;
+        hx_loop_get(k, &c);
+        cJSON_AddNumberToObject(o, "ttft_target_ms", hx_loop_get_targets(k)->ttft_ms);
+        cJSON_AddBoolToObject(o, "kv_q8", c.kv_q8);
+        cJSON_AddNumberToObject(o, "max_draft", c.spec_depth);
+        cJSON_AddBoolToObject(o, "small_model", c.small_model);
+        cJSON_AddBoolToObject(o, "trim_prompt", c.trim_prompt);
+    }
+    hx_loop_free(k);
     return o;
 }
 
@@ -691,6 +702,9 @@ int hx_cmd_info(int argc, char **argv)
     hx_gov_decision gd;
     hx_cli_governor(NULL, &gd, &pw);
     hx_cli_print_power(stdout, &pw, &gd);
+    hx_loop *k = hx_cli_loop_new(NULL);
+    hx_cli_print_loop(stdout, k);
+    hx_loop_free(k);
     hx_model_free(m);
     return ex;
 }

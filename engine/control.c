@@ -19,7 +19,7 @@ struct hx_loop {
     long slices;
     int turns;
     hx_loop_event ev[HX_LOOP_EVENTS];
-    int n_ev, first_ev;
+    int n_ev, first_ev, seq;
 };
 
 hx_loop_targets hx_loop_default_targets(void)
@@ -30,7 +30,7 @@ hx_loop_targets hx_loop_default_targets(void)
 
 /* Draft tokens per pass by level: speculation spends compute on drafts
  * that may be rejected, so less of it as the power budget shrinks. */
-static const int spec_by_level[3] = {4, 2, 0};
+static const int spec_by_level[3] = {8, 4, 0};
 
 static void choose(const hx_loop *k, hx_loop_choice *c)
 {
@@ -51,6 +51,7 @@ static void record(hx_loop *k, const char *why)
     if (k->n_ev == HX_LOOP_EVENTS) k->first_ev = (k->first_ev + 1) % HX_LOOP_EVENTS;
     else k->n_ev++;
     hx_loop_event *e = &k->ev[i];
+    e->seq = ++k->seq;
     e->slice = k->slices;
     e->turn = k->turns;
     e->capacity = k->pw.n_batteries ? k->pw.capacity : HX_POWER_UNKNOWN;
@@ -104,6 +105,7 @@ void hx_loop_free(hx_loop *k)
 }
 
 void hx_loop_get(const hx_loop *k, hx_loop_choice *out) { *out = k->cur; }
+const hx_loop_targets *hx_loop_get_targets(const hx_loop *k) { return &k->t; }
 
 int hx_loop_slice(hx_loop *k)
 {

@@ -46,11 +46,12 @@ typedef struct hx_call {
 } hx_call;
 
 /* Time estimates of the pieces of a pass, measured as they run, for
- * sizing the next piece to what is left of a slice (0: not yet known). */
+ * sizing the next piece to what is left of a slice (0: not yet known).
+ * By the pass's size: one token (reads weights), a few, a batch (computes). */
+enum { HX_RATE_ONE, HX_RATE_FEW, HX_RATE_BATCH, HX_RATE_KINDS };
 typedef struct hx_slice_rates {
-    double mm;       /* seconds per multiply-add of a matmul chunk */
-    double att;      /* seconds per attention task */
-    double unit[8];  /* seconds of an unsplittable piece, by kind */
+    double mm[HX_RATE_KINDS];  /* seconds per multiply-add of a matmul chunk */
+    double att[HX_RATE_KINDS]; /* seconds per attention task and cached key */
 } hx_slice_rates;
 
 /* The attention of one layer as independent tasks (attention.c). */

@@ -171,16 +171,23 @@ static int same_act(const hx_wmat *a, const hx_wmat *b)
 
 static int past(double deadline) { return !isinf(deadline) && hx_time_mono() >= deadline; }
 
+/* The rate kind of a pass of B tokens. */
+static int rate_kind(int B)
+{
+    return B == 1 ? HX_RATE_ONE : B < FA_TILE_Q ? HX_RATE_FEW : HX_RATE_BATCH;
+}
+
 /* Rows of a chunk of `left` rows of cols inputs for B tokens that fit
  * until the deadline at the measured rate (whole multiples of 16, at
  * least 16): all of them without a deadline, 64 before a rate is known. */
-static int64_t chunk_rows(const hx_ctx *c, int64_t left, int64_t macs_per_row,
+static int64_t chunk_rows(const hx_ctx *c, int64_t left, int64_t macs_per_row, int B,
                           double deadline)
 {
     if (isinf(deadline)) return left;
     int64_t r = 64;
-    if (c->rates.mm > 0)
-        r = (int64_t)((deadline - hx_time_mono()) / (c->rates.mm * (double)macs_per_row)) / 16 * 16;
+    const double rate = c->rates.mm[rate_kind(B)];
+    if (rate > 0)
+        r = (int64_t)((deadline - hx_time_mono()) / (rate * (double)macs_per_row)) / 16 * 16;
     if (r < 16) r = 16;
     return r < left ? r : left;
 }
@@ -225,10 +232,11 @@ static int run_group(hx_ctx *c, const mm_group *g, int64_t *done, double deadlin
         int64_t end = base + g->w[i]->rows; /* a chunk may run on into */
         while (i + 1 < g->n && same_act(g->w[i + 1], g->w[i])) end += g->w[++i]->rows;
         const int64_t macs = g->w[i]->cols * g->B;
-        const int64_t n = chunk_rows(c, end - *done, macs, deadline);
+        const int64_t n = chunk_rows(c, end - *done, macs, g->B, deadline);
         const double t0 = isinf(deadline) ? 0 : hx_time_mono();
         group_chunk(c, g, *done, n);
-        if (!isinf(deadline)) learn(&c->rates.mm, (hx_time_mono() - t0) / ((double)n * macs));
+        if (!isinf(deadline))
+            learn(&c->rates.mm[rate_kind(g->B)], (hx_time_mono() - t0) / ((double)n * macs));
         *done += n;
         if (*done < total && past(deadline)) return 0;
     }
@@ -329,17 +337,19 @@ static int unit_att(hx_ctx *c, int l, double deadline)
     if (!p->begun) qk_prepare(c, &c->m->layers[l], l, p->B, c->n_past);
     hx_attn_run r;
     hx_attention_plan(c, l, p->B, c->n_past, &r);
+    double *rate = &c->rates.att[rate_kind(p->B)];
+    const double keys = (double)(c->n_past + p->B); /* a task's work grows with them */
     while (p->done < r.n_tasks) {
         int64_t n = r.n_tasks - p->done;
         if (!isinf(deadline)) {
-            int64_t fit = c->rates.att > 0
-                ? (int64_t)((deadline - hx_time_mono()) / c->rates.att) : c->n_threads;
+            int64_t fit = *rate > 0
+                ? (int64_t)((deadline - hx_time_mono()) / (*rate * keys)) : c->n_threads;
             fit = fit < c->n_threads ? c->n_threads : fit;
             n = fit < n ? fit : n;
         }
         const double t0 = isinf(deadline) ? 0 : hx_time_mono();
         hx_attention_range(&r, (int)p->done, (int)(p->done + n));
-        if (!isinf(deadline)) learn(&c->rates.att, (hx_time_mono() - t0) / (double)n);
+        if (!isinf(deadline)) learn(rate, (hx_time_mono() - t0) / ((double)n * keys));
         p->done += n;
         if (p->done < r.n_tasks && past(deadline)) return 0;
     }

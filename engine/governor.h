@@ -127,6 +127,7 @@ typedef struct hx_turn_stats {
 
 /* A recorded decision. */
 typedef struct hx_loop_event {
+    int seq;             /* 1 for the opening decision, then 2, 3... */
     long slice;          /* slices counted when it was made */
     int turn;            /* turns counted */
     int capacity;        /* the reading: battery percent (HX_POWER_UNKNOWN) */
@@ -142,8 +143,9 @@ typedef struct hx_loop hx_loop;
 hx_loop *hx_loop_new(const hx_governor_params *gp, const hx_loop_targets *t,
                      const char *sysfs, const char *procfs);
 void hx_loop_free(hx_loop *k); /* NULL is a no-op */
-/* The current choice. */
+/* The current choice; the targets. */
 void hx_loop_get(const hx_loop *k, hx_loop_choice *out);
+const hx_loop_targets *hx_loop_get_targets(const hx_loop *k);
 /* Counts a slice; every reread_slices-th re-reads the device. 1 when the
  * choice changed (recorded), else 0. */
 int hx_loop_slice(hx_loop *k);

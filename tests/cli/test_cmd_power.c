@@ -283,7 +283,8 @@ static void test_small_model_problems(void)
 /* `hearth ask TEXT` with config governor {} and a calendar holding a
  * dentist's appointment tomorrow, more arguments in extra (NULL-ended);
  * stdout and stderr into *out and *err (caller frees). */
-static int ask_calendar(const char *model, char **extra, char **out, char **err)
+static int ask_calendar_gov(const char *model, const char *gov, char **extra, char **out,
+                            char **err)
 {
     char cfg[600], cal[600], text[1200], ics[800];
     snprintf(cal, sizeof cal, "%s/cal", tmpdir);
@@ -297,8 +298,8 @@ static int ask_calendar(const char *model, char **extra, char **out, char **err)
              tm.tm_mon + 1, tm.tm_mday, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
     put("cal/dentist.ics", ics);
     snprintf(cfg, sizeof cfg, "%s/config.json", tmpdir);
-    snprintf(text, sizeof text, "{\"governor\": {}, \"calendars\": [\"%s\"], "
-             "\"maildir\": \"\", \"file_roots\": []}\n", cal);
+    snprintf(text, sizeof text, "{\"governor\": %s, \"calendars\": [\"%s\"], "
+             "\"maildir\": \"\", \"file_roots\": []}\n", gov, cal);
     hx_err e = {0};
     if (hx_write_file_atomic(cfg, text, strlen(text), &e)) return -1;
     char *argv[32] = {"ask", "What is on my calendar tomorrow?", "--model", (char *)model,
@@ -307,6 +308,45 @@ static int ask_calendar(const char *model, char **extra, char **out, char **err)
     for (int i = 0; extra && extra[i] && argc < 31; i++) argv[argc++] = extra[i];
     argv[argc] = NULL;
     return run_forked(hx_cmd_ask, argv, out, err);
+}
+
+static int ask_calendar(const char *model, char **extra, char **out, char **err)
+{
+    return ask_calendar_gov(model, "{}", extra, out, err);
+}
+
+/* The closed loop in a session: turns whose decode is below the floor
+ * (10,000 tokens/s: every turn) twice in a row raise the latency level;
+ * the decision is said on stderr and recorded in the --json trace, with
+ * its reason. The control: under the default floor, no decision after the
+ * opening one. */
+static void test_ask_loop_records_decisions(void)
+{
+    char tiny[PATH_MAX], *out = NULL, *err = NULL;
+    if (!realpath("models/hearth-tiny.gguf", tiny)) SKIP("models/hearth-tiny.gguf is not here");
+    tree("90\n", "Charging\n");
+    char *json[] = {"--json", NULL};
+    int rc = ask_calendar_gov(tiny, "{\"decode_floor\": 10000}", json, &out, &err);
+    EXPECT_EQ_INT(rc, HX_EXIT_OK);
+    cJSON *t = out ? cJSON_Parse(out) : NULL;
+    ASSERT(t);
+    const cJSON *g = cJSON_GetObjectItem(t, "governor");
+    EXPECT(cJSON_GetArraySize(g) >= 1);
+    const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(g, 0), "why"));
+    EXPECT(why && strstr(why, "latency over target"));
+    const char *choice = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(g, 0), "choice"));
+    EXPECT(choice && strstr(choice, "the request's tools only"));
+    EXPECT(err && strstr(err, "hearth: governor: after "));
+    cJSON_Delete(t);
+    free(out), free(err);
+    rc = ask_calendar_gov(tiny, "{}", json, &out, &err);
+    EXPECT_EQ_INT(rc, HX_EXIT_OK);
+    t = out ? cJSON_Parse(out) : NULL;
+    ASSERT(t);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "governor")), 0);
+    EXPECT(err && !strstr(err, "hearth: governor: after "));
+    cJSON_Delete(t);
+    free(out), free(err);
 }
 
 /* At the critical level (context at most 1024) a calendar question still
@@ -366,6 +406,7 @@ int main(void)
     RUN(test_ask_switches_to_small_model);
     RUN(test_small_model_problems);
     RUN(test_critical_answers_calendar);
+    RUN(test_ask_loop_records_decisions);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("cleanup failed\n");
