@@ -10,7 +10,8 @@
  * each beside a UI thread at normal priority that wakes every 16.7 ms,
  * records how late it woke and then works 2 ms (a frame's layout and
  * paint); (4) driven from the UI thread itself: each frame one hx_step of
- * the budget. A UI thread alone gives the baseline delays. Without
+ * the budget. A UI thread alone gives the baseline delays. One pass
+ * first reads every weight (no page faults in the figures). Without
  * --model, bench/engine's Qwen3-0.6B-shaped file in
  * $XDG_CACHE_HOME/hearth/bench-models. */
 #include <math.h>
@@ -252,6 +253,11 @@ static void bench_model(const char *path, opts *o)
     const hx_hparams *hp = hx_model_hparams(m);
     printf("%s (%s, %d layers, width %d%s), %d threads, load %.2f\n", path, hp->arch,
            hp->n_layer, hp->n_embd, hp->n_expert ? ", MoE" : "", o->threads, bench_load1());
+    job warm = {.m = m, .o = o};
+    hx_ctx *c = new_ctx(&warm); /* every weight read once: no page faults later */
+    int32_t t[64] = {0};
+    if (c && (hx_decode(c, t, 64, 0) || hx_decode(c, t, 1, 0))) fprintf(stderr, "slices: warm-up failed\n");
+    hx_ctx_free(c);
     series base = {0};
     ui_frames(NULL, 2.0, &base);
     printf(" UI thread alone, 2 s:\n");
