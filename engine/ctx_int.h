@@ -210,10 +210,18 @@ void hx_attention_plan(hx_ctx *c, int l, int B, int pos0, hx_attn_run *r);
 void hx_attention_range(hx_attn_run *r, int t0, int t1);
 
 /* moe.c */
-/* The MoE FFN of layer L on c->xb (B, n_embd), result into c->xb, in two
- * parts run in order: part 0 routes and runs the experts' gate and up
- * (with a weight cache: everything), part 1 their down and the sum. */
-void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B, int part);
+/* The MoE FFN of layer L on c->xb (B, n_embd), result into c->xb, in
+ * pieces run in order: hx_moe_begin (router, grouping by expert),
+ * hx_moe_up for ranges of experts covering [0, n_expert) (gate, up and
+ * SwiGLU of their pairs), hx_moe_down_begin, hx_moe_down for ranges
+ * covering them again, hx_moe_end (the weighted sum). The pairs of expert
+ * x are c->moe_idx[x] (counts). With a weight cache, hx_moe_begin runs
+ * all the experts (hx_wc_moe) and the ranges do nothing. */
+void hx_moe_begin(hx_ctx *c, const hx_layer *L, int B);
+void hx_moe_up(hx_ctx *c, const hx_layer *L, int x0, int x1);
+void hx_moe_down_begin(hx_ctx *c, const hx_layer *L, int B);
+void hx_moe_down(hx_ctx *c, const hx_layer *L, int x0, int x1);
+void hx_moe_end(hx_ctx *c, int B);
 
 /* Benchmark switches of the MoE FFN: uniform: every token's experts are
  * drawn uniformly at random (seeded; the router's weights are kept), the

@@ -364,18 +364,46 @@ static int unit_wo(hx_ctx *c, int l, double deadline)
     return 1;
 }
 
-/* Dense: gate and up, then SwiGLU; MoE: the router and the experts' first
- * half. */
+/* Experts [*done, ...) of the layer's MoE FFN, up (gate, up, SwiGLU) or
+ * down, in ranges whose multiply-adds fit until the deadline at the
+ * measured rate (one used expert at least): 1 when all are done. */
+static int run_experts(hx_ctx *c, const hx_layer *L, int up, double deadline)
+{
+    const hx_hparams *hp = &c->m->hp;
+    const int *cnt = c->moe_idx;
+    int64_t *done = &c->pass.done;
+    const double per_pair = (double)hp->n_ff_exp * hp->n_embd * (up ? 2 : 1);
+    /* an expert sees about B * used / experts tokens: rated as such a pass */
+    int per_expert = c->pass.B * hp->n_expert_used / hp->n_expert;
+    double *rate = &c->rates.mm[rate_kind(per_expert < 1 ? 1 : per_expert)];
+    while (*done < hp->n_expert) {
+        int x1 = (int)*done;
+        double macs = 0, left = isinf(deadline) ? INFINITY : deadline - hx_time_mono();
+        while (x1 < hp->n_expert && (macs == 0 || *rate <= 0 ||
+                                     (macs + cnt[x1] * per_pair) * *rate <= left))
+            macs += cnt[x1++] * per_pair;
+        const double t0 = isinf(deadline) ? 0 : hx_time_mono();
+        if (up) hx_moe_up(c, L, (int)*done, x1);
+        else hx_moe_down(c, L, (int)*done, x1);
+        if (!isinf(deadline) && macs > 0 && !c->wc) learn(rate, (hx_time_mono() - t0) / macs);
+        *done = x1;
+        if (x1 < hp->n_expert && past(deadline)) return 0;
+    }
+    return 1;
+}
+
+/* Dense: gate and up, then SwiGLU; MoE: the router, then the experts'
+ * gate, up and SwiGLU. */
 static int unit_ffn_in(hx_ctx *c, int l, double deadline)
 {
     const hx_hparams *hp = &c->m->hp;
     const hx_layer *L = &c->m->layers[l];
     const int B = c->pass.B;
-    if (!c->pass.begun) norm_rows(c, L->ffn_norm, B);
-    if (hp->n_expert) {
-        hx_ffn_moe(c, L, B, 0);
-        return 1;
+    if (!c->pass.begun) {
+        norm_rows(c, L->ffn_norm, B);
+        if (hp->n_expert) hx_moe_begin(c, L, B);
     }
+    if (hp->n_expert) return run_experts(c, L, 1, deadline);
     mm_group g = {{&L->ffn_gate, &L->ffn_up}, {c->hb, c->hb2}, 2, B, c->xb};
     if (!run_group(c, &g, &c->pass.done, deadline)) return 0;
     hx_fwd_swiglu(c->tp, c->hb, c->hb2, (int64_t)B * hp->n_ff);
@@ -386,8 +414,11 @@ static int unit_ffn_out(hx_ctx *c, int l, double deadline)
 {
     const hx_layer *L = &c->m->layers[l];
     const int B = c->pass.B;
-    if (c->m->hp.n_expert) hx_ffn_moe(c, L, B, 1);
-    else {
+    if (c->m->hp.n_expert) {
+        if (!c->pass.begun) hx_moe_down_begin(c, L, B);
+        if (!run_experts(c, L, 0, deadline)) return 0;
+        hx_moe_end(c, B);
+    } else {
         mm_group g = {{&L->ffn_down}, {c->xb}, 1, B, c->hb};
         if (!run_group(c, &g, &c->pass.done, deadline)) return 0;
     }

@@ -101,15 +101,16 @@ static void moe_group(hx_ctx *c, int B, int *cnt, int *first)
     }
 }
 
-/* Gate and up of every used expert on its tokens, one pool run:
- * pair rows [first[x], first[x] + cnt[x]) of hb and hb2. */
-static void moe_up(hx_ctx *c, const hx_layer *L, int B, const int *cnt,
+/* Gate and up of the used experts of [x0, x1) on their tokens, one pool
+ * run: pair rows [first[x], first[x] + cnt[x]) of hb and hb2 (x->act
+ * holds xb quantized when the two types agree, hx_moe_begin). */
+static void moe_up(hx_ctx *c, const hx_layer *L, int x0, int x1, const int *cnt,
                    const int *first)
 {
     const int fx = c->m->hp.n_ff_exp;
     int nj = 0;
     if (hx_act_type(L->gate_exps.type) != hx_act_type(L->up_exps.type)) {
-        for (int x = 0; x < c->m->hp.n_expert; x++) {
+        for (int x = x0; x < x1; x++) {
             if (!cnt[x]) continue;
             hx_matmul_expert(c->tp, L->gate_exps.data, L->gate_exps.type,
                              L->gate_exps.cols, fx, x, c->xb, L->gate_exps.cols,
@@ -122,8 +123,7 @@ static void moe_up(hx_ctx *c, const hx_layer *L, int B, const int *cnt,
         }
         return;
     }
-    hx_fwd_quantize(c, L->gate_exps.type, c->xb, B, L->gate_exps.cols);
-    for (int x = 0; x < c->m->hp.n_expert; x++) {
+    for (int x = x0; x < x1; x++) {
         if (!cnt[x]) continue;
         const int32_t *tok = c->ptok + first[x];
         c->jobs[nj++] = hx_fwd_job(c, &L->gate_exps, hx_wmat_at(&L->gate_exps, x), tok,
@@ -134,14 +134,14 @@ static void moe_up(hx_ctx *c, const hx_layer *L, int B, const int *cnt,
     hx_matmul_jobs(c->tp, c->jobs, nj);
 }
 
-/* Down projection of every pair row of hb into eo, one pool run. */
-static void moe_down(hx_ctx *c, const hx_layer *L, int B, const int *cnt,
+/* Down projection of the pair rows of the experts of [x0, x1) into eo,
+ * one pool run (c->act holds hb quantized, hx_moe_down_begin). */
+static void moe_down(hx_ctx *c, const hx_layer *L, int x0, int x1, const int *cnt,
                      const int *first, const int32_t *iota)
 {
     const hx_hparams *hp = &c->m->hp;
     int nj = 0;
-    hx_fwd_quantize(c, L->down_exps.type, c->hb, B * hp->n_expert_used, hp->n_ff_exp);
-    for (int x = 0; x < hp->n_expert; x++) {
+    for (int x = x0; x < x1; x++) {
         if (!cnt[x]) continue;
         c->jobs[nj++] = hx_fwd_job(c, &L->down_exps, hx_wmat_at(&L->down_exps, x),
                             iota + first[x], cnt[x],
@@ -150,30 +150,64 @@ static void moe_down(hx_ctx *c, const hx_layer *L, int B, const int *cnt,
     hx_matmul_jobs(c->tp, c->jobs, nj);
 }
 
-void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B, int part)
+/* The index arrays of moe_idx: counts, first pairs, identity. */
+static void moe_arrays(hx_ctx *c, int **cnt, int **first, int **iota)
+{
+    const int ne = c->m->hp.n_expert;
+    *cnt = c->moe_idx;
+    *first = *cnt + ne;
+    *iota = *cnt + 3 * (size_t)ne;
+}
+
+void hx_moe_begin(hx_ctx *c, const hx_layer *L, int B)
+{
+    const int nu = c->m->hp.n_expert_used;
+    int *cnt, *first, *iota;
+    moe_arrays(c, &cnt, &first, &iota);
+    moe_route(c, L, B);
+    moe_group(c, B, cnt, first);
+    for (int i = 0; i < B * nu; i++) iota[i] = i;
+    if (c->act_hook) { /* calibration: the experts' inputs */
+        hx_fwd_report_experts(c, &L->gate_exps, c->xb, c->ptok, cnt, first);
+        hx_fwd_report_experts(c, &L->up_exps, c->xb, c->ptok, cnt, first);
+    }
+    if (c->wc) hx_wc_moe(c, L, B, cnt, first, iota);
+    else if (hx_act_type(L->gate_exps.type) == hx_act_type(L->up_exps.type))
+        hx_fwd_quantize(c, L->gate_exps.type, c->xb, B, L->gate_exps.cols);
+}
+
+void hx_moe_up(hx_ctx *c, const hx_layer *L, int x0, int x1)
+{
+    int *cnt, *first, *iota;
+    moe_arrays(c, &cnt, &first, &iota);
+    if (c->wc || x0 >= x1) return;
+    const int64_t fx = c->m->hp.n_ff_exp, p0 = first[x0];
+    const int64_t p1 = first[x1 - 1] + cnt[x1 - 1];
+    moe_up(c, L, x0, x1, cnt, first);
+    hx_fwd_swiglu(c->tp, c->hb + p0 * fx, c->hb2 + p0 * fx, (p1 - p0) * fx);
+}
+
+void hx_moe_down_begin(hx_ctx *c, const hx_layer *L, int B)
 {
     const hx_hparams *hp = &c->m->hp;
-    const int ne = hp->n_expert, nu = hp->n_expert_used, e = hp->n_embd;
-    const int fx = hp->n_ff_exp;
-    int *cnt = c->moe_idx;
-    int *first = cnt + ne, *iota = cnt + 3 * (size_t)ne;
-    if (part == 0) {
-        moe_route(c, L, B);
-        moe_group(c, B, cnt, first);
-        for (int i = 0; i < B * nu; i++) iota[i] = i;
-        if (c->act_hook) { /* calibration: the experts' inputs */
-            hx_fwd_report_experts(c, &L->gate_exps, c->xb, c->ptok, cnt, first);
-            hx_fwd_report_experts(c, &L->up_exps, c->xb, c->ptok, cnt, first);
-        }
-        if (c->wc) hx_wc_moe(c, L, B, cnt, first, iota);
-        else {
-            moe_up(c, L, B, cnt, first);
-            hx_fwd_swiglu(c->tp, c->hb, c->hb2, (int64_t)B * nu * fx);
-        }
-        return;
-    }
+    int *cnt, *first, *iota;
+    moe_arrays(c, &cnt, &first, &iota);
     if (c->act_hook) hx_fwd_report_experts(c, &L->down_exps, c->hb, iota, cnt, first);
-    if (!c->wc) moe_down(c, L, B, cnt, first, iota);
+    if (!c->wc)
+        hx_fwd_quantize(c, L->down_exps.type, c->hb, B * hp->n_expert_used, hp->n_ff_exp);
+}
+
+void hx_moe_down(hx_ctx *c, const hx_layer *L, int x0, int x1)
+{
+    int *cnt, *first, *iota;
+    moe_arrays(c, &cnt, &first, &iota);
+    if (!c->wc && x0 < x1) moe_down(c, L, x0, x1, cnt, first, iota);
+}
+
+void hx_moe_end(hx_ctx *c, int B)
+{
+    const hx_hparams *hp = &c->m->hp;
+    const int nu = hp->n_expert_used, e = hp->n_embd;
     for (int t = 0; t < B; t++) {
         float *o = c->xb + (size_t)t * e;
         for (int s = 0; s < nu; s++) {
@@ -183,4 +217,3 @@ void hx_ffn_moe(hx_ctx *c, const hx_layer *L, int B, int part)
         }
     }
 }
-
