@@ -2,7 +2,9 @@
  * list, cold vs warm (in-process and from the prefix cache on disk), on a
  * random-weight Qwen3-0.6B-shaped model. `make bench-ttft`.
  *
- * usage: ttft [--model FILE] [--reps N] [--threads N] [--kv q8]
+ * usage: ttft [--model FILE] [--reps N] [--threads N] [--kv q8] [--tools FILTER]
+ * --tools offers only the tools FILTER names (as `hearth ask --tools`), as
+ * the governor's trimmed prompt does.
  * Without --model the Q4_0 file of bench/engine (Q6_K tied embedding) is
  * used from $XDG_CACHE_HOME/hearth/bench-models, written if missing. The
  * prefix cache goes to a temporary HEARTH_HOME, removed at the end. */
@@ -21,6 +23,7 @@
 typedef struct opts {
     char model[1024];
     int reps, threads, kv_q8;
+    const char *tools; /* NULL: all */
 } opts;
 
 static int parse(int argc, char **argv, opts *o)
@@ -34,8 +37,10 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--model") && v) snprintf(o->model, sizeof o->model, "%s", v), i++;
         else if (!strcmp(a, "--reps") && v) o->reps = atoi(v), i++;
         else if (!strcmp(a, "--threads") && v) o->threads = atoi(v), i++;
+        else if (!strcmp(a, "--tools") && v) o->tools = v, i++;
         else {
-            fprintf(stderr, "usage: ttft [--model FILE] [--reps N] [--threads N] [--kv q8]\n");
+            fprintf(stderr, "usage: ttft [--model FILE] [--reps N] [--threads N] [--kv q8] "
+                            "[--tools FILTER]\n");
             return -1;
         }
     }
@@ -154,10 +159,28 @@ static int rep(hx_model *m, const toolset *t, const opts *o, char **prompts, int
     return res->cold[r] < 0 || res->disk[r] < 0 || res->mem[r] < 0 ? -1 : 0;
 }
 
+/* Keeps the tools filter offers, in the specs and the rendered list. */
+static void keep_tools(toolset *t, const char *filter)
+{
+    int k = 0;
+    for (int i = 0; i < t->n; i++)
+        if (hx_agent_tool_offered(filter, t->specs[i].name)) t->specs[k++] = t->specs[i];
+    t->n = k;
+    for (cJSON *j = t->json->child, *next; j; j = next) {
+        next = j->next;
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(j, "name"));
+        if (!cJSON_GetObjectItem(j, "name")) /* {"type": "function", "function": {...}} */
+            name = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "function"), "name"));
+        if (!name || !hx_agent_tool_offered(filter, name))
+            cJSON_Delete(cJSON_DetachItemViaPointer(t->json, j));
+    }
+}
+
 static int run(const opts *o, hx_model *m)
 {
     toolset t;
     if (open_tools(&t)) return 1;
+    if (o->tools) keep_tools(&t, o->tools);
     char *prompts[4];
     for (int i = 0; i < 4; i++) prompts[i] = render(&t, requests[i]);
     results res = {0};
