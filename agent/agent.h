@@ -422,5 +422,11 @@ int hx_agent_tool_specs(const hx_tools *reg, const char *filter, FILE *warn,
  * recognised, filter ""), -1 when filter (n bytes) is too small. */
 int hx_agent_tools_for_request(const hx_tools *reg, const char *request, char *filter,
                                size_t n);
+/* The tier of a request (agent/toolpick.c): HX_TIER_SMALL when
+ * hx_agent_tools_for_request cuts its tool list to reading tools only (a
+ * plain read or recall, which cannot change anything: a small model may
+ * serve it), else HX_TIER_FULL. filter as there. */
+enum { HX_TIER_FULL = 0, HX_TIER_SMALL = 1 };
+int hx_agent_request_tier(const hx_tools *reg, const char *request, char *filter, size_t n);
 
 #endif /* HX_AGENT_H */

@@ -1,6 +1,7 @@
 /* toolpick.c: the tools a request needs, by the words it uses: the
  * governor's trimmed prompt offers only those domains' tools, and for a
- * question that asks for no change only their reading tools. */
+ * question that asks for no change only their reading tools; a request
+ * left with reading tools only is the small model's tier. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,14 +12,17 @@
  * the start of a word, case-insensitively). */
 static const struct {
     const char *prefix;
-    const char *const stems[12];
+    const char *const stems[24];
 } domains[] = {
     {"calendar.", {"calendar", "meeting", "event", "appointment", "schedul", "agenda",
-                   "busy", "free", "invit", "tomorrow", "today", NULL}},
+                   "busy", "free ", "invit", "tomorrow", "today", "week", "monday",
+                   "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+                   "morning", "afternoon", "evening", NULL}},
     {"mail.", {"mail", "email", "e-mail", "inbox", "message", "repl", "send", "sent",
-               "unread", "wrote", NULL}},
-    {"files.", {"file", "folder", "document", "director", "pdf", NULL}},
-    {"memory.", {"remember", "forget", "recall", "prefer", "favorite", "favourite", NULL}},
+               "unread", "wrote", "write back", NULL}},
+    {"files.", {"file", "folder", "document", "director", "pdf", "note", NULL}},
+    {"memory.", {"remember", "forget", "recall", "prefer", "favorite", "favourite",
+                 "note that", NULL}},
 };
 
 /* Words that ask for a change: such a request keeps every tool of its
@@ -26,12 +30,12 @@ static const struct {
 static const char *const actions[] = {
     "create", "add", "book", "move", "reschedul", "cancel", "delete", "send", "repl",
     "draft", "write", "forward", "remember", "forget", "invite", "set up", "make",
-    "put", "save", "update", "change", NULL};
+    "put", "save", "update", "change", "erase", "drop", "tell ", NULL};
 
 /* Words a question starts with. */
 static const char *const asks[] = {
     "what", "when", "where", "who", "which", "how", "is ", "am ", "are ", "do ",
-    "does ", "did ", "any", "have ", "list", "show", "tell", NULL};
+    "does ", "did ", "any", "have ", "list", "show", NULL};
 
 /* 1 when a word of text starts with stem. */
 static int has_stem(const char *text, const char *stem)
@@ -89,4 +93,15 @@ int hx_agent_tools_for_request(const hx_tools *reg, const char *request, char *f
         k++;
     }
     return k;
+}
+
+int hx_agent_request_tier(const hx_tools *reg, const char *request, char *filter, size_t n)
+{
+    if (hx_agent_tools_for_request(reg, request, filter, n) <= 0) return HX_TIER_FULL;
+    for (int i = 0; i < hx_tools_count(reg); i++) {
+        const hx_tool_def *d = hx_tools_at(reg, i);
+        if (d->effect != HX_EFFECT_READ && hx_agent_tool_offered(filter, d->name))
+            return HX_TIER_FULL;
+    }
+    return HX_TIER_SMALL;
 }

@@ -385,13 +385,50 @@ static int load_adapters(session *s, const ask_opts *o, int small,
     return rc;
 }
 
+/* The decision the model is chosen by: the governor's, or with config
+ * governor.small_tier a request whose tools cut to reading ones (*tier
+ * HX_TIER_SMALL, the cut in s->tool_cut) goes to governor.small_model as
+ * the critical level would send it. */
+static hx_gov_decision model_decision(session *s, const ask_opts *o, const hx_gov_decision *gd,
+                                      int *tier)
+{
+    hx_gov_decision d = *gd;
+    const cJSON *gov = cJSON_GetObjectItem(s->cfg->raw, "governor");
+    *tier = HX_TIER_FULL;
+    if (!o->text || o->tools || !cJSON_IsTrue(cJSON_GetObjectItem(gov, "small_tier"))) return d;
+    *tier = hx_agent_request_tier(s->reg, o->text, s->tool_cut, sizeof s->tool_cut);
+    if (*tier == HX_TIER_SMALL) {
+        d.level = HX_GOV_CRITICAL; /* at or above any governor.small_model_level */
+        snprintf(d.why, sizeof d.why, "a plain read (governor.small_tier)");
+    }
+    return d;
+}
+
+/* The tools offered: --tools, else the request's cut for the small tier
+ * or when the loop trims the prompt (a prompt that fits the critical
+ * context), else all. */
+static void choose_tools(session *s, const ask_opts *o, const hx_loop_choice *ch, int tier,
+                         const char *why)
+{
+    s->tools = o->tools;
+    if (o->tools || !o->text) return;
+    if (tier != HX_TIER_SMALL &&
+        !(ch->trim_prompt &&
+          hx_agent_tools_for_request(s->reg, o->text, s->tool_cut, sizeof s->tool_cut) > 0))
+        return;
+    s->tools = s->tool_cut;
+    fprintf(stderr, "hearth: governor: %s: offering only %s\n", why, s->tool_cut);
+}
+
 static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
 {
     char buf[PATH_MAX + 64];
     hx_gov_decision gd;
+    int tier;
     hx_cli_governor(cJSON_GetObjectItem(s->cfg->raw, "governor"), &gd, NULL);
     const char *chosen = hx_cli_find_model(o->model, s->cfg, buf, sizeof buf);
-    const char *path = hx_cli_gov_model(s->cfg, &gd, chosen);
+    hx_gov_decision md = model_decision(s, o, &gd, &tier);
+    const char *path = hx_cli_gov_model(s->cfg, &md, chosen);
     if (!path)
         return hx_err_set(err, HX_ERR_NOTFOUND, "%s", CLI_NO_MODEL);
     hx_model_params mp = hx_model_default_params();
@@ -403,12 +440,7 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     hx_loop_choice ch = {0};
     if (s->loop) hx_loop_get(s->loop, &ch);
     s->loop_seen = 1; /* the opening decision is govern()'s line */
-    s->tools = o->tools;
-    if (!o->tools && ch.trim_prompt && o->text &&
-        hx_agent_tools_for_request(s->reg, o->text, s->tool_cut, sizeof s->tool_cut) > 0) {
-        s->tools = s->tool_cut; /* a prompt that fits the critical context */
-        fprintf(stderr, "hearth: governor: %s: offering only %s\n", gd.why, s->tool_cut);
-    }
+    choose_tools(s, o, &ch, tier, tier == HX_TIER_SMALL ? md.why : gd.why);
     int k = hx_agent_tool_specs(s->reg, s->tools, stderr, &s->specs);
     if (k < 0) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if (!k) return hx_err_set(err, HX_ERR_INVALID, "--tools %s offers no tool", o->tools);

@@ -242,3 +242,13 @@ $(BUILD)/bench/slices: bench/slices.c $(call libs_for,engine)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
 bench-slices: $(BUILD)/bench/slices
 	$(BUILD)/bench/slices $(ARGS)
+
+# Request tiers and the governor's tool cut on the agent evaluation's tasks
+# (no model): the share of each tier and of cuts that leave out a needed tool.
+.PHONY: bench-tiers
+$(BUILD)/bench/tiers: bench/tiers.c bench/turn.h $(ALL_LIBS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
+bench-tiers: $(BUILD)/bench/tiers $(BUILD)/hearth
+	$(BUILD)/hearth datagen --tasks --split heldout --n 300 --seed 2001 -o $(BUILD)/tiers-tasks.jsonl
+	$(BUILD)/bench/tiers $(BUILD)/tiers-tasks.jsonl

@@ -283,8 +283,8 @@ static void test_small_model_problems(void)
 /* `hearth ask TEXT` with config governor {} and a calendar holding a
  * dentist's appointment tomorrow, more arguments in extra (NULL-ended);
  * stdout and stderr into *out and *err (caller frees). */
-static int ask_calendar_gov(const char *model, const char *gov, char **extra, char **out,
-                            char **err)
+static int ask_request(const char *request, const char *model, const char *gov, char **extra,
+                       char **out, char **err)
 {
     char cfg[600], cal[600], text[1200], ics[800];
     snprintf(cal, sizeof cal, "%s/cal", tmpdir);
@@ -302,7 +302,7 @@ static int ask_calendar_gov(const char *model, const char *gov, char **extra, ch
              "\"maildir\": \"\", \"file_roots\": []}\n", gov, cal);
     hx_err e = {0};
     if (hx_write_file_atomic(cfg, text, strlen(text), &e)) return -1;
-    char *argv[32] = {"ask", "What is on my calendar tomorrow?", "--model", (char *)model,
+    char *argv[32] = {"ask", (char *)request, "--model", (char *)model,
                       "--config", cfg, "--no-memory", "--no-prefix-cache", "--no"};
     int argc = 9;
     for (int i = 0; extra && extra[i] && argc < 31; i++) argv[argc++] = extra[i];
@@ -310,9 +310,48 @@ static int ask_calendar_gov(const char *model, const char *gov, char **extra, ch
     return run_forked(hx_cmd_ask, argv, out, err);
 }
 
+static int ask_calendar_gov(const char *model, const char *gov, char **extra, char **out,
+                            char **err)
+{
+    return ask_request("What is on my calendar tomorrow?", model, gov, extra, out, err);
+}
+
 static int ask_calendar(const char *model, char **extra, char **out, char **err)
 {
     return ask_calendar_gov(model, "{}", extra, out, err);
+}
+
+/* governor.small_tier: a plain read goes to the small model with only its
+ * reading tools, at the normal level; the controls: a request that may
+ * change the calendar, and the same read without the setting, keep the
+ * model asked for and every tool. */
+static void test_small_tier(void)
+{
+    const char *vocab = test_shared_file("models/stories260K.gguf");
+    if (!vocab) return;
+    char big[600], small[600], gov[1400], *out = NULL, *err = NULL;
+    ASSERT(mkmodel("big.gguf", "64", vocab, big, sizeof big) == HX_EXIT_OK);
+    ASSERT(mkmodel("small.gguf", "32", vocab, small, sizeof small) == HX_EXIT_OK);
+    setenv("HEARTH_LOG", "debug", 1);
+    tree("90\n", "Charging\n");
+    snprintf(gov, sizeof gov, "{\"small_tier\": true, \"small_model\": \"%s\"}", small);
+    char *budget[] = {"--max-tokens", "2", "--max-steps", "1", NULL};
+    ask_calendar_gov(big, gov, budget, &out, &err);
+    EXPECT(ran(err, "small.gguf"));
+    EXPECT(err && strstr(err, "a plain read (governor.small_tier): using the small model"));
+    EXPECT(err && strstr(err, "offering only calendar.list_events,calendar.free_busy,"
+                              "calendar.find_slots\n"));
+    free(out), free(err);
+    ask_request("Move my dentist appointment to Friday morning", big, gov, budget, &out, &err);
+    EXPECT(ran(err, "big.gguf"));
+    EXPECT(err && !strstr(err, "offering only"));
+    free(out), free(err);
+    snprintf(gov, sizeof gov, "{\"small_model\": \"%s\"}", small);
+    ask_calendar_gov(big, gov, budget, &out, &err);
+    EXPECT(ran(err, "big.gguf"));
+    EXPECT(err && !strstr(err, "offering only"));
+    free(out), free(err);
+    unsetenv("HEARTH_LOG");
 }
 
 /* The closed loop in a session: turns whose decode is below the floor
@@ -407,6 +446,7 @@ int main(void)
     RUN(test_small_model_problems);
     RUN(test_critical_answers_calendar);
     RUN(test_ask_loop_records_decisions);
+    RUN(test_small_tier);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("cleanup failed\n");
