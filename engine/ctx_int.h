@@ -50,7 +50,8 @@ typedef struct hx_call {
  * By the pass's size: one token (reads weights), a few, a batch (computes). */
 enum { HX_RATE_ONE, HX_RATE_FEW, HX_RATE_BATCH, HX_RATE_KINDS };
 typedef struct hx_slice_rates {
-    double mm[HX_RATE_KINDS];  /* seconds per multiply-add of a matmul chunk */
+    double mm[HX_RATE_KINDS][HX_TYPE_COUNT]; /* seconds per multiply-add of a
+                                                matmul chunk, by weight type */
     double att[HX_RATE_KINDS]; /* seconds per attention task and cached key */
 } hx_slice_rates;
 

@@ -177,17 +177,25 @@ static int rate_kind(int B)
     return B == 1 ? HX_RATE_ONE : B < FA_TILE_Q ? HX_RATE_FEW : HX_RATE_BATCH;
 }
 
-/* Rows of a chunk of `left` rows of cols inputs for B tokens that fit
- * until the deadline at the measured rate (whole multiples of 16, at
- * least 16): all of them without a deadline, 64 before a rate is known. */
-static int64_t chunk_rows(const hx_ctx *c, int64_t left, int64_t macs_per_row, int B,
+/* The measured seconds per multiply-add of weights of type `type` in a
+ * pass of B tokens. */
+static double *mm_rate(hx_ctx *c, int B, int type)
+{
+    return &c->rates.mm[rate_kind(B)][type >= 0 && type < HX_TYPE_COUNT ? type : 0];
+}
+
+/* Rows of a chunk of `left` rows for B tokens at `macs_per_row` that fit
+ * in half the time left before the deadline at the measured rate (a
+ * misestimate then overruns by less; whole multiples of 16, at least 16):
+ * all of them without a deadline, 64 before a rate is known. */
+static int64_t chunk_rows(hx_ctx *c, int64_t left, int64_t macs_per_row, int B, int type,
                           double deadline)
 {
     if (isinf(deadline)) return left;
     int64_t r = 64;
-    const double rate = c->rates.mm[rate_kind(B)];
+    const double rate = *mm_rate(c, B, type);
     if (rate > 0)
-        r = (int64_t)((deadline - hx_time_mono()) / (rate * (double)macs_per_row)) / 16 * 16;
+        r = (int64_t)(0.5 * (deadline - hx_time_mono()) / (rate * (double)macs_per_row)) / 16 * 16;
     if (r < 16) r = 16;
     return r < left ? r : left;
 }
@@ -232,11 +240,12 @@ static int run_group(hx_ctx *c, const mm_group *g, int64_t *done, double deadlin
         int64_t end = base + g->w[i]->rows; /* a chunk may run on into */
         while (i + 1 < g->n && same_act(g->w[i + 1], g->w[i])) end += g->w[++i]->rows;
         const int64_t macs = g->w[i]->cols * g->B;
-        const int64_t n = chunk_rows(c, end - *done, macs, g->B, deadline);
+        const int type = g->w[i]->type;
+        const int64_t n = chunk_rows(c, end - *done, macs, g->B, type, deadline);
         const double t0 = isinf(deadline) ? 0 : hx_time_mono();
         group_chunk(c, g, *done, n);
         if (!isinf(deadline))
-            learn(&c->rates.mm[rate_kind(g->B)], (hx_time_mono() - t0) / ((double)n * macs));
+            learn(mm_rate(c, g->B, type), (hx_time_mono() - t0) / ((double)n * macs));
         *done += n;
         if (*done < total && past(deadline)) return 0;
     }
@@ -343,7 +352,7 @@ static int unit_att(hx_ctx *c, int l, double deadline)
         int64_t n = r.n_tasks - p->done;
         if (!isinf(deadline)) {
             int64_t fit = *rate > 0
-                ? (int64_t)((deadline - hx_time_mono()) / (*rate * keys)) : c->n_threads;
+                ? (int64_t)(0.5 * (deadline - hx_time_mono()) / (*rate * keys)) : c->n_threads;
             fit = fit < c->n_threads ? c->n_threads : fit;
             n = fit < n ? fit : n;
         }
@@ -375,10 +384,11 @@ static int run_experts(hx_ctx *c, const hx_layer *L, int up, double deadline)
     const double per_pair = (double)hp->n_ff_exp * hp->n_embd * (up ? 2 : 1);
     /* an expert sees about B * used / experts tokens: rated as such a pass */
     int per_expert = c->pass.B * hp->n_expert_used / hp->n_expert;
-    double *rate = &c->rates.mm[rate_kind(per_expert < 1 ? 1 : per_expert)];
+    double *rate = mm_rate(c, per_expert < 1 ? 1 : per_expert,
+                           up ? L->gate_exps.type : L->down_exps.type);
     while (*done < hp->n_expert) {
         int x1 = (int)*done;
-        double macs = 0, left = isinf(deadline) ? INFINITY : deadline - hx_time_mono();
+        double macs = 0, left = isinf(deadline) ? INFINITY : 0.5 * (deadline - hx_time_mono());
         while (x1 < hp->n_expert && (macs == 0 || *rate <= 0 ||
                                      (macs + cnt[x1] * per_pair) * *rate <= left))
             macs += cnt[x1++] * per_pair;
