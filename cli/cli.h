@@ -143,6 +143,10 @@ const char *hx_cli_gov_model(const struct hx_config *cfg,
  * hx_loop_free. */
 struct hx_loop;
 struct hx_loop *hx_cli_loop_new(const struct cJSON *cfg);
+/* Its latency state is carried from session to session in the data
+ * directory's governor-loop.json: hx_cli_loop_new reads it, this writes it
+ * (a failure is said on stderr). */
+void hx_cli_loop_save(struct hx_loop *k);
 /* The loop's decisions after number *seen (updating it), each a line
  * "hearth: governor: ..." on f, and when trace is given an array
  * "governor" of them in it. */

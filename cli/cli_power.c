@@ -3,6 +3,7 @@
  * heat, load), the small model it switches to, and the lines `hearth info`
  * prints about it. */
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -117,12 +118,56 @@ static hx_loop_targets targets(const cJSON *o)
     return t;
 }
 
+/* $HEARTH data dir/governor-loop.json: the loop's latency state. */
+static int memo_path(char *path, size_t n)
+{
+    char dir[4096];
+    if (hx_path_data(dir, sizeof dir) < 0) return -1;
+    return snprintf(path, n, "%s/governor-loop.json", dir) < (int)n ? 0 : -1;
+}
+
+/* The latency state the last session left (absent or malformed: none;
+ * a malformed file is said on stderr). */
+static void memo_load(hx_loop *k)
+{
+    char path[4200], *text = NULL;
+    size_t len;
+    if (memo_path(path, sizeof path) || hx_read_file(path, 4096, &text, &len, NULL)) return;
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    const cJSON *l = cJSON_GetObjectItem(j, "latency_level"), *o = cJSON_GetObjectItem(j, "over");
+    const cJSON *u = cJSON_GetObjectItem(j, "under");
+    if (cJSON_IsNumber(l) && cJSON_IsNumber(o) && cJSON_IsNumber(u)) {
+        hx_loop_memo m = {(int)cJSON_GetNumberValue(l), (int)cJSON_GetNumberValue(o),
+                          (int)cJSON_GetNumberValue(u)};
+        hx_loop_memo_set(k, &m);
+    } else {
+        fprintf(stderr, "hearth: governor: %s is malformed; starting afresh\n", path);
+    }
+    cJSON_Delete(j);
+    free(text);
+}
+
 hx_loop *hx_cli_loop_new(const cJSON *cfg)
 {
     if (cJSON_IsFalse(cJSON_GetObjectItem(cfg, "enabled"))) return NULL;
     hx_governor_params p = policy(cfg);
     hx_loop_targets t = targets(cfg);
-    return hx_loop_new(&p, &t, NULL, NULL);
+    hx_loop *k = hx_loop_new(&p, &t, NULL, NULL);
+    if (k) memo_load(k);
+    return k;
+}
+
+void hx_cli_loop_save(hx_loop *k)
+{
+    char path[4200], dir[4096], text[128];
+    hx_loop_memo m;
+    if (!k || memo_path(path, sizeof path) || hx_path_data(dir, sizeof dir) < 0) return;
+    hx_loop_memo_get(k, &m);
+    int n = snprintf(text, sizeof text, "{\"latency_level\": %d, \"over\": %d, \"under\": %d}\n",
+                     m.latency_level, m.over, m.under);
+    hx_err err = {0};
+    if (hx_mkdirs(dir, &err) || hx_write_file_atomic(path, text, (size_t)n, &err))
+        fprintf(stderr, "hearth: governor: the loop's state was not saved: %s\n", err.msg);
 }
 
 /* "1 thread, context at most 1024, 8-bit KV, no drafts, the small model,

@@ -267,6 +267,7 @@ static void session_close(session *s)
 {
     hx_planner_free(s->pl);
     hx_source_free(&s->src);
+    hx_cli_loop_save(s->loop);
     hx_loop_free(s->loop);
     for (int i = 0; i < s->n_ads; i++) hx_adapter_free(s->ads[i]);
     hx_model_free(s->model);
@@ -385,20 +386,25 @@ static int load_adapters(session *s, const ask_opts *o, int small,
     return rc;
 }
 
-/* The decision the model is chosen by: the governor's, or with config
- * governor.small_tier a request whose tools cut to reading ones (*tier
- * HX_TIER_SMALL, the cut in s->tool_cut) goes to governor.small_model as
- * the critical level would send it. */
+/* The decision the model is chosen by: the governor's; with the loop's
+ * latency level at the small model, or with config governor.small_tier a
+ * request whose tools cut to reading ones (*tier HX_TIER_SMALL, the cut in
+ * s->tool_cut), one that sends it to governor.small_model as the critical
+ * level would. */
 static hx_gov_decision model_decision(session *s, const ask_opts *o, const hx_gov_decision *gd,
-                                      int *tier)
+                                      const hx_loop_choice *ch, int *tier)
 {
     hx_gov_decision d = *gd;
     const cJSON *gov = cJSON_GetObjectItem(s->cfg->raw, "governor");
     *tier = HX_TIER_FULL;
+    if (ch->latency_level >= 2) {
+        d.level = HX_GOV_CRITICAL; /* at or above any governor.small_model_level */
+        snprintf(d.why, sizeof d.why, "turns over the latency targets");
+    }
     if (!o->text || o->tools || !cJSON_IsTrue(cJSON_GetObjectItem(gov, "small_tier"))) return d;
     *tier = hx_agent_request_tier(s->reg, o->text, s->tool_cut, sizeof s->tool_cut);
     if (*tier == HX_TIER_SMALL) {
-        d.level = HX_GOV_CRITICAL; /* at or above any governor.small_model_level */
+        d.level = HX_GOV_CRITICAL;
         snprintf(d.why, sizeof d.why, "a plain read (governor.small_tier)");
     }
     return d;
@@ -420,14 +426,29 @@ static void choose_tools(session *s, const ask_opts *o, const hx_loop_choice *ch
     fprintf(stderr, "hearth: governor: %s: offering only %s\n", why, s->tool_cut);
 }
 
+/* The loop's opening choice (all 0 without a loop); its decisions so far
+ * count as seen (govern() says the opening one). */
+static hx_loop_choice open_loop(session *s)
+{
+    hx_loop_choice ch = {0};
+    s->loop = hx_cli_loop_new(cJSON_GetObjectItem(s->cfg->raw, "governor"));
+    if (!s->loop) return ch;
+    hx_loop_get(s->loop, &ch);
+    int n;
+    const hx_loop_event *ev = hx_loop_events(s->loop, &n);
+    s->loop_seen = n ? ev[n - 1].seq : 0;
+    return ch;
+}
+
 static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
 {
     char buf[PATH_MAX + 64];
     hx_gov_decision gd;
     int tier;
     hx_cli_governor(cJSON_GetObjectItem(s->cfg->raw, "governor"), &gd, NULL);
+    hx_loop_choice ch = open_loop(s);
     const char *chosen = hx_cli_find_model(o->model, s->cfg, buf, sizeof buf);
-    hx_gov_decision md = model_decision(s, o, &gd, &tier);
+    hx_gov_decision md = model_decision(s, o, &gd, &ch, &tier);
     const char *path = hx_cli_gov_model(s->cfg, &md, chosen);
     if (!path)
         return hx_err_set(err, HX_ERR_NOTFOUND, "%s", CLI_NO_MODEL);
@@ -436,10 +457,6 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     if (rc) return rc;
     const char *slash = strrchr(path, '/');
     snprintf(s->model_name, sizeof s->model_name, "%s", slash ? slash + 1 : path);
-    s->loop = hx_cli_loop_new(cJSON_GetObjectItem(s->cfg->raw, "governor"));
-    hx_loop_choice ch = {0};
-    if (s->loop) hx_loop_get(s->loop, &ch);
-    s->loop_seen = 1; /* the opening decision is govern()'s line */
     choose_tools(s, o, &ch, tier, tier == HX_TIER_SMALL ? md.why : gd.why);
     int k = hx_agent_tool_specs(s->reg, s->tools, stderr, &s->specs);
     if (k < 0) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");

@@ -155,3 +155,20 @@ const hx_loop_event *hx_loop_events(hx_loop *k, int *n)
     }
     return k->ev;
 }
+
+void hx_loop_memo_get(const hx_loop *k, hx_loop_memo *out)
+{
+    out->latency_level = k->latency_level;
+    out->over = k->over;
+    out->under = k->under;
+}
+
+static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+void hx_loop_memo_set(hx_loop *k, const hx_loop_memo *m)
+{
+    k->latency_level = clamp(m->latency_level, 0, 2);
+    k->over = clamp(m->over, 0, k->t.turns_hyst);
+    k->under = clamp(m->under, 0, k->t.turns_hyst);
+    update(k, "latency level carried over from the last session");
+}

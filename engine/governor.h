@@ -152,6 +152,16 @@ int hx_loop_slice(hx_loop *k);
 /* A turn ended with stats t: the latency level moves with hysteresis;
  * the device is re-read. 1 when the choice changed. */
 int hx_loop_turn(hx_loop *k, const hx_turn_stats *t);
+/* The latency part of the loop's state, to carry it from one session to
+ * the next (a request per process still sees its earlier turns). */
+typedef struct hx_loop_memo {
+    int latency_level;   /* 0..2 */
+    int over, under;     /* turns in a row over / well inside the targets */
+} hx_loop_memo;
+void hx_loop_memo_get(const hx_loop *k, hx_loop_memo *out);
+/* Sets it (values out of range are clamped) and decides again; a change
+ * is recorded as carried over. */
+void hx_loop_memo_set(hx_loop *k, const hx_loop_memo *m);
 /* The recorded decisions, oldest first (the first is the opening one);
  * at most HX_LOOP_EVENTS kept (the oldest dropped). */
 #define HX_LOOP_EVENTS 64

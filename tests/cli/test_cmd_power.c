@@ -357,8 +357,10 @@ static void test_small_tier(void)
 /* The closed loop in a session: turns whose decode is below the floor
  * (10,000 tokens/s: every turn) twice in a row raise the latency level;
  * the decision is said on stderr and recorded in the --json trace, with
- * its reason. The control: under the default floor, no decision after the
- * opening one. */
+ * its reason. The level is carried to the next session, which starts with
+ * its prompt trimmed; turns well inside targets no turn can miss (TTFT
+ * 600 s, no decode floor) bring it down again. The control: a session at
+ * level 0 under those targets decides nothing after its opening. */
 static void test_ask_loop_records_decisions(void)
 {
     char tiny[PATH_MAX], *out = NULL, *err = NULL;
@@ -378,8 +380,20 @@ static void test_ask_loop_records_decisions(void)
     EXPECT(err && strstr(err, "hearth: governor: after "));
     cJSON_Delete(t);
     free(out), free(err);
-    rc = ask_calendar_gov(tiny, "{}", json, &out, &err);
+    const char *easy = "{\"ttft_ms\": 600000, \"decode_floor\": 0}";
+    rc = ask_calendar_gov(tiny, easy, json, &out, &err);
     EXPECT_EQ_INT(rc, HX_EXIT_OK);
+    EXPECT(err && strstr(err, "offering only calendar.list_events")); /* carried over */
+    t = out ? cJSON_Parse(out) : NULL;
+    ASSERT(t);
+    g = cJSON_GetObjectItem(t, "governor");
+    why = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(g, 0), "why"));
+    EXPECT(why && strstr(why, "latency well inside target"));
+    cJSON_Delete(t);
+    free(out), free(err);
+    rc = ask_calendar_gov(tiny, easy, json, &out, &err);
+    EXPECT_EQ_INT(rc, HX_EXIT_OK);
+    EXPECT(err && !strstr(err, "offering only"));
     t = out ? cJSON_Parse(out) : NULL;
     ASSERT(t);
     EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "governor")), 0);

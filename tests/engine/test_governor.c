@@ -488,6 +488,21 @@ static void test_loop_latency(void)
     EXPECT_EQ_INT(n, 5);
     EXPECT(strstr(ev[1].why, "latency over target"));
     EXPECT(strstr(ev[4].why, "well inside target"));
+    /* carried to a new loop: the level (clamped) and its counts */
+    hx_loop_memo m = {9, 1, -4};
+    hx_loop *k2 = hx_loop_new(NULL, NULL, sys_dir, proc_dir);
+    ASSERT(k2);
+    hx_loop_memo_set(k2, &m);
+    hx_loop_memo_get(k2, &m);
+    EXPECT_EQ_INT(m.latency_level, 2);
+    EXPECT_EQ_INT(m.over, 1);
+    EXPECT_EQ_INT(m.under, 0);
+    hx_loop_get(k2, &c);
+    EXPECT_EQ_INT(c.small_model, 1);
+    ev = hx_loop_events(k2, &n);
+    EXPECT_EQ_INT(n, 2);
+    EXPECT(strstr(ev[1].why, "carried over"));
+    hx_loop_free(k2);
     hx_loop_free(k);
 }
 
