@@ -42,10 +42,12 @@ enum { WHOLE, STEPPED, SLICER };
 #define N_GEN 6
 
 static int g_slices; /* slicer calls */
+/* Counts a slice and switches between one and two threads at each: the
+ * numbers must not change. */
 static void count_slice(void *user)
 {
-    (void)user;
     g_slices++;
+    hx_ctx_set_threads(user, 1 + g_slices % 2);
 }
 
 /* The call of tokens (n) run whole, by hx_step with a budget so small
@@ -72,7 +74,7 @@ static int run(hx_model *m, hx_ctx_params cp, int how, float *out, int *slices)
         return -1;
     }
     g_slices = 0;
-    if (how == SLICER) hx_ctx_set_slicer(c, 0.0001, count_slice, NULL);
+    if (how == SLICER) hx_ctx_set_slicer(c, 0.0001, count_slice, c);
     const int nv = hx_model_hparams(m)->n_vocab;
     int32_t tok[N_PROMPT];
     for (int i = 0; i < N_PROMPT; i++) tok[i] = (int32_t)((i * 37 + 11) % nv);
@@ -101,8 +103,9 @@ static hx_ctx_params params(int kv_q8, size_t max_bytes)
     return cp;
 }
 
-/* Whole, stepped and under a slicer: the same logits; the sliced runs cut
- * every pass into many slices (more than the passes' units). */
+/* Whole, stepped and under a slicer (switching threads between slices):
+ * the same logits; the sliced runs cut every pass into many slices (more
+ * than the passes' units). */
 static void check_same(hx_model *m, hx_ctx_params cp, const char *what)
 {
     const int nv = hx_model_hparams(m)->n_vocab;
@@ -125,37 +128,29 @@ static void check_same(hx_model *m, hx_ctx_params cp, const char *what)
     free(got);
 }
 
-static void test_dense(void)
+/* A model of arch checked whole against stepped with an F16 cache, with
+ * a Q8 one (q8), and under a cap below its weights (the weight cache). */
+static void check_model(const char *arch, const char *name, int q8)
 {
-    hx_model *m = load_model("qwen3", "dense.gguf");
+    hx_model *m = load_model(arch, name);
     ASSERT(m);
-    check_same(m, params(0, 0), "dense f16");
-    check_same(m, params(1, 0), "dense q8");
+    char what[64];
+    snprintf(what, sizeof what, "%s f16", arch);
+    check_same(m, params(0, 0), what);
+    if (q8) snprintf(what, sizeof what, "%s q8", arch), check_same(m, params(1, 0), what);
     hx_ctx_params cp = params(0, 0);
     hx_ctx_mem mem;
     ASSERT(hx_ctx_memory(m, &cp, &mem, NULL) == HX_OK);
-    /* a cap below the weights: layers stream through the weight cache */
     cp.max_bytes = mem.total - mem.weights / 3;
     ASSERT(hx_ctx_memory(m, &cp, &mem, NULL) == HX_OK);
     EXPECT_EQ_INT(mem.streamed, 1);
-    check_same(m, cp, "dense streamed");
+    snprintf(what, sizeof what, "%s streamed", arch);
+    check_same(m, cp, what);
     hx_model_free(m);
 }
 
-static void test_moe(void)
-{
-    hx_model *m = load_model("qwen3moe", "moe.gguf");
-    ASSERT(m);
-    check_same(m, params(0, 0), "moe f16");
-    hx_ctx_params cp = params(0, 0);
-    hx_ctx_mem mem;
-    ASSERT(hx_ctx_memory(m, &cp, &mem, NULL) == HX_OK);
-    cp.max_bytes = mem.total - mem.weights / 3;
-    ASSERT(hx_ctx_memory(m, &cp, &mem, NULL) == HX_OK);
-    EXPECT_EQ_INT(mem.streamed, 1);
-    check_same(m, cp, "moe streamed");
-    hx_model_free(m);
-}
+static void test_dense(void) { check_model("qwen3", "dense.gguf", 1); }
+static void test_moe(void) { check_model("qwen3moe", "moe.gguf", 0); }
 
 /* A pending call refuses other decodes; abort keeps the passes completed
  * and drops the one in progress; stepping without a call is an error. */
