@@ -151,6 +151,11 @@ void hx_cli_loop_save(struct hx_loop *k);
  * "hearth: governor: ..." on f, and when trace is given an array
  * "governor" of them in it. */
 void hx_cli_loop_report(FILE *f, struct hx_loop *k, int *seen, struct cJSON *trace);
+/* Lowers the calling thread's priority to config governor.nice (0..19;
+ * default 10; 0 or the governor off: unchanged; never raises it), before
+ * the inference threads are made: they inherit it, and the device's
+ * interface keeps the CPU when both want it (bench-slices measures it). */
+void hx_cli_lower_priority(const struct cJSON *cfg);
 /* The "loop" line of `hearth info`: targets and the current choice. */
 void hx_cli_print_loop(FILE *f, struct hx_loop *k);
 int hx_cmd_datagen(int argc, char **argv); /* cmd_datagen.c */

@@ -4,6 +4,7 @@
  * prints about it. */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -222,4 +223,15 @@ void hx_cli_print_loop(FILE *f, hx_loop *k)
                "the device re-read every %d slices\n", t->ttft_ms, t->decode_floor,
             t->reread_slices);
     fprintf(f, "               now: %s\n", what);
+}
+
+void hx_cli_lower_priority(const cJSON *cfg)
+{
+    double nice = 10;
+    if (cJSON_IsObject(cfg)) num_key(cfg, "nice", 0, 19, &nice);
+    if (cJSON_IsFalse(cJSON_GetObjectItem(cfg, "enabled")) || nice <= 0) return;
+    errno = 0;
+    int cur = getpriority(PRIO_PROCESS, 0);
+    if (!errno && cur < (int)nice && setpriority(PRIO_PROCESS, 0, (int)nice))
+        fprintf(stderr, "hearth: governor: could not lower the priority: %s\n", strerror(errno));
 }

@@ -474,6 +474,7 @@ static int open_model(session *s, const ask_opts *o, int *family, hx_err *err)
     ep.cancelled = cancelled; /* Ctrl-C during a long prefill */
     int arc = load_adapters(s, o, path != chosen, &ep, err);
     if (arc) return arc;
+    hx_cli_lower_priority(cJSON_GetObjectItem(s->cfg->raw, "governor"));
     return hx_source_engine_new(s->model, s->specs, k, &ep, &s->src, err);
 }
 

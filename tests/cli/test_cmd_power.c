@@ -6,6 +6,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -402,6 +404,38 @@ static void test_ask_loop_records_decisions(void)
     free(out), free(err);
 }
 
+/* The priority a child ends with after hx_cli_lower_priority(governor
+ * object text), or -100 if it could not tell. */
+static int lowered_to(const char *gov)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        cJSON *g = cJSON_Parse(gov);
+        hx_cli_lower_priority(g);
+        errno = 0;
+        int p = getpriority(PRIO_PROCESS, 0);
+        _exit(errno ? 200 : p + 100);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) != 200 ? WEXITSTATUS(st) - 100 : -100;
+}
+
+/* Inference threads run at governor.nice (10 by default); 0 or the
+ * governor off leave the priority alone (the control). */
+static void test_lower_priority(void)
+{
+    errno = 0;
+    const int base = getpriority(PRIO_PROCESS, 0);
+    ASSERT(errno == 0);
+    if (base >= 19) SKIP("already at nice %d", base);
+    EXPECT_EQ_INT(lowered_to("{}"), base < 10 ? 10 : base); /* never raised */
+    EXPECT_EQ_INT(lowered_to("{\"nice\": 19}"), 19);
+    EXPECT_EQ_INT(lowered_to("{\"nice\": 0}"), base);
+    EXPECT_EQ_INT(lowered_to("{\"enabled\": false}"), base);
+}
+
 /* At the critical level (context at most 1024) a calendar question still
  * runs: its prompt offers only the calendar's reading tools. A model whose
  * full prompt (chatml, the Qwen tokenizer: about 2,500 tokens) overflows
@@ -461,6 +495,7 @@ int main(void)
     RUN(test_critical_answers_calendar);
     RUN(test_ask_loop_records_decisions);
     RUN(test_small_tier);
+    RUN(test_lower_priority);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("cleanup failed\n");
