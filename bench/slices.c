@@ -81,10 +81,29 @@ typedef struct job {
     const opts *o;
     int policy;        /* 0 normal, 1 nice 10, 2 SCHED_IDLE */
     series slices;     /* hx_step call lengths, or whole passes */
+    series cpu;        /* the same in CPU time of the stepping thread */
     volatile int finished;
     double seconds;    /* wall time of the workload */
     int rc;
 } job;
+
+/* CPU seconds of the calling thread: a slice's own work, without the
+ * time other processes held the core (the machine is shared). */
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Times one call of fn into j's series. */
+#define TIMED(j, call)                                                          \
+    do {                                                                        \
+        double w0_ = hx_time_mono(), c0_ = thread_cpu();                        \
+        call;                                                                   \
+        add(&(j)->slices, hx_time_mono() - w0_);                                \
+        add(&(j)->cpu, thread_cpu() - c0_);                                     \
+    } while (0)
 
 static int greedy(const hx_ctx *c)
 {
@@ -100,19 +119,14 @@ static int run_call(hx_ctx *c, job *j, const int32_t *tok, int n)
 {
     if (j->o->budget_ms <= 0) {
         for (int off = 0; off < n; off += 64) {
-            double t0 = hx_time_mono();
-            int rc = hx_decode(c, tok + off, n - off < 64 ? n - off : 64, 0);
-            add(&j->slices, hx_time_mono() - t0);
+            int rc;
+            TIMED(j, rc = hx_decode(c, tok + off, n - off < 64 ? n - off : 64, 0));
             if (rc) return rc;
         }
         return HX_OK;
     }
     int done = 0, rc = hx_step_begin(c, tok, n, 0, 64);
-    while (!rc && !done) {
-        double t0 = hx_time_mono();
-        rc = hx_step(c, j->o->budget_ms, &done);
-        add(&j->slices, hx_time_mono() - t0);
-    }
+    while (!rc && !done) TIMED(j, rc = hx_step(c, j->o->budget_ms, &done));
     return rc;
 }
 
@@ -206,9 +220,7 @@ static void driven(job *j, series *delays)
         sleep_until(next);
         add(delays, hx_time_mono() - next);
         busy(UI_WORK_S);
-        double s0 = hx_time_mono();
-        rc = hx_step(c, j->o->budget_ms, &done);
-        add(&j->slices, hx_time_mono() - s0);
+        TIMED(j, rc = hx_step(c, j->o->budget_ms, &done));
         if (!rc && done) {
             if (made++ == j->o->gen) break;
             int32_t t = greedy(c);
@@ -228,6 +240,7 @@ static void report(const char *mode, job *j, series *delays)
     printf(" %s: %d+%d tokens in %.1f s%s\n", mode, j->o->prompt, j->o->gen, j->seconds,
            j->rc ? " (FAILED)" : "");
     show(j->o->budget_ms > 0 ? "slices" : "whole passes (<= 64 tokens)", &j->slices);
+    show("  the same, thread CPU time", &j->cpu);
     if (delays) show("UI frame delays", delays);
 }
 
