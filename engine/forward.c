@@ -237,10 +237,10 @@ static int run_group(hx_ctx *c, const mm_group *g, int64_t *done, double deadlin
     while (*done < total) {
         int64_t base = 0, i = 0;
         while (*done >= base + g->w[i]->rows) base += g->w[i++]->rows;
+        const int64_t macs = g->w[i]->cols * g->B;
+        const int type = g->w[i]->type; /* the rate of the chunk's first matrix */
         int64_t end = base + g->w[i]->rows; /* a chunk may run on into */
         while (i + 1 < g->n && same_act(g->w[i + 1], g->w[i])) end += g->w[++i]->rows;
-        const int64_t macs = g->w[i]->cols * g->B;
-        const int type = g->w[i]->type;
         const int64_t n = chunk_rows(c, end - *done, macs, g->B, type, deadline);
         const double t0 = isinf(deadline) ? 0 : hx_time_mono();
         group_chunk(c, g, *done, n);

@@ -174,8 +174,9 @@ int hx_prefill(hx_ctx *c, const int32_t *tokens, int n,
 /* Begins a call as hx_decode would (tokens copied; nothing runs yet), in
  * passes of at most slice tokens (0: n_batch): hx_decode's checks and
  * errors, and HX_ERR_STATE when a call is already pending. Until the call
- * ends, hx_decode, hx_prefill and hx_step_begin on c fail with
- * HX_ERR_STATE; hx_ctx_truncate aborts it. */
+ * ends, hx_decode, hx_prefill, hx_ctx_prefix_load and hx_step_begin on c
+ * fail with HX_ERR_STATE; hx_ctx_truncate (and so hx_ctx_set_adapters)
+ * aborts it. */
 int hx_step_begin(hx_ctx *c, const int32_t *tokens, int n, int logits_all,
                   int slice);
 /* Runs the pending call for about budget_ms milliseconds (at least one

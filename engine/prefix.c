@@ -348,9 +348,10 @@ int hx_ctx_prefix_load(hx_ctx *c, const char *dir, const int32_t *tokens,
 {
     char d[4096], best[4400] = "";
     *n_loaded = 0;
-    if (c->n_past != 0)
+    if (c->n_past != 0 || c->call.active)
         return hx_err_set(&c->err, HX_ERR_STATE, "prefix load into a context "
-                          "holding %d positions", c->n_past);
+                          "holding %d positions%s", c->n_past,
+                          c->call.active ? " and a stepped call" : "");
     if (!tokens || n <= 0 || default_dir(dir, d, sizeof d)) return HX_OK;
     int k = best_file(c, d, tokens, n, best, sizeof best);
     if (k > max_pos) k = max_pos;

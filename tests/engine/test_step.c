@@ -171,6 +171,9 @@ static void test_states(void)
     EXPECT_EQ_INT(hx_step_begin(c, tok, 1, 0, 64), HX_ERR_STATE);
     EXPECT_EQ_INT(hx_decode(c, tok, 1, 0), HX_ERR_STATE);
     EXPECT(strstr(hx_ctx_errmsg(c), "pending") != NULL);
+    int loaded = -1;
+    EXPECT_EQ_INT(hx_ctx_prefix_load(c, g_dir, tok, 8, 8, &loaded), HX_ERR_STATE);
+    EXPECT_EQ_INT(loaded, 0);
     /* the first pass (64 tokens) done, the second begun */
     while (hx_ctx_n_past(c) < 64) ASSERT(hx_step(c, 0.0001, &done) == HX_OK);
     EXPECT_EQ_INT(done, 0);
