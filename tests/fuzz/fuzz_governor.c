@@ -1,5 +1,7 @@
 /* fuzz_governor.c: fuzz target for the governor's sysfs/procfs value
- * parsers (engine/governor.c): any bytes give a value in range or -1. */
+ * parsers (engine/governor.c): any bytes give a value in range or -1; the
+ * policy on any reading; the closed loop (engine/control.c) on any turns
+ * and carried state: its choice stays in range. */
 #include <stdint.h>
 #include <string.h>
 
@@ -38,5 +40,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     HX_CHECK(d.level >= 0 && d.level <= 2 && d.n_threads >= 1);
     HX_CHECK(d.why[0] != 0);
     hx_governor_free(g);
+    hx_loop *k = hx_loop_new(NULL, NULL, "/nonexistent", "/nonexistent");
+    if (!k) return 0;
+    hx_loop_memo m = {size > 0 ? (int8_t)data[0] : 0, size > 1 ? (int8_t)data[1] : 0,
+                      size > 2 ? (int8_t)data[2] : 0};
+    hx_loop_memo_set(k, &m);
+    for (size_t i = 0; i + 2 < size; i += 3) {
+        hx_turn_stats t = {data[i] * 8.0, data[i + 1] & 1, data[i + 1] / 2.0, data[i + 2] / 4.0};
+        hx_loop_turn(k, &t);
+        if (data[i] & 1) hx_loop_slice(k);
+        hx_loop_choice c;
+        hx_loop_get(k, &c);
+        HX_CHECK(c.level >= 0 && c.level <= 2 && c.latency_level >= 0 && c.latency_level <= 2);
+        HX_CHECK(c.n_threads >= 1 && c.spec_depth >= 0);
+    }
+    int n;
+    const hx_loop_event *ev = hx_loop_events(k, &n);
+    HX_CHECK(n >= 1 && n <= HX_LOOP_EVENTS && ev[n - 1].seq >= n);
+    hx_loop_free(k);
     return 0;
 }
