@@ -416,11 +416,13 @@ static void apply_threads(eng_src *e)
 }
 
 /* Between slices of a pass: the loop counts them, re-reads the device
- * every so many, and a new thread choice applies at once. */
-static void on_slice(void *user)
+ * every so many, and a new thread choice applies at once; Ctrl-C stops
+ * the work within the slice. */
+static int on_slice(void *user)
 {
     eng_src *e = user;
     if (hx_loop_slice(e->loop)) apply_threads(e);
+    return e->cancelled && e->cancelled(e->cancel_user);
 }
 
 /* Counts the turn just ended (its sampler still set) as a tool-call turn,

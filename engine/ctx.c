@@ -349,7 +349,11 @@ static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
         }
         int B = pass_size(c, off, end, slice);
         start_pass(c, tokens, off, B, out_from);
-        hx_pass_finish(c);
+        if (hx_pass_finish(c)) {
+            *stop = hx_err_set(&c->err, HX_ERR_CANCELLED, "stopped between slices after "
+                               "%d of %d tokens", off, n);
+            break;
+        }
         if ((*stop = pass_failed(c, B))) break;
         off += B;
         if (p && p->max_ms > 0 && (hx_time_mono() - t0) * 1e3 >= p->max_ms) break;
@@ -419,9 +423,11 @@ int hx_step_begin(hx_ctx *c, const int32_t *tokens, int n, int logits_all, int s
     return HX_OK;
 }
 
-/* The pending call is over: its tokens freed, its logits kept when done. */
+/* The pending call is over: its tokens freed, its logits kept when done,
+ * a pass in progress dropped. */
 static void end_call(hx_ctx *c, int done)
 {
+    if (c->call.in_pass) hx_pass_drop(c);
     free(c->call.tok);
     if (done) {
         c->n_out = c->call.n - c->call.out_from;
@@ -467,7 +473,7 @@ int hx_ctx_set_threads(hx_ctx *c, int n)
     return n < 1 ? 1 : n > c->n_threads ? c->n_threads : n;
 }
 
-void hx_ctx_set_slicer(hx_ctx *c, double budget_ms, void (*fn)(void *user), void *user)
+void hx_ctx_set_slicer(hx_ctx *c, double budget_ms, int (*fn)(void *user), void *user)
 {
     c->slice_ms = budget_ms > 0 ? budget_ms : 0;
     c->slicer = fn;

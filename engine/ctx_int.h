@@ -131,7 +131,7 @@ struct hx_ctx {
     hx_call call;
     hx_slice_rates rates;
     double slice_ms;            /* hx_ctx_set_slicer: budget; 0: whole passes */
-    void (*slicer)(void *user); /* called between slices of a pass */
+    int (*slicer)(void *user);  /* called between slices of a pass */
     void *slicer_user;
 };
 
@@ -140,8 +140,12 @@ struct hx_ctx {
  * [out_from, B) (none when out_from == B) go to logits (tok and logits
  * borrowed until it ends). hx_pass_start sets it up, hx_pass_run advances
  * it, hx_pass_finish runs it to its end: whole, or with a slicer set
- * (hx_ctx_set_slicer) in slices of slice_ms with the slicer between. */
-void hx_pass_finish(hx_ctx *c);
+ * (hx_ctx_set_slicer) in slices of slice_ms with the slicer between; 1
+ * when the slicer stopped it (dropped), else 0. hx_pass_drop abandons a
+ * pass begun (n_past unchanged; a layer of the weight cache left open is
+ * closed). */
+int hx_pass_finish(hx_ctx *c);
+void hx_pass_drop(hx_ctx *c);
 void hx_pass_start(hx_pass *p, const int32_t *tok, int B, int out_from,
                    float *logits);
 /* Runs units of c->pass until it is complete (1: n_past advanced by B)

@@ -516,12 +516,26 @@ int hx_pass_run(hx_ctx *c, double deadline)
     return 1;
 }
 
-void hx_pass_finish(hx_ctx *c)
+int hx_pass_finish(hx_ctx *c)
 {
     if (c->slice_ms <= 0) {
         hx_pass_run(c, INFINITY);
-        return;
+        return 0;
     }
     while (!hx_pass_run(c, hx_time_mono() + c->slice_ms * 1e-3))
-        if (c->slicer) c->slicer(c->slicer_user);
+        if (c->slicer && c->slicer(c->slicer_user)) {
+            hx_pass_drop(c);
+            return 1;
+        }
+    return 0;
+}
+
+void hx_pass_drop(hx_ctx *c)
+{
+    const hx_pass *p = &c->pass;
+    const int u = p->unit - 1; /* the unit's index among the layers' */
+    if (c->wc && u >= 0 && u < c->m->hp.n_layer * U_PER_LAYER &&
+        (u % U_PER_LAYER != U_QKV || p->begun))
+        hx_wc_layer_end(c, u / U_PER_LAYER);
+    memset(&c->pass, 0, sizeof c->pass);
 }

@@ -190,8 +190,11 @@ int hx_step(hx_ctx *c, double budget_ms, int *done);
 void hx_step_abort(hx_ctx *c);
 /* Runs every later pass on c (hx_decode, hx_prefill, speculation) in
  * slices of budget_ms, calling fn(user) between slices (fn NULL: none);
- * budget 0: whole passes again. fn must not use c. */
-void hx_ctx_set_slicer(hx_ctx *c, double budget_ms, void (*fn)(void *user),
+ * budget 0: whole passes again. fn must not use c but hx_ctx_set_threads.
+ * fn returning nonzero stops the call within the slice: the pass in
+ * progress is dropped (passes done stay cached) and the call returns
+ * HX_ERR_CANCELLED. */
+void hx_ctx_set_slicer(hx_ctx *c, double budget_ms, int (*fn)(void *user),
                        void *user);
 
 /* Threads working from the next pass or slice on, at most the context's

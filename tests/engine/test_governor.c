@@ -347,7 +347,7 @@ typedef struct drive {
     int threads; /* the count hx_ctx_set_threads last set */
 } drive;
 
-static void on_slice(void *user)
+static int on_slice(void *user)
 {
     drive *d = user;
     d->n++;
@@ -364,6 +364,7 @@ static void on_slice(void *user)
         hx_loop_get(d->k, &ch);
         d->threads = hx_ctx_set_threads(d->c, ch.n_threads);
     }
+    return 0;
 }
 
 static hx_model *small_model(void)

@@ -44,10 +44,11 @@ enum { WHOLE, STEPPED, SLICER };
 static int g_slices; /* slicer calls */
 /* Counts a slice and switches between one and two threads at each: the
  * numbers must not change. */
-static void count_slice(void *user)
+static int count_slice(void *user)
 {
     g_slices++;
     hx_ctx_set_threads(user, 1 + g_slices % 2);
+    return 0;
 }
 
 /* The call of tokens (n) run whole, by hx_step with a budget so small
@@ -192,6 +193,69 @@ static void test_states(void)
     hx_model_free(m);
 }
 
+static int g_stop_at; /* the slicer's slice that stops the call; 0: never */
+static int stop_slice(void *user)
+{
+    (void)user;
+    return ++g_slices == g_stop_at;
+}
+
+/* The first logits of N_PROMPT tokens into out (n_vocab). */
+static int prompt_logits(hx_ctx *c, const int32_t *tok, float *out)
+{
+    int rc = hx_decode(c, tok, N_PROMPT, 0);
+    if (!rc) memcpy(out, hx_ctx_logits(c, -1), hx_model_hparams(hx_ctx_model(c))->n_vocab * sizeof(float));
+    return rc;
+}
+
+/* A slicer that stops the call mid-pass, and hx_step_abort mid-layer,
+ * with a dense model's layers streaming through the weight cache: the
+ * call fails as cancelled with the cache as it was, and the next call
+ * gives the logits of a run never stopped (the cache's slots released). */
+static void test_stop_and_abort(void)
+{
+    hx_model *m = load_model("qwen3", "stop.gguf");
+    ASSERT(m);
+    hx_ctx_params cp = params(0, 0);
+    hx_ctx_mem mem;
+    ASSERT(hx_ctx_memory(m, &cp, &mem, NULL) == HX_OK);
+    cp.max_bytes = mem.total - mem.weights / 3;
+    const int nv = hx_model_hparams(m)->n_vocab;
+    float *ref = malloc(nv * sizeof(float)), *got = malloc(nv * sizeof(float));
+    int32_t tok[N_PROMPT];
+    for (int i = 0; i < N_PROMPT; i++) tok[i] = (int32_t)((i * 37 + 11) % nv);
+    hx_ctx *c;
+    ASSERT(ref && got && hx_ctx_new(m, &cp, &c, NULL) == HX_OK);
+    ASSERT(prompt_logits(c, tok, ref) == HX_OK);
+    hx_ctx_truncate(c, 0);
+    g_slices = 0;
+    g_stop_at = 250; /* in the last layer: streamed, not pinned */
+    hx_ctx_set_slicer(c, 0.0001, stop_slice, NULL);
+    EXPECT_EQ_INT(hx_decode(c, tok, N_PROMPT, 0), HX_ERR_CANCELLED);
+    EXPECT(strstr(hx_ctx_errmsg(c), "stopped between slices") != NULL);
+    EXPECT_EQ_INT(hx_ctx_n_past(c), 0);
+    EXPECT(hx_ctx_logits(c, -1) == NULL);
+    g_stop_at = 0;
+    ASSERT(prompt_logits(c, tok, got) == HX_OK);
+    EXPECT(memcmp(ref, got, nv * sizeof(float)) == 0);
+    /* abort as deep into the pass, then the whole call again */
+    hx_ctx_truncate(c, 0);
+    hx_ctx_set_slicer(c, 0, NULL, NULL);
+    int done = 0;
+    ASSERT(hx_step_begin(c, tok, N_PROMPT, 0, 0) == HX_OK);
+    for (int i = 0; i < 250 && !done; i++) ASSERT(hx_step(c, 0.0001, &done) == HX_OK);
+    EXPECT_EQ_INT(done, 0);
+    hx_step_abort(c);
+    EXPECT_EQ_INT(hx_ctx_n_past(c), 0);
+    memset(got, 0, nv * sizeof(float));
+    ASSERT(prompt_logits(c, tok, got) == HX_OK);
+    EXPECT(memcmp(ref, got, nv * sizeof(float)) == 0);
+    hx_ctx_free(c);
+    hx_model_free(m);
+    free(ref);
+    free(got);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/hx_test_step.XXXXXX");
@@ -199,6 +263,7 @@ int main(void)
     RUN(test_dense);
     RUN(test_moe);
     RUN(test_states);
+    RUN(test_stop_and_abort);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     if (system(cmd) != 0) printf("# could not remove %s\n", g_dir);
