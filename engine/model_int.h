@@ -21,6 +21,13 @@ static inline const void *hx_wmat_at(const hx_wmat *w, int64_t e)
 {
     return (const char *)w->data + (size_t)e * (size_t)w->rows * w->row_bytes;
 }
+/* Row r of matrix e of w (e = 0 for a plain matrix). The trainer reads
+ * frozen weights through these two only, so that a weight cache can
+ * stand behind them. */
+static inline const void *hx_wmat_row(const hx_wmat *w, int64_t e, int64_t r)
+{
+    return (const char *)hx_wmat_at(w, e) + (size_t)r * w->row_bytes;
+}
 
 typedef struct hx_layer {
     float *attn_norm;          /* (n_embd) */
