@@ -17,6 +17,7 @@
 #include "engine/ctx_int.h"
 #include "engine/engine.h"
 #include "engine/kvfile.h"
+#include "rng.h"
 #include "test.h"
 
 #define CAP_PAGES 3 /* the memory cap: 192 positions */
@@ -25,14 +26,7 @@
 static char g_dir[256];
 static hx_model *g_m;
 
-static const char *tmp_path(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-    return buf[k];
-}
+static const char *tmp_path(const char *name) { return test_path_in(g_dir, name); }
 
 /* A small random qwen3 (head_dim 32: the 8-bit cache can hold it). */
 static hx_model *make_model(void)
@@ -73,10 +67,8 @@ static hx_ctx *new_ctx(int kv, int pages, const char *spill_dir)
 
 static void tokens(int32_t *t, int n, unsigned seed)
 {
-    for (int i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        t[i] = (int32_t)((seed >> 8) % 128u);
-    }
+    rng_state = TEST_RNG_SEED + seed;
+    for (int i = 0; i < n; i++) t[i] = (int32_t)(rnd() % 128u);
 }
 
 /* ---- a conversation: prompt batches, tokens one by one, a rewind ---- */

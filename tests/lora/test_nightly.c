@@ -197,6 +197,22 @@ static hx_lora_store *store_at(const char *tag, char work[300])
     return hx_lora_store_open(sd, &st, &err) == HX_OK ? st : NULL;
 }
 
+/* How many adapters of the store's active set load on the base at path
+ * (-1 when the base or the set does not load). */
+static int active_loads(hx_lora_store *st, const char *path)
+{
+    hx_model *m = NULL;
+    hx_adapter *ads[HX_ADAPTER_MAX];
+    float sc[HX_ADAPTER_MAX];
+    int na = 0;
+    hx_err err = {0};
+    if (hx_model_load(path, NULL, &m, &err)) return -1;
+    if (hx_lora_store_load_active(st, m, ads, sc, &na, &err)) na = -1;
+    for (int i = 0; i < na; i++) hx_adapter_free(ads[i]);
+    hx_model_free(m);
+    return na;
+}
+
 static void test_run_adopts_and_gate_discards(void)
 {
     char sd[300], work[300];
@@ -219,15 +235,7 @@ static void test_run_adopts_and_gate_discards(void)
     int n = 0;
     ASSERT(hx_lora_store_active(st, act, &n, &err) == HX_OK);
     EXPECT(n == 1 && !strcmp(act[0].name, r.adapter) && !strncmp(r.adapter, "nightly-", 8));
-    /* the adopted adapter loads on its base */
-    hx_model *m = NULL;
-    hx_adapter *ads[HX_ADAPTER_MAX];
-    float sc[HX_ADAPTER_MAX];
-    int na = 0;
-    ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
-    EXPECT(hx_lora_store_load_active(st, m, ads, sc, &na, &err) == HX_OK && na == 1);
-    for (int i = 0; i < na; i++) hx_adapter_free(ads[i]);
-    hx_model_free(m);
+    EXPECT_EQ_INT(active_loads(st, model), 1); /* the adopted adapter loads on its base */
     /* an impossible gate: discarded, the active adapter unchanged */
     char adopted[96];
     snprintf(adopted, sizeof adopted, "%s", r.adapter);
@@ -874,14 +882,7 @@ static void test_moe_base(void)
     }
     EXPECT(attn == 8 && other == 0); /* layer 1 (the later half): q, k, v, o x (A, B) */
     hx_trainer_free(tr);
-    hx_model *m = NULL;
-    hx_adapter *ads[HX_ADAPTER_MAX];
-    float sc[HX_ADAPTER_MAX];
-    int na = 0;
-    ASSERT(hx_model_load(moe, NULL, &m, &err) == HX_OK);
-    EXPECT(hx_lora_store_load_active(st, m, ads, sc, &na, &err) == HX_OK && na == 1);
-    for (int i = 0; i < na; i++) hx_adapter_free(ads[i]);
-    hx_model_free(m);
+    EXPECT_EQ_INT(active_loads(st, moe), 1);
     hx_lora_store_free(st);
 }
 
