@@ -74,7 +74,7 @@ int hx_kv_spill_new(hx_ctx *c, const hx_ctx_params *p, hx_err *err)
     char buf[4096];
     const char *dir = spill_dir(p, buf, sizeof buf);
     if (!dir || snprintf(s->dir, sizeof s->dir, "%s", dir) >= (int)sizeof s->dir)
-        return hx_err_set(err, HX_ERR_RANGE, "no cache folder for the KV spill (path too long)");
+        s->dir[0] = '\0'; /* the first spill says so; the cache is full then */
     s->on_disk = hx_calloc((size_t)s->n_all, 1);
     s->tmp_sums = hx_calloc((size_t)s->geo.n_slices, 8);
     s->buf = hx_huge_alloc((size_t)c->n_threads * 2, s->geo.slice_bytes);
@@ -122,6 +122,9 @@ static int open_file(hx_ctx *c)
 {
     struct hx_kv_spill *s = c->spill;
     hx_err e = {0};
+    if (!s->dir[0])
+        return hx_err_set(&c->err, HX_ERR_FULL, "KV cache full, and no folder to spill it "
+                          "to: the cache folder's path is too long");
     int dfd = hx_kvf_open_dir(s->dir, &e), fd = -1;
     if (dfd < 0)
         return hx_err_set(&c->err, HX_ERR_FULL, "KV cache full, and no folder to spill "
