@@ -110,6 +110,7 @@ fuzz_mod_fuzz_config := tools
 fuzz_mod_fuzz_governor := engine
 fuzz_mod_fuzz_memory_query := memory
 fuzz_mod_fuzz_adapter := modelfile
+fuzz_mod_fuzz_kvfile := modelfile
 fuzz_mod_fuzz_ckpt := lora
 fuzz_libs = $(call libs_for,$(or $(fuzz_mod_$(1)),cli))
 .SECONDEXPANSION:

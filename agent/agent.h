@@ -151,6 +151,10 @@ typedef struct hx_source_engine_params {
     /* Memory and latency; all 0 by default. */
     int kv_q8;            /* 1: 8-bit KV cache */
     size_t max_bytes;     /* weights + KV + scratch (--max-memory); 0: none */
+    int no_kv_spill;      /* 1: at the memory cap the KV cache is full (the
+                             planner drops the oldest exchanges); 0
+                             (default): its oldest pages spill to
+                             $XDG_CACHE_HOME/hearth/spill */
     int prefill_slice;    /* tokens per prefill pass, the cancel check
                              between passes; 0: 64 */
     int (*cancelled)(void *user); /* nonzero: stop the prefill (Ctrl-C) */

@@ -353,23 +353,39 @@ static int new_sampler(eng_src *e, int choice, hx_err *err)
 }
 
 /* Decodes t in slices, checking the cancel callback between them (a
- * long prompt stops at once on Ctrl-C; the slices done stay cached). */
+ * long prompt stops at once on Ctrl-C; the slices done stay cached). A
+ * full cache is a request too long, unless the KV spill failed (said so). */
 static int decode(eng_src *e, const int32_t *t, int n, hx_err *err)
 {
     hx_prefill_params pp = hx_prefill_default_params();
     pp.slice = e->slice;
     pp.cancel = e->cancelled;
     pp.cancel_user = e->cancel_user;
+    const int before = hx_ctx_n_past(e->ctx);
     int done = 0, rc = hx_prefill(e->ctx, t, n, &pp, &done);
-    if (rc == HX_ERR_FULL)
+    if (rc == HX_ERR_FULL && before + n > e->limit)
         return hx_err_set(err, rc, "request too long: %d tokens, limit %d (%s); shorten it, "
                           "start a new conversation, or allow more (--ctx, --max-memory)",
-                          hx_ctx_n_past(e->ctx) + n, e->limit,
+                          before + n, e->limit,
                           e->limit < hx_ctx_n_ctx(e->ctx) ? "what --max-memory leaves for the "
                           "KV cache" : "the context size");
     if (rc == HX_ERR_CANCELLED) return hx_err_set(err, rc, "cancelled");
     if (rc) return hx_err_set(err, rc, "decode: %s", hx_ctx_errmsg(e->ctx));
     return HX_OK;
+}
+
+/* Decodes prompt t[keep, n); when a spilled KV page reads back damaged,
+ * the positions from it on are gone from the cache, and are decoded again
+ * once from the prompt's tokens. */
+static int decode_prompt(eng_src *e, const int32_t *t, int n, int keep, hx_err *err)
+{
+    int rc = decode(e, t + keep, n - keep, err);
+    const int at = hx_ctx_n_past(e->ctx);
+    if (rc == HX_ERR_IO && at < n) {
+        hx_log_warn("%s; decoding %d positions again", err->msg, n - at);
+        rc = decode(e, t + at, n - at, err);
+    }
+    return rc;
 }
 
 /* The prompt's stable head: up to and including its first end-of-turn
@@ -447,7 +463,7 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
     e->cache = t;
     e->n_cache = keep;
     e->cap = n + 1;
-    int rc = decode(e, t + keep, n - keep, err);
+    int rc = decode_prompt(e, t, n, keep, err);
     e->n_cache = hx_ctx_n_past(e->ctx); /* what a cancelled prefill left */
     if (rc) return rc;
     if (keep == loaded) save_prefix(e, t, n, loaded);
@@ -618,6 +634,7 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     cp.n_threads = p->n_threads;
     cp.kv_q8 = p->kv_q8;
     cp.max_bytes = p->max_bytes;
+    cp.kv_spill = !p->no_kv_spill; /* a conversation outgrowing memory keeps its history */
     e->slice = p->prefill_slice > 0 ? p->prefill_slice : 64;
     e->cancelled = p->cancelled;
     e->cancel_user = p->cancel_user;

@@ -33,6 +33,15 @@ $(BUILD)/bench/ttft: bench/ttft.c bench/turn.h $(ALL_LIBS)
 bench-ttft: $(BUILD)/bench/ttft
 	nice $(BUILD)/bench/ttft $(ARGS)
 
+# Attention over KV history spilled to disk vs all in memory, per token
+# (ARGS="--ctx 8192 --kv q8 --layers 12").
+.PHONY: bench-kvspill
+$(BUILD)/bench/kvspill: bench/kvspill.c $(call libs_for,engine)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
+bench-kvspill: $(BUILD)/bench/kvspill
+	nice $(BUILD)/bench/kvspill $(ARGS)
+
 # Mail benchmark: mail.search over 10,000 generated messages.
 $(BUILD)/bench/mail: bench/mail.c $(call libs_for,tools)
 	@mkdir -p $(@D)
