@@ -127,6 +127,23 @@ int hx_fold_contains(const char *hay, const char *needle);
 /* Whether the folded word w (n bytes) is a function word ("the", "der",
  * "les", "para", ...) that says nothing about what is searched for. */
 int hx_fold_stop_word(const char *w, size_t n);
+/* Whether cp belongs to a script written without spaces between words
+ * (kana, CJK ideographs, Hangul). */
+int hx_fold_spaceless(int32_t cp);
+/* Calls emit with the pieces of the folded word w (n bytes): a run of a
+ * spaceless script as its overlapping character pairs ("議事録" 議事
+ * 事録; one character alone as itself), the rest of w as it is. Stops
+ * at emit's first nonzero return, which it returns; else 0. */
+int hx_fold_pieces(const char *w, size_t n, int (*emit)(void *u, const char *p, size_t n),
+                   void *u);
+/* The search terms of text: its words (split at spaces and punctuation)
+ * folded, each once, function words left out (and appended to ignored
+ * when not NULL) unless there is nothing else, a run of a spaceless
+ * script as its overlapping character pairs (as the "hx_fold" tokenizer
+ * indexes it); at most HX_FOLD_MAX_TERMS. Each term is appended to terms
+ * with its NUL. Returns how many, or -1 when out of memory. */
+#define HX_FOLD_MAX_TERMS 16
+int hx_fold_terms(const char *text, hx_buf *terms, hx_buf *ignored);
 /* Registers on an open SQLite connection (base/fold_sql.c): the SQL
  * function hx_fold(text), and the FTS5 tokenizer "hx_fold" (unicode61
  * with remove_diacritics 2, its arguments passed on, then each token

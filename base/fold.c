@@ -153,3 +153,124 @@ int hx_fold_stop_word(const char *w, size_t n)
     return bsearch(k, stop_words, sizeof stop_words / sizeof *stop_words, sizeof *stop_words,
                    cmp_word) != NULL;
 }
+
+int hx_fold_spaceless(int32_t cp)
+{
+    return (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
+           (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7AF) ||
+           (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFF66 && cp <= 0xFF9F);
+}
+
+/* Punctuation and spaces beyond ASCII: Latin-1's, general punctuation,
+ * CJK punctuation, fullwidth punctuation. */
+static int punct(int32_t cp)
+{
+    return (cp >= 0xA1 && cp <= 0xBF) || cp == 0xD7 || cp == 0xF7 ||
+           (cp >= 0x2000 && cp <= 0x206F) || (cp >= 0x2E00 && cp <= 0x2E7F) ||
+           (cp >= 0x3000 && cp <= 0x303F) || (cp >= 0xFF01 && cp <= 0xFF0F) ||
+           (cp >= 0xFF1A && cp <= 0xFF20) || (cp >= 0xFF3B && cp <= 0xFF40) ||
+           (cp >= 0xFF5B && cp <= 0xFF65);
+}
+
+/* The code point at s[i] (n bytes), its length in *len; -1 if invalid. */
+static int32_t cp_of(const char *s, size_t i, size_t n, int *len)
+{
+    return decode((const unsigned char *)s + i, n - i, len);
+}
+
+static int word_char(const char *s, size_t i, size_t n, int *len)
+{
+    unsigned char c = (unsigned char)s[i];
+    *len = 1;
+    if (c < 0x80) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    int32_t cp = cp_of(s, i, n, len);
+    return cp >= 0 && !punct(cp);
+}
+
+int hx_fold_pieces(const char *w, size_t n, int (*emit)(void *u, const char *p, size_t n),
+                   void *u)
+{
+    int rc = 0, la, lb;
+    size_t i = 0;
+    while (i < n && !rc) {
+        int cjk = hx_fold_spaceless(cp_of(w, i, n, &la));
+        size_t j = i + (size_t)la;
+        while (j < n && hx_fold_spaceless(cp_of(w, j, n, &lb)) == cjk) j += (size_t)lb;
+        if (!cjk || j - i == (size_t)la) rc = emit(u, w + i, j - i);
+        for (size_t k = i; cjk && !rc; k += (size_t)la) {
+            cp_of(w, k, n, &la);
+            if (k + (size_t)la >= j) break;
+            cp_of(w, k + (size_t)la, n, &lb);
+            rc = emit(u, w + k, (size_t)(la + lb));
+        }
+        i = j;
+    }
+    return rc;
+}
+
+/* Appends term (n bytes) and its NUL to the hx_buf u unless it has it. */
+static int add_term(void *u, const char *t, size_t n)
+{
+    hx_buf *out = u;
+    for (size_t i = 0; out->data && i < out->len; i += strlen(out->data + i) + 1)
+        if (strlen(out->data + i) == n && !memcmp(out->data + i, t, n)) return 0;
+    hx_buf_append(out, t, n);
+    hx_buf_putc(out, '\0');
+    return 0;
+}
+
+/* How many NUL-ended terms b holds. */
+static int n_terms(const hx_buf *b)
+{
+    int n = 0;
+    for (size_t i = 0; b->data && i < b->len; i += strlen(b->data + i) + 1) n++;
+    return n;
+}
+
+/* hx_fold_terms over folded text f, with or without function words. */
+static int terms_of(const char *f, size_t n, int keep_stop, hx_buf *terms, hx_buf *ignored)
+{
+    int len, n0 = n_terms(terms);
+    size_t i = 0;
+    while (i < n && n_terms(terms) - n0 < HX_FOLD_MAX_TERMS) {
+        size_t j = i;
+        while (j < n && word_char(f, j, n, &len)) j += (size_t)len;
+        if (j == i) {
+            i += (size_t)len;
+            continue;
+        }
+        if (!keep_stop && hx_fold_stop_word(f + i, j - i)) {
+            if (ignored) add_term(ignored, f + i, j - i);
+        } else {
+            hx_fold_pieces(f + i, j - i, add_term, terms);
+        }
+        i = j;
+    }
+    return n_terms(terms) - n0;
+}
+
+int hx_fold_terms(const char *text, hx_buf *terms, hx_buf *ignored)
+{
+    hx_buf f;
+    hx_buf_init(&f);
+    size_t t0 = terms->len, i0 = ignored ? ignored->len : 0;
+    hx_fold_append(&f, text ? text : "", text ? strlen(text) : 0);
+    int n = terms_of(f.data ? f.data : "", f.len, 0, terms, ignored);
+    if (n == 0) { /* only function words: they are what there is */
+        if (ignored) ignored->len = i0;
+        n = terms_of(f.data ? f.data : "", f.len, 1, terms, NULL);
+    }
+    int oom = f.oom || terms->oom || (ignored && ignored->oom);
+    hx_buf_free(&f);
+    if (n > HX_FOLD_MAX_TERMS) { /* a long run of pairs */
+        size_t at = t0;
+        for (int k = 0; k < HX_FOLD_MAX_TERMS; k++) at += strlen(terms->data + at) + 1;
+        terms->len = at;
+        n = HX_FOLD_MAX_TERMS;
+    }
+    if (oom) {
+        terms->len = t0;
+        return -1;
+    }
+    return n;
+}

@@ -40,55 +40,17 @@ typedef struct tok_cx {
     void *user;
     int (*emit)(void *, int, const char *, int, int, int);
     hx_buf folded;
+    int tflags, start, end; /* of the token being split */
 } tok_cx;
 
-static int cp_at(const char *s, size_t n, size_t *len)
+/* Emits one piece of a token (hx_fold_pieces): a run of a spaceless
+ * script as its pairs of characters, so that a word inside the run is
+ * found as a phrase of pairs. */
+static int emit_piece(void *u, const char *p, size_t n)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    int k = p[0] < 0x80 ? 1 : p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
-    if ((size_t)k > n) k = 1;
-    *len = (size_t)k;
-    int cp = k == 1 ? p[0] : p[0] & (0x7F >> k);
-    for (int i = 1; i < k; i++) cp = cp << 6 | (p[i] & 0x3F);
-    return cp;
-}
-
-/* Scripts written without spaces between words: kana, CJK ideographs,
- * Hangul syllables, halfwidth katakana. */
-static int spaceless(int cp)
-{
-    return (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
-           (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7AF) ||
-           (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFF66 && cp <= 0xFF9F);
-}
-
-/* Emits t: a run of a spaceless script as its overlapping pairs of
- * characters ("議事録" 議事 事録), so that a word inside the run is found
- * as a phrase of pairs; the rest of t as tokens of their own. */
-static int emit_split(tok_cx *c, int tflags, const char *t, size_t n, int a, int b)
-{
-    size_t i = 0;
-    int rc = SQLITE_OK;
-    while (i < n && rc == SQLITE_OK) {
-        size_t l1, l2, j = i;
-        int cjk = spaceless(cp_at(t + i, n - i, &l1));
-        while (j < n && spaceless(cp_at(t + j, n - j, &l2)) == cjk) j += l2;
-        if (!cjk) {
-            rc = c->emit(c->user, tflags, t + i, (int)(j - i), a, b);
-        } else if (j - i == l1) {
-            rc = c->emit(c->user, tflags, t + i, (int)l1, a, b);
-        } else {
-            for (size_t k = i, la, lb; rc == SQLITE_OK; k += la) {
-                cp_at(t + k, j - k, &la);
-                if (k + la >= j) break;
-                cp_at(t + k + la, j - k - la, &lb);
-                rc = c->emit(c->user, tflags, t + k, (int)(la + lb), a, b);
-                tflags &= ~FTS5_TOKEN_COLOCATED;
-            }
-        }
-        tflags &= ~FTS5_TOKEN_COLOCATED;
-        i = j;
-    }
+    tok_cx *c = u;
+    int rc = c->emit(c->user, c->tflags, p, (int)n, c->start, c->end);
+    c->tflags &= ~FTS5_TOKEN_COLOCATED; /* only the first is a synonym */
     return rc;
 }
 
@@ -98,7 +60,8 @@ static int on_token(void *ctx, int tflags, const char *t, int n, int a, int b)
     c->folded.len = 0;
     if (n <= 0) return SQLITE_OK;
     if (hx_fold_append(&c->folded, t, (size_t)n)) return SQLITE_NOMEM;
-    return emit_split(c, tflags, c->folded.data, c->folded.len, a, b);
+    c->tflags = tflags, c->start = a, c->end = b;
+    return hx_fold_pieces(c->folded.data, c->folded.len, emit_piece, c);
 }
 
 static fts5_api *fts5_of(sqlite3 *db)
@@ -150,7 +113,7 @@ static int tok_tokenize(Fts5Tokenizer *p, void *user, int flags, const char *tex
                         int (*emit)(void *, int, const char *, int, int, int))
 {
     fold_tok *t = (fold_tok *)p;
-    tok_cx c = {user, emit, {0}};
+    tok_cx c = {user, emit, {0}, 0, 0, 0};
     hx_buf_init(&c.folded);
     int rc = t->parent.xTokenize(t->inner, &c, flags, text, n, on_token);
     hx_buf_free(&c.folded);

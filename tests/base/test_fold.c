@@ -2,6 +2,7 @@
  * class, its stop words, and its SQLite function and FTS5 tokenizer
  * (base/fold_sql.c): accents, case, ß, decomposed text, Japanese. */
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +75,43 @@ static void test_stop_words(void)
     EXPECT(!hx_fold_stop_word("", 0));
 }
 
+/* The NUL-separated terms of b joined with '|'. */
+static void joined(const hx_buf *b, char *out, size_t n)
+{
+    out[0] = 0;
+    for (size_t i = 0; b->data && i < b->len; i += strlen(b->data + i) + 1)
+        snprintf(out + strlen(out), n - strlen(out), "%s%s", i ? "|" : "", b->data + i);
+}
+
+static void expect_terms(const char *text, int want_n, const char *want, const char *want_ignored)
+{
+    hx_buf t, ig;
+    char a[256], b[256];
+    hx_buf_init(&t);
+    hx_buf_init(&ig);
+    int n = hx_fold_terms(text, &t, &ig);
+    joined(&t, a, sizeof a);
+    joined(&ig, b, sizeof b);
+    if (n != want_n || strcmp(a, want) || strcmp(b, want_ignored))
+        test_fail_at(__FILE__, __LINE__, "terms of '%s': %d '%s' ignored '%s', want %d '%s' '%s'",
+                     text, n, a, b, want_n, want, want_ignored);
+    hx_buf_free(&t);
+    hx_buf_free(&ig);
+}
+
+static void test_terms(void)
+{
+    expect_terms("the report", 1, "report", "the");
+    expect_terms("The Report, the REPORT!", 1, "report", "the");
+    expect_terms("Rückfragen zum Angebot von Jürgen", 4, "ruckfragen|zum|angebot|jurgen", "von");
+    expect_terms("the", 1, "the", ""); /* nothing else: kept */
+    expect_terms("議事録を送って", 6, "議事|事録|録を|を送|送っ|って", "");
+    expect_terms("「会議」のメモ", 3, "会議|のメ|メモ", "");
+    expect_terms("", 0, "", "");
+    expect_terms("a b c d e f g h i j k l m n o p q r s t u v w x y z", 16,
+                 "b|c|d|e|f|g|h|j|k|l|m|n|o|p|q|r", "a|i"); /* at most 16 */
+}
+
 /* Rows of an FTS5 table with the tokenizer that a query matches. */
 static int fts_count(sqlite3 *db, const char *query)
 {
@@ -134,6 +172,7 @@ int main(void)
     RUN(test_other_scripts);
     RUN(test_contains);
     RUN(test_stop_words);
+    RUN(test_terms);
     RUN(test_sqlite);
     return test_summary();
 }

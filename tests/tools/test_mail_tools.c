@@ -231,6 +231,76 @@ static void test_index_follows_maildir(void)
     cJSON_Delete(r);
 }
 
+static int deliver_str(const char *msg) { return deliver(msg, strlen(msg)); }
+
+/* The number of messages a search finds, and the subject of its first. */
+static int found(const char *json, char *first, size_t n)
+{
+    int rc;
+    hx_err e;
+    cJSON *r = call("mail.search", json, &rc, &e);
+    if (!r) return -1;
+    int k = count(r, "messages");
+    if (first) snprintf(first, n, "%s", str_at(r, "messages", 0, "subject"));
+    cJSON_Delete(r);
+    return k;
+}
+
+/* Text search ranks the meaningful words and never asks for the
+ * function words; sender and subject filters fold case and accents as
+ * the text does (ß as ss), word by word in any order. */
+static void test_search_forgives(void)
+{
+    char first[256];
+    int rc;
+    hx_err e;
+    ASSERT(deliver_str("From: =?UTF-8?Q?J=C3=BCrgen_Wei=C3=9F?= <jw@example.de>\n"
+                       "Subject: =?UTF-8?Q?R=C3=BCckfragen_zum_Angebot?=\n"
+                       "Content-Type: text/plain; charset=utf-8\n\n"
+                       "Gr\xc3\xbc\xc3\x9f" "e, anbei die Fragen der Fundaci\xc3\xb3n Alba.\n") == HX_OK);
+    ASSERT(deliver_str("From: Ana <ana@example.es>\nSubject: Quarterly figures\n\n"
+                       "The zebra report is attached.\n") == HX_OK);
+    ASSERT(deliver_str("From: Ana <ana@example.es>\nSubject: Zebra report, zebra budget\n\n"
+                       "Zebra figures and the zebra budget.\n") == HX_OK);
+    /* "the" is no reason to find nothing */
+    EXPECT_EQ_INT(found("{\"text\":\"the zebra report\"}", first, sizeof first), 2);
+    EXPECT_STR_EQ(first, "Zebra report, zebra budget"); /* the better match first */
+    cJSON *r = call("mail.search", "{\"text\":\"the zebra report\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_STR_EQ(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ignored_words"), 0)->valuestring, "the");
+    EXPECT(cJSON_GetObjectItem(r, "note") == NULL); /* both have every word */
+    cJSON_Delete(r);
+    /* no message has every word: the closest, each with the words it has */
+    r = call("mail.search", "{\"text\":\"zebra budget giraffe\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 4); /* the fixtures' two budget mails too */
+    EXPECT_STR_EQ(str_at(r, "messages", 0, "subject"), "Zebra report, zebra budget");
+    cJSON *m = NULL;
+    for (int i = 0; i < count(r, "messages"); i++)
+        if (!strcmp(str_at(r, "messages", i, "subject"), "Quarterly figures"))
+            m = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "messages"), i), "matched");
+    EXPECT_EQ_INT(cJSON_GetArraySize(m), 1);
+    EXPECT_STR_EQ(cJSON_GetArrayItem(m, 0)->valuestring, "zebra");
+    EXPECT(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(r, "note")), "no message has all") != NULL);
+    cJSON_Delete(r);
+    EXPECT_EQ_INT(found("{\"text\":\"giraffe\"}", NULL, 0), 0);
+    /* accents, case and ß, in the text and in every filter */
+    EXPECT_EQ_INT(found("{\"text\":\"fundacion\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"text\":\"GRUSSE\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"from\":\"jurgen\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"from\":\"Jurgen Weiss\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"from\":\"WEISS, J\xc3\x9cRGEN\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"from\":\"jw@example.de\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"from\":\"Jurgen Weiss-Bauer\"}", NULL, 0), 0); /* control */
+    EXPECT_EQ_INT(found("{\"subject\":\"R\xc3\x9c" "CKFRAGEN\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"subject\":\"the ruckfragen\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"to\":\"ALICE@example.org\"}", NULL, 0) > 0, 1);
+    EXPECT_EQ_INT(found("{\"folder\":\"sent\"}", NULL, 0), 1);
+    /* a filter's "%" or "_" is a character, not a wildcard */
+    EXPECT_EQ_INT(found("{\"from\":\"%\"}", NULL, 0), 0);
+    EXPECT_EQ_INT(found("{\"subject\":\"_\"}", NULL, 0), 0);
+}
+
 /* The addresses of the user's mail: From, To and Cc of every message,
  * each once whatever its case, names and encodings dropped; none without
  * a Maildir. */
@@ -413,6 +483,7 @@ int main(void)
     RUN(test_files_read_search_list);
     RUN(test_huge_file_capped);
     RUN(test_reads_leave_data_untouched);
+    RUN(test_search_forgives);
     hx_tools_free(reg);
     sh("rm -rf %s", home);
     return test_summary();
