@@ -144,6 +144,16 @@ int hx_fold_pieces(const char *w, size_t n, int (*emit)(void *u, const char *p, 
  * with its NUL. Returns how many, or -1 when out of memory. */
 #define HX_FOLD_MAX_TERMS 16
 int hx_fold_terms(const char *text, hx_buf *terms, hx_buf *ignored);
+/* The words of a filter (a sender, a subject, a title, a file name): text
+ * folded, split at white space, the punctuation around each word left
+ * out ("(Lyon)," lyon; "1:1" and "bob@x.org" stay whole), each once,
+ * function words left out when drop_stop unless there is nothing else;
+ * appended to words with their NULs. Returns how many, -1 when out of
+ * memory. */
+int hx_fold_words(const char *text, int drop_stop, hx_buf *words);
+/* Whether the folded text holds every term of terms (as hx_fold_terms or
+ * hx_fold_words wrote them) as a substring; an empty list is in any text. */
+int hx_fold_has_terms(const char *folded, const hx_buf *terms);
 /* Registers on an open SQLite connection (base/fold_sql.c): the SQL
  * function hx_fold(text), and the FTS5 tokenizer "hx_fold" (unicode61
  * with remove_diacritics 2, its arguments passed on, then each token

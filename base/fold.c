@@ -274,3 +274,47 @@ int hx_fold_terms(const char *text, hx_buf *terms, hx_buf *ignored)
     }
     return n;
 }
+
+int hx_fold_has_terms(const char *folded, const hx_buf *terms)
+{
+    for (size_t i = 0; terms->data && i < terms->len; i += strlen(terms->data + i) + 1)
+        if (!strstr(folded ? folded : "", terms->data + i)) return 0;
+    return 1;
+}
+
+/* Punctuation around a filter word, not part of it: "(Lyon)," is lyon. */
+static int edge_punct(char c)
+{
+    return c && strchr(",;:<>\"'()[]{}!?.", c) != NULL;
+}
+
+/* hx_fold_words over folded text f. */
+static int words_of(const char *f, int drop_stop, hx_buf *words)
+{
+    int n0 = n_terms(words);
+    for (const char *p = f; *p;) {
+        size_t n = strcspn(p, " \t\r\n");
+        const char *w = p;
+        size_t k = n;
+        while (k && edge_punct(*w)) w++, k--;
+        while (k && edge_punct(w[k - 1])) k--;
+        if (k && (!drop_stop || !hx_fold_stop_word(w, k))) add_term(words, w, k);
+        p += n + (p[n] != '\0');
+    }
+    return n_terms(words) - n0;
+}
+
+int hx_fold_words(const char *text, int drop_stop, hx_buf *words)
+{
+    char *f = hx_fold(text);
+    if (!f) return -1;
+    size_t w0 = words->len;
+    int n = words_of(f, drop_stop, words);
+    if (n == 0 && drop_stop) n = words_of(f, 0, words);
+    free(f);
+    if (words->oom) {
+        words->len = w0;
+        return -1;
+    }
+    return n;
+}

@@ -495,31 +495,25 @@ static const char *nth(const hx_buf *b, int i)
 }
 
 /* A filter on names or words ("from", "to", "subject"): each of its
- * folded words must be in one of the columns, folded (hx_fold), so that
+ * words (hx_fold_words) must be in one of the columns, folded, so that
  * "jurgen weiss" and "Weiß, Jürgen" both find "Jürgen Weiß <jw@x.de>".
  * Function words are left out of a subject filter only. */
 static void filter_words(search_q *q, const char *const *cols, int n_cols, const char *v,
                          int drop_stop)
 {
-    hx_buf f;
-    hx_buf_init(&f);
-    hx_fold_append(&f, v, strlen(v));
-    int words = 0;
-    for (const char *p = f.data ? f.data : ""; *p && words < 8;) {
-        size_t n = strcspn(p, " \t\n,;<>\"()");
-        if (n && (!drop_stop || !hx_fold_stop_word(p, n))) {
-            hx_buf_puts(&q->sql, " AND (0");
-            for (int c = 0; c < n_cols; c++) {
-                hx_buf_printf(&q->sql, " OR instr(hx_fold(%s), ?) > 0", cols[c]);
-                bind_add(q, p, n);
-            }
-            hx_buf_puts(&q->sql, ")");
-            words++;
+    hx_buf words;
+    hx_buf_init(&words);
+    int n = hx_fold_words(v, drop_stop, &words);
+    for (int i = 0; i < n && i < 8; i++) {
+        const char *w = nth(&words, i);
+        hx_buf_puts(&q->sql, " AND (0");
+        for (int c = 0; c < n_cols; c++) {
+            hx_buf_printf(&q->sql, " OR instr(hx_fold(%s), ?) > 0", cols[c]);
+            bind_add(q, w, strlen(w));
         }
-        p += n + (p[n] != '\0');
+        hx_buf_puts(&q->sql, ")");
     }
-    if (!words && drop_stop && f.len) filter_words(q, cols, n_cols, v, 0); /* all function words */
-    hx_buf_free(&f);
+    hx_buf_free(&words);
 }
 
 /* since/until: ISO 8601 or a time expression ("last week", "yesterday");

@@ -112,6 +112,29 @@ static void test_terms(void)
                  "b|c|d|e|f|g|h|j|k|l|m|n|o|p|q|r", "a|i"); /* at most 16 */
 }
 
+static void expect_words(const char *text, int drop_stop, const char *want)
+{
+    hx_buf w;
+    char a[256];
+    hx_buf_init(&w);
+    hx_fold_words(text, drop_stop, &w);
+    joined(&w, a, sizeof a);
+    if (strcmp(a, want))
+        test_fail_at(__FILE__, __LINE__, "words of '%s': '%s', want '%s'", text, a, want);
+    hx_buf_free(&w);
+}
+
+static void test_words(void)
+{
+    expect_words("Weiß, Jürgen", 0, "weiss|jurgen");
+    expect_words("<JW@Example.de> (Lyon). 1:1", 0, "jw@example.de|lyon|1:1");
+    expect_words("the Q3 report", 1, "q3|report");
+    expect_words("the Q3 report", 0, "the|q3|report");
+    expect_words("the", 1, "the"); /* only function words: kept */
+    expect_words("定例会議 議事録", 1, "定例会議|議事録");
+    expect_words("  ,; ", 1, "");
+}
+
 /* Rows of an FTS5 table with the tokenizer that a query matches. */
 static int fts_count(sqlite3 *db, const char *query)
 {
@@ -173,6 +196,7 @@ int main(void)
     RUN(test_contains);
     RUN(test_stop_words);
     RUN(test_terms);
+    RUN(test_words);
     RUN(test_sqlite);
     return test_summary();
 }
