@@ -432,6 +432,65 @@ static void test_files_read_search_list(void)
     cJSON_Delete(r);
 }
 
+static int files_found(const char *json)
+{
+    int rc;
+    hx_err e;
+    cJSON *r = call("files.search", json, &rc, &e);
+    int n = r ? count(r, "files") : -1;
+    cJSON_Delete(r);
+    return n;
+}
+
+/* A file name search takes words as well as globs, folded; the paths the
+ * roots are listed by (the root's folder name first) are accepted;
+ * confinement holds through them. */
+static void test_files_forgive(void)
+{
+    int rc;
+    hx_err e;
+    char d[PATH_MAX + 64];
+    snprintf(d, sizeof d, "%s/Projects/Pilot Berlin", files);
+    ASSERT(sh("mkdir -p '%s' '%s/会議'", d, files) == 0);
+    write_file("Projects/Pilot Berlin/\xc3\x9c" "bersicht.md", "Kosten: 3.842,17 EUR\n");
+    write_file("Hewlett-Packard_Angebot.txt", "offer\n");
+    write_file("会議/議事録.txt", "議題\n");
+    write_file("U\xcc\x88" "bersicht-nfd.md", "decomposed name\n");
+    EXPECT_EQ_INT(files_found("{\"name\":\"hewlett\"}"), 1);
+    EXPECT_EQ_INT(files_found("{\"name\":\"*hewlett*\"}"), 1);
+    EXPECT_EQ_INT(files_found("{\"name\":\"HEWLETT angebot\"}"), 1);
+    EXPECT_EQ_INT(files_found("{\"name\":\"hewlett zebra\"}"), 0); /* control */
+    EXPECT_EQ_INT(files_found("{\"name\":\"*\u00fcbersicht*\"}"), 2);
+    EXPECT_EQ_INT(files_found("{\"name\":\"*UBERSICHT.md\"}"), 1);
+    EXPECT_EQ_INT(files_found("{\"name\":\"berlin \u00fcbersicht\"}"), 1); /* a folder's word */
+    EXPECT_EQ_INT(files_found("{\"name\":\"\u8b70\u4e8b\u9332\"}"), 1);   /* 議事録 */
+    EXPECT_EQ_INT(files_found("{\"name\":\"ubersicht-nfd\"}"), 1);
+    /* the root's own folder name in front, as files.list shows the roots */
+    cJSON *r = call("files.list", "{\"path\":\"Documents/Projects\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "entries"), 1);
+    cJSON_Delete(r);
+    r = call("files.list", "{\"path\":\"Documents\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT(count(r, "entries") >= 4);
+    cJSON_Delete(r);
+    r = call("files.read", "{\"path\":\"Documents/Projects/Pilot Berlin/\u00dcbersicht.md\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT(strstr(cJSON_GetObjectItem(r, "text")->valuestring, "3.842,17") != NULL);
+    cJSON_Delete(r);
+    r = call("files.search", "{\"name\":\"*.md\",\"path\":\"Documents/Projects\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "files"), 1);
+    cJSON_Delete(r);
+    /* and no way out through it */
+    EXPECT(call("files.read", "{\"path\":\"Documents/../secret.txt\"}", &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_DENIED);
+    EXPECT(call("files.read", "{\"path\":\"Documents/escape\"}", &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_DENIED);
+    EXPECT(call("files.list", "{\"path\":\"Mail\"}", &rc, &e) == NULL); /* a sibling, not a root */
+    EXPECT_EQ_INT(rc, HX_ERR_NOTFOUND);
+}
+
 static void test_huge_file_capped(void)
 {
     char p[PATH_MAX + 16];
@@ -481,6 +540,7 @@ int main(void)
     RUN(test_snippet_utf8);
     RUN(test_files_confined);
     RUN(test_files_read_search_list);
+    RUN(test_files_forgive);
     RUN(test_huge_file_capped);
     RUN(test_reads_leave_data_untouched);
     RUN(test_search_forgives);
