@@ -249,6 +249,9 @@ static void test_format_and_offset(void)
     EXPECT_STR_EQ(buf, "2026-12-01");
     EXPECT_EQ_INT(hx_when_utc_offset("Asia/Kolkata", t), 19800);
     EXPECT_EQ_INT(hx_when_format(t, "No/Such", 0, buf, sizeof buf), -1);
+    EXPECT_STR_EQ(hx_when_weekday(t, "Europe/Paris"), "Tuesday");
+    EXPECT_STR_EQ(hx_when_weekday(t - 10 * 3600, "America/New_York"), "Monday"); /* 2026-11-30 17:00 */
+    EXPECT_STR_EQ(hx_when_weekday(t, "No/Such"), "");
     EXPECT(hx_when_tz_known("Europe/Paris"));
     EXPECT(!hx_when_tz_known("Europe/Nowhere"));
 }
