@@ -511,6 +511,10 @@ static void handle_call(run *r, const pcall *c)
     else if (!repeated_failure(r, name, args, &o))
         exec_call(r, name, args, args_json ? args_json : "{}", &o);
     hx_agent_audit(&r->pl->d, name, args_json ? args_json : "", &o);
+    hx_planner *pl = r->pl; /* a result too long for the context is cut, and says so */
+    if (o.result)
+        hx_fit_result(&(hx_fit){pl->d.src, pl->p.family, pl->msgs, pl->starts[pl->n_starts - 1],
+                                pl->tools, name}, o.result);
     char *fed = feedback_text(&o);
     if (r->io && r->io->on_result)
         r->io->on_result(r->io->user, name, o.status, fed ? fed : o.detail);
