@@ -89,7 +89,7 @@ static int tok_create(void *user, const char **argv, int argc, Fts5Tokenizer **o
     }
     args[0] = "remove_diacritics";
     args[1] = "2";
-    memcpy(args + 2, argv, (size_t)argc * sizeof *args);
+    if (argc > 0) memcpy(args + 2, argv, (size_t)argc * sizeof *args);
     int rc = api->xFindTokenizer(api, "unicode61", &pu, &t->parent);
     if (rc == SQLITE_OK) rc = t->parent.xCreate(pu, args, argc + 2, &t->inner);
     free(args);
