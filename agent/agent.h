@@ -86,7 +86,7 @@ int hx_json_py(const cJSON *j, int indent, hx_buf *out);
  * The planner drives any source through this table: the engine (a model,
  * its KV cache and the tool-call grammar) or, in tests, a scripted test
  * double. Versioned: fields are only added at the end. ---- */
-#define HX_SOURCE_API 5
+#define HX_SOURCE_API 6
 enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2 };
 typedef struct hx_source {
     int api_version;
@@ -125,6 +125,10 @@ typedef struct hx_source {
      * offers it; begin takes the whole prompt as its caller's own. */
     int (*begin_marked)(void *ctx, const char *prompt, const hx_tpl_marks *marks,
                         int choice, int *n_prompt, hx_err *err);
+    /* Optional (version 6): the positions the context holds (n_ctx, or
+     * fewer when the memory cap leaves less KV cache); tool results are
+     * cut to fit in it (hx_fit_result). */
+    int (*limit)(void *ctx);
 } hx_source;
 void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
 
@@ -372,6 +376,26 @@ void hx_agent_call(const hx_planner_deps *d, const char *name, const cJSON *args
  * one row in d->mem's audit table, where each is open (may be NULL). */
 void hx_agent_audit(const hx_planner_deps *d, const char *name, const char *args_json,
                     const hx_call_outcome *o);
+
+/* ---- a tool result cut to fit the context (agent/fit.c) ---- */
+typedef struct hx_fit {
+    const hx_source *src; /* its limit (version 6) and count */
+    int family;           /* the template (HX_TPL_*) the prompt is rendered in */
+    const cJSON *msgs;    /* the conversation: [0] the system message */
+    int from;             /* where the current request's messages start */
+    const cJSON *tools;   /* the tool list */
+    const char *tool;     /* the tool whose result it is */
+} hx_fit;
+/* Cuts result (an object, changed in place) so that, as the next tool
+ * message of the conversation, it leaves the model room for a turn (256
+ * positions, or an eighth of the context): the longest list keeps its
+ * first items, else the longest text its beginning, and "not_shown" says
+ * what was left out ("and 37 more events not shown ...") and how to get
+ * it (the start to call again from, files.read's offset, a narrower
+ * search); if nothing fits, that is all it says. Older exchanges are not
+ * counted (they are dropped when the context is full). Returns 0 when it
+ * fit as it was (or the source gives no limit), 1 when it was cut. */
+int hx_fit_result(const hx_fit *f, cJSON *result);
 
 typedef struct hx_planner hx_planner;
 hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p);

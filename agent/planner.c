@@ -163,8 +163,11 @@ static void context_text(hx_planner *pl, const char *request, hx_buf *b)
 {
     const hx_config *cfg = hx_tools_config(pl->d.reg);
     char when[64] = "";
-    hx_when_format(hx_now(NULL), cfg ? cfg->timezone : NULL, 0, when, sizeof when);
-    hx_buf_printf(b, "Now: %s", when);
+    const int64_t now = hx_now(NULL);
+    hx_when_format(now, cfg ? cfg->timezone : NULL, 0, when, sizeof when);
+    /* the weekday too: a small model cannot work out that "next
+     * Wednesday" is the 16th from a date alone */
+    hx_buf_printf(b, "Now: %s %s", hx_when_weekday(now, cfg ? cfg->timezone : NULL), when);
     if (cfg && cfg->timezone) hx_buf_printf(b, " (%s)", cfg->timezone);
     if (!pl->d.mem || pl->p.recall_budget <= 0) return;
     hx_recall_params rp = hx_recall_default_params();
@@ -511,6 +514,10 @@ static void handle_call(run *r, const pcall *c)
     else if (!repeated_failure(r, name, args, &o))
         exec_call(r, name, args, args_json ? args_json : "{}", &o);
     hx_agent_audit(&r->pl->d, name, args_json ? args_json : "", &o);
+    hx_planner *pl = r->pl; /* a result too long for the context is cut, and says so */
+    if (o.result)
+        hx_fit_result(&(hx_fit){pl->d.src, pl->p.family, pl->msgs, pl->starts[pl->n_starts - 1],
+                                pl->tools, name}, o.result);
     char *fed = feedback_text(&o);
     if (r->io && r->io->on_result)
         r->io->on_result(r->io->user, name, o.status, fed ? fed : o.detail);

@@ -102,6 +102,8 @@ static void eng_free(void *ctx)
     free(e);
 }
 
+static int eng_limit(void *ctx) { return ((const eng_src *)ctx)->limit; }
+
 static int eng_count(void *ctx, const char *text)
 {
     eng_src *e = ctx;
@@ -663,7 +665,8 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                        .free = eng_free, .set_copy_text = eng_copy_text,
                        .repair_args = eng_repair_args,
                        .set_known_addresses = eng_known_addresses,
-                       .set_request = eng_request, .begin_marked = eng_begin_marked};
+                       .set_request = eng_request, .begin_marked = eng_begin_marked,
+                       .limit = eng_limit};
     return HX_OK;
 }
 

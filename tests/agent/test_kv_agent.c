@@ -111,6 +111,131 @@ static void test_planner_drops_old_exchanges(void)
     world_close(&w);
 }
 
+/* ---- a test double with a context limit (a token is 4 bytes) ---- */
+typedef struct fit_source {
+    int limit;
+    const char *const *turns;
+    int turn, n_full, longest;
+    const char *left;
+} fit_source;
+
+static int fit_count(void *ctx, const char *text)
+{
+    (void)ctx;
+    return (int)strlen(text) / 4;
+}
+
+static int fit_limit(void *ctx) { return ((fit_source *)ctx)->limit; }
+
+static int fit_begin(void *ctx, const char *prompt, int choice, int *n_prompt, hx_err *err)
+{
+    fit_source *s = ctx;
+    (void)choice;
+    *n_prompt = fit_count(ctx, prompt);
+    if (*n_prompt > s->limit) {
+        s->n_full++;
+        return hx_err_set(err, HX_ERR_FULL, "the context is full (test double)");
+    }
+    if (*n_prompt > s->longest) s->longest = *n_prompt;
+    s->left = s->turns[s->turn] ? s->turns[s->turn++] : "Done.";
+    return HX_OK;
+}
+
+static int fit_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
+{
+    fit_source *s = ctx;
+    (void)err;
+    *end = !*s->left;
+    if (!*end) hx_buf_putc(piece, *s->left++);
+    return HX_OK;
+}
+
+/* Runs the turns with a context of limit positions: the trace. */
+static cJSON *run_fit(world *w, fit_source *s, const char *request)
+{
+    hx_source src = {.api_version = HX_SOURCE_API, .name = "limited (test double)", .ctx = s,
+                     .begin = fit_begin, .next = fit_next, .count = fit_count,
+                     .free = small_free, .limit = fit_limit};
+    hx_planner_deps d = world_deps(w, &src);
+    hx_planner_params pp = hx_planner_default_params();
+    pp.recall_budget = 0;
+    hx_planner *pl = hx_planner_new(&d, &pp);
+    cJSON *t = NULL;
+    if (pl) ask(pl, request, &t);
+    hx_planner_free(pl);
+    return t;
+}
+
+static const char *fed_result(const cJSON *trace, int i)
+{
+    const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(trace, "calls"), i);
+    return cJSON_GetStringValue(cJSON_GetObjectItem(c, "result"));
+}
+
+/* A result longer than the room the context has left is cut, says how
+ * many were left out and where the rest starts, and the request goes on
+ * to its answer; with room, nothing is cut. */
+static void test_result_cut_to_fit(void)
+{
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    const char *const turns[] = {
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": "
+        "{\"start\": \"2026-11-01\", \"end\": \"2027-02-28\"}}</tool_call>",
+        "Done.", NULL};
+    fit_source s = {.limit = 1 << 20, .turns = turns};
+    cJSON *t = run_fit(&w, &s, "what is on my calendar this winter?");
+    ASSERT(t);
+    char *full = hx_strdup(fed_result(t, 0));
+    ASSERT(full && strstr(full, "\"events\""));
+    EXPECT(!strstr(full, "not_shown"));
+    int whole = (int)strlen(full) / 4, prompt0 = s.longest - whole;
+    cJSON_Delete(t);
+    /* room for about a third of it */
+    fit_source small = {.limit = prompt0 + whole / 3 + 256, .turns = turns};
+    t = run_fit(&w, &small, "what is on my calendar this winter?");
+    ASSERT(t);
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(t, "status")), "answered");
+    const char *cut = fed_result(t, 0);
+    ASSERT(cut);
+    EXPECT(strlen(cut) < strlen(full) / 2);
+    EXPECT(strstr(cut, "more events not shown") != NULL);
+    EXPECT(strstr(cut, "call calendar.list_events again with \\\"start\\\"") != NULL);
+    EXPECT_EQ_INT(small.n_full, 0);
+    EXPECT(small.longest <= small.limit - 128); /* room left for the next turn */
+    cJSON_Delete(t);
+    free(full);
+    world_close(&w);
+}
+
+/* A long text is cut at its beginning, and files.read says from which
+ * offset to read on. */
+static void test_text_cut_to_fit(void)
+{
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    char path[400];
+    snprintf(path, sizeof path, "%s/world/files/long.txt", w.dir);
+    FILE *f = fopen(path, "w");
+    ASSERT(f);
+    for (int i = 0; i < 4000; i++) fprintf(f, "line %d of a long note\n", i);
+    fclose(f);
+    const char *const turns[] = {
+        "<tool_call>{\"name\": \"files.read\", \"arguments\": {\"path\": \"long.txt\"}}</tool_call>",
+        "Done.", NULL};
+    fit_source s = {.limit = 6000, .turns = turns};
+    cJSON *t = run_fit(&w, &s, "read my long note");
+    ASSERT(t);
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(t, "status")), "answered");
+    const char *cut = fed_result(t, 0);
+    ASSERT(cut);
+    EXPECT(strstr(cut, "line 0 of a long note") != NULL);
+    EXPECT(strstr(cut, "call files.read again with \\\"offset\\\": ") != NULL);
+    EXPECT_EQ_INT(s.n_full, 0);
+    cJSON_Delete(t);
+    world_close(&w);
+}
+
 /* ---- the engine source on a random-weight model with a real tokenizer ---- */
 static const char *g_model;
 
@@ -254,6 +379,8 @@ static void test_prefix_cache_across_sources(void)
 int main(void)
 {
     RUN(test_planner_drops_old_exchanges);
+    RUN(test_result_cut_to_fit);
+    RUN(test_text_cut_to_fit);
     RUN(test_cancel_long_prefill);
     RUN(test_prefix_cache_across_sources);
     if (g_model) unlink(g_model);
