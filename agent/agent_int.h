@@ -69,6 +69,11 @@ typedef struct hx_tpl_marks {
     hx_span *s;
     int n, cap;
     int oom;
+    size_t head; /* where the prompt's stable head ends (bytes): the tool
+                    list and the first system message, the same in every
+                    request of a user (the prefix cache keeps its KV);
+                    0: the template marks none, and the source ends it at
+                    the first end-of-turn token */
 } hx_tpl_marks;
 void hx_tpl_marks_free(hx_tpl_marks *m); /* leaves it zeroed */
 /* hx_tpl_render, appending to marks (if not NULL) the ranges of out its

@@ -288,6 +288,7 @@ static int render(const hx_planner *pl, const hx_tpl_opts *o, prompt *p, hx_err 
 {
     p->text.len = 0;
     p->marks.n = 0;
+    p->marks.head = 0;
     int rc = hx_tpl_render_marked(pl->p.family, pl->msgs, pl->tools, o, &p->text, &p->marks);
     return rc ? hx_err_set(err, rc, "cannot render the prompt") : HX_OK;
 }

@@ -372,10 +372,25 @@ static int decode(eng_src *e, const int32_t *t, int n, hx_err *err)
     return HX_OK;
 }
 
-/* The prompt's stable head: up to and including its first end-of-turn
- * token (the system message with the tool list), or 0 if none. */
-static int stable_head(const eng_src *e, const int32_t *t, int n)
+/* The tokens of t that lie within the prompt's first head bytes: those
+ * whose pieces end there or before (a leading BOS is no text). */
+static int tokens_within(const eng_src *e, const int32_t *t, int n, size_t head)
 {
+    int i = n > 0 && t[0] == hx_vocab_bos(e->v) && hx_vocab_is_special(e->v, t[0]);
+    for (size_t bytes = 0; i < n - 1; i++) {
+        size_t len = 0;
+        hx_vocab_piece(e->v, t[i], &len);
+        if ((bytes += len) > head) break;
+    }
+    return i;
+}
+
+/* The prompt's stable head (the system message with the tool list): where
+ * its template marks it, else up to and including its first end-of-turn
+ * token; 0 if none. */
+static int stable_head(const eng_src *e, const int32_t *t, int n, const hx_tpl_marks *marks)
+{
+    if (marks && marks->head) return tokens_within(e, t, n, marks->head);
     for (int i = 0; i < n - 1; i++)
         if (hx_vocab_is_eog(e->v, t[i])) return i + 1;
     return 0;
@@ -393,9 +408,10 @@ static int load_prefix(eng_src *e, const int32_t *t, int n)
 
 /* Saves the stable head when the disk had less of it; a failure only
  * costs the next process its warm start. */
-static void save_prefix(eng_src *e, const int32_t *t, int n, int loaded)
+static void save_prefix(eng_src *e, const int32_t *t, int n, const hx_tpl_marks *marks,
+                        int loaded)
 {
-    int head = e->prefix_cache ? stable_head(e, t, n) : 0;
+    int head = e->prefix_cache ? stable_head(e, t, n, marks) : 0;
     if (head <= loaded || head < 16) return;
     if (hx_ctx_prefix_save(e->ctx, e->prefix_dir, t, head, e->prefix_max))
         hx_log_warn("prefix cache: %s", hx_ctx_errmsg(e->ctx));
@@ -450,7 +466,7 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
     int rc = decode(e, t + keep, n - keep, err);
     e->n_cache = hx_ctx_n_past(e->ctx); /* what a cancelled prefill left */
     if (rc) return rc;
-    if (keep == loaded) save_prefix(e, t, n, loaded);
+    if (keep == loaded) save_prefix(e, t, n, marks, loaded);
     e->n_cache = n;
     *n_prompt = n;
     e->ended = 0;

@@ -1,7 +1,7 @@
 /* test_kv_agent.c: the agent's side of the KV cache work: the planner
  * drops the oldest exchanges when the cache is full, the engine source
  * stops a long prefill at a cancel, and warms its first prompt from the
- * prefix cache on disk. */
+ * prefix cache on disk, in the chat-token styles and the brief one. */
 #include <dirent.h>
 
 #include "test.h"
@@ -250,11 +250,94 @@ static void test_prefix_cache_across_sources(void)
     world_close(&w);
 }
 
+/* A brief-style prompt (compact markers: no end-of-turn token) as the
+ * planner renders it, with the request's own clock line: marks get the
+ * head's end. */
+static char *brief_prompt(const char *now, const char *request, hx_tpl_marks *marks)
+{
+    cJSON *msgs = cJSON_CreateArray(), *tools = cJSON_Parse(
+        "[{\"type\": \"function\", \"function\": {\"name\": \"calendar.list_events\", "
+        "\"parameters\": {\"type\": \"object\", \"properties\": {\"range\": "
+        "{\"type\": \"string\"}}}}}]");
+    const char *roles[] = {"system", "system", "user"};
+    const char *texts[] = {"You are Hearth, on the user's own device.\nUser: Ann <ann@x.org>", now,
+                           request};
+    for (int i = 0; i < 3; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", roles[i]);
+        cJSON_AddStringToObject(m, "content", texts[i]);
+        cJSON_AddItemToArray(msgs, m);
+    }
+    hx_buf b;
+    hx_buf_init(&b);
+    int rc = hx_tpl_render_marked(HX_TPL_BRIEF, msgs, tools, NULL, &b, marks);
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+    return rc ? NULL : hx_buf_steal(&b, NULL);
+}
+
+/* The brief and compact styles have no end-of-turn token after the tool
+ * list: the template marks where the head (tool list and system text)
+ * ends, and the source caches it there; a request of another process
+ * (another clock line) reuses it and writes what a cold source writes.
+ * Control: the same prompt unmarked has no head to cache. */
+static void test_prefix_cache_brief(void)
+{
+    const char *path = model_path();
+    if (!path) return;
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    hx_model_params mp = hx_model_default_params();
+    hx_model *m = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
+    hx_tpl_marks k1 = {0}, k2 = {0};
+    char *p1 = brief_prompt("Now: 2026-12-01T09:00", "find a slot", &k1);
+    char *p2 = brief_prompt("Now: 2026-12-02T17:30", "search my mail", &k2);
+    ASSERT(p1 && p2 && k1.head > 0 && k1.head == k2.head);
+    EXPECT(!strncmp(p1, p2, k1.head) && strcmp(p1 + k1.head, p2 + k1.head));
+    EXPECT(!strncmp(p1 + k1.head, "System: Now:", 12)); /* the clock is after the head */
+    int n = 0;
+    hx_source s0 = engine_source(m, 1, NULL); /* control: no marks, no head */
+    ASSERT(s0.ctx && s0.begin(s0.ctx, p1, HX_CHOICE_NONE, &n, &err) == HX_OK);
+    hx_source_free(&s0);
+    EXPECT_EQ_INT(cache_files(w.dir), 0);
+    hx_source s1 = engine_source(m, 1, NULL);
+    ASSERT(s1.ctx && s1.begin_marked(s1.ctx, p1, &k1, HX_CHOICE_NONE, &n, &err) == HX_OK);
+    hx_source_free(&s1);
+    EXPECT_EQ_INT(cache_files(w.dir), 1);
+    hx_buf b, c;
+    hx_buf_init(&b);
+    hx_buf_init(&c);
+    hx_source warm = engine_source(m, 1, NULL), cold = engine_source(m, 0, NULL);
+    ASSERT(warm.ctx && cold.ctx);
+    int end = 0;
+    ASSERT(warm.begin_marked(warm.ctx, p2, &k2, HX_CHOICE_NONE, &n, &err) == HX_OK);
+    ASSERT(cold.begin_marked(cold.ctx, p2, &k2, HX_CHOICE_NONE, &n, &err) == HX_OK);
+    for (int i = 0; i < 8 && !end; i++) warm.next(warm.ctx, &b, &end, &err);
+    end = 0;
+    for (int i = 0; i < 8 && !end; i++) cold.next(cold.ctx, &c, &end, &err);
+    EXPECT(b.len > 0);
+    EXPECT_STR_EQ(b.data, c.data);
+    EXPECT_EQ_INT(cache_files(w.dir), 1); /* the same head: not written again */
+    hx_source_free(&warm);
+    hx_source_free(&cold);
+    hx_buf_free(&b);
+    hx_buf_free(&c);
+    free(p1);
+    free(p2);
+    hx_tpl_marks_free(&k1);
+    hx_tpl_marks_free(&k2);
+    hx_model_free(m);
+    world_close(&w);
+}
+
 int main(void)
 {
     RUN(test_planner_drops_old_exchanges);
     RUN(test_cancel_long_prefill);
     RUN(test_prefix_cache_across_sources);
+    RUN(test_prefix_cache_brief);
     if (g_model) unlink(g_model);
     return test_summary();
 }
