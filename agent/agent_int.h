@@ -295,8 +295,9 @@ void hx_copy_stage_defer(hx_sampler_stage *st, const int *defer);
  * weekday and month name, a time's 12-hour forms, "today" and "tomorrow"
  * of the "Now: " line's date): tokens leaving every copy are masked. A
  * claim word ("added", "sent", "noted": hx_ground_is_claim) is masked
- * unless claims (words, blank- or comma-separated) license it or a
- * negation stands in the three words before it. Markup ("</tool_call>",
+ * unless claims (words, blank- or comma-separated) license it, a
+ * negation stands in the three words of its clause before it, or one
+ * follows it ("I booked nothing"). Markup ("</tool_call>",
  * "<tool_response>", "<think>", "<|", special tokens, and "<tool_call>"
  * when trigger is NULL) is masked; trigger (borrowed, static: what begins
  * a call this turn, or NULL) is let through for the grammar. *in_call
@@ -310,10 +311,11 @@ int hx_ground_stage_new(const hx_vocab *v, const char *text, const char *claims,
 int hx_ground_is_claim(const char *w, size_t n);
 /* ---- what a request read and did (agent/evidence.c), from the trace's
  * "calls" (name, arguments, status, by, result) ---- */
-/* The claim words (hx_ground_is_claim) the successful calls license, ' '
- * separated, appended to out: "added booked ..." after an event was
- * created, "sent queued ..." after a mail, "noted stored ..." after a
- * memory; HX_OK or HX_ERR_NOMEM. reg gives other tools' effects. */
+/* The claim words (hx_ground_is_claim) the calls license, ' ' separated,
+ * appended to out: "added booked ..." after an event was created, "sent
+ * queued ..." after a mail, "noted stored ..." after a memory, "declined"
+ * after the user refused one (not the policy, not a missing terminal);
+ * HX_OK or HX_ERR_NOMEM. reg gives other tools' effects. */
 int hx_agent_claims(const cJSON *calls, const hx_tools *reg, hx_buf *out);
 /* What the successful reads returned, one object per item: {"kind":
  * "event"|"free"|"busy"|"mail"|"file"|"memory", "tool", the item's fields

@@ -54,7 +54,9 @@ int hx_agent_claims(const cJSON *calls, const hx_tools *reg, hx_buf *out)
     const cJSON *c;
     cJSON_ArrayForEach(c, calls)
     {
-        const char *name = str(c, "name"), *st = str(c, "status");
+        const char *name = str(c, "name"), *st = str(c, "status"), *by = str(c, "by");
+        if (st && !strcmp(st, "refused") && by && (!strcmp(by, "user") || !strcmp(by, "--no")))
+            hx_buf_puts(out, "declined "); /* the user said no, not the policy or no terminal */
         if (!name || !st || strcmp(st, "ok")) continue;
         const verb *v = verb_of(name);
         const int effect = effect_of(reg, name);

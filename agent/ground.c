@@ -24,10 +24,11 @@
  * time its 12-hour forms ("14:00": "2 PM", "2pm", "2:00 PM"), and for the
  * dates of "Now:" the words "today", "tomorrow" and "yesterday".
  *
- * Claim words ("added", "booked", "sent", "queued", "noted", ...) are
- * licensed by the planner from its trace: one the turn's successful calls
- * did not earn is masked unless a negation stands just before it ("nothing
- * was added"). Markup (a closing "</tool_call>", "<tool_response>",
+ * Claim words ("added", "booked", "sent", "queued", "noted", ...,
+ * "declined") are licensed by the planner from its trace: one the turn's
+ * calls did not earn (a success; the user's refusal) stands only after a
+ * negation in its clause ("nothing was added") or before one ("I booked
+ * nothing"). Markup (a closing "</tool_call>", "<tool_response>",
  * "<think>", "<|...|>", special tokens, and "<tool_call>" in a turn that
  * may not call) is masked in the answer.
  *
@@ -68,6 +69,8 @@ typedef struct wstate {
     int utf8_left;       /* continuation bytes of a code point to come */
     int utf8_word;       /* that code point is a letter (2 bytes) */
     int neg;             /* words since the last negation (99: none) */
+    int pending;         /* a claim no call licensed: the next word must
+                            be a negation ("I booked nothing") */
     char w[WMAX];
     char tail[TAIL];     /* the answer's last bytes, the last one last */
 } wstate;
@@ -178,9 +181,21 @@ static const char *const claim_words[] = {
     "added", "created", "booked", "scheduled", "blocked", "invited", "sent", "queued",
     "emailed", "mailed", "replied", "answered", "forwarded", "drafted", "noted", "remembered",
     "saved", "stored", "moved", "rescheduled", "updated", "changed", "cancelled", "canceled",
-    "deleted", "removed", "forgotten"};
+    "deleted", "removed", "forgotten", "declined"};
 static const char *const negations[] = {"not", "no", "never", "nothing", "none", "nor",
                                         "neither", "cannot", "without", "nobody"};
+static const char *const after_claim[] = {"nothing", "no", "none", "neither"};
+
+/* Whether w[0, n) begins one of the words a claim no call licensed may be
+ * followed by (or, whole, is one). */
+static int after_claim_ok(const char *w, size_t n, int whole)
+{
+    for (size_t i = 0; i < sizeof after_claim / sizeof *after_claim; i++)
+        if (strlen(after_claim[i]) >= n && !strncasecmp(w, after_claim[i], n) &&
+            (!whole || strlen(after_claim[i]) == n))
+            return 1;
+    return 0;
+}
 
 static int in_list(const char *w, size_t n, const char *const *list, size_t k)
 {
@@ -236,7 +251,6 @@ static int licensed(const ground *g, const wstate *s)
 static int word_ends_ok(const ground *g, const wstate *s)
 {
     if (s->len > WMAX) return 1; /* too long to follow */
-    if (claim_word(s) && !licensed(g, s)) return 0;
     if (!fact_word(s) && !day_word(s)) return 1;
     if (s->lo < s->hi && some_end(g, s->lo, s->hi, s->len)) return 1;
     /* the punctuation after it is the sentence's; "Dana's" of "Dana" */
@@ -292,16 +306,24 @@ static int negation(const wstate *s)
 }
 
 /* The word ends (at a separator byte b, or the turn's end: 0); known:
- * whether it may end there when already known (else -1). */
+ * whether it may end there when already known (else -1). A claim no call
+ * licensed and no negation before it stands only before a blank and a
+ * negation ("I booked nothing"). */
 static int word_end(const ground *g, wstate *s, unsigned char b, int known)
 {
-    if (!s->in) return 1;
-    const int ok = known >= 0 ? known : word_ends_ok(g, s);
+    if (!s->in) return !s->pending || b == ' ';
+    int ok = known >= 0 ? known : word_ends_ok(g, s);
+    if (s->pending && (s->len > WMAX || !after_claim_ok(s->w, (size_t)s->blen, 1))) ok = 0;
+    s->pending = 0;
+    if (claim_word(s) && !licensed(g, s)) {
+        if (b == ' ' && s->len == s->blen) s->pending = 1;
+        else ok = 0;
+    }
     s->in = 0;
     s->neg = negation(s) ? 0 : s->neg < 99 ? s->neg + 1 : 99;
     const char last = s->len && s->len <= WMAX ? s->w[s->len - 1] : 0;
     if (last == '.' || b == '!' || b == '?' || b == '\n') s->sentence = 1;
-    if (s->sentence || b == ',' || b == ';') s->neg = 99;
+    if (s->sentence || b == ',' || b == ';' || b == ':' || last == ':') s->neg = 99; /* a clause ends */
     return ok;
 }
 
@@ -331,6 +353,7 @@ static int step_byte(const ground *g, wstate *s, unsigned char b, int known)
     }
     if (!s->in) word_start(g, s);
     word_byte(g, s, b);
+    if (s->pending && (s->len > WMAX || !after_claim_ok(s->w, (size_t)s->blen, 0))) return 0;
     return word_goes_on(g, s);
 }
 
@@ -371,7 +394,7 @@ static int judge(const ground *g, int32_t t)
     size_t n = 0;
     const char *p = hx_vocab_piece(g->v, t, &n);
     wstate s = g->s;
-    if (hx_vocab_is_eog(g->v, t)) return word_end(g, &s, 0, g->ends_ok);
+    if (hx_vocab_is_eog(g->v, t)) return word_end(g, &s, 0, g->ends_ok) && !s.pending;
     size_t upto = n;
     const int m = p ? markup_at(g, s.tail, p, n, &upto) : -1;
     if (m < 0 || (hx_vocab_is_special(g->v, t) && m != 1)) return 0;
@@ -379,9 +402,8 @@ static int judge(const ground *g, int32_t t)
         if (!step_byte(g, &s, (unsigned char)p[i], i ? -1 : g->ends_ok)) return 0;
     if (m == 1) /* the trigger: a word before it ends at its '<' */
         return upto < n && p[upto] == '<' ? word_end(g, &s, '<', upto ? -1 : g->ends_ok) : 1;
-    /* a day or claim word written whole: judged now, not at its end */
-    return !s.in || s.utf8_left || ((!day_word(&s) || word_ends_ok(g, &s)) &&
-                                    (!claim_word(&s) || licensed(g, &s)));
+    /* a day word written whole: judged now, not at its end */
+    return !s.in || s.utf8_left || !day_word(&s) || word_ends_ok(g, &s);
 }
 
 static int ground_apply(void *ctx, float *logits, int32_t n_vocab)

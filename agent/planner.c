@@ -1,5 +1,6 @@
 /* planner.c: the agent loop: render the prompt, let the source write a turn,
  * run its tool calls under the policy, feed results back, until an answer. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -323,13 +324,28 @@ static size_t repeat_cut(const char *s, size_t n, size_t min)
     return 0;
 }
 
+/* A byte of a word, a number, a time, an address or a name: not to be
+ * cut through. */
+static int word_byte(char c)
+{
+    return isalnum((unsigned char)c) || ((unsigned char)c & 0x80) || (c && strchr(".:-/@_'", c));
+}
+
 /* Ends the turn if it repeats itself, cut before the copies; 1 if it
  * did. In a call, the grammar bounds most values and a repeat may be the
  * value's own ("' condemning' condemning"): only a longer loop is cut. */
 static int repeat_guard(hx_buf *text, int in_call)
 {
     const size_t min = in_call ? REPEAT_MIN_CALL : REPEAT_MIN;
-    const size_t cut = text->data ? repeat_cut(text->data, text->len, min) : 0;
+    size_t cut = text->data ? repeat_cut(text->data, text->len, min) : 0;
+    if (!cut) return 0;
+    /* not inside a word ("at 17:0|0 on ..."): to its end when the text has
+     * it whole, else to its start */
+    size_t end = cut;
+    while (end < text->len && word_byte(text->data[end])) end++;
+    if (end < text->len) cut = end;
+    else
+        while (cut > 0 && word_byte(text->data[cut - 1])) cut--;
     if (!cut) return 0;
     text->len = cut;
     text->data[cut] = 0;

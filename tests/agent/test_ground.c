@@ -157,16 +157,24 @@ static void test_words_untouched(void)
 /* Claims need the planner's licence, or a negation before them. */
 static void test_claims(void)
 {
-    EXPECT(writes_after("", "Added \"Q2 budget review\".") == 0);
     EXPECT(writes_after("I ", "booked it") == 0);
     EXPECT(writes_after("", "Nothing was added.") == 1);
     EXPECT(writes_after("The mail was ", "not sent.") == 1);
+    EXPECT(writes_after("There is no slot, so I ", "booked nothing.") == 1);
+    EXPECT(writes_after("There is no slot, so I ", "booked it.") == 0);
+    EXPECT(writes_after("So I ", "booked. ") == 0);
+    EXPECT(writes_after("", "Added \"Q2 budget review\" ") == 0);
     fixture f;
     ASSERT(setup_with(&f, RESULT, "added created, booked", "<tool_call>") == 0);
     EXPECT(writes(&f, "Added \"Q2 budget review\"; booked."));
-    EXPECT(!writes(&f, " Sent"));
+    EXPECT(!writes(&f, " Sent it"));
     teardown(&f);
     EXPECT(hx_ground_is_claim("Queued", 6) && !hx_ground_is_claim("queue", 5));
+    /* "you declined" only when the user did, not for a missing terminal */
+    EXPECT(writes_after("I did not send it: you ", "declined. ") == 0);
+    ASSERT(setup_with(&f, RESULT, "declined", "<tool_call>") == 0);
+    EXPECT(writes(&f, "I did not send it: you declined. "));
+    teardown(&f);
 }
 
 /* Markup never reaches the answer; the call trigger is the grammar's
