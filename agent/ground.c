@@ -32,10 +32,10 @@
  * "<think>", "<|...|>", special tokens, and "<tool_call>" in a turn that
  * may not call) is masked in the answer.
  *
- * Only tokens within GROUND_MARGIN of the best are judged, the others are
- * masked (their probability is negligible): greedy decoding is exact and
- * sampling almost so. When no token is left the stage leaves the logits
- * as they were. */
+ * Only the GROUND_TOP best tokens are judged and the others masked (a
+ * sampler draws from the best few; greedy decoding is exact); when none of
+ * them is allowed, every token is judged, and when none at all is, the
+ * logits stay as they were. */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -44,7 +44,7 @@
 
 #include "agent/agent_int.h"
 
-#define GROUND_MARGIN 16.0f
+#define GROUND_TOP 64      /* tokens judged first, best first */
 #define WMAX 192          /* bytes of a word the stage follows */
 #define SORT_CAP 256      /* bytes compared when sorting the starts */
 #define END_SCAN 4096     /* starts looked at for a word's end */
@@ -406,6 +406,39 @@ static int judge(const ground *g, int32_t t)
     return !s.in || s.utf8_left || !day_word(&s) || word_ends_ok(g, &s);
 }
 
+/* The k best finite tokens of logits, best first, into top; how many. */
+static int top_tokens(const float *logits, int32_t n_vocab, int32_t *top, int k)
+{
+    int n = 0;
+    for (int32_t t = 0; t < n_vocab; t++) {
+        if (!isfinite(logits[t]) || (n == k && logits[t] <= logits[top[n - 1]])) continue;
+        int i = n < k ? n++ : n - 1;
+        for (; i > 0 && logits[top[i - 1]] < logits[t]; i--) top[i] = top[i - 1];
+        top[i] = t;
+    }
+    return n;
+}
+
+/* Keeps the tokens judged allowed, masks the others (none left: all stay). */
+static void keep_allowed(ground *g, float *logits, int32_t n_vocab, const int32_t *top, int n_top)
+{
+    float kept[GROUND_TOP];
+    int any = 0;
+    for (int i = 0; i < n_top; i++) any |= g->verdict[i] = (signed char)judge(g, top[i]);
+    if (any) {
+        for (int i = 0; i < n_top; i++) kept[i] = logits[top[i]];
+        for (int32_t t = 0; t < n_vocab; t++) logits[t] = -INFINITY;
+        for (int i = 0; i < n_top; i++)
+            if (g->verdict[i]) logits[top[i]] = kept[i];
+        return;
+    }
+    int32_t left = 0; /* none of the best: every token is judged */
+    for (int32_t t = 0; t < n_vocab; t++)
+        left += g->verdict[t] = (signed char)(isfinite(logits[t]) && judge(g, t));
+    for (int32_t t = 0; left && t < n_vocab; t++)
+        if (!g->verdict[t]) logits[t] = -INFINITY;
+}
+
 static int ground_apply(void *ctx, float *logits, int32_t n_vocab)
 {
     ground *g = ctx;
@@ -415,21 +448,11 @@ static int ground_apply(void *ctx, float *logits, int32_t n_vocab)
         if (!v) return HX_ERR_NOMEM;
         g->verdict = v, g->n_verdict = n_vocab;
     }
-    float best = -INFINITY;
-    for (int32_t t = 0; t < n_vocab; t++)
-        if (logits[t] > best) best = logits[t];
-    if (!isfinite(best)) return HX_OK;
+    int32_t top[GROUND_TOP];
+    const int n_top = top_tokens(logits, n_vocab, top, GROUND_TOP);
+    if (!n_top) return HX_OK;
     g->ends_ok = !g->s.in || g->s.utf8_left || word_ends_ok(g, &g->s); /* once, not per token */
-    int32_t kept = 0;
-    for (int pass = 0; pass < 2 && !kept; pass++) {
-        const float floor = pass ? -INFINITY : best - GROUND_MARGIN;
-        for (int32_t t = 0; t < n_vocab; t++) {
-            g->verdict[t] = isfinite(logits[t]) && logits[t] > floor && judge(g, t);
-            kept += g->verdict[t];
-        }
-    }
-    for (int32_t t = 0; kept && t < n_vocab; t++)
-        if (!g->verdict[t]) logits[t] = -INFINITY;
+    keep_allowed(g, logits, n_vocab, top, n_top);
     return HX_OK;
 }
 
