@@ -88,20 +88,21 @@ static int names(const char *answer, const char *s)
  * bytes or more), or a capitalised word of four letters or more. */
 static int cites(const char *answer, const char *text)
 {
+    static const char sep[] = " \t\r\n\"(),;!?[]{}*<>";
     for (const char *p = text; p && *p;) {
-        while (*p && (isspace((unsigned char)*p) || strchr("\"(),;!?[]{}*<>", *p))) p++;
-        size_t n = strcspn(p, " \t\r\n\"(),;!?[]{}*<>");
+        p += strspn(p, sep);
+        const size_t len = strcspn(p, sep);
+        size_t n = len;
         while (n && strchr(".:-'", p[n - 1])) n--;
         char w[128];
         if (n >= 2 && n < sizeof w) {
             memcpy(w, p, n);
             w[n] = 0;
-            int fact = strpbrk(w, "0123456789@") != NULL ||
-                       (n >= 4 && isupper((unsigned char)w[0]));
+            const int fact = strpbrk(w, "0123456789@") != NULL ||
+                             (n >= 4 && isupper((unsigned char)w[0]));
             if (fact && names(answer, w)) return 1;
         }
-        p += n ? n : 1;
-        p += strspn(p, ".:-'");
+        p += len;
     }
     return 0;
 }

@@ -133,6 +133,7 @@ static int can_start(const char *t, size_t i)
 static int can_end(const ground *g, size_t start, size_t len)
 {
     const size_t q = start + len;
+    if (len == 0) return 0; /* no copy at all ("$." is punctuation only) */
     if (q >= g->n) return 1;
     const unsigned char next = (unsigned char)g->text[q], last = (unsigned char)g->text[q - 1];
     return isdigit(last) ? !isdigit(next) : !is_alnum(next);
