@@ -19,30 +19,15 @@
 
 #include "agent/agent_int.h"
 #include "test.h"
+#include "stage_fixture.h"
 
 #define BONUS 6.0f
 #define TEXT "Could you get me the file on annual review please?\n"
 
-typedef struct fixture {
-    hx_model *m;
-    const hx_vocab *v;
-    int in_call;
-    hx_sampler_stage st;
-    float *logits;
-    int32_t n;
-} fixture;
-
 static int setup_all(fixture *f, const char *text, const char *request, const char *known)
 {
-    memset(f, 0, sizeof *f);
-    hx_err err = {0};
-    if (hx_model_load("models/hearth-tiny.gguf", NULL, &f->m, &err)) return -1;
-    f->v = hx_model_vocab(f->m);
-    f->n = hx_vocab_n_tokens(f->v);
-    f->logits = calloc((size_t)f->n, sizeof *f->logits);
-    f->in_call = 1;
-    return f->logits && !hx_copy_stage_new(f->v, text, request, known, BONUS, &f->in_call, &f->st)
-               ? 0 : -1;
+    if (fixture_open(f, 1)) return -1;
+    return hx_copy_stage_new(f->v, text, request, known, BONUS, &f->in_call, &f->st) ? -1 : 0;
 }
 
 static int setup_known(fixture *f, const char *text, const char *known)
@@ -53,28 +38,6 @@ static int setup_known(fixture *f, const char *text, const char *known)
 static int setup_text(fixture *f, const char *text) { return setup_known(f, text, NULL); }
 
 static int setup(fixture *f) { return setup_text(f, TEXT); }
-
-static void teardown(fixture *f)
-{
-    f->st.free(f->st.ctx);
-    free(f->logits);
-    hx_model_free(f->m);
-}
-
-/* The first token of s. */
-static int32_t tok(const fixture *f, const char *s)
-{
-    int32_t t[64];
-    return hx_tokenize(f->v, s, strlen(s), t, 64, 0, 0) > 0 ? t[0] : -1;
-}
-
-/* Accepts the tokens of s. */
-static void feed(fixture *f, const char *s)
-{
-    int32_t t[256];
-    int32_t n = hx_tokenize(f->v, s, strlen(s), t, 256, 0, 0);
-    for (int32_t i = 0; i < n; i++) f->st.accept(f->st.ctx, t[i]);
-}
 
 /* The bonus token a gets against a token x the model ranks 1 higher,
  * every other token masked. */

@@ -11,6 +11,7 @@
 
 #include "agent/agent_int.h"
 #include "test.h"
+#include "stage_fixture.h"
 
 #define RESULT                                                                           \
     "Now: 2027-03-10T08:40:00-05:00 (America/New_York)\n"                                \
@@ -23,46 +24,17 @@
     "{\"files\": [{\"path\": \"/home/p/files/Notes/budget.md\", \"matches\": [{\"line\": " \
     "3, \"text\": \"Total Q2 $240,450\\nTravel is up\"}]}]}\n"
 
-typedef struct fixture {
-    hx_model *m;
-    const hx_vocab *v;
-    int in_call;
-    hx_sampler_stage st;
-    float *logits;
-    int32_t n;
-} fixture;
-
 static int setup_with(fixture *f, const char *text, const char *claims, const char *trigger)
 {
-    memset(f, 0, sizeof *f);
-    hx_err err = {0};
-    if (hx_model_load("models/hearth-tiny.gguf", NULL, &f->m, &err)) return -1;
-    f->v = hx_model_vocab(f->m);
-    f->n = hx_vocab_n_tokens(f->v);
-    f->logits = calloc((size_t)f->n, sizeof *f->logits);
-    return f->logits && !hx_ground_stage_new(f->v, text, claims, trigger, &f->in_call, &f->st)
-               ? 0 : -1;
+    if (fixture_open(f, 0)) return -1;
+    return hx_ground_stage_new(f->v, text, claims, trigger, &f->in_call, &f->st) ? -1 : 0;
 }
 
 static int setup(fixture *f) { return setup_with(f, RESULT, NULL, "<tool_call>"); }
 
-static void teardown(fixture *f)
-{
-    f->st.free(f->st.ctx);
-    free(f->logits);
-    hx_model_free(f->m);
-}
-
 static int32_t tokens(const fixture *f, const char *s, int32_t *t, int32_t max)
 {
     return hx_tokenize(f->v, s, strlen(s), t, max, 0, 0);
-}
-
-static void feed(fixture *f, const char *s)
-{
-    int32_t t[256];
-    int32_t n = tokens(f, s, t, 256);
-    for (int32_t i = 0; i < n; i++) f->st.accept(f->st.ctx, t[i]);
 }
 
 /* Whether token t is allowed next: every token offered, t ranked first. */

@@ -185,12 +185,15 @@ static void test_cancel_long_prefill(void)
     hx_model_free(m);
 }
 
-/* Greedy text of a turn after prompt (n tokens at most). */
-static int greedy(hx_source *src, const char *prompt, int n, hx_buf *out)
+/* Greedy text of a turn after prompt (n tokens at most); marks: the
+ * template's, or NULL. */
+static int greedy(hx_source *src, const char *prompt, const hx_tpl_marks *marks, int n,
+                  hx_buf *out)
 {
     hx_err err = {0};
     int np = 0, end = 0;
-    int rc = src->begin(src->ctx, prompt, HX_CHOICE_NONE, &np, &err);
+    int rc = marks ? src->begin_marked(src->ctx, prompt, marks, HX_CHOICE_NONE, &np, &err)
+                   : src->begin(src->ctx, prompt, HX_CHOICE_NONE, &np, &err);
     for (int i = 0; i < n && !rc && !end; i++) rc = src->next(src->ctx, out, &end, &err);
     if (rc) printf("# greedy: %s\n", err.msg);
     return rc;
@@ -205,6 +208,28 @@ static int cache_files(const char *home)
     for (struct dirent *e; d && (e = readdir(d));) n += strstr(e->d_name, ".kv") != NULL;
     if (d) closedir(d);
     return n;
+}
+
+/* A new source (a new process) warmed from the prefix cache at home
+ * writes after prompt what a cold one writes, and the cache holds one
+ * file: the head was not written again. */
+static void expect_warm_as_cold(hx_model *m, const char *home, const char *prompt,
+                                const hx_tpl_marks *marks)
+{
+    hx_buf b, c;
+    hx_buf_init(&b);
+    hx_buf_init(&c);
+    hx_source warm = engine_source(m, 1, NULL), cold = engine_source(m, 0, NULL);
+    ASSERT(warm.ctx && cold.ctx);
+    ASSERT(greedy(&warm, prompt, marks, 8, &b) == HX_OK);
+    ASSERT(greedy(&cold, prompt, marks, 8, &c) == HX_OK);
+    EXPECT(b.len > 0);
+    EXPECT_STR_EQ(b.data, c.data);
+    EXPECT_EQ_INT(cache_files(home), 1);
+    hx_source_free(&warm);
+    hx_source_free(&cold);
+    hx_buf_free(&b);
+    hx_buf_free(&c);
 }
 
 #define SYS "<|im_start|>system\nYou are Hearth. Tools: calendar.find_free, mail.search, " \
@@ -225,27 +250,15 @@ static void test_prefix_cache_across_sources(void)
     ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
     const char *p1 = SYS "<|im_start|>user\nfind a slot<|im_end|>\n<|im_start|>assistant\n";
     const char *p2 = SYS "<|im_start|>user\nsearch my mail<|im_end|>\n<|im_start|>assistant\n";
-    hx_buf a, b, c;
+    hx_buf a;
     hx_buf_init(&a);
-    hx_buf_init(&b);
-    hx_buf_init(&c);
     hx_source s1 = engine_source(m, 1, NULL);
     ASSERT(s1.ctx);
-    ASSERT(greedy(&s1, p1, 8, &a) == HX_OK);
+    ASSERT(greedy(&s1, p1, NULL, 8, &a) == HX_OK);
     hx_source_free(&s1);
     EXPECT_EQ_INT(cache_files(w.dir), 1);
-    hx_source warm = engine_source(m, 1, NULL), cold = engine_source(m, 0, NULL);
-    ASSERT(warm.ctx && cold.ctx);
-    ASSERT(greedy(&warm, p2, 8, &b) == HX_OK);
-    ASSERT(greedy(&cold, p2, 8, &c) == HX_OK);
-    EXPECT(b.len > 0);
-    EXPECT_STR_EQ(b.data, c.data);
-    EXPECT_EQ_INT(cache_files(w.dir), 1); /* the same head: not written again */
-    hx_source_free(&warm);
-    hx_source_free(&cold);
+    expect_warm_as_cold(m, w.dir, p2, NULL);
     hx_buf_free(&a);
-    hx_buf_free(&b);
-    hx_buf_free(&c);
     hx_model_free(m);
     world_close(&w);
 }
@@ -306,24 +319,7 @@ static void test_prefix_cache_brief(void)
     ASSERT(s1.ctx && s1.begin_marked(s1.ctx, p1, &k1, HX_CHOICE_NONE, &n, &err) == HX_OK);
     hx_source_free(&s1);
     EXPECT_EQ_INT(cache_files(w.dir), 1);
-    hx_buf b, c;
-    hx_buf_init(&b);
-    hx_buf_init(&c);
-    hx_source warm = engine_source(m, 1, NULL), cold = engine_source(m, 0, NULL);
-    ASSERT(warm.ctx && cold.ctx);
-    int end = 0;
-    ASSERT(warm.begin_marked(warm.ctx, p2, &k2, HX_CHOICE_NONE, &n, &err) == HX_OK);
-    ASSERT(cold.begin_marked(cold.ctx, p2, &k2, HX_CHOICE_NONE, &n, &err) == HX_OK);
-    for (int i = 0; i < 8 && !end; i++) warm.next(warm.ctx, &b, &end, &err);
-    end = 0;
-    for (int i = 0; i < 8 && !end; i++) cold.next(cold.ctx, &c, &end, &err);
-    EXPECT(b.len > 0);
-    EXPECT_STR_EQ(b.data, c.data);
-    EXPECT_EQ_INT(cache_files(w.dir), 1); /* the same head: not written again */
-    hx_source_free(&warm);
-    hx_source_free(&cold);
-    hx_buf_free(&b);
-    hx_buf_free(&c);
+    expect_warm_as_cold(m, w.dir, p2, &k2);
     free(p1);
     free(p2);
     hx_tpl_marks_free(&k1);
