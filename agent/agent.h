@@ -71,6 +71,11 @@ typedef struct hx_tpl_marks {
     hx_span *s;
     int n, cap;
     int oom;
+    size_t head; /* where the prompt's stable head ends (bytes): the tool
+                    list and the first system message, the same in every
+                    request of a user (the prefix cache keeps its KV);
+                    0: the template marks none, and the source ends it at
+                    the first end-of-turn token */
 } hx_tpl_marks;
 void hx_tpl_marks_free(hx_tpl_marks *m); /* leaves it zeroed */
 /* hx_tpl_render, appending to marks (if not NULL) the ranges of out its
@@ -81,6 +86,10 @@ int hx_tpl_render_marked(int family, const cJSON *messages, const cJSON *tools,
  * indent > 0: "," and newlines), which is what the templates' tojson
  * gives. Appends to out. */
 int hx_json_py(const cJSON *j, int indent, hx_buf *out);
+
+/* A tool's own check of one argument value: 1 when tool would accept
+ * value for key, 0 when it would refuse it, -1 when it has no check. */
+typedef int (*hx_arg_check_fn)(void *user, const char *tool, const char *key, const char *value);
 
 /* ---- token sources (agent/source.c): what writes the assistant's turns.
  * The planner drives any source through this table: the engine (a model,
@@ -129,6 +138,14 @@ typedef struct hx_source {
      * fewer when the memory cap leaves less KV cache); tool results are
      * cut to fit in it (hx_fit_result). */
     int (*limit)(void *ctx);
+    /* Optional (version 6): the text an answer's facts are copied from
+     * (the conversation but the assistant's own words) and the claim
+     * words the request's calls license (hx_ground_stage_new), for the
+     * next turns. Copied; HX_OK or HX_ERR_NOMEM. */
+    int (*set_ground)(void *ctx, const char *text, const char *claims);
+    /* Optional (version 6): the tools' own argument checks (see
+     * hx_arg_check_fn), which the copy stage defers to; borrowed. */
+    void (*set_arg_check)(void *ctx, hx_arg_check_fn check, void *user);
 } hx_source;
 void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
 
@@ -180,6 +197,9 @@ typedef struct hx_source_engine_params {
                              (borrowed: must outlive the source); NULL: the
                              source's decoder keeps its own. Not used with
                              plain_decode */
+    int no_ground;        /* 1: answers are not held to the conversation
+                             (hx_ground_stage_new); for comparisons only.
+                             Default 0: every model, every style */
 } hx_source_engine_params;
 /* The loop guard (agent/source.c) in the compact style: when the last
  * period * times tokens of hist[0, n) (oldest first) are one run of
@@ -207,6 +227,17 @@ typedef struct hx_jscan {
  * (escapes included), its closing quote, or anything else. */
 enum { HX_JSCAN_OTHER, HX_JSCAN_OPEN, HX_JSCAN_BYTE, HX_JSCAN_CLOSE };
 int hx_jscan_byte(hx_jscan *s, char c);
+
+/* Where a turn's calls are, byte by byte (the loop guard's, agent/
+ * source.c): a call begins at "<tool_call>" (llama: at a leading '{' or
+ * "<|python_tag|>") and ends at "</tool_call>" outside its JSON strings
+ * and containers (a value may spell the tag). Zero it to start; set llama
+ * for HX_CALLS_LLAMA. in_call: a call is being written. */
+typedef struct hx_calltrack {
+    char tail[16];
+    int llama, wrote, in_call, depth, in_str, esc;
+} hx_calltrack;
+void hx_calltrack_byte(hx_calltrack *t, char c);
 
 #define HX_COPY_BIAS 6.0f
 /* A sampler stage (agent/copy.c) for calls: inside a string value of a
@@ -247,6 +278,79 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
  * ("to", "cc", "bcc": held to the text's while written) are left alone.
  * Returns how many values were mended. */
 int hx_copy_repair(const char *text, cJSON *args);
+/* hx_arg_check_fn of the built-in tools (agent/toolcheck.c), user the
+ * registry (const hx_tools *): a calendar tool's time arguments ("range",
+ * "start", "end", "occurrence") are read by hx_when_parse in the
+ * configured zone; -1 for every other tool and key. */
+int hx_agent_arg_check(void *user, const char *tool, const char *key, const char *value);
+/* A sampler stage (agent/toolcheck.c) for calls: inside a string value
+ * whose key check (with user) knows for the call's tool, tokens that
+ * would close the value while check refuses it are masked (unless none
+ * would be left); *defer (the stage's, valid while the sampler lives) is
+ * set before each token to whether the model's own best token makes a
+ * value check accepts: the copy stage (hx_copy_stage_defer) then lifts
+ * nothing. *in_call (borrowed) as the copy stage's. HX_OK or
+ * HX_ERR_NOMEM. */
+int hx_argcheck_stage_new(const hx_vocab *v, hx_arg_check_fn check, void *user,
+                          const int *in_call, hx_sampler_stage *out, const int **defer);
+/* Makes the copy stage st (hx_copy_stage_new's, not yet added or added)
+ * lift no token while *defer (borrowed; NULL: never) is non-zero. */
+void hx_copy_stage_defer(hx_sampler_stage *st, const int *defer);
+/* A sampler stage (agent/ground.c) for the text outside calls (the
+ * answer): every fact it states (a word with a digit, '@', '/', '_' or an
+ * inner '.' or ':'; a capitalised word that does not begin a sentence, "I"
+ * aside; a day word: today, tomorrow, a weekday, a capitalised month) is a
+ * copy of a word of text (case aside, from where a word starts there to
+ * where one ends), or of the aliases derived from it (an ISO date's
+ * weekday and month name, a time's 12-hour forms, "today" and "tomorrow"
+ * of the "Now: " line's date): tokens leaving every copy are masked. A
+ * claim word ("added", "sent", "noted": hx_ground_is_claim) is masked
+ * unless claims (words, blank- or comma-separated) license it, a
+ * negation stands in the three words of its clause before it, or one
+ * follows it ("I booked nothing"). Markup ("</tool_call>",
+ * "<tool_response>", "<think>", "<|", special tokens, and "<tool_call>"
+ * when trigger is NULL) is masked; trigger (borrowed, static: what begins
+ * a call this turn, or NULL) is let through for the grammar. *in_call
+ * (borrowed; NULL: never) is non-zero while a call is written: the stage
+ * then does nothing. Tokens more than a margin below the best are masked
+ * unjudged; when no token is left the logits stay as they were. The stage
+ * owns copies of text and claims; HX_OK or HX_ERR_NOMEM. */
+int hx_ground_stage_new(const hx_vocab *v, const char *text, const char *claims,
+                        const char *trigger, const int *in_call, hx_sampler_stage *out);
+/* Whether w[0, n) is a claim word, case aside. */
+int hx_ground_is_claim(const char *w, size_t n);
+/* ---- what a request read and did (agent/evidence.c), from the trace's
+ * "calls" (name, arguments, status, by, result) ---- */
+/* The claim words (hx_ground_is_claim) the calls license, ' ' separated,
+ * appended to out: "added booked ..." after an event was created, "sent
+ * queued ..." after a mail, "noted stored ..." after a memory, "declined"
+ * after the user refused one (not the policy, not a missing terminal);
+ * HX_OK or HX_ERR_NOMEM. reg gives other tools' effects. */
+int hx_agent_claims(const cJSON *calls, const hx_tools *reg, hx_buf *out);
+/* What the successful reads returned, one object per item: {"kind":
+ * "event"|"free"|"busy"|"mail"|"file"|"memory", "tool", the item's fields
+ * (title, start, end, calendar; date, from, subject and "lines" the
+ * answer names of a message read; path and "lines": [{"line", "text"}];
+ * id, text), "cited": whether answer names it}. Caller frees. */
+cJSON *hx_agent_read(const cJSON *calls, const hx_tools *reg, const char *answer);
+/* What the writes and sends did: {"action": "added", "changed",
+ * "cancelled", "queued", "saved", "stored", "forgot", "done" or, for one
+ * refused or failed that no later call of its tool got done, "not sent" /
+ * "not done"; "tool", "status", "arguments", "text": one line saying it
+ * ("Budget review, 2027-12-12 14:00-14:30 (calendar work)"), "result" of
+ * a successful one, "by" (who refused) and "error" of one that was not}.
+ * Caller frees. */
+cJSON *hx_agent_done(const cJSON *calls, const hx_tools *reg);
+/* One read item as a line (lines of a file or message on lines of their
+ * own after it), appended to b. */
+void hx_agent_read_line(const cJSON *item, hx_buf *b);
+/* Removes markup from s in place ("<tool_call>", "</tool_call>",
+ * "<tool_response>", "</tool_response>", "<think>", "</think>", and
+ * "<|...|>" tokens spelled out); returns the new length. */
+size_t hx_strip_markup(char *s);
+/* How many last bytes of s[0, n) begin such markup (to hold back while
+ * streaming); 0 if none. */
+size_t hx_markup_prefix(const char *s, size_t n);
 /* The most tool calls the planner runs from one turn (the grammar allows
  * no more). */
 #define HX_AGENT_MAX_CALLS 8

@@ -80,8 +80,12 @@ static void ask_usage(FILE *f, const char *verb)
         "      --no-prefix-cache   do not keep the system prompt's and tool list's\n"
         "                          KV cache on disk ($XDG_CACHE_HOME/hearth/prefix)\n\n"
         "Hearth confines itself before it starts: it can open no network socket.\n"
-        "After the answer, one line on stderr for each write or send that did not\n"
-        "happen, and why. Exit codes: 0 answered, 1 failed (a call that did not\n"
+        "After the answer, on stderr, from what the tools returned and not from\n"
+        "the model's words: 'read:' lines (the events, messages and file lines\n"
+        "the answer names) and one line for each write or send: what it did\n"
+        "('added: ...', 'queued: ...'), or that it did not happen, and why.\n"
+        "Facts in the answer are copies of what the request and the tools said.\n"
+        "Exit codes: 0 answered, 1 failed (a call that did not\n"
         "get done, or a limit reached), 2 bad command line, 3 bad input (no model\n"
         "file, a configuration that is missing or names folders that are not\n"
         "there: hearth doctor), 4 a write or send was refused, 130 interrupted.\n");
@@ -531,57 +535,65 @@ static const char *refusal_reason(const char *by)
     return "was refused";
 }
 
-/* Whether a call of name after index i in calls succeeded (the model
- * tried again and got it done). */
-static int done_later(const cJSON *calls, int i, const char *name)
+/* One line on stderr for a write or send that did not happen (an item of
+ * the trace's "done"); the result code it stands for: HX_ERR_DENIED
+ * (refused), HX_ERR_IO (failed). */
+static int say_undone(const cJSON *d)
 {
-    for (int k = i + 1; k < cJSON_GetArraySize(calls); k++) {
-        const cJSON *c = cJSON_GetArrayItem(calls, k);
-        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "name")), name) &&
-            !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "status")), "ok"))
-            return 1;
-    }
-    return 0;
-}
-
-/* One line on stderr for a write or send that did not happen; the
- * result code it stands for: HX_ERR_DENIED (refused), HX_ERR_IO (failed). */
-static int say_undone(const cJSON *c, int effect)
-{
-    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
-    const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
-    const char *what = effect == HX_EFFECT_SEND ? "not sent" : "not done";
-    char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(c, "arguments"));
-    fprintf(stderr, "hearth: %s: %s %.200s ", what, name, args ? args : "");
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(d, "status"));
+    const char *e = cJSON_GetStringValue(cJSON_GetObjectItem(d, "error"));
+    char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "arguments"));
+    fprintf(stderr, "hearth: %s: %s %.200s ", cJSON_GetStringValue(cJSON_GetObjectItem(d, "action")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(d, "tool")), args ? args : "");
     free(args);
-    if (!strcmp(status, "refused")) {
-        fprintf(stderr, "%s\n", refusal_reason(cJSON_GetStringValue(cJSON_GetObjectItem(c, "by"))));
+    if (!strcmp(st, "refused")) {
+        fprintf(stderr, "%s\n", refusal_reason(cJSON_GetStringValue(cJSON_GetObjectItem(d, "by"))));
         return HX_ERR_DENIED;
     }
-    cJSON *res = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItem(c, "result")));
-    const char *e = cJSON_GetStringValue(cJSON_GetObjectItem(res, "error"));
-    fprintf(stderr, "failed: %.300s\n", e ? e : status);
-    cJSON_Delete(res);
+    fprintf(stderr, "failed: %.300s\n", e ? e : st);
     return HX_ERR_IO;
 }
 
-/* After the answer: a line for each write or send of the request's trace
- * that was refused or failed and that no later call of the same tool got
- * done, saying truthfully what did not happen and why. HX_ERR_DENIED when
- * one was refused, else HX_ERR_IO when one failed, else HX_OK. */
-static int report_undone(const session *s, const cJSON *trace)
+/* After the answer, from the trace and not from the model's words: what
+ * the answer rests on (the items of the results it names, or the first
+ * few when it names none), then a line for each write or send: what it
+ * did ("added: ...", "queued: ..."), or that it did not happen and why;
+ * with json (the trace printed holds the rest) only the last. Tools'
+ * words are escaped. HX_ERR_DENIED when one was refused, else HX_ERR_IO
+ * when one failed, else HX_OK. */
+#define READ_SHOWN 5
+static int report_trace(const cJSON *trace, int json)
 {
-    const cJSON *calls = cJSON_GetObjectItem(trace, "calls");
-    int rc = HX_OK;
-    for (int i = 0; i < cJSON_GetArraySize(calls); i++) {
-        const cJSON *c = cJSON_GetArrayItem(calls, i);
-        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
-        const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
-        const hx_tool_def *d = name ? hx_tools_find(s->reg, name) : NULL;
-        if (!d || d->effect == HX_EFFECT_READ || !status || !strcmp(status, "ok") ||
-            done_later(calls, i, name))
+    const cJSON *read = cJSON_GetObjectItem(trace, "read"), *it;
+    int cited = 0, shown = 0, rc = HX_OK;
+    cJSON_ArrayForEach(it, read) cited += cJSON_IsTrue(cJSON_GetObjectItem(it, "cited"));
+    hx_buf b;
+    hx_buf_init(&b);
+    const cJSON *shown_list = json ? NULL : read;
+    cJSON_ArrayForEach(it, shown_list)
+    {
+        if (cited ? !cJSON_IsTrue(cJSON_GetObjectItem(it, "cited")) : shown >= READ_SHOWN) continue;
+        b.len = 0;
+        hx_agent_read_line(it, &b);
+        fputs("   read: ", stderr);
+        hx_term_fputs(stderr, b.data ? b.data : "", 1);
+        fputc('\n', stderr);
+        shown++;
+    }
+    if (!json && !cited && cJSON_GetArraySize(read) > shown)
+        fprintf(stderr, "   read: (%d more)\n", cJSON_GetArraySize(read) - shown);
+    hx_buf_free(&b);
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(trace, "done"))
+    {
+        const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(it, "status"));
+        if (st && !strcmp(st, "ok")) {
+            if (json) continue;
+            fprintf(stderr, "hearth: %s: ", cJSON_GetStringValue(cJSON_GetObjectItem(it, "action")));
+            hx_term_fputs(stderr, cJSON_GetStringValue(cJSON_GetObjectItem(it, "text")), 0);
+            fputc('\n', stderr);
             continue;
-        int r = say_undone(c, d->effect);
+        }
+        const int r = say_undone(it);
         if (rc != HX_ERR_DENIED) rc = r;
     }
     return rc;
@@ -610,7 +622,7 @@ static int run_one(session *s, const ask_opts *o, const char *text)
         hx_term_fputs(stderr, err.msg, 0);
         fputc('\n', stderr);
     }
-    int undone = trace ? report_undone(s, trace) : HX_OK;
+    int undone = trace ? report_trace(trace, o->json) : HX_OK;
     cJSON_Delete(trace);
     return rc ? rc : undone;
 }

@@ -1,7 +1,7 @@
 /* test_kv_agent.c: the agent's side of the KV cache work: the planner
  * drops the oldest exchanges when the cache is full, the engine source
  * stops a long prefill at a cancel, and warms its first prompt from the
- * prefix cache on disk. */
+ * prefix cache on disk, in the chat-token styles and the brief one. */
 #include <dirent.h>
 
 #include "test.h"
@@ -311,12 +311,15 @@ static void test_cancel_long_prefill(void)
     hx_model_free(m);
 }
 
-/* Greedy text of a turn after prompt (n tokens at most). */
-static int greedy(hx_source *src, const char *prompt, int n, hx_buf *out)
+/* Greedy text of a turn after prompt (n tokens at most); marks: the
+ * template's, or NULL. */
+static int greedy(hx_source *src, const char *prompt, const hx_tpl_marks *marks, int n,
+                  hx_buf *out)
 {
     hx_err err = {0};
     int np = 0, end = 0;
-    int rc = src->begin(src->ctx, prompt, HX_CHOICE_NONE, &np, &err);
+    int rc = marks ? src->begin_marked(src->ctx, prompt, marks, HX_CHOICE_NONE, &np, &err)
+                   : src->begin(src->ctx, prompt, HX_CHOICE_NONE, &np, &err);
     for (int i = 0; i < n && !rc && !end; i++) rc = src->next(src->ctx, out, &end, &err);
     if (rc) printf("# greedy: %s\n", err.msg);
     return rc;
@@ -331,6 +334,28 @@ static int cache_files(const char *home)
     for (struct dirent *e; d && (e = readdir(d));) n += strstr(e->d_name, ".kv") != NULL;
     if (d) closedir(d);
     return n;
+}
+
+/* A new source (a new process) warmed from the prefix cache at home
+ * writes after prompt what a cold one writes, and the cache holds one
+ * file: the head was not written again. */
+static void expect_warm_as_cold(hx_model *m, const char *home, const char *prompt,
+                                const hx_tpl_marks *marks)
+{
+    hx_buf b, c;
+    hx_buf_init(&b);
+    hx_buf_init(&c);
+    hx_source warm = engine_source(m, 1, NULL), cold = engine_source(m, 0, NULL);
+    ASSERT(warm.ctx && cold.ctx);
+    ASSERT(greedy(&warm, prompt, marks, 8, &b) == HX_OK);
+    ASSERT(greedy(&cold, prompt, marks, 8, &c) == HX_OK);
+    EXPECT(b.len > 0);
+    EXPECT_STR_EQ(b.data, c.data);
+    EXPECT_EQ_INT(cache_files(home), 1);
+    hx_source_free(&warm);
+    hx_source_free(&cold);
+    hx_buf_free(&b);
+    hx_buf_free(&c);
 }
 
 #define SYS "<|im_start|>system\nYou are Hearth. Tools: calendar.find_free, mail.search, " \
@@ -351,27 +376,80 @@ static void test_prefix_cache_across_sources(void)
     ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
     const char *p1 = SYS "<|im_start|>user\nfind a slot<|im_end|>\n<|im_start|>assistant\n";
     const char *p2 = SYS "<|im_start|>user\nsearch my mail<|im_end|>\n<|im_start|>assistant\n";
-    hx_buf a, b, c;
+    hx_buf a;
     hx_buf_init(&a);
-    hx_buf_init(&b);
-    hx_buf_init(&c);
     hx_source s1 = engine_source(m, 1, NULL);
     ASSERT(s1.ctx);
-    ASSERT(greedy(&s1, p1, 8, &a) == HX_OK);
+    ASSERT(greedy(&s1, p1, NULL, 8, &a) == HX_OK);
     hx_source_free(&s1);
     EXPECT_EQ_INT(cache_files(w.dir), 1);
-    hx_source warm = engine_source(m, 1, NULL), cold = engine_source(m, 0, NULL);
-    ASSERT(warm.ctx && cold.ctx);
-    ASSERT(greedy(&warm, p2, 8, &b) == HX_OK);
-    ASSERT(greedy(&cold, p2, 8, &c) == HX_OK);
-    EXPECT(b.len > 0);
-    EXPECT_STR_EQ(b.data, c.data);
-    EXPECT_EQ_INT(cache_files(w.dir), 1); /* the same head: not written again */
-    hx_source_free(&warm);
-    hx_source_free(&cold);
+    expect_warm_as_cold(m, w.dir, p2, NULL);
     hx_buf_free(&a);
-    hx_buf_free(&b);
-    hx_buf_free(&c);
+    hx_model_free(m);
+    world_close(&w);
+}
+
+/* A brief-style prompt (compact markers: no end-of-turn token) as the
+ * planner renders it, with the request's own clock line: marks get the
+ * head's end. */
+static char *brief_prompt(const char *now, const char *request, hx_tpl_marks *marks)
+{
+    cJSON *msgs = cJSON_CreateArray(), *tools = cJSON_Parse(
+        "[{\"type\": \"function\", \"function\": {\"name\": \"calendar.list_events\", "
+        "\"parameters\": {\"type\": \"object\", \"properties\": {\"range\": "
+        "{\"type\": \"string\"}}}}}]");
+    const char *roles[] = {"system", "system", "user"};
+    const char *texts[] = {"You are Hearth, on the user's own device.\nUser: Ann <ann@x.org>", now,
+                           request};
+    for (int i = 0; i < 3; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", roles[i]);
+        cJSON_AddStringToObject(m, "content", texts[i]);
+        cJSON_AddItemToArray(msgs, m);
+    }
+    hx_buf b;
+    hx_buf_init(&b);
+    int rc = hx_tpl_render_marked(HX_TPL_BRIEF, msgs, tools, NULL, &b, marks);
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+    return rc ? NULL : hx_buf_steal(&b, NULL);
+}
+
+/* The brief and compact styles have no end-of-turn token after the tool
+ * list: the template marks where the head (tool list and system text)
+ * ends, and the source caches it there; a request of another process
+ * (another clock line) reuses it and writes what a cold source writes.
+ * Control: the same prompt unmarked has no head to cache. */
+static void test_prefix_cache_brief(void)
+{
+    const char *path = model_path();
+    if (!path) return;
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    hx_model_params mp = hx_model_default_params();
+    hx_model *m = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
+    hx_tpl_marks k1 = {0}, k2 = {0};
+    char *p1 = brief_prompt("Now: 2026-12-01T09:00", "find a slot", &k1);
+    char *p2 = brief_prompt("Now: 2026-12-02T17:30", "search my mail", &k2);
+    ASSERT(p1 && p2 && k1.head > 0 && k1.head == k2.head);
+    EXPECT(!strncmp(p1, p2, k1.head) && strcmp(p1 + k1.head, p2 + k1.head));
+    EXPECT(!strncmp(p1 + k1.head, "System: Now:", 12)); /* the clock is after the head */
+    int n = 0;
+    hx_source s0 = engine_source(m, 1, NULL); /* control: no marks, no head */
+    ASSERT(s0.ctx && s0.begin(s0.ctx, p1, HX_CHOICE_NONE, &n, &err) == HX_OK);
+    hx_source_free(&s0);
+    EXPECT_EQ_INT(cache_files(w.dir), 0);
+    hx_source s1 = engine_source(m, 1, NULL);
+    ASSERT(s1.ctx && s1.begin_marked(s1.ctx, p1, &k1, HX_CHOICE_NONE, &n, &err) == HX_OK);
+    hx_source_free(&s1);
+    EXPECT_EQ_INT(cache_files(w.dir), 1);
+    expect_warm_as_cold(m, w.dir, p2, &k2);
+    free(p1);
+    free(p2);
+    hx_tpl_marks_free(&k1);
+    hx_tpl_marks_free(&k2);
     hx_model_free(m);
     world_close(&w);
 }
@@ -383,6 +461,7 @@ int main(void)
     RUN(test_text_cut_to_fit);
     RUN(test_cancel_long_prefill);
     RUN(test_prefix_cache_across_sources);
+    RUN(test_prefix_cache_brief);
     if (g_model) unlink(g_model);
     return test_summary();
 }
