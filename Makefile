@@ -13,7 +13,7 @@ OPT ?= -O2
 # Makefile installs nothing: `make deps` installs the Debian packages
 # README.md names (scripts/deps.sh), and `make demo` and `make test` run it
 # first.
-PKGS := sqlite3 libical libcjson libpcre2-8
+PKGS := sqlite3 libical libcjson libpcre2-8 libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Without them, compiling stops at once saying what to run (no-packages),
@@ -27,7 +27,7 @@ CFLAGS := -std=c11 -D_GNU_SOURCE -g $(OPT) -pthread -fno-strict-aliasing \
 LDFLAGS := -pthread $(EXTRA_LDFLAGS)
 LDLIBS := $(PKG_LIBS) -ldl -lm
 
-MODULES := base engine sandbox memory tools lora agent
+MODULES := base engine sandbox memory tools lora agent serve
 # What each module's library needs after it on the link line.
 deps_base := base
 deps_engine := engine base
@@ -36,6 +36,7 @@ deps_memory := memory base
 deps_tools := tools sandbox base
 deps_lora := lora memory engine base
 deps_agent := agent tools memory lora sandbox engine base
+deps_serve := serve agent tools memory lora sandbox engine base
 
 src_of = $(filter-out agent/main.c,$(wildcard $(1)/*.c $(1)/*/*.c))
 obj_of = $(patsubst %.c,$(BUILD)/%.o,$(call src_of,$(1)))
@@ -46,7 +47,7 @@ TEST_SRCS := $(foreach m,$(MODULES),$(wildcard tests/$(m)/test_*.c))
 TEST_BINS := $(patsubst %.c,$(BUILD)/%,$(TEST_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst %.c,$(BUILD)/%,$(FUZZ_SRCS))
-ALL_LIBS := $(call libs_for,agent)
+ALL_LIBS := $(call libs_for,serve)
 
 .PHONY: all test test-run test-build check asan ubsan fuzz clean demo demo-run reference \
         deps deps-aarch64 no-packages install uninstall
@@ -66,6 +67,9 @@ $(foreach m,$(MODULES),$(eval $(call module_rules,$(m))))
 $(BUILD)/%.o: %.c | $(PKG_CHECK)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The page's files are assembled into page.o (.incbin): -MMD does not see them.
+$(BUILD)/serve/page.o: $(wildcard serve/page/*)
 
 $(BUILD)/hearth: $(BUILD)/agent/main.o $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
@@ -96,6 +100,7 @@ fuzz_mod_fuzz_governor := engine
 fuzz_mod_fuzz_memory_query := memory
 fuzz_mod_fuzz_adapter := engine
 fuzz_mod_fuzz_ckpt := lora
+fuzz_mod_fuzz_serve := serve
 fuzz_libs = $(call libs_for,$(or $(fuzz_mod_$(1)),agent))
 .SECONDEXPANSION:
 $(BUILD)/tests/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $$(call fuzz_libs,$$*)
@@ -170,7 +175,7 @@ fuzz:
 	    n=$$(basename $$f .c); \
 	    clang -std=c11 -D_GNU_SOURCE -g -O1 -I. -Itests $(PKG_CFLAGS) \
 	        -fsanitize=fuzzer,address,undefined $$f \
-	        $(foreach m,$(deps_agent),$(call src_of,$(m))) \
+	        $(foreach m,$(deps_serve),$(call src_of,$(m))) \
 	        -o build/fuzz/$$n $(PKG_LIBS) -ldl -lm -pthread || exit 1; \
 	done
 

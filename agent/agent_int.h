@@ -381,6 +381,12 @@ void hx_agent_call(const hx_planner_deps *d, const char *name, const cJSON *args
 void hx_agent_audit(const hx_planner_deps *d, const char *name, const char *args_json,
                     const hx_call_outcome *o);
 
+/* The writes and sends of a run (hx_planner_run's trace) that did not
+ * happen: each call record that was refused or failed and that no later
+ * call of the same tool got done, with "effect" ("write" or "send")
+ * added. An array (caller frees; NULL on out of memory). */
+cJSON *hx_agent_undone(const hx_tools *reg, const cJSON *trace);
+
 typedef struct hx_planner hx_planner;
 hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p);
 void hx_planner_free(hx_planner *pl); /* NULL is a no-op */

@@ -138,5 +138,6 @@ const char *cli_gov_model(const struct hx_config *cfg,
                           const struct hx_gov_decision *d, const char *path);
 int cmd_datagen(int argc, char **argv); /* cmd_datagen.c */
 int cmd_vocab(int argc, char **argv); /* cmd_vocab.c */
+int cmd_serve(int argc, char **argv); /* serve/cmd_serve.c */
 
 #endif /* HX_CLI_H */

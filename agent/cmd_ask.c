@@ -195,19 +195,6 @@ static const char *refusal_reason(const char *by)
     return "was refused";
 }
 
-/* Whether a call of name after index i in calls succeeded (the model
- * tried again and got it done). */
-static int done_later(const cJSON *calls, int i, const char *name)
-{
-    for (int k = i + 1; k < cJSON_GetArraySize(calls); k++) {
-        const cJSON *c = cJSON_GetArrayItem(calls, k);
-        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "name")), name) &&
-            !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "status")), "ok"))
-            return 1;
-    }
-    return 0;
-}
-
 /* One line on stderr for a write or send that did not happen; the
  * result code it stands for: HX_ERR_DENIED (refused), HX_ERR_IO (failed). */
 static int say_undone(const cJSON *c, int effect)
@@ -235,19 +222,16 @@ static int say_undone(const cJSON *c, int effect)
  * one was refused, else HX_ERR_IO when one failed, else HX_OK. */
 static int report_undone(const cli_session *s, const cJSON *trace)
 {
-    const cJSON *calls = cJSON_GetObjectItem(trace, "calls");
+    cJSON *undone = hx_agent_undone(s->reg, trace);
+    const cJSON *c;
     int rc = HX_OK;
-    for (int i = 0; i < cJSON_GetArraySize(calls); i++) {
-        const cJSON *c = cJSON_GetArrayItem(calls, i);
-        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
-        const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
-        const hx_tool_def *d = name ? hx_tools_find(s->reg, name) : NULL;
-        if (!d || d->effect == HX_EFFECT_READ || !status || !strcmp(status, "ok") ||
-            done_later(calls, i, name))
-            continue;
-        int r = say_undone(c, d->effect);
+    cJSON_ArrayForEach(c, undone)
+    {
+        const char *effect = cJSON_GetStringValue(cJSON_GetObjectItem(c, "effect"));
+        int r = say_undone(c, !strcmp(effect, "send") ? HX_EFFECT_SEND : HX_EFFECT_WRITE);
         if (rc != HX_ERR_DENIED) rc = r;
     }
+    cJSON_Delete(undone);
     return rc;
 }
 

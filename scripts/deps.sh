@@ -11,12 +11,12 @@
 set -e
 check=0
 if [ "${1:-}" = --check ]; then check=1; shift; fi
-pkgs="libsqlite3-dev libical-dev libcjson-dev libpcre2-dev pkg-config"
+pkgs="libsqlite3-dev libical-dev libcjson-dev libpcre2-dev libmicrohttpd-dev pkg-config"
 target=deps
 if [ "${1:-}" = aarch64 ]; then
     pkgs="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libpcre2-dev:arm64"
     target=deps-aarch64
-elif pkg-config --exists sqlite3 libical libcjson libpcre2-8 2>/dev/null; then
+elif pkg-config --exists sqlite3 libical libcjson libpcre2-8 libmicrohttpd 2>/dev/null; then
     exit 0 # the libraries are there (from these packages or built by hand)
 fi
 missing=""

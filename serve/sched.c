@@ -1,0 +1,338 @@
+/* sched.c: the slots that run the jobs: each a thread with its own engine
+ * source (its KV cache: a conversation's prefix stays there for its next
+ * request), all on the one model. One decode at a time, in turn: a
+ * forward pass takes the turn, so conversations progress round-robin, a
+ * token (or a prefill slice) each. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve/serve_int.h"
+
+/* A fair lock: tickets served in order. */
+typedef struct turnstile {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t next, serving;
+} turnstile;
+
+struct sv_slot {
+    sv_sched *sc;
+    int id;
+    pthread_t th;
+    int started;
+    hx_source src;
+    int own_src;          /* made here (else the session's) */
+    hx_source planner_src; /* src seen through the turn (the planner's) */
+    int idle;
+    sv_job *cur;
+    char head[256];       /* the start of the prompt its cache holds */
+    int last_kind;        /* SV_JOB_* it ran last */
+};
+
+struct sv_sched {
+    hx_server *srv;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    sv_job *head, *tail;
+    int n_queued, max_queue;
+    int ask_running;      /* the assistant runs one request at a time: its
+                             tools, policy and memory are one user's */
+    int stopping;
+    sv_slot *slots;
+    int n_slots;
+    turnstile ts;
+};
+
+static _Thread_local sv_slot *tl_slot; /* the slot this thread runs */
+
+static void take_turn(turnstile *t)
+{
+    pthread_mutex_lock(&t->mu);
+    uint64_t me = t->next++;
+    while (t->serving != me) pthread_cond_wait(&t->cv, &t->mu);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void give_turn(turnstile *t)
+{
+    pthread_mutex_lock(&t->mu);
+    t->serving++;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+int sv_slot_cancelled(sv_slot *s)
+{
+    return s->sc->stopping || (s->cur && sv_job_gone(s->cur));
+}
+
+int hx_serve_prefill_check(void *user)
+{
+    (void)user;
+    sv_slot *s = tl_slot;
+    if (!s) return 0;
+    if (sv_slot_cancelled(s)) return 1;
+    give_turn(&s->sc->ts); /* the others decode while this prompt waits */
+    take_turn(&s->sc->ts);
+    return 0;
+}
+
+/* ---- the slot's source through the turn ---- */
+hx_source *sv_slot_source(sv_slot *s) { return &s->src; }
+hx_server *sv_slot_server(sv_slot *s) { return s->sc->srv; }
+
+int sv_slot_configure(sv_slot *s, const hx_engine_turn *t, hx_err *err)
+{
+    return hx_engine_source_configure(&s->src, t, err);
+}
+
+int sv_slot_begin(sv_slot *s, const char *prompt, const hx_tpl_marks *marks, int choice,
+                  int *n_prompt, hx_err *err)
+{
+    take_turn(&s->sc->ts);
+    int rc = s->src.begin_marked(s->src.ctx, prompt, marks, choice, n_prompt, err);
+    give_turn(&s->sc->ts);
+    if (!rc) sv_slot_note(s, prompt);
+    return rc;
+}
+
+int sv_slot_next(sv_slot *s, hx_buf *piece, int *end, hx_err *err)
+{
+    take_turn(&s->sc->ts);
+    int rc = s->src.next(s->src.ctx, piece, end, err);
+    give_turn(&s->sc->ts);
+    return rc;
+}
+
+void sv_slot_note(sv_slot *s, const char *prompt)
+{
+    snprintf(s->head, sizeof s->head, "%s", prompt);
+}
+
+static int planner_begin(void *ctx, const char *prompt, const hx_tpl_marks *marks, int choice,
+                         int *n_prompt, hx_err *err)
+{
+    return sv_slot_begin(ctx, prompt, marks, choice, n_prompt, err);
+}
+
+static int planner_begin_plain(void *ctx, const char *prompt, int choice, int *n_prompt,
+                               hx_err *err)
+{
+    return sv_slot_begin(ctx, prompt, NULL, choice, n_prompt, err);
+}
+
+static int planner_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
+{
+    return sv_slot_next(ctx, piece, end, err);
+}
+
+#define FORWARD(name, args, call)                               \
+    static int name args                                        \
+    {                                                           \
+        sv_slot *s = ctx;                                       \
+        return s->src.call;                                     \
+    }
+FORWARD(planner_count, (void *ctx, const char *text), count(s->src.ctx, text))
+FORWARD(planner_copy_text, (void *ctx, const char *text), set_copy_text(s->src.ctx, text))
+FORWARD(planner_repair, (void *ctx, cJSON *args), repair_args(s->src.ctx, args))
+FORWARD(planner_known, (void *ctx, const char *list), set_known_addresses(s->src.ctx, list))
+FORWARD(planner_request, (void *ctx, const char *text), set_request(s->src.ctx, text))
+
+hx_source *sv_slot_planner_source(sv_slot *s) { return &s->planner_src; }
+
+/* The planner's view of the slot's source: the same calls, the turn
+ * taken around each begin and next; the slot owns the source. */
+static void make_planner_source(sv_slot *s)
+{
+    s->planner_src = (hx_source){.api_version = HX_SOURCE_API, .name = "serve slot", .ctx = s,
+                                 .begin = planner_begin_plain, .next = planner_next,
+                                 .count = planner_count, .set_copy_text = planner_copy_text,
+                                 .repair_args = planner_repair,
+                                 .set_known_addresses = planner_known,
+                                 .set_request = planner_request,
+                                 .begin_marked = planner_begin};
+}
+
+/* ---- the queue ---- */
+int sv_sched_submit(sv_sched *sc, sv_job *j)
+{
+    pthread_mutex_lock(&sc->mu);
+    int rc = sc->stopping ? HX_ERR_STATE : sc->n_queued >= sc->max_queue ? HX_ERR_FULL : HX_OK;
+    if (!rc) {
+        j->next = NULL;
+        if (sc->tail) sc->tail->next = j;
+        else sc->head = j;
+        sc->tail = j;
+        sc->n_queued++;
+        pthread_cond_broadcast(&sc->cv);
+    }
+    pthread_mutex_unlock(&sc->mu);
+    return rc;
+}
+
+static size_t common_prefix(const char *a, const char *b)
+{
+    size_t n = 0;
+    while (a[n] && a[n] == b[n]) n++;
+    return n;
+}
+
+/* How much of j's prompt o's cache may hold: the common start of their
+ * prompts; for the assistant (whose prompt the planner renders later),
+ * whether o ran the assistant last (its system text and tool list). */
+static size_t affinity(const sv_slot *o, const sv_job *j)
+{
+    if (j->kind == SV_JOB_ASK) return o->last_kind == SV_JOB_ASK;
+    return common_prefix(o->head, j->prompt_head);
+}
+
+/* The idle slot whose cache holds most of j's prompt (s itself on ties). */
+static sv_slot *best_slot(sv_sched *sc, sv_slot *s, const sv_job *j)
+{
+    sv_slot *best = s;
+    size_t best_n = affinity(s, j);
+    for (int i = 0; i < sc->n_slots; i++) {
+        sv_slot *o = &sc->slots[i];
+        size_t n = o->idle ? affinity(o, j) : 0;
+        if (n > best_n) best = o, best_n = n;
+    }
+    return best;
+}
+
+static void unlink_job(sv_sched *sc, sv_job *prev, sv_job *j)
+{
+    if (prev) prev->next = j->next;
+    else sc->head = j->next;
+    if (sc->tail == j) sc->tail = prev;
+    sc->n_queued--;
+    j->next = NULL;
+}
+
+/* The oldest job s may run now (an assistant request waits while
+ * another runs), unless an idle slot whose cache holds more of its prompt
+ * should take it. With sc->mu held. */
+static sv_job *pick(sv_sched *sc, sv_slot *s)
+{
+    for (sv_job *j = sc->head, *prev = NULL; j; prev = j, j = j->next) {
+        if (j->kind == SV_JOB_ASK && sc->ask_running) continue;
+        if (best_slot(sc, s, j) != s) {
+            pthread_cond_broadcast(&sc->cv);
+            return NULL;
+        }
+        unlink_job(sc, prev, j);
+        if (j->kind == SV_JOB_ASK) sc->ask_running = 1;
+        return j;
+    }
+    return NULL;
+}
+
+static void run_job(sv_slot *s, sv_job *j)
+{
+    if (sv_job_gone(j)) return; /* its client left while it waited */
+    if (j->kind == SV_JOB_CHAT) sv_chat_run(s, j);
+    else sv_ask_run(s, j);
+}
+
+static void *slot_main(void *arg)
+{
+    sv_slot *s = arg;
+    sv_sched *sc = s->sc;
+    tl_slot = s;
+    pthread_mutex_lock(&sc->mu);
+    for (;;) {
+        sv_job *j = NULL;
+        s->idle = 1;
+        while (!sc->stopping && !(j = pick(sc, s))) pthread_cond_wait(&sc->cv, &sc->mu);
+        s->idle = 0;
+        if (!j) break;
+        s->cur = j;
+        pthread_mutex_unlock(&sc->mu);
+        run_job(s, j);
+        sv_job_finish(j);
+        pthread_mutex_lock(&sc->mu);
+        if (j->kind == SV_JOB_ASK) sc->ask_running = 0;
+        s->last_kind = j->kind;
+        s->cur = NULL;
+        pthread_cond_broadcast(&sc->cv);
+        pthread_mutex_unlock(&sc->mu);
+        sv_job_unref(j);
+        pthread_mutex_lock(&sc->mu);
+    }
+    pthread_mutex_unlock(&sc->mu);
+    return NULL;
+}
+
+/* ---- making and ending ---- */
+static int slot_init(sv_sched *sc, sv_slot *s, int id, hx_err *err)
+{
+    const hx_serve_deps *d = &sc->srv->d;
+    s->sc = sc;
+    s->id = id;
+    if (id == 0 && d->first_src) {
+        s->src = *d->first_src;
+    } else {
+        int rc = hx_engine_source_new(d->model, NULL, 0, &d->ep, &s->src, err);
+        if (rc) return rc;
+        s->own_src = 1;
+    }
+    make_planner_source(s);
+    if (pthread_create(&s->th, NULL, slot_main, s))
+        return hx_err_set(err, HX_ERR_INTERNAL, "cannot start a slot's thread");
+    s->started = 1;
+    return HX_OK;
+}
+
+int sv_sched_new(hx_server *srv, int n, int max_queue, sv_sched **out, hx_err *err)
+{
+    sv_sched *sc = hx_calloc(1, sizeof *sc);
+    if (!sc || !(sc->slots = hx_calloc((size_t)n, sizeof *sc->slots))) {
+        free(sc);
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    }
+    sc->srv = srv;
+    sc->max_queue = max_queue;
+    pthread_mutex_init(&sc->mu, NULL);
+    pthread_cond_init(&sc->cv, NULL);
+    pthread_mutex_init(&sc->ts.mu, NULL);
+    pthread_cond_init(&sc->ts.cv, NULL);
+    *out = sc;
+    for (; sc->n_slots < n; sc->n_slots++) {
+        int rc = slot_init(sc, &sc->slots[sc->n_slots], sc->n_slots, err);
+        if (rc) {
+            /* a source made for a thread that did not start is freed
+             * with the others */
+            sc->n_slots += sc->slots[sc->n_slots].own_src;
+            return rc;
+        }
+    }
+    return HX_OK;
+}
+
+void sv_sched_free(sv_sched *sc)
+{
+    if (!sc) return;
+    pthread_mutex_lock(&sc->mu);
+    sc->stopping = 1;
+    sv_job *q = sc->head;
+    sc->head = sc->tail = NULL;
+    pthread_cond_broadcast(&sc->cv);
+    pthread_mutex_unlock(&sc->mu);
+    for (sv_job *j = q, *next; j; j = next) {
+        next = j->next;
+        sv_job_respond(j, 503, "{\"error\":{\"message\":\"the server is stopping\","
+                               "\"type\":\"server_error\",\"param\":null,"
+                               "\"code\":\"shutting_down\"}}");
+        sv_job_unref(j);
+    }
+    for (int i = 0; i < sc->n_slots; i++) {
+        sv_slot *s = &sc->slots[i];
+        if (s->started) pthread_join(s->th, NULL);
+        if (s->own_src) hx_source_free(&s->src);
+    }
+    pthread_mutex_destroy(&sc->mu);
+    pthread_cond_destroy(&sc->cv);
+    pthread_mutex_destroy(&sc->ts.mu);
+    pthread_cond_destroy(&sc->ts.cv);
+    free(sc->slots);
+    free(sc);
+}
