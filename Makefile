@@ -44,13 +44,17 @@ lib_of = $(BUILD)/lib$(1).a
 libs_for = $(foreach m,$(deps_$(1)),$(call lib_of,$(m)))
 
 TEST_SRCS := $(foreach m,$(MODULES),$(wildcard tests/$(m)/test_*.c))
+# hearth serve's client tests: node with npm packages and Debian's chromium
+# (tests/serve/node_setup.sh installs the packages into $(BUILD)/serve-node;
+# each test says skipped, and why, without them).
+SCRIPT_TESTS := tests/serve/openai_client.sh tests/serve/page_browser.sh
 TEST_BINS := $(patsubst %.c,$(BUILD)/%,$(TEST_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst %.c,$(BUILD)/%,$(FUZZ_SRCS))
 ALL_LIBS := $(call libs_for,serve)
 
 .PHONY: all test test-run test-build check asan ubsan fuzz clean demo demo-run reference \
-        deps deps-aarch64 no-packages install uninstall
+        deps deps-aarch64 deps-browser no-packages install uninstall
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/hearth
@@ -130,11 +134,15 @@ $(HXREF): tests/ref/hxref.c tests/ref/compat/gguf.h
 # with apt-get install --no-upgrade (apt's output in build/deps.log).
 # `make deps-aarch64`: the opt-in cross compiler, qemu-user and arm64 PCRE2
 # of the phone tests (it adds dpkg's arm64 architecture); without them
-# `make test` reports those runs skipped.
+# `make test` reports those runs skipped. `make deps-browser`: the opt-in
+# chromium (and Node.js) of hearth serve's page and client tests, which
+# otherwise report themselves skipped.
 deps:
 	@sh scripts/deps.sh
 deps-aarch64:
 	@sh scripts/deps.sh aarch64
+deps-browser:
+	@sh scripts/deps.sh browser
 no-packages:
 	@echo "hearth: pkg-config finds no $(PKGS); run 'make deps' (as root) to install" \
 	    "the Debian packages README.md names" >&2; exit 1
@@ -150,7 +158,7 @@ test-run: test-build reference
 	    $(MAKE) --no-print-directory $(HXREF) || echo "hearth: hxref did not build; differential tests will skip" >&2; fi
 	@$(MAKE) --no-print-directory aarch64-build T="$(AARCH64_TESTS)"
 	@$(MAKE) --no-print-directory hearth-aarch64-test
-	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS) \
+	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS) $(SCRIPT_TESTS) \
 	    $(call aarch64_runs,$(AARCH64_TESTS)) $(AARCH64_HEARTH_TEST)
 
 # Sanitizer builds run the unit tests clean (separate build directories).

@@ -245,6 +245,8 @@ static void answer(gen *g)
         cJSON_AddItemToObject(m, "content", *content || !n_calls ? cJSON_CreateString(content)
                                                                  : cJSON_CreateNull());
         cJSON_AddNullToObject(m, "refusal");
+        const cJSON *call;
+        cJSON_ArrayForEach(call, tc) cJSON_DeleteItemFromObject((cJSON *)call, "index"); /* a delta's */
         if (n_calls) cJSON_AddItemToObject(m, "tool_calls", tc), tc = NULL;
         cJSON_AddNumberToObject(c, "index", 0);
         cJSON_AddItemToObject(c, "message", m);
@@ -299,5 +301,7 @@ void sv_chat_run(sv_slot *slot, sv_job *j)
     if (!rc) rc = generate(&g, &err);
     if (!rc) answer(&g);
     else if (rc != HX_ERR_CANCELLED) fail(&g, rc, &err);
+    hx_log_debug("serve: %s: %d prompt tokens, %d generated, %s", q->id, g.n_prompt, g.n_gen,
+                 rc == HX_ERR_CANCELLED ? "cancelled" : rc ? "failed" : g.finish ? g.finish : "stop");
     hx_buf_free(&g.text);
 }

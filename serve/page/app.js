@@ -98,7 +98,8 @@ function askConsent(q, note) {
   pendingConsent = { id: q.id, note };
   $('consent-tool').textContent = q.tool;
   $('consent-args').textContent = JSON.stringify(q.arguments, null, 2);
-  $('consent-why').textContent = q.why;
+  $('consent-why').textContent = q.why.startsWith('untrusted')
+    ? 'Asked because ' + q.why + '.' : 'Your policy asks before this (' + q.why + ').';
   note.textContent = `? ${q.tool} waits for your answer`;
   $('consent').showModal();
 }
@@ -139,7 +140,7 @@ function handle(ev, box, state) {
       if (state.note) state.note.textContent = `  ${d.answer} (${d.by})`;
       break;
     case 'text':
-      state.answer.textContent += d.text;
+      state.answer.textContent += state.answer.textContent ? d.text : d.text.trimStart();
       break;
     case 'done':
       if (!state.answer.textContent && d.answer) state.answer.textContent = d.answer;
@@ -201,7 +202,8 @@ async function loadAudit() {
   if (!res.ok) return body.appendChild(el('tr', 'error', await errorText(res)));
   for (const a of (await res.json()).data) {
     const tr = el('tr');
-    for (const v of [a.at, a.tool, a.decision, a.by, a.status, a.args])
+    const when = a.at ? new Date(a.at * 1000).toLocaleString() : '';
+    for (const v of [when, a.tool, a.decision, a.by, a.status, a.args])
       tr.appendChild(el('td', null, v === null || v === undefined ? '' : String(v)));
     body.appendChild(tr);
   }
