@@ -293,7 +293,7 @@ static void on_result(void *user, const char *name, const char *status, const ch
 {
     run *r = user;
     cJSON *e = cJSON_CreateObject();
-    char *d = hx_strndup(detail, MAX_DETAIL);
+    char *d = hx_strndup(detail, strnlen(detail, MAX_DETAIL));
     cJSON_AddStringToObject(e, "name", name);
     cJSON_AddStringToObject(e, "status", status);
     cJSON_AddStringToObject(e, "detail", d ? d : "");

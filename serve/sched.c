@@ -5,6 +5,7 @@
  * token (or a prefill slice) each. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "serve/serve_int.h"
 
@@ -25,8 +26,9 @@ struct sv_slot {
     hx_source planner_src; /* src seen through the turn (the planner's) */
     int idle;
     sv_job *cur;
-    char head[256];       /* the start of the prompt its cache holds */
+    char head[SV_PROMPT_HEAD]; /* the start of the prompt its cache holds */
     int last_kind;        /* SV_JOB_* it ran last */
+    uint64_t last_used;   /* when it took its last job (sv_sched.clock) */
 };
 
 struct sv_sched {
@@ -38,6 +40,7 @@ struct sv_sched {
     int ask_running;      /* the assistant runs one request at a time: its
                              tools, policy and memory are one user's */
     int stopping;
+    uint64_t clock;       /* jobs taken so far */
     sv_slot *slots;
     int n_slots;
     turnstile ts;
@@ -78,12 +81,20 @@ int hx_serve_prefill_check(void *user)
 }
 
 /* ---- the slot's source through the turn ---- */
-hx_source *sv_slot_source(sv_slot *s) { return &s->src; }
 hx_server *sv_slot_server(sv_slot *s) { return s->sc->srv; }
 
 int sv_slot_configure(sv_slot *s, const hx_engine_turn *t, hx_err *err)
 {
     return hx_engine_source_configure(&s->src, t, err);
+}
+
+/* Remembers what the slot's KV cache now holds (its prompt's start; the
+ * other slots read it choosing requests). */
+static void note_prompt(sv_slot *s, const char *prompt)
+{
+    pthread_mutex_lock(&s->sc->mu);
+    snprintf(s->head, sizeof s->head, "%s", prompt);
+    pthread_mutex_unlock(&s->sc->mu);
 }
 
 int sv_slot_begin(sv_slot *s, const char *prompt, const hx_tpl_marks *marks, int choice,
@@ -92,7 +103,7 @@ int sv_slot_begin(sv_slot *s, const char *prompt, const hx_tpl_marks *marks, int
     take_turn(&s->sc->ts);
     int rc = s->src.begin_marked(s->src.ctx, prompt, marks, choice, n_prompt, err);
     give_turn(&s->sc->ts);
-    if (!rc) sv_slot_note(s, prompt);
+    if (!rc) note_prompt(s, prompt);
     return rc;
 }
 
@@ -104,10 +115,6 @@ int sv_slot_next(sv_slot *s, hx_buf *piece, int *end, hx_err *err)
     return rc;
 }
 
-void sv_slot_note(sv_slot *s, const char *prompt)
-{
-    snprintf(s->head, sizeof s->head, "%s", prompt);
-}
 
 static int planner_begin(void *ctx, const char *prompt, const hx_tpl_marks *marks, int choice,
                          int *n_prompt, hx_err *err)
@@ -177,26 +184,32 @@ static size_t common_prefix(const char *a, const char *b)
     return n;
 }
 
-/* How much of j's prompt o's cache may hold: the common start of their
- * prompts; for the assistant (whose prompt the planner renders later),
- * whether o ran the assistant last (its system text and tool list). */
+/* How much of j's prompt o's cache holds when j continues o's
+ * conversation: their common start, counted only when it is most of what
+ * o holds (a shared template's first words are no conversation); for the
+ * assistant (whose prompt the planner renders later), whether o ran the
+ * assistant last (its system text and tool list). */
 static size_t affinity(const sv_slot *o, const sv_job *j)
 {
     if (j->kind == SV_JOB_ASK) return o->last_kind == SV_JOB_ASK;
-    return common_prefix(o->head, j->prompt_head);
+    size_t n = common_prefix(o->head, j->prompt_head);
+    return n && 2 * n >= strlen(o->head) ? n : 0;
 }
 
-/* The idle slot whose cache holds most of j's prompt (s itself on ties). */
+/* The slot for j (s or another): the one whose cache holds most of its
+ * prompt, busy or not, else the idle one least recently used (whose
+ * cache is lost). */
 static sv_slot *best_slot(sv_sched *sc, sv_slot *s, const sv_job *j)
 {
-    sv_slot *best = s;
+    sv_slot *best = s, *lru = s;
     size_t best_n = affinity(s, j);
     for (int i = 0; i < sc->n_slots; i++) {
         sv_slot *o = &sc->slots[i];
-        size_t n = o->idle ? affinity(o, j) : 0;
-        if (n > best_n) best = o, best_n = n;
+        size_t n = affinity(o, j);
+        if (n > best_n || (n == best_n && n && o->idle && !best->idle)) best = o, best_n = n;
+        if (o->idle && o->last_used < lru->last_used) lru = o;
     }
-    return best;
+    return best_n ? best : lru;
 }
 
 static void unlink_job(sv_sched *sc, sv_job *prev, sv_job *j)
@@ -208,22 +221,52 @@ static void unlink_job(sv_sched *sc, sv_job *prev, sv_job *j)
     j->next = NULL;
 }
 
+/* A request waits this long for the busy slot whose cache holds its
+ * conversation (often one that has just answered the request before it)
+ * before another slot takes it and prefills it anew. */
+#define AFFINITY_WAIT_S 0.25
+
 /* The oldest job s may run now (an assistant request waits while
- * another runs), unless an idle slot whose cache holds more of its prompt
- * should take it. With sc->mu held. */
-static sv_job *pick(sv_sched *sc, sv_slot *s)
+ * another runs), unless another slot should take it: an idle one, or a
+ * busy one holding its conversation while the request may still wait
+ * for it (then *retry is when to look again). With sc->mu held. */
+static sv_job *pick(sv_sched *sc, sv_slot *s, double *retry)
 {
+    *retry = 0;
     for (sv_job *j = sc->head, *prev = NULL; j; prev = j, j = j->next) {
         if (j->kind == SV_JOB_ASK && sc->ask_running) continue;
-        if (best_slot(sc, s, j) != s) {
+        sv_slot *best = best_slot(sc, s, j);
+        double waited = hx_time_mono() - j->queued_at;
+        if (best != s && best->idle) {
             pthread_cond_broadcast(&sc->cv);
             return NULL;
         }
+        if (best != s && waited < AFFINITY_WAIT_S) {
+            *retry = j->queued_at + AFFINITY_WAIT_S;
+            return NULL;
+        }
         unlink_job(sc, prev, j);
+        s->last_used = ++sc->clock;
         if (j->kind == SV_JOB_ASK) sc->ask_running = 1;
         return j;
     }
     return NULL;
+}
+
+/* Waits for work, or until retry (monotonic seconds) when not 0. */
+static void wait_work(sv_sched *sc, double retry)
+{
+    if (!retry) {
+        pthread_cond_wait(&sc->cv, &sc->mu);
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double d = retry - hx_time_mono();
+    long ns = d > 0 ? (long)(d * 1e9) : 0;
+    ts.tv_sec += ns / 1000000000L + (ts.tv_nsec + ns % 1000000000L) / 1000000000L;
+    ts.tv_nsec = (ts.tv_nsec + ns % 1000000000L) % 1000000000L;
+    pthread_cond_timedwait(&sc->cv, &sc->mu, &ts);
 }
 
 static void run_job(sv_slot *s, sv_job *j)
@@ -241,8 +284,9 @@ static void *slot_main(void *arg)
     pthread_mutex_lock(&sc->mu);
     for (;;) {
         sv_job *j = NULL;
+        double retry = 0;
         s->idle = 1;
-        while (!sc->stopping && !(j = pick(sc, s))) pthread_cond_wait(&sc->cv, &sc->mu);
+        while (!sc->stopping && !(j = pick(sc, s, &retry))) wait_work(sc, retry);
         s->idle = 0;
         if (!j) break;
         s->cur = j;
@@ -291,8 +335,12 @@ int sv_sched_new(hx_server *srv, int n, int max_queue, sv_sched **out, hx_err *e
     }
     sc->srv = srv;
     sc->max_queue = max_queue;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* wait_work's clock */
     pthread_mutex_init(&sc->mu, NULL);
-    pthread_cond_init(&sc->cv, NULL);
+    pthread_cond_init(&sc->cv, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_mutex_init(&sc->ts.mu, NULL);
     pthread_cond_init(&sc->ts.cv, NULL);
     *out = sc;

@@ -47,6 +47,7 @@ int sv_random_hex(char *out, size_t n_bytes);
 
 /* ---- jobs: one generation and its response (serve/stream.c) ---- */
 enum { SV_JOB_CHAT = 1, SV_JOB_ASK = 2 };
+#define SV_PROMPT_HEAD 4096 /* bytes of a prompt compared for a slot */
 typedef struct sv_job {
     pthread_mutex_t mu;
     int refs;
@@ -68,8 +69,8 @@ typedef struct sv_job {
     void *work;               /* sv_chat_req or sv_ask_req */
     void (*free_work)(void *work);
     struct sv_job *next;      /* the queue */
-    char prompt_head[256];    /* the start of its prompt, for the slot
-                                 whose KV cache shares most of it */
+    char prompt_head[SV_PROMPT_HEAD]; /* the start of its prompt, for the
+                                 slot whose KV cache shares most of it */
 } sv_job;
 
 sv_job *sv_job_new(int kind, struct MHD_Connection *conn);
@@ -100,15 +101,17 @@ typedef struct sv_slot sv_slot;
 typedef struct sv_sched sv_sched;
 /* Makes n slots (their sources and threads). */
 int sv_sched_new(struct hx_server *srv, int n, int max_queue, sv_sched **out, hx_err *err);
-/* Queues j (the queue takes a reference); HX_ERR_FULL when max_queue
- * requests wait already, HX_ERR_STATE when stopping. */
+/* Queues j (the caller gives the queue a reference; the slot that runs
+ * it drops it); HX_ERR_FULL when max_queue requests wait already,
+ * HX_ERR_STATE when stopping. */
 int sv_sched_submit(sv_sched *sc, sv_job *j);
 /* Cancels what waits and what runs, joins the threads, frees. */
 void sv_sched_free(sv_sched *sc);
-/* The slot's source, configured for t; its begin and next calls take the
- * turn (one decode at a time, in turn with the other slots). */
-hx_source *sv_slot_source(sv_slot *s);
+/* The server a slot serves. */
 struct hx_server *sv_slot_server(sv_slot *s);
+/* The slot's source configured for a request (hx_engine_source_configure),
+ * its turn begun and its tokens taken; begin and next take the turn (one
+ * decode at a time, in turn with the other slots). */
 int sv_slot_configure(sv_slot *s, const hx_engine_turn *t, hx_err *err);
 int sv_slot_begin(sv_slot *s, const char *prompt, const hx_tpl_marks *marks, int choice,
                   int *n_prompt, hx_err *err);
@@ -119,8 +122,6 @@ hx_source *sv_slot_planner_source(sv_slot *s);
 /* Whether the slot's request should stop: its client went away, or the
  * server stops. */
 int sv_slot_cancelled(sv_slot *s);
-/* Remembers what the slot's KV cache now holds (its prompt's start). */
-void sv_slot_note(sv_slot *s, const char *prompt);
 
 /* ---- the server ---- */
 typedef struct sv_consent sv_consent;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -91,7 +92,10 @@ __attribute__((unused)) static int sv_start(sv_server *s, const char *const *arg
         setenv("HEARTH_HOME", home, 1);
         setenv("HEARTH_NOW", "2026-12-01T09:00:00+01:00", 1);
         setenv("HEARTH_LOG", "debug", 1);
-        if (!freopen(s->log, "w", stderr) || !freopen("/dev/null", "r", stdin)) _exit(127);
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* never outlives the test */
+        if (!freopen(s->log, "w", stderr) || !freopen("/dev/null", "r", stdin) ||
+            !freopen("/dev/null", "w", stdout))
+            _exit(127);
         execv(h, (char *const *)argv);
         _exit(127);
     }

@@ -228,7 +228,7 @@ static void test_oversized_bodies(void)
     expect_error(&r, 413, "body_too_large", NULL);
     free(r.body);
     size_t n = 200 * 1024;
-    char *raw = malloc(n + 512), chunk[4200];
+    char *raw = malloc(n + 8192), chunk[4200];
     int k = snprintf(raw, 512, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
                                "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
                                "Connection: close\r\n\r\n");
@@ -480,6 +480,69 @@ static void test_disconnect_cancels(void)
     const char *line = strstr(sv_log(&g, log, sizeof log), id);
     EXPECT(line && strstr(line, "cancelled") && strstr(line, "cancelled") - line < 120);
     still_serving();
+}
+
+
+/* The tokens of a request's prompt its slot's cache held (the source's
+ * debug line before the request's own line in the log). */
+static int reused_for(const char *id)
+{
+    static char log[1 << 20];
+    char want[64];
+    snprintf(want, sizeof want, "%s: ", id);
+    if (!log_has(&g, want)) return -1;
+    sv_log(&g, log, sizeof log);
+    char *at = strstr(log, want), *line = NULL;
+    for (char *p = log; (p = strstr(p, " reused from the cache")) && p < at; p++) line = p;
+    if (!line) return -1;
+    while (line > log && line[-1] != ' ') line--;
+    return atoi(line);
+}
+
+static int chat_id(const char *body, char *id, int *n_prompt)
+{
+    sv_resp r;
+    chat(body, &r);
+    cJSON *j = json_of(&r);
+    const char *got = cJSON_GetStringValue(cJSON_GetObjectItem(j, "id"));
+    snprintf(id, 48, "%s", got ? got : "");
+    *n_prompt = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "usage"),
+                                                              "prompt_tokens"));
+    cJSON_Delete(j);
+    free(r.body);
+    return r.status;
+}
+
+/* Two conversations on two slots: each comes back to the slot whose KV
+ * cache holds its prefix, not to the least recently used one. */
+static void test_prefix_per_conversation(void)
+{
+    if (!up()) return;
+    char a1[2048], b1[2048], a2[3072], id[48];
+    const char *sys_a = "You keep the diary of the Alpha orchard: apples, pears, the weather and "
+                        "the pickers' hours. Answer in one short line.";
+    const char *sys_b = "Beta workshop assistant: you track bicycles waiting for repair, their "
+                        "owners and parts on order. Answer briefly.";
+    snprintf(a1, sizeof a1, "{\"messages\": [{\"role\": \"system\", \"content\": \"%s\"}, "
+             "{\"role\": \"user\", \"content\": \"How many pickers today?\"}], \"max_tokens\": 2, "
+             "\"temperature\": 0}", sys_a);
+    snprintf(b1, sizeof b1, "{\"messages\": [{\"role\": \"system\", \"content\": \"%s\"}, "
+             "{\"role\": \"user\", \"content\": \"Which bikes wait?\"}], \"max_tokens\": 2, "
+             "\"temperature\": 0}", sys_b);
+    snprintf(a2, sizeof a2, "{\"messages\": [{\"role\": \"system\", \"content\": \"%s\"}, "
+             "{\"role\": \"user\", \"content\": \"How many pickers today?\"}, {\"role\": "
+             "\"assistant\", \"content\": \"Twelve.\"}, {\"role\": \"user\", \"content\": "
+             "\"And yesterday?\"}], \"max_tokens\": 2, \"temperature\": 0}", sys_a);
+    int na = 0, nb = 0, n2 = 0;
+    ASSERT(chat_id(a1, id, &na) == 200);
+    ASSERT(chat_id(b1, id, &nb) == 200);
+    ASSERT(chat_id(b1, id, &nb) == 200); /* B twice: the least recently used slot is A's */
+    EXPECT(reused_for(id) >= nb - 1);
+    ASSERT(chat_id(a2, id, &n2) == 200);
+    int reused = reused_for(id);
+    printf("# conversation A: %d prompt tokens, then %d of which %d came from its slot's cache\n",
+           na, n2, reused);
+    EXPECT(reused >= na - 2 && n2 > na);
 }
 
 /* ---- the assistant ---- */
@@ -941,6 +1004,7 @@ int main(void)
     RUN(test_chat_stream);
     RUN(test_context_full);
     RUN(test_disconnect_cancels);
+    RUN(test_prefix_per_conversation);
     RUN(test_ask_consent);
     RUN(test_consent_client_leaves);
     RUN(test_ask_options);
