@@ -117,14 +117,7 @@ enum MHD_Result sv_ask(sv_req *r)
         free_ask(a);
         return sv_error(r->conn, a ? 400 : 500, NULL, NULL, "%s", a ? why : "out of memory");
     }
-    sv_job *j = sv_job_new(SV_JOB_ASK, r->conn);
-    if (!j) {
-        free_ask(a);
-        return sv_error(r->conn, 500, NULL, NULL, "out of memory");
-    }
-    j->work = a;
-    j->free_work = free_ask;
-    return sv_submit(r, j);
+    return sv_submit(r, SV_JOB_ASK, a, free_ask, NULL);
 }
 
 /* ---- consent: a question the turn waits on ---- */

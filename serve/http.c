@@ -299,8 +299,17 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
-enum MHD_Result sv_submit(sv_req *r, sv_job *j)
+enum MHD_Result sv_submit(sv_req *r, int kind, void *work, void (*free_work)(void *),
+                          const char *prompt)
 {
+    sv_job *j = sv_job_new(kind, r->conn);
+    if (!j) {
+        free_work(work);
+        return sv_error(r->conn, 500, NULL, NULL, "out of memory");
+    }
+    j->work = work;
+    j->free_work = free_work;
+    snprintf(j->prompt_head, sizeof j->prompt_head, "%s", prompt ? prompt : "");
     pthread_mutex_lock(&j->mu);
     j->refs++; /* the queue's */
     int rc = sv_sched_submit(r->srv->sched, j);

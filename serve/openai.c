@@ -37,15 +37,7 @@ enum MHD_Result sv_chat_completions(sv_req *r)
         free_chat(q);
         return sv_error(r->conn, err.rc == HX_ERR_NOMEM ? 500 : 400, param, NULL, "%s", err.msg);
     }
-    sv_job *j = sv_job_new(SV_JOB_CHAT, r->conn);
-    if (!j) {
-        free_chat(q);
-        return sv_error(r->conn, 500, NULL, NULL, "out of memory");
-    }
-    j->work = q;
-    j->free_work = free_chat;
-    snprintf(j->prompt_head, sizeof j->prompt_head, "%s", q->prompt);
-    return sv_submit(r, j);
+    return sv_submit(r, SV_JOB_CHAT, q, free_chat, q->prompt);
 }
 
 /* ---- one generation ---- */

@@ -193,9 +193,12 @@ enum MHD_Result sv_audit(sv_req *r);
 void sv_consent_stop(hx_server *srv);
 /* serve/page.c: the page's files, built into the binary */
 enum MHD_Result sv_page(sv_req *r);
-/* A job for r's connection, queued, the connection suspended until it
- * answers; or an error queued (503 when the queue is full). */
-enum MHD_Result sv_submit(sv_req *r, sv_job *j);
+/* A job of kind for r's connection doing work (taken: freed with
+ * free_work, also on failure), queued, the connection suspended until it
+ * answers; or an error queued (503 when the queue is full). prompt (or
+ * NULL) is its prompt's start, for the slot whose cache holds most. */
+enum MHD_Result sv_submit(sv_req *r, int kind, void *work, void (*free_work)(void *),
+                          const char *prompt);
 
 /* ---- request bodies (serve/body.c): the parsing the fuzz target
  * exercises ---- */

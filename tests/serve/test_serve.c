@@ -63,6 +63,15 @@ static void expect_error(const sv_resp *r, int status, const char *code, const c
     cJSON_Delete(j);
 }
 
+/* A POST over the UNIX socket that must get this error. */
+static void post_refused(const char *path, const char *body, int status, const char *param)
+{
+    sv_resp r;
+    post_unix(path, body, &r);
+    expect_error(&r, status, NULL, param);
+    free(r.body);
+}
+
 static void still_serving(void)
 {
     sv_resp r;
@@ -181,27 +190,17 @@ static void test_bad_requests(void)
     expect_error(&r, 400, NULL, NULL);
     EXPECT(strstr(r.body, "not valid JSON") != NULL);
     free(r.body);
-    post_unix("/v1/chat/completions", "[1,2]", &r);
-    expect_error(&r, 400, NULL, NULL);
-    free(r.body);
-    post_unix("/v1/chat/completions", "{\"model\": \"x\"}", &r);
-    expect_error(&r, 400, NULL, "messages");
-    free(r.body);
-    post_unix("/v1/chat/completions", "{\"messages\": [{\"role\": \"wizard\", \"content\": \"hi\"}]}", &r);
-    expect_error(&r, 400, NULL, "messages[0]");
-    free(r.body);
-    post_unix("/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": "
-              "[{\"type\": \"image_url\", \"image_url\": {\"url\": \"x\"}}]}]}", &r);
-    expect_error(&r, 400, NULL, "messages[0].content");
-    free(r.body);
-    post_unix("/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
-              "\"n\": 2}", &r);
-    expect_error(&r, 400, NULL, "n");
-    free(r.body);
-    post_unix("/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
-              "\"temperature\": \"hot\"}", &r);
-    expect_error(&r, 400, NULL, "temperature");
-    free(r.body);
+    const char *chat = "/v1/chat/completions";
+    post_refused(chat, "[1,2]", 400, NULL);
+    post_refused(chat, "{\"model\": \"x\"}", 400, "messages");
+    post_refused(chat, "{\"messages\": [{\"role\": \"wizard\", \"content\": \"hi\"}]}", 400,
+                 "messages[0]");
+    post_refused(chat, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+                 "\"image_url\", \"image_url\": {\"url\": \"x\"}}]}]}", 400, "messages[0].content");
+    post_refused(chat, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"n\": 2}",
+                 400, "n");
+    post_refused(chat, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+                 "\"temperature\": \"hot\"}", 400, "temperature");
     sv_request(unix_fd(), "POST", "/v1/chat/completions", "Content-Type: text/plain\r\n"
                "Content-Length: 2\r\n", NULL, &r);
     EXPECT(r.status == 415 || r.status == 400);
@@ -725,15 +724,10 @@ static void test_ask_options(void)
     expect_error(&r, 400, NULL, NULL);
     EXPECT(strstr(r.body, "consent question") != NULL);
     free(r.body);
-    post_unix("/v1/hearth/ask", "{\"request\": \"\"}", &r);
-    expect_error(&r, 400, NULL, NULL);
-    free(r.body);
-    post_unix("/v1/hearth/ask", "{\"request\": \"hi\", \"tools\": \"nothing.*\"}", &r);
-    expect_error(&r, 400, NULL, NULL);
-    free(r.body);
-    post_unix("/v1/hearth/ask", "{\"request\": \"hi\", \"yes\": true, \"no\": true}", &r);
-    expect_error(&r, 400, NULL, NULL);
-    free(r.body);
+    post_refused("/v1/hearth/ask", "{\"request\": \"\"}", 400, NULL);
+    post_refused("/v1/hearth/ask", "{\"request\": \"hi\", \"tools\": \"nothing.*\"}", 400, NULL);
+    post_refused("/v1/hearth/ask", "{\"request\": \"hi\", \"yes\": true, \"no\": true}", 400, NULL);
+    post_refused("/v1/hearth/ask", "{\"request\": \"hi\", \"max_steps\": 0}", 400, NULL);
 }
 
 /* The taint rule over HTTP: with untrusted content in the conversation (a
