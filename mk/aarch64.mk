@@ -84,11 +84,11 @@ test-aarch64:
 # $(AARCH64)/hearth-qemu runs it under qemu-user (QEMU_CPU picks the CPU)
 # with the cross package's loader and libc and the sysroot's libraries, and
 # seccomp off (qemu-user has none; HEARTH_SANDBOX_DISABLE).
-# tests/agent/hearth_aarch64.sh checks its `info` and a one-shot `ask` in a
-# sample world against the x86-64 build's; `make test` runs it (about 30
-# CPU-s to cross-build the other modules once, 11 under qemu; a 12 MB
-# download once), reported skipped, with the reason, without the tools or
-# the packages.
+# tests/agent/hearth_aarch64.sh checks its `info`, a one-shot `ask` in a
+# sample world and a chat completion from its `serve` against the x86-64
+# build's; `make test` runs it (about 30 CPU-s to cross-build the other
+# modules once, 16 under qemu; a 16 MB download once), reported skipped,
+# with the reason, without the tools or the packages.
 AARCH64_SYSROOT ?= build/aarch64-sysroot
 AARCH64_SYS = $(abspath $(AARCH64_SYSROOT))
 AARCH64_SYSLIB = $(AARCH64_SYS)/usr/lib/aarch64-linux-gnu
