@@ -87,7 +87,7 @@ test-aarch64:
 # tests/agent/hearth_aarch64.sh checks its `info`, a one-shot `ask` in a
 # sample world and a chat completion from its `serve` against the x86-64
 # build's; `make test` runs it (about 30 CPU-s to cross-build the other
-# modules once, 16 under qemu; a 16 MB download once), reported skipped,
+# modules once, 16 under qemu; a 17 MB download once), reported skipped,
 # with the reason, without the tools or the packages.
 AARCH64_SYSROOT ?= build/aarch64-sysroot
 AARCH64_SYS = $(abspath $(AARCH64_SYSROOT))
