@@ -356,27 +356,34 @@ int sv_sched_new(hx_server *srv, int n, int max_queue, sv_sched **out, hx_err *e
     return HX_OK;
 }
 
-void sv_sched_free(sv_sched *sc)
+void sv_sched_stop(sv_sched *sc)
 {
     if (!sc) return;
     pthread_mutex_lock(&sc->mu);
     sc->stopping = 1;
     sv_job *q = sc->head;
     sc->head = sc->tail = NULL;
+    sc->n_queued = 0;
     pthread_cond_broadcast(&sc->cv);
     pthread_mutex_unlock(&sc->mu);
     for (sv_job *j = q, *next; j; j = next) {
         next = j->next;
-        sv_job_respond(j, 503, "{\"error\":{\"message\":\"the server is stopping\","
-                               "\"type\":\"server_error\",\"param\":null,"
-                               "\"code\":\"shutting_down\"}}");
+        sv_job_finish(j); /* 503: stopping */
         sv_job_unref(j);
     }
     for (int i = 0; i < sc->n_slots; i++) {
         sv_slot *s = &sc->slots[i];
         if (s->started) pthread_join(s->th, NULL);
-        if (s->own_src) hx_source_free(&s->src);
+        s->started = 0;
     }
+}
+
+void sv_sched_free(sv_sched *sc)
+{
+    if (!sc) return;
+    sv_sched_stop(sc);
+    for (int i = 0; i < sc->n_slots; i++)
+        if (sc->slots[i].own_src) hx_source_free(&sc->slots[i].src);
     pthread_mutex_destroy(&sc->mu);
     pthread_cond_destroy(&sc->cv);
     pthread_mutex_destroy(&sc->ts.mu);

@@ -95,11 +95,12 @@ void hx_serve_free(hx_server *s)
     if (!s) return;
     for (int i = 0; i < s->n_lis; i++) sv_http_quiesce(&s->lis[i]);
     sv_consent_stop(s);
-    sv_sched_free(s->sched); /* every job answered: no connection stays suspended */
+    sv_sched_stop(s->sched); /* every job answered: no connection stays suspended */
     for (int i = 0; i < s->n_lis; i++) {
         sv_http_stop(&s->lis[i]);
         if (s->lis[i].fd >= 0) close(s->lis[i].fd);
     }
+    sv_sched_free(s->sched); /* no request can reach it any more */
     sv_unlink_unix(s->socket_path, s->socket_ino);
     hx_memory_close(s->mem_http);
     pthread_mutex_destroy(&s->mem_mu);

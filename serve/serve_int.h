@@ -105,7 +105,10 @@ int sv_sched_new(struct hx_server *srv, int n, int max_queue, sv_sched **out, hx
  * it drops it); HX_ERR_FULL when max_queue requests wait already,
  * HX_ERR_STATE when stopping. */
 int sv_sched_submit(sv_sched *sc, sv_job *j);
-/* Cancels what waits and what runs, joins the threads, frees. */
+/* Cancels what waits (503) and what runs, and joins the threads; later
+ * submissions are refused (HX_ERR_STATE) until it is freed. */
+void sv_sched_stop(sv_sched *sc);
+/* Stops it if running, frees the slots' sources and it. */
 void sv_sched_free(sv_sched *sc);
 /* The server a slot serves. */
 struct hx_server *sv_slot_server(sv_slot *s);

@@ -82,12 +82,17 @@ void sv_sse_field(hx_buf *out, const char *name, const char *value, int end)
     if (end) hx_buf_putc(out, '\n');
 }
 
+/* A client reading none of its stream while it is written (it would
+ * grow until the generation ends) is taken as gone. */
+#define MAX_BACKLOG ((size_t)4 << 20)
+
 static void send_sse(sv_job *j, const char *event, const char *json)
 {
     pthread_mutex_lock(&j->mu);
     if (j->sse && !j->finished && !j->gone) {
         if (event) sv_sse_field(&j->out, "event", event, 0);
         sv_sse_field(&j->out, "data", json, 1);
+        if (j->out.len - j->sent > MAX_BACKLOG) j->gone = 1;
         wake(j);
     }
     pthread_mutex_unlock(&j->mu);

@@ -936,6 +936,41 @@ static void test_queue_full(void)
     sv_cleanup(&s);
 }
 
+/* Stopping while a stream runs, a request waits and a question waits:
+ * the stream ends, the waiting request gets 503, the question is
+ * answered no, and the server exits 0 having closed them all. */
+static void test_stop_while_busy(void)
+{
+    sv_server s = {0};
+    static const char *const args[] = {"--slots", "1", NULL};
+    ASSERT(sv_world(&s) && sv_start(&s, args));
+    ask_run a;
+    ASSERT(ask_open(&a, &s, "{\"request\": \"Remember that Dan's email is dan@example.org\"}"));
+    cJSON *q = ask_next(&a, "consent"); /* the one slot waits on it */
+    ASSERT(q);
+    const char *body = "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], "
+                       "\"max_tokens\": 5}";
+    char raw[512];
+    int n = snprintf(raw, sizeof raw, "POST /v1/chat/completions HTTP/1.0\r\nHost: localhost\r\n"
+                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                     strlen(body), body);
+    int waiting = sv_connect_unix(s.sock);
+    ASSERT(waiting >= 0 && !sv_send_all(waiting, raw, (size_t)n));
+    usleep(300000); /* queued behind the question */
+    EXPECT_EQ_INT(sv_stop(&s), 0);
+    cJSON *ans = ask_next(&a, "consent_answered");
+    EXPECT(ans && !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(ans, "answer")), "no"));
+    cJSON_Delete(ans);
+    size_t len;
+    char *got = sv_read_all(waiting, &len, 30000);
+    EXPECT(!strncmp(got, "HTTP/1.1 503", 12) || !strncmp(got, "HTTP/1.0 503", 12));
+    free(got);
+    close(waiting);
+    cJSON_Delete(q);
+    ask_close(&a);
+    sv_cleanup(&s);
+}
+
 /* Stopping removes the socket; a second server on a live socket is
  * refused and the first serves on. */
 static void test_lifecycle(void)
@@ -1007,6 +1042,7 @@ int main(void)
     RUN(test_confined_process);
     RUN(test_filter_while_serving);
     RUN(test_queue_full);
+    RUN(test_stop_while_busy);
     RUN(test_lifecycle);
     RUN(test_install);
     if (g_up > 0) EXPECT_EQ_INT(sv_stop(&g), 0);
