@@ -78,6 +78,27 @@ static int ask_options(const cJSON *o, ask_req *a, char *why, size_t n)
     return 0;
 }
 
+/* The tools a request may use, as the names a filter lists (*out, caller
+ * frees; NULL when none): those both the server's --tools (if any) and
+ * the request's "tools" (if any) offer, and the grammar can use. A
+ * request narrows what the user started the server with, never widens it. */
+static int offered_tools(const hx_server *s, const char *asked, char **out)
+{
+    hx_tool_spec *specs = NULL;
+    hx_buf b;
+    hx_buf_init(&b);
+    *out = NULL;
+    int k = hx_agent_tool_specs(s->d.reg, s->d.pp.tools, NULL, &specs);
+    for (int i = 0; i < k; i++)
+        if (hx_agent_tool_offered(asked, specs[i].name))
+            hx_buf_printf(&b, "%s%s", b.len ? "," : "", specs[i].name);
+    free(specs);
+    if (k < 0 || b.oom) return hx_buf_free(&b), -1;
+    if (!b.len) return hx_buf_free(&b), 0;
+    *out = hx_buf_steal(&b, NULL);
+    return *out ? 0 : -1;
+}
+
 /* The request's fields; -1 with why. The taint rule's way past it
  * (--allow-tainted-send) is the user's at the terminal, not an app's. */
 static int ask_parse(const hx_server *s, const cJSON *o, ask_req *a, char *why, size_t n)
@@ -96,13 +117,12 @@ static int ask_parse(const hx_server *s, const cJSON *o, ask_req *a, char *why, 
         return snprintf(why, n, "tools is a comma-separated list of names or prefix.*"), -1;
     if (ask_options(o, a, why, n)) return -1;
     a->request = hx_strdup(req->valuestring);
-    a->tools = cJSON_IsString(tools) ? hx_strdup(tools->valuestring) : NULL;
-    if (!a->request || (cJSON_IsString(tools) && !a->tools))
-        return snprintf(why, n, "out of memory"), -1;
-    hx_tool_spec *specs = NULL;
-    int k = hx_agent_tool_specs(s->d.reg, a->tools, NULL, &specs);
-    free(specs);
-    if (k <= 0) return snprintf(why, n, "tools '%.60s' offers no tool", a->tools), -1;
+    if (!a->request) return snprintf(why, n, "out of memory"), -1;
+    const char *asked = cJSON_GetStringValue(tools);
+    if (offered_tools(s, asked, &a->tools)) return snprintf(why, n, "out of memory"), -1;
+    if (!a->tools)
+        return snprintf(why, n, "tools '%.60s' offers no tool%s", asked ? asked : "",
+                        s->d.pp.tools ? " that hearth serve --tools offers" : ""), -1;
     return 0;
 }
 

@@ -899,6 +899,34 @@ static void test_filter_while_serving(void)
     sv_sh("rm -rf '%s'", dir);
 }
 
+/* The tools hearth serve was started with bound every request: a request
+ * narrows them, never widens them (control: test_ask_consent, where the
+ * same request calls memory.remember). */
+static void test_server_tools_bound(void)
+{
+    sv_server s = {0};
+    static const char *const args[] = {"--tools", "calendar.*", NULL};
+    ASSERT(sv_world(&s) && sv_start(&s, args));
+    sv_resp r;
+    sv_request(sv_connect_unix(s.sock), "POST", "/v1/hearth/ask", NULL,
+               "{\"request\": \"hi\", \"tools\": \"memory.*\"}", &r);
+    expect_error(&r, 400, NULL, NULL);
+    EXPECT(strstr(r.body, "--tools") != NULL);
+    free(r.body);
+    sv_request(sv_connect_unix(s.sock), "POST", "/v1/hearth/ask", NULL,
+               "{\"request\": \"Remember that Bob's email is bob@example.org\", \"stream\": false, "
+               "\"max_steps\": 2}", &r);
+    EXPECT_EQ_INT(r.status, 200);
+    cJSON *j = json_of(&r);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(j, "calls"))
+        EXPECT(!strncmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "name")), "calendar.", 9));
+    EXPECT(cJSON_IsNumber(cJSON_GetObjectItem(j, "episode")));
+    cJSON_Delete(j);
+    free(r.body);
+    sv_cleanup(&s);
+}
+
 /* Queue full: 503; the server serves on. */
 static void test_queue_full(void)
 {
@@ -1041,6 +1069,7 @@ int main(void)
     RUN(test_memory_api);
     RUN(test_confined_process);
     RUN(test_filter_while_serving);
+    RUN(test_server_tools_bound);
     RUN(test_queue_full);
     RUN(test_stop_while_busy);
     RUN(test_lifecycle);
