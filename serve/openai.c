@@ -205,53 +205,71 @@ static cJSON *usage(const gen *g)
     return u;
 }
 
-/* The whole answer: one object, or the stream's last chunks. */
+/* The stream's end: the content left, the calls, the finish, the usage. */
+static void end_stream(gen *g, cJSON *tc, const char *finish)
+{
+    stream_content(g, 1);
+    if (cJSON_GetArraySize(tc)) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddItemToObject(d, "tool_calls", cJSON_Duplicate(tc, 1));
+        send_json(g->j, chunk(g, d, NULL));
+    }
+    send_json(g->j, chunk(g, cJSON_CreateObject(), finish));
+    if (g->q->include_usage) {
+        cJSON *u = chunk(g, cJSON_CreateObject(), NULL);
+        cJSON_ReplaceItemInObject(u, "choices", cJSON_CreateArray());
+        cJSON_ReplaceItemInObject(u, "usage", usage(g));
+        send_json(g->j, u);
+    }
+    sv_job_send_data(g->j, "[DONE]");
+}
+
+/* The one chat.completion object (takes tc). */
+static void respond(gen *g, const char *content, cJSON *tc, const char *finish)
+{
+    cJSON *o = chunk(g, NULL, NULL), *c = cJSON_CreateObject(), *m = cJSON_CreateObject();
+    int n_calls = cJSON_GetArraySize(tc);
+    cJSON_AddStringToObject(m, "role", "assistant");
+    cJSON_AddItemToObject(m, "content", *content || !n_calls ? cJSON_CreateString(content)
+                                                             : cJSON_CreateNull());
+    cJSON_AddNullToObject(m, "refusal");
+    const cJSON *call;
+    cJSON_ArrayForEach(call, tc) cJSON_DeleteItemFromObject((cJSON *)call, "index"); /* a delta's */
+    if (n_calls) cJSON_AddItemToObject(m, "tool_calls", tc);
+    else cJSON_Delete(tc);
+    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddItemToObject(c, "message", m);
+    cJSON_AddNullToObject(c, "logprobs");
+    cJSON_AddStringToObject(c, "finish_reason", finish);
+    cJSON_AddItemToArray(cJSON_GetObjectItem(o, "choices"), c);
+    cJSON_AddItemToObject(o, "usage", usage(g));
+    char *s = cJSON_PrintUnformatted(o);
+    sv_job_respond(g->j, 200, s ? s : "{}");
+    cJSON_free(s);
+    cJSON_Delete(o);
+}
+
+/* Text without the whitespace around it (as the planner reads turns). */
+static char *trimmed(const char *s, size_t n)
+{
+    while (n && strchr(" \t\r\n", *s)) s++, n--;
+    while (n && strchr(" \t\r\n", s[n - 1])) n--;
+    return hx_strndup(s, n);
+}
+
+/* The whole answer: one object, or the stream's last chunks. The calls
+ * are read as the planner reads them, only where the request let the
+ * model call. */
 static void answer(gen *g)
 {
     char *content = NULL;
-    cJSON *calls = g->calls_on ? hx_turn_parse(g->family, g->text.data ? g->text.data : "", &content)
-                               : NULL;
+    const char *text = g->text.data ? g->text.data : "";
+    cJSON *calls = g->calls_on ? hx_turn_parse(g->family, text, &content) : NULL;
     cJSON *tc = tool_calls(calls);
-    int n_calls = cJSON_GetArraySize(tc);
-    if (!content) content = hx_strndup(g->text.data ? g->text.data : "", g->text.len);
-    const char *finish = g->finish ? g->finish : n_calls ? "tool_calls" : "stop";
-    if (g->q->stream) {
-        stream_content(g, 1);
-        if (n_calls) {
-            cJSON *d = cJSON_CreateObject();
-            cJSON_AddItemToObject(d, "tool_calls", tc);
-            send_json(g->j, chunk(g, d, NULL));
-            tc = NULL;
-        }
-        send_json(g->j, chunk(g, cJSON_CreateObject(), finish));
-        if (g->q->include_usage) {
-            cJSON *u = chunk(g, cJSON_CreateObject(), NULL);
-            cJSON_ReplaceItemInObject(u, "choices", cJSON_CreateArray());
-            cJSON_ReplaceItemInObject(u, "usage", usage(g));
-            send_json(g->j, u);
-        }
-        sv_job_send_data(g->j, "[DONE]");
-    } else {
-        cJSON *o = chunk(g, NULL, NULL), *c = cJSON_CreateObject(), *m = cJSON_CreateObject();
-        cJSON_AddStringToObject(m, "role", "assistant");
-        cJSON_AddItemToObject(m, "content", *content || !n_calls ? cJSON_CreateString(content)
-                                                                 : cJSON_CreateNull());
-        cJSON_AddNullToObject(m, "refusal");
-        const cJSON *call;
-        cJSON_ArrayForEach(call, tc) cJSON_DeleteItemFromObject((cJSON *)call, "index"); /* a delta's */
-        if (n_calls) cJSON_AddItemToObject(m, "tool_calls", tc), tc = NULL;
-        cJSON_AddNumberToObject(c, "index", 0);
-        cJSON_AddItemToObject(c, "message", m);
-        cJSON_AddNullToObject(c, "logprobs");
-        cJSON_AddStringToObject(c, "finish_reason", finish);
-        cJSON_AddItemToArray(cJSON_GetObjectItem(o, "choices"), c);
-        cJSON_AddItemToObject(o, "usage", usage(g));
-        char *s = cJSON_PrintUnformatted(o);
-        sv_job_respond(g->j, 200, s ? s : "{}");
-        cJSON_free(s);
-        cJSON_Delete(o);
-    }
-    cJSON_Delete(tc);
+    if (!content) content = trimmed(text, g->text.len);
+    const char *finish = g->finish ? g->finish : cJSON_GetArraySize(tc) ? "tool_calls" : "stop";
+    if (g->q->stream) end_stream(g, tc, finish), cJSON_Delete(tc);
+    else respond(g, content ? content : "", tc, finish);
     cJSON_Delete(calls);
     free(content);
 }

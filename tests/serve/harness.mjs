@@ -7,6 +7,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+// A failure outside a test (the server or the browser not starting) is
+// one FAIL line; a server started here never outlives this process.
+const servers = new Set();
+process.on('unhandledRejection', (e) => {
+  console.log(`FAIL setup: ${String((e && e.stack) || e).split('\n').slice(0, 3).join(' | ')}`);
+  process.exit(1);
+});
+process.on('SIGTERM', () => process.exit(143));
+process.on('exit', () => { for (const p of servers) p.kill('SIGKILL'); });
+
 export async function test(name, fn) {
   try {
     await fn();
@@ -35,6 +45,8 @@ export async function startServer(args = []) {
       env: { ...process.env, HEARTH_HOME: path.join(dir, 'home'), HEARTH_NOW: '2026-12-01T09:00:00+01:00' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
+  servers.add(proc);
+  proc.once('exit', () => servers.delete(proc));
   let log = '';
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('hearth serve did not start: ' + log)), 60000);
