@@ -1,6 +1,6 @@
 /* test_install.c: what the Makefile does to the machine, end to end:
  * scripts/deps.sh installs only the missing packages the README names
- * (--no-upgrade, apt's output in a log) and nothing when all are there,
+ * (--no-upgrade, apt's output in a log) and nothing when all are there
  * (make deps-browser: chromium, keeping a Node.js from elsewhere),
  * reading the Makefile installs nothing, the aarch64 runs are skipped
  * naming `make deps-aarch64` without their tools, and make install /
