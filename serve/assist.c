@@ -381,10 +381,16 @@ void sv_ask_run(sv_slot *slot, sv_job *j)
     cJSON *trace = NULL;
     hx_err err = {0};
     int rc = ask_planner(slot, &r, &pl, &consent, &err);
-    if (!rc && r.a->stream) sv_job_start_stream(j);
+    if (rc) { /* nothing ran: one error */
+        sv_job_fail(j, 500, NULL, NULL, err.msg);
+        hx_planner_free(pl);
+        free(consent);
+        return;
+    }
+    if (r.a->stream) sv_job_start_stream(j);
     hx_planner_io io = {&r, on_text, on_call, on_result, on_cancelled};
     hx_planner_io quiet = {&r, NULL, NULL, NULL, on_cancelled};
-    if (!rc) rc = hx_planner_run(pl, r.a->request, r.a->stream ? &io : &quiet, &trace, &err);
+    rc = hx_planner_run(pl, r.a->request, r.a->stream ? &io : &quiet, &trace, &err);
     cJSON *o = outcome(&r, rc, &err, trace);
     if (r.a->stream) {
         send_event(j, "done", o);

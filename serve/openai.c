@@ -274,20 +274,11 @@ static void answer(gen *g)
     free(content);
 }
 
-/* An error as the response, or (once streaming) as its last event. */
 static void fail(gen *g, int rc, const hx_err *err)
 {
-    int status = rc == HX_ERR_FULL ? 400 : 500;
-    cJSON *e = sv_error_json(status, rc == HX_ERR_FULL ? "messages" : NULL,
-                             rc == HX_ERR_FULL ? "context_length_exceeded" : NULL, err->msg);
-    char *s = cJSON_PrintUnformatted(e);
-    pthread_mutex_lock(&g->j->mu);
-    int streaming = g->j->started && g->j->sse;
-    pthread_mutex_unlock(&g->j->mu);
-    if (streaming) sv_job_send_data(g->j, s ? s : "{}");
-    else sv_job_respond(g->j, status, s ? s : "{}");
-    cJSON_free(s);
-    cJSON_Delete(e);
+    int full = rc == HX_ERR_FULL;
+    sv_job_fail(g->j, full ? 400 : 500, full ? "messages" : NULL,
+                full ? "context_length_exceeded" : NULL, err->msg);
 }
 
 void sv_chat_run(sv_slot *slot, sv_job *j)

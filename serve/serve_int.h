@@ -82,6 +82,9 @@ void sv_job_start_stream(sv_job *j);
 /* Appends SSE bytes ("data: ...\n\n") to a started stream. */
 void sv_job_send_data(sv_job *j, const char *json);
 void sv_job_send_event(sv_job *j, const char *event, const char *json);
+/* An error in OpenAI's shape: the response (status), or once streaming
+ * its last data event (OpenAI streams errors so). */
+void sv_job_fail(sv_job *j, int status, const char *param, const char *code, const char *msg);
 /* No more output: the stream (or the response) ends. */
 void sv_job_finish(sv_job *j);
 /* Whether the client went away (checked on its socket: a suspended

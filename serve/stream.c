@@ -101,6 +101,19 @@ static void send_sse(sv_job *j, const char *event, const char *json)
 void sv_job_send_data(sv_job *j, const char *json) { send_sse(j, NULL, json); }
 void sv_job_send_event(sv_job *j, const char *event, const char *json) { send_sse(j, event, json); }
 
+void sv_job_fail(sv_job *j, int status, const char *param, const char *code, const char *msg)
+{
+    cJSON *e = sv_error_json(status, param, code, msg);
+    char *s = cJSON_PrintUnformatted(e);
+    pthread_mutex_lock(&j->mu);
+    int streaming = j->started && j->sse;
+    pthread_mutex_unlock(&j->mu);
+    if (streaming) sv_job_send_data(j, s ? s : "{}");
+    else sv_job_respond(j, status, s ? s : "{}");
+    cJSON_free(s);
+    cJSON_Delete(e);
+}
+
 void sv_job_finish(sv_job *j)
 {
     pthread_mutex_lock(&j->mu);
