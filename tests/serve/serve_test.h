@@ -62,7 +62,7 @@ static const char *sv_log(const sv_server *s, char *buf, size_t n)
 }
 
 /* A fresh world in a temporary folder (the fixture's config, calendar and
- * mail), unless keep names one already made. */
+ * mail), with the folder the socket goes in (0700). */
 __attribute__((unused)) static int sv_world(sv_server *s)
 {
     snprintf(s->dir, sizeof s->dir, "/tmp/hx_serve_XXXXXX");
