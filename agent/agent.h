@@ -96,7 +96,9 @@ typedef int (*hx_arg_check_fn)(void *user, const char *tool, const char *key, co
  * its KV cache and the tool-call grammar) or, in tests, a scripted test
  * double. Versioned: fields are only added at the end. ---- */
 #define HX_SOURCE_API 6
-enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2 };
+enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2,
+       HX_CHOICE_SCHEMA = 3 /* engine sources: JSON valid against the schema
+                               of hx_source_engine_configure */ };
 typedef struct hx_source {
     int api_version;
     const char *name; /* static, for messages */
@@ -380,6 +382,24 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
  * HX_ERR_INVALID for a source that is not an engine source. */
 int hx_source_engine_set_adapters(hx_source *s, hx_adapter *const *ads,
                                   const float *scales, int n, hx_err *err);
+/* An engine source's settings for the requests of a server, each of
+ * which brings its own tools, output format and sampling. */
+typedef struct hx_engine_turn {
+    hx_sampler_params sp;
+    const hx_tool_spec *tools; /* what calls are generated for (copied,
+                                  bounded as at creation); may be none */
+    int n_tools;
+    const char *schema_json;   /* the JSON Schema of HX_CHOICE_SCHEMA turns
+                                  (copied), or NULL */
+    float copy_bias;           /* as hx_source_engine_params'; 0: none */
+} hx_engine_turn;
+/* Applies t to s from its next begin on: the tools, the schema, the
+ * sampler's parameters and the copy bias replace those it had (its
+ * compiled grammars are dropped; its KV cache is kept). Errors:
+ * HX_ERR_NOMEM; HX_ERR_INVALID for a source that is not an engine source.
+ * A schema the grammar cannot enforce fails the next HX_CHOICE_SCHEMA
+ * begin (hx_agent_schema_usable checks it first). */
+int hx_source_engine_configure(hx_source *s, const hx_engine_turn *t, hx_err *err);
 /* What an engine source's turns generated: tokens (end-of-turn tokens
  * included), the seconds spent producing them (prefill excluded), those
  * of the turns that called a tool, and the speculative decoder's counters
@@ -501,6 +521,12 @@ typedef struct hx_fit {
  * fit as it was (or the source gives no limit), 1 when it was cut. */
 int hx_fit_result(const hx_fit *f, cJSON *result);
 
+/* The writes and sends of a run (hx_planner_run's trace) that did not
+ * happen: each call record that was refused or failed and that no later
+ * call of the same tool got done, with "effect" ("write" or "send")
+ * added. An array (caller frees; NULL on out of memory). */
+cJSON *hx_agent_undone(const hx_tools *reg, const cJSON *trace);
+
 typedef struct hx_planner hx_planner;
 hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p);
 void hx_planner_free(hx_planner *pl); /* NULL is a no-op */
@@ -523,6 +549,19 @@ int hx_planner_run(hx_planner *pl, const char *request,
 int hx_planner_undo(hx_planner *pl);
 /* The conversation so far (borrowed). */
 const cJSON *hx_planner_messages(const hx_planner *pl);
+
+/* A turn's text as the planner reads it (agent/planner.c), for callers
+ * that run no planner, in prompt style family (HX_TPL_*): where its calls
+ * start (a byte offset, -1: none yet); how many bytes at the end of
+ * text[0, n) may be the start of them, to hold back from a stream; in
+ * the compact style, a plain-text turn cut at its line's end (text cut,
+ * returns 1); and the content before the calls (*content, caller frees)
+ * with the calls, an array (caller frees) of {"name", "arguments"}, or
+ * {"error"} (and "name" when it could be read) for a malformed one. */
+int hx_turn_calls_at(int family, const char *text);
+size_t hx_turn_held_tail(int family, const char *text, size_t n);
+int hx_turn_line_end(int family, hx_buf *text);
+cJSON *hx_turn_parse(int family, const char *text, char **content);
 
 /* HX_OK if the grammar can enforce the schema (JSON text; NULL = any
  * object); otherwise the compiler's error naming the keyword and path. */

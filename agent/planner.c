@@ -291,9 +291,9 @@ static void stream(run *r, const hx_buf *text, size_t *done, int *in_call, int f
  * Cuts text there and returns 1. A turn whose calls began before any
  * newline is not cut: it may hold several calls, and the grammar ends it
  * after them. */
-static int compact_line_end(const run *r, hx_buf *text)
+static int line_end(int family, hx_buf *text)
 {
-    if (!hx_tpl_compact(r->pl->p.family) || !text->data) return 0;
+    if (!hx_tpl_compact(family) || !text->data) return 0;
     const char *s = text->data;
     while (*s == ' ' || *s == '\n') s++;
     const char *nl = strchr(s, '\n'), *call = strstr(text->data, OPEN_TAG);
@@ -355,6 +355,7 @@ static int repeat_guard(hx_buf *text, int in_call)
     hx_log_debug("planner: the turn repeats itself; cut after %zu bytes", cut);
     return 1;
 }
+static int compact_line_end(const run *r, hx_buf *text) { return line_end(r->pl->p.family, text); }
 
 /* A turn's prompt: the rendered conversation and the ranges its template
  * wrote, the only places a special token may be read. */
@@ -1037,4 +1038,36 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
     free(r.partial);
     free(r.best);
     return rc;
+}
+
+/* ---- a turn's text read as the planner reads it, for callers that run
+ * no planner (the server's chat completions) ---- */
+int hx_turn_calls_at(int family, const char *text)
+{
+    const char *c = calls_start(family == HX_TPL_LLAMA3, text);
+    return c ? (int)(c - text) : -1;
+}
+
+size_t hx_turn_held_tail(int family, const char *text, size_t n)
+{
+    return held_tail(family == HX_TPL_LLAMA3, text, n);
+}
+
+int hx_turn_line_end(int family, hx_buf *text) { return line_end(family, text); }
+
+cJSON *hx_turn_parse(int family, const char *text, char **content)
+{
+    pcall calls[HX_AGENT_MAX_CALLS];
+    int n = parse_turn(family == HX_TPL_LLAMA3, text, content, calls, HX_AGENT_MAX_CALLS);
+    cJSON *out = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        cJSON *c = calls[i].fn;
+        if (!c) {
+            c = cJSON_CreateObject();
+            if (calls[i].name[0]) cJSON_AddStringToObject(c, "name", calls[i].name);
+            cJSON_AddStringToObject(c, "error", calls[i].error);
+        }
+        if (!cJSON_AddItemToArray(out, c)) cJSON_Delete(c);
+    }
+    return out;
 }

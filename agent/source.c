@@ -12,6 +12,8 @@ typedef struct eng_src {
     hx_ctx *ctx;
     hx_gvocab *gv;
     hx_grammar *g[2];     /* [0] lazy, [1] required; compiled on first use */
+    hx_grammar *g_schema; /* HX_CHOICE_SCHEMA's, compiled on first use */
+    char *schema;         /* its JSON Schema (owned), or NULL */
     hx_tool_spec *specs;  /* owned copies */
     int n_specs;
     hx_sampler_params sp;
@@ -82,21 +84,33 @@ hx_source_engine_params hx_source_engine_default_params(void)
     return p;
 }
 
+/* The tool specs and every grammar compiled from them or the schema. */
+static void free_grammars(eng_src *e)
+{
+    hx_grammar_free(e->g[0]);
+    hx_grammar_free(e->g[1]);
+    hx_grammar_free(e->g_schema);
+    e->g[0] = e->g[1] = e->g_schema = NULL;
+    for (int i = 0; i < e->n_specs; i++) {
+        free((char *)e->specs[i].name);
+        free((char *)e->specs[i].schema_json);
+    }
+    free(e->specs);
+    e->specs = NULL;
+    e->n_specs = 0;
+    free(e->schema);
+    e->schema = NULL;
+}
+
 static void eng_free(void *ctx)
 {
     eng_src *e = ctx;
     if (!e) return;
     hx_sampler_free(e->s);
     hx_spec_free(e->spec);
-    hx_grammar_free(e->g[0]);
-    hx_grammar_free(e->g[1]);
+    free_grammars(e);
     hx_gvocab_free(e->gv);
     hx_ctx_free(e->ctx);
-    for (int i = 0; i < e->n_specs; i++) {
-        free((char *)e->specs[i].name);
-        free((char *)e->specs[i].schema_json);
-    }
-    free(e->specs);
     free(e->cache);
     free(e->ws);
     free(e->ws_long);
@@ -148,10 +162,25 @@ int hx_source_tokenize(const hx_vocab *v, const char *prompt, int32_t **out,
     return hx_source_tokenize_marked(v, prompt, NULL, out, err);
 }
 
+/* The response format's grammar, compiled once. */
+static int schema_grammar(eng_src *e, hx_grammar **g, hx_err *err)
+{
+    if (!e->schema) return hx_err_set(err, HX_ERR_STATE, "no response schema is set");
+    if (!e->g_schema) {
+        hx_grammar_params gp = hx_grammar_default_params();
+        gp.generation = 1;
+        int rc = hx_grammar_from_schema(e->schema, strlen(e->schema), &gp, &e->g_schema, err);
+        if (rc) return rc;
+    }
+    *g = e->g_schema;
+    return HX_OK;
+}
+
 /* The grammar for a turn's choice, compiled once (NULL for NONE). */
 static int turn_grammar(eng_src *e, int choice, hx_grammar **g, hx_err *err)
 {
     *g = NULL;
+    if (choice == HX_CHOICE_SCHEMA) return schema_grammar(e, g, err);
     if (choice == HX_CHOICE_NONE || e->n_specs == 0) return HX_OK;
     int k = choice == HX_CHOICE_REQUIRED;
     if (!e->g[k]) {
@@ -763,6 +792,19 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                        .limit = eng_limit, .set_ground = eng_ground,
                        .set_arg_check = eng_arg_check};
     return HX_OK;
+}
+
+int hx_source_engine_configure(hx_source *s, const hx_engine_turn *t, hx_err *err)
+{
+    if (!s || s->begin != eng_begin || !s->ctx)
+        return hx_err_set(err, HX_ERR_INVALID, "not an engine source");
+    eng_src *e = s->ctx;
+    free_grammars(e);
+    e->sp = t->sp;
+    e->copy_bias = t->copy_bias > 0 ? t->copy_bias : 0;
+    int rc = copy_specs(e, t->tools, t->n_tools);
+    if (!rc && t->schema_json && !(e->schema = hx_strdup(t->schema_json))) rc = HX_ERR_NOMEM;
+    return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
 }
 
 void hx_source_engine_add_stats(hx_source *s, hx_gen_stats *acc)

@@ -139,5 +139,6 @@ const char *hx_cli_gov_model(const struct hx_config *cfg,
                              const struct hx_gov_decision *d, const char *path);
 int hx_cmd_datagen(int argc, char **argv); /* cmd_datagen.c */
 int hx_cmd_vocab(int argc, char **argv); /* cmd_vocab.c */
+int hx_cmd_serve(int argc, char **argv); /* cmd_serve.c */
 
 #endif /* HX_CLI_H */

@@ -242,3 +242,16 @@ bench-phone: $(BUILD)/bench/phone $(SPEC_MOE) $(PHONE_DENSE) reference
 	HEARTH_BUILD=$(BUILD) nice $(BUILD)/bench/phone --moe $(SPEC_MOE) \
 	    --dense $(BUILD)/models/qwen3-0.6b-shape-q4_k_m.gguf,$(BUILD)/models/qwen3-4b-shape-q4_k_m.gguf \
 	    $(ARGS)
+# hearth serve (bench/serve_load.c): a thousand loopback connections (a
+# fifth bad clients) for SECONDS (default 10), conversations streaming
+# together, and what batching conversations into one forward pass could
+# gain, on hearth-tiny and hearth-tiny in Qwen3-0.6B's shape (Q4_0).
+.PHONY: bench-serve
+$(BUILD)/bench/serve-load: bench/serve_load.c tests/serve/load.h tests/serve/serve_test.h \
+    $(call libs_for,serve)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/serve $(LDFLAGS) -o $@ $< $(call libs_for,serve) $(LDLIBS)
+bench-serve: $(BUILD)/bench/serve-load $(BUILD)/hearth $(BUILD)/models/hearth-tiny-0.6b-shape-q4_0.gguf
+	HEARTH_BUILD=$(BUILD) nice $(BUILD)/bench/serve-load --seconds $(or $(SECONDS),10) \
+	    --threads $(or $(THREADS),2) --model models/hearth-tiny.gguf \
+	    --model $(BUILD)/models/hearth-tiny-0.6b-shape-q4_0.gguf
