@@ -522,9 +522,10 @@ typedef struct hx_fit {
 int hx_fit_result(const hx_fit *f, cJSON *result);
 
 /* The writes and sends of a run (hx_planner_run's trace) that did not
- * happen: each call record that was refused or failed and that no later
- * call of the same tool got done, with "effect" ("write" or "send")
- * added. An array (caller frees; NULL on out of memory). */
+ * happen (agent/evidence.c): each call record that was refused or failed
+ * and that no later call of the same tool got done, with "effect"
+ * ("write" or "send") added. An array (caller frees; NULL on out of
+ * memory). */
 cJSON *hx_agent_undone(const hx_tools *reg, const cJSON *trace);
 
 typedef struct hx_planner hx_planner;

@@ -392,3 +392,21 @@ void hx_agent_read_line(const cJSON *it, hx_buf *b)
                       str(it, "text") ? str(it, "text") : "");
     }
 }
+
+cJSON *hx_agent_undone(const hx_tools *reg, const cJSON *trace)
+{
+    cJSON *out = cJSON_CreateArray();
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(trace, "calls"))
+    {
+        const char *name = str(c, "name"), *st = str(c, "status");
+        const int effect = effect_of(reg, name);
+        if (!out || !name || !st || effect == HX_EFFECT_READ || !strcmp(st, "ok") ||
+            done_later(c, name))
+            continue;
+        cJSON *u = cJSON_Duplicate(c, 1);
+        cJSON_AddStringToObject(u, "effect", hx_effect_name(effect));
+        cJSON_AddItemToArray(out, u);
+    }
+    return out;
+}

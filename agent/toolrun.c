@@ -107,34 +107,3 @@ void hx_agent_audit(const hx_planner_deps *d, const char *name, const char *args
     if (hx_memory_audit_add(d->mem, &row, &e)) hx_log_warn("audit trail: %s", e.msg);
 }
 
-/* Whether a call of name after index i in calls succeeded (the model
- * tried again and got it done). */
-static int done_later(const cJSON *calls, int i, const char *name)
-{
-    for (int k = i + 1; k < cJSON_GetArraySize(calls); k++) {
-        const cJSON *c = cJSON_GetArrayItem(calls, k);
-        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "name")), name) &&
-            !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(c, "status")), "ok"))
-            return 1;
-    }
-    return 0;
-}
-
-cJSON *hx_agent_undone(const hx_tools *reg, const cJSON *trace)
-{
-    const cJSON *calls = cJSON_GetObjectItem(trace, "calls");
-    cJSON *out = cJSON_CreateArray();
-    for (int i = 0; out && i < cJSON_GetArraySize(calls); i++) {
-        const cJSON *c = cJSON_GetArrayItem(calls, i);
-        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
-        const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
-        const hx_tool_def *d = name ? hx_tools_find(reg, name) : NULL;
-        if (!d || d->effect == HX_EFFECT_READ || !status || !strcmp(status, "ok") ||
-            done_later(calls, i, name))
-            continue;
-        cJSON *u = cJSON_Duplicate(c, 1);
-        cJSON_AddStringToObject(u, "effect", hx_effect_name(d->effect));
-        cJSON_AddItemToArray(out, u);
-    }
-    return out;
-}
