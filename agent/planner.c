@@ -171,9 +171,11 @@ static void context_text(hx_planner *pl, const char *request, hx_buf *b)
     const int64_t now = hx_now(NULL);
     hx_when_format(now, cfg ? cfg->timezone : NULL, 0, when, sizeof when);
     /* the weekday too: a small model cannot work out that "next
-     * Wednesday" is the 16th from a date alone */
-    hx_buf_printf(b, "Now: %s %s", hx_when_weekday(now, cfg ? cfg->timezone : NULL), when);
-    if (cfg && cfg->timezone) hx_buf_printf(b, " (%s)", cfg->timezone);
+     * Wednesday" is the 16th from a date alone. After the date, so that
+     * the line still starts as models learnt it ("Now: 2026-...") */
+    hx_buf_printf(b, "Now: %s (%s", when, hx_when_weekday(now, cfg ? cfg->timezone : NULL));
+    if (cfg && cfg->timezone) hx_buf_printf(b, ", %s", cfg->timezone);
+    hx_buf_putc(b, ')');
     if (!pl->d.mem || pl->p.recall_budget <= 0) return;
     hx_recall_params rp = hx_recall_default_params();
     rp.budget_tokens = pl->p.recall_budget;

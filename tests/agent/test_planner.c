@@ -523,7 +523,7 @@ static void test_recall_in_prompt(void)
     const char *user = strstr(ss.prompts[0], "<|im_start|>user");
     const char *mem = strstr(ss.prompts[0], "prefers meetings in the afternoon");
     /* the weekday with the date: a small model cannot compute it */
-    const char *now = strstr(ss.prompts[0], "Now: Tuesday 2026-12-01T09:00:00+01:00");
+    const char *now = strstr(ss.prompts[0], "Now: 2026-12-01T09:00:00+01:00 (Tuesday");
     const char *who = strstr(ss.prompts[0], "User: Alice Martin <alice@example.org>");
     EXPECT(mem && sys_end && user && mem > sys_end && mem < user);
     EXPECT(now && now > sys_end && now < user);
