@@ -14,7 +14,7 @@ OPT ?= -O2
 # Makefile installs nothing: `make deps` installs the Debian packages
 # README.md names (scripts/deps.sh), and `make demo` and `make test` run it
 # first.
-PKGS := sqlite3 libical libcjson libpcre2-8
+PKGS := sqlite3 libical libcjson libpcre2-8 libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Without them, compiling stops at once saying what to run (no-packages),
@@ -28,7 +28,7 @@ CFLAGS := -std=c11 -D_GNU_SOURCE -g $(OPT) -pthread -fno-strict-aliasing \
 LDFLAGS := -pthread $(EXTRA_LDFLAGS)
 LDLIBS := $(PKG_LIBS) -ldl -lm
 
-MODULES := base engine modelfile sandbox memory tools lora agent sim nightly cli
+MODULES := base engine modelfile sandbox memory tools lora agent sim nightly serve cli
 # What each module's library needs after it on the link line.
 deps_base := base
 deps_engine := engine base
@@ -40,16 +40,18 @@ deps_lora := lora engine base
 deps_agent := agent tools memory sandbox engine base
 deps_sim := sim agent tools memory sandbox engine base
 deps_nightly := nightly sim agent tools memory lora sandbox engine base
-deps_cli := cli nightly sim agent tools memory lora modelfile sandbox engine base
+deps_serve := serve agent tools memory sandbox engine base
+deps_cli := cli serve nightly sim agent tools memory lora modelfile sandbox engine base
 # What a module's tests link (tdeps_*, else its deps_*): the engine's and
 # lora's add modelfile/'s random-model generator and nothing more (they are
-# cross-built for aarch64 too, mk/aarch64.mk); the agent's, sim's and
-# nightly's link everything (tests are exempt from the layering).
+# cross-built for aarch64 too, mk/aarch64.mk); the agent's, sim's,
+# nightly's and serve's link everything (tests are exempt from the layering).
 tdeps_engine := modelfile engine base
 tdeps_lora := lora modelfile engine base
 tdeps_agent := $(deps_cli)
 tdeps_sim := $(deps_cli)
 tdeps_nightly := $(deps_cli)
+tdeps_serve := $(deps_cli)
 
 src_of = $(filter-out cli/main.c,$(wildcard $(1)/*.c $(1)/*/*.c))
 obj_of = $(patsubst %.c,$(BUILD)/%.o,$(call src_of,$(1)))
@@ -58,13 +60,17 @@ libs_for = $(foreach m,$(deps_$(1)),$(call lib_of,$(m)))
 test_libs_for = $(foreach m,$(or $(tdeps_$(1)),$(deps_$(1))),$(call lib_of,$(m)))
 
 TEST_SRCS := $(foreach m,$(MODULES),$(wildcard tests/$(m)/test_*.c))
+# hearth serve's client tests: node with npm packages and Debian's chromium
+# (tests/serve/node_setup.sh installs the packages into $(BUILD)/serve-node;
+# each test says skipped, and why, without them).
+SCRIPT_TESTS := tests/serve/openai_client.sh tests/serve/page_browser.sh
 TEST_BINS := $(patsubst %.c,$(BUILD)/%,$(TEST_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst %.c,$(BUILD)/%,$(FUZZ_SRCS))
 ALL_LIBS := $(call libs_for,cli)
 
 .PHONY: all test test-run test-build check asan ubsan fuzz clean demo demo-run reference \
-        deps deps-aarch64 no-packages install uninstall
+        deps deps-aarch64 deps-browser no-packages install uninstall
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/hearth
@@ -81,6 +87,9 @@ $(foreach m,$(MODULES),$(eval $(call module_rules,$(m))))
 $(BUILD)/%.o: %.c | $(PKG_CHECK)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The page's files are assembled into page.o (.incbin): -MMD does not see them.
+$(BUILD)/serve/page.o: $(wildcard serve/page/*)
 
 $(BUILD)/hearth: $(BUILD)/cli/main.o $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
@@ -110,7 +119,9 @@ fuzz_mod_fuzz_config := tools
 fuzz_mod_fuzz_governor := engine
 fuzz_mod_fuzz_memory_query := memory
 fuzz_mod_fuzz_adapter := modelfile
+fuzz_mod_fuzz_kvfile := modelfile
 fuzz_mod_fuzz_ckpt := lora
+fuzz_mod_fuzz_serve := serve
 fuzz_libs = $(call libs_for,$(or $(fuzz_mod_$(1)),cli))
 .SECONDEXPANSION:
 $(BUILD)/tests/fuzz/%: tests/fuzz/%.c tests/fuzz/driver.c $$(call fuzz_libs,$$*)
@@ -149,11 +160,15 @@ $(HXREF): tests/ref/hxref.c tests/ref/compat/gguf.h
 # with apt-get install --no-upgrade (apt's output in build/deps.log).
 # `make deps-aarch64`: the opt-in cross compiler, qemu-user and arm64 PCRE2
 # of the phone tests (it adds dpkg's arm64 architecture); without them
-# `make test` reports those runs skipped.
+# `make test` reports those runs skipped. `make deps-browser`: the opt-in
+# chromium (and Node.js) of hearth serve's page and client tests, which
+# otherwise report themselves skipped.
 deps:
 	@sh scripts/deps.sh
 deps-aarch64:
 	@sh scripts/deps.sh aarch64
+deps-browser:
+	@sh scripts/deps.sh browser
 no-packages:
 	@echo "hearth: pkg-config finds no $(PKGS); run 'make deps' (as root) to install" \
 	    "the Debian packages README.md names" >&2; exit 1
@@ -169,7 +184,7 @@ test-run: test-build reference
 	    $(MAKE) --no-print-directory $(HXREF) || echo "hearth: hxref did not build; differential tests will skip" >&2; fi
 	@$(MAKE) --no-print-directory aarch64-build T="$(AARCH64_TESTS)"
 	@$(MAKE) --no-print-directory hearth-aarch64-test
-	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS) \
+	@HEARTH_BUILD=$(BUILD) tests/run.sh $(TEST_BINS) $(FUZZ_BINS) $(SCRIPT_TESTS) \
 	    $(call aarch64_runs,$(AARCH64_TESTS)) $(AARCH64_HEARTH_TEST)
 
 # Sanitizer builds run the unit tests clean (separate build directories).

@@ -71,6 +71,11 @@ typedef struct hx_tpl_marks {
     hx_span *s;
     int n, cap;
     int oom;
+    size_t head; /* where the prompt's stable head ends (bytes): the tool
+                    list and the first system message, the same in every
+                    request of a user (the prefix cache keeps its KV);
+                    0: the template marks none, and the source ends it at
+                    the first end-of-turn token */
 } hx_tpl_marks;
 void hx_tpl_marks_free(hx_tpl_marks *m); /* leaves it zeroed */
 /* hx_tpl_render, appending to marks (if not NULL) the ranges of out its
@@ -82,12 +87,18 @@ int hx_tpl_render_marked(int family, const cJSON *messages, const cJSON *tools,
  * gives. Appends to out. */
 int hx_json_py(const cJSON *j, int indent, hx_buf *out);
 
+/* A tool's own check of one argument value: 1 when tool would accept
+ * value for key, 0 when it would refuse it, -1 when it has no check. */
+typedef int (*hx_arg_check_fn)(void *user, const char *tool, const char *key, const char *value);
+
 /* ---- token sources (agent/source.c): what writes the assistant's turns.
  * The planner drives any source through this table: the engine (a model,
  * its KV cache and the tool-call grammar) or, in tests, a scripted test
  * double. Versioned: fields are only added at the end. ---- */
-#define HX_SOURCE_API 5
-enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2 };
+#define HX_SOURCE_API 6
+enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2,
+       HX_CHOICE_SCHEMA = 3 /* engine sources: JSON valid against the schema
+                               of hx_source_engine_configure */ };
 typedef struct hx_source {
     int api_version;
     const char *name; /* static, for messages */
@@ -125,6 +136,18 @@ typedef struct hx_source {
      * offers it; begin takes the whole prompt as its caller's own. */
     int (*begin_marked)(void *ctx, const char *prompt, const hx_tpl_marks *marks,
                         int choice, int *n_prompt, hx_err *err);
+    /* Optional (version 6): the positions the context holds (n_ctx, or
+     * fewer when the memory cap leaves less KV cache); tool results are
+     * cut to fit in it (hx_fit_result). */
+    int (*limit)(void *ctx);
+    /* Optional (version 6): the text an answer's facts are copied from
+     * (the conversation but the assistant's own words) and the claim
+     * words the request's calls license (hx_ground_stage_new), for the
+     * next turns. Copied; HX_OK or HX_ERR_NOMEM. */
+    int (*set_ground)(void *ctx, const char *text, const char *claims);
+    /* Optional (version 6): the tools' own argument checks (see
+     * hx_arg_check_fn), which the copy stage defers to; borrowed. */
+    void (*set_arg_check)(void *ctx, hx_arg_check_fn check, void *user);
 } hx_source;
 void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
 
@@ -151,6 +174,10 @@ typedef struct hx_source_engine_params {
     /* Memory and latency; all 0 by default. */
     int kv_q8;            /* 1: 8-bit KV cache */
     size_t max_bytes;     /* weights + KV + scratch (--max-memory); 0: none */
+    int no_kv_spill;      /* 1: at the memory cap the KV cache is full (the
+                             planner drops the oldest exchanges); 0
+                             (default): its oldest pages spill to
+                             $XDG_CACHE_HOME/hearth/spill */
     int prefill_slice;    /* tokens per prefill pass, the cancel check
                              between passes; 0: 64 */
     int (*cancelled)(void *user); /* nonzero: stop the prefill (Ctrl-C) */
@@ -179,6 +206,9 @@ typedef struct hx_source_engine_params {
                              rates go to it; its speculation depth caps the
                              drafts. NULL: whole passes, no loop */
     double slice_ms;      /* with loop: slice length; 0: 10 ms */
+    int no_ground;        /* 1: answers are not held to the conversation
+                             (hx_ground_stage_new); for comparisons only.
+                             Default 0: every model, every style */
 } hx_source_engine_params;
 /* The loop guard (agent/source.c) in the compact style: when the last
  * period * times tokens of hist[0, n) (oldest first) are one run of
@@ -206,6 +236,17 @@ typedef struct hx_jscan {
  * (escapes included), its closing quote, or anything else. */
 enum { HX_JSCAN_OTHER, HX_JSCAN_OPEN, HX_JSCAN_BYTE, HX_JSCAN_CLOSE };
 int hx_jscan_byte(hx_jscan *s, char c);
+
+/* Where a turn's calls are, byte by byte (the loop guard's, agent/
+ * source.c): a call begins at "<tool_call>" (llama: at a leading '{' or
+ * "<|python_tag|>") and ends at "</tool_call>" outside its JSON strings
+ * and containers (a value may spell the tag). Zero it to start; set llama
+ * for HX_CALLS_LLAMA. in_call: a call is being written. */
+typedef struct hx_calltrack {
+    char tail[16];
+    int llama, wrote, in_call, depth, in_str, esc;
+} hx_calltrack;
+void hx_calltrack_byte(hx_calltrack *t, char c);
 
 #define HX_COPY_BIAS 6.0f
 /* A sampler stage (agent/copy.c) for calls: inside a string value of a
@@ -246,6 +287,79 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
  * ("to", "cc", "bcc": held to the text's while written) are left alone.
  * Returns how many values were mended. */
 int hx_copy_repair(const char *text, cJSON *args);
+/* hx_arg_check_fn of the built-in tools (agent/toolcheck.c), user the
+ * registry (const hx_tools *): a calendar tool's time arguments ("range",
+ * "start", "end", "occurrence") are read by hx_when_parse in the
+ * configured zone; -1 for every other tool and key. */
+int hx_agent_arg_check(void *user, const char *tool, const char *key, const char *value);
+/* A sampler stage (agent/toolcheck.c) for calls: inside a string value
+ * whose key check (with user) knows for the call's tool, tokens that
+ * would close the value while check refuses it are masked (unless none
+ * would be left); *defer (the stage's, valid while the sampler lives) is
+ * set before each token to whether the model's own best token makes a
+ * value check accepts: the copy stage (hx_copy_stage_defer) then lifts
+ * nothing. *in_call (borrowed) as the copy stage's. HX_OK or
+ * HX_ERR_NOMEM. */
+int hx_argcheck_stage_new(const hx_vocab *v, hx_arg_check_fn check, void *user,
+                          const int *in_call, hx_sampler_stage *out, const int **defer);
+/* Makes the copy stage st (hx_copy_stage_new's, not yet added or added)
+ * lift no token while *defer (borrowed; NULL: never) is non-zero. */
+void hx_copy_stage_defer(hx_sampler_stage *st, const int *defer);
+/* A sampler stage (agent/ground.c) for the text outside calls (the
+ * answer): every fact it states (a word with a digit, '@', '/', '_' or an
+ * inner '.' or ':'; a capitalised word that does not begin a sentence, "I"
+ * aside; a day word: today, tomorrow, a weekday, a capitalised month) is a
+ * copy of a word of text (case aside, from where a word starts there to
+ * where one ends), or of the aliases derived from it (an ISO date's
+ * weekday and month name, a time's 12-hour forms, "today" and "tomorrow"
+ * of the "Now: " line's date): tokens leaving every copy are masked. A
+ * claim word ("added", "sent", "noted": hx_ground_is_claim) is masked
+ * unless claims (words, blank- or comma-separated) license it, a
+ * negation stands in the three words of its clause before it, or one
+ * follows it ("I booked nothing"). Markup ("</tool_call>",
+ * "<tool_response>", "<think>", "<|", special tokens, and "<tool_call>"
+ * when trigger is NULL) is masked; trigger (borrowed, static: what begins
+ * a call this turn, or NULL) is let through for the grammar. *in_call
+ * (borrowed; NULL: never) is non-zero while a call is written: the stage
+ * then does nothing. Tokens more than a margin below the best are masked
+ * unjudged; when no token is left the logits stay as they were. The stage
+ * owns copies of text and claims; HX_OK or HX_ERR_NOMEM. */
+int hx_ground_stage_new(const hx_vocab *v, const char *text, const char *claims,
+                        const char *trigger, const int *in_call, hx_sampler_stage *out);
+/* Whether w[0, n) is a claim word, case aside. */
+int hx_ground_is_claim(const char *w, size_t n);
+/* ---- what a request read and did (agent/evidence.c), from the trace's
+ * "calls" (name, arguments, status, by, result) ---- */
+/* The claim words (hx_ground_is_claim) the calls license, ' ' separated,
+ * appended to out: "added booked ..." after an event was created, "sent
+ * queued ..." after a mail, "noted stored ..." after a memory, "declined"
+ * after the user refused one (not the policy, not a missing terminal);
+ * HX_OK or HX_ERR_NOMEM. reg gives other tools' effects. */
+int hx_agent_claims(const cJSON *calls, const hx_tools *reg, hx_buf *out);
+/* What the successful reads returned, one object per item: {"kind":
+ * "event"|"free"|"busy"|"mail"|"file"|"memory", "tool", the item's fields
+ * (title, start, end, calendar; date, from, subject and "lines" the
+ * answer names of a message read; path and "lines": [{"line", "text"}];
+ * id, text), "cited": whether answer names it}. Caller frees. */
+cJSON *hx_agent_read(const cJSON *calls, const hx_tools *reg, const char *answer);
+/* What the writes and sends did: {"action": "added", "changed",
+ * "cancelled", "queued", "saved", "stored", "forgot", "done" or, for one
+ * refused or failed that no later call of its tool got done, "not sent" /
+ * "not done"; "tool", "status", "arguments", "text": one line saying it
+ * ("Budget review, 2027-12-12 14:00-14:30 (calendar work)"), "result" of
+ * a successful one, "by" (who refused) and "error" of one that was not}.
+ * Caller frees. */
+cJSON *hx_agent_done(const cJSON *calls, const hx_tools *reg);
+/* One read item as a line (lines of a file or message on lines of their
+ * own after it), appended to b. */
+void hx_agent_read_line(const cJSON *item, hx_buf *b);
+/* Removes markup from s in place ("<tool_call>", "</tool_call>",
+ * "<tool_response>", "</tool_response>", "<think>", "</think>", and
+ * "<|...|>" tokens spelled out); returns the new length. */
+size_t hx_strip_markup(char *s);
+/* How many last bytes of s[0, n) begin such markup (to hold back while
+ * streaming); 0 if none. */
+size_t hx_markup_prefix(const char *s, size_t n);
 /* The most tool calls the planner runs from one turn (the grammar allows
  * no more). */
 #define HX_AGENT_MAX_CALLS 8
@@ -275,6 +389,24 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
  * HX_ERR_INVALID for a source that is not an engine source. */
 int hx_source_engine_set_adapters(hx_source *s, hx_adapter *const *ads,
                                   const float *scales, int n, hx_err *err);
+/* An engine source's settings for the requests of a server, each of
+ * which brings its own tools, output format and sampling. */
+typedef struct hx_engine_turn {
+    hx_sampler_params sp;
+    const hx_tool_spec *tools; /* what calls are generated for (copied,
+                                  bounded as at creation); may be none */
+    int n_tools;
+    const char *schema_json;   /* the JSON Schema of HX_CHOICE_SCHEMA turns
+                                  (copied), or NULL */
+    float copy_bias;           /* as hx_source_engine_params'; 0: none */
+} hx_engine_turn;
+/* Applies t to s from its next begin on: the tools, the schema, the
+ * sampler's parameters and the copy bias replace those it had (its
+ * compiled grammars are dropped; its KV cache is kept). Errors:
+ * HX_ERR_NOMEM; HX_ERR_INVALID for a source that is not an engine source.
+ * A schema the grammar cannot enforce fails the next HX_CHOICE_SCHEMA
+ * begin (hx_agent_schema_usable checks it first). */
+int hx_source_engine_configure(hx_source *s, const hx_engine_turn *t, hx_err *err);
 /* What an engine source's turns generated: tokens (end-of-turn tokens
  * included), the seconds spent producing them (prefill excluded), those
  * of the turns that called a tool, and the speculative decoder's counters
@@ -380,6 +512,33 @@ void hx_agent_call(const hx_planner_deps *d, const char *name, const cJSON *args
 void hx_agent_audit(const hx_planner_deps *d, const char *name, const char *args_json,
                     const hx_call_outcome *o);
 
+/* ---- a tool result cut to fit the context (agent/fit.c) ---- */
+typedef struct hx_fit {
+    const hx_source *src; /* its limit (version 6) and count */
+    int family;           /* the template (HX_TPL_*) the prompt is rendered in */
+    const cJSON *msgs;    /* the conversation: [0] the system message */
+    int from;             /* where the current request's messages start */
+    const cJSON *tools;   /* the tool list */
+    const char *tool;     /* the tool whose result it is */
+} hx_fit;
+/* Cuts result (an object, changed in place) so that, as the next tool
+ * message of the conversation, it leaves the model room for a turn (256
+ * positions, or an eighth of the context): the longest list keeps its
+ * first items, else the longest text its beginning, and "not_shown" says
+ * what was left out ("and 37 more events not shown ...") and how to get
+ * it (the start to call again from, files.read's offset, a narrower
+ * search); if nothing fits, that is all it says. Older exchanges are not
+ * counted (they are dropped when the context is full). Returns 0 when it
+ * fit as it was (or the source gives no limit), 1 when it was cut. */
+int hx_fit_result(const hx_fit *f, cJSON *result);
+
+/* The writes and sends of a run (hx_planner_run's trace) that did not
+ * happen (agent/evidence.c): each call record that was refused or failed
+ * and that no later call of the same tool got done, with "effect"
+ * ("write" or "send") added. An array (caller frees; NULL on out of
+ * memory). */
+cJSON *hx_agent_undone(const hx_tools *reg, const cJSON *trace);
+
 typedef struct hx_planner hx_planner;
 hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p);
 void hx_planner_free(hx_planner *pl); /* NULL is a no-op */
@@ -402,6 +561,19 @@ int hx_planner_run(hx_planner *pl, const char *request,
 int hx_planner_undo(hx_planner *pl);
 /* The conversation so far (borrowed). */
 const cJSON *hx_planner_messages(const hx_planner *pl);
+
+/* A turn's text as the planner reads it (agent/planner.c), for callers
+ * that run no planner, in prompt style family (HX_TPL_*): where its calls
+ * start (a byte offset, -1: none yet); how many bytes at the end of
+ * text[0, n) may be the start of them, to hold back from a stream; in
+ * the compact style, a plain-text turn cut at its line's end (text cut,
+ * returns 1); and the content before the calls (*content, caller frees)
+ * with the calls, an array (caller frees) of {"name", "arguments"}, or
+ * {"error"} (and "name" when it could be read) for a malformed one. */
+int hx_turn_calls_at(int family, const char *text);
+size_t hx_turn_held_tail(int family, const char *text, size_t n);
+int hx_turn_line_end(int family, hx_buf *text);
+cJSON *hx_turn_parse(int family, const char *text, char **content);
 
 /* HX_OK if the grammar can enforce the schema (JSON text; NULL = any
  * object); otherwise the compiler's error naming the keyword and path. */

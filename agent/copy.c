@@ -92,6 +92,8 @@ typedef struct copy_stage {
     const hx_vocab *v;
     float bonus;
     const int *in_call;  /* the loop guard's: a call is being written */
+    const int *defer;    /* the argument check's: the model's own value
+                            stands (NULL: never) */
     int was_in_call;
     hx_jscan js;
     char *text;          /* the conversation, then known addresses (owned) */
@@ -687,6 +689,7 @@ static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
         else walk_apply(c, logits, n_vocab);
         return HX_OK;
     }
+    if (c->defer && *c->defer) return HX_OK; /* a value the tool accepts stands */
     if (at_address_value(c)) {
         if (c->n_addrs == 0) return HX_OK; /* no address to copy: the model's own */
         if (c->n_conv_addrs == 0 && !known_part(c)) return HX_OK;
@@ -701,6 +704,11 @@ static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
         if (logits[t] > best - c->bonus && judge(c, t, &strict) >= KEEPS) logits[t] += c->bonus;
     }
     return HX_OK;
+}
+
+void hx_copy_stage_defer(hx_sampler_stage *st, const int *defer)
+{
+    ((copy_stage *)st->ctx)->defer = defer;
 }
 
 /* Narrows the matches to those continuing with byte b. */

@@ -1,5 +1,6 @@
 /* planner.c: the agent loop: render the prompt, let the source write a turn,
  * run its tool calls under the policy, feed results back, until an answer. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +35,11 @@ typedef struct run {
     char *partial;  /* the turn a limit cut short (owned), not kept */
     const char *status;
     cJSON *not_run; /* calls a limit stopped before they ran (trace) */
-    int stuck;      /* a call repeated one that failed: the next turn answers */
+    int stuck;      /* a call repeated an earlier one: the next turn answers */
+    int cut;        /* the repeat guard ended the last turn */
+    char *best;     /* the last text the model wrote before calls or cut
+                       by the repeat guard (owned): grounded as it was
+                       decoded, the answer when none comes */
 } run;
 
 hx_planner_params hx_planner_default_params(void)
@@ -163,9 +168,14 @@ static void context_text(hx_planner *pl, const char *request, hx_buf *b)
 {
     const hx_config *cfg = hx_tools_config(pl->d.reg);
     char when[64] = "";
-    hx_when_format(hx_now(NULL), cfg ? cfg->timezone : NULL, 0, when, sizeof when);
-    hx_buf_printf(b, "Now: %s", when);
-    if (cfg && cfg->timezone) hx_buf_printf(b, " (%s)", cfg->timezone);
+    const int64_t now = hx_now(NULL);
+    hx_when_format(now, cfg ? cfg->timezone : NULL, 0, when, sizeof when);
+    /* the weekday too: a small model cannot work out that "next
+     * Wednesday" is the 16th from a date alone. After the date, so that
+     * the line still starts as models learnt it ("Now: 2026-...") */
+    hx_buf_printf(b, "Now: %s (%s", when, hx_when_weekday(now, cfg ? cfg->timezone : NULL));
+    if (cfg && cfg->timezone) hx_buf_printf(b, ", %s", cfg->timezone);
+    hx_buf_putc(b, ')');
     if (!pl->d.mem || pl->p.recall_budget <= 0) return;
     hx_recall_params rp = hx_recall_default_params();
     rp.budget_tokens = pl->p.recall_budget;
@@ -225,6 +235,10 @@ static int check_limits(run *r, hx_err *err)
 
 /* ---- streaming the answer: text up to the calls, holding back a tail
  * that may be the start of them ---- */
+#define REPEAT_SPAN 96 /* the repeat guard's (below) */
+#define REPEAT_LONG 16
+#define REPEAT_MIN 12
+#define REPEAT_MIN_CALL 48
 static int is_llama(const run *r) { return r->pl->p.family == HX_TPL_LLAMA3; }
 
 /* Where a turn's calls start: "<tool_call>"; in the Llama style a
@@ -246,17 +260,31 @@ static size_t held_tail(int llama, const char *s, size_t n)
     return 0;
 }
 
+/* Streams text[*done, upto) without the markup in it (a source that
+ * does not mask it, a model that spells "</tool_call>" out): what the
+ * user reads is never the template's. */
+static void emit(run *r, const hx_buf *text, size_t *done, size_t upto)
+{
+    char *chunk = hx_strndup(text->data + *done, upto - *done);
+    const size_t n = chunk ? hx_strip_markup(chunk) : 0;
+    if (n) {
+        hx_buf_append(&r->answer, chunk, n);
+        if (r->io && r->io->on_text) r->io->on_text(r->io->user, chunk, n);
+    }
+    free(chunk);
+    *done = upto;
+}
+
 static void stream(run *r, const hx_buf *text, size_t *done, int *in_call, int final)
 {
     if (*in_call || !text->data) return;
     const char *tag = calls_start(is_llama(r), text->data);
-    size_t upto = tag ? (size_t)(tag - text->data)
-                      : text->len - (final ? 0 : held_tail(is_llama(r), text->data, text->len));
-    if (upto > *done) {
-        hx_buf_append(&r->answer, text->data + *done, upto - *done);
-        if (r->io && r->io->on_text) r->io->on_text(r->io->user, text->data + *done, upto - *done);
-        *done = upto;
-    }
+    size_t held = held_tail(is_llama(r), text->data, text->len);
+    const size_t mk = hx_markup_prefix(text->data, text->len);
+    if (mk > held) held = mk;
+    if (held < REPEAT_SPAN) held = text->len < REPEAT_SPAN ? text->len : REPEAT_SPAN;
+    size_t upto = tag ? (size_t)(tag - text->data) : text->len - (final ? 0 : held);
+    if (upto > *done) emit(r, text, done, upto);
     if (tag) *in_call = 1;
 }
 
@@ -265,9 +293,9 @@ static void stream(run *r, const hx_buf *text, size_t *done, int *in_call, int f
  * Cuts text there and returns 1. A turn whose calls began before any
  * newline is not cut: it may hold several calls, and the grammar ends it
  * after them. */
-static int compact_line_end(const run *r, hx_buf *text)
+static int line_end(int family, hx_buf *text)
 {
-    if (!hx_tpl_compact(r->pl->p.family) || !text->data) return 0;
+    if (!hx_tpl_compact(family) || !text->data) return 0;
     const char *s = text->data;
     while (*s == ' ' || *s == '\n') s++;
     const char *nl = strchr(s, '\n'), *call = strstr(text->data, OPEN_TAG);
@@ -276,6 +304,60 @@ static int compact_line_end(const run *r, hx_buf *text)
     text->data[text->len] = 0;
     return 1;
 }
+
+/* ---- the repeat guard: a turn that repeats itself ends ----
+ * A small model loops ("no no no no free", "Lunch with Medisoft at 14:00
+ * and Lunch with Medisoft at 14:00 and ...", a call's string value
+ * "countcountcount") until the token budget, and the answer is lost. When
+ * the turn's text ends with a run of copies of one piece (three of a
+ * short one, two of one of REPEAT_LONG bytes or more; REPEAT_MIN bytes in
+ * all, REPEAT_MIN_CALL in a call), the turn ends before the second copy: text written up to it is
+ * the answer, a call cut there is not run (the next turn goes on).
+ * Streaming holds back the last REPEAT_SPAN bytes so that the user never
+ * reads the copies. */
+
+/* Where the copies at the end of s[0, n) start repeating the first (the
+ * text is cut there), or 0 when s does not end in repeats of min bytes. */
+static size_t repeat_cut(const char *s, size_t n, size_t min)
+{
+    for (size_t p = 2; p <= REPEAT_SPAN / 2 && 2 * p <= n; p++) {
+        size_t k = 1;
+        while ((k + 1) * p <= n && !memcmp(s + n - p, s + n - (k + 1) * p, p)) k++;
+        if ((k >= 3 && k * p >= min) || (k >= 2 && p >= REPEAT_LONG && k * p >= min))
+            return n - (k - 1) * p;
+    }
+    return 0;
+}
+
+/* A byte of a word, a number, a time, an address or a name: not to be
+ * cut through. */
+static int word_byte(char c)
+{
+    return isalnum((unsigned char)c) || ((unsigned char)c & 0x80) || (c && strchr(".:-/@_'", c));
+}
+
+/* Ends the turn if it repeats itself, cut before the copies; 1 if it
+ * did. In a call, the grammar bounds most values and a repeat may be the
+ * value's own ("' condemning' condemning"): only a longer loop is cut. */
+static int repeat_guard(hx_buf *text, int in_call)
+{
+    const size_t min = in_call ? REPEAT_MIN_CALL : REPEAT_MIN;
+    size_t cut = text->data ? repeat_cut(text->data, text->len, min) : 0;
+    if (!cut) return 0;
+    /* not inside a word ("at 17:0|0 on ..."): to its end when the text has
+     * it whole, else to its start */
+    size_t end = cut;
+    while (end < text->len && word_byte(text->data[end])) end++;
+    if (end < text->len) cut = end;
+    else
+        while (cut > 0 && word_byte(text->data[cut - 1])) cut--;
+    if (!cut) return 0;
+    text->len = cut;
+    text->data[cut] = 0;
+    hx_log_debug("planner: the turn repeats itself; cut after %zu bytes", cut);
+    return 1;
+}
+static int compact_line_end(const run *r, hx_buf *text) { return line_end(r->pl->p.family, text); }
 
 /* A turn's prompt: the rendered conversation and the ranges its template
  * wrote, the only places a special token may be read. */
@@ -288,6 +370,7 @@ static int render(const hx_planner *pl, const hx_tpl_opts *o, prompt *p, hx_err 
 {
     p->text.len = 0;
     p->marks.n = 0;
+    p->marks.head = 0;
     int rc = hx_tpl_render_marked(pl->p.family, pl->msgs, pl->tools, o, &p->text, &p->marks);
     return rc ? hx_err_set(err, rc, "cannot render the prompt") : HX_OK;
 }
@@ -314,6 +397,7 @@ static int gen_turn(run *r, const prompt *p, int choice, hx_buf *text, hx_err *e
         if (end) break;
         r->tokens++;
         if (compact_line_end(r, text)) break;
+        if ((r->cut = repeat_guard(text, in_call))) break;
         stream(r, text, &done, &in_call, 0);
     }
     stream(r, text, &done, &in_call, 1);
@@ -468,30 +552,36 @@ static void record_call(run *r, const char *name, const cJSON *args, const hx_ca
 }
 
 /* An earlier call of this request with the same name and arguments
- * that failed (error or refusal), or NULL. */
-static const cJSON *failed_before(const run *r, const char *name, const cJSON *args)
+ * that ran (ok), failed or was refused, or NULL. */
+static const cJSON *made_before(const run *r, const char *name, const cJSON *args)
 {
     const cJSON *c;
     cJSON_ArrayForEach(c, r->calls)
     {
         const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
-        if (st && strcmp(st, "ok") && !strcmp(cJSON_GetObjectItem(c, "name")->valuestring, name) &&
-            cJSON_Compare(cJSON_GetObjectItem(c, "arguments"), args, 1))
+        const char *res = cJSON_GetStringValue(cJSON_GetObjectItem(c, "result"));
+        if (st && !strcmp(cJSON_GetObjectItem(c, "name")->valuestring, name) &&
+            cJSON_Compare(cJSON_GetObjectItem(c, "arguments"), args, 1) &&
+            !(res && strstr(res, "not run again"))) /* the first one's verdict */
             return c;
     }
     return NULL;
 }
 
-/* A call that already failed in this request would fail the same way:
- * it is not run again, and the model's next turn must answer (a small
- * model otherwise repeats it until the step limit). */
-static int repeated_failure(run *r, const char *name, const cJSON *args, hx_call_outcome *o)
+/* The repeat guard for calls: a call this request made already would
+ * fail the same way, or return what its result above holds (a small
+ * model repeats a call until the step limit): it is not run again, and
+ * the model's next turn must answer. */
+static int repeated_call(run *r, const char *name, const cJSON *args, hx_call_outcome *o)
 {
-    const cJSON *prev = args ? failed_before(r, name, args) : NULL;
+    const cJSON *prev = args ? made_before(r, name, args) : NULL;
     if (!prev) return 0;
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(prev, "status"));
     o->status = "error";
-    snprintf(o->detail, sizeof o->detail, "not run again: the same call failed before (%s)",
-             cJSON_GetStringValue(cJSON_GetObjectItem(prev, "status")));
+    if (!strcmp(st, "ok"))
+        snprintf(o->detail, sizeof o->detail,
+                 "not run again: the same call was made before; its result is above");
+    else snprintf(o->detail, sizeof o->detail, "not run again: the same call failed before (%s)", st);
     r->stuck = 1;
     return 1;
 }
@@ -508,9 +598,13 @@ static void handle_call(run *r, const pcall *c)
         snprintf(o.detail, sizeof o.detail, "malformed tool call: %s; write %s", c->error,
                  is_llama(r) ? "{\"name\": ..., \"parameters\": {...}}"
                              : OPEN_TAG "{\"name\": ..., \"arguments\": {...}}" CLOSE_TAG);
-    else if (!repeated_failure(r, name, args, &o))
+    else if (!repeated_call(r, name, args, &o))
         exec_call(r, name, args, args_json ? args_json : "{}", &o);
     hx_agent_audit(&r->pl->d, name, args_json ? args_json : "", &o);
+    hx_planner *pl = r->pl; /* a result too long for the context is cut, and says so */
+    if (o.result)
+        hx_fit_result(&(hx_fit){pl->d.src, pl->p.family, pl->msgs, pl->starts[pl->n_starts - 1],
+                                pl->tools, name}, o.result);
     char *fed = feedback_text(&o);
     if (r->io && r->io->on_result)
         r->io->on_result(r->io->user, name, o.status, fed ? fed : o.detail);
@@ -573,8 +667,10 @@ static int gen_fitting(run *r, int choice, const hx_tpl_opts *o, prompt *p,
  * earlier call of its turn, or one cut mid-way (the turn's text from its
  * start). It never reaches the policy, the tool or the audit trail, and is
  * not among the trace's "calls" (those the agent ran or refused, and the
- * malformed ones); the trace lists it under "not_run", with the limit. */
-static void not_run(run *r, const pcall *c, const char *cut)
+ * malformed ones); the trace lists it under "not_run", with the limit
+ * (why, or the run's status): a call the repeat guard cut ("repeated") is
+ * the same. */
+static void not_run(run *r, const pcall *c, const char *cut, const char *why)
 {
     cJSON *o = cJSON_CreateObject();
     if (c && c->fn) {
@@ -584,8 +680,8 @@ static void not_run(run *r, const pcall *c, const char *cut)
         cJSON_AddStringToObject(o, "name", c->name[0] ? c->name : "(malformed)");
     }
     if (cut) cJSON_AddStringToObject(o, "text", cut);
-    cJSON_AddStringToObject(o, "reason", cut ? "cut" : "not started");
-    cJSON_AddStringToObject(o, "limit", strcmp(r->status, "answered") ? r->status : "error");
+    cJSON_AddStringToObject(o, "reason", why ? "repeated" : cut ? "cut" : "not started");
+    cJSON_AddStringToObject(o, "limit", why ? why : strcmp(r->status, "answered") ? r->status : "error");
     cJSON_AddItemToArray(r->not_run, o);
 }
 
@@ -630,6 +726,46 @@ static int set_copy_text(run *r, hx_err *err)
     return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
 }
 
+/* How many items each list of a tool's result holds, one number each:
+ * an answer counts what it read ("Your work folder has 2 files"). */
+static void list_counts(const cJSON *j, hx_buf *b)
+{
+    if (cJSON_IsArray(j)) hx_buf_printf(b, " %d", cJSON_GetArraySize(j));
+    for (const cJSON *c = j ? j->child : NULL; c; c = c->next) list_counts(c, b);
+}
+
+/* Tells the source what an answer's facts are copied from: every message
+ * but the assistant's own words (a fact the model stated before is no
+ * source of one), the system text and the request's clock included (the
+ * user's name, today's date), with the counts of the tools' lists; and
+ * the claim words this request's successful calls license ("added" once
+ * an event was created). */
+static int set_ground(run *r, hx_err *err)
+{
+    hx_source *src = r->pl->d.src;
+    if (src->api_version < 6 || !src->set_ground) return HX_OK;
+    hx_buf b, c;
+    hx_buf_init(&b);
+    hx_buf_init(&c);
+    const cJSON *m;
+    cJSON_ArrayForEach(m, r->pl->msgs)
+    {
+        const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(m, "content"));
+        if (text && (!role || strcmp(role, "assistant"))) hx_buf_printf(&b, "%s\n", text);
+        cJSON *j = text && role && !strcmp(role, "tool") ? cJSON_Parse(text) : NULL;
+        list_counts(j, &b);
+        if (j) hx_buf_putc(&b, '\n');
+        cJSON_Delete(j);
+    }
+    int rc = hx_agent_claims(r->calls, r->pl->d.reg, &c);
+    if (!rc && b.oom) rc = HX_ERR_NOMEM;
+    if (!rc) rc = src->set_ground(src->ctx, b.data ? b.data : "", c.data ? c.data : "");
+    hx_buf_free(&b);
+    hx_buf_free(&c);
+    return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
+}
+
 /* Tells the source the addresses the user has exchanged mail with, once a
  * request (none when the Maildir cannot be read: nothing is completed). */
 static int set_known_addresses(run *r, hx_err *err)
@@ -646,14 +782,69 @@ static int set_known_addresses(run *r, hx_err *err)
     return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
 }
 
+/* Keeps text (a turn's words before its calls, or a whole text turn) as
+ * the best answer so far when it says something. */
+static void keep_best(run *r, const char *text)
+{
+    char *t = text ? hx_strdup(text) : NULL;
+    if (t && hx_strip_markup(t) && strspn(t, " \t\r\n") < strlen(t)) {
+        free(r->best);
+        r->best = t;
+        return;
+    }
+    free(t);
+}
+
 /* Lets the source mend the arguments it was copying (hx_copy_repair); the
- * history then holds the mended calls, which the next prompt renders. */
+ * history then holds the mended calls, which the next prompt renders. A
+ * value the tool's own check accepts is the model's and stays. */
 static void repair_calls(run *r, pcall *calls, int n)
 {
     const hx_source *src = r->pl->d.src;
     if (src->api_version < 2 || !src->repair_args) return;
-    for (int i = 0; i < n; i++)
-        if (calls[i].fn) src->repair_args(src->ctx, cJSON_GetObjectItem(calls[i].fn, "arguments"));
+    for (int i = 0; i < n; i++) {
+        if (!calls[i].fn) continue;
+        const char *name = cJSON_GetObjectItem(calls[i].fn, "name")->valuestring;
+        cJSON *args = cJSON_GetObjectItem(calls[i].fn, "arguments");
+        cJSON *kept = cJSON_Duplicate(args, 1);
+        src->repair_args(src->ctx, args);
+        for (cJSON *a = args ? args->child : NULL; a && kept; a = a->next) {
+            const char *was = cJSON_GetStringValue(cJSON_GetObjectItem(kept, a->string));
+            if (was && cJSON_IsString(a) && strcmp(was, a->valuestring) &&
+                hx_agent_arg_check((void *)r->pl->d.reg, name, a->string, was) == 1)
+                cJSON_SetValuestring(a, was);
+        }
+        cJSON_Delete(kept);
+    }
+}
+
+/* Gives the source the tools' own argument checks (its copy stage defers
+ * to them). */
+static void set_arg_check(run *r)
+{
+    hx_source *src = r->pl->d.src;
+    if (src->api_version >= 6 && src->set_arg_check && r->pl->d.reg)
+        src->set_arg_check(src->ctx, hx_agent_arg_check, (void *)r->pl->d.reg);
+}
+
+/* A turn the repeat guard cut inside a call: the call is not run (the
+ * trace lists it under "not_run"), the words before it stay, and the next
+ * turn answers; after a turn that had to answer already, they are the
+ * answer. 1 if the turn was so cut. */
+static int cut_call(run *r, hx_buf *text, int choice, int *answered)
+{
+    const char *call = r->cut && text->data ? calls_start(is_llama(r), text->data) : NULL;
+    r->cut = 0;
+    if (!call) return 0;
+    not_run(r, NULL, call, "repeat guard");
+    char *content = trimmed(text->data, (size_t)(call - text->data));
+    add_msg(r->pl->msgs, "assistant", content ? content : "");
+    keep_best(r, content);
+    *answered = choice == HX_CHOICE_NONE || r->stuck;
+    if (*answered && (r->final = hx_strdup(content ? content : ""))) hx_strip_markup(r->final);
+    r->stuck = 1;
+    free(content);
+    return 1;
 }
 
 /* One model turn and its calls; *answered = 1 on a plain-text answer. */
@@ -668,6 +859,7 @@ static int step(run *r, int choice, int *answered, hx_err *err)
     o.no_think = pl->p.no_think;
     int rc = render(pl, &o, &p, err);
     if (!rc) rc = set_copy_text(r, err);
+    if (!rc) rc = set_ground(r, err);
     if (!rc) rc = gen_fitting(r, choice, &o, &p, &text, err);
     hx_buf_free(&p.text);
     hx_tpl_marks_free(&p.marks);
@@ -675,8 +867,12 @@ static int step(run *r, int choice, int *answered, hx_err *err)
         free(r->partial);
         r->partial = hx_buf_steal(&text, NULL);
         const char *call = r->partial ? calls_start(is_llama(r), r->partial) : NULL;
-        if (call) not_run(r, NULL, call);
+        if (call) not_run(r, NULL, call, NULL);
         return rc;
+    }
+    if (cut_call(r, &text, choice, answered)) {
+        hx_buf_free(&text);
+        return HX_OK;
     }
     pcall calls[HX_AGENT_MAX_CALLS];
     char *content = NULL;
@@ -685,11 +881,12 @@ static int step(run *r, int choice, int *answered, hx_err *err)
     repair_calls(r, calls, n);
     add_assistant(r, t, content ? content : "", calls, n);
     *answered = n == 0;
-    if (!n) r->final = hx_strdup(content ? content : "");
+    keep_best(r, content);
+    if (!n && (r->final = hx_strdup(content ? content : ""))) hx_strip_markup(r->final);
     for (int i = 0; i < n; i++) {
         if (!rc) rc = check_limits(r, err);
         if (!rc) handle_call(r, &calls[i]);
-        else not_run(r, &calls[i], NULL);
+        else not_run(r, &calls[i], NULL, NULL);
         cJSON_Delete(calls[i].fn);
     }
     free(content);
@@ -755,6 +952,8 @@ static cJSON *make_trace(run *r, const char *request, const char *outcome,
     cJSON_AddNumberToObject(t, "tokens", r->tokens);
     cJSON_AddNumberToObject(t, "prompt_tokens", r->prompt_tokens);
     cJSON_AddNumberToObject(t, "seconds", hx_time_mono() - r->t0);
+    hx_json_add(t, "read", hx_agent_read(r->calls, r->pl->d.reg, r->final));
+    hx_json_add(t, "done", hx_agent_done(r->calls, r->pl->d.reg));
     hx_json_add(t, "calls", r->calls); /* takes them, also when it fails */
     hx_json_add(t, "not_run", r->not_run);
     r->calls = r->not_run = NULL;
@@ -802,7 +1001,7 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
                    cJSON **trace, hx_err *err)
 {
     run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, NULL, NULL, "answered",
-             cJSON_CreateArray(), 0};
+             cJSON_CreateArray(), 0, 0, NULL};
     int64_t started = hx_now(NULL);
     int n0 = cJSON_GetArraySize(pl->msgs);
     *trace = NULL;
@@ -813,10 +1012,16 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
     }
     set_system(pl, request);
     add_msg(pl->msgs, "user", request);
+    set_arg_check(&r);
     int rc = set_known_addresses(&r, err);
     if (!rc) rc = loop(&r, err);
     if (rc && !strcmp(r.status, "answered"))
         r.status = rc == HX_ERR_CANCELLED ? "cancelled" : "error";
+    if (r.best && (!r.final || !r.final[strspn(r.final, " \t\r\n")])) {
+        free(r.final); /* a limit, or an empty answer: the best one so far */
+        r.final = r.best;
+        r.best = NULL;
+    }
     const char *outcome = rc ? err->msg : (r.final ? r.final : "");
     /* the episode keeps this request's messages after the system text */
     cJSON *ep_msgs = cJSON_CreateArray();
@@ -833,5 +1038,38 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
     hx_buf_free(&r.answer);
     free(r.final);
     free(r.partial);
+    free(r.best);
     return rc;
+}
+
+/* ---- a turn's text read as the planner reads it, for callers that run
+ * no planner (the server's chat completions) ---- */
+int hx_turn_calls_at(int family, const char *text)
+{
+    const char *c = calls_start(family == HX_TPL_LLAMA3, text);
+    return c ? (int)(c - text) : -1;
+}
+
+size_t hx_turn_held_tail(int family, const char *text, size_t n)
+{
+    return held_tail(family == HX_TPL_LLAMA3, text, n);
+}
+
+int hx_turn_line_end(int family, hx_buf *text) { return line_end(family, text); }
+
+cJSON *hx_turn_parse(int family, const char *text, char **content)
+{
+    pcall calls[HX_AGENT_MAX_CALLS];
+    int n = parse_turn(family == HX_TPL_LLAMA3, text, content, calls, HX_AGENT_MAX_CALLS);
+    cJSON *out = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        cJSON *c = calls[i].fn;
+        if (!c) {
+            c = cJSON_CreateObject();
+            if (calls[i].name[0]) cJSON_AddStringToObject(c, "name", calls[i].name);
+            cJSON_AddStringToObject(c, "error", calls[i].error);
+        }
+        if (!cJSON_AddItemToArray(out, c)) cJSON_Delete(c);
+    }
+    return out;
 }

@@ -12,6 +12,8 @@ typedef struct eng_src {
     hx_ctx *ctx;
     hx_gvocab *gv;
     hx_grammar *g[2];     /* [0] lazy, [1] required; compiled on first use */
+    hx_grammar *g_schema; /* HX_CHOICE_SCHEMA's, compiled on first use */
+    char *schema;         /* its JSON Schema (owned), or NULL */
     hx_tool_spec *specs;  /* owned copies */
     int n_specs;
     hx_sampler_params sp;
@@ -55,6 +57,11 @@ typedef struct eng_src {
     double ttft_ms;       /* its time to first token; < 0 before it */
     int turn_prefilled, turn_reused; /* prompt tokens run, and reused */
     double prefill_s;
+    int ground;           /* answers are held to the conversation */
+    char *ground_text;    /* what their facts are copied from (owned) */
+    char *claims;         /* the claim words licensed (owned) */
+    hx_arg_check_fn arg_check; /* the tools' argument checks, or NULL */
+    void *arg_check_user;
 } eng_src;
 
 void hx_source_free(hx_source *s)
@@ -83,21 +90,33 @@ hx_source_engine_params hx_source_engine_default_params(void)
     return p;
 }
 
+/* The tool specs and every grammar compiled from them or the schema. */
+static void free_grammars(eng_src *e)
+{
+    hx_grammar_free(e->g[0]);
+    hx_grammar_free(e->g[1]);
+    hx_grammar_free(e->g_schema);
+    e->g[0] = e->g[1] = e->g_schema = NULL;
+    for (int i = 0; i < e->n_specs; i++) {
+        free((char *)e->specs[i].name);
+        free((char *)e->specs[i].schema_json);
+    }
+    free(e->specs);
+    e->specs = NULL;
+    e->n_specs = 0;
+    free(e->schema);
+    e->schema = NULL;
+}
+
 static void eng_free(void *ctx)
 {
     eng_src *e = ctx;
     if (!e) return;
     hx_sampler_free(e->s);
     hx_spec_free(e->spec);
-    hx_grammar_free(e->g[0]);
-    hx_grammar_free(e->g[1]);
+    free_grammars(e);
     hx_gvocab_free(e->gv);
     hx_ctx_free(e->ctx);
-    for (int i = 0; i < e->n_specs; i++) {
-        free((char *)e->specs[i].name);
-        free((char *)e->specs[i].schema_json);
-    }
-    free(e->specs);
     free(e->cache);
     free(e->ws);
     free(e->ws_long);
@@ -105,8 +124,12 @@ static void eng_free(void *ctx)
     free(e->copy_text);
     free(e->known_addrs);
     free(e->request);
+    free(e->ground_text);
+    free(e->claims);
     free(e);
 }
+
+static int eng_limit(void *ctx) { return ((const eng_src *)ctx)->limit; }
 
 static int eng_count(void *ctx, const char *text)
 {
@@ -145,10 +168,25 @@ int hx_source_tokenize(const hx_vocab *v, const char *prompt, int32_t **out,
     return hx_source_tokenize_marked(v, prompt, NULL, out, err);
 }
 
+/* The response format's grammar, compiled once. */
+static int schema_grammar(eng_src *e, hx_grammar **g, hx_err *err)
+{
+    if (!e->schema) return hx_err_set(err, HX_ERR_STATE, "no response schema is set");
+    if (!e->g_schema) {
+        hx_grammar_params gp = hx_grammar_default_params();
+        gp.generation = 1;
+        int rc = hx_grammar_from_schema(e->schema, strlen(e->schema), &gp, &e->g_schema, err);
+        if (rc) return rc;
+    }
+    *g = e->g_schema;
+    return HX_OK;
+}
+
 /* The grammar for a turn's choice, compiled once (NULL for NONE). */
 static int turn_grammar(eng_src *e, int choice, hx_grammar **g, hx_err *err)
 {
     *g = NULL;
+    if (choice == HX_CHOICE_SCHEMA) return schema_grammar(e, g, err);
     if (choice == HX_CHOICE_NONE || e->n_specs == 0) return HX_OK;
     int k = choice == HX_CHOICE_REQUIRED;
     if (!e->g[k]) {
@@ -179,7 +217,7 @@ static int turn_grammar(eng_src *e, int choice, hx_grammar **g, hx_err *err)
  * template is declared, had no such rule and answered " string string
  * string ..." until the token budget). A call starts at
  * "<tool_call>" or, in the Llama style, at a leading "{" or at
- * "<|python_tag|>". */
+ * "<|python_tag|>", and ends at "</tool_call>" outside its JSON strings. */
 #define MAX_REPEAT 4
 #define REPEAT_PERIOD 3 /* the longest repeated run the guard sees */
 #define REPEAT_HIST (REPEAT_PERIOD * MAX_REPEAT)
@@ -192,12 +230,10 @@ typedef struct guard {
     int compact;         /* the compact style: the repeat rule applies */
     int32_t hist[REPEAT_HIST]; /* the last tokens, oldest first */
     int n_hist;
-    int ws_run, in_call;
+    int ws_run;
     int called;          /* a call began this turn */
-    char tail[16];       /* the last bytes written, to see "<tool_call>" */
+    hx_calltrack ct;     /* where calls are; ct.in_call: one is written */
     const hx_vocab *v;
-    int llama;           /* HX_CALLS_LLAMA */
-    int wrote;           /* a byte other than whitespace was written */
 } guard;
 
 static int bit(const uint32_t *set, int32_t n, int32_t t)
@@ -223,26 +259,52 @@ static int guard_apply(void *ctx, float *logits, int32_t n_vocab)
         int32_t t = hx_repeat_ban(g->hist, g->n_hist, p, MAX_REPEAT);
         if (t >= 0 && t < n_vocab) logits[t] = -INFINITY;
     }
-    if (!g->in_call) return HX_OK;
+    if (!g->ct.in_call) return HX_OK;
     const uint32_t *ban = g->ws_run >= MAX_WS_RUN ? g->ws : g->ws_long;
     for (int32_t t = 0; t < n_vocab && t < g->n_ws; t++)
         if (bit(ban, g->n_ws, t)) logits[t] = -INFINITY;
     return HX_OK;
 }
 
+static int ends_with(const char *s, const char *t)
+{
+    const size_t n = strlen(s), k = strlen(t);
+    return n >= k && !memcmp(s + n - k, t, k);
+}
+
+void hx_calltrack_byte(hx_calltrack *t, char c)
+{
+    size_t k = strlen(t->tail);
+    if (k + 1 >= sizeof t->tail) memmove(t->tail, t->tail + 1, k--);
+    t->tail[k] = c, t->tail[k + 1] = 0;
+    if (!t->in_call) {
+        const int lead = t->llama && !t->wrote && c == '{';
+        t->wrote |= !strchr(" \n\t\r", c);
+        if (lead || ends_with(t->tail, HX_TOOL_CALL_OPEN) ||
+            (t->llama && ends_with(t->tail, HX_TOOL_CALL_PYTHON)))
+            t->in_call = 1, t->depth = lead, t->in_str = t->esc = 0;
+        return;
+    }
+    if (t->in_str) {
+        if (t->esc) t->esc = 0;
+        else if (c == '\\') t->esc = 1;
+        else if (c == '"') t->in_str = 0;
+    } else if (c == '"') {
+        t->in_str = 1;
+    } else if (c == '{' || c == '[') {
+        t->depth++;
+    } else if ((c == '}' || c == ']') && t->depth > 0) {
+        t->depth--;
+    } else if (c == '>' && t->depth == 0 && ends_with(t->tail, HX_TOOL_CALL_CLOSE)) {
+        t->in_call = 0;
+    }
+}
+
 static void guard_tail(guard *g, int32_t token)
 {
     size_t n = 0;
     const char *p = hx_vocab_piece(g->v, token, &n);
-    char buf[64];
-    int m = snprintf(buf, sizeof buf, "%s%.*s", g->tail, (int)(n < 40 ? n : 40), p ? p : "");
-    const char *lead = p && !g->wrote ? p + strspn(p, " \n\t\r") : "";
-    if (g->llama && (*lead == '{' || (m > 0 && strstr(buf, HX_TOOL_CALL_PYTHON)))) g->in_call = 1;
-    if (*lead) g->wrote = 1;
-    if (m > 0 && strstr(buf, HX_TOOL_CALL_OPEN)) g->in_call = 1;
-    if (m > 0 && strstr(buf, HX_TOOL_CALL_CLOSE)) g->in_call = 0;
-    size_t len = strlen(buf), keep = sizeof g->tail - 1;
-    snprintf(g->tail, sizeof g->tail, "%s", buf + (len > keep ? len - keep : 0));
+    for (size_t i = 0; p && i < n; i++) hx_calltrack_byte(&g->ct, p[i]);
 }
 
 static int guard_accept(void *ctx, int32_t token)
@@ -253,7 +315,7 @@ static int guard_accept(void *ctx, int32_t token)
     g->hist[g->n_hist - 1] = token;
     g->ws_run = is_ws_tok(g, token) ? g->ws_run + 1 : 0;
     guard_tail(g, token);
-    g->called |= g->in_call;
+    g->called |= g->ct.in_call;
     return HX_OK;
 }
 
@@ -261,8 +323,9 @@ static int add_guard(eng_src *e, hx_sampler *s)
 {
     guard *g = hx_calloc(1, sizeof *g);
     if (!g) return HX_ERR_NOMEM;
-    *g = (guard){e->ws, e->ws_long, e->n_ws, e->compact || e->line_turn, {0}, 0, 0, 0, 0, "", e->v,
-                 e->call_style == HX_CALLS_LLAMA, 0};
+    *g = (guard){.ws = e->ws, .ws_long = e->ws_long, .n_ws = e->n_ws,
+                 .compact = e->compact || e->line_turn, .v = e->v};
+    g->ct.llama = e->call_style == HX_CALLS_LLAMA;
     hx_sampler_stage st = {HX_SAMPLER_STAGE_API, "loop guard", g, guard_apply,
                            guard_accept, NULL, NULL, free};
     int rc = hx_sampler_add_stage(s, &st);
@@ -271,13 +334,22 @@ static int add_guard(eng_src *e, hx_sampler *s)
     return rc;
 }
 
-/* The copy bias, after the loop guard whose in_call it reads. */
+/* The tools' argument checks, then the copy bias (which defers to them),
+ * after the loop guard whose in_call both read. */
 static int add_copy(eng_src *e, hx_sampler *s)
 {
-    if (e->copy_bias <= 0 || !e->copy_text || !e->guard) return HX_OK;
+    const int *defer = NULL;
     hx_sampler_stage st;
-    int rc = hx_copy_stage_new(e->v, e->copy_text, e->request, e->known_addrs, e->copy_bias,
-                               &e->guard->in_call, &st);
+    int rc = HX_OK;
+    if (e->arg_check && e->guard &&
+        !(rc = hx_argcheck_stage_new(e->v, e->arg_check, e->arg_check_user, &e->guard->ct.in_call,
+                                     &st, &defer)) &&
+        (rc = hx_sampler_add_stage(s, &st)))
+        st.free(st.ctx);
+    if (rc || e->copy_bias <= 0 || !e->copy_text || !e->guard) return rc;
+    rc = hx_copy_stage_new(e->v, e->copy_text, e->request, e->known_addrs, e->copy_bias,
+                           &e->guard->ct.in_call, &st);
+    if (!rc) hx_copy_stage_defer(&st, defer);
     if (!rc && (rc = hx_sampler_add_stage(s, &st))) st.free(st.ctx);
     return rc;
 }
@@ -317,6 +389,43 @@ static int eng_request(void *ctx, const char *text)
     return keep_text(e, &e->request, text);
 }
 
+static int eng_ground(void *ctx, const char *text, const char *claims)
+{
+    eng_src *e = ctx;
+    if (!e->ground) return HX_OK;
+    char *t = hx_strdup(text ? text : ""), *c = hx_strdup(claims ? claims : "");
+    if (!t || !c) {
+        free(t);
+        free(c);
+        return HX_ERR_NOMEM;
+    }
+    free(e->ground_text);
+    free(e->claims);
+    e->ground_text = t, e->claims = c;
+    return HX_OK;
+}
+
+static void eng_arg_check(void *ctx, hx_arg_check_fn check, void *user)
+{
+    eng_src *e = ctx;
+    e->arg_check = check, e->arg_check_user = user;
+}
+
+/* The answer's grounding, last: after the copy bias (which may lift a
+ * token it then masks) and the loop guard, whose in_call it reads. What
+ * begins a call is let through where the turn may call. */
+static int add_ground(eng_src *e, hx_sampler *s, int may_call)
+{
+    if (!e->ground || !e->ground_text) return HX_OK;
+    const char *trigger = !may_call ? NULL
+                          : e->call_style == HX_CALLS_LLAMA ? HX_TOOL_CALL_PYTHON : HX_TOOL_CALL_OPEN;
+    hx_sampler_stage st;
+    int rc = hx_ground_stage_new(e->v, e->ground_text, e->claims, trigger,
+                                 e->guard ? &e->guard->ct.in_call : NULL, &st);
+    if (!rc && (rc = hx_sampler_add_stage(s, &st))) st.free(st.ctx);
+    return rc;
+}
+
 /* The whitespace-only tokens of the vocabulary, as a bitset. */
 static int find_ws_tokens(eng_src *e)
 {
@@ -348,29 +457,30 @@ static int new_sampler(eng_src *e, int choice, hx_err *err)
     e->guard = NULL;
     e->s = hx_sampler_new(&e->sp);
     if (!e->s) return hx_err_set(err, HX_ERR_INVALID, "bad sampler parameters");
-    if (!g) return HX_OK;
     hx_sampler_stage st;
-    if ((rc = hx_grammar_stage(g, e->gv, &st)) ||
-        (rc = hx_sampler_add_stage(e->s, &st)))
+    if (g && ((rc = hx_grammar_stage(g, e->gv, &st)) || (rc = hx_sampler_add_stage(e->s, &st))))
         return hx_err_set(err, rc, "cannot set up the tool-call grammar");
-    if ((rc = add_guard(e, e->s)) || (rc = add_copy(e, e->s)))
+    if ((rc = add_guard(e, e->s)) || (g && (rc = add_copy(e, e->s))) ||
+        (rc = add_ground(e, e->s, g != NULL)))
         return hx_err_set(err, rc, "out of memory");
     return HX_OK;
 }
 
 /* Decodes t in slices, checking the cancel callback between them (a
- * long prompt stops at once on Ctrl-C; the slices done stay cached). */
+ * long prompt stops at once on Ctrl-C; the slices done stay cached). A
+ * full cache is a request too long, unless the KV spill failed (said so). */
 static int decode(eng_src *e, const int32_t *t, int n, hx_err *err)
 {
     hx_prefill_params pp = hx_prefill_default_params();
     pp.slice = e->slice;
     pp.cancel = e->cancelled;
     pp.cancel_user = e->cancel_user;
+    const int before = hx_ctx_n_past(e->ctx);
     int done = 0, rc = hx_prefill(e->ctx, t, n, &pp, &done);
-    if (rc == HX_ERR_FULL)
+    if (rc == HX_ERR_FULL && before + n > e->limit)
         return hx_err_set(err, rc, "request too long: %d tokens, limit %d (%s); shorten it, "
                           "start a new conversation, or allow more (--ctx, --max-memory)",
-                          hx_ctx_n_past(e->ctx) + n, e->limit,
+                          before + n, e->limit,
                           e->limit < hx_ctx_n_ctx(e->ctx) ? "what --max-memory leaves for the "
                           "KV cache" : "the context size");
     if (rc == HX_ERR_CANCELLED) return hx_err_set(err, rc, "cancelled");
@@ -378,10 +488,39 @@ static int decode(eng_src *e, const int32_t *t, int n, hx_err *err)
     return HX_OK;
 }
 
-/* The prompt's stable head: up to and including its first end-of-turn
- * token (the system message with the tool list), or 0 if none. */
-static int stable_head(const eng_src *e, const int32_t *t, int n)
+/* Decodes prompt t[keep, n); when a spilled KV page reads back damaged,
+ * the positions from it on are gone from the cache, and are decoded again
+ * once from the prompt's tokens. */
+static int decode_prompt(eng_src *e, const int32_t *t, int n, int keep, hx_err *err)
 {
+    int rc = decode(e, t + keep, n - keep, err);
+    const int at = hx_ctx_n_past(e->ctx);
+    if (rc == HX_ERR_IO && at < n) {
+        hx_log_warn("%s; decoding %d positions again", err->msg, n - at);
+        rc = decode(e, t + at, n - at, err);
+    }
+    return rc;
+}
+
+/* The tokens of t that lie within the prompt's first head bytes: those
+ * whose pieces end there or before (a leading BOS is no text). */
+static int tokens_within(const eng_src *e, const int32_t *t, int n, size_t head)
+{
+    int i = n > 0 && t[0] == hx_vocab_bos(e->v) && hx_vocab_is_special(e->v, t[0]);
+    for (size_t bytes = 0; i < n - 1; i++) {
+        size_t len = 0;
+        hx_vocab_piece(e->v, t[i], &len);
+        if ((bytes += len) > head) break;
+    }
+    return i;
+}
+
+/* The prompt's stable head (the system message with the tool list): where
+ * its template marks it, else up to and including its first end-of-turn
+ * token; 0 if none. */
+static int stable_head(const eng_src *e, const int32_t *t, int n, const hx_tpl_marks *marks)
+{
+    if (marks && marks->head) return tokens_within(e, t, n, marks->head);
     for (int i = 0; i < n - 1; i++)
         if (hx_vocab_is_eog(e->v, t[i])) return i + 1;
     return 0;
@@ -399,9 +538,10 @@ static int load_prefix(eng_src *e, const int32_t *t, int n)
 
 /* Saves the stable head when the disk had less of it; a failure only
  * costs the next process its warm start. */
-static void save_prefix(eng_src *e, const int32_t *t, int n, int loaded)
+static void save_prefix(eng_src *e, const int32_t *t, int n, const hx_tpl_marks *marks,
+                        int loaded)
 {
-    int head = e->prefix_cache ? stable_head(e, t, n) : 0;
+    int head = e->prefix_cache ? stable_head(e, t, n, marks) : 0;
     if (head <= loaded || head < 16) return;
     if (hx_ctx_prefix_save(e->ctx, e->prefix_dir, t, head, e->prefix_max))
         hx_log_warn("prefix cache: %s", hx_ctx_errmsg(e->ctx));
@@ -480,7 +620,7 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
     e->cache = t;
     e->n_cache = keep;
     e->cap = n + 1;
-    int rc = decode(e, t + keep, n - keep, err);
+    int rc = decode_prompt(e, t, n, keep, err);
     e->n_cache = hx_ctx_n_past(e->ctx); /* what a cancelled prefill left */
     if (rc) return rc;
     e->turn_t0 = t0;
@@ -488,7 +628,7 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
     e->turn_prefilled = n - keep;
     e->turn_reused = keep;
     e->prefill_s = hx_time_mono() - t0;
-    if (keep == loaded) save_prefix(e, t, n, loaded);
+    if (keep == loaded) save_prefix(e, t, n, marks, loaded);
     e->n_cache = n;
     *n_prompt = n;
     e->ended = 0;
@@ -662,6 +802,7 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     cp.n_threads = p->n_threads;
     cp.kv_q8 = p->kv_q8;
     cp.max_bytes = p->max_bytes;
+    cp.kv_spill = !p->no_kv_spill; /* a conversation outgrowing memory keeps its history */
     e->slice = p->prefill_slice > 0 ? p->prefill_slice : 64;
     e->cancelled = p->cancelled;
     e->cancel_user = p->cancel_user;
@@ -669,6 +810,7 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     e->prefix_dir = hx_strdup(p->prefix_dir);
     e->prefix_max = p->prefix_max_bytes;
     e->copy_bias = p->copy_bias > 0 ? p->copy_bias : 0;
+    e->ground = !p->no_ground;
     int rc = copy_specs(e, tools, n_tools);
     if (rc) hx_err_set(err, rc, "out of memory");
     hx_ctx_mem mem;
@@ -696,13 +838,28 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                        .free = eng_free, .set_copy_text = eng_copy_text,
                        .repair_args = eng_repair_args,
                        .set_known_addresses = eng_known_addresses,
-                       .set_request = eng_request, .begin_marked = eng_begin_marked};
+                       .set_request = eng_request, .begin_marked = eng_begin_marked,
+                       .limit = eng_limit, .set_ground = eng_ground,
+                       .set_arg_check = eng_arg_check};
     return HX_OK;
 }
 
 void hx_source_engine_end_turn(hx_source *s)
 {
     if (s && s->begin == eng_begin && s->ctx) end_turn(s->ctx);
+}
+
+int hx_source_engine_configure(hx_source *s, const hx_engine_turn *t, hx_err *err)
+{
+    if (!s || s->begin != eng_begin || !s->ctx)
+        return hx_err_set(err, HX_ERR_INVALID, "not an engine source");
+    eng_src *e = s->ctx;
+    free_grammars(e);
+    e->sp = t->sp;
+    e->copy_bias = t->copy_bias > 0 ? t->copy_bias : 0;
+    int rc = copy_specs(e, t->tools, t->n_tools);
+    if (!rc && t->schema_json && !(e->schema = hx_strdup(t->schema_json))) rc = HX_ERR_NOMEM;
+    return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
 }
 
 void hx_source_engine_add_stats(hx_source *s, hx_gen_stats *acc)

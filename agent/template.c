@@ -510,6 +510,9 @@ static void render_compact(const cJSON *msgs, const cJSON *tools, int brief,
             lit(w, "}" HX_TOOL_CALL_CLOSE);
         }
         lit(w, "\n");
+        /* the tool list and the system message that is the same in
+         * every request: the style has no end-of-turn token to end it */
+        if (i == 0 && m_is(m, "system") && w->marks) w->marks->head = w->out->len;
     }
     if (o->add_generation_prompt) lit(w, "Assistant:");
 }

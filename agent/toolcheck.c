@@ -1,6 +1,9 @@
-/* toolcheck.c: whether a tool's JSON Schema can drive constrained decoding:
- * a tool the grammar cannot enforce is left out of the model's tool list
- * (and reported), never allowed to take the other tools down. */
+/* toolcheck.c: whether a tool's JSON Schema can drive constrained decoding
+ * (a tool the grammar cannot enforce is left out of the model's tool list,
+ * and reported, never allowed to take the other tools down); the tools'
+ * own checks of argument values, and the sampler stage that holds calls
+ * to them. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,4 +40,152 @@ int hx_agent_tool_specs(const hx_tools *reg, const char *filter, FILE *warn,
         specs[k++] = (hx_tool_spec){d->name, d->schema_json};
     }
     return k;
+}
+
+/* ---- the tools' own argument checks ---- */
+static int time_key(const char *key)
+{
+    return !strcmp(key, "range") || !strcmp(key, "start") || !strcmp(key, "end") ||
+           !strcmp(key, "occurrence");
+}
+
+int hx_agent_arg_check(void *user, const char *tool, const char *key, const char *value)
+{
+    const hx_tools *reg = user;
+    const hx_tool_def *d = reg && tool ? hx_tools_find(reg, tool) : NULL;
+    if (!d || !(d->flags & HX_TOOL_BUILTIN) || strncmp(tool, "calendar.", 9) || !key ||
+        !time_key(key))
+        return -1;
+    const hx_config *cfg = hx_tools_config(reg);
+    hx_when_range r;
+    hx_err e = {0};
+    return hx_when_parse(value ? value : "", hx_now(NULL), cfg ? cfg->timezone : NULL, &r, &e) ==
+           HX_OK;
+}
+
+/* ---- the argument check stage ----
+ * Tracks the call being written (its tool's name, the key and the bytes
+ * of the string value open) and, where the tool checks that key: masks
+ * every token that would close the value while the check refuses it (a
+ * range "the" of "the 24th": the tool would only say it cannot read it),
+ * unless no token is left or the value is HOLD_MAX bytes long; and tells the copy stage (*defer) when the
+ * model's own best token makes a value the check accepts ("on Thursday"),
+ * which the bias must then not replace ("on my", words of the request). */
+#define CALL_HEAD 160 /* bytes of a call kept to read its tool's name */
+#define VALUE_MAX 256
+#define HOLD_MAX 40   /* a value this long may close whatever the check says:
+                         a model that cannot write one the tool reads
+                         would write on to the token budget */
+
+typedef struct argcheck {
+    const hx_vocab *v;
+    const int *in_call;
+    hx_arg_check_fn check;
+    void *user;
+    int was_in_call;
+    hx_jscan js;
+    char head[CALL_HEAD]; /* the call's first bytes */
+    size_t n_head;
+    char name[96];        /* its tool's name, once read */
+    char val[VALUE_MAX];  /* the string value open */
+    size_t n_val;
+    int checked;          /* the check knows this value's key: -1 unknown yet */
+    int defer;            /* read by the copy stage */
+} argcheck;
+
+/* Where token piece p[0, n) closes the value open (bytes before its
+ * quote), or -1 when it does not close it. */
+static long closes_at(const argcheck *a, const char *p, size_t n)
+{
+    hx_jscan s = a->js;
+    for (size_t i = 0; i < n; i++)
+        if (hx_jscan_byte(&s, p[i]) == HX_JSCAN_CLOSE) return (long)i;
+    return -1;
+}
+
+/* The check of the value so far with p[0, n) after it. */
+static int check_with(const argcheck *a, const char *p, size_t n)
+{
+    char cand[VALUE_MAX + 64];
+    if (a->n_val + n >= sizeof cand) return -1;
+    memcpy(cand, a->val, a->n_val);
+    memcpy(cand + a->n_val, p, n);
+    cand[a->n_val + n] = 0;
+    return a->check(a->user, a->name, a->js.key, cand);
+}
+
+static int argcheck_apply(void *ctx, float *logits, int32_t n_vocab)
+{
+    argcheck *a = ctx;
+    a->defer = 0;
+    if (!*a->in_call || !a->js.in_str || !a->js.is_val || !a->name[0]) return HX_OK;
+    if (a->checked < 0) a->checked = a->check(a->user, a->name, a->js.key, "") >= 0;
+    if (!a->checked) return HX_OK;
+    int32_t best = -1, left = 0;
+    for (int32_t t = 0; t < n_vocab; t++)
+        if (isfinite(logits[t]) && (best < 0 || logits[t] > logits[best])) best = t;
+    if (best < 0) return HX_OK;
+    size_t n = 0;
+    const char *p = hx_vocab_piece(a->v, best, &n);
+    long at = p ? closes_at(a, p, n) : -1;
+    a->defer = p && check_with(a, p, at >= 0 ? (size_t)at : n) == 1;
+    /* closing a value the check refuses */
+    if (a->n_val >= HOLD_MAX) return HX_OK;
+    for (int32_t t = 0; t < n_vocab && !left; t++) {
+        p = isfinite(logits[t]) ? hx_vocab_piece(a->v, t, &n) : NULL;
+        left = p && ((at = closes_at(a, p, n)) < 0 || check_with(a, p, (size_t)at) != 0);
+    }
+    for (int32_t t = 0; left && t < n_vocab; t++) {
+        p = isfinite(logits[t]) ? hx_vocab_piece(a->v, t, &n) : NULL;
+        if (p && (at = closes_at(a, p, n)) >= 0 && check_with(a, p, (size_t)at) == 0)
+            logits[t] = -INFINITY;
+    }
+    return HX_OK;
+}
+
+/* The tool's name of the call, from its first bytes: "name": "...". */
+static void read_name(argcheck *a)
+{
+    a->head[a->n_head] = 0;
+    const char *k = strstr(a->head, "\"name\"");
+    const char *q = k ? strchr(k + 6, '"') : NULL;
+    const char *e = q ? strchr(q + 1, '"') : NULL;
+    if (e && (size_t)(e - q - 1) < sizeof a->name)
+        snprintf(a->name, sizeof a->name, "%.*s", (int)(e - q - 1), q + 1);
+}
+
+static int argcheck_accept(void *ctx, int32_t token)
+{
+    argcheck *a = ctx;
+    size_t n = 0;
+    const char *p = hx_vocab_is_special(a->v, token) ? NULL : hx_vocab_piece(a->v, token, &n);
+    if (!*a->in_call) {
+        a->was_in_call = 0;
+        return HX_OK;
+    }
+    if (!a->was_in_call) { /* a new call */
+        memset(&a->js, 0, sizeof a->js);
+        a->n_head = a->n_val = 0, a->name[0] = 0, a->checked = -1;
+    }
+    a->was_in_call = 1;
+    for (size_t i = 0; p && i < n; i++) {
+        if (a->n_head + 1 < CALL_HEAD) a->head[a->n_head++] = p[i];
+        const int what = hx_jscan_byte(&a->js, p[i]);
+        if (what == HX_JSCAN_OPEN) a->n_val = 0, a->checked = -1;
+        else if (what == HX_JSCAN_BYTE && a->n_val + 1 < VALUE_MAX) a->val[a->n_val++] = p[i];
+    }
+    if (!a->name[0]) read_name(a);
+    return HX_OK;
+}
+
+int hx_argcheck_stage_new(const hx_vocab *v, hx_arg_check_fn check, void *user,
+                          const int *in_call, hx_sampler_stage *out, const int **defer)
+{
+    argcheck *a = hx_calloc(1, sizeof *a);
+    if (!a) return HX_ERR_NOMEM;
+    *a = (argcheck){.v = v, .in_call = in_call, .check = check, .user = user, .checked = -1};
+    *defer = &a->defer;
+    *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "argument check", a, argcheck_apply,
+                              argcheck_accept, NULL, NULL, free};
+    return HX_OK;
 }

@@ -106,3 +106,4 @@ void hx_agent_audit(const hx_planner_deps *d, const char *name, const char *args
                         sb ? hx_sandbox_describe(sb, sbs, sizeof sbs) : NULL};
     if (hx_memory_audit_add(d->mem, &row, &e)) hx_log_warn("audit trail: %s", e.msg);
 }
+

@@ -122,6 +122,60 @@ int hx_buf_printf(hx_buf *b, const char *fmt, ...)
 /* Takes ownership of the data (caller frees); the buffer is left empty. */
 char *hx_buf_steal(hx_buf *b, size_t *len);
 
+/* ---- folding text for search (base/fold.c) ----
+ * The one folding every search filter uses, so that each finds what the
+ * others find: case and accents removed for Latin (ASCII, Latin-1,
+ * Extended-A, -B, Additional: "Ü" u, "ß" ss, "Æ" ae, "ø" o), Greek and
+ * Cyrillic; combining marks dropped; fullwidth ASCII made ASCII; other
+ * scripts (Japanese, ...) and invalid bytes copied unchanged. The full
+ * list is at the top of base/fold.c. */
+/* Appends the folding of n bytes of s to out; HX_OK or HX_ERR_NOMEM. */
+int hx_fold_append(hx_buf *out, const char *s, size_t n);
+/* The folding of s (NULL: "") as a malloc'd string (caller frees); NULL
+ * when out of memory. */
+char *hx_fold(const char *s);
+/* Whether needle, folded, is a substring of hay, folded; an empty or NULL
+ * needle is found anywhere, a NULL hay holds nothing else. */
+int hx_fold_contains(const char *hay, const char *needle);
+/* Whether the folded word w (n bytes) is a function word ("the", "der",
+ * "les", "para", ...) that says nothing about what is searched for. */
+int hx_fold_stop_word(const char *w, size_t n);
+/* Whether cp belongs to a script written without spaces between words
+ * (kana, CJK ideographs, Hangul). */
+int hx_fold_spaceless(int32_t cp);
+/* Calls emit with the pieces of the folded word w (n bytes): a run of a
+ * spaceless script as its overlapping character pairs ("議事録" 議事
+ * 事録; one character alone as itself), the rest of w as it is. Stops
+ * at emit's first nonzero return, which it returns; else 0. */
+int hx_fold_pieces(const char *w, size_t n, int (*emit)(void *u, const char *p, size_t n),
+                   void *u);
+/* The search terms of text: its words (split at spaces and punctuation)
+ * folded, each once, function words left out (and appended to ignored
+ * when not NULL) unless there is nothing else, a run of a spaceless
+ * script as its overlapping character pairs (as the "hx_fold" tokenizer
+ * indexes it); at most HX_FOLD_MAX_TERMS. Each term is appended to terms
+ * with its NUL. Returns how many, or -1 when out of memory. */
+#define HX_FOLD_MAX_TERMS 16
+int hx_fold_terms(const char *text, hx_buf *terms, hx_buf *ignored);
+/* The words of a filter (a sender, a subject, a title, a file name): text
+ * folded, split at white space, the punctuation around each word left
+ * out ("(Lyon)," lyon; "1:1" and "bob@x.org" stay whole), each once,
+ * function words left out when drop_stop unless there is nothing else;
+ * appended to words with their NULs. Returns how many, -1 when out of
+ * memory. */
+int hx_fold_words(const char *text, int drop_stop, hx_buf *words);
+/* Whether the folded text holds every term of terms (as hx_fold_terms or
+ * hx_fold_words wrote them) as a substring; an empty list is in any text. */
+int hx_fold_has_terms(const char *folded, const hx_buf *terms);
+/* Registers on an open SQLite connection (base/fold_sql.c): the SQL
+ * function hx_fold(text), and the FTS5 tokenizer "hx_fold" (unicode61
+ * with remove_diacritics 2, its arguments passed on, then each token
+ * folded as above), so that an index and its queries fold as the filters
+ * do. A connection that reads or writes a table using the tokenizer must
+ * register it first. HX_OK, or HX_ERR_IO with err set. */
+struct sqlite3;
+int hx_fold_sql_register(struct sqlite3 *db, hx_err *err);
+
 /* ---- text from outside, shown to a person ----
  * Appends n bytes of s to out with everything a terminal would act on, or
  * that would make the text look other than it is, made visible: C0

@@ -40,12 +40,15 @@ static int write_tokens(const hx_model *m, const char *path)
     setenv("HEARTH_HOME", home, 1);
     toolset t;
     if (open_tools(&t)) return -1;
-    char *pa = render(&t, requests[0]), *pb = render(&t, requests[1]);
+    turn ta = {0}, tb = {0};
+    ta.text = render(&t, HX_TPL_QWEN3, 0, requests[0], &ta.marks);
+    tb.text = render(&t, HX_TPL_QWEN3, 1, requests[1], &tb.marks);
+    const char *pa = ta.text, *pb = tb.text;
     const hx_vocab *v = hx_model_vocab(m);
     int32_t *ids = malloc(2 * 16384 * sizeof *ids);
     int na = pa && ids ? hx_tokenize(v, pa, strlen(pa), ids, 16384, 0, 1) : -1;
     int nb = pb && ids ? hx_tokenize(v, pb, strlen(pb), ids + 16384, 16384, 0, 1) : -1;
-    int nh = pa ? head_tokens(m, pa) : 0;
+    int nh = pa ? head_tokens(m, &ta) : 0;
     FILE *f = na > 0 && nb > 0 && nh > 0 ? fopen(path, "w") : NULL;
     if (f) {
         fprintf(f, "%d %d %d\n", nh, na, nb);
@@ -53,8 +56,10 @@ static int write_tokens(const hx_model *m, const char *path)
         for (int i = 0; i < nb; i++) fprintf(f, "%d\n", ids[16384 + i]);
         fclose(f);
     }
-    free(pa);
-    free(pb);
+    free(ta.text);
+    free(tb.text);
+    hx_tpl_marks_free(&ta.marks);
+    hx_tpl_marks_free(&tb.marks);
     free(ids);
     close_tools(&t);
     char cmd[300];
@@ -516,7 +521,7 @@ static int parse(int argc, char **argv, opts *o)
 
 /* Hearth under phone-sim (mem "" : as it is) with a cap of cap_mib. */
 static meas hearth(const opts *o, const char *model, const char *mem, size_t cap_mib,
-                   int uniform, const char *trace, int turn)
+                   int uniform, const char *trace, int agent_turn)
 {
     char cap[32], uni[8], ntok[16], tok[1100], pre[1100];
     snprintf(cap, sizeof cap, "%zu", cap_mib << 20);
@@ -524,7 +529,7 @@ static meas hearth(const opts *o, const char *model, const char *mem, size_t cap
     snprintf(ntok, sizeof ntok, "%d", o->tokens);
     snprintf(tok, sizeof tok, "%s/%s.tokens", o->work, strrchr(model, '/') ? strrchr(model, '/') + 1 : model);
     snprintf(pre, sizeof pre, "%s/prefix", o->work);
-    if (!turn) snprintf(tok, sizeof tok, "-");
+    if (!agent_turn) snprintf(tok, sizeof tok, "-");
     char *argv[] = {(char *)o->self, "--child", (char *)model, cap, uni, ntok, tok, pre,
                     (char *)(trace ? trace : "-"), NULL};
     return run_sim(o, mem, argv);

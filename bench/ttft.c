@@ -2,12 +2,16 @@
  * list, cold vs warm (in-process and from the prefix cache on disk), on a
  * random-weight Qwen3-0.6B-shaped model. `make bench-ttft`.
  *
- * usage: ttft [--model FILE] [--reps N] [--threads N] [--kv q8] [--tools FILTER]
+ * usage: ttft [--model FILE] [--reps N] [--threads N] [--kv q8] [--style S]
+ *             [--tools FILTER]
  * --tools offers only the tools FILTER names (as `hearth ask --tools`), as
  * the governor's trimmed prompt does.
  * Without --model the Q4_0 file of bench/engine (Q6_K tied embedding) is
- * used from $XDG_CACHE_HOME/hearth/bench-models, written if missing. The
- * prefix cache goes to a temporary HEARTH_HOME, removed at the end. */
+ * used from $XDG_CACHE_HOME/hearth/bench-models, written if missing.
+ * --style: the prompt style (default qwen3; brief for hearth-tiny), the
+ * prompt laid out as the planner lays it out (the system text, the
+ * request's own "Now" system message, the request). The prefix cache
+ * goes to a temporary HEARTH_HOME, removed at the end. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +21,12 @@
 
 #include "agent/agent.h"
 #include "bench/bench.h"
-#include "modelfile/modelfile.h"
 #include "bench/turn.h"
+#include "modelfile/modelfile.h"
 
 typedef struct opts {
     char model[1024];
-    int reps, threads, kv_q8;
+    int reps, threads, kv_q8, family;
     const char *tools; /* NULL: all */
 } opts;
 
@@ -31,20 +35,22 @@ static int parse(int argc, char **argv, opts *o)
     memset(o, 0, sizeof *o);
     o->reps = 3;
     o->threads = 2;
+    o->family = HX_TPL_QWEN3;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--kv") && v) o->kv_q8 = !strcmp(v, "q8"), i++;
         else if (!strcmp(a, "--model") && v) snprintf(o->model, sizeof o->model, "%s", v), i++;
         else if (!strcmp(a, "--reps") && v) o->reps = atoi(v), i++;
         else if (!strcmp(a, "--threads") && v) o->threads = atoi(v), i++;
+        else if (!strcmp(a, "--style") && v) o->family = hx_tpl_parse_name(v), i++;
         else if (!strcmp(a, "--tools") && v) o->tools = v, i++;
         else {
             fprintf(stderr, "usage: ttft [--model FILE] [--reps N] [--threads N] [--kv q8] "
-                            "[--tools FILTER]\n");
+                            "[--style S] [--tools FILTER]\n");
             return -1;
         }
     }
-    return o->reps > 0 ? 0 : -1;
+    return o->reps > 0 && o->family > 0 ? 0 : -1;
 }
 
 /* bench/engine's qwen3-0.6b-q4_0 file, written when missing. */
@@ -89,6 +95,8 @@ static int new_source(hx_model *m, const toolset *t, const opts *o, int prefix,
     ep.n_threads = o->threads;
     ep.kv_q8 = o->kv_q8;
     ep.prefix_cache = prefix;
+    hx_source_engine_style(&ep, o->family, m);
+    ep.n_ctx = 8192;
     hx_err err = {0};
     int rc = hx_source_engine_new(m, t->specs, t->n, &ep, src, &err);
     if (rc) fprintf(stderr, "ttft: source: %s\n", err.msg);
@@ -97,14 +105,15 @@ static int new_source(hx_model *m, const toolset *t, const opts *o, int prefix,
 
 /* Seconds from the prompt to the first generated token's text; *cpu gets
  * the CPU seconds it took. */
-static double first_token(hx_source *s, const char *prompt, int *n_prompt, double *cpu)
+static double first_token(hx_source *s, const char *prompt, const hx_tpl_marks *marks,
+                          int *n_prompt, double *cpu)
 {
     hx_err err = {0};
     hx_buf piece;
     hx_buf_init(&piece);
     int end = 0;
     double t0 = hx_time_mono(), c0 = bench_cpu_seconds();
-    int rc = s->begin(s->ctx, prompt, HX_CHOICE_AUTO, n_prompt, &err);
+    int rc = s->begin_marked(s->ctx, prompt, marks, HX_CHOICE_AUTO, n_prompt, &err);
     if (!rc) rc = s->next(s->ctx, &piece, &end, &err);
     double t = hx_time_mono() - t0;
     *cpu = bench_cpu_seconds() - c0;
@@ -133,7 +142,6 @@ static void loadavg(const char *when)
     free(s);
 }
 
-
 typedef struct results {
     double cold[16], disk[16], mem[16], save;          /* wall seconds */
     double ccold[16], cdisk[16], cmem[16], csave;      /* CPU seconds */
@@ -142,17 +150,18 @@ typedef struct results {
 
 /* One repetition: a cold source; a new source warmed from disk; the same
  * source warm in memory for the next request. */
-static int rep(hx_model *m, const toolset *t, const opts *o, char **prompts, int r,
+static int rep(hx_model *m, const toolset *t, const opts *o, const turn *prompts, int r,
                results *res)
 {
     hx_source cold, warm;
     int n = 0;
     if (new_source(m, t, o, 0, &cold)) return -1;
-    res->cold[r] = first_token(&cold, prompts[r % 4], &res->n_prompt, &res->ccold[r]);
+    const turn *a = &prompts[r % 4], *b = &prompts[(r + 1) % 4], *c = &prompts[(r + 2) % 4];
+    res->cold[r] = first_token(&cold, a->text, &a->marks, &res->n_prompt, &res->ccold[r]);
     hx_source_free(&cold);
     if (new_source(m, t, o, 1, &warm)) return -1;
-    res->disk[r] = first_token(&warm, prompts[(r + 1) % 4], &n, &res->cdisk[r]);
-    res->mem[r] = first_token(&warm, prompts[(r + 2) % 4], &n, &res->cmem[r]);
+    res->disk[r] = first_token(&warm, b->text, &b->marks, &n, &res->cdisk[r]);
+    res->mem[r] = first_token(&warm, c->text, &c->marks, &n, &res->cmem[r]);
     fprintf(stderr, "ttft: rep %d: cold %.2f s, disk %.2f s, in-process %.2f s\n", r + 1,
             res->cold[r], res->disk[r], res->mem[r]);
     hx_source_free(&warm);
@@ -181,15 +190,16 @@ static int run(const opts *o, hx_model *m)
     toolset t;
     if (open_tools(&t)) return 1;
     if (o->tools) keep_tools(&t, o->tools);
-    char *prompts[4];
-    for (int i = 0; i < 4; i++) prompts[i] = render(&t, requests[i]);
+    turn prompts[4] = {{0}};
+    for (int i = 0; i < 4; i++)
+        if (!(prompts[i].text = render(&t, o->family, i, requests[i], &prompts[i].marks))) return 1;
     results res = {0};
     int n = 0, rc = 0;
-    res.n_head = head_tokens(m, prompts[0]);
+    res.n_head = head_tokens(m, &prompts[0]);
     hx_source prime;
     /* the first process: cold, and it writes the prefix cache */
     if (new_source(m, &t, o, 1, &prime)) return 1;
-    res.save = first_token(&prime, prompts[3], &n, &res.csave);
+    res.save = first_token(&prime, prompts[3].text, &prompts[3].marks, &n, &res.csave);
     hx_source_free(&prime);
     for (int r = 0; r < o->reps && !rc; r++) rc = rep(m, &t, o, prompts, r, &res);
     if (rc) return 1;
@@ -213,7 +223,7 @@ static int run(const opts *o, hx_model *m)
            "costs %.2fx that (CPU), warm in-process %.2fx\n", unc,
            c * unc / res.n_prompt, cc * unc / res.n_prompt,
            cd / (cc * unc / res.n_prompt), cw / (cc * unc / res.n_prompt));
-    for (int i = 0; i < 4; i++) free(prompts[i]);
+    for (int i = 0; i < 4; i++) free(prompts[i].text), hx_tpl_marks_free(&prompts[i].marks);
     close_tools(&t);
     return 0;
 }

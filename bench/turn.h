@@ -1,5 +1,5 @@
 /* turn.h: an agent turn as `hearth ask` builds it (system text, the full
- * tool list, a request), shared by the benchmarks that time one. */
+ * tool list, the request's clock, a request), shared by the benchmarks that time one. */
 #ifndef HX_BENCH_TURN_H
 #define HX_BENCH_TURN_H
 
@@ -47,29 +47,44 @@ __attribute__((unused)) static void close_tools(toolset *t)
     hx_config_free(t->cfg);
 }
 
-/* An agent turn: the system text, the tool list, the request. */
-__attribute__((unused)) static char *render(const toolset *t, const char *request)
+__attribute__((unused)) static void add_msg(cJSON *msgs, const char *role, const char *content)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", role);
+    cJSON_AddStringToObject(m, "content", content);
+    cJSON_AddItemToArray(msgs, m);
+}
+
+/* An agent turn as the planner renders it: the system text and the tool
+ * list, the request's own system message (its clock: every process has
+ * another), the request; marks gets where the template wrote. */
+__attribute__((unused)) static char *render(const toolset *t, int family, int i, const char *request,
+                                            hx_tpl_marks *marks)
 {
     cJSON *msgs = cJSON_CreateArray();
-    cJSON *s = cJSON_CreateObject(), *u = cJSON_CreateObject();
-    cJSON_AddStringToObject(s, "role", "system");
-    cJSON_AddStringToObject(s, "content",
-                            "You are Hearth, an assistant running on the user's own device. "
-                            "Use the tools to read and change the user's calendar, mail and "
-                            "files; when you are done, answer in plain text.");
-    cJSON_AddStringToObject(u, "role", "user");
-    cJSON_AddStringToObject(u, "content", request);
-    cJSON_AddItemToArray(msgs, s);
-    cJSON_AddItemToArray(msgs, u);
+    char now[64];
+    snprintf(now, sizeof now, "Now: 2026-12-0%dT09:%02d:00+01:00 (Europe/Paris)", 1 + i % 4, i);
+    add_msg(msgs, "system",
+            "You are Hearth, an assistant running on the user's own device. "
+            "Use the tools to read and change the user's calendar, mail and "
+            "files; when you are done, answer in plain text.");
+    add_msg(msgs, "system", now);
+    add_msg(msgs, "user", request);
     hx_buf b;
     hx_buf_init(&b);
     hx_tpl_opts o = hx_tpl_default_opts();
     o.no_think = 1;
-    int rc = hx_tpl_render(HX_TPL_QWEN3, msgs, t->json, &o, &b);
+    int rc = hx_tpl_render_marked(family, msgs, t->json, &o, &b, marks);
     cJSON_Delete(msgs);
     if (rc) hx_buf_free(&b);
     return rc ? NULL : hx_buf_steal(&b, NULL);
 }
+
+/* A rendered request: its text and where the template wrote (the head). */
+typedef struct turn {
+    char *text;
+    hx_tpl_marks marks;
+} turn;
 
 __attribute__((unused)) static const char *requests[] = {
     "Find 30 minutes with Bob next Tuesday afternoon about the budget.",
@@ -78,13 +93,14 @@ __attribute__((unused)) static const char *requests[] = {
     "Move my dentist appointment to Friday morning.",
 };
 
-/* Tokens of the system message (the cached head) of prompt. */
-__attribute__((unused)) static int head_tokens(const hx_model *m, const char *prompt)
+/* Tokens of the system message (the cached head) of prompt p: up to its
+ * marked head, or its first "<|im_end|>". */
+__attribute__((unused)) static int head_tokens(const hx_model *m, const turn *p)
 {
-    const char *end = strstr(prompt, "<|im_end|>");
-    if (!end) return 0;
-    end += strlen("<|im_end|>");
-    int32_t n = hx_tokenize(hx_model_vocab(m), prompt, (size_t)(end - prompt), NULL, 0, 0, 1);
+    const char *end = strstr(p->text, "<|im_end|>");
+    size_t len = p->marks.head ? p->marks.head
+                 : end ? (size_t)(end + strlen("<|im_end|>") - p->text) : 0;
+    int32_t n = hx_tokenize(hx_model_vocab(m), p->text, len, NULL, 0, 0, 1);
     return n < 0 ? -n : n;
 }
 

@@ -160,5 +160,6 @@ void hx_cli_lower_priority(const struct cJSON *cfg);
 void hx_cli_print_loop(FILE *f, struct hx_loop *k);
 int hx_cmd_datagen(int argc, char **argv); /* cmd_datagen.c */
 int hx_cmd_vocab(int argc, char **argv); /* cmd_vocab.c */
+int hx_cmd_serve(int argc, char **argv); /* cmd_serve.c */
 
 #endif /* HX_CLI_H */

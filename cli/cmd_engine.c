@@ -525,8 +525,8 @@ static int print_memory(const hx_model *m, const hx_ctx_params *p)
            b, mem.n_ctx_fit,
            p->kv_f32 ? "F32" : p->kv_q8 ? "Q8_0" : "F16", t, c);
     if (mem.n_ctx_fit < mem.n_ctx)
-        printf("               --max-memory leaves room for %d of %d positions\n",
-               mem.n_ctx_fit, mem.n_ctx);
+        printf("               --max-memory keeps %d of %d positions in memory (ask and "
+               "chat spill the rest to disk)\n", mem.n_ctx_fit, mem.n_ctx);
     if (mem.streamed) print_weight_cache(m, &mem);
     return HX_EXIT_OK;
 }

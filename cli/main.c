@@ -25,6 +25,7 @@ static const hx_verb verbs[] = {
     {"feedback", hx_cmd_feedback, "accept, correct or reject the last answer"},
     {"init", hx_cmd_init, "set up: your name, time zone, calendar, mail, files"},
     {"doctor", hx_cmd_doctor, "check the whole setup and say how to fix what is wrong"},
+    {"serve", hx_cmd_serve, "the assistant for apps and a browser, on this device (HTTP)"},
 };
 #define N_VERBS (sizeof verbs / sizeof verbs[0])
 

@@ -9,6 +9,7 @@
 /* Tiled attention: a task takes the G query heads of one KV head for up to
  * att_tq tokens (R = G * tokens rows), keys in tiles of ATT_TK. */
 #define ATT_TK 64
+_Static_assert(HX_KV_PAGE == ATT_TK, "a key tile is one KV page");
 
 static int att_group_hp(const hx_hparams *hp) { return hp->n_head / hp->n_head_kv; }
 static int att_group(const hx_ctx *c) { return att_group_hp(&c->m->hp); }
@@ -50,7 +51,7 @@ size_t hx_attn_scratch(const hx_hparams *hp)
 typedef struct f16_heads {
     const hx_attn_ops *op;
     const hx_ctx *c;       /* the cache: rows of KV head kvh of layer l */
-    int l, kvh;
+    int l, kvh, thread;
     int G, d, T;           /* R = T * G rows: row t*G + g */
     size_t ts;             /* floats from one token's q (and out) to the next */
     float scale;
@@ -90,9 +91,12 @@ static void f16_chunk(f16_heads *h, int j0, const int *j1)
         h->S[r] = 0.0f;
     }
     memset(h->acc, 0, (size_t)R * h->d * sizeof(uint16_t));
+    hx_kv_span sp = {NULL, NULL};
     for (int j = j0; j < jmax; j++) {
-        const uint16_t *kj = (const uint16_t *)hx_kv_row(h->c, 0, h->l, h->kvh, j);
-        const uint16_t *vj = (const uint16_t *)hx_kv_row(h->c, 1, h->l, h->kvh, j);
+        if (j == j0 || j % HX_KV_PAGE == 0)
+            sp = hx_kv_span_of(h->c, h->l, h->kvh, j / HX_KV_PAGE, h->thread);
+        const size_t o = (size_t)(j % HX_KV_PAGE) * h->c->kv_row;
+        const uint16_t *kj = (const uint16_t *)(sp.k + o), *vj = (const uint16_t *)(sp.v + o);
         for (int t = 0; t < h->T; t++) {
             if (j >= j1[t]) continue; /* past this token's keys */
             for (int g = 0; g < G; g++) f16_key(h, t * G + g, kj, vj);
@@ -206,7 +210,7 @@ static void attn_task_f16(void *ctx, int task, int thread)
     const size_t qo = ((size_t)t0 * hp->n_head + (size_t)kvh * G) * d, R = (size_t)T * G;
     const size_t Rd = R * d;
     float *w = c->scores + (size_t)thread * hx_attn_scratch(hp);
-    f16_heads h = {c->ao, c, j->layer, kvh, G, d, T, (size_t)hp->n_head * d,
+    f16_heads h = {c->ao, c, j->layer, kvh, thread, G, d, T, (size_t)hp->n_head * d,
                    1.0f / sqrtf((float)d), (uint16_t *)w, (uint16_t *)w + Rd,
                    w + Rd, w + Rd + R, w + Rd + 2 * R, w + 2 * Rd + 2 * R,
                    w + 2 * Rd + 2 * R + d, w + 2 * Rd + 3 * R + d};
@@ -222,7 +226,7 @@ static void attn_task_f16(void *ctx, int task, int thread)
  * online softmax. Scratch w: G quantized Q rows, (G, d) accumulators, G
  * maxima and sums, one V row. */
 static void attn_q8(hx_ctx *c, int l, int kvh, const float *q, int n_kv,
-                    float *out, float *w)
+                    float *out, float *w, int thread)
 {
     const int G = att_group(c), d = c->m->hp.head_dim;
     const size_t ab = hx_act_row_bytes(HX_TYPE_Q8_0, d), Gd = (size_t)G * d;
@@ -235,9 +239,12 @@ static void attn_q8(hx_ctx *c, int l, int kvh, const float *q, int n_kv,
         S[g] = 0.0f;
     }
     memset(acc, 0, Gd * sizeof(float));
+    hx_kv_span sp = {NULL, NULL};
     for (int j = 0; j < n_kv; j++) {
-        const char *kj = hx_kv_row(c, 0, l, kvh, j);
-        hx_dequantize_row(HX_TYPE_Q8_0, hx_kv_row(c, 1, l, kvh, j), vt, d);
+        if (j % HX_KV_PAGE == 0) sp = hx_kv_span_of(c, l, kvh, j / HX_KV_PAGE, thread);
+        const size_t o = (size_t)(j % HX_KV_PAGE) * c->kv_row;
+        const char *kj = sp.k + o;
+        hx_dequantize_row(HX_TYPE_Q8_0, sp.v + o, vt, d);
         for (int g = 0; g < G; g++) {
             float sc, ms = 1.0f, vs = 1.0f, *ag = acc + (size_t)g * d;
             hx_vec_dot(HX_TYPE_Q8_0, d, &sc, kj, qa + (size_t)g * ab);
@@ -267,7 +274,7 @@ static void attn_task_q8(void *ctx, int task, int thread)
     const int t = task / hp->n_head_kv, kvh = task % hp->n_head_kv;
     const size_t qo = ((size_t)t * hp->n_head + (size_t)kvh * att_group(c)) * hp->head_dim;
     attn_q8(c, j->layer, kvh, c->q + qo, j->pos0 + t + 1, c->att + qo,
-            c->scores + (size_t)thread * hx_attn_scratch(hp));
+            c->scores + (size_t)thread * hx_attn_scratch(hp), thread);
 }
 
 /* Task kvh * n_tb + tb: the query heads of KV head kvh for tokens of block
@@ -305,8 +312,9 @@ static void attn_task_tiled(void *ctx, int task, int thread)
         memset(acc, 0, (size_t)d * L * sizeof(float));
         for (int j0 = 0; j0 < n_keys; j0 += ATT_TK) {
             const int nk = n_keys - j0 < ATT_TK ? n_keys - j0 : ATT_TK;
-            const float *K = hx_kv_rows_f32(c, 0, j->layer, kvh, j0, nk, kt);
-            const float *V = hx_kv_rows_f32(c, 1, j->layer, kvh, j0, nk, vt);
+            const hx_kv_span sp = hx_kv_span_of(c, j->layer, kvh, j0 / HX_KV_PAGE, thread);
+            const float *K = hx_kv_rows_f32(c, sp.k, nk, kt);
+            const float *V = hx_kv_rows_f32(c, sp.v, nk, vt);
             c->ao->tile64(Qt, K, V, nk, d, j0, lim, scale, m, l, acc, S);
         }
         for (int r = 0; r < nr; r++) {

@@ -9,7 +9,7 @@
 
 hx_ctx_params hx_ctx_default_params(void)
 {
-    hx_ctx_params p = {0, 512, 0, 0, NULL, NULL, 0, 0, 0};
+    hx_ctx_params p = {.n_batch = 512};
     return p;
 }
 
@@ -147,7 +147,8 @@ static int ctx_plan(const hx_model *m, const hx_ctx_params *p, hx_ctx_mem *out,
     sizes_of(m, p, &out->n_ctx, &n_batch, &n_threads);
     hx_kv_geometry(&m->hp, p, &out->kv_per_token, &out->kv_page);
     out->weights = m->weight_bytes;
-    out->scratch = scratch_total(m, n_batch, n_threads);
+    out->scratch = scratch_total(m, n_batch, n_threads) +
+                   hx_kv_spill_scratch(&m->hp, p, out->n_ctx, n_threads);
     size_t pages = ((size_t)out->n_ctx + HX_KV_PAGE - 1) / HX_KV_PAGE, cap = SIZE_MAX;
     if (p->kv_max_bytes) cap = p->kv_max_bytes;
     if (p->max_bytes && p->max_bytes < out->weights + out->scratch + out->kv_page) {
@@ -162,6 +163,7 @@ static int ctx_plan(const hx_model *m, const hx_ctx_params *p, hx_ctx_mem *out,
     out->kv_total = pages * out->kv_page;
     out->n_ctx_fit = (int)(pages * HX_KV_PAGE < (size_t)out->n_ctx ? pages * HX_KV_PAGE
                                                                      : (size_t)out->n_ctx);
+    if (p->kv_spill && pages >= 2) out->n_ctx_fit = out->n_ctx; /* the rest spills */
     out->total = out->weights + out->kv_total + out->scratch;
     return HX_OK;
 }
@@ -283,7 +285,8 @@ static int check_decode(hx_ctx *c, const int32_t *tokens, int n)
             return hx_err_set(&c->err, HX_ERR_RANGE, "token %d at %d is outside "
                               "the vocabulary (%d)", tokens[i], i,
                               c->m->hp.n_vocab);
-    return hx_kv_reserve(c, c->n_past + n);
+    /* with a spill each pass makes its own pages resident (run_passes) */
+    return c->spill ? HX_OK : hx_kv_reserve(c, c->n_past + n);
 }
 
 static int reserve_logits(hx_ctx *c, size_t rows)
@@ -332,29 +335,50 @@ static void start_pass(hx_ctx *c, const int32_t *tokens, int off, int B, int out
     hx_pass_start(&c->pass, tokens + off, B, from, lg);
 }
 
+/* With a spill: makes the pages of a pass of B tokens resident. */
+static int pass_pages(hx_ctx *c, int B)
+{
+    return c->spill ? hx_kv_reserve(c, c->n_past + B) : HX_OK;
+}
+
+/* With a spill: after a pass of B tokens, whether attention found a
+ * spilled page damaged; then the pass is undone and the positions from
+ * that page on are dropped (decoding them again rebuilds them). */
+static int pass_check(hx_ctx *c, int B)
+{
+    const int bad = hx_kv_spill_damaged(c);
+    if (bad < 0) return HX_OK;
+    c->n_past -= B;
+    if (c->n_past > bad * HX_KV_PAGE) c->n_past = bad * HX_KV_PAGE;
+    return hx_err_set(&c->err, HX_ERR_IO, "the spilled KV page %d is damaged: positions "
+                      "from %d must be decoded again", bad, c->n_past);
+}
+
 /* Passes of at most `slice` tokens over tokens[off, end) of a call of n
  * (logits of tokens [out_from, n) into c->logits from row 0); stops early
- * when the budget or cancel of p says so (*stop: HX_ERR_CANCELLED) or a
- * read failed (*stop: HX_ERR_IO). Returns the index reached. */
+ * when the budget or cancel of p says so (*rc HX_ERR_CANCELLED), or a
+ * weight read or a spill fails (*rc its error). Returns the index reached. */
 static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
-                      int out_from, const hx_prefill_params *p, int *stop)
+                      int out_from, const hx_prefill_params *p, int *rc)
 {
     const int slice = p && p->slice > 0 && p->slice < c->n_batch ? p->slice : c->n_batch;
     const int end = p && p->max_tokens > 0 && n - off > p->max_tokens ? off + p->max_tokens : n;
     const double t0 = hx_time_mono();
+    *rc = HX_OK;
     while (off < end) {
         if (p && p->cancel && p->cancel(p->cancel_user)) {
-            *stop = HX_ERR_CANCELLED;
+            *rc = HX_ERR_CANCELLED;
             break;
         }
         int B = pass_size(c, off, end, slice);
+        if ((*rc = pass_pages(c, B))) break;
         start_pass(c, tokens, off, B, out_from);
         if (hx_pass_finish(c)) {
-            *stop = hx_err_set(&c->err, HX_ERR_CANCELLED, "stopped between slices after "
-                               "%d of %d tokens", off, n);
+            *rc = hx_err_set(&c->err, HX_ERR_CANCELLED, "stopped between slices after "
+                             "%d of %d tokens", off, n);
             break;
         }
-        if ((*stop = pass_failed(c, B))) break;
+        if ((*rc = pass_failed(c, B)) || (*rc = pass_check(c, B))) break;
         off += B;
         if (p && p->max_ms > 0 && (hx_time_mono() - t0) * 1e3 >= p->max_ms) break;
     }
@@ -363,16 +387,16 @@ static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
 
 int hx_decode_rows(hx_ctx *c, const int32_t *tokens, int n, int out_from)
 {
-    int rc = check_decode(c, tokens, n), stop = 0;
+    int rc = check_decode(c, tokens, n);
     if (!rc && (out_from < 0 || out_from > n))
         rc = hx_err_set(&c->err, HX_ERR_INVALID, "logits from token %d of %d", out_from, n);
     if (!rc) rc = reserve_logits(c, (size_t)(n - out_from));
     if (rc) return rc;
     c->n_out = n - out_from;
     c->out_first = out_from;
-    run_passes(c, tokens, n, 0, out_from, NULL, &stop);
-    if (stop) c->n_out = 0;
-    return stop;
+    run_passes(c, tokens, n, 0, out_from, NULL, &rc);
+    if (rc) c->n_out = 0;
+    return rc;
 }
 
 int hx_decode(hx_ctx *c, const int32_t *tokens, int n, int logits_all)
@@ -390,20 +414,19 @@ int hx_prefill(hx_ctx *c, const int32_t *tokens, int n,
                const hx_prefill_params *p, int *n_done)
 {
     *n_done = 0;
-    int rc = check_decode(c, tokens, n), stop = 0;
+    int rc = check_decode(c, tokens, n);
     if (!rc) rc = reserve_logits(c, 1);
     if (rc) return rc;
     c->n_out = 0;
-    *n_done = run_passes(c, tokens, n, 0, n - 1, p, &stop);
+    *n_done = run_passes(c, tokens, n, 0, n - 1, p, &rc);
     if (*n_done == n) {
         c->n_out = 1;
         c->out_first = n - 1;
     }
-    if (stop == HX_ERR_IO) return stop;
-    if (stop)
+    if (rc == HX_ERR_CANCELLED)
         return hx_err_set(&c->err, HX_ERR_CANCELLED, "prefill cancelled after %d "
                           "of %d tokens", *n_done, n);
-    return HX_OK;
+    return rc;
 }
 
 /* ---- inference in steps ---- */
@@ -444,12 +467,19 @@ int hx_step(hx_ctx *c, double budget_ms, int *done)
     const double deadline = hx_time_mono() + (budget_ms > 0 ? budget_ms : 0) * 1e-3;
     do {
         if (!k->in_pass) {
-            start_pass(c, k->tok, k->off, pass_size(c, k->off, k->n, k->slice), k->out_from);
+            const int B = pass_size(c, k->off, k->n, k->slice);
+            const int rc = pass_pages(c, B);
+            if (rc) {
+                end_call(c, 0);
+                return rc;
+            }
+            start_pass(c, k->tok, k->off, B, k->out_from);
             k->in_pass = 1;
         }
         if (!hx_pass_run(c, deadline)) return HX_OK;
         k->in_pass = 0;
         int rc = pass_failed(c, c->pass.B);
+        if (!rc) rc = pass_check(c, c->pass.B);
         if (rc) {
             end_call(c, 0);
             return rc;

@@ -74,9 +74,13 @@ struct hx_ctx {
      * llama.cpp's rule, only B == 1 splits */
     int split_rows;
     /* paged KV cache (kv.c): pages[0, n_pages) allocated on demand, at
-     * most max_pages (the byte cap); each page_bytes, K half then V half */
+     * most max_pages resident (the byte cap); each page_bytes, K half then
+     * V half. With a spill (kvspill.c) a page may be on disk instead:
+     * pages[p] is then NULL */
     char **pages;     /* (ceil(n_ctx / HX_KV_PAGE)) owned, NULL until used */
     int n_pages, max_pages;
+    int n_resident;   /* pages held in memory */
+    struct hx_kv_spill *spill; /* NULL: no spill (HX_ERR_FULL at the cap) */
     int kv_type;      /* HX_KV_* */
     size_t kv_row;    /* bytes of one head row */
     size_t page_bytes;
@@ -170,7 +174,7 @@ void hx_fwd_swiglu(hx_threadpool *tp, float *g, const float *u, int64_t n);
 
 /* kv.c */
 /* Row of head h of layer l at position pos: K (v == 0) or V (v == 1). The
- * page must be allocated (hx_kv_reserve). */
+ * page must be resident (hx_kv_reserve makes a pass's pages so). */
 static inline char *hx_kv_row(const hx_ctx *c, int v, int l, int h, int pos)
 {
     assert((v == 0 || v == 1) && l >= 0 && l < c->m->hp.n_layer && h >= 0 &&
@@ -192,11 +196,55 @@ void hx_kv_geometry(const hx_hparams *hp, const hx_ctx_params *p,
 /* Stores the K and V rows (d floats each) of head h, layer l, at pos. */
 void hx_kv_store(hx_ctx *c, int l, int h, int pos, const float *k,
                  const float *v);
-/* Key or value rows [j0, j0+nk) of head h, layer l, as floats: a pointer
- * into an F32 cache, or converted into buf (nk*d floats). The rows must not
- * cross a page. */
-const float *hx_kv_rows_f32(const hx_ctx *c, int v, int l, int h, int j0,
-                            int nk, float *buf);
+/* nk rows of the cache's type at rows as floats: rows itself in an F32
+ * cache, else converted into buf (nk*d floats). */
+const float *hx_kv_rows_f32(const hx_ctx *c, const char *rows, int nk, float *buf);
+
+/* The K and V rows of KV head h, layer l, in page p, for attention: row
+ * pos % HX_KV_PAGE of the page at k (or v) + (pos % HX_KV_PAGE) * kv_row.
+ * A resident page is read in place; a spilled one is read back (checked)
+ * into thread's buffer, valid until its next span. */
+typedef struct hx_kv_span {
+    const char *k, *v;
+} hx_kv_span;
+hx_kv_span hx_kv_spill_span(const hx_ctx *c, int l, int h, int p, int thread);
+static inline hx_kv_span hx_kv_span_of(const hx_ctx *c, int l, int h, int p,
+                                       int thread)
+{
+    const char *pg = c->pages[p];
+    if (!pg) return hx_kv_spill_span(c, l, h, p, thread);
+    const size_t i = ((size_t)l * (size_t)c->m->hp.n_head_kv + (size_t)h) *
+                     HX_KV_PAGE * c->kv_row;
+    return (hx_kv_span){pg + i, pg + c->page_bytes / 2 + i};
+}
+
+/* kvspill.c: pages to a file in the cache folder when the cap is reached */
+/* Sets up spilling for c (the file is made at the first spill): per-thread
+ * read buffers; HX_ERR_RANGE when the cap holds fewer than two pages. */
+int hx_kv_spill_new(hx_ctx *c, const hx_ctx_params *p, hx_err *err);
+/* Closes and removes the spill file. */
+void hx_kv_spill_free(hx_ctx *c);
+/* hx_kv_reserve with a spill: makes the pages of positions [n_past, n_pos)
+ * resident, spilling the oldest resident pages before them (and reading
+ * back a spilled page that holds positions below n_past). HX_ERR_FULL when
+ * a spill cannot be written (the cache then stays as it was); HX_ERR_IO
+ * when a page read back is damaged (n_past then drops to its start). */
+int hx_kv_spill_reserve(hx_ctx *c, int n_pos);
+/* The first page found damaged by an attention read since the last call
+ * (or -1), cleared. */
+int hx_kv_spill_damaged(hx_ctx *c);
+/* Copies slice s of page p (resident or spilled, checked) into buf
+ * (HX_KV_PAGE rows): 0, or -1 when a spilled page is damaged or unread. */
+int hx_kv_page_slice(const hx_ctx *c, int p, int s, char *buf);
+/* Bytes a spill adds to a context's scratch (read buffers, sums). */
+size_t hx_kv_spill_scratch(const hx_hparams *hp, const hx_ctx_params *p,
+                           int n_ctx, int n_threads);
+/* Test hook: called between a spilled page's data and its record header
+ * (a crash there leaves a torn record). NULL in normal runs. */
+extern void (*hx_kv_spill_test_hook)(int page);
+/* Test switch: 1 makes spill files named (locked, removed at the end), as
+ * where the file system has no O_TMPFILE. */
+extern int hx_kv_spill_named;
 
 /* adapter.c */
 /* Adds the attached adapters' scaled B (A x) to y (B, w->rows), the

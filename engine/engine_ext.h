@@ -30,6 +30,19 @@ typedef struct hx_wmat {
     size_t row_bytes;
 } hx_wmat;
 
+/* Pointer to matrix e of an expert tensor. */
+static inline const void *hx_wmat_at(const hx_wmat *w, int64_t e)
+{
+    return (const char *)w->data + (size_t)e * (size_t)w->rows * w->row_bytes;
+}
+/* Row r of matrix e of w (e = 0 for a plain matrix). The trainer reads
+ * frozen weights through these two only, so that a weight cache can
+ * stand behind them. */
+static inline const void *hx_wmat_row(const hx_wmat *w, int64_t e, int64_t r)
+{
+    return (const char *)hx_wmat_at(w, e) + (size_t)r * w->row_bytes;
+}
+
 /* The matrices of a model: the token embedding and output head (the
  * model's, whatever the layer), a layer's attention and dense FFN, and a
  * MoE layer's router and expert tensors (n_mat experts each). */
@@ -52,6 +65,12 @@ enum { HX_NORM_ATTN, HX_NORM_FFN, HX_NORM_Q, HX_NORM_K, HX_NORM_OUTPUT };
 const float *hx_model_norm(const hx_model *m, int il, int kind);
 /* 1 / the model's linear RoPE scaling factor (1: no scaling). */
 float hx_model_rope_freq_scale(const hx_model *m);
+
+/* MoE routing of one token from its router logits p (n_expert, replaced by
+ * the softmax): the n_used best experts into sel (best first) and their
+ * weights into w, renormalised to sum 1 when norm. (engine/moe.c; the trainer routes as inference does) */
+void hx_moe_route(float *p, int n_expert, int n_used, int norm, int32_t *sel,
+                  float *w);
 
 /* ---- byte-level BPE, as the tokenizer reads it (vocab_bpe.c) ---- */
 /* Pre-tokenizers of byte-level BPE vocabularies. */

@@ -1,5 +1,6 @@
 /* kv.c: the paged KV cache: fixed-size pages allocated as the context
- * fills, a cap in bytes, F16 / F32 / 8-bit (Q8_0) rows. */
+ * fills, a cap in bytes (beyond it HX_ERR_FULL, or a spill: kvspill.c),
+ * F16 / F32 / 8-bit (Q8_0) rows. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,12 +62,14 @@ int hx_kv_init(hx_ctx *c, const hx_ctx_params *p, hx_err *err)
         return hx_err_set(err, HX_ERR_RANGE, "a KV cache cap of %zu bytes holds no page "
                           "(%d positions need %zu bytes)", cap, HX_KV_PAGE, c->page_bytes);
     c->pages = hx_calloc((size_t)all, sizeof *c->pages);
-    return c->pages ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    if (!c->pages) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    return p->kv_spill && c->max_pages < all ? hx_kv_spill_new(c, p, err) : HX_OK;
 }
 
 int hx_kv_reserve(hx_ctx *c, int n_pos)
 {
     const int need = (n_pos + HX_KV_PAGE - 1) / HX_KV_PAGE;
+    if (c->spill) return hx_kv_spill_reserve(c, n_pos);
     if (need > c->max_pages)
         return hx_err_set(&c->err, HX_ERR_FULL, "KV cache full: %d positions need "
                           "%d pages of %zu KiB, the cap allows %d (%d positions)",
@@ -77,21 +80,23 @@ int hx_kv_reserve(hx_ctx *c, int n_pos)
         if (!c->pages[c->n_pages])
             return hx_err_set(&c->err, HX_ERR_NOMEM, "out of memory for a KV page "
                               "of %zu bytes", c->page_bytes);
+        c->n_resident++;
     }
     return HX_OK;
 }
 
 void hx_kv_free(hx_ctx *c)
 {
+    hx_kv_spill_free(c);
     for (int i = 0; c->pages && i < c->n_pages; i++) free(c->pages[i]);
     free(c->pages);
     c->pages = NULL;
-    c->n_pages = 0;
+    c->n_pages = c->n_resident = 0;
 }
 
 size_t hx_ctx_kv_bytes(const hx_ctx *c)
 {
-    return (size_t)c->n_pages * c->page_bytes;
+    return (size_t)c->n_resident * c->page_bytes;
 }
 
 /* Size geometry for hx_ctx_memory: bytes per position and per page. */
@@ -118,12 +123,10 @@ void hx_kv_store(hx_ctx *c, int l, int h, int pos, const float *k,
     store_row(c, hx_kv_row(c, 1, l, h, pos), v, d);
 }
 
-const float *hx_kv_rows_f32(const hx_ctx *c, int v, int l, int h, int j0,
-                            int nk, float *buf)
+const float *hx_kv_rows_f32(const hx_ctx *c, const char *r, int nk, float *buf)
 {
     const int d = c->m->hp.head_dim;
-    assert(nk > 0 && j0 / HX_KV_PAGE == (j0 + nk - 1) / HX_KV_PAGE);
-    const char *r = hx_kv_row(c, v, l, h, j0);
+    assert(r && nk > 0 && nk <= HX_KV_PAGE);
     if (c->kv_type == HX_KV_F32) return (const float *)r;
     if (c->kv_type == HX_KV_F16) c->ao->from_f16(buf, (const uint16_t *)r, nk * d);
     else hx_dequantize_row(HX_TYPE_Q8_0, r, buf, (int64_t)nk * d);

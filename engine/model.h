@@ -110,6 +110,17 @@ typedef struct hx_ctx_params {
                          * cache that fills what is left after a KV cache of
                          * n_ctx positions (hx_ctx_mem.streamed); the model
                          * must be a file */
+    int kv_spill;       /* 1: at the cap the oldest pages go to a file in
+                         * kv_spill_dir instead of HX_ERR_FULL, and
+                         * attention reads them back from it (checked), so
+                         * the logits are those of an unbounded cache; the
+                         * cap then bounds the memory, n_ctx the positions.
+                         * The file (mode 0600, never through a link) is
+                         * made at the first spill and removed with the
+                         * context. The cap must hold two pages; n_batch is
+                         * lowered to (pages - 1) * HX_KV_PAGE_POSITIONS so
+                         * that every pass's pages fit in memory. 0: none */
+    const char *kv_spill_dir; /* NULL: $XDG_CACHE_HOME/hearth/spill */
 } hx_ctx_params;
 hx_ctx_params hx_ctx_default_params(void);
 #define HX_KV_PAGE_POSITIONS 64
@@ -121,11 +132,13 @@ typedef struct hx_ctx_mem {
     size_t weights;       /* mapped tensor data (hx_model_size_bytes) */
     size_t kv_per_token;  /* K + V of one position, all layers */
     size_t kv_page;       /* one page */
-    size_t kv_total;      /* what the KV cache may grow to */
+    size_t kv_total;      /* what the KV cache may grow to in memory (with
+                           * kv_spill, the rest of n_ctx goes to disk) */
     size_t scratch;       /* activations, attention scratch, one logits row */
     size_t total;         /* weights + kv_total + scratch */
     int n_ctx;            /* positions, after defaults */
-    int n_ctx_fit;        /* positions the KV cap leaves room for */
+    int n_ctx_fit;        /* positions the KV cap leaves room for (with
+                           * kv_spill: n_ctx) */
     /* A cap (max_bytes) below the weights: they are read from the file as
      * needed into a cache of fixed size; weights = w_resident + w_cache */
     int streamed;
@@ -140,8 +153,21 @@ typedef struct hx_ctx_mem {
  * a message) when max_bytes leaves no room for one KV page. */
 int hx_ctx_memory(const hx_model *m, const hx_ctx_params *p, hx_ctx_mem *out,
                   hx_err *err);
-/* Bytes of KV cache in use (allocated pages). */
+/* Bytes of KV cache in memory (resident pages; spilled ones not). */
 size_t hx_ctx_kv_bytes(const hx_ctx *c);
+/* Where the KV cache's pages are, and the spill's traffic so far. */
+typedef struct hx_kv_stats {
+    int pages;             /* pages holding positions, in memory or spilled */
+    int resident;          /* pages in memory */
+    int spilled;           /* pages in the spill file */
+    uint64_t spill_writes; /* pages written to the spill file */
+    uint64_t page_ins;     /* spilled pages read back whole (to be written
+                            * again after a truncation) */
+    uint64_t slice_reads;  /* K or V rows of one head and page read back by
+                            * attention */
+    uint64_t read_bytes;   /* bytes of those */
+} hx_kv_stats;
+void hx_ctx_kv_stats(const hx_ctx *c, hx_kv_stats *out);
 
 /* ---- prefill in slices: bounded work per call, cancellable ---- */
 typedef struct hx_prefill_params {
@@ -238,7 +264,11 @@ void hx_ctx_free(hx_ctx *c); /* NULL is a no-op */
  * logits_all: keep the logits of every token of this call, else only of the
  * last. Returns HX_OK; HX_ERR_FULL if n_past + n would exceed n_ctx or the
  * KV cache's byte cap (nothing is run); HX_ERR_RANGE for a token id outside the vocabulary; HX_ERR_INVALID
- * for n <= 0. The message is in hx_ctx_errmsg. */
+ * for n <= 0. With kv_spill, after some passes may have run (hx_ctx_n_past
+ * says what is cached): HX_ERR_FULL when a page could not be spilled,
+ * HX_ERR_IO when a spilled page read back was damaged (the positions from
+ * its start are dropped: decode them again). The message is in
+ * hx_ctx_errmsg. */
 int hx_decode(hx_ctx *c, const int32_t *tokens, int n, int logits_all);
 /* Logits (n_vocab floats) of the i-th token of the last hx_decode call, or of
  * its last token when i == -1; NULL if not kept. Valid until the next

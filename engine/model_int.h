@@ -5,12 +5,6 @@
 
 #include "engine/engine_ext.h"
 
-/* Pointer to matrix e of an expert tensor. */
-static inline const void *hx_wmat_at(const hx_wmat *w, int64_t e)
-{
-    return (const char *)w->data + (size_t)e * (size_t)w->rows * w->row_bytes;
-}
-
 typedef struct hx_layer {
     float *attn_norm;          /* (n_embd) */
     hx_wmat wq;                /* (n_head*head_dim, n_embd) */
@@ -40,12 +34,6 @@ struct hx_model {
     size_t weight_bytes;
     int64_t n_params;
 };
-
-/* MoE routing of one token from its router logits p (n_expert, replaced by
- * the softmax): the n_used best experts into sel (best first) and their
- * weights into w, renormalised to sum 1 when norm. (forward.c) */
-void hx_moe_route(float *p, int n_expert, int n_used, int norm, int32_t *sel,
-                  float *w);
 
 /* 1 if the forward pass can multiply by a matrix of this type. */
 int hx_model_type_ok(int type);

@@ -57,7 +57,7 @@ static size_t carve_layer(const hx_trainer *tr, tr_acts *A, size_t N, float *bas
 {
     const hx_hparams *hp = &tr->hp;
     const size_t C = hp->n_embd, Q = (size_t)hp->n_head * hp->head_dim;
-    const size_t K = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff;
+    const size_t K = (size_t)hp->n_head_kv * hp->head_dim, F = tr_ffn_width(hp);
     const size_t H = hp->n_head, Hk = hp->n_head_kv;
     TAKE(A->r1, N); TAKE(A->n1, N * C);
     TAKE(A->qp, N * Q); TAKE(A->rq, N * H); TAKE(A->kp, N * K);
@@ -65,6 +65,12 @@ static size_t carve_layer(const hx_trainer *tr, tr_acts *A, size_t N, float *bas
     TAKE(A->v, N * K); TAKE(A->lse, N * H); TAKE(A->o, N * Q);
     TAKE(A->h, N * C); TAKE(A->r2, N); TAKE(A->n2, N * C);
     TAKE(A->a, N * F); TAKE(A->b, N * F); TAKE(A->s, N * F);
+    if (hp->n_expert) {
+        const size_t E = hp->n_expert, U = hp->n_expert_used;
+        TAKE(A->rp, N * E); TAKE(A->ew, N * U); TAKE(A->ey, N * U * C);
+        if (base) A->sel = (int32_t *)(base + off); /* int32 in float slots */
+        off += N * U;
+    }
     for (int i = 0; i < 7; i++) { /* layers sharing a workspace share this */
         const tr_lin *l = hx_tr_lora_lin(tr, i);
         if (l) TAKE(A->u[i], N * (size_t)l->r);
@@ -81,7 +87,7 @@ static size_t carve_bw(hx_trainer *tr, size_t N, float *base, size_t off)
 {
     const hx_hparams *hp = &tr->hp;
     const size_t C = hp->n_embd, Q = (size_t)hp->n_head * hp->head_dim;
-    const size_t K = (size_t)hp->n_head_kv * hp->head_dim, F = hp->n_ff;
+    const size_t K = (size_t)hp->n_head_kv * hp->head_dim, F = tr_ffn_width(hp);
     size_t big = C > Q ? C : Q;
     big = big > F ? big : F;
     const size_t R = tr->rank > 0 ? (size_t)tr->rank : 1;
@@ -94,6 +100,22 @@ static size_t carve_bw(hx_trainer *tr, size_t N, float *base, size_t off)
         TAKE(tr->bw[i], N * sizes[i]);
     }
     return off;
+}
+
+/* The MoE workspace (tr_moe_ws) for n tokens, from off; the new offset. */
+static size_t carve_moe(hx_trainer *tr, size_t N, float *base, size_t off)
+{
+    const hx_hparams *hp = &tr->hp;
+    const size_t C = hp->n_embd, E = hp->n_expert, U = hp->n_expert_used;
+    tr_moe_ws *w = &tr->moe;
+    TAKE(w->x, N * C); TAKE(w->dx, N * C); TAKE(w->dz, N * E); TAKE(w->dw, N * U);
+    if (base) { /* int32 in float slots */
+        w->ptok = (int32_t *)(base + off);
+        w->pslot = w->ptok + N * U;
+        w->cnt = w->pslot + N * U;
+        w->first = w->cnt + E;
+    }
+    return off + 2 * N * U + 3 * E;
 }
 
 /* Floats of the layout for n tokens; with base, sets every pointer.
@@ -116,6 +138,7 @@ static size_t carve(hx_trainer *tr, int n, int layout, float *base)
     }
     if (layout != TR_FWD) TAKE(tr->xf, N * C);
     else if (base) tr->xf = tr->acts[0].x;
+    if (hp->n_expert) off = carve_moe(tr, N, base, off);
     TAKE(tr->rf, N); TAKE(tr->nf, N * C);
     if (layout == TR_FWD) TAKE(tr->tmp, N * C);
     else off = carve_bw(tr, N, base, off);
@@ -148,6 +171,7 @@ static size_t scratch_floats(const hx_trainer *tr, int T)
     int cols = hp->n_embd;
     if (hp->n_head * hp->head_dim > cols) cols = hp->n_head * hp->head_dim;
     if (hp->n_ff > cols) cols = hp->n_ff;
+    if (hp->n_ff_exp > cols) cols = hp->n_ff_exp;
     const size_t mm = hx_tr_mm_scratch(cols), at = hx_tr_attn_scratch(T, hp->head_dim);
     return mm > at ? mm : at;
 }
@@ -223,14 +247,23 @@ static size_t mm_floats(const hx_trainer *tr, int n, int rows, int layout)
     const int train = layout != TR_FWD;
     for (int i = 0; i < 7; i++) {
         const tr_lin *l = &tr->layers[0].lin[i];
+        if (!l->w.f && !l->w.q) continue; /* a MoE layer's dense FFN */
         pack = max_sz(pack, w_bound(&l->w, n, &d));
         deq = max_sz(deq, d);
         if (train && l->dw) pack = max_sz(pack, pack_bound(l->w.rows, l->w.cols, n));
         if (!(l = hx_tr_lora_lin(tr, i))) continue;
-        const tr_w A = {l->a, NULL, l->r, l->w.cols, 0}, B = {l->b, NULL, l->w.rows, l->r, 0};
+        const tr_w A = {.f = l->a, .rows = l->r, .cols = l->w.cols};
+        const tr_w B = {.f = l->b, .rows = l->w.rows, .cols = l->r};
         pack = max_sz(pack, max_sz(w_bound(&A, n, &d), w_bound(&B, n, &d)));
         if (train) pack = max_sz(pack, max_sz(pack_bound(l->r, l->w.cols, n),
                                               pack_bound(l->w.rows, l->r, n)));
+    }
+    for (int k = 0; tr->hp.n_expert && k < 4; k++) { /* the router, the experts */
+        const hx_wmat *q = k < 3 ? tr->layers[0].exps[k] : NULL;
+        const tr_w w = q ? (tr_w){.q = q, .rows = (int)q->rows, .cols = (int)q->cols}
+                         : tr->layers[0].router;
+        pack = max_sz(pack, w_bound(&w, n, &d));
+        deq = max_sz(deq, d);
     }
     pack = max_sz(pack, w_bound(&tr->head.w, rows, &d));
     deq = max_sz(deq, d);

@@ -233,16 +233,16 @@ static void residual(const hx_trainer *tr, float *dst, const float *src,
 static void swiglu_fwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
 {
     const rows_args *a = ctx;
-    const size_t F = (size_t)tr->hp.n_ff;
+    const size_t F = tr_ffn_width(&tr->hp);
     hx_tr_swiglu_fwd(a->dst + t0 * F, a->src + t0 * F, a->x + t0 * F, (size_t)(t1 - t0) * F);
 }
 
 static void swiglu_bwd_rows(const hx_trainer *tr, const void *ctx, int t0, int t1)
 {
     const rows_args *a = ctx;
-    const size_t F = (size_t)tr->hp.n_ff;
+    const size_t F = tr_ffn_width(&tr->hp);
     hx_tr_swiglu_bwd(a->dx + t0 * F, a->dst + t0 * F, a->dy + t0 * F, a->src + t0 * F,
-                     a->x + t0 * F, (size_t)(t1 - t0) * F);
+                  a->x + t0 * F, (size_t)(t1 - t0) * F);
 }
 
 /* Linear i of layer l on n rows of x into y (keep's sums too while they
@@ -272,11 +272,12 @@ static void layer_fwd(hx_trainer *tr, int l, const hx_batch *b, float *xout,
     lin_fwd(tr, l, L_O, A->o, n, tmp);
     residual(tr, A->h, A->x, tmp, n);
     norm_rows(tr, A->n2, A->r2, A->h, L->ffn_norm, n);
-    lin_fwd(tr, l, L_GATE, A->n2, n, A->a);
-    lin_fwd(tr, l, L_UP, A->n2, n, A->b);
+    if (hp->n_expert) hx_tr_moe_up(tr, l, n);
+    else lin_fwd(tr, l, L_GATE, A->n2, n, A->a), lin_fwd(tr, l, L_UP, A->n2, n, A->b);
     rows_args sw = {A->s, NULL, NULL, NULL, A->a, NULL, A->b, NULL, 1};
     par_rows(tr, n, swiglu_fwd_rows, &sw);
-    lin_fwd(tr, l, L_DOWN, A->s, n, tmp);
+    if (hp->n_expert) hx_tr_moe_down(tr, l, n, tmp);
+    else lin_fwd(tr, l, L_DOWN, A->s, n, tmp);
     residual(tr, xout, A->h, tmp, n);
 }
 
@@ -306,17 +307,22 @@ static void ffn_bwd(hx_trainer *tr, int l, int n, const bw *w)
     const hx_hparams *hp = &tr->hp;
     const tr_acts *A = &tr->acts[l];
     const tr_layer *L = &tr->layers[l];
-    const size_t nf = (size_t)n * hp->n_ff;
+    const size_t nf = (size_t)n * tr_ffn_width(hp);
     float *sc = tr->scratch;
     zero(w->dsw, nf);
-    hx_tr_lin_bwd(tr->tp, &L->lin[L_DOWN], A->s, A->u[L_DOWN], w->dres, n, w->dsw, w->du, sc);
+    if (hp->n_expert) hx_tr_moe_down_bwd(tr, l, n, w->dres, w->dsw);
+    else hx_tr_lin_bwd(tr->tp, &L->lin[L_DOWN], A->s, A->u[L_DOWN], w->dres, n, w->dsw, w->du, sc);
     zero(w->da, nf);
     zero(w->db, nf);
     rows_args sw = {w->db, NULL, w->da, w->dsw, A->a, NULL, A->b, NULL, 1};
     par_rows(tr, n, swiglu_bwd_rows, &sw);
     zero(w->dn, (size_t)n * hp->n_embd);
-    hx_tr_lin_bwd(tr->tp, &L->lin[L_GATE], A->n2, A->u[L_GATE], w->da, n, w->dn, w->du, sc);
-    hx_tr_lin_bwd(tr->tp, &L->lin[L_UP], A->n2, A->u[L_UP], w->db, n, w->dn, w->du, sc);
+    if (hp->n_expert) {
+        hx_tr_moe_up_bwd(tr, l, n, w->da, w->db, w->dn);
+    } else {
+        hx_tr_lin_bwd(tr->tp, &L->lin[L_GATE], A->n2, A->u[L_GATE], w->da, n, w->dn, w->du, sc);
+        hx_tr_lin_bwd(tr->tp, &L->lin[L_UP], A->n2, A->u[L_UP], w->db, n, w->dn, w->du, sc);
+    }
     norm_rows_bwd(tr, w->dres, L->d_ffn_norm, w->dn, A->h, A->r2, L->ffn_norm, n);
 }
 
@@ -356,8 +362,7 @@ static void embed(hx_trainer *tr, const int32_t *tok, int n, float *x)
     for (int t = 0; t < n; t++) {
         float *row = x + (size_t)t * C;
         if (tr->embd.f) memcpy(row, tr->embd.f + (size_t)tok[t] * C, (size_t)C * sizeof(float));
-        else hx_dequantize_row(tr->embd.q->type, (const char *)tr->embd.q->data +
-                               (size_t)tok[t] * tr->embd.q->row_bytes, row, C);
+        else hx_dequantize_row(tr->embd.q->type, hx_wmat_row(tr->embd.q, 0, tok[t]), row, C);
     }
 }
 

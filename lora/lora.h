@@ -40,6 +40,12 @@ typedef struct hx_lora_params {
 } hx_lora_params;
 #define HX_LORA_LATER_HALF INT_MIN /* any other negative is refused */
 hx_lora_params hx_lora_default_params(void);
+/* The targets to train on the base GGUF at path: targets as given, but on
+ * a MoE base (qwen3moe), whose router and experts take no LoRA, the FFN
+ * ones (gate, up, down) become the attention's q, k, v, o; *moved (or
+ * NULL) says whether they did. A file that cannot be read keeps targets
+ * (the trainer then says why). */
+unsigned hx_lora_targets_for(const char *path, unsigned targets, int *moved);
 
 /* ---- trainer: parameters, gradients, optimizer state, activations ----
  * Full mode: every weight is an F32 trainable parameter. LoRA mode: the
@@ -52,9 +58,12 @@ typedef struct hx_trainer hx_trainer;
  * 1. n_threads 0 = online CPUs. */
 int hx_trainer_new_scratch(const hx_train_config *c, uint64_t seed,
                            int n_threads, hx_trainer **out, hx_err *err);
-/* A qwen3 (or llama/qwen2 without biases) dense GGUF model. lora NULL:
- * full training (weights dequantized to F32). Else LoRA over the frozen
- * model, which the trainer keeps mapped. */
+/* A qwen3 (or llama/qwen2 without biases) GGUF model. lora NULL: full
+ * training (weights dequantized to F32). Else LoRA over the frozen model,
+ * which the trainer keeps mapped. A qwen3moe base takes LoRA only, on its
+ * attention (q, k, v, o): the gradient flows through its frozen router
+ * and experts, the top-k choice taken as fixed (HX_ERR_UNSUPPORTED for
+ * full training or FFN targets). */
 int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
                         int n_threads, hx_trainer **out, hx_err *err);
 void hx_trainer_free(hx_trainer *tr); /* NULL is a no-op */

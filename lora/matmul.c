@@ -17,11 +17,10 @@ static const float *rows_of(const tr_w *w, int r0, int n, float *buf)
 {
     if (w->f) return w->f + (size_t)r0 * w->cols;
     const hx_wmat *q = w->q;
-    if (q->type == HX_TYPE_F32)
-        return (const float *)q->data + (size_t)r0 * w->cols;
+    if (q->type == HX_TYPE_F32) return hx_wmat_row(q, w->mat, r0);
     for (int i = 0; i < n; i++)
-        hx_dequantize_row(q->type, (const char *)q->data + (size_t)(r0 + i) * q->row_bytes,
-                          buf + (size_t)i * w->cols, w->cols);
+        hx_dequantize_row(q->type, hx_wmat_row(q, w->mat, r0 + i), buf + (size_t)i * w->cols,
+                          w->cols);
     return buf;
 }
 
@@ -34,7 +33,7 @@ static void axpy(float *y, float a, const float *x, int n)
 static const float *f32_of(const tr_w *w)
 {
     if (w->f) return w->f;
-    return w->q->type == HX_TYPE_F32 ? (const float *)w->q->data : NULL;
+    return w->q->type == HX_TYPE_F32 ? hx_wmat_row(w->q, w->mat, 0) : NULL;
 }
 
 /* F32 products through the packed GEMM (one fixed-order sum per output,
@@ -116,8 +115,7 @@ static void deq_task(void *ctx, int task, int thread)
     const int i1 = (task + 1) * 8 < j->nr ? (task + 1) * 8 : j->nr;
     (void)thread;
     for (int i = task * 8; i < i1; i++)
-        hx_dequantize_row(j->w->q->type,
-                          (const char *)j->w->q->data + (size_t)(j->r0 + i) * j->w->q->row_bytes,
+        hx_dequantize_row(j->w->q->type, hx_wmat_row(j->w->q, j->w->mat, j->r0 + i),
                           j->dst + (size_t)i * j->w->cols, j->w->cols);
 }
 
@@ -245,7 +243,7 @@ void hx_tr_mm_bwd_w(hx_threadpool *tp, float *dw, int rows, int cols,
 
 static tr_w lora_w(const float *f, int rows, int cols)
 {
-    tr_w w = {f, NULL, rows, cols, 0};
+    tr_w w = {.f = f, .rows = rows, .cols = cols};
     return w;
 }
 

@@ -95,10 +95,11 @@ void hx_tr_scratch_release(tr_scratch *s);
 /* Rows of a weight: F32 in memory, or a frozen hx_wmat in its own type. */
 typedef struct tr_w {
     const float *f;    /* rows x cols F32, or NULL */
-    const hx_wmat *q;  /* used when f is NULL */
+    const hx_wmat *q;  /* used when f is NULL (rows read by hx_wmat_row) */
     int rows, cols;
     int bf16;          /* F32 products with it (and its gradient) take
                         * bfloat16 operands (hx_tr_gemm_bf16) where the CPU can */
+    int mat;           /* the matrix of a 3-D q (a MoE expert); 0 */
 } tr_w;
 
 /* y (n, rows) = alpha * x (n, cols) . W^T, or += when acc. */
@@ -181,7 +182,10 @@ typedef struct tr_tensor {
 typedef struct tr_layer {
     const float *attn_norm, *q_norm, *k_norm, *ffn_norm;
     float *d_attn_norm, *d_q_norm, *d_k_norm, *d_ffn_norm; /* or NULL */
-    tr_lin lin[7]; /* q, k, v, o, gate, up, down (HX_LORA_* bit order) */
+    tr_lin lin[7]; /* q, k, v, o, gate, up, down (HX_LORA_* bit order;
+                    * a MoE layer has no gate, up, down: rows 0) */
+    tr_w router;   /* MoE: (n_expert, n_embd), frozen */
+    const hx_wmat *exps[3]; /* MoE: gate, up, down experts, frozen */
 } tr_layer;
 enum { L_Q, L_K, L_V, L_O, L_GATE, L_UP, L_DOWN };
 
@@ -189,9 +193,32 @@ enum { L_Q, L_K, L_V, L_O, L_GATE, L_UP, L_DOWN };
  * layers share: see hx_tr_layout). */
 typedef struct tr_acts {
     float *x, *r1, *n1, *qp, *rq, *kp, *rk, *q, *k, *v, *lse, *o, *h, *r2,
-        *n2, *a, *b, *s;
+        *n2, *a, *b, *s; /* a, b, s: (n, tr_ffn_width); MoE: the (token,
+                          * expert) pairs' rows of n_ff_exp, grouped by
+                          * expert */
     float *u[7]; /* LoRA A x per linear, or NULL */
+    /* MoE: router probabilities (n, n_expert), the chosen experts (n,
+     * n_used; int32 in float slots) and their weights, the pairs' expert
+     * outputs (n * n_used, n_embd) in the pairs' order */
+    float *rp, *ew, *ey;
+    int32_t *sel;
 } tr_acts;
+
+/* FFN activations per token: n_ff, or for a MoE n_used experts' n_ff_exp. */
+static inline size_t tr_ffn_width(const hx_hparams *hp)
+{
+    return hp->n_expert ? (size_t)hp->n_expert_used * (size_t)hp->n_ff_exp : (size_t)hp->n_ff;
+}
+
+/* The MoE FFN's workspace, shared by the layers (actmem.c carves it). */
+typedef struct tr_moe_ws {
+    float *x, *dx;     /* (n, n_embd): one expert's gathered rows, gradients */
+    float *dz, *dw;    /* (n, n_expert), (n, n_used): router logits', weights' gradients */
+    int32_t *ptok;     /* (n * n_used) token of each pair, grouped by expert */
+    int32_t *pslot;    /* (n * n_used) pair of (token, slot) */
+    int32_t *cnt, *first; /* (n_expert) pairs of each expert; (2 n_expert)
+                           * its first, then a copy being filled */
+} tr_moe_ws;
 
 struct hx_trainer {
     hx_hparams hp;
@@ -217,6 +244,7 @@ struct hx_trainer {
     float *xf, *rf, *nf;   /* final residual, its norm */
     float *tmp;            /* (n, C) temporary of the forward */
     float *bw[12];         /* backward temporaries (fwdbwd.c) */
+    tr_moe_ws moe;         /* MoE FFN workspace (carved with the above) */
     float *hg, *hz, *hdg;  /* head chunk: gathered nf rows, their logits
                             * then dz, and d(rows) (training only) */
     int head_chunk;        /* rows per head chunk (hx_tr_head_rows) */
@@ -294,5 +322,23 @@ int hx_tr_keep_grad(hx_trainer *tr);
 void hx_tr_keep_free(hx_trainer *tr);
 /* Appends a step's loss to the history. */
 int hx_tr_push_loss(hx_trainer *tr, float loss);
+
+/* ---- the MoE FFN (moe.c): softmax router, top-k experts, renormalised
+ * weights, SwiGLU experts, all frozen; fwdbwd.c runs the SwiGLU between
+ * the halves ---- */
+/* Router and the experts' gate and up of layer l on its n2 (n rows):
+ * rp, sel, ew, and the pairs' a and b. */
+void hx_tr_moe_up(hx_trainer *tr, int l, int n);
+/* The experts' down of the pairs' s, summed per token by weight into out
+ * (n, n_embd). */
+void hx_tr_moe_down(hx_trainer *tr, int l, int n, float *out);
+/* Backward of hx_tr_moe_down from dout (n, n_embd): ds (the pairs' rows)
+ * +=, and the routing weights' gradient for hx_tr_moe_up_bwd. */
+void hx_tr_moe_down_bwd(hx_trainer *tr, int l, int n, const float *dout, float *ds);
+/* Backward of hx_tr_moe_up: dn2 (n, n_embd) += the gradient through the
+ * experts (from the pairs' da, db) and through the router's weights (the
+ * top-k choice taken as fixed). */
+void hx_tr_moe_up_bwd(hx_trainer *tr, int l, int n, const float *da, const float *db,
+                   float *dn2);
 
 #endif /* HX_TRAIN_INT_H */

@@ -155,10 +155,11 @@ static void wire_full(hx_trainer *tr)
 {
     const hx_hparams *hp = &tr->hp;
     float *g;
-    tr->embd = (tr_w){P(tr, "token_embd.weight", &tr->d_embd), NULL, hp->n_vocab, hp->n_embd, 0};
+    tr->embd = (tr_w){.f = P(tr, "token_embd.weight", &tr->d_embd), .rows = hp->n_vocab,
+                      .cols = hp->n_embd};
     tr->out_norm = P(tr, "output_norm.weight", &tr->d_out_norm);
     const float *o = P(tr, "output.weight", &g);
-    tr->head.w = o ? (tr_w){o, NULL, hp->n_vocab, hp->n_embd, 0} : tr->embd;
+    tr->head.w = o ? (tr_w){.f = o, .rows = hp->n_vocab, .cols = hp->n_embd} : tr->embd;
     tr->head.dw = o ? g : tr->d_embd;
     for (int l = 0; l < hp->n_layer; l++) {
         tr_layer *L = &tr->layers[l];
@@ -169,7 +170,8 @@ static void wire_full(hx_trainer *tr)
         for (int i = 0; i < 7; i++) {
             int in, out;
             lin_shape(hp, i, &in, &out);
-            L->lin[i].w = (tr_w){Pl(tr, l, k_lin_names[i], &L->lin[i].dw), NULL, out, in, 0};
+            L->lin[i].w = (tr_w){.f = Pl(tr, l, k_lin_names[i], &L->lin[i].dw), .rows = out,
+                                 .cols = in};
         }
     }
 }
@@ -181,9 +183,9 @@ static void wire_lora(hx_trainer *tr, const hx_lora_params *lp)
     const hx_hparams *hp = &tr->hp;
     const hx_wmat *embd = hx_model_weight(m, -1, HX_WEIGHT_TOK_EMBD);
     const hx_wmat *head = hx_model_weight(m, -1, HX_WEIGHT_OUTPUT);
-    tr->embd = (tr_w){NULL, embd, hp->n_vocab, hp->n_embd, 0};
+    tr->embd = (tr_w){.q = embd, .rows = hp->n_vocab, .cols = hp->n_embd};
     tr->out_norm = hx_model_norm(m, -1, HX_NORM_OUTPUT);
-    tr->head.w = (tr_w){NULL, head, hp->n_vocab, hp->n_embd, 0};
+    tr->head.w = (tr_w){.q = head, .rows = hp->n_vocab, .cols = hp->n_embd};
     static const int kinds[7] = {HX_WEIGHT_Q, HX_WEIGHT_K, HX_WEIGHT_V, HX_WEIGHT_O,
                                  HX_WEIGHT_FFN_GATE, HX_WEIGHT_FFN_UP, HX_WEIGHT_FFN_DOWN};
     for (int l = 0; l < hp->n_layer; l++) {
@@ -194,9 +196,17 @@ static void wire_lora(hx_trainer *tr, const hx_lora_params *lp)
         L->q_norm = hx_model_norm(m, l, HX_NORM_Q);
         L->k_norm = hx_model_norm(m, l, HX_NORM_K);
         L->ffn_norm = hx_model_norm(m, l, HX_NORM_FFN);
+        if (hp->n_expert) {
+            L->router = (tr_w){.q = hx_model_weight(m, l, HX_WEIGHT_ROUTER),
+                               .rows = hp->n_expert, .cols = hp->n_embd};
+            L->exps[0] = hx_model_weight(m, l, HX_WEIGHT_GATE_EXPS);
+            L->exps[1] = hx_model_weight(m, l, HX_WEIGHT_UP_EXPS);
+            L->exps[2] = hx_model_weight(m, l, HX_WEIGHT_DOWN_EXPS);
+        }
         for (int i = 0; i < 7; i++) {
             tr_lin *li = &L->lin[i];
-            li->w = (tr_w){NULL, w[i], (int)w[i]->rows, (int)w[i]->cols, 0};
+            if (!w[i]->data) continue; /* a MoE layer's dense FFN */
+            li->w = (tr_w){.q = w[i], .rows = (int)w[i]->rows, .cols = (int)w[i]->cols};
             if (!adapted(lp, l, i)) continue;
             char nm[80];
             snprintf(nm, sizeof nm, "blk.%d.%s.weight.lora_a", l, k_lin_names[i]);
@@ -230,7 +240,7 @@ static int check_shape(const hx_hparams *hp, hx_err *err)
 {
     if (hp->n_vocab < 2 || hp->n_embd < 1 || hp->n_layer < 1 || hp->n_head < 1 ||
         hp->n_head_kv < 1 || hp->n_head % hp->n_head_kv || hp->head_dim < 2 ||
-        hp->head_dim % 2 || hp->n_ff < 1 || hp->n_ctx_train < 1)
+        hp->head_dim % 2 || (hp->n_ff < 1 && !hp->n_expert) || hp->n_ctx_train < 1)
         return hx_err_set(err, HX_ERR_INVALID, "train: bad model shape (vocab %d, "
                           "embd %d, layers %d, heads %d/%d of %d, ff %d, ctx %d)",
                           hp->n_vocab, hp->n_embd, hp->n_layer, hp->n_head,
@@ -300,15 +310,48 @@ int hx_trainer_new_scratch(const hx_train_config *c, uint64_t seed,
     return finish(tr, rc, out, err);
 }
 
-static int check_base(const hx_model *m, hx_err *err)
+/* A base the trainer computes as the engine does: qwen3 or qwen3moe
+ * (llama and qwen2 without biases) with NEOX RoPE and no scaling. A MoE
+ * base takes LoRA on its attention only (lora: the targets asked): its
+ * router and experts stay frozen, and full training is not offered. */
+static int check_base(const hx_model *m, const hx_lora_params *lora, hx_err *err)
 {
     const hx_hparams *hp = hx_model_hparams(m);
-    if (hp->n_expert || hp->has_qkv_bias || hp->rope_type != HX_ROPE_NEOX ||
-        hx_model_rope_freq_scale(m) != 1.0f)
+    const unsigned ffn = HX_LORA_GATE | HX_LORA_UP | HX_LORA_DOWN;
+    if (hp->has_qkv_bias || hp->rope_type != HX_ROPE_NEOX || hx_model_rope_freq_scale(m) != 1.0f)
         return hx_err_set(err, HX_ERR_UNSUPPORTED, "train: %s models are not "
-                          "supported (dense qwen3 only: no MoE, no biases, NEOX "
+                          "supported (qwen3 or qwen3moe only: no biases, NEOX "
                           "RoPE, no rope scaling)", hp->arch);
+    if (hp->n_expert && !lora)
+        return hx_err_set(err, HX_ERR_UNSUPPORTED, "train: full training of a MoE model (%s) "
+                          "is not supported; train a LoRA adapter", hp->arch);
+    if (hp->n_expert && (lora->targets & ffn))
+        return hx_err_set(err, HX_ERR_UNSUPPORTED, "train: the experts and the router of a MoE "
+                          "model (%s) take no LoRA; adapt its attention (q, k, v, o)", hp->arch);
+    if (hp->n_expert && (hp->n_ff_exp < 1 || hp->n_expert_used < 1 ||
+                         hp->n_expert_used > hp->n_expert))
+        return hx_err_set(err, HX_ERR_INVALID, "train: bad MoE shape (%d of %d experts of %d)",
+                          hp->n_expert_used, hp->n_expert, hp->n_ff_exp);
     return check_shape(hp, err);
+}
+
+unsigned hx_lora_targets_for(const char *path, unsigned targets, int *moved)
+{
+    const unsigned ffn = HX_LORA_GATE | HX_LORA_UP | HX_LORA_DOWN;
+    hx_gguf *g = NULL;
+    const char *arch = NULL;
+    uint32_t n_expert = 0;
+    char key[96];
+    if (moved) *moved = 0;
+    if (!(targets & ffn) || hx_gguf_open(path, &g, NULL)) return targets;
+    if (!hx_gguf_get_str(g, "general.architecture", &arch)) {
+        snprintf(key, sizeof key, "%s.expert_count", arch);
+        if (hx_gguf_get_u32(g, key, &n_expert)) n_expert = 0;
+    }
+    hx_gguf_close(g);
+    if (!n_expert) return targets;
+    if (moved) *moved = 1;
+    return (targets & ~ffn) | HX_LORA_Q | HX_LORA_K | HX_LORA_V | HX_LORA_O;
 }
 
 /* Full mode from a file: every weight dequantized into params. */
@@ -351,7 +394,7 @@ int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
     hx_model *m = NULL;
     int rc = hx_model_load(path, &mp, &m, err);
     if (rc) return rc;
-    if ((rc = check_base(m, err))) {
+    if ((rc = check_base(m, lora, err))) {
         hx_model_free(m);
         return rc;
     }

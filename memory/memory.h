@@ -15,8 +15,9 @@
  *      (episodes.verdict_at), the episodes_full / training_episodes views
  *   3  the audit trail of tool calls
  *   4  memories' provenance (memories.provenance)
+ *   5  the memories' index of their folded words (memories.norm, hx_fold)
  * Older databases are migrated forward on open; newer ones are refused. */
-#define HX_MEMORY_SCHEMA_VERSION 4
+#define HX_MEMORY_SCHEMA_VERSION 5
 /* PRAGMA application_id of a Hearth memory database ("Hrth"). */
 #define HX_MEMORY_APP_ID 0x48727468
 

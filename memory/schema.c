@@ -99,4 +99,23 @@ static const char v3[] =
  * laundered from a mail before provenance was kept stays caught. */
 static const char v4[] = "ALTER TABLE memories ADD COLUMN provenance INTEGER;";
 
-const char *const hx_mem_migrations[HX_MEMORY_SCHEMA_VERSION] = {v1, v2, v3, v4};
+/* 4 -> 5: the memories' full-text index is of norm, their words folded
+ * (hx_fold: case, accents, "ß" as ss), as every search of Hearth folds;
+ * store.c refolds the norms written before (mem_refold). */
+static const char v5[] =
+    "DROP TRIGGER memories_ai; DROP TRIGGER memories_ad; DROP TRIGGER memories_au;"
+    "DROP TABLE memories_fts;"
+    "CREATE VIRTUAL TABLE memories_fts USING fts5(norm, content='memories',"
+    "  content_rowid='id', tokenize='porter unicode61 remove_diacritics 2');"
+    "CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN"
+    "  INSERT INTO memories_fts(rowid, norm) VALUES (new.id, new.norm); END;"
+    "CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN"
+    "  INSERT INTO memories_fts(memories_fts, rowid, norm)"
+    "  VALUES ('delete', old.id, old.norm); END;"
+    "CREATE TRIGGER memories_au AFTER UPDATE OF norm ON memories BEGIN"
+    "  INSERT INTO memories_fts(memories_fts, rowid, norm)"
+    "  VALUES ('delete', old.id, old.norm);"
+    "  INSERT INTO memories_fts(rowid, norm) VALUES (new.id, new.norm); END;"
+    "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');";
+
+const char *const hx_mem_migrations[HX_MEMORY_SCHEMA_VERSION] = {v1, v2, v3, v4, v5};

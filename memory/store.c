@@ -256,6 +256,28 @@ static int wal_hook(void *user, sqlite3 *db, const char *name, int pages)
     return SQLITE_OK;
 }
 
+/* Makes every memory's norm its text's folded words (hx_mem_normalize) as
+ * schema 5 has them; its trigger updates the index. Rows of an older
+ * schema had their words lower-cased in ASCII only. */
+static int refold(hx_memory *m, hx_err *err)
+{
+    sqlite3_stmt *rd = hx_mem_prepare(m, "SELECT id, text FROM memories", err);
+    sqlite3_stmt *wr = rd ? hx_mem_prepare(m, "UPDATE memories SET norm = ?1 WHERE id = ?2", err) : NULL;
+    int rc = wr ? HX_OK : (err ? err->rc : HX_ERR_INTERNAL);
+    while (rc == HX_OK && sqlite3_step(rd) == SQLITE_ROW) {
+        char *norm = hx_mem_normalize_dup((const char *)sqlite3_column_text(rd, 1));
+        if (!norm) rc = hx_err_set(err, HX_ERR_NOMEM, "memory: out of memory");
+        sqlite3_bind_text(wr, 1, norm ? norm : "", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(wr, 2, sqlite3_column_int64(rd, 0));
+        if (!rc && sqlite3_step(wr) != SQLITE_DONE) rc = hx_mem_sql_err(m, err, "refold");
+        sqlite3_reset(wr);
+        free(norm);
+    }
+    sqlite3_finalize(rd);
+    sqlite3_finalize(wr);
+    return rc;
+}
+
 /* Runs every migration from the stored version up, in one transaction. */
 static int migrate(hx_memory *m, hx_err *err)
 {
@@ -271,6 +293,7 @@ static int migrate(hx_memory *m, hx_err *err)
                             "%s: migration %d -> %d failed: %s", m->path, v,
                             v + 1, sqlite3_errmsg(m->db));
         }
+        if (rc == HX_OK && v == 4) rc = refold(m, err);
     }
     if (rc == HX_OK && ver < HX_MEMORY_SCHEMA_VERSION) {
         char sql[128];

@@ -2,6 +2,7 @@
  * Jaccard overlap for consolidation and the safe FTS5 query builder. */
 #include "memory/memory_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_QUERY_WORDS 32
@@ -58,12 +59,13 @@ int hx_mem_normalize(const char *text, char *buf, size_t n)
     hx_buf b;
     hx_buf_init(&b);
     size_t len;
-    const char *w = text ? text : "";
-    while ((w = hx_mem_next_word(w, &len))) {
+    char *f = hx_fold(text);
+    if (!f) return -INT32_MAX;
+    for (const char *w = f; (w = hx_mem_next_word(w, &len)); w += len) {
         if (b.len) hx_buf_putc(&b, ' ');
-        put_lower(&b, w, len);
-        w += len;
+        hx_buf_append(&b, w, len);
     }
+    free(f);
     return buf_out(&b, buf, n);
 }
 
@@ -137,23 +139,13 @@ double hx_mem_jaccard(const char *a, const char *b)
 }
 
 /* ---- FTS5 query ---- */
-static const char *const stop_words[] = {
-    "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "do",
-    "for", "from", "had", "has", "have", "he", "her", "him", "his", "how",
-    "i", "if", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our",
-    "please", "she", "so", "that", "the", "their", "them", "then", "there",
-    "they", "this", "to", "us", "was", "we", "were", "what", "when", "where",
-    "which", "who", "will", "with", "would", "you", "your",
-};
-
+/* A function word (hx_fold_stop_word's list), in any ASCII case. */
 static int is_stop(const char *w, size_t len)
 {
-    if (len > 6) return 0; /* the longest stop word is 6 bytes */
-    for (size_t i = 0; i < sizeof stop_words / sizeof *stop_words; i++)
-        if (stop_words[i][0] == lower(w[0]) &&
-            strnlen(stop_words[i], 7) == len && ieq(stop_words[i], len, w, len))
-            return 1;
-    return 0;
+    char low[8];
+    if (len >= sizeof low) return 0;
+    for (size_t i = 0; i < len; i++) low[i] = lower(w[i]);
+    return hx_fold_stop_word(low, len);
 }
 
 /* Collects the query words, skipping stop words when keep_stop is 0. */
@@ -176,13 +168,16 @@ int hx_mem_query_words(const char *text, char words[][MEM_WORD_MAX + 1],
                        int max)
 {
     static _Thread_local word_set s;
-    query_words(text, 0, &s);
-    if (!s.n) query_words(text, 1, &s);
+    char *f = hx_fold(text); /* as the memories' norm is (hx_mem_normalize) */
+    if (!f) return 0;
+    query_words(f, 0, &s);
+    if (!s.n) query_words(f, 1, &s);
     int n = s.n < max ? s.n : max;
     for (int i = 0; i < n; i++) {
-        for (size_t j = 0; j < s.len[i]; j++) words[i][j] = lower(s.w[i][j]);
+        memcpy(words[i], s.w[i], s.len[i]);
         words[i][s.len[i]] = '\0';
     }
+    free(f);
     return n;
 }
 

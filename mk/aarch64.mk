@@ -77,17 +77,18 @@ test-aarch64:
 
 # The whole `hearth` for aarch64: every module and cli/main.c cross-built
 # into $(AARCH64)/hearth against the arm64 SQLite, libical (with ICU and
-# Berkeley DB), cJSON and PCRE2 that scripts/arm64-sysroot.sh fetches as
+# Berkeley DB), cJSON, PCRE2 and libmicrohttpd (with GnuTLS and what it
+# links) that scripts/arm64-sysroot.sh fetches as
 # .deb files (apt-get download) and unpacks into $(AARCH64_SYSROOT)
 # (nothing installed: libical-dev:arm64 conflicts with the host's).
 # $(AARCH64)/hearth-qemu runs it under qemu-user (QEMU_CPU picks the CPU)
 # with the cross package's loader and libc and the sysroot's libraries, and
 # seccomp off (qemu-user has none; HEARTH_SANDBOX_DISABLE).
-# tests/cli/hearth_aarch64.sh checks its `info` and a one-shot `ask` in a
-# sample world against the x86-64 build's; `make test` runs it (about 30
-# CPU-s to cross-build the other modules once, 11 under qemu; a 12 MB
-# download once), reported skipped, with the reason, without the tools or
-# the packages.
+# tests/cli/hearth_aarch64.sh checks its `info`, a one-shot `ask` in a
+# sample world and a chat completion from its `serve` against the x86-64
+# build's; `make test` runs it (about 30 CPU-s to cross-build the other
+# modules once, 16 under qemu; a 17 MB download once), reported skipped,
+# with the reason, without the tools or the packages.
 AARCH64_SYSROOT ?= build/aarch64-sysroot
 AARCH64_SYS = $(abspath $(AARCH64_SYSROOT))
 AARCH64_SYSLIB = $(AARCH64_SYS)/usr/lib/aarch64-linux-gnu
@@ -98,7 +99,7 @@ hearth-aarch64:
 	@$(MAKE) --no-print-directory BUILD=$(AARCH64) CC=$(AARCH64_CC) \
 	    AR=aarch64-linux-gnu-ar OPT=-O2 EXTRA_CFLAGS= EXTRA_LDFLAGS= \
 	    PKG_CFLAGS="-isystem $(AARCH64_SYS)/usr/include -isystem $(AARCH64_SYS)/usr/include/cjson" \
-	    PKG_LIBS="-L$(AARCH64_SYSLIB) -Wl,-rpath-link,$(AARCH64_SYSLIB) -lsqlite3 -lical -lcjson -lpcre2-8" \
+	    PKG_LIBS="-L$(AARCH64_SYSLIB) -Wl,-rpath-link,$(AARCH64_SYSLIB) -lsqlite3 -lical -lcjson -lpcre2-8 -lmicrohttpd" \
 	    $(AARCH64)/hearth
 	@printf '\043!/bin/sh\n\043 hearth for aarch64 under qemu-user (QEMU_CPU picks the CPU): the loader and\n\043 libc of the cross package, the arm64 libraries of $(AARCH64_SYSROOT)\nHEARTH_SANDBOX_DISABLE=seccomp$${HEARTH_SANDBOX_DISABLE:+,$$HEARTH_SANDBOX_DISABLE}\nexport HEARTH_SANDBOX_DISABLE\nexec qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib:$(AARCH64_SYSLIB) $(abspath $(AARCH64)/hearth) "$$@"\n' \
 	    > $(AARCH64)/hearth-qemu && chmod +x $(AARCH64)/hearth-qemu

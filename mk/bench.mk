@@ -33,6 +33,15 @@ $(BUILD)/bench/ttft: bench/ttft.c bench/turn.h $(ALL_LIBS)
 bench-ttft: $(BUILD)/bench/ttft
 	nice $(BUILD)/bench/ttft $(ARGS)
 
+# Attention over KV history spilled to disk vs all in memory, per token
+# (ARGS="--ctx 8192 --kv q8 --layers 12").
+.PHONY: bench-kvspill
+$(BUILD)/bench/kvspill: bench/kvspill.c $(call libs_for,engine)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
+bench-kvspill: $(BUILD)/bench/kvspill
+	nice $(BUILD)/bench/kvspill $(ARGS)
+
 # Mail benchmark: mail.search over 10,000 generated messages.
 $(BUILD)/bench/mail: bench/mail.c $(call libs_for,tools)
 	@mkdir -p $(@D)
@@ -252,3 +261,16 @@ $(BUILD)/bench/tiers: bench/tiers.c bench/turn.h $(ALL_LIBS)
 bench-tiers: $(BUILD)/bench/tiers $(BUILD)/hearth
 	$(BUILD)/hearth datagen --tasks --split heldout --n 300 --seed 2001 -o $(BUILD)/tiers-tasks.jsonl
 	$(BUILD)/bench/tiers $(BUILD)/tiers-tasks.jsonl
+# hearth serve (bench/serve_load.c): a thousand loopback connections (a
+# fifth bad clients) for SECONDS (default 10), conversations streaming
+# together, and what batching conversations into one forward pass could
+# gain, on hearth-tiny and hearth-tiny in Qwen3-0.6B's shape (Q4_0).
+.PHONY: bench-serve
+$(BUILD)/bench/serve-load: bench/serve_load.c tests/serve/load.h tests/serve/serve_test.h \
+    $(call libs_for,serve)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/serve $(LDFLAGS) -o $@ $< $(call libs_for,serve) $(LDLIBS)
+bench-serve: $(BUILD)/bench/serve-load $(BUILD)/hearth $(BUILD)/models/hearth-tiny-0.6b-shape-q4_0.gguf
+	HEARTH_BUILD=$(BUILD) nice $(BUILD)/bench/serve-load --seconds $(or $(SECONDS),10) \
+	    --threads $(or $(THREADS),2) --model models/hearth-tiny.gguf \
+	    --model $(BUILD)/models/hearth-tiny-0.6b-shape-q4_0.gguf

@@ -463,7 +463,14 @@ static int soft_targets(hx_trainer *tr, hx_nightly_data *d, int k, hx_nightly_re
 int hx_nightly_trainer(const hx_nightly_params *p, const char *model, hx_trainer **tr,
                        hx_err *err)
 {
-    return hx_trainer_new_gguf(model ? model : p->model, &p->lora, p->n_threads, tr, err);
+    const char *path = model ? model : p->model;
+    hx_lora_params lp = p->lora;
+    int moved = 0;
+    lp.targets = hx_lora_targets_for(path, lp.targets, &moved);
+    if (moved && p->log)
+        fprintf(p->log, "nightly: %s is a MoE model, whose experts take no adapter: "
+                "adapting its attention (q, k, v, o) instead of the FFN\n", path);
+    return hx_trainer_new_gguf(path, &lp, p->n_threads, tr, err);
 }
 
 /* new_only: the user's training episodes keep the targets the base gets

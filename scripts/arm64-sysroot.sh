@@ -1,6 +1,7 @@
 #!/bin/sh
 # arm64-sysroot.sh DIR: the arm64 libraries the whole `hearth` links (SQLite,
-# libical with ICU and Berkeley DB, cJSON, PCRE2), headers and shared objects,
+# libical with ICU and Berkeley DB, cJSON, PCRE2, libmicrohttpd with GnuTLS
+# and what GnuTLS links), headers and shared objects,
 # fetched as Debian .deb files with `apt-get download PKG:arm64` and unpacked
 # with `dpkg-deb -x` into DIR (default build/aarch64-sysroot). Nothing is
 # installed: libical-dev:arm64 cannot be installed next to the host's. glibc,
@@ -10,7 +11,9 @@
 set -e
 dest=${1:-build/aarch64-sysroot}
 pkgs="libsqlite3-dev libsqlite3-0 libical-dev libical3 libicu72 libdb5.3
-libcjson-dev libcjson1 libpcre2-dev libpcre2-8-0"
+libcjson-dev libcjson1 libpcre2-dev libpcre2-8-0 libmicrohttpd-dev libmicrohttpd12
+libgnutls30 libp11-kit0 libidn2-0 libunistring2 libtasn1-6 libnettle8 libhogweed6 libgmp10
+libffi8"
 stamp="$dest/.complete"
 want=$(echo $pkgs)
 [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && exit 0
@@ -41,7 +44,7 @@ if ! (cd "$tmp/debs" && apt-get download -q $args) >"$tmp/log" 2>&1; then
 fi
 for d in "$tmp"/debs/*.deb; do dpkg-deb -x "$d" "$tmp/root"; done
 lib="$tmp/root/usr/lib/aarch64-linux-gnu"
-for so in libsqlite3.so libical.so libcjson.so libpcre2-8.so; do
+for so in libsqlite3.so libical.so libcjson.so libpcre2-8.so libmicrohttpd.so; do
     [ -e "$lib/$so" ] || { echo "arm64-sysroot: $so missing from the packages" >&2; exit 1; }
 done
 rm -rf "$tmp/root/usr/share/doc" "$tmp/root/usr/share/man"

@@ -1,9 +1,11 @@
 #!/bin/sh
-# deps.sh [--check] [aarch64]: the Debian packages Hearth builds against.
-# `make deps` (which `make demo` and `make test` run first): the packages
-# README.md names. `make deps-aarch64` (an opt-in): the cross compiler,
-# qemu-user and the arm64 PCRE2 of the phone tests; it adds dpkg's arm64
-# architecture. Only what is missing is installed, with apt-get install
+# deps.sh [--check] [aarch64|browser]: the Debian packages Hearth builds
+# against. `make deps` (which `make demo` and `make test` run first): the
+# packages README.md names. `make deps-aarch64` (an opt-in): the cross
+# compiler, qemu-user and the arm64 PCRE2 of the phone tests; it adds
+# dpkg's arm64 architecture. `make deps-browser` (an opt-in): Debian's
+# chromium for the page's test, and Node.js with npm for the client tests
+# when no node and npm are on the PATH (a Node.js from elsewhere is kept). Only what is missing is installed, with apt-get install
 # --no-upgrade --no-install-recommends (nothing already there is upgraded
 # by name), apt's output in build/deps.log (HEARTH_DEPS_LOG); nothing is
 # printed or run when everything is there. --check only looks: it prints
@@ -11,12 +13,16 @@
 set -e
 check=0
 if [ "${1:-}" = --check ]; then check=1; shift; fi
-pkgs="libsqlite3-dev libical-dev libcjson-dev libpcre2-dev pkg-config"
+pkgs="libsqlite3-dev libical-dev libcjson-dev libpcre2-dev libmicrohttpd-dev pkg-config"
 target=deps
 if [ "${1:-}" = aarch64 ]; then
     pkgs="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libpcre2-dev:arm64"
     target=deps-aarch64
-elif pkg-config --exists sqlite3 libical libcjson libpcre2-8 2>/dev/null; then
+elif [ "${1:-}" = browser ]; then
+    pkgs="chromium"
+    command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm"
+    target=deps-browser
+elif pkg-config --exists sqlite3 libical libcjson libpcre2-8 libmicrohttpd 2>/dev/null; then
     exit 0 # the libraries are there (from these packages or built by hand)
 fi
 missing=""

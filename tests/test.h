@@ -136,6 +136,17 @@ __attribute__((unused)) static double test_nmse(const float *ref,
     return den > 0 ? num / den : num;
 }
 
+/* dir/name in one of four rotating static buffers: a test's temporary
+ * paths, a few in use at a time. */
+__attribute__((unused)) static const char *test_path_in(const char *dir, const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
 /* Path of a file under the shared data directory, or NULL (with the test
  * skipped) if it is absent. Returns a static buffer. */
 __attribute__((unused)) static const char *test_shared_file(const char *rel)

@@ -154,6 +154,32 @@ int hx_cal_free_busy(hx_tools *reg, void *user, const cJSON *args, cJSON **resul
     return HX_OK;
 }
 
+/* ---- conflicts of a new or moved event ---- */
+
+cJSON *hx_cal_conflicts(hx_tools *reg, hx_cal *c, int64_t start, int64_t end, const char *skip_uid)
+{
+    hx_cal_occ *occ = NULL;
+    int64_t known;
+    int n = 0;
+    hx_err e;
+    if (hx_cal_occurrences(c, start, end, &occ, &n, &known, &e)) return NULL;
+    cJSON *arr = NULL;
+    for (int i = 0; i < n; i++) {
+        const hx_cal_occ *o = &occ[i];
+        const char *uid = icalcomponent_get_uid(o->ev), *title = icalcomponent_get_summary(o->ev);
+        if (!hx_cal_occ_busy(o) || user_declined(c, o) || (skip_uid && uid && !strcmp(uid, skip_uid)))
+            continue;
+        if (!arr) arr = cJSON_CreateArray();
+        cJSON *j = hx_cal_range_json(c, o->start, o->end);
+        cJSON_AddStringToObject(j, "title", title ? title : "");
+        cJSON_AddStringToObject(j, "uid", uid ? uid : "");
+        cJSON_AddItemToArray(arr, j);
+        hx_cal_note_author(reg, c, o->ev);
+    }
+    free(occ);
+    return arr;
+}
+
 /* ---- find_slots ---- */
 
 typedef struct slot_query {

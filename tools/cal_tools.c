@@ -78,18 +78,34 @@ void hx_cal_note_author(hx_tools *reg, const hx_cal *c, icalcomponent *ev)
 
 /* ---- calendar.list_events ---- */
 
-static int has_text(const char *hay, const char *needle)
+/* Whether the names a and b are the same, folded. */
+static int same_name(const char *a, const char *b)
 {
-    return hay && strcasestr(hay, needle);
+    char *fa = hx_fold(a), *fb = hx_fold(b);
+    int same = fa && fb && !strcmp(fa, fb);
+    free(fa);
+    free(fb);
+    return same;
 }
 
-static int occ_matches(const hx_cal_occ *o, const char *cal, const char *query)
+/* Whether o is in the calendar cal (NULL: any) and has every term of
+ * the query in its title, location or description, all folded (hx_fold):
+ * "lyon sync" finds "Sync (Lyon)", "fundacion" finds "Fundación". */
+static int occ_matches(const hx_cal_occ *o, const char *cal, const hx_buf *terms)
 {
-    if (cal && strcmp(o->file->calendar, cal)) return 0;
-    if (!query || !*query) return 1;
-    return has_text(icalcomponent_get_summary(o->ev), query) ||
-           has_text(icalcomponent_get_location(o->ev), query) ||
-           has_text(icalcomponent_get_description(o->ev), query);
+    if (cal && !same_name(o->file->calendar, cal)) return 0;
+    if (!terms->len) return 1;
+    const char *parts[] = {icalcomponent_get_summary(o->ev), icalcomponent_get_location(o->ev),
+                           icalcomponent_get_description(o->ev)};
+    hx_buf f;
+    hx_buf_init(&f);
+    for (int i = 0; i < 3; i++) {
+        if (parts[i]) hx_fold_append(&f, parts[i], strlen(parts[i]));
+        hx_buf_putc(&f, '\n');
+    }
+    int ok = hx_fold_has_terms(f.data, terms);
+    hx_buf_free(&f);
+    return ok;
 }
 
 static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **result,
@@ -107,12 +123,15 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
         return rc;
     }
     int limit = hx_arg_int(args, "limit", 100), shown = 0, total = 0;
-    const char *cal = hx_arg_str(args, "calendar"), *q = hx_arg_str(args, "query");
+    const char *cal = hx_arg_str(args, "calendar");
+    hx_buf terms;
+    hx_buf_init(&terms);
+    if (hx_arg_str(args, "query")) hx_fold_words(hx_arg_str(args, "query"), 1, &terms);
     cJSON *res = cJSON_CreateObject();
     cJSON_AddItemToObject(res, "range", hx_cal_range_json(c, from, to));
     cJSON *evs = cJSON_AddArrayToObject(res, "events");
     for (int i = 0; i < n; i++) {
-        if (!occ_matches(&occ[i], cal, q)) continue;
+        if (!occ_matches(&occ[i], cal, &terms)) continue;
         total++;
         if (shown == limit) continue;
         cJSON_AddItemToArray(evs, hx_cal_occ_json(c, &occ[i]));
@@ -123,6 +142,7 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
     if (total > shown || complete_to < to) cJSON_AddBoolToObject(res, "truncated", 1);
     if (complete_to < to) cJSON_AddItemToObject(res, "more", hx_cal_cut_json(c, complete_to, "events"));
     hx_cal_add_problems(reg, c, res);
+    hx_buf_free(&terms);
     free(occ);
     hx_cal_free(c);
     *result = res;
@@ -203,6 +223,37 @@ static void edit_from_args(const cJSON *args, hx_cal_edit *e)
     e->reminder_min = rem < 0 ? (rem == HX_CAL_KEEP_ALARM ? rem : HX_CAL_NO_ALARM) : rem;
 }
 
+/* The refusal of only_if_free: what the new time overlaps. */
+static int busy_refusal(const cJSON *conflicts, hx_err *err)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    const cJSON *o;
+    cJSON_ArrayForEach(o, conflicts)
+    hx_buf_printf(&b, "%s'%s' (%s to %s)", b.len ? ", " : "",
+                  cJSON_GetStringValue(cJSON_GetObjectItem(o, "title")),
+                  cJSON_GetStringValue(cJSON_GetObjectItem(o, "start")),
+                  cJSON_GetStringValue(cJSON_GetObjectItem(o, "end")));
+    int rc = hx_err_set(err, HX_ERR_STATE,
+                        "not created, as only_if_free asks: the time overlaps %s; "
+                        "calendar.find_slots finds a free time",
+                        b.data ? b.data : "a busy event");
+    hx_buf_free(&b);
+    return rc;
+}
+
+/* Adds the busy events the event's time overlaps (taken over) to its
+ * result: the user asked for this time, so it is written, and told. */
+static void add_conflicts(cJSON *res, cJSON *conflicts)
+{
+    if (!conflicts) return;
+    char note[96];
+    snprintf(note, sizeof note, "the time overlaps %d busy event%s of the user's",
+             cJSON_GetArraySize(conflicts), cJSON_GetArraySize(conflicts) == 1 ? "" : "s");
+    cJSON_AddStringToObject(res, "note", note);
+    cJSON_AddItemToObject(res, "conflicts", conflicts);
+}
+
 static cJSON *write_result(hx_tools *reg, hx_cal *c, hx_cal_file *f, icalcomponent *ev,
                            const char *key, const char *mail)
 {
@@ -228,9 +279,15 @@ static int create_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     icalcomponent *root = NULL;
     hx_cal_file *f = NULL;
     char uid[64], mail[256] = "";
+    cJSON *conflicts = NULL;
     int rc = hx_cal_tool_open(reg, &c, err);
     if (rc) return rc;
     if ((rc = event_times(reg, c, args, NULL, &t, err))) goto out;
+    if (!t.all_day) conflicts = hx_cal_conflicts(reg, c, t.start, t.end, NULL);
+    if (conflicts && hx_arg_bool(args, "only_if_free", 0)) {
+        rc = busy_refusal(conflicts, err);
+        goto out;
+    }
     edit_from_args(args, &e);
     e.has_times = 1, e.start = t.start, e.end = t.end, e.all_day = t.all_day;
     hx_cal_new_uid(c, uid, sizeof uid);
@@ -247,8 +304,13 @@ static int create_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     rc = hx_cal_itip_queue(c, f, ev, "REQUEST", mail, sizeof mail, err);
     if (rc) hx_err_set(err, rc, "the event was saved in %s but the invitation was not queued: %s",
                        f->path, err->msg);
-    else *result = write_result(reg, c, f, ev, "created", mail);
+    else {
+        *result = write_result(reg, c, f, ev, "created", mail);
+        add_conflicts(*result, conflicts);
+        conflicts = NULL;
+    }
 out:
+    cJSON_Delete(conflicts);
     if (root) icalcomponent_free(root);
     hx_cal_free(c);
     return rc;
@@ -341,6 +403,7 @@ static int update_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     hx_cal_edit e;
     ev_times old, t;
     char mail[256] = "";
+    cJSON *conflicts = NULL;
     int rc = hx_cal_tool_open(reg, &c, err);
     if (rc) return rc;
     if ((rc = find_event(reg, c, args, &f, &ev, err)) || (rc = check_organizer(c, ev, err))) goto out;
@@ -354,6 +417,8 @@ static int update_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
                   cJSON_GetObjectItemCaseSensitive(args, "duration_minutes") ||
                   cJSON_GetObjectItemCaseSensitive(args, "all_day");
     if (e.has_times && (rc = event_times(reg, c, args, &old, &t, err))) goto out;
+    if (e.has_times && !t.all_day)
+        conflicts = hx_cal_conflicts(reg, c, t.start, t.end, icalcomponent_get_uid(ev));
     e.start = t.start, e.end = t.end, e.all_day = t.all_day;
     e.bump_sequence = 1;
     int invited = has_attendees(ev);
@@ -363,8 +428,13 @@ static int update_event(hx_tools *reg, void *user, const cJSON *args, cJSON **re
     if (has_attendees(ev)) rc = hx_cal_itip_queue(c, f, ev, "REQUEST", mail, sizeof mail, err);
     if (rc == HX_OK && before) rc = cancel_removed(c, f, before, ev, err);
     if (rc) hx_err_set(err, rc, "the change was saved but the update was not queued: %s", err->msg);
-    else *result = write_result(reg, c, f, ev, "updated", mail);
+    else {
+        *result = write_result(reg, c, f, ev, "updated", mail);
+        add_conflicts(*result, conflicts);
+        conflicts = NULL;
+    }
 out:
+    cJSON_Delete(conflicts);
     if (before) icalcomponent_free(before);
     hx_cal_free(c);
     return rc;
@@ -451,8 +521,10 @@ static const hx_tool_def cal_tools[] = {
      HX_EFFECT_READ, hx_cal_find_slots, NULL, HX_TOOL_BUILTIN},
     {HX_TOOL_API_VERSION, "calendar.create_event",
      "Create an event in the user's calendar; with attendees, an invitation is queued in "
-     "the outbox. Default length one hour.",
-     "{\"type\":\"object\",\"properties\":{" EVENT_PROPS "},"
+     "the outbox. Default length one hour. The result lists busy events the time overlaps.",
+     "{\"type\":\"object\",\"properties\":{" EVENT_PROPS ","
+     "\"only_if_free\":{\"type\":\"boolean\",\"description\":\"create it only if the time "
+     "overlaps no busy event\"}},"
      "\"required\":[\"title\",\"start\"],\"additionalProperties\":false}",
      HX_EFFECT_SEND, create_event, NULL, HX_TOOL_BUILTIN},
     {HX_TOOL_API_VERSION, "calendar.update_event",

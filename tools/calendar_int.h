@@ -172,6 +172,11 @@ int hx_cal_free_busy(hx_tools *reg, void *user, const cJSON *args, cJSON **resul
                      hx_err *err);
 int hx_cal_find_slots(hx_tools *reg, void *user, const cJSON *args, cJSON **result,
                       hx_err *err);
+/* The busy events of the user (not cancelled, transparent or declined)
+ * overlapping [start, end), but the one with uid skip_uid (may be NULL):
+ * [{"start", "end", "title", "uid"}], or NULL when there is none (or no
+ * memory). A title by another marks the call untrusted. */
+cJSON *hx_cal_conflicts(hx_tools *reg, hx_cal *c, int64_t start, int64_t end, const char *skip_uid);
 /* Cancels the one occurrence of ev named by args' "occurrence": an EXDATE
  * on the series and an iTIP CANCEL with its RECURRENCE-ID. */
 int hx_cal_cancel_occurrence(hx_tools *reg, hx_cal *c, hx_cal_file *f, icalcomponent *ev,

@@ -11,6 +11,7 @@
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,21 +65,37 @@ static void add_root_problems(roots *rs, cJSON *o)
     rs->problems = NULL;
 }
 
-/* Opens a path the model gave (absolute, beneath a root, or relative to a
- * root) with flags beneath the root that holds it; its shown path (the
- * root's path joined with the rest) goes into shown. The descriptor, or
- * minus an hx_rc with a clear message for escapes and missing files. */
+/* p less a first component that names the root's own folder, as the
+ * roots are listed ("Documents/Projects" for the root /home/a/Documents
+ * is "Projects"; "Documents" alone is ""), or NULL when p does not start
+ * so. */
+static const char *past_root_name(const hx_root *r, const char *p)
+{
+    const char *base = strrchr(r->path, '/');
+    base = base ? base + 1 : r->path;
+    size_t n = strlen(base);
+    if (!n || strncasecmp(p, base, n) || (p[n] && p[n] != '/')) return NULL;
+    return p + n + (p[n] == '/');
+}
+
+/* Opens a path the model gave (absolute, beneath a root, relative to a
+ * root, or relative to the folder holding a root: "Documents/x") with
+ * flags beneath the root that holds it; its shown path (the root's path
+ * joined with the rest) goes into shown. The descriptor, or minus an
+ * hx_rc with a clear message for escapes and missing files. */
 static int open_user_path(const roots *rs, const char *p, int flags, char *shown,
                           size_t n, hx_err *err)
 {
     int fd = -HX_ERR_NOTFOUND, denied = 0;
     hx_err e = {0};
-    for (int i = 0; i < rs->n; i++) {
-        const char *rel = p[0] == '/' ? hx_root_under(rs->r[i], p) : p;
+    for (int i = 0; i < rs->n * 2; i++) {
+        const hx_root *r = rs->r[i % rs->n];
+        const char *rel = p[0] == '/' ? (i < rs->n ? hx_root_under(r, p) : NULL)
+                          : i < rs->n ? p : past_root_name(r, p);
         if (!rel) continue;
-        fd = hx_root_openat(rs->r[i], rel, flags, &e);
+        fd = hx_root_openat(r, rel, flags, &e);
         if (fd >= 0) {
-            hx_root_join(rs->r[i], rel, shown, n);
+            hx_root_join(r, rel, shown, n);
             return fd;
         }
         if (fd != -HX_ERR_NOTFOUND) {
@@ -254,7 +271,9 @@ static int tool_list(hx_tools *reg, void *user, const cJSON *args,
 /* ---- files.search ---- */
 
 typedef struct search {
-    const char *glob;
+    char *glob;        /* the name as a glob ("*.pdf"), folded; or NULL */
+    hx_buf words;      /* else its words (hx_fold_words), each in the path */
+    size_t root_len;   /* of the shown path of the root being walked */
     pcre2_code *re;
     pcre2_match_data *md;
     size_t max_size;
@@ -294,11 +313,24 @@ static cJSON *grep_file(search *s, int fd, const char *path)
     return hits;
 }
 
+/* Whether the file's name matches: a glob matches the name, folded
+ * ("*übersicht*" finds "Übersicht.md"); words ("hewlett", "berlin
+ * übersicht") must each be in its path beneath the root, folded. */
+static int name_matches(const search *s, const char *path, const char *name)
+{
+    if (!s->glob && !s->words.len) return 1;
+    const char *rel = strlen(path) > s->root_len ? path + s->root_len : name;
+    char *f = hx_fold(s->glob ? name : rel);
+    int ok = f && (s->glob ? !fnmatch(s->glob, f, 0) : hx_fold_has_terms(f, &s->words));
+    free(f);
+    return ok;
+}
+
 /* A regular file named name in the folder dfd (shown as path). */
 static void consider_file(search *s, int dfd, const char *path, const char *name,
                           const struct stat *st)
 {
-    if (s->glob && fnmatch(s->glob, name, FNM_CASEFOLD)) return;
+    if (!name_matches(s, path, name)) return;
     if ((size_t)st->st_size > s->max_size && s->re) return;
     cJSON *hits = NULL;
     if (s->re) {
@@ -373,18 +405,32 @@ static void add_skipped(const search *s, cJSON *o)
         cJSON_AddNumberToObject(o, "special_files_skipped", s->others); /* FIFOs, devices */
 }
 
+/* A name with a glob's characters is a glob; else it is words. */
+static int set_name(search *s, const char *name, hx_err *err)
+{
+    hx_buf_init(&s->words);
+    int ok = !name || (strpbrk(name, "*?[") ? (s->glob = hx_fold(name)) != NULL
+                                            : hx_fold_words(name, 0, &s->words) >= 0);
+    return ok ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+}
+
 static int tool_search(hx_tools *reg, void *user, const cJSON *args,
                        cJSON **result, hx_err *err)
 {
     (void)user;
     roots r;
-    search s = {.glob = hx_arg_str(args, "name"), .limit = (int)arg_num(args, "limit", 50),
+    search s = {.limit = (int)arg_num(args, "limit", 50),
                 .max_size = (size_t)arg_num(args, "max_size", SEARCH_MAX_FILE)};
-    const char *content = hx_arg_str(args, "content");
-    if (!s.glob && !content)
+    const char *content = hx_arg_str(args, "content"), *name = hx_arg_str(args, "name");
+    if (!name && !content)
         return hx_err_set(err, HX_ERR_INVALID, "files.search needs a name pattern or a content regex");
-    int rc = load_roots(reg, &r, err);
-    if (rc) return rc;
+    int rc = set_name(&s, name, err);
+    if (!rc) rc = load_roots(reg, &r, err);
+    if (rc) {
+        free(s.glob);
+        hx_buf_free(&s.words);
+        return rc;
+    }
     if (content) rc = compile_content(&s, content, err);
     char shown[PATH_MAX];
     const char *under = hx_arg_str(args, "path");
@@ -392,13 +438,19 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
     if (fd < 0) rc = -fd;
     cJSON *o = cJSON_CreateObject();
     s.results = cJSON_AddArrayToObject(o, "files");
-    if (!rc && under) walk(&s, fd, shown, 0);
+    if (!rc && under) {
+        s.root_len = strlen(shown);
+        walk(&s, fd, shown, 0);
+    }
     for (int i = 0; !rc && !under && i < r.n; i++) {
         int rfd = hx_root_dir(r.r[i], "", 0, err);
+        s.root_len = strlen(r.r[i]->path);
         if (rfd >= 0) walk(&s, rfd, r.r[i]->path, 0);
     }
     pcre2_match_data_free(s.md);
     pcre2_code_free(s.re);
+    free(s.glob);
+    hx_buf_free(&s.words);
     add_root_problems(&r, o);
     roots_done(&r);
     if (rc) {
@@ -424,7 +476,8 @@ static const char schema_read[] =
     "\"required\":[\"path\"],\"additionalProperties\":false}";
 static const char schema_search[] =
     "{\"type\":\"object\",\"properties\":{"
-    "\"name\":{\"type\":\"string\",\"description\":\"file name glob, e.g. *.pdf\"},"
+    "\"name\":{\"type\":\"string\",\"description\":\"words of the file's name or "
+    "folders, or a glob such as *.pdf\"},"
     "\"content\":{\"type\":\"string\",\"description\":\"regex the text must match\"},"
     "\"path\":{\"type\":\"string\",\"description\":\"folder to search in\"},"
     "\"max_size\":{\"type\":\"integer\",\"minimum\":1},"

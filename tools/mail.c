@@ -19,7 +19,7 @@
 #include "tools/mail_int.h"
 #include "tools/tools_int.h"
 
-#define INDEX_VERSION 2 /* 2: paths beneath the Maildir root */
+#define INDEX_VERSION 3 /* 2: paths beneath the Maildir root; 3: text folded (hx_fold) */
 #define MAX_MAIL_BYTES (50u << 20) /* larger files are indexed by headers only */
 #define SNIPPET_CHARS 160
 #define READ_MAX_CHARS 16000
@@ -40,7 +40,7 @@ static const char *const index_ddl =
     " message_id TEXT, snippet TEXT, n_att INTEGER);"
     "CREATE INDEX IF NOT EXISTS msg_date ON msg(date);"
     "CREATE VIRTUAL TABLE IF NOT EXISTS msg_fts USING fts5("
-    " subject, from_, to_, body, tokenize='unicode61 remove_diacritics 2');"
+    " subject, from_, to_, body, tokenize='hx_fold');"
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);";
 
 static int db_exec(sqlite3 *db, const char *sql, hx_err *err)
@@ -71,6 +71,10 @@ static int index_open(const hx_root *md, mail_index *ix, hx_err *err)
             return hx_err_set(err, HX_ERR_IO, "%s: cannot open mail index", path);
         }
         sqlite3_busy_timeout(ix->db, 5000);
+        if ((rc = hx_fold_sql_register(ix->db, err))) {
+            sqlite3_close(ix->db);
+            return rc;
+        }
         sqlite3_stmt *st = NULL;
         int ver = -1;
         if (sqlite3_prepare_v2(ix->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
@@ -457,38 +461,52 @@ static void iso_time(icaltimezone *z, int64_t t, char *buf, size_t n)
 
 /* ---- mail.search ---- */
 
-/* FTS5 query of quoted terms: user text can never be FTS syntax. */
-static char *fts_query(const char *text)
-{
-    hx_buf b;
-    hx_buf_init(&b);
-    const unsigned char *p = (const unsigned char *)text;
-    while (*p) {
-        while (*p && *p < 0x80 && !isalnum(*p)) p++;
-        if (!*p) break;
-        if (b.len) hx_buf_putc(&b, ' ');
-        hx_buf_putc(&b, '"');
-        while (*p && (*p >= 0x80 || isalnum(*p))) hx_buf_putc(&b, (char)*p++);
-        hx_buf_putc(&b, '"');
-    }
-    if (!b.data) return NULL;
-    return hx_buf_steal(&b, NULL);
-}
-
+/* The query: SQL with ? for each bound text, in order. */
 typedef struct search_q {
     hx_buf sql;
-    const char *binds[8];
+    hx_buf strs;     /* the bound texts, each with its NUL */
     int n_binds;
     int64_t since, until;
+    hx_buf terms;    /* the text's search terms (hx_fold_terms), NUL-ended */
+    hx_buf ignored;  /* its function words left out */
+    int n_terms;
 } search_q;
 
-static void like_filter(search_q *q, const char *col, const char *v, char *pat,
-                        size_t n)
+static void bind_add(search_q *q, const char *s, size_t n)
 {
-    if (!v) return;
-    snprintf(pat, n, "%%%s%%", v);
-    hx_buf_printf(&q->sql, " AND %s LIKE ?", col);
-    q->binds[q->n_binds++] = pat;
+    hx_buf_append(&q->strs, s, n);
+    hx_buf_putc(&q->strs, '\0');
+    q->n_binds++;
+}
+
+/* The i-th term of a NUL-ended list. */
+static const char *nth(const hx_buf *b, int i)
+{
+    size_t at = 0;
+    while (i-- > 0) at += strlen(b->data + at) + 1;
+    return b->data + at;
+}
+
+/* A filter on names or words ("from", "to", "subject"): each of its
+ * words (hx_fold_words) must be in one of the columns, folded, so that
+ * "jurgen weiss" and "Weiß, Jürgen" both find "Jürgen Weiß <jw@x.de>".
+ * Function words are left out of a subject filter only. */
+static void filter_words(search_q *q, const char *const *cols, int n_cols, const char *v,
+                         int drop_stop)
+{
+    hx_buf words;
+    hx_buf_init(&words);
+    int n = hx_fold_words(v, drop_stop, &words);
+    for (int i = 0; i < n && i < 8; i++) {
+        const char *w = nth(&words, i);
+        hx_buf_puts(&q->sql, " AND (0");
+        for (int c = 0; c < n_cols; c++) {
+            hx_buf_printf(&q->sql, " OR instr(hx_fold(%s), ?) > 0", cols[c]);
+            bind_add(q, w, strlen(w));
+        }
+        hx_buf_puts(&q->sql, ")");
+    }
+    hx_buf_free(&words);
 }
 
 /* since/until: ISO 8601 or a time expression ("last week", "yesterday");
@@ -503,16 +521,53 @@ static int time_filter(const hx_tools *reg, const cJSON *args, const char *key,
     return HX_OK;
 }
 
-static int build_search(const hx_tools *reg, const cJSON *args, search_q *q,
-                        char pats[4][512], char **fts, hx_err *err)
+/* The text's terms, each an FTS5 phrase: user text can never be FTS
+ * syntax (a term holds no quote), and the index folds it as it folded
+ * the mail (the "hx_fold" tokenizer). The columns say, for each message,
+ * how many terms and which it has (a bit each), and how well it matches
+ * (bm25, the subject weighing most). */
+static void text_columns(search_q *q, const char *text)
 {
-    hx_buf_init(&q->sql);
-    q->n_binds = 0;
+    q->n_terms = hx_fold_terms(text, &q->terms, &q->ignored);
+    if (q->n_terms <= 0) return;
+    hx_buf_puts(&q->sql, ", (0");
+    for (int i = 0; i < q->n_terms; i++)
+        hx_buf_puts(&q->sql, " + (m.rowid IN (SELECT rowid FROM msg_fts WHERE msg_fts MATCH ?))");
+    hx_buf_puts(&q->sql, ") AS hits, (0");
+    for (int i = 0; i < q->n_terms; i++)
+        hx_buf_printf(&q->sql, " + (m.rowid IN (SELECT rowid FROM msg_fts WHERE msg_fts MATCH ?)) * %d",
+                      1 << i);
+    hx_buf_puts(&q->sql, ") AS mask, t.score");
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < q->n_terms; i++) {
+            const char *t = nth(&q->terms, i);
+            hx_buf_printf(&q->strs, "\"%s\"", t);
+            hx_buf_putc(&q->strs, '\0');
+            q->n_binds++;
+        }
+}
+
+/* Joins the messages with any term, ranked. */
+static void text_join(search_q *q)
+{
+    if (q->n_terms <= 0) return;
+    hx_buf_puts(&q->sql, " JOIN (SELECT rowid, bm25(msg_fts, 4.0, 2.0, 1.0, 1.0) AS score"
+                         " FROM msg_fts WHERE msg_fts MATCH ?) t ON t.rowid = m.rowid");
+    for (int i = 0; i < q->n_terms; i++)
+        hx_buf_printf(&q->strs, "%s\"%s\"", i ? " OR " : "", nth(&q->terms, i));
+    hx_buf_putc(&q->strs, '\0');
+    q->n_binds++;
+}
+
+static int build_search(const hx_tools *reg, const cJSON *args, search_q *q, hx_err *err)
+{
     int regex = hx_arg_str(args, "regex") != NULL;
     hx_buf_printf(&q->sql, "SELECT m.rowid,m.id,m.date,m.from_,m.subject,m.snippet,"
-                           "m.seen,m.folder,m.n_att%s FROM msg m%s WHERE 1",
-                  regex ? ",f.body" : "",
-                  regex ? " JOIN msg_fts f ON f.rowid = m.rowid" : "");
+                           "m.seen,m.folder,m.n_att,%s", regex ? "b.body" : "NULL");
+    if (hx_arg_str(args, "text")) text_columns(q, hx_arg_str(args, "text"));
+    hx_buf_printf(&q->sql, " FROM msg m%s", regex ? " JOIN msg_fts b ON b.rowid = m.rowid" : "");
+    text_join(q);
+    hx_buf_puts(&q->sql, " WHERE 1");
     int rc = HX_OK;
     if (hx_arg_str(args, "since") && !(rc = time_filter(reg, args, "since", 0, &q->since, err)))
         hx_buf_printf(&q->sql, " AND m.date >= %lld", (long long)q->since);
@@ -520,27 +575,21 @@ static int build_search(const hx_tools *reg, const cJSON *args, search_q *q,
         !(rc = time_filter(reg, args, "until", 1, &q->until, err)))
         hx_buf_printf(&q->sql, " AND m.date < %lld", (long long)q->until);
     if (rc) return rc;
-    like_filter(q, "m.from_", hx_arg_str(args, "from"), pats[0], sizeof pats[0]);
-    if (hx_arg_str(args, "to")) {
-        snprintf(pats[1], sizeof pats[1], "%%%s%%", hx_arg_str(args, "to"));
-        hx_buf_puts(&q->sql, " AND (m.to_ LIKE ? OR m.cc LIKE ?)");
-        q->binds[q->n_binds++] = pats[1];
-        q->binds[q->n_binds++] = pats[1];
-    }
-    like_filter(q, "m.subject", hx_arg_str(args, "subject"), pats[2], sizeof pats[2]);
+    static const char *const from[] = {"m.from_"}, *const to[] = {"m.to_", "m.cc"},
+                             *const subject[] = {"m.subject"};
+    if (hx_arg_str(args, "from")) filter_words(q, from, 1, hx_arg_str(args, "from"), 0);
+    if (hx_arg_str(args, "to")) filter_words(q, to, 2, hx_arg_str(args, "to"), 0);
+    if (hx_arg_str(args, "subject")) filter_words(q, subject, 1, hx_arg_str(args, "subject"), 1);
     if (hx_arg_str(args, "folder")) {
-        snprintf(pats[3], sizeof pats[3], "%s", hx_arg_str(args, "folder"));
-        hx_buf_puts(&q->sql, " AND m.folder = ?");
-        q->binds[q->n_binds++] = pats[3];
+        hx_buf_puts(&q->sql, " AND hx_fold(m.folder) = hx_fold(?)");
+        bind_add(q, hx_arg_str(args, "folder"), strlen(hx_arg_str(args, "folder")));
     }
     if (hx_arg_bool(args, "unread", 0)) hx_buf_puts(&q->sql, " AND m.seen = 0");
-    *fts = hx_arg_str(args, "text") ? fts_query(hx_arg_str(args, "text")) : NULL;
-    if (*fts) {
-        hx_buf_puts(&q->sql, " AND m.rowid IN (SELECT rowid FROM msg_fts WHERE msg_fts MATCH ?)");
-        q->binds[q->n_binds++] = *fts;
-    }
-    hx_buf_puts(&q->sql, " ORDER BY m.date DESC, m.id");
-    return q->sql.oom ? hx_err_set(err, HX_ERR_NOMEM, "out of memory") : HX_OK;
+    hx_buf_puts(&q->sql, q->n_terms > 0 ? " ORDER BY hits DESC, t.score, m.date DESC, m.id"
+                                        : " ORDER BY m.date DESC, m.id");
+    return q->sql.oom || q->strs.oom || q->terms.oom || q->ignored.oom
+               ? hx_err_set(err, HX_ERR_NOMEM, "out of memory")
+               : HX_OK;
 }
 
 /* Compiles the regex argument (UTF, caseless, JIT when available). */
@@ -593,25 +642,79 @@ static cJSON *row_json(icaltimezone *z, sqlite3_stmt *row)
     return o;
 }
 
+/* The terms of q whose bits mask has, as a JSON array. */
+static cJSON *terms_json(const hx_buf *terms, int n, int mask)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++)
+        if (mask & (1 << i)) cJSON_AddItemToArray(a, cJSON_CreateString(nth(terms, i)));
+    return a;
+}
+
+/* How the text matched: the words left out, and when no message has them
+ * all, that the result holds those with some, best first. */
+static void add_text_notes(const search_q *q, int best, int total, cJSON *out)
+{
+    char words[512] = "";
+    for (int i = 0; i < q->n_terms; i++)
+        snprintf(words + strlen(words), sizeof words - strlen(words), "%s%s", i ? ", " : "",
+                 nth(&q->terms, i));
+    if (!total)
+        cJSON_AddStringToObject(out, "note", "no message has any of the words");
+    else if (best < q->n_terms) {
+        char note[700];
+        snprintf(note, sizeof note, "no message has all of the words (%s): these have some of "
+                 "them, best match first, each with the words it has", words);
+        cJSON_AddStringToObject(out, "note", note);
+    }
+    int n_ignored = 0;
+    for (size_t i = 0; q->ignored.data && i < q->ignored.len; i += strlen(q->ignored.data + i) + 1)
+        n_ignored++;
+    if (n_ignored) cJSON_AddItemToObject(out, "ignored_words", terms_json(&q->ignored, n_ignored, -1));
+}
+
+/* Runs the query. With text, when some messages have every term the
+ * result is those only; else it is the messages with some of them, best
+ * first, each with the terms it has ("matched"). */
 static int run_search(mail_index *ix, search_q *q, pcre2_code *re, icaltimezone *z, int limit,
                       cJSON *out, hx_err *err)
 {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(ix->db, q->sql.data, -1, &st, NULL) != SQLITE_OK)
         return hx_err_set(err, HX_ERR_INTERNAL, "mail search: %s", sqlite3_errmsg(ix->db));
-    for (int i = 0; i < q->n_binds; i++) bind_text(st, i + 1, q->binds[i]);
+    int k = 1;
+    for (size_t i = 0; q->strs.data && i < q->strs.len; i += strlen(q->strs.data + i) + 1)
+        bind_text(st, k++, q->strs.data + i);
     pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
     cJSON *arr = cJSON_AddArrayToObject(out, "messages");
-    int n = 0, total = 0;
+    int n = 0, total = 0, best = -1;
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (re && !row_matches_regex(re, md, st)) continue;
+        int hits = q->n_terms > 0 ? sqlite3_column_int(st, 10) : 0;
+        if (best < 0) best = hits;
+        if (hits < best && best == q->n_terms) break; /* those with every term only */
         total++;
-        if (n < limit) cJSON_AddItemToArray(arr, row_json(z, st)), n++;
+        if (n == limit) continue;
+        cJSON *o = row_json(z, st);
+        if (best < q->n_terms)
+            cJSON_AddItemToObject(o, "matched",
+                                  terms_json(&q->terms, q->n_terms, sqlite3_column_int(st, 11)));
+        cJSON_AddItemToArray(arr, o);
+        n++;
     }
     cJSON_AddNumberToObject(out, "total", total);
+    if (q->n_terms > 0) add_text_notes(q, best, total, out);
     pcre2_match_data_free(md);
     sqlite3_finalize(st);
     return HX_OK;
+}
+
+static void search_q_free(search_q *q)
+{
+    hx_buf_free(&q->sql);
+    hx_buf_free(&q->strs);
+    hx_buf_free(&q->terms);
+    hx_buf_free(&q->ignored);
 }
 
 static int tool_search(hx_tools *reg, void *user, const cJSON *args,
@@ -619,11 +722,9 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
 {
     (void)user;
     mail_index ix;
-    search_q q;
-    char pats[4][512];
-    char *fts = NULL;
+    search_q q = {0};
     pcre2_code *re = NULL;
-    int rc = build_search(reg, args, &q, pats, &fts, err);
+    int rc = build_search(reg, args, &q, err);
     if (!rc && hx_arg_str(args, "regex") && !(re = compile_regex(hx_arg_str(args, "regex"), err)))
         rc = err->rc;
     double t0 = hx_time_mono();
@@ -639,8 +740,7 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
         else *result = out;
     }
     pcre2_code_free(re);
-    free(fts);
-    hx_buf_free(&q.sql);
+    search_q_free(&q);
     return rc;
 }
 
@@ -941,7 +1041,8 @@ static int tool_reply(hx_tools *reg, void *user, const cJSON *args,
 
 static const char schema_search[] =
     "{\"type\":\"object\",\"properties\":{"
-    "\"text\":{\"type\":\"string\",\"description\":\"words that must all appear\"},"
+    "\"text\":{\"type\":\"string\",\"description\":\"words to look for: the messages with "
+    "all of them, else those with the most, best match first\"},"
     "\"from\":{\"type\":\"string\"},\"to\":{\"type\":\"string\"},"
     "\"subject\":{\"type\":\"string\"},"
     "\"since\":{\"type\":\"string\",\"description\":\"ISO 8601 or words like last week\"},"

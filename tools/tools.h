@@ -219,6 +219,9 @@ int hx_when_parse(const char *expr, int64_t now, const char *tz,
  * buf (n bytes, 32 is enough) is too small. */
 int hx_when_format(int64_t t, const char *tz, int date_only, char *buf,
                    size_t n);
+/* The English name of the weekday of t in tz ("Tuesday"), a static
+ * string; "" for an unknown zone. */
+const char *hx_when_weekday(int64_t t, const char *tz);
 /* UTC offset in seconds of tz at t; 0 for an unknown zone. */
 int hx_when_utc_offset(const char *tz, int64_t t);
 /* True if tz names a time zone hx_when_* knows. */

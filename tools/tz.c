@@ -117,6 +117,14 @@ int hx_when_format(int64_t t, const char *tz, int date_only, char *buf,
     return (int)strlen(buf);
 }
 
+const char *hx_when_weekday(int64_t t, const char *tz)
+{
+    static const char *const names[7] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+                                         "Thursday", "Friday", "Saturday"};
+    icaltimezone *z = hx_tz_find(tz);
+    return z ? names[hx_weekday(hx_tz_local_day(z, t))] : "";
+}
+
 int hx_when_utc_offset(const char *tz, int64_t t)
 {
     icaltimezone *z = hx_tz_find(tz);

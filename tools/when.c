@@ -6,15 +6,34 @@
  * - A day ("today", "Dec 3", "2026-12-03", "Monday") is local midnight to
  *   the next local midnight (23 or 25 hours on DST days); whole_days = 1.
  * - "this week" / "next week" / "last week": Monday 00:00 to the Monday
- *   after (ISO weeks); "this/next weekend": Saturday 00:00 to Monday 00:00;
- *   "this/next month": the 1st to the 1st of the month after.
- * - "Tuesday", "on Tuesday", "this Tuesday": the next Tuesday, today
- *   included. "next Tuesday": the first Tuesday strictly after today.
- *   "last Tuesday": the last one strictly before today.
+ *   after (ISO weeks); "this/next weekend", "the weekend", "weekend":
+ *   Saturday 00:00 to Monday 00:00 (on a Sunday, the weekend under way);
+ *   "this/next/last month|year": the 1st to the 1st after; "March",
+ *   "in March", "March 2027": that month, without a year the nearest one
+ *   (the current month included; "next March" is the first after this
+ *   month, "last March" the last before it).
+ * - "Tuesday", "on Tuesday", "this Tuesday", "this coming Tuesday": the
+ *   next Tuesday, today included; "next Tuesday": the first Tuesday
+ *   strictly after today; "last Tuesday", "this past Tuesday", "previous
+ *   Tuesday": the last one strictly before today; "Tuesday next week",
+ *   "Tuesday of last week": that week's. "the 24th", "on the 3rd": the
+ *   next day of that number, today included. After "since" ("since
+ *   Monday", "since the 24th") both are the last one, today included.
+ * - A weekday with a date ("Tuesday, Dec 8") must be the date's weekday.
+ * - "next 7 days", "the next 2 weeks", "next 3 months": that many whole
+ *   days from today on, today counted; "past 7 days", "last 2 weeks",
+ *   "the past week": that many up to today, today counted; "next 2
+ *   hours" / "past 30 minutes": from now on, or up to now.
+ * - "3 days ago", "a week ago": that day; "2 hours ago": that moment.
+ * - "March 16-18", "Dec 3 to 5", "16-18 March", "between March 16 and
+ *   18": the whole days, both ends included; a number after the
+ *   connector that is no clock time ("Dec 3 2-4pm" is) is a day.
  * - Parts of a day: morning 08:00-12:00, afternoon 12:00-17:00, evening
  *   17:00-21:00, night and "tonight" 18:00-24:00, lunch 12:00-14:00; points:
  *   noon/midday 12:00, midnight 24:00 (the end of that day), "end of day"
- *   (eod, close of business) 17:00, "end of week" Friday 17:00.
+ *   (eod, close of business) 17:00, "end of [next] week" Friday 17:00.
+ *   "end of the month|year", "end of next month": its last day;
+ *   "start|beginning of next month|week|year": its first day.
  * - A time without a day ("at 3pm") is today, even if already past.
  *   "Dec 3" without a year is the nearest Dec 3, before or after today
  *   (on Dec 1, "Nov 27" is four days ago: "what did Bob send on Nov 27"),
@@ -25,7 +44,8 @@
  *   an hour below 12 is pm.
  * - "in 2 hours" / "in 30 minutes": a point from now; "in 3 days" / "in 2
  *   weeks": that whole day. "for an hour" after a time makes a range.
- * - "after 3pm": 15:00 to the end of that day; "before noon": 00:00 to 12:00.
+ * - "after 3pm": 15:00 to the end of that day; "before noon": 00:00 to 12:00;
+ *   "until Friday": from now to the end of Friday.
  * - ISO 8601 with Z or an offset is exact; without one it is local time.
  * - Local times in a DST gap or overlap are resolved by libical (a gap time
  *   lands an hour early, an overlap time takes the first, summer, offset).
@@ -65,7 +85,14 @@ typedef struct side {
     int part;        /* index+1 into parts[] */
     int has_stamp;
     int64_t stamp;
+    int64_t stamp_end; /* "next 2 hours": the end of a stamped period, else 0 */
     int64_t dur;     /* "for an hour", seconds */
+    int md_month;    /* the day came from a month and day ("March 16"): its
+                        month 1..12 and year, for "March 16-18" */
+    int md_year;
+    int guessed;     /* the day is the next of its kind ("Monday", "the
+                        24th"): "since" takes the last one instead */
+    int dom;         /* "the 24th": the day of the month */
 } side;
 
 typedef struct parser {
@@ -76,6 +103,7 @@ typedef struct parser {
     int ranged;   /* a connector was seen */
     int between;  /* "between" seen: "and" connects */
     int after, before;
+    int since;    /* "since": a guessed day is the last of its kind */
     int64_t now, today;
     icaltimezone *z;
     const char *expr;
@@ -379,6 +407,31 @@ static int set_day(parser *p, int64_t day, int span)
     return 1;
 }
 
+/* A weekday and a date that must be the same day ("Tuesday, Dec 8"):
+ * 1 when they are, else the error naming the date's weekday. */
+static int same_weekday(parser *p, int64_t date, int64_t weekday_day)
+{
+    if (hx_weekday(date) == hx_weekday(weekday_day)) return 1;
+    char what[96];
+    int y, m, d;
+    hx_civil_from_days(date, &y, &m, &d);
+    snprintf(what, sizeof what, "the weekday (%04d-%02d-%02d is a %c%s)", y, m, d,
+             wdays[hx_weekday(date)][0] - 'a' + 'A', wdays[hx_weekday(date)] + 1);
+    return fail(p, what);
+}
+
+/* A date ("Dec 8", "2026-12-08"): the side's day, or the day a weekday
+ * before it named ("Tuesday, Dec 8"), when it is that weekday. */
+static int set_date(parser *p, int64_t day)
+{
+    side *s = cur(p);
+    if (!s->has_day || !s->by_weekday || s->span) return set_day(p, day, 0);
+    if (same_weekday(p, day, s->day) < 0) return -1;
+    s->day = day;
+    s->by_weekday = s->guessed = 0;
+    return 1;
+}
+
 static int set_time(parser *p, int tmin, int mer, int exact)
 {
     side *s = cur(p);
@@ -399,6 +452,12 @@ static int r_fixed_day(parser *p)
         {"yesterday", -1, 0}, {"tonight", 0, 5},
     };
     const tok *t = at(p, 0);
+    if (is_word(p, 0, "day") && (is_word(p, 1, "after") || is_word(p, 1, "before"))) {
+        int d = is_word(p, 2, "tomorrow") ? 2 : is_word(p, 2, "yesterday") ? -2 : 0;
+        if ((d == 2) != is_word(p, 1, "after") || !d) return 0;
+        p->i += 3; /* "the day after tomorrow", "the day before yesterday" */
+        return set_day(p, p->today + d, 0);
+    }
     for (size_t k = 0; t && t->kind == T_WORD && k < sizeof f / sizeof f[0]; k++)
         if (!strcmp(t->w, f[k].w)) {
             p->i++;
@@ -415,25 +474,105 @@ static int64_t week_start(int64_t day)
     return day - (hx_weekday(day) + 6) % 7;
 }
 
-static int64_t month_start(int64_t day, int add, int *len)
+/* The day n months after day (before, n < 0), its day of the month kept
+ * or made the month's last ("Jan 31" + 1 month is "Feb 28"). */
+static int64_t add_months(int64_t day, int n)
 {
     int y, m, d;
     hx_civil_from_days(day, &y, &m, &d);
-    m += add;
-    while (m > 12) m -= 12, y++;
-    while (m < 1) m += 12, y--;
+    int64_t k = (int64_t)y * 12 + (m - 1) + n;
+    y = (int)(k >= 0 ? k / 12 : (k - 11) / 12);
+    m = (int)(k - (int64_t)y * 12) + 1;
+    if (d > hx_days_in_month(y, m)) d = hx_days_in_month(y, m);
+    return hx_days_from_civil(y, m, d);
+}
+
+static int64_t month_start(int64_t day, int add, int *len)
+{
+    int y, m, d;
+    hx_civil_from_days(add_months(day, add), &y, &m, &d);
     *len = hx_days_in_month(y, m);
     return hx_days_from_civil(y, m, 1);
 }
 
-/* "this|next|last" + weekday / week / weekend / month / part of day. */
+/* The first day of day's year + add, and that year's length in days. */
+static int64_t year_start(int64_t day, int add, int *len)
+{
+    int y, m, d;
+    hx_civil_from_days(day, &y, &m, &d);
+    int64_t a = hx_days_from_civil(y + add, 1, 1);
+    *len = (int)(hx_days_from_civil(y + add + 1, 1, 1) - a);
+    return a;
+}
+
+/* -1 for "last", "past", "previous"; 0 "this"; 1 "next", "coming"; 9 else. */
+static int rel_of(const parser *p, int k)
+{
+    return is_word(p, k, "this") ? 0
+           : is_word(p, k, "next") || is_word(p, k, "coming") ? 1
+           : is_word(p, k, "last") || is_word(p, k, "past") || is_word(p, k, "previous") ? -1
+                                                                                        : 9;
+}
+
+/* Months in a unit word ("month", "years"), 0 if not one. */
+static int unit_months(const tok *t)
+{
+    if (!t || t->kind != T_WORD) return 0;
+    if (!strcmp(t->w, "month") || !strcmp(t->w, "months")) return 1;
+    return !strcmp(t->w, "year") || !strcmp(t->w, "years") ? 12 : 0;
+}
+
+/* "next 7 days", "past 2 weeks", "next 3 hours", "last 6 months": n units
+ * from today on, or up to today, today counted (days and longer: whole
+ * days); hours and minutes from now on, or up to now. */
+static int rel_span(parser *p, int rel, int n, const tok *u, int used)
+{
+    int mons = unit_months(u);
+    int64_t secs = unit_secs(u), day = p->today;
+    if (n < 1 || n > 1000) return fail(p, "the length of the period (1 to 1000)");
+    p->i += used;
+    if (!mons && secs < 86400) {
+        side *s = cur(p);
+        if (s->has_stamp || s->has_time || s->has_day) return fail(p, "two different times");
+        s->has_stamp = 1;
+        s->stamp = rel > 0 ? p->now : p->now - n * secs;
+        s->stamp_end = rel > 0 ? p->now + n * secs : p->now;
+        return 1;
+    }
+    int64_t len = mons ? (rel > 0 ? add_months(day, n * mons) - day
+                                  : day - add_months(day, -n * mons))
+                       : n * secs / 86400;
+    return set_day(p, rel > 0 ? day : day + 1 - len, (int)len);
+}
+
+/* "next March", "last March", "this March": the whole month; next is the
+ * first one after this month, last the last one before it. */
+static int rel_month(parser *p, int rel, int m)
+{
+    int y, cm, d, len;
+    hx_civil_from_days(p->today, &y, &cm, &d);
+    if (rel > 0 && m + 1 <= cm) y++;
+    if (rel < 0 && m + 1 >= cm) y--;
+    int64_t first = hx_days_from_civil(y, m + 1, 1);
+    month_start(first, 0, &len);
+    return set_day(p, first, len);
+}
+
+/* "this|next|last" + weekday / week / weekend / month / year / a month's
+ * name / part of day, or + a number of units ("next 7 days"); "this
+ * past Monday", "this coming Monday". */
 static int r_relative_word(parser *p)
 {
-    int rel = is_word(p, 0, "this") ? 0 : is_word(p, 0, "next") ? 1
-              : is_word(p, 0, "last") ? -1 : 9;
+    int rel = rel_of(p, 0), len, n;
+    if (rel == 0 && rel_of(p, 1) != 9 && rel_of(p, 1) != 0) { /* "this past Friday" */
+        p->i++;
+        rel = rel_of(p, 0);
+    }
     if (rel == 9 || !at(p, 1)) return 0;
     const tok *t = at(p, 1);
-    int wd = word_weekday(t), len;
+    if (rel && (n = word_number(t)) >= 0 && (unit_secs(at(p, 2)) || unit_months(at(p, 2))))
+        return rel_span(p, rel, n, at(p, 2), 3);
+    int wd = word_weekday(t), m = word_month(t), past = is_word(p, 0, "past");
     int64_t today = p->today;
     p->i += 2;
     if (wd >= 0) {
@@ -442,12 +581,19 @@ static int r_relative_word(parser *p)
         if (rel == -1) ahead = ahead ? ahead - 7 : -7;
         return set_day(p, today + ahead, 0);
     }
+    if (m >= 0) return rel_month(p, rel, m);
+    if (past && (!strcmp(t->w, "week") || !strcmp(t->w, "month") || !strcmp(t->w, "year")))
+        return rel_span(p, rel, 1, t, 0); /* "the past week": the 7 days up to today */
     if (!strcmp(t->w, "week"))
         return set_day(p, week_start(today) + 7 * rel, 7);
     if (!strcmp(t->w, "weekend"))
         return set_day(p, week_start(today) + 5 + 7 * rel, 2);
     if (!strcmp(t->w, "month")) {
         int64_t d = month_start(today, rel, &len);
+        return set_day(p, d, len);
+    }
+    if (!strcmp(t->w, "year")) {
+        int64_t d = year_start(today, rel, &len);
         return set_day(p, d, len);
     }
     for (int k = 0; rel == 0 && k < N_PARTS; k++)
@@ -460,21 +606,67 @@ static int r_relative_word(parser *p)
     return -1;
 }
 
+/* "weekend", "the weekend", "over the weekend": this one (Saturday and
+ * Sunday; on a Sunday, the one under way). */
+static int r_weekend(parser *p)
+{
+    if (!is_word(p, 0, "weekend")) return 0;
+    p->i++;
+    return set_day(p, week_start(p->today) + 5, 2);
+}
+
+/* "3 days ago", "a week ago", "2 months ago": that day; "2 hours ago": that
+ * moment. */
+static int r_ago(parser *p)
+{
+    int n = word_number(at(p, 0));
+    const tok *u = at(p, 1);
+    int mons = unit_months(u);
+    int64_t secs = unit_secs(u);
+    if (n < 0 || (!mons && !secs) || !is_word(p, 2, "ago")) return 0;
+    p->i += 3;
+    if (mons) return set_day(p, add_months(p->today, -n * mons), 0);
+    if (secs >= 86400) return set_day(p, p->today - n * (secs / 86400), 0);
+    side *s = cur(p);
+    if (s->has_stamp || s->has_time) return fail(p, "two different times");
+    s->has_stamp = 1;
+    s->stamp = p->now - n * secs;
+    return 1;
+}
+
+/* "Monday", "on Monday": the next Monday, today included; "Monday next
+ * week", "Monday of last week": that week's; after a date ("Dec 8,
+ * Tuesday"), a check that the date is that weekday. */
 static int r_weekday(parser *p)
 {
     int wd = word_weekday(at(p, 0));
     if (wd < 0) return 0;
     p->i++;
-    cur(p)->by_weekday = 1;
-    return set_day(p, p->today + (wd - hx_weekday(p->today) + 7) % 7, 0);
+    int k = is_word(p, 0, "of"), rel = rel_of(p, k);
+    if (rel != 9 && is_word(p, k + 1, "week")) {
+        p->i += k + 2;
+        return set_day(p, week_start(p->today) + 7 * rel + (wd + 6) % 7, 0);
+    }
+    side *s = cur(p);
+    int64_t next = p->today + (wd - hx_weekday(p->today) + 7) % 7;
+    if (s->has_day && !s->by_weekday && !s->span) return same_weekday(p, s->day, next);
+    if (set_day(p, next, 0) < 0) return -1;
+    s->by_weekday = s->guessed = 1;
+    return 1;
 }
 
-/* Skips an ordinal suffix after a number ("3rd"). */
-static void skip_ordinal(parser *p)
+/* 1 if token k is an ordinal suffix ("3rd": "rd"), else 0. */
+static int ordinal_at(const parser *p, int k)
 {
-    if (is_word(p, 0, "st") || is_word(p, 0, "nd") || is_word(p, 0, "rd") ||
-        is_word(p, 0, "th"))
-        p->i++;
+    return is_word(p, k, "st") || is_word(p, k, "nd") || is_word(p, k, "rd") || is_word(p, k, "th");
+}
+
+/* Whether token k, after a number, makes it a clock time ("3:30", "3pm",
+ * "15h", "9 o'clock"). */
+static int clock_after(const parser *p, int k)
+{
+    return is_punct(p, k, ':') || is_punct(p, k, '.') || is_word(p, k, "am") ||
+           is_word(p, k, "pm") || is_word(p, k, "h") || is_word(p, k, "oclock");
 }
 
 /* An optional year after a month day: [","] YYYY. */
@@ -503,18 +695,24 @@ static int64_t nearest_month_day(int64_t today, int m, int d)
     return best;
 }
 
+/* The day m/d of year y (0: the nearest, as above); -1 if none. */
+static int64_t month_day_of(int64_t today, int y, int m, int d)
+{
+    if (!y) return d >= 1 && d <= 31 ? nearest_month_day(today, m, d) : -1;
+    return d >= 1 && d <= hx_days_in_month(y, m) ? hx_days_from_civil(y, m, d) : -1;
+}
+
+/* Sets the side's day to month m (0..11), day d, the year after it if
+ * any; remembers the month for a range's second day ("March 16-18"). */
 static int month_day(parser *p, int m, int d)
 {
-    int y = opt_year(p);
-    int64_t day;
-    if (y) {
-        if (d < 1 || d > hx_days_in_month(y, m + 1))
-            return fail(p, "the day of the month (no such day)");
-        day = hx_days_from_civil(y, m + 1, d);
-    } else if (d < 1 || d > 31 || (day = nearest_month_day(p->today, m + 1, d)) < 0) {
-        return fail(p, "the day of the month (no such day)");
-    }
-    return set_day(p, day, 0);
+    int64_t day = month_day_of(p->today, opt_year(p), m + 1, d);
+    if (day < 0) return fail(p, "the day of the month (no such day)");
+    if (set_date(p, day) < 0) return -1;
+    int y, mm, dd;
+    hx_civil_from_days(day, &y, &mm, &dd);
+    cur(p)->md_month = mm, cur(p)->md_year = y, cur(p)->dom = dd;
+    return 1;
 }
 
 /* "Dec 3", "December 3rd, 2026" */
@@ -523,8 +721,7 @@ static int r_month_first(parser *p)
     int m = word_month(at(p, 0));
     const tok *t = at(p, 1);
     if (m < 0 || !t || t->kind != T_NUM || t->ndig > 2) return 0;
-    p->i += 2;
-    skip_ordinal(p);
+    p->i += 2 + ordinal_at(p, 2);
     return month_day(p, m, t->num);
 }
 
@@ -533,11 +730,7 @@ static int r_day_first(parser *p)
 {
     const tok *t = at(p, 0);
     if (!t || t->kind != T_NUM || t->ndig > 2) return 0;
-    int k = 1;
-    if (at(p, k) && at(p, k)->kind == T_WORD &&
-        (!strcmp(at(p, k)->w, "st") || !strcmp(at(p, k)->w, "nd") ||
-         !strcmp(at(p, k)->w, "rd") || !strcmp(at(p, k)->w, "th")))
-        k++;
+    int k = 1 + ordinal_at(p, 1);
     if (is_word(p, k, "of")) k++;
     int m = word_month(at(p, k));
     if (m < 0) return 0;
@@ -545,12 +738,123 @@ static int r_day_first(parser *p)
     return month_day(p, m, t->num);
 }
 
+/* Whether token k joins the two ends of a range ("-", "to", ...). */
+static int joins(const parser *p, int k)
+{
+    return is_punct(p, k, '-') || is_word(p, k, "to") || is_word(p, k, "through") ||
+           is_word(p, k, "thru") || is_word(p, k, "until") || is_word(p, k, "till") ||
+           (p->between && is_word(p, k, "and"));
+}
+
+/* "16-18 March", "16th to 18th of March 2027": a range of whole days. */
+static int r_days_then_month(parser *p)
+{
+    const tok *a = at(p, 0);
+    if (!a || a->kind != T_NUM || a->ndig > 2 || p->ranged) return 0;
+    int k = 1 + ordinal_at(p, 1);
+    const tok *b = at(p, k + 1);
+    if (!joins(p, k) || !b || b->kind != T_NUM || b->ndig > 2) return 0;
+    int j = k + 2 + ordinal_at(p, k + 2);
+    j += is_word(p, j, "of");
+    int m = word_month(at(p, j));
+    if (m < 0) return 0;
+    p->i += j + 1;
+    int y = opt_year(p);
+    int64_t d0 = month_day_of(p->today, y, m + 1, a->num), d1 = -1;
+    if (d0 >= 0) { /* the second day in the first one's year */
+        int y0, m0, dd;
+        hx_civil_from_days(d0, &y0, &m0, &dd);
+        d1 = month_day_of(p->today, y0, m + 1, b->num);
+    }
+    if (d0 < 0 || d1 < 0) return fail(p, "the day of the month (no such day)");
+    if (set_day(p, d0, 0) < 0) return -1;
+    p->ranged = 1, p->cur = 1;
+    return set_day(p, d1, 0);
+}
+
+/* The second end of "March 16-18", "Dec 3 to 5", "between March 16 and
+ * 18": after the connector, a number that is no clock time is a day of
+ * the first end's month (and year). */
+static int r_range_day(parser *p)
+{
+    const tok *t = at(p, 0);
+    const side *a = &p->s[0], *b = &p->s[1];
+    if (p->cur != 1 || !t || t->kind != T_NUM || t->ndig > 2 || !a->md_month || a->has_time ||
+        a->has_stamp || b->has_day || b->has_time || clock_after(p, 1))
+        return 0;
+    p->i += 1 + ordinal_at(p, 1);
+    int y = opt_year(p); /* "March 16-18, 2027": both ends in 2027 */
+    if (y && y != a->md_year) {
+        int64_t d0 = month_day_of(p->today, y, a->md_month, a->dom);
+        if (d0 < 0) return fail(p, "the day of the month (no such day)");
+        p->s[0].day = d0;
+    }
+    int64_t day = month_day_of(p->today, y ? y : a->md_year, a->md_month, t->num);
+    if (day < 0) return fail(p, "the day of the month (no such day)");
+    return set_day(p, day, 0);
+}
+
+/* The first day with day of the month d from today on (dir 1), or the
+ * last up to today (dir -1); months without it are skipped. */
+static int64_t next_dom(int64_t today, int d, int dir)
+{
+    int y, m, td;
+    hx_civil_from_days(today, &y, &m, &td);
+    for (int k = 0; k < 14; k++) {
+        int64_t first = add_months(hx_days_from_civil(y, m, 1), dir * k);
+        int fy, fm, fd;
+        hx_civil_from_days(first, &fy, &fm, &fd);
+        if (d > hx_days_in_month(fy, fm)) continue;
+        int64_t day = first + d - 1;
+        if (dir > 0 ? day >= today : day <= today) return day;
+    }
+    return today;
+}
+
+/* "the 24th", "24th", "on the 3rd": the next day of that number, today
+ * included (as "Monday" is the next Monday); "since the 24th" the last. */
+static int r_day_alone(parser *p)
+{
+    const tok *t = at(p, 0);
+    if (!t || t->kind != T_NUM || t->ndig > 2) return 0;
+    int ord = ordinal_at(p, 1), the = p->i > 0 && p->t[p->i - 1].kind == T_WORD &&
+                                      !strcmp(p->t[p->i - 1].w, "the");
+    if (!ord && (!the || clock_after(p, 1) || unit_secs(at(p, 1)) || unit_months(at(p, 1))))
+        return 0;
+    if (t->num < 1 || t->num > 31) return fail(p, "the day of the month (no such day)");
+    p->i += 1 + ord;
+    if (set_day(p, next_dom(p->today, t->num, 1), 0) < 0) return -1;
+    cur(p)->guessed = 1, cur(p)->dom = t->num;
+    return 1;
+}
+
+/* "March", "in March", "March 2027": the whole month; without a year the
+ * nearest one, this month included (later on a tie), as for "Dec 3". */
+static int r_month_alone(parser *p)
+{
+    int m = word_month(at(p, 0)), len, ty, tm, td;
+    const tok *t = at(p, 1);
+    if (m < 0 || (t && t->kind == T_NUM && t->ndig <= 2)) return 0;
+    p->i++;
+    int y = opt_year(p);
+    hx_civil_from_days(p->today, &ty, &tm, &td);
+    int64_t best = 0, best_dist = -1;
+    for (int yy = y ? y : ty - 1; yy <= (y ? y : ty + 1); yy++) {
+        int64_t first = month_start(hx_days_from_civil(yy, m + 1, 1), 0, &len);
+        int64_t dist = p->today < first ? first - p->today
+                       : p->today >= first + len ? p->today - (first + len - 1) : 0;
+        if (best_dist < 0 || dist <= best_dist) best = first, best_dist = dist;
+    }
+    month_start(best, 0, &len);
+    return set_day(p, best, len);
+}
+
 static int r_iso(parser *p)
 {
     const tok *t = at(p, 0);
     if (!t || (t->kind != T_DATE && t->kind != T_STAMP)) return 0;
     p->i++;
-    if (t->kind == T_DATE) return set_day(p, t->day, 0);
+    if (t->kind == T_DATE) return set_date(p, t->day);
     side *s = cur(p);
     if (s->has_stamp || s->has_time || s->has_day)
         return fail(p, "an ISO time next to another date or time");
@@ -573,7 +877,30 @@ static int r_part(parser *p)
     return 0;
 }
 
-/* "end of [the] day|week|month", "close of business", "cob" */
+/* "start|beginning|end of [the] [this|next|last] week|month|year": the
+ * first or last day of it, a whole day; the end of a week is its Friday
+ * at 17:00 (the end of a working week), as "end of day" is 17:00. */
+static int end_of_period(parser *p, int end, int k)
+{
+    int rel = rel_of(p, k), len;
+    if (rel != 9) k++;
+    else rel = 0;
+    int64_t first;
+    int week = is_word(p, k, "week");
+    if (week) first = week_start(p->today) + 7 * rel, len = 7;
+    else if (is_word(p, k, "month")) first = month_start(p->today, rel, &len);
+    else if (is_word(p, k, "year")) first = year_start(p->today, rel, &len);
+    else return 0;
+    p->i += k + 1;
+    if (end && week) {
+        cur(p)->part = N_PARTS; /* eod */
+        return cur(p)->has_day && !rel ? 1 : set_day(p, first + 4, 0);
+    }
+    return set_day(p, end ? first + len - 1 : first, 0);
+}
+
+/* "end of [the] day|week|month|year", "close of business", "cob",
+ * "start of next month" */
 static int r_end_of(parser *p)
 {
     int k = 0;
@@ -586,20 +913,16 @@ static int r_end_of(parser *p)
         cur(p)->part = N_PARTS; /* eod */
         return 1;
     }
-    if (!is_word(p, 0, "end") || !is_word(p, 1, "of")) return 0;
+    int end = is_word(p, 0, "end");
+    if (!(end || is_word(p, 0, "start") || is_word(p, 0, "beginning")) || !is_word(p, 1, "of"))
+        return 0;
     k = is_word(p, 2, "the") ? 3 : 2;
-    if (is_word(p, k, "day")) {
+    if (end && is_word(p, k, "day")) {
         p->i += k + 1;
         cur(p)->part = N_PARTS;
         return 1;
     }
-    if (is_word(p, k, "week")) {
-        p->i += k + 1;
-        cur(p)->part = N_PARTS;
-        if (cur(p)->has_day) return 1;
-        return set_day(p, week_start(p->today) + 4, 0);
-    }
-    return 0;
+    return end_of_period(p, end, k);
 }
 
 /* "in two hours", "in 30 minutes", "in 3 days", "in half an hour" */
@@ -722,10 +1045,13 @@ static int r_connector(parser *p)
     }
     if (is_word(p, 0, "between")) p->between = 1;
     if (is_word(p, 0, "after") || is_word(p, 0, "since")) p->after = 1;
+    if (is_word(p, 0, "since")) p->since = 1;
     if (is_word(p, 0, "before")) p->before = 1;
     static const char *const filler[] = {"at", "on", "the", "of", "from",
                                          "between", "by", "in", "around",
-                                         "about", "after", "since", "before"};
+                                         "about", "after", "since", "before",
+                                         "over", "within", "during", "for",
+                                         "later", "earlier", "sometime"};
     for (size_t k = 0; t->kind == T_WORD && k < sizeof filler / sizeof filler[0];
          k++)
         if (!strcmp(t->w, filler[k])) {
@@ -742,9 +1068,10 @@ static int r_connector(parser *p)
 static int parse_tokens(parser *p)
 {
     static int (*const rules[])(parser *) = {
-        r_iso,     r_now,   r_fixed_day, r_relative_word, r_weekday,
-        r_month_first, r_day_first, r_in,  r_for, r_end_of,
-        r_time,    r_part,  r_connector,
+        r_iso,         r_now,       r_fixed_day,       r_relative_word, r_weekend,
+        r_weekday,     r_month_first, r_day_first,     r_days_then_month,
+        r_month_alone, r_in,        r_for,             r_ago,           r_end_of,
+        r_range_day,   r_day_alone, r_time,            r_part,          r_connector,
     };
     while (p->i < p->n) {
         int got = 0;
@@ -797,8 +1124,9 @@ static void resolve_side(parser *p, side *s, const side *other, int first,
     int64_t day = s->has_day ? s->day : p->today;
     memset(r, 0, sizeof *r);
     if (s->has_stamp) {
-        r->start = r->end = s->stamp;
-        r->is_point = 1;
+        r->start = s->stamp;
+        r->end = s->stamp_end ? s->stamp_end : s->stamp;
+        r->is_point = !s->stamp_end;
     } else if (s->has_time) {
         int min = resolve_hour(s, other, first);
         r->start = r->end = at_minutes(p, day, min);
@@ -822,6 +1150,10 @@ static void resolve_side(parser *p, side *s, const side *other, int first,
 static int resolve_range(parser *p, hx_when_range *out)
 {
     side *a = &p->s[0], *b = &p->s[1];
+    if (side_empty(a) && (is_word(p, -p->i, "until") || is_word(p, -p->i, "till"))) {
+        a->has_stamp = 1; /* "until Friday": from now on */
+        a->stamp = p->now;
+    }
     if (side_empty(a) || side_empty(b))
         return bad(p, "a range without both ends");
     if (!a->has_day && b->has_day && !a->has_stamp) {
@@ -842,8 +1174,17 @@ static int resolve_range(parser *p, hx_when_range *out)
     return HX_OK;
 }
 
+/* "since Monday", "since the 24th": the last such day, today included,
+ * not the next. */
+static void since_past(parser *p, side *s)
+{
+    if (!p->since || !s->guessed || s->day <= p->today) return;
+    s->day = s->dom ? next_dom(p->today, s->dom, -1) : s->day - 7;
+}
+
 static int resolve(parser *p, hx_when_range *out)
 {
+    since_past(p, &p->s[0]);
     if (p->ranged) return resolve_range(p, out);
     side *s = &p->s[0];
     if (side_empty(s)) return bad(p, "any date or time");

@@ -527,7 +527,7 @@ static uint32_t exact(hx_rx *rx, const char *pat)
 #define DATE "(" YEAR "-(0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|" \
     YEAR "-(0[469]|11)-(0[1-9]|[12][0-9]|30)|" YEAR "-02-(0[1-9]|1[0-9]|2[0-8])|" \
     LEAP "-02-29)"
-#define TIME "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+#define TIME "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
 #define UNRES "[A-Za-z0-9._~-]"
 #define PCT "%[0-9A-Fa-f][0-9A-Fa-f]"
 #define SUBD "[!$&'()*+,;=]"
@@ -539,17 +539,40 @@ static uint32_t exact(hx_rx *rx, const char *pat)
     "*)*)?|" PCHAR "+(/" PCHAR "*)*|)(\\?(" PCHAR "|[/?])*)?(#(" PCHAR "|[/?])*)?"
 #define H "[0-9a-fA-F]"
 
+/* An address as RFC 5321 bounds it: a local part of 1 to 64 characters
+ * without controls, spaces or the specials ("(),:;<>@[\]), a domain of labels of 1
+ * to 63 letters, digits (or non-ASCII, for IDNs) and inner hyphens, at
+ * most 253 characters in all (or an address literal), at most 254 in all:
+ * a model cannot ramble inside one. */
+#define EMAIL_LOCAL "[^\\x00-\\x20\\x7f\"(),:;<>@\\[\\\\\\]\\xa0\\u2000-\\u200b\\u2028\\u2029\\u3000]{1,64}"
+#define ALNUM_U "[^\\x00-\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]"
+#define LABEL ALNUM_U "(" ALNUM_U "|-){0,61}" ALNUM_U "|" ALNUM_U
+#define EMAIL_DOMAIN "((" LABEL ")\\.)*(" LABEL ")"
+#define EMAIL_LITERAL "\\[[0-9A-Fa-f.:]{2,45}\\]"
+
+static uint32_t email(hx_rx *rx)
+{
+    static const char *const parts[] = {EMAIL_DOMAIN, ".{1,253}", EMAIL_LOCAL, "@",
+                                        EMAIL_LITERAL, ".{3,254}"};
+    uint32_t r[6];
+    for (int i = 0; i < 6; i++)
+        if ((r[i] = exact(rx, parts[i])) == RX_NONE) return RX_NONE;
+    uint32_t addr = hx_rx_cat3(rx, r[2], r[3], hx_rx_or(rx, hx_rx_and(rx, r[0], r[1]), r[4]));
+    return hx_rx_and(rx, addr, r[5]);
+}
+
 int hx_rx_format(hx_rx *rx, const char *fmt, uint32_t *out)
 {
-    static const char *const known[][2] = {
-        {"date-time", DATE "[Tt]" TIME},
-        {"date", DATE},
-        {"time", TIME},
-        {"email", "[^@]*@.*"},
-        {"idn-email", "[^@]*@.*"},
-        {"uuid", H H H H H H H H "-" H H H H "-" H H H H "-" H H H H "-" H H H H H H H H H H H H},
-        {"uri", URI},
-        {"ipv4", IPV4},
+    /* each bounded, so that a value ends: a URI at 2,048 characters */
+    static const struct { const char *name, *pattern, *bound; } known[] = {
+        {"date-time", DATE "[Tt]" TIME, NULL},
+        {"date", DATE, NULL},
+        {"time", TIME, NULL},
+        {"email", NULL, NULL},
+        {"idn-email", NULL, NULL},
+        {"uuid", H H H H H H H H "-" H H H H "-" H H H H "-" H H H H "-" H H H H H H H H H H H H, NULL},
+        {"uri", URI, ".{1,2048}"},
+        {"ipv4", IPV4, NULL},
     };
     static const char *const unsupported[] = {
         "hostname", "idn-hostname", "ipv6", "uri-reference", "iri",
@@ -557,9 +580,10 @@ int hx_rx_format(hx_rx *rx, const char *fmt, uint32_t *out)
         "uri-template", "duration", "color",
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        if (strcmp(fmt, known[i][0])) continue;
-        *out = exact(rx, known[i][1]);
-        return *out == RX_NONE ? -1 : 1;
+        if (strcmp(fmt, known[i].name)) continue;
+        *out = known[i].pattern ? exact(rx, known[i].pattern) : email(rx);
+        if (*out != RX_NONE && known[i].bound) *out = hx_rx_and(rx, *out, exact(rx, known[i].bound));
+        return *out == RX_NONE || rx->failed ? -1 : 1;
     }
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
         if (!strcmp(fmt, unsupported[i])) return -1;

@@ -5,6 +5,7 @@
 #define HX_TEST_AGENT_WORLD_H
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sim/sim.h"
@@ -22,13 +23,15 @@ typedef struct world {
     hx_dg_validator *valid; /* world_args_valid's, made on first use */
 } world;
 
-/* Copies tests/fixtures/world into a fresh directory and opens it all.
- * yes/no/allow_tainted: the non-interactive consent. 0 on failure. */
-static int world_open(world *w, int yes, int no, int allow_tainted)
+/* Copies tests/fixtures/world into the new directory dir (NULL: a fresh
+ * temporary one) and opens it all. yes/no/allow_tainted: the
+ * non-interactive consent. 0 on failure. A fixed dir makes runs that
+ * print their paths (tool results) alike token for token. */
+static int world_open_at(world *w, const char *dir, int yes, int no, int allow_tainted)
 {
     memset(w, 0, sizeof *w);
-    snprintf(w->dir, sizeof w->dir, "/tmp/hx_agent_XXXXXX");
-    if (!mkdtemp(w->dir)) return 0;
+    snprintf(w->dir, sizeof w->dir, "%s", dir ? dir : "/tmp/hx_agent_XXXXXX");
+    if (dir ? mkdir(w->dir, 0700) != 0 : !mkdtemp(w->dir)) return 0;
     setenv("HEARTH_HOME", w->dir, 1);
     setenv("HEARTH_NOW", "2026-12-01T09:00:00+01:00", 1);
     char cmd[600], cfg[300], db[300];
@@ -52,6 +55,11 @@ static int world_open(world *w, int yes, int no, int allow_tainted)
     }
     w->consent = hx_consent_new(yes, no, allow_tainted, NULL, NULL);
     return w->consent != NULL;
+}
+
+__attribute__((unused)) static int world_open(world *w, int yes, int no, int allow_tainted)
+{
+    return world_open_at(w, NULL, yes, no, allow_tainted);
 }
 
 static void world_close(world *w)

@@ -17,12 +17,16 @@ typedef struct scripted_source {
     int n_prompts;
     char *copy_texts[16];     /* what the planner said arguments copy from */
     int n_copy;
-    int infinite;             /* never ends a turn (for the limits) */
+    int infinite;             /* never ends a turn (for the limits); 1 + words
+                                 written */
     int choices[16];          /* the tool choice of each turn */
     int repair;               /* mends calls as the engine's source does */
     char *known;              /* the known addresses it was told, last */
     int n_known;              /* how many times */
     char *request;            /* the user's latest message it was told, last */
+    char *ground;             /* what answers' facts copy from, last told */
+    char *claims;             /* the claim words licensed, last told */
+    hx_arg_check_fn check;    /* the argument check it was given */
 } scripted_source;
 
 __attribute__((unused))
@@ -43,7 +47,8 @@ static int scripted_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
 {
     scripted_source *s = ctx;
     (void)err;
-    if (s->infinite) return *end = 0, hx_buf_puts(piece, "la ");
+    if (s->infinite) /* words that never repeat (the repeat guard ends a loop) */
+        return *end = 0, hx_buf_printf(piece, "la%d ", s->infinite++);
     size_t n = strlen(s->cur);
     *end = n == 0;
     if ((size_t)s->chunk < n) n = (size_t)s->chunk;
@@ -80,6 +85,24 @@ static int scripted_known(void *ctx, const char *list)
 }
 
 __attribute__((unused))
+static int scripted_ground(void *ctx, const char *text, const char *claims)
+{
+    scripted_source *s = ctx;
+    free(s->ground);
+    free(s->claims);
+    s->ground = hx_strdup(text);
+    s->claims = hx_strdup(claims);
+    return HX_OK;
+}
+
+__attribute__((unused))
+static void scripted_arg_check(void *ctx, hx_arg_check_fn check, void *user)
+{
+    (void)user;
+    ((scripted_source *)ctx)->check = check;
+}
+
+__attribute__((unused))
 static int scripted_repair(void *ctx, cJSON *args)
 {
     scripted_source *s = ctx;
@@ -94,6 +117,8 @@ static void scripted_free(void *ctx)
     for (int i = 0; i < s->n_copy; i++) free(s->copy_texts[i]);
     free(s->known);
     free(s->request);
+    free(s->ground);
+    free(s->claims);
 }
 
 __attribute__((unused))
@@ -107,7 +132,8 @@ static hx_source scripted(scripted_source *s, const char *const *turns, int n)
                        .ctx = s, .begin = scripted_begin, .next = scripted_next,
                        .free = scripted_free, .set_copy_text = scripted_copy_text,
                        .repair_args = scripted_repair, .set_known_addresses = scripted_known,
-                       .set_request = scripted_request};
+                       .set_request = scripted_request, .set_ground = scripted_ground,
+                       .set_arg_check = scripted_arg_check};
 }
 
 /* ---- what the planner reports ---- */

@@ -11,37 +11,23 @@
  * result's value being copied is finished as the value writes it, and a
  * list is walked in the result's order: the next item, whole, with its
  * own date and time. A value with one word broken off a copy is mended
- * (hx_copy_repair). */
+ * (hx_copy_repair). The tool's own argument check comes first: a value
+ * it accepts is not replaced, one it refuses is not closed. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/agent.h"
 #include "test.h"
+#include "stage_fixture.h"
 
 #define BONUS 6.0f
 #define TEXT "Could you get me the file on annual review please?\n"
 
-typedef struct fixture {
-    hx_model *m;
-    const hx_vocab *v;
-    int in_call;
-    hx_sampler_stage st;
-    float *logits;
-    int32_t n;
-} fixture;
-
 static int setup_all(fixture *f, const char *text, const char *request, const char *known)
 {
-    memset(f, 0, sizeof *f);
-    hx_err err = {0};
-    if (hx_model_load("models/hearth-tiny.gguf", NULL, &f->m, &err)) return -1;
-    f->v = hx_model_vocab(f->m);
-    f->n = hx_vocab_n_tokens(f->v);
-    f->logits = calloc((size_t)f->n, sizeof *f->logits);
-    f->in_call = 1;
-    return f->logits && !hx_copy_stage_new(f->v, text, request, known, BONUS, &f->in_call, &f->st)
-               ? 0 : -1;
+    if (fixture_open(f, 1)) return -1;
+    return hx_copy_stage_new(f->v, text, request, known, BONUS, &f->in_call, &f->st) ? -1 : 0;
 }
 
 static int setup_known(fixture *f, const char *text, const char *known)
@@ -52,28 +38,6 @@ static int setup_known(fixture *f, const char *text, const char *known)
 static int setup_text(fixture *f, const char *text) { return setup_known(f, text, NULL); }
 
 static int setup(fixture *f) { return setup_text(f, TEXT); }
-
-static void teardown(fixture *f)
-{
-    f->st.free(f->st.ctx);
-    free(f->logits);
-    hx_model_free(f->m);
-}
-
-/* The first token of s. */
-static int32_t tok(const fixture *f, const char *s)
-{
-    int32_t t[64];
-    return hx_tokenize(f->v, s, strlen(s), t, 64, 0, 0) > 0 ? t[0] : -1;
-}
-
-/* Accepts the tokens of s. */
-static void feed(fixture *f, const char *s)
-{
-    int32_t t[256];
-    int32_t n = hx_tokenize(f->v, s, strlen(s), t, 256, 0, 0);
-    for (int32_t i = 0; i < n; i++) f->st.accept(f->st.ctx, t[i]);
-}
 
 /* The bonus token a gets against a token x the model ranks 1 higher,
  * every other token masked. */
@@ -535,6 +499,74 @@ static void test_repair_address(void)
     }
 }
 
+/* ---- the tools' own argument checks come first ---- */
+static int when_check(void *user, const char *tool, const char *key, const char *value)
+{
+    (void)user;
+    if (strcmp(tool, "calendar.list_events") || strcmp(key, "range")) return -1;
+    hx_when_range r;
+    hx_err e = {0};
+    return hx_when_parse(value, 1796000000, "UTC", &r, &e) == HX_OK;
+}
+
+#define WHEN_TEXT "what's on my calendar, Thursday?\n"
+#define WHEN_CALL "{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": \"on"
+
+/* The model wrote "on" and ranks " Thursday" first: "on Thursday" is a
+ * range the tool reads, so the bias does not replace it with " my" (a
+ * copy of the request's "on my"); the copy stage alone does. A value the
+ * tool refuses ("on my") cannot be closed while another token can be
+ * written; one it reads can. */
+static void test_copy_keeps_valid_argument(void)
+{
+    fixture f;
+    ASSERT(setup_text(&f, WHEN_TEXT) == 0);
+    hx_sampler_stage ac;
+    const int *defer = NULL;
+    ASSERT(hx_argcheck_stage_new(f.v, when_check, NULL, &f.in_call, &ac, &defer) == HX_OK);
+    const int32_t thu = tok(&f, " Thursday"), my = tok(&f, " my"), q = tok(&f, "\""), x = tok(&f, "x");
+    ASSERT(thu >= 0 && my >= 0 && q >= 0 && x >= 0);
+    ASSERT(when_check(NULL, "calendar.list_events", "range", "on Thursday") == 1);
+    ASSERT(when_check(NULL, "calendar.list_events", "range", "on my") == 0);
+    int32_t t[64];
+    const int32_t n = hx_tokenize(f.v, WHEN_CALL, strlen(WHEN_CALL), t, 64, 0, 0);
+    for (int32_t i = 0; i < n; i++) f.st.accept(f.st.ctx, t[i]), ac.accept(ac.ctx, t[i]);
+    for (int32_t i = 0; i < f.n; i++) f.logits[i] = -INFINITY;
+    f.logits[thu] = 1, f.logits[my] = 0;
+    f.st.apply(f.st.ctx, f.logits, f.n); /* control: the bias alone */
+    EXPECT(f.logits[my] == BONUS && f.logits[thu] == 1);
+    hx_copy_stage_defer(&f.st, defer);
+    f.logits[thu] = 1, f.logits[my] = 0;
+    ac.apply(ac.ctx, f.logits, f.n);
+    EXPECT(*defer == 1);
+    f.st.apply(f.st.ctx, f.logits, f.n);
+    EXPECT(f.logits[thu] == 1 && f.logits[my] == 0); /* the model's value stands */
+    /* closing: refused for "on my", allowed for "on Thursday" */
+    fixture g;
+    ASSERT(setup_text(&g, WHEN_TEXT) == 0);
+    hx_sampler_stage ac2;
+    ASSERT(hx_argcheck_stage_new(g.v, when_check, NULL, &g.in_call, &ac2, &defer) == HX_OK);
+    for (int32_t i = 0; i < n; i++) ac2.accept(ac2.ctx, t[i]);
+    ac2.accept(ac2.ctx, my);
+    for (int32_t i = 0; i < g.n; i++) g.logits[i] = -INFINITY;
+    g.logits[q] = 1, g.logits[x] = 0;
+    ac2.apply(ac2.ctx, g.logits, g.n);
+    EXPECT(!isfinite(g.logits[q]) && g.logits[x] == 0);
+    g.logits[q] = 1; /* the only token left: allowed */
+    g.logits[x] = -INFINITY;
+    ac2.apply(ac2.ctx, g.logits, g.n);
+    EXPECT(g.logits[q] == 1);
+    ac.accept(ac.ctx, thu);
+    for (int32_t i = 0; i < f.n; i++) f.logits[i] = -INFINITY;
+    f.logits[q] = 1, f.logits[x] = 0;
+    ac.apply(ac.ctx, f.logits, f.n);
+    EXPECT(f.logits[q] == 1);
+    ac.free(ac.ctx);
+    ac2.free(ac2.ctx);
+    teardown(&g);
+    teardown(&f);
+}
+
 int main(void)
 {
     RUN(test_value_start_and_end);
@@ -552,5 +584,6 @@ int main(void)
     RUN(test_answer_walk);
     RUN(test_repair);
     RUN(test_repair_address);
+    RUN(test_copy_keeps_valid_argument);
     return test_summary();
 }

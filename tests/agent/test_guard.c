@@ -1,7 +1,8 @@
 /* test_guard.c: the loop guard's repeat rule (hx_repeat_ban, agent/source.c):
  * a run of one, two or three tokens repeated `times` times is not
  * repeated once more; shorter repeats, broken runs and too short
- * histories ban nothing. */
+ * histories ban nothing. Its call tracking (hx_calltrack_byte): a call
+ * ends at a closing tag outside its strings, not at one a value spells. */
 #include "agent/agent.h"
 #include "test.h"
 
@@ -33,10 +34,32 @@ static void test_bad_arguments(void)
     EXPECT_EQ_INT(hx_repeat_ban(h, 0, 1, 4), -1);
 }
 
+static int track(hx_calltrack *t, const char *s)
+{
+    for (; *s; s++) hx_calltrack_byte(t, *s);
+    return t->in_call;
+}
+
+static void test_call_tracking(void)
+{
+    hx_calltrack t = {0};
+    EXPECT(!track(&t, "Let me look. "));
+    EXPECT(track(&t, "<tool_call>{\"name\": \"x\", \"arguments\": {\"a\": \"b}}</tool_call> c"));
+    EXPECT(track(&t, "\\\"</tool_call>")); /* still inside the value */
+    EXPECT(!track(&t, "\"}}</tool_call>"));
+    EXPECT(!track(&t, " done </tool_call>")); /* text: no call */
+    EXPECT(track(&t, "<tool_call>{"));
+    hx_calltrack l = {.llama = 1};
+    EXPECT(track(&l, "  {\"name\": \"x\""));
+    hx_calltrack m = {.llama = 1};
+    EXPECT(!track(&m, "Sure {not a call"));
+}
+
 int main(void)
 {
     RUN(test_one_token);
     RUN(test_pairs_and_triples);
     RUN(test_bad_arguments);
+    RUN(test_call_tracking);
     return test_summary();
 }

@@ -1,7 +1,7 @@
 /* test_kv_agent.c: the agent's side of the KV cache work: the planner
  * drops the oldest exchanges when the cache is full, the engine source
  * stops a long prefill at a cancel, and warms its first prompt from the
- * prefix cache on disk. */
+ * prefix cache on disk, in the chat-token styles and the brief one. */
 #include <dirent.h>
 
 #include "test.h"
@@ -111,6 +111,131 @@ static void test_planner_drops_old_exchanges(void)
     world_close(&w);
 }
 
+/* ---- a test double with a context limit (a token is 4 bytes) ---- */
+typedef struct fit_source {
+    int limit;
+    const char *const *turns;
+    int turn, n_full, longest;
+    const char *left;
+} fit_source;
+
+static int fit_count(void *ctx, const char *text)
+{
+    (void)ctx;
+    return (int)strlen(text) / 4;
+}
+
+static int fit_limit(void *ctx) { return ((fit_source *)ctx)->limit; }
+
+static int fit_begin(void *ctx, const char *prompt, int choice, int *n_prompt, hx_err *err)
+{
+    fit_source *s = ctx;
+    (void)choice;
+    *n_prompt = fit_count(ctx, prompt);
+    if (*n_prompt > s->limit) {
+        s->n_full++;
+        return hx_err_set(err, HX_ERR_FULL, "the context is full (test double)");
+    }
+    if (*n_prompt > s->longest) s->longest = *n_prompt;
+    s->left = s->turns[s->turn] ? s->turns[s->turn++] : "Done.";
+    return HX_OK;
+}
+
+static int fit_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
+{
+    fit_source *s = ctx;
+    (void)err;
+    *end = !*s->left;
+    if (!*end) hx_buf_putc(piece, *s->left++);
+    return HX_OK;
+}
+
+/* Runs the turns with a context of limit positions: the trace. */
+static cJSON *run_fit(world *w, fit_source *s, const char *request)
+{
+    hx_source src = {.api_version = HX_SOURCE_API, .name = "limited (test double)", .ctx = s,
+                     .begin = fit_begin, .next = fit_next, .count = fit_count,
+                     .free = small_free, .limit = fit_limit};
+    hx_planner_deps d = world_deps(w, &src);
+    hx_planner_params pp = hx_planner_default_params();
+    pp.recall_budget = 0;
+    hx_planner *pl = hx_planner_new(&d, &pp);
+    cJSON *t = NULL;
+    if (pl) ask(pl, request, &t);
+    hx_planner_free(pl);
+    return t;
+}
+
+static const char *fed_result(const cJSON *trace, int i)
+{
+    const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(trace, "calls"), i);
+    return cJSON_GetStringValue(cJSON_GetObjectItem(c, "result"));
+}
+
+/* A result longer than the room the context has left is cut, says how
+ * many were left out and where the rest starts, and the request goes on
+ * to its answer; with room, nothing is cut. */
+static void test_result_cut_to_fit(void)
+{
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    const char *const turns[] = {
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": "
+        "{\"start\": \"2026-11-01\", \"end\": \"2027-02-28\"}}</tool_call>",
+        "Done.", NULL};
+    fit_source s = {.limit = 1 << 20, .turns = turns};
+    cJSON *t = run_fit(&w, &s, "what is on my calendar this winter?");
+    ASSERT(t);
+    char *full = hx_strdup(fed_result(t, 0));
+    ASSERT(full && strstr(full, "\"events\""));
+    EXPECT(!strstr(full, "not_shown"));
+    int whole = (int)strlen(full) / 4, prompt0 = s.longest - whole;
+    cJSON_Delete(t);
+    /* room for about a third of it */
+    fit_source small = {.limit = prompt0 + whole / 3 + 256, .turns = turns};
+    t = run_fit(&w, &small, "what is on my calendar this winter?");
+    ASSERT(t);
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(t, "status")), "answered");
+    const char *cut = fed_result(t, 0);
+    ASSERT(cut);
+    EXPECT(strlen(cut) < strlen(full) / 2);
+    EXPECT(strstr(cut, "more events not shown") != NULL);
+    EXPECT(strstr(cut, "call calendar.list_events again with \\\"start\\\"") != NULL);
+    EXPECT_EQ_INT(small.n_full, 0);
+    EXPECT(small.longest <= small.limit - 128); /* room left for the next turn */
+    cJSON_Delete(t);
+    free(full);
+    world_close(&w);
+}
+
+/* A long text is cut at its beginning, and files.read says from which
+ * offset to read on. */
+static void test_text_cut_to_fit(void)
+{
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    char path[400];
+    snprintf(path, sizeof path, "%s/world/files/long.txt", w.dir);
+    FILE *f = fopen(path, "w");
+    ASSERT(f);
+    for (int i = 0; i < 4000; i++) fprintf(f, "line %d of a long note\n", i);
+    fclose(f);
+    const char *const turns[] = {
+        "<tool_call>{\"name\": \"files.read\", \"arguments\": {\"path\": \"long.txt\"}}</tool_call>",
+        "Done.", NULL};
+    fit_source s = {.limit = 6000, .turns = turns};
+    cJSON *t = run_fit(&w, &s, "read my long note");
+    ASSERT(t);
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(t, "status")), "answered");
+    const char *cut = fed_result(t, 0);
+    ASSERT(cut);
+    EXPECT(strstr(cut, "line 0 of a long note") != NULL);
+    EXPECT(strstr(cut, "call files.read again with \\\"offset\\\": ") != NULL);
+    EXPECT_EQ_INT(s.n_full, 0);
+    cJSON_Delete(t);
+    world_close(&w);
+}
+
 /* ---- the engine source on a random-weight model with a real tokenizer ---- */
 static const char *g_model;
 
@@ -186,12 +311,15 @@ static void test_cancel_long_prefill(void)
     hx_model_free(m);
 }
 
-/* Greedy text of a turn after prompt (n tokens at most). */
-static int greedy(hx_source *src, const char *prompt, int n, hx_buf *out)
+/* Greedy text of a turn after prompt (n tokens at most); marks: the
+ * template's, or NULL. */
+static int greedy(hx_source *src, const char *prompt, const hx_tpl_marks *marks, int n,
+                  hx_buf *out)
 {
     hx_err err = {0};
     int np = 0, end = 0;
-    int rc = src->begin(src->ctx, prompt, HX_CHOICE_NONE, &np, &err);
+    int rc = marks ? src->begin_marked(src->ctx, prompt, marks, HX_CHOICE_NONE, &np, &err)
+                   : src->begin(src->ctx, prompt, HX_CHOICE_NONE, &np, &err);
     for (int i = 0; i < n && !rc && !end; i++) rc = src->next(src->ctx, out, &end, &err);
     if (rc) printf("# greedy: %s\n", err.msg);
     return rc;
@@ -206,6 +334,28 @@ static int cache_files(const char *home)
     for (struct dirent *e; d && (e = readdir(d));) n += strstr(e->d_name, ".kv") != NULL;
     if (d) closedir(d);
     return n;
+}
+
+/* A new source (a new process) warmed from the prefix cache at home
+ * writes after prompt what a cold one writes, and the cache holds one
+ * file: the head was not written again. */
+static void expect_warm_as_cold(hx_model *m, const char *home, const char *prompt,
+                                const hx_tpl_marks *marks)
+{
+    hx_buf b, c;
+    hx_buf_init(&b);
+    hx_buf_init(&c);
+    hx_source warm = engine_source(m, 1, NULL), cold = engine_source(m, 0, NULL);
+    ASSERT(warm.ctx && cold.ctx);
+    ASSERT(greedy(&warm, prompt, marks, 8, &b) == HX_OK);
+    ASSERT(greedy(&cold, prompt, marks, 8, &c) == HX_OK);
+    EXPECT(b.len > 0);
+    EXPECT_STR_EQ(b.data, c.data);
+    EXPECT_EQ_INT(cache_files(home), 1);
+    hx_source_free(&warm);
+    hx_source_free(&cold);
+    hx_buf_free(&b);
+    hx_buf_free(&c);
 }
 
 #define SYS "<|im_start|>system\nYou are Hearth. Tools: calendar.find_free, mail.search, " \
@@ -226,27 +376,80 @@ static void test_prefix_cache_across_sources(void)
     ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
     const char *p1 = SYS "<|im_start|>user\nfind a slot<|im_end|>\n<|im_start|>assistant\n";
     const char *p2 = SYS "<|im_start|>user\nsearch my mail<|im_end|>\n<|im_start|>assistant\n";
-    hx_buf a, b, c;
+    hx_buf a;
     hx_buf_init(&a);
-    hx_buf_init(&b);
-    hx_buf_init(&c);
     hx_source s1 = engine_source(m, 1, NULL);
     ASSERT(s1.ctx);
-    ASSERT(greedy(&s1, p1, 8, &a) == HX_OK);
+    ASSERT(greedy(&s1, p1, NULL, 8, &a) == HX_OK);
     hx_source_free(&s1);
     EXPECT_EQ_INT(cache_files(w.dir), 1);
-    hx_source warm = engine_source(m, 1, NULL), cold = engine_source(m, 0, NULL);
-    ASSERT(warm.ctx && cold.ctx);
-    ASSERT(greedy(&warm, p2, 8, &b) == HX_OK);
-    ASSERT(greedy(&cold, p2, 8, &c) == HX_OK);
-    EXPECT(b.len > 0);
-    EXPECT_STR_EQ(b.data, c.data);
-    EXPECT_EQ_INT(cache_files(w.dir), 1); /* the same head: not written again */
-    hx_source_free(&warm);
-    hx_source_free(&cold);
+    expect_warm_as_cold(m, w.dir, p2, NULL);
     hx_buf_free(&a);
-    hx_buf_free(&b);
-    hx_buf_free(&c);
+    hx_model_free(m);
+    world_close(&w);
+}
+
+/* A brief-style prompt (compact markers: no end-of-turn token) as the
+ * planner renders it, with the request's own clock line: marks get the
+ * head's end. */
+static char *brief_prompt(const char *now, const char *request, hx_tpl_marks *marks)
+{
+    cJSON *msgs = cJSON_CreateArray(), *tools = cJSON_Parse(
+        "[{\"type\": \"function\", \"function\": {\"name\": \"calendar.list_events\", "
+        "\"parameters\": {\"type\": \"object\", \"properties\": {\"range\": "
+        "{\"type\": \"string\"}}}}}]");
+    const char *roles[] = {"system", "system", "user"};
+    const char *texts[] = {"You are Hearth, on the user's own device.\nUser: Ann <ann@x.org>", now,
+                           request};
+    for (int i = 0; i < 3; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", roles[i]);
+        cJSON_AddStringToObject(m, "content", texts[i]);
+        cJSON_AddItemToArray(msgs, m);
+    }
+    hx_buf b;
+    hx_buf_init(&b);
+    int rc = hx_tpl_render_marked(HX_TPL_BRIEF, msgs, tools, NULL, &b, marks);
+    cJSON_Delete(msgs);
+    cJSON_Delete(tools);
+    return rc ? NULL : hx_buf_steal(&b, NULL);
+}
+
+/* The brief and compact styles have no end-of-turn token after the tool
+ * list: the template marks where the head (tool list and system text)
+ * ends, and the source caches it there; a request of another process
+ * (another clock line) reuses it and writes what a cold source writes.
+ * Control: the same prompt unmarked has no head to cache. */
+static void test_prefix_cache_brief(void)
+{
+    const char *path = model_path();
+    if (!path) return;
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    hx_model_params mp = hx_model_default_params();
+    hx_model *m = NULL;
+    hx_err err = {0};
+    ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
+    hx_tpl_marks k1 = {0}, k2 = {0};
+    char *p1 = brief_prompt("Now: 2026-12-01T09:00", "find a slot", &k1);
+    char *p2 = brief_prompt("Now: 2026-12-02T17:30", "search my mail", &k2);
+    ASSERT(p1 && p2 && k1.head > 0 && k1.head == k2.head);
+    EXPECT(!strncmp(p1, p2, k1.head) && strcmp(p1 + k1.head, p2 + k1.head));
+    EXPECT(!strncmp(p1 + k1.head, "System: Now:", 12)); /* the clock is after the head */
+    int n = 0;
+    hx_source s0 = engine_source(m, 1, NULL); /* control: no marks, no head */
+    ASSERT(s0.ctx && s0.begin(s0.ctx, p1, HX_CHOICE_NONE, &n, &err) == HX_OK);
+    hx_source_free(&s0);
+    EXPECT_EQ_INT(cache_files(w.dir), 0);
+    hx_source s1 = engine_source(m, 1, NULL);
+    ASSERT(s1.ctx && s1.begin_marked(s1.ctx, p1, &k1, HX_CHOICE_NONE, &n, &err) == HX_OK);
+    hx_source_free(&s1);
+    EXPECT_EQ_INT(cache_files(w.dir), 1);
+    expect_warm_as_cold(m, w.dir, p2, &k2);
+    free(p1);
+    free(p2);
+    hx_tpl_marks_free(&k1);
+    hx_tpl_marks_free(&k2);
     hx_model_free(m);
     world_close(&w);
 }
@@ -254,8 +457,11 @@ static void test_prefix_cache_across_sources(void)
 int main(void)
 {
     RUN(test_planner_drops_old_exchanges);
+    RUN(test_result_cut_to_fit);
+    RUN(test_text_cut_to_fit);
     RUN(test_cancel_long_prefill);
     RUN(test_prefix_cache_across_sources);
+    RUN(test_prefix_cache_brief);
     if (g_model) unlink(g_model);
     return test_summary();
 }

@@ -522,7 +522,8 @@ static void test_recall_in_prompt(void)
     const char *sys_end = strstr(ss.prompts[0], "<|im_end|>");
     const char *user = strstr(ss.prompts[0], "<|im_start|>user");
     const char *mem = strstr(ss.prompts[0], "prefers meetings in the afternoon");
-    const char *now = strstr(ss.prompts[0], "Now: 2026-12-01T09:00:00+01:00");
+    /* the weekday with the date: a small model cannot compute it */
+    const char *now = strstr(ss.prompts[0], "Now: 2026-12-01T09:00:00+01:00 (Tuesday");
     const char *who = strstr(ss.prompts[0], "User: Alice Martin <alice@example.org>");
     EXPECT(mem && sys_end && user && mem > sys_end && mem < user);
     EXPECT(now && now > sys_end && now < user);
@@ -687,6 +688,153 @@ static void test_compact_two_calls(void)
     world_close(&w);
 }
 
+/* ---- the repeat guard, the best answer so far, markup, evidence ---- */
+
+/* A turn that loops ends before its second copy: the words before are
+ * the answer, and the user never reads the copies. */
+static void test_repeat_guard_text(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {"You have 2 events: no no no no no no no no no no no no no no no",
+                           "Grüße: ab ü ab ü ab ü ab ü ab ü ab ü ab ü ab ü ab ü ab ü",
+                           "Dinner at 17:00 on 2026-12-02 at 17:00 on 2026-12-02 at 17:00 on "
+                           "2026-12-02 at 17:00 on 2026-12-02"};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 1, "what is on?", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(tstr(t, "status"), "answered");
+    EXPECT_STR_EQ(tstr(t, "answer"), "You have 2 events: no");
+    EXPECT_STR_EQ(s.text.data, "You have 2 events: no");
+    EXPECT(cJSON_GetNumberValue(cJSON_GetObjectItem(t, "tokens")) < 20);
+    done(&s, t, &ss);
+    /* a cut never splits a character ("ü" is two bytes) */
+    EXPECT_EQ_INT(run_script(&w, turns + 1, 1, "hi", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    const char *a = tstr(t, "answer");
+    EXPECT(!strncmp(a, "Grüße: ab ü", strlen("Grüße: ab ü")) && strlen(a) < 40);
+    for (const char *p = a; *p; p++)
+        if ((unsigned char)*p == 0xC3) EXPECT(((unsigned char)p[1] & 0xC0) == 0x80);
+    EXPECT(((unsigned char)a[strlen(a) - 1] & 0xC0) != 0xC0);
+    done(&s, t, &ss);
+    /* nor a time or a date: "at 17:0" is no answer */
+    EXPECT_EQ_INT(run_script(&w, turns + 2, 1, "hi", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    a = tstr(t, "answer");
+    EXPECT(!strncmp(turns[2], a, strlen(a)) && strlen(a) < strlen(turns[2]));
+    EXPECT(turns[2][strlen(a)] == ' ');
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
+/* A call whose value loops is cut and never run (listed under
+ * "not_run"); the next turn answers. */
+static void test_repeat_guard_call(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {
+        "Let me look. <tool_call>{\"name\": \"mail.search\", \"arguments\": {\"text\": "
+        "\"countcountcountcountcountcountcountcountcountcountcountcountcount\"}}</tool_call>",
+        "Nothing found."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 2, "any mail?", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "calls")), 0);
+    const cJSON *nr = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "not_run"), 0);
+    EXPECT_STR_EQ(tstr(nr, "reason"), "repeated");
+    EXPECT_STR_EQ(tstr(nr, "limit"), "repeat guard");
+    EXPECT_EQ_INT(ss.choices[1], HX_CHOICE_NONE);
+    EXPECT_STR_EQ(tstr(t, "answer"), "Nothing found.");
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
+/* A call made before with the same arguments (that worked) is not run
+ * again; the next turn answers; an empty answer gives way to the best
+ * text so far; markup never reaches the answer or the stream. */
+static void test_repeated_call_best_answer(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {
+        "Looking.<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"tomorrow\"}}</tool_call>",
+        "One event.</tool_call><tool_call>{\"name\": \"calendar.list_events\", "
+        "\"arguments\": {\"range\": \"tomorrow\"}}</tool_call>",
+        " "};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 3, "what is on tomorrow?", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    EXPECT_STR_EQ(call_status(t, 1), "error");
+    EXPECT(strstr(ss.prompts[2], "not run again: the same call was made before") != NULL);
+    EXPECT_EQ_INT(ss.choices[2], HX_CHOICE_NONE);
+    EXPECT_STR_EQ(tstr(t, "answer"), "One event.");
+    EXPECT(!strstr(s.text.data, "</tool_call>") && strstr(s.text.data, "One event."));
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
+/* The source is told what answers copy facts from (the request, the
+ * clock, results; not the model's words) and which claims the calls
+ * license; the trace says what was read and done, from the calls. */
+static void test_ground_and_evidence(void)
+{
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    const char *turns[] = {
+        "I will add Budget review at 17:52.<tool_call>{\"name\": \"calendar.create_event\", "
+        "\"arguments\": {\"title\": \"Budget review\", \"start\": \"next Tuesday at 14:00\", "
+        "\"duration_minutes\": 30}}</tool_call>",
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"next Tuesday\"}}</tool_call>",
+        "Added Budget review at 14:00."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 3, "schedule the budget review", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t && ss.ground && ss.claims);
+    EXPECT(strstr(ss.ground, "schedule the budget review") && strstr(ss.ground, "Now: "));
+    EXPECT(strstr(ss.ground, "\"created\"") != NULL);
+    EXPECT(!strstr(ss.ground, "17:52")); /* the model's own words are no source */
+    EXPECT(strstr(ss.claims, "added") && !strstr(ss.claims, "sent"));
+    EXPECT(ss.check == hx_agent_arg_check);
+    /* the built-in tools' checks: calendar times read as the tool reads them */
+    EXPECT_EQ_INT(hx_agent_arg_check(w.reg, "calendar.list_events", "range", "next Tuesday"), 1);
+    EXPECT_EQ_INT(hx_agent_arg_check(w.reg, "calendar.list_events", "range", "the"), 0);
+    EXPECT_EQ_INT(hx_agent_arg_check(w.reg, "calendar.create_event", "start", "tomorrow at 3pm"), 1);
+    EXPECT_EQ_INT(hx_agent_arg_check(w.reg, "calendar.create_event", "title", "the"), -1);
+    EXPECT_EQ_INT(hx_agent_arg_check(w.reg, "mail.search", "text", "the"), -1);
+    const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "done"), 0);
+    EXPECT_STR_EQ(tstr(d, "action"), "added");
+    EXPECT(strstr(tstr(d, "text"), "Budget review, ") && strstr(tstr(d, "text"), " 14:00-14:30"));
+    const cJSON *r = cJSON_GetObjectItem(t, "read"), *it;
+    int cited = 0;
+    cJSON_ArrayForEach(it, r) cited += !strcmp(tstr(it, "kind"), "event") &&
+                                       !strcmp(tstr(it, "title"), "Budget review") &&
+                                       cJSON_IsTrue(cJSON_GetObjectItem(it, "cited"));
+    EXPECT_EQ_INT(cited, 1);
+    done(&s, t, &ss);
+    /* control: a write refused licenses no claim, and says so */
+    world_close(&w);
+    ASSERT(world_open(&w, 0, 1, 0));
+    EXPECT_EQ_INT(run_script(&w, turns, 3, "schedule the budget review", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t && ss.claims);
+    EXPECT(!strstr(ss.claims, "added") && strstr(ss.claims, "declined"));
+    d = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "done"), 0);
+    EXPECT_STR_EQ(tstr(d, "action"), "not sent");
+    EXPECT_STR_EQ(tstr(d, "by"), "--no");
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 int main(void)
 {
     RUN(test_multi_call_turn);
@@ -709,5 +857,9 @@ int main(void)
     RUN(test_llama_call);
     RUN(test_llama_malformed);
     RUN(test_compact_two_calls);
+    RUN(test_repeat_guard_text);
+    RUN(test_repeat_guard_call);
+    RUN(test_repeated_call_best_answer);
+    RUN(test_ground_and_evidence);
     return test_summary();
 }

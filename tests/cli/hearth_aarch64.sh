@@ -4,7 +4,8 @@
 # `make hearth-aarch64` writes) against the x86-64 build on the same inputs:
 # `info` on the project's model, and a one-shot `ask` in a fresh sample world
 # (tests/fixtures/world, as `make demo` makes it) at temperature 0, whose
-# tool calls and answer must be the same. Prints tests/test.h-style lines
+# tool calls and answer must be the same, and `serve` answering the same
+# chat completion over loopback TCP. Prints tests/test.h-style lines
 # (ok, FAIL, skip) for tests/run.sh; exits 1 on a failure.
 set -u
 x86=$1
@@ -25,6 +26,7 @@ fail() {
 if [ ! -f "$model" ]; then
     echo "skip info_as_on_x86: no model at $model"
     echo "skip ask_as_on_x86: no model at $model"
+    echo "skip serve_as_on_x86: no model at $model"
     exit 0
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hearth-aarch64.XXXXXX")
@@ -75,5 +77,46 @@ elif ! cmp -s "$tmp/ask.x86" "$tmp/ask.arm"; then
 else
     ok ask_as_on_x86
     echo "#    $(cat "$tmp/calls.arm") -> $(cat "$tmp/ask.arm")"
+fi
+# `serve`: one chat completion with a call required, over loopback TCP
+# (bash's /dev/tcp: no HTTP client needed); ids and times left out.
+body='{"messages": [{"role": "user", "content": "What is the weather in Paris?"}], "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}], "tool_choice": "required", "temperature": 0}'
+serve_once() { # serve_once BIN DIR: the answer's body in DIR/resp
+    home=$2/home
+    mkdir -p "$home/config" "$2/run"
+    chmod 700 "$2/run"
+    cp -r tests/fixtures/world/. "$home/config/"
+    mkdir -p "$home/config/files"
+    HEARTH_HOME=$home "$1" serve --socket "$2/run/s.sock" --listen 127.0.0.1:0 \
+        --model "$model" -t 2 2>"$2/log" &
+    pid=$!
+    port=
+    for _ in $(seq 1 240); do
+        port=$(sed -n 's|^http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$2/log")
+        [ -n "$port" ] && break
+        sleep 0.5
+    done
+    if [ -n "$port" ]; then
+        HX_PORT=$port HX_TOKEN=$(cat "$home/config/serve-token") HX_BODY=$body bash -c '
+            exec 3<>/dev/tcp/127.0.0.1/$HX_PORT
+            printf "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s" \
+                "$HX_PORT" "$HX_TOKEN" "${#HX_BODY}" "$HX_BODY" >&3
+            cat <&3' | tr -d '\r' | sed '1,/^$/d' |
+            sed -e 's/"id":"[^"]*"//g' -e 's/"created":[0-9]*//g' >"$2/resp"
+    fi
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+}
+for a in x86 arm; do
+    eval "bin=\$$a"
+    mkdir -p "$tmp/serve.$a"
+    serve_once "$bin" "$tmp/serve.$a"
+done
+if ! grep -q '"finish_reason":"tool_calls"' "$tmp/serve.arm/resp" 2>/dev/null; then
+    fail serve_as_on_x86 "no tool call from the aarch64 server: $(tail -n 3 "$tmp/serve.arm/log") $(head -c 300 "$tmp/serve.arm/resp" 2>/dev/null)"
+elif ! cmp -s "$tmp/serve.x86/resp" "$tmp/serve.arm/resp"; then
+    fail serve_as_on_x86 "answers differ: $(diff "$tmp/serve.x86/resp" "$tmp/serve.arm/resp" | head -n 4)"
+else
+    ok serve_as_on_x86
 fi
 [ "$fails" -eq 0 ]

@@ -1,6 +1,7 @@
 /* test_install.c: what the Makefile does to the machine, end to end:
  * scripts/deps.sh installs only the missing packages the README names
- * (--no-upgrade, apt's output in a log) and nothing when all are there,
+ * (--no-upgrade, apt's output in a log) and nothing when all are there
+ * (make deps-browser: chromium, keeping a Node.js from elsewhere),
  * reading the Makefile installs nothing, the aarch64 runs are skipped
  * naming `make deps-aarch64` without their tools, and make install /
  * uninstall put and take hearth, its model and man page under PREFIX
@@ -130,6 +131,24 @@ static void test_deps_check_only_looks(void)
     EXPECT_EQ_INT(sh("sh scripts/deps.sh --check aarch64"), 0);
 }
 
+/* make deps-browser: Debian's chromium, and Node.js only when no node
+ * and npm are on the PATH: one from elsewhere is kept, never replaced by
+ * Debian's (whose npm conflicts with it). */
+static void test_deps_browser_keeps_node(void)
+{
+    sh("rm -f \"$CALLS\"");
+    fake("node", "exit 0");
+    fake("npm", "exit 0");
+    EXPECT_EQ_INT(sh("MISSING='chromium nodejs npm' sh scripts/deps.sh browser"), 0);
+    EXPECT_STR_EQ(text("calls"), "update\n"
+                                 "install -y --no-upgrade --no-install-recommends chromium\n");
+    sh("rm -f \"$CALLS\"");
+    EXPECT_EQ_INT(sh("MISSING=chromium sh scripts/deps.sh --check browser"), 1);
+    EXPECT_STR_EQ(text("out"), " chromium\n");
+    EXPECT_STR_EQ(text("calls"), "");
+    sh("rm -f '%s/fake/node' '%s/fake/npm'", dir, dir);
+}
+
 /* Reading the Makefile, or planning a build, runs no apt-get (in a
  * scratch build folder: make -n still runs the lines that call make). */
 static void test_make_reads_without_installing(void)
@@ -213,6 +232,7 @@ int main(void)
     RUN(test_deps_installs_only_what_is_missing);
     RUN(test_deps_failure_names_the_log);
     RUN(test_deps_check_only_looks);
+    RUN(test_deps_browser_keeps_node);
     RUN(test_make_reads_without_installing);
     RUN(test_aarch64_skipped_naming_the_opt_in);
     RUN(test_install_and_uninstall);

@@ -107,6 +107,55 @@ static void test_strings(void)
     BAD("{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}");
 }
 
+/* Addresses as RFC 5321 bounds them, so that a model cannot ramble
+ * inside one: no spaces, a local part of at most 64, a domain of at most
+ * 253 in labels of at most 63, 254 in all; non-ASCII (RFC 6531) allowed. */
+static void test_email_bounds(void)
+{
+    const char *em = "{\"type\":\"string\",\"format\":\"email\"}";
+    char local64[200], local65[200], label63[200], label64[200], dom[400];
+    memset(local64, 'x', 64), local64[64] = 0;
+    memset(local65, 'x', 65), local65[65] = 0;
+    memset(label63, 'd', 63), label63[63] = 0;
+    memset(label64, 'd', 64), label64[64] = 0;
+    char v[700];
+    YES(em, "\"bob.lee+news@mail.example.org\"");
+    YES(em, "\"jürgen@bücher.de\"");
+    YES(em, "\"admin@[192.168.0.1]\"");
+    NO(em, "\"bob lee@example.org\"");
+    NO(em, "\"bob@example org\"");
+    NO(em, "\"bob@@example.org\"");
+    NO(em, "\"@example.org\"");
+    NO(em, "\"bob@\"");
+    NO(em, "\"bob@-example.org\"");
+    snprintf(v, sizeof v, "\"%s@example.org\"", local64);
+    YES(em, v);
+    snprintf(v, sizeof v, "\"%s@example.org\"", local65);
+    NO(em, v);
+    snprintf(v, sizeof v, "\"a@%s.org\"", label63);
+    YES(em, v);
+    snprintf(v, sizeof v, "\"a@%s.org\"", label64);
+    NO(em, v);
+    /* a domain of 4 labels of 63: 255 characters, over 253 */
+    snprintf(dom, sizeof dom, "%s.%s.%s.%s", label63, label63, label63, label63);
+    snprintf(v, sizeof v, "\"a@%s\"", dom);
+    NO(em, v);
+    dom[63 * 3 + 3 + 60] = 0; /* 252: with "a@", 254 in all */
+    snprintf(v, sizeof v, "\"a@%s\"", dom);
+    YES(em, v);
+    snprintf(v, sizeof v, "\"ab@%s\"", dom); /* 255 */
+    NO(em, v);
+    /* a fraction of a second of at most 9 digits (nanoseconds) */
+    YES("{\"type\":\"string\",\"format\":\"time\"}", "\"10:00:00.123456789Z\"");
+    NO("{\"type\":\"string\",\"format\":\"time\"}", "\"10:00:00.1234567890Z\"");
+    static char uri[2200];
+    memcpy(uri, "\"https://x.org/", 15);
+    memset(uri + 15, 'a', 2034), uri[2049] = '"', uri[2050] = 0; /* 2,048 characters */
+    YES("{\"type\":\"string\",\"format\":\"uri\"}", uri);
+    uri[2049] = 'a', uri[2050] = '"', uri[2051] = 0;
+    NO("{\"type\":\"string\",\"format\":\"uri\"}", uri);
+}
+
 static void test_formats(void)
 {
     YES("{\"type\":\"string\",\"format\":\"date-time\"}", "\"2024-02-29T10:00:00Z\"");
@@ -116,6 +165,7 @@ static void test_formats(void)
     YES("{\"type\":\"string\",\"format\":\"time\"}", "\"10:00:00+01:00\"");
     YES("{\"type\":\"string\",\"format\":\"email\"}", "\"a@b\"");
     NO("{\"type\":\"string\",\"format\":\"email\"}", "\"ab\"");
+    test_email_bounds();
     YES("{\"type\":\"string\",\"format\":\"uuid\"}", "\"123e4567-e89b-12d3-a456-426614174000\"");
     NO("{\"type\":\"string\",\"format\":\"uuid\"}", "\"123e4567e89b-12d3-a456-426614174000\"");
     YES("{\"type\":\"string\",\"format\":\"uri\"}", "\"https://example.com/a?b=c#d\"");

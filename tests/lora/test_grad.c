@@ -196,11 +196,12 @@ static void test_full_model(void)
     hx_trainer_free(tr);
 }
 
-/* A random qwen3 GGUF of ftype (C = 32 so Q8_0 rows fit). */
-static int write_base(const char *path, const char *ftype, int tied)
+/* A random qwen3 GGUF of ftype (C = 32 so Q8_0 rows fit); moe: a
+ * qwen3moe of the same width, 4 experts of 32, 2 used. */
+static int write_model(const char *path, const char *ftype, int tied, int moe)
 {
     hx_mkmodel_params p = hx_mkmodel_default_params();
-    p.arch = "qwen3";
+    p.arch = moe ? "qwen3moe" : "qwen3";
     p.ftype = ftype;
     p.n_vocab = 32;
     p.n_ctx = 64;
@@ -210,6 +211,7 @@ static int write_base(const char *path, const char *ftype, int tied)
     p.n_head_kv = 1;
     p.head_dim = 16;
     p.n_ff = 64;
+    p.n_expert = 4, p.n_expert_used = 2, p.n_ff_exp = 32;
     p.tied_output = tied;
     hx_err err = {0};
     int rc = hx_mkmodel_write(&p, path, &err);
@@ -217,15 +219,23 @@ static int write_base(const char *path, const char *ftype, int tied)
     return rc;
 }
 
-static void lora_check(const char *ftype)
+static int write_base(const char *path, const char *ftype, int tied)
+{
+    return write_model(path, ftype, tied, 0);
+}
+
+/* moe: the attention's q, k, v, o of a qwen3moe base (its router and
+ * experts frozen: the gradient flows through them to the lower layers,
+ * the experts' choice fixed); else every linear of a qwen3 one. */
+static void lora_check_arch(const char *ftype, int moe)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/base-%s.gguf", tmpdir, ftype);
-    ASSERT(write_base(path, ftype, 1) == HX_OK);
+    snprintf(path, sizeof path, "%s/base-%s-%d.gguf", tmpdir, ftype, moe);
+    ASSERT(write_model(path, ftype, 1, moe) == HX_OK);
     hx_lora_params lp = hx_lora_default_params();
     lp.rank = 2;
     lp.alpha = 4;
-    lp.targets = HX_LORA_ALL;
+    lp.targets = moe ? HX_LORA_Q | HX_LORA_K | HX_LORA_V | HX_LORA_O : HX_LORA_ALL;
     lp.init_b = 0.3f;
     hx_trainer *tr = NULL;
     hx_err err = {0};
@@ -234,13 +244,13 @@ static void lora_check(const char *ftype)
     if (getenv("LB")) lp.init_b = (float)atof(getenv("LB"));
     ASSERT(hx_trainer_new_gguf(path, &lp, 1, &tr, &err) == HX_OK);
     EXPECT(hx_trainer_is_lora(tr));
-    /* 2 layers x 7 targets x (A + B) and nothing else */
-    EXPECT_EQ_INT(hx_trainer_n_tensors(tr), 28);
+    /* 2 layers x 7 (MoE: 4) targets x (A + B) and nothing else */
+    EXPECT_EQ_INT(hx_trainer_n_tensors(tr), moe ? 16 : 28);
     hx_batch b = make_batch(32);
     gstat st;
     check_all(tr, &b, &st);
-    printf("#   lora over %s: %zu params, worst tensor rel err %.2e (%s), "
-           "worst abs %.2e\n", ftype, st.n_checked, st.worst_rel,
+    printf("#   lora over %s%s: %zu params, worst tensor rel err %.2e (%s), "
+           "worst abs %.2e\n", moe ? "qwen3moe " : "", ftype, st.n_checked, st.worst_rel,
            st.worst_name ? st.worst_name : "-", st.worst_abs);
     /* element-wise differences are at the float noise floor here (the
      * random base plus a large adapter gives sharp logits): loose bounds,
@@ -250,12 +260,14 @@ static void lora_check(const char *ftype)
     /* ... the directional check: */
     const char *wn = "-";
     const double dir = check_directions(tr, &b, &wn);
-    printf("#   lora over %s: worst directional error %.2e of ||g|| (%s)\n",
-           ftype, dir, wn);
+    printf("#   lora over %s%s: worst directional error %.2e of ||g|| (%s)\n",
+           moe ? "qwen3moe " : "", ftype, dir, wn);
     EXPECT(dir < 3e-3);
     hx_trainer_free(tr);
     unlink(path);
 }
+
+static void lora_check(const char *ftype) { lora_check_arch(ftype, 0); }
 
 /* The LoRA gradients against the (FD-checked) full-weight gradient G of
  * the merged model W + s B A: dA = s B^T G and dB = s G A^T exactly, so
@@ -372,6 +384,28 @@ static void test_lora_vs_full_q8_0(void) { lora_vs_full("Q8_0"); }
 
 static void test_lora_f32(void) { lora_check("F32"); }
 static void test_lora_q8_0(void) { lora_check("Q8_0"); }
+static void test_lora_moe_f32(void) { lora_check_arch("F32", 1); }
+
+/* A MoE base: full training and LoRA on its experts or router are refused,
+ * saying what is offered. */
+static void test_moe_refusals(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/moe-refuse.gguf", tmpdir);
+    ASSERT(write_model(path, "F32", 1, 1) == HX_OK);
+    hx_trainer *tr = NULL;
+    hx_err err = {0};
+    EXPECT_EQ_INT(hx_trainer_new_gguf(path, NULL, 1, &tr, &err), HX_ERR_UNSUPPORTED);
+    EXPECT(!tr && strstr(err.msg, "LoRA"));
+    hx_lora_params lp = hx_lora_default_params();
+    lp.targets = HX_LORA_Q | HX_LORA_UP;
+    EXPECT_EQ_INT(hx_trainer_new_gguf(path, &lp, 1, &tr, &err), HX_ERR_UNSUPPORTED);
+    EXPECT(!tr && strstr(err.msg, "attention (q, k, v, o)"));
+    lp.targets = HX_LORA_Q | HX_LORA_V; /* control */
+    EXPECT_EQ_INT(hx_trainer_new_gguf(path, &lp, 1, &tr, &err), HX_OK);
+    hx_trainer_free(tr);
+    unlink(path);
+}
 
 /* Logits of the training forward vs hx_decode (F32 KV cache). */
 static double logits_nmse(const char *path, const hx_lora_params *lp)
@@ -409,25 +443,29 @@ static double logits_nmse(const char *path, const hx_lora_params *lp)
     return worst;
 }
 
+/* tied 2: a qwen3moe base (tied), LoRA on its attention */
 static void test_logits_match_decode(void)
 {
     char path[512];
     const char *ft[2] = {"F32", "Q8_0"};
-    for (int tied = 0; tied < 2; tied++)
+    for (int tied = 0; tied < 3; tied++)
         for (int f = 0; f < 2; f++) {
+            const int moe = tied == 2;
             snprintf(path, sizeof path, "%s/dec-%s-%d.gguf", tmpdir, ft[f], tied);
-            ASSERT(write_base(path, ft[f], tied) == HX_OK);
+            ASSERT(write_model(path, ft[f], tied > 0, moe) == HX_OK);
             /* full mode dequantizes the base; LoRA with B = 0 keeps it */
             hx_lora_params lp = hx_lora_default_params();
-            lp.targets = HX_LORA_ALL;
-            double full = f == 0 ? logits_nmse(path, NULL) : 0;
+            lp.targets = moe ? HX_LORA_Q | HX_LORA_K | HX_LORA_V | HX_LORA_O : HX_LORA_ALL;
+            double full = f == 0 && !moe ? logits_nmse(path, NULL) : 0;
             double lora = logits_nmse(path, &lp);
-            if (f == 0)
+            if (f == 0 && !moe)
                 printf("#   %s tied %d: nmse full %.2e, lora(B=0) %.2e\n", ft[f],
-                       tied, full, lora);
+                       tied > 0, full, lora);
+            else if (f == 0)
+                printf("#   qwen3moe %s: nmse lora(B=0) %.2e\n", ft[f], lora);
             else
-                printf("#   %s tied %d: nmse lora(B=0) %.2e (8-bit activations "
-                       "in hx_decode)\n", ft[f], tied, lora);
+                printf("#   %s%s tied %d: nmse lora(B=0) %.2e (8-bit activations "
+                       "in hx_decode)\n", moe ? "qwen3moe " : "", ft[f], tied > 0, lora);
             EXPECT(full >= 0 && full < 1e-10);
             /* Q8_0: hx_decode quantizes activations to 8 bits before each
              * matmul (as llama.cpp), training multiplies by the dequantized
@@ -591,6 +629,8 @@ int main(void)
     RUN(test_untied_from_gguf);
     RUN(test_lora_f32);
     RUN(test_lora_q8_0);
+    RUN(test_lora_moe_f32);
+    RUN(test_moe_refusals);
     RUN(test_lora_vs_full_f32);
     RUN(test_lora_vs_full_q8_0);
     RUN(test_logits_match_decode);

@@ -1,8 +1,8 @@
 /* test_lora_apply.c: adapters Hearth trained (F32 and Q8_0 bases, QLoRA
- * style; all layers or the later ones only) applied by the engine without
- * merging: the logits equal the trainer's forward and llama.cpp's with the
- * same adapter; the adapter records its base and is refused on another
- * one. */
+ * style; all layers or the later ones only; a qwen3moe base's attention)
+ * applied by the engine without merging: the logits equal the trainer's
+ * forward and llama.cpp's with the same adapter; the adapter records its
+ * base and is refused on another one. */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -16,10 +16,14 @@
 static char tmpdir[256];
 static int32_t data_tok[DN];
 
+static int g_moe; /* the bases are qwen3moe (4 experts of 64, 2 used) */
+
 static int make_base(const char *path, const char *ftype, uint64_t seed,
                      const char *vocab)
 {
     hx_mkmodel_params mp = hx_mkmodel_default_params();
+    mp.arch = g_moe ? "qwen3moe" : "qwen3";
+    mp.n_expert = 4, mp.n_expert_used = 2, mp.n_ff_exp = 64;
     mp.vocab_path = vocab;
     mp.ftype = ftype;
     mp.seed = seed;
@@ -38,7 +42,7 @@ static hx_trainer *train(const char *base, const char *out, int first)
     hx_lora_params lp = hx_lora_default_params();
     lp.rank = 4;
     lp.alpha = 8;
-    lp.targets = HX_LORA_ALL;
+    lp.targets = g_moe ? HX_LORA_Q | HX_LORA_K | HX_LORA_V | HX_LORA_O : HX_LORA_ALL;
     lp.first_layer = first;
     hx_trainer *tr = NULL;
     hx_err err = {0};
@@ -123,7 +127,7 @@ static void trained_on(const char *ftype, double tol, int first)
     char id[65];
     hx_model_identity(m, id);
     EXPECT_STR_EQ(hx_adapter_get_info(a)->base_id, id);
-    EXPECT_EQ_INT(hx_adapter_get_info(a)->n_pairs, 7 * (2 - first));
+    EXPECT_EQ_INT(hx_adapter_get_info(a)->n_pairs, (g_moe ? 4 : 7) * (2 - first));
     EXPECT(hx_adapter_get_info(a)->alpha == 8.0f);
     const int V = hx_model_hparams(m)->n_vocab;
     float *mine = malloc((size_t)N * V * sizeof(float));
@@ -137,9 +141,9 @@ static void trained_on(const char *ftype, double tol, int first)
     ASSERT(ref_lora_logits(base, ad, 0.5f, data_tok, N, &r05, &nv) == 0 && nv == V);
     double e1 = worst(r1, h1, V), e05 = worst(r05, h05, V);
     double et = worst(mine, h1, V), moved = worst(plain, h1, V);
-    printf("# trained on %s: Hearth vs llama.cpp nmse %.2e (scale 1), %.2e "
+    printf("# trained on %s%s: Hearth vs llama.cpp nmse %.2e (scale 1), %.2e "
            "(scale 0.5); vs the trainer %.2e; adapter moves logits %.2e\n",
-           ftype, e1, e05, et, moved);
+           g_moe ? "qwen3moe " : "", ftype, e1, e05, et, moved);
     EXPECT(e1 <= tol && e05 <= tol);
     EXPECT(et <= tol);
     EXPECT(moved > 1e-4);
@@ -158,6 +162,15 @@ static void test_trained_on_f32(void) { trained_on("F32", 1e-9, 0); }
 static void test_trained_on_q8_0(void) { trained_on("Q8_0", 1e-3, 0); }
 /* the second layer alone: the adapter holds its tensors only */
 static void test_trained_later_layer(void) { trained_on("Q8_0", 1e-3, 1); }
+/* a qwen3moe base: attention adapted, the router and experts frozen (the
+ * tolerances of the dense bases) */
+static void test_trained_on_moe(void)
+{
+    g_moe = 1;
+    trained_on("F32", 1e-9, 0);
+    trained_on("Q8_0", 1e-3, 0);
+    g_moe = 0;
+}
 
 /* A first layer the model does not have is refused. */
 static void test_first_layer_range(void)
@@ -186,6 +199,7 @@ int main(void)
     RUN(test_trained_on_f32);
     RUN(test_trained_on_q8_0);
     RUN(test_trained_later_layer);
+    RUN(test_trained_on_moe);
     RUN(test_first_layer_range);
     rmdir(tmpdir);
     return test_summary();

@@ -223,7 +223,7 @@ static float mm_w[MR * MC], mm_x[MN * MC], mm_wt[MN * MR];
 static void mm_fwd(op_case *c, float *out)
 {
     (void)c;
-    tr_w w = {mm_w, NULL, MR, MC, 0};
+    tr_w w = {.f = mm_w, .rows = MR, .cols = MC};
     float sc[16 * MC];
     hx_tr_mm_fwd(NULL, &w, mm_x, MN, out, 1.0f, 0, sc);
 }
@@ -234,7 +234,7 @@ static void test_matmul(void)
     fill(mm_x, MN * MC, 1.0f);
     fill(mm_wt, MN * MR, 1.0f);
     float dw[MR * MC] = {0}, dx[MN * MC] = {0}, sc[16 * MC];
-    tr_w w = {mm_w, NULL, MR, MC, 0};
+    tr_w w = {.f = mm_w, .rows = MR, .cols = MC};
     hx_tr_mm_bwd_w(NULL, dw, MR, MC, mm_wt, mm_x, MN, 1.0f, 0);
     hx_tr_mm_bwd_x(NULL, &w, mm_wt, MN, dx, 1.0f, sc);
     op_case c = {mm_fwd, MN * MR, mm_wt};
@@ -250,7 +250,8 @@ static float lo_a[LR * MC], lo_b[MR * LR];
 
 static tr_lin lo_lin(float *da, float *db)
 {
-    tr_lin l = {{mm_w, NULL, MR, MC, 0}, NULL, lo_a, lo_b, da, db, LR, 0.75f};
+    tr_lin l = {.w = {.f = mm_w, .rows = MR, .cols = MC}, .a = lo_a, .b = lo_b, .da = da,
+                .db = db, .r = LR, .s = 0.75f};
     return l;
 }
 

@@ -198,6 +198,22 @@ static hx_lora_store *store_at(const char *tag, char work[300])
     return hx_lora_store_open(sd, &st, &err) == HX_OK ? st : NULL;
 }
 
+/* How many adapters of the store's active set load on the base at path
+ * (-1 when the base or the set does not load). */
+static int active_loads(hx_lora_store *st, const char *path)
+{
+    hx_model *m = NULL;
+    hx_adapter *ads[HX_ADAPTER_MAX];
+    float sc[HX_ADAPTER_MAX];
+    int na = 0;
+    hx_err err = {0};
+    if (hx_model_load(path, NULL, &m, &err)) return -1;
+    if (hx_lora_store_load_active(st, m, ads, sc, &na, &err)) na = -1;
+    for (int i = 0; i < na; i++) hx_adapter_free(ads[i]);
+    hx_model_free(m);
+    return na;
+}
+
 static void test_run_adopts_and_gate_discards(void)
 {
     char sd[300], work[300];
@@ -220,15 +236,7 @@ static void test_run_adopts_and_gate_discards(void)
     int n = 0;
     ASSERT(hx_lora_store_active(st, act, &n, &err) == HX_OK);
     EXPECT(n == 1 && !strcmp(act[0].name, r.adapter) && !strncmp(r.adapter, "nightly-", 8));
-    /* the adopted adapter loads on its base */
-    hx_model *m = NULL;
-    hx_adapter *ads[HX_ADAPTER_MAX];
-    float sc[HX_ADAPTER_MAX];
-    int na = 0;
-    ASSERT(hx_model_load(model, NULL, &m, &err) == HX_OK);
-    EXPECT(hx_lora_store_load_active(st, m, ads, sc, &na, &err) == HX_OK && na == 1);
-    for (int i = 0; i < na; i++) hx_adapter_free(ads[i]);
-    hx_model_free(m);
+    EXPECT_EQ_INT(active_loads(st, model), 1); /* the adopted adapter loads on its base */
     /* an impossible gate: discarded, the active adapter unchanged */
     char adopted[96];
     snprintf(adopted, sizeof adopted, "%s", r.adapter);
@@ -837,6 +845,48 @@ static void test_later_half(void)
     EXPECT(hx_nightly_trainer(&p, "/nonexistent.gguf", &none, &err) != HX_OK && !none);
 }
 
+/* A qwen3moe base: the nightly run trains on it and adopts what passes its
+ * gate; its default FFN targets become the attention's (the router and
+ * experts stay frozen), as its log says, and the adapter loads on it. */
+static void test_moe_base(void)
+{
+    char moe[300], work[300], logbuf[4096] = "";
+    snprintf(moe, sizeof moe, "%s/base-moe.gguf", tmpdir);
+    hx_mkmodel_params mp = hx_mkmodel_default_params();
+    mp.arch = "qwen3moe", mp.vocab_path = vocab_path;
+    mp.n_layer = 2, mp.n_embd = 32, mp.n_head = 2, mp.n_head_kv = 1;
+    mp.head_dim = 16, mp.n_ctx = 256, mp.tied_output = 1;
+    mp.n_expert = 4, mp.n_expert_used = 2, mp.n_ff_exp = 32;
+    hx_err err = {0};
+    ASSERT(hx_mkmodel_write(&mp, moe, &err) == HX_OK);
+    hx_lora_store *st = store_at("-moe", work);
+    ASSERT(st != NULL);
+    hx_nightly_params p = params(st, work);
+    p.model = moe;
+    p.log = fmemopen(logbuf, sizeof logbuf - 1, "w");
+    ASSERT(p.log);
+    EXPECT_EQ_INT((int)p.lora.targets, HX_LORA_UP | HX_LORA_DOWN);
+    hx_nightly_report r;
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    fclose(p.log);
+    p.log = NULL;
+    printf("# nightly on qwen3moe: %d steps, held-out loss %.4f -> %.4f: %s\n", r.steps,
+           r.loss_before, r.loss_after, r.reason);
+    EXPECT(strstr(logbuf, "is a MoE model") && strstr(logbuf, "(q, k, v, o)"));
+    EXPECT(r.steps == 12 && r.adopted && r.loss_after < r.loss_before);
+    hx_trainer *tr = NULL;
+    ASSERT(hx_nightly_trainer(&p, NULL, &tr, &err) == HX_OK);
+    int attn = 0, other = 0;
+    for (int i = 0; i < hx_trainer_n_tensors(tr); i++) {
+        const char *name = hx_trainer_tensor(tr, i, NULL, NULL);
+        attn += strstr(name, ".attn_") != NULL, other += strstr(name, ".attn_") == NULL;
+    }
+    EXPECT(attn == 8 && other == 0); /* layer 1 (the later half): q, k, v, o x (A, B) */
+    hx_trainer_free(tr);
+    EXPECT_EQ_INT(active_loads(st, moe), 1);
+    hx_lora_store_free(st);
+}
+
 /* The memory bound: an estimate over it refuses to start, naming both. */
 static void test_memory_bound(void)
 {
@@ -958,6 +1008,7 @@ int main(void)
         RUN(test_windows_cover_targets);
         RUN(test_long_episodes);
         RUN(test_later_half);
+        RUN(test_moe_base);
         RUN(test_memory_bound);
         RUN(test_governor_refuses);
         hx_memory_close(mem);

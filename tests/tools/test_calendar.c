@@ -229,6 +229,86 @@ static void test_list_filters(void)
     cJSON_Delete(r);
 }
 
+/* The query folds case and accents and takes its words in any order;
+ * the calendar's name is compared folded. */
+static void test_list_query_folds(void)
+{
+    ASSERT(fresh_world() == 0);
+    cJSON *r = call_ok("calendar.create_event",
+                       "{\"title\":\"Fundaci\u00f3n Alba: R\u00fcckfragen (Stra\u00dfe)\","
+                       "\"start\":\"Dec 9 at 7pm\"}");
+    ASSERT(r);
+    cJSON_Delete(r);
+    static const char *const hit[] = {"fundacion", "RÜCKFRAGEN", "alba fundación", "STRASSE",
+                                      "the rückfragen", "(Alba),"};
+    static const char *const miss[] = {"fundacion beta", "ruckfrage-x", "albas"};
+    char json[256];
+    for (size_t i = 0; i < sizeof hit / sizeof *hit + sizeof miss / sizeof *miss; i++) {
+        int want = i < sizeof hit / sizeof *hit;
+        const char *q = want ? hit[i] : miss[i - sizeof hit / sizeof *hit];
+        snprintf(json, sizeof json, "{\"range\":\"Dec 9\",\"query\":\"%s\"}", q);
+        r = call_ok("calendar.list_events", json);
+        ASSERT(r);
+        if (n_events(r) != want) test_fail_at(__FILE__, __LINE__, "query '%s': %d events", q, n_events(r));
+        cJSON_Delete(r);
+    }
+    r = call_ok("calendar.list_events", "{\"range\":\"this week\",\"calendar\":\"FAMILY.ICS\"}");
+    ASSERT(r);
+    EXPECT_EQ_INT(n_events(r), 3);
+    cJSON_Delete(r);
+    ASSERT(fresh_world() == 0);
+}
+
+/* A new event over a busy one is written and the result says what it
+ * overlaps; only_if_free refuses it and writes nothing; a free time has
+ * no conflicts; a declined event is no conflict. */
+static void test_create_reports_conflicts(void)
+{
+    ASSERT(fresh_world() == 0);
+    cJSON *r = call_ok("calendar.create_event",
+                       "{\"title\":\"Dentist\",\"start\":\"Dec 8 at 2pm\",\"duration_minutes\":30}");
+    ASSERT(r);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(r, "conflicts");
+    EXPECT_EQ_INT(cJSON_GetArraySize(c), 1);
+    EXPECT_STR_EQ(str(cJSON_GetArrayItem(c, 0), "start"), "2026-12-08T14:00:00+01:00");
+    EXPECT(strstr(str(r, "note"), "overlaps 1 busy event") != NULL);
+    cJSON_Delete(r);
+    int rc;
+    hx_err e = {0};
+    r = call("calendar.create_event",
+             "{\"title\":\"Dentist 2\",\"start\":\"Dec 8 at 2pm\",\"only_if_free\":true}", &rc, &e);
+    EXPECT(r == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_STATE);
+    EXPECT(strstr(e.msg, "not created") && strstr(e.msg, "2026-12-08T14:00:00+01:00"));
+    r = call_ok("calendar.list_events", "{\"range\":\"Dec 8\",\"query\":\"dentist 2\"}");
+    EXPECT_EQ_INT(n_events(r), 0); /* nothing written */
+    cJSON_Delete(r);
+    /* control: a free time, with only_if_free, is created without conflicts */
+    r = call_ok("calendar.create_event",
+                "{\"title\":\"Dentist 3\",\"start\":\"Dec 8 at 7pm\",\"only_if_free\":true}");
+    ASSERT(r);
+    EXPECT(cJSON_GetObjectItemCaseSensitive(r, "conflicts") == NULL);
+    cJSON_Delete(r);
+    /* the design review Alice declined (Dec 8, 15:00-16:00) blocks nothing */
+    r = call_ok("calendar.create_event",
+                "{\"title\":\"Call\",\"start\":\"Dec 8 at 3pm\",\"only_if_free\":true}");
+    ASSERT(r);
+    EXPECT(cJSON_GetObjectItemCaseSensitive(r, "conflicts") == NULL);
+    cJSON_Delete(r);
+    /* moving an event reports what its new time overlaps, not itself */
+    r = call_ok("calendar.list_events", "{\"range\":\"Dec 8\",\"query\":\"call\"}");
+    char json[256];
+    snprintf(json, sizeof json, "{\"uid\":\"%s\",\"start\":\"Dec 8 at 1:45pm\"}",
+             str(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "events"), 0), "uid"));
+    cJSON_Delete(r);
+    r = call_ok("calendar.update_event", json);
+    ASSERT(r);
+    c = cJSON_GetObjectItemCaseSensitive(r, "conflicts");
+    EXPECT_EQ_INT(cJSON_GetArraySize(c), 2); /* the 1:1 and the dentist */
+    cJSON_Delete(r);
+    ASSERT(fresh_world() == 0); /* the next tests read the fixture as it is */
+}
+
 static void test_free_busy(void)
 {
     cJSON *r = call_ok("calendar.free_busy",
@@ -755,6 +835,8 @@ int main(void)
     RUN(test_exdate_rdate);
     RUN(test_dst);
     RUN(test_list_filters);
+    RUN(test_list_query_folds);
+    RUN(test_create_reports_conflicts);
     RUN(test_free_busy);
     RUN(test_find_slots);
     RUN(test_registered_schemas);

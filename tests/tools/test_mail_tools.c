@@ -231,6 +231,76 @@ static void test_index_follows_maildir(void)
     cJSON_Delete(r);
 }
 
+static int deliver_str(const char *msg) { return deliver(msg, strlen(msg)); }
+
+/* The number of messages a search finds, and the subject of its first. */
+static int found(const char *json, char *first, size_t n)
+{
+    int rc;
+    hx_err e;
+    cJSON *r = call("mail.search", json, &rc, &e);
+    if (!r) return -1;
+    int k = count(r, "messages");
+    if (first) snprintf(first, n, "%s", str_at(r, "messages", 0, "subject"));
+    cJSON_Delete(r);
+    return k;
+}
+
+/* Text search ranks the meaningful words and never asks for the
+ * function words; sender and subject filters fold case and accents as
+ * the text does (ß as ss), word by word in any order. */
+static void test_search_forgives(void)
+{
+    char first[256];
+    int rc;
+    hx_err e;
+    ASSERT(deliver_str("From: =?UTF-8?Q?J=C3=BCrgen_Wei=C3=9F?= <jw@example.de>\n"
+                       "Subject: =?UTF-8?Q?R=C3=BCckfragen_zum_Angebot?=\n"
+                       "Content-Type: text/plain; charset=utf-8\n\n"
+                       "Gr\xc3\xbc\xc3\x9f" "e, anbei die Fragen der Fundaci\xc3\xb3n Alba.\n") == HX_OK);
+    ASSERT(deliver_str("From: Ana <ana@example.es>\nSubject: Quarterly figures\n\n"
+                       "The zebra report is attached.\n") == HX_OK);
+    ASSERT(deliver_str("From: Ana <ana@example.es>\nSubject: Zebra report, zebra budget\n\n"
+                       "Zebra figures and the zebra budget.\n") == HX_OK);
+    /* "the" is no reason to find nothing */
+    EXPECT_EQ_INT(found("{\"text\":\"the zebra report\"}", first, sizeof first), 2);
+    EXPECT_STR_EQ(first, "Zebra report, zebra budget"); /* the better match first */
+    cJSON *r = call("mail.search", "{\"text\":\"the zebra report\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_STR_EQ(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ignored_words"), 0)->valuestring, "the");
+    EXPECT(cJSON_GetObjectItem(r, "note") == NULL); /* both have every word */
+    cJSON_Delete(r);
+    /* no message has every word: the closest, each with the words it has */
+    r = call("mail.search", "{\"text\":\"zebra budget giraffe\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 4); /* the fixtures' two budget mails too */
+    EXPECT_STR_EQ(str_at(r, "messages", 0, "subject"), "Zebra report, zebra budget");
+    cJSON *m = NULL;
+    for (int i = 0; i < count(r, "messages"); i++)
+        if (!strcmp(str_at(r, "messages", i, "subject"), "Quarterly figures"))
+            m = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "messages"), i), "matched");
+    EXPECT_EQ_INT(cJSON_GetArraySize(m), 1);
+    EXPECT_STR_EQ(cJSON_GetArrayItem(m, 0)->valuestring, "zebra");
+    EXPECT(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(r, "note")), "no message has all") != NULL);
+    cJSON_Delete(r);
+    EXPECT_EQ_INT(found("{\"text\":\"giraffe\"}", NULL, 0), 0);
+    /* accents, case and ß, in the text and in every filter */
+    EXPECT_EQ_INT(found("{\"text\":\"fundacion\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"text\":\"GRUSSE\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"from\":\"jurgen\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"from\":\"Jurgen Weiss\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"from\":\"WEISS, J\xc3\x9cRGEN\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"from\":\"jw@example.de\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"from\":\"Jurgen Weiss-Bauer\"}", NULL, 0), 0); /* control */
+    EXPECT_EQ_INT(found("{\"subject\":\"R\xc3\x9c" "CKFRAGEN\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"subject\":\"the ruckfragen\"}", NULL, 0), 1);
+    EXPECT_EQ_INT(found("{\"to\":\"ALICE@example.org\"}", NULL, 0) > 0, 1);
+    EXPECT_EQ_INT(found("{\"folder\":\"sent\"}", NULL, 0), 1);
+    /* a filter's "%" or "_" is a character, not a wildcard */
+    EXPECT_EQ_INT(found("{\"from\":\"%\"}", NULL, 0), 0);
+    EXPECT_EQ_INT(found("{\"subject\":\"_\"}", NULL, 0), 0);
+}
+
 /* The addresses of the user's mail: From, To and Cc of every message,
  * each once whatever its case, names and encodings dropped; none without
  * a Maildir. */
@@ -362,6 +432,65 @@ static void test_files_read_search_list(void)
     cJSON_Delete(r);
 }
 
+static int files_found(const char *json)
+{
+    int rc;
+    hx_err e;
+    cJSON *r = call("files.search", json, &rc, &e);
+    int n = r ? count(r, "files") : -1;
+    cJSON_Delete(r);
+    return n;
+}
+
+/* A file name search takes words as well as globs, folded; the paths the
+ * roots are listed by (the root's folder name first) are accepted;
+ * confinement holds through them. */
+static void test_files_forgive(void)
+{
+    int rc;
+    hx_err e;
+    char d[PATH_MAX + 64];
+    snprintf(d, sizeof d, "%s/Projects/Pilot Berlin", files);
+    ASSERT(sh("mkdir -p '%s' '%s/会議'", d, files) == 0);
+    write_file("Projects/Pilot Berlin/\xc3\x9c" "bersicht.md", "Kosten: 3.842,17 EUR\n");
+    write_file("Hewlett-Packard_Angebot.txt", "offer\n");
+    write_file("会議/議事録.txt", "議題\n");
+    write_file("U\xcc\x88" "bersicht-nfd.md", "decomposed name\n");
+    EXPECT_EQ_INT(files_found("{\"name\":\"hewlett\"}"), 1);
+    EXPECT_EQ_INT(files_found("{\"name\":\"*hewlett*\"}"), 1);
+    EXPECT_EQ_INT(files_found("{\"name\":\"HEWLETT angebot\"}"), 1);
+    EXPECT_EQ_INT(files_found("{\"name\":\"hewlett zebra\"}"), 0); /* control */
+    EXPECT_EQ_INT(files_found("{\"name\":\"*\u00fcbersicht*\"}"), 2);
+    EXPECT_EQ_INT(files_found("{\"name\":\"*UBERSICHT.md\"}"), 1);
+    EXPECT_EQ_INT(files_found("{\"name\":\"berlin \u00fcbersicht\"}"), 1); /* a folder's word */
+    EXPECT_EQ_INT(files_found("{\"name\":\"\u8b70\u4e8b\u9332\"}"), 1);   /* 議事録 */
+    EXPECT_EQ_INT(files_found("{\"name\":\"ubersicht-nfd\"}"), 1);
+    /* the root's own folder name in front, as files.list shows the roots */
+    cJSON *r = call("files.list", "{\"path\":\"Documents/Projects\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "entries"), 1);
+    cJSON_Delete(r);
+    r = call("files.list", "{\"path\":\"Documents\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT(count(r, "entries") >= 4);
+    cJSON_Delete(r);
+    r = call("files.read", "{\"path\":\"Documents/Projects/Pilot Berlin/\u00dcbersicht.md\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT(strstr(cJSON_GetObjectItem(r, "text")->valuestring, "3.842,17") != NULL);
+    cJSON_Delete(r);
+    r = call("files.search", "{\"name\":\"*.md\",\"path\":\"Documents/Projects\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "files"), 1);
+    cJSON_Delete(r);
+    /* and no way out through it */
+    EXPECT(call("files.read", "{\"path\":\"Documents/../secret.txt\"}", &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_DENIED);
+    EXPECT(call("files.read", "{\"path\":\"Documents/escape\"}", &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_DENIED);
+    EXPECT(call("files.list", "{\"path\":\"Mail\"}", &rc, &e) == NULL); /* a sibling, not a root */
+    EXPECT_EQ_INT(rc, HX_ERR_NOTFOUND);
+}
+
 static void test_huge_file_capped(void)
 {
     char p[PATH_MAX + 16];
@@ -411,8 +540,10 @@ int main(void)
     RUN(test_snippet_utf8);
     RUN(test_files_confined);
     RUN(test_files_read_search_list);
+    RUN(test_files_forgive);
     RUN(test_huge_file_capped);
     RUN(test_reads_leave_data_untouched);
+    RUN(test_search_forgives);
     hx_tools_free(reg);
     sh("rm -rf %s", home);
     return test_summary();

@@ -87,6 +87,83 @@ static const row rows[] = {
     {"2026-10-31T12:00:00-04:00", "America/New_York", "tomorrow at 5pm", "2026-11-01T17:00:00-05:00", NULL, 0},
     {"2026-10-31T12:00:00-04:00", "America/New_York", "this week", "2026-10-26T00:00:00-04:00", "2026-11-02T00:00:00-05:00", 1},
     {"2026-10-31T12:00:00-04:00", "America/New_York", "today", "2026-10-31T00:00:00-04:00", "2026-11-01T00:00:00-04:00", 1},
+    /* what people say: periods counted from today */
+    {NOW_PARIS, "Europe/Paris", "next 7 days", "2026-12-01T00:00:00+01:00", "2026-12-08T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "the next seven days", "2026-12-01T00:00:00+01:00", "2026-12-08T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "over the next 2 weeks", "2026-12-01T00:00:00+01:00", "2026-12-15T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "for the next 3 days", "2026-12-01T00:00:00+01:00", "2026-12-04T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "next 3 months", "2026-12-01T00:00:00+01:00", "2027-03-01T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "past 7 days", "2026-11-25T00:00:00+01:00", "2026-12-02T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "in the last 2 weeks", "2026-11-18T00:00:00+01:00", "2026-12-02T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "the past week", "2026-11-25T00:00:00+01:00", "2026-12-02T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "within the next 2 hours", "2026-12-01T09:00:00+01:00", "2026-12-01T11:00:00+01:00", 0},
+    {NOW_PARIS, "Europe/Paris", "past 30 minutes", "2026-12-01T08:30:00+01:00", "2026-12-01T09:00:00+01:00", 0},
+    {NOW_PARIS, "Europe/Paris", "3 days ago", "2026-11-28T00:00:00+01:00", "2026-11-29T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "a week ago", "2026-11-24T00:00:00+01:00", "2026-11-25T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "2 hours ago", "2026-12-01T07:00:00+01:00", NULL, 0},
+    {NOW_PARIS, "Europe/Paris", "the day after tomorrow", "2026-12-03T00:00:00+01:00", "2026-12-04T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "day before yesterday", "2026-11-29T00:00:00+01:00", "2026-11-30T00:00:00+01:00", 1},
+    /* weekdays, before and after today */
+    {NOW_PARIS, "Europe/Paris", "this Thursday", "2026-12-03T00:00:00+01:00", "2026-12-04T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "this coming Monday", "2026-12-07T00:00:00+01:00", "2026-12-08T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "this past Friday", "2026-11-27T00:00:00+01:00", "2026-11-28T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "previous Tuesday", "2026-11-24T00:00:00+01:00", "2026-11-25T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "Monday last week", "2026-11-23T00:00:00+01:00", "2026-11-24T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "Friday of next week", "2026-12-11T00:00:00+01:00", "2026-12-12T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "Wednesday this week", "2026-12-02T00:00:00+01:00", "2026-12-03T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "since Monday", "2026-11-30T00:00:00+01:00", "2026-12-01T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "since Tuesday", "2026-12-01T00:00:00+01:00", "2026-12-02T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "Tuesday, December 8", "2026-12-08T00:00:00+01:00", "2026-12-09T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "Dec 8, Tuesday", "2026-12-08T00:00:00+01:00", "2026-12-09T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "Wed 2026-12-02 at 10", "2026-12-02T10:00:00+01:00", NULL, 0},
+    /* days of the month, months */
+    {NOW_PARIS, "Europe/Paris", "the 24th", "2026-12-24T00:00:00+01:00", "2026-12-25T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "on the 1st", "2026-12-01T00:00:00+01:00", "2026-12-02T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "on the 24th at 3pm", "2026-12-24T15:00:00+01:00", NULL, 0},
+    {NOW_PARIS, "Europe/Paris", "since the 24th", "2026-11-24T00:00:00+01:00", "2026-11-25T00:00:00+01:00", 1},
+    {"2027-01-31T09:00:00+01:00", "Europe/Paris", "the 30th", "2027-03-30T00:00:00+02:00", "2027-03-31T00:00:00+02:00", 1},
+    {NOW_PARIS, "Europe/Paris", "March", "2027-03-01T00:00:00+01:00", "2027-04-01T00:00:00+02:00", 1},
+    {NOW_PARIS, "Europe/Paris", "in October", "2026-10-01T00:00:00+02:00", "2026-11-01T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "December", "2026-12-01T00:00:00+01:00", "2027-01-01T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "March 2028", "2028-03-01T00:00:00+01:00", "2028-04-01T00:00:00+02:00", 1},
+    {NOW_PARIS, "Europe/Paris", "next March", "2027-03-01T00:00:00+01:00", "2027-04-01T00:00:00+02:00", 1},
+    {NOW_PARIS, "Europe/Paris", "last March", "2026-03-01T00:00:00+01:00", "2026-04-01T00:00:00+02:00", 1},
+    {NOW_PARIS, "Europe/Paris", "this year", "2026-01-01T00:00:00+01:00", "2027-01-01T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "end of the month", "2026-12-31T00:00:00+01:00", "2027-01-01T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "end of next month", "2027-01-31T00:00:00+01:00", "2027-02-01T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "until the end of the year", "2026-12-01T09:00:00+01:00", "2027-01-01T00:00:00+01:00", 0},
+    {NOW_PARIS, "Europe/Paris", "till Friday", "2026-12-01T09:00:00+01:00", "2026-12-05T00:00:00+01:00", 0},
+    {NOW_PARIS, "Europe/Paris", "beginning of next month", "2027-01-01T00:00:00+01:00", "2027-01-02T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "end of next week", "2026-12-11T17:00:00+01:00", NULL, 0},
+    {NOW_PARIS, "Europe/Paris", "from now to the end of the month", "2026-12-01T09:00:00+01:00", "2027-01-01T00:00:00+01:00", 0},
+    {NOW_PARIS, "Europe/Paris", "the weekend", "2026-12-05T00:00:00+01:00", "2026-12-07T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "over the weekend", "2026-12-05T00:00:00+01:00", "2026-12-07T00:00:00+01:00", 1},
+    {"2026-12-06T11:00:00+01:00", "Europe/Paris", "weekend", "2026-12-05T00:00:00+01:00", "2026-12-07T00:00:00+01:00", 1},
+    /* ranges of days: never a day and an hour */
+    {NOW_PARIS, "Europe/Paris", "March 16-18", "2027-03-16T00:00:00+01:00", "2027-03-19T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "March 16 - 18, 2028", "2028-03-16T00:00:00+01:00", "2028-03-19T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "Dec 3 to 5", "2026-12-03T00:00:00+01:00", "2026-12-06T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "between March 16th and 18th", "2027-03-16T00:00:00+01:00", "2027-03-19T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "16-18 March", "2027-03-16T00:00:00+01:00", "2027-03-19T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "16th to 18th of March 2028", "2028-03-16T00:00:00+01:00", "2028-03-19T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "Dec 30 - Jan 2", "2026-12-30T00:00:00+01:00", "2027-01-03T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "Dec 3 from 2 to 4", "2026-12-03T14:00:00+01:00", "2026-12-03T16:00:00+01:00", 0},
+    {NOW_PARIS, "Europe/Paris", "March 16 - 18:00", "2027-03-16T00:00:00+01:00", "2027-03-16T18:00:00+01:00", 0},
+    /* parts of the day in words */
+    {NOW_PARIS, "Europe/Paris", "in the morning", "2026-12-01T08:00:00+01:00", "2026-12-01T12:00:00+01:00", 0},
+    {NOW_PARIS, "Europe/Paris", "tomorrow in the afternoon", "2026-12-02T12:00:00+01:00", "2026-12-02T17:00:00+01:00", 0},
+    {NOW_PARIS, "Europe/Paris", "later today", "2026-12-01T00:00:00+01:00", "2026-12-02T00:00:00+01:00", 1},
+    /* periods across a DST change, Paris (Mar 29, Oct 25) and New York (Mar 8, Nov 1) */
+    {"2026-03-25T10:00:00+01:00", "Europe/Paris", "next 7 days", "2026-03-25T00:00:00+01:00", "2026-04-01T00:00:00+02:00", 1},
+    {"2026-03-25T10:00:00+01:00", "Europe/Paris", "this weekend", "2026-03-28T00:00:00+01:00", "2026-03-30T00:00:00+02:00", 1},
+    {"2026-03-25T10:00:00+01:00", "Europe/Paris", "March 28-30", "2026-03-28T00:00:00+01:00", "2026-03-31T00:00:00+02:00", 1},
+    {"2026-03-25T10:00:00+01:00", "Europe/Paris", "end of the month", "2026-03-31T00:00:00+02:00", "2026-04-01T00:00:00+02:00", 1},
+    {"2026-10-27T10:00:00+01:00", "Europe/Paris", "past 7 days", "2026-10-21T00:00:00+02:00", "2026-10-28T00:00:00+01:00", 1},
+    {"2026-10-27T10:00:00+01:00", "Europe/Paris", "Sunday last week", "2026-10-25T00:00:00+02:00", "2026-10-26T00:00:00+01:00", 1},
+    {"2026-03-06T12:00:00-05:00", "America/New_York", "next 3 days", "2026-03-06T00:00:00-05:00", "2026-03-09T00:00:00-04:00", 1},
+    {"2026-03-07T12:00:00-05:00", "America/New_York", "next 24 hours", "2026-03-07T12:00:00-05:00", "2026-03-08T13:00:00-04:00", 0},
+    {"2026-11-03T09:00:00-05:00", "America/New_York", "since Saturday", "2026-10-31T00:00:00-04:00", "2026-11-01T00:00:00-04:00", 1},
+    {"2026-11-03T09:00:00-05:00", "America/New_York", "last 3 days", "2026-11-01T00:00:00-04:00", "2026-11-04T00:00:00-05:00", 1},
     /* UTC */
     {NOW_PARIS, "UTC", "today", "2026-12-01T00:00:00+00:00", "2026-12-02T00:00:00+00:00", 1},
 };
@@ -147,6 +224,13 @@ static void test_errors(void)
     expect_error("3", "Europe/Paris", HX_ERR_FORMAT, "the number 3");
     expect_error("tomorrow \x01", "Europe/Paris", HX_ERR_FORMAT, "character");
     expect_error("from 2pm to", "Europe/Paris", HX_ERR_FORMAT, "both ends");
+    expect_error("Tuesday, December 9", "Europe/Paris", HX_ERR_FORMAT, "2026-12-09 is a Wednesday");
+    expect_error("next 0 days", "Europe/Paris", HX_ERR_FORMAT, "length of the period");
+    expect_error("the 32nd", "Europe/Paris", HX_ERR_FORMAT, "no such day");
+    expect_error("March 30-32", "Europe/Paris", HX_ERR_FORMAT, "no such day");
+    expect_error("Feb 27-30, 2027", "Europe/Paris", HX_ERR_FORMAT, "no such day");
+    expect_error("March 18-16", "Europe/Paris", HX_ERR_FORMAT, "ends before");
+    expect_error("5 blursdays ago", "Europe/Paris", HX_ERR_FORMAT, "the number 5");
     expect_error("tomorrow", "Mars/Olympus_Mons", HX_ERR_NOTFOUND, "Mars/Olympus_Mons");
     expect_error("tomorrow", "../../etc/passwd", HX_ERR_NOTFOUND, "unknown time zone");
     char big[400];
@@ -165,6 +249,9 @@ static void test_format_and_offset(void)
     EXPECT_STR_EQ(buf, "2026-12-01");
     EXPECT_EQ_INT(hx_when_utc_offset("Asia/Kolkata", t), 19800);
     EXPECT_EQ_INT(hx_when_format(t, "No/Such", 0, buf, sizeof buf), -1);
+    EXPECT_STR_EQ(hx_when_weekday(t, "Europe/Paris"), "Tuesday");
+    EXPECT_STR_EQ(hx_when_weekday(t - 10 * 3600, "America/New_York"), "Monday"); /* 2026-11-30 17:00 */
+    EXPECT_STR_EQ(hx_when_weekday(t, "No/Such"), "");
     EXPECT(hx_when_tz_known("Europe/Paris"));
     EXPECT(!hx_when_tz_known("Europe/Nowhere"));
 }

@@ -1,0 +1,661 @@
+/* ground.c: grounded answers, a sampler stage for the answer's text: every
+ * fact an answer states (a number, a time, a date, an address, a file name,
+ * a name, a day) is a copy of the conversation's text, and every action it
+ * claims ("Added", "Sent") is one the turn's calls did; markup never
+ * reaches the answer.
+ *
+ * Small models restate tool results wrongly: a calendar result held the
+ * right five events and the answer invented titles and times; a file
+ * search returned the line with the figure and the answer named a file
+ * that does not exist. Large models do it too, less often. So outside tool
+ * calls, the text is read as words (runs of letters, digits and the
+ * punctuation inside names, times, dates, addresses and paths). A word is
+ * a fact when it holds a digit, '@', '/', '_' or a '.' or ':' inside it,
+ * or begins with a capital and does not begin a sentence ("I" aside); a
+ * day word (today, tomorrow, a weekday, a capitalised month) is one
+ * wherever it stands. Each such word must be a copy of a word of the
+ * conversation (letters' case aside), starting where a word starts there
+ * and ending where one ends (a time "14:00" ends inside "14:00:00"):
+ * every token that would leave every copy, or end the word short of a
+ * copy's end, is masked, so the model phrases without the fact it cannot
+ * ground. The model's ordinary words are untouched. The conversation is
+ * given with aliases derived explicitly: for an ISO date its weekday and
+ * month name ("2027-03-11": "Thursday", "11 March", "March 11"), for a
+ * time its 12-hour forms ("14:00": "2 PM", "2pm", "2:00 PM"), and for the
+ * dates of "Now:" the words "today", "tomorrow" and "yesterday".
+ *
+ * Claim words ("added", "booked", "sent", "queued", "noted", ...,
+ * "declined") are licensed by the planner from its trace: one the turn's
+ * calls did not earn (a success; the user's refusal) stands only after a
+ * negation in its clause ("nothing was added") or before one ("I booked
+ * nothing"). Markup (a closing "</tool_call>", "<tool_response>",
+ * "<think>", "<|...|>", special tokens, and "<tool_call>" in a turn that
+ * may not call) is masked in the answer.
+ *
+ * Only the GROUND_TOP best tokens are judged and the others masked (a
+ * sampler draws from the best few; greedy decoding is exact); when none of
+ * them is allowed, every token is judged, and when none at all is, the
+ * logits stay as they were. */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "agent/agent.h"
+
+#define GROUND_TOP 64      /* tokens judged first, best first */
+#define WMAX 192          /* bytes of a word the stage follows */
+#define SORT_CAP 256      /* bytes compared when sorting the starts */
+#define END_SCAN 4096     /* starts looked at for a word's end */
+#define TAIL 16
+#define NO_DAY (-(1L << 40)) /* iso_day: no date there */
+
+/* The state of the answer's text, copied per judged token. */
+typedef struct wstate {
+    int in;              /* inside a word */
+    int initial;         /* the word begins a sentence */
+    int sentence;        /* the next word begins a sentence */
+    int len;             /* bytes of the word (may exceed WMAX) */
+    int blen;            /* of them up to its last letter or digit */
+    int32_t lo, hi;      /* sorted starts whose text begins with the word */
+    int32_t blo, bhi;    /* the same for its first blen bytes */
+    int inner;           /* a '.' or ':' inside it, before a letter or digit */
+    int digit, sign;     /* it holds a digit; an '@', '/' or '_' */
+    int punct;           /* its last byte is punctuation */
+    int poss;            /* it ends in "'s" after a letter or digit: */
+    int32_t plo, phi;    /* the starts of the word before it */
+    int plen;
+    int utf8_left;       /* continuation bytes of a code point to come */
+    int utf8_word;       /* that code point is a letter (2 bytes) */
+    int neg;             /* words since the last negation (99: none) */
+    int pending;         /* a claim no call licensed: the next word must
+                            be a negation ("I booked nothing") */
+    char w[WMAX];
+    char tail[TAIL];     /* the answer's last bytes, the last one last */
+} wstate;
+
+typedef struct ground {
+    const hx_vocab *v;
+    const int *in_call;  /* the loop guard's (borrowed), or NULL */
+    const char *trigger; /* what begins a call in this turn, or NULL */
+    char *text;          /* the conversation and the aliases (owned) */
+    size_t n;
+    int32_t *starts;     /* where a copy may start, by their folded text */
+    int32_t n_starts;
+    char *claims;        /* " added booked ... ": licensed claims (owned) */
+    wstate s;
+    int was_call;        /* the last token was in a call */
+    int ends_ok;         /* apply's: whether the word written may end now */
+    signed char *verdict; /* apply's scratch (owned) */
+    int32_t n_verdict;
+} ground;
+
+/* ---- bytes ---- */
+static unsigned char fold(unsigned char c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+static int is_alnum(unsigned char c) { return isalnum(c) || c >= 0x80; }
+
+/* A byte inside words besides letters and digits: of times, dates,
+ * addresses, paths, numbers and names ("O'Brien"). */
+static int is_inner(unsigned char c) { return c && strchr(".:-/@_+'#%&=~$", c) != NULL; }
+
+/* ---- the conversation's starts, sorted by their folded text ---- */
+static int cmp_start(const void *a, const void *b, void *ctx)
+{
+    const ground *g = ctx;
+    size_t i = (size_t)*(const int32_t *)a, j = (size_t)*(const int32_t *)b;
+    for (int k = 0; k < SORT_CAP; k++, i++, j++) {
+        int ci = i < g->n ? fold((unsigned char)g->text[i]) : -1;
+        int cj = j < g->n ? fold((unsigned char)g->text[j]) : -1;
+        if (ci != cj) return ci < cj ? -1 : 1;
+        if (ci < 0) break;
+    }
+    return 0;
+}
+
+/* Where a copied word may start: a letter or digit after anything but a
+ * letter, a digit, '.' or '@' (not "jp" of "tanabe-design.jp"; a digit
+ * also after the 'T' of a date-time), or '/', '.', '~', '@', '#', '+' or
+ * '$' after a blank, a quote or a bracket. */
+static int can_start(const char *t, size_t i)
+{
+    const unsigned char c = (unsigned char)t[i], p = i ? (unsigned char)t[i - 1] : ' ';
+    if ((c & 0xC0) == 0x80) return 0; /* inside a code point */
+    if (is_alnum(c))
+        return (!is_alnum(p) && p != '.' && p != '@') ||
+               (isdigit(c) && p == 'T' && i >= 2 && isdigit((unsigned char)t[i - 2]));
+    return strchr("/.~@#+$", c) && (isspace(p) || strchr("\"'([<{", p));
+}
+
+/* Whether a copy of len bytes from start may end there: where no letter
+ * or digit goes on (after a digit, where no digit does: "2027-03-11" of
+ * "2027-03-11T14:00"). */
+static int can_end(const ground *g, size_t start, size_t len)
+{
+    const size_t q = start + len;
+    if (len == 0) return 0; /* no copy at all ("$." is punctuation only) */
+    if (q >= g->n) return 1;
+    const unsigned char next = (unsigned char)g->text[q], last = (unsigned char)g->text[q - 1];
+    return isdigit(last) ? !isdigit(next) : !is_alnum(next);
+}
+
+/* Narrows [*lo, *hi) (starts sharing the word's first k bytes) to those
+ * whose byte k is b. */
+static void narrow(const ground *g, int32_t *lo, int32_t *hi, int k, unsigned char b)
+{
+    const int key = fold(b);
+    int32_t a = *lo, z = *hi;
+    while (a < z) { /* first with byte k >= key */
+        const int32_t m = a + (z - a) / 2;
+        const size_t at = (size_t)g->starts[m] + (size_t)k;
+        if ((at < g->n ? fold((unsigned char)g->text[at]) : -1) < key) a = m + 1;
+        else z = m;
+    }
+    const int32_t first = a;
+    z = *hi;
+    while (a < z) { /* first with byte k > key */
+        const int32_t m = a + (z - a) / 2;
+        const size_t at = (size_t)g->starts[m] + (size_t)k;
+        if ((at < g->n ? fold((unsigned char)g->text[at]) : -1) <= key) a = m + 1;
+        else z = m;
+    }
+    *lo = first, *hi = a;
+}
+
+/* Whether some start of [lo, hi) ends a copy of len bytes there. */
+static int some_end(const ground *g, int32_t lo, int32_t hi, int len)
+{
+    if (hi - lo > END_SCAN) return 1; /* a short common word: surely */
+    for (int32_t i = lo; i < hi; i++)
+        if (can_end(g, (size_t)g->starts[i], (size_t)len)) return 1;
+    return 0;
+}
+
+/* ---- words ---- */
+static const char *const day_words[] = {"today", "tomorrow", "tonight", "yesterday",
+                                        "monday", "tuesday", "wednesday", "thursday",
+                                        "friday", "saturday", "sunday"};
+static const char *const month_words[] = {"january", "february", "march", "april", "may",
+                                          "june", "july", "august", "september", "october",
+                                          "november", "december"};
+static const char *const claim_words[] = {
+    "added", "created", "booked", "scheduled", "blocked", "invited", "sent", "queued",
+    "emailed", "mailed", "replied", "answered", "forwarded", "drafted", "noted", "remembered",
+    "saved", "stored", "moved", "rescheduled", "updated", "changed", "cancelled", "canceled",
+    "deleted", "removed", "forgotten", "declined"};
+static const char *const negations[] = {"not", "no", "never", "nothing", "none", "nor",
+                                        "neither", "cannot", "without", "nobody"};
+static const char *const after_claim[] = {"nothing", "no", "none", "neither"};
+
+/* Whether w[0, n) begins one of the words a claim no call licensed may be
+ * followed by (or, whole, is one). */
+static int after_claim_ok(const char *w, size_t n, int whole)
+{
+    for (size_t i = 0; i < sizeof after_claim / sizeof *after_claim; i++)
+        if (strlen(after_claim[i]) >= n && !strncasecmp(w, after_claim[i], n) &&
+            (!whole || strlen(after_claim[i]) == n))
+            return 1;
+    return 0;
+}
+
+static int in_list(const char *w, size_t n, const char *const *list, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        if (strlen(list[i]) == n && !strncasecmp(w, list[i], n)) return 1;
+    return 0;
+}
+#define IN(w, n, list) in_list(w, n, list, sizeof list / sizeof *list)
+
+int hx_ground_is_claim(const char *w, size_t n) { return IN(w, n, claim_words); }
+
+static int upper_initial(const wstate *s)
+{
+    const unsigned char c = (unsigned char)s->w[0], d = (unsigned char)s->w[1];
+    return (c >= 'A' && c <= 'Z') || (c == 0xC3 && d >= 0x80 && d <= 0x9E && d != 0x97);
+}
+
+/* "I", "I'm", "I'll": not a name. */
+static int pronoun_i(const wstate *s) { return s->w[0] == 'I' && (s->len == 1 || s->w[1] == '\''); }
+
+/* Whether the word so far is a fact whatever follows. */
+static int fact_word(const wstate *s)
+{
+    if (s->digit || s->sign || s->inner) return 1;
+    return upper_initial(s) && !s->initial && !pronoun_i(s);
+}
+
+/* The word without its trailing punctuation is a day word (a month only
+ * capitalised: "may" is a verb). */
+static int day_word(const wstate *s)
+{
+    const size_t n = (size_t)s->blen;
+    return s->len <= WMAX && (IN(s->w, n, day_words) || (upper_initial(s) && IN(s->w, n, month_words)));
+}
+
+static int claim_word(const wstate *s)
+{
+    return s->len <= WMAX && IN(s->w, (size_t)s->blen, claim_words);
+}
+
+static int licensed(const ground *g, const wstate *s)
+{
+    if (s->neg <= 3) return 1; /* "nothing was added", "not sent" */
+    char w[40];
+    if (s->blen + 3 > (int)sizeof w) return 0;
+    w[0] = ' ';
+    for (int i = 0; i < s->blen; i++) w[i + 1] = (char)fold((unsigned char)s->w[i]);
+    w[s->blen + 1] = ' ', w[s->blen + 2] = 0;
+    return g->claims && strstr(g->claims, w) != NULL;
+}
+
+/* Whether the word, ended here, is grounded (or needs not be). */
+static int word_ends_ok(const ground *g, const wstate *s)
+{
+    if (s->len > WMAX) return 1; /* too long to follow */
+    if (!fact_word(s) && !day_word(s)) return 1;
+    if (s->lo < s->hi && some_end(g, s->lo, s->hi, s->len)) return 1;
+    /* the punctuation after it is the sentence's; "Dana's" of "Dana" */
+    if (s->blen < s->len && s->blo < s->bhi && some_end(g, s->blo, s->bhi, s->blen)) return 1;
+    return s->poss && s->plo < s->phi && some_end(g, s->plo, s->phi, s->plen);
+}
+
+/* Whether the word so far can still become a grounded one: a copy goes
+ * on, or one punctuation byte follows a copy that ends there (the
+ * sentence's: "14:00.", or an apostrophe: "Dana's"). */
+static int word_goes_on(const ground *g, const wstate *s)
+{
+    if (s->len > WMAX || !fact_word(s) || s->lo < s->hi) return 1;
+    if (s->poss) return s->plo < s->phi;
+    return s->punct && s->len == s->blen + 1 && s->blo < s->bhi &&
+           some_end(g, s->blo, s->bhi, s->blen);
+}
+
+static void word_start(const ground *g, wstate *s)
+{
+    s->in = 1, s->initial = s->sentence, s->sentence = 0;
+    s->len = s->blen = s->inner = s->digit = s->sign = s->punct = s->poss = 0;
+    s->lo = s->blo = 0, s->hi = s->bhi = g->n_starts;
+}
+
+static void word_byte(const ground *g, wstate *s, unsigned char b)
+{
+    if (s->len < WMAX) {
+        s->w[s->len] = (char)b;
+        narrow(g, &s->lo, &s->hi, s->len, b);
+    }
+    s->len++;
+    if (is_alnum(b)) {
+        const int ps = (b == 's' || b == 'S') && s->len >= 3 && s->len <= WMAX &&
+                       s->w[s->len - 2] == '\'' && s->blen == s->len - 2;
+        if (ps) s->plo = s->blo, s->phi = s->bhi, s->plen = s->blen;
+        s->poss = ps;
+        if (s->punct && s->len > 1 && s->blen < WMAX)
+            s->inner |= s->w[s->blen] == '.' || s->w[s->blen] == ':';
+        s->blen = s->len, s->blo = s->lo, s->bhi = s->hi, s->punct = 0;
+        s->digit |= isdigit(b) != 0;
+    } else {
+        s->sign |= b == '@' || b == '/' || b == '_';
+        s->punct = 1;
+    }
+}
+
+static int negation(const wstate *s)
+{
+    const size_t n = (size_t)s->blen;
+    return (s->len <= WMAX && IN(s->w, n, negations)) ||
+           (n > 3 && !strncasecmp(s->w + n - 3, "n't", 3));
+}
+
+/* The word ends (at a separator byte b, or the turn's end: 0); known:
+ * whether it may end there when already known (else -1). A claim no call
+ * licensed and no negation before it stands only before a blank and a
+ * negation ("I booked nothing"). */
+static int word_end(const ground *g, wstate *s, unsigned char b, int known)
+{
+    if (!s->in) return !s->pending || b == ' ';
+    int ok = known >= 0 ? known : word_ends_ok(g, s);
+    if (s->pending && (s->len > WMAX || !after_claim_ok(s->w, (size_t)s->blen, 1))) ok = 0;
+    s->pending = 0;
+    if (claim_word(s) && !licensed(g, s)) {
+        if (b == ' ' && s->len == s->blen) s->pending = 1;
+        else ok = 0;
+    }
+    s->in = 0;
+    s->neg = negation(s) ? 0 : s->neg < 99 ? s->neg + 1 : 99;
+    const char last = s->len && s->len <= WMAX ? s->w[s->len - 1] : 0;
+    if (last == '.' || b == '!' || b == '?' || b == '\n') s->sentence = 1;
+    if (s->sentence || b == ',' || b == ';' || b == ':' || last == ':') s->neg = 99; /* a clause ends */
+    return ok;
+}
+
+/* One byte of the answer; 0 when it makes an ungrounded fact. known: as
+ * word_end's, for the word it may end. */
+static int step_byte(const ground *g, wstate *s, unsigned char b, int known)
+{
+    int word;
+    if (s->utf8_left) {
+        s->utf8_left--;
+        word = s->utf8_word;
+    } else if (b >= 0xC0) {
+        s->utf8_left = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : 1;
+        s->utf8_word = b < 0xE0; /* Latin, Greek, Cyrillic letters; not CJK or quotes */
+        word = s->utf8_word;
+    } else {
+        /* a ':' joins digits ("14:00"), not words ("files:notes.md") */
+        const int colon_in = b != ':' || (s->len > 0 && s->len <= WMAX && isdigit((unsigned char)s->w[s->len - 1]));
+        word = isalnum(b) || (s->in && is_inner(b) && colon_in) || (!s->in && strchr("/~@#$", b) && b);
+    }
+    memmove(s->tail, s->tail + 1, TAIL - 1);
+    s->tail[TAIL - 1] = (char)b;
+    if (!word) {
+        const int ok = word_end(g, s, b, known);
+        if (b == '!' || b == '?' || b == '\n') s->sentence = 1;
+        return ok;
+    }
+    if (!s->in) word_start(g, s);
+    word_byte(g, s, b);
+    if (s->pending && (s->len > WMAX || !after_claim_ok(s->w, (size_t)s->blen, 0))) return 0;
+    return word_goes_on(g, s);
+}
+
+/* ---- markup ---- */
+static const char *const markup[] = {HX_TOOL_CALL_CLOSE, "<tool_response>", "</tool_response>",
+                                     "<think>", "</think>", "<|", HX_TOOL_CALL_OPEN};
+
+/* How the bytes at p (n of them, the answer's tail before them) stand to
+ * markup: -1 they write some (or start it: two bytes or more of a tag),
+ * 1 they begin the turn's call trigger (the grammar's business from
+ * there), 0 neither. *upto gets how many bytes come before the trigger. */
+static int markup_at(const ground *g, const char *tail, const char *p, size_t n, size_t *upto)
+{
+    char buf[TAIL + 64];
+    const size_t k = n < 64 ? n : 64;
+    memcpy(buf, tail, TAIL);
+    memcpy(buf + TAIL, p, k);
+    const size_t len = TAIL + k;
+    for (size_t i = 0; i < len; i++) {
+        if (buf[i] != '<') continue;
+        const size_t rest = len - i, tl = g->trigger ? strlen(g->trigger) : 0;
+        if (tl && !strncmp(buf + i, g->trigger, rest < tl ? rest : tl) && (rest < tl || i + tl > TAIL)) {
+            *upto = i >= TAIL ? i - TAIL : 0; /* the trigger, maybe begun before */
+            return 1;
+        }
+        for (size_t m = 0; m < sizeof markup / sizeof *markup; m++) {
+            const size_t ml = strlen(markup[m]), c = rest < ml ? rest : ml;
+            if (c >= 2 && i + c > TAIL && !strncmp(buf + i, markup[m], c) && (c == ml || i + c == len))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Whether token t keeps the answer grounded, from state s (not changed). */
+static int judge(const ground *g, int32_t t)
+{
+    size_t n = 0;
+    const char *p = hx_vocab_piece(g->v, t, &n);
+    wstate s = g->s;
+    if (hx_vocab_is_eog(g->v, t)) return word_end(g, &s, 0, g->ends_ok) && !s.pending;
+    size_t upto = n;
+    const int m = p ? markup_at(g, s.tail, p, n, &upto) : -1;
+    if (m < 0 || (hx_vocab_is_special(g->v, t) && m != 1)) return 0;
+    for (size_t i = 0; i < upto; i++)
+        if (!step_byte(g, &s, (unsigned char)p[i], i ? -1 : g->ends_ok)) return 0;
+    if (m == 1) /* the trigger: a word before it ends at its '<' */
+        return upto < n && p[upto] == '<' ? word_end(g, &s, '<', upto ? -1 : g->ends_ok) : 1;
+    /* a day word written whole: judged now, not at its end */
+    return !s.in || s.utf8_left || !day_word(&s) || word_ends_ok(g, &s);
+}
+
+/* The k best finite tokens of logits, best first, into top; how many. */
+static int top_tokens(const float *logits, int32_t n_vocab, int32_t *top, int k)
+{
+    int n = 0;
+    for (int32_t t = 0; t < n_vocab; t++) {
+        if (!isfinite(logits[t]) || (n == k && logits[t] <= logits[top[n - 1]])) continue;
+        int i = n < k ? n++ : n - 1;
+        for (; i > 0 && logits[top[i - 1]] < logits[t]; i--) top[i] = top[i - 1];
+        top[i] = t;
+    }
+    return n;
+}
+
+/* Keeps the tokens judged allowed, masks the others (none left: all stay). */
+static void keep_allowed(ground *g, float *logits, int32_t n_vocab, const int32_t *top, int n_top)
+{
+    float kept[GROUND_TOP];
+    int any = 0;
+    for (int i = 0; i < n_top; i++) any |= g->verdict[i] = (signed char)judge(g, top[i]);
+    if (any) {
+        for (int i = 0; i < n_top; i++) kept[i] = logits[top[i]];
+        for (int32_t t = 0; t < n_vocab; t++) logits[t] = -INFINITY;
+        for (int i = 0; i < n_top; i++)
+            if (g->verdict[i]) logits[top[i]] = kept[i];
+        return;
+    }
+    int32_t left = 0; /* none of the best: every token is judged */
+    for (int32_t t = 0; t < n_vocab; t++)
+        left += g->verdict[t] = (signed char)(isfinite(logits[t]) && judge(g, t));
+    for (int32_t t = 0; left && t < n_vocab; t++)
+        if (!g->verdict[t]) logits[t] = -INFINITY;
+}
+
+static int ground_apply(void *ctx, float *logits, int32_t n_vocab)
+{
+    ground *g = ctx;
+    if (g->in_call && *g->in_call) return HX_OK;
+    if (g->n_verdict < n_vocab) {
+        signed char *v = hx_realloc(g->verdict, (size_t)n_vocab);
+        if (!v) return HX_ERR_NOMEM;
+        g->verdict = v, g->n_verdict = n_vocab;
+    }
+    int32_t top[GROUND_TOP];
+    const int n_top = top_tokens(logits, n_vocab, top, GROUND_TOP);
+    if (!n_top) return HX_OK;
+    g->ends_ok = !g->s.in || g->s.utf8_left || word_ends_ok(g, &g->s); /* once, not per token */
+    keep_allowed(g, logits, n_vocab, top, n_top);
+    return HX_OK;
+}
+
+static int ground_accept(void *ctx, int32_t token)
+{
+    ground *g = ctx;
+    size_t n = 0;
+    const char *p = hx_vocab_is_special(g->v, token) ? NULL : hx_vocab_piece(g->v, token, &n);
+    const int call = g->in_call && *g->in_call;
+    if (call || g->was_call) { /* a call (its closing tag too): text goes on after it */
+        g->was_call = call;
+        g->s.in = 0, g->s.sentence = 1;
+        memset(g->s.tail, 0, TAIL);
+        return HX_OK;
+    }
+    for (size_t i = 0; p && i < n; i++) step_byte(g, &g->s, (unsigned char)p[i], -1);
+    return HX_OK;
+}
+
+static void ground_free(void *ctx)
+{
+    ground *g = ctx;
+    if (!g) return;
+    free(g->text);
+    free(g->starts);
+    free(g->claims);
+    free(g->verdict);
+    free(g);
+}
+
+/* ---- the text and its aliases ---- */
+
+/* Blanks the JSON escapes of tool results ("\n" of a file's text, "\""
+ * of a quoted title): "\nTravel" starts the word "Travel". */
+static void unescape_blank(char *t, size_t n)
+{
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (t[i] != '\\') continue;
+        if (strchr("ntrbf", t[i + 1])) t[i] = t[i + 1] = ' ', i++;
+        else if (t[i + 1] == '"' || t[i + 1] == '\\' || t[i + 1] == '/') t[i] = ' ', i++;
+    }
+}
+
+static int digits(const char *t, size_t n, size_t i, int k)
+{
+    for (int j = 0; j < k; j++)
+        if (i + (size_t)j >= n || !isdigit((unsigned char)t[i + j])) return 0;
+    return 1;
+}
+
+static int num(const char *t, int k)
+{
+    int v = 0;
+    for (int j = 0; j < k; j++) v = v * 10 + t[j] - '0';
+    return v;
+}
+
+/* Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm). */
+static long days_of(int y, int m, int d)
+{
+    y -= m <= 2;
+    const long era = (y >= 0 ? y : y - 399) / 400;
+    const unsigned yoe = (unsigned)(y - era * 400);
+    const unsigned doy = (153u * (unsigned)(m + (m > 2 ? -3 : 9)) + 2) / 5 + (unsigned)d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (long)doe - 719468;
+}
+
+static const char *const wdays[] = {"Thursday", "Friday", "Saturday", "Sunday", "Monday",
+                                    "Tuesday", "Wednesday"}; /* 1970-01-01 was a Thursday */
+static const char *const months[] = {"January", "February", "March", "April", "May", "June",
+                                     "July", "August", "September", "October", "November",
+                                     "December"};
+
+/* The day of an ISO date at t[i] ("2027-03-11"), or LONG_MIN. */
+static long iso_day(const char *t, size_t n, size_t i, int *m, int *d)
+{
+    if (!digits(t, n, i, 4) || i + 10 > n || t[i + 4] != '-' || !digits(t, n, i + 5, 2) ||
+        t[i + 7] != '-' || !digits(t, n, i + 8, 2) || digits(t, n, i + 10, 1) ||
+        (i > 0 && isdigit((unsigned char)t[i - 1])))
+        return NO_DAY;
+    *m = num(t + i + 5, 2), *d = num(t + i + 8, 2);
+    if (*m < 1 || *m > 12 || *d < 1 || *d > 31) return NO_DAY;
+    return days_of(num(t + i, 4), *m, *d);
+}
+
+static const char *ordinal(int d)
+{
+    return d % 10 == 1 && d != 11 ? "st" : d % 10 == 2 && d != 12 ? "nd" : d % 10 == 3 && d != 13 ? "rd" : "th";
+}
+
+/* Appends the aliases of the dates and times in t[0, n): each once. */
+static void add_aliases(const char *t, size_t n, hx_buf *out)
+{
+    long today = NO_DAY;
+    const char *now = strstr(t, "Now: ");
+    int m, d;
+    if (now) today = iso_day(t, n, (size_t)(now - t) + 5, &m, &d);
+    hx_buf seen;
+    hx_buf_init(&seen);
+    for (size_t i = 0; i + 5 <= n; i++) {
+        char key[16];
+        const long day = iso_day(t, n, i, &m, &d);
+        if (day > NO_DAY) {
+            snprintf(key, sizeof key, "|%.10s", t + i);
+            if (seen.data && strstr(seen.data, key)) continue;
+            hx_buf_puts(&seen, key);
+            hx_buf_printf(out, "\n%s, %d %s, %s %d, %d%s", wdays[((day % 7) + 7) % 7], d,
+                          months[m - 1], months[m - 1], d, d, ordinal(d));
+            if (day == today) hx_buf_puts(out, " today");
+            if (day == today + 1) hx_buf_puts(out, " tomorrow");
+            if (day == today - 1) hx_buf_puts(out, " yesterday");
+            continue;
+        }
+        if (!digits(t, n, i, 2) || t[i + 2] != ':' || !digits(t, n, i + 3, 2) ||
+            digits(t, n, i + 5, 1) || (i > 0 && isdigit((unsigned char)t[i - 1])))
+            continue;
+        const int h = num(t + i, 2), mi = num(t + i + 3, 2);
+        if (h > 23 || mi > 59) continue;
+        snprintf(key, sizeof key, "|%.5s", t + i);
+        if (seen.data && strstr(seen.data, key)) continue;
+        hx_buf_puts(&seen, key);
+        const int h12 = h % 12 ? h % 12 : 12;
+        const char *ap = h < 12 ? "AM" : "PM", *apl = h < 12 ? "am" : "pm";
+        hx_buf_printf(out, "\n%d:%02d %s %d:%02d%s", h12, mi, ap, h12, mi, apl);
+        if (!mi) hx_buf_printf(out, " %d %s %d%s", h12, ap, h12, apl);
+        if (h < 10) hx_buf_printf(out, " %d:%02d", h, mi); /* "9:30" of "09:30" */
+    }
+    hx_buf_free(&seen);
+}
+
+/* The claims, one ' '-separated lowercase line with blanks at both ends. */
+static char *claim_line(const char *claims)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    hx_buf_putc(&b, ' ');
+    for (const char *c = claims ? claims : ""; *c; c++)
+        hx_buf_putc(&b, isspace((unsigned char)*c) || *c == ',' ? ' ' : (char)fold((unsigned char)*c));
+    hx_buf_putc(&b, ' ');
+    return b.oom ? (hx_buf_free(&b), NULL) : hx_buf_steal(&b, NULL);
+}
+
+int hx_ground_stage_new(const hx_vocab *v, const char *text, const char *claims,
+                        const char *trigger, const int *in_call, hx_sampler_stage *out)
+{
+    ground *g = hx_calloc(1, sizeof *g);
+    if (!g) return HX_ERR_NOMEM;
+    g->v = v, g->in_call = in_call, g->trigger = trigger;
+    hx_buf b;
+    hx_buf_init(&b);
+    const size_t n0 = text ? strlen(text) : 0;
+    hx_buf_append(&b, text ? text : "", n0);
+    add_aliases(text ? text : "", n0, &b);
+    hx_buf_putc(&b, '\n');
+    g->n = b.oom ? 0 : b.len;
+    g->text = b.oom ? (hx_buf_free(&b), NULL) : hx_buf_steal(&b, NULL);
+    g->claims = claim_line(claims);
+    g->starts = hx_calloc(g->n ? g->n : 1, sizeof *g->starts);
+    if (!g->text || !g->claims || !g->starts || g->n > INT32_MAX) {
+        ground_free(g);
+        return HX_ERR_NOMEM;
+    }
+    unescape_blank(g->text, g->n);
+    for (size_t i = 0; i < g->n; i++)
+        if (can_start(g->text, i)) g->starts[g->n_starts++] = (int32_t)i;
+    qsort_r(g->starts, (size_t)g->n_starts, sizeof *g->starts, cmp_start, g);
+    g->s.sentence = 1, g->s.neg = 99;
+    *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "grounded answer", g, ground_apply,
+                              ground_accept, NULL, NULL, ground_free};
+    return HX_OK;
+}
+
+/* ---- markup out of text the user reads ---- */
+size_t hx_strip_markup(char *s)
+{
+    size_t w = 0;
+    for (size_t r = 0; s[r];) {
+        size_t skip = 0;
+        if (s[r] == '<') {
+            for (size_t m = 0; m < sizeof markup / sizeof *markup && !skip; m++)
+                if (!strncmp(s + r, markup[m], strlen(markup[m])))
+                    skip = m == 5 ? (strstr(s + r, "|>") ? (size_t)(strstr(s + r, "|>") - (s + r)) + 2
+                                                         : strlen(s + r))
+                                  : strlen(markup[m]);
+        }
+        if (skip) {
+            r += skip;
+            continue;
+        }
+        s[w++] = s[r++];
+    }
+    s[w] = 0;
+    return w;
+}
+
+size_t hx_markup_prefix(const char *s, size_t n)
+{
+    for (size_t k = n < 32 ? n : 32; k >= 2; k--) /* "<|im_e" of "<|im_end|>" */
+        if (!strncmp(s + n - k, "<|", 2) && !memmem(s + n - k, k, "|>", 2)) return k;
+    for (size_t k = n < 16 ? n : 16; k > 0; k--)
+        for (size_t m = 0; m < sizeof markup / sizeof *markup; m++)
+            if (k < strlen(markup[m]) && !strncmp(s + n - k, markup[m], k)) return k;
+    return 0;
+}

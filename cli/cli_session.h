@@ -1,0 +1,62 @@
+/* cli_session.h: internal header of the command line's assistant session:
+ * the options `hearth ask`, `chat` and `serve` share, and everything a run
+ * needs (configuration, tools, policy, memory, model, source), opened once. */
+#ifndef HX_CLI_SESSION_H
+#define HX_CLI_SESSION_H
+
+#include "agent/agent.h"
+#include "cli/cli.h"
+
+typedef struct cli_ask_opts {
+    const char *model, *config, *style, *choice, *tools;
+    int yes, no, allow_tainted, json, n_ctx, n_threads, no_memory;
+    const char *adapters[HX_ADAPTER_MAX]; /* --adapter FILE[:SCALE] */
+    int n_adapters, no_adapter;
+    hx_planner_params pp;
+    hx_source_engine_params ep; /* ep.cancelled: the caller's (Ctrl-C) */
+    const char *text; /* ask: the request */
+} cli_ask_opts;
+
+/* Parses the assistant's options of verb argv[0] ("ask" takes the request
+ * TEXT; other verbs no argument) into o. HX_EXIT_OK, or the exit code
+ * after saying what is wrong on stderr. */
+int hx_cli_ask_parse(int argc, char **argv, cli_ask_opts *o);
+
+typedef struct cli_session {
+    hx_config *cfg;
+    hx_tools *reg;
+    hx_extools *x;
+    hx_memory *mem;
+    struct hx_policy *policy;
+    struct hx_audit *audit;
+    struct hx_consent *consent;
+    hx_model *model;
+    hx_source src;
+    hx_planner *pl;
+    hx_tool_spec *specs;       /* the offered tools the grammar can use */
+    int n_specs;
+    hx_source_engine_params ep; /* src's, after the style, the governor
+                                   and the adapters, without the loop
+                                   (src's alone): more sources on the same
+                                   model are made with it */
+    hx_planner_params pp;       /* pl's */
+    const char *tools;    /* the tool filter: --tools, or the governor's cut */
+    hx_loop *loop;        /* the closed loop (NULL: the governor is off) */
+    int loop_seen;        /* its decisions reported so far */
+    char tool_cut[512];
+    char model_name[256];
+    hx_adapter *ads[HX_ADAPTER_MAX]; /* attached to the source's context */
+    float ascale[HX_ADAPTER_MAX];
+    int n_ads;
+} cli_session;
+
+/* Opens the session of o: Hearth confines itself from the network first
+ * (hx_sandbox_confine_self_no_network), then loads the configuration (checked), the
+ * tools, memory, policy and audit log, the model and its source, and a
+ * planner whose consent asks on the terminal when stdin and stderr are
+ * one (and not --json). *s is the caller's to close with
+ * hx_cli_session_close, also on failure. */
+int hx_cli_session_open(cli_session *s, const cli_ask_opts *o, hx_err *err);
+void hx_cli_session_close(cli_session *s);
+
+#endif /* HX_CLI_SESSION_H */

@@ -1,0 +1,230 @@
+/* test_ground.c: grounded answers (agent/ground.c) on hearth-tiny's
+ * vocabulary: in the answer every fact (a time, a date, a number, an
+ * address, a file name, a capitalised name, a day) is a copy of the
+ * conversation or of an alias derived from it; ordinary words and a
+ * sentence's first word are untouched; claim words need the planner's
+ * licence or a negation; markup is masked; a scripted model that tries to
+ * invent a time writes the time the tool returned. hx_strip_markup. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "test.h"
+#include "stage_fixture.h"
+
+#define RESULT                                                                           \
+    "Now: 2027-03-10T08:40:00-05:00 (America/New_York)\n"                                \
+    "what's on my calendar tomorrow?\n"                                                   \
+    "{\"events\": [{\"title\": \"Q2 budget review\", \"start\": "                         \
+    "\"2027-03-11T14:00:00-05:00\", \"location\": \"Conf room 4B\", \"organizer\": "      \
+    "{\"email\": \"dana.okafor@harbourlight.org\", \"name\": \"Dana Okafor\"}}, "         \
+    "{\"title\": \"Check-in with Tomás\", \"start\": \"2027-03-11T09:30:00-05:00\"}]," \
+    " \"count\": 2}\n"                                                                    \
+    "{\"files\": [{\"path\": \"/home/p/files/Notes/budget.md\", \"matches\": [{\"line\": " \
+    "3, \"text\": \"Total Q2 $240,450\\nTravel is up\"}]}]}\n"
+
+static int setup_with(fixture *f, const char *text, const char *claims, const char *trigger)
+{
+    if (fixture_open(f, 0)) return -1;
+    return hx_ground_stage_new(f->v, text, claims, trigger, &f->in_call, &f->st) ? -1 : 0;
+}
+
+static int setup(fixture *f) { return setup_with(f, RESULT, NULL, "<tool_call>"); }
+
+static int32_t tokens(const fixture *f, const char *s, int32_t *t, int32_t max)
+{
+    return hx_tokenize(f->v, s, strlen(s), t, max, 0, 0);
+}
+
+/* Whether token t is allowed next: every token offered, t ranked first. */
+static int allowed(fixture *f, int32_t t)
+{
+    for (int32_t i = 0; i < f->n; i++) f->logits[i] = 0;
+    f->logits[t] = 1;
+    f->st.apply(f->st.ctx, f->logits, f->n);
+    return isfinite(f->logits[t]);
+}
+
+/* Whether the text s can be written next, token by token; the stage is
+ * left after s when it can (else partway). */
+static int writes(fixture *f, const char *s)
+{
+    int32_t t[256];
+    int32_t n = tokens(f, s, t, 256);
+    for (int32_t i = 0; i < n; i++) {
+        if (!allowed(f, t[i])) return 0;
+        f->st.accept(f->st.ctx, t[i]);
+    }
+    return n > 0;
+}
+
+/* writes() from a fresh stage after the answer's start `before`. */
+static int writes_after(const char *before, const char *s)
+{
+    fixture f;
+    if (setup(&f)) return -1;
+    feed(&f, before);
+    int ok = writes(&f, s);
+    teardown(&f);
+    return ok;
+}
+
+static void test_times_and_dates(void)
+{
+    EXPECT(writes_after("You have ", "2 events tomorrow") == 1);
+    EXPECT(writes_after("Budget review at ", "14:00.") == 1);
+    EXPECT(writes_after("Budget review at ", "15:30") == 0); /* invented */
+    EXPECT(writes_after("Budget review at ", "14:3") == 0);  /* 14:30 is no copy */
+    EXPECT(writes_after("It is on ", "2027-03-11 at 09:30") == 1);
+    EXPECT(writes_after("It is on ", "2027-03-12") == 0);
+    EXPECT(writes_after("You have ", "7 events") == 0); /* no such number */
+    /* a time cut short is no copy of one: "14:0" cannot end */
+    fixture f;
+    ASSERT(setup(&f) == 0);
+    feed(&f, "at 14:0");
+    int32_t sp[4];
+    ASSERT(tokens(&f, " ", sp, 4) == 1);
+    EXPECT(!allowed(&f, sp[0]));
+    EXPECT(hx_vocab_eos(f.v) < 0 || !allowed(&f, hx_vocab_eos(f.v)));
+    teardown(&f);
+}
+
+/* Aliases derived explicitly: the weekday and month name of a date, the
+ * 12-hour forms of a time, "tomorrow" from "Now:". */
+static void test_aliases(void)
+{
+    EXPECT(writes_after("It is on ", "Thursday, March 11 at 2 PM") == 1);
+    EXPECT(writes_after("It is on ", "11 March at 2:00pm") == 1);
+    EXPECT(writes_after("It is on ", "Friday") == 0);
+    EXPECT(writes_after("It is ", "tomorrow at 9:30 AM") == 1);
+    EXPECT(writes_after("It is on ", "April 11") == 0);
+}
+
+static void test_names_addresses_files(void)
+{
+    EXPECT(writes_after("You meet ", "Dana Okafor in Conf room 4B") == 1);
+    EXPECT(writes_after("You meet ", "Tlinic") == 0);       /* no such name */
+    EXPECT(writes_after("You meet ", "Dana Okaforx") == 0); /* a word made longer */
+    EXPECT(writes_after("You meet ", "Dana's team") == 1);
+    EXPECT(writes_after("You meet ", "Check-in with Tomás") == 1);
+    EXPECT(writes_after("Mail ", "dana.okafor@harbourlight.org.") == 1);
+    EXPECT(writes_after("Mail ", "dana.okafor@harbourlight.org.uk") == 0); /* a suffix added */
+    EXPECT(writes_after("Mail ", "dana@harbourlight.org") == 0);
+    EXPECT(writes_after("See ", "Notes/budget.md: Total Q2 $240,450") == 1);
+    EXPECT(writes_after("See ", "budget.txt") == 0);
+    EXPECT(writes_after("See ", "Travel is up") == 1); /* after a "\n" of the result */
+}
+
+/* The model's own words are free: lowercase words, a sentence's first
+ * word, "I"; a word's case in the text does not matter. */
+static void test_words_untouched(void)
+{
+    EXPECT(writes_after("", "Sure, here is what I found: the budget review is tomorrow.") == 1);
+    EXPECT(writes_after("", "Okay. Nothing else is planned, I think.") == 1);
+    EXPECT(writes_after("", "I can't do that: I can only use your calendar.") == 1);
+    EXPECT(writes_after("You have a ", "Budget Review") == 1);
+}
+
+/* Claims need the planner's licence, or a negation before them. */
+static void test_claims(void)
+{
+    EXPECT(writes_after("I ", "booked it") == 0);
+    EXPECT(writes_after("", "Nothing was added.") == 1);
+    EXPECT(writes_after("The mail was ", "not sent.") == 1);
+    EXPECT(writes_after("There is no slot, so I ", "booked nothing.") == 1);
+    EXPECT(writes_after("There is no slot, so I ", "booked it.") == 0);
+    EXPECT(writes_after("So I ", "booked. ") == 0);
+    EXPECT(writes_after("", "Added \"Q2 budget review\" ") == 0);
+    fixture f;
+    ASSERT(setup_with(&f, RESULT, "added created, booked", "<tool_call>") == 0);
+    EXPECT(writes(&f, "Added \"Q2 budget review\"; booked."));
+    EXPECT(!writes(&f, " Sent it"));
+    teardown(&f);
+    EXPECT(hx_ground_is_claim("Queued", 6) && !hx_ground_is_claim("queue", 5));
+    /* "you declined" only when the user did, not for a missing terminal */
+    EXPECT(writes_after("I did not send it: you ", "declined. ") == 0);
+    ASSERT(setup_with(&f, RESULT, "declined", "<tool_call>") == 0);
+    EXPECT(writes(&f, "I did not send it: you declined. "));
+    teardown(&f);
+}
+
+/* Markup never reaches the answer; the call trigger is the grammar's
+ * when the turn may call, masked when it may not. */
+static void test_markup(void)
+{
+    EXPECT(writes_after("Done ", "</tool_call>") == 0);
+    EXPECT(writes_after("Done ", "<tool_response>") == 0);
+    EXPECT(writes_after("Done ", "<|im_end|>") == 0);
+    EXPECT(writes_after("Let me look. ", "<tool_call>") == 1);
+    fixture f;
+    ASSERT(setup_with(&f, RESULT, NULL, NULL) == 0); /* a turn that may not call */
+    EXPECT(!writes(&f, "<tool_call>"));
+    teardown(&f);
+    ASSERT(setup(&f) == 0);
+    EXPECT(writes(&f, "Mail <dana.okafor@harbourlight.org>")); /* a '<' that is no markup */
+    /* inside a call the stage does nothing; after it the text is judged */
+    f.in_call = 1;
+    EXPECT(writes(&f, "{\"range\": \"next March 99\"}"));
+    feed(&f, "</tool_call");
+    f.in_call = 0; /* the loop guard's, at the closing tag's end */
+    feed(&f, ">");
+    EXPECT(!writes(&f, " at 15:30"));
+    teardown(&f);
+    char s[] = "Here<tool_call>{} it is</tool_call><|im_end|> now<|eot_id|>";
+    hx_strip_markup(s);
+    EXPECT_STR_EQ(s, "Here{} it is now");
+    EXPECT(hx_markup_prefix("ok </tool", 9) == 6 && hx_markup_prefix("a < b", 5) == 0);
+}
+
+/* A scripted model that means to invent a time and a room: it ranks the
+ * pieces of "... at 15:30 in Xylo hall 7." first and, second, the pieces
+ * of what it read, while its text is still a prefix of each; greedy
+ * decoding through the stage writes the time and room the tool returned. */
+static void test_scripted_invented_time(void)
+{
+    fixture f;
+    ASSERT(setup(&f) == 0);
+    const char *meant = "Your Q2 budget review is tomorrow at 15:30 in Xylo hall 7.";
+    const char *read = "Your Q2 budget review is tomorrow at 14:00 in Conf room 4B.";
+    hx_buf out;
+    hx_buf_init(&out);
+    for (int step = 0; step < 80; step++) {
+        const size_t at = out.len;
+        const int on_meant = !at || !strncmp(meant, out.data, at);
+        const int on_read = !at || !strncmp(read, out.data, at);
+        for (int32_t i = 0; i < f.n; i++) {
+            size_t len = 0;
+            const char *p = hx_vocab_piece(f.v, i, &len);
+            f.logits[i] = -10;
+            if (!p || !len || hx_vocab_is_special(f.v, i)) continue;
+            if (on_meant && at + len <= strlen(meant) && !memcmp(meant + at, p, len)) f.logits[i] = 10;
+            else if (on_read && at + len <= strlen(read) && !memcmp(read + at, p, len)) f.logits[i] = 5;
+        }
+        if (at == strlen(read)) f.logits[hx_vocab_eos(f.v)] = 10;
+        f.st.apply(f.st.ctx, f.logits, f.n);
+        int32_t best = 0;
+        for (int32_t i = 1; i < f.n; i++)
+            if (f.logits[i] > f.logits[best]) best = i;
+        if (best == hx_vocab_eos(f.v) || !isfinite(f.logits[best])) break;
+        size_t len = 0;
+        const char *p = hx_vocab_piece(f.v, best, &len);
+        hx_buf_append(&out, p, len);
+        f.st.accept(f.st.ctx, best);
+    }
+    EXPECT_STR_EQ(out.data, read);
+    hx_buf_free(&out);
+    teardown(&f);
+}
+
+int main(void)
+{
+    RUN(test_times_and_dates);
+    RUN(test_aliases);
+    RUN(test_names_addresses_files);
+    RUN(test_words_untouched);
+    RUN(test_claims);
+    RUN(test_markup);
+    RUN(test_scripted_invented_time);
+    return test_summary();
+}
