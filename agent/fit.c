@@ -130,12 +130,14 @@ static int cut_list(const fit_cx *c, cJSON *result)
     return fits;
 }
 
-/* The result's longest string at its top level, or NULL. */
+/* The result's longest string at its top level, or NULL; never the note
+ * of a cut before (keep_text replaces that note, and the item with it). */
 static cJSON *longest_text(cJSON *result)
 {
     cJSON *best = NULL, *it;
     cJSON_ArrayForEach(it, result)
-    if (cJSON_IsString(it) && strlen(it->valuestring) >= FIT_MIN_TEXT &&
+    if (cJSON_IsString(it) && strcmp(it->string, "not_shown") &&
+        strlen(it->valuestring) >= FIT_MIN_TEXT &&
         (!best || strlen(it->valuestring) > strlen(best->valuestring)))
         best = it;
     return best;
