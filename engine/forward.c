@@ -214,10 +214,9 @@ static void group_chunk(hx_ctx *c, const mm_group *g, int64_t r, int64_t n)
     for (int i = 0; i < g->n && n > 0; base += g->w[i]->rows, i++) {
         const hx_wmat *w = g->w[i];
         if (r >= base + w->rows) continue;
-        if (r == base && (i == 0 || !same_act(w, g->w[i - 1]))) {
-            if (c->act_hook) report_act(c, &g->w[i], 1, g->x, g->B);
+        if (r == base && c->act_hook) report_act(c, &g->w[i], 1, g->x, g->B);
+        if (r == base && (i == 0 || !same_act(w, g->w[i - 1])))
             hx_fwd_quantize(c, w->type, g->x, g->B, w->cols);
-        }
         const int64_t r0 = r - base, m = w->rows - r0 < n ? w->rows - r0 : n;
         const char *W = c->wc ? hx_wc_data(c->wc, w) : w->data;
         hx_mm_job j = hx_fwd_job(c, w, W + (size_t)r0 * w->row_bytes, NULL, g->B, g->y[i] + r0);
