@@ -9,7 +9,7 @@
 #include "engine/engine.h"
 
 #define MODEL "models/hearth-tiny.gguf"
-#define BUDGET_PAGES 7 /* 448 positions of KV cache in memory */
+#define BUDGET_PAGES 5 /* 320 positions of KV cache in memory */
 #define TOOLS "calendar.list_events,calendar.create_event,calendar.find_free"
 
 static const char *const k_requests[] = {
