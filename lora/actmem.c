@@ -286,7 +286,7 @@ static size_t estimate(const hx_trainer *tr, int n, int layout)
     floats += (size_t)hp->n_ctx_train * hp->head_dim;
     floats += mm_floats(tr, n, n < rows + 7 ? n : rows + 7, layout);
     floats += 7 * tr->n_params;
-    return floats * sizeof(float) + (tr->base ? hx_model_size_bytes(tr->base) : 0);
+    return floats * sizeof(float) + hx_trainer_weight_bytes(tr);
 }
 
 size_t hx_trainer_memory_estimate(const hx_trainer *tr, int n_tok)

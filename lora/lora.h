@@ -250,13 +250,35 @@ int hx_trainer_write_gguf_kv(hx_trainer *tr, const char *path,
 /* Memory a training run of n_tok tokens per micro-batch needs: saved
  * activations and backward temporaries, the loss head's logits chunk,
  * trainable state (parameters, gradients, two AdamW moments), per-thread
- * scratch, the matrix products' buffers, and the base file (mapped; LoRA
- * mode) or nothing (full mode: its F32 weights are the parameters). */
+ * scratch, the matrix products' buffers, and the base
+ * (hx_trainer_weight_bytes: mapped, or its weight budget; nothing in full
+ * mode, where its F32 weights are the parameters). */
 size_t hx_trainer_memory_estimate(const hx_trainer *tr, int n_tok);
 /* The same for a forward-only pass (hx_trainer_forward without logits:
  * held-out loss, evaluation), which keeps one layer's activations at a
  * time; never more than hx_trainer_memory_estimate. */
 size_t hx_trainer_forward_memory_estimate(const hx_trainer *tr, int n_tok);
+
+/* LoRA over a MoE base: the passes read the frozen weights through the
+ * engine's weight cache (engine_ext.h) within `bytes` instead of the
+ * mapping: attention (q, k, v, o), router and head copied once, the
+ * experts read into a few slots per layer as the passes use them (each
+ * held for its products), the embedding's rows read as needed; no page of
+ * the file stays cached. Gradients and trained adapters are bit-identical
+ * to the mapped base's. 0: the mapping again. Set between passes.
+ * Errors: HX_ERR_UNSUPPORTED (full training, or a dense base: its layers
+ * would stream in the backward's reverse order, which the cache's ring
+ * does not read ahead), HX_ERR_RANGE (bytes below
+ * hx_trainer_weight_budget_min, said), HX_ERR_IO, HX_ERR_NOMEM (the
+ * trainer then reads the mapping). */
+int hx_trainer_set_weight_budget(hx_trainer *tr, size_t bytes, hx_err *err);
+/* The fewest bytes a weight budget runs with (what every token uses and
+ * two slots a layer); 0 where none applies (full training, a dense base). */
+size_t hx_trainer_weight_budget_min(const hx_trainer *tr);
+/* Bytes of the frozen base as the trainer holds it: the weight cache's
+ * copies and slots, else the mapped file; 0 in full mode. Part of
+ * hx_trainer_memory_estimate. */
+size_t hx_trainer_weight_bytes(const hx_trainer *tr);
 
 /* Activation checkpointing of hx_trainer_grad. AUTO (the default): on for
  * LoRA (a frozen base), and for full training when saving every layer's
