@@ -137,11 +137,14 @@ const hx_wmat *hx_wc_weight(const hx_wcache *wc, int il, int kind);
 /* MoE: the bytes of expert e of layer il, its gate, up and down matrices,
  * into mats[0..3) (each laid out as matrix e of the model's expert tensor)
  * and held (never evicted) until hx_wc_expert_put: read now unless a slot
- * holds it. cnt (n_expert, or NULL): the experts x > e with cnt[x] > 0
- * are the next the caller will get, and are read ahead into the layer's
- * slots beside e's. One expert held at a time, by one thread; a failed
- * read leaves stale bytes and is reported by hx_wc_error. */
-void hx_wc_expert_get(hx_wcache *wc, int il, int e, const int32_t *cnt,
+ * holds it. cnt (n_expert, or NULL): the experts after e in direction dir
+ * (+1: x > e upward, -1: x < e downward) with cnt[x] > 0 are the next the
+ * caller will get, and are read ahead into the layer's slots beside e's.
+ * (Passes that alternate their direction find the last ones of the pass
+ * before still there: in one direction, LRU would evict each expert just
+ * before its next use.) One expert held at a time, by one thread; a
+ * failed read leaves stale bytes and is reported by hx_wc_error. */
+void hx_wc_expert_get(hx_wcache *wc, int il, int e, const int32_t *cnt, int dir,
                       const void *mats[3]);
 void hx_wc_expert_put(hx_wcache *wc, int il, int e);
 

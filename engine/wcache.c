@@ -867,34 +867,34 @@ void hx_wc_moe(hx_ctx *c, const hx_layer *L, int B, const int *cnt, const int *f
     }
 }
 
-/* Starts reading the experts after e with cnt[x] > 0 into the slots of
- * layer l that are free, as many as its slots hold beside e's: those
- * already there are marked used now first, so that the reads evict only
- * experts outside that window (caller holds wc->mu). */
-static void read_ahead(hx_wcache *wc, int l, int e, const int32_t *cnt)
+/* Starts reading the experts after e in direction dir (+1: up, -1: down)
+ * with cnt[x] > 0 into the slots of layer l, as many as its slots hold
+ * beside e's: those already there are marked used now first, so that the
+ * reads evict only experts outside that window (caller holds wc->mu). */
+static void read_ahead(hx_wcache *wc, int l, int e, const int32_t *cnt, int dir)
 {
     const int ne = wc->m->hp.n_expert, room = wc->pool[l].n - 1;
-    for (int k = 0, x = e + 1; k < room && x < ne; x++) {
+    for (int k = 0, x = e + dir; k < room && x >= 0 && x < ne; x += dir) {
         if (cnt[x] <= 0) continue;
         const int i = wc->item_slot[l * ne + x];
         if (i >= 0) wc->pool[l].slot[i].stamp = ++wc->clock;
         k++;
     }
-    for (int k = 0, x = e + 1; k < room && x < ne; x++) {
+    for (int k = 0, x = e + dir; k < room && x >= 0 && x < ne; x += dir) {
         if (cnt[x] <= 0) continue;
         if (lookup(wc, l * ne + x, 0) < 0) break;
         k++;
     }
 }
 
-void hx_wc_expert_get(hx_wcache *wc, int il, int e, const int32_t *cnt,
+void hx_wc_expert_get(hx_wcache *wc, int il, int e, const int32_t *cnt, int dir,
                       const void *mats[3])
 {
     const int item = il * wc->m->hp.n_expert + e;
     pthread_mutex_lock(&wc->mu);
     HX_CHECK(wc->moe && lookup(wc, item, 1) >= 0);
     wc->st.uses++;
-    if (cnt) read_ahead(wc, il, e, cnt);
+    if (cnt) read_ahead(wc, il, e, cnt, dir < 0 ? -1 : 1);
     wc_slot *s = wait_ready(wc, item);
     pthread_mutex_unlock(&wc->mu);
     for (int k = 0; k < 3; k++) mats[k] = seg_ptr(wc, item, s->mem, k);

@@ -13,12 +13,17 @@ typedef struct tr_expert {
 } tr_expert;
 
 /* Holds expert e of layer l in x: the weight cache's slot (held until
- * expert_put; the layer's next experts, by tr->moe.cnt, read ahead) or
- * the mapping. The same bytes either way, so the same products. */
-static void expert_get(hx_trainer *tr, int l, int e, tr_expert *x)
+ * expert_put; the layer's next experts in direction dir, by tr->moe.cnt,
+ * read ahead) or the mapping. The same bytes either way, so the same
+ * products. A layer's passes run its experts in alternating directions
+ * (forward up downward, down upward; backward down downward, up upward,
+ * whose order fixes how each token's input gradient sums; the others
+ * write rows of their own), so that under a weight cache each pass finds
+ * the last experts of the one before still in the slots. */
+static void expert_get(hx_trainer *tr, int l, int e, int dir, tr_expert *x)
 {
     const void *p[3] = {NULL, NULL, NULL};
-    if (tr->wc) hx_wc_expert_get(tr->wc, l, e, tr->moe.cnt, p);
+    if (tr->wc) hx_wc_expert_get(tr->wc, l, e, tr->moe.cnt, dir, p);
     for (int k = 0; k < 3; k++) {
         const hx_wmat *w = tr->layers[l].exps[k];
         x->m[k] = *w;
@@ -75,11 +80,11 @@ void hx_tr_moe_up(hx_trainer *tr, int l, int n)
         hx_moe_route(A->rp + (size_t)t * E, E, U, hp->expert_weights_norm,
                      A->sel + (size_t)t * U, A->ew + (size_t)t * U);
     group(tr, A->sel, n);
-    for (int e = 0; e < E; e++) {
+    for (int e = E - 1; e >= 0; e--) { /* downward: see expert_get */
         if (!w->cnt[e]) continue;
         const size_t p0 = (size_t)w->first[e];
         tr_expert x;
-        expert_get(tr, l, e, &x);
+        expert_get(tr, l, e, -1, &x);
         const tr_w g = expert(&x, 0), u = expert(&x, 1);
         gather(w->x, A->n2, w->ptok + p0, w->cnt[e], C);
         hx_tr_mm_fwd(tr->tp, &g, w->x, w->cnt[e], A->a + p0 * F, 1.0f, 0, tr->scratch);
@@ -98,7 +103,7 @@ void hx_tr_moe_down(hx_trainer *tr, int l, int n, float *out)
         if (!w->cnt[e]) continue;
         const size_t p0 = (size_t)w->first[e];
         tr_expert x;
-        expert_get(tr, l, e, &x);
+        expert_get(tr, l, e, 1, &x);
         const tr_w d = expert(&x, 2);
         hx_tr_mm_fwd(tr->tp, &d, A->s + p0 * F, w->cnt[e], A->ey + p0 * C, 1.0f, 0, tr->scratch);
         expert_put(tr, l, e);
@@ -131,7 +136,7 @@ void hx_tr_moe_down_bwd(hx_trainer *tr, int l, int n, const float *dout, float *
     const tr_moe_ws *w = &tr->moe;
     group(tr, A->sel, n); /* the forward's grouping, again (a recomputed layer's) */
     weight_grads(tr, A, n, dout);
-    for (int e = 0; e < E; e++) {
+    for (int e = E - 1; e >= 0; e--) { /* downward: see expert_get */
         if (!w->cnt[e]) continue;
         const size_t p0 = (size_t)w->first[e];
         for (int i = 0; i < w->cnt[e]; i++) { /* dy of pair p0 + i: its weight times dout */
@@ -142,7 +147,7 @@ void hx_tr_moe_down_bwd(hx_trainer *tr, int l, int n, const float *dout, float *
             for (int j = 0; j < C; j++) w->x[(size_t)i * C + j] = d[j] * wk;
         }
         tr_expert x;
-        expert_get(tr, l, e, &x);
+        expert_get(tr, l, e, -1, &x);
         const tr_w d = expert(&x, 2);
         hx_tr_mm_bwd_x(tr->tp, &d, w->x, w->cnt[e], ds + p0 * F, 1.0f, tr->scratch);
         expert_put(tr, l, e);
@@ -185,7 +190,7 @@ void hx_tr_moe_up_bwd(hx_trainer *tr, int l, int n, const float *da, const float
         if (!w->cnt[e]) continue;
         const size_t p0 = (size_t)w->first[e];
         tr_expert x;
-        expert_get(tr, l, e, &x);
+        expert_get(tr, l, e, 1, &x);
         const tr_w g = expert(&x, 0), u = expert(&x, 1);
         memset(w->dx, 0, (size_t)w->cnt[e] * C * sizeof(float));
         hx_tr_mm_bwd_x(tr->tp, &g, da + p0 * F, w->cnt[e], w->dx, 1.0f, tr->scratch);

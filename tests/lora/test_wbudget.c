@@ -1,8 +1,8 @@
 /* test_wbudget.c: LoRA over a MoE base read through the engine's weight
  * cache (hx_trainer_set_weight_budget): the same logits, gradients and
  * trained adapter, bit for bit, as over the mapped base, at the smallest
- * budget (every expert read at every use) and a larger one; the cache
- * within its slots; refusals; a failed read as an error. */
+ * budget (nearly every expert read at every use) and a larger one; the
+ * cache within its slots; refusals; a failed read as an error. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -105,7 +105,8 @@ static int same(const run_out *a, const run_out *b, int V)
 }
 
 /* The smallest budget (two slots a layer for 8 experts: every expert a
- * pass uses is read for that use) and one with room for 6 of a layer's 8:
+ * pass uses is read for that use, but the two the pass before ended with)
+ * and one with room for 6 of a layer's 8:
  * the mapped base's logits, gradients and parameters, bit for bit. */
 static void test_same_bits(void)
 {
@@ -114,7 +115,7 @@ static void test_same_bits(void)
     ASSERT(write_model(path, "qwen3moe") == HX_OK);
     hx_trainer *tr = new_trainer(path);
     ASSERT(tr);
-    const int V = hx_trainer_hparams(tr)->n_vocab;
+    const int V = hx_trainer_hparams(tr)->n_vocab, L = hx_trainer_hparams(tr)->n_layer;
     run_out ref;
     ASSERT(train(tr, &ref) == HX_OK);
     const size_t mapped = hx_trainer_weight_bytes(tr), est = hx_trainer_memory_estimate(tr, N_TOK);
@@ -146,8 +147,13 @@ static void test_same_bits(void)
                (unsigned long long)st.misses, st.bytes_read / 1048576.0, st.held_peak,
                st.budget);
         EXPECT(st.uses > 0 && st.held_peak <= st.budget);
-        if (k == 0) EXPECT(st.misses == st.uses); /* every use a read */
-        else EXPECT(st.misses < st.uses);
+        /* the layers' expert passes: the forward's 2, then a step's 2
+         * forward, 2 recomputed (not the last layer) and 2 backward */
+        const uint64_t n_pass = 2 * L + N_STEPS * (2 * L + 2 * (L - 1) + 2 * L);
+        if (k == 0) /* every use a read but those of the two experts the
+                     * layer's pass before ended with, still in its slots */
+            EXPECT(st.misses <= st.uses && st.uses - st.misses <= 2 * n_pass);
+        else EXPECT(st.misses < st.uses / 2);
         run_out_free(&o);
         if (k) hx_trainer_free(t);
     }
