@@ -279,6 +279,15 @@ size_t hx_trainer_weight_budget_min(const hx_trainer *tr);
  * copies and slots, else the mapped file; 0 in full mode. Part of
  * hx_trainer_memory_estimate. */
 size_t hx_trainer_weight_bytes(const hx_trainer *tr);
+/* Fits training passes of n_tok tokens, plus `extra` bytes the caller
+ * holds beside them, within max_bytes (0: no bound): over it, a MoE base
+ * is read through a weight cache of what the rest leaves
+ * (hx_trainer_set_weight_budget). *need: the estimate then (bytes);
+ * *budget: the cache's bytes, 0 when the base stays mapped. HX_ERR_RANGE,
+ * saying what would fit, when even the smallest cache does not (or the
+ * base is dense), and the errors of hx_trainer_set_weight_budget. */
+int hx_trainer_fit_memory(hx_trainer *tr, int n_tok, size_t extra, size_t max_bytes,
+                          size_t *need, size_t *budget, hx_err *err);
 
 /* Activation checkpointing of hx_trainer_grad. AUTO (the default): on for
  * LoRA (a frozen base), and for full training when saving every layer's

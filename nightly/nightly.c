@@ -925,45 +925,31 @@ static int peak_tokens(const hx_trainer *tr, const hx_nightly_params *p,
     return (int)n;
 }
 
-/* Estimates the run's memory into r. Over p->max_bytes, a MoE base is
- * read through a weight cache of what the bound leaves after the rest
- * (hx_trainer_set_weight_budget: the same adapter, the experts read from
- * the file as they are used); otherwise, or when even the cache's
- * smallest does not fit, HX_ERR_RANGE. */
+/* Estimates the run's memory into r, within p->max_bytes: over it, a
+ * MoE base is read through a weight cache of what the bound leaves
+ * (hx_trainer_fit_memory: the same adapter, the experts read from the
+ * file as they are used); else HX_ERR_RANGE, the reason saying what would
+ * fit. */
 static int check_memory(hx_trainer *tr, const hx_nightly_params *p,
                         const hx_nightly_data *d, const hx_nightly_data *ho,
                         hx_nightly_report *r, hx_err *err)
 {
     const size_t soft = p->replay_soft > 0 ? (size_t)p->replay_soft : 0;
-    const size_t base = hx_trainer_weight_bytes(tr);
-    const size_t rest = hx_trainer_memory_estimate(tr, peak_tokens(tr, p, ho)) - base +
-                        d->n * soft * (sizeof *d->soft_id + sizeof *d->soft_p) +
-                        (p->keep_generic > 0 ? hx_trainer_keep_bytes(tr) : 0);
-    const size_t lo = hx_trainer_weight_budget_min(tr);
-    r->mem_estimate = rest + base;
-    if (!p->max_bytes || r->mem_estimate <= p->max_bytes) return HX_OK;
-    if (lo && p->max_bytes >= rest + lo) {
-        int rc = hx_trainer_set_weight_budget(tr, p->max_bytes - rest, err);
-        if (rc) return rc;
-        r->weight_budget = hx_trainer_weight_bytes(tr);
-        r->mem_estimate = rest + r->weight_budget;
-        if (p->log)
-            fprintf(p->log, "nightly: the base (%.1f MiB) is over the bound of %.1f MiB with "
-                    "the rest (%.1f MiB): its experts are read from the file through a weight "
-                    "cache of %.1f MiB\n", base / 1048576.0, p->max_bytes / 1048576.0,
-                    rest / 1048576.0, r->weight_budget / 1048576.0);
-        return HX_OK;
+    const size_t extra = d->n * soft * (sizeof *d->soft_id + sizeof *d->soft_p) +
+                         (p->keep_generic > 0 ? hx_trainer_keep_bytes(tr) : 0);
+    const size_t mapped = hx_trainer_weight_bytes(tr);
+    int rc = hx_trainer_fit_memory(tr, peak_tokens(tr, p, ho), extra, p->max_bytes,
+                                   &r->mem_estimate, &r->weight_budget, err);
+    if (rc == HX_ERR_RANGE) {
+        snprintf(r->reason, sizeof r->reason, "not started: %s", err->msg);
+        return hx_err_set(err, rc, "nightly: %s", r->reason);
     }
-    size_t n = (size_t)snprintf(r->reason, sizeof r->reason, "not started: training needs "
-                                "about %.1f MiB (activations, adapter state, mapped base)",
-                                r->mem_estimate / 1048576.0);
-    if (lo && n < sizeof r->reason)
-        n += (size_t)snprintf(r->reason + n, sizeof r->reason - n, ", at least %.1f MiB with "
-                              "the base's experts read from the file", (rest + lo) / 1048576.0);
-    if (n < sizeof r->reason)
-        snprintf(r->reason + n, sizeof r->reason - n, ", over the bound of %.1f MiB",
-                 p->max_bytes / 1048576.0);
-    return hx_err_set(err, HX_ERR_RANGE, "nightly: %s", r->reason);
+    if (!rc && r->weight_budget && p->log)
+        fprintf(p->log, "nightly: the base (%.1f MiB) does not fit the bound of %.1f MiB with "
+                "the rest: its experts are read from the file through a weight cache of "
+                "%.1f MiB\n", mapped / 1048576.0, p->max_bytes / 1048576.0,
+                r->weight_budget / 1048576.0);
+    return rc;
 }
 
 /* keep_generic: the sums of the replay's inputs at the adapted linears
