@@ -60,7 +60,8 @@ int hx_trainer_new_scratch(const hx_train_config *c, uint64_t seed,
                            int n_threads, hx_trainer **out, hx_err *err);
 /* A qwen3 (or llama/qwen2 without biases) GGUF model. lora NULL: full
  * training (weights dequantized to F32). Else LoRA over the frozen model,
- * which the trainer keeps mapped. A qwen3moe base takes LoRA only, on its
+ * which the trainer keeps mapped (or, for a MoE base, reads through a
+ * weight cache: hx_trainer_set_weight_budget). A qwen3moe base takes LoRA only, on its
  * attention (q, k, v, o): the gradient flows through its frozen router
  * and experts, the top-k choice taken as fixed (HX_ERR_UNSUPPORTED for
  * full training or FFN targets). */

@@ -845,6 +845,21 @@ static void test_later_half(void)
     EXPECT(hx_nightly_trainer(&p, "/nonexistent.gguf", &none, &err) != HX_OK && !none);
 }
 
+/* A random qwen3moe base of 2 layers (2 heads, tied head, the fixture's
+ * vocabulary) of width C with E experts of F, 2 used. */
+static int write_moe(const char *path, int C, int E, int F)
+{
+    hx_mkmodel_params mp = hx_mkmodel_default_params();
+    mp.arch = "qwen3moe", mp.vocab_path = vocab_path;
+    mp.n_layer = 2, mp.n_embd = C, mp.n_head = 2, mp.n_head_kv = 1;
+    mp.head_dim = C / 2, mp.n_ctx = 256, mp.tied_output = 1;
+    mp.n_expert = E, mp.n_expert_used = 2, mp.n_ff_exp = F;
+    hx_err err = {0};
+    int rc = hx_mkmodel_write(&mp, path, &err);
+    if (rc) printf("# mkmodel: %s\n", err.msg);
+    return rc;
+}
+
 /* A qwen3moe base: the nightly run trains on it and adopts what passes its
  * gate; its default FFN targets become the attention's (the router and
  * experts stay frozen), as its log says, and the adapter loads on it. */
@@ -852,13 +867,8 @@ static void test_moe_base(void)
 {
     char moe[300], work[300], logbuf[4096] = "";
     snprintf(moe, sizeof moe, "%s/base-moe.gguf", tmpdir);
-    hx_mkmodel_params mp = hx_mkmodel_default_params();
-    mp.arch = "qwen3moe", mp.vocab_path = vocab_path;
-    mp.n_layer = 2, mp.n_embd = 32, mp.n_head = 2, mp.n_head_kv = 1;
-    mp.head_dim = 16, mp.n_ctx = 256, mp.tied_output = 1;
-    mp.n_expert = 4, mp.n_expert_used = 2, mp.n_ff_exp = 32;
     hx_err err = {0};
-    ASSERT(hx_mkmodel_write(&mp, moe, &err) == HX_OK);
+    ASSERT(write_moe(moe, 32, 4, 32) == HX_OK);
     hx_lora_store *st = store_at("-moe", work);
     ASSERT(st != NULL);
     hx_nightly_params p = params(st, work);
@@ -895,13 +905,8 @@ static void test_moe_under_bound(void)
 {
     char moe[300], work[300], logbuf[4096] = "";
     snprintf(moe, sizeof moe, "%s/base-moe-bound.gguf", tmpdir);
-    hx_mkmodel_params mp = hx_mkmodel_default_params();
-    mp.arch = "qwen3moe", mp.vocab_path = vocab_path;
-    mp.n_layer = 2, mp.n_embd = 64, mp.n_head = 2, mp.n_head_kv = 1;
-    mp.head_dim = 32, mp.n_ctx = 256, mp.tied_output = 1;
-    mp.n_expert = 8, mp.n_expert_used = 2, mp.n_ff_exp = 128;
     hx_err err = {0};
-    ASSERT(hx_mkmodel_write(&mp, moe, &err) == HX_OK);
+    ASSERT(write_moe(moe, 64, 8, 128) == HX_OK);
     hx_lora_store *st = store_at("-moeb", work);
     ASSERT(st != NULL);
     hx_nightly_params p = params(st, work);
