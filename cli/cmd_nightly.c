@@ -96,9 +96,11 @@ static void nightly_usage(FILE *f, const char *verb)
         "                       you accepted (default all)\n"
         "      --keep-candidate FILE  also copy the trained adapter there, adopted\n"
         "                       or not (to measure a discarded one)\n"
-        "      --max-memory SIZE  refuse to start when the estimate (activations,\n"
-        "                       adapter state, mapped base) exceeds it (e.g. 2G;\n"
-        "                       default: config nightly.max_memory, else none)\n"
+        "      --max-memory SIZE  bound on training's memory (activations, adapter\n"
+        "                       state, base; e.g. 2G): a MoE base over it is read\n"
+        "                       through a weight cache of what is left, else the\n"
+        "                       run refuses to start (default: config\n"
+        "                       nightly.max_memory, else none)\n"
         "  -t, --threads N      0 = all cores (default)\n\n"
         "config.json's \"nightly\" object sets the defaults of these: \"rank\",\n"
         "\"lr\", \"epochs\", \"steps\", \"targets\" (\"up,down\"), \"first_layer\", \"replay\",\n"
@@ -300,6 +302,8 @@ static void print_report(const hx_nightly_report *r)
                           r->eval_ref, r->eval_adapter, r->eval_n, r->scale, r->eval_lost,
                           r->eval_gained, r->eval_seconds);
     if (r->mem_estimate) printf("memory: estimate %.1f MiB", r->mem_estimate / 1048576.0);
+    if (r->weight_budget) printf(" (the base read through a weight cache of %.1f MiB)",
+                                 r->weight_budget / 1048576.0);
     if (r->peak_rss_kb) printf(", peak RSS %.1f MiB", r->peak_rss_kb / 1024.0);
     if (r->mem_estimate) printf("\n");
     printf("%s\n", r->reason);

@@ -51,6 +51,11 @@ static void usage(FILE *f)
             "                 at the end; --resume continues from it\n"
             "--svg FILE       loss curve (default OUT.svg, none when OUT is a device or\n"
             "                 standard output); --log prints each step\n"
+            "--max-memory SIZE  bound on training's memory (activations, adapter\n"
+            "                 state, base; e.g. 2G): a MoE --base over it is read\n"
+            "                 through a weight cache of what is left (its experts from\n"
+            "                 the file as they are used; the same adapter), else\n"
+            "                 training refuses to start\n"
             "--recompute M   auto (default), on or off: keep each layer's input\n"
             "                 only and recompute its activations in the backward\n"
             "                 (auto: for LoRA, or when saving all would pass 1 GiB)\n"
@@ -67,6 +72,7 @@ static void usage(FILE *f)
 typedef struct targs {
     const char *data, *out, *vocab, *base, *ckpt, *svg, *targets, *chat;
     FILE *rep; /* the report: stderr when OUT is standard output */
+    size_t max_bytes; /* --max-memory, 0: none */
     int resume, log, threads, lora_rank, style, recompute, bf16, value_weight;
     float lora_alpha;
     hx_train_config cfg;
@@ -131,7 +137,7 @@ static int takes_value(const targs *a, const char *s)
 {
     static const char *const strs[] = {"--out", "--vocab", "--base", "--ckpt", "--svg",
                                        "--lora-targets", "--chat", "--recompute",
-                                       "--products", "--style"};
+                                       "--products", "--style", "--max-memory"};
     targs scratch = *a;
     for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
         if (!strcmp(s, strs[i])) return 1;
@@ -173,6 +179,9 @@ static int parse(int argc, char **argv, targs *a)
             a->bf16 = !strcmp(m, "auto") ? HX_BF16_AUTO : !strcmp(m, "bf16") ? HX_BF16_ON
                       : !strcmp(m, "f32") ? HX_BF16_OFF : -1;
             if (a->bf16 < 0) return bad_value(s, m);
+        }
+        else if (!strcmp(s, "--max-memory")) {
+            if (hx_cli_parse_size(argv[++i], &a->max_bytes)) return bad_value(s, argv[i]);
         }
         else if (!strcmp(s, "--style")) {
             if ((a->style = hx_tpl_parse_name(argv[++i])) <= 0) return bad_value(s, argv[i]);
@@ -280,6 +289,23 @@ static void report(const targs *a, hx_trainer *tr, size_t n, double el, int s0)
             a->tp.svg_path ? a->tp.svg_path : "");
 }
 
+/* --max-memory: the training within it, a MoE base through a weight
+ * cache if need be (said on the report). */
+static int fit_memory(const targs *a, hx_trainer *tr, hx_err *err)
+{
+    size_t need, budget;
+    if (!a->max_bytes) return HX_OK;
+    int rc = hx_trainer_fit_memory(tr, a->tp.seq_len * a->tp.n_seq, 0, a->max_bytes, &need,
+                                   &budget, err);
+    if (rc) return rc;
+    fprintf(a->rep, "memory: estimate %.1f MiB within %.1f MiB", need / 1048576.0,
+            a->max_bytes / 1048576.0);
+    if (budget) fprintf(a->rep, " (the base read through a weight cache of %.1f MiB)",
+                        budget / 1048576.0);
+    fprintf(a->rep, "\n");
+    return HX_OK;
+}
+
 /* The targets' weights: w at the value edges, else 1 (malloc'd). */
 static uint8_t *value_weights(const hx_chat_tokens *t, int w)
 {
@@ -330,6 +356,7 @@ static int run(targs *a, hx_err *err)
     if (!rc) rc = make_trainer(a, &tr, err);
     if (!rc && a->resume) rc = hx_trainer_load(tr, a->ckpt, err);
     if (tr) hx_trainer_set_recompute(tr, a->recompute);
+    if (!rc) rc = fit_memory(a, tr, err);
     /* a->bf16 from here: whether the products are bfloat16 (report says so) */
     const int asked = a->bf16;
     if (tr) a->bf16 = hx_trainer_set_bf16(tr, asked);

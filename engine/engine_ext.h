@@ -72,6 +72,95 @@ float hx_model_rope_freq_scale(const hx_model *m);
 void hx_moe_route(float *p, int n_expert, int n_used, int norm, int32_t *sel,
                   float *w);
 
+/* ---- a model's weights under a byte budget (wcache.c) ---- */
+/* The weight cache of a model whose weights exceed a memory budget: what
+ * every token uses is copied once into owned memory (attention, norms,
+ * the MoE router, the output head); the rest lives in the file and
+ * passes through a fixed number of slots filled by I/O threads with pread
+ * (O_DIRECT where the file system allows it, so the page cache keeps
+ * nothing):
+ * - MoE: an item is one expert of one layer (its gate, up and down
+ *   matrices); each layer has its own slots, evicted least recently used.
+ * - Dense: an item is one layer, or a run of the output head's rows; a
+ *   token walks them all in order, so the first items that fit stay
+ *   resident ("pinned") and the others stream through a ring of slots,
+ *   each read while the one before it computes.
+ * Items are read into the same bytes the file holds, so the products
+ * using them, the inference's tokens and the trainer's gradients, are
+ * those of an uncapped run. A context makes one for a --max-memory below
+ * its weights (hx_ctx_new); the trainer for a weight budget
+ * (hx_trainer_set_weight_budget). */
+typedef struct hx_wcache hx_wcache;
+
+/* How a memory budget for weights is spent (hx_wc_plan_make). */
+typedef struct hx_wc_plan {
+    size_t resident;   /* owned copies: what every token uses, pinned items */
+    size_t cache;      /* slots */
+    size_t min_cache;  /* the fewest slots it can run with, in bytes */
+    int n_items;       /* experts (all layers), or layers + head runs */
+    int n_pinned;      /* dense: items held resident */
+    int n_slots;       /* all slots */
+    int slots_min;     /* MoE: slots of each layer */
+    int head_rows;     /* dense: rows of a head run */
+} hx_wc_plan;
+
+/* Counters of a cache's life (hx_wc_stats). */
+typedef struct hx_wc_stats {
+    uint64_t uses;           /* items a computation used (resident ones too) */
+    uint64_t misses;         /* reads started (prefetches included) */
+    uint64_t bytes_read;     /* from the file, alignment included */
+    uint64_t items_read;
+    size_t held, held_peak;  /* bytes of slots holding or reading an item */
+    size_t budget;           /* bytes of all slots: held never exceeds it */
+    double wait_s;           /* the compute thread's time waiting on reads */
+} hx_wc_stats;
+
+/* The plan for model m within `budget` bytes of weights: HX_OK, or
+ * HX_ERR_RANGE when the budget is below resident + min_cache (then out
+ * still holds those two). */
+int hx_wc_plan_make(const hx_model *m, size_t budget, hx_wc_plan *out);
+
+/* Creates the cache of plan p (from hx_wc_plan_make) on m, borrowed: the
+ * resident copies are read now. Errors: HX_ERR_IO (a read failed, named),
+ * HX_ERR_NOMEM, HX_ERR_UNSUPPORTED for a model from a buffer whose
+ * weights cannot be read back. */
+int hx_wc_new(const hx_model *m, const hx_wc_plan *p, hx_wcache **out,
+              hx_err *err);
+void hx_wc_free(hx_wcache *wc); /* NULL is a no-op */
+
+/* Matrix `kind` of layer il (as hx_model_weight) as the cache holds it: a
+ * view (borrowed, valid while wc lives) whose data is the owned copy; NULL
+ * for what the cache streams (the experts, the embedding unless it is the
+ * head, a dense model's streamed layers) or does not know. */
+const hx_wmat *hx_wc_weight(const hx_wcache *wc, int il, int kind);
+
+/* MoE: the bytes of expert e of layer il, its gate, up and down matrices,
+ * into mats[0..3) (each laid out as matrix e of the model's expert tensor)
+ * and held (never evicted) until hx_wc_expert_put: read now unless a slot
+ * holds it. cnt (n_expert, or NULL): the experts after e in direction dir
+ * (+1: x > e upward, -1: x < e downward) with cnt[x] > 0 are the next the
+ * caller will get, and are read ahead into the layer's slots beside e's.
+ * (Passes that alternate their direction find the last ones of the pass
+ * before still there: in one direction, LRU would evict each expert just
+ * before its next use.) One expert held at a time, by one thread; a
+ * failed read leaves stale bytes and is reported by hx_wc_error. */
+void hx_wc_expert_get(hx_wcache *wc, int il, int e, const int32_t *cnt, int dir,
+                      const void *mats[3]);
+void hx_wc_expert_put(hx_wcache *wc, int il, int e);
+
+/* Rows tok[0, n) of the token embedding, dequantized into x (n, n_embd):
+ * from the resident head when it is the embedding, else read from the
+ * file (a failed read leaves its row and is reported by hx_wc_error). */
+void hx_wc_embed_rows(hx_wcache *wc, const int32_t *tok, int n, float *x);
+
+/* The first error of a read since the last hx_wc_clear_error (message in
+ * *msg), or HX_OK. A pass that met one computed on stale bytes and must be
+ * discarded. */
+int hx_wc_error(const hx_wcache *wc, const char **msg);
+void hx_wc_clear_error(hx_wcache *wc);
+
+void hx_wc_stats_get(const hx_wcache *wc, hx_wc_stats *out);
+
 /* ---- byte-level BPE, as the tokenizer reads it (vocab_bpe.c) ---- */
 /* Pre-tokenizers of byte-level BPE vocabularies. */
 enum { HX_PRE_QWEN2 = 1, HX_PRE_LLAMA3 = 2 };

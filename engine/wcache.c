@@ -597,6 +597,17 @@ const void *hx_wc_data(const hx_wcache *wc, const hx_wmat *w)
 
 int hx_wc_head_streamed(const hx_wcache *wc) { return wc->output.data == NULL; }
 
+const hx_wmat *hx_wc_weight(const hx_wcache *wc, int il, int kind)
+{
+    const hx_wmat *w = hx_model_weight(wc->m, il, kind);
+    if (!w || !w->data || kind == HX_WEIGHT_TOK_EMBD) return NULL;
+    const hx_wmat *s = &wc->output;
+    if (w != &wc->m->output)
+        s = (const hx_wmat *)((const char *)wc->L + ((const char *)w - (const char *)wc->m->layers));
+    const char *d = s->data;
+    return d >= wc->resident && d < wc->resident + wc->resident_bytes ? s : NULL;
+}
+
 int hx_wc_error(const hx_wcache *wc, const char **msg)
 {
     pthread_mutex_lock((pthread_mutex_t *)&wc->mu);
@@ -704,15 +715,12 @@ void hx_wc_head(hx_ctx *c, const float *x, int n, float *logits)
     if (c->lora) hx_adapter_apply(c, o, x, n, logits);
 }
 
-/* Token rows of the embedding: from a resident copy of the head when it is
- * the embedding, else read from the file. */
-void hx_wc_embed(hx_ctx *c, const int32_t *tok, int B)
+void hx_wc_embed_rows(hx_wcache *wc, const int32_t *tok, int n, float *x)
 {
-    hx_wcache *wc = c->wc;
-    const hx_wmat *w = &c->m->tok_embd;
-    const int tied = c->m->hp.tied_output && wc->output.data;
+    const hx_wmat *w = &wc->m->tok_embd;
+    const int tied = wc->m->hp.tied_output && wc->output.data;
     char *buf = tied ? NULL : alloc_pages(seg_span(w->row_bytes));
-    for (int t = 0; t < B; t++) {
+    for (int t = 0; t < n; t++) {
         const char *row = (const char *)wc->output.data + (size_t)tok[t] * w->row_bytes;
         if (!tied) {
             uint64_t off = file_off(wc, w->data) + (uint64_t)tok[t] * w->row_bytes;
@@ -730,9 +738,15 @@ void hx_wc_embed(hx_ctx *c, const int32_t *tok, int B)
             }
             row = buf + off % WC_PAGE;
         }
-        hx_dequantize_row(w->type, row, c->x + (size_t)t * w->cols, w->cols);
+        hx_dequantize_row(w->type, row, x + (size_t)t * w->cols, w->cols);
     }
     free(buf);
+}
+
+/* Token rows of the embedding into the context's residual stream. */
+void hx_wc_embed(hx_ctx *c, const int32_t *tok, int B)
+{
+    hx_wc_embed_rows(c->wc, tok, B, c->x);
 }
 
 /* ---- MoE: the experts of a layer, as many at a time as its slots ---- */
@@ -851,4 +865,44 @@ void hx_wc_moe(hx_ctx *c, const hx_layer *L, int B, const int *cnt, const int *f
         pthread_mutex_unlock(&wc->mu);
         x0 = x;
     }
+}
+
+/* Starts reading the experts after e in direction dir (+1: up, -1: down)
+ * with cnt[x] > 0 into the slots of layer l, as many as its slots hold
+ * beside e's: those already there are marked used now first, so that the
+ * reads evict only experts outside that window (caller holds wc->mu). */
+static void read_ahead(hx_wcache *wc, int l, int e, const int32_t *cnt, int dir)
+{
+    const int ne = wc->m->hp.n_expert, room = wc->pool[l].n - 1;
+    for (int k = 0, x = e + dir; k < room && x >= 0 && x < ne; x += dir) {
+        if (cnt[x] <= 0) continue;
+        const int i = wc->item_slot[l * ne + x];
+        if (i >= 0) wc->pool[l].slot[i].stamp = ++wc->clock;
+        k++;
+    }
+    for (int k = 0, x = e + dir; k < room && x >= 0 && x < ne; x += dir) {
+        if (cnt[x] <= 0) continue;
+        if (lookup(wc, l * ne + x, 0) < 0) break;
+        k++;
+    }
+}
+
+void hx_wc_expert_get(hx_wcache *wc, int il, int e, const int32_t *cnt, int dir,
+                      const void *mats[3])
+{
+    const int item = il * wc->m->hp.n_expert + e;
+    pthread_mutex_lock(&wc->mu);
+    HX_CHECK(wc->moe && lookup(wc, item, 1) >= 0);
+    wc->st.uses++;
+    if (cnt) read_ahead(wc, il, e, cnt, dir < 0 ? -1 : 1);
+    wc_slot *s = wait_ready(wc, item);
+    pthread_mutex_unlock(&wc->mu);
+    for (int k = 0; k < 3; k++) mats[k] = seg_ptr(wc, item, s->mem, k);
+}
+
+void hx_wc_expert_put(hx_wcache *wc, int il, int e)
+{
+    pthread_mutex_lock(&wc->mu);
+    unpin(wc, il * wc->m->hp.n_expert + e);
+    pthread_mutex_unlock(&wc->mu);
 }

@@ -286,7 +286,7 @@ static size_t estimate(const hx_trainer *tr, int n, int layout)
     floats += (size_t)hp->n_ctx_train * hp->head_dim;
     floats += mm_floats(tr, n, n < rows + 7 ? n : rows + 7, layout);
     floats += 7 * tr->n_params;
-    return floats * sizeof(float) + (tr->base ? hx_model_size_bytes(tr->base) : 0);
+    return floats * sizeof(float) + hx_trainer_weight_bytes(tr);
 }
 
 size_t hx_trainer_memory_estimate(const hx_trainer *tr, int n_tok)
@@ -297,4 +297,30 @@ size_t hx_trainer_memory_estimate(const hx_trainer *tr, int n_tok)
 size_t hx_trainer_forward_memory_estimate(const hx_trainer *tr, int n_tok)
 {
     return estimate(tr, n_tok, TR_FWD);
+}
+
+int hx_trainer_fit_memory(hx_trainer *tr, int n_tok, size_t extra, size_t max_bytes,
+                          size_t *need, size_t *budget, hx_err *err)
+{
+    const size_t mapped = tr->base ? hx_model_size_bytes(tr->base) : 0;
+    const size_t rest = hx_trainer_memory_estimate(tr, n_tok) - hx_trainer_weight_bytes(tr) + extra;
+    const size_t lo = hx_trainer_weight_budget_min(tr);
+    *need = rest + mapped;
+    *budget = 0;
+    if (tr->wc) hx_trainer_set_weight_budget(tr, 0, err); /* mapped: cannot fail */
+    if (!max_bytes || *need <= max_bytes) return HX_OK;
+    if (lo && max_bytes >= rest + lo) {
+        int rc = hx_trainer_set_weight_budget(tr, max_bytes - rest, err);
+        if (rc) return rc;
+        *budget = hx_trainer_weight_bytes(tr);
+        *need = rest + *budget;
+        return HX_OK;
+    }
+    char cache[96] = "";
+    if (lo)
+        snprintf(cache, sizeof cache, ", at least %.1f MiB with the base's experts read from "
+                 "the file", (rest + lo) / 1048576.0);
+    return hx_err_set(err, HX_ERR_RANGE, "training needs about %.1f MiB (activations, adapter "
+                      "state, mapped base)%s, over the bound of %.1f MiB", *need / 1048576.0,
+                      cache, max_bytes / 1048576.0);
 }

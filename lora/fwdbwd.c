@@ -359,6 +359,10 @@ static void attn_bwd(hx_trainer *tr, int l, const hx_batch *b, const bw *w)
 static void embed(hx_trainer *tr, const int32_t *tok, int n, float *x)
 {
     const int C = tr->hp.n_embd;
+    if (tr->wc) {
+        hx_wc_embed_rows(tr->wc, tok, n, x);
+        return;
+    }
     for (int t = 0; t < n; t++) {
         float *row = x + (size_t)t * C;
         if (tr->embd.f) memcpy(row, tr->embd.f + (size_t)tok[t] * C, (size_t)C * sizeof(float));
@@ -479,6 +483,18 @@ static int forward_body(hx_trainer *tr, const hx_batch *b, int layout, hx_err *e
     return HX_OK;
 }
 
+/* HX_ERR_IO when the weight cache failed a read during the pass just run:
+ * it computed on stale bytes, and its results are to be dropped. */
+static int weights_read(hx_trainer *tr, hx_err *err)
+{
+    const char *msg;
+    const int rc = tr->wc ? hx_wc_error(tr->wc, &msg) : HX_OK;
+    if (!rc) return HX_OK;
+    hx_err_set(err, rc, "train: %s", msg);
+    hx_wc_clear_error(tr->wc);
+    return rc;
+}
+
 /* Training keeps hx_tr_layout's activations: all of them (TR_SAVE), or
  * each layer's input only (TR_CKPT), when the backward first runs the
  * layer's forward again from it into the one workspace. That is a second
@@ -502,7 +518,7 @@ int hx_tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
     double loss = head_loss(tr, b, backward ? &w : NULL, norm, &cnt);
     if (loss_sum) *loss_sum = loss;
     if (n_count) *n_count = cnt;
-    if (!backward) return HX_OK;
+    if (!backward) return weights_read(tr, err);
     for (int l = L - 1; l >= 0; l--) {
         /* the last layer's activations are still in the workspace; the
          * output of a recomputation is not needed (dn is free here) */
@@ -516,7 +532,7 @@ int hx_tr_forward(hx_trainer *tr, const hx_batch *b, float *logits,
             const float *s = w.dres + (size_t)t * C;
             for (int i = 0; i < C; i++) d[i] += s[i];
         }
-    return HX_OK;
+    return weights_read(tr, err);
 }
 
 /* The k largest of z (V) into id, most likely first, and their softmax
@@ -562,5 +578,5 @@ int hx_trainer_topk(hx_trainer *tr, const hx_batch *b, int k, int32_t *id, float
             row_topk(tr->hz + (size_t)(i - i0) * V, V, k, id + o, p + o);
         }
     }
-    return HX_OK;
+    return weights_read(tr, err);
 }

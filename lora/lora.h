@@ -60,7 +60,8 @@ int hx_trainer_new_scratch(const hx_train_config *c, uint64_t seed,
                            int n_threads, hx_trainer **out, hx_err *err);
 /* A qwen3 (or llama/qwen2 without biases) GGUF model. lora NULL: full
  * training (weights dequantized to F32). Else LoRA over the frozen model,
- * which the trainer keeps mapped. A qwen3moe base takes LoRA only, on its
+ * which the trainer keeps mapped (or, for a MoE base, reads through a
+ * weight cache: hx_trainer_set_weight_budget). A qwen3moe base takes LoRA only, on its
  * attention (q, k, v, o): the gradient flows through its frozen router
  * and experts, the top-k choice taken as fixed (HX_ERR_UNSUPPORTED for
  * full training or FFN targets). */
@@ -250,13 +251,44 @@ int hx_trainer_write_gguf_kv(hx_trainer *tr, const char *path,
 /* Memory a training run of n_tok tokens per micro-batch needs: saved
  * activations and backward temporaries, the loss head's logits chunk,
  * trainable state (parameters, gradients, two AdamW moments), per-thread
- * scratch, the matrix products' buffers, and the base file (mapped; LoRA
- * mode) or nothing (full mode: its F32 weights are the parameters). */
+ * scratch, the matrix products' buffers, and the base
+ * (hx_trainer_weight_bytes: mapped, or its weight budget; nothing in full
+ * mode, where its F32 weights are the parameters). */
 size_t hx_trainer_memory_estimate(const hx_trainer *tr, int n_tok);
 /* The same for a forward-only pass (hx_trainer_forward without logits:
  * held-out loss, evaluation), which keeps one layer's activations at a
  * time; never more than hx_trainer_memory_estimate. */
 size_t hx_trainer_forward_memory_estimate(const hx_trainer *tr, int n_tok);
+
+/* LoRA over a MoE base: the passes read the frozen weights through the
+ * engine's weight cache (engine_ext.h) within `bytes` instead of the
+ * mapping: attention (q, k, v, o), router and head copied once, the
+ * experts read into a few slots per layer as the passes use them (each
+ * held for its products), the embedding's rows read as needed; no page of
+ * the file stays cached. Gradients and trained adapters are bit-identical
+ * to the mapped base's. 0: the mapping again. Set between passes.
+ * Errors: HX_ERR_UNSUPPORTED (full training, or a dense base: its layers
+ * would stream in the backward's reverse order, which the cache's ring
+ * does not read ahead), HX_ERR_RANGE (bytes below
+ * hx_trainer_weight_budget_min, said), HX_ERR_IO, HX_ERR_NOMEM (the
+ * trainer then reads the mapping). */
+int hx_trainer_set_weight_budget(hx_trainer *tr, size_t bytes, hx_err *err);
+/* The fewest bytes a weight budget runs with (what every token uses and
+ * two slots a layer); 0 where none applies (full training, a dense base). */
+size_t hx_trainer_weight_budget_min(const hx_trainer *tr);
+/* Bytes of the frozen base as the trainer holds it: the weight cache's
+ * copies and slots, else the mapped file; 0 in full mode. Part of
+ * hx_trainer_memory_estimate. */
+size_t hx_trainer_weight_bytes(const hx_trainer *tr);
+/* Fits training passes of n_tok tokens, plus `extra` bytes the caller
+ * holds beside them, within max_bytes (0: no bound): over it, a MoE base
+ * is read through a weight cache of what the rest leaves
+ * (hx_trainer_set_weight_budget). *need: the estimate then (bytes);
+ * *budget: the cache's bytes, 0 when the base stays mapped. HX_ERR_RANGE,
+ * saying what would fit, when even the smallest cache does not (or the
+ * base is dense), and the errors of hx_trainer_set_weight_budget. */
+int hx_trainer_fit_memory(hx_trainer *tr, int n_tok, size_t extra, size_t max_bytes,
+                          size_t *need, size_t *budget, hx_err *err);
 
 /* Activation checkpointing of hx_trainer_grad. AUTO (the default): on for
  * LoRA (a frozen base), and for full training when saving every layer's

@@ -1,16 +1,47 @@
 /* moe.c: the training forward and backward of a qwen3moe FFN around its
  * SwiGLU: softmax router, top-k experts (the choice fixed in the
- * backward), renormalised weights, frozen experts read through the
- * engine's accessors, as engine/moe.c computes them for inference. */
+ * backward), renormalised weights, frozen experts read in place or
+ * through the engine's weight cache, as engine/moe.c computes them for
+ * inference. */
 #include <string.h>
 
 #include "lora/train_int.h"
 
-/* Expert e's matrix k (0 gate, 1 up, 2 down) of layer l as a weight. */
-static tr_w expert(const hx_trainer *tr, int l, int k, int e)
+/* Expert e of layer l: its gate, up and down as plain matrices. */
+typedef struct tr_expert {
+    hx_wmat m[3];
+} tr_expert;
+
+/* Holds expert e of layer l in x: the weight cache's slot (held until
+ * expert_put; the layer's next experts in direction dir, by tr->moe.cnt,
+ * read ahead) or the mapping. The same bytes either way, so the same
+ * products. A layer's passes run its experts in alternating directions
+ * (forward up downward, down upward; backward down downward, up upward,
+ * whose order fixes how each token's input gradient sums; the others
+ * write rows of their own), so that under a weight cache each pass finds
+ * the last experts of the one before still in the slots. */
+static void expert_get(hx_trainer *tr, int l, int e, int dir, tr_expert *x)
 {
-    const hx_wmat *w = tr->layers[l].exps[k];
-    return (tr_w){.q = w, .rows = (int)w->rows, .cols = (int)w->cols, .mat = e};
+    const void *p[3] = {NULL, NULL, NULL};
+    if (tr->wc) hx_wc_expert_get(tr->wc, l, e, tr->moe.cnt, dir, p);
+    for (int k = 0; k < 3; k++) {
+        const hx_wmat *w = tr->layers[l].exps[k];
+        x->m[k] = *w;
+        x->m[k].n_mat = 1;
+        x->m[k].data = tr->wc ? p[k] : hx_wmat_at(w, e);
+    }
+}
+
+static void expert_put(hx_trainer *tr, int l, int e)
+{
+    if (tr->wc) hx_wc_expert_put(tr->wc, l, e);
+}
+
+/* Matrix k (0 gate, 1 up, 2 down) of a held expert as a weight. */
+static tr_w expert(const tr_expert *x, int k)
+{
+    const hx_wmat *w = &x->m[k];
+    return (tr_w){.q = w, .rows = (int)w->rows, .cols = (int)w->cols};
 }
 
 /* Groups the (token, slot) pairs by expert, in token order within one
@@ -49,13 +80,16 @@ void hx_tr_moe_up(hx_trainer *tr, int l, int n)
         hx_moe_route(A->rp + (size_t)t * E, E, U, hp->expert_weights_norm,
                      A->sel + (size_t)t * U, A->ew + (size_t)t * U);
     group(tr, A->sel, n);
-    for (int e = 0; e < E; e++) {
+    for (int e = E - 1; e >= 0; e--) { /* downward: see expert_get */
         if (!w->cnt[e]) continue;
         const size_t p0 = (size_t)w->first[e];
-        const tr_w g = expert(tr, l, 0, e), u = expert(tr, l, 1, e);
+        tr_expert x;
+        expert_get(tr, l, e, -1, &x);
+        const tr_w g = expert(&x, 0), u = expert(&x, 1);
         gather(w->x, A->n2, w->ptok + p0, w->cnt[e], C);
         hx_tr_mm_fwd(tr->tp, &g, w->x, w->cnt[e], A->a + p0 * F, 1.0f, 0, tr->scratch);
         hx_tr_mm_fwd(tr->tp, &u, w->x, w->cnt[e], A->b + p0 * F, 1.0f, 0, tr->scratch);
+        expert_put(tr, l, e);
     }
 }
 
@@ -68,8 +102,11 @@ void hx_tr_moe_down(hx_trainer *tr, int l, int n, float *out)
     for (int e = 0; e < E; e++) {
         if (!w->cnt[e]) continue;
         const size_t p0 = (size_t)w->first[e];
-        const tr_w d = expert(tr, l, 2, e);
+        tr_expert x;
+        expert_get(tr, l, e, 1, &x);
+        const tr_w d = expert(&x, 2);
         hx_tr_mm_fwd(tr->tp, &d, A->s + p0 * F, w->cnt[e], A->ey + p0 * C, 1.0f, 0, tr->scratch);
+        expert_put(tr, l, e);
     }
     for (int t = 0; t < n; t++) { /* in slot order, as the engine sums */
         float *o = out + (size_t)t * C;
@@ -99,7 +136,7 @@ void hx_tr_moe_down_bwd(hx_trainer *tr, int l, int n, const float *dout, float *
     const tr_moe_ws *w = &tr->moe;
     group(tr, A->sel, n); /* the forward's grouping, again (a recomputed layer's) */
     weight_grads(tr, A, n, dout);
-    for (int e = 0; e < E; e++) {
+    for (int e = E - 1; e >= 0; e--) { /* downward: see expert_get */
         if (!w->cnt[e]) continue;
         const size_t p0 = (size_t)w->first[e];
         for (int i = 0; i < w->cnt[e]; i++) { /* dy of pair p0 + i: its weight times dout */
@@ -109,8 +146,11 @@ void hx_tr_moe_down_bwd(hx_trainer *tr, int l, int n, const float *dout, float *
             const float wk = A->ew[t * U + k], *d = dout + (size_t)t * C;
             for (int j = 0; j < C; j++) w->x[(size_t)i * C + j] = d[j] * wk;
         }
-        const tr_w d = expert(tr, l, 2, e);
+        tr_expert x;
+        expert_get(tr, l, e, -1, &x);
+        const tr_w d = expert(&x, 2);
         hx_tr_mm_bwd_x(tr->tp, &d, w->x, w->cnt[e], ds + p0 * F, 1.0f, tr->scratch);
+        expert_put(tr, l, e);
     }
 }
 
@@ -149,10 +189,13 @@ void hx_tr_moe_up_bwd(hx_trainer *tr, int l, int n, const float *da, const float
     for (int e = 0; e < E; e++) {
         if (!w->cnt[e]) continue;
         const size_t p0 = (size_t)w->first[e];
-        const tr_w g = expert(tr, l, 0, e), u = expert(tr, l, 1, e);
+        tr_expert x;
+        expert_get(tr, l, e, 1, &x);
+        const tr_w g = expert(&x, 0), u = expert(&x, 1);
         memset(w->dx, 0, (size_t)w->cnt[e] * C * sizeof(float));
         hx_tr_mm_bwd_x(tr->tp, &g, da + p0 * F, w->cnt[e], w->dx, 1.0f, tr->scratch);
         hx_tr_mm_bwd_x(tr->tp, &u, db + p0 * F, w->cnt[e], w->dx, 1.0f, tr->scratch);
+        expert_put(tr, l, e);
         for (int i = 0; i < w->cnt[e]; i++) {
             float *d = dn2 + (size_t)w->ptok[p0 + i] * C;
             const float *s = w->dx + (size_t)i * C;

@@ -224,6 +224,8 @@ struct hx_trainer {
     hx_hparams hp;
     int lora;
     hx_model *base;        /* LoRA mode: the frozen model; NULL otherwise */
+    hx_wcache *wc;         /* its weights within a budget, or NULL: mapped */
+    size_t wc_bytes;       /* the cache's copies and slots */
     hx_threadpool *tp;
     int n_threads;
     /* trainable state, flat */

@@ -176,6 +176,72 @@ static void wire_full(hx_trainer *tr)
     }
 }
 
+/* The frozen matrix `kind` of layer il: the weight cache's copy, or the
+ * mapping's. */
+static const hx_wmat *frozen(const hx_trainer *tr, int il, int kind)
+{
+    const hx_wmat *w = tr->wc ? hx_wc_weight(tr->wc, il, kind) : hx_model_weight(tr->base, il, kind);
+    HX_CHECK(w);
+    return w;
+}
+
+/* Points the frozen matrices every token uses (attention, router, head)
+ * at the weight cache's copies, or at the mapping (the experts and the
+ * embedding are read where they are used: moe.c, fwdbwd.c). */
+static void wire_frozen(hx_trainer *tr)
+{
+    static const int kinds[4] = {HX_WEIGHT_Q, HX_WEIGHT_K, HX_WEIGHT_V, HX_WEIGHT_O};
+    tr->head.w.q = frozen(tr, -1, HX_WEIGHT_OUTPUT);
+    for (int l = 0; l < tr->hp.n_layer; l++) {
+        tr_layer *L = &tr->layers[l];
+        for (int i = 0; i < 4; i++) L->lin[i].w.q = frozen(tr, l, kinds[i]);
+        if (tr->hp.n_expert) L->router.q = frozen(tr, l, HX_WEIGHT_ROUTER);
+    }
+}
+
+/* The weight cache applies: LoRA over a MoE base. */
+static int budget_applies(const hx_trainer *tr)
+{
+    return tr->base && tr->hp.n_expert > 0;
+}
+
+size_t hx_trainer_weight_budget_min(const hx_trainer *tr)
+{
+    hx_wc_plan p;
+    if (!budget_applies(tr)) return 0;
+    hx_wc_plan_make(tr->base, 0, &p);
+    return p.resident + p.min_cache;
+}
+
+size_t hx_trainer_weight_bytes(const hx_trainer *tr)
+{
+    if (tr->wc) return tr->wc_bytes;
+    return tr->base ? hx_model_size_bytes(tr->base) : 0;
+}
+
+int hx_trainer_set_weight_budget(hx_trainer *tr, size_t bytes, hx_err *err)
+{
+    if (!budget_applies(tr))
+        return hx_err_set(err, HX_ERR_UNSUPPORTED, "train: a weight budget is for LoRA over "
+                          "a MoE base (this is %s%s)", tr->base ? "a dense " : "full training",
+                          tr->base ? tr->hp.arch : "");
+    hx_wc_free(tr->wc);
+    tr->wc = NULL;
+    tr->wc_bytes = 0;
+    hx_wc_plan p;
+    int rc = bytes ? hx_wc_plan_make(tr->base, bytes, &p) : HX_OK;
+    if (rc == HX_ERR_RANGE)
+        hx_err_set(err, rc, "train: a weight budget of %.1f MiB is too small for this base: "
+                   "it needs at least %.1f MiB (weights every token uses %.1f MiB + two "
+                   "experts' slots a layer %.1f MiB)", bytes / 1048576.0,
+                   (p.resident + p.min_cache) / 1048576.0, p.resident / 1048576.0,
+                   p.min_cache / 1048576.0);
+    if (!rc && bytes) rc = hx_wc_new(tr->base, &p, &tr->wc, err);
+    if (!rc && tr->wc) tr->wc_bytes = p.resident + p.cache;
+    wire_frozen(tr);
+    return rc;
+}
+
 /* LoRA mode wiring: frozen base from the model, A and B from params. */
 static void wire_lora(hx_trainer *tr, const hx_lora_params *lp)
 {
@@ -217,6 +283,7 @@ static void wire_lora(hx_trainer *tr, const hx_lora_params *lp)
             li->s = lp->alpha / (float)lp->rank;
         }
     }
+    wire_frozen(tr);
 }
 
 /* Pool, RoPE table, layers (per-thread scratch and activations come
@@ -446,6 +513,7 @@ void hx_trainer_free(hx_trainer *tr)
     if (!tr) return;
     hx_tr_mm_release();
     hx_threadpool_free(tr->tp);
+    hx_wc_free(tr->wc);
     hx_model_free(tr->base);
     free(tr->params);
     free(tr->grads);

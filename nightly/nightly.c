@@ -925,22 +925,31 @@ static int peak_tokens(const hx_trainer *tr, const hx_nightly_params *p,
     return (int)n;
 }
 
-/* Estimates the run's memory into r; HX_ERR_RANGE over p->max_bytes. */
-static int check_memory(const hx_trainer *tr, const hx_nightly_params *p,
+/* Estimates the run's memory into r, within p->max_bytes: over it, a
+ * MoE base is read through a weight cache of what the bound leaves
+ * (hx_trainer_fit_memory: the same adapter, the experts read from the
+ * file as they are used); else HX_ERR_RANGE, the reason saying what would
+ * fit. */
+static int check_memory(hx_trainer *tr, const hx_nightly_params *p,
                         const hx_nightly_data *d, const hx_nightly_data *ho,
                         hx_nightly_report *r, hx_err *err)
 {
     const size_t soft = p->replay_soft > 0 ? (size_t)p->replay_soft : 0;
-    r->mem_estimate = hx_trainer_memory_estimate(tr, peak_tokens(tr, p, ho)) +
-                      d->n * soft * (sizeof *d->soft_id + sizeof *d->soft_p) +
-                      (p->keep_generic > 0 ? hx_trainer_keep_bytes(tr) : 0);
-    if (p->max_bytes && r->mem_estimate > p->max_bytes) {
-        snprintf(r->reason, sizeof r->reason, "not started: training needs about "
-                 "%.1f MiB (activations, adapter state, mapped base), over the bound "
-                 "of %.1f MiB", r->mem_estimate / 1048576.0, p->max_bytes / 1048576.0);
-        return hx_err_set(err, HX_ERR_RANGE, "nightly: %s", r->reason);
+    const size_t extra = d->n * soft * (sizeof *d->soft_id + sizeof *d->soft_p) +
+                         (p->keep_generic > 0 ? hx_trainer_keep_bytes(tr) : 0);
+    const size_t mapped = hx_trainer_weight_bytes(tr);
+    int rc = hx_trainer_fit_memory(tr, peak_tokens(tr, p, ho), extra, p->max_bytes,
+                                   &r->mem_estimate, &r->weight_budget, err);
+    if (rc == HX_ERR_RANGE) {
+        snprintf(r->reason, sizeof r->reason, "not started: %s", err->msg);
+        return hx_err_set(err, rc, "nightly: %s", r->reason);
     }
-    return HX_OK;
+    if (!rc && r->weight_budget && p->log)
+        fprintf(p->log, "nightly: the base (%.1f MiB) does not fit the bound of %.1f MiB with "
+                "the rest: its experts are read from the file through a weight cache of "
+                "%.1f MiB\n", mapped / 1048576.0, p->max_bytes / 1048576.0,
+                r->weight_budget / 1048576.0);
+    return rc;
 }
 
 /* keep_generic: the sums of the replay's inputs at the adapted linears

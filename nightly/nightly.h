@@ -155,8 +155,12 @@ typedef struct hx_nightly_params {
                             * more than this, counted task by task (net
                             * tasks lost / eval_tasks; 0.02: 2 points);
                             * default 0.02 */
-    size_t max_bytes;      /* > 0: refuse to train when the memory estimate
-                            * (hx_trainer_memory_estimate) exceeds it */
+    size_t max_bytes;      /* > 0: the bound on training's memory
+                            * (hx_trainer_memory_estimate and the rest):
+                            * over it, a MoE base is read through a weight
+                            * cache of what the bound leaves it
+                            * (hx_trainer_set_weight_budget); else, or when
+                            * that is too small, the run is refused */
     float scales[HX_NIGHTLY_MAX_SCALES]; /* the generic gate tries the
                             * candidate at these scales in this order and
                             * adopts it at the first that passes, stored
@@ -219,6 +223,8 @@ typedef struct hx_nightly_report {
                         * call: wall clock, and the process's CPU time (all
                         * threads) */
     size_t mem_estimate; /* bytes: activations + adapter state + base */
+    size_t weight_budget; /* bytes of the weight cache the base was read
+                        * through to fit max_bytes (0: mapped whole) */
     long peak_rss_kb;  /* the process's peak RSS after training
                         * (getrusage ru_maxrss) */
     float scale;       /* the candidate's scale that eval_* describe: the

@@ -1,12 +1,14 @@
 /* test_cmd_train.c: `hearth train`: trains a byte-level model on a text
  * file, resumes from its checkpoint, writes a loadable GGUF and an SVG,
- * trains a LoRA adapter over it, and rejects bad command lines. */
+ * trains a LoRA adapter over it (over a MoE base within --max-memory
+ * too), and rejects bad command lines. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "engine/engine.h"
+#include "modelfile/modelfile.h"
 #include "test.h"
 #include "cli_capture.h"
 
@@ -92,6 +94,64 @@ static void test_train_resume_write(void)
     unlink(as);
 }
 
+/* Bytes of a file (malloc'd into *buf). */
+static size_t slurp(const char *path, char **buf)
+{
+    size_t n = 0;
+    hx_err err = {0};
+    *buf = NULL;
+    return hx_read_file(path, 0, buf, &n, &err) == HX_OK ? n : 0;
+}
+
+/* --max-memory over a MoE base: under the bound that leaves it only the
+ * weight cache's smallest (the rest of training + what the refusal says
+ * it needs at least), the base goes through the cache, as the report
+ * says, and the adapter is the unbounded run's, byte for byte; below it,
+ * refused, saying what would fit. A dense base takes no cache. */
+static void test_max_memory(void)
+{
+    char moe[320], ua[320], ca[320], bound[64];
+    snprintf(moe, sizeof moe, "%s/moe.gguf", dir);
+    snprintf(ua, sizeof ua, "%s/u.gguf", dir);
+    snprintf(ca, sizeof ca, "%s/c.gguf", dir);
+    hx_mkmodel_params mp = hx_mkmodel_default_params();
+    mp.arch = "qwen3moe", mp.n_vocab = 256, mp.n_layer = 2, mp.n_embd = 128;
+    mp.n_head = 2, mp.n_head_kv = 1, mp.head_dim = 64, mp.n_ctx = 64;
+    mp.n_expert = 16, mp.n_expert_used = 2, mp.n_ff_exp = 256;
+    hx_err err = {0};
+    ASSERT(hx_mkmodel_write(&mp, moe, &err) == HX_OK);
+#define LORA data, "--base", moe, "--lora-rank", "4", "--steps", "3", "--seq", "32", \
+             "--batch", "2", "--threads", "1", "--svg", "/dev/null"
+    EXPECT_EQ_INT(run((const char *[]){LORA, "--out", ua, NULL}), 0);
+    EXPECT(strstr(g_out, "weight cache") == NULL);
+    EXPECT_EQ_INT(run((const char *[]){LORA, "--out", ca, "--max-memory", "1M", NULL}),
+                  HX_EXIT_FAIL);
+    const char *at = strstr(g_errbuf, "at least ");
+    double need = 0, least = 0;
+    EXPECT(sscanf(strstr(g_errbuf, "needs about ") ? strstr(g_errbuf, "needs about ") : "",
+                  "needs about %lf", &need) == 1);
+    ASSERT(at && sscanf(at, "at least %lf MiB with the base's experts read", &least) == 1);
+    EXPECT(strstr(g_errbuf, "over the bound of 1.0 MiB") != NULL);
+    ASSERT(least + 0.1 < need);
+    snprintf(bound, sizeof bound, "%zu", (size_t)((least + 0.1) * 1048576.0));
+    EXPECT_EQ_INT(run((const char *[]){LORA, "--out", ca, "--max-memory", bound, NULL}), 0);
+    printf("# bound %s bytes (unbounded %.1f MiB): %.*s", bound, need,
+           (int)strcspn(g_out, "\n") + 1, g_out);
+    EXPECT(strstr(g_out, "the base read through a weight cache of") != NULL);
+    char *u = NULL, *c = NULL;
+    const size_t nu = slurp(ua, &u), nc = slurp(ca, &c);
+    EXPECT(nu > 0 && nu == nc && !memcmp(u, c, nu));
+    free(u), free(c);
+    /* a dense base over the bound: refused, no cache offered */
+    EXPECT(run((const char *[]){data, "--base", model, "--lora-rank", "4", "--out", ca,
+                                "--max-memory", "1M", NULL}) != 0);
+    EXPECT(strstr(g_errbuf, "over the bound") && !strstr(g_errbuf, "experts"));
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", ca, "--max-memory", "lots", NULL}),
+                  HX_EXIT_USAGE);
+    unlink(moe), unlink(ua), unlink(ca);
+#undef LORA
+}
+
 static void test_usage(void)
 {
     EXPECT_EQ_INT(run((const char *[]){"--help", NULL}), HX_EXIT_OK);
@@ -125,6 +185,7 @@ int main(void)
     snprintf(svg, sizeof svg, "%s/m.gguf.svg", dir);
     snprintf(adapter, sizeof adapter, "%s/a.gguf", dir);
     RUN(test_train_resume_write);
+    RUN(test_max_memory);
     RUN(test_usage);
     unlink(data);
     unlink(model);

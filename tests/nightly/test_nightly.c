@@ -845,6 +845,21 @@ static void test_later_half(void)
     EXPECT(hx_nightly_trainer(&p, "/nonexistent.gguf", &none, &err) != HX_OK && !none);
 }
 
+/* A random qwen3moe base of 2 layers (2 heads, tied head, the fixture's
+ * vocabulary) of width C with E experts of F, 2 used. */
+static int write_moe(const char *path, int C, int E, int F)
+{
+    hx_mkmodel_params mp = hx_mkmodel_default_params();
+    mp.arch = "qwen3moe", mp.vocab_path = vocab_path;
+    mp.n_layer = 2, mp.n_embd = C, mp.n_head = 2, mp.n_head_kv = 1;
+    mp.head_dim = C / 2, mp.n_ctx = 256, mp.tied_output = 1;
+    mp.n_expert = E, mp.n_expert_used = 2, mp.n_ff_exp = F;
+    hx_err err = {0};
+    int rc = hx_mkmodel_write(&mp, path, &err);
+    if (rc) printf("# mkmodel: %s\n", err.msg);
+    return rc;
+}
+
 /* A qwen3moe base: the nightly run trains on it and adopts what passes its
  * gate; its default FFN targets become the attention's (the router and
  * experts stay frozen), as its log says, and the adapter loads on it. */
@@ -852,13 +867,8 @@ static void test_moe_base(void)
 {
     char moe[300], work[300], logbuf[4096] = "";
     snprintf(moe, sizeof moe, "%s/base-moe.gguf", tmpdir);
-    hx_mkmodel_params mp = hx_mkmodel_default_params();
-    mp.arch = "qwen3moe", mp.vocab_path = vocab_path;
-    mp.n_layer = 2, mp.n_embd = 32, mp.n_head = 2, mp.n_head_kv = 1;
-    mp.head_dim = 16, mp.n_ctx = 256, mp.tied_output = 1;
-    mp.n_expert = 4, mp.n_expert_used = 2, mp.n_ff_exp = 32;
     hx_err err = {0};
-    ASSERT(hx_mkmodel_write(&mp, moe, &err) == HX_OK);
+    ASSERT(write_moe(moe, 32, 4, 32) == HX_OK);
     hx_lora_store *st = store_at("-moe", work);
     ASSERT(st != NULL);
     hx_nightly_params p = params(st, work);
@@ -884,6 +894,58 @@ static void test_moe_base(void)
     EXPECT(attn == 8 && other == 0); /* layer 1 (the later half): q, k, v, o x (A, B) */
     hx_trainer_free(tr);
     EXPECT_EQ_INT(active_loads(st, moe), 1);
+    hx_lora_store_free(st);
+}
+
+/* A qwen3moe base over the memory bound: the run reads it through a
+ * weight cache of what the bound leaves (the smallest here: every expert
+ * read at every use), within the bound, and ends exactly where the
+ * uncapped run ends; one byte less is refused, saying what would fit. */
+static void test_moe_under_bound(void)
+{
+    char moe[300], work[300], logbuf[4096] = "";
+    snprintf(moe, sizeof moe, "%s/base-moe-bound.gguf", tmpdir);
+    hx_err err = {0};
+    ASSERT(write_moe(moe, 64, 8, 128) == HX_OK);
+    hx_lora_store *st = store_at("-moeb", work);
+    ASSERT(st != NULL);
+    hx_nightly_params p = params(st, work);
+    p.model = moe;
+    hx_nightly_report ref, r;
+    ASSERT(hx_nightly_run(&p, &ref, &err) == HX_OK);
+    EXPECT(ref.weight_budget == 0);
+    hx_trainer *tr = NULL;
+    ASSERT(hx_nightly_trainer(&p, NULL, &tr, &err) == HX_OK);
+    const size_t mapped = hx_trainer_weight_bytes(tr), lo = hx_trainer_weight_budget_min(tr);
+    hx_trainer_free(tr);
+    ASSERT(lo > 0 && lo < mapped);
+    hx_lora_store_free(st);
+    ASSERT((st = store_at("-moeb2", work)) != NULL);
+    p = params(st, work);
+    p.model = moe;
+    p.max_bytes = ref.mem_estimate - (mapped - lo); /* the rest + the smallest cache */
+    p.log = fmemopen(logbuf, sizeof logbuf - 1, "w");
+    ASSERT(p.log);
+    ASSERT(hx_nightly_run(&p, &r, &err) == HX_OK);
+    fclose(p.log);
+    p.log = NULL;
+    printf("# bound %.2f MiB (uncapped estimate %.2f): weight cache %.2f MiB of a %.2f MiB "
+           "base; held-out loss %.6f -> %.6f (uncapped %.6f)\n", p.max_bytes / 1048576.0,
+           ref.mem_estimate / 1048576.0, r.weight_budget / 1048576.0, mapped / 1048576.0,
+           r.loss_before, r.loss_after, ref.loss_after);
+    EXPECT(r.weight_budget > 0 && r.weight_budget <= lo && r.mem_estimate <= p.max_bytes);
+    EXPECT(strstr(logbuf, "weight cache") != NULL);
+    EXPECT(r.steps == ref.steps && r.loss_before == ref.loss_before &&
+           r.loss_after == ref.loss_after && r.adopted == ref.adopted);
+    hx_lora_store_free(st);
+    ASSERT((st = store_at("-moeb3", work)) != NULL);
+    p = params(st, work);
+    p.model = moe;
+    p.max_bytes = ref.mem_estimate - (mapped - lo) - 1;
+    EXPECT(hx_nightly_run(&p, &r, &err) == HX_ERR_RANGE);
+    printf("# %s\n", err.msg);
+    EXPECT(strstr(err.msg, "experts read from the file") && strstr(err.msg, "over the bound"));
+    EXPECT(r.steps == 0);
     hx_lora_store_free(st);
 }
 
@@ -1009,6 +1071,7 @@ int main(void)
         RUN(test_long_episodes);
         RUN(test_later_half);
         RUN(test_moe_base);
+        RUN(test_moe_under_bound);
         RUN(test_memory_bound);
         RUN(test_governor_refuses);
         hx_memory_close(mem);
