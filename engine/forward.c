@@ -204,9 +204,10 @@ static int64_t chunk_rows(hx_ctx *c, int64_t left, int64_t macs_per_row, int B, 
 static void learn(double *est, double v) { *est = *est > 0 ? 0.7 * *est + 0.3 * v : v; }
 
 /* Rows [r, r + n) of the group: one pool run over the parts of the
- * matrices they cover; the first row of a matrix whose activation type
- * differs from the one before it (or of the first) quantizes x first. A
- * chunk never spans two matrices of different activation types. */
+ * matrices they cover; the first row of a matrix shows x to the act_hook,
+ * and when its activation type differs from the one before it (or it is
+ * the first) quantizes x first. A chunk never spans two matrices of
+ * different activation types. */
 static void group_chunk(hx_ctx *c, const mm_group *g, int64_t r, int64_t n)
 {
     int nj = 0;
@@ -214,10 +215,9 @@ static void group_chunk(hx_ctx *c, const mm_group *g, int64_t r, int64_t n)
     for (int i = 0; i < g->n && n > 0; base += g->w[i]->rows, i++) {
         const hx_wmat *w = g->w[i];
         if (r >= base + w->rows) continue;
-        if (r == base && (i == 0 || !same_act(w, g->w[i - 1]))) {
-            if (c->act_hook) report_act(c, &g->w[i], 1, g->x, g->B);
+        if (r == base && c->act_hook) report_act(c, &g->w[i], 1, g->x, g->B);
+        if (r == base && (i == 0 || !same_act(w, g->w[i - 1])))
             hx_fwd_quantize(c, w->type, g->x, g->B, w->cols);
-        }
         const int64_t r0 = r - base, m = w->rows - r0 < n ? w->rows - r0 : n;
         const char *W = c->wc ? hx_wc_data(c->wc, w) : w->data;
         hx_mm_job j = hx_fwd_job(c, w, W + (size_t)r0 * w->row_bytes, NULL, g->B, g->y[i] + r0);
