@@ -68,8 +68,10 @@ static void show(const char *what, series *s)
     }
     qsort(s->v, (size_t)s->n, sizeof *s->v, cmp_d);
     int i99 = (int)ceil(0.99 * s->n) - 1;
-    printf("  %-28s n %6d  p50 %7.2f  p99 %7.2f  max %7.2f ms\n", what, s->n,
-           s->v[s->n / 2] * 1e3, s->v[i99 < 0 ? 0 : i99] * 1e3, s->v[s->n - 1] * 1e3);
+    double sum = 0;
+    for (int i = 0; i < s->n; i++) sum += s->v[i];
+    printf("  %-28s n %6d  p50 %7.2f  p99 %7.2f  max %7.2f ms, sum %.2f s\n", what, s->n,
+           s->v[s->n / 2] * 1e3, s->v[i99 < 0 ? 0 : i99] * 1e3, s->v[s->n - 1] * 1e3, sum);
     free(s->v);
     memset(s, 0, sizeof *s);
 }

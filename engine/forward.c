@@ -204,9 +204,10 @@ static int64_t chunk_rows(hx_ctx *c, int64_t left, int64_t macs_per_row, int B, 
 static void learn(double *est, double v) { *est = *est > 0 ? 0.7 * *est + 0.3 * v : v; }
 
 /* Rows [r, r + n) of the group: one pool run over the parts of the
- * matrices they cover; the first row of a matrix whose activation type
- * differs from the one before it (or of the first) quantizes x first. A
- * chunk never spans two matrices of different activation types. */
+ * matrices they cover; the first row of a matrix shows x to the act_hook,
+ * and when its activation type differs from the one before it (or it is
+ * the first) quantizes x first. A chunk never spans two matrices of
+ * different activation types. */
 static void group_chunk(hx_ctx *c, const mm_group *g, int64_t r, int64_t n)
 {
     int nj = 0;

@@ -1,6 +1,7 @@
 /* governor.h: the device's power and heat (battery and thermal zones from
- * sysfs, load from procfs) and the policy that turns them into a thread
- * count, a context cap and the nightly job's go-ahead. Part of engine.h. */
+ * sysfs, load from procfs), the policy that turns them into a thread
+ * count, a context cap and the nightly job's go-ahead, and the closed loop
+ * that keeps deciding during a session (control.c). Part of engine.h. */
 #ifndef HX_GOVERNOR_H
 #define HX_GOVERNOR_H
 
