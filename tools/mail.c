@@ -602,16 +602,25 @@ static int run_search(mail_index *ix, search_q *q, pcre2_code *re, icaltimezone 
     for (int i = 0; i < q->n_binds; i++) bind_text(st, i + 1, q->binds[i]);
     pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
     cJSON *arr = cJSON_AddArrayToObject(out, "messages");
-    int n = 0, total = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int n = 0, total = 0, step = arr ? SQLITE_ROW : SQLITE_NOMEM;
+    while (step == SQLITE_ROW && (step = sqlite3_step(st)) == SQLITE_ROW) {
         if (re && !row_matches_regex(re, md, st)) continue;
         total++;
-        if (n < limit) cJSON_AddItemToArray(arr, row_json(z, st)), n++;
+        if (n < limit) {
+            if (!hx_json_add(arr, NULL, row_json(z, st))) step = SQLITE_NOMEM;
+            n++;
+        }
     }
-    cJSON_AddNumberToObject(out, "total", total);
+    /* a search cut short by an error is an error, not fewer messages */
+    int rc = HX_OK;
+    if (step == SQLITE_DONE && !cJSON_AddNumberToObject(out, "total", total)) step = SQLITE_NOMEM;
+    if (step == SQLITE_NOMEM)
+        rc = hx_err_set(err, HX_ERR_NOMEM, "mail search: out of memory");
+    else if (step != SQLITE_DONE)
+        rc = hx_err_set(err, HX_ERR_INTERNAL, "mail search: %s", sqlite3_errmsg(ix->db));
     pcre2_match_data_free(md);
     sqlite3_finalize(st);
-    return HX_OK;
+    return rc;
 }
 
 static int tool_search(hx_tools *reg, void *user, const cJSON *args,
