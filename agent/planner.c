@@ -452,19 +452,24 @@ static char *feedback_text(const hx_call_outcome *o)
     return hx_buf_steal(&b, NULL);
 }
 
-static void record_call(run *r, const char *name, const cJSON *args, const hx_call_outcome *o,
-                        const char *fed)
+/* Appends the call's trace record to r->calls, whole: out of memory, none
+ * is added and the result is HX_ERR_NOMEM (the episode and the trace read
+ * every field of every record). */
+static int record_call(run *r, const char *name, const cJSON *args, const hx_call_outcome *o,
+                       const char *fed)
 {
     cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "name", name);
-    hx_json_add(c, "arguments", args ? cJSON_Duplicate(args, 1) : cJSON_CreateNull());
-    cJSON_AddStringToObject(c, "status", o->status);
-    cJSON_AddStringToObject(c, "decision", o->decision);
-    cJSON_AddStringToObject(c, "by", o->by ? o->by : "");
-    cJSON_AddBoolToObject(c, "confirmed", o->confirmed);
-    cJSON_AddStringToObject(c, "result", fed ? fed : "");
-    cJSON_AddNumberToObject(c, "step", r->steps);
-    cJSON_AddItemToArray(r->calls, c);
+    int ok = c && cJSON_AddStringToObject(c, "name", name) &&
+             hx_json_add(c, "arguments", args ? cJSON_Duplicate(args, 1) : cJSON_CreateNull()) &&
+             cJSON_AddStringToObject(c, "status", o->status) &&
+             cJSON_AddStringToObject(c, "decision", o->decision) &&
+             cJSON_AddStringToObject(c, "by", o->by ? o->by : "") &&
+             cJSON_AddBoolToObject(c, "confirmed", o->confirmed) &&
+             cJSON_AddStringToObject(c, "result", fed ? fed : "") &&
+             cJSON_AddNumberToObject(c, "step", r->steps) && cJSON_AddItemToArray(r->calls, c);
+    if (ok) return HX_OK;
+    cJSON_Delete(c);
+    return HX_ERR_NOMEM;
 }
 
 /* An earlier call of this request with the same name and arguments
@@ -496,7 +501,9 @@ static int repeated_failure(run *r, const char *name, const cJSON *args, hx_call
     return 1;
 }
 
-static void handle_call(run *r, const pcall *c)
+/* Runs (or refuses) the call and feeds its result back; HX_ERR_NOMEM, in
+ * err, when its trace record could not be kept. */
+static int handle_call(run *r, const pcall *c, hx_err *err)
 {
     hx_call_outcome o = {.status = "malformed", .decision = "", .by = ""};
     const char *name = c->fn ? cJSON_GetObjectItem(c->fn, "name")->valuestring
@@ -516,10 +523,14 @@ static void handle_call(run *r, const pcall *c)
         r->io->on_result(r->io->user, name, o.status, fed ? fed : o.detail);
     cJSON *m = add_msg(r->pl->msgs, "tool", fed ? fed : "{}");
     cJSON_AddStringToObject(m, "name", name);
-    record_call(r, name, args, &o, fed);
+    int rc = record_call(r, name, args, &o, fed);
+    if (rc)
+        hx_err_set(err, rc, "out of memory: the call to %s ended (%s) but its record was lost",
+                   name, o.status);
     free(fed);
     free(args_json);
     cJSON_Delete(o.result);
+    return rc;
 }
 
 /* Adds the assistant's turn: its text and the well-formed calls (a
@@ -688,7 +699,7 @@ static int step(run *r, int choice, int *answered, hx_err *err)
     if (!n) r->final = hx_strdup(content ? content : "");
     for (int i = 0; i < n; i++) {
         if (!rc) rc = check_limits(r, err);
-        if (!rc) handle_call(r, &calls[i]);
+        if (!rc) rc = handle_call(r, &calls[i], err);
         else not_run(r, &calls[i], NULL);
         cJSON_Delete(calls[i].fn);
     }
