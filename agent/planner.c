@@ -194,7 +194,8 @@ static void set_system(hx_planner *pl, const char *request)
     system_text(pl, &b);
     cJSON *m = cJSON_GetArrayItem(pl->msgs, 0);
     if (!m) m = add_msg(pl->msgs, "system", "");
-    cJSON_ReplaceItemInObject(m, "content", cJSON_CreateString(b.data ? b.data : ""));
+    cJSON_DeleteItemFromObject(m, "content");
+    hx_json_add(m, "content", cJSON_CreateString(b.data ? b.data : ""));
     b.len = 0;
     context_text(pl, request, &b);
     add_msg(pl->msgs, "system", b.data ? b.data : "");
@@ -546,8 +547,8 @@ static void add_assistant(run *r, const char *text, const char *content,
     for (int i = 0; i < n; i++) {
         cJSON *w = cJSON_CreateObject();
         cJSON_AddStringToObject(w, "type", "function");
-        cJSON_AddItemToObject(w, "function", cJSON_Duplicate(calls[i].fn, 1));
-        cJSON_AddItemToArray(tc, w);
+        hx_json_add(w, "function", cJSON_Duplicate(calls[i].fn, 1));
+        hx_json_add(tc, NULL, w);
     }
 }
 
@@ -590,7 +591,7 @@ static void not_run(run *r, const pcall *c, const char *cut)
     cJSON *o = cJSON_CreateObject();
     if (c && c->fn) {
         cJSON_AddStringToObject(o, "name", cJSON_GetObjectItem(c->fn, "name")->valuestring);
-        cJSON_AddItemToObject(o, "arguments", cJSON_Duplicate(cJSON_GetObjectItem(c->fn, "arguments"), 1));
+        hx_json_add(o, "arguments", cJSON_Duplicate(cJSON_GetObjectItem(c->fn, "arguments"), 1));
     } else if (c) {
         cJSON_AddStringToObject(o, "name", c->name[0] ? c->name : "(malformed)");
     }
