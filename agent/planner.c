@@ -204,7 +204,8 @@ static void set_system(hx_planner *pl, const char *request)
     system_text(pl, &b);
     cJSON *m = cJSON_GetArrayItem(pl->msgs, 0);
     if (!m) m = add_msg(pl->msgs, "system", "");
-    cJSON_ReplaceItemInObject(m, "content", cJSON_CreateString(b.data ? b.data : ""));
+    cJSON_DeleteItemFromObject(m, "content");
+    hx_json_add(m, "content", cJSON_CreateString(b.data ? b.data : ""));
     b.len = 0;
     context_text(pl, request, &b);
     add_msg(pl->msgs, "system", b.data ? b.data : "");
@@ -536,19 +537,24 @@ static char *feedback_text(const hx_call_outcome *o)
     return hx_buf_steal(&b, NULL);
 }
 
-static void record_call(run *r, const char *name, const cJSON *args, const hx_call_outcome *o,
-                        const char *fed)
+/* Appends the call's trace record to r->calls, whole: out of memory, none
+ * is added and the result is HX_ERR_NOMEM (the episode and the trace read
+ * every field of every record). */
+static int record_call(run *r, const char *name, const cJSON *args, const hx_call_outcome *o,
+                       const char *fed)
 {
     cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "name", name);
-    hx_json_add(c, "arguments", args ? cJSON_Duplicate(args, 1) : cJSON_CreateNull());
-    cJSON_AddStringToObject(c, "status", o->status);
-    cJSON_AddStringToObject(c, "decision", o->decision);
-    cJSON_AddStringToObject(c, "by", o->by ? o->by : "");
-    cJSON_AddBoolToObject(c, "confirmed", o->confirmed);
-    cJSON_AddStringToObject(c, "result", fed ? fed : "");
-    cJSON_AddNumberToObject(c, "step", r->steps);
-    cJSON_AddItemToArray(r->calls, c);
+    int ok = c && cJSON_AddStringToObject(c, "name", name) &&
+             hx_json_add(c, "arguments", args ? cJSON_Duplicate(args, 1) : cJSON_CreateNull()) &&
+             cJSON_AddStringToObject(c, "status", o->status) &&
+             cJSON_AddStringToObject(c, "decision", o->decision) &&
+             cJSON_AddStringToObject(c, "by", o->by ? o->by : "") &&
+             cJSON_AddBoolToObject(c, "confirmed", o->confirmed) &&
+             cJSON_AddStringToObject(c, "result", fed ? fed : "") &&
+             cJSON_AddNumberToObject(c, "step", r->steps) && cJSON_AddItemToArray(r->calls, c);
+    if (ok) return HX_OK;
+    cJSON_Delete(c);
+    return HX_ERR_NOMEM;
 }
 
 /* An earlier call of this request with the same name and arguments
@@ -586,7 +592,9 @@ static int repeated_call(run *r, const char *name, const cJSON *args, hx_call_ou
     return 1;
 }
 
-static void handle_call(run *r, const pcall *c)
+/* Runs (or refuses) the call and feeds its result back; HX_ERR_NOMEM, in
+ * err, when its trace record could not be kept. */
+static int handle_call(run *r, const pcall *c, hx_err *err)
 {
     hx_call_outcome o = {.status = "malformed", .decision = "", .by = ""};
     const char *name = c->fn ? cJSON_GetObjectItem(c->fn, "name")->valuestring
@@ -610,10 +618,14 @@ static void handle_call(run *r, const pcall *c)
         r->io->on_result(r->io->user, name, o.status, fed ? fed : o.detail);
     cJSON *m = add_msg(r->pl->msgs, "tool", fed ? fed : "{}");
     cJSON_AddStringToObject(m, "name", name);
-    record_call(r, name, args, &o, fed);
+    int rc = record_call(r, name, args, &o, fed);
+    if (rc)
+        hx_err_set(err, rc, "out of memory: the call to %s ended (%s) but its record was lost",
+                   name, o.status);
     free(fed);
     free(args_json);
     cJSON_Delete(o.result);
+    return rc;
 }
 
 /* Adds the assistant's turn: its text and the well-formed calls (a
@@ -629,8 +641,8 @@ static void add_assistant(run *r, const char *text, const char *content,
     for (int i = 0; i < n; i++) {
         cJSON *w = cJSON_CreateObject();
         cJSON_AddStringToObject(w, "type", "function");
-        cJSON_AddItemToObject(w, "function", cJSON_Duplicate(calls[i].fn, 1));
-        cJSON_AddItemToArray(tc, w);
+        hx_json_add(w, "function", cJSON_Duplicate(calls[i].fn, 1));
+        hx_json_add(tc, NULL, w);
     }
 }
 
@@ -675,7 +687,7 @@ static void not_run(run *r, const pcall *c, const char *cut, const char *why)
     cJSON *o = cJSON_CreateObject();
     if (c && c->fn) {
         cJSON_AddStringToObject(o, "name", cJSON_GetObjectItem(c->fn, "name")->valuestring);
-        cJSON_AddItemToObject(o, "arguments", cJSON_Duplicate(cJSON_GetObjectItem(c->fn, "arguments"), 1));
+        hx_json_add(o, "arguments", cJSON_Duplicate(cJSON_GetObjectItem(c->fn, "arguments"), 1));
     } else if (c) {
         cJSON_AddStringToObject(o, "name", c->name[0] ? c->name : "(malformed)");
     }
@@ -885,7 +897,7 @@ static int step(run *r, int choice, int *answered, hx_err *err)
     if (!n && (r->final = hx_strdup(content ? content : ""))) hx_strip_markup(r->final);
     for (int i = 0; i < n; i++) {
         if (!rc) rc = check_limits(r, err);
-        if (!rc) handle_call(r, &calls[i]);
+        if (!rc) rc = handle_call(r, &calls[i], err);
         else not_run(r, &calls[i], NULL, NULL);
         cJSON_Delete(calls[i].fn);
     }

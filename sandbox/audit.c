@@ -47,9 +47,10 @@ void hx_audit_close(hx_audit *a)
     free(a);
 }
 
-static void add_str(cJSON *o, const char *k, const char *v)
+/* Adds k: v when there is a v; 0 when out of memory. */
+static int add_str(cJSON *o, const char *k, const char *v)
 {
-    if (v) cJSON_AddStringToObject(o, k, v);
+    return !v || cJSON_AddStringToObject(o, k, v);
 }
 
 int hx_audit_write(hx_audit *a, const hx_audit_rec *r, hx_err *err)
@@ -61,19 +62,18 @@ int hx_audit_write(hx_audit *a, const hx_audit_rec *r, hx_err *err)
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    /* a record is written whole or not at all (an error) */
     cJSON *o = cJSON_CreateObject();
-    add_str(o, "time", when);
-    add_str(o, "tool", r->tool);
-    add_str(o, "effect", r->effect);
-    cJSON *args = r->args_json ? cJSON_Parse(r->args_json) : NULL;
-    if (args) cJSON_AddItemToObject(o, "args", args);
-    else add_str(o, "args", r->args_json);
-    add_str(o, "decision", r->decision);
-    add_str(o, "by", r->by);
-    add_str(o, "status", r->status);
-    add_str(o, "detail", r->detail);
-    if (r->sandbox) add_str(o, "sandbox", hx_sandbox_describe(r->sandbox, sb, sizeof sb));
-    char *line = cJSON_PrintUnformatted(o);
+    int ok = o && add_str(o, "time", when) && add_str(o, "tool", r->tool) &&
+             add_str(o, "effect", r->effect);
+    cJSON *args = ok && r->args_json ? cJSON_Parse(r->args_json) : NULL;
+    if (args && cJSON_AddItemToObject(o, "args", args)) args = NULL;
+    else ok = ok && !args && add_str(o, "args", r->args_json);
+    ok = ok && add_str(o, "decision", r->decision) && add_str(o, "by", r->by) &&
+         add_str(o, "status", r->status) && add_str(o, "detail", r->detail) &&
+         (!r->sandbox || add_str(o, "sandbox", hx_sandbox_describe(r->sandbox, sb, sizeof sb)));
+    char *line = ok ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(args);
     cJSON_Delete(o);
     if (!line) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     size_t n = strlen(line);

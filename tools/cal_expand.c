@@ -400,12 +400,12 @@ static cJSON *person_json(icalproperty *p, int attendee)
 static void add_people(cJSON *o, icalcomponent *ev)
 {
     icalproperty *org = icalcomponent_get_first_property(ev, ICAL_ORGANIZER_PROPERTY);
-    if (org) cJSON_AddItemToObject(o, "organizer", person_json(org, 0));
+    if (org) hx_json_add(o, "organizer", person_json(org, 0));
     icalproperty *a = icalcomponent_get_first_property(ev, ICAL_ATTENDEE_PROPERTY);
     if (!a) return;
     cJSON *arr = cJSON_AddArrayToObject(o, "attendees");
     for (; a; a = icalcomponent_get_next_property(ev, ICAL_ATTENDEE_PROPERTY))
-        cJSON_AddItemToArray(arr, person_json(a, 1));
+        hx_json_add(arr, NULL, person_json(a, 1));
 }
 
 static void add_time(hx_cal *c, cJSON *o, const char *key, int64_t t, int all_day)

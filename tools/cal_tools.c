@@ -57,7 +57,7 @@ cJSON *hx_cal_range_json(hx_cal *c, int64_t from, int64_t to)
 void hx_cal_add_problems(hx_tools *reg, hx_cal *c, cJSON *result)
 {
     if (!cJSON_GetArraySize(c->problems)) return;
-    cJSON_AddItemToObject(result, "problems", cJSON_Duplicate(c->problems, 1));
+    hx_json_add(result, "problems", cJSON_Duplicate(c->problems, 1));
     hx_tools_mark_untrusted(reg);
 }
 
@@ -128,19 +128,25 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
     hx_buf_init(&terms);
     if (hx_arg_str(args, "query")) hx_fold_words(hx_arg_str(args, "query"), 1, &terms);
     cJSON *res = cJSON_CreateObject();
-    cJSON_AddItemToObject(res, "range", hx_cal_range_json(c, from, to));
+    hx_json_add(res, "range", hx_cal_range_json(c, from, to));
     cJSON *evs = cJSON_AddArrayToObject(res, "events");
+    if (!evs) { /* res NULL too */
+        cJSON_Delete(res);
+        free(occ);
+        hx_cal_free(c);
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    }
     for (int i = 0; i < n; i++) {
         if (!occ_matches(&occ[i], cal, &terms)) continue;
         total++;
         if (shown == limit) continue;
-        cJSON_AddItemToArray(evs, hx_cal_occ_json(c, &occ[i]));
+        hx_json_add(evs, NULL, hx_cal_occ_json(c, &occ[i]));
         hx_cal_note_author(reg, c, occ[i].ev);
         shown++;
     }
     cJSON_AddNumberToObject(res, "count", total);
     if (total > shown || complete_to < to) cJSON_AddBoolToObject(res, "truncated", 1);
-    if (complete_to < to) cJSON_AddItemToObject(res, "more", hx_cal_cut_json(c, complete_to, "events"));
+    if (complete_to < to) hx_json_add(res, "more", hx_cal_cut_json(c, complete_to, "events"));
     hx_cal_add_problems(reg, c, res);
     hx_buf_free(&terms);
     free(occ);
@@ -263,7 +269,7 @@ static cJSON *write_result(hx_tools *reg, hx_cal *c, hx_cal_file *f, icalcompone
     o.recurring = icalcomponent_get_first_property(ev, ICAL_RRULE_PROPERTY) != NULL;
     o.rid = o.start;
     cJSON *res = cJSON_CreateObject();
-    cJSON_AddItemToObject(res, key, hx_cal_occ_json(c, &o));
+    hx_json_add(res, key, hx_cal_occ_json(c, &o));
     cJSON_AddStringToObject(res, "file", f->path);
     if (mail && *mail) cJSON_AddStringToObject(res, "invitation_queued", mail);
     return res;

@@ -687,26 +687,36 @@ static int run_search(mail_index *ix, search_q *q, pcre2_code *re, icaltimezone 
         bind_text(st, k++, q->strs.data + i);
     pcre2_match_data *md = re ? pcre2_match_data_create_from_pattern(re, NULL) : NULL;
     cJSON *arr = cJSON_AddArrayToObject(out, "messages");
-    int n = 0, total = 0, best = -1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int n = 0, total = 0, best = -1, step = arr ? SQLITE_ROW : SQLITE_NOMEM;
+    while (step == SQLITE_ROW && (step = sqlite3_step(st)) == SQLITE_ROW) {
         if (re && !row_matches_regex(re, md, st)) continue;
         int hits = q->n_terms > 0 ? sqlite3_column_int(st, 10) : 0;
         if (best < 0) best = hits;
-        if (hits < best && best == q->n_terms) break; /* those with every term only */
+        if (hits < best && best == q->n_terms) { /* those with every term only */
+            step = SQLITE_DONE;
+            break;
+        }
         total++;
         if (n == limit) continue;
         cJSON *o = row_json(z, st);
-        if (best < q->n_terms)
-            cJSON_AddItemToObject(o, "matched",
-                                  terms_json(&q->terms, q->n_terms, sqlite3_column_int(st, 11)));
-        cJSON_AddItemToArray(arr, o);
+        if (o && best < q->n_terms &&
+            !hx_json_add(o, "matched",
+                         terms_json(&q->terms, q->n_terms, sqlite3_column_int(st, 11))))
+            step = SQLITE_NOMEM;
+        if (!hx_json_add(arr, NULL, o)) step = SQLITE_NOMEM;
         n++;
     }
-    cJSON_AddNumberToObject(out, "total", total);
-    if (q->n_terms > 0) add_text_notes(q, best, total, out);
+    /* a search cut short by an error is an error, not fewer messages */
+    int rc = HX_OK;
+    if (step == SQLITE_DONE && !cJSON_AddNumberToObject(out, "total", total)) step = SQLITE_NOMEM;
+    if (step == SQLITE_DONE && q->n_terms > 0) add_text_notes(q, best, total, out);
+    if (step == SQLITE_NOMEM)
+        rc = hx_err_set(err, HX_ERR_NOMEM, "mail search: out of memory");
+    else if (step != SQLITE_DONE)
+        rc = hx_err_set(err, HX_ERR_INTERNAL, "mail search: %s", sqlite3_errmsg(ix->db));
     pcre2_match_data_free(md);
     sqlite3_finalize(st);
-    return HX_OK;
+    return rc;
 }
 
 static void search_q_free(search_q *q)

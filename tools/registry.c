@@ -272,7 +272,8 @@ int hx_tools_call_trust(hx_tools *reg, const char *name, const cJSON *args,
 
 int hx_json_add(cJSON *obj, const char *key, cJSON *item)
 {
-    if (obj && item && cJSON_AddItemToObject(obj, key, item)) return 1;
+    if (obj && item && (key ? cJSON_AddItemToObject(obj, key, item) : cJSON_AddItemToArray(obj, item)))
+        return 1;
     cJSON_Delete(item);
     return 0;
 }

@@ -156,10 +156,10 @@ int hx_tools_name_reserved(const char *name);
 /* The tool list in the OpenAI/MCP shape: [{"type":"function","function":
  * {"name","description","parameters"}}]. Caller frees. */
 cJSON *hx_tools_list_json(const hx_tools *reg);
-/* Adds item to obj under key, taking it: on failure (out of memory, or
- * obj or item NULL) item is deleted. 1 if added. cJSON's own add leaves
- * the item to the caller when it fails, which leaks it in the usual
- * `add(obj, key, cJSON_Duplicate(...))`. */
+/* Adds item to obj under key (key NULL: appends it to the array obj),
+ * taking it: on failure (out of memory, or obj or item NULL) item is
+ * deleted. 1 if added. cJSON's own add leaves the item to the caller when
+ * it fails, which leaks it in the usual `add(obj, key, cJSON_Duplicate(...))`. */
 int hx_json_add(cJSON *obj, const char *key, cJSON *item);
 
 /* Addresses the user has exchanged mail with: the From, To and Cc of the

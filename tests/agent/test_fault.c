@@ -1,8 +1,9 @@
 /* test_fault.c: allocation failures swept over whole operations (SQLite's
  * discipline): a planner run with tool calls, a memory recall and the
  * tool-call grammar's compile with a token mask, each repeated with its
- * first, second, ... allocation failing (and every later one), until a
- * run makes no failing allocation. Every failure must end as a clean
+ * first, second, ... allocation failing, until a run makes no failing
+ * allocation: once with every later allocation failing too, once with
+ * that one alone (the code goes on past it). Every failure must end as a clean
  * error or a degraded but complete result: no crash, no hang; under
  * `make asan` the leak checker sees no leak at exit. cJSON allocates
  * through the counting allocator too (cJSON_InitHooks), and so does
@@ -15,10 +16,11 @@
 #include "test.h"
 #include "scripted.h"
 
-/* Runs op with allocation k failing, for k = 1, 2, ... until op made fewer
- * than k allocations (the run that saw no failure); each run's result is
- * checked by op itself. Returns the number of allocations of a whole run. */
-static long sweep(int (*op)(void *ctx, int clean), void *ctx, const char *what)
+/* Runs op with allocation k failing (sticky: and every later one), for
+ * k = 1, 2, ... until op made fewer than k allocations (the run that saw
+ * no failure); each run's result is checked by op itself. Returns the
+ * number of allocations of a whole run. */
+static long sweep_mode(int (*op)(void *ctx, int clean), void *ctx, const char *what, int sticky)
 {
     long k = 1;
     int failures = 0;
@@ -28,7 +30,7 @@ static long sweep(int (*op)(void *ctx, int clean), void *ctx, const char *what)
     int saved = dup(2), null = open("/dev/null", O_WRONLY);
     if (null >= 0) dup2(null, 2);
     for (;; k++) {
-        hx_fault_alloc(k, 1);
+        hx_fault_alloc(k, sticky);
         int rc = op(ctx, 0);
         long made = hx_fault_alloc_count();
         hx_fault_alloc(0, 0);
@@ -41,10 +43,18 @@ static long sweep(int (*op)(void *ctx, int clean), void *ctx, const char *what)
     fflush(stderr);
     if (saved >= 0) dup2(saved, 2), close(saved);
     if (null >= 0) close(null);
-    printf("# %s: %ld allocations, %d of the runs failed cleanly\n", what, k - 1, failures);
+    printf("# %s, %s: %ld allocations, %d of the runs failed cleanly\n", what,
+           sticky ? "each and every later one failing" : "each alone failing", k - 1, failures);
     EXPECT(k > 1);
     EXPECT_EQ_INT(op(ctx, 1), HX_OK); /* and after the sweep all is well */
     return k - 1;
+}
+
+/* Both sweeps of op. */
+static void sweep(int (*op)(void *ctx, int clean), void *ctx, const char *what)
+{
+    sweep_mode(op, ctx, what, 1);
+    sweep_mode(op, ctx, what, 0);
 }
 
 /* ---- a recall over a few memories, SQLite's allocations counted too ---- */
