@@ -299,11 +299,13 @@ static void word_byte(const ground *g, wstate *s, unsigned char b)
     }
 }
 
+/* Whether the word just ended is a negation; a word longer than the
+ * buffer (WMAX bytes kept) is none. */
 static int negation(const wstate *s)
 {
     const size_t n = (size_t)s->blen;
-    return (s->len <= WMAX && IN(s->w, n, negations)) ||
-           (n > 3 && !strncasecmp(s->w + n - 3, "n't", 3));
+    if (s->len > WMAX || n > WMAX) return 0;
+    return IN(s->w, n, negations) || (n > 3 && !strncasecmp(s->w + n - 3, "n't", 3));
 }
 
 /* The word ends (at a separator byte b, or the turn's end: 0); known:

@@ -124,6 +124,12 @@ static void test_words_untouched(void)
     EXPECT(writes_after("", "Okay. Nothing else is planned, I think.") == 1);
     EXPECT(writes_after("", "I can't do that: I can only use your calendar.") == 1);
     EXPECT(writes_after("You have a ", "Budget Review") == 1);
+    /* a word longer than the stage follows (192 bytes) is let through, and
+     * its end is read within what was kept of it */
+    char longw[400];
+    memset(longw, 'a', 300);
+    snprintf(longw + 300, sizeof longw - 300, "n't then ");
+    EXPECT(writes_after("", longw) == 1);
 }
 
 /* Claims need the planner's licence, or a negation before them. */
