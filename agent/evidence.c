@@ -124,15 +124,14 @@ static cJSON *item(cJSON *arr, const char *kind, const char *tool)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "kind", kind);
     cJSON_AddStringToObject(o, "tool", tool);
-    cJSON_AddItemToArray(arr, o);
-    return o;
+    return hx_json_add(arr, NULL, o) ? o : NULL;
 }
 
 static void copy_keys(cJSON *to, const cJSON *from, const char *const *keys)
 {
     for (; *keys; keys++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(from, *keys);
-        if (v && !cJSON_IsNull(v)) cJSON_AddItemToObject(to, *keys, cJSON_Duplicate(v, 1));
+        if (v && !cJSON_IsNull(v)) hx_json_add(to, *keys, cJSON_Duplicate(v, 1));
     }
 }
 
@@ -174,7 +173,7 @@ static void add_mail(cJSON *arr, const char *tool, const cJSON *m, const char *a
         for (const char *l = text; *l;) {
             const size_t n = strcspn(l, "\n");
             char *line = hx_strndup(l, n);
-            if (line && n && cites(answer, line)) cJSON_AddItemToArray(lines, cJSON_CreateString(line));
+            if (line && n && cites(answer, line)) hx_json_add(lines, NULL, cJSON_CreateString(line));
             free(line);
             l += n + (l[n] == '\n');
         }
@@ -197,7 +196,7 @@ static void add_file(cJSON *arr, const char *tool, const cJSON *f, const char *a
     {
         cJSON *l = cJSON_CreateObject();
         copy_keys(l, m, (const char *const[]){"line", "text", NULL});
-        cJSON_AddItemToArray(lines, l);
+        hx_json_add(lines, NULL, l);
         cited |= cites(answer, str(m, "text"));
     }
     const char *text = str(f, "text");
@@ -209,7 +208,7 @@ static void add_file(cJSON *arr, const char *tool, const cJSON *f, const char *a
             cJSON *l = cJSON_CreateObject();
             cJSON_AddNumberToObject(l, "line", no);
             cJSON_AddStringToObject(l, "text", line);
-            cJSON_AddItemToArray(lines, l);
+            hx_json_add(lines, NULL, l);
             cited = 1;
         }
         free(line);
@@ -352,11 +351,11 @@ cJSON *hx_agent_done(const cJSON *calls, const hx_tools *reg)
         cJSON_AddStringToObject(o, "tool", name);
         cJSON_AddStringToObject(o, "status", st);
         cJSON_AddStringToObject(o, "text", b.data ? b.data : "");
-        cJSON_AddItemToObject(o, "arguments", cJSON_Duplicate(cJSON_GetObjectItem(c, "arguments"), 1));
+        hx_json_add(o, "arguments", cJSON_Duplicate(cJSON_GetObjectItem(c, "arguments"), 1));
         if (!ok) cJSON_AddStringToObject(o, "by", str(c, "by") ? str(c, "by") : "");
         if (!ok && str(res, "error")) cJSON_AddStringToObject(o, "error", str(res, "error"));
-        if (ok && res) cJSON_AddItemToObject(o, "result", cJSON_Duplicate(res, 1));
-        cJSON_AddItemToArray(arr, o);
+        if (ok && res) hx_json_add(o, "result", cJSON_Duplicate(res, 1));
+        hx_json_add(arr, NULL, o);
         cJSON_Delete(res);
         hx_buf_free(&b);
     }
@@ -406,7 +405,7 @@ cJSON *hx_agent_undone(const hx_tools *reg, const cJSON *trace)
             continue;
         cJSON *u = cJSON_Duplicate(c, 1);
         cJSON_AddStringToObject(u, "effect", hx_effect_name(effect));
-        cJSON_AddItemToArray(out, u);
+        hx_json_add(out, NULL, u);
     }
     return out;
 }
