@@ -525,11 +525,13 @@ static int time_filter(const hx_tools *reg, const cJSON *args, const char *key,
  * syntax (a term holds no quote), and the index folds it as it folded
  * the mail (the "hx_fold" tokenizer). The columns say, for each message,
  * how many terms and which it has (a bit each), and how well it matches
- * (bm25, the subject weighing most). */
-static void text_columns(search_q *q, const char *text)
+ * (bm25, the subject weighing most). HX_ERR_NOMEM when the terms could
+ * not be read: a search without them would find every message. */
+static int text_columns(search_q *q, const char *text)
 {
     q->n_terms = hx_fold_terms(text, &q->terms, &q->ignored);
-    if (q->n_terms <= 0) return;
+    if (q->n_terms < 0) return HX_ERR_NOMEM; /* not a search without its words */
+    if (q->n_terms == 0) return HX_OK;
     hx_buf_puts(&q->sql, ", (0");
     for (int i = 0; i < q->n_terms; i++)
         hx_buf_puts(&q->sql, " + (m.rowid IN (SELECT rowid FROM msg_fts WHERE msg_fts MATCH ?))");
@@ -545,6 +547,7 @@ static void text_columns(search_q *q, const char *text)
             hx_buf_putc(&q->strs, '\0');
             q->n_binds++;
         }
+    return HX_OK;
 }
 
 /* Joins the messages with any term, ranked. */
@@ -564,7 +567,8 @@ static int build_search(const hx_tools *reg, const cJSON *args, search_q *q, hx_
     int regex = hx_arg_str(args, "regex") != NULL;
     hx_buf_printf(&q->sql, "SELECT m.rowid,m.id,m.date,m.from_,m.subject,m.snippet,"
                            "m.seen,m.folder,m.n_att,%s", regex ? "b.body" : "NULL");
-    if (hx_arg_str(args, "text")) text_columns(q, hx_arg_str(args, "text"));
+    if (hx_arg_str(args, "text") && text_columns(q, hx_arg_str(args, "text")))
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     hx_buf_printf(&q->sql, " FROM msg m%s", regex ? " JOIN msg_fts b ON b.rowid = m.rowid" : "");
     text_join(q);
     hx_buf_puts(&q->sql, " WHERE 1");

@@ -1,6 +1,6 @@
 /* test_fault.c: allocation failures swept over whole operations (SQLite's
- * discipline): a planner run with tool calls, a memory recall and the
- * tool-call grammar's compile with a token mask, each repeated with its
+ * discipline): a planner run with tool calls, a memory recall, a mail
+ * search and the tool-call grammar's compile with a token mask, each repeated with its
  * first, second, ... allocation failing, until a run makes no failing
  * allocation: once with every later allocation failing too, once with
  * that one alone (the code goes on past it). Every failure must end as a clean
@@ -163,6 +163,46 @@ static void test_planner_run(void)
     EXPECT(sqlite3_shutdown() == SQLITE_OK && sqlite3_config(SQLITE_CONFIG_MALLOC, &was) == SQLITE_OK);
 }
 
+/* ---- mail.search: a whole result or an error (a search cut short by a
+ * failed step is not fewer messages) ---- */
+typedef struct mail_case {
+    world w;
+    int n;       /* messages of the clean run */
+    double total;
+} mail_case;
+
+static int mail_op(void *ctx, int clean)
+{
+    mail_case *c = ctx;
+    cJSON *args = cJSON_Parse("{\"text\": \"budget\"}"), *res = NULL;
+    hx_err err = {0};
+    int rc = args ? hx_tools_call(c->w.reg, "mail.search", args, &res, &err) : HX_ERR_NOMEM;
+    const int n = cJSON_GetArraySize(cJSON_GetObjectItem(res, "messages"));
+    const double total = cJSON_GetNumberValue(cJSON_GetObjectItem(res, "total"));
+    if (!rc && clean) c->n = n, c->total = total;
+    if (!rc && !clean) {
+        EXPECT_EQ_INT(n, c->n);
+        EXPECT(total == c->total);
+    }
+    cJSON_Delete(args);
+    cJSON_Delete(res);
+    return rc;
+}
+
+static void test_mail_search(void)
+{
+    mail_case c = {0};
+    sqlite3_mem_methods was;
+    ASSERT(sqlite3_shutdown() == SQLITE_OK && sqlite3_config(SQLITE_CONFIG_GETMALLOC, &was) == SQLITE_OK);
+    ASSERT(sqlite3_config(SQLITE_CONFIG_MALLOC, &counting) == SQLITE_OK);
+    ASSERT(world_open(&c.w, 0, 0, 0));
+    ASSERT(mail_op(&c, 1) == HX_OK); /* the index built, the whole result known */
+    EXPECT(c.n > 0 && c.total >= c.n);
+    sweep(mail_op, &c, "mail search");
+    world_close(&c.w);
+    EXPECT(sqlite3_shutdown() == SQLITE_OK && sqlite3_config(SQLITE_CONFIG_MALLOC, &was) == SQLITE_OK);
+}
+
 /* ---- the tool-call grammar of the built-in tools, and a mask ---- */
 typedef struct grammar_case {
     hx_tool_spec *specs;
@@ -215,5 +255,6 @@ int main(void)
     RUN(test_grammar_compile);
     RUN(test_recall);
     RUN(test_planner_run);
+    RUN(test_mail_search);
     return test_summary();
 }
