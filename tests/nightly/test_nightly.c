@@ -951,8 +951,10 @@ static void test_moe_under_bound(void)
 
 /* new_only over a MoE base under a bound: the pass that finds what the
  * base already writes (whole documents, so the run's largest pass here)
- * reads the base through the weight cache as training does, and leaves
- * out exactly the targets the mapped run leaves out. */
+ * reads the base through the weight cache as training does, and the run
+ * counts the targets the mapped run counts (a random base knows none of
+ * them; test_wbudget shows the greedy tokens through the cache are the
+ * mapped base's, bit for bit). */
 static void test_keep_new_under_bound(void)
 {
     char moe[300], work[300], logbuf[8192] = "";
