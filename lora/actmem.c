@@ -299,11 +299,13 @@ size_t hx_trainer_forward_memory_estimate(const hx_trainer *tr, int n_tok)
     return estimate(tr, n_tok, TR_FWD);
 }
 
-int hx_trainer_fit_memory(hx_trainer *tr, int n_tok, size_t extra, size_t max_bytes,
-                          size_t *need, size_t *budget, hx_err *err)
+/* Fits `rest` bytes beside the base within max_bytes (0: no bound), the
+ * base mapped or, over it, read through the weight cache the rest leaves;
+ * what: the passes, for the error. */
+static int fit(hx_trainer *tr, size_t rest, const char *what, size_t max_bytes,
+               size_t *need, size_t *budget, hx_err *err)
 {
     const size_t mapped = tr->base ? hx_model_size_bytes(tr->base) : 0;
-    const size_t rest = hx_trainer_memory_estimate(tr, n_tok) - hx_trainer_weight_bytes(tr) + extra;
     const size_t lo = hx_trainer_weight_budget_min(tr);
     *need = rest + mapped;
     *budget = 0;
@@ -320,7 +322,22 @@ int hx_trainer_fit_memory(hx_trainer *tr, int n_tok, size_t extra, size_t max_by
     if (lo)
         snprintf(cache, sizeof cache, ", at least %.1f MiB with the base's experts read from "
                  "the file", (rest + lo) / 1048576.0);
-    return hx_err_set(err, HX_ERR_RANGE, "training needs about %.1f MiB (activations, adapter "
-                      "state, mapped base)%s, over the bound of %.1f MiB", *need / 1048576.0,
-                      cache, max_bytes / 1048576.0);
+    return hx_err_set(err, HX_ERR_RANGE, "%s needs about %.1f MiB (activations, adapter "
+                      "state, mapped base)%s, over the bound of %.1f MiB", what,
+                      *need / 1048576.0, cache, max_bytes / 1048576.0);
+}
+
+int hx_trainer_fit_memory(hx_trainer *tr, int n_tok, size_t extra, size_t max_bytes,
+                          size_t *need, size_t *budget, hx_err *err)
+{
+    const size_t rest = hx_trainer_memory_estimate(tr, n_tok) - hx_trainer_weight_bytes(tr);
+    return fit(tr, rest + extra, "training", max_bytes, need, budget, err);
+}
+
+int hx_trainer_fit_forward_memory(hx_trainer *tr, int n_tok, size_t extra, size_t max_bytes,
+                                  size_t *need, size_t *budget, hx_err *err)
+{
+    const size_t rest = hx_trainer_forward_memory_estimate(tr, n_tok) -
+                        hx_trainer_weight_bytes(tr);
+    return fit(tr, rest + extra, "a forward pass of the base", max_bytes, need, budget, err);
 }

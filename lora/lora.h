@@ -289,6 +289,10 @@ size_t hx_trainer_weight_bytes(const hx_trainer *tr);
  * base is dense), and the errors of hx_trainer_set_weight_budget. */
 int hx_trainer_fit_memory(hx_trainer *tr, int n_tok, size_t extra, size_t max_bytes,
                           size_t *need, size_t *budget, hx_err *err);
+/* The same for forward-only passes of n_tok tokens
+ * (hx_trainer_forward_memory_estimate). */
+int hx_trainer_fit_forward_memory(hx_trainer *tr, int n_tok, size_t extra, size_t max_bytes,
+                                  size_t *need, size_t *budget, hx_err *err);
 
 /* Activation checkpointing of hx_trainer_grad. AUTO (the default): on for
  * LoRA (a frozen base), and for full training when saving every layer's

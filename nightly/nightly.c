@@ -400,34 +400,41 @@ static hx_batch doc_batch(const hx_nightly_data *d, int i, size_t n_ctx)
                       .mask = d->mask + a + 1};
 }
 
+/* The longest of d's documents, cut to n_ctx tokens. */
+static size_t longest_doc(const hx_nightly_data *d, size_t n_ctx)
+{
+    size_t n = 0;
+    for (int i = 0; i < d->n_docs; i++) {
+        size_t len = d->ends[i] - (i ? d->ends[i - 1] : 0);
+        if (len > n_ctx) len = n_ctx;
+        if (len > n) n = len;
+    }
+    return n;
+}
+
 /* Clears the targets of d's documents that the base predicts (its greedy
  * token after the document's earlier tokens is the target), counting them
- * into r; targets past the model's context stay. */
+ * into r; targets past the model's context stay. The greedy tokens come
+ * from hx_trainer_topk, which holds a few rows of logits at a time. */
 static int unmask_known(hx_trainer *tr, hx_nightly_data *d, hx_nightly_report *r,
                         hx_err *err)
 {
     const size_t n_ctx = (size_t)hx_trainer_hparams(tr)->n_ctx_train;
-    const int32_t nv = hx_trainer_hparams(tr)->n_vocab;
-    float *lg = NULL;
-    int rc = HX_OK;
+    const size_t most = longest_doc(d, n_ctx);
+    int32_t *top = hx_calloc(most ? most : 1, sizeof *top);
+    float *p = hx_calloc(most ? most : 1, sizeof *p);
+    int rc = top && p ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "nightly: out of memory");
     for (int i = 0; !rc && i < d->n_docs; i++) {
         const hx_batch b = doc_batch(d, i, n_ctx);
-        const size_t n = (size_t)b.n_tok;
         uint8_t *m = d->mask + (b.tokens - d->tokens) + 1;
-        float *grown = hx_realloc(lg, n * (size_t)nv * sizeof *lg);
-        if (!grown) {
-            rc = hx_err_set(err, HX_ERR_NOMEM, "nightly: out of memory");
-            break;
-        }
-        lg = grown;
-        rc = hx_trainer_forward(tr, &b, lg, NULL, NULL, err);
-        for (size_t j = 0; !rc && j < n; j++) {
+        rc = hx_trainer_topk(tr, &b, 1, top, p, err);
+        for (int j = 0; !rc && j < b.n_tok; j++) {
             if (!m[j]) continue;
             r->all_targets++;
-            if (hx_argmax(lg + j * (size_t)nv, nv) == b.targets[j]) m[j] = 0, r->known_targets++;
+            if (top[j] == b.targets[j]) m[j] = 0, r->known_targets++;
         }
     }
-    free(lg);
+    free(top), free(p);
     return rc;
 }
 
@@ -471,26 +478,6 @@ int hx_nightly_trainer(const hx_nightly_params *p, const char *model, hx_trainer
         fprintf(p->log, "nightly: %s is a MoE model, whose experts take no adapter: "
                 "adapting its attention (q, k, v, o) instead of the FFN\n", path);
     return hx_trainer_new_gguf(path, &lp, p->n_threads, tr, err);
-}
-
-/* new_only: the user's training episodes keep the targets the base gets
- * wrong (before the replay is mixed in, which is trained whole). */
-static int keep_new(const hx_nightly_params *p, hx_nightly_data *train,
-                    hx_nightly_report *r, hx_err *err)
-{
-    if (!p->new_only) return HX_OK;
-    hx_trainer *tr = NULL;
-    int rc = hx_nightly_trainer(p, NULL, &tr, err);
-    if (!rc) rc = unmask_known(tr, train, r, err); /* B = 0: the base */
-    hx_trainer_free(tr);
-    if (!rc && p->log)
-        fprintf(p->log, "nightly: %lld of %lld target tokens of the episodes are what the "
-                "base writes already: left out (--train-on new)\n",
-                (long long)r->known_targets, (long long)r->all_targets);
-    if (!rc && r->known_targets == r->all_targets)
-        rc = hx_err_set(err, HX_ERR_NOTFOUND, "nightly: the base already writes every "
-                        "token of the training episodes: nothing to learn");
-    return rc;
 }
 
 /* ---- windows ---- */
@@ -915,40 +902,79 @@ static int peak_tokens(const hx_trainer *tr, const hx_nightly_params *p,
                        const hx_nightly_data *ho)
 {
     const size_t n_ctx = (size_t)hx_trainer_hparams(tr)->n_ctx_train;
-    size_t n = (size_t)(p->train.seq_len < (int)n_ctx ? p->train.seq_len : (int)n_ctx) *
-               (size_t)(p->train.n_seq > 0 ? p->train.n_seq : 1);
-    for (int i = 0; i < ho->n_docs; i++) {
-        size_t len = ho->ends[i] - (i ? ho->ends[i - 1] : 0);
-        if (len > n_ctx) len = n_ctx;
-        if (len > n) n = len;
-    }
-    return (int)n;
+    const size_t n = (size_t)(p->train.seq_len < (int)n_ctx ? p->train.seq_len : (int)n_ctx) *
+                     (size_t)(p->train.n_seq > 0 ? p->train.n_seq : 1);
+    const size_t h = longest_doc(ho, n_ctx);
+    return (int)(h > n ? h : n);
 }
 
-/* Estimates the run's memory into r, within p->max_bytes: over it, a
- * MoE base is read through a weight cache of what the bound leaves
- * (hx_trainer_fit_memory: the same adapter, the experts read from the
- * file as they are used); else HX_ERR_RANGE, the reason saying what would
- * fit. */
-static int check_memory(hx_trainer *tr, const hx_nightly_params *p,
-                        const hx_nightly_data *d, const hx_nightly_data *ho,
-                        hx_nightly_report *r, hx_err *err)
+/* Fits training passes (forward: forward-only passes) of n_tok tokens over
+ * tr with extra bytes beside within p->max_bytes, keeping in r the peak
+ * estimate and the smallest weight cache of the run's passes: over it, a MoE base is read through a weight cache of
+ * what the bound leaves (the same adapter, the experts read from the file
+ * as they are used); else HX_ERR_RANGE, the reason saying what would fit. */
+static int check_memory(hx_trainer *tr, const hx_nightly_params *p, int forward, int n_tok,
+                        size_t extra, hx_nightly_report *r, hx_err *err)
 {
-    const size_t soft = p->replay_soft > 0 ? (size_t)p->replay_soft : 0;
-    const size_t extra = d->n * soft * (sizeof *d->soft_id + sizeof *d->soft_p) +
-                         (p->keep_generic > 0 ? hx_trainer_keep_bytes(tr) : 0);
     const size_t mapped = hx_trainer_weight_bytes(tr);
-    int rc = hx_trainer_fit_memory(tr, peak_tokens(tr, p, ho), extra, p->max_bytes,
-                                   &r->mem_estimate, &r->weight_budget, err);
+    size_t need = 0, budget = 0;
+    int rc = (forward ? hx_trainer_fit_forward_memory : hx_trainer_fit_memory)(
+        tr, n_tok, extra, p->max_bytes, &need, &budget, err);
+    if (need > r->mem_estimate) r->mem_estimate = need;
+    if (budget && (!r->weight_budget || budget < r->weight_budget)) r->weight_budget = budget;
     if (rc == HX_ERR_RANGE) {
         snprintf(r->reason, sizeof r->reason, "not started: %s", err->msg);
         return hx_err_set(err, rc, "nightly: %s", r->reason);
     }
-    if (!rc && r->weight_budget && p->log)
+    if (!rc && budget && p->log)
         fprintf(p->log, "nightly: the base (%.1f MiB) does not fit the bound of %.1f MiB with "
                 "the rest: its experts are read from the file through a weight cache of "
                 "%.1f MiB\n", mapped / 1048576.0, p->max_bytes / 1048576.0,
-                r->weight_budget / 1048576.0);
+                budget / 1048576.0);
+    return rc;
+}
+
+/* The training run's memory: its passes, the replay's soft targets and
+ * keep_generic's sums. */
+static int check_train_memory(hx_trainer *tr, const hx_nightly_params *p,
+                              const hx_nightly_data *d, const hx_nightly_data *ho,
+                              hx_nightly_report *r, hx_err *err)
+{
+    const size_t soft = p->replay_soft > 0 ? (size_t)p->replay_soft : 0;
+    const size_t extra = d->n * soft * (sizeof *d->soft_id + sizeof *d->soft_p) +
+                         (p->keep_generic > 0 ? hx_trainer_keep_bytes(tr) : 0);
+    return check_memory(tr, p, 0, peak_tokens(tr, p, ho), extra, r, err);
+}
+
+/* keep_new's bound: forward passes over the longest of d's documents (cut
+ * to the context), and unmask_known's greedy tokens beside. */
+static int check_forward_memory(hx_trainer *tr, const hx_nightly_params *p,
+                                const hx_nightly_data *d, hx_nightly_report *r, hx_err *err)
+{
+    const hx_hparams *hp = hx_trainer_hparams(tr);
+    const size_t n = longest_doc(d, (size_t)hp->n_ctx_train);
+    return check_memory(tr, p, 1, (int)n, n * (sizeof(int32_t) + sizeof(float)), r, err);
+}
+
+/* new_only: the user's training episodes keep the targets the base gets
+ * wrong (before the replay is mixed in, which is trained whole); the base
+ * is read within p->max_bytes as training reads it. */
+static int keep_new(const hx_nightly_params *p, hx_nightly_data *train,
+                    hx_nightly_report *r, hx_err *err)
+{
+    if (!p->new_only) return HX_OK;
+    hx_trainer *tr = NULL;
+    int rc = hx_nightly_trainer(p, NULL, &tr, err);
+    if (!rc) rc = check_forward_memory(tr, p, train, r, err);
+    if (!rc) rc = unmask_known(tr, train, r, err); /* B = 0: the base */
+    hx_trainer_free(tr);
+    if (!rc && p->log)
+        fprintf(p->log, "nightly: %lld of %lld target tokens of the episodes are what the "
+                "base writes already: left out (--train-on new)\n",
+                (long long)r->known_targets, (long long)r->all_targets);
+    if (!rc && r->known_targets == r->all_targets)
+        rc = hx_err_set(err, HX_ERR_NOTFOUND, "nightly: the base already writes every "
+                        "token of the training episodes: nothing to learn");
     return rc;
 }
 
@@ -985,7 +1011,7 @@ static int train_and_gate(hx_trainer *tr, const hx_nightly_params *p, const char
                           const hx_nightly_data *rep, hx_nightly_report *r, hx_err *err)
 {
     char key[65], ckpt[4200];
-    int rc = check_memory(tr, p, tr_d, ho, r, err);
+    int rc = check_train_memory(tr, p, tr_d, ho, r, err);
     if (!rc) rc = hx_mkdirs(p->work_dir, err);
     snprintf(ckpt, sizeof ckpt, "%s/nightly.ckpt", p->work_dir);
     if (!rc) rc = heldout_loss(tr, ho, &r->loss_before, err); /* B = 0: the base */

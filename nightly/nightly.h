@@ -222,9 +222,12 @@ typedef struct hx_nightly_report {
     double train_seconds, train_cpu_seconds; /* the training chunks of this
                         * call: wall clock, and the process's CPU time (all
                         * threads) */
-    size_t mem_estimate; /* bytes: activations + adapter state + base */
-    size_t weight_budget; /* bytes of the weight cache the base was read
-                        * through to fit max_bytes (0: mapped whole) */
+    size_t mem_estimate; /* bytes: activations + adapter state + base, at
+                        * the run's largest pass (training, or new_only's
+                        * forward passes) */
+    size_t weight_budget; /* bytes of the smallest weight cache a pass read
+                        * the base through to fit max_bytes (0: mapped
+                        * whole) */
     long peak_rss_kb;  /* the process's peak RSS after training
                         * (getrusage ru_maxrss) */
     float scale;       /* the candidate's scale that eval_* describe: the

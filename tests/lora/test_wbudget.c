@@ -1,8 +1,9 @@
 /* test_wbudget.c: LoRA over a MoE base read through the engine's weight
- * cache (hx_trainer_set_weight_budget): the same logits, gradients and
- * trained adapter, bit for bit, as over the mapped base, at the smallest
- * budget (nearly every expert read at every use) and a larger one; the
- * cache within its slots; refusals; a failed read as an error. */
+ * cache (hx_trainer_set_weight_budget): the same logits, gradients,
+ * trained adapter and top-k tokens, bit for bit, as over the mapped base,
+ * at the smallest budget (nearly every expert read at every use) and a
+ * larger one; the cache within its slots; refusals; a failed read as an
+ * error. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@ static char g_dir[256];
 
 #define N_TOK 48
 #define N_STEPS 3
+#define TOP_K 3
 
 /* A small qwen3moe in the real files' layout (Q4_K_M: Q6_K ffn_down in
  * some layers, so the layers' slots differ in size): 3 layers of 8
@@ -55,6 +57,8 @@ typedef struct run_out {
     float *logits;  /* N_TOK x n_vocab */
     float *grads;   /* the first step's */
     float *params;  /* after N_STEPS */
+    int32_t top_id[N_TOK * TOP_K]; /* hx_trainer_topk after N_STEPS */
+    float top_p[N_TOK * TOP_K];
     size_t n_params;
     double loss;
 } run_out;
@@ -65,7 +69,8 @@ static void run_out_free(run_out *o)
 }
 
 /* The forward's logits, then N_STEPS optimizer steps on one batch; the
- * first step's gradients and the final parameters kept. */
+ * first step's gradients, the final parameters and the top TOP_K tokens
+ * then (a forward-only pass holding a few rows of logits) kept. */
 static int train(hx_trainer *tr, run_out *o)
 {
     const int V = hx_trainer_hparams(tr)->n_vocab;
@@ -91,6 +96,7 @@ static int train(hx_trainer *tr, run_out *o)
         if (!rc && s == 0) memcpy(o->grads, hx_trainer_grads(tr), o->n_params * sizeof(float));
         if (!rc) rc = hx_trainer_step(tr, &op, &g);
     }
+    if (!rc) rc = hx_trainer_topk(tr, &b, TOP_K, o->top_id, o->top_p, &err);
     if (rc) printf("# train: %s\n", err.msg);
     memcpy(o->params, hx_trainer_params(tr), o->n_params * sizeof(float));
     return rc;
@@ -101,7 +107,9 @@ static int same(const run_out *a, const run_out *b, int V)
     return a->n_params == b->n_params &&
            !memcmp(a->logits, b->logits, (size_t)N_TOK * V * sizeof(float)) &&
            !memcmp(a->grads, b->grads, a->n_params * sizeof(float)) &&
-           !memcmp(a->params, b->params, a->n_params * sizeof(float));
+           !memcmp(a->params, b->params, a->n_params * sizeof(float)) &&
+           !memcmp(a->top_id, b->top_id, sizeof a->top_id) &&
+           !memcmp(a->top_p, b->top_p, sizeof a->top_p);
 }
 
 /* The smallest budget (two slots a layer for 8 experts: every expert a
@@ -148,8 +156,9 @@ static void test_same_bits(void)
                st.budget);
         EXPECT(st.uses > 0 && st.held_peak <= st.budget);
         /* the layers' expert passes: the forward's 2, then a step's 2
-         * forward, 2 recomputed (not the last layer) and 2 backward */
-        const uint64_t n_pass = 2 * L + N_STEPS * (2 * L + 2 * (L - 1) + 2 * L);
+         * forward, 2 recomputed (not the last layer) and 2 backward, then
+         * top-k's 2 */
+        const uint64_t n_pass = 2 * L + N_STEPS * (2 * L + 2 * (L - 1) + 2 * L) + 2 * L;
         if (k == 0) /* every use a read but those of the two experts the
                      * layer's pass before ended with, still in its slots */
             EXPECT(st.misses <= st.uses && st.uses - st.misses <= 2 * n_pass);

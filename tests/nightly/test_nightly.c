@@ -949,6 +949,55 @@ static void test_moe_under_bound(void)
     hx_lora_store_free(st);
 }
 
+/* new_only over a MoE base under a bound: the pass that finds what the
+ * base already writes (whole documents, so the run's largest pass here)
+ * reads the base through the weight cache as training does, and the run
+ * counts the targets the mapped run counts (a random base knows none of
+ * them; test_wbudget shows the greedy tokens through the cache are the
+ * mapped base's, bit for bit). */
+static void test_keep_new_under_bound(void)
+{
+    char moe[300], work[300], logbuf[8192] = "";
+    snprintf(moe, sizeof moe, "%s/base-moe-new.gguf", tmpdir);
+    hx_err err = {0};
+    ASSERT(write_moe(moe, 64, 8, 128) == HX_OK);
+    hx_lora_store *st = store_at("-moen", work);
+    ASSERT(st != NULL);
+    hx_nightly_params p = params(st, work);
+    p.model = moe;
+    p.new_only = 1;
+    hx_nightly_report ref, r;
+    ASSERT(hx_nightly_run(&p, &ref, &err) == HX_OK);
+    hx_trainer *tr = NULL;
+    ASSERT(hx_nightly_trainer(&p, NULL, &tr, &err) == HX_OK);
+    const size_t mapped = hx_trainer_weight_bytes(tr), lo = hx_trainer_weight_budget_min(tr);
+    hx_trainer_free(tr);
+    hx_lora_store_free(st);
+    ASSERT((st = store_at("-moen2", work)) != NULL);
+    p = params(st, work);
+    p.model = moe;
+    p.new_only = 1;
+    p.max_bytes = ref.mem_estimate - (mapped - lo) / 2;
+    p.log = fmemopen(logbuf, sizeof logbuf - 1, "w");
+    ASSERT(p.log);
+    int rc = hx_nightly_run(&p, &r, &err);
+    printf("# %s\n", err.msg);
+    ASSERT(rc == HX_OK);
+    fclose(p.log);
+    p.log = NULL;
+    const char *first = strstr(logbuf, "weight cache");
+    const char *known = strstr(logbuf, "what the base writes already");
+    printf("# bound %.2f MiB of %.2f: %lld of %lld targets known (mapped: %lld of %lld)\n",
+           p.max_bytes / 1048576.0, ref.mem_estimate / 1048576.0, (long long)r.known_targets,
+           (long long)r.all_targets, (long long)ref.known_targets, (long long)ref.all_targets);
+    EXPECT(first && known && first < known); /* the pass itself was bounded */
+    EXPECT(r.weight_budget > 0 && r.mem_estimate <= p.max_bytes);
+    EXPECT(r.all_targets == ref.all_targets && r.all_targets > 0);
+    EXPECT(r.known_targets == ref.known_targets);
+    EXPECT(r.loss_after == ref.loss_after && r.steps == ref.steps);
+    hx_lora_store_free(st);
+}
+
 /* The memory bound: an estimate over it refuses to start, naming both. */
 static void test_memory_bound(void)
 {
@@ -1072,6 +1121,7 @@ int main(void)
         RUN(test_later_half);
         RUN(test_moe_base);
         RUN(test_moe_under_bound);
+        RUN(test_keep_new_under_bound);
         RUN(test_memory_bound);
         RUN(test_governor_refuses);
         hx_memory_close(mem);
