@@ -476,6 +476,7 @@ static int decode(eng_src *e, const int32_t *t, int n, hx_err *err)
     pp.slice = e->slice;
     pp.cancel = e->cancelled;
     pp.cancel_user = e->cancel_user;
+    pp.whole_prompt = 1; /* a reused prefix changes no number of the rest */
     const int before = hx_ctx_n_past(e->ctx);
     int done = 0, rc = hx_prefill(e->ctx, t, n, &pp, &done);
     if (rc == HX_ERR_FULL && before + n > e->limit)
