@@ -156,6 +156,16 @@ static void cgroup_mem(double *anon, double *file, double *peak)
     if (f) fclose(f);
 }
 
+/* The rest of a prompt after its cached start, as the agent's source
+ * prefills it (the rows of the whole prompt's prefill). */
+static int prefill_rest(hx_ctx *c, const int32_t *t, int n)
+{
+    hx_prefill_params pp = hx_prefill_default_params();
+    pp.whole_prompt = 1;
+    int done;
+    return hx_prefill(c, t, n, &pp, &done);
+}
+
 /* The cached head from the prefix cache; a turn (TTFT: its uncached
  * tokens to the first token's logits); the next turn in the same process
  * (warm in-process); n_gen decoded tokens. */
@@ -188,13 +198,13 @@ static int child(const child_args *a)
     if (t.nh) hx_ctx_prefix_load(c, a->prefix, t.a, t.nh, t.nh, &n_loaded);
     const double t_prefix = hx_time_mono() - t0;
     t0 = hx_time_mono();
-    int rc = hx_decode(c, t.a + n_loaded, t.na - n_loaded, 0);
+    int rc = prefill_rest(c, t.a + n_loaded, t.na - n_loaded);
     const double ttft_disk = hx_time_mono() - t0;
     uint64_t hash = 0xcbf29ce484222325ull;
     if (!rc) rc = gen(c, GEN_A, &hash);
     hx_ctx_truncate(c, t.nh);
     t0 = hx_time_mono();
-    if (!rc) rc = hx_decode(c, t.b + t.nh, t.nb - t.nh, 0);
+    if (!rc) rc = prefill_rest(c, t.b + t.nh, t.nb - t.nh);
     const double ttft_mem = hx_time_mono() - t0;
     FILE *tr = a->trace ? fopen(a->trace, "w") : NULL;
     if (tr) hx_ctx_set_routing(c, a->uniform, 7, tr);
