@@ -337,6 +337,26 @@ static int cache_files(const char *home)
     return n;
 }
 
+/* The random model loaded into *m and a HEARTH_HOME in *w; 0 (skipped or
+ * failed, said) if either cannot be had. */
+static int open_model_home(world *w, hx_model **m)
+{
+    const char *path = model_path();
+    if (!path) return 0;
+    hx_model_params mp = hx_model_default_params();
+    hx_err err = {0};
+    int ok = world_open(w, 1, 0, 0);
+    EXPECT(ok);
+    if (!ok) return 0;
+    ok = hx_model_load(path, &mp, m, &err) == HX_OK;
+    EXPECT(ok);
+    if (!ok) {
+        printf("# load: %s\n", err.msg);
+        world_close(w);
+    }
+    return ok;
+}
+
 /* A new source (a new process) warmed from the prefix cache at home
  * writes after prompt what a cold one writes, and the cache holds one
  * file: the head was not written again. */
@@ -361,22 +381,19 @@ static void expect_warm_as_cold(hx_model *m, const char *home, const char *promp
 
 #define SYS "<|im_start|>system\nYou are Hearth. Tools: calendar.find_free, mail.search, " \
             "files.search, memory.remember, and a longer description of each.<|im_end|>\n"
+/* Two requests after it. */
+#define SLOT_PROMPT SYS "<|im_start|>user\nfind a slot<|im_end|>\n<|im_start|>assistant\n"
+#define MAIL_PROMPT SYS "<|im_start|>user\nsearch my mail<|im_end|>\n<|im_start|>assistant\n"
 
 /* The first prompt of a process saves the system message's KV to disk;
  * a new source (a new process) loads it and writes the same text as a
  * cold one. */
 static void test_prefix_cache_across_sources(void)
 {
-    const char *path = model_path();
-    if (!path) return;
     world w; /* a HEARTH_HOME: the cache goes to its cache/prefix */
-    ASSERT(world_open(&w, 1, 0, 0));
-    hx_model_params mp = hx_model_default_params();
     hx_model *m = NULL;
-    hx_err err = {0};
-    ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
-    const char *p1 = SYS "<|im_start|>user\nfind a slot<|im_end|>\n<|im_start|>assistant\n";
-    const char *p2 = SYS "<|im_start|>user\nsearch my mail<|im_end|>\n<|im_start|>assistant\n";
+    if (!open_model_home(&w, &m)) return;
+    const char *p1 = SLOT_PROMPT, *p2 = MAIL_PROMPT;
     hx_buf a;
     hx_buf_init(&a);
     hx_source s1 = engine_source(m, 1, NULL);
@@ -415,16 +432,10 @@ static size_t common_bytes(const char *a, const char *b)
  * system message. */
 static void test_reuse_stops_at_a_change(void)
 {
-    const char *path = model_path();
-    if (!path) return;
-    world w;
-    ASSERT(world_open(&w, 1, 0, 0));
-    hx_model_params mp = hx_model_default_params();
+    world w; /* a HEARTH_HOME: the cache goes to its cache/prefix */
     hx_model *m = NULL;
-    hx_err err = {0};
-    ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
-    const char *p1 = SYS "<|im_start|>user\nfind a slot<|im_end|>\n<|im_start|>assistant\n";
-    const char *p2 = SYS "<|im_start|>user\nsearch my mail<|im_end|>\n<|im_start|>assistant\n";
+    if (!open_model_home(&w, &m)) return;
+    const char *p1 = SLOT_PROMPT, *p2 = MAIL_PROMPT;
     char *p3 = hx_strdup(p2);
     ASSERT(p3);
     char *at = strstr(p3, "files.search");
@@ -499,14 +510,10 @@ static char *brief_prompt(const char *now, const char *request, hx_tpl_marks *ma
  * Control: the same prompt unmarked has no head to cache. */
 static void test_prefix_cache_brief(void)
 {
-    const char *path = model_path();
-    if (!path) return;
-    world w;
-    ASSERT(world_open(&w, 1, 0, 0));
-    hx_model_params mp = hx_model_default_params();
+    world w; /* a HEARTH_HOME: the cache goes to its cache/prefix */
     hx_model *m = NULL;
     hx_err err = {0};
-    ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
+    if (!open_model_home(&w, &m)) return;
     hx_tpl_marks k1 = {0}, k2 = {0};
     char *p1 = brief_prompt("Now: 2026-12-01T09:00", "find a slot", &k1);
     char *p2 = brief_prompt("Now: 2026-12-02T17:30", "search my mail", &k2);
