@@ -1,6 +1,6 @@
 /* ttft.c: time to first token of an agent turn with the full built-in tool
- * list, cold vs warm (in-process and from the prefix cache on disk), on a
- * random-weight Qwen3-0.6B-shaped model. `make bench-ttft`.
+ * list, cold vs warm (in-process and from the prefix cache on disk), and
+ * where it goes, on a random-weight Qwen3-0.6B-shaped model. `make bench-ttft`.
  *
  * usage: ttft [--model FILE] [--reps N] [--threads N] [--kv q8] [--style S]
  *             [--tools FILTER]
@@ -11,7 +11,9 @@
  * --style: the prompt style (default qwen3; brief for hearth-tiny), the
  * prompt laid out as the planner lays it out (the system text, the
  * request's own "Now" system message, the request). The prefix cache
- * goes to a temporary HEARTH_HOME, removed at the end. */
+ * goes to a temporary HEARTH_HOME, removed at the end. Each row also says
+ * where its time went (hx_source_engine_timing: tokenize, prefix, prefill,
+ * save, sampler set-up, first token; and the prompt's render). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
