@@ -641,6 +641,7 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
     *n_prompt = n;
     e->ended = 0;
     hx_detok_init(&e->dt);
+    hx_log_debug("source: prompt %d tokens, %d reused from the cache", n, keep);
     rc = new_sampler(e, choice, err);
     tm->load_ms = (t2 - t1) * 1e3, tm->prefill_ms = (t3 - t2) * 1e3;
     tm->save_ms = (t4 - t3) * 1e3, tm->sampler_ms = (hx_time_mono() - t4) * 1e3;
@@ -673,11 +674,10 @@ static void first_token(eng_src *e, double dt)
     const hx_turn_timing *t = &e->timing;
     e->ttft_ms = (hx_time_mono() - e->turn_t0) * 1e3;
     e->timing.first_ms = dt * 1e3;
-    hx_log_debug("source: prompt %d tokens, %d reused (%d from disk); ttft %.1f ms: tokenize "
-                 "%.1f, prefix %.1f, prefill of %d %.1f, save %.1f, sampler %.1f, first "
-                 "token %.1f", t->n_prompt, t->n_reused, t->n_loaded, e->ttft_ms,
-                 t->tokenize_ms, t->load_ms, t->n_prompt - t->n_reused, t->prefill_ms,
-                 t->save_ms, t->sampler_ms, t->first_ms);
+    hx_log_debug("source: first token after %.1f ms: tokenize %.1f, prefix %.1f (%d positions "
+                 "from disk), prefill of %d %.1f, save %.1f, sampler %.1f, first token %.1f",
+                 e->ttft_ms, t->tokenize_ms, t->load_ms, t->n_loaded, t->n_prompt - t->n_reused,
+                 t->prefill_ms, t->save_ms, t->sampler_ms, t->first_ms);
 }
 
 static int eng_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
