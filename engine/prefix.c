@@ -290,8 +290,9 @@ static void load_task(void *ctx, int p, int thread)
 
 /* copy_pages's return where every page of [0, use) fits in memory at once
  * (no spill): they are allocated first, then read and checked on the
- * context's threads (the reads and checksums of a long prefix are most of
- * a warm start's wait). */
+ * context's threads (the reads and checksums of a long prefix are a large
+ * part of a warm start's wait: a third for 3,883 positions of the 0.6B
+ * shape). */
 static int copy_all(hx_ctx *c, int fd, const hx_kvf_header *h, int use)
 {
     const int np = pages_of(use), nt = hx_threadpool_n_threads(c->tp);
