@@ -422,6 +422,18 @@ typedef struct hx_gen_stats {
  * work is done); a source that is not an engine source (the oracle) adds
  * nothing. */
 void hx_source_engine_add_stats(hx_source *s, hx_gen_stats *acc);
+/* Where the latest turn's time to first token went, in milliseconds:
+ * tokenizing the prompt, finding the reused prefix (in memory, or loaded
+ * from the prefix cache on disk), prefilling the tokens not reused,
+ * saving the stable head to disk, setting up the sampler and its
+ * grammar, and producing the first token (0 until it came). */
+typedef struct hx_turn_timing {
+    double tokenize_ms, load_ms, prefill_ms, save_ms, sampler_ms, first_ms;
+    int n_prompt, n_reused, n_loaded; /* n_loaded: of n_reused, from disk */
+} hx_turn_timing;
+/* s's latest turn's timing into *t (zeros for a source that is not an
+ * engine source). */
+void hx_source_engine_timing(const hx_source *s, hx_turn_timing *t);
 /* Ends the turn the planner stopped reading (a request's last), so that
  * its counters and its measurements for the loop are taken now; no-op for
  * another source or when no turn is open. */

@@ -57,6 +57,7 @@ typedef struct eng_src {
     double ttft_ms;       /* its time to first token; < 0 before it */
     int turn_prefilled, turn_reused; /* prompt tokens run, and reused */
     double prefill_s;
+    hx_turn_timing timing; /* where the turn's time to first token went */
     int ground;           /* answers are held to the conversation */
     char *ground_text;    /* what their facts are copied from (owned) */
     char *claims;         /* the claim words licensed (owned) */
@@ -475,6 +476,7 @@ static int decode(eng_src *e, const int32_t *t, int n, hx_err *err)
     pp.slice = e->slice;
     pp.cancel = e->cancelled;
     pp.cancel_user = e->cancel_user;
+    pp.whole_prompt = 1; /* a reused prefix changes no number of the rest */
     const int before = hx_ctx_n_past(e->ctx);
     int done = 0, rc = hx_prefill(e->ctx, t, n, &pp, &done);
     if (rc == HX_ERR_FULL && before + n > e->limit)
@@ -601,6 +603,8 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
 {
     eng_src *e = ctx;
     int32_t *t = NULL;
+    hx_turn_timing *tm = &e->timing;
+    const double t0 = hx_time_mono();
     int n = hx_source_tokenize_marked(e->v, prompt, marks, &t, err);
     if (n < 0) return -n;
     if (n == 0) {
@@ -608,7 +612,8 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
         return hx_err_set(err, HX_ERR_INVALID, "empty prompt");
     }
     int keep = 0, loaded = 0;
-    const double t0 = hx_time_mono();
+    double t1 = hx_time_mono();
+    *tm = (hx_turn_timing){.tokenize_ms = (t1 - t0) * 1e3, .n_prompt = n};
     while (keep < n && keep < e->n_cache && e->cache[keep] == t[keep]) keep++;
     if (keep == n) keep--;
     if (keep > hx_ctx_n_past(e->ctx)) keep = hx_ctx_n_past(e->ctx); /* a pending token */
@@ -620,21 +625,28 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
     e->cache = t;
     e->n_cache = keep;
     e->cap = n + 1;
+    const double t2 = hx_time_mono();
     int rc = decode_prompt(e, t, n, keep, err);
     e->n_cache = hx_ctx_n_past(e->ctx); /* what a cancelled prefill left */
     if (rc) return rc;
+    const double t3 = hx_time_mono();
     e->turn_t0 = t0;
     e->ttft_ms = -1;
     e->turn_prefilled = n - keep;
     e->turn_reused = keep;
-    e->prefill_s = hx_time_mono() - t0;
+    e->prefill_s = t3 - t1;
     if (keep == loaded) save_prefix(e, t, n, marks, loaded);
+    const double t4 = hx_time_mono();
     e->n_cache = n;
     *n_prompt = n;
     e->ended = 0;
     hx_detok_init(&e->dt);
     hx_log_debug("source: prompt %d tokens, %d reused from the cache", n, keep);
-    return new_sampler(e, choice, err);
+    rc = new_sampler(e, choice, err);
+    tm->load_ms = (t2 - t1) * 1e3, tm->prefill_ms = (t3 - t2) * 1e3;
+    tm->save_ms = (t4 - t3) * 1e3, tm->sampler_ms = (hx_time_mono() - t4) * 1e3;
+    tm->n_reused = keep, tm->n_loaded = loaded;
+    return rc;
 }
 
 static int eng_begin(void *ctx, const char *prompt, int choice, int *n_prompt,
@@ -656,6 +668,18 @@ static int push_cache(eng_src *e, int32_t tok)
     return HX_OK;
 }
 
+/* The turn's first token came, dt seconds after it was asked for. */
+static void first_token(eng_src *e, double dt)
+{
+    const hx_turn_timing *t = &e->timing;
+    e->ttft_ms = (hx_time_mono() - e->turn_t0) * 1e3;
+    e->timing.first_ms = dt * 1e3;
+    hx_log_debug("source: first token after %.1f ms: tokenize %.1f, prefix %.1f (%d positions "
+                 "from disk), prefill of %d %.1f, save %.1f, sampler %.1f, first token %.1f",
+                 e->ttft_ms, t->tokenize_ms, t->load_ms, t->n_loaded, t->n_prompt - t->n_reused,
+                 t->prefill_ms, t->save_ms, t->sampler_ms, t->first_ms);
+}
+
 static int eng_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
 {
     eng_src *e = ctx;
@@ -666,7 +690,7 @@ static int eng_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
     int rc = hx_spec_next(e->spec, e->s, e->cache, e->n_cache, &tok, err);
     double dt = hx_time_mono() - t0;
     if (rc) return rc;
-    if (e->ttft_ms < 0) e->ttft_ms = (hx_time_mono() - e->turn_t0) * 1e3;
+    if (e->ttft_ms < 0) first_token(e, dt);
     if (hx_vocab_is_eog(e->v, tok)) {
         e->ended = *end = 1;
         count_token(e, dt);
@@ -892,4 +916,10 @@ int hx_source_engine_set_adapters(hx_source *s, hx_adapter *const *ads,
     e->ended = 1;   /* a turn begun under the old set is over */
     hx_spec_reset(e->spec);
     return HX_OK;
+}
+
+void hx_source_engine_timing(const hx_source *s, hx_turn_timing *t)
+{
+    memset(t, 0, sizeof *t);
+    if (s && s->begin == eng_begin && s->ctx) *t = ((const eng_src *)s->ctx)->timing;
 }

@@ -156,6 +156,16 @@ static void cgroup_mem(double *anon, double *file, double *peak)
     if (f) fclose(f);
 }
 
+/* The rest of a prompt after its cached start, as the agent's source
+ * prefills it (the rows of the whole prompt's prefill). */
+static int prefill_rest(hx_ctx *c, const int32_t *t, int n)
+{
+    hx_prefill_params pp = hx_prefill_default_params();
+    pp.whole_prompt = 1;
+    int done;
+    return hx_prefill(c, t, n, &pp, &done);
+}
+
 /* The cached head from the prefix cache; a turn (TTFT: its uncached
  * tokens to the first token's logits); the next turn in the same process
  * (warm in-process); n_gen decoded tokens. */
@@ -188,17 +198,21 @@ static int child(const child_args *a)
     if (t.nh) hx_ctx_prefix_load(c, a->prefix, t.a, t.nh, t.nh, &n_loaded);
     const double t_prefix = hx_time_mono() - t0;
     t0 = hx_time_mono();
-    int rc = hx_decode(c, t.a + n_loaded, t.na - n_loaded, 0);
+    int rc = prefill_rest(c, t.a + n_loaded, t.na - n_loaded);
     const double ttft_disk = hx_time_mono() - t0;
     uint64_t hash = 0xcbf29ce484222325ull;
     if (!rc) rc = gen(c, GEN_A, &hash);
     hx_ctx_truncate(c, t.nh);
+    hx_wc_stats s0, s1;
+    stats(c, &s0);
     t0 = hx_time_mono();
-    if (!rc) rc = hx_decode(c, t.b + t.nh, t.nb - t.nh, 0);
+    if (!rc) rc = prefill_rest(c, t.b + t.nh, t.nb - t.nh);
     const double ttft_mem = hx_time_mono() - t0;
+    stats(c, &s1); /* what the warm turn read, and waited for */
+    const double turn_mb = (double)(s1.bytes_read - s0.bytes_read) / 1e6;
+    const double turn_wait = s1.wait_s - s0.wait_s;
     FILE *tr = a->trace ? fopen(a->trace, "w") : NULL;
     if (tr) hx_ctx_set_routing(c, a->uniform, 7, tr);
-    hx_wc_stats s0, s1;
     stats(c, &s0);
     t0 = hx_time_mono();
     if (!rc) rc = gen(c, a->n_gen, &hash);
@@ -210,8 +224,9 @@ static int child(const child_args *a)
     cgroup_mem(&anon, &file, &peak);
     const double n = a->n_gen;
     printf("result load %.2f prefix %.2f head %d of %d turn %d ttft_disk %.3f ttft_mem %.3f "
-           "tps %.3f bytes_tok %.0f uses_tok %.1f reads_tok %.1f wait_tok %.3f anon %.0f file %.0f peak_load %.0f anon_load %.0f file_load %.0f tokens %016llx\n",
-           t_load, t_prefix, n_loaded, t.nh, t.nb - t.nh, ttft_disk, ttft_mem, n / t_gen,
+           "turn_mb %.0f turn_wait %.3f tps %.3f bytes_tok %.0f uses_tok %.1f reads_tok %.1f wait_tok %.3f anon %.0f file %.0f peak_load %.0f anon_load %.0f file_load %.0f tokens %016llx\n",
+           t_load, t_prefix, n_loaded, t.nh, t.nb - t.nh, ttft_disk, ttft_mem, turn_mb,
+           turn_wait, n / t_gen,
            (double)(s1.bytes_read - s0.bytes_read) / n, (double)(s1.uses - s0.uses) / n,
            (double)(s1.misses - s0.misses) / n, (s1.wait_s - s0.wait_s) / n, anon, file, peak0, anon0, file0,
            (unsigned long long)hash);
@@ -550,6 +565,7 @@ typedef struct row {
     char tokens[20], same[8]; /* the decoded tokens' hash; "yes": as uncapped */
     meas m;
     double tps, ttft_mem, ttft_disk, bytes_tok, hit;
+    double turn_mb, turn_wait; /* the warm turn's reads of the file, and the wait */
 } row;
 
 static void hearth_row(row *r, const meas *m)
@@ -558,6 +574,8 @@ static void hearth_row(row *r, const meas *m)
     r->tps = m->ok ? field(m->line, "tps ") : -1;
     r->ttft_mem = field(m->line, "ttft_mem ");
     r->ttft_disk = field(m->line, "ttft_disk ");
+    r->turn_mb = field(m->line, "turn_mb ");
+    r->turn_wait = field(m->line, "turn_wait ");
     r->bytes_tok = field(m->line, "bytes_tok ");
     double uses = field(m->line, "uses_tok "), reads = field(m->line, "reads_tok ");
     r->hit = uses > 0 ? 1.0 - reads / uses : -1;
@@ -702,7 +720,8 @@ static void moe_rows(const opts *o, hx_buf *b, hx_buf *v)
         if (o->llama)
             hx_buf_printf(v, "; llama.cpp %.3f tok/s: Hearth %.1fx (target >= 10)", r[2].tps,
                           r[2].tps > 0 ? r[0].tps / r[2].tps : 0);
-        hx_buf_printf(v, "; warm TTFT %.2f s (target < 2)\n", r[0].ttft_mem);
+        hx_buf_printf(v, "; warm TTFT %.2f s (target < 2; it read %.0f MB of weights and "
+                      "waited %.2f s for them)\n", r[0].ttft_mem, r[0].turn_mb, r[0].turn_wait);
         size_t sl = strlen(slots);
         snprintf(slots + sl, sizeof slots - sl, "%s%d", sl ? "," : "",
                  slots_per_layer(o->moe, cap << 20));

@@ -1,6 +1,6 @@
 /* ttft.c: time to first token of an agent turn with the full built-in tool
- * list, cold vs warm (in-process and from the prefix cache on disk), on a
- * random-weight Qwen3-0.6B-shaped model. `make bench-ttft`.
+ * list, cold vs warm (in-process and from the prefix cache on disk), and
+ * where it goes, on a random-weight Qwen3-0.6B-shaped model. `make bench-ttft`.
  *
  * usage: ttft [--model FILE] [--reps N] [--threads N] [--kv q8] [--style S]
  *             [--tools FILTER]
@@ -11,7 +11,10 @@
  * --style: the prompt style (default qwen3; brief for hearth-tiny), the
  * prompt laid out as the planner lays it out (the system text, the
  * request's own "Now" system message, the request). The prefix cache
- * goes to a temporary HEARTH_HOME, removed at the end. */
+ * goes to a temporary HEARTH_HOME, removed at the end. Each row also says
+ * where its time went (hx_source_engine_timing: tokenize, prefix, prefill,
+ * save, sampler set-up, first token; and the prompt's render). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,9 +107,9 @@ static int new_source(hx_model *m, const toolset *t, const opts *o, int prefix,
 }
 
 /* Seconds from the prompt to the first generated token's text; *cpu gets
- * the CPU seconds it took. */
+ * the CPU seconds it took, *tm where they went. */
 static double first_token(hx_source *s, const char *prompt, const hx_tpl_marks *marks,
-                          int *n_prompt, double *cpu)
+                          int *n_prompt, double *cpu, hx_turn_timing *tm)
 {
     hx_err err = {0};
     hx_buf piece;
@@ -117,6 +120,7 @@ static double first_token(hx_source *s, const char *prompt, const hx_tpl_marks *
     if (!rc) rc = s->next(s->ctx, &piece, &end, &err);
     double t = hx_time_mono() - t0;
     *cpu = bench_cpu_seconds() - c0;
+    hx_source_engine_timing(s, tm);
     hx_buf_free(&piece);
     if (rc) fprintf(stderr, "ttft: %s\n", err.msg);
     return rc ? -1 : t;
@@ -145,6 +149,8 @@ static void loadavg(const char *when)
 typedef struct results {
     double cold[16], disk[16], mem[16], save;          /* wall seconds */
     double ccold[16], cdisk[16], cmem[16], csave;      /* CPU seconds */
+    hx_turn_timing tcold[16], tdisk[16], tmem[16], tsave;
+    double render_ms;                                  /* a prompt's, median */
     int n_prompt, n_head;
 } results;
 
@@ -157,15 +163,53 @@ static int rep(hx_model *m, const toolset *t, const opts *o, const turn *prompts
     int n = 0;
     if (new_source(m, t, o, 0, &cold)) return -1;
     const turn *a = &prompts[r % 4], *b = &prompts[(r + 1) % 4], *c = &prompts[(r + 2) % 4];
-    res->cold[r] = first_token(&cold, a->text, &a->marks, &res->n_prompt, &res->ccold[r]);
+    res->cold[r] = first_token(&cold, a->text, &a->marks, &res->n_prompt, &res->ccold[r],
+                               &res->tcold[r]);
     hx_source_free(&cold);
     if (new_source(m, t, o, 1, &warm)) return -1;
-    res->disk[r] = first_token(&warm, b->text, &b->marks, &n, &res->cdisk[r]);
-    res->mem[r] = first_token(&warm, c->text, &c->marks, &n, &res->cmem[r]);
+    res->disk[r] = first_token(&warm, b->text, &b->marks, &n, &res->cdisk[r], &res->tdisk[r]);
+    res->mem[r] = first_token(&warm, c->text, &c->marks, &n, &res->cmem[r], &res->tmem[r]);
     fprintf(stderr, "ttft: rep %d: cold %.2f s, disk %.2f s, in-process %.2f s\n", r + 1,
             res->cold[r], res->disk[r], res->mem[r]);
     hx_source_free(&warm);
     return res->cold[r] < 0 || res->disk[r] < 0 || res->mem[r] < 0 ? -1 : 0;
+}
+
+/* The median of one field of the timings t[0..n). */
+static double median_of(const hx_turn_timing *t, int n, size_t field)
+{
+    double v[16];
+    for (int i = 0; i < n; i++) memcpy(&v[i], (const char *)&t[i] + field, sizeof v[i]);
+    return median(v, n);
+}
+
+/* Where a row's time went: medians of its reps, milliseconds. */
+static void breakdown(const char *row, const hx_turn_timing *t, int n, double render_ms)
+{
+    printf("  %-16s render %6.2f  tokenize %6.1f  prefix %7.1f  prefill of %4d %8.1f  "
+           "save %6.1f  sampler %6.1f  first token %6.1f\n", row, render_ms,
+           median_of(t, n, offsetof(hx_turn_timing, tokenize_ms)),
+           median_of(t, n, offsetof(hx_turn_timing, load_ms)), t[0].n_prompt - t[0].n_reused,
+           median_of(t, n, offsetof(hx_turn_timing, prefill_ms)),
+           median_of(t, n, offsetof(hx_turn_timing, save_ms)),
+           median_of(t, n, offsetof(hx_turn_timing, sampler_ms)),
+           median_of(t, n, offsetof(hx_turn_timing, first_ms)));
+}
+
+/* Milliseconds to render a turn's prompt (the planner does it each turn),
+ * the median of 5. */
+static double render_ms(const toolset *t, int family)
+{
+    double v[5];
+    for (int i = 0; i < 5; i++) {
+        hx_tpl_marks marks = {0};
+        const double t0 = hx_time_mono();
+        char *text = render(t, family, i, requests[i % 4], &marks);
+        v[i] = (hx_time_mono() - t0) * 1e3;
+        free(text);
+        hx_tpl_marks_free(&marks);
+    }
+    return median(v, 5);
 }
 
 /* Keeps the tools filter offers, in the specs and the rendered list. */
@@ -199,7 +243,8 @@ static int run(const opts *o, hx_model *m)
     hx_source prime;
     /* the first process: cold, and it writes the prefix cache */
     if (new_source(m, &t, o, 1, &prime)) return 1;
-    res.save = first_token(&prime, prompts[3].text, &prompts[3].marks, &n, &res.csave);
+    res.save = first_token(&prime, prompts[3].text, &prompts[3].marks, &n, &res.csave,
+                           &res.tsave);
     hx_source_free(&prime);
     for (int r = 0; r < o->reps && !rc; r++) rc = rep(m, &t, o, prompts, r, &res);
     if (rc) return 1;
@@ -219,6 +264,11 @@ static int run(const opts *o, hx_model *m)
            "%.1fx CPU\n", d, cd, c / d, cc / cd);
     printf("  warm in-process (next request)   %8.3f / %8.3f   cold/warm %.1fx wall, "
            "%.1fx CPU\n", w, cw, c / w, cc / cw);
+    const double rms = render_ms(&t, o->family);
+    printf("where the time went (ms, medians; the prompt's render is the planner's):\n");
+    breakdown("cold", res.tcold, o->reps, rms);
+    breakdown("warm from disk", res.tdisk, o->reps, rms);
+    breakdown("warm in-process", res.tmem, o->reps, rms);
     printf("  the %d uncached tokens at the cold rate: %.3f / %.3f; warm from disk "
            "costs %.2fx that (CPU), warm in-process %.2fx\n", unc,
            c * unc / res.n_prompt, cc * unc / res.n_prompt,

@@ -328,7 +328,9 @@ static void attn_task_tiled(void *ctx, int task, int thread)
 
 /* Paths as llama.cpp's CPU flash attention picks them: an 8-bit cache
  * always takes its one-query path; F16 takes the fp16 one-query path below
- * FA_TILE_Q tokens, F32 tiles from there (and always for an F32 cache). */
+ * FA_TILE_Q tokens, F32 tiles from there (and always for an F32 cache, and
+ * with tiled_rows: the rest of a prompt, each row as its whole prompt's
+ * prefill computes it; a tiled row's numbers do not depend on the pass). */
 void hx_attention_plan(hx_ctx *c, int l, int B, int pos0, hx_attn_run *r)
 {
     const hx_hparams *hp = &c->m->hp;
@@ -336,7 +338,7 @@ void hx_attention_plan(hx_ctx *c, int l, int B, int pos0, hx_attn_run *r)
     if (c->kv_type == HX_KV_Q8) { /* llama.cpp: one-query path at any size */
         r->fn = attn_task_q8;
         r->n_tasks = B * hp->n_head_kv;
-    } else if (c->kv_type == HX_KV_F16 && B < FA_TILE_Q) {
+    } else if (c->kv_type == HX_KV_F16 && B < FA_TILE_Q && !c->tiled_rows) {
         r->tpt = f16_tokens_per_task(c, B, pos0);
         r->fn = attn_task_f16;
         r->n_tasks = (B + r->tpt - 1) / r->tpt * hp->n_head_kv;

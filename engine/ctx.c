@@ -406,7 +406,7 @@ int hx_decode(hx_ctx *c, const int32_t *tokens, int n, int logits_all)
 
 hx_prefill_params hx_prefill_default_params(void)
 {
-    hx_prefill_params p = {0, 0, 0.0, NULL, NULL};
+    hx_prefill_params p = {0, 0, 0.0, NULL, NULL, 0};
     return p;
 }
 
@@ -418,7 +418,9 @@ int hx_prefill(hx_ctx *c, const int32_t *tokens, int n,
     if (!rc) rc = reserve_logits(c, 1);
     if (rc) return rc;
     c->n_out = 0;
+    c->tiled_rows = p && p->whole_prompt && c->n_past + n >= FA_TILE_Q;
     *n_done = run_passes(c, tokens, n, 0, n - 1, p, &rc);
+    c->tiled_rows = 0;
     if (*n_done == n) {
         c->n_out = 1;
         c->out_first = n - 1;

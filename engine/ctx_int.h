@@ -73,6 +73,10 @@ struct hx_ctx {
      * pass's bit for bit (engine/spec.c sets it around its passes); 0:
      * llama.cpp's rule, only B == 1 splits */
     int split_rows;
+    /* 1: a pass of any size takes the tiled attention path, as the passes
+     * of a whole prompt of at least FA_TILE_Q tokens do (hx_prefill's
+     * whole_prompt sets it for the rest of a prompt) */
+    int tiled_rows;
     /* paged KV cache (kv.c): pages[0, n_pages) allocated on demand, at
      * most max_pages resident (the byte cap); each page_bytes, K half then
      * V half. With a spill (kvspill.c) a page may be on disk instead:

@@ -177,6 +177,13 @@ typedef struct hx_prefill_params {
                          * milliseconds; 0 = no limit */
     int (*cancel)(void *user); /* checked before each slice: nonzero stops */
     void *cancel_user;
+    int whole_prompt;   /* 1: the tokens end a prompt whose first n_past
+                         * positions are cached (from memory or the prefix
+                         * cache): attention takes the path a prefill of the
+                         * whole prompt takes, so that the rows' numbers are
+                         * a cold prefill's (and a short suffix is not
+                         * computed on the slower few-token path); 0:
+                         * llama.cpp's rule, by each pass's size */
 } hx_prefill_params;
 hx_prefill_params hx_prefill_default_params(void);
 /* Decodes a prefix of tokens[0..n) in slices as hx_decode would (the

@@ -710,8 +710,9 @@ int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
         if ((t = choose(s, hx_ctx_logits(sp->c, -1), sp->n_vocab, err)) < 0) return t;
         out[n_out++] = t;
         produced(sp, t);
-        if (hx_vocab_is_eog(sp->v, t)) return sp->st.tokens++, 1;
-        sp->batch[nb++] = t;
+        /* alone, at once: the turn's first token waits for no pass; it
+         * rides the next step's, with the forced run and drafts after it */
+        return sp->st.tokens++, 1;
     }
     while (nb < sp->p.max_batch && (t = forced_next(sp, s)) >= 0) {
         if (hx_sampler_accept(s, t))

@@ -86,7 +86,11 @@ int hx_spec_set_grammar(hx_spec *sp, struct hx_grammar *g,
  * -rc: HX_ERR_STATE when the sampler allows no token or rejects one (the
  * message in err), the context's errors (HX_ERR_FULL, ...). An
  * end-of-generation token, if any, is the last one produced and is not
- * fed to the context. The caller appends the others to hist. */
+ * fed to the context. The caller appends the others to hist. At a turn's
+ * start (nothing pending) the step gives the first token alone, chosen
+ * from the context's last logits without a pass, so that it comes as soon
+ * as the prompt is in; the next step runs it with the forced run and the
+ * drafts after it, the batch this step would have run. */
 int hx_spec_step(hx_spec *sp, hx_sampler *s, const int32_t *hist, int n_hist,
                  int32_t *out, hx_err *err);
 

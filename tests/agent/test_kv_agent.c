@@ -1,7 +1,8 @@
 /* test_kv_agent.c: the agent's side of the KV cache work: the planner
  * drops the oldest exchanges when the cache is full, the engine source
  * stops a long prefill at a cancel, and warms its first prompt from the
- * prefix cache on disk, in the chat-token styles and the brief one. */
+ * prefix cache on disk, in the chat-token styles and the brief one, and
+ * reuses nothing past a change of the prompt. */
 #include <dirent.h>
 
 #include "test.h"
@@ -336,6 +337,26 @@ static int cache_files(const char *home)
     return n;
 }
 
+/* The random model loaded into *m and a HEARTH_HOME in *w; 0 (skipped or
+ * failed, said) if either cannot be had. */
+static int open_model_home(world *w, hx_model **m)
+{
+    const char *path = model_path();
+    if (!path) return 0;
+    hx_model_params mp = hx_model_default_params();
+    hx_err err = {0};
+    int ok = world_open(w, 1, 0, 0);
+    EXPECT(ok);
+    if (!ok) return 0;
+    ok = hx_model_load(path, &mp, m, &err) == HX_OK;
+    EXPECT(ok);
+    if (!ok) {
+        printf("# load: %s\n", err.msg);
+        world_close(w);
+    }
+    return ok;
+}
+
 /* A new source (a new process) warmed from the prefix cache at home
  * writes after prompt what a cold one writes, and the cache holds one
  * file: the head was not written again. */
@@ -360,22 +381,19 @@ static void expect_warm_as_cold(hx_model *m, const char *home, const char *promp
 
 #define SYS "<|im_start|>system\nYou are Hearth. Tools: calendar.find_free, mail.search, " \
             "files.search, memory.remember, and a longer description of each.<|im_end|>\n"
+/* Two requests after it. */
+#define SLOT_PROMPT SYS "<|im_start|>user\nfind a slot<|im_end|>\n<|im_start|>assistant\n"
+#define MAIL_PROMPT SYS "<|im_start|>user\nsearch my mail<|im_end|>\n<|im_start|>assistant\n"
 
 /* The first prompt of a process saves the system message's KV to disk;
  * a new source (a new process) loads it and writes the same text as a
  * cold one. */
 static void test_prefix_cache_across_sources(void)
 {
-    const char *path = model_path();
-    if (!path) return;
     world w; /* a HEARTH_HOME: the cache goes to its cache/prefix */
-    ASSERT(world_open(&w, 1, 0, 0));
-    hx_model_params mp = hx_model_default_params();
     hx_model *m = NULL;
-    hx_err err = {0};
-    ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
-    const char *p1 = SYS "<|im_start|>user\nfind a slot<|im_end|>\n<|im_start|>assistant\n";
-    const char *p2 = SYS "<|im_start|>user\nsearch my mail<|im_end|>\n<|im_start|>assistant\n";
+    if (!open_model_home(&w, &m)) return;
+    const char *p1 = SLOT_PROMPT, *p2 = MAIL_PROMPT;
     hx_buf a;
     hx_buf_init(&a);
     hx_source s1 = engine_source(m, 1, NULL);
@@ -385,6 +403,76 @@ static void test_prefix_cache_across_sources(void)
     EXPECT_EQ_INT(cache_files(w.dir), 1);
     expect_warm_as_cold(m, w.dir, p2, NULL);
     hx_buf_free(&a);
+    hx_model_free(m);
+    world_close(&w);
+}
+
+/* Greedy text of prompt from src (8 tokens), and the turn's timing. */
+static void turn_text(hx_source *src, const char *prompt, hx_buf *out, hx_turn_timing *tm)
+{
+    out->len = 0;
+    if (out->data) out->data[0] = 0;
+    EXPECT(greedy(src, prompt, NULL, 8, out) == HX_OK);
+    hx_source_engine_timing(src, tm);
+}
+
+/* Bytes two strings share from their start. */
+static size_t common_bytes(const char *a, const char *b)
+{
+    size_t i = 0;
+    while (a[i] && a[i] == b[i]) i++;
+    return i;
+}
+
+/* A warm turn reuses what it shares with the cached prompt and writes what
+ * a cold source writes; a prompt changed inside its system message reuses
+ * nothing past the change, in memory and from the prefix cache on disk
+ * (whose file holds the old system message), and writes what a cold
+ * source writes on it. Control: the unchanged prompt reuses the whole
+ * system message. */
+static void test_reuse_stops_at_a_change(void)
+{
+    world w; /* a HEARTH_HOME: the cache goes to its cache/prefix */
+    hx_model *m = NULL;
+    if (!open_model_home(&w, &m)) return;
+    const char *p1 = SLOT_PROMPT, *p2 = MAIL_PROMPT;
+    char *p3 = hx_strdup(p2);
+    ASSERT(p3);
+    char *at = strstr(p3, "files.search");
+    ASSERT(at);
+    memcpy(at, "files.delete", 12); /* the tool list changed */
+    hx_buf got, want;
+    hx_buf_init(&got);
+    hx_buf_init(&want);
+    hx_turn_timing t, c;
+    hx_source warm = engine_source(m, 1, NULL), cold = engine_source(m, 0, NULL);
+    ASSERT(warm.ctx && cold.ctx);
+    turn_text(&warm, p1, &got, &t); /* writes the system message's prefix file */
+    EXPECT_EQ_INT(t.n_reused, 0);
+    turn_text(&warm, p2, &got, &t); /* control: in memory, all of SYS */
+    turn_text(&cold, p2, &want, &c);
+    EXPECT(t.n_reused >= c.n_prompt - 12 && t.n_loaded == 0);
+    EXPECT_STR_EQ(got.data, want.data);
+    hx_source_free(&cold);
+    const int32_t n_same = hx_tokenize(hx_model_vocab(m), p2, common_bytes(p2, p3), NULL, 0, 0, 1);
+    const int same = n_same < 0 ? -n_same : n_same;
+    turn_text(&warm, p3, &got, &t); /* in memory: up to the change */
+    cold = engine_source(m, 0, NULL);
+    ASSERT(cold.ctx);
+    turn_text(&cold, p3, &want, &c);
+    EXPECT(t.n_reused > 0 && t.n_reused <= same);
+    EXPECT_STR_EQ(got.data, want.data);
+    hx_source_free(&warm);
+    warm = engine_source(m, 1, NULL); /* a new process: the file holds SYS */
+    ASSERT(warm.ctx);
+    turn_text(&warm, p3, &got, &t);
+    EXPECT(t.n_loaded > 0 && t.n_loaded <= same);
+    EXPECT_STR_EQ(got.data, want.data);
+    hx_source_free(&warm);
+    hx_source_free(&cold);
+    hx_buf_free(&got);
+    hx_buf_free(&want);
+    free(p3);
     hx_model_free(m);
     world_close(&w);
 }
@@ -422,14 +510,10 @@ static char *brief_prompt(const char *now, const char *request, hx_tpl_marks *ma
  * Control: the same prompt unmarked has no head to cache. */
 static void test_prefix_cache_brief(void)
 {
-    const char *path = model_path();
-    if (!path) return;
-    world w;
-    ASSERT(world_open(&w, 1, 0, 0));
-    hx_model_params mp = hx_model_default_params();
+    world w; /* a HEARTH_HOME: the cache goes to its cache/prefix */
     hx_model *m = NULL;
     hx_err err = {0};
-    ASSERT(hx_model_load(path, &mp, &m, &err) == HX_OK);
+    if (!open_model_home(&w, &m)) return;
     hx_tpl_marks k1 = {0}, k2 = {0};
     char *p1 = brief_prompt("Now: 2026-12-01T09:00", "find a slot", &k1);
     char *p2 = brief_prompt("Now: 2026-12-02T17:30", "search my mail", &k2);
@@ -462,6 +546,7 @@ int main(void)
     RUN(test_cancel_long_prefill);
     RUN(test_prefix_cache_across_sources);
     RUN(test_prefix_cache_brief);
+    RUN(test_reuse_stops_at_a_change);
     if (g_model) unlink(g_model);
     return test_summary();
 }

@@ -1,6 +1,8 @@
 /* test_kv.c: the paged KV cache (pages on demand, byte caps, HX_ERR_FULL,
  * memory estimates), the 8-bit cache against F32 and llama.cpp, prefill in
- * slices with a cancel check, prefix caches on disk. */
+ * slices with a cancel check, the rest of a prompt after a cached prefix
+ * computed as the whole prompt's prefill computes it, prefix caches on
+ * disk. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@ static const char *tmp_path(const char *name)
 
 /* A small random qwen3 with head_dim 32 (one Q8_0 block per row half). */
 static float g_rope_base; /* write_model's rope base; 0: mkmodel's default */
+static const char *g_arch; /* write_model's architecture; NULL: qwen3 */
 
 static const char *write_model_v(const char *name, uint64_t seed, int head_dim,
                                  const char *vocab)
@@ -34,7 +37,8 @@ static const char *write_model_v(const char *name, uint64_t seed, int head_dim,
     p.rope_base = g_rope_base;
     p.vocab_path = vocab; /* llama.cpp loads only models with a tokenizer */
     p.tied_output = 1;
-    p.arch = "qwen3";
+    p.arch = g_arch ? g_arch : "qwen3";
+    p.n_expert = 16; /* qwen3moe: a few tokens per expert */
     p.n_vocab = 128;
     p.n_layer = 2;
     p.n_embd = 128;
@@ -391,6 +395,78 @@ static void test_prefix_warm_equals_cold(void)
     hx_model_free(m);
 }
 
+/* Logits of t[0, n) prefilled in two calls, t[0, k) then the rest (the
+ * rest with whole_prompt as given), in slices of 64; k = 0: one call. */
+static int split_prefill(hx_ctx *c, const int32_t *t, int n, int k, int whole, float *out)
+{
+    hx_prefill_params pp = hx_prefill_default_params();
+    pp.slice = 64;
+    pp.whole_prompt = 1;
+    int done, nv = hx_model_hparams(hx_ctx_model(c))->n_vocab;
+    hx_ctx_truncate(c, 0);
+    if (k && hx_prefill(c, t, k, &pp, &done)) return -1;
+    pp.whole_prompt = whole;
+    if (hx_prefill(c, t + k, n - k, &pp, &done) || !hx_ctx_logits(c, -1)) return -1;
+    memcpy(out, hx_ctx_logits(c, -1), (size_t)nv * sizeof *out);
+    return 0;
+}
+
+/* The rest of a prompt whose start is cached (a turn's request after the
+ * system message, in memory or from the prefix cache), prefilled with
+ * whole_prompt, gives the logits of a cold prefill of the whole prompt bit
+ * for bit, whatever its length: 1, 10, 38 (under FA_TILE_Q: a pass that
+ * would take the fp16 one-query path) or 100 tokens, dense and MoE (a few
+ * tokens per expert). Control: the same 38
+ * tokens by llama.cpp's rule (a 38-token pass) give other numbers. */
+static void whole_prompt_rows(const char *arch)
+{
+    g_arch = arch;
+    hx_model *m = load(write_model("wp.gguf", 6, 32));
+    g_arch = NULL;
+    ASSERT(m);
+    const int n = 300, nv = hx_model_hparams(m)->n_vocab;
+    int32_t t[300];
+    tokens(t, n, nv, 33);
+    float *cold = malloc((size_t)nv * sizeof *cold), *warm = malloc((size_t)nv * sizeof *warm);
+    hx_ctx *a = new_ctx(m, 0, 0, 0), *b = new_ctx(m, 0, 0, 0);
+    ASSERT(cold && warm && a && b);
+    ASSERT(split_prefill(a, t, n, 0, 1, cold) == 0);
+    static const int K[] = {200, 262, 290, 299};
+    for (int i = 0; i < 4; i++) {
+        ASSERT(split_prefill(b, t, n, K[i], 1, warm) == 0);
+        const int same = !memcmp(cold, warm, (size_t)nv * sizeof *cold);
+        if (!same) printf("# %d cached + %d: differs from cold\n", K[i], n - K[i]);
+        EXPECT(same);
+    }
+    ASSERT(split_prefill(b, t, n, 262, 0, warm) == 0); /* control */
+    printf("# 38 tokens by pass size vs cold: nmse %.3g\n", test_nmse(cold, warm, (size_t)nv));
+    EXPECT(memcmp(cold, warm, (size_t)nv * sizeof *cold) != 0);
+    /* from the prefix cache: a new context loads 262 positions */
+    const char *dir = tmp_path("pfx-whole");
+    int got = -1, done;
+    ASSERT(split_prefill(a, t, 262, 0, 1, warm) == 0);
+    ASSERT(hx_ctx_prefix_save(a, dir, t, 262, 0) == HX_OK);
+    hx_ctx_free(b);
+    b = new_ctx(m, 0, 0, 0);
+    ASSERT(b && hx_ctx_prefix_load(b, dir, t, n, n - 1, &got) == HX_OK);
+    EXPECT_EQ_INT(got, 262);
+    hx_prefill_params pp = hx_prefill_default_params();
+    pp.whole_prompt = 1;
+    ASSERT(hx_prefill(b, t + got, n - got, &pp, &done) == HX_OK);
+    EXPECT(!memcmp(cold, hx_ctx_logits(b, -1), (size_t)nv * sizeof *cold));
+    free(cold);
+    free(warm);
+    hx_ctx_free(a);
+    hx_ctx_free(b);
+    hx_model_free(m);
+}
+
+static void test_whole_prompt_rows(void)
+{
+    whole_prompt_rows("qwen3");
+    whole_prompt_rows("qwen3moe");
+}
+
 /* Writes n cached positions of t to dir from a fresh context. */
 static int save_prefix(hx_model *m, const char *dir, const int32_t *t, int n)
 {
@@ -557,6 +633,7 @@ int main(void)
     RUN(test_max_bytes);
     RUN(test_prefill_slices);
     RUN(test_prefix_warm_equals_cold);
+    RUN(test_whole_prompt_rows);
     RUN(test_prefix_keys_and_corruption);
     RUN(test_prefix_eviction);
     RUN(test_prefix_key_is_model_identity);

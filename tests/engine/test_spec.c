@@ -1,7 +1,8 @@
 /* test_spec.c: speculative decoding (engine/spec.c) produces exactly the
  * tokens of plain one-token-per-pass decoding: greedy and seeded sampling,
  * with and without the tool-call grammar, on random-weight models and on
- * stories260K, over many prompts; and it takes fewer passes than tokens. */
+ * stories260K, over many prompts; and it takes fewer passes than tokens;
+ * a turn's first token comes from the prompt's logits, before any pass. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -129,6 +130,8 @@ static int gen_spec(rig *r, hx_ctx *c, const setting *st, const int32_t *p,
     while (n >= 0 && n < MAX_GEN) {
         int k = hx_spec_step(spec, s, hist, nh, step, &err);
         if (k <= 0) { printf("     spec: %s\n", err.msg); n = -1; break; }
+        if (n == 0) /* the first token comes at once, with no pass after the prompt's */
+            EXPECT(k == 1 && hx_spec_get_stats(spec).passes == 0 && hx_ctx_n_past(c) == np);
         int end = 0;
         for (int i = 0; i < k && n < MAX_GEN && !end; i++) {
             out[n++] = step[i];
