@@ -203,8 +203,13 @@ typedef struct hx_source_engine_params {
                              inference runs in slices of slice_ms, the loop
                              counts them and its thread choice applies from
                              the next slice; each model turn's TTFT and
-                             rates go to it; its speculation depth caps the
-                             drafts. NULL: whole passes, no loop */
+                             rates go to it; its context cap (on n_ctx),
+                             KV type (8-bit where the heads allow, else
+                             kv_q8's) and speculation depth (a cap on the
+                             drafts) apply from the next model turn: a
+                             changed context or KV type makes a new
+                             context (the conversation is prefilled anew).
+                             NULL: whole passes, no loop */
     double slice_ms;      /* with loop: slice length; 0: 10 ms */
     int no_ground;        /* 1: answers are not held to the conversation
                              (hx_ground_stage_new); for comparisons only.
@@ -556,6 +561,12 @@ void hx_planner_free(hx_planner *pl); /* NULL is a no-op */
  * HX_ERR_CANCELLED, or the source's error; err holds the message. */
 int hx_planner_run(hx_planner *pl, const char *request,
                    const hx_planner_io *io, cJSON **trace, hx_err *err);
+/* Offers the tools filter offers (as hx_planner_params.tools; borrowed:
+ * it must outlive the planner or the next call; NULL: all) from the next
+ * request on, in place of those it offered: a prompt trimmed per request.
+ * A list with a self-described tool taints the conversation, which stays
+ * so. HX_OK, or HX_ERR_NOMEM (the list is unchanged). */
+int hx_planner_set_tools(hx_planner *pl, const char *filter);
 /* Forgets the last request and everything after it; 0 if there was none.
  * Its episode stays in memory, marked rejected (never trained on). */
 int hx_planner_undo(hx_planner *pl);

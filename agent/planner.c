@@ -109,6 +109,17 @@ hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p)
     return pl;
 }
 
+int hx_planner_set_tools(hx_planner *pl, const char *filter)
+{
+    cJSON *tools = offered_tools(pl->d.reg, filter);
+    if (!tools) return HX_ERR_NOMEM;
+    cJSON_Delete(pl->tools);
+    pl->tools = tools;
+    pl->p.tools = filter;
+    pl->tainted |= offers_self_described(pl->d.reg, tools);
+    return HX_OK;
+}
+
 void hx_planner_free(hx_planner *pl)
 {
     if (!pl) return;

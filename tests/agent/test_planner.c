@@ -488,6 +488,46 @@ static void test_chat_history_and_undo(void)
     world_close(&w);
 }
 
+/* A planner's tools set per request: the next prompt lists only those,
+ * a call of a tool no longer offered is an unknown tool (never run); the
+ * control: one offered runs. NULL offers every tool again. */
+static void test_set_tools_per_request(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {
+        "<tool_call>{\"name\": \"mail.search\", \"arguments\": {\"query\": \"x\"}}</tool_call>",
+        "None.",
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"tomorrow\"}}</tool_call>",
+        "The dentist.", "Hello."};
+    scripted_source ss;
+    hx_source src = scripted(&ss, turns, 5);
+    hx_planner_deps d = world_deps(&w, &src);
+    hx_planner *pl = hx_planner_new(&d, NULL);
+    seen s;
+    hx_planner_io io = io_for(&s);
+    cJSON *t = NULL;
+    hx_err err = {0};
+    ASSERT(pl);
+    EXPECT_EQ_INT(hx_planner_set_tools(pl, "calendar.list_events"), HX_OK);
+    EXPECT_EQ_INT(hx_planner_run(pl, "any mail?", &io, &t, &err), HX_OK);
+    EXPECT_STR_EQ(call_status(t, 0), "error");
+    EXPECT(strstr(ss.prompts[0], "calendar.list_events") && !strstr(ss.prompts[0], "mail.search"));
+    cJSON_Delete(t);
+    EXPECT_EQ_INT(hx_planner_run(pl, "what is on tomorrow?", &io, &t, &err), HX_OK);
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    cJSON_Delete(t);
+    EXPECT_EQ_INT(hx_planner_set_tools(pl, NULL), HX_OK);
+    EXPECT_EQ_INT(hx_planner_run(pl, "hi", &io, &t, &err), HX_OK);
+    EXPECT(strstr(ss.prompts[4], "mail.search") && strstr(ss.prompts[4], "files."));
+    cJSON_Delete(t);
+    hx_buf_free(&s.text);
+    hx_planner_free(pl);
+    scripted_free(&ss);
+    world_close(&w);
+}
+
 /* A text that only looks like the start of a tag is streamed in the end. */
 static void test_stream_holds_partial_tag(void)
 {
@@ -850,6 +890,7 @@ int main(void)
     RUN(test_taint_explicit_allow);
     RUN(test_limits);
     RUN(test_chat_history_and_undo);
+    RUN(test_set_tools_per_request);
     RUN(test_stream_holds_partial_tag);
     RUN(test_recall_in_prompt);
     RUN(test_prompt_marks);
