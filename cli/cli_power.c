@@ -194,7 +194,8 @@ void hx_cli_loop_report(FILE *f, hx_loop *k, int *seen, cJSON *trace)
         char what[200];
         describe(what, sizeof what, &ev[i].choice);
         fprintf(f, "hearth: governor: after %ld slices, %d turns: %s: %s (threads at once; "
-                   "model, context and cache from the next session)\n", ev[i].slice,
+                   "context, cache, drafts and tools from the next turn; the model from "
+                   "the next session)\n", ev[i].slice,
                 ev[i].turn, ev[i].why, what);
         cJSON *o = arr ? cJSON_CreateObject() : NULL;
         if (o) {

@@ -292,6 +292,7 @@ static void choose_tools(cli_session *s, const cli_ask_opts *o, const hx_loop_ch
                          int tier, const char *why)
 {
     s->tools = o->tools;
+    s->tools_fixed = o->tools || tier == HX_TIER_SMALL;
     if (o->tools || !o->text) return;
     if (tier != HX_TIER_SMALL &&
         !(ch->trim_prompt &&
@@ -342,6 +343,7 @@ static int open_model(cli_session *s, const cli_ask_opts *o, int *family, hx_err
     hx_source_engine_style(&ep, *family, s->model);
     if (o->n_ctx) ep.n_ctx = o->n_ctx;
     ep.n_threads = o->n_threads;
+    const int asked_ctx = ep.n_ctx, asked_q8 = ep.kv_q8;
     govern(s, &gd, &ep);
     /* Q8_0 rows need heads of whole 32-value blocks; others keep F16 */
     if (ch.kv_q8 && hx_model_hparams(s->model)->head_dim % 32 == 0) ep.kv_q8 = 1;
@@ -349,9 +351,55 @@ static int open_model(cli_session *s, const cli_ask_opts *o, int *family, hx_err
     if (arc) return arc;
     s->n_specs = k;
     s->ep = ep;
-    ep.loop = s->loop; /* the session's own source only */
+    if (s->loop) { /* the session's own source only: it applies the loop's
+                      cap and KV type itself, turn by turn */
+        ep.loop = s->loop;
+        ep.n_ctx = asked_ctx;
+        ep.kv_q8 = asked_q8;
+    }
     hx_cli_lower_priority(cJSON_GetObjectItem(s->cfg->raw, "governor"));
     return hx_source_engine_new(s->model, s->specs, k, &ep, &s->src, err);
+}
+
+/* The reason the loop last gave. */
+static const char *loop_why(cli_session *s)
+{
+    int n;
+    const hx_loop_event *ev = hx_loop_events(s->loop, &n);
+    return n ? ev[n - 1].why : "governor";
+}
+
+/* Offers s->tools (the planner's list and the source's grammar) from the
+ * next request on. */
+static int offer_tools(cli_session *s, hx_err *err)
+{
+    hx_tool_spec *specs = NULL;
+    int k = hx_agent_tool_specs(s->reg, s->tools, stderr, &specs);
+    hx_engine_turn t = {s->ep.sp, specs, k > 0 ? k : 0, NULL, s->ep.copy_bias};
+    int rc = k < 0 ? hx_err_set(err, HX_ERR_NOMEM, "out of memory")
+                   : hx_source_engine_configure(&s->src, &t, err);
+    if (!rc && hx_planner_set_tools(s->pl, s->tools))
+        rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    free(rc ? specs : s->specs);
+    if (!rc) s->specs = specs, s->n_specs = k;
+    return rc;
+}
+
+int hx_cli_session_request(cli_session *s, const char *text, hx_err *err)
+{
+    if (!s->loop || s->tools_fixed) return HX_OK;
+    hx_loop_poll(s->loop);
+    hx_loop_choice ch;
+    hx_loop_get(s->loop, &ch);
+    char cut[sizeof s->tool_cut];
+    const int trim = ch.trim_prompt &&
+                     hx_agent_tools_for_request(s->reg, text, cut, sizeof cut) > 0;
+    if (trim ? s->tools && !strcmp(s->tools, cut) : !s->tools) return HX_OK;
+    if (trim) memcpy(s->tool_cut, cut, sizeof cut);
+    s->tools = trim ? s->tool_cut : NULL;
+    if (trim) fprintf(stderr, "hearth: governor: %s: offering only %s\n", loop_why(s), cut);
+    else fprintf(stderr, "hearth: governor: %s: offering every tool\n", loop_why(s));
+    return offer_tools(s, err);
 }
 
 int hx_cli_session_open(cli_session *s, const cli_ask_opts *o, hx_err *err)

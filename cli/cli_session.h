@@ -43,6 +43,7 @@ typedef struct cli_session {
     const char *tools;    /* the tool filter: --tools, or the governor's cut */
     hx_loop *loop;        /* the closed loop (NULL: the governor is off) */
     int loop_seen;        /* its decisions reported so far */
+    int tools_fixed;      /* --tools, or the small tier's cut: kept */
     char tool_cut[512];
     char model_name[256];
     hx_adapter *ads[HX_ADAPTER_MAX]; /* attached to the source's context */
@@ -58,5 +59,11 @@ typedef struct cli_session {
  * hx_cli_session_close, also on failure. */
 int hx_cli_session_open(cli_session *s, const cli_ask_opts *o, hx_err *err);
 void hx_cli_session_close(cli_session *s);
+/* Before each request of s (text): the device is re-read, and while the
+ * loop trims the prompt (the critical level, or turns over the latency
+ * targets) the request's own tool cut (hx_agent_tools_for_request) is
+ * offered, else every tool (said on stderr when it changes); --tools and
+ * the small tier's cut stay. HX_OK, or HX_ERR_NOMEM. */
+int hx_cli_session_request(cli_session *s, const char *text, hx_err *err);
 
 #endif /* HX_CLI_SESSION_H */

@@ -273,7 +273,8 @@ static int run_one(cli_session *s, const cli_ask_opts *o, const char *text)
     cJSON *trace = NULL;
     hx_err err = {0};
     catch_sigint();
-    int rc = hx_planner_run(s->pl, text, o->json ? &quiet : &io, &trace, &err);
+    int rc = hx_cli_session_request(s, text, &err);
+    if (!rc) rc = hx_planner_run(s->pl, text, o->json ? &quiet : &io, &trace, &err);
     signal(SIGINT, SIG_DFL);
     if (trace) remember_last((int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "episode")));
     hx_source_engine_end_turn(&s->src);

@@ -150,17 +150,9 @@ static void test_config_policy(void)
     free(err);
 }
 
-/* run_verb in a child (hearth ask confines its process: no network). */
-static int run_forked(int (*fn)(int, char **), char **argv, char **out, char **err_out)
+/* The child's stdout and stderr so far (caller frees). */
+static void read_outputs(char **out, char **err_out)
 {
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        char *o = NULL, *e = NULL;
-        _exit(run_verb(fn, argv, &o, &e));
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
     char path[512];
     size_t len;
     hx_err err;
@@ -168,7 +160,30 @@ static int run_forked(int (*fn)(int, char **), char **argv, char **out, char **e
     if (hx_read_file(path, 0, out, &len, &err)) *out = NULL;
     snprintf(path, sizeof path, "%s/err", tmpdir);
     if (hx_read_file(path, 0, err_out, &len, &err)) *err_out = NULL;
+}
+
+/* run_verb in a child (hearth ask confines its process: no network),
+ * its stdin from the file in (NULL: the test's). */
+static int run_forked_in(int (*fn)(int, char **), char **argv, const char *in, char **out,
+                         char **err_out)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *o = NULL, *e = NULL;
+        int fd = in ? open(in, O_RDONLY) : -1;
+        if (fd >= 0) dup2(fd, 0);
+        _exit(run_verb(fn, argv, &o, &e));
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    read_outputs(out, err_out);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int run_forked(int (*fn)(int, char **), char **argv, char **out, char **err_out)
+{
+    return run_forked_in(fn, argv, NULL, out, err_out);
 }
 
 /* `hearth mkmodel` writes a random llama of width embd with stories260K's
@@ -282,13 +297,12 @@ static void test_small_model_problems(void)
     unsetenv("HEARTH_LOG");
 }
 
-/* `hearth ask TEXT` with config governor {} and a calendar holding a
- * dentist's appointment tomorrow, more arguments in extra (NULL-ended);
- * stdout and stderr into *out and *err (caller frees). */
-static int ask_request(const char *request, const char *model, const char *gov, char **extra,
-                       char **out, char **err)
+/* tmpdir/config.json (its path into cfg) with governor gov (a JSON
+ * object's text) and a calendar holding a dentist's appointment
+ * tomorrow; 0, or -1 when it could not be written. */
+static int calendar_config(const char *gov, char *cfg, size_t n)
 {
-    char cfg[600], cal[600], text[1200], ics[800];
+    char cal[600], text[1200], ics[800];
     snprintf(cal, sizeof cal, "%s/cal", tmpdir);
     time_t t = time(NULL) + 86400;
     struct tm tm;
@@ -299,17 +313,52 @@ static int ask_request(const char *request, const char *model, const char *gov, 
              "SUMMARY:Dentist\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n", tm.tm_year + 1900,
              tm.tm_mon + 1, tm.tm_mday, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
     put("cal/dentist.ics", ics);
-    snprintf(cfg, sizeof cfg, "%s/config.json", tmpdir);
+    snprintf(cfg, n, "%s/config.json", tmpdir);
     snprintf(text, sizeof text, "{\"governor\": %s, \"calendars\": [\"%s\"], "
              "\"maildir\": \"\", \"file_roots\": []}\n", gov, cal);
     hx_err e = {0};
-    if (hx_write_file_atomic(cfg, text, strlen(text), &e)) return -1;
-    char *argv[32] = {"ask", (char *)request, "--model", (char *)model,
-                      "--config", cfg, "--no-memory", "--no-prefix-cache", "--no"};
-    int argc = 9;
+    return hx_write_file_atomic(cfg, text, strlen(text), &e) ? -1 : 0;
+}
+
+/* The arguments of verb ("ask" with its request, or "chat": request
+ * NULL) on model under cfg, then extra (NULL-ended), into argv[32]. */
+static void verb_args(char **argv, const char *verb, const char *request, const char *model,
+                      const char *cfg, char **extra)
+{
+    int argc = 0;
+    argv[argc++] = (char *)verb;
+    if (request) argv[argc++] = (char *)request;
+    char *common[] = {"--model", (char *)model, "--config", (char *)cfg, "--no-memory",
+                      "--no-prefix-cache", "--no", NULL};
+    for (int i = 0; common[i]; i++) argv[argc++] = common[i];
     for (int i = 0; extra && extra[i] && argc < 31; i++) argv[argc++] = extra[i];
     argv[argc] = NULL;
+}
+
+/* `hearth ask TEXT` with config governor gov and the dentist's calendar,
+ * more arguments in extra (NULL-ended); stdout and stderr into *out and
+ * *err (caller frees). */
+static int ask_request(const char *request, const char *model, const char *gov, char **extra,
+                       char **out, char **err)
+{
+    char cfg[600], *argv[32];
+    if (calendar_config(gov, cfg, sizeof cfg)) return -1;
+    verb_args(argv, "ask", request, model, cfg, extra);
     return run_forked(hx_cmd_ask, argv, out, err);
+}
+
+/* `hearth chat` so, its requests the lines of input. */
+static int chat_requests(const char *input, const char *model, const char *gov, char **extra,
+                         char **out, char **err)
+{
+    char cfg[600], in[600], *argv[32];
+    snprintf(in, sizeof in, "%s/chat-in", tmpdir);
+    hx_err e = {0};
+    if (calendar_config(gov, cfg, sizeof cfg) ||
+        hx_write_file_atomic(in, input, strlen(input), &e))
+        return -1;
+    verb_args(argv, "chat", NULL, model, cfg, extra);
+    return run_forked_in(hx_cmd_chat, argv, in, out, err);
 }
 
 static int ask_calendar_gov(const char *model, const char *gov, char **extra, char **out,
@@ -436,6 +485,23 @@ static void test_lower_priority(void)
     EXPECT_EQ_INT(lowered_to("{\"enabled\": false}"), base);
 }
 
+/* A model whose full prompt (chatml, the Qwen tokenizer: about 2,500
+ * tokens) overflows the critical level's context cap (1024): tmpdir/qw.gguf
+ * into qw; 0, or -1 (the vocabulary is not here: said). */
+static int qwen_model(char *qw, size_t n)
+{
+    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    char *out = NULL, *err = NULL;
+    if (!vocab) return -1;
+    snprintf(qw, n, "%s/qw.gguf", tmpdir);
+    char *mk[] = {"mkmodel", "-o", qw, "--arch", "qwen3", "--vocab", (char *)vocab, "--layers",
+                  "1", "--embd", "64", "--heads", "2", "--heads-kv", "1", "--head-dim", "32",
+                  "--ff", "64", "--ctx", "4096", NULL};
+    int rc = run_verb(hx_cmd_mkmodel, mk, &out, &err);
+    free(out), free(err);
+    return rc == HX_EXIT_OK ? 0 : -1;
+}
+
 /* At the critical level (context at most 1024) a calendar question still
  * runs: its prompt offers only the calendar's reading tools. A model whose
  * full prompt (chatml, the Qwen tokenizer: about 2,500 tokens) overflows
@@ -444,15 +510,8 @@ static void test_lower_priority(void)
  * from a calendar tool. */
 static void test_critical_answers_calendar(void)
 {
-    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
-    if (!vocab) return;
     char qw[600], *out = NULL, *err = NULL;
-    snprintf(qw, sizeof qw, "%s/qw.gguf", tmpdir);
-    char *mk[] = {"mkmodel", "-o", qw, "--arch", "qwen3", "--vocab", (char *)vocab, "--layers",
-                  "1", "--embd", "64", "--heads", "2", "--heads-kv", "1", "--head-dim", "32",
-                  "--ff", "64", "--ctx", "4096", NULL};
-    ASSERT(run_verb(hx_cmd_mkmodel, mk, &out, &err) == HX_EXIT_OK);
-    free(out), free(err);
+    if (qwen_model(qw, sizeof qw)) return;
     char *budget[] = {"--max-tokens", "2", "--max-steps", "1", NULL};
     tree("5\n", "Discharging\n");
     int rc = ask_calendar(qw, budget, &out, &err);
@@ -480,6 +539,130 @@ static void test_critical_answers_calendar(void)
     free(out), free(err);
 }
 
+/* `hearth chat` at the critical level cuts each request's tools anew: a
+ * calendar question offers the calendar's reading tools, the next request
+ * in the same session, about mail, the mail's; neither is too long for
+ * the 1024 cap. The control: the same session at the normal level under
+ * the same cap offers every tool and is too long. Then the project's
+ * model answers the calendar question in a chat from a calendar tool. */
+static void test_chat_cuts_per_request(void)
+{
+    char qw[600], *out = NULL, *err = NULL;
+    if (qwen_model(qw, sizeof qw)) return;
+    const char *two = "What is on my calendar tomorrow?\nDo I have unread mail?\n";
+    char *budget[] = {"--max-tokens", "2", "--max-steps", "1", NULL};
+    tree("5\n", "Discharging\n");
+    EXPECT_EQ_INT(chat_requests(two, qw, "{}", budget, &out, &err), HX_EXIT_OK);
+    EXPECT(err && strstr(err, "offering only calendar.list_events,calendar.free_busy,"
+                              "calendar.find_slots\n"));
+    const char *mail = err ? strstr(err, "offering only mail.") : NULL;
+    EXPECT(mail && !strstr(mail, "calendar.") && !strstr(mail, "mail.send"));
+    EXPECT(err && !strstr(err, "too long"));
+    free(out), free(err);
+    tree("90\n", "Charging\n"); /* control: every tool, the same cap */
+    char *capped[] = {"--max-tokens", "2", "--max-steps", "1", "--ctx", "1024", NULL};
+    EXPECT_EQ_INT(chat_requests(two, qw, "{}", capped, &out, &err), HX_EXIT_OK);
+    EXPECT(err && strstr(err, "request too long"));
+    EXPECT(err && !strstr(err, "offering only"));
+    free(out), free(err);
+    char tiny[PATH_MAX];
+    if (!realpath("models/hearth-tiny.gguf", tiny)) SKIP("models/hearth-tiny.gguf is not here");
+    tree("5\n", "Discharging\n");
+    EXPECT_EQ_INT(chat_requests("What is on my calendar tomorrow?\n", tiny, "{}", NULL, &out,
+                                &err), HX_EXIT_OK);
+    EXPECT(err && strstr(err, "-> calendar.") && strstr(err, "   ok ("));
+    EXPECT(out && strlen(out) > 8);
+    free(out), free(err);
+}
+
+/* How many times needle occurs in hay (NULL: 0). */
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+/* `hearth chat` with its stdin a pipe: the first line, then (once its
+ * trace is out) change() and the second; outputs as chat_requests. */
+static int chat_live(char **argv, const char *first, void (*change)(void), const char *second,
+                     char **out, char **err, size_t *err_at_change)
+{
+    int p[2];
+    if (pipe(p)) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *o = NULL, *e = NULL;
+        close(p[1]);
+        dup2(p[0], 0);
+        _exit(run_verb(hx_cmd_chat, argv, &o, &e));
+    }
+    close(p[0]);
+    EXPECT(write(p[1], first, strlen(first)) == (ssize_t)strlen(first));
+    int status = 0, done = 0;
+    /* the first trace's end; a bound, not a measure: it takes seconds */
+    for (int i = 0; i < 6000 && !done; i++) {
+        read_outputs(out, err);
+        done = count_of(*out, "\"request\":") >= 1 || waitpid(pid, &status, WNOHANG) == pid;
+        if (!done) usleep(100 * 1000);
+        free(*out), free(*err);
+    }
+    change();
+    read_outputs(out, err);
+    *err_at_change = *err ? strlen(*err) : 0;
+    free(*out), free(*err);
+    EXPECT(write(p[1], second, strlen(second)) == (ssize_t)strlen(second));
+    close(p[1]);
+    waitpid(pid, &status, 0);
+    read_outputs(out, err);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void battery_critical(void) { tree("5\n", "Discharging\n"); }
+
+/* The loop's choices apply within a session: a fake battery that drops
+ * to 5% between two requests of one chat is read before the second,
+ * whose trace records the decision (critical: context at most 1024,
+ * 8-bit KV, no drafts, the request's tools only), and that request runs
+ * with it: a new context of 1024 positions with the 8-bit cache, no
+ * drafts, the calendar's tools. The control: the first request, at 90%
+ * charging, decides nothing and runs with neither. */
+static void test_chat_follows_device(void)
+{
+    char qw[600], cfg[600], *argv[32], *out = NULL, *err = NULL;
+    size_t at = 0;
+    if (qwen_model(qw, sizeof qw)) return;
+    tree("90\n", "Charging\n");
+    ASSERT(calendar_config("{}", cfg, sizeof cfg) == 0);
+    char *extra[] = {"--max-tokens", "2", "--max-steps", "1", "--json", NULL};
+    verb_args(argv, "chat", NULL, qw, cfg, extra);
+    setenv("HEARTH_LOG", "debug", 1);
+    const char *q = "What is on my calendar tomorrow?\n";
+    EXPECT_EQ_INT(chat_live(argv, q, battery_critical, q, &out, &err, &at), HX_EXIT_OK);
+    unsetenv("HEARTH_LOG");
+    ASSERT(out && err && strlen(err) >= at);
+    const char *end = NULL;
+    cJSON *t1 = cJSON_ParseWithOpts(out, &end, 0), *t2 = end ? cJSON_Parse(end) : NULL;
+    ASSERT(t1 && t2);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t1, "governor")), 0);
+    const cJSON *g = cJSON_GetArrayItem(cJSON_GetObjectItem(t2, "governor"), 0);
+    const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(g, "why"));
+    const char *choice = cJSON_GetStringValue(cJSON_GetObjectItem(g, "choice"));
+    EXPECT(why && strstr(why, "critical"));
+    EXPECT(choice && strstr(choice, "context at most 1024, 8-bit KV, no drafts") &&
+           strstr(choice, "the request's tools only"));
+    const char *later = err + at;
+    EXPECT(strstr(later, "source: from this turn: context 1024, 8-bit KV, drafts up to 0"));
+    EXPECT(strstr(later, "offering only calendar.list_events"));
+    char *before = strndup(err, at);
+    EXPECT(before && !strstr(before, "context 1024") && !strstr(before, "offering only"));
+    free(before);
+    cJSON_Delete(t1);
+    cJSON_Delete(t2);
+    free(out), free(err);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hearth_test_cmd_power_%d", (int)getpid());
@@ -493,6 +676,8 @@ int main(void)
     RUN(test_ask_switches_to_small_model);
     RUN(test_small_model_problems);
     RUN(test_critical_answers_calendar);
+    RUN(test_chat_cuts_per_request);
+    RUN(test_chat_follows_device);
     RUN(test_ask_loop_records_decisions);
     RUN(test_small_tier);
     RUN(test_lower_priority);
