@@ -361,12 +361,12 @@ static int open_model(cli_session *s, const cli_ask_opts *o, int *family, hx_err
     return hx_source_engine_new(s->model, s->specs, k, &ep, &s->src, err);
 }
 
-/* The reason the loop last gave. */
-static const char *loop_why(cli_session *s)
+/* The loop's latest decision (NULL: none kept). */
+static const hx_loop_event *last_event(cli_session *s)
 {
     int n;
     const hx_loop_event *ev = hx_loop_events(s->loop, &n);
-    return n ? ev[n - 1].why : "governor";
+    return n ? &ev[n - 1] : NULL;
 }
 
 /* Offers s->tools (the planner's list and the source's grammar) from the
@@ -387,8 +387,11 @@ static int offer_tools(cli_session *s, hx_err *err)
 
 int hx_cli_session_request(cli_session *s, const char *text, hx_err *err)
 {
-    if (!s->loop || s->tools_fixed) return HX_OK;
+    if (!s->loop) return HX_OK;
     hx_loop_poll(s->loop);
+    const hx_loop_event *last = last_event(s);
+    s->turn_from = last ? last->seq : 0;
+    if (s->tools_fixed) return HX_OK;
     hx_loop_choice ch;
     hx_loop_get(s->loop, &ch);
     char cut[sizeof s->tool_cut];
@@ -397,9 +400,22 @@ int hx_cli_session_request(cli_session *s, const char *text, hx_err *err)
     if (trim ? s->tools && !strcmp(s->tools, cut) : !s->tools) return HX_OK;
     if (trim) memcpy(s->tool_cut, cut, sizeof cut);
     s->tools = trim ? s->tool_cut : NULL;
-    if (trim) fprintf(stderr, "hearth: governor: %s: offering only %s\n", loop_why(s), cut);
-    else fprintf(stderr, "hearth: governor: %s: offering every tool\n", loop_why(s));
+    const char *why = last ? last->why : "governor";
+    if (trim) fprintf(stderr, "hearth: governor: %s: offering only %s\n", why, cut);
+    else fprintf(stderr, "hearth: governor: %s: offering every tool\n", why);
     return offer_tools(s, err);
+}
+
+void hx_cli_session_record(cli_session *s, int64_t episode)
+{
+    if (!s->loop || !s->mem || episode <= 0) return;
+    cJSON *arr = hx_cli_loop_since(s->loop, s->turn_from, NULL);
+    char *text = cJSON_GetArraySize(arr) ? cJSON_PrintUnformatted(arr) : NULL;
+    hx_err err = {0};
+    if (text && hx_memory_episode_set_governor(s->mem, episode, text, &err))
+        hx_log_warn("memory: the governor's decisions were not recorded: %s", err.msg);
+    cJSON_free(text);
+    cJSON_Delete(arr);
 }
 
 int hx_cli_session_open(cli_session *s, const cli_ask_opts *o, hx_err *err)

@@ -43,6 +43,7 @@ typedef struct cli_session {
     const char *tools;    /* the tool filter: --tools, or the governor's cut */
     hx_loop *loop;        /* the closed loop (NULL: the governor is off) */
     int loop_seen;        /* its decisions reported so far */
+    int turn_from;        /* the one in force when the request began */
     int tools_fixed;      /* --tools, or the small tier's cut: kept */
     char tool_cut[512];
     char model_name[256];
@@ -65,5 +66,9 @@ void hx_cli_session_close(cli_session *s);
  * offered, else every tool (said on stderr when it changes); --tools and
  * the small tier's cut stay. HX_OK, or HX_ERR_NOMEM. */
 int hx_cli_session_request(cli_session *s, const char *text, hx_err *err);
+/* After the request: the loop's decisions it ran under (the one in force
+ * when it began, then those made during it) go to its episode in memory
+ * (hx_memory_episode_set_governor; a failure is logged). */
+void hx_cli_session_record(cli_session *s, int64_t episode);
 
 #endif /* HX_CLI_SESSION_H */

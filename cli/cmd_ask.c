@@ -276,8 +276,10 @@ static int run_one(cli_session *s, const cli_ask_opts *o, const char *text)
     int rc = hx_cli_session_request(s, text, &err);
     if (!rc) rc = hx_planner_run(s->pl, text, o->json ? &quiet : &io, &trace, &err);
     signal(SIGINT, SIG_DFL);
-    if (trace) remember_last((int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "episode")));
+    const int64_t episode = trace ? (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "episode")) : 0;
+    remember_last(episode);
     hx_source_engine_end_turn(&s->src);
+    hx_cli_session_record(s, episode);
     hx_cli_loop_report(stderr, s->loop, &s->loop_seen, o->json ? trace : NULL);
     if (o->json && trace) {
         char *j = cJSON_Print(trace);

@@ -328,8 +328,10 @@ static void verb_args(char **argv, const char *verb, const char *request, const 
     int argc = 0;
     argv[argc++] = (char *)verb;
     if (request) argv[argc++] = (char *)request;
-    char *common[] = {"--model", (char *)model, "--config", (char *)cfg, "--no-memory",
-                      "--no-prefix-cache", "--no", NULL};
+    char *common[] = {"--model", (char *)model, "--config", (char *)cfg, "--no-prefix-cache",
+                      "--no", "--no-memory", NULL};
+    if (extra && extra[0] && !strcmp(extra[0], "--memory")) /* the test's word: keep it */
+        common[6] = NULL, extra++;
     for (int i = 0; common[i]; i++) argv[argc++] = common[i];
     for (int i = 0; extra && extra[i] && argc < 31; i++) argv[argc++] = extra[i];
     argv[argc] = NULL;
@@ -663,6 +665,37 @@ static void test_chat_follows_device(void)
     free(out), free(err);
 }
 
+/* The decisions a request ran under are in its episode: an ask at the
+ * critical level records the critical decision, and `hearth memory show`
+ * prints it; the control: at the normal level on external power the
+ * decision in force is the normal one. */
+static void test_episode_records_governor(void)
+{
+    char qw[600], cfg[600], *argv[32], *out = NULL, *err = NULL;
+    if (qwen_model(qw, sizeof qw)) return;
+    ASSERT(calendar_config("{}", cfg, sizeof cfg) == 0);
+    char *extra[] = {"--memory", "--max-tokens", "2", "--max-steps", "1", "--json", NULL};
+    const char *levels[] = {"5\n", "90\n"}, *status[] = {"Discharging\n", "Charging\n"};
+    const char *want[] = {"critical (battery 5% discharging", "normal"};
+    for (int k = 0; k < 2; k++) {
+        tree(levels[k], status[k]);
+        verb_args(argv, "ask", "What is on my calendar tomorrow?", qw, cfg, extra);
+        run_forked(hx_cmd_ask, argv, &out, &err);
+        cJSON *t = out ? cJSON_Parse(out) : NULL;
+        ASSERT(t);
+        char id[32];
+        snprintf(id, sizeof id, "%.0f", cJSON_GetNumberValue(cJSON_GetObjectItem(t, "episode")));
+        cJSON_Delete(t);
+        free(out), free(err);
+        char *show[] = {"memory", "show", "--episodes", id, NULL};
+        EXPECT_EQ_INT(run_forked(hx_cmd_memory, show, &out, &err), HX_EXIT_OK);
+        const char *line = out ? strstr(out, "governor: after 0 slices, 0 turns: ") : NULL;
+        EXPECT(line && !strncmp(line + 35, want[k], strlen(want[k])));
+        EXPECT(k == 1 || (line && strstr(line, "context at most 1024, 8-bit KV")));
+        free(out), free(err);
+    }
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hearth_test_cmd_power_%d", (int)getpid());
@@ -678,6 +711,7 @@ int main(void)
     RUN(test_critical_answers_calendar);
     RUN(test_chat_cuts_per_request);
     RUN(test_chat_follows_device);
+    RUN(test_episode_records_governor);
     RUN(test_ask_loop_records_decisions);
     RUN(test_small_tier);
     RUN(test_lower_priority);
