@@ -561,6 +561,15 @@ void hx_planner_free(hx_planner *pl); /* NULL is a no-op */
  * HX_ERR_CANCELLED, or the source's error; err holds the message. */
 int hx_planner_run(hx_planner *pl, const char *request,
                    const hx_planner_io *io, cJSON **trace, hx_err *err);
+/* Runs request with no model: the call name(args) a rule chose for it
+ * (hx_agent_tool_tier) runs as a model's call would (the tools offered,
+ * policy, consent, audit, taint), and the answer is written from its
+ * result alone (hx_agent_tier_answer), streamed and kept in the
+ * conversation; the episode's model is "none (governor.tool_tier)".
+ * Returns and *trace as hx_planner_run's (steps 1, tokens 0). */
+int hx_planner_run_call(hx_planner *pl, const char *request, const char *name,
+                        const cJSON *args, const hx_planner_io *io, cJSON **trace,
+                        hx_err *err);
 /* Offers the tools filter offers (as hx_planner_params.tools; borrowed:
  * it must outlive the planner or the next call; NULL: all) from the next
  * request on, in place of those it offered: a prompt trimmed per request.
@@ -611,5 +620,20 @@ int hx_agent_tools_for_request(const hx_tools *reg, const char *request, char *f
  * serve it), else HX_TIER_FULL. filter as there. */
 enum { HX_TIER_FULL = 0, HX_TIER_SMALL = 1 };
 int hx_agent_request_tier(const hx_tools *reg, const char *request, char *filter, size_t n);
+/* The tool tier (agent/toolpick.c): 1 when the rules serve request
+ * exactly with one call of a reading tool of reg, named in *tool
+ * (static), its arguments in *args (caller frees): a calendar read of a
+ * time the calendar reads, the unread mail, a memory recall, a folder's
+ * list, each in a fixed form of the whole request (greetings and thanks
+ * aside) with no word of a change or a condition in it; else 0 (also
+ * out of memory), *args NULL. */
+int hx_agent_tool_tier(const hx_tools *reg, const char *request, const char **tool,
+                       cJSON **args);
+/* The answer to a tool tier's call (the last of calls, trace records as
+ * hx_planner_run's): what it found in a line, "2 events tomorrow:", then
+ * each item read (hx_agent_read_line), or that it found nothing, or that
+ * it did not run and its error; nothing else. malloc'd (caller frees);
+ * NULL on out of memory. */
+char *hx_agent_tier_answer(const cJSON *calls, const hx_tools *reg);
 
 #endif /* HX_AGENT_H */

@@ -391,7 +391,7 @@ int hx_cli_session_request(cli_session *s, const char *text, hx_err *err)
     hx_loop_poll(s->loop);
     const hx_loop_event *last = last_event(s);
     s->turn_from = last ? last->seq : 0;
-    if (s->tools_fixed) return HX_OK;
+    if (s->tools_fixed || s->no_model) return HX_OK;
     hx_loop_choice ch;
     hx_loop_get(s->loop, &ch);
     char cut[sizeof s->tool_cut];
@@ -418,6 +418,20 @@ void hx_cli_session_record(cli_session *s, int64_t episode)
     cJSON_Delete(arr);
 }
 
+int hx_cli_session_tool_tier(const cli_session *s, const char *text, const char **tool,
+                             cJSON **args)
+{
+    *args = NULL;
+    const cJSON *gov = cJSON_GetObjectItem(s->cfg->raw, "governor");
+    if (!cJSON_IsTrue(cJSON_GetObjectItem(gov, "tool_tier")) ||
+        !hx_agent_tool_tier(s->reg, text, tool, args))
+        return 0;
+    if (hx_agent_tool_offered(s->tools, *tool)) return 1;
+    cJSON_Delete(*args); /* --tools leaves it out: the model's */
+    *args = NULL;
+    return 0;
+}
+
 int hx_cli_session_open(cli_session *s, const cli_ask_opts *o, hx_err *err)
 {
     memset(s, 0, sizeof *s);
@@ -427,7 +441,17 @@ int hx_cli_session_open(cli_session *s, const cli_ask_opts *o, hx_err *err)
         fprintf(stderr, "hearth: warning: HEARTH_SANDBOX_DISABLE=seccomp: this process is not "
                         "confined from the network\n");
     hx_planner_params pp = o->pp;
-    if ((rc = open_tools(s, o, err)) || (rc = open_model(s, o, &pp.family, err))) return rc;
+    if ((rc = open_tools(s, o, err))) return rc;
+    const char *tool;
+    cJSON *args = NULL;
+    s->tools = o->tools;
+    if (o->text && hx_cli_session_tool_tier(s, o->text, &tool, &args)) {
+        s->no_model = 1; /* the one request needs none: none is loaded */
+        open_loop(s);
+    } else if ((rc = open_model(s, o, &pp.family, err))) {
+        return rc;
+    }
+    cJSON_Delete(args);
     pp.model = s->model_name;
     pp.tools = s->tools;
     if (o->no_memory) pp.recall_budget = 0;

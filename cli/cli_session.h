@@ -45,6 +45,8 @@ typedef struct cli_session {
     int loop_seen;        /* its decisions reported so far */
     int turn_from;        /* the one in force when the request began */
     int tools_fixed;      /* --tools, or the small tier's cut: kept */
+    int no_model;         /* ask's request is the tool tier's: no model
+                             loaded, src empty */
     char tool_cut[512];
     char model_name[256];
     hx_adapter *ads[HX_ADAPTER_MAX]; /* attached to the source's context */
@@ -66,6 +68,11 @@ void hx_cli_session_close(cli_session *s);
  * offered, else every tool (said on stderr when it changes); --tools and
  * the small tier's cut stay. HX_OK, or HX_ERR_NOMEM. */
 int hx_cli_session_request(cli_session *s, const char *text, hx_err *err);
+/* The tool tier (config governor.tool_tier): 1 when it takes text, the
+ * call in *tool and *args (caller frees) as hx_agent_tool_tier gives
+ * them and among the tools s offers; else 0, *args NULL. */
+int hx_cli_session_tool_tier(const cli_session *s, const char *text, const char **tool,
+                             cJSON **args);
 /* After the request: the loop's decisions it ran under (the one in force
  * when it began, then those made during it) go to its episode in memory
  * (hx_memory_episode_set_governor; a failure is logged). */

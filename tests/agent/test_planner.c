@@ -528,6 +528,64 @@ static void test_set_tools_per_request(void)
     world_close(&w);
 }
 
+/* A request the tool tier serves: its call runs under the policy and is
+ * audited as a model's, the answer is written from the result alone
+ * (each event read, named), streamed and kept in the conversation, and
+ * the episode says no model ran; a call that fails is said so with the
+ * tool's error, and nothing else. The source is never asked. */
+static void test_run_call(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    scripted_source ss;
+    hx_source src = scripted(&ss, NULL, 0);
+    hx_planner_deps d = world_deps(&w, &src);
+    hx_planner *pl = hx_planner_new(&d, NULL);
+    seen s;
+    hx_planner_io io = io_for(&s);
+    cJSON *t = NULL, *args = cJSON_Parse("{\"range\": \"next week\"}");
+    hx_err err = {0};
+    ASSERT(pl && args);
+    EXPECT_EQ_INT(hx_planner_run_call(pl, "what is on my calendar next week", "calendar.list_events",
+                                      args, &io, &t, &err), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    const char *answer = tstr(t, "answer");
+    EXPECT(answer && strstr(answer, " next week:\n- event "));
+    EXPECT_STR_EQ(s.text.data, answer);
+    const cJSON *read = cJSON_GetObjectItem(t, "read"), *it;
+    EXPECT(cJSON_GetArraySize(read) > 0);
+    cJSON_ArrayForEach(it, read) EXPECT(cJSON_IsTrue(cJSON_GetObjectItem(it, "cited")));
+    EXPECT_EQ_INT((int)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "tokens")), 0);
+    EXPECT_EQ_INT(ss.n_prompts, 0);
+    EXPECT_EQ_INT(count_lines(w.audit, "\"calendar.list_events\"", "\"ok\""), 1);
+    int64_t id = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "episode"));
+    hx_episode *ep = NULL;
+    ASSERT(id > 0 && hx_memory_episode_get(w.mem, id, &ep, &err) == HX_OK);
+    EXPECT_STR_EQ(ep->model, "none (governor.tool_tier)");
+    EXPECT_EQ_INT(ep->n_calls, 1);
+    hx_episode_free(ep);
+    const cJSON *last = cJSON_GetArrayItem(hx_planner_messages(pl),
+                                           cJSON_GetArraySize(hx_planner_messages(pl)) - 1);
+    EXPECT_STR_EQ(tstr(last, "content"), answer);
+    cJSON_Delete(t);
+    cJSON_Delete(args);
+    /* a failing call: its error, no made-up answer */
+    args = cJSON_Parse("{\"range\": \"at teatime\"}");
+    EXPECT_EQ_INT(hx_planner_run_call(pl, "anything at teatime", "calendar.list_events", args, &io,
+                                      &t, &err), HX_OK);
+    EXPECT_STR_EQ(call_status(t, 0), "error");
+    answer = tstr(t, "answer");
+    EXPECT(answer && !strncmp(answer, "calendar.list_events did not run (error): ", 42));
+    EXPECT(answer && strstr(answer, "teatime"));
+    cJSON_Delete(t);
+    cJSON_Delete(args);
+    hx_buf_free(&s.text);
+    hx_planner_free(pl);
+    scripted_free(&ss);
+    world_close(&w);
+}
+
 /* A text that only looks like the start of a tag is streamed in the end. */
 static void test_stream_holds_partial_tag(void)
 {
@@ -891,6 +949,7 @@ int main(void)
     RUN(test_limits);
     RUN(test_chat_history_and_undo);
     RUN(test_set_tools_per_request);
+    RUN(test_run_call);
     RUN(test_stream_holds_partial_tag);
     RUN(test_recall_in_prompt);
     RUN(test_prompt_marks);

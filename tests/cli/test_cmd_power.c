@@ -696,6 +696,38 @@ static void test_episode_records_governor(void)
     }
 }
 
+/* governor.tool_tier: a plain calendar read is answered from the
+ * calendar with no model (none can be loaded here): the answer and the
+ * read: line name the dentist's appointment. The controls: the same
+ * request without the setting needs the model (exit 3, none), and so
+ * does a change with it. In a chat with a model, the read is the tool
+ * tier's and the next request, a change, the model's. */
+static void test_tool_tier(void)
+{
+    char *out = NULL, *err = NULL;
+    const char *gov = "{\"tool_tier\": true}", *none = "/nonexistent/model.gguf";
+    tree("90\n", "Charging\n");
+    EXPECT_EQ_INT(ask_calendar_gov(none, gov, NULL, &out, &err), HX_EXIT_OK);
+    EXPECT(out && !strncmp(out, "1 event tomorrow:\n- event ", 26) && strstr(out, " Dentist"));
+    EXPECT(err && strstr(err, "a plain read (governor.tool_tier): calendar.list_events, no model"));
+    EXPECT(err && strstr(err, "   read: event ") && strstr(err, "Dentist"));
+    free(out), free(err);
+    EXPECT_EQ_INT(ask_calendar_gov(none, "{}", NULL, &out, &err), HX_EXIT_INPUT);
+    free(out), free(err);
+    EXPECT_EQ_INT(ask_request("Cancel my dentist appointment tomorrow", none, gov, NULL, &out,
+                              &err), HX_EXIT_INPUT);
+    EXPECT(err && !strstr(err, "tool_tier"));
+    free(out), free(err);
+    char qw[600];
+    if (qwen_model(qw, sizeof qw)) return;
+    char *budget[] = {"--max-tokens", "2", "--max-steps", "1", NULL};
+    EXPECT_EQ_INT(chat_requests("What is on my calendar tomorrow?\nMove my dentist appointment "
+                                "to Friday\n", qw, gov, budget, &out, &err), HX_EXIT_OK);
+    EXPECT_EQ_INT(count_of(err, "(governor.tool_tier)"), 1);
+    EXPECT(out && strstr(out, "1 event tomorrow:"));
+    free(out), free(err);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hearth_test_cmd_power_%d", (int)getpid());
@@ -712,6 +744,7 @@ int main(void)
     RUN(test_chat_cuts_per_request);
     RUN(test_chat_follows_device);
     RUN(test_episode_records_governor);
+    RUN(test_tool_tier);
     RUN(test_ask_loop_records_decisions);
     RUN(test_small_tier);
     RUN(test_lower_priority);
