@@ -576,6 +576,9 @@ int hx_planner_run_call(hx_planner *pl, const char *request, const char *name,
  * A list with a self-described tool taints the conversation, which stays
  * so. HX_OK, or HX_ERR_NOMEM (the list is unchanged). */
 int hx_planner_set_tools(hx_planner *pl, const char *filter);
+/* The prompt style (HX_TPL_*) of the model its source now runs, from the
+ * next request on (the conversation is kept and written in it). */
+void hx_planner_set_family(hx_planner *pl, int family);
 /* Forgets the last request and everything after it; 0 if there was none.
  * Its episode stays in memory, marked rejected (never trained on). */
 int hx_planner_undo(hx_planner *pl);
@@ -631,9 +634,9 @@ int hx_agent_tool_tier(const hx_tools *reg, const char *request, const char **to
                        cJSON **args);
 /* The answer to a tool tier's call (the last of calls, trace records as
  * hx_planner_run's): what it found in a line, "2 events tomorrow:", then
- * each item read (hx_agent_read_line), or that it found nothing, or that
- * it did not run and its error; nothing else. malloc'd (caller frees);
- * NULL on out of memory. */
+ * each item read (hx_agent_read_line; cancelled events only counted), or
+ * that it found nothing, or that it did not run and its error; nothing
+ * else. malloc'd (caller frees); NULL on out of memory. */
 char *hx_agent_tier_answer(const cJSON *calls, const hx_tools *reg);
 
 #endif /* HX_AGENT_H */

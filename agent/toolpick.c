@@ -275,15 +275,25 @@ static const struct {
     {"files.list", "path", "Nothing in", "", "entry", "entries", " in "},
 };
 
+static int cancelled(const cJSON *item)
+{
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(item, "status"));
+    return st && !strcmp(st, "cancelled");
+}
+
 /* How many items a result's list holds (the first list of a read's
- * shape), or dflt when it has none. */
-static int result_count(const cJSON *res, int dflt)
+ * shape; cancelled ones into *n_cancelled, not counted), or dflt when it
+ * has none. */
+static int result_count(const cJSON *res, int dflt, int *n_cancelled)
 {
     static const char *const lists[] = {"events", "busy", "slots", "messages", "memories",
                                         "entries", "files", NULL};
+    *n_cancelled = 0;
     for (int i = 0; lists[i]; i++) {
-        const cJSON *l = cJSON_GetObjectItem(res, lists[i]);
-        if (cJSON_IsArray(l)) return cJSON_GetArraySize(l);
+        const cJSON *l = cJSON_GetObjectItem(res, lists[i]), *it;
+        if (!cJSON_IsArray(l)) continue;
+        cJSON_ArrayForEach(it, l) *n_cancelled += cancelled(it);
+        return cJSON_GetArraySize(l) - *n_cancelled;
     }
     return dflt;
 }
@@ -309,17 +319,22 @@ char *hx_agent_tier_answer(const cJSON *calls, const hx_tools *reg)
         cJSON_GetObjectItem(cJSON_GetObjectItem(c, "arguments"), answers[a].key));
     cJSON *items = hx_agent_read(calls, reg, NULL), *it;
     cJSON *res = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItem(c, "result")));
-    const int shown = cJSON_GetArraySize(items), k = result_count(res, shown);
+    int shown = 0, n_cancelled;
+    cJSON_ArrayForEach(it, items) shown += !cancelled(it);
+    const int k = result_count(res, shown, &n_cancelled);
     if (!k) hx_buf_printf(&b, "%s%s%s.", answers[a].none, arg ? " " : "", arg ? arg : "");
     else hx_buf_printf(&b, "%s%d %s%s%s:", answers[a].lead, k,
                        k == 1 ? answers[a].one : answers[a].many, arg ? answers[a].sep : "",
                        arg ? arg : "");
     cJSON_ArrayForEach(it, items)
     {
+        if (cancelled(it)) continue; /* not happening: not stated */
         hx_buf_puts(&b, "\n- ");
         hx_agent_read_line(it, &b);
     }
     if (shown < k) hx_buf_printf(&b, "\n- (%d more not listed)", k - shown);
+    if (n_cancelled)
+        hx_buf_printf(&b, "\n- (%d cancelled, not listed)", n_cancelled);
     const char *cut = cJSON_GetStringValue(cJSON_GetObjectItem(res, "not_shown"));
     if (cut) hx_buf_printf(&b, "\n- (%s)", cut);
     cJSON_Delete(res);

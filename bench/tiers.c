@@ -156,6 +156,8 @@ static int run_both(const hx_dg_eval_run *er, const char *hand, const cJSON *tas
         hx_he_outcome out;
         rc = hx_he_run_tier(er, hand, task, home, v, &out, &took, NULL, NULL, &err);
         *tool = out.success;
+        if (getenv("TIERS_RUNS") && !out.success)
+            printf("why: %s | %s | %s\n", out.why_calls, out.why_state, out.why_answer);
         if (!rc) rc = hx_he_run_model(er, hand, task, home, v, &out, NULL, NULL, &err);
         *full = out.success;
     } else {
