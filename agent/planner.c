@@ -121,6 +121,8 @@ int hx_planner_set_tools(hx_planner *pl, const char *filter)
     return HX_OK;
 }
 
+void hx_planner_set_family(hx_planner *pl, int family) { pl->p.family = family; }
+
 void hx_planner_free(hx_planner *pl)
 {
     if (!pl) return;

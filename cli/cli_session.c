@@ -316,6 +316,9 @@ static hx_loop_choice open_loop(cli_session *s)
     return ch;
 }
 
+static int start_source(cli_session *s, const cli_ask_opts *o, const hx_gov_decision *gd,
+                        const hx_loop_choice *ch, int small, int *family, hx_err *err);
+
 static int open_model(cli_session *s, const cli_ask_opts *o, int *family, hx_err *err)
 {
     char buf[PATH_MAX + 64];
@@ -333,10 +336,24 @@ static int open_model(cli_session *s, const cli_ask_opts *o, int *family, hx_err
     if (rc) return rc;
     const char *slash = strrchr(path, '/');
     snprintf(s->model_name, sizeof s->model_name, "%s", slash ? slash + 1 : path);
+    snprintf(s->full_path, sizeof s->full_path, "%s", chosen ? chosen : "");
+    s->small_chosen = path != chosen;
     choose_tools(s, o, &ch, tier, tier == HX_TIER_SMALL ? md.why : gd.why);
     int k = hx_agent_tool_specs(s->reg, s->tools, stderr, &s->specs);
     if (k < 0) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if (!k) return hx_err_set(err, HX_ERR_INVALID, "--tools %s offers no tool", o->tools);
+    s->n_specs = k;
+    hx_cli_lower_priority(cJSON_GetObjectItem(s->cfg->raw, "governor"));
+    return start_source(s, o, &gd, &ch, path != chosen, family, err);
+}
+
+/* The source of s->model for s->specs under the governor's decision gd
+ * and the loop's choice ch: the prompt style (*family), threads, context
+ * and KV type, the adapters (none of --adapter's with the small model),
+ * into s->src, s->ep and s->ads. */
+static int start_source(cli_session *s, const cli_ask_opts *o, const hx_gov_decision *gd,
+                        const hx_loop_choice *ch, int small, int *family, hx_err *err)
+{
     *family = o->style ? hx_tpl_parse_name(o->style)
                        : hx_tpl_detect(hx_model_gguf(s->model), hx_model_vocab(s->model));
     hx_source_engine_params ep = o->ep;
@@ -344,12 +361,11 @@ static int open_model(cli_session *s, const cli_ask_opts *o, int *family, hx_err
     if (o->n_ctx) ep.n_ctx = o->n_ctx;
     ep.n_threads = o->n_threads;
     const int asked_ctx = ep.n_ctx, asked_q8 = ep.kv_q8;
-    govern(s, &gd, &ep);
+    govern(s, gd, &ep);
     /* Q8_0 rows need heads of whole 32-value blocks; others keep F16 */
-    if (ch.kv_q8 && hx_model_hparams(s->model)->head_dim % 32 == 0) ep.kv_q8 = 1;
-    int arc = load_adapters(s, o, path != chosen, &ep, err);
+    if (ch->kv_q8 && hx_model_hparams(s->model)->head_dim % 32 == 0) ep.kv_q8 = 1;
+    int arc = load_adapters(s, o, small, &ep, err);
     if (arc) return arc;
-    s->n_specs = k;
     s->ep = ep;
     if (s->loop) { /* the session's own source only: it applies the loop's
                       cap and KV type itself, turn by turn */
@@ -357,8 +373,7 @@ static int open_model(cli_session *s, const cli_ask_opts *o, int *family, hx_err
         ep.n_ctx = asked_ctx;
         ep.kv_q8 = asked_q8;
     }
-    hx_cli_lower_priority(cJSON_GetObjectItem(s->cfg->raw, "governor"));
-    return hx_source_engine_new(s->model, s->specs, k, &ep, &s->src, err);
+    return hx_source_engine_new(s->model, s->specs, s->n_specs, &ep, &s->src, err);
 }
 
 /* The loop's latest decision (NULL: none kept). */
@@ -385,6 +400,51 @@ static int offer_tools(cli_session *s, hx_err *err)
     return rc;
 }
 
+/* The model the loop's choice ch asks for, between requests: the small
+ * one while it chooses it, else the one asked for. The new model's
+ * source takes the old one's place under the planner, which keeps the
+ * conversation and writes it in the new model's prompt style; a model
+ * that cannot be loaded or started keeps the old one (said). */
+static void follow_model(cli_session *s, const hx_loop_choice *ch, const char *why)
+{
+    const char *small = s->cfg->small_model;
+    const int want = ch->small_model && small && *small && strcmp(small, s->full_path);
+    if (want == s->small_chosen || !s->full_path[0] || !s->opts) return;
+    s->small_chosen = want; /* tried once per change */
+    const char *path = want ? small : s->full_path;
+    hx_model_params mp = hx_model_default_params();
+    hx_err e = {0};
+    hx_model *m = NULL;
+    int family, rc = hx_model_load(path, &mp, &m, &e);
+    cli_session old = *s;
+    if (!rc) {
+        s->model = m;
+        memset(&s->src, 0, sizeof s->src);
+        s->n_ads = 0;
+        hx_gov_decision gd = {.level = ch->level, .n_threads = ch->n_threads,
+                              .ctx_cap = ch->ctx_cap};
+        snprintf(gd.why, sizeof gd.why, "%s", why);
+        rc = start_source(s, s->opts, &gd, ch, want, &family, &e);
+        cli_session *gone = rc ? s : &old; /* the new parts when they failed */
+        hx_source_free(&gone->src);
+        for (int i = 0; i < gone->n_ads; i++) hx_adapter_free(gone->ads[i]);
+        hx_model_free(gone->model);
+    }
+    if (rc) {
+        fprintf(stderr, "hearth: governor: %s: %s cannot be used (%s); keeping %s\n", why, path,
+                e.msg, s->model_name);
+        s->model = old.model, s->src = old.src, s->ep = old.ep, s->n_ads = old.n_ads;
+        memcpy(s->ads, old.ads, sizeof s->ads);
+        memcpy(s->ascale, old.ascale, sizeof s->ascale);
+        return;
+    }
+    const char *slash = strrchr(path, '/');
+    snprintf(s->model_name, sizeof s->model_name, "%s", slash ? slash + 1 : path);
+    hx_planner_set_family(s->pl, family);
+    fprintf(stderr, "hearth: governor: %s: now %s%s\n", why, path,
+            want ? " (config governor.small_model)" : "");
+}
+
 int hx_cli_session_request(cli_session *s, const char *text, hx_err *err)
 {
     if (!s->loop) return HX_OK;
@@ -394,6 +454,7 @@ int hx_cli_session_request(cli_session *s, const char *text, hx_err *err)
     if (s->tools_fixed || s->no_model) return HX_OK;
     hx_loop_choice ch;
     hx_loop_get(s->loop, &ch);
+    follow_model(s, &ch, last ? last->why : "governor");
     char cut[sizeof s->tool_cut];
     const int trim = ch.trim_prompt &&
                      hx_agent_tools_for_request(s->reg, text, cut, sizeof cut) > 0;
@@ -435,6 +496,7 @@ int hx_cli_session_tool_tier(const cli_session *s, const char *text, const char 
 int hx_cli_session_open(cli_session *s, const cli_ask_opts *o, hx_err *err)
 {
     memset(s, 0, sizeof *s);
+    s->opts = o;
     int rc = hx_sandbox_confine_self_no_network(err);
     if (rc) return rc;
     if (hx_sandbox_mechanism_disabled("seccomp")) /* never silently: the user's privacy rests on it */

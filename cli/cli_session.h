@@ -47,6 +47,10 @@ typedef struct cli_session {
     int tools_fixed;      /* --tools, or the small tier's cut: kept */
     int no_model;         /* ask's request is the tool tier's: no model
                              loaded, src empty */
+    const cli_ask_opts *opts; /* the options it was opened with (borrowed) */
+    char full_path[4096]; /* the model asked for, which the small one stands
+                             in for ("" none) */
+    int small_chosen;     /* the governor's small model was chosen last */
     char tool_cut[512];
     char model_name[256];
     hx_adapter *ads[HX_ADAPTER_MAX]; /* attached to the source's context */
@@ -58,15 +62,19 @@ typedef struct cli_session {
  * (hx_sandbox_confine_self_no_network), then loads the configuration (checked), the
  * tools, memory, policy and audit log, the model and its source, and a
  * planner whose consent asks on the terminal when stdin and stderr are
- * one (and not --json). *s is the caller's to close with
- * hx_cli_session_close, also on failure. */
+ * one (and not --json). o is borrowed: it must outlive the session. *s
+ * is the caller's to close with hx_cli_session_close, also on failure. */
 int hx_cli_session_open(cli_session *s, const cli_ask_opts *o, hx_err *err);
 void hx_cli_session_close(cli_session *s);
-/* Before each request of s (text): the device is re-read, and while the
- * loop trims the prompt (the critical level, or turns over the latency
- * targets) the request's own tool cut (hx_agent_tools_for_request) is
- * offered, else every tool (said on stderr when it changes); --tools and
- * the small tier's cut stay. HX_OK, or HX_ERR_NOMEM. */
+/* Before each request of s (text): the device is re-read; when the
+ * loop's choice of the small model (config governor.small_model)
+ * changed, that model or the one asked for is loaded in place of the
+ * other (the conversation carries over; one that cannot be loaded keeps
+ * the one there, said on stderr); and while the loop trims the prompt
+ * (the critical level, or turns over the latency targets) the request's
+ * own tool cut (hx_agent_tools_for_request) is offered, else every tool
+ * (said on stderr when it changes); --tools and the small tier's cut
+ * stay. HX_OK, or HX_ERR_NOMEM. */
 int hx_cli_session_request(cli_session *s, const char *text, hx_err *err);
 /* The tool tier (config governor.tool_tier): 1 when it takes text, the
  * call in *tool and *args (caller frees) as hx_agent_tool_tier gives

@@ -665,6 +665,61 @@ static void test_chat_follows_device(void)
     free(out), free(err);
 }
 
+static void battery_low(void) { tree("15\n", "Discharging\n"); }
+
+/* The model of episode id as `hearth memory show` prints it ("" when it
+ * could not tell) into buf. */
+static void episode_model(double id, char *buf, size_t n)
+{
+    char arg[32], *out = NULL, *err = NULL;
+    snprintf(arg, sizeof arg, "%.0f", id);
+    char *show[] = {"memory", "show", "--episodes", arg, NULL};
+    run_forked(hx_cmd_memory, show, &out, &err);
+    const char *m = out ? strstr(out, "\nmodel:   ") : NULL;
+    snprintf(buf, n, "%.*s", m ? (int)strcspn(m + 10, "\n") : 0, m ? m + 10 : "");
+    free(out), free(err);
+}
+
+/* The small model within a session: a chat on the model asked for whose
+ * battery drops to 15% (saving: governor.small_model from that level)
+ * between two requests loads the small model for the second, and the
+ * episodes record which ran each. The control: the first request, on
+ * external power, ran the model asked for. */
+static void test_chat_switches_model(void)
+{
+    const char *vocab = test_shared_file("models/stories260K.gguf");
+    if (!vocab) return;
+    char big[600], small[600], gov[800], cfg[600], *argv[32], *out = NULL, *err = NULL;
+    size_t at = 0;
+    ASSERT(mkmodel("big.gguf", "64", vocab, big, sizeof big) == HX_EXIT_OK);
+    ASSERT(mkmodel("small.gguf", "32", vocab, small, sizeof small) == HX_EXIT_OK);
+    snprintf(gov, sizeof gov, "{\"small_model\": \"%s\"}", small);
+    ASSERT(calendar_config(gov, cfg, sizeof cfg) == 0);
+    tree("90\n", "Charging\n");
+    char *extra[] = {"--memory", "--max-tokens", "2", "--max-steps", "1", "--json", NULL};
+    verb_args(argv, "chat", NULL, big, cfg, extra);
+    const char *q = "What is on my calendar tomorrow?\n";
+    EXPECT_EQ_INT(chat_live(argv, q, battery_low, q, &out, &err, &at), HX_EXIT_OK);
+    ASSERT(out && err && strlen(err) >= at);
+    char want[700];
+    snprintf(want, sizeof want, ": now %s (config governor.small_model)", small);
+    EXPECT(strstr(err + at, want));
+    char *before = strndup(err, at);
+    EXPECT(before && !strstr(before, ": now "));
+    free(before);
+    const char *end = NULL;
+    cJSON *t1 = cJSON_ParseWithOpts(out, &end, 0), *t2 = end ? cJSON_Parse(end) : NULL;
+    ASSERT(t1 && t2);
+    char m1[300], m2[300];
+    episode_model(cJSON_GetNumberValue(cJSON_GetObjectItem(t1, "episode")), m1, sizeof m1);
+    episode_model(cJSON_GetNumberValue(cJSON_GetObjectItem(t2, "episode")), m2, sizeof m2);
+    EXPECT_STR_EQ(m1, "big.gguf");
+    EXPECT_STR_EQ(m2, "small.gguf");
+    cJSON_Delete(t1);
+    cJSON_Delete(t2);
+    free(out), free(err);
+}
+
 /* The decisions a request ran under are in its episode: an ask at the
  * critical level records the critical decision, and `hearth memory show`
  * prints it; the control: at the normal level on external power the
@@ -744,6 +799,7 @@ int main(void)
     RUN(test_chat_cuts_per_request);
     RUN(test_chat_follows_device);
     RUN(test_episode_records_governor);
+    RUN(test_chat_switches_model);
     RUN(test_tool_tier);
     RUN(test_ask_loop_records_decisions);
     RUN(test_small_tier);
