@@ -209,8 +209,8 @@ void hx_cli_loop_report(FILE *f, hx_loop *k, int *seen, cJSON *trace)
         char what[200];
         cJSON *o = event_json(&ev[i], what, sizeof what);
         fprintf(f, "hearth: governor: after %ld slices, %d turns: %s: %s (threads at once; "
-                   "context, cache, drafts and tools from the next turn; the model from "
-                   "the next session)\n", ev[i].slice, ev[i].turn, ev[i].why, what);
+                   "context, cache and drafts from the next turn; tools and the model from "
+                   "the next request)\n", ev[i].slice, ev[i].turn, ev[i].why, what);
         if (!arr || !cJSON_AddItemToArray(arr, o)) cJSON_Delete(o);
         *seen = ev[i].seq;
     }
