@@ -658,6 +658,16 @@ static int make_ctx(eng_src *e, const hx_ctx_params *cp, hx_err *err)
     return HX_OK;
 }
 
+static void add_spec_stats(hx_spec_stats *to, const hx_spec_stats *st)
+{
+    to->passes += st->passes;
+    to->tokens += st->tokens;
+    to->forced += st->forced;
+    to->drafted += st->drafted;
+    to->accepted += st->accepted;
+    to->pass_seconds += st->pass_seconds;
+}
+
 /* A decoder of the loop's depth in place of the old (whose counters are
  * kept). */
 static int replace_spec(eng_src *e, int max_draft)
@@ -665,12 +675,7 @@ static int replace_spec(eng_src *e, int max_draft)
     hx_spec *s = new_spec(e, max_draft);
     if (!s) return HX_ERR_NOMEM;
     hx_spec_stats st = hx_spec_get_stats(e->spec);
-    e->spec_done.passes += st.passes;
-    e->spec_done.tokens += st.tokens;
-    e->spec_done.forced += st.forced;
-    e->spec_done.drafted += st.drafted;
-    e->spec_done.accepted += st.accepted;
-    e->spec_done.pass_seconds += st.pass_seconds;
+    add_spec_stats(&e->spec_done, &st);
     hx_spec_free(e->spec);
     e->spec = s;
     return HX_OK;
@@ -970,22 +975,12 @@ void hx_source_engine_add_stats(hx_source *s, hx_gen_stats *acc)
     eng_src *e = s->ctx;
     hx_spec_stats st = hx_spec_get_stats(e->spec);
     end_turn(e);
-    st.passes += e->spec_done.passes;
-    st.tokens += e->spec_done.tokens;
-    st.forced += e->spec_done.forced;
-    st.drafted += e->spec_done.drafted;
-    st.accepted += e->spec_done.accepted;
-    st.pass_seconds += e->spec_done.pass_seconds;
     acc->tokens += e->gen_tokens;
     acc->seconds += e->gen_seconds;
     acc->call_tokens += e->call_tokens;
     acc->call_seconds += e->call_seconds;
-    acc->spec.passes += st.passes;
-    acc->spec.tokens += st.tokens;
-    acc->spec.forced += st.forced;
-    acc->spec.drafted += st.drafted;
-    acc->spec.accepted += st.accepted;
-    acc->spec.pass_seconds += st.pass_seconds;
+    add_spec_stats(&acc->spec, &st);
+    add_spec_stats(&acc->spec, &e->spec_done);
 }
 
 int hx_source_engine_set_adapters(hx_source *s, hx_adapter *const *ads,

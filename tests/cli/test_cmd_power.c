@@ -504,6 +504,30 @@ static int qwen_model(char *qw, size_t n)
     return rc == HX_EXIT_OK ? 0 : -1;
 }
 
+/* The rest of a critical-level test of ask or chat (run, as
+ * ask_calendar): the control, on external power under the same cap,
+ * offers every tool and is too long (exit control_rc); then the
+ * project's model answers from a calendar tool at the critical level. */
+static void critical_rest(int (*run)(const char *, char **, char **, char **), const char *qw,
+                          int control_rc)
+{
+    char *out = NULL, *err = NULL;
+    tree("90\n", "Charging\n");
+    char *capped[] = {"--max-tokens", "2", "--max-steps", "1", "--ctx", "1024", NULL};
+    EXPECT_EQ_INT(run(qw, capped, &out, &err), control_rc);
+    EXPECT(err && strstr(err, "request too long"));
+    EXPECT(err && !strstr(err, "offering only"));
+    free(out), free(err);
+    char tiny[PATH_MAX];
+    if (!realpath("models/hearth-tiny.gguf", tiny)) SKIP("models/hearth-tiny.gguf is not here");
+    tree("5\n", "Discharging\n");
+    EXPECT_EQ_INT(run(tiny, NULL, &out, &err), HX_EXIT_OK);
+    /* a calendar tool ran (which one is the model's choice) and an answer followed */
+    EXPECT(err && strstr(err, "-> calendar.") && strstr(err, "   ok ("));
+    EXPECT(out && strlen(out) > 8);
+    free(out), free(err);
+}
+
 /* At the critical level (context at most 1024) a calendar question still
  * runs: its prompt offers only the calendar's reading tools. A model whose
  * full prompt (chatml, the Qwen tokenizer: about 2,500 tokens) overflows
@@ -523,22 +547,14 @@ static void test_critical_answers_calendar(void)
     EXPECT(err && strstr(err, "context 1024"));
     EXPECT(err && !strstr(err, "too long"));
     free(out), free(err);
-    tree("90\n", "Charging\n"); /* control: every tool, the same cap */
-    char *capped[] = {"--max-tokens", "2", "--max-steps", "1", "--ctx", "1024", NULL};
-    rc = ask_calendar(qw, capped, &out, &err);
-    EXPECT_EQ_INT(rc, HX_EXIT_FAIL);
-    EXPECT(err && strstr(err, "request too long"));
-    EXPECT(err && !strstr(err, "offering only"));
-    free(out), free(err);
-    char tiny[PATH_MAX];
-    if (!realpath("models/hearth-tiny.gguf", tiny)) SKIP("models/hearth-tiny.gguf is not here");
-    tree("5\n", "Discharging\n");
-    rc = ask_calendar(tiny, NULL, &out, &err);
-    EXPECT_EQ_INT(rc, HX_EXIT_OK);
-    /* a calendar tool ran (which one is the model's choice) and an answer followed */
-    EXPECT(err && strstr(err, "-> calendar.") && strstr(err, "   ok ("));
-    EXPECT(out && strlen(out) > 8);
-    free(out), free(err);
+    critical_rest(ask_calendar, qw, HX_EXIT_FAIL);
+}
+
+/* `hearth chat` asked a calendar question, then one about mail. */
+static int chat_two(const char *model, char **extra, char **out, char **err)
+{
+    return chat_requests("What is on my calendar tomorrow?\nDo I have unread mail?\n", model,
+                         "{}", extra, out, err);
 }
 
 /* `hearth chat` at the critical level cuts each request's tools anew: a
@@ -551,30 +567,16 @@ static void test_chat_cuts_per_request(void)
 {
     char qw[600], *out = NULL, *err = NULL;
     if (qwen_model(qw, sizeof qw)) return;
-    const char *two = "What is on my calendar tomorrow?\nDo I have unread mail?\n";
     char *budget[] = {"--max-tokens", "2", "--max-steps", "1", NULL};
     tree("5\n", "Discharging\n");
-    EXPECT_EQ_INT(chat_requests(two, qw, "{}", budget, &out, &err), HX_EXIT_OK);
+    EXPECT_EQ_INT(chat_two(qw, budget, &out, &err), HX_EXIT_OK);
     EXPECT(err && strstr(err, "offering only calendar.list_events,calendar.free_busy,"
                               "calendar.find_slots\n"));
     const char *mail = err ? strstr(err, "offering only mail.") : NULL;
     EXPECT(mail && !strstr(mail, "calendar.") && !strstr(mail, "mail.send"));
     EXPECT(err && !strstr(err, "too long"));
     free(out), free(err);
-    tree("90\n", "Charging\n"); /* control: every tool, the same cap */
-    char *capped[] = {"--max-tokens", "2", "--max-steps", "1", "--ctx", "1024", NULL};
-    EXPECT_EQ_INT(chat_requests(two, qw, "{}", capped, &out, &err), HX_EXIT_OK);
-    EXPECT(err && strstr(err, "request too long"));
-    EXPECT(err && !strstr(err, "offering only"));
-    free(out), free(err);
-    char tiny[PATH_MAX];
-    if (!realpath("models/hearth-tiny.gguf", tiny)) SKIP("models/hearth-tiny.gguf is not here");
-    tree("5\n", "Discharging\n");
-    EXPECT_EQ_INT(chat_requests("What is on my calendar tomorrow?\n", tiny, "{}", NULL, &out,
-                                &err), HX_EXIT_OK);
-    EXPECT(err && strstr(err, "-> calendar.") && strstr(err, "   ok ("));
-    EXPECT(out && strlen(out) > 8);
-    free(out), free(err);
+    critical_rest(chat_two, qw, HX_EXIT_OK);
 }
 
 /* How many times needle occurs in hay (NULL: 0). */
