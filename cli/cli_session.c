@@ -292,7 +292,8 @@ static void choose_tools(cli_session *s, const cli_ask_opts *o, const hx_loop_ch
                          int tier, const char *why)
 {
     s->tools = o->tools;
-    s->tools_fixed = o->tools || tier == HX_TIER_SMALL;
+    s->small_tier = tier == HX_TIER_SMALL;
+    s->tools_fixed = o->tools || s->small_tier;
     if (o->tools || !o->text) return;
     if (tier != HX_TIER_SMALL &&
         !(ch->trim_prompt &&
@@ -451,10 +452,11 @@ int hx_cli_session_request(cli_session *s, const char *text, hx_err *err)
     hx_loop_poll(s->loop);
     const hx_loop_event *last = last_event(s);
     s->turn_from = last ? last->seq : 0;
-    if (s->tools_fixed || s->no_model) return HX_OK;
+    if (s->no_model) return HX_OK;
     hx_loop_choice ch;
     hx_loop_get(s->loop, &ch);
-    follow_model(s, &ch, last ? last->why : "governor");
+    if (!s->small_tier) follow_model(s, &ch, last ? last->why : "governor");
+    if (s->tools_fixed) return HX_OK;
     char cut[sizeof s->tool_cut];
     const int trim = ch.trim_prompt &&
                      hx_agent_tools_for_request(s->reg, text, cut, sizeof cut) > 0;

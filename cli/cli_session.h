@@ -45,6 +45,8 @@ typedef struct cli_session {
     int loop_seen;        /* its decisions reported so far */
     int turn_from;        /* the one in force when the request began */
     int tools_fixed;      /* --tools, or the small tier's cut: kept */
+    int small_tier;       /* ask's request is the small tier's: its model
+                             and cut stay */
     int no_model;         /* ask's request is the tool tier's: no model
                              loaded, src empty */
     const cli_ask_opts *opts; /* the options it was opened with (borrowed) */
