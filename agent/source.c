@@ -611,12 +611,13 @@ static void count_token(eng_src *e, double dt)
 /* Tokens go through the model in batches where the grammar forces them,
  * and drafts from the context are verified in one pass; the output is
  * that of one token per pass (engine/spec.h). plain_decode: one per pass.
- * max_draft: the loop's speculation depth when it caps the default. */
-static hx_spec *new_spec(eng_src *e, int max_draft)
+ * The decoder over ctx, its drafts capped at max_draft (the loop's
+ * speculation depth). */
+static hx_spec *new_spec(const eng_src *e, hx_ctx *ctx, int max_draft)
 {
     hx_spec_params sp = e->spec_p;
     if (max_draft < sp.max_draft) sp.max_draft = max_draft;
-    hx_spec *s = hx_spec_new(e->ctx, e->v, &sp);
+    hx_spec *s = hx_spec_new(ctx, e->v, &sp);
     if (s && !e->plain_decode) hx_spec_set_memo(s, e->spec_memo);
     return s;
 }
@@ -636,28 +637,6 @@ static hx_ctx_params loop_ctx_params(const eng_src *e, const hx_loop_choice *ch)
     return cp;
 }
 
-/* A context made with cp (the old one, if any, freed: its cached
- * positions are gone), carrying the adapters, in slices with the loop. */
-static int make_ctx(eng_src *e, const hx_ctx_params *cp, hx_err *err)
-{
-    hx_ctx_mem mem;
-    hx_ctx *c = NULL;
-    int rc = hx_ctx_memory(e->m, cp, &mem, err);
-    if (!rc) rc = hx_ctx_new(e->m, cp, &c, err);
-    if (!rc && e->n_ads && (rc = hx_ctx_set_adapters(c, e->ads, e->ascales, e->n_ads)))
-        hx_err_set(err, rc, "%s", hx_ctx_errmsg(c));
-    if (rc) {
-        hx_ctx_free(c);
-        return rc;
-    }
-    hx_ctx_free(e->ctx);
-    e->ctx = c;
-    e->limit = mem.n_ctx_fit;
-    e->n_cache = 0;
-    if (e->loop) hx_ctx_set_slicer(c, e->slice_ms, on_slice, e);
-    return HX_OK;
-}
-
 static void add_spec_stats(hx_spec_stats *to, const hx_spec_stats *st)
 {
     to->passes += st->passes;
@@ -668,16 +647,39 @@ static void add_spec_stats(hx_spec_stats *to, const hx_spec_stats *st)
     to->pass_seconds += st->pass_seconds;
 }
 
-/* A decoder of the loop's depth in place of the old (whose counters are
- * kept). */
-static int replace_spec(eng_src *e, int max_draft)
+/* The source's context and decoder: a new context made with cp (ctx_too;
+ * carrying the adapters, in slices with the loop; the old one's cached
+ * positions are gone) and a decoder of max_draft over it, both made
+ * before the old are freed (whose decoder's counters are kept): on
+ * failure the source is as it was. */
+static int renew(eng_src *e, const hx_ctx_params *cp, int ctx_too, int max_draft, hx_err *err)
 {
-    hx_spec *s = new_spec(e, max_draft);
-    if (!s) return HX_ERR_NOMEM;
-    hx_spec_stats st = hx_spec_get_stats(e->spec);
-    add_spec_stats(&e->spec_done, &st);
+    hx_ctx_mem mem;
+    hx_ctx *c = ctx_too ? NULL : e->ctx;
+    int rc = ctx_too ? hx_ctx_memory(e->m, cp, &mem, err) : HX_OK;
+    if (!rc && ctx_too) rc = hx_ctx_new(e->m, cp, &c, err);
+    if (!rc && ctx_too && e->n_ads && (rc = hx_ctx_set_adapters(c, e->ads, e->ascales, e->n_ads)))
+        hx_err_set(err, rc, "%s", hx_ctx_errmsg(c));
+    hx_spec *s = rc ? NULL : new_spec(e, c, max_draft);
+    if (!rc && !s) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    if (rc) {
+        if (ctx_too) hx_ctx_free(c);
+        return rc;
+    }
+    if (e->spec) {
+        hx_spec_stats st = hx_spec_get_stats(e->spec);
+        add_spec_stats(&e->spec_done, &st);
+    }
     hx_spec_free(e->spec);
     e->spec = s;
+    e->cur_draft = max_draft;
+    if (!ctx_too) return HX_OK;
+    hx_ctx_free(e->ctx);
+    e->ctx = c;
+    e->limit = mem.n_ctx_fit;
+    e->n_cache = 0;
+    e->cur_kv_q8 = cp->kv_q8;
+    if (e->loop) hx_ctx_set_slicer(c, e->slice_ms, on_slice, e);
     return HX_OK;
 }
 
@@ -692,16 +694,11 @@ static int follow_loop(eng_src *e, hx_err *err)
     hx_loop_choice ch;
     hx_loop_get(e->loop, &ch);
     hx_ctx_params cp = loop_ctx_params(e, &ch);
-    int rc = HX_OK, remade = 0;
-    if (cp.n_ctx != hx_ctx_n_ctx(e->ctx) || cp.kv_q8 != e->cur_kv_q8) {
-        if ((rc = make_ctx(e, &cp, err))) return rc;
-        e->cur_kv_q8 = cp.kv_q8;
-        remade = 1;
-        hx_ctx_set_threads(e->ctx, ch.n_threads);
-    }
-    if (!remade && ch.spec_depth == e->cur_draft) return HX_OK;
-    if ((rc = replace_spec(e, ch.spec_depth))) return hx_err_set(err, rc, "out of memory");
-    e->cur_draft = ch.spec_depth;
+    const int remake = cp.n_ctx != hx_ctx_n_ctx(e->ctx) || cp.kv_q8 != e->cur_kv_q8;
+    if (!remake && ch.spec_depth == e->cur_draft) return HX_OK;
+    int rc = renew(e, &cp, remake, ch.spec_depth, err);
+    if (rc) return rc;
+    if (remake) hx_ctx_set_threads(e->ctx, ch.n_threads);
     hx_log_debug("source: from this turn: context %d, %s KV, drafts up to %d", cp.n_ctx,
                  cp.kv_q8 ? "8-bit" : "16-bit", ch.spec_depth);
     return HX_OK;
@@ -922,17 +919,12 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     e->loop = p->loop;
     e->slice_ms = p->slice_ms > 0 ? p->slice_ms : 10;
     e->ttft_ms = -1;
-    hx_loop_choice ch = {0};
-    ch.spec_depth = e->cur_draft = e->spec_p.max_draft;
+    hx_loop_choice ch = {.spec_depth = e->spec_p.max_draft};
     if (e->loop) hx_loop_get(e->loop, &ch);
     hx_ctx_params cp = e->loop ? loop_ctx_params(e, &ch) : e->cp;
-    e->cur_kv_q8 = cp.kv_q8;
     int rc = copy_specs(e, tools, n_tools);
     if (rc) hx_err_set(err, rc, "out of memory");
-    if (!rc) rc = make_ctx(e, &cp, err);
-    if (!rc && !(e->spec = new_spec(e, ch.spec_depth)))
-        rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    e->cur_draft = ch.spec_depth;
+    if (!rc) rc = renew(e, &cp, 1, ch.spec_depth, err);
     if (!rc && e->loop) apply_threads(e);
     if (!rc) rc = hx_gvocab_from_vocab_cached(e->v, NULL, &e->gv, NULL, err);
     if (!rc && (rc = find_ws_tokens(e))) hx_err_set(err, rc, "out of memory");
