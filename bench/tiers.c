@@ -1,8 +1,8 @@
 /* tiers.c: the request tiers and the governor's tool cut measured on the
  * agent evaluations' tasks: which tier each request's rule puts it in,
  * how often the cut leaves out a tool the task's oracle called, and what
- * the no-model tier costs in success beside the full model on the same
- * requests. `make bench-tiers`.
+ * the no-model tier and the small tier's cut cost in success beside the
+ * full model on the same requests. `make bench-tiers`.
  *
  * usage: tiers [--model FILE] [--threads T] [--no-run] TASKS.jsonl [HANDEVAL_DIR]
  *   TASKS.jsonl: generated held-out tasks (hearth datagen --tasks --split
@@ -14,9 +14,10 @@
  * cut offers only reading tools (governor.small_model may serve them),
  * "full" the rest. Unless --no-run, each no-model request runs twice in a
  * fresh world, by the tool tier and by the model (default
- * models/hearth-tiny.gguf), and both are checked as the evaluations check
- * (generated: the final state; hand-written: calls, state and the facts
- * the answer states). */
+ * models/hearth-tiny.gguf), and each small-tier request twice with the
+ * model, its prompt's tool list cut to the request's reading tools and
+ * whole; all are checked as the evaluations check (generated: the final
+ * state; hand-written: calls, state and the facts the answer states). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,9 @@ typedef struct tally {
 
 /* The tiers of one evaluation, and the no-model tier's runs. */
 typedef struct tiers {
-    int n, tool, small, ran, pass_tool, pass_full;
+    int n, tool, small;
+    int ran, pass_tool, pass_full;            /* no model: run, passed, the model's */
+    int ran_small, pass_cut, pass_full_small; /* small: with the cut, without */
 } tiers;
 
 typedef struct opts {
@@ -145,35 +148,47 @@ static void cut_table(const toolset *ts, const cJSON *tasks)
     line(&all);
 }
 
-/* Runs a no-model request both ways: *tool and *full get whether each
- * passed; the tool tier must take it in its world too (else -1). */
-static int run_both(const hx_dg_eval_run *er, const char *hand, const cJSON *task,
-                    const char *home, hx_dg_validator **v, int *tool, int *full)
+/* One run of task so (ro): *pass whether it passed, *took whether the
+ * tool tier took it. */
+static int run_one(const hx_dg_eval_run *er, const hx_dg_run_opts *ro, const char *hand,
+                   const cJSON *task, const char *home, hx_dg_validator **v, int *pass,
+                   int *took, hx_err *err)
 {
-    hx_err err = {0};
-    int took = 0, rc;
-    if (hand) {
-        hx_he_outcome out;
-        rc = hx_he_run_tier(er, hand, task, home, v, &out, &took, NULL, NULL, &err);
-        *tool = out.success;
-        if (getenv("TIERS_RUNS") && !out.success)
-            printf("why: %s | %s | %s\n", out.why_calls, out.why_state, out.why_answer);
-        if (!rc) rc = hx_he_run_model(er, hand, task, home, v, &out, NULL, NULL, &err);
-        *full = out.success;
-    } else {
-        rc = hx_dg_eval_task_tier(er, task, home, v, tool, &took, NULL, NULL, &err);
-        if (!rc) rc = hx_dg_eval_task(er, task, home, v, full, NULL, NULL, NULL, &err);
-    }
-    if (rc) fprintf(stderr, "tiers: %s: %s\n", js(task, "request"), err.msg);
-    if (!rc && !took) fprintf(stderr, "tiers: %s: not taken in its world\n", js(task, "request"));
-    if (getenv("TIERS_RUNS"))
-        printf("run [%s] tool %d full %d: %s\n", js(task, "category"), *tool, *full,
-               js(task, "request"));
-    return rc || !took ? -1 : 0;
+    if (!hand) return hx_dg_eval_task_with(er, ro, task, home, v, pass, took, NULL, NULL, err);
+    hx_he_outcome out;
+    int rc = hx_he_run_with(er, ro, hand, task, home, v, &out, took, NULL, NULL, err);
+    *pass = out.success;
+    if (getenv("TIERS_RUNS") && !out.success)
+        printf("why: %s | %s | %s\n", out.why_calls, out.why_state, out.why_answer);
+    return rc;
 }
 
-/* The tiers of an evaluation's tasks, and the no-model tier run against
- * the model with er (model NULL: not run). */
+/* Runs a request of a tier so (ro) and as the full model runs it: *tier
+ * and *full get whether each passed; with the tool tier on it must take
+ * the request in its world too (else -1). */
+static int run_both(const hx_dg_eval_run *er, const hx_dg_run_opts *ro, const char *hand,
+                    const cJSON *task, const char *home, hx_dg_validator **v, int *tier,
+                    int *full)
+{
+    static const hx_dg_run_opts plain = {0, NULL};
+    hx_err err = {0};
+    int took = 0;
+    int rc = run_one(er, ro, hand, task, home, v, tier, &took, &err);
+    if (!rc) rc = run_one(er, &plain, hand, task, home, v, full, NULL, &err);
+    if (rc) fprintf(stderr, "tiers: %s: %s\n", js(task, "request"), err.msg);
+    if (!rc && ro->tool_tier && !took)
+        fprintf(stderr, "tiers: %s: not taken in its world\n", js(task, "request"));
+    if (getenv("TIERS_RUNS"))
+        printf("run [%s] %s %d full %d: %s\n", js(task, "category"),
+               ro->tool_tier ? "tool" : "cut", *tier, *full, js(task, "request"));
+    return rc || (ro->tool_tier && !took) ? -1 : 0;
+}
+
+/* The tiers of an evaluation's tasks; the no-model and the small tier's
+ * requests run so and with the full model, both with er's model (NULL:
+ * not run). The small tier's run is the default model's with the cut
+ * (the reading tools of the request's domains): the only small model
+ * here is the default one, so what it measures is the cut's cost. */
 static tiers measure(const toolset *ts, const cJSON *tasks, const hx_dg_eval_run *er,
                      const char *hand, const char *home)
 {
@@ -186,12 +201,15 @@ static tiers measure(const toolset *ts, const cJSON *tasks, const hx_dg_eval_run
         t.n++;
         t.tool += tier == 2;
         t.small += tier == 1;
-        int pass_tool = 0, pass_full = 0;
-        if (tier != 2 || !er->model || run_both(er, hand, task, home, &v, &pass_tool, &pass_full))
+        char cut[1024];
+        hx_dg_run_opts ro = {tier == 2, NULL};
+        if (tier == 1) hx_agent_request_tier(ts->reg, req, cut, sizeof cut), ro.tools = cut;
+        int pass_tier = 0, pass_full = 0;
+        if (!tier || !er->model ||
+            run_both(er, &ro, hand, task, home, &v, &pass_tier, &pass_full))
             continue;
-        t.ran++;
-        t.pass_tool += pass_tool;
-        t.pass_full += pass_full;
+        if (tier == 2) t.ran++, t.pass_tool += pass_tier, t.pass_full += pass_full;
+        else t.ran_small++, t.pass_cut += pass_tier, t.pass_full_small += pass_full;
     }
     hx_dg_validator_free(v);
     return t;
@@ -203,8 +221,10 @@ static void tier_line(const char *name, const tiers *t)
     printf("| %s | %d | %d (%.0f%%) | %d (%.0f%%) | %d (%.0f%%) |", name, t->n, t->tool,
            100.0 * t->tool / n, t->small, 100.0 * t->small / n, t->n - t->tool - t->small,
            100.0 * (t->n - t->tool - t->small) / n);
-    if (t->ran) printf(" %d/%d | %d/%d |\n", t->pass_tool, t->ran, t->pass_full, t->ran);
-    else printf(" not run | not run |\n");
+    if (t->ran || t->ran_small)
+        printf(" %d/%d | %d/%d | %d/%d | %d/%d |\n", t->pass_tool, t->ran, t->pass_full, t->ran,
+               t->pass_cut, t->ran_small, t->pass_full_small, t->ran_small);
+    else printf(" not run | | | |\n");
 }
 
 static int parse(int argc, char **argv, opts *o)
@@ -250,8 +270,9 @@ int main(int argc, char **argv)
                          .family = m ? hx_tpl_detect(hx_model_gguf(m), hx_model_vocab(m)) : 0};
     tiers tg = measure(&ts, gen, &er, NULL, home);
     tiers th = hand ? measure(&ts, hand, &er, o.hand, home) : (tiers){0};
-    printf("\n| evaluation | n | no model | small model | full model | no-model tier: "
-           "success | the same requests, full model |\n|---|---|---|---|---|---|---|\n");
+    printf("\n| evaluation | n | no model | small model | full model | no-model tier "
+           "succeeds | the same, full model | small tier (the cut) succeeds | the same, all "
+           "tools |\n|---|---|---|---|---|---|---|---|---|\n");
     tier_line("generated held-out", &tg);
     if (hand) tier_line("hand-written", &th);
     if (m) printf("(full model: %s)\n", o.model);

@@ -42,11 +42,11 @@ int hx_dg_eval_task(const hx_dg_eval_run *o, const cJSON *task, const char *home
     return hx_dg_eval_task_traced(o, task, home, v, pass, n_valid, n_calls, record, NULL, err);
 }
 
-/* One task as hx_dg_eval_task_traced runs it; with tool_tier, as
- * hx_dg_eval_task_tier (*tier set). */
-static int eval_task(const hx_dg_eval_run *o, int tool_tier, int *tier, const cJSON *task,
-                     const char *home, hx_dg_validator **v, int *pass, int *n_valid,
-                     int *n_calls, cJSON **record, cJSON **trace_out, hx_err *err)
+/* One task as hx_dg_eval_task_traced runs it, so (ro; *tier set). */
+static int eval_task(const hx_dg_eval_run *o, const hx_dg_run_opts *ro, int *tier,
+                     const cJSON *task, const char *home, hx_dg_validator **v, int *pass,
+                     int *n_valid, int *n_calls, cJSON **record, cJSON **trace_out,
+                     hx_err *err)
 {
     hx_dg_world dw;
     hx_source src = {0};
@@ -65,7 +65,7 @@ static int eval_task(const hx_dg_eval_run *o, int tool_tier, int *tier, const cJ
     const char *tool = NULL;
     cJSON *args = NULL;
     const char *request = cJSON_GetStringValue(cJSON_GetObjectItem(task, "request"));
-    if (!rc && tool_tier && !o->oracle) hx_agent_tool_tier(dw.reg, request, &tool, &args);
+    if (!rc && ro->tool_tier && !o->oracle) hx_agent_tool_tier(dw.reg, request, &tool, &args);
     if (tier) *tier = args != NULL;
     if (!rc && !args)
         rc = o->oracle ? hx_dg_oracle_new(task, &dw.w, dw.reg, &pl, &src)
@@ -74,6 +74,7 @@ static int eval_task(const hx_dg_eval_run *o, int tool_tier, int *tier, const cJ
     if (!rc) {
         hx_err e2 = {0};
         hx_planner_params pp = hx_dg_planner_params(o->family);
+        pp.tools = ro->tools;
         if (args) hx_dg_run_call(&dw, task, tool, args, &trace, &e2);
         else hx_dg_run(&dw, task, &src, &pl, &pp, &trace, &e2);
     }
@@ -96,12 +97,14 @@ int hx_dg_eval_task_traced(const hx_dg_eval_run *o, const cJSON *task, const cha
                            hx_dg_validator **v, int *pass, int *n_valid, int *n_calls,
                            cJSON **record, cJSON **trace_out, hx_err *err)
 {
-    return eval_task(o, 0, NULL, task, home, v, pass, n_valid, n_calls, record, trace_out, err);
+    const hx_dg_run_opts plain = {0, NULL};
+    return eval_task(o, &plain, NULL, task, home, v, pass, n_valid, n_calls, record, trace_out,
+                     err);
 }
 
-int hx_dg_eval_task_tier(const hx_dg_eval_run *o, const cJSON *task, const char *home,
-                         hx_dg_validator **v, int *pass, int *tier, cJSON **record,
-                         cJSON **trace, hx_err *err)
+int hx_dg_eval_task_with(const hx_dg_eval_run *o, const hx_dg_run_opts *ro, const cJSON *task,
+                         const char *home, hx_dg_validator **v, int *pass, int *tier,
+                         cJSON **record, cJSON **trace, hx_err *err)
 {
-    return eval_task(o, 1, tier, task, home, v, pass, NULL, NULL, record, trace, err);
+    return eval_task(o, ro, tier, task, home, v, pass, NULL, NULL, record, trace, err);
 }
