@@ -1,7 +1,9 @@
 /* toolpick.c: the tools a request needs, by the words it uses: the
  * governor's trimmed prompt offers only those domains' tools, and for a
  * question that asks for no change only their reading tools; a request
- * left with reading tools only is the small model's tier. */
+ * left with reading tools only is the small model's tier, and a plain
+ * read in a fixed form the no-model tier's (one call, its answer written
+ * from the result). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
