@@ -216,7 +216,7 @@ void hx_cli_loop_report(FILE *f, hx_loop *k, int *seen, cJSON *trace)
     }
 }
 
-cJSON *hx_cli_loop_since(hx_loop *k, int from, int *last)
+cJSON *hx_cli_loop_since(hx_loop *k, int from)
 {
     if (!k) return NULL;
     int n;
@@ -227,7 +227,6 @@ cJSON *hx_cli_loop_since(hx_loop *k, int from, int *last)
         cJSON *o = ev[i].seq >= from ? event_json(&ev[i], what, sizeof what) : NULL;
         if (o && !cJSON_AddItemToArray(arr, o)) cJSON_Delete(o);
     }
-    if (last) *last = n ? ev[n - 1].seq : 0;
     return arr;
 }
 

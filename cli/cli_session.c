@@ -472,7 +472,7 @@ int hx_cli_session_request(cli_session *s, const char *text, hx_err *err)
 void hx_cli_session_record(cli_session *s, int64_t episode)
 {
     if (!s->loop || !s->mem || episode <= 0) return;
-    cJSON *arr = hx_cli_loop_since(s->loop, s->turn_from, NULL);
+    cJSON *arr = hx_cli_loop_since(s->loop, s->turn_from);
     char *text = cJSON_GetArraySize(arr) ? cJSON_PrintUnformatted(arr) : NULL;
     hx_err err = {0};
     if (text && hx_memory_episode_set_governor(s->mem, episode, text, &err))
