@@ -203,8 +203,13 @@ typedef struct hx_source_engine_params {
                              inference runs in slices of slice_ms, the loop
                              counts them and its thread choice applies from
                              the next slice; each model turn's TTFT and
-                             rates go to it; its speculation depth caps the
-                             drafts. NULL: whole passes, no loop */
+                             rates go to it; its context cap (on n_ctx),
+                             KV type (8-bit where the heads allow, else
+                             kv_q8's) and speculation depth (a cap on the
+                             drafts) apply from the next model turn: a
+                             changed context or KV type makes a new
+                             context (the conversation is prefilled anew).
+                             NULL: whole passes, no loop */
     double slice_ms;      /* with loop: slice length; 0: 10 ms */
     int no_ground;        /* 1: answers are not held to the conversation
                              (hx_ground_stage_new); for comparisons only.
@@ -568,6 +573,24 @@ void hx_planner_free(hx_planner *pl); /* NULL is a no-op */
  * HX_ERR_CANCELLED, or the source's error; err holds the message. */
 int hx_planner_run(hx_planner *pl, const char *request,
                    const hx_planner_io *io, cJSON **trace, hx_err *err);
+/* Runs request with no model: the call name(args) a rule chose for it
+ * (hx_agent_tool_tier) runs as a model's call would (the tools offered,
+ * policy, consent, audit, taint), and the answer is written from its
+ * result alone (hx_agent_tier_answer), streamed and kept in the
+ * conversation; the episode's model is "none (governor.tool_tier)".
+ * Returns and *trace as hx_planner_run's (steps 1, tokens 0). */
+int hx_planner_run_call(hx_planner *pl, const char *request, const char *name,
+                        const cJSON *args, const hx_planner_io *io, cJSON **trace,
+                        hx_err *err);
+/* Offers the tools filter offers (as hx_planner_params.tools; borrowed:
+ * it must outlive the planner or the next call; NULL: all) from the next
+ * request on, in place of those it offered: a prompt trimmed per request.
+ * A list with a self-described tool taints the conversation, which stays
+ * so. HX_OK, or HX_ERR_NOMEM (the list is unchanged). */
+int hx_planner_set_tools(hx_planner *pl, const char *filter);
+/* The prompt style (HX_TPL_*) of the model its source now runs, from the
+ * next request on (the conversation is kept and written in it). */
+void hx_planner_set_family(hx_planner *pl, int family);
 /* Forgets the last request and everything after it; 0 if there was none.
  * Its episode stays in memory, marked rejected (never trained on). */
 int hx_planner_undo(hx_planner *pl);
@@ -612,5 +635,20 @@ int hx_agent_tools_for_request(const hx_tools *reg, const char *request, char *f
  * serve it), else HX_TIER_FULL. filter as there. */
 enum { HX_TIER_FULL = 0, HX_TIER_SMALL = 1 };
 int hx_agent_request_tier(const hx_tools *reg, const char *request, char *filter, size_t n);
+/* The tool tier (agent/toolpick.c): 1 when the rules serve request
+ * exactly with one call of a reading tool of reg, named in *tool
+ * (static), its arguments in *args (caller frees): a calendar read of a
+ * time the calendar reads, the unread mail, a memory recall, a folder's
+ * list, each in a fixed form of the whole request (greetings and thanks
+ * aside) with no word of a change or a condition in it; else 0 (also
+ * out of memory), *args NULL. */
+int hx_agent_tool_tier(const hx_tools *reg, const char *request, const char **tool,
+                       cJSON **args);
+/* The answer to a tool tier's call (the last of calls, trace records as
+ * hx_planner_run's): what it found in a line, "2 events tomorrow:", then
+ * each item read (hx_agent_read_line; cancelled events only counted), or
+ * that it found nothing, or that it did not run and its error; nothing
+ * else. malloc'd (caller frees); NULL on out of memory. */
+char *hx_agent_tier_answer(const cJSON *calls, const hx_tools *reg);
 
 #endif /* HX_AGENT_H */

@@ -40,6 +40,7 @@ typedef struct run {
     char *best;     /* the last text the model wrote before calls or cut
                        by the repeat guard (owned): grounded as it was
                        decoded, the answer when none comes */
+    const char *model; /* recorded in the episode */
 } run;
 
 hx_planner_params hx_planner_default_params(void)
@@ -108,6 +109,19 @@ hx_planner *hx_planner_new(const hx_planner_deps *d, const hx_planner_params *p)
     pl->tainted = offers_self_described(d->reg, pl->tools);
     return pl;
 }
+
+int hx_planner_set_tools(hx_planner *pl, const char *filter)
+{
+    cJSON *tools = offered_tools(pl->d.reg, filter);
+    if (!tools) return HX_ERR_NOMEM;
+    cJSON_Delete(pl->tools);
+    pl->tools = tools;
+    pl->p.tools = filter;
+    pl->tainted |= offers_self_described(pl->d.reg, tools);
+    return HX_OK;
+}
+
+void hx_planner_set_family(hx_planner *pl, int family) { pl->p.family = family; }
 
 void hx_planner_free(hx_planner *pl)
 {
@@ -937,7 +951,7 @@ static int64_t record_episode(run *r, const char *request, const char *outcome,
         ep.request = (char *)request;
         ep.messages = mj;
         ep.outcome = (char *)outcome;
-        ep.model = (char *)pl->p.model;
+        ep.model = (char *)r->model;
         ep.calls = calls;
         ep.n_calls = n;
         hx_err err = {0};
@@ -1009,11 +1023,53 @@ static int loop(run *r, hx_err *err)
     }
 }
 
-int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
-                   cJSON **trace, hx_err *err)
+/* The model's turns until an answer or a limit. */
+static int model_turns(run *r, const void *arg, hx_err *err)
+{
+    (void)arg;
+    set_arg_check(r);
+    int rc = set_known_addresses(r, err);
+    return rc ? rc : loop(r, err);
+}
+
+/* A call the rules chose (the tool tier), run as a model's call would
+ * be (policy, consent, audit, the conversation), and its answer written
+ * from what the call returned (hx_agent_tier_answer). */
+typedef struct rule_call {
+    const char *name;
+    const cJSON *args;
+} rule_call;
+
+static int rule_turn(run *r, const void *arg, hx_err *err)
+{
+    const rule_call *rule = arg;
+    pcall c = {.fn = cJSON_CreateObject()};
+    if (!c.fn || !cJSON_AddStringToObject(c.fn, "name", rule->name) ||
+        !hx_json_add(c.fn, "arguments", cJSON_Duplicate(rule->args, 1))) {
+        cJSON_Delete(c.fn);
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    }
+    r->steps = 1;
+    add_assistant(r, "", "", &c, 1);
+    int rc = handle_call(r, &c, err);
+    cJSON_Delete(c.fn);
+    if (rc) return rc;
+    if (!(r->final = hx_agent_tier_answer(r->calls, r->pl->d.reg)))
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    hx_buf_puts(&r->answer, r->final);
+    if (r->io && r->io->on_text) r->io->on_text(r->io->user, r->final, strlen(r->final));
+    add_msg(r->pl->msgs, "assistant", r->final);
+    return HX_OK;
+}
+
+/* One request: the conversation's new turn, body's work, its episode
+ * (model recorded as model) and trace. */
+static int run_request(hx_planner *pl, const char *request, const hx_planner_io *io,
+                       int (*body)(run *, const void *, hx_err *), const void *arg,
+                       const char *model, cJSON **trace, hx_err *err)
 {
     run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, NULL, NULL, "answered",
-             cJSON_CreateArray(), 0, 0, NULL};
+             cJSON_CreateArray(), 0, 0, NULL, model};
     int64_t started = hx_now(NULL);
     int n0 = cJSON_GetArraySize(pl->msgs);
     *trace = NULL;
@@ -1024,9 +1080,7 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
     }
     set_system(pl, request);
     add_msg(pl->msgs, "user", request);
-    set_arg_check(&r);
-    int rc = set_known_addresses(&r, err);
-    if (!rc) rc = loop(&r, err);
+    int rc = body(&r, arg, err);
     if (rc && !strcmp(r.status, "answered"))
         r.status = rc == HX_ERR_CANCELLED ? "cancelled" : "error";
     if (r.best && (!r.final || !r.final[strspn(r.final, " \t\r\n")])) {
@@ -1052,6 +1106,19 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
     free(r.partial);
     free(r.best);
     return rc;
+}
+
+int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
+                   cJSON **trace, hx_err *err)
+{
+    return run_request(pl, request, io, model_turns, NULL, pl->p.model, trace, err);
+}
+
+int hx_planner_run_call(hx_planner *pl, const char *request, const char *name,
+                        const cJSON *args, const hx_planner_io *io, cJSON **trace, hx_err *err)
+{
+    const rule_call c = {name, args};
+    return run_request(pl, request, io, rule_turn, &c, "none (governor.tool_tier)", trace, err);
 }
 
 /* ---- a turn's text read as the planner reads it, for callers that run

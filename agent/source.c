@@ -63,6 +63,20 @@ typedef struct eng_src {
     char *claims;         /* the claim words licensed (owned) */
     hx_arg_check_fn arg_check; /* the tools' argument checks, or NULL */
     void *arg_check_user;
+    /* what the loop's choices are applied to: the context as asked for
+     * (the loop caps n_ctx and may choose the 8-bit KV cache), the
+     * decoder's parameters, the adapters the context carries, and the
+     * counters of decoders replaced */
+    hx_ctx_params cp;
+    hx_spec_params spec_p;
+    hx_spec_memo *spec_memo;
+    int plain_decode;
+    hx_adapter *const *ads;
+    const float *ascales;
+    int n_ads;
+    hx_spec_stats spec_done;
+    int cur_kv_q8, cur_draft; /* the context's KV type, the decoder's depth */
+    double slice_ms;
 } eng_src;
 
 void hx_source_free(hx_source *s)
@@ -596,6 +610,102 @@ static void count_token(eng_src *e, double dt)
     e->turn_seconds += dt;
 }
 
+/* Tokens go through the model in batches where the grammar forces them,
+ * and drafts from the context are verified in one pass; the output is
+ * that of one token per pass (engine/spec.h). plain_decode: one per pass.
+ * The decoder over ctx, its drafts capped at max_draft (the loop's
+ * speculation depth). */
+static hx_spec *new_spec(const eng_src *e, hx_ctx *ctx, int max_draft)
+{
+    hx_spec_params sp = e->spec_p;
+    if (max_draft < sp.max_draft) sp.max_draft = max_draft;
+    hx_spec *s = hx_spec_new(ctx, e->v, &sp);
+    if (s && !e->plain_decode) hx_spec_set_memo(s, e->spec_memo);
+    return s;
+}
+
+/* The context the loop's choice ch asks for: the context as asked for
+ * with the loop's cap, and the 8-bit KV cache when the loop chooses it
+ * and the model's heads are whole Q8_0 blocks. */
+static hx_ctx_params loop_ctx_params(const eng_src *e, const hx_loop_choice *ch)
+{
+    hx_ctx_params cp = e->cp;
+    const hx_hparams *hp = hx_model_hparams(e->m);
+    int train = hp->n_ctx_train > 0 && hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
+    int want = cp.n_ctx > 0 ? cp.n_ctx : train;
+    if (ch->ctx_cap > 0 && want > ch->ctx_cap) want = ch->ctx_cap;
+    cp.n_ctx = want;
+    if (ch->kv_q8 && hp->head_dim % 32 == 0) cp.kv_q8 = 1;
+    return cp;
+}
+
+static void add_spec_stats(hx_spec_stats *to, const hx_spec_stats *st)
+{
+    to->passes += st->passes;
+    to->tokens += st->tokens;
+    to->forced += st->forced;
+    to->drafted += st->drafted;
+    to->accepted += st->accepted;
+    to->pass_seconds += st->pass_seconds;
+}
+
+/* The source's context and decoder: a new context made with cp (ctx_too;
+ * carrying the adapters, in slices with the loop; the old one's cached
+ * positions are gone) and a decoder of max_draft over it, both made
+ * before the old are freed (whose decoder's counters are kept): on
+ * failure the source is as it was. */
+static int renew(eng_src *e, const hx_ctx_params *cp, int ctx_too, int max_draft, hx_err *err)
+{
+    hx_ctx_mem mem;
+    hx_ctx *c = ctx_too ? NULL : e->ctx;
+    int rc = ctx_too ? hx_ctx_memory(e->m, cp, &mem, err) : HX_OK;
+    if (!rc && ctx_too) rc = hx_ctx_new(e->m, cp, &c, err);
+    if (!rc && ctx_too && e->n_ads && (rc = hx_ctx_set_adapters(c, e->ads, e->ascales, e->n_ads)))
+        hx_err_set(err, rc, "%s", hx_ctx_errmsg(c));
+    hx_spec *s = rc ? NULL : new_spec(e, c, max_draft);
+    if (!rc && !s) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    if (rc) {
+        if (ctx_too) hx_ctx_free(c);
+        return rc;
+    }
+    if (e->spec) {
+        hx_spec_stats st = hx_spec_get_stats(e->spec);
+        add_spec_stats(&e->spec_done, &st);
+    }
+    hx_spec_free(e->spec);
+    e->spec = s;
+    e->cur_draft = max_draft;
+    if (!ctx_too) return HX_OK;
+    hx_ctx_free(e->ctx);
+    e->ctx = c;
+    e->limit = mem.n_ctx_fit;
+    e->n_cache = 0;
+    e->cur_kv_q8 = cp->kv_q8;
+    if (e->loop) hx_ctx_set_slicer(c, e->slice_ms, on_slice, e);
+    return HX_OK;
+}
+
+/* The loop's choices that wait for a turn's start, applied before the
+ * next model turn: the context cap and the KV type (a new context when
+ * either changed: the conversation is prefilled anew, its head from the
+ * prefix cache where one was saved) and the speculation depth (a new
+ * decoder). The thread count applies at once elsewhere. */
+static int follow_loop(eng_src *e, hx_err *err)
+{
+    if (!e->loop) return HX_OK;
+    hx_loop_choice ch;
+    hx_loop_get(e->loop, &ch);
+    hx_ctx_params cp = loop_ctx_params(e, &ch);
+    const int remake = cp.n_ctx != hx_ctx_n_ctx(e->ctx) || cp.kv_q8 != e->cur_kv_q8;
+    if (!remake && ch.spec_depth == e->cur_draft) return HX_OK;
+    int rc = renew(e, &cp, remake, ch.spec_depth, err);
+    if (rc) return rc;
+    if (remake) hx_ctx_set_threads(e->ctx, ch.n_threads);
+    hx_log_debug("source: from this turn: context %d, %s KV, drafts up to %d", cp.n_ctx,
+                 cp.kv_q8 ? "8-bit" : "16-bit", ch.spec_depth);
+    return HX_OK;
+}
+
 /* Keeps the common prefix of the cache and the new prompt, decodes the
  * rest (at least the last token, for its logits). */
 static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *marks,
@@ -614,11 +724,17 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
     int keep = 0, loaded = 0;
     double t1 = hx_time_mono();
     *tm = (hx_turn_timing){.tokenize_ms = (t1 - t0) * 1e3, .n_prompt = n};
+    end_turn(e); /* a turn the planner stopped reading (a one-line turn) */
+    int rc = follow_loop(e, err);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    t1 = hx_time_mono(); /* a context the loop remade counts in TTFT only */
     while (keep < n && keep < e->n_cache && e->cache[keep] == t[keep]) keep++;
     if (keep == n) keep--;
     if (keep > hx_ctx_n_past(e->ctx)) keep = hx_ctx_n_past(e->ctx); /* a pending token */
     hx_spec_reset(e->spec);
-    end_turn(e); /* a turn the planner stopped reading (a one-line turn) */
     if (keep == 0) keep = loaded = load_prefix(e, t, n);
     hx_ctx_truncate(e->ctx, keep);
     free(e->cache);
@@ -626,7 +742,7 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
     e->n_cache = keep;
     e->cap = n + 1;
     const double t2 = hx_time_mono();
-    int rc = decode_prompt(e, t, n, keep, err);
+    rc = decode_prompt(e, t, n, keep, err);
     e->n_cache = hx_ctx_n_past(e->ctx); /* what a cancelled prefill left */
     if (rc) return rc;
     const double t3 = hx_time_mono();
@@ -785,23 +901,6 @@ static int copy_specs(eng_src *e, const hx_tool_spec *tools, int n)
     return HX_OK;
 }
 
-/* Tokens go through the model in batches where the grammar forces them,
- * and drafts from the context are verified in one pass; the output is
- * that of one token per pass (engine/spec.h). plain_decode: one per pass. */
-static hx_spec *new_spec(eng_src *e, const hx_source_engine_params *p)
-{
-    hx_spec_params sp = hx_spec_default_params();
-    if (p->plain_decode) sp.max_batch = 1;
-    if (p->loop) {
-        hx_loop_choice ch;
-        hx_loop_get(p->loop, &ch);
-        if (ch.spec_depth < sp.max_draft) sp.max_draft = ch.spec_depth;
-    }
-    hx_spec *s = hx_spec_new(e->ctx, e->v, &sp);
-    if (s && !p->plain_decode) hx_spec_set_memo(s, p->spec_memo);
-    return s;
-}
-
 int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                          const hx_source_engine_params *p, hx_source *out,
                          hx_err *err)
@@ -821,12 +920,12 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     e->call_style = p->call_style;
     e->max_calls = p->max_calls > 0 && p->max_calls < HX_AGENT_MAX_CALLS ? p->max_calls
                    : e->compact ? COMPACT_MAX_CALLS : HX_AGENT_MAX_CALLS;
-    hx_ctx_params cp = hx_ctx_default_params();
-    cp.n_ctx = p->n_ctx;
-    cp.n_threads = p->n_threads;
-    cp.kv_q8 = p->kv_q8;
-    cp.max_bytes = p->max_bytes;
-    cp.kv_spill = !p->no_kv_spill; /* a conversation outgrowing memory keeps its history */
+    e->cp = hx_ctx_default_params();
+    e->cp.n_ctx = p->n_ctx;
+    e->cp.n_threads = p->n_threads;
+    e->cp.kv_q8 = p->kv_q8;
+    e->cp.max_bytes = p->max_bytes;
+    e->cp.kv_spill = !p->no_kv_spill; /* a conversation outgrowing memory keeps its history */
     e->slice = p->prefill_slice > 0 ? p->prefill_slice : 64;
     e->cancelled = p->cancelled;
     e->cancel_user = p->cancel_user;
@@ -835,22 +934,23 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     e->prefix_max = p->prefix_max_bytes;
     e->copy_bias = p->copy_bias > 0 ? p->copy_bias : 0;
     e->ground = !p->no_ground;
+    e->spec_p = hx_spec_default_params();
+    if (p->plain_decode) e->spec_p.max_batch = 1;
+    e->plain_decode = p->plain_decode;
+    e->spec_memo = p->spec_memo;
+    e->ads = p->adapters;
+    e->ascales = p->adapter_scales;
+    e->n_ads = p->n_adapters;
+    e->loop = p->loop;
+    e->slice_ms = p->slice_ms > 0 ? p->slice_ms : 10;
+    e->ttft_ms = -1;
+    hx_loop_choice ch = {.spec_depth = e->spec_p.max_draft};
+    if (e->loop) hx_loop_get(e->loop, &ch);
+    hx_ctx_params cp = e->loop ? loop_ctx_params(e, &ch) : e->cp;
     int rc = copy_specs(e, tools, n_tools);
     if (rc) hx_err_set(err, rc, "out of memory");
-    hx_ctx_mem mem;
-    if (!rc) rc = hx_ctx_memory(m, &cp, &mem, err);
-    e->limit = mem.n_ctx_fit;
-    if (!rc) rc = hx_ctx_new(m, &cp, &e->ctx, err);
-    if (!rc && p->n_adapters &&
-        (rc = hx_ctx_set_adapters(e->ctx, p->adapters, p->adapter_scales, p->n_adapters)))
-        hx_err_set(err, rc, "%s", hx_ctx_errmsg(e->ctx));
-    if (!rc && !(e->spec = new_spec(e, p))) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    e->loop = p->loop;
-    e->ttft_ms = -1;
-    if (!rc && e->loop) {
-        hx_ctx_set_slicer(e->ctx, p->slice_ms > 0 ? p->slice_ms : 10, on_slice, e);
-        apply_threads(e);
-    }
+    if (!rc) rc = renew(e, &cp, 1, ch.spec_depth, err);
+    if (!rc && e->loop) apply_threads(e);
     if (!rc) rc = hx_gvocab_from_vocab_cached(e->v, NULL, &e->gv, NULL, err);
     if (!rc && (rc = find_ws_tokens(e))) hx_err_set(err, rc, "out of memory");
     if (rc) {
@@ -896,12 +996,8 @@ void hx_source_engine_add_stats(hx_source *s, hx_gen_stats *acc)
     acc->seconds += e->gen_seconds;
     acc->call_tokens += e->call_tokens;
     acc->call_seconds += e->call_seconds;
-    acc->spec.passes += st.passes;
-    acc->spec.tokens += st.tokens;
-    acc->spec.forced += st.forced;
-    acc->spec.drafted += st.drafted;
-    acc->spec.accepted += st.accepted;
-    acc->spec.pass_seconds += st.pass_seconds;
+    add_spec_stats(&acc->spec, &st);
+    add_spec_stats(&acc->spec, &e->spec_done);
 }
 
 int hx_source_engine_set_adapters(hx_source *s, hx_adapter *const *ads,
@@ -912,6 +1008,9 @@ int hx_source_engine_set_adapters(hx_source *s, hx_adapter *const *ads,
     eng_src *e = s->ctx;
     int rc = hx_ctx_set_adapters(e->ctx, ads, scales, n); /* drops the KV rows */
     if (rc) return hx_err_set(err, rc, "%s", hx_ctx_errmsg(e->ctx));
+    e->ads = ads; /* a context the loop remakes carries them too */
+    e->ascales = scales;
+    e->n_ads = n;
     e->n_cache = 0; /* no token of the old set's is reused */
     e->ended = 1;   /* a turn begun under the old set is over */
     hx_spec_reset(e->spec);

@@ -1,7 +1,9 @@
 /* toolpick.c: the tools a request needs, by the words it uses: the
  * governor's trimmed prompt offers only those domains' tools, and for a
  * question that asks for no change only their reading tools; a request
- * left with reading tools only is the small model's tier. */
+ * left with reading tools only is the small model's tier, and a plain
+ * read in a fixed form the no-model tier's (one call, its answer written
+ * from the result). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -104,4 +106,240 @@ int hx_agent_request_tier(const hx_tools *reg, const char *request, char *filter
             return HX_TIER_FULL;
     }
     return HX_TIER_SMALL;
+}
+
+/* ---- the tool tier: a plain read served by one call, no model ----
+ * A request is taken only when the whole of it, less greetings and
+ * thanks, is one of the forms below with one argument the rule copies
+ * from it unchanged: one clause (no sentence break, colon or quote),
+ * no word of a change (actions) and none of a condition in the
+ * argument, and a time the calendar's own reader accepts. */
+enum { ARG_RANGE, ARG_QUERY, ARG_PATH, ARG_NONE };
+
+static const struct {
+    const char *tool;
+    int arg;             /* what the rest of the request is */
+    const char *key;     /* the argument it goes in */
+    const char *prefix;  /* the request's start, lower case */
+    const char *suffix;  /* its end after the argument ("" none) */
+} forms[] = {
+    {"calendar.list_events", ARG_RANGE, "range", "what meetings do i have ", ""},
+    {"calendar.list_events", ARG_RANGE, "range", "what events do i have ", ""},
+    {"calendar.list_events", ARG_RANGE, "range", "what appointments do i have ", ""},
+    {"calendar.list_events", ARG_RANGE, "range", "what is on my calendar ", ""},
+    {"calendar.list_events", ARG_RANGE, "range", "what's on my calendar ", ""},
+    {"calendar.list_events", ARG_RANGE, "range", "what is on my schedule ", ""},
+    {"calendar.list_events", ARG_RANGE, "range", "what's on my schedule ", ""},
+    {"calendar.list_events", ARG_RANGE, "range", "what is on my agenda ", ""},
+    {"calendar.list_events", ARG_RANGE, "range", "what's on my agenda ", ""},
+    {"calendar.list_events", ARG_RANGE, "range", "do i have anything ", ""},
+    {"calendar.list_events", ARG_RANGE, "range", "anything on my calendar ", ""},
+    {"calendar.list_events", ARG_RANGE, "range", "anything on my schedule ", ""},
+    {"calendar.free_busy", ARG_RANGE, "range", "am i free ", ""},
+    {"calendar.free_busy", ARG_RANGE, "range", "check whether i'm free ", ""},
+    {"calendar.free_busy", ARG_RANGE, "range", "check whether i am free ", ""},
+    {"calendar.free_busy", ARG_RANGE, "range", "do i have any free time ", ""},
+    {"mail.search", ARG_NONE, "unread", "what new mail do i have", ""},
+    {"mail.search", ARG_NONE, "unread", "what unread mail do i have", ""},
+    {"mail.search", ARG_NONE, "unread", "do i have new mail", ""},
+    {"mail.search", ARG_NONE, "unread", "do i have unread mail", ""},
+    {"mail.search", ARG_NONE, "unread", "do i have any new mail", ""},
+    {"mail.search", ARG_NONE, "unread", "do i have any unread mail", ""},
+    {"mail.search", ARG_NONE, "unread", "any new mail", ""},
+    {"mail.search", ARG_NONE, "unread", "any unread mail", ""},
+    {"memory.search", ARG_QUERY, "query", "what do you know about ", ""},
+    {"memory.search", ARG_QUERY, "query", "what do you remember about ", ""},
+    {"memory.search", ARG_QUERY, "query", "remind me what you know about ", ""},
+    {"files.list", ARG_PATH, "path", "which files are in ", ""},
+    {"files.list", ARG_PATH, "path", "what files are in ", ""},
+    {"files.list", ARG_PATH, "path", "what is in my ", " folder"},
+    {"files.list", ARG_PATH, "path", "what's in my ", " folder"},
+    {"files.list", ARG_PATH, "path", "list my ", " folder"},
+};
+
+/* Greetings and politeness around a request, and condition words. */
+static const char *const openers[] = {"hey", "hi", "hello", "please", "can you", "could you",
+                                      "would you", NULL};
+static const char *const closers[] = {"please", "thanks", "thank you", "thx", NULL};
+static const char *const conditions[] = {"if", "unless", "when", "whenever", "then", "except",
+                                         "only", "but", "and", "or", "because", "otherwise",
+                                         "else", "until", "while", "not", "no", NULL};
+
+static int is_word_end(char c) { return !isalnum((unsigned char)c) && c != '\''; }
+
+/* 1 when text[0, n) is the word w (any case) then a word's end. */
+static int starts_word(const char *s, size_t n, const char *w)
+{
+    size_t k = strlen(w);
+    return n >= k && !strncasecmp(s, w, k) && (n == k || is_word_end(s[k]));
+}
+
+/* *s, *n without the greetings, thanks, punctuation and spaces at its
+ * ends. */
+static void strip_polite(const char **s, size_t *n)
+{
+    for (int again = 1; again;) {
+        again = 0;
+        while (*n && (isspace((unsigned char)**s) || strchr(",!", **s))) (*s)++, (*n)--;
+        while (*n && (isspace((unsigned char)(*s)[*n - 1]) || strchr(",.!?", (*s)[*n - 1]))) (*n)--;
+        for (int i = 0; openers[i]; i++)
+            if (starts_word(*s, *n, openers[i]) && *n > strlen(openers[i])) {
+                *s += strlen(openers[i]), *n -= strlen(openers[i]), again = 1;
+                break;
+            }
+        for (int i = 0; closers[i]; i++) {
+            size_t k = strlen(closers[i]);
+            if (*n > k && !strncasecmp(*s + *n - k, closers[i], k) &&
+                !isalnum((unsigned char)(*s)[*n - k - 1]))
+                *n -= k, again = 1;
+        }
+    }
+}
+
+/* 1 when a word of text[0, n) is one of words. */
+static int has_word(const char *s, size_t n, const char *const *words)
+{
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || is_word_end(s[i - 1]))
+            for (int w = 0; words[w]; w++)
+                if (starts_word(s + i, n - i, words[w])) return 1;
+    return 0;
+}
+
+/* The argument a form takes, checked: a time the calendar reads; a
+ * query of at most eight words; a folder's relative path. */
+static int arg_ok(const hx_tools *reg, int f, const char *a)
+{
+    if (!*a || has_word(a, strlen(a), conditions) || any_stem(a, actions)) return 0;
+    if (forms[f].arg == ARG_RANGE)
+        return hx_agent_arg_check((void *)reg, forms[f].tool, forms[f].key, a) == 1;
+    int words = 1;
+    for (const char *p = a; *p; p++) {
+        if (forms[f].arg == ARG_PATH && !isalnum((unsigned char)*p) && !strchr("-_/", *p))
+            return 0;
+        words += *p == ' ';
+    }
+    return forms[f].arg == ARG_PATH ? !strstr(a, "..") && a[0] != '/' : words <= 8;
+}
+
+/* The call of form f with argument a (NULL: none). */
+static cJSON *form_call(int f, const char *a)
+{
+    cJSON *args = cJSON_CreateObject();
+    if (!args) return NULL;
+    int ok = a ? cJSON_AddStringToObject(args, forms[f].key, a) != NULL
+               : cJSON_AddBoolToObject(args, forms[f].key, 1) != NULL;
+    if (!ok) cJSON_Delete(args);
+    return ok ? args : NULL;
+}
+
+int hx_agent_tool_tier(const hx_tools *reg, const char *request, const char **tool,
+                       cJSON **args)
+{
+    const char *s = request;
+    size_t n = request ? strlen(request) : 0;
+    *args = NULL;
+    strip_polite(&s, &n);
+    if (!n || n > 200 || memchr(s, '\n', n)) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (strchr(".:;\"!?,<>", s[i])) return 0; /* one clause, nothing quoted */
+    for (int f = 0; f < (int)(sizeof forms / sizeof forms[0]); f++) {
+        const size_t p = strlen(forms[f].prefix), q = strlen(forms[f].suffix);
+        if (!hx_tools_find(reg, forms[f].tool) || n < p + q || strncasecmp(s, forms[f].prefix, p) ||
+            strncasecmp(s + n - q, forms[f].suffix, q))
+            continue;
+        if (forms[f].arg == ARG_NONE) {
+            if (n != p) continue;
+            *tool = forms[f].tool;
+            return (*args = form_call(f, NULL)) != NULL;
+        }
+        char a[201];
+        snprintf(a, sizeof a, "%.*s", (int)(n - p - q), s + p);
+        if (!arg_ok(reg, f, a)) return 0;
+        *tool = forms[f].tool;
+        return (*args = form_call(f, a)) != NULL;
+    }
+    return 0;
+}
+
+/* What each tool tier's call found, said in its answer's first line:
+ * "No events tomorrow.", "Busy 2 times tomorrow:", "1 memory about
+ * Enzo:", with the argument named by key ("" none). */
+static const struct {
+    const char *tool, *key;
+    const char *none;       /* what nothing found says before the argument */
+    const char *lead, *one, *many, *sep; /* lead, count, noun, sep, argument */
+} answers[] = {
+    {"calendar.list_events", "range", "No events", "", "event", "events", " "},
+    {"calendar.free_busy", "range", "Nothing busy", "Busy ", "time", "times", " "},
+    {"mail.search", "", "No unread mail", "", "unread message", "unread messages", ""},
+    {"memory.search", "query", "Nothing remembered about", "", "memory", "memories", " about "},
+    {"files.list", "path", "Nothing in", "", "entry", "entries", " in "},
+};
+
+static int cancelled(const cJSON *item)
+{
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(item, "status"));
+    return st && !strcmp(st, "cancelled");
+}
+
+/* How many items a result's list holds (the first list of a read's
+ * shape; cancelled ones into *n_cancelled, not counted), or dflt when it
+ * has none. */
+static int result_count(const cJSON *res, int dflt, int *n_cancelled)
+{
+    static const char *const lists[] = {"events", "busy", "slots", "messages", "memories",
+                                        "entries", "files", NULL};
+    *n_cancelled = 0;
+    for (int i = 0; lists[i]; i++) {
+        const cJSON *l = cJSON_GetObjectItem(res, lists[i]), *it;
+        if (!cJSON_IsArray(l)) continue;
+        cJSON_ArrayForEach(it, l) *n_cancelled += cancelled(it);
+        return cJSON_GetArraySize(l) - *n_cancelled;
+    }
+    return dflt;
+}
+
+char *hx_agent_tier_answer(const cJSON *calls, const hx_tools *reg)
+{
+    const cJSON *c = cJSON_GetArrayItem(calls, cJSON_GetArraySize(calls) - 1);
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
+    hx_buf b;
+    hx_buf_init(&b);
+    int a = 0, n = (int)(sizeof answers / sizeof answers[0]);
+    while (a < n && name && strcmp(answers[a].tool, name)) a++;
+    if (a == n || !st || strcmp(st, "ok")) { /* the error as the tool gave it */
+        cJSON *e = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItem(c, "result")));
+        const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(e, "error"));
+        hx_buf_printf(&b, "%s did not run (%s): %s", name ? name : "the call", st ? st : "?",
+                      why ? why : "no reason given");
+        cJSON_Delete(e);
+        return hx_buf_steal(&b, NULL);
+    }
+    const char *arg = cJSON_GetStringValue(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(c, "arguments"), answers[a].key));
+    cJSON *items = hx_agent_read(calls, reg, NULL), *it;
+    cJSON *res = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItem(c, "result")));
+    int shown = 0, n_cancelled;
+    cJSON_ArrayForEach(it, items) shown += !cancelled(it);
+    const int k = result_count(res, shown, &n_cancelled);
+    if (!k) hx_buf_printf(&b, "%s%s%s.", answers[a].none, arg ? " " : "", arg ? arg : "");
+    else hx_buf_printf(&b, "%s%d %s%s%s:", answers[a].lead, k,
+                       k == 1 ? answers[a].one : answers[a].many, arg ? answers[a].sep : "",
+                       arg ? arg : "");
+    cJSON_ArrayForEach(it, items)
+    {
+        if (cancelled(it)) continue; /* not happening: not stated */
+        hx_buf_puts(&b, "\n- ");
+        hx_agent_read_line(it, &b);
+    }
+    if (shown < k) hx_buf_printf(&b, "\n- (%d more not listed)", k - shown);
+    if (n_cancelled)
+        hx_buf_printf(&b, "\n- (%d cancelled, not listed)", n_cancelled);
+    const char *cut = cJSON_GetStringValue(cJSON_GetObjectItem(res, "not_shown"));
+    if (cut) hx_buf_printf(&b, "\n- (%s)", cut);
+    cJSON_Delete(res);
+    cJSON_Delete(items);
+    return b.oom ? (hx_buf_free(&b), NULL) : hx_buf_steal(&b, NULL);
 }

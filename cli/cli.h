@@ -151,6 +151,10 @@ void hx_cli_loop_save(struct hx_loop *k);
  * "hearth: governor: ..." on f, and when trace is given an array
  * "governor" of them in it. */
 void hx_cli_loop_report(FILE *f, struct hx_loop *k, int *seen, struct cJSON *trace);
+/* The loop's decisions from number from on (the one in force then
+ * first, where kept), as a JSON array of {"slice", "turn", "why",
+ * "choice"} (caller frees; NULL: no loop, or out of memory). */
+struct cJSON *hx_cli_loop_since(struct hx_loop *k, int from);
 /* Lowers the calling thread's priority to config governor.nice (0..19;
  * default 10; 0 or the governor off: unchanged; never raises it), before
  * the inference threads are made: they inherit it, and the device's

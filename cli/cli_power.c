@@ -183,6 +183,21 @@ static void describe(char *buf, size_t n, const hx_loop_choice *c)
              c->trim_prompt ? ", the request's tools only" : "");
 }
 
+/* A decision as {"slice", "turn", "why", "choice"}, its choice described
+ * into what. */
+static cJSON *event_json(const hx_loop_event *ev, char *what, size_t n)
+{
+    describe(what, n, &ev->choice);
+    cJSON *o = cJSON_CreateObject();
+    if (o) {
+        cJSON_AddNumberToObject(o, "slice", (double)ev->slice);
+        cJSON_AddNumberToObject(o, "turn", ev->turn);
+        cJSON_AddStringToObject(o, "why", ev->why);
+        cJSON_AddStringToObject(o, "choice", what);
+    }
+    return o;
+}
+
 void hx_cli_loop_report(FILE *f, hx_loop *k, int *seen, cJSON *trace)
 {
     if (!k) return;
@@ -192,20 +207,27 @@ void hx_cli_loop_report(FILE *f, hx_loop *k, int *seen, cJSON *trace)
     for (int i = 0; i < n; i++) {
         if (ev[i].seq <= *seen) continue;
         char what[200];
-        describe(what, sizeof what, &ev[i].choice);
+        cJSON *o = event_json(&ev[i], what, sizeof what);
         fprintf(f, "hearth: governor: after %ld slices, %d turns: %s: %s (threads at once; "
-                   "model, context and cache from the next session)\n", ev[i].slice,
-                ev[i].turn, ev[i].why, what);
-        cJSON *o = arr ? cJSON_CreateObject() : NULL;
-        if (o) {
-            cJSON_AddNumberToObject(o, "slice", (double)ev[i].slice);
-            cJSON_AddNumberToObject(o, "turn", ev[i].turn);
-            cJSON_AddStringToObject(o, "why", ev[i].why);
-            cJSON_AddStringToObject(o, "choice", what);
-            cJSON_AddItemToArray(arr, o);
-        }
+                   "context, cache and drafts from the next turn; tools and the model from "
+                   "the next request)\n", ev[i].slice, ev[i].turn, ev[i].why, what);
+        if (!arr || !cJSON_AddItemToArray(arr, o)) cJSON_Delete(o);
         *seen = ev[i].seq;
     }
+}
+
+cJSON *hx_cli_loop_since(hx_loop *k, int from)
+{
+    if (!k) return NULL;
+    int n;
+    const hx_loop_event *ev = hx_loop_events(k, &n);
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < n; i++) {
+        char what[200];
+        cJSON *o = ev[i].seq >= from ? event_json(&ev[i], what, sizeof what) : NULL;
+        if (o && !cJSON_AddItemToArray(arr, o)) cJSON_Delete(o);
+    }
+    return arr;
 }
 
 void hx_cli_print_loop(FILE *f, hx_loop *k)

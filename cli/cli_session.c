@@ -292,6 +292,8 @@ static void choose_tools(cli_session *s, const cli_ask_opts *o, const hx_loop_ch
                          int tier, const char *why)
 {
     s->tools = o->tools;
+    s->small_tier = tier == HX_TIER_SMALL;
+    s->tools_fixed = o->tools || s->small_tier;
     if (o->tools || !o->text) return;
     if (tier != HX_TIER_SMALL &&
         !(ch->trim_prompt &&
@@ -315,6 +317,9 @@ static hx_loop_choice open_loop(cli_session *s)
     return ch;
 }
 
+static int start_source(cli_session *s, const cli_ask_opts *o, const hx_gov_decision *gd,
+                        const hx_loop_choice *ch, int small, int *family, hx_err *err);
+
 static int open_model(cli_session *s, const cli_ask_opts *o, int *family, hx_err *err)
 {
     char buf[PATH_MAX + 64];
@@ -332,38 +337,185 @@ static int open_model(cli_session *s, const cli_ask_opts *o, int *family, hx_err
     if (rc) return rc;
     const char *slash = strrchr(path, '/');
     snprintf(s->model_name, sizeof s->model_name, "%s", slash ? slash + 1 : path);
+    snprintf(s->full_path, sizeof s->full_path, "%s", chosen ? chosen : "");
+    s->small_chosen = path != chosen;
     choose_tools(s, o, &ch, tier, tier == HX_TIER_SMALL ? md.why : gd.why);
     int k = hx_agent_tool_specs(s->reg, s->tools, stderr, &s->specs);
     if (k < 0) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if (!k) return hx_err_set(err, HX_ERR_INVALID, "--tools %s offers no tool", o->tools);
+    s->n_specs = k;
+    hx_cli_lower_priority(cJSON_GetObjectItem(s->cfg->raw, "governor"));
+    return start_source(s, o, &gd, &ch, path != chosen, family, err);
+}
+
+/* The source of s->model for s->specs under the governor's decision gd
+ * and the loop's choice ch: the prompt style (*family), threads, context
+ * and KV type, the adapters (none of --adapter's with the small model),
+ * into s->src, s->ep and s->ads. */
+static int start_source(cli_session *s, const cli_ask_opts *o, const hx_gov_decision *gd,
+                        const hx_loop_choice *ch, int small, int *family, hx_err *err)
+{
     *family = o->style ? hx_tpl_parse_name(o->style)
                        : hx_tpl_detect(hx_model_gguf(s->model), hx_model_vocab(s->model));
     hx_source_engine_params ep = o->ep;
     hx_source_engine_style(&ep, *family, s->model);
     if (o->n_ctx) ep.n_ctx = o->n_ctx;
     ep.n_threads = o->n_threads;
-    govern(s, &gd, &ep);
+    const int asked_ctx = ep.n_ctx, asked_q8 = ep.kv_q8;
+    govern(s, gd, &ep);
     /* Q8_0 rows need heads of whole 32-value blocks; others keep F16 */
-    if (ch.kv_q8 && hx_model_hparams(s->model)->head_dim % 32 == 0) ep.kv_q8 = 1;
-    int arc = load_adapters(s, o, path != chosen, &ep, err);
+    if (ch->kv_q8 && hx_model_hparams(s->model)->head_dim % 32 == 0) ep.kv_q8 = 1;
+    int arc = load_adapters(s, o, small, &ep, err);
     if (arc) return arc;
-    s->n_specs = k;
     s->ep = ep;
-    ep.loop = s->loop; /* the session's own source only */
-    hx_cli_lower_priority(cJSON_GetObjectItem(s->cfg->raw, "governor"));
-    return hx_source_engine_new(s->model, s->specs, k, &ep, &s->src, err);
+    if (s->loop) { /* the session's own source only: it applies the loop's
+                      cap and KV type itself, turn by turn */
+        ep.loop = s->loop;
+        ep.n_ctx = asked_ctx;
+        ep.kv_q8 = asked_q8;
+    }
+    return hx_source_engine_new(s->model, s->specs, s->n_specs, &ep, &s->src, err);
+}
+
+/* The loop's latest decision (NULL: none kept). */
+static const hx_loop_event *last_event(cli_session *s)
+{
+    int n;
+    const hx_loop_event *ev = hx_loop_events(s->loop, &n);
+    return n ? &ev[n - 1] : NULL;
+}
+
+/* Offers s->tools (the planner's list and the source's grammar) from the
+ * next request on. */
+static int offer_tools(cli_session *s, hx_err *err)
+{
+    hx_tool_spec *specs = NULL;
+    int k = hx_agent_tool_specs(s->reg, s->tools, stderr, &specs);
+    hx_engine_turn t = {s->ep.sp, specs, k > 0 ? k : 0, NULL, s->ep.copy_bias};
+    int rc = k < 0 ? hx_err_set(err, HX_ERR_NOMEM, "out of memory")
+                   : hx_source_engine_configure(&s->src, &t, err);
+    if (!rc && hx_planner_set_tools(s->pl, s->tools))
+        rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    free(rc ? specs : s->specs);
+    if (!rc) s->specs = specs, s->n_specs = k;
+    return rc;
+}
+
+/* The model the loop's choice ch asks for, between requests: the small
+ * one while it chooses it, else the one asked for. The new model's
+ * source takes the old one's place under the planner, which keeps the
+ * conversation and writes it in the new model's prompt style; a model
+ * that cannot be loaded or started keeps the old one (said). */
+static void follow_model(cli_session *s, const hx_loop_choice *ch, const char *why)
+{
+    const char *small = s->cfg->small_model;
+    const int want = ch->small_model && small && *small && strcmp(small, s->full_path);
+    if (want == s->small_chosen || !s->full_path[0] || !s->opts) return;
+    s->small_chosen = want; /* tried once per change */
+    const char *path = want ? small : s->full_path;
+    hx_model_params mp = hx_model_default_params();
+    hx_err e = {0};
+    hx_model *m = NULL;
+    int family, rc = hx_model_load(path, &mp, &m, &e);
+    cli_session old = *s;
+    if (!rc) {
+        s->model = m;
+        memset(&s->src, 0, sizeof s->src);
+        s->n_ads = 0;
+        hx_gov_decision gd = {.level = ch->level, .n_threads = ch->n_threads,
+                              .ctx_cap = ch->ctx_cap};
+        snprintf(gd.why, sizeof gd.why, "%s", why);
+        rc = start_source(s, s->opts, &gd, ch, want, &family, &e);
+        cli_session *gone = rc ? s : &old; /* the new parts when they failed */
+        hx_source_free(&gone->src);
+        for (int i = 0; i < gone->n_ads; i++) hx_adapter_free(gone->ads[i]);
+        hx_model_free(gone->model);
+    }
+    if (rc) {
+        fprintf(stderr, "hearth: governor: %s: %s cannot be used (%s); keeping %s\n", why, path,
+                e.msg, s->model_name);
+        s->model = old.model, s->src = old.src, s->ep = old.ep, s->n_ads = old.n_ads;
+        memcpy(s->ads, old.ads, sizeof s->ads);
+        memcpy(s->ascale, old.ascale, sizeof s->ascale);
+        return;
+    }
+    const char *slash = strrchr(path, '/');
+    snprintf(s->model_name, sizeof s->model_name, "%s", slash ? slash + 1 : path);
+    hx_planner_set_family(s->pl, family);
+    fprintf(stderr, "hearth: governor: %s: now %s%s\n", why, path,
+            want ? " (config governor.small_model)" : "");
+}
+
+int hx_cli_session_request(cli_session *s, const char *text, hx_err *err)
+{
+    if (!s->loop) return HX_OK;
+    hx_loop_poll(s->loop);
+    const hx_loop_event *last = last_event(s);
+    s->turn_from = last ? last->seq : 0;
+    if (s->no_model) return HX_OK;
+    hx_loop_choice ch;
+    hx_loop_get(s->loop, &ch);
+    if (!s->small_tier) follow_model(s, &ch, last ? last->why : "governor");
+    if (s->tools_fixed) return HX_OK;
+    char cut[sizeof s->tool_cut];
+    const int trim = ch.trim_prompt &&
+                     hx_agent_tools_for_request(s->reg, text, cut, sizeof cut) > 0;
+    if (trim ? s->tools && !strcmp(s->tools, cut) : !s->tools) return HX_OK;
+    if (trim) memcpy(s->tool_cut, cut, sizeof cut);
+    s->tools = trim ? s->tool_cut : NULL;
+    const char *why = last ? last->why : "governor";
+    if (trim) fprintf(stderr, "hearth: governor: %s: offering only %s\n", why, cut);
+    else fprintf(stderr, "hearth: governor: %s: offering every tool\n", why);
+    return offer_tools(s, err);
+}
+
+void hx_cli_session_record(cli_session *s, int64_t episode)
+{
+    if (!s->loop || !s->mem || episode <= 0) return;
+    cJSON *arr = hx_cli_loop_since(s->loop, s->turn_from);
+    char *text = cJSON_GetArraySize(arr) ? cJSON_PrintUnformatted(arr) : NULL;
+    hx_err err = {0};
+    if (text && hx_memory_episode_set_governor(s->mem, episode, text, &err))
+        hx_log_warn("memory: the governor's decisions were not recorded: %s", err.msg);
+    cJSON_free(text);
+    cJSON_Delete(arr);
+}
+
+int hx_cli_session_tool_tier(const cli_session *s, const char *text, const char **tool,
+                             cJSON **args)
+{
+    *args = NULL;
+    const cJSON *gov = cJSON_GetObjectItem(s->cfg->raw, "governor");
+    if (!cJSON_IsTrue(cJSON_GetObjectItem(gov, "tool_tier")) ||
+        !hx_agent_tool_tier(s->reg, text, tool, args))
+        return 0;
+    if (hx_agent_tool_offered(s->tools, *tool)) return 1;
+    cJSON_Delete(*args); /* --tools leaves it out: the model's */
+    *args = NULL;
+    return 0;
 }
 
 int hx_cli_session_open(cli_session *s, const cli_ask_opts *o, hx_err *err)
 {
     memset(s, 0, sizeof *s);
+    s->opts = o;
     int rc = hx_sandbox_confine_self_no_network(err);
     if (rc) return rc;
     if (hx_sandbox_mechanism_disabled("seccomp")) /* never silently: the user's privacy rests on it */
         fprintf(stderr, "hearth: warning: HEARTH_SANDBOX_DISABLE=seccomp: this process is not "
                         "confined from the network\n");
     hx_planner_params pp = o->pp;
-    if ((rc = open_tools(s, o, err)) || (rc = open_model(s, o, &pp.family, err))) return rc;
+    if ((rc = open_tools(s, o, err))) return rc;
+    const char *tool;
+    cJSON *args = NULL;
+    s->tools = o->tools;
+    if (o->text && hx_cli_session_tool_tier(s, o->text, &tool, &args)) {
+        s->no_model = 1; /* the one request needs none: none is loaded */
+        open_loop(s);
+    } else if ((rc = open_model(s, o, &pp.family, err))) {
+        return rc;
+    }
+    cJSON_Delete(args);
     pp.model = s->model_name;
     pp.tools = s->tools;
     if (o->no_memory) pp.recall_budget = 0;

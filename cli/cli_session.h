@@ -43,6 +43,16 @@ typedef struct cli_session {
     const char *tools;    /* the tool filter: --tools, or the governor's cut */
     hx_loop *loop;        /* the closed loop (NULL: the governor is off) */
     int loop_seen;        /* its decisions reported so far */
+    int turn_from;        /* the one in force when the request began */
+    int tools_fixed;      /* --tools, or the small tier's cut: kept */
+    int small_tier;       /* ask's request is the small tier's: its model
+                             and cut stay */
+    int no_model;         /* ask's request is the tool tier's: no model
+                             loaded, src empty */
+    const cli_ask_opts *opts; /* the options it was opened with (borrowed) */
+    char full_path[4096]; /* the model asked for, which the small one stands
+                             in for ("" none) */
+    int small_chosen;     /* the governor's small model was chosen last */
     char tool_cut[512];
     char model_name[256];
     hx_adapter *ads[HX_ADAPTER_MAX]; /* attached to the source's context */
@@ -54,9 +64,28 @@ typedef struct cli_session {
  * (hx_sandbox_confine_self_no_network), then loads the configuration (checked), the
  * tools, memory, policy and audit log, the model and its source, and a
  * planner whose consent asks on the terminal when stdin and stderr are
- * one (and not --json). *s is the caller's to close with
- * hx_cli_session_close, also on failure. */
+ * one (and not --json). o is borrowed: it must outlive the session. *s
+ * is the caller's to close with hx_cli_session_close, also on failure. */
 int hx_cli_session_open(cli_session *s, const cli_ask_opts *o, hx_err *err);
 void hx_cli_session_close(cli_session *s);
+/* Before each request of s (text): the device is re-read; when the
+ * loop's choice of the small model (config governor.small_model)
+ * changed, that model or the one asked for is loaded in place of the
+ * other (the conversation carries over; one that cannot be loaded keeps
+ * the one there, said on stderr); and while the loop trims the prompt
+ * (the critical level, or turns over the latency targets) the request's
+ * own tool cut (hx_agent_tools_for_request) is offered, else every tool
+ * (said on stderr when it changes); --tools and the small tier's cut
+ * stay. HX_OK, or HX_ERR_NOMEM. */
+int hx_cli_session_request(cli_session *s, const char *text, hx_err *err);
+/* The tool tier (config governor.tool_tier): 1 when it takes text, the
+ * call in *tool and *args (caller frees) as hx_agent_tool_tier gives
+ * them and among the tools s offers; else 0, *args NULL. */
+int hx_cli_session_tool_tier(const cli_session *s, const char *text, const char **tool,
+                             cJSON **args);
+/* After the request: the loop's decisions it ran under (the one in force
+ * when it began, then those made during it) go to its episode in memory
+ * (hx_memory_episode_set_governor; a failure is logged). */
+void hx_cli_session_record(cli_session *s, int64_t episode);
 
 #endif /* HX_CLI_SESSION_H */

@@ -273,10 +273,23 @@ static int run_one(cli_session *s, const cli_ask_opts *o, const char *text)
     cJSON *trace = NULL;
     hx_err err = {0};
     catch_sigint();
-    int rc = hx_planner_run(s->pl, text, o->json ? &quiet : &io, &trace, &err);
+    const hx_planner_io *shown = o->json ? &quiet : &io;
+    const char *tool;
+    cJSON *args = NULL;
+    int rc = hx_cli_session_request(s, text, &err);
+    if (!rc && hx_cli_session_tool_tier(s, text, &tool, &args)) {
+        fprintf(stderr, "hearth: governor: a plain read (governor.tool_tier): %s, no model\n",
+                tool);
+        rc = hx_planner_run_call(s->pl, text, tool, args, shown, &trace, &err);
+    } else if (!rc) {
+        rc = hx_planner_run(s->pl, text, shown, &trace, &err);
+    }
+    cJSON_Delete(args);
     signal(SIGINT, SIG_DFL);
-    if (trace) remember_last((int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "episode")));
+    const int64_t episode = trace ? (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(trace, "episode")) : 0;
+    remember_last(episode);
     hx_source_engine_end_turn(&s->src);
+    hx_cli_session_record(s, episode);
     hx_cli_loop_report(stderr, s->loop, &s->loop_seen, o->json ? trace : NULL);
     if (o->json && trace) {
         char *j = cJSON_Print(trace);

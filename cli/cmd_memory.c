@@ -216,6 +216,24 @@ static int do_search(hx_memory *m, const mem_args *a, hx_err *err)
     return HX_EXIT_OK;
 }
 
+/* The governor's decisions the episode ran under, a line each: "governor:
+ * after N slices, M turns: why: choice". */
+static void print_governor(const hx_episode *ep)
+{
+    cJSON *arr = ep->governor ? cJSON_Parse(ep->governor) : NULL, *d;
+    cJSON_ArrayForEach(d, arr)
+    {
+        printf("governor: after %.0f slices, %.0f turns: ",
+               cJSON_GetNumberValue(cJSON_GetObjectItem(d, "slice")),
+               cJSON_GetNumberValue(cJSON_GetObjectItem(d, "turn")));
+        hx_term_fputs(stdout, cJSON_GetStringValue(cJSON_GetObjectItem(d, "why")), 0);
+        fputs(": ", stdout);
+        hx_term_fputs(stdout, cJSON_GetStringValue(cJSON_GetObjectItem(d, "choice")), 0);
+        putchar('\n');
+    }
+    cJSON_Delete(arr);
+}
+
 /* An episode holds the tools' results and the model's words: every
  * field is escaped (hx_term_escape). */
 static void print_episode_text(const hx_episode *ep)
@@ -229,6 +247,7 @@ static void print_episode_text(const hx_episode *ep)
     hx_term_fputs(stdout, ep->model ? ep->model : "-", 0);
     if (ep->adapter) fputs(" + ", stdout), hx_term_fputs(stdout, ep->adapter, 0);
     putchar('\n');
+    print_governor(ep);
     for (int i = 0; i < ep->n_calls; i++) {
         printf("call %d:  ", i + 1);
         hx_term_fputs(stdout, ep->calls[i].name, 0);

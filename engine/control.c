@@ -112,6 +112,8 @@ int hx_loop_slice(hx_loop *k)
     return ++k->slices % k->t.reread_slices == 0 ? update(k, NULL) : 0;
 }
 
+int hx_loop_poll(hx_loop *k) { return update(k, NULL); }
+
 /* The latency level after a turn: up after turns_hyst warm turns in a row
  * over the TTFT target or under the decode floor, down after turns_hyst
  * turns in a row well inside both. */

@@ -150,6 +150,9 @@ const hx_loop_targets *hx_loop_get_targets(const hx_loop *k);
 /* Counts a slice; every reread_slices-th re-reads the device. 1 when the
  * choice changed (recorded), else 0. */
 int hx_loop_slice(hx_loop *k);
+/* Re-reads the device now (before a request: a session's next request
+ * runs with its state then). 1 when the choice changed (recorded). */
+int hx_loop_poll(hx_loop *k);
 /* A turn ended with stats t: the latency level moves with hysteresis;
  * the device is re-read. 1 when the choice changed. */
 int hx_loop_turn(hx_loop *k, const hx_turn_stats *t);

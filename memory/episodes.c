@@ -29,6 +29,20 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
     else sqlite3_bind_null(st, i);
 }
 
+/* HX_OK when text is a JSON array (as SQLite's json_type reads it), else
+ * HX_ERR_INVALID saying what (what) is not. */
+static int json_array(hx_memory *m, const char *text, const char *what, hx_err *err)
+{
+    sqlite3_stmt *st = hx_mem_prepare(m, "SELECT json_type(?1)", err);
+    if (!st) return err ? err->rc : HX_ERR_INTERNAL;
+    sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+    int ok = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) &&
+             !strcmp((const char *)sqlite3_column_text(st, 0), "array");
+    sqlite3_finalize(st);
+    return ok ? HX_OK
+              : hx_err_set(err, HX_ERR_INVALID, "episode: %s is not a JSON array", what);
+}
+
 static int validate_episode(hx_memory *m, const hx_episode *ep, hx_err *err)
 {
     if (!ep->request)
@@ -36,16 +50,9 @@ static int validate_episode(hx_memory *m, const hx_episode *ep, hx_err *err)
     if (ep->verdict < 0 || ep->verdict > 3)
         return hx_err_set(err, HX_ERR_INVALID, "episode: bad verdict %d",
                           ep->verdict);
-    sqlite3_stmt *st = hx_mem_prepare(m, "SELECT json_type(?1)", err);
-    if (!st) return err ? err->rc : HX_ERR_INTERNAL;
-    sqlite3_bind_text(st, 1, ep->messages ? ep->messages : "[]", -1,
-                      SQLITE_STATIC);
-    int ok = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) &&
-             !strcmp((const char *)sqlite3_column_text(st, 0), "array");
-    sqlite3_finalize(st);
-    return ok ? HX_OK
-              : hx_err_set(err, HX_ERR_INVALID,
-                           "episode: messages is not a JSON array");
+    int rc = json_array(m, ep->messages ? ep->messages : "[]", "messages", err);
+    if (!rc && ep->governor) rc = json_array(m, ep->governor, "governor", err);
+    return rc;
 }
 
 static int insert_episode_row(hx_memory *m, const hx_episode *ep,
@@ -54,8 +61,8 @@ static int insert_episode_row(hx_memory *m, const hx_episode *ep,
     sqlite3_stmt *st = hx_mem_prepare(
         m,
         "INSERT INTO episodes(started_at, finished_at, request, messages,"
-        " outcome, model, adapter, verdict, corrected, verdict_at)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        " outcome, model, adapter, verdict, corrected, verdict_at, governor)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         err);
     if (!st) return err ? err->rc : HX_ERR_INTERNAL;
     int64_t now = hx_now(NULL);
@@ -71,6 +78,7 @@ static int insert_episode_row(hx_memory *m, const hx_episode *ep,
     bind_text_or_null(st, 9, ep->corrected);
     if (ep->verdict) sqlite3_bind_int64(st, 10, ep->verdict_at ? ep->verdict_at
                                                                : now);
+    bind_text_or_null(st, 11, ep->governor);
     int rc = sqlite3_step(st) == SQLITE_DONE
                  ? HX_OK
                  : hx_mem_sql_err(m, err, "episode");
@@ -145,6 +153,22 @@ int hx_memory_episode_set_verdict(hx_memory *m, int64_t id, int verdict,
     if (rc == HX_OK && sqlite3_changes(m->db) == 0)
         rc = hx_err_set(err, HX_ERR_NOTFOUND, "episode %lld not found",
                         (long long)id);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int hx_memory_episode_set_governor(hx_memory *m, int64_t id, const char *governor,
+                                   hx_err *err)
+{
+    int rc = json_array(m, governor ? governor : "", "governor", err);
+    if (rc) return rc;
+    sqlite3_stmt *st = hx_mem_prepare(m, "UPDATE episodes SET governor = ?1 WHERE id = ?2", err);
+    if (!st) return err ? err->rc : HX_ERR_INTERNAL;
+    sqlite3_bind_text(st, 1, governor, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, id);
+    rc = sqlite3_step(st) == SQLITE_DONE ? HX_OK : hx_mem_sql_err(m, err, "governor");
+    if (rc == HX_OK && sqlite3_changes(m->db) == 0)
+        rc = hx_err_set(err, HX_ERR_NOTFOUND, "episode %lld not found", (long long)id);
     sqlite3_finalize(st);
     return rc;
 }
@@ -230,6 +254,7 @@ static int read_episode(sqlite3_stmt *st, hx_episode **out)
     ep->verdict = sqlite3_column_int(st, 8);
     ep->corrected = (char *)hx_mem_col_text(st, 9, a);
     ep->verdict_at = sqlite3_column_int64(st, 10);
+    ep->governor = (char *)hx_mem_col_text(st, 12, a);
     int rc = parse_calls(ep, (const char *)sqlite3_column_text(st, 11), a);
     if (rc || !ep->request || !ep->messages) {
         hx_episode_free(ep);

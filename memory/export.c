@@ -79,6 +79,7 @@ static cJSON *episode_json(const hx_episode *ep)
     cJSON_AddStringToObject(o, "verdict", hx_verdict_name(ep->verdict));
     add_opt_str(o, "corrected", ep->corrected);
     add_opt_int(o, "verdict_at", ep->verdict_at);
+    if (ep->governor) add_json_or_str(o, "governor", ep->governor);
     return o;
 }
 

@@ -16,8 +16,9 @@
  *   3  the audit trail of tool calls
  *   4  memories' provenance (memories.provenance)
  *   5  the memories' index of their folded words (memories.norm, hx_fold)
+ *   6  the governor's decisions during an episode (episodes.governor)
  * Older databases are migrated forward on open; newer ones are refused. */
-#define HX_MEMORY_SCHEMA_VERSION 5
+#define HX_MEMORY_SCHEMA_VERSION 6
 /* PRAGMA application_id of a Hearth memory database ("Hrth"). */
 #define HX_MEMORY_APP_ID 0x48727468
 
@@ -102,6 +103,9 @@ typedef struct hx_episode {
     int64_t verdict_at;    /* 0 = none (or now when a verdict is given) */
     hx_tool_call_rec *calls;
     int n_calls;
+    char *governor;        /* the governor's decisions during the run: a
+                              JSON array of {"slice", "turn", "why",
+                              "choice"}; NULL: none recorded */
 } hx_episode;
 
 /* Records a whole episode atomically (one transaction); *id_out (may be
@@ -112,6 +116,11 @@ int hx_memory_episode_add(hx_memory *m, const hx_episode *ep,
 /* Sets the user's verdict (and corrected text for CORRECTED). */
 int hx_memory_episode_set_verdict(hx_memory *m, int64_t id, int verdict,
                                   const char *corrected, hx_err *err);
+/* Records the governor's decisions during episode id (governor: a JSON
+ * array's text, as hx_episode.governor), replacing any. HX_ERR_INVALID
+ * when it is not an array, HX_ERR_NOTFOUND for no such episode. */
+int hx_memory_episode_set_governor(hx_memory *m, int64_t id, const char *governor,
+                                   hx_err *err);
 /* Reads one episode; *out is freed with hx_episode_free. */
 int hx_memory_episode_get(hx_memory *m, int64_t id, hx_episode **out,
                           hx_err *err);

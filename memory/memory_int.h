@@ -78,7 +78,7 @@ int hx_mem_each_episode(hx_memory *m, sqlite3_stmt *st, int64_t split_at,
                         hx_episode_cb cb, void *user, hx_err *err);
 #define MEM_EP_COLS                                                           \
     "id, started_at, finished_at, request, messages, outcome, model,"        \
-    " adapter, verdict, corrected, verdict_at, calls"
+    " adapter, verdict, corrected, verdict_at, calls, governor"
 
 /* Merges an FTS5 table's segments so deleted rows leave no trace. */
 int hx_mem_fts_optimize(hx_memory *m, const char *table, hx_err *err);

@@ -118,4 +118,21 @@ static const char v5[] =
     "  INSERT INTO memories_fts(rowid, norm) VALUES (new.id, new.norm); END;"
     "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild');";
 
-const char *const hx_mem_migrations[HX_MEMORY_SCHEMA_VERSION] = {v1, v2, v3, v4, v5};
+/* 5 -> 6: the governor's decisions during each episode (a JSON array of
+ * {"slice", "turn", "why", "choice"}; NULL: none recorded), in the views
+ * too (a view lists its columns: they are made again). */
+static const char v6[] =
+    "ALTER TABLE episodes ADD COLUMN governor TEXT;"
+    "DROP VIEW training_episodes; DROP VIEW episodes_full;"
+    "CREATE VIEW episodes_full AS SELECT e.id, e.started_at, e.finished_at,"
+    "  e.request, e.messages, e.outcome, e.model, e.adapter, e.verdict,"
+    "  e.corrected, e.verdict_at,"
+    "  (SELECT json_group_array(json_object('name', c.name,"
+    "     'arguments', c.arguments, 'result', c.result, 'status', c.status,"
+    "     'confirmed', c.confirmed))"
+    "   FROM tool_calls c WHERE c.episode_id = e.id) AS calls, e.governor"
+    "  FROM episodes e;"
+    "CREATE VIEW training_episodes AS"
+    "  SELECT * FROM episodes_full WHERE verdict IN (1, 2);";
+
+const char *const hx_mem_migrations[HX_MEMORY_SCHEMA_VERSION] = {v1, v2, v3, v4, v5, v6};

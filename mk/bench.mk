@@ -252,15 +252,18 @@ $(BUILD)/bench/slices: bench/slices.c $(call libs_for,engine)
 bench-slices: $(BUILD)/bench/slices
 	$(BUILD)/bench/slices $(ARGS)
 
-# Request tiers and the governor's tool cut on the agent evaluation's tasks
-# (no model): the share of each tier and of cuts that leave out a needed tool.
+# Request tiers and the governor's tool cut on the agent evaluations' tasks:
+# the share of each tier, of cuts that leave out a needed tool, and the
+# no-model tier's success beside the model's on the same requests (the
+# generated held-out set, seed 2003: the tier's forms were written reading
+# seed 2002's requests; and the hand-written one). ARGS: --no-run, --model.
 .PHONY: bench-tiers
 $(BUILD)/bench/tiers: bench/tiers.c bench/turn.h $(ALL_LIBS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(ALL_LIBS) $(LDLIBS)
 bench-tiers: $(BUILD)/bench/tiers $(BUILD)/hearth
-	$(BUILD)/hearth datagen --tasks --split heldout --n 300 --seed 2001 -o $(BUILD)/tiers-tasks.jsonl
-	$(BUILD)/bench/tiers $(BUILD)/tiers-tasks.jsonl
+	$(BUILD)/hearth datagen --tasks --split heldout --n 300 --seed 2003 -o $(BUILD)/tiers-tasks.jsonl
+	$(BUILD)/bench/tiers $(ARGS) $(BUILD)/tiers-tasks.jsonl bench/handeval
 # hearth serve (bench/serve_load.c): a thousand loopback connections (a
 # fifth bad clients) for SECONDS (default 10), conversations streaming
 # together, and what batching conversations into one forward pass could

@@ -87,8 +87,11 @@ void hx_dg_world_close(hx_dg_world *dw)
     env_leave(dw);
 }
 
-int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **plp,
-              const hx_planner_params *params, cJSON **trace, hx_err *err)
+/* A task's run: the model's turns with src, or with tool (not NULL) the
+ * tool tier's call tool(args) and no model. */
+static int run_task(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **plp,
+                    const hx_planner_params *params, const char *tool, const cJSON *args,
+                    cJSON **trace, hx_err *err)
 {
     struct hx_policy *policy = NULL;
     struct hx_audit *audit = NULL;
@@ -107,6 +110,9 @@ int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **p
     hx_planner *pl = c ? hx_planner_new(&d, &pp) : NULL;
     if (plp) *plp = pl;
     if (!pl) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    else if (tool)
+        rc = hx_planner_run_call(pl, cJSON_GetStringValue(cJSON_GetObjectItem(task, "request")),
+                                 tool, args, NULL, trace, err);
     else rc = hx_planner_run(pl, cJSON_GetStringValue(cJSON_GetObjectItem(task, "request")), NULL,
                              trace, err);
     if (plp) *plp = NULL;
@@ -114,6 +120,19 @@ int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **p
     free(c);
     hx_agent_policy_close(policy, audit);
     return rc;
+}
+
+int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **plp,
+              const hx_planner_params *params, cJSON **trace, hx_err *err)
+{
+    return run_task(dw, task, src, plp, params, NULL, NULL, trace, err);
+}
+
+int hx_dg_run_call(hx_dg_world *dw, const cJSON *task, const char *tool, const cJSON *args,
+                   cJSON **trace, hx_err *err)
+{
+    hx_source none = {.name = "none (governor.tool_tier)"};
+    return run_task(dw, task, &none, NULL, NULL, tool, args, trace, err);
 }
 
 /* ---- a model's source, as hearth ask makes it (cli/cmd_ask.c

@@ -42,9 +42,11 @@ int hx_dg_eval_task(const hx_dg_eval_run *o, const cJSON *task, const char *home
     return hx_dg_eval_task_traced(o, task, home, v, pass, n_valid, n_calls, record, NULL, err);
 }
 
-int hx_dg_eval_task_traced(const hx_dg_eval_run *o, const cJSON *task, const char *home,
-                           hx_dg_validator **v, int *pass, int *n_valid, int *n_calls,
-                           cJSON **record, cJSON **trace_out, hx_err *err)
+/* One task as hx_dg_eval_task_traced runs it, so (ro; *tier set). */
+static int eval_task(const hx_dg_eval_run *o, const hx_dg_run_opts *ro, int *tier,
+                     const cJSON *task, const char *home, hx_dg_validator **v, int *pass,
+                     int *n_valid, int *n_calls, cJSON **record, cJSON **trace_out,
+                     hx_err *err)
 {
     hx_dg_world dw;
     hx_source src = {0};
@@ -60,14 +62,23 @@ int hx_dg_eval_task_traced(const hx_dg_eval_run *o, const cJSON *task, const cha
         if (!(*v = hx_dg_validator_new(tools, err))) rc = HX_ERR_INTERNAL;
         cJSON_Delete(tools);
     }
-    if (!rc) rc = o->oracle ? hx_dg_oracle_new(task, &dw.w, dw.reg, &pl, &src)
-                            : hx_dg_engine_source_run(o, dw.reg, &src, err);
+    const char *tool = NULL;
+    cJSON *args = NULL;
+    const char *request = cJSON_GetStringValue(cJSON_GetObjectItem(task, "request"));
+    if (!rc && ro->tool_tier && !o->oracle) hx_agent_tool_tier(dw.reg, request, &tool, &args);
+    if (tier) *tier = args != NULL;
+    if (!rc && !args)
+        rc = o->oracle ? hx_dg_oracle_new(task, &dw.w, dw.reg, &pl, &src)
+                       : hx_dg_engine_source_run(o, dw.reg, &src, err);
     cJSON *before = rc ? NULL : hx_dg_check_before(task, &dw);
     if (!rc) {
         hx_err e2 = {0};
         hx_planner_params pp = hx_dg_planner_params(o->family);
-        hx_dg_run(&dw, task, &src, &pl, &pp, &trace, &e2);
+        pp.tools = ro->tools;
+        if (args) hx_dg_run_call(&dw, task, tool, args, &trace, &e2);
+        else hx_dg_run(&dw, task, &src, &pl, &pp, &trace, &e2);
     }
+    cJSON_Delete(args);
     if (trace) {
         *pass = hx_dg_check(task, before, trace, &dw, *v, n_valid, n_calls, why, sizeof why);
         if (record) *record = hx_dg_eval_record(task, trace, *pass, why);
@@ -80,4 +91,20 @@ int hx_dg_eval_task_traced(const hx_dg_eval_run *o, const cJSON *task, const cha
     hx_dg_world_close(&dw);
     hx_world_rmtree(home, NULL);
     return rc;
+}
+
+int hx_dg_eval_task_traced(const hx_dg_eval_run *o, const cJSON *task, const char *home,
+                           hx_dg_validator **v, int *pass, int *n_valid, int *n_calls,
+                           cJSON **record, cJSON **trace_out, hx_err *err)
+{
+    const hx_dg_run_opts plain = {0, NULL};
+    return eval_task(o, &plain, NULL, task, home, v, pass, n_valid, n_calls, record, trace_out,
+                     err);
+}
+
+int hx_dg_eval_task_with(const hx_dg_eval_run *o, const hx_dg_run_opts *ro, const cJSON *task,
+                         const char *home, hx_dg_validator **v, int *pass, int *tier,
+                         cJSON **record, cJSON **trace, hx_err *err)
+{
+    return eval_task(o, ro, tier, task, home, v, pass, NULL, NULL, record, trace, err);
 }

@@ -135,6 +135,12 @@ char *hx_he_ideal_text(const char *dir, const cJSON *task, const char *home, hx_
 int hx_he_run_model(const hx_dg_eval_run *o, const char *dir, const cJSON *task,
                     const char *home, hx_dg_validator **v, hx_he_outcome *out, cJSON **record,
                     cJSON **trace, hx_err *err);
+/* The same run so (ro: sim.h's hx_dg_run_opts); *tier 1 when the tool
+ * tier took the request (may be NULL; o->model is not used then). */
+int hx_he_run_with(const hx_dg_eval_run *o, const hx_dg_run_opts *ro, const char *dir,
+                   const cJSON *task, const char *home, hx_dg_validator **v,
+                   hx_he_outcome *out, int *tier, cJSON **record, cJSON **trace,
+                   hx_err *err);
 /* A readable transcript of a run to f: the request, the conversation,
  * the verdicts with their reasons, and the facts expected. */
 void hx_he_transcript(FILE *f, const cJSON *task, const cJSON *trace, const hx_he_outcome *o);

@@ -325,9 +325,10 @@ static cJSON *run_task(const cJSON *task, const hx_dg_world *dw)
     return t;
 }
 
-int hx_he_run_model(const hx_dg_eval_run *o, const char *dir, const cJSON *task,
-                    const char *home, hx_dg_validator **v, hx_he_outcome *out, cJSON **record,
-                    cJSON **trace_out, hx_err *err)
+/* One task as hx_he_run_model runs it, so (ro; *tier set). */
+static int run_he(const hx_dg_eval_run *o, const hx_dg_run_opts *ro, int *tier, const char *dir,
+                  const cJSON *task, const char *home, hx_dg_validator **v, hx_he_outcome *out,
+                  cJSON **record, cJSON **trace_out, hx_err *err)
 {
     hx_dg_world dw;
     hx_source src = {0};
@@ -342,14 +343,21 @@ int hx_he_run_model(const hx_dg_eval_run *o, const char *dir, const cJSON *task,
         if (!(*v = hx_dg_validator_new(tools, err))) rc = err->rc ? err->rc : HX_ERR_INTERNAL;
         cJSON_Delete(tools);
     }
-    if (!rc) rc = hx_dg_engine_source_run(o, dw.reg, &src, err);
+    const char *tool = NULL;
+    cJSON *args = NULL;
+    if (!rc && ro->tool_tier) hx_agent_tool_tier(dw.reg, js(task, "request"), &tool, &args);
+    if (tier) *tier = args != NULL;
+    if (!rc && !args) rc = hx_dg_engine_source_run(o, dw.reg, &src, err);
     if (!rc && !(t = run_task(task, &dw))) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if (!rc) {
         hx_err e2 = {0};
         hx_planner_params pp = hx_dg_planner_params(o->family);
+        pp.tools = ro->tools;
         before = hx_he_snapshot(&dw);
-        hx_dg_run(&dw, t, &src, NULL, &pp, &trace, &e2);
+        if (args) hx_dg_run_call(&dw, t, tool, args, &trace, &e2);
+        else hx_dg_run(&dw, t, &src, NULL, &pp, &trace, &e2);
     }
+    cJSON_Delete(args);
     if (trace) {
         count_valid(trace, *v, out);
         check_run(task, trace, before, &dw, ideal, out);
@@ -365,6 +373,22 @@ int hx_he_run_model(const hx_dg_eval_run *o, const char *dir, const cJSON *task,
     hx_dg_world_close(&dw);
     hx_world_rmtree(home, NULL);
     return rc;
+}
+
+int hx_he_run_model(const hx_dg_eval_run *o, const char *dir, const cJSON *task,
+                    const char *home, hx_dg_validator **v, hx_he_outcome *out, cJSON **record,
+                    cJSON **trace, hx_err *err)
+{
+    const hx_dg_run_opts plain = {0, NULL};
+    return run_he(o, &plain, NULL, dir, task, home, v, out, record, trace, err);
+}
+
+int hx_he_run_with(const hx_dg_eval_run *o, const hx_dg_run_opts *ro, const char *dir,
+                   const cJSON *task, const char *home, hx_dg_validator **v,
+                   hx_he_outcome *out, int *tier, cJSON **record, cJSON **trace,
+                   hx_err *err)
+{
+    return run_he(o, ro, tier, dir, task, home, v, out, record, trace, err);
 }
 
 /* ---- the transcript ---- */

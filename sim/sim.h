@@ -222,6 +222,10 @@ int hx_dg_oracle_prompts(const hx_source *s, const char ***prompts);
  * oracle); freed here. */
 int hx_dg_run(hx_dg_world *dw, const cJSON *task, hx_source *src, hx_planner **plp,
               const hx_planner_params *params, cJSON **trace, hx_err *err);
+/* The same with no model: the tool tier's call tool(args)
+ * (hx_planner_run_call). */
+int hx_dg_run_call(hx_dg_world *dw, const cJSON *task, const char *tool, const cJSON *args,
+                   cJSON **trace, hx_err *err);
 /* The planner's parameters as `hearth ask` sets them, in style family. */
 hx_planner_params hx_dg_planner_params(int family);
 
@@ -367,6 +371,19 @@ int hx_dg_eval_task(const hx_dg_eval_run *o, const cJSON *task, const char *home
 int hx_dg_eval_task_traced(const hx_dg_eval_run *o, const cJSON *task, const char *home,
                            hx_dg_validator **v, int *pass, int *n_valid, int *n_calls,
                            cJSON **record, cJSON **trace, hx_err *err);
+/* How a task runs besides its model: with the tool tier on, a request it
+ * takes (hx_agent_tool_tier) runs with no model (hx_dg_run_call); tools
+ * (as hx_planner_params.tools; NULL: all) is the tool list the prompt
+ * offers, as the governor's cut trims it. */
+typedef struct hx_dg_run_opts {
+    int tool_tier;
+    const char *tools;
+} hx_dg_run_opts;
+/* hx_dg_eval_task_traced's run so; *tier 1 when the tool tier took the
+ * request (may be NULL). */
+int hx_dg_eval_task_with(const hx_dg_eval_run *o, const hx_dg_run_opts *ro, const cJSON *task,
+                         const char *home, hx_dg_validator **v, int *pass, int *tier,
+                         cJSON **record, cJSON **trace, hx_err *err);
 
 /* The directory evaluation worlds go in (sim/evalhome.c): always
  * DIR/hearth-eval (DIR NULL: /dev/shm, else /tmp), because its path is in

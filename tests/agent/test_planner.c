@@ -445,27 +445,51 @@ static void test_limits(void)
     world_close(&w);
 }
 
+/* A planner over a scripted source in a world, kept across requests as
+ * a chat keeps it (set up in place: the planner holds &c->src). */
+typedef struct chat {
+    world w;
+    scripted_source ss;
+    hx_source src;
+    hx_planner *pl;
+    seen s;
+    hx_planner_io io;
+} chat;
+
+static int chat_open(chat *c, const char *const *turns, int n)
+{
+    if (!world_open(&c->w, 0, 0, 0)) return 0;
+    c->src = scripted(&c->ss, turns, n);
+    hx_planner_deps d = world_deps(&c->w, &c->src);
+    c->pl = hx_planner_new(&d, NULL);
+    c->io = io_for(&c->s);
+    return c->pl != NULL;
+}
+
+static void chat_close(chat *c)
+{
+    hx_buf_free(&c->s.text);
+    hx_planner_free(c->pl);
+    scripted_free(&c->ss);
+    world_close(&c->w);
+}
+
 /* Chat: history carries over; undo forgets the last exchange. */
 static void test_chat_history_and_undo(void)
 {
-    world w;
-    ASSERT(world_open(&w, 0, 0, 0));
     const char *turns[] = {"First answer.", "Second answer.", "Third answer."};
-    scripted_source ss;
-    hx_source src = scripted(&ss, turns, 3);
-    hx_planner_deps d = world_deps(&w, &src);
-    hx_planner *pl = hx_planner_new(&d, NULL);
-    seen s;
-    hx_planner_io io = io_for(&s);
+    chat c;
+    ASSERT(chat_open(&c, turns, 3));
+    hx_planner *pl = c.pl;
+    hx_planner_io io = c.io;
     cJSON *t = NULL;
     hx_err err = {0};
-    ASSERT(pl);
     EXPECT_EQ_INT(hx_planner_run(pl, "one", &io, &t, &err), HX_OK);
     cJSON_Delete(t);
     EXPECT_EQ_INT(hx_planner_run(pl, "two", &io, &t, &err), HX_OK);
     const int64_t ep2 = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "episode"));
     cJSON_Delete(t);
-    EXPECT(strstr(ss.prompts[1], "First answer.") != NULL);
+    EXPECT(strstr(c.ss.prompts[1], "First answer.") != NULL);
     /* system, then per request: its context (a system message), user, assistant */
     EXPECT_EQ_INT(cJSON_GetArraySize(hx_planner_messages(pl)), 7);
     EXPECT_EQ_INT(hx_planner_undo(pl), 1);
@@ -473,19 +497,99 @@ static void test_chat_history_and_undo(void)
     /* the undone exchange's episode stays on record, rejected: nightly
      * training leaves it out */
     hx_episode *ep = NULL;
-    ASSERT(ep2 > 0 && hx_memory_episode_get(w.mem, ep2, &ep, &err) == HX_OK);
+    ASSERT(ep2 > 0 && hx_memory_episode_get(c.w.mem, ep2, &ep, &err) == HX_OK);
     EXPECT_EQ_INT(ep->verdict, HX_VERDICT_REJECTED);
     hx_episode_free(ep);
     EXPECT_EQ_INT(hx_planner_run(pl, "three", &io, &t, &err), HX_OK);
-    EXPECT(strstr(ss.prompts[2], "two") == NULL && strstr(ss.prompts[2], "one") != NULL);
+    EXPECT(strstr(c.ss.prompts[2], "two") == NULL && strstr(c.ss.prompts[2], "one") != NULL);
     cJSON_Delete(t);
     EXPECT_EQ_INT(hx_planner_undo(pl), 1);
     EXPECT_EQ_INT(hx_planner_undo(pl), 1);
     EXPECT_EQ_INT(hx_planner_undo(pl), 0);
-    hx_buf_free(&s.text);
-    hx_planner_free(pl);
-    scripted_free(&ss);
-    world_close(&w);
+    chat_close(&c);
+}
+
+/* A planner's tools set per request: the next prompt lists only those,
+ * a call of a tool no longer offered is an unknown tool (never run); the
+ * control: one offered runs. NULL offers every tool again. */
+static void test_set_tools_per_request(void)
+{
+    const char *turns[] = {
+        "<tool_call>{\"name\": \"mail.search\", \"arguments\": {\"query\": \"x\"}}</tool_call>",
+        "None.",
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"tomorrow\"}}</tool_call>",
+        "The dentist.", "Hello."};
+    chat c;
+    ASSERT(chat_open(&c, turns, 5));
+    hx_planner *pl = c.pl;
+    hx_planner_io io = c.io;
+    cJSON *t = NULL;
+    hx_err err = {0};
+    EXPECT_EQ_INT(hx_planner_set_tools(pl, "calendar.list_events"), HX_OK);
+    EXPECT_EQ_INT(hx_planner_run(pl, "any mail?", &io, &t, &err), HX_OK);
+    EXPECT_STR_EQ(call_status(t, 0), "error");
+    EXPECT(strstr(c.ss.prompts[0], "calendar.list_events") && !strstr(c.ss.prompts[0], "mail.search"));
+    cJSON_Delete(t);
+    EXPECT_EQ_INT(hx_planner_run(pl, "what is on tomorrow?", &io, &t, &err), HX_OK);
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    cJSON_Delete(t);
+    EXPECT_EQ_INT(hx_planner_set_tools(pl, NULL), HX_OK);
+    EXPECT_EQ_INT(hx_planner_run(pl, "hi", &io, &t, &err), HX_OK);
+    EXPECT(strstr(c.ss.prompts[4], "mail.search") && strstr(c.ss.prompts[4], "files."));
+    cJSON_Delete(t);
+    chat_close(&c);
+}
+
+/* A request the tool tier serves: its call runs under the policy and is
+ * audited as a model's, the answer is written from the result alone
+ * (each event read, named), streamed and kept in the conversation, and
+ * the episode says no model ran; a call that fails is said so with the
+ * tool's error, and nothing else. The source is never asked. */
+static void test_run_call(void)
+{
+    chat c;
+    ASSERT(chat_open(&c, NULL, 0));
+    hx_planner *pl = c.pl;
+    hx_planner_io io = c.io;
+    cJSON *t = NULL, *args = cJSON_Parse("{\"range\": \"next week\"}");
+    hx_err err = {0};
+    ASSERT(args);
+    EXPECT_EQ_INT(hx_planner_run_call(pl, "what is on my calendar next week", "calendar.list_events",
+                                      args, &io, &t, &err), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    const char *answer = tstr(t, "answer");
+    EXPECT(answer && strstr(answer, " next week:\n- event "));
+    EXPECT_STR_EQ(c.s.text.data, answer);
+    const cJSON *read = cJSON_GetObjectItem(t, "read"), *it;
+    EXPECT(cJSON_GetArraySize(read) > 0);
+    cJSON_ArrayForEach(it, read) EXPECT(cJSON_IsTrue(cJSON_GetObjectItem(it, "cited")));
+    EXPECT_EQ_INT((int)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "tokens")), 0);
+    EXPECT_EQ_INT(c.ss.n_prompts, 0);
+    EXPECT_EQ_INT(count_lines(c.w.audit, "\"calendar.list_events\"", "\"ok\""), 1);
+    int64_t id = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "episode"));
+    hx_episode *ep = NULL;
+    ASSERT(id > 0 && hx_memory_episode_get(c.w.mem, id, &ep, &err) == HX_OK);
+    EXPECT_STR_EQ(ep->model, "none (governor.tool_tier)");
+    EXPECT_EQ_INT(ep->n_calls, 1);
+    hx_episode_free(ep);
+    const cJSON *last = cJSON_GetArrayItem(hx_planner_messages(pl),
+                                           cJSON_GetArraySize(hx_planner_messages(pl)) - 1);
+    EXPECT_STR_EQ(tstr(last, "content"), answer);
+    cJSON_Delete(t);
+    cJSON_Delete(args);
+    /* a failing call: its error, no made-up answer */
+    args = cJSON_Parse("{\"range\": \"at teatime\"}");
+    EXPECT_EQ_INT(hx_planner_run_call(pl, "anything at teatime", "calendar.list_events", args, &io,
+                                      &t, &err), HX_OK);
+    EXPECT_STR_EQ(call_status(t, 0), "error");
+    answer = tstr(t, "answer");
+    EXPECT(answer && !strncmp(answer, "calendar.list_events did not run (error): ", 42));
+    EXPECT(answer && strstr(answer, "teatime"));
+    cJSON_Delete(t);
+    cJSON_Delete(args);
+    chat_close(&c);
 }
 
 /* A text that only looks like the start of a tag is streamed in the end. */
@@ -850,6 +954,8 @@ int main(void)
     RUN(test_taint_explicit_allow);
     RUN(test_limits);
     RUN(test_chat_history_and_undo);
+    RUN(test_set_tools_per_request);
+    RUN(test_run_call);
     RUN(test_stream_holds_partial_tag);
     RUN(test_recall_in_prompt);
     RUN(test_prompt_marks);

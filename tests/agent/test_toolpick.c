@@ -2,7 +2,9 @@
  * by the request's words, only reading tools for a question that names
  * no change, none for an unrecognised request, a filter too small as an
  * error, and the tiers. */
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "test.h"
@@ -62,9 +64,111 @@ static void test_tiers(void)
     hx_config_free(cfg);
 }
 
+/* The tool tier takes a plain read it serves exactly with one call,
+ * copying its argument; it never takes a change, a send, a condition,
+ * two clauses, a time the calendar cannot read or a path out of its
+ * folder. */
+static void test_tool_tier(void)
+{
+    hx_config *cfg = NULL;
+    hx_tools *reg = builtins(&cfg);
+    ASSERT(reg);
+    char db[128];
+    snprintf(db, sizeof db, "/tmp/hearth_test_toolpick_%d.db", (int)getpid());
+    hx_memory_params mp = hx_memory_default_params();
+    mp.path = db;
+    hx_memory *mem = NULL;
+    hx_err err = {0};
+    ASSERT(hx_memory_open(&mp, &mem, &err) == HX_OK);
+    ASSERT(hx_agent_register_memory_tools(reg, mem, &err) == HX_OK);
+    static const struct {
+        const char *request, *tool, *args;
+    } take[] = {
+        {"What is on my calendar tomorrow?", "calendar.list_events", "{\"range\":\"tomorrow\"}"},
+        {"what meetings do I have next Saturday afternoon?", "calendar.list_events",
+         "{\"range\":\"next Saturday afternoon\"}"},
+        {"Hey, do I have anything on Saturday? Thanks!", "calendar.list_events",
+         "{\"range\":\"on Saturday\"}"},
+        {"Check whether I'm free 2028-10-09", "calendar.free_busy", "{\"range\":\"2028-10-09\"}"},
+        {"What new mail do I have?", "mail.search", "{\"unread\":true}"},
+        {"any unread mail", "mail.search", "{\"unread\":true}"},
+        {"Can you remind me what you know about Ximena!", "memory.search",
+         "{\"query\":\"Ximena\"}"},
+        {"what do you remember about my dentist", "memory.search",
+         "{\"query\":\"my dentist\"}"},
+        {"Which files are in notes?", "files.list", "{\"path\":\"notes\"}"},
+        {"what's in my projects/2027 folder", "files.list", "{\"path\":\"projects/2027\"}"},
+    };
+    static const char *const refuse[] = {
+        /* changes and sends */
+        "Cancel what is on my calendar tomorrow", "Move my meetings tomorrow to Friday",
+        "Send Bob what is on my calendar tomorrow", "Email me what new mail do I have",
+        "What is on my calendar tomorrow? Cancel it", "Remember what is on my calendar tomorrow",
+        "what do you know about sending mail to Bob", "Forget what you know about Enzo",
+        "Make a note that my desk is in Room Topaz",
+        /* conditions and more than one clause */
+        "What is on my calendar tomorrow if it rains?",
+        "What is on my calendar tomorrow and Friday?",
+        "What is on my calendar tomorrow or Friday?",
+        "What is on my calendar tomorrow unless it is a holiday",
+        "do I have anything tomorrow but not before noon",
+        "What is on my calendar tomorrow. What new mail do I have?",
+        "what do you know about Enzo: tell me all",
+        "what do you know about \"Enzo\"",
+        "what do you know about Enzo and Ximena",
+        "what do you know about the meetings when I am away",
+        "What new mail do I have from Bob?",
+        "any unread mail about the budget",
+        /* times the calendar does not read, paths out of the folder */
+        "Anything on my schedule at teatime?", "What is on my calendar later-ish?",
+        "What is on my calendar", "Which files are in ../etc?", "Which files are in /etc?",
+        "what is in my notes/../../x folder",
+        /* other forms, and nothing */
+        "What is the date?", "Find a hotel in Perth", "", "Thanks, please",
+        "Which files mention the budget?", "Get the trurhu plan message from Fatima Baptiste",
+    };
+    for (size_t i = 0; i < sizeof take / sizeof *take; i++) {
+        const char *tool = NULL;
+        cJSON *args = NULL;
+        int got = hx_agent_tool_tier(reg, take[i].request, &tool, &args);
+        char *a = args ? cJSON_PrintUnformatted(args) : NULL;
+        if (!got || strcmp(tool, take[i].tool) || !a || strcmp(a, take[i].args))
+            printf("     take: %s -> %d %s %s\n", take[i].request, got, got ? tool : "",
+                   a ? a : "");
+        EXPECT(got && !strcmp(tool, take[i].tool) && a && !strcmp(a, take[i].args));
+        free(a);
+        cJSON_Delete(args);
+    }
+    for (size_t i = 0; i < sizeof refuse / sizeof *refuse; i++) {
+        const char *tool = NULL;
+        cJSON *args = NULL;
+        int got = hx_agent_tool_tier(reg, refuse[i], &tool, &args);
+        if (got) printf("     taken: %s -> %s\n", refuse[i], tool);
+        EXPECT(!got && !args);
+    }
+    /* the control for recall: without the memory's tools, not taken */
+    hx_config *cfg2 = NULL;
+    hx_tools *bare = builtins(&cfg2);
+    const char *tool;
+    cJSON *args = NULL;
+    EXPECT_EQ_INT(hx_agent_tool_tier(bare, "what do you know about Enzo", &tool, &args), 0);
+    hx_tools_free(bare);
+    hx_config_free(cfg2);
+    hx_tools_free(reg);
+    hx_memory_close(mem);
+    hx_config_free(cfg);
+    char side[160];
+    unlink(db);
+    snprintf(side, sizeof side, "%s-wal", db);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", db);
+    unlink(side);
+}
+
 int main(void)
 {
     RUN(test_cut);
     RUN(test_tiers);
+    RUN(test_tool_tier);
     return test_summary();
 }

@@ -150,17 +150,9 @@ static void test_config_policy(void)
     free(err);
 }
 
-/* run_verb in a child (hearth ask confines its process: no network). */
-static int run_forked(int (*fn)(int, char **), char **argv, char **out, char **err_out)
+/* The child's stdout and stderr so far (caller frees). */
+static void read_outputs(char **out, char **err_out)
 {
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        char *o = NULL, *e = NULL;
-        _exit(run_verb(fn, argv, &o, &e));
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
     char path[512];
     size_t len;
     hx_err err;
@@ -168,7 +160,30 @@ static int run_forked(int (*fn)(int, char **), char **argv, char **out, char **e
     if (hx_read_file(path, 0, out, &len, &err)) *out = NULL;
     snprintf(path, sizeof path, "%s/err", tmpdir);
     if (hx_read_file(path, 0, err_out, &len, &err)) *err_out = NULL;
+}
+
+/* run_verb in a child (hearth ask confines its process: no network),
+ * its stdin from the file in (NULL: the test's). */
+static int run_forked_in(int (*fn)(int, char **), char **argv, const char *in, char **out,
+                         char **err_out)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *o = NULL, *e = NULL;
+        int fd = in ? open(in, O_RDONLY) : -1;
+        if (fd >= 0) dup2(fd, 0);
+        _exit(run_verb(fn, argv, &o, &e));
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    read_outputs(out, err_out);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int run_forked(int (*fn)(int, char **), char **argv, char **out, char **err_out)
+{
+    return run_forked_in(fn, argv, NULL, out, err_out);
 }
 
 /* `hearth mkmodel` writes a random llama of width embd with stories260K's
@@ -282,13 +297,12 @@ static void test_small_model_problems(void)
     unsetenv("HEARTH_LOG");
 }
 
-/* `hearth ask TEXT` with config governor {} and a calendar holding a
- * dentist's appointment tomorrow, more arguments in extra (NULL-ended);
- * stdout and stderr into *out and *err (caller frees). */
-static int ask_request(const char *request, const char *model, const char *gov, char **extra,
-                       char **out, char **err)
+/* tmpdir/config.json (its path into cfg) with governor gov (a JSON
+ * object's text) and a calendar holding a dentist's appointment
+ * tomorrow; 0, or -1 when it could not be written. */
+static int calendar_config(const char *gov, char *cfg, size_t n)
 {
-    char cfg[600], cal[600], text[1200], ics[800];
+    char cal[600], text[1200], ics[800];
     snprintf(cal, sizeof cal, "%s/cal", tmpdir);
     time_t t = time(NULL) + 86400;
     struct tm tm;
@@ -299,17 +313,54 @@ static int ask_request(const char *request, const char *model, const char *gov, 
              "SUMMARY:Dentist\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n", tm.tm_year + 1900,
              tm.tm_mon + 1, tm.tm_mday, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
     put("cal/dentist.ics", ics);
-    snprintf(cfg, sizeof cfg, "%s/config.json", tmpdir);
+    snprintf(cfg, n, "%s/config.json", tmpdir);
     snprintf(text, sizeof text, "{\"governor\": %s, \"calendars\": [\"%s\"], "
              "\"maildir\": \"\", \"file_roots\": []}\n", gov, cal);
     hx_err e = {0};
-    if (hx_write_file_atomic(cfg, text, strlen(text), &e)) return -1;
-    char *argv[32] = {"ask", (char *)request, "--model", (char *)model,
-                      "--config", cfg, "--no-memory", "--no-prefix-cache", "--no"};
-    int argc = 9;
+    return hx_write_file_atomic(cfg, text, strlen(text), &e) ? -1 : 0;
+}
+
+/* The arguments of verb ("ask" with its request, or "chat": request
+ * NULL) on model under cfg, then extra (NULL-ended), into argv[32]. */
+static void verb_args(char **argv, const char *verb, const char *request, const char *model,
+                      const char *cfg, char **extra)
+{
+    int argc = 0;
+    argv[argc++] = (char *)verb;
+    if (request) argv[argc++] = (char *)request;
+    char *common[] = {"--model", (char *)model, "--config", (char *)cfg, "--no-prefix-cache",
+                      "--no", "--no-memory", NULL};
+    if (extra && extra[0] && !strcmp(extra[0], "--memory")) /* the test's word: keep it */
+        common[6] = NULL, extra++;
+    for (int i = 0; common[i]; i++) argv[argc++] = common[i];
     for (int i = 0; extra && extra[i] && argc < 31; i++) argv[argc++] = extra[i];
     argv[argc] = NULL;
+}
+
+/* `hearth ask TEXT` with config governor gov and the dentist's calendar,
+ * more arguments in extra (NULL-ended); stdout and stderr into *out and
+ * *err (caller frees). */
+static int ask_request(const char *request, const char *model, const char *gov, char **extra,
+                       char **out, char **err)
+{
+    char cfg[600], *argv[32];
+    if (calendar_config(gov, cfg, sizeof cfg)) return -1;
+    verb_args(argv, "ask", request, model, cfg, extra);
     return run_forked(hx_cmd_ask, argv, out, err);
+}
+
+/* `hearth chat` so, its requests the lines of input. */
+static int chat_requests(const char *input, const char *model, const char *gov, char **extra,
+                         char **out, char **err)
+{
+    char cfg[600], in[600], *argv[32];
+    snprintf(in, sizeof in, "%s/chat-in", tmpdir);
+    hx_err e = {0};
+    if (calendar_config(gov, cfg, sizeof cfg) ||
+        hx_write_file_atomic(in, input, strlen(input), &e))
+        return -1;
+    verb_args(argv, "chat", NULL, model, cfg, extra);
+    return run_forked_in(hx_cmd_chat, argv, in, out, err);
 }
 
 static int ask_calendar_gov(const char *model, const char *gov, char **extra, char **out,
@@ -436,6 +487,62 @@ static void test_lower_priority(void)
     EXPECT_EQ_INT(lowered_to("{\"enabled\": false}"), base);
 }
 
+/* A model whose full prompt (chatml, the Qwen tokenizer: about 2,500
+ * tokens) overflows the critical level's context cap (1024): tmpdir/qw.gguf
+ * into qw; 0, or -1 (the vocabulary is not here: said). */
+static int qwen_model(char *qw, size_t n)
+{
+    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
+    char *out = NULL, *err = NULL;
+    if (!vocab) return -1;
+    snprintf(qw, n, "%s/qw.gguf", tmpdir);
+    char *mk[] = {"mkmodel", "-o", qw, "--arch", "qwen3", "--vocab", (char *)vocab, "--layers",
+                  "1", "--embd", "64", "--heads", "2", "--heads-kv", "1", "--head-dim", "32",
+                  "--ff", "64", "--ctx", "4096", NULL};
+    int rc = run_verb(hx_cmd_mkmodel, mk, &out, &err);
+    free(out), free(err);
+    return rc == HX_EXIT_OK ? 0 : -1;
+}
+
+/* Latency targets no turn misses, even under sanitizers: the loop's
+ * latency level then only comes down, and these tests see the device's
+ * decisions alone. */
+#define STEADY "{\"ttft_ms\": 600000, \"decode_floor\": 0}"
+
+/* Forgets the latency level earlier tests left (governor-loop.json). */
+static void fresh_loop(void)
+{
+    char dir[4096], path[4200];
+    if (hx_path_data(dir, sizeof dir) < 0) return;
+    snprintf(path, sizeof path, "%s/governor-loop.json", dir);
+    unlink(path);
+}
+
+/* The rest of a critical-level test of ask or chat (run, as
+ * ask_calendar): the control, on external power under the same cap,
+ * offers every tool and is too long (exit control_rc); then the
+ * project's model answers from a calendar tool at the critical level. */
+static void critical_rest(int (*run)(const char *, char **, char **, char **), const char *qw,
+                          int control_rc)
+{
+    char *out = NULL, *err = NULL;
+    fresh_loop();
+    tree("90\n", "Charging\n");
+    char *capped[] = {"--max-tokens", "2", "--max-steps", "1", "--ctx", "1024", NULL};
+    EXPECT_EQ_INT(run(qw, capped, &out, &err), control_rc);
+    EXPECT(err && strstr(err, "request too long"));
+    EXPECT(err && !strstr(err, "offering only"));
+    free(out), free(err);
+    char tiny[PATH_MAX];
+    if (!realpath("models/hearth-tiny.gguf", tiny)) SKIP("models/hearth-tiny.gguf is not here");
+    tree("5\n", "Discharging\n");
+    EXPECT_EQ_INT(run(tiny, NULL, &out, &err), HX_EXIT_OK);
+    /* a calendar tool ran (which one is the model's choice) and an answer followed */
+    EXPECT(err && strstr(err, "-> calendar.") && strstr(err, "   ok ("));
+    EXPECT(out && strlen(out) > 8);
+    free(out), free(err);
+}
+
 /* At the critical level (context at most 1024) a calendar question still
  * runs: its prompt offers only the calendar's reading tools. A model whose
  * full prompt (chatml, the Qwen tokenizer: about 2,500 tokens) overflows
@@ -444,15 +551,8 @@ static void test_lower_priority(void)
  * from a calendar tool. */
 static void test_critical_answers_calendar(void)
 {
-    const char *vocab = test_shared_file("vocab/ggml-vocab-qwen2.gguf");
-    if (!vocab) return;
     char qw[600], *out = NULL, *err = NULL;
-    snprintf(qw, sizeof qw, "%s/qw.gguf", tmpdir);
-    char *mk[] = {"mkmodel", "-o", qw, "--arch", "qwen3", "--vocab", (char *)vocab, "--layers",
-                  "1", "--embd", "64", "--heads", "2", "--heads-kv", "1", "--head-dim", "32",
-                  "--ff", "64", "--ctx", "4096", NULL};
-    ASSERT(run_verb(hx_cmd_mkmodel, mk, &out, &err) == HX_EXIT_OK);
-    free(out), free(err);
+    if (qwen_model(qw, sizeof qw)) return;
     char *budget[] = {"--max-tokens", "2", "--max-steps", "1", NULL};
     tree("5\n", "Discharging\n");
     int rc = ask_calendar(qw, budget, &out, &err);
@@ -462,21 +562,243 @@ static void test_critical_answers_calendar(void)
     EXPECT(err && strstr(err, "context 1024"));
     EXPECT(err && !strstr(err, "too long"));
     free(out), free(err);
-    tree("90\n", "Charging\n"); /* control: every tool, the same cap */
-    char *capped[] = {"--max-tokens", "2", "--max-steps", "1", "--ctx", "1024", NULL};
-    rc = ask_calendar(qw, capped, &out, &err);
-    EXPECT_EQ_INT(rc, HX_EXIT_FAIL);
-    EXPECT(err && strstr(err, "request too long"));
-    EXPECT(err && !strstr(err, "offering only"));
-    free(out), free(err);
-    char tiny[PATH_MAX];
-    if (!realpath("models/hearth-tiny.gguf", tiny)) SKIP("models/hearth-tiny.gguf is not here");
+    critical_rest(ask_calendar, qw, HX_EXIT_FAIL);
+}
+
+/* `hearth chat` asked a calendar question, then one about mail. */
+static int chat_two(const char *model, char **extra, char **out, char **err)
+{
+    return chat_requests("What is on my calendar tomorrow?\nDo I have unread mail?\n", model,
+                         "{}", extra, out, err);
+}
+
+/* `hearth chat` at the critical level cuts each request's tools anew: a
+ * calendar question offers the calendar's reading tools, the next request
+ * in the same session, about mail, the mail's; neither is too long for
+ * the 1024 cap. The control: the same session at the normal level under
+ * the same cap offers every tool and is too long. Then the project's
+ * model answers the calendar question in a chat from a calendar tool. */
+static void test_chat_cuts_per_request(void)
+{
+    char qw[600], *out = NULL, *err = NULL;
+    if (qwen_model(qw, sizeof qw)) return;
+    char *budget[] = {"--max-tokens", "2", "--max-steps", "1", NULL};
     tree("5\n", "Discharging\n");
-    rc = ask_calendar(tiny, NULL, &out, &err);
-    EXPECT_EQ_INT(rc, HX_EXIT_OK);
-    /* a calendar tool ran (which one is the model's choice) and an answer followed */
-    EXPECT(err && strstr(err, "-> calendar.") && strstr(err, "   ok ("));
-    EXPECT(out && strlen(out) > 8);
+    EXPECT_EQ_INT(chat_two(qw, budget, &out, &err), HX_EXIT_OK);
+    EXPECT(err && strstr(err, "offering only calendar.list_events,calendar.free_busy,"
+                              "calendar.find_slots\n"));
+    const char *mail = err ? strstr(err, "offering only mail.") : NULL;
+    EXPECT(mail && !strstr(mail, "calendar.") && !strstr(mail, "mail.send"));
+    EXPECT(err && !strstr(err, "too long"));
+    free(out), free(err);
+    critical_rest(chat_two, qw, HX_EXIT_OK);
+}
+
+/* How many times needle occurs in hay (NULL: 0). */
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; p && (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+/* `hearth chat` with its stdin a pipe: the first line, then (once its
+ * trace is out) change() and the second; outputs as chat_requests. */
+static int chat_live(char **argv, const char *first, void (*change)(void), const char *second,
+                     char **out, char **err, size_t *err_at_change)
+{
+    int p[2];
+    if (pipe(p)) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *o = NULL, *e = NULL;
+        close(p[1]);
+        dup2(p[0], 0);
+        _exit(run_verb(hx_cmd_chat, argv, &o, &e));
+    }
+    close(p[0]);
+    EXPECT(write(p[1], first, strlen(first)) == (ssize_t)strlen(first));
+    int status = 0, done = 0;
+    /* the first trace's end; a bound, not a measure: it takes seconds */
+    for (int i = 0; i < 6000 && !done; i++) {
+        read_outputs(out, err);
+        done = count_of(*out, "\"request\":") >= 1 || waitpid(pid, &status, WNOHANG) == pid;
+        if (!done) usleep(100 * 1000);
+        free(*out), free(*err);
+    }
+    change();
+    read_outputs(out, err);
+    *err_at_change = *err ? strlen(*err) : 0;
+    free(*out), free(*err);
+    EXPECT(write(p[1], second, strlen(second)) == (ssize_t)strlen(second));
+    close(p[1]);
+    waitpid(pid, &status, 0);
+    read_outputs(out, err);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void battery_critical(void) { tree("5\n", "Discharging\n"); }
+
+/* The loop's choices apply within a session: a fake battery that drops
+ * to 5% between two requests of one chat is read before the second,
+ * whose trace records the decision (critical: context at most 1024,
+ * 8-bit KV, no drafts, the request's tools only), and that request runs
+ * with it: a new context of 1024 positions with the 8-bit cache, no
+ * drafts, the calendar's tools. The control: the first request, at 90%
+ * charging, decides nothing and runs with neither. */
+static void test_chat_follows_device(void)
+{
+    char qw[600], cfg[600], *argv[32], *out = NULL, *err = NULL;
+    size_t at = 0;
+    if (qwen_model(qw, sizeof qw)) return;
+    tree("90\n", "Charging\n");
+    ASSERT(calendar_config(STEADY, cfg, sizeof cfg) == 0);
+    fresh_loop();
+    char *extra[] = {"--max-tokens", "2", "--max-steps", "1", "--json", NULL};
+    verb_args(argv, "chat", NULL, qw, cfg, extra);
+    setenv("HEARTH_LOG", "debug", 1);
+    const char *q = "What is on my calendar tomorrow?\n";
+    EXPECT_EQ_INT(chat_live(argv, q, battery_critical, q, &out, &err, &at), HX_EXIT_OK);
+    unsetenv("HEARTH_LOG");
+    ASSERT(out && err && strlen(err) >= at);
+    const char *end = NULL;
+    cJSON *t1 = cJSON_ParseWithOpts(out, &end, 0), *t2 = end ? cJSON_Parse(end) : NULL;
+    ASSERT(t1 && t2);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t1, "governor")), 0);
+    const cJSON *g = cJSON_GetArrayItem(cJSON_GetObjectItem(t2, "governor"), 0);
+    const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(g, "why"));
+    const char *choice = cJSON_GetStringValue(cJSON_GetObjectItem(g, "choice"));
+    EXPECT(why && strstr(why, "critical"));
+    EXPECT(choice && strstr(choice, "context at most 1024, 8-bit KV, no drafts") &&
+           strstr(choice, "the request's tools only"));
+    const char *later = err + at;
+    EXPECT(strstr(later, "source: from this turn: context 1024, 8-bit KV, drafts up to 0"));
+    EXPECT(strstr(later, "offering only calendar.list_events"));
+    char *before = strndup(err, at);
+    EXPECT(before && !strstr(before, "context 1024") && !strstr(before, "offering only"));
+    free(before);
+    cJSON_Delete(t1);
+    cJSON_Delete(t2);
+    free(out), free(err);
+}
+
+static void battery_low(void) { tree("15\n", "Discharging\n"); }
+
+/* The model of episode id as `hearth memory show` prints it ("" when it
+ * could not tell) into buf. */
+static void episode_model(double id, char *buf, size_t n)
+{
+    char arg[32], *out = NULL, *err = NULL;
+    snprintf(arg, sizeof arg, "%.0f", id);
+    char *show[] = {"memory", "show", "--episodes", arg, NULL};
+    run_forked(hx_cmd_memory, show, &out, &err);
+    const char *m = out ? strstr(out, "\nmodel:   ") : NULL;
+    snprintf(buf, n, "%.*s", m ? (int)strcspn(m + 10, "\n") : 0, m ? m + 10 : "");
+    free(out), free(err);
+}
+
+/* The small model within a session: a chat on the model asked for whose
+ * battery drops to 15% (saving: governor.small_model from that level)
+ * between two requests loads the small model for the second, and the
+ * episodes record which ran each. The control: the first request, on
+ * external power, ran the model asked for. */
+static void test_chat_switches_model(void)
+{
+    const char *vocab = test_shared_file("models/stories260K.gguf");
+    if (!vocab) return;
+    char big[600], small[600], gov[800], cfg[600], *argv[32], *out = NULL, *err = NULL;
+    size_t at = 0;
+    ASSERT(mkmodel("big.gguf", "64", vocab, big, sizeof big) == HX_EXIT_OK);
+    ASSERT(mkmodel("small.gguf", "32", vocab, small, sizeof small) == HX_EXIT_OK);
+    snprintf(gov, sizeof gov, "{\"small_model\": \"%s\", %s", small, STEADY + 1);
+    fresh_loop();
+    ASSERT(calendar_config(gov, cfg, sizeof cfg) == 0);
+    tree("90\n", "Charging\n");
+    char *extra[] = {"--memory", "--max-tokens", "2", "--max-steps", "1", "--json", NULL};
+    verb_args(argv, "chat", NULL, big, cfg, extra);
+    const char *q = "What is on my calendar tomorrow?\n";
+    EXPECT_EQ_INT(chat_live(argv, q, battery_low, q, &out, &err, &at), HX_EXIT_OK);
+    ASSERT(out && err && strlen(err) >= at);
+    char want[700];
+    snprintf(want, sizeof want, ": now %s (config governor.small_model)", small);
+    EXPECT(strstr(err + at, want));
+    char *before = strndup(err, at);
+    EXPECT(before && !strstr(before, ": now "));
+    free(before);
+    const char *end = NULL;
+    cJSON *t1 = cJSON_ParseWithOpts(out, &end, 0), *t2 = end ? cJSON_Parse(end) : NULL;
+    ASSERT(t1 && t2);
+    char m1[300], m2[300];
+    episode_model(cJSON_GetNumberValue(cJSON_GetObjectItem(t1, "episode")), m1, sizeof m1);
+    episode_model(cJSON_GetNumberValue(cJSON_GetObjectItem(t2, "episode")), m2, sizeof m2);
+    EXPECT_STR_EQ(m1, "big.gguf");
+    EXPECT_STR_EQ(m2, "small.gguf");
+    cJSON_Delete(t1);
+    cJSON_Delete(t2);
+    free(out), free(err);
+}
+
+/* The decisions a request ran under are in its episode: an ask at the
+ * critical level records the critical decision, and `hearth memory show`
+ * prints it; the control: at the normal level on external power the
+ * decision in force is the normal one. */
+static void test_episode_records_governor(void)
+{
+    char qw[600], cfg[600], *argv[32], *out = NULL, *err = NULL;
+    if (qwen_model(qw, sizeof qw)) return;
+    ASSERT(calendar_config("{}", cfg, sizeof cfg) == 0);
+    char *extra[] = {"--memory", "--max-tokens", "2", "--max-steps", "1", "--json", NULL};
+    const char *levels[] = {"5\n", "90\n"}, *status[] = {"Discharging\n", "Charging\n"};
+    const char *want[] = {"critical (battery 5% discharging", "normal"};
+    for (int k = 0; k < 2; k++) {
+        tree(levels[k], status[k]);
+        verb_args(argv, "ask", "What is on my calendar tomorrow?", qw, cfg, extra);
+        run_forked(hx_cmd_ask, argv, &out, &err);
+        cJSON *t = out ? cJSON_Parse(out) : NULL;
+        ASSERT(t);
+        char id[32];
+        snprintf(id, sizeof id, "%.0f", cJSON_GetNumberValue(cJSON_GetObjectItem(t, "episode")));
+        cJSON_Delete(t);
+        free(out), free(err);
+        char *show[] = {"memory", "show", "--episodes", id, NULL};
+        EXPECT_EQ_INT(run_forked(hx_cmd_memory, show, &out, &err), HX_EXIT_OK);
+        const char *line = out ? strstr(out, "governor: after 0 slices, 0 turns: ") : NULL;
+        EXPECT(line && !strncmp(line + 35, want[k], strlen(want[k])));
+        EXPECT(k == 1 || (line && strstr(line, "context at most 1024, 8-bit KV")));
+        free(out), free(err);
+    }
+}
+
+/* governor.tool_tier: a plain calendar read is answered from the
+ * calendar with no model (none can be loaded here): the answer and the
+ * read: line name the dentist's appointment. The controls: the same
+ * request without the setting needs the model (exit 3, none), and so
+ * does a change with it. In a chat with a model, the read is the tool
+ * tier's and the next request, a change, the model's. */
+static void test_tool_tier(void)
+{
+    char *out = NULL, *err = NULL;
+    const char *gov = "{\"tool_tier\": true}", *none = "/nonexistent/model.gguf";
+    tree("90\n", "Charging\n");
+    EXPECT_EQ_INT(ask_calendar_gov(none, gov, NULL, &out, &err), HX_EXIT_OK);
+    EXPECT(out && !strncmp(out, "1 event tomorrow:\n- event ", 26) && strstr(out, " Dentist"));
+    EXPECT(err && strstr(err, "a plain read (governor.tool_tier): calendar.list_events, no model"));
+    EXPECT(err && strstr(err, "   read: event ") && strstr(err, "Dentist"));
+    free(out), free(err);
+    EXPECT_EQ_INT(ask_calendar_gov(none, "{}", NULL, &out, &err), HX_EXIT_INPUT);
+    free(out), free(err);
+    EXPECT_EQ_INT(ask_request("Cancel my dentist appointment tomorrow", none, gov, NULL, &out,
+                              &err), HX_EXIT_INPUT);
+    EXPECT(err && !strstr(err, "tool_tier"));
+    free(out), free(err);
+    char qw[600];
+    if (qwen_model(qw, sizeof qw)) return;
+    char *budget[] = {"--max-tokens", "2", "--max-steps", "1", NULL};
+    EXPECT_EQ_INT(chat_requests("What is on my calendar tomorrow?\nMove my dentist appointment "
+                                "to Friday\n", qw, gov, budget, &out, &err), HX_EXIT_OK);
+    EXPECT_EQ_INT(count_of(err, "(governor.tool_tier)"), 1);
+    EXPECT(out && strstr(out, "1 event tomorrow:"));
     free(out), free(err);
 }
 
@@ -493,6 +815,11 @@ int main(void)
     RUN(test_ask_switches_to_small_model);
     RUN(test_small_model_problems);
     RUN(test_critical_answers_calendar);
+    RUN(test_chat_cuts_per_request);
+    RUN(test_chat_follows_device);
+    RUN(test_episode_records_governor);
+    RUN(test_chat_switches_model);
+    RUN(test_tool_tier);
     RUN(test_ask_loop_records_decisions);
     RUN(test_small_tier);
     RUN(test_lower_priority);

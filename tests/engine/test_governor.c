@@ -440,6 +440,16 @@ static void test_loop_follows_device(void)
     EXPECT_EQ_INT(ev[2].choice.level, HX_GOV_NORMAL);
     EXPECT_EQ_INT(ev[2].choice.n_threads, 2);
     EXPECT_EQ_INT(d.threads, 2);
+    /* between requests: a poll reads the device at once; the control: a
+     * poll with nothing changed decides nothing */
+    battery("5\n", "Discharging\n");
+    EXPECT_EQ_INT(hx_loop_poll(d.k), 1);
+    hx_loop_choice ch;
+    hx_loop_get(d.k, &ch);
+    EXPECT_EQ_INT(ch.level, HX_GOV_CRITICAL);
+    EXPECT_EQ_INT(hx_loop_poll(d.k), 0);
+    hx_loop_events(d.k, &n);
+    EXPECT_EQ_INT(n, 4);
     hx_ctx_free(d.c);
     hx_model_free(m);
     hx_loop_free(d.k);

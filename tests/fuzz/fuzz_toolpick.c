@@ -1,8 +1,10 @@
 /* fuzz_toolpick.c: fuzz target for the tool cut and the tiers
  * (agent/toolpick.c) on any request text: the count is -1 (the filter too
  * small), 0 with an empty filter (no cut), or the number of registered
- * tools the NUL-terminated filter names; the small tier offers reads only.
- * The filter's size comes from the first byte. */
+ * tools the NUL-terminated filter names; the small tier offers reads only;
+ * the tool tier takes a request only for one registered reading tool with
+ * one argument that is a piece of the request (or the unread flag). The
+ * filter's size comes from the first byte. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,23 @@ static int named(const hx_tools *reg, const char *filter, int reads_only)
     return k;
 }
 
+/* The tool tier's call for req, checked. */
+static void tool_tier(const hx_tools *reg, const char *req)
+{
+    const char *tool = NULL;
+    cJSON *args = NULL;
+    if (!hx_agent_tool_tier(reg, req, &tool, &args)) {
+        HX_CHECK(args == NULL);
+        return;
+    }
+    const hx_tool_def *d = hx_tools_find(reg, tool);
+    HX_CHECK(d && d->effect == HX_EFFECT_READ);
+    HX_CHECK(cJSON_GetArraySize(args) == 1);
+    const char *a = cJSON_GetStringValue(args->child);
+    HX_CHECK(a ? *a && strstr(req, a) != NULL : cJSON_IsTrue(args->child));
+    cJSON_Delete(args);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     hx_tools *reg = registry();
@@ -52,6 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (k == 0) HX_CHECK(filter[0] == 0); /* no cut: "" offers every tool */
     if (hx_agent_request_tier(reg, req, filter, cap) == HX_TIER_SMALL)
         HX_CHECK(named(reg, filter, 1) > 0);
+    tool_tier(reg, req);
     free(req);
     free(filter);
     return 0;

@@ -231,7 +231,10 @@ static void test_migrate_from_v1(void)
     EXPECT_STR_EQ(ep->calls[0].name, "calendar.create");
     EXPECT_STR_EQ(ep->calls[0].arguments, "{\"title\":\"dentist\"}");
     EXPECT_EQ_INT(ep->calls[0].confirmed, 1);
+    EXPECT(ep->governor == NULL); /* none recorded before */
     hx_episode_free(ep);
+    EXPECT_EQ_INT(hx_memory_episode_set_governor(m, 7, "[{\"why\":\"x\"}]", &err), HX_OK);
+    EXPECT_EQ_INT(sql_int(path, "SELECT count(*) FROM training_episodes WHERE governor IS NOT NULL"), 1);
     hx_mem_new n = {.kind = "fact", .text = "the dentist visit is temporary", .expires_at = 99999};
     EXPECT_EQ_INT(hx_memory_remember(m, &n, NULL, NULL, &err), HX_OK);
     EXPECT_EQ_INT(hx_memory_check(m, &err), HX_OK);
@@ -893,12 +896,32 @@ static void test_episodes(void)
     ASSERT(hx_memory_episode_search(m, "invoices", 5, &ids, &n, &err) == HX_OK);
     EXPECT(n == 1 && ids[0] == e3);
     free(ids);
+    /* The governor's decisions: set, read back, exported; not an array
+     * or no such episode is an error (the record unchanged) */
+    const char *gov = "[{\"slice\":40,\"turn\":1,\"why\":\"critical (battery 5%)\","
+                      "\"choice\":\"1 thread\"}]";
+    EXPECT_EQ_INT(hx_memory_episode_set_governor(m, e1, gov, &err), HX_OK);
+    EXPECT_EQ_INT(hx_memory_episode_set_governor(m, e1, "{\"why\":1}", &err), HX_ERR_INVALID);
+    EXPECT_EQ_INT(hx_memory_episode_set_governor(m, e1, NULL, &err), HX_ERR_INVALID);
+    EXPECT_EQ_INT(hx_memory_episode_set_governor(m, 999, gov, &err), HX_ERR_NOTFOUND);
+    ASSERT(hx_memory_episode_get(m, e1, &ep, &err) == HX_OK);
+    EXPECT_STR_EQ(ep->governor, gov);
+    js = hx_episode_to_json(ep, 0);
+    EXPECT(js && strstr(js, "\"governor\":[{\"slice\":40"));
+    free(js);
+    hx_episode_free(ep);
+    ASSERT(hx_memory_episode_get(m, e5, &ep, &err) == HX_OK);
+    EXPECT(ep->governor == NULL); /* the control: another episode's */
+    hx_episode_free(ep);
     /* Validation. */
     hx_episode bad = {0};
     bad.request = "x";
     bad.messages = "{\"not\":\"an array\"}";
     EXPECT_EQ_INT(hx_memory_episode_add(m, &bad, NULL, &err), HX_ERR_INVALID);
     bad.messages = "[unterminated";
+    EXPECT_EQ_INT(hx_memory_episode_add(m, &bad, NULL, &err), HX_ERR_INVALID);
+    bad.messages = "[]";
+    bad.governor = "\"a string\"";
     EXPECT_EQ_INT(hx_memory_episode_add(m, &bad, NULL, &err), HX_ERR_INVALID);
     EXPECT_EQ_INT(hx_memory_episode_set_verdict(m, e2, 2, NULL, &err),
                   HX_ERR_INVALID);
