@@ -105,9 +105,12 @@ hx_source_engine_params hx_source_engine_default_params(void)
     return p;
 }
 
-/* The tool specs and every grammar compiled from them or the schema. */
+/* The tool specs and every grammar compiled from them or the schema. The
+ * drafts' matcher goes first: a grammar compiled later may take a freed
+ * one's address, and would pass for it. */
 static void free_grammars(eng_src *e)
 {
+    if (e->spec) hx_spec_set_grammar(e->spec, NULL, NULL);
     hx_grammar_free(e->g[0]);
     hx_grammar_free(e->g[1]);
     hx_grammar_free(e->g_schema);
@@ -128,8 +131,8 @@ static void eng_free(void *ctx)
     eng_src *e = ctx;
     if (!e) return;
     hx_sampler_free(e->s);
-    hx_spec_free(e->spec);
     free_grammars(e);
+    hx_spec_free(e->spec);
     hx_gvocab_free(e->gv);
     hx_ctx_free(e->ctx);
     free(e->cache);
