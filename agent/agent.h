@@ -422,6 +422,10 @@ typedef struct hx_gen_stats {
  * work is done); a source that is not an engine source (the oracle) adds
  * nothing. */
 void hx_source_engine_add_stats(hx_source *s, hx_gen_stats *acc);
+/* The inference context an engine source decodes in (borrowed: the
+ * source owns it), for a scheduler that routes its decodes
+ * (hx_ctx_set_decode_hook); NULL for another source. */
+hx_ctx *hx_source_engine_ctx(hx_source *s);
 /* Ends the turn the planner stopped reading (a request's last), so that
  * its counters and its measurements for the loop are taken now; no-op for
  * another source or when no turn is open. */
