@@ -2,9 +2,9 @@
  * concurrent loopback connections, a fifth of them bad clients, GET
  * /v1/models answered per second, its latency percentiles and the
  * server's memory; (2) several conversations streaming at once, taking
- * their turns one decode at a time, against one alone; (3) what batching
- * conversations into one forward pass would gain: the engine's pass over
- * B tokens against B passes of one, at a conversation's depth.
+ * their turns one decode at a time, against one alone; (3) conversations
+ * decoding together in the engine, batched into one forward pass per
+ * token (hx_decode_seqs, as hearth serve runs them) against taking turns.
  * Usage: serve-load [--conns N] [--seconds S] [--model FILE.gguf]... */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,47 +84,106 @@ static void streams(int k_max, int n_tokens)
     sv_cleanup(&s);
 }
 
-/* Seconds per forward pass of b tokens at depth `at` (median of reps). */
-static double pass_seconds(hx_ctx *c, int b, int at, int reps)
+/* Conversations decoding together: N contexts at depths about 512 (each
+ * a little less than the one before, loaded from one prefilled cache)
+ * decode STEPS tokens each, greedy, taking turns (one hx_decode each in
+ * turn, as hearth serve did) or batched (one hx_decode_seqs for all per
+ * step, as it does now); tokens per second of both, measured in the same
+ * run, best of REPS. */
+#define MAX_CONV 8
+#define DEPTH 512
+#define STEPS 16
+#define REPS 3
+
+static int32_t greedy(const hx_ctx *c)
 {
-    int32_t t[64];
-    double best[32];
-    for (int i = 0; i < b; i++) t[i] = 100 + i;
-    for (int r = 0; r < reps; r++) {
-        hx_ctx_truncate(c, at);
-        double t0 = ld_now();
-        if (hx_decode(c, t, b, 0)) return -1;
-        best[r] = ld_now() - t0;
+    const float *lg = hx_ctx_logits(c, -1);
+    const int nv = hx_model_hparams(hx_ctx_model(c))->n_vocab;
+    int32_t best = 0;
+    for (int i = 1; i < nv; i++) best = lg[i] > lg[best] ? i : best;
+    return best;
+}
+
+/* Seconds of STEPS tokens for each of n conversations (0: failed). */
+static double conv_seconds(hx_ctx **c, int n, int batched)
+{
+    int32_t tok[MAX_CONV];
+    for (int i = 0; i < n; i++) {
+        hx_ctx_truncate(c[i], DEPTH - 8 * i);
+        tok[i] = (int32_t)(100 + i);
     }
-    qsort(best, (size_t)reps, sizeof *best, ld_cmp);
-    return best[reps / 2];
+    const double t0 = ld_now();
+    for (int s = 0; s < STEPS; s++) {
+        hx_seq_step q[MAX_CONV];
+        for (int i = 0; i < n; i++) q[i] = (hx_seq_step){c[i], &tok[i], 1, 0, 0};
+        if (batched ? hx_decode_seqs(q, n) != HX_OK : 0) return 0;
+        for (int i = 0; i < n; i++) {
+            if (!batched && hx_decode(c[i], &tok[i], 1, 0)) return 0;
+            tok[i] = greedy(c[i]);
+        }
+    }
+    return ld_now() - t0;
+}
+
+static double best_of(hx_ctx **c, int n, int batched)
+{
+    double best = 0;
+    for (int r = 0; r < REPS; r++) {
+        double t = conv_seconds(c, n, batched);
+        if (t <= 0) return 0;
+        best = best == 0 || t < best ? t : best;
+    }
+    return best;
+}
+
+/* MAX_CONV contexts of path's model, their caches filled from one
+ * prefilled prompt saved to dir and loaded into each. */
+static int conv_contexts(hx_model *m, int threads, const char *dir, hx_ctx **c)
+{
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_ctx = DEPTH + STEPS + 8;
+    cp.n_batch = 64;
+    cp.n_threads = threads;
+    int32_t prompt[DEPTH];
+    for (int i = 0; i < DEPTH; i++) prompt[i] = 50 + i % 200;
+    for (int i = 0; i < MAX_CONV; i++) {
+        int got = 0;
+        if (hx_ctx_new(m, &cp, &c[i], NULL)) return -1;
+        if (i == 0 && (hx_decode(c[0], prompt, DEPTH, 0) ||
+                       hx_ctx_prefix_save(c[0], dir, prompt, DEPTH, 0)))
+            return -1;
+        if (i > 0 && (hx_ctx_prefix_load(c[i], dir, prompt, DEPTH, DEPTH, &got) || got != DEPTH))
+            return -1;
+    }
+    return 0;
 }
 
 static void batching(const char *path, int threads)
 {
     hx_model *m = NULL;
-    hx_ctx *c = NULL;
+    hx_ctx *c[MAX_CONV] = {0};
     hx_err err = {0};
+    char dir[] = "/tmp/hx_serve_load_XXXXXX";
     hx_model_params mp = hx_model_default_params();
-    hx_ctx_params cp = hx_ctx_default_params();
-    cp.n_ctx = 1024;
-    cp.n_threads = threads;
-    if (hx_model_load(path, &mp, &m, &err) || hx_ctx_new(m, &cp, &c, &err)) {
-        printf("# %s: %s\n", path, err.msg);
+    if (!mkdtemp(dir) || hx_model_load(path, &mp, &m, &err) ||
+        conv_contexts(m, threads, dir, c)) {
+        printf("# %s: cannot set up the conversations %s\n", path, err.msg);
         exit(1);
     }
-    int32_t prompt[512];
-    for (int i = 0; i < 512; i++) prompt[i] = 50 + i % 200;
-    if (hx_decode(c, prompt, 512, 0)) exit(1);
     const char *slash = strrchr(path, '/');
-    double t1 = pass_seconds(c, 1, 512, 15);
-    for (int b = 1; b <= 8; b *= 2) {
-        double tb = b == 1 ? t1 : pass_seconds(c, b, 512, 15);
-        printf("| %s | %d | %.2f | %.1f | %.2fx |\n", slash ? slash + 1 : path, b, tb * 1000,
-               b / tb, (b / tb) / (1 / t1));
+    double one = 0;
+    for (int n = 1; n <= MAX_CONV; n *= 2) {
+        const double turns = best_of(c, n, 0), batched = best_of(c, n, 1);
+        if (turns <= 0 || batched <= 0) exit(1);
+        const double tt = n * STEPS / turns, tb = n * STEPS / batched;
+        if (n == 1) one = tb;
+        printf("| %s | %d | %d | %.1f | %.1f | %.2fx | %.2fx |\n", slash ? slash + 1 : path, threads,
+               n, tt, tb, tb / tt, tb / one);
+        fflush(stdout);
     }
-    hx_ctx_free(c);
+    for (int i = 0; i < MAX_CONV; i++) hx_ctx_free(c[i]);
     hx_model_free(m);
+    sv_sh("rm -rf '%s'", dir);
 }
 
 int main(int argc, char **argv)
@@ -155,9 +214,10 @@ int main(int argc, char **argv)
            "| streams | tokens | seconds | tokens/s in all | tokens/s each |\n|---:|---:|---:|---:|---:|\n");
     fflush(stdout);
     streams(4, 200);
-    printf("\n### One forward pass over B tokens at depth 512 (%d threads): what batching B "
-           "conversations could gain\n\n| model | B | ms per pass | tokens/s | against B = 1 |\n"
-           "|---|---:|---:|---:|---:|\n", threads);
+    printf("\n### Conversations decoding at depth about %d, %d tokens each: taking turns "
+           "against one batched pass per token\n\n| model | threads | conversations | tokens/s "
+           "taking turns | tokens/s batched | batched against turns | batched against one |\n"
+           "|---|---:|---:|---:|---:|---:|---:|\n", DEPTH, STEPS);
     if (!n_models) models[n_models++] = "models/hearth-tiny.gguf";
     for (int i = 0; i < n_models; i++) batching(models[i], threads);
     return 0;

@@ -452,7 +452,8 @@ static int seq_check(hx_seq_step *s, int i, const hx_ctx *first)
 }
 
 /* The end of the group of sequences from i that share one pass: at most
- * SEQ_ROWS_MAX tokens and the n_batch of each (failed ones ride along). */
+ * SEQ_ROWS_MAX tokens and the n_batch of each (failed ones ride along);
+ * i + 1 for one longer. */
 static int seq_group(const hx_seq_step *s, int i, int n)
 {
     int rows = 0, cap = SEQ_ROWS_MAX, j = i;
@@ -534,7 +535,7 @@ int hx_decode_seqs(hx_seq_step *s, int n_seqs)
     }
     for (int i = 0, j; i < n_seqs; i = j) {
         j = seq_group(s, i, n_seqs);
-        if (j == i + 1 && !s[i].rc && s[i].n > SEQ_ROWS_MAX) {
+        if (j == i + 1 && !s[i].rc) { /* alone: its own passes, as hx_decode_rows */
             run_passes(s[i].c, s[i].tok, s[i].n, 0, s[i].out_from, NULL, &s[i].rc);
             if (s[i].rc) s[i].c->n_out = 0;
         } else {

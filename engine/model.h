@@ -293,7 +293,8 @@ typedef struct hx_seq_step {
  * its first sequence's context. The contexts must be distinct, with no
  * stepped call pending, on one model with one cache type, thread count
  * and adapter set, else that sequence fails with HX_ERR_INVALID and the
- * others run. A sequence longer than 63 tokens runs alone. Returns HX_OK
+ * others run. A sequence with none to share a pass with (alone, or
+ * longer than 63 tokens) runs as hx_decode_rows would. Returns HX_OK
  * when every sequence's rc is HX_OK, else the first error. */
 int hx_decode_seqs(hx_seq_step *s, int n_seqs);
 /* Routes hx_decode (and speculation's passes) on c to fn(user, c, tokens,
