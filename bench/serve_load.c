@@ -57,13 +57,15 @@ static int stream_tokens(const char *s)
     return u ? atoi(u + 20) : 0;
 }
 
-/* k conversations streaming together on k slots; aggregate tokens/s. */
-static void streams(int k_max, int n_tokens)
+/* k conversations streaming together on k slots; aggregate tokens/s.
+ * model: the server's (-m, with threads), NULL: the world's. */
+static void streams(int k_max, int n_tokens, const char *model, int threads)
 {
     sv_server s = {0};
-    char slots[8];
+    char slots[8], th[8];
     snprintf(slots, sizeof slots, "%d", k_max);
-    const char *args[] = {"--slots", slots, NULL};
+    snprintf(th, sizeof th, "%d", threads);
+    const char *args[] = {"--slots", slots, model ? "-m" : NULL, model, "-t", th, NULL};
     if (!sv_world(&s) || !sv_start(&s, args)) exit(1);
     for (int k = 1; k <= k_max; k *= 2) {
         int fds[16];
@@ -78,7 +80,9 @@ static void streams(int k_max, int n_tokens)
             close(fds[i]);
         }
         double dt = ld_now() - t0;
-        printf("| %d | %ld | %.2f | %.1f | %.1f |\n", k, tokens, dt, (double)tokens / dt,
+        const char *name = model && strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
+        printf("| %s | %d | %ld | %.2f | %.1f | %.1f |\n", name ? name : "hearth-tiny.gguf", k,
+               tokens, dt, (double)tokens / dt,
                (double)tokens / k / dt);
     }
     sv_cleanup(&s);
@@ -186,6 +190,18 @@ static void batching(const char *path, int threads)
     sv_sh("rm -rf '%s'", dir);
 }
 
+/* The streams on the world's hearth-tiny (200 tokens each), then on
+ * each model after the first given (32 tokens each: bigger ones). */
+static void streams_all(const char *const *models, int n_models, int threads)
+{
+    printf("\n### Conversations streaming together (each on a slot of its own)\n\n"
+           "| model | streams | tokens | seconds | tokens/s in all | tokens/s each |\n"
+           "|---|---:|---:|---:|---:|---:|\n");
+    fflush(stdout);
+    streams(4, 200, NULL, threads);
+    for (int i = 1; i < n_models; i++) streams(4, 32, models[i], threads);
+}
+
 int main(int argc, char **argv)
 {
     int conns = 1000, threads = 2;
@@ -201,6 +217,10 @@ int main(int argc, char **argv)
                                     "[--model FILE]...\n"), 2;
     }
     if (!sv_hearth()) return fprintf(stderr, "serve-load: hearth is not built\n"), 1;
+    if (getenv("SERVE_LOAD_ONLY_STREAMS")) {
+        streams_all(models, n_models, threads);
+        return 0;
+    }
     if (getenv("SERVE_LOAD_ONLY_BATCH")) {
         for (int i = 0; i < n_models; i++) batching(models[i], threads);
         return 0;
@@ -210,10 +230,7 @@ int main(int argc, char **argv)
            "wrong | server RSS MiB | peak MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     fflush(stdout);
     load(conns, seconds);
-    printf("\n### Conversations streaming together (hearth-tiny, 200 tokens each, one slot each)\n\n"
-           "| streams | tokens | seconds | tokens/s in all | tokens/s each |\n|---:|---:|---:|---:|---:|\n");
-    fflush(stdout);
-    streams(4, 200);
+    streams_all(models, n_models, threads);
     printf("\n### Conversations decoding at depth about %d, %d tokens each: taking turns "
            "against one batched pass per token\n\n| model | threads | conversations | tokens/s "
            "taking turns | tokens/s batched | batched against turns | batched against one |\n"

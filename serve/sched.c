@@ -55,6 +55,7 @@ struct sv_sched {
     pthread_cond_t gcv;
     int n_decoding, n_pending, leading;
     double first_at;
+    double pass_s;        /* seconds of the last call run, 0 before one */
 };
 
 static _Thread_local sv_slot *tl_slot; /* the slot this thread runs */
@@ -111,14 +112,16 @@ static void wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, double until)
 /* ---- decoding together ----
  * The decodes of the slots' generations (their engine contexts' hook)
  * meet here. The first slot to find no pass running and every decoding
- * slot's tokens in (or GATHER_WAIT_S gone since the oldest came) runs
+ * slot's tokens in (or half a call's time gone since the oldest came,
+ * at most GATHER_WAIT_S: waiting longer than the pass a late one would
+ * share costs more than it saves) runs
  * them all in one hx_decode_seqs, taking the turn for it: each weight
  * read once for every conversation. Every slot waiting is in each such
  * call, so none waits more than one round. The numbers are those of
  * each conversation decoding alone, so who rides with whom changes no
  * token; each slot then samples with its own sampler, grammar, stop
  * rules and limits. A slot whose client left stops submitting and
- * leaves; the others wait for it at most GATHER_WAIT_S. */
+ * leaves; the others wait for it no longer. */
 #define GATHER_WAIT_S 0.002
 
 /* Whether s counts as decoding: from its prompt to its turn's end. */
@@ -145,11 +148,14 @@ static void lead(sv_sched *sc)
     sc->leading = 1;
     pthread_mutex_unlock(&sc->gmu);
     take_turn(&sc->ts);
+    const double t0 = hx_time_mono();
     if (hx_decode_seqs(q, n))
         for (int i = 1; i < n; i++)
             if (q[i].rc == HX_ERR_INVALID) hx_decode_seqs(&q[i], 1);
+    const double dt = hx_time_mono() - t0;
     give_turn(&sc->ts);
     pthread_mutex_lock(&sc->gmu);
+    sc->pass_s = dt;
     for (int i = 0; i < n; i++) {
         in[i]->step.rc = q[i].rc;
         in[i]->pending = 0;
@@ -175,7 +181,8 @@ static int gather_decode(void *user, hx_ctx *c, const int32_t *tok, int n, int o
     if (sc->n_pending++ == 0) sc->first_at = hx_time_mono();
     pthread_cond_broadcast(&sc->gcv);
     while (s->pending) {
-        const double until = sc->first_at + GATHER_WAIT_S;
+        const double wait = sc->pass_s / 2 < GATHER_WAIT_S ? sc->pass_s / 2 : GATHER_WAIT_S;
+        const double until = sc->first_at + wait;
         if (!sc->leading && (sc->n_pending >= sc->n_decoding || hx_time_mono() >= until))
             lead(sc);
         else
