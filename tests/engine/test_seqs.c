@@ -1,6 +1,7 @@
 /* test_seqs.c: several sequences in one forward pass (hx_decode_seqs): each
  * sequence's logits equal, bit for bit, those of decoding it alone, for
- * dense and MoE models, F16, Q8 and F32 caches, with the weight cache;
+ * dense and MoE models, F16, Q8 and F32 caches, with the weight cache
+ * and with a KV cache spilling to disk;
  * sequences joining and leaving the batch; the refusals. */
 #include <stdlib.h>
 #include <string.h>
@@ -135,8 +136,8 @@ static void check_same(hx_model *m, hx_ctx_params cp, const char *what)
     printf("# %s: %d sequences the same\n", what, same);
 }
 
-/* A model checked with an F16, a Q8 and an F32 cache, and under a cap
- * below its weights (the weight cache). */
+/* A model checked with an F16, a Q8 and an F32 cache, under a cap below
+ * its weights (the weight cache), and with a KV cache that spills. */
 static void check_model(const char *arch, const char *name)
 {
     hx_model *m = load_model(arch, name);
@@ -155,6 +156,14 @@ static void check_model(const char *arch, const char *name)
     ASSERT(hx_ctx_memory(m, &cp, &mem, NULL) == HX_OK);
     EXPECT_EQ_INT(mem.streamed, 1);
     snprintf(what, sizeof what, "%s streamed", arch);
+    check_same(m, cp, what);
+    /* a KV cache of 3 pages, the rest spilled to a file */
+    cp = params(0, 0);
+    ASSERT(hx_ctx_memory(m, &cp, &mem, NULL) == HX_OK);
+    cp.kv_max_bytes = 3 * mem.kv_page;
+    cp.kv_spill = 1;
+    cp.kv_spill_dir = g_dir;
+    snprintf(what, sizeof what, "%s spilled", arch);
     check_same(m, cp, what);
     hx_model_free(m);
 }
