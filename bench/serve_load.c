@@ -90,14 +90,16 @@ static void streams(int k_max, int n_tokens, const char *model, int threads)
 
 /* Conversations decoding together: N contexts at depths about 512 (each
  * a little less than the one before, loaded from one prefilled cache)
- * decode STEPS tokens each, greedy, taking turns (one hx_decode each in
+ * decode g_steps tokens each (16 or more, as many as take a quarter of a
+ * second alone, at most MAX_STEPS), greedy, taking turns (one hx_decode each in
  * turn, as hearth serve did) or batched (one hx_decode_seqs for all per
  * step, as it does now); tokens per second of both, measured in the same
- * run, best of REPS. */
+ * run, best of REPS each, alternating. */
 #define MAX_CONV 8
 #define DEPTH 512
-#define STEPS 16
-#define REPS 3
+#define MAX_STEPS 256
+static int g_steps = 16;
+#define REPS 5
 
 static int32_t greedy(const hx_ctx *c)
 {
@@ -108,7 +110,7 @@ static int32_t greedy(const hx_ctx *c)
     return best;
 }
 
-/* Seconds of STEPS tokens for each of n conversations (0: failed). */
+/* Seconds of g_steps tokens for each of n conversations (0: failed). */
 static double conv_seconds(hx_ctx **c, int n, int batched)
 {
     int32_t tok[MAX_CONV];
@@ -117,7 +119,7 @@ static double conv_seconds(hx_ctx **c, int n, int batched)
         tok[i] = (int32_t)(100 + i);
     }
     const double t0 = ld_now();
-    for (int s = 0; s < STEPS; s++) {
+    for (int s = 0; s < g_steps; s++) {
         hx_seq_step q[MAX_CONV];
         for (int i = 0; i < n; i++) q[i] = (hx_seq_step){c[i], &tok[i], 1, 0, 0};
         if (batched ? hx_decode_seqs(q, n) != HX_OK : 0) return 0;
@@ -129,15 +131,18 @@ static double conv_seconds(hx_ctx **c, int n, int batched)
     return ld_now() - t0;
 }
 
-static double best_of(hx_ctx **c, int n, int batched)
+/* The best of REPS runs taking turns (*turns) and batched (*batched),
+ * alternating, so that both see the machine's load alike; 0 if one
+ * failed. */
+static int best_of(hx_ctx **c, int n, double *turns, double *batched)
 {
-    double best = 0;
-    for (int r = 0; r < REPS; r++) {
-        double t = conv_seconds(c, n, batched);
+    *turns = *batched = 0;
+    for (int r = 0; r < 2 * REPS; r++) {
+        double *best = r % 2 ? batched : turns, t = conv_seconds(c, n, r % 2);
         if (t <= 0) return 0;
-        best = best == 0 || t < best ? t : best;
+        *best = *best == 0 || t < *best ? t : *best;
     }
-    return best;
+    return 1;
 }
 
 /* MAX_CONV contexts of path's model, their caches filled from one
@@ -145,7 +150,7 @@ static double best_of(hx_ctx **c, int n, int batched)
 static int conv_contexts(hx_model *m, int threads, const char *dir, hx_ctx **c)
 {
     hx_ctx_params cp = hx_ctx_default_params();
-    cp.n_ctx = DEPTH + STEPS + 8;
+    cp.n_ctx = DEPTH + MAX_STEPS + 8;
     cp.n_batch = 64;
     cp.n_threads = threads;
     int32_t prompt[DEPTH];
@@ -175,14 +180,18 @@ static void batching(const char *path, int threads)
         exit(1);
     }
     const char *slash = strrchr(path, '/');
-    double one = 0;
+    double one = 0, t16;
+    g_steps = 16;
+    if ((t16 = conv_seconds(c, 1, 0)) <= 0) exit(1);
+    g_steps = (int)(0.25 / (t16 / 16));
+    g_steps = g_steps < 16 ? 16 : g_steps > MAX_STEPS ? MAX_STEPS : g_steps;
     for (int n = 1; n <= MAX_CONV; n *= 2) {
-        const double turns = best_of(c, n, 0), batched = best_of(c, n, 1);
-        if (turns <= 0 || batched <= 0) exit(1);
-        const double tt = n * STEPS / turns, tb = n * STEPS / batched;
+        double turns, batched;
+        if (!best_of(c, n, &turns, &batched)) exit(1);
+        const double tt = n * g_steps / turns, tb = n * g_steps / batched;
         if (n == 1) one = tb;
-        printf("| %s | %d | %d | %.1f | %.1f | %.2fx | %.2fx |\n", slash ? slash + 1 : path, threads,
-               n, tt, tb, tb / tt, tb / one);
+        printf("| %s | %d | %d | %d | %.1f | %.1f | %.2fx | %.2fx |\n", slash ? slash + 1 : path,
+               threads, g_steps, n, tt, tb, tb / tt, tb / one);
         fflush(stdout);
     }
     for (int i = 0; i < MAX_CONV; i++) hx_ctx_free(c[i]);
@@ -231,10 +240,10 @@ int main(int argc, char **argv)
     fflush(stdout);
     load(conns, seconds);
     streams_all(models, n_models, threads);
-    printf("\n### Conversations decoding at depth about %d, %d tokens each: taking turns "
-           "against one batched pass per token\n\n| model | threads | conversations | tokens/s "
+    printf("\n### Conversations decoding at depth about %d: taking turns against one batched "
+           "pass per token\n\n| model | threads | tokens each | conversations | tokens/s "
            "taking turns | tokens/s batched | batched against turns | batched against one |\n"
-           "|---|---:|---:|---:|---:|---:|---:|\n", DEPTH, STEPS);
+           "|---|---:|---:|---:|---:|---:|---:|---:|\n", DEPTH);
     if (!n_models) models[n_models++] = "models/hearth-tiny.gguf";
     for (int i = 0; i < n_models; i++) batching(models[i], threads);
     return 0;

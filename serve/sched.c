@@ -56,6 +56,10 @@ struct sv_sched {
     int n_decoding, n_pending, leading;
     double first_at;
     double pass_s;        /* seconds of the last call run, 0 before one */
+    /* seconds per token of decodes run one by one [0] and together [1]
+     * lately (0: not yet measured), and the calls run */
+    double tok_s[2];
+    uint64_t calls;
 };
 
 static _Thread_local sv_slot *tl_slot; /* the slot this thread runs */
@@ -135,9 +139,22 @@ static void set_decoding(sv_slot *s, int on)
     pthread_mutex_unlock(&sc->gmu);
 }
 
-/* Runs every decode submitted in one call, with the turn (sc->gmu held,
- * released meanwhile). A sequence the call refuses (a context unlike
- * the first's) decodes alone. */
+/* Whether decodes run together cost less per token than one by one, as
+ * measured lately: on a model too small for its weights' reads to
+ * matter, one pass per conversation is faster. Every PROBE_EVERY calls
+ * the other way is measured again (and each until it has been). */
+#define PROBE_EVERY 32
+static int together_pays(sv_sched *sc)
+{
+    const int probe = sc->calls++ % PROBE_EVERY == 0;
+    if (!sc->tok_s[0] || !sc->tok_s[1]) return !sc->tok_s[1];
+    const int best = sc->tok_s[1] <= sc->tok_s[0];
+    return probe ? !best : best;
+}
+
+/* Runs every decode submitted, in one call when that pays (else one call
+ * each), with the turn (sc->gmu held, released meanwhile). A sequence
+ * the call refuses (a context unlike the first's) decodes alone. */
 static void lead(sv_sched *sc)
 {
     sv_slot *in[SV_MAX_SLOTS];
@@ -145,22 +162,27 @@ static void lead(sv_sched *sc)
     int n = 0;
     for (int i = 0; i < sc->n_slots; i++)
         if (sc->slots[i].pending) in[n] = &sc->slots[i], q[n++] = sc->slots[i].step;
+    const int together = n > 1 && together_pays(sc);
     sc->leading = 1;
     pthread_mutex_unlock(&sc->gmu);
     take_turn(&sc->ts);
     const double t0 = hx_time_mono();
-    if (hx_decode_seqs(q, n))
-        for (int i = 1; i < n; i++)
-            if (q[i].rc == HX_ERR_INVALID) hx_decode_seqs(&q[i], 1);
+    if (!together || hx_decode_seqs(q, n))
+        for (int i = 0; i < n; i++)
+            if (!together || q[i].rc == HX_ERR_INVALID) hx_decode_seqs(&q[i], 1);
     const double dt = hx_time_mono() - t0;
     give_turn(&sc->ts);
     pthread_mutex_lock(&sc->gmu);
     sc->pass_s = dt;
+    int tokens = 0;
+    for (int i = 0; i < n; i++) tokens += q[i].n;
+    double *est = &sc->tok_s[together];
+    *est = *est > 0 ? 0.8 * *est + 0.2 * dt / tokens : dt / tokens;
     for (int i = 0; i < n; i++) {
         in[i]->step.rc = q[i].rc;
         in[i]->pending = 0;
         in[i]->n_steps++;
-        in[i]->n_shared += n > 1;
+        in[i]->n_shared += together;
     }
     sc->n_pending -= n;
     sc->leading = 0;
