@@ -1,10 +1,10 @@
 /* serve_load.c: hearth serve's figures (make bench-serve): (1) a thousand
  * concurrent loopback connections, a fifth of them bad clients, GET
  * /v1/models answered per second, its latency percentiles and the
- * server's memory; (2) several conversations streaming at once, taking
- * their turns one decode at a time, against one alone; (3) conversations
- * decoding together in the engine, batched into one forward pass per
- * token (hx_decode_seqs, as hearth serve runs them) against taking turns.
+ * server's memory; (2) several conversations streaming at once through
+ * it, against one alone; (3) conversations decoding together in the
+ * engine, batched into one forward pass per token (hx_decode_seqs, as
+ * hearth serve runs them) against taking turns.
  * Usage: serve-load [--conns N] [--seconds S] [--model FILE.gguf]... */
 #include <stdio.h>
 #include <stdlib.h>
