@@ -231,7 +231,8 @@ static int hook(void *user, hx_ctx *c, const int32_t *tok, int n, int out_from)
     return hx_decode_seqs(&q, 1);
 }
 
-/* hx_decode through the hook: the same logits as without it. */
+/* hx_decode through the hook: the same logits as without it; a
+ * sequence too long to share a pass. */
 static void test_hook(void)
 {
     hx_model *m = load_model("qwen3", "hook.gguf");
@@ -252,6 +253,25 @@ static void test_hook(void)
     hx_ctx_set_decode_hook(b, NULL, NULL);
     ASSERT(hx_decode(b, tok, 1, 0) == HX_OK);
     EXPECT_EQ_INT(g_hooked, 1);
+    /* a sequence longer than a shared pass holds runs its own passes,
+     * the other its own: both as alone */
+    int32_t many[70];
+    for (int i = 0; i < 70; i++) many[i] = 5 * i + 2;
+    hx_ctx *c, *d;
+    ASSERT(hx_ctx_new(m, &cp, &c, NULL) == HX_OK);
+    ASSERT(hx_ctx_new(m, &cp, &d, NULL) == HX_OK);
+    hx_seq_step q[2] = {{c, many, 70, 69, -1}, {d, tok, 1, 0, -1}};
+    ASSERT(hx_decode_seqs(q, 2) == HX_OK);
+    EXPECT_EQ_INT(hx_ctx_n_past(c), 70);
+    EXPECT_EQ_INT(hx_ctx_n_past(d), 1);
+    hx_ctx_truncate(a, 0);
+    ASSERT(hx_decode(a, many, 70, 0) == HX_OK);
+    EXPECT(memcmp(hx_ctx_logits(a, -1), hx_ctx_logits(c, -1), nv * sizeof(float)) == 0);
+    hx_ctx_truncate(a, 0);
+    ASSERT(hx_decode(a, tok, 1, 0) == HX_OK);
+    EXPECT(memcmp(hx_ctx_logits(a, -1), hx_ctx_logits(d, -1), nv * sizeof(float)) == 0);
+    hx_ctx_free(c);
+    hx_ctx_free(d);
     hx_ctx_free(a);
     hx_ctx_free(b);
     hx_model_free(m);
