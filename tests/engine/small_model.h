@@ -9,10 +9,10 @@
 #include "engine/engine.h"
 #include "modelfile/model_write.h"
 
-/* dir/name written for arch with n_vocab tokens and a context of n_ctx,
- * then loaded (the caller frees it); NULL with the reason printed. */
-__attribute__((unused)) static hx_model *small_model(const char *dir, const char *arch,
-                                                     const char *name, int n_vocab, int n_ctx)
+/* The parameters of the small model of arch with n_vocab tokens and a
+ * context of n_ctx (a test changes what it needs before writing). */
+__attribute__((unused)) static hx_mkmodel_params small_model_params(const char *arch, int n_vocab,
+                                                                    int n_ctx)
 {
     hx_mkmodel_params p = hx_mkmodel_default_params();
     p.arch = arch;
@@ -28,6 +28,15 @@ __attribute__((unused)) static hx_model *small_model(const char *dir, const char
     p.n_expert_used = 2;
     p.n_ff_exp = 256;
     p.n_ctx = n_ctx;
+    return p;
+}
+
+/* dir/name written as small_model_params says, then loaded (the caller
+ * frees it); NULL with the reason printed. */
+__attribute__((unused)) static hx_model *small_model(const char *dir, const char *arch,
+                                                     const char *name, int n_vocab, int n_ctx)
+{
+    hx_mkmodel_params p = small_model_params(arch, n_vocab, n_ctx);
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     hx_err err = {0};
