@@ -116,16 +116,16 @@ static void wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, double until)
 /* ---- decoding together ----
  * The decodes of the slots' generations (their engine contexts' hook)
  * meet here. The first slot to find no pass running and every decoding
- * slot's tokens in (or half a call's time gone since the oldest came,
- * at most GATHER_WAIT_S: waiting longer than the pass a late one would
- * share costs more than it saves) runs
- * them all in one hx_decode_seqs, taking the turn for it: each weight
- * read once for every conversation. Every slot waiting is in each such
- * call, so none waits more than one round. The numbers are those of
- * each conversation decoding alone, so who rides with whom changes no
- * token; each slot then samples with its own sampler, grammar, stop
- * rules and limits. A slot whose client left stops submitting and
- * leaves; the others wait for it no longer. */
+ * slot's tokens in (or half a call's time gone since the oldest came, at
+ * most GATHER_WAIT_S: waiting longer than the pass a late one would share
+ * costs more than it saves) runs them all in one hx_decode_seqs, taking
+ * the turn for it: each weight read once for every conversation (or one
+ * by one, where that has cost less: together_pays). Every slot waiting
+ * is in each such call, so none waits more than one round. The numbers
+ * are those of each conversation decoding alone, so who rides with whom
+ * changes no token; each slot then samples with its own sampler,
+ * grammar, stop rules and limits. A slot whose client left stops
+ * submitting and leaves; the others wait for it no longer. */
 #define GATHER_WAIT_S 0.002
 
 /* Whether s counts as decoding: from its prompt to its turn's end. */
