@@ -301,7 +301,8 @@ int hx_decode_seqs(hx_seq_step *s, int n_seqs);
  * n, out_from), which owes the result hx_decode_rows would give: a
  * scheduler gathers several contexts' decodes there into hx_decode_seqs.
  * NULL: c decodes itself again. Prefill and stepped calls are not routed.
- * fn is called on the decoding thread; user is borrowed. */
+ * fn is called on the decoding thread; user is borrowed. fn decodes
+ * through hx_decode_seqs (hx_decode on c would come back to it). */
 typedef int (*hx_decode_hook_fn)(void *user, hx_ctx *c, const int32_t *tokens, int n,
                                  int out_from);
 void hx_ctx_set_decode_hook(hx_ctx *c, hx_decode_hook_fn fn, void *user);

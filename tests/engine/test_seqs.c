@@ -277,6 +277,48 @@ static void test_hook(void)
     hx_model_free(m);
 }
 
+/* Sequences of several tokens sharing a pass (as speculation's are):
+ * each token's logits as decoding it alone, one token per hx_decode,
+ * below and beyond 512 cached cells (where a one-token pass splits its
+ * keys per thread). */
+static void test_several_tokens(void)
+{
+    hx_model *m = load_model("qwen3", "several.gguf");
+    ASSERT(m);
+    hx_ctx_params cp = params(0, 0);
+    const size_t nv = (size_t)hx_model_hparams(m)->n_vocab;
+    int32_t prompt[600], three[3] = {7, 8, 9}, one = 4;
+    for (int i = 0; i < 600; i++) prompt[i] = (int32_t)((i * 13 + 1) % (int)nv);
+    const int depth[2] = {100, 520};
+    hx_ctx *c[2], *other, *ref;
+    for (int i = 0; i < 2; i++) {
+        ASSERT(hx_ctx_new(m, &cp, &c[i], NULL) == HX_OK);
+        ASSERT(hx_decode(c[i], prompt, depth[i], 0) == HX_OK);
+    }
+    ASSERT(hx_ctx_new(m, &cp, &other, NULL) == HX_OK);
+    ASSERT(hx_ctx_new(m, &cp, &ref, NULL) == HX_OK);
+    hx_seq_step q[3] = {{c[0], three, 3, 0, -1}, {other, &one, 1, 0, -1}, {c[1], three, 3, 1, -1}};
+    ASSERT(hx_decode_seqs(q, 3) == HX_OK);
+    for (int i = 0; i < 2; i++) {
+        hx_ctx_truncate(ref, 0);
+        ASSERT(hx_decode(ref, prompt, depth[i], 0) == HX_OK);
+        for (int t = 0; t < 3; t++) {
+            ASSERT(hx_decode(ref, &three[t], 1, 0) == HX_OK);
+            const float *got = hx_ctx_logits(c[i], t);
+            if (t < q[2 * i].out_from) {
+                EXPECT(got == NULL);
+                continue;
+            }
+            EXPECT(got && !memcmp(hx_ctx_logits(ref, -1), got, nv * sizeof(float)));
+        }
+        EXPECT_EQ_INT(hx_ctx_n_past(c[i]), depth[i] + 3);
+        hx_ctx_free(c[i]);
+    }
+    hx_ctx_free(other);
+    hx_ctx_free(ref);
+    hx_model_free(m);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/hx_test_seqs.XXXXXX");
@@ -285,6 +327,7 @@ int main(void)
     RUN(test_moe);
     RUN(test_refusals);
     RUN(test_hook);
+    RUN(test_several_tokens);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     if (system(cmd) != 0) printf("# could not remove %s\n", g_dir);
