@@ -439,6 +439,10 @@ typedef struct hx_turn_timing {
 /* s's latest turn's timing into *t (zeros for a source that is not an
  * engine source). */
 void hx_source_engine_timing(const hx_source *s, hx_turn_timing *t);
+/* The inference context an engine source decodes in (borrowed: the
+ * source owns it), for a scheduler that routes its decodes
+ * (hx_ctx_set_decode_hook); NULL for another source. */
+hx_ctx *hx_source_engine_ctx(hx_source *s);
 /* Ends the turn the planner stopped reading (a request's last), so that
  * its counters and its measurements for the loop are taken now; no-op for
  * another source or when no turn is open. */

@@ -971,6 +971,11 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
     return HX_OK;
 }
 
+hx_ctx *hx_source_engine_ctx(hx_source *s)
+{
+    return s && s->begin == eng_begin && s->ctx ? ((eng_src *)s->ctx)->ctx : NULL;
+}
+
 void hx_source_engine_end_turn(hx_source *s)
 {
     if (s && s->begin == eng_begin && s->ctx) end_turn(s->ctx);
