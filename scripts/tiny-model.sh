@@ -127,7 +127,7 @@ fi
 # (the final data mix), the assistant's turns counted TARGET_WEIGHT times
 # so that merges go to what the model writes (values after a JSON quote);
 # then how many tokens are rarely a target
-if [ -n "$BASE" ]; then skip 2/7 "$BASE's tokenizer is kept; a vocabulary"
+if [ -n "$BASE" ]; then printf '[tiny 2/7] skipped: continuing %s, its tokenizer kept\n' "$BASE" >&2
 elif [ -s "$DIR/vocab.gguf" ]; then skip 2/7 "$DIR/vocab.gguf"; else
     stage_start 2/7 "vocab: $VOCAB-token BPE on the training conversations, targets x$TARGET_WEIGHT"
     make_file "$DIR/vocab.gguf" nice "$HEARTH" vocab train --size "$VOCAB" \
@@ -147,8 +147,9 @@ if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
     [ "$VALUE_WEIGHT" -gt 1 ] && WEIGHTED=", value edges x$VALUE_WEIGHT"
     # from nothing: the shape and the vocabulary; continued: the base's
     MODEL="--vocab $DIR/vocab.gguf --layers $LAYERS --embd $EMBD --heads $HEADS --kv-heads $KV --head-dim $HEAD_DIM --ff $FF"
-    [ -n "$BASE" ] && MODEL="--base $BASE"
-    stage_start 3/7 "train: $STYLE style, ${BASE:+continuing $BASE, not }${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, $LENGTH, $THREADS threads, $PRODUCTS_ASKED products$WEIGHTED${RESUME:+ (resuming)}"
+    SHAPE="${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF"
+    [ -n "$BASE" ] && MODEL="--base $BASE" && SHAPE="continuing $BASE"
+    stage_start 3/7 "train: $STYLE style, $SHAPE, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, $LENGTH, $THREADS threads, $PRODUCTS_ASKED products$WEIGHTED${RESUME:+ (resuming)}"
     # the per-step log line by line, so a kill loses none of it
     LINEBUF=
     command -v stdbuf >/dev/null 2>&1 && LINEBUF="stdbuf -oL"
@@ -217,6 +218,8 @@ PRODUCTS="F32 (hearth train --products $PRODUCTS_ASKED)"
 if grep '^trained' "$DIR/train.log" | tail -1 | grep -q 'bfloat16 products'; then
     PRODUCTS="bfloat16 operands, F32 sums (hearth train --products $PRODUCTS_ASKED)"
 fi
+SHAPE_DESC="$LAYERS layers, C = $EMBD, $HEADS query heads x $HEAD_DIM, $KV KV heads, FFN $FF"
+[ -n "$BASE" ] && SHAPE_DESC="the start's (\`hearth info -m $OUT\`)"
 cat >"$(dirname "$OUT")/README.md" <<EOF
 # hearth-tiny
 
@@ -232,7 +235,8 @@ at Qwen3-30B-A3B or another GGUF of a supported architecture.
 | item | value |
 |---|---|
 | architecture | qwen3, tied embeddings, q/k RMSNorm, NEOX RoPE base 1e6 |
-| shape | $LAYERS layers, C = $EMBD, $HEADS query heads x $HEAD_DIM, $KV KV heads, FFN $FF |
+| start | ${BASE:-nothing (random weights)} |
+| shape | $SHAPE_DESC |
 | vocabulary | $VOCAB byte-level BPE (\`hearth vocab train --target-weight $TARGET_WEIGHT\` on the training conversations) |
 | data | $N_TRAIN generated conversations (\`hearth datagen --split train --seed $SEED\`), rendered in the $STYLE style; loss on the assistant's tokens only, where a call's argument value starts or ends x$VALUE_WEIGHT |
 | context | $CTX tokens; windows of $SEQ tokens of packed conversations, each window starting at a conversation |
