@@ -1105,9 +1105,7 @@ static const kind_def *pick_kind(hx_rng *r, int cat, int split)
     return &kinds[0];
 }
 
-/* A phrasing as compared for held-out clashes: lower-case letters, digits
- * and {slot}s only. */
-static void phrasing_key(const char *s, char *out, size_t n)
+void hx_dg_phrasing_key(const char *s, char *out, size_t n)
 {
     size_t j = 0;
     for (; *s && j + 1 < n; s++)
@@ -1122,11 +1120,11 @@ static void phrasing_key(const char *s, char *out, size_t n)
 static int heldout_phrasing(const char *tpl)
 {
     char key[512], h[512];
-    phrasing_key(tpl, key, sizeof key);
+    hx_dg_phrasing_key(tpl, key, sizeof key);
     for (int i = 0; i < N_KINDS; i++)
         for (int j = 0; j < kinds[i].n_tpl; j++) {
             if (!hx_dg_template_heldout(j, kinds[i].n_tpl)) continue;
-            phrasing_key(kinds[i].tpl[j], h, sizeof h);
+            hx_dg_phrasing_key(kinds[i].tpl[j], h, sizeof h);
             if (!strcmp(key, h)) return 1;
         }
     return 0;

@@ -181,6 +181,9 @@ cJSON *hx_dg_task_new_phrased(const hx_world *w, hx_rng *r, int cat, unsigned *u
 /* ... or HX_DG_COMPOSED_TEMPLATE for a training request composed from
  * parts (hx_dg_compose). */
 #define HX_DG_COMPOSED_TEMPLATE 2000
+/* A phrasing as compared for held-out clashes: s with only its lower-cased
+ * letters, digits and {slot} braces, into out (n bytes). */
+void hx_dg_phrasing_key(const char *s, char *out, size_t n);
 /* A request template ({slot}s as the kind's templates have) for kind,
  * composed from independently drawn parts: opener, verb and synonyms,
  * object phrase, word order, question or order, closer, case. 0 (tpl

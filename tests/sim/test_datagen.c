@@ -42,19 +42,6 @@ static void test_heldout_templates(void)
     }
 }
 
-/* A phrasing as compared: lower case letters, digits and {slot}s only, so
- * "Where are my {topic} notes?" and "where are my {topic} notes" match. */
-static void phrasing_key(const char *s, char *out, size_t n)
-{
-    size_t j = 0;
-    for (; *s && j + 1 < n; s++)
-        if ((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '{' || *s == '}')
-            out[j++] = *s;
-        else if (*s >= 'A' && *s <= 'Z')
-            out[j++] = (char)(*s - 'A' + 'a');
-    out[j] = 0;
-}
-
 enum { MAX_HELDOUT = 256, KEY_LEN = 256 };
 
 static int heldout_keys(char keys[][KEY_LEN])
@@ -65,7 +52,7 @@ static int heldout_keys(char keys[][KEY_LEN])
         if (ph.train_only) continue;
         EXPECT(ph.n_base >= 5); /* fewer: held-out tasks would use training's */
         for (int i = 0; i < ph.n_base && n < MAX_HELDOUT; i++)
-            if (hx_dg_template_heldout(i, ph.n_base)) phrasing_key(ph.base[i], keys[n++], KEY_LEN);
+            if (hx_dg_template_heldout(i, ph.n_base)) hx_dg_phrasing_key(ph.base[i], keys[n++], KEY_LEN);
     }
     return n;
 }
@@ -73,7 +60,7 @@ static int heldout_keys(char keys[][KEY_LEN])
 static int clashes(const char *kind, const char *tpl, char keys[][KEY_LEN], int n_keys)
 {
     char key[KEY_LEN];
-    phrasing_key(tpl, key, sizeof key);
+    hx_dg_phrasing_key(tpl, key, sizeof key);
     for (int i = 0; i < n_keys; i++)
         if (!strcmp(key, keys[i])) {
             printf("# %s: training phrasing \"%s\" is a held-out one\n", kind, tpl);
@@ -140,7 +127,7 @@ static void test_composed_requests(void)
                            HX_DG_COMPOSED_TEMPLATE;
             nc += composed, nt += !composed;
             char key[KEY_LEN];
-            phrasing_key(req, key, sizeof key);
+            hx_dg_phrasing_key(req, key, sizeof key);
             for (int h = 0; h < n_held && composed; h++) clash += !strcmp(key, held[h]);
         }
         cJSON_Delete(t[0]);
@@ -170,7 +157,7 @@ static void test_composed_variety(void)
         for (; n < N && hx_dg_compose(ph.kind, &r, tpl, sizeof tpl); n++) {
             hx_dg_compose(ph.kind, &r2, again, sizeof again);
             differ += strcmp(tpl, again) != 0;
-            phrasing_key(tpl, keys[n], KEY_LEN);
+            hx_dg_phrasing_key(tpl, keys[n], KEY_LEN);
         }
         if (!n) continue;
         kinds++;
