@@ -421,7 +421,10 @@ typedef struct hx_engine_turn {
 } hx_engine_turn;
 /* Applies t to s from its next begin on: the tools, the schema, the
  * sampler's parameters and the copy bias replace those it had (its
- * compiled grammars are dropped; its KV cache is kept). Errors:
+ * compiled grammars are dropped; its KV cache is kept), and what a
+ * planner's request set (set_ground, set_arg_check, set_refused_calls) is
+ * forgotten, so that one request's conversation never holds the next
+ * request's answers. Errors:
  * HX_ERR_NOMEM; HX_ERR_INVALID for a source that is not an engine source.
  * A schema the grammar cannot enforce fails the next HX_CHOICE_SCHEMA
  * begin (hx_agent_schema_usable checks it first). */

@@ -423,6 +423,7 @@ static int eng_ground(void *ctx, const char *text, const char *claims)
     free(e->ground_text);
     free(e->claims);
     e->ground_text = t, e->claims = c;
+    hx_log_debug("source: answers held to %zu bytes of the conversation", strlen(t));
     return HX_OK;
 }
 
@@ -1000,6 +1001,10 @@ int hx_source_engine_configure(hx_source *s, const hx_engine_turn *t, hx_err *er
         return hx_err_set(err, HX_ERR_INVALID, "not an engine source");
     eng_src *e = s->ctx;
     free_grammars(e);
+    free(e->ground_text), free(e->claims); /* held to nothing until a planner says */
+    e->ground_text = e->claims = NULL;
+    eng_arg_check(e, NULL, NULL);
+    eng_refused(e, NULL);
     e->sp = t->sp;
     e->copy_bias = t->copy_bias > 0 ? t->copy_bias : 0;
     int rc = copy_specs(e, t->tools, t->n_tools);

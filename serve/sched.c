@@ -283,11 +283,23 @@ FORWARD(planner_copy_text, (void *ctx, const char *text), set_copy_text(s->src.c
 FORWARD(planner_repair, (void *ctx, cJSON *args), repair_args(s->src.ctx, args))
 FORWARD(planner_known, (void *ctx, const char *list), set_known_addresses(s->src.ctx, list))
 FORWARD(planner_request, (void *ctx, const char *text), set_request(s->src.ctx, text))
+FORWARD(planner_limit, (void *ctx), limit(s->src.ctx))
+FORWARD(planner_ground, (void *ctx, const char *text, const char *claims),
+        set_ground(s->src.ctx, text, claims))
+FORWARD(planner_refused, (void *ctx, const char *calls), set_refused_calls(s->src.ctx, calls))
+
+static void planner_arg_check(void *ctx, hx_arg_check_fn check, void *user)
+{
+    sv_slot *s = ctx;
+    s->src.set_arg_check(s->src.ctx, check, user);
+}
 
 hx_source *hx_sv_slot_planner_source(sv_slot *s) { return &s->planner_src; }
 
-/* The planner's view of the slot's source: the same calls, the turn
- * taken around each begin and next; the slot owns the source. */
+/* The planner's view of the slot's source: every call of the engine
+ * source's table (the grounding, the argument checks, the refused calls
+ * and the context's limit too), the turn taken around each begin and
+ * next; the slot owns the source. */
 static void make_planner_source(sv_slot *s)
 {
     s->planner_src = (hx_source){.api_version = HX_SOURCE_API, .name = "serve slot", .ctx = s,
@@ -296,7 +308,10 @@ static void make_planner_source(sv_slot *s)
                                  .repair_args = planner_repair,
                                  .set_known_addresses = planner_known,
                                  .set_request = planner_request,
-                                 .begin_marked = planner_begin};
+                                 .begin_marked = planner_begin, .limit = planner_limit,
+                                 .set_ground = planner_ground,
+                                 .set_arg_check = planner_arg_check,
+                                 .set_refused_calls = planner_refused};
 }
 
 /* ---- the queue ---- */

@@ -716,6 +716,29 @@ static void test_consent_client_leaves(void)
     EXPECT_EQ_INT(memory_count(&g, "Carol"), 0);
 }
 
+/* The assistant over HTTP holds its answers to the conversation as on the
+ * terminal: the planner's grounding reaches the slot's engine source. The
+ * control: a chat completion on the same server holds nothing. */
+static void test_ask_grounded(void)
+{
+    sv_server s = {0};
+    static char log[1 << 20];
+    ASSERT(sv_world(&s) && sv_start(&s, NULL));
+    sv_resp r;
+    sv_request(sv_connect_unix(s.sock), "POST", "/v1/chat/completions", NULL,
+               "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], "
+               "\"max_tokens\": 4}", &r);
+    EXPECT_EQ_INT(r.status, 200);
+    free(r.body);
+    EXPECT(!strstr(sv_log(&s, log, sizeof log), "answers held to"));
+    sv_request(sv_connect_unix(s.sock), "POST", "/v1/hearth/ask", NULL,
+               "{\"request\": \"What is on my calendar tomorrow?\"}", &r);
+    EXPECT_EQ_INT(r.status, 200);
+    free(r.body);
+    EXPECT(log_has(&s, "source: answers held to"));
+    sv_cleanup(&s);
+}
+
 static void test_ask_options(void)
 {
     if (!up()) return;
@@ -1074,6 +1097,7 @@ int main(void)
     RUN(test_ask_consent);
     RUN(test_consent_client_leaves);
     RUN(test_ask_options);
+    RUN(test_ask_grounded);
     RUN(test_taint_rule);
     RUN(test_memory_api);
     RUN(test_confined_process);
