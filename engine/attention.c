@@ -315,7 +315,7 @@ static void attn_task_tiled(void *ctx, int task, int thread)
             const hx_kv_span sp = hx_kv_span_of(c, j->layer, kvh, j0 / HX_KV_PAGE, thread);
             const float *K = hx_kv_rows_f32(c, sp.k, nk, kt);
             const float *V = hx_kv_rows_f32(c, sp.v, nk, vt);
-            c->ao->tile64(Qt, K, V, nk, d, j0, lim, scale, m, l, acc, S);
+            c->ao->tile64(Qt, K, V, nk, d, j0, lim, scale, m, l, acc, S, nr);
         }
         for (int r = 0; r < nr; r++) {
             const int rr = r0 + r;

@@ -75,10 +75,10 @@ static void from_f16_s(float *o, const uint16_t *x, int d)
 /* tile64 (attn.h), lane by lane. */
 static void tile64_s(const float *Qt, const float *K, const float *V, int nk, int d,
                      int j0, const int *lim, float scale, float *m, float *l,
-                     float *accT, float *S)
+                     float *accT, float *S, int nr)
 {
     enum { L = HX_ATT_LANES };
-    for (int r = 0; r < L; r++) {
+    for (int r = 0; r < nr; r++) {
         float mt = -INFINITY;
         for (int j = 0; j < nk; j++) {
             float s = 0.0f;
