@@ -642,41 +642,44 @@ static float *passes(hx_ctx *c, const int32_t *t, const int *lens, int n_lens, i
     return out;
 }
 
-/* The 8-bit cache's attention takes several tokens of a pass per task
- * (each V row dequantized once for them): bit for bit the logits of one
- * token per task, for query heads over KV heads 1, 2 and 8 to one, passes
- * whose token counts are no multiple of the task's (a long one after the
- * prompt, a short one, a single token), each token seeing only the keys
- * up to its own. Control: the plan does group tokens where the reference
- * does not. */
-static void test_q8_grouped_tasks(void)
+/* Attention's tasks as the context plans them against the reference it
+ * keeps (attn_before), bit for bit, for query heads over KV heads 1, 2
+ * and 8 to one and passes whose token counts are no multiple of a task's
+ * (a long one after the prompt, a short one, a single token), each token
+ * seeing only the keys up to its own: the 8-bit cache's path takes several
+ * tokens of a pass per task (each V row dequantized once for them), and
+ * the F16 cache's tiled path (the 200-token pass) computes only the lanes
+ * of a tile that hold rows. Control: the plan does group tokens where the
+ * reference does not. */
+static void test_attention_tasks_as_before(void)
 {
     static const int heads[3][2] = {{4, 4}, {4, 2}, {8, 1}};
     static const int lens[] = {200, 38, 13, 1};
     int32_t t[252];
     tokens(t, 252, 128, 7);
-    for (int k = 0; k < 3; k++) {
-        g_n_head = heads[k][0], g_n_head_kv = heads[k][1];
-        hx_model *m = load(write_model("gqa.gguf", 41 + k, 32));
+    for (int k = 0; k < 6; k++) {
+        const int q8 = k < 3, *h = heads[k % 3];
+        g_n_head = h[0], g_n_head_kv = h[1];
+        hx_model *m = load(write_model("gqa.gguf", 41 + k % 3, 32));
         g_n_head = g_n_head_kv = 0;
         ASSERT(m);
-        hx_ctx *ref = new_ctx(m, 0, 1, 0), *grp = new_ctx(m, 0, 1, 0);
-        ASSERT(ref && grp);
+        hx_ctx *ref = new_ctx(m, 0, q8, 0), *now = new_ctx(m, 0, q8, 0);
+        ASSERT(ref && now);
         ref->attn_before = 1;
-        hx_attn_run r1, rg;
+        hx_attn_run r1, rn;
         hx_attention_plan(ref, 0, 38, 200, &r1);
-        hx_attention_plan(grp, 0, 38, 200, &rg);
-        EXPECT(r1.tpt == 1 && rg.tpt > 1 && 38 % rg.tpt != 0);
+        hx_attention_plan(now, 0, 38, 200, &rn);
+        if (q8) EXPECT(r1.tpt == 1 && rn.tpt > 1 && 38 % rn.tpt != 0);
         int na = 0, nb = 0;
-        float *a = passes(ref, t, lens, 4, &na), *b = passes(grp, t, lens, 4, &nb);
-        EXPECT(a && b && na == nb && !memcmp(a, b, (size_t)na * sizeof *a));
-        printf("# %d query heads over %d KV heads: %d tokens per task, logits %s\n",
-               heads[k][0], heads[k][1], rg.tpt,
-               a && b && !memcmp(a, b, (size_t)na * sizeof *a) ? "the same" : "differ");
+        float *a = passes(ref, t, lens, 4, &na), *b = passes(now, t, lens, 4, &nb);
+        const int same = a && b && na == nb && !memcmp(a, b, (size_t)na * sizeof *a);
+        EXPECT(same);
+        printf("# %s KV, %d query heads over %d KV heads: %d tokens per task, logits %s\n",
+               q8 ? "8-bit" : "F16", h[0], h[1], rn.tpt, same ? "the same" : "differ");
         free(a);
         free(b);
         hx_ctx_free(ref);
-        hx_ctx_free(grp);
+        hx_ctx_free(now);
         hx_model_free(m);
     }
 }
@@ -687,7 +690,7 @@ int main(void)
     mkdir(g_dir, 0700);
     RUN(test_q8_vs_f32);
     RUN(test_q8_vs_llama);
-    RUN(test_q8_grouped_tasks);
+    RUN(test_attention_tasks_as_before);
     RUN(test_pages_and_cap);
     RUN(test_max_bytes);
     RUN(test_prefill_slices);
