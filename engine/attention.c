@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/ctx_int.h"
+#include "engine/kernels_impl.h"
 
 /* Tiled attention: a task takes the G query heads of one KV head for up to
  * att_tq tokens (R = G * tokens rows), keys in tiles of ATT_TK. */
@@ -232,6 +233,7 @@ typedef struct q8_heads {
     int G, d, T;           /* R = T * G rows: row t*G + g */
     size_t ts;             /* floats from one token's q (and out) to the next */
     float scale;
+    hx_dot_fn dot;         /* the Q8_0 dot of the CPU's kernels */
     char *qa;              /* (R) quantized Q rows of ab bytes */
     float *acc, *M, *S, *vt; /* (R, d) accumulators, (R) maxima and sums, a V row */
 } q8_heads;
@@ -247,7 +249,7 @@ static void q8_key(q8_heads *h, int r, const char *kj, size_t ab)
 {
     const int d = h->d;
     float sc, ms = 1.0f, vs = 1.0f, *ag = h->acc + (size_t)r * d;
-    hx_vec_dot(HX_TYPE_Q8_0, d, &sc, kj, h->qa + (size_t)r * ab);
+    h->dot(d, &sc, kj, h->qa + (size_t)r * ab);
     sc *= h->scale;
     if (sc > h->M[r]) {
         ms = expf(h->M[r] - sc);
@@ -320,7 +322,8 @@ static void attn_task_q8(void *ctx, int task, int thread)
     const size_t qo = ((size_t)t0 * hp->n_head + (size_t)kvh * G) * d, Rd = (size_t)T * G * d;
     float *w = c->scores + (size_t)thread * hx_attn_scratch(hp);
     q8_heads h = {c, j->layer, kvh, thread, G, d, T, (size_t)hp->n_head * d,
-                  1.0f / sqrtf((float)d), (char *)w,
+                  1.0f / sqrtf((float)d), hx_kernels_for(hx_isa_current())->dot[HX_TYPE_Q8_0],
+                  (char *)w,
                   w + Rd, w + 2 * Rd, w + 2 * Rd + (size_t)T * G, w + 2 * Rd + 2 * (size_t)T * G};
     int n_kv[Q8_TOKENS_MAX];
     for (int t = 0; t < T; t++) n_kv[t] = j->pos0 + t0 + t + 1;
