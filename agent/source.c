@@ -131,7 +131,7 @@ static void eng_free(void *ctx)
 {
     eng_src *e = ctx;
     if (!e) return;
-    if (!(e->cancelled && e->cancelled(e->cancel_user))) save_prefix(e); /* Ctrl-C: at once */
+    save_prefix(e);
     hx_sampler_free(e->s);
     hx_spec_free(e->spec);
     free_grammars(e);
@@ -568,12 +568,13 @@ static int head_to_save(const eng_src *e, const int32_t *t, int n, const hx_tpl_
 
 /* Saves the head a completed prefill left pending (its positions are
  * still the prompt's: only a new turn or new adapters drop them, and both
- * save first); a failure only costs the next process its warm start. */
+ * save first), unless Ctrl-C came (the process ends at once); a failure
+ * only costs the next process its warm start. */
 static void save_prefix(eng_src *e)
 {
     const int head = e->save_head;
-    if (!head) return;
     e->save_head = 0;
+    if (!head || (e->cancelled && e->cancelled(e->cancel_user))) return;
     const double t0 = hx_time_mono();
     if (hx_ctx_prefix_save(e->ctx, e->prefix_dir, e->cache, head, e->prefix_max))
         hx_log_warn("prefix cache: %s", hx_ctx_errmsg(e->ctx));

@@ -492,8 +492,10 @@ static void test_prefix_saved_after_first_token(void)
 }
 
 /* A prefill cancelled after its head's positions were cached saves no
- * head, not at the next turn's start nor when the source goes; control:
- * the same prompt prefilled to its end saves it when its turn ends. */
+ * head, not at the next turn's start nor when the source goes; nor does a
+ * turn whose prefill completed when Ctrl-C came after its first token (the
+ * process ends at once); control: the same prompt prefilled to its end
+ * saves it when its turn ends. */
 static void test_cancelled_prefill_saves_nothing(void)
 {
     world w;
@@ -516,6 +518,19 @@ static void test_cancelled_prefill_saves_nothing(void)
     g_stop_after = 1 << 30;
     hx_source_free(&s);
     EXPECT_EQ_INT(cache_files(w.dir), 0);
+    s = engine_source(m, 1, stop_after);
+    ASSERT(s.ctx);
+    hx_buf piece;
+    hx_buf_init(&piece);
+    int end = 0;
+    EXPECT_EQ_INT(s.begin(s.ctx, p.data, HX_CHOICE_NONE, &n, &err), HX_OK);
+    EXPECT_EQ_INT(s.next(s.ctx, &piece, &end, &err), HX_OK);
+    g_polls = g_stop_after = 0; /* Ctrl-C */
+    hx_source_engine_end_turn(&s);
+    hx_source_free(&s);
+    EXPECT_EQ_INT(cache_files(w.dir), 0);
+    hx_buf_free(&piece);
+    g_stop_after = 1 << 30;
     s = engine_source(m, 1, stop_after);
     ASSERT(s.ctx);
     EXPECT_EQ_INT(s.begin(s.ctx, p.data, HX_CHOICE_NONE, &n, &err), HX_OK);
