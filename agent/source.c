@@ -811,9 +811,9 @@ static void first_token(eng_src *e, double dt)
     e->ttft_ms = (hx_time_mono() - e->turn_t0) * 1e3;
     e->timing.first_ms = dt * 1e3;
     hx_log_debug("source: first token after %.1f ms: tokenize %.1f, prefix %.1f (%d positions "
-                 "from disk), prefill of %d %.1f, save %.1f, sampler %.1f, first token %.1f",
+                 "from disk), prefill of %d %.1f, sampler %.1f, first token %.1f",
                  e->ttft_ms, t->tokenize_ms, t->load_ms, t->n_loaded, t->n_prompt - t->n_reused,
-                 t->prefill_ms, t->save_ms, t->sampler_ms, t->first_ms);
+                 t->prefill_ms, t->sampler_ms, t->first_ms);
 }
 
 static int eng_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
