@@ -321,10 +321,10 @@ static void attn_task_q8(void *ctx, int task, int thread)
     const int T = j->B - t0 < j->tpt ? j->B - t0 : j->tpt;
     const size_t qo = ((size_t)t0 * hp->n_head + (size_t)kvh * G) * d, Rd = (size_t)T * G * d;
     float *w = c->scores + (size_t)thread * hx_attn_scratch(hp);
+    const size_t R = (size_t)T * G;
     q8_heads h = {c, j->layer, kvh, thread, G, d, T, (size_t)hp->n_head * d,
                   1.0f / sqrtf((float)d), hx_kernels_for(hx_isa_current())->dot[HX_TYPE_Q8_0],
-                  (char *)w,
-                  w + Rd, w + 2 * Rd, w + 2 * Rd + (size_t)T * G, w + 2 * Rd + 2 * (size_t)T * G};
+                  (char *)w, w + Rd, w + 2 * Rd, w + 2 * Rd + R, w + 2 * Rd + 2 * R};
     int n_kv[Q8_TOKENS_MAX];
     for (int t = 0; t < T; t++) n_kv[t] = j->pos0 + t0 + t + 1;
     attn_q8(&h, c->q + qo, n_kv, c->att + qo);
