@@ -39,8 +39,8 @@ typedef struct eng_src {
     int prefix_cache;
     char *prefix_dir;     /* owned; NULL: the default */
     size_t prefix_max;
-    int save_head;        /* the prompt's head to save there once the turn's
-                             first token came; 0: none */
+    int save_head;        /* the prompt's head a completed prefill leaves to
+                             save there when the turn ends; 0: none */
     int64_t gen_tokens;   /* generated, and the seconds it took */
     double gen_seconds;
     int64_t call_tokens;  /* of which in turns that called a tool */
@@ -557,8 +557,8 @@ static int load_prefix(eng_src *e, const int32_t *t, int n)
     return got;
 }
 
-/* The stable head to save once the turn's first token came: where the
- * disk had less of it; 0: none. */
+/* The stable head to save when the turn ends (after its first token):
+ * where the disk had less of it; 0: none. */
 static int head_to_save(const eng_src *e, const int32_t *t, int n, const hx_tpl_marks *marks,
                         int loaded)
 {
