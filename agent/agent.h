@@ -95,7 +95,7 @@ typedef int (*hx_arg_check_fn)(void *user, const char *tool, const char *key, co
  * The planner drives any source through this table: the engine (a model,
  * its KV cache and the tool-call grammar) or, in tests, a scripted test
  * double. Versioned: fields are only added at the end. ---- */
-#define HX_SOURCE_API 6
+#define HX_SOURCE_API 7
 enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2,
        HX_CHOICE_SCHEMA = 3 /* engine sources: JSON valid against the schema
                                of hx_source_engine_configure */ };
@@ -148,6 +148,10 @@ typedef struct hx_source {
     /* Optional (version 6): the tools' own argument checks (see
      * hx_arg_check_fn), which the copy stage defers to; borrowed. */
     void (*set_arg_check)(void *ctx, hx_arg_check_fn check, void *user);
+    /* Optional (version 7): the calls of this request that failed (lines
+     * of hx_argcheck_refused_line), which the next turns may not write
+     * again (hx_argcheck_stage_refuse). Copied; HX_OK or HX_ERR_NOMEM. */
+    int (*set_refused_calls)(void *ctx, const char *calls);
 } hx_source;
 void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
 
@@ -307,6 +311,16 @@ int hx_agent_arg_check(void *user, const char *tool, const char *key, const char
  * HX_ERR_NOMEM. */
 int hx_argcheck_stage_new(const hx_vocab *v, hx_arg_check_fn check, void *user,
                           const int *in_call, hx_sampler_stage *out, const int **defer);
+/* Gives the argument check stage st (hx_argcheck_stage_new's; its check
+ * may be NULL) the calls it must not let the model write again: lines from
+ * hx_argcheck_refused_line. A token that would finish one of them (the
+ * same tool, the same arguments whole) is masked unless none would be
+ * left, so the model changes the call, calls another tool or answers.
+ * Copied; HX_OK or HX_ERR_NOMEM. */
+int hx_argcheck_stage_refuse(hx_sampler_stage *st, const char *calls);
+/* Appends call tool(args)'s line for hx_argcheck_stage_refuse to out.
+ * HX_OK or HX_ERR_NOMEM. */
+int hx_argcheck_refused_line(const char *tool, const cJSON *args, hx_buf *out);
 /* Makes the copy stage st (hx_copy_stage_new's, not yet added or added)
  * lift no token while *defer (borrowed; NULL: never) is non-zero. */
 void hx_copy_stage_defer(hx_sampler_stage *st, const int *defer);
@@ -440,6 +454,10 @@ typedef struct hx_turn_timing {
 /* s's latest turn's timing into *t (zeros for a source that is not an
  * engine source). */
 void hx_source_engine_timing(const hx_source *s, hx_turn_timing *t);
+/* The inference context an engine source decodes in (borrowed: the
+ * source owns it), for a scheduler that routes its decodes
+ * (hx_ctx_set_decode_hook); NULL for another source. */
+hx_ctx *hx_source_engine_ctx(hx_source *s);
 /* Ends the turn the planner stopped reading (a request's last), so that
  * its counters and its measurements for the loop are taken now; no-op for
  * another source or when no turn is open. */

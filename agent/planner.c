@@ -41,6 +41,7 @@ typedef struct run {
                        by the repeat guard (owned): grounded as it was
                        decoded, the answer when none comes */
     const char *model; /* recorded in the episode */
+    hx_buf refused; /* this request's failed calls (hx_argcheck_refused_line) */
 } run;
 
 hx_planner_params hx_planner_default_params(void)
@@ -606,6 +607,17 @@ static int repeated_call(run *r, const char *name, const cJSON *args, hx_call_ou
     return 1;
 }
 
+/* Tells the source the calls of this request that failed, which the next
+ * turns may not write again (the model changes the call, calls another
+ * tool or answers); with no call, clears what an earlier request left. */
+static int refuse_failed(run *r, const char *name, const cJSON *args)
+{
+    hx_source *src = r->pl->d.src;
+    if (src->api_version < 7 || !src->set_refused_calls) return HX_OK;
+    if (name && hx_argcheck_refused_line(name, args, &r->refused)) return HX_ERR_NOMEM;
+    return src->set_refused_calls(src->ctx, r->refused.data ? r->refused.data : "");
+}
+
 /* Runs (or refuses) the call and feeds its result back; HX_ERR_NOMEM, in
  * err, when its trace record could not be kept. */
 static int handle_call(run *r, const pcall *c, hx_err *err)
@@ -636,6 +648,9 @@ static int handle_call(run *r, const pcall *c, hx_err *err)
     if (rc)
         hx_err_set(err, rc, "out of memory: the call to %s ended (%s) but its record was lost",
                    name, o.status);
+    else if (c->fn && !strcmp(o.status, "error") && (rc = refuse_failed(r, name, args)))
+        hx_err_set(err, rc, "out of memory: the call to %s failed and could not be barred "
+                            "from being written again", name);
     free(fed);
     free(args_json);
     cJSON_Delete(o.result);
@@ -1028,7 +1043,9 @@ static int model_turns(run *r, const void *arg, hx_err *err)
 {
     (void)arg;
     set_arg_check(r);
-    int rc = set_known_addresses(r, err);
+    int rc = refuse_failed(r, NULL, NULL);
+    if (rc) hx_err_set(err, rc, "out of memory");
+    if (!rc) rc = set_known_addresses(r, err);
     return rc ? rc : loop(r, err);
 }
 
@@ -1069,7 +1086,7 @@ static int run_request(hx_planner *pl, const char *request, const hx_planner_io 
                        const char *model, cJSON **trace, hx_err *err)
 {
     run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, NULL, NULL, "answered",
-             cJSON_CreateArray(), 0, 0, NULL, model};
+             cJSON_CreateArray(), 0, 0, NULL, model, {0}};
     int64_t started = hx_now(NULL);
     int n0 = cJSON_GetArraySize(pl->msgs);
     *trace = NULL;
@@ -1102,6 +1119,7 @@ static int run_request(hx_planner *pl, const char *request, const hx_planner_io 
     cJSON_Delete(r.calls);
     cJSON_Delete(r.not_run);
     hx_buf_free(&r.answer);
+    hx_buf_free(&r.refused);
     free(r.final);
     free(r.partial);
     free(r.best);

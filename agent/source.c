@@ -79,6 +79,7 @@ typedef struct eng_src {
     hx_spec_stats spec_done;
     int cur_kv_q8, cur_draft; /* the context's KV type, the decoder's depth */
     double slice_ms;
+    char *refused;        /* failed calls not to write again, or NULL (owned) */
 } eng_src;
 
 void hx_source_free(hx_source *s)
@@ -107,9 +108,12 @@ hx_source_engine_params hx_source_engine_default_params(void)
     return p;
 }
 
-/* The tool specs and every grammar compiled from them or the schema. */
+/* The tool specs and every grammar compiled from them or the schema. The
+ * drafts' matcher goes first: a grammar compiled later may take a freed
+ * one's address, and would pass for it. */
 static void free_grammars(eng_src *e)
 {
+    if (e->spec) hx_spec_set_grammar(e->spec, NULL, NULL);
     hx_grammar_free(e->g[0]);
     hx_grammar_free(e->g[1]);
     hx_grammar_free(e->g_schema);
@@ -133,8 +137,8 @@ static void eng_free(void *ctx)
     if (!e) return;
     save_prefix(e);
     hx_sampler_free(e->s);
-    hx_spec_free(e->spec);
     free_grammars(e);
+    hx_spec_free(e->spec);
     hx_gvocab_free(e->gv);
     hx_ctx_free(e->ctx);
     free(e->cache);
@@ -142,6 +146,7 @@ static void eng_free(void *ctx)
     free(e->ws_long);
     free(e->prefix_dir);
     free(e->copy_text);
+    free(e->refused);
     free(e->known_addrs);
     free(e->request);
     free(e->ground_text);
@@ -354,17 +359,18 @@ static int add_guard(eng_src *e, hx_sampler *s)
     return rc;
 }
 
-/* The tools' argument checks, then the copy bias (which defers to them),
- * after the loop guard whose in_call both read. */
+/* The tools' argument checks and the failed calls not to write again,
+ * then the copy bias (which defers to the checks), after the loop guard
+ * whose in_call both read. */
 static int add_copy(eng_src *e, hx_sampler *s)
 {
     const int *defer = NULL;
     hx_sampler_stage st;
     int rc = HX_OK;
-    if (e->arg_check && e->guard &&
+    if ((e->arg_check || e->refused) && e->guard &&
         !(rc = hx_argcheck_stage_new(e->v, e->arg_check, e->arg_check_user, &e->guard->ct.in_call,
                                      &st, &defer)) &&
-        (rc = hx_sampler_add_stage(s, &st)))
+        ((rc = hx_argcheck_stage_refuse(&st, e->refused)) || (rc = hx_sampler_add_stage(s, &st))))
         st.free(st.ctx);
     if (rc || e->copy_bias <= 0 || !e->copy_text || !e->guard) return rc;
     rc = hx_copy_stage_new(e->v, e->copy_text, e->request, e->known_addrs, e->copy_bias,
@@ -429,6 +435,16 @@ static void eng_arg_check(void *ctx, hx_arg_check_fn check, void *user)
 {
     eng_src *e = ctx;
     e->arg_check = check, e->arg_check_user = user;
+}
+
+static int eng_refused(void *ctx, const char *calls)
+{
+    eng_src *e = ctx;
+    char *c = calls && *calls ? hx_strdup(calls) : NULL;
+    if (calls && *calls && !c) return HX_ERR_NOMEM;
+    free(e->refused);
+    e->refused = c;
+    return HX_OK;
 }
 
 /* The answer's grounding, last: after the copy bias (which may lift a
@@ -984,8 +1000,13 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                        .set_known_addresses = eng_known_addresses,
                        .set_request = eng_request, .begin_marked = eng_begin_marked,
                        .limit = eng_limit, .set_ground = eng_ground,
-                       .set_arg_check = eng_arg_check};
+                       .set_arg_check = eng_arg_check, .set_refused_calls = eng_refused};
     return HX_OK;
+}
+
+hx_ctx *hx_source_engine_ctx(hx_source *s)
+{
+    return s && s->begin == eng_begin && s->ctx ? ((eng_src *)s->ctx)->ctx : NULL;
 }
 
 void hx_source_engine_end_turn(hx_source *s)

@@ -72,6 +72,7 @@ int hx_agent_arg_check(void *user, const char *tool, const char *key, const char
  * model's own best token makes a value the check accepts ("on Thursday"),
  * which the bias must then not replace ("on my", words of the request). */
 #define CALL_HEAD 160 /* bytes of a call kept to read its tool's name */
+#define CALL_NORM 1024 /* bytes of a call kept, blanks outside strings left out */
 #define VALUE_MAX 256
 #define HOLD_MAX 40   /* a value this long may close whatever the check says:
                          a model that cannot write one the tool reads
@@ -91,6 +92,10 @@ typedef struct argcheck {
     size_t n_val;
     int checked;          /* the check knows this value's key: -1 unknown yet */
     int defer;            /* read by the copy stage */
+    char norm[CALL_NORM]; /* the call so far, blanks outside strings left out */
+    size_t n_norm;        /* CALL_NORM: too long to compare */
+    hx_jscan nj;          /* norm's scanner */
+    char *refused;        /* calls not to write again: "tool\targs" lines (owned) */
 } argcheck;
 
 /* Where token piece p[0, n) closes the value open (bytes before its
@@ -114,11 +119,93 @@ static int check_with(const argcheck *a, const char *p, size_t n)
     return a->check(a->user, a->name, a->js.key, cand);
 }
 
+/* ---- calls not to write again ----
+ * A refused line is "tool\targs": the arguments as compact JSON, cut after
+ * the closing quote of a last string value (so that the quote which would
+ * finish the same call is the token masked, and the value can still grow
+ * into another) or whole. */
+
+/* Appends p[0, n) to the compact call text, blanks outside strings left
+ * out (s: the scanner before p, advanced); 0 when it does not fit. */
+static int norm_add(char *buf, size_t *len, hx_jscan *s, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int in_str = s->in_str;
+        hx_jscan_byte(s, p[i]);
+        if (!in_str && !s->in_str && (p[i] == ' ' || p[i] == '\n' || p[i] == '\t' || p[i] == '\r'))
+            continue;
+        if (*len + 1 >= CALL_NORM) return 0;
+        buf[(*len)++] = p[i];
+    }
+    buf[*len] = 0;
+    return 1;
+}
+
+/* The arguments in the compact call text c: after "arguments": or
+ * "parameters": (Llama's), or NULL. */
+static const char *args_of(const char *c)
+{
+    const char *k = strstr(c, "\"arguments\":");
+    if (k) return k + 12;
+    k = strstr(c, "\"parameters\":");
+    return k ? k + 13 : NULL;
+}
+
+/* Whether the call's compact arguments a (NUL-terminated) begin with a
+ * refused line's arguments for this tool. */
+static int refused_call(const argcheck *a, const char *args)
+{
+    size_t tool = strlen(a->name);
+    for (const char *l = a->refused; l && *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0)) {
+        size_t len = strcspn(l, "\n");
+        if (len <= tool || l[tool] != '\t' || strncmp(l, a->name, tool)) continue;
+        if (!strncmp(args, l + tool + 1, len - tool - 1)) return 1;
+    }
+    return 0;
+}
+
+/* Whether token t would finish a refused call (its arguments whole). */
+static int finishes_refused(const argcheck *a, int32_t t)
+{
+    size_t n = 0, len = a->n_norm;
+    const char *p = hx_vocab_piece(a->v, t, &n);
+    char c[CALL_NORM];
+    hx_jscan js = a->nj;
+    memcpy(c, a->norm, a->n_norm + 1);
+    const char *args = p && norm_add(c, &len, &js, p, n) ? args_of(c) : NULL;
+    return args && refused_call(a, args);
+}
+
+/* Masks each token that would finish a refused call, unless no token
+ * would be left (the planner then refuses to run it again). */
+static void refuse_apply(const argcheck *a, float *logits, int32_t n_vocab)
+{
+    if (!a->refused || !a->name[0] || a->n_norm >= CALL_NORM) return;
+    const char *so_far = args_of(a->norm);
+    if (so_far && refused_call(a, so_far)) return; /* written already */
+    int32_t left = 0;
+    for (int32_t t = 0; t < n_vocab && !left; t++)
+        left = isfinite(logits[t]) && !finishes_refused(a, t);
+    for (int32_t t = 0; left && t < n_vocab; t++)
+        if (isfinite(logits[t]) && finishes_refused(a, t)) logits[t] = -INFINITY;
+}
+
+int hx_argcheck_stage_refuse(hx_sampler_stage *st, const char *calls)
+{
+    argcheck *a = st->ctx;
+    char *copy = calls && *calls ? hx_strdup(calls) : NULL;
+    if (calls && *calls && !copy) return HX_ERR_NOMEM;
+    free(a->refused);
+    a->refused = copy;
+    return HX_OK;
+}
+
 static int argcheck_apply(void *ctx, float *logits, int32_t n_vocab)
 {
     argcheck *a = ctx;
     a->defer = 0;
-    if (!*a->in_call || !a->js.in_str || !a->js.is_val || !a->name[0]) return HX_OK;
+    if (*a->in_call) refuse_apply(a, logits, n_vocab);
+    if (!*a->in_call || !a->js.in_str || !a->js.is_val || !a->name[0] || !a->check) return HX_OK;
     if (a->checked < 0) a->checked = a->check(a->user, a->name, a->js.key, "") >= 0;
     if (!a->checked) return HX_OK;
     int32_t best = -1, left = 0;
@@ -165,9 +252,12 @@ static int argcheck_accept(void *ctx, int32_t token)
     }
     if (!a->was_in_call) { /* a new call */
         memset(&a->js, 0, sizeof a->js);
-        a->n_head = a->n_val = 0, a->name[0] = 0, a->checked = -1;
+        memset(&a->nj, 0, sizeof a->nj);
+        a->n_head = a->n_val = a->n_norm = 0, a->name[0] = a->norm[0] = 0, a->checked = -1;
     }
     a->was_in_call = 1;
+    if (p && a->n_norm < CALL_NORM && !norm_add(a->norm, &a->n_norm, &a->nj, p, n))
+        a->n_norm = CALL_NORM;
     for (size_t i = 0; p && i < n; i++) {
         if (a->n_head + 1 < CALL_HEAD) a->head[a->n_head++] = p[i];
         const int what = hx_jscan_byte(&a->js, p[i]);
@@ -178,6 +268,13 @@ static int argcheck_accept(void *ctx, int32_t token)
     return HX_OK;
 }
 
+static void argcheck_free(void *ctx)
+{
+    argcheck *a = ctx;
+    if (a) free(a->refused);
+    free(a);
+}
+
 int hx_argcheck_stage_new(const hx_vocab *v, hx_arg_check_fn check, void *user,
                           const int *in_call, hx_sampler_stage *out, const int **defer)
 {
@@ -186,6 +283,17 @@ int hx_argcheck_stage_new(const hx_vocab *v, hx_arg_check_fn check, void *user,
     *a = (argcheck){.v = v, .in_call = in_call, .check = check, .user = user, .checked = -1};
     *defer = &a->defer;
     *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "argument check", a, argcheck_apply,
-                              argcheck_accept, NULL, NULL, free};
+                              argcheck_accept, NULL, NULL, argcheck_free};
     return HX_OK;
+}
+
+int hx_argcheck_refused_line(const char *tool, const cJSON *args, hx_buf *out)
+{
+    char *j = args ? cJSON_PrintUnformatted(args) : hx_strdup("{}");
+    if (!j) return HX_ERR_NOMEM;
+    size_t n = strlen(j);
+    if (n >= 2 && j[n - 1] == '}' && j[n - 2] == '"') n--; /* up to the last value's quote */
+    int rc = hx_buf_printf(out, "%s\t%.*s\n", tool, (int)n, j);
+    free(j);
+    return rc ? HX_ERR_NOMEM : HX_OK;
 }

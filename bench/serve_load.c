@@ -1,10 +1,10 @@
 /* serve_load.c: hearth serve's figures (make bench-serve): (1) a thousand
  * concurrent loopback connections, a fifth of them bad clients, GET
  * /v1/models answered per second, its latency percentiles and the
- * server's memory; (2) several conversations streaming at once, taking
- * their turns one decode at a time, against one alone; (3) what batching
- * conversations into one forward pass would gain: the engine's pass over
- * B tokens against B passes of one, at a conversation's depth.
+ * server's memory; (2) several conversations streaming at once through
+ * it, against one alone; (3) conversations decoding together in the
+ * engine, batched into one forward pass per token (hx_decode_seqs, as
+ * hearth serve runs them) against taking turns.
  * Usage: serve-load [--conns N] [--seconds S] [--model FILE.gguf]... */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,13 +57,15 @@ static int stream_tokens(const char *s)
     return u ? atoi(u + 20) : 0;
 }
 
-/* k conversations streaming together on k slots; aggregate tokens/s. */
-static void streams(int k_max, int n_tokens)
+/* k conversations streaming together on k slots; aggregate tokens/s.
+ * model: the server's (-m, with threads), NULL: the world's. */
+static void streams(int k_max, int n_tokens, const char *model, int threads)
 {
     sv_server s = {0};
-    char slots[8];
+    char slots[8], th[8];
     snprintf(slots, sizeof slots, "%d", k_max);
-    const char *args[] = {"--slots", slots, NULL};
+    snprintf(th, sizeof th, "%d", threads);
+    const char *args[] = {"--slots", slots, model ? "-m" : NULL, model, "-t", th, NULL};
     if (!sv_world(&s) || !sv_start(&s, args)) exit(1);
     for (int k = 1; k <= k_max; k *= 2) {
         int fds[16];
@@ -78,53 +80,135 @@ static void streams(int k_max, int n_tokens)
             close(fds[i]);
         }
         double dt = ld_now() - t0;
-        printf("| %d | %ld | %.2f | %.1f | %.1f |\n", k, tokens, dt, (double)tokens / dt,
+        const char *name = model && strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
+        printf("| %s | %d | %ld | %.2f | %.1f | %.1f |\n", name ? name : "hearth-tiny.gguf", k,
+               tokens, dt, (double)tokens / dt,
                (double)tokens / k / dt);
     }
     sv_cleanup(&s);
 }
 
-/* Seconds per forward pass of b tokens at depth `at` (median of reps). */
-static double pass_seconds(hx_ctx *c, int b, int at, int reps)
+/* Conversations decoding together: N contexts at depths about 512 (each
+ * a little less than the one before, loaded from one prefilled cache)
+ * decode g_steps tokens each (16 or more, as many as take a quarter of a
+ * second alone, at most MAX_STEPS), greedy, taking turns (one hx_decode each in
+ * turn, as hearth serve did) or batched (one hx_decode_seqs for all per
+ * step, as it does now); tokens per second of both, measured in the same
+ * run, best of REPS each, alternating. */
+#define MAX_CONV 8
+#define DEPTH 512
+#define MAX_STEPS 256
+static int g_steps = 16;
+#define REPS 5
+
+static int32_t greedy(const hx_ctx *c)
 {
-    int32_t t[64];
-    double best[32];
-    for (int i = 0; i < b; i++) t[i] = 100 + i;
-    for (int r = 0; r < reps; r++) {
-        hx_ctx_truncate(c, at);
-        double t0 = ld_now();
-        if (hx_decode(c, t, b, 0)) return -1;
-        best[r] = ld_now() - t0;
+    const float *lg = hx_ctx_logits(c, -1);
+    const int nv = hx_model_hparams(hx_ctx_model(c))->n_vocab;
+    int32_t best = 0;
+    for (int i = 1; i < nv; i++) best = lg[i] > lg[best] ? i : best;
+    return best;
+}
+
+/* Seconds of g_steps tokens for each of n conversations (0: failed). */
+static double conv_seconds(hx_ctx **c, int n, int batched)
+{
+    int32_t tok[MAX_CONV];
+    for (int i = 0; i < n; i++) {
+        hx_ctx_truncate(c[i], DEPTH - 8 * i);
+        tok[i] = (int32_t)(100 + i);
     }
-    qsort(best, (size_t)reps, sizeof *best, ld_cmp);
-    return best[reps / 2];
+    const double t0 = ld_now();
+    for (int s = 0; s < g_steps; s++) {
+        hx_seq_step q[MAX_CONV];
+        for (int i = 0; i < n; i++) q[i] = (hx_seq_step){c[i], &tok[i], 1, 0, 0};
+        if (batched ? hx_decode_seqs(q, n) != HX_OK : 0) return 0;
+        for (int i = 0; i < n; i++) {
+            if (!batched && hx_decode(c[i], &tok[i], 1, 0)) return 0;
+            tok[i] = greedy(c[i]);
+        }
+    }
+    return ld_now() - t0;
+}
+
+/* The best of REPS runs taking turns (*turns) and batched (*batched),
+ * alternating, so that both see the machine's load alike; 0 if one
+ * failed. */
+static int best_of(hx_ctx **c, int n, double *turns, double *batched)
+{
+    *turns = *batched = 0;
+    for (int r = 0; r < 2 * REPS; r++) {
+        double *best = r % 2 ? batched : turns, t = conv_seconds(c, n, r % 2);
+        if (t <= 0) return 0;
+        *best = *best == 0 || t < *best ? t : *best;
+    }
+    return 1;
+}
+
+/* MAX_CONV contexts of path's model, their caches filled from one
+ * prefilled prompt saved to dir and loaded into each. */
+static int conv_contexts(hx_model *m, int threads, const char *dir, hx_ctx **c)
+{
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_ctx = DEPTH + MAX_STEPS + 8;
+    cp.n_batch = 64;
+    cp.n_threads = threads;
+    int32_t prompt[DEPTH];
+    for (int i = 0; i < DEPTH; i++) prompt[i] = 50 + i % 200;
+    for (int i = 0; i < MAX_CONV; i++) {
+        int got = 0;
+        if (hx_ctx_new(m, &cp, &c[i], NULL)) return -1;
+        if (i == 0 && (hx_decode(c[0], prompt, DEPTH, 0) ||
+                       hx_ctx_prefix_save(c[0], dir, prompt, DEPTH, 0)))
+            return -1;
+        if (i > 0 && (hx_ctx_prefix_load(c[i], dir, prompt, DEPTH, DEPTH, &got) || got != DEPTH))
+            return -1;
+    }
+    return 0;
 }
 
 static void batching(const char *path, int threads)
 {
     hx_model *m = NULL;
-    hx_ctx *c = NULL;
+    hx_ctx *c[MAX_CONV] = {0};
     hx_err err = {0};
+    char dir[] = "/tmp/hx_serve_load_XXXXXX";
     hx_model_params mp = hx_model_default_params();
-    hx_ctx_params cp = hx_ctx_default_params();
-    cp.n_ctx = 1024;
-    cp.n_threads = threads;
-    if (hx_model_load(path, &mp, &m, &err) || hx_ctx_new(m, &cp, &c, &err)) {
-        printf("# %s: %s\n", path, err.msg);
+    if (!mkdtemp(dir) || hx_model_load(path, &mp, &m, &err) ||
+        conv_contexts(m, threads, dir, c)) {
+        printf("# %s: cannot set up the conversations %s\n", path, err.msg);
         exit(1);
     }
-    int32_t prompt[512];
-    for (int i = 0; i < 512; i++) prompt[i] = 50 + i % 200;
-    if (hx_decode(c, prompt, 512, 0)) exit(1);
     const char *slash = strrchr(path, '/');
-    double t1 = pass_seconds(c, 1, 512, 15);
-    for (int b = 1; b <= 8; b *= 2) {
-        double tb = b == 1 ? t1 : pass_seconds(c, b, 512, 15);
-        printf("| %s | %d | %.2f | %.1f | %.2fx |\n", slash ? slash + 1 : path, b, tb * 1000,
-               b / tb, (b / tb) / (1 / t1));
+    double one = 0, t16;
+    g_steps = 16;
+    if ((t16 = conv_seconds(c, 1, 0)) <= 0) exit(1);
+    g_steps = (int)(0.25 / (t16 / 16));
+    g_steps = g_steps < 16 ? 16 : g_steps > MAX_STEPS ? MAX_STEPS : g_steps;
+    for (int n = 1; n <= MAX_CONV; n *= 2) {
+        double turns, batched;
+        if (!best_of(c, n, &turns, &batched)) exit(1);
+        const double tt = n * g_steps / turns, tb = n * g_steps / batched;
+        if (n == 1) one = tb;
+        printf("| %s | %d | %d | %d | %.1f | %.1f | %.2fx | %.2fx |\n", slash ? slash + 1 : path,
+               threads, g_steps, n, tt, tb, tb / tt, tb / one);
+        fflush(stdout);
     }
-    hx_ctx_free(c);
+    for (int i = 0; i < MAX_CONV; i++) hx_ctx_free(c[i]);
     hx_model_free(m);
+    sv_sh("rm -rf '%s'", dir);
+}
+
+/* The streams on the world's hearth-tiny (200 tokens each), then on
+ * each model after the first given (32 tokens each: bigger ones). */
+static void streams_all(const char *const *models, int n_models, int threads)
+{
+    printf("\n### Conversations streaming together (each on a slot of its own)\n\n"
+           "| model | streams | tokens | seconds | tokens/s in all | tokens/s each |\n"
+           "|---|---:|---:|---:|---:|---:|\n");
+    fflush(stdout);
+    streams(4, 200, NULL, threads);
+    for (int i = 1; i < n_models; i++) streams(4, 32, models[i], threads);
 }
 
 int main(int argc, char **argv)
@@ -142,6 +226,10 @@ int main(int argc, char **argv)
                                     "[--model FILE]...\n"), 2;
     }
     if (!sv_hearth()) return fprintf(stderr, "serve-load: hearth is not built\n"), 1;
+    if (getenv("SERVE_LOAD_ONLY_STREAMS")) {
+        streams_all(models, n_models, threads);
+        return 0;
+    }
     if (getenv("SERVE_LOAD_ONLY_BATCH")) {
         for (int i = 0; i < n_models; i++) batching(models[i], threads);
         return 0;
@@ -151,13 +239,11 @@ int main(int argc, char **argv)
            "wrong | server RSS MiB | peak MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     fflush(stdout);
     load(conns, seconds);
-    printf("\n### Conversations streaming together (hearth-tiny, 200 tokens each, one slot each)\n\n"
-           "| streams | tokens | seconds | tokens/s in all | tokens/s each |\n|---:|---:|---:|---:|---:|\n");
-    fflush(stdout);
-    streams(4, 200);
-    printf("\n### One forward pass over B tokens at depth 512 (%d threads): what batching B "
-           "conversations could gain\n\n| model | B | ms per pass | tokens/s | against B = 1 |\n"
-           "|---|---:|---:|---:|---:|\n", threads);
+    streams_all(models, n_models, threads);
+    printf("\n### Conversations decoding at depth about %d: taking turns against one batched "
+           "pass per token\n\n| model | threads | tokens each | conversations | tokens/s "
+           "taking turns | tokens/s batched | batched against turns | batched against one |\n"
+           "|---|---:|---:|---:|---:|---:|---:|---:|\n", DEPTH);
     if (!n_models) models[n_models++] = "models/hearth-tiny.gguf";
     for (int i = 0; i < n_models; i++) batching(models[i], threads);
     return 0;

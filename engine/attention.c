@@ -189,7 +189,7 @@ static int f16_tokens_per_task(const hx_ctx *c, int B, int pos0)
 {
     const hx_hparams *hp = &c->m->hp;
     const size_t d = (size_t)hp->head_dim, G = (size_t)att_group(c);
-    if (B < 2 || f16_view(pos0 + 1) != f16_view(pos0 + B)) return 1;
+    if (B < 2 || c->pass.seq || f16_view(pos0 + 1) != f16_view(pos0 + B)) return 1;
     const size_t base = f16_floats(0, d), per_token = f16_floats(G, d) - base;
     size_t fit = (hx_attn_scratch(hp) - base) / per_token;
     if (fit > F16_TOKENS_MAX) fit = F16_TOKENS_MAX;
@@ -216,8 +216,9 @@ static void attn_task_f16(void *ctx, int task, int thread)
                    w + Rd, w + Rd + R, w + Rd + 2 * R, w + 2 * Rd + 2 * R,
                    w + 2 * Rd + 2 * R + d, w + 2 * Rd + 3 * R + d};
     int n_kv[F16_TOKENS_MAX];
-    for (int t = 0; t < T; t++) n_kv[t] = j->pos0 + t0 + t + 1;
-    const int split = j->B == 1 || c->split_rows ? c->n_threads : 0;
+    for (int t = 0; t < T; t++) n_kv[t] = hx_pass_pos(c, t0 + t) + 1;
+    h.c = hx_pass_seq(c, t0); /* several sequences: one token per task */
+    const int split = j->B == 1 || c->split_rows || c->pass.seq ? c->n_threads : 0;
     attn_f16(&h, c->q + qo, n_kv, split, c->att + qo);
 }
 
@@ -299,7 +300,7 @@ static int q8_tokens_per_task(const hx_ctx *c, int B)
 {
     const hx_hparams *hp = &c->m->hp;
     const size_t d = (size_t)hp->head_dim, G = (size_t)att_group(c);
-    if (c->attn_before) return 1;
+    if (c->attn_before || c->pass.seq) return 1; /* several sequences: a cache each */
     const size_t base = q8_floats(0, d), per_token = q8_floats(G, d) - base;
     int fit = (int)((hx_attn_scratch(hp) - base) / per_token);
     const int spread = B * hp->n_head_kv / (2 * c->n_threads);
@@ -309,8 +310,8 @@ static int q8_tokens_per_task(const hx_ctx *c, int B)
 }
 
 /* Task tb*n_head_kv + kvh of the 8-bit cache's path: the query heads of
- * KV head kvh for tokens [tb*tpt, +tpt), token t against positions
- * 0..pos0+t. */
+ * KV head kvh for tokens [tb*tpt, +tpt), each against the positions up to
+ * its own. */
 static void attn_task_q8(void *ctx, int task, int thread)
 {
     const attn_job *j = ctx;
@@ -322,11 +323,12 @@ static void attn_task_q8(void *ctx, int task, int thread)
     const size_t qo = ((size_t)t0 * hp->n_head + (size_t)kvh * G) * d, Rd = (size_t)T * G * d;
     float *w = c->scores + (size_t)thread * hx_attn_scratch(hp);
     const size_t R = (size_t)T * G;
-    q8_heads h = {c, j->layer, kvh, thread, G, d, T, (size_t)hp->n_head * d,
+    /* several sequences (c->pass.seq): one token per task, its own cache */
+    q8_heads h = {hx_pass_seq(c, t0), j->layer, kvh, thread, G, d, T, (size_t)hp->n_head * d,
                   1.0f / sqrtf((float)d), hx_kernels_for(hx_isa_current())->dot[HX_TYPE_Q8_0],
                   (char *)w, w + Rd, w + 2 * Rd, w + 2 * Rd + R, w + 2 * Rd + 2 * R};
     int n_kv[Q8_TOKENS_MAX];
-    for (int t = 0; t < T; t++) n_kv[t] = j->pos0 + t0 + t + 1;
+    for (int t = 0; t < T; t++) n_kv[t] = hx_pass_pos(c, t0 + t) + 1;
     attn_q8(&h, c->q + qo, n_kv, c->att + qo);
 }
 
@@ -341,9 +343,10 @@ static void attn_task_tiled(void *ctx, int task, int thread)
     const attn_job *j = ctx;
     hx_ctx *c = j->c;
     const hx_hparams *hp = &c->m->hp;
-    const int d = hp->head_dim, G = att_group(c), tq = att_tq(c);
+    const int d = hp->head_dim, G = att_group(c), tq = j->tq;
     const int n_tb = (j->B + tq - 1) / tq, kvh = task / n_tb, tb = task % n_tb;
     const int t0 = tb * tq, nt = j->B - t0 < tq ? j->B - t0 : tq, R = nt * G;
+    const hx_ctx *kc = hx_pass_seq(c, t0); /* several sequences: tq == 1 */
     const size_t dl = att_round16((size_t)d * L), td = att_round16((size_t)ATT_TK * d);
     float *w = c->scores + (size_t)thread * hx_attn_scratch(hp);
     float *Qt = w, *acc = Qt + dl, *S = acc + dl, *kt = S + (size_t)L * L, *vt = kt + td;
@@ -357,7 +360,7 @@ static void attn_task_tiled(void *ctx, int task, int thread)
             const int rr = r0 + (r < nr ? r : 0);
             const float *q = c->q + ((size_t)(t0 + rr / G) * hp->n_head + kvh * G + rr % G) * d;
             for (int i = 0; i < d; i++) Qt[(size_t)i * L + r] = q[i];
-            lim[r] = j->pos0 + t0 + rr / G + 1;
+            lim[r] = hx_pass_pos(c, t0 + rr / G) + 1;
             n_keys = lim[r] > n_keys ? lim[r] : n_keys;
             m[r] = -INFINITY;
             l[r] = 0.0f;
@@ -365,9 +368,9 @@ static void attn_task_tiled(void *ctx, int task, int thread)
         memset(acc, 0, (size_t)d * L * sizeof(float));
         for (int j0 = 0; j0 < n_keys; j0 += ATT_TK) {
             const int nk = n_keys - j0 < ATT_TK ? n_keys - j0 : ATT_TK;
-            const hx_kv_span sp = hx_kv_span_of(c, j->layer, kvh, j0 / HX_KV_PAGE, thread);
-            const float *K = hx_kv_rows_f32(c, sp.k, nk, kt);
-            const float *V = hx_kv_rows_f32(c, sp.v, nk, vt);
+            const hx_kv_span sp = hx_kv_span_of(kc, j->layer, kvh, j0 / HX_KV_PAGE, thread);
+            const float *K = hx_kv_rows_f32(kc, sp.k, nk, kt);
+            const float *V = hx_kv_rows_f32(kc, sp.v, nk, vt);
             c->ao->tile64(Qt, K, V, nk, d, j0, lim, scale, m, l, acc, S, c->attn_before ? L : nr);
         }
         for (int r = 0; r < nr; r++) {
@@ -387,7 +390,9 @@ static void attn_task_tiled(void *ctx, int task, int thread)
 void hx_attention_plan(hx_ctx *c, int l, int B, int pos0, hx_attn_run *r)
 {
     const hx_hparams *hp = &c->m->hp;
-    *r = (hx_attn_run){c, l, B, pos0, 1, attn_task_tiled, 0, 0};
+    /* several sequences (c->pass.seq): a task's tokens share a cache */
+    const int tq = c->pass.seq ? 1 : att_tq(c);
+    *r = (hx_attn_run){c, l, B, pos0, tq, 1, attn_task_tiled, 0, 0};
     if (c->kv_type == HX_KV_Q8) { /* llama.cpp: one-query path at any size */
         r->tpt = q8_tokens_per_task(c, B);
         r->fn = attn_task_q8;
@@ -397,7 +402,7 @@ void hx_attention_plan(hx_ctx *c, int l, int B, int pos0, hx_attn_run *r)
         r->fn = attn_task_f16;
         r->n_tasks = (B + r->tpt - 1) / r->tpt * hp->n_head_kv;
     } else {
-        r->n_tasks = hp->n_head_kv * ((B + att_tq(c) - 1) / att_tq(c));
+        r->n_tasks = hp->n_head_kv * ((B + tq - 1) / tq);
     }
 }
 

@@ -1,5 +1,6 @@
 /* ctx.c: inference contexts: KV cache and scratch allocation, the
  * decode entry point that splits calls into passes, logits. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -242,6 +243,7 @@ void hx_ctx_free(hx_ctx *c)
     free(c->act2);
     hx_adapter_set_free(c->lora);
     hx_kv_free(c);
+    free(c->seq_logits);
     void *bufs[] = {c->x, c->xb, c->q, c->k, c->v, c->att,
                     c->hb, c->hb2, c->eo, c->rl, c->sel, c->selw, c->ptok,
                     c->pslot, c->moe_idx, c->act, c->jobs, c->scores,
@@ -385,7 +387,8 @@ static int run_passes(hx_ctx *c, const int32_t *tokens, int n, int off,
     return off;
 }
 
-int hx_decode_rows(hx_ctx *c, const int32_t *tokens, int n, int out_from)
+/* hx_decode_rows's checks and logits: HX_OK with c's output rows set. */
+static int decode_prepare(hx_ctx *c, const int32_t *tokens, int n, int out_from)
 {
     int rc = check_decode(c, tokens, n);
     if (!rc && (out_from < 0 || out_from > n))
@@ -394,6 +397,14 @@ int hx_decode_rows(hx_ctx *c, const int32_t *tokens, int n, int out_from)
     if (rc) return rc;
     c->n_out = n - out_from;
     c->out_first = out_from;
+    return HX_OK;
+}
+
+int hx_decode_rows(hx_ctx *c, const int32_t *tokens, int n, int out_from)
+{
+    if (c->decode_hook) return c->decode_hook(c->decode_hook_user, c, tokens, n, out_from);
+    int rc = decode_prepare(c, tokens, n, out_from);
+    if (rc) return rc;
     run_passes(c, tokens, n, 0, out_from, NULL, &rc);
     if (rc) c->n_out = 0;
     return rc;
@@ -402,6 +413,138 @@ int hx_decode_rows(hx_ctx *c, const int32_t *tokens, int n, int out_from)
 int hx_decode(hx_ctx *c, const int32_t *tokens, int n, int logits_all)
 {
     return hx_decode_rows(c, tokens, n, logits_all ? 0 : n - 1);
+}
+
+/* ---- several sequences in one pass ---- */
+
+/* Most tokens of a pass over several sequences: below FA_TILE_Q, so that
+ * attention takes the path each sequence's own small passes take. */
+#define SEQ_ROWS_MAX (FA_TILE_Q - 1)
+
+void hx_ctx_set_decode_hook(hx_ctx *c, hx_decode_hook_fn fn, void *user)
+{
+    c->decode_hook = fn;
+    c->decode_hook_user = user;
+}
+
+/* Why c cannot share a pass with first (NULL: it can). */
+static const char *seq_mismatch(const hx_ctx *first, const hx_ctx *c)
+{
+    if (c->m != first->m) return "another model";
+    if (c->kv_type != first->kv_type) return "another KV cache type";
+    if (c->n_threads != first->n_threads) return "another thread count";
+    if (strcmp(c->adapter_key, first->adapter_key)) return "another adapter set";
+    return NULL;
+}
+
+/* Checks s[i] against the sequences before it and as hx_decode_rows
+ * would, setting its output rows: its rc. */
+static int seq_check(hx_seq_step *s, int i, const hx_ctx *first)
+{
+    hx_seq_step *q = &s[i];
+    const char *why = first ? seq_mismatch(first, q->c) : NULL;
+    for (int k = 0; !why && k < i; k++)
+        if (s[k].c == q->c) why = "the same context twice";
+    if (why)
+        return hx_err_set(&q->c->err, HX_ERR_INVALID,
+                          "cannot decode together with the other sequences: %s", why);
+    return decode_prepare(q->c, q->tok, q->n, q->out_from);
+}
+
+/* The end of the group of sequences from i that share one pass: at most
+ * SEQ_ROWS_MAX tokens and the n_batch of each (failed ones ride along);
+ * i + 1 for one longer. */
+static int seq_group(const hx_seq_step *s, int i, int n)
+{
+    int rows = 0, cap = SEQ_ROWS_MAX, j = i;
+    for (; j < n; j++) {
+        if (s[j].rc) continue;
+        const int c2 = s[j].c->n_batch < cap ? s[j].c->n_batch : cap;
+        if (rows + s[j].n > c2) break;
+        rows += s[j].n;
+        cap = c2;
+    }
+    return j > i ? j : i + 1;
+}
+
+/* After a pass over the group s[0, n) of B rows run on d: each
+ * sequence's logits rows and position, or the pass's error. */
+static void seq_results(hx_ctx *d, hx_seq_step *s, int n, int failed)
+{
+    const size_t nv = (size_t)d->m->hp.n_vocab;
+    size_t row = 0;
+    for (int i = 0; i < n; i++) {
+        hx_seq_step *q = &s[i];
+        if (q->rc) continue;
+        if (failed) {
+            q->rc = q->c == d ? failed : hx_err_set(&q->c->err, failed, "%s", d->err.msg);
+        } else {
+            memcpy(q->c->logits, d->seq_logits + (row + (size_t)q->out_from) * nv,
+                   (size_t)(q->n - q->out_from) * nv * sizeof(float));
+            q->c->n_past += q->n;
+            q->rc = pass_check(q->c, q->n);
+        }
+        if (q->rc) q->c->n_out = 0;
+        row += (size_t)q->n;
+    }
+}
+
+/* One pass over the sequences of s[0, n) that have not failed, on the
+ * scratch and threads of the first of them. */
+static void seq_pass(hx_seq_step *s, int n)
+{
+    hx_ctx *rows[SEQ_ROWS_MAX], *d = NULL;
+    int pos[SEQ_ROWS_MAX], B = 0;
+    int32_t tok[SEQ_ROWS_MAX];
+    for (int i = 0; i < n; i++) {
+        hx_seq_step *q = &s[i];
+        if (q->rc || (q->rc = pass_pages(q->c, q->n))) continue;
+        if (!d) d = q->c;
+        for (int t = 0; t < q->n; t++, B++) {
+            rows[B] = q->c;
+            pos[B] = q->c->n_past + t;
+            tok[B] = q->tok[t];
+        }
+    }
+    if (!d) return;
+    int failed = HX_OK;
+    const size_t need = (size_t)B * (size_t)d->m->hp.n_vocab;
+    if (need > d->seq_logits_cap) {
+        free(d->seq_logits);
+        d->seq_logits = hx_malloc_array(need, sizeof(float));
+        d->seq_logits_cap = d->seq_logits ? need : 0;
+        if (!d->seq_logits) failed = hx_err_set(&d->err, HX_ERR_NOMEM, "out of memory for logits");
+    }
+    if (!failed) {
+        hx_pass_start(&d->pass, tok, B, 0, d->seq_logits);
+        d->pass.seq = rows;
+        d->pass.pos = pos;
+        hx_pass_run(d, INFINITY);
+        memset(&d->pass, 0, sizeof d->pass); /* rows and pos were this frame's */
+        failed = pass_failed(d, 0);
+    }
+    seq_results(d, s, n, failed);
+}
+
+int hx_decode_seqs(hx_seq_step *s, int n_seqs)
+{
+    const hx_ctx *first = NULL;
+    for (int i = 0; i < n_seqs; i++) {
+        s[i].rc = seq_check(s, i, first);
+        if (!s[i].rc && !first) first = s[i].c;
+    }
+    for (int i = 0, j; i < n_seqs; i = j) {
+        j = seq_group(s, i, n_seqs);
+        if (j == i + 1 && !s[i].rc) { /* alone: its own passes, as hx_decode_rows */
+            run_passes(s[i].c, s[i].tok, s[i].n, 0, s[i].out_from, NULL, &s[i].rc);
+            if (s[i].rc) s[i].c->n_out = 0;
+        } else {
+            seq_pass(s + i, j - i);
+        }
+    }
+    for (int i = 0; i < n_seqs; i++)
+        if (s[i].rc) return s[i].rc;
+    return HX_OK;
 }
 
 hx_prefill_params hx_prefill_default_params(void)

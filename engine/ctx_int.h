@@ -35,6 +35,11 @@ typedef struct hx_pass {
     int unit;        /* next unit to run */
     int begun;       /* the unit's setup (norm, quantization) is done */
     int64_t done;    /* rows (matmul) or tasks (attention) of it done */
+    /* a pass over several sequences (hx_decode_seqs): row t's context
+     * (its KV cache) and position; NULL: every row is the running
+     * context's, at n_past + t (both borrowed, B entries) */
+    struct hx_ctx *const *seq;
+    const int *pos;
 } hx_pass;
 
 /* A call of hx_step_begin in progress (step.c). */
@@ -59,6 +64,7 @@ typedef struct hx_slice_rates {
 typedef struct hx_attn_run {
     struct hx_ctx *c;
     int layer, B, pos0;
+    int tq;          /* tiled path: tokens per task */
     int tpt;         /* one-query path: tokens per task (1: a task per token) */
     void (*fn)(void *ctx, int task, int thread);
     int n_tasks, off;
@@ -145,7 +151,25 @@ struct hx_ctx {
     double slice_ms;            /* hx_ctx_set_slicer: budget; 0: whole passes */
     int (*slicer)(void *user);  /* called between slices of a pass */
     void *slicer_user;
+    /* hx_ctx_set_decode_hook: hx_decode_rows goes to it (NULL: none) */
+    hx_decode_hook_fn decode_hook;
+    void *decode_hook_user;
+    /* (seq_logits_cap floats) the logits of a pass of hx_decode_seqs run
+     * on this context, before they go to each sequence's context */
+    float *seq_logits;
+    size_t seq_logits_cap;
 };
+
+/* The context whose KV cache row t of the running pass uses, and the
+ * row's position (hx_pass.seq). */
+static inline struct hx_ctx *hx_pass_seq(struct hx_ctx *c, int t)
+{
+    return c->pass.seq ? c->pass.seq[t] : c;
+}
+static inline int hx_pass_pos(const struct hx_ctx *c, int t)
+{
+    return c->pass.seq ? c->pass.pos[t] : c->n_past + t;
+}
 
 /* forward.c */
 /* A pass over B <= n_batch tokens at positions n_past..; logits of tokens

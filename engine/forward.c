@@ -267,7 +267,7 @@ void hx_fwd_matmul(hx_ctx *c, const hx_wmat *w, const float *x, int n,
 typedef struct qk_job {
     hx_ctx *c;
     const hx_layer *L;
-    int layer, pos0;
+    int layer;
 } qk_job;
 
 /* Token t: q/k norms, RoPE, and its K and V rows into the cache. */
@@ -289,13 +289,13 @@ static void qk_task(void *ctx, int t, int thread)
         const float *v = c->v + ((size_t)t * nkv + h) * d;
         if (j->L->k_norm) rmsnorm(k, k, j->L->k_norm, d, hp->rms_eps);
         rope(k, d, cs, hp->rope_type);
-        hx_kv_store(c, j->layer, h, j->pos0 + t, k, v);
+        hx_kv_store(hx_pass_seq(c, t), j->layer, h, hx_pass_pos(c, t), k, v);
     }
 }
 
-static void qk_prepare(hx_ctx *c, const hx_layer *L, int l, int B, int pos0)
+static void qk_prepare(hx_ctx *c, const hx_layer *L, int l, int B)
 {
-    qk_job j = {c, L, l, pos0};
+    qk_job j = {c, L, l};
     hx_threadpool_run(c->tp, B, qk_task, &j);
 }
 
@@ -343,7 +343,7 @@ static int unit_qkv(hx_ctx *c, int l, double deadline)
 static int unit_att(hx_ctx *c, int l, double deadline)
 {
     hx_pass *p = &c->pass;
-    if (!p->begun) qk_prepare(c, &c->m->layers[l], l, p->B, c->n_past);
+    if (!p->begun) qk_prepare(c, &c->m->layers[l], l, p->B);
     hx_attn_run r;
     hx_attention_plan(c, l, p->B, c->n_past, &r);
     double *rate = &c->rates.att[rate_kind(p->B)];
@@ -448,7 +448,7 @@ static void embed(hx_ctx *c, const int32_t *tok, int B)
                               c->x + (size_t)t * w->cols, w->cols);
     for (int t = 0; t < B; t++)
         rope_angles(c->rope_cs + (size_t)t * hp->head_dim, hp->head_dim,
-                    c->n_past + t, hp->rope_base, c->m->rope_freq_scale);
+                    hx_pass_pos(c, t), hp->rope_base, c->m->rope_freq_scale);
 }
 
 /* Final norm and output head for tokens [out_from, B) into the logits. */
@@ -475,7 +475,7 @@ static int unit_head(hx_ctx *c, double deadline)
 void hx_pass_start(hx_pass *p, const int32_t *tok, int B, int out_from,
                    float *logits)
 {
-    *p = (hx_pass){tok, B, out_from, logits, 0, 0, 0};
+    *p = (hx_pass){tok, B, out_from, logits, 0, 0, 0, NULL, NULL};
 }
 
 /* Unit u of the pass (0: the embedding, then U_PER_LAYER per layer, then
@@ -512,7 +512,7 @@ int hx_pass_run(hx_ctx *c, double deadline)
         p->begun = 0;
         p->done = 0;
     }
-    c->n_past += p->B;
+    if (!p->seq) c->n_past += p->B; /* several sequences: hx_decode_seqs's */
     return 1;
 }
 

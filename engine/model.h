@@ -277,6 +277,43 @@ void hx_ctx_free(hx_ctx *c); /* NULL is a no-op */
  * its start are dropped: decode them again). The message is in
  * hx_ctx_errmsg. */
 int hx_decode(hx_ctx *c, const int32_t *tokens, int n, int logits_all);
+/* ---- several sequences in one pass ----
+ * One forward pass advancing several independent sequences, each in its
+ * own context (its KV cache, position and logits): every weight matrix is
+ * read once for all of their tokens, attention runs per sequence over its
+ * own cache. Each token's logits equal bit for bit those of its sequence
+ * decoded alone one token per hx_decode (and those of speculation's
+ * passes, engine/spec.h), on the thread count the contexts share. */
+typedef struct hx_seq_step {
+    hx_ctx *c;            /* the sequence's context (borrowed) */
+    const int32_t *tok;   /* n >= 1 tokens to append (borrowed for the call) */
+    int n;
+    int out_from;         /* logits of tokens [out_from, n) are kept, as
+                             hx_decode_rows does; in [0, n] */
+    int rc;               /* out: HX_OK, or this sequence's error (message
+                             in hx_ctx_errmsg(c)) */
+} hx_seq_step;
+/* Runs s[0, n_seqs) together: each sequence as hx_decode_rows(s->c,
+ * s->tok, s->n, s->out_from) would (its checks and errors, its logits in
+ * its context, n_past advanced by n), in passes of whole sequences of at
+ * most min(n_batch, 63) tokens in all, each on the scratch and threads of
+ * its first sequence's context. The contexts must be distinct, with no
+ * stepped call pending, on one model with one cache type, thread count
+ * and adapter set, else that sequence fails with HX_ERR_INVALID and the
+ * others run. A sequence with none to share a pass with (alone, or
+ * longer than 63 tokens) runs as hx_decode_rows would. Returns HX_OK
+ * when every sequence's rc is HX_OK, else the first error. */
+int hx_decode_seqs(hx_seq_step *s, int n_seqs);
+/* Routes hx_decode (and speculation's passes) on c to fn(user, c, tokens,
+ * n, out_from), which owes the result hx_decode_rows would give: a
+ * scheduler gathers several contexts' decodes there into hx_decode_seqs.
+ * NULL: c decodes itself again. Prefill and stepped calls are not routed.
+ * fn is called on the decoding thread; user is borrowed. fn decodes
+ * through hx_decode_seqs (hx_decode on c would come back to it). */
+typedef int (*hx_decode_hook_fn)(void *user, hx_ctx *c, const int32_t *tokens, int n,
+                                 int out_from);
+void hx_ctx_set_decode_hook(hx_ctx *c, hx_decode_hook_fn fn, void *user);
+
 /* Logits (n_vocab floats) of the i-th token of the last hx_decode call, or of
  * its last token when i == -1; NULL if not kept. Valid until the next
  * hx_decode on c. */

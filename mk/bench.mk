@@ -267,8 +267,8 @@ bench-tiers: $(BUILD)/bench/tiers $(BUILD)/hearth
 	$(BUILD)/bench/tiers $(ARGS) $(BUILD)/tiers-tasks.jsonl bench/handeval
 # hearth serve (bench/serve_load.c): a thousand loopback connections (a
 # fifth bad clients) for SECONDS (default 10), conversations streaming
-# together, and what batching conversations into one forward pass could
-# gain, on hearth-tiny and hearth-tiny in Qwen3-0.6B's shape (Q4_0).
+# together, and conversations batched into one forward pass against
+# taking turns, on hearth-tiny and hearth-tiny in Qwen3-0.6B's shape (Q4_0).
 .PHONY: bench-serve
 $(BUILD)/bench/serve-load: bench/serve_load.c tests/serve/load.h tests/serve/serve_test.h \
     $(call libs_for,serve)

@@ -29,6 +29,9 @@
 # AVX512-BF16 runs at half the F32 rate; bf16 or f32 to force one;
 # TINY_BF16=1 or 0 as before means bf16 or f32), TINY_LR (1e-3), TINY_WARMUP
 # (100), TINY_LAYERS (6),
+# TINY_BASE (none: from nothing; a GGUF: continue training that model, its
+# shape and tokenizer, on the new data: no vocabulary stage and no shape
+# knobs; set TINY_LR lower and TINY_WARMUP shorter for it),
 # TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
 # TINY_FF (768), TINY_VOCAB (4096), TINY_TARGET_WEIGHT (8: the assistant's
 # turns count 8 times in BPE training), TINY_SPLIT_INITIAL (0; 1: a word's
@@ -71,6 +74,7 @@ KV=${TINY_KV:-2}
 HEAD_DIM=${TINY_HEAD_DIM:-64}
 FF=${TINY_FF:-768}
 VOCAB=${TINY_VOCAB:-4096}
+BASE=${TINY_BASE:-}
 TARGET_WEIGHT=${TINY_TARGET_WEIGHT:-8}
 SPLIT_INITIAL=
 [ "${TINY_SPLIT_INITIAL:-0}" = 1 ] && SPLIT_INITIAL=--split-initial
@@ -123,7 +127,8 @@ fi
 # (the final data mix), the assistant's turns counted TARGET_WEIGHT times
 # so that merges go to what the model writes (values after a JSON quote);
 # then how many tokens are rarely a target
-if [ -s "$DIR/vocab.gguf" ]; then skip 2/7 "$DIR/vocab.gguf"; else
+if [ -n "$BASE" ]; then printf '[tiny 2/7] skipped: continuing %s, its tokenizer kept\n' "$BASE" >&2
+elif [ -s "$DIR/vocab.gguf" ]; then skip 2/7 "$DIR/vocab.gguf"; else
     stage_start 2/7 "vocab: $VOCAB-token BPE on the training conversations, targets x$TARGET_WEIGHT"
     make_file "$DIR/vocab.gguf" nice "$HEARTH" vocab train --size "$VOCAB" \
         -o "$DIR/vocab.gguf.tmp" --chat "$DIR/train.jsonl" --style "$STYLE" \
@@ -140,14 +145,17 @@ if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
     [ -s "$DIR/train.ckpt" ] && RESUME=--resume
     WEIGHTED=
     [ "$VALUE_WEIGHT" -gt 1 ] && WEIGHTED=", value edges x$VALUE_WEIGHT"
-    stage_start 3/7 "train: $STYLE style, ${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, $LENGTH, $THREADS threads, $PRODUCTS_ASKED products$WEIGHTED${RESUME:+ (resuming)}"
+    # from nothing: the shape and the vocabulary; continued: the base's
+    MODEL="--vocab $DIR/vocab.gguf --layers $LAYERS --embd $EMBD --heads $HEADS --kv-heads $KV --head-dim $HEAD_DIM --ff $FF"
+    SHAPE="${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF"
+    [ -n "$BASE" ] && MODEL="--base $BASE" && SHAPE="continuing $BASE"
+    stage_start 3/7 "train: $STYLE style, $SHAPE, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, $LENGTH, $THREADS threads, $PRODUCTS_ASKED products$WEIGHTED${RESUME:+ (resuming)}"
     # the per-step log line by line, so a kill loses none of it
     LINEBUF=
     command -v stdbuf >/dev/null 2>&1 && LINEBUF="stdbuf -oL"
     make_file "$DIR/model-f32.gguf" $LINEBUF nice "$HEARTH" train --chat "$DIR/train.jsonl" \
-        --style "$STYLE" --vocab "$DIR/vocab.gguf" --out "$DIR/model-f32.gguf.tmp" --svg "$DIR/loss.svg" \
-        --layers "$LAYERS" --embd "$EMBD" --heads "$HEADS" --kv-heads "$KV" \
-        --head-dim "$HEAD_DIM" --ff "$FF" --ctx "$CTX" --seq "$SEQ" --batch "$BATCH" \
+        --style "$STYLE" $MODEL --out "$DIR/model-f32.gguf.tmp" --svg "$DIR/loss.svg" \
+        --ctx "$CTX" --seq "$SEQ" --batch "$BATCH" \
         --accum "$ACCUM" --recompute "$RECOMPUTE" --products "$PRODUCTS_ASKED" --value-weight "$VALUE_WEIGHT" \
         --lr "$LR" --warmup "$WARMUP" --steps "$STEPS" --wsd \
         --time-budget "$BUDGET" --threads "$THREADS" --seed "$SEED" \
@@ -210,6 +218,8 @@ PRODUCTS="F32 (hearth train --products $PRODUCTS_ASKED)"
 if grep '^trained' "$DIR/train.log" | tail -1 | grep -q 'bfloat16 products'; then
     PRODUCTS="bfloat16 operands, F32 sums (hearth train --products $PRODUCTS_ASKED)"
 fi
+SHAPE_DESC="$LAYERS layers, C = $EMBD, $HEADS query heads x $HEAD_DIM, $KV KV heads, FFN $FF"
+[ -n "$BASE" ] && SHAPE_DESC="the start's (\`hearth info -m $OUT\`)"
 cat >"$(dirname "$OUT")/README.md" <<EOF
 # hearth-tiny
 
@@ -225,7 +235,8 @@ at Qwen3-30B-A3B or another GGUF of a supported architecture.
 | item | value |
 |---|---|
 | architecture | qwen3, tied embeddings, q/k RMSNorm, NEOX RoPE base 1e6 |
-| shape | $LAYERS layers, C = $EMBD, $HEADS query heads x $HEAD_DIM, $KV KV heads, FFN $FF |
+| start | ${BASE:-nothing (random weights)} |
+| shape | $SHAPE_DESC |
 | vocabulary | $VOCAB byte-level BPE (\`hearth vocab train --target-weight $TARGET_WEIGHT\` on the training conversations) |
 | data | $N_TRAIN generated conversations (\`hearth datagen --split train --seed $SEED\`), rendered in the $STYLE style; loss on the assistant's tokens only, where a call's argument value starts or ends x$VALUE_WEIGHT |
 | context | $CTX tokens; windows of $SEQ tokens of packed conversations, each window starting at a conversation |

@@ -1,8 +1,8 @@
 /* sched.c: the slots that run the jobs: each a thread with its own engine
  * source (its KV cache: a conversation's prefix stays there for its next
- * request), all on the one model. One decode at a time, in turn: a
- * forward pass takes the turn, so conversations progress round-robin, a
- * token (or a prefill slice) each. */
+ * request), all on the one model. The conversations decoding advance
+ * together, a token each per forward pass (hx_decode_seqs); prefills and
+ * those passes take turns, a slice at a time. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,6 +29,11 @@ struct sv_slot {
     char head[SV_PROMPT_HEAD]; /* the start of the prompt its cache holds */
     int last_kind;        /* SV_JOB_* it ran last */
     uint64_t last_used;   /* when it took its last job (sv_sched.clock) */
+    /* decoding together (sv_sched.gmu): between its prompt and its turn's
+     * end; a decode submitted and not yet run, and its result in step.rc */
+    int decoding, pending;
+    hx_seq_step step;
+    int n_steps, n_shared; /* its job's decodes, those run with others' */
 };
 
 struct sv_sched {
@@ -44,6 +49,17 @@ struct sv_sched {
     sv_slot *slots;
     int n_slots;
     turnstile ts;
+    /* decoding together: slots decoding, decodes submitted, one slot
+     * running them, since when the oldest waits */
+    pthread_mutex_t gmu;
+    pthread_cond_t gcv;
+    int n_decoding, n_pending, leading;
+    double first_at;
+    double pass_s;        /* seconds of the last call run, 0 before one */
+    /* seconds per token of decodes run one by one [0] and together [1]
+     * lately (0: not yet measured), and the calls run */
+    double tok_s[2];
+    uint64_t calls;
 };
 
 static _Thread_local sv_slot *tl_slot; /* the slot this thread runs */
@@ -80,6 +96,126 @@ int hx_serve_prefill_check(void *user)
     return 0;
 }
 
+/* Waits on cv (its clock CLOCK_MONOTONIC), until `until` (monotonic
+ * seconds) when not 0. */
+static void wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, double until)
+{
+    if (!until) {
+        pthread_cond_wait(cv, mu);
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double d = until - hx_time_mono();
+    long ns = d > 0 ? (long)(d * 1e9) : 0;
+    ts.tv_sec += ns / 1000000000L + (ts.tv_nsec + ns % 1000000000L) / 1000000000L;
+    ts.tv_nsec = (ts.tv_nsec + ns % 1000000000L) % 1000000000L;
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* ---- decoding together ----
+ * The decodes of the slots' generations (their engine contexts' hook)
+ * meet here. The first slot to find no pass running and every decoding
+ * slot's tokens in (or half a call's time gone since the oldest came, at
+ * most GATHER_WAIT_S: waiting longer than the pass a late one would share
+ * costs more than it saves) runs them all in one hx_decode_seqs, taking
+ * the turn for it: each weight read once for every conversation (or one
+ * by one, where that has cost less: together_pays). Every slot waiting
+ * is in each such call, so none waits more than one round. The numbers
+ * are those of each conversation decoding alone, so who rides with whom
+ * changes no token; each slot then samples with its own sampler,
+ * grammar, stop rules and limits. A slot whose client left stops
+ * submitting and leaves; the others wait for it no longer. */
+#define GATHER_WAIT_S 0.002
+
+/* Whether s counts as decoding: from its prompt to its turn's end. */
+static void set_decoding(sv_slot *s, int on)
+{
+    sv_sched *sc = s->sc;
+    pthread_mutex_lock(&sc->gmu);
+    if (s->decoding != on) sc->n_decoding += on ? 1 : -1;
+    s->decoding = on;
+    pthread_cond_broadcast(&sc->gcv);
+    pthread_mutex_unlock(&sc->gmu);
+}
+
+/* Whether decodes run together cost less per token than one by one, as
+ * measured lately: on a model too small for its weights' reads to
+ * matter, one pass per conversation is faster. Every PROBE_EVERY calls
+ * the other way is measured again (and each until it has been). */
+#define PROBE_EVERY 32
+static int together_pays(sv_sched *sc)
+{
+    const int probe = sc->calls++ % PROBE_EVERY == 0;
+    if (!sc->tok_s[0] || !sc->tok_s[1]) return !sc->tok_s[1];
+    const int best = sc->tok_s[1] <= sc->tok_s[0];
+    return probe ? !best : best;
+}
+
+/* Runs every decode submitted, in one call when that pays (else one call
+ * each), with the turn (sc->gmu held, released meanwhile). A sequence
+ * the call refuses (a context unlike the first's) decodes alone. */
+static void lead(sv_sched *sc)
+{
+    sv_slot *in[SV_MAX_SLOTS];
+    hx_seq_step q[SV_MAX_SLOTS];
+    int n = 0;
+    for (int i = 0; i < sc->n_slots; i++)
+        if (sc->slots[i].pending) in[n] = &sc->slots[i], q[n++] = sc->slots[i].step;
+    const int together = n > 1 && together_pays(sc);
+    sc->leading = 1;
+    pthread_mutex_unlock(&sc->gmu);
+    take_turn(&sc->ts);
+    const double t0 = hx_time_mono();
+    if (!together || hx_decode_seqs(q, n))
+        for (int i = 0; i < n; i++)
+            if (!together || q[i].rc == HX_ERR_INVALID) hx_decode_seqs(&q[i], 1);
+    const double dt = hx_time_mono() - t0;
+    give_turn(&sc->ts);
+    pthread_mutex_lock(&sc->gmu);
+    sc->pass_s = dt;
+    int tokens = 0;
+    for (int i = 0; i < n; i++) tokens += q[i].n;
+    double *est = &sc->tok_s[together];
+    *est = *est > 0 ? 0.8 * *est + 0.2 * dt / tokens : dt / tokens;
+    for (int i = 0; i < n; i++) {
+        in[i]->step.rc = q[i].rc;
+        in[i]->pending = 0;
+        in[i]->n_steps++;
+        in[i]->n_shared += together;
+    }
+    sc->n_pending -= n;
+    sc->leading = 0;
+    pthread_cond_broadcast(&sc->gcv);
+}
+
+/* The decode hook of each slot's context (hx_ctx_set_decode_hook): called
+ * within hx_sv_slot_next, whose turn it lends to the others while the
+ * decode waits to be run with theirs. */
+static int gather_decode(void *user, hx_ctx *c, const int32_t *tok, int n, int out_from)
+{
+    sv_slot *s = user;
+    sv_sched *sc = s->sc;
+    give_turn(&sc->ts);
+    pthread_mutex_lock(&sc->gmu);
+    s->step = (hx_seq_step){c, tok, n, out_from, HX_OK};
+    s->pending = 1;
+    if (sc->n_pending++ == 0) sc->first_at = hx_time_mono();
+    pthread_cond_broadcast(&sc->gcv);
+    while (s->pending) {
+        const double wait = sc->pass_s / 2 < GATHER_WAIT_S ? sc->pass_s / 2 : GATHER_WAIT_S;
+        const double until = sc->first_at + wait;
+        if (!sc->leading && (sc->n_pending >= sc->n_decoding || hx_time_mono() >= until))
+            lead(sc);
+        else
+            wait_until(&sc->gcv, &sc->gmu, sc->leading ? 0 : until);
+    }
+    const int rc = s->step.rc;
+    pthread_mutex_unlock(&sc->gmu);
+    take_turn(&sc->ts);
+    return rc;
+}
+
 /* ---- the slot's source through the turn ---- */
 hx_server *hx_sv_slot_server(sv_slot *s) { return s->sc->srv; }
 
@@ -100,10 +236,12 @@ static void note_prompt(sv_slot *s, const char *prompt)
 int hx_sv_slot_begin(sv_slot *s, const char *prompt, const hx_tpl_marks *marks, int choice,
                   int *n_prompt, hx_err *err)
 {
+    set_decoding(s, 0);
     take_turn(&s->sc->ts);
     int rc = s->src.begin_marked(s->src.ctx, prompt, marks, choice, n_prompt, err);
     give_turn(&s->sc->ts);
     if (!rc) note_prompt(s, prompt);
+    set_decoding(s, !rc);
     return rc;
 }
 
@@ -112,6 +250,7 @@ int hx_sv_slot_next(sv_slot *s, hx_buf *piece, int *end, hx_err *err)
     take_turn(&s->sc->ts);
     int rc = s->src.next(s->src.ctx, piece, end, err);
     give_turn(&s->sc->ts);
+    if (rc || *end) set_decoding(s, 0);
     return rc;
 }
 
@@ -253,22 +392,6 @@ static sv_job *pick(sv_sched *sc, sv_slot *s, double *retry)
     return NULL;
 }
 
-/* Waits for work, or until retry (monotonic seconds) when not 0. */
-static void wait_work(sv_sched *sc, double retry)
-{
-    if (!retry) {
-        pthread_cond_wait(&sc->cv, &sc->mu);
-        return;
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double d = retry - hx_time_mono();
-    long ns = d > 0 ? (long)(d * 1e9) : 0;
-    ts.tv_sec += ns / 1000000000L + (ts.tv_nsec + ns % 1000000000L) / 1000000000L;
-    ts.tv_nsec = (ts.tv_nsec + ns % 1000000000L) % 1000000000L;
-    pthread_cond_timedwait(&sc->cv, &sc->mu, &ts);
-}
-
 static void run_job(sv_slot *s, sv_job *j)
 {
     if (hx_sv_job_gone(j)) return; /* its client left while it waited */
@@ -286,12 +409,17 @@ static void *slot_main(void *arg)
         sv_job *j = NULL;
         double retry = 0;
         s->idle = 1;
-        while (!sc->stopping && !(j = pick(sc, s, &retry))) wait_work(sc, retry);
+        while (!sc->stopping && !(j = pick(sc, s, &retry))) wait_until(&sc->cv, &sc->mu, retry);
         s->idle = 0;
         if (!j) break;
         s->cur = j;
         pthread_mutex_unlock(&sc->mu);
         run_job(s, j);
+        set_decoding(s, 0);
+        if (s->n_steps)
+            hx_log_debug("serve: slot %d: %d decodes, %d of them with other conversations",
+                         s->id, s->n_steps, s->n_shared);
+        s->n_steps = s->n_shared = 0;
         hx_sv_job_finish(j);
         pthread_mutex_lock(&sc->mu);
         if (j->kind == SV_JOB_ASK) sc->ask_running = 0;
@@ -320,6 +448,8 @@ static int slot_init(sv_sched *sc, sv_slot *s, int id, hx_err *err)
         s->own_src = 1;
     }
     make_planner_source(s);
+    hx_ctx *c = hx_source_engine_ctx(&s->src);
+    if (c) hx_ctx_set_decode_hook(c, gather_decode, s);
     if (pthread_create(&s->th, NULL, slot_main, s))
         return hx_err_set(err, HX_ERR_INTERNAL, "cannot start a slot's thread");
     s->started = 1;
@@ -343,6 +473,11 @@ int hx_sv_sched_new(hx_server *srv, int n, int max_queue, sv_sched **out, hx_err
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&sc->ts.mu, NULL);
     pthread_cond_init(&sc->ts.cv, NULL);
+    pthread_mutex_init(&sc->gmu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* gather_decode's clock */
+    pthread_cond_init(&sc->gcv, &ca);
+    pthread_condattr_destroy(&ca);
     *out = sc;
     for (; sc->n_slots < n; sc->n_slots++) {
         int rc = slot_init(sc, &sc->slots[sc->n_slots], sc->n_slots, err);
@@ -382,12 +517,17 @@ void hx_sv_sched_free(sv_sched *sc)
 {
     if (!sc) return;
     hx_sv_sched_stop(sc);
-    for (int i = 0; i < sc->n_slots; i++)
+    for (int i = 0; i < sc->n_slots; i++) {
+        hx_ctx *c = hx_source_engine_ctx(&sc->slots[i].src);
+        if (c) hx_ctx_set_decode_hook(c, NULL, NULL); /* the session's outlives it */
         if (sc->slots[i].own_src) hx_source_free(&sc->slots[i].src);
+    }
     pthread_mutex_destroy(&sc->mu);
     pthread_cond_destroy(&sc->cv);
     pthread_mutex_destroy(&sc->ts.mu);
     pthread_cond_destroy(&sc->ts.cv);
+    pthread_mutex_destroy(&sc->gmu);
+    pthread_cond_destroy(&sc->gcv);
     free(sc->slots);
     free(sc);
 }

@@ -44,7 +44,7 @@ int hx_serve_listen(const hx_serve_params *p, hx_server **out, hx_err *err)
     hx_server *s = hx_calloc(1, sizeof *s);
     *out = s;
     if (!s || init_server(s, p ? p : &d)) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
-    if (s->p.slots < 1 || s->p.slots > 64 || s->p.max_queue < 1)
+    if (s->p.slots < 1 || s->p.slots > SV_MAX_SLOTS || s->p.max_queue < 1)
         return hx_err_set(err, HX_ERR_INVALID, "slots is 1 to 64 and the queue at least 1");
     int rc = HX_OK;
     const char *sock = s->p.socket_path;

@@ -80,7 +80,8 @@ void hx_serve_free(hx_server *s);
  * hx_source_engine_params.cancelled before the first source is made):
  * nonzero when the client of the request being prefilled went away;
  * between two slices of a prefill it lets the other slots decode a turn
- * (one decode at a time, in turn). Outside a slot's thread: 0. */
+ * (prefills and the decoding conversations' passes take turns). Outside
+ * a slot's thread: 0. */
 int hx_serve_prefill_check(void *user);
 
 #endif /* HX_SERVE_H */

@@ -99,6 +99,7 @@ void hx_sv_sse_field(hx_buf *out, const char *name, const char *value, int end);
 enum MHD_Result hx_sv_job_queue(sv_job *j, struct MHD_Connection *conn);
 
 /* ---- the slots and the turn queue (serve/sched.c) ---- */
+#define SV_MAX_SLOTS 64
 typedef struct sv_slot sv_slot;
 typedef struct sv_sched sv_sched;
 /* Makes n slots (their sources and threads). */

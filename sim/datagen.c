@@ -96,6 +96,19 @@ static const char *const contexts[] = {"I'm swamped this week. ", "Before I forg
                                        "For the team: ", "Small favour. ", "Busy day. "};
 static const char *const suffixes[] = {" please", ", thanks", " thx", ", thank you"};
 
+/* A composed request (its opener, closer, case and end drawn already):
+ * the slots filled, maybe a typo, maybe a capital first letter. */
+static void phrase_composed(hx_rng *r, const char *tpl, const cJSON *slots, char *buf, size_t n)
+{
+    hx_buf out;
+    hx_buf_init(&out);
+    expand(r, tpl, slots, hx_rng_chance(r, 0.15), &out);
+    char *o = out.data ? out.data : "";
+    if (hx_rng_chance(r, 0.5) && o[0] >= 'a' && o[0] <= 'z') o[0] = (char)(o[0] - 32);
+    snprintf(buf, n, "%s", o);
+    hx_buf_free(&out);
+}
+
 /* The request: a template, the slots and a style (politeness, extra
  * context, lower case, typos, end punctuation). */
 void hx_dg_phrase(hx_rng *r, const char *tpl, const cJSON *slots, char *buf, size_t n)
@@ -1092,6 +1105,50 @@ static const kind_def *pick_kind(hx_rng *r, int cat, int split)
     return &kinds[0];
 }
 
+void hx_dg_phrasing_key(const char *s, char *out, size_t n)
+{
+    size_t j = 0;
+    for (; *s && j + 1 < n; s++)
+        if ((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '{' || *s == '}')
+            out[j++] = *s;
+        else if (*s >= 'A' && *s <= 'Z')
+            out[j++] = (char)(*s - 'A' + 'a');
+    out[j] = 0;
+}
+
+/* Whether tpl is a held-out phrasing of any kind, case and punctuation aside. */
+static int heldout_phrasing(const char *tpl)
+{
+    char key[512], h[512];
+    hx_dg_phrasing_key(tpl, key, sizeof key);
+    for (int i = 0; i < N_KINDS; i++)
+        for (int j = 0; j < kinds[i].n_tpl; j++) {
+            if (!hx_dg_template_heldout(j, kinds[i].n_tpl)) continue;
+            hx_dg_phrasing_key(kinds[i].tpl[j], h, sizeof h);
+            if (!strcmp(key, h)) return 1;
+        }
+    return 0;
+}
+
+/* Training only: half the requests of a kind with a grammar are composed
+ * (never a held-out phrasing), and half the time phrases of any kind are
+ * said another way the tools read the same. 0: use a template. */
+static int compose(const hx_world *w, hx_rng *r, const kind_def *k, cJSON *slots, char *tpl, size_t n)
+{
+    static const char *const times[] = {"when", "at"};
+    for (int i = 0; i < 2; i++) {
+        const char *p = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(slots, times[i]));
+        char again[64];
+        if (!p || !hx_rng_chance(r, 0.5)) continue;
+        hx_world_resay_when(w, r, p, again, sizeof again);
+        cJSON_ReplaceItemInObjectCaseSensitive(slots, times[i], cJSON_CreateString(again));
+    }
+    if (!hx_rng_chance(r, 0.5)) return 0;
+    for (int tries = 0; tries < 8; tries++)
+        if (hx_dg_compose(k->name, r, tpl, n) && !heldout_phrasing(tpl)) return 1;
+    return 0;
+}
+
 cJSON *hx_dg_task_new(const hx_world *w, hx_rng *r, int cat, unsigned *used)
 {
     return hx_dg_task_new_phrased(w, r, cat, used, w->split);
@@ -1105,15 +1162,18 @@ cJSON *hx_dg_task_new_phrased(const hx_world *w, hx_rng *r, int cat, unsigned *u
         cJSON_Delete(slots);
         return NULL;
     }
-    char req[512];
+    char req[512], composed[512];
     const struct train_mix *m = mix_of(k, phrase_split);
-    int ti = pick_template(r, phrase_split, k->n_tpl, m ? m->n_extra : 0);
-    const char *tpl;
-    if (ti < k->n_tpl) {
-        tpl = k->tpl[ti];
-    } else {
-        tpl = m->extra[ti - k->n_tpl];
-        ti = HX_DG_EXTRA_TEMPLATE + ti - k->n_tpl;
+    const char *tpl = composed;
+    int ti = HX_DG_COMPOSED_TEMPLATE;
+    if (phrase_split != HX_SPLIT_TRAIN || !compose(w, r, k, slots, composed, sizeof composed)) {
+        ti = pick_template(r, phrase_split, k->n_tpl, m ? m->n_extra : 0);
+        if (ti < k->n_tpl) {
+            tpl = k->tpl[ti];
+        } else {
+            tpl = m->extra[ti - k->n_tpl];
+            ti = HX_DG_EXTRA_TEMPLATE + ti - k->n_tpl;
+        }
     }
     if (!strstr(tpl, "{dur") && cJSON_GetObjectItemCaseSensitive(slots, "dur"))
         default_length(slots);
@@ -1123,6 +1183,8 @@ cJSON *hx_dg_task_new_phrased(const hx_world *w, hx_rng *r, int cat, unsigned *u
         expand(r, tpl, slots, 0, &b);
         snprintf(req, sizeof req, "%s", b.data ? b.data : "");
         hx_buf_free(&b);
+    } else if (ti == HX_DG_COMPOSED_TEMPLATE) {
+        phrase_composed(r, tpl, slots, req, sizeof req);
     } else {
         hx_dg_phrase(r, tpl, slots, req, sizeof req);
     }

@@ -124,6 +124,10 @@ void hx_world_hhmm(const hx_world *w, int64_t t, char *buf, size_t n);
 /* A phrase naming local day `day` relative to w's today that hx_when_parse
  * resolves to that day ("tomorrow", "on Friday", "Dec 3", ...); checked. */
 void hx_world_day_phrase(const hx_world *w, hx_rng *r, int64_t day, char *buf, size_t n);
+/* phrase (a day, a part of one or a moment on one) said another way that
+ * hx_when_parse reads as the same range ("Thursday the 16th", "at 2 pm on
+ * wed"), drawn with r; phrase itself when no variant reads the same. */
+void hx_world_resay_when(const hx_world *w, hx_rng *r, const char *phrase, char *buf, size_t n);
 
 /* ---- trajectories and evaluation tasks (sim/datagen.c) ----
  * A task is a JSON object {"id", "split", "world_seed", "now", "category",
@@ -174,6 +178,17 @@ cJSON *hx_dg_task_new_phrased(const hx_world *w, hx_rng *r, int cat, unsigned *u
  * fifth held out), or HX_DG_EXTRA_TEMPLATE + j for the j-th of the
  * training-only phrasings some kinds have. */
 #define HX_DG_EXTRA_TEMPLATE 1000
+/* ... or HX_DG_COMPOSED_TEMPLATE for a training request composed from
+ * parts (hx_dg_compose). */
+#define HX_DG_COMPOSED_TEMPLATE 2000
+/* A phrasing as compared for held-out clashes: s with only its lower-cased
+ * letters, digits and {slot} braces, into out (n bytes). */
+void hx_dg_phrasing_key(const char *s, char *out, size_t n);
+/* A request template ({slot}s as the kind's templates have) for kind,
+ * composed from independently drawn parts: opener, verb and synonyms,
+ * object phrase, word order, question or order, closer, case. 0 (tpl
+ * untouched) for a kind with no grammar. */
+int hx_dg_compose(const char *kind, hx_rng *r, char *tpl, size_t n);
 /* Whether template i of a kind's n is held out: every fifth (i % 5 == 4)
  * of a kind with at least five. */
 int hx_dg_template_heldout(int i, int n);

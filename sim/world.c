@@ -457,6 +457,99 @@ void hx_world_day_phrase(const hx_world *w, hx_rng *r, int64_t day, char *buf, s
     snprintf(buf, n, "%04d-%02d-%02d", y, m, d);
 }
 
+static const char *ordinal(int d)
+{
+    return d % 10 == 1 && d != 11 ? "st" : d % 10 == 2 && d != 12 ? "nd" : d % 10 == 3 && d != 13 ? "rd" : "th";
+}
+
+/* Another way to name day: a weekday ("this Thursday", "wed"), a day of
+ * the month ("the 16th", "Thursday the 16th", "16 December"), an offset
+ * ("in 2 days"); unchecked, the caller checks. */
+static void day_variant(const hx_world *w, hx_rng *r, int64_t day, char *buf, size_t n)
+{
+    int y, m, d, off = (int)(day - w->today);
+    hx_civil_from_days(day, &y, &m, &d);
+    const char *wd = wday_names[weekday(day)], *th = ordinal(d);
+    switch (hx_rng_below(r, 10)) {
+    case 0: snprintf(buf, n, "this %s", wd); break;
+    case 1: snprintf(buf, n, "this coming %s", wd); break;
+    case 2: snprintf(buf, n, "on %.3s", wd); break;
+    case 3: snprintf(buf, n, "the %d%s", d, th); break;
+    case 4: snprintf(buf, n, "on the %d%s", d, th); break;
+    case 5: snprintf(buf, n, "%s the %d%s", wd, d, th); break;
+    case 6: snprintf(buf, n, "%d %s", d, month_full[m - 1]); break;
+    case 7: snprintf(buf, n, "%s %d%s", month_full[m - 1], d, th); break;
+    case 8: snprintf(buf, n, off == 2 ? "the day after tomorrow" : "in %d days", off); break;
+    default: snprintf(buf, n, "%s", wd);
+    }
+}
+
+/* One way to say time (minutes of the day): "2pm", "2 pm", "14:00". */
+static void time_variant(hx_rng *r, int minutes, char *buf, size_t n)
+{
+    int h = minutes / 60, mm = minutes % 60, h12 = h > 12 ? h - 12 : h;
+    const char *ap = h >= 12 ? "pm" : "am";
+    switch (hx_rng_below(r, 3)) {
+    case 0: snprintf(buf, n, "%02d:%02d", h, mm); break;
+    case 1:
+        if (mm) snprintf(buf, n, "%d:%02d %s", h12, mm, ap);
+        else snprintf(buf, n, "%d %s", h12, ap);
+        break;
+    default:
+        if (mm) snprintf(buf, n, "%d:%02d%s", h12, mm, ap);
+        else snprintf(buf, n, "%d%s", h12, ap);
+    }
+}
+
+static int same_range(const hx_world *w, const char *p, const hx_when_range *want)
+{
+    hx_when_range rg;
+    return !hx_when_parse(p, w->now, w->tz, &rg, NULL) && rg.start == want->start &&
+           rg.end == want->end && rg.is_point == want->is_point;
+}
+
+/* A candidate for what phrase names: its day said another way, with the
+ * part of the day or the time it had, in one of the orders people use. */
+static void when_variant(const hx_world *w, hx_rng *r, const char *phrase, const hx_when_range *rg,
+                         char *buf, size_t n)
+{
+    static const char *const parts[] = {"morning", "afternoon", "evening"};
+    int64_t day = local_day(w, rg->start);
+    char dv[48], t[24];
+    day_variant(w, r, day, dv, sizeof dv);
+    if (rg->is_point) {
+        int minutes = (int)((rg->start - hx_world_local(w, day, 0)) / 60);
+        time_variant(r, minutes, t, sizeof t);
+        const char *bare = strncmp(dv, "on ", 3) ? dv : dv + 3;
+        if (hx_rng_chance(r, 0.5)) snprintf(buf, n, "%s at %s", bare, t);
+        else snprintf(buf, n, "at %s %s", t, dv);
+        return;
+    }
+    for (int i = 0; i < 3; i++)
+        if (strstr(phrase, parts[i])) {
+            const char *bare = strncmp(dv, "on ", 3) ? dv : dv + 3;
+            if (hx_rng_chance(r, 0.5)) snprintf(buf, n, "%s %s", bare, parts[i]);
+            else snprintf(buf, n, "%s in the %s", bare, parts[i]);
+            return;
+        }
+    snprintf(buf, n, "%s", dv);
+}
+
+void hx_world_resay_when(const hx_world *w, hx_rng *r, const char *phrase, char *buf, size_t n)
+{
+    hx_when_range want;
+    char c[64];
+    snprintf(buf, n, "%s", phrase);
+    if (hx_when_parse(phrase, w->now, w->tz, &want, NULL) || want.end - want.start > 86400) return;
+    for (int tries = 0; tries < 6; tries++) {
+        when_variant(w, r, phrase, &want, c, sizeof c);
+        if (same_range(w, c, &want)) {
+            snprintf(buf, n, "%s", c);
+            return;
+        }
+    }
+}
+
 /* ---- generation ---- */
 static void gen_user(hx_world *w, hx_rng *r)
 {

@@ -27,6 +27,8 @@ typedef struct scripted_source {
     char *ground;             /* what answers' facts copy from, last told */
     char *claims;             /* the claim words licensed, last told */
     hx_arg_check_fn check;    /* the argument check it was given */
+    char *refused;            /* the failed calls not to write again, last told */
+    char *refused_at[16];     /* what it was told before each turn began */
 } scripted_source;
 
 __attribute__((unused))
@@ -35,7 +37,10 @@ static int scripted_begin(void *ctx, const char *prompt, int choice, int *n_prom
 {
     scripted_source *s = ctx;
     (void)err;
-    if (s->n_prompts < 16) s->choices[s->n_prompts] = choice, s->prompts[s->n_prompts++] = hx_strdup(prompt);
+    if (s->n_prompts < 16) {
+        s->refused_at[s->n_prompts] = hx_strdup(s->refused ? s->refused : "");
+        s->choices[s->n_prompts] = choice, s->prompts[s->n_prompts++] = hx_strdup(prompt);
+    }
     s->cur = s->turn < s->n_turns ? s->turns[s->turn] : "(script ended)";
     s->turn++;
     *n_prompt = (int)strlen(prompt) / 4;
@@ -103,6 +108,15 @@ static void scripted_arg_check(void *ctx, hx_arg_check_fn check, void *user)
 }
 
 __attribute__((unused))
+static int scripted_refused(void *ctx, const char *calls)
+{
+    scripted_source *s = ctx;
+    free(s->refused);
+    s->refused = hx_strdup(calls);
+    return HX_OK;
+}
+
+__attribute__((unused))
 static int scripted_repair(void *ctx, cJSON *args)
 {
     scripted_source *s = ctx;
@@ -113,7 +127,8 @@ __attribute__((unused))
 static void scripted_free(void *ctx)
 {
     scripted_source *s = ctx;
-    for (int i = 0; i < s->n_prompts; i++) free(s->prompts[i]);
+    for (int i = 0; i < s->n_prompts; i++) free(s->prompts[i]), free(s->refused_at[i]);
+    free(s->refused);
     for (int i = 0; i < s->n_copy; i++) free(s->copy_texts[i]);
     free(s->known);
     free(s->request);
@@ -133,7 +148,8 @@ static hx_source scripted(scripted_source *s, const char *const *turns, int n)
                        .free = scripted_free, .set_copy_text = scripted_copy_text,
                        .repair_args = scripted_repair, .set_known_addresses = scripted_known,
                        .set_request = scripted_request, .set_ground = scripted_ground,
-                       .set_arg_check = scripted_arg_check};
+                       .set_arg_check = scripted_arg_check,
+                       .set_refused_calls = scripted_refused};
 }
 
 /* ---- what the planner reports ---- */

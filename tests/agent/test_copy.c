@@ -567,9 +567,57 @@ static void test_copy_keeps_valid_argument(void)
     teardown(&f);
 }
 
+/* ---- a failed call is not written again ---- */
+#define READ_CALL "{\"name\": \"files.read\", \"arguments\": {\"path\": \"notes/plan.md"
+
+/* The stage's view after the tokens of call: is the closing quote masked
+ * (the other token, "x", always stays)? alone: the quote is the only
+ * token left. */
+static int quote_masked(const char *refused, const char *call, int alone)
+{
+    fixture f;
+    if (fixture_open(&f, 1)) return -1;
+    const int *defer = NULL;
+    if (hx_argcheck_stage_new(f.v, NULL, NULL, &f.in_call, &f.st, &defer) ||
+        hx_argcheck_stage_refuse(&f.st, refused))
+        return teardown(&f), -1;
+    feed(&f, call);
+    const int32_t q = tok(&f, "\""), x = tok(&f, "x");
+    for (int32_t i = 0; i < f.n; i++) f.logits[i] = -INFINITY;
+    f.logits[q] = 1;
+    if (!alone) f.logits[x] = 0;
+    f.st.apply(f.st.ctx, f.logits, f.n);
+    int masked = !isfinite(f.logits[q]);
+    if (!alone && f.logits[x] != 0) masked = -1;
+    teardown(&f);
+    return masked;
+}
+
+/* The same tool with the same arguments cannot be finished (blanks aside:
+ * the line is compact); the value may grow into another, another path or
+ * another tool closes (controls), and so does the quote when nothing else
+ * is left. */
+static void test_refused_call(void)
+{
+    hx_buf line;
+    hx_buf_init(&line);
+    cJSON *args = cJSON_Parse("{\"path\":\"notes/plan.md\"}");
+    ASSERT(args && hx_argcheck_refused_line("files.read", args, &line) == HX_OK);
+    cJSON_Delete(args);
+    EXPECT_STR_EQ(line.data, "files.read\t{\"path\":\"notes/plan.md\"\n");
+    EXPECT_EQ_INT(quote_masked(line.data, READ_CALL, 0), 1);
+    EXPECT_EQ_INT(quote_masked(line.data, READ_CALL, 1), 0);
+    EXPECT_EQ_INT(quote_masked(line.data, READ_CALL "x", 0), 0);
+    EXPECT_EQ_INT(quote_masked(line.data, "{\"name\": \"files.read\", \"arguments\": {\"path\": \"notes/plan.txt", 0), 0);
+    EXPECT_EQ_INT(quote_masked(line.data, "{\"name\": \"files.search\", \"arguments\": {\"path\": \"notes/plan.md", 0), 0);
+    EXPECT_EQ_INT(quote_masked("", READ_CALL, 0), 0);
+    hx_buf_free(&line);
+}
+
 int main(void)
 {
     RUN(test_value_start_and_end);
+    RUN(test_refused_call);
     RUN(test_no_bonus);
     RUN(test_address_whole);
     RUN(test_address_asked);

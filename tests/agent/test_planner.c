@@ -275,6 +275,39 @@ static void test_repeated_failure(void)
     world_close(&w);
 }
 
+/* After a tool error the source is told the failed call, so the next
+ * turns cannot write it again (the decoder masks it: test_copy's
+ * test_refused_call); a call that succeeded (control) is not barred, and
+ * the request starts with nothing barred. */
+static void test_failed_call_barred(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"today\"}}</tool_call>",
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"the day after never\"}}</tool_call>",
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"tomorrow\"}}</tool_call>",
+        "Here is tomorrow."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 4, "what is on?", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    EXPECT_STR_EQ(call_status(t, 1), "error");
+    EXPECT_STR_EQ(call_status(t, 2), "ok");
+    EXPECT_STR_EQ(ss.refused_at[0], "");
+    EXPECT_STR_EQ(ss.refused_at[1], ""); /* a call that succeeded is not barred */
+    EXPECT_STR_EQ(ss.refused_at[2], "calendar.list_events\t{\"range\":\"the day after never\"\n");
+    EXPECT_STR_EQ(ss.refused_at[3], ss.refused_at[2]);
+    EXPECT_EQ_INT(ss.choices[2], HX_CHOICE_AUTO); /* a changed call may follow */
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 /* --no refuses a write; the refusal is fed back and audited; nothing is
  * written. */
 static void test_refusal(void)
@@ -948,6 +981,7 @@ int main(void)
     RUN(test_budget_cuts_call);
     RUN(test_tool_error_then_retry);
     RUN(test_repeated_failure);
+    RUN(test_failed_call_barred);
     RUN(test_refusal);
     RUN(test_yes_writes);
     RUN(test_taint_refuses_send);

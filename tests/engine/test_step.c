@@ -6,35 +6,15 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "modelfile/model_write.h"
+#include "small_model.h"
 #include "test.h"
 
 static char g_dir[256];
 
-/* A small model in the real files' layout (Q4_K_M), 3 layers. */
+/* The small model of arch (small_model.h). */
 static hx_model *load_model(const char *arch, const char *name)
 {
-    hx_mkmodel_params p = hx_mkmodel_default_params();
-    p.arch = arch;
-    p.ftype = "Q4_K_M";
-    p.n_vocab = 2048;
-    p.n_layer = 3;
-    p.n_embd = 256;
-    p.n_head = 4;
-    p.n_head_kv = 2;
-    p.head_dim = 64;
-    p.n_ff = 512;
-    p.n_expert = 8;
-    p.n_expert_used = 2;
-    p.n_ff_exp = 256;
-    p.n_ctx = 512;
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", g_dir, name);
-    hx_err err = {0};
-    hx_model *m = NULL;
-    if (hx_mkmodel_write(&p, path, &err) || hx_model_load(path, NULL, &m, &err))
-        printf("# model %s: %s\n", name, err.msg);
-    return m;
+    return small_model(g_dir, arch, name, 2048, 512);
 }
 
 enum { WHOLE, STEPPED, SLICER };

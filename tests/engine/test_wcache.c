@@ -7,7 +7,7 @@
 
 #include "engine/ctx_int.h"
 #include "engine/engine.h"
-#include "modelfile/model_write.h"
+#include "small_model.h"
 #include "test.h"
 
 static char g_dir[256];
@@ -19,20 +19,9 @@ static char g_path[512]; /* the model write_model wrote last */
  * several runs. */
 static const char *write_model(const char *arch, const char *name, int tied)
 {
-    hx_mkmodel_params p = hx_mkmodel_default_params();
-    p.arch = arch;
-    p.ftype = "Q4_K_M";
-    p.n_vocab = strcmp(arch, "qwen3moe") ? 8192 : 1024;
+    hx_mkmodel_params p = small_model_params(arch, strcmp(arch, "qwen3moe") ? 8192 : 1024, 256);
     p.n_layer = strcmp(arch, "qwen3moe") ? 8 : 4;
-    p.n_embd = 256;
-    p.n_head = 4;
-    p.n_head_kv = 2;
-    p.head_dim = 64;
-    p.n_ff = 512;
-    p.n_expert = 8;
     p.n_expert_used = 4;
-    p.n_ff_exp = 256;
-    p.n_ctx = 256;
     p.tied_output = tied;
     hx_err err = {0};
     snprintf(g_path, sizeof g_path, "%s/%s", g_dir, name);

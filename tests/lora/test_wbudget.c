@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lora/train_int.h"
+#include "engine/small_model.h"
 #include "modelfile/modelfile.h"
 #include "test.h"
 
@@ -23,20 +24,7 @@ static char g_dir[256];
  * experts, 2 used. */
 static int write_model(const char *path, const char *arch)
 {
-    hx_mkmodel_params p = hx_mkmodel_default_params();
-    p.arch = arch;
-    p.ftype = "Q4_K_M";
-    p.n_vocab = 512;
-    p.n_layer = 3;
-    p.n_embd = 256;
-    p.n_head = 4;
-    p.n_head_kv = 2;
-    p.head_dim = 64;
-    p.n_ff = 512;
-    p.n_expert = 8;
-    p.n_expert_used = 2;
-    p.n_ff_exp = 256;
-    p.n_ctx = 128;
+    hx_mkmodel_params p = small_model_params(arch, 512, 128);
     hx_err err = {0};
     int rc = hx_mkmodel_write(&p, path, &err);
     if (rc) printf("# mkmodel: %s\n", err.msg);

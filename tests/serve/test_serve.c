@@ -927,37 +927,46 @@ static void test_server_tools_bound(void)
     sv_cleanup(&s);
 }
 
-/* Queue full: 503; the server serves on. */
+/* Queue full: 503; the server serves on. The one slot is held by a
+ * question waiting for consent, which holds it for as long as its client
+ * stays (a generation could end by itself and free it early); of two
+ * requests after it, whichever the server took first waits in the one
+ * place in the queue, and the other is refused. */
 static void test_queue_full(void)
 {
     sv_server s = {0};
     static const char *const args[] = {"--slots", "1", "--queue", "1", NULL};
     ASSERT(sv_world(&s) && sv_start(&s, args));
-    const char *body = "{\"messages\": [{\"role\": \"user\", \"content\": \"A long story\"}], "
-                       "\"stream\": true, \"max_tokens\": 1000000, \"temperature\": 1}";
-    char raw[1024];
+    ask_run a;
+    ASSERT(ask_open(&a, &s, "{\"request\": \"Remember that Dan's email is dan@example.org\"}"));
+    cJSON *q = ask_next(&a, "consent");
+    ASSERT(q);
+    const char *body = "{\"messages\": [{\"role\": \"user\", \"content\": \"A story\"}], "
+                       "\"stream\": true, \"max_tokens\": 4}";
+    char raw[1024], buf[512];
     int n = snprintf(raw, sizeof raw, "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
-                     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-                     strlen(body), body);
-    int busy = sv_connect_unix(s.sock);
-    char buf[512];
-    ASSERT(busy >= 0 && !sv_send_all(busy, raw, (size_t)n) && recv(busy, buf, sizeof buf, 0) > 0);
-    int waiting = sv_connect_unix(s.sock); /* the one place in the queue */
-    ASSERT(waiting >= 0 && !sv_send_all(waiting, raw, (size_t)n));
-    sv_resp r;
-    for (int i = 0; i < 50; i++) { /* until the second is queued */
-        sv_request(sv_connect_unix(s.sock), "POST", "/v1/chat/completions", NULL, body, &r);
-        if (r.status == 503) break;
-        free(r.body);
-        r.body = NULL;
+                     "Connection: close\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
+    struct pollfd two[2];
+    for (int i = 0; i < 2; i++) {
+        two[i] = (struct pollfd){sv_connect_unix(s.sock), POLLIN, 0};
+        ASSERT(two[i].fd >= 0 && !sv_send_all(two[i].fd, raw, (size_t)n));
     }
-    expect_error(&r, 503, "overloaded", NULL);
-    free(r.body);
-    close(busy);    /* leaves: its slot goes to the one waiting */
+    ASSERT(poll(two, 2, 60000) > 0);
+    const int refused = two[0].revents ? two[0].fd : two[1].fd;
+    const int waiting = refused == two[0].fd ? two[1].fd : two[0].fd;
+    size_t len;
+    char *got = sv_read_all(refused, &len, 10000);
+    EXPECT(!strncmp(got, "HTTP/1.1 503", 12) && strstr(got, "overloaded"));
+    free(got);
+    close(refused);
+    cJSON_Delete(q);
+    ask_close(&a); /* leaves: its slot goes to the one waiting */
     struct pollfd p = {waiting, POLLIN, 0};
     n = poll(&p, 1, 60000) == 1 ? (int)recv(waiting, buf, sizeof buf - 1, 0) : -1;
     EXPECT(n > 0 && !strncmp(buf, "HTTP/1.1 200", 12));
     close(waiting);
+    sv_resp r;
     sv_request(sv_connect_unix(s.sock), "GET", "/v1/models", NULL, NULL, &r);
     EXPECT_EQ_INT(r.status, 200);
     free(r.body);

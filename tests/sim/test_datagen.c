@@ -42,19 +42,6 @@ static void test_heldout_templates(void)
     }
 }
 
-/* A phrasing as compared: lower case letters, digits and {slot}s only, so
- * "Where are my {topic} notes?" and "where are my {topic} notes" match. */
-static void phrasing_key(const char *s, char *out, size_t n)
-{
-    size_t j = 0;
-    for (; *s && j + 1 < n; s++)
-        if ((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '{' || *s == '}')
-            out[j++] = *s;
-        else if (*s >= 'A' && *s <= 'Z')
-            out[j++] = (char)(*s - 'A' + 'a');
-    out[j] = 0;
-}
-
 enum { MAX_HELDOUT = 256, KEY_LEN = 256 };
 
 static int heldout_keys(char keys[][KEY_LEN])
@@ -65,7 +52,7 @@ static int heldout_keys(char keys[][KEY_LEN])
         if (ph.train_only) continue;
         EXPECT(ph.n_base >= 5); /* fewer: held-out tasks would use training's */
         for (int i = 0; i < ph.n_base && n < MAX_HELDOUT; i++)
-            if (hx_dg_template_heldout(i, ph.n_base)) phrasing_key(ph.base[i], keys[n++], KEY_LEN);
+            if (hx_dg_template_heldout(i, ph.n_base)) hx_dg_phrasing_key(ph.base[i], keys[n++], KEY_LEN);
     }
     return n;
 }
@@ -73,7 +60,7 @@ static int heldout_keys(char keys[][KEY_LEN])
 static int clashes(const char *kind, const char *tpl, char keys[][KEY_LEN], int n_keys)
 {
     char key[KEY_LEN];
-    phrasing_key(tpl, key, sizeof key);
+    hx_dg_phrasing_key(tpl, key, sizeof key);
     for (int i = 0; i < n_keys; i++)
         if (!strcmp(key, keys[i])) {
             printf("# %s: training phrasing \"%s\" is a held-out one\n", kind, tpl);
@@ -103,6 +90,117 @@ static void test_heldout_phrasings_unseen(void)
     EXPECT(n_keys > 20 && n_keys < MAX_HELDOUT);
     EXPECT(n_train > 4 * n_keys);
     EXPECT_EQ_INT(bad, 0);
+}
+
+
+static int count_distinct(char keys[][KEY_LEN], int n)
+{
+    int d = 0;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = !strcmp(keys[i], keys[j]);
+        d += !seen;
+    }
+    return d;
+}
+
+/* Training requests composed from parts: about half of them, the same for
+ * the same seed, never a held-out phrasing. */
+static void test_composed_requests(void)
+{
+    enum { N = 1000 };
+    static char held[MAX_HELDOUT][KEY_LEN];
+    int n_held = heldout_keys(held), nc = 0, nt = 0, clash = 0, same = 0;
+    for (int i = 0; i < N; i++) {
+        hx_world w;
+        hx_world_generate(100 + (uint64_t)i / 20, HX_SPLIT_TRAIN, 0, &w, NULL);
+        cJSON *t[2];
+        for (int k = 0; k < 2; k++) {
+            hx_rng r;
+            hx_rng_seed(&r, 31, (uint64_t)i);
+            t[k] = hx_dg_task_new(&w, &r, HX_CAT_SINGLE + i % 2, NULL);
+        }
+        if (t[0] && t[1]) {
+            const char *req = cJSON_GetStringValue(cJSON_GetObjectItem(t[0], "request"));
+            same += !strcmp(req, cJSON_GetStringValue(cJSON_GetObjectItem(t[1], "request")));
+            int composed = cJSON_GetNumberValue(cJSON_GetObjectItem(t[0], "template")) ==
+                           HX_DG_COMPOSED_TEMPLATE;
+            nc += composed, nt += !composed;
+            char key[KEY_LEN];
+            hx_dg_phrasing_key(req, key, sizeof key);
+            for (int h = 0; h < n_held && composed; h++) clash += !strcmp(key, held[h]);
+        }
+        cJSON_Delete(t[0]);
+        cJSON_Delete(t[1]);
+    }
+    printf("# %d composed requests, %d from templates\n", nc, nt);
+    EXPECT(nc > N / 3 && nt > N / 3);
+    EXPECT_EQ_INT(same, nc + nt);
+    EXPECT_EQ_INT(clash, 0);
+}
+
+/* Variety: 1000 composed skeletons of a kind ({slot}s unfilled, case and
+ * punctuation aside) are many times the kind's fixed templates; the same
+ * seed draws the same ones. */
+static void test_composed_variety(void)
+{
+    enum { N = 1000 };
+    static char keys[N][KEY_LEN];
+    hx_dg_phrasings ph;
+    int kinds = 0;
+    for (int k = 0; hx_dg_phrasings_of(k, &ph); k++) {
+        hx_rng r, r2;
+        hx_rng_seed(&r, 5, (uint64_t)k);
+        hx_rng_seed(&r2, 5, (uint64_t)k);
+        char tpl[512], again[512];
+        int n = 0, differ = 0;
+        for (; n < N && hx_dg_compose(ph.kind, &r, tpl, sizeof tpl); n++) {
+            hx_dg_compose(ph.kind, &r2, again, sizeof again);
+            differ += strcmp(tpl, again) != 0;
+            hx_dg_phrasing_key(tpl, keys[n], KEY_LEN);
+        }
+        if (!n) continue;
+        kinds++;
+        int d = count_distinct(keys, n);
+        printf("# %-17s %4d distinct skeletons per 1000 (templates: %d)\n", ph.kind, d,
+               ph.n_base + ph.n_extra);
+        EXPECT_EQ_INT(differ, 0);
+        EXPECT(d > 3 * (ph.n_base + ph.n_extra));
+    }
+    EXPECT(kinds >= 14);
+}
+
+/* Every composed training request gets its oracle's answer from the real
+ * tools: nothing rejected in a training run where half are composed. */
+static void test_composed_answered(void)
+{
+    hx_dg_stats st;
+    char *out = NULL, home[128];
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    hx_dg_params p = hx_dg_default_params();
+    snprintf(home, sizeof home, "%s/ca", scratch_dir());
+    p.n = 120;
+    p.seed = 17;
+    p.split = HX_SPLIT_TRAIN;
+    p.tasks = 1; /* tasks: the oracle ran and was verified, and "template" is kept */
+    p.home = home;
+    hx_err err = {0};
+    EXPECT_EQ_INT(hx_datagen_run(&p, f, &st, &err), HX_OK);
+    fclose(f);
+    ASSERT(out);
+    EXPECT_EQ_INT(st.written, 120);
+    EXPECT_EQ_INT(st.rejected, 0);
+    int composed = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        ASSERT(j);
+        composed += cJSON_GetNumberValue(cJSON_GetObjectItem(j, "template")) == HX_DG_COMPOSED_TEMPLATE;
+        cJSON_Delete(j);
+    }
+    printf("# %d of 120 composed\n", composed);
+    EXPECT(composed > 20);
+    free(out);
 }
 
 static void test_validator(void)
@@ -535,6 +633,9 @@ int main(void)
     RUN(test_heldout_templates);
     RUN(test_heldout_phrasings_unseen);
     RUN(test_phrasings);
+    RUN(test_composed_requests);
+    RUN(test_composed_variety);
+    RUN(test_composed_answered);
     RUN(test_validator);
     RUN(test_datagen_deterministic);
     RUN(test_every_trajectory_valid);

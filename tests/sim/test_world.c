@@ -322,6 +322,43 @@ static void test_day_phrases(void)
         }
 }
 
+/* A time phrase said another way reads as the same range (a day, a part
+ * of one, a moment), in several ways; a phrase the reader refuses comes
+ * back unchanged (control). */
+static void test_resay_when(void)
+{
+    hx_world w;
+    hx_world_generate(6, HX_SPLIT_TRAIN, 0, &w, NULL);
+    hx_rng r;
+    hx_rng_seed(&r, 3, 4);
+    int changed = 0, n = 0;
+    for (int64_t d = w.today + 1; d <= w.today + 12; d++) {
+        char day[40], ph[3][64];
+        hx_world_day_phrase(&w, &r, d, day, sizeof day);
+        snprintf(ph[0], sizeof ph[0], "%s", day);
+        snprintf(ph[1], sizeof ph[1], "%s afternoon", strncmp(day, "on ", 3) ? day : day + 3);
+        snprintf(ph[2], sizeof ph[2], "%s at 3pm", strncmp(day, "on ", 3) ? day : day + 3);
+        for (int k = 0; k < 3; k++) {
+            hx_when_range a, b;
+            if (hx_when_parse(ph[k], w.now, w.tz, &a, NULL)) continue;
+            for (int rep = 0; rep < 4; rep++, n++) {
+                char again[64];
+                hx_world_resay_when(&w, &r, ph[k], again, sizeof again);
+                ASSERT(hx_when_parse(again, w.now, w.tz, &b, NULL) == HX_OK);
+                if (a.start != b.start || a.end != b.end || a.is_point != b.is_point)
+                    printf("# '%s' -> '%s' reads otherwise\n", ph[k], again);
+                EXPECT(a.start == b.start && a.end == b.end && a.is_point == b.is_point);
+                changed += strcmp(again, ph[k]) != 0;
+            }
+        }
+    }
+    printf("# %d of %d time phrases said another way\n", changed, n);
+    EXPECT(n > 100 && changed > n / 2);
+    char same[64];
+    hx_world_resay_when(&w, &r, "at teatime", same, sizeof same);
+    EXPECT_STR_EQ(same, "at teatime");
+}
+
 /* The whole environment as one string, a NAME=VALUE line each. */
 extern char **environ;
 static char *env_text(void)
@@ -419,6 +456,7 @@ int main(void)
     RUN(test_worlds_read_cleanly);
     RUN(test_years);
     RUN(test_day_phrases);
+    RUN(test_resay_when);
     RUN(test_world_env_restored);
     scratch_remove();
     return test_summary();
