@@ -244,7 +244,7 @@ AVX512A static void axpy_f32_z(float *o, const float *v, float a, int d)
     int i = 0;
     for (; i + 16 <= d; i += 16)
         _mm512_storeu_ps(o + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(v + i), _mm512_loadu_ps(o + i)));
-    axpy_f32_v(o + i, v + i, a, d - i);
+    if (i < d) axpy_f32_v(o + i, v + i, a, d - i);
 }
 
 AVX512A static void mad_h_z(uint16_t *acc, const uint16_t *v, float a, int d)
