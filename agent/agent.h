@@ -447,8 +447,9 @@ void hx_source_engine_add_stats(hx_source *s, hx_gen_stats *acc);
 /* Where the latest turn's time to first token went, in milliseconds:
  * tokenizing the prompt, finding the reused prefix (in memory, or loaded
  * from the prefix cache on disk), prefilling the tokens not reused,
- * saving the stable head to disk, setting up the sampler and its
- * grammar, and producing the first token (0 until it came). */
+ * setting up the sampler and its grammar, and producing the first token
+ * (0 until it came); and, after it, saving the stable head to disk (done
+ * when the turn ends: 0 until then, or when nothing was saved). */
 typedef struct hx_turn_timing {
     double tokenize_ms, load_ms, prefill_ms, save_ms, sampler_ms, first_ms;
     int n_prompt, n_reused, n_loaded; /* n_loaded: of n_reused, from disk */

@@ -39,6 +39,8 @@ typedef struct eng_src {
     int prefix_cache;
     char *prefix_dir;     /* owned; NULL: the default */
     size_t prefix_max;
+    int save_head;        /* the prompt's head a completed prefill leaves to
+                             save there when the turn ends; 0: none */
     int64_t gen_tokens;   /* generated, and the seconds it took */
     double gen_seconds;
     int64_t call_tokens;  /* of which in turns that called a tool */
@@ -127,10 +129,13 @@ static void free_grammars(eng_src *e)
     e->schema = NULL;
 }
 
+static void save_prefix(eng_src *e);
+
 static void eng_free(void *ctx)
 {
     eng_src *e = ctx;
     if (!e) return;
+    save_prefix(e);
     hx_sampler_free(e->s);
     free_grammars(e);
     hx_spec_free(e->spec);
@@ -569,15 +574,30 @@ static int load_prefix(eng_src *e, const int32_t *t, int n)
     return got;
 }
 
-/* Saves the stable head when the disk had less of it; a failure only
- * costs the next process its warm start. */
-static void save_prefix(eng_src *e, const int32_t *t, int n, const hx_tpl_marks *marks,
+/* The stable head to save when the turn ends (after its first token):
+ * where the disk had less of it; 0: none. */
+static int head_to_save(const eng_src *e, const int32_t *t, int n, const hx_tpl_marks *marks,
                         int loaded)
 {
     int head = e->prefix_cache ? stable_head(e, t, n, marks) : 0;
-    if (head <= loaded || head < 16) return;
-    if (hx_ctx_prefix_save(e->ctx, e->prefix_dir, t, head, e->prefix_max))
+    return head <= loaded || head < 16 ? 0 : head;
+}
+
+/* Saves the head a completed prefill left pending (its positions are
+ * still the prompt's: only a new turn or new adapters drop them, and both
+ * save first), unless Ctrl-C came (the process ends at once); a failure
+ * only costs the next process its warm start. */
+static void save_prefix(eng_src *e)
+{
+    const int head = e->save_head;
+    e->save_head = 0;
+    if (!head || (e->cancelled && e->cancelled(e->cancel_user))) return;
+    const double t0 = hx_time_mono();
+    if (hx_ctx_prefix_save(e->ctx, e->prefix_dir, e->cache, head, e->prefix_max))
         hx_log_warn("prefix cache: %s", hx_ctx_errmsg(e->ctx));
+    e->timing.save_ms = (hx_time_mono() - t0) * 1e3;
+    hx_log_debug("source: prefix of %d positions saved in %.1f ms, after the first token",
+                 head, e->timing.save_ms);
 }
 
 /* The loop's thread choice, from the next slice on. */
@@ -602,6 +622,7 @@ static int on_slice(void *user)
  * where its loop guard saw a call begin, or a text turn. */
 static void end_turn(eng_src *e)
 {
+    save_prefix(e);
     if (e->guard && e->guard->called) {
         e->call_tokens += e->turn_tokens;
         e->call_seconds += e->turn_seconds;
@@ -768,8 +789,7 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
     e->turn_prefilled = n - keep;
     e->turn_reused = keep;
     e->prefill_s = t3 - t1;
-    if (keep == loaded) save_prefix(e, t, n, marks, loaded);
-    const double t4 = hx_time_mono();
+    if (keep == loaded) e->save_head = head_to_save(e, t, n, marks, loaded);
     e->n_cache = n;
     *n_prompt = n;
     e->ended = 0;
@@ -777,7 +797,7 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
     hx_log_debug("source: prompt %d tokens, %d reused from the cache", n, keep);
     rc = new_sampler(e, choice, err);
     tm->load_ms = (t2 - t1) * 1e3, tm->prefill_ms = (t3 - t2) * 1e3;
-    tm->save_ms = (t4 - t3) * 1e3, tm->sampler_ms = (hx_time_mono() - t4) * 1e3;
+    tm->sampler_ms = (hx_time_mono() - t3) * 1e3;
     tm->n_reused = keep, tm->n_loaded = loaded;
     return rc;
 }
@@ -808,9 +828,9 @@ static void first_token(eng_src *e, double dt)
     e->ttft_ms = (hx_time_mono() - e->turn_t0) * 1e3;
     e->timing.first_ms = dt * 1e3;
     hx_log_debug("source: first token after %.1f ms: tokenize %.1f, prefix %.1f (%d positions "
-                 "from disk), prefill of %d %.1f, save %.1f, sampler %.1f, first token %.1f",
+                 "from disk), prefill of %d %.1f, sampler %.1f, first token %.1f",
                  e->ttft_ms, t->tokenize_ms, t->load_ms, t->n_loaded, t->n_prompt - t->n_reused,
-                 t->prefill_ms, t->save_ms, t->sampler_ms, t->first_ms);
+                 t->prefill_ms, t->sampler_ms, t->first_ms);
 }
 
 static int eng_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
@@ -1032,6 +1052,7 @@ int hx_source_engine_set_adapters(hx_source *s, hx_adapter *const *ads,
     if (!s || s->begin != eng_begin || !s->ctx)
         return hx_err_set(err, HX_ERR_INVALID, "not an engine source");
     eng_src *e = s->ctx;
+    save_prefix(e); /* before the KV rows go */
     int rc = hx_ctx_set_adapters(e->ctx, ads, scales, n); /* drops the KV rows */
     if (rc) return hx_err_set(err, rc, "%s", hx_ctx_errmsg(e->ctx));
     e->ads = ads; /* a context the loop remakes carries them too */

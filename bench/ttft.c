@@ -13,7 +13,8 @@
  * request's own "Now" system message, the request). The prefix cache
  * goes to a temporary HEARTH_HOME, removed at the end. Each row also says
  * where its time went (hx_source_engine_timing: tokenize, prefix, prefill,
- * save, sampler set-up, first token; and the prompt's render). */
+ * sampler set-up, first token; and the prompt's render); the first run's
+ * prefix-cache write, after its first token, is timed on its own. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,11 +188,10 @@ static double median_of(const hx_turn_timing *t, int n, size_t field)
 static void breakdown(const char *row, const hx_turn_timing *t, int n, double render_ms)
 {
     printf("  %-16s render %6.2f  tokenize %6.1f  prefix %7.1f  prefill of %4d %8.1f  "
-           "save %6.1f  sampler %6.1f  first token %6.1f\n", row, render_ms,
+           "sampler %6.1f  first token %6.1f\n", row, render_ms,
            median_of(t, n, offsetof(hx_turn_timing, tokenize_ms)),
            median_of(t, n, offsetof(hx_turn_timing, load_ms)), t[0].n_prompt - t[0].n_reused,
            median_of(t, n, offsetof(hx_turn_timing, prefill_ms)),
-           median_of(t, n, offsetof(hx_turn_timing, save_ms)),
            median_of(t, n, offsetof(hx_turn_timing, sampler_ms)),
            median_of(t, n, offsetof(hx_turn_timing, first_ms)));
 }
@@ -245,6 +245,10 @@ static int run(const opts *o, hx_model *m)
     if (new_source(m, &t, o, 1, &prime)) return 1;
     res.save = first_token(&prime, prompts[3].text, &prompts[3].marks, &n, &res.csave,
                            &res.tsave);
+    hx_source_engine_end_turn(&prime); /* the head goes to disk after the first token */
+    hx_turn_timing after;
+    hx_source_engine_timing(&prime, &after);
+    res.tsave.save_ms = after.save_ms;
     hx_source_free(&prime);
     for (int r = 0; r < o->reps && !rc; r++) rc = rep(m, &t, o, prompts, r, &res);
     if (rc) return 1;
@@ -258,8 +262,9 @@ static int run(const opts *o, hx_model *m)
     const double d = median(res.disk, o->reps), cd = median(res.cdisk, o->reps);
     const double w = median(res.mem, o->reps), cw = median(res.cmem, o->reps);
     printf("  cold (nothing cached)            %8.3f / %8.3f\n", c, cc);
-    printf("  cold + writing the prefix cache  %8.3f / %8.3f (the first run of all)\n",
-           res.save, res.csave);
+    printf("  cold + writing the prefix cache  %8.3f / %8.3f (the first run of all; "
+           "the write, after the first token: %.1f ms)\n", res.save, res.csave,
+           res.tsave.save_ms);
     printf("  warm from the disk cache         %8.3f / %8.3f   cold/warm %.1fx wall, "
            "%.1fx CPU\n", d, cd, c / d, cc / cd);
     printf("  warm in-process (next request)   %8.3f / %8.3f   cold/warm %.1fx wall, "

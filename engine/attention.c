@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/ctx_int.h"
+#include "engine/kernels_impl.h"
 
 /* Tiled attention: a task takes the G query heads of one KV head for up to
  * att_tq tokens (R = G * tokens rows), keys in tiles of ATT_TK. */
@@ -222,60 +223,113 @@ static void attn_task_f16(void *ctx, int task, int thread)
 }
 
 /* llama.cpp's one-query path over a quantized cache, for the G query heads
- * of KV head kvh at token t: Q quantized to Q8_0 as for a Q8_0 matmul, K.Q
- * as Q8_0 dot products, V rows dequantized and accumulated in F32 with an
- * online softmax. Scratch w: G quantized Q rows, (G, d) accumulators, G
- * maxima and sums, one V row. */
-static void attn_q8(hx_ctx *c, int l, int kvh, const float *q, int n_kv,
-                    float *out, float *w, int thread)
+ * of one KV head, for T tokens of a pass at once: each of the R = T * G
+ * rows has Q quantized to Q8_0 as for a Q8_0 matmul, K.Q as Q8_0 dot
+ * products, V rows dequantized and accumulated in F32 with an online
+ * softmax, exactly as when run alone (the same operations on the same keys
+ * in the same order); each V row is dequantized once for all rows. */
+typedef struct q8_heads {
+    hx_ctx *c;
+    int l, kvh, thread;
+    int G, d, T;           /* R = T * G rows: row t*G + g */
+    size_t ts;             /* floats from one token's q (and out) to the next */
+    float scale;
+    hx_dot_fn dot;         /* the Q8_0 dot of the CPU's kernels */
+    char *qa;              /* (R) quantized Q rows of ab bytes */
+    float *acc, *M, *S, *vt; /* (R, d) accumulators, (R) maxima and sums, a V row */
+} q8_heads;
+
+/* Scratch floats of q8_heads for R rows of d. */
+static size_t q8_floats(size_t R, size_t d) { return 2 * R * d + 2 * R + d; }
+/* Most tokens of a task on that path: a task's time stays short for the
+ * slicer, and most of the V rows' dequantizing is saved. */
+#define Q8_TOKENS_MAX 8
+
+/* One key of row r's online softmax: K row kj, V row h->vt. */
+static void q8_key(q8_heads *h, int r, const char *kj, size_t ab)
 {
-    const int G = att_group(c), d = c->m->hp.head_dim;
-    const size_t ab = hx_act_row_bytes(HX_TYPE_Q8_0, d), Gd = (size_t)G * d;
-    char *qa = (char *)w; /* G * ab <= G * d floats */
-    float *acc = w + Gd, *M = acc + Gd, *S = M + G, *vt = S + G;
-    const float scale = 1.0f / sqrtf((float)d);
-    for (int g = 0; g < G; g++) {
-        hx_quantize_act(HX_TYPE_Q8_0, q + (size_t)g * d, qa + (size_t)g * ab, d);
-        M[g] = -INFINITY;
-        S[g] = 0.0f;
+    const int d = h->d;
+    float sc, ms = 1.0f, vs = 1.0f, *ag = h->acc + (size_t)r * d;
+    h->dot(d, &sc, kj, h->qa + (size_t)r * ab);
+    sc *= h->scale;
+    if (sc > h->M[r]) {
+        ms = expf(h->M[r] - sc);
+        h->M[r] = sc;
+        for (int i = 0; i < d; i++) ag[i] *= ms;
+    } else {
+        vs = expf(sc - h->M[r]);
     }
-    memset(acc, 0, Gd * sizeof(float));
+    h->c->ao->axpy_f32(ag, h->vt, vs, d);
+    h->S[r] = h->S[r] * ms + vs;
+}
+
+/* The rows' queries (at q, laid out as out) against keys [0, n_kv[t]). */
+static void attn_q8(q8_heads *h, const float *q, const int *n_kv, float *out)
+{
+    const int G = h->G, d = h->d, R = h->T * G;
+    const size_t ab = hx_act_row_bytes(HX_TYPE_Q8_0, d);
+    int jmax = 0;
+    for (int r = 0; r < R; r++) {
+        const size_t at = (size_t)(r / G) * h->ts + (size_t)(r % G) * d;
+        hx_quantize_act(HX_TYPE_Q8_0, q + at, h->qa + (size_t)r * ab, d);
+        h->M[r] = -INFINITY;
+        h->S[r] = 0.0f;
+        jmax = n_kv[r / G] > jmax ? n_kv[r / G] : jmax;
+    }
+    memset(h->acc, 0, (size_t)R * d * sizeof(float));
     hx_kv_span sp = {NULL, NULL};
-    for (int j = 0; j < n_kv; j++) {
-        if (j % HX_KV_PAGE == 0) sp = hx_kv_span_of(c, l, kvh, j / HX_KV_PAGE, thread);
-        const size_t o = (size_t)(j % HX_KV_PAGE) * c->kv_row;
-        const char *kj = sp.k + o;
-        hx_dequantize_row(HX_TYPE_Q8_0, sp.v + o, vt, d);
-        for (int g = 0; g < G; g++) {
-            float sc, ms = 1.0f, vs = 1.0f, *ag = acc + (size_t)g * d;
-            hx_vec_dot(HX_TYPE_Q8_0, d, &sc, kj, qa + (size_t)g * ab);
-            sc *= scale;
-            if (sc > M[g]) {
-                ms = expf(M[g] - sc);
-                M[g] = sc;
-                for (int i = 0; i < d; i++) ag[i] *= ms;
-            } else {
-                vs = expf(sc - M[g]);
-            }
-            c->ao->axpy_f32(ag, vt, vs, d);
-            S[g] = S[g] * ms + vs;
+    for (int j = 0; j < jmax; j++) {
+        if (j % HX_KV_PAGE == 0) sp = hx_kv_span_of(h->c, h->l, h->kvh, j / HX_KV_PAGE, h->thread);
+        const size_t o = (size_t)(j % HX_KV_PAGE) * h->c->kv_row;
+        hx_dequantize_row(HX_TYPE_Q8_0, sp.v + o, h->vt, d);
+        for (int t = 0; t < h->T; t++) {
+            if (j >= n_kv[t]) continue; /* past this token's keys */
+            for (int g = 0; g < G; g++) q8_key(h, t * G + g, sp.k + o, ab);
         }
     }
-    for (int g = 0; g < G; g++) {
-        const float inv = S[g] == 0.0f ? 0.0f : 1.0f / S[g];
-        for (int i = 0; i < d; i++) out[(size_t)g * d + i] = acc[(size_t)g * d + i] * inv;
+    for (int r = 0; r < R; r++) {
+        float *o = out + (size_t)(r / G) * h->ts + (size_t)(r % G) * d;
+        const float inv = h->S[r] == 0.0f ? 0.0f : 1.0f / h->S[r];
+        for (int i = 0; i < d; i++) o[i] = h->acc[(size_t)r * d + i] * inv;
     }
 }
 
+/* Tokens per task of the 8-bit cache's path: those that fit the scratch,
+ * at most Q8_TOKENS_MAX, and few enough that every thread has two tasks. */
+static int q8_tokens_per_task(const hx_ctx *c, int B)
+{
+    const hx_hparams *hp = &c->m->hp;
+    const size_t d = (size_t)hp->head_dim, G = (size_t)att_group(c);
+    if (c->attn_before || c->pass.seq) return 1; /* several sequences: a cache each */
+    const size_t base = q8_floats(0, d), per_token = q8_floats(G, d) - base;
+    int fit = (int)((hx_attn_scratch(hp) - base) / per_token);
+    const int spread = B * hp->n_head_kv / (2 * c->n_threads);
+    fit = fit < Q8_TOKENS_MAX ? fit : Q8_TOKENS_MAX;
+    fit = fit < spread ? fit : spread;
+    return fit < 1 ? 1 : fit < B ? fit : B;
+}
+
+/* Task tb*n_head_kv + kvh of the 8-bit cache's path: the query heads of
+ * KV head kvh for tokens [tb*tpt, +tpt), each against the positions up to
+ * its own. */
 static void attn_task_q8(void *ctx, int task, int thread)
 {
     const attn_job *j = ctx;
     hx_ctx *c = j->c;
     const hx_hparams *hp = &c->m->hp;
-    const int t = task / hp->n_head_kv, kvh = task % hp->n_head_kv;
-    const size_t qo = ((size_t)t * hp->n_head + (size_t)kvh * att_group(c)) * hp->head_dim;
-    attn_q8(hx_pass_seq(c, t), j->layer, kvh, c->q + qo, hx_pass_pos(c, t) + 1, c->att + qo,
-            c->scores + (size_t)thread * hx_attn_scratch(hp), thread);
+    const int d = hp->head_dim, G = att_group(c);
+    const int t0 = task / hp->n_head_kv * j->tpt, kvh = task % hp->n_head_kv;
+    const int T = j->B - t0 < j->tpt ? j->B - t0 : j->tpt;
+    const size_t qo = ((size_t)t0 * hp->n_head + (size_t)kvh * G) * d, Rd = (size_t)T * G * d;
+    float *w = c->scores + (size_t)thread * hx_attn_scratch(hp);
+    const size_t R = (size_t)T * G;
+    /* several sequences (c->pass.seq): one token per task, its own cache */
+    q8_heads h = {hx_pass_seq(c, t0), j->layer, kvh, thread, G, d, T, (size_t)hp->n_head * d,
+                  1.0f / sqrtf((float)d), hx_kernels_for(hx_isa_current())->dot[HX_TYPE_Q8_0],
+                  (char *)w, w + Rd, w + 2 * Rd, w + 2 * Rd + R, w + 2 * Rd + 2 * R};
+    int n_kv[Q8_TOKENS_MAX];
+    for (int t = 0; t < T; t++) n_kv[t] = hx_pass_pos(c, t0 + t) + 1;
+    attn_q8(&h, c->q + qo, n_kv, c->att + qo);
 }
 
 /* Task kvh * n_tb + tb: the query heads of KV head kvh for tokens of block
@@ -317,7 +371,7 @@ static void attn_task_tiled(void *ctx, int task, int thread)
             const hx_kv_span sp = hx_kv_span_of(kc, j->layer, kvh, j0 / HX_KV_PAGE, thread);
             const float *K = hx_kv_rows_f32(kc, sp.k, nk, kt);
             const float *V = hx_kv_rows_f32(kc, sp.v, nk, vt);
-            c->ao->tile64(Qt, K, V, nk, d, j0, lim, scale, m, l, acc, S);
+            c->ao->tile64(Qt, K, V, nk, d, j0, lim, scale, m, l, acc, S, c->attn_before ? L : nr);
         }
         for (int r = 0; r < nr; r++) {
             const int rr = r0 + r;
@@ -340,8 +394,9 @@ void hx_attention_plan(hx_ctx *c, int l, int B, int pos0, hx_attn_run *r)
     const int tq = c->pass.seq ? 1 : att_tq(c);
     *r = (hx_attn_run){c, l, B, pos0, tq, 1, attn_task_tiled, 0, 0};
     if (c->kv_type == HX_KV_Q8) { /* llama.cpp: one-query path at any size */
+        r->tpt = q8_tokens_per_task(c, B);
         r->fn = attn_task_q8;
-        r->n_tasks = B * hp->n_head_kv;
+        r->n_tasks = (B + r->tpt - 1) / r->tpt * hp->n_head_kv;
     } else if (c->kv_type == HX_KV_F16 && B < FA_TILE_Q && !c->tiled_rows) {
         r->tpt = f16_tokens_per_task(c, B, pos0);
         r->fn = attn_task_f16;

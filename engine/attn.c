@@ -75,10 +75,10 @@ static void from_f16_s(float *o, const uint16_t *x, int d)
 /* tile64 (attn.h), lane by lane. */
 static void tile64_s(const float *Qt, const float *K, const float *V, int nk, int d,
                      int j0, const int *lim, float scale, float *m, float *l,
-                     float *accT, float *S)
+                     float *accT, float *S, int nr)
 {
     enum { L = HX_ATT_LANES };
-    for (int r = 0; r < L; r++) {
+    for (int r = 0; r < nr; r++) {
         float mt = -INFINITY;
         for (int j = 0; j < nk; j++) {
             float s = 0.0f;
@@ -236,6 +236,17 @@ AVX512A static float dot_hh_z(const uint16_t *q, const uint16_t *k, int d)
     return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) + dot_hh_s(q + i, k + i, d - i);
 }
 
+/* The AVX2 axpy's bits (an FMA for each element of its vectors of 8, the
+ * rest as the scalar code), 16 at a time. */
+AVX512A static void axpy_f32_z(float *o, const float *v, float a, int d)
+{
+    const __m512 va = _mm512_set1_ps(a);
+    int i = 0;
+    for (; i + 16 <= d; i += 16)
+        _mm512_storeu_ps(o + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(v + i), _mm512_loadu_ps(o + i)));
+    if (i < d) axpy_f32_v(o + i, v + i, a, d - i);
+}
+
 AVX512A static void mad_h_z(uint16_t *acc, const uint16_t *v, float a, int d)
 {
     const __m512 va = _mm512_set1_ps(a);
@@ -255,9 +266,9 @@ AVX512A static void scale_h_z(uint16_t *acc, float s, int d)
 static const hx_attn_ops k_avx2 = {dot_f16_v, dot_f32_v, dot_hh_v, axpy_f16_v,
                                    axpy_f32_v, mad_h_v, scale_h_v, to_f16_v,
                                    from_f16_v, tile64_s};
-/* AVX2 set with the AVX-512 tile */
+/* AVX2 set with AVX-512 half updates, F32 axpy and tile */
 static const hx_attn_ops k_avx512 = {dot_f16_v, dot_f32_v, dot_hh_z, axpy_f16_v,
-                                     axpy_f32_v, mad_h_z, scale_h_z, to_f16_v,
+                                     axpy_f32_z, mad_h_z, scale_h_z, to_f16_v,
                                      from_f16_v, hx_attn_tile64_avx512};
 #endif /* x86-64 */
 

@@ -29,10 +29,12 @@ typedef struct hx_attn_ops {
      * by exp(m - max) and m[r] = max; p = exp(s - m[r]) (0 for unseen
      * keys), l[r] += sum of p (j in order), accT[i*LANES + r] += sum of
      * p_j V[j][i] (j in order). S (LANES * LANES floats) is scratch; Qt,
-     * accT and S are 64-byte aligned. */
+     * accT and S are 64-byte aligned. Only rows r < nr (1..LANES) are
+     * asked for: the others' m, l and accT may be left as they were or
+     * computed alike (a short tail of rows costs less). */
     void (*tile64)(const float *Qt, const float *K, const float *V, int nk, int d,
                    int j0, const int *lim, float scale, float *m, float *l,
-                   float *accT, float *S);
+                   float *accT, float *S, int nr);
 } hx_attn_ops;
 
 #define HX_ATT_LANES 64
@@ -40,7 +42,7 @@ typedef struct hx_attn_ops {
 /* The AVX-512 tile64 (attn_avx512.c; x86-64 only). */
 void hx_attn_tile64_avx512(const float *Qt, const float *K, const float *V, int nk,
                            int d, int j0, const int *lim, float scale, float *m,
-                           float *l, float *accT, float *S);
+                           float *l, float *accT, float *S, int nr);
 
 /* The best set for the CPU and the engine's ISA cap (hx_isa_current). */
 const hx_attn_ops *hx_attn_ops_get(void);

@@ -83,6 +83,10 @@ struct hx_ctx {
      * of a whole prompt of at least FA_TILE_Q tokens do (hx_prefill's
      * whole_prompt sets it for the rest of a prompt) */
     int tiled_rows;
+    /* 1: attention's tasks as they were before they took several tokens
+     * of the 8-bit path at once and skipped a tile's lanes without rows
+     * (the reference tests and benches compare with; the same numbers) */
+    int attn_before;
     /* paged KV cache (kv.c): pages[0, n_pages) allocated on demand, at
      * most max_pages resident (the byte cap); each page_bytes, K half then
      * V half. With a spill (kvspill.c) a page may be on disk instead:

@@ -64,10 +64,11 @@ bench-maskbench: $(BUILD)/bench/maskbench
 	nice $(BUILD)/bench/maskbench
 
 # Kernel micro benchmark: GEMV GB/s and GEMM GMAC/s per tensor type
-# (THREADS=n; HEARTH_ISA=scalar|avx2|avx512 caps the ISA).
-$(BUILD)/bench/kernels: bench/kernels.c $(call libs_for,engine)
+# (THREADS=n; HEARTH_ISA=scalar|avx2|avx512 caps the ISA); `bench/kernels
+# 1 attn`: attention of a turn's pass over a long cached prefix.
+$(BUILD)/bench/kernels: bench/kernels.c $(call libs_for,modelfile)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,engine) $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call libs_for,modelfile) $(LDLIBS)
 bench-kernels: $(BUILD)/bench/kernels
 	nice $(BUILD)/bench/kernels $(or $(THREADS),1)
 

@@ -407,6 +407,142 @@ static void test_prefix_cache_across_sources(void)
     world_close(&w);
 }
 
+/* The bytes of the one prefix file in dir into *out (owned); 0 if there
+ * is not exactly one. */
+static int prefix_file(const char *dir, char **out, size_t *len)
+{
+    DIR *d = opendir(dir);
+    char path[600] = "";
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (strstr(e->d_name, ".kv") && ++n == 1)
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (d) closedir(d);
+    return n == 1 && hx_read_file(path, 1 << 30, out, len, NULL) == HX_OK;
+}
+
+/* What the prefix cache held when the head was saved right after the
+ * prefill: a context prefilled with prompt as the source does it (slices
+ * of 64, the whole prompt) and its head (up to the first end-of-turn
+ * token) saved at once into dir. */
+static void save_after_prefill(hx_model *m, const char *prompt, const char *dir)
+{
+    hx_err err = {0};
+    int32_t *t = NULL;
+    const int n = hx_source_tokenize(hx_model_vocab(m), prompt, &t, &err);
+    ASSERT(n > 0);
+    hx_ctx_params cp = hx_ctx_default_params();
+    cp.n_ctx = 8192;
+    cp.n_threads = 2;
+    cp.kv_spill = 1;
+    hx_ctx *c = NULL;
+    ASSERT(hx_ctx_new(m, &cp, &c, &err) == HX_OK);
+    hx_prefill_params pp = hx_prefill_default_params();
+    pp.slice = 64;
+    pp.whole_prompt = 1;
+    int done = 0, head = 0;
+    EXPECT(hx_prefill(c, t, n, &pp, &done) == HX_OK);
+    while (head < n && !hx_vocab_is_eog(hx_model_vocab(m), t[head])) head++;
+    EXPECT(head < n);
+    EXPECT(hx_ctx_prefix_save(c, dir, t, head + 1, 0) == HX_OK);
+    hx_ctx_free(c);
+    free(t);
+}
+
+/* A cold turn saves its head to the prefix cache after its first token,
+ * when the turn ends: nothing on disk at the first token (the timing has
+ * no save yet), one file once the turn ended, byte for byte the file a
+ * save right after the prefill writes. */
+static void test_prefix_saved_after_first_token(void)
+{
+    world w;
+    hx_model *m = NULL;
+    if (!open_model_home(&w, &m)) return;
+    hx_source s = engine_source(m, 1, NULL);
+    ASSERT(s.ctx);
+    hx_err err = {0};
+    hx_buf piece;
+    hx_buf_init(&piece);
+    hx_turn_timing t;
+    int np = 0, end = 0;
+    ASSERT(s.begin(s.ctx, SLOT_PROMPT, HX_CHOICE_NONE, &np, &err) == HX_OK);
+    ASSERT(s.next(s.ctx, &piece, &end, &err) == HX_OK);
+    hx_source_engine_timing(&s, &t);
+    EXPECT(t.first_ms > 0 && t.save_ms == 0);
+    EXPECT_EQ_INT(cache_files(w.dir), 0);
+    for (int i = 0; i < 6 && !end; i++) EXPECT(s.next(s.ctx, &piece, &end, &err) == HX_OK);
+    hx_source_engine_end_turn(&s);
+    hx_source_engine_timing(&s, &t);
+    EXPECT(t.save_ms > 0);
+    EXPECT_EQ_INT(cache_files(w.dir), 1);
+    char dir[300], old[320];
+    snprintf(dir, sizeof dir, "%s/cache/prefix", w.dir);
+    snprintf(old, sizeof old, "%s/after-prefill", w.dir);
+    save_after_prefill(m, SLOT_PROMPT, old);
+    char *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    EXPECT(prefix_file(dir, &a, &na) && prefix_file(old, &b, &nb));
+    EXPECT(a && b && na == nb && na > 0 && !memcmp(a, b, na));
+    free(a);
+    free(b);
+    hx_buf_free(&piece);
+    hx_source_free(&s);
+    hx_model_free(m);
+    world_close(&w);
+}
+
+/* A prefill cancelled after its head's positions were cached saves no
+ * head, not at the next turn's start nor when the source goes; nor does a
+ * turn whose prefill completed when Ctrl-C came after its first token (the
+ * process ends at once); control: the same prompt prefilled to its end
+ * saves it when its turn ends. */
+static void test_cancelled_prefill_saves_nothing(void)
+{
+    world w;
+    hx_model *m = NULL;
+    if (!open_model_home(&w, &m)) return;
+    hx_source s = engine_source(m, 1, stop_after);
+    ASSERT(s.ctx);
+    hx_buf p;
+    hx_buf_init(&p);
+    hx_buf_printf(&p, SYS "<|im_start|>user\n");
+    for (int i = 0; i < 400; i++) hx_buf_printf(&p, "word%d and ", i);
+    hx_buf_printf(&p, "<|im_end|>\n<|im_start|>assistant\n");
+    hx_err err = {0};
+    int n = 0;
+    g_polls = 0;
+    g_stop_after = 2; /* 128 positions: the head's are among them */
+    EXPECT_EQ_INT(s.begin(s.ctx, p.data, HX_CHOICE_NONE, &n, &err), HX_ERR_CANCELLED);
+    hx_source_engine_end_turn(&s);
+    EXPECT_EQ_INT(cache_files(w.dir), 0);
+    g_stop_after = 1 << 30;
+    hx_source_free(&s);
+    EXPECT_EQ_INT(cache_files(w.dir), 0);
+    s = engine_source(m, 1, stop_after);
+    ASSERT(s.ctx);
+    hx_buf piece;
+    hx_buf_init(&piece);
+    int end = 0;
+    EXPECT_EQ_INT(s.begin(s.ctx, p.data, HX_CHOICE_NONE, &n, &err), HX_OK);
+    EXPECT_EQ_INT(s.next(s.ctx, &piece, &end, &err), HX_OK);
+    g_polls = g_stop_after = 0; /* Ctrl-C */
+    hx_source_engine_end_turn(&s);
+    hx_source_free(&s);
+    EXPECT_EQ_INT(cache_files(w.dir), 0);
+    hx_buf_free(&piece);
+    g_stop_after = 1 << 30;
+    s = engine_source(m, 1, stop_after);
+    ASSERT(s.ctx);
+    EXPECT_EQ_INT(s.begin(s.ctx, p.data, HX_CHOICE_NONE, &n, &err), HX_OK);
+    EXPECT_EQ_INT(cache_files(w.dir), 0);
+    hx_source_engine_end_turn(&s);
+    EXPECT_EQ_INT(cache_files(w.dir), 1);
+    hx_source_free(&s);
+    hx_buf_free(&p);
+    hx_model_free(m);
+    world_close(&w);
+}
+
 /* Greedy text of prompt from src (8 tokens), and the turn's timing. */
 static void turn_text(hx_source *src, const char *prompt, hx_buf *out, hx_turn_timing *tm)
 {
@@ -547,6 +683,8 @@ int main(void)
     RUN(test_prefix_cache_across_sources);
     RUN(test_prefix_cache_brief);
     RUN(test_reuse_stops_at_a_change);
+    RUN(test_prefix_saved_after_first_token);
+    RUN(test_cancelled_prefill_saves_nothing);
     if (g_model) unlink(g_model);
     return test_summary();
 }

@@ -29,6 +29,7 @@ static const char *tmp_path(const char *name)
 /* A small random qwen3 with head_dim 32 (one Q8_0 block per row half). */
 static float g_rope_base; /* write_model's rope base; 0: mkmodel's default */
 static const char *g_arch; /* write_model's architecture; NULL: qwen3 */
+static int g_n_head, g_n_head_kv; /* write_model's heads; 0: 4 over 2 */
 
 static const char *write_model_v(const char *name, uint64_t seed, int head_dim,
                                  const char *vocab)
@@ -42,8 +43,8 @@ static const char *write_model_v(const char *name, uint64_t seed, int head_dim,
     p.n_vocab = 128;
     p.n_layer = 2;
     p.n_embd = 128;
-    p.n_head = 4;
-    p.n_head_kv = 2;
+    p.n_head = g_n_head ? g_n_head : 4;
+    p.n_head_kv = g_n_head_kv ? g_n_head_kv : 2;
     p.head_dim = head_dim;
     p.n_ff = 192;
     p.n_ctx = 1024;
@@ -623,12 +624,73 @@ static void test_prefix_eviction(void)
     hx_model_free(m);
 }
 
+/* Logits of passes of lens[k] tokens of t after each other into one
+ * buffer (every position's); NULL on failure. */
+static float *passes(hx_ctx *c, const int32_t *t, const int *lens, int n_lens, int *n_out)
+{
+    const int nv = hx_model_hparams(hx_ctx_model(c))->n_vocab;
+    int n = 0;
+    for (int k = 0; k < n_lens; k++) n += lens[k];
+    float *out = malloc((size_t)n * nv * sizeof(float));
+    for (int k = 0, at = 0; out && k < n_lens; at += lens[k++]) {
+        float *l = run_all(c, t + at, lens[k], 0);
+        if (!l) return free(out), NULL;
+        memcpy(out + (size_t)at * nv, l, (size_t)lens[k] * nv * sizeof(float));
+        free(l);
+    }
+    *n_out = n * nv;
+    return out;
+}
+
+/* Attention's tasks as the context plans them against the reference it
+ * keeps (attn_before), bit for bit, for query heads over KV heads 1, 2
+ * and 8 to one and passes whose token counts are no multiple of a task's
+ * (a long one after the prompt, a short one, a single token), each token
+ * seeing only the keys up to its own: the 8-bit cache's path takes several
+ * tokens of a pass per task (each V row dequantized once for them), and
+ * the F16 cache's tiled path (the 200-token pass) computes only the lanes
+ * of a tile that hold rows. Control: the plan does group tokens where the
+ * reference does not. */
+static void test_attention_tasks_as_before(void)
+{
+    static const int heads[3][2] = {{4, 4}, {4, 2}, {8, 1}};
+    static const int lens[] = {200, 38, 13, 1};
+    int32_t t[252];
+    tokens(t, 252, 128, 7);
+    for (int k = 0; k < 6; k++) {
+        const int q8 = k < 3, *h = heads[k % 3];
+        g_n_head = h[0], g_n_head_kv = h[1];
+        hx_model *m = load(write_model("gqa.gguf", 41 + k % 3, 32));
+        g_n_head = g_n_head_kv = 0;
+        ASSERT(m);
+        hx_ctx *ref = new_ctx(m, 0, q8, 0), *now = new_ctx(m, 0, q8, 0);
+        ASSERT(ref && now);
+        ref->attn_before = 1;
+        hx_attn_run r1, rn;
+        hx_attention_plan(ref, 0, 38, 200, &r1);
+        hx_attention_plan(now, 0, 38, 200, &rn);
+        if (q8) EXPECT(r1.tpt == 1 && rn.tpt > 1 && 38 % rn.tpt != 0);
+        int na = 0, nb = 0;
+        float *a = passes(ref, t, lens, 4, &na), *b = passes(now, t, lens, 4, &nb);
+        const int same = a && b && na == nb && !memcmp(a, b, (size_t)na * sizeof *a);
+        EXPECT(same);
+        printf("# %s KV, %d query heads over %d KV heads: %d tokens per task, logits %s\n",
+               q8 ? "8-bit" : "F16", h[0], h[1], rn.tpt, same ? "the same" : "differ");
+        free(a);
+        free(b);
+        hx_ctx_free(ref);
+        hx_ctx_free(now);
+        hx_model_free(m);
+    }
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/hx_test_kv_%d", (int)getpid());
     mkdir(g_dir, 0700);
     RUN(test_q8_vs_f32);
     RUN(test_q8_vs_llama);
+    RUN(test_attention_tasks_as_before);
     RUN(test_pages_and_cap);
     RUN(test_max_bytes);
     RUN(test_prefill_slices);

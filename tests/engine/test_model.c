@@ -699,9 +699,21 @@ static void test_attn_ops(void)
     r->axpy_f16(o2, k, 1.5f, D);
     for (int i = 0; i < D; i++) EXPECT(fabsf(o1[i] - o2[i]) < 1e-5f);
     memcpy(o2, o1, sizeof o1);
+    float o3[D];
+    memcpy(o3, o1, sizeof o1);
     v->axpy_f32(o1, k32, -0.6f, D);
     r->axpy_f32(o2, k32, -0.6f, D);
     for (int i = 0; i < D; i++) EXPECT(fabsf(o1[i] - o2[i]) < 1e-5f);
+#if defined(__x86_64__)
+    /* AVX2 and AVX-512 alike: an FMA for each element of the vectors of 8,
+     * the tail as the scalar code (the 8-bit cache's V sums keep their bits
+     * whichever set runs) */
+    for (int i = 0; i < D; i++) {
+        const float p = -0.6f * k32[i];
+        o3[i] = i < D / 8 * 8 ? fmaf(-0.6f, k32[i], o3[i]) : o3[i] + p;
+    }
+    if (hx_isa_current() >= HX_ISA_AVX2) EXPECT(memcmp(o1, o3, sizeof o1) == 0);
+#endif
 }
 
 /* The element-wise f16 ops of this CPU's set give the scalar bits over
@@ -748,19 +760,34 @@ static void test_attn_ops_f16_exact(void)
     free(f2);
 }
 
+/* Two key tiles (the second shorter) of tile64 from ops with its first nr
+ * rows asked for, from a fresh state, into m, l, acc. */
+static void run_tiles(const hx_attn_ops *ops, const float *Qt, const float *K, const float *V,
+                      const int *lim, int d, int nk, int nr, float *m, float *l, float *acc,
+                      float *S)
+{
+    memset(acc, 0, (size_t)d * HX_ATT_LANES * sizeof *acc);
+    for (int x = 0; x < HX_ATT_LANES; x++) m[x] = -INFINITY, l[x] = 0.0f;
+    for (int t = 0; t < 2; t++)
+        ops->tile64(Qt, K + (size_t)t * nk * d, V + (size_t)t * nk * d, nk - 3 * t, d, t * nk,
+                    lim, 0.3f, m, l, acc, S, nr);
+}
+
 /* The tiled attention's key tile (tile64) for this CPU against the scalar
  * reference, over two tiles with rows that see different numbers of keys;
  * and each lane on its own: the rows reversed in the lanes give every row
  * the same numbers bit for bit (a row's result must not depend on which
- * rows share its tile: sliced and single-pass prefill agree on it). */
-static void test_attn_tile(void)
+ * rows share its tile: sliced and single-pass prefill agree on it), and so
+ * does a tile asked for fewer rows (the tail of a pass; 1, one vector, a
+ * vector and one, partial vectors), at an odd head size and at 128. */
+static void test_attn_tile_d(int D)
 {
-    enum { L = HX_ATT_LANES, D = 36, NK = 64 };
+    enum { L = HX_ATT_LANES, NK = 64, DMAX = 128 };
     const hx_attn_ops *v = hx_attn_ops_get(), *r = hx_attn_ops_scalar();
-    static float Qt[D * L] __attribute__((aligned(64))), Qr[D * L] __attribute__((aligned(64)));
-    static float K[2 * NK * D], V[2 * NK * D];
-    static float acc[3][D * L] __attribute__((aligned(64))), S[L * L] __attribute__((aligned(64)));
-    float m[3][L], l[3][L];
+    static float Qt[DMAX * L] __attribute__((aligned(64))), Qr[DMAX * L] __attribute__((aligned(64)));
+    static float K[2 * NK * DMAX], V[2 * NK * DMAX];
+    static float acc[4][DMAX * L] __attribute__((aligned(64))), S[L * L] __attribute__((aligned(64)));
+    float m[4][L], l[4][L];
     int lim[L], limr[L];
     for (int i = 0; i < D * L; i++) {
         Qt[i] = sinf((float)i * 0.37f) * 2.0f;
@@ -771,16 +798,9 @@ static void test_attn_tile(void)
         V[i] = sinf((float)i * 0.23f + 1.0f);
     }
     for (int x = 0; x < L; x++) lim[x] = 1 + (x * 37) % (2 * NK), limr[L - 1 - x] = lim[x];
-    for (int k = 0; k < 3; k++) {
-        memset(acc[k], 0, sizeof acc[k]);
-        for (int x = 0; x < L; x++) m[k][x] = -INFINITY, l[k][x] = 0.0f;
-    }
-    for (int t = 0; t < 2; t++) {
-        const float *Kt = K + (size_t)t * NK * D, *Vt = V + (size_t)t * NK * D;
-        v->tile64(Qt, Kt, Vt, NK - 3 * t, D, t * NK, lim, 0.3f, m[0], l[0], acc[0], S);
-        r->tile64(Qt, Kt, Vt, NK - 3 * t, D, t * NK, lim, 0.3f, m[1], l[1], acc[1], S);
-        v->tile64(Qr, Kt, Vt, NK - 3 * t, D, t * NK, limr, 0.3f, m[2], l[2], acc[2], S);
-    }
+    run_tiles(v, Qt, K, V, lim, D, NK, L, m[0], l[0], acc[0], S);
+    run_tiles(r, Qt, K, V, lim, D, NK, L, m[1], l[1], acc[1], S);
+    run_tiles(v, Qr, K, V, limr, D, NK, L, m[2], l[2], acc[2], S);
     double err = 0, norm = 0;
     int same = 1;
     for (int x = 0; x < L; x++) {
@@ -793,9 +813,25 @@ static void test_attn_tile(void)
             same &= acc[0][i * L + x] == acc[2][i * L + L - 1 - x];
         }
     }
-    printf("# tile64 vs scalar: nmse %.3g\n", err / norm);
+    printf("# tile64 vs scalar, head size %d: nmse %.3g\n", D, err / norm);
     EXPECT(err / norm < 1e-10);
     EXPECT(same);
+    static const int nrs[] = {1, 16, 17, 40, 63};
+    for (size_t k = 0; k < sizeof nrs / sizeof *nrs; k++) {
+        run_tiles(v, Qt, K, V, lim, D, NK, nrs[k], m[3], l[3], acc[3], S);
+        int rows_same = 1;
+        for (int x = 0; x < nrs[k]; x++) {
+            rows_same &= l[3][x] == l[0][x] && m[3][x] == m[0][x];
+            for (int i = 0; i < D; i++) rows_same &= acc[3][i * L + x] == acc[0][i * L + x];
+        }
+        if (!rows_same) test_fail_at(__FILE__, __LINE__, "tile64 of %d rows differs", nrs[k]);
+    }
+}
+
+static void test_attn_tile(void)
+{
+    test_attn_tile_d(36);
+    test_attn_tile_d(128);
 }
 
 /* ---- load errors: rewrite a good file with one thing broken ---- */
