@@ -95,7 +95,7 @@ typedef int (*hx_arg_check_fn)(void *user, const char *tool, const char *key, co
  * The planner drives any source through this table: the engine (a model,
  * its KV cache and the tool-call grammar) or, in tests, a scripted test
  * double. Versioned: fields are only added at the end. ---- */
-#define HX_SOURCE_API 7
+#define HX_SOURCE_API 8
 enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2,
        HX_CHOICE_SCHEMA = 3 /* engine sources: JSON valid against the schema
                                of hx_source_engine_configure */ };
@@ -152,6 +152,12 @@ typedef struct hx_source {
      * of hx_argcheck_refused_line), which the next turns may not write
      * again (hx_argcheck_stage_refuse). Copied; HX_OK or HX_ERR_NOMEM. */
     int (*set_refused_calls)(void *ctx, const char *calls);
+    /* Optional (version 8): decodes ahead, while nothing waits on it, the
+     * start of the next turn's prompt (prompt and marks as begin_marked's;
+     * the next prompt starts with this text), so that the turn's first
+     * token waits only for the rest. Cancelled as a turn is; HX_OK or the
+     * errors of begin. */
+    int (*prepare)(void *ctx, const char *prompt, const hx_tpl_marks *marks, hx_err *err);
 } hx_source;
 void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
 
@@ -604,6 +610,13 @@ int hx_planner_run(hx_planner *pl, const char *request,
 int hx_planner_run_call(hx_planner *pl, const char *request, const char *name,
                         const cJSON *args, const hx_planner_io *io, cJSON **trace,
                         hx_err *err);
+/* Decodes ahead what the next request's prompt starts with (the system
+ * text, the tools, the conversation so far and its clock line), where the
+ * source can (hx_source.prepare), so that the request's first token waits
+ * only for its own words; for callers waiting on a user (chat). The clock
+ * is the minute's: a request in a later minute decodes the clock's end
+ * again. HX_OK (also when the source cannot), or the source's error. */
+int hx_planner_prepare(hx_planner *pl, hx_err *err);
 /* Offers the tools filter offers (as hx_planner_params.tools; borrowed:
  * it must outlive the planner or the next call; NULL: all) from the next
  * request on, in place of those it offered: a prompt trimmed per request.

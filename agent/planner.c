@@ -179,11 +179,14 @@ static void system_text(hx_planner *pl, hx_buf *b)
                       cfg->user_email ? cfg->user_email : "");
 }
 
-static void context_text(hx_planner *pl, const char *request, hx_buf *b)
+/* The clock line, to the minute: within a minute every request's prompt
+ * starts the same up to the request's own words (hx_planner_prepare). */
+static void clock_text(const hx_planner *pl, hx_buf *b)
 {
     const hx_config *cfg = hx_tools_config(pl->d.reg);
     char when[64] = "";
-    const int64_t now = hx_now(NULL);
+    int64_t now = hx_now(NULL);
+    now -= (now % 60 + 60) % 60;
     hx_when_format(now, cfg ? cfg->timezone : NULL, 0, when, sizeof when);
     /* the weekday too: a small model cannot work out that "next
      * Wednesday" is the 16th from a date alone. After the date, so that
@@ -191,6 +194,11 @@ static void context_text(hx_planner *pl, const char *request, hx_buf *b)
     hx_buf_printf(b, "Now: %s (%s", when, hx_when_weekday(now, cfg ? cfg->timezone : NULL));
     if (cfg && cfg->timezone) hx_buf_printf(b, ", %s", cfg->timezone);
     hx_buf_putc(b, ')');
+}
+
+static void context_text(hx_planner *pl, const char *request, hx_buf *b)
+{
+    clock_text(pl, b);
     if (!pl->d.mem || pl->p.recall_budget <= 0) return;
     hx_recall_params rp = hx_recall_default_params();
     rp.budget_tokens = pl->p.recall_budget;
@@ -1130,6 +1138,52 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
                    cJSON **trace, hx_err *err)
 {
     return run_request(pl, request, io, model_turns, NULL, pl->p.model, trace, err);
+}
+
+/* The next request's prompt up to its clock line's last character (the
+ * rest depends on the request: its recalled memories, its words), with
+ * the messages as run_request will have them. */
+static int next_prompt_start(hx_planner *pl, prompt *p, hx_err *err)
+{
+    const int n0 = cJSON_GetArraySize(pl->msgs);
+    hx_buf sys, clock;
+    hx_buf_init(&sys);
+    hx_buf_init(&clock);
+    system_text(pl, &sys);
+    clock_text(pl, &clock);
+    cJSON *m = cJSON_GetArrayItem(pl->msgs, 0);
+    if (!m) m = add_msg(pl->msgs, "system", "");
+    cJSON_DeleteItemFromObject(m, "content");
+    hx_json_add(m, "content", cJSON_CreateString(sys.data ? sys.data : ""));
+    add_msg(pl->msgs, "system", clock.data ? clock.data : "");
+    hx_tpl_opts o = hx_tpl_default_opts();
+    o.no_think = pl->p.no_think;
+    int rc = render(pl, &o, p, err);
+    while (cJSON_GetArraySize(pl->msgs) > (n0 ? n0 : 1))
+        cJSON_DeleteItemFromArray(pl->msgs, cJSON_GetArraySize(pl->msgs) - 1);
+    if (!n0) cJSON_DeleteItemFromArray(pl->msgs, 0);
+    const char *at = NULL;
+    for (const char *q = p->text.data; !rc && clock.data && q && (q = strstr(q, clock.data)); q++)
+        at = q;
+    if (at) p->text.data[(at - p->text.data) + clock.len - 1] = 0; /* before its ')' */
+    else p->text.len = 0;
+    if (at) p->text.len = strlen(p->text.data);
+    hx_buf_free(&sys);
+    hx_buf_free(&clock);
+    return rc;
+}
+
+int hx_planner_prepare(hx_planner *pl, hx_err *err)
+{
+    hx_source *src = pl->d.src;
+    if (src->api_version < 8 || !src->prepare) return HX_OK;
+    prompt p = {0};
+    hx_buf_init(&p.text);
+    int rc = next_prompt_start(pl, &p, err);
+    if (!rc && p.text.len) rc = src->prepare(src->ctx, p.text.data, &p.marks, err);
+    hx_buf_free(&p.text);
+    hx_tpl_marks_free(&p.marks);
+    return rc;
 }
 
 int hx_planner_run_call(hx_planner *pl, const char *request, const char *name,

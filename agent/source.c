@@ -744,6 +744,49 @@ static int follow_loop(eng_src *e, hx_err *err)
     return HX_OK;
 }
 
+/* What fill did: positions reused (loaded of them from disk), seconds of
+ * loading and of decoding. */
+typedef struct fill_stats {
+    int keep, loaded;
+    double load_s, decode_s;
+} fill_stats;
+
+/* Prompt tokens t[0, n) into the cache (which takes t): keeps its common
+ * prefix with what the cache holds (with nothing in memory, the longest
+ * prefix on disk), decodes the rest. The head to save goes pending where
+ * the disk had less of it. */
+static int fill(eng_src *e, int32_t *t, int n, const hx_tpl_marks *marks, fill_stats *fs,
+                hx_err *err)
+{
+    int k = 0, got = 0;
+    end_turn(e); /* a turn the planner stopped reading (a one-line turn) */
+    int rc = follow_loop(e, err);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    const double t0 = hx_time_mono(); /* a context the loop remade counts in TTFT only */
+    while (k < n && k < e->n_cache && e->cache[k] == t[k]) k++;
+    if (k == n) k--;
+    if (k > hx_ctx_n_past(e->ctx)) k = hx_ctx_n_past(e->ctx); /* a pending token */
+    hx_spec_reset(e->spec);
+    if (k == 0) k = got = load_prefix(e, t, n);
+    hx_ctx_truncate(e->ctx, k);
+    free(e->cache);
+    e->cache = t;
+    e->n_cache = k;
+    e->cap = n + 1;
+    *fs = (fill_stats){k, got, hx_time_mono() - t0, 0};
+    const double t1 = hx_time_mono();
+    rc = decode_prompt(e, t, n, k, err);
+    e->n_cache = hx_ctx_n_past(e->ctx); /* what a cancelled prefill left */
+    if (rc) return rc;
+    fs->decode_s = hx_time_mono() - t1;
+    if (k == got) e->save_head = head_to_save(e, t, n, marks, got);
+    e->n_cache = n;
+    return HX_OK;
+}
+
 /* Keeps the common prefix of the cache and the new prompt, decodes the
  * rest (at least the last token, for its logits). */
 static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *marks,
@@ -759,46 +802,42 @@ static int eng_begin_marked(void *ctx, const char *prompt, const hx_tpl_marks *m
         free(t);
         return hx_err_set(err, HX_ERR_INVALID, "empty prompt");
     }
-    int keep = 0, loaded = 0;
-    double t1 = hx_time_mono();
-    *tm = (hx_turn_timing){.tokenize_ms = (t1 - t0) * 1e3, .n_prompt = n};
-    end_turn(e); /* a turn the planner stopped reading (a one-line turn) */
-    int rc = follow_loop(e, err);
-    if (rc) {
-        free(t);
-        return rc;
-    }
-    t1 = hx_time_mono(); /* a context the loop remade counts in TTFT only */
-    while (keep < n && keep < e->n_cache && e->cache[keep] == t[keep]) keep++;
-    if (keep == n) keep--;
-    if (keep > hx_ctx_n_past(e->ctx)) keep = hx_ctx_n_past(e->ctx); /* a pending token */
-    hx_spec_reset(e->spec);
-    if (keep == 0) keep = loaded = load_prefix(e, t, n);
-    hx_ctx_truncate(e->ctx, keep);
-    free(e->cache);
-    e->cache = t;
-    e->n_cache = keep;
-    e->cap = n + 1;
-    const double t2 = hx_time_mono();
-    rc = decode_prompt(e, t, n, keep, err);
-    e->n_cache = hx_ctx_n_past(e->ctx); /* what a cancelled prefill left */
+    fill_stats fs;
+    *tm = (hx_turn_timing){.tokenize_ms = (hx_time_mono() - t0) * 1e3, .n_prompt = n};
+    int rc = fill(e, t, n, marks, &fs, err);
     if (rc) return rc;
     const double t3 = hx_time_mono();
     e->turn_t0 = t0;
     e->ttft_ms = -1;
-    e->turn_prefilled = n - keep;
-    e->turn_reused = keep;
-    e->prefill_s = t3 - t1;
-    if (keep == loaded) e->save_head = head_to_save(e, t, n, marks, loaded);
-    e->n_cache = n;
+    e->turn_prefilled = n - fs.keep;
+    e->turn_reused = fs.keep;
+    e->prefill_s = fs.load_s + fs.decode_s;
     *n_prompt = n;
     e->ended = 0;
     hx_detok_init(&e->dt);
-    hx_log_debug("source: prompt %d tokens, %d reused from the cache", n, keep);
+    hx_log_debug("source: prompt %d tokens, %d reused from the cache", n, fs.keep);
     rc = new_sampler(e, choice, err);
-    tm->load_ms = (t2 - t1) * 1e3, tm->prefill_ms = (t3 - t2) * 1e3;
+    tm->load_ms = fs.load_s * 1e3, tm->prefill_ms = fs.decode_s * 1e3;
     tm->sampler_ms = (hx_time_mono() - t3) * 1e3;
-    tm->n_reused = keep, tm->n_loaded = loaded;
+    tm->n_reused = fs.keep, tm->n_loaded = fs.loaded;
+    return rc;
+}
+
+/* The start of the next turn's prompt decoded ahead, but its last token
+ * (the text after it may join it into another); the head goes to the
+ * prefix cache now, while nothing waits. */
+static int eng_prepare(void *ctx, const char *prompt, const hx_tpl_marks *marks, hx_err *err)
+{
+    eng_src *e = ctx;
+    int32_t *t = NULL;
+    int n = hx_source_tokenize_marked(e->v, prompt, marks, &t, err);
+    if (n < 0) return -n;
+    fill_stats fs = {0};
+    int rc = HX_OK;
+    if (n > 1) rc = fill(e, t, n - 1, marks, &fs, err);
+    else free(t);
+    if (!rc) save_prefix(e);
+    hx_log_debug("source: %d prompt tokens prepared, %d of them reused", n - 1, fs.keep);
     return rc;
 }
 
@@ -1001,7 +1040,8 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                        .set_known_addresses = eng_known_addresses,
                        .set_request = eng_request, .begin_marked = eng_begin_marked,
                        .limit = eng_limit, .set_ground = eng_ground,
-                       .set_arg_check = eng_arg_check, .set_refused_calls = eng_refused};
+                       .set_arg_check = eng_arg_check, .set_refused_calls = eng_refused,
+                       .prepare = eng_prepare};
     return HX_OK;
 }
 

@@ -469,6 +469,22 @@ int hx_cli_session_request(cli_session *s, const char *text, hx_err *err)
     return offer_tools(s, err);
 }
 
+int hx_cli_session_prepare(cli_session *s)
+{
+    if (s->no_model) return 0;
+    if (s->loop && !s->tools_fixed) {
+        hx_loop_choice ch;
+        hx_loop_get(s->loop, &ch);
+        if (ch.trim_prompt) return 0; /* the request picks the tools */
+    }
+    hx_err err = {0};
+    if (hx_planner_prepare(s->pl, &err)) {
+        hx_log_debug("session: nothing prepared: %s", err.msg);
+        return 0;
+    }
+    return 1;
+}
+
 void hx_cli_session_record(cli_session *s, int64_t episode)
 {
     if (!s->loop || !s->mem || episode <= 0) return;

@@ -78,6 +78,11 @@ void hx_cli_session_close(cli_session *s);
  * (said on stderr when it changes); --tools and the small tier's cut
  * stay. HX_OK, or HX_ERR_NOMEM. */
 int hx_cli_session_request(cli_session *s, const char *text, hx_err *err);
+/* Decodes ahead the start of the next request's prompt (system text,
+ * tools, conversation, clock: hx_planner_prepare) while the caller waits
+ * for the user; not where the loop picks the tools by the request (its
+ * prompt is not known) or no model runs. 1 when prepared. */
+int hx_cli_session_prepare(cli_session *s);
 /* The tool tier (config governor.tool_tier): 1 when it takes text, the
  * call in *tool and *args (caller frees) as hx_agent_tool_tier gives
  * them and among the tools s offers; else 0, *args NULL. */

@@ -1,5 +1,6 @@
 /* cmd_ask.c: the assistant's verbs: `hearth ask TEXT` (one request),
  * `hearth chat` (a session with history) and `hearth feedback`. */
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,6 +375,14 @@ static int chat_command(cli_session *s, const char *line)
     return 0;
 }
 
+/* A line (or the end) is there to read at once: a script's next request
+ * does not wait for work done ahead of it. */
+static int input_waiting(void)
+{
+    struct pollfd p = {0, POLLIN, 0};
+    return poll(&p, 1, 0) != 0;
+}
+
 int hx_cmd_chat(int argc, char **argv)
 {
     cli_ask_opts o;
@@ -384,6 +393,7 @@ int hx_cmd_chat(int argc, char **argv)
     char line[8192];
     for (;;) {
         if (tty) fputs("> ", stdout), fflush(stdout);
+        if (!input_waiting()) hx_cli_session_prepare(&s);
         if (!fgets(line, sizeof line, stdin)) break;
         line[strcspn(line, "\n")] = 0;
         if (!line[0]) continue;

@@ -674,6 +674,80 @@ static void test_prefix_cache_brief(void)
     world_close(&w);
 }
 
+/* One request of pl: its trace's answer and status into out (the model's
+ * work), the first turn's timing into tm. */
+static void request_of(hx_planner *pl, hx_source *src, const char *req, hx_buf *out,
+                       hx_turn_timing *tm)
+{
+    cJSON *t = NULL;
+    hx_err err = {0};
+    hx_planner_run(pl, req, NULL, &t, &err);
+    hx_source_engine_timing(src, tm);
+    out->len = 0;
+    hx_buf_printf(out, "%s|%s|%d", cJSON_GetStringValue(cJSON_GetObjectItem(t, "answer")),
+                  cJSON_GetStringValue(cJSON_GetObjectItem(t, "status")),
+                  (int)cJSON_GetNumberValue(cJSON_GetObjectItem(t, "tokens")));
+    cJSON_Delete(t);
+}
+
+/* The next request's prompt start decoded ahead while the user types
+ * (hx_planner_prepare: system text, tools, the conversation, the clock
+ * line): the request then decodes only its own part, and writes what a
+ * planner that prepared nothing writes, in a first request and the next
+ * one of the conversation, in the chat-token and the brief style.
+ * Control: the same requests unprepared decode more of their prompt (the
+ * first all of it). */
+static void prepare_ahead(int family)
+{
+    world w;
+    hx_model *m = NULL;
+    if (!open_model_home(&w, &m)) return;
+    hx_source sa = engine_source(m, 0, NULL), sb = engine_source(m, 0, NULL);
+    ASSERT(sa.ctx && sb.ctx);
+    hx_planner_deps da = world_deps(&w, &sa), db = world_deps(&w, &sb);
+    hx_planner_params pp = hx_planner_default_params();
+    pp.max_steps = 1; /* one turn a request: the timing is the request's */
+    pp.max_tokens = 8;
+    pp.recall_budget = 0;
+    pp.family = family;
+    hx_planner *pa = hx_planner_new(&da, &pp), *pb = hx_planner_new(&db, &pp);
+    ASSERT(pa && pb);
+    const char *reqs[] = {"What is on my calendar tomorrow?", "And on Friday?"};
+    hx_buf got, want;
+    hx_buf_init(&got);
+    hx_buf_init(&want);
+    hx_err err = {0};
+    for (int i = 0; i < 2; i++) {
+        hx_turn_timing ta, tb;
+        const int own = hx_tokenize(hx_model_vocab(m), reqs[i], strlen(reqs[i]), NULL, 0, 0, 1);
+        EXPECT(hx_planner_prepare(pa, &err) == HX_OK);
+        request_of(pa, &sa, reqs[i], &got, &ta);
+        request_of(pb, &sb, reqs[i], &want, &tb);
+        EXPECT_STR_EQ(got.data, want.data);
+        EXPECT_EQ_INT(ta.n_prompt, tb.n_prompt);
+        printf("# style %d, request %d: prepared %d of %d positions decoded, unprepared %d\n", family, i,
+               ta.n_prompt - ta.n_reused, ta.n_prompt, tb.n_prompt - tb.n_reused);
+        /* the request's words, its ends of message and the assistant's start */
+        EXPECT(ta.n_prompt - ta.n_reused <= (own < 0 ? -own : own) + 24);
+        EXPECT(ta.n_prompt - ta.n_reused < tb.n_prompt - tb.n_reused);
+        if (i == 0) EXPECT_EQ_INT(tb.n_reused, 0);
+    }
+    hx_planner_free(pa);
+    hx_planner_free(pb);
+    hx_source_free(&sa);
+    hx_source_free(&sb);
+    hx_buf_free(&got);
+    hx_buf_free(&want);
+    hx_model_free(m);
+    world_close(&w);
+}
+
+static void test_prepare_ahead(void)
+{
+    prepare_ahead(HX_TPL_QWEN3);
+    prepare_ahead(HX_TPL_BRIEF);
+}
+
 int main(void)
 {
     RUN(test_planner_drops_old_exchanges);
@@ -685,6 +759,7 @@ int main(void)
     RUN(test_reuse_stops_at_a_change);
     RUN(test_prefix_saved_after_first_token);
     RUN(test_cancelled_prefill_saves_nothing);
+    RUN(test_prepare_ahead);
     if (g_model) unlink(g_model);
     return test_summary();
 }
