@@ -148,32 +148,49 @@ static void loadavg(const char *when)
 }
 
 typedef struct results {
-    double cold[16], disk[16], mem[16], save;          /* wall seconds */
-    double ccold[16], cdisk[16], cmem[16], csave;      /* CPU seconds */
-    hx_turn_timing tcold[16], tdisk[16], tmem[16], tsave;
+    double cold[16], disk[16], mem[16], prep[16], save;     /* wall seconds */
+    double ccold[16], cdisk[16], cmem[16], cprep[16], csave; /* CPU seconds */
+    hx_turn_timing tcold[16], tdisk[16], tmem[16], tprep[16], tsave;
     double render_ms;                                  /* a prompt's, median */
     int n_prompt, n_head;
 } results;
 
+/* The next request (d) in source s with its start decoded while the user
+ * typed (hx_planner_prepare's part: up to the clock's last character);
+ * only the request's first token is timed. */
+static double prepared_turn(hx_source *s, const turn *d, double *cpu, hx_turn_timing *tm)
+{
+    hx_err err = {0};
+    int n = 0;
+    char *start = hx_strndup(d->text, prepared_bytes(d->text));
+    int rc = start && *start ? s->prepare(s->ctx, start, &d->marks, &err) : HX_ERR_INVALID;
+    free(start);
+    if (rc) fprintf(stderr, "ttft: prepare: %s\n", err.msg[0] ? err.msg : "no clock line");
+    return rc ? -1 : first_token(s, d->text, &d->marks, &n, cpu, tm);
+}
+
 /* One repetition: a cold source; a new source warmed from disk; the same
- * source warm in memory for the next request. */
+ * source warm in memory for the next request, and for the one after it
+ * with its start decoded ahead. */
 static int rep(hx_model *m, const toolset *t, const opts *o, const turn *prompts, int r,
                results *res)
 {
     hx_source cold, warm;
     int n = 0;
     if (new_source(m, t, o, 0, &cold)) return -1;
-    const turn *a = &prompts[r % 4], *b = &prompts[(r + 1) % 4], *c = &prompts[(r + 2) % 4];
+    const turn *a = &prompts[r % 4], *b = &prompts[(r + 1) % 4], *c = &prompts[(r + 2) % 4],
+               *d = &prompts[(r + 3) % 4];
     res->cold[r] = first_token(&cold, a->text, &a->marks, &res->n_prompt, &res->ccold[r],
                                &res->tcold[r]);
     hx_source_free(&cold);
     if (new_source(m, t, o, 1, &warm)) return -1;
     res->disk[r] = first_token(&warm, b->text, &b->marks, &n, &res->cdisk[r], &res->tdisk[r]);
     res->mem[r] = first_token(&warm, c->text, &c->marks, &n, &res->cmem[r], &res->tmem[r]);
-    fprintf(stderr, "ttft: rep %d: cold %.2f s, disk %.2f s, in-process %.2f s\n", r + 1,
-            res->cold[r], res->disk[r], res->mem[r]);
+    res->prep[r] = prepared_turn(&warm, d, &res->cprep[r], &res->tprep[r]);
+    fprintf(stderr, "ttft: rep %d: cold %.2f s, disk %.2f s, in-process %.2f s, prepared "
+            "%.2f s\n", r + 1, res->cold[r], res->disk[r], res->mem[r], res->prep[r]);
     hx_source_free(&warm);
-    return res->cold[r] < 0 || res->disk[r] < 0 || res->mem[r] < 0 ? -1 : 0;
+    return res->cold[r] < 0 || res->disk[r] < 0 || res->mem[r] < 0 || res->prep[r] < 0 ? -1 : 0;
 }
 
 /* The median of one field of the timings t[0..n). */
@@ -261,6 +278,7 @@ static int run(const opts *o, hx_model *m)
     const double c = median(res.cold, o->reps), cc = median(res.ccold, o->reps);
     const double d = median(res.disk, o->reps), cd = median(res.cdisk, o->reps);
     const double w = median(res.mem, o->reps), cw = median(res.cmem, o->reps);
+    const double p = median(res.prep, o->reps), cp = median(res.cprep, o->reps);
     printf("  cold (nothing cached)            %8.3f / %8.3f\n", c, cc);
     printf("  cold + writing the prefix cache  %8.3f / %8.3f (the first run of all; "
            "the write, after the first token: %.1f ms)\n", res.save, res.csave,
@@ -269,11 +287,15 @@ static int run(const opts *o, hx_model *m)
            "%.1fx CPU\n", d, cd, c / d, cc / cd);
     printf("  warm in-process (next request)   %8.3f / %8.3f   cold/warm %.1fx wall, "
            "%.1fx CPU\n", w, cw, c / w, cc / cw);
+    printf("  warm, prepared while typing      %8.3f / %8.3f   cold/warm %.1fx wall, "
+           "%.1fx CPU (hearth chat: the prompt's start decoded ahead)\n", p, cp, c / p,
+           cc / cp);
     const double rms = render_ms(&t, o->family);
     printf("where the time went (ms, medians; the prompt's render is the planner's):\n");
     breakdown("cold", res.tcold, o->reps, rms);
     breakdown("warm from disk", res.tdisk, o->reps, rms);
     breakdown("warm in-process", res.tmem, o->reps, rms);
+    breakdown("warm, prepared", res.tprep, o->reps, rms);
     printf("  the %d uncached tokens at the cold rate: %.3f / %.3f; warm from disk "
            "costs %.2fx that (CPU), warm in-process %.2fx\n", unc,
            c * unc / res.n_prompt, cc * unc / res.n_prompt,

@@ -93,6 +93,14 @@ __attribute__((unused)) static const char *requests[] = {
     "Move my dentist appointment to Friday morning.",
 };
 
+/* Bytes of prompt that hx_planner_prepare decodes ahead while the user
+ * types: up to its clock line's last character; 0: it has no clock. */
+__attribute__((unused)) static size_t prepared_bytes(const char *prompt)
+{
+    const char *now = strstr(prompt, "Now: "), *end = now ? strchr(now, ')') : NULL;
+    return end ? (size_t)(end - prompt) : 0;
+}
+
 /* Tokens of the system message (the cached head) of prompt p: up to its
  * marked head, or its first "<|im_end|>". */
 __attribute__((unused)) static int head_tokens(const hx_model *m, const turn *p)
