@@ -638,6 +638,82 @@ static int chat_live(char **argv, const char *first, void (*change)(void), const
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* `hearth chat` with its stdin a pipe that stays empty until the
+ * session's stderr says ready (a bound, not a measure), then line;
+ * outputs as chat_requests. */
+static int chat_typed(char **argv, const char *ready, const char *line, char **out, char **err)
+{
+    int p[2];
+    char path[600];
+    snprintf(path, sizeof path, "%s/err", tmpdir); /* not an earlier run's */
+    unlink(path);
+    if (pipe(p)) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char *o = NULL, *e = NULL;
+        close(p[1]);
+        dup2(p[0], 0);
+        _exit(run_verb(hx_cmd_chat, argv, &o, &e));
+    }
+    close(p[0]);
+    int status = 0, done = 0;
+    for (int i = 0; i < 6000 && !done; i++) {
+        read_outputs(out, err);
+        done = (*err && strstr(*err, ready)) || waitpid(pid, &status, WNOHANG) == pid;
+        if (!done) usleep(100 * 1000);
+        free(*out), free(*err);
+    }
+    EXPECT(write(p[1], line, strlen(line)) == (ssize_t)strlen(line));
+    close(p[1]);
+    waitpid(pid, &status, 0);
+    read_outputs(out, err);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Positions the first turn of a session reused ("source: prompt N tokens,
+ * R reused" in the debug log); -1: none said. */
+static int first_reused(const char *err)
+{
+    const char *p = err ? strstr(err, "source: prompt ") : NULL;
+    int n = 0, r = -1;
+    return p && sscanf(p, "source: prompt %d tokens, %d reused", &n, &r) == 2 ? r : -1;
+}
+
+/* While no input waits, hearth chat decodes the next prompt's start (the
+ * system text, tools and clock line): a request typed after that reuses
+ * those positions and gets the answer the same request piped in at once
+ * gets, which prepares nothing and reuses nothing (the control). */
+static void test_chat_prepares_while_typing(void)
+{
+    char tiny[PATH_MAX], cfg[600], *argv[32], *out = NULL, *err = NULL, *out0 = NULL,
+         *err0 = NULL;
+    if (!realpath("models/hearth-tiny.gguf", tiny)) SKIP("models/hearth-tiny.gguf is not here");
+    tree("90\n", "Charging\n");
+    ASSERT(calendar_config(STEADY, cfg, sizeof cfg) == 0);
+    fresh_loop();
+    char *extra[] = {"--max-tokens", "24", "--max-steps", "2", NULL};
+    verb_args(argv, "chat", NULL, tiny, cfg, extra);
+    setenv("HEARTH_LOG", "debug", 1);
+    const char *q = "What is on my calendar tomorrow?\n";
+    EXPECT_EQ_INT(chat_typed(argv, "prompt tokens prepared", q, &out, &err), HX_EXIT_OK);
+    fresh_loop();
+    EXPECT_EQ_INT(chat_requests(q, tiny, STEADY, extra, &out0, &err0), HX_EXIT_OK);
+    unsetenv("HEARTH_LOG");
+    ASSERT(err && err0);
+    int n = 0, k = 0;
+    const char *prep = strstr(err, " prompt tokens prepared");
+    while (prep && prep > err && prep[-1] >= '0' && prep[-1] <= '9') prep--;
+    ASSERT(prep && sscanf(prep, "%d prompt tokens prepared, %d", &n, &k) == 2);
+    printf("# prepared %d positions; the request reused %d (control %d)\n", n,
+           first_reused(err), first_reused(err0));
+    EXPECT(n > 100 && first_reused(err) >= n);
+    EXPECT_EQ_INT(first_reused(err0), 0);
+    EXPECT(!strstr(err0, "prompt tokens prepared"));
+    EXPECT(out && out0 && !strcmp(out, out0));
+    free(out), free(err), free(out0), free(err0);
+}
+
 static void battery_critical(void) { tree("5\n", "Discharging\n"); }
 
 /* The loop's choices apply within a session: a fake battery that drops
@@ -817,6 +893,7 @@ int main(void)
     RUN(test_critical_answers_calendar);
     RUN(test_chat_cuts_per_request);
     RUN(test_chat_follows_device);
+    RUN(test_chat_prepares_while_typing);
     RUN(test_episode_records_governor);
     RUN(test_chat_switches_model);
     RUN(test_tool_tier);
