@@ -362,21 +362,22 @@ static void *io_thread(void *p)
     return NULL;
 }
 
-static int io_probe(const char *path, const char *mode)
+static int io_probe(const char *path, const char *mode, int nth)
 {
     int fd = open(path, O_RDONLY | (!strcmp(mode, "direct") ? O_DIRECT : 0));
     struct stat st;
     if (fd < 0 || fstat(fd, &st)) return perror(path), 1;
     const char *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    enum { N = 384, TH = 2 };
+    enum { N = 384, TH_MAX = 16 };
+    const int TH = nth < 1 ? 1 : nth > TH_MAX ? TH_MAX : nth;
     const size_t len = (size_t)2654208 / 4096 * 4096;
     uint64_t offs[N], s = 99;
     for (int i = 0; i < N; i++) {
         s = s * 6364136223846793005ull + 1442695040888963407ull;
         offs[i] = (s >> 16) % (uint64_t)(st.st_size - (off_t)len) / 4096 * 4096;
     }
-    io_job j[TH];
-    pthread_t th[TH];
+    io_job j[TH_MAX];
+    pthread_t th[TH_MAX];
     double t0 = hx_time_mono();
     for (int i = 0; i < TH; i++) {
         j[i] = (io_job){mode, fd, map, offs + i * (N / TH), N / TH, len, 0};
@@ -872,7 +873,8 @@ int main(int argc, char **argv)
     }
     if (argc == 5 && !strcmp(argv[1], "--setup")) return setup(argv[2], argv[3], argv[4]);
     if (argc == 3 && !strcmp(argv[1], "--disk-probe")) return disk_probe(argv[2]);
-    if (argc == 4 && !strcmp(argv[1], "--io-probe")) return io_probe(argv[2], argv[3]);
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "--io-probe"))
+        return io_probe(argv[2], argv[3], argc == 5 ? atoi(argv[4]) : 2);
     if (argc == 7 && !strcmp(argv[1], "--simulate"))
         return simulate(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), argv[6]);
     opts o;
