@@ -493,9 +493,9 @@ static void print_weight_cache(const hx_model *m, const hx_ctx_mem *mem)
            hp->n_expert ? "attention, router, norms, output head"
                         : "norms and the layers or head runs that fit", b);
     if (hp->n_expert)
-        printf("               slots: %d experts a layer of %d (%d in all), read from the "
-               "file, least recently used evicted\n", mem->w_slots / hp->n_layer, hp->n_expert,
-               mem->w_slots);
+        printf("               slots: %d experts (%d a layer of %d on average, shared by the "
+               "layers whose experts are of one size), read from the file, least recently "
+               "used evicted\n", mem->w_slots, mem->w_slots / hp->n_layer, hp->n_expert);
     else
         printf("               slots: %d of %d items (layers, then head runs) resident, the "
                "other %d read in turn through %d slots\n", mem->w_pinned, mem->w_items,

@@ -48,13 +48,15 @@ struct hx_wcache {
     hx_wmat output;         /* shadow head (data NULL when streamed) */
     char *resident;         /* owned copies */
     size_t resident_bytes;
-    wc_pool *pool;          /* MoE: one per layer; dense: one */
+    wc_pool *pool;          /* MoE: one per size of an expert, shared by the
+                               layers whose experts have it; dense: one */
     int n_pool;
+    int *layer_pool;        /* MoE: (n_layer) the pool of a layer's experts */
     int n_items, n_pinned;  /* dense: items [0, n_pinned) are resident */
     int n_layer_items;      /* dense: layers; then head runs */
     int head_rows;          /* dense: rows per head run */
     int *item_slot;         /* (n_items) slot in its pool, -1 */
-    int *wave_x;            /* MoE: (2 * slots of a layer) experts of a wave */
+    int *wave_x;            /* MoE: (2 * n_expert) experts of a wave */
     const void *(*wave_ptr)[3]; /* and their matrices */
     uint64_t clock;
     /* I/O: a queue of items to read, threads, one lock for all state */
@@ -205,7 +207,7 @@ static int read_item(hx_wcache *wc, int item, char *mem, uint64_t *bytes, hx_err
 
 static wc_pool *pool_of(hx_wcache *wc, int item)
 {
-    return &wc->pool[wc->moe ? item / wc->m->hp.n_expert : 0];
+    return &wc->pool[wc->moe ? wc->layer_pool[item / wc->m->hp.n_expert] : 0];
 }
 
 /* An I/O thread: reads queued items into their slots. */
@@ -356,8 +358,10 @@ static size_t moe_slot_bytes(const hx_wcache *g, int l)
     return item_bytes(g, l * g->m->hp.n_expert);
 }
 
-/* MoE: the same number of slots in every layer (each layer sees the same
- * demand: n_expert_used per token), at least 2, at most n_expert. */
+/* MoE: as many slots as n a layer, at least 2, at most n_expert: each
+ * layer sees n_expert_used per token. The slots of layers whose experts
+ * are of one size form one pool (alloc_pools), so a layer that uses few
+ * experts leaves room to one that uses many. */
 static int plan_moe(const hx_model *m, size_t budget, hx_wc_plan *out)
 {
     hx_wcache g;
@@ -475,16 +479,38 @@ static int build_dense_resident(hx_wcache *wc, hx_err *err)
     return HX_OK;
 }
 
+/* MoE: a pool for each size of an expert, slots_min slots for each layer
+ * whose experts have it, least recently used evicted over them all (a
+ * trained router's layers differ in how many experts a pass uses; a
+ * layer never uses more slots than it has experts). Dense: the ring. */
+static int size_pools(hx_wcache *wc, const hx_wc_plan *p)
+{
+    const int nl = wc->m->hp.n_layer;
+    wc->pool = hx_calloc((size_t)(wc->moe ? nl : 1), sizeof *wc->pool);
+    wc->layer_pool = wc->moe ? hx_malloc_array((size_t)nl, sizeof(int)) : NULL;
+    if (!wc->pool || (wc->moe && !wc->layer_pool)) return HX_ERR_NOMEM;
+    if (!wc->moe) {
+        wc->n_pool = 1;
+        wc->pool[0].n = p->n_slots;
+        wc->pool[0].slot_bytes = p->cache / (size_t)p->n_slots;
+        return HX_OK;
+    }
+    for (int l = 0; l < nl; l++) {
+        const size_t bytes = moe_slot_bytes(wc, l);
+        int k = 0;
+        while (k < wc->n_pool && wc->pool[k].slot_bytes != bytes) k++;
+        if (k == wc->n_pool) wc->pool[wc->n_pool++].slot_bytes = bytes;
+        wc->pool[k].n += p->slots_min;
+        wc->layer_pool[l] = k;
+    }
+    return HX_OK;
+}
+
 static int alloc_pools(hx_wcache *wc, const hx_wc_plan *p)
 {
-    const int np = wc->moe ? wc->m->hp.n_layer : 1;
-    wc->pool = hx_calloc((size_t)np, sizeof *wc->pool);
-    if (!wc->pool) return HX_ERR_NOMEM;
-    wc->n_pool = np;
-    for (int i = 0; i < np; i++) {
+    int rc = size_pools(wc, p);
+    for (int i = 0; !rc && i < wc->n_pool; i++) {
         wc_pool *q = &wc->pool[i];
-        q->n = wc->moe ? p->slots_min : p->n_slots;
-        q->slot_bytes = wc->moe ? moe_slot_bytes(wc, i) : p->cache / (size_t)p->n_slots;
         q->mem = alloc_pages((size_t)q->n * q->slot_bytes);
         q->slot = hx_calloc((size_t)q->n, sizeof *q->slot);
         if (!q->mem || !q->slot) return HX_ERR_NOMEM;
@@ -494,7 +520,7 @@ static int alloc_pools(hx_wcache *wc, const hx_wc_plan *p)
         }
         wc->st.budget += (size_t)q->n * q->slot_bytes;
     }
-    return HX_OK;
+    return rc;
 }
 
 /* The file for reads: O_DIRECT where the file system takes it. */
@@ -512,7 +538,7 @@ static int start_io(hx_wcache *wc)
 {
     wc->queue = hx_malloc_array((size_t)wc->n_items, sizeof(int));
     wc->item_slot = hx_malloc_array((size_t)wc->n_items, sizeof(int));
-    const size_t nw = 2 * (size_t)(wc->pool[0].n > 0 ? wc->pool[0].n : 1);
+    const size_t nw = 2 * (size_t)(wc->moe ? wc->m->hp.n_expert : 1);
     wc->wave_x = hx_malloc_array(nw, sizeof *wc->wave_x);
     wc->wave_ptr = hx_malloc_array(nw, sizeof *wc->wave_ptr);
     if (!wc->queue || !wc->item_slot || !wc->wave_x || !wc->wave_ptr) return HX_ERR_NOMEM;
@@ -575,6 +601,7 @@ void hx_wc_free(hx_wcache *wc)
     pthread_cond_destroy(&wc->done);
     pthread_mutex_destroy(&wc->mu);
     free(wc->pool);
+    free(wc->layer_pool);
     free(wc->queue);
     free(wc->item_slot);
     free(wc->wave_x);
@@ -825,8 +852,9 @@ void hx_wc_moe(hx_ctx *c, const hx_layer *L, int B, const int *cnt, const int *f
 {
     hx_wcache *wc = c->wc;
     const int ne = c->m->hp.n_expert, l = (int)(L - c->m->layers);
-    const wc_pool *p = &wc->pool[l];
-    int *xs[2] = {wc->wave_x, wc->wave_x + p->n};
+    const wc_pool *p = &wc->pool[wc->layer_pool[l]];
+    const int wave = p->n < ne ? p->n : ne; /* experts pinned at once */
+    int *xs[2] = {wc->wave_x, wc->wave_x + ne};
     const int same = hx_act_type(L->gate_exps.type) == hx_act_type(L->up_exps.type);
     if (same) hx_fwd_quantize(c, L->gate_exps.type, c->xb, B, L->gate_exps.cols);
     for (int x0 = 0; x0 < ne;) {
@@ -834,7 +862,7 @@ void hx_wc_moe(hx_ctx *c, const hx_layer *L, int B, const int *cnt, const int *f
          * run first, while the others are read */
         int n[2] = {0, 0}, x = x0;
         pthread_mutex_lock(&wc->mu);
-        for (; x < ne && n[0] + n[1] < p->n; x++) {
+        for (; x < ne && n[0] + n[1] < wave; x++) {
             if (!cnt[x]) continue;
             int s = lookup(wc, l * ne + x, 1);
             HX_CHECK(s >= 0);
@@ -873,11 +901,11 @@ void hx_wc_moe(hx_ctx *c, const hx_layer *L, int B, const int *cnt, const int *f
  * reads evict only experts outside that window (caller holds wc->mu). */
 static void read_ahead(hx_wcache *wc, int l, int e, const int32_t *cnt, int dir)
 {
-    const int ne = wc->m->hp.n_expert, room = wc->pool[l].n - 1;
+    const int ne = wc->m->hp.n_expert, room = wc->pool[wc->layer_pool[l]].n - 1;
     for (int k = 0, x = e + dir; k < room && x >= 0 && x < ne; x += dir) {
         if (cnt[x] <= 0) continue;
         const int i = wc->item_slot[l * ne + x];
-        if (i >= 0) wc->pool[l].slot[i].stamp = ++wc->clock;
+        if (i >= 0) wc->pool[wc->layer_pool[l]].slot[i].stamp = ++wc->clock;
         k++;
     }
     for (int k = 0, x = e + dir; k < room && x >= 0 && x < ne; x += dir) {

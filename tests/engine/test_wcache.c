@@ -144,6 +144,62 @@ static void test_moe_caps_tied(void) { check_caps("qwen3moe", "moe_tied.gguf", 1
 static void test_dense_caps(void) { check_caps("qwen3", "dense.gguf", 0); }
 static void test_dense_caps_tied(void) { check_caps("qwen3", "dense_tied.gguf", 1); }
 
+/* Uses of layer l's experts [0, n), each got and put back; the reads
+ * they started. */
+static uint64_t use_experts(hx_wcache *wc, int l, int n)
+{
+    hx_wc_stats a, b;
+    hx_wc_stats_get(wc, &a);
+    for (int e = 0; e < n; e++) {
+        const void *mats[3];
+        hx_wc_expert_get(wc, l, e, NULL, 1, mats);
+        hx_wc_expert_put(wc, l, e);
+    }
+    hx_wc_stats_get(wc, &b);
+    return b.misses - a.misses;
+}
+
+/* Two slots a layer, shared by the layers whose experts are of one size
+ * (c of them): a layer that uses 2c experts while the others of its size
+ * use none keeps them all (read once, then found); once another has used
+ * as many, they are read again: the slots hold no more than their budget. */
+static void test_moe_slots_shared(void)
+{
+    const char *path = write_model("qwen3moe", "shared.gguf", 0);
+    ASSERT(path);
+    hx_model *m;
+    hx_err err = {0};
+    ASSERT(hx_model_load(path, NULL, &m, &err) == HX_OK);
+    const hx_layer *L = m->layers;
+    int a = -1, b = -1; /* two layers with experts of one size */
+    for (int i = 0; i < m->hp.n_layer && b < 0; i++)
+        for (int j = i + 1; j < m->hp.n_layer && b < 0; j++)
+            if (L[i].down_exps.type == L[j].down_exps.type &&
+                L[i].gate_exps.type == L[j].gate_exps.type)
+                a = i, b = j;
+    ASSERT(b >= 0);
+    int c = 0;
+    for (int i = 0; i < m->hp.n_layer; i++)
+        c += L[i].down_exps.type == L[a].down_exps.type && L[i].gate_exps.type == L[a].gate_exps.type;
+    const int n = 2 * c;
+    ASSERT(n <= m->hp.n_expert);
+    hx_wc_plan p;
+    hx_wc_plan_make(m, 0, &p);
+    ASSERT(hx_wc_plan_make(m, p.resident + p.min_cache, &p) == HX_OK);
+    EXPECT_EQ_INT(p.slots_min, 2);
+    hx_wcache *wc = NULL;
+    ASSERT(hx_wc_new(m, &p, &wc, &err) == HX_OK);
+    EXPECT_EQ_INT((int)use_experts(wc, a, n), n);
+    EXPECT_EQ_INT((int)use_experts(wc, a, n), 0); /* more than its two slots */
+    EXPECT_EQ_INT((int)use_experts(wc, b, n), n);
+    EXPECT_EQ_INT((int)use_experts(wc, a, n), n); /* the control: b took them */
+    hx_wc_stats st;
+    hx_wc_stats_get(wc, &st);
+    EXPECT(st.held_peak <= st.budget);
+    hx_wc_free(wc);
+    hx_model_free(m);
+}
+
 /* Below the least the cache can run with: a clear error naming the need;
  * a model from a buffer has no file to read its weights back from. */
 static void test_cap_errors(void)
@@ -217,6 +273,7 @@ int main(void)
     RUN(test_moe_caps_tied);
     RUN(test_dense_caps);
     RUN(test_dense_caps_tied);
+    RUN(test_moe_slots_shared);
     RUN(test_cap_errors);
     RUN(test_short_read_moe);
     RUN(test_short_read_dense);

@@ -111,7 +111,7 @@ static void test_same_bits(void)
     ASSERT(write_model(path, "qwen3moe") == HX_OK);
     hx_trainer *tr = new_trainer(path);
     ASSERT(tr);
-    const int V = hx_trainer_hparams(tr)->n_vocab, L = hx_trainer_hparams(tr)->n_layer;
+    const int V = hx_trainer_hparams(tr)->n_vocab;
     run_out ref;
     ASSERT(train(tr, &ref) == HX_OK);
     const size_t mapped = hx_trainer_weight_bytes(tr), est = hx_trainer_memory_estimate(tr, N_TOK);
@@ -143,13 +143,10 @@ static void test_same_bits(void)
                (unsigned long long)st.misses, st.bytes_read / 1048576.0, st.held_peak,
                st.budget);
         EXPECT(st.uses > 0 && st.held_peak <= st.budget);
-        /* the layers' expert passes: the forward's 2, then a step's 2
-         * forward, 2 recomputed (not the last layer) and 2 backward, then
-         * top-k's 2 */
-        const uint64_t n_pass = 2 * L + N_STEPS * (2 * L + 2 * (L - 1) + 2 * L) + 2 * L;
-        if (k == 0) /* every use a read but those of the two experts the
-                     * layer's pass before ended with, still in its slots */
-            EXPECT(st.misses <= st.uses && st.uses - st.misses <= 2 * n_pass);
+        /* two slots a layer: most uses are reads (a layer's pass finds
+         * in the shared slots only what the last passes left); six: most
+         * are not */
+        if (k == 0) EXPECT(st.misses <= st.uses && st.misses > st.uses / 2);
         else EXPECT(st.misses < st.uses / 2);
         run_out_free(&o);
         if (k) hx_trainer_free(t);
