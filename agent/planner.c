@@ -220,7 +220,8 @@ static void context_text(hx_planner *pl, const char *request, hx_buf *b)
     free(section);
 }
 
-static void set_system(hx_planner *pl, const char *request)
+/* The system text into the conversation's first message. */
+static void set_system_text(hx_planner *pl)
 {
     hx_buf b;
     hx_buf_init(&b);
@@ -229,7 +230,14 @@ static void set_system(hx_planner *pl, const char *request)
     if (!m) m = add_msg(pl->msgs, "system", "");
     cJSON_DeleteItemFromObject(m, "content");
     hx_json_add(m, "content", cJSON_CreateString(b.data ? b.data : ""));
-    b.len = 0;
+    hx_buf_free(&b);
+}
+
+static void set_system(hx_planner *pl, const char *request)
+{
+    hx_buf b;
+    hx_buf_init(&b);
+    set_system_text(pl);
     context_text(pl, request, &b);
     add_msg(pl->msgs, "system", b.data ? b.data : "");
     hx_buf_free(&b);
@@ -1146,15 +1154,10 @@ int hx_planner_run(hx_planner *pl, const char *request, const hx_planner_io *io,
 static int next_prompt_start(hx_planner *pl, prompt *p, hx_err *err)
 {
     const int n0 = cJSON_GetArraySize(pl->msgs);
-    hx_buf sys, clock;
-    hx_buf_init(&sys);
+    hx_buf clock;
     hx_buf_init(&clock);
-    system_text(pl, &sys);
     clock_text(pl, &clock);
-    cJSON *m = cJSON_GetArrayItem(pl->msgs, 0);
-    if (!m) m = add_msg(pl->msgs, "system", "");
-    cJSON_DeleteItemFromObject(m, "content");
-    hx_json_add(m, "content", cJSON_CreateString(sys.data ? sys.data : ""));
+    set_system_text(pl);
     add_msg(pl->msgs, "system", clock.data ? clock.data : "");
     hx_tpl_opts o = hx_tpl_default_opts();
     o.no_think = pl->p.no_think;
@@ -1165,10 +1168,8 @@ static int next_prompt_start(hx_planner *pl, prompt *p, hx_err *err)
     const char *at = NULL;
     for (const char *q = p->text.data; !rc && clock.data && q && (q = strstr(q, clock.data)); q++)
         at = q;
-    if (at) p->text.data[(at - p->text.data) + clock.len - 1] = 0; /* before its ')' */
-    else p->text.len = 0;
-    if (at) p->text.len = strlen(p->text.data);
-    hx_buf_free(&sys);
+    p->text.len = at ? (size_t)(at - p->text.data) + clock.len - 1 : 0; /* before its ')' */
+    if (p->text.data) p->text.data[p->text.len] = 0;
     hx_buf_free(&clock);
     return rc;
 }
