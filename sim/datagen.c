@@ -702,6 +702,7 @@ static int b_remember_related(const hx_world *w, hx_rng *r, cJSON *slots, unsign
     if (strlen(fact) > 40) return 0;
     add_str(slots, "fact", fact);
     add_str(slots, "kind", kind);
+    add_str(slots, "memory", m->text);
     return 1;
 }
 
