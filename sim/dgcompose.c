@@ -146,6 +146,22 @@ static const struct grammar {
          "{title} {when}: [move|push|shift] it to {at}",
          "Make [the |my |]{title} {when} start {at} instead"},
      4},
+    {"remember",
+     (const char *const[]){
+         "[Remember|Note|Keep in mind|Make a note|Don't forget|Bear in mind|Write down] [that |]{fact}",
+         "[Please |Can you |Could you |]remember [that |this: ]{fact}",
+         "[Note|Memo|For your memory|Something to remember]: {fact}",
+         "[Save|Store|Record] this: {fact}",
+         "[Keep|Make|Add] a note that {fact}",
+         "[Update your memory|Correction|For the record|FYI][:|,] {fact}"},
+     6},
+    {"recall_known",
+     (const char *const[]){
+         "[What's|What is|Remind me, what's|Sorry, what's|Quick check: what's] {ask}[ again|]?",
+         "[Do you know|Can you tell me|Could you remind me of|Do you remember] {ask}?",
+         "[Tell me|Give me|Remind me of] {ask}",
+         "I [forgot|can't remember|don't remember] {ask}[, what is it?|; can you tell me?|]"},
+     4},
 };
 
 static const char *const openers[] = {"", "", "", "", "So ", "Okay, ", "Right, ", "Um, ",
@@ -161,6 +177,7 @@ static const char *const same_as[][2] = {
     {"declined_create", "create_event"}, {"declined_schedule", "schedule"},
     {"schedule_fix", "schedule"},       {"bad_address", "schedule"},
     {"not_organizer", "cancel_event"},  {"bad_when", "list_events"},
+    {"remember_related", "remember"},
 };
 
 static const struct grammar *grammar_of(const char *kind)

@@ -610,6 +610,28 @@ static void t_recall(oracle *o, const cJSON *res, hx_buf *out)
     hx_buf_puts(out, ".");
 }
 
+/* Memory-in-the-prompt lessons are rejected where recall did not bring
+ * their memory into the prompt. */
+static int memory_recalled(oracle *o, hx_buf *out)
+{
+    if (in_system_text(o, S(o, "memory"))) return 1;
+    fail(o, "the related memory was not recalled", out);
+    return 0;
+}
+
+/* A fact stored while a related memory is recalled: memory.remember. */
+static void t_remember_related(oracle *o, const cJSON *res, hx_buf *out)
+{
+    if (o->step > 0 || memory_recalled(o, out)) t_remember(o, res, out);
+}
+
+/* A question a recalled memory answers: no call, the memory quoted. */
+static void t_recall_known(oracle *o, const cJSON *res, hx_buf *out)
+{
+    (void)res;
+    if (memory_recalled(o, out)) hx_buf_printf(out, "You told me: %s.", S(o, "memory"));
+}
+
 static int round_id(int id)
 {
     static const int ok[] = {1, 2, 3, 5, 10, 15, 20, 30, 45, 60, 90, 120};
@@ -651,6 +673,7 @@ static const struct {
     {"declined_create", t_create}, {"taint_reply", t_reply},     {"policy_deny", t_send},
     {"file_missing", t_file_missing}, {"not_organizer", t_cancel}, {"bad_when", t_bad_when},
     {"remember", t_remember},    {"recall", t_recall},           {"forget", t_forget},
+    {"remember_related", t_remember_related}, {"recall_known", t_recall_known},
     {"persona_meeting", t_schedule},
     {"schedule_fix", t_schedule}, {"send_fix", t_send},  {"bad_address", t_schedule},
     {"bad_send_address", t_send}, {"declined_schedule", t_schedule},

@@ -3,7 +3,9 @@
  * spill it keeps its history and answers a question about its first
  * exchange as the unbounded run does, call for call and token for token;
  * without it (the control) the budget drops the first exchange. The three
- * runs use one world path, so tool results are alike to the byte. */
+ * runs use one world path, so tool results are alike to the byte. The
+ * unbounded run asks questions in between until its text is past three
+ * budgets, however long the model's answers; the other two ask the same. */
 #include "test.h"
 #include "agent_world.h"
 #include "engine/engine.h"
@@ -12,21 +14,23 @@
 #define BUDGET_PAGES 5 /* 320 positions of KV cache in memory */
 #define TOOLS "calendar.list_events,calendar.create_event,calendar.find_free"
 
-static const char *const k_requests[] = {
-    "Create an event called Bike repair on Friday at 10am",
-    "When am I free on Friday?",
-    "What is on my calendar on Monday?",
-    "When am I free on Tuesday?",
-    "When am I free on Wednesday?",
-    "When is the bike repair?",
+static const char k_first[] = "Create an event called Bike repair on Friday at 10am";
+static const char *const k_between[] = {
+    "When am I free on Friday?",   "What is on my calendar on Monday?",
+    "When am I free on Tuesday?",  "When am I free on Wednesday?",
+    "What is on my calendar on Thursday?", "When am I free on Monday?",
 };
-#define N_REQ ((int)(sizeof k_requests / sizeof *k_requests))
+#define N_BETWEEN ((int)(sizeof k_between / sizeof *k_between))
+#define MAX_BETWEEN 16 /* the questions in between, at most */
+static const char k_last[] = "When is the bike repair?";
+#define MAX_REQ (MAX_BETWEEN + 2)
 
 typedef struct run_out {
-    cJSON *traces[N_REQ]; /* each request's answer, calls, status, steps
-                           * and prompt tokens */
-    int first_kept;       /* the first request is still in the conversation */
-    int tokens;           /* the conversation's message text, in tokens */
+    cJSON *traces[MAX_REQ]; /* each request's answer, calls, status, steps
+                             * and prompt tokens */
+    int n;                  /* requests asked */
+    int first_kept;         /* the first request is still in the conversation */
+    int tokens;             /* the conversation's message text, in tokens */
 } run_out;
 
 static int has_user(const cJSON *msgs, const char *text)
@@ -68,8 +72,35 @@ static size_t budget_bytes(hx_model *m, int pages)
     return mem.weights + mem.scratch + (size_t)pages * mem.kv_page;
 }
 
+/* One request through pl, its trace kept in o. */
+static void ask(hx_planner *pl, const char *request, run_out *o)
+{
+    cJSON *t = NULL;
+    hx_err err = {0};
+    if (hx_planner_run(pl, request, NULL, &t, &err)) printf("# %s: %s\n", request, err.msg);
+    cJSON *kept = o->traces[o->n++] = cJSON_CreateObject();
+    const char *keys[] = {"answer", "calls", "status", "prompt_tokens", "steps"};
+    for (int k = 0; t && k < 5; k++)
+        cJSON_AddItemToObject(kept, keys[k], cJSON_Duplicate(cJSON_GetObjectItem(t, keys[k]), 1));
+    cJSON_Delete(t);
+}
+
+/* The first request, questions in between, the last one. grow_to > 0:
+ * as many in between as the text needs to reach grow_to tokens (at most
+ * MAX_BETWEEN), their number put in *n_between; 0: *n_between of them. */
+static void ask_all(hx_planner *pl, const hx_vocab *v, int grow_to, int *n_between, run_out *o)
+{
+    ask(pl, k_first, o);
+    int i = 0;
+    for (; grow_to ? i < MAX_BETWEEN && text_tokens(v, hx_planner_messages(pl)) < grow_to : i < *n_between; i++)
+        ask(pl, k_between[i % N_BETWEEN], o);
+    *n_between = i;
+    ask(pl, k_last, o);
+}
+
 /* The conversation in a fresh world, one planner over all requests. */
-static int converse(hx_model *m, size_t max_bytes, int no_spill, run_out *o)
+static int converse(hx_model *m, size_t max_bytes, int no_spill, int grow_to, int *n_between,
+                    run_out *o)
 {
     memset(o, 0, sizeof *o);
     world w;
@@ -98,18 +129,9 @@ static int converse(hx_model *m, size_t max_bytes, int no_spill, run_out *o)
     pp.tools = TOOLS;
     hx_planner_deps d = world_deps(&w, &src);
     hx_planner *pl = hx_planner_new(&d, &pp);
-    for (int i = 0; pl && i < N_REQ; i++) {
-        cJSON *t = NULL;
-        if (hx_planner_run(pl, k_requests[i], NULL, &t, &err)) printf("# %s: %s\n", k_requests[i], err.msg);
-        o->traces[i] = cJSON_CreateObject();
-        const char *keys[] = {"answer", "calls", "status", "prompt_tokens", "steps"};
-        for (int k = 0; t && k < 5; k++)
-            cJSON_AddItemToObject(o->traces[i], keys[k],
-                                  cJSON_Duplicate(cJSON_GetObjectItem(t, keys[k]), 1));
-        cJSON_Delete(t);
-    }
     if (pl) {
-        o->first_kept = has_user(hx_planner_messages(pl), k_requests[0]);
+        ask_all(pl, hx_model_vocab(m), grow_to, n_between, o);
+        o->first_kept = has_user(hx_planner_messages(pl), k_first);
         o->tokens = text_tokens(hx_model_vocab(m), hx_planner_messages(pl));
     }
     hx_planner_free(pl);
@@ -120,7 +142,7 @@ static int converse(hx_model *m, size_t max_bytes, int no_spill, run_out *o)
 
 static void run_free(run_out *o)
 {
-    for (int i = 0; i < N_REQ; i++) cJSON_Delete(o->traces[i]);
+    for (int i = 0; i < o->n; i++) cJSON_Delete(o->traces[i]);
 }
 
 static void test_spill_keeps_history(void)
@@ -131,20 +153,23 @@ static void test_spill_keeps_history(void)
     ASSERT(hx_model_load(MODEL, NULL, &m, &err) == HX_OK);
     const size_t cap = budget_bytes(m, BUDGET_PAGES);
     ASSERT(cap > 0);
-    run_out full, spill, ctl;
-    ASSERT(converse(m, 0, 0, &full) == 0);
-    ASSERT(converse(m, cap, 0, &spill) == 0);
-    ASSERT(converse(m, cap, 1, &ctl) == 0);
     const int budget = BUDGET_PAGES * HX_KV_PAGE_POSITIONS;
-    char *last = cJSON_PrintUnformatted(spill.traces[N_REQ - 1]);
-    printf("# %d exchanges, at least %d tokens of text, KV budget %d positions (%.1f x); "
-           "last answer %s\n", N_REQ, spill.tokens, budget, (double)spill.tokens / budget, last);
+    run_out full, spill, ctl;
+    int n_between = 0;
+    ASSERT(converse(m, 0, 0, 3 * budget, &n_between, &full) == 0);
+    ASSERT(converse(m, cap, 0, 0, &n_between, &spill) == 0);
+    ASSERT(converse(m, cap, 1, 0, &n_between, &ctl) == 0);
+    char *last = cJSON_PrintUnformatted(spill.traces[spill.n - 1]);
+    printf("# %d exchanges (%d in between), at least %d tokens of text, KV budget %d positions "
+           "(%.1f x); last answer %s\n", spill.n, n_between, spill.tokens, budget,
+           (double)spill.tokens / budget, last);
     free(last);
     EXPECT(spill.tokens >= 3 * budget);
     EXPECT(full.first_kept && spill.first_kept);
+    EXPECT_EQ_INT(spill.n, full.n);
     int same = 0;
-    for (int i = 0; i < N_REQ; i++) same += cJSON_Compare(full.traces[i], spill.traces[i], 1);
-    EXPECT_EQ_INT(same, N_REQ);
+    for (int i = 0; i < full.n && i < spill.n; i++) same += cJSON_Compare(full.traces[i], spill.traces[i], 1);
+    EXPECT_EQ_INT(same, full.n);
     /* the control: without the spill the same budget drops the first
      * exchange (and fails the requests longer than it) */
     EXPECT(!ctl.first_kept);

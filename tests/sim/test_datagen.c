@@ -447,6 +447,73 @@ static void test_recovery_lessons(void)
     EXPECT_EQ_INT(booked_after_error, 0);
 }
 
+/* One memory-in-the-prompt conversation: a fact stored while a related
+ * memory is recalled calls memory.remember (never memory.search) with the
+ * fact; a question a recalled memory answers makes no call and quotes a
+ * memory line of the prompt. Counts the checked ones of each. */
+static void check_memory_in_prompt(const cJSON *j, int *stored, int *answered)
+{
+    const cJSON *msgs = cJSON_GetObjectItem(j, "messages"), *m;
+    const char *ctx = jstr(cJSON_GetArrayItem(msgs, 1), "content"), *kind = jstr(j, "kind");
+    const char *ans = jstr(cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1), "content");
+    int calls = 0, remembers = 0;
+    cJSON_ArrayForEach(m, msgs)
+    {
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItem(m, "tool_calls"))
+        {
+            const cJSON *fn = cJSON_GetObjectItem(c, "function");
+            calls++;
+            remembers += !strcmp(jstr(fn, "name"), "memory.remember");
+        }
+    }
+    EXPECT(strstr(ctx, "Things you remember about the user") != NULL);
+    if (!strcmp(kind, "remember_related")) {
+        EXPECT_EQ_INT(calls, 1);
+        EXPECT_EQ_INT(remembers, 1);
+        EXPECT(!strncmp(ans, "Noted: ", 7));
+        *stored += calls == 1 && remembers == 1;
+        return;
+    }
+    char fact[256]; /* "You told me: <memory>." and "] <memory>\n" in the prompt */
+    snprintf(fact, sizeof fact, "] %s", ans + strlen("You told me: "));
+    size_t n = strlen(fact);
+    if (n > 2 && fact[n - 1] == '.') fact[n - 1] = '\n';
+    EXPECT_EQ_INT(calls, 0);
+    EXPECT(!strncmp(ans, "You told me: ", 13) && strstr(ctx, fact) != NULL);
+    *answered += calls == 0 && strstr(ctx, fact) != NULL;
+}
+
+/* Memory in the prompt, in training only: facts stored while a related
+ * memory is recalled (memory.remember, not a search) and questions the
+ * recalled memory answers with no call; never in held-out data. */
+static void test_memory_in_prompt(void)
+{
+    static const char *const kinds[] = {"remember_related", "recall_known", NULL};
+    const int cats[] = {HX_CAT_MEMORY, HX_CAT_NONE};
+    int stored = 0, answered = 0, heldout = 0;
+    hx_dg_stats st;
+    for (int split = 0; split < 2; split++)
+        for (int c = 0; c < 2; c++) {
+            char *out = run_datagen_cat(120, 23, split, cats[c], "mem", &st);
+            ASSERT(out);
+            for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+                cJSON *j = cJSON_Parse(line);
+                ASSERT(j);
+                if (is_kind(jstr(j, "kind"), kinds)) {
+                    if (split == HX_SPLIT_TRAIN) check_memory_in_prompt(j, &stored, &answered);
+                    else heldout++;
+                }
+                cJSON_Delete(j);
+            }
+            free(out);
+        }
+    printf("# memory in the prompt: %d stored, %d answered from recall\n", stored, answered);
+    EXPECT(stored >= 10);
+    EXPECT(answered >= 5);
+    EXPECT_EQ_INT(heldout, 0);
+}
+
 static void test_datagen_deterministic(void)
 {
     hx_dg_stats s1, s2;
@@ -641,6 +708,7 @@ int main(void)
     RUN(test_every_trajectory_valid);
     RUN(test_rendering_identity);
     RUN(test_recovery_lessons);
+    RUN(test_memory_in_prompt);
     RUN(test_cmd_datagen);
     scratch_remove();
     return test_summary();
