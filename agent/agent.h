@@ -373,8 +373,10 @@ cJSON *hx_agent_read(const cJSON *calls, const hx_tools *reg, const char *answer
  * "not done"; "tool", "status", "arguments", "text": one line saying it
  * ("Budget review, 2027-12-12 14:00-14:30 (calendar work)"), "result" of
  * a successful one, "by" (who refused) and "error" of one that was not}.
- * Caller frees. */
-cJSON *hx_agent_done(const cJSON *calls, const hx_tools *reg);
+ * A write or send in not_run (the trace's: stopped before it ran) that no
+ * call of its tool got done is "not done" / "not sent" too, with status
+ * "not run" and the error saying what stopped it. Caller frees. */
+cJSON *hx_agent_done(const cJSON *calls, const cJSON *not_run, const hx_tools *reg);
 /* One read item as a line (lines of a file or message on lines of their
  * own after it), appended to b. */
 void hx_agent_read_line(const cJSON *item, hx_buf *b);
@@ -579,9 +581,10 @@ int hx_fit_result(const hx_fit *f, cJSON *result);
 
 /* The writes and sends of a run (hx_planner_run's trace) that did not
  * happen (agent/evidence.c): each call record that was refused or failed
- * and that no later call of the same tool got done, with "effect"
- * ("write" or "send") added. An array (caller frees; NULL on out of
- * memory). */
+ * and that no later call of the same tool got done, and each not_run
+ * record naming a write or send that no call of its tool got done
+ * (status "not run"), with "effect" ("write" or "send") added. An array
+ * (caller frees; NULL on out of memory). */
 cJSON *hx_agent_undone(const hx_tools *reg, const cJSON *trace);
 
 typedef struct hx_planner hx_planner;
@@ -595,8 +598,9 @@ void hx_planner_free(hx_planner *pl); /* NULL is a no-op */
  * "seconds", "calls": [...], "not_run": [...], "messages": [...],
  * "episode"}. "calls" are the calls run, refused or malformed; "not_run"
  * those a limit stopped before they ran, never sent to a tool: {"name",
- * "arguments"} of a complete one, or "text" of one cut mid-way, with
- * "reason" ("cut", "not started") and "limit" (the status). Returns HX_OK
+ * "arguments"} of a complete one, or "text" of one cut mid-way (and
+ * "name" where it was written), with "reason" ("cut", "repeated", "not
+ * started") and "limit" (the status, or "repeat guard"). Returns HX_OK
  * when answered, HX_ERR_RANGE (steps, tokens), HX_ERR_TIMEOUT,
  * HX_ERR_CANCELLED, or the source's error; err holds the message. */
 int hx_planner_run(hx_planner *pl, const char *request,

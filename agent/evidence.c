@@ -270,15 +270,39 @@ cJSON *hx_agent_read(const cJSON *calls, const hx_tools *reg, const char *answer
 
 /* ---- what was done ---- */
 
-/* Whether a call of name after c in calls succeeded (the model tried
- * again and got it done). */
-static int done_later(const cJSON *c, const char *name)
+/* Whether a call of name from c on in a list of calls succeeded. */
+static int done_from(const cJSON *c, const char *name)
 {
-    for (c = c->next; c; c = c->next)
+    for (; c; c = c->next)
         if (!strcmp(str(c, "name") ? str(c, "name") : "", name) &&
             !strcmp(str(c, "status") ? str(c, "status") : "", "ok"))
             return 1;
     return 0;
+}
+
+/* Whether a call of name after c in calls succeeded (the model tried
+ * again and got it done). */
+static int done_later(const cJSON *c, const char *name) { return done_from(c->next, name); }
+
+/* A write or send that a limit stopped before it ran (a not_run record)
+ * and that no call of its tool got done: its tool, else NULL. */
+static const char *stopped_write(const cJSON *n, const cJSON *calls, const hx_tools *reg)
+{
+    const char *name = str(n, "name");
+    if (!name || effect_of(reg, name) == HX_EFFECT_READ) return NULL;
+    return done_from(calls ? calls->child : NULL, name) ? NULL : name;
+}
+
+/* Why a not_run record's call never ran. */
+static void stop_text(const cJSON *n, hx_buf *b)
+{
+    const char *why = str(n, "reason") ? str(n, "reason") : "";
+    if (!strcmp(why, "repeated")) {
+        hx_buf_puts(b, "not run: the call repeated itself and was stopped (repeat guard)");
+        return;
+    }
+    hx_buf_printf(b, "not run: stopped by the %s %s", str(n, "limit") ? str(n, "limit") : "limits",
+                  !strcmp(why, "cut") ? "while the call was written" : "before it started");
 }
 
 /* The one line saying what a successful write or send did. */
@@ -328,7 +352,31 @@ static void undone_text(const cJSON *c, hx_buf *b)
     cJSON_Delete(res);
 }
 
-cJSON *hx_agent_done(const cJSON *calls, const hx_tools *reg)
+/* The "not done" entry of a write or send stopped before it ran. */
+static cJSON *stopped_entry(const cJSON *n, const char *name, const hx_tools *reg)
+{
+    hx_buf e, b;
+    hx_buf_init(&e);
+    hx_buf_init(&b);
+    stop_text(n, &e);
+    char *a = cJSON_PrintUnformatted(cJSON_GetObjectItem(n, "arguments"));
+    hx_buf_printf(&b, "%s %.200s: %s", name, a ? a : "", e.data ? e.data : "");
+    cJSON_free(a);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "action", effect_of(reg, name) == HX_EFFECT_SEND ? "not sent"
+                                                                                : "not done");
+    cJSON_AddStringToObject(o, "tool", name);
+    cJSON_AddStringToObject(o, "status", "not run");
+    cJSON_AddStringToObject(o, "text", b.data ? b.data : "");
+    hx_json_add(o, "arguments", cJSON_Duplicate(cJSON_GetObjectItem(n, "arguments"), 1));
+    cJSON_AddStringToObject(o, "by", "");
+    cJSON_AddStringToObject(o, "error", e.data ? e.data : "");
+    hx_buf_free(&e);
+    hx_buf_free(&b);
+    return o;
+}
+
+cJSON *hx_agent_done(const cJSON *calls, const cJSON *not_run, const hx_tools *reg)
 {
     cJSON *arr = cJSON_CreateArray();
     const cJSON *c;
@@ -358,6 +406,11 @@ cJSON *hx_agent_done(const cJSON *calls, const hx_tools *reg)
         hx_json_add(arr, NULL, o);
         cJSON_Delete(res);
         hx_buf_free(&b);
+    }
+    cJSON_ArrayForEach(c, not_run)
+    {
+        const char *name = arr ? stopped_write(c, calls, reg) : NULL;
+        if (name) hx_json_add(arr, NULL, stopped_entry(c, name, reg));
     }
     return arr;
 }
@@ -405,6 +458,16 @@ cJSON *hx_agent_undone(const hx_tools *reg, const cJSON *trace)
             continue;
         cJSON *u = cJSON_Duplicate(c, 1);
         cJSON_AddStringToObject(u, "effect", hx_effect_name(effect));
+        hx_json_add(out, NULL, u);
+    }
+    const cJSON *calls = cJSON_GetObjectItem(trace, "calls");
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(trace, "not_run"))
+    {
+        const char *name = out ? stopped_write(c, calls, reg) : NULL;
+        if (!name) continue;
+        cJSON *u = cJSON_Duplicate(c, 1);
+        cJSON_AddStringToObject(u, "status", "not run");
+        cJSON_AddStringToObject(u, "effect", hx_effect_name(effect_of(reg, name)));
         hx_json_add(out, NULL, u);
     }
     return out;

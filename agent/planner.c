@@ -727,14 +727,32 @@ static int gen_fitting(run *r, int choice, const hx_tpl_opts *o, prompt *p,
  * malformed ones); the trace lists it under "not_run", with the limit
  * (why, or the run's status): a call the repeat guard cut ("repeated") is
  * the same. */
+/* The tool a call cut before its end names, as far as it was written
+ * ("name": "x", with any spacing), into out; "" when it names none. */
+static void cut_name(const char *text, char *out, size_t n)
+{
+    const char *p = strstr(text, "\"name\"");
+    out[0] = 0;
+    if (!p) return;
+    p += 6 + strspn(p + 6, " \t\r\n");
+    if (*p++ != ':') return;
+    p += strspn(p, " \t\r\n");
+    if (*p++ != '"') return;
+    const size_t k = strcspn(p, "\"\\");
+    if (p[k] == '"' && k < n) snprintf(out, n, "%.*s", (int)k, p);
+}
+
 static void not_run(run *r, const pcall *c, const char *cut, const char *why)
 {
     cJSON *o = cJSON_CreateObject();
+    char name[128] = "";
     if (c && c->fn) {
         cJSON_AddStringToObject(o, "name", cJSON_GetObjectItem(c->fn, "name")->valuestring);
         hx_json_add(o, "arguments", cJSON_Duplicate(cJSON_GetObjectItem(c->fn, "arguments"), 1));
     } else if (c) {
         cJSON_AddStringToObject(o, "name", c->name[0] ? c->name : "(malformed)");
+    } else if (cut && (cut_name(cut, name, sizeof name), name[0])) {
+        cJSON_AddStringToObject(o, "name", name);
     }
     if (cut) cJSON_AddStringToObject(o, "text", cut);
     cJSON_AddStringToObject(o, "reason", why ? "repeated" : cut ? "cut" : "not started");
@@ -1010,7 +1028,7 @@ static cJSON *make_trace(run *r, const char *request, const char *outcome,
     cJSON_AddNumberToObject(t, "prompt_tokens", r->prompt_tokens);
     cJSON_AddNumberToObject(t, "seconds", hx_time_mono() - r->t0);
     hx_json_add(t, "read", hx_agent_read(r->calls, r->pl->d.reg, r->final));
-    hx_json_add(t, "done", hx_agent_done(r->calls, r->pl->d.reg));
+    hx_json_add(t, "done", hx_agent_done(r->calls, r->not_run, r->pl->d.reg));
     hx_json_add(t, "calls", r->calls); /* takes them, also when it fails */
     hx_json_add(t, "not_run", r->not_run);
     r->calls = r->not_run = NULL;

@@ -205,20 +205,20 @@ static const char *refusal_reason(const char *by)
 
 /* One line on stderr for a write or send that did not happen (an item of
  * the trace's "done"); the result code it stands for: HX_ERR_DENIED
- * (refused), HX_ERR_IO (failed). */
+ * (refused), HX_ERR_IO (failed, or stopped before it ran). */
 static int say_undone(const cJSON *d)
 {
     const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(d, "status"));
     const char *e = cJSON_GetStringValue(cJSON_GetObjectItem(d, "error"));
     char *args = cJSON_PrintUnformatted(cJSON_GetObjectItem(d, "arguments"));
-    fprintf(stderr, "hearth: %s: %s %.200s ", cJSON_GetStringValue(cJSON_GetObjectItem(d, "action")),
-            cJSON_GetStringValue(cJSON_GetObjectItem(d, "tool")), args ? args : "");
+    fprintf(stderr, "hearth: %s: %s %.200s%s", cJSON_GetStringValue(cJSON_GetObjectItem(d, "action")),
+            cJSON_GetStringValue(cJSON_GetObjectItem(d, "tool")), args ? args : "", args ? " " : "");
     free(args);
     if (!strcmp(st, "refused")) {
         fprintf(stderr, "%s\n", refusal_reason(cJSON_GetStringValue(cJSON_GetObjectItem(d, "by"))));
         return HX_ERR_DENIED;
     }
-    fprintf(stderr, "failed: %.300s\n", e ? e : st);
+    fprintf(stderr, "%s%.300s\n", strcmp(st, "not run") ? "failed: " : "", e ? e : st);
     return HX_ERR_IO;
 }
 

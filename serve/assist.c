@@ -327,6 +327,7 @@ static const char *undone_reason(const cJSON *c)
 {
     const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
     const char *by = cJSON_GetStringValue(cJSON_GetObjectItem(c, "by"));
+    if (!strcmp(status ? status : "", "not run")) return "it was stopped before it ran (see its limit)";
     if (strcmp(status ? status : "", "refused")) return "it failed (see its result)";
     if (!strcmp(by ? by : "", "user")) return "you declined it, or nobody answered in time";
     if (!strcmp(by ? by : "", "policy")) return "your policy denies it (\"policy\" in config.json)";

@@ -175,9 +175,23 @@ static void test_close_tag_inside_string(void)
     world_close(&w);
 }
 
+/* The trace's done list says that tool's write was not done, stopped
+ * before it ran by the limit named by. */
+static void expect_not_run_write(const cJSON *t, const char *tool, const char *by)
+{
+    const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "done"), 0);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "done")), 1);
+    EXPECT(d && strstr(tstr(d, "action"), "not ") == tstr(d, "action"));
+    EXPECT_STR_EQ(tstr(d, "tool"), tool);
+    EXPECT_STR_EQ(tstr(d, "status"), "not run");
+    EXPECT(tstr(d, "error") && strstr(tstr(d, "error"), by));
+}
+
 /* A call the token budget cuts mid-way is never sent: no tool run, no
  * audit line, not among the trace's calls (so not counted valid or
- * invalid), but listed under "not_run" with the limit and its text. */
+ * invalid), but listed under "not_run" with the limit, its text and the
+ * tool it names; a write so stopped is said not done ("done", and the
+ * undone list apps get), with what stopped it. */
 static void test_budget_cuts_call(void)
 {
     world w;
@@ -203,10 +217,26 @@ static void test_budget_cuts_call(void)
     EXPECT_STR_EQ(tstr(nr, "reason"), "cut");
     EXPECT_STR_EQ(tstr(nr, "limit"), "token budget");
     EXPECT(tstr(nr, "text") && strstr(tstr(nr, "text"), "<tool_call>{\"name\": \"cal") == tstr(nr, "text"));
+    EXPECT(tstr(nr, "name") == NULL); /* cut inside the name: no tool to name */
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "done")), 0);
     /* the eval's log line carries it; its call count does not */
     cJSON *rec = hx_dg_eval_record(t, t, 0, "x");
     EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(rec, "not_run")), 1);
     cJSON_Delete(rec);
+    done(&s, t, &ss);
+
+    /* cut inside its arguments: the write it names is not done */
+    p.max_tokens = 30;
+    EXPECT_EQ_INT(run_script(&w, turns, 1, "book it", &p, &s, &t, &ss), HX_ERR_RANGE);
+    ASSERT(t);
+    nr = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "not_run"), 0);
+    EXPECT_STR_EQ(tstr(nr, "name"), "calendar.create_event");
+    expect_not_run_write(t, "calendar.create_event", "token budget");
+    cJSON *undone = hx_agent_undone(w.reg, t);
+    EXPECT_EQ_INT(cJSON_GetArraySize(undone), 1);
+    EXPECT_STR_EQ(tstr(cJSON_GetArrayItem(undone, 0), "status"), "not run");
+    cJSON_Delete(undone);
+    EXPECT_EQ_INT(count_lines(w.audit, "calendar.create_event", NULL), 0);
     done(&s, t, &ss);
 
     /* a run that finishes its calls lists none */
@@ -867,26 +897,42 @@ static void test_repeat_guard_text(void)
 }
 
 /* A call whose value loops is cut and never run (listed under
- * "not_run"); the next turn answers. */
+ * "not_run"); the next turn answers. A read so cut is no undone write
+ * (nothing in "done"); a write is said not done, by the repeat guard. */
+/* A run whose first turn writes turn (a call that loops) and whose
+ * second answers; its trace, where no call ran. */
+static cJSON *looping_call(world *w, const char *turn, const char *req, seen *s,
+                           scripted_source *ss)
+{
+    const char *turns[] = {turn, "Nothing found."};
+    cJSON *t = NULL;
+    EXPECT_EQ_INT(run_script(w, turns, 2, req, NULL, s, &t, ss), HX_OK);
+    if (t) EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "calls")), 0);
+    return t;
+}
+
 static void test_repeat_guard_call(void)
 {
     world w;
     ASSERT(world_open(&w, 0, 0, 0));
-    const char *turns[] = {
-        "Let me look. <tool_call>{\"name\": \"mail.search\", \"arguments\": {\"text\": "
-        "\"countcountcountcountcountcountcountcountcountcountcountcountcount\"}}</tool_call>",
-        "Nothing found."};
     seen s;
-    cJSON *t = NULL;
     scripted_source ss;
-    EXPECT_EQ_INT(run_script(&w, turns, 2, "any mail?", NULL, &s, &t, &ss), HX_OK);
+    cJSON *t = looping_call(&w, "Let me look. <tool_call>{\"name\": \"mail.search\", \"arguments\": "
+                            "{\"text\": \"countcountcountcountcountcountcountcountcountcountcount"
+                            "countcount\"}}</tool_call>", "any mail?", &s, &ss);
     ASSERT(t);
-    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "calls")), 0);
     const cJSON *nr = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "not_run"), 0);
     EXPECT_STR_EQ(tstr(nr, "reason"), "repeated");
     EXPECT_STR_EQ(tstr(nr, "limit"), "repeat guard");
     EXPECT_EQ_INT(ss.choices[1], HX_CHOICE_NONE);
     EXPECT_STR_EQ(tstr(t, "answer"), "Nothing found.");
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "done")), 0);
+    done(&s, t, &ss);
+    t = looping_call(&w, "<tool_call>{\"name\":  \"calendar.create_event\", \"arguments\": "
+                     "{\"title\": \"dentistdentistdentistdentistdentistdentistdentistdentist"
+                     "dentistdentist\"}}</tool_call>", "add the dentist", &s, &ss);
+    ASSERT(t);
+    expect_not_run_write(t, "calendar.create_event", "repeat guard");
     done(&s, t, &ss);
     world_close(&w);
 }

@@ -92,7 +92,7 @@ static void check_text(const char *text)
     cJSON_AddStringToObject(c, "status", n & 2 ? "ok" : "refused");
     cJSON_AddStringToObject(c, "result", text);
     cJSON_AddItemToArray(calls, c);
-    cJSON *read = hx_agent_read(calls, NULL, text), *done = hx_agent_done(calls, NULL);
+    cJSON *read = hx_agent_read(calls, NULL, text), *done = hx_agent_done(calls, NULL, NULL);
     if (!cJSON_IsArray(read) || !cJSON_IsArray(done)) abort();
     hx_buf b;
     hx_buf_init(&b);
