@@ -648,6 +648,10 @@ int hx_turn_calls_at(int family, const char *text);
 size_t hx_turn_held_tail(int family, const char *text, size_t n);
 int hx_turn_line_end(int family, hx_buf *text);
 cJSON *hx_turn_parse(int family, const char *text, char **content);
+/* The tool a call cut before its end names, as far as it was written
+ * ("name": "x", with any spacing, the name whole), into out (n bytes);
+ * "" when it names none or the name does not fit (n > 0). */
+void hx_turn_call_name(const char *text, char *out, size_t n);
 
 /* HX_OK if the grammar can enforce the schema (JSON text; NULL = any
  * object); otherwise the compiler's error naming the keyword and path. */

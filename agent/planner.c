@@ -727,21 +727,6 @@ static int gen_fitting(run *r, int choice, const hx_tpl_opts *o, prompt *p,
  * malformed ones); the trace lists it under "not_run", with the limit
  * (why, or the run's status): a call the repeat guard cut ("repeated") is
  * the same. */
-/* The tool a call cut before its end names, as far as it was written
- * ("name": "x", with any spacing), into out; "" when it names none. */
-static void cut_name(const char *text, char *out, size_t n)
-{
-    const char *p = strstr(text, "\"name\"");
-    out[0] = 0;
-    if (!p) return;
-    p += 6 + strspn(p + 6, " \t\r\n");
-    if (*p++ != ':') return;
-    p += strspn(p, " \t\r\n");
-    if (*p++ != '"') return;
-    const size_t k = strcspn(p, "\"\\");
-    if (p[k] == '"' && k < n) snprintf(out, n, "%.*s", (int)k, p);
-}
-
 static void not_run(run *r, const pcall *c, const char *cut, const char *why)
 {
     cJSON *o = cJSON_CreateObject();
@@ -751,7 +736,7 @@ static void not_run(run *r, const pcall *c, const char *cut, const char *why)
         hx_json_add(o, "arguments", cJSON_Duplicate(cJSON_GetObjectItem(c->fn, "arguments"), 1));
     } else if (c) {
         cJSON_AddStringToObject(o, "name", c->name[0] ? c->name : "(malformed)");
-    } else if (cut && (cut_name(cut, name, sizeof name), name[0])) {
+    } else if (cut && (hx_turn_call_name(cut, name, sizeof name), name[0])) {
         cJSON_AddStringToObject(o, "name", name);
     }
     if (cut) cJSON_AddStringToObject(o, "text", cut);
@@ -1242,4 +1227,17 @@ cJSON *hx_turn_parse(int family, const char *text, char **content)
         if (!cJSON_AddItemToArray(out, c)) cJSON_Delete(c);
     }
     return out;
+}
+
+void hx_turn_call_name(const char *text, char *out, size_t n)
+{
+    const char *p = strstr(text, "\"name\"");
+    out[0] = 0;
+    if (!p) return;
+    p += 6 + strspn(p + 6, " \t\r\n");
+    if (*p++ != ':') return;
+    p += strspn(p, " \t\r\n");
+    if (*p++ != '"') return;
+    const size_t k = strcspn(p, "\"\\");
+    if (p[k] == '"' && k < n) snprintf(out, n, "%.*s", (int)k, p);
 }

@@ -8,8 +8,9 @@
  * vocabulary, from models/; without the file only the text checks run).
  * Checks: the stage never turns a logit into a NaN nor masks every token
  * the logits allowed; hx_strip_markup leaves no markup and never grows the
- * text; hx_markup_prefix stays within it; the evidence of a call whose
- * result is the text is a JSON array. */
+ * text; hx_markup_prefix stays within it; hx_turn_call_name reads a name
+ * that fits and is the text's; the evidence of a call whose result is the
+ * text is a JSON array. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -86,6 +87,9 @@ static void check_text(const char *text)
     if (m > n || strlen(s) != m || strstr(s, "</tool_call>") || strstr(s, "<tool_call>")) abort();
     if (hx_markup_prefix(text, n) > n) abort();
     free(s);
+    char name[32];
+    hx_turn_call_name(text, name, sizeof name); /* a whole name that fits, from the text */
+    if (strlen(name) >= sizeof name || (name[0] && !strstr(text, name))) abort();
     cJSON *calls = cJSON_CreateArray(), *c = cJSON_CreateObject();
     cJSON_AddStringToObject(c, "name", n & 1 ? "calendar.list_events" : "calendar.create_event");
     cJSON_AddItemToObject(c, "arguments", cJSON_CreateObject());
