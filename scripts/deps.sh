@@ -25,10 +25,20 @@ elif [ "${1:-}" = browser ]; then
 elif pkg-config --exists sqlite3 libical libcjson libpcre2-8 libmicrohttpd 2>/dev/null; then
     exit 0 # the libraries are there (from these packages or built by hand)
 fi
+# Installed for this machine: a package named without an architecture
+# counts only as this machine's own (or arch-independent) build, so that
+# libpcre2-dev:arm64 of deps-aarch64 does not pass for libpcre2-dev.
+native=$(dpkg --print-architecture 2>/dev/null || echo none)
+installed() {
+    case $1 in
+    *:*) dpkg-query -W -f='${Status}\n' "$1" 2>/dev/null | grep -q "ok installed" ;;
+    *) dpkg-query -W -f='${Status} ${Architecture}\n' "$1" 2>/dev/null |
+           grep -Eq "ok installed ($native|all)\$" ;;
+    esac
+}
 missing=""
 for p in $pkgs; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-        missing="$missing $p"
+    installed "$p" || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
 if [ $check = 1 ]; then

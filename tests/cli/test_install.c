@@ -65,7 +65,9 @@ static void fake(const char *name, const char *body)
 }
 
 /* The stand-ins: pkg-config finds the libraries when PKGS_OK is set,
- * dpkg-query says every package but those in $MISSING is installed, id
+ * dpkg-query says every package but those in $MISSING is installed (for
+ * amd64, the machine's architecture as dpkg says it, or for arm64 only
+ * where $FOREIGN_ONLY names it), id
  * says $AS_UID (default 0), apt-get records its arguments and fails when
  * APT_FAIL is set. */
 static void make_fakes(void)
@@ -76,11 +78,15 @@ static void make_fakes(void)
     fake("pkg-config", "[ -n \"$PKGS_OK\" ]");
     fake("dpkg-query", "for a; do p=$a; done\n"
                        "case \" $MISSING \" in *\" $p \"*) exit 1;; esac\n"
-                       "printf 'install ok installed'");
+                       "case $p in *:*) printf 'install ok installed\\n'; exit 0;; esac\n"
+                       "arch=amd64\n"
+                       "case \" $FOREIGN_ONLY \" in *\" $p \"*) arch=arm64;; esac\n"
+                       "printf 'install ok installed %s\\n' $arch");
     fake("id", "echo ${AS_UID:-0}");
     fake("apt-get", "echo \"$*\" >>\"$CALLS\"; echo 'Reading package lists... (apt noise)'\n"
                     "[ -z \"$APT_FAIL\" ] || { echo 'E: Unable to locate package'; exit 100; }");
-    fake("dpkg", "echo \"dpkg $*\" >>\"$CALLS\"");
+    fake("dpkg", "[ \"$1\" = --print-architecture ] && { echo amd64; exit 0; }\n"
+                 "echo \"dpkg $*\" >>\"$CALLS\"");
 }
 
 static void test_deps_nothing_when_present(void)
@@ -106,6 +112,22 @@ static void test_deps_installs_only_what_is_missing(void)
     EXPECT(strstr(text("err"), "deps.log") != NULL);       /* says where apt's output is */
     EXPECT(strstr(text("err"), "apt noise") == NULL);      /* not on the terminal */
     EXPECT(strstr(text("deps.log"), "apt noise") != NULL); /* but in the log */
+}
+
+/* A library installed for another architecture only (libpcre2-dev:arm64,
+ * which make deps-aarch64 adds) is not this machine's: make deps installs
+ * the native one beside it. */
+static void test_deps_wants_this_machines_build(void)
+{
+    sh("rm -f \"$CALLS\"");
+    EXPECT_EQ_INT(sh("FOREIGN_ONLY=libpcre2-dev sh scripts/deps.sh"), 0);
+    EXPECT_STR_EQ(text("calls"), "update\n"
+                                 "install -y --no-upgrade --no-install-recommends "
+                                 "libpcre2-dev\n");
+    /* the cross tools' own arm64 package is found as it is named */
+    sh("rm -f \"$CALLS\"");
+    EXPECT_EQ_INT(sh("FOREIGN_ONLY=libpcre2-dev sh scripts/deps.sh --check aarch64"), 0);
+    EXPECT_STR_EQ(text("calls"), "");
 }
 
 static void test_deps_failure_names_the_log(void)
@@ -230,6 +252,7 @@ int main(void)
     make_fakes();
     RUN(test_deps_nothing_when_present);
     RUN(test_deps_installs_only_what_is_missing);
+    RUN(test_deps_wants_this_machines_build);
     RUN(test_deps_failure_names_the_log);
     RUN(test_deps_check_only_looks);
     RUN(test_deps_browser_keeps_node);
