@@ -30,6 +30,10 @@ static void usage(FILE *f)
             "--lora-rank R    train a LoRA adapter of rank R over the frozen --base\n"
             "                 (OUT is then the adapter); --lora-alpha A (default R),\n"
             "                 --lora-targets qkvo|all (default qkvo)\n"
+            "--grow-layers N  full training of --base with N more layers (up to its\n"
+            "                 count): each a copy of the layer before it whose\n"
+            "                 attention output and FFN down projections start at\n"
+            "                 zero, so training starts from what --base computes\n"
             "model:  --layers 2 --embd 64 --heads 4 --kv-heads 2 --head-dim 16\n"
             "        --ff 128 --ctx 256\n"
             "train:  --steps 100 --seq 64 --batch 4 --accum 1 --lr 1e-3 --warmup 0\n"
@@ -73,7 +77,7 @@ typedef struct targs {
     const char *data, *out, *vocab, *base, *ckpt, *svg, *targets, *chat;
     FILE *rep; /* the report: stderr when OUT is standard output */
     size_t max_bytes; /* --max-memory, 0: none */
-    int resume, log, threads, lora_rank, style, recompute, bf16, value_weight;
+    int resume, log, threads, lora_rank, grow, style, recompute, bf16, value_weight;
     float lora_alpha;
     hx_train_config cfg;
     hx_train_params tp;
@@ -86,13 +90,13 @@ static int parse_num(targs *a, const char *s, const char *v)
                                        "--head-dim", "--ff", "--ctx", "--steps",
                                        "--seq", "--batch", "--accum", "--warmup",
                                        "--threads", "--lora-rank", "--ckpt-every",
-                                       "--value-weight"};
+                                       "--value-weight", "--grow-layers"};
     int *const iptr[] = {&a->cfg.n_layer, &a->cfg.n_embd, &a->cfg.n_head,
                          &a->cfg.n_head_kv, &a->cfg.head_dim, &a->cfg.n_ff,
                          &a->cfg.n_ctx, &a->tp.opt.n_steps, &a->tp.seq_len,
                          &a->tp.n_seq, &a->tp.accum, &a->tp.opt.warmup,
                          &a->threads, &a->lora_rank, &a->tp.ckpt_every,
-                         &a->value_weight};
+                         &a->value_weight, &a->grow};
     static const char *const flts[] = {"--lr", "--wd", "--clip", "--lora-alpha"};
     float *const fptr[] = {&a->tp.opt.lr, &a->tp.opt.wd, &a->tp.opt.clip, &a->lora_alpha};
     char *end;
@@ -199,6 +203,8 @@ static int parse(int argc, char **argv, targs *a)
     if (a->resume && !a->ckpt) return missing("--resume needs --ckpt FILE");
     if (a->chat && !a->vocab && !a->base) return missing("--chat needs --vocab or --base");
     if (a->lora_rank && !a->base) return missing("--lora-rank needs --base");
+    if (a->grow && (!a->base || a->lora_rank))
+        return missing("--grow-layers needs --base and full training (no --lora-rank)");
     if (a->value_weight > 255 || (a->value_weight > 1 && !a->chat))
         return missing("--value-weight is 0..255 and only with --chat");
     return 0;
@@ -236,7 +242,7 @@ static int load_tokens(const char *path, const char *vocab_path,
 static int make_trainer(const targs *a, hx_trainer **tr, hx_err *err)
 {
     if (!a->base) return hx_trainer_new_scratch(&a->cfg, a->tp.seed, a->threads, tr, err);
-    if (!a->lora_rank) return hx_trainer_new_gguf(a->base, NULL, a->threads, tr, err);
+    if (!a->lora_rank) return hx_trainer_new_grown(a->base, a->grow, a->threads, tr, err);
     hx_lora_params lp = hx_lora_default_params();
     lp.rank = a->lora_rank;
     lp.alpha = a->lora_alpha > 0 ? a->lora_alpha : (float)a->lora_rank;

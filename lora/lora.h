@@ -67,6 +67,13 @@ int hx_trainer_new_scratch(const hx_train_config *c, uint64_t seed,
  * full training or FFN targets). */
 int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
                         int n_threads, hx_trainer **out, hx_err *err);
+/* Full training of the dense GGUF model at path deepened by grow layers (0
+ * to its layer count; block expansion): the added layers spread evenly,
+ * each after the layer it copies, with its attention output and FFN down
+ * projections zero, so that the grown model computes what the base does
+ * until training moves them. */
+int hx_trainer_new_grown(const char *path, int grow, int n_threads,
+                         hx_trainer **out, hx_err *err);
 void hx_trainer_free(hx_trainer *tr); /* NULL is a no-op */
 
 /* Shape of the model being trained (hparams as the engine names them). */

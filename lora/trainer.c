@@ -421,16 +421,58 @@ unsigned hx_lora_targets_for(const char *path, unsigned targets, int *moved)
     return (targets & ~ffn) | HX_LORA_Q | HX_LORA_K | HX_LORA_V | HX_LORA_O;
 }
 
-/* Full mode from a file: every weight dequantized into params. */
-static void copy_weights(hx_trainer *tr, const hx_model *m)
+/* Whether layer i of n_layer is followed by a copy when `grow` layers are
+ * added: the copies spread evenly over the depth. */
+static int has_copy(int i, int n_layer, int grow)
+{
+    return (long)(i + 1) * grow / n_layer > (long)i * grow / n_layer;
+}
+
+/* The base layer layer l of the grown model comes from; *copy: whether it
+ * is an added copy. */
+static int grown_source(int l, int n_layer, int grow, int *copy)
+{
+    int pos = 0;
+    for (int i = 0; i < n_layer; i++) {
+        *copy = 0;
+        if (pos++ == l) return i;
+        *copy = 1;
+        if (has_copy(i, n_layer, grow) && pos++ == l) return i;
+    }
+    HX_CHECK(0);
+}
+
+/* The base's tensor of trainer tensor name (a grown model's layers renamed
+ * to their source); *zero: an added copy's attention output or FFN down
+ * projection, which starts at zero so that the layer adds nothing. */
+static void source_name(const char *name, int n_layer, int grow, char *src, size_t cap,
+                        int *zero)
+{
+    int l, at = 0, copy = 0;
+    *zero = 0;
+    if (sscanf(name, "blk.%d.%n", &l, &at) != 1 || !at) {
+        snprintf(src, cap, "%s", name);
+        return;
+    }
+    snprintf(src, cap, "blk.%d.%s", grown_source(l, n_layer, grow, &copy), name + at);
+    *zero = copy && (!strcmp(name + at, "attn_output.weight") ||
+                     !strcmp(name + at, "ffn_down.weight"));
+}
+
+/* Full mode from a file of n_layer layers (grow more in the trainer):
+ * every weight dequantized into params. */
+static void copy_weights(hx_trainer *tr, const hx_model *m, int n_layer, int grow)
 {
     const hx_gguf *g = hx_model_gguf(m);
     for (int i = 0; i < tr->n_tensors; i++) {
         const tr_tensor *t = &tr->tensors[i];
-        const hx_gguf_tensor *gt = hx_gguf_find_tensor(g, t->name);
+        char src[96];
+        int zero;
+        source_name(t->name, n_layer, grow, src, sizeof src, &zero);
+        const hx_gguf_tensor *gt = hx_gguf_find_tensor(g, src);
         float *p = tr->params + t->off;
-        if (!gt) { /* q/k norm absent (llama): identity gains */
-            for (size_t k = 0; k < t->n; k++) p[k] = 1.0f;
+        if (!gt || zero) { /* q/k norm absent (llama): identity gains */
+            for (size_t k = 0; k < t->n; k++) p[k] = zero ? 0.0f : 1.0f;
             continue;
         }
         const size_t rb = hx_type_row_bytes(gt->type, t->ne[0]);
@@ -452,8 +494,10 @@ static void init_lora(hx_trainer *tr, const hx_lora_params *lp)
     }
 }
 
-int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
-                        int n_threads, hx_trainer **out, hx_err *err)
+/* A trainer over the base at path: LoRA (lora), else full training of its
+ * weights with grow layers added. */
+static int new_from_gguf(const char *path, const hx_lora_params *lora, int grow,
+                         int n_threads, hx_trainer **out, hx_err *err)
 {
     *out = NULL;
     hx_model_params mp = hx_model_default_params();
@@ -479,12 +523,18 @@ int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
                           "layer %d (of %d)", lora->rank, lora->targets, lora->first_layer,
                           n_layer);
     }
+    if (grow < 0 || grow > n_layer) {
+        hx_model_free(m);
+        return hx_err_set(err, HX_ERR_INVALID, "train: %d added layers: from 0 to the base's "
+                          "%d", grow, n_layer);
+    }
     hx_trainer *tr = hx_calloc(1, sizeof *tr);
     if (!tr) {
         hx_model_free(m);
         return hx_err_set(err, HX_ERR_NOMEM, "train: out of memory");
     }
     tr->hp = *hx_model_hparams(m);
+    tr->hp.n_layer += grow;
     rc = setup_common(tr, n_threads);
     if (lora) {
         tr->lora = 1;
@@ -502,10 +552,22 @@ int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
     if (!rc) rc = alloc_state(tr);
     if (!rc) {
         wire_full(tr);
-        copy_weights(tr, m);
+        copy_weights(tr, m, n_layer, grow);
     }
     hx_model_free(m);
     return finish(tr, rc, out, err);
+}
+
+int hx_trainer_new_gguf(const char *path, const hx_lora_params *lora,
+                        int n_threads, hx_trainer **out, hx_err *err)
+{
+    return new_from_gguf(path, lora, 0, n_threads, out, err);
+}
+
+int hx_trainer_new_grown(const char *path, int grow, int n_threads,
+                         hx_trainer **out, hx_err *err)
+{
+    return new_from_gguf(path, NULL, grow, n_threads, out, err);
 }
 
 void hx_trainer_free(hx_trainer *tr)

@@ -31,7 +31,10 @@
 # (100), TINY_LAYERS (6),
 # TINY_BASE (none: from nothing; a GGUF: continue training that model, its
 # shape and tokenizer, on the new data: no vocabulary stage and no shape
-# knobs; set TINY_LR lower and TINY_WARMUP shorter for it),
+# knobs; set TINY_LR lower and TINY_WARMUP shorter for it), TINY_GROW (0;
+# with TINY_BASE, N > 0: the base deepened by N layers, each a copy of the
+# one before it whose output projections start at zero, hearth train
+# --grow-layers),
 # TINY_EMBD (256), TINY_HEADS (4), TINY_KV (2), TINY_HEAD_DIM (64),
 # TINY_FF (768), TINY_VOCAB (4096), TINY_TARGET_WEIGHT (8: the assistant's
 # turns count 8 times in BPE training), TINY_SPLIT_INITIAL (0; 1: a word's
@@ -75,6 +78,7 @@ HEAD_DIM=${TINY_HEAD_DIM:-64}
 FF=${TINY_FF:-768}
 VOCAB=${TINY_VOCAB:-4096}
 BASE=${TINY_BASE:-}
+GROW=${TINY_GROW:-0}
 TARGET_WEIGHT=${TINY_TARGET_WEIGHT:-8}
 SPLIT_INITIAL=
 [ "${TINY_SPLIT_INITIAL:-0}" = 1 ] && SPLIT_INITIAL=--split-initial
@@ -148,7 +152,8 @@ if [ -s "$DIR/model-f32.gguf" ]; then skip 3/7 "$DIR/model-f32.gguf"; else
     # from nothing: the shape and the vocabulary; continued: the base's
     MODEL="--vocab $DIR/vocab.gguf --layers $LAYERS --embd $EMBD --heads $HEADS --kv-heads $KV --head-dim $HEAD_DIM --ff $FF"
     SHAPE="${LAYERS}x$EMBD, $HEADS/$KV heads of $HEAD_DIM, ff $FF"
-    [ -n "$BASE" ] && MODEL="--base $BASE" && SHAPE="continuing $BASE"
+    [ -n "$BASE" ] && MODEL="--base $BASE --grow-layers $GROW" && SHAPE="continuing $BASE"
+    [ -n "$BASE" ] && [ "$GROW" -gt 0 ] && SHAPE="$SHAPE with $GROW layers added"
     stage_start 3/7 "train: $STYLE style, $SHAPE, ${BATCH}x$SEQ tokens x $ACCUM per step, WSD lr $LR, $LENGTH, $THREADS threads, $PRODUCTS_ASKED products$WEIGHTED${RESUME:+ (resuming)}"
     # the per-step log line by line, so a kill loses none of it
     LINEBUF=

@@ -77,6 +77,24 @@ static void test_train_resume_write(void)
     unlink(bf);
     strcat(bf, ".svg");
     unlink(bf);
+    /* the model just written deepened by a layer (block expansion) */
+    char grown[320];
+    snprintf(grown, sizeof grown, "%s/grown.gguf", dir);
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", grown, "--base", model, "--grow-layers",
+                                       "1", "--steps", "2", "--seq", "32", "--batch", "2",
+                                       NULL}), 0);
+    ASSERT(hx_model_load(grown, &mp, &m, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_model_hparams(m)->n_layer, 2);
+    hx_model_free(m);
+    EXPECT(run((const char *[]){data, "--out", grown, "--base", model, "--grow-layers", "2",
+                                NULL}) != 0);
+    EXPECT(strstr(g_errbuf, "from 0 to the base's 1") != NULL);
+    EXPECT_EQ_INT(run((const char *[]){data, "--out", grown, "--grow-layers", "1", SMALL,
+                                       NULL}), HX_EXIT_USAGE);
+    EXPECT(strstr(g_errbuf, "--grow-layers needs --base") != NULL);
+    unlink(grown);
+    strcat(grown, ".svg");
+    unlink(grown);
     /* a LoRA adapter over the model just written */
     EXPECT_EQ_INT(run((const char *[]){data, "--out", adapter, "--base", model,
                                        "--lora-rank", "4", "--steps", "3", "--seq",

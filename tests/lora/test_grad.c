@@ -1,5 +1,6 @@
 /* test_grad.c: whole-model gradient checks of the training engine against
- * central differences (full training and LoRA over F32 and Q8_0 bases),
+ * central differences (full training, a base grown by added layers, and
+ * LoRA over F32 and Q8_0 bases),
  * and the training forward's logits against the engine's hx_decode. */
 #include <stdint.h>
 #include <unistd.h>
@@ -379,6 +380,97 @@ static void test_untied_from_gguf(void)
     unlink(path);
 }
 
+/* The params of trainer tensor name (NULL if absent); *n its size. */
+static const float *tensor_of(hx_trainer *tr, const char *name, size_t *n)
+{
+    for (int i = 0; i < hx_trainer_n_tensors(tr); i++) {
+        size_t off;
+        if (!strcmp(hx_trainer_tensor(tr, i, &off, n), name))
+            return hx_trainer_params(tr) + off;
+    }
+    return NULL;
+}
+
+static int all_zero(const float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != 0.0f) return 0;
+    return 1;
+}
+
+/* Whether layer gl of grown equals layer bl of base, tensor by tensor, an
+ * added copy's attention output and FFN down projections zero instead. */
+static int layer_is(hx_trainer *grown, int gl, hx_trainer *base, int bl, int copy)
+{
+    static const char *const what[] = {"attn_norm", "attn_q", "attn_k", "attn_v",
+                                       "attn_output", "attn_q_norm", "attn_k_norm",
+                                       "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"};
+    for (size_t i = 0; i < sizeof what / sizeof what[0]; i++) {
+        char gn[64], bn[64];
+        size_t ng = 0, nb = 0;
+        snprintf(gn, sizeof gn, "blk.%d.%s.weight", gl, what[i]);
+        snprintf(bn, sizeof bn, "blk.%d.%s.weight", bl, what[i]);
+        const float *g = tensor_of(grown, gn, &ng), *b = tensor_of(base, bn, &nb);
+        const int zeroed = copy && (i == 4 || i == 10);
+        if (!g || !b || ng != nb) return 0;
+        if (zeroed ? !all_zero(g, ng) : memcmp(g, b, ng * sizeof *g) != 0) return 0;
+    }
+    return 1;
+}
+
+/* Block expansion: the grown model's added layers copy the one before
+ * them with zero output projections, so it computes the base's logits
+ * exactly; its gradient is right and a step moves the zeros. */
+static void test_grown_from_gguf(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/grow.gguf", tmpdir);
+    ASSERT(write_base(path, "Q8_0", 1) == HX_OK);
+    hx_trainer *base = NULL, *grown = NULL, *one = NULL, *bad = NULL;
+    hx_err err = {0};
+    ASSERT(hx_trainer_new_gguf(path, NULL, 1, &base, &err) == HX_OK);
+    ASSERT(hx_trainer_new_grown(path, 2, 1, &grown, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_hparams(grown)->n_layer, 4);
+    EXPECT(layer_is(grown, 0, base, 0, 0) && layer_is(grown, 1, base, 0, 1));
+    EXPECT(layer_is(grown, 2, base, 1, 0) && layer_is(grown, 3, base, 1, 1));
+    /* one added layer of two goes after the last */
+    ASSERT(hx_trainer_new_grown(path, 1, 1, &one, &err) == HX_OK);
+    EXPECT_EQ_INT(hx_trainer_hparams(one)->n_layer, 3);
+    EXPECT(layer_is(one, 1, base, 1, 0) && layer_is(one, 2, base, 1, 1));
+    hx_batch b = make_batch(32);
+    float lb[14 * 32], lg[14 * 32];
+    double sb = 0, sg = 0;
+    int nb = 0, ng = 0;
+    ASSERT(hx_trainer_forward(base, &b, lb, &sb, &nb, &err) == HX_OK);
+    ASSERT(hx_trainer_forward(grown, &b, lg, &sg, &ng, &err) == HX_OK);
+    EXPECT(!memcmp(lb, lg, sizeof lb) && sb == sg && nb == ng);
+    const char *wn = "-";
+    const double dir = check_directions(grown, &b, &wn);
+    printf("#   grown 2 -> 4 layers: logits equal the base's; worst directional error "
+           "%.2e of ||g|| (%s)\n", dir, wn);
+    EXPECT(dir < 1e-3);
+    /* the step moves the added layer's output projection off zero */
+    hx_opt_params o = hx_opt_default_params();
+    hx_trainer_zero_grad(grown);
+    ASSERT(hx_trainer_grad(grown, &b, ng, &sg, &err) == HX_OK);
+    ASSERT(hx_trainer_step(grown, &o, NULL) == HX_OK);
+    size_t n = 0;
+    const float *wo = tensor_of(grown, "blk.1.attn_output.weight", &n);
+    EXPECT(wo && n == 32 * 32 && !all_zero(wo, n));
+    /* more layers than the base has, or a MoE base: refused */
+    EXPECT(hx_trainer_new_grown(path, 3, 1, &bad, &err) == HX_ERR_INVALID && !bad);
+    EXPECT(strstr(err.msg, "from 0 to the base's 2") != NULL);
+    snprintf(path, sizeof path, "%s/grow-moe.gguf", tmpdir);
+    ASSERT(write_model(path, "F32", 1, 1) == HX_OK);
+    EXPECT(hx_trainer_new_grown(path, 1, 1, &bad, &err) == HX_ERR_UNSUPPORTED && !bad);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/grow.gguf", tmpdir);
+    unlink(path);
+    hx_trainer_free(base);
+    hx_trainer_free(grown);
+    hx_trainer_free(one);
+}
+
 static void test_lora_vs_full_f32(void) { lora_vs_full("F32"); }
 static void test_lora_vs_full_q8_0(void) { lora_vs_full("Q8_0"); }
 
@@ -627,6 +719,7 @@ int main(void)
     if (!mkdtemp(tmpdir)) return 1;
     RUN(test_full_model);
     RUN(test_untied_from_gguf);
+    RUN(test_grown_from_gguf);
     RUN(test_lora_f32);
     RUN(test_lora_q8_0);
     RUN(test_lora_moe_f32);
