@@ -225,6 +225,8 @@ if grep '^trained' "$DIR/train.log" | tail -1 | grep -q 'bfloat16 products'; the
 fi
 SHAPE_DESC="$LAYERS layers, C = $EMBD, $HEADS query heads x $HEAD_DIM, $KV KV heads, FFN $FF"
 [ -n "$BASE" ] && SHAPE_DESC="the start's (\`hearth info -m $OUT\`)"
+[ -n "$BASE" ] && [ "$GROW" -gt 0 ] &&
+    SHAPE_DESC="the start's with $GROW layers added, copies of the layers before them whose output projections started at zero (\`hearth info -m $OUT\`)"
 cat >"$(dirname "$OUT")/README.md" <<EOF
 # hearth-tiny
 
