@@ -121,20 +121,23 @@ int hx_fold_contains(const char *hay, const char *needle)
 }
 
 /* Function words of the languages Hearth's users write requests and mail
- * in (English, German, French, Spanish), folded, sorted for bsearch.
+ * in (English, German, French, Spanish), folded, sorted for bsearch, and
+ * the tails an apostrophe splits off English words ("Bob's", "that's",
+ * "don't", "I'll", "we're", "I've", "I'd", "I'm"), which alone would match
+ * every possessive: "Thank you, that's all" recalled "the user's manager".
  * Words that are also names or topics ("mit", "die", "also") are left out. */
 static const char *const stop_words[] = {
     "a", "about", "al", "an", "and", "any", "are", "as", "at", "au", "auf",
-    "aux", "be", "bitte", "by", "can", "con", "could", "cuando", "dans", "das",
+    "aux", "be", "bitte", "by", "can", "con", "could", "cuando", "d", "dans", "das",
     "de", "del", "dem", "den", "der", "des", "do", "donde", "du", "ein", "eine",
     "einem", "einen", "einer", "el", "en", "es", "est", "et", "for", "from",
     "fur", "had", "has", "have", "he", "her", "him", "his", "how", "i", "ich",
-    "if", "im", "in", "is", "ist", "it", "its", "la", "las", "le", "les", "lo",
-    "los", "ma", "me", "mein", "meine", "meinen", "mes", "mi", "mis", "mon",
+    "if", "im", "in", "is", "ist", "it", "its", "la", "las", "le", "les", "ll", "lo",
+    "los", "m", "ma", "me", "mein", "meine", "meinen", "mes", "mi", "mis", "mon",
     "my", "nicht", "of", "on", "or", "our", "par", "para", "please", "por",
-    "pour", "quand", "que", "qui", "se", "she", "sie", "so", "sur", "that",
+    "pour", "quand", "que", "qui", "re", "s", "se", "she", "sie", "so", "sur", "t", "that",
     "the", "their", "them", "then", "there", "they", "this", "to", "un", "una",
-    "und", "une", "uno", "us", "von", "wann", "was", "we", "were", "what", "when",
+    "und", "une", "uno", "us", "ve", "von", "wann", "was", "we", "were", "what", "when",
     "where", "which", "who", "wie", "will", "with", "wo", "would", "y", "you",
     "your", "zu",
 };

@@ -654,6 +654,34 @@ static void test_recall_ranking(void)
     hx_memory_close(m);
 }
 
+/* Small talk recalls nothing: "that's" leaves the word "s", which alone
+ * matched every possessive ("the user's manager"); the control: a
+ * question about Bob recalls Bob's memory. */
+static void test_recall_ignores_apostrophe_tails(void)
+{
+    hx_memory *m = open_at(tmp_path("tails.db"));
+    ASSERT(m);
+    int64_t bob = remember(m, "person", "Bob's email is bob@example.org", NULL);
+    remember(m, "person", "Dana is the user's manager", NULL);
+    hx_recall_params rp = hx_recall_default_params();
+    rp.mark_used = 0;
+    char *sec = NULL;
+    hx_mem_list *l = NULL;
+    hx_err err = {0};
+    ASSERT(hx_memory_recall(m, "Thank you, that's all", &rp, &sec, &l, &err) == HX_OK);
+    EXPECT_EQ_INT(l->n, 0);
+    EXPECT_STR_EQ(sec, "");
+    free(sec);
+    hx_mem_list_free(l);
+    ASSERT(hx_memory_recall(m, "What's Bob's email?", &rp, &sec, &l, &err) == HX_OK);
+    ASSERT(l->n >= 1);
+    EXPECT_EQ_INT(l->items[0].id, bob);
+    EXPECT(strstr(sec, "manager") == NULL);
+    free(sec);
+    hx_mem_list_free(l);
+    hx_memory_close(m);
+}
+
 static void test_recall_budget(void)
 {
     hx_memory *m = open_at(tmp_path("budget.db"));
@@ -1052,6 +1080,7 @@ int main(void)
     RUN(test_consolidation);
     RUN(test_forget_means_gone);
     RUN(test_recall_ranking);
+    RUN(test_recall_ignores_apostrophe_tails);
     RUN(test_recall_budget);
     RUN(test_recall_one_line);
     RUN(test_expiry);
