@@ -27,10 +27,8 @@ typedef struct hx_grammar_params {
                     JSON whitespace, as the JSON spec allows) */
     int line_turn; /* 1: tool calls (HX_CALLS_TAGGED) are followed by
                     nothing or by one newline, which ends the turn: a
-                    turn is one line (the compact prompt style), so the
-                    whitespace inside a call is spaces and tabs, never a
-                    line break; default 0: whitespace may follow each
-                    call */
+                    turn is one line (the compact prompt style); default 0:
+                    whitespace may follow each call */
     int ws_max;  /* > 0: at most this many whitespace bytes in a row (for
                     generation, where a model can loop on whitespace);
                     default 0 = unbounded. Ignored when compact. */

@@ -1309,11 +1309,9 @@ static int detect_draft(const cJSON *root)
 uint32_t hx_json_ws(hx_rx *rx, const hx_grammar_params *p)
 {
     static const uint32_t ws_bits[8] = {0x2600, 1, 0, 0, 0, 0, 0, 0}; /* \t \n \r space */
-    /* one-line turns: a newline would end the turn inside the call */
-    static const uint32_t line_bits[8] = {0x0200, 1, 0, 0, 0, 0, 0, 0}; /* \t space */
     if (p->compact) return RX_NIL;
     uint32_t max = p->ws_max > 0 ? (uint32_t)p->ws_max : p->generation ? HX_GEN_WS : RX_INF;
-    return hx_rx_rep(rx, hx_rx_class(rx, p->line_turn ? line_bits : ws_bits), 0, max);
+    return hx_rx_rep(rx, hx_rx_class(rx, ws_bits), 0, max);
 }
 
 int hx_schema_compile_rx(hx_rx *rx, const cJSON *schema, const hx_grammar_params *p, uint32_t *out,
