@@ -471,7 +471,8 @@ static void copy_weights(hx_trainer *tr, const hx_model *m, int n_layer, int gro
         source_name(t->name, n_layer, grow, src, sizeof src, &zero);
         const hx_gguf_tensor *gt = hx_gguf_find_tensor(g, src);
         float *p = tr->params + t->off;
-        if (!gt || zero) { /* q/k norm absent (llama): identity gains */
+        if (!gt || zero) { /* q/k norm absent (llama): identity gains; an
+                            * added copy's output projection: zero */
             for (size_t k = 0; k < t->n; k++) p[k] = zero ? 0.0f : 1.0f;
             continue;
         }
