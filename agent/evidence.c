@@ -360,7 +360,7 @@ static cJSON *stopped_entry(const cJSON *n, const char *name, const hx_tools *re
     hx_buf_init(&b);
     stop_text(n, &e);
     char *a = cJSON_PrintUnformatted(cJSON_GetObjectItem(n, "arguments"));
-    hx_buf_printf(&b, "%s %.200s: %s", name, a ? a : "", e.data ? e.data : "");
+    hx_buf_printf(&b, "%s%s%.200s: %s", name, a ? " " : "", a ? a : "", e.data ? e.data : "");
     cJSON_free(a);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "action", effect_of(reg, name) == HX_EFFECT_SEND ? "not sent"

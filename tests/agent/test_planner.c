@@ -185,6 +185,9 @@ static void expect_not_run_write(const cJSON *t, const char *tool, const char *b
     EXPECT_STR_EQ(tstr(d, "tool"), tool);
     EXPECT_STR_EQ(tstr(d, "status"), "not run");
     EXPECT(tstr(d, "error") && strstr(tstr(d, "error"), by));
+    /* the line names the tool, then its arguments where it has them */
+    EXPECT(tstr(d, "text") && !strncmp(tstr(d, "text"), tool, strlen(tool)) &&
+           !strstr(tstr(d, "text"), "  "));
 }
 
 /* A call the token budget cuts mid-way is never sent: no tool run, no
