@@ -230,6 +230,10 @@ typedef struct hx_source_engine_params {
  * `period` tokens repeated `times` times, the token that would repeat it
  * once more (hist[n - period]), to be masked; else -1. */
 int32_t hx_repeat_ban(const int32_t *hist, int n, int period, int times);
+/* The loop guard's rule for a string in a call (every style): 1 when the
+ * string has run n_val tokens, at least 32, and its last 32 (last[0, 32)
+ * in any order) are of 8 or fewer kinds; the guard then closes it. */
+int hx_value_loops(const int32_t *last, int n_val);
 /* The copy bias of the compact prompt style (small models such as
  * hearth-tiny) unless the caller sets one: chosen on generated tasks apart
  * from the held-out evaluation's. */

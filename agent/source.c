@@ -29,6 +29,7 @@ typedef struct eng_src {
     hx_spec *spec;        /* batched forced runs and drafts (engine/spec.h) */
     uint32_t *ws;         /* whitespace-only tokens (bitset) */
     uint32_t *ws_long;    /* those longer than MAX_WS_BYTES */
+    uint32_t *quote_lead; /* tokens whose first byte is '"' (bitset) */
     int32_t n_ws;
     /* prefill in slices with a cancel check; prefix caches on disk */
     int slice;
@@ -144,6 +145,7 @@ static void eng_free(void *ctx)
     free(e->cache);
     free(e->ws);
     free(e->ws_long);
+    free(e->quote_lead);
     free(e->prefix_dir);
     free(e->copy_text);
     free(e->refused);
@@ -237,21 +239,37 @@ static int turn_grammar(eng_src *e, int choice, hx_grammar **g, hx_err *err)
  * allows at most MAX_WS_RUN whitespace-only tokens in a row, none longer
  * than MAX_WS_BYTES (Qwen writes one "\n" after <tool_call>); in the
  * compact style (small models) no run of one, two or three tokens
- * repeated MAX_REPEAT times in a row gets one more repetition
+ * repeated MAX_REPEAT times in a row, nor of four to REPEAT_PERIOD tokens
+ * repeated MAX_REPEAT_LONG times, gets one more repetition
  * (hx_repeat_ban), in calls and answers alike (hearth-tiny, whose
  * template is declared, had no such rule and answered " string string
- * string ..." until the token budget). A call starts at
+ * string ..." until the token budget; with the short rule alone a model
+ * escapes into a longer loop, " the the the the the" with the last word
+ * spelled without its space, and writes a string until the context is
+ * full). A call starts at
  * "<tool_call>" or, in the Llama style, at a leading "{" or at
- * "<|python_tag|>", and ends at "</tool_call>" outside its JSON strings. */
-#define MAX_REPEAT 4
-#define REPEAT_PERIOD 3 /* the longest repeated run the guard sees */
-#define REPEAT_HIST (REPEAT_PERIOD * MAX_REPEAT)
+ * "<|python_tag|>", and ends at "</tool_call>" outside its JSON strings.
+ * In every style, a string in a call whose last VAL_WINDOW tokens hold no
+ * more than VAL_DISTINCT different ones is a loop the rules above did not
+ * stop (a model escapes each ban into a longer loop): the string is closed
+ * (only tokens that begin with its closing quote are left, where the
+ * grammar allows one), so that a forced call ends instead of writing one
+ * value until the context is full. */
+#define MAX_REPEAT 4      /* runs of one to three tokens */
+#define MAX_REPEAT_LONG 3 /* longer runs */
+#define REPEAT_PERIOD 8   /* the longest repeated run the guard sees */
+#define REPEAT_HIST (REPEAT_PERIOD * MAX_REPEAT_LONG)
 #define MAX_WS_RUN 2
 #define MAX_WS_BYTES 2
+#define VAL_WINDOW 32
+#define VAL_DISTINCT 8
 typedef struct guard {
     const uint32_t *ws;  /* bitset of whitespace-only tokens (the source's) */
     const uint32_t *ws_long; /* those longer than MAX_WS_BYTES */
+    const uint32_t *quote_lead; /* those beginning with '"' */
     int32_t n_ws;        /* tokens covered by ws */
+    int32_t val[VAL_WINDOW]; /* the current string's last tokens (a ring) */
+    int n_val;           /* tokens of the current string in a call so far */
     int compact;         /* the compact style: the repeat rule applies */
     int32_t hist[REPEAT_HIST]; /* the last tokens, oldest first */
     int n_hist;
@@ -277,14 +295,39 @@ int32_t hx_repeat_ban(const int32_t *hist, int n, int period, int times)
     return hist[n - period];
 }
 
+int hx_value_loops(const int32_t *last, int n_val)
+{
+    if (n_val < VAL_WINDOW) return 0;
+    int kinds = 0;
+    for (int i = 0; i < VAL_WINDOW; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = last[j] == last[i];
+        if (!seen && ++kinds > VAL_DISTINCT) return 0;
+    }
+    return 1;
+}
+
+/* Leaves only the tokens that close the string, if the stages before left
+ * one of them (a grammar may not yet allow the close). */
+static void close_value(const guard *g, float *logits, int32_t n_vocab)
+{
+    const int32_t n = n_vocab < g->n_ws ? n_vocab : g->n_ws;
+    int32_t t = 0;
+    while (t < n && !(bit(g->quote_lead, g->n_ws, t) && logits[t] > -INFINITY)) t++;
+    if (t == n) return;
+    for (t = 0; t < n_vocab; t++)
+        if (!bit(g->quote_lead, g->n_ws, t)) logits[t] = -INFINITY;
+}
+
 static int guard_apply(void *ctx, float *logits, int32_t n_vocab)
 {
     guard *g = ctx;
     for (int p = 1; g->compact && p <= REPEAT_PERIOD; p++) {
-        int32_t t = hx_repeat_ban(g->hist, g->n_hist, p, MAX_REPEAT);
+        int32_t t = hx_repeat_ban(g->hist, g->n_hist, p, p <= 3 ? MAX_REPEAT : MAX_REPEAT_LONG);
         if (t >= 0 && t < n_vocab) logits[t] = -INFINITY;
     }
     if (!g->ct.in_call) return HX_OK;
+    if (g->ct.in_str && !g->ct.esc && hx_value_loops(g->val, g->n_val)) close_value(g, logits, n_vocab);
     const uint32_t *ban = g->ws_run >= MAX_WS_RUN ? g->ws : g->ws_long;
     for (int32_t t = 0; t < n_vocab && t < g->n_ws; t++)
         if (bit(ban, g->n_ws, t)) logits[t] = -INFINITY;
@@ -340,6 +383,8 @@ static int guard_accept(void *ctx, int32_t token)
     g->hist[g->n_hist - 1] = token;
     g->ws_run = is_ws_tok(g, token) ? g->ws_run + 1 : 0;
     guard_tail(g, token);
+    if (g->ct.in_call && g->ct.in_str) g->val[g->n_val++ % VAL_WINDOW] = token;
+    else g->n_val = 0;
     g->called |= g->ct.in_call;
     return HX_OK;
 }
@@ -348,7 +393,7 @@ static int add_guard(eng_src *e, hx_sampler *s)
 {
     guard *g = hx_calloc(1, sizeof *g);
     if (!g) return HX_ERR_NOMEM;
-    *g = (guard){.ws = e->ws, .ws_long = e->ws_long, .n_ws = e->n_ws,
+    *g = (guard){.ws = e->ws, .ws_long = e->ws_long, .quote_lead = e->quote_lead, .n_ws = e->n_ws,
                  .compact = e->compact || e->line_turn, .v = e->v};
     g->ct.llama = e->call_style == HX_CALLS_LLAMA;
     hx_sampler_stage st = {HX_SAMPLER_STAGE_API, "loop guard", g, guard_apply,
@@ -463,13 +508,15 @@ static int add_ground(eng_src *e, hx_sampler *s, int may_call)
     return rc;
 }
 
-/* The whitespace-only tokens of the vocabulary, as a bitset. */
+/* The whitespace-only tokens of the vocabulary and those that begin with a
+ * quote, as bitsets. */
 static int find_ws_tokens(eng_src *e)
 {
     int32_t n = hx_vocab_n_tokens(e->v);
     e->ws = hx_calloc((size_t)(n + 31) / 32, sizeof *e->ws);
     e->ws_long = hx_calloc((size_t)(n + 31) / 32, sizeof *e->ws);
-    if (!e->ws || !e->ws_long) return HX_ERR_NOMEM;
+    e->quote_lead = hx_calloc((size_t)(n + 31) / 32, sizeof *e->ws);
+    if (!e->ws || !e->ws_long || !e->quote_lead) return HX_ERR_NOMEM;
     e->n_ws = n;
     for (int32_t t = 0; t < n; t++) {
         size_t len = 0;
@@ -479,6 +526,8 @@ static int find_ws_tokens(eng_src *e)
             ws = p[i] == ' ' || p[i] == '\n' || p[i] == '\t' || p[i] == '\r';
         if (ws) e->ws[t >> 5] |= 1u << (t & 31);
         if (ws && len > MAX_WS_BYTES) e->ws_long[t >> 5] |= 1u << (t & 31);
+        if (p && len > 0 && *p == '"' && !hx_vocab_is_special(e->v, t))
+            e->quote_lead[t >> 5] |= 1u << (t & 31);
     }
     return HX_OK;
 }

@@ -1,7 +1,9 @@
 /* test_guard.c: the loop guard's repeat rule (hx_repeat_ban, agent/source.c):
- * a run of one, two or three tokens repeated `times` times is not
- * repeated once more; shorter repeats, broken runs and too short
- * histories ban nothing. Its call tracking (hx_calltrack_byte): a call
+ * a run of tokens repeated `times` times is not repeated once more;
+ * shorter repeats, broken runs and too short histories ban nothing. Its
+ * rule for a string in a call (hx_value_loops): 32 tokens of 8 kinds are a
+ * loop, of 9 kinds are not, and a shorter string is never one. Its call
+ * tracking (hx_calltrack_byte): a call
  * ends at a closing tag outside its strings, not at one a value spells. */
 #include "agent/agent.h"
 #include "test.h"
@@ -24,6 +26,29 @@ static void test_pairs_and_triples(void)
     EXPECT_EQ_INT(hx_repeat_ban(tri, 12, 3, 4), 3);
     const int32_t broken[] = {3, 4, 8, 3, 4, 9, 3, 4, 8, 3, 4, 8};
     EXPECT_EQ_INT(hx_repeat_ban(broken, 12, 3, 4), -1);
+}
+
+/* The loop a model wrote in a forced call once the short rule banned its
+ * fifth " the": " the" four times, then "the", over and over. */
+static void test_longer_runs(void)
+{
+    const int32_t h[] = {7, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2};
+    EXPECT_EQ_INT(hx_repeat_ban(h, 16, 5, 3), 1);
+    EXPECT_EQ_INT(hx_repeat_ban(h, 15, 5, 3), -1); /* two times and a part */
+}
+
+static void test_value_loops(void)
+{
+    int32_t v[40];
+    for (int i = 0; i < 40; i++) v[i] = 100 + i % 8; /* 8 kinds */
+    EXPECT(hx_value_loops(v, 32));
+    EXPECT(hx_value_loops(v, 500));
+    EXPECT(!hx_value_loops(v, 31)); /* not yet long enough */
+    v[17] = 9;                      /* a ninth kind */
+    EXPECT(!hx_value_loops(v, 32));
+    int32_t words[32];
+    for (int i = 0; i < 32; i++) words[i] = 3 * i; /* prose: every token new */
+    EXPECT(!hx_value_loops(words, 32));
 }
 
 static void test_bad_arguments(void)
@@ -59,6 +84,8 @@ int main(void)
 {
     RUN(test_one_token);
     RUN(test_pairs_and_triples);
+    RUN(test_longer_runs);
+    RUN(test_value_loops);
     RUN(test_bad_arguments);
     RUN(test_call_tracking);
     return test_summary();
