@@ -265,13 +265,29 @@ static void test_bad_params(void)
     EXPECT(access(tmp_path("x.gguf"), F_OK) != 0);
 }
 
-/* The wide shape the embedding tests write hearth-tiny (6 x 256, 4/2
- * heads of 64, ff 768, 4096 tokens) or a small random model into. */
+/* The layers of the committed hearth-tiny (its file says; 6 if it cannot
+ * be read), so that the wide shape stays deeper when the model grows. */
+static int tiny_layers(void)
+{
+    hx_gguf *g = NULL;
+    hx_err err = {0};
+    int64_t n = -1;
+    if (hx_gguf_open("models/hearth-tiny.gguf", &g, &err) == HX_OK) {
+        n = u32_key(g, "qwen3.block_count");
+        hx_gguf_close(g);
+    }
+    return n > 0 ? (int)n : 6;
+}
+
+/* The wide shape the embedding tests write hearth-tiny (its layers x 256,
+ * 4/2 heads of 64, ff 768, 4096 tokens) or a small random model into: two
+ * layers deeper than hearth-tiny, at least 8. */
 static hx_mkmodel_params wide(const char *embed)
 {
     hx_mkmodel_params p = small("qwen3", "Q8_0");
     p.embed_path = embed;
-    p.n_layer = 8, p.n_embd = 512, p.n_head = 8, p.n_head_kv = 4, p.head_dim = 128;
+    p.n_layer = tiny_layers() + 2 < 8 ? 8 : tiny_layers() + 2;
+    p.n_embd = 512, p.n_head = 8, p.n_head_kv = 4, p.head_dim = 128;
     p.n_ff = 1024, p.n_vocab = 5000, p.tied_output = 0;
     return p;
 }
