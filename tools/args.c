@@ -1,6 +1,7 @@
 /* args.c: reading the JSON arguments of the built-in tools: strings,
  * numbers, booleans, addresses and time arguments (ISO 8601 or time
- * expressions). */
+ * expressions); the terms and notes of a search by words. */
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -130,4 +131,42 @@ int hx_arg_addresses(const cJSON *args, const char *key, hx_err *err)
                                                    sizeof email))
         return hx_address_error(key, cJSON_IsString(a) ? a->valuestring : NULL, err);
     return HX_OK;
+}
+
+/* ---- a search by words ---- */
+
+const char *hx_term_at(const hx_buf *terms, int i)
+{
+    size_t at = 0;
+    while (i-- > 0) at += strlen(terms->data + at) + 1;
+    return terms->data + at;
+}
+
+cJSON *hx_terms_json(const hx_buf *terms, int n, int mask)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++)
+        if (mask & (1 << i)) cJSON_AddItemToArray(a, cJSON_CreateString(hx_term_at(terms, i)));
+    return a;
+}
+
+void hx_text_notes(const hx_buf *terms, int n_terms, const hx_buf *ignored, int best,
+                   int total, const char *noun, cJSON *out)
+{
+    char words[512] = "", note[700];
+    for (int i = 0; i < n_terms; i++)
+        snprintf(words + strlen(words), sizeof words - strlen(words), "%s%s", i ? ", " : "",
+                 hx_term_at(terms, i));
+    if (!total) {
+        snprintf(note, sizeof note, "no %s has any of the words", noun);
+        cJSON_AddStringToObject(out, "note", note);
+    } else if (best < n_terms) {
+        snprintf(note, sizeof note, "no %s has all of the words (%s): these have some of "
+                 "them, best match first, each with the words it has", noun, words);
+        cJSON_AddStringToObject(out, "note", note);
+    }
+    int n_ignored = 0;
+    for (size_t i = 0; ignored->data && i < ignored->len; i += strlen(ignored->data + i) + 1)
+        n_ignored++;
+    if (n_ignored) cJSON_AddItemToObject(out, "ignored_words", hx_terms_json(ignored, n_ignored, -1));
 }

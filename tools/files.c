@@ -2,11 +2,13 @@
  * to the roots the user configured: each root is held as a directory
  * descriptor and every path is resolved beneath one without following a
  * link (tools/root.c); only regular files are read. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <math.h>
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <stdlib.h>
@@ -268,7 +270,25 @@ static int tool_list(hx_tools *reg, void *user, const cJSON *args,
     return HX_OK;
 }
 
-/* ---- files.search ---- */
+/* ---- files.search ----
+ * By name (words of its path, or a glob), by a regex over its lines, and
+ * by content words: the files holding every word, else those holding the
+ * most, ranked by BM25 over the folded text with a word of the path
+ * weighing NAME_WEIGHT, each with its lines holding the most words. */
+
+#define NAME_WEIGHT 3
+#define BM25_K1 1.2
+#define BM25_B 0.75
+
+/* A file holding some of the content's words, until the walk ends. */
+typedef struct hit {
+    cJSON *entry;
+    unsigned mask;              /* the terms it has, a bit each */
+    int n_has;                  /* how many */
+    int tf[HX_FOLD_MAX_TERMS];  /* each term's count, the path's weighed */
+    double len;                 /* its folded text, bytes */
+    double score;               /* BM25 */
+} hit;
 
 typedef struct search {
     char *glob;        /* the name as a glob ("*.pdf"), folded; or NULL */
@@ -279,38 +299,152 @@ typedef struct search {
     size_t max_size;
     int limit, found, links, others;
     cJSON *results;
+    hx_buf terms, ignored; /* the content's words (hx_fold_terms) */
+    int n_terms;
+    hit *hits;             /* owned, with their entries */
+    int n_hits, cap_hits;
+    int n_docs;            /* text files whose words were counted */
+    double sum_len;
 } search;
 
-/* Up to MATCHES_PER_FILE matching lines of a text file; NULL if none. */
-static cJSON *grep_file(search *s, int fd, const char *path)
+/* Line `line` (p, n bytes) as a match: its number and text, cut. */
+static cJSON *line_json(int line, const char *p, size_t n)
+{
+    cJSON *h = cJSON_CreateObject();
+    char *t = hx_mail_to_utf8(NULL, p, n > 300 ? 300 : n, NULL);
+    cJSON_AddNumberToObject(h, "line", line);
+    cJSON_AddStringToObject(h, "text", t ? t : "");
+    free(t);
+    return h;
+}
+
+/* Up to MATCHES_PER_FILE lines of data matching the regex; NULL if none. */
+static cJSON *grep_data(search *s, const char *data)
+{
+    cJSON *hits = NULL;
+    int line = 1, n = 0;
+    for (const char *p = data; *p && n < MATCHES_PER_FILE;) {
+        const char *nl = strchr(p, '\n');
+        size_t ll = nl ? (size_t)(nl - p) : strlen(p);
+        if (pcre2_match(s->re, (PCRE2_SPTR)p, ll, 0, 0, s->md, NULL) >= 0) {
+            if (!hits) hits = cJSON_CreateArray();
+            cJSON_AddItemToArray(hits, line_json(line, p, ll));
+            n++;
+        }
+        if (!nl) break;
+        p = nl + 1;
+        line++;
+    }
+    return hits;
+}
+
+/* The whole text file open at fd (NULL: unreadable, too large or binary). */
+static char *read_text(const search *s, int fd, const char *path)
 {
     char *data;
     size_t len;
     hx_err e;
     if (hx_read_fd(fd, path, s->max_size, &data, &len, &e)) return NULL;
-    cJSON *hits = NULL;
-    if (!looks_binary(data, len)) {
-        int line = 1, n = 0;
-        for (char *p = data; *p && n < MATCHES_PER_FILE;) {
-            char *nl = strchr(p, '\n');
-            size_t ll = nl ? (size_t)(nl - p) : strlen(p);
-            if (pcre2_match(s->re, (PCRE2_SPTR)p, ll, 0, 0, s->md, NULL) >= 0) {
-                if (!hits) hits = cJSON_CreateArray();
-                cJSON *h = cJSON_CreateObject();
-                char *t = hx_mail_to_utf8(NULL, p, ll > 300 ? 300 : ll, NULL);
-                cJSON_AddNumberToObject(h, "line", line);
-                cJSON_AddStringToObject(h, "text", t ? t : "");
-                free(t);
-                cJSON_AddItemToArray(hits, h);
-                n++;
-            }
-            if (!nl) break;
-            p = nl + 1;
-            line++;
+    if (!looks_binary(data, len)) return data;
+    free(data);
+    return NULL;
+}
+
+/* A term is found where a word starts (so "dal" is not found in
+ * "medal"); a term of a spaceless script or starting with a letter
+ * beyond ASCII, anywhere. */
+static int count_term(const char *f, const char *t)
+{
+    int n = 0;
+    for (const char *p = f; (p = strstr(p, t)); p++)
+        n += (unsigned char)t[0] >= 0x80 || p == f ||
+             ((unsigned char)p[-1] < 0x80 && !isalnum((unsigned char)p[-1]));
+    return n;
+}
+
+/* The terms the folded text f has, a bit each; tf (may be NULL) gets
+ * their counts times weight added. */
+static unsigned terms_in(const search *s, const char *f, int *tf, int weight)
+{
+    unsigned mask = 0;
+    for (int i = 0; f && i < s->n_terms; i++) {
+        int n = count_term(f, hx_term_at(&s->terms, i));
+        if (n) mask |= 1u << i;
+        if (tf) tf[i] += n * weight;
+    }
+    return mask;
+}
+
+/* Up to MATCHES_PER_FILE lines of data holding the most of the terms (of
+ * equals, the first), in the file's order; NULL if none. */
+static cJSON *word_lines(const search *s, const char *data)
+{
+    struct { const char *p; size_t n; int line, has; } best[MATCHES_PER_FILE];
+    int k = 0, line = 1;
+    for (const char *p = data; *p; line++) {
+        const char *nl = strchr(p, '\n');
+        size_t ll = nl ? (size_t)(nl - p) : strlen(p);
+        char *raw = hx_strndup(p, ll), *f = raw ? hx_fold(raw) : NULL;
+        int has = __builtin_popcount(terms_in(s, f, NULL, 0)), at = k;
+        free(raw);
+        free(f);
+        while (at > 0 && best[at - 1].has < has) at--; /* keeps best by has, then line */
+        if (has && at < MATCHES_PER_FILE) {
+            int move = (k < MATCHES_PER_FILE ? k : MATCHES_PER_FILE - 1) - at;
+            memmove(&best[at + 1], &best[at], (size_t)move * sizeof *best);
+            best[at].p = p, best[at].n = ll, best[at].line = line, best[at].has = has;
+            k += k < MATCHES_PER_FILE;
         }
+        if (!nl) break;
+        p = nl + 1;
+    }
+    if (!k) return NULL;
+    cJSON *a = cJSON_CreateArray();
+    for (int l = 1; l <= line; l++) /* the file's order */
+        for (int i = 0; i < k; i++)
+            if (best[i].line == l) cJSON_AddItemToArray(a, line_json(l, best[i].p, best[i].n));
+    return a;
+}
+
+static void add_hit(search *s, const hit *h)
+{
+    if (s->n_hits == s->cap_hits) {
+        int cap = s->cap_hits ? 2 * s->cap_hits : 16;
+        hit *m = realloc(s->hits, (size_t)cap * sizeof *m);
+        if (!m) {
+            cJSON_Delete(h->entry);
+            return;
+        }
+        s->hits = m, s->cap_hits = cap;
+    }
+    s->hits[s->n_hits++] = *h;
+}
+
+/* Counts the content's words in the text file open at fd and in its path
+ * beneath the root (rel); a file holding some is kept with its lines (the
+ * regex's when there is one, which it must then match). */
+static void consider_words(search *s, int fd, const char *path, const char *name,
+                           const char *rel, const struct stat *st)
+{
+    char *data = read_text(s, fd, path), *f = data ? hx_fold(data) : NULL, *fp = hx_fold(rel);
+    hit h = {0};
+    if (f) {
+        s->n_docs++;
+        h.len = (double)strlen(f);
+        s->sum_len += h.len;
+        h.mask = terms_in(s, f, h.tf, 1) | terms_in(s, fp, h.tf, NAME_WEIGHT);
+    }
+    cJSON *lines = !h.mask ? NULL : s->re ? grep_data(s, data) : word_lines(s, data);
+    if (h.mask && (!s->re || lines) && (h.entry = entry_json(name, path, st))) {
+        h.n_has = __builtin_popcount(h.mask);
+        if (lines) cJSON_AddItemToObject(h.entry, "matches", lines);
+        add_hit(s, &h);
+    } else {
+        cJSON_Delete(lines);
     }
     free(data);
-    return hits;
+    free(f);
+    free(fp);
 }
 
 /* Whether the file's name matches: a glob matches the name, folded
@@ -331,14 +465,23 @@ static void consider_file(search *s, int dfd, const char *path, const char *name
                           const struct stat *st)
 {
     if (!name_matches(s, path, name)) return;
-    if ((size_t)st->st_size > s->max_size && s->re) return;
+    if ((size_t)st->st_size > s->max_size && (s->re || s->n_terms)) return;
     cJSON *hits = NULL;
-    if (s->re) {
+    if (s->re || s->n_terms) {
         int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         hx_err e;
+        char *data = NULL;
         if (fd < 0) return;
-        if (!hx_fd_regular(fd, path, NULL, &e)) hits = grep_file(s, fd, path);
+        if (!hx_fd_regular(fd, path, NULL, &e)) {
+            if (s->n_terms) {
+                const char *rel = strlen(path) > s->root_len ? path + s->root_len : name;
+                consider_words(s, fd, path, name, rel, st);
+            } else if ((data = read_text(s, fd, path))) {
+                hits = grep_data(s, data);
+            }
+        }
         close(fd);
+        free(data);
         if (!hits) return;
     }
     s->found++;
@@ -379,21 +522,94 @@ static void walk(search *s, int fd, const char *dir, int depth)
     closedir(d);
 }
 
-static int compile_content(search *s, const char *content, hx_err *err)
+static int compile_regex(search *s, const char *regex, hx_err *err)
 {
     int ec;
     PCRE2_SIZE off;
-    s->re = pcre2_compile((PCRE2_SPTR)content, PCRE2_ZERO_TERMINATED,
+    s->re = pcre2_compile((PCRE2_SPTR)regex, PCRE2_ZERO_TERMINATED,
                           PCRE2_UTF | PCRE2_UCP | PCRE2_CASELESS | PCRE2_MATCH_INVALID_UTF,
                           &ec, &off, NULL);
     if (!s->re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(ec, msg, sizeof msg);
-        return hx_err_set(err, HX_ERR_INVALID, "content regex: %s at offset %zu",
+        return hx_err_set(err, HX_ERR_INVALID, "argument 'regex': %s at offset %zu",
                           (char *)msg, (size_t)off);
     }
     pcre2_jit_compile(s->re, PCRE2_JIT_COMPLETE);
     s->md = pcre2_match_data_create_from_pattern(s->re, NULL);
+    return HX_OK;
+}
+
+/* Most words first, then the best score, then by path. */
+static int by_rank(const void *pa, const void *pb)
+{
+    const hit *a = pa, *b = pb;
+    if (a->n_has != b->n_has) return b->n_has - a->n_has;
+    if (a->score != b->score) return b->score > a->score ? 1 : -1;
+    return strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(a->entry, "path")),
+                  cJSON_GetStringValue(cJSON_GetObjectItem(b->entry, "path")));
+}
+
+/* Scores each hit by BM25 (each term's idf over the text files read). */
+static void score_hits(search *s)
+{
+    const double avg = s->n_docs && s->sum_len > 0 ? s->sum_len / s->n_docs : 1;
+    for (int t = 0; t < s->n_terms; t++) {
+        int df = 0;
+        for (int i = 0; i < s->n_hits; i++) df += s->hits[i].mask >> t & 1;
+        const double idf = log(1 + (s->n_docs - df + 0.5) / (df + 0.5));
+        for (int i = 0; i < s->n_hits; i++) {
+            const double tf = s->hits[i].tf[t];
+            const double norm = BM25_K1 * (1 - BM25_B + BM25_B * s->hits[i].len / avg);
+            s->hits[i].score += idf * tf * (BM25_K1 + 1) / (tf + norm);
+        }
+    }
+}
+
+/* The files the content's words found, into the result: those with every
+ * word; else those with some, best first, each with the words it has. */
+static void rank_hits(search *s, cJSON *o)
+{
+    score_hits(s);
+    qsort(s->hits, (size_t)s->n_hits, sizeof *s->hits, by_rank);
+    const int best = s->n_hits ? s->hits[0].n_has : 0;
+    int total = 0;
+    for (int i = 0; i < s->n_hits; i++) {
+        cJSON *e = s->hits[i].entry;
+        s->hits[i].entry = NULL;
+        if ((s->hits[i].n_has < best && best == s->n_terms) || ++total > s->limit) {
+            cJSON_Delete(e);
+            continue;
+        }
+        if (best < s->n_terms)
+            cJSON_AddItemToObject(e, "matched", hx_terms_json(&s->terms, s->n_terms, (int)s->hits[i].mask));
+        cJSON_AddItemToArray(s->results, e);
+    }
+    s->found = total;
+    hx_text_notes(&s->terms, s->n_terms, &s->ignored, best, total, "file", o);
+}
+
+static void search_free(search *s)
+{
+    pcre2_match_data_free(s->md);
+    pcre2_code_free(s->re);
+    free(s->glob);
+    hx_buf_free(&s->words);
+    hx_buf_free(&s->terms);
+    hx_buf_free(&s->ignored);
+    for (int i = 0; i < s->n_hits; i++) cJSON_Delete(s->hits[i].entry);
+    free(s->hits);
+}
+
+/* The content's words; HX_ERR_INVALID when it holds none. */
+static int set_content(search *s, const char *content, hx_err *err)
+{
+    if (!content) return HX_OK;
+    s->n_terms = hx_fold_terms(content, &s->terms, &s->ignored);
+    if (s->n_terms < 0) return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    if (!s->n_terms)
+        return hx_err_set(err, HX_ERR_INVALID, "argument 'content': '%s' holds no words to "
+                          "search for (a regex goes in 'regex')", content);
     return HX_OK;
 }
 
@@ -422,16 +638,18 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
     search s = {.limit = (int)arg_num(args, "limit", 50),
                 .max_size = (size_t)arg_num(args, "max_size", SEARCH_MAX_FILE)};
     const char *content = hx_arg_str(args, "content"), *name = hx_arg_str(args, "name");
-    if (!name && !content)
-        return hx_err_set(err, HX_ERR_INVALID, "files.search needs a name pattern or a content regex");
+    const char *regex = hx_arg_str(args, "regex");
+    if (!name && !content && !regex)
+        return hx_err_set(err, HX_ERR_INVALID,
+                          "files.search needs a name, content words or a regex");
     int rc = set_name(&s, name, err);
+    if (!rc) rc = set_content(&s, content, err);
     if (!rc) rc = load_roots(reg, &r, err);
     if (rc) {
-        free(s.glob);
-        hx_buf_free(&s.words);
+        search_free(&s);
         return rc;
     }
-    if (content) rc = compile_content(&s, content, err);
+    if (regex) rc = compile_regex(&s, regex, err);
     char shown[PATH_MAX];
     const char *under = hx_arg_str(args, "path");
     int fd = !rc && under ? open_user_path(&r, under, O_RDONLY | O_DIRECTORY, shown, sizeof shown, err) : 0;
@@ -447,10 +665,8 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
         s.root_len = strlen(r.r[i]->path);
         if (rfd >= 0) walk(&s, rfd, r.r[i]->path, 0);
     }
-    pcre2_match_data_free(s.md);
-    pcre2_code_free(s.re);
-    free(s.glob);
-    hx_buf_free(&s.words);
+    if (!rc && s.n_terms) rank_hits(&s, o);
+    search_free(&s);
     add_root_problems(&r, o);
     roots_done(&r);
     if (rc) {
@@ -478,7 +694,9 @@ static const char schema_search[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"name\":{\"type\":\"string\",\"description\":\"words of the file's name or "
     "folders, or a glob such as *.pdf\"},"
-    "\"content\":{\"type\":\"string\",\"description\":\"regex the text must match\"},"
+    "\"content\":{\"type\":\"string\",\"description\":\"words the text holds: the files "
+    "with all of them, else those with the most, best match first\"},"
+    "\"regex\":{\"type\":\"string\",\"description\":\"a regex a line of the text must match\"},"
     "\"path\":{\"type\":\"string\",\"description\":\"folder to search in\"},"
     "\"max_size\":{\"type\":\"integer\",\"minimum\":1},"
     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":500}},"
@@ -492,7 +710,7 @@ static const hx_tool_def file_tools[] = {
      "Read a text file of the user's, optionally a byte range of it.",
      schema_read, HX_EFFECT_READ, tool_read, NULL, HX_TOOL_BUILTIN | HX_TOOL_UNTRUSTED},
     {HX_TOOL_API_VERSION, "files.search",
-     "Find the user's files by name pattern and/or by a regex over their text.",
+     "Find the user's files by words of their name or a glob, by words of their text (best match first) and/or by a regex over their lines.",
      schema_search, HX_EFFECT_READ, tool_search, NULL, HX_TOOL_BUILTIN | HX_TOOL_UNTRUSTED},
 };
 

@@ -480,13 +480,6 @@ static void bind_add(search_q *q, const char *s, size_t n)
 }
 
 /* The i-th term of a NUL-ended list. */
-static const char *nth(const hx_buf *b, int i)
-{
-    size_t at = 0;
-    while (i-- > 0) at += strlen(b->data + at) + 1;
-    return b->data + at;
-}
-
 /* A filter on names or words ("from", "to", "subject"): each of its
  * words (hx_fold_words) must be in one of the columns, folded, so that
  * "jurgen weiss" and "Weiß, Jürgen" both find "Jürgen Weiß <jw@x.de>".
@@ -498,7 +491,7 @@ static void filter_words(search_q *q, const char *const *cols, int n_cols, const
     hx_buf_init(&words);
     int n = hx_fold_words(v, drop_stop, &words);
     for (int i = 0; i < n && i < 8; i++) {
-        const char *w = nth(&words, i);
+        const char *w = hx_term_at(&words, i);
         hx_buf_puts(&q->sql, " AND (0");
         for (int c = 0; c < n_cols; c++) {
             hx_buf_printf(&q->sql, " OR instr(hx_fold(%s), ?) > 0", cols[c]);
@@ -542,7 +535,7 @@ static int text_columns(search_q *q, const char *text)
     hx_buf_puts(&q->sql, ") AS mask, t.score");
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < q->n_terms; i++) {
-            const char *t = nth(&q->terms, i);
+            const char *t = hx_term_at(&q->terms, i);
             hx_buf_printf(&q->strs, "\"%s\"", t);
             hx_buf_putc(&q->strs, '\0');
             q->n_binds++;
@@ -557,7 +550,7 @@ static void text_join(search_q *q)
     hx_buf_puts(&q->sql, " JOIN (SELECT rowid, bm25(msg_fts, 4.0, 2.0, 1.0, 1.0) AS score"
                          " FROM msg_fts WHERE msg_fts MATCH ?) t ON t.rowid = m.rowid");
     for (int i = 0; i < q->n_terms; i++)
-        hx_buf_printf(&q->strs, "%s\"%s\"", i ? " OR " : "", nth(&q->terms, i));
+        hx_buf_printf(&q->strs, "%s\"%s\"", i ? " OR " : "", hx_term_at(&q->terms, i));
     hx_buf_putc(&q->strs, '\0');
     q->n_binds++;
 }
@@ -646,37 +639,6 @@ static cJSON *row_json(icaltimezone *z, sqlite3_stmt *row)
     return o;
 }
 
-/* The terms of q whose bits mask has, as a JSON array. */
-static cJSON *terms_json(const hx_buf *terms, int n, int mask)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; i < n; i++)
-        if (mask & (1 << i)) cJSON_AddItemToArray(a, cJSON_CreateString(nth(terms, i)));
-    return a;
-}
-
-/* How the text matched: the words left out, and when no message has them
- * all, that the result holds those with some, best first. */
-static void add_text_notes(const search_q *q, int best, int total, cJSON *out)
-{
-    char words[512] = "";
-    for (int i = 0; i < q->n_terms; i++)
-        snprintf(words + strlen(words), sizeof words - strlen(words), "%s%s", i ? ", " : "",
-                 nth(&q->terms, i));
-    if (!total)
-        cJSON_AddStringToObject(out, "note", "no message has any of the words");
-    else if (best < q->n_terms) {
-        char note[700];
-        snprintf(note, sizeof note, "no message has all of the words (%s): these have some of "
-                 "them, best match first, each with the words it has", words);
-        cJSON_AddStringToObject(out, "note", note);
-    }
-    int n_ignored = 0;
-    for (size_t i = 0; q->ignored.data && i < q->ignored.len; i += strlen(q->ignored.data + i) + 1)
-        n_ignored++;
-    if (n_ignored) cJSON_AddItemToObject(out, "ignored_words", terms_json(&q->ignored, n_ignored, -1));
-}
-
 /* Runs the query. With text, when some messages have every term the
  * result is those only; else it is the messages with some of them, best
  * first, each with the terms it has ("matched"). */
@@ -705,7 +667,7 @@ static int run_search(mail_index *ix, search_q *q, pcre2_code *re, icaltimezone 
         cJSON *o = row_json(z, st);
         if (o && best < q->n_terms &&
             !hx_json_add(o, "matched",
-                         terms_json(&q->terms, q->n_terms, sqlite3_column_int(st, 11))))
+                         hx_terms_json(&q->terms, q->n_terms, sqlite3_column_int(st, 11))))
             step = SQLITE_NOMEM;
         if (!hx_json_add(arr, NULL, o)) step = SQLITE_NOMEM;
         n++;
@@ -713,7 +675,8 @@ static int run_search(mail_index *ix, search_q *q, pcre2_code *re, icaltimezone 
     /* a search cut short by an error is an error, not fewer messages */
     int rc = HX_OK;
     if (step == SQLITE_DONE && !cJSON_AddNumberToObject(out, "total", total)) step = SQLITE_NOMEM;
-    if (step == SQLITE_DONE && q->n_terms > 0) add_text_notes(q, best, total, out);
+    if (step == SQLITE_DONE && q->n_terms > 0)
+        hx_text_notes(&q->terms, q->n_terms, &q->ignored, best, total, "message", out);
     if (step == SQLITE_NOMEM)
         rc = hx_err_set(err, HX_ERR_NOMEM, "mail search: out of memory");
     else if (step != SQLITE_DONE)

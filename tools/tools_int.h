@@ -160,4 +160,17 @@ int hx_arg_when(const hx_tools *reg, const cJSON *args, const char *key,
 /* The configured time zone's libical zone (UTC if unset or unknown). */
 icaltimezone *hx_tools_tz(const hx_tools *reg);
 
+/* ---- a search by words (mail.search's text, files.search's content) ----
+ * The terms are hx_fold_terms's list. */
+/* The i-th term of terms. */
+const char *hx_term_at(const hx_buf *terms, int i);
+/* The terms whose bits mask has (-1: all n), as a JSON array. */
+cJSON *hx_terms_json(const hx_buf *terms, int n, int mask);
+/* How the words matched, added to out: the function words left out
+ * ("ignored_words"), and a "note" when no item (noun: "message", "file")
+ * has any of them, or none has them all (best: the most any item has)
+ * and the result holds those with some, best match first. */
+void hx_text_notes(const hx_buf *terms, int n_terms, const hx_buf *ignored, int best,
+                   int total, const char *noun, cJSON *out);
+
 #endif /* HX_TOOLS_INT_H */

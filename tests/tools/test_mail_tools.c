@@ -491,6 +491,73 @@ static void test_files_forgive(void)
     EXPECT_EQ_INT(rc, HX_ERR_NOTFOUND);
 }
 
+/* The first file of a files.search result's name, or "". */
+static const char *first_name(const cJSON *r)
+{
+    const char *n = cJSON_GetStringValue(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "files"), 0), "name"));
+    return n ? n : "";
+}
+
+/* Content is words, folded, function words ignored: the files with all of
+ * them; else those with the most, best first, each with the words it has
+ * and a note saying so; a word of the path counts; a word is found where a
+ * word starts ("dal" is not in "medal"). A regex goes in "regex". */
+static void test_files_content_words(void)
+{
+    int rc;
+    hx_err e;
+    ASSERT(sh("mkdir -p '%s/words/recipes'", files) == 0);
+    write_file("words/trip-notes.md", "Flight to Boston on March 17.\n"
+                                      "Hotel: Omni Parker House, confirmation 83920175.\n");
+    write_file("words/recipes/dal-makhani.md", "# Dal makhani\n- 250 g whole urad dal\n");
+    write_file("words/medals.txt", "The medal count was high.\n");
+    write_file("words/\xc3\x9c" "bersicht.md", "Pilot Klinikverbund Nord: 320 Haushalte\n");
+    write_file("words/people.md", "Yuki Tanabe: designer\nLunch notes\nYuki likes tea\n");
+    cJSON *r = call("files.search", "{\"content\":\"the hotel CONFIRMATION\",\"path\":\"words\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "files"), 1);
+    EXPECT_STR_EQ(first_name(r), "trip-notes.md");
+    EXPECT(!cJSON_GetObjectItem(r, "note")); /* every word found */
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "ignored_words"), 0)), "the");
+    cJSON_Delete(r);
+    r = call("files.search", "{\"content\":\"which files mention Yuki\",\"path\":\"words\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "files"), 1);
+    EXPECT_STR_EQ(first_name(r), "people.md");
+    const cJSON *f = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "files"), 0);
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "matched"), 0)), "yuki");
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(f, "matches")), 2); /* its lines with Yuki */
+    EXPECT(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(r, "note")), "no file has all") != NULL);
+    cJSON_Delete(r);
+    r = call("files.search", "{\"content\":\"dal recipe\",\"path\":\"words\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "files"), 1); /* recipes/ holds "recipe"; medals.txt not found */
+    EXPECT_STR_EQ(first_name(r), "dal-makhani.md");
+    cJSON_Delete(r);
+    EXPECT_EQ_INT(files_found("{\"content\":\"medal\",\"path\":\"words\"}"), 1); /* control */
+    r = call("files.search", "{\"content\":\"tea boston flight\",\"path\":\"words\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "files"), 2);
+    EXPECT_STR_EQ(first_name(r), "trip-notes.md"); /* two of the words before one */
+    cJSON_Delete(r);
+    EXPECT_EQ_INT(files_found("{\"content\":\"KLINIKVERBUND haush\u00e4lte\",\"path\":\"words\"}"), 1);
+    EXPECT_EQ_INT(files_found("{\"content\":\"\u00fcbersicht\",\"path\":\"words\"}"), 1); /* its name */
+    r = call("files.search", "{\"content\":\"zebra\",\"path\":\"words\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "files"), 0);
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(r, "note")), "no file has any of the words");
+    cJSON_Delete(r);
+    EXPECT_EQ_INT(files_found("{\"regex\":\"urad\\\\s+dal\",\"path\":\"words\"}"), 1);
+    EXPECT_EQ_INT(files_found("{\"regex\":\"urad dal recipe\",\"path\":\"words\"}"), 0); /* a regex is exact */
+    EXPECT(call("files.search", "{\"regex\":\"(\"}", &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_INVALID);
+    EXPECT(strstr(e.msg, "'regex'") != NULL);
+    EXPECT(call("files.search", "{\"content\":\"?!\"}", &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_INVALID);
+    EXPECT(strstr(e.msg, "no words") != NULL);
+}
+
 static void test_huge_file_capped(void)
 {
     char p[PATH_MAX + 16];
@@ -541,6 +608,7 @@ int main(void)
     RUN(test_files_confined);
     RUN(test_files_read_search_list);
     RUN(test_files_forgive);
+    RUN(test_files_content_words);
     RUN(test_huge_file_capped);
     RUN(test_reads_leave_data_untouched);
     RUN(test_search_forgives);
