@@ -29,8 +29,9 @@
  * calls did not earn (a success; the user's refusal) stands only after a
  * negation in its clause ("nothing was added") or before one ("I booked
  * nothing"). Markup (a closing "</tool_call>", "<tool_response>",
- * "<think>", "<|...|>", special tokens, and "<tool_call>" in a turn that
- * may not call) is masked in the answer.
+ * "<think>", "<|...|>", special tokens, "<tool_call>" in a turn that may
+ * not call, and a tool result's JSON syntax: '{"', '"}', '":', '}}', '["',
+ * '"]') is masked in the answer.
  *
  * Only the GROUND_TOP best tokens are judged and the others masked (a
  * sampler draws from the best few; greedy decoding is exact); when none of
@@ -364,6 +365,25 @@ static int step_byte(const ground *g, wstate *s, unsigned char b, int known)
 static const char *const markup[] = {HX_TOOL_CALL_CLOSE, "<tool_response>", "</tool_response>",
                                      "<think>", "</think>", "<|", HX_TOOL_CALL_OPEN};
 
+/* Pairs of JSON syntax that a tool result has and prose does not: an
+ * answer copying a result's raw text ('queued"}} have 3 events', seen
+ * from hearth-tiny) is masked like markup. */
+static const char *const json_pairs[] = {"{\"", "\"}", "[\"", "\"]", "}}", "\":"};
+
+/* Whether the token's bytes (buf[TAIL, len), the tail before them) close
+ * such a pair; in a Llama turn that may call, only once the text has
+ * begun (before it, a leading '{' begins a call). */
+static int json_at(const ground *g, const char *buf, size_t len)
+{
+    size_t first = 0;
+    while (first < TAIL && (!buf[first] || isspace((unsigned char)buf[first]))) first++;
+    if (first == TAIL && g->trigger && !strcmp(g->trigger, HX_TOOL_CALL_PYTHON)) return 0;
+    for (size_t i = TAIL - 1; i + 1 < len; i++)
+        for (size_t k = 0; k < sizeof json_pairs / sizeof *json_pairs; k++)
+            if (buf[i] == json_pairs[k][0] && buf[i + 1] == json_pairs[k][1]) return 1;
+    return 0;
+}
+
 /* How the bytes at p (n of them, the answer's tail before them) stand to
  * markup: -1 they write some (or start it: two bytes or more of a tag),
  * 1 they begin the turn's call trigger (the grammar's business from
@@ -388,7 +408,7 @@ static int markup_at(const ground *g, const char *tail, const char *p, size_t n,
                 return -1;
         }
     }
-    return 0;
+    return json_at(g, buf, len) ? -1 : 0;
 }
 
 /* Whether token t keeps the answer grounded, from state s (not changed). */

@@ -159,11 +159,19 @@ static void test_claims(void)
  * when the turn may call, masked when it may not. */
 static void test_markup(void)
 {
+    fixture f;
     EXPECT(writes_after("Done ", "</tool_call>") == 0);
     EXPECT(writes_after("Done ", "<tool_response>") == 0);
     EXPECT(writes_after("Done ", "<|im_end|>") == 0);
     EXPECT(writes_after("Let me look. ", "<tool_call>") == 1);
-    fixture f;
+    /* a result's JSON syntax copied into prose; the same words without it */
+    EXPECT(writes_after("Budget review ", "is queued\"}} have 2 events") == 0);
+    EXPECT(writes_after("You have ", "{\"count\": 2}") == 0);
+    EXPECT(writes_after("", "{\"name\" is 2027-03-10.") == 0);
+    ASSERT(setup_with(&f, RESULT, NULL, HX_TOOL_CALL_PYTHON) == 0); /* Llama: a call's '{' */
+    EXPECT(writes(&f, "{\""));
+    teardown(&f);
+    EXPECT(writes_after("You have ", "2 events: \"Q2 budget review\" and \"Check-in with Tomás\".") == 1);
     ASSERT(setup_with(&f, RESULT, NULL, NULL) == 0); /* a turn that may not call */
     EXPECT(!writes(&f, "<tool_call>"));
     teardown(&f);
