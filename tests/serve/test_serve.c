@@ -685,34 +685,46 @@ static void test_ask_consent(void)
     free(r.body);
 }
 
-static int audit_count(const sv_server *s)
+/* How many audit records tool has; *status (may be NULL; caller frees)
+ * gets the newest one's status, NULL when there is none. */
+static int audit_of(const sv_server *s, const char *tool, char **status)
 {
     sv_resp r;
     sv_request(sv_connect_unix(s->sock), "GET", "/v1/hearth/audit?limit=1000", NULL, NULL, &r);
-    cJSON *j = json_of(&r);
-    int n = cJSON_GetArraySize(cJSON_GetObjectItem(j, "data"));
+    cJSON *j = json_of(&r), *rec;
+    int n = 0;
+    if (status) *status = NULL;
+    cJSON_ArrayForEach(rec, cJSON_GetObjectItem(j, "data")) /* newest first */
+    {
+        const char *t = cJSON_GetStringValue(cJSON_GetObjectItem(rec, "tool"));
+        if (!t || strcmp(t, tool)) continue;
+        if (!n++ && status) *status = hx_strdup(cJSON_GetStringValue(cJSON_GetObjectItem(rec, "status")));
+    }
     cJSON_Delete(j);
     free(r.body);
     return n;
 }
 
-/* A client that leaves while its question waits: the answer is no. */
+/* A client that leaves while its question waits: the answer is no. The
+ * request offers memory.remember alone (the consent is tested, not the
+ * model's choice of tool); what the model does after the refusal is its
+ * own. */
 static void test_consent_client_leaves(void)
 {
     if (!up()) return;
-    int before = audit_count(&g);
+    int before = audit_of(&g, "memory.remember", NULL);
     ask_run a;
-    ASSERT(ask_open(&a, &g, "{\"request\": \"Remember that Carol's email is carol@example.org\"}"));
+    ASSERT(ask_open(&a, &g, "{\"request\": \"Remember that Carol's email is carol@example.org\", "
+                            "\"tools\": \"memory.remember\"}"));
     cJSON *q = ask_next(&a, "consent");
     ASSERT(q);
     ask_close(&a);
     cJSON_Delete(q);
-    for (int i = 0; i < 600 && audit_count(&g) == before; i++) usleep(100000);
-    EXPECT_EQ_INT(audit_count(&g), before + 1);
-    sv_resp r;
-    get_unix("/v1/hearth/audit?limit=1", &r);
-    EXPECT(strstr(r.body, "\"status\":\"refused\"") != NULL);
-    free(r.body);
+    for (int i = 0; i < 600 && audit_of(&g, "memory.remember", NULL) == before; i++) usleep(100000);
+    char *st = NULL;
+    EXPECT(audit_of(&g, "memory.remember", &st) > before);
+    EXPECT_STR_EQ(st ? st : "(none)", "refused");
+    free(st);
     EXPECT_EQ_INT(memory_count(&g, "Carol"), 0);
 }
 
@@ -756,7 +768,8 @@ static void test_ask_options(void)
 /* The taint rule over HTTP: with untrusted content in the conversation (a
  * recalled memory a mail wrote), memory.remember asks whatever the client
  * says ("yes": true); the control, the same request without it, runs on
- * the client's yes. */
+ * the client's yes. The request offers memory.remember alone, so that the
+ * rule is tested and not the model's choice of tool. */
 static void taint_round(int untrusted)
 {
     sv_server s = {0};
@@ -777,7 +790,7 @@ static void taint_round(int untrusted)
     ASSERT(sv_start(&s, NULL));
     ask_run a;
     ASSERT(ask_open(&a, &s, "{\"request\": \"Remember that Bob's email is bob@example.org\", "
-                            "\"yes\": true}"));
+                            "\"tools\": \"memory.remember\", \"yes\": true}"));
     cJSON *q = untrusted ? ask_next(&a, "consent") : NULL;
     if (untrusted) {
         ASSERT(q);
