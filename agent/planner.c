@@ -316,6 +316,7 @@ static void stream(run *r, const hx_buf *text, size_t *done, int *in_call, int f
     if (mk > held) held = mk;
     if (held < REPEAT_SPAN) held = text->len < REPEAT_SPAN ? text->len : REPEAT_SPAN;
     size_t upto = tag ? (size_t)(tag - text->data) : text->len - (final ? 0 : held);
+    upto = hx_utf8_cut(text->data, upto, *done); /* each piece is escaped on its own */
     if (upto > *done) emit(r, text, done, upto);
     if (tag) *in_call = 1;
 }

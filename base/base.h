@@ -190,6 +190,11 @@ int hx_fold_sql_register(struct sqlite3 *db, hx_err *err);
 int hx_term_escape(hx_buf *out, const char *s, size_t n, int keep_lines);
 /* hx_term_escape of the C string s (NULL: "") written to f. */
 void hx_term_fputs(FILE *f, const char *s, int keep_lines);
+/* Where text streamed in pieces may be cut: upto moved back to the start
+ * of the UTF-8 code point of s it falls inside, but not before from. A
+ * piece is escaped (or put in a JSON string) on its own, and a code point
+ * split across two shows as "\xc3" "\xa9". */
+size_t hx_utf8_cut(const char *s, size_t upto, size_t from);
 
 /* ---- files ---- */
 /* Reads a whole file into a malloc'd NUL-terminated buffer (caller frees).

@@ -52,6 +52,12 @@ int hx_term_escape(hx_buf *out, const char *s, size_t n, int keep_lines)
     return out->oom ? HX_ERR_NOMEM : HX_OK;
 }
 
+size_t hx_utf8_cut(const char *s, size_t upto, size_t from)
+{
+    while (upto > from && ((unsigned char)s[upto] & 0xC0) == 0x80) upto--;
+    return upto;
+}
+
 void hx_term_fputs(FILE *f, const char *s, int keep_lines)
 {
     hx_buf b;

@@ -123,8 +123,8 @@ static size_t content_end(const gen *g, int final)
  * left out, as the planner trims it). */
 static void stream_content(gen *g, int final)
 {
-    size_t end = content_end(g, final);
     const char *t = g->text.data;
+    size_t end = final ? content_end(g, 1) : hx_utf8_cut(t, content_end(g, 0), g->sent);
     if (!g->sent)
         while (g->sent < end && strchr(" \t\r\n", t[g->sent])) g->sent++;
     if (end <= g->sent) return;

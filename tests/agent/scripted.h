@@ -159,10 +159,26 @@ typedef struct seen {
     int n_results;
     int cancel_after; /* cancelled() says yes after this many checks (0: never) */
     int checks;
+    int split_cp;     /* pieces of text that ended inside a UTF-8 code point */
 } seen;
 
+/* Whether s[0, n) ends inside a UTF-8 code point. */
+static int ends_inside_cp(const char *s, size_t n)
+{
+    size_t cont = 0;
+    while (cont < n && ((unsigned char)s[n - 1 - cont] & 0xC0) == 0x80) cont++;
+    if (cont == n) return cont > 0;
+    const unsigned char lead = (unsigned char)s[n - 1 - cont];
+    const size_t need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+    return cont != need;
+}
+
 __attribute__((unused))
-static void on_text(void *u, const char *s, size_t n) { hx_buf_append(&((seen *)u)->text, s, n); }
+static void on_text(void *u, const char *s, size_t n)
+{
+    hx_buf_append(&((seen *)u)->text, s, n);
+    ((seen *)u)->split_cp += ends_inside_cp(s, n);
+}
 __attribute__((unused))
 static void on_call(void *u, const char *name, const char *args)
 {

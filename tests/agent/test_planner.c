@@ -658,19 +658,27 @@ static void test_run_call(void)
     chat_close(&c);
 }
 
-/* A text that only looks like the start of a tag is streamed in the end. */
-static void test_stream_holds_partial_tag(void)
+/* What the answer streams: a text that only looks like the start of a tag
+ * comes in the end; pieces never end inside a code point (each is escaped
+ * for the terminal on its own: a split "é" showed as "\xc3\xa9"). */
+static void test_stream_pieces(void)
 {
-    world w;
-    ASSERT(world_open(&w, 0, 0, 0));
-    const char *turns[] = {"a <tool is not <tool_c"};
-    seen s;
-    cJSON *t = NULL;
-    scripted_source ss;
-    EXPECT_EQ_INT(run_script(&w, turns, 1, "x", NULL, &s, &t, &ss), HX_OK);
-    EXPECT_STR_EQ(s.text.data, "a <tool is not <tool_c");
-    done(&s, t, &ss);
-    world_close(&w);
+    const char *texts[] = {"a <tool is not <tool_c",
+                           "Léa, Zoë, José, Renée, Chloé, Inès, Noël, Jürgen, Łukasz, Ségolène, "
+                           "Dvořák, Gödel, Ångström, Müller, Ærø, Çelik, Şahin, Håkon, Ólafur, "
+                           "Ñuñoa, Đorđe, Ōsaka, 東京, 大阪 and Zürich meet in Besançon at noon."};
+    for (int i = 0; i < 2; i++) {
+        world w;
+        ASSERT(world_open(&w, 0, 0, 0));
+        seen s;
+        cJSON *t = NULL;
+        scripted_source ss;
+        EXPECT_EQ_INT(run_script(&w, &texts[i], 1, "x", NULL, &s, &t, &ss), HX_OK);
+        EXPECT_STR_EQ(s.text.data, texts[i]);
+        EXPECT_EQ_INT(s.split_cp, 0);
+        done(&s, t, &ss);
+        world_close(&w);
+    }
 }
 
 /* Recalled memories go into the system text of the prompt. */
@@ -1039,7 +1047,7 @@ int main(void)
     RUN(test_chat_history_and_undo);
     RUN(test_set_tools_per_request);
     RUN(test_run_call);
-    RUN(test_stream_holds_partial_tag);
+    RUN(test_stream_pieces);
     RUN(test_recall_in_prompt);
     RUN(test_prompt_marks);
     RUN(test_compact_answer_is_one_line);

@@ -49,6 +49,20 @@ static void test_buf(void)
 /* Text from outside shown to a person: every escape sequence, hidden
  * control and reordering mark is made visible; ordinary text, accents and
  * emoji pass untouched (the control), line breaks only where asked. */
+/* A streamed piece is cut at the start of a code point, never inside one,
+ * and never before what was sent already. */
+static void test_utf8_cut(void)
+{
+    const char *s = "L\xc3\xa9" "a \xe6\x9d\xb1 \xf0\x9f\x99\x82!";
+    EXPECT_EQ_INT((int)hx_utf8_cut(s, 1, 0), 1);  /* before the é */
+    EXPECT_EQ_INT((int)hx_utf8_cut(s, 2, 0), 1);  /* inside it */
+    EXPECT_EQ_INT((int)hx_utf8_cut(s, 3, 0), 3);  /* after it */
+    EXPECT_EQ_INT((int)hx_utf8_cut(s, 7, 0), 5);  /* inside 東 */
+    EXPECT_EQ_INT((int)hx_utf8_cut(s, 12, 0), 9); /* inside the emoji */
+    EXPECT_EQ_INT((int)hx_utf8_cut(s, 12, 10), 10); /* not before from */
+    EXPECT_EQ_INT((int)hx_utf8_cut(s, strlen(s), 0), (int)strlen(s));
+}
+
 static void test_term_escape(void)
 {
     static const struct {
@@ -297,6 +311,7 @@ int main(void)
     RUN(test_err_messages);
     RUN(test_arena);
     RUN(test_buf);
+    RUN(test_utf8_cut);
     RUN(test_term_escape);
     RUN(test_checked_sizes);
     RUN(test_huge_alloc);
