@@ -201,6 +201,24 @@ static int tool_name_ok(const char *s)
            strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == n;
 }
 
+/* The schema a call's arguments are decoded under: the client's, with an
+ * object that declares properties and says nothing of others closed
+ * ("additionalProperties": false). JSON Schema leaves such an object open,
+ * and a small model given a forced call then wrote key after key of its
+ * own until the context was full; a tool has no use for arguments it did
+ * not declare. The model is shown the schema as the client gave it. */
+static char *grammar_schema(const cJSON *params)
+{
+    cJSON *g = cJSON_Duplicate(params, 1);
+    if (g && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(g, "properties")) &&
+        !cJSON_GetObjectItemCaseSensitive(g, "additionalProperties") &&
+        !cJSON_GetObjectItemCaseSensitive(g, "patternProperties"))
+        cJSON_AddFalseToObject(g, "additionalProperties");
+    char *out = g ? cJSON_PrintUnformatted(g) : NULL;
+    cJSON_Delete(g);
+    return out;
+}
+
 /* One tool into the template's list and the grammar's specs. */
 static int add_tool(chk *c, const cJSON *t, int i, sv_chat_req *q)
 {
@@ -227,7 +245,7 @@ static int add_tool(chk *c, const cJSON *t, int i, sv_chat_req *q)
     cJSON_AddItemToArray(q->tools, o);
     hx_tool_spec *s = &q->specs[q->n_specs++];
     s->name = hx_strdup(name);
-    s->schema_json = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(f, "parameters"));
+    s->schema_json = grammar_schema(cJSON_GetObjectItemCaseSensitive(f, "parameters"));
     hx_err e = {0};
     if (hx_agent_schema_usable(s->schema_json, &e))
         return bad(c, where, "%s.parameters: %s", where, e.msg);

@@ -344,6 +344,31 @@ static void test_chat_tools(void)
     }
 }
 
+/* A tool whose schema says nothing of other arguments gets only those it
+ * declares: the call ends (a small model wrote key after key of its own
+ * until the context was full) and carries no argument of the model's. */
+static void test_chat_tools_declared_only(void)
+{
+    if (!up()) return;
+    sv_resp r;
+    chat("{\"messages\": [{\"role\": \"user\", \"content\": \"What is the weather in Paris?\"}], "
+         "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", "
+         "\"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": "
+         "\"string\"}}, \"required\": [\"city\"]}}}], \"tool_choice\": \"required\", "
+         "\"temperature\": 0}", &r);
+    EXPECT_EQ_INT(r.status, 200);
+    cJSON *j = json_of(&r), *c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+    cJSON *tc = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "message"), "tool_calls"), 0);
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(c, "finish_reason")), "tool_calls");
+    cJSON *args = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(tc, "function"), "arguments")));
+    ASSERT(cJSON_IsObject(args));
+    EXPECT(cJSON_IsString(cJSON_GetObjectItem(args, "city")));
+    EXPECT_EQ_INT(cJSON_GetArraySize(args), 1);
+    cJSON_Delete(args);
+    cJSON_Delete(j);
+    free(r.body);
+}
+
 /* response_format's JSON Schema is enforced. */
 static void test_chat_json_schema(void)
 {
@@ -1102,6 +1127,7 @@ int main(void)
     RUN(test_slow_senders);
     RUN(test_chat);
     RUN(test_chat_tools);
+    RUN(test_chat_tools_declared_only);
     RUN(test_chat_json_schema);
     RUN(test_chat_stream);
     RUN(test_context_full);
