@@ -571,7 +571,7 @@ static void score_hits(search *s)
 static void rank_hits(search *s, cJSON *o)
 {
     score_hits(s);
-    qsort(s->hits, (size_t)s->n_hits, sizeof *s->hits, by_rank);
+    if (s->n_hits) qsort(s->hits, (size_t)s->n_hits, sizeof *s->hits, by_rank); /* hits may be NULL */
     const int best = s->n_hits ? s->hits[0].n_has : 0;
     int total = 0;
     for (int i = 0; i < s->n_hits; i++) {
