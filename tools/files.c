@@ -447,14 +447,20 @@ static void consider_words(search *s, int fd, const char *path, const char *name
     free(fp);
 }
 
+/* The part of path beneath the root being walked (name for the root's
+ * own files shown without it). */
+static const char *rel_path(const search *s, const char *path, const char *name)
+{
+    return strlen(path) > s->root_len ? path + s->root_len : name;
+}
+
 /* Whether the file's name matches: a glob matches the name, folded
  * ("*übersicht*" finds "Übersicht.md"); words ("hewlett", "berlin
  * übersicht") must each be in its path beneath the root, folded. */
 static int name_matches(const search *s, const char *path, const char *name)
 {
     if (!s->glob && !s->words.len) return 1;
-    const char *rel = strlen(path) > s->root_len ? path + s->root_len : name;
-    char *f = hx_fold(s->glob ? name : rel);
+    char *f = hx_fold(s->glob ? name : rel_path(s, path, name));
     int ok = f && (s->glob ? !fnmatch(s->glob, f, 0) : hx_fold_has_terms(f, &s->words));
     free(f);
     return ok;
@@ -473,12 +479,8 @@ static void consider_file(search *s, int dfd, const char *path, const char *name
         char *data = NULL;
         if (fd < 0) return;
         if (!hx_fd_regular(fd, path, NULL, &e)) {
-            if (s->n_terms) {
-                const char *rel = strlen(path) > s->root_len ? path + s->root_len : name;
-                consider_words(s, fd, path, name, rel, st);
-            } else if ((data = read_text(s, fd, path))) {
-                hits = grep_data(s, data);
-            }
+            if (s->n_terms) consider_words(s, fd, path, name, rel_path(s, path, name), st);
+            else if ((data = read_text(s, fd, path))) hits = grep_data(s, data);
         }
         close(fd);
         free(data);
