@@ -351,8 +351,14 @@ void hx_copy_stage_defer(hx_sampler_stage *st, const int *defer);
  * a call this turn, or NULL) is let through for the grammar. *in_call
  * (borrowed; NULL: never) is non-zero while a call is written: the stage
  * then does nothing. Tokens more than a margin below the best are masked
- * unjudged; when no token is left the logits stay as they were. The stage
+ * unjudged; when no token is left the logits stay as they were. Text
+ * between two HX_GROUND_RESULT bytes is a tool's result (JSON): each
+ * object of its outermost list is an item (an event, a message, a file),
+ * and the facts of one clause of the answer (up to , ; : ! ? a sentence's
+ * or line's end, "and", "then") are copies from one item or from outside
+ * every item: a title is not paired with another event's time. The stage
  * owns copies of text and claims; HX_OK or HX_ERR_NOMEM. */
+#define HX_GROUND_RESULT '\x1e'
 int hx_ground_stage_new(const hx_vocab *v, const char *text, const char *claims,
                         const char *trigger, const int *in_call, hx_sampler_stage *out);
 /* Whether w[0, n) is a claim word, case aside. */

@@ -51,6 +51,7 @@
 #define END_SCAN 4096     /* starts looked at for a word's end */
 #define TAIL 16
 #define NO_DAY (-(1L << 40)) /* iso_day: no date there */
+#define BIND_MAX 32       /* items a clause may still be about */
 
 /* The state of the answer's text, copied per judged token. */
 typedef struct wstate {
@@ -70,6 +71,8 @@ typedef struct wstate {
     int utf8_left;       /* continuation bytes of a code point to come */
     int utf8_word;       /* that code point is a letter (2 bytes) */
     int neg;             /* words since the last negation (99: none) */
+    int n_bind;          /* the clause's items (-1: not bound to any) */
+    int32_t bind[BIND_MAX];
     int pending;         /* a claim no call licensed: the next word must
                             be a negation ("I booked nothing") */
     char w[WMAX];
@@ -81,6 +84,7 @@ typedef struct ground {
     const int *in_call;  /* the loop guard's (borrowed), or NULL */
     const char *trigger; /* what begins a call in this turn, or NULL */
     char *text;          /* the conversation and the aliases (owned) */
+    int32_t *item;       /* per byte of text: its result item, 0 none (owned) */
     size_t n;
     int32_t *starts;     /* where a copy may start, by their folded text */
     int32_t n_starts;
@@ -163,13 +167,61 @@ static void narrow(const ground *g, int32_t *lo, int32_t *hi, int k, unsigned ch
     *lo = first, *hi = a;
 }
 
-/* Whether some start of [lo, hi) ends a copy of len bytes there. */
-static int some_end(const ground *g, int32_t lo, int32_t hi, int len)
+/* ---- a clause's items ----
+ * A tool result's list holds items (an event, a message, a file's hits):
+ * the facts one clause of the answer states come from one item, or from
+ * outside every item (the request, a count, the clock). Each fact word
+ * with copies in items only binds the clause to those items; the next
+ * fact word of the clause must then have a copy in one of them or outside
+ * them ("Lunch with Sam at 12:30": not Lunch's title with another event's
+ * time). A clause ends at , ; : ! ? a sentence's end, a line's end and a
+ * joining word ("and", "then"). */
+
+/* Whether the copy at start may be said in the clause so far. */
+static int in_bind(const ground *g, const wstate *s, int32_t start)
 {
-    if (hi - lo > END_SCAN) return 1; /* a short common word: surely */
-    for (int32_t i = lo; i < hi; i++)
-        if (can_end(g, (size_t)g->starts[i], (size_t)len)) return 1;
+    const int32_t it = g->item[start];
+    if (!it || s->n_bind < 0) return 1;
+    for (int i = 0; i < s->n_bind; i++)
+        if (s->bind[i] == it) return 1;
     return 0;
+}
+
+/* Whether some start of [lo, hi) begins a copy the clause may say: one of
+ * len bytes that may end there (len < 0: any copy going on). */
+static int some_copy(const ground *g, const wstate *s, int32_t lo, int32_t hi, int len)
+{
+    if (lo >= hi) return 0;
+    if (hi - lo > END_SCAN || (len < 0 && s->n_bind < 0)) return 1; /* surely */
+    for (int32_t i = lo; i < hi; i++) {
+        const int32_t st = g->starts[i];
+        if ((len < 0 || can_end(g, (size_t)st, (size_t)len)) && in_bind(g, s, st)) return 1;
+    }
+    return 0;
+}
+
+/* Binds the clause to the items of the copies of [lo, hi) (len bytes) it
+ * may say; a word with a copy outside every item, or with copies in too
+ * many items, binds nothing. */
+static void bind_copies(const ground *g, wstate *s, int32_t lo, int32_t hi, int len)
+{
+    if (hi - lo > END_SCAN) return;
+    int32_t found[BIND_MAX];
+    int n = 0;
+    for (int32_t i = lo; i < hi; i++) {
+        const int32_t st = g->starts[i];
+        if (!can_end(g, (size_t)st, (size_t)len) || !in_bind(g, s, st)) continue;
+        const int32_t it = g->item[st];
+        if (!it) return;
+        int k = 0;
+        while (k < n && found[k] != it) k++;
+        if (k < n) continue;
+        if (n == BIND_MAX) return;
+        found[n++] = it;
+    }
+    if (!n) return;
+    memcpy(s->bind, found, (size_t)n * sizeof *found);
+    s->n_bind = n;
 }
 
 /* ---- words ---- */
@@ -187,6 +239,8 @@ static const char *const claim_words[] = {
 static const char *const negations[] = {"not", "no", "never", "nothing", "none", "nor",
                                         "neither", "cannot", "without", "nobody"};
 static const char *const after_claim[] = {"nothing", "no", "none", "neither"};
+static const char *const joins[] = {"and", "or", "then", "but", "plus", "also", "while",
+                                    "whereas"};
 
 /* Whether w[0, n) begins one of the words a claim no call licensed may be
  * followed by (or, whole, is one). */
@@ -254,10 +308,22 @@ static int word_ends_ok(const ground *g, const wstate *s)
 {
     if (s->len > WMAX) return 1; /* too long to follow */
     if (!fact_word(s) && !day_word(s)) return 1;
-    if (s->lo < s->hi && some_end(g, s->lo, s->hi, s->len)) return 1;
+    if (some_copy(g, s, s->lo, s->hi, s->len)) return 1;
     /* the punctuation after it is the sentence's; "Dana's" of "Dana" */
-    if (s->blen < s->len && s->blo < s->bhi && some_end(g, s->blo, s->bhi, s->blen)) return 1;
-    return s->poss && s->plo < s->phi && some_end(g, s->plo, s->phi, s->plen);
+    if (s->blen < s->len && some_copy(g, s, s->blo, s->bhi, s->blen)) return 1;
+    return s->poss && some_copy(g, s, s->plo, s->phi, s->plen);
+}
+
+/* Binds the clause to the items of the fact just ended (as grounded:
+ * word_ends_ok's copies). */
+static void bind_word(const ground *g, wstate *s)
+{
+    if (s->len > WMAX || (!fact_word(s) && !day_word(s))) return;
+    if (some_copy(g, s, s->lo, s->hi, s->len)) bind_copies(g, s, s->lo, s->hi, s->len);
+    else if (s->blen < s->len && some_copy(g, s, s->blo, s->bhi, s->blen))
+        bind_copies(g, s, s->blo, s->bhi, s->blen);
+    else if (s->poss && some_copy(g, s, s->plo, s->phi, s->plen))
+        bind_copies(g, s, s->plo, s->phi, s->plen);
 }
 
 /* Whether the word so far can still become a grounded one: a copy goes
@@ -265,10 +331,9 @@ static int word_ends_ok(const ground *g, const wstate *s)
  * sentence's: "14:00.", or an apostrophe: "Dana's"). */
 static int word_goes_on(const ground *g, const wstate *s)
 {
-    if (s->len > WMAX || !fact_word(s) || s->lo < s->hi) return 1;
-    if (s->poss) return s->plo < s->phi;
-    return s->punct && s->len == s->blen + 1 && s->blo < s->bhi &&
-           some_end(g, s->blo, s->bhi, s->blen);
+    if (s->len > WMAX || !fact_word(s) || some_copy(g, s, s->lo, s->hi, -1)) return 1;
+    if (s->poss) return some_copy(g, s, s->plo, s->phi, -1);
+    return s->punct && s->len == s->blen + 1 && some_copy(g, s, s->blo, s->bhi, s->blen);
 }
 
 static void word_start(const ground *g, wstate *s)
@@ -317,6 +382,7 @@ static int word_end(const ground *g, wstate *s, unsigned char b, int known)
 {
     if (!s->in) return !s->pending || b == ' ';
     int ok = known >= 0 ? known : word_ends_ok(g, s);
+    if (ok) bind_word(g, s);
     if (s->pending && (s->len > WMAX || !after_claim_ok(s->w, (size_t)s->blen, 1))) ok = 0;
     s->pending = 0;
     if (claim_word(s) && !licensed(g, s)) {
@@ -327,7 +393,10 @@ static int word_end(const ground *g, wstate *s, unsigned char b, int known)
     s->neg = negation(s) ? 0 : s->neg < 99 ? s->neg + 1 : 99;
     const char last = s->len && s->len <= WMAX ? s->w[s->len - 1] : 0;
     if (last == '.' || b == '!' || b == '?' || b == '\n') s->sentence = 1;
-    if (s->sentence || b == ',' || b == ';' || b == ':' || last == ':') s->neg = 99; /* a clause ends */
+    if (s->sentence || b == ',' || b == ';' || b == ':' || last == ':') {
+        s->neg = 99, s->n_bind = -1; /* a clause ends */
+    }
+    if (s->len <= WMAX && IN(s->w, (size_t)s->blen, joins)) s->n_bind = -1;
     return ok;
 }
 
@@ -353,6 +422,7 @@ static int step_byte(const ground *g, wstate *s, unsigned char b, int known)
     if (!word) {
         const int ok = word_end(g, s, b, known);
         if (b == '!' || b == '?' || b == '\n') s->sentence = 1;
+        if (b && strchr(",;:!?&\n", b)) s->n_bind = -1; /* a clause ends */
         return ok;
     }
     if (!s->in) word_start(g, s);
@@ -487,7 +557,7 @@ static int ground_accept(void *ctx, int32_t token)
     const int call = g->in_call && *g->in_call;
     if (call || g->was_call) { /* a call (its closing tag too): text goes on after it */
         g->was_call = call;
-        g->s.in = 0, g->s.sentence = 1;
+        g->s.in = 0, g->s.sentence = 1, g->s.n_bind = -1;
         memset(g->s.tail, 0, TAIL);
         return HX_OK;
     }
@@ -500,6 +570,7 @@ static void ground_free(void *ctx)
     ground *g = ctx;
     if (!g) return;
     free(g->text);
+    free(g->item);
     free(g->starts);
     free(g->claims);
     free(g->verdict);
@@ -567,8 +638,45 @@ static const char *ordinal(int d)
     return d % 10 == 1 && d != 11 ? "st" : d % 10 == 2 && d != 12 ? "nd" : d % 10 == 3 && d != 13 ? "rd" : "th";
 }
 
-/* Appends the aliases of the dates and times in t[0, n): each once. */
-static void add_aliases(const char *t, size_t n, hx_buf *out)
+/* Numbers the items of the tool results in t[0, n) (each result between
+ * two HX_GROUND_RESULT bytes, made line ends here) into item[0, n): an
+ * item is an object that is an element of a result's outermost list at
+ * whatever depth ({"events": [{...}, {...}]}); its bytes get its number,
+ * from 1, all others 0. */
+static void number_items(char *t, size_t n, int32_t *item)
+{
+    int32_t last = 0, cur = 0;
+    int result = 0, str = 0, esc = 0, depth = 0, list = -1, obj = -1;
+    for (size_t i = 0; i < n; i++) {
+        const char c = t[i];
+        if (c == HX_GROUND_RESULT) {
+            t[i] = '\n', item[i] = 0;
+            result = !result, str = esc = depth = 0, list = obj = -1, cur = 0;
+            continue;
+        }
+        item[i] = result ? cur : 0;
+        if (!result) continue;
+        if (str) {
+            if (esc) esc = 0;
+            else if (c == '\\') esc = 1;
+            else if (c == '"') str = 0;
+            continue;
+        }
+        if (c == '"') str = 1;
+        else if (c == '[' && ++depth && list < 0) list = depth;
+        else if (c == '{' && ++depth == list + 1 && list >= 0 && obj < 0) obj = depth, item[i] = cur = ++last;
+        else if (c == '}' || c == ']') {
+            if (depth == obj) obj = -1, cur = 0;
+            if (depth == list) list = -1;
+            depth -= depth > 0;
+        }
+    }
+}
+
+/* Appends to out the aliases of the dates and times in t[0, n) (item[]
+ * gives each byte's item): each once per item, its bytes' items to
+ * items (int32_t each). */
+static void add_aliases(const char *t, size_t n, const int32_t *item, hx_buf *out, hx_buf *items)
 {
     long today = NO_DAY;
     const char *now = strstr(t, "Now: ");
@@ -577,10 +685,11 @@ static void add_aliases(const char *t, size_t n, hx_buf *out)
     hx_buf seen;
     hx_buf_init(&seen);
     for (size_t i = 0; i + 5 <= n; i++) {
-        char key[16];
+        char key[32];
+        const size_t before = out->len;
         const long day = iso_day(t, n, i, &m, &d);
         if (day > NO_DAY) {
-            snprintf(key, sizeof key, "|%.10s", t + i);
+            snprintf(key, sizeof key, "|%d %.10s", (int)item[i], t + i);
             if (seen.data && strstr(seen.data, key)) continue;
             hx_buf_puts(&seen, key);
             hx_buf_printf(out, "\n%s, %d %s, %s %d, %d%s", wdays[((day % 7) + 7) % 7], d,
@@ -588,21 +697,22 @@ static void add_aliases(const char *t, size_t n, hx_buf *out)
             if (day == today) hx_buf_puts(out, " today");
             if (day == today + 1) hx_buf_puts(out, " tomorrow");
             if (day == today - 1) hx_buf_puts(out, " yesterday");
-            continue;
+        } else {
+            if (!digits(t, n, i, 2) || t[i + 2] != ':' || !digits(t, n, i + 3, 2) ||
+                digits(t, n, i + 5, 1) || (i > 0 && isdigit((unsigned char)t[i - 1])))
+                continue;
+            const int h = num(t + i, 2), mi = num(t + i + 3, 2);
+            if (h > 23 || mi > 59) continue;
+            snprintf(key, sizeof key, "|%d %.5s", (int)item[i], t + i);
+            if (seen.data && strstr(seen.data, key)) continue;
+            hx_buf_puts(&seen, key);
+            const int h12 = h % 12 ? h % 12 : 12;
+            const char *ap = h < 12 ? "AM" : "PM", *apl = h < 12 ? "am" : "pm";
+            hx_buf_printf(out, "\n%d:%02d %s %d:%02d%s", h12, mi, ap, h12, mi, apl);
+            if (!mi) hx_buf_printf(out, " %d %s %d%s", h12, ap, h12, apl);
+            if (h < 10) hx_buf_printf(out, " %d:%02d", h, mi); /* "9:30" of "09:30" */
         }
-        if (!digits(t, n, i, 2) || t[i + 2] != ':' || !digits(t, n, i + 3, 2) ||
-            digits(t, n, i + 5, 1) || (i > 0 && isdigit((unsigned char)t[i - 1])))
-            continue;
-        const int h = num(t + i, 2), mi = num(t + i + 3, 2);
-        if (h > 23 || mi > 59) continue;
-        snprintf(key, sizeof key, "|%.5s", t + i);
-        if (seen.data && strstr(seen.data, key)) continue;
-        hx_buf_puts(&seen, key);
-        const int h12 = h % 12 ? h % 12 : 12;
-        const char *ap = h < 12 ? "AM" : "PM", *apl = h < 12 ? "am" : "pm";
-        hx_buf_printf(out, "\n%d:%02d %s %d:%02d%s", h12, mi, ap, h12, mi, apl);
-        if (!mi) hx_buf_printf(out, " %d %s %d%s", h12, ap, h12, apl);
-        if (h < 10) hx_buf_printf(out, " %d:%02d", h, mi); /* "9:30" of "09:30" */
+        for (size_t k = before; k < out->len; k++) hx_buf_append(items, &item[i], sizeof *item);
     }
     hx_buf_free(&seen);
 }
@@ -625,17 +735,32 @@ int hx_ground_stage_new(const hx_vocab *v, const char *text, const char *claims,
     ground *g = hx_calloc(1, sizeof *g);
     if (!g) return HX_ERR_NOMEM;
     g->v = v, g->in_call = in_call, g->trigger = trigger;
-    hx_buf b;
-    hx_buf_init(&b);
     const size_t n0 = text ? strlen(text) : 0;
-    hx_buf_append(&b, text ? text : "", n0);
-    add_aliases(text ? text : "", n0, &b);
-    hx_buf_putc(&b, '\n');
-    g->n = b.oom ? 0 : b.len;
-    g->text = b.oom ? (hx_buf_free(&b), NULL) : hx_buf_steal(&b, NULL);
+    char *t0 = hx_malloc(n0 + 1);
+    int32_t *i0 = hx_calloc(n0 + 1, sizeof *i0);
+    hx_buf b, items;
+    hx_buf_init(&b);
+    hx_buf_init(&items);
+    if (t0 && i0) {
+        memcpy(t0, text ? text : "", n0 + 1);
+        number_items(t0, n0, i0);
+        hx_buf_append(&b, t0, n0);
+        hx_buf_append(&items, i0, n0 * sizeof *i0);
+        add_aliases(t0, n0, i0, &b, &items);
+        hx_buf_putc(&b, '\n');
+        hx_buf_append(&items, &i0[n0], sizeof *i0); /* 0 */
+    }
+    const int ok = t0 && i0 && !b.oom && !items.oom && b.len * sizeof(int32_t) == items.len;
+    free(t0);
+    free(i0);
+    g->n = ok ? b.len : 0;
+    g->text = ok ? hx_buf_steal(&b, NULL) : NULL;
+    g->item = ok ? (int32_t *)(void *)hx_buf_steal(&items, NULL) : NULL;
+    hx_buf_free(&b);
+    hx_buf_free(&items);
     g->claims = claim_line(claims);
     g->starts = hx_calloc(g->n ? g->n : 1, sizeof *g->starts);
-    if (!g->text || !g->claims || !g->starts || g->n > INT32_MAX) {
+    if (!g->text || !g->item || !g->claims || !g->starts || g->n > INT32_MAX) {
         ground_free(g);
         return HX_ERR_NOMEM;
     }
@@ -643,7 +768,7 @@ int hx_ground_stage_new(const hx_vocab *v, const char *text, const char *claims,
     for (size_t i = 0; i < g->n; i++)
         if (can_start(g->text, i)) g->starts[g->n_starts++] = (int32_t)i;
     qsort_r(g->starts, (size_t)g->n_starts, sizeof *g->starts, cmp_start, g);
-    g->s.sentence = 1, g->s.neg = 99;
+    g->s.sentence = 1, g->s.neg = 99, g->s.n_bind = -1;
     *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "grounded answer", g, ground_apply,
                               ground_accept, NULL, NULL, ground_free};
     return HX_OK;

@@ -795,10 +795,22 @@ static void list_counts(const cJSON *j, hx_buf *b)
     for (const cJSON *c = j ? j->child : NULL; c; c = c->next) list_counts(c, b);
 }
 
+/* Appends a message's text to the answer's sources, a tool's result
+ * between HX_GROUND_RESULT bytes (its items then bind the answer's
+ * clauses); that byte anywhere in the text is made a blank. */
+static void ground_text(hx_buf *b, const char *text, int result)
+{
+    if (result) hx_buf_putc(b, HX_GROUND_RESULT);
+    for (const char *p = text; *p; p++) hx_buf_putc(b, *p == HX_GROUND_RESULT ? ' ' : *p);
+    if (result) hx_buf_putc(b, HX_GROUND_RESULT);
+    hx_buf_putc(b, '\n');
+}
+
 /* Tells the source what an answer's facts are copied from: every message
  * but the assistant's own words (a fact the model stated before is no
  * source of one), the system text and the request's clock included (the
- * user's name, today's date), with the counts of the tools' lists; and
+ * user's name, today's date), with the counts of the tools' lists, the
+ * tools' results marked as such (hx_ground_stage_new's items); and
  * the claim words this request's successful calls license ("added" once
  * an event was created). */
 static int set_ground(run *r, hx_err *err)
@@ -813,8 +825,9 @@ static int set_ground(run *r, hx_err *err)
     {
         const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
         const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(m, "content"));
-        if (text && (!role || strcmp(role, "assistant"))) hx_buf_printf(&b, "%s\n", text);
-        cJSON *j = text && role && !strcmp(role, "tool") ? cJSON_Parse(text) : NULL;
+        const int tool = role && !strcmp(role, "tool");
+        if (text && (!role || strcmp(role, "assistant"))) ground_text(&b, text, tool);
+        cJSON *j = text && tool ? cJSON_Parse(text) : NULL;
         list_counts(j, &b);
         if (j) hx_buf_putc(&b, '\n');
         cJSON_Delete(j);

@@ -4,7 +4,9 @@
  * conversation or of an alias derived from it; ordinary words and a
  * sentence's first word are untouched; claim words need the planner's
  * licence or a negation; markup is masked; a scripted model that tries to
- * invent a time writes the time the tool returned. hx_strip_markup. */
+ * invent a time writes the time the tool returned; a clause's facts come
+ * from one item of a result (not one event's title with another's time).
+ * hx_strip_markup. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,39 +197,115 @@ static void test_markup(void)
  * pieces of "... at 15:30 in Xylo hall 7." first and, second, the pieces
  * of what it read, while its text is still a prefix of each; greedy
  * decoding through the stage writes the time and room the tool returned. */
-static void test_scripted_invented_time(void)
+/* The answer greedy decoding through the stage writes (caller frees)
+ * for a scripted model that prefers meant's pieces and then read's. */
+static char *scripted(fixture *f, const char *meant, const char *read)
 {
-    fixture f;
-    ASSERT(setup(&f) == 0);
-    const char *meant = "Your Q2 budget review is tomorrow at 15:30 in Xylo hall 7.";
-    const char *read = "Your Q2 budget review is tomorrow at 14:00 in Conf room 4B.";
     hx_buf out;
     hx_buf_init(&out);
     for (int step = 0; step < 80; step++) {
         const size_t at = out.len;
         const int on_meant = !at || !strncmp(meant, out.data, at);
         const int on_read = !at || !strncmp(read, out.data, at);
-        for (int32_t i = 0; i < f.n; i++) {
+        for (int32_t i = 0; i < f->n; i++) {
             size_t len = 0;
-            const char *p = hx_vocab_piece(f.v, i, &len);
-            f.logits[i] = -10;
-            if (!p || !len || hx_vocab_is_special(f.v, i)) continue;
-            if (on_meant && at + len <= strlen(meant) && !memcmp(meant + at, p, len)) f.logits[i] = 10;
-            else if (on_read && at + len <= strlen(read) && !memcmp(read + at, p, len)) f.logits[i] = 5;
+            const char *p = hx_vocab_piece(f->v, i, &len);
+            f->logits[i] = -10;
+            if (!p || !len || hx_vocab_is_special(f->v, i)) continue;
+            if (on_meant && at + len <= strlen(meant) && !memcmp(meant + at, p, len)) f->logits[i] = 10;
+            else if (on_read && at + len <= strlen(read) && !memcmp(read + at, p, len)) f->logits[i] = 5;
         }
-        if (at == strlen(read)) f.logits[hx_vocab_eos(f.v)] = 10;
-        f.st.apply(f.st.ctx, f.logits, f.n);
+        if (at == strlen(read)) f->logits[hx_vocab_eos(f->v)] = 10;
+        f->st.apply(f->st.ctx, f->logits, f->n);
         int32_t best = 0;
-        for (int32_t i = 1; i < f.n; i++)
-            if (f.logits[i] > f.logits[best]) best = i;
-        if (best == hx_vocab_eos(f.v) || !isfinite(f.logits[best])) break;
+        for (int32_t i = 1; i < f->n; i++)
+            if (f->logits[i] > f->logits[best]) best = i;
+        if (best == hx_vocab_eos(f->v) || !isfinite(f->logits[best])) break;
         size_t len = 0;
-        const char *p = hx_vocab_piece(f.v, best, &len);
+        const char *p = hx_vocab_piece(f->v, best, &len);
         hx_buf_append(&out, p, len);
-        f.st.accept(f.st.ctx, best);
+        f->st.accept(f->st.ctx, best);
     }
-    EXPECT_STR_EQ(out.data, read);
-    hx_buf_free(&out);
+    return hx_buf_steal(&out, NULL);
+}
+
+static void test_scripted_invented_time(void)
+{
+    fixture f;
+    ASSERT(setup(&f) == 0);
+    const char *meant = "Your Q2 budget review is tomorrow at 15:30 in Xylo hall 7.";
+    const char *read = "Your Q2 budget review is tomorrow at 14:00 in Conf room 4B.";
+    char *out = scripted(&f, meant, read);
+    EXPECT_STR_EQ(out, read);
+    free(out);
+    teardown(&f);
+}
+
+/* RESULT with its two results marked as tool results: their items are
+ * the two events and the one file. */
+#define M "\x1e"
+#define MARKED                                                                           \
+    "Now: 2027-03-10T08:40:00-05:00 (America/New_York)\n"                                \
+    "what's on my calendar tomorrow?\n" M                                                \
+    "{\"events\": [{\"title\": \"Q2 budget review\", \"start\": "                         \
+    "\"2027-03-11T14:00:00-05:00\", \"location\": \"Conf room 4B\", \"organizer\": "      \
+    "{\"email\": \"dana.okafor@harbourlight.org\", \"name\": \"Dana Okafor\"}}, "         \
+    "{\"title\": \"Check-in with Tomás\", \"start\": \"2027-03-12T09:30:00-05:00\"}]," \
+    " \"count\": 2}" M "\n 2\n" M                                                         \
+    "{\"files\": [{\"path\": \"/home/p/files/Notes/budget.md\", \"matches\": [{\"line\": " \
+    "3, \"text\": \"Total Q2 $240,450\\nTravel is up\"}]}]}" M "\n"
+
+static int writes_marked(const char *before, const char *s)
+{
+    fixture f;
+    if (setup_with(&f, MARKED, NULL, "<tool_call>")) return -1;
+    feed(&f, before);
+    int ok = writes(&f, s);
+    teardown(&f);
+    return ok;
+}
+
+/* A clause's facts come from one item of a result, or from outside
+ * every item; the same words pass unmarked, in another clause, or paired
+ * as the result pairs them. */
+static void test_items(void)
+{
+    EXPECT(writes_marked("Your ", "Q2 budget review is at 14:00 in Conf room 4B.") == 1);
+    EXPECT(writes_marked("Your ", "Q2 budget review is at 09:30") == 0); /* the other's time */
+    EXPECT(writes_after("Your ", "Q2 budget review is at 09:30") == 1);  /* unmarked: no items */
+    EXPECT(writes_marked("You have ", "Check-in with Tomás at 09:30") == 1);
+    EXPECT(writes_marked("You have ", "Check-in with Tomás at 14:00") == 0);
+    EXPECT(writes_marked("You have ", "Check-in with Tomás on Friday at 9:30 AM") == 1);
+    EXPECT(writes_marked("You have ", "Check-in with Tomás on Thursday") == 0); /* the 11th's */
+    EXPECT(writes_marked("You have ", "Check-in with Dana Okafor") == 0);
+    EXPECT(writes_marked("You have ", "Q2 budget review with Dana Okafor at 2 PM") == 1);
+    /* a new clause is free of the last one's item */
+    EXPECT(writes_marked("", "Q2 budget review at 14:00 and Check-in with Tomás at 09:30.") == 1);
+    EXPECT(writes_marked("", "Q2 budget review at 14:00, Check-in with Tomás at 09:30.") == 1);
+    EXPECT(writes_marked("", "Q2 budget review at 14:00. Tomás at 09:30.") == 1);
+    EXPECT(writes_marked("", "Tomorrow: Q2 budget review at 14:00") == 1);
+    EXPECT(writes_marked("", "On Thursday you have Check-in") == 0); /* the 12th's */
+    EXPECT(writes_marked("", "On Friday you have Check-in") == 1);
+    /* facts outside every item bind nothing: the request, a count */
+    EXPECT(writes_marked("You have ", "2 events tomorrow") == 1);
+    EXPECT(writes_marked("In ", "Notes/budget.md: Total Q2 $240,450") == 1);
+    EXPECT(writes_marked("In ", "Notes/budget.md at 14:00") == 0);
+}
+
+static void test_scripted_paired_time(void)
+{
+    fixture f;
+    ASSERT(setup_with(&f, MARKED, NULL, "<tool_call>") == 0);
+    const char *meant = "Your Q2 budget review is at 9:30 AM.";
+    const char *read = "Your Q2 budget review is at 2 PM.";
+    char *out = scripted(&f, meant, read);
+    EXPECT_STR_EQ(out, read);
+    free(out);
+    teardown(&f);
+    ASSERT(setup(&f) == 0); /* control: unmarked, the pairing is not known */
+    out = scripted(&f, meant, read);
+    EXPECT_STR_EQ(out, meant);
+    free(out);
     teardown(&f);
 }
 
@@ -240,5 +318,7 @@ int main(void)
     RUN(test_claims);
     RUN(test_markup);
     RUN(test_scripted_invented_time);
+    RUN(test_items);
+    RUN(test_scripted_paired_time);
     return test_summary();
 }
