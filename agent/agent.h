@@ -688,6 +688,13 @@ int hx_agent_tools_for_request(const hx_tools *reg, const char *request, char *f
  * serve it), else HX_TIER_FULL. filter as there. */
 enum { HX_TIER_FULL = 0, HX_TIER_SMALL = 1 };
 int hx_agent_request_tier(const hx_tools *reg, const char *request, char *filter, size_t n);
+/* Whether a request asks to remove or change something the user kept
+ * (agent/toolpick.c): a word of removal ("forget", "delete", "cancel",
+ * "remove", in English, German, French and Spanish) or of a fact's change
+ * ("update", "no longer", "instead", "wrong"). A tool that removes
+ * (HX_TOOL_REMOVES) runs only for such a request: asked to remember a new
+ * fact, a model does not forget an old one on its own. */
+int hx_agent_asks_removal(const char *request);
 /* The tool tier (agent/toolpick.c): 1 when the rules serve request
  * exactly with one call of a reading tool of reg, named in *tool
  * (static), its arguments in *args (caller frees): a calendar read of a

@@ -118,7 +118,7 @@ int hx_agent_register_memory_tools(hx_tools *reg, hx_memory *mem, hx_err *err)
          HX_TOOL_BUILTIN | HX_TOOL_KEEPS},
         {HX_TOOL_API_VERSION, "memory.forget",
          "Forget a remembered fact for good, by its id.", forget_schema,
-         HX_EFFECT_WRITE, tool_forget, mem, HX_TOOL_BUILTIN},
+         HX_EFFECT_WRITE, tool_forget, mem, HX_TOOL_BUILTIN | HX_TOOL_REMOVES},
         {HX_TOOL_API_VERSION, "memory.search",
          "Search what you remember about the user.", search_schema,
          HX_EFFECT_READ, tool_search, mem, HX_TOOL_BUILTIN},

@@ -42,6 +42,7 @@ typedef struct run {
                        decoded, the answer when none comes */
     const char *model; /* recorded in the episode */
     hx_buf refused; /* this request's failed calls (hx_argcheck_refused_line) */
+    const char *request; /* the user's words (borrowed) */
 } run;
 
 hx_planner_params hx_planner_default_params(void)
@@ -538,6 +539,19 @@ static int parse_turn(int llama, const char *text, char **content, pcall *calls,
 }
 
 /* ---- running one call ---- */
+/* Whether the call removes what the user kept while the request asks to
+ * remove nothing: then it is refused (o says why), before the policy. */
+static int unasked_removal(const run *r, const char *name, hx_call_outcome *o)
+{
+    const hx_tool_def *def = hx_tools_find(r->pl->d.reg, name);
+    if (!def || !(def->flags & HX_TOOL_REMOVES) || hx_agent_asks_removal(r->request)) return 0;
+    o->status = "refused", o->decision = "deny", o->by = "request", o->rc = HX_ERR_DENIED;
+    snprintf(o->detail, sizeof o->detail,
+             "refused: %s removes what the user kept, and the request asks to remove or "
+             "change nothing; answer, and ask the user whether to remove it", name);
+    return 1;
+}
+
 /* A call of a tool this planner offers, under the conversation's taint;
  * untrusted content coming back, in a result or an error, taints it. */
 static void exec_call(run *r, const char *name, const cJSON *args,
@@ -549,6 +563,7 @@ static void exec_call(run *r, const char *name, const cJSON *args,
         snprintf(o->detail, sizeof o->detail, "unknown tool %s", name);
         return;
     }
+    if (unasked_removal(r, name, o)) return;
     hx_agent_call(&pl->d, name, args, args_json, pl->tainted, o);
     if (o->untrusted) pl->tainted = 1;
 }
@@ -1119,7 +1134,7 @@ static int run_request(hx_planner *pl, const char *request, const hx_planner_io 
                        const char *model, cJSON **trace, hx_err *err)
 {
     run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, NULL, NULL, "answered",
-             cJSON_CreateArray(), 0, 0, NULL, model, {0}};
+             cJSON_CreateArray(), 0, 0, NULL, model, {0}, request};
     int64_t started = hx_now(NULL);
     int n0 = cJSON_GetArraySize(pl->msgs);
     *trace = NULL;

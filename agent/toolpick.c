@@ -34,6 +34,14 @@ static const char *const actions[] = {
     "draft", "write", "forward", "remember", "forget", "invite", "set up", "make",
     "put", "save", "update", "change", "erase", "drop", "tell ", NULL};
 
+/* Words that ask to remove or change what the user kept. */
+static const char *const removals[] = {
+    "forget", "delete", "remove", "erase", "clear", "drop", "cancel", "wipe", "discard",
+    "scrap", "call off", "get rid", "undo", "no longer", "anymore", "any more", "update",
+    "change", "correct", "wrong", "instead", "replace", "outdated", "not true",
+    "vergiss", "lösch", "losch", "entfern", "absag", "storn", "oublie", "supprim", "annul",
+    "efface", "olvida", "borra", "elimin", "quita", NULL};
+
 /* Words a question starts with. */
 static const char *const asks[] = {
     "what", "when", "where", "who", "which", "how", "is ", "am ", "are ", "do ",
@@ -54,6 +62,11 @@ static int any_stem(const char *text, const char *const *stems)
     for (int s = 0; stems[s]; s++)
         if (has_stem(text, stems[s])) return 1;
     return 0;
+}
+
+int hx_agent_asks_removal(const char *request)
+{
+    return request && any_stem(request, removals);
 }
 
 /* A question that asks for no change: it ends with '?' or starts with a

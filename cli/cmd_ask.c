@@ -200,6 +200,9 @@ static const char *refusal_reason(const char *by)
     if (!strcmp(by, "--no")) return "was refused by --no";
     if (!strcmp(by, "policy")) return "is denied by your policy (\"policy\" in config.json)";
     if (!strcmp(by, "user")) return "was declined by you";
+    if (!strcmp(by, "request"))
+        return "was not run: it removes what you kept and your request did not ask to "
+               "remove or change anything; ask for it in words (\"forget ...\", \"cancel ...\")";
     return "was refused";
 }
 

@@ -546,7 +546,7 @@ static const hx_tool_def cal_tools[] = {
      "{\"type\":\"object\",\"properties\":{\"uid\":{\"type\":\"string\",\"minLength\":1},"
      "\"occurrence\":{\"type\":\"string\",\"description\":\"start of the one occurrence "
      "to cancel\"}},\"required\":[\"uid\"],\"additionalProperties\":false}",
-     HX_EFFECT_SEND, cancel_event, NULL, HX_TOOL_BUILTIN},
+     HX_EFFECT_SEND, cancel_event, NULL, HX_TOOL_BUILTIN | HX_TOOL_REMOVES},
 };
 
 int hx_cal_register(hx_tools *reg, hx_err *err)

@@ -104,12 +104,16 @@ typedef struct hx_tool_def {
  * HX_TOOL_SELF_DESCRIBED: the tool's name, description and schema come
  *   from its own process at run time (an MCP server's tools/list), not
  *   from a manifest the user installed: offered to the model, they are
- *   untrusted content in every prompt. */
+ *   untrusted content in every prompt.
+ * HX_TOOL_REMOVES: the tool removes what the user kept (memory.forget,
+ *   calendar.cancel_event): the planner runs it only for a request that
+ *   asks to remove or change something (hx_agent_asks_removal). */
 enum {
     HX_TOOL_UNTRUSTED = 1,
     HX_TOOL_BUILTIN = 2,
     HX_TOOL_KEEPS = 4,
     HX_TOOL_SELF_DESCRIBED = 8,
+    HX_TOOL_REMOVES = 16,
 };
 
 /* A registry bound to a configuration (borrowed; must outlive it). */

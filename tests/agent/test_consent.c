@@ -1,7 +1,8 @@
 /* test_consent.c: the consent rules against someone else's words. Each
  * escape (a calendar invitation, a failing registered tool, an MCP error,
  * a file's name, a laundered memory, a tool lying about its effect or
- * name, control characters for the terminal) with its control: the same
+ * name, control characters for the terminal, a removal the request did
+ * not ask for) with its control: the same
  * action going through where it is allowed. The agent is driven by a
  * scripted source (a test double standing in for the model) over the
  * real tools, policy, memory and sandbox; this binary is also the
@@ -427,6 +428,48 @@ static void test_recalled_memory(void)
     world_close(&w);
 }
 
+#define FORGET_1 \
+    "<tool_call>{\"name\": \"memory.forget\", \"arguments\": {\"id\": 1}}</tool_call>"
+
+/* A removal the request did not ask for is refused before the policy,
+ * under --yes and a policy allowing writes and sends: asked to remember
+ * Carol's address, the model forgets Bob's. The same call for a request
+ * to forget it (the control) runs; a cancel is refused while the request
+ * reads, and reaches the tool when the request cancels. */
+static void test_unasked_removal(void)
+{
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    use_policy(&w, "{\"write\": \"allow\", \"send\": \"allow\"}");
+    hx_mem_new bob = {.kind = "fact", .text = "Bob's email is bob@example.org"};
+    int64_t id = 0;
+    ASSERT(hx_memory_remember(w.mem, &bob, &id, NULL, NULL) == HX_OK);
+    ASSERT(id == 1);
+    const char *forget[] = {FORGET_1, "Done."};
+    cJSON *t = run_turns(&w, NULL, forget, 2,
+                         "Remember that Carol's email is carol@example.org");
+    EXPECT_STR_EQ(tstr(call_at(t, 0), "status"), "refused");
+    EXPECT_STR_EQ(tstr(call_at(t, 0), "by"), "request");
+    EXPECT(strstr(tstr(call_at(t, 0), "result"), "asks to remove or change nothing") != NULL);
+    EXPECT(provenance_of(&w, "Bob's email is bob@example.org") == HX_MEM_USER);
+    cJSON_Delete(t);
+    t = run_turns(&w, NULL, forget, 2, "Forget Bob's email");
+    EXPECT_STR_EQ(tstr(call_at(t, 0), "status"), "ok");
+    EXPECT(provenance_of(&w, "Bob's email is bob@example.org") == -1);
+    cJSON_Delete(t);
+    const char *cancel[] = {"<tool_call>{\"name\": \"calendar.cancel_event\", \"arguments\": "
+                            "{\"uid\": \"piano-lessons@family\"}}</tool_call>",
+                            "Done."};
+    t = run_turns(&w, NULL, cancel, 2, "When is Léa's piano lesson?");
+    EXPECT_STR_EQ(tstr(call_at(t, 0), "by"), "request");
+    cJSON_Delete(t);
+    t = run_turns(&w, NULL, cancel, 2, "Cancel Léa's piano lesson");
+    EXPECT(strcmp(tstr(call_at(t, 0), "by"), "request") != 0);
+    EXPECT(strcmp(tstr(call_at(t, 0), "status"), "malformed") != 0);
+    cJSON_Delete(t);
+    world_close(&w);
+}
+
 /* The effect of each registered tool of w, or -1. */
 static int effect_of(world *w, const char *name)
 {
@@ -648,6 +691,7 @@ int main(int argc, char **argv)
     RUN(test_file_names_and_memory_search);
     RUN(test_memory_remember_asks);
     RUN(test_recalled_memory);
+    RUN(test_unasked_removal);
     RUN(test_lying_tools);
     RUN(test_registered_tool_descriptions);
     RUN(test_terminal);

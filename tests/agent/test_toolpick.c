@@ -165,10 +165,31 @@ static void test_tool_tier(void)
     unlink(side);
 }
 
+/* The requests that ask to remove or change what the user kept, and
+ * those that do not (a tool that removes runs only for the first). */
+static void test_asks_removal(void)
+{
+    static const char *const yes[] = {
+        "Forget Bob's email", "please delete memory 3", "cancel my dentist appointment",
+        "I no longer like tea", "Bob's address changed: update it", "that is wrong",
+        "call off Friday's lunch", "vergiss Bobs Adresse", "Lösche den Termin",
+        "oublie mon adresse", "olvida eso", "remove the gym on monday"};
+    static const char *const no[] = {
+        "Remember that Carol's email is carol@example.org", "what's on tomorrow?",
+        "who is Bob?", "book lunch with Sam", "remind me what I prefer", "Remember I like tea",
+        "send the deck to Bob", "", "recorded notes"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        if (!hx_agent_asks_removal(yes[i])) test_fail_at(__FILE__, __LINE__, "not read as asking to remove: %s", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        if (hx_agent_asks_removal(no[i])) test_fail_at(__FILE__, __LINE__, "read as asking to remove: %s", no[i]);
+    EXPECT(!hx_agent_asks_removal(NULL));
+}
+
 int main(void)
 {
     RUN(test_cut);
     RUN(test_tiers);
     RUN(test_tool_tier);
+    RUN(test_asks_removal);
     return test_summary();
 }
