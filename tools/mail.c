@@ -695,6 +695,48 @@ static void search_q_free(search_q *q)
 }
 
 static int tool_search(hx_tools *reg, void *user, const cJSON *args,
+                       cJSON **result, hx_err *err);
+
+/* Whether the search names the messages by more than its words: a
+ * sender, a recipient, a subject, a folder, a time or unread. */
+static int has_filters(const cJSON *args)
+{
+    static const char *const keys[] = {"from", "to", "subject", "folder", "since", "until"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        if (hx_arg_str(args, keys[i])) return 1;
+    return hx_arg_bool(args, "unread", 0);
+}
+
+/* A search whose words none of the messages its filters find has: it
+ * found nothing, and says so, but those messages come with it, newest
+ * first, as "others" (the words were a guess at the mail's wording:
+ * "what did Tobi write" searched for "write"; the sender is what the
+ * user named). Nothing is added when the filters alone find nothing or
+ * that search fails. */
+static int without_words(hx_tools *reg, void *user, const cJSON *args, cJSON *result)
+{
+    cJSON *a = cJSON_Duplicate(args, 1), *r = NULL;
+    hx_err err = {0};
+    if (a) cJSON_DeleteItemFromObject(a, "text");
+    const int rc = a ? tool_search(reg, user, a, &r, &err) : HX_ERR_NOMEM;
+    cJSON_Delete(a);
+    const int total = rc ? 0 : (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "total"));
+    cJSON *others = total > 0 ? cJSON_DetachItemFromObject(r, "messages") : NULL;
+    cJSON_Delete(r);
+    if (!others) return HX_OK;
+    char note[700];
+    snprintf(note, sizeof note, "no message has any of the words of \"%.200s\"; \"others\" "
+             "holds the %d that the other arguments find without them, newest first",
+             hx_arg_str(args, "text"), total);
+    cJSON_DeleteItemFromObject(result, "note");
+    if (!cJSON_AddStringToObject(result, "note", note) ||
+        !cJSON_AddItemToObject(result, "others", others) ||
+        !cJSON_AddNumberToObject(result, "others_total", total))
+        return HX_ERR_NOMEM; /* the caller drops the result */
+    return HX_OK;
+}
+
+static int tool_search(hx_tools *reg, void *user, const cJSON *args,
                        cJSON **result, hx_err *err)
 {
     (void)user;
@@ -715,6 +757,12 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
         index_close(&ix);
         if (rc) cJSON_Delete(out);
         else *result = out;
+    }
+    if (!rc && q.n_terms > 0 && !cJSON_GetNumberValue(cJSON_GetObjectItem(*result, "total")) &&
+        has_filters(args) && (rc = without_words(reg, user, args, *result))) {
+        cJSON_Delete(*result);
+        *result = NULL;
+        hx_err_set(err, rc, "mail search: out of memory");
     }
     pcre2_code_free(re);
     search_q_free(&q);

@@ -247,8 +247,9 @@ static int found(const char *json, char *first, size_t n)
 }
 
 /* Text search ranks the meaningful words and never asks for the
- * function words; sender and subject filters fold case and accents as
- * the text does (ß as ss), word by word in any order. */
+ * function words; when no message the filters find has any of them, it
+ * finds nothing and gives those messages as "others"; sender and subject filters fold case
+ * and accents as the text does (ß as ss), word by word in any order. */
 static void test_search_forgives(void)
 {
     char first[256];
@@ -299,6 +300,23 @@ static void test_search_forgives(void)
     /* a filter's "%" or "_" is a character, not a wildcard */
     EXPECT_EQ_INT(found("{\"from\":\"%\"}", NULL, 0), 0);
     EXPECT_EQ_INT(found("{\"subject\":\"_\"}", NULL, 0), 0);
+    /* words none of the sender's mail has: nothing found, and the
+     * sender's mail beside it as "others" */
+    r = call("mail.search", "{\"text\":\"giraffe tusks\",\"from\":\"ana@example.es\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 0);
+    EXPECT_EQ_INT(count(r, "others"), 2);
+    EXPECT_EQ_INT((int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "others_total")), 2);
+    EXPECT(strstr(str_at(r, "others", 0, "from"), "ana@example.es") != NULL);
+    EXPECT(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(r, "note")),
+                  "no message has any of the words of \"giraffe tusks\"") != NULL);
+    cJSON_Delete(r);
+    /* controls: words some of them have narrow them; no filter, or a
+     * filter finding nothing, finds nothing */
+    EXPECT_EQ_INT(found("{\"text\":\"quarterly\",\"from\":\"ana\"}", first, sizeof first), 1);
+    EXPECT_STR_EQ(first, "Quarterly figures");
+    EXPECT_EQ_INT(found("{\"text\":\"giraffe tusks\"}", NULL, 0), 0);
+    EXPECT_EQ_INT(found("{\"text\":\"giraffe tusks\",\"from\":\"bob zz\"}", NULL, 0), 0);
 }
 
 /* The addresses of the user's mail: From, To and Cc of every message,
