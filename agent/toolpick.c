@@ -39,6 +39,8 @@ static const char *const removals[] = {
     "forget", "delete", "remove", "erase", "clear", "drop", "cancel", "wipe", "discard",
     "scrap", "call off", "get rid", "undo", "no longer", "anymore", "any more", "update",
     "change", "correct", "wrong", "instead", "replace", "outdated", "not true",
+    "stop remembering", "unlearn", "disregard", "never mind", "off my calendar",
+    "off the calendar", "off my schedule", "off my diary", "is off",
     "vergiss", "lösch", "losch", "entfern", "absag", "storn", "oublie", "supprim", "annul",
     "efface", "olvida", "borra", "elimin", "quita", NULL};
 

@@ -173,7 +173,9 @@ static void test_asks_removal(void)
         "Forget Bob's email", "please delete memory 3", "cancel my dentist appointment",
         "I no longer like tea", "Bob's address changed: update it", "that is wrong",
         "call off Friday's lunch", "vergiss Bobs Adresse", "Lösche den Termin",
-        "oublie mon adresse", "olvida eso", "remove the gym on monday"};
+        "oublie mon adresse", "olvida eso", "remove the gym on monday",
+        "Stop remembering that I like tea", "Unlearn that fact",
+        "Take the review off my calendar"};
     static const char *const no[] = {
         "Remember that Carol's email is carol@example.org", "what's on tomorrow?",
         "who is Bob?", "book lunch with Sam", "remind me what I prefer", "Remember I like tea",
