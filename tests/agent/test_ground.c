@@ -61,16 +61,19 @@ static int writes(fixture *f, const char *s)
     return n > 0;
 }
 
-/* writes() from a fresh stage after the answer's start `before`. */
-static int writes_after(const char *before, const char *s)
+/* writes() from a fresh stage over text after the answer's start
+ * `before`. */
+static int writes_over(const char *text, const char *before, const char *s)
 {
     fixture f;
-    if (setup(&f)) return -1;
+    if (setup_with(&f, text, NULL, "<tool_call>")) return -1;
     feed(&f, before);
     int ok = writes(&f, s);
     teardown(&f);
     return ok;
 }
+
+static int writes_after(const char *before, const char *s) { return writes_over(RESULT, before, s); }
 
 static void test_times_and_dates(void)
 {
@@ -255,41 +258,43 @@ static void test_scripted_invented_time(void)
     "{\"files\": [{\"path\": \"/home/p/files/Notes/budget.md\", \"matches\": [{\"line\": " \
     "3, \"text\": \"Total Q2 $240,450\\nTravel is up\"}]}]}" M "\n"
 
-static int writes_marked(const char *before, const char *s)
-{
-    fixture f;
-    if (setup_with(&f, MARKED, NULL, "<tool_call>")) return -1;
-    feed(&f, before);
-    int ok = writes(&f, s);
-    teardown(&f);
-    return ok;
-}
+static int writes_marked(const char *before, const char *s) { return writes_over(MARKED, before, s); }
 
 /* A clause's facts come from one item of a result, or from outside
  * every item; the same words pass unmarked, in another clause, or paired
  * as the result pairs them. */
 static void test_items(void)
 {
-    EXPECT(writes_marked("Your ", "Q2 budget review is at 14:00 in Conf room 4B.") == 1);
-    EXPECT(writes_marked("Your ", "Q2 budget review is at 09:30") == 0); /* the other's time */
-    EXPECT(writes_after("Your ", "Q2 budget review is at 09:30") == 1);  /* unmarked: no items */
-    EXPECT(writes_marked("You have ", "Check-in with Tomás at 09:30") == 1);
-    EXPECT(writes_marked("You have ", "Check-in with Tomás at 14:00") == 0);
-    EXPECT(writes_marked("You have ", "Check-in with Tomás on Friday at 9:30 AM") == 1);
-    EXPECT(writes_marked("You have ", "Check-in with Tomás on Thursday") == 0); /* the 11th's */
-    EXPECT(writes_marked("You have ", "Check-in with Dana Okafor") == 0);
-    EXPECT(writes_marked("You have ", "Q2 budget review with Dana Okafor at 2 PM") == 1);
-    /* a new clause is free of the last one's item */
-    EXPECT(writes_marked("", "Q2 budget review at 14:00 and Check-in with Tomás at 09:30.") == 1);
-    EXPECT(writes_marked("", "Q2 budget review at 14:00, Check-in with Tomás at 09:30.") == 1);
-    EXPECT(writes_marked("", "Q2 budget review at 14:00. Tomás at 09:30.") == 1);
-    EXPECT(writes_marked("", "Tomorrow: Q2 budget review at 14:00") == 1);
-    EXPECT(writes_marked("", "On Thursday you have Check-in") == 0); /* the 12th's */
-    EXPECT(writes_marked("", "On Friday you have Check-in") == 1);
-    /* facts outside every item bind nothing: the request, a count */
-    EXPECT(writes_marked("You have ", "2 events tomorrow") == 1);
-    EXPECT(writes_marked("In ", "Notes/budget.md: Total Q2 $240,450") == 1);
-    EXPECT(writes_marked("In ", "Notes/budget.md at 14:00") == 0);
+    static const struct {
+        const char *before, *text;
+        int want;
+    } cases[] = {
+        {"Your ", "Q2 budget review is at 14:00 in Conf room 4B.", 1},
+        {"Your ", "Q2 budget review is at 09:30", 0}, /* the other's time */
+        {"You have ", "Check-in with Tomás at 09:30", 1},
+        {"You have ", "Check-in with Tomás at 14:00", 0},
+        {"You have ", "Check-in with Tomás on Friday at 9:30 AM", 1},
+        {"You have ", "Check-in with Tomás on Thursday", 0}, /* the 11th's */
+        {"You have ", "Check-in with Dana Okafor", 0},
+        {"You have ", "Q2 budget review with Dana Okafor at 2 PM", 1},
+        /* a new clause is free of the last one's item */
+        {"", "Q2 budget review at 14:00 and Check-in with Tomás at 09:30.", 1},
+        {"", "Q2 budget review at 14:00, Check-in with Tomás at 09:30.", 1},
+        {"", "Q2 budget review at 14:00. Tomás at 09:30.", 1},
+        {"", "Tomorrow: Q2 budget review at 14:00", 1},
+        {"", "On Thursday you have Check-in", 0}, /* the 12th's */
+        {"", "On Friday you have Check-in", 1},
+        /* facts outside every item bind nothing: the request, a count */
+        {"You have ", "2 events tomorrow", 1},
+        {"In ", "Notes/budget.md: Total Q2 $240,450", 1},
+        {"In ", "Notes/budget.md at 14:00", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (writes_marked(cases[i].before, cases[i].text) != cases[i].want)
+            test_fail_at(__FILE__, __LINE__, "%s%s: not %d", cases[i].before, cases[i].text,
+                         cases[i].want);
+    /* the control: unmarked, the pairing is not known */
+    EXPECT(writes_after("Your ", "Q2 budget review is at 09:30") == 1);
 }
 
 static void test_scripted_paired_time(void)
