@@ -236,7 +236,7 @@ static void add_list(cJSON *arr, const char *tool, const cJSON *res, const char 
         if (!strcmp(key, "events")) add_event(arr, tool, e, answer);
         else if (!strcmp(key, "slots")) add_slot(arr, tool, "free", e, answer);
         else if (!strcmp(key, "busy")) add_slot(arr, tool, "busy", e, answer);
-        else if (!strcmp(key, "messages")) add_mail(arr, tool, e, answer);
+        else if (!strcmp(key, "messages") || !strcmp(key, "others")) add_mail(arr, tool, e, answer);
         else if (!strcmp(key, "memories")) add_memory(arr, tool, e, answer);
         else add_file(arr, tool, e, answer); /* "files", "entries" */
     }
@@ -244,8 +244,8 @@ static void add_list(cJSON *arr, const char *tool, const cJSON *res, const char 
 
 static void read_result(cJSON *arr, const char *tool, const cJSON *res, const char *answer)
 {
-    static const char *const lists[] = {"events", "slots", "busy", "messages", "memories",
-                                        "files", "entries"};
+    static const char *const lists[] = {"events", "slots", "busy", "messages", "others",
+                                        "memories", "files", "entries"};
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
         add_list(arr, tool, res, lists[i], answer);
     if (str(res, "subject") && str(res, "from")) add_mail(arr, tool, res, answer);

@@ -1029,9 +1029,35 @@ static void test_ground_and_evidence(void)
     world_close(&w);
 }
 
+/* A mail search whose words no message of its sender has finds nothing,
+ * and the sender's messages it gives beside that ("others") are what the
+ * answer rests on: the trace's "read" lists them. */
+static void test_read_others(void)
+{
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    const char *turns[] = {"<tool_call>{\"name\": \"mail.search\", \"arguments\": "
+                           "{\"text\": \"giraffe tusks\", \"from\": \"Bob Lee\"}}</tool_call>",
+                           "Nothing about that."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 2, "what did Bob write?", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    const cJSON *it;
+    int mails = 0;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(t, "read"))
+        mails += !strcmp(tstr(it, "kind"), "mail") && strstr(tstr(it, "from"), "bob@example.org");
+    EXPECT(mails > 0);
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 int main(void)
 {
     RUN(test_multi_call_turn);
+    RUN(test_read_others);
     RUN(test_mended_call);
     RUN(test_malformed_call);
     RUN(test_close_tag_inside_string);
