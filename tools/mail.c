@@ -707,33 +707,60 @@ static int has_filters(const cJSON *args)
     return hx_arg_bool(args, "unread", 0);
 }
 
-/* A search whose words none of the messages its filters find has: it
- * found nothing, and says so, but those messages come with it, newest
- * first, as "others" (the words were a guess at the mail's wording:
- * "what did Tobi write" searched for "write"; the sender is what the
- * user named). Nothing is added when the filters alone find nothing or
- * that search fails. */
-static int without_words(hx_tools *reg, void *user, const cJSON *args, cJSON *result)
+/* The search args without argument key into result's "others" (with
+ * "others_total" and a note: no message <lack> "<key's value>"; "others"
+ * holds the N that the other arguments find <how>) when it finds any; 1
+ * if it did, 0 if not (or it failed), -1 out of memory (result is then
+ * partly changed). */
+static int others_without(hx_tools *reg, void *user, const cJSON *args, const char *key,
+                          const char *lack, const char *how, cJSON *result)
 {
     cJSON *a = cJSON_Duplicate(args, 1), *r = NULL;
     hx_err err = {0};
-    if (a) cJSON_DeleteItemFromObject(a, "text");
+    if (a) cJSON_DeleteItemFromObject(a, key);
     const int rc = a ? tool_search(reg, user, a, &r, &err) : HX_ERR_NOMEM;
     cJSON_Delete(a);
     const int total = rc ? 0 : (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "total"));
     cJSON *others = total > 0 ? cJSON_DetachItemFromObject(r, "messages") : NULL;
     cJSON_Delete(r);
-    if (!others) return HX_OK;
+    if (!others) return 0;
     char note[700];
-    snprintf(note, sizeof note, "no message has any of the words of \"%.200s\"; \"others\" "
-             "holds the %d that the other arguments find without them, newest first",
-             hx_arg_str(args, "text"), total);
+    snprintf(note, sizeof note, "no message %s \"%.200s\"; \"others\" holds the %d that the "
+             "other arguments find %s, newest first", lack, hx_arg_str(args, key), total, how);
     cJSON_DeleteItemFromObject(result, "note");
     if (!cJSON_AddStringToObject(result, "note", note) ||
         !cJSON_AddItemToObject(result, "others", others) ||
         !cJSON_AddNumberToObject(result, "others_total", total))
-        return HX_ERR_NOMEM; /* the caller drops the result */
-    return HX_OK;
+        return -1;
+    return 1;
+}
+
+/* A search that found nothing still finds nothing, and says so, but
+ * what it nearly found comes with it, newest first, as "others": the
+ * messages its other arguments find when none of them has the text's
+ * words (the words were a guess at the mail's wording: "what did Tobi
+ * write" searched for "write"; the sender is what the user named), else
+ * those with the words from anyone when no message at all is from the
+ * sender named ("from": "much", a word of the question). HX_OK,
+ * or HX_ERR_NOMEM (the caller drops the result). */
+static int near_results(hx_tools *reg, void *user, const cJSON *args, cJSON *result)
+{
+    int found = has_filters(args) ? others_without(reg, user, args, "text", "has any of the words of",
+                                                   "without them", result)
+                                  : 0;
+    cJSON *alone = cJSON_CreateObject();
+    if (!found && alone && hx_arg_str(args, "from")) {
+        cJSON_AddStringToObject(alone, "from", hx_arg_str(args, "from"));
+        cJSON *r = NULL;
+        hx_err err = {0};
+        if (!tool_search(reg, user, alone, &r, &err) &&
+            !cJSON_GetNumberValue(cJSON_GetObjectItem(r, "total")))
+            found = others_without(reg, user, args, "from", "at all is from", "from anyone",
+                                   result);
+        cJSON_Delete(r);
+    }
+    cJSON_Delete(alone);
+    return found < 0 ? HX_ERR_NOMEM : HX_OK;
 }
 
 static int tool_search(hx_tools *reg, void *user, const cJSON *args,
@@ -759,7 +786,7 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
         else *result = out;
     }
     if (!rc && q.n_terms > 0 && !cJSON_GetNumberValue(cJSON_GetObjectItem(*result, "total")) &&
-        has_filters(args) && (rc = without_words(reg, user, args, *result))) {
+        (rc = near_results(reg, user, args, *result))) {
         cJSON_Delete(*result);
         *result = NULL;
         hx_err_set(err, rc, "mail search: out of memory");

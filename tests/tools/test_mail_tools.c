@@ -317,6 +317,21 @@ static void test_search_forgives(void)
     EXPECT_STR_EQ(first, "Quarterly figures");
     EXPECT_EQ_INT(found("{\"text\":\"giraffe tusks\"}", NULL, 0), 0);
     EXPECT_EQ_INT(found("{\"text\":\"giraffe tusks\",\"from\":\"bob zz\"}", NULL, 0), 0);
+    /* a sender no message is from: nothing found, and the messages
+     * with the words from anyone as "others"; a sender who wrote other
+     * mail (the control) gives no others by the words */
+    r = call("mail.search", "{\"text\":\"zebra\",\"from\":\"much\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 0);
+    EXPECT_EQ_INT(count(r, "others"), 2);
+    EXPECT(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(r, "note")),
+                  "no message at all is from \"much\"") != NULL);
+    cJSON_Delete(r);
+    r = call("mail.search", "{\"text\":\"zebra\",\"from\":\"jurgen\"}", &rc, &e);
+    ASSERT(r);
+    EXPECT_EQ_INT(count(r, "messages"), 0);
+    EXPECT(strstr(str_at(r, "others", 0, "from"), "jw@example.de") != NULL); /* his, not zebra's */
+    cJSON_Delete(r);
 }
 
 /* The addresses of the user's mail: From, To and Cc of every message,
