@@ -108,6 +108,45 @@ static int occ_matches(const hx_cal_occ *o, const char *cal, const hx_buf *terms
     return ok;
 }
 
+#define OTHERS_BEFORE (31 * 86400)  /* how far back a query looks beyond its range */
+#define OTHERS_AFTER (366 * 86400)  /* and forward */
+#define OTHERS_MAX 10
+
+/* A query that no event of the range matches: the events that match it
+ * from a month back to a year ahead go into res as "others" (at most
+ * OTHERS_MAX, in time order, with "others_total" and a note), for "when
+ * is the Lyon sync?" asked as {"range": "next Tuesday", "query": "Lyon
+ * sync"}. Nothing is added when none matches or the calendar fails. */
+static void query_others(hx_tools *reg, hx_cal *c, const char *cal, const hx_buf *terms,
+                         const char *query, cJSON *res)
+{
+    const int64_t now = hx_now(NULL);
+    hx_cal_occ *occ = NULL;
+    int64_t complete_to;
+    int n = 0, total = 0;
+    hx_err err = {0};
+    if (hx_cal_occurrences(c, now - OTHERS_BEFORE, now + OTHERS_AFTER, &occ, &n, &complete_to, &err))
+        return;
+    cJSON *others = cJSON_CreateArray();
+    for (int i = 0; others && i < n; i++) {
+        if (!occ_matches(&occ[i], cal, terms) || total++ >= OTHERS_MAX) continue;
+        hx_json_add(others, NULL, hx_cal_occ_json(c, &occ[i]));
+        hx_cal_note_author(reg, c, occ[i].ev);
+    }
+    free(occ);
+    if (!total) {
+        cJSON_Delete(others);
+        return;
+    }
+    char note[400];
+    snprintf(note, sizeof note, "no event of the range has \"%.200s\"; \"others\" holds the %d "
+             "that have it from a month back to a year ahead%s", query, total,
+             total > OTHERS_MAX ? ", the first ones" : "");
+    hx_json_add(res, "others", others);
+    cJSON_AddNumberToObject(res, "others_total", total);
+    cJSON_AddStringToObject(res, "note", note);
+}
+
 static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **result,
                        hx_err *err)
 {
@@ -145,6 +184,7 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
         shown++;
     }
     cJSON_AddNumberToObject(res, "count", total);
+    if (!total && terms.len) query_others(reg, c, cal, &terms, hx_arg_str(args, "query"), res);
     if (total > shown || complete_to < to) cJSON_AddBoolToObject(res, "truncated", 1);
     if (complete_to < to) hx_json_add(res, "more", hx_cal_cut_json(c, complete_to, "events"));
     hx_cal_add_problems(reg, c, res);

@@ -229,6 +229,39 @@ static void test_list_filters(void)
     cJSON_Delete(r);
 }
 
+/* A query no event of the range matches still lists none there, and
+ * gives those that match from a month back to a year ahead as "others",
+ * in time order; a query nothing matches, or one the range matches (the
+ * controls), gives no others. */
+static void test_query_others(void)
+{
+    cJSON *r = call_ok("calendar.list_events", "{\"range\":\"today\",\"query\":\"piano\"}");
+    ASSERT(r);
+    EXPECT_EQ_INT(n_events(r), 0);
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(r, "others");
+    EXPECT(cJSON_GetArraySize(o) > 0);
+    const char *prev = "";
+    const cJSON *e;
+    cJSON_ArrayForEach(e, o)
+    {
+        const char *start = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "start"));
+        EXPECT(strstr(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "title")), "Piano"));
+        EXPECT(start && strcmp(start, prev) >= 0);
+        prev = start ? start : prev;
+    }
+    EXPECT(strstr(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "note")),
+                  "no event of the range has \"piano\"") != NULL);
+    cJSON_Delete(r);
+    r = call_ok("calendar.list_events", "{\"range\":\"today\",\"query\":\"giraffe\"}");
+    ASSERT(r);
+    EXPECT(!cJSON_GetObjectItemCaseSensitive(r, "others"));
+    cJSON_Delete(r);
+    r = call_ok("calendar.list_events", "{\"range\":\"this week\",\"query\":\"piano\"}");
+    ASSERT(r);
+    EXPECT(n_events(r) > 0 && !cJSON_GetObjectItemCaseSensitive(r, "others"));
+    cJSON_Delete(r);
+}
+
 /* The query folds case and accents and takes its words in any order;
  * the calendar's name is compared folded. */
 static void test_list_query_folds(void)
@@ -835,6 +868,7 @@ int main(void)
     RUN(test_exdate_rdate);
     RUN(test_dst);
     RUN(test_list_filters);
+    RUN(test_query_others);
     RUN(test_list_query_folds);
     RUN(test_create_reports_conflicts);
     RUN(test_free_busy);
