@@ -230,14 +230,16 @@ static void add_list(cJSON *arr, const char *tool, const cJSON *res, const char 
 {
     const cJSON *e;
     int k = 0;
+    const char *kind = key; /* a search's near results are of its own kind */
+    if (!strcmp(key, "others")) kind = !strncmp(tool, "calendar.", 9) ? "events" : "messages";
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(res, key))
     {
         if (k++ == MAX_ITEMS) break;
-        if (!strcmp(key, "events")) add_event(arr, tool, e, answer);
-        else if (!strcmp(key, "slots")) add_slot(arr, tool, "free", e, answer);
-        else if (!strcmp(key, "busy")) add_slot(arr, tool, "busy", e, answer);
-        else if (!strcmp(key, "messages") || !strcmp(key, "others")) add_mail(arr, tool, e, answer);
-        else if (!strcmp(key, "memories")) add_memory(arr, tool, e, answer);
+        if (!strcmp(kind, "events")) add_event(arr, tool, e, answer);
+        else if (!strcmp(kind, "slots")) add_slot(arr, tool, "free", e, answer);
+        else if (!strcmp(kind, "busy")) add_slot(arr, tool, "busy", e, answer);
+        else if (!strcmp(kind, "messages")) add_mail(arr, tool, e, answer);
+        else if (!strcmp(kind, "memories")) add_memory(arr, tool, e, answer);
         else add_file(arr, tool, e, answer); /* "files", "entries" */
     }
 }

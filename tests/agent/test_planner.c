@@ -1031,7 +1031,8 @@ static void test_ground_and_evidence(void)
 
 /* A mail search whose words no message of its sender has finds nothing,
  * and the sender's messages it gives beside that ("others") are what the
- * answer rests on: the trace's "read" lists them. */
+ * answer rests on: the trace's "read" lists them; so with a calendar
+ * query's others, as events. */
 static void test_read_others(void)
 {
     world w;
@@ -1050,6 +1051,17 @@ static void test_read_others(void)
     cJSON_ArrayForEach(it, cJSON_GetObjectItem(t, "read"))
         mails += !strcmp(tstr(it, "kind"), "mail") && strstr(tstr(it, "from"), "bob@example.org");
     EXPECT(mails > 0);
+    done(&s, t, &ss);
+    /* and a calendar query's, as events */
+    const char *cal[] = {"<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": "
+                         "{\"range\": \"today\", \"query\": \"piano\"}}</tool_call>",
+                         "Nothing today."};
+    EXPECT_EQ_INT(run_script(&w, cal, 2, "when is the piano lesson?", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    int events = 0;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(t, "read"))
+        events += !strcmp(tstr(it, "kind"), "event") && strstr(tstr(it, "title"), "Piano");
+    EXPECT(events > 0);
     done(&s, t, &ss);
     world_close(&w);
 }
