@@ -691,10 +691,12 @@ int hx_agent_request_tier(const hx_tools *reg, const char *request, char *filter
 /* Whether a request asks to remove or change something the user kept
  * (agent/toolpick.c): a word of removal ("forget", "delete", "cancel",
  * "remove", in English, German, French and Spanish) or of a fact's change
- * ("update", "no longer", "instead", "wrong"). A tool that removes
- * (HX_TOOL_REMOVES) runs only for such a request: asked to remember a new
- * fact, a model does not forget an old one on its own. */
-int hx_agent_asks_removal(const char *request);
+ * ("update", "no longer", "instead", "wrong"); or it begins with a yes
+ * ("yes", "ok", "go ahead") to the assistant's last message before it
+ * (prev, NULL: none) that has such a word ("Shall I forget it?"). A tool
+ * that removes (HX_TOOL_REMOVES) runs only for such a request: asked to
+ * remember a new fact, a model does not forget an old one on its own. */
+int hx_agent_asks_removal(const char *request, const char *prev);
 /* The tool tier (agent/toolpick.c): 1 when the rules serve request
  * exactly with one call of a reading tool of reg, named in *tool
  * (static), its arguments in *args (caller frees): a calendar read of a

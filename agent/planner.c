@@ -539,12 +539,23 @@ static int parse_turn(int llama, const char *text, char **content, pcall *calls,
 }
 
 /* ---- running one call ---- */
+/* The assistant's last words before the request, or NULL. */
+static const char *prev_answer(const run *r)
+{
+    const hx_planner *pl = r->pl;
+    const cJSON *m = cJSON_GetArrayItem(pl->msgs, pl->starts[pl->n_starts - 1] - 1);
+    const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
+    return role && !strcmp(role, "assistant") ? cJSON_GetStringValue(cJSON_GetObjectItem(m, "content"))
+                                              : NULL;
+}
+
 /* Whether the call removes what the user kept while the request asks to
  * remove nothing: then it is refused (o says why), before the policy. */
 static int unasked_removal(const run *r, const char *name, hx_call_outcome *o)
 {
     const hx_tool_def *def = hx_tools_find(r->pl->d.reg, name);
-    if (!def || !(def->flags & HX_TOOL_REMOVES) || hx_agent_asks_removal(r->request)) return 0;
+    if (!def || !(def->flags & HX_TOOL_REMOVES) || hx_agent_asks_removal(r->request, prev_answer(r)))
+        return 0;
     o->status = "refused", o->decision = "deny", o->by = "request", o->rc = HX_ERR_DENIED;
     snprintf(o->detail, sizeof o->detail,
              "refused: %s removes what the user kept, and the request asks to remove or "

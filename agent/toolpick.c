@@ -66,9 +66,24 @@ static int any_stem(const char *text, const char *const *stems)
     return 0;
 }
 
-int hx_agent_asks_removal(const char *request)
+/* Words a request agreeing to what the assistant offered begins with. */
+static const char *const yeses[] = {"yes", "yeah", "yep", "ok", "okay", "sure", "go ahead",
+                                    "do it", "please do", "ja", "oui", "si", "sí", NULL};
+
+static int agrees(const char *request)
 {
-    return request && any_stem(request, removals);
+    while (isspace((unsigned char)*request)) request++;
+    for (int i = 0; yeses[i]; i++) {
+        const size_t n = strlen(yeses[i]);
+        if (!strncasecmp(request, yeses[i], n) && !isalnum((unsigned char)request[n])) return 1;
+    }
+    return 0;
+}
+
+int hx_agent_asks_removal(const char *request, const char *prev)
+{
+    if (!request) return 0;
+    return any_stem(request, removals) || (prev && agrees(request) && any_stem(prev, removals));
 }
 
 /* A question that asks for no change: it ends with '?' or starts with a

@@ -433,9 +433,11 @@ static void test_recalled_memory(void)
 
 /* A removal the request did not ask for is refused before the policy,
  * under --yes and a policy allowing writes and sends: asked to remember
- * Carol's address, the model forgets Bob's. The same call for a request
- * to forget it (the control) runs; a cancel is refused while the request
- * reads, and reaches the tool when the request cancels. */
+ * Carol's address, the model forgets Bob's. The same call runs for a yes
+ * to the model's question whether to forget it, and for a request to
+ * forget it (the controls); a yes to another question is no request. A
+ * cancel is refused while the request reads, and reaches the tool when
+ * the request cancels. */
 static void test_unasked_removal(void)
 {
     world w;
@@ -453,7 +455,36 @@ static void test_unasked_removal(void)
     EXPECT(strstr(tstr(call_at(t, 0), "result"), "asks to remove or change nothing") != NULL);
     EXPECT(provenance_of(&w, "Bob's email is bob@example.org") == HX_MEM_USER);
     cJSON_Delete(t);
-    t = run_turns(&w, NULL, forget, 2, "Forget Bob's email");
+    /* the model asks instead, and the user's yes is a request to forget;
+     * a yes to a question about something else is not */
+    const char *asks[] = {FORGET_1, "Shall I forget Bob's email?", FORGET_1, "Done."};
+    const char *other[] = {FORGET_1, "Shall I book lunch?", FORGET_1, "Done."};
+    for (int k = 1; k >= 0; k--) { /* the other question first: it forgets nothing */
+        scripted_source ss;
+        hx_source src = scripted(&ss, k ? other : asks, 4);
+        hx_planner_deps d = world_deps(&w, &src);
+        hx_planner_params pp = hx_planner_default_params();
+        hx_planner *pl = hx_planner_new(&d, &pp);
+        cJSON *t1 = NULL, *t2 = NULL;
+        hx_err err = {0};
+        ASSERT(pl);
+        hx_planner_run(pl, "Remember that Carol's email is carol@example.org", NULL, &t1, &err);
+        hx_planner_run(pl, "yes", NULL, &t2, &err);
+        EXPECT_STR_EQ(tstr(call_at(t1, 0), "by"), "request");
+        EXPECT_STR_EQ(tstr(call_at(t2, 0), "status"), k ? "refused" : "ok");
+        EXPECT(provenance_of(&w, "Bob's email is bob@example.org") == (k ? HX_MEM_USER : -1));
+        cJSON_Delete(t1);
+        cJSON_Delete(t2);
+        hx_planner_free(pl);
+        scripted_free(&ss);
+    }
+    ASSERT(hx_memory_remember(w.mem, &bob, &id, NULL, NULL) == HX_OK);
+    char call2[160];
+    snprintf(call2, sizeof call2,
+             "<tool_call>{\"name\": \"memory.forget\", \"arguments\": {\"id\": %lld}}</tool_call>",
+             (long long)id);
+    const char *forget2[] = {call2, "Done."};
+    t = run_turns(&w, NULL, forget2, 2, "Forget Bob's email");
     EXPECT_STR_EQ(tstr(call_at(t, 0), "status"), "ok");
     EXPECT(provenance_of(&w, "Bob's email is bob@example.org") == -1);
     cJSON_Delete(t);

@@ -181,10 +181,20 @@ static void test_asks_removal(void)
         "who is Bob?", "book lunch with Sam", "remind me what I prefer", "Remember I like tea",
         "send the deck to Bob", "", "recorded notes"};
     for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
-        if (!hx_agent_asks_removal(yes[i])) test_fail_at(__FILE__, __LINE__, "not read as asking to remove: %s", yes[i]);
+        if (!hx_agent_asks_removal(yes[i], NULL)) test_fail_at(__FILE__, __LINE__, "not read as asking to remove: %s", yes[i]);
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
-        if (hx_agent_asks_removal(no[i])) test_fail_at(__FILE__, __LINE__, "read as asking to remove: %s", no[i]);
-    EXPECT(!hx_agent_asks_removal(NULL));
+        if (hx_agent_asks_removal(no[i], NULL)) test_fail_at(__FILE__, __LINE__, "read as asking to remove: %s", no[i]);
+    EXPECT(!hx_agent_asks_removal(NULL, NULL));
+    /* a yes to the assistant's offer to remove; not to another offer,
+     * nor a yes that is not the request's first word */
+    const char *offer = "Bob's address is recalled. Shall I forget it?";
+    EXPECT(hx_agent_asks_removal("yes", offer));
+    EXPECT(hx_agent_asks_removal("Yes please", offer));
+    EXPECT(hx_agent_asks_removal("ok, go ahead", offer));
+    EXPECT(!hx_agent_asks_removal("yes", "Shall I book it?"));
+    EXPECT(!hx_agent_asks_removal("yesterday's lunch", offer));
+    EXPECT(!hx_agent_asks_removal("what is Bob's address, yes?", offer));
+    EXPECT(!hx_agent_asks_removal("yes", NULL));
 }
 
 int main(void)
