@@ -303,27 +303,38 @@ static int licensed(const ground *g, const wstate *s)
     return g->claims && strstr(g->claims, w) != NULL;
 }
 
+/* The copies that ground the word ended here, the clause allowing: of
+ * the word whole, else without its trailing punctuation (the sentence's:
+ * "14:00."), else without "'s" ("Dana's" of "Dana"): their starts' range
+ * and length into *lo, *hi, *len; 0 when there are none. */
+static int grounding(const ground *g, const wstate *s, int32_t *lo, int32_t *hi, int *len)
+{
+    if (some_copy(g, s, s->lo, s->hi, s->len)) return *lo = s->lo, *hi = s->hi, *len = s->len, 1;
+    if (s->blen < s->len && some_copy(g, s, s->blo, s->bhi, s->blen))
+        return *lo = s->blo, *hi = s->bhi, *len = s->blen, 1;
+    if (s->poss && some_copy(g, s, s->plo, s->phi, s->plen))
+        return *lo = s->plo, *hi = s->phi, *len = s->plen, 1;
+    return 0;
+}
+
 /* Whether the word, ended here, is grounded (or needs not be). */
 static int word_ends_ok(const ground *g, const wstate *s)
 {
     if (s->len > WMAX) return 1; /* too long to follow */
     if (!fact_word(s) && !day_word(s)) return 1;
-    if (some_copy(g, s, s->lo, s->hi, s->len)) return 1;
-    /* the punctuation after it is the sentence's; "Dana's" of "Dana" */
-    if (s->blen < s->len && some_copy(g, s, s->blo, s->bhi, s->blen)) return 1;
-    return s->poss && some_copy(g, s, s->plo, s->phi, s->plen);
+    int32_t lo, hi;
+    int len;
+    return grounding(g, s, &lo, &hi, &len);
 }
 
-/* Binds the clause to the items of the fact just ended (as grounded:
- * word_ends_ok's copies). */
+/* Binds the clause to the items of the fact just ended (its grounding
+ * copies). */
 static void bind_word(const ground *g, wstate *s)
 {
-    if (s->len > WMAX || (!fact_word(s) && !day_word(s))) return;
-    if (some_copy(g, s, s->lo, s->hi, s->len)) bind_copies(g, s, s->lo, s->hi, s->len);
-    else if (s->blen < s->len && some_copy(g, s, s->blo, s->bhi, s->blen))
-        bind_copies(g, s, s->blo, s->bhi, s->blen);
-    else if (s->poss && some_copy(g, s, s->plo, s->phi, s->plen))
-        bind_copies(g, s, s->plo, s->phi, s->plen);
+    int32_t lo, hi;
+    int len;
+    if (s->len <= WMAX && (fact_word(s) || day_word(s)) && grounding(g, s, &lo, &hi, &len))
+        bind_copies(g, s, lo, hi, len);
 }
 
 /* Whether the word so far can still become a grounded one: a copy goes
