@@ -95,7 +95,7 @@ typedef int (*hx_arg_check_fn)(void *user, const char *tool, const char *key, co
  * The planner drives any source through this table: the engine (a model,
  * its KV cache and the tool-call grammar) or, in tests, a scripted test
  * double. Versioned: fields are only added at the end. ---- */
-#define HX_SOURCE_API 8
+#define HX_SOURCE_API 9
 enum { HX_CHOICE_AUTO = 0, HX_CHOICE_REQUIRED = 1, HX_CHOICE_NONE = 2,
        HX_CHOICE_SCHEMA = 3 /* engine sources: JSON valid against the schema
                                of hx_source_engine_configure */ };
@@ -158,6 +158,11 @@ typedef struct hx_source {
      * token waits only for the rest. Cancelled as a turn is; HX_OK or the
      * errors of begin. */
     int (*prepare)(void *ctx, const char *prompt, const hx_tpl_marks *marks, hx_err *err);
+    /* Optional (version 9): where a turn's text[0, n), cut by the planner
+     * short of where the model ended it (the repeat guard), may end under
+     * the source's answer stages (hx_ground_end): into *end, n when no
+     * stage holds answers. HX_OK or HX_ERR_NOMEM. */
+    int (*answer_end)(void *ctx, const char *text, size_t n, size_t *end);
 } hx_source;
 void hx_source_free(hx_source *s); /* calls s->free; NULL is a no-op */
 
@@ -363,6 +368,14 @@ int hx_ground_stage_new(const hx_vocab *v, const char *text, const char *claims,
                         const char *trigger, const int *in_call, hx_sampler_stage *out);
 /* Whether w[0, n) is a claim word, case aside. */
 int hx_ground_is_claim(const char *w, size_t n);
+/* Where an answer cut short of where the model ended it (a repeat, a
+ * limit) may end under the stage hx_ground_stage_new makes of text and
+ * claims: into *end, the longest prefix of answer[0, n) whose bytes the
+ * stage lets through and that ends a word where the stage lets the turn
+ * end (an unlicensed "Sent" does not; its trailing blanks dropped); n
+ * when the whole may end. HX_OK or HX_ERR_NOMEM. */
+int hx_ground_end(const char *text, const char *claims, const char *answer, size_t n,
+                  size_t *end);
 /* ---- what a request read and did (agent/evidence.c), from the trace's
  * "calls" (name, arguments, status, by, result) ---- */
 /* The claim words (hx_ground_is_claim) the calls license, ' ' separated,

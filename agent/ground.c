@@ -740,12 +740,12 @@ static char *claim_line(const char *claims)
     return b.oom ? (hx_buf_free(&b), NULL) : hx_buf_steal(&b, NULL);
 }
 
-int hx_ground_stage_new(const hx_vocab *v, const char *text, const char *claims,
-                        const char *trigger, const int *in_call, hx_sampler_stage *out)
+/* The check of answers against text and claims (copied), in its first
+ * state; NULL when out of memory. */
+static ground *ground_build(const char *text, const char *claims)
 {
     ground *g = hx_calloc(1, sizeof *g);
-    if (!g) return HX_ERR_NOMEM;
-    g->v = v, g->in_call = in_call, g->trigger = trigger;
+    if (!g) return NULL;
     const size_t n0 = text ? strlen(text) : 0;
     char *t0 = hx_malloc(n0 + 1);
     int32_t *i0 = hx_calloc(n0 + 1, sizeof *i0);
@@ -773,15 +773,44 @@ int hx_ground_stage_new(const hx_vocab *v, const char *text, const char *claims,
     g->starts = hx_calloc(g->n ? g->n : 1, sizeof *g->starts);
     if (!g->text || !g->item || !g->claims || !g->starts || g->n > INT32_MAX) {
         ground_free(g);
-        return HX_ERR_NOMEM;
+        return NULL;
     }
     unescape_blank(g->text, g->n);
     for (size_t i = 0; i < g->n; i++)
         if (can_start(g->text, i)) g->starts[g->n_starts++] = (int32_t)i;
     qsort_r(g->starts, (size_t)g->n_starts, sizeof *g->starts, cmp_start, g);
     g->s.sentence = 1, g->s.neg = 99, g->s.n_bind = -1;
+    return g;
+}
+
+int hx_ground_stage_new(const hx_vocab *v, const char *text, const char *claims,
+                        const char *trigger, const int *in_call, hx_sampler_stage *out)
+{
+    ground *g = ground_build(text, claims);
+    if (!g) return HX_ERR_NOMEM;
+    g->v = v, g->in_call = in_call, g->trigger = trigger;
     *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "grounded answer", g, ground_apply,
                               ground_accept, NULL, NULL, ground_free};
+    return HX_OK;
+}
+
+int hx_ground_end(const char *text, const char *claims, const char *answer, size_t n,
+                  size_t *end)
+{
+    ground *g = ground_build(text, claims);
+    if (!g) return HX_ERR_NOMEM;
+    size_t best = 0;
+    for (size_t i = 0; i <= n; i++) {
+        wstate next = g->s, at = g->s;
+        const int ok = i == n || step_byte(g, &next, (unsigned char)answer[i], -1);
+        /* the turn may end before byte i when no word goes on through it */
+        if (i && (i == n || !next.in) && word_end(g, &at, 0, -1) && !at.pending) best = i;
+        if (i == n || !ok) break;
+        g->s = next;
+    }
+    while (best && isspace((unsigned char)answer[best - 1])) best--;
+    *end = best;
+    ground_free(g);
     return HX_OK;
 }
 

@@ -417,6 +417,26 @@ static int begin(hx_source *src, const prompt *p, int choice, int *n_prompt, hx_
     return src->begin(src->ctx, text, choice, n_prompt, err);
 }
 
+/* A text turn the repeat guard cut ends where the source's answer stages
+ * would have let the model end it: a cut after "Sent" of "Sent Sent Sent"
+ * claims no mail. Bytes the user has read already stay. */
+static int cut_answer_end(run *r, hx_buf *text, size_t done, hx_err *err)
+{
+    hx_source *src = r->pl->d.src;
+    if (!r->cut || !text->data || calls_start(is_llama(r), text->data) || src->api_version < 9 ||
+        !src->answer_end)
+        return HX_OK;
+    size_t end = text->len;
+    if (src->answer_end(src->ctx, text->data, text->len, &end))
+        return hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    if (end < done) end = done;
+    if (end >= text->len) return HX_OK;
+    hx_log_debug("planner: the cut answer ends where it is grounded, after %zu bytes", end);
+    text->len = end;
+    text->data[end] = 0;
+    return HX_OK;
+}
+
 /* Lets the source write one assistant turn into text. */
 static int gen_turn(run *r, const prompt *p, int choice, hx_buf *text, hx_err *err)
 {
@@ -434,6 +454,7 @@ static int gen_turn(run *r, const prompt *p, int choice, hx_buf *text, hx_err *e
         if ((r->cut = repeat_guard(text, in_call))) break;
         stream(r, text, &done, &in_call, 0);
     }
+    if (!rc) rc = cut_answer_end(r, text, done, err);
     stream(r, text, &done, &in_call, 1);
     return rc;
 }

@@ -477,6 +477,13 @@ static int eng_ground(void *ctx, const char *text, const char *claims)
     return HX_OK;
 }
 
+static int eng_answer_end(void *ctx, const char *text, size_t n, size_t *end)
+{
+    eng_src *e = ctx;
+    if (!e->ground || !e->ground_text) return *end = n, HX_OK;
+    return hx_ground_end(e->ground_text, e->claims, text, n, end);
+}
+
 static void eng_arg_check(void *ctx, hx_arg_check_fn check, void *user)
 {
     eng_src *e = ctx;
@@ -1090,7 +1097,7 @@ int hx_source_engine_new(hx_model *m, const hx_tool_spec *tools, int n_tools,
                        .set_request = eng_request, .begin_marked = eng_begin_marked,
                        .limit = eng_limit, .set_ground = eng_ground,
                        .set_arg_check = eng_arg_check, .set_refused_calls = eng_refused,
-                       .prepare = eng_prepare};
+                       .prepare = eng_prepare, .answer_end = eng_answer_end};
     return HX_OK;
 }
 

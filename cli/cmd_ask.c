@@ -308,6 +308,10 @@ static int run_one(cli_session *s, const cli_ask_opts *o, const char *text)
         hx_term_fputs(stderr, err.msg, 0);
         fputc('\n', stderr);
     }
+    const char *answer = trace ? cJSON_GetStringValue(cJSON_GetObjectItem(trace, "answer")) : NULL;
+    if (!rc && !o->json && answer && !answer[strspn(answer, " \t\r\n")])
+        fputs("hearth: the model gave no answer it could ground; what the tools returned "
+              "is below\n", stderr);
     int undone = trace ? report_trace(trace, o->json) : HX_OK;
     cJSON_Delete(trace);
     return rc ? rc : undone;

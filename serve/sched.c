@@ -287,6 +287,8 @@ FORWARD(planner_limit, (void *ctx), limit(s->src.ctx))
 FORWARD(planner_ground, (void *ctx, const char *text, const char *claims),
         set_ground(s->src.ctx, text, claims))
 FORWARD(planner_refused, (void *ctx, const char *calls), set_refused_calls(s->src.ctx, calls))
+FORWARD(planner_answer_end, (void *ctx, const char *text, size_t n, size_t *end),
+        answer_end(s->src.ctx, text, n, end))
 
 static void planner_arg_check(void *ctx, hx_arg_check_fn check, void *user)
 {
@@ -311,7 +313,8 @@ static void make_planner_source(sv_slot *s)
                                  .begin_marked = planner_begin, .limit = planner_limit,
                                  .set_ground = planner_ground,
                                  .set_arg_check = planner_arg_check,
-                                 .set_refused_calls = planner_refused};
+                                 .set_refused_calls = planner_refused,
+                                 .answer_end = planner_answer_end};
 }
 
 /* ---- the queue ---- */

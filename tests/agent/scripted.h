@@ -29,6 +29,8 @@ typedef struct scripted_source {
     hx_arg_check_fn check;    /* the argument check it was given */
     char *refused;            /* the failed calls not to write again, last told */
     char *refused_at[16];     /* what it was told before each turn began */
+    int grounds;              /* a cut answer ends where the engine's
+                                 grounded answers may (hx_ground_end) */
 } scripted_source;
 
 __attribute__((unused))
@@ -101,6 +103,14 @@ static int scripted_ground(void *ctx, const char *text, const char *claims)
 }
 
 __attribute__((unused))
+static int scripted_answer_end(void *ctx, const char *text, size_t n, size_t *end)
+{
+    scripted_source *s = ctx;
+    if (!s->grounds) return *end = n, HX_OK;
+    return hx_ground_end(s->ground ? s->ground : "", s->claims, text, n, end);
+}
+
+__attribute__((unused))
 static void scripted_arg_check(void *ctx, hx_arg_check_fn check, void *user)
 {
     (void)user;
@@ -149,7 +159,8 @@ static hx_source scripted(scripted_source *s, const char *const *turns, int n)
                        .repair_args = scripted_repair, .set_known_addresses = scripted_known,
                        .set_request = scripted_request, .set_ground = scripted_ground,
                        .set_arg_check = scripted_arg_check,
-                       .set_refused_calls = scripted_refused};
+                       .set_refused_calls = scripted_refused,
+                       .answer_end = scripted_answer_end};
 }
 
 /* ---- what the planner reports ---- */

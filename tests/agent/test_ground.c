@@ -314,6 +314,30 @@ static void test_scripted_paired_time(void)
     teardown(&f);
 }
 
+/* hx_ground_end: where an answer cut short may end. */
+static size_t end_of(const char *claims, const char *answer)
+{
+    size_t end = (size_t)-1;
+    EXPECT_EQ_INT(hx_ground_end(RESULT, claims, answer, strlen(answer), &end), HX_OK);
+    return end;
+}
+
+static void test_end(void)
+{
+    /* the escape: a claim no call licensed is not left as the answer */
+    EXPECT_EQ_INT(end_of(NULL, "Sent. Sent. Sent"), 0);
+    EXPECT_EQ_INT(end_of(NULL, "I booked"), 1);
+    /* nor a fact the stage would not have let through, nor half a word */
+    EXPECT_EQ_INT(end_of(NULL, "Q2 budget review at 14:00 and Lunch at 12:30"),
+                  strlen("Q2 budget review at 14:00 and"));
+    EXPECT_EQ_INT(end_of(NULL, "Q2 budget review at 14:0"), strlen("Q2 budget review at"));
+    /* controls: the same claim licensed, a negation after it, a grounded
+     * answer: whole */
+    EXPECT_EQ_INT(end_of("sent queued", "Sent. Sent. Sent"), strlen("Sent. Sent. Sent"));
+    EXPECT_EQ_INT(end_of(NULL, "I booked nothing"), strlen("I booked nothing"));
+    EXPECT_EQ_INT(end_of(NULL, "Q2 budget review at 14:00. "), strlen("Q2 budget review at 14:00."));
+}
+
 int main(void)
 {
     RUN(test_times_and_dates);
@@ -325,5 +349,6 @@ int main(void)
     RUN(test_scripted_invented_time);
     RUN(test_items);
     RUN(test_scripted_paired_time);
+    RUN(test_end);
     return test_summary();
 }

@@ -907,6 +907,50 @@ static void test_repeat_guard_text(void)
     world_close(&w);
 }
 
+/* A looping answer the guard cuts after a claim nothing licensed ("Sent"
+ * of "Sent. Sent. Sent.", no mail sent) ends where grounded answers may:
+ * before it. Controls: a source that does not ground keeps the guard's
+ * cut, and a grounded loop is cut as before. */
+static cJSON *grounded_loop(world *w, const char *turn, int grounds, seen *s, scripted_source *ss)
+{
+    const char *turns[] = {turn};
+    hx_source src = scripted(ss, turns, 1);
+    ss->grounds = grounds;
+    cJSON *t = NULL;
+    EXPECT_EQ_INT(run_source(w, &src, "what's my seat?", NULL, s, &t), HX_OK);
+    return t;
+}
+
+static void test_repeat_guard_grounded(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    seen s;
+    scripted_source ss;
+    const char *sent = "Sent. Sent. Sent. Sent. Sent. Sent. Sent. Sent.";
+    cJSON *t = grounded_loop(&w, sent, 1, &s, &ss);
+    ASSERT(t);
+    EXPECT_STR_EQ(tstr(t, "answer"), "");
+    EXPECT_STR_EQ(s.text.data ? s.text.data : "", "");
+    done(&s, t, &ss);
+    t = grounded_loop(&w, sent, 0, &s, &ss);
+    ASSERT(t);
+    EXPECT(!strncmp(tstr(t, "answer"), "Sent.", 5));
+    done(&s, t, &ss);
+    const char *found = "I found nothing. I found nothing. I found nothing. I found nothing.";
+    t = grounded_loop(&w, found, 0, &s, &ss);
+    ASSERT(t);
+    char *plain = hx_strdup(tstr(t, "answer"));
+    done(&s, t, &ss);
+    t = grounded_loop(&w, found, 1, &s, &ss);
+    ASSERT(t && plain);
+    EXPECT(!strncmp(tstr(t, "answer"), "I found nothing.", 16));
+    EXPECT_STR_EQ(tstr(t, "answer"), plain);
+    free(plain);
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 /* A call whose value loops is cut and never run (listed under
  * "not_run"); the next turn answers. A read so cut is no undone write
  * (nothing in "done"); a write is said not done, by the repeat guard. */
@@ -1094,6 +1138,7 @@ int main(void)
     RUN(test_compact_two_calls);
     RUN(test_repeat_guard_text);
     RUN(test_repeat_guard_call);
+    RUN(test_repeat_guard_grounded);
     RUN(test_repeated_call_best_answer);
     RUN(test_ground_and_evidence);
     return test_summary();
