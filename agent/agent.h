@@ -359,10 +359,12 @@ void hx_copy_stage_defer(hx_sampler_stage *st, const int *defer);
  * unjudged; when no token is left the logits stay as they were. Text
  * between two HX_GROUND_RESULT bytes is a tool's result (JSON): each
  * object of its outermost list is an item (an event, a message, a file),
- * and the facts of one clause of the answer (up to , ; : ! ? a sentence's
- * or line's end, "and", "then") are copies from one item or from outside
- * every item: a title is not paired with another event's time. The stage
- * owns copies of text and claims; HX_OK or HX_ERR_NOMEM. */
+ * a result with no list is one, and the facts of one clause of the answer
+ * (up to , ; : ! ? a sentence's or line's end, "and", "then") are copies
+ * from one item or from outside every result: a title is not paired with
+ * another event's time. A number copied from before an "AM" or "PM" is
+ * followed by it ("2:00 PM", never "2:00" of 14:00). The stage owns
+ * copies of text and claims; HX_OK or HX_ERR_NOMEM. */
 #define HX_GROUND_RESULT '\x1e'
 int hx_ground_stage_new(const hx_vocab *v, const char *text, const char *claims,
                         const char *trigger, const int *in_call, hx_sampler_stage *out);

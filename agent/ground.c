@@ -22,7 +22,10 @@
  * given with aliases derived explicitly: for an ISO date its weekday and
  * month name ("2027-03-11": "Thursday", "11 March", "March 11"), for a
  * time its 12-hour forms ("14:00": "2 PM", "2pm", "2:00 PM"), and for the
- * dates of "Now:" the words "today", "tomorrow" and "yesterday".
+ * dates of "Now:" the words "today", "tomorrow" and "yesterday". A number
+ * copied from before an "AM" or "PM" (an alias's or the text's own) must
+ * be followed by it: "2:00" alone would read as 02:00, and "12:00" of
+ * midnight's "12:00 AM" as noon.
  *
  * Claim words ("added", "booked", "sent", "queued", "noted", ...,
  * "declined") are licensed by the planner from its trace: one the turn's
@@ -73,6 +76,8 @@ typedef struct wstate {
     int neg;             /* words since the last negation (99: none) */
     int n_bind;          /* the clause's items (-1: not bound to any) */
     int32_t bind[BIND_MAX];
+    int meridiem;        /* the time just written has copies only before an
+                            "AM" (1) or "PM" (2): the next word must be it */
     int pending;         /* a claim no call licensed: the next word must
                             be a negation ("I booked nothing") */
     char w[WMAX];
@@ -84,7 +89,8 @@ typedef struct ground {
     const int *in_call;  /* the loop guard's (borrowed), or NULL */
     const char *trigger; /* what begins a call in this turn, or NULL */
     char *text;          /* the conversation and the aliases (owned) */
-    int32_t *item;       /* per byte of text: its result item, 0 none (owned) */
+    int32_t *item;       /* per byte of text: its result item; -1 in a result
+                            outside its items; 0 outside every result (owned) */
     size_t n;
     int32_t *starts;     /* where a copy may start, by their folded text */
     int32_t n_starts;
@@ -118,30 +124,65 @@ static int cmp_start(const void *a, const void *b, void *ctx)
     return 0;
 }
 
+/* Whether t[i] begins a time's seconds ("00" of "14:00:00") or its UTC
+ * offset ("05:00" of "14:00:00-05:00"): no time of its own. */
+static int time_tail_at(const char *t, size_t i)
+{
+    if (i >= 2 && t[i - 1] == ':' && isdigit((unsigned char)t[i - 2])) return 1;
+    if (i < 9 || (t[i - 1] != '+' && t[i - 1] != '-')) return 0;
+    const char *h = t + i - 9; /* "14:00:00" before the sign */
+    return isdigit((unsigned char)h[0]) && isdigit((unsigned char)h[1]) && h[2] == ':' &&
+           isdigit((unsigned char)h[3]) && isdigit((unsigned char)h[4]) && h[5] == ':' &&
+           isdigit((unsigned char)h[6]) && isdigit((unsigned char)h[7]);
+}
+
 /* Where a copied word may start: a letter or digit after anything but a
  * letter, a digit, '.' or '@' (not "jp" of "tanabe-design.jp"; a digit
- * also after the 'T' of a date-time), or '/', '.', '~', '@', '#', '+' or
- * '$' after a blank, a quote or a bracket. */
+ * also after the 'T' of a date-time; not a time's seconds or offset), or
+ * '/', '.', '~', '@', '#', '+' or '$' after a blank, a quote or a
+ * bracket. */
 static int can_start(const char *t, size_t i)
 {
     const unsigned char c = (unsigned char)t[i], p = i ? (unsigned char)t[i - 1] : ' ';
     if ((c & 0xC0) == 0x80) return 0; /* inside a code point */
+    if (isdigit(c) && time_tail_at(t, i)) return 0;
     if (is_alnum(c))
         return (!is_alnum(p) && p != '.' && p != '@') ||
                (isdigit(c) && p == 'T' && i >= 2 && isdigit((unsigned char)t[i - 2]));
     return strchr("/.~@#+$", c) && (isspace(p) || strchr("\"'([<{", p));
 }
 
+/* Whether text at q is "AM" or "PM" (case aside, a blank before it
+ * allowed) and a word ends after it. */
+static int meridiem_at(const ground *g, size_t q)
+{
+    if (q < g->n && g->text[q] == ' ') q++;
+    if (q + 1 >= g->n || !strchr("aApP", g->text[q]) || fold((unsigned char)g->text[q + 1]) != 'm')
+        return 0;
+    return q + 2 >= g->n || !is_alnum((unsigned char)g->text[q + 2]);
+}
+
 /* Whether a copy of len bytes from start may end there: where no letter
  * or digit goes on (after a digit, where no digit does: "2027-03-11" of
- * "2027-03-11T14:00"). */
+ * "2027-03-11T14:00"), and never a number before its "AM" or "PM" ("2:00"
+ * of "2:00 PM" is 02:00; "12:00" of midnight's "12:00 AM" is noon). */
 static int can_end(const ground *g, size_t start, size_t len)
 {
     const size_t q = start + len;
     if (len == 0) return 0; /* no copy at all ("$." is punctuation only) */
     if (q >= g->n) return 1;
     const unsigned char next = (unsigned char)g->text[q], last = (unsigned char)g->text[q - 1];
-    return isdigit(last) ? !isdigit(next) : !is_alnum(next);
+    return isdigit(last) ? !isdigit(next) && !meridiem_at(g, q) : !is_alnum(next);
+}
+
+/* For a copy of len bytes from start that ends before an "AM" or "PM":
+ * 1 for "AM", 2 for "PM"; else 0. */
+static int meridiem_after(const ground *g, size_t start, size_t len)
+{
+    size_t q = start + len;
+    if (!len || q >= g->n || !isdigit((unsigned char)g->text[q - 1]) || !meridiem_at(g, q)) return 0;
+    if (g->text[q] == ' ') q++;
+    return fold((unsigned char)g->text[q]) == 'a' ? 1 : 2;
 }
 
 /* Narrows [*lo, *hi) (starts sharing the word's first k bytes) to those
@@ -170,11 +211,11 @@ static void narrow(const ground *g, int32_t *lo, int32_t *hi, int k, unsigned ch
 /* ---- a clause's items ----
  * A tool result's list holds items (an event, a message, a file's hits):
  * the facts one clause of the answer states come from one item, or from
- * outside every item (the request, a count, the clock). Each fact word
+ * outside every result (the request, a count, the clock). Each fact word
  * with copies in items only binds the clause to those items; the next
  * fact word of the clause must then have a copy in one of them or outside
- * them ("Lunch with Sam at 12:30": not Lunch's title with another event's
- * time). A clause ends at , ; : ! ? a sentence's end, a line's end and a
+ * every result ("Lunch with Sam at 12:30": not Lunch's title with another
+ * event's time, nor with the midnight that starts the list's range). A clause ends at , ; : ! ? a sentence's end, a line's end and a
  * joining word ("and", "then"). */
 
 /* Whether the copy at start may be said in the clause so far. */
@@ -200,6 +241,16 @@ static int some_copy(const ground *g, const wstate *s, int32_t lo, int32_t hi, i
     return 0;
 }
 
+/* The meridiems ("AM" 1, "PM" 2) that follow the copies of [lo, hi) (len
+ * bytes) the clause may say, or'd. */
+static int meridiems(const ground *g, const wstate *s, int32_t lo, int32_t hi, int len)
+{
+    int m = 0;
+    for (int32_t i = lo; i < hi && i - lo < END_SCAN && m != 3; i++)
+        if (in_bind(g, s, g->starts[i])) m |= meridiem_after(g, (size_t)g->starts[i], (size_t)len);
+    return m;
+}
+
 /* Binds the clause to the items of the copies of [lo, hi) (len bytes) it
  * may say; a word with a copy outside every item, or with copies in too
  * many items, binds nothing. */
@@ -212,7 +263,7 @@ static void bind_copies(const ground *g, wstate *s, int32_t lo, int32_t hi, int 
         const int32_t st = g->starts[i];
         if (!can_end(g, (size_t)st, (size_t)len) || !in_bind(g, s, st)) continue;
         const int32_t it = g->item[st];
-        if (!it) return;
+        if (it <= 0) return;
         int k = 0;
         while (k < n && found[k] != it) k++;
         if (k < n) continue;
@@ -251,6 +302,20 @@ static int after_claim_ok(const char *w, size_t n, int whole)
             (!whole || strlen(after_claim[i]) == n))
             return 1;
     return 0;
+}
+
+/* Whether the word so far (whole: the word), punctuation after it aside,
+ * begins (is) the "AM" or "PM" the time before it needs, case aside. */
+static int meridiem_ok(const wstate *s, int whole)
+{
+    const char *want = s->meridiem == 1 ? "am" : s->meridiem == 2 ? "pm" : "";
+    const int either = s->meridiem == 3;
+    if (s->blen > 2 || (whole && s->blen != 2)) return 0;
+    for (int i = 0; i < s->blen; i++) {
+        const char c = (char)fold((unsigned char)s->w[i]);
+        if (i == 0 ? !(either ? c == 'a' || c == 'p' : c == want[0]) : c != 'm') return 0;
+    }
+    return 1;
 }
 
 static int in_list(const char *w, size_t n, const char *const *list, size_t k)
@@ -391,8 +456,12 @@ static int negation(const wstate *s)
  * negation ("I booked nothing"). */
 static int word_end(const ground *g, wstate *s, unsigned char b, int known)
 {
-    if (!s->in) return !s->pending || b == ' ';
+    if (!s->in) return !(s->pending || s->meridiem) || b == ' ';
     int ok = known >= 0 ? known : word_ends_ok(g, s);
+    if (s->meridiem && (s->len > WMAX || !meridiem_ok(s, 1))) ok = 0;
+    s->meridiem = 0;
+    if (!ok && b == ' ' && s->digit && s->len == s->blen && s->len <= WMAX)
+        ok = (s->meridiem = meridiems(g, s, s->lo, s->hi, s->len)) != 0; /* "2:00" of "2:00 PM" */
     if (ok) bind_word(g, s);
     if (s->pending && (s->len > WMAX || !after_claim_ok(s->w, (size_t)s->blen, 1))) ok = 0;
     s->pending = 0;
@@ -439,6 +508,7 @@ static int step_byte(const ground *g, wstate *s, unsigned char b, int known)
     if (!s->in) word_start(g, s);
     word_byte(g, s, b);
     if (s->pending && (s->len > WMAX || !after_claim_ok(s->w, (size_t)s->blen, 0))) return 0;
+    if (s->meridiem && (s->len > WMAX || !meridiem_ok(s, 0))) return 0;
     return word_goes_on(g, s);
 }
 
@@ -498,7 +568,7 @@ static int judge(const ground *g, int32_t t)
     size_t n = 0;
     const char *p = hx_vocab_piece(g->v, t, &n);
     wstate s = g->s;
-    if (hx_vocab_is_eog(g->v, t)) return word_end(g, &s, 0, g->ends_ok) && !s.pending;
+    if (hx_vocab_is_eog(g->v, t)) return word_end(g, &s, 0, g->ends_ok) && !s.pending && !s.meridiem;
     size_t upto = n;
     const int m = p ? markup_at(g, s.tail, p, n, &upto) : -1;
     if (m < 0 || (hx_vocab_is_special(g->v, t) && m != 1)) return 0;
@@ -652,20 +722,25 @@ static const char *ordinal(int d)
 /* Numbers the items of the tool results in t[0, n) (each result between
  * two HX_GROUND_RESULT bytes, made line ends here) into item[0, n): an
  * item is an object that is an element of a result's outermost list at
- * whatever depth ({"events": [{...}, {...}]}); its bytes get its number,
- * from 1, all others 0. */
+ * whatever depth ({"events": [{...}, {...}]}), or a result with no such
+ * list whole (an event created, a mail read); its bytes get its number,
+ * from 1, the other bytes of a result -1, all others 0. */
 static void number_items(char *t, size_t n, int32_t *item)
 {
-    int32_t last = 0, cur = 0;
+    int32_t last = 0, cur = 0, at_start = 0;
     int result = 0, str = 0, esc = 0, depth = 0, list = -1, obj = -1;
+    size_t start = 0;
     for (size_t i = 0; i < n; i++) {
         const char c = t[i];
         if (c == HX_GROUND_RESULT) {
+            if (result && last == at_start && i > start) /* no list: the result is one */
+                for (++last; start < i; start++) item[start] = last;
             t[i] = '\n', item[i] = 0;
             result = !result, str = esc = depth = 0, list = obj = -1, cur = 0;
+            start = i + 1, at_start = last;
             continue;
         }
-        item[i] = result ? cur : 0;
+        item[i] = result ? (cur ? cur : -1) : 0;
         if (!result) continue;
         if (str) {
             if (esc) esc = 0;
@@ -710,7 +785,8 @@ static void add_aliases(const char *t, size_t n, const int32_t *item, hx_buf *ou
             if (day == today - 1) hx_buf_puts(out, " yesterday");
         } else {
             if (!digits(t, n, i, 2) || t[i + 2] != ':' || !digits(t, n, i + 3, 2) ||
-                digits(t, n, i + 5, 1) || (i > 0 && isdigit((unsigned char)t[i - 1])))
+                digits(t, n, i + 5, 1) || (i > 0 && isdigit((unsigned char)t[i - 1])) ||
+                time_tail_at(t, i))
                 continue;
             const int h = num(t + i, 2), mi = num(t + i + 3, 2);
             if (h > 23 || mi > 59) continue;
@@ -804,7 +880,8 @@ int hx_ground_end(const char *text, const char *claims, const char *answer, size
         wstate next = g->s, at = g->s;
         const int ok = i == n || step_byte(g, &next, (unsigned char)answer[i], -1);
         /* the turn may end before byte i when no word goes on through it */
-        if (i && (i == n || !next.in) && word_end(g, &at, 0, -1) && !at.pending) best = i;
+        if (i && (i == n || !next.in) && word_end(g, &at, 0, -1) && !at.pending && !at.meridiem)
+            best = i;
         if (i == n || !ok) break;
         g->s = next;
     }

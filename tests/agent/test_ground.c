@@ -260,6 +260,13 @@ static void test_scripted_invented_time(void)
 
 static int writes_marked(const char *before, const char *s) { return writes_over(MARKED, before, s); }
 
+/* MARKED, a result that is no list (an event created) and a search whose
+ * range is outside its list's items. */
+#define CREATED                                                                          \
+    MARKED "add that on friday at noon\n" M "{\"uid\": \"e7\", \"title\": \"Dentist\", " \
+    "\"start\": \"2027-03-12T12:00:00-05:00\"}" M "\n" M "{\"range\": {\"start\": "        \
+    "\"2027-03-16T16:30:00-05:00\"}, \"slots\": [{\"start\": \"2027-03-16T17:00:00-05:00\"}]}" M "\n"
+
 /* A clause's facts come from one item of a result, or from outside
  * every item; the same words pass unmarked, in another clause, or paired
  * as the result pairs them. */
@@ -295,6 +302,27 @@ static void test_items(void)
                          cases[i].want);
     /* the control: unmarked, the pairing is not known */
     EXPECT(writes_after("Your ", "Q2 budget review is at 09:30") == 1);
+    /* a result with no list is one item: the event created */
+    EXPECT(writes_over(CREATED, "You have ", "Dentist on Friday at 12:00.") == 1);
+    EXPECT(writes_over(CREATED, "You have ", "Dentist at 09:30") == 0);
+    EXPECT(writes_over(CREATED, "You have ", "Check-in with Tomás at 12:00") == 0);
+    EXPECT(writes_over(CREATED, "", "Dentist at 12:00 and Check-in with Tomás at 09:30") == 1);
+    /* a 12-hour time keeps its AM or PM: "2:00" is not 14:00 */
+    EXPECT(writes_marked("Your ", "Q2 budget review is at 2:00 PM.") == 1);
+    EXPECT(writes_marked("Your ", "Q2 budget review is at 2:00.") == 0);
+    EXPECT(writes_marked("Your ", "Q2 budget review is at 2:00 pm") == 1);
+    EXPECT(writes_marked("Your ", "Q2 budget review is at 2:00 AM") == 0);
+    EXPECT(writes_marked("Your ", "Q2 budget review is at 14:00.") == 1);
+    /* nor is a time's seconds or UTC offset a time: "14:00:00-05:00" */
+    EXPECT(writes_marked("Your ", "Q2 budget review is at 00:00.") == 0);
+    EXPECT(writes_marked("Your ", "Q2 budget review is at 05:00.") == 0);
+    EXPECT(writes_marked("Your ", "Q2 budget review is at 12:00 AM.") == 0);
+    /* a result's words outside its items (a range's midnight) are said of
+     * no item */
+    EXPECT(writes_over(CREATED, "You have ", "Check-in with Tomás at 16:30") == 0);
+    EXPECT(writes_over(CREATED, "You are free at ", "17:00 from 16:30") == 0);
+    EXPECT(writes_over(CREATED, "You are free at ", "17:00, from 16:30") == 1);
+    EXPECT(writes_over(CREATED, "From ", "16:30 you have Check-in with Tomás") == 1);
 }
 
 static void test_scripted_paired_time(void)
@@ -331,6 +359,8 @@ static void test_end(void)
     EXPECT_EQ_INT(end_of(NULL, "Q2 budget review at 14:00 and Lunch at 12:30"),
                   strlen("Q2 budget review at 14:00 and"));
     EXPECT_EQ_INT(end_of(NULL, "Q2 budget review at 14:0"), strlen("Q2 budget review at"));
+    EXPECT_EQ_INT(end_of(NULL, "Q2 budget review at 2:00"), strlen("Q2 budget review at"));
+    EXPECT_EQ_INT(end_of(NULL, "Q2 budget review at 2:00 PM"), strlen("Q2 budget review at 2:00 PM"));
     /* controls: the same claim licensed, a negation after it, a grounded
      * answer: whole */
     EXPECT_EQ_INT(end_of("sent queued", "Sent. Sent. Sent"), strlen("Sent. Sent. Sent"));

@@ -10,7 +10,8 @@
  * the logits allowed; hx_strip_markup leaves no markup and never grows the
  * text; hx_markup_prefix stays within it; hx_turn_call_name reads a name
  * that fits and is the text's; the evidence of a call whose result is the
- * text is a JSON array. */
+ * text is a JSON array; hx_ground_end of the steps' bytes read as an answer
+ * cut short stays within them and keeps the prefix it gives whole. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -109,6 +110,14 @@ static void check_text(const char *text)
     cJSON_Delete(calls);
 }
 
+static void check_end(const char *text, const char *claims, const char *answer, size_t n)
+{
+    size_t end = n + 1, again = n + 1;
+    if (hx_ground_end(text, claims, answer, n, &end) == HX_OK &&
+        (end > n || (hx_ground_end(text, claims, answer, end, &again) == HX_OK && again != end)))
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *nul = memchr(data, 0, size);
@@ -125,6 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     claims[n_claims] = 0;
     const uint8_t *steps = nul2 ? nul2 + 1 : data + size;
     check_text(text);
+    check_end(text, claims, (const char *)steps, (size_t)(data + size - steps));
     run_stage(text, claims, steps, (size_t)(data + size - steps));
     free(text);
     free(claims);
