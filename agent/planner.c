@@ -579,8 +579,8 @@ static int unasked_removal(const run *r, const char *name, hx_call_outcome *o)
         return 0;
     o->status = "refused", o->decision = "deny", o->by = "request", o->rc = HX_ERR_DENIED;
     snprintf(o->detail, sizeof o->detail,
-             "refused: %s removes what the user kept, and the request asks to remove or "
-             "change nothing; answer, and ask the user whether to remove it", name);
+             "refused: %s removes what the user kept, and the request does not ask to "
+             "remove anything; answer, and ask the user whether to remove it", name);
     return 1;
 }
 

@@ -202,7 +202,7 @@ static const char *refusal_reason(const char *by)
     if (!strcmp(by, "user")) return "was declined by you";
     if (!strcmp(by, "request"))
         return "was not run: it removes what you kept and your request did not ask to "
-               "remove or change anything; ask for it in words (\"forget ...\", \"cancel ...\")";
+               "remove anything; ask for it in words (\"forget ...\", \"cancel ...\")";
     return "was refused";
 }
 

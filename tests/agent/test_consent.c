@@ -452,7 +452,7 @@ static void test_unasked_removal(void)
                          "Remember that Carol's email is carol@example.org");
     EXPECT_STR_EQ(tstr(call_at(t, 0), "status"), "refused");
     EXPECT_STR_EQ(tstr(call_at(t, 0), "by"), "request");
-    EXPECT(strstr(tstr(call_at(t, 0), "result"), "asks to remove or change nothing") != NULL);
+    EXPECT(strstr(tstr(call_at(t, 0), "result"), "does not ask to remove anything") != NULL);
     EXPECT(provenance_of(&w, "Bob's email is bob@example.org") == HX_MEM_USER);
     cJSON_Delete(t);
     /* the model asks instead, and the user's yes is a request to forget;
@@ -492,6 +492,9 @@ static void test_unasked_removal(void)
                             "{\"uid\": \"piano-lessons@family\"}}</tool_call>",
                             "Done."};
     t = run_turns(&w, NULL, cancel, 2, "When is Léa's piano lesson?");
+    EXPECT_STR_EQ(tstr(call_at(t, 0), "by"), "request");
+    cJSON_Delete(t);
+    t = run_turns(&w, NULL, cancel, 2, "Move Léa's piano lesson to Friday"); /* no removal */
     EXPECT_STR_EQ(tstr(call_at(t, 0), "by"), "request");
     cJSON_Delete(t);
     t = run_turns(&w, NULL, cancel, 2, "Cancel Léa's piano lesson");
