@@ -120,7 +120,10 @@ int main(int argc, char **argv)
     static const char *const queries[] = {
         "{\"from\":\"bob\"}", "{\"text\":\"budget deadline\"}",
         "{\"unread\":true,\"since\":\"2026-03-01\",\"until\":\"2026-04-01\"}",
-        "{\"subject\":\"offsite\",\"limit\":5}", "{\"regex\":\"secur\\\\w+ review #12\\\\d\"}"};
+        "{\"subject\":\"offsite\",\"limit\":5}", "{\"regex\":\"secur\\\\w+ review #12\\\\d\"}",
+        /* nothing found, and what it nearly found: the sender's other mail;
+         * the words' mail when no mail is from the "sender" */
+        "{\"text\":\"zebra\",\"from\":\"bob\"}", "{\"text\":\"budget\",\"from\":\"much\"}"};
     for (size_t q = 0; q < sizeof queries / sizeof *queries; q++) {
         double t[20], c[20];
         for (int r = 0; r < 20; r++) t[r] = time_call(reg, queries[q], &hits, &c[r]);

@@ -694,8 +694,41 @@ static void search_q_free(search_q *q)
     hx_buf_free(&q->ignored);
 }
 
-static int tool_search(hx_tools *reg, void *user, const cJSON *args,
-                       cJSON **result, hx_err *err);
+/* The query of args into q and *re (NULL: no "regex"); on an error the
+ * caller still frees them. */
+static int prepare_search(const hx_tools *reg, const cJSON *args, search_q *q, pcre2_code **re,
+                          hx_err *err)
+{
+    int rc = build_search(reg, args, q, err);
+    if (!rc && hx_arg_str(args, "regex") && !(*re = compile_regex(hx_arg_str(args, "regex"), err)))
+        rc = err->rc;
+    return rc;
+}
+
+/* The messages query q (and re) of args finds in the open index ix into
+ * *result (owned by the caller). */
+static int run_prepared(const hx_tools *reg, mail_index *ix, search_q *q, pcre2_code *re,
+                        const cJSON *args, cJSON **result, hx_err *err)
+{
+    cJSON *out = cJSON_CreateObject();
+    int rc = run_search(ix, q, re, hx_tools_tz(reg), hx_arg_int(args, "limit", 20), out, err);
+    if (rc) cJSON_Delete(out);
+    else *result = out;
+    return rc;
+}
+
+/* The messages args find in the open index ix into *result. */
+static int search_ix(const hx_tools *reg, mail_index *ix, const cJSON *args, cJSON **result,
+                     hx_err *err)
+{
+    search_q q = {0};
+    pcre2_code *re = NULL;
+    int rc = prepare_search(reg, args, &q, &re, err);
+    if (!rc) rc = run_prepared(reg, ix, &q, re, args, result, err);
+    pcre2_code_free(re);
+    search_q_free(&q);
+    return rc;
+}
 
 /* Whether the search names the messages by more than its words: a
  * sender, a recipient, a subject, a folder, a time or unread. */
@@ -707,20 +740,30 @@ static int has_filters(const cJSON *args)
     return hx_arg_bool(args, "unread", 0);
 }
 
+/* The messages ix holds for args less argument key (or, key NULL, for
+ * alone): their total, 0 when the search fails; *result gets them. */
+static int total_without(const hx_tools *reg, mail_index *ix, const cJSON *args,
+                         const char *key, cJSON **result)
+{
+    cJSON *a = cJSON_Duplicate(args, 1);
+    hx_err err = {0};
+    *result = NULL;
+    if (a && key) cJSON_DeleteItemFromObject(a, key);
+    const int rc = a ? search_ix(reg, ix, a, result, &err) : HX_ERR_NOMEM;
+    cJSON_Delete(a);
+    return rc ? 0 : (int)cJSON_GetNumberValue(cJSON_GetObjectItem(*result, "total"));
+}
+
 /* The search args without argument key into result's "others" (with
  * "others_total" and a note: no message <lack> "<key's value>"; "others"
  * holds the N that the other arguments find <how>) when it finds any; 1
  * if it did, 0 if not (or it failed), -1 out of memory (result is then
  * partly changed). */
-static int others_without(hx_tools *reg, void *user, const cJSON *args, const char *key,
-                          const char *lack, const char *how, cJSON *result)
+static int others_without(const hx_tools *reg, mail_index *ix, const cJSON *args,
+                          const char *key, const char *lack, const char *how, cJSON *result)
 {
-    cJSON *a = cJSON_Duplicate(args, 1), *r = NULL;
-    hx_err err = {0};
-    if (a) cJSON_DeleteItemFromObject(a, key);
-    const int rc = a ? tool_search(reg, user, a, &r, &err) : HX_ERR_NOMEM;
-    cJSON_Delete(a);
-    const int total = rc ? 0 : (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "total"));
+    cJSON *r = NULL;
+    const int total = total_without(reg, ix, args, key, &r);
     cJSON *others = total > 0 ? cJSON_DetachItemFromObject(r, "messages") : NULL;
     cJSON_Delete(r);
     if (!others) return 0;
@@ -741,24 +784,20 @@ static int others_without(hx_tools *reg, void *user, const cJSON *args, const ch
  * words (the words were a guess at the mail's wording: "what did Tobi
  * write" searched for "write"; the sender is what the user named), else
  * those with the words from anyone when no message at all is from the
- * sender named ("from": "much", a word of the question). HX_OK,
- * or HX_ERR_NOMEM (the caller drops the result). */
-static int near_results(hx_tools *reg, void *user, const cJSON *args, cJSON *result)
+ * sender named ("from": "much", a word of the question). Every search
+ * reads the one open index ix. HX_OK, or HX_ERR_NOMEM (the caller drops
+ * the result). */
+static int near_results(const hx_tools *reg, mail_index *ix, const cJSON *args, cJSON *result)
 {
-    int found = has_filters(args) ? others_without(reg, user, args, "text", "has any of the words of",
+    int found = has_filters(args) ? others_without(reg, ix, args, "text", "has any of the words of",
                                                    "without them", result)
                                   : 0;
-    cJSON *alone = cJSON_CreateObject();
-    if (!found && alone && hx_arg_str(args, "from")) {
-        cJSON_AddStringToObject(alone, "from", hx_arg_str(args, "from"));
-        cJSON *r = NULL;
-        hx_err err = {0};
-        if (!tool_search(reg, user, alone, &r, &err) &&
-            !cJSON_GetNumberValue(cJSON_GetObjectItem(r, "total")))
-            found = others_without(reg, user, args, "from", "at all is from", "from anyone",
-                                   result);
-        cJSON_Delete(r);
-    }
+    cJSON *alone = cJSON_CreateObject(), *r = NULL;
+    if (!found && alone && hx_arg_str(args, "from") &&
+        cJSON_AddStringToObject(alone, "from", hx_arg_str(args, "from")) &&
+        !total_without(reg, ix, alone, NULL, &r))
+        found = others_without(reg, ix, args, "from", "at all is from", "from anyone", result);
+    cJSON_Delete(r);
     cJSON_Delete(alone);
     return found < 0 ? HX_ERR_NOMEM : HX_OK;
 }
@@ -770,26 +809,20 @@ static int tool_search(hx_tools *reg, void *user, const cJSON *args,
     mail_index ix;
     search_q q = {0};
     pcre2_code *re = NULL;
-    int rc = build_search(reg, args, &q, err);
-    if (!rc && hx_arg_str(args, "regex") && !(re = compile_regex(hx_arg_str(args, "regex"), err)))
-        rc = err->rc;
-    double t0 = hx_time_mono();
-    if (!rc) rc = index_ready(reg, &ix, err);
-    if (!rc) {
-        double t1 = hx_time_mono();
-        cJSON *out = cJSON_CreateObject();
-        rc = run_search(&ix, &q, re, hx_tools_tz(reg), hx_arg_int(args, "limit", 20), out, err);
+    int rc = prepare_search(reg, args, &q, &re, err); /* bad arguments before the index */
+    const double t0 = hx_time_mono();
+    if (!rc && !(rc = index_ready(reg, &ix, err))) {
+        const double t1 = hx_time_mono();
+        rc = run_prepared(reg, &ix, &q, re, args, result, err);
+        if (!rc && q.n_terms > 0 && !cJSON_GetNumberValue(cJSON_GetObjectItem(*result, "total")) &&
+            (rc = near_results(reg, &ix, args, *result))) {
+            cJSON_Delete(*result);
+            *result = NULL;
+            hx_err_set(err, rc, "mail search: out of memory");
+        }
         hx_log_debug("mail.search: index %.1f ms, query %.1f ms", (t1 - t0) * 1e3,
                      (hx_time_mono() - t1) * 1e3);
         index_close(&ix);
-        if (rc) cJSON_Delete(out);
-        else *result = out;
-    }
-    if (!rc && q.n_terms > 0 && !cJSON_GetNumberValue(cJSON_GetObjectItem(*result, "total")) &&
-        (rc = near_results(reg, user, args, *result))) {
-        cJSON_Delete(*result);
-        *result = NULL;
-        hx_err_set(err, rc, "mail search: out of memory");
     }
     pcre2_code_free(re);
     search_q_free(&q);
