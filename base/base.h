@@ -167,6 +167,10 @@ int hx_fold_words(const char *text, int drop_stop, hx_buf *words);
 /* Whether the folded text holds every term of terms (as hx_fold_terms or
  * hx_fold_words wrote them) as a substring; an empty list is in any text. */
 int hx_fold_has_terms(const char *folded, const hx_buf *terms);
+/* How many of the terms the folded text holds, as hx_fold_has_terms
+ * reads them; how many terms there are. */
+int hx_fold_count_terms(const char *folded, const hx_buf *terms);
+int hx_fold_n_terms(const hx_buf *terms);
 /* Registers on an open SQLite connection (base/fold_sql.c): the SQL
  * function hx_fold(text), and the FTS5 tokenizer "hx_fold" (unicode61
  * with remove_diacritics 2, its arguments passed on, then each token

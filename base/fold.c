@@ -278,11 +278,19 @@ int hx_fold_terms(const char *text, hx_buf *terms, hx_buf *ignored)
     return n;
 }
 
+int hx_fold_count_terms(const char *folded, const hx_buf *terms)
+{
+    int n = 0;
+    for (size_t i = 0; terms->data && i < terms->len; i += strlen(terms->data + i) + 1)
+        n += strstr(folded ? folded : "", terms->data + i) != NULL;
+    return n;
+}
+
+int hx_fold_n_terms(const hx_buf *terms) { return n_terms(terms); }
+
 int hx_fold_has_terms(const char *folded, const hx_buf *terms)
 {
-    for (size_t i = 0; terms->data && i < terms->len; i += strlen(terms->data + i) + 1)
-        if (!strstr(folded ? folded : "", terms->data + i)) return 0;
-    return 1;
+    return hx_fold_count_terms(folded, terms) == n_terms(terms);
 }
 
 /* Punctuation around a filter word, not part of it: "(Lyon)," is lyon. */

@@ -88,13 +88,14 @@ static int same_name(const char *a, const char *b)
     return same;
 }
 
-/* Whether o is in the calendar cal (NULL: any) and has every term of
- * the query in its title, location or description, all folded (hx_fold):
- * "lyon sync" finds "Sync (Lyon)", "fundacion" finds "Fundación". */
-static int occ_matches(const hx_cal_occ *o, const char *cal, const hx_buf *terms)
+/* How many terms of the query o has in its title, location or
+ * description, all folded (hx_fold): "lyon sync" finds "Sync (Lyon)",
+ * "fundacion" finds "Fundación"; -1 when o is not in the calendar cal
+ * (NULL: any). */
+static int occ_hits(const hx_cal_occ *o, const char *cal, const hx_buf *terms)
 {
-    if (cal && !same_name(o->file->calendar, cal)) return 0;
-    if (!terms->len) return 1;
+    if (cal && !same_name(o->file->calendar, cal)) return -1;
+    if (!terms->len) return 0;
     const char *parts[] = {icalcomponent_get_summary(o->ev), icalcomponent_get_location(o->ev),
                            icalcomponent_get_description(o->ev)};
     hx_buf f;
@@ -103,35 +104,75 @@ static int occ_matches(const hx_cal_occ *o, const char *cal, const hx_buf *terms
         if (parts[i]) hx_fold_append(&f, parts[i], strlen(parts[i]));
         hx_buf_putc(&f, '\n');
     }
-    int ok = hx_fold_has_terms(f.data, terms);
+    const int n = hx_fold_count_terms(f.data, terms);
     hx_buf_free(&f);
-    return ok;
+    return n;
+}
+
+/* Whether o is in the calendar cal (NULL: any) and has every term. */
+static int occ_matches(const hx_cal_occ *o, const char *cal, const hx_buf *terms)
+{
+    return occ_hits(o, cal, terms) == hx_fold_n_terms(terms);
 }
 
 #define OTHERS_BEFORE (31 * 86400)  /* how far back a query looks beyond its range */
 #define OTHERS_AFTER (366 * 86400)  /* and forward */
 #define OTHERS_MAX 10
 
-/* A query that no event of the range matches: the events that match it
- * from a month back to a year ahead go into res as "others" (at most
- * OTHERS_MAX, in time order, with "others_total" and a note), for "when
- * is the Lyon sync?" asked as {"range": "next Tuesday", "query": "Lyon
- * sync"}. Nothing is added when none matches or the calendar fails. */
+/* The most terms an occurrence of occ[0, n) has (0: none has one). */
+static int most_hits(const hx_cal_occ *occ, int n, const char *cal, const hx_buf *terms)
+{
+    int best = 0;
+    for (int i = 0; i < n; i++) {
+        const int h = occ_hits(&occ[i], cal, terms);
+        if (h > best) best = h;
+    }
+    return best;
+}
+
+/* The occurrences of occ[0, n) with hits terms into others (at most
+ * OTHERS_MAX, in time order); how many there are. */
+static int add_others(hx_tools *reg, hx_cal *c, const hx_cal_occ *occ, int n, const char *cal,
+                      const hx_buf *terms, int hits, cJSON *others)
+{
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        if (occ_hits(&occ[i], cal, terms) != hits || total++ >= OTHERS_MAX) continue;
+        hx_json_add(others, NULL, hx_cal_occ_json(c, &occ[i]));
+        hx_cal_note_author(reg, c, occ[i].ev);
+    }
+    return total;
+}
+
+/* A query that no event of the range matches (range: its occurrences,
+ * n_range of them): as "others" in res (at most OTHERS_MAX, in time
+ * order, with "others_total" and a note), the events that match it from
+ * a month back to a year ahead, for "when is the Lyon sync?" asked as
+ * {"range": "next Tuesday", "query": "Lyon sync"}; when none does and the
+ * query has more than one word, the events of the range with the most of
+ * its words, else those of the month back to the year ahead ("is the
+ * meeting with Carmen still on?" asked as "Lunch with Carmen"). Nothing
+ * is added when no event has a word of it or the calendar fails. */
 static void query_others(hx_tools *reg, hx_cal *c, const char *cal, const hx_buf *terms,
-                         const char *query, cJSON *res)
+                         const char *query, const hx_cal_occ *range, int n_range, cJSON *res)
 {
     const int64_t now = hx_now(NULL);
     hx_cal_occ *occ = NULL;
     int64_t complete_to;
-    int n = 0, total = 0;
+    int n = 0;
     hx_err err = {0};
     if (hx_cal_occurrences(c, now - OTHERS_BEFORE, now + OTHERS_AFTER, &occ, &n, &complete_to, &err))
         return;
+    const int all = hx_fold_n_terms(terms);
+    const char *how = "that have it from a month back to a year ahead";
     cJSON *others = cJSON_CreateArray();
-    for (int i = 0; others && i < n; i++) {
-        if (!occ_matches(&occ[i], cal, terms) || total++ >= OTHERS_MAX) continue;
-        hx_json_add(others, NULL, hx_cal_occ_json(c, &occ[i]));
-        hx_cal_note_author(reg, c, occ[i].ev);
+    int total = others ? add_others(reg, c, occ, n, cal, terms, all, others) : 0, best;
+    if (others && !total && all > 1 && (best = most_hits(range, n_range, cal, terms)) > 0) {
+        total = add_others(reg, c, range, n_range, cal, terms, best, others);
+        how = "of the range that have the most of its words";
+    } else if (others && !total && all > 1 && (best = most_hits(occ, n, cal, terms)) > 0) {
+        total = add_others(reg, c, occ, n, cal, terms, best, others);
+        how = "from a month back to a year ahead that have the most of its words";
     }
     free(occ);
     if (!total) {
@@ -140,8 +181,7 @@ static void query_others(hx_tools *reg, hx_cal *c, const char *cal, const hx_buf
     }
     char note[400];
     snprintf(note, sizeof note, "no event of the range has \"%.200s\"; \"others\" holds the %d "
-             "that have it from a month back to a year ahead%s", query, total,
-             total > OTHERS_MAX ? ", the first ones" : "");
+             "%s%s", query, total, how, total > OTHERS_MAX ? ", the first ones" : "");
     hx_json_add(res, "others", others);
     cJSON_AddNumberToObject(res, "others_total", total);
     cJSON_AddStringToObject(res, "note", note);
@@ -184,7 +224,8 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
         shown++;
     }
     cJSON_AddNumberToObject(res, "count", total);
-    if (!total && terms.len) query_others(reg, c, cal, &terms, hx_arg_str(args, "query"), res);
+    if (!total && terms.len)
+        query_others(reg, c, cal, &terms, hx_arg_str(args, "query"), occ, n, res);
     if (total > shown || complete_to < to) cJSON_AddBoolToObject(res, "truncated", 1);
     if (complete_to < to) hx_json_add(res, "more", hx_cal_cut_json(c, complete_to, "events"));
     hx_cal_add_problems(reg, c, res);

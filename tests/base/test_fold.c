@@ -135,6 +135,16 @@ static void test_words(void)
     expect_words("the", 1, "the"); /* only function words: kept */
     expect_words("定例会議 議事録", 1, "定例会議|議事録");
     expect_words("  ,; ", 1, "");
+    /* how many of a query's words a folded text holds */
+    hx_buf w;
+    hx_buf_init(&w);
+    hx_fold_words("Lunch with Carmen", 1, &w);
+    EXPECT_EQ_INT(hx_fold_n_terms(&w), 2);
+    EXPECT_EQ_INT(hx_fold_count_terms("meeting with carmen ruiz", &w), 1);
+    EXPECT(!hx_fold_has_terms("meeting with carmen ruiz", &w));
+    EXPECT(hx_fold_has_terms("lunch: carmen", &w));
+    EXPECT_EQ_INT(hx_fold_count_terms(NULL, &w), 0);
+    hx_buf_free(&w);
 }
 
 /* Rows of an FTS5 table with the tokenizer that a query matches. */

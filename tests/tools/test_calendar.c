@@ -260,6 +260,24 @@ static void test_query_others(void)
     ASSERT(r);
     EXPECT(n_events(r) > 0 && !cJSON_GetObjectItemCaseSensitive(r, "others"));
     cJSON_Delete(r);
+    /* no event has every word: the range's events with the most of them
+     * ("dentist"), not those with fewer; the control: no word at all */
+    r = call_ok("calendar.list_events",
+                "{\"range\":\"tomorrow\",\"query\":\"dentist appointment\"}");
+    ASSERT(r);
+    const cJSON *part = cJSON_GetObjectItemCaseSensitive(r, "others");
+    EXPECT_EQ_INT(n_events(r), 0);
+    EXPECT_EQ_INT(cJSON_GetArraySize(part), 1);
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(part, 0),
+                                                                        "title")),
+                  "Dentist");
+    EXPECT(strstr(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "note")),
+                  "the most of its words") != NULL);
+    cJSON_Delete(r);
+    r = call_ok("calendar.list_events", "{\"range\":\"tomorrow\",\"query\":\"giraffe zebra\"}");
+    ASSERT(r);
+    EXPECT(!cJSON_GetObjectItemCaseSensitive(r, "others"));
+    cJSON_Delete(r);
 }
 
 /* The query folds case and accents and takes its words in any order;
