@@ -740,36 +740,32 @@ static int has_filters(const cJSON *args)
     return hx_arg_bool(args, "unread", 0);
 }
 
-/* The messages ix holds for args less argument key (or, key NULL, for
- * alone): their total, 0 when the search fails; *result gets them. */
-static int total_without(const hx_tools *reg, mail_index *ix, const cJSON *args,
-                         const char *key, cJSON **result)
+/* The messages ix holds for a (0 when the search fails); *r gets them. */
+static int total_of(const hx_tools *reg, mail_index *ix, const cJSON *a, cJSON **r)
 {
-    cJSON *a = cJSON_Duplicate(args, 1);
     hx_err err = {0};
-    *result = NULL;
-    if (a && key) cJSON_DeleteItemFromObject(a, key);
-    const int rc = a ? search_ix(reg, ix, a, result, &err) : HX_ERR_NOMEM;
-    cJSON_Delete(a);
-    return rc ? 0 : (int)cJSON_GetNumberValue(cJSON_GetObjectItem(*result, "total"));
+    *r = NULL;
+    return a && !search_ix(reg, ix, a, r, &err) ? (int)cJSON_GetNumberValue(cJSON_GetObjectItem(*r, "total"))
+                                                 : 0;
 }
 
-/* The search args without argument key into result's "others" (with
- * "others_total" and a note: no message <lack> "<key's value>"; "others"
- * holds the N that the other arguments find <how>) when it finds any; 1
- * if it did, 0 if not (or it failed), -1 out of memory (result is then
- * partly changed). */
-static int others_without(const hx_tools *reg, mail_index *ix, const cJSON *args,
-                          const char *key, const char *lack, const char *how, cJSON *result)
+/* The messages the search a finds into result's "others" (with
+ * "others_total" and a note: no message <lack> "<value>"; "others" holds
+ * the N <how>) when it finds any; 1 if it did, 0 if not (or it failed),
+ * -1 out of memory (result is then partly changed). a is the caller's
+ * (NULL: out of memory). */
+static int others_of(const hx_tools *reg, mail_index *ix, const cJSON *a, const char *lack,
+                     const char *value, const char *how, cJSON *result)
 {
+    if (!a) return -1;
     cJSON *r = NULL;
-    const int total = total_without(reg, ix, args, key, &r);
+    const int total = total_of(reg, ix, a, &r);
     cJSON *others = total > 0 ? cJSON_DetachItemFromObject(r, "messages") : NULL;
     cJSON_Delete(r);
     if (!others) return 0;
     char note[700];
-    snprintf(note, sizeof note, "no message %s \"%.200s\"; \"others\" holds the %d that the "
-             "other arguments find %s, newest first", lack, hx_arg_str(args, key), total, how);
+    snprintf(note, sizeof note, "no message %s \"%.200s\"; \"others\" holds the %d %s, newest first",
+             lack, value, total, how);
     cJSON_DeleteItemFromObject(result, "note");
     if (!cJSON_AddStringToObject(result, "note", note) ||
         !cJSON_AddItemToObject(result, "others", others) ||
@@ -778,27 +774,60 @@ static int others_without(const hx_tools *reg, mail_index *ix, const cJSON *args
     return 1;
 }
 
+/* others_of the search args without argument key. */
+static int others_without(const hx_tools *reg, mail_index *ix, const cJSON *args,
+                          const char *key, const char *lack, const char *how, cJSON *result)
+{
+    cJSON *a = cJSON_Duplicate(args, 1);
+    if (a) cJSON_DeleteItemFromObject(a, key);
+    const int rc = others_of(reg, ix, a, lack, hx_arg_str(args, key), how, result);
+    cJSON_Delete(a);
+    return rc;
+}
+
+/* others_of the search args with the sender named as its text: the mail
+ * that names "Maya" when Maya wrote none (her school did). */
+static int others_naming(const hx_tools *reg, mail_index *ix, const cJSON *args, cJSON *result)
+{
+    const char *from = hx_arg_str(args, "from");
+    cJSON *a = cJSON_Duplicate(args, 1);
+    if (a) {
+        cJSON_DeleteItemFromObject(a, "from");
+        cJSON_DeleteItemFromObject(a, "text");
+    }
+    const int rc = a && !cJSON_AddStringToObject(a, "text", from)
+                       ? -1
+                       : others_of(reg, ix, a, "at all is from", from, "that name it", result);
+    cJSON_Delete(a);
+    return rc;
+}
+
 /* A search that found nothing still finds nothing, and says so, but
  * what it nearly found comes with it, newest first, as "others": the
  * messages its other arguments find when none of them has the text's
  * words (the words were a guess at the mail's wording: "what did Tobi
- * write" searched for "write"; the sender is what the user named), else
- * those with the words from anyone when no message at all is from the
- * sender named ("from": "much", a word of the question). Every search
- * reads the one open index ix. HX_OK, or HX_ERR_NOMEM (the caller drops
- * the result). */
+ * write" searched for "write"; the sender is what the user named), else,
+ * when no message at all is from the sender named, those with the words
+ * from anyone ("from": "much", a word of the question), else those that
+ * name the sender (a child's school wrote about her). Every search reads
+ * the one open index ix. HX_OK, or HX_ERR_NOMEM (the caller drops the
+ * result). */
 static int near_results(const hx_tools *reg, mail_index *ix, const cJSON *args, cJSON *result)
 {
     int found = has_filters(args) ? others_without(reg, ix, args, "text", "has any of the words of",
-                                                   "without them", result)
+                                                   "that the other arguments find without them", result)
                                   : 0;
+    const char *from = hx_arg_str(args, "from");
+    if (found || !from) return found < 0 ? HX_ERR_NOMEM : HX_OK;
     cJSON *alone = cJSON_CreateObject(), *r = NULL;
-    if (!found && alone && hx_arg_str(args, "from") &&
-        cJSON_AddStringToObject(alone, "from", hx_arg_str(args, "from")) &&
-        !total_without(reg, ix, alone, NULL, &r))
-        found = others_without(reg, ix, args, "from", "at all is from", "from anyone", result);
+    const int none_from = alone && cJSON_AddStringToObject(alone, "from", from) &&
+                          !total_of(reg, ix, alone, &r);
     cJSON_Delete(r);
     cJSON_Delete(alone);
+    if (none_from)
+        found = others_without(reg, ix, args, "from", "at all is from",
+                               "that the other arguments find from anyone", result);
+    if (none_from && !found) found = others_naming(reg, ix, args, result);
     return found < 0 ? HX_ERR_NOMEM : HX_OK;
 }
 

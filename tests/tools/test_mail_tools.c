@@ -270,7 +270,9 @@ static void expect_others(const char *args, int n, const char *from, const char 
 
 /* Text search ranks the meaningful words and never asks for the
  * function words; when no message the filters find has any of them, it
- * finds nothing and gives those messages as "others"; sender and subject filters fold case
+ * finds nothing and gives those messages (or, for a sender who wrote
+ * nothing, the mail with the words or naming the sender) as "others";
+ * sender and subject filters fold case
  * and accents as the text does (ß as ss), word by word in any order. */
 static void test_search_forgives(void)
 {
@@ -338,6 +340,13 @@ static void test_search_forgives(void)
     expect_others("{\"text\":\"zebra\",\"from\":\"much\"}", 2, NULL,
                   "no message at all is from \"much\"");
     expect_others("{\"text\":\"zebra\",\"from\":\"jurgen\"}", -1, "jw@example.de", NULL); /* his */
+    /* a "sender" who wrote nothing and whose words no mail has: the mail
+     * that names her (her school wrote) */
+    ASSERT(deliver_str("From: PS 321 <office@ps321.example>\nSubject: Weekly\n\n"
+                       "Maya's class visits the aquarium on Friday.\n") == HX_OK);
+    expect_others("{\"text\":\"excursion\",\"from\":\"Maya\"}", 1, "ps321",
+                  "no message at all is from \"Maya\"; \"others\" holds the 1 that name it");
+    EXPECT_EQ_INT(found("{\"text\":\"excursion\",\"from\":\"Maya\"}", NULL, 0), 0);
 }
 
 /* The addresses of the user's mail: From, To and Cc of every message,
