@@ -152,14 +152,15 @@ static int can_start(const char *t, size_t i)
     return strchr("/.~@#+$", c) && (isspace(p) || strchr("\"'([<{", p));
 }
 
-/* Whether text at q is "AM" or "PM" (case aside, a blank before it
- * allowed) and a word ends after it. */
+/* What text at q is (case aside, a blank before it allowed): "AM" 1,
+ * "PM" 2, with a word's end after it; else 0. */
 static int meridiem_at(const ground *g, size_t q)
 {
     if (q < g->n && g->text[q] == ' ') q++;
-    if (q + 1 >= g->n || !strchr("aApP", g->text[q]) || fold((unsigned char)g->text[q + 1]) != 'm')
+    if (q + 1 >= g->n || !strchr("aApP", g->text[q]) || fold((unsigned char)g->text[q + 1]) != 'm' ||
+        (q + 2 < g->n && is_alnum((unsigned char)g->text[q + 2])))
         return 0;
-    return q + 2 >= g->n || !is_alnum((unsigned char)g->text[q + 2]);
+    return fold((unsigned char)g->text[q]) == 'a' ? 1 : 2;
 }
 
 /* Whether a copy of len bytes from start may end there: where no letter
@@ -175,14 +176,12 @@ static int can_end(const ground *g, size_t start, size_t len)
     return isdigit(last) ? !isdigit(next) && !meridiem_at(g, q) : !is_alnum(next);
 }
 
-/* For a copy of len bytes from start that ends before an "AM" or "PM":
- * 1 for "AM", 2 for "PM"; else 0. */
+/* For a copy of len bytes from start that ends a number before an "AM"
+ * or "PM": 1 for "AM", 2 for "PM"; else 0. */
 static int meridiem_after(const ground *g, size_t start, size_t len)
 {
-    size_t q = start + len;
-    if (!len || q >= g->n || !isdigit((unsigned char)g->text[q - 1]) || !meridiem_at(g, q)) return 0;
-    if (g->text[q] == ' ') q++;
-    return fold((unsigned char)g->text[q]) == 'a' ? 1 : 2;
+    const size_t q = start + len;
+    return len && q < g->n && isdigit((unsigned char)g->text[q - 1]) ? meridiem_at(g, q) : 0;
 }
 
 /* Narrows [*lo, *hi) (starts sharing the word's first k bytes) to those
@@ -215,8 +214,9 @@ static void narrow(const ground *g, int32_t *lo, int32_t *hi, int k, unsigned ch
  * with copies in items only binds the clause to those items; the next
  * fact word of the clause must then have a copy in one of them or outside
  * every result ("Lunch with Sam at 12:30": not Lunch's title with another
- * event's time, nor with the midnight that starts the list's range). A clause ends at , ; : ! ? a sentence's end, a line's end and a
- * joining word ("and", "then"). */
+ * event's time, nor with the midnight that starts the list's range). A
+ * clause ends at , ; : ! ? a sentence's end, a line's end and a joining
+ * word ("and", "then"). */
 
 /* Whether the copy at start may be said in the clause so far. */
 static int in_bind(const ground *g, const wstate *s, int32_t start)
@@ -308,14 +308,10 @@ static int after_claim_ok(const char *w, size_t n, int whole)
  * begins (is) the "AM" or "PM" the time before it needs, case aside. */
 static int meridiem_ok(const wstate *s, int whole)
 {
-    const char *want = s->meridiem == 1 ? "am" : s->meridiem == 2 ? "pm" : "";
-    const int either = s->meridiem == 3;
     if (s->blen > 2 || (whole && s->blen != 2)) return 0;
-    for (int i = 0; i < s->blen; i++) {
-        const char c = (char)fold((unsigned char)s->w[i]);
-        if (i == 0 ? !(either ? c == 'a' || c == 'p' : c == want[0]) : c != 'm') return 0;
-    }
-    return 1;
+    const int first = s->blen < 1 ? 0 : fold((unsigned char)s->w[0]);
+    if (first && !(first == 'a' ? s->meridiem & 1 : first == 'p' ? s->meridiem & 2 : 0)) return 0;
+    return s->blen < 2 || fold((unsigned char)s->w[1]) == 'm';
 }
 
 static int in_list(const char *w, size_t n, const char *const *list, size_t k)
@@ -480,6 +476,14 @@ static int word_end(const ground *g, wstate *s, unsigned char b, int known)
     return ok;
 }
 
+/* Whether the turn may end here: the word written ends grounded (known:
+ * as word_end's) and nothing it began waits for a word (a negation after
+ * an unlicensed claim, an AM or PM after a time). s is changed. */
+static int may_end(const ground *g, wstate *s, int known)
+{
+    return word_end(g, s, 0, known) && !s->pending && !s->meridiem;
+}
+
 /* One byte of the answer; 0 when it makes an ungrounded fact. known: as
  * word_end's, for the word it may end. */
 static int step_byte(const ground *g, wstate *s, unsigned char b, int known)
@@ -568,7 +572,7 @@ static int judge(const ground *g, int32_t t)
     size_t n = 0;
     const char *p = hx_vocab_piece(g->v, t, &n);
     wstate s = g->s;
-    if (hx_vocab_is_eog(g->v, t)) return word_end(g, &s, 0, g->ends_ok) && !s.pending && !s.meridiem;
+    if (hx_vocab_is_eog(g->v, t)) return may_end(g, &s, g->ends_ok);
     size_t upto = n;
     const int m = p ? markup_at(g, s.tail, p, n, &upto) : -1;
     if (m < 0 || (hx_vocab_is_special(g->v, t) && m != 1)) return 0;
@@ -880,8 +884,7 @@ int hx_ground_end(const char *text, const char *claims, const char *answer, size
         wstate next = g->s, at = g->s;
         const int ok = i == n || step_byte(g, &next, (unsigned char)answer[i], -1);
         /* the turn may end before byte i when no word goes on through it */
-        if (i && (i == n || !next.in) && word_end(g, &at, 0, -1) && !at.pending && !at.meridiem)
-            best = i;
+        if (i && (i == n || !next.in) && may_end(g, &at, -1)) best = i;
         if (i == n || !ok) break;
         g->s = next;
     }
