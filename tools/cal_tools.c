@@ -119,25 +119,25 @@ static int occ_matches(const hx_cal_occ *o, const char *cal, const hx_buf *terms
 #define OTHERS_AFTER (366 * 86400)  /* and forward */
 #define OTHERS_MAX 10
 
-/* The most terms an occurrence of occ[0, n) has (0: none has one). */
-static int most_hits(const hx_cal_occ *occ, int n, const char *cal, const hx_buf *terms)
+/* How many terms each occurrence of occ[0, n) has (occ_hits), into a
+ * new array (NULL when out of memory), and the most of them in *best. */
+static int *hits_of(const hx_cal_occ *occ, int n, const char *cal, const hx_buf *terms, int *best)
 {
-    int best = 0;
-    for (int i = 0; i < n; i++) {
-        const int h = occ_hits(&occ[i], cal, terms);
-        if (h > best) best = h;
-    }
-    return best;
+    int *hits = hx_calloc(n > 0 ? (size_t)n : 1, sizeof *hits);
+    *best = 0;
+    for (int i = 0; hits && i < n; i++)
+        if ((hits[i] = occ_hits(&occ[i], cal, terms)) > *best) *best = hits[i];
+    return hits;
 }
 
-/* The occurrences of occ[0, n) with hits terms into others (at most
- * OTHERS_MAX, in time order); how many there are. */
-static int add_others(hx_tools *reg, hx_cal *c, const hx_cal_occ *occ, int n, const char *cal,
-                      const hx_buf *terms, int hits, cJSON *others)
+/* The occurrences of occ[0, n) with want terms (hits: theirs) into others
+ * (at most OTHERS_MAX, in time order); how many there are. */
+static int add_others(hx_tools *reg, hx_cal *c, const hx_cal_occ *occ, int n, const int *hits,
+                      int want, cJSON *others)
 {
     int total = 0;
-    for (int i = 0; i < n; i++) {
-        if (occ_hits(&occ[i], cal, terms) != hits || total++ >= OTHERS_MAX) continue;
+    for (int i = 0; hits && others && i < n; i++) {
+        if (hits[i] != want || total++ >= OTHERS_MAX) continue;
         hx_json_add(others, NULL, hx_cal_occ_json(c, &occ[i]));
         hx_cal_note_author(reg, c, occ[i].ev);
     }
@@ -152,28 +152,33 @@ static int add_others(hx_tools *reg, hx_cal *c, const hx_cal_occ *occ, int n, co
  * query has more than one word, the events of the range with the most of
  * its words, else those of the month back to the year ahead ("is the
  * meeting with Carmen still on?" asked as "Lunch with Carmen"). Nothing
- * is added when no event has a word of it or the calendar fails. */
+ * is added when no event has a word of it or the calendar fails. Each
+ * occurrence is read once. */
 static void query_others(hx_tools *reg, hx_cal *c, const char *cal, const hx_buf *terms,
                          const char *query, const hx_cal_occ *range, int n_range, cJSON *res)
 {
     const int64_t now = hx_now(NULL);
     hx_cal_occ *occ = NULL;
     int64_t complete_to;
-    int n = 0;
+    int n = 0, best = 0, range_best = 0, total = 0;
     hx_err err = {0};
     if (hx_cal_occurrences(c, now - OTHERS_BEFORE, now + OTHERS_AFTER, &occ, &n, &complete_to, &err))
         return;
     const int all = hx_fold_n_terms(terms);
     const char *how = "that have it from a month back to a year ahead";
     cJSON *others = cJSON_CreateArray();
-    int total = others ? add_others(reg, c, occ, n, cal, terms, all, others) : 0, best;
-    if (others && !total && all > 1 && (best = most_hits(range, n_range, cal, terms)) > 0) {
-        total = add_others(reg, c, range, n_range, cal, terms, best, others);
+    int *hits = hits_of(occ, n, cal, terms, &best), *range_hits = NULL;
+    if (best == all) total = add_others(reg, c, occ, n, hits, all, others);
+    else if (all > 1 && (range_hits = hits_of(range, n_range, cal, terms, &range_best)) &&
+             range_best > 0) {
+        total = add_others(reg, c, range, n_range, range_hits, range_best, others);
         how = "of the range that have the most of its words";
-    } else if (others && !total && all > 1 && (best = most_hits(occ, n, cal, terms)) > 0) {
-        total = add_others(reg, c, occ, n, cal, terms, best, others);
+    } else if (all > 1 && best > 0) {
+        total = add_others(reg, c, occ, n, hits, best, others);
         how = "from a month back to a year ahead that have the most of its words";
     }
+    free(hits);
+    free(range_hits);
     free(occ);
     if (!total) {
         cJSON_Delete(others);
