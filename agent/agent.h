@@ -362,7 +362,12 @@ void hx_copy_stage_defer(hx_sampler_stage *st, const int *defer);
  * a result with no list is one, and the facts of one clause of the answer
  * (up to , ; : ! ? a sentence's or line's end, "and", "then") are copies
  * from one item or from outside every result: a title is not paired with
- * another event's time. A number copied from before an "AM" or "PM" is
+ * another event's time. A result's names (the string values of "title",
+ * "subject", "name", "filename", "path", "location", and the names and
+ * addresses of "from", "to", "cc") are said whole: a copy that begins with
+ * a fact and runs into one goes on to its end ("Check-in with Tomás", not
+ * "Check-in") unless the same words stand elsewhere, outside every name;
+ * a result's keys are no copy. A number copied from before an "AM" or "PM" is
  * followed by it ("2:00 PM", never "2:00" of 14:00). The stage owns
  * copies of text and claims; HX_OK or HX_ERR_NOMEM. */
 #define HX_GROUND_RESULT '\x1e'

@@ -27,6 +27,16 @@
  * be followed by it: "2:00" alone would read as 02:00, and "12:00" of
  * midnight's "12:00 AM" as noon.
  *
+ * A name a tool result gives (an event's title, a mail's subject or
+ * sender, a file's name or path, a place) is said whole: a copy that
+ * begins with a fact word and runs on into such a name goes on, across
+ * its blanks, to the name's end ("Check-in with Tomás", not "Check-in
+ * with" nor "Check"), unless the same words stand elsewhere too, free
+ * (the request's, a mail's text); a copy of a name ends with it, not on
+ * into the result's syntax. A small model otherwise starts one title and
+ * ends in another's words. A result's keys ("subject") are syntax, no
+ * copy ("from Subject").
+ *
  * Claim words ("added", "booked", "sent", "queued", "noted", ...,
  * "declined") are licensed by the planner from its trace: one the turn's
  * calls did not earn (a success; the user's refusal) stands only after a
@@ -80,6 +90,11 @@ typedef struct wstate {
                             "AM" (1) or "PM" (2): the next word must be it */
     int pending;         /* a claim no call licensed: the next word must
                             be a negation ("I booked nothing") */
+    int ph;              /* a phrase: 0 none, 1 its first word, 2 a fact's */
+    int32_t qlo, qhi;    /* sorted starts whose text begins with the phrase */
+    int qlen;            /* bytes of the phrase */
+    int qalnum;          /* its last byte is a letter or digit */
+    int qstop;           /* it may stop at its last word's end */
     char w[WMAX];
     char tail[TAIL];     /* the answer's last bytes, the last one last */
 } wstate;
@@ -91,6 +106,9 @@ typedef struct ground {
     char *text;          /* the conversation and the aliases (owned) */
     int32_t *item;       /* per byte of text: its result item; -1 in a result
                             outside its items; 0 outside every result (owned) */
+    int32_t *name_end;   /* per byte of text: the end of the name it is in
+                            (a result's title, subject, ...); -1 in a
+                            result's key; else 0 (owned) */
     size_t n;
     int32_t *starts;     /* where a copy may start, by their folded text */
     int32_t n_starts;
@@ -437,6 +455,72 @@ static void word_byte(const ground *g, wstate *s, unsigned char b)
     }
 }
 
+/* ---- names said whole ----
+ * A phrase is the answer's text from a word's start on while it is a copy
+ * of the conversation's (across blanks); one whose first word is a fact
+ * may stop only where one of its copies may: at a word's end outside
+ * every name, or at its name's end. */
+
+/* Whether the phrase may stop after its qlen bytes. */
+static int phrase_may_stop(const ground *g, const wstate *s)
+{
+    if (s->qhi - s->qlo > END_SCAN) return 1; /* surely */
+    for (int32_t i = s->qlo; i < s->qhi; i++) {
+        const int32_t st = g->starts[i], end = g->name_end[st];
+        if (end > 0 ? st + s->qlen == end : can_end(g, (size_t)st, (size_t)s->qlen)) return 1;
+    }
+    return 0;
+}
+
+/* Whether some start of [lo, hi) begins a copy of len bytes that does
+ * not run past the end of the name it is in: a name's copy ends with it
+ * (not on into the result's syntax). */
+static int some_within(const ground *g, int32_t lo, int32_t hi, int len)
+{
+    if (hi - lo > END_SCAN) return 1; /* surely */
+    for (int32_t i = lo; i < hi; i++) {
+        const int32_t st = g->starts[i], end = g->name_end[st];
+        if (end <= 0 || st + len <= end) return 1;
+    }
+    return 0;
+}
+
+/* Whether the phrase may stop here, at the turn's end or before a byte
+ * that does not go on with it (alnum: a letter or digit going on with
+ * the word, which stops it at its last word's end); s has the word
+ * before that byte. */
+static int phrase_stops(const ground *g, const wstate *s, int alnum)
+{
+    const int fact = s->ph == 2 || (s->ph == 1 && s->in && s->len <= WMAX && fact_word(s));
+    if (!fact) return 1;
+    return s->qalnum && !alnum ? phrase_may_stop(g, s) : s->qstop;
+}
+
+/* One byte of the answer for the phrase (word: whether b is a word's, as
+ * step_byte has it; s has the word before b); 0 when it stops a fact's
+ * phrase short of a name's end. */
+static int phrase_byte(const ground *g, wstate *s, unsigned char b, int word)
+{
+    const int alnum = word && is_alnum(b);
+    if (!s->ph) {
+        if (!word || s->in) return 1; /* a phrase begins with a word */
+        s->ph = 1, s->qlo = 0, s->qhi = g->n_starts, s->qlen = 0, s->qalnum = 0, s->qstop = 1;
+    }
+    if (s->qlen >= SORT_CAP) return s->ph = 0, 1; /* too long to follow */
+    if (s->qalnum && !alnum) s->qstop = phrase_may_stop(g, s); /* a word (or part) ends */
+    if (s->ph == 1 && !word) s->ph = s->len <= WMAX && fact_word(s) ? 2 : 0; /* its first */
+    if (!s->ph) return 1;
+    int32_t lo = s->qlo, hi = s->qhi;
+    narrow(g, &lo, &hi, s->qlen, b);
+    if (some_within(g, lo, hi, s->qlen + 1)) {
+        s->qlo = lo, s->qhi = hi, s->qlen++, s->qalnum = alnum;
+        return 1;
+    }
+    const int ok = s->ph != 2 || s->qstop, begun = s->qlen > 0;
+    s->ph = 0;
+    return ok && (!word || s->in || !begun || phrase_byte(g, s, b, word)); /* b may begin one */
+}
+
 /* Whether the word just ended is a negation; a word longer than the
  * buffer (WMAX bytes kept) is none. */
 static int negation(const wstate *s)
@@ -481,7 +565,8 @@ static int word_end(const ground *g, wstate *s, unsigned char b, int known)
  * an unlicensed claim, an AM or PM after a time). s is changed. */
 static int may_end(const ground *g, wstate *s, int known)
 {
-    return word_end(g, s, 0, known) && !s->pending && !s->meridiem;
+    const int whole = phrase_stops(g, s, 0);
+    return word_end(g, s, 0, known) && !s->pending && !s->meridiem && whole;
 }
 
 /* One byte of the answer; 0 when it makes an ungrounded fact. known: as
@@ -503,6 +588,7 @@ static int step_byte(const ground *g, wstate *s, unsigned char b, int known)
     }
     memmove(s->tail, s->tail + 1, TAIL - 1);
     s->tail[TAIL - 1] = (char)b;
+    if (!phrase_byte(g, s, b, word)) return 0;
     if (!word) {
         const int ok = word_end(g, s, b, known);
         if (b == '!' || b == '?' || b == '\n') s->sentence = 1;
@@ -579,7 +665,9 @@ static int judge(const ground *g, int32_t t)
     for (size_t i = 0; i < upto; i++)
         if (!step_byte(g, &s, (unsigned char)p[i], i ? -1 : g->ends_ok)) return 0;
     if (m == 1) /* the trigger: a word before it ends at its '<' */
-        return upto < n && p[upto] == '<' ? word_end(g, &s, '<', upto ? -1 : g->ends_ok) : 1;
+        return upto < n && p[upto] == '<'
+                   ? phrase_stops(g, &s, 0) && word_end(g, &s, '<', upto ? -1 : g->ends_ok)
+                   : 1;
     /* a day word written whole: judged now, not at its end */
     return !s.in || s.utf8_left || !day_word(&s) || word_ends_ok(g, &s);
 }
@@ -642,7 +730,7 @@ static int ground_accept(void *ctx, int32_t token)
     const int call = g->in_call && *g->in_call;
     if (call || g->was_call) { /* a call (its closing tag too): text goes on after it */
         g->was_call = call;
-        g->s.in = 0, g->s.sentence = 1, g->s.n_bind = -1;
+        g->s.in = g->s.ph = 0, g->s.sentence = 1, g->s.n_bind = -1;
         memset(g->s.tail, 0, TAIL);
         return HX_OK;
     }
@@ -656,6 +744,7 @@ static void ground_free(void *ctx)
     if (!g) return;
     free(g->text);
     free(g->item);
+    free(g->name_end);
     free(g->starts);
     free(g->claims);
     free(g->verdict);
@@ -763,6 +852,50 @@ static void number_items(char *t, size_t n, int32_t *item)
     }
 }
 
+/* The keys of a result's names, said whole; of them those that hold
+ * addresses ("Kwame Mensah <kwame@example.org>": the name and the
+ * address are two). */
+static const char *const name_keys[] = {"title", "subject", "name", "filename", "path",
+                                        "location", "from", "to", "cc"};
+static const char *const address_keys[] = {"from", "to", "cc"};
+
+/* Marks the name t[a, z) (blanks around it aside) with its end. */
+static void mark_name(const char *t, size_t a, size_t z, int32_t *name_end)
+{
+    while (a < z && isspace((unsigned char)t[a])) a++;
+    while (z > a && isspace((unsigned char)t[z - 1])) z--;
+    for (size_t i = a; i < z; i++) name_end[i] = (int32_t)z;
+}
+
+/* Marks the bytes of the names in t[0, n)'s results (item[] nonzero)
+ * with where each name ends in name_end[] (the string values of
+ * name_keys, an address key's split at '<', '>' and ','), the bytes of
+ * the results' keys with -1 (no copy starts there: "from Subject"), and
+ * leaves the others 0. */
+static void mark_names(const char *t, size_t n, const int32_t *item, int32_t *name_end)
+{
+    char key[16] = "";
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] != '"' || !item[i]) continue;
+        size_t j = i + 1;
+        while (j < n && t[j] != '"' && item[j]) j += t[j] == '\\' ? 2 : 1;
+        if (j >= n || !item[j]) break; /* a string the result does not close */
+        size_t k = j + 1;
+        while (k < n && isspace((unsigned char)t[k])) k++;
+        if (k < n && t[k] == ':') { /* a key: syntax, no fact */
+            for (size_t q = i + 1; q < j; q++) name_end[q] = -1;
+            const size_t len = j - i - 1 < sizeof key - 1 ? j - i - 1 : sizeof key - 1;
+            memcpy(key, t + i + 1, len), key[len] = 0;
+        } else if (IN(key, strlen(key), name_keys)) {
+            const int addresses = IN(key, strlen(key), address_keys);
+            size_t a = i + 1;
+            for (size_t q = i + 1; q <= j; q++)
+                if (q == j || (addresses && strchr("<>,", t[q]))) mark_name(t, a, q, name_end), a = q + 1;
+        }
+        i = j;
+    }
+}
+
 /* Appends to out the aliases of the dates and times in t[0, n) (item[]
  * gives each byte's item): each once per item, its bytes' items to
  * items (int32_t each). */
@@ -820,44 +953,57 @@ static char *claim_line(const char *claims)
     return b.oom ? (hx_buf_free(&b), NULL) : hx_buf_steal(&b, NULL);
 }
 
-/* The check of answers against text and claims (copied), in its first
- * state; NULL when out of memory. */
-static ground *ground_build(const char *text, const char *claims)
+/* Reads the conversation's text into g: the text and its aliases, each
+ * byte's item and name's end; -1 when out of memory. */
+static int read_text(ground *g, const char *text)
 {
-    ground *g = hx_calloc(1, sizeof *g);
-    if (!g) return NULL;
     const size_t n0 = text ? strlen(text) : 0;
     char *t0 = hx_malloc(n0 + 1);
     int32_t *i0 = hx_calloc(n0 + 1, sizeof *i0);
+    int32_t *e0 = hx_calloc(n0 + 1, sizeof *e0);
     hx_buf b, items;
     hx_buf_init(&b);
     hx_buf_init(&items);
-    if (t0 && i0) {
+    if (t0 && i0 && e0) {
         memcpy(t0, text ? text : "", n0 + 1);
         number_items(t0, n0, i0);
+        mark_names(t0, n0, i0, e0);
         hx_buf_append(&b, t0, n0);
         hx_buf_append(&items, i0, n0 * sizeof *i0);
         add_aliases(t0, n0, i0, &b, &items);
         hx_buf_putc(&b, '\n');
         hx_buf_append(&items, &i0[n0], sizeof *i0); /* 0 */
     }
-    const int ok = t0 && i0 && !b.oom && !items.oom && b.len * sizeof(int32_t) == items.len;
-    free(t0);
-    free(i0);
+    const int ok = t0 && i0 && e0 && !b.oom && !items.oom && b.len * sizeof(int32_t) == items.len;
     g->n = ok ? b.len : 0;
     g->text = ok ? hx_buf_steal(&b, NULL) : NULL;
     g->item = ok ? (int32_t *)(void *)hx_buf_steal(&items, NULL) : NULL;
+    g->name_end = ok ? hx_calloc(g->n, sizeof *g->name_end) : NULL; /* the aliases': 0 */
+    if (g->name_end) memcpy(g->name_end, e0, n0 * sizeof *e0);
+    free(t0);
+    free(i0);
+    free(e0);
     hx_buf_free(&b);
     hx_buf_free(&items);
+    return g->text && g->item && g->name_end ? 0 : -1;
+}
+
+/* The check of answers against text and claims (copied), in its first
+ * state; NULL when out of memory. */
+static ground *ground_build(const char *text, const char *claims)
+{
+    ground *g = hx_calloc(1, sizeof *g);
+    if (!g) return NULL;
+    const int read = read_text(g, text);
     g->claims = claim_line(claims);
     g->starts = hx_calloc(g->n ? g->n : 1, sizeof *g->starts);
-    if (!g->text || !g->item || !g->claims || !g->starts || g->n > INT32_MAX) {
+    if (read || !g->claims || !g->starts || g->n > INT32_MAX) {
         ground_free(g);
         return NULL;
     }
     unescape_blank(g->text, g->n);
-    for (size_t i = 0; i < g->n; i++)
-        if (can_start(g->text, i)) g->starts[g->n_starts++] = (int32_t)i;
+    for (size_t i = 0; i < g->n; i++) /* no copy starts in a result's key */
+        if (can_start(g->text, i) && g->name_end[i] >= 0) g->starts[g->n_starts++] = (int32_t)i;
     qsort_r(g->starts, (size_t)g->n_starts, sizeof *g->starts, cmp_start, g);
     g->s.sentence = 1, g->s.neg = 99, g->s.n_bind = -1;
     return g;

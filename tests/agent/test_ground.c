@@ -5,8 +5,8 @@
  * sentence's first word are untouched; claim words need the planner's
  * licence or a negation; markup is masked; a scripted model that tries to
  * invent a time writes the time the tool returned; a clause's facts come
- * from one item of a result (not one event's title with another's time).
- * hx_strip_markup. */
+ * from one item of a result (not one event's title with another's time);
+ * a result's names are said whole. hx_strip_markup. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +325,58 @@ static void test_items(void)
     EXPECT(writes_over(CREATED, "From ", "16:30 you have Check-in with Tomás") == 1);
 }
 
+/* A name a result gives (a title, a path, a person's) is said whole, or
+ * from one of its words to its end, unless the words stand free elsewhere
+ * (the request's); a result's keys are syntax, not facts. */
+static void test_names_whole(void)
+{
+    static const struct {
+        const char *before, *text;
+        int want;
+    } cases[] = {
+        {"You have ", "Check at 09:30", 0}, /* of "Check-in with Tomás" */
+        {"You have ", "Check-in at 09:30", 0},
+        {"You have ", "Check-in with at 09:30", 0},
+        {"You have ", "Check-in with Tomás at 09:30", 1},
+        {"You have ", "Tomás at 09:30", 1},
+        {"You have ", "Q2 budget at 14:00", 0},
+        {"You have ", "Q2 budget review at 14:00", 1},
+        {"It is in ", "Conf room.", 0},
+        {"It is in ", "Conf room 4B.", 1},
+        {"In ", "Notes/budget, Total Q2 $240,450", 0},
+        {"In ", "Notes/budget.md, Total Q2 $240,450", 1},
+        {"Your ", "Q2 budget review is with Dana Okafor.", 1},
+        /* a key is no copy */
+        {"It is in the ", "Location", 0},
+        {"It is in the ", "Location of Conf room 4B", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if (writes_marked(cases[i].before, cases[i].text) != cases[i].want)
+            test_fail_at(__FILE__, __LINE__, "%s%s: not %d", cases[i].before, cases[i].text,
+                         cases[i].want);
+    /* controls: the same words free in the request, or unmarked */
+    EXPECT(writes_over(MARKED "is the Q2 budget on? check the Location\\n", "You have ",
+                       "Q2 budget at 14:00") == 1);
+    EXPECT(writes_over(MARKED "is the Q2 budget on? check the Location\\n", "It is in the ",
+                       "Location") == 1);
+    EXPECT(writes_after("You have ", "Check at 09:30") == 1);
+    /* a scripted model that means to cut the title writes it whole */
+    fixture f;
+    ASSERT(setup_with(&f, MARKED, NULL, "<tool_call>") == 0);
+    char *out = scripted(&f, "You have Check at 09:30.", "You have Check-in with Tomás at 09:30.");
+    EXPECT_STR_EQ(out, "You have Check-in with Tomás at 09:30.");
+    free(out);
+    teardown(&f);
+    /* an answer cut short is cut before a name it would leave half said */
+    size_t end = 0;
+    const char *cut = "You have Check-in with";
+    EXPECT_EQ_INT(hx_ground_end(MARKED, NULL, cut, strlen(cut), &end), HX_OK);
+    EXPECT_EQ_INT(end, strlen("You have"));
+    cut = "You have Check-in with Tomás at";
+    EXPECT_EQ_INT(hx_ground_end(MARKED, NULL, cut, strlen(cut), &end), HX_OK);
+    EXPECT_EQ_INT(end, strlen(cut));
+}
+
 static void test_scripted_paired_time(void)
 {
     fixture f;
@@ -379,6 +431,7 @@ int main(void)
     RUN(test_scripted_invented_time);
     RUN(test_items);
     RUN(test_scripted_paired_time);
+    RUN(test_names_whole);
     RUN(test_end);
     return test_summary();
 }
