@@ -32,8 +32,19 @@
  * tool's result) stay allowed without it: "Tell arjun.chen@stosin.co by
  * email ..." went to a colleague's address the memory had recalled. And
  * no address is written twice in one call (one attendee twice is never
- * what was asked). In the answer, outside calls, the stage only finishes
- * a word of a tool result's value the answer is copying (below). */
+ * what was asked).
+ *
+ * Paths are held the same way once a tool's result shows some: a "path"
+ * value is one of the results' "path" values, whole, from its start or
+ * from after a '/' in it (a form relative to a root: files.read takes
+ * "personal/notes.md" of "/home/u/files/personal/notes.md"). A small model
+ * otherwise writes the paths of the worlds it was trained on ("notes",
+ * "work/furusato-nozei.md") and gets "does not exist" again and again.
+ * With no path shown yet, the path is the model's own (the one the user
+ * named).
+ *
+ * In the answer, outside calls, the stage only finishes a word of a tool
+ * result's value the answer is copying (below). */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -103,7 +114,10 @@ typedef struct copy_stage {
     int32_t n_starts;
     int32_t *addrs;      /* where an address starts (owned) */
     int32_t n_addrs;
-    int32_t *addr_end;   /* [start]: where that address ends (owned) */
+    int32_t *addr_end;   /* [start]: where that address or path ends (owned) */
+    int32_t *paths;      /* where a path starts: a result's "path" value or
+                            its part after a '/' (owned) */
+    int32_t n_paths;
     unsigned char *mark; /* [start]: ASKED, USED (owned) */
     int32_t n_asked;     /* starts ASKED; those not USED yet: */
     int32_t n_asked_left;
@@ -177,17 +191,22 @@ static int address_key(const char *k)
     return !strcmp(k, "to") || !strcmp(k, "cc") || !strcmp(k, "bcc") || !strcmp(k, "attendees");
 }
 
-/* Whether a value under key k must be one of the text's addresses. */
-static int address_value(const copy_stage *c, const char *k)
+enum { FREE = 0, ADDRESS = 1, PATH = 2 }; /* what a value is held to */
+
+/* What a value under key k is held to: ADDRESS, one of the text's
+ * addresses; PATH, one of the paths its results show; else FREE. */
+static int held_to(const copy_stage *c, const char *k)
 {
-    return c->n_addrs > 0 && address_key(k);
+    if (address_key(k)) return c->n_addrs > 0 ? ADDRESS : FREE;
+    return !strcmp(k, "path") && c->n_paths > 0 ? PATH : FREE;
 }
 
 /* Where a fresh value's copy may start (*n of them): for an address value
- * (strict) the conversation's addresses, or with none there the known
- * ones; else the word starts. */
+ * the conversation's addresses, or with none there the known ones; for a
+ * path value the paths; else the word starts. */
 static const int32_t *fresh_set(const copy_stage *c, int strict, int32_t *n)
 {
+    if (strict == PATH) return *n = c->n_paths, c->paths;
     *n = !strict ? c->n_starts : c->n_conv_addrs > 0 ? c->n_conv_addrs : c->n_addrs;
     return strict ? c->addrs : c->starts;
 }
@@ -214,9 +233,9 @@ enum { ASKED = 1, /* the user's request names the address there */
        USED = 2 /* a value of the call being written is that address */ };
 
 /* Whether some match (or, fresh, some start) continues with ext[0, n)
- * and, when closed, ends there: at a word's end, or for an address value
- * (strict) at the address's end, never past it. 2: such a match is an
- * address the request names; 1: only others are; 0: none. */
+ * and, when closed, ends there: at a word's end, or for an address or
+ * path value at its end, never past it. 2: such a match is an address the
+ * request names; 1: only others are; 0: none. */
 static int copies(const copy_stage *c, int fresh, int strict, const char *ext, size_t n,
                   int closed)
 {
@@ -230,7 +249,7 @@ static int copies(const copy_stage *c, int fresh, int strict, const char *ext, s
         size_t at = (size_t)set[i] + off, end = strict ? (size_t)c->addr_end[set[i]] : c->n_text;
         if (at + n > end || memcmp(c->text + at, ext, n)) continue;
         if (closed && !(strict ? at + n == end : can_end(c->text, c->n_text, at + n))) continue;
-        if (!strict) return 1;
+        if (strict != ADDRESS) return 1;
         if (c->mark[set[i]] & USED) continue; /* no address twice */
         if (c->mark[set[i]] == ASKED) return 2;
         if (c->n_asked_left == 0) return 1; /* no need to look for one */
@@ -252,13 +271,13 @@ static int judge(const copy_stage *c, int32_t t, int *strict)
     hx_jscan s = c->js;
     int fresh = 0, touched = s.in_str && s.is_val, closed = 0;
     size_t from = 0, to = 0;
-    *strict = touched && address_value(c, s.key); /* the key stays while its value is open */
+    *strict = touched ? held_to(c, s.key) : FREE; /* the key stays while its value is open */
     for (size_t i = 0; i < n && !closed; i++) {
         switch (hx_jscan_byte(&s, p[i])) {
         case HX_JSCAN_OPEN:
             if (touched) return LEAVES; /* a second value: no copy of one */
             touched = fresh = 1;
-            *strict = address_value(c, s.key);
+            *strict = held_to(c, s.key);
             from = to = i + 1;
             break;
         case HX_JSCAN_BYTE: to = i + 1; break;
@@ -274,11 +293,17 @@ static int judge(const copy_stage *c, int32_t t, int *strict)
     return verdict[copies(c, fresh, *strict, p + from, to - from, closed)];
 }
 
-/* Whether the next token may write a value under an address key: one is
- * open, or the key was read and the value (or another item) may follow. */
+/* Whether the next token may write a value under an address key (or a
+ * path's: held to one there is): one is open, or the key was read and the
+ * value (or another item) may follow. */
 static int at_address_value(const copy_stage *c)
 {
     return (!c->js.in_str || c->js.is_val) && address_key(c->js.key);
+}
+
+static int at_path_value(const copy_stage *c)
+{
+    return (!c->js.in_str || c->js.is_val) && held_to(c, c->js.key) == PATH;
 }
 
 /* Whether the value so far stops inside a word in every match: its last
@@ -318,7 +343,8 @@ static int apply_strict(copy_stage *c, float *logits, int32_t n_vocab, int all)
         kept += c->verdict[t] >= KEEPS && (strict || all);
     }
     if (!kept) return 0;
-    const int asked_first = !all && c->n_asked_left > 0; /* the request's addresses */
+    const int asked_first = !all && c->n_asked_left > 0 && address_key(c->js.key); /* the
+                                                    request's addresses */
     for (int32_t t = 0; t < n_vocab; t++) {
         const int v = c->verdict[t];
         if (v == KEEPS_ASKED || (v == KEEPS && !asked_first)) logits[t] += c->bonus;
@@ -695,6 +721,7 @@ static int copy_apply(void *ctx, float *logits, int32_t n_vocab)
         if (c->n_conv_addrs == 0 && !known_part(c)) return HX_OK;
         if (apply_strict(c, logits, n_vocab, 0)) return HX_OK;
     }
+    if (at_path_value(c) && apply_strict(c, logits, n_vocab, 0)) return HX_OK;
     if (mid_word(c) && apply_strict(c, logits, n_vocab, 1)) return HX_OK;
     const float best = max_logit(logits, n_vocab);
     if (!isfinite(best)) return HX_OK;
@@ -762,12 +789,12 @@ static int copy_accept(void *ctx, int32_t token)
     for (size_t i = 0; i < n; i++) {
         int what = hx_jscan_byte(&c->js, p[i]);
         if (what == HX_JSCAN_OPEN) {
-            const int32_t *set = fresh_set(c, address_value(c, c->js.key), &c->n_match);
+            const int32_t *set = fresh_set(c, held_to(c, c->js.key), &c->n_match);
             memcpy(c->match, set, (size_t)c->n_match * sizeof *c->match);
             c->len = 0;
         } else if (what == HX_JSCAN_BYTE) {
             copy_byte(c, p[i]);
-        } else if (what == HX_JSCAN_CLOSE && address_value(c, c->js.key)) {
+        } else if (what == HX_JSCAN_CLOSE && held_to(c, c->js.key) == ADDRESS) {
             address_used(c);
         }
     }
@@ -782,6 +809,7 @@ static void copy_free(void *ctx)
     free(c->starts);
     free(c->addrs);
     free(c->addr_end);
+    free(c->paths);
     free(c->mark);
     free(c->match);
     free(c->verdict);
@@ -797,6 +825,26 @@ static int names_address(const char *r, const char *a, size_t n)
     for (size_t i = 0; i + n <= nr; i++)
         if (!memcmp(r + i, a, n) && addr_at(r, nr, i) == i + n) return 1;
     return 0;
+}
+
+/* The paths of the conversation text[0, n) into c->paths, their ends into
+ * addr_end: the values of its results' "path" keys, from their start or
+ * from after any '/' in them ("personal/notes.md" of
+ * "/home/u/files/personal/notes.md": the roots' relative forms). */
+static void find_paths(copy_stage *c, size_t n)
+{
+    static const char key[] = "\"path\": \"";
+    const size_t kn = sizeof key - 1;
+    for (size_t i = 0; i + kn <= n; i++) {
+        if (memcmp(c->text + i, key, kn)) continue;
+        size_t at = i + kn, end = at;
+        while (end < n && c->text[end] != '"' && c->text[end] != '\n') end += c->text[end] == '\\' ? 2 : 1;
+        if (end >= n || c->text[end] != '"') continue;
+        for (size_t j = at; j < end; j++)
+            if ((j == at || (c->text[j - 1] == '/' && c->text[j] != '/')) && !c->addr_end[j])
+                c->paths[c->n_paths++] = (int32_t)j, c->addr_end[j] = (int32_t)end;
+        i = end;
+    }
 }
 
 int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
@@ -819,11 +867,12 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
     c->starts = hx_calloc(cap, sizeof *c->starts);
     c->addrs = hx_calloc(cap, sizeof *c->addrs);
     c->addr_end = hx_calloc(cap, sizeof *c->addr_end);
+    c->paths = hx_calloc(cap, sizeof *c->paths);
     c->mark = hx_calloc(cap, sizeof *c->mark);
     c->match = hx_calloc(cap, sizeof *c->match);
     c->vstarts = hx_calloc(cap, sizeof *c->vstarts);
     c->amatch = hx_calloc(cap, sizeof *c->amatch);
-    if (!c->text || !c->starts || !c->addrs || !c->addr_end || !c->mark || !c->match ||
+    if (!c->text || !c->starts || !c->addrs || !c->addr_end || !c->paths || !c->mark || !c->match ||
         !c->vstarts || !c->amatch || c->n_text > INT32_MAX) {
         copy_free(c);
         return HX_ERR_NOMEM;
@@ -841,6 +890,7 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
             if (names_address(request, c->text + i, end - i)) c->mark[i] = ASKED, c->n_asked++;
         }
     }
+    find_paths(c, n_conv);
     c->n_asked_left = c->n_asked;
     c->walked = c->named = c->wtime = c->hold[0] = c->hold[1] = -1;
     *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "copy bias", c, copy_apply,

@@ -250,6 +250,54 @@ static void test_address_known(void)
  * end the bonus alone applies again. */
 #define WORD_TEXT "Locate the expense report document.\n"
 
+/* Once a result shows paths, a path value is one of them, from its start
+ * or from after a '/' in it (relative to the roots), copied whole: not one
+ * the model makes up, nor the request's path a tool said does not exist,
+ * nor a folder cut from one ("/dev" of "/dev/shm/..."); other values are
+ * not held; with no path shown, a path is the model's own. */
+#define PATH_ASKED "Read the file personal/charity-run.md, thank you!\n"
+#define PATH_TEXT                                                                        \
+    PATH_ASKED "{\"error\": \"'personal/charity-run.md' does not exist\"}\n"              \
+    "{\"files\": [{\"name\": \"charity-run.txt\", \"path\": "                              \
+    "\"/home/u/files/personal/charity-run.txt\", \"type\": \"file\"}]}\n"
+
+/* The logit of token a after apply, a ranked 1 below x, the stage fed
+ * the call so far; x's into *xl. */
+static float path_lift(const char *call, const char *a, const char *x, float *xl)
+{
+    fixture f;
+    if (setup_all(&f, PATH_TEXT, PATH_ASKED, NULL)) return NAN;
+    feed(&f, call);
+    const float l = lift2(&f, tok(&f, a), tok(&f, x), xl);
+    teardown(&f);
+    return l;
+}
+
+static void test_path_whole(void)
+{
+    const char *read = "{\"name\": \"files.read\", \"arguments\": {\"path\": \"";
+    char call[256];
+    float xl;
+    EXPECT(path_lift(read, "personal", "work", &xl) == BONUS && xl == -INFINITY);
+    EXPECT(path_lift(read, "/", "work", &xl) == BONUS && xl == -INFINITY);
+    snprintf(call, sizeof call, "%spersonal/charity-run.", read);
+    EXPECT(path_lift(call, "txt", "md", &xl) == BONUS && xl == -INFINITY); /* not the request's */
+    snprintf(call, sizeof call, "%s/home/u/files/personal/charity-run.txt", read);
+    EXPECT(path_lift(call, "\"", ".", &xl) == BONUS && xl == -INFINITY); /* not past its end */
+    snprintf(call, sizeof call, "%s/home/u/files/personal", read); /* nor a folder */
+    EXPECT(path_lift(call, "/", "\"", &xl) == BONUS && xl == -INFINITY);
+    snprintf(call, sizeof call, "%s/home/u/files/pers", read); /* not inside a name */
+    EXPECT(path_lift(call, "onal", "\"", &xl) == BONUS && xl == -INFINITY);
+    /* controls: another key is not held; with no path shown, the model's own */
+    EXPECT(path_lift("{\"name\": \"files.search\", \"arguments\": {\"name\": \"", "work",
+                     "personal", &xl) == 0 && xl == 1 + BONUS);
+    fixture f;
+    ASSERT(setup_all(&f, PATH_ASKED, PATH_ASKED, NULL) == 0);
+    feed(&f, read);
+    EXPECT(lift2(&f, tok(&f, "work"), tok(&f, "personal"), &xl) == 0 && xl == 1 + BONUS);
+    teardown(&f);
+}
+
 static void test_mid_word(void)
 {
     fixture f;
@@ -624,6 +672,7 @@ int main(void)
     RUN(test_address_keys_only);
     RUN(test_address_none);
     RUN(test_address_known);
+    RUN(test_path_whole);
     RUN(test_mid_word);
     RUN(test_result_keys);
     RUN(test_apostrophe);
