@@ -67,21 +67,23 @@ static void add_root_problems(roots *rs, cJSON *o)
     rs->problems = NULL;
 }
 
-/* p less a first component that names the root's own folder, as the
- * roots are listed ("Documents/Projects" for the root /home/a/Documents
- * is "Projects"; "Documents" alone is ""), or NULL when p does not start
- * so. */
+/* p less first components that name the root's own folder and the
+ * folders above it, as the roots are listed or shown ("Documents/Projects"
+ * or "home/a/Documents/Projects" for the root /home/a/Documents is
+ * "Projects"; "Documents" alone is ""), or NULL when p does not start so. */
 static const char *past_root_name(const hx_root *r, const char *p)
 {
     const char *base = strrchr(r->path, '/');
-    base = base ? base + 1 : r->path;
-    size_t n = strlen(base);
-    if (!n || strncasecmp(p, base, n) || (p[n] && p[n] != '/')) return NULL;
-    return p + n + (p[n] == '/');
+    for (base = base ? base + 1 : r->path;; base--) {
+        const size_t n = strlen(base);
+        if (base == r->path || base[-1] == '/')
+            if (n && !strncasecmp(p, base, n) && (!p[n] || p[n] == '/')) return p + n + (p[n] == '/');
+        if (base == r->path) return NULL;
+    }
 }
 
 /* Opens a path the model gave (absolute, beneath a root, relative to a
- * root, or relative to the folder holding a root: "Documents/x") with
+ * root, or relative to a folder holding a root: "Documents/x") with
  * flags beneath the root that holds it; its shown path (the root's path
  * joined with the rest) goes into shown. The descriptor, or minus an
  * hx_rc with a clear message for escapes and missing files. */

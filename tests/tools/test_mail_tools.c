@@ -526,6 +526,16 @@ static void test_files_forgive(void)
     ASSERT(r);
     EXPECT(strstr(cJSON_GetObjectItem(r, "text")->valuestring, "3.842,17") != NULL);
     cJSON_Delete(r);
+    /* or the folders above it too, as a result shows the root's path */
+    char args[PATH_MAX + 64];
+    snprintf(args, sizeof args, "{\"path\":\"%s/Documents/Projects/Pilot Berlin/\u00dcbersicht.md\"}",
+             strrchr(home, '/') + 1);
+    r = call("files.read", args, &rc, &e);
+    ASSERT(r);
+    cJSON_Delete(r);
+    EXPECT(call("files.read", "{\"path\":\"ocuments/Projects/Pilot Berlin/\u00dcbersicht.md\"}", &rc,
+                &e) == NULL); /* not part of a folder's name */
+    EXPECT_EQ_INT(rc, HX_ERR_NOTFOUND);
     r = call("files.search", "{\"name\":\"*.md\",\"path\":\"Documents/Projects\"}", &rc, &e);
     ASSERT(r);
     EXPECT_EQ_INT(count(r, "files"), 1);
@@ -537,6 +547,9 @@ static void test_files_forgive(void)
     EXPECT_EQ_INT(rc, HX_ERR_DENIED);
     EXPECT(call("files.list", "{\"path\":\"Mail\"}", &rc, &e) == NULL); /* a sibling, not a root */
     EXPECT_EQ_INT(rc, HX_ERR_NOTFOUND);
+    snprintf(args, sizeof args, "{\"path\":\"%s/Documents/../secret.txt\"}", strrchr(home, '/') + 1);
+    EXPECT(call("files.read", args, &rc, &e) == NULL);
+    EXPECT_EQ_INT(rc, HX_ERR_DENIED);
 }
 
 /* The first file of a files.search result's name, or "". */
