@@ -218,6 +218,10 @@ typedef struct hx_when_range {
  * the part not understood; HX_ERR_NOTFOUND for an unknown time zone. */
 int hx_when_parse(const char *expr, int64_t now, const char *tz,
                   hx_when_range *out, hx_err *err);
+/* Whether the word w[0, n) (any case) only says what follows ("at",
+ * "the", "before", "for") or joins a range ("to", "and"): an expression
+ * that ends with it says no more than the same without it. */
+int hx_when_dangles(const char *w, size_t n);
 /* Formats t as ISO 8601 in tz: "2026-12-03T14:00:00+01:00", or with
  * date_only "2026-12-03". Returns the length, or -1 if tz is unknown or
  * buf (n bytes, 32 is enough) is too small. */

@@ -823,7 +823,7 @@ static int r_day_alone(parser *p)
         return 0;
     if (t->num < 1 || t->num > 31) return fail(p, "the day of the month (no such day)");
     p->i += 1 + ord;
-    if (set_day(p, next_dom(p->today, t->num, 1), 0) < 0) return -1;
+    if (set_date(p, next_dom(p->today, t->num, 1)) < 0) return -1; /* "Thursday the 24th" */
     cur(p)->guessed = 1, cur(p)->dom = t->num;
     return 1;
 }
@@ -1027,15 +1027,39 @@ static int r_time(parser *p)
     return set_time(p, h * 60 + m, mer, exact);
 }
 
+/* Words that only say what follows, read past; and the connectors of a
+ * range. */
+static const char *const filler[] = {"at", "on", "the", "of", "from", "between", "by", "in",
+                                     "around", "about", "after", "since", "before", "over",
+                                     "within", "during", "for", "later", "earlier",
+                                     "sometime"};
+static const char *const connectors[] = {"to", "until", "till", "through", "thru"};
+
+static int in_words(const char *w, const char *const *list, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (!strcmp(w, list[k])) return 1;
+    return 0;
+}
+
+int hx_when_dangles(const char *w, size_t n)
+{
+    char low[16];
+    if (n == 0 || n >= sizeof low) return 0;
+    for (size_t i = 0; i < n; i++) low[i] = (char)tolower((unsigned char)w[i]);
+    low[n] = 0;
+    return in_words(low, filler, sizeof filler / sizeof *filler) ||
+           in_words(low, connectors, sizeof connectors / sizeof *connectors) || !strcmp(low, "and");
+}
+
 /* Connectors and words that only say what follows. */
 static int r_connector(parser *p)
 {
     const tok *t = at(p, 0);
     if (!t) return 0;
     int conn = (t->kind == T_PUNCT && t->p == '-') ||
-               is_word(p, 0, "to") || is_word(p, 0, "until") ||
-               is_word(p, 0, "till") || is_word(p, 0, "through") ||
-               is_word(p, 0, "thru") || (p->between && is_word(p, 0, "and"));
+               (t->kind == T_WORD && in_words(t->w, connectors, sizeof connectors / sizeof *connectors)) ||
+               (p->between && is_word(p, 0, "and"));
     if (conn) {
         if (p->ranged) return fail(p, "a second 'to'");
         p->ranged = 1;
@@ -1047,17 +1071,10 @@ static int r_connector(parser *p)
     if (is_word(p, 0, "after") || is_word(p, 0, "since")) p->after = 1;
     if (is_word(p, 0, "since")) p->since = 1;
     if (is_word(p, 0, "before")) p->before = 1;
-    static const char *const filler[] = {"at", "on", "the", "of", "from",
-                                         "between", "by", "in", "around",
-                                         "about", "after", "since", "before",
-                                         "over", "within", "during", "for",
-                                         "later", "earlier", "sometime"};
-    for (size_t k = 0; t->kind == T_WORD && k < sizeof filler / sizeof filler[0];
-         k++)
-        if (!strcmp(t->w, filler[k])) {
-            p->i++;
-            return 1;
-        }
+    if (t->kind == T_WORD && in_words(t->w, filler, sizeof filler / sizeof *filler)) {
+        p->i++;
+        return 1;
+    }
     if (t->kind == T_PUNCT && (t->p == ',' || t->p == '.')) {
         p->i++;
         return 1;

@@ -121,6 +121,8 @@ static const row rows[] = {
     {NOW_PARIS, "Europe/Paris", "on the 1st", "2026-12-01T00:00:00+01:00", "2026-12-02T00:00:00+01:00", 1},
     {NOW_PARIS, "Europe/Paris", "on the 24th at 3pm", "2026-12-24T15:00:00+01:00", NULL, 0},
     {NOW_PARIS, "Europe/Paris", "since the 24th", "2026-11-24T00:00:00+01:00", "2026-11-25T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "on Thursday the 24th", "2026-12-24T00:00:00+01:00", "2026-12-25T00:00:00+01:00", 1},
+    {NOW_PARIS, "Europe/Paris", "the 24th, Thursday", "2026-12-24T00:00:00+01:00", "2026-12-25T00:00:00+01:00", 1},
     {"2027-01-31T09:00:00+01:00", "Europe/Paris", "the 30th", "2027-03-30T00:00:00+02:00", "2027-03-31T00:00:00+02:00", 1},
     {NOW_PARIS, "Europe/Paris", "March", "2027-03-01T00:00:00+01:00", "2027-04-01T00:00:00+02:00", 1},
     {NOW_PARIS, "Europe/Paris", "in October", "2026-10-01T00:00:00+02:00", "2026-11-01T00:00:00+01:00", 1},
@@ -225,6 +227,7 @@ static void test_errors(void)
     expect_error("tomorrow \x01", "Europe/Paris", HX_ERR_FORMAT, "character");
     expect_error("from 2pm to", "Europe/Paris", HX_ERR_FORMAT, "both ends");
     expect_error("Tuesday, December 9", "Europe/Paris", HX_ERR_FORMAT, "2026-12-09 is a Wednesday");
+    expect_error("Tuesday the 9th", "Europe/Paris", HX_ERR_FORMAT, "2026-12-09 is a Wednesday");
     expect_error("next 0 days", "Europe/Paris", HX_ERR_FORMAT, "length of the period");
     expect_error("the 32nd", "Europe/Paris", HX_ERR_FORMAT, "no such day");
     expect_error("March 30-32", "Europe/Paris", HX_ERR_FORMAT, "no such day");
