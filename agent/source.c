@@ -404,9 +404,10 @@ static int add_guard(eng_src *e, hx_sampler *s)
     return rc;
 }
 
-/* The tools' argument checks and the failed calls not to write again,
- * then the copy bias (which defers to the checks), after the loop guard
- * whose in_call both read. */
+/* The tools' argument checks and the failed calls not to write again
+ * (with the copy bias, checked values held to the conversation's), then
+ * the copy bias (which defers to the checks), after the loop guard whose
+ * in_call both read. */
 static int add_copy(eng_src *e, hx_sampler *s)
 {
     const int *defer = NULL;
@@ -415,7 +416,9 @@ static int add_copy(eng_src *e, hx_sampler *s)
     if ((e->arg_check || e->refused) && e->guard &&
         !(rc = hx_argcheck_stage_new(e->v, e->arg_check, e->arg_check_user, &e->guard->ct.in_call,
                                      &st, &defer)) &&
-        ((rc = hx_argcheck_stage_refuse(&st, e->refused)) || (rc = hx_sampler_add_stage(s, &st))))
+        ((rc = hx_argcheck_stage_refuse(&st, e->refused)) ||
+         (e->copy_bias > 0 && e->copy_text && (rc = hx_argcheck_stage_hold(&st, e->request, e->copy_text))) ||
+         (rc = hx_sampler_add_stage(s, &st))))
         st.free(st.ctx);
     if (rc || e->copy_bias <= 0 || !e->copy_text || !e->guard) return rc;
     rc = hx_copy_stage_new(e->v, e->copy_text, e->request, e->known_addrs, e->copy_bias,

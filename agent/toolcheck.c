@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "agent/agent.h"
 #include "engine/engine.h"
@@ -96,6 +97,9 @@ typedef struct argcheck {
     size_t n_norm;        /* CALL_NORM: too long to compare */
     hx_jscan nj;          /* norm's scanner */
     char *refused;        /* calls not to write again: "tool\targs" lines (owned) */
+    char *request, *text; /* what checked values are held to (owned; NULL: none) */
+    hx_buf held;          /* the values the check accepts there, NUL-separated */
+    int n_held;
 } argcheck;
 
 /* Where token piece p[0, n) closes the value open (bytes before its
@@ -117,6 +121,112 @@ static int check_with(const argcheck *a, const char *p, size_t n)
     memcpy(cand + a->n_val, p, n);
     cand[a->n_val + n] = 0;
     return a->check(a->user, a->name, a->js.key, cand);
+}
+
+/* ---- checked values held to the conversation's ----
+ * A small model that cannot write a value the check accepts writes on
+ * ("invite 30 in this morning, so I booked nothing") to HOLD_MAX bytes,
+ * and the tool refuses it. With the texts given (the copy stage's switch:
+ * small models), such a value is held to the ones the conversation has
+ * that the check accepts: the request's phrases of up to HELD_WORDS words
+ * ("tomorrow morning" of "set up 30 minutes with Dana tomorrow morning")
+ * and the results' string values (a slot's start), while any is the
+ * value's continuation. */
+#define HELD_WORDS 6
+#define HELD_MAX 4096 /* bytes of accepted values kept */
+
+/* Adds t[0, n) to the held values when the check accepts it for the
+ * value open. */
+static void hold_if_accepted(argcheck *a, const char *t, size_t n)
+{
+    char v[VALUE_MAX];
+    if (!n || n >= sizeof v || a->held.len + n + 1 > HELD_MAX) return;
+    memcpy(v, t, n), v[n] = 0;
+    if (a->check(a->user, a->name, a->js.key, v) != 1) return;
+    hx_buf_append(&a->held, v, n + 1);
+    a->n_held++;
+}
+
+/* The request's phrases: runs of up to HELD_WORDS words, less the
+ * punctuation that ends a sentence or a clause, that do not end with a
+ * word the time reader reads past ("next week before the": it reads "next
+ * week"). */
+static void hold_phrases(argcheck *a, const char *r)
+{
+    for (const char *w = r; *w; w += strspn(w, " \t\n")) {
+        const char *e = w;
+        for (int k = 0; k < HELD_WORDS && *e; k++) {
+            const char *last = e;
+            e += strcspn(e, " \t\n");
+            size_t n = (size_t)(e - w);
+            while (n && strchr(".,;!?", w[n - 1])) n--;
+            if (w + n > last && !hx_when_dangles(last, (size_t)(w + n - last))) hold_if_accepted(a, w, n);
+            e += strspn(e, " \t\n");
+        }
+        w += strcspn(w, " \t\n");
+    }
+}
+
+/* The text's JSON string values: "key": "value". */
+static void hold_values(argcheck *a, const char *t)
+{
+    for (const char *q = strstr(t, "\": \""); q; q = strstr(q, "\": \"")) {
+        q += 4;
+        const size_t n = strcspn(q, "\"\\\n");
+        if (q[n] == '"') hold_if_accepted(a, q, n);
+        q += n;
+    }
+}
+
+/* Finds the values to hold the value just opened to: a period to read
+ * ("range"), not an event's time, where a phrase of the request cut short
+ * ("at 3pm" of the model's own "at 3pm on saturday") would write the event
+ * on another day. */
+static void find_held(argcheck *a)
+{
+    a->held.len = 0, a->n_held = 0;
+    if ((!a->request && !a->text) || strcmp(a->js.key, "range")) return;
+    hold_phrases(a, a->request ? a->request : "");
+    hold_values(a, a->text ? a->text : "");
+}
+
+/* Whether the value so far with p[0, n) after it is a held value that no
+ * longer one goes on from ("tomorrow" of "tomorrow morning" is not: the
+ * longest phrase the request gives is the one it means): 1; 0 when it is
+ * none but begins one; -1 when it begins none. */
+static int ends_held(const argcheck *a, const char *p, size_t n)
+{
+    const size_t len = a->n_val + n;
+    int is = 0, begins = 0;
+    for (const char *h = a->held.data; h && h < a->held.data + a->held.len; h += strlen(h) + 1) {
+        if (strlen(h) < len || strncasecmp(h, a->val, a->n_val) || strncasecmp(h + a->n_val, p, n))
+            continue;
+        begins = 1;
+        if (h[len] == ' ') return 0;
+        is |= !h[len];
+    }
+    return is ? 1 : begins ? 0 : -1;
+}
+
+/* Whether token t keeps the value open a held one's beginning, or closes
+ * it as a whole held one. */
+static int keeps_held(const argcheck *a, int32_t t)
+{
+    size_t n = 0;
+    const char *p = hx_vocab_piece(a->v, t, &n);
+    if (!p || hx_vocab_is_special(a->v, t)) return 0;
+    const long at = closes_at(a, p, n);
+    const int held = ends_held(a, p, at >= 0 ? (size_t)at : n);
+    return at >= 0 ? held == 1 : held >= 0;
+}
+
+/* Masks the tokens that leave every held value, unless none is left. */
+static void hold_apply(const argcheck *a, float *logits, int32_t n_vocab)
+{
+    int32_t left = 0;
+    for (int32_t t = 0; t < n_vocab && !left; t++) left = isfinite(logits[t]) && keeps_held(a, t);
+    for (int32_t t = 0; left && t < n_vocab; t++)
+        if (isfinite(logits[t]) && !keeps_held(a, t)) logits[t] = -INFINITY;
 }
 
 /* ---- calls not to write again ----
@@ -206,8 +316,10 @@ static int argcheck_apply(void *ctx, float *logits, int32_t n_vocab)
     a->defer = 0;
     if (*a->in_call) refuse_apply(a, logits, n_vocab);
     if (!*a->in_call || !a->js.in_str || !a->js.is_val || !a->name[0] || !a->check) return HX_OK;
-    if (a->checked < 0) a->checked = a->check(a->user, a->name, a->js.key, "") >= 0;
+    if (a->checked < 0 && (a->checked = a->check(a->user, a->name, a->js.key, "") >= 0))
+        find_held(a);
     if (!a->checked) return HX_OK;
+    if (a->n_held) hold_apply(a, logits, n_vocab);
     int32_t best = -1, left = 0;
     for (int32_t t = 0; t < n_vocab; t++)
         if (isfinite(logits[t]) && (best < 0 || logits[t] > logits[best])) best = t;
@@ -271,7 +383,7 @@ static int argcheck_accept(void *ctx, int32_t token)
 static void argcheck_free(void *ctx)
 {
     argcheck *a = ctx;
-    if (a) free(a->refused);
+    if (a) free(a->refused), free(a->request), free(a->text), hx_buf_free(&a->held);
     free(a);
 }
 
@@ -281,9 +393,23 @@ int hx_argcheck_stage_new(const hx_vocab *v, hx_arg_check_fn check, void *user,
     argcheck *a = hx_calloc(1, sizeof *a);
     if (!a) return HX_ERR_NOMEM;
     *a = (argcheck){.v = v, .in_call = in_call, .check = check, .user = user, .checked = -1};
+    hx_buf_init(&a->held);
     *defer = &a->defer;
     *out = (hx_sampler_stage){HX_SAMPLER_STAGE_API, "argument check", a, argcheck_apply,
                               argcheck_accept, NULL, NULL, argcheck_free};
+    return HX_OK;
+}
+
+int hx_argcheck_stage_hold(hx_sampler_stage *st, const char *request, const char *text)
+{
+    argcheck *a = st->ctx;
+    char *r = request ? hx_strdup(request) : NULL, *t = text ? hx_strdup(text) : NULL;
+    if ((request && !r) || (text && !t)) {
+        free(r), free(t);
+        return HX_ERR_NOMEM;
+    }
+    free(a->request), free(a->text);
+    a->request = r, a->text = t;
     return HX_OK;
 }
 

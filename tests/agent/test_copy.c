@@ -615,6 +615,49 @@ static void test_copy_keeps_valid_argument(void)
     teardown(&f);
 }
 
+/* ---- a range held to the request's phrases ---- */
+#define RANGE_CALL "{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": \""
+
+/* Whether token a is allowed (and x, ranked above it, is not) by the
+ * argument check stage holding ranges to request, after call. hold: give
+ * the stage the texts. */
+static int range_keeps(const char *request, int hold, const char *call, const char *a,
+                       const char *x)
+{
+    fixture f;
+    const int *defer = NULL;
+    if (fixture_open(&f, 1)) return -1;
+    if (hx_argcheck_stage_new(f.v, when_check, NULL, &f.in_call, &f.st, &defer) ||
+        (hold && hx_argcheck_stage_hold(&f.st, request, request)))
+        return teardown(&f), -1;
+    feed(&f, call);
+    const int32_t ta = tok(&f, a), tx = tok(&f, x);
+    for (int32_t i = 0; i < f.n; i++) f.logits[i] = -INFINITY;
+    f.logits[ta] = 0, f.logits[tx] = 1;
+    f.st.apply(f.st.ctx, f.logits, f.n);
+    const int kept = isfinite(f.logits[ta]) && !isfinite(f.logits[tx]);
+    teardown(&f);
+    return kept;
+}
+
+/* A small model wrote "invite 30 in this morning, so I booked nothing" for
+ * the range of "set up 30 minutes with Dana tomorrow morning": held, the
+ * range is a phrase of the request the tool reads, the longest one
+ * ("tomorrow morning", not "tomorrow"), never one ending in a word the
+ * reader passes over ("next week before"). Controls: not held without
+ * the texts, nor when the request has no such phrase. */
+static void test_range_held(void)
+{
+    const char *r = "set up 30 minutes with Dana tomorrow morning to go over the Q2 numbers";
+    EXPECT(range_keeps(r, 1, RANGE_CALL, "tomorrow", "invite") == 1);
+    EXPECT(range_keeps(r, 1, RANGE_CALL "tomorrow", " morning", "\"") == 1);
+    EXPECT(range_keeps(r, 1, RANGE_CALL "tomorrow morning", "\"", " to") == 1);
+    EXPECT(range_keeps("what's on next week before the review", 1, RANGE_CALL "next week", "\"",
+                       " before") == 1);
+    EXPECT(range_keeps(r, 0, RANGE_CALL, "tomorrow", "invite") == 0);
+    EXPECT(range_keeps("hello there, how are you", 1, RANGE_CALL, "tomorrow", "invite") == 0);
+}
+
 /* ---- a failed call is not written again ---- */
 #define READ_CALL "{\"name\": \"files.read\", \"arguments\": {\"path\": \"notes/plan.md"
 
@@ -673,6 +716,7 @@ int main(void)
     RUN(test_address_none);
     RUN(test_address_known);
     RUN(test_path_whole);
+    RUN(test_range_held);
     RUN(test_mid_word);
     RUN(test_result_keys);
     RUN(test_apostrophe);
