@@ -402,7 +402,9 @@ int hx_agent_claims(const cJSON *calls, const hx_tools *reg, hx_buf *out);
  * "event"|"free"|"busy"|"mail"|"file"|"memory", "tool", the item's fields
  * (title, start, end, calendar; date, from, subject and "lines" the
  * answer names of a message read; path and "lines": [{"line", "text"}];
- * id, text), "cited": whether answer names it}. Caller frees. */
+ * id, text), "cited": whether answer names it}; each thing once (a
+ * message searched then read, an event two lists hold), as read last.
+ * Caller frees. */
 cJSON *hx_agent_read(const cJSON *calls, const hx_tools *reg, const char *answer);
 /* What the writes and sends did: {"action": "added", "changed",
  * "cancelled", "queued", "saved", "stored", "forgot", "done" or, for one

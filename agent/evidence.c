@@ -254,6 +254,39 @@ static void read_result(cJSON *arr, const char *tool, const cJSON *res, const ch
     else if (str(res, "path") && str(res, "text")) add_file(arr, tool, res, answer);
 }
 
+/* Whether two strings are there and the same. */
+static int same_str(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+/* Whether items a and b are one thing read twice: a message searched then
+ * read, a file found then read, an event two lists hold. */
+static int same_item(const cJSON *a, const cJSON *b)
+{
+    const char *kind = str(a, "kind");
+    if (!same_str(kind, str(b, "kind"))) return 0;
+    if (!strcmp(kind, "mail") || !strcmp(kind, "memory")) return same_str(str(a, "id"), str(b, "id"));
+    if (!strcmp(kind, "file")) return same_str(str(a, "path"), str(b, "path"));
+    if (!same_str(str(a, "start"), str(b, "start"))) return 0;
+    return !strcmp(kind, "event") ? same_str(str(a, "title"), str(b, "title"))
+                                  : same_str(str(a, "end"), str(b, "end"));
+}
+
+/* Leaves each thing once, as it was read last (a message read has its
+ * lines; its search hit has none), cited when either was. */
+static void drop_repeats(cJSON *arr)
+{
+    cJSON *a = arr ? arr->child : NULL;
+    while (a) {
+        cJSON *next = a->next, *b = next;
+        while (b && !same_item(a, b)) b = b->next;
+        if (b) {
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "cited")))
+                cJSON_ReplaceItemInObjectCaseSensitive(b, "cited", cJSON_CreateTrue());
+            cJSON_Delete(cJSON_DetachItemViaPointer(arr, a));
+        }
+        a = next;
+    }
+}
+
 cJSON *hx_agent_read(const cJSON *calls, const hx_tools *reg, const char *answer)
 {
     cJSON *arr = cJSON_CreateArray();
@@ -267,6 +300,7 @@ cJSON *hx_agent_read(const cJSON *calls, const hx_tools *reg, const char *answer
         if (cJSON_IsObject(res)) read_result(arr, name, res, answer ? answer : "");
         cJSON_Delete(res);
     }
+    drop_repeats(arr);
     return arr;
 }
 

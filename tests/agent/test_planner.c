@@ -1104,10 +1104,41 @@ static void test_read_others(void)
     world_close(&w);
 }
 
+/* What was read lists each thing once, as read last: a message searched
+ * then read (with the lines the answer names), a file found then read,
+ * an event two lists hold; different ones stay apart. */
+static void test_read_once(void)
+{
+    cJSON *calls = cJSON_Parse(
+        "[{\"name\": \"mail.search\", \"status\": \"ok\", \"result\": \"{\\\"messages\\\": "
+        "[{\\\"id\\\": \\\"m1\\\", \\\"from\\\": \\\"Kwame\\\", \\\"subject\\\": \\\"Site visit\\\"}, "
+        "{\\\"id\\\": \\\"m2\\\", \\\"from\\\": \\\"Kwame\\\", \\\"subject\\\": \\\"Roster\\\"}]}\"}, "
+        "{\"name\": \"mail.read\", \"status\": \"ok\", \"result\": \"{\\\"id\\\": \\\"m1\\\", "
+        "\\\"from\\\": \\\"Kwame\\\", \\\"subject\\\": \\\"Site visit\\\", \\\"text\\\": "
+        "\\\"I can't make the 25th.\\\"}\"}, "
+        "{\"name\": \"calendar.list_events\", \"status\": \"ok\", \"result\": \"{\\\"events\\\": "
+        "[{\\\"title\\\": \\\"Gym\\\", \\\"start\\\": \\\"2027-03-10T07:00:00\\\"}]}\"}, "
+        "{\"name\": \"calendar.list_events\", \"status\": \"ok\", \"result\": \"{\\\"events\\\": "
+        "[{\\\"title\\\": \\\"Gym\\\", \\\"start\\\": \\\"2027-03-10T07:00:00\\\"}, "
+        "{\\\"title\\\": \\\"Gym\\\", \\\"start\\\": \\\"2027-03-11T07:00:00\\\"}]}\"}]");
+    ASSERT(calls);
+    cJSON *r = hx_agent_read(calls, NULL, "Kwame wrote: I can't make the 25th.");
+    ASSERT(r);
+    EXPECT_EQ_INT(cJSON_GetArraySize(r), 4); /* m1, m2, and the two days' Gym */
+    const cJSON *m1 = cJSON_GetArrayItem(r, 1);
+    EXPECT_STR_EQ(tstr(cJSON_GetArrayItem(r, 0), "id"), "m2");
+    EXPECT_STR_EQ(tstr(m1, "id"), "m1");
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(m1, "lines")), 1); /* the read one */
+    EXPECT(cJSON_IsTrue(cJSON_GetObjectItem(m1, "cited")));
+    cJSON_Delete(r);
+    cJSON_Delete(calls);
+}
+
 int main(void)
 {
     RUN(test_multi_call_turn);
     RUN(test_read_others);
+    RUN(test_read_once);
     RUN(test_mended_call);
     RUN(test_malformed_call);
     RUN(test_close_tag_inside_string);
