@@ -260,6 +260,21 @@ static void test_scripted_invented_time(void)
 
 static int writes_marked(const char *before, const char *s) { return writes_over(MARKED, before, s); }
 
+/* An answer's text after its start, over MARKED, and whether it may be
+ * written. */
+typedef struct marked_case {
+    const char *before, *text;
+    int want;
+} marked_case;
+
+static void check_marked(const marked_case *cases, size_t n, int line)
+{
+    for (size_t i = 0; i < n; i++)
+        if (writes_marked(cases[i].before, cases[i].text) != cases[i].want)
+            test_fail_at(__FILE__, line, "%s%s: not %d", cases[i].before, cases[i].text,
+                         cases[i].want);
+}
+
 /* MARKED, a result that is no list (an event created) and a search whose
  * range is outside its list's items. */
 #define CREATED                                                                          \
@@ -272,10 +287,7 @@ static int writes_marked(const char *before, const char *s) { return writes_over
  * as the result pairs them. */
 static void test_items(void)
 {
-    static const struct {
-        const char *before, *text;
-        int want;
-    } cases[] = {
+    static const marked_case cases[] = {
         {"Your ", "Q2 budget review is at 14:00 in Conf room 4B.", 1},
         {"Your ", "Q2 budget review is at 09:30", 0}, /* the other's time */
         {"You have ", "Check-in with Tomás at 09:30", 1},
@@ -296,10 +308,7 @@ static void test_items(void)
         {"In ", "Notes/budget.md: Total Q2 $240,450", 1},
         {"In ", "Notes/budget.md at 14:00", 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        if (writes_marked(cases[i].before, cases[i].text) != cases[i].want)
-            test_fail_at(__FILE__, __LINE__, "%s%s: not %d", cases[i].before, cases[i].text,
-                         cases[i].want);
+    check_marked(cases, sizeof cases / sizeof *cases, __LINE__);
     /* the control: unmarked, the pairing is not known */
     EXPECT(writes_after("Your ", "Q2 budget review is at 09:30") == 1);
     /* a result with no list is one item: the event created */
@@ -330,10 +339,7 @@ static void test_items(void)
  * (the request's); a result's keys are syntax, not facts. */
 static void test_names_whole(void)
 {
-    static const struct {
-        const char *before, *text;
-        int want;
-    } cases[] = {
+    static const marked_case cases[] = {
         {"You have ", "Check at 09:30", 0}, /* of "Check-in with Tomás" */
         {"You have ", "Check-in at 09:30", 0},
         {"You have ", "Check-in with at 09:30", 0},
@@ -350,10 +356,7 @@ static void test_names_whole(void)
         {"It is in the ", "Location", 0},
         {"It is in the ", "Location of Conf room 4B", 0},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        if (writes_marked(cases[i].before, cases[i].text) != cases[i].want)
-            test_fail_at(__FILE__, __LINE__, "%s%s: not %d", cases[i].before, cases[i].text,
-                         cases[i].want);
+    check_marked(cases, sizeof cases / sizeof *cases, __LINE__);
     /* controls: the same words free in the request, or unmarked */
     EXPECT(writes_over(MARKED "is the Q2 budget on? check the Location\\n", "You have ",
                        "Q2 budget at 14:00") == 1);
