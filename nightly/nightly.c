@@ -594,6 +594,29 @@ static int may_run(const hx_nightly_params *p, char *why, size_t n)
     return d.nightly_ok;
 }
 
+/* The LoRA parameters into a run's key, field by field: a struct's
+ * padding bytes hold whatever the stack held, and a key that hashed them
+ * differed between a run and its rerun, which then started afresh. */
+static void key_lora(hx_sha256 *s, const hx_lora_params *l)
+{
+    hx_sha256_update(s, &l->rank, sizeof l->rank);
+    hx_sha256_update(s, &l->alpha, sizeof l->alpha);
+    hx_sha256_update(s, &l->targets, sizeof l->targets);
+    hx_sha256_update(s, &l->init_b, sizeof l->init_b);
+    hx_sha256_update(s, &l->seed, sizeof l->seed);
+    hx_sha256_update(s, &l->first_layer, sizeof l->first_layer);
+}
+
+/* The optimizer's parameters, likewise. */
+static void key_opt(hx_sha256 *s, const hx_opt_params *o)
+{
+    const float f[] = {o->lr, o->lr_min_frac, o->beta1, o->beta2, o->eps, o->wd, o->clip,
+                       o->decay_frac};
+    const int i[] = {o->warmup, o->n_steps, o->wsd};
+    hx_sha256_update(s, f, sizeof f);
+    hx_sha256_update(s, i, sizeof i);
+}
+
 /* The key of a training run: base, data and parameters; a checkpoint
  * resumes only under the same key. */
 static void run_key(const hx_nightly_params *p, const char *base_id,
@@ -605,8 +628,8 @@ static void run_key(const hx_nightly_params *p, const char *base_id,
     hx_sha256_update(&s, base_id, 64);
     hx_sha256_update(&s, d->tokens, d->n * sizeof *d->tokens);
     hx_sha256_update(&s, d->mask, d->n);
-    hx_sha256_update(&s, &p->lora, sizeof p->lora);
-    hx_sha256_update(&s, &p->train.opt, sizeof p->train.opt);
+    key_lora(&s, &p->lora);
+    key_opt(&s, &p->train.opt);
     hx_sha256_update(&s, &p->replay_soft, sizeof p->replay_soft);
     hx_sha256_update(&s, &p->keep_generic, sizeof p->keep_generic);
     hx_sha256_update(&s, &p->keep_at_targets, sizeof p->keep_at_targets);
