@@ -333,12 +333,14 @@ int hx_argcheck_stage_new(const hx_vocab *v, hx_arg_check_fn check, void *user,
  * left, so the model changes the call, calls another tool or answers.
  * Copied; HX_OK or HX_ERR_NOMEM. */
 int hx_argcheck_stage_refuse(hx_sampler_stage *st, const char *calls);
-/* Holds the values st (hx_argcheck_stage_new's) checks to those of the
- * conversation the check accepts, while any is the value's continuation:
- * the phrases of request (up to six words: "tomorrow morning") and the
- * JSON string values of text (a result's "start"). For small models, whose
- * own values the tool cannot read; with neither text, nothing is held.
- * Copied; HX_OK or HX_ERR_NOMEM. */
+/* Holds the "range" values st (hx_argcheck_stage_new's) checks to those
+ * of the conversation the check accepts, while any is the value's
+ * continuation: the phrases of request (up to six words: "tomorrow
+ * morning"; the longest, none ending in a word the time reader passes
+ * over) and the JSON string values of text (a date a result gives). Event
+ * times are the model's own. For small models, whose own ranges the tool
+ * cannot read; with neither text, nothing is held. Copied; HX_OK or
+ * HX_ERR_NOMEM. */
 int hx_argcheck_stage_hold(hx_sampler_stage *st, const char *request, const char *text);
 /* Appends call tool(args)'s line for hx_argcheck_stage_refuse to out.
  * HX_OK or HX_ERR_NOMEM. */

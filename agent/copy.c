@@ -293,14 +293,14 @@ static int judge(const copy_stage *c, int32_t t, int *strict)
     return verdict[copies(c, fresh, *strict, p + from, to - from, closed)];
 }
 
-/* Whether the next token may write a value under an address key (or a
- * path's: held to one there is): one is open, or the key was read and the
- * value (or another item) may follow. */
+/* Whether the next token may write a value under an address key: one is
+ * open, or the key was read and the value (or another item) may follow. */
 static int at_address_value(const copy_stage *c)
 {
     return (!c->js.in_str || c->js.is_val) && address_key(c->js.key);
 }
 
+/* The same for a path value held to the results' paths. */
 static int at_path_value(const copy_stage *c)
 {
     return (!c->js.in_str || c->js.is_val) && held_to(c, c->js.key) == PATH;

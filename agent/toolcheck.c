@@ -124,14 +124,14 @@ static int check_with(const argcheck *a, const char *p, size_t n)
 }
 
 /* ---- checked values held to the conversation's ----
- * A small model that cannot write a value the check accepts writes on
+ * A small model that cannot write a range the check accepts writes on
  * ("invite 30 in this morning, so I booked nothing") to HOLD_MAX bytes,
  * and the tool refuses it. With the texts given (the copy stage's switch:
- * small models), such a value is held to the ones the conversation has
- * that the check accepts: the request's phrases of up to HELD_WORDS words
+ * small models), a range is held to the values the conversation has that
+ * the check accepts: the request's phrases of up to HELD_WORDS words
  * ("tomorrow morning" of "set up 30 minutes with Dana tomorrow morning")
- * and the results' string values (a slot's start), while any is the
- * value's continuation. */
+ * and the results' string values (a date a result gives), while any is
+ * the value's continuation. */
 #define HELD_WORDS 6
 #define HELD_MAX 4096 /* bytes of accepted values kept */
 
