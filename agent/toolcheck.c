@@ -99,7 +99,6 @@ typedef struct argcheck {
     char *refused;        /* calls not to write again: "tool\targs" lines (owned) */
     char *request, *text; /* what checked values are held to (owned; NULL: none) */
     hx_buf held;          /* the values the check accepts there, NUL-separated */
-    int n_held;
 } argcheck;
 
 /* Where token piece p[0, n) closes the value open (bytes before its
@@ -144,7 +143,6 @@ static void hold_if_accepted(argcheck *a, const char *t, size_t n)
     memcpy(v, t, n), v[n] = 0;
     if (a->check(a->user, a->name, a->js.key, v) != 1) return;
     hx_buf_append(&a->held, v, n + 1);
-    a->n_held++;
 }
 
 /* The request's phrases: runs of up to HELD_WORDS words, less the
@@ -184,7 +182,7 @@ static void hold_values(argcheck *a, const char *t)
  * on another day. */
 static void find_held(argcheck *a)
 {
-    a->held.len = 0, a->n_held = 0;
+    a->held.len = 0;
     if ((!a->request && !a->text) || strcmp(a->js.key, "range")) return;
     hold_phrases(a, a->request ? a->request : "");
     hold_values(a, a->text ? a->text : "");
@@ -319,7 +317,7 @@ static int argcheck_apply(void *ctx, float *logits, int32_t n_vocab)
     if (a->checked < 0 && (a->checked = a->check(a->user, a->name, a->js.key, "") >= 0))
         find_held(a);
     if (!a->checked) return HX_OK;
-    if (a->n_held) hold_apply(a, logits, n_vocab);
+    if (a->held.len) hold_apply(a, logits, n_vocab);
     int32_t best = -1, left = 0;
     for (int32_t t = 0; t < n_vocab; t++)
         if (isfinite(logits[t]) && (best < 0 || logits[t] > logits[best])) best = t;
