@@ -261,6 +261,28 @@ typedef struct hx_jscan {
 enum { HX_JSCAN_OTHER, HX_JSCAN_OPEN, HX_JSCAN_BYTE, HX_JSCAN_CLOSE };
 int hx_jscan_byte(hx_jscan *s, char c);
 
+/* The JSON strings of a text, read one by one (the stages that read the
+ * conversation's tool results: ground.c, copy.c, toolcheck.c). A string
+ * runs from a '"' to the next '"' not escaped on the same line: a JSON
+ * string holds no raw line end, and a quote with no other after it on its
+ * line opens none. Start with hx_jstr s = {.t = text, .n = len}; each
+ * hx_jstr_next reads the next string into the fields below and returns 1,
+ * then 0 at the text's end. Borrows t while in use. */
+typedef struct hx_jstr {
+    const char *t;
+    size_t n;
+    size_t at;           /* where the next search begins */
+    size_t start, end;   /* the string read: t[start, end), end its closing quote */
+    int is_key;          /* a ':' follows it (blanks aside) */
+    int is_value;        /* the value of the key before it: "key": "value" */
+    int escaped;         /* it holds a '\\' */
+    size_t key, key_len; /* the last key read, this one or before it: t[key, key + key_len) */
+    size_t colon;        /* where the ':' after that key is */
+} hx_jstr;
+int hx_jstr_next(hx_jstr *s);
+/* Whether the last key read is key. */
+int hx_jstr_under(const hx_jstr *s, const char *key);
+
 /* Where a turn's calls are, byte by byte (the loop guard's, agent/
  * source.c): a call begins at "<tool_call>" (llama: at a leading '{' or
  * "<|python_tag|>") and ends at "</tool_call>" outside its JSON strings

@@ -129,6 +129,7 @@ typedef struct copy_stage {
     /* the answer (outside calls): finishing a word of a copied value */
     int32_t *vstarts;    /* where a JSON string value starts (owned) */
     int32_t n_vstarts;
+    int32_t *vkey;       /* [vstart]: where its key starts, plus 1 (owned) */
     int32_t *amatch;     /* value starts the answer's copy continues (owned) */
     int32_t n_amatch;
     size_t alen;         /* bytes of that copy */
@@ -158,21 +159,6 @@ static int can_start(const char *t, size_t i)
     if (i == 0 || isspace((unsigned char)t[i - 1]) || strchr("\"(<[{", t[i - 1])) return 1;
     if (t[i - 1] == '\'' && i > 1 && is_word(t[i - 2])) return 0; /* "Enzo's": no word starts */
     return t[i - 1] == '\'' || (is_word(t[i]) && !is_word(t[i - 1]));
-}
-
-/* When t[i] opens a JSON object key (a quoted string followed by ':', as
- * in a tool's result), the end of that key; else 0. A key is the result's
- * structure, not a value to copy: "duration" of "duration_minutes" made
- * "data cleanup" a "duration cleanup". */
-static size_t json_key_end(const char *t, size_t n, size_t i)
-{
-    if (t[i] != '"') return 0;
-    size_t j = i + 1;
-    while (j < n && t[j] != '"' && t[j] != '\\' && t[j] != '\n') j++;
-    if (j >= n || t[j] != '"') return 0;
-    size_t k = j + 1;
-    while (k < n && t[k] == ' ') k++;
-    return k < n && t[k] == ':' ? j + 1 : 0;
 }
 
 /* A copy may end before position i of the text: at its end or a word's. */
@@ -456,16 +442,13 @@ static void answer_apply(copy_stage *c, float *logits, int32_t n_vocab)
  * to in the same way. Whether to name an item at all ("and 1 more"), and
  * the words between, stay the model's. */
 
-/* The key of the value starting at v (the text has "key": "value"): its
- * bytes at *k, and their count; 0 when there is none. */
+/* The key of the value starting at v: its bytes at *k, and their count;
+ * 0 when there is none. */
 static size_t value_key(const copy_stage *c, int32_t v, const char **k)
 {
-    if (v < 5 || c->text[v - 4] != '"') return 0;
-    int32_t i = v - 5;
-    while (i >= 0 && c->text[i] != '"' && c->text[i] != '\n') i--;
-    if (i < 0 || c->text[i] != '"') return 0;
-    *k = c->text + i + 1;
-    return (size_t)(v - 5 - i);
+    if (v < 0 || !c->vkey[v]) return 0;
+    *k = c->text + c->vkey[v] - 1;
+    return strcspn(*k, "\"");
 }
 
 static int same_key(const copy_stage *c, int32_t v, int32_t w)
@@ -814,6 +797,7 @@ static void copy_free(void *ctx)
     free(c->match);
     free(c->verdict);
     free(c->vstarts);
+    free(c->vkey);
     free(c->amatch);
     free(c);
 }
@@ -833,17 +817,29 @@ static int names_address(const char *r, const char *a, size_t n)
  * "/home/u/files/personal/notes.md": the roots' relative forms). */
 static void find_paths(copy_stage *c, size_t n)
 {
-    static const char key[] = "\"path\": \"";
-    const size_t kn = sizeof key - 1;
-    for (size_t i = 0; i + kn <= n; i++) {
-        if (memcmp(c->text + i, key, kn)) continue;
-        size_t at = i + kn, end = at;
-        while (end < n && c->text[end] != '"' && c->text[end] != '\n') end += c->text[end] == '\\' ? 2 : 1;
-        if (end >= n || c->text[end] != '"') continue;
-        for (size_t j = at; j < end; j++)
-            if ((j == at || (c->text[j - 1] == '/' && c->text[j] != '/')) && !c->addr_end[j])
-                c->paths[c->n_paths++] = (int32_t)j, c->addr_end[j] = (int32_t)end;
-        i = end;
+    hx_jstr s = {.t = c->text, .n = n};
+    while (hx_jstr_next(&s)) {
+        if (!s.is_value || !hx_jstr_under(&s, "path")) continue;
+        for (size_t j = s.start; j < s.end; j++)
+            if ((j == s.start || (c->text[j - 1] == '/' && c->text[j] != '/')) && !c->addr_end[j])
+                c->paths[c->n_paths++] = (int32_t)j, c->addr_end[j] = (int32_t)s.end;
+    }
+}
+
+/* The JSON strings of the text: the values of the conversation text[0, n)
+ * into vstarts, each with its key into vkey, and the bytes of every key
+ * (its quotes too) marked in in_key. A key is the result's structure, not
+ * a value to copy: "duration" of "duration_minutes" made "data cleanup" a
+ * "duration cleanup". */
+static void find_values(copy_stage *c, size_t n, unsigned char *in_key)
+{
+    hx_jstr s = {.t = c->text, .n = c->n_text};
+    while (hx_jstr_next(&s)) {
+        if (s.is_key) memset(in_key + s.start - 1, 1, s.end - s.start + 2);
+        if (s.is_value && s.end > s.start && s.end <= n) {
+            c->vstarts[c->n_vstarts++] = (int32_t)s.start; /* a tool result's value */
+            c->vkey[s.start] = (int32_t)s.key + 1;
+        }
     }
 }
 
@@ -872,17 +868,18 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
     c->match = hx_calloc(cap, sizeof *c->match);
     c->vstarts = hx_calloc(cap, sizeof *c->vstarts);
     c->amatch = hx_calloc(cap, sizeof *c->amatch);
+    c->vkey = hx_calloc(cap, sizeof *c->vkey);
+    unsigned char *in_key = hx_calloc(cap, 1);
     if (!c->text || !c->starts || !c->addrs || !c->addr_end || !c->paths || !c->mark || !c->match ||
-        !c->vstarts || !c->amatch || c->n_text > INT32_MAX) {
+        !c->vstarts || !c->amatch || !c->vkey || !in_key || c->n_text > INT32_MAX) {
+        free(in_key);
         copy_free(c);
         return HX_ERR_NOMEM;
     }
-    for (size_t i = 0, key_end = 0; i < c->n_text; i++) {
-        if (i >= key_end) key_end = json_key_end(c->text, c->n_text, i);
-        if (i < n_conv && i >= key_end && can_start(c->text, i))
+    find_values(c, n_conv, in_key);
+    for (size_t i = 0; i < c->n_text; i++) {
+        if (i < n_conv && !in_key[i] && can_start(c->text, i))
             c->starts[c->n_starts++] = (int32_t)i;
-        if (i < n_conv && i >= 3 && !memcmp(c->text + i - 3, ": \"", 3) && c->text[i] != '"')
-            c->vstarts[c->n_vstarts++] = (int32_t)i; /* a tool result's value */
         const size_t end = addr_at(c->text, c->n_text, i);
         if (end) c->addrs[c->n_addrs++] = (int32_t)i, c->addr_end[i] = (int32_t)end;
         if (end && i < n_conv) {
@@ -890,6 +887,7 @@ int hx_copy_stage_new(const hx_vocab *v, const char *text, const char *request,
             if (names_address(request, c->text + i, end - i)) c->mark[i] = ASKED, c->n_asked++;
         }
     }
+    free(in_key);
     find_paths(c, n_conv);
     c->n_asked_left = c->n_asked;
     c->walked = c->named = c->wtime = c->hold[0] = c->hold[1] = -1;

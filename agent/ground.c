@@ -874,25 +874,17 @@ static void mark_name(const char *t, size_t a, size_t z, int32_t *name_end)
  * leaves the others 0. */
 static void mark_names(const char *t, size_t n, const int32_t *item, int32_t *name_end)
 {
-    char key[16] = "";
-    for (size_t i = 0; i < n; i++) {
-        if (t[i] != '"' || !item[i]) continue;
-        size_t j = i + 1;
-        while (j < n && t[j] != '"' && item[j]) j += t[j] == '\\' ? 2 : 1;
-        if (j >= n || !item[j]) break; /* a string the result does not close */
-        size_t k = j + 1;
-        while (k < n && isspace((unsigned char)t[k])) k++;
-        if (k < n && t[k] == ':') { /* a key: syntax, no fact */
-            for (size_t q = i + 1; q < j; q++) name_end[q] = -1;
-            const size_t len = j - i - 1 < sizeof key - 1 ? j - i - 1 : sizeof key - 1;
-            memcpy(key, t + i + 1, len), key[len] = 0;
-        } else if (IN(key, strlen(key), name_keys)) {
-            const int addresses = IN(key, strlen(key), address_keys);
-            size_t a = i + 1;
-            for (size_t q = i + 1; q <= j; q++)
-                if (q == j || (addresses && strchr("<>,", t[q]))) mark_name(t, a, q, name_end), a = q + 1;
+    hx_jstr s = {.t = t, .n = n};
+    while (hx_jstr_next(&s)) {
+        if (!item[s.start - 1] || !item[s.end]) continue; /* not a result's */
+        if (s.is_key) { /* syntax, no fact */
+            for (size_t q = s.start; q < s.end; q++) name_end[q] = -1;
+        } else if (IN(t + s.key, s.key_len, name_keys)) {
+            const int addresses = IN(t + s.key, s.key_len, address_keys);
+            size_t a = s.start;
+            for (size_t q = s.start; q <= s.end; q++)
+                if (q == s.end || (addresses && strchr("<>,", t[q]))) mark_name(t, a, q, name_end), a = q + 1;
         }
-        i = j;
     }
 }
 

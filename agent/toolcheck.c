@@ -165,15 +165,12 @@ static void hold_phrases(argcheck *a, const char *r)
     }
 }
 
-/* The text's JSON string values: "key": "value". */
+/* The text's JSON string values ("key": "value") with no escape in them. */
 static void hold_values(argcheck *a, const char *t)
 {
-    for (const char *q = strstr(t, "\": \""); q; q = strstr(q, "\": \"")) {
-        q += 4;
-        const size_t n = strcspn(q, "\"\\\n");
-        if (q[n] == '"') hold_if_accepted(a, q, n);
-        q += n;
-    }
+    hx_jstr s = {.t = t, .n = strlen(t)};
+    while (hx_jstr_next(&s))
+        if (s.is_value && !s.escaped) hold_if_accepted(a, t + s.start, s.end - s.start);
 }
 
 /* Finds the values to hold the value just opened to: a period to read
