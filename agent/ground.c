@@ -181,16 +181,29 @@ static int meridiem_at(const ground *g, size_t q)
     return fold((unsigned char)g->text[q]) == 'a' ? 1 : 2;
 }
 
+/* Whether the copy of len bytes from start is an address cut short: it
+ * holds an '@' and the text goes on with a '.', '-', '_' or '+' and a
+ * letter or digit ("kenta@kansai-robotics.co" of ".co.jp": another
+ * domain, or none). */
+static int cuts_address(const ground *g, size_t start, size_t len)
+{
+    const size_t q = start + len;
+    return q + 1 < g->n && g->text[q] && strchr(".-_+", g->text[q]) &&
+           is_alnum((unsigned char)g->text[q + 1]) && memchr(g->text + start, '@', len);
+}
+
 /* Whether a copy of len bytes from start may end there: where no letter
  * or digit goes on (after a digit, where no digit does: "2027-03-11" of
- * "2027-03-11T14:00"), and never a number before its "AM" or "PM" ("2:00"
- * of "2:00 PM" is 02:00; "12:00" of midnight's "12:00 AM" is noon). */
+ * "2027-03-11T14:00"), never a number before its "AM" or "PM" ("2:00"
+ * of "2:00 PM" is 02:00; "12:00" of midnight's "12:00 AM" is noon), and
+ * never inside an address. */
 static int can_end(const ground *g, size_t start, size_t len)
 {
     const size_t q = start + len;
     if (len == 0) return 0; /* no copy at all ("$." is punctuation only) */
     if (q >= g->n) return 1;
     const unsigned char next = (unsigned char)g->text[q], last = (unsigned char)g->text[q - 1];
+    if (cuts_address(g, start, len)) return 0;
     return isdigit(last) ? !isdigit(next) && !meridiem_at(g, q) : !is_alnum(next);
 }
 
@@ -888,6 +901,21 @@ static void mark_names(const char *t, size_t n, const int32_t *item, int32_t *na
     }
 }
 
+/* The keys whose values name an item to the tools (an event's uid, a
+ * mail's id): no fact to tell the user, and no source of one. A uid
+ * shaped like an address ("tobi-geburtstag@privat.lena") made the title
+ * "Tobis Geburtstag" an address in an answer. */
+static const char *const id_keys[] = {"uid", "id"};
+
+/* Blanks the values of id_keys in t[0, n)'s results (item[] nonzero). */
+static void blank_ids(char *t, size_t n, const int32_t *item)
+{
+    hx_jstr s = {.t = t, .n = n};
+    while (hx_jstr_next(&s))
+        if (s.is_value && item[s.start - 1] && IN(t + s.key, s.key_len, id_keys))
+            memset(t + s.start, ' ', s.end - s.start);
+}
+
 /* Appends to out the aliases of the dates and times in t[0, n) (item[]
  * gives each byte's item): each once per item, its bytes' items to
  * items (int32_t each). */
@@ -959,6 +987,7 @@ static int read_text(ground *g, const char *text)
     if (t0 && i0 && e0) {
         memcpy(t0, text ? text : "", n0 + 1);
         number_items(t0, n0, i0);
+        blank_ids(t0, n0, i0);
         mark_names(t0, n0, i0, e0);
         hx_buf_append(&b, t0, n0);
         hx_buf_append(&items, i0, n0 * sizeof *i0);

@@ -380,6 +380,30 @@ static void test_names_whole(void)
     EXPECT_EQ_INT(end, strlen(cut));
 }
 
+/* A result with an address whose domain goes on past a shorter one and
+ * an event whose uid is shaped like an address. */
+#define IDS                                                                                 \
+    M "{\"events\": [{\"uid\": \"tobi-geburtstag@privat.lena\", \"title\": "                \
+      "\"Tobis Geburtstag\", \"start\": \"2027-10-30T10:00:00+02:00\", \"organizer\": "       \
+      "{\"email\": \"kenta.mori@kansai-robotics.co.jp\"}}]}" M "\n"
+
+/* An address is said whole, not to a shorter domain; an item's id (an
+ * event's uid, a mail's id) is no source of a fact, while the same text
+ * under another key is. */
+static void test_addresses_whole_ids_none(void)
+{
+    EXPECT(writes_over(IDS, "It is from ", "kenta.mori@kansai-robotics.co and") == 0);
+    EXPECT(writes_over(IDS, "It is from ", "kenta.mori@kansai-robotics.co. Then") == 0);
+    EXPECT(writes_over(IDS, "It is from ", "kenta.mori@kansai-robotics.co.jp and") == 1);
+    EXPECT(writes_over(IDS, "It is from ", "kenta.mori@kansai-robotics.co.jp. Then") == 1);
+    EXPECT(writes_over(IDS, "You have ", "Tobis Geburtstag@privat.lena at 10:00") == 0);
+    EXPECT(writes_over(IDS, "You have ", "Tobis Geburtstag at 10:00") == 1);
+    EXPECT(writes_over(M "{\"location\": \"tobi-geburtstag@privat.lena\"}" M "\n", "It is at ",
+                       "tobi-geburtstag@privat.lena") == 1);
+    EXPECT(writes_over(M "{\"id\": \"1811853000.M8P2207.aiko-pc\"}" M "\n", "It is ",
+                       "1811853000") == 0);
+}
+
 static void test_scripted_paired_time(void)
 {
     fixture f;
@@ -435,6 +459,7 @@ int main(void)
     RUN(test_items);
     RUN(test_scripted_paired_time);
     RUN(test_names_whole);
+    RUN(test_addresses_whole_ids_none);
     RUN(test_end);
     return test_summary();
 }
