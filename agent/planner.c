@@ -842,15 +842,61 @@ static void list_counts(const cJSON *j, hx_buf *b)
     for (const cJSON *c = j ? j->child : NULL; c; c = c->next) list_counts(c, b);
 }
 
+/* The string values (3 bytes or more) of the arguments j of a call, each
+ * followed by a NUL, appended to b. */
+static void string_values(const cJSON *j, hx_buf *b)
+{
+    if (cJSON_IsString(j) && strlen(j->valuestring) >= 3)
+        hx_buf_append(b, j->valuestring, strlen(j->valuestring) + 1);
+    for (const cJSON *c = j ? j->child : NULL; c; c = c->next) string_values(c, b);
+}
+
+/* The string values of the calls of the assistant's message m into b. */
+static void call_values(const cJSON *m, hx_buf *b)
+{
+    b->len = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(m, "tool_calls"))
+        string_values(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "function"), "arguments"), b);
+}
+
+/* Whether some value of echo holds q[0, n). */
+static int echoed(const hx_buf *echo, const char *q, size_t n)
+{
+    for (const char *v = echo->data; v && v < echo->data + echo->len; v += strlen(v) + 1)
+        if (memmem(v, strlen(v), q, n)) return 1;
+    return 0;
+}
+
+/* Blanks in text what it repeats of echo's values, whole or as a span in
+ * single quotes: a tool's error that quotes the call ("cannot read
+ * 'blorp' in the time expression 'blorp 7731-08-28'") repeats the model's
+ * own words, no fact of the world. */
+static void blank_echoes(char *text, const hx_buf *echo)
+{
+    for (const char *v = echo->data; v && v < echo->data + echo->len; v += strlen(v) + 1)
+        for (char *q = strstr(text, v); q; q = strstr(q, v)) memset(q, ' ', strlen(v));
+    for (char *q = strchr(text, '\''), *e; q && (e = strchr(q + 1, '\'')); q = strchr(e + 1, '\''))
+        if (e > q + 1 && echoed(echo, q + 1, (size_t)(e - q - 1))) memset(q + 1, ' ', (size_t)(e - q - 1));
+}
+
 /* Appends a message's text to the answer's sources, a tool's result
  * between HX_GROUND_RESULT bytes (its items then bind the answer's
- * clauses); that byte anywhere in the text is made a blank. */
-static void ground_text(hx_buf *b, const char *text, int result)
+ * clauses); that byte anywhere in the text is made a blank, and so is
+ * what it repeats of echo's values (NULL: none). */
+static void ground_text(hx_buf *b, const char *text, int result, const hx_buf *echo)
 {
+    char *t = hx_strdup(text);
+    if (!t) {
+        b->oom = 1;
+        return;
+    }
+    if (echo) blank_echoes(t, echo);
     if (result) hx_buf_putc(b, HX_GROUND_RESULT);
-    for (const char *p = text; *p; p++) hx_buf_putc(b, *p == HX_GROUND_RESULT ? ' ' : *p);
+    for (const char *p = t; *p; p++) hx_buf_putc(b, *p == HX_GROUND_RESULT ? ' ' : *p);
     if (result) hx_buf_putc(b, HX_GROUND_RESULT);
     hx_buf_putc(b, '\n');
+    free(t);
 }
 
 /* Tells the source what an answer's facts are copied from: every message
@@ -864,26 +910,30 @@ static int set_ground(run *r, hx_err *err)
 {
     hx_source *src = r->pl->d.src;
     if (src->api_version < 6 || !src->set_ground) return HX_OK;
-    hx_buf b, c;
+    hx_buf b, c, vals; /* vals: the last calls' string values */
     hx_buf_init(&b);
     hx_buf_init(&c);
+    hx_buf_init(&vals);
     const cJSON *m;
     cJSON_ArrayForEach(m, r->pl->msgs)
     {
         const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
         const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(m, "content"));
         const int tool = role && !strcmp(role, "tool");
-        if (text && (!role || strcmp(role, "assistant"))) ground_text(&b, text, tool);
         cJSON *j = text && tool ? cJSON_Parse(text) : NULL;
+        const int error = cJSON_IsString(cJSON_GetObjectItem(j, "error"));
+        if (role && !strcmp(role, "assistant")) call_values(m, &vals);
+        else if (text) ground_text(&b, text, tool, error ? &vals : NULL);
         list_counts(j, &b);
         if (j) hx_buf_putc(&b, '\n');
         cJSON_Delete(j);
     }
     int rc = hx_agent_claims(r->calls, r->pl->d.reg, &c);
-    if (!rc && b.oom) rc = HX_ERR_NOMEM;
+    if (!rc && (b.oom || vals.oom)) rc = HX_ERR_NOMEM;
     if (!rc) rc = src->set_ground(src->ctx, b.data ? b.data : "", c.data ? c.data : "");
     hx_buf_free(&b);
     hx_buf_free(&c);
+    hx_buf_free(&vals);
     return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
 }
 

@@ -1107,6 +1107,37 @@ static void test_read_others(void)
 /* What was read lists each thing once, as read last: a message searched
  * then read (with the lines the answer names), a file found then read,
  * an event two lists hold; different ones stay apart. */
+/* A tool's error that quotes the call repeats the model's words: no
+ * source of an answer's facts (a range "blorp 7731-08-28" echoed by the
+ * calendar's error grounded "7731-08-28"); the error's own words stay,
+ * and a successful result that repeats an argument (the title of the
+ * event it created) is still one. */
+static void test_error_echo_no_source(void)
+{
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    const char *turns[] = {
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"blorp 7731-08-28\"}}</tool_call>",
+        "<tool_call>{\"name\": \"calendar.create_event\", \"arguments\": {\"title\": "
+        "\"Crane call 7731\", \"start\": \"next Tuesday at 14:00\", \"duration_minutes\": "
+        "30}}</tool_call>",
+        "Added it."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 3, "book the crane", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t && ss.ground);
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "calls"), 0);
+    EXPECT_STR_EQ(tstr(c0, "status"), "error");
+    EXPECT(strstr(tstr(c0, "result"), "blorp 7731-08-28") != NULL); /* the tool quoted it */
+    EXPECT(!strstr(ss.ground, "blorp") && !strstr(ss.ground, "7731-08-28"));
+    EXPECT(strstr(ss.ground, "time expression") != NULL);
+    EXPECT(strstr(ss.ground, "\"title\": \"Crane call 7731\"") != NULL);
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 static void test_read_once(void)
 {
     cJSON *calls = cJSON_Parse(
@@ -1139,6 +1170,7 @@ int main(void)
     RUN(test_multi_call_turn);
     RUN(test_read_others);
     RUN(test_read_once);
+    RUN(test_error_echo_no_source);
     RUN(test_mended_call);
     RUN(test_malformed_call);
     RUN(test_close_tag_inside_string);
