@@ -750,6 +750,10 @@ int hx_agent_request_tier(const hx_tools *reg, const char *request, char *filter
  * that removes (HX_TOOL_REMOVES) runs only for such a request: asked to
  * remember a new fact, a model does not forget an old one on its own. */
 int hx_agent_asks_removal(const char *request, const char *prev);
+/* Whether a request asks to move an event (agent/toolpick.c): a word of
+ * moving ("move", "shift", "reschedule", "postpone", "push", in English,
+ * German, French and Spanish). */
+int hx_agent_asks_move(const char *request);
 /* The tool tier (agent/toolpick.c): 1 when the rules serve request
  * exactly with one call of a reading tool of reg, named in *tool
  * (static), its arguments in *args (caller frees): a calendar read of a

@@ -148,14 +148,18 @@ static void hold_if_accepted(argcheck *a, const char *t, size_t n)
 /* The request's phrases: runs of up to HELD_WORDS words, less the
  * punctuation that ends a sentence or a clause, that do not end with a
  * word the time reader reads past ("next week before the": it reads "next
- * week"). */
+ * week"), nor go on past the "to" of a move: it names where to, not a
+ * period's end ("shift my lunch on 2028-12-22 to Dec 22 at 12:00": the
+ * lunch is read on the 22nd, not up to noon). */
 static void hold_phrases(argcheck *a, const char *r)
 {
+    const int move = hx_agent_asks_move(r);
     for (const char *w = r; *w; w += strspn(w, " \t\n")) {
         const char *e = w;
         for (int k = 0; k < HELD_WORDS && *e; k++) {
             const char *last = e;
             e += strcspn(e, " \t\n");
+            if (move && k > 0 && e - last == 2 && !strncasecmp(last, "to", 2)) break;
             size_t n = (size_t)(e - w);
             while (n && strchr(".,;!?", w[n - 1])) n--;
             if (w + n > last && !hx_when_dangles(last, (size_t)(w + n - last))) hold_if_accepted(a, w, n);

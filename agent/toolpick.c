@@ -44,6 +44,10 @@ static const char *const removals[] = {
     "vergiss", "lösch", "losch", "entfern", "absag", "storn", "oublie", "supprim", "annul",
     "efface", "olvida", "borra", "elimin", "quita", NULL};
 
+/* Words that ask to move an event. */
+static const char *const moves[] = {"move", "shift", "reschedul", "postpon", "push", "verschieb",
+                                    "d\xc3\xa9plac", "muev", NULL};
+
 /* Words a question starts with. */
 static const char *const asks[] = {
     "what", "when", "where", "who", "which", "how", "is ", "am ", "are ", "do ",
@@ -85,6 +89,8 @@ int hx_agent_asks_removal(const char *request, const char *prev)
     if (!request) return 0;
     return any_stem(request, removals) || (prev && agrees(request) && any_stem(prev, removals));
 }
+
+int hx_agent_asks_move(const char *request) { return request && any_stem(request, moves); }
 
 /* A question that asks for no change: it ends with '?' or starts with a
  * question word, and names no action. */

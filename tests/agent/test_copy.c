@@ -644,8 +644,9 @@ static int range_keeps(const char *request, int hold, const char *call, const ch
  * the range of "set up 30 minutes with Dana tomorrow morning": held, the
  * range is a phrase of the request the tool reads, the longest one
  * ("tomorrow morning", not "tomorrow"), never one ending in a word the
- * reader passes over ("next week before"). Controls: not held without
- * the texts, nor when the request has no such phrase. */
+ * reader passes over ("next week before"), nor one past a move's "to".
+ * Controls: not held without the texts, nor when the request has no such
+ * phrase; a "to" of a request that moves nothing. */
 static void test_range_held(void)
 {
     const char *r = "set up 30 minutes with Dana tomorrow morning to go over the Q2 numbers";
@@ -656,6 +657,15 @@ static void test_range_held(void)
                        " before") == 1);
     EXPECT(range_keeps(r, 0, RANGE_CALL, "tomorrow", "invite") == 0);
     EXPECT(range_keeps("hello there, how are you", 1, RANGE_CALL, "tomorrow", "invite") == 0);
+    /* a move's "to" names where to: the range stops before it; elsewhere
+     * it ends a period */
+    const char *mv = "Shift my Lunch with Anton 2026-12-22 to Dec 22 at 12:00";
+    ASSERT(when_check(NULL, "calendar.list_events", "range", "2026-12-22 to Dec 22 at 12:00") == 1);
+    EXPECT(range_keeps(mv, 1, RANGE_CALL "2026-12-22", "\"", " to") == 1);
+    EXPECT(range_keeps("show me 2026-12-22 to Dec 22 at 12:00", 1, RANGE_CALL "2026-12-22", " to",
+                       "\"") == 1);
+    EXPECT(hx_agent_asks_move(mv) && hx_agent_asks_move("can we reschedule the review?"));
+    EXPECT(!hx_agent_asks_move("show me the 16th to the 18th") && !hx_agent_asks_move("movie night"));
 }
 
 /* ---- a failed call is not written again ---- */
