@@ -445,7 +445,8 @@ cJSON *hx_agent_done(const cJSON *calls, const cJSON *not_run, const hx_tools *r
 void hx_agent_read_line(const cJSON *item, hx_buf *b);
 /* Removes markup from s in place ("<tool_call>", "</tool_call>",
  * "<tool_response>", "</tool_response>", "<think>", "</think>", and
- * "<|...|>" tokens spelled out); returns the new length. */
+ * "<|...|>" tokens spelled out), also where taking one out joins
+ * another ("</tool<think>_call>"); returns the new length. */
 size_t hx_strip_markup(char *s);
 /* How many last bytes of s[0, n) begin such markup (to hold back while
  * streaming); 0 if none. */

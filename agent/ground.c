@@ -1062,7 +1062,8 @@ int hx_ground_end(const char *text, const char *claims, const char *answer, size
 }
 
 /* ---- markup out of text the user reads ---- */
-size_t hx_strip_markup(char *s)
+/* One pass over s: each markup it holds taken out; its new length. */
+static size_t strip_once(char *s)
 {
     size_t w = 0;
     for (size_t r = 0; s[r];) {
@@ -1082,6 +1083,15 @@ size_t hx_strip_markup(char *s)
     }
     s[w] = 0;
     return w;
+}
+
+/* Until nothing is taken out: markup taken from inside markup joins its
+ * halves ("</tool<think>_call>" is "</tool_call>" once "<think>" is out). */
+size_t hx_strip_markup(char *s)
+{
+    size_t n = strlen(s), m;
+    while ((m = strip_once(s)) < n) n = m;
+    return n;
 }
 
 size_t hx_markup_prefix(const char *s, size_t n)

@@ -193,6 +193,10 @@ static void test_markup(void)
     char s[] = "Here<tool_call>{} it is</tool_call><|im_end|> now<|eot_id|>";
     hx_strip_markup(s);
     EXPECT_STR_EQ(s, "Here{} it is now");
+    /* markup inside markup: taken out, the halves join and go too */
+    char joined[] = "Done.</tool<think>_call> ok <<|x|>think>";
+    EXPECT_EQ_INT(hx_strip_markup(joined), strlen("Done. ok "));
+    EXPECT_STR_EQ(joined, "Done. ok ");
     EXPECT(hx_markup_prefix("ok </tool", 9) == 6 && hx_markup_prefix("a < b", 5) == 0);
 }
 
