@@ -10,7 +10,11 @@
  * vocabulary, from models/; without the file it returns at once).
  * Checks: the stage never turns a logit into a NaN, never masks every
  * token the logits allowed, and hx_copy_repair of a value made of the
- * steps keeps a valid string. */
+ * steps keeps a valid string. The same steps drive the argument check
+ * stage holding a list call's range to the text's phrases and values (the
+ * time reader judging them), with the same checks; and the text's JSON
+ * strings as hx_jstr reads them lie within it, between quotes, on one
+ * line. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -118,6 +122,50 @@ static void run_steps(const hx_vocab *v, hx_sampler_stage *st, int *in_call, con
     }
 }
 
+/* The strings hx_jstr reads: in order, inside the text, each between
+ * two quotes with no line end, a key's own bytes its key. */
+static void check_strings(const char *text, size_t n)
+{
+    hx_jstr s = {.t = text, .n = n};
+    size_t last = 0;
+    while (hx_jstr_next(&s)) {
+        if (s.start < 1 || s.start < last || s.end < s.start || s.end >= n) abort();
+        if (text[s.start - 1] != '"' || text[s.end] != '"' ||
+            memchr(text + s.start, '\n', s.end - s.start))
+            abort();
+        if (s.key_len && s.key + s.key_len > n) abort();
+        if (s.is_key && (s.key != s.start || s.key_len != s.end - s.start || s.is_value)) abort();
+        last = s.end + 1;
+    }
+}
+
+static int when_check(void *user, const char *tool, const char *key, const char *value)
+{
+    (void)user, (void)tool, (void)key;
+    hx_when_range r;
+    hx_err e = {0};
+    return hx_when_parse(value, 1796000000, "UTC", &r, &e) == HX_OK;
+}
+
+/* The argument check stage holding ranges to the text, a list call's
+ * range opened, then the steps. */
+static void run_argcheck(const hx_vocab *v, const char *text, const uint8_t *steps, size_t n,
+                         float *l, int32_t nv)
+{
+    static const char open[] = "{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": \"";
+    int in_call = 1;
+    const int *defer = NULL;
+    hx_sampler_stage st;
+    if (hx_argcheck_stage_new(v, when_check, NULL, &in_call, &st, &defer)) return;
+    int32_t ids[64];
+    const int32_t m = hx_argcheck_stage_hold(&st, text, text)
+                          ? 0
+                          : hx_tokenize(v, open, sizeof open - 1, ids, 64, 0, 0);
+    for (int32_t i = 0; i < m; i++) st.accept(st.ctx, ids[i]);
+    if (m > 0) run_steps(v, &st, &in_call, text, steps, n, l, nv);
+    st.free(st.ctx);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!g_loaded) {
@@ -138,11 +186,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[n_text] = 0;
     int in_call = 0;
     hx_sampler_stage st;
+    const uint8_t *steps = nul ? nul + 1 : data + size;
+    check_strings(text, n_text);
     if (hx_copy_stage_new(v, text, text, text, 6.0f, &in_call, &st) == HX_OK) {
-        const uint8_t *steps = nul ? nul + 1 : data + size;
         run_steps(v, &st, &in_call, text, steps, (size_t)(data + size - steps), l, nv);
         st.free(st.ctx);
     }
+    run_argcheck(v, text, steps, (size_t)(data + size - steps), l, nv);
     /* a value from the steps' bytes, mended against the text */
     cJSON *args = cJSON_CreateObject();
     char val[64];
