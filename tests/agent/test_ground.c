@@ -6,7 +6,8 @@
  * licence or a negation; markup is masked; a scripted model that tries to
  * invent a time writes the time the tool returned; a clause's facts come
  * from one item of a result (not one event's title with another's time);
- * a result's names are said whole. hx_strip_markup. */
+ * a result's names are said whole, an address too; an item's id is no
+ * source. hx_strip_markup. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

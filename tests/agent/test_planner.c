@@ -1104,9 +1104,6 @@ static void test_read_others(void)
     world_close(&w);
 }
 
-/* What was read lists each thing once, as read last: a message searched
- * then read (with the lines the answer names), a file found then read,
- * an event two lists hold; different ones stay apart. */
 /* A tool's error that quotes the call repeats the model's words: no
  * source of an answer's facts (a range "blorp 7731-08-28" echoed by the
  * calendar's error grounded "7731-08-28"); the error's own words stay,
@@ -1138,6 +1135,9 @@ static void test_error_echo_no_source(void)
     world_close(&w);
 }
 
+/* What was read lists each thing once, as read last: a message searched
+ * then read (with the lines the answer names), a file found then read,
+ * an event two lists hold; different ones stay apart. */
 static void test_read_once(void)
 {
     cJSON *calls = cJSON_Parse(
