@@ -35,7 +35,9 @@
  * (the request's, a mail's text); a copy of a name ends with it, not on
  * into the result's syntax. A small model otherwise starts one title and
  * ends in another's words. A result's keys ("subject") are syntax, no
- * copy ("from Subject").
+ * copy ("from Subject"). An address is copied whole, never to a shorter
+ * domain ("kenta@kansai-robotics.co" of ".co.jp"), and the ids results
+ * give their items (an event's uid, a mail's id) are no source at all.
  *
  * Claim words ("added", "booked", "sent", "queued", "noted", ...,
  * "declined") are licensed by the planner from its trace: one the turn's

@@ -901,11 +901,11 @@ static void ground_text(hx_buf *b, const char *text, int result, const hx_buf *e
 
 /* Tells the source what an answer's facts are copied from: every message
  * but the assistant's own words (a fact the model stated before is no
- * source of one), the system text and the request's clock included (the
- * user's name, today's date), with the counts of the tools' lists, the
- * tools' results marked as such (hx_ground_stage_new's items); and
- * the claim words this request's successful calls license ("added" once
- * an event was created). */
+ * source of one, nor is a tool's error repeating them), the system text
+ * and the request's clock included (the user's name, today's date), with
+ * the counts of the tools' lists, the tools' results marked as such
+ * (hx_ground_stage_new's items); and the claim words this request's
+ * successful calls license ("added" once an event was created). */
 static int set_ground(run *r, hx_err *err)
 {
     hx_source *src = r->pl->d.src;
