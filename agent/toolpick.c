@@ -45,8 +45,8 @@ static const char *const removals[] = {
     "efface", "olvida", "borra", "elimin", "quita", NULL};
 
 /* Words that ask to move an event. */
-static const char *const moves[] = {"move", "shift", "reschedul", "postpon", "push", "verschieb",
-                                    "d\xc3\xa9plac", "muev", NULL};
+static const char *const moves[] = {"move", "shift", "reschedul", "postpon", "push",
+                                    "verschieb", "déplac", "muev", NULL};
 
 /* Words a question starts with. */
 static const char *const asks[] = {
