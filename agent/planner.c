@@ -868,16 +868,20 @@ static int echoed(const hx_buf *echo, const char *q, size_t n)
     return 0;
 }
 
-/* Blanks in text what it repeats of echo's values, whole or as a span in
- * single quotes: a tool's error that quotes the call ("cannot read
+/* Blanks in text (a tool's error, as JSON) what it quotes of echo's
+ * values: a value whole after a quote (' or "), and a span in single
+ * quotes that is part of one. An error that quotes the call ("cannot read
  * 'blorp' in the time expression 'blorp 7731-08-28'") repeats the model's
- * own words, no fact of the world. */
+ * own words, no fact of the world; what it says unquoted stays
+ * ("calendars: work, home"). */
 static void blank_echoes(char *text, const hx_buf *echo)
 {
     for (const char *v = echo->data; v && v < echo->data + echo->len; v += strlen(v) + 1)
-        for (char *q = strstr(text, v); q; q = strstr(q, v)) memset(q, ' ', strlen(v));
+        for (char *q = strstr(text, v); q; q = strstr(q + 1, v))
+            if (q > text && (q[-1] == '\'' || q[-1] == '"')) memset(q, ' ', strlen(v));
     for (char *q = strchr(text, '\''), *e; q && (e = strchr(q + 1, '\'')); q = strchr(e + 1, '\''))
-        if (e > q + 1 && echoed(echo, q + 1, (size_t)(e - q - 1))) memset(q + 1, ' ', (size_t)(e - q - 1));
+        if (e > q + 1 && echoed(echo, q + 1, (size_t)(e - q - 1)))
+            memset(q + 1, ' ', (size_t)(e - q - 1));
 }
 
 /* Appends a message's text to the answer's sources, a tool's result
