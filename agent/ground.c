@@ -397,14 +397,22 @@ static int licensed(const ground *g, const wstate *s)
     return g->claims && strstr(g->claims, w) != NULL;
 }
 
+/* Whether the word is an hour and a colon ("12:", "9:"): a time cut
+ * short, never a number and its sentence's colon. */
+static int hour_colon(const wstate *s)
+{
+    if (s->len != s->blen + 1 || s->blen < 1 || s->blen > 2 || s->w[s->blen] != ':') return 0;
+    return isdigit((unsigned char)s->w[0]) && isdigit((unsigned char)s->w[s->blen - 1]);
+}
+
 /* The copies that ground the word ended here, the clause allowing: of
  * the word whole, else without its trailing punctuation (the sentence's:
- * "14:00."), else without "'s" ("Dana's" of "Dana"): their starts' range
- * and length into *lo, *hi, *len; 0 when there are none. */
+ * "14:00.", not "12:"), else without "'s" ("Dana's" of "Dana"): their
+ * starts' range and length into *lo, *hi, *len; 0 when there are none. */
 static int grounding(const ground *g, const wstate *s, int32_t *lo, int32_t *hi, int *len)
 {
     if (some_copy(g, s, s->lo, s->hi, s->len)) return *lo = s->lo, *hi = s->hi, *len = s->len, 1;
-    if (s->blen < s->len && some_copy(g, s, s->blo, s->bhi, s->blen))
+    if (s->blen < s->len && !hour_colon(s) && some_copy(g, s, s->blo, s->bhi, s->blen))
         return *lo = s->blo, *hi = s->bhi, *len = s->blen, 1;
     if (s->poss && some_copy(g, s, s->plo, s->phi, s->plen))
         return *lo = s->plo, *hi = s->phi, *len = s->plen, 1;
@@ -433,12 +441,14 @@ static void bind_word(const ground *g, wstate *s)
 
 /* Whether the word so far can still become a grounded one: a copy goes
  * on, or one punctuation byte follows a copy that ends there (the
- * sentence's: "14:00.", or an apostrophe: "Dana's"). */
+ * sentence's: "14:00.", or an apostrophe: "Dana's"; not an hour's colon,
+ * "12:", which a copy must go on from). */
 static int word_goes_on(const ground *g, const wstate *s)
 {
     if (s->len > WMAX || !fact_word(s) || some_copy(g, s, s->lo, s->hi, -1)) return 1;
     if (s->poss) return some_copy(g, s, s->plo, s->phi, -1);
-    return s->punct && s->len == s->blen + 1 && some_copy(g, s, s->blo, s->bhi, s->blen);
+    return s->punct && s->len == s->blen + 1 && !hour_colon(s) &&
+           some_copy(g, s, s->blo, s->bhi, s->blen);
 }
 
 static void word_start(const ground *g, wstate *s)

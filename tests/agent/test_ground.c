@@ -85,6 +85,10 @@ static void test_times_and_dates(void)
     EXPECT(writes_after("It is on ", "2027-03-11 at 09:30") == 1);
     EXPECT(writes_after("It is on ", "2027-03-12") == 0);
     EXPECT(writes_after("You have ", "7 events") == 0); /* no such number */
+    /* an hour and a colon reads as a time cut short ("at 12: more"); a
+     * date's colon is punctuation */
+    EXPECT(writes_after("Budget review at ", "14: more") == 0);
+    EXPECT(writes_after("On ", "2027-03-11: two events") == 1);
     /* a time cut short is no copy of one: "14:0" cannot end */
     fixture f;
     ASSERT(setup(&f) == 0);
