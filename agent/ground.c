@@ -1021,6 +1021,18 @@ static int read_text(ground *g, const char *text)
     return g->text && g->item && g->name_end ? 0 : -1;
 }
 
+/* Whether a copy may start at text position i as far as names go:
+ * outside them, at a name's start, or after a blank or a '/' in one
+ * ("Tomás" of "Check-in with Tomás", "notes.md" of a path); not after a
+ * '-', '_' or '.' inside a word ("makhani.md" of "dal-makhani.md" is no
+ * file the tools know). */
+static int name_start_ok(const ground *g, size_t i)
+{
+    const int32_t e = g->name_end[i];
+    if (e <= 0 || i == 0 || g->name_end[i - 1] != e) return 1;
+    return g->text[i - 1] == ' ' || g->text[i - 1] == '/';
+}
+
 /* The check of answers against text and claims (copied), in its first
  * state; NULL when out of memory. */
 static ground *ground_build(const char *text, const char *claims)
@@ -1036,7 +1048,8 @@ static ground *ground_build(const char *text, const char *claims)
     }
     unescape_blank(g->text, g->n);
     for (size_t i = 0; i < g->n; i++) /* no copy starts in a result's key */
-        if (can_start(g->text, i) && g->name_end[i] >= 0) g->starts[g->n_starts++] = (int32_t)i;
+        if (can_start(g->text, i) && g->name_end[i] >= 0 && name_start_ok(g, i))
+            g->starts[g->n_starts++] = (int32_t)i;
     qsort_r(g->starts, (size_t)g->n_starts, sizeof *g->starts, cmp_start, g);
     g->s.sentence = 1, g->s.neg = 99, g->s.n_bind = -1;
     return g;

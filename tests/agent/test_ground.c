@@ -413,6 +413,23 @@ static void test_addresses_whole_ids_none(void)
                        "1811853000") == 0);
 }
 
+/* A file the tools found, and the same name's tail asked about. */
+#define DAL                                                                       \
+    M "{\"files\": [{\"name\": \"dal-makhani.md\", \"path\": "                      \
+      "\"Recipes/dal-makhani.md\"}]}" M "\n"
+
+/* A copy starts inside a name only after a blank or a '/': the tail of a
+ * file name ("makhani.md" of "dal-makhani.md") names no file; the whole
+ * name, its path's part after a '/', and the same words outside a name
+ * do. */
+static void test_name_tails(void)
+{
+    EXPECT(writes_over(DAL, "It is ", "makhani.md.") == 0);
+    EXPECT(writes_over(DAL, "It is ", "dal-makhani.md.") == 1);
+    EXPECT(writes_over(DAL, "It is in ", "Recipes/dal-makhani.md.") == 1);
+    EXPECT(writes_over("is makhani.md there?\n" DAL, "It is ", "makhani.md.") == 1);
+}
+
 static void test_scripted_paired_time(void)
 {
     fixture f;
@@ -469,6 +486,7 @@ int main(void)
     RUN(test_scripted_paired_time);
     RUN(test_names_whole);
     RUN(test_addresses_whole_ids_none);
+    RUN(test_name_tails);
     RUN(test_end);
     return test_summary();
 }
