@@ -336,7 +336,9 @@ int hx_copy_repair(const char *text, cJSON *args);
 /* hx_arg_check_fn of the built-in tools (agent/toolcheck.c), user the
  * registry (const hx_tools *): a calendar tool's time arguments ("range",
  * "start", "end", "occurrence") are read by hx_when_parse in the
- * configured zone; -1 for every other tool and key. */
+ * configured zone: 1 for a value read, or read whole as a day there is
+ * not ("April 31": the tool's answer says so), else 0; -1 for every other
+ * tool and key. */
 int hx_agent_arg_check(void *user, const char *tool, const char *key, const char *value);
 /* A sampler stage (agent/toolcheck.c) for calls: inside a string value
  * whose key check (with user) knows for the call's tool, tokens that

@@ -60,8 +60,8 @@ int hx_agent_arg_check(void *user, const char *tool, const char *key, const char
     const hx_config *cfg = hx_tools_config(reg);
     hx_when_range r;
     hx_err e = {0};
-    return hx_when_parse(value ? value : "", hx_now(NULL), cfg ? cfg->timezone : NULL, &r, &e) ==
-           HX_OK;
+    const int rc = hx_when_parse(value ? value : "", hx_now(NULL), cfg ? cfg->timezone : NULL, &r, &e);
+    return rc == HX_OK || rc == HX_ERR_RANGE; /* "april 31": the tool says there is none */
 }
 
 /* ---- the argument check stage ----

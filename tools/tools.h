@@ -215,7 +215,9 @@ typedef struct hx_when_range {
 
 /* Parses expr relative to now (Unix seconds, usually hx_now()) in time zone
  * tz (IANA name; NULL or "" = UTC). HX_ERR_FORMAT with a message quoting
- * the part not understood; HX_ERR_NOTFOUND for an unknown time zone. */
+ * the part not understood; HX_ERR_RANGE for an expression read whole that
+ * names a day there is not ("April 31", "2027-02-29"), saying so;
+ * HX_ERR_NOTFOUND for an unknown time zone. */
 int hx_when_parse(const char *expr, int64_t now, const char *tz,
                   hx_when_range *out, hx_err *err);
 /* Whether the word w[0, n) (any case) only says what follows ("at",

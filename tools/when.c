@@ -108,6 +108,8 @@ typedef struct parser {
     icaltimezone *z;
     const char *expr;
     hx_err *err;
+    char no_day[200]; /* the first day named that does not exist ("April
+                         31"): said once the rest is read */
 } parser;
 
 typedef struct part_def {
@@ -159,6 +161,32 @@ static int fail(parser *p, const char *what)
 {
     bad(p, what);
     return -1;
+}
+
+/* Keeps what is wrong with day d of month m (1..12; 0: any month) of
+ * year y (0: none said), the first time: the expression is read on (a
+ * word after it may still be one it cannot read) and the reader then
+ * refuses it with this, not with "cannot read": "April 31" is read and
+ * names no day, which is what the user needs to hear. Returns the day of
+ * the month that stands in meanwhile, one every year's month m has. */
+static int note_no_day(parser *p, int y, int m, int d)
+{
+    char mon[16] = "";
+    if (m >= 1 && m <= 12) snprintf(mon, sizeof mon, "%c%s", months[m - 1][0] - 'a' + 'A', months[m - 1] + 1);
+    const int days = m < 1 || m > 12 ? 31 : y ? hx_days_in_month(y, m) : m == 2 ? 28 : hx_days_in_month(2001, m);
+    char *b = p->no_day;
+    const size_t n = sizeof p->no_day;
+    if (*b) { /* said already */
+    } else if (!*mon) {
+        snprintf(b, n, "there is no day %d in a month: a month has 28 to 31 days", d);
+    } else if (y) {
+        snprintf(b, n, "there is no %s %d, %d: %s %d has %d days", mon, d, y, mon, y, days);
+    } else if (m == 2) {
+        snprintf(b, n, "there is no February %d: February has 28 days, 29 in a leap year", d);
+    } else {
+        snprintf(b, n, "there is no %s %d: %s has %d days", mon, d, mon, days);
+    }
+    return d < 1 ? 1 : d > days ? days : d;
 }
 
 /* Reads exactly n digits at s; -1 if not digits. */
@@ -221,9 +249,9 @@ static int lex_iso(parser *p, const char *s, tok *k)
         s[7] != '-' || (c.day = digits(s + 8, 2)) < 0 ||
         isdigit((unsigned char)s[10]))
         return 0;
-    if (c.month < 1 || c.month > 12 || c.day < 1 ||
-        c.day > hx_days_in_month(c.year, c.month))
-        return bad(p, "the date (no such day)"), -1;
+    if (c.month < 1 || c.month > 12) return bad(p, "the month of the ISO date"), -1;
+    if (c.day < 1 || c.day > hx_days_in_month(c.year, c.month))
+        c.day = note_no_day(p, c.year, c.month, c.day);
     int used = 10;
     if ((s[10] == 'T' || s[10] == 't' || s[10] == ' ') &&
         isdigit((unsigned char)s[11]) && isdigit((unsigned char)s[12]) && s[13] == ':') {
@@ -702,12 +730,19 @@ static int64_t month_day_of(int64_t today, int y, int m, int d)
     return d >= 1 && d <= hx_days_in_month(y, m) ? hx_days_from_civil(y, m, d) : -1;
 }
 
+/* The day m/d of year y as above; where there is none, the day that
+ * stands in for it (note_no_day). */
+static int64_t day_of(parser *p, int y, int m, int d)
+{
+    int64_t day = month_day_of(p->today, y, m, d);
+    return day >= 0 ? day : month_day_of(p->today, y, m, note_no_day(p, y, m, d));
+}
+
 /* Sets the side's day to month m (0..11), day d, the year after it if
  * any; remembers the month for a range's second day ("March 16-18"). */
 static int month_day(parser *p, int m, int d)
 {
-    int64_t day = month_day_of(p->today, opt_year(p), m + 1, d);
-    if (day < 0) return fail(p, "the day of the month (no such day)");
+    int64_t day = day_of(p, opt_year(p), m + 1, d);
     if (set_date(p, day) < 0) return -1;
     int y, mm, dd;
     hx_civil_from_days(day, &y, &mm, &dd);
@@ -760,13 +795,10 @@ static int r_days_then_month(parser *p)
     if (m < 0) return 0;
     p->i += j + 1;
     int y = opt_year(p);
-    int64_t d0 = month_day_of(p->today, y, m + 1, a->num), d1 = -1;
-    if (d0 >= 0) { /* the second day in the first one's year */
-        int y0, m0, dd;
-        hx_civil_from_days(d0, &y0, &m0, &dd);
-        d1 = month_day_of(p->today, y0, m + 1, b->num);
-    }
-    if (d0 < 0 || d1 < 0) return fail(p, "the day of the month (no such day)");
+    int64_t d0 = day_of(p, y, m + 1, a->num);
+    int y0, m0, dd; /* the second day in the first one's year */
+    hx_civil_from_days(d0, &y0, &m0, &dd);
+    int64_t d1 = day_of(p, y0, m + 1, b->num);
     if (set_day(p, d0, 0) < 0) return -1;
     p->ranged = 1, p->cur = 1;
     return set_day(p, d1, 0);
@@ -785,12 +817,9 @@ static int r_range_day(parser *p)
     p->i += 1 + ordinal_at(p, 1);
     int y = opt_year(p); /* "March 16-18, 2027": both ends in 2027 */
     if (y && y != a->md_year) {
-        int64_t d0 = month_day_of(p->today, y, a->md_month, a->dom);
-        if (d0 < 0) return fail(p, "the day of the month (no such day)");
-        p->s[0].day = d0;
+        p->s[0].day = day_of(p, y, a->md_month, a->dom);
     }
-    int64_t day = month_day_of(p->today, y ? y : a->md_year, a->md_month, t->num);
-    if (day < 0) return fail(p, "the day of the month (no such day)");
+    int64_t day = day_of(p, y ? y : a->md_year, a->md_month, t->num);
     return set_day(p, day, 0);
 }
 
@@ -821,10 +850,10 @@ static int r_day_alone(parser *p)
                                       !strcmp(p->t[p->i - 1].w, "the");
     if (!ord && (!the || clock_after(p, 1) || unit_secs(at(p, 1)) || unit_months(at(p, 1))))
         return 0;
-    if (t->num < 1 || t->num > 31) return fail(p, "the day of the month (no such day)");
+    const int dom = t->num < 1 || t->num > 31 ? note_no_day(p, 0, 0, t->num) : t->num;
     p->i += 1 + ord;
-    if (set_date(p, next_dom(p->today, t->num, 1)) < 0) return -1; /* "Thursday the 24th" */
-    cur(p)->guessed = 1, cur(p)->dom = t->num;
+    if (set_date(p, next_dom(p->today, dom, 1)) < 0) return -1; /* "Thursday the 24th" */
+    cur(p)->guessed = 1, cur(p)->dom = dom;
     return 1;
 }
 
@@ -1236,6 +1265,8 @@ int hx_when_parse(const char *expr, int64_t now, const char *tz,
     if (rc == HX_OK && p->n == 0) rc = bad(p, "an empty expression");
     if (rc == HX_OK) rc = parse_tokens(p);
     if (rc == HX_OK) rc = resolve(p, out);
+    if (rc == HX_OK && p->no_day[0])
+        rc = hx_err_set(err, HX_ERR_RANGE, "%s (the time expression '%s')", p->no_day, expr);
     free(p);
     return rc;
 }

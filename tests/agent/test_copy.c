@@ -554,7 +554,8 @@ static int when_check(void *user, const char *tool, const char *key, const char 
     if (strcmp(tool, "calendar.list_events") || strcmp(key, "range")) return -1;
     hx_when_range r;
     hx_err e = {0};
-    return hx_when_parse(value, 1796000000, "UTC", &r, &e) == HX_OK;
+    const int rc = hx_when_parse(value, 1796000000, "UTC", &r, &e);
+    return rc == HX_OK || rc == HX_ERR_RANGE; /* as hx_agent_arg_check */
 }
 
 #define WHEN_TEXT "what's on my calendar, Thursday?\n"
@@ -644,7 +645,8 @@ static int range_keeps(const char *request, int hold, const char *call, const ch
  * the range of "set up 30 minutes with Dana tomorrow morning": held, the
  * range is a phrase of the request the tool reads, the longest one
  * ("tomorrow morning", not "tomorrow"), never one ending in a word the
- * reader passes over ("next week before"), nor one past a move's "to".
+ * reader passes over ("next week before"), nor one past a move's "to",
+ * nor one short of a day there is not ("on april" of "on april 31").
  * Controls: not held without the texts, nor when the request has no such
  * phrase; a "to" of a request that moves nothing. */
 static void test_range_held(void)
@@ -664,6 +666,10 @@ static void test_range_held(void)
     EXPECT(range_keeps(mv, 1, RANGE_CALL "2026-12-22", "\"", " to") == 1);
     EXPECT(range_keeps("show me 2026-12-22 to Dec 22 at 12:00", 1, RANGE_CALL "2026-12-22", " to",
                        "\"") == 1);
+    /* a day there is not is the user's to hear of, not cut to its month
+     * ("on april" listed all of April) */
+    EXPECT(range_keeps("what's on my calendar on april 31?", 1, RANGE_CALL "on april", " 31", "\"") == 1);
+    EXPECT(range_keeps("what's on my calendar on april 3?", 1, RANGE_CALL "on april", " 3", "\"") == 1);
     EXPECT(hx_agent_asks_move(mv) && hx_agent_asks_move("can we reschedule the review?"));
     EXPECT(!hx_agent_asks_move("show me the 16th to the 18th") && !hx_agent_asks_move("movie night"));
 }

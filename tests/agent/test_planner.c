@@ -1041,6 +1041,9 @@ static void test_ground_and_evidence(void)
     /* the built-in tools' checks: calendar times read as the tool reads them */
     EXPECT_EQ_INT(hx_agent_arg_check(w.reg, "calendar.list_events", "range", "next Tuesday"), 1);
     EXPECT_EQ_INT(hx_agent_arg_check(w.reg, "calendar.list_events", "range", "the"), 0);
+    /* a day read whole that is not: the tool is the one to say so */
+    EXPECT_EQ_INT(hx_agent_arg_check(w.reg, "calendar.list_events", "range", "on april 31"), 1);
+    EXPECT_EQ_INT(hx_agent_arg_check(w.reg, "calendar.list_events", "range", "april 31 blorp"), 0);
     EXPECT_EQ_INT(hx_agent_arg_check(w.reg, "calendar.create_event", "start", "tomorrow at 3pm"), 1);
     EXPECT_EQ_INT(hx_agent_arg_check(w.reg, "calendar.create_event", "title", "the"), -1);
     EXPECT_EQ_INT(hx_agent_arg_check(w.reg, "mail.search", "text", "the"), -1);
