@@ -38,6 +38,10 @@
  * copy ("from Subject"). An address is copied whole, never to a shorter
  * domain ("kenta@kansai-robotics.co" of ".co.jp"), and the ids results
  * give their items (an event's uid, a mail's id) are no source at all.
+ * An event a result marks cancelled is named only as "<title>
+ * (cancelled)", and the words of a name copied whole are the name's, no
+ * claim of the turn's. A name may end in a bracket ("Vendor visit
+ * (Omron)"), and a copy of the bracket's words alone ends before it.
  *
  * Claim words ("added", "booked", "sent", "queued", "noted", ...,
  * "declined") are licensed by the planner from its trace: one the turn's
@@ -386,9 +390,22 @@ static int claim_word(const wstate *s)
     return s->len <= WMAX && IN(s->w, (size_t)s->blen, claim_words);
 }
 
+/* Whether the word just written is part of a fact's phrase every copy of
+ * which lies in a result's name: a word of the name, no claim of the
+ * turn's ("Pilates (cancelled)", a title "Cancelled: Q3 offsite"). */
+static int in_name_copy(const ground *g, const wstate *s)
+{
+    if (s->ph != 2 || s->qhi <= s->qlo || s->qhi - s->qlo > END_SCAN) return 0;
+    for (int32_t i = s->qlo; i < s->qhi; i++) {
+        const int32_t st = g->starts[i];
+        if (g->name_end[st] <= 0 || st + s->qlen > g->name_end[st]) return 0;
+    }
+    return 1;
+}
+
 static int licensed(const ground *g, const wstate *s)
 {
-    if (s->neg <= 3) return 1; /* "nothing was added", "not sent" */
+    if (s->neg <= 3 || in_name_copy(g, s)) return 1; /* "nothing was added", "not sent" */
     char w[40];
     if (s->blen + 3 > (int)sizeof w) return 0;
     w[0] = ' ';
@@ -486,13 +503,38 @@ static void word_byte(const ground *g, wstate *s, unsigned char b)
  * may stop only where one of its copies may: at a word's end outside
  * every name, or at its name's end. */
 
+/* Whether a copy from st to q of a name that ends at end ends the name:
+ * there, or before the closing brackets that end it when the copy opened
+ * none ("Omron" of "Vendor visit (Omron)"; not "Vendor visit (Omron"). */
+static int ends_name(const ground *g, int32_t st, int32_t q, int32_t end)
+{
+    int open = 0;
+    for (int32_t i = st; i < q; i++)
+        open += (g->text[i] == '(' || g->text[i] == '[') - (g->text[i] == ')' || g->text[i] == ']');
+    while (open <= 0 && q < end && strchr(")]", g->text[q])) q++;
+    return q == end;
+}
+
 /* Whether the phrase may stop after its qlen bytes. */
 static int phrase_may_stop(const ground *g, const wstate *s)
 {
     if (s->qhi - s->qlo > END_SCAN) return 1; /* surely */
     for (int32_t i = s->qlo; i < s->qhi; i++) {
         const int32_t st = g->starts[i], end = g->name_end[st];
-        if (end > 0 ? st + s->qlen == end : can_end(g, (size_t)st, (size_t)s->qlen)) return 1;
+        if (end > 0 ? ends_name(g, st, st + s->qlen, end) : can_end(g, (size_t)st, (size_t)s->qlen))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether the phrase's qlen bytes end a name in one of its copies (a
+ * name may end in punctuation: "Vendor visit (Omron)"). */
+static int phrase_ends_name(const ground *g, const wstate *s)
+{
+    if (s->qhi - s->qlo > END_SCAN) return 1; /* surely */
+    for (int32_t i = s->qlo; i < s->qhi; i++) {
+        const int32_t st = g->starts[i], end = g->name_end[st];
+        if (end > 0 && ends_name(g, st, st + s->qlen, end)) return 1;
     }
     return 0;
 }
@@ -518,7 +560,7 @@ static int phrase_stops(const ground *g, const wstate *s, int alnum)
 {
     const int fact = s->ph == 2 || (s->ph == 1 && s->in && s->len <= WMAX && fact_word(s));
     if (!fact) return 1;
-    return s->qalnum && !alnum ? phrase_may_stop(g, s) : s->qstop;
+    return s->qalnum && !alnum ? phrase_may_stop(g, s) : s->qstop || phrase_ends_name(g, s);
 }
 
 /* One byte of the answer for the phrase (word: whether b is a word's, as
@@ -541,7 +583,11 @@ static int phrase_byte(const ground *g, wstate *s, unsigned char b, int word)
         s->qlo = lo, s->qhi = hi, s->qlen++, s->qalnum = alnum;
         return 1;
     }
-    const int ok = s->ph != 2 || s->qstop, begun = s->qlen > 0;
+    /* a fact's first word that no copy goes on with here ends here:
+     * "Pilates." of "Pilates (cancelled)", the '.' a sentence's */
+    const int first_ends = s->ph == 1 && !alnum && s->in && s->len <= WMAX && fact_word(s);
+    const int ok = (s->ph != 2 && !first_ends) || s->qstop || (!s->qalnum && phrase_ends_name(g, s));
+    const int begun = s->qlen > 0;
     s->ph = 0;
     return ok && (!word || s->in || !begun || phrase_byte(g, s, b, word)); /* b may begin one */
 }
@@ -928,6 +974,44 @@ static void blank_ids(char *t, size_t n, const int32_t *item)
             memset(t + s.start, ' ', s.end - s.start);
 }
 
+/* An event a result marks cancelled ("status": "cancelled") is named
+ * only as such: its title's source is a line "<title> (cancelled)" after
+ * the text, one name said whole, and the title in the result is blanked.
+ * A small model listed "Pilates" for a day whose only event, Pilates,
+ * was cancelled. Appends the lines to out (their items to items, their
+ * spans as int32_t pairs to spans) and blanks the titles in t[0, n)
+ * and in out, which begins with its copy; a blanked title is no name. */
+#define CANCELLED_MAX 64 /* cancelled items followed per text */
+static void name_cancelled(char *t, size_t n, const int32_t *item, int32_t *name_end, hx_buf *out,
+                           hx_buf *items, hx_buf *spans)
+{
+    int32_t gone[CANCELLED_MAX];
+    int n_gone = 0;
+    hx_jstr s = {.t = t, .n = n};
+    while (hx_jstr_next(&s))
+        if (s.is_value && item[s.start - 1] > 0 && n_gone < CANCELLED_MAX && s.key_len == 6 &&
+            !memcmp(t + s.key, "status", 6) && s.end - s.start == 9 && !memcmp(t + s.start, "cancelled", 9))
+            gone[n_gone++] = item[s.start - 1];
+    s = (hx_jstr){.t = t, .n = n};
+    while (n_gone && hx_jstr_next(&s)) {
+        int k = 0;
+        while (k < n_gone && gone[k] != item[s.start - 1]) k++;
+        if (!s.is_value || k == n_gone || s.key_len != 5 || memcmp(t + s.key, "title", 5) ||
+            s.escaped || s.end == s.start)
+            continue;
+        hx_buf_putc(out, '\n');
+        hx_buf_append(items, &item[s.start], sizeof *item);
+        const int32_t span[2] = {(int32_t)out->len, (int32_t)(out->len + s.end - s.start + 12)};
+        hx_buf_append(out, t + s.start, s.end - s.start);
+        hx_buf_puts(out, " (cancelled)");
+        for (int32_t q = span[0]; q < span[1]; q++) hx_buf_append(items, &item[s.start], sizeof *item);
+        hx_buf_append(spans, span, sizeof span);
+        memset(t + s.start, ' ', s.end - s.start);
+        memset(name_end + s.start, 0, (s.end - s.start) * sizeof *name_end);
+        if (!out->oom) memset(out->data + s.start, ' ', s.end - s.start);
+    }
+}
+
 /* Appends to out the aliases of the dates and times in t[0, n) (item[]
  * gives each byte's item): each once per item, its bytes' items to
  * items (int32_t each). */
@@ -993,9 +1077,10 @@ static int read_text(ground *g, const char *text)
     char *t0 = hx_malloc(n0 + 1);
     int32_t *i0 = hx_calloc(n0 + 1, sizeof *i0);
     int32_t *e0 = hx_calloc(n0 + 1, sizeof *e0);
-    hx_buf b, items;
+    hx_buf b, items, spans;
     hx_buf_init(&b);
     hx_buf_init(&items);
+    hx_buf_init(&spans);
     if (t0 && i0 && e0) {
         memcpy(t0, text ? text : "", n0 + 1);
         number_items(t0, n0, i0);
@@ -1003,34 +1088,43 @@ static int read_text(ground *g, const char *text)
         mark_names(t0, n0, i0, e0);
         hx_buf_append(&b, t0, n0);
         hx_buf_append(&items, i0, n0 * sizeof *i0);
+        if (!b.oom) name_cancelled(t0, n0, i0, e0, &b, &items, &spans);
         add_aliases(t0, n0, i0, &b, &items);
         hx_buf_putc(&b, '\n');
         hx_buf_append(&items, &i0[n0], sizeof *i0); /* 0 */
     }
-    const int ok = t0 && i0 && e0 && !b.oom && !items.oom && b.len * sizeof(int32_t) == items.len;
+    const int ok = t0 && i0 && e0 && !b.oom && !items.oom && !spans.oom &&
+                   b.len * sizeof(int32_t) == items.len;
     g->n = ok ? b.len : 0;
     g->text = ok ? hx_buf_steal(&b, NULL) : NULL;
     g->item = ok ? (int32_t *)(void *)hx_buf_steal(&items, NULL) : NULL;
     g->name_end = ok ? hx_calloc(g->n, sizeof *g->name_end) : NULL; /* the aliases': 0 */
-    if (g->name_end) memcpy(g->name_end, e0, n0 * sizeof *e0);
+    if (g->name_end) {
+        memcpy(g->name_end, e0, n0 * sizeof *e0);
+        const int32_t *sp = (const int32_t *)(void *)spans.data;
+        for (size_t k = 0; k + 1 < spans.len / sizeof *sp; k += 2)
+            for (int32_t q = sp[k]; q < sp[k + 1]; q++) g->name_end[q] = sp[k + 1];
+    }
     free(t0);
     free(i0);
     free(e0);
     hx_buf_free(&b);
     hx_buf_free(&items);
+    hx_buf_free(&spans);
     return g->text && g->item && g->name_end ? 0 : -1;
 }
 
 /* Whether a copy may start at text position i as far as names go:
- * outside them, at a name's start, or after a blank or a '/' in one
- * ("Tomás" of "Check-in with Tomás", "notes.md" of a path); not after a
- * '-', '_' or '.' inside a word ("makhani.md" of "dal-makhani.md" is no
- * file the tools know). */
+ * outside them, at a name's start, or after a blank, a '/' or an opening
+ * bracket in one ("Tomás" of "Check-in with Tomás", "notes.md" of a
+ * path, "Omron" of "Vendor visit (Omron)"); not after a '-', '_' or '.'
+ * inside a word ("makhani.md" of "dal-makhani.md" is no file the tools
+ * know). */
 static int name_start_ok(const ground *g, size_t i)
 {
     const int32_t e = g->name_end[i];
     if (e <= 0 || i == 0 || g->name_end[i - 1] != e) return 1;
-    return g->text[i - 1] == ' ' || g->text[i - 1] == '/';
+    return strchr(" /([", g->text[i - 1]) != NULL;
 }
 
 /* The check of answers against text and claims (copied), in its first

@@ -448,12 +448,14 @@ static void test_scripted_paired_time(void)
 }
 
 /* hx_ground_end: where an answer cut short may end. */
-static size_t end_of(const char *claims, const char *answer)
+static size_t end_over(const char *text, const char *claims, const char *answer)
 {
     size_t end = (size_t)-1;
-    EXPECT_EQ_INT(hx_ground_end(RESULT, claims, answer, strlen(answer), &end), HX_OK);
+    EXPECT_EQ_INT(hx_ground_end(text, claims, answer, strlen(answer), &end), HX_OK);
     return end;
 }
+
+static size_t end_of(const char *claims, const char *answer) { return end_over(RESULT, claims, answer); }
 
 static void test_end(void)
 {
@@ -473,6 +475,45 @@ static void test_end(void)
     EXPECT_EQ_INT(end_of(NULL, "Q2 budget review at 14:00. "), strlen("Q2 budget review at 14:00."));
 }
 
+/* A day whose only event was cancelled, and one that is on. */
+#define CANCELLED                                                                           \
+    M "{\"events\": [{\"uid\": \"pilates-1108@privat.lena\", \"title\": \"Pilates\", "       \
+      "\"start\": \"2027-11-08T18:00:00+01:00\", \"status\": \"cancelled\"}, {\"title\": "   \
+      "\"Yoga\", \"start\": \"2027-11-09T07:00:00+01:00\", \"attendees\": [{\"status\": "   \
+      "\"accepted\"}]}]}" M "\n"
+
+/* A cancelled event is named only as cancelled: "Pilates at 18:00" said
+ * it was on (the word "cancelled" there is the name's, no claim of the
+ * turn's). Controls: the event that is on, and the user's own word for it
+ * (the request's) said freely. */
+static void test_cancelled_named_so(void)
+{
+    EXPECT(writes_over(CANCELLED, "You have ", "Pilates at 18:00.") == 0);
+    EXPECT(writes_over(CANCELLED, "You have ", "Pilates. It is on.") == 0);
+    EXPECT_EQ_INT(end_over(CANCELLED, NULL, "You have Pilates."), strlen("You have"));
+    EXPECT_EQ_INT(end_over(CANCELLED, NULL, "I cancelled Yoga."), strlen("I"));
+    EXPECT(writes_over(CANCELLED, "You had ", "Pilates (cancelled) at 18:00.") == 1);
+    EXPECT_EQ_INT(end_over(CANCELLED, NULL, "You had Pilates (cancelled)."),
+                  strlen("You had Pilates (cancelled)."));
+    EXPECT(writes_over(CANCELLED, "Then ", "Yoga at 07:00.") == 1);
+    EXPECT(writes_over("is Pilates on?\n" CANCELLED, "No, ", "Pilates was cancelled.") == 1);
+}
+
+/* A title that ends in a bracket: said whole it ends there, and the word
+ * in the brackets alone is the name's tail ("Omron"). Both were dead
+ * ends, where the stage lets any token through. */
+#define BRACKET M "{\"events\": [{\"title\": \"Vendor visit (Omron)\"}]}" M "\n"
+static void test_bracket_names(void)
+{
+    EXPECT_EQ_INT(end_over(BRACKET, NULL, "You have Vendor visit (Omron)."),
+                  strlen("You have Vendor visit (Omron)."));
+    EXPECT_EQ_INT(end_over(BRACKET, NULL, "It is Omron."), strlen("It is Omron."));
+    EXPECT_EQ_INT(end_over(BRACKET, NULL, "You have Vendor visit."), strlen("You have"));
+    EXPECT_EQ_INT(end_over(BRACKET, NULL, "You have Vendor visit (Omron at 11."), strlen("You have"));
+}
+
+
+
 int main(void)
 {
     RUN(test_times_and_dates);
@@ -487,6 +528,8 @@ int main(void)
     RUN(test_names_whole);
     RUN(test_addresses_whole_ids_none);
     RUN(test_name_tails);
+    RUN(test_cancelled_named_so);
+    RUN(test_bracket_names);
     RUN(test_end);
     return test_summary();
 }
