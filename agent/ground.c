@@ -456,6 +456,15 @@ static void bind_word(const ground *g, wstate *s)
         bind_copies(g, s, lo, hi, len);
 }
 
+/* Whether b would glue a word on to a whole claim word ("Added" of
+ * "Addeda in 14.", "Bookedstartam", "Booked're", "Noted-ish"): no word
+ * begins so ("sent" aside: "sentence"), and a reader reads the claim. A
+ * sentence's '.' or a colon may follow it. */
+static int glued_claim(const wstate *s, unsigned char b)
+{
+    return (isalnum(b) || (b && strchr("'-_", b))) && s->len == s->blen && s->len >= 5 && claim_word(s);
+}
+
 /* Whether the word so far can still become a grounded one: a copy goes
  * on, or one punctuation byte follows a copy that ends there (the
  * sentence's: "14:00.", or an apostrophe: "Dana's"; not an hour's colon,
@@ -666,6 +675,7 @@ static int step_byte(const ground *g, wstate *s, unsigned char b, int known)
         if (b && strchr(",;:!?&\n", b)) s->n_bind = -1; /* a clause ends */
         return ok;
     }
+    if (s->in && glued_claim(s, b)) return 0;
     if (!s->in) word_start(g, s);
     word_byte(g, s, b);
     if (s->pending && (s->len > WMAX || !after_claim_ok(s->w, (size_t)s->blen, 0))) return 0;

@@ -152,6 +152,14 @@ static void test_claims(void)
     EXPECT(writes_after("There is no slot, so I ", "booked it.") == 0);
     EXPECT(writes_after("So I ", "booked. ") == 0);
     EXPECT(writes_after("", "Added \"Q2 budget review\" ") == 0);
+    /* a claim glued to letters is read as the claim ("Addeda in 14.");
+     * controls: "sentence", a claim's word before a blank */
+    EXPECT(writes_after("", "Addeda in 14.") == 0);
+    EXPECT(writes_after("", "Bookedstartam ") == 0);
+    EXPECT(writes_after("", "Booked're me. ") == 0);
+    EXPECT(writes_after("", "Noted-ish about it. ") == 0);
+    EXPECT(writes_after("In a ", "sentence. ") == 1);
+    EXPECT(writes_after("", "Added nothing. ") == 1);
     fixture f;
     ASSERT(setup_with(&f, RESULT, "added created, booked", "<tool_call>") == 0);
     EXPECT(writes(&f, "Added \"Q2 budget review\"; booked."));
