@@ -769,8 +769,8 @@ int hx_agent_tool_tier(const hx_tools *reg, const char *request, const char **to
 /* The answer to a tool tier's call (the last of calls, trace records as
  * hx_planner_run's): what it found in a line, "2 events tomorrow:", then
  * each item read (hx_agent_read_line; cancelled events only counted), or
- * that it found nothing, or that it did not run and its error; nothing
- * else. malloc'd (caller frees); NULL on out of memory. */
+ * that it found nothing, or that it failed (or did not run) and its
+ * error; nothing else. malloc'd (caller frees); NULL on out of memory. */
 char *hx_agent_tier_answer(const cJSON *calls, const hx_tools *reg);
 
 #endif /* HX_AGENT_H */

@@ -348,8 +348,11 @@ char *hx_agent_tier_answer(const cJSON *calls, const hx_tools *reg)
     if (a == n || !st || strcmp(st, "ok")) { /* the error as the tool gave it */
         cJSON *e = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItem(c, "result")));
         const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(e, "error"));
-        hx_buf_printf(&b, "%s did not run (%s): %s", name ? name : "the call", st ? st : "?",
-                      why ? why : "no reason given");
+        if (st && !strcmp(st, "error")) /* it ran and refused what it was given */
+            hx_buf_printf(&b, "%s failed: %s", name ? name : "the call", why ? why : "no reason given");
+        else
+            hx_buf_printf(&b, "%s did not run (%s): %s", name ? name : "the call", st ? st : "?",
+                          why ? why : "no reason given");
         cJSON_Delete(e);
         return hx_buf_steal(&b, NULL);
     }

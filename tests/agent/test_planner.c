@@ -651,8 +651,16 @@ static void test_run_call(void)
                                       &t, &err), HX_OK);
     EXPECT_STR_EQ(call_status(t, 0), "error");
     answer = tstr(t, "answer");
-    EXPECT(answer && !strncmp(answer, "calendar.list_events did not run (error): ", 42));
+    EXPECT(answer && !strncmp(answer, "calendar.list_events failed: ", 29));
     EXPECT(answer && strstr(answer, "teatime"));
+    cJSON_Delete(t);
+    cJSON_Delete(args);
+    /* a day there is not: the tool says so, and so does the answer */
+    args = cJSON_Parse("{\"range\": \"on april 31\"}");
+    EXPECT_EQ_INT(hx_planner_run_call(pl, "what's on my calendar on april 31?", "calendar.list_events",
+                                      args, &io, &t, &err), HX_OK);
+    answer = tstr(t, "answer");
+    EXPECT(answer && strstr(answer, "there is no April 31: April has 30 days"));
     cJSON_Delete(t);
     cJSON_Delete(args);
     chat_close(&c);

@@ -98,6 +98,8 @@ static void test_tool_tier(void)
          "{\"query\":\"my dentist\"}"},
         {"Which files are in notes?", "files.list", "{\"path\":\"notes\"}"},
         {"what's in my projects/2027 folder", "files.list", "{\"path\":\"projects/2027\"}"},
+        /* a day there is not: the tool's answer says so */
+        {"what's on my calendar on april 31?", "calendar.list_events", "{\"range\":\"on april 31\"}"},
     };
     static const char *const refuse[] = {
         /* changes and sends */
