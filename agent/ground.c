@@ -54,8 +54,11 @@
  *
  * Only the GROUND_TOP best tokens are judged and the others masked (a
  * sampler draws from the best few; greedy decoding is exact); when none of
- * them is allowed, every token is judged, and when none at all is, the
- * logits stay as they were. */
+ * them is allowed, every token is judged, and when none at all is (a word
+ * the rules let begin and then let neither go on nor end), the turn ends
+ * there where the earlier stages let it; only where they do not either
+ * do the logits stay as they were. A small model had written on from
+ * such a dead end to "22:145-08-08T08:00:00", a time no result gave. */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -457,12 +460,13 @@ static void bind_word(const ground *g, wstate *s)
 }
 
 /* Whether b would glue a word on to a whole claim word ("Added" of
- * "Addeda in 14.", "Bookedstartam", "Booked're", "Noted-ish"): no word
+ * "Addeda in 14.", "Bookedstartam", "Booked're", "Noted-ish",
+ * "Cancelled/voyage"): no word
  * begins so ("sent" aside: "sentence"), and a reader reads the claim. A
  * sentence's '.' or a colon may follow it. */
 static int glued_claim(const wstate *s, unsigned char b)
 {
-    return (isalnum(b) || (b && strchr("'-_", b))) && s->len == s->blen && s->len >= 5 && claim_word(s);
+    return (isalnum(b) || (b && strchr("'-_/@", b))) && s->len == s->blen && s->len >= 5 && claim_word(s);
 }
 
 /* Whether the word so far can still become a grounded one: a copy goes
@@ -782,6 +786,8 @@ static void keep_allowed(ground *g, float *logits, int32_t n_vocab, const int32_
     int32_t left = 0; /* none of the best: every token is judged */
     for (int32_t t = 0; t < n_vocab; t++)
         left += g->verdict[t] = (signed char)(isfinite(logits[t]) && judge(g, t));
+    for (int32_t t = 0; !left && t < n_vocab; t++) /* none at all: the turn ends */
+        left += g->verdict[t] = (signed char)(isfinite(logits[t]) && hx_vocab_is_eog(g->v, t));
     for (int32_t t = 0; left && t < n_vocab; t++)
         if (!g->verdict[t]) logits[t] = -INFINITY;
 }

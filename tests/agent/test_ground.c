@@ -100,6 +100,42 @@ static void test_times_and_dates(void)
     teardown(&f);
 }
 
+/* The stage over logits where only the tokens of pieces (and the end of
+ * the turn, eos) are finite, after before: which of them stay finite, a
+ * bit each (the eos last). */
+static int dead_end_kept(const char *before, const char *const *pieces, int n, int eos)
+{
+    fixture f;
+    if (setup(&f)) return -1;
+    feed(&f, before);
+    int32_t t[8];
+    for (int i = 0; i < n; i++)
+        if (tokens(&f, pieces[i], &t[i], 1) != 1) return teardown(&f), -1;
+    const int32_t e = hx_vocab_eos(f.v);
+    if (e < 0) return teardown(&f), -1;
+    for (int32_t i = 0; i < f.n; i++) f.logits[i] = -INFINITY;
+    for (int i = 0; i < n; i++) f.logits[t[i]] = (float)i;
+    if (eos) f.logits[e] = -1;
+    f.st.apply(f.st.ctx, f.logits, f.n);
+    int kept = 0;
+    for (int i = 0; i < n; i++) kept |= isfinite(f.logits[t[i]]) << i;
+    if (eos) kept |= isfinite(f.logits[e]) << n;
+    teardown(&f);
+    return kept;
+}
+
+/* Where the earlier stages leave no token the rules allow ("14:09" is no
+ * copy), the turn ends rather than writing on ungrounded; controls: a
+ * token that is allowed (the "0" of "14:00") is taken over the end, and
+ * with no end to take the logits stay. */
+static void test_dead_end(void)
+{
+    const char *nine[] = {"9"}, *zero[] = {"9", "0"};
+    EXPECT_EQ_INT(dead_end_kept("at 14:0", nine, 1, 1), 2);
+    EXPECT_EQ_INT(dead_end_kept("at 14:0", zero, 2, 1), 2);
+    EXPECT_EQ_INT(dead_end_kept("at 14:0", nine, 1, 0), 1);
+}
+
 /* Aliases derived explicitly: the weekday and month name of a date, the
  * 12-hour forms of a time, "tomorrow" from "Now:". */
 static void test_aliases(void)
@@ -158,6 +194,7 @@ static void test_claims(void)
     EXPECT(writes_after("", "Bookedstartam ") == 0);
     EXPECT(writes_after("", "Booked're me. ") == 0);
     EXPECT(writes_after("", "Noted-ish about it. ") == 0);
+    EXPECT(writes_after("", "Cancelled/voyage. ") == 0);
     EXPECT(writes_after("In a ", "sentence. ") == 1);
     EXPECT(writes_after("", "Added nothing. ") == 1);
     fixture f;
@@ -525,6 +562,7 @@ static void test_bracket_names(void)
 int main(void)
 {
     RUN(test_times_and_dates);
+    RUN(test_dead_end);
     RUN(test_aliases);
     RUN(test_names_addresses_files);
     RUN(test_words_untouched);
