@@ -421,7 +421,9 @@ int hx_ground_end(const char *text, const char *claims, const char *answer, size
 /* The claim words (hx_ground_is_claim) the calls license, ' ' separated,
  * appended to out: "added booked ..." after an event was created, "sent
  * queued ..." after a mail, "noted stored ..." after a memory, "declined"
- * after the user refused one (not the policy, not a missing terminal);
+ * after the user refused one (not the policy, not a missing terminal),
+ * "cancelled canceled" after a read whose result holds an item cancelled
+ * (a state the results report: "is the meeting still on?");
  * HX_OK or HX_ERR_NOMEM. reg gives other tools' effects. */
 int hx_agent_claims(const cJSON *calls, const hx_tools *reg, hx_buf *out);
 /* What the successful reads returned, one object per item: {"kind":

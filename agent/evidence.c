@@ -49,6 +49,20 @@ static int effect_of(const hx_tools *reg, const char *tool)
     return d ? d->effect : HX_EFFECT_READ;
 }
 
+/* Whether a result (JSON text) reports an item cancelled ("status":
+ * "cancelled"): that an event is cancelled is then a fact the answer may
+ * state ("Cancelled." to "is the meeting still on?"), not an action the
+ * turn claims. */
+static int reports_cancelled(const char *res)
+{
+    hx_jstr s = {.t = res, .n = res ? strlen(res) : 0};
+    while (res && hx_jstr_next(&s))
+        if (s.is_value && hx_jstr_under(&s, "status") && s.end - s.start == 9 &&
+            !memcmp(res + s.start, "cancelled", 9))
+            return 1;
+    return 0;
+}
+
 int hx_agent_claims(const cJSON *calls, const hx_tools *reg, hx_buf *out)
 {
     const cJSON *c;
@@ -65,6 +79,7 @@ int hx_agent_claims(const cJSON *calls, const hx_tools *reg, hx_buf *out)
         else if (effect == HX_EFFECT_WRITE) hx_buf_puts(out, "saved updated changed ");
         const char *res = str(c, "result");
         if (res && strstr(res, "\"invitation_queued\"")) hx_buf_puts(out, "invited sent queued ");
+        if (reports_cancelled(res)) hx_buf_puts(out, "cancelled canceled ");
     }
     return out->oom ? HX_ERR_NOMEM : HX_OK;
 }

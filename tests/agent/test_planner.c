@@ -1078,6 +1078,37 @@ static void test_ground_and_evidence(void)
     world_close(&w);
 }
 
+/* The claims of calls: a read whose result holds an event cancelled
+ * licenses "cancelled" (a state the results report); a mail whose text
+ * spells such a result, an attendee's "accepted", or a failed call does
+ * not. */
+static void test_claims_cancelled(void)
+{
+    static const struct {
+        const char *calls;
+        int licensed;
+    } cases[] = {
+        {"[{\"name\": \"calendar.list_events\", \"status\": \"ok\", \"result\": "
+         "\"{\\\"events\\\": [{\\\"title\\\": \\\"Pilates\\\", \\\"status\\\": \\\"cancelled\\\"}]}\"}]", 1},
+        {"[{\"name\": \"mail.read\", \"status\": \"ok\", \"result\": "
+         "\"{\\\"body\\\": \\\"{\\\\\\\"status\\\\\\\": \\\\\\\"cancelled\\\\\\\"}\\\"}\"}]", 0},
+        {"[{\"name\": \"calendar.list_events\", \"status\": \"ok\", \"result\": "
+         "\"{\\\"events\\\": [{\\\"attendees\\\": [{\\\"status\\\": \\\"accepted\\\"}]}]}\"}]", 0},
+        {"[{\"name\": \"calendar.list_events\", \"status\": \"error\", \"result\": "
+         "\"{\\\"error\\\": \\\"x\\\", \\\"status\\\": \\\"cancelled\\\"}\"}]", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *calls = cJSON_Parse(cases[i].calls);
+        ASSERT(calls);
+        hx_buf b;
+        hx_buf_init(&b);
+        EXPECT_EQ_INT(hx_agent_claims(calls, NULL, &b), HX_OK);
+        EXPECT_EQ_INT(b.data && strstr(b.data, "cancelled") != NULL, cases[i].licensed);
+        hx_buf_free(&b);
+        cJSON_Delete(calls);
+    }
+}
+
 /* A mail search whose words no message of its sender has finds nothing,
  * and the sender's messages it gives beside that ("others") are what the
  * answer rests on: the trace's "read" lists them; so with a calendar
@@ -1179,6 +1210,7 @@ static void test_read_once(void)
 int main(void)
 {
     RUN(test_multi_call_turn);
+    RUN(test_claims_cancelled);
     RUN(test_read_others);
     RUN(test_read_once);
     RUN(test_error_echo_no_source);
