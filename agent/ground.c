@@ -521,6 +521,7 @@ static void word_byte(const ground *g, wstate *s, unsigned char b)
  * none ("Omron" of "Vendor visit (Omron)"; not "Vendor visit (Omron"). */
 static int ends_name(const ground *g, int32_t st, int32_t q, int32_t end)
 {
+    if (q >= end || !strchr(")]", g->text[q])) return q == end;
     int open = 0;
     for (int32_t i = st; i < q; i++)
         open += (g->text[i] == '(' || g->text[i] == '[') - (g->text[i] == ')' || g->text[i] == ']');
