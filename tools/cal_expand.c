@@ -460,11 +460,16 @@ cJSON *hx_cal_occ_json(hx_cal *c, const hx_cal_occ *o)
     return j;
 }
 
-int hx_cal_occ_busy(const hx_cal_occ *o)
+int hx_cal_occ_cancelled(const hx_cal_occ *o)
 {
     icalproperty *st = icalcomponent_get_first_property(o->ev, ICAL_STATUS_PROPERTY);
+    return st && icalproperty_get_status(st) == ICAL_STATUS_CANCELLED;
+}
+
+int hx_cal_occ_busy(const hx_cal_occ *o)
+{
     icalproperty *tr = icalcomponent_get_first_property(o->ev, ICAL_TRANSP_PROPERTY);
-    if (st && icalproperty_get_status(st) == ICAL_STATUS_CANCELLED) return 0;
+    if (hx_cal_occ_cancelled(o)) return 0;
     if (tr && icalproperty_get_transp(tr) == ICAL_TRANSP_TRANSPARENT) return 0;
     return 1;
 }

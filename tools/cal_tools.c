@@ -206,7 +206,7 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
         hx_cal_free(c);
         return rc;
     }
-    int limit = hx_arg_int(args, "limit", 100), shown = 0, total = 0;
+    int limit = hx_arg_int(args, "limit", 100), shown = 0, total = 0, cancelled = 0;
     const char *cal = hx_arg_str(args, "calendar");
     hx_buf terms;
     hx_buf_init(&terms);
@@ -223,12 +223,16 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
     for (int i = 0; i < n; i++) {
         if (!occ_matches(&occ[i], cal, &terms)) continue;
         total++;
+        cancelled += hx_cal_occ_cancelled(&occ[i]);
         if (shown == limit) continue;
         hx_json_add(evs, NULL, hx_cal_occ_json(c, &occ[i]));
         hx_cal_note_author(reg, c, occ[i].ev);
         shown++;
     }
-    cJSON_AddNumberToObject(res, "count", total);
+    /* the events that take place: "4 events" of a day whose fourth was
+     * cancelled is untrue; the cancelled ones are counted apart */
+    cJSON_AddNumberToObject(res, "count", total - cancelled);
+    if (cancelled) cJSON_AddNumberToObject(res, "cancelled", cancelled);
     if (!total && terms.len)
         query_others(reg, c, cal, &terms, hx_arg_str(args, "query"), occ, n, res);
     if (total > shown || complete_to < to) cJSON_AddBoolToObject(res, "truncated", 1);

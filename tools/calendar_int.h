@@ -90,6 +90,8 @@ int hx_cal_occurrences(hx_cal *c, int64_t from, int64_t to, hx_cal_occ **out,
 cJSON *hx_cal_cut_json(hx_cal *c, int64_t complete_to, const char *what);
 /* An occurrence as the tools' JSON (uid, title, start, end, ...). */
 cJSON *hx_cal_occ_json(hx_cal *c, const hx_cal_occ *o);
+/* True if o's event is cancelled (STATUS:CANCELLED). */
+int hx_cal_occ_cancelled(const hx_cal_occ *o);
 /* True if o blocks time (not cancelled, not TRANSPARENT). */
 int hx_cal_occ_busy(const hx_cal_occ *o);
 /* True if email (no "mailto:") organizes or attends o without declining. */

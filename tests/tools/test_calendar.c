@@ -791,6 +791,18 @@ static void test_cancel_whole_event(void)
     EXPECT_EQ_INT(cJSON_GetArraySize(busy), 3); /* standup, piano, yoga */
     cJSON_ArrayForEach(b, busy) EXPECT(!strstr(str(b, "start"), "T11:00"));
     cJSON_Delete(r);
+    /* listed, it is counted apart from the events that take place */
+    r = call_ok("calendar.list_events", "{\"range\":\"Dec 9\"}");
+    ASSERT(r);
+    EXPECT_EQ_INT(n_events(r), 4);
+    EXPECT_EQ_INT(cJSON_GetObjectItemCaseSensitive(r, "count")->valueint, 3);
+    EXPECT_EQ_INT(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(r, "cancelled")), 1);
+    cJSON_Delete(r);
+    r = call_ok("calendar.list_events", "{\"range\":\"Dec 10\"}"); /* control: none cancelled */
+    ASSERT(r);
+    EXPECT_EQ_INT(cJSON_GetObjectItemCaseSensitive(r, "count")->valueint, n_events(r));
+    EXPECT(!cJSON_GetObjectItemCaseSensitive(r, "cancelled"));
+    cJSON_Delete(r);
 }
 
 /* ---- broken input ---- */
