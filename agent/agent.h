@@ -362,9 +362,11 @@ int hx_argcheck_stage_refuse(hx_sampler_stage *st, const char *calls);
  * continuation: the phrases of request (up to six words: "tomorrow
  * morning"; the longest, none ending in a word the time reader passes
  * over) and the JSON string values of text (a date a result gives). Event
- * times are the model's own. For small models, whose own ranges the tool
- * cannot read; with neither text, nothing is held. Copied; HX_OK or
- * HX_ERR_NOMEM. */
+ * times are the model's own. Values of "uid" and "id" (items the tools
+ * name) are held, with no check, to the values text has under the same
+ * key, where it has any. For small models, whose own ranges the tool
+ * cannot read and who cut ids short; with neither text, nothing is held.
+ * Copied; HX_OK or HX_ERR_NOMEM. */
 int hx_argcheck_stage_hold(hx_sampler_stage *st, const char *request, const char *text);
 /* Appends call tool(args)'s line for hx_argcheck_stage_refuse to out.
  * HX_OK or HX_ERR_NOMEM. */

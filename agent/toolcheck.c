@@ -177,14 +177,36 @@ static void hold_values(argcheck *a, const char *t)
         if (s.is_value && !s.escaped) hold_if_accepted(a, t + s.start, s.end - s.start);
 }
 
+/* The keys whose values name an item the tools gave (an event's uid, a
+ * mail's id): a small model wrote "f6aec107-0" of a uid the list had
+ * given whole, and the cancel found no such event. */
+static int id_key(const char *key) { return !strcmp(key, "uid") || !strcmp(key, "id"); }
+
+/* The text's string values under key (as is, no check), held. */
+static void hold_ids(argcheck *a, const char *t, const char *key)
+{
+    hx_jstr s = {.t = t, .n = strlen(t)};
+    while (hx_jstr_next(&s)) {
+        const size_t n = s.end - s.start;
+        if (s.is_value && !s.escaped && n && n < VALUE_MAX && hx_jstr_under(&s, key) &&
+            a->held.len + n + 1 <= HELD_MAX) {
+            hx_buf_append(&a->held, t + s.start, n);
+            hx_buf_putc(&a->held, 0);
+        }
+    }
+}
+
 /* Finds the values to hold the value just opened to: a period to read
  * ("range"), not an event's time, where a phrase of the request cut short
  * ("at 3pm" of the model's own "at 3pm on saturday") would write the event
- * on another day. */
+ * on another day; an item's uid or id, to those the results gave, when
+ * they gave any. */
 static void find_held(argcheck *a)
 {
     a->held.len = 0;
-    if ((!a->request && !a->text) || strcmp(a->js.key, "range")) return;
+    if (!a->request && !a->text) return;
+    if (id_key(a->js.key)) return hold_ids(a, a->text ? a->text : "", a->js.key);
+    if (strcmp(a->js.key, "range") || !a->checked) return;
     hold_phrases(a, a->request ? a->request : "");
     hold_values(a, a->text ? a->text : "");
 }
@@ -314,11 +336,13 @@ static int argcheck_apply(void *ctx, float *logits, int32_t n_vocab)
     argcheck *a = ctx;
     a->defer = 0;
     if (*a->in_call) refuse_apply(a, logits, n_vocab);
-    if (!*a->in_call || !a->js.in_str || !a->js.is_val || !a->name[0] || !a->check) return HX_OK;
-    if (a->checked < 0 && (a->checked = a->check(a->user, a->name, a->js.key, "") >= 0))
+    if (!*a->in_call || !a->js.in_str || !a->js.is_val || !a->name[0]) return HX_OK;
+    if (a->checked < 0) {
+        a->checked = a->check && a->check(a->user, a->name, a->js.key, "") >= 0;
         find_held(a);
-    if (!a->checked) return HX_OK;
+    }
     if (a->held.len) hold_apply(a, logits, n_vocab);
+    if (!a->checked) return HX_OK;
     int32_t best = -1, left = 0;
     for (int32_t t = 0; t < n_vocab; t++)
         if (isfinite(logits[t]) && (best < 0 || logits[t] > logits[best])) best = t;

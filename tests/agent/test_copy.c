@@ -620,16 +620,16 @@ static void test_copy_keeps_valid_argument(void)
 #define RANGE_CALL "{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": \""
 
 /* Whether token a is allowed (and x, ranked above it, is not) by the
- * argument check stage holding ranges to request, after call. hold: give
- * the stage the texts. */
-static int range_keeps(const char *request, int hold, const char *call, const char *a,
-                       const char *x)
+ * argument check stage holding values to request and text, after call.
+ * hold: give the stage the texts. */
+static int held_keeps(const char *request, const char *text, int hold, const char *call,
+                      const char *a, const char *x)
 {
     fixture f;
     const int *defer = NULL;
     if (fixture_open(&f, 1)) return -1;
     if (hx_argcheck_stage_new(f.v, when_check, NULL, &f.in_call, &f.st, &defer) ||
-        (hold && hx_argcheck_stage_hold(&f.st, request, request)))
+        (hold && hx_argcheck_stage_hold(&f.st, request, text)))
         return teardown(&f), -1;
     feed(&f, call);
     const int32_t ta = tok(&f, a), tx = tok(&f, x);
@@ -639,6 +639,12 @@ static int range_keeps(const char *request, int hold, const char *call, const ch
     const int kept = isfinite(f.logits[ta]) && !isfinite(f.logits[tx]);
     teardown(&f);
     return kept;
+}
+
+static int range_keeps(const char *request, int hold, const char *call, const char *a,
+                       const char *x)
+{
+    return held_keeps(request, request, hold, call, a, x);
 }
 
 /* A small model wrote "invite 30 in this morning, so I booked nothing" for
@@ -672,6 +678,19 @@ static void test_range_held(void)
     EXPECT(range_keeps("what's on my calendar on april 3?", 1, RANGE_CALL "on april", " 3", "\"") == 1);
     EXPECT(hx_agent_asks_move(mv) && hx_agent_asks_move("can we reschedule the review?"));
     EXPECT(!hx_agent_asks_move("show me the 16th to the 18th") && !hx_agent_asks_move("movie night"));
+}
+
+/* An item's uid is held whole to those the results gave ("f6aec107-0"
+ * of "f6aec107-0b2c@hearth" found no event); controls: not held without
+ * the texts, nor where the results give no uid. */
+#define UIDS "{\"events\": [{\"uid\": \"f6aec107-0b2c@hearth\", \"title\": \"Sprint\"}]}"
+#define CANCEL_CALL "{\"name\": \"calendar.cancel_event\", \"arguments\": {\"uid\": \""
+static void test_ids_held(void)
+{
+    EXPECT(held_keeps("drop the sprint", UIDS, 1, CANCEL_CALL "f6aec107-0", "b", "\"") == 1);
+    EXPECT(held_keeps("drop the sprint", UIDS, 1, CANCEL_CALL "f6aec107-0b2c@hearth", "\"", "x") == 1);
+    EXPECT(held_keeps("drop the sprint", UIDS, 0, CANCEL_CALL "f6aec107-0", "b", "\"") == 0);
+    EXPECT(held_keeps("drop the sprint", "{\"events\": []}", 1, CANCEL_CALL "f6aec107-0", "b", "\"") == 0);
 }
 
 /* ---- a failed call is not written again ---- */
@@ -733,6 +752,7 @@ int main(void)
     RUN(test_address_known);
     RUN(test_path_whole);
     RUN(test_range_held);
+    RUN(test_ids_held);
     RUN(test_mid_word);
     RUN(test_result_keys);
     RUN(test_apostrophe);
