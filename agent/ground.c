@@ -459,14 +459,30 @@ static void bind_word(const ground *g, wstate *s)
         bind_copies(g, s, lo, hi, len);
 }
 
+/* Words that begin with a claim word and claim nothing. */
+static const char *const claim_starts[] = {"sentences", "sentenced", "sentimental", "sentiments",
+                                           "sentinels", "sentient", "sentries", "sentry"};
+
 /* Whether b would glue a word on to a whole claim word ("Added" of
  * "Addeda in 14.", "Bookedstartam", "Booked're", "Noted-ish",
- * "Cancelled/voyage"): no word
- * begins so ("sent" aside: "sentence"), and a reader reads the claim. A
- * sentence's '.' or a colon may follow it. */
+ * "Cancelled/voyage", "Sentdreonas"): a reader reads the claim. The word
+ * so far begins with a claim word; with b it must be the start of one of
+ * claim_starts ("sentence"). A sentence's '.' or a colon may follow it. */
 static int glued_claim(const wstate *s, unsigned char b)
 {
-    return (isalnum(b) || (b && strchr("'-_/@", b))) && s->len == s->blen && s->len >= 5 && claim_word(s);
+    if (!(isalnum(b) || (b && strchr("'-_/@", b))) || s->len >= WMAX) return 0;
+    size_t c = 0;
+    while (c < sizeof claim_words / sizeof *claim_words &&
+           ((size_t)s->len < strlen(claim_words[c]) ||
+            strncasecmp(s->w, claim_words[c], strlen(claim_words[c]))))
+        c++;
+    if (c == sizeof claim_words / sizeof *claim_words) return 0;
+    for (size_t i = 0; i < sizeof claim_starts / sizeof *claim_starts; i++)
+        if ((size_t)s->len < strlen(claim_starts[i]) &&
+            !strncasecmp(s->w, claim_starts[i], (size_t)s->len) &&
+            fold(b) == (unsigned char)claim_starts[i][s->len])
+            return 0;
+    return 1;
 }
 
 /* Whether the word so far can still become a grounded one: a copy goes

@@ -196,6 +196,9 @@ static void test_claims(void)
     EXPECT(writes_after("", "Noted-ish about it. ") == 0);
     EXPECT(writes_after("", "Cancelled/voyage. ") == 0);
     EXPECT(writes_after("In a ", "sentence. ") == 1);
+    EXPECT(writes_after("", "Sentdreonas Keller wrote. ") == 0);
+    EXPECT(writes_after("", "Senteach Keller wrote. ") == 0);
+    EXPECT(writes_after("Two ", "sentences and a sentry. ") == 1);
     EXPECT(writes_after("", "Added nothing. ") == 1);
     fixture f;
     ASSERT(setup_with(&f, RESULT, "added created, booked", "<tool_call>") == 0);
