@@ -12,7 +12,8 @@
  * token the logits allowed, and hx_copy_repair of a value made of the
  * steps keeps a valid string. The same steps drive the argument check
  * stage holding a list call's range to the text's phrases and values (the
- * time reader judging them), with the same checks; and the text's JSON
+ * time reader judging them) and a cancel's uid to the text's uids, with
+ * the same checks; and the text's JSON
  * strings as hx_jstr reads them lie within it, between quotes, on one
  * line. */
 #include <math.h>
@@ -144,15 +145,15 @@ static int when_check(void *user, const char *tool, const char *key, const char 
     (void)user, (void)tool, (void)key;
     hx_when_range r;
     hx_err e = {0};
-    return hx_when_parse(value, 1796000000, "UTC", &r, &e) == HX_OK;
+    const int rc = hx_when_parse(value, 1796000000, "UTC", &r, &e);
+    return rc == HX_OK || rc == HX_ERR_RANGE; /* as hx_agent_arg_check */
 }
 
-/* The argument check stage holding ranges to the text, a list call's
- * range opened, then the steps. */
-static void run_argcheck(const hx_vocab *v, const char *text, const uint8_t *steps, size_t n,
-                         float *l, int32_t nv)
+/* The argument check stage holding values to the text, the call open
+ * (a list call's range, a cancel's uid), then the steps. */
+static void run_argcheck(const hx_vocab *v, const char *text, const char *open,
+                         const uint8_t *steps, size_t n, float *l, int32_t nv)
 {
-    static const char open[] = "{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": \"";
     int in_call = 1;
     const int *defer = NULL;
     hx_sampler_stage st;
@@ -160,7 +161,7 @@ static void run_argcheck(const hx_vocab *v, const char *text, const uint8_t *ste
     int32_t ids[64];
     const int32_t m = hx_argcheck_stage_hold(&st, text, text)
                           ? 0
-                          : hx_tokenize(v, open, sizeof open - 1, ids, 64, 0, 0);
+                          : hx_tokenize(v, open, strlen(open), ids, 64, 0, 0);
     for (int32_t i = 0; i < m; i++) st.accept(st.ctx, ids[i]);
     if (m > 0) run_steps(v, &st, &in_call, text, steps, n, l, nv);
     st.free(st.ctx);
@@ -192,7 +193,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         run_steps(v, &st, &in_call, text, steps, (size_t)(data + size - steps), l, nv);
         st.free(st.ctx);
     }
-    run_argcheck(v, text, steps, (size_t)(data + size - steps), l, nv);
+    run_argcheck(v, text, "{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": \"",
+                 steps, (size_t)(data + size - steps), l, nv);
+    run_argcheck(v, text, "{\"name\": \"calendar.cancel_event\", \"arguments\": {\"uid\": \"",
+                 steps, (size_t)(data + size - steps), l, nv);
     /* a value from the steps' bytes, mended against the text */
     cJSON *args = cJSON_CreateObject();
     char val[64];
