@@ -470,10 +470,11 @@ static const char *const claim_starts[] = {"sentences", "sentenced", "sentimenta
  * claim_starts ("sentence"). A sentence's '.' or a colon may follow it. */
 static int glued_claim(const wstate *s, unsigned char b)
 {
-    if (!(isalnum(b) || (b && strchr("'-_/@", b))) || s->len >= WMAX) return 0;
+    if (s->len < 4 || s->len >= WMAX || !(isalnum(b) || (b && strchr("'-_/@", b)))) return 0;
     size_t c = 0;
     while (c < sizeof claim_words / sizeof *claim_words &&
-           ((size_t)s->len < strlen(claim_words[c]) ||
+           (fold((unsigned char)s->w[0]) != (unsigned char)claim_words[c][0] ||
+            (size_t)s->len < strlen(claim_words[c]) ||
             strncasecmp(s->w, claim_words[c], strlen(claim_words[c]))))
         c++;
     if (c == sizeof claim_words / sizeof *claim_words) return 0;
