@@ -250,11 +250,12 @@ static void narrow(const ground *g, int32_t *lo, int32_t *hi, int k, unsigned ch
 /* ---- a clause's items ----
  * A tool result's list holds items (an event, a message, a file's hits):
  * the facts one clause of the answer states come from one item, or from
- * outside every result (the request, a count, the clock). Each fact word
+ * outside every result (the request, a count). Each fact word
  * with copies in items only binds the clause to those items; the next
  * fact word of the clause must then have a copy in one of them or outside
  * every result ("Lunch with Sam at 12:30": not Lunch's title with another
- * event's time, nor with the midnight that starts the list's range). A
+ * event's time, nor with the midnight that starts the list's range, nor
+ * with the clock's "Now:", which a clause of its own may say). A
  * clause ends at , ; : ! ? a sentence's end, a line's end and a joining
  * word ("and", "then"). */
 
@@ -957,6 +958,17 @@ static void number_items(char *t, size_t n, int32_t *item)
     }
 }
 
+/* Marks the clock's line ("Now: 2026-12-01T09:00:00+01:00 ...") as a
+ * result's bytes outside its items (-1): its time and date may be said
+ * in a clause of their own ("It is 09:00"), not of an item's ("Dentist
+ * at 09:00" of a dentist at 16:00). */
+static void mark_clock(const char *t, size_t n, int32_t *item)
+{
+    const char *now = strstr(t, "Now: ");
+    if (!now || item[now - t]) return;
+    for (size_t i = (size_t)(now - t); i < n && t[i] != '\n'; i++) item[i] = -1;
+}
+
 /* The keys of a result's names, said whole; of them those that hold
  * addresses ("Kwame Mensah <kwame@example.org>": the name and the
  * address are two). */
@@ -1118,6 +1130,7 @@ static int read_text(ground *g, const char *text)
     if (t0 && i0 && e0) {
         memcpy(t0, text ? text : "", n0 + 1);
         number_items(t0, n0, i0);
+        mark_clock(t0, n0, i0);
         blank_ids(t0, n0, i0);
         mark_names(t0, n0, i0, e0);
         hx_buf_append(&b, t0, n0);

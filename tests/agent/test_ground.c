@@ -547,6 +547,21 @@ static void test_cancelled_named_so(void)
     EXPECT(writes_over("is Pilates on?\n" CANCELLED, "No, ", "Pilates was cancelled.") == 1);
 }
 
+/* The clock and a result: tomorrow's dentist at 16:00, now 09:00. */
+#define CLOCK                                                                               \
+    "Now: 2026-12-01T09:00:00+01:00 (Tuesday, Europe/Paris)\n" M "{\"events\": [{\"title\": "  \
+    "\"Dentist\", \"start\": \"2026-12-02T16:00:00+01:00\"}]}" M "\n"
+
+/* The clock's time is no item's: "Dentist at 09:00" gave the demo's
+ * dentist the time the demo ran at. Controls: the dentist's own time,
+ * and the clock's in a clause of its own. */
+static void test_clock_no_items(void)
+{
+    EXPECT(writes_over(CLOCK, "You have ", "Dentist at 09:00.") == 0);
+    EXPECT(writes_over(CLOCK, "You have ", "Dentist at 16:00 tomorrow.") == 1);
+    EXPECT(writes_over(CLOCK, "It is ", "09:00 now, and you have Dentist at 16:00.") == 1);
+}
+
 /* A title that ends in a bracket: said whole it ends there, and the word
  * in the brackets alone is the name's tail ("Omron"). Both were dead
  * ends, where the stage lets any token through. */
@@ -579,6 +594,7 @@ int main(void)
     RUN(test_name_tails);
     RUN(test_cancelled_named_so);
     RUN(test_bracket_names);
+    RUN(test_clock_no_items);
     RUN(test_end);
     return test_summary();
 }
