@@ -178,8 +178,8 @@ static void hold_values(argcheck *a, const char *t)
 }
 
 /* The keys whose values name an item the tools gave (an event's uid, a
- * mail's id): a small model wrote "f6aec107-0" of a uid the list had
- * given whole, and the cancel found no such event. */
+ * mail's id): a model can only copy them, and one cut short
+ * ("f6aec107-0") names no item. */
 static int id_key(const char *key) { return !strcmp(key, "uid") || !strcmp(key, "id"); }
 
 /* The text's string values under key (as is, no check), held. */

@@ -680,9 +680,9 @@ static void test_range_held(void)
     EXPECT(!hx_agent_asks_move("show me the 16th to the 18th") && !hx_agent_asks_move("movie night"));
 }
 
-/* An item's uid is held whole to those the results gave ("f6aec107-0"
- * of "f6aec107-0b2c@hearth" found no event); controls: not held without
- * the texts, nor where the results give no uid. */
+/* An item's uid is held whole to those the results gave: cut short
+ * ("f6aec107-0" of "f6aec107-0b2c@hearth") it names no event. Controls:
+ * not held without the texts, nor where the results give no uid. */
 #define UIDS "{\"events\": [{\"uid\": \"f6aec107-0b2c@hearth\", \"title\": \"Sprint\"}]}"
 #define CANCEL_CALL "{\"name\": \"calendar.cancel_event\", \"arguments\": {\"uid\": \""
 static void test_ids_held(void)

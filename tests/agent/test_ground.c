@@ -530,8 +530,8 @@ static void test_end(void)
       "\"Yoga\", \"start\": \"2027-11-09T07:00:00+01:00\", \"attendees\": [{\"status\": "   \
       "\"accepted\"}]}]}" M "\n"
 
-/* A cancelled event is named only as cancelled: "Pilates at 18:00" said
- * it was on (the word "cancelled" there is the name's, no claim of the
+/* A cancelled event is named only as cancelled: "Pilates at 18:00" says
+ * it is on (the word "cancelled" there is the name's, no claim of the
  * turn's). Controls: the event that is on, and the user's own word for it
  * (the request's) said freely. */
 static void test_cancelled_named_so(void)
@@ -552,8 +552,8 @@ static void test_cancelled_named_so(void)
     "Now: 2026-12-01T09:00:00+01:00 (Tuesday, Europe/Paris)\n" M "{\"events\": [{\"title\": "  \
     "\"Dentist\", \"start\": \"2026-12-02T16:00:00+01:00\"}]}" M "\n"
 
-/* The clock's time is no item's: "Dentist at 09:00" gave the demo's
- * dentist the time the demo ran at. Controls: the dentist's own time,
+/* The clock's time is no item's: "Dentist at 09:00" would give a
+ * dentist at 16:00 the time it is now. Controls: the dentist's own time,
  * and the clock's in a clause of its own. */
 static void test_clock_no_items(void)
 {
@@ -563,8 +563,8 @@ static void test_clock_no_items(void)
 }
 
 /* A title that ends in a bracket: said whole it ends there, and the word
- * in the brackets alone is the name's tail ("Omron"). Both were dead
- * ends, where the stage lets any token through. */
+ * in the brackets alone is the name's tail ("Omron"); neither may be a
+ * dead end, where nothing is allowed. */
 #define BRACKET M "{\"events\": [{\"title\": \"Vendor visit (Omron)\"}]}" M "\n"
 static void test_bracket_names(void)
 {
