@@ -57,8 +57,9 @@
  * them is allowed, every token is judged, and when none at all is (a word
  * the rules let begin and then let neither go on nor end), the turn ends
  * there where the earlier stages let it; only where they do not either
- * do the logits stay as they were. A small model had written on from
- * such a dead end to "22:145-08-08T08:00:00", a time no result gave. */
+ * do the logits stay as they were: let through, a model writes on
+ * ungrounded from such a dead end ("22:145-08-08T08:00:00", a time no
+ * result gives). */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -547,26 +548,18 @@ static int ends_name(const ground *g, int32_t st, int32_t q, int32_t end)
     return q == end;
 }
 
-/* Whether the phrase may stop after its qlen bytes. */
-static int phrase_may_stop(const ground *g, const wstate *s)
+/* Whether the phrase may stop after its qlen bytes: where one of its
+ * copies ends a name, or (names_only 0) may end outside every name. A
+ * name may end in punctuation ("Vendor visit (Omron)"), where only the
+ * name's end is looked for. */
+static int phrase_may_stop(const ground *g, const wstate *s, int names_only)
 {
     if (s->qhi - s->qlo > END_SCAN) return 1; /* surely */
     for (int32_t i = s->qlo; i < s->qhi; i++) {
         const int32_t st = g->starts[i], end = g->name_end[st];
-        if (end > 0 ? ends_name(g, st, st + s->qlen, end) : can_end(g, (size_t)st, (size_t)s->qlen))
+        if (end > 0 ? ends_name(g, st, st + s->qlen, end)
+                    : !names_only && can_end(g, (size_t)st, (size_t)s->qlen))
             return 1;
-    }
-    return 0;
-}
-
-/* Whether the phrase's qlen bytes end a name in one of its copies (a
- * name may end in punctuation: "Vendor visit (Omron)"). */
-static int phrase_ends_name(const ground *g, const wstate *s)
-{
-    if (s->qhi - s->qlo > END_SCAN) return 1; /* surely */
-    for (int32_t i = s->qlo; i < s->qhi; i++) {
-        const int32_t st = g->starts[i], end = g->name_end[st];
-        if (end > 0 && ends_name(g, st, st + s->qlen, end)) return 1;
     }
     return 0;
 }
@@ -592,7 +585,7 @@ static int phrase_stops(const ground *g, const wstate *s, int alnum)
 {
     const int fact = s->ph == 2 || (s->ph == 1 && s->in && s->len <= WMAX && fact_word(s));
     if (!fact) return 1;
-    return s->qalnum && !alnum ? phrase_may_stop(g, s) : s->qstop || phrase_ends_name(g, s);
+    return s->qalnum && !alnum ? phrase_may_stop(g, s, 0) : s->qstop || phrase_may_stop(g, s, 1);
 }
 
 /* One byte of the answer for the phrase (word: whether b is a word's, as
@@ -606,7 +599,7 @@ static int phrase_byte(const ground *g, wstate *s, unsigned char b, int word)
         s->ph = 1, s->qlo = 0, s->qhi = g->n_starts, s->qlen = 0, s->qalnum = 0, s->qstop = 1;
     }
     if (s->qlen >= SORT_CAP) return s->ph = 0, 1; /* too long to follow */
-    if (s->qalnum && !alnum) s->qstop = phrase_may_stop(g, s); /* a word (or part) ends */
+    if (s->qalnum && !alnum) s->qstop = phrase_may_stop(g, s, 0); /* a word (or part) ends */
     if (s->ph == 1 && !word) s->ph = s->len <= WMAX && fact_word(s) ? 2 : 0; /* its first */
     if (!s->ph) return 1;
     int32_t lo = s->qlo, hi = s->qhi;
@@ -618,7 +611,7 @@ static int phrase_byte(const ground *g, wstate *s, unsigned char b, int word)
     /* a fact's first word that no copy goes on with here ends here:
      * "Pilates." of "Pilates (cancelled)", the '.' a sentence's */
     const int first_ends = s->ph == 1 && !alnum && s->in && s->len <= WMAX && fact_word(s);
-    const int ok = (s->ph != 2 && !first_ends) || s->qstop || (!s->qalnum && phrase_ends_name(g, s));
+    const int ok = (s->ph != 2 && !first_ends) || s->qstop || (!s->qalnum && phrase_may_stop(g, s, 1));
     const int begun = s->qlen > 0;
     s->ph = 0;
     return ok && (!word || s->in || !begun || phrase_byte(g, s, b, word)); /* b may begin one */
@@ -1022,12 +1015,14 @@ static void blank_ids(char *t, size_t n, const int32_t *item)
 
 /* An event a result marks cancelled ("status": "cancelled") is named
  * only as such: its title's source is a line "<title> (cancelled)" after
- * the text, one name said whole, and the title in the result is blanked.
- * A small model listed "Pilates" for a day whose only event, Pilates,
- * was cancelled. Appends the lines to out (their items to items, their
- * spans as int32_t pairs to spans) and blanks the titles in t[0, n)
- * and in out, which begins with its copy; a blanked title is no name. */
+ * the text, one name said whole, and the title in the result is blanked:
+ * named alone, a cancelled event reads as one that takes place ("You have
+ * Pilates" of a day whose only event is cancelled). Appends the lines to
+ * out (their items to items, their spans as int32_t pairs to spans) and
+ * blanks the titles in t[0, n) and in out, which begins with its copy; a
+ * blanked title is no name. */
 #define CANCELLED_MAX 64 /* cancelled items followed per text */
+static const char cancelled_mark[] = " (cancelled)";
 static void name_cancelled(char *t, size_t n, const int32_t *item, int32_t *name_end, hx_buf *out,
                            hx_buf *items, hx_buf *spans)
 {
@@ -1035,21 +1030,21 @@ static void name_cancelled(char *t, size_t n, const int32_t *item, int32_t *name
     int n_gone = 0;
     hx_jstr s = {.t = t, .n = n};
     while (hx_jstr_next(&s))
-        if (s.is_value && item[s.start - 1] > 0 && n_gone < CANCELLED_MAX && s.key_len == 6 &&
-            !memcmp(t + s.key, "status", 6) && s.end - s.start == 9 && !memcmp(t + s.start, "cancelled", 9))
+        if (s.is_value && item[s.start - 1] > 0 && n_gone < CANCELLED_MAX &&
+            hx_jstr_under(&s, "status") && s.end - s.start == 9 && !memcmp(t + s.start, "cancelled", 9))
             gone[n_gone++] = item[s.start - 1];
     s = (hx_jstr){.t = t, .n = n};
     while (n_gone && hx_jstr_next(&s)) {
         int k = 0;
         while (k < n_gone && gone[k] != item[s.start - 1]) k++;
-        if (!s.is_value || k == n_gone || s.key_len != 5 || memcmp(t + s.key, "title", 5) ||
-            s.escaped || s.end == s.start)
+        if (!s.is_value || k == n_gone || !hx_jstr_under(&s, "title") || s.escaped || s.end == s.start)
             continue;
         hx_buf_putc(out, '\n');
         hx_buf_append(items, &item[s.start], sizeof *item);
-        const int32_t span[2] = {(int32_t)out->len, (int32_t)(out->len + s.end - s.start + 12)};
+        const int32_t span[2] = {(int32_t)out->len,
+                                 (int32_t)(out->len + s.end - s.start + sizeof cancelled_mark - 1)};
         hx_buf_append(out, t + s.start, s.end - s.start);
-        hx_buf_puts(out, " (cancelled)");
+        hx_buf_puts(out, cancelled_mark);
         for (int32_t q = span[0]; q < span[1]; q++) hx_buf_append(items, &item[s.start], sizeof *item);
         hx_buf_append(spans, span, sizeof span);
         memset(t + s.start, ' ', s.end - s.start);
