@@ -569,7 +569,18 @@ typedef struct hx_planner_params {
     int recall_budget;  /* tokens of recalled memories; 0: none; 256 */
     const char *tools;  /* offered tools: comma-separated names or
                            "prefix.*"; NULL: all registered */
+    int answer;         /* HX_ANSWER_MODEL (default): the model's answer,
+                           grounded; HX_ANSWER_RESULTS: the model only
+                           calls, and the answer is written from the
+                           calls (hx_agent_results_answer), the model's
+                           words neither streamed nor kept */
 } hx_planner_params;
+enum { HX_ANSWER_MODEL = 0, HX_ANSWER_RESULTS = 1 };
+/* The answer (HX_ANSWER_*) for model m (borrowed; NULL: none) in prompt
+ * style family: the results answer in the compact styles (a small model's,
+ * trained for them or falling back to them: its sentences are not to be
+ * trusted), else the model's. */
+int hx_agent_answer_for(int family, const hx_model *m);
 /* Whether filter (as hx_planner_params.tools) offers the tool name. */
 int hx_agent_tool_offered(const char *filter, const char *name);
 hx_planner_params hx_planner_default_params(void);
@@ -700,6 +711,8 @@ int hx_planner_set_tools(hx_planner *pl, const char *filter);
 /* The prompt style (HX_TPL_*) of the model its source now runs, from the
  * next request on (the conversation is kept and written in it). */
 void hx_planner_set_family(hx_planner *pl, int family);
+/* Who writes the answers (HX_ANSWER_*) from the next request on. */
+void hx_planner_set_answer(hx_planner *pl, int answer);
 /* Forgets the last request and everything after it; 0 if there was none.
  * Its episode stays in memory, marked rejected (never trained on). */
 int hx_planner_undo(hx_planner *pl);
@@ -770,11 +783,36 @@ int hx_agent_asks_move(const char *request);
  * out of memory), *args NULL. */
 int hx_agent_tool_tier(const hx_tools *reg, const char *request, const char **tool,
                        cJSON **args);
+/* ---- answers written from the trace (agent/answer.c) ---- */
 /* The answer to a tool tier's call (the last of calls, trace records as
  * hx_planner_run's): what it found in a line, "2 events tomorrow:", then
- * each item read (hx_agent_read_line; cancelled events only counted), or
- * that it found nothing, or that it failed (or did not run) and its
- * error; nothing else. malloc'd (caller frees); NULL on out of memory. */
+ * each item read (hx_agent_read_line; cancelled events last, marked so),
+ * the text of a message or file read, or that it found nothing, or that
+ * it failed (or did not run) and its error; nothing else. malloc'd
+ * (caller frees); NULL on out of memory. */
 char *hx_agent_tier_answer(const cJSON *calls, const hx_tools *reg);
+/* The string values (3 bytes or more) of a call's arguments j, each
+ * followed by a NUL, appended to b. */
+void hx_agent_arg_strings(const cJSON *j, hx_buf *b);
+/* Blanks in text (a tool's error) what it quotes of echo's values
+ * (hx_agent_arg_strings'): a value whole after a quote (' or "), and a
+ * span in single quotes that is part of one. An error that quotes the
+ * call ("cannot read 'blorp' in the time expression 'blorp 7731-08-28'")
+ * repeats the model's own words, no fact of the world; what it says
+ * unquoted stays ("calendars: work, home"). */
+void hx_agent_blank_echoes(char *text, const hx_buf *echo);
+/* The results answer to a request from its calls and not_run (the
+ * trace's), for a model whose own words are not shown
+ * (hx_planner_params.answer): each write or send done ("Added: ...",
+ * with the busy events it overlaps) or not and why (hx_agent_done); then
+ * what each read found, as hx_agent_tier_answer says it (a call repeated,
+ * once; a read that failed only when no read found anything); a tool's
+ * error without what it quotes of the call's own words. With no call,
+ * that nothing was read, changed or sent, the request's clock (its
+ * "Now: ..." line; NULL: none) and the memories recalled for it
+ * (recalled: "- [kind #id] text" lines; NULL: none). malloc'd (caller
+ * frees); NULL on out of memory. */
+char *hx_agent_results_answer(const cJSON *calls, const cJSON *not_run, const char *clock,
+                              const char *recalled, const hx_tools *reg);
 
 #endif /* HX_AGENT_H */

@@ -356,6 +356,18 @@ static void stop_text(const cJSON *n, hx_buf *b)
                   !strcmp(why, "cut") ? "while the call was written" : "before it started");
 }
 
+/* ", with a@x.org, b@y.org": an event's attendees by address. */
+static void people_text(const cJSON *attendees, hx_buf *b)
+{
+    const cJSON *a;
+    int k = 0;
+    cJSON_ArrayForEach(a, attendees)
+    {
+        const char *addr = cJSON_IsString(a) ? a->valuestring : str(a, "email");
+        if (addr) hx_buf_printf(b, "%s%s", k++ ? ", " : ", with ", addr);
+    }
+}
+
 /* The one line saying what a successful write or send did. */
 static void done_text(const char *name, const cJSON *args, const cJSON *res, hx_buf *b)
 {
@@ -368,6 +380,7 @@ static void done_text(const char *name, const cJSON *args, const cJSON *res, hx_
         when_text(str(ev, "start"), str(ev, "end"), when, sizeof when);
         hx_buf_printf(b, "%s, %s", str(ev, "title") ? str(ev, "title") : "(no title)", when);
         if (str(ev, "calendar")) hx_buf_printf(b, " (calendar %s)", str(ev, "calendar"));
+        people_text(cJSON_GetObjectItemCaseSensitive(ev, "attendees"), b);
         if (str(res, "invitation_queued")) hx_buf_puts(b, "; invitation queued in the outbox");
     } else if (str(res, "to") || str(res, "subject")) {
         hx_buf_printf(b, "mail to %s, \"%s\" (%s)", str(res, "to") ? str(res, "to") : "?",

@@ -43,12 +43,13 @@ typedef struct run {
     const char *model; /* recorded in the episode */
     hx_buf refused; /* this request's failed calls (hx_argcheck_refused_line) */
     const char *request; /* the user's words (borrowed) */
+    int results;    /* the answer is the results answer, not the model's */
 } run;
 
 hx_planner_params hx_planner_default_params(void)
 {
     hx_planner_params p = {8, 1024, 300.0, HX_TPL_QWEN3, HX_CHOICE_AUTO,
-                           NULL, NULL, 1, 256, NULL};
+                           NULL, NULL, 1, 256, NULL, HX_ANSWER_MODEL};
     return p;
 }
 
@@ -124,6 +125,8 @@ int hx_planner_set_tools(hx_planner *pl, const char *filter)
 }
 
 void hx_planner_set_family(hx_planner *pl, int family) { pl->p.family = family; }
+
+void hx_planner_set_answer(hx_planner *pl, int answer) { pl->p.answer = answer; }
 
 void hx_planner_free(hx_planner *pl)
 {
@@ -298,6 +301,10 @@ static size_t held_tail(int llama, const char *s, size_t n)
  * user reads is never the template's. */
 static void emit(run *r, const hx_buf *text, size_t *done, size_t upto)
 {
+    if (r->pl->p.answer == HX_ANSWER_RESULTS) { /* the model's words are not shown */
+        *done = upto;
+        return;
+    }
     char *chunk = hx_strndup(text->data + *done, upto - *done);
     const size_t n = chunk ? hx_strip_markup(chunk) : 0;
     if (n) {
@@ -842,46 +849,13 @@ static void list_counts(const cJSON *j, hx_buf *b)
     for (const cJSON *c = j ? j->child : NULL; c; c = c->next) list_counts(c, b);
 }
 
-/* The string values (3 bytes or more) of the arguments j of a call, each
- * followed by a NUL, appended to b. */
-static void string_values(const cJSON *j, hx_buf *b)
-{
-    if (cJSON_IsString(j) && strlen(j->valuestring) >= 3)
-        hx_buf_append(b, j->valuestring, strlen(j->valuestring) + 1);
-    for (const cJSON *c = j ? j->child : NULL; c; c = c->next) string_values(c, b);
-}
-
 /* The string values of the calls of the assistant's message m into b. */
 static void call_values(const cJSON *m, hx_buf *b)
 {
     b->len = 0;
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(m, "tool_calls"))
-        string_values(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "function"), "arguments"), b);
-}
-
-/* Whether some value of echo holds q[0, n). */
-static int echoed(const hx_buf *echo, const char *q, size_t n)
-{
-    for (const char *v = echo->data; v && v < echo->data + echo->len; v += strlen(v) + 1)
-        if (memmem(v, strlen(v), q, n)) return 1;
-    return 0;
-}
-
-/* Blanks in text (a tool's error, as JSON) what it quotes of echo's
- * values: a value whole after a quote (' or "), and a span in single
- * quotes that is part of one. An error that quotes the call ("cannot read
- * 'blorp' in the time expression 'blorp 7731-08-28'") repeats the model's
- * own words, no fact of the world; what it says unquoted stays
- * ("calendars: work, home"). */
-static void blank_echoes(char *text, const hx_buf *echo)
-{
-    for (const char *v = echo->data; v && v < echo->data + echo->len; v += strlen(v) + 1)
-        for (char *q = strstr(text, v); q; q = strstr(q + 1, v))
-            if (q > text && (q[-1] == '\'' || q[-1] == '"')) memset(q, ' ', strlen(v));
-    for (char *q = strchr(text, '\''), *e; q && (e = strchr(q + 1, '\'')); q = strchr(e + 1, '\''))
-        if (e > q + 1 && echoed(echo, q + 1, (size_t)(e - q - 1)))
-            memset(q + 1, ' ', (size_t)(e - q - 1));
+        hx_agent_arg_strings(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "function"), "arguments"), b);
 }
 
 /* Appends a message's text to the answer's sources, a tool's result
@@ -895,7 +869,7 @@ static void ground_text(hx_buf *b, const char *text, int result, const hx_buf *e
         b->oom = 1;
         return;
     }
-    if (echo) blank_echoes(t, echo);
+    if (echo) hx_agent_blank_echoes(t, echo);
     if (result) hx_buf_putc(b, HX_GROUND_RESULT);
     for (const char *p = t; *p; p++) hx_buf_putc(b, *p == HX_GROUND_RESULT ? ' ' : *p);
     if (result) hx_buf_putc(b, HX_GROUND_RESULT);
@@ -1122,6 +1096,7 @@ static cJSON *make_trace(run *r, const char *request, const char *outcome,
     cJSON_AddStringToObject(t, "streamed", r->answer.data ? r->answer.data : "");
     if (r->partial) cJSON_AddStringToObject(t, "partial_turn", r->partial);
     cJSON_AddStringToObject(t, "status", r->status);
+    cJSON_AddBoolToObject(t, "results_answer", r->results);
     cJSON_AddStringToObject(t, "outcome", outcome);
     cJSON_AddNumberToObject(t, "steps", r->steps);
     cJSON_AddNumberToObject(t, "tokens", r->tokens);
@@ -1213,6 +1188,40 @@ static int rule_turn(run *r, const void *arg, hx_err *err)
     return HX_OK;
 }
 
+/* The results answer in place of the model's (HX_ANSWER_RESULTS): it
+ * is the answer turn in the conversation, and it is streamed. */
+static int results_final(run *r)
+{
+    hx_buf mem, clock;
+    hx_buf_init(&mem);
+    hx_buf_init(&clock);
+    const cJSON *m = cJSON_GetArrayItem(r->pl->msgs, r->pl->starts[r->pl->n_starts - 1]);
+    for (; m; m = m->next) { /* the request's context: its clock, its recalled memories */
+        const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(m, "content"));
+        if (!role || !text || strcmp(role, "system")) continue;
+        if (!strncmp(text, "Now: ", 5)) hx_buf_printf(&clock, "%.*s", (int)strcspn(text, "\n"), text);
+        memory_lines(&mem, text);
+    }
+    char *a = mem.oom || clock.oom ? NULL
+                                   : hx_agent_results_answer(r->calls, r->not_run, clock.data,
+                                                             mem.data, r->pl->d.reg);
+    hx_buf_free(&mem);
+    hx_buf_free(&clock);
+    if (!a) return HX_ERR_NOMEM;
+    free(r->final);
+    r->final = a;
+    r->results = 1;
+    cJSON *last = cJSON_GetArrayItem(r->pl->msgs, cJSON_GetArraySize(r->pl->msgs) - 1);
+    const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(last, "role"));
+    if (role && !strcmp(role, "assistant") && !cJSON_GetObjectItem(last, "tool_calls"))
+        cJSON_ReplaceItemInObjectCaseSensitive(last, "content", cJSON_CreateString(a));
+    else add_msg(r->pl->msgs, "assistant", a);
+    hx_buf_puts(&r->answer, a);
+    if (r->io && r->io->on_text) r->io->on_text(r->io->user, a, strlen(a));
+    return HX_OK;
+}
+
 /* One request: the conversation's new turn, body's work, its episode
  * (model recorded as model) and trace. */
 static int run_request(hx_planner *pl, const char *request, const hx_planner_io *io,
@@ -1220,7 +1229,7 @@ static int run_request(hx_planner *pl, const char *request, const hx_planner_io 
                        const char *model, cJSON **trace, hx_err *err)
 {
     run r = {pl, io, cJSON_CreateArray(), hx_time_mono(), 0, 0, 0, {0}, NULL, NULL, "answered",
-             cJSON_CreateArray(), 0, 0, NULL, model, {0}, request};
+             cJSON_CreateArray(), 0, 0, NULL, model, {0}, request, 0};
     int64_t started = hx_now(NULL);
     int n0 = cJSON_GetArraySize(pl->msgs);
     *trace = NULL;
@@ -1239,6 +1248,8 @@ static int run_request(hx_planner *pl, const char *request, const hx_planner_io 
         r.final = r.best;
         r.best = NULL;
     }
+    if (!rc && body == model_turns && pl->p.answer == HX_ANSWER_RESULTS && results_final(&r))
+        rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     const char *outcome = rc ? err->msg : (r.final ? r.final : "");
     /* the episode keeps this request's messages after the system text */
     cJSON *ep_msgs = cJSON_CreateArray();

@@ -99,6 +99,11 @@ void hx_source_engine_style(hx_source_engine_params *ep, int family, const hx_mo
     if (ep->copy_bias < 0) ep->copy_bias = ep->line_turn ? HX_COPY_BIAS : 0;
 }
 
+int hx_agent_answer_for(int family, const hx_model *m)
+{
+    return m && hx_tpl_compact(family) ? HX_ANSWER_RESULTS : HX_ANSWER_MODEL;
+}
+
 hx_source_engine_params hx_source_engine_default_params(void)
 {
     hx_source_engine_params p;

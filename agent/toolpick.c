@@ -3,7 +3,7 @@
  * question that asks for no change only their reading tools; a request
  * left with reading tools only is the small model's tier, and a plain
  * read in a fixed form the no-model tier's (one call, its answer written
- * from the result). */
+ * from the result by agent/answer.c). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -296,89 +296,4 @@ int hx_agent_tool_tier(const hx_tools *reg, const char *request, const char **to
         return (*args = form_call(f, a)) != NULL;
     }
     return 0;
-}
-
-/* What each tool tier's call found, said in its answer's first line:
- * "No events tomorrow.", "Busy 2 times tomorrow:", "1 memory about
- * Enzo:", with the argument named by key ("" none). */
-static const struct {
-    const char *tool, *key;
-    const char *none;       /* what nothing found says before the argument */
-    const char *lead, *one, *many, *sep; /* lead, count, noun, sep, argument */
-} answers[] = {
-    {"calendar.list_events", "range", "No events", "", "event", "events", " "},
-    {"calendar.free_busy", "range", "Nothing busy", "Busy ", "time", "times", " "},
-    {"mail.search", "", "No unread mail", "", "unread message", "unread messages", ""},
-    {"memory.search", "query", "Nothing remembered about", "", "memory", "memories", " about "},
-    {"files.list", "path", "Nothing in", "", "entry", "entries", " in "},
-};
-
-static int cancelled(const cJSON *item)
-{
-    const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(item, "status"));
-    return st && !strcmp(st, "cancelled");
-}
-
-/* How many items a result's list holds (the first list of a read's
- * shape; cancelled ones into *n_cancelled, not counted), or dflt when it
- * has none. */
-static int result_count(const cJSON *res, int dflt, int *n_cancelled)
-{
-    static const char *const lists[] = {"events", "busy", "slots", "messages", "memories",
-                                        "entries", "files", NULL};
-    *n_cancelled = 0;
-    for (int i = 0; lists[i]; i++) {
-        const cJSON *l = cJSON_GetObjectItem(res, lists[i]), *it;
-        if (!cJSON_IsArray(l)) continue;
-        cJSON_ArrayForEach(it, l) *n_cancelled += cancelled(it);
-        return cJSON_GetArraySize(l) - *n_cancelled;
-    }
-    return dflt;
-}
-
-char *hx_agent_tier_answer(const cJSON *calls, const hx_tools *reg)
-{
-    const cJSON *c = cJSON_GetArrayItem(calls, cJSON_GetArraySize(calls) - 1);
-    const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
-    const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(c, "status"));
-    hx_buf b;
-    hx_buf_init(&b);
-    int a = 0, n = (int)(sizeof answers / sizeof answers[0]);
-    while (a < n && name && strcmp(answers[a].tool, name)) a++;
-    if (a == n || !st || strcmp(st, "ok")) { /* the error as the tool gave it */
-        cJSON *e = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItem(c, "result")));
-        const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(e, "error"));
-        if (st && !strcmp(st, "error")) /* it ran and refused what it was given */
-            hx_buf_printf(&b, "%s failed: %s", name ? name : "the call", why ? why : "no reason given");
-        else
-            hx_buf_printf(&b, "%s did not run (%s): %s", name ? name : "the call", st ? st : "?",
-                          why ? why : "no reason given");
-        cJSON_Delete(e);
-        return hx_buf_steal(&b, NULL);
-    }
-    const char *arg = cJSON_GetStringValue(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(c, "arguments"), answers[a].key));
-    cJSON *items = hx_agent_read(calls, reg, NULL), *it;
-    cJSON *res = cJSON_Parse(cJSON_GetStringValue(cJSON_GetObjectItem(c, "result")));
-    int shown = 0, n_cancelled;
-    cJSON_ArrayForEach(it, items) shown += !cancelled(it);
-    const int k = result_count(res, shown, &n_cancelled);
-    if (!k) hx_buf_printf(&b, "%s%s%s.", answers[a].none, arg ? " " : "", arg ? arg : "");
-    else hx_buf_printf(&b, "%s%d %s%s%s:", answers[a].lead, k,
-                       k == 1 ? answers[a].one : answers[a].many, arg ? answers[a].sep : "",
-                       arg ? arg : "");
-    cJSON_ArrayForEach(it, items)
-    {
-        if (cancelled(it)) continue; /* not happening: not stated */
-        hx_buf_puts(&b, "\n- ");
-        hx_agent_read_line(it, &b);
-    }
-    if (shown < k) hx_buf_printf(&b, "\n- (%d more not listed)", k - shown);
-    if (n_cancelled)
-        hx_buf_printf(&b, "\n- (%d cancelled, not listed)", n_cancelled);
-    const char *cut = cJSON_GetStringValue(cJSON_GetObjectItem(res, "not_shown"));
-    if (cut) hx_buf_printf(&b, "\n- (%s)", cut);
-    cJSON_Delete(res);
-    cJSON_Delete(items);
-    return b.oom ? (hx_buf_free(&b), NULL) : hx_buf_steal(&b, NULL);
 }

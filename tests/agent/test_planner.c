@@ -1207,8 +1207,130 @@ static void test_read_once(void)
     cJSON_Delete(calls);
 }
 
+/* The results answer: the model only calls; what the user reads is
+ * written from the calls (what they found, in fixed words), streamed in
+ * place of the model's words, and kept as the answer turn. Control: the
+ * model's own answer where it writes the answers. */
+static void test_results_answer(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {
+        "Looking.<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"tomorrow\"}}</tool_call>",
+        "You have Standup at 07:15 and 7 more."};
+    hx_planner_params pp = hx_planner_default_params();
+    pp.answer = HX_ANSWER_RESULTS;
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 2, "what's on tomorrow?", &pp, &s, &t, &ss), HX_OK);
+    ASSERT(t && s.text.data);
+    const char *a = tstr(t, "answer");
+    EXPECT(a && !strncmp(a, "4 events tomorrow (and 1 cancelled):\n- event 2026-12-02 09:30-09:45 "
+                            "Team standup (work)\n- event 2026-12-02 16:00-16:45 Dentist (work)", 114));
+    EXPECT(a && strstr(a, "\n- cancelled: Vendor demo")); /* by its title: it is not on */
+    EXPECT(!strstr(a, "07:15") && !strstr(a, "7 more") && !strstr(a, "Looking"));
+    EXPECT_STR_EQ(s.text.data, a); /* the model's words were never streamed */
+    EXPECT(cJSON_IsTrue(cJSON_GetObjectItem(t, "results_answer")));
+    const cJSON *msgs = cJSON_GetObjectItem(t, "messages");
+    const cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
+    EXPECT_STR_EQ(tstr(last, "role"), "assistant");
+    EXPECT_STR_EQ(tstr(last, "content"), a);
+    done(&s, t, &ss);
+    /* control: the model's answer */
+    pp.answer = HX_ANSWER_MODEL;
+    EXPECT_EQ_INT(run_script(&w, turns, 2, "what's on tomorrow?", &pp, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(tstr(t, "answer"), "You have Standup at 07:15 and 7 more.");
+    EXPECT(!cJSON_IsTrue(cJSON_GetObjectItem(t, "results_answer")));
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
+/* A results answer says what the writes did (an event's attendees) or
+ * why they did not (who refused), and a failed call without its own words
+ * quoted back (a model's garbled range is no fact) nor the reader's
+ * examples; a read that failed goes unsaid once a later one found
+ * something. */
+static void test_results_answer_actions(void)
+{
+    world w;
+    ASSERT(world_open(&w, 1, 0, 1)); /* the calendar's invitations taint */
+    const char *turns[] = {
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"blorp 7731-08-28\"}}</tool_call>",
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"tomorrow\"}}</tool_call>",
+        "<tool_call>{\"name\": \"calendar.create_event\", \"arguments\": {\"title\": "
+        "\"Budget review\", \"start\": \"tomorrow at 14:00\", \"duration_minutes\": 30, "
+        "\"attendees\": [\"bob@example.org\"]}}</tool_call>",
+        "Booked it at 09:00."};
+    hx_planner_params pp = hx_planner_default_params();
+    pp.answer = HX_ANSWER_RESULTS;
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 4, "book the budget review with Bob tomorrow at 2pm", &pp,
+                             &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    const char *a = tstr(t, "answer");
+    ASSERT(a);
+    EXPECT(!strncmp(a, "Added: Budget review, 2026-12-02 14:00-14:30 (calendar work), with "
+                       "bob@example.org; invitation queued", 98));
+    EXPECT(strstr(a, "\n\n4 events tomorrow (and 1 cancelled):\n- event 2026-12-02 09:30-09:45 Team "
+                     "standup") != NULL);
+    EXPECT(!strstr(a, "blorp") && !strstr(a, "failed") && !strstr(a, "09:00."));
+    done(&s, t, &ss);
+    /* the failed read alone: said, without the call's own words */
+    EXPECT_EQ_INT(run_script(&w, turns, 1, "what's on?", &pp, &s, &t, &ss), HX_OK);
+    ASSERT(t && tstr(t, "answer"));
+    a = tstr(t, "answer");
+    EXPECT(!strncmp(a, "calendar.list_events failed: argument 'range': cannot read '\u2026'", 62));
+    EXPECT(!strstr(a, "blorp") && !strstr(a, "7731") && !strstr(a, "(try"));
+    done(&s, t, &ss);
+    world_close(&w);
+    /* a write refused: who refused it */
+    ASSERT(world_open(&w, 0, 1, 0));
+    EXPECT_EQ_INT(run_script(&w, turns + 2, 2, "book the budget review with Bob tomorrow at 2pm",
+                             &pp, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(tstr(t, "answer"), "Not sent: calendar.create_event was refused by --no");
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
+/* With no call, a results answer says nothing was read, changed or sent,
+ * and what the model was given of its own: the clock and the recalled
+ * memories. */
+static void test_results_answer_no_call(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    hx_mem_new mn = {.kind = "fact", .text = "Alice's rail card number is 7720-1843"};
+    ASSERT(hx_memory_remember(w.mem, &mn, NULL, NULL, NULL) == HX_OK);
+    const char *turns[] = {"Your card is 1234 and today is Friday."};
+    hx_planner_params pp = hx_planner_default_params();
+    pp.answer = HX_ANSWER_RESULTS;
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 1, "what's my rail card number?", &pp, &s, &t, &ss), HX_OK);
+    ASSERT(t && tstr(t, "answer"));
+    const char *a = tstr(t, "answer");
+    EXPECT(!strncmp(a, "No tool was called: nothing was read, changed or sent.\n\n"
+                       "Now: 2026-12-01T09:00:00+01:00 (Tuesday", 95));
+    EXPECT(strstr(a, "\n\nYou told me before:\n- [fact #") && strstr(a, "] Alice's rail card number is 7720-1843"));
+    EXPECT(!strstr(a, "1234") && !strstr(a, "Friday"));
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 int main(void)
 {
+    RUN(test_results_answer);
+    RUN(test_results_answer_actions);
+    RUN(test_results_answer_no_call);
     RUN(test_multi_call_turn);
     RUN(test_claims_cancelled);
     RUN(test_read_others);
