@@ -5,9 +5,11 @@
  *   build/bench/agent-eval [--model FILE] [--tasks FILE | --n N --seed S
  *                          [--category C]] [--log FILE] [--trace FILE] [--threads T] [--oracle]
  *                          [--decode spec|plain|both] [--adapter FILE [--scale S]]
- *                          [--copy-bias B]
+ *                          [--copy-bias B] [--answer model|results]
  * --copy-bias sets the copy bias (agent/copy.c; 0: none; default: the
- * prompt style's, HX_COPY_BIAS for hearth-tiny).
+ * prompt style's, HX_COPY_BIAS for hearth-tiny). --answer: who writes the
+ * answers (hx_planner_params.answer; default: the model's kind decides,
+ * as in `hearth ask`: the results answer for a small model).
  * --decode both runs every task twice, one token per forward pass and with
  * forced runs and drafts batched (engine/spec.h), alternated, checks that
  * both runs made the same calls and answer, and reports the tokens per
@@ -41,6 +43,7 @@ typedef struct opts {
                       for the run's spec-decoded tasks (a long-running
                       assistant) */
     hx_spec_memo *memo;
+    int answer; /* hx_dg_eval_run's */
 } opts;
 
 typedef struct tally {
@@ -57,7 +60,7 @@ typedef struct tally {
 static int parse(int argc, char **argv, opts *o)
 {
     *o = (opts){"models/hearth-tiny.gguf", NULL, "build/agent-eval.jsonl", NULL, NULL, NULL, 1.0f, 0,
-                NULL, 200, 1, 0, 0, -1, 0, 0, NULL};
+                NULL, 200, 1, 0, 0, -1, 0, 0, NULL, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--oracle")) { o->oracle = 1; continue; }
@@ -86,6 +89,8 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--decode") && !strcmp(v, "spec")) o->decode = 0;
         else if (!strcmp(a, "--decode") && !strcmp(v, "plain")) o->decode = 1;
         else if (!strcmp(a, "--decode") && !strcmp(v, "both")) o->decode = 2;
+        else if (!strcmp(a, "--answer") && !strcmp(v, "model")) o->answer = HX_ANSWER_MODEL + 1;
+        else if (!strcmp(a, "--answer") && !strcmp(v, "results")) o->answer = HX_ANSWER_RESULTS + 1;
         else if (!strcmp(a, "--memo") && !strcmp(v, "task")) o->memo_task = 1;
         else if (!strcmp(a, "--memo") && !strcmp(v, "run")) o->memo_task = 0;
         else if (!strcmp(a, "--category") && hx_dg_category_parse(v) >= 0) o->category = hx_dg_category_parse(v);
@@ -173,7 +178,7 @@ static int run_once(const opts *o, const cJSON *task, hx_model *m, int family, c
     hx_adapter *const ads[1] = {o->ad};
     hx_dg_eval_run er = {m, family, o->threads, o->oracle, o->ad ? ads : NULL,
                          o->ad ? &o->scale : NULL, o->ad != NULL, plain, gen, o->copy_bias,
-                         plain ? NULL : o->memo};
+                         plain ? NULL : o->memo, o->answer};
     cJSON *trace = NULL;
     *pass = 0;
     int rc = hx_dg_eval_task_traced(&er, task, home, v, pass, &t->valid, &t->calls, r,
@@ -228,7 +233,7 @@ static int run_task(const opts *o, const cJSON *task, hx_model *m, int family, c
  * would count against the model. */
 static int oracle_passes(const cJSON *task, const char *home, hx_dg_validator **v)
 {
-    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL, 0, NULL};
+    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL, 0, NULL, 0};
     hx_err err = {0};
     int pass = 0;
     return hx_dg_eval_task(&er, task, home, v, &pass, NULL, NULL, NULL, &err) == HX_OK && pass;
@@ -263,10 +268,11 @@ static void report_decoding(const opts *o, const decoding *d)
            d->same, d->compared);
 }
 
-static void report(const tally *t, double secs, int n_tasks)
+static void report(const tally *t, double secs, int n_tasks, int answer)
 {
     int all = 0, pass = 0;
-    printf("agent-eval: %d tasks in %.0f s\n", n_tasks, secs);
+    printf("agent-eval: %d tasks in %.0f s%s\n", n_tasks, secs,
+           answer == HX_ANSWER_RESULTS + 1 ? "; answers written from the results" : "");
     for (int c = 0; c < HX_CAT_COUNT; c++) {
         if (!t->n[c]) continue;
         printf("  %-8s %4d/%-4d %5.1f%%\n", hx_dg_category_name(c), t->pass[c], t->n[c],
@@ -301,7 +307,8 @@ int main(int argc, char **argv)
     if (!parse(argc, argv, &o)) {
         fprintf(stderr, "usage: agent-eval [--model FILE] [--tasks FILE | --n N --seed S] "
                         "[--category C] [--log FILE] [--trace FILE] [--threads T] [--dir DIR] [--oracle]\n"
-                        "                  [--decode spec|plain|both] [--memo run|task] [--adapter FILE [--scale S]] [--copy-bias B]\n");
+                        "                  [--decode spec|plain|both] [--memo run|task] [--adapter FILE [--scale S]] [--copy-bias B]\n"
+                        "                  [--answer model|results]\n");
         return 2;
     }
     hx_model *m = NULL;
@@ -313,6 +320,7 @@ int main(int argc, char **argv)
             return 1;
         }
         family = hx_tpl_detect(hx_model_gguf(m), hx_model_vocab(m));
+        if (!o.answer) o.answer = hx_agent_answer_for(family, m) + 1; /* as `hearth ask` */
         if (o.adapter && hx_adapter_load(m, o.adapter, &o.ad, &err)) {
             fprintf(stderr, "agent-eval: %s: %s\n", o.adapter, err.msg);
             return 1;
@@ -352,7 +360,7 @@ int main(int argc, char **argv)
     hx_progress_finish(&pr);
     fclose(log);
     if (tr) fclose(tr);
-    report(&t, hx_time_mono() - t0, i - stale);
+    report(&t, hx_time_mono() - t0, i - stale, o.answer);
     report_decoding(&o, &d);
     if (stale)
         printf("  %d of %d tasks skipped: the oracle fails them in today's worlds (made by other "

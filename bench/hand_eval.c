@@ -6,13 +6,15 @@
  *   build/bench/hand-eval [--model FILE] [--dir DIR] [--tasks FILE]
  *                         [--world W] [--category C] [--id ID[,ID...]]
  *                         [--log FILE] [--trace FILE] [--threads T]
- *                         [--copy-bias B] [--tools]
+ *                         [--copy-bias B] [--answer model|results] [--tools]
  * --dir: the evaluation (default bench/handeval: its worlds/ and
  * tasks.jsonl). --tools runs no model: each task's ideal calls go straight
  * to the built-in tools, and the report says whether the tools reach the
  * facts each answer must state and leave the expected state (checks the
  * tasks and the tools). --log writes each task's verdicts and calls as a
- * JSON line; --trace a readable transcript of each run. */
+ * JSON line; --trace a readable transcript of each run. --answer: who
+ * writes the answers (hx_planner_params.answer; default: the model's kind
+ * decides, as in `hearth ask`: the results answer for a small model). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@ typedef struct opts {
     const char *model, *dir, *tasks, *world, *category, *ids, *log, *trace;
     int threads, tools;
     float copy_bias;
+    int answer; /* hx_dg_eval_run's */
 } opts;
 
 #define MAX_CATS 24
@@ -52,6 +55,8 @@ static int parse(int argc, char **argv, opts *o)
         else if (!strcmp(a, "--log")) o->log = v;
         else if (!strcmp(a, "--trace")) o->trace = v;
         else if (!strcmp(a, "--threads")) o->threads = atoi(v);
+        else if (!strcmp(a, "--answer") && !strcmp(v, "model")) o->answer = HX_ANSWER_MODEL + 1;
+        else if (!strcmp(a, "--answer") && !strcmp(v, "results")) o->answer = HX_ANSWER_RESULTS + 1;
         else if (!strcmp(a, "--copy-bias")) {
             char *end;
             o->copy_bias = strtof(v, &end);
@@ -138,8 +143,9 @@ static void row(const char *name, int n, int s, int c, int a)
 static void report(const opts *o, const tally *t, double secs)
 {
     int n = 0, s = 0, c = 0, a = 0;
-    printf("hand-eval: %s, %s\n", o->tools ? "the ideal calls straight through the tools (no model)" : o->model,
-           o->dir);
+    printf("hand-eval: %s, %s%s\n", o->tools ? "the ideal calls straight through the tools (no model)" : o->model,
+           o->dir, o->tools ? "" : o->answer == HX_ANSWER_RESULTS + 1 ? "; answers written from the results"
+                                                                     : "; the model's answers");
     printf("  %-12s %4s  %11s  %11s  %11s\n", "category", "n", "success", "calls", o->tools ? "facts found" : "answer");
     for (int i = 0; i < t->n_cats; i++) {
         row(t->name[i], t->n[i], t->success[i], t->calls[i], t->answer[i]);
@@ -186,7 +192,8 @@ int main(int argc, char **argv)
     if (!parse(argc, argv, &o)) {
         fprintf(stderr, "usage: hand-eval [--model FILE] [--dir DIR] [--tasks FILE] [--world W] "
                         "[--category C] [--id ID[,ID...]]\n"
-                        "                 [--log FILE] [--trace FILE] [--threads T] [--copy-bias B] [--tools]\n");
+                        "                 [--log FILE] [--trace FILE] [--threads T] [--copy-bias B]\n"
+                        "                 [--answer model|results] [--tools]\n");
         return 2;
     }
     hx_model *m = NULL;
@@ -198,6 +205,7 @@ int main(int argc, char **argv)
             return 1;
         }
         family = hx_tpl_detect(hx_model_gguf(m), hx_model_vocab(m));
+        if (!o.answer) o.answer = hx_agent_answer_for(family, m) + 1; /* as `hearth ask` */
     }
     char base[256], home[300];
     int lock = -1; /* the worlds' fixed path (in tool results): runs replay */
@@ -208,7 +216,8 @@ int main(int argc, char **argv)
         return 1;
     }
     snprintf(home, sizeof home, "%s/world", base);
-    hx_dg_eval_run er = {.model = m, .family = family, .n_threads = o.threads, .copy_bias = o.copy_bias};
+    hx_dg_eval_run er = {.model = m, .family = family, .n_threads = o.threads, .copy_bias = o.copy_bias,
+                         .answer = o.answer};
     hx_dg_validator *v = NULL;
     tally t = {0};
     hx_progress pr;

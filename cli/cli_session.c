@@ -80,6 +80,7 @@ static int value_opt(cli_ask_opts *o, const char *verb, const char *a, const cha
     else if (!strcmp(a, "--style")) o->style = v;
     else if (!strcmp(a, "--tool-choice")) o->choice = v;
     else if (!strcmp(a, "--tools")) o->tools = v;
+    else if (!strcmp(a, "--answer")) o->answer = v;
     else if (!strcmp(a, "--adapter")) {
         if ((*ok = o->n_adapters < HX_ADAPTER_MAX)) o->adapters[o->n_adapters++] = v;
         else fprintf(stderr, "hearth %s: at most %d --adapter\n", verb, HX_ADAPTER_MAX);
@@ -93,7 +94,7 @@ static int value_opt(cli_ask_opts *o, const char *verb, const char *a, const cha
 static int takes_value(const char *a)
 {
     static const char *const names[] = {"-m", "--model", "--config", "--style",
-                                        "--tool-choice", "--tools", "--adapter",
+                                        "--tool-choice", "--tools", "--answer", "--adapter",
                                         "--max-memory", "--kv"};
     for (size_t k = 0; k < sizeof names / sizeof *names; k++)
         if (!strcmp(a, names[k])) return 1;
@@ -158,11 +159,25 @@ int hx_cli_ask_parse(int argc, char **argv, cli_ask_opts *o)
         fprintf(stderr, "hearth %s: --tool-choice is auto, required or none\n", verb);
         return HX_EXIT_USAGE;
     }
+    if (o->answer && strcmp(o->answer, "model") && strcmp(o->answer, "results") &&
+        strcmp(o->answer, "auto")) {
+        fprintf(stderr, "hearth %s: --answer is model, results or auto\n", verb);
+        return HX_EXIT_USAGE;
+    }
     if (o->style && hx_tpl_parse_name(o->style) < 0) {
         fprintf(stderr, "hearth %s: --style is qwen3, chatml, llama3, compact or brief\n", verb);
         return HX_EXIT_USAGE;
     }
     return HX_EXIT_OK;
+}
+
+/* Who writes the answers (HX_ANSWER_*) of model m in prompt style family:
+ * --answer's choice, or (auto) the model's kind (hx_agent_answer_for). */
+static int answer_kind(const cli_ask_opts *o, int family, const hx_model *m)
+{
+    if (o->answer && !strcmp(o->answer, "model")) return HX_ANSWER_MODEL;
+    if (o->answer && !strcmp(o->answer, "results")) return HX_ANSWER_RESULTS;
+    return hx_agent_answer_for(family, m);
 }
 
 /* ---- the session: everything a run needs, opened once ---- */
@@ -442,6 +457,7 @@ static void follow_model(cli_session *s, const hx_loop_choice *ch, const char *w
     const char *slash = strrchr(path, '/');
     snprintf(s->model_name, sizeof s->model_name, "%s", slash ? slash + 1 : path);
     hx_planner_set_family(s->pl, family);
+    hx_planner_set_answer(s->pl, answer_kind(s->opts, family, m));
     fprintf(stderr, "hearth: governor: %s: now %s%s\n", why, path,
             want ? " (config governor.small_model)" : "");
 }
@@ -534,6 +550,7 @@ int hx_cli_session_open(cli_session *s, const cli_ask_opts *o, hx_err *err)
     cJSON_Delete(args);
     pp.model = s->model_name;
     pp.tools = s->tools;
+    pp.answer = answer_kind(o, pp.family, s->model);
     if (o->no_memory) pp.recall_budget = 0;
     s->pp = pp;
     hx_planner_deps d = {&s->src, s->reg, s->x, s->policy, s->audit, s->mem, s->consent};

@@ -9,6 +9,7 @@
 
 typedef struct cli_ask_opts {
     const char *model, *config, *style, *choice, *tools;
+    const char *answer; /* --answer: model, results or auto (NULL) */
     int yes, no, allow_tainted, json, n_ctx, n_threads, no_memory;
     const char *adapters[HX_ADAPTER_MAX]; /* --adapter FILE[:SCALE] */
     int n_adapters, no_adapter;

@@ -45,6 +45,12 @@ static void ask_usage(FILE *f, const char *verb)
         "                          conversation; 0 = none (default 6 in the\n"
         "                          compact and brief styles of small models,\n"
         "                          else 0)\n"
+        "      --answer A          who writes the answer: model (its words, each\n"
+        "                          fact copied from the conversation), results\n"
+        "                          (the model only calls tools; the answer lists\n"
+        "                          what they did and found, in fixed words) or auto\n"
+        "                          (default: results in the compact and brief styles\n"
+        "                          of small models, else model)\n"
         "      --tool-choice C     auto (default), required (the first turn must\n"
         "                          call a tool) or none\n"
         "      --tools LIST        offer only these tools: names or prefix.*,\n"
@@ -70,7 +76,8 @@ static void ask_usage(FILE *f, const char *verb)
         "Hearth confines itself before it starts: it can open no network socket.\n"
         "After the answer, on stderr, from what the tools returned and not from\n"
         "the model's words: 'read:' lines (the events, messages and file lines\n"
-        "the answer names) and one line for each write or send: what it did\n"
+        "the answer names; none after a results answer, which lists them) and\n"
+        "one line for each write or send: what it did\n"
         "('added: ...', 'queued: ...'), or that it did not happen, and why.\n"
         "Facts in the answer are copies of what the request and the tools said.\n"
         "Exit codes: 0 answered, 1 failed (a call that did not\n"
@@ -227,7 +234,8 @@ static int say_undone(const cJSON *d)
 
 /* After the answer, from the trace and not from the model's words: what
  * the answer rests on (the items of the results it names, or the first
- * few when it names none), then a line for each write or send: what it
+ * few when it names none; not after a results answer, which lists them),
+ * then a line for each write or send: what it
  * did ("added: ...", "queued: ..."), or that it did not happen and why;
  * with json (the trace printed holds the rest) only the last. Tools'
  * words are escaped. HX_ERR_DENIED when one was refused, else HX_ERR_IO
@@ -240,7 +248,9 @@ static int report_trace(const cJSON *trace, int json)
     cJSON_ArrayForEach(it, read) cited += cJSON_IsTrue(cJSON_GetObjectItem(it, "cited"));
     hx_buf b;
     hx_buf_init(&b);
-    const cJSON *shown_list = json ? NULL : read;
+    /* a results answer lists what was read itself */
+    const int listed = json || cJSON_IsTrue(cJSON_GetObjectItem(trace, "results_answer"));
+    const cJSON *shown_list = listed ? NULL : read;
     cJSON_ArrayForEach(it, shown_list)
     {
         if (cited ? !cJSON_IsTrue(cJSON_GetObjectItem(it, "cited")) : shown >= READ_SHOWN) continue;
@@ -251,7 +261,7 @@ static int report_trace(const cJSON *trace, int json)
         fputc('\n', stderr);
         shown++;
     }
-    if (!json && !cited && cJSON_GetArraySize(read) > shown)
+    if (!listed && !cited && cJSON_GetArraySize(read) > shown)
         fprintf(stderr, "   read: (%d more)\n", cJSON_GetArraySize(read) - shown);
     hx_buf_free(&b);
     cJSON_ArrayForEach(it, cJSON_GetObjectItem(trace, "done"))

@@ -238,7 +238,7 @@ static int eval_run(hx_agent_eval *ae, const char *const *adapters, const float 
     if (!rc) rc = hx_eval_home_take(ae->dir, base, sizeof base, &fd, err);
     snprintf(home, sizeof home, "%s/world", base);
     hx_dg_eval_run o = {ae->model, ae->family, ae->n_threads, ae->oracle,
-                        na ? ads : NULL, na ? scales : NULL, na, 0, NULL, 0, NULL};
+                        na ? ads : NULL, na ? scales : NULL, na, 0, NULL, 0, NULL, 0};
     hx_dg_validator *v = NULL;
     for (const cJSON *t = rc ? NULL : ae->tasks->child; t && !rc && i < n_tasks; t = t->next) {
         int ok = 0;

@@ -74,6 +74,12 @@ static int ask_options(const cJSON *o, ask_req *a, char *why, size_t n)
                             : !strcmp(choice, "none")     ? HX_CHOICE_NONE : -1;
         if (a->pp.tool_choice < 0) return snprintf(why, n, "tool_choice is auto, required or none"), -1;
     }
+    const char *answer = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "answer"));
+    if (answer) {
+        a->pp.answer = !strcmp(answer, "model")     ? HX_ANSWER_MODEL
+                       : !strcmp(answer, "results") ? HX_ANSWER_RESULTS : -1;
+        if (a->pp.answer < 0) return snprintf(why, n, "answer is model or results"), -1;
+    }
     if (a->yes && a->no) return snprintf(why, n, "yes and no contradict each other"), -1;
     return 0;
 }

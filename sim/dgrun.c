@@ -141,7 +141,7 @@ int hx_dg_run_call(hx_dg_world *dw, const cJSON *task, const char *tool, const c
 int hx_dg_engine_source(hx_model *m, const hx_tools *reg, int family, int n_threads,
                         hx_source *out, hx_err *err)
 {
-    hx_dg_eval_run o = {m, family, n_threads, 0, NULL, NULL, 0, 0, NULL, 0, NULL};
+    hx_dg_eval_run o = {m, family, n_threads, 0, NULL, NULL, 0, 0, NULL, 0, NULL, 0};
     return hx_dg_engine_source_run(&o, reg, out, err);
 }
 
@@ -272,6 +272,13 @@ hx_planner_params hx_dg_planner_params(int family)
 {
     hx_planner_params pp = hx_planner_default_params();
     pp.family = family;
+    return pp;
+}
+
+hx_planner_params hx_dg_eval_params(const hx_dg_eval_run *o)
+{
+    hx_planner_params pp = hx_dg_planner_params(o->family);
+    pp.answer = o->answer ? o->answer - 1 : hx_agent_answer_for(o->family, o->model);
     return pp;
 }
 

@@ -73,7 +73,7 @@ static int eval_task(const hx_dg_eval_run *o, const hx_dg_run_opts *ro, int *tie
     cJSON *before = rc ? NULL : hx_dg_check_before(task, &dw);
     if (!rc) {
         hx_err e2 = {0};
-        hx_planner_params pp = hx_dg_planner_params(o->family);
+        hx_planner_params pp = hx_dg_eval_params(o);
         pp.tools = ro->tools;
         if (args) hx_dg_run_call(&dw, task, tool, args, &trace, &e2);
         else hx_dg_run(&dw, task, &src, &pl, &pp, &trace, &e2);

@@ -351,7 +351,7 @@ static int run_he(const hx_dg_eval_run *o, const hx_dg_run_opts *ro, int *tier, 
     if (!rc && !(t = run_task(task, &dw))) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     if (!rc) {
         hx_err e2 = {0};
-        hx_planner_params pp = hx_dg_planner_params(o->family);
+        hx_planner_params pp = hx_dg_eval_params(o);
         pp.tools = ro->tools;
         before = hx_he_snapshot(&dw);
         if (args) hx_dg_run_call(&dw, t, tool, args, &trace, &e2);

@@ -335,7 +335,7 @@ int hx_persona_eval(const hx_persona *p, const hx_dg_eval_run *o, const cJSON *r
                             : hx_dg_engine_source_run(o, dw.reg, &src, err);
     if (!rc) {
         hx_err e2 = {0};
-        hx_planner_params pp = hx_dg_planner_params(o->family);
+        hx_planner_params pp = hx_dg_eval_params(o);
         hx_dg_run(&dw, request, &src, &pl, &pp, &trace, &e2);
     }
     if (trace) {

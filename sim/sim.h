@@ -243,6 +243,10 @@ int hx_dg_run_call(hx_dg_world *dw, const cJSON *task, const char *tool, const c
                    cJSON **trace, hx_err *err);
 /* The planner's parameters as `hearth ask` sets them, in style family. */
 hx_planner_params hx_dg_planner_params(int family);
+/* The planner's parameters of an evaluation run o: its family's, and
+ * the answer o asks for (struct below). */
+struct hx_dg_eval_run;
+hx_planner_params hx_dg_eval_params(const struct hx_dg_eval_run *o);
 
 /* Validates calls against the tools' schemas (tools: hx_tools_list_json's
  * shape, copied), members in the schema's order as the grammar writes
@@ -372,6 +376,9 @@ typedef struct hx_dg_eval_run {
                                     small models); > 0: this; < 0: none */
     hx_spec_memo *spec_memo;     /* NULL, or shared by the runs' decoders
                                     (hx_source_engine_params) */
+    int answer;                  /* 0: the model's kind decides
+                                    (hx_agent_answer_for); else
+                                    HX_ANSWER_* + 1 */
 } hx_dg_eval_run;
 /* One task in a fresh world at home (removed after): the state before, the
  * run (the model or the oracle), the check. *pass 1 if it succeeded; *v

@@ -68,6 +68,8 @@ static void test_usage_errors(void)
     EXPECT_EQ_INT(hearth("ask hi --style jinja", NULL), 2);
     EXPECT_EQ_INT(hearth("ask hi --copy-bias lots", NULL), 2);
     EXPECT_EQ_INT(hearth("ask hi --copy-bias -1", NULL), 2);
+    EXPECT_EQ_INT(hearth("ask hi --answer sometimes", NULL), 2);
+    EXPECT(strstr(g_out, "--answer is model, results or auto") != NULL);
     EXPECT_EQ_INT(hearth("ask --help", NULL), 0);
     EXPECT(strstr(g_out, "--allow-tainted-send") != NULL);
     EXPECT_EQ_INT(hearth("feedback", NULL), 2);
@@ -127,6 +129,34 @@ static void test_json_trace_and_feedback(void)
              "--tools calendar.list_events --max-tokens 300 --max-steps 1 --no", model);
     hearth(args, NULL);
     EXPECT(strstr(g_out, "-> calendar.list_events {") != NULL);
+}
+
+/* --answer results: the answer on stdout is written from the calls (the
+ * trace says so, and no 'read:' lines repeat it); control: --answer model
+ * on the same request. */
+static void test_results_answer(void)
+{
+    if (!setup()) return;
+    const char *rel = test_shared_file("models/stories260K.gguf");
+    char model[4096];
+    if (!rel || !realpath(rel, model)) return;
+    char args[1024];
+    for (int results = 1; results >= 0; results--) {
+        snprintf(args, sizeof args, "ask 'What is on my calendar tomorrow?' --model '%s' --json "
+                 "--tool-choice required --tools calendar.list_events --max-tokens 300 "
+                 "--max-steps 2 --seed 3 --temp 0.8 --no --answer %s", model,
+                 results ? "results" : "model");
+        int rc = hearth(args, NULL);
+        EXPECT(rc == 0 || rc == 1);
+        cJSON *t = cJSON_Parse(strchr(g_out, '{'));
+        ASSERT(t);
+        const char *answer = cJSON_GetStringValue(cJSON_GetObjectItem(t, "answer"));
+        EXPECT_EQ_INT(cJSON_IsTrue(cJSON_GetObjectItem(t, "results_answer")), results && rc == 0);
+        if (results && rc == 0)
+            EXPECT(answer && (strstr(answer, "calendar.list_events") || strstr(answer, " tomorrow") ||
+                              strstr(answer, "events")));
+        cJSON_Delete(t);
+    }
 }
 
 static void test_chat_commands(void)
@@ -211,6 +241,7 @@ int main(void)
     RUN(test_usage_errors);
     RUN(test_no_model_says_how);
     RUN(test_json_trace_and_feedback);
+    RUN(test_results_answer);
     RUN(test_chat_commands);
     RUN(test_ctrl_c);
     RUN(test_tty_question);

@@ -777,6 +777,26 @@ static void test_ask_options(void)
     post_refused("/v1/hearth/ask", "{\"request\": \"hi\", \"tools\": \"nothing.*\"}", 400, NULL);
     post_refused("/v1/hearth/ask", "{\"request\": \"hi\", \"yes\": true, \"no\": true}", 400, NULL);
     post_refused("/v1/hearth/ask", "{\"request\": \"hi\", \"max_steps\": 0}", 400, NULL);
+    post_refused("/v1/hearth/ask", "{\"request\": \"hi\", \"answer\": \"sometimes\"}", 400, NULL);
+}
+
+/* "answer": "results" over HTTP: the answer is written from the calls, in
+ * fixed words (what was found, that a call failed, or that none ran). */
+static void test_ask_results_answer(void)
+{
+    if (!up()) return;
+    sv_resp r;
+    post_unix("/v1/hearth/ask", "{\"request\": \"What is on my calendar tomorrow?\", \"stream\": "
+              "false, \"max_steps\": 2, \"answer\": \"results\"}", &r);
+    EXPECT_EQ_INT(r.status, 200);
+    cJSON *j = json_of(&r);
+    const char *a = cJSON_GetStringValue(cJSON_GetObjectItem(j, "answer"));
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(j, "status"));
+    if (st && !strcmp(st, "answered"))
+        EXPECT(a && (strstr(a, " tomorrow") || strstr(a, " failed: ") || strstr(a, " did not run") ||
+                     !strncmp(a, "No tool was called", 18) || strstr(a, "events")));
+    cJSON_Delete(j);
+    free(r.body);
 }
 
 /* The taint rule over HTTP: with untrusted content in the conversation (a
@@ -1124,6 +1144,7 @@ int main(void)
     RUN(test_ask_consent);
     RUN(test_consent_client_leaves);
     RUN(test_ask_options);
+    RUN(test_ask_results_answer);
     RUN(test_ask_grounded);
     RUN(test_taint_rule);
     RUN(test_memory_api);

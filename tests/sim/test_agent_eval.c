@@ -435,7 +435,7 @@ static void test_transcript(void)
     char home[128], *text = NULL;
     size_t len = 0;
     snprintf(home, sizeof home, "%s/tr", dir());
-    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL, 0, NULL};
+    hx_dg_eval_run er = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL, 0, NULL, 0};
     hx_dg_validator *v = NULL;
     hx_err err = {0};
     int pass = 0;
@@ -540,7 +540,7 @@ static void test_generation_counters(void)
     {
         cJSON *r[2] = {NULL, NULL};
         for (int plain = 0; plain < 2; plain++) {
-            hx_dg_eval_run er = {m, family, 1, 0, NULL, NULL, 0, plain, &g[plain], 0, NULL};
+            hx_dg_eval_run er = {m, family, 1, 0, NULL, NULL, 0, plain, &g[plain], 0, NULL, 0};
             int pass = 0;
             EXPECT(hx_dg_eval_task(&er, t, home, &v, &pass, NULL, NULL, &r[plain], &err) == HX_OK);
         }
@@ -563,7 +563,7 @@ static void test_generation_counters(void)
            n, (long long)g[0].tokens, (long long)g[0].call_tokens, (long long)g[1].spec.passes,
            (long long)g[0].spec.passes);
     hx_gen_stats o = {0};
-    hx_dg_eval_run orc = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, &o, 0, NULL};
+    hx_dg_eval_run orc = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, &o, 0, NULL, 0};
     int pass = 0;
     EXPECT(hx_dg_eval_task(&orc, all->child, home, &v, &pass, NULL, NULL, NULL, &err) == HX_OK);
     EXPECT(pass && o.tokens == 0 && o.spec.passes == 0);

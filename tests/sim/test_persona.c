@@ -449,7 +449,7 @@ static void test_check(void)
     cJSON_Delete(search);
     /* the oracle on the held-out requests: every booking has all three */
     ASSERT(held != NULL);
-    hx_dg_eval_run orc = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL, 0, NULL};
+    hx_dg_eval_run orc = {NULL, HX_TPL_COMPACT, 1, 1, NULL, NULL, 0, 0, NULL, 0, NULL, 0};
     char w[400];
     snprintf(w, sizeof w, "%s/eval", tmp);
     int all = 0;
