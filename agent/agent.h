@@ -810,8 +810,9 @@ void hx_agent_blank_echoes(char *text, const hx_buf *echo);
  * error without what it quotes of the call's own words. With no call,
  * that nothing was read, changed or sent, the request's clock (its
  * "Now: ..." line; NULL: none) and the memories recalled for it
- * (recalled: "- [kind #id] text" lines; NULL: none). malloc'd (caller
- * frees); NULL on out of memory. */
+ * (recalled: "- [kind #id] text" lines; NULL: none). Markup taken out
+ * (hx_strip_markup), as from a model's answer. malloc'd (caller frees);
+ * NULL on out of memory. */
 char *hx_agent_results_answer(const cJSON *calls, const cJSON *not_run, const char *clock,
                               const char *recalled, const hx_tools *reg);
 

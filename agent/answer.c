@@ -331,5 +331,7 @@ char *hx_agent_results_answer(const cJSON *calls, const cJSON *not_run, const ch
     } else if (!b.len) {
         hx_buf_puts(&b, "No call was made: the limits stopped it before it ran.");
     }
-    return b.oom || !done ? (hx_buf_free(&b), NULL) : hx_buf_steal(&b, NULL);
+    char *out = b.oom || !done ? (hx_buf_free(&b), NULL) : hx_buf_steal(&b, NULL);
+    if (out) hx_strip_markup(out); /* a tool's text that spells the template's tags */
+    return out;
 }

@@ -76,9 +76,10 @@ static void ask_usage(FILE *f, const char *verb)
         "Hearth confines itself before it starts: it can open no network socket.\n"
         "After the answer, on stderr, from what the tools returned and not from\n"
         "the model's words: 'read:' lines (the events, messages and file lines\n"
-        "the answer names; none after a results answer, which lists them) and\n"
-        "one line for each write or send: what it did\n"
-        "('added: ...', 'queued: ...'), or that it did not happen, and why.\n"
+        "the answer names) and one line for each write or send: what it did\n"
+        "('added: ...', 'queued: ...'), or that it did not happen, and why;\n"
+        "after a results answer, which says what was read and done, only the\n"
+        "last.\n"
         "Facts in the answer are copies of what the request and the tools said.\n"
         "Exit codes: 0 answered, 1 failed (a call that did not\n"
         "get done, or a limit reached), 2 bad command line, 3 bad input (no model\n"
@@ -234,12 +235,12 @@ static int say_undone(const cJSON *d)
 
 /* After the answer, from the trace and not from the model's words: what
  * the answer rests on (the items of the results it names, or the first
- * few when it names none; not after a results answer, which lists them),
- * then a line for each write or send: what it
+ * few when it names none), then a line for each write or send: what it
  * did ("added: ...", "queued: ..."), or that it did not happen and why;
- * with json (the trace printed holds the rest) only the last. Tools'
- * words are escaped. HX_ERR_DENIED when one was refused, else HX_ERR_IO
- * when one failed, else HX_OK. */
+ * with json (the trace printed holds the rest), or after a results
+ * answer (which says the rest), only the last. Tools' words are escaped.
+ * HX_ERR_DENIED when one was refused, else HX_ERR_IO when one failed,
+ * else HX_OK. */
 #define READ_SHOWN 5
 static int report_trace(const cJSON *trace, int json)
 {
@@ -268,7 +269,7 @@ static int report_trace(const cJSON *trace, int json)
     {
         const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(it, "status"));
         if (st && !strcmp(st, "ok")) {
-            if (json) continue;
+            if (listed) continue; /* --json's trace, or the results answer, says it */
             fprintf(stderr, "hearth: %s: ", cJSON_GetStringValue(cJSON_GetObjectItem(it, "action")));
             hx_term_fputs(stderr, cJSON_GetStringValue(cJSON_GetObjectItem(it, "text")), 0);
             fputc('\n', stderr);

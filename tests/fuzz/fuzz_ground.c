@@ -91,10 +91,13 @@ static void check_text(const char *text)
     char name[32];
     hx_turn_call_name(text, name, sizeof name); /* a whole name that fits, from the text */
     if (strlen(name) >= sizeof name || (name[0] && !strstr(text, name))) abort();
-    cJSON *calls = cJSON_CreateArray(), *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "name", n & 1 ? "calendar.list_events" : "calendar.create_event");
-    cJSON_AddItemToObject(c, "arguments", cJSON_CreateObject());
-    cJSON_AddStringToObject(c, "status", n & 2 ? "ok" : "refused");
+    static const char *const tools[] = {"calendar.list_events", "calendar.create_event", "mail.read",
+                                        "mail.search", "files.read", "memory.search"};
+    cJSON *calls = cJSON_CreateArray(), *c = cJSON_CreateObject(), *args = cJSON_Parse(text);
+    cJSON_AddStringToObject(c, "name", tools[n % 6]);
+    cJSON_AddItemToObject(c, "arguments", cJSON_IsObject(args) ? args : cJSON_CreateObject());
+    if (!cJSON_IsObject(args)) cJSON_Delete(args);
+    cJSON_AddStringToObject(c, "status", n & 2 ? "ok" : n & 4 ? "error" : "refused");
     cJSON_AddStringToObject(c, "result", text);
     cJSON_AddItemToArray(calls, c);
     cJSON *read = hx_agent_read(calls, NULL, text), *done = hx_agent_done(calls, NULL, NULL);
@@ -105,6 +108,11 @@ static void check_text(const char *text)
     cJSON_ArrayForEach(it, read) hx_agent_read_line(it, &b);
     if (hx_agent_claims(calls, NULL, &b)) abort();
     hx_buf_free(&b);
+    /* the answers written from the calls: whole, without markup */
+    char *said = hx_agent_results_answer(calls, NULL, text, text, NULL), *tier = hx_agent_tier_answer(calls, NULL);
+    if (!said || !tier || strstr(said, "<tool_call>") || strstr(said, "</tool_call>")) abort();
+    free(said);
+    free(tier);
     cJSON_Delete(read);
     cJSON_Delete(done);
     cJSON_Delete(calls);
