@@ -430,8 +430,8 @@ int hx_ground_end(const char *text, const char *claims, const char *answer, size
 int hx_agent_claims(const cJSON *calls, const hx_tools *reg, hx_buf *out);
 /* What the successful reads returned, one object per item: {"kind":
  * "event"|"free"|"busy"|"mail"|"file"|"memory", "tool", the item's fields
- * (title, start, end, calendar; date, from, subject and "lines" the
- * answer names of a message read; path and "lines": [{"line", "text"}];
+ * (title, start, end, calendar; date, from, subject, a search hit's
+ * snippet and "lines" the answer names of a message read; path and "lines": [{"line", "text"}];
  * id, text), "cited": whether answer names it}; each thing once (a
  * message searched then read, an event two lists hold), as read last.
  * Caller frees. */
@@ -446,8 +446,8 @@ cJSON *hx_agent_read(const cJSON *calls, const hx_tools *reg, const char *answer
  * call of its tool got done is "not done" / "not sent" too, with status
  * "not run" and the error saying what stopped it. Caller frees. */
 cJSON *hx_agent_done(const cJSON *calls, const cJSON *not_run, const hx_tools *reg);
-/* One read item as a line (lines of a file or message on lines of their
- * own after it), appended to b. */
+/* One read item as a line (lines of a file or message, or a search hit's
+ * snippet, on lines of their own after it), appended to b. */
 void hx_agent_read_line(const cJSON *item, hx_buf *b);
 /* Removes markup from s in place ("<tool_call>", "</tool_call>",
  * "<tool_response>", "</tool_response>", "<think>", "</think>", and

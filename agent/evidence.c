@@ -178,7 +178,7 @@ static void add_slot(cJSON *arr, const char *tool, const char *kind, const cJSON
 
 static void add_mail(cJSON *arr, const char *tool, const cJSON *m, const char *answer)
 {
-    static const char *const keys[] = {"id", "date", "from", "to", "subject", NULL};
+    static const char *const keys[] = {"id", "date", "from", "to", "subject", "snippet", NULL};
     cJSON *o = item(arr, "mail", tool);
     copy_keys(o, m, keys);
     int cited = names(answer, str(m, "subject")) || cites(answer, str(m, "snippet"));
@@ -494,9 +494,10 @@ void hx_agent_read_line(const cJSON *it, hx_buf *b)
         hx_buf_printf(b, "mail %.10s %s: %s", str(it, "date") ? str(it, "date") : "?",
                       str(it, "from") ? str(it, "from") : "?",
                       str(it, "subject") ? str(it, "subject") : "");
-        const cJSON *l;
-        cJSON_ArrayForEach(l, cJSON_GetObjectItem(it, "lines"))
-            hx_buf_printf(b, "\n     > %s", cJSON_GetStringValue(l));
+        const cJSON *l, *lines = cJSON_GetObjectItem(it, "lines");
+        cJSON_ArrayForEach(l, lines) hx_buf_printf(b, "\n     > %s", cJSON_GetStringValue(l));
+        if (!lines && str(it, "snippet")) /* a search's hit: how it begins */
+            hx_buf_printf(b, "\n     > %s", str(it, "snippet"));
     } else if (!strcmp(kind, "file")) {
         hx_buf_printf(b, "file %s", str(it, "path") ? str(it, "path") : "?");
         const cJSON *l;

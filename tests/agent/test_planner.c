@@ -1328,7 +1328,7 @@ static void test_results_answer_no_call(void)
 
 /* A results answer shows a message read with its text, and a text that
  * spells the template's tags loses them there as a model's answer would:
- * markup never reaches the user. */
+ * markup never reaches the user; a search's hit, with its snippet. */
 static void test_results_answer_markup(void)
 {
     cJSON *calls = cJSON_Parse(
@@ -1342,6 +1342,18 @@ static void test_results_answer_markup(void)
     EXPECT(!strncmp(a, "- mail 2026-12-01 Eve <eve@x.org>: hi\n     > Line one\n", 54));
     EXPECT(strstr(a, "\n     > Line three") != NULL);
     EXPECT(!strstr(a, "<tool_call>") && !strstr(a, "</tool_call>"));
+    free(a);
+    cJSON_Delete(calls);
+    /* a search's hit with how it begins (its snippet) */
+    calls = cJSON_Parse("[{\"name\": \"mail.search\", \"arguments\": {\"from\": \"bob\"}, \"status\": "
+                        "\"ok\", \"result\": \"{\\\"messages\\\": [{\\\"id\\\": \\\"m2\\\", \\\"from\\\": "
+                        "\\\"Bob <bob@x.org>\\\", \\\"subject\\\": \\\"Price\\\", \\\"date\\\": "
+                        "\\\"2026-11-30T10:00:00Z\\\", \\\"snippet\\\": \\\"We confirm 8,400 yen a unit."
+                        "\\\"}], \\\"total\\\": 1}\"}]");
+    ASSERT(calls);
+    a = hx_agent_results_answer(calls, NULL, NULL, NULL, NULL);
+    EXPECT_STR_EQ(a ? a : "", "Found 1 message:\n- mail 2026-11-30 Bob <bob@x.org>: Price\n"
+                              "     > We confirm 8,400 yen a unit.");
     free(a);
     cJSON_Delete(calls);
 }
