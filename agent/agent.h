@@ -677,7 +677,9 @@ void hx_planner_free(hx_planner *pl); /* NULL is a no-op */
  * "status" ("answered", "step limit", "token budget", "time budget",
  * "cancelled", "error"), "outcome", "steps", "tokens", "prompt_tokens",
  * "seconds", "calls": [...], "not_run": [...], "messages": [...],
- * "episode"}. "calls" are the calls run, refused or malformed; "not_run"
+ * "episode", "results_answer"}. "calls" are the calls run, refused or
+ * malformed (with a results answer, a result cut to fit the context keeps
+ * its whole as "result_whole"); "not_run"
  * those a limit stopped before they ran, never sent to a tool: {"name",
  * "arguments"} of a complete one, or "text" of one cut mid-way (and
  * "name" where it was written), with "reason" ("cut", "repeated", "not

@@ -170,20 +170,24 @@ static void headline(int a, const cJSON *c, const cJSON *res, int shown, hx_buf 
         hx_buf_puts(b, " These match part of it:");
 }
 
-/* What one successful read found: its headline, then its items; a tool
- * whose result has none of the shapes read knows, as its result. */
+/* What one successful read found, all of it (also what the context's
+ * cut kept from the model: the call's "result_whole"): its headline, then
+ * its items; a tool whose result has none of the shapes read knows, as
+ * its result. */
 static void read_answer(const cJSON *c, const hx_tools *reg, hx_buf *b)
 {
     const size_t at = b->len;
-    cJSON *one = cJSON_CreateArray();
-    hx_json_add(one, NULL, cJSON_Duplicate(c, 1));
+    const char *whole = str(c, "result_whole"); /* what the context's cut left out too */
+    cJSON *one = cJSON_CreateArray(), *dup = cJSON_Duplicate(c, 1);
+    if (whole && dup) cJSON_ReplaceItemInObjectCaseSensitive(dup, "result", cJSON_CreateString(whole));
+    hx_json_add(one, NULL, dup);
     cJSON *items = hx_agent_read(one, reg, NULL);
-    cJSON *res = cJSON_Parse(str(c, "result") ? str(c, "result") : "");
+    cJSON *res = cJSON_Parse(whole ? whole : str(c, "result") ? str(c, "result") : "");
     const int a = answer_row(str(c, "name"), cJSON_GetObjectItemCaseSensitive(c, "arguments"));
     const int n = cJSON_GetArraySize(items);
     if (a >= 0) headline(a, c, res, n, b);
     if (a < 0 && !n) hx_buf_printf(b, "%s returned: %.*s", str(c, "name"), OTHER_BYTES,
-                                   str(c, "result") ? str(c, "result") : "");
+                                   whole ? whole : str(c, "result") ? str(c, "result") : "");
     item_lines(items, res, at, b);
     int n_cancelled;
     const int k = a >= 0 ? result_count(res, n, &n_cancelled) + n_cancelled : n;

@@ -625,11 +625,16 @@ static char *feedback_text(const hx_call_outcome *o)
 
 /* Appends the call's trace record to r->calls, whole: out of memory, none
  * is added and the result is HX_ERR_NOMEM (the episode and the trace read
- * every field of every record). */
+ * every field of every record). whole: the result before the context's
+ * cut (NULL: not cut, or not kept), as "result_whole". */
 static int record_call(run *r, const char *name, const cJSON *args, const hx_call_outcome *o,
-                       const char *fed)
+                       const char *fed, const char *whole)
 {
     cJSON *c = cJSON_CreateObject();
+    if (c && whole && !cJSON_AddStringToObject(c, "result_whole", whole)) {
+        cJSON_Delete(c);
+        return HX_ERR_NOMEM;
+    }
     int ok = c && cJSON_AddStringToObject(c, "name", name) &&
              hx_json_add(c, "arguments", args ? cJSON_Duplicate(args, 1) : cJSON_CreateNull()) &&
              cJSON_AddStringToObject(c, "status", o->status) &&
@@ -707,15 +712,19 @@ static int handle_call(run *r, const pcall *c, hx_err *err)
         exec_call(r, name, args, args_json ? args_json : "{}", &o);
     hx_agent_audit(&r->pl->d, name, args_json ? args_json : "", &o);
     hx_planner *pl = r->pl; /* a result too long for the context is cut, and says so */
-    if (o.result)
-        hx_fit_result(&(hx_fit){pl->d.src, pl->p.family, pl->msgs, pl->starts[pl->n_starts - 1],
-                                pl->tools, name}, o.result);
+    char *whole = o.result && pl->p.answer == HX_ANSWER_RESULTS /* a results answer says it all */
+                      ? cJSON_PrintUnformatted(o.result) : NULL;
+    if (o.result &&
+        !hx_fit_result(&(hx_fit){pl->d.src, pl->p.family, pl->msgs, pl->starts[pl->n_starts - 1],
+                                 pl->tools, name}, o.result))
+        cJSON_free(whole), whole = NULL;
     char *fed = feedback_text(&o);
     if (r->io && r->io->on_result)
         r->io->on_result(r->io->user, name, o.status, fed ? fed : o.detail);
     cJSON *m = add_msg(r->pl->msgs, "tool", fed ? fed : "{}");
     cJSON_AddStringToObject(m, "name", name);
-    int rc = record_call(r, name, args, &o, fed);
+    int rc = record_call(r, name, args, &o, fed, whole);
+    cJSON_free(whole);
     if (rc)
         hx_err_set(err, rc, "out of memory: the call to %s ended (%s) but its record was lost",
                    name, o.status);

@@ -477,7 +477,8 @@ static int call_is(const cJSON *k, const cJSON *e)
     cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(e, "args"))
         if (!arg_gives(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(k, "arguments"), a->string), a))
             return 0;
-    return all_hold(js(k, "result"), cJSON_GetObjectItemCaseSensitive(e, "found"));
+    const char *res = *js(k, "result_whole") ? js(k, "result_whole") : js(k, "result");
+    return all_hold(res, cJSON_GetObjectItemCaseSensitive(e, "found")); /* all it returned */
 }
 
 int hx_he_check_calls(const cJSON *task, const cJSON *calls, char *why, size_t n)

@@ -254,7 +254,8 @@ char *hx_he_ideal_text(const char *dir, const cJSON *task, const char *home, hx_
 /* ---- a model's run ---- */
 
 /* What the run's answer may state: the request, the system text, every
- * successful call's result, and what the ideal calls found. */
+ * successful call's result (whole, where the context's cut kept it for a
+ * results answer), and what the ideal calls found. */
 static char *sources(const cJSON *trace, const char *ideal)
 {
     hx_buf b;
@@ -264,7 +265,8 @@ static char *sources(const cJSON *trace, const char *ideal)
     cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(trace, "messages"))
         if (!strcmp(js(m, "role"), "system")) hx_buf_printf(&b, "%s\n", js(m, "content"));
     cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(trace, "calls"))
-        if (!strcmp(js(m, "status"), "ok")) hx_buf_printf(&b, "%s\n", js(m, "result"));
+        if (!strcmp(js(m, "status"), "ok"))
+            hx_buf_printf(&b, "%s\n", *js(m, "result_whole") ? js(m, "result_whole") : js(m, "result"));
     hx_buf_putc(&b, 0);
     return b.oom ? (hx_buf_free(&b), NULL) : hx_buf_steal(&b, NULL);
 }

@@ -151,8 +151,9 @@ static int fit_next(void *ctx, hx_buf *piece, int *end, hx_err *err)
     return HX_OK;
 }
 
-/* Runs the turns with a context of limit positions: the trace. */
-static cJSON *run_fit(world *w, fit_source *s, const char *request)
+/* Runs the turns with a context of limit positions, answer as
+ * hx_planner_params': the trace. */
+static cJSON *run_fit(world *w, fit_source *s, const char *request, int answer)
 {
     hx_source src = {.api_version = HX_SOURCE_API, .name = "limited (test double)", .ctx = s,
                      .begin = fit_begin, .next = fit_next, .count = fit_count,
@@ -160,6 +161,7 @@ static cJSON *run_fit(world *w, fit_source *s, const char *request)
     hx_planner_deps d = world_deps(w, &src);
     hx_planner_params pp = hx_planner_default_params();
     pp.recall_budget = 0;
+    pp.answer = answer;
     hx_planner *pl = hx_planner_new(&d, &pp);
     cJSON *t = NULL;
     if (pl) ask(pl, request, &t);
@@ -185,7 +187,7 @@ static void test_result_cut_to_fit(void)
         "{\"start\": \"2026-11-01\", \"end\": \"2027-02-28\"}}</tool_call>",
         "Done.", NULL};
     fit_source s = {.limit = 1 << 20, .turns = turns};
-    cJSON *t = run_fit(&w, &s, "what is on my calendar this winter?");
+    cJSON *t = run_fit(&w, &s, "what is on my calendar this winter?", HX_ANSWER_MODEL);
     ASSERT(t);
     char *full = hx_strdup(fed_result(t, 0));
     ASSERT(full && strstr(full, "\"events\""));
@@ -194,7 +196,7 @@ static void test_result_cut_to_fit(void)
     cJSON_Delete(t);
     /* room for about a third of it */
     fit_source small = {.limit = prompt0 + whole / 3 + 256, .turns = turns};
-    t = run_fit(&w, &small, "what is on my calendar this winter?");
+    t = run_fit(&w, &small, "what is on my calendar this winter?", HX_ANSWER_MODEL);
     ASSERT(t);
     EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(t, "status")), "answered");
     const char *cut = fed_result(t, 0);
@@ -204,6 +206,26 @@ static void test_result_cut_to_fit(void)
     EXPECT(strstr(cut, "call calendar.list_events again with \\\"start\\\"") != NULL);
     EXPECT_EQ_INT(small.n_full, 0);
     EXPECT(small.longest <= small.limit - 128); /* room left for the next turn */
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "calls"), 0);
+    EXPECT(!cJSON_GetObjectItem(c0, "result_whole")); /* the model's answer keeps none */
+    cJSON_Delete(t);
+    /* a results answer says all the call returned, not only what the
+     * context kept */
+    fit_source res = {.limit = small.limit, .turns = turns};
+    t = run_fit(&w, &res, "what is on my calendar this winter?", HX_ANSWER_RESULTS);
+    ASSERT(t);
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "calls"), 0);
+    const char *kept = cJSON_GetStringValue(cJSON_GetObjectItem(c0, "result_whole"));
+    cJSON *fj = cJSON_Parse(full), *kj = cJSON_Parse(kept ? kept : "");
+    const int n_events = cJSON_GetArraySize(cJSON_GetObjectItem(fj, "events"));
+    EXPECT(n_events > 3 && cJSON_GetArraySize(cJSON_GetObjectItem(kj, "events")) == n_events);
+    const char *a = cJSON_GetStringValue(cJSON_GetObjectItem(t, "answer"));
+    int n_on = 0, n_cancelled = 0; /* "99 events (and 1 cancelled):" */
+    if (a && sscanf(a, "%d events (and %d cancelled)", &n_on, &n_cancelled) < 1) n_on = -1;
+    EXPECT_EQ_INT(n_on + n_cancelled, n_events);
+    EXPECT(a && !strstr(a, "not shown"));
+    cJSON_Delete(fj);
+    cJSON_Delete(kj);
     cJSON_Delete(t);
     free(full);
     world_close(&w);
@@ -225,7 +247,7 @@ static void test_text_cut_to_fit(void)
         "<tool_call>{\"name\": \"files.read\", \"arguments\": {\"path\": \"long.txt\"}}</tool_call>",
         "Done.", NULL};
     fit_source s = {.limit = 6000, .turns = turns};
-    cJSON *t = run_fit(&w, &s, "read my long note");
+    cJSON *t = run_fit(&w, &s, "read my long note", HX_ANSWER_MODEL);
     ASSERT(t);
     EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(t, "status")), "answered");
     const char *cut = fed_result(t, 0);
