@@ -179,7 +179,10 @@ static void read_answer(const cJSON *c, const hx_tools *reg, hx_buf *b)
     const size_t at = b->len;
     const char *whole = str(c, "result_whole"); /* what the context's cut left out too */
     cJSON *one = cJSON_CreateArray(), *dup = cJSON_Duplicate(c, 1);
-    if (whole && dup) cJSON_ReplaceItemInObjectCaseSensitive(dup, "result", cJSON_CreateString(whole));
+    if (whole && dup) {
+        cJSON_DeleteItemFromObjectCaseSensitive(dup, "result");
+        cJSON_AddStringToObject(dup, "result", whole);
+    }
     hx_json_add(one, NULL, dup);
     cJSON *items = hx_agent_read(one, reg, NULL);
     cJSON *res = cJSON_Parse(whole ? whole : str(c, "result") ? str(c, "result") : "");

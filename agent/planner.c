@@ -1223,9 +1223,12 @@ static int results_final(run *r)
     r->results = 1;
     cJSON *last = cJSON_GetArrayItem(r->pl->msgs, cJSON_GetArraySize(r->pl->msgs) - 1);
     const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(last, "role"));
-    if (role && !strcmp(role, "assistant") && !cJSON_GetObjectItem(last, "tool_calls"))
-        cJSON_ReplaceItemInObjectCaseSensitive(last, "content", cJSON_CreateString(a));
-    else add_msg(r->pl->msgs, "assistant", a);
+    if (role && !strcmp(role, "assistant") && !cJSON_GetObjectItem(last, "tool_calls")) {
+        cJSON_DeleteItemFromObjectCaseSensitive(last, "content");
+        cJSON_AddStringToObject(last, "content", a);
+    } else {
+        add_msg(r->pl->msgs, "assistant", a);
+    }
     hx_buf_puts(&r->answer, a);
     if (r->io && r->io->on_text) r->io->on_text(r->io->user, a, strlen(a));
     return HX_OK;
