@@ -400,6 +400,20 @@ static int repeat_guard(hx_buf *text, int in_call)
 }
 static int compact_line_end(const run *r, hx_buf *text) { return line_end(r->pl->p.family, text); }
 
+/* With a results answer in the compact styles, a turn that begins as
+ * text is the answer turn, whose words are dropped: it ends there, and
+ * the decoding of the rest is saved (on the hand-written tasks, 40% of
+ * hearth-tiny's generation). A small model of these styles writes its
+ * calls first; a call it wrote after words would not be made. */
+static int results_text_started(const run *r, const hx_buf *text)
+{
+    if (r->pl->p.answer != HX_ANSWER_RESULTS || !hx_tpl_compact(r->pl->p.family) || !text->data)
+        return 0;
+    const char *s = text->data + strspn(text->data, " \t\r\n");
+    const size_t n = strlen(s), tag = strlen(OPEN_TAG);
+    return n && strncmp(s, OPEN_TAG, n < tag ? n : tag) != 0;
+}
+
 /* A turn's prompt: the rendered conversation and the ranges its template
  * wrote, the only places a special token may be read. */
 typedef struct prompt {
@@ -457,7 +471,7 @@ static int gen_turn(run *r, const prompt *p, int choice, hx_buf *text, hx_err *e
         if ((rc = src->next(src->ctx, text, &end, err))) return rc;
         if (end) break;
         r->tokens++;
-        if (compact_line_end(r, text)) break;
+        if (compact_line_end(r, text) || results_text_started(r, text)) break;
         if ((r->cut = repeat_guard(text, in_call))) break;
         stream(r, text, &done, &in_call, 0);
     }

@@ -1248,6 +1248,39 @@ static void test_results_answer(void)
     world_close(&w);
 }
 
+/* In the compact styles, a results answer's turn ends as soon as it
+ * begins as text (its words are dropped: decoding them is saved); a turn
+ * that begins as a call runs whole. Control: the model's answer is
+ * decoded to its end. */
+static void test_results_answer_turn_cut(void)
+{
+    world w;
+    ASSERT(world_open(&w, 0, 0, 0));
+    const char *turns[] = {
+        "<tool_call>{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": "
+        "\"tomorrow\"}}</tool_call>",
+        "You have Standup at 07:15 and 7 more."};
+    hx_planner_params pp = hx_planner_default_params();
+    pp.family = HX_TPL_COMPACT;
+    pp.answer = HX_ANSWER_RESULTS;
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 2, "what's on tomorrow?", &pp, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    EXPECT(ss.turn == 2 && ss.cur && strlen(ss.cur) > 20); /* the answer turn, left early */
+    EXPECT(!strncmp(tstr(t, "answer"), "4 events tomorrow", 17));
+    done(&s, t, &ss);
+    pp.answer = HX_ANSWER_MODEL;
+    EXPECT_EQ_INT(run_script(&w, turns, 2, "what's on tomorrow?", &pp, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT(ss.turn == 2 && ss.cur && !*ss.cur);
+    EXPECT_STR_EQ(tstr(t, "answer"), "You have Standup at 07:15 and 7 more.");
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 /* A results answer says what the writes did (an event's attendees) or
  * why they did not (who refused), and a failed call without its own words
  * quoted back (a model's garbled range is no fact) nor the reader's
@@ -1361,6 +1394,7 @@ static void test_results_answer_markup(void)
 int main(void)
 {
     RUN(test_results_answer);
+    RUN(test_results_answer_turn_cut);
     RUN(test_results_answer_actions);
     RUN(test_results_answer_no_call);
     RUN(test_results_answer_markup);
