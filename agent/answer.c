@@ -21,22 +21,24 @@ static const char *str(const cJSON *o, const char *k)
 
 /* What each reading call found, said in its first line: "No events
  * tomorrow.", "Busy 2 times tomorrow:", "1 memory about Enzo:", "Found 3
- * messages:", with the argument named by key ("" none). A row with
- * unread set is for a call asking for unread mail only. */
+ * messages:", counting the result's list, with the argument named by key
+ * ("" none). A row with unread set is for a call asking for unread mail
+ * only. */
 static const struct {
-    const char *tool, *key;
+    const char *tool, *list, *key;
     int unread;
     const char *none;       /* what nothing found says before the argument */
     const char *lead, *one, *many, *sep; /* lead, count, noun, sep, argument */
 } answers[] = {
-    {"calendar.list_events", "range", 0, "No events", "", "event", "events", " "},
-    {"calendar.free_busy", "range", 0, "Nothing busy", "Busy ", "time", "times", " "},
-    {"calendar.find_slots", "range", 0, "No free slot", "", "free slot", "free slots", " "},
-    {"mail.search", "", 1, "No unread mail", "", "unread message", "unread messages", ""},
-    {"mail.search", "", 0, "No message found", "Found ", "message", "messages", ""},
-    {"memory.search", "query", 0, "Nothing remembered about", "", "memory", "memories", " about "},
-    {"files.list", "path", 0, "Nothing in", "", "entry", "entries", " in "},
-    {"files.search", "", 0, "No file found", "Found ", "file", "files", ""},
+    {"calendar.list_events", "events", "range", 0, "No events", "", "event", "events", " "},
+    {"calendar.free_busy", "busy", "range", 0, "Nothing busy", "Busy ", "time", "times", " "},
+    {"calendar.find_slots", "slots", "range", 0, "No free slot", "", "free slot", "free slots", " "},
+    {"mail.search", "messages", "", 1, "No unread mail", "", "unread message", "unread messages", ""},
+    {"mail.search", "messages", "", 0, "No message found", "Found ", "message", "messages", ""},
+    {"memory.search", "memories", "query", 0, "Nothing remembered about", "", "memory", "memories",
+     " about "},
+    {"files.list", "entries", "path", 0, "Nothing in", "", "entry", "entries", " in "},
+    {"files.search", "files", "", 0, "No file found", "Found ", "file", "files", ""},
 };
 
 /* The row of answers for a call of name with args, or -1. */
@@ -54,21 +56,15 @@ static int cancelled(const cJSON *item)
     return st && !strcmp(st, "cancelled");
 }
 
-/* How many items a result's list holds (the first list of a read's
- * shape; cancelled ones into *n_cancelled, not counted), or dflt when it
- * has none. */
-static int result_count(const cJSON *res, int dflt, int *n_cancelled)
+/* How many items a result's list holds (cancelled ones into
+ * *n_cancelled, not counted), or dflt when it has no such list. */
+static int result_count(const cJSON *res, const char *list, int dflt, int *n_cancelled)
 {
-    static const char *const lists[] = {"events", "busy", "slots", "messages", "memories",
-                                        "entries", "files", NULL};
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(res, list), *it;
     *n_cancelled = 0;
-    for (int i = 0; lists[i]; i++) {
-        const cJSON *l = cJSON_GetObjectItemCaseSensitive(res, lists[i]), *it;
-        if (!cJSON_IsArray(l)) continue;
-        cJSON_ArrayForEach(it, l) *n_cancelled += cancelled(it);
-        return cJSON_GetArraySize(l) - *n_cancelled;
-    }
-    return dflt;
+    if (!cJSON_IsArray(l)) return dflt;
+    cJSON_ArrayForEach(it, l) *n_cancelled += cancelled(it);
+    return cJSON_GetArraySize(l) - *n_cancelled;
 }
 
 /* A tool's error as the results answer says it: what it quotes of the
@@ -155,12 +151,13 @@ static void item_lines(const cJSON *items, const cJSON *res, size_t at, hx_buf *
 
 /* The first line of a read that has a row: how many it found, or that it
  * found none; the items of a search's near results (a list "others")
- * are said to match part of it. */
+ * are said to match part of it, the busy events a slot search names where
+ * it found none to be in the way. */
 static void headline(int a, const cJSON *c, const cJSON *res, int shown, hx_buf *b)
 {
     const char *arg = str(cJSON_GetObjectItemCaseSensitive(c, "arguments"), answers[a].key);
     int n_cancelled;
-    const int k = result_count(res, shown, &n_cancelled);
+    const int k = result_count(res, answers[a].list, shown, &n_cancelled);
     if (k) hx_buf_printf(b, "%s%d %s%s%s", answers[a].lead, k, k == 1 ? answers[a].one : answers[a].many,
                          arg ? answers[a].sep : "", arg ? arg : "");
     else hx_buf_printf(b, "%s%s%s", answers[a].none, arg ? " " : "", arg ? arg : "");
@@ -168,6 +165,9 @@ static void headline(int a, const cJSON *c, const cJSON *res, int shown, hx_buf 
     hx_buf_puts(b, k || n_cancelled ? ":" : ".");
     if (!k && !n_cancelled && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res, "others")))
         hx_buf_puts(b, " These match part of it:");
+    else if (!k && !strcmp(answers[a].list, "slots") &&
+             cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res, "busy")))
+        hx_buf_puts(b, " In the way:"); /* the user's events the slot would overlap */
 }
 
 /* What one successful read found, all of it (also what the context's
@@ -193,7 +193,7 @@ static void read_answer(const cJSON *c, const hx_tools *reg, hx_buf *b)
                                    whole ? whole : str(c, "result") ? str(c, "result") : "");
     item_lines(items, res, at, b);
     int n_cancelled;
-    const int k = a >= 0 ? result_count(res, n, &n_cancelled) + n_cancelled : n;
+    const int k = a >= 0 ? result_count(res, answers[a].list, n, &n_cancelled) + n_cancelled : n;
     if (n < k) hx_buf_printf(b, "\n- (%d more not listed)", k - n);
     if (str(res, "not_shown")) hx_buf_printf(b, "\n- (%s)", str(res, "not_shown"));
     cJSON_Delete(res);

@@ -167,7 +167,7 @@ static void add_event(cJSON *arr, const char *tool, const cJSON *e, const char *
 static void add_slot(cJSON *arr, const char *tool, const char *kind, const cJSON *e,
                      const char *answer)
 {
-    static const char *const keys[] = {"start", "end", NULL};
+    static const char *const keys[] = {"start", "end", "title", NULL}; /* a busy event's title */
     cJSON *o = item(arr, kind, tool);
     copy_keys(o, e, keys);
     const char *t = str(e, "start");

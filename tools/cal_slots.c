@@ -98,15 +98,18 @@ static cJSON *ivals_json(hx_cal *c, const ivals *l, int64_t from, int64_t to)
 }
 
 /* The query's occurrences, for both tools; *known is where what they say
- * stops being complete (*to when the expansion was not cut). */
-static int open_range(hx_tools *reg, const cJSON *args, const char *dflt, hx_cal **c,
-                      int64_t *from, int64_t *to, int64_t *known, hx_cal_occ **occ, int *n,
-                      hx_err *err)
+ * stops being complete (*to when the expansion was not cut). A range
+ * shorter than min_len seconds is made that long from its start: a
+ * moment ("friday at noon") asks about the slot that starts there. */
+static int open_range(hx_tools *reg, const cJSON *args, const char *dflt, int64_t min_len,
+                      hx_cal **c, int64_t *from, int64_t *to, int64_t *known, hx_cal_occ **occ,
+                      int *n, hx_err *err)
 {
     int rc = hx_cal_tool_open(reg, c, err);
     if (rc) return rc;
-    if ((rc = hx_cal_arg_range(reg, args, dflt, from, to, err)) ||
-        (rc = hx_cal_occurrences(*c, *from, *to, occ, n, known, err))) {
+    rc = hx_cal_arg_range(reg, args, dflt, from, to, err);
+    if (!rc && *to - *from < min_len) *to = *from + min_len;
+    if (rc || (rc = hx_cal_occurrences(*c, *from, *to, occ, n, known, err))) {
         hx_cal_free(*c);
         *c = NULL;
     }
@@ -122,7 +125,7 @@ int hx_cal_free_busy(hx_tools *reg, void *user, const cJSON *args, cJSON **resul
     int64_t from, to, known;
     int n;
     int rc = hx_arg_addresses(args, "attendees", err);
-    if (rc || (rc = open_range(reg, args, "today", &c, &from, &to, &known, &occ, &n, err)))
+    if (rc || (rc = open_range(reg, args, "today", 0, &c, &from, &to, &known, &occ, &n, err)))
         return rc;
     cJSON *res = cJSON_CreateObject();
     ivals mine = {0};
@@ -252,10 +255,10 @@ int hx_cal_find_slots(hx_tools *reg, void *user, const cJSON *args, cJSON **resu
     hx_cal_occ *occ = NULL;
     int64_t from, to, known, now = hx_now(NULL);
     int n, rc = hx_arg_addresses(args, "attendees", err);
-    if (rc ||
-        (rc = open_range(reg, args, "next week", &q.c, &from, &to, &known, &occ, &n, err)))
-        return rc;
     q.dur = (int64_t)hx_arg_int(args, "duration_minutes", 30) * 60;
+    if (rc || (rc = open_range(reg, args, "next week", q.dur, &q.c, &from, &to, &known, &occ,
+                               &n, err)))
+        return rc;
     q.step = align_up(q.dur < 1800 ? 1800 : q.dur);
     q.count = hx_arg_int(args, "count", 5);
     q.work_only = hx_arg_bool(args, "working_hours_only", 1);
@@ -278,6 +281,10 @@ int hx_cal_find_slots(hx_tools *reg, void *user, const cJSON *args, cJSON **resu
     if (known < to) cJSON_AddItemToObject(res, "more", hx_cal_cut_json(q.c, known, "free slots"));
     cJSON_AddNumberToObject(res, "duration_minutes", (double)(q.dur / 60));
     cJSON_AddItemToObject(res, "slots", q.out);
+    if (!cJSON_GetArraySize(q.out)) { /* none: what stands in the way, of the user's own */
+        cJSON *busy = hx_cal_conflicts(reg, q.c, from, to, NULL);
+        if (busy) cJSON_AddItemToObject(res, "busy", busy);
+    }
     cJSON_AddItemToObject(res, "attendees", people);
     hx_cal_add_problems(reg, q.c, res);
     free(q.busy.v);

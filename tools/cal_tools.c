@@ -606,7 +606,8 @@ static const hx_tool_def cal_tools[] = {
      HX_EFFECT_READ, hx_cal_free_busy, NULL, HX_TOOL_BUILTIN},
     {HX_TOOL_API_VERSION, "calendar.find_slots",
      "Find free slots of a given length for the user and attendees in a period, within "
-     "working hours, earliest first.",
+     "working hours, earliest first. A moment (\"Friday at noon\") asks about the slot that "
+     "starts then; with no slot free, the result lists the user's busy events in the way.",
      "{\"type\":\"object\",\"properties\":{"
      "\"duration_minutes\":{\"type\":\"integer\",\"minimum\":5,\"maximum\":1440},"
      RANGE_PROPS ","

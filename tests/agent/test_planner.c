@@ -1391,6 +1391,23 @@ static void test_results_answer_markup(void)
     cJSON_Delete(calls);
 }
 
+/* A slot search that found none says what is in the way, by the list it
+ * counts (its "slots", not the "busy" beside them). */
+static void test_results_answer_slots(void)
+{
+    cJSON *calls = cJSON_Parse(
+        "[{\"name\": \"calendar.find_slots\", \"arguments\": {\"duration_minutes\": 60, \"range\": "
+        "\"friday at noon\"}, \"status\": \"ok\", \"result\": \"{\\\"slots\\\": [], \\\"busy\\\": "
+        "[{\\\"start\\\": \\\"2027-03-12T11:30:00-05:00\\\", \\\"end\\\": \\\"2027-03-12T12:15:00-05:00\\\", "
+        "\\\"title\\\": \\\"Dentist\\\"}]}\"}]");
+    ASSERT(calls);
+    char *a = hx_agent_results_answer(calls, NULL, NULL, NULL, NULL);
+    EXPECT_STR_EQ(a ? a : "", "No free slot friday at noon. In the way:\n"
+                              "- busy 2027-03-12 11:30-12:15 Dentist");
+    free(a);
+    cJSON_Delete(calls);
+}
+
 int main(void)
 {
     RUN(test_results_answer);
@@ -1398,6 +1415,7 @@ int main(void)
     RUN(test_results_answer_actions);
     RUN(test_results_answer_no_call);
     RUN(test_results_answer_markup);
+    RUN(test_results_answer_slots);
     RUN(test_multi_call_turn);
     RUN(test_claims_cancelled);
     RUN(test_read_others);

@@ -418,6 +418,30 @@ static void test_find_slots(void)
     cJSON_Delete(r);
 }
 
+/* A moment ("tomorrow at 4pm") asks about the slot that starts there; with
+ * none free, the result names what stands in the way, of the user's own
+ * events. Control: a free moment gives its slot and no "busy". */
+static void test_find_slots_at_a_moment(void)
+{
+    cJSON *r = call_ok("calendar.find_slots", "{\"duration_minutes\":60,\"range\":\"tomorrow at 4pm\"}");
+    ASSERT(r);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "slots")), 0);
+    const cJSON *range = cJSON_GetObjectItemCaseSensitive(r, "range");
+    EXPECT_STR_EQ(str(range, "start"), "2026-12-02T16:00:00+01:00");
+    EXPECT_STR_EQ(str(range, "end"), "2026-12-02T17:00:00+01:00");
+    const cJSON *busy = cJSON_GetObjectItemCaseSensitive(r, "busy");
+    EXPECT_EQ_INT(cJSON_GetArraySize(busy), 1);
+    EXPECT_STR_EQ(str(cJSON_GetArrayItem(busy, 0), "title"), "Dentist");
+    EXPECT_STR_EQ(str(cJSON_GetArrayItem(busy, 0), "start"), "2026-12-02T16:00:00+01:00");
+    cJSON_Delete(r);
+    r = call_ok("calendar.find_slots", "{\"duration_minutes\":60,\"range\":\"tomorrow at 11am\"}");
+    ASSERT(r);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "slots")), 1);
+    expect_slot(r, 0, "2026-12-02T11:00:00+01:00", "2026-12-02T12:00:00+01:00");
+    EXPECT(!cJSON_GetObjectItemCaseSensitive(r, "busy"));
+    cJSON_Delete(r);
+}
+
 /* ---- writing ---- */
 
 static void test_create_with_invitation(void)
@@ -903,6 +927,7 @@ int main(void)
     RUN(test_create_reports_conflicts);
     RUN(test_free_busy);
     RUN(test_find_slots);
+    RUN(test_find_slots_at_a_moment);
     RUN(test_registered_schemas);
     RUN(test_create_with_invitation);
     RUN(test_create_errors);
