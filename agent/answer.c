@@ -256,6 +256,8 @@ static void done_line(const cJSON *d, hx_buf *b)
     const char *st = str(d, "status") ? str(d, "status") : "";
     hx_buf_printf(b, "%c%s: ", action[0] - ('a' <= action[0] && action[0] <= 'z' ? 32 : 0), action + 1);
     if (!strcmp(st, "ok")) hx_buf_puts(b, str(d, "text") ? str(d, "text") : "");
+    else if (!strcmp(st, "refused") && !strcmp(str(d, "by"), "request"))
+        hx_buf_printf(b, "%s was not run: your request did not ask to remove anything", str(d, "tool"));
     else if (!strcmp(st, "refused"))
         hx_buf_printf(b, "%s was refused by %s", str(d, "tool"),
                       !*str(d, "by") ? "the policy" : !strcmp(str(d, "by"), "user") ? "you" : str(d, "by"));

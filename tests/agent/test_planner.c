@@ -1322,6 +1322,15 @@ static void test_results_answer_actions(void)
     EXPECT(!strncmp(a, "calendar.list_events failed: argument 'range': cannot read '\u2026'", 62));
     EXPECT(!strstr(a, "blorp") && !strstr(a, "7731") && !strstr(a, "(try"));
     done(&s, t, &ss);
+    /* a removal the request did not ask for: why it was not run */
+    const char *cancel[] = {"<tool_call>{\"name\": \"calendar.cancel_event\", \"arguments\": "
+                            "{\"uid\": \"standup-2026@example.org\"}}</tool_call>",
+                            "Done."};
+    EXPECT_EQ_INT(run_script(&w, cancel, 2, "what's on tomorrow?", &pp, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(tstr(t, "answer"), "Not sent: calendar.cancel_event was not run: your request "
+                                     "did not ask to remove anything");
+    done(&s, t, &ss);
     world_close(&w);
     /* a write refused: who refused it */
     ASSERT(world_open(&w, 0, 1, 0));
