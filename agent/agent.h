@@ -420,6 +420,9 @@ int hx_ground_end(const char *text, const char *claims, const char *answer, size
                   size_t *end);
 /* ---- what a request read and did (agent/evidence.c), from the trace's
  * "calls" (name, arguments, status, by, result) ---- */
+/* The effect (HX_EFFECT_*) of tool in reg; HX_EFFECT_READ for a tool
+ * reg does not know (or no reg, no name). */
+int hx_agent_effect_of(const hx_tools *reg, const char *tool);
 /* The claim words (hx_ground_is_claim) the calls license, ' ' separated,
  * appended to out: "added booked ..." after an event was created, "sent
  * queued ..." after a mail, "noted stored ..." after a memory, "declined"

@@ -298,9 +298,7 @@ static void paragraph(hx_buf *b)
 /* Whether c is a call of a tool that only reads (or of none known). */
 static int reads(const cJSON *c, const hx_tools *reg)
 {
-    const char *name = str(c, "name");
-    const hx_tool_def *def = name && reg ? hx_tools_find(reg, name) : NULL;
-    return !def || def->effect == HX_EFFECT_READ;
+    return hx_agent_effect_of(reg, str(c, "name")) == HX_EFFECT_READ;
 }
 
 /* What the reads found, each once; a read that failed only where none

@@ -43,7 +43,7 @@ static const verb *verb_of(const char *tool)
     return NULL;
 }
 
-static int effect_of(const hx_tools *reg, const char *tool)
+int hx_agent_effect_of(const hx_tools *reg, const char *tool)
 {
     const hx_tool_def *d = reg && tool ? hx_tools_find(reg, tool) : NULL;
     return d ? d->effect : HX_EFFECT_READ;
@@ -73,7 +73,7 @@ int hx_agent_claims(const cJSON *calls, const hx_tools *reg, hx_buf *out)
             hx_buf_puts(out, "declined "); /* the user said no, not the policy or no terminal */
         if (!name || !st || strcmp(st, "ok")) continue;
         const verb *v = verb_of(name);
-        const int effect = effect_of(reg, name);
+        const int effect = hx_agent_effect_of(reg, name);
         if (v) hx_buf_printf(out, "%s ", v->claims);
         else if (effect == HX_EFFECT_SEND) hx_buf_puts(out, "sent queued ");
         else if (effect == HX_EFFECT_WRITE) hx_buf_puts(out, "saved updated changed ");
@@ -309,7 +309,7 @@ cJSON *hx_agent_read(const cJSON *calls, const hx_tools *reg, const char *answer
     cJSON_ArrayForEach(c, calls)
     {
         const char *name = str(c, "name"), *st = str(c, "status");
-        if (!arr || !name || !st || strcmp(st, "ok") || effect_of(reg, name) != HX_EFFECT_READ)
+        if (!arr || !name || !st || strcmp(st, "ok") || hx_agent_effect_of(reg, name) != HX_EFFECT_READ)
             continue;
         cJSON *res = cJSON_Parse(str(c, "result") ? str(c, "result") : "");
         if (cJSON_IsObject(res)) read_result(arr, name, res, answer ? answer : "");
@@ -340,7 +340,7 @@ static int done_later(const cJSON *c, const char *name) { return done_from(c->ne
 static const char *stopped_write(const cJSON *n, const cJSON *calls, const hx_tools *reg)
 {
     const char *name = str(n, "name");
-    if (!name || effect_of(reg, name) == HX_EFFECT_READ) return NULL;
+    if (!name || hx_agent_effect_of(reg, name) == HX_EFFECT_READ) return NULL;
     return done_from(calls ? calls->child : NULL, name) ? NULL : name;
 }
 
@@ -427,7 +427,7 @@ static cJSON *stopped_entry(const cJSON *n, const char *name, const hx_tools *re
     hx_buf_printf(&b, "%s%s%.200s: %s", name, a ? " " : "", a ? a : "", e.data ? e.data : "");
     cJSON_free(a);
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "action", effect_of(reg, name) == HX_EFFECT_SEND ? "not sent"
+    cJSON_AddStringToObject(o, "action", hx_agent_effect_of(reg, name) == HX_EFFECT_SEND ? "not sent"
                                                                                 : "not done");
     cJSON_AddStringToObject(o, "tool", name);
     cJSON_AddStringToObject(o, "status", "not run");
@@ -447,7 +447,7 @@ cJSON *hx_agent_done(const cJSON *calls, const cJSON *not_run, const hx_tools *r
     cJSON_ArrayForEach(c, calls)
     {
         const char *name = str(c, "name"), *st = str(c, "status");
-        const int effect = effect_of(reg, name);
+        const int effect = hx_agent_effect_of(reg, name);
         if (!arr || !name || !st || effect == HX_EFFECT_READ) continue;
         const int ok = !strcmp(st, "ok");
         if (!ok && done_later(c, name)) continue;
@@ -517,7 +517,7 @@ cJSON *hx_agent_undone(const hx_tools *reg, const cJSON *trace)
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(trace, "calls"))
     {
         const char *name = str(c, "name"), *st = str(c, "status");
-        const int effect = effect_of(reg, name);
+        const int effect = hx_agent_effect_of(reg, name);
         if (!out || !name || !st || effect == HX_EFFECT_READ || !strcmp(st, "ok") ||
             done_later(c, name))
             continue;
@@ -532,7 +532,7 @@ cJSON *hx_agent_undone(const hx_tools *reg, const cJSON *trace)
         if (!name) continue;
         cJSON *u = cJSON_Duplicate(c, 1);
         cJSON_AddStringToObject(u, "status", "not run");
-        cJSON_AddStringToObject(u, "effect", hx_effect_name(effect_of(reg, name)));
+        cJSON_AddStringToObject(u, "effect", hx_effect_name(hx_agent_effect_of(reg, name)));
         hx_json_add(out, NULL, u);
     }
     return out;

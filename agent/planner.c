@@ -402,8 +402,8 @@ static int compact_line_end(const run *r, hx_buf *text) { return line_end(r->pl-
 
 /* With a results answer in the compact styles, a turn that begins as
  * text is the answer turn, whose words are dropped: it ends there, and
- * the decoding of the rest is saved (on the hand-written tasks, 40% of
- * hearth-tiny's generation). A small model of these styles writes its
+ * the decoding of the rest is saved (a third of hearth-tiny's generated
+ * tokens: bench/README.md). A small model of these styles writes its
  * calls first; a call it wrote after words would not be made. */
 static int results_text_started(const run *r, const hx_buf *text)
 {
