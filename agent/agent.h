@@ -806,6 +806,13 @@ void hx_agent_arg_strings(const cJSON *j, hx_buf *b);
  * repeats the model's own words, no fact of the world; what it says
  * unquoted stays ("calendars: work, home"). */
 void hx_agent_blank_echoes(char *text, const hx_buf *echo);
+/* Why a refused write or send (an item of hx_agent_done with status
+ * "refused") did not run and what would let it run, from its "by" (who
+ * decided: sandbox/policy.c; NULL as ""): "was declined by you", "needs
+ * your consent and there is no terminal to ask; rerun in a terminal or
+ * with --yes". A static string, to follow the tool's name. */
+const char *hx_agent_refusal_reason(const char *by);
+
 /* The results answer to a request from its calls and not_run (the
  * trace's), for a model whose own words are not shown
  * (hx_planner_params.answer): each write or send done ("Added: ...",

@@ -246,9 +246,28 @@ void hx_agent_blank_echoes(char *text, const hx_buf *echo)
 
 /* ---- the results answer ---- */
 
+const char *hx_agent_refusal_reason(const char *by)
+{
+    if (!by) by = "";
+    if (!strcmp(by, "no terminal"))
+        return "needs your consent and there is no terminal to ask; rerun in a terminal or "
+               "with --yes";
+    if (!strcmp(by, "taint rule (no terminal to ask)"))
+        return "needs your consent (untrusted content, a mail, a file or a tool's output, "
+               "is in this conversation) and there is no terminal to ask; rerun in a "
+               "terminal, or with --allow-tainted-send if you trust that content";
+    if (!strcmp(by, "--no")) return "was refused by --no";
+    if (!strcmp(by, "policy")) return "is denied by your policy (\"policy\" in config.json)";
+    if (!strcmp(by, "user")) return "was declined by you";
+    if (!strcmp(by, "request"))
+        return "was not run: it removes what you kept and your request did not ask to "
+               "remove anything; ask for it in words (\"forget ...\", \"cancel ...\")";
+    return "was refused";
+}
+
 /* One entry of hx_agent_done: "Added: Lunch, 2027-03-12 12:00-13:00
  * (calendar work)", with the busy events it overlaps; "Not sent:
- * mail.send was refused by you"; "Not done: calendar.create_event
+ * mail.send was declined by you"; "Not done: calendar.create_event
  * failed: ..." (error_said). */
 static void done_line(const cJSON *d, hx_buf *b)
 {
@@ -256,11 +275,8 @@ static void done_line(const cJSON *d, hx_buf *b)
     const char *st = str(d, "status") ? str(d, "status") : "";
     hx_buf_printf(b, "%c%s: ", action[0] - ('a' <= action[0] && action[0] <= 'z' ? 32 : 0), action + 1);
     if (!strcmp(st, "ok")) hx_buf_puts(b, str(d, "text") ? str(d, "text") : "");
-    else if (!strcmp(st, "refused") && !strcmp(str(d, "by"), "request"))
-        hx_buf_printf(b, "%s was not run: your request did not ask to remove anything", str(d, "tool"));
     else if (!strcmp(st, "refused"))
-        hx_buf_printf(b, "%s was refused by %s", str(d, "tool"),
-                      !*str(d, "by") ? "the policy" : !strcmp(str(d, "by"), "user") ? "you" : str(d, "by"));
+        hx_buf_printf(b, "%s %s", str(d, "tool"), hx_agent_refusal_reason(str(d, "by")));
     else {
         hx_buf_printf(b, "%s %s: ", str(d, "tool"), strcmp(st, "not run") ? "failed" : "did not run");
         error_said(str(d, "error") ? str(d, "error") : st, cJSON_GetObjectItemCaseSensitive(d, "arguments"), b);

@@ -194,26 +194,6 @@ static void remember_last(int64_t id)
     if (!hx_mkdirs(dir, &err)) hx_write_file_atomic(path, txt, (size_t)n, &err);
 }
 
-/* Why the policy's refusal stopped a call, and what would let it run,
- * from the trace's "by" (who decided: sandbox/policy.c). */
-static const char *refusal_reason(const char *by)
-{
-    if (!strcmp(by, "no terminal"))
-        return "needs your consent and there is no terminal to ask; rerun in a terminal or "
-               "with --yes";
-    if (!strcmp(by, "taint rule (no terminal to ask)"))
-        return "needs your consent (untrusted content, a mail, a file or a tool's output, "
-               "is in this conversation) and there is no terminal to ask; rerun in a "
-               "terminal, or with --allow-tainted-send if you trust that content";
-    if (!strcmp(by, "--no")) return "was refused by --no";
-    if (!strcmp(by, "policy")) return "is denied by your policy (\"policy\" in config.json)";
-    if (!strcmp(by, "user")) return "was declined by you";
-    if (!strcmp(by, "request"))
-        return "was not run: it removes what you kept and your request did not ask to "
-               "remove anything; ask for it in words (\"forget ...\", \"cancel ...\")";
-    return "was refused";
-}
-
 /* One line on stderr for a write or send that did not happen (an item of
  * the trace's "done"); the result code it stands for: HX_ERR_DENIED
  * (refused), HX_ERR_IO (failed, or stopped before it ran). */
@@ -226,7 +206,7 @@ static int say_undone(const cJSON *d)
             cJSON_GetStringValue(cJSON_GetObjectItem(d, "tool")), args ? args : "", args ? " " : "");
     free(args);
     if (!strcmp(st, "refused")) {
-        fprintf(stderr, "%s\n", refusal_reason(cJSON_GetStringValue(cJSON_GetObjectItem(d, "by"))));
+        fprintf(stderr, "%s\n", hx_agent_refusal_reason(cJSON_GetStringValue(cJSON_GetObjectItem(d, "by"))));
         return HX_ERR_DENIED;
     }
     fprintf(stderr, "%s%.300s\n", strcmp(st, "not run") ? "failed: " : "", e ? e : st);

@@ -1328,8 +1328,10 @@ static void test_results_answer_actions(void)
                             "Done."};
     EXPECT_EQ_INT(run_script(&w, cancel, 2, "what's on tomorrow?", &pp, &s, &t, &ss), HX_OK);
     ASSERT(t);
-    EXPECT_STR_EQ(tstr(t, "answer"), "Not sent: calendar.cancel_event was not run: your request "
-                                     "did not ask to remove anything");
+    EXPECT_STR_EQ(tstr(t, "answer"),
+                  "Not sent: calendar.cancel_event was not run: it removes what you kept and your "
+                  "request did not ask to remove anything; ask for it in words (\"forget ...\", "
+                  "\"cancel ...\")");
     done(&s, t, &ss);
     world_close(&w);
     /* a write refused: who refused it */
