@@ -579,6 +579,22 @@ static int b_cancel(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
     return 1;
 }
 
+/* An event asked about by its title alone ("when is the budget review?"),
+ * the user's or another's, once or recurring, lower-cased half the time
+ * as people type it. */
+static int b_event_when(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    int i = pick_event(w, r, used, -1, 0, 1);
+    if (i < 0) return 0;
+    char name[48];
+    snprintf(name, sizeof name, "%s", w->events[i].title);
+    if (hx_rng_chance(r, 0.5))
+        for (char *c = name; *c; c++)
+            if ('A' <= *c && *c <= 'Z') *c = (char)(*c + 32);
+    add_str(slots, "name", name);
+    return 1;
+}
+
 static int b_move(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     int i = pick_event(w, r, used, 1, 1, 1), m;
@@ -809,6 +825,11 @@ static const kind_def kinds[] = {
          "Show free slots of {durn} {when}", "When could I squeeze in {durn} {when}?",
          "Look for {durn} of free time {when}", "Free {durp} slots {when}?"),
      b_slots, 0},
+    {"event_when", HX_CAT_SINGLE, 1.5,
+     TPL("When is {name}?", "When's the {name}?", "What time is {name}?", "What day is {name}?",
+         "When do I have {name}?", "When is my next {name}?", "What time does {name} start?",
+         "Is {name} still on?", "Tell me when {name} is", "{name}: when is it?"),
+     b_event_when, 1},
     {"free_busy", HX_CAT_SINGLE, 0.6,
      TPL("Am I free {when}?", "Am I busy {when}?", "How busy am I {when}?",
          "Is my calendar free {when}?", "Do I have any free time {when}?", "When am I busy {when}?",

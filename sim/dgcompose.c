@@ -29,6 +29,15 @@ static const struct grammar {
          "{when}: what [is on|do I have|have I got]?",
          "[Which|What] [meetings|events|appointments] [are there|do I have|have I got] {when}?"},
      10},
+    {"event_when",
+     (const char *const[]){
+         "[When is|When's|What time is|What day is|When do I have|When have I got] [the |my |]{name}?",
+         "[Tell me|Let me know|Remind me|Check|Look up|Find out] [when|what time|what day] [the |my |]{name} is",
+         "[Is|Is the|Is my] {name} still [on|happening|planned]?",
+         "What time [does|will] [the |my |]{name} start?",
+         "[When is|When's] [the |my |]next {name}?",
+         "{name}[:|,|?] when [is it|is that|was that again]?"},
+     6},
     {"free_busy",
      (const char *const[]){
          "[Am I|Will I be|Would I be] [free|busy|available|booked|tied up|open] {when}?",

@@ -146,6 +146,40 @@ static void t_list(oracle *o, const cJSON *res, hx_buf *out)
     hx_buf_puts(out, ".");
 }
 
+/* The first of evs, not cancelled, that has not ended before the world's
+ * now (the list starts at today's midnight); NULL when none. */
+static const cJSON *next_event(const oracle *o, const cJSON *evs)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, evs)
+    {
+        hx_when_range end;
+        if (strcmp(jstr(e, "status"), "cancelled") &&
+            (hx_when_parse(jstr(e, "end"), o->w->now, o->w->tz, &end, NULL) || end.start > o->w->now))
+            return e;
+    }
+    return NULL;
+}
+
+/* "when is the budget review?": the event asked for by its title, looked
+ * for ahead (list_events with a query and no range), said with its day
+ * and time; a near match ("others") when none has every word. */
+static void t_event_when(oracle *o, const cJSON *res, hx_buf *out)
+{
+    const char *name = S(o, "name");
+    if (o->step == 0) return call(o, out, "calendar.list_events", put(obj(), "query", name));
+    if (*tool_error(res)) return fail(o, tool_error(res), out);
+    const cJSON *found = next_event(o, jarr(res, "events"));
+    if (!found) found = next_event(o, jarr(res, "others"));
+    if (!found) return (void)hx_buf_printf(out, "I found no %s on your calendar.", name);
+    char d[16], t[8];
+    iso_date(jstr(found, "start"), d, sizeof d);
+    iso_time(jstr(found, "start"), t, sizeof t);
+    if (cJSON_IsTrue(cJSON_GetObjectItem(found, "all_day")))
+        return (void)hx_buf_printf(out, "%s is on %s (all day).", jstr(found, "title"), d);
+    hx_buf_printf(out, "%s is on %s at %s.", jstr(found, "title"), d, t);
+}
+
 static void slot_list(const cJSON *slots, hx_buf *out)
 {
     int n = cJSON_GetArraySize(slots), i = 0;
@@ -664,7 +698,7 @@ static const struct {
     const char *kind;
     turn_fn fn;
 } turns[] = {
-    {"list_events", t_list},     {"find_slots", t_slots},       {"free_busy", t_free_busy},
+    {"list_events", t_list},     {"event_when", t_event_when},  {"find_slots", t_slots},       {"free_busy", t_free_busy},
     {"create_event", t_create},  {"mail_search", t_mail_search}, {"unread_mail", t_unread},
     {"file_search", t_file_search}, {"files_list", t_files_list}, {"send_mail", t_send},
     {"schedule", t_schedule},    {"mail_read", t_mail_read},     {"file_read", t_file_read},

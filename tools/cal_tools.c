@@ -201,7 +201,9 @@ static int list_events(hx_tools *reg, void *user, const cJSON *args, cJSON **res
     int64_t from, to, complete_to;
     int n = 0, rc = hx_cal_tool_open(reg, &c, err);
     if (rc) return rc;
-    if ((rc = hx_cal_arg_range(reg, args, "today", &from, &to, err)) ||
+    /* "when is the Lyon sync?" asked as {"query": "Lyon sync"} looks ahead */
+    const char *dflt = hx_arg_str(args, "query") ? "next 12 months" : "today";
+    if ((rc = hx_cal_arg_range(reg, args, dflt, &from, &to, err)) ||
         (rc = hx_cal_occurrences(c, from, to, &occ, &n, &complete_to, err))) {
         hx_cal_free(c);
         return rc;
@@ -591,8 +593,9 @@ out:
 
 static const hx_tool_def cal_tools[] = {
     {HX_TOOL_API_VERSION, "calendar.list_events",
-     "List the events of the user's calendars in a period (default today), recurring "
-     "events expanded. Times are ISO 8601 in the user's time zone.",
+     "List the events of the user's calendars in a period (default today; with a query, "
+     "the next 12 months), recurring events expanded. Times are ISO 8601 in the user's "
+     "time zone.",
      "{\"type\":\"object\",\"properties\":{" RANGE_PROPS ","
      "\"calendar\":{\"type\":\"string\"},\"query\":{\"type\":\"string\"},"
      "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":500}},"

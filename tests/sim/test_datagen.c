@@ -514,6 +514,65 @@ static void test_memory_in_prompt(void)
     EXPECT_EQ_INT(heldout, 0);
 }
 
+/* One "when is ...?" conversation: a single calendar.list_events with
+ * the event's name as the request spells it as its only argument (a
+ * query looks ahead), and an answer that begins with the title of an
+ * event of its result and gives that event's day. */
+static int check_event_when(const cJSON *j)
+{
+    const cJSON *msgs = cJSON_GetObjectItem(j, "messages");
+    const int n = cJSON_GetArraySize(msgs);
+    const char *req = jstr(cJSON_GetArrayItem(msgs, 2), "content");
+    const char *ans = jstr(cJSON_GetArrayItem(msgs, n - 1), "content");
+    const cJSON *calls = cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 3), "tool_calls");
+    const cJSON *fn = cJSON_GetObjectItem(cJSON_GetArrayItem(calls, 0), "function");
+    const cJSON *args = cJSON_GetObjectItem(fn, "arguments"), *e;
+    const char *query = jstr(args, "query");
+    EXPECT_EQ_INT(n, 6); /* system, now, request, call, result, answer */
+    EXPECT_EQ_INT(cJSON_GetArraySize(calls), 1);
+    EXPECT_STR_EQ(jstr(fn, "name"), "calendar.list_events");
+    EXPECT_EQ_INT(cJSON_GetArraySize(args), 1);
+    EXPECT(*query && strstr(req, query) != NULL);
+    cJSON *res = cJSON_Parse(jstr(cJSON_GetArrayItem(msgs, 4), "content"));
+    int named = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(res, "events"))
+    {
+        char day[11];
+        snprintf(day, sizeof day, "%s", jstr(e, "start"));
+        named |= !strncasecmp(jstr(e, "title"), query, strlen(query)) &&
+                 !strncmp(ans, jstr(e, "title"), strlen(jstr(e, "title"))) && strstr(ans, day);
+    }
+    EXPECT(named);
+    cJSON_Delete(res);
+    return named;
+}
+
+/* Events asked about by name, in training only: checked above; never in
+ * held-out data, whose kinds and mix are unchanged. */
+static void test_event_when(void)
+{
+    static const char *const kinds[] = {"event_when", NULL};
+    int checked = 0, heldout = 0;
+    hx_dg_stats st;
+    for (int split = 0; split < 2; split++) {
+        char *out = run_datagen_cat(150, 24, split, HX_CAT_SINGLE, "when", &st);
+        ASSERT(out);
+        for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+            cJSON *j = cJSON_Parse(line);
+            ASSERT(j);
+            if (is_kind(jstr(j, "kind"), kinds)) {
+                if (split == HX_SPLIT_TRAIN) checked += check_event_when(j);
+                else heldout++;
+            }
+            cJSON_Delete(j);
+        }
+        free(out);
+    }
+    printf("# events asked about by name: %d of 150 single-call conversations\n", checked);
+    EXPECT(checked >= 5);
+    EXPECT_EQ_INT(heldout, 0);
+}
+
 static void test_datagen_deterministic(void)
 {
     hx_dg_stats s1, s2;
@@ -709,6 +768,7 @@ int main(void)
     RUN(test_rendering_identity);
     RUN(test_recovery_lessons);
     RUN(test_memory_in_prompt);
+    RUN(test_event_when);
     RUN(test_cmd_datagen);
     scratch_remove();
     return test_summary();

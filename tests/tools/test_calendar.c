@@ -280,6 +280,30 @@ static void test_query_others(void)
     cJSON_Delete(r);
 }
 
+/* A query with no period looks from today to 12 months ahead ("when is
+ * the piano lesson?"), every event found listed, none as "others"; the
+ * control: with no query the period is today alone. */
+static void test_query_looks_ahead(void)
+{
+    cJSON *r = call_ok("calendar.list_events", "{\"query\":\"piano\"}");
+    ASSERT(r);
+    const cJSON *range = cJSON_GetObjectItemCaseSensitive(r, "range"), *e;
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(range, "start")),
+                  "2026-12-01T00:00:00+01:00");
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(range, "end")),
+                  "2027-12-01T00:00:00+01:00");
+    EXPECT(n_events(r) > 0 && !cJSON_GetObjectItemCaseSensitive(r, "others"));
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(r, "events"))
+        EXPECT(strstr(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "title")), "Piano"));
+    cJSON_Delete(r);
+    r = call_ok("calendar.list_events", "{}");
+    ASSERT(r);
+    range = cJSON_GetObjectItemCaseSensitive(r, "range");
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(range, "end")),
+                  "2026-12-02T00:00:00+01:00");
+    cJSON_Delete(r);
+}
+
 /* The query folds case and accents and takes its words in any order;
  * the calendar's name is compared folded. */
 static void test_list_query_folds(void)
@@ -923,6 +947,7 @@ int main(void)
     RUN(test_dst);
     RUN(test_list_filters);
     RUN(test_query_others);
+    RUN(test_query_looks_ahead);
     RUN(test_list_query_folds);
     RUN(test_create_reports_conflicts);
     RUN(test_free_busy);
