@@ -149,15 +149,14 @@ static void item_lines(const cJSON *items, const cJSON *res, size_t at, hx_buf *
     if (text) text_lines(text, str(res, "path") != NULL, b);
 }
 
-/* The first line of a read that has a row: how many it found, or that it
- * found none; the items of a search's near results (a list "others")
- * are said to match part of it, the busy events a slot search names where
- * it found none to be in the way. */
-static void headline(int a, const cJSON *c, const cJSON *res, int shown, hx_buf *b)
+/* The first line of a read that has a row: how many it found (k, and
+ * n_cancelled cancelled: result_count), or that it found none; the items
+ * of a search's near results (a list "others") are said to match part of
+ * it, the busy events a slot search names where it found none to be in
+ * the way. */
+static void headline(int a, const cJSON *c, const cJSON *res, int k, int n_cancelled, hx_buf *b)
 {
     const char *arg = str(cJSON_GetObjectItemCaseSensitive(c, "arguments"), answers[a].key);
-    int n_cancelled;
-    const int k = result_count(res, answers[a].list, shown, &n_cancelled);
     if (k) hx_buf_printf(b, "%s%d %s%s%s", answers[a].lead, k, k == 1 ? answers[a].one : answers[a].many,
                          arg ? answers[a].sep : "", arg ? arg : "");
     else hx_buf_printf(b, "%s%s%s", answers[a].none, arg ? " " : "", arg ? arg : "");
@@ -188,13 +187,13 @@ static void read_answer(const cJSON *c, const hx_tools *reg, hx_buf *b)
     cJSON *res = cJSON_Parse(whole ? whole : str(c, "result") ? str(c, "result") : "");
     const int a = answer_row(str(c, "name"), cJSON_GetObjectItemCaseSensitive(c, "arguments"));
     const int n = cJSON_GetArraySize(items);
-    if (a >= 0) headline(a, c, res, n, b);
+    int n_cancelled = 0;
+    const int k = a >= 0 ? result_count(res, answers[a].list, n, &n_cancelled) : n;
+    if (a >= 0) headline(a, c, res, k, n_cancelled, b);
     if (a < 0 && !n) hx_buf_printf(b, "%s returned: %.*s", str(c, "name"), OTHER_BYTES,
                                    whole ? whole : str(c, "result") ? str(c, "result") : "");
     item_lines(items, res, at, b);
-    int n_cancelled;
-    const int k = a >= 0 ? result_count(res, answers[a].list, n, &n_cancelled) + n_cancelled : n;
-    if (n < k) hx_buf_printf(b, "\n- (%d more not listed)", k - n);
+    if (n < k + n_cancelled) hx_buf_printf(b, "\n- (%d more not listed)", k + n_cancelled - n);
     if (str(res, "not_shown")) hx_buf_printf(b, "\n- (%s)", str(res, "not_shown"));
     cJSON_Delete(res);
     cJSON_Delete(items);
