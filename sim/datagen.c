@@ -274,12 +274,27 @@ static int b_slots(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
     return 1;
 }
 
+/* form with its "%s"s replaced in turn by a, then b (a form from a
+ * table, so not a format string). */
+static void fill_form(const char *form, const char *a, const char *b, char *buf, size_t n)
+{
+    size_t k = 0;
+    for (const char *f = form; *f && k + 1 < n; f++) {
+        if (f[0] != '%' || f[1] != 's') {
+            buf[k++] = *f;
+            continue;
+        }
+        const char *v = a ? a : "";
+        a = b, b = NULL, f++;
+        while (*v && k + 1 < n) buf[k++] = *v++;
+    }
+    buf[k] = 0;
+}
+
 static void title_for(hx_rng *r, const char *topic, char *buf, size_t n)
 {
     static const char *const forms[] = {"%s review", "%s sync", "%s", "%s workshop", "%s prep"};
-    const char *f = forms[hx_rng_below(r, 5)];
-    const char *at = strstr(f, "%s");
-    snprintf(buf, n, "%.*s%s%s", (int)(at - f), f, topic, at + 2);
+    fill_form(forms[hx_rng_below(r, 5)], topic, NULL, buf, n);
     if (buf[0] >= 'a' && buf[0] <= 'z' && hx_rng_chance(r, 0.5)) buf[0] = (char)(buf[0] - 32);
 }
 
@@ -294,6 +309,48 @@ static int b_create(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
     add_str(slots, "at", p);
     add_str(slots, "title", title);
     dur_phrases(r, durs[2 + hx_rng_below(r, 5)], slots);
+    return 1;
+}
+
+/* "remind me to call the bank tomorrow at 3pm": a task said as a verb
+ * phrase, its event titled with the phrase's first letter raised, at a
+ * moment and with no length (the event's default). */
+static int b_remind(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    static const char *const forms[] = {"call %s", "email %s about the %s", "pay the %s invoice",
+                                        "send %s the %s notes", "check the %s numbers",
+                                        "book the %s venue", "prepare the %s slides",
+                                        "pick up the %s forms", "renew the %s contract"};
+    char topic[32], task[80], p[64];
+    const hx_wperson *who = &w->people[hx_rng_below(r, w->n_people)];
+    const char *f = forms[hx_rng_below(r, (int)(sizeof forms / sizeof *forms))];
+    int m;
+    hx_world_topic(r, w->split, topic, sizeof topic);
+    const int person = !strncmp(f, "call", 4) || strstr(f, "%s about") || strstr(f, "%s the");
+    fill_form(f, person ? who->first : topic, topic, task, sizeof task);
+    point_phrase(w, r, hx_dg_future_weekday(w, r, 1, 12), p, sizeof p, &m);
+    add_str(slots, "task", task);
+    task[0] = (char)(task[0] - 32);
+    add_str(slots, "title", task);
+    add_str(slots, "at", p);
+    return 1;
+}
+
+/* An all-day event on a day ("block all of Friday for the offsite"). */
+static int b_all_day(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    static const char *const forms[] = {"%s offsite", "Vacation", "%s conference", "%s day",
+                                        "Out of office", "%s workshop", "Moving day"};
+    char topic[32], title[48], p[64];
+    const char *f = forms[hx_rng_below(r, (int)(sizeof forms / sizeof *forms))];
+    hx_world_topic(r, w->split, topic, sizeof topic);
+    fill_form(f, topic, NULL, title, sizeof title);
+    if ('a' <= title[0] && title[0] <= 'z') title[0] = (char)(title[0] - 32);
+    hx_world_day_phrase(w, r, hx_dg_future_weekday(w, r, 1, 40), p, sizeof p);
+    add_str(slots, "title", title);
+    add_str(slots, "day", p);
     return 1;
 }
 
@@ -653,6 +710,51 @@ static int b_bad_when(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used
     return 1;
 }
 
+/* A day as people write it in a note: "March 25". */
+static void month_day(int64_t day, char *buf, size_t n)
+{
+    static const char *const months[12] = {"January", "February", "March", "April", "May", "June",
+                                           "July", "August", "September", "October",
+                                           "November", "December"};
+    int y, m, d;
+    hx_civil_from_days(day, &y, &m, &d);
+    snprintf(buf, n, "%s %d", months[m - 1], d);
+}
+
+/* A fact to keep that holds a date, a time or a number, the words a
+ * calendar or a search also reads: the request is still a note. */
+static int b_remember_dated(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    char fact[96], topic[32], d1[24], d2[24];
+    const hx_wperson *p = &w->people[hx_rng_below(r, w->n_people)];
+    const int64_t day = w->today + 3 + hx_rng_below(r, 60);
+    const char *kind = "fact";
+    hx_world_topic(r, w->split, topic, sizeof topic);
+    month_day(day, d1, sizeof d1);
+    month_day(day + 2 + hx_rng_below(r, 10), d2, sizeof d2);
+    switch (hx_rng_below(r, 7)) {
+    case 0: snprintf(fact, sizeof fact, "%s is on vacation from %s to %s", p->first, d1, d2); break;
+    case 1:
+        snprintf(fact, sizeof fact, "%s prefers calls before %dam", p->first, 9 + hx_rng_below(r, 3));
+        kind = "preference";
+        break;
+    case 2: snprintf(fact, sizeof fact, "the %s door code is %d", topic, 1000 + hx_rng_below(r, 9000)); break;
+    case 3:
+        snprintf(fact, sizeof fact, "%s's phone number is 0%d %d %d", p->first, 20 + hx_rng_below(r, 70),
+                 100 + hx_rng_below(r, 900), 1000 + hx_rng_below(r, 9000));
+        kind = "person";
+        break;
+    case 4: snprintf(fact, sizeof fact, "the %s fair is on %s", topic, d1); break;
+    case 5: snprintf(fact, sizeof fact, "%s could start on %s", p->first, d1); break;
+    default: snprintf(fact, sizeof fact, "the %s budget is %d,%03d euros", topic, 2 + hx_rng_below(r, 90),
+                      100 * hx_rng_below(r, 10));
+    }
+    add_str(slots, "fact", fact);
+    add_str(slots, "kind", kind);
+    return 1;
+}
+
 static int b_remember(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     (void)used;
@@ -830,6 +932,16 @@ static const kind_def kinds[] = {
          "When do I have {name}?", "When is my next {name}?", "What time does {name} start?",
          "Is {name} still on?", "Tell me when {name} is", "{name}: when is it?"),
      b_event_when, 1},
+    {"remind", HX_CAT_SINGLE, 1.0,
+     TPL("Remind me to {task} {at}", "Set a reminder to {task} {at}", "{at}, remind me to {task}",
+         "Put a reminder in my calendar to {task} {at}", "I need to {task} {at}, add it",
+         "Add a reminder: {task}, {at}"),
+     b_remind, 1},
+    {"all_day", HX_CAT_SINGLE, 0.8,
+     TPL("Add {title} {day} as an all-day event", "Block all day {day} for {title}",
+         "Put {title} in my calendar {day}, all day", "{title} all day {day}, add it",
+         "Create an all-day event {title} {day}"),
+     b_all_day, 1},
     {"free_busy", HX_CAT_SINGLE, 0.6,
      TPL("Am I free {when}?", "Am I busy {when}?", "How busy am I {when}?",
          "Is my calendar free {when}?", "Do I have any free time {when}?", "When am I busy {when}?",
@@ -980,6 +1092,11 @@ static const kind_def kinds[] = {
      TPL("Remember that {fact}", "Please note: {fact}", "Don't forget that {fact}",
          "Keep in mind that {fact}", "Make a note that {fact}", "Remember this: {fact}"),
      b_remember, 0},
+    {"remember_dated", HX_CAT_MEMORY, 1.0,
+     TPL("Remember that {fact}", "note for later: {fact}", "remember: {fact}",
+         "Keep in mind: {fact}", "Save this for me: {fact}",
+         "Make a note: {fact}", "FYI for later, {fact}"),
+     b_remember_dated, 1},
     {"recall", HX_CAT_MEMORY, 0.8,
      TPL("What do you remember about {x}?", "What do you know about {x}?",
          "Do you remember anything about {x}?", "What did I tell you about {x}?",

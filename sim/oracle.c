@@ -249,6 +249,27 @@ static void t_create(oracle *o, const cJSON *res, hx_buf *out)
     hx_buf_printf(out, "Added \"%s\" on %s at %s.", S(o, "title"), d, t);
 }
 
+/* An event added with what the request gave: a moment and no length
+ * (remind), or a whole day (all_day). */
+static void t_add(oracle *o, const cJSON *res, hx_buf *out)
+{
+    const int all_day = *S(o, "day") != 0;
+    if (o->step == 0) {
+        cJSON *a = put(put(obj(), "title", S(o, "title")), "start", all_day ? S(o, "day") : S(o, "at"));
+        if (all_day) cJSON_AddBoolToObject(a, "all_day", 1);
+        return call(o, out, "calendar.create_event", a);
+    }
+    const char *e = tool_error(res);
+    if (!strncmp(e, "refused", 7)) return (void)hx_buf_puts(out, "I did not add the event: you declined.");
+    if (*e) return fail(o, e, out);
+    const cJSON *c = jarr(res, "created");
+    char d[16], t[8];
+    iso_date(jstr(c, "start"), d, sizeof d);
+    if (all_day) return (void)hx_buf_printf(out, "Added \"%s\" on %s (all day).", S(o, "title"), d);
+    iso_time(jstr(c, "start"), t, sizeof t);
+    hx_buf_printf(out, "Added \"%s\" on %s at %s.", S(o, "title"), d, t);
+}
+
 static void from_name(const char *from, char *b, size_t n)
 {
     snprintf(b, n, "%.*s", (int)strcspn(from, "<"), from);
@@ -698,7 +719,8 @@ static const struct {
     const char *kind;
     turn_fn fn;
 } turns[] = {
-    {"list_events", t_list},     {"event_when", t_event_when},  {"find_slots", t_slots},       {"free_busy", t_free_busy},
+    {"list_events", t_list},     {"event_when", t_event_when},  {"find_slots", t_slots},
+    {"remind", t_add},           {"all_day", t_add},            {"remember_dated", t_remember},       {"free_busy", t_free_busy},
     {"create_event", t_create},  {"mail_search", t_mail_search}, {"unread_mail", t_unread},
     {"file_search", t_file_search}, {"files_list", t_files_list}, {"send_mail", t_send},
     {"schedule", t_schedule},    {"mail_read", t_mail_read},     {"file_read", t_file_read},

@@ -547,29 +547,68 @@ static int check_event_when(const cJSON *j)
     return named;
 }
 
-/* Events asked about by name, in training only: checked above; never in
- * held-out data, whose kinds and mix are unchanged. */
-static void test_event_when(void)
+/* One conversation of a kind that adds or keeps what the request says
+ * (remind, all_day, remember_dated): a single call of the tool with the
+ * request's own words as its values, and an answer that says it was
+ * done. Returns 1 when it was checked. */
+static int check_request_copied(const cJSON *j)
 {
-    static const char *const kinds[] = {"event_when", NULL};
-    int checked = 0, heldout = 0;
-    hx_dg_stats st;
-    for (int split = 0; split < 2; split++) {
-        char *out = run_datagen_cat(150, 24, split, HX_CAT_SINGLE, "when", &st);
-        ASSERT(out);
-        for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
-            cJSON *j = cJSON_Parse(line);
-            ASSERT(j);
-            if (is_kind(jstr(j, "kind"), kinds)) {
-                if (split == HX_SPLIT_TRAIN) checked += check_event_when(j);
-                else heldout++;
-            }
-            cJSON_Delete(j);
-        }
-        free(out);
+    const char *kind = jstr(j, "kind");
+    const cJSON *msgs = cJSON_GetObjectItem(j, "messages");
+    const int n = cJSON_GetArraySize(msgs);
+    const char *req = jstr(cJSON_GetArrayItem(msgs, 2), "content");
+    const char *ans = jstr(cJSON_GetArrayItem(msgs, n - 1), "content");
+    const cJSON *calls = cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 3), "tool_calls");
+    const cJSON *fn = cJSON_GetObjectItem(cJSON_GetArrayItem(calls, 0), "function");
+    const cJSON *args = cJSON_GetObjectItem(fn, "arguments");
+    EXPECT_EQ_INT(n, 6);
+    EXPECT_EQ_INT(cJSON_GetArraySize(calls), 1);
+    if (!strcmp(kind, "remember_dated")) {
+        const char *text = jstr(args, "text");
+        EXPECT_STR_EQ(jstr(fn, "name"), "memory.remember");
+        EXPECT(*text && strstr(req, text) && strpbrk(text, "0123456789"));
+        EXPECT(!strncmp(ans, "Noted: ", 7));
+        return 1;
     }
-    printf("# events asked about by name: %d of 150 single-call conversations\n", checked);
-    EXPECT(checked >= 5);
+    const char *title = jstr(args, "title"), *start = jstr(args, "start");
+    const int all_day = !strcmp(kind, "all_day");
+    EXPECT_STR_EQ(jstr(fn, "name"), "calendar.create_event");
+    EXPECT_EQ_INT(cJSON_GetArraySize(args), all_day ? 3 : 2);
+    EXPECT_EQ_INT(cJSON_IsTrue(cJSON_GetObjectItem(args, "all_day")), all_day);
+    EXPECT(*title && strcasestr(req, title + 1) && *start && strstr(req, start));
+    EXPECT(!strncmp(ans, "Added \"", 7) && strstr(ans, all_day ? "(all day)" : " at "));
+    return 1;
+}
+
+/* The kinds written for everyday requests the generator had not made
+ * (an event asked about by name, a reminder, a whole day, a note with a
+ * date or a number), in training only: each checked above; never in
+ * held-out data, whose kinds and mix are unchanged. */
+static void test_everyday_kinds(void)
+{
+    static const char *const copied[] = {"remind", "all_day", "remember_dated", NULL};
+    static const char *const when[] = {"event_when", NULL};
+    const int cats[] = {HX_CAT_SINGLE, HX_CAT_MEMORY};
+    int by_name = 0, added = 0, heldout = 0;
+    hx_dg_stats st;
+    for (int split = 0; split < 2; split++)
+        for (int c = 0; c < 2; c++) {
+            char *out = run_datagen_cat(200, 24, split, cats[c], "every", &st);
+            ASSERT(out);
+            for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+                cJSON *j = cJSON_Parse(line);
+                ASSERT(j);
+                const int w = is_kind(jstr(j, "kind"), when), k = is_kind(jstr(j, "kind"), copied);
+                if (split == HX_SPLIT_HELDOUT) heldout += w || k;
+                else if (w) by_name += check_event_when(j);
+                else if (k) added += check_request_copied(j);
+                cJSON_Delete(j);
+            }
+            free(out);
+        }
+    printf("# everyday kinds: %d events asked about by name, %d added or noted\n", by_name, added);
+    EXPECT(by_name >= 5);
+    EXPECT(added >= 15);
     EXPECT_EQ_INT(heldout, 0);
 }
 
@@ -768,7 +807,7 @@ int main(void)
     RUN(test_rendering_identity);
     RUN(test_recovery_lessons);
     RUN(test_memory_in_prompt);
-    RUN(test_event_when);
+    RUN(test_everyday_kinds);
     RUN(test_cmd_datagen);
     scratch_remove();
     return test_summary();
