@@ -233,29 +233,16 @@ static void t_free_busy(oracle *o, const cJSON *res, hx_buf *out)
     hx_buf_puts(out, ".");
 }
 
+/* An event added with what the request gave: a moment and a length
+ * (create_event), a moment alone (remind: the event's default length), or
+ * a whole day (all_day). */
 static void t_create(oracle *o, const cJSON *res, hx_buf *out)
-{
-    if (o->step == 0)
-        return call(o, out, "calendar.create_event",
-                    put_n(put(put(obj(), "title", S(o, "title")), "start", S(o, "at")),
-                          "duration_minutes", N(o, "dur")));
-    const char *e = tool_error(res);
-    if (!strncmp(e, "refused", 7)) return (void)hx_buf_puts(out, "I did not add the event: you declined.");
-    if (*e) return fail(o, e, out);
-    const cJSON *c = jarr(res, "created");
-    char d[16], t[8];
-    iso_date(jstr(c, "start"), d, sizeof d);
-    iso_time(jstr(c, "start"), t, sizeof t);
-    hx_buf_printf(out, "Added \"%s\" on %s at %s.", S(o, "title"), d, t);
-}
-
-/* An event added with what the request gave: a moment and no length
- * (remind), or a whole day (all_day). */
-static void t_add(oracle *o, const cJSON *res, hx_buf *out)
 {
     const int all_day = *S(o, "day") != 0;
     if (o->step == 0) {
         cJSON *a = put(put(obj(), "title", S(o, "title")), "start", all_day ? S(o, "day") : S(o, "at"));
+        if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o->slots, "dur")))
+            put_n(a, "duration_minutes", N(o, "dur"));
         if (all_day) cJSON_AddBoolToObject(a, "all_day", 1);
         return call(o, out, "calendar.create_event", a);
     }
@@ -720,7 +707,7 @@ static const struct {
     turn_fn fn;
 } turns[] = {
     {"list_events", t_list},     {"event_when", t_event_when},  {"find_slots", t_slots},
-    {"remind", t_add},           {"all_day", t_add},            {"remember_dated", t_remember},       {"free_busy", t_free_busy},
+    {"remind", t_create},        {"all_day", t_create},            {"remember_dated", t_remember},       {"free_busy", t_free_busy},
     {"create_event", t_create},  {"mail_search", t_mail_search}, {"unread_mail", t_unread},
     {"file_search", t_file_search}, {"files_list", t_files_list}, {"send_mail", t_send},
     {"schedule", t_schedule},    {"mail_read", t_mail_read},     {"file_read", t_file_read},
