@@ -447,6 +447,26 @@ static void test_recovery_lessons(void)
     EXPECT_EQ_INT(booked_after_error, 0);
 }
 
+/* Calls fn(j, split, ctx) on each of n conversations (seed, scratch
+ * directory sub) of each category of cats[0, n_cats), in both splits. */
+static void each_conversation(long n, uint64_t seed, const int *cats, int n_cats, const char *sub,
+                              void (*fn)(const cJSON *j, int split, void *ctx), void *ctx)
+{
+    hx_dg_stats st;
+    for (int split = 0; split < 2; split++)
+        for (int c = 0; c < n_cats; c++) {
+            char *out = run_datagen_cat(n, seed, split, cats[c], sub, &st);
+            ASSERT(out);
+            for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+                cJSON *j = cJSON_Parse(line);
+                ASSERT(j);
+                fn(j, split, ctx);
+                cJSON_Delete(j);
+            }
+            free(out);
+        }
+}
+
 /* One memory-in-the-prompt conversation: a fact stored while a related
  * memory is recalled calls memory.remember (never memory.search) with the
  * fact; a question a recalled memory answers makes no call and quotes a
@@ -487,31 +507,28 @@ static void check_memory_in_prompt(const cJSON *j, int *stored, int *answered)
 /* Memory in the prompt, in training only: facts stored while a related
  * memory is recalled (memory.remember, not a search) and questions the
  * recalled memory answers with no call; never in held-out data. */
-static void test_memory_in_prompt(void)
+struct memory_seen {
+    int stored, answered, heldout;
+};
+
+static void memory_one(const cJSON *j, int split, void *ctx)
 {
     static const char *const kinds[] = {"remember_related", "recall_known", NULL};
+    struct memory_seen *m = ctx;
+    if (!is_kind(jstr(j, "kind"), kinds)) return;
+    if (split == HX_SPLIT_TRAIN) check_memory_in_prompt(j, &m->stored, &m->answered);
+    else m->heldout++;
+}
+
+static void test_memory_in_prompt(void)
+{
     const int cats[] = {HX_CAT_MEMORY, HX_CAT_NONE};
-    int stored = 0, answered = 0, heldout = 0;
-    hx_dg_stats st;
-    for (int split = 0; split < 2; split++)
-        for (int c = 0; c < 2; c++) {
-            char *out = run_datagen_cat(120, 23, split, cats[c], "mem", &st);
-            ASSERT(out);
-            for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
-                cJSON *j = cJSON_Parse(line);
-                ASSERT(j);
-                if (is_kind(jstr(j, "kind"), kinds)) {
-                    if (split == HX_SPLIT_TRAIN) check_memory_in_prompt(j, &stored, &answered);
-                    else heldout++;
-                }
-                cJSON_Delete(j);
-            }
-            free(out);
-        }
-    printf("# memory in the prompt: %d stored, %d answered from recall\n", stored, answered);
-    EXPECT(stored >= 10);
-    EXPECT(answered >= 5);
-    EXPECT_EQ_INT(heldout, 0);
+    struct memory_seen m = {0};
+    each_conversation(120, 23, cats, 2, "mem", memory_one, &m);
+    printf("# memory in the prompt: %d stored, %d answered from recall\n", m.stored, m.answered);
+    EXPECT(m.stored >= 10);
+    EXPECT(m.answered >= 5);
+    EXPECT_EQ_INT(m.heldout, 0);
 }
 
 /* One "when is ...?" conversation: a single calendar.list_events with
@@ -584,32 +601,29 @@ static int check_request_copied(const cJSON *j)
  * (an event asked about by name, a reminder, a whole day, a note with a
  * date or a number), in training only: each checked above; never in
  * held-out data, whose kinds and mix are unchanged. */
-static void test_everyday_kinds(void)
+struct everyday_seen {
+    int by_name, added, heldout;
+};
+
+static void everyday_one(const cJSON *j, int split, void *ctx)
 {
     static const char *const copied[] = {"remind", "all_day", "remember_dated", NULL};
-    static const char *const when[] = {"event_when", NULL};
+    struct everyday_seen *e = ctx;
+    const int by_name = !strcmp(jstr(j, "kind"), "event_when"), added = is_kind(jstr(j, "kind"), copied);
+    if (split == HX_SPLIT_HELDOUT) e->heldout += by_name || added;
+    else if (by_name) e->by_name += check_event_when(j);
+    else if (added) e->added += check_request_copied(j);
+}
+
+static void test_everyday_kinds(void)
+{
     const int cats[] = {HX_CAT_SINGLE, HX_CAT_MEMORY};
-    int by_name = 0, added = 0, heldout = 0;
-    hx_dg_stats st;
-    for (int split = 0; split < 2; split++)
-        for (int c = 0; c < 2; c++) {
-            char *out = run_datagen_cat(200, 24, split, cats[c], "every", &st);
-            ASSERT(out);
-            for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
-                cJSON *j = cJSON_Parse(line);
-                ASSERT(j);
-                const int w = is_kind(jstr(j, "kind"), when), k = is_kind(jstr(j, "kind"), copied);
-                if (split == HX_SPLIT_HELDOUT) heldout += w || k;
-                else if (w) by_name += check_event_when(j);
-                else if (k) added += check_request_copied(j);
-                cJSON_Delete(j);
-            }
-            free(out);
-        }
-    printf("# everyday kinds: %d events asked about by name, %d added or noted\n", by_name, added);
-    EXPECT(by_name >= 5);
-    EXPECT(added >= 15);
-    EXPECT_EQ_INT(heldout, 0);
+    struct everyday_seen e = {0};
+    each_conversation(200, 24, cats, 2, "every", everyday_one, &e);
+    printf("# everyday kinds: %d events asked about by name, %d added or noted\n", e.by_name, e.added);
+    EXPECT(e.by_name >= 5);
+    EXPECT(e.added >= 15);
+    EXPECT_EQ_INT(e.heldout, 0);
 }
 
 static void test_datagen_deterministic(void)
