@@ -116,6 +116,30 @@ static int open_range(hx_tools *reg, const cJSON *args, const char *dflt, int64_
     return rc;
 }
 
+/* Names each of the user's busy intervals (busy, as ivals_json wrote
+ * mine) with the titles of the user's own events in it, "; "-joined: "am
+ * I busy monday morning?" wants to know with what. An attendee's busy
+ * time keeps no title: it is only when, as a free/busy lookup gives. */
+static void title_busy(hx_tools *reg, hx_cal *c, const hx_cal_occ *occ, int n, const ivals *mine,
+                       cJSON *busy)
+{
+    int i = 0;
+    for (cJSON *b = busy ? busy->child : NULL; b && i < mine->n; b = b->next, i++) {
+        hx_buf t;
+        hx_buf_init(&t);
+        for (int k = 0; k < n; k++) {
+            const char *title = icalcomponent_get_summary(occ[k].ev);
+            if (!hx_cal_occ_busy(&occ[k]) || user_declined(c, &occ[k]) || !title || !*title ||
+                occ[k].end <= mine->v[i][0] || occ[k].start >= mine->v[i][1])
+                continue;
+            hx_buf_printf(&t, "%s%s", t.len ? "; " : "", title);
+            hx_cal_note_author(reg, c, occ[k].ev);
+        }
+        if (t.len && !t.oom) cJSON_AddStringToObject(b, "title", t.data);
+        hx_buf_free(&t);
+    }
+}
+
 int hx_cal_free_busy(hx_tools *reg, void *user, const cJSON *args, cJSON **result,
                      hx_err *err)
 {
@@ -132,6 +156,7 @@ int hx_cal_free_busy(hx_tools *reg, void *user, const cJSON *args, cJSON **resul
     busy_of(c, occ, n, NULL, &mine);
     cJSON_AddItemToObject(res, "range", hx_cal_range_json(c, from, to));
     cJSON_AddItemToObject(res, "busy", ivals_json(c, &mine, from, to));
+    title_busy(reg, c, occ, n, &mine, cJSON_GetObjectItemCaseSensitive(res, "busy"));
     if (known < to) { /* the time after it is neither busy nor free: unknown */
         cJSON_AddItemToObject(res, "unknown", hx_cal_range_json(c, known, to));
         cJSON_AddItemToObject(res, "more", hx_cal_cut_json(c, known, "busy times"));

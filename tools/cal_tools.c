@@ -602,7 +602,8 @@ static const hx_tool_def cal_tools[] = {
      "\"additionalProperties\":false}",
      HX_EFFECT_READ, list_events, NULL, HX_TOOL_BUILTIN},
     {HX_TOOL_API_VERSION, "calendar.free_busy",
-     "When the user, and attendees where their events are known, are busy in a period.",
+     "When the user, and attendees where their events are known, are busy in a period; "
+     "the user's busy times name the user's events in them.",
      "{\"type\":\"object\",\"properties\":{" RANGE_PROPS ","
      "\"attendees\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"string\"}}},"
      "\"additionalProperties\":false}",

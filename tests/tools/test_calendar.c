@@ -393,11 +393,16 @@ static void test_free_busy(void)
     /* Alice declined the design review: standup and 1:1 only */
     EXPECT_EQ_INT(cJSON_GetArraySize(busy), 2);
     EXPECT_STR_EQ(str(cJSON_GetArrayItem(busy, 1), "start"), "2026-12-08T14:00:00+01:00");
+    /* the user's busy times say with what (not the declined review);
+     * an attendee's say only when */
+    EXPECT_STR_EQ(str(cJSON_GetArrayItem(busy, 0), "title"), "Team standup");
+    EXPECT_STR_EQ(str(cJSON_GetArrayItem(busy, 1), "title"), "1:1 Alice / Bob");
     const cJSON *bob = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "attendees"), 0);
     const cJSON *bb = cJSON_GetObjectItemCaseSensitive(bob, "busy");
     EXPECT_EQ_INT(cJSON_GetArraySize(bb), 3);
     EXPECT_STR_EQ(str(cJSON_GetArrayItem(bb, 2), "start"), "2026-12-08T15:00:00+01:00");
     EXPECT(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(bob, "known")));
+    EXPECT(!cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(bb, 0), "title"));
     const cJSON *zed = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r, "attendees"), 1);
     EXPECT(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(zed, "known")));
     cJSON_Delete(r);
