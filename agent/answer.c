@@ -277,7 +277,8 @@ static void done_line(const cJSON *d, hx_buf *b)
     else if (!strcmp(st, "refused"))
         hx_buf_printf(b, "%s %s", str(d, "tool"), hx_agent_refusal_reason(str(d, "by")));
     else {
-        hx_buf_printf(b, "%s %s: ", str(d, "tool"), strcmp(st, "not run") ? "failed" : "did not run");
+        /* a call not run says so itself ("not run: stopped by the ...") */
+        hx_buf_printf(b, "%s %s", str(d, "tool"), strcmp(st, "not run") ? "failed: " : "");
         error_said(str(d, "error") ? str(d, "error") : st, cJSON_GetObjectItemCaseSensitive(d, "arguments"), b);
     }
     const cJSON *ev;

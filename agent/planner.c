@@ -272,6 +272,7 @@ static int check_limits(run *r, hx_err *err)
 /* ---- streaming the answer: text up to the calls, holding back a tail
  * that may be the start of them ---- */
 #define REPEAT_SPAN 96 /* the repeat guard's (below) */
+#define REPEAT_SPAN_CALL 256 /* in a call, which is not streamed */
 #define REPEAT_LONG 16
 #define REPEAT_MIN 12
 #define REPEAT_MIN_CALL 48
@@ -355,13 +356,14 @@ static int line_end(int family, hx_buf *text)
  * all, REPEAT_MIN_CALL in a call), the turn ends before the second copy: text written up to it is
  * the answer, a call cut there is not run (the next turn goes on).
  * Streaming holds back the last REPEAT_SPAN bytes so that the user never
- * reads the copies. */
+ * reads the copies; a call, not streamed, is looked at over
+ * REPEAT_SPAN_CALL bytes (a value looping on a phrase of 60 bytes). */
 
 /* Where the copies at the end of s[0, n) start repeating the first (the
  * text is cut there), or 0 when s does not end in repeats of min bytes. */
-static size_t repeat_cut(const char *s, size_t n, size_t min)
+static size_t repeat_cut(const char *s, size_t n, size_t min, size_t span)
 {
-    for (size_t p = 2; p <= REPEAT_SPAN / 2 && 2 * p <= n; p++) {
+    for (size_t p = 2; p <= span / 2 && 2 * p <= n; p++) {
         size_t k = 1;
         while ((k + 1) * p <= n && !memcmp(s + n - p, s + n - (k + 1) * p, p)) k++;
         if ((k >= 3 && k * p >= min) || (k >= 2 && p >= REPEAT_LONG && k * p >= min))
@@ -383,7 +385,8 @@ static int word_byte(char c)
 static int repeat_guard(hx_buf *text, int in_call)
 {
     const size_t min = in_call ? REPEAT_MIN_CALL : REPEAT_MIN;
-    size_t cut = text->data ? repeat_cut(text->data, text->len, min) : 0;
+    const size_t span = in_call ? REPEAT_SPAN_CALL : REPEAT_SPAN;
+    size_t cut = text->data ? repeat_cut(text->data, text->len, min, span) : 0;
     if (!cut) return 0;
     /* not inside a word ("at 17:0|0 on ..."): to its end when the text has
      * it whole, else to its start */

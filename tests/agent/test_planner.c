@@ -991,6 +991,25 @@ static void test_repeat_guard_call(void)
     ASSERT(t);
     expect_not_run_write(t, "calendar.create_event", "repeat guard");
     done(&s, t, &ss);
+    /* a loop on a phrase of 60 bytes, longer than the text's span */
+    t = looping_call(&w, "<tool_call>{\"name\": \"calendar.create_event\", \"arguments\": "
+                     "{\"title\": \"Kai\", \"start\": \"April 2b at the Grundsrotle amningle "
+                     "amningle amning is on 2b at the Grundsrotle amningle amningle amning is on 2b "
+                     "at the Grundsrotle amningle amningle amning is on\"}}</tool_call>",
+                     "tell Kai I'll be there", &s, &ss);
+    ASSERT(t);
+    expect_not_run_write(t, "calendar.create_event", "repeat guard");
+    done(&s, t, &ss);
+    /* the control: as long a value that does not repeat itself is run */
+    const char *once[] = {"<tool_call>{\"name\": \"mail.search\", \"arguments\": {\"text\": "
+                          "\"the quarterly planning review with the northern region sales team "
+                          "and the support team leads\"}}</tool_call>",
+                          "Nothing found."};
+    EXPECT_EQ_INT(run_script(&w, once, 2, "any mail?", NULL, &s, &t, &ss), HX_OK);
+    ASSERT(t);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "calls")), 1);
+    EXPECT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(t, "not_run")), 0);
+    done(&s, t, &ss);
     world_close(&w);
 }
 
