@@ -234,7 +234,7 @@ static void test_refused_write_is_said(void)
     ASSERT(hearth("init --name 'Sam Lee' --email sam@example.org --timezone Europe/Paris") == 0);
     char args[PATH_MAX + 400];
     snprintf(args, sizeof args, "ask 'Add a dentist appointment tomorrow at 10:00' -m '%s' "
-             "--tool-choice required --tools calendar.create_event --max-steps 2", g_model);
+             "--max-steps 2", g_model);
     EXPECT_EQ_INT(hearth(args), 4);
     EXPECT(strstr(g_err, "hearth: not ") && strstr(g_err, "calendar.create_event") &&
            strstr(g_err, "no terminal to ask; rerun in a terminal or with --yes"));
