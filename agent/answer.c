@@ -156,10 +156,14 @@ static void item_lines(const cJSON *items, const cJSON *res, size_t at, hx_buf *
  * the way. */
 static void headline(int a, const cJSON *c, const cJSON *res, int k, int n_cancelled, hx_buf *b)
 {
-    const char *arg = str(cJSON_GetObjectItemCaseSensitive(c, "arguments"), answers[a].key);
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(c, "arguments");
+    const char *arg = str(args, answers[a].key);
+    /* the events looked for by words: "2 events with \"Lyon sync\":" */
+    const char *query = !strcmp(answers[a].list, "events") ? str(args, "query") : NULL;
     if (k) hx_buf_printf(b, "%s%d %s%s%s", answers[a].lead, k, k == 1 ? answers[a].one : answers[a].many,
                          arg ? answers[a].sep : "", arg ? arg : "");
     else hx_buf_printf(b, "%s%s%s", answers[a].none, arg ? " " : "", arg ? arg : "");
+    if (query && *query) hx_buf_printf(b, " with \"%s\"", query);
     if (n_cancelled) hx_buf_printf(b, k ? " (and %d cancelled)" : ", only %d cancelled", n_cancelled);
     hx_buf_puts(b, k || n_cancelled ? ":" : ".");
     if (!k && !n_cancelled && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(res, "others")))

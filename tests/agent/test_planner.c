@@ -1438,9 +1438,37 @@ static void test_results_answer_slots(void)
     cJSON_Delete(calls);
 }
 
+/* Events looked for by words say the words: found, or found only in
+ * part ("others"). */
+static void test_results_answer_query(void)
+{
+    cJSON *calls = cJSON_Parse(
+        "[{\"name\": \"calendar.list_events\", \"arguments\": {\"query\": \"Lyon sync\"}, "
+        "\"status\": \"ok\", \"result\": \"{\\\"events\\\": [{\\\"title\\\": \\\"Lyon sync\\\", "
+        "\\\"start\\\": \\\"2027-05-06T16:00:00+09:00\\\", \\\"end\\\": "
+        "\\\"2027-05-06T16:45:00+09:00\\\"}]}\"}]");
+    ASSERT(calls);
+    char *a = hx_agent_results_answer(calls, NULL, NULL, NULL, NULL);
+    EXPECT(a && !strncmp(a, "1 event with \"Lyon sync\":\n- event 2027-05-06 16:00-16:45 Lyon sync", 66));
+    free(a);
+    cJSON_Delete(calls);
+    calls = cJSON_Parse(
+        "[{\"name\": \"calendar.list_events\", \"arguments\": {\"range\": \"today\", \"query\": "
+        "\"spring concert\"}, \"status\": \"ok\", \"result\": \"{\\\"events\\\": [], \\\"others\\\": "
+        "[{\\\"title\\\": \\\"Spring concert\\\", \\\"start\\\": \\\"2027-03-19T18:30:00-04:00\\\", "
+        "\\\"end\\\": \\\"2027-03-19T20:00:00-04:00\\\"}]}\"}]");
+    ASSERT(calls);
+    a = hx_agent_results_answer(calls, NULL, NULL, NULL, NULL);
+    EXPECT(a && !strncmp(a, "No events today with \"spring concert\". These match part of it:\n"
+                            "- event 2027-03-19 18:30-20:00 Spring concert", 108));
+    free(a);
+    cJSON_Delete(calls);
+}
+
 int main(void)
 {
     RUN(test_results_answer);
+    RUN(test_results_answer_query);
     RUN(test_results_answer_turn_cut);
     RUN(test_results_answer_actions);
     RUN(test_results_answer_no_call);
