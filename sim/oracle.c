@@ -707,7 +707,8 @@ static const struct {
     turn_fn fn;
 } turns[] = {
     {"list_events", t_list},     {"event_when", t_event_when},  {"find_slots", t_slots},
-    {"remind", t_create},        {"all_day", t_create},            {"remember_dated", t_remember},       {"free_busy", t_free_busy},
+    {"remind", t_create},        {"all_day", t_create},         {"remember_dated", t_remember},
+    {"free_busy", t_free_busy},
     {"create_event", t_create},  {"mail_search", t_mail_search}, {"unread_mail", t_unread},
     {"file_search", t_file_search}, {"files_list", t_files_list}, {"send_mail", t_send},
     {"schedule", t_schedule},    {"mail_read", t_mail_read},     {"file_read", t_file_read},
