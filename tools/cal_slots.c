@@ -63,12 +63,19 @@ static int user_declined(const hx_cal *c, const hx_cal_occ *o)
     return 0;
 }
 
+/* Does o take the user's time? (busy, and not declined by the user) */
+static int user_busy(const hx_cal *c, const hx_cal_occ *o)
+{
+    return hx_cal_occ_busy(o) && !user_declined(c, o);
+}
+
 /* Busy intervals of the user (email NULL) or of an attendee. */
 static void busy_of(hx_cal *c, const hx_cal_occ *occ, int n, const char *email, ivals *out)
 {
     for (int i = 0; i < n; i++) {
-        if (!hx_cal_occ_busy(&occ[i])) continue;
-        if (email ? !hx_cal_occ_involves(&occ[i], email) : user_declined(c, &occ[i])) continue;
+        if (email ? !hx_cal_occ_busy(&occ[i]) || !hx_cal_occ_involves(&occ[i], email)
+                  : !user_busy(c, &occ[i]))
+            continue;
         ival_add(out, occ[i].start, occ[i].end);
     }
     ival_merge(out);
@@ -129,7 +136,7 @@ static void title_busy(hx_tools *reg, hx_cal *c, const hx_cal_occ *occ, int n, c
         hx_buf_init(&t);
         for (int k = 0; k < n; k++) {
             const char *title = icalcomponent_get_summary(occ[k].ev);
-            if (!hx_cal_occ_busy(&occ[k]) || user_declined(c, &occ[k]) || !title || !*title ||
+            if (!user_busy(c, &occ[k]) || !title || !*title ||
                 occ[k].end <= mine->v[i][0] || occ[k].start >= mine->v[i][1])
                 continue;
             hx_buf_printf(&t, "%s%s", t.len ? "; " : "", title);
@@ -195,7 +202,7 @@ cJSON *hx_cal_conflicts(hx_tools *reg, hx_cal *c, int64_t start, int64_t end, co
     for (int i = 0; i < n; i++) {
         const hx_cal_occ *o = &occ[i];
         const char *uid = icalcomponent_get_uid(o->ev), *title = icalcomponent_get_summary(o->ev);
-        if (!hx_cal_occ_busy(o) || user_declined(c, o) || (skip_uid && uid && !strcmp(uid, skip_uid)))
+        if (!user_busy(c, o) || (skip_uid && uid && !strcmp(uid, skip_uid)))
             continue;
         if (!arr) arr = cJSON_CreateArray();
         cJSON *j = hx_cal_range_json(c, o->start, o->end);
