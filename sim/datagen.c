@@ -710,17 +710,6 @@ static int b_bad_when(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used
     return 1;
 }
 
-/* A day as people write it in a note: "March 25". */
-static void month_day(int64_t day, char *buf, size_t n)
-{
-    static const char *const months[12] = {"January", "February", "March", "April", "May", "June",
-                                           "July", "August", "September", "October",
-                                           "November", "December"};
-    int y, m, d;
-    hx_civil_from_days(day, &y, &m, &d);
-    snprintf(buf, n, "%s %d", months[m - 1], d);
-}
-
 /* A fact to keep that holds a date, a time or a number, the words a
  * calendar or a search also reads: the request is still a note. */
 static int b_remember_dated(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
@@ -731,8 +720,8 @@ static int b_remember_dated(const hx_world *w, hx_rng *r, cJSON *slots, unsigned
     const int64_t day = w->today + 3 + hx_rng_below(r, 60);
     const char *kind = "fact";
     hx_world_topic(r, w->split, topic, sizeof topic);
-    month_day(day, d1, sizeof d1);
-    month_day(day + 2 + hx_rng_below(r, 10), d2, sizeof d2);
+    hx_world_month_day(day, d1, sizeof d1);
+    hx_world_month_day(day + 2 + hx_rng_below(r, 10), d2, sizeof d2);
     switch (hx_rng_below(r, 7)) {
     case 0: snprintf(fact, sizeof fact, "%s is on vacation from %s to %s", p->first, d1, d2); break;
     case 1:

@@ -121,6 +121,8 @@ int64_t hx_world_local(const hx_world *w, int64_t day, int minutes);
 /* Local "YYYY-MM-DD" / "HH:MM" of a Unix time in w's zone. */
 void hx_world_date(const hx_world *w, int64_t t, char *buf, size_t n);
 void hx_world_hhmm(const hx_world *w, int64_t t, char *buf, size_t n);
+/* A day number as people write it in a note: "March 25". */
+void hx_world_month_day(int64_t day, char *buf, size_t n);
 /* A phrase naming local day `day` relative to w's today that hx_when_parse
  * resolves to that day ("tomorrow", "on Friday", "Dec 3", ...); checked. */
 void hx_world_day_phrase(const hx_world *w, hx_rng *r, int64_t day, char *buf, size_t n);

@@ -417,6 +417,13 @@ static const char *const month_full[12] = {"January", "February", "March", "Apri
                                            "July", "August", "September", "October",
                                            "November", "December"};
 
+void hx_world_month_day(int64_t day, char *buf, size_t n)
+{
+    int y, m, d;
+    hx_civil_from_days(day, &y, &m, &d);
+    snprintf(buf, n, "%s %d", month_full[m - 1], d);
+}
+
 static int weekday(int64_t day) { return (int)(((day + 4) % 7 + 7) % 7); } /* 0 = Sunday */
 /* day, or the Monday after it when it falls on a weekend. */
 static int64_t workday(int64_t day) { return day + (weekday(day) == 6 ? 2 : weekday(day) == 0); }
