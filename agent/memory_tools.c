@@ -5,12 +5,12 @@
 #include <string.h>
 
 #define MAX_TEXT 1000
-#define MAX_KIND 32
+#define MAX_KIND 32 /* the schema's maxLength and pattern say the same */
 
 static const char remember_schema[] =
     "{\"type\":\"object\",\"properties\":{"
-    "\"kind\":{\"type\":\"string\",\"description\":\"preference, person, "
-    "fact, place or another short lower-case word\"},"
+    "\"kind\":{\"type\":\"string\",\"pattern\":\"^[a-z_-]+$\",\"maxLength\":32,"
+    "\"description\":\"preference, person, fact, place or another short lower-case word\"},"
     "\"text\":{\"type\":\"string\",\"description\":\"the fact, in one short "
     "sentence\"},"
     "\"expires_in_days\":{\"type\":\"integer\",\"minimum\":1,"

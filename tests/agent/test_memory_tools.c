@@ -1,8 +1,10 @@
 /* test_memory_tools.c: the memory tools through the real tool registry:
  * registration, schemas, remember (with consolidation), search, forget. */
+#include <string.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "engine/engine.h"
 #include "test.h"
 
 static char tmpdir[256];
@@ -84,12 +86,53 @@ static void test_memory_tools(void)
     hx_memory_close(mem);
 }
 
+/* 1 when the decode grammar of the tool's schema takes args whole. */
+static int grammar_takes(const hx_tool_def *d, const char *args)
+{
+    hx_grammar *g = NULL;
+    hx_err err = {0};
+    if (hx_grammar_from_schema(d->schema_json, strlen(d->schema_json), NULL, &g, &err)) return -1;
+    hx_matcher *m = hx_matcher_new(g, NULL);
+    int ok = m && hx_matcher_feed(m, args, strlen(args)) == HX_OK && hx_matcher_can_end(m);
+    hx_matcher_free(m);
+    hx_grammar_free(g);
+    return ok;
+}
+
+/* The kind of a memory is one short lower-case word: the schema says so,
+ * so a model's decoding cannot write request words there ("factory gate")
+ * and have the call fail after it was written. */
+static void test_remember_kind_in_grammar(void)
+{
+    hx_config *cfg = hx_config_default();
+    hx_tools *reg = hx_tools_new(cfg);
+    hx_memory_params p = hx_memory_default_params();
+    char path[512];
+    snprintf(path, sizeof path, "%s/kind.db", tmpdir);
+    p.path = path;
+    hx_memory *mem = NULL;
+    hx_err err = {0};
+    ASSERT(hx_memory_open(&p, &mem, &err) == HX_OK);
+    ASSERT(hx_agent_register_memory_tools(reg, mem, &err) == HX_OK);
+    const hx_tool_def *d = hx_tools_find(reg, "memory.remember");
+    EXPECT_EQ_INT(grammar_takes(d, "{\"kind\": \"fact\", \"text\": \"the gate code is 4471\"}"), 1);
+    EXPECT_EQ_INT(grammar_takes(d, "{\"kind\": \"follow-up\", \"text\": \"x\"}"), 1);
+    EXPECT_EQ_INT(grammar_takes(d, "{\"kind\": \"factory gate\", \"text\": \"x\"}"), 0);
+    EXPECT_EQ_INT(grammar_takes(d, "{\"kind\": \"Kadoma\", \"text\": \"x\"}"), 0);
+    EXPECT_EQ_INT(grammar_takes(d, "{\"kind\": \"\", \"text\": \"x\"}"), 0);
+    EXPECT_EQ_INT(grammar_takes(d, "{\"kind\": \"abcdefghijklmnopqrstuvwxyzabcdefg\", \"text\": \"x\"}"), 0);
+    hx_tools_free(reg);
+    hx_config_free(cfg);
+    hx_memory_close(mem);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hx_memtools_XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
     setenv("HEARTH_HOME", tmpdir, 1);
     RUN(test_memory_tools);
+    RUN(test_remember_kind_in_grammar);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd)) printf("# could not remove %s\n", tmpdir);
