@@ -57,7 +57,7 @@ typedef struct hx_wmail {
 } hx_wmail;
 
 typedef struct hx_wfile {
-    char folder[16], name[40], topic[32], fact[96];
+    char folder[32], name[40], topic[32], fact[96];
 } hx_wfile;
 
 typedef struct hx_wmem {

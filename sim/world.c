@@ -1,5 +1,6 @@
 /* world.c: synthetic sample worlds for training data and evaluation: a user,
  * people, calendars with recurring meetings, a Maildir, files, memories. */
+#include <ctype.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -722,8 +723,13 @@ static void gen_fact(hx_world *w, hx_rng *r, const char *topic, char *buf, size_
     int y, m, d;
     hx_civil_from_days(w->today + 3 + hx_rng_below(r, 40), &y, &m, &d);
     snprintf(date, sizeof date, "%s %d", month_abbr[m - 1], d);
-    switch (hx_rng_below(r, 6)) {
+    /* a count and a sum in training worlds only: held-out worlds draw as before */
+    switch (hx_rng_below(r, w->split == HX_SPLIT_TRAIN ? 8 : 6)) {
     case 0: snprintf(buf, n, "The %s deadline is %s.", topic, date); break;
+    case 6: snprintf(buf, n, "%d people signed up for the %s.", 3 + hx_rng_below(r, 80), topic); break;
+    case 7:
+        snprintf(buf, n, "The %s total is %d,%03d euros.", topic, 1 + hx_rng_below(r, 90), 10 * hx_rng_below(r, 100));
+        break;
     case 1: snprintf(buf, n, "The %s budget is %d euros.", topic, 500 * (1 + hx_rng_below(r, 90))); break;
     case 2:
         hx_world_room(r, w->split, room, sizeof room);
@@ -769,6 +775,26 @@ static void slug(const char *s, char *out, size_t n)
     out[k] = 0;
 }
 
+/* A folder of the six stock names; in a training world, half the time a
+ * name of the user's own (capitalised, a year, or one level down), as
+ * people name folders, so a model learns to copy the folder asked for
+ * rather than recite the stock names. Held-out worlds draw as before. */
+static void gen_folder(const hx_world *w, hx_rng *r, char *buf, size_t n)
+{
+    if (w->split != HX_SPLIT_TRAIN || hx_rng_chance(r, 0.5)) {
+        snprintf(buf, n, "%s", folders[hx_rng_below(r, N_OF(folders))]);
+        return;
+    }
+    char word[24];
+    hx_world_word(r, w->split, word, sizeof word);
+    word[0] = (char)toupper((unsigned char)word[0]);
+    switch (hx_rng_below(r, 4)) {
+    case 0: snprintf(buf, n, "%s/%s", folders[hx_rng_below(r, N_OF(folders))], word); break;
+    case 1: snprintf(buf, n, "%s/%d", word, 2020 + hx_rng_below(r, 8)); break;
+    default: snprintf(buf, n, "%s", word);
+    }
+}
+
 static void gen_files(hx_world *w, hx_rng *r)
 {
     static const char *const exts[] = {".txt", ".md", ".txt"};
@@ -778,7 +804,7 @@ static void gen_files(hx_world *w, hx_rng *r)
         char s[32];
         memset(f, 0, sizeof *f);
         hx_world_topic(r, w->split, f->topic, sizeof f->topic);
-        snprintf(f->folder, sizeof f->folder, "%s", folders[hx_rng_below(r, N_OF(folders))]);
+        gen_folder(w, r, f->folder, sizeof f->folder);
         slug(f->topic, s, sizeof s);
         snprintf(f->name, sizeof f->name, "%s%s", s, exts[hx_rng_below(r, N_OF(exts))]);
         gen_fact(w, r, f->topic, f->fact, sizeof f->fact);
