@@ -1,6 +1,7 @@
 /* datagen.c: requests in many phrasings over generated worlds, and the
  * oracle that answers them through the real planner and tools (training
  * trajectories for hearth-tiny, and the tasks of the agent evaluation). */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -393,6 +394,21 @@ static int b_mail_search(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *u
     return 1;
 }
 
+/* Mail asked for by its sender alone ("anything from Jonas?"): the name
+ * as people type it, the first name or the whole, lower-cased at times. */
+static int b_mail_from(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    int i = pick_mail(w, r, used);
+    if (i < 0) return 0;
+    const hx_wperson *p = mail_person(w, &w->mails[i]);
+    char who[64];
+    snprintf(who, sizeof who, "%s", hx_rng_chance(r, 0.6) ? p->first : p->name);
+    if (hx_rng_chance(r, 0.4))
+        for (char *c = who; *c; c++) *c = (char)tolower((unsigned char)*c);
+    add_str(slots, "who", who);
+    return 1;
+}
+
 static int b_plain(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     (void)w, (void)r, (void)slots, (void)used;
@@ -408,7 +424,7 @@ static int pick_file(const hx_world *w, hx_rng *r, unsigned *used)
 
 static void file_slots(const hx_world *w, int i, cJSON *slots)
 {
-    char rel[64];
+    char rel[80];
     snprintf(rel, sizeof rel, "%s/%s", w->files[i].folder, w->files[i].name);
     add_str(slots, "topic", w->files[i].topic);
     add_str(slots, "path", rel);
@@ -678,6 +694,45 @@ static int b_city(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
     return 1;
 }
 
+/* A request no tool can do, about the user's own world: mail deleted or
+ * filed, money paid, something booked, bought or ordered, a phone call.
+ * P is a person's first name, T a topic, C a city. */
+static const struct {
+    const char *form;
+    char a, b;
+} cannot_asks[] = {
+    {"Delete the email from %s", 'P', 0},           {"Delete %s's mail about the %s", 'P', 'T'},
+    {"Remove the %s email from my inbox", 'T', 0},  {"Archive the mail from %s", 'P', 0},
+    {"Move %s's email to the trash", 'P', 0},       {"Pay the %s invoice", 'T', 0},
+    {"Transfer 200 euros to %s", 'P', 0},           {"Send %s the money for the %s", 'P', 'T'},
+    {"Book a table for four in %s tonight", 'C', 0}, {"Book a hotel in %s for next week", 'C', 0},
+    {"Book train tickets to %s", 'C', 0},           {"Buy me a plane ticket to %s", 'C', 0},
+    {"Order a ride to %s", 'C', 0},                 {"Order lunch for the %s", 'T', 0},
+    {"Call %s on the phone", 'P', 0},               {"Text %s that I'm late", 'P', 0},
+    {"Print the %s notes", 'T', 0},                 {"Unsubscribe me from the %s newsletter", 'T', 0},
+};
+
+static const char *cannot_slot(const hx_world *w, hx_rng *r, char kind, char *buf, size_t n)
+{
+    if (kind == 'P') return w->people[hx_rng_below(r, w->n_people)].first;
+    if (kind == 'C') return hx_world_city(r, w->split);
+    if (kind != 'T') return NULL;
+    hx_world_topic(r, w->split, buf, n);
+    return buf;
+}
+
+static int b_cannot(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    const int k = hx_rng_below(r, (int)(sizeof cannot_asks / sizeof *cannot_asks));
+    char ta[32], tb[32], ask[160];
+    const char *a = cannot_slot(w, r, cannot_asks[k].a, ta, sizeof ta);
+    const char *b = cannot_slot(w, r, cannot_asks[k].b, tb, sizeof tb);
+    fill_form(cannot_asks[k].form, a, b, ask, sizeof ask);
+    add_str(slots, "ask", ask);
+    return 1;
+}
+
 static int b_reply(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     if (!b_mail_read(w, r, slots, used)) return 0;
@@ -685,12 +740,63 @@ static int b_reply(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
     return 1;
 }
 
+/* A question about one figure or fact a note holds, asked the way people
+ * ask it ("how much is ...", "who approved ..."), with the words a search
+ * of the files' contents needs: the note's topic and the fact's own noun. */
+static const struct {
+    const char *has;   /* in the fact's text */
+    const char *noun;  /* searched with the topic */
+    const char *ask[5];
+} figure_asks[] = {
+    {" budget is ", "budget",
+     {"How much is the %s budget?", "What's the budget for the %s?", "How much money do we have for the %s?",
+      "what budget did we set for the %s?", "How big is the %s budget?"}},
+    {"access code", "code",
+     {"What's the access code for the %s?", "What is the code for the %s?", "Tell me the %s access code",
+      "code for the %s?", "Which code gets me into the %s?"}},
+    {" approved the ", "approved",
+     {"Who approved the %s?", "Has anyone approved the %s?", "who signed off the %s?",
+      "Did the %s get approved, and by whom?", "Who gave the ok for the %s?"}},
+    {" moved to ", "room",
+     {"Which room is the %s in now?", "Where did the %s move to?", "what room is the %s in?",
+      "Where is the %s now?", "Which room did the %s go to?"}},
+    {" deadline is ", "deadline",
+     {"What's the deadline for the %s?", "When is the %s due?", "what's the %s deadline?",
+      "How long do I have for the %s?", "By when is the %s due?"}},
+    {"ready for review", "review",
+     {"When is the %s ready for review?", "When can I review the %s?", "when will the %s be ready?",
+      "When does the %s go to review?", "Is the %s ready for review yet?"}},
+    {" signed up ", "signed",
+     {"How many people signed up for the %s?", "how many are coming to the %s?", "How many sign-ups for the %s?",
+      "How many people are on the %s?", "What's the head count for the %s?"}},
+    {" total is ", "total",
+     {"What's the %s total?", "How much is the %s in total?", "what does the %s come to?",
+      "How much does the %s cost altogether?", "What's the total for the %s?"}},
+};
+
+static int b_file_figure(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    int i = pick_file(w, r, used);
+    const hx_wfile *f = &w->files[i];
+    for (size_t k = 0; k < sizeof figure_asks / sizeof *figure_asks; k++) {
+        if (!strstr(f->fact, figure_asks[k].has)) continue;
+        char ask[160], words[64];
+        fill_form(figure_asks[k].ask[hx_rng_below(r, 5)], f->topic, NULL, ask, sizeof ask);
+        snprintf(words, sizeof words, "%s %s", f->topic, figure_asks[k].noun);
+        file_slots(w, i, slots);
+        add_str(slots, "ask", ask);
+        add_str(slots, "words", words);
+        return 1;
+    }
+    return 0;
+}
+
 static int b_file_missing(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     int i = pick_file(w, r, used);
     file_slots(w, i, slots);
     const hx_wfile *f = &w->files[i];
-    char stem[40], wrong[64];
+    char stem[40], wrong[80];
     snprintf(stem, sizeof stem, "%.*s", (int)strcspn(f->name, "."), f->name);
     snprintf(wrong, sizeof wrong, "%s/%s%s", f->folder, stem, strstr(f->name, ".md") ? ".txt" : ".md");
     add_str(slots, "wrong", wrong);
@@ -957,6 +1063,12 @@ static const kind_def kinds[] = {
          "Mail from {who} about {topic}?", "Look for {topic} emails from {who}",
          "Get the {topic} message from {who}"),
      b_mail_search, 0},
+    {"mail_from", HX_CAT_SINGLE, 1.0,
+     TPL("Did {who} send me anything?", "Anything from {who}?", "Mails from {who}?", "What did {who} write?",
+         "Any news from {who}?", "Have I heard from {who}?", "Show me {who}'s emails", "{who}'s mail?",
+         "Did {who} write to me?", "Is there mail from {who}?", "Find the emails {who} sent me",
+         "What has {who} sent me?"),
+     b_mail_from, 1},
     {"unread_mail", HX_CAT_SINGLE, 0.5,
      TPL("Do I have unread mail?", "Any new messages?", "What's unread in my inbox?",
          "Show my unread emails", "Check for new mail", "Anything new in my mailbox?",
@@ -972,6 +1084,7 @@ static const kind_def kinds[] = {
          "Find the {topic} document", "Which of my files mentions {topic}?",
          "Search my documents for {topic}", "Get me the file on {topic}"),
      b_file, 0},
+    {"file_figure", HX_CAT_SINGLE, 1.2, TPL("{ask}"), b_file_figure, 1},
     {"files_list", HX_CAT_SINGLE, 0.5,
      TPL("What's in my {folder} folder?", "List the files in {folder}", "Show me my {folder} files",
          "What files do I have in {folder}?", "Open my {folder} folder", "List {folder}",
@@ -1025,6 +1138,7 @@ static const kind_def kinds[] = {
          "What's the news in {city} today?", "Find a hotel in {city}",
          "Translate this into the language of {city}", "How far is {city} from here?"),
      b_city, 0},
+    {"cannot", HX_CAT_NONE, 1.0, TPL("{ask}"), b_cannot, 1},
     {"now", HX_CAT_NONE, 0.6,
      TPL("What's today's date?", "What time is it?", "Which time zone am I in?",
          "What day is it today?", "What's the date?", "What's my time zone?"),

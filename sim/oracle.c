@@ -236,11 +236,24 @@ static void t_free_busy(oracle *o, const cJSON *res, hx_buf *out)
 /* An event added with what the request gave: a moment and a length
  * (create_event), a moment alone (remind: the event's default length), or
  * a whole day (all_day). */
+/* v as the request spells it ("september 29" where a wrapper lowered the
+ * first letter of "September 29"), so a call copies the user's words;
+ * v itself where the request does not hold it. */
+static const char *as_said(const oracle *o, const char *v, char *buf, size_t n)
+{
+    const char *p = *v ? strcasestr(jstr(o->task, "request"), v) : NULL;
+    if (!p) return v;
+    snprintf(buf, n, "%.*s", (int)strlen(v), p);
+    return buf;
+}
+
 static void t_create(oracle *o, const cJSON *res, hx_buf *out)
 {
     const int all_day = *S(o, "day") != 0;
     if (o->step == 0) {
-        cJSON *a = put(put(obj(), "title", S(o, "title")), "start", all_day ? S(o, "day") : S(o, "at"));
+        char when[96];
+        const char *start = as_said(o, all_day ? S(o, "day") : S(o, "at"), when, sizeof when);
+        cJSON *a = put(put(obj(), "title", S(o, "title")), "start", start);
         if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o->slots, "dur")))
             put_n(a, "duration_minutes", N(o, "dur"));
         if (all_day) cJSON_AddBoolToObject(a, "all_day", 1);
@@ -309,6 +322,29 @@ static void t_unread(oracle *o, const cJSON *res, hx_buf *out)
     hx_buf_puts(out, ".");
 }
 
+/* Mail from one sender: the newest three, by subject and day. */
+static void t_mail_from(oracle *o, const cJSON *res, hx_buf *out)
+{
+    char who[96];
+    if (o->step == 0) return call(o, out, "mail.search", put(obj(), "from", as_said(o, S(o, "who"), who, sizeof who)));
+    if (*tool_error(res)) return fail(o, tool_error(res), out);
+    const cJSON *ms = jarr(res, "messages"), *m;
+    int total = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(res, "total")), i = 0;
+    int n = cJSON_GetArraySize(ms) > 3 ? 3 : cJSON_GetArraySize(ms);
+    if (!total || !n) return (void)hx_buf_printf(out, "I found no mail from %s.", S(o, "who"));
+    char name[64], d[16];
+    from_name(jstr(cJSON_GetArrayItem(ms, 0), "from"), name, sizeof name);
+    hx_buf_printf(out, "%d message%s from %s: ", total, total > 1 ? "s" : "", name);
+    cJSON_ArrayForEach(m, ms)
+    {
+        if (i >= n) break;
+        sep(out, i++, n);
+        iso_date(jstr(m, "date"), d, sizeof d);
+        hx_buf_printf(out, "\"%s\" on %s", jstr(m, "subject"), d);
+    }
+    hx_buf_puts(out, ".");
+}
+
 static void t_file_search(oracle *o, const cJSON *res, hx_buf *out)
 {
     if (o->step == 0) return call(o, out, "files.search", put(obj(), "content", S(o, "topic")));
@@ -324,6 +360,20 @@ static void t_file_search(oracle *o, const cJSON *res, hx_buf *out)
         hx_buf_puts(out, hx_dg_rel_path(jstr(f, "path")));
     }
     hx_buf_puts(out, ".");
+}
+
+/* A figure in a note: one search of the contents, then the line that
+ * holds it (a match past the note's title line), said with its file. */
+static void t_file_figure(oracle *o, const cJSON *res, hx_buf *out)
+{
+    if (o->step == 0) return call(o, out, "files.search", put(obj(), "content", S(o, "words")));
+    if (*tool_error(res)) return fail(o, tool_error(res), out);
+    const cJSON *f = cJSON_GetArrayItem(jarr(res, "files"), 0), *m, *line = NULL;
+    if (!f) return (void)hx_buf_printf(out, "I found no note about the %s.", S(o, "topic"));
+    cJSON_ArrayForEach(m, jarr(f, "matches"))
+    if (!line || cJSON_GetNumberValue(cJSON_GetObjectItem(m, "line")) > 1) line = m;
+    if (!line) return (void)hx_buf_printf(out, "%s is about the %s.", hx_dg_rel_path(jstr(f, "path")), S(o, "topic"));
+    hx_buf_printf(out, "%s (%s)", jstr(line, "text"), hx_dg_rel_path(jstr(f, "path")));
 }
 
 static void t_files_list(oracle *o, const cJSON *res, hx_buf *out)
@@ -709,11 +759,11 @@ static const struct {
     {"list_events", t_list},     {"event_when", t_event_when},  {"find_slots", t_slots},
     {"remind", t_create},        {"all_day", t_create},         {"remember_dated", t_remember},
     {"free_busy", t_free_busy},
-    {"create_event", t_create},  {"mail_search", t_mail_search}, {"unread_mail", t_unread},
-    {"file_search", t_file_search}, {"files_list", t_files_list}, {"send_mail", t_send},
+    {"create_event", t_create},  {"mail_search", t_mail_search}, {"unread_mail", t_unread},   {"mail_from", t_mail_from},
+    {"file_search", t_file_search}, {"file_figure", t_file_figure}, {"files_list", t_files_list}, {"send_mail", t_send},
     {"schedule", t_schedule},    {"mail_read", t_mail_read},     {"file_read", t_file_read},
     {"cancel_event", t_cancel},  {"move_event", t_move},         {"chat", t_chat},
-    {"no_tool", t_no_tool},      {"now", t_now},                 {"declined_send", t_send},
+    {"no_tool", t_no_tool},   {"cannot", t_no_tool},      {"now", t_now},                 {"declined_send", t_send},
     {"declined_create", t_create}, {"taint_reply", t_reply},     {"policy_deny", t_send},
     {"file_missing", t_file_missing}, {"not_organizer", t_cancel}, {"bad_when", t_bad_when},
     {"remember", t_remember},    {"recall", t_recall},           {"forget", t_forget},

@@ -626,6 +626,109 @@ static void test_everyday_kinds(void)
     EXPECT_EQ_INT(e.heldout, 0);
 }
 
+/* The one call of a conversation (its function), and the parsed result. */
+static const cJSON *only_call(const cJSON *msgs, cJSON **res)
+{
+    const cJSON *calls = cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 3), "tool_calls");
+    EXPECT_EQ_INT(cJSON_GetArraySize(msgs), 6); /* system, now, request, call, result, answer */
+    EXPECT_EQ_INT(cJSON_GetArraySize(calls), 1);
+    *res = cJSON_Parse(jstr(cJSON_GetArrayItem(msgs, 4), "content"));
+    return cJSON_GetObjectItem(cJSON_GetArrayItem(calls, 0), "function");
+}
+
+/* A figure in a note: files.search of the contents by words the request
+ * holds (the note's topic), and an answer that quotes a line of the found
+ * note past its title, with the note's path. */
+static void check_file_figure(const cJSON *msgs, const char *req, const char *ans)
+{
+    cJSON *res = NULL;
+    const cJSON *fn = only_call(msgs, &res), *args = cJSON_GetObjectItem(fn, "arguments"), *m;
+    const char *words = jstr(args, "content");
+    EXPECT_STR_EQ(jstr(fn, "name"), "files.search");
+    EXPECT_EQ_INT(cJSON_GetArraySize(args), 1);
+    const char *noun = strrchr(words, ' ');
+    ASSERT(noun);
+    char topic[64];
+    snprintf(topic, sizeof topic, "%.*s", (int)(noun - words), words);
+    EXPECT(strcasestr(req, topic) != NULL);
+    const cJSON *f = cJSON_GetArrayItem(cJSON_GetObjectItem(res, "files"), 0);
+    int quoted = 0;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(f, "matches"))
+    quoted |= cJSON_GetNumberValue(cJSON_GetObjectItem(m, "line")) > 1 &&
+              !strncmp(ans, jstr(m, "text"), strlen(jstr(m, "text")));
+    /* "(folder/name)" at the end: the tail of the found note's path */
+    const char *path = jstr(f, "path"), *open = strrchr(ans, '(');
+    const size_t k = open ? strlen(open) - 2 : 0;
+    EXPECT(quoted);
+    EXPECT(open && k > 0 && k < strlen(path) && !strncmp(path + strlen(path) - k, open + 1, k));
+    cJSON_Delete(res);
+}
+
+/* Mail asked for by its sender alone: mail.search with the sender as the
+ * request spells it and nothing else, and an answer that gives the
+ * subject of the newest message found. */
+static void check_mail_from(const cJSON *msgs, const char *req, const char *ans)
+{
+    cJSON *res = NULL;
+    const cJSON *fn = only_call(msgs, &res), *args = cJSON_GetObjectItem(fn, "arguments");
+    EXPECT_STR_EQ(jstr(fn, "name"), "mail.search");
+    EXPECT_EQ_INT(cJSON_GetArraySize(args), 1);
+    EXPECT(*jstr(args, "from") && strstr(req, jstr(args, "from")) != NULL);
+    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItem(res, "messages"), 0);
+    EXPECT(first ? strstr(ans, jstr(first, "subject")) != NULL : !strncmp(ans, "I found no mail", 15));
+    cJSON_Delete(res);
+}
+
+/* The kinds asked the way people ask (a figure in a note, mail by its
+ * sender alone) and the requests no tool can do (no call; the answer
+ * says so), in training only. */
+struct asked_seen {
+    int figure, from, cannot, heldout;
+};
+
+static void asked_one(const cJSON *j, int split, void *ctx)
+{
+    static const char *const asked[] = {"file_figure", "mail_from", "cannot", NULL};
+    struct asked_seen *a = ctx;
+    const char *kind = jstr(j, "kind");
+    if (!is_kind(kind, asked)) return;
+    if (split == HX_SPLIT_HELDOUT) {
+        a->heldout++;
+        return;
+    }
+    const cJSON *msgs = cJSON_GetObjectItem(j, "messages"), *m;
+    const int n = cJSON_GetArraySize(msgs);
+    const char *req = jstr(cJSON_GetArrayItem(msgs, 2), "content");
+    const char *ans = jstr(cJSON_GetArrayItem(msgs, n - 1), "content");
+    if (!strcmp(kind, "file_figure")) {
+        check_file_figure(msgs, req, ans);
+        a->figure++;
+    } else if (!strcmp(kind, "mail_from")) {
+        check_mail_from(msgs, req, ans);
+        a->from++;
+    } else {
+        int calls = 0;
+        cJSON_ArrayForEach(m, msgs) calls += cJSON_GetArraySize(cJSON_GetObjectItem(m, "tool_calls"));
+        EXPECT_EQ_INT(calls, 0);
+        EXPECT_EQ_INT(n, 4); /* system, now, request, answer */
+        EXPECT(!strncmp(ans, "I can't do that", 15));
+        a->cannot++;
+    }
+}
+
+static void test_asked_kinds(void)
+{
+    const int cats[] = {HX_CAT_SINGLE, HX_CAT_NONE};
+    struct asked_seen a = {0};
+    each_conversation(240, 31, cats, 2, "asked", asked_one, &a);
+    printf("# asked kinds: %d figures in notes, %d mail by sender, %d no tool can do\n", a.figure, a.from,
+           a.cannot);
+    EXPECT(a.figure >= 5);
+    EXPECT(a.from >= 5);
+    EXPECT(a.cannot >= 5);
+    EXPECT_EQ_INT(a.heldout, 0);
+}
+
 static void test_datagen_deterministic(void)
 {
     hx_dg_stats s1, s2;
@@ -822,6 +925,7 @@ int main(void)
     RUN(test_recovery_lessons);
     RUN(test_memory_in_prompt);
     RUN(test_everyday_kinds);
+    RUN(test_asked_kinds);
     RUN(test_cmd_datagen);
     scratch_remove();
     return test_summary();
