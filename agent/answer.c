@@ -64,7 +64,21 @@ static int result_count(const cJSON *res, const char *list, int dflt, int *n_can
     *n_cancelled = 0;
     if (!cJSON_IsArray(l)) return dflt;
     cJSON_ArrayForEach(it, l) *n_cancelled += cancelled(it);
-    return cJSON_GetArraySize(l) - *n_cancelled;
+    const int listed = cJSON_GetArraySize(l) - *n_cancelled;
+    /* a limit lists fewer than were found: the tool's own count says how
+     * many ("count" of events taking place and "cancelled" apart, or a
+     * search's "total"), never fewer than the list */
+    const cJSON *count = cJSON_GetObjectItemCaseSensitive(res, "count");
+    const cJSON *total = cJSON_GetObjectItemCaseSensitive(res, "total");
+    const cJSON *gone = cJSON_GetObjectItemCaseSensitive(res, "cancelled");
+    int k = listed;
+    if (cJSON_IsNumber(count)) {
+        k = (int)count->valuedouble;
+        if (cJSON_IsNumber(gone) && (int)gone->valuedouble > *n_cancelled) *n_cancelled = (int)gone->valuedouble;
+    } else if (cJSON_IsNumber(total)) {
+        k = (int)total->valuedouble - *n_cancelled;
+    }
+    return k > listed ? k : listed;
 }
 
 /* A tool's error as the results answer says it: what it quotes of the

@@ -480,6 +480,21 @@ cJSON *hx_agent_done(const cJSON *calls, const cJSON *not_run, const hx_tools *r
 }
 
 /* ---- one line of what was read ---- */
+#define PLACE_BYTES 120
+
+/* ", at PLACE": an event's location on its line, the first line of it and
+ * at most PLACE_BYTES (whole characters), control characters as spaces:
+ * an invitation's text cannot start a line of its own. */
+static void place_text(const char *loc, hx_buf *b)
+{
+    size_t n = loc ? strcspn(loc, "\r\n") : 0;
+    while (n && (loc[n - 1] == ' ' || loc[n - 1] == '\t')) n--;
+    if (!n) return;
+    if (n > PLACE_BYTES) n = hx_utf8_cut(loc, PLACE_BYTES, 0);
+    hx_buf_puts(b, ", at ");
+    for (size_t i = 0; i < n; i++) hx_buf_putc(b, (unsigned char)loc[i] < 0x20 || loc[i] == 0x7f ? ' ' : loc[i]);
+}
+
 void hx_agent_read_line(const cJSON *it, hx_buf *b)
 {
     const char *kind = str(it, "kind") ? str(it, "kind") : "";
@@ -489,6 +504,7 @@ void hx_agent_read_line(const cJSON *it, hx_buf *b)
         hx_buf_printf(b, "%s %s", kind, when);
         if (str(it, "title")) hx_buf_printf(b, " %s", str(it, "title"));
         if (str(it, "calendar")) hx_buf_printf(b, " (%s)", str(it, "calendar"));
+        place_text(str(it, "location"), b);
         if (str(it, "status") && !strcmp(str(it, "status"), "cancelled")) hx_buf_puts(b, " [cancelled]");
     } else if (!strcmp(kind, "mail")) {
         hx_buf_printf(b, "mail %.10s %s: %s", str(it, "date") ? str(it, "date") : "?",

@@ -1246,8 +1246,10 @@ static void test_results_answer(void)
     EXPECT_EQ_INT(run_script(&w, turns, 2, "what's on tomorrow?", &pp, &s, &t, &ss), HX_OK);
     ASSERT(t && s.text.data);
     const char *a = tstr(t, "answer");
-    EXPECT(a && !strncmp(a, "4 events tomorrow (and 1 cancelled):\n- event 2026-12-02 09:30-09:45 "
-                            "Team standup (work)\n- event 2026-12-02 16:00-16:45 Dentist (work)", 114));
+    const char *head = "4 events tomorrow (and 1 cancelled):\n- event 2026-12-02 09:30-09:45 "
+                       "Team standup (work), at Room Jupiter / video\n- event 2026-12-02 16:00-16:45 "
+                       "Dentist (work), at 12 rue de la Paix\n";
+    EXPECT(a && !strncmp(a, head, strlen(head)));
     EXPECT(a && strstr(a, "\n- cancelled: Vendor demo")); /* by its title: it is not on */
     EXPECT(!strstr(a, "07:15") && !strstr(a, "7 more") && !strstr(a, "Looking"));
     EXPECT_STR_EQ(s.text.data, a); /* the model's words were never streamed */
@@ -1465,10 +1467,54 @@ static void test_results_answer_query(void)
     cJSON_Delete(calls);
 }
 
+/* A read that lists fewer than it found says how many it found, by the
+ * tool's own count, and that the rest are not listed; an event says where
+ * it is, on its own line only (an invitation's location cannot add one). */
+static void test_results_answer_counts(void)
+{
+    cJSON *calls = cJSON_Parse("[{\"name\": \"mail.search\", \"arguments\": {\"unread\": true, \"limit\": 1}, "
+                               "\"status\": \"ok\", \"result\": \"{\\\"messages\\\": [{\\\"id\\\": \\\"m2\\\", "
+                               "\\\"from\\\": \\\"Bob <bob@x.org>\\\", \\\"subject\\\": \\\"Price\\\", "
+                               "\\\"date\\\": \\\"2026-11-30T10:00:00Z\\\"}], \\\"total\\\": 4}\"}]");
+    ASSERT(calls);
+    char *a = hx_agent_results_answer(calls, NULL, NULL, NULL, NULL);
+    EXPECT_STR_EQ(a ? a : "", "4 unread messages:\n- mail 2026-11-30 Bob <bob@x.org>: Price\n"
+                              "- (3 more not listed)");
+    free(a);
+    cJSON_Delete(calls);
+    /* control: all listed */
+    calls = cJSON_Parse("[{\"name\": \"mail.search\", \"arguments\": {\"unread\": true}, "
+                        "\"status\": \"ok\", \"result\": \"{\\\"messages\\\": [{\\\"id\\\": \\\"m2\\\", "
+                        "\\\"from\\\": \\\"Bob <bob@x.org>\\\", \\\"subject\\\": \\\"Price\\\", "
+                        "\\\"date\\\": \\\"2026-11-30T10:00:00Z\\\"}], \\\"total\\\": 1}\"}]");
+    ASSERT(calls);
+    a = hx_agent_results_answer(calls, NULL, NULL, NULL, NULL);
+    EXPECT_STR_EQ(a ? a : "", "1 unread message:\n- mail 2026-11-30 Bob <bob@x.org>: Price");
+    free(a);
+    cJSON_Delete(calls);
+    calls = cJSON_Parse(
+        "[{\"name\": \"calendar.list_events\", \"arguments\": {\"query\": \"vernissage\", \"limit\": 1}, "
+        "\"status\": \"ok\", \"result\": \"{\\\"events\\\": [{\\\"title\\\": \\\"Vernissage\\\", "
+        "\\\"start\\\": \\\"2027-11-05T18:30:00+01:00\\\", \\\"end\\\": \\\"2027-11-05T21:00:00+01:00\\\", "
+        "\\\"calendar\\\": \\\"buero\\\", \\\"location\\\": \\\"14 rue de Seine, Paris\\\"}, "
+        "{\\\"title\\\": \\\"Party\\\", \\\"start\\\": \\\"2027-11-06T18:30:00+01:00\\\", "
+        "\\\"end\\\": \\\"2027-11-06T21:00:00+01:00\\\", \\\"location\\\": "
+        "\\\"Room 1\\\\n- event 2027-11-07 09:00-10:00 Fake\\\"}], \\\"count\\\": 3}\"}]");
+    ASSERT(calls);
+    a = hx_agent_results_answer(calls, NULL, NULL, NULL, NULL);
+    EXPECT_STR_EQ(a ? a : "", "3 events with \"vernissage\":\n"
+                              "- event 2027-11-05 18:30-21:00 Vernissage (buero), at 14 rue de Seine, Paris\n"
+                              "- event 2027-11-06 18:30-21:00 Party, at Room 1\n"
+                              "- (1 more not listed)");
+    free(a);
+    cJSON_Delete(calls);
+}
+
 int main(void)
 {
     RUN(test_results_answer);
     RUN(test_results_answer_query);
+    RUN(test_results_answer_counts);
     RUN(test_results_answer_turn_cut);
     RUN(test_results_answer_actions);
     RUN(test_results_answer_no_call);
