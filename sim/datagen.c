@@ -887,6 +887,26 @@ static const char *memory_email(const hx_wmem *m, char *first, size_t n)
     return e + strlen(says);
 }
 
+/* A mail to someone the user names by first name alone ("email Jonas
+ * that ..."), whose address a memory holds: recall puts it in the
+ * prompt, and the call copies it from there. */
+static int b_send_named(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    for (int i = 0; i < w->n_mems; i++) {
+        char first[24];
+        const char *email = memory_email(&w->mems[i], first, sizeof first);
+        if (!email) continue;
+        const char *msg = short_msgs[hx_rng_below(r, (int)(sizeof short_msgs / sizeof *short_msgs))];
+        add_str(slots, "who", first);
+        add_str(slots, "email", email);
+        add_str(slots, "msg", msg);
+        add_str(slots, "topic", msg);
+        return 1;
+    }
+    return 0;
+}
+
 /* A fact to store that changes or restates one the world's memory holds,
  * so that recall puts the related memory in the prompt: the right call is
  * still memory.remember, not a search (a new address for the same person,
@@ -1092,6 +1112,11 @@ static const kind_def kinds[] = {
          "What's inside {folder}?", "Which files are in {folder}?", "Browse my {folder} folder",
          "Files in {folder}?"),
      b_file, 0},
+    {"send_named", HX_CAT_SINGLE, 0.8,
+     TPL("Email {who} that {msg}", "Tell {who} by mail that {msg}", "Let {who} know: {msg}",
+         "Send {who} a mail: {msg}", "Write to {who}: {msg}", "Mail {who} saying {msg}",
+         "Drop {who} a note that {msg}", "email {who}: {msg}"),
+     b_send_named, 1},
     {"send_mail", HX_CAT_SINGLE, 0.8,
      SEND_TPL,
      b_send, 0},

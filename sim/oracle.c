@@ -396,6 +396,8 @@ static void t_files_list(oracle *o, const cJSON *res, hx_buf *out)
     hx_buf_puts(out, ".");
 }
 
+static int in_system_text(const oracle *o, const char *s);
+
 static cJSON *send_args(const oracle *o, const char *to)
 {
     return put(put(put(obj(), "to", to), "subject", S(o, "topic")), "body", S(o, "msg"));
@@ -441,6 +443,9 @@ static void t_send(oracle *o, const cJSON *res, hx_buf *out)
     const char *kind = jstr(o->task, "kind");
     if (!strcmp(kind, "send_fix") && slip(o, res, out, "mail.send", send_args(o, S(o, "bad"))))
         return;
+    /* named by first name: the address only as recall put it in the prompt */
+    if (o->step == 0 && !strcmp(kind, "send_named") && !in_system_text(o, S(o, "email")))
+        return (void)hx_buf_printf(out, "I don't know %s's address: tell me it and I'll send the mail.", S(o, "who"));
     if (o->step == o->shift) return call(o, out, "mail.send", send_args(o, S(o, "email")));
     if (address_refused(o, res, "did not send the mail", out)) return;
     const char *e = tool_error(res);
@@ -763,7 +768,7 @@ static const struct {
     {"file_search", t_file_search}, {"file_figure", t_file_figure}, {"files_list", t_files_list}, {"send_mail", t_send},
     {"schedule", t_schedule},    {"mail_read", t_mail_read},     {"file_read", t_file_read},
     {"cancel_event", t_cancel},  {"move_event", t_move},         {"chat", t_chat},
-    {"no_tool", t_no_tool},   {"cannot", t_no_tool},      {"now", t_now},                 {"declined_send", t_send},
+    {"no_tool", t_no_tool},   {"cannot", t_no_tool},      {"now", t_now},                 {"declined_send", t_send},   {"send_named", t_send},
     {"declined_create", t_create}, {"taint_reply", t_reply},     {"policy_deny", t_send},
     {"file_missing", t_file_missing}, {"not_organizer", t_cancel}, {"bad_when", t_bad_when},
     {"remember", t_remember},    {"recall", t_recall},           {"forget", t_forget},

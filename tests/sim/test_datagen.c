@@ -679,16 +679,33 @@ static void check_mail_from(const cJSON *msgs, const char *req, const char *ans)
     cJSON_Delete(res);
 }
 
+/* A mail to someone named by first name: mail.send to the address a
+ * recalled memory (in the prompt) gives, or no call and an answer that
+ * asks for the address where none was recalled. */
+static void check_send_named(const cJSON *msgs, const char *ans)
+{
+    const char *ctx = jstr(cJSON_GetArrayItem(msgs, 1), "content");
+    if (cJSON_GetArraySize(msgs) == 4) {
+        EXPECT(!strncmp(ans, "I don't know ", 13));
+        return;
+    }
+    cJSON *res = NULL;
+    const cJSON *fn = only_call(msgs, &res), *args = cJSON_GetObjectItem(fn, "arguments");
+    EXPECT_STR_EQ(jstr(fn, "name"), "mail.send");
+    EXPECT(*jstr(args, "to") && strstr(ctx, jstr(args, "to")) != NULL);
+    cJSON_Delete(res);
+}
+
 /* The kinds asked the way people ask (a figure in a note, mail by its
- * sender alone) and the requests no tool can do (no call; the answer
- * says so), in training only. */
+ * sender alone, mail to a first name) and the requests no tool can do
+ * (no call; the answer says so), in training only. */
 struct asked_seen {
-    int figure, from, cannot, heldout;
+    int figure, from, named, cannot, heldout;
 };
 
 static void asked_one(const cJSON *j, int split, void *ctx)
 {
-    static const char *const asked[] = {"file_figure", "mail_from", "cannot", NULL};
+    static const char *const asked[] = {"file_figure", "mail_from", "send_named", "cannot", NULL};
     struct asked_seen *a = ctx;
     const char *kind = jstr(j, "kind");
     if (!is_kind(kind, asked)) return;
@@ -703,6 +720,9 @@ static void asked_one(const cJSON *j, int split, void *ctx)
     if (!strcmp(kind, "file_figure")) {
         check_file_figure(msgs, req, ans);
         a->figure++;
+    } else if (!strcmp(kind, "send_named")) {
+        check_send_named(msgs, ans);
+        a->named++;
     } else if (!strcmp(kind, "mail_from")) {
         check_mail_from(msgs, req, ans);
         a->from++;
@@ -721,9 +741,10 @@ static void test_asked_kinds(void)
     const int cats[] = {HX_CAT_SINGLE, HX_CAT_NONE};
     struct asked_seen a = {0};
     each_conversation(240, 31, cats, 2, "asked", asked_one, &a);
-    printf("# asked kinds: %d figures in notes, %d mail by sender, %d no tool can do\n", a.figure, a.from,
-           a.cannot);
+    printf("# asked kinds: %d figures in notes, %d mail by sender, %d mail to a first name, %d no tool can do\n",
+           a.figure, a.from, a.named, a.cannot);
     EXPECT(a.figure >= 5);
+    EXPECT(a.named >= 5);
     EXPECT(a.from >= 5);
     EXPECT(a.cannot >= 5);
     EXPECT_EQ_INT(a.heldout, 0);
