@@ -719,14 +719,25 @@ static int handle_call(run *r, const pcall *c, hx_err *err)
     const char *name = c->fn ? cJSON_GetObjectItem(c->fn, "name")->valuestring
                              : (c->name[0] ? c->name : "(malformed)");
     const cJSON *args = c->fn ? cJSON_GetObjectItem(c->fn, "arguments") : NULL;
+    /* a person named where an address belongs is resolved from the user's
+     * mail before anything else sees the call: the user allows, and the
+     * trace keeps, the address the call goes to */
+    cJSON *named = NULL, *resolved = NULL;
+    hx_err unnamed = {0};
+    const int unresolved = c->fn && hx_agent_tool_offered(r->pl->p.tools, name) &&
+                           (o.rc = hx_tools_resolve_names(r->pl->d.reg, name, args, &named, &resolved, &unnamed));
+    if (named) args = named;
     char *args_json = args ? cJSON_PrintUnformatted(args) : hx_strdup("");
     if (r->io && r->io->on_call) r->io->on_call(r->io->user, name, args_json ? args_json : "");
     if (!c->fn)
         snprintf(o.detail, sizeof o.detail, "malformed tool call: %s; write %s", c->error,
                  is_llama(r) ? "{\"name\": ..., \"parameters\": {...}}"
                              : OPEN_TAG "{\"name\": ..., \"arguments\": {...}}" CLOSE_TAG);
+    else if (unresolved)
+        o.status = "error", snprintf(o.detail, sizeof o.detail, "%s", unnamed.msg);
     else if (!repeated_call(r, name, args, &o))
         exec_call(r, name, args, args_json ? args_json : "{}", &o);
+    if (resolved && o.result) hx_json_add(o.result, "resolved", resolved), resolved = NULL;
     hx_agent_audit(&r->pl->d, name, args_json ? args_json : "", &o);
     hx_planner *pl = r->pl; /* a result too long for the context is cut, and says so */
     char *whole = o.result && pl->p.answer == HX_ANSWER_RESULTS /* a results answer says it all */
@@ -751,6 +762,8 @@ static int handle_call(run *r, const pcall *c, hx_err *err)
     free(fed);
     free(args_json);
     cJSON_Delete(o.result);
+    cJSON_Delete(named);
+    cJSON_Delete(resolved);
     return rc;
 }
 

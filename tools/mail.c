@@ -867,55 +867,52 @@ static int cmp_str_nocase(const void *a, const void *b)
     return strcasecmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Every address of the list s onto *v (n of cap, grown). */
-static int collect_addresses(const char *s, char ***v, size_t *n, size_t *cap)
-{
-    char piece[512], email[256];
-    while (s && hx_address_list_next(&s, piece, sizeof piece)) {
-        if (hx_parse_address(piece, NULL, 0, email, sizeof email)) continue;
-        if (*n == *cap) {
-            size_t nc = *cap ? *cap * 2 : 64;
-            char **q = hx_realloc(*v, nc * sizeof *q);
-            if (!q) return HX_ERR_NOMEM;
-            *v = q, *cap = nc;
-        }
-        if (!((*v)[*n] = hx_strdup(email))) return HX_ERR_NOMEM;
-        (*n)++;
-    }
-    return HX_OK;
-}
-
-static int query_addresses(mail_index *ix, char ***v, size_t *n, size_t *cap, hx_err *err)
-{
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(ix->db, "SELECT from_, to_, cc FROM msg ORDER BY date DESC LIMIT ?",
-                           -1, &st, NULL) != SQLITE_OK)
-        return hx_err_set(err, HX_ERR_INTERNAL, "mail index: %s", sqlite3_errmsg(ix->db));
-    sqlite3_bind_int(st, 1, KNOWN_MESSAGES);
-    int rc = HX_OK;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW)
-        for (int col = 0; col < 3 && !rc; col++)
-            rc = collect_addresses((const char *)sqlite3_column_text(st, col), v, n, cap);
-    sqlite3_finalize(st);
-    return rc ? hx_err_set(err, rc, "out of memory") : HX_OK;
-}
-
 int hx_tools_known_addresses(const hx_tools *reg, hx_buf *out, hx_err *err)
+{
+    hx_buf people;
+    hx_buf_init(&people);
+    int rc = hx_tools_correspondents(reg, &people, err);
+    size_t n = 0;
+    for (size_t i = 0; !rc && i < people.len; i++) n += people.data[i] == '\n';
+    char **v = n ? hx_calloc(n, sizeof *v) : NULL;
+    if (n && !v) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    size_t k = 0;
+    for (char *l = people.data; !rc && k < n; k++) { /* "address\tname\n": the address */
+        v[k] = l;
+        l += strcspn(l, "\n") + 1;
+        v[k][strcspn(v[k], "\t\n")] = 0;
+    }
+    if (!rc && n) qsort(v, n, sizeof *v, cmp_str_nocase);
+    for (size_t i = 0; i < n && !rc; i++)
+        if (i == 0 || strcasecmp(v[i], v[i - 1])) hx_buf_printf(out, "%s\n", v[i]);
+    free(v);
+    hx_buf_free(&people);
+    if (!rc && out->oom) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    return rc;
+}
+
+int hx_tools_correspondents(const hx_tools *reg, hx_buf *out, hx_err *err)
 {
     const hx_config *cfg = hx_tools_config(reg);
     if (!cfg || !cfg->maildir || !*cfg->maildir) return HX_OK;
     mail_index ix;
     int rc = index_ready(reg, &ix, err);
     if (rc) return rc;
-    char **v = NULL;
-    size_t n = 0, cap = 0;
-    rc = query_addresses(&ix, &v, &n, &cap, err);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(ix.db, "SELECT from_, to_, cc FROM msg ORDER BY date DESC LIMIT ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        rc = hx_err_set(err, HX_ERR_INTERNAL, "mail index: %s", sqlite3_errmsg(ix.db));
+    else sqlite3_bind_int(st, 1, KNOWN_MESSAGES);
+    while (!rc && sqlite3_step(st) == SQLITE_ROW)
+        for (int col = 0; col < 3; col++) {
+            const char *s = (const char *)sqlite3_column_text(st, col);
+            char piece[512], name[256], email[256];
+            while (s && hx_address_list_next(&s, piece, sizeof piece))
+                if (!hx_parse_address(piece, name, sizeof name, email, sizeof email))
+                    hx_buf_printf(out, "%s\t%s\n", email, name);
+        }
+    sqlite3_finalize(st);
     index_close(&ix);
-    if (!rc && n) qsort(v, n, sizeof *v, cmp_str_nocase);
-    for (size_t i = 0; i < n && !rc; i++)
-        if (i == 0 || strcasecmp(v[i], v[i - 1])) hx_buf_printf(out, "%s\n", v[i]);
-    for (size_t i = 0; i < n; i++) free(v[i]);
-    free(v);
     if (!rc && out->oom) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
     return rc;
 }

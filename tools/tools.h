@@ -166,6 +166,20 @@ cJSON *hx_tools_list_json(const hx_tools *reg);
  * it fails, which leaks it in the usual `add(obj, key, cJSON_Duplicate(...))`. */
 int hx_json_add(cJSON *obj, const char *key, cJSON *item);
 
+/* A person named where a built-in tool takes an address ("attendees",
+ * "to", "cc", "bcc": ["Dana"]) resolved to the one address the user's
+ * mail (hx_tools_known_addresses' messages) gives a person of that name:
+ * every word of the name a word of the display name or of the address's
+ * local part, folded as searches fold ("tomas" is Tomás), the user's own
+ * address left out. Values that are addresses stay as they are. With a
+ * name resolved, *named is a copy of args with "Name <address>" in its
+ * place and *resolved {"Dana": "Dana Okafor <dana@...>"} (both the
+ * caller's); with none, both NULL. A name no one of the mail has
+ * (HX_ERR_NOTFOUND) or several have (HX_ERR_INVALID, each listed) is an
+ * error that names the argument and says to write the address. */
+int hx_tools_resolve_names(const hx_tools *reg, const char *tool, const cJSON *args, cJSON **named,
+                           cJSON **resolved, hx_err *err);
+
 /* Addresses the user has exchanged mail with: the From, To and Cc of the
  * newest KNOWN_MESSAGES (2,000) messages of the configured Maildir,
  * through its index, each once (compared without case), one a line,

@@ -146,6 +146,11 @@ int hx_parse_address(const char *s, char *name, size_t nn, char *email, size_t e
  * (n bytes, cut to fit): commas inside a quoted name do not split; *s
  * moves past it. 0 when the list has no more. */
 int hx_address_list_next(const char **s, char *piece, size_t n);
+/* The people of the newest messages of the configured Maildir (From, To
+ * and Cc, as the known addresses), "address\tdisplay name\n" each (the
+ * name may be empty; a pair may repeat), appended to out. No Maildir
+ * configured: none, HX_OK. */
+int hx_tools_correspondents(const hx_tools *reg, hx_buf *out, hx_err *err);
 /* HX_ERR_INVALID "argument 'key': 'value' is not an address like ...": the
  * one message every tool taking addresses gives (value NULL: not a string). */
 int hx_address_error(const char *key, const char *value, hx_err *err);

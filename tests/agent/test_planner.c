@@ -391,6 +391,43 @@ static void test_yes_writes(void)
     world_close(&w);
 }
 
+/* A person named where an address belongs is resolved from the user's
+ * mail before the call is allowed: the trace, the audit and the invitation
+ * carry the address, and the model reads what was resolved. A name no one
+ * of the mail has is an error the model reads; nothing is written. */
+static void test_names_in_calls(void)
+{
+    world w;
+    ASSERT(world_open(&w, 1, 0, 0));
+    const char *turns[] = {
+        "<tool_call>{\"name\": \"calendar.create_event\", \"arguments\": {\"title\": "
+        "\"Sync\", \"start\": \"next Tuesday at 14:00\", \"attendees\": [\"Kenji\"]}}</tool_call>",
+        "<tool_call>{\"name\": \"calendar.create_event\", \"arguments\": {\"title\": "
+        "\"Ghost sync\", \"start\": \"next Tuesday at 16:00\", \"attendees\": [\"Zed\"]}}</tool_call>",
+        "Done."};
+    seen s;
+    cJSON *t = NULL;
+    scripted_source ss;
+    EXPECT_EQ_INT(run_script(&w, turns, 3, "invite kenji to a sync next tuesday at 2pm", NULL, &s, &t, &ss),
+                  HX_OK);
+    ASSERT(t);
+    EXPECT_STR_EQ(call_status(t, 0), "ok");
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "calls"), 0);
+    const cJSON *att = cJSON_GetObjectItem(cJSON_GetObjectItem(c0, "arguments"), "attendees");
+    EXPECT_STR_EQ(cJSON_GetStringValue(cJSON_GetArrayItem(att, 0)), "Kenji Sato <kenji@example.jp>");
+    EXPECT(strstr(ss.prompts[1], "resolved") && strstr(ss.prompts[1], "kenji@example.jp"));
+    EXPECT_EQ_INT(count_lines(w.audit, "calendar.create_event", "kenji@example.jp"), 1);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "grep -rqi 'kenji@example.jp' '%s/world/calendars/work'", w.dir);
+    EXPECT(system(cmd) == 0);
+    EXPECT_STR_EQ(call_status(t, 1), "error");
+    EXPECT(strstr(ss.prompts[2], "'Zed' is not an address, and no one of that name") != NULL);
+    snprintf(cmd, sizeof cmd, "grep -rqi 'Ghost sync' '%s/world/calendars/work'", w.dir);
+    EXPECT(system(cmd) != 0);
+    done(&s, t, &ss);
+    world_close(&w);
+}
+
 /* The taint rule: after a mail (outside content) is read, a send is
  * refused without a terminal even with --yes, audited, and nothing is
  * queued. */
@@ -1534,6 +1571,7 @@ int main(void)
     RUN(test_failed_call_barred);
     RUN(test_refusal);
     RUN(test_yes_writes);
+    RUN(test_names_in_calls);
     RUN(test_taint_refuses_send);
     RUN(test_taint_explicit_allow);
     RUN(test_limits);

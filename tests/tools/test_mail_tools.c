@@ -382,6 +382,66 @@ static void test_known_addresses(void)
     hx_tools_free(r2);
 }
 
+/* The names resolve_names makes of args (JSON) for tool: rc, and the
+ * value of key in the named copy (or "" when nothing was resolved). */
+static int resolved_to(const char *tool, const char *args, const char *key, char *out, size_t n,
+                       hx_err *e)
+{
+    cJSON *a = cJSON_Parse(args), *named = NULL, *found = NULL;
+    int rc = hx_tools_resolve_names(reg, tool, a, &named, &found, e);
+    char *v = named ? cJSON_PrintUnformatted(cJSON_GetObjectItem(named, key)) : NULL;
+    snprintf(out, n, "%s", v ? v : "");
+    EXPECT(!named == !found);
+    free(v);
+    cJSON_Delete(a);
+    cJSON_Delete(named);
+    cJSON_Delete(found);
+    return rc;
+}
+
+/* A person named where an address belongs is the one address the mail
+ * gives that name: first name, accents or not, a word of the address;
+ * several of that name or none is an error that says so. The user is
+ * never one, an address stays as written, and only Hearth's own tools
+ * resolve names. */
+static void test_names_resolved(void)
+{
+    hx_err e = {0};
+    char v[512];
+    EXPECT_EQ_INT(resolved_to("mail.send", "{\"to\": \"Kenji\"}", "to", v, sizeof v, &e), HX_OK);
+    EXPECT_STR_EQ(v, "\"Kenji Sato <kenji@example.jp>\"");
+    EXPECT_EQ_INT(resolved_to("mail.send", "{\"to\": \"chloe dubois\"}", "to", v, sizeof v, &e), HX_OK);
+    EXPECT_STR_EQ(v, "\"Chlo\xc3\xa9 Dubois <chloe@example.fr>\"");
+    EXPECT_EQ_INT(resolved_to("mail.send", "{\"to\": \"Kenji, bob@example.org\", \"cc\": \"zoe\"}", "to", v,
+                              sizeof v, &e), HX_OK);
+    EXPECT_STR_EQ(v, "\"Kenji Sato <kenji@example.jp>, bob@example.org\"");
+    /* Bob is one person under two spellings of one address */
+    EXPECT_EQ_INT(resolved_to("mail.send", "{\"to\": \"Bob\"}", "to", v, sizeof v, &e), HX_OK);
+    EXPECT(strcasestr(v, "<bob@example.org>") != NULL);
+    /* control: addresses stay, nothing resolved */
+    EXPECT_EQ_INT(resolved_to("mail.send", "{\"to\": \"Kenji Sato <kenji@example.jp>\"}", "to", v, sizeof v, &e),
+                  HX_OK);
+    EXPECT_STR_EQ(v, "");
+    /* no one of that name; the user is not one */
+    EXPECT_EQ_INT(resolved_to("mail.send", "{\"to\": \"Zed\"}", "to", v, sizeof v, &e), HX_ERR_NOTFOUND);
+    EXPECT(strstr(e.msg, "argument 'to': 'Zed' is not an address, and no one of that name") != NULL);
+    EXPECT_EQ_INT(resolved_to("mail.send", "{\"to\": \"Alice\"}", "to", v, sizeof v, &e), HX_ERR_NOTFOUND);
+    /* two of that name: both listed, none chosen */
+    const char *m1 = "From: Sam Reed <sam@one.example>\nTo: alice@example.org\nSubject: a\n\nx\n";
+    const char *m2 = "From: Sam Ortiz <sam.ortiz@two.example>\nTo: alice@example.org\nSubject: b\n\ny\n";
+    ASSERT(deliver(m1, strlen(m1)) == HX_OK && deliver(m2, strlen(m2)) == HX_OK);
+    EXPECT_EQ_INT(resolved_to("mail.send", "{\"to\": \"Sam\"}", "to", v, sizeof v, &e), HX_ERR_INVALID);
+    EXPECT(strstr(e.msg, "'Sam' could be any of: ") && strstr(e.msg, "Sam Reed <sam@one.example>") &&
+           strstr(e.msg, "Sam Ortiz <sam.ortiz@two.example>") && strstr(e.msg, "write the address"));
+    EXPECT_EQ_INT(resolved_to("mail.send", "{\"to\": \"sam ortiz\"}", "to", v, sizeof v, &e), HX_OK);
+    EXPECT_STR_EQ(v, "\"Sam Ortiz <sam.ortiz@two.example>\"");
+    /* what is no name is left to the tool's own check */
+    EXPECT_EQ_INT(resolved_to("mail.send", "{\"to\": \"Kenji <kenji\"}", "to", v, sizeof v, &e), HX_OK);
+    EXPECT_STR_EQ(v, "");
+    EXPECT_EQ_INT(resolved_to("files.search", "{\"to\": \"Kenji\"}", "to", v, sizeof v, &e), HX_OK);
+    EXPECT_STR_EQ(v, "");
+}
+
 /* The snippet keeps whole characters: 160 of them, valid UTF-8. */
 static void test_snippet_utf8(void)
 {
@@ -665,6 +725,7 @@ int main(void)
     RUN(test_send_and_reply);
     RUN(test_index_follows_maildir);
     RUN(test_known_addresses);
+    RUN(test_names_resolved);
     RUN(test_snippet_utf8);
     RUN(test_files_confined);
     RUN(test_files_read_search_list);

@@ -1,0 +1,183 @@
+/* names.c: a person named where an address belongs ("attendees":
+ * ["Dana"]), found among the people of the user's mail. A model that
+ * knows a colleague only by name writes the name; the call resolves it to
+ * the one address the user's mail gives that name, before the user is
+ * asked to allow the call, or says why it cannot (no one of that name,
+ * or several, each listed). */
+#include <string.h>
+#include <strings.h>
+
+#include "tools/tools_int.h"
+
+#define NAME_BYTES 64 /* longer is no name a user types */
+#define NAME_WORDS 4
+
+/* Whether s may be a person's name: no address, no brackets, 1 to
+ * NAME_WORDS words, NAME_BYTES at most, a letter in it. */
+static int name_like(const char *s)
+{
+    const size_t n = strlen(s);
+    if (!n || n > NAME_BYTES || strpbrk(s, "@<>\"(),;:[]\\/")) return 0;
+    int words = 0, letter = 0;
+    for (size_t i = 0; i < n; i++) {
+        words += s[i] != ' ' && (i == 0 || s[i - 1] == ' ');
+        letter |= (unsigned char)s[i] >= 0x80 || ((s[i] | 0x20) >= 'a' && (s[i] | 0x20) <= 'z');
+    }
+    return letter && words <= NAME_WORDS;
+}
+
+/* Whether the folded word w (NUL-ended) is one of words (NUL-separated,
+ * len bytes). */
+static int has_word(const char *words, size_t len, const char *w)
+{
+    for (const char *p = words; p < words + len; p += strlen(p) + 1)
+        if (!strcmp(p, w)) return 1;
+    return 0;
+}
+
+/* Whether every word of the name (folded words q) is a word of the
+ * display name or of the address's local part ("kenta" of
+ * kenta.mori@...). */
+static int person_is(const hx_buf *q, const char *email, const char *display)
+{
+    hx_buf words;
+    hx_buf_init(&words);
+    char local[256];
+    snprintf(local, sizeof local, "%.*s", (int)strcspn(email, "@"), email);
+    for (char *c = local; *c; c++)
+        if (*c == '.' || *c == '_' || *c == '-' || *c == '+') *c = ' ';
+    int ok = hx_fold_words(display, 0, &words) >= 0 && hx_fold_words(local, 0, &words) >= 0;
+    for (const char *w = q->data; ok && w < q->data + q->len; w += strlen(w) + 1)
+        ok = has_word(words.data, words.len, w);
+    hx_buf_free(&words);
+    return ok;
+}
+
+/* The people named name among the correspondents (lines "address\tname"),
+ * each address once, as "Name <address>" lines appended to found; the
+ * user's own address is not one. Returns how many. */
+static int people_named(const hx_tools *reg, const char *name, const char *people, hx_buf *found)
+{
+    const hx_config *cfg = hx_tools_config(reg);
+    hx_buf q, seen;
+    hx_buf_init(&q);
+    hx_buf_init(&seen);
+    int n = 0;
+    if (hx_fold_words(name, 0, &q) > 0)
+        for (const char *l = people; *l;) {
+            const size_t len = strcspn(l, "\n"), tab = strcspn(l, "\t");
+            char email[256], display[256];
+            snprintf(email, sizeof email, "%.*s", (int)(tab < len ? tab : len), l);
+            snprintf(display, sizeof display, "%.*s", tab < len ? (int)(len - tab - 1) : 0, l + tab + 1);
+            const int mine = cfg && cfg->user_email && !strcasecmp(email, cfg->user_email);
+            char key[260];
+            snprintf(key, sizeof key, "\n%s\n", email);
+            for (char *c = key; *c; c++) *c = (char)((*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
+            if (!mine && person_is(&q, email, display) && !(seen.data && strstr(seen.data, key))) {
+                hx_buf_puts(&seen, key);
+                hx_buf_printf(found, *display ? "%s <%s>\n" : "%s%s\n", display, email);
+                n++;
+            }
+            l += len + (l[len] == '\n');
+        }
+    hx_buf_free(&q);
+    hx_buf_free(&seen);
+    return n;
+}
+
+/* The one address of name into *out (a new string), or the error that
+ * says there is none or which there are. */
+static int resolve_one(const hx_tools *reg, const char *key, const char *name, const char *people,
+                       cJSON **out, hx_err *err)
+{
+    hx_buf found;
+    hx_buf_init(&found);
+    const int n = people_named(reg, name, people, &found);
+    int rc = HX_OK;
+    if (found.oom) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    else if (n == 0)
+        rc = hx_err_set(err, HX_ERR_NOTFOUND,
+                        "argument '%s': '%s' is not an address, and no one of that name is in "
+                        "your mail: write the address (name@domain)", key, name);
+    else if (n > 1) {
+        for (char *c = found.data; *c; c++)
+            if (*c == '\n' && c[1]) *c = ';';
+        found.data[found.len - 1] = 0;
+        rc = hx_err_set(err, HX_ERR_INVALID, "argument '%s': '%s' could be any of: %s; write the address",
+                        key, name, found.data);
+    } else {
+        found.data[found.len - 1] = 0;
+        *out = cJSON_CreateString(found.data);
+        if (!*out) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    }
+    hx_buf_free(&found);
+    return rc;
+}
+
+/* Resolves the names of one string value (one address or a comma list):
+ * *val replaced by the resolved list when a piece was a name, each name
+ * and its address added to resolved. */
+static int resolve_value(const hx_tools *reg, const char *key, cJSON *val, const char **people,
+                         hx_buf *held, cJSON *resolved, hx_err *err)
+{
+    const char *s = val->valuestring;
+    char piece[512], name[256], email[256];
+    hx_buf list;
+    hx_buf_init(&list);
+    int rc = HX_OK, changed = 0;
+    while (!rc && hx_address_list_next(&s, piece, sizeof piece)) {
+        const char *p = piece + strspn(piece, " ");
+        cJSON *addr = NULL;
+        if (hx_parse_address(p, name, sizeof name, email, sizeof email) && name_like(p)) {
+            if (!*people && !(rc = hx_tools_correspondents(reg, held, err)))
+                *people = held->data ? held->data : "";
+            if (!rc) rc = resolve_one(reg, key, p, *people, &addr, err);
+            if (!rc && !cJSON_GetObjectItemCaseSensitive(resolved, p) &&
+                !hx_json_add(resolved, p, cJSON_Duplicate(addr, 0)))
+                rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+            changed = 1;
+        }
+        if (!rc) hx_buf_printf(&list, "%s%s", list.len ? ", " : "", addr ? addr->valuestring : p);
+        cJSON_Delete(addr);
+    }
+    if (!rc && changed) {
+        cJSON_SetValuestring(val, list.data);
+        if (list.oom || strcmp(val->valuestring, list.data)) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    }
+    hx_buf_free(&list);
+    return rc;
+}
+
+int hx_tools_resolve_names(const hx_tools *reg, const char *tool, const cJSON *args, cJSON **named,
+                           cJSON **resolved, hx_err *err)
+{
+    static const char *const keys[] = {"attendees", "to", "cc", "bcc"};
+    const hx_tool_def *d = tool ? hx_tools_find(reg, tool) : NULL;
+    *named = *resolved = NULL;
+    if (!d || !(d->flags & HX_TOOL_BUILTIN) || !cJSON_IsObject(args)) return HX_OK;
+    cJSON *copy = cJSON_Duplicate(args, 1), *found = cJSON_CreateObject();
+    const char *people = NULL; /* read once, when a name needs it */
+    hx_buf held;
+    hx_buf_init(&held);
+    int rc = copy && found ? HX_OK : hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    cJSON *schema = d->schema_json ? cJSON_Parse(d->schema_json) : NULL;
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
+    for (size_t k = 0; !rc && k < sizeof keys / sizeof *keys; k++) {
+        if (!cJSON_GetObjectItemCaseSensitive(props, keys[k])) continue; /* not an address of this tool */
+        cJSON *v = cJSON_GetObjectItemCaseSensitive(copy, keys[k]), *it;
+        if (cJSON_IsString(v)) rc = resolve_value(reg, keys[k], v, &people, &held, found, err);
+        if (!cJSON_IsArray(v)) continue;
+        cJSON_ArrayForEach(it, v)
+        if (!rc && cJSON_IsString(it)) rc = resolve_value(reg, keys[k], it, &people, &held, found, err);
+    }
+    hx_buf_free(&held);
+    cJSON_Delete(schema);
+    if (rc || !cJSON_GetArraySize(found)) {
+        cJSON_Delete(copy);
+        cJSON_Delete(found);
+        return rc;
+    }
+    *named = copy;
+    *resolved = found;
+    return HX_OK;
+}
