@@ -400,6 +400,7 @@ static char *header_param(const char *v, size_t n, const char *param)
             }
         }
         char *r = hx_buf_steal(&b, NULL);
+        if (!r) return NULL; /* out of memory */
         char *u = hx_mail_decode_header(r, strlen(r));
         free(r);
         return u;
