@@ -218,6 +218,15 @@ static size_t addr_at(const char *t, size_t n, size_t i)
 enum { ASKED = 1, /* the user's request names the address there */
        USED = 2 /* a value of the call being written is that address */ };
 
+/* Whether an address of set[0, k) is not yet a value of the call: with
+ * each written once, another address value would be one made up. */
+static int unused_address(const copy_stage *c, const int32_t *set, int32_t k)
+{
+    for (int32_t i = 0; i < k; i++)
+        if (!(c->mark[set[i]] & USED)) return 1;
+    return 0;
+}
+
 /* Whether some match (or, fresh, some start) continues with ext[0, n)
  * and, when closed, ends there: at a word's end, or for an address or
  * path value at its end, never past it. 2: such a match is an address the
@@ -229,7 +238,9 @@ static int copies(const copy_stage *c, int fresh, int strict, const char *ext, s
     const int32_t *set = !fresh ? c->match : fresh_set(c, strict, &k);
     size_t off = fresh ? 0 : c->len;
     if (n == 0 && (fresh || !closed || off == 0)) /* an address value's opening quote */
-        return strict && fresh && !closed ? 1 + (c->n_asked_left > 0) : 0;
+        return strict && fresh && !closed && (strict != ADDRESS || unused_address(c, set, k))
+                   ? 1 + (c->n_asked_left > 0)
+                   : 0;
     int found = 0;
     for (int32_t i = 0; i < k; i++) {
         size_t at = (size_t)set[i] + off, end = strict ? (size_t)c->addr_end[set[i]] : c->n_text;
@@ -326,7 +337,8 @@ static int apply_strict(copy_stage *c, float *logits, int32_t n_vocab, int all)
         if (in_value && !all && hx_vocab_is_special(c->v, t) && isfinite(logits[t]))
             c->verdict[t] = LEAVES, strict = 1; /* "robert.kelle<tool_call>r@..." */
         if (c->verdict[t] == LEAVES && !strict && !all) c->verdict[t] = UNTOUCHED; /* another value */
-        kept += c->verdict[t] >= KEEPS && (strict || all);
+        kept += (c->verdict[t] >= KEEPS && (strict || all)) ||
+                (!in_value && !all && c->verdict[t] == UNTOUCHED && isfinite(logits[t])); /* "]" */
     }
     if (!kept) return 0;
     const int asked_first = !all && c->n_asked_left > 0 && address_key(c->js.key); /* the

@@ -172,6 +172,28 @@ static void test_address_asked(void)
     teardown(&f);
 }
 
+/* Once every address of the conversation is a value of the call, no
+ * other address value opens: it could only be one made up (a second
+ * attendee "dana.okafor@harbourlight.co" after "...harbourlight.org").
+ * The list may close. Control: with an address left, it opens. */
+static void test_address_all_used(void)
+{
+    fixture f;
+    ASSERT(setup_text(&f, MEMORY "Invite Lithtesstai to the sync\n") == 0);
+    int32_t q = tok(&f, "\""), rb = tok(&f, "]");
+    float xl;
+    ASSERT(q >= 0 && rb >= 0);
+    feed(&f, "{\"name\": \"calendar.find_slots\", \"arguments\": {\"attendees\": [");
+    EXPECT(lift2(&f, q, rb, &xl) == BONUS && xl == 1); /* the first opens */
+    feed(&f, "\"lith.b@meastea.net\", ");
+    EXPECT(lift2(&f, q, rb, &xl) == -INFINITY && xl == 1);
+    teardown(&f);
+    ASSERT(setup_text(&f, MEMORY ASKED) == 0);
+    feed(&f, "{\"name\": \"calendar.find_slots\", \"arguments\": {\"attendees\": [\"lith.b@meastea.net\", ");
+    EXPECT(lift2(&f, q, rb, &xl) == BONUS && xl == 1);
+    teardown(&f);
+}
+
 /* A key the scanner cut (too long) or another key that merely starts
  * like an address key is not an address key. */
 static void test_address_keys_only(void)
@@ -747,6 +769,7 @@ int main(void)
     RUN(test_no_bonus);
     RUN(test_address_whole);
     RUN(test_address_asked);
+    RUN(test_address_all_used);
     RUN(test_address_keys_only);
     RUN(test_address_none);
     RUN(test_address_known);
