@@ -200,9 +200,9 @@ static void clock_text(const hx_planner *pl, hx_buf *b)
     hx_buf_putc(b, ')');
 }
 
-static void context_text(hx_planner *pl, const char *request, hx_buf *b)
+/* The memories recalled for the request. */
+static void memories_text(hx_planner *pl, const char *request, hx_buf *b)
 {
-    clock_text(pl, b);
     if (!pl->d.mem || pl->p.recall_budget <= 0) return;
     hx_recall_params rp = hx_recall_default_params();
     rp.budget_tokens = pl->p.recall_budget;
@@ -222,6 +222,28 @@ static void context_text(hx_planner *pl, const char *request, hx_buf *b)
         if (hx_mem_untrusted(&items->items[i])) pl->tainted = 1;
     hx_mem_list_free(items);
     free(section);
+}
+
+/* The people of the user's mail the request names, with their addresses
+ * ("email Dana that ...": the call needs Dana's address, which no memory
+ * may hold). */
+static void people_text(hx_planner *pl, const char *request, hx_buf *b)
+{
+    hx_buf people;
+    hx_buf_init(&people);
+    hx_err err = {0};
+    if (hx_tools_people_named(pl->d.reg, request, &people, &err) > 0)
+        hx_buf_printf(b, "\n\nPeople in your mail the request names:\n%s", people.data);
+    else if (err.msg[0])
+        hx_log_warn("the people of the mail: %s", err.msg);
+    hx_buf_free(&people);
+}
+
+static void context_text(hx_planner *pl, const char *request, hx_buf *b)
+{
+    clock_text(pl, b);
+    memories_text(pl, request, b);
+    if (pl->p.recall_budget > 0) people_text(pl, request, b);
 }
 
 /* The system text into the conversation's first message. */

@@ -181,3 +181,81 @@ int hx_tools_resolve_names(const hx_tools *reg, const char *tool, const cJSON *a
     *resolved = found;
     return HX_OK;
 }
+
+/* ---- the people a request names ---- */
+#define NAMED_MAX 5 /* people listed at most */
+
+/* Whether folded word w is a word of the display name or the first word
+ * of the address's local part. */
+static int names_person(const char *w, const char *email, const char *display)
+{
+    hx_buf words;
+    hx_buf_init(&words);
+    char local[256];
+    snprintf(local, sizeof local, "%.*s", (int)strcspn(email, "@._-+"), email);
+    int ok = hx_fold_words(display, 0, &words) >= 0 && hx_fold_words(local, 0, &words) >= 0 &&
+             has_word(words.data, words.len, w);
+    hx_buf_free(&words);
+    return ok;
+}
+
+/* The word of the request that folds to w, as the user wrote it, into
+ * buf: the prompt names the person in the user's words, not in the
+ * display name another chose. */
+static void as_written(const char *request, const char *w, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s", w);
+    for (const char *p = request; *p;) {
+        const size_t k = strcspn(p, " \t\r\n,;:!?()\"");
+        hx_buf one;
+        hx_buf_init(&one);
+        char word[128];
+        snprintf(word, sizeof word, "%.*s", (int)(k < 127 ? k : 127), p);
+        const int same = k && hx_fold_words(word, 0, &one) == 1 && !strcmp(one.data, w);
+        hx_buf_free(&one);
+        if (same) {
+            snprintf(buf, n, "%s", word);
+            return;
+        }
+        p += k + (p[k] != 0);
+    }
+}
+
+int hx_tools_people_named(const hx_tools *reg, const char *request, hx_buf *out, hx_err *err)
+{
+    const hx_config *cfg = hx_tools_config(reg);
+    hx_buf q, people, seen;
+    hx_buf_init(&q);
+    hx_buf_init(&people);
+    hx_buf_init(&seen);
+    int n = 0, rc = hx_fold_words(request ? request : "", 1, &q) < 0
+                        ? hx_err_set(err, HX_ERR_NOMEM, "out of memory")
+                        : hx_tools_correspondents(reg, &people, err);
+    for (const char *l = people.data ? people.data : ""; !rc && *l && n < NAMED_MAX;) {
+        const size_t len = strcspn(l, "\n"), tab = strcspn(l, "\t");
+        char email[256], display[256], key[260];
+        snprintf(email, sizeof email, "%.*s", (int)(tab < len ? tab : len), l);
+        snprintf(display, sizeof display, "%.*s", tab < len ? (int)(len - tab - 1) : 0, l + tab + 1);
+        l += len + (l[len] == '\n');
+        snprintf(key, sizeof key, "\n%s\n", email);
+        for (char *c = key; *c; c++) *c = (char)((*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
+        if ((cfg && cfg->user_email && !strcasecmp(email, cfg->user_email)) ||
+            (seen.data && strstr(seen.data, key)))
+            continue;
+        const char *named = NULL;
+        for (const char *w = q.data; !named && w && w < q.data + q.len; w += strlen(w) + 1)
+            if (strlen(w) >= 2 && strspn(w, "0123456789") < strlen(w) && names_person(w, email, display))
+                named = w;
+        if (!named) continue;
+        char word[128];
+        as_written(request, named, word, sizeof word);
+        hx_buf_puts(&seen, key);
+        hx_buf_printf(out, "- %s <%s>\n", word, email);
+        n++;
+    }
+    hx_buf_free(&q);
+    hx_buf_free(&people);
+    hx_buf_free(&seen);
+    if (!rc && out->oom) rc = hx_err_set(err, HX_ERR_NOMEM, "out of memory");
+    return rc ? -rc : n;
+}

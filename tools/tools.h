@@ -180,6 +180,15 @@ int hx_json_add(cJSON *obj, const char *key, cJSON *item);
 int hx_tools_resolve_names(const hx_tools *reg, const char *tool, const cJSON *args, cJSON **named,
                            cJSON **resolved, hx_err *err);
 
+/* The people of the user's mail a request names (a word of the request,
+ * folded, a word of their display name or the first word of their
+ * address: "dana", "Tomás", "kenta" of kenta.mori@), newest first, each
+ * once, at most 5, the user not one: "- word <address>" lines appended to
+ * out, the word as the request writes it (a display name is another's
+ * text, and stays out of the prompt). Returns how many, or minus an
+ * error code (err set). */
+int hx_tools_people_named(const hx_tools *reg, const char *request, hx_buf *out, hx_err *err);
+
 /* Addresses the user has exchanged mail with: the From, To and Cc of the
  * newest KNOWN_MESSAGES (2,000) messages of the configured Maildir,
  * through its index, each once (compared without case), one a line,

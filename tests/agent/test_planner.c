@@ -391,10 +391,12 @@ static void test_yes_writes(void)
     world_close(&w);
 }
 
-/* A person named where an address belongs is resolved from the user's
- * mail before the call is allowed: the trace, the audit and the invitation
- * carry the address, and the model reads what was resolved. A name no one
- * of the mail has is an error the model reads; nothing is written. */
+/* The people of the user's mail a request names are in its context, with
+ * their addresses. A person named where an address belongs is resolved
+ * from the mail before the call is allowed: the trace, the audit and the
+ * invitation carry the address, and the model reads what was resolved. A
+ * name no one of the mail has is an error the model reads; nothing is
+ * written. */
 static void test_names_in_calls(void)
 {
     world w;
@@ -411,6 +413,8 @@ static void test_names_in_calls(void)
     EXPECT_EQ_INT(run_script(&w, turns, 3, "invite kenji to a sync next tuesday at 2pm", NULL, &s, &t, &ss),
                   HX_OK);
     ASSERT(t);
+    /* the request's context names the people of the mail it names */
+    EXPECT(strstr(ss.prompts[0], "People in your mail the request names:\n- kenji <kenji@example.jp>\n") != NULL);
     EXPECT_STR_EQ(call_status(t, 0), "ok");
     const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "calls"), 0);
     const cJSON *att = cJSON_GetObjectItem(cJSON_GetObjectItem(c0, "arguments"), "attendees");
