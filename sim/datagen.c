@@ -516,7 +516,8 @@ static void mangle_address(hx_rng *r, const char *email, int model, char *buf, s
     if (v == 2 && local < 2) v = 0;
     if (v == 5 && (!dot || dot < at)) v = 3;
     switch (v) {
-    case 0: snprintf(buf, n, "%.*s", local, email); break; /* no domain */
+    case 0: snprintf(buf, n, "%.*s@", local, email); break; /* no domain (the local part alone is a
+                                                                name the tools resolve) */
     case 1: snprintf(buf, n, "%.*s%s", local, email, at ? at + 1 : ""); break; /* no '@' */
     case 2: { /* junk inside the first word */
         int k = 1 + hx_rng_below(r, local - 1 < 3 ? local - 1 : 3);

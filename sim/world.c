@@ -807,6 +807,8 @@ static void gen_files(hx_world *w, hx_rng *r)
         gen_folder(w, r, f->folder, sizeof f->folder);
         slug(f->topic, s, sizeof s);
         snprintf(f->name, sizeof f->name, "%s%s", s, exts[hx_rng_below(r, N_OF(exts))]);
+        if (w->split == HX_SPLIT_TRAIN && strlen(f->folder) + 1 + strlen(f->name) > 40) /* a value's bound */
+            snprintf(f->folder, sizeof f->folder, "%s", folders[hx_rng_below(r, N_OF(folders))]);
         gen_fact(w, r, f->topic, f->fact, sizeof f->fact);
         for (int j = 0; j < i; j++)
             if (!strcmp(w->files[j].name, f->name) || !strcmp(w->files[j].topic, f->topic)) {
