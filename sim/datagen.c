@@ -503,6 +503,42 @@ static int b_schedule(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used
     return 1;
 }
 
+/* A meeting with people named by first name alone, as users name
+ * colleagues ("set up 30 min with Dana tomorrow ... and invite her"):
+ * people who wrote to the user, whose addresses the request's context
+ * lists (the people of the mail it names), one or two. */
+static int b_schedule_named(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    char p[64], topic[32];
+    int who[2] = {-1, -1}, n = 0;
+    for (int tries = 0; tries < 12 && n < 1 + hx_rng_chance(r, 0.3); tries++) {
+        const int k = w->mails[hx_rng_below(r, w->n_mails)].from;
+        if (k != who[0]) who[n++] = k;
+    }
+    if (!n) return 0;
+    hx_buf b;
+    hx_buf_init(&b);
+    cJSON *emails = cJSON_AddArrayToObject(slots, "emails");
+    const int lower = hx_rng_chance(r, 0.3);
+    for (int i = 0; i < n; i++) {
+        const hx_wperson *q = &w->people[who[i]];
+        if (i) hx_buf_puts(&b, " and ");
+        const size_t at = b.len;
+        hx_buf_puts(&b, q->first);
+        if (lower && b.data) b.data[at] = (char)tolower((unsigned char)b.data[at]);
+        cJSON_AddItemToArray(emails, cJSON_CreateString(q->email));
+    }
+    add_str(slots, "who", b.data);
+    hx_buf_free(&b);
+    hx_dg_range_phrase(w, r, hx_dg_future_weekday(w, r, 1, 9), p, sizeof p);
+    add_str(slots, "when", p);
+    hx_world_topic(r, w->split, topic, sizeof topic);
+    add_str(slots, "topic", topic);
+    dur_phrases(r, durs[2 + hx_rng_below(r, 4)], slots);
+    return 1;
+}
+
 /* An address mangled so that the tools refuse it. A copying model's slip
  * (model = 1) breaks the start of the local part or loses the domain; a
  * typing user's (model = 0) writes " at " or a comma for a dot. */
@@ -1122,6 +1158,16 @@ static const kind_def kinds[] = {
      SEND_TPL,
      b_send, 0},
     /* multi */
+    {"schedule_named", HX_CAT_MULTI, 1.2,
+     TPL("Set up {durn} with {who} {when} to go over {topic}, and send the invite",
+         "Find {durn} with {who} {when} about {topic} and invite them",
+         "Book {durn} with {who} {when} for {topic}, invites please",
+         "Schedule a {durp} meeting with {who} {when} about {topic} and send invitations",
+         "get {who} and me together {when} for {durn} about {topic}",
+         "invite {who} to a {durp} call {when} about {topic}",
+         "{who} and I need {durn} {when} for {topic}. book it and invite them",
+         "put a {durp} {topic} meeting with {who} in my calendar {when}, with an invite"),
+     b_schedule_named, 1},
     {"schedule", HX_CAT_MULTI, 2.0,
      SCHEDULE_TPL,
      b_schedule, 0},

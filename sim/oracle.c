@@ -773,7 +773,7 @@ static const struct {
     {"file_missing", t_file_missing}, {"not_organizer", t_cancel}, {"bad_when", t_bad_when},
     {"remember", t_remember},    {"recall", t_recall},           {"forget", t_forget},
     {"remember_related", t_remember_related}, {"recall_known", t_recall_known},
-    {"persona_meeting", t_schedule},
+    {"persona_meeting", t_schedule}, {"schedule_named", t_schedule},
     {"schedule_fix", t_schedule}, {"send_fix", t_send},  {"bad_address", t_schedule},
     {"bad_send_address", t_send}, {"declined_schedule", t_schedule},
 };

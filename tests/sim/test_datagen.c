@@ -700,12 +700,31 @@ static void check_send_named(const cJSON *msgs, const char *ans)
  * sender alone, mail to a first name) and the requests no tool can do
  * (no call; the answer says so), in training only. */
 struct asked_seen {
-    int figure, from, named, cannot, heldout;
+    int figure, from, named, meetings, cannot, heldout;
 };
+
+/* A meeting with people named by first name: find_slots, then
+ * create_event, each attendee an address the request's context lists. */
+static void check_schedule_named(const cJSON *msgs)
+{
+    const char *ctx = jstr(cJSON_GetArrayItem(msgs, 1), "content"), *req = jstr(cJSON_GetArrayItem(msgs, 2), "content");
+    const cJSON *m, *c, *a;
+    int n = 0;
+    EXPECT(strchr(req, '@') == NULL);
+    cJSON_ArrayForEach(m, msgs) cJSON_ArrayForEach(c, cJSON_GetObjectItem(m, "tool_calls"))
+    {
+        const cJSON *fn = cJSON_GetObjectItem(c, "function");
+        EXPECT_STR_EQ(jstr(fn, "name"), n++ ? "calendar.create_event" : "calendar.find_slots");
+        cJSON_ArrayForEach(a, cJSON_GetObjectItem(cJSON_GetObjectItem(fn, "arguments"), "attendees"))
+        EXPECT(strstr(ctx, a->valuestring) != NULL);
+    }
+    EXPECT(n == 2 || n == 1); /* one where no slot was free */
+}
 
 static void asked_one(const cJSON *j, int split, void *ctx)
 {
-    static const char *const asked[] = {"file_figure", "mail_from", "send_named", "cannot", NULL};
+    static const char *const asked[] = {"file_figure", "mail_from", "send_named", "schedule_named", "cannot",
+                                        NULL};
     struct asked_seen *a = ctx;
     const char *kind = jstr(j, "kind");
     if (!is_kind(kind, asked)) return;
@@ -723,6 +742,9 @@ static void asked_one(const cJSON *j, int split, void *ctx)
     } else if (!strcmp(kind, "send_named")) {
         check_send_named(msgs, ans);
         a->named++;
+    } else if (!strcmp(kind, "schedule_named")) {
+        check_schedule_named(msgs);
+        a->meetings++;
     } else if (!strcmp(kind, "mail_from")) {
         check_mail_from(msgs, req, ans);
         a->from++;
@@ -738,13 +760,15 @@ static void asked_one(const cJSON *j, int split, void *ctx)
 
 static void test_asked_kinds(void)
 {
-    const int cats[] = {HX_CAT_SINGLE, HX_CAT_NONE};
+    const int cats[] = {HX_CAT_SINGLE, HX_CAT_NONE, HX_CAT_MULTI};
     struct asked_seen a = {0};
-    each_conversation(240, 31, cats, 2, "asked", asked_one, &a);
-    printf("# asked kinds: %d figures in notes, %d mail by sender, %d mail to a first name, %d no tool can do\n",
-           a.figure, a.from, a.named, a.cannot);
+    each_conversation(240, 31, cats, 3, "asked", asked_one, &a);
+    printf("# asked kinds: %d figures in notes, %d mail by sender, %d mail to a first name, %d meetings with "
+           "first names, %d no tool can do\n",
+           a.figure, a.from, a.named, a.meetings, a.cannot);
     EXPECT(a.figure >= 5);
     EXPECT(a.named >= 5);
+    EXPECT(a.meetings >= 5);
     EXPECT(a.from >= 5);
     EXPECT(a.cannot >= 5);
     EXPECT_EQ_INT(a.heldout, 0);
