@@ -338,6 +338,68 @@ static int b_remind(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
     return 1;
 }
 
+/* A task-like title a user quotes ("Pick up the X forms", "Call Dana"). */
+static void task_title(const hx_world *w, hx_rng *r, char *title, size_t n)
+{
+    static const char *const forms[] = {"Call %s", "Pick up the %s forms", "Send %s the %s notes",
+                                        "Review the %s draft", "Lunch with %s", "%s prep",
+                                        "Confirm the %s booking", "Go over the %s numbers with %s"};
+    char topic[32];
+    const hx_wperson *who = &w->people[hx_rng_below(r, w->n_people)];
+    const char *f = forms[hx_rng_below(r, (int)(sizeof forms / sizeof *forms))];
+    hx_world_topic(r, w->split, topic, sizeof topic);
+    const int person = !strncmp(f, "Call", 4) || !strncmp(f, "Lunch", 5) || !strncmp(f, "Send", 4);
+    fill_form(f, person ? who->first : topic, person ? topic : who->first, title, n);
+    if ('a' <= title[0] && title[0] <= 'z') title[0] = (char)(title[0] - 32);
+}
+
+/* An event whose title the user quotes, at a moment, its length said
+ * after it ("put 'Call Dana' on Friday at 3pm, half an hour"). */
+static int b_create_said(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    char title[64], p[64];
+    int m;
+    task_title(w, r, title, sizeof title);
+    if (strlen(title) > 40) return 0;
+    point_phrase(w, r, hx_dg_future_weekday(w, r, 1, 12), p, sizeof p, &m);
+    add_str(slots, "title", title);
+    add_str(slots, "at", p);
+    dur_phrases(r, durs[hx_rng_below(r, 7)], slots);
+    return 1;
+}
+
+/* An event from one time to another on a day ("block Thursday 13:00 to
+ * 14:30 for X"): the span is the start, and no length is said. */
+static int b_block_span(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
+{
+    (void)used;
+    static const char *const forms[] = {"%s %s to %s", "%s from %s to %s", "%s %s-%s", "%s, %s until %s"};
+    char title[64], d[40], a[8], b[8], span[96];
+    const int64_t day = hx_dg_future_weekday(w, r, 1, 12);
+    const int m = w->work_start + 30 * hx_rng_below(r, (w->work_end - w->work_start) / 30 - 4);
+    const int len = 30 * (1 + hx_rng_below(r, 4));
+    task_title(w, r, title, sizeof title);
+    if (strlen(title) > 40) return 0;
+    hx_world_day_phrase(w, r, day, d, sizeof d);
+    snprintf(a, sizeof a, "%02d:%02d", m / 60, m % 60);
+    snprintf(b, sizeof b, "%02d:%02d", (m + len) / 60, (m + len) % 60);
+    const char *f = forms[hx_rng_below(r, (int)(sizeof forms / sizeof *forms))];
+    snprintf(span, sizeof span, "%s", d);
+    const size_t k = strlen(span);
+    if (!strcmp(f, "%s %s to %s")) snprintf(span + k, sizeof span - k, " %s to %s", a, b);
+    else if (!strcmp(f, "%s from %s to %s")) snprintf(span + k, sizeof span - k, " from %s to %s", a, b);
+    else if (!strcmp(f, "%s %s-%s")) snprintf(span + k, sizeof span - k, " %s-%s", a, b);
+    else snprintf(span + k, sizeof span - k, ", %s until %s", a, b);
+    hx_when_range rg;
+    if (hx_when_parse(span, w->now, w->tz, &rg, NULL) || rg.start != hx_world_local(w, day, m) ||
+        rg.end != hx_world_local(w, day, m + len) || strlen(span) > 40)
+        return 0;
+    add_str(slots, "title", title);
+    add_str(slots, "at", span);
+    return 1;
+}
+
 /* An all-day event on a day ("block all of Friday for the offsite"). */
 static int b_all_day(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
@@ -1089,6 +1151,16 @@ static const kind_def kinds[] = {
          "Put a reminder in my calendar to {task} {at}", "I need to {task} {at}, add it",
          "Add a reminder: {task}, {at}"),
      b_remind, 1},
+    {"create_said", HX_CAT_SINGLE, 1.0,
+     TPL("put '{title}' {at}, {durn}", "add '{title}' {at}, {durn}", "Add \"{title}\" {at} for {durn}",
+         "pencil in '{title}' {at}, {durn} long", "book me '{title}' {at}, {durn}",
+         "{title}: {at}, {durn}. add it", "put {title} in my calendar {at}, {durn}",
+         "add a {durp} slot for '{title}' {at}"),
+     b_create_said, 1},
+    {"block_span", HX_CAT_SINGLE, 0.6,
+     TPL("Block {at} for {title}", "block {at} for '{title}'", "put '{title}' in my calendar {at}",
+         "add {title} {at}", "reserve {at} for {title}"),
+     b_block_span, 1},
     {"all_day", HX_CAT_SINGLE, 0.8,
      TPL("Add {title} {day} as an all-day event", "Block all day {day} for {title}",
          "Put {title} in my calendar {day}, all day", "{title} all day {day}, add it",

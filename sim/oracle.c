@@ -762,7 +762,8 @@ static const struct {
     turn_fn fn;
 } turns[] = {
     {"list_events", t_list},     {"event_when", t_event_when},  {"find_slots", t_slots},
-    {"remind", t_create},        {"all_day", t_create},         {"remember_dated", t_remember},
+    {"remind", t_create},        {"all_day", t_create},         {"create_said", t_create},
+    {"block_span", t_create},         {"remember_dated", t_remember},
     {"free_busy", t_free_busy},
     {"create_event", t_create},  {"mail_search", t_mail_search}, {"unread_mail", t_unread},   {"mail_from", t_mail_from},
     {"file_search", t_file_search}, {"file_figure", t_file_figure}, {"files_list", t_files_list}, {"send_mail", t_send},

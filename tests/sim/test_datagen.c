@@ -565,7 +565,8 @@ static int check_event_when(const cJSON *j)
 }
 
 /* One conversation of a kind that adds or keeps what the request says
- * (remind, all_day, remember_dated): a single call of the tool with the
+ * (remind, all_day, remember_dated, create_said with its length,
+ * block_span with a span for its start): a single call of the tool with the
  * request's own words as its values, and an answer that says it was
  * done. Returns 1 when it was checked. */
 static int check_request_copied(const cJSON *j)
@@ -588,9 +589,10 @@ static int check_request_copied(const cJSON *j)
         return 1;
     }
     const char *title = jstr(args, "title"), *start = jstr(args, "start");
-    const int all_day = !strcmp(kind, "all_day");
+    const int all_day = !strcmp(kind, "all_day"), sized = !strcmp(kind, "create_said");
     EXPECT_STR_EQ(jstr(fn, "name"), "calendar.create_event");
-    EXPECT_EQ_INT(cJSON_GetArraySize(args), all_day ? 3 : 2);
+    EXPECT_EQ_INT(cJSON_GetArraySize(args), all_day || sized ? 3 : 2);
+    EXPECT(!sized || cJSON_GetNumberValue(cJSON_GetObjectItem(args, "duration_minutes")) >= 15);
     EXPECT_EQ_INT(cJSON_IsTrue(cJSON_GetObjectItem(args, "all_day")), all_day);
     EXPECT(*title && strcasestr(req, title + 1) && *start && strstr(req, start));
     EXPECT(!strncmp(ans, "Added \"", 7) && strstr(ans, all_day ? "(all day)" : " at "));
@@ -607,7 +609,7 @@ struct everyday_seen {
 
 static void everyday_one(const cJSON *j, int split, void *ctx)
 {
-    static const char *const copied[] = {"remind", "all_day", "remember_dated", NULL};
+    static const char *const copied[] = {"remind", "all_day", "remember_dated", "create_said", "block_span", NULL};
     struct everyday_seen *e = ctx;
     const int by_name = !strcmp(jstr(j, "kind"), "event_when"), added = is_kind(jstr(j, "kind"), copied);
     if (split == HX_SPLIT_HELDOUT) e->heldout += by_name || added;
