@@ -795,6 +795,19 @@ static void gen_folder(const hx_world *w, hx_rng *r, char *buf, size_t n)
     }
 }
 
+/* A note of everyday life, as people keep them beside their work: a
+ * recipe, a list, a checklist (training worlds only). */
+static void everyday_topic(hx_rng *r, char *buf, size_t n)
+{
+    static const char *const dishes[] = {"banana bread", "pad thai", "minestrone", "chili", "pancake",
+                                         "risotto", "falafel", "ramen", "goulash", "paella"};
+    static const char *const notes[] = {"shopping list", "packing list", "gift ideas", "reading list",
+                                        "moving checklist", "tax checklist", "garden plan", "workout plan",
+                                        "wedding guest list", "car service log"};
+    if (hx_rng_chance(r, 0.4)) snprintf(buf, n, "%s recipe", dishes[hx_rng_below(r, N_OF(dishes))]);
+    else snprintf(buf, n, "%s", notes[hx_rng_below(r, N_OF(notes))]);
+}
+
 static void gen_files(hx_world *w, hx_rng *r)
 {
     static const char *const exts[] = {".txt", ".md", ".txt"};
@@ -803,7 +816,8 @@ static void gen_files(hx_world *w, hx_rng *r)
         hx_wfile *f = &w->files[i];
         char s[32];
         memset(f, 0, sizeof *f);
-        hx_world_topic(r, w->split, f->topic, sizeof f->topic);
+        if (w->split == HX_SPLIT_TRAIN && hx_rng_chance(r, 0.3)) everyday_topic(r, f->topic, sizeof f->topic);
+        else hx_world_topic(r, w->split, f->topic, sizeof f->topic);
         gen_folder(w, r, f->folder, sizeof f->folder);
         slug(f->topic, s, sizeof s);
         snprintf(f->name, sizeof f->name, "%s%s", s, exts[hx_rng_below(r, N_OF(exts))]);
