@@ -987,23 +987,27 @@ static const char *memory_email(const hx_wmem *m, char *first, size_t n)
 }
 
 /* A mail to someone the user names by first name alone ("email Jonas
- * that ..."), whose address a memory holds: recall puts it in the
- * prompt, and the call copies it from there. */
+ * that ..."): one who wrote to the user, or whose address a memory holds.
+ * The request's context lists the address (the people of the mail it
+ * names, or the recalled memory), and the call copies it from there. */
 static int b_send_named(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     (void)used;
-    for (int i = 0; i < w->n_mems; i++) {
-        char first[24];
-        const char *email = memory_email(&w->mems[i], first, sizeof first);
-        if (!email) continue;
-        const char *msg = short_msgs[hx_rng_below(r, (int)(sizeof short_msgs / sizeof *short_msgs))];
-        add_str(slots, "who", first);
-        add_str(slots, "email", email);
-        add_str(slots, "msg", msg);
-        add_str(slots, "topic", msg);
-        return 1;
+    char first[24];
+    const char *email = NULL;
+    for (int i = 0; !email && hx_rng_chance(r, 0.4) && i < w->n_mems; i++)
+        email = memory_email(&w->mems[i], first, sizeof first);
+    if (!email) {
+        const hx_wperson *p = &w->people[w->mails[hx_rng_below(r, w->n_mails)].from];
+        snprintf(first, sizeof first, "%s", p->first);
+        email = p->email;
     }
-    return 0;
+    const char *msg = short_msgs[hx_rng_below(r, (int)(sizeof short_msgs / sizeof *short_msgs))];
+    add_str(slots, "who", first);
+    add_str(slots, "email", email);
+    add_str(slots, "msg", msg);
+    add_str(slots, "topic", msg);
+    return 1;
 }
 
 /* A fact to store that changes or restates one the world's memory holds,
