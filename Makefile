@@ -115,6 +115,7 @@ fuzz_mod_fuzz_gvcache := engine
 fuzz_mod_fuzz_mail := tools
 fuzz_mod_fuzz_ics := tools
 fuzz_mod_fuzz_when := tools
+fuzz_mod_fuzz_names := tools
 fuzz_mod_fuzz_config := tools
 fuzz_mod_fuzz_governor := engine
 fuzz_mod_fuzz_memory_query := memory

@@ -4,6 +4,7 @@
  * the one address the user's mail gives that name, before the user is
  * asked to allow the call, or says why it cannot (no one of that name,
  * or several, each listed). */
+#include <ctype.h>
 #include <string.h>
 #include <strings.h>
 
@@ -213,8 +214,12 @@ static void as_written(const char *request, const char *w, char *buf, size_t n)
         snprintf(word, sizeof word, "%.*s", (int)(k < 127 ? k : 127), p);
         const int same = k && hx_fold_words(word, 0, &one) == 1 && !strcmp(one.data, w);
         hx_buf_free(&one);
-        if (same) {
-            snprintf(buf, n, "%s", word);
+        if (same) { /* the word without the punctuation around it, as folding takes it */
+            const char *a = word;
+            size_t m = strlen(word);
+            while (m && (unsigned char)*a < 0x80 && ispunct((unsigned char)*a)) a++, m--;
+            while (m && (unsigned char)a[m - 1] < 0x80 && ispunct((unsigned char)a[m - 1])) m--;
+            snprintf(buf, n, "%.*s", (int)m, a);
             return;
         }
         p += k + (p[k] != 0);
