@@ -121,6 +121,7 @@ typedef struct copy_stage {
     unsigned char *mark; /* [start]: ASKED, USED (owned) */
     int32_t n_asked;     /* starts ASKED; those not USED yet: */
     int32_t n_asked_left;
+    int all_used;         /* every address a value may copy is a value of the call (apply_strict's) */
     int32_t *match;      /* starts whose text continues the value so far */
     int32_t n_match;
     size_t len;          /* bytes of the value so far */
@@ -238,16 +239,15 @@ static int copies(const copy_stage *c, int fresh, int strict, const char *ext, s
     const int32_t *set = !fresh ? c->match : fresh_set(c, strict, &k);
     size_t off = fresh ? 0 : c->len;
     if (n == 0 && (fresh || !closed || off == 0)) /* an address value's opening quote */
-        return strict && fresh && !closed && (strict != ADDRESS || unused_address(c, set, k))
-                   ? 1 + (c->n_asked_left > 0)
-                   : 0;
+        return strict && fresh && !closed ? 1 + (c->n_asked_left > 0) : 0;
+    const int again = strict == ADDRESS && c->all_used; /* one again rather than one made up */
     int found = 0;
     for (int32_t i = 0; i < k; i++) {
         size_t at = (size_t)set[i] + off, end = strict ? (size_t)c->addr_end[set[i]] : c->n_text;
         if (at + n > end || memcmp(c->text + at, ext, n)) continue;
         if (closed && !(strict ? at + n == end : can_end(c->text, c->n_text, at + n))) continue;
         if (strict != ADDRESS) return 1;
-        if (c->mark[set[i]] & USED) continue; /* no address twice */
+        if ((c->mark[set[i]] & USED) && !again) continue; /* no address twice */
         if (c->mark[set[i]] == ASKED) return 2;
         if (c->n_asked_left == 0) return 1; /* no need to look for one */
         found = 1;
@@ -256,6 +256,17 @@ static int copies(const copy_stage *c, int fresh, int strict, const char *ext, s
 }
 
 enum { LEAVES = -1, UNTOUCHED = 0, KEEPS = 1, KEEPS_ASKED = 2 };
+
+/* Whether s is in a list of addresses (an address key's '[') each of
+ * whose conversation addresses is a value of the call already: a ','
+ * there would open one more. */
+static int list_done(const copy_stage *c, const hx_jscan *s)
+{
+    if (!address_key(s->key) || held_to(c, s->key) != ADDRESS || s->depth < 1 ||
+        s->depth > HX_JSCAN_DEPTH || s->stack[s->depth - 1] != '[')
+        return 0;
+    return c->all_used;
+}
 
 /* What token t does to the value being written (or the one it opens),
  * from the current scanner state; *strict: that value is an address. */
@@ -280,6 +291,10 @@ static int judge(const copy_stage *c, int32_t t, int *strict)
         case HX_JSCAN_BYTE: to = i + 1; break;
         case HX_JSCAN_CLOSE: closed = 1; break;
         default: /* structure before the value opens */
+            if (p[i] == ',' && !touched && list_done(c, &s)) {
+                *strict = ADDRESS;
+                return LEAVES; /* another address could only be one made up */
+            }
             from = to = i + 1;
             break;
         }
@@ -318,6 +333,14 @@ static int mid_word(const copy_stage *c)
     return 1;
 }
 
+/* Whether token t is white space only. */
+static int blank(const hx_vocab *v, int32_t t)
+{
+    size_t n = 0;
+    const char *p = hx_vocab_piece(v, t, &n);
+    return p && n && strspn(p, " \t\r\n") >= n;
+}
+
 /* Address values (or, all, a word being copied): every allowed token is
  * judged; those leaving every address are masked (all: every token but
  * those that go on with the word, special ones too), unless none would be
@@ -329,8 +352,10 @@ static int apply_strict(copy_stage *c, float *logits, int32_t n_vocab, int all)
         if (!v) return 0;
         c->verdict = v, c->n_verdict = n_vocab;
     }
-    int32_t kept = 0;
+    int32_t kept = 0, n_set = 0;
     const int in_value = c->js.in_str && c->js.is_val;
+    const int32_t *set = fresh_set(c, ADDRESS, &n_set);
+    c->all_used = n_set > 0 && !unused_address(c, set, n_set);
     for (int32_t t = 0; t < n_vocab; t++) {
         int strict = 0;
         c->verdict[t] = isfinite(logits[t]) ? (signed char)judge(c, t, &strict) : UNTOUCHED;
@@ -338,7 +363,7 @@ static int apply_strict(copy_stage *c, float *logits, int32_t n_vocab, int all)
             c->verdict[t] = LEAVES, strict = 1; /* "robert.kelle<tool_call>r@..." */
         if (c->verdict[t] == LEAVES && !strict && !all) c->verdict[t] = UNTOUCHED; /* another value */
         kept += (c->verdict[t] >= KEEPS && (strict || all)) ||
-                (!in_value && !all && c->verdict[t] == UNTOUCHED && isfinite(logits[t])); /* "]" */
+                (!in_value && !all && c->verdict[t] == UNTOUCHED && isfinite(logits[t]) && !blank(c->v, t)); /* "]" */
     }
     if (!kept) return 0;
     const int asked_first = !all && c->n_asked_left > 0 && address_key(c->js.key); /* the

@@ -172,25 +172,29 @@ static void test_address_asked(void)
     teardown(&f);
 }
 
-/* Once every address of the conversation is a value of the call, no
- * other address value opens: it could only be one made up (a second
- * attendee "dana.okafor@harbourlight.co" after "...harbourlight.org").
- * The list may close. Control: with an address left, it opens. */
+/* Once every address of the conversation is a value of the call, the
+ * list does not go on: another address could only be one made up (a
+ * second attendee "dana.okafor@harbourlight.co" after "...harbourlight.org").
+ * The list may close. Where a ',' was written all the same, the value is
+ * one of the addresses again, never a new one. Control: with an address
+ * left, the list goes on. */
 static void test_address_all_used(void)
 {
     fixture f;
     ASSERT(setup_text(&f, MEMORY "Invite Lithtesstai to the sync\n") == 0);
-    int32_t q = tok(&f, "\""), rb = tok(&f, "]");
+    int32_t q = tok(&f, "\""), rb = tok(&f, "]"), comma = tok(&f, ","), li = tok(&f, "li"), x = tok(&f, "x");
     float xl;
-    ASSERT(q >= 0 && rb >= 0);
+    ASSERT(q >= 0 && rb >= 0 && comma >= 0 && li >= 0 && x >= 0);
     feed(&f, "{\"name\": \"calendar.find_slots\", \"arguments\": {\"attendees\": [");
     EXPECT(lift2(&f, q, rb, &xl) == BONUS && xl == 1); /* the first opens */
-    feed(&f, "\"lith.b@meastea.net\", ");
-    EXPECT(lift2(&f, q, rb, &xl) == -INFINITY && xl == 1);
+    feed(&f, "\"lith.b@meastea.net\"");
+    EXPECT(lift2(&f, comma, rb, &xl) == -INFINITY && xl == 1);
+    feed(&f, ", \"");
+    EXPECT(lift2(&f, li, x, &xl) == BONUS && xl == -INFINITY); /* the same again, not a new one */
     teardown(&f);
     ASSERT(setup_text(&f, MEMORY ASKED) == 0);
-    feed(&f, "{\"name\": \"calendar.find_slots\", \"arguments\": {\"attendees\": [\"lith.b@meastea.net\", ");
-    EXPECT(lift2(&f, q, rb, &xl) == BONUS && xl == 1);
+    feed(&f, "{\"name\": \"calendar.find_slots\", \"arguments\": {\"attendees\": [\"lith.b@meastea.net\"");
+    EXPECT(lift2(&f, comma, rb, &xl) == 0 && xl == 1); /* control */
     teardown(&f);
 }
 
