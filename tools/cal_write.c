@@ -186,6 +186,18 @@ static icalproperty *person_prop(icalproperty_kind kind, const char *name, const
     return p;
 }
 
+/* Whether an item of list before item has the address email (case
+ * aside): a model that wrote one attendee twice invites them once. */
+static int listed_before(const cJSON *list, const cJSON *item, const char *email)
+{
+    char name[256], other[256];
+    for (const cJSON *b = list->child; b && b != item; b = b->next)
+        if (!hx_parse_address(b->valuestring, name, sizeof name, other, sizeof other) &&
+            !strcasecmp(other, email))
+            return 1;
+    return 0;
+}
+
 static int set_attendees(hx_cal *c, icalcomponent *ev, const cJSON *list, hx_err *err)
 {
     const hx_config *cfg = c->cfg;
@@ -206,6 +218,7 @@ static int set_attendees(hx_cal *c, icalcomponent *ev, const cJSON *list, hx_err
     cJSON_ArrayForEach(a, list)
     {
         hx_parse_address(a->valuestring, name, sizeof name, email, sizeof email);
+        if (listed_before(list, a, email)) continue; /* one person invited once */
         icalproperty *p = person_prop(ICAL_ATTENDEE_PROPERTY, name, email);
         icalproperty_add_parameter(p, icalparameter_new_role(ICAL_ROLE_REQPARTICIPANT));
         icalproperty_add_parameter(p, icalparameter_new_partstat(ICAL_PARTSTAT_NEEDSACTION));

@@ -334,6 +334,21 @@ static void test_list_query_folds(void)
     ASSERT(fresh_world() == 0);
 }
 
+/* One person written twice as an attendee is invited once. Control:
+ * two people, both invited. */
+static void test_attendee_once(void)
+{
+    ASSERT(fresh_world() == 0);
+    cJSON *r = call_ok("calendar.create_event",
+                       "{\"title\":\"Sync\",\"start\":\"Dec 9 at 10am\",\"attendees\":"
+                       "[\"Bob <bob@example.org>\",\"BOB@example.org\",\"zed@example.net\"]}");
+    ASSERT(r);
+    const cJSON *att = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "created"), "attendees");
+    EXPECT_EQ_INT(cJSON_GetArraySize(att), 2);
+    cJSON_Delete(r);
+    ASSERT(fresh_world() == 0);
+}
+
 /* A new event over a busy one is written and the result says what it
  * overlaps; only_if_free refuses it and writes nothing; a free time has
  * no conflicts; a declined event is no conflict. */
@@ -955,6 +970,7 @@ int main(void)
     RUN(test_query_looks_ahead);
     RUN(test_list_query_folds);
     RUN(test_create_reports_conflicts);
+    RUN(test_attendee_once);
     RUN(test_free_busy);
     RUN(test_find_slots);
     RUN(test_find_slots_at_a_moment);
