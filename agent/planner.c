@@ -233,7 +233,7 @@ static void people_text(hx_planner *pl, const char *request, hx_buf *b)
     hx_buf_init(&people);
     hx_err err = {0};
     if (hx_tools_people_named(pl->d.reg, request, &people, &err) > 0)
-        hx_buf_printf(b, "%sPeople in your mail the request names:\n%s",
+        hx_buf_printf(b, "%sContacts:\n%s", /* few words: a value copies none of them */
                       b->len && b->data[b->len - 1] == '\n' ? "\n" : "\n\n", people.data);
     else if (err.msg[0])
         hx_log_warn("the people of the mail: %s", err.msg);

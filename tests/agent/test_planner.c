@@ -414,7 +414,7 @@ static void test_names_in_calls(void)
                   HX_OK);
     ASSERT(t);
     /* the request's context names the people of the mail it names */
-    EXPECT(strstr(ss.prompts[0], "People in your mail the request names:\n- kenji <kenji@example.jp>\n") != NULL);
+    EXPECT(strstr(ss.prompts[0], "Contacts:\n- kenji <kenji@example.jp>\n") != NULL);
     EXPECT_STR_EQ(call_status(t, 0), "ok");
     const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(t, "calls"), 0);
     const cJSON *att = cJSON_GetObjectItem(cJSON_GetObjectItem(c0, "arguments"), "attendees");
