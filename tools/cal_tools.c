@@ -257,8 +257,8 @@ typedef struct ev_times {
 static int period_err(hx_err *err, const char *key, const char *v)
 {
     return hx_err_set(err, HX_ERR_INVALID,
-                      "argument '%s': '%s' names a whole day or more, not a time; give a "
-                      "time like 'tomorrow at 10am', or set all_day",
+                      "argument '%s': '%s' names a whole day or more, not a time (try "
+                      "'tomorrow at 10am', or set all_day)",
                       key, v);
 }
 

@@ -1508,6 +1508,21 @@ static void test_results_answer_query(void)
     cJSON_Delete(calls);
 }
 
+/* A tool's advice to the model ("try 'tomorrow at 10am'") is no fact of
+ * the user's: the results answer says what failed without it. */
+static void test_results_answer_hint(void)
+{
+    cJSON *calls = cJSON_Parse(
+        "[{\"name\": \"calendar.create_event\", \"arguments\": {\"title\": \"Statics\", \"start\": \"Nov 4\"}, "
+        "\"status\": \"error\", \"result\": \"{\\\"error\\\": \\\"argument 'start': 'Nov 4' names a whole "
+        "day or more, not a time (try 'tomorrow at 10am', or set all_day)\\\"}\"}]");
+    ASSERT(calls);
+    char *a = hx_agent_results_answer(calls, NULL, NULL, NULL, NULL);
+    EXPECT(a && strstr(a, "names a whole day or more, not a time") && !strstr(a, "tomorrow"));
+    free(a);
+    cJSON_Delete(calls);
+}
+
 /* A read that lists fewer than it found says how many it found, by the
  * tool's own count, and that the rest are not listed; an event says where
  * it is, on its own line only (an invitation's location cannot add one). */
@@ -1556,6 +1571,7 @@ int main(void)
     RUN(test_results_answer);
     RUN(test_results_answer_query);
     RUN(test_results_answer_counts);
+    RUN(test_results_answer_hint);
     RUN(test_results_answer_turn_cut);
     RUN(test_results_answer_actions);
     RUN(test_results_answer_no_call);
