@@ -526,12 +526,22 @@ static int b_send(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
     return 1;
 }
 
+/* A meeting's when (a day of the coming days), topic and length. */
+static void meeting_slots(const hx_world *w, hx_rng *r, cJSON *slots)
+{
+    char p[64], topic[32];
+    hx_dg_range_phrase(w, r, hx_dg_future_weekday(w, r, 1, 9), p, sizeof p);
+    add_str(slots, "when", p);
+    hx_world_topic(r, w->split, topic, sizeof topic);
+    add_str(slots, "topic", topic);
+    dur_phrases(r, durs[2 + hx_rng_below(r, 4)], slots);
+}
+
 /* Attendees: 1 to 3 people, named as "Name <addr>", "addr", "Name (addr)"
  * or, when a memory holds the address, by first name only. */
 static int b_schedule(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     (void)used;
-    char p[64], topic[32];
     int n = 1 + (hx_rng_chance(r, 0.3) ? 1 + hx_rng_chance(r, 0.3) : 0), who[3];
     hx_buf b;
     hx_buf_init(&b);
@@ -557,11 +567,7 @@ static int b_schedule(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used
     }
     add_str(slots, "who", b.data);
     hx_buf_free(&b);
-    hx_dg_range_phrase(w, r, hx_dg_future_weekday(w, r, 1, 9), p, sizeof p);
-    add_str(slots, "when", p);
-    hx_world_topic(r, w->split, topic, sizeof topic);
-    add_str(slots, "topic", topic);
-    dur_phrases(r, durs[2 + hx_rng_below(r, 4)], slots);
+    meeting_slots(w, r, slots);
     return 1;
 }
 
@@ -572,7 +578,6 @@ static int b_schedule(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used
 static int b_schedule_named(const hx_world *w, hx_rng *r, cJSON *slots, unsigned *used)
 {
     (void)used;
-    char p[64], topic[32];
     int who[2] = {-1, -1}, n = 0;
     for (int tries = 0; tries < 12 && n < 1 + hx_rng_chance(r, 0.3); tries++) {
         const int k = w->mails[hx_rng_below(r, w->n_mails)].from;
@@ -593,11 +598,7 @@ static int b_schedule_named(const hx_world *w, hx_rng *r, cJSON *slots, unsigned
     }
     add_str(slots, "who", b.data);
     hx_buf_free(&b);
-    hx_dg_range_phrase(w, r, hx_dg_future_weekday(w, r, 1, 9), p, sizeof p);
-    add_str(slots, "when", p);
-    hx_world_topic(r, w->split, topic, sizeof topic);
-    add_str(slots, "topic", topic);
-    dur_phrases(r, durs[2 + hx_rng_below(r, 4)], slots);
+    meeting_slots(w, r, slots);
     return 1;
 }
 
