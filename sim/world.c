@@ -1053,6 +1053,18 @@ static int write_files(const hx_world *w, const char *home, hx_err *err)
         struct timespec ts[2] = {{w->now - 86400 * (i + 1), 0}, {w->now - 86400 * (i + 1), 0}};
         if (!rc) utimensat(AT_FDCWD, path, ts, 0);
     }
+    /* the folders too, once all is written: a listing shows a folder's
+     * time, and the world's data is the same whenever it is made */
+    const struct timespec ts[2] = {{w->now - 86400 * (w->n_files + 1), 0}, {w->now - 86400 * (w->n_files + 1), 0}};
+    for (int i = 0; i < w->n_files && !rc; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/config/files/%s", home, w->files[i].folder);
+        for (char *slash = path + strlen(path); slash; slash = strrchr(path, '/')) {
+            if (strlen(path) <= strlen(home) + strlen("/config/files")) break;
+            utimensat(AT_FDCWD, path, ts, 0);
+            *slash = 0;
+        }
+    }
     return rc;
 }
 
