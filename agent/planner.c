@@ -874,6 +874,19 @@ static void memory_lines(hx_buf *b, const char *text)
     }
 }
 
+/* The recalled memories' lines of a context message alone: those under
+ * its "Things you remember" header, up to the blank line that ends the
+ * section (the contacts after it come from mail, not from the user). */
+static void recalled_lines(hx_buf *b, const char *text)
+{
+    const char *sec = strstr(text, "Things you remember");
+    if (!sec) return;
+    const char *end = strstr(sec, "\n\n");
+    char *part = hx_strndup(sec, end ? (size_t)(end - sec) : strlen(sec));
+    if (part) memory_lines(b, part);
+    free(part);
+}
+
 /* Tells the source what call arguments are copied from: every message
  * after the first (the fixed system text, whose words would only start
  * false copies) but the assistant's own (its earlier mistakes are not
@@ -1263,7 +1276,7 @@ static int results_final(run *r)
         const char *text = cJSON_GetStringValue(cJSON_GetObjectItem(m, "content"));
         if (!role || !text || strcmp(role, "system")) continue;
         if (!strncmp(text, "Now: ", 5)) hx_buf_printf(&clock, "%.*s", (int)strcspn(text, "\n"), text);
-        memory_lines(&mem, text);
+        recalled_lines(&mem, text);
     }
     char *a = mem.oom || clock.oom ? NULL
                                    : hx_agent_results_answer(r->calls, r->not_run, clock.data,

@@ -1429,6 +1429,17 @@ static void test_results_answer_no_call(void)
     EXPECT(strstr(a, "\n\nYou told me before:\n- [fact #") && strstr(a, "] Alice's rail card number is 7720-1843"));
     EXPECT(!strstr(a, "1234") && !strstr(a, "Friday"));
     done(&s, t, &ss);
+    /* the contacts of the mail are no memory: never "you told me" */
+    const char *turns2[] = {"Kenji's rail card is 7720-1843."};
+    t = NULL;
+    EXPECT_EQ_INT(run_script(&w, turns2, 1, "what's kenji's rail card number?", &pp, &s, &t, &ss), HX_OK);
+    ASSERT(t && tstr(t, "answer"));
+    a = tstr(t, "answer");
+    char *whole = cJSON_PrintUnformatted(t);
+    EXPECT(whole && strstr(whole, "Contacts:\\n- kenji <kenji@example.jp>") != NULL); /* in its context */
+    free(whole);
+    EXPECT(strstr(a, "You told me before:") && !strstr(a, "kenji@example.jp"));
+    done(&s, t, &ss);
     world_close(&w);
 }
 
