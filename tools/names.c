@@ -5,6 +5,7 @@
  * asked to allow the call, or says why it cannot (no one of that name,
  * or several, each listed). */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -233,9 +234,14 @@ int hx_tools_people_named(const hx_tools *reg, const char *request, hx_buf *out,
     hx_buf_init(&q);
     hx_buf_init(&people);
     hx_buf_init(&seen);
-    int n = 0, rc = hx_fold_words(request ? request : "", 1, &q) < 0
-                        ? hx_err_set(err, HX_ERR_NOMEM, "out of memory")
-                        : hx_tools_correspondents(reg, &people, err);
+    /* "Dana's", "Dana’s": the name before the apostrophe */
+    char *req = hx_strdup(request ? request : "");
+    for (char *c = req; c && *c; c++)
+        if (*c == '\'') *c = ' ';
+        else if (!strncmp(c, "\xe2\x80\x99", 3)) c[0] = c[1] = c[2] = ' ';
+    int n = 0, rc = !req || hx_fold_words(req, 1, &q) < 0 ? hx_err_set(err, HX_ERR_NOMEM, "out of memory")
+                                                          : hx_tools_correspondents(reg, &people, err);
+    free(req);
     for (const char *l = people.data ? people.data : ""; !rc && *l && n < NAMED_MAX;) {
         const size_t len = strcspn(l, "\n"), tab = strcspn(l, "\t");
         char email[256], display[256], key[260];
