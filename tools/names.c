@@ -37,18 +37,50 @@ static int has_word(const char *words, size_t len, const char *w)
     return 0;
 }
 
+/* One person of the correspondents (a line "address\tname"), and the key
+ * by which an address is listed once ("\naddress\n", lower case). */
+typedef struct person {
+    char email[256], display[256], key[260];
+} person;
+
+/* Reads the line at l into p; returns where the next line starts. */
+static const char *read_person(const char *l, person *p)
+{
+    const size_t len = strcspn(l, "\n"), tab = strcspn(l, "\t");
+    snprintf(p->email, sizeof p->email, "%.*s", (int)(tab < len ? tab : len), l);
+    snprintf(p->display, sizeof p->display, "%.*s", tab < len ? (int)(len - tab - 1) : 0, l + tab + 1);
+    snprintf(p->key, sizeof p->key, "\n%s\n", p->email);
+    for (char *c = p->key; *c; c++) *c = (char)((*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
+    return l + len + (l[len] == '\n');
+}
+
+/* Whether p is no one to list: the user, or an address listed already
+ * (its key in seen). */
+static int passed_over(const hx_config *cfg, const person *p, const hx_buf *seen)
+{
+    return (cfg && cfg->user_email && !strcasecmp(p->email, cfg->user_email)) ||
+           (seen->data && strstr(seen->data, p->key));
+}
+
+/* The folded words a person is named by: the display name's and the
+ * address's local part's (all its words, or the first alone: "kenta" of
+ * kenta.mori@...), appended to words. 0, or -1 when out of memory. */
+static int person_words(const person *p, int first_only, hx_buf *words)
+{
+    char local[256];
+    snprintf(local, sizeof local, "%.*s", (int)strcspn(p->email, first_only ? "@._-+" : "@"), p->email);
+    for (char *c = local; *c; c++)
+        if (*c == '.' || *c == '_' || *c == '-' || *c == '+') *c = ' ';
+    return hx_fold_words(p->display, 0, words) < 0 || hx_fold_words(local, 0, words) < 0 ? -1 : 0;
+}
+
 /* Whether every word of the name (folded words q) is a word of the
- * display name or of the address's local part ("kenta" of
- * kenta.mori@...). */
-static int person_is(const hx_buf *q, const char *email, const char *display)
+ * person's display name or address's local part. */
+static int person_is(const hx_buf *q, const person *p)
 {
     hx_buf words;
     hx_buf_init(&words);
-    char local[256];
-    snprintf(local, sizeof local, "%.*s", (int)strcspn(email, "@"), email);
-    for (char *c = local; *c; c++)
-        if (*c == '.' || *c == '_' || *c == '-' || *c == '+') *c = ' ';
-    int ok = hx_fold_words(display, 0, &words) >= 0 && hx_fold_words(local, 0, &words) >= 0;
+    int ok = person_words(p, 0, &words) == 0;
     for (const char *w = q->data; ok && w < q->data + q->len; w += strlen(w) + 1)
         ok = has_word(words.data, words.len, w);
     hx_buf_free(&words);
@@ -65,22 +97,14 @@ static int people_named(const hx_tools *reg, const char *name, const char *peopl
     hx_buf_init(&q);
     hx_buf_init(&seen);
     int n = 0;
+    person p;
     if (hx_fold_words(name, 0, &q) > 0)
         for (const char *l = people; *l;) {
-            const size_t len = strcspn(l, "\n"), tab = strcspn(l, "\t");
-            char email[256], display[256];
-            snprintf(email, sizeof email, "%.*s", (int)(tab < len ? tab : len), l);
-            snprintf(display, sizeof display, "%.*s", tab < len ? (int)(len - tab - 1) : 0, l + tab + 1);
-            const int mine = cfg && cfg->user_email && !strcasecmp(email, cfg->user_email);
-            char key[260];
-            snprintf(key, sizeof key, "\n%s\n", email);
-            for (char *c = key; *c; c++) *c = (char)((*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
-            if (!mine && person_is(&q, email, display) && !(seen.data && strstr(seen.data, key))) {
-                hx_buf_puts(&seen, key);
-                hx_buf_printf(found, *display ? "%s <%s>\n" : "%s%s\n", display, email);
-                n++;
-            }
-            l += len + (l[len] == '\n');
+            l = read_person(l, &p);
+            if (passed_over(cfg, &p, &seen) || !person_is(&q, &p)) continue;
+            hx_buf_puts(&seen, p.key);
+            hx_buf_printf(found, *p.display ? "%s <%s>\n" : "%s%s\n", p.display, p.email);
+            n++;
         }
     hx_buf_free(&q);
     hx_buf_free(&seen);
@@ -187,16 +211,13 @@ int hx_tools_resolve_names(const hx_tools *reg, const char *tool, const cJSON *a
 /* ---- the people a request names ---- */
 #define NAMED_MAX 5 /* people listed at most */
 
-/* Whether folded word w is a word of the display name or the first word
- * of the address's local part. */
-static int names_person(const char *w, const char *email, const char *display)
+/* Whether folded word w is a word of the person's display name or the
+ * first word of the address's local part. */
+static int names_person(const char *w, const person *p)
 {
     hx_buf words;
     hx_buf_init(&words);
-    char local[256];
-    snprintf(local, sizeof local, "%.*s", (int)strcspn(email, "@._-+"), email);
-    int ok = hx_fold_words(display, 0, &words) >= 0 && hx_fold_words(local, 0, &words) >= 0 &&
-             has_word(words.data, words.len, w);
+    int ok = person_words(p, 1, &words) == 0 && has_word(words.data, words.len, w);
     hx_buf_free(&words);
     return ok;
 }
@@ -242,26 +263,19 @@ int hx_tools_people_named(const hx_tools *reg, const char *request, hx_buf *out,
     int n = 0, rc = !req || hx_fold_words(req, 1, &q) < 0 ? hx_err_set(err, HX_ERR_NOMEM, "out of memory")
                                                           : hx_tools_correspondents(reg, &people, err);
     free(req);
+    person p;
     for (const char *l = people.data ? people.data : ""; !rc && *l && n < NAMED_MAX;) {
-        const size_t len = strcspn(l, "\n"), tab = strcspn(l, "\t");
-        char email[256], display[256], key[260];
-        snprintf(email, sizeof email, "%.*s", (int)(tab < len ? tab : len), l);
-        snprintf(display, sizeof display, "%.*s", tab < len ? (int)(len - tab - 1) : 0, l + tab + 1);
-        l += len + (l[len] == '\n');
-        snprintf(key, sizeof key, "\n%s\n", email);
-        for (char *c = key; *c; c++) *c = (char)((*c >= 'A' && *c <= 'Z') ? *c + 32 : *c);
-        if ((cfg && cfg->user_email && !strcasecmp(email, cfg->user_email)) ||
-            (seen.data && strstr(seen.data, key)))
-            continue;
+        l = read_person(l, &p);
+        if (passed_over(cfg, &p, &seen)) continue;
         const char *named = NULL;
         for (const char *w = q.data; !named && w && w < q.data + q.len; w += strlen(w) + 1)
-            if (strlen(w) >= 2 && strspn(w, "0123456789") < strlen(w) && names_person(w, email, display))
+            if (strlen(w) >= 2 && strspn(w, "0123456789") < strlen(w) && names_person(w, &p))
                 named = w;
         if (!named) continue;
         char word[128];
         as_written(request, named, word, sizeof word);
-        hx_buf_puts(&seen, key);
-        hx_buf_printf(out, "- %s <%s>\n", word, email);
+        hx_buf_puts(&seen, p.key);
+        hx_buf_printf(out, "- %s <%s>\n", word, p.email);
         n++;
     }
     hx_buf_free(&q);
